@@ -1,0 +1,88 @@
+package paddock
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable error code. Clients branch on it; the
+// HTTP status, the CLI exit code and (later) the MCP tool error are all derived
+// from it in one table each.
+type Code string
+
+// The codes of the action protocol. The list is closed: adding one is an API change.
+const (
+	CodeBadRequest      Code = "bad_request"      // the input is wrong; nothing changed
+	CodeNotFound        Code = "not_found"        // no such project, run or object
+	CodeConflict        Code = "conflict"         // the object's state forbids this (an illegal transition, a retained workspace)
+	CodeBusy            Code = "busy"             // someone else holds what this needs (the project lock, a running job)
+	CodeForbidden       Code = "forbidden"        // the caller may not do this
+	CodeUnsupported     Code = "unsupported"      // this machine or build cannot do this
+	CodeRunMismatch     Code = "run_mismatch"     // a credential of one run used on another
+	CodeNotBootstrapped Code = "not_bootstrapped" // an action on a run that was never bootstrapped
+	CodeAttributionLeak Code = "attribution_leak" // the attribution lint refused a submission
+	CodeInternal        Code = "internal"         // a fault of paddock's; details are in the daemon log only
+)
+
+// Codes lists every code, in a stable order.
+var Codes = []Code{CodeBadRequest, CodeNotFound, CodeConflict, CodeBusy, CodeForbidden,
+	CodeUnsupported, CodeRunMismatch, CodeNotBootstrapped, CodeAttributionLeak, CodeInternal}
+
+// Error is paddock's one application error. Code and Message are public: they
+// are shown to clients and agents and must never carry a host path outside the
+// caller's view or a secret. Err is the internal cause, for logs only.
+type Error struct {
+	Code    Code           `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+	Err     error          `json:"-"`
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with a formatted public message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithDetail returns e with one more detail set; it is meant for chaining on a
+// freshly made error.
+func (e *Error) WithDetail(key string, value any) *Error {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	e.Details[key] = value
+	return e
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, or
+// CodeInternal when there is none (an unexpected error is paddock's fault).
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// ErrorMessage returns the public message of err. Errors that are not an
+// *Error, and internal ones, get a fixed text: their detail belongs in the log.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Code != CodeInternal {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// IsCode reports whether err carries code.
+func IsCode(err error, code Code) bool {
+	return err != nil && ErrorCode(err) == code
+}

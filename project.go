@@ -1,0 +1,46 @@
+package paddock
+
+import "time"
+
+// Project is a declared root: a git repository on the host that paddock
+// guards. Nothing writes into Root except an approved apply (a later issue)
+// and the git metadata a worktree workspace needs, which cleanup removes.
+type Project struct {
+	Name string `json:"name"`
+	Root string `json:"root"` // absolute, symlinks resolved
+	// Fingerprint identifies the repository behind Root, so that a root
+	// replaced by another repository is noticed rather than trusted.
+	Fingerprint string    `json:"repository_fingerprint"`
+	CreatedAt   time.Time `json:"created_at"`
+	// Lock is the current holder of the project lock, if any (read-only view).
+	Lock *Lock `json:"lock,omitempty"`
+}
+
+// Lock is the exclusive project lock, scoped run × project (record 001): the
+// run that holds it is the only one that may write the project tree.
+type Lock struct {
+	Project    string    `json:"project"`
+	RunID      string    `json:"run_id"`
+	AcquiredAt time.Time `json:"acquired_at"`
+}
+
+// Run is one agent's bounded session against one project at one base revision.
+type Run struct {
+	ID        string    `json:"id"`
+	Project   string    `json:"project"`
+	CreatedAt time.Time `json:"created_at"`
+	// RemovedAt is set by `paddock rm`: the run leaves listings, but its
+	// record and events stay for the audit trail.
+	RemovedAt time.Time `json:"removed_at,omitzero"`
+	// LastSeq is the seq of the run's latest event.
+	LastSeq   int64      `json:"last_seq"`
+	Workspace *Workspace `json:"workspace,omitempty"`
+}
+
+// State is the run's state as the user sees it: its workspace's state.
+func (r *Run) State() WorkspaceState {
+	if r.Workspace == nil {
+		return ""
+	}
+	return r.Workspace.State
+}

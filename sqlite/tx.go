@@ -1,0 +1,427 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Tx is one transaction; see paddock.Tx.
+type Tx struct {
+	tx *sql.Tx
+}
+
+var _ paddock.Tx = (*Tx)(nil)
+
+const timeFormat = time.RFC3339Nano
+
+func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func fmtOptTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return fmtTime(t)
+}
+
+func parseTime(s string) time.Time {
+	t, _ := time.Parse(timeFormat, s)
+	return t
+}
+
+func parseOptTime(s sql.NullString) time.Time {
+	if !s.Valid {
+		return time.Time{}
+	}
+	return parseTime(s.String)
+}
+
+func isUnique(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code()
+		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+func wrap(op string, err error) error {
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
+
+// CreateProject inserts p; a taken name or root is a conflict.
+func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO projects (name, root, fingerprint, created_at) VALUES (?, ?, ?, ?)`,
+		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt))
+	if isUnique(err) {
+		var other string
+		if t.tx.QueryRowContext(ctx, `SELECT name FROM projects WHERE root = ?`, p.Root).Scan(&other) == nil {
+			return paddock.Errorf(paddock.CodeConflict, "this root is already declared as project %q", other)
+		}
+		return paddock.Errorf(paddock.CodeConflict, "a project named %q already exists", p.Name)
+	}
+	if err != nil {
+		return wrap("create project", err)
+	}
+	return nil
+}
+
+const projectCols = `p.name, p.root, p.fingerprint, p.created_at, l.run_id, l.acquired_at`
+const projectFrom = `projects p LEFT JOIN locks l ON l.project = p.name`
+
+func scanProject(row interface{ Scan(...any) error }) (*paddock.Project, error) {
+	var p paddock.Project
+	var created string
+	var lockRun, lockAt sql.NullString
+	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &lockRun, &lockAt); err != nil {
+		return nil, err
+	}
+	p.CreatedAt = parseTime(created)
+	if lockRun.Valid {
+		p.Lock = &paddock.Lock{Project: p.Name, RunID: lockRun.String, AcquiredAt: parseTime(lockAt.String)}
+	}
+	return &p, nil
+}
+
+// Project returns the named project.
+func (t *Tx) Project(ctx context.Context, name string) (*paddock.Project, error) {
+	p, err := scanProject(t.tx.QueryRowContext(ctx, `SELECT `+projectCols+` FROM `+projectFrom+` WHERE p.name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "no project named %q", name)
+	}
+	if err != nil {
+		return nil, wrap("get project", err)
+	}
+	return p, nil
+}
+
+// Projects returns every project by name.
+func (t *Tx) Projects(ctx context.Context) ([]*paddock.Project, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+projectCols+` FROM `+projectFrom+` ORDER BY p.name`)
+	if err != nil {
+		return nil, wrap("list projects", err)
+	}
+	defer rows.Close()
+	var out []*paddock.Project
+	for rows.Next() {
+		p, err := scanProject(rows)
+		if err != nil {
+			return nil, wrap("list projects", err)
+		}
+		out = append(out, p)
+	}
+	return out, wrap2("list projects", rows.Err())
+}
+
+func wrap2(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return wrap(op, err)
+}
+
+// DeleteProject deletes the project with its runs, workspaces records, events and lock.
+func (t *Tx) DeleteProject(ctx context.Context, name string) error {
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM projects WHERE name = ?`, name)
+	if err != nil {
+		return wrap("delete project", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return paddock.Errorf(paddock.CodeNotFound, "no project named %q", name)
+	}
+	return nil
+}
+
+// CreateRun inserts r and its workspace.
+func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO runs (id, project, created_at, removed_at, last_seq) VALUES (?, ?, ?, ?, 0)`,
+		r.ID, r.Project, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt))
+	if isUnique(err) {
+		return paddock.Errorf(paddock.CodeConflict, "a run with id %q already exists", r.ID)
+	}
+	if err != nil {
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+			return paddock.Errorf(paddock.CodeNotFound, "no project named %q", r.Project)
+		}
+		return wrap("create run", err)
+	}
+	r.LastSeq = 0
+	if w := r.Workspace; w != nil {
+		cp, err := encodeCheckpoint(w.Checkpoint)
+		if err != nil {
+			return err
+		}
+		_, err = t.tx.ExecContext(ctx, `INSERT INTO workspaces (id, run_id, kind, root, fingerprint, base_ref, base_revision, branch,
+			state, cleanup_policy, reason, created_at, updated_at, retained_at, checkpoint) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			w.ID, r.ID, string(w.Kind), w.Root, w.Fingerprint, w.BaseRef, w.BaseRevision, w.Branch,
+			string(w.State), string(w.CleanupPolicy), w.Reason, fmtTime(w.CreatedAt), fmtTime(w.UpdatedAt),
+			fmtOptTime(w.RetainedAt), cp)
+		if isUnique(err) {
+			return paddock.Errorf(paddock.CodeConflict, "a workspace with id %q already exists", w.ID)
+		}
+		if err != nil {
+			return wrap("create workspace", err)
+		}
+	}
+	return nil
+}
+
+func encodeCheckpoint(c *paddock.Checkpoint) (any, error) {
+	if c == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, wrap("encode checkpoint", err)
+	}
+	return string(b), nil
+}
+
+const runCols = `r.id, r.project, r.created_at, r.removed_at, r.last_seq,
+	w.id, w.kind, w.root, w.fingerprint, w.base_ref, w.base_revision, w.branch, w.state, w.cleanup_policy,
+	w.reason, w.created_at, w.updated_at, w.retained_at, w.checkpoint`
+const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
+
+func scanRun(row interface{ Scan(...any) error }) (*paddock.Run, error) {
+	var r paddock.Run
+	var created string
+	var removed sql.NullString
+	var wid, kind, root, fp, baseRef, baseRev, branch, state, policy, reason, wcreated, wupdated sql.NullString
+	var retained, checkpoint sql.NullString
+	if err := row.Scan(&r.ID, &r.Project, &created, &removed, &r.LastSeq,
+		&wid, &kind, &root, &fp, &baseRef, &baseRev, &branch, &state, &policy,
+		&reason, &wcreated, &wupdated, &retained, &checkpoint); err != nil {
+		return nil, err
+	}
+	r.CreatedAt = parseTime(created)
+	r.RemovedAt = parseOptTime(removed)
+	if wid.Valid {
+		w := &paddock.Workspace{
+			ID: wid.String, RunID: r.ID, Kind: paddock.WorkspaceKind(kind.String), Root: root.String,
+			Fingerprint: fp.String, BaseRef: baseRef.String, BaseRevision: baseRev.String, Branch: branch.String,
+			State: paddock.WorkspaceState(state.String), CleanupPolicy: paddock.CleanupPolicy(policy.String),
+			Reason: reason.String, CreatedAt: parseTime(wcreated.String), UpdatedAt: parseTime(wupdated.String),
+			RetainedAt: parseOptTime(retained),
+		}
+		if checkpoint.Valid {
+			w.Checkpoint = new(paddock.Checkpoint)
+			if err := json.Unmarshal([]byte(checkpoint.String), w.Checkpoint); err != nil {
+				return nil, fmt.Errorf("checkpoint of run %s: %w", r.ID, err)
+			}
+		}
+		r.Workspace = w
+	}
+	return &r, nil
+}
+
+// Run returns the run with its workspace.
+func (t *Tx) Run(ctx context.Context, id string) (*paddock.Run, error) {
+	r, err := scanRun(t.tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
+	}
+	if err != nil {
+		return nil, wrap("get run", err)
+	}
+	return r, nil
+}
+
+// Runs returns the runs f selects, oldest first.
+func (t *Tx) Runs(ctx context.Context, f paddock.RunFilter) ([]*paddock.Run, error) {
+	var where []string
+	var args []any
+	if f.Project != "" {
+		where = append(where, "r.project = ?")
+		args = append(args, f.Project)
+	}
+	if !f.Removed {
+		where = append(where, "r.removed_at IS NULL")
+	}
+	q := `SELECT ` + runCols + ` FROM ` + runFrom
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY r.created_at, r.id"
+	rows, err := t.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, wrap("list runs", err)
+	}
+	defer rows.Close()
+	var out []*paddock.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, wrap("list runs", err)
+		}
+		out = append(out, r)
+	}
+	return out, wrap2("list runs", rows.Err())
+}
+
+// MarkRunRemoved sets the run's removed_at.
+func (t *Tx) MarkRunRemoved(ctx context.Context, id string) error {
+	res, err := t.tx.ExecContext(ctx, `UPDATE runs SET removed_at = ? WHERE id = ?`, fmtTime(time.Now()), id)
+	if err != nil {
+		return wrap("remove run", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
+	}
+	return nil
+}
+
+// UpdateWorkspace writes every mutable field of w.
+func (t *Tx) UpdateWorkspace(ctx context.Context, w *paddock.Workspace) error {
+	cp, err := encodeCheckpoint(w.Checkpoint)
+	if err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(ctx, `UPDATE workspaces SET root = ?, state = ?, reason = ?, updated_at = ?,
+		retained_at = ?, checkpoint = ?, cleanup_policy = ? WHERE id = ?`,
+		w.Root, string(w.State), w.Reason, fmtTime(w.UpdatedAt), fmtOptTime(w.RetainedAt), cp, string(w.CleanupPolicy), w.ID)
+	if err != nil {
+		return wrap("update workspace", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return paddock.Errorf(paddock.CodeNotFound, "no workspace %q", w.ID)
+	}
+	return nil
+}
+
+// Workspaces returns the workspaces in the given states (all if none), oldest first.
+func (t *Tx) Workspaces(ctx context.Context, states ...paddock.WorkspaceState) ([]*paddock.Workspace, error) {
+	q := `SELECT ` + runCols + ` FROM ` + runFrom + ` WHERE w.id IS NOT NULL`
+	var args []any
+	if len(states) > 0 {
+		q += ` AND w.state IN (?` + strings.Repeat(",?", len(states)-1) + `)`
+		for _, s := range states {
+			args = append(args, string(s))
+		}
+	}
+	q += ` ORDER BY w.created_at, w.id`
+	rows, err := t.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, wrap("list workspaces", err)
+	}
+	defer rows.Close()
+	var out []*paddock.Workspace
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, wrap("list workspaces", err)
+		}
+		out = append(out, r.Workspace)
+	}
+	return out, wrap2("list workspaces", rows.Err())
+}
+
+// AppendEvent assigns the run's next seq and inserts the event, in this transaction.
+func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*paddock.Event, error) {
+	var raw []byte
+	if data != nil {
+		var err error
+		if raw, err = json.Marshal(data); err != nil {
+			return nil, wrap("encode event", err)
+		}
+	}
+	e := &paddock.Event{RunID: runID, Type: typ, Time: time.Now().UTC(), Data: raw}
+	err := t.tx.QueryRowContext(ctx, `UPDATE runs SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`, runID).Scan(&e.Seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %q", runID)
+	}
+	if err != nil {
+		return nil, wrap("append event", err)
+	}
+	var dataArg any
+	if raw != nil {
+		dataArg = string(raw)
+	}
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO events (run_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)`,
+		runID, e.Seq, fmtTime(e.Time), typ, dataArg); err != nil {
+		return nil, wrap("append event", err)
+	}
+	return e, nil
+}
+
+// Events returns up to limit events of the run after seq after.
+func (t *Tx) Events(ctx context.Context, runID string, after int64, limit int) ([]*paddock.Event, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT seq, time, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		runID, after, limit)
+	if err != nil {
+		return nil, wrap("list events", err)
+	}
+	defer rows.Close()
+	out := []*paddock.Event{}
+	for rows.Next() {
+		e := &paddock.Event{RunID: runID}
+		var ts string
+		var data sql.NullString
+		if err := rows.Scan(&e.Seq, &ts, &e.Type, &data); err != nil {
+			return nil, wrap("list events", err)
+		}
+		e.Time = parseTime(ts)
+		if data.Valid {
+			e.Data = json.RawMessage(data.String)
+		}
+		out = append(out, e)
+	}
+	return out, wrap2("list events", rows.Err())
+}
+
+// Lock returns the project's lock or nil.
+func (t *Tx) Lock(ctx context.Context, project string) (*paddock.Lock, error) {
+	l := &paddock.Lock{Project: project}
+	var at string
+	err := t.tx.QueryRowContext(ctx, `SELECT run_id, acquired_at FROM locks WHERE project = ?`, project).Scan(&l.RunID, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrap("get lock", err)
+	}
+	l.AcquiredAt = parseTime(at)
+	return l, nil
+}
+
+// AcquireLock takes the project lock for l.RunID. Taking a lock one already
+// holds is a no-op.
+func (t *Tx) AcquireLock(ctx context.Context, l *paddock.Lock) error {
+	cur, err := t.Lock(ctx, l.Project)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		if cur.RunID == l.RunID {
+			return nil
+		}
+		return paddock.Errorf(paddock.CodeBusy, "project %q is locked by run %s", l.Project, cur.RunID).
+			WithDetail("holder", cur.RunID)
+	}
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO locks (project, run_id, acquired_at) VALUES (?, ?, ?)`,
+		l.Project, l.RunID, fmtTime(l.AcquiredAt)); err != nil {
+		return wrap("acquire lock", err)
+	}
+	return nil
+}
+
+// ReleaseLock frees the project lock if runID holds it.
+func (t *Tx) ReleaseLock(ctx context.Context, project, runID string) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM locks WHERE project = ? AND run_id = ?`, project, runID)
+	if err != nil {
+		return false, wrap("release lock", err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}

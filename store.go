@@ -1,0 +1,71 @@
+package paddock
+
+import "context"
+
+// Store is the durable state: projects, runs, workspaces, events and locks.
+// SQLite is the default implementation; every implementation must pass the
+// conformance suite in package storetest.
+//
+// All access happens inside a transaction, so that a state change and the
+// event that records it commit together or not at all. Update returns only
+// after the transaction is durable.
+type Store interface {
+	// View runs fn in a read-only transaction.
+	View(ctx context.Context, fn func(Tx) error) error
+	// Update runs fn in a read-write transaction and commits it durably if fn
+	// returns nil; any error rolls everything back.
+	Update(ctx context.Context, fn func(Tx) error) error
+	Close() error
+}
+
+// RunFilter selects runs.
+type RunFilter struct {
+	Project string // only this project's runs, if set
+	Removed bool   // include runs removed with `paddock rm`
+}
+
+// Tx is one transaction on a Store. Not-found lookups return an *Error with
+// CodeNotFound; a duplicate create returns CodeConflict.
+type Tx interface {
+	CreateProject(ctx context.Context, p *Project) error
+	Project(ctx context.Context, name string) (*Project, error)
+	Projects(ctx context.Context) ([]*Project, error)
+	DeleteProject(ctx context.Context, name string) error
+
+	// CreateRun inserts the run and, if set, its workspace.
+	CreateRun(ctx context.Context, r *Run) error
+	// Run returns the run with its workspace.
+	Run(ctx context.Context, id string) (*Run, error)
+	Runs(ctx context.Context, f RunFilter) ([]*Run, error)
+	// MarkRunRemoved sets the run's RemovedAt.
+	MarkRunRemoved(ctx context.Context, id string) error
+
+	UpdateWorkspace(ctx context.Context, w *Workspace) error
+	// Workspaces returns the workspaces in any of the given states (all if none).
+	Workspaces(ctx context.Context, states ...WorkspaceState) ([]*Workspace, error)
+
+	// AppendEvent records an event with the run's next seq. data is encoded as JSON.
+	AppendEvent(ctx context.Context, runID, typ string, data any) (*Event, error)
+	// Events returns up to limit events of the run with seq > after, in order.
+	Events(ctx context.Context, runID string, after int64, limit int) ([]*Event, error)
+
+	// Lock returns the project's lock, or nil when it is free.
+	Lock(ctx context.Context, project string) (*Lock, error)
+	// AcquireLock takes the project lock for l.RunID; CodeBusy if another run holds it.
+	AcquireLock(ctx context.Context, l *Lock) error
+	// ReleaseLock frees the lock if runID holds it, and reports whether it did.
+	ReleaseLock(ctx context.Context, project, runID string) (bool, error)
+}
+
+// WorkspaceProvider makes and removes workspaces of one kind. The lifecycle
+// manager calls it; it never changes the workspace's record.
+type WorkspaceProvider interface {
+	Kind() WorkspaceKind
+	// Prepare makes w.Root at w.BaseRevision. On failure it leaves nothing behind.
+	Prepare(ctx context.Context, p *Project, w *Workspace) error
+	// Remove undoes everything Prepare did, and is safe to repeat. It is only
+	// ever called for a workspace in state cleanup_pending.
+	Remove(ctx context.Context, p *Project, w *Workspace) error
+	// Present reports whether the workspace is still on disk.
+	Present(ctx context.Context, w *Workspace) (bool, error)
+}

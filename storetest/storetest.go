@@ -1,0 +1,444 @@
+// Package storetest is the conformance suite every paddock.Store must pass.
+// A backend's test calls Run with a function that opens its store on a
+// directory; opening twice on the same directory must reach the same data.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Opener opens the store under test on dir.
+type Opener func(t *testing.T, dir string) paddock.Store
+
+// Run runs the whole suite.
+func Run(t *testing.T, open Opener) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, Opener)
+	}{
+		{"Projects", testProjects},
+		{"Runs", testRuns},
+		{"Transitions", testTransitions},
+		{"EventSeq", testEventSeq},
+		{"RollbackLeavesNothing", testRollback},
+		{"ConcurrentAppends", testConcurrentAppends},
+		{"Locks", testLocks},
+		{"DurableAcrossReopen", testReopen},
+		{"DeleteProjectCascades", testDeleteProject},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
+	}
+}
+
+func fresh(t *testing.T, open Opener) (paddock.Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s := open(t, dir)
+	t.Cleanup(func() { s.Close() })
+	return s, dir
+}
+
+func update(t *testing.T, s paddock.Store, fn func(paddock.Tx) error) {
+	t.Helper()
+	if err := s.Update(context.Background(), fn); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+}
+
+func wantCode(t *testing.T, err error, code paddock.Code) {
+	t.Helper()
+	if !paddock.IsCode(err, code) {
+		t.Fatalf("error = %v, want code %s", err, code)
+	}
+}
+
+func project(name string) *paddock.Project {
+	return &paddock.Project{Name: name, Root: "/src/" + name, Fingerprint: "fp-" + name, CreatedAt: time.Now().UTC()}
+}
+
+func run(id, proj string) *paddock.Run {
+	now := time.Now().UTC()
+	return &paddock.Run{ID: id, Project: proj, CreatedAt: now, Workspace: &paddock.Workspace{
+		ID: "w-" + id, RunID: id, Kind: paddock.KindClone, Root: "/state/workspaces/" + id, Fingerprint: "fp",
+		BaseRef: "main", BaseRevision: "0123456789abcdef0123456789abcdef01234567", Branch: "main",
+		State: paddock.StateRequested, CleanupPolicy: paddock.CleanupOnReject, CreatedAt: now, UpdatedAt: now,
+	}}
+}
+
+func seed(t *testing.T, s paddock.Store, proj string, runIDs ...string) {
+	t.Helper()
+	update(t, s, func(tx paddock.Tx) error {
+		ctx := context.Background()
+		if _, err := tx.Project(ctx, proj); paddock.IsCode(err, paddock.CodeNotFound) {
+			if err := tx.CreateProject(ctx, project(proj)); err != nil {
+				return err
+			}
+		}
+		for _, id := range runIDs {
+			if err := tx.CreateRun(ctx, run(id, proj)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func testProjects(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app")
+	err := s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, project("app")) })
+	wantCode(t, err, paddock.CodeConflict)
+	dupRoot := project("other")
+	dupRoot.Root = "/src/app"
+	err = s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, dupRoot) })
+	wantCode(t, err, paddock.CodeConflict)
+	seed(t, s, "lib")
+	s.View(ctx, func(tx paddock.Tx) error {
+		ps, err := tx.Projects(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) != 2 || ps[0].Name != "app" || ps[1].Name != "lib" {
+			t.Fatalf("projects = %+v", ps)
+		}
+		p, err := tx.Project(ctx, "app")
+		if err != nil || p.Root != "/src/app" || p.Fingerprint != "fp-app" || p.CreatedAt.IsZero() {
+			t.Fatalf("project = %+v, %v", p, err)
+		}
+		_, err = tx.Project(ctx, "nope")
+		wantCode(t, err, paddock.CodeNotFound)
+		return nil
+	})
+	err = s.Update(ctx, func(tx paddock.Tx) error { return tx.DeleteProject(ctx, "nope") })
+	wantCode(t, err, paddock.CodeNotFound)
+}
+
+func testRuns(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "r1", "r2")
+	seed(t, s, "lib", "r3")
+	err := s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateRun(ctx, run("r1", "app")) })
+	wantCode(t, err, paddock.CodeConflict)
+	err = s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateRun(ctx, run("r9", "ghost")) })
+	wantCode(t, err, paddock.CodeNotFound)
+
+	update(t, s, func(tx paddock.Tx) error { return tx.MarkRunRemoved(ctx, "r2") })
+	s.View(ctx, func(tx paddock.Tx) error {
+		r, err := tx.Run(ctx, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := run("r1", "app").Workspace
+		w := r.Workspace
+		if w == nil || w.ID != want.ID || w.Kind != want.Kind || w.Root != want.Root || w.BaseRevision != want.BaseRevision ||
+			w.Branch != "main" || w.State != paddock.StateRequested || w.CleanupPolicy != paddock.CleanupOnReject {
+			t.Fatalf("workspace = %+v", w)
+		}
+		all, _ := tx.Runs(ctx, paddock.RunFilter{})
+		if len(all) != 2 {
+			t.Fatalf("listed %d runs without removed, want 2", len(all))
+		}
+		all, _ = tx.Runs(ctx, paddock.RunFilter{Removed: true})
+		if len(all) != 3 {
+			t.Fatalf("listed %d runs with removed, want 3", len(all))
+		}
+		app, _ := tx.Runs(ctx, paddock.RunFilter{Project: "lib"})
+		if len(app) != 1 || app[0].ID != "r3" {
+			t.Fatalf("runs of lib = %+v", app)
+		}
+		removed, _ := tx.Run(ctx, "r2")
+		if removed.RemovedAt.IsZero() {
+			t.Fatal("removed run has no removed_at")
+		}
+		_, err = tx.Run(ctx, "zz")
+		wantCode(t, err, paddock.CodeNotFound)
+		return nil
+	})
+}
+
+func testTransitions(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "r1")
+	path := []paddock.WorkspaceState{paddock.StatePreparing, paddock.StateReady, paddock.StateActive,
+		paddock.StateCheckpointed, paddock.StateRetained}
+	for _, to := range path {
+		update(t, s, func(tx paddock.Tx) error {
+			r, err := tx.Run(ctx, "r1")
+			if err != nil {
+				return err
+			}
+			if to == paddock.StateCheckpointed {
+				r.Workspace.Checkpoint = &paddock.Checkpoint{At: time.Now().UTC(), Digest: "d", Files: 3, Reason: "test"}
+			}
+			return paddock.Transition(ctx, tx, r.Workspace, to, "step")
+		})
+	}
+	// Retained is a hard stop: nothing leads to cleanup, and the failed attempt leaves no event.
+	err := s.Update(ctx, func(tx paddock.Tx) error {
+		r, _ := tx.Run(ctx, "r1")
+		return paddock.Transition(ctx, tx, r.Workspace, paddock.StateCleanupPending, "try")
+	})
+	wantCode(t, err, paddock.CodeConflict)
+	s.View(ctx, func(tx paddock.Tx) error {
+		r, _ := tx.Run(ctx, "r1")
+		w := r.Workspace
+		if w.State != paddock.StateRetained || w.RetainedAt.IsZero() || w.Checkpoint == nil || w.Checkpoint.Files != 3 {
+			t.Fatalf("workspace = %+v", w)
+		}
+		evs, _ := tx.Events(ctx, "r1", 0, 0)
+		if len(evs) != len(path) || r.LastSeq != int64(len(path)) {
+			t.Fatalf("%d events, last_seq %d; want %d", len(evs), r.LastSeq, len(path))
+		}
+		var d paddock.TransitionData
+		json.Unmarshal(evs[4].Data, &d)
+		if d.From != paddock.StateCheckpointed || d.To != paddock.StateRetained || evs[4].Type != paddock.TransitionEvent {
+			t.Fatalf("last event = %s %s", evs[4].Type, evs[4].Data)
+		}
+		ws, _ := tx.Workspaces(ctx, paddock.StateRetained)
+		if len(ws) != 1 || ws[0].RunID != "r1" {
+			t.Fatalf("workspaces(retained) = %+v", ws)
+		}
+		ws, _ = tx.Workspaces(ctx, paddock.StateReady, paddock.StateActive)
+		if len(ws) != 0 {
+			t.Fatalf("workspaces(ready, active) = %+v", ws)
+		}
+		return nil
+	})
+}
+
+func testEventSeq(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a", "b")
+	for i := 0; i < 5; i++ {
+		update(t, s, func(tx paddock.Tx) error {
+			if _, err := tx.AppendEvent(ctx, "a", "x", map[string]int{"i": i}); err != nil {
+				return err
+			}
+			_, err := tx.AppendEvent(ctx, "b", "y", nil)
+			return err
+		})
+	}
+	err := s.Update(ctx, func(tx paddock.Tx) error { _, err := tx.AppendEvent(ctx, "nope", "x", nil); return err })
+	wantCode(t, err, paddock.CodeNotFound)
+	s.View(ctx, func(tx paddock.Tx) error {
+		for _, id := range []string{"a", "b"} {
+			evs, err := tx.Events(ctx, id, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSeqs(t, evs, 1, 5)
+		}
+		evs, _ := tx.Events(ctx, "a", 2, 2)
+		checkSeqs(t, evs, 3, 2)
+		if string(evs[0].Data) != `{"i":2}` || evs[0].Type != "x" || evs[0].Time.IsZero() {
+			t.Fatalf("event = %+v", evs[0])
+		}
+		evs, _ = tx.Events(ctx, "a", 5, 0)
+		if evs == nil || len(evs) != 0 {
+			t.Fatalf("events after the last = %v, want empty non-nil", evs)
+		}
+		return nil
+	})
+}
+
+func checkSeqs(t *testing.T, evs []*paddock.Event, first int64, n int) {
+	t.Helper()
+	if len(evs) != n {
+		t.Fatalf("%d events, want %d", len(evs), n)
+	}
+	for i, e := range evs {
+		if e.Seq != first+int64(i) {
+			t.Fatalf("event %d has seq %d, want %d", i, e.Seq, first+int64(i))
+		}
+	}
+}
+
+func testRollback(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a")
+	boom := errors.New("boom")
+	err := s.Update(ctx, func(tx paddock.Tx) error {
+		r, _ := tx.Run(ctx, "a")
+		if err := paddock.Transition(ctx, tx, r.Workspace, paddock.StatePreparing, ""); err != nil {
+			return err
+		}
+		tx.AppendEvent(ctx, "a", "x", nil)
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("update error = %v, want boom", err)
+	}
+	update(t, s, func(tx paddock.Tx) error { _, err := tx.AppendEvent(ctx, "a", "after", nil); return err })
+	s.View(ctx, func(tx paddock.Tx) error {
+		r, _ := tx.Run(ctx, "a")
+		if r.Workspace.State != paddock.StateRequested {
+			t.Fatalf("state = %s after rollback", r.Workspace.State)
+		}
+		evs, _ := tx.Events(ctx, "a", 0, 0)
+		checkSeqs(t, evs, 1, 1) // the rolled-back seqs were not consumed
+		if evs[0].Type != "after" {
+			t.Fatalf("event = %s", evs[0].Type)
+		}
+		return nil
+	})
+}
+
+func testConcurrentAppends(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a", "b")
+	const workers, each = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				id := "a"
+				if i%2 == 1 {
+					id = "b"
+				}
+				errs <- s.Update(ctx, func(tx paddock.Tx) error {
+					_, err := tx.AppendEvent(ctx, id, fmt.Sprintf("w%d", w), nil)
+					return err
+				})
+			}
+		}()
+	}
+	// Readers run beside the writers and must only ever see gap-free prefixes.
+	stop := make(chan struct{})
+	var rwg sync.WaitGroup
+	rwg.Add(1)
+	go func() {
+		defer rwg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.View(ctx, func(tx paddock.Tx) error {
+				evs, err := tx.Events(ctx, "a", 0, 0)
+				if err != nil {
+					errs <- err
+					return nil
+				}
+				for i, e := range evs {
+					if e.Seq != int64(i+1) {
+						errs <- fmt.Errorf("reader saw seq %d at %d", e.Seq, i)
+						return nil
+					}
+				}
+				return nil
+			})
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	rwg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.View(ctx, func(tx paddock.Tx) error {
+		for _, id := range []string{"a", "b"} {
+			evs, _ := tx.Events(ctx, id, 0, 0)
+			checkSeqs(t, evs, 1, workers*each/2)
+		}
+		return nil
+	})
+}
+
+func testLocks(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a", "b")
+	lock := func(run string) error {
+		return s.Update(ctx, func(tx paddock.Tx) error {
+			return tx.AcquireLock(ctx, &paddock.Lock{Project: "app", RunID: run, AcquiredAt: time.Now()})
+		})
+	}
+	if err := lock("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock("a"); err != nil {
+		t.Fatalf("re-acquire by holder: %v", err)
+	}
+	wantCode(t, lock("b"), paddock.CodeBusy)
+	s.View(ctx, func(tx paddock.Tx) error {
+		l, _ := tx.Lock(ctx, "app")
+		p, _ := tx.Project(ctx, "app")
+		if l == nil || l.RunID != "a" || p.Lock == nil || p.Lock.RunID != "a" {
+			t.Fatalf("lock = %+v, project lock = %+v", l, p.Lock)
+		}
+		return nil
+	})
+	update(t, s, func(tx paddock.Tx) error {
+		if ok, err := tx.ReleaseLock(ctx, "app", "b"); ok || err != nil {
+			t.Fatalf("release by non-holder = %v, %v", ok, err)
+		}
+		if ok, err := tx.ReleaseLock(ctx, "app", "a"); !ok || err != nil {
+			t.Fatalf("release by holder = %v, %v", ok, err)
+		}
+		return nil
+	})
+	if err := lock("b"); err != nil {
+		t.Fatalf("acquire after release: %v", err)
+	}
+}
+
+func testReopen(t *testing.T, open Opener) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	ctx := context.Background()
+	seed(t, s, "app", "a")
+	update(t, s, func(tx paddock.Tx) error { _, err := tx.AppendEvent(ctx, "a", "x", nil); return err })
+	s.Close()
+	s = open(t, dir)
+	defer s.Close()
+	update(t, s, func(tx paddock.Tx) error { _, err := tx.AppendEvent(ctx, "a", "y", nil); return err })
+	s.View(ctx, func(tx paddock.Tx) error {
+		evs, _ := tx.Events(ctx, "a", 0, 0)
+		checkSeqs(t, evs, 1, 2)
+		return nil
+	})
+}
+
+func testDeleteProject(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a")
+	update(t, s, func(tx paddock.Tx) error {
+		tx.AppendEvent(ctx, "a", "x", nil)
+		return tx.AcquireLock(ctx, &paddock.Lock{Project: "app", RunID: "a", AcquiredAt: time.Now()})
+	})
+	update(t, s, func(tx paddock.Tx) error { return tx.DeleteProject(ctx, "app") })
+	s.View(ctx, func(tx paddock.Tx) error {
+		_, err := tx.Run(ctx, "a")
+		wantCode(t, err, paddock.CodeNotFound)
+		ws, _ := tx.Workspaces(ctx)
+		evs, _ := tx.Events(ctx, "a", 0, 0)
+		if len(ws) != 0 || len(evs) != 0 {
+			t.Fatalf("left %d workspaces, %d events", len(ws), len(evs))
+		}
+		return nil
+	})
+	seed(t, s, "app", "a") // the name and the run id are free again
+}
