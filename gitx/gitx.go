@@ -1,0 +1,305 @@
+// Package gitx is the only package that runs git. Every command goes through
+// one hardened runner, because paddock runs git in places an agent could have
+// prepared: a repository's config, hooks and attributes are code.
+//
+// # What the runner guarantees
+//
+//   - No hooks run: core.hooksPath is /dev/null on every command.
+//   - No fsmonitor runs: core.fsmonitor is false on every command.
+//   - System and global config are not read (GIT_CONFIG_NOSYSTEM,
+//     GIT_CONFIG_GLOBAL=/dev/null), nor system or global attributes, so a
+//     filter, pager, credential helper or alias defined there never runs.
+//   - No transport but local files (protocol.allow=never,
+//     protocol.file.allow=always); no terminal prompts; no automatic gc or
+//     maintenance, which would rewrite a project's .git behind its owner.
+//   - GIT_OPTIONAL_LOCKS=0, so read-only commands never refresh an index.
+//   - The environment is built, not inherited: only PATH is passed on, so a
+//     stray GIT_DIR or GIT_CONFIG_PARAMETERS of the caller cannot redirect git.
+//   - A ref argument starting with '-' is refused before git sees it, and
+//     paths always follow "--".
+//
+// # What it does not guarantee
+//
+// A repository's own .git/config is read by git (there is no switch to skip
+// it) and the includes it names are followed. The runner overrides the keys
+// that execute code on the commands paddock uses, but the rule that keeps
+// this safe is where git runs: paddock runs git in a project root (the
+// operator's own repository) and in a workspace only while making it, before
+// any agent has had it. Nothing in this package reads a workspace's git state
+// after handover.
+package gitx
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// hardening is prepended to every git command line.
+var hardening = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "core.attributesFile=/dev/null",
+	"-c", "core.pager=cat",
+	"-c", "core.askPass=",
+	"-c", "credential.helper=",
+	"-c", "protocol.allow=never",
+	"-c", "protocol.file.allow=always",
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
+	"-c", "advice.detachedHead=false",
+	"--no-pager",
+}
+
+// Git runs the git binary at Path.
+type Git struct {
+	Path string
+}
+
+// New finds git on PATH and checks that it is recent enough.
+func New(ctx context.Context) (*Git, error) {
+	p, err := exec.LookPath("git")
+	if err != nil {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "git is not installed or not on PATH")
+	}
+	g := &Git{Path: p}
+	v, err := g.Version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !atLeast(v, 2, 25) {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "git %s is too old; paddock needs git 2.25 or newer", v)
+	}
+	return g, nil
+}
+
+// Version returns git's version number, such as "2.39.5".
+func (g *Git) Version(ctx context.Context) (string, error) {
+	out, err := g.run(ctx, "", "version")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(string(out))
+	if len(f) < 3 {
+		return "", fmt.Errorf("gitx: unexpected version output %q", out)
+	}
+	return f[2], nil
+}
+
+func atLeast(v string, major, minor int) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || (ma == major && mi >= minor)
+}
+
+func env() []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_ATTR_NOSYSTEM=1",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_OPTIONAL_LOCKS=0",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_PROTOCOL_FROM_USER=0",
+	}
+}
+
+// CommandError is a git command that failed. Its Error text names the command
+// and git's message; callers turn it into a public error where that is safe.
+type CommandError struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.Args, " "), e.Err, strings.TrimSpace(e.Stderr))
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+func (g *Git) run(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, g.Path, append(append([]string{}, hardening...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = env()
+	// A git left running by a daemon killed mid-operation would race the
+	// restarted daemon's rollback of the same directory.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), &CommandError{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.Bytes(), nil
+}
+
+func (g *Git) line(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := g.run(ctx, dir, args...)
+	return strings.TrimSpace(string(out)), err
+}
+
+// CheckRef refuses a ref that git could read as an option or that no ref
+// could be: empty, starting with '-', or holding whitespace or control characters.
+func CheckRef(ref string) error {
+	bad := ref == "" || strings.HasPrefix(ref, "-") || strings.ContainsFunc(ref, func(r rune) bool {
+		return r <= ' ' || r == 0x7f
+	})
+	if bad {
+		return paddock.Errorf(paddock.CodeBadRequest, "invalid ref %q", ref)
+	}
+	return nil
+}
+
+// Repo describes a repository that may become a project.
+type Repo struct {
+	Root        string // the top of the work tree, symlinks resolved
+	CommonDir   string // the .git directory shared by its worktrees
+	Fingerprint string
+}
+
+// Inspect checks that path is the top of a non-bare git work tree with at
+// least one commit, and returns what paddock records of it. Its errors are
+// public: they name only the path the caller gave.
+func (g *Git) Inspect(ctx context.Context, path string) (*Repo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "%s does not exist", path)
+		}
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "cannot read %s: %v", path, errors.Unwrap(err))
+	}
+	if !fi.IsDir() {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is not a directory", path)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "cannot resolve %s", path)
+	}
+	bare, err := g.line(ctx, real, "rev-parse", "--is-bare-repository")
+	if err != nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is not a git repository", path)
+	}
+	if bare == "true" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is a bare repository; a project needs a work tree", path)
+	}
+	top, err := g.line(ctx, real, "rev-parse", "--show-toplevel")
+	if err != nil || top == "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is not inside a git work tree", path)
+	}
+	if top, err = filepath.EvalSymlinks(top); err != nil {
+		return nil, fmt.Errorf("gitx: resolve top level: %w", err)
+	}
+	if top != real {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is inside a repository but not its top; declare %s instead", path, top).
+			WithDetail("top_level", top)
+	}
+	common, err := g.line(ctx, real, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return nil, fmt.Errorf("gitx: %w", err)
+	}
+	roots, err := g.run(ctx, real, "rev-list", "--max-parents=0", "HEAD", "--")
+	if err != nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s has no commits yet; commit something first", path)
+	}
+	ids := strings.Fields(string(roots))
+	sort.Strings(ids)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s", strings.Join(ids, ","), common)
+	return &Repo{Root: real, CommonDir: common, Fingerprint: hex.EncodeToString(h.Sum(nil))[:32]}, nil
+}
+
+// Resolved is a ref resolved to a commit.
+type Resolved struct {
+	SHA    string
+	Branch string // the branch name, when the ref named a local branch
+}
+
+// Resolve resolves ref in the repository at dir to a commit.
+func (g *Git) Resolve(ctx context.Context, dir, ref string) (*Resolved, error) {
+	if err := CheckRef(ref); err != nil {
+		return nil, err
+	}
+	sha, err := g.line(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	if err != nil || sha == "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown revision %q", ref)
+	}
+	r := &Resolved{SHA: sha}
+	if full, err := g.line(ctx, dir, "rev-parse", "--symbolic-full-name", ref); err == nil {
+		r.Branch, _ = strings.CutPrefix(full, "refs/heads/")
+		if r.Branch == full {
+			r.Branch = ""
+		}
+	}
+	return r, nil
+}
+
+// CloneShared makes dst a clone of src that borrows src's objects (git clone
+// --shared), checked out detached at sha. The clone gets no hooks (an empty
+// template) and no remote: nothing pushed from it can reach src.
+func (g *Git) CloneShared(ctx context.Context, src, dst, sha string) error {
+	if err := CheckRef(sha); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, "", "clone", "--shared", "--no-checkout", "--quiet", "--template=", "--", src, dst); err != nil {
+		return fmt.Errorf("gitx: clone: %w", err)
+	}
+	if _, err := g.run(ctx, dst, "remote", "remove", "origin"); err != nil {
+		return fmt.Errorf("gitx: clone: %w", err)
+	}
+	if _, err := g.run(ctx, dst, "checkout", "--quiet", "--detach", sha, "--"); err != nil {
+		return fmt.Errorf("gitx: checkout: %w", err)
+	}
+	return nil
+}
+
+// WorktreeAdd adds a detached worktree of repo at path, checked out at sha.
+func (g *Git) WorktreeAdd(ctx context.Context, repo, path, sha string) error {
+	if err := CheckRef(sha); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, repo, "worktree", "add", "--quiet", "--detach", "--", path, sha); err != nil {
+		return fmt.Errorf("gitx: worktree add: %w", err)
+	}
+	return nil
+}
+
+// WorktreeRemove removes the worktree at path from repo's metadata. The
+// caller deletes the directory first: git then only validates and deletes its
+// own record (.git/worktrees/NAME) and never looks inside a tree an agent
+// could have prepared. Removing a worktree git no longer knows is not an error.
+func (g *Git) WorktreeRemove(ctx context.Context, repo, path string) error {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("gitx: worktree remove: %s still exists; delete it first", path)
+	}
+	_, err := g.run(ctx, repo, "worktree", "remove", "--force", "--force", "--", path)
+	var ce *CommandError
+	if errors.As(err, &ce) && strings.Contains(ce.Stderr, "is not a working tree") {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("gitx: worktree remove: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package gitx_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+func newGit(t *testing.T) *gitx.Git {
+	t.Helper()
+	g, err := gitx.New(context.Background())
+	if err != nil {
+		t.Skipf("git unavailable: %v", err)
+	}
+	return g
+}
+
+// plantHooks makes repo try to run code in every way the runner must prevent:
+// hooks, an fsmonitor and a hooksPath in its config. Each writes a marker.
+func plantHooks(t *testing.T, repo string) string {
+	marker := filepath.Join(t.TempDir(), "ran")
+	script := "#!/bin/sh\necho \"$0\" >> " + marker + "\n"
+	for _, h := range []string{"post-checkout", "pre-commit", "reference-transaction", "post-index-change"} {
+		os.WriteFile(filepath.Join(repo, ".git", "hooks", h), []byte(script), 0o755)
+	}
+	evil := filepath.Join(t.TempDir(), "evil")
+	os.WriteFile(evil, []byte(script), 0o755)
+	gittest.Git(t, repo, "config", "core.fsmonitor", evil)
+	return marker
+}
+
+func TestNoHooksNoFsmonitor(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	repo := gittest.NewRepo(t, t.TempDir(), map[string]string{"a.txt": "a\n"})
+	marker := plantHooks(t, repo)
+	t.Setenv("GIT_DIR", "/nonexistent") // a caller's git environment must not leak in
+	t.Setenv("GIT_CONFIG_PARAMETERS", "'core.hookspath'='"+filepath.Join(repo, ".git", "hooks")+"'")
+
+	if _, err := g.Inspect(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Resolve(ctx, repo, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := filepath.Join(t.TempDir(), "wt")
+	if err := g.WorktreeAdd(ctx, repo, wt, res.SHA); err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "clone")
+	if err := g.CloneShared(ctx, repo, clone, res.SHA); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(wt)
+	if err := g.WorktreeRemove(ctx, repo, wt); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("planted code ran:\n%s", b)
+	}
+	// Control: plain git does run the planted hook, so the check above can fail.
+	t.Setenv("GIT_DIR", "")
+	gittest.Git(t, repo, "worktree", "add", "--quiet", "--detach", filepath.Join(t.TempDir(), "ctl"), res.SHA)
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("control: plain git did not run the planted hook, so this test proves nothing")
+	}
+	os.Remove(marker)
+	if _, err := os.Stat(filepath.Join(clone, ".git", "hooks")); err == nil {
+		entries, _ := os.ReadDir(filepath.Join(clone, ".git", "hooks"))
+		if len(entries) > 0 {
+			t.Fatalf("clone got hooks: %v", entries)
+		}
+	}
+	if out := gittest.Git(t, clone, "remote"); out != "" {
+		t.Fatalf("clone has remotes: %q", out)
+	}
+	if head := gittest.Git(t, clone, "rev-parse", "HEAD"); head != res.SHA {
+		t.Fatalf("clone HEAD = %s, want %s", head, res.SHA)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	repo := gittest.NewRepo(t, t.TempDir(), map[string]string{"a": "1"})
+	first := gittest.Git(t, repo, "rev-parse", "HEAD")
+	gittest.Commit(t, repo, "second", map[string]string{"a": "2"})
+	gittest.Git(t, repo, "tag", "v1", first)
+
+	for _, tc := range []struct {
+		ref, sha, branch string
+	}{
+		{"main", "", "main"},
+		{"HEAD", "", "main"},
+		{"v1", first, ""},
+		{first, first, ""},
+		{first[:8], first, ""},
+		{"main~1", first, ""},
+	} {
+		r, err := g.Resolve(ctx, repo, tc.ref)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.ref, err)
+		}
+		if tc.sha != "" && r.SHA != tc.sha || len(r.SHA) != 40 || r.Branch != tc.branch {
+			t.Errorf("%s: got %+v", tc.ref, r)
+		}
+	}
+	for _, bad := range []string{"", "-h", "--output=/tmp/x", "nope", "main\nHEAD", "a b"} {
+		if _, err := g.Resolve(ctx, repo, bad); !paddock.IsCode(err, paddock.CodeBadRequest) {
+			t.Errorf("Resolve(%q) = %v, want bad_request", bad, err)
+		}
+	}
+}
+
+func TestInspect(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	base := t.TempDir()
+	repo := gittest.NewRepo(t, filepath.Join(base, "my repo ü"), map[string]string{"d/a": "1"})
+	r, err := g.Inspect(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Root != repo || len(r.Fingerprint) != 32 || !strings.HasSuffix(r.CommonDir, ".git") {
+		t.Fatalf("repo = %+v", r)
+	}
+	// The fingerprint is stable and distinguishes repositories.
+	r2, _ := g.Inspect(ctx, repo)
+	other := gittest.NewRepo(t, filepath.Join(base, "other"), map[string]string{"x": "y"})
+	r3, _ := g.Inspect(ctx, other)
+	if r2.Fingerprint != r.Fingerprint || r3.Fingerprint == r.Fingerprint {
+		t.Fatalf("fingerprints: %s %s %s", r.Fingerprint, r2.Fingerprint, r3.Fingerprint)
+	}
+	link := filepath.Join(base, "link")
+	os.Symlink(repo, link)
+	if r4, err := g.Inspect(ctx, link); err != nil || r4.Root != repo {
+		t.Fatalf("via symlink: %+v, %v", r4, err)
+	}
+
+	bare := filepath.Join(base, "bare.git")
+	gittest.Git(t, base, "init", "--quiet", "--bare", bare)
+	empty := filepath.Join(base, "empty")
+	os.Mkdir(empty, 0o755)
+	gittest.Git(t, empty, "init", "--quiet")
+	plain := filepath.Join(base, "plain")
+	os.Mkdir(plain, 0o755)
+	file := filepath.Join(base, "file")
+	os.WriteFile(file, nil, 0o644)
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(base, "missing"), "does not exist"},
+		{file, "not a directory"},
+		{bare, "bare repository"},
+		{empty, "no commits"},
+		{plain, "not a git repository"},
+		{filepath.Join(repo, "d"), "declare " + repo},
+	} {
+		_, err := g.Inspect(ctx, tc.path)
+		if !paddock.IsCode(err, paddock.CodeBadRequest) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Inspect(%s) = %v, want bad_request mentioning %q", tc.path, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+// Package lifecycle is the workspace manager: it takes a run from request to
+// cleanup through the states of paddock.Transition, keeps the records in the
+// store and the directories on disk in step, and puts them back in step after
+// a crash.
+//
+// # Guarantees
+//
+//   - Every state change is one store transaction holding the new state and
+//     its event; disk work happens between transactions, and the state names
+//     what is in flight (preparing, cleanup_pending), so a restart knows what
+//     to finish or roll back.
+//   - Nothing deletes a retained workspace: the lifecycle table has no edge
+//     from retained towards cleanup, Transition refuses cleanup of anything
+//     ever retained, and gc keeps a directory that carries a retention marker
+//     even when its record is gone.
+//   - A workspace holds its project's lock while it is live if its kind needs
+//     it (operator_dir); every path out of the live states releases it.
+package lifecycle
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+)
+
+// Manager runs the workspace lifecycle. Fill the exported fields, then call
+// Recover once before serving.
+type Manager struct {
+	Store paddock.Store
+	Git   *gitx.Git
+	// Providers make and remove workspaces, one per kind.
+	Providers map[paddock.WorkspaceKind]paddock.WorkspaceProvider
+	// WorkspacesDir holds the clone and worktree workspaces, one directory per run.
+	WorkspacesDir string
+	Logger        *slog.Logger
+
+	// mu serializes operations that create or delete directories, so that gc
+	// never judges a directory another operation is making.
+	mu sync.Mutex
+
+	notifyMu sync.Mutex
+	changed  chan struct{} // closed and replaced whenever events were appended
+}
+
+func (m *Manager) log() *slog.Logger {
+	if m.Logger == nil {
+		return slog.Default()
+	}
+	return m.Logger
+}
+
+// update runs fn in a store transaction and wakes event waiters afterwards.
+func (m *Manager) update(ctx context.Context, fn func(paddock.Tx) error) error {
+	err := m.Store.Update(ctx, fn)
+	m.notify()
+	return err
+}
+
+func (m *Manager) notify() {
+	m.notifyMu.Lock()
+	if m.changed != nil {
+		close(m.changed)
+	}
+	m.changed = make(chan struct{})
+	m.notifyMu.Unlock()
+}
+
+func (m *Manager) waitChan() <-chan struct{} {
+	m.notifyMu.Lock()
+	defer m.notifyMu.Unlock()
+	if m.changed == nil {
+		m.changed = make(chan struct{})
+	}
+	return m.changed
+}
+
+// live states hold the project lock for kinds that need it.
+func live(s paddock.WorkspaceState) bool {
+	switch s {
+	case paddock.StateRequested, paddock.StatePreparing, paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
+		return true
+	}
+	return false
+}
+
+// needsLock reports whether a kind holds the exclusive project lock.
+func needsLock(k paddock.WorkspaceKind) bool { return k == paddock.KindOperatorDir }
+
+// transition is paddock.Transition plus the consequences the manager owns:
+// leaving the live states releases the project lock.
+func (m *Manager) transition(ctx context.Context, tx paddock.Tx, r *paddock.Run, to paddock.WorkspaceState, reason string) error {
+	if err := paddock.Transition(ctx, tx, r.Workspace, to, reason); err != nil {
+		return err
+	}
+	if !live(to) && needsLock(r.Workspace.Kind) {
+		released, err := tx.ReleaseLock(ctx, r.Project, r.ID)
+		if err != nil {
+			return err
+		}
+		if released {
+			if _, err := tx.AppendEvent(ctx, r.ID, paddock.EventLockReleased, map[string]string{"project": r.Project}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// newID returns a run id such as "r-k4m2q7xa".
+func newID() string {
+	var b [5]byte
+	rand.Read(b[:])
+	return "r-" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))
+}
+
+func now() time.Time { return time.Now().UTC() }
+
+// retainedMarker is a file beside a retained workspace's directory. It keeps
+// gc away from the directory even if the state database is lost.
+func (m *Manager) retainedMarker(w *paddock.Workspace) string {
+	if filepath.Dir(w.Root) != filepath.Clean(m.WorkspacesDir) {
+		return ""
+	}
+	return w.Root + ".retained"
+}
+
+func (m *Manager) markRetained(w *paddock.Workspace) {
+	if p := m.retainedMarker(w); p != "" {
+		body := "run " + w.RunID + " retained at " + w.RetainedAt.Format(time.RFC3339) + "\n"
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			m.log().Warn("cannot write retention marker", "run", w.RunID, "err", err)
+		}
+	}
+}
+
+func (m *Manager) provider(k paddock.WorkspaceKind) (paddock.WorkspaceProvider, error) {
+	p, ok := m.Providers[k]
+	if !ok {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "workspace kind %s is not available here", k)
+	}
+	return p, nil
+}
+
+func internal(msg string, err error) error {
+	return &paddock.Error{Code: paddock.CodeInternal, Message: msg, Err: err}
+}

@@ -1,0 +1,142 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// AddProject declares the repository at path as a project. An empty name is
+// derived from the directory's name.
+func (m *Manager) AddProject(ctx context.Context, path, name string) (*paddock.Project, error) {
+	if path == "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "a project needs a path")
+	}
+	if !filepath.IsAbs(path) {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "project path %q must be absolute", path)
+	}
+	repo, err := m.Git.Inspect(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		if name = paddock.SlugName(filepath.Base(repo.Root)); name == "" {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "cannot derive a name from %s; give one with --name", repo.Root)
+		}
+	} else if err := paddock.ValidateName(name); err != nil {
+		return nil, err
+	}
+	if inside(m.WorkspacesDir, repo.Root) {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is a paddock workspace, not a project", path)
+	}
+	p := &paddock.Project{Name: name, Root: repo.Root, Fingerprint: repo.Fingerprint, CreatedAt: now()}
+	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, p) }); err != nil {
+		return nil, err
+	}
+	m.log().Info("project added", "project", name, "root", repo.Root)
+	return p, nil
+}
+
+func inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// Projects lists the projects.
+func (m *Manager) Projects(ctx context.Context) (out []*paddock.Project, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		out, err = tx.Projects(ctx)
+		return err
+	})
+	return out, err
+}
+
+// Project returns one project.
+func (m *Manager) Project(ctx context.Context, name string) (p *paddock.Project, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		p, err = tx.Project(ctx, name)
+		return err
+	})
+	return p, err
+}
+
+// RemoveProject forgets a project and the records of its runs. It refuses
+// while any of its runs still has a workspace on disk or holds its lock; the
+// repository itself is never touched.
+func (m *Manager) RemoveProject(ctx context.Context, name string) error {
+	return m.update(ctx, func(tx paddock.Tx) error {
+		if _, err := tx.Project(ctx, name); err != nil {
+			return err
+		}
+		runs, err := tx.Runs(ctx, paddock.RunFilter{Project: name, Removed: true})
+		if err != nil {
+			return err
+		}
+		var open []string
+		for _, r := range runs {
+			if r.Workspace != nil && r.Workspace.State != paddock.StateCleaned {
+				open = append(open, r.ID+" ("+string(r.Workspace.State)+")")
+			}
+		}
+		if len(open) > 0 {
+			return paddock.Errorf(paddock.CodeConflict, "project %q still has workspaces: %s; remove them first (retained ones stay until an operator deletes them)",
+				name, strings.Join(open, ", ")).WithDetail("runs", open)
+		}
+		return tx.DeleteProject(ctx, name)
+	})
+}
+
+// Unlock force-releases the project lock and records who did it on the run
+// that held it. Without force it refuses: taking a lock from a live run is a
+// decision, not a default. It returns the lock that was released, or nil.
+func (m *Manager) Unlock(ctx context.Context, name, by string, force bool) (*paddock.Lock, error) {
+	if !force {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "releasing a project lock another run holds needs --force")
+	}
+	if by == "" {
+		by = "unknown"
+	}
+	var released *paddock.Lock
+	err := m.update(ctx, func(tx paddock.Tx) error {
+		if _, err := tx.Project(ctx, name); err != nil {
+			return err
+		}
+		l, err := tx.Lock(ctx, name)
+		if err != nil || l == nil {
+			return err
+		}
+		if _, err := tx.ReleaseLock(ctx, name, l.RunID); err != nil {
+			return err
+		}
+		released = l
+		_, err = tx.AppendEvent(ctx, l.RunID, paddock.EventLockForceRelease, map[string]string{"project": name, "by": by})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if released != nil {
+		m.log().Warn("project lock force-released", "project", name, "run", released.RunID, "by", by)
+	}
+	return released, nil
+}
+
+// checkRepo verifies that the project root still holds the repository it was
+// declared with.
+func (m *Manager) checkRepo(ctx context.Context, p *paddock.Project) error {
+	repo, err := m.Git.Inspect(ctx, p.Root)
+	if err != nil {
+		var pe *paddock.Error
+		if errors.As(err, &pe) {
+			return paddock.Errorf(paddock.CodeConflict, "project %q: %s", p.Name, pe.Message)
+		}
+		return err
+	}
+	if repo.Fingerprint != p.Fingerprint {
+		return paddock.Errorf(paddock.CodeConflict, "project %q: %s now holds a different repository than when it was declared", p.Name, p.Root)
+	}
+	return nil
+}

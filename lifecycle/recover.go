@@ -1,0 +1,251 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/workspace"
+)
+
+// Finding is one thing Recover or GC found out of step, and what was done.
+type Finding struct {
+	RunID  string                 `json:"run_id,omitempty"`
+	Path   string                 `json:"path"`
+	State  paddock.WorkspaceState `json:"state,omitempty"`
+	Issue  string                 `json:"issue"`
+	Action string                 `json:"action"`
+}
+
+// Actions reported in findings.
+const (
+	ActionRolledBack   = "rolled back"
+	ActionCleaned      = "cleaned"
+	ActionWouldClean   = "would clean"
+	ActionCheckpointed = "checkpointed"
+	ActionMarked       = "marked orphaned"
+	ActionKept         = "kept (retained)"
+	ActionFailed       = "failed"
+)
+
+// Recover brings records and disk back in step after the daemon stopped,
+// cleanly or not. Call it once at startup, before serving:
+//
+//   - requested or preparing: the half-made workspace is rolled back;
+//   - cleanup_pending: the cleanup is finished;
+//   - active: the session died with the daemon; the workspace is checkpointed;
+//   - a live, retained or rejected workspace whose directory is gone: orphaned;
+//   - retained: its retention marker is written again if it was lost.
+func (m *Manager) Recover(ctx context.Context) ([]Finding, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ws []*paddock.Workspace
+	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+		ws, err = tx.Workspaces(ctx, paddock.StateRequested, paddock.StatePreparing, paddock.StateCleanupPending,
+			paddock.StateActive, paddock.StateReady, paddock.StateCheckpointed, paddock.StateRetained, paddock.StateRejected)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var out []Finding
+	for _, w := range ws {
+		f, err := m.recoverOne(ctx, w)
+		if err != nil {
+			m.log().Error("recovery failed", "run", w.RunID, "err", err)
+			f = &Finding{RunID: w.RunID, Path: w.Root, State: w.State, Issue: f.Issue, Action: ActionFailed}
+		}
+		if f.Action != "" {
+			m.log().Info("recovered", "run", f.RunID, "issue", f.Issue, "action", f.Action)
+			out = append(out, *f)
+		}
+	}
+	return out, nil
+}
+
+func (m *Manager) recoverOne(ctx context.Context, w *paddock.Workspace) (*Finding, error) {
+	f := &Finding{RunID: w.RunID, Path: w.Root, State: w.State}
+	r, p, err := m.runAndProject(ctx, w.RunID)
+	if err != nil {
+		return f, err
+	}
+	switch w.State {
+	case paddock.StateRequested, paddock.StatePreparing:
+		f.Issue, f.Action = "interrupted while being prepared", ActionRolledBack
+		return f, m.cleanup(ctx, r, p, "interrupted while being prepared; rolled back")
+	case paddock.StateCleanupPending:
+		f.Issue, f.Action = "interrupted while being removed", ActionCleaned
+		return f, m.finishCleanup(ctx, r, p)
+	}
+	prov, err := m.provider(w.Kind)
+	if err != nil {
+		return f, err
+	}
+	ok, err := prov.Present(ctx, w)
+	if err != nil {
+		return f, err
+	}
+	if !ok {
+		f.Issue, f.Action = "workspace directory is missing", ActionMarked
+		return f, m.update(ctx, func(tx paddock.Tx) error {
+			return m.transition(ctx, tx, r, paddock.StateOrphaned, "workspace directory is missing")
+		})
+	}
+	switch w.State {
+	case paddock.StateActive:
+		f.Issue, f.Action = "its session ended with the daemon", ActionCheckpointed
+		_, err := m.Checkpoint(ctx, r.ID, "daemon restart")
+		return f, err
+	case paddock.StateRetained:
+		if p := m.retainedMarker(w); p != "" {
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				m.markRetained(w)
+			}
+		}
+	}
+	return f, nil
+}
+
+// Shutdown checkpoints every active workspace, so that a restart finds each
+// one with a recorded state.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	var ws []*paddock.Workspace
+	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+		ws, err = tx.Workspaces(ctx, paddock.StateActive)
+		return err
+	}); err != nil {
+		return err
+	}
+	var errs []error
+	for _, w := range ws {
+		if _, err := m.Checkpoint(ctx, w.RunID, "daemon shutdown"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// GC finds what the records and the disk disagree about and, unless dryRun,
+// cleans it. It never deletes a retained workspace: not one whose record says
+// so, and not a directory with a retention marker beside it.
+//
+//   - a record whose directory is gone becomes orphaned, then cleaned (its git
+//     metadata is removed), unless it was ever retained;
+//   - a rejected workspace kept by the manual policy is cleaned;
+//   - a directory under the workspaces directory with no live record is deleted.
+func (m *Manager) GC(ctx context.Context, dryRun bool) ([]Finding, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// List the directories before reading records: a directory made after
+	// the listing is not judged, and one made before it has its record.
+	entries, err := os.ReadDir(m.WorkspacesDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, internal("reading the workspaces directory failed", err)
+	}
+	var runs []*paddock.Run
+	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+		runs, err = tx.Runs(ctx, paddock.RunFilter{Removed: true})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+
+	var out []Finding
+	known := map[string]bool{}
+	for _, r := range runs {
+		w := r.Workspace
+		if w == nil {
+			continue
+		}
+		if w.State != paddock.StateCleaned {
+			known[w.Root] = true
+		}
+		f, err := m.gcRecord(ctx, r, dryRun)
+		if err != nil {
+			m.log().Error("gc failed", "run", r.ID, "err", err)
+			f.Action = ActionFailed
+		}
+		if f.Action != "" {
+			out = append(out, *f)
+		}
+	}
+
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, e := range entries {
+		path := filepath.Join(m.WorkspacesDir, e.Name())
+		if strings.HasSuffix(e.Name(), ".retained") || known[path] {
+			continue
+		}
+		f := Finding{Path: path, Issue: "directory has no live record", Action: ActionWouldClean}
+		if _, err := os.Stat(path + ".retained"); err == nil {
+			f.Action = ActionKept
+		} else if !dryRun {
+			f.Action = ActionCleaned
+			if err := workspace.RemoveTree(m.WorkspacesDir, path); err != nil {
+				m.log().Error("gc failed", "path", path, "err", err)
+				f.Action = ActionFailed
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func (m *Manager) gcRecord(ctx context.Context, r *paddock.Run, dryRun bool) (*Finding, error) {
+	w := r.Workspace
+	f := &Finding{RunID: r.ID, Path: w.Root, State: w.State}
+	if w.State == paddock.StateCleaned || w.State == paddock.StateRequested || w.State == paddock.StatePreparing {
+		return f, nil // finished, or being made by a live operation (gc holds m.mu, so only after a crash, which Recover handles)
+	}
+	prov, err := m.provider(w.Kind)
+	if err != nil {
+		return f, err
+	}
+	switch {
+	case w.State == paddock.StateCleanupPending:
+		f.Issue = "cleanup did not finish"
+	case w.State == paddock.StateRejected && w.CleanupPolicy == paddock.CleanupManual:
+		f.Issue = "rejected; kept until gc by its cleanup policy"
+	case w.State == paddock.StateOrphaned:
+		f.Issue = "workspace directory is missing"
+	default:
+		ok, err := prov.Present(ctx, w)
+		if err != nil {
+			return f, err
+		}
+		if ok {
+			return f, nil
+		}
+		f.Issue = "workspace directory is missing"
+	}
+	if !w.RetainedAt.IsZero() {
+		f.Action = ActionKept
+		if w.State != paddock.StateOrphaned && !dryRun {
+			return f, m.update(ctx, func(tx paddock.Tx) error {
+				return m.transition(ctx, tx, r, paddock.StateOrphaned, f.Issue)
+			})
+		}
+		return f, nil
+	}
+	if dryRun {
+		f.Action = ActionWouldClean
+		return f, nil
+	}
+	f.Action = ActionCleaned
+	p, err := m.Project(ctx, r.Project)
+	if err != nil {
+		return f, err
+	}
+	if w.State != paddock.StateCleanupPending && w.State != paddock.StateOrphaned && w.State != paddock.StateRejected {
+		if err := m.update(ctx, func(tx paddock.Tx) error {
+			return m.transition(ctx, tx, r, paddock.StateOrphaned, f.Issue)
+		}); err != nil {
+			return f, err
+		}
+	}
+	return f, m.cleanup(ctx, r, p, f.Issue)
+}

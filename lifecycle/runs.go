@@ -1,0 +1,402 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/workspace"
+)
+
+// CreateOptions asks for a new run.
+type CreateOptions struct {
+	Project string `json:"project"`
+	Kind    string `json:"kind"`
+	// Base is the revision the workspace starts from; HEAD if empty.
+	Base string `json:"base,omitempty"`
+	// Dir is the directory handed over, for kind operator_dir only.
+	Dir           string `json:"dir,omitempty"`
+	CleanupPolicy string `json:"cleanup_policy,omitempty"`
+}
+
+// Create makes a run and its workspace and returns it ready. Bad input is
+// refused before anything is written; a failure while preparing rolls the
+// workspace back and leaves the run cleaned with the reason recorded.
+func (m *Manager) Create(ctx context.Context, o CreateOptions) (*paddock.Run, error) {
+	if o.Kind == "" {
+		o.Kind = string(paddock.KindClone)
+	}
+	kind, err := paddock.ParseKind(o.Kind)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := paddock.ParseCleanupPolicy(o.CleanupPolicy)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := m.provider(kind)
+	if err != nil {
+		return nil, err
+	}
+	p, err := m.Project(ctx, o.Project)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.checkRepo(ctx, p); err != nil {
+		return nil, err
+	}
+	if o.Base == "" {
+		o.Base = "HEAD"
+	}
+	base, err := m.Git.Resolve(ctx, p.Root, o.Base)
+	if err != nil {
+		return nil, err
+	}
+
+	id := newID()
+	root := filepath.Join(m.WorkspacesDir, id)
+	if kind == paddock.KindOperatorDir {
+		if root, err = operatorDir(o.Dir, p); err != nil {
+			return nil, err
+		}
+	} else if o.Dir != "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "a directory can be handed over only with kind operator_dir")
+	}
+
+	t := now()
+	r := &paddock.Run{ID: id, Project: p.Name, CreatedAt: t, Workspace: &paddock.Workspace{
+		ID: "w-" + id[2:], RunID: id, Kind: kind, Root: root, Fingerprint: p.Fingerprint,
+		BaseRef: o.Base, BaseRevision: base.SHA, Branch: base.Branch,
+		State: paddock.StateRequested, CleanupPolicy: policy, CreatedAt: t, UpdatedAt: t,
+	}}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	err = m.update(ctx, func(tx paddock.Tx) error {
+		if err := tx.CreateRun(ctx, r); err != nil {
+			return err
+		}
+		if _, err := tx.AppendEvent(ctx, id, paddock.EventRunCreated, map[string]string{
+			"project": p.Name, "kind": string(kind), "base_ref": o.Base, "base_revision": base.SHA, "root": root,
+		}); err != nil {
+			return err
+		}
+		if needsLock(kind) {
+			if err := tx.AcquireLock(ctx, &paddock.Lock{Project: p.Name, RunID: id, AcquiredAt: t}); err != nil {
+				return err
+			}
+			if _, err := tx.AppendEvent(ctx, id, paddock.EventLockAcquired, map[string]string{"project": p.Name}); err != nil {
+				return err
+			}
+		}
+		return m.transition(ctx, tx, r, paddock.StatePreparing, "")
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.log().Info("preparing workspace", "run", id, "kind", kind, "base", base.SHA)
+
+	if perr := prov.Prepare(ctx, p, r.Workspace); perr != nil {
+		m.log().Error("prepare failed", "run", id, "err", perr)
+		reason := "preparing failed; rolled back"
+		if err := m.cleanup(context.WithoutCancel(ctx), r, p, reason); err != nil {
+			m.log().Error("rollback failed", "run", id, "err", err)
+		}
+		var pe *paddock.Error
+		if errors.As(perr, &pe) {
+			return nil, perr
+		}
+		return nil, internal("preparing the workspace failed", perr)
+	}
+	if err := m.update(ctx, func(tx paddock.Tx) error {
+		return m.transition(ctx, tx, r, paddock.StateReady, "")
+	}); err != nil {
+		return nil, err
+	}
+	return m.Run(ctx, id)
+}
+
+func operatorDir(dir string, p *paddock.Project) (string, error) {
+	if dir == "" {
+		dir = p.Root
+	}
+	if !filepath.IsAbs(dir) {
+		return "", paddock.Errorf(paddock.CodeBadRequest, "operator directory %q must be absolute", dir)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", paddock.Errorf(paddock.CodeBadRequest, "operator directory %s does not exist", dir)
+	}
+	return real, nil
+}
+
+// cleanup moves r's workspace to cleanup_pending (through rejected or
+// orphaned as the table requires), removes its files and marks it cleaned.
+func (m *Manager) cleanup(ctx context.Context, r *paddock.Run, p *paddock.Project, reason string) error {
+	if r.Workspace.State != paddock.StateCleanupPending {
+		if err := m.update(ctx, func(tx paddock.Tx) error {
+			return m.transition(ctx, tx, r, paddock.StateCleanupPending, reason)
+		}); err != nil {
+			return err
+		}
+	}
+	return m.finishCleanup(ctx, r, p)
+}
+
+// finishCleanup removes the files of a workspace in cleanup_pending and marks
+// it cleaned. It is safe to repeat after a crash.
+func (m *Manager) finishCleanup(ctx context.Context, r *paddock.Run, p *paddock.Project) error {
+	w := r.Workspace
+	if w.State != paddock.StateCleanupPending || !w.RetainedAt.IsZero() {
+		// Unreachable through the table; kept as the last guard before deletion.
+		return paddock.Errorf(paddock.CodeConflict, "workspace of run %s is %s; refusing to delete it", r.ID, w.State)
+	}
+	prov, err := m.provider(w.Kind)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		// The project record can be gone only if the run is too; remove what is ours.
+		p = &paddock.Project{Name: r.Project}
+	}
+	if err := prov.Remove(ctx, p, w); err != nil {
+		return internal("removing the workspace failed; it stays cleanup_pending and is retried by gc or on restart", err)
+	}
+	return m.update(ctx, func(tx paddock.Tx) error {
+		return m.transition(ctx, tx, r, paddock.StateCleaned, w.Reason)
+	})
+}
+
+// Run returns one run with its workspace.
+func (m *Manager) Run(ctx context.Context, id string) (r *paddock.Run, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		r, err = tx.Run(ctx, id)
+		return err
+	})
+	return r, err
+}
+
+// Runs lists runs.
+func (m *Manager) Runs(ctx context.Context, f paddock.RunFilter) (out []*paddock.Run, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		out, err = tx.Runs(ctx, f)
+		return err
+	})
+	return out, err
+}
+
+// runAndProject loads a run and its project.
+func (m *Manager) runAndProject(ctx context.Context, id string) (r *paddock.Run, p *paddock.Project, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		if r, err = tx.Run(ctx, id); err != nil {
+			return err
+		}
+		p, err = tx.Project(ctx, r.Project)
+		return err
+	})
+	if err == nil && r.Workspace == nil {
+		err = paddock.Errorf(paddock.CodeConflict, "run %s has no workspace", id)
+	}
+	return r, p, err
+}
+
+// step applies one transition to a run in its own transaction.
+func (m *Manager) step(ctx context.Context, id string, to paddock.WorkspaceState, reason string, also func(paddock.Tx, *paddock.Run) error) (*paddock.Run, error) {
+	var r *paddock.Run
+	err := m.update(ctx, func(tx paddock.Tx) error {
+		var err error
+		if r, err = tx.Run(ctx, id); err != nil {
+			return err
+		}
+		if r.Workspace == nil {
+			return paddock.Errorf(paddock.CodeConflict, "run %s has no workspace", id)
+		}
+		if also != nil {
+			if err := also(tx, r); err != nil {
+				return err
+			}
+		}
+		return m.transition(ctx, tx, r, to, reason)
+	})
+	return r, err
+}
+
+// Retain keeps a workspace for good: no later path deletes it.
+func (m *Manager) Retain(ctx context.Context, id string) (*paddock.Run, error) {
+	r, err := m.step(ctx, id, paddock.StateRetained, "retained by operator", nil)
+	if err != nil {
+		return nil, err
+	}
+	m.markRetained(r.Workspace)
+	return m.Run(ctx, id)
+}
+
+// Reject discards a run's result. Under the on_reject policy its files are
+// removed at once; under manual they stay until rm or gc.
+func (m *Manager) Reject(ctx context.Context, id string) (*paddock.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.step(ctx, id, paddock.StateRejected, "rejected", nil)
+	if err != nil {
+		return nil, err
+	}
+	if r.Workspace.CleanupPolicy == paddock.CleanupOnReject {
+		_, p, err := m.runAndProject(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.cleanup(ctx, r, p, "rejected"); err != nil {
+			return nil, err
+		}
+	}
+	return m.Run(ctx, id)
+}
+
+// Remove deletes a run's workspace (rejecting it first if it was still
+// undecided) and hides the run from listings. Its record and events stay.
+// It refuses a retained workspace, an active one and one being prepared.
+func (m *Manager) Remove(ctx context.Context, id string) (*paddock.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	w := r.Workspace
+	switch {
+	case !w.RetainedAt.IsZero():
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is retained; paddock never deletes a retained workspace (it is at %s)", id, w.Root)
+	case w.State == paddock.StateActive:
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is active; checkpoint or reject it first", id)
+	case w.State == paddock.StateRequested || w.State == paddock.StatePreparing:
+		return nil, paddock.Errorf(paddock.CodeBusy, "run %s is being prepared; try again when it is ready", id)
+	}
+	if w.State == paddock.StateReady || w.State == paddock.StateCheckpointed {
+		if err := m.update(ctx, func(tx paddock.Tx) error {
+			return m.transition(ctx, tx, r, paddock.StateRejected, "removed")
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if w.State != paddock.StateCleaned {
+		if err := m.cleanup(ctx, r, p, "removed"); err != nil {
+			return nil, err
+		}
+	}
+	err = m.update(ctx, func(tx paddock.Tx) error {
+		if err := tx.MarkRunRemoved(ctx, id); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(ctx, id, paddock.EventRunRemoved, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m.Run(ctx, id)
+}
+
+// Checkpoint records the workspace's content so that it can resume later or
+// its drift be explained, and detaches the session (active → checkpointed).
+func (m *Manager) Checkpoint(ctx context.Context, id, reason string) (*paddock.Run, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Workspace == nil || !paddock.CanTransition(r.Workspace.State, paddock.StateCheckpointed) {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; only a ready or active run can be checkpointed", id, r.State())
+	}
+	cp, err := m.takeCheckpoint(ctx, r.Workspace, reason)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.step(ctx, id, paddock.StateCheckpointed, reason, func(tx paddock.Tx, r *paddock.Run) error {
+		r.Workspace.Checkpoint = cp
+		_, err := tx.AppendEvent(ctx, id, paddock.EventCheckpoint, cp)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return m.Run(ctx, id)
+}
+
+func (m *Manager) takeCheckpoint(ctx context.Context, w *paddock.Workspace, reason string) (*paddock.Checkpoint, error) {
+	digest, files, err := workspace.Digest(ctx, w.Root)
+	if err != nil {
+		return nil, internal("reading the workspace for a checkpoint failed", err)
+	}
+	return &paddock.Checkpoint{At: now(), Digest: digest, Files: files, Reason: reason}, nil
+}
+
+// ResumeResult is a resumed run and whether its files changed while it was checkpointed.
+type ResumeResult struct {
+	Run   *paddock.Run `json:"run"`
+	Drift bool         `json:"drift"`
+}
+
+// Resume attaches a session again (ready or checkpointed → active). If the
+// workspace's content differs from its checkpoint, the drift is recorded as
+// an event and reported.
+func (m *Manager) Resume(ctx context.Context, id string) (*ResumeResult, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Workspace == nil || !paddock.CanTransition(r.Workspace.State, paddock.StateActive) {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; only a ready or checkpointed run can resume", id, r.State())
+	}
+	drift := false
+	var now *paddock.Checkpoint
+	if cp := r.Workspace.Checkpoint; cp != nil {
+		if now, err = m.takeCheckpoint(ctx, r.Workspace, "resume"); err != nil {
+			return nil, err
+		}
+		drift = now.Digest != cp.Digest
+	}
+	if _, err := m.step(ctx, id, paddock.StateActive, "resumed", func(tx paddock.Tx, r *paddock.Run) error {
+		data := map[string]any{"drift": drift}
+		if drift {
+			data["checkpoint_digest"] = r.Workspace.Checkpoint.Digest
+			data["current_digest"] = now.Digest
+		}
+		_, err := tx.AppendEvent(ctx, id, paddock.EventResumed, data)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	r, err = m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &ResumeResult{Run: r, Drift: drift}, nil
+}
+
+// Events returns up to limit events of a run after seq after.
+func (m *Manager) Events(ctx context.Context, id string, after int64, limit int) (evs []*paddock.Event, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		if _, err := tx.Run(ctx, id); err != nil {
+			return err
+		}
+		evs, err = tx.Events(ctx, id, after, limit)
+		return err
+	})
+	return evs, err
+}
+
+// WaitEvents is Events, but when there are none yet it waits for the next
+// append until ctx ends, then returns what there is (possibly nothing).
+func (m *Manager) WaitEvents(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
+	for {
+		ch := m.waitChan()
+		evs, err := m.Events(ctx, id, after, limit)
+		if err != nil || len(evs) > 0 {
+			return evs, err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return evs, nil
+		}
+	}
+}
