@@ -59,7 +59,7 @@ func (e *env) open(t *testing.T, g *gitx.Git) {
 }
 
 // reopen simulates a daemon restart on the same state.
-func (e *env) reopen(t *testing.T) []lifecycle.Finding {
+func (e *env) reopen(t *testing.T) []paddock.Finding {
 	t.Helper()
 	e.m.Store.Close()
 	e.open(t, nil)
@@ -81,7 +81,7 @@ func (e *env) project(t *testing.T) *paddock.Project {
 
 func (e *env) create(t *testing.T, kind paddock.WorkspaceKind, policy string) *paddock.Run {
 	t.Helper()
-	r, err := e.m.Create(context.Background(), lifecycle.CreateOptions{Project: "my-app", Kind: string(kind), CleanupPolicy: policy})
+	r, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: string(kind), CleanupPolicy: policy})
 	if err != nil {
 		t.Fatalf("create %s: %v", kind, err)
 	}
@@ -215,7 +215,7 @@ func TestRetainedIsAHardStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f) != 1 || f[0].Action != lifecycle.ActionKept {
+	if len(f) != 1 || f[0].Action != paddock.ActionKept {
 		t.Fatalf("gc findings = %+v", f)
 	}
 	if _, err := os.Stat(filepath.Join(root, "README.md")); err != nil {
@@ -231,7 +231,7 @@ func TestRetainedDirectoryGoneIsOrphanedNotCleaned(t *testing.T) {
 	e.m.Retain(ctx, r.ID)
 	os.RemoveAll(r.Workspace.Root)
 	f, err := e.m.GC(ctx, false)
-	if err != nil || len(f) != 1 || f[0].Action != lifecycle.ActionKept {
+	if err != nil || len(f) != 1 || f[0].Action != paddock.ActionKept {
 		t.Fatalf("gc = %+v, %v", f, err)
 	}
 	got, _ := e.m.Run(ctx, r.ID)
@@ -255,20 +255,20 @@ func TestCleanupPolicies(t *testing.T) {
 		t.Fatal("manual policy removed files on reject")
 	}
 	f, _ := e.m.GC(ctx, true)
-	if len(f) != 1 || f[0].Action != lifecycle.ActionWouldClean {
+	if len(f) != 1 || f[0].Action != paddock.ActionWouldClean {
 		t.Fatalf("dry run = %+v", f)
 	}
 	if _, err := os.Stat(manual.Workspace.Root); err != nil {
 		t.Fatal("dry run deleted")
 	}
 	f, _ = e.m.GC(ctx, false)
-	if len(f) != 1 || f[0].Action != lifecycle.ActionCleaned {
+	if len(f) != 1 || f[0].Action != paddock.ActionCleaned {
 		t.Fatalf("gc = %+v", f)
 	}
 	if _, err := os.Stat(manual.Workspace.Root); !os.IsNotExist(err) {
 		t.Fatal("gc left a rejected manual workspace")
 	}
-	_, err = e.m.Create(ctx, lifecycle.CreateOptions{Project: "my-app", CleanupPolicy: "never"})
+	_, err = e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", CleanupPolicy: "never"})
 	mustCode(t, err, paddock.CodeBadRequest)
 }
 
@@ -278,15 +278,15 @@ func TestBadInputChangesNothing(t *testing.T) {
 	p := e.project(t)
 	cases := []struct {
 		name string
-		o    lifecycle.CreateOptions
+		o    paddock.CreateRunRequest
 		code paddock.Code
 	}{
-		{"unknown project", lifecycle.CreateOptions{Project: "nope"}, paddock.CodeNotFound},
-		{"unknown ref", lifecycle.CreateOptions{Project: p.Name, Base: "no-such-branch"}, paddock.CodeBadRequest},
-		{"option ref", lifecycle.CreateOptions{Project: p.Name, Base: "--upload-pack=evil"}, paddock.CodeBadRequest},
-		{"unknown kind", lifecycle.CreateOptions{Project: p.Name, Kind: "vm"}, paddock.CodeBadRequest},
-		{"dir without operator_dir", lifecycle.CreateOptions{Project: p.Name, Dir: "/tmp"}, paddock.CodeBadRequest},
-		{"missing operator dir", lifecycle.CreateOptions{Project: p.Name, Kind: "operator_dir", Dir: "/nonexistent/x"}, paddock.CodeBadRequest},
+		{"unknown project", paddock.CreateRunRequest{Project: "nope"}, paddock.CodeNotFound},
+		{"unknown ref", paddock.CreateRunRequest{Project: p.Name, Base: "no-such-branch"}, paddock.CodeBadRequest},
+		{"option ref", paddock.CreateRunRequest{Project: p.Name, Base: "--upload-pack=evil"}, paddock.CodeBadRequest},
+		{"unknown kind", paddock.CreateRunRequest{Project: p.Name, Kind: "vm"}, paddock.CodeBadRequest},
+		{"dir without operator_dir", paddock.CreateRunRequest{Project: p.Name, Dir: "/tmp"}, paddock.CodeBadRequest},
+		{"missing operator dir", paddock.CreateRunRequest{Project: p.Name, Kind: "operator_dir", Dir: "/nonexistent/x"}, paddock.CodeBadRequest},
 	}
 	for _, tc := range cases {
 		_, err := e.m.Create(ctx, tc.o)
@@ -317,7 +317,7 @@ func TestProjectReplacedIsNoticed(t *testing.T) {
 	e.project(t)
 	os.RemoveAll(e.repo)
 	gittest.NewRepo(t, e.repo, map[string]string{"other": "repo"})
-	_, err := e.m.Create(ctx, lifecycle.CreateOptions{Project: "my-app"})
+	_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app"})
 	mustCode(t, err, paddock.CodeConflict)
 }
 
@@ -329,7 +329,7 @@ func TestOperatorDirHoldsLock(t *testing.T) {
 	if r.Workspace.Root != e.repo {
 		t.Fatalf("operator dir root = %s", r.Workspace.Root)
 	}
-	_, err := e.m.Create(ctx, lifecycle.CreateOptions{Project: "my-app", Kind: "operator_dir"})
+	_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir"})
 	mustCode(t, err, paddock.CodeBusy)
 	// Clones do not need the lock.
 	e.create(t, paddock.KindClone, "")
@@ -369,7 +369,7 @@ func TestCheckpointResumeAndRestart(t *testing.T) {
 	}
 	// A restart while active checkpoints the workspace.
 	f := e.reopen(t)
-	if len(f) != 1 || f[0].Action != lifecycle.ActionCheckpointed {
+	if len(f) != 1 || f[0].Action != paddock.ActionCheckpointed {
 		t.Fatalf("recovery = %+v", f)
 	}
 	got, _ := e.m.Run(ctx, r.ID)
@@ -424,7 +424,7 @@ func TestCrashWhilePreparing(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := e.reopen(t)
-			if len(f) != 1 || f[0].Action != lifecycle.ActionRolledBack {
+			if len(f) != 1 || f[0].Action != paddock.ActionRolledBack {
 				t.Fatalf("recovery = %+v", f)
 			}
 			if _, err := os.Stat(r.Workspace.Root); !os.IsNotExist(err) {
@@ -449,7 +449,7 @@ func TestOrphans(t *testing.T) {
 	stray := filepath.Join(e.m.WorkspacesDir, "r-stray")
 	os.MkdirAll(filepath.Join(stray, "sub"), 0o755) // a directory with no record
 	f := e.reopen(t)
-	if len(f) != 1 || f[0].Action != lifecycle.ActionMarked {
+	if len(f) != 1 || f[0].Action != paddock.ActionMarked {
 		t.Fatalf("recovery = %+v", f)
 	}
 	found, err := e.m.GC(ctx, true)
@@ -457,7 +457,7 @@ func TestOrphans(t *testing.T) {
 		t.Fatalf("dry run = %+v, %v", found, err)
 	}
 	found, err = e.m.GC(ctx, false)
-	if err != nil || len(found) != 2 || found[0].Action != lifecycle.ActionCleaned || found[1].Action != lifecycle.ActionCleaned {
+	if err != nil || len(found) != 2 || found[0].Action != paddock.ActionCleaned || found[1].Action != paddock.ActionCleaned {
 		t.Fatalf("gc = %+v, %v", found, err)
 	}
 	if _, err := os.Stat(stray); !os.IsNotExist(err) {

@@ -41,7 +41,9 @@ type Manager struct {
 	Providers map[paddock.WorkspaceKind]paddock.WorkspaceProvider
 	// WorkspacesDir holds the clone and worktree workspaces, one directory per run.
 	WorkspacesDir string
-	Logger        *slog.Logger
+	// DefaultKind is the kind of a run that asks for none; clone if empty.
+	DefaultKind paddock.WorkspaceKind
+	Logger      *slog.Logger
 
 	// mu serializes operations that create or delete directories, so that gc
 	// never judges a directory another operation is making.

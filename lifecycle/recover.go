@@ -13,26 +13,6 @@ import (
 	"github.com/paddock-dev/paddock/workspace"
 )
 
-// Finding is one thing Recover or GC found out of step, and what was done.
-type Finding struct {
-	RunID  string                 `json:"run_id,omitempty"`
-	Path   string                 `json:"path"`
-	State  paddock.WorkspaceState `json:"state,omitempty"`
-	Issue  string                 `json:"issue"`
-	Action string                 `json:"action"`
-}
-
-// Actions reported in findings.
-const (
-	ActionRolledBack   = "rolled back"
-	ActionCleaned      = "cleaned"
-	ActionWouldClean   = "would clean"
-	ActionCheckpointed = "checkpointed"
-	ActionMarked       = "marked orphaned"
-	ActionKept         = "kept (retained)"
-	ActionFailed       = "failed"
-)
-
 // Recover brings records and disk back in step after the daemon stopped,
 // cleanly or not. Call it once at startup, before serving:
 //
@@ -41,7 +21,7 @@ const (
 //   - active: the session died with the daemon; the workspace is checkpointed;
 //   - a live, retained or rejected workspace whose directory is gone: orphaned;
 //   - retained: its retention marker is written again if it was lost.
-func (m *Manager) Recover(ctx context.Context) ([]Finding, error) {
+func (m *Manager) Recover(ctx context.Context) ([]paddock.Finding, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ws []*paddock.Workspace
@@ -52,12 +32,12 @@ func (m *Manager) Recover(ctx context.Context) ([]Finding, error) {
 	}); err != nil {
 		return nil, err
 	}
-	var out []Finding
+	var out []paddock.Finding
 	for _, w := range ws {
 		f, err := m.recoverOne(ctx, w)
 		if err != nil {
 			m.log().Error("recovery failed", "run", w.RunID, "err", err)
-			f = &Finding{RunID: w.RunID, Path: w.Root, State: w.State, Issue: f.Issue, Action: ActionFailed}
+			f = &paddock.Finding{RunID: w.RunID, Path: w.Root, State: w.State, Issue: f.Issue, Action: paddock.ActionFailed}
 		}
 		if f.Action != "" {
 			m.log().Info("recovered", "run", f.RunID, "issue", f.Issue, "action", f.Action)
@@ -67,18 +47,18 @@ func (m *Manager) Recover(ctx context.Context) ([]Finding, error) {
 	return out, nil
 }
 
-func (m *Manager) recoverOne(ctx context.Context, w *paddock.Workspace) (*Finding, error) {
-	f := &Finding{RunID: w.RunID, Path: w.Root, State: w.State}
+func (m *Manager) recoverOne(ctx context.Context, w *paddock.Workspace) (*paddock.Finding, error) {
+	f := &paddock.Finding{RunID: w.RunID, Path: w.Root, State: w.State}
 	r, p, err := m.runAndProject(ctx, w.RunID)
 	if err != nil {
 		return f, err
 	}
 	switch w.State {
 	case paddock.StateRequested, paddock.StatePreparing:
-		f.Issue, f.Action = "interrupted while being prepared", ActionRolledBack
+		f.Issue, f.Action = "interrupted while being prepared", paddock.ActionRolledBack
 		return f, m.cleanup(ctx, r, p, "interrupted while being prepared; rolled back")
 	case paddock.StateCleanupPending:
-		f.Issue, f.Action = "interrupted while being removed", ActionCleaned
+		f.Issue, f.Action = "interrupted while being removed", paddock.ActionCleaned
 		return f, m.finishCleanup(ctx, r, p)
 	}
 	prov, err := m.provider(w.Kind)
@@ -90,14 +70,14 @@ func (m *Manager) recoverOne(ctx context.Context, w *paddock.Workspace) (*Findin
 		return f, err
 	}
 	if !ok {
-		f.Issue, f.Action = "workspace directory is missing", ActionMarked
+		f.Issue, f.Action = "workspace directory is missing", paddock.ActionMarked
 		return f, m.update(ctx, func(tx paddock.Tx) error {
 			return m.transition(ctx, tx, r, paddock.StateOrphaned, "workspace directory is missing")
 		})
 	}
 	switch w.State {
 	case paddock.StateActive:
-		f.Issue, f.Action = "its session ended with the daemon", ActionCheckpointed
+		f.Issue, f.Action = "its session ended with the daemon", paddock.ActionCheckpointed
 		_, err := m.Checkpoint(ctx, r.ID, "daemon restart")
 		return f, err
 	case paddock.StateRetained:
@@ -137,7 +117,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 //     metadata is removed), unless it was ever retained;
 //   - a rejected workspace kept by the manual policy is cleaned;
 //   - a directory under the workspaces directory with no live record is deleted.
-func (m *Manager) GC(ctx context.Context, dryRun bool) ([]Finding, error) {
+func (m *Manager) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// List the directories before reading records: a directory made after
@@ -154,7 +134,7 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]Finding, error) {
 		return nil, err
 	}
 
-	var out []Finding
+	var out []paddock.Finding
 	known := map[string]bool{}
 	for _, r := range runs {
 		w := r.Workspace
@@ -167,7 +147,7 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]Finding, error) {
 		f, err := m.gcRecord(ctx, r, dryRun)
 		if err != nil {
 			m.log().Error("gc failed", "run", r.ID, "err", err)
-			f.Action = ActionFailed
+			f.Action = paddock.ActionFailed
 		}
 		if f.Action != "" {
 			out = append(out, *f)
@@ -180,14 +160,14 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]Finding, error) {
 		if strings.HasSuffix(e.Name(), ".retained") || known[path] {
 			continue
 		}
-		f := Finding{Path: path, Issue: "directory has no live record", Action: ActionWouldClean}
+		f := paddock.Finding{Path: path, Issue: "directory has no live record", Action: paddock.ActionWouldClean}
 		if _, err := os.Stat(path + ".retained"); err == nil {
-			f.Action = ActionKept
+			f.Action = paddock.ActionKept
 		} else if !dryRun {
-			f.Action = ActionCleaned
+			f.Action = paddock.ActionCleaned
 			if err := workspace.RemoveTree(m.WorkspacesDir, path); err != nil {
 				m.log().Error("gc failed", "path", path, "err", err)
-				f.Action = ActionFailed
+				f.Action = paddock.ActionFailed
 			}
 		}
 		out = append(out, f)
@@ -195,9 +175,9 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]Finding, error) {
 	return out, nil
 }
 
-func (m *Manager) gcRecord(ctx context.Context, r *paddock.Run, dryRun bool) (*Finding, error) {
+func (m *Manager) gcRecord(ctx context.Context, r *paddock.Run, dryRun bool) (*paddock.Finding, error) {
 	w := r.Workspace
-	f := &Finding{RunID: r.ID, Path: w.Root, State: w.State}
+	f := &paddock.Finding{RunID: r.ID, Path: w.Root, State: w.State}
 	if w.State == paddock.StateCleaned || w.State == paddock.StateRequested || w.State == paddock.StatePreparing {
 		return f, nil // finished, or being made by a live operation (gc holds m.mu, so only after a crash, which Recover handles)
 	}
@@ -223,7 +203,7 @@ func (m *Manager) gcRecord(ctx context.Context, r *paddock.Run, dryRun bool) (*F
 		f.Issue = "workspace directory is missing"
 	}
 	if !w.RetainedAt.IsZero() {
-		f.Action = ActionKept
+		f.Action = paddock.ActionKept
 		if w.State != paddock.StateOrphaned && !dryRun {
 			return f, m.update(ctx, func(tx paddock.Tx) error {
 				return m.transition(ctx, tx, r, paddock.StateOrphaned, f.Issue)
@@ -232,10 +212,10 @@ func (m *Manager) gcRecord(ctx context.Context, r *paddock.Run, dryRun bool) (*F
 		return f, nil
 	}
 	if dryRun {
-		f.Action = ActionWouldClean
+		f.Action = paddock.ActionWouldClean
 		return f, nil
 	}
-	f.Action = ActionCleaned
+	f.Action = paddock.ActionCleaned
 	p, err := m.Project(ctx, r.Project)
 	if err != nil {
 		return f, err

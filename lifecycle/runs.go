@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"path/filepath"
@@ -9,23 +10,12 @@ import (
 	"github.com/paddock-dev/paddock/workspace"
 )
 
-// CreateOptions asks for a new run.
-type CreateOptions struct {
-	Project string `json:"project"`
-	Kind    string `json:"kind"`
-	// Base is the revision the workspace starts from; HEAD if empty.
-	Base string `json:"base,omitempty"`
-	// Dir is the directory handed over, for kind operator_dir only.
-	Dir           string `json:"dir,omitempty"`
-	CleanupPolicy string `json:"cleanup_policy,omitempty"`
-}
-
 // Create makes a run and its workspace and returns it ready. Bad input is
 // refused before anything is written; a failure while preparing rolls the
 // workspace back and leaves the run cleaned with the reason recorded.
-func (m *Manager) Create(ctx context.Context, o CreateOptions) (*paddock.Run, error) {
+func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*paddock.Run, error) {
 	if o.Kind == "" {
-		o.Kind = string(paddock.KindClone)
+		o.Kind = string(cmp.Or(m.DefaultKind, paddock.KindClone))
 	}
 	kind, err := paddock.ParseKind(o.Kind)
 	if err != nil {
@@ -329,16 +319,10 @@ func (m *Manager) takeCheckpoint(ctx context.Context, w *paddock.Workspace, reas
 	return &paddock.Checkpoint{At: now(), Digest: digest, Files: files, Reason: reason}, nil
 }
 
-// ResumeResult is a resumed run and whether its files changed while it was checkpointed.
-type ResumeResult struct {
-	Run   *paddock.Run `json:"run"`
-	Drift bool         `json:"drift"`
-}
-
 // Resume attaches a session again (ready or checkpointed → active). If the
 // workspace's content differs from its checkpoint, the drift is recorded as
 // an event and reported.
-func (m *Manager) Resume(ctx context.Context, id string) (*ResumeResult, error) {
+func (m *Manager) Resume(ctx context.Context, id string) (*paddock.ResumeResult, error) {
 	r, err := m.Run(ctx, id)
 	if err != nil {
 		return nil, err
@@ -369,7 +353,7 @@ func (m *Manager) Resume(ctx context.Context, id string) (*ResumeResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &ResumeResult{Run: r, Drift: drift}, nil
+	return &paddock.ResumeResult{Run: r, Drift: drift}, nil
 }
 
 // Events returns up to limit events of a run after seq after.

@@ -61,7 +61,9 @@ func (c *Clone) Remove(ctx context.Context, p *paddock.Project, w *paddock.Works
 }
 
 // Present reports whether the clone's directory exists.
-func (c *Clone) Present(ctx context.Context, w *paddock.Workspace) (bool, error) { return present(w.Root) }
+func (c *Clone) Present(ctx context.Context, w *paddock.Workspace) (bool, error) {
+	return present(w.Root)
+}
 
 // Worktree makes workspaces with `git worktree add --detach`. It writes
 // .git/worktrees/NAME in the project, which Remove takes away again.
@@ -119,7 +121,9 @@ func (OperatorDir) Remove(ctx context.Context, p *paddock.Project, w *paddock.Wo
 }
 
 // Present reports whether the directory exists.
-func (OperatorDir) Present(ctx context.Context, w *paddock.Workspace) (bool, error) { return present(w.Root) }
+func (OperatorDir) Present(ctx context.Context, w *paddock.Workspace) (bool, error) {
+	return present(w.Root)
+}
 
 func present(path string) (bool, error) {
 	_, err := os.Lstat(path)

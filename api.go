@@ -1,0 +1,84 @@
+package paddock
+
+import "time"
+
+// This file holds the request and answer shapes of the /v1 API that are not
+// domain records themselves, so that the Go client needs only this package.
+
+// CreateRunRequest asks for a new run.
+type CreateRunRequest struct {
+	Project string `json:"project"`
+	// Kind is the workspace kind; clone if empty.
+	Kind string `json:"kind,omitempty"`
+	// Base is the revision the workspace starts from; HEAD if empty.
+	Base string `json:"base,omitempty"`
+	// Dir is the directory handed over, for kind operator_dir only; the
+	// project root if empty.
+	Dir           string `json:"dir,omitempty"`
+	CleanupPolicy string `json:"cleanup_policy,omitempty"`
+}
+
+// AddProjectRequest declares a project.
+type AddProjectRequest struct {
+	Path string `json:"path"`
+	Name string `json:"name,omitempty"`
+}
+
+// UnlockRequest force-releases a project lock.
+type UnlockRequest struct {
+	Force bool `json:"force"`
+}
+
+// UnlockResult says which lock was released, if any, and who released it.
+type UnlockResult struct {
+	Released *Lock  `json:"released"`
+	By       string `json:"by"`
+}
+
+// CheckpointRequest asks for a checkpoint.
+type CheckpointRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// ResumeResult is a resumed run and whether its files changed while it was checkpointed.
+type ResumeResult struct {
+	Run   *Run `json:"run"`
+	Drift bool `json:"drift"`
+}
+
+// GCRequest asks for a garbage collection.
+type GCRequest struct {
+	DryRun bool `json:"dry_run"`
+}
+
+// Finding is one thing recovery or gc found out of step, and what was done.
+type Finding struct {
+	RunID  string         `json:"run_id,omitempty"`
+	Path   string         `json:"path"`
+	State  WorkspaceState `json:"state,omitempty"`
+	Issue  string         `json:"issue"`
+	Action string         `json:"action"`
+}
+
+// Actions reported in findings.
+const (
+	ActionRolledBack   = "rolled back"
+	ActionCleaned      = "cleaned"
+	ActionWouldClean   = "would clean"
+	ActionCheckpointed = "checkpointed"
+	ActionMarked       = "marked orphaned"
+	ActionKept         = "kept (retained)"
+	ActionFailed       = "failed"
+)
+
+// DaemonStatus describes a running daemon.
+type DaemonStatus struct {
+	Version   string    `json:"version"`
+	PID       int       `json:"pid"`
+	StateDir  string    `json:"state_dir"`
+	Socket    string    `json:"socket"`
+	Listen    string    `json:"listen,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	// Recovered lists what the daemon put back in step when it started.
+	Recovered []Finding `json:"recovered"`
+}

@@ -1,0 +1,227 @@
+// Package client is the typed Go client of paddock's /v1 API, used by the
+// CLI and by orchestrators. Errors from the daemon come back as
+// *paddock.Error with the daemon's code and public message; a daemon that
+// cannot be reached gives an error for which Unreachable is true.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Client talks to one daemon.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// Unix returns a client for the daemon listening on the unix socket at path.
+func Unix(path string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+	}
+	return &Client{base: "http://paddock", http: &http.Client{Transport: tr}}
+}
+
+// TCP returns a client for a daemon on a loopback address such as
+// 127.0.0.1:7070, authenticating with token.
+func TCP(addr, token string) *Client {
+	return &Client{base: "http://" + addr, token: token, http: &http.Client{}}
+}
+
+// unreachableError wraps a failure to reach the daemon at all.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string { return "paddock daemon unreachable: " + e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// Unreachable reports whether err means no daemon answered (nothing listens
+// on the socket or port).
+func Unreachable(err error) bool {
+	var u *unreachableError
+	return errors.As(err, &u)
+}
+
+type envelope struct {
+	OK    bool            `json:"ok"`
+	Data  json.RawMessage `json:"data"`
+	Error *paddock.Error  `json:"error"`
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return &unreachableError{err}
+		}
+		return fmt.Errorf("paddock: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	var env envelope
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return fmt.Errorf("paddock: %s %s: status %d with an unreadable answer: %w", method, path, resp.StatusCode, err)
+	}
+	if !env.OK {
+		if env.Error == nil {
+			return fmt.Errorf("paddock: %s %s: status %d without an error", method, path, resp.StatusCode)
+		}
+		return env.Error
+	}
+	if out != nil {
+		if err := json.Unmarshal(env.Data, out); err != nil {
+			return fmt.Errorf("paddock: %s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// Health checks that the daemon answers.
+func (c *Client) Health(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/healthz", nil, nil)
+}
+
+// Status describes the daemon.
+func (c *Client) Status(ctx context.Context) (*paddock.DaemonStatus, error) {
+	var s paddock.DaemonStatus
+	return &s, c.do(ctx, http.MethodGet, "/v1/status", nil, &s)
+}
+
+// AddProject declares a project.
+func (c *Client) AddProject(ctx context.Context, req paddock.AddProjectRequest) (*paddock.Project, error) {
+	var p paddock.Project
+	return &p, c.do(ctx, http.MethodPost, "/v1/projects", req, &p)
+}
+
+// Projects lists the projects.
+func (c *Client) Projects(ctx context.Context) ([]*paddock.Project, error) {
+	var ps []*paddock.Project
+	return ps, c.do(ctx, http.MethodGet, "/v1/projects", nil, &ps)
+}
+
+// Project returns one project.
+func (c *Client) Project(ctx context.Context, name string) (*paddock.Project, error) {
+	var p paddock.Project
+	return &p, c.do(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(name), nil, &p)
+}
+
+// RemoveProject forgets a project.
+func (c *Client) RemoveProject(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/projects/"+url.PathEscape(name), nil, nil)
+}
+
+// Unlock force-releases a project's lock.
+func (c *Client) Unlock(ctx context.Context, name string, force bool) (*paddock.UnlockResult, error) {
+	var res paddock.UnlockResult
+	return &res, c.do(ctx, http.MethodPost, "/v1/projects/"+url.PathEscape(name)+"/unlock", paddock.UnlockRequest{Force: force}, &res)
+}
+
+// CreateRun makes a run and its workspace.
+func (c *Client) CreateRun(ctx context.Context, req paddock.CreateRunRequest) (*paddock.Run, error) {
+	var r paddock.Run
+	return &r, c.do(ctx, http.MethodPost, "/v1/runs", req, &r)
+}
+
+// Runs lists runs, of one project if project is set, removed ones too if all.
+func (c *Client) Runs(ctx context.Context, project string, all bool) ([]*paddock.Run, error) {
+	q := url.Values{}
+	if project != "" {
+		q.Set("project", project)
+	}
+	if all {
+		q.Set("all", "true")
+	}
+	var rs []*paddock.Run
+	return rs, c.do(ctx, http.MethodGet, "/v1/runs?"+q.Encode(), nil, &rs)
+}
+
+// Run returns one run.
+func (c *Client) Run(ctx context.Context, id string) (*paddock.Run, error) {
+	var r paddock.Run
+	return &r, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, &r)
+}
+
+func (c *Client) runAction(ctx context.Context, id, action string, in any) (*paddock.Run, error) {
+	var r paddock.Run
+	return &r, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/"+action, in, &r)
+}
+
+// Retain keeps a run's workspace for good.
+func (c *Client) Retain(ctx context.Context, id string) (*paddock.Run, error) {
+	return c.runAction(ctx, id, "retain", nil)
+}
+
+// Reject discards a run's result.
+func (c *Client) Reject(ctx context.Context, id string) (*paddock.Run, error) {
+	return c.runAction(ctx, id, "reject", nil)
+}
+
+// Checkpoint records a run's workspace state and detaches its session.
+func (c *Client) Checkpoint(ctx context.Context, id, reason string) (*paddock.Run, error) {
+	return c.runAction(ctx, id, "checkpoint", paddock.CheckpointRequest{Reason: reason})
+}
+
+// Resume attaches a session to a run again.
+func (c *Client) Resume(ctx context.Context, id string) (*paddock.ResumeResult, error) {
+	var res paddock.ResumeResult
+	return &res, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/resume", nil, &res)
+}
+
+// RemoveRun deletes a run's workspace and hides the run.
+func (c *Client) RemoveRun(ctx context.Context, id string) (*paddock.Run, error) {
+	var r paddock.Run
+	return &r, c.do(ctx, http.MethodDelete, "/v1/runs/"+url.PathEscape(id), nil, &r)
+}
+
+// Events returns up to limit events after seq after. With wait > 0 an empty
+// answer is held by the daemon until an event arrives or wait passes.
+func (c *Client) Events(ctx context.Context, id string, after int64, limit int, wait time.Duration) ([]*paddock.Event, error) {
+	q := url.Values{"after": {strconv.FormatInt(after, 10)}}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
+	var evs []*paddock.Event
+	return evs, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/events?"+q.Encode(), nil, &evs)
+}
+
+// GC reconciles records and disk; with dryRun it only reports.
+func (c *Client) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error) {
+	var f []paddock.Finding
+	return f, c.do(ctx, http.MethodPost, "/v1/gc", paddock.GCRequest{DryRun: dryRun}, &f)
+}

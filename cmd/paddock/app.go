@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
+	"github.com/spf13/cobra"
+)
+
+// app is one invocation of the CLI: its streams, environment and global flags.
+// Tests build one and call Main, so every verb runs the same code as a user's.
+type app struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// exe is the paddock binary to start a daemon with; os.Executable if empty.
+	exe string
+
+	home string // --home
+	addr string // --addr: talk to a daemon on loopback TCP instead of the socket
+}
+
+// Exit codes. One table, from error codes; `paddock --help` prints it.
+const (
+	exitOK          = 0
+	exitInternal    = 1
+	exitUsage       = 2 // bad_request, or a command line cobra could not parse
+	exitNotFound    = 3
+	exitConflict    = 4 // conflict, not_bootstrapped
+	exitBusy        = 5
+	exitForbidden   = 6 // forbidden, run_mismatch
+	exitUnsupported = 7
+	exitUnreachable = 8 // no daemon answered and none could be started
+	exitAttribution = 9
+)
+
+const exitCodesHelp = `Exit codes:
+  0  success
+  1  internal error (details in the daemon log)
+  2  bad input or usage (bad_request)
+  3  not found
+  4  conflict: the object's state forbids it (a retained workspace, an illegal transition)
+  5  busy: the project lock or the daemon is held by someone else
+  6  forbidden
+  7  unsupported on this machine
+  8  no daemon could be reached or started
+  9  attribution_leak`
+
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	if client.Unreachable(err) {
+		return exitUnreachable
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	var pe *paddock.Error
+	if !errors.As(err, &pe) {
+		return exitInternal
+	}
+	switch pe.Code {
+	case paddock.CodeBadRequest:
+		return exitUsage
+	case paddock.CodeNotFound:
+		return exitNotFound
+	case paddock.CodeConflict, paddock.CodeNotBootstrapped:
+		return exitConflict
+	case paddock.CodeBusy:
+		return exitBusy
+	case paddock.CodeForbidden, paddock.CodeRunMismatch:
+		return exitForbidden
+	case paddock.CodeUnsupported:
+		return exitUnsupported
+	case paddock.CodeAttributionLeak:
+		return exitAttribution
+	}
+	return exitInternal
+}
+
+// usageError is a command line that makes no sense.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// Main runs the CLI and returns its exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv}
+	return a.main(ctx, args)
+}
+
+func (a *app) main(ctx context.Context, args []string) int {
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
+		strings.Contains(err.Error(), "accepts ") || strings.Contains(err.Error(), "requires at least") ||
+		strings.HasPrefix(err.Error(), "invalid argument") || strings.Contains(err.Error(), "flag needs an argument") {
+		err = usageError{err.Error()}
+	}
+	a.printError(err)
+	return exitCode(err)
+}
+
+func (a *app) printError(err error) {
+	var pe *paddock.Error
+	switch {
+	case client.Unreachable(err):
+		fmt.Fprintf(a.stderr, "paddock: %v\n  start one with `paddock serve`, or unset PADDOCK_NO_AUTOSTART to let the CLI start it\n", err)
+	case errors.As(err, &pe):
+		fmt.Fprintf(a.stderr, "paddock: %s\n", pe.Message)
+	default:
+		fmt.Fprintf(a.stderr, "paddock: %v\n", err)
+	}
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "paddock",
+		Short: "A bounded place for AI coding agents to work",
+		Long: `paddock gives AI coding agents a bounded place to work: a disposable workspace
+per run, and a change set that reaches the real repository only after approval.
+
+Runs are the primary object and get the short verbs (create, ls, show, retain,
+reject, rm, events); projects are a noun (paddock project add|ls|rm|unlock).
+The CLI talks to the daemon (paddock serve) over a unix socket in the state
+directory, and starts one in the background when none answers, unless
+PADDOCK_NO_AUTOSTART=1.
+
+State directory: --home, else $PADDOCK_HOME, else $XDG_STATE_HOME/paddock,
+else ~/.local/state/paddock.
+
+` + exitCodesHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&a.home, "home", "", "state directory (default $PADDOCK_HOME or the XDG state directory)")
+	root.PersistentFlags().StringVar(&a.addr, "addr", "", "talk to a daemon on this loopback TCP address instead of the socket (default $PADDOCK_ADDR)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err.Error()} })
+	root.AddCommand(
+		a.serveCmd(), a.projectCmd(), a.createCmd(), a.lsCmd(), a.showCmd(),
+		a.retainCmd(), a.rejectCmd(), a.rmCmd(), a.checkpointCmd(), a.resumeCmd(),
+		a.eventsCmd(), a.gcCmd(), a.versionCmd(), a.doctorCmd(),
+	)
+	return root
+}
+
+// stateDir resolves the state directory.
+func (a *app) stateDir() (string, error) {
+	dir := a.home
+	if dir == "" {
+		dir = a.getenv(paddock.EnvPrefix + "HOME")
+	}
+	if dir == "" {
+		if x := a.getenv("XDG_STATE_HOME"); x != "" {
+			dir = filepath.Join(x, "paddock")
+		} else if h := a.getenv("HOME"); h != "" {
+			dir = filepath.Join(h, ".local", "state", "paddock")
+		} else {
+			return "", usageError{"no state directory: set PADDOCK_HOME or HOME"}
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usageError{fmt.Sprintf("state directory %q: %v", dir, err)}
+	}
+	return abs, nil
+}
+
+func socketPath(home string) string { return filepath.Join(home, "paddock.sock") }
+func tokenPath(home string) string  { return filepath.Join(home, "token") }
+
+// client returns a client for the daemon, starting one on the socket if none
+// answers and autostart is allowed.
+func (a *app) client(ctx context.Context) (*client.Client, error) {
+	home, err := a.stateDir()
+	if err != nil {
+		return nil, err
+	}
+	addr := a.addr
+	if addr == "" {
+		addr = a.getenv(paddock.EnvPrefix + "ADDR")
+	}
+	if addr != "" {
+		tok, err := os.ReadFile(tokenPath(home))
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("talking to %s needs the token in %s: %v", addr, tokenPath(home), err)}
+		}
+		return client.TCP(addr, strings.TrimSpace(string(tok))), nil
+	}
+	c := client.Unix(socketPath(home))
+	err = c.Health(ctx)
+	if err == nil {
+		return c, nil
+	}
+	if !client.Unreachable(err) || a.getenv(paddock.EnvPrefix+"NO_AUTOSTART") == "1" {
+		return nil, err
+	}
+	if err := a.autostart(ctx, home, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// output writes v as indented JSON when asJSON, or calls human otherwise.
+func (a *app) output(asJSON bool, v any, human func(io.Writer)) error {
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
+	}
+	human(a.stdout)
+	return nil
+}
+
+// exactArgs is cobra.ExactArgs with an error that names the verb's usage.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Sprintf("usage: %s", cmd.UseLine())}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/BurntSushi/toml"
+)
+
+// config is paddock.toml. Every field has a flag of `paddock serve` that
+// overrides it.
+type config struct {
+	// Listen is an optional loopback TCP address, such as "127.0.0.1:7070".
+	Listen string `toml:"listen"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `toml:"log_level"`
+	// LogFormat is text or json.
+	LogFormat string `toml:"log_format"`
+	// DefaultKind is the workspace kind of `paddock create` without --kind.
+	DefaultKind string `toml:"default_kind"`
+}
+
+// loadConfig reads path, or <home>/paddock.toml when path is empty. A missing
+// default file is no error; a missing explicit one is.
+func loadConfig(home, path string) (config, error) {
+	c := config{LogLevel: "info", LogFormat: "text"}
+	explicit := path != ""
+	if !explicit {
+		path = filepath.Join(home, "paddock.toml")
+	}
+	md, err := toml.DecodeFile(path, &c)
+	if err != nil {
+		if !explicit && errors.Is(err, fs.ErrNotExist) {
+			return c, nil
+		}
+		return c, usageError{fmt.Sprintf("config %s: %v", path, err)}
+	}
+	if un := md.Undecoded(); len(un) > 0 {
+		return c, usageError{fmt.Sprintf("config %s: unknown key %q", path, un[0].String())}
+	}
+	return c, nil
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) createCmd() *cobra.Command {
+	var req paddock.CreateRunRequest
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "create --project NAME [--kind clone|worktree|operator_dir] [--base REF]",
+		Short: "Create a run with its own workspace; prints the run id",
+		Long: `Create a run of a project and prepare its workspace at a base revision.
+
+Kinds:
+  clone         git clone --shared into the state directory: its own .git, so
+                nothing done with git in it touches the project's .git (default)
+  worktree      git worktree add --detach in the state directory; it writes
+                .git/worktrees/RUN in the project, which cleanup removes
+  operator_dir  a directory you hand over (--dir, default the project root);
+                the run holds the exclusive project lock for its whole life,
+                and paddock never deletes the directory
+
+--base takes any revision git understands (a branch, tag or sha); it is
+resolved to a sha once, and the run records both. The run is ready when this
+returns; on failure nothing is left behind.
+
+Cleanup policy: on_reject (default) removes the files when the run is
+rejected; manual keeps them until 'paddock rm' or 'paddock gc'.
+
+Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is held.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if req.Project == "" {
+				return usageError{"create needs --project NAME"}
+			}
+			if req.Dir != "" {
+				abs, err := filepath.Abs(req.Dir)
+				if err != nil {
+					return usageError{err.Error()}
+				}
+				req.Dir = abs
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			r, err := c.CreateRun(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, r, func(w io.Writer) { fmt.Fprintln(w, r.ID) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&req.Project, "project", "p", "", "project name (required)")
+	f.StringVar(&req.Kind, "kind", "", "workspace kind: clone, worktree or operator_dir (default clone, or the daemon's default_kind)")
+	f.StringVar(&req.Base, "base", "", "base revision (default HEAD)")
+	f.StringVar(&req.Dir, "dir", "", "directory to hand over, with --kind operator_dir (default the project root)")
+	f.StringVar(&req.CleanupPolicy, "cleanup", "", "cleanup policy: on_reject or manual (default on_reject)")
+	f.BoolVar(&asJSON, "json", false, "print the run as JSON")
+	return cmd
+}

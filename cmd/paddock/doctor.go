@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/kernel"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) doctorCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--json]",
+		Short: "Check what this machine offers paddock, and what it lacks",
+		Long: `Check the state directory, git, the daemon, and the kernel mechanisms the
+sandbox builds on (Landlock, user namespaces, overlayfs, seccomp, cgroup v2),
+each with a one-line fix where one exists. It never starts a daemon.
+
+Exit codes: 0 nothing failed (warnings allowed); 1 a check failed.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			checks := a.doctor(cmd.Context())
+			failed := false
+			for _, c := range checks {
+				failed = failed || c.Status == kernel.Fail
+			}
+			err := a.output(asJSON, checks, func(w io.Writer) {
+				for _, c := range checks {
+					fmt.Fprintf(w, "%-4s  %-16s %s\n", c.Status, c.Name, c.Detail)
+					if c.Fix != "" {
+						fmt.Fprintf(w, "      %-16s fix: %s\n", "", c.Fix)
+					}
+				}
+			})
+			if err == nil && failed {
+				err = fmt.Errorf("some checks failed")
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) doctor(ctx context.Context) []kernel.Check {
+	var out []kernel.Check
+	home, err := a.stateDir()
+	switch {
+	case err != nil:
+		out = append(out, kernel.Check{Name: "state directory", Status: kernel.Fail, Detail: err.Error(), Fix: "set PADDOCK_HOME"})
+	default:
+		c := kernel.Check{Name: "state directory", Status: kernel.OK, Detail: home}
+		if _, err := os.Stat(home); err != nil {
+			c.Detail += " (not created yet)"
+			if err := os.MkdirAll(filepath.Dir(home), 0o700); err != nil {
+				c.Status, c.Fix = kernel.Fail, "make its parent writable or set PADDOCK_HOME"
+			}
+		} else if err := prepareHome(home); err != nil {
+			c.Status, c.Detail, c.Fix = kernel.Fail, err.Error(), "fix its permissions or set PADDOCK_HOME"
+		}
+		out = append(out, c)
+	}
+	if g, err := gitx.New(ctx); err != nil {
+		out = append(out, kernel.Check{Name: "git", Status: kernel.Fail, Detail: err.Error(), Fix: "install git 2.25 or newer"})
+	} else {
+		v, _ := g.Version(ctx)
+		out = append(out, kernel.Check{Name: "git", Status: kernel.OK, Detail: "git " + v + " at " + g.Path})
+	}
+	d := kernel.Check{Name: "daemon", Status: kernel.OK}
+	if st := a.daemonStatus(ctx); st != nil {
+		d.Detail = fmt.Sprintf("%s, pid %d, %s", st.Version, st.PID, st.Socket)
+	} else {
+		d.Status, d.Detail, d.Fix = kernel.Warn, "not running", "paddock serve (the CLI also starts one on demand)"
+	}
+	out = append(out, d)
+	if os.Geteuid() == 0 {
+		out = append(out, kernel.Check{Name: "user", Status: kernel.Warn, Detail: "running as root",
+			Fix: "run the daemon as an unprivileged user; agents never need root"})
+	}
+	return append(out, kernel.Probe()...)
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) lsCmd() *cobra.Command {
+	var project string
+	var all, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls [--project NAME] [--all]",
+		Short: "List runs with state, kind, base and workspace path",
+		Long: `List runs, oldest first, with their workspace state, kind, base revision and
+workspace path. Runs removed with 'paddock rm' are hidden unless --all.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			runs, err := c.Runs(cmd.Context(), project, all)
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, runs, func(w io.Writer) { printRuns(w, runs) })
+		},
+	}
+	cmd.Flags().StringVarP(&project, "project", "p", "", "only this project's runs")
+	cmd.Flags().BoolVarP(&all, "all", "a", false, "include removed runs")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printRuns(w io.Writer, runs []*paddock.Run) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tPROJECT\tKIND\tSTATE\tBASE\tAGE\tWORKSPACE")
+	for _, r := range runs {
+		kind, base, root := "-", "-", "-"
+		if w := r.Workspace; w != nil {
+			kind, root = string(w.Kind), w.Root
+			base = short(w.BaseRevision)
+			if w.Branch != "" {
+				base += " (" + w.Branch + ")"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Project, kind, r.State(), base, age(r.CreatedAt), root)
+	}
+	tw.Flush()
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func age(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) projectCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "project",
+		Short: "Declare and manage projects (the git repositories paddock guards)",
+		Long: `A project is a declared root: a git repository on this machine that paddock
+guards. Runs are made against a project; nothing writes into its root except
+an approved apply and the metadata a worktree workspace needs (which cleanup
+removes again).`,
+	}
+	cmd.AddCommand(a.projectAddCmd(), a.projectLsCmd(), a.projectRmCmd(), a.projectUnlockCmd())
+	return cmd
+}
+
+func (a *app) projectAddCmd() *cobra.Command {
+	var name string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "add PATH [--name NAME]",
+		Short: "Declare a git repository as a project",
+		Long: `Declare the repository whose top-level directory is PATH as a project.
+
+PATH must be the top of a non-bare git work tree with at least one commit.
+The name defaults to the directory's name made plain (lower-case ASCII
+letters, digits, '.', '_' and '-'); a name must be 1-63 of those characters.
+A root can be declared once.
+
+Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := filepath.Abs(args[0])
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			p, err := c.AddProject(cmd.Context(), paddock.AddProjectRequest{Path: path, Name: name})
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, p, func(w io.Writer) {
+				fmt.Fprintf(w, "added project %s (%s)\n", p.Name, p.Root)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "project name (default: derived from the directory name)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
+	return cmd
+}
+
+func (a *app) projectLsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List projects",
+		Long:  "List the declared projects with their roots and who holds each project lock.",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			ps, err := c.Projects(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, ps, func(w io.Writer) {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tLOCK\tROOT")
+				for _, p := range ps {
+					lock := "-"
+					if p.Lock != nil {
+						lock = p.Lock.RunID
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, lock, p.Root)
+				}
+				tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) projectRmCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rm NAME",
+		Short: "Forget a project (its repository is not touched)",
+		Long: `Forget a project and the records of its finished runs. The repository itself
+is never touched. Refused while any of its runs still has a workspace on disk:
+remove those runs first (retained workspaces stay until an operator deletes them).
+
+Exit codes: 0 removed; 3 no such project; 4 runs still have workspaces.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := c.RemoveProject(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "removed project %s\n", args[0])
+			return nil
+		},
+	}
+	return cmd
+}
+
+func (a *app) projectUnlockCmd() *cobra.Command {
+	var force, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "unlock NAME --force",
+		Short: "Force-release a project's lock",
+		Long: `Release the project lock whatever run holds it. The lock is held by a run that
+works in an operator directory, for its whole life; releasing it under a live
+run is an operator's decision, so --force is required. The release is
+recorded as an event on the run that held it, with who released it.
+
+Exit codes: 0 released (or it was free); 2 without --force; 3 no such project.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := c.Unlock(cmd.Context(), args[0], force)
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, res, func(w io.Writer) {
+				if res.Released == nil {
+					fmt.Fprintf(w, "project %s was not locked\n", args[0])
+					return
+				}
+				fmt.Fprintf(w, "released the lock of project %s held by run %s (by %s)\n", args[0], res.Released.RunID, res.By)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "really release the lock")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/httpapi"
+	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/sqlite"
+	"github.com/paddock-dev/paddock/workspace"
+	"github.com/spf13/cobra"
+)
+
+type serveOptions struct {
+	config    string
+	listen    string
+	logLevel  string
+	logFormat string
+}
+
+func (a *app) serveCmd() *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the paddock daemon in the foreground",
+		Long: `Run the daemon in the foreground. It owns the state database, the workspaces
+and the API.
+
+It listens on the unix socket <state dir>/paddock.sock (mode 0600) and, with
+--listen, on a loopback TCP address too; TCP requests need the bearer token
+in <state dir>/token. One daemon runs per state directory. SIGTERM or SIGINT
+stops it gracefully: requests finish, active workspaces are checkpointed.
+
+At start it recovers from whatever the last daemon left, even after kill -9:
+half-made workspaces are rolled back, interrupted cleanups finished, active
+workspaces checkpointed, and records whose directory is gone marked orphaned.
+
+Settings come from <state dir>/paddock.toml (or --config) and flags override
+them: listen, log_level, log_format, default_kind.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runServe(cmd.Context(), o, cmd.Flags().Changed)
+		},
+	}
+	cmd.Flags().StringVar(&o.config, "config", "", "config file (default <state dir>/paddock.toml)")
+	cmd.Flags().StringVar(&o.listen, "listen", "", "also listen on this loopback TCP address, such as 127.0.0.1:7070 (port 0 picks one)")
+	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().StringVar(&o.logFormat, "log-format", "text", "text or json")
+	return cmd
+}
+
+// daemonInfo is written to <state dir>/daemon.json while the daemon runs, so
+// that scripts and tests find its pid and its TCP port.
+type daemonInfo = paddock.DaemonStatus
+
+func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string) bool) error {
+	home, err := a.stateDir()
+	if err != nil {
+		return err
+	}
+	if err := prepareHome(home); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(home, o.config)
+	if err != nil {
+		return err
+	}
+	if changed("listen") {
+		cfg.Listen = o.listen
+	}
+	if changed("log-level") {
+		cfg.LogLevel = o.logLevel
+	}
+	if changed("log-format") {
+		cfg.LogFormat = o.logFormat
+	}
+	logger, err := newLogger(a.stderr, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+
+	// One daemon per state directory: the flock is the guard, race-free.
+	lock, err := lockHome(home)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+
+	store, err := sqlite.Open(ctx, filepath.Join(home, "state.db"))
+	if err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
+	defer store.Close()
+	git, err := gitx.New(ctx)
+	if err != nil {
+		return err
+	}
+	wsDir := filepath.Join(home, "workspaces")
+	if err := os.MkdirAll(wsDir, 0o700); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	var defKind paddock.WorkspaceKind
+	if cfg.DefaultKind != "" {
+		if defKind, err = paddock.ParseKind(cfg.DefaultKind); err != nil {
+			return err
+		}
+	}
+	m := &lifecycle.Manager{Store: store, Git: git, Providers: workspace.Providers(git, wsDir),
+		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger}
+	recovered, err := m.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	token, err := loadToken(home)
+	if err != nil {
+		return err
+	}
+
+	info := daemonInfo{Version: version(), PID: os.Getpid(), StateDir: home, Socket: socketPath(home),
+		StartedAt: time.Now().UTC(), Recovered: recovered}
+	if info.Recovered == nil {
+		info.Recovered = []paddock.Finding{}
+	}
+	api := &httpapi.Server{Manager: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus { return info }}
+
+	unixLn, err := listenUnix(socketPath(home))
+	if err != nil {
+		return err
+	}
+	servers := []*http.Server{newHTTPServer(api.Handler(), logger)}
+	listeners := []net.Listener{unixLn}
+	if cfg.Listen != "" {
+		ln, err := listenLoopback(cfg.Listen)
+		if err != nil {
+			unixLn.Close()
+			return err
+		}
+		info.Listen = ln.Addr().String()
+		servers = append(servers, newHTTPServer(api.TCPHandler(), logger))
+		listeners = append(listeners, ln)
+	}
+	defer os.Remove(socketPath(home))
+	if err := writeJSONFile(filepath.Join(home, "daemon.json"), info); err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(home, "daemon.json"))
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
+	}
+	logger.Info("paddock serving", "version", info.Version, "pid", info.PID, "socket", info.Socket,
+		"listen", info.Listen, "state", home, "recovered", len(recovered))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case serveErr = <-errc:
+		logger.Error("listener failed", "err", serveErr)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		srv.Shutdown(sctx)
+	}
+	if err := m.Shutdown(sctx); err != nil {
+		logger.Error("checkpoint at shutdown failed", "err", err)
+	}
+	logger.Info("stopped")
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return serveErr
+}
+
+func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ConnContext:       httpapi.ConnContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      httpapi.MaxWait + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+func newLogger(w interface{ Write([]byte) (int, error) }, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Sprintf("log level %q: use debug, info, warn or error", level)}
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Sprintf("log format %q: use text or json", format)}
+}
+
+// prepareHome creates the state directory (0700) and proves it writable.
+func prepareHome(home string) error {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return paddock.Errorf(paddock.CodeBadRequest, "cannot create state directory %s: %v", home, errors.Unwrap(err))
+	}
+	f, err := os.CreateTemp(home, ".probe-*")
+	if err != nil {
+		return paddock.Errorf(paddock.CodeBadRequest, "state directory %s is not writable: %v", home, errors.Unwrap(err))
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}
+
+// lockHome takes the daemon lock of the state directory, or says who holds it.
+func lockHome(home string) (*os.File, error) {
+	path := filepath.Join(home, "daemon.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("daemon lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		pid := strings.TrimSpace(string(b))
+		return nil, paddock.Errorf(paddock.CodeBusy, "a paddock daemon (pid %s) is already running for %s", pid, home).
+			WithDetail("pid", pid)
+	}
+	f.Truncate(0)
+	f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+	return f, nil
+}
+
+func loadToken(home string) (string, error) {
+	path := tokenPath(home)
+	b, err := os.ReadFile(path)
+	if err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	var raw [32]byte
+	rand.Read(raw[:])
+	tok := hex.EncodeToString(raw[:])
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	return tok, nil
+}
+
+// listenUnix listens on path with mode 0600. We hold the daemon lock, so a
+// socket file already there is a dead daemon's.
+func listenUnix(path string) (net.Listener, error) {
+	if len(path) >= 108 {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "socket path %s is %d bytes, longer than a unix socket path may be (107); use a shorter state directory", path, len(path))
+	}
+	os.Remove(path)
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("socket mode: %w", err)
+	}
+	return ln, nil
+}
+
+// listenLoopback listens on addr, which must be a loopback address.
+func listenLoopback(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("--listen %q: want HOST:PORT", addr)}
+	}
+	ip := net.ParseIP(host)
+	if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, usageError{fmt.Sprintf("--listen %q: only loopback addresses are allowed", addr)}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

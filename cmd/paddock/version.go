@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
+	"github.com/spf13/cobra"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=v1.2.3".
+var Version = ""
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if rev != "" {
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			if dirty {
+				rev += "-dirty"
+			}
+			return "dev-" + rev
+		}
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			return bi.Main.Version
+		}
+	}
+	return "dev"
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the CLI's and the running daemon's versions",
+		Long:  "Print the version of this binary and, if one answers, of the daemon. It never starts a daemon.",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := struct {
+				Version string                `json:"version"`
+				Go      string                `json:"go"`
+				OS      string                `json:"os"`
+				Daemon  *paddock.DaemonStatus `json:"daemon"`
+			}{Version: version(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+			out.Daemon = a.daemonStatus(cmd.Context())
+			return a.output(asJSON, out, func(w io.Writer) {
+				fmt.Fprintf(w, "paddock %s (%s, %s)\n", out.Version, out.Go, out.OS)
+				if st := out.Daemon; st != nil {
+					fmt.Fprintf(w, "daemon  %s (pid %d, %s)\n", st.Version, st.PID, st.Socket)
+				} else {
+					fmt.Fprintln(w, "daemon  not running")
+				}
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// daemonStatus asks the daemon on the socket for its status, without
+// starting one; nil if none answers.
+func (a *app) daemonStatus(ctx context.Context) *paddock.DaemonStatus {
+	home, err := a.stateDir()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := client.Unix(socketPath(home)).Status(ctx)
+	if err != nil {
+		return nil
+	}
+	return st
+}

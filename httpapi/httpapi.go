@@ -1,0 +1,374 @@
+// Package httpapi serves paddock's JSON action protocol under /v1.
+//
+// Every answer is an envelope: {"ok":true,"data":…} or
+// {"ok":false,"error":{"code":…,"message":…,"details":{…}}}. The status is
+// derived from the error code in one table (Status). An internal error never
+// carries its detail to the client: it is logged with a correlation id, and
+// the client gets the id.
+//
+// # Hardening
+//
+//   - Request bodies are capped and must be one JSON object with known fields.
+//   - A request that carries a browser Origin or Referer is refused: no web
+//     page may drive the API through a user's browser.
+//   - The Host header must name loopback or the unix socket, so a DNS
+//     rebinding attack cannot reach the TCP listener under a foreign name.
+//   - On TCP every request needs the bearer token from the state directory;
+//     on the unix socket (mode 0600) the file permission is the credential,
+//     and the peer's uid is recorded as the actor.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/user"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/lifecycle"
+)
+
+// MaxBody is the largest request body accepted.
+const MaxBody = 1 << 20
+
+// MaxWait is the longest an events request may wait for new events.
+const MaxWait = 60 * time.Second
+
+// Server is the HTTP API of one daemon.
+type Server struct {
+	Manager *lifecycle.Manager
+	Logger  *slog.Logger
+	// Token is required as a bearer token on TCP listeners.
+	Token string
+	// Status returns the daemon's status for /v1/status.
+	Status func() paddock.DaemonStatus
+}
+
+// Status maps an error code to its HTTP status. It is the only such table.
+func Status(c paddock.Code) int {
+	switch c {
+	case paddock.CodeBadRequest:
+		return http.StatusBadRequest
+	case paddock.CodeNotFound:
+		return http.StatusNotFound
+	case paddock.CodeConflict, paddock.CodeNotBootstrapped:
+		return http.StatusConflict
+	case paddock.CodeBusy:
+		return http.StatusLocked
+	case paddock.CodeForbidden, paddock.CodeRunMismatch:
+		return http.StatusForbidden
+	case paddock.CodeUnsupported:
+		return http.StatusNotImplemented
+	case paddock.CodeAttributionLeak:
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusInternalServerError
+}
+
+type ctxKey int
+
+const actorKey ctxKey = iota
+
+// ConnContext records who is on the other end of a connection: the peer's
+// user on a unix socket, the remote address on TCP. Pass it as
+// http.Server.ConnContext.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	actor := "tcp:" + c.RemoteAddr().String()
+	if uc, ok := c.(*net.UnixConn); ok {
+		actor = "unix:unknown"
+		if raw, err := uc.SyscallConn(); err == nil {
+			raw.Control(func(fd uintptr) {
+				cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+				if err == nil {
+					actor = "uid " + strconv.Itoa(int(cred.Uid))
+					if u, err := user.LookupId(strconv.Itoa(int(cred.Uid))); err == nil {
+						actor = u.Username + " (" + actor + ")"
+					}
+				}
+			})
+		}
+	}
+	return context.WithValue(ctx, actorKey, actor)
+}
+
+func actor(r *http.Request) string {
+	if a, ok := r.Context().Value(actorKey).(string); ok {
+		return a
+	}
+	return "unknown"
+}
+
+// Handler returns the API for the unix socket.
+func (s *Server) Handler() http.Handler { return s.guard(s.routes(), false) }
+
+// TCPHandler returns the API for a loopback TCP listener: it also requires the token.
+func (s *Server) TCPHandler() http.Handler { return s.guard(s.routes(), true) }
+
+func (s *Server) log() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
+}
+
+func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
+			writeError(w, paddock.Errorf(paddock.CodeForbidden, "requests from web pages are refused"))
+			return
+		}
+		if !hostAllowed(r.Host, tcp) {
+			writeError(w, paddock.Errorf(paddock.CodeForbidden, "host %q is not allowed", r.Host))
+			return
+		}
+		if tcp && r.URL.Path != "/healthz" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || s.Token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) != 1 {
+				writeError(w, paddock.Errorf(paddock.CodeForbidden, "a valid bearer token is required on TCP (it is in the state directory's token file)"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func hostAllowed(host string, tcp bool) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	switch h {
+	case "localhost", "127.0.0.1", "::1", "[::1]":
+		return true
+	case "paddock", "":
+		return !tcp
+	}
+	return false
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeData(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	handle := func(pattern string, fn func(*http.Request) (any, error)) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			data, err := fn(r)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			status := http.StatusOK
+			if r.Method == http.MethodPost && (pattern == "POST /v1/runs" || pattern == "POST /v1/projects") {
+				status = http.StatusCreated
+			}
+			writeData(w, status, data)
+		})
+	}
+	m := s.Manager
+	handle("GET /v1/status", func(r *http.Request) (any, error) { return s.Status(), nil })
+
+	handle("POST /v1/projects", func(r *http.Request) (any, error) {
+		var req paddock.AddProjectRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return m.AddProject(r.Context(), req.Path, req.Name)
+	})
+	handle("GET /v1/projects", func(r *http.Request) (any, error) { return nonNil(m.Projects(r.Context())) })
+	handle("GET /v1/projects/{name}", func(r *http.Request) (any, error) { return m.Project(r.Context(), r.PathValue("name")) })
+	handle("DELETE /v1/projects/{name}", func(r *http.Request) (any, error) {
+		return map[string]string{"removed": r.PathValue("name")}, m.RemoveProject(r.Context(), r.PathValue("name"))
+	})
+	handle("POST /v1/projects/{name}/unlock", func(r *http.Request) (any, error) {
+		var req paddock.UnlockRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		l, err := m.Unlock(r.Context(), r.PathValue("name"), actor(r), req.Force)
+		return paddock.UnlockResult{Released: l, By: actor(r)}, err
+	})
+
+	handle("POST /v1/runs", func(r *http.Request) (any, error) {
+		var req paddock.CreateRunRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return m.Create(r.Context(), req)
+	})
+	handle("GET /v1/runs", func(r *http.Request) (any, error) {
+		all, err := boolParam(r, "all")
+		if err != nil {
+			return nil, err
+		}
+		return nonNil(m.Runs(r.Context(), paddock.RunFilter{Project: r.URL.Query().Get("project"), Removed: all}))
+	})
+	handle("GET /v1/runs/{id}", func(r *http.Request) (any, error) { return m.Run(r.Context(), r.PathValue("id")) })
+	handle("DELETE /v1/runs/{id}", func(r *http.Request) (any, error) { return m.Remove(r.Context(), r.PathValue("id")) })
+	handle("POST /v1/runs/{id}/retain", func(r *http.Request) (any, error) { return m.Retain(r.Context(), r.PathValue("id")) })
+	handle("POST /v1/runs/{id}/reject", func(r *http.Request) (any, error) { return m.Reject(r.Context(), r.PathValue("id")) })
+	handle("POST /v1/runs/{id}/resume", func(r *http.Request) (any, error) { return m.Resume(r.Context(), r.PathValue("id")) })
+	handle("POST /v1/runs/{id}/checkpoint", func(r *http.Request) (any, error) {
+		var req paddock.CheckpointRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		if req.Reason == "" {
+			req.Reason = "requested by " + actor(r)
+		}
+		return m.Checkpoint(r.Context(), r.PathValue("id"), req.Reason)
+	})
+	handle("GET /v1/runs/{id}/events", func(r *http.Request) (any, error) { return s.events(r) })
+
+	handle("POST /v1/gc", func(r *http.Request) (any, error) {
+		var req paddock.GCRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return nonNil(m.GC(r.Context(), req.DryRun))
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, paddock.Errorf(paddock.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// events answers GET /v1/runs/{id}/events?after=SEQ&limit=N&wait=DURATION.
+// With wait, an empty answer is held until an event arrives or wait passes.
+func (s *Server) events(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	after, err := intParam(q.Get("after"), "after")
+	if err != nil {
+		return nil, err
+	}
+	limit, err := intParam(q.Get("limit"), "limit")
+	if err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	if w := q.Get("wait"); w != "" {
+		d, err := time.ParseDuration(w)
+		if err != nil || d < 0 {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "wait must be a duration such as 30s")
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), min(d, MaxWait))
+		defer cancel()
+		return s.Manager.WaitEvents(ctx, id, after, int(limit))
+	}
+	return s.Manager.Events(r.Context(), id, after, int(limit))
+}
+
+func intParam(v, name string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, paddock.Errorf(paddock.CodeBadRequest, "%s must be a non-negative integer", name)
+	}
+	return n, nil
+}
+
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, paddock.Errorf(paddock.CodeBadRequest, "%s must be true or false", name)
+	}
+	return b, nil
+}
+
+func nonNil[T any](xs []T, err error) ([]T, error) {
+	if xs == nil {
+		xs = []T{}
+	}
+	return xs, err
+}
+
+// decode reads one JSON object with only known fields. An empty body is an
+// empty object.
+func decode(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if err != nil {
+		return paddock.Errorf(paddock.CodeBadRequest, "cannot read the request body")
+	}
+	if len(body) > MaxBody {
+		return paddock.Errorf(paddock.CodeBadRequest, "request body is larger than %d bytes", MaxBody)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return paddock.Errorf(paddock.CodeBadRequest, "invalid JSON body: %v", err)
+	}
+	if dec.More() {
+		return paddock.Errorf(paddock.CodeBadRequest, "invalid JSON body: more than one value")
+	}
+	return nil
+}
+
+type envelope struct {
+	OK    bool           `json:"ok"`
+	Data  any            `json:"data,omitempty"`
+	Error *paddock.Error `json:"error,omitempty"`
+}
+
+func writeData(w http.ResponseWriter, status int, data any) {
+	writeJSON(w, status, envelope{OK: true, Data: data})
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var pe *paddock.Error
+	if !errors.As(err, &pe) {
+		pe = &paddock.Error{Code: paddock.CodeInternal, Message: "internal error"}
+	}
+	writeJSON(w, Status(pe.Code), envelope{Error: pe})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// fail answers with err. An internal error is logged in full under a fresh
+// correlation id, and only the id goes to the client.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := paddock.ErrorCode(err)
+	if code == paddock.CodeInternal {
+		var b [6]byte
+		rand.Read(b[:])
+		id := hex.EncodeToString(b[:])
+		s.log().Error("request failed", "method", r.Method, "path", r.URL.Path, "correlation_id", id, "err", err)
+		pe := &paddock.Error{Code: paddock.CodeInternal, Message: fmt.Sprintf("%s (correlation id %s; details are in the daemon log)", paddock.ErrorMessage(err), id)}
+		pe.WithDetail("correlation_id", id)
+		var inner *paddock.Error
+		if errors.As(err, &inner) && inner.Code == paddock.CodeInternal && inner.Message != "" {
+			pe.Message = fmt.Sprintf("%s (correlation id %s; details are in the daemon log)", inner.Message, id)
+		}
+		writeError(w, pe)
+		return
+	}
+	writeError(w, err)
+}
