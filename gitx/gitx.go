@@ -36,6 +36,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -289,17 +290,41 @@ func (g *Git) WorktreeAdd(ctx context.Context, repo, path, sha string) error {
 // caller deletes the directory first: git then only validates and deletes its
 // own record (.git/worktrees/NAME) and never looks inside a tree an agent
 // could have prepared. Removing a worktree git no longer knows is not an error.
+//
+// A `git worktree add` killed early leaves a record git itself cannot read
+// (an empty gitdir file, a "locked: initializing" marker); git then refuses
+// to remove it, or does not see it, while the record breaks the project's
+// `git worktree` commands. Such a record, when it is provably this
+// worktree's, is deleted here directly.
 func (g *Git) WorktreeRemove(ctx context.Context, repo, path string) error {
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("gitx: worktree remove: %s still exists; delete it first", path)
 	}
-	_, err := g.run(ctx, repo, "worktree", "remove", "--force", "--force", "--", path)
+	_, gitErr := g.run(ctx, repo, "worktree", "remove", "--force", "--force", "--", path)
 	var ce *CommandError
-	if errors.As(err, &ce) && strings.Contains(ce.Stderr, "is not a working tree") {
+	if errors.As(gitErr, &ce) && strings.Contains(ce.Stderr, "is not a working tree") {
+		gitErr = nil
+	}
+	common, err := g.line(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return fmt.Errorf("gitx: worktree remove: %w", errors.Join(gitErr, err))
+	}
+	worktrees := filepath.Join(common, "worktrees")
+	record := filepath.Join(worktrees, filepath.Base(path))
+	if _, err := os.Lstat(record); errors.Is(err, fs.ErrNotExist) {
+		return nil // git removed it, or it never existed
+	}
+	gitdir, err := os.ReadFile(filepath.Join(record, "gitdir"))
+	owner := strings.TrimSpace(string(gitdir))
+	if (err == nil || errors.Is(err, fs.ErrNotExist)) && (owner == "" || owner == filepath.Join(path, ".git")) {
+		if err := os.RemoveAll(record); err != nil {
+			return fmt.Errorf("gitx: worktree remove: %w", err)
+		}
+		os.Remove(worktrees) // only if empty, as git does
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("gitx: worktree remove: %w", err)
+	if gitErr != nil {
+		return fmt.Errorf("gitx: worktree remove: %w", gitErr)
 	}
-	return nil
+	return fmt.Errorf("gitx: worktree remove: %s belongs to another worktree (%s); left alone", record, owner)
 }

@@ -167,3 +167,38 @@ func TestInspect(t *testing.T) {
 		}
 	}
 }
+
+// TestWorktreeRemoveRepairsHalfMadeRecord plays a `git worktree add` killed
+// before it wrote its record: git cannot read the record, and it breaks
+// `git worktree list`. WorktreeRemove must delete it, and only it.
+func TestWorktreeRemoveRepairsHalfMadeRecord(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	repo := gittest.NewRepo(t, t.TempDir(), map[string]string{"a": "1"})
+	base := t.TempDir()
+	mine := filepath.Join(base, "r-mine")
+	rec := filepath.Join(repo, ".git", "worktrees", "r-mine")
+	os.MkdirAll(rec, 0o755)
+	os.WriteFile(filepath.Join(rec, "gitdir"), nil, 0o644)
+	os.WriteFile(filepath.Join(rec, "locked"), []byte("initializing"), 0o644)
+	other := filepath.Join(repo, ".git", "worktrees", "r-other")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "gitdir"), []byte("/somewhere/else/.git\n"), 0o644)
+
+	if err := g.WorktreeRemove(ctx, repo, mine); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(rec); !os.IsNotExist(err) {
+		t.Fatal("half-made record left")
+	}
+	if err := g.WorktreeRemove(ctx, repo, filepath.Join(base, "r-other")); err == nil {
+		t.Fatal("removed a record that points at another worktree")
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatal("another worktree's record was deleted")
+	}
+	os.RemoveAll(other)
+	if err := g.WorktreeRemove(ctx, repo, mine); err != nil {
+		t.Fatalf("removing what is already gone: %v", err)
+	}
+}

@@ -141,13 +141,15 @@ func mustBeBelow(dir, path string) error {
 	return nil
 }
 
-// RemoveTree deletes path, which must be a direct child of dir. Symbolic
-// links are removed, never followed; directories an agent made read-only are
-// made writable first, so a chmod cannot pin a workspace on disk.
+// RemoveTree deletes path, which must be a direct child of dir. Processes
+// still working in it are killed first. Symbolic links are removed, never
+// followed; directories an agent made read-only are made writable first, so a
+// chmod cannot pin a workspace on disk.
 func RemoveTree(dir, path string) error {
 	if err := mustBeBelow(dir, path); err != nil {
 		return err
 	}
+	killProcessesIn(path)
 	err := os.RemoveAll(path)
 	if err == nil {
 		return nil
