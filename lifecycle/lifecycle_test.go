@@ -516,3 +516,31 @@ func TestWaitEvents(t *testing.T) {
 		t.Fatalf("timeout wait = %v, %v", evs, err)
 	}
 }
+
+// TestCrashWhileCleaning plays a daemon killed after it marked a workspace
+// cleanup_pending but before the files were gone.
+func TestCrashWhileCleaning(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.project(t)
+	before, lines := gittest.TreeDigest(t, e.repo)
+	r := e.create(t, paddock.KindWorktree, "manual")
+	if _, err := e.m.Reject(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	err := e.m.Store.Update(ctx, func(tx paddock.Tx) error {
+		got, _ := tx.Run(ctx, r.ID)
+		return paddock.Transition(ctx, tx, got.Workspace, paddock.StateCleanupPending, "removed")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := e.reopen(t)
+	if len(f) != 1 || f[0].Action != paddock.ActionCleaned {
+		t.Fatalf("recovery = %+v", f)
+	}
+	if _, err := os.Stat(r.Workspace.Root); !os.IsNotExist(err) {
+		t.Fatal("files left")
+	}
+	gittest.RequireIdentical(t, e.repo, before, lines)
+}

@@ -1,0 +1,222 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/sqlite"
+	"github.com/paddock-dev/paddock/workspace"
+)
+
+type fixture struct {
+	srv  *Server
+	h    http.Handler
+	repo string
+	log  *bytes.Buffer
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	g, err := gitx.New(ctx)
+	if err != nil {
+		t.Skipf("git unavailable: %v", err)
+	}
+	base := t.TempDir()
+	s, err := sqlite.Open(ctx, filepath.Join(base, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ws := filepath.Join(base, "workspaces")
+	os.Mkdir(ws, 0o700)
+	logb := &bytes.Buffer{}
+	logger := slog.New(slog.NewTextHandler(logb, nil))
+	m := &lifecycle.Manager{Store: s, Git: g, Providers: workspace.Providers(g, ws), WorkspacesDir: ws, Logger: logger}
+	srv := &Server{Manager: m, Logger: logger, Token: "t0k3n", Status: func() paddock.DaemonStatus { return paddock.DaemonStatus{PID: 42} }}
+	return &fixture{srv: srv, h: srv.Handler(), repo: gittest.NewRepo(t, filepath.Join(base, "repo"), map[string]string{"a": "1"}), log: logb}
+}
+
+type answer struct {
+	status int
+	OK     bool            `json:"ok"`
+	Data   json.RawMessage `json:"data"`
+	Error  *paddock.Error  `json:"error"`
+}
+
+func (f *fixture) do(t *testing.T, h http.Handler, method, path, body string, hdr ...string) answer {
+	t.Helper()
+	req := httptest.NewRequest(method, "http://paddock"+path, strings.NewReader(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var a answer
+	if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil {
+		t.Fatalf("%s %s: not an envelope: %q", method, path, rec.Body.String())
+	}
+	a.status = rec.Code
+	if a.OK == (a.Error != nil) || (!a.OK && a.Data != nil) {
+		t.Fatalf("%s %s: malformed envelope %q", method, path, rec.Body.String())
+	}
+	return a
+}
+
+func TestEnvelopeAndStatuses(t *testing.T) {
+	f := newFixture(t)
+	a := f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`)
+	if a.status != 201 || !a.OK {
+		t.Fatalf("add project: %d %+v", a.status, a.Error)
+	}
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		code               paddock.Code
+	}{
+		{"POST", "/v1/projects", `{"path":"` + f.repo + `","name":"app"}`, 409, paddock.CodeConflict},
+		{"POST", "/v1/projects", `{"path":"/x","nmae":"typo"}`, 400, paddock.CodeBadRequest},
+		{"POST", "/v1/projects", `{"path":"/x"}{"path":"/y"}`, 400, paddock.CodeBadRequest},
+		{"POST", "/v1/projects", `[1,2]`, 400, paddock.CodeBadRequest},
+		{"POST", "/v1/projects", `{"path":"` + strings.Repeat("x", MaxBody) + `"}`, 400, paddock.CodeBadRequest},
+		{"GET", "/v1/projects/nope", "", 404, paddock.CodeNotFound},
+		{"GET", "/v1/runs/r-none", "", 404, paddock.CodeNotFound},
+		{"GET", "/v1/runs?all=maybe", "", 400, paddock.CodeBadRequest},
+		{"GET", "/v1/nothing", "", 404, paddock.CodeNotFound},
+		{"POST", "/v1/runs", `{"project":"app","base":"--exec=x"}`, 400, paddock.CodeBadRequest},
+		{"POST", "/v1/projects/app/unlock", `{}`, 400, paddock.CodeBadRequest},
+	} {
+		a := f.do(t, f.h, tc.method, tc.path, tc.body)
+		if a.status != tc.status || a.Error == nil || a.Error.Code != tc.code {
+			t.Errorf("%s %s: %d %+v, want %d %s", tc.method, tc.path, a.status, a.Error, tc.status, tc.code)
+		}
+	}
+	a = f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`)
+	var r paddock.Run
+	json.Unmarshal(a.Data, &r)
+	if a.status != 201 || r.State() != paddock.StateReady {
+		t.Fatalf("create: %d %+v", a.status, a.Error)
+	}
+	a = f.do(t, f.h, "GET", "/v1/runs", "")
+	if !strings.HasPrefix(string(a.Data), "[") {
+		t.Fatalf("runs: %s", a.Data)
+	}
+	a = f.do(t, f.h, "GET", "/v1/status", "")
+	if !strings.Contains(string(a.Data), `"pid":42`) {
+		t.Fatalf("status: %s", a.Data)
+	}
+	// Empty lists are [] rather than null, for clients in any language.
+	a = f.do(t, f.h, "POST", "/v1/gc", `{"dry_run":true}`)
+	if string(a.Data) != "[]" {
+		t.Fatalf("gc: %s", a.Data)
+	}
+}
+
+func TestStatusTable(t *testing.T) {
+	seen := map[int]bool{}
+	for _, c := range paddock.Codes {
+		s := Status(c)
+		if s < 400 {
+			t.Errorf("%s maps to %d", c, s)
+		}
+		seen[s] = true
+	}
+	if Status(paddock.CodeInternal) != 500 || Status("made-up") != 500 || len(seen) < 7 {
+		t.Errorf("table: %v", seen)
+	}
+}
+
+func TestGuards(t *testing.T) {
+	f := newFixture(t)
+	tcp := f.srv.TCPHandler()
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+		hdr  []string
+		want int
+	}{
+		{"unix ok", f.h, nil, 200},
+		{"unix origin", f.h, []string{"Origin", "http://evil.example"}, 403},
+		{"unix referer", f.h, []string{"Referer", "http://evil.example/x"}, 403},
+		{"tcp no token", tcp, nil, 403},
+		{"tcp token", tcp, []string{"Authorization", "Bearer t0k3n"}, 200},
+		{"tcp bad token", tcp, []string{"Authorization", "Bearer t0k3"}, 403},
+	} {
+		req := httptest.NewRequest("GET", "http://127.0.0.1:7070/v1/projects", nil)
+		for i := 0; i+1 < len(tc.hdr); i += 2 {
+			req.Header.Set(tc.hdr[i], tc.hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		tc.h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, rec.Code, tc.want)
+		}
+	}
+	// A rebinding name is refused even with the token.
+	req := httptest.NewRequest("GET", "http://evil.example:7070/v1/projects", nil)
+	req.Header.Set("Authorization", "Bearer t0k3n")
+	rec := httptest.NewRecorder()
+	tcp.ServeHTTP(rec, req)
+	if rec.Code != 403 {
+		t.Errorf("foreign Host: %d", rec.Code)
+	}
+}
+
+func TestInternalErrorsHideDetail(t *testing.T) {
+	f := newFixture(t)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/v1/x", nil)
+	secret := errors.New("open /home/alice/.ssh/id_ed25519: permission denied")
+	f.srv.fail(rec, req, secret)
+	body := rec.Body.String()
+	if rec.Code != 500 || strings.Contains(body, "alice") || !strings.Contains(body, "correlation id") {
+		t.Fatalf("answer: %d %s", rec.Code, body)
+	}
+	var a answer
+	json.Unmarshal(rec.Body.Bytes(), &a)
+	id, _ := a.Error.Details["correlation_id"].(string)
+	if id == "" || !strings.Contains(f.log.String(), id) || !strings.Contains(f.log.String(), "alice") {
+		t.Fatalf("log lacks the detail or the id %q:\n%s", id, f.log)
+	}
+}
+
+func TestEventsWait(t *testing.T) {
+	f := newFixture(t)
+	f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`)
+	var r paddock.Run
+	json.Unmarshal(f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`).Data, &r)
+	done := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		done <- f.do(t, f.h, "GET", "/v1/runs/"+r.ID+"/events?after="+itoa(r.LastSeq)+"&wait=20s", "")
+	}()
+	time.Sleep(100 * time.Millisecond)
+	f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/retain", "")
+	a := <-done
+	var evs []paddock.Event
+	json.Unmarshal(a.Data, &evs)
+	if len(evs) == 0 || evs[0].Seq != r.LastSeq+1 || time.Since(start) > 10*time.Second {
+		t.Fatalf("waited events: %s", a.Data)
+	}
+	for _, bad := range []string{"after=-1", "after=x", "wait=soon", "limit=-3"} {
+		if a := f.do(t, f.h, "GET", "/v1/runs/"+r.ID+"/events?"+bad, ""); a.status != 400 {
+			t.Errorf("%s: %d", bad, a.status)
+		}
+	}
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
