@@ -36,4 +36,3 @@ func TestLandlockABIMatchesSysfs(t *testing.T) {
 		t.Fatalf("LSM list says landlock=%v, probe says ABI %d", enabled, abi)
 	}
 }
-
