@@ -150,7 +150,8 @@ func generate(dir string, n int) error {
 		return err
 	}
 	for i := 0; i < n; i++ {
-		p := filepath.Join(dir, fmt.Sprintf("mod%02d", i%40), fmt.Sprintf("pkg%03d", (i/40)%50), fmt.Sprintf("file%05d.go", i))
+		// About 20 files a directory, 20 directories a module.
+		p := filepath.Join(dir, fmt.Sprintf("mod%03d", i/400), fmt.Sprintf("pkg%02d", (i/20)%20), fmt.Sprintf("file%05d.go", i))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
