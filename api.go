@@ -16,12 +16,18 @@ type CreateRunRequest struct {
 	// project root if empty.
 	Dir           string `json:"dir,omitempty"`
 	CleanupPolicy string `json:"cleanup_policy,omitempty"`
+	// Access is write (default), read, or none (no workspace at all).
+	Access string `json:"access,omitempty"`
 }
 
 // AddProjectRequest declares a project.
 type AddProjectRequest struct {
 	Path string `json:"path"`
 	Name string `json:"name,omitempty"`
+	// Protect adds path patterns agents may not write to the default list.
+	Protect []string `json:"protect,omitempty"`
+	// NoDefaultProtect drops the default list (the .git rule always holds).
+	NoDefaultProtect bool `json:"no_default_protect,omitempty"`
 }
 
 // UnlockRequest force-releases a project lock.
@@ -81,4 +87,11 @@ type DaemonStatus struct {
 	StartedAt time.Time `json:"started_at"`
 	// Recovered lists what the daemon put back in step when it started.
 	Recovered []Finding `json:"recovered"`
+}
+
+// InboxResult describes a file delivered into a run's inbox.
+type InboxResult struct {
+	Path string `json:"path"` // relative to the workspace root
+	Size int64  `json:"size"`
+	MIME string `json:"mime"`
 }

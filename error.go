@@ -21,12 +21,13 @@ const (
 	CodeRunMismatch     Code = "run_mismatch"     // a credential of one run used on another
 	CodeNotBootstrapped Code = "not_bootstrapped" // an action on a run that was never bootstrapped
 	CodeAttributionLeak Code = "attribution_leak" // the attribution lint refused a submission
+	CodeTooLarge        Code = "too_large"        // the input is over a size limit or quota; nothing was written
 	CodeInternal        Code = "internal"         // a fault of paddock's; details are in the daemon log only
 )
 
 // Codes lists every code, in a stable order.
 var Codes = []Code{CodeBadRequest, CodeNotFound, CodeConflict, CodeBusy, CodeForbidden,
-	CodeUnsupported, CodeRunMismatch, CodeNotBootstrapped, CodeAttributionLeak, CodeInternal}
+	CodeUnsupported, CodeRunMismatch, CodeNotBootstrapped, CodeAttributionLeak, CodeTooLarge, CodeInternal}
 
 // Error is paddock's one application error. Code and Message are public: they
 // are shown to clients and agents and must never carry a host path outside the

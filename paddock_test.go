@@ -100,7 +100,7 @@ func TestErrors(t *testing.T) {
 	if paddock.ErrorMessage(internal) != "internal error" || !errors.Is(internal, plain) {
 		t.Fatal("internal error handling")
 	}
-	if len(paddock.Codes) != 10 {
+	if len(paddock.Codes) != 11 {
 		t.Fatalf("%d codes", len(paddock.Codes))
 	}
 }

@@ -12,6 +12,9 @@ type Project struct {
 	// replaced by another repository is noticed rather than trusted.
 	Fingerprint string    `json:"repository_fingerprint"`
 	CreatedAt   time.Time `json:"created_at"`
+	// Protected lists the path patterns agents may not write in this
+	// project's workspaces (besides .git, always). Nil means the default list.
+	Protected []string `json:"protected,omitempty"`
 	// Lock is the current holder of the project lock, if any (read-only view).
 	Lock *Lock `json:"lock,omitempty"`
 }
@@ -26,8 +29,10 @@ type Lock struct {
 
 // Run is one agent's bounded session against one project at one base revision.
 type Run struct {
-	ID        string    `json:"id"`
-	Project   string    `json:"project"`
+	ID      string `json:"id"`
+	Project string `json:"project"`
+	// Access is what the run's agent may do to its workspace.
+	Access    Access    `json:"access"`
 	CreatedAt time.Time `json:"created_at"`
 	// RemovedAt is set by `paddock rm`: the run leaves listings, but its
 	// record and events stay for the audit trail.

@@ -72,13 +72,18 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			return err
 		}
 		body = bytes.NewReader(b)
+		return c.doRaw(ctx, method, path, body, "application/json", out)
 	}
+	return c.doRaw(ctx, method, path, nil, "", out)
+}
+
+func (c *Client) doRaw(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return err
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -224,4 +229,31 @@ func (c *Client) Events(ctx context.Context, id string, after int64, limit int, 
 func (c *Client) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error) {
 	var f []paddock.Finding
 	return f, c.do(ctx, http.MethodPost, "/v1/gc", paddock.GCRequest{DryRun: dryRun}, &f)
+}
+
+// Tools lists the working tools a run is offered, with their JSON schemas.
+func (c *Client) Tools(ctx context.Context, id string) ([]ToolInfo, error) {
+	var ts []ToolInfo
+	return ts, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/tools", nil, &ts)
+}
+
+// ToolInfo describes one working tool.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"input_schema"`
+	Writes      bool            `json:"writes"`
+}
+
+// CallTool runs a working tool in a run's workspace; args is its JSON object
+// of arguments. The result is the tool's structured answer.
+func (c *Client) CallTool(ctx context.Context, id, name string, args any) (json.RawMessage, error) {
+	var out json.RawMessage
+	return out, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/tools/"+url.PathEscape(name), args, &out)
+}
+
+// Deliver uploads a file into a run's inbox (.paddock/inbox/ of its workspace).
+func (c *Client) Deliver(ctx context.Context, id, name string, body io.Reader) (*paddock.InboxResult, error) {
+	var res paddock.InboxResult
+	return &res, c.doRaw(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/inbox?name="+url.QueryEscape(name), body, "application/octet-stream", &res)
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/tools"
 )
 
 // MaxBody is the largest request body accepted.
@@ -54,6 +55,8 @@ type Server struct {
 	Token string
 	// Status returns the daemon's status for /v1/status.
 	Status func() paddock.DaemonStatus
+	// InboxLimits bound inbound files; zero means tools.DefaultInboxLimits.
+	InboxLimits tools.InboxLimits
 }
 
 // Status maps an error code to its HTTP status. It is the only such table.
@@ -73,6 +76,8 @@ func Status(c paddock.Code) int {
 		return http.StatusNotImplemented
 	case paddock.CodeAttributionLeak:
 		return http.StatusUnprocessableEntity
+	case paddock.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError
 }
@@ -185,7 +190,7 @@ func (s *Server) routes() http.Handler {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
-		return m.AddProject(r.Context(), req.Path, req.Name)
+		return m.AddProject(r.Context(), req)
 	})
 	handle("GET /v1/projects", func(r *http.Request) (any, error) { return nonNil(m.Projects(r.Context())) })
 	handle("GET /v1/projects/{name}", func(r *http.Request) (any, error) { return m.Project(r.Context(), r.PathValue("name")) })
@@ -231,6 +236,25 @@ func (s *Server) routes() http.Handler {
 		return m.Checkpoint(r.Context(), r.PathValue("id"), req.Reason)
 	})
 	handle("GET /v1/runs/{id}/events", func(r *http.Request) (any, error) { return s.events(r) })
+	handle("GET /v1/runs/{id}/tools", func(r *http.Request) (any, error) { return m.Tools(r.Context(), r.PathValue("id")) })
+	handle("POST /v1/runs/{id}/tools/{name}", func(r *http.Request) (any, error) {
+		args, err := readObject(r)
+		if err != nil {
+			return nil, err
+		}
+		return m.CallTool(r.Context(), r.PathValue("id"), r.PathValue("name"), args)
+	})
+	handle("POST /v1/runs/{id}/inbox", func(r *http.Request) (any, error) {
+		lim := s.InboxLimits
+		if lim.MaxFile == 0 {
+			lim = tools.DefaultInboxLimits
+		}
+		if r.ContentLength > lim.MaxFile {
+			return nil, paddock.Errorf(paddock.CodeTooLarge, "inbox: the file is larger than %d bytes; nothing was written", lim.MaxFile)
+		}
+		body := http.MaxBytesReader(nil, r.Body, lim.MaxFile+1)
+		return m.Deliver(r.Context(), r.PathValue("id"), r.URL.Query().Get("name"), body, lim)
+	})
 
 	handle("POST /v1/gc", func(r *http.Request) (any, error) {
 		var req paddock.GCRequest
@@ -300,6 +324,26 @@ func nonNil[T any](xs []T, err error) ([]T, error) {
 	return xs, err
 }
 
+// readObject reads a body that must be one JSON object (a tool's arguments),
+// capped at MaxBody. An empty body is {}.
+func readObject(r *http.Request) (json.RawMessage, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if err != nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "cannot read the request body")
+	}
+	if len(body) > MaxBody {
+		return nil, paddock.Errorf(paddock.CodeTooLarge, "request body is larger than %d bytes", MaxBody)
+	}
+	trimmed := strings.TrimSpace(string(body))
+	if trimmed == "" {
+		return json.RawMessage("{}"), nil
+	}
+	if !strings.HasPrefix(trimmed, "{") || !json.Valid(body) {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "the body must be one JSON object")
+	}
+	return json.RawMessage(body), nil
+}
+
 // decode reads one JSON object with only known fields. An empty body is an
 // empty object.
 func decode(r *http.Request, v any) error {
@@ -308,7 +352,7 @@ func decode(r *http.Request, v any) error {
 		return paddock.Errorf(paddock.CodeBadRequest, "cannot read the request body")
 	}
 	if len(body) > MaxBody {
-		return paddock.Errorf(paddock.CodeBadRequest, "request body is larger than %d bytes", MaxBody)
+		return paddock.Errorf(paddock.CodeTooLarge, "request body is larger than %d bytes", MaxBody)
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil

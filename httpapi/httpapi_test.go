@@ -92,7 +92,7 @@ func TestEnvelopeAndStatuses(t *testing.T) {
 		{"POST", "/v1/projects", `{"path":"/x","nmae":"typo"}`, 400, paddock.CodeBadRequest},
 		{"POST", "/v1/projects", `{"path":"/x"}{"path":"/y"}`, 400, paddock.CodeBadRequest},
 		{"POST", "/v1/projects", `[1,2]`, 400, paddock.CodeBadRequest},
-		{"POST", "/v1/projects", `{"path":"` + strings.Repeat("x", MaxBody) + `"}`, 400, paddock.CodeBadRequest},
+		{"POST", "/v1/projects", `{"path":"` + strings.Repeat("x", MaxBody) + `"}`, 413, paddock.CodeTooLarge},
 		{"GET", "/v1/projects/nope", "", 404, paddock.CodeNotFound},
 		{"GET", "/v1/runs/r-none", "", 404, paddock.CodeNotFound},
 		{"GET", "/v1/runs?all=maybe", "", 400, paddock.CodeBadRequest},

@@ -72,7 +72,7 @@ func (e *env) reopen(t *testing.T) []paddock.Finding {
 
 func (e *env) project(t *testing.T) *paddock.Project {
 	t.Helper()
-	p, err := e.m.AddProject(context.Background(), e.repo, "")
+	p, err := e.m.AddProject(context.Background(), paddock.AddProjectRequest{Path: e.repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,13 +294,13 @@ func TestBadInputChangesNothing(t *testing.T) {
 			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
 		}
 	}
-	_, err := e.m.AddProject(ctx, e.repo, "other")
+	_, err := e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "other"})
 	mustCode(t, err, paddock.CodeConflict) // same root twice
-	_, err = e.m.AddProject(ctx, e.repo, "my app")
+	_, err = e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "my app"})
 	mustCode(t, err, paddock.CodeBadRequest)
-	_, err = e.m.AddProject(ctx, e.repo, "prüfung")
+	_, err = e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "prüfung"})
 	mustCode(t, err, paddock.CodeBadRequest)
-	_, err = e.m.AddProject(ctx, "relative/path", "")
+	_, err = e.m.AddProject(ctx, paddock.AddProjectRequest{Path: "relative/path"})
 	mustCode(t, err, paddock.CodeBadRequest)
 	runs, _ := e.m.Runs(ctx, paddock.RunFilter{Removed: true})
 	if len(runs) != 0 {

@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/confine"
 )
 
-// AddProject declares the repository at path as a project. An empty name is
-// derived from the directory's name.
-func (m *Manager) AddProject(ctx context.Context, path, name string) (*paddock.Project, error) {
+// AddProject declares the repository at req.Path as a project. An empty name
+// is derived from the directory's name.
+func (m *Manager) AddProject(ctx context.Context, req paddock.AddProjectRequest) (*paddock.Project, error) {
+	path, name := req.Path, req.Name
 	if path == "" {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "a project needs a path")
 	}
@@ -33,6 +35,17 @@ func (m *Manager) AddProject(ctx context.Context, path, name string) (*paddock.P
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is a paddock workspace, not a project", path)
 	}
 	p := &paddock.Project{Name: name, Root: repo.Root, Fingerprint: repo.Fingerprint, CreatedAt: now()}
+	switch {
+	case req.NoDefaultProtect:
+		p.Protected = append([]string{}, req.Protect...)
+	case len(req.Protect) > 0:
+		p.Protected = append(append([]string{}, confine.DefaultProtected...), req.Protect...)
+	}
+	if p.Protected != nil {
+		if err := (&confine.Policy{Protected: p.Protected}).Validate(); err != nil {
+			return nil, err
+		}
+	}
 	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, p) }); err != nil {
 		return nil, err
 	}

@@ -14,16 +14,20 @@ import (
 // refused before anything is written; a failure while preparing rolls the
 // workspace back and leaves the run cleaned with the reason recorded.
 func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*paddock.Run, error) {
-	if o.Kind == "" {
-		o.Kind = string(cmp.Or(m.DefaultKind, paddock.KindClone))
-	}
-	kind, err := paddock.ParseKind(o.Kind)
+	kind, err := paddock.ParseKind(cmp.Or(o.Kind, string(cmp.Or(m.DefaultKind, paddock.KindClone))))
 	if err != nil {
 		return nil, err
 	}
 	policy, err := paddock.ParseCleanupPolicy(o.CleanupPolicy)
 	if err != nil {
 		return nil, err
+	}
+	access, err := paddock.ParseAccess(o.Access)
+	if err != nil {
+		return nil, err
+	}
+	if access == paddock.AccessNone {
+		return m.createWithoutWorkspace(ctx, o)
 	}
 	prov, err := m.provider(kind)
 	if err != nil {
@@ -55,7 +59,7 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	}
 
 	t := now()
-	r := &paddock.Run{ID: id, Project: p.Name, CreatedAt: t, Workspace: &paddock.Workspace{
+	r := &paddock.Run{ID: id, Project: p.Name, Access: access, CreatedAt: t, Workspace: &paddock.Workspace{
 		ID: "w-" + id[2:], RunID: id, Kind: kind, Root: root, Fingerprint: p.Fingerprint,
 		BaseRef: o.Base, BaseRevision: base.SHA, Branch: base.Branch,
 		State: paddock.StateRequested, CleanupPolicy: policy, CreatedAt: t, UpdatedAt: t,
@@ -105,6 +109,30 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 		return nil, err
 	}
 	return m.Run(ctx, id)
+}
+
+// createWithoutWorkspace makes a run of access none: no workspace, no
+// working tools, nothing on disk; the agent only converses and picks from its menu.
+func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRunRequest) (*paddock.Run, error) {
+	if o.Kind != "" || o.Base != "" || o.Dir != "" || o.CleanupPolicy != "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "a run with access none has no workspace; kind, base, dir and cleanup do not apply")
+	}
+	p, err := m.Project(ctx, o.Project)
+	if err != nil {
+		return nil, err
+	}
+	r := &paddock.Run{ID: newID(), Project: p.Name, Access: paddock.AccessNone, CreatedAt: now()}
+	err = m.update(ctx, func(tx paddock.Tx) error {
+		if err := tx.CreateRun(ctx, r); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventRunCreated, map[string]string{"project": p.Name, "access": string(paddock.AccessNone)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m.Run(ctx, r.ID)
 }
 
 func operatorDir(dir string, p *paddock.Project) (string, error) {
@@ -249,6 +277,9 @@ func (m *Manager) Reject(ctx context.Context, id string) (*paddock.Run, error) {
 func (m *Manager) Remove(ctx context.Context, id string) (*paddock.Run, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if r, err := m.Run(ctx, id); err == nil && r.Workspace == nil {
+		return m.markRemoved(ctx, id)
+	}
 	r, p, err := m.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
@@ -274,7 +305,11 @@ func (m *Manager) Remove(ctx context.Context, id string) (*paddock.Run, error) {
 			return nil, err
 		}
 	}
-	err = m.update(ctx, func(tx paddock.Tx) error {
+	return m.markRemoved(ctx, id)
+}
+
+func (m *Manager) markRemoved(ctx context.Context, id string) (*paddock.Run, error) {
+	err := m.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.MarkRunRemoved(ctx, id); err != nil {
 			return err
 		}

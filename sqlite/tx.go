@@ -59,8 +59,12 @@ func wrap(op string, err error) error {
 
 // CreateProject inserts p; a taken name or root is a conflict.
 func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO projects (name, root, fingerprint, created_at) VALUES (?, ?, ?, ?)`,
-		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt))
+	prot, err := encodeProtected(p.Protected)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO projects (name, root, fingerprint, created_at, protected) VALUES (?, ?, ?, ?, ?)`,
+		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot)
 	if isUnique(err) {
 		var other string
 		if t.tx.QueryRowContext(ctx, `SELECT name FROM projects WHERE root = ?`, p.Root).Scan(&other) == nil {
@@ -74,17 +78,22 @@ func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
 	return nil
 }
 
-const projectCols = `p.name, p.root, p.fingerprint, p.created_at, l.run_id, l.acquired_at`
+const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, l.run_id, l.acquired_at`
 const projectFrom = `projects p LEFT JOIN locks l ON l.project = p.name`
 
 func scanProject(row interface{ Scan(...any) error }) (*paddock.Project, error) {
 	var p paddock.Project
 	var created string
-	var lockRun, lockAt sql.NullString
-	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &lockRun, &lockAt); err != nil {
+	var prot, lockRun, lockAt sql.NullString
+	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &prot, &lockRun, &lockAt); err != nil {
 		return nil, err
 	}
 	p.CreatedAt = parseTime(created)
+	if prot.Valid {
+		if err := json.Unmarshal([]byte(prot.String), &p.Protected); err != nil {
+			return nil, fmt.Errorf("protected paths of %s: %w", p.Name, err)
+		}
+	}
 	if lockRun.Valid {
 		p.Lock = &paddock.Lock{Project: p.Name, RunID: lockRun.String, AcquiredAt: parseTime(lockAt.String)}
 	}
@@ -142,8 +151,12 @@ func (t *Tx) DeleteProject(ctx context.Context, name string) error {
 
 // CreateRun inserts r and its workspace.
 func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO runs (id, project, created_at, removed_at, last_seq) VALUES (?, ?, ?, ?, 0)`,
-		r.ID, r.Project, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt))
+	access := r.Access
+	if access == "" {
+		access = paddock.AccessWrite
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO runs (id, project, access, created_at, removed_at, last_seq) VALUES (?, ?, ?, ?, ?, 0)`,
+		r.ID, r.Project, string(access), fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt))
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeConflict, "a run with id %q already exists", r.ID)
 	}
@@ -175,6 +188,17 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	return nil
 }
 
+func encodeProtected(p []string) (any, error) {
+	if p == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, wrap("encode protected paths", err)
+	}
+	return string(b), nil
+}
+
 func encodeCheckpoint(c *paddock.Checkpoint) (any, error) {
 	if c == nil {
 		return nil, nil
@@ -186,7 +210,7 @@ func encodeCheckpoint(c *paddock.Checkpoint) (any, error) {
 	return string(b), nil
 }
 
-const runCols = `r.id, r.project, r.created_at, r.removed_at, r.last_seq,
+const runCols = `r.id, r.project, r.access, r.created_at, r.removed_at, r.last_seq,
 	w.id, w.kind, w.root, w.fingerprint, w.base_ref, w.base_revision, w.branch, w.state, w.cleanup_policy,
 	w.reason, w.created_at, w.updated_at, w.retained_at, w.checkpoint`
 const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
@@ -197,7 +221,7 @@ func scanRun(row interface{ Scan(...any) error }) (*paddock.Run, error) {
 	var removed sql.NullString
 	var wid, kind, root, fp, baseRef, baseRev, branch, state, policy, reason, wcreated, wupdated sql.NullString
 	var retained, checkpoint sql.NullString
-	if err := row.Scan(&r.ID, &r.Project, &created, &removed, &r.LastSeq,
+	if err := row.Scan(&r.ID, &r.Project, &r.Access, &created, &removed, &r.LastSeq,
 		&wid, &kind, &root, &fp, &baseRef, &baseRev, &branch, &state, &policy,
 		&reason, &wcreated, &wupdated, &retained, &checkpoint); err != nil {
 		return nil, err

@@ -103,6 +103,20 @@ func testProjects(t *testing.T, open Opener) {
 	err = s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, dupRoot) })
 	wantCode(t, err, paddock.CodeConflict)
 	seed(t, s, "lib")
+	custom := project("custom")
+	custom.Protected = []string{"secrets/**", ".envrc"}
+	update(t, s, func(tx paddock.Tx) error { return tx.CreateProject(ctx, custom) })
+	s.View(ctx, func(tx paddock.Tx) error {
+		p, _ := tx.Project(ctx, "custom")
+		if len(p.Protected) != 2 || p.Protected[0] != "secrets/**" {
+			t.Fatalf("protected = %v", p.Protected)
+		}
+		if p, _ := tx.Project(ctx, "app"); p.Protected != nil {
+			t.Fatalf("default protected = %v, want nil", p.Protected)
+		}
+		return nil
+	})
+	update(t, s, func(tx paddock.Tx) error { return tx.DeleteProject(ctx, "custom") })
 	s.View(ctx, func(tx paddock.Tx) error {
 		ps, err := tx.Projects(ctx)
 		if err != nil {
@@ -130,6 +144,22 @@ func testRuns(t *testing.T, open Opener) {
 	seed(t, s, "lib", "r3")
 	err := s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateRun(ctx, run("r1", "app")) })
 	wantCode(t, err, paddock.CodeConflict)
+	// A run with no workspace (access none).
+	update(t, s, func(tx paddock.Tx) error {
+		return tx.CreateRun(ctx, &paddock.Run{ID: "r0", Project: "app", Access: paddock.AccessNone, CreatedAt: time.Now()})
+	})
+	s.View(ctx, func(tx paddock.Tx) error {
+		r, err := tx.Run(ctx, "r0")
+		if err != nil || r.Workspace != nil || r.Access != paddock.AccessNone {
+			t.Fatalf("run without workspace = %+v, %v", r, err)
+		}
+		r, _ = tx.Run(ctx, "r1")
+		if r.Access != paddock.AccessWrite {
+			t.Fatalf("default access = %q", r.Access)
+		}
+		return nil
+	})
+	update(t, s, func(tx paddock.Tx) error { return tx.MarkRunRemoved(ctx, "r0") })
 	err = s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateRun(ctx, run("r9", "ghost")) })
 	wantCode(t, err, paddock.CodeNotFound)
 
@@ -150,8 +180,8 @@ func testRuns(t *testing.T, open Opener) {
 			t.Fatalf("listed %d runs without removed, want 2", len(all))
 		}
 		all, _ = tx.Runs(ctx, paddock.RunFilter{Removed: true})
-		if len(all) != 3 {
-			t.Fatalf("listed %d runs with removed, want 3", len(all))
+		if len(all) != 4 {
+			t.Fatalf("listed %d runs with removed, want 4", len(all))
 		}
 		app, _ := tx.Runs(ctx, paddock.RunFilter{Project: "lib"})
 		if len(app) != 1 || app[0].ID != "r3" {

@@ -44,7 +44,7 @@ const (
 const exitCodesHelp = `Exit codes:
   0  success
   1  internal error (details in the daemon log)
-  2  bad input or usage (bad_request)
+  2  bad input or usage (bad_request, too_large)
   3  not found
   4  conflict: the object's state forbids it (a retained workspace, an illegal transition)
   5  busy: the project lock or the daemon is held by someone else
@@ -69,7 +69,7 @@ func exitCode(err error) int {
 		return exitInternal
 	}
 	switch pe.Code {
-	case paddock.CodeBadRequest:
+	case paddock.CodeBadRequest, paddock.CodeTooLarge:
 		return exitUsage
 	case paddock.CodeNotFound:
 		return exitNotFound
@@ -155,6 +155,7 @@ else ~/.local/state/paddock.
 		a.serveCmd(), a.projectCmd(), a.createCmd(), a.lsCmd(), a.showCmd(),
 		a.retainCmd(), a.rejectCmd(), a.rmCmd(), a.checkpointCmd(), a.resumeCmd(),
 		a.eventsCmd(), a.gcCmd(), a.versionCmd(), a.doctorCmd(),
+		a.toolCmd(), a.toolsCmd(), a.inboxCmd(),
 	)
 	return root
 }

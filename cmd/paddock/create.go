@@ -30,6 +30,10 @@ Kinds:
 resolved to a sha once, and the run records both. The run is ready when this
 returns; on failure nothing is left behind.
 
+Access (what the run's agent may do to the workspace): write (default, every
+working tool), read (read, glob, grep, list and stat only), none (no workspace
+at all and no working tool; kind, base and dir do not apply).
+
 Cleanup policy: on_reject (default) removes the files when the run is
 rejected; manual keeps them until 'paddock rm' or 'paddock gc'.
 
@@ -63,6 +67,7 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 	f.StringVar(&req.Base, "base", "", "base revision (default HEAD)")
 	f.StringVar(&req.Dir, "dir", "", "directory to hand over, with --kind operator_dir (default the project root)")
 	f.StringVar(&req.CleanupPolicy, "cleanup", "", "cleanup policy: on_reject or manual (default on_reject)")
+	f.StringVar(&req.Access, "access", "", "workspace access: write, read or none (default write)")
 	f.BoolVar(&asJSON, "json", false, "print the run as JSON")
 	return cmd
 }

@@ -24,10 +24,10 @@ removes again).`,
 }
 
 func (a *app) projectAddCmd() *cobra.Command {
-	var name string
+	var req paddock.AddProjectRequest
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "add PATH [--name NAME]",
+		Use:   "add PATH [--name NAME] [--protect PATTERN]...",
 		Short: "Declare a git repository as a project",
 		Long: `Declare the repository whose top-level directory is PATH as a project.
 
@@ -35,6 +35,12 @@ PATH must be the top of a non-bare git work tree with at least one commit.
 The name defaults to the directory's name made plain (lower-case ASCII
 letters, digits, '.', '_' and '-'); a name must be 1-63 of those characters.
 A root can be declared once.
+
+Protected paths: agents may never write under a path component that folds to
+.git; by default they may not write agent or editor configuration either
+(.claude/settings*.json, .codex/, .cursor/, .mcp.json, .vscode/settings.json,
+.vscode/tasks.json, .envrc, …). --protect adds patterns (** for any depth);
+--no-default-protect drops the default list.
 
 Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 		Args: exactArgs(1),
@@ -47,7 +53,8 @@ Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 			if err != nil {
 				return err
 			}
-			p, err := c.AddProject(cmd.Context(), paddock.AddProjectRequest{Path: path, Name: name})
+			req.Path = path
+			p, err := c.AddProject(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -56,7 +63,9 @@ Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "", "project name (default: derived from the directory name)")
+	cmd.Flags().StringVar(&req.Name, "name", "", "project name (default: derived from the directory name)")
+	cmd.Flags().StringArrayVar(&req.Protect, "protect", nil, "also protect paths matching this pattern (repeatable)")
+	cmd.Flags().BoolVar(&req.NoDefaultProtect, "no-default-protect", false, "drop the default protected paths (.git stays protected)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
 	return cmd
 }

@@ -50,6 +50,7 @@ func printRun(w io.Writer, r *paddock.Run) {
 	}
 	line("run", r.ID)
 	line("project", r.Project)
+	line("access", string(r.Access))
 	line("created", ts(r.CreatedAt))
 	line("removed", ts(r.RemovedAt))
 	line("events", fmt.Sprint(r.LastSeq))

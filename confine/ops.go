@@ -1,0 +1,281 @@
+package confine
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// maxHops bounds link resolution, as the kernel does.
+const maxHops = 40
+
+// resolve follows the links in rel as far as they exist and returns the
+// relative path they lead to, for the protected-path check. A link that is
+// absolute or leads out is refused. Components that do not exist are kept.
+func (r *Root) resolve(given, rel string) (string, error) {
+	if rel == "." {
+		return ".", nil
+	}
+	todo := strings.Split(rel, "/")
+	var done []string
+	for hops := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case ".", "":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", mapErr(errors.New("path escapes from parent"), given)
+			}
+			done = done[:len(done)-1]
+			continue
+		}
+		cur := path.Join(append(done, c)...)
+		fi, err := r.root.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			done = append(done, c)
+			done = append(done, todo...)
+			return path.Clean(path.Join(done...)), nil
+		}
+		if err != nil {
+			return "", mapErr(err, given)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = append(done, c)
+			continue
+		}
+		if hops++; hops > maxHops {
+			return "", mapErr(syscall.ELOOP, given)
+		}
+		target, err := r.root.Readlink(cur)
+		if err != nil {
+			return "", mapErr(err, given)
+		}
+		if path.IsAbs(target) {
+			return "", mapErr(errors.New("path escapes from parent"), given)
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	if len(done) == 0 {
+		return ".", nil
+	}
+	return path.Join(done...), nil
+}
+
+// CheckWrite refuses a write to rel (given is the path as the agent gave it)
+// when the path, or the place its links lead, is protected.
+func (r *Root) CheckWrite(given, rel string) error {
+	if rel == "." {
+		return Refuse(paddock.CodeForbidden, RuleProtected, given, "the workspace root itself cannot be replaced or deleted", "")
+	}
+	real, err := r.resolve(given, rel)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{rel, real} {
+		if why := r.policy.Match(path.Join(r.prefix, p)); why != "" {
+			return Refuse(paddock.CodeForbidden, RuleProtected, given, "the path is protected: "+why,
+				"change other files; ask the operator if this file must change")
+		}
+	}
+	return nil
+}
+
+// OpenRead opens rel for reading. Only a regular file with one name is
+// opened; the check is made on the descriptor, and the open never blocks.
+func (r *Root) OpenRead(given, rel string) (*os.File, fs.FileInfo, error) {
+	fi, err := r.root.Stat(rel)
+	if err != nil {
+		return nil, nil, mapErr(err, given)
+	}
+	if err := regular(fi, given); err != nil {
+		return nil, nil, err
+	}
+	f, err := r.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, mapErr(err, given)
+	}
+	fi, err = f.Stat()
+	if err == nil {
+		err = regular(fi, given)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+func regular(fi fs.FileInfo, given string) error {
+	if fi.IsDir() {
+		return Refuse(paddock.CodeBadRequest, RuleNotRegular, given, "the path is a directory", "use list or glob for directories")
+	}
+	if !fi.Mode().IsRegular() {
+		return Refuse(paddock.CodeForbidden, RuleNotRegular, given, "the path is not a regular file (a FIFO, socket or device)", "")
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return Refuse(paddock.CodeForbidden, RuleHardLink, given, "the file has other hard links, possibly outside the workspace",
+			"copy what you need into a new file")
+	}
+	return nil
+}
+
+// Stat returns rel's information, following links inside the workspace.
+func (r *Root) Stat(given, rel string) (fs.FileInfo, error) {
+	fi, err := r.root.Stat(rel)
+	return fi, mapErr(err, given)
+}
+
+// Lstat returns rel's information without following a final link.
+func (r *Root) Lstat(given, rel string) (fs.FileInfo, error) {
+	fi, err := r.root.Lstat(rel)
+	return fi, mapErr(err, given)
+}
+
+// Readlink returns the target of the link rel.
+func (r *Root) Readlink(given, rel string) (string, error) {
+	t, err := r.root.Readlink(rel)
+	return t, mapErr(err, given)
+}
+
+// WriteFile replaces rel with data atomically: a temporary file beside it,
+// written and fsynced, then renamed over it. Missing parents are made. With
+// mode nil an existing regular file keeps its mode and a new one gets 0644.
+// It reports whether the file is new.
+func (r *Root) WriteFile(given, rel string, data []byte, mode *fs.FileMode) (created bool, err error) {
+	if err := r.CheckWrite(given, rel); err != nil {
+		return false, err
+	}
+	created = true
+	perm := fs.FileMode(0o644)
+	if fi, err := r.root.Lstat(rel); err == nil {
+		switch {
+		case fi.IsDir():
+			return false, Refuse(paddock.CodeBadRequest, RuleNotRegular, given, "the path is a directory", "")
+		case fi.Mode().IsRegular():
+			perm, created = fi.Mode().Perm(), false
+		case fi.Mode()&fs.ModeSymlink != 0:
+			created = false // the link itself is replaced, never written through
+		default:
+			return false, Refuse(paddock.CodeForbidden, RuleNotRegular, given, "the path is not a regular file", "")
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, mapErr(err, given)
+	}
+	if mode != nil {
+		perm = *mode & fs.ModePerm
+	}
+	if dir := path.Dir(rel); dir != "." {
+		if err := r.root.MkdirAll(dir, 0o755); err != nil {
+			return false, mapErr(err, given)
+		}
+	}
+	tmp, f, err := r.tempFile(rel, perm)
+	if err != nil {
+		return false, mapErr(err, given)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			r.root.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return false, mapErr(err, given)
+	}
+	// Set the mode on the descriptor: Root.Chmod could be raced onto a link.
+	if err := f.Chmod(perm); err != nil {
+		return false, mapErr(err, given)
+	}
+	if err := f.Sync(); err != nil {
+		return false, mapErr(err, given)
+	}
+	if err := f.Close(); err != nil {
+		return false, mapErr(err, given)
+	}
+	if err := r.root.Rename(tmp, rel); err != nil {
+		return false, mapErr(err, given)
+	}
+	ok = true
+	return created, nil
+}
+
+func (r *Root) tempFile(rel string, perm fs.FileMode) (string, *os.File, error) {
+	for i := 0; ; i++ {
+		var b [6]byte
+		rand.Read(b[:])
+		tmp := path.Join(path.Dir(rel), ".paddock-tmp-"+hex.EncodeToString(b[:]))
+		f, err := r.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+		if err == nil || !errors.Is(err, fs.ErrExist) || i > 5 {
+			return tmp, f, err
+		}
+	}
+}
+
+// Remove deletes rel; a non-empty directory only if recursive.
+func (r *Root) Remove(given, rel string, recursive bool) error {
+	if err := r.CheckWrite(given, rel); err != nil {
+		return err
+	}
+	fi, err := r.root.Lstat(rel)
+	if err != nil {
+		return mapErr(err, given)
+	}
+	if fi.IsDir() && recursive {
+		// A protected path below a directory keeps the directory.
+		var blocked error
+		fs.WalkDir(r.root.FS(), rel, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && blocked == nil {
+				if why := r.policy.Match(path.Join(r.prefix, p)); why != "" {
+					blocked = Refuse(paddock.CodeForbidden, RuleProtected, given,
+						"the directory holds a protected path ("+p+"): "+why, "delete the other files one by one")
+				}
+			}
+			return blocked
+		})
+		if blocked != nil {
+			return blocked
+		}
+		return mapErr(r.root.RemoveAll(rel), given)
+	}
+	return mapErr(r.root.Remove(rel), given)
+}
+
+// Rename moves from to to. Without overwrite an existing target is refused.
+func (r *Root) Rename(givenFrom, from, givenTo, to string, overwrite bool) error {
+	if err := r.CheckWrite(givenFrom, from); err != nil {
+		return err
+	}
+	if err := r.CheckWrite(givenTo, to); err != nil {
+		return err
+	}
+	if _, err := r.root.Lstat(from); err != nil {
+		return mapErr(err, givenFrom)
+	}
+	if _, err := r.root.Lstat(to); err == nil && !overwrite {
+		return Refuse(paddock.CodeConflict, "exists", givenTo, "the target already exists", "set overwrite to replace it")
+	}
+	if dir := path.Dir(to); dir != "." {
+		if err := r.root.MkdirAll(dir, 0o755); err != nil {
+			return mapErr(err, givenTo)
+		}
+	}
+	return mapErr(r.root.Rename(from, to), givenTo)
+}
+
+// MkdirAll makes rel and its parents.
+func (r *Root) MkdirAll(given, rel string) error {
+	if err := r.CheckWrite(given, rel); err != nil {
+		return err
+	}
+	return mapErr(r.root.MkdirAll(rel, 0o755), given)
+}

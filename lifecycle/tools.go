@@ -1,0 +1,144 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/tools"
+)
+
+// EventToolCall is recorded for every tool call, allowed or refused.
+const EventToolCall = "tool.call"
+
+// EventInbox is recorded for every file delivered into a run's inbox.
+const EventInbox = "inbox.delivered"
+
+// Tools lists the working tools a run is offered.
+func (m *Manager) Tools(ctx context.Context, id string) ([]*tools.Tool, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return nonNilTools(tools.Offered(r.Access)), nil
+}
+
+func nonNilTools(ts []*tools.Tool) []*tools.Tool {
+	if ts == nil {
+		return []*tools.Tool{}
+	}
+	return ts
+}
+
+// policy returns a project's protected-path policy.
+func policy(p *paddock.Project) *confine.Policy {
+	if p.Protected == nil {
+		return confine.DefaultPolicy()
+	}
+	return &confine.Policy{Protected: p.Protected}
+}
+
+// workspaceFor checks that a run's workspace may be worked in now, and makes a
+// ready one active: a tool call is a session at work.
+func (m *Manager) workspaceFor(ctx context.Context, id string) (*paddock.Run, *paddock.Project, error) {
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch r.Workspace.State {
+	case paddock.StateActive:
+	case paddock.StateReady:
+		// A concurrent call may have made it active first: that conflict is fine.
+		if _, err := m.step(ctx, id, paddock.StateActive, "first tool call", nil); err != nil && !paddock.IsCode(err, paddock.CodeConflict) {
+			return nil, nil, err
+		}
+	case paddock.StateCheckpointed:
+		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is checkpointed; resume it first", id)
+	default:
+		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; its workspace takes no more work", id, r.Workspace.State)
+	}
+	return r, p, nil
+}
+
+// CallTool runs one working tool in a run's workspace and records the call
+// as an event (tool, arguments without file contents, outcome, duration,
+// bytes). A tool the run is not offered is refused, and recorded too.
+func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMessage) (any, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := tools.Lookup(r.Access, name)
+	if err != nil {
+		m.recordTool(ctx, id, tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.ErrorCode(err), Rule: rule(err)})
+		return nil, err
+	}
+	r, p, err := m.workspaceFor(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	root, err := confine.Open(r.Workspace.Root, policy(p))
+	if err != nil {
+		return nil, internal("opening the workspace failed", err)
+	}
+	defer root.Close()
+	res, outcome := t.Call(ctx, root, args)
+	if err := m.recordTool(ctx, id, outcome); err != nil {
+		return nil, err
+	}
+	if err := tools.Err(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func rule(err error) string {
+	if pe, ok := err.(*paddock.Error); ok {
+		if s, ok := pe.Details["rule"].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+func (m *Manager) recordTool(ctx context.Context, id string, o tools.Outcome) error {
+	return m.update(ctx, func(tx paddock.Tx) error {
+		_, err := tx.AppendEvent(ctx, id, EventToolCall, o)
+		return err
+	})
+}
+
+// Deliver writes an inbound file into the run's .paddock/inbox/ (see
+// tools.Deliver for the limits) and records it.
+func (m *Manager) Deliver(ctx context.Context, id, name string, body io.Reader, lim tools.InboxLimits) (*paddock.InboxResult, error) {
+	r, _, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Access == paddock.AccessNone {
+		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to deliver into", id)
+	}
+	if s := r.Workspace.State; s != paddock.StateReady && s != paddock.StateActive && s != paddock.StateCheckpointed {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; its workspace takes no more files", id, s)
+	}
+	// The host writes the inbox: the agents' protected-path policy does not
+	// apply, the confinement and the .git rule do.
+	root, err := confine.Open(r.Workspace.Root, &confine.Policy{})
+	if err != nil {
+		return nil, internal("opening the workspace failed", err)
+	}
+	defer root.Close()
+	res, err := tools.Deliver(root, name, body, lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.update(ctx, func(tx paddock.Tx) error {
+		_, err := tx.AppendEvent(ctx, id, EventInbox, res)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,481 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/confine"
+)
+
+// Limits of the search tools.
+const (
+	DefaultLimit   = 1000
+	MaxLimit       = 100000
+	maxLineLen     = 500
+	maxContext     = 10
+	maxGrepFileLen = 32 << 20
+)
+
+func init() {
+	register(&Tool{
+		Name:        "stat",
+		Description: "Describe a path: type, size, mode, modification time, link target.",
+		Schema:      schema(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"type":"string"}}}`),
+		run:         runStat,
+	})
+	register(&Tool{
+		Name:        "list",
+		Description: "List a directory as a tree to a depth, with sizes. Ignored files (.gitignore) are left out unless include_ignored.",
+		Schema: schema(`{"type":"object","additionalProperties":false,"properties":{
+			"path":{"type":"string","default":"."},
+			"depth":{"type":"integer","minimum":1,"maximum":20,"default":2},
+			"include_ignored":{"type":"boolean"},
+			"limit":{"type":"integer","minimum":1,"maximum":100000,"default":1000}}}`),
+		run: runList,
+	})
+	register(&Tool{
+		Name:        "glob",
+		Description: "Find files whose path matches a pattern (** for any depth, * within a name, {a,b}, [abc]). Ignored files are left out unless include_ignored.",
+		Schema: schema(`{"type":"object","additionalProperties":false,"required":["pattern"],"properties":{
+			"pattern":{"type":"string","description":"such as **/*.go or src/*/test_*.py, relative to path"},
+			"path":{"type":"string","default":"."},
+			"include_ignored":{"type":"boolean"},
+			"limit":{"type":"integer","minimum":1,"maximum":100000,"default":1000}}}`),
+		run: runGlob,
+	})
+	register(&Tool{
+		Name: "grep",
+		Description: "Search file contents with an RE2 regular expression, or a literal string. Binary files and " +
+			"ignored files are skipped. Returns matching lines with optional context.",
+		Schema: schema(`{"type":"object","additionalProperties":false,"required":["pattern"],"properties":{
+			"pattern":{"type":"string"},
+			"literal":{"type":"boolean","description":"match the pattern as plain text"},
+			"ignore_case":{"type":"boolean"},
+			"path":{"type":"string","default":"."},
+			"glob":{"type":"string","description":"only files whose path (relative to path) matches, such as **/*.go"},
+			"context":{"type":"integer","minimum":0,"maximum":10},
+			"max_results":{"type":"integer","minimum":1,"maximum":100000,"default":200},
+			"include_ignored":{"type":"boolean"}}}`),
+		run: runGrep,
+	})
+}
+
+// StatResult is the answer of stat.
+type StatResult struct {
+	Path   string    `json:"path"`
+	Type   string    `json:"type"` // file, dir, symlink, other
+	Size   int64     `json:"size"`
+	Mode   string    `json:"mode"`
+	MTime  time.Time `json:"mtime"`
+	Target string    `json:"link_target,omitempty"`
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m.IsDir():
+		return "dir"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	}
+	return "other"
+}
+
+func runStat(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, int64, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if err := decode("stat", raw, &a); err != nil {
+		return nil, 0, err
+	}
+	rel, err := r.Rel(a.Path)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := r.Lstat(a.Path, rel)
+	if err != nil {
+		return nil, 0, err
+	}
+	res := &StatResult{Path: a.Path, Type: fileType(fi.Mode()), Size: fi.Size(),
+		Mode: fmt.Sprintf("%04o", fi.Mode().Perm()), MTime: fi.ModTime().UTC()}
+	if res.Type == "symlink" {
+		res.Target, _ = r.Readlink(a.Path, rel)
+	}
+	return res, 0, nil
+}
+
+// ListEntry is one line of list.
+type ListEntry struct {
+	Path string `json:"path"`
+	Type string `json:"type"`
+	Size int64  `json:"size,omitempty"`
+}
+
+// ListResult is the answer of list.
+type ListResult struct {
+	Path      string      `json:"path"`
+	Entries   []ListEntry `json:"entries"`
+	Truncated bool        `json:"truncated"`
+}
+
+func limitOf(n int) (int, error) {
+	if n == 0 {
+		return DefaultLimit, nil
+	}
+	if n < 0 || n > MaxLimit {
+		return 0, paddock.Errorf(paddock.CodeBadRequest, "limit must be between 1 and %d", MaxLimit)
+	}
+	return n, nil
+}
+
+func dirArg(r *confine.Root, p string) (string, string, error) {
+	if p == "" {
+		p = "."
+	}
+	rel, err := r.Rel(p)
+	if err != nil {
+		return "", "", err
+	}
+	fi, err := r.Stat(p, rel)
+	if err != nil {
+		return "", "", err
+	}
+	if !fi.IsDir() {
+		return "", "", confine.Refuse(paddock.CodeBadRequest, confine.RuleNotRegular, p, "the path is not a directory", "")
+	}
+	return p, rel, nil
+}
+
+func runList(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, int64, error) {
+	var a struct {
+		Path           string `json:"path"`
+		Depth          int    `json:"depth"`
+		IncludeIgnored bool   `json:"include_ignored"`
+		Limit          int    `json:"limit"`
+	}
+	if err := decode("list", raw, &a); err != nil {
+		return nil, 0, err
+	}
+	limit, err := limitOf(a.Limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	if a.Depth == 0 {
+		a.Depth = 2
+	}
+	if a.Depth < 0 || a.Depth > 20 {
+		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "list: depth must be between 1 and 20")
+	}
+	given, rel, err := dirArg(r, a.Path)
+	if err != nil {
+		return nil, 0, err
+	}
+	res := &ListResult{Path: given, Entries: []ListEntry{}}
+	err = walk(ctx, r, rel, a.Depth, a.IncludeIgnored, func(e entry) error {
+		if len(res.Entries) >= limit {
+			res.Truncated = true
+			return fs.SkipAll
+		}
+		le := ListEntry{Path: e.rel, Type: fileType(e.d.Type())}
+		if le.Type == "file" {
+			if fi, err := e.d.Info(); err == nil {
+				le.Size = fi.Size()
+			}
+		}
+		res.Entries = append(res.Entries, le)
+		return nil
+	})
+	return res, 0, err
+}
+
+// GlobResult is the answer of glob.
+type GlobResult struct {
+	Matches   []string `json:"matches"`
+	Truncated bool     `json:"truncated"`
+}
+
+func runGlob(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, int64, error) {
+	var a struct {
+		Pattern        string `json:"pattern"`
+		Path           string `json:"path"`
+		IncludeIgnored bool   `json:"include_ignored"`
+		Limit          int    `json:"limit"`
+	}
+	if err := decode("glob", raw, &a); err != nil {
+		return nil, 0, err
+	}
+	limit, err := limitOf(a.Limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	if a.Pattern == "" || !doublestar.ValidatePattern(a.Pattern) {
+		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "glob: invalid pattern %q", a.Pattern)
+	}
+	_, rel, err := dirArg(r, a.Path)
+	if err != nil {
+		return nil, 0, err
+	}
+	res := &GlobResult{Matches: []string{}}
+	err = walk(ctx, r, rel, -1, a.IncludeIgnored, func(e entry) error {
+		if e.d.IsDir() {
+			return nil
+		}
+		sub := e.rel
+		if rel != "." {
+			sub = strings.TrimPrefix(e.rel, rel+"/")
+		}
+		if ok, _ := doublestar.Match(a.Pattern, sub); ok {
+			if len(res.Matches) >= limit {
+				res.Truncated = true
+				return fs.SkipAll
+			}
+			res.Matches = append(res.Matches, e.rel)
+		}
+		return nil
+	})
+	return res, 0, err
+}
+
+// GrepMatch is one matching line.
+type GrepMatch struct {
+	Path   string   `json:"path"`
+	Line   int      `json:"line"`
+	Text   string   `json:"text"`
+	Before []string `json:"before,omitempty"`
+	After  []string `json:"after,omitempty"`
+}
+
+// GrepResult is the answer of grep.
+type GrepResult struct {
+	Matches       []GrepMatch `json:"matches"`
+	FilesSearched int         `json:"files_searched"`
+	FilesMatched  int         `json:"files_matched"`
+	Truncated     bool        `json:"truncated"`
+}
+
+type grepArgs struct {
+	Pattern        string `json:"pattern"`
+	Literal        bool   `json:"literal"`
+	IgnoreCase     bool   `json:"ignore_case"`
+	Path           string `json:"path"`
+	Glob           string `json:"glob"`
+	Context        int    `json:"context"`
+	MaxResults     int    `json:"max_results"`
+	IncludeIgnored bool   `json:"include_ignored"`
+}
+
+// matcher finds matching lines.
+type matcher struct {
+	literal []byte
+	fold    bool
+	re      *regexp.Regexp
+}
+
+func (m *matcher) match(line []byte) bool {
+	if m.re != nil {
+		return m.re.Match(line)
+	}
+	if m.fold {
+		return bytes.Contains(bytes.ToLower(line), m.literal)
+	}
+	return bytes.Contains(line, m.literal)
+}
+
+// quick reports whether the whole file can contain a match at all, so that
+// most files are rejected with one pass of a fast search.
+func (m *matcher) quick(b []byte) bool {
+	switch {
+	case m.re != nil:
+		return m.re.Match(b)
+	case m.fold:
+		return bytes.Contains(bytes.ToLower(b), m.literal)
+	}
+	return bytes.Contains(b, m.literal)
+}
+
+func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, int64, error) {
+	var a grepArgs
+	if err := decode("grep", raw, &a); err != nil {
+		return nil, 0, err
+	}
+	if a.MaxResults == 0 {
+		a.MaxResults = 200
+	}
+	if a.Pattern == "" || a.MaxResults < 0 || a.MaxResults > MaxLimit || a.Context < 0 || a.Context > maxContext {
+		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "grep: pattern must be non-empty, max_results 1-%d, context 0-%d", MaxLimit, maxContext)
+	}
+	if a.Glob != "" && !doublestar.ValidatePattern(a.Glob) {
+		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "grep: invalid glob %q", a.Glob)
+	}
+	m := &matcher{}
+	switch {
+	case a.Literal && !a.IgnoreCase:
+		m.literal = []byte(a.Pattern)
+	case a.Literal:
+		m.literal, m.fold = bytes.ToLower([]byte(a.Pattern)), true
+	default:
+		expr := a.Pattern
+		if a.IgnoreCase {
+			expr = "(?i)" + expr
+		}
+		if _, err := regexp.Compile(expr); err != nil {
+			return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "grep: invalid regular expression: %v", err)
+		}
+		// (?m) lets the whole-file prefilter match at line starts and ends.
+		m.re = regexp.MustCompile("(?m)" + expr)
+	}
+	_, rel, err := dirArg(r, a.Path)
+	if err != nil {
+		return nil, 0, err
+	}
+
+	type job struct {
+		rel string
+		f   *os.File
+		fi  fs.FileInfo
+	}
+	type fileResult struct {
+		rel     string
+		matches []GrepMatch
+		bytes   int64
+	}
+	jobs := make(chan job, 256)
+	results := make(chan fileResult, 256)
+	var wg sync.WaitGroup
+	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				ms, n := grepFile(j.f, j.fi, j.rel, m, a.Context, a.MaxResults)
+				results <- fileResult{j.rel, ms, n}
+			}
+		}()
+	}
+	res := &GrepResult{Matches: []GrepMatch{}}
+	var all []fileResult
+	var total int64
+	done := make(chan struct{})
+	go func() {
+		for fr := range results {
+			res.FilesSearched++
+			total += fr.bytes
+			if len(fr.matches) > 0 {
+				all = append(all, fr)
+			}
+		}
+		close(done)
+	}()
+	walkErr := walk(ctx, r, rel, -1, a.IncludeIgnored, func(e entry) error {
+		if !e.d.Type().IsRegular() {
+			return nil
+		}
+		if a.Glob != "" {
+			sub := e.rel
+			if rel != "." {
+				sub = strings.TrimPrefix(e.rel, rel+"/")
+			}
+			if ok, _ := doublestar.Match(a.Glob, sub); !ok {
+				return nil
+			}
+		}
+		// Opened here, in the directory the walk holds open (one openat),
+		// read and searched by the workers.
+		f, fi, err := e.dir.OpenRead(e.rel, e.d.Name())
+		if err != nil {
+			return nil
+		}
+		jobs <- job{rel: e.rel, f: f, fi: fi}
+		return nil
+	})
+	close(jobs)
+	wg.Wait()
+	close(results)
+	<-done
+	if walkErr != nil {
+		return nil, 0, walkErr
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].rel < all[j].rel })
+	for _, fr := range all {
+		res.FilesMatched++
+		for _, mt := range fr.matches {
+			if len(res.Matches) >= a.MaxResults {
+				res.Truncated = true
+				break
+			}
+			res.Matches = append(res.Matches, mt)
+		}
+	}
+	return res, total, nil
+}
+
+// grepFile searches one file; binary and oversized files are skipped.
+func grepFile(f *os.File, fi fs.FileInfo, rel string, m *matcher, ctxLines, max int) ([]GrepMatch, int64) {
+	defer f.Close()
+	if fi.Size() > maxGrepFileLen {
+		return nil, 0
+	}
+	b := make([]byte, fi.Size())
+	n, _ := io.ReadFull(f, b)
+	b = b[:n]
+	head := b
+	if len(head) > sniffLen {
+		head = head[:sniffLen]
+	}
+	if bytes.IndexByte(head, 0) >= 0 || !m.quick(b) {
+		return nil, int64(n)
+	}
+	var lines [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), len(b)+1)
+	for sc.Scan() {
+		lines = append(lines, sc.Bytes())
+	}
+	var out []GrepMatch
+	for i, l := range lines {
+		if !m.match(l) {
+			continue
+		}
+		gm := GrepMatch{Path: rel, Line: i + 1, Text: clip(l)}
+		for j := max0(i - ctxLines); j < i; j++ {
+			gm.Before = append(gm.Before, clip(lines[j]))
+		}
+		for j := i + 1; j < len(lines) && j <= i+ctxLines; j++ {
+			gm.After = append(gm.After, clip(lines[j]))
+		}
+		out = append(out, gm)
+		if len(out) >= max {
+			break
+		}
+	}
+	return out, int64(n)
+}
+
+func max0(n int) int {
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+func clip(b []byte) string {
+	if len(b) > maxLineLen {
+		return string(b[:maxLineLen]) + "…"
+	}
+	return string(b)
+}

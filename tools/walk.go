@@ -1,0 +1,134 @@
+package tools
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/paddock-dev/paddock/confine"
+	ignore "github.com/sabhiram/go-gitignore"
+)
+
+// maxIgnoreFile bounds a .gitignore paddock reads.
+const maxIgnoreFile = 1 << 20
+
+// entry is one thing a walk found.
+type entry struct {
+	rel string        // path relative to the workspace root
+	dir *confine.Root // the directory holding it, opened (valid during the callback)
+	d   fs.DirEntry
+}
+
+// ignoreRule is the .gitignore of one directory.
+type ignoreRule struct {
+	base string // the directory, relative to the workspace root
+	gi   *ignore.GitIgnore
+}
+
+func (g ignoreRule) matches(rel string, isDir bool) bool {
+	p := rel
+	if g.base != "." {
+		p = strings.TrimPrefix(rel, g.base+"/")
+	}
+	if isDir {
+		p += "/"
+	}
+	return g.gi.MatchesPath(p)
+}
+
+// walk visits the tree below start (a clean relative path), depth-first in
+// name order, never following links and never entering a directory that
+// folds to .git. Unless all is set, what .gitignore files ignore is skipped.
+// maxDepth < 0 means unlimited. fn returning fs.SkipDir skips a directory;
+// fs.SkipAll stops the walk.
+func walk(ctx context.Context, r *confine.Root, start string, maxDepth int, all bool, fn func(e entry) error) error {
+	var rules []ignoreRule
+	if !all {
+		// The .gitignore files of the directories above start apply too.
+		if start != "." {
+			parts := strings.Split(start, "/")
+			for i := 0; i < len(parts); i++ {
+				rules = appendRule(r, rules, path.Join(parts[:i]...))
+			}
+		}
+	}
+	err := walkDir(ctx, r, start, 0, maxDepth, all, rules, fn)
+	if err == fs.SkipAll {
+		return nil
+	}
+	return err
+}
+
+func appendRule(r *confine.Root, rules []ignoreRule, dir string) []ignoreRule {
+	if dir == "" {
+		dir = "."
+	}
+	name := path.Join(dir, ".gitignore")
+	f, fi, err := r.OpenRead(name, name)
+	if err != nil {
+		return rules
+	}
+	defer f.Close()
+	if fi.Size() > maxIgnoreFile {
+		return rules
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxIgnoreFile))
+	if err != nil {
+		return rules
+	}
+	return append(rules, ignoreRule{base: dir, gi: ignore.CompileIgnoreLines(strings.Split(string(b), "\n")...)})
+}
+
+func ignored(rules []ignoreRule, rel string, isDir bool) bool {
+	// Later (deeper) files win, as in git; go-gitignore handles negation within a file.
+	for i := len(rules) - 1; i >= 0; i-- {
+		if rules[i].matches(rel, isDir) {
+			return true
+		}
+	}
+	return false
+}
+
+func walkDir(ctx context.Context, r *confine.Root, dir string, depth, maxDepth int, all bool, rules []ignoreRule, fn func(e entry) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sub, err := r.Sub(dir, dir)
+	if err != nil {
+		return nil // vanished or not a directory: nothing to walk
+	}
+	defer sub.Close()
+	entries, err := fs.ReadDir(sub.OS().FS(), ".")
+	if err != nil {
+		return nil
+	}
+	if !all {
+		rules = appendRule(r, rules, dir)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, d := range entries {
+		if confine.IsDotGit(d.Name()) {
+			continue
+		}
+		rel := path.Join(dir, d.Name())
+		if !all && ignored(rules, rel, d.IsDir()) {
+			continue
+		}
+		err := fn(entry{rel: rel, dir: sub, d: d})
+		if err == fs.SkipDir {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (maxDepth < 0 || depth+1 < maxDepth) {
+			if err := walkDir(ctx, r, rel, depth+1, maxDepth, all, rules, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
