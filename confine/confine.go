@@ -171,6 +171,8 @@ func mapErr(err error, given string) error {
 		return Refuse(paddock.CodeBadRequest, RuleInvalidPath, given, "a component of the path is not a directory", "")
 	case errors.Is(err, syscall.EISDIR):
 		return Refuse(paddock.CodeBadRequest, RuleNotRegular, given, "the path is a directory", "use list to see a directory")
+	case errors.Is(err, syscall.ENOTEMPTY):
+		return Refuse(paddock.CodeConflict, "not_empty", given, "the directory is not empty", "delete it with recursive set")
 	case errors.Is(err, fs.ErrExist):
 		return Refuse(paddock.CodeConflict, "exists", given, "the path already exists", "")
 	case errors.Is(err, syscall.ENAMETOOLONG):
@@ -179,8 +181,6 @@ func mapErr(err error, given string) error {
 		return Refuse(paddock.CodeBadRequest, RuleInvalidPath, given, "the path is not valid", "")
 	case errors.Is(err, fs.ErrPermission):
 		return Refuse(paddock.CodeForbidden, "permission", given, "permission denied", "")
-	case errors.Is(err, syscall.ENOTEMPTY):
-		return Refuse(paddock.CodeConflict, "not_empty", given, "the directory is not empty", "delete it with recursive set")
 	}
 	// Unknown: keep the detail for the log, show nothing of it.
 	return &paddock.Error{Code: paddock.CodeInternal, Message: "file operation failed", Err: err}

@@ -362,7 +362,8 @@ func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				ms, n := grepFile(j.f, j.fi, j.rel, m, a.Context, a.MaxResults)
+				// One more than asked, so the answer knows it was cut.
+				ms, n := grepFile(j.f, j.fi, j.rel, m, a.Context, a.MaxResults+1)
 				results <- fileResult{j.rel, ms, n}
 			}
 		}()

@@ -132,8 +132,11 @@ func redactArgs(args json.RawMessage) json.RawMessage {
 		}
 		return v
 	}
-	b, _ := json.Marshal(scrub(m))
-	return b
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(scrub(m))
+	return bytes.TrimSpace(buf.Bytes())
 }
 
 // decode reads args into v strictly: unknown fields and trailing data are refused.
