@@ -55,6 +55,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/paddock-dev/paddock"
@@ -89,6 +90,10 @@ type Root struct {
 	prefix string // where this root sits in the workspace ("" for the workspace itself)
 	root   *os.Root
 	policy *Policy
+
+	dirOnce sync.Once // the directory's own descriptor, for ReadEntry
+	dirf    *os.File
+	dirErr  error
 }
 
 // Open opens the workspace at dir. policy may be nil for the default.
@@ -114,8 +119,13 @@ func (r *Root) Sub(given, rel string) (*Root, error) {
 	return &Root{dir: path.Join(r.dir, rel), prefix: path.Join(r.prefix, rel), root: sub, policy: r.policy}, nil
 }
 
-// Close releases the root's descriptor.
-func (r *Root) Close() error { return r.root.Close() }
+// Close releases the root's descriptors.
+func (r *Root) Close() error {
+	if r.dirf != nil {
+		r.dirf.Close()
+	}
+	return r.root.Close()
+}
 
 // OS returns the underlying os.Root, for walks (its FS is confined too).
 func (r *Root) OS() *os.Root { return r.root }

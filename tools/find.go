@@ -1,15 +1,13 @@
 package tools
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"regexp"
+	"regexp/syntax"
 	"runtime"
 	"sort"
 	"strings"
@@ -279,15 +277,20 @@ type grepArgs struct {
 	IncludeIgnored bool   `json:"include_ignored"`
 }
 
-// matcher finds matching lines.
+// matcher finds matching lines. For a regular expression it keeps a literal
+// every match must contain (as ripgrep does), so that most files and lines are
+// rejected by a fast substring search before the regexp runs.
 type matcher struct {
-	literal []byte
-	fold    bool
+	literal []byte // literal mode: the text; regexp mode: a required substring, or nil
+	fold    bool   // literal mode, case-insensitive: literal is lower-case
 	re      *regexp.Regexp
 }
 
 func (m *matcher) match(line []byte) bool {
 	if m.re != nil {
+		if m.literal != nil && !bytes.Contains(line, m.literal) {
+			return false
+		}
 		return m.re.Match(line)
 	}
 	if m.fold {
@@ -296,16 +299,43 @@ func (m *matcher) match(line []byte) bool {
 	return bytes.Contains(line, m.literal)
 }
 
-// quick reports whether the whole file can contain a match at all, so that
-// most files are rejected with one pass of a fast search.
+// quick reports whether the whole file can contain a match at all.
 func (m *matcher) quick(b []byte) bool {
 	switch {
 	case m.re != nil:
-		return m.re.Match(b)
+		return m.literal == nil || bytes.Contains(b, m.literal)
 	case m.fold:
 		return bytes.Contains(bytes.ToLower(b), m.literal)
 	}
 	return bytes.Contains(b, m.literal)
+}
+
+// requiredLiteral returns the longest case-sensitive literal that every match
+// of re must contain, or nil when there is none.
+func requiredLiteral(expr string) []byte {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	lit := func(r *syntax.Regexp) []byte {
+		if r.Op == syntax.OpLiteral && r.Flags&syntax.FoldCase == 0 {
+			return []byte(string(r.Rune))
+		}
+		return nil
+	}
+	if l := lit(re); l != nil {
+		return l
+	}
+	var best []byte
+	if re.Op == syntax.OpConcat {
+		for _, sub := range re.Sub {
+			if l := lit(sub); len(l) > len(best) {
+				best = l
+			}
+		}
+	}
+	return best
 }
 
 func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, int64, error) {
@@ -336,8 +366,8 @@ func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 		if _, err := regexp.Compile(expr); err != nil {
 			return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "grep: invalid regular expression: %v", err)
 		}
-		// (?m) lets the whole-file prefilter match at line starts and ends.
-		m.re = regexp.MustCompile("(?m)" + expr)
+		m.re = regexp.MustCompile(expr)
+		m.literal = requiredLiteral(expr)
 	}
 	_, rel, err := dirArg(r, a.Path)
 	if err != nil {
@@ -345,9 +375,10 @@ func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	}
 
 	type job struct {
-		rel string
-		f   *os.File
-		fi  fs.FileInfo
+		rel  string
+		dir  *confine.Root
+		name string
+		done func()
 	}
 	type fileResult struct {
 		rel     string
@@ -363,7 +394,8 @@ func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 			defer wg.Done()
 			for j := range jobs {
 				// One more than asked, so the answer knows it was cut.
-				ms, n := grepFile(j.f, j.fi, j.rel, m, a.Context, a.MaxResults+1)
+				ms, n := grepFile(j.dir, j.name, j.rel, m, a.Context, a.MaxResults+1)
+				j.done()
 				results <- fileResult{j.rel, ms, n}
 			}
 		}()
@@ -395,13 +427,9 @@ func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 				return nil
 			}
 		}
-		// Opened here, in the directory the walk holds open (one openat),
-		// read and searched by the workers.
-		f, fi, err := e.dir.OpenRead(e.rel, e.d.Name())
-		if err != nil {
-			return nil
-		}
-		jobs <- job{rel: e.rel, f: f, fi: fi}
+		// The workers read the file relative to its directory, which the
+		// walk keeps open until they are done with it.
+		jobs <- job{rel: e.rel, dir: e.dir, name: e.d.Name(), done: e.hold()}
 		return nil
 	})
 	close(jobs)
@@ -425,15 +453,18 @@ func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	return res, total, nil
 }
 
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
 // grepFile searches one file; binary and oversized files are skipped.
-func grepFile(f *os.File, fi fs.FileInfo, rel string, m *matcher, ctxLines, max int) ([]GrepMatch, int64) {
-	defer f.Close()
-	if fi.Size() > maxGrepFileLen {
+func grepFile(dir *confine.Root, name, rel string, m *matcher, ctxLines, max int) ([]GrepMatch, int64) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	b, skipped, err := dir.ReadEntry(name, maxGrepFileLen, *bp)
+	if err != nil || skipped {
 		return nil, 0
 	}
-	b := make([]byte, fi.Size())
-	n, _ := io.ReadFull(f, b)
-	b = b[:n]
+	*bp = b[:0]
+	n := len(b)
 	head := b
 	if len(head) > sniffLen {
 		head = head[:sniffLen]
@@ -441,27 +472,42 @@ func grepFile(f *os.File, fi fs.FileInfo, rel string, m *matcher, ctxLines, max 
 	if bytes.IndexByte(head, 0) >= 0 || !m.quick(b) {
 		return nil, int64(n)
 	}
-	var lines [][]byte
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), len(b)+1)
-	for sc.Scan() {
-		lines = append(lines, sc.Bytes())
-	}
 	var out []GrepMatch
-	for i, l := range lines {
-		if !m.match(l) {
-			continue
+	var starts []int // line starts, kept only when context is wanted
+	lineNo := 0
+	for pos := 0; pos < len(b) && len(out) < max; {
+		end := bytes.IndexByte(b[pos:], '\n')
+		if end < 0 {
+			end = len(b)
+		} else {
+			end += pos
 		}
-		gm := GrepMatch{Path: rel, Line: i + 1, Text: clip(l)}
-		for j := max0(i - ctxLines); j < i; j++ {
-			gm.Before = append(gm.Before, clip(lines[j]))
+		lineNo++
+		if ctxLines > 0 {
+			starts = append(starts, pos)
 		}
-		for j := i + 1; j < len(lines) && j <= i+ctxLines; j++ {
-			gm.After = append(gm.After, clip(lines[j]))
+		if m.match(b[pos:end]) {
+			out = append(out, GrepMatch{Path: rel, Line: lineNo, Text: clip(b[pos:end])})
 		}
-		out = append(out, gm)
-		if len(out) >= max {
-			break
+		pos = end + 1
+	}
+	if ctxLines > 0 && len(out) > 0 {
+		lines := make([][]byte, len(starts))
+		for i, st := range starts {
+			e := len(b)
+			if i+1 < len(starts) {
+				e = starts[i+1] - 1
+			}
+			lines[i] = bytes.TrimSuffix(b[st:e], []byte("\n"))
+		}
+		for k := range out {
+			i := out[k].Line - 1
+			for j := max0(i - ctxLines); j < i; j++ {
+				out[k].Before = append(out[k].Before, clip(lines[j]))
+			}
+			for j := i + 1; j < len(lines) && j <= i+ctxLines; j++ {
+				out[k].After = append(out[k].After, clip(lines[j]))
+			}
 		}
 	}
 	return out, int64(n)

@@ -24,15 +24,15 @@ func TestProtectedPaths(t *testing.T) {
 		".git/config", ".git/hooks/post-checkout", ".git", ".GIT/config", ".Git/HEAD",
 		".git./config", ".git /config", ".git. . /config", ".git::$INDEX_ALLOCATION/config",
 		"git~1/config", "GIT~2/x", "sub/.git/config", "sub/deep/.git",
-		"\uff0egit/config",            // full-width full stop
-		".\uff47\uff49\uff54/config",  // full-width g i t
-		".g\u200cit/config",           // zero-width non-joiner (ignored by HFS+)
-		".gi\u200dt/hooks/x",          // zero-width joiner
-		"\ufeff.git/config",           // byte-order mark
-		".\u0261it/config",            // Latin script g
-		".g\u0456t/config",            // Cyrillic i
-		".gi\u0442/config",            // Cyrillic te
-		"gitlink/config",              // a link into .git
+		"\uff0egit/config",           // full-width full stop
+		".\uff47\uff49\uff54/config", // full-width g i t
+		".g\u200cit/config",          // zero-width non-joiner (ignored by HFS+)
+		".gi\u200dt/hooks/x",         // zero-width joiner
+		"\ufeff.git/config",          // byte-order mark
+		".\u0261it/config",           // Latin script g
+		".g\u0456t/config",           // Cyrillic i
+		".gi\u0442/config",           // Cyrillic te
+		"gitlink/config",             // a link into .git
 		".claude/settings.json", ".claude/settings.local.json", ".CLAUDE/Settings.json",
 		".codex/config.toml", ".cursor/rules/x.mdc", ".mcp.json", ".vscode/settings.json",
 		".vscode/tasks.json", ".envrc", "settings-link", ".devcontainer/devcontainer.json",

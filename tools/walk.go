@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/paddock-dev/paddock/confine"
 	ignore "github.com/sabhiram/go-gitignore"
@@ -18,8 +19,15 @@ const maxIgnoreFile = 1 << 20
 // entry is one thing a walk found.
 type entry struct {
 	rel string        // path relative to the workspace root
-	dir *confine.Root // the directory holding it, opened (valid during the callback)
+	dir *confine.Root // the directory holding it, open during the callback
 	d   fs.DirEntry
+	wg  *sync.WaitGroup
+}
+
+// hold keeps e.dir open after the callback returns, until done is called.
+func (e entry) hold() (done func()) {
+	e.wg.Add(1)
+	return e.wg.Done
 }
 
 // ignoreRule is the .gitignore of one directory.
@@ -100,7 +108,11 @@ func walkDir(ctx context.Context, r *confine.Root, dir string, depth, maxDepth i
 	if err != nil {
 		return nil // vanished or not a directory: nothing to walk
 	}
-	defer sub.Close()
+	var held sync.WaitGroup
+	defer func() {
+		// Close once every holder is done, without making the walk wait.
+		go func() { held.Wait(); sub.Close() }()
+	}()
 	entries, err := fs.ReadDir(sub.OS().FS(), ".")
 	if err != nil {
 		return nil
@@ -117,7 +129,7 @@ func walkDir(ctx context.Context, r *confine.Root, dir string, depth, maxDepth i
 		if !all && ignored(rules, rel, d.IsDir()) {
 			continue
 		}
-		err := fn(entry{rel: rel, dir: sub, d: d})
+		err := fn(entry{rel: rel, dir: sub, d: d, wg: &held})
 		if err == fs.SkipDir {
 			continue
 		}

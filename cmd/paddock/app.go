@@ -123,6 +123,12 @@ func (a *app) printError(err error) {
 		fmt.Fprintf(a.stderr, "paddock: %v\n  start one with `paddock serve`, or unset PADDOCK_NO_AUTOSTART to let the CLI start it\n", err)
 	case errors.As(err, &pe):
 		fmt.Fprintf(a.stderr, "paddock: %s\n", pe.Message)
+		if rule, ok := pe.Details["rule"].(string); ok {
+			fmt.Fprintf(a.stderr, "  rule: %s\n", rule)
+		}
+		if hint, ok := pe.Details["hint"].(string); ok {
+			fmt.Fprintf(a.stderr, "  hint: %s\n", hint)
+		}
 	default:
 		fmt.Fprintf(a.stderr, "paddock: %v\n", err)
 	}

@@ -1,0 +1,196 @@
+// Command tools measures the working tools against their peers, in one run:
+//
+//   - grep (literal and regex) over a generated tree, in process without the
+//     API round trip, beside ripgrep on the same tree, interleaved;
+//   - 10,000 read calls of a 4 KiB file through the daemon's API (each one a
+//     durable event), as p50 and p99.
+//
+// It prints a markdown table; nothing is asserted.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/bench/internal/benchutil"
+	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/tools"
+)
+
+func main() {
+	quick := flag.Bool("quick", false, "small workload for a CI smoke run")
+	files := flag.Int("files", 50000, "files in the generated tree")
+	rounds := flag.Int("rounds", 7, "grep rounds per side")
+	reads := flag.Int("reads", 10000, "read calls through the API")
+	flag.Parse()
+	if *quick {
+		*files, *rounds, *reads = 2000, 3, 300
+	}
+	if err := run(*files, *rounds, *reads); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+var words = []string{"alpha", "beta", "gamma", "delta", "return", "func", "struct", "value", "error", "context", "handler", "request"}
+
+// generate writes n source-like files, about 20 a directory, 1–8 KiB each;
+// one file in 500 holds the literal needle, and handler functions are common.
+func generate(dir string, n int) error {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < n; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("mod%03d", i/400), fmt.Sprintf("pkg%02d", (i/20)%20), fmt.Sprintf("file%05d.go", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "package pkg%02d\n\n", (i/20)%20)
+		for b.Len() < 1024+rng.IntN(7*1024) {
+			switch rng.IntN(12) {
+			case 0:
+				fmt.Fprintf(&b, "func %sHandler(ctx context.Context) error {\n", words[rng.IntN(len(words))])
+			case 1:
+				b.WriteString("}\n")
+			default:
+				for w := 0; w < 3+rng.IntN(8); w++ {
+					b.WriteString(words[rng.IntN(len(words))])
+					b.WriteByte(' ')
+				}
+				b.WriteByte('\n')
+			}
+		}
+		if i%500 == 7 {
+			b.WriteString("// needle_token_xyz marks this file\n")
+		}
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func run(nfiles, rounds, nreads int) error {
+	ctx := context.Background()
+	rg, err := exec.LookPath("rg")
+	if err != nil {
+		return fmt.Errorf("ripgrep (rg) is not installed; bench/run installs it from Debian's packages")
+	}
+	tmp, err := os.MkdirTemp("", "paddock-bench-tools-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	tree := filepath.Join(tmp, "tree")
+	benchutil.Step("generating a %d-file tree", nfiles)
+	if err := generate(tree, nfiles); err != nil {
+		return err
+	}
+	root, err := confine.Open(tree, nil)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	grep, _ := tools.Lookup(paddock.AccessRead, "grep")
+
+	type pattern struct {
+		name, expr string
+		literal    bool
+	}
+	patterns := []pattern{
+		{"literal", "needle_token_xyz", true},
+		{"regex", `func \w+Handler\(ctx`, false},
+	}
+	var rows []string
+	for _, p := range patterns {
+		benchutil.Step("grep %s, %d rounds each, interleaved with rg", p.name, rounds)
+		args, _ := json.Marshal(map[string]any{"pattern": p.expr, "literal": p.literal, "max_results": tools.MaxLimit})
+		var ours, peer []time.Duration
+		var ourCount, peerCount int
+		for i := 0; i < rounds; i++ {
+			t0 := time.Now()
+			res, _ := grep.Call(ctx, root, args)
+			ours = append(ours, time.Since(t0))
+			if err := tools.Err(res); err != nil {
+				return err
+			}
+			ourCount = len(res.(*tools.GrepResult).Matches)
+
+			rgArgs := []string{"--no-heading", "-n", "--no-config", "--count-matches"}
+			if p.literal {
+				rgArgs = append(rgArgs, "-F")
+			}
+			cmd := exec.Command(rg, append(rgArgs, "--", p.expr, ".")...)
+			cmd.Dir = tree
+			t0 = time.Now()
+			out, err := cmd.Output()
+			peer = append(peer, time.Since(t0))
+			if err != nil {
+				return fmt.Errorf("rg: %w", err)
+			}
+			peerCount = 0
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				var n int
+				if _, err := fmt.Sscanf(line[strings.LastIndexByte(line, ':')+1:], "%d", &n); err == nil {
+					peerCount += n
+				}
+			}
+		}
+		agree := "same matches"
+		if ourCount != peerCount {
+			agree = fmt.Sprintf("MATCHES DIFFER: %d vs %d", ourCount, peerCount)
+		}
+		rows = append(rows, fmt.Sprintf("| grep %s over %d files (%s) | %s | %s (ripgrep) | %s |",
+			p.name, nfiles, agree, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer)))
+	}
+
+	d, err := benchutil.StartDaemon(ctx, tmp)
+	if err != nil {
+		return err
+	}
+	defer d.Stop()
+	repo := filepath.Join(tmp, "repo")
+	os.MkdirAll(repo, 0o755)
+	os.WriteFile(filepath.Join(repo, "page.txt"), []byte(strings.Repeat("0123456789abcdef", 256)), 0o644)
+	if _, err := benchutil.Git("", "init", "-q", repo); err != nil {
+		return err
+	}
+	benchutil.Git(repo, "add", "-A")
+	if _, err := benchutil.Git(repo, "commit", "-qm", "x"); err != nil {
+		return err
+	}
+	if _, err := d.Client.AddProject(ctx, paddock.AddProjectRequest{Path: repo, Name: "bench"}); err != nil {
+		return err
+	}
+	r, err := d.Client.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench"})
+	if err != nil {
+		return err
+	}
+	benchutil.Step("%d read calls of a 4 KiB file through the API", nreads)
+	lat := make([]time.Duration, 0, nreads)
+	start := time.Now()
+	for i := 0; i < nreads; i++ {
+		t0 := time.Now()
+		if _, err := d.Client.CallTool(ctx, r.ID, "read", map[string]string{"path": "page.txt"}); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	total := time.Since(start)
+	rows = append(rows, fmt.Sprintf("| read of a 4 KiB file through the API (unix socket, durable event each), %d calls | p50 %s, p99 %s, %.0f calls/s | – | – |",
+		nreads, benchutil.Round(benchutil.Percentile(lat, 50)), benchutil.Round(benchutil.Percentile(lat, 99)), float64(nreads)/total.Seconds()))
+
+	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", benchutil.Machine(tmp))
+	for _, row := range rows {
+		fmt.Println(row)
+	}
+	return nil
+}
