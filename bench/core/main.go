@@ -13,16 +13,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/bench/internal/benchutil"
 )
 
 func main() {
@@ -47,46 +42,28 @@ func run(nfiles, nruns int) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	bin := filepath.Join(tmp, "paddock")
-	step("building paddock")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddock").CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
-	}
 	repo := filepath.Join(tmp, "repo")
-	step(fmt.Sprintf("generating a %d-file repository", nfiles))
+	benchutil.Step("generating a %d-file repository", nfiles)
 	if err := generate(repo, nfiles); err != nil {
 		return err
 	}
-	sha, err := git(repo, "rev-parse", "HEAD")
+	sha, err := benchutil.Git(repo, "rev-parse", "HEAD")
 	if err != nil {
 		return err
 	}
-
-	home := filepath.Join(tmp, "home")
-	daemon := exec.Command(bin, "serve", "--home", home, "--log-level", "warn")
-	logf, _ := os.Create(filepath.Join(tmp, "daemon.log"))
-	daemon.Stdout, daemon.Stderr = logf, logf
-	if err := daemon.Start(); err != nil {
+	d, err := benchutil.StartDaemon(ctx, tmp)
+	if err != nil {
 		return err
 	}
-	defer func() {
-		daemon.Process.Signal(syscall.SIGTERM)
-		daemon.Wait()
-	}()
-	c := client.Unix(filepath.Join(home, "paddock.sock"))
-	for i := 0; c.Health(ctx) != nil; i++ {
-		if i > 400 {
-			return fmt.Errorf("daemon did not start")
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	defer d.Stop()
+	c := d.Client
 	if _, err := c.AddProject(ctx, paddock.AddProjectRequest{Path: repo, Name: "bench"}); err != nil {
 		return err
 	}
 	time.Sleep(200 * time.Millisecond)
-	rssIdle := rss(daemon.Process.Pid)
+	rssIdle := d.RSS()
 
-	step(fmt.Sprintf("%d × create+rm of a clone run, interleaved with git clone --shared + checkout + rm", nruns))
+	benchutil.Step("%d × create+rm of a clone run, interleaved with git clone --shared + checkout + rm", nruns)
 	var ours, peer []time.Duration
 	peerDir := filepath.Join(tmp, "peer")
 	for i := 0; i < nruns; i++ {
@@ -101,10 +78,10 @@ func run(nfiles, nruns int) error {
 		ours = append(ours, time.Since(t0))
 
 		t0 = time.Now()
-		if _, err := git("", "clone", "--quiet", "--shared", "--no-checkout", "--", repo, peerDir); err != nil {
+		if _, err := benchutil.Git("", "clone", "--quiet", "--shared", "--no-checkout", "--", repo, peerDir); err != nil {
 			return err
 		}
-		if _, err := git(peerDir, "checkout", "--quiet", "--detach", sha); err != nil {
+		if _, err := benchutil.Git(peerDir, "checkout", "--quiet", "--detach", sha); err != nil {
 			return err
 		}
 		if err := os.RemoveAll(peerDir); err != nil {
@@ -113,44 +90,24 @@ func run(nfiles, nruns int) error {
 		peer = append(peer, time.Since(t0))
 	}
 	time.Sleep(200 * time.Millisecond)
-	rssAfter := rss(daemon.Process.Pid)
 
-	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	var st syscall.Statfs_t
-	syscall.Statfs(tmp, &st)
-	fmt.Printf("\nmachine: %d cores, kernel %s, file system of %s: %s\n\n", runtime.NumCPU(), strings.TrimSpace(string(kernel)), os.TempDir(), fsName(st.Type))
+	fmt.Printf("\n%s\n\n", benchutil.Machine(tmp))
 	fmt.Println("| figure | paddock | peer | ratio |")
 	fmt.Println("|---|---|---|---|")
-	fmt.Printf("| create + rm a clone run, %d files (median of %d) | %s | %s (git clone --shared + checkout + rm) | %.2f× |\n",
-		nfiles, nruns, stats(ours), stats(peer), float64(median(ours))/float64(median(peer)))
-	fmt.Printf("| idle daemon RSS | %s after start, %s after %d runs | – | – |\n", rssIdle, rssAfter, nruns)
+	fmt.Printf("| create + rm a clone run, %d files (median of %d) | %s | %s (git clone --shared + checkout + rm) | %s |\n",
+		nfiles, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
+	fmt.Printf("| idle daemon RSS | %s after start, %s after %d runs | – | – |\n", rssIdle, d.RSS(), nruns)
 	return nil
 }
 
-func step(s string) { fmt.Fprintln(os.Stderr, "bench:", s, "…") }
-
-func git(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
-		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// generate writes a repository of n files in a tree three levels deep, with
-// sizes from a few bytes to a few KiB and a handful of larger files.
+// generate writes a repository of n files in a tree three levels deep, about
+// 20 files a directory, sizes from 64 B to 4 KiB and one 2 MiB file in 5,000.
 func generate(dir string, n int) error {
 	rng := rand.New(rand.NewPCG(1, 2))
-	if _, err := git("", "init", "--quiet", "--initial-branch=main", dir); err != nil {
+	if _, err := benchutil.Git("", "init", "--quiet", "--initial-branch=main", dir); err != nil {
 		return err
 	}
 	for i := 0; i < n; i++ {
-		// About 20 files a directory, 20 directories a module.
 		p := filepath.Join(dir, fmt.Sprintf("mod%03d", i/400), fmt.Sprintf("pkg%02d", (i/20)%20), fmt.Sprintf("file%05d.go", i))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
@@ -167,47 +124,9 @@ func generate(dir string, n int) error {
 			return err
 		}
 	}
-	if _, err := git(dir, "add", "-A"); err != nil {
+	if _, err := benchutil.Git(dir, "add", "-A"); err != nil {
 		return err
 	}
-	_, err := git(dir, "commit", "--quiet", "-m", "generated")
+	_, err := benchutil.Git(dir, "commit", "--quiet", "-m", "generated")
 	return err
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func stats(ds []time.Duration) string {
-	return fmt.Sprintf("%s (%s–%s)", round(median(ds)), round(slices.Min(ds)), round(slices.Max(ds)))
-}
-
-func round(d time.Duration) time.Duration {
-	if d > time.Second {
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(100 * time.Microsecond)
-}
-
-func rss(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "?"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "?"
-}
-
-func fsName(t int64) string {
-	names := map[int64]string{0xef53: "ext4", 0x9123683e: "btrfs", 0x58465342: "xfs", 0x01021994: "tmpfs", 0x794c7630: "overlayfs"}
-	if n, ok := names[t]; ok {
-		return n
-	}
-	return fmt.Sprintf("0x%x", t)
 }
