@@ -142,7 +142,8 @@ func (a *app) rootCmd() *cobra.Command {
 per run, and a change set that reaches the real repository only after approval.
 
 Runs are the primary object and get the short verbs (create, ls, show, retain,
-reject, rm, events); projects are a noun (paddock project add|ls|rm|unlock).
+reject, rm, events, tool, inbox); projects are a noun (paddock project
+add|ls|rm|unlock).
 The CLI talks to the daemon (paddock serve) over a unix socket in the state
 directory, and starts one in the background when none answers, unless
 PADDOCK_NO_AUTOSTART=1.

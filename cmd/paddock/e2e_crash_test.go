@@ -164,7 +164,8 @@ func TestHelp(t *testing.T) {
 	}
 	verbs := [][]string{{"serve"}, {"create"}, {"ls"}, {"show"}, {"retain"}, {"reject"}, {"rm"}, {"events"},
 		{"gc"}, {"checkpoint"}, {"resume"}, {"version"}, {"doctor"},
-		{"project", "add"}, {"project", "ls"}, {"project", "rm"}, {"project", "unlock"}}
+		{"project", "add"}, {"project", "ls"}, {"project", "rm"}, {"project", "unlock"},
+		{"tool"}, {"tools"}, {"inbox"}}
 	for _, v := range verbs {
 		out := cli(t, home, append(v, "--help")...).must(t).out
 		if !strings.Contains(out, "Usage:") || len(out) < 200 {
