@@ -154,8 +154,8 @@ func (r *Root) ReadEntry(name string, max int64, buf []byte) (data []byte, skipp
 			break
 		}
 		n += m
-		if n == len(buf) {
-			break // the file grew; what was read is enough
+		if int64(n) >= st.Size {
+			break // all of it; a file that grows meanwhile is read as it was
 		}
 	}
 	return buf[:n], false, nil

@@ -59,23 +59,29 @@ func walk(ctx context.Context, r *confine.Root, start string, maxDepth int, all 
 		if start != "." {
 			parts := strings.Split(start, "/")
 			for i := 0; i < len(parts); i++ {
-				rules = appendRule(r, rules, path.Join(parts[:i]...))
+				base := path.Join(parts[:i]...)
+				if base == "" {
+					base = "."
+				}
+				rules = appendRule(r, rules, base, path.Join(base, ".gitignore"))
 			}
 		}
 	}
-	err := walkDir(ctx, r, start, 0, maxDepth, all, rules, fn)
+	sub, err := r.Sub(start, start)
+	if err != nil {
+		return nil // vanished or not a directory: nothing to walk
+	}
+	err = walkDir(ctx, sub, start, 0, maxDepth, all, rules, fn)
 	if err == fs.SkipAll {
 		return nil
 	}
 	return err
 }
 
-func appendRule(r *confine.Root, rules []ignoreRule, dir string) []ignoreRule {
-	if dir == "" {
-		dir = "."
-	}
-	name := path.Join(dir, ".gitignore")
-	f, fi, err := r.OpenRead(name, name)
+// appendRule adds the rules of the .gitignore at file (a path through r) that
+// govern base, a directory relative to the workspace root.
+func appendRule(r *confine.Root, rules []ignoreRule, base, file string) []ignoreRule {
+	f, fi, err := r.OpenRead(file, file)
 	if err != nil {
 		return rules
 	}
@@ -87,7 +93,7 @@ func appendRule(r *confine.Root, rules []ignoreRule, dir string) []ignoreRule {
 	if err != nil {
 		return rules
 	}
-	return append(rules, ignoreRule{base: dir, gi: ignore.CompileIgnoreLines(strings.Split(string(b), "\n")...)})
+	return append(rules, ignoreRule{base: base, gi: ignore.CompileIgnoreLines(strings.Split(string(b), "\n")...)})
 }
 
 func ignored(rules []ignoreRule, rel string, isDir bool) bool {
@@ -100,14 +106,10 @@ func ignored(rules []ignoreRule, rel string, isDir bool) bool {
 	return false
 }
 
-func walkDir(ctx context.Context, r *confine.Root, dir string, depth, maxDepth int, all bool, rules []ignoreRule, fn func(e entry) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	sub, err := r.Sub(dir, dir)
-	if err != nil {
-		return nil // vanished or not a directory: nothing to walk
-	}
+// walkDir walks sub, the open directory dir (relative to the workspace
+// root); it closes sub when it and every holder of its entries are done.
+// Each subdirectory is opened relative to its parent: one openat, no path walk.
+func walkDir(ctx context.Context, sub *confine.Root, dir string, depth, maxDepth int, all bool, rules []ignoreRule, fn func(e entry) error) error {
 	var held sync.WaitGroup
 	defer func() {
 		// Close once every holder is done, without making the walk wait.
@@ -117,8 +119,11 @@ func walkDir(ctx context.Context, r *confine.Root, dir string, depth, maxDepth i
 	if err != nil {
 		return nil
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if !all {
-		rules = appendRule(r, rules, dir)
+		rules = appendRule(sub, rules, dir, ".gitignore")
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, d := range entries {
@@ -137,7 +142,11 @@ func walkDir(ctx context.Context, r *confine.Root, dir string, depth, maxDepth i
 			return err
 		}
 		if d.IsDir() && (maxDepth < 0 || depth+1 < maxDepth) {
-			if err := walkDir(ctx, r, rel, depth+1, maxDepth, all, rules, fn); err != nil {
+			child, err := sub.Sub(rel, d.Name())
+			if err != nil {
+				continue // swapped for something else since the listing
+			}
+			if err := walkDir(ctx, child, rel, depth+1, maxDepth, all, rules, fn); err != nil {
 				return err
 			}
 		}

@@ -106,8 +106,9 @@ func run(nfiles, rounds, nreads int) error {
 		literal    bool
 	}
 	patterns := []pattern{
-		{"literal", "needle_token_xyz", true},
-		{"regex", `func \w+Handler\(ctx`, false},
+		{"literal (rare)", "needle_token_xyz", true},
+		{"regex (rare)", `needle_\w+_xyz`, false},
+		{"regex (common)", `(?:alpha|omega)Handler\(ctx`, false},
 	}
 	var rows []string
 	for _, p := range patterns {
