@@ -1,0 +1,343 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Descriptors the host hands the helper, after 0–2.
+const (
+	fdConfig = 3 // the Spec, as JSON; closed by the host after writing
+	fdReport = 4 // the helper's report, as JSON
+)
+
+// report is what the helper tells the host.
+type report struct {
+	Enforcement Enforcement `json:"enforcement"`
+	Started     bool        `json:"started"`
+	Error       string      `json:"error,omitempty"`
+	Unsupported bool        `json:"unsupported,omitempty"`
+	ExitCode    int         `json:"exit_code"`
+	Signal      string      `json:"signal,omitempty"`
+	CPU         int64       `json:"cpu_ns"`
+	MaxRSS      int64       `json:"max_rss"`
+}
+
+// HelperMain is the helper process: it never returns. It runs in the new
+// namespaces, as the command's uid with CAP_SYS_ADMIN in its own user
+// namespace only, and is the pid namespace's init.
+func HelperMain() {
+	rep := &report{}
+	out := os.NewFile(fdReport, "report")
+	finish := func(code int) {
+		json.NewEncoder(out).Encode(rep)
+		out.Close()
+		os.Exit(code)
+	}
+	var spec Spec
+	cfg := os.NewFile(fdConfig, "config")
+	if err := json.NewDecoder(cfg).Decode(&spec); err != nil {
+		rep.Error = "reading the sandbox spec: " + err.Error()
+		finish(125)
+	}
+	cfg.Close()
+	spec.Limits = spec.Limits.withDefaults()
+	if err := setup(&spec, &rep.Enforcement); err != nil {
+		rep.Error = err.Error()
+		var ue unsupportedError
+		rep.Unsupported = errors.As(err, &ue)
+		finish(125)
+	}
+	cmd, err := command(&spec)
+	if err != nil {
+		rep.Error = err.Error()
+		finish(127)
+	}
+	rep.Started = true
+	err = cmd.Run()
+	if cmd.ProcessState != nil {
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		rep.ExitCode = ws.ExitStatus()
+		if ws.Signaled() {
+			rep.Signal = ws.Signal().String()
+			rep.ExitCode = 128 + int(ws.Signal())
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rep.CPU = syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)
+			rep.MaxRSS = ru.Maxrss * 1024
+		}
+	} else if err != nil {
+		rep.Error = err.Error()
+		rep.ExitCode = 127
+	}
+	finish(0)
+}
+
+type unsupportedError struct{ msg string }
+
+func (e unsupportedError) Error() string { return e.msg }
+
+// command builds the confined command: its environment is the Spec's alone,
+// it starts in its own session in the workspace, with descriptors 0–2 only.
+func command(spec *Spec) (*exec.Cmd, error) {
+	os.Clearenv()
+	for _, kv := range spec.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			os.Setenv(k, v)
+		}
+	}
+	path := spec.Argv[0]
+	if !strings.Contains(path, "/") {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: command not found in the sandbox's PATH", path)
+		}
+		path = p
+	}
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   spec.Argv,
+		Env:    spec.Env,
+		Dir:    filepath.Join(spec.Workspace, spec.Dir),
+		Stdin:  os.Stdin,
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setsid: true,
+		},
+	}
+	return cmd, nil
+}
+
+// systemDirs are mounted read-only at their own paths when they exist.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc"}
+
+// devNodes are bound from the host into the minimal /dev.
+var devNodes = []string{"null", "zero", "full", "random", "urandom"}
+
+// setup builds the view and locks the helper down; what it enforced goes into e.
+func setup(spec *Spec, e *Enforcement) error {
+	e.Namespaces = []string{"user", "mount", "pid", "ipc", "uts"}
+	e.Net = spec.Net
+	if spec.Net != NetHost {
+		e.Namespaces = append(e.Namespaces, "net")
+	}
+	e.UID = os.Getuid()
+	e.ReadOnly = spec.ReadOnly
+	e.Limits = spec.Limits
+
+	// The workspace is opened before anything is mounted over the path to it.
+	wsfd, err := unix.Open(spec.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open workspace: %w", err)
+	}
+	defer unix.Close(wsfd)
+
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	// Stage the new root in a tmpfs over /tmp (only in this mount namespace).
+	if err := unix.Mount("paddock", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=16m,mode=0755"); err != nil {
+		return fmt.Errorf("stage root: %w", err)
+	}
+	root := "/tmp/root"
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount(root, root, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("stage root: %w", err)
+	}
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(d)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(target, root+d); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := bindRO(d, root+d, true); err != nil {
+			return err
+		}
+	}
+	// A private /tmp first: a workspace under /tmp is mounted inside it.
+	if err := os.Mkdir(root+"/tmp", 0o1777); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmp", root+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
+		fmt.Sprintf("size=%d,mode=1777", spec.Limits.Tmp)); err != nil {
+		return fmt.Errorf("mount /tmp: %w", err)
+	}
+	// The workspace at its own path.
+	wsTarget := root + spec.Workspace
+	if err := os.MkdirAll(wsTarget, 0o755); err != nil {
+		return err
+	}
+	src := fmt.Sprintf("/proc/self/fd/%d", wsfd)
+	if err := unix.Mount(src, wsTarget, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("mount workspace: %w", err)
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+	if spec.ReadOnly {
+		flags |= unix.MS_RDONLY
+	}
+	if err := unix.Mount("", wsTarget, "", flags, ""); err != nil {
+		return fmt.Errorf("remount workspace: %w", err)
+	}
+	for _, p := range spec.Protected {
+		target := filepath.Join(wsTarget, filepath.Clean("/"+p))
+		fi, err := os.Lstat(target)
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			continue // absent, or a link (following it would bind its target)
+		}
+		if err := bindRO(target, target, fi.IsDir()); err != nil {
+			return err
+		}
+		e.ReadOnlyIn = append(e.ReadOnlyIn, p)
+	}
+	// A minimal /dev, and /proc of the new pid namespace.
+	if err := os.Mkdir(root+"/dev", 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("dev", root+"/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
+		return fmt.Errorf("mount /dev: %w", err)
+	}
+	for _, n := range devNodes {
+		f, err := os.Create(root + "/dev/" + n)
+		if err != nil {
+			return err
+		}
+		f.Close()
+		if err := unix.Mount("/dev/"+n, root+"/dev/"+n, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mount /dev/%s: %w", n, err)
+		}
+	}
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		os.Symlink(target, root+"/dev/"+name)
+	}
+	if err := unix.Mount("", root+"/dev", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("remount /dev: %w", err)
+	}
+	if err := os.Mkdir(root+"/proc", 0o555); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", root+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return unsupportedError{fmt.Sprintf("cannot mount /proc for the new pid namespace (%v); a container or an LSM hides /proc", err)}
+	}
+
+	// Swap roots and drop the old one.
+	if err := os.Mkdir(root+"/.old", 0o700); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(root, root+"/.old"); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	if err := unix.Unmount("/.old", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("drop the old root: %w", err)
+	}
+	os.Remove("/.old")
+	if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("remount / read-only: %w", err)
+	}
+	unix.Sethostname([]byte("paddock"))
+
+	if err := limit(spec.Limits); err != nil {
+		return err
+	}
+	if err := lockdown(spec, e); err != nil {
+		return err
+	}
+	return nil
+}
+
+// bindRO binds src at dst read-only, without setuid or devices.
+func bindRO(src, dst string, dir bool) error {
+	if dst != src {
+		if dir {
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+		} else {
+			f, err := os.Create(dst)
+			if err != nil {
+				return err
+			}
+			f.Close()
+		}
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", src, err)
+	}
+	if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		// A mount locked by the parent namespace keeps its own flags; try
+		// again keeping nodev/nosuid/noexec as they were.
+		if err2 := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|lockedFlags(dst), ""); err2 != nil {
+			return fmt.Errorf("remount %s read-only: %w", dst, err)
+		}
+	}
+	return nil
+}
+
+// lockedFlags returns the flags of the mount at path that a user namespace
+// may not clear.
+func lockedFlags(path string) uintptr {
+	var st unix.Statfs_t
+	if unix.Statfs(path, &st) != nil {
+		return 0
+	}
+	var f uintptr
+	for bit, ms := range map[int64]uintptr{unix.ST_NOSUID: unix.MS_NOSUID, unix.ST_NODEV: unix.MS_NODEV,
+		unix.ST_NOEXEC: unix.MS_NOEXEC, unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_RELATIME: unix.MS_RELATIME} {
+		if st.Flags&bit != 0 {
+			f |= ms
+		}
+	}
+	return f
+}
+
+// limit sets the resource limits the command inherits.
+func limit(l Limits) error {
+	set := func(res int, v uint64) error {
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", res, err)
+		}
+		return nil
+	}
+	cpu := uint64(l.CPU / time.Second)
+	if cpu == 0 {
+		cpu = 1
+	}
+	for _, r := range []struct {
+		res int
+		v   uint64
+	}{
+		{unix.RLIMIT_CPU, cpu},
+		{unix.RLIMIT_NPROC, uint64(l.Procs)},
+		{unix.RLIMIT_AS, uint64(l.Memory)},
+		{unix.RLIMIT_FSIZE, uint64(l.FileSize)},
+		{unix.RLIMIT_CORE, 0},
+	} {
+		if err := set(r.res, r.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"golang.org/x/sys/unix"
+)
+
+// TruncatedMarker ends output that hit its limit.
+const TruncatedMarker = "\n[paddock: output truncated at the limit]\n"
+
+// Run runs spec's command confined, and returns how it ended. A command
+// that fails is not an error; a sandbox that cannot be set up is (code
+// unsupported when this machine lacks a mechanism the spec needs).
+func Run(ctx context.Context, spec Spec) (*Result, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "no command to run")
+	}
+	if !filepath.IsAbs(spec.Workspace) {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "the workspace path must be absolute")
+	}
+	if spec.Net == "" {
+		spec.Net = NetNone
+	}
+	if spec.Net != NetNone && spec.Net != NetHost {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "network policy %q is not supported yet (none or host)", spec.Net)
+	}
+	if filepath.IsAbs(spec.Dir) || filepath.Clean("/"+spec.Dir) != "/"+filepath.Clean(spec.Dir) && spec.Dir != "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "the working directory must be relative to the workspace and stay inside it")
+	}
+	if spec.UID == 0 {
+		spec.UID, spec.GID = os.Getuid(), os.Getgid()
+	}
+	if spec.UID == 0 {
+		return nil, paddock.Errorf(paddock.CodeUnsupported,
+			"the daemon runs as root and no unprivileged user was given for commands; commands never run as root")
+	}
+	if spec.GID == 0 {
+		spec.GID = spec.UID
+	}
+	spec.Limits = spec.Limits.withDefaults()
+	if abi := landlockABI(); abi < MinLandlockABI && !spec.AllowDegraded {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "this kernel offers Landlock ABI %d; the sandbox needs %d (see paddock doctor)", abi, MinLandlockABI)
+	}
+
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		return nil, err
+	}
+	defer repR.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	defer devnull.Close()
+
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if spec.Net != NetHost {
+		flags |= unix.CLONE_NEWNET
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{"paddock-sandbox", HelperArg},
+		Env:        []string{},
+		Dir:        "/",
+		Stdin:      devnull,
+		ExtraFiles: []*os.File{cfgR, repW},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 flags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.UID, HostID: spec.UID, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: spec.GID, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			Credential:                 &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: true},
+			AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN},
+			Setsid:                     true,
+			Pdeathsig:                  syscall.SIGKILL,
+		},
+	}
+	out := &capped{limit: spec.Limits.Output}
+	errb := &capped{limit: spec.Limits.Output}
+	cmd.Stdout, cmd.Stderr = out, errb
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		repW.Close()
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) {
+			return nil, paddock.Errorf(paddock.CodeUnsupported, "cannot create the sandbox's namespaces (%v): user namespaces are disabled or restricted here (see paddock doctor)", err)
+		}
+		return nil, fmt.Errorf("sandbox: start helper: %w", err)
+	}
+	cfgR.Close()
+	repW.Close()
+	json.NewEncoder(cfgW).Encode(spec)
+	cfgW.Close()
+
+	// The wall limit kills the helper, which is the pid namespace's init:
+	// every process the command started dies with it.
+	timedOut := false
+	var once sync.Once
+	kill := func() { once.Do(func() { cmd.Process.Signal(syscall.SIGKILL) }) }
+	timer := time.AfterFunc(spec.Limits.Wall, func() { timedOut = true; kill() })
+	stop := context.AfterFunc(ctx, kill)
+	var rep report
+	repDone := make(chan error, 1)
+	go func() { repDone <- json.NewDecoder(repR).Decode(&rep) }()
+	waitErr := cmd.Wait()
+	timer.Stop()
+	stop()
+	repErr := <-repDone
+
+	res := &Result{Duration: time.Since(start), Stdout: out.bytes(), Stderr: errb.bytes(),
+		Truncated: out.truncated || errb.truncated, TimedOut: timedOut}
+	if repErr != nil {
+		// The helper died before reporting: killed for the wall limit or by
+		// cancellation, or it crashed.
+		res.ExitCode = 128 + int(syscall.SIGKILL)
+		res.Signal = syscall.SIGKILL.String()
+		if !timedOut && ctx.Err() == nil {
+			return nil, fmt.Errorf("sandbox: the helper ended without a report (%v): %s", waitErr, bytes.TrimSpace(errb.bytes()))
+		}
+		res.Enforcement.Namespaces = []string{"unknown: killed before reporting"}
+		return res, nil
+	}
+	res.Enforcement = rep.Enforcement
+	if rep.Error != "" && !rep.Started {
+		if rep.Unsupported {
+			return nil, paddock.Errorf(paddock.CodeUnsupported, "the sandbox cannot be set up here: %s", rep.Error)
+		}
+		if rep.ExitCode == 127 {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "%s", rep.Error)
+		}
+		return nil, fmt.Errorf("sandbox: %s", rep.Error)
+	}
+	res.ExitCode, res.Signal = rep.ExitCode, rep.Signal
+	res.CPU = time.Duration(rep.CPU)
+	res.MaxRSS = rep.MaxRSS
+	if timedOut {
+		res.ExitCode, res.Signal = 128+int(syscall.SIGKILL), syscall.SIGKILL.String()
+	}
+	res.Denied = denials(res)
+	return res, nil
+}
+
+// denials reports what the output says the sandbox refused. The kernel does
+// not tell a process why an EPERM or EACCES happened; these are the messages
+// libc prints for them, as a hint, not a proof.
+func denials(r *Result) []string {
+	if r.ExitCode == 0 {
+		return nil
+	}
+	var out []string
+	for msg, what := range map[string]string{
+		"Operation not permitted": "an operation the sandbox forbids (seccomp or a missing capability)",
+		"Permission denied":       "a file or network access outside what the sandbox allows (Landlock)",
+		"Read-only file system":   "a write to a read-only part of the sandbox's view",
+		"Network is unreachable":  "network access while the sandbox's network is off",
+	} {
+		if bytes.Contains(r.Stderr, []byte(msg)) || bytes.Contains(r.Stdout, []byte(msg)) {
+			out = append(out, "possibly denied by the sandbox: "+what+" ("+msg+")")
+		}
+	}
+	return out
+}
+
+// capped keeps at most limit bytes and drains the rest, so a command that
+// floods its output is cut, not blocked.
+type capped struct {
+	mu        sync.Mutex
+	buf       bytes.Buffer
+	limit     int64
+	truncated bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.limit - int64(c.buf.Len()); room > 0 {
+		if int64(len(p)) > room {
+			c.buf.Write(p[:room])
+			c.truncated = true
+		} else {
+			c.buf.Write(p)
+		}
+	} else if len(p) > 0 {
+		c.truncated = true
+	}
+	return len(p), nil
+}
+
+func (c *capped) bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := bytes.Clone(c.buf.Bytes())
+	if c.truncated {
+		b = append(b, TruncatedMarker...)
+	}
+	return b
+}
+
+var _ io.Writer = (*capped)(nil)

@@ -1,0 +1,168 @@
+// Package sandbox runs a command confined by effect: whatever the command
+// does, its file and network effects stay within what its Spec allows.
+//
+// The daemon never confines itself. Run re-executes the current binary as a
+// small helper (HelperArg) in new user, mount, pid, network, ipc and uts
+// namespaces. The helper builds the command's view of the file system, locks
+// itself down (no_new_privs, Landlock, seccomp, no capabilities, rlimits) and
+// runs the command as its child; it is the namespace's init, so when it exits
+// every process the command left behind dies with it.
+//
+// # The command's view
+//
+//   - System directories (/usr, /bin, /sbin, /lib*, /etc) read-only.
+//   - The workspace at its own path, read-write (read-only for read runs);
+//     protected paths in it that exist (.git, agent configuration) read-only.
+//   - A private, size-capped /tmp; a minimal /dev (null, zero, full, random,
+//     urandom); /proc of the new pid namespace.
+//   - Nothing else: not the home directory, not /run or /var/run (the Docker
+//     socket), not the state directory or other runs' workspaces.
+//
+// # Guarantees
+//
+//   - Landlock (strict, ABI 6 at least) allows writes only to the workspace
+//     (unless read-only), /tmp and the /dev nodes above, reads only of the
+//     view, no TCP bind or connect when the network is off, and scopes
+//     abstract unix sockets and signals to the sandbox.
+//   - seccomp denies ptrace, process_vm_readv/writev, io_uring, AF_VSOCK
+//     sockets, mount and friends, the kernel keyring, bpf, perf_event_open,
+//     module loading, kexec, new user namespaces and the TIOCSTI/TIOCLINUX
+//     ioctls, with EPERM.
+//   - The command runs with no capabilities, no_new_privs, a new session, only
+//     descriptors 0–2, an environment built from the Spec alone, and the
+//     daemon's unprivileged uid (a root daemon must name an unprivileged one).
+//   - Limits: wall time (the whole namespace is killed), CPU time, processes,
+//     address space, file size, output bytes (cut with a marker), /tmp size.
+//
+// # What it does not guarantee
+//
+//   - Network "allow" lists are not implemented yet: only none and host.
+//   - Memory is limited by address space (RLIMIT_AS), not by a cgroup.
+//   - Protected paths that do not exist yet are not made read-only in the
+//     view; the file tools refuse them, the shell can create them.
+//
+// A Spec that asks for a mechanism this kernel lacks fails with code
+// unsupported, unless AllowDegraded is set, which is then recorded in the
+// Enforcement.
+package sandbox
+
+import (
+	"time"
+)
+
+// HelperArg is argv[1] of the helper process. main must call HelperMain
+// first thing when it sees it.
+const HelperArg = "__paddock-sandbox-helper"
+
+// Net is the network policy.
+type Net string
+
+const (
+	NetNone Net = "none" // an empty network namespace (the default)
+	NetHost Net = "host" // the host's network, explicitly; recorded
+)
+
+// Limits bound one command. Zero fields take the defaults.
+type Limits struct {
+	Wall     time.Duration `json:"wall"`
+	CPU      time.Duration `json:"cpu"`
+	Procs    int           `json:"procs"`
+	Memory   int64         `json:"memory"` // address space, bytes
+	FileSize int64         `json:"file_size"`
+	Output   int64         `json:"output"` // stdout and stderr each
+	Tmp      int64         `json:"tmp"`    // size of /tmp
+}
+
+// DefaultLimits are applied where a Spec leaves a limit at zero.
+var DefaultLimits = Limits{
+	Wall:     10 * time.Minute,
+	CPU:      10 * time.Minute,
+	Procs:    512,
+	Memory:   8 << 30,
+	FileSize: 1 << 30,
+	Output:   8 << 20,
+	Tmp:      512 << 20,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.Wall > 0 {
+		d.Wall = l.Wall
+	}
+	if l.CPU > 0 {
+		d.CPU = l.CPU
+	}
+	if l.Procs > 0 {
+		d.Procs = l.Procs
+	}
+	if l.Memory > 0 {
+		d.Memory = l.Memory
+	}
+	if l.FileSize > 0 {
+		d.FileSize = l.FileSize
+	}
+	if l.Output > 0 {
+		d.Output = l.Output
+	}
+	if l.Tmp > 0 {
+		d.Tmp = l.Tmp
+	}
+	return d
+}
+
+// Spec is one command to run confined.
+type Spec struct {
+	Argv []string `json:"argv"`
+	// Workspace is the host path of the workspace; the command sees it at
+	// the same path and starts in Dir, relative to it.
+	Workspace string `json:"workspace"`
+	Dir       string `json:"dir,omitempty"`
+	ReadOnly  bool   `json:"read_only,omitempty"`
+	// Protected lists workspace-relative paths made read-only in the view
+	// if they exist (.git and agent configuration).
+	Protected []string `json:"protected,omitempty"`
+	Net       Net      `json:"net"`
+	// Env is the command's whole environment; nothing is inherited.
+	Env    []string `json:"env"`
+	Limits Limits   `json:"limits"`
+	// UID and GID are the host ids the command runs as. Zero means the
+	// daemon's own; a daemon running as root must give unprivileged ones.
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
+	// AllowDegraded runs even where a mechanism is missing, and records it.
+	AllowDegraded bool `json:"allow_degraded,omitempty"`
+}
+
+// Enforcement records what a command actually got. It is what the agent is
+// told; it must equal what was enforced.
+type Enforcement struct {
+	Namespaces  []string `json:"namespaces"`
+	UID         int      `json:"uid"`
+	Landlock    int      `json:"landlock_abi"`
+	Seccomp     bool     `json:"seccomp"`
+	NoNewPrivs  bool     `json:"no_new_privs"`
+	Caps        string   `json:"capabilities"`
+	Net         Net      `json:"net"`
+	ReadOnly    bool     `json:"read_only"`
+	ReadOnlyIn  []string `json:"read_only_paths,omitempty"`
+	Limits      Limits   `json:"limits"`
+	Degraded    []string `json:"degraded,omitempty"`
+	HelperError string   `json:"helper_error,omitempty"`
+}
+
+// Result is how a command ended.
+type Result struct {
+	ExitCode  int           `json:"exit_code"`
+	Signal    string        `json:"signal,omitempty"`
+	TimedOut  bool          `json:"timed_out,omitempty"`
+	Duration  time.Duration `json:"duration"`
+	CPU       time.Duration `json:"cpu"`
+	MaxRSS    int64         `json:"max_rss_bytes"`
+	Stdout    []byte        `json:"stdout"`
+	Stderr    []byte        `json:"stderr"`
+	Truncated bool          `json:"truncated,omitempty"`
+	// Denied says, where the kernel lets us know, that the sandbox refused
+	// something the command tried (an EPERM from seccomp or Landlock).
+	Denied      []string    `json:"denied,omitempty"`
+	Enforcement Enforcement `json:"enforcement"`
+}
