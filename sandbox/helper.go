@@ -36,6 +36,10 @@ type report struct {
 // namespaces, as the command's uid with CAP_SYS_ADMIN in its own user
 // namespace only, and is the pid namespace's init.
 func HelperMain() {
+	// Whatever the helper inherited beyond 0–2 (the config and report pipes
+	// among them) must not reach the command: a command holding the report
+	// pipe could forge its own result.
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	rep := &report{}
 	out := os.NewFile(fdReport, "report")
 	finish := func(code int) {

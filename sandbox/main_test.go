@@ -2,7 +2,12 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
+	"strconv"
+	"syscall"
+	"unsafe"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +18,76 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == HelperArg {
 		HelperMain()
 	}
+	if len(os.Args) > 2 && os.Args[1] == "probe" {
+		os.Exit(probe(os.Args[2], os.Args[3:]))
+	}
 	os.Exit(m.Run())
+}
+
+// probe is an attack the test binary makes from inside the sandbox (it is
+// copied into the workspace), for what a shell cannot express. It prints
+// ESCAPED and exits 0 if the attack worked.
+func probe(name string, args []string) int {
+	var err error
+	switch name {
+	case "abstract": // connect to an abstract unix socket of the host
+		var c net.Conn
+		if c, err = net.Dial("unix", "@"+args[0]); err == nil {
+			c.Close()
+		}
+	case "ptrace": // attach to a process
+		pid, _ := strconv.Atoi(args[0])
+		err = syscall.PtraceAttach(pid)
+	case "vsock": // open a socket to the hypervisor
+		var fd int
+		if fd, err = syscall.Socket(40 /* AF_VSOCK */, syscall.SOCK_STREAM, 0); err == nil {
+			syscall.Close(fd)
+		}
+	case "keyring": // the kernel keyring
+		_, _, errno := syscall.Syscall(syscall.SYS_KEYCTL, 0 /* KEYCTL_GET_KEYRING_ID */, ^uintptr(3) /* -4: user */, 0)
+		if errno != 0 {
+			err = errno
+		}
+	case "bpf":
+		_, _, errno := syscall.Syscall(321 /* bpf */, 0, 0, 0)
+		if errno != 0 {
+			err = errno
+		}
+	case "tiocsti": // push a command into the controlling terminal
+		c := byte('x')
+		_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, 0, syscall.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		if errno != 0 {
+			err = errno
+		}
+	default:
+		err = fmt.Errorf("unknown probe %s", name)
+	}
+	if err != nil {
+		fmt.Println("refused:", err)
+		return 1
+	}
+	fmt.Println("ESCAPED")
+	return 0
+}
+
+// withProbe copies the test binary into the workspace, so that the sandbox
+// can run it, and returns its path inside the workspace.
+func withProbe(t *testing.T, ws string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(ws, "probe")
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(p, sandboxUID(), sandboxUID())
+	return p
 }
 
 // sandboxUID is who commands run as in tests: the test's own uid, or nobody

@@ -1,0 +1,270 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+// hostState fingerprints what no command may change: the outside directory
+// and the names in the host's /tmp.
+func hostState(t *testing.T, outside string) string {
+	d, _ := gittest.TreeDigest(t, outside)
+	entries, _ := os.ReadDir("/tmp")
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return d + strings.Join(names, ",")
+}
+
+// TestEscapes: each command tries to get out; each must fail (a non-zero
+// exit or the text the test looks for), and the host must be unchanged.
+func TestEscapes(t *testing.T) {
+	skipUnlessSandbox(t)
+	home, _ := os.UserHomeDir()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HOST-SERVICE\n"))
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	sockDir := t.TempDir()
+	os.Chmod(sockDir, 0o755)
+	unixLn, err := net.Listen("unix", filepath.Join(sockDir, "host.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unixLn.Close()
+	abstract, err := net.Listen("unix", "@paddock-test-abstract")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer abstract.Close()
+	hostPID := os.Getpid()
+
+	cases := []struct {
+		name   string
+		script string
+		// leak is text whose presence in the output means the escape worked.
+		leak string
+		// ok: the command may succeed, because what it reaches is the
+		// sandbox's own (its /proc, its private /tmp); leak and the host
+		// check still apply.
+		ok bool
+	}{
+		{"read the home directory", "ls -a " + home + " && cat " + home + "/.ssh/* " + home + "/.bashrc", "PS1", false},
+		{"read another run's workspace", "cat {outside}/secret", "OUTSIDE", false},
+		{"read host /proc/1/environ", "cat /proc/1/environ | tr '\\0' '\\n'", "PATH=", true},
+		{"see host processes", "ls /proc | grep -x " + fmt.Sprint(hostPID), fmt.Sprint(hostPID), false},
+		{"signal a host process", fmt.Sprintf("kill -0 %d && echo SIGNALLED", hostPID), "SIGNALLED", false},
+		{"write host /tmp", "echo x > /tmp/paddock-escape && ls /tmp/paddock-escape", "", true},
+		{"write /etc", "echo x >> /etc/hostname && echo WROTE", "WROTE", false},
+		{"write the home directory", "echo x > " + home + "/paddock-escape && echo WROTE", "WROTE", false},
+		{"write the workspace's .git", "echo '[core] hooksPath=/x' >> .git/config && echo WROTE", "WROTE", false},
+		{"write a hook", "echo evil > .git/hooks/post-checkout && echo WROTE", "WROTE", false},
+		{"hard link out", "ln {outside}/secret x && cat x", "OUTSIDE", false},
+		{"symlink out", "ln -s {outside}/secret l && cat l", "OUTSIDE", false},
+		{"mknod", "mknod dev c 1 3 && echo MADE", "MADE", false},
+		{"setuid bit honoured", "cp /bin/sh ./suid && chmod u+s ./suid && ./suid -c 'id -u' | grep -x 0", "0", false},
+		{"su", "su -c id root", "uid=0", false},
+		{"new user namespace", "unshare -Ur id -u && echo UNSHARED", "UNSHARED", false},
+		{"mount", "mount -t tmpfs x /tmp && echo MOUNTED", "MOUNTED", false},
+		{"TCP to the host's loopback service", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && cat <&3", port), "HOST-SERVICE", false},
+		{"TCP egress", "exec 3<>/dev/tcp/1.1.1.1/443 && echo CONNECTED", "CONNECTED", false},
+		{"UDP egress", "echo x > /dev/udp/1.1.1.1/53 && echo SENT", "SENT", false},
+		{"DNS", "getent hosts example.com", "example", false},
+		{"the host's unix socket", "ls " + sockDir + " && cat < " + sockDir + "/host.sock", "host.sock", false},
+		{"the host's abstract socket", "./probe probe abstract paddock-test-abstract", "ESCAPED", false},
+		{"ptrace the helper", "./probe probe ptrace 1", "ESCAPED", false},
+		{"ptrace a sibling", "sleep 5 & ./probe probe ptrace $!", "ESCAPED", false},
+		{"AF_VSOCK", "./probe probe vsock", "ESCAPED", false},
+		{"the kernel keyring", "./probe probe keyring", "ESCAPED", false},
+		{"bpf", "./probe probe bpf", "ESCAPED", false},
+		{"TIOCSTI", "./probe probe tiocsti", "ESCAPED", false},
+		{"the Docker socket", "ls -l /run/docker.sock /var/run/docker.sock", "docker.sock", false},
+		{"the state of paddock", "ls /root/.local/state /var/lib", "paddock", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ws, outside := newWorkspace(t)
+			if strings.Contains(tc.script, "./probe") {
+				withProbe(t, ws)
+			}
+			before := hostState(t, outside)
+			script := strings.ReplaceAll(tc.script, "{outside}", outside)
+			res := run(t, ws, "bash", "-c", script)
+			out := string(res.Stdout) + string(res.Stderr)
+			if res.ExitCode == 0 && !tc.ok {
+				t.Errorf("exit 0:\n%s", out)
+			}
+			if tc.leak != "" && strings.Contains(string(res.Stdout), tc.leak) {
+				t.Errorf("escaped (%q in the output):\n%s", tc.leak, out)
+			}
+			if after := hostState(t, outside); after != before {
+				t.Errorf("the host changed")
+			}
+			if b, _ := os.ReadFile(filepath.Join(ws, ".git", "config")); string(b) != "[core]\n" {
+				t.Errorf(".git/config changed: %q", b)
+			}
+		})
+	}
+}
+
+// TestAllowedWork: the ordinary work of an agent succeeds.
+func TestAllowedWork(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, _ := newWorkspace(t)
+	res := run(t, ws, "bash", "-c", `set -e
+		echo new > new.txt; mkdir -p a/b; echo x > a/b/c; rm new.txt
+		echo tmp > /tmp/t; cat /tmp/t
+		cat README.md | tr a-z A-Z
+		ls /proc/self/fd | wc -l
+		test -z "$SECRET_NOT_PASSED"`)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d: %s %s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if !bytes.Contains(res.Stdout, []byte("HELLO")) {
+		t.Fatalf("stdout: %s", res.Stdout)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a/b/c")); string(b) != "x\n" {
+		t.Fatal("the workspace write did not land")
+	}
+}
+
+func TestReadOnlyRun(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, _ := newWorkspace(t)
+	res := runSpec(t, Spec{Argv: []string{"bash", "-c", "cat README.md && echo x > new.txt"}, Workspace: ws, ReadOnly: true})
+	if res.ExitCode == 0 || !bytes.Contains(res.Stdout, []byte("hello")) {
+		t.Fatalf("read-only run: exit %d %s %s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "new.txt")); err == nil {
+		t.Fatal("a read-only run wrote its workspace")
+	}
+	if !res.Enforcement.ReadOnly || len(res.Denied) == 0 {
+		t.Fatalf("enforcement %+v, denied %v", res.Enforcement, res.Denied)
+	}
+}
+
+// TestDescriptorsAndEnvironment: nothing of the daemon's leaks in.
+func TestDescriptorsAndEnvironment(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, _ := newWorkspace(t)
+	f, err := os.Open(filepath.Join(ws, "README.md")) // a descriptor the daemon holds
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	t.Setenv("PADDOCK_TEST_SECRET", "daemon-secret-value")
+	res := runSpec(t, Spec{Argv: []string{"env"}, Workspace: ws, Env: []string{"PATH=/usr/bin:/bin", "ALLOWED=yes"}})
+	if bytes.Contains(res.Stdout, []byte("daemon-secret-value")) || string(res.Stdout) != "PATH=/usr/bin:/bin\nALLOWED=yes\n" {
+		t.Fatalf("environment:\n%s", res.Stdout)
+	}
+	// find lists the descriptors of its own process: 0-2, and the one it
+	// opened to read the directory.
+	res = run(t, ws, "bash", "-c", "ls -l /proc/$$/fd")
+	// bash runs ls in its own process: 0-2, and the directory ls reads.
+	if n := strings.Count(string(res.Stdout), " -> "); n > 4 {
+		t.Fatalf("descriptors inherited:\n%s", res.Stdout)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	skipUnlessSandbox(t)
+	cases := []struct {
+		name   string
+		script string
+		limits Limits
+		check  func(*Result) string
+	}{
+		{"sleep forever", "sleep infinity", Limits{Wall: 500 * time.Millisecond}, func(r *Result) string {
+			if !r.TimedOut || r.Duration > 10*time.Second {
+				return "not stopped by the wall limit"
+			}
+			return ""
+		}},
+		{"output flood", "yes", Limits{Output: 64 << 10, Wall: 2 * time.Second}, func(r *Result) string {
+			if !r.Truncated || len(r.Stdout) > 64<<10+len(TruncatedMarker) || !bytes.HasSuffix(r.Stdout, []byte(TruncatedMarker)) {
+				return fmt.Sprintf("output not cut: %d bytes", len(r.Stdout))
+			}
+			return ""
+		}},
+		{"fork bomb", "bomb() { bomb | bomb & }; bomb; sleep 2; echo alive", Limits{Procs: 64, Wall: 5 * time.Second}, func(r *Result) string {
+			return ""
+		}},
+		{"CPU loop", "while :; do :; done", Limits{CPU: time.Second, Wall: 20 * time.Second}, func(r *Result) string {
+			if r.TimedOut || r.ExitCode == 0 {
+				return fmt.Sprintf("not stopped by the CPU limit (exit %d, timed out %v)", r.ExitCode, r.TimedOut)
+			}
+			return ""
+		}},
+		{"memory bomb", "x=$(head -c 1000000000 /dev/zero | tr '\\0' a) && echo SURVIVED", Limits{Memory: 256 << 20, Wall: 30 * time.Second}, func(r *Result) string {
+			if bytes.Contains(r.Stdout, []byte("SURVIVED")) {
+				return "2 GB held under a 256 MB limit"
+			}
+			return ""
+		}},
+		{"fill /tmp", "dd if=/dev/zero of=/tmp/fill bs=1M count=64", Limits{Tmp: 8 << 20}, func(r *Result) string {
+			if r.ExitCode == 0 {
+				return "wrote 64 MB into an 8 MB /tmp"
+			}
+			return ""
+		}},
+		{"fill the disk", "dd if=/dev/zero of=big bs=1M count=64", Limits{FileSize: 4 << 20}, func(r *Result) string {
+			if r.ExitCode == 0 {
+				return "wrote a 64 MB file under a 4 MB limit"
+			}
+			return ""
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ws, outside := newWorkspace(t)
+			before := hostState(t, outside)
+			res := runSpec(t, Spec{Argv: []string{"bash", "-c", tc.script}, Workspace: ws, Limits: tc.limits})
+			if msg := tc.check(res); msg != "" {
+				t.Errorf("%s (exit %d, %s)", msg, res.ExitCode, bytes.TrimSpace(res.Stderr))
+			}
+			if hostState(t, outside) != before {
+				t.Error("the host changed")
+			}
+		})
+	}
+}
+
+// TestNothingOutlivesTheCommand: double-forked background processes die
+// with the command.
+func TestNothingOutlivesTheCommand(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, _ := newWorkspace(t)
+	marker := fmt.Sprintf("%d", time.Now().UnixNano()%1000000+3000000)
+	res := run(t, ws, "bash", "-c", "(setsid sleep "+marker+" &) ; (nohup sleep "+marker+" >/dev/null 2>&1 &) ; exit 0")
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d %s", res.ExitCode, res.Stderr)
+	}
+	time.Sleep(200 * time.Millisecond)
+	out, _ := exec.Command("pgrep", "-f", "sleep "+marker).Output()
+	if len(bytes.TrimSpace(out)) > 0 {
+		exec.Command("pkill", "-f", "sleep "+marker).Run()
+		t.Fatalf("processes outlived the command: %s", out)
+	}
+}
