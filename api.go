@@ -95,3 +95,20 @@ type InboxResult struct {
 	Size int64  `json:"size"`
 	MIME string `json:"mime"`
 }
+
+// ExecRequest runs a command in a run's workspace, confined.
+type ExecRequest struct {
+	Argv []string `json:"argv"`
+	// Dir is the working directory, relative to the workspace root.
+	Dir string `json:"dir,omitempty"`
+	// Net is none (the default) or host.
+	Net string `json:"net,omitempty"`
+	// Env adds KEY=VALUE pairs to the command's environment, which is
+	// otherwise built from a fixed allow-list, never inherited.
+	Env []string `json:"env,omitempty"`
+	// Timeout bounds the wall time, such as "2m"; the default is 10m.
+	Timeout string `json:"timeout,omitempty"`
+	// AllowDegraded runs even where this machine lacks a mechanism; it is
+	// recorded in the result and the events.
+	AllowDegraded bool `json:"allow_degraded,omitempty"`
+}

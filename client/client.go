@@ -257,3 +257,25 @@ func (c *Client) Deliver(ctx context.Context, id, name string, body io.Reader) (
 	var res paddock.InboxResult
 	return &res, c.doRaw(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/inbox?name="+url.QueryEscape(name), body, "application/octet-stream", &res)
 }
+
+// ExecResult is how a confined command ended (see lifecycle.ExecResult).
+type ExecResult struct {
+	ExitCode       int             `json:"exit_code"`
+	Signal         string          `json:"signal,omitempty"`
+	TimedOut       bool            `json:"timed_out,omitempty"`
+	DurationMS     float64         `json:"duration_ms"`
+	CPUMS          float64         `json:"cpu_ms"`
+	MaxRSS         int64           `json:"max_rss_bytes"`
+	Stdout         string          `json:"stdout"`
+	Stderr         string          `json:"stderr"`
+	OutputEncoding string          `json:"output_encoding"`
+	Truncated      bool            `json:"truncated,omitempty"`
+	Denied         []string        `json:"denied,omitempty"`
+	Enforcement    json.RawMessage `json:"enforcement"`
+}
+
+// Exec runs a command in a run's workspace, confined, and returns its result.
+func (c *Client) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*ExecResult, error) {
+	var res ExecResult
+	return &res, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/exec", req, &res)
+}

@@ -244,6 +244,13 @@ func (s *Server) routes() http.Handler {
 		}
 		return m.CallTool(r.Context(), r.PathValue("id"), r.PathValue("name"), args)
 	})
+	handle("POST /v1/runs/{id}/exec", func(r *http.Request) (any, error) {
+		var req paddock.ExecRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return m.Exec(r.Context(), r.PathValue("id"), req)
+	})
 	handle("POST /v1/runs/{id}/inbox", func(r *http.Request) (any, error) {
 		lim := s.InboxLimits
 		if lim.MaxFile == 0 {

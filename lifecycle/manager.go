@@ -43,7 +43,11 @@ type Manager struct {
 	WorkspacesDir string
 	// DefaultKind is the kind of a run that asks for none; clone if empty.
 	DefaultKind paddock.WorkspaceKind
-	Logger      *slog.Logger
+	// SandboxUID is the host uid commands run as; 0 means the daemon's own.
+	// A daemon running as root must set it, and then hands each new clone or
+	// worktree workspace to that uid.
+	SandboxUID int
+	Logger     *slog.Logger
 
 	// mu serializes operations that create or delete directories, so that gc
 	// never judges a directory another operation is making.

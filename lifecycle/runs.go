@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/paddock-dev/paddock"
@@ -103,12 +105,27 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 		}
 		return nil, internal("preparing the workspace failed", perr)
 	}
+	if m.SandboxUID != 0 && kind != paddock.KindOperatorDir {
+		if err := chownTree(r.Workspace.Root, m.SandboxUID); err != nil {
+			m.log().Error("handing the workspace to the sandbox user failed", "run", id, "err", err)
+		}
+	}
 	if err := m.update(ctx, func(tx paddock.Tx) error {
 		return m.transition(ctx, tx, r, paddock.StateReady, "")
 	}); err != nil {
 		return nil, err
 	}
 	return m.Run(ctx, id)
+}
+
+// chownTree gives every entry under root to uid, without following links.
+func chownTree(root string, uid int) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	})
 }
 
 // createWithoutWorkspace makes a run of access none: no workspace, no

@@ -16,8 +16,9 @@ import (
 
 // Descriptors the host hands the helper, after 0–2.
 const (
-	fdConfig = 3 // the Spec, as JSON; closed by the host after writing
-	fdReport = 4 // the helper's report, as JSON
+	fdConfig    = 3 // the Spec, as JSON; closed by the host after writing
+	fdReport    = 4 // the helper's report, as JSON
+	fdWorkspace = 5 // the workspace directory, opened by the host (O_PATH)
 )
 
 // report is what the helper tells the host.
@@ -136,13 +137,20 @@ func setup(spec *Spec, e *Enforcement) error {
 		e.Namespaces = append(e.Namespaces, "net")
 	}
 	e.UID = os.Getuid()
+	var err error
 	e.ReadOnly = spec.ReadOnly
 	e.Limits = spec.Limits
 
-	// The workspace is opened before anything is mounted over the path to it.
-	wsfd, err := unix.Open(spec.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open workspace: %w", err)
+	// The host opened the workspace: the command's uid may not be able to
+	// walk the path to it (a root daemon's state directory is 0700), and a
+	// tmpfs is about to be mounted over /tmp, where it may live.
+	wsfd := fdWorkspace
+	if spec.OpenByPath {
+		unix.Close(fdWorkspace)
+		var err error
+		if wsfd, err = unix.Open(spec.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			return fmt.Errorf("open workspace: %w", err)
+		}
 	}
 	defer unix.Close(wsfd)
 
@@ -192,8 +200,12 @@ func setup(spec *Spec, e *Enforcement) error {
 	if err := os.MkdirAll(wsTarget, 0o755); err != nil {
 		return err
 	}
-	src := fmt.Sprintf("/proc/self/fd/%d", wsfd)
-	if err := unix.Mount(src, wsTarget, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	if spec.OpenByPath {
+		err = unix.Mount(fmt.Sprintf("/proc/self/fd/%d", wsfd), wsTarget, "", unix.MS_BIND|unix.MS_REC, "")
+	} else {
+		err = unix.MoveMount(wsfd, "", unix.AT_FDCWD, wsTarget, unix.MOVE_MOUNT_F_EMPTY_PATH)
+	}
+	if err != nil {
 		return fmt.Errorf("mount workspace: %w", err)
 	}
 	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)

@@ -18,6 +18,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// forcePathOpen makes Run take the unprivileged daemon's way to the
+// workspace even as root, so that tests cover it.
+var forcePathOpen = false
+
 // TruncatedMarker ends output that hit its limit.
 const TruncatedMarker = "\n[paddock: output truncated at the limit]\n"
 
@@ -71,6 +75,27 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, err
 	}
 	defer devnull.Close()
+	// A detached copy of the workspace's mount, which the helper attaches in
+	// its own mount namespace: the command's uid may not be able to walk the
+	// path to the workspace (a root daemon's state directory is 0700).
+	// Without CAP_SYS_ADMIN (an unprivileged daemon) there is no detached
+	// copy; the helper, running as the daemon's uid, opens the path itself.
+	wsfd, err := -1, error(syscall.EPERM)
+	if !forcePathOpen {
+		wsfd, err = unix.OpenTree(unix.AT_FDCWD, spec.Workspace, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	}
+	if errors.Is(err, syscall.EPERM) {
+		spec.OpenByPath = true
+		wsfd, err = unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		repW.Close()
+		return nil, paddock.Errorf(paddock.CodeConflict, "the workspace is missing")
+	}
+	ws := os.NewFile(uintptr(wsfd), "workspace")
+	defer ws.Close()
 
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
 	if spec.Net != NetHost {
@@ -82,7 +107,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		Env:        []string{},
 		Dir:        "/",
 		Stdin:      devnull,
-		ExtraFiles: []*os.File{cfgR, repW},
+		ExtraFiles: []*os.File{cfgR, repW, ws},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 flags,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.UID, HostID: spec.UID, Size: 1}},

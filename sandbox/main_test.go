@@ -169,3 +169,19 @@ func TestBasics(t *testing.T) {
 		t.Fatalf("result: %+v", res)
 	}
 }
+
+// TestUnprivilegedDaemonPath covers the way an unprivileged daemon hands the
+// workspace over (the helper opens it by path), even when tests run as root.
+func TestUnprivilegedDaemonPath(t *testing.T) {
+	skipUnlessSandbox(t)
+	forcePathOpen = true
+	defer func() { forcePathOpen = false }()
+	ws, _ := newWorkspace(t)
+	res := run(t, ws, "sh", "-c", "cat README.md && echo x > new && echo y >> .git/config")
+	if !strings.Contains(string(res.Stdout), "hello") || res.ExitCode == 0 {
+		t.Fatalf("result: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "new")); err != nil {
+		t.Fatal("the workspace write did not land")
+	}
+}

@@ -131,6 +131,9 @@ type Spec struct {
 	GID int `json:"gid,omitempty"`
 	// AllowDegraded runs even where a mechanism is missing, and records it.
 	AllowDegraded bool `json:"allow_degraded,omitempty"`
+	// OpenByPath tells the helper to open the workspace by its path; set by
+	// Run when it could not hand over a detached mount.
+	OpenByPath bool `json:"open_by_path,omitempty"`
 }
 
 // Enforcement records what a command actually got. It is what the agent is

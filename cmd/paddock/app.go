@@ -107,6 +107,13 @@ func (a *app) main(ctx context.Context, args []string) int {
 	if err == nil {
 		return exitOK
 	}
+	var ee *execError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			a.printError(ee.err)
+		}
+		return ee.code
+	}
 	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
 		strings.Contains(err.Error(), "accepts ") || strings.Contains(err.Error(), "requires at least") ||
 		strings.HasPrefix(err.Error(), "invalid argument") || strings.Contains(err.Error(), "flag needs an argument") {
@@ -162,7 +169,7 @@ else ~/.local/state/paddock.
 		a.serveCmd(), a.projectCmd(), a.createCmd(), a.lsCmd(), a.showCmd(),
 		a.retainCmd(), a.rejectCmd(), a.rmCmd(), a.checkpointCmd(), a.resumeCmd(),
 		a.eventsCmd(), a.gcCmd(), a.versionCmd(), a.doctorCmd(),
-		a.toolCmd(), a.toolsCmd(), a.inboxCmd(),
+		a.toolCmd(), a.toolsCmd(), a.inboxCmd(), a.execCmd(),
 	)
 	return root
 }

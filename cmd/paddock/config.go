@@ -20,6 +20,9 @@ type config struct {
 	LogFormat string `toml:"log_format"`
 	// DefaultKind is the workspace kind of `paddock create` without --kind.
 	DefaultKind string `toml:"default_kind"`
+	// SandboxUID is the host uid commands run as when the daemon runs as
+	// root (default 65534, nobody); otherwise commands run as the daemon's uid.
+	SandboxUID int `toml:"sandbox_uid"`
 }
 
 // loadConfig reads path, or <home>/paddock.toml when path is empty. A missing

@@ -5,8 +5,15 @@ package main
 import (
 	"context"
 	"os"
+
+	"github.com/paddock-dev/paddock/sandbox"
 )
 
 func main() {
+	// The sandbox re-executes this binary as its helper; it must take over
+	// before anything else runs.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
+		sandbox.HelperMain()
+	}
 	os.Exit(Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }

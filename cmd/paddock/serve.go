@@ -123,7 +123,11 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		}
 	}
 	m := &lifecycle.Manager{Store: store, Git: git, Providers: workspace.Providers(git, wsDir),
-		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger}
+		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger, SandboxUID: cfg.SandboxUID}
+	if os.Getuid() == 0 && m.SandboxUID == 0 {
+		m.SandboxUID = 65534 // nobody: commands never run as root
+		logger.Warn("the daemon runs as root; commands run as uid 65534 (set sandbox_uid in paddock.toml to choose)")
+	}
 	recovered, err := m.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of `paddock exec`, as docker and env use them: the command's own
+// exit code, or these when paddock could not run it.
+const (
+	execFailed      = 125 // paddock failed (the message says why)
+	execUnsupported = 126 // the sandbox cannot be set up on this machine
+	execNotFound    = 127 // the command is not in the sandbox's PATH
+)
+
+// execError carries the exit code `paddock exec` ends with.
+type execError struct {
+	code int
+	err  error
+}
+
+func (e *execError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *execError) Unwrap() error { return e.err }
+
+func (a *app) execCmd() *cobra.Command {
+	var req paddock.ExecRequest
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "exec RUN [--net none|host] [--timeout D] [--env K=V]... -- CMD [ARG]...",
+		Short: "Run a command in a run's workspace, confined",
+		Long: `Run a command in the run's workspace inside the sandbox: its own user, mount,
+pid, network, ipc and uts namespaces; system directories read-only, the
+workspace read-write (read-only for read runs) with .git and agent
+configuration read-only; a private /tmp; Landlock, seccomp, no capabilities,
+no_new_privs; limits on time, CPU, processes, memory, file size and output.
+The environment is a fixed allow-list plus --env; nothing is inherited.
+
+--net none (the default) gives an empty network namespace; --net host the
+host's network, explicitly, and recorded. Every exec is an event, with the
+exact enforcement it got (sandbox.enforced). --allow-degraded runs where this
+machine lacks a mechanism, and records that.
+
+Exit code: the command's own; 125 if paddock failed, 126 if the sandbox
+cannot be set up on this machine (see paddock doctor), 127 if the command is
+not found. --json prints the whole result instead and exits 0.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Argv = args[1:]
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return &execError{execFailed, err}
+			}
+			res, err := c.Exec(cmd.Context(), args[0], req)
+			if err != nil {
+				code := execFailed
+				switch paddock.ErrorCode(err) {
+				case paddock.CodeUnsupported:
+					code = execUnsupported
+				case paddock.CodeBadRequest:
+					if strings.Contains(paddock.ErrorMessage(err), "command not found") {
+						code = execNotFound
+					}
+				}
+				return &execError{code, err}
+			}
+			if asJSON {
+				return a.output(true, res, nil)
+			}
+			printOutput(a, res)
+			if res.ExitCode != 0 {
+				return &execError{code: res.ExitCode}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.SetInterspersed(false)
+	f.StringVar(&req.Net, "net", "", "network: none (default) or host")
+	f.StringVar(&req.Timeout, "timeout", "", "wall-time limit, such as 2m (default 10m)")
+	f.StringVar(&req.Dir, "dir", "", "working directory, relative to the workspace root")
+	f.StringArrayVar(&req.Env, "env", nil, "add KEY=VALUE to the command's environment (repeatable)")
+	f.BoolVar(&req.AllowDegraded, "allow-degraded", false, "run even where a mechanism is missing (recorded)")
+	f.BoolVar(&asJSON, "json", false, "print the result, with the enforcement, as JSON")
+	return cmd
+}
+
+func printOutput(a *app, res *client.ExecResult) {
+	out, errOut := []byte(res.Stdout), []byte(res.Stderr)
+	if res.OutputEncoding == "base64" {
+		out, _ = base64.StdEncoding.DecodeString(res.Stdout)
+		errOut, _ = base64.StdEncoding.DecodeString(res.Stderr)
+	}
+	a.stdout.Write(out)
+	a.stderr.Write(errOut)
+	if res.TimedOut {
+		fmt.Fprintln(a.stderr, "paddock: the command was stopped at its time limit")
+	}
+	for _, d := range res.Denied {
+		fmt.Fprintln(a.stderr, "paddock:", d)
+	}
+}

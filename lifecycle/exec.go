@@ -1,0 +1,168 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/base64"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/sandbox"
+)
+
+// Events recorded for a confined command.
+const (
+	EventExec             = "exec"
+	EventSandboxEnforced  = "sandbox.enforced"
+	maxProtectedInSandbox = 256
+)
+
+// ExecResult is the answer of Exec: how the command ended, its output, and
+// exactly what confinement it got.
+type ExecResult struct {
+	ExitCode       int                 `json:"exit_code"`
+	Signal         string              `json:"signal,omitempty"`
+	TimedOut       bool                `json:"timed_out,omitempty"`
+	DurationMS     float64             `json:"duration_ms"`
+	CPUMS          float64             `json:"cpu_ms"`
+	MaxRSS         int64               `json:"max_rss_bytes"`
+	Stdout         string              `json:"stdout"`
+	Stderr         string              `json:"stderr"`
+	OutputEncoding string              `json:"output_encoding"` // utf-8, or base64 when the output is not text
+	Truncated      bool                `json:"truncated,omitempty"`
+	Denied         []string            `json:"denied,omitempty"`
+	Enforcement    sandbox.Enforcement `json:"enforcement"`
+}
+
+// baseEnv is every command's environment before the request's additions.
+func baseEnv(workspace string) []string {
+	return []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=" + workspace,
+		"LANG=C.UTF-8",
+		"TERM=dumb",
+		"TMPDIR=/tmp",
+		"PADDOCK=1",
+	}
+}
+
+// Exec runs a command in the run's workspace, confined by the sandbox, and
+// records it (the command, its outcome, and the enforcement it got).
+func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*ExecResult, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Access == paddock.AccessNone {
+		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to run commands in", id).WithDetail("rule", "access_none")
+	}
+	if len(req.Argv) == 0 {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command")
+	}
+	var wall time.Duration
+	if req.Timeout != "" {
+		if wall, err = time.ParseDuration(req.Timeout); err != nil || wall <= 0 {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "timeout %q: want a duration such as 2m", req.Timeout)
+		}
+	}
+	env := baseEnv("")
+	for _, kv := range req.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \x00") || strings.HasPrefix(k, "LD_") {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "env %q: want KEY=VALUE (LD_* is not allowed)", kv)
+		}
+	}
+	r, p, err := m.workspaceFor(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	env = append(baseEnv(r.Workspace.Root), req.Env...)
+	spec := sandbox.Spec{
+		Argv:          req.Argv,
+		Workspace:     r.Workspace.Root,
+		Dir:           req.Dir,
+		ReadOnly:      r.Access == paddock.AccessRead,
+		Protected:     protectedIn(r.Workspace.Root, policy(p).Protected),
+		Net:           sandbox.Net(req.Net),
+		Env:           env,
+		Limits:        sandbox.Limits{Wall: wall},
+		UID:           m.SandboxUID,
+		GID:           m.SandboxUID,
+		AllowDegraded: req.AllowDegraded,
+	}
+	res, err := sandbox.Run(ctx, spec)
+	if err != nil {
+		m.recordExec(ctx, id, req, nil, err)
+		return nil, err
+	}
+	out := &ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
+		DurationMS: ms(res.Duration), CPUMS: ms(res.CPU), MaxRSS: res.MaxRSS, Truncated: res.Truncated,
+		Denied: res.Denied, Enforcement: res.Enforcement, OutputEncoding: "utf-8",
+		Stdout: string(res.Stdout), Stderr: string(res.Stderr)}
+	if !utf8.Valid(res.Stdout) || !utf8.Valid(res.Stderr) {
+		out.OutputEncoding = "base64"
+		out.Stdout, out.Stderr = b64(res.Stdout), b64(res.Stderr)
+	}
+	if err := m.recordExec(ctx, id, req, out, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// protectedIn lists the protected paths that exist in the workspace: .git and
+// whatever the policy's patterns match, for the sandbox to mount read-only.
+func protectedIn(root string, patterns []string) []string {
+	out := []string{".git"}
+	fsys := os.DirFS(root)
+	for _, pat := range patterns {
+		matches, _ := doublestar.Glob(fsys, pat, doublestar.WithNoFollow())
+		for _, mt := range matches {
+			if len(out) >= maxProtectedInSandbox {
+				return out
+			}
+			if fi, err := fs.Stat(fsys, mt); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
+				out = append(out, filepath.ToSlash(mt))
+			}
+		}
+	}
+	return out
+}
+
+// recordExec appends the exec event and, if the sandbox ran, what it enforced.
+func (m *Manager) recordExec(ctx context.Context, id string, req paddock.ExecRequest, res *ExecResult, runErr error) error {
+	return m.update(ctx, func(tx paddock.Tx) error {
+		data := map[string]any{"argv": req.Argv, "dir": req.Dir, "net": req.Net}
+		if runErr != nil {
+			data["error"] = paddock.ErrorMessage(runErr)
+			data["code"] = paddock.ErrorCode(runErr)
+		} else {
+			data["exit_code"] = res.ExitCode
+			data["duration_ms"] = res.DurationMS
+			data["timed_out"] = res.TimedOut
+			data["truncated"] = res.Truncated
+			data["stdout_bytes"] = len(res.Stdout)
+			data["stderr_bytes"] = len(res.Stderr)
+			if len(res.Denied) > 0 {
+				data["denied"] = res.Denied
+			}
+		}
+		if _, err := tx.AppendEvent(ctx, id, EventExec, data); err != nil {
+			return err
+		}
+		if res != nil {
+			if _, err := tx.AppendEvent(ctx, id, EventSandboxEnforced, res.Enforcement); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
