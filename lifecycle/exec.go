@@ -70,7 +70,6 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "timeout %q: want a duration such as 2m", req.Timeout)
 		}
 	}
-	env := baseEnv("")
 	for _, kv := range req.Env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.ContainsAny(k, " \x00") || strings.HasPrefix(k, "LD_") {
@@ -81,7 +80,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 	if err != nil {
 		return nil, err
 	}
-	env = append(baseEnv(r.Workspace.Root), req.Env...)
+	env := append(baseEnv(r.Workspace.Root), req.Env...)
 	spec := sandbox.Spec{
 		Argv:          req.Argv,
 		Workspace:     r.Workspace.Root,

@@ -65,6 +65,7 @@ func HelperMain() {
 	cmd, err := command(&spec)
 	if err != nil {
 		rep.Error = err.Error()
+		rep.ExitCode = 127
 		finish(127)
 	}
 	rep.Started = true

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
-	"syscall"
-	"unsafe"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"unsafe"
 )
 
 // The test binary is the helper too: Run re-executes /proc/self/exe.

@@ -6,9 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/kernel"
+	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/spf13/cobra"
 )
 
@@ -19,7 +22,8 @@ func (a *app) doctorCmd() *cobra.Command {
 		Short: "Check what this machine offers paddock, and what it lacks",
 		Long: `Check the state directory, git, the daemon, and the kernel mechanisms the
 sandbox builds on (Landlock, user namespaces, overlayfs, seccomp, cgroup v2),
-each with a one-line fix where one exists. It never starts a daemon.
+each with a one-line fix where one exists; then run /bin/true in the sandbox
+for real. It never starts a daemon.
 
 Exit codes: 0 nothing failed (warnings allowed); 1 a check failed.`,
 		Args: exactArgs(0),
@@ -82,5 +86,41 @@ func (a *app) doctor(ctx context.Context) []kernel.Check {
 		out = append(out, kernel.Check{Name: "user", Status: kernel.Warn, Detail: "running as root",
 			Fix: "run the daemon as an unprivileged user; agents never need root"})
 	}
-	return append(out, kernel.Probe()...)
+	out = append(out, kernel.Probe()...)
+	return append(out, sandboxCheck(ctx))
+}
+
+// sandboxCheck runs /bin/true in the sandbox for real: the one check that
+// proves the mechanisms work together on this machine.
+func sandboxCheck(ctx context.Context) kernel.Check {
+	c := kernel.Check{Name: "sandbox"}
+	dir, err := os.MkdirTemp("", "paddock-doctor-")
+	if err != nil {
+		c.Status, c.Detail = kernel.Fail, err.Error()
+		return c
+	}
+	defer os.RemoveAll(dir)
+	uid := 0
+	if os.Getuid() == 0 {
+		uid = 65534
+		os.Chown(dir, uid, uid)
+	}
+	res, err := sandbox.Run(ctx, sandbox.Spec{Argv: []string{"/bin/true"}, Workspace: dir, UID: uid, GID: uid,
+		Env: []string{"PATH=/usr/bin:/bin"}, Limits: sandbox.Limits{Wall: 20 * time.Second}})
+	switch {
+	case err != nil:
+		c.Status, c.Detail = kernel.Fail, paddock.ErrorMessage(err)
+		if paddock.ErrorCode(err) == paddock.CodeInternal {
+			c.Detail = err.Error()
+		}
+		c.Fix = "see the checks above; paddock exec refuses to run unconfined"
+	case res.ExitCode != 0:
+		c.Status, c.Detail = kernel.Fail, fmt.Sprintf("/bin/true exited %d in the sandbox: %s", res.ExitCode, res.Stderr)
+	default:
+		e := res.Enforcement
+		c.Status = kernel.OK
+		c.Detail = fmt.Sprintf("works: namespaces %v, Landlock ABI %d, seccomp %v, uid %d, %s per exec",
+			e.Namespaces, e.Landlock, e.Seccomp, e.UID, res.Duration.Round(time.Millisecond/10))
+	}
+	return c
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx/gittest"
+	"github.com/paddock-dev/paddock/sandbox"
 )
 
 // binary is the paddock binary built once for the tests that need a real
@@ -26,6 +27,11 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// In-process CLI calls that reach the sandbox (doctor) re-execute the
+	// test binary as the helper, as the real binary does.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
+		sandbox.HelperMain()
+	}
 	dir, err := os.MkdirTemp("", "paddock-e2e-")
 	if err != nil {
 		panic(err)

@@ -56,6 +56,12 @@ not found. --json prints the whole result instead and exits 0.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Argv = args[1:]
+			if len(req.Argv) > 0 && req.Argv[0] == "--" {
+				req.Argv = req.Argv[1:]
+			}
+			if len(req.Argv) == 0 {
+				return &execError{execFailed, usageError{"usage: paddock exec RUN -- CMD [ARG]..."}}
+			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return &execError{execFailed, err}
@@ -84,7 +90,7 @@ not found. --json prints the whole result instead and exits 0.`,
 		},
 	}
 	f := cmd.Flags()
-	f.SetInterspersed(false)
+
 	f.StringVar(&req.Net, "net", "", "network: none (default) or host")
 	f.StringVar(&req.Timeout, "timeout", "", "wall-time limit, such as 2m (default 10m)")
 	f.StringVar(&req.Dir, "dir", "", "working directory, relative to the workspace root")

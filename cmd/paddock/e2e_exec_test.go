@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// TestExecEndToEnd runs confined commands through the CLI against a real
+// daemon (which, as root, runs them as uid 65534).
+func TestExecEndToEnd(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	if out := cli(t, home, "doctor").out; !strings.Contains(out, "sandbox") {
+		t.Fatalf("doctor: %s", out)
+	}
+	if r := cli(t, home, "doctor", "--json"); !strings.Contains(r.out, `"name": "sandbox"`) || strings.Contains(r.out, `"status": "fail"`) {
+		if os.Getenv("CI") == "true" || !strings.Contains(r.out, "unsupported") {
+			t.Fatalf("the sandbox does not work here:\n%s", r.out)
+		}
+		t.Skipf("the sandbox cannot run here:\n%s", r.out)
+	}
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	r := cli(t, home, "exec", id, "--", "sh", "-c", "echo hi; cat README.md; echo made > made.txt")
+	if r.code != 0 || r.out != "hi\nhello\n" {
+		t.Fatalf("exec: exit %d\n%s\n%s", r.code, r.out, r.err)
+	}
+	run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
+	if b, _ := os.ReadFile(filepath.Join(run.Workspace.Root, "made.txt")); string(b) != "made\n" {
+		t.Fatal("the command's write did not land in the workspace")
+	}
+	if r := cli(t, home, "exec", id, "--", "sh", "-c", "exit 7"); r.code != 7 {
+		t.Fatalf("exit code passthrough: %d", r.code)
+	}
+	if r := cli(t, home, "exec", id, "--", "no-such-command"); r.code != execNotFound {
+		t.Fatalf("missing command: %d %s", r.code, r.err)
+	}
+	if r := cli(t, home, "exec", id, "--", "sh", "-c", "echo x >> .git/config"); r.code == 0 {
+		t.Fatal("the workspace's .git was writable")
+	}
+	var res struct {
+		ExitCode    int `json:"exit_code"`
+		Enforcement struct {
+			Namespaces []string `json:"namespaces"`
+			Landlock   int      `json:"landlock_abi"`
+			Seccomp    bool     `json:"seccomp"`
+			UID        int      `json:"uid"`
+			Net        string   `json:"net"`
+		} `json:"enforcement"`
+	}
+	if err := json.Unmarshal([]byte(cli(t, home, "exec", id, "--json", "--", "id", "-u").must(t).out), &res); err != nil {
+		t.Fatal(err)
+	}
+	e := res.Enforcement
+	if res.ExitCode != 0 || e.Landlock < 6 || !e.Seccomp || e.UID == 0 || e.Net != "none" || len(e.Namespaces) != 6 {
+		t.Fatalf("enforcement: %+v", res)
+	}
+	// Every exec is recorded with what it got.
+	evs := decodeLines(t, cli(t, home, "events", id, "--json").must(t).out)
+	execs, enforced := 0, 0
+	for _, ev := range evs {
+		switch ev.Type {
+		case "exec":
+			execs++
+		case "sandbox.enforced":
+			enforced++
+		}
+	}
+	if execs != 5 || enforced != 4 { // the missing command never reached the sandbox
+		t.Fatalf("%d exec and %d sandbox.enforced events", execs, enforced)
+	}
+
+	ro := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--access", "read").must(t).out)
+	if r := cli(t, home, "exec", ro, "--", "sh", "-c", "cat README.md && touch new"); r.code == 0 || !strings.Contains(r.out, "hello") {
+		t.Fatalf("read run: exit %d %s %s", r.code, r.out, r.err)
+	}
+	none := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--access", "none").must(t).out)
+	if r := cli(t, home, "exec", none, "--", "true"); r.code != execFailed || !strings.Contains(r.err, "no workspace") {
+		t.Fatalf("none run: %d %s", r.code, r.err)
+	}
+}
