@@ -50,7 +50,7 @@ host's network, explicitly, and recorded. Every exec is an event, with the
 exact enforcement it got (sandbox.enforced). --allow-degraded runs where this
 machine lacks a mechanism, and records that.
 
-Exit code: the command's own; 125 if paddock failed, 126 if the sandbox
+Exit codes: the command's own; 125 if paddock failed, 126 if the sandbox
 cannot be set up on this machine (see paddock doctor), 127 if the command is
 not found. --json prints the whole result instead and exits 0.`,
 		Args: cobra.MinimumNArgs(2),
