@@ -101,7 +101,8 @@ type ExecRequest struct {
 	Argv []string `json:"argv"`
 	// Dir is the working directory, relative to the workspace root.
 	Dir string `json:"dir,omitempty"`
-	// Net is none (the default) or host.
+	// Net is none (the default), allow=DOMAIN,… (only those, through a
+	// proxy; every connection is an event) or host.
 	Net string `json:"net,omitempty"`
 	// Env adds KEY=VALUE pairs to the command's environment, which is
 	// otherwise built from a fixed allow-list, never inherited.

@@ -19,6 +19,7 @@ import (
 const (
 	EventExec             = "exec"
 	EventSandboxEnforced  = "sandbox.enforced"
+	EventNetwork          = "network.connection"
 	maxProtectedInSandbox = 256
 )
 
@@ -76,6 +77,10 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "env %q: want KEY=VALUE (LD_* is not allowed)", kv)
 		}
 	}
+	net, allow, err := parseNet(req.Net)
+	if err != nil {
+		return nil, err
+	}
 	r, p, err := m.workspaceFor(ctx, id)
 	if err != nil {
 		return nil, err
@@ -87,7 +92,14 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 		Dir:           req.Dir,
 		ReadOnly:      r.Access == paddock.AccessRead,
 		Protected:     protectedIn(r.Workspace.Root, policy(p).Protected),
-		Net:           sandbox.Net(req.Net),
+		Net:           net,
+		Allow:         allow,
+		Decide: func(d sandbox.ProxyDecision) {
+			m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
+				_, err := tx.AppendEvent(ctx, id, EventNetwork, d)
+				return err
+			})
+		},
 		Env:           env,
 		Limits:        sandbox.Limits{Wall: wall},
 		UID:           m.SandboxUID,
@@ -111,6 +123,23 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 		return nil, err
 	}
 	return out, nil
+}
+
+// parseNet reads "none", "host" or "allow=DOMAIN,…".
+func parseNet(s string) (sandbox.Net, []string, error) {
+	switch {
+	case s == "" || s == string(sandbox.NetNone):
+		return sandbox.NetNone, nil, nil
+	case s == string(sandbox.NetHost):
+		return sandbox.NetHost, nil, nil
+	case strings.HasPrefix(s, "allow="):
+		domains := strings.Split(strings.TrimPrefix(s, "allow="), ",")
+		if err := sandbox.ValidateDomains(domains); err != nil {
+			return "", nil, paddock.Errorf(paddock.CodeBadRequest, "--net %s: %v", s, err)
+		}
+		return sandbox.NetAllow, domains, nil
+	}
+	return "", nil, paddock.Errorf(paddock.CodeBadRequest, "--net %q: want none, host or allow=DOMAIN,…", s)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

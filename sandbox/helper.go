@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,6 +161,15 @@ func setup(spec *Spec, e *Enforcement) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
+	// The proxy's socket, opened before /tmp (where it lives) is covered.
+	proxyfd := -1
+	if spec.Net == NetAllow {
+		if proxyfd, err = unix.Open(spec.ProxySocket, unix.O_PATH|unix.O_CLOEXEC, 0); err != nil {
+			return fmt.Errorf("open the proxy socket: %w", err)
+		}
+		defer unix.Close(proxyfd)
+		e.Allow = spec.Allow
+	}
 	// Stage the new root in a tmpfs over /tmp (only in this mount namespace).
 	if err := unix.Mount("paddock", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=16m,mode=0755"); err != nil {
 		return fmt.Errorf("stage root: %w", err)
@@ -227,6 +239,17 @@ func setup(spec *Spec, e *Enforcement) error {
 		}
 		e.ReadOnlyIn = append(e.ReadOnlyIn, p)
 	}
+	if proxyfd >= 0 {
+		os.MkdirAll(root+"/run/paddock", 0o755)
+		f, err := os.Create(root + proxySocketInside)
+		if err != nil {
+			return err
+		}
+		f.Close()
+		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", proxyfd), root+proxySocketInside, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mount the proxy socket: %w", err)
+		}
+	}
 	// A minimal /dev, and /proc of the new pid namespace.
 	if err := os.Mkdir(root+"/dev", 0o755); err != nil {
 		return err
@@ -276,12 +299,67 @@ func setup(spec *Spec, e *Enforcement) error {
 	}
 	unix.Sethostname([]byte("paddock"))
 
+	if spec.Net == NetAllow {
+		if err := startBridge(); err != nil {
+			return err
+		}
+	}
 	if err := limit(spec.Limits); err != nil {
 		return err
 	}
 	if err := lockdown(spec, e); err != nil {
 		return err
 	}
+	return nil
+}
+
+// proxySocketInside is where the proxy's socket appears in the view.
+const proxySocketInside = "/run/paddock/proxy.sock"
+
+// startBridge brings up the namespace's loopback and forwards every TCP
+// connection to 127.0.0.1:ProxyPort to the host's proxy socket. It runs in
+// the helper for the command's whole life.
+func startBridge() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback up: %w", err)
+	}
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false) // Landlock's TCP rules see classic TCP only
+	ln, err := lc.Listen(context.Background(), "tcp4", fmt.Sprintf("127.0.0.1:%d", ProxyPort))
+	if err != nil {
+		return fmt.Errorf("proxy bridge: %w", err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("unix", proxySocketInside)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { io.Copy(up, c); up.(*net.UnixConn).CloseWrite() }()
+				io.Copy(c, up)
+			}()
+		}
+	}()
 	return nil
 }
 

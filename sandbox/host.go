@@ -38,8 +38,17 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if spec.Net == "" {
 		spec.Net = NetNone
 	}
-	if spec.Net != NetNone && spec.Net != NetHost {
-		return nil, paddock.Errorf(paddock.CodeUnsupported, "network policy %q is not supported yet (none or host)", spec.Net)
+	switch spec.Net {
+	case NetNone, NetHost:
+		if len(spec.Allow) > 0 {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "an allow-list needs network allow")
+		}
+	case NetAllow:
+		if err := ValidateDomains(spec.Allow); err != nil {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "network allow-list: %v", err)
+		}
+	default:
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown network policy %q (none, allow or host)", spec.Net)
 	}
 	if filepath.IsAbs(spec.Dir) || filepath.Clean("/"+spec.Dir) != "/"+filepath.Clean(spec.Dir) && spec.Dir != "" {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "the working directory must be relative to the workspace and stay inside it")
@@ -55,6 +64,17 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		spec.GID = spec.UID
 	}
 	spec.Limits = spec.Limits.withDefaults()
+	if spec.Net == NetAllow {
+		px := &Proxy{Allow: spec.Allow, Decide: spec.Decide}
+		sock, err := px.Start(spec.UID)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: network proxy: %w", err)
+		}
+		defer px.Close()
+		spec.ProxySocket = sock
+		proxy := fmt.Sprintf("http://127.0.0.1:%d", ProxyPort)
+		spec.Env = append(spec.Env, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "https_proxy="+proxy)
+	}
 	if abi := landlockABI(); abi < MinLandlockABI && !spec.AllowDegraded {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this kernel offers Landlock ABI %d; the sandbox needs %d (see paddock doctor)", abi, MinLandlockABI)
 	}
@@ -114,7 +134,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: spec.GID, Size: 1}},
 			GidMappingsEnableSetgroups: false,
 			Credential:                 &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: true},
-			AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN},
+			AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN},
 			Setsid:                     true,
 			Pdeathsig:                  syscall.SIGKILL,
 		},

@@ -90,12 +90,16 @@ func lockdown(spec *Spec, e *Enforcement) error {
 	// With the network off, no TCP bind or connect is allowed at all (on top
 	// of the empty network namespace); with host, TCP is not restricted.
 	var err error
-	if spec.Net == NetHost {
+	switch spec.Net {
+	case NetHost:
 		err = cfg.RestrictPaths(rules...)
 		if err == nil {
 			err = cfg.RestrictScoped()
 		}
-	} else {
+	case NetAllow:
+		// The one TCP connect allowed: to the bridge to the proxy.
+		err = cfg.Restrict(append(rules, landlock.ConnectTCP(ProxyPort))...)
+	default:
 		err = cfg.Restrict(rules...)
 	}
 	if err != nil {

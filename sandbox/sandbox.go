@@ -22,8 +22,13 @@
 //
 //   - Landlock (strict, ABI 6 at least) allows writes only to the workspace
 //     (unless read-only), /tmp and the /dev nodes above, reads only of the
-//     view, no TCP bind or connect when the network is off, and scopes
-//     abstract unix sockets and signals to the sandbox.
+//     view, no TCP bind or connect when the network is off (only a connect
+//     to the proxy's port with an "allow" network), and scopes abstract unix
+//     sockets and signals to the sandbox.
+//   - Network: none is an empty namespace. allow is an empty namespace whose
+//     loopback holds a bridge to a proxy on the host that reaches only the
+//     allowed domains (HTTP CONNECT and plain HTTP), never the host's own
+//     loopback, and reports every connection. host is explicit and recorded.
 //   - seccomp denies ptrace, process_vm_readv/writev, io_uring, AF_VSOCK
 //     sockets, mount and friends, the kernel keyring, bpf, perf_event_open,
 //     module loading, kexec, new user namespaces and the TIOCSTI/TIOCLINUX
@@ -36,7 +41,8 @@
 //
 // # What it does not guarantee
 //
-//   - Network "allow" lists are not implemented yet: only none and host.
+//   - An "allow" network filters by the name the command asks the proxy for;
+//     a command that ignores HTTP_PROXY has no way out at all.
 //   - Memory is limited by address space (RLIMIT_AS), not by a cgroup.
 //   - Protected paths that do not exist yet are not made read-only in the
 //     view; the file tools refuse them, the shell can create them.
@@ -58,8 +64,9 @@ const HelperArg = "__paddock-sandbox-helper"
 type Net string
 
 const (
-	NetNone Net = "none" // an empty network namespace (the default)
-	NetHost Net = "host" // the host's network, explicitly; recorded
+	NetNone  Net = "none"  // an empty network namespace (the default)
+	NetAllow Net = "allow" // an empty namespace whose only way out is a proxy to allowed domains
+	NetHost  Net = "host"  // the host's network, explicitly; recorded
 )
 
 // Limits bound one command. Zero fields take the defaults.
@@ -122,6 +129,11 @@ type Spec struct {
 	// if they exist (.git and agent configuration).
 	Protected []string `json:"protected,omitempty"`
 	Net       Net      `json:"net"`
+	// Allow lists the domains an "allow" network reaches (see Proxy).
+	Allow []string `json:"allow,omitempty"`
+	// Decide is told every connection the proxy of an "allow" network
+	// allows or denies.
+	Decide func(ProxyDecision) `json:"-"`
 	// Env is the command's whole environment; nothing is inherited.
 	Env    []string `json:"env"`
 	Limits Limits   `json:"limits"`
@@ -134,6 +146,8 @@ type Spec struct {
 	// OpenByPath tells the helper to open the workspace by its path; set by
 	// Run when it could not hand over a detached mount.
 	OpenByPath bool `json:"open_by_path,omitempty"`
+	// ProxySocket is the host path of the proxy's socket; set by Run.
+	ProxySocket string `json:"proxy_socket,omitempty"`
 }
 
 // Enforcement records what a command actually got. It is what the agent is
@@ -146,6 +160,7 @@ type Enforcement struct {
 	NoNewPrivs  bool     `json:"no_new_privs"`
 	Caps        string   `json:"capabilities"`
 	Net         Net      `json:"net"`
+	Allow       []string `json:"allow,omitempty"`
 	ReadOnly    bool     `json:"read_only"`
 	ReadOnlyIn  []string `json:"read_only_paths,omitempty"`
 	Limits      Limits   `json:"limits"`

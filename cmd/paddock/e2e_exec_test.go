@@ -77,6 +77,22 @@ func TestExecEndToEnd(t *testing.T) {
 		t.Fatalf("%d exec and %d sandbox.enforced events", execs, enforced)
 	}
 
+	// An allow-list network: a name off the list is refused by the proxy,
+	// and the decision is an event.
+	if r := cli(t, home, "exec", id, "--net", "allow=.example.org", "--", "curl", "-sS", "-f", "--max-time", "10", "http://denied.example.com/"); r.code == 0 {
+		t.Fatalf("a name off the allow-list was reached: %s", r.out)
+	}
+	cli(t, home, "exec", id, "--net", "allow=not a domain", "--", "true").wantCode(t, execFailed, "not a domain name")
+	found := false
+	for _, ev := range decodeLines(t, cli(t, home, "events", id, "--json").must(t).out) {
+		if ev.Type == "network.connection" && strings.Contains(string(ev.Data), `"host":"denied.example.com"`) && strings.Contains(string(ev.Data), `"allowed":false`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the proxy's refusal was not recorded")
+	}
+
 	ro := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--access", "read").must(t).out)
 	if r := cli(t, home, "exec", ro, "--", "sh", "-c", "cat README.md && touch new"); r.code == 0 || !strings.Contains(r.out, "hello") {
 		t.Fatalf("read run: exit %d %s %s", r.code, r.out, r.err)

@@ -36,7 +36,7 @@ func (a *app) execCmd() *cobra.Command {
 	var req paddock.ExecRequest
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "exec RUN [--net none|host] [--timeout D] [--env K=V]... -- CMD [ARG]...",
+		Use:   "exec RUN [--net none|allow=DOMAIN,…|host] [--timeout D] [--env K=V]... -- CMD [ARG]...",
 		Short: "Run a command in a run's workspace, confined",
 		Long: `Run a command in the run's workspace inside the sandbox: its own user, mount,
 pid, network, ipc and uts namespaces; system directories read-only, the
@@ -45,8 +45,11 @@ configuration read-only; a private /tmp; Landlock, seccomp, no capabilities,
 no_new_privs; limits on time, CPU, processes, memory, file size and output.
 The environment is a fixed allow-list plus --env; nothing is inherited.
 
---net none (the default) gives an empty network namespace; --net host the
-host's network, explicitly, and recorded. Every exec is an event, with the
+--net none (the default) gives an empty network namespace. --net
+allow=example.com,.github.com reaches only those domains (a leading dot: and
+their subdomains) through a proxy paddock runs for the command (HTTP_PROXY and
+HTTPS_PROXY are set); each connection, allowed or denied, is an event.
+--net host gives the host's network, explicitly, and recorded. Every exec is an event, with the
 exact enforcement it got (sandbox.enforced). --allow-degraded runs where this
 machine lacks a mechanism, and records that.
 
@@ -91,7 +94,7 @@ not found. --json prints the whole result instead and exits 0.`,
 	}
 	f := cmd.Flags()
 
-	f.StringVar(&req.Net, "net", "", "network: none (default) or host")
+	f.StringVar(&req.Net, "net", "", "network: none (default), allow=DOMAIN,… or host")
 	f.StringVar(&req.Timeout, "timeout", "", "wall-time limit, such as 2m (default 10m)")
 	f.StringVar(&req.Dir, "dir", "", "working directory, relative to the workspace root")
 	f.StringArrayVar(&req.Env, "env", nil, "add KEY=VALUE to the command's environment (repeatable)")
