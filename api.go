@@ -109,7 +109,19 @@ type ExecRequest struct {
 	Env []string `json:"env,omitempty"`
 	// Timeout bounds the wall time, such as "2m"; the default is 10m.
 	Timeout string `json:"timeout,omitempty"`
+	// Limits override the other per-command limits; zero keeps a default.
+	Limits ExecLimits `json:"limits,omitzero"`
 	// AllowDegraded runs even where this machine lacks a mechanism; it is
 	// recorded in the result and the events.
 	AllowDegraded bool `json:"allow_degraded,omitempty"`
+}
+
+// ExecLimits are the per-command limits a request may set.
+type ExecLimits struct {
+	CPU      string `json:"cpu,omitempty"`       // CPU time, such as "30s" (default 10m)
+	Procs    int    `json:"procs,omitempty"`     // processes (default 512)
+	Memory   int64  `json:"memory,omitempty"`    // address space in bytes (default 8 GiB)
+	FileSize int64  `json:"file_size,omitempty"` // largest file written, bytes (default 1 GiB)
+	Output   int64  `json:"output,omitempty"`    // bytes kept of stdout and of stderr (default 8 MiB)
+	Tmp      int64  `json:"tmp,omitempty"`       // size of /tmp, bytes (default 512 MiB)
 }

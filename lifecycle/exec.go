@@ -81,19 +81,29 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 	if err != nil {
 		return nil, err
 	}
+	limits := sandbox.Limits{Wall: wall, Procs: req.Limits.Procs, Memory: req.Limits.Memory,
+		FileSize: req.Limits.FileSize, Output: req.Limits.Output, Tmp: req.Limits.Tmp}
+	if req.Limits.CPU != "" {
+		if limits.CPU, err = time.ParseDuration(req.Limits.CPU); err != nil || limits.CPU <= 0 {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "cpu limit %q: want a duration such as 30s", req.Limits.CPU)
+		}
+	}
+	if req.Limits.Procs < 0 || req.Limits.Memory < 0 || req.Limits.FileSize < 0 || req.Limits.Output < 0 || req.Limits.Tmp < 0 {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "limits must not be negative")
+	}
 	r, p, err := m.workspaceFor(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	env := append(baseEnv(r.Workspace.Root), req.Env...)
 	spec := sandbox.Spec{
-		Argv:          req.Argv,
-		Workspace:     r.Workspace.Root,
-		Dir:           req.Dir,
-		ReadOnly:      r.Access == paddock.AccessRead,
-		Protected:     protectedIn(r.Workspace.Root, policy(p).Protected),
-		Net:           net,
-		Allow:         allow,
+		Argv:      req.Argv,
+		Workspace: r.Workspace.Root,
+		Dir:       req.Dir,
+		ReadOnly:  r.Access == paddock.AccessRead,
+		Protected: protectedIn(r.Workspace.Root, policy(p).Protected),
+		Net:       net,
+		Allow:     allow,
 		Decide: func(d sandbox.ProxyDecision) {
 			m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
 				_, err := tx.AppendEvent(ctx, id, EventNetwork, d)
@@ -101,7 +111,7 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 			})
 		},
 		Env:           env,
-		Limits:        sandbox.Limits{Wall: wall},
+		Limits:        limits,
 		UID:           m.SandboxUID,
 		GID:           m.SandboxUID,
 		AllowDegraded: req.AllowDegraded,

@@ -36,6 +36,13 @@ func TestExecEndToEnd(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(run.Workspace.Root, "made.txt")); string(b) != "made\n" {
 		t.Fatal("the command's write did not land in the workspace")
 	}
+	if r := cli(t, home, "exec", id, "--output", "100", "--", "sh", "-c", "yes | head -c 100000"); r.code != 0 || len(r.out) > 200 || !strings.Contains(r.out, "truncated") {
+		t.Fatalf("output limit: exit %d, %d bytes", r.code, len(r.out))
+	}
+	if r := cli(t, home, "exec", id, "--timeout", "300ms", "--", "sleep", "30"); r.code == 0 || !strings.Contains(r.err, "time limit") {
+		t.Fatalf("wall limit: exit %d %s", r.code, r.err)
+	}
+	cli(t, home, "exec", id, "--cpu", "soon", "--", "true").wantCode(t, execFailed, "cpu limit")
 	if r := cli(t, home, "exec", id, "--", "sh", "-c", "exit 7"); r.code != 7 {
 		t.Fatalf("exit code passthrough: %d", r.code)
 	}
@@ -73,7 +80,7 @@ func TestExecEndToEnd(t *testing.T) {
 			enforced++
 		}
 	}
-	if execs != 5 || enforced != 4 { // the missing command never reached the sandbox
+	if execs != 7 || enforced != 6 { // the missing command never reached the sandbox
 		t.Fatalf("%d exec and %d sandbox.enforced events", execs, enforced)
 	}
 

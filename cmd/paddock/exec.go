@@ -98,6 +98,12 @@ not found. --json prints the whole result instead and exits 0.`,
 	f.StringVar(&req.Timeout, "timeout", "", "wall-time limit, such as 2m (default 10m)")
 	f.StringVar(&req.Dir, "dir", "", "working directory, relative to the workspace root")
 	f.StringArrayVar(&req.Env, "env", nil, "add KEY=VALUE to the command's environment (repeatable)")
+	f.StringVar(&req.Limits.CPU, "cpu", "", "CPU-time limit, such as 30s (default 10m)")
+	f.IntVar(&req.Limits.Procs, "procs", 0, "process limit (default 512)")
+	f.Int64Var(&req.Limits.Memory, "memory", 0, "address-space limit in bytes (default 8 GiB)")
+	f.Int64Var(&req.Limits.FileSize, "file-size", 0, "largest file the command may write, in bytes (default 1 GiB)")
+	f.Int64Var(&req.Limits.Output, "output", 0, "bytes kept of stdout and of stderr each (default 8 MiB)")
+	f.Int64Var(&req.Limits.Tmp, "tmp", 0, "size of the private /tmp in bytes (default 512 MiB)")
 	f.BoolVar(&req.AllowDegraded, "allow-degraded", false, "run even where a mechanism is missing (recorded)")
 	f.BoolVar(&asJSON, "json", false, "print the result, with the enforcement, as JSON")
 	return cmd
