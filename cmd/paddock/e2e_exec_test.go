@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/paddock-dev/paddock"
@@ -108,4 +109,37 @@ func TestExecEndToEnd(t *testing.T) {
 	if r := cli(t, home, "exec", none, "--", "true"); r.code != execFailed || !strings.Contains(r.err, "no workspace") {
 		t.Fatalf("none run: %d %s", r.code, r.err)
 	}
+}
+
+// TestRootlessDaemon runs the daemon as an unprivileged user, as it should
+// be deployed: it makes workspaces and confines commands through user
+// namespaces alone.
+func TestRootlessDaemon(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the other tests already run the daemon unprivileged; this one needs root to become another user")
+	}
+	const nobody = 65534
+	base := t.TempDir()
+	os.Chmod(base, 0o755)
+	os.Chmod(filepath.Dir(base), 0o755)
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
+	filepath.Walk(base, func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			os.Lchown(p, nobody, nobody)
+		}
+		return nil
+	})
+	startDaemonAs(t, home, &syscall.Credential{Uid: nobody, Gid: nobody})
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	r := cli(t, home, "exec", id, "--", "sh", "-c", "id -u; echo x > made; cat /etc/shadow")
+	if r.out != "65534\n" || r.code == 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.out, r.err)
+	}
+	run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
+	if _, err := os.Stat(filepath.Join(run.Workspace.Root, "made")); err != nil {
+		t.Fatal("the command's write did not land")
+	}
+	cli(t, home, "reject", id).must(t)
 }

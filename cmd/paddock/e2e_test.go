@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	os.Chmod(dir, 0o755) // a daemon run as another user must reach the binary
 	binary = filepath.Join(dir, "paddock")
 	build := exec.Command("go", "build", "-o", binary, ".")
 	build.Stderr = os.Stderr
@@ -61,7 +62,16 @@ type daemon struct {
 // test's cleanup stops it, however the test ends.
 func startDaemon(t *testing.T, home string, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonAs(t, home, nil, extra...)
+}
+
+// startDaemonAs is startDaemon with the daemon running as cred (nil: as the test).
+func startDaemonAs(t *testing.T, home string, cred *syscall.Credential, extra ...string) *daemon {
+	t.Helper()
 	os.MkdirAll(home, 0o700)
+	if cred != nil {
+		os.Chown(home, int(cred.Uid), int(cred.Gid))
+	}
 	logf, err := os.OpenFile(filepath.Join(home, "test-daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +80,10 @@ func startDaemon(t *testing.T, home string, extra ...string) *daemon {
 	d.cmd = exec.Command(binary, append([]string{"serve", "--home", home, "--log-level", "debug"}, extra...)...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
+	if cred != nil {
+		d.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		d.cmd.Dir = "/"
+	}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
