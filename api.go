@@ -18,6 +18,8 @@ type CreateRunRequest struct {
 	CleanupPolicy string `json:"cleanup_policy,omitempty"`
 	// Access is write (default), read, or none (no workspace at all).
 	Access string `json:"access,omitempty"`
+	// Secrets names the daemon's secrets the run's commands may use.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // AddProjectRequest declares a project.

@@ -32,7 +32,10 @@ type Run struct {
 	ID      string `json:"id"`
 	Project string `json:"project"`
 	// Access is what the run's agent may do to its workspace.
-	Access    Access    `json:"access"`
+	Access Access `json:"access"`
+	// Secrets names the secrets the run's commands get in their environment.
+	// Their values are never stored or shown; outputs have them masked.
+	Secrets   []string  `json:"secrets,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	// RemovedAt is set by `paddock rm`: the run leaves listings, but its
 	// record and events stay for the audit trail.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/sandbox"
 )
 
@@ -96,6 +97,17 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 		return nil, err
 	}
 	env := append(baseEnv(r.Workspace.Root), req.Env...)
+	values := map[string]string{}
+	for _, n := range r.Secrets {
+		if m.Secret == nil {
+			break
+		}
+		if v, ok := m.Secret(n); ok {
+			values[n] = v
+			env = append(env, n+"="+v)
+		}
+	}
+	red := redact.New(values)
 	spec := sandbox.Spec{
 		Argv:      req.Argv,
 		Workspace: r.Workspace.Root,
@@ -117,10 +129,12 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 		AllowDegraded: req.AllowDegraded,
 	}
 	res, err := sandbox.Run(ctx, spec)
+	req.Argv = red.Strings(req.Argv) // a secret on the command line stays out of events
 	if err != nil {
 		m.recordExec(ctx, id, req, nil, err)
 		return nil, err
 	}
+	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)
 	out := &ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
 		DurationMS: ms(res.Duration), CPUMS: ms(res.CPU), MaxRSS: res.MaxRSS, Truncated: res.Truncated,
 		Denied: res.Denied, Enforcement: res.Enforcement, OutputEncoding: "utf-8",

@@ -47,7 +47,9 @@ type Manager struct {
 	// A daemon running as root must set it, and then hands each new clone or
 	// worktree workspace to that uid.
 	SandboxUID int
-	Logger     *slog.Logger
+	// Secret returns the value of a named secret, if the daemon has it.
+	Secret func(name string) (string, bool)
+	Logger *slog.Logger
 
 	// mu serializes operations that create or delete directories, so that gc
 	// never judges a directory another operation is making.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/workspace"
@@ -26,6 +27,9 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	}
 	access, err := paddock.ParseAccess(o.Access)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.checkSecrets(o.Secrets); err != nil {
 		return nil, err
 	}
 	if access == paddock.AccessNone {
@@ -61,7 +65,7 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	}
 
 	t := now()
-	r := &paddock.Run{ID: id, Project: p.Name, Access: access, CreatedAt: t, Workspace: &paddock.Workspace{
+	r := &paddock.Run{ID: id, Project: p.Name, Access: access, Secrets: o.Secrets, CreatedAt: t, Workspace: &paddock.Workspace{
 		ID: "w-" + id[2:], RunID: id, Kind: kind, Root: root, Fingerprint: p.Fingerprint,
 		BaseRef: o.Base, BaseRevision: base.SHA, Branch: base.Branch,
 		State: paddock.StateRequested, CleanupPolicy: policy, CreatedAt: t, UpdatedAt: t,
@@ -138,7 +142,7 @@ func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRu
 	if err != nil {
 		return nil, err
 	}
-	r := &paddock.Run{ID: newID(), Project: p.Name, Access: paddock.AccessNone, CreatedAt: now()}
+	r := &paddock.Run{ID: newID(), Project: p.Name, Access: paddock.AccessNone, Secrets: o.Secrets, CreatedAt: now()}
 	err = m.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.CreateRun(ctx, r); err != nil {
 			return err
@@ -150,6 +154,24 @@ func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRu
 		return nil, err
 	}
 	return m.Run(ctx, r.ID)
+}
+
+var secretName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,63}$`)
+
+// checkSecrets refuses names that are malformed or that the daemon lacks.
+func (m *Manager) checkSecrets(names []string) error {
+	for _, n := range names {
+		if !secretName.MatchString(n) {
+			return paddock.Errorf(paddock.CodeBadRequest, "secret name %q: use upper-case letters, digits and _", n)
+		}
+		if m.Secret == nil {
+			return paddock.Errorf(paddock.CodeBadRequest, "no secrets are configured on this daemon")
+		}
+		if _, ok := m.Secret(n); !ok {
+			return paddock.Errorf(paddock.CodeBadRequest, "no secret named %s is configured on this daemon", n)
+		}
+	}
+	return nil
 }
 
 func operatorDir(dir string, p *paddock.Project) (string, error) {

@@ -155,8 +155,12 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	if access == "" {
 		access = paddock.AccessWrite
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO runs (id, project, access, created_at, removed_at, last_seq) VALUES (?, ?, ?, ?, ?, 0)`,
-		r.ID, r.Project, string(access), fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt))
+	secrets, err := encodeProtected(r.Secrets)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO runs (id, project, access, secrets, created_at, removed_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, 0)`,
+		r.ID, r.Project, string(access), secrets, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt))
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeConflict, "a run with id %q already exists", r.ID)
 	}
@@ -188,13 +192,14 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	return nil
 }
 
+// encodeProtected stores a list as JSON; nil stays NULL.
 func encodeProtected(p []string) (any, error) {
 	if p == nil {
 		return nil, nil
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
-		return nil, wrap("encode protected paths", err)
+		return nil, wrap("encode list", err)
 	}
 	return string(b), nil
 }
@@ -210,7 +215,7 @@ func encodeCheckpoint(c *paddock.Checkpoint) (any, error) {
 	return string(b), nil
 }
 
-const runCols = `r.id, r.project, r.access, r.created_at, r.removed_at, r.last_seq,
+const runCols = `r.id, r.project, r.access, r.secrets, r.created_at, r.removed_at, r.last_seq,
 	w.id, w.kind, w.root, w.fingerprint, w.base_ref, w.base_revision, w.branch, w.state, w.cleanup_policy,
 	w.reason, w.created_at, w.updated_at, w.retained_at, w.checkpoint`
 const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
@@ -218,16 +223,21 @@ const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
 func scanRun(row interface{ Scan(...any) error }) (*paddock.Run, error) {
 	var r paddock.Run
 	var created string
-	var removed sql.NullString
+	var removed, secrets sql.NullString
 	var wid, kind, root, fp, baseRef, baseRev, branch, state, policy, reason, wcreated, wupdated sql.NullString
 	var retained, checkpoint sql.NullString
-	if err := row.Scan(&r.ID, &r.Project, &r.Access, &created, &removed, &r.LastSeq,
+	if err := row.Scan(&r.ID, &r.Project, &r.Access, &secrets, &created, &removed, &r.LastSeq,
 		&wid, &kind, &root, &fp, &baseRef, &baseRev, &branch, &state, &policy,
 		&reason, &wcreated, &wupdated, &retained, &checkpoint); err != nil {
 		return nil, err
 	}
 	r.CreatedAt = parseTime(created)
 	r.RemovedAt = parseOptTime(removed)
+	if secrets.Valid {
+		if err := json.Unmarshal([]byte(secrets.String), &r.Secrets); err != nil {
+			return nil, fmt.Errorf("secrets of run %s: %w", r.ID, err)
+		}
+	}
 	if wid.Valid {
 		w := &paddock.Workspace{
 			ID: wid.String, RunID: r.ID, Kind: paddock.WorkspaceKind(kind.String), Root: root.String,

@@ -34,6 +34,11 @@ Access (what the run's agent may do to the workspace): write (default, every
 working tool), read (read, glob, grep, list and stat only), none (no workspace
 at all and no working tool; kind, base and dir do not apply).
 
+Secrets: --secret NAME gives the run's commands the daemon's secret NAME (from
+<state dir>/secrets/NAME or the daemon's PADDOCK_SECRET_NAME) in their
+environment. Only declared secrets are injected; their values are masked in
+every output paddock returns or records.
+
 Cleanup policy: on_reject (default) removes the files when the run is
 rejected; manual keeps them until 'paddock rm' or 'paddock gc'.
 
@@ -68,6 +73,7 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 	f.StringVar(&req.Dir, "dir", "", "directory to hand over, with --kind operator_dir (default the project root)")
 	f.StringVar(&req.CleanupPolicy, "cleanup", "", "cleanup policy: on_reject or manual (default on_reject)")
 	f.StringVar(&req.Access, "access", "", "workspace access: write, read or none (default write)")
+	f.StringArrayVar(&req.Secrets, "secret", nil, "give the run's commands this secret of the daemon's, by name (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print the run as JSON")
 	return cmd
 }

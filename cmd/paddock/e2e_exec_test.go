@@ -143,3 +143,30 @@ func TestRootlessDaemon(t *testing.T) {
 	}
 	cli(t, home, "reject", id).must(t)
 }
+
+// TestSecrets: a declared secret reaches the run's commands and never
+// appears unmasked in what paddock returns or records; an undeclared one
+// does not reach them at all.
+func TestSecrets(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	os.MkdirAll(filepath.Join(home, "secrets"), 0o700)
+	const value = "tok-5e3f9a1c-very-secret"
+	os.WriteFile(filepath.Join(home, "secrets", "API_TOKEN"), []byte(value+"\n"), 0o600)
+	os.WriteFile(filepath.Join(home, "secrets", "OTHER"), []byte("other-secret-value"), 0o600)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	cli(t, home, "create", "-p", "app", "--secret", "MISSING").wantCode(t, exitUsage, "no secret named MISSING")
+	cli(t, home, "create", "-p", "app", "--secret", "bad name").wantCode(t, exitUsage, "secret name")
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--secret", "API_TOKEN").must(t).out)
+	r := cli(t, home, "exec", id, "--", "sh", "-c", `echo "$API_TOKEN"; printf %s "$API_TOKEN" | base64; echo "other=$OTHER"; test -n "$API_TOKEN"`)
+	if r.code != 0 || strings.Contains(r.out, value) || strings.Count(r.out, "[REDACTED:API_TOKEN]") != 2 || !strings.Contains(r.out, "other=\n") {
+		t.Fatalf("exit %d\n%s", r.code, r.out)
+	}
+	cli(t, home, "exec", id, "--", "echo", value).must(t)
+	all := cli(t, home, "events", id, "--json").must(t).out + cli(t, home, "show", id, "--json").must(t).out
+	if strings.Contains(all, value) || strings.Contains(all, "other-secret-value") {
+		t.Fatal("a secret value reached the events or the run record")
+	}
+}

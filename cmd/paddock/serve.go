@@ -124,6 +124,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	}
 	m := &lifecycle.Manager{Store: store, Git: git, Providers: workspace.Providers(git, wsDir),
 		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger, SandboxUID: cfg.SandboxUID}
+	m.Secret = secretSource(home, a.getenv)
 	if os.Getuid() == 0 && m.SandboxUID == 0 {
 		m.SandboxUID = 65534 // nobody: commands never run as root
 		logger.Warn("the daemon runs as root; commands run as uid 65534 (set sandbox_uid in paddock.toml to choose)")
@@ -323,4 +324,16 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// secretSource finds a secret's value in <home>/secrets/NAME (a file, best
+// kept 0600), else in the daemon's environment as PADDOCK_SECRET_NAME.
+func secretSource(home string, getenv func(string) string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if b, err := os.ReadFile(filepath.Join(home, "secrets", name)); err == nil {
+			return strings.TrimRight(string(b), "\r\n"), true
+		}
+		v := getenv(paddock.EnvPrefix + "SECRET_" + name)
+		return v, v != ""
+	}
 }
