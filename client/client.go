@@ -279,3 +279,57 @@ func (c *Client) Exec(ctx context.Context, id string, req paddock.ExecRequest) (
 	var res ExecResult
 	return &res, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/exec", req, &res)
 }
+
+// ExecStream runs a command like Exec, writing its output to stdout and
+// stderr as it comes; the result it returns has no output of its own.
+func (c *Client) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*ExecResult, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/runs/"+url.PathEscape(id)+"/exec/stream", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, &unreachableError{err}
+		}
+		return nil, fmt.Errorf("paddock: exec: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "application/x-ndjson" {
+		var env envelope
+		if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || env.Error == nil {
+			return nil, fmt.Errorf("paddock: exec: status %d", resp.StatusCode)
+		}
+		return nil, env.Error
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var line struct {
+			Stream string         `json:"stream"`
+			Data   []byte         `json:"data"`
+			Result *ExecResult    `json:"result"`
+			Error  *paddock.Error `json:"error"`
+		}
+		if err := dec.Decode(&line); err != nil {
+			return nil, fmt.Errorf("paddock: exec: the stream ended early: %w", err)
+		}
+		switch {
+		case line.Error != nil:
+			return nil, line.Error
+		case line.Result != nil:
+			return line.Result, nil
+		case line.Stream == "stdout" && stdout != nil:
+			stdout.Write(line.Data)
+		case line.Stream == "stderr" && stderr != nil:
+			stderr.Write(line.Data)
+		}
+	}
+}

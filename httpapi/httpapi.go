@@ -19,6 +19,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -33,6 +34,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -251,6 +253,7 @@ func (s *Server) routes() http.Handler {
 		}
 		return m.Exec(r.Context(), r.PathValue("id"), req)
 	})
+	mux.HandleFunc("POST /v1/runs/{id}/exec/stream", s.execStream)
 	handle("POST /v1/runs/{id}/inbox", func(r *http.Request) (any, error) {
 		lim := s.InboxLimits
 		if lim.MaxFile == 0 {
@@ -275,6 +278,62 @@ func (s *Server) routes() http.Handler {
 	})
 	return mux
 }
+
+// StreamLine is one line of POST /v1/runs/{id}/exec/stream, an NDJSON
+// stream: output chunks as they come (base64, masked), then one line with the
+// result or the error.
+type StreamLine struct {
+	Stream string                `json:"stream,omitempty"` // stdout or stderr
+	Data   []byte                `json:"data,omitempty"`   // base64 in JSON
+	Result *lifecycle.ExecResult `json:"result,omitempty"`
+	Error  *paddock.Error        `json:"error,omitempty"`
+}
+
+// execStream runs a command and streams its output. Errors before the
+// command starts are ordinary envelopes; after that they end the stream.
+func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
+	var req paddock.ExecRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	fl, _ := w.(http.Flusher)
+	var mu sync.Mutex
+	enc := json.NewEncoder(w)
+	send := func(line StreamLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		enc.Encode(line)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	chunk := func(name string) io.Writer {
+		return writerFunc(func(p []byte) (int, error) {
+			send(StreamLine{Stream: name, Data: bytes.Clone(p)})
+			return len(p), nil
+		})
+	}
+	res, err := s.Manager.ExecStream(r.Context(), r.PathValue("id"), req, chunk("stdout"), chunk("stderr"))
+	if err != nil {
+		var pe *paddock.Error
+		if !errors.As(err, &pe) || pe.Code == paddock.CodeInternal {
+			s.log().Error("exec failed", "path", r.URL.Path, "err", err)
+			pe = &paddock.Error{Code: paddock.CodeInternal, Message: "internal error (details are in the daemon log)"}
+		}
+		send(StreamLine{Error: pe})
+		return
+	}
+	res.Stdout, res.Stderr = "", "" // already streamed
+	send(StreamLine{Result: res})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // events answers GET /v1/runs/{id}/events?after=SEQ&limit=N&wait=DURATION.
 // With wait, an empty answer is held until an event arrives or wait passes.

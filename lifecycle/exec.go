@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"encoding/base64"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -56,6 +57,12 @@ func baseEnv(workspace string) []string {
 // Exec runs a command in the run's workspace, confined by the sandbox, and
 // records it (the command, its outcome, and the enforcement it got).
 func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*ExecResult, error) {
+	return m.ExecStream(ctx, id, req, nil, nil)
+}
+
+// ExecStream is Exec that also passes the output, masked, to stdout and
+// stderr as it comes (either may be nil).
+func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*ExecResult, error) {
 	r, err := m.Run(ctx, id)
 	if err != nil {
 		return nil, err
@@ -108,6 +115,15 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 		}
 	}
 	red := redact.New(values)
+	var liveOut, liveErr *redact.Writer
+	if stdout != nil {
+		liveOut = red.NewWriter(stdout)
+		defer liveOut.Close()
+	}
+	if stderr != nil {
+		liveErr = red.NewWriter(stderr)
+		defer liveErr.Close()
+	}
 	spec := sandbox.Spec{
 		Argv:      req.Argv,
 		Workspace: r.Workspace.Root,
@@ -124,6 +140,8 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 		},
 		Env:           env,
 		Limits:        limits,
+		Stdout:        writerOrNil(liveOut),
+		Stderr:        writerOrNil(liveErr),
 		UID:           m.SandboxUID,
 		GID:           m.SandboxUID,
 		AllowDegraded: req.AllowDegraded,
@@ -147,6 +165,14 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 		return nil, err
 	}
 	return out, nil
+}
+
+// writerOrNil keeps a nil *redact.Writer from becoming a non-nil io.Writer.
+func writerOrNil(w *redact.Writer) io.Writer {
+	if w == nil {
+		return nil
+	}
+	return w
 }
 
 // parseNet reads "none", "host" or "allow=DOMAIN,…".

@@ -26,3 +26,34 @@ func TestForms(t *testing.T) {
 		t.Error("not idempotent")
 	}
 }
+
+func TestStreamSplitsAnywhere(t *testing.T) {
+	const v = "s3cr3t-token-value"
+	r := New(map[string]string{"T": v})
+	text := "start " + v + " middle " + base64.StdEncoding.EncodeToString([]byte(v)) + " end " + v
+	want := r.String(text)
+	// Every way of cutting the text into two or three writes.
+	for i := 0; i <= len(text); i++ {
+		for j := i; j <= len(text); j += 7 {
+			var out strings.Builder
+			w := r.NewWriter(&out)
+			w.Write([]byte(text[:i]))
+			w.Write([]byte(text[i:j]))
+			w.Write([]byte(text[j:]))
+			w.Close()
+			if out.String() != want {
+				t.Fatalf("cut at %d and %d: %q", i, j, out.String())
+			}
+		}
+	}
+	// Byte by byte.
+	var out strings.Builder
+	w := r.NewWriter(&out)
+	for i := 0; i < len(text); i++ {
+		w.Write([]byte{text[i]})
+	}
+	w.Close()
+	if out.String() != want {
+		t.Fatalf("byte by byte: %q", out.String())
+	}
+}

@@ -139,8 +139,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			Pdeathsig:                  syscall.SIGKILL,
 		},
 	}
-	out := &capped{limit: spec.Limits.Output}
-	errb := &capped{limit: spec.Limits.Output}
+	out := &capped{limit: spec.Limits.Output, live: spec.Stdout}
+	errb := &capped{limit: spec.Limits.Output, live: spec.Stderr}
 	cmd.Stdout, cmd.Stderr = out, errb
 
 	start := time.Now()
@@ -234,20 +234,25 @@ type capped struct {
 	buf       bytes.Buffer
 	limit     int64
 	truncated bool
+	live      io.Writer // also gets what is kept, as it comes
 }
 
 func (c *capped) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	kept := p
 	if room := c.limit - int64(c.buf.Len()); room > 0 {
 		if int64(len(p)) > room {
-			c.buf.Write(p[:room])
+			kept = p[:room]
 			c.truncated = true
-		} else {
-			c.buf.Write(p)
 		}
-	} else if len(p) > 0 {
-		c.truncated = true
+		c.buf.Write(kept)
+	} else {
+		kept = nil
+		c.truncated = c.truncated || len(p) > 0
+	}
+	if c.live != nil && len(kept) > 0 {
+		c.live.Write(kept) // a slow or gone reader must not stop the command
 	}
 	return len(p), nil
 }

@@ -53,6 +53,7 @@
 package sandbox
 
 import (
+	"io"
 	"time"
 )
 
@@ -134,6 +135,11 @@ type Spec struct {
 	// Decide is told every connection the proxy of an "allow" network
 	// allows or denies.
 	Decide func(ProxyDecision) `json:"-"`
+	// Stdout and Stderr, if set, also receive the output as it comes (the
+	// Result keeps its capped copy either way). Each is written from one
+	// goroutine at a time, the two concurrently.
+	Stdout io.Writer `json:"-"`
+	Stderr io.Writer `json:"-"`
 	// Env is the command's whole environment; nothing is inherited.
 	Env    []string `json:"env"`
 	Limits Limits   `json:"limits"`

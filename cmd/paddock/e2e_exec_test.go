@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
 )
 
 // TestExecEndToEnd runs confined commands through the CLI against a real
@@ -29,15 +32,15 @@ func TestExecEndToEnd(t *testing.T) {
 		t.Skipf("the sandbox cannot run here:\n%s", r.out)
 	}
 	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
-	r := cli(t, home, "exec", id, "--", "sh", "-c", "echo hi; cat README.md; echo made > made.txt")
-	if r.code != 0 || r.out != "hi\nhello\n" {
+	r := cli(t, home, "exec", id, "--", "sh", "-c", "echo hi; cat README.md; echo made > made.txt; echo oops >&2")
+	if r.code != 0 || r.out != "hi\nhello\n" || r.err != "oops\n" {
 		t.Fatalf("exec: exit %d\n%s\n%s", r.code, r.out, r.err)
 	}
 	run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
 	if b, _ := os.ReadFile(filepath.Join(run.Workspace.Root, "made.txt")); string(b) != "made\n" {
 		t.Fatal("the command's write did not land in the workspace")
 	}
-	if r := cli(t, home, "exec", id, "--output", "100", "--", "sh", "-c", "yes | head -c 100000"); r.code != 0 || len(r.out) > 200 || !strings.Contains(r.out, "truncated") {
+	if r := cli(t, home, "exec", id, "--output", "100", "--", "sh", "-c", "yes | head -c 100000"); r.code != 0 || len(r.out) != 100 || !strings.Contains(r.err, "cut at the limit") {
 		t.Fatalf("output limit: exit %d, %d bytes", r.code, len(r.out))
 	}
 	if r := cli(t, home, "exec", id, "--timeout", "300ms", "--", "sleep", "30"); r.code == 0 || !strings.Contains(r.err, "time limit") {
@@ -170,3 +173,33 @@ func TestSecrets(t *testing.T) {
 		t.Fatal("a secret value reached the events or the run record")
 	}
 }
+
+// TestExecStreams: output reaches the client while the command still runs.
+func TestExecStreams(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 1)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	c := client.Unix(filepath.Join(home, "paddock.sock"))
+	start := time.Now()
+	var firstAt time.Duration
+	out := writerFunc(func(p []byte) (int, error) {
+		if firstAt == 0 && strings.Contains(string(p), "first") {
+			firstAt = time.Since(start)
+		}
+		return len(p), nil
+	})
+	res, err := c.ExecStream(context.Background(), id, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo first; sleep 2; echo second"}}, out, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if total := time.Since(start); firstAt == 0 || total-firstAt < time.Second {
+		t.Fatalf("the first line came at %v of %v: not streamed", firstAt, total)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

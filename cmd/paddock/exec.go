@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -69,7 +68,12 @@ not found. --json prints the whole result instead and exits 0.`,
 			if err != nil {
 				return &execError{execFailed, err}
 			}
-			res, err := c.Exec(cmd.Context(), args[0], req)
+			var res *client.ExecResult
+			if asJSON {
+				res, err = c.Exec(cmd.Context(), args[0], req)
+			} else {
+				res, err = c.ExecStream(cmd.Context(), args[0], req, a.stdout, a.stderr)
+			}
 			if err != nil {
 				code := execFailed
 				switch paddock.ErrorCode(err) {
@@ -109,14 +113,11 @@ not found. --json prints the whole result instead and exits 0.`,
 	return cmd
 }
 
+// printOutput reports how a streamed command ended (its output is already out).
 func printOutput(a *app, res *client.ExecResult) {
-	out, errOut := []byte(res.Stdout), []byte(res.Stderr)
-	if res.OutputEncoding == "base64" {
-		out, _ = base64.StdEncoding.DecodeString(res.Stdout)
-		errOut, _ = base64.StdEncoding.DecodeString(res.Stderr)
+	if res.Truncated {
+		fmt.Fprintln(a.stderr, "paddock: output was cut at the limit")
 	}
-	a.stdout.Write(out)
-	a.stderr.Write(errOut)
 	if res.TimedOut {
 		fmt.Fprintln(a.stderr, "paddock: the command was stopped at its time limit")
 	}

@@ -1,0 +1,70 @@
+package redact
+
+import (
+	"bytes"
+	"io"
+)
+
+// Writer masks secrets in a stream: a secret split across two writes is
+// still masked. It holds back only what could be the start of a secret
+// whose end has not arrived yet, and emits it on the next write or on Close.
+type Writer struct {
+	r       *Redactor
+	w       io.Writer
+	pending []byte
+}
+
+// NewWriter returns a Writer that masks r's secrets in what it passes to w.
+func (r *Redactor) NewWriter(w io.Writer) *Writer { return &Writer{r: r, w: w} }
+
+// Write masks and passes on as much of p as is safe.
+func (s *Writer) Write(p []byte) (int, error) {
+	s.pending = append(s.pending, p...)
+	cut := s.safeCut()
+	if cut > 0 {
+		if _, err := s.w.Write(s.r.Bytes(s.pending[:cut])); err != nil {
+			return 0, err
+		}
+		s.pending = append(s.pending[:0], s.pending[cut:]...)
+	}
+	return len(p), nil
+}
+
+// Close passes on what is held back.
+func (s *Writer) Close() error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	_, err := s.w.Write(s.r.Bytes(s.pending))
+	s.pending = s.pending[:0]
+	return err
+}
+
+// safeCut returns how much of pending can be masked and emitted: up to the
+// earliest position where a secret might begin but not yet end, moved back
+// to the start of any whole secret that position would split.
+func (s *Writer) safeCut() int {
+	cut := len(s.pending)
+	for _, p := range s.r.pairs {
+		f := p.find
+		// A proper prefix of f at the end of pending.
+		for k := min(len(f)-1, len(s.pending)); k > 0; k-- {
+			if bytes.HasSuffix(s.pending, f[:k]) {
+				cut = min(cut, len(s.pending)-k)
+				break
+			}
+		}
+	}
+	// Do not split a whole occurrence that straddles the cut.
+	for moved := true; moved; {
+		moved = false
+		for _, p := range s.r.pairs {
+			f := p.find
+			from := max(0, cut-len(f)+1)
+			if i := bytes.Index(s.pending[from:], f); i >= 0 && from+i < cut && from+i+len(f) > cut {
+				cut, moved = from+i, true
+			}
+		}
+	}
+	return cut
+}
