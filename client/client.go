@@ -258,31 +258,15 @@ func (c *Client) Deliver(ctx context.Context, id, name string, body io.Reader) (
 	return &res, c.doRaw(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/inbox?name="+url.QueryEscape(name), body, "application/octet-stream", &res)
 }
 
-// ExecResult is how a confined command ended (see lifecycle.ExecResult).
-type ExecResult struct {
-	ExitCode       int             `json:"exit_code"`
-	Signal         string          `json:"signal,omitempty"`
-	TimedOut       bool            `json:"timed_out,omitempty"`
-	DurationMS     float64         `json:"duration_ms"`
-	CPUMS          float64         `json:"cpu_ms"`
-	MaxRSS         int64           `json:"max_rss_bytes"`
-	Stdout         string          `json:"stdout"`
-	Stderr         string          `json:"stderr"`
-	OutputEncoding string          `json:"output_encoding"`
-	Truncated      bool            `json:"truncated,omitempty"`
-	Denied         []string        `json:"denied,omitempty"`
-	Enforcement    json.RawMessage `json:"enforcement"`
-}
-
 // Exec runs a command in a run's workspace, confined, and returns its result.
-func (c *Client) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*ExecResult, error) {
-	var res ExecResult
+func (c *Client) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*paddock.ExecResult, error) {
+	var res paddock.ExecResult
 	return &res, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/exec", req, &res)
 }
 
 // ExecStream runs a command like Exec, writing its output to stdout and
 // stderr as it comes; the result it returns has no output of its own.
-func (c *Client) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*ExecResult, error) {
+func (c *Client) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -313,10 +297,10 @@ func (c *Client) ExecStream(ctx context.Context, id string, req paddock.ExecRequ
 	dec := json.NewDecoder(resp.Body)
 	for {
 		var line struct {
-			Stream string         `json:"stream"`
-			Data   []byte         `json:"data"`
-			Result *ExecResult    `json:"result"`
-			Error  *paddock.Error `json:"error"`
+			Stream string              `json:"stream"`
+			Data   []byte              `json:"data"`
+			Result *paddock.ExecResult `json:"result"`
+			Error  *paddock.Error      `json:"error"`
 		}
 		if err := dec.Decode(&line); err != nil {
 			return nil, fmt.Errorf("paddock: exec: the stream ended early: %w", err)

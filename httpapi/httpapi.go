@@ -283,10 +283,10 @@ func (s *Server) routes() http.Handler {
 // stream: output chunks as they come (base64, masked), then one line with the
 // result or the error.
 type StreamLine struct {
-	Stream string                `json:"stream,omitempty"` // stdout or stderr
-	Data   []byte                `json:"data,omitempty"`   // base64 in JSON
-	Result *lifecycle.ExecResult `json:"result,omitempty"`
-	Error  *paddock.Error        `json:"error,omitempty"`
+	Stream string              `json:"stream,omitempty"` // stdout or stderr
+	Data   []byte              `json:"data,omitempty"`   // base64 in JSON
+	Result *paddock.ExecResult `json:"result,omitempty"`
+	Error  *paddock.Error      `json:"error,omitempty"`
 }
 
 // execStream runs a command and streams its output. Errors before the

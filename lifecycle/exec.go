@@ -25,23 +25,6 @@ const (
 	maxProtectedInSandbox = 256
 )
 
-// ExecResult is the answer of Exec: how the command ended, its output, and
-// exactly what confinement it got.
-type ExecResult struct {
-	ExitCode       int                 `json:"exit_code"`
-	Signal         string              `json:"signal,omitempty"`
-	TimedOut       bool                `json:"timed_out,omitempty"`
-	DurationMS     float64             `json:"duration_ms"`
-	CPUMS          float64             `json:"cpu_ms"`
-	MaxRSS         int64               `json:"max_rss_bytes"`
-	Stdout         string              `json:"stdout"`
-	Stderr         string              `json:"stderr"`
-	OutputEncoding string              `json:"output_encoding"` // utf-8, or base64 when the output is not text
-	Truncated      bool                `json:"truncated,omitempty"`
-	Denied         []string            `json:"denied,omitempty"`
-	Enforcement    sandbox.Enforcement `json:"enforcement"`
-}
-
 // baseEnv is every command's environment before the request's additions.
 func baseEnv(workspace string) []string {
 	return []string{
@@ -56,13 +39,13 @@ func baseEnv(workspace string) []string {
 
 // Exec runs a command in the run's workspace, confined by the sandbox, and
 // records it (the command, its outcome, and the enforcement it got).
-func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*ExecResult, error) {
+func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*paddock.ExecResult, error) {
 	return m.ExecStream(ctx, id, req, nil, nil)
 }
 
 // ExecStream is Exec that also passes the output, masked, to stdout and
 // stderr as it comes (either may be nil).
-func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*ExecResult, error) {
+func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
 	r, err := m.Run(ctx, id)
 	if err != nil {
 		return nil, err
@@ -153,7 +136,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		return nil, err
 	}
 	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)
-	out := &ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
+	out := &paddock.ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
 		DurationMS: ms(res.Duration), CPUMS: ms(res.CPU), MaxRSS: res.MaxRSS, Truncated: res.Truncated,
 		Denied: res.Denied, Enforcement: res.Enforcement, OutputEncoding: "utf-8",
 		Stdout: string(res.Stdout), Stderr: string(res.Stderr)}
@@ -214,7 +197,7 @@ func protectedIn(root string, patterns []string) []string {
 }
 
 // recordExec appends the exec event and, if the sandbox ran, what it enforced.
-func (m *Manager) recordExec(ctx context.Context, id string, req paddock.ExecRequest, res *ExecResult, runErr error) error {
+func (m *Manager) recordExec(ctx context.Context, id string, req paddock.ExecRequest, res *paddock.ExecResult, runErr error) error {
 	return m.update(ctx, func(tx paddock.Tx) error {
 		data := map[string]any{"argv": req.Argv, "dir": req.Dir, "net": req.Net}
 		if runErr != nil {

@@ -58,7 +58,7 @@ func HelperMain() {
 		finish(125)
 	}
 	cfg.Close()
-	spec.Limits = spec.Limits.withDefaults()
+	spec.Limits = withDefaults(spec.Limits)
 	if err := setup(&spec, &rep.Enforcement); err != nil {
 		rep.Error = err.Error()
 		var ue unsupportedError
@@ -136,7 +136,7 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 // setup builds the view and locks the helper down; what it enforced goes into e.
 func setup(spec *Spec, e *Enforcement) error {
 	e.Namespaces = []string{"user", "mount", "pid", "ipc", "uts"}
-	e.Net = spec.Net
+	e.Net = string(spec.Net)
 	if spec.Net != NetHost {
 		e.Namespaces = append(e.Namespaces, "net")
 	}

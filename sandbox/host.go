@@ -63,7 +63,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if spec.GID == 0 {
 		spec.GID = spec.UID
 	}
-	spec.Limits = spec.Limits.withDefaults()
+	spec.Limits = withDefaults(spec.Limits)
 	if spec.Net == NetAllow {
 		px := &Proxy{Allow: spec.Allow, Decide: spec.Decide}
 		sock, err := px.Start(spec.UID)

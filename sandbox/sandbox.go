@@ -55,6 +55,8 @@ package sandbox
 import (
 	"io"
 	"time"
+
+	"github.com/paddock-dev/paddock"
 )
 
 // HelperArg is argv[1] of the helper process. main must call HelperMain
@@ -71,15 +73,7 @@ const (
 )
 
 // Limits bound one command. Zero fields take the defaults.
-type Limits struct {
-	Wall     time.Duration `json:"wall"`
-	CPU      time.Duration `json:"cpu"`
-	Procs    int           `json:"procs"`
-	Memory   int64         `json:"memory"` // address space, bytes
-	FileSize int64         `json:"file_size"`
-	Output   int64         `json:"output"` // stdout and stderr each
-	Tmp      int64         `json:"tmp"`    // size of /tmp
-}
+type Limits = paddock.CommandLimits
 
 // DefaultLimits are applied where a Spec leaves a limit at zero.
 var DefaultLimits = Limits{
@@ -92,7 +86,7 @@ var DefaultLimits = Limits{
 	Tmp:      512 << 20,
 }
 
-func (l Limits) withDefaults() Limits {
+func withDefaults(l Limits) Limits {
 	d := DefaultLimits
 	if l.Wall > 0 {
 		d.Wall = l.Wall
@@ -156,23 +150,8 @@ type Spec struct {
 	ProxySocket string `json:"proxy_socket,omitempty"`
 }
 
-// Enforcement records what a command actually got. It is what the agent is
-// told; it must equal what was enforced.
-type Enforcement struct {
-	Namespaces  []string `json:"namespaces"`
-	UID         int      `json:"uid"`
-	Landlock    int      `json:"landlock_abi"`
-	Seccomp     bool     `json:"seccomp"`
-	NoNewPrivs  bool     `json:"no_new_privs"`
-	Caps        string   `json:"capabilities"`
-	Net         Net      `json:"net"`
-	Allow       []string `json:"allow,omitempty"`
-	ReadOnly    bool     `json:"read_only"`
-	ReadOnlyIn  []string `json:"read_only_paths,omitempty"`
-	Limits      Limits   `json:"limits"`
-	Degraded    []string `json:"degraded,omitempty"`
-	HelperError string   `json:"helper_error,omitempty"`
-}
+// Enforcement records what a command actually got.
+type Enforcement = paddock.Enforcement
 
 // Result is how a command ended.
 type Result struct {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/client"
 	"github.com/spf13/cobra"
 )
 
@@ -68,7 +67,7 @@ not found. --json prints the whole result instead and exits 0.`,
 			if err != nil {
 				return &execError{execFailed, err}
 			}
-			var res *client.ExecResult
+			var res *paddock.ExecResult
 			if asJSON {
 				res, err = c.Exec(cmd.Context(), args[0], req)
 			} else {
@@ -114,7 +113,7 @@ not found. --json prints the whole result instead and exits 0.`,
 }
 
 // printOutput reports how a streamed command ended (its output is already out).
-func printOutput(a *app, res *client.ExecResult) {
+func printOutput(a *app, res *paddock.ExecResult) {
 	if res.Truncated {
 		fmt.Fprintln(a.stderr, "paddock: output was cut at the limit")
 	}

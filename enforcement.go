@@ -1,0 +1,49 @@
+package paddock
+
+import "time"
+
+// CommandLimits bound one confined command. Zero fields take the sandbox's
+// defaults.
+type CommandLimits struct {
+	Wall     time.Duration `json:"wall"`
+	CPU      time.Duration `json:"cpu"`
+	Procs    int           `json:"procs"`
+	Memory   int64         `json:"memory"` // address space, bytes
+	FileSize int64         `json:"file_size"`
+	Output   int64         `json:"output"` // stdout and stderr each
+	Tmp      int64         `json:"tmp"`    // size of /tmp
+}
+
+// Enforcement records what a confined command actually got. It is what the
+// agent is told, and it must equal what was enforced (invariant 7).
+type Enforcement struct {
+	Namespaces []string      `json:"namespaces"`
+	UID        int           `json:"uid"`
+	Landlock   int           `json:"landlock_abi"`
+	Seccomp    bool          `json:"seccomp"`
+	NoNewPrivs bool          `json:"no_new_privs"`
+	Caps       string        `json:"capabilities"`
+	Net        string        `json:"net"`
+	Allow      []string      `json:"allow,omitempty"`
+	ReadOnly   bool          `json:"read_only"`
+	ReadOnlyIn []string      `json:"read_only_paths,omitempty"`
+	Limits     CommandLimits `json:"limits"`
+	Degraded   []string      `json:"degraded,omitempty"`
+}
+
+// ExecResult is how a confined command ended: its status, resource use,
+// output (masked) and exactly what confinement it got.
+type ExecResult struct {
+	ExitCode       int         `json:"exit_code"`
+	Signal         string      `json:"signal,omitempty"`
+	TimedOut       bool        `json:"timed_out,omitempty"`
+	DurationMS     float64     `json:"duration_ms"`
+	CPUMS          float64     `json:"cpu_ms"`
+	MaxRSS         int64       `json:"max_rss_bytes"`
+	Stdout         string      `json:"stdout"`
+	Stderr         string      `json:"stderr"`
+	OutputEncoding string      `json:"output_encoding"` // utf-8, or base64 when the output is not text
+	Truncated      bool        `json:"truncated,omitempty"`
+	Denied         []string    `json:"denied,omitempty"`
+	Enforcement    Enforcement `json:"enforcement"`
+}
