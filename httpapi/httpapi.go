@@ -40,6 +40,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/tools"
 )
 
@@ -452,14 +453,18 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, Status(pe.Code), envelope{Error: pe})
 }
 
+// writeJSON answers with v, passed through the redaction funnel: no
+// credential shape leaves the daemon in an answer, whatever its source.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	w.Write(redact.Shapes(buf.Bytes()))
 }
 
 // fail answers with err. An internal error is logged in full under a fresh

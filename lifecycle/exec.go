@@ -87,17 +87,15 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		return nil, err
 	}
 	env := append(baseEnv(r.Workspace.Root), req.Env...)
-	values := map[string]string{}
 	for _, n := range r.Secrets {
 		if m.Secret == nil {
 			break
 		}
 		if v, ok := m.Secret(n); ok {
-			values[n] = v
 			env = append(env, n+"="+v)
 		}
 	}
-	red := redact.New(values)
+	red := m.redactor(r)
 	var liveOut, liveErr *redact.Writer
 	if stdout != nil {
 		liveOut = red.NewWriter(stdout)

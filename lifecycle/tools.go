@@ -1,12 +1,15 @@
 package lifecycle
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"reflect"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/tools"
 )
 
@@ -85,13 +88,47 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 	}
 	defer root.Close()
 	res, outcome := t.Call(ctx, root, args)
+	red := m.redactor(r)
+	outcome.Args = json.RawMessage(red.Bytes(outcome.Args))
 	if err := m.recordTool(ctx, id, outcome); err != nil {
 		return nil, err
 	}
 	if err := tools.Err(res); err != nil {
 		return nil, err
 	}
-	return res, nil
+	return redactValue(red, res)
+}
+
+// redactor masks a run's declared secrets and every credential shape.
+func (m *Manager) redactor(r *paddock.Run) *redact.Redactor {
+	values := map[string]string{}
+	for _, n := range r.Secrets {
+		if m.Secret == nil {
+			break
+		}
+		if v, ok := m.Secret(n); ok {
+			values[n] = v
+		}
+	}
+	return redact.New(values)
+}
+
+// redactValue passes a tool's result through the funnel and returns it with
+// its own type: encoded, masked, and decoded again only if something was masked.
+func redactValue(red *redact.Redactor, v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, internal("encoding a tool result failed", err)
+	}
+	masked := red.Bytes(raw)
+	if bytes.Equal(masked, raw) {
+		return v, nil
+	}
+	out := reflect.New(reflect.TypeOf(v).Elem())
+	if err := json.Unmarshal(masked, out.Interface()); err != nil {
+		return json.RawMessage(masked), nil
+	}
+	return out.Interface(), nil
 }
 
 func rule(err error) string {

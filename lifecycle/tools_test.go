@@ -155,3 +155,29 @@ func TestInboxDelivery(t *testing.T) {
 	_, err = e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":".paddock/inbox/x.txt","content":"x"}`))
 	mustCode(t, err, paddock.CodeForbidden)
 }
+
+// TestToolResultsAreRedacted: what a tool returns passes the funnel: a
+// credential in a file the agent reads is masked, in read and in grep.
+func TestToolResultsAreRedacted(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.project(t)
+	r := e.create(t, paddock.KindClone, "")
+	key := "AKIAIOSFODNN7EXAMPLE"
+	os.WriteFile(filepath.Join(r.Workspace.Root, "config.env"), []byte("AWS_ACCESS_KEY_ID="+key+"\n"), 0o644)
+	res, err := e.m.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"config.env"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := res.(*tools.ReadResult)
+	if strings.Contains(rr.Content, key) || !strings.Contains(rr.Content, "[REDACTED:aws_access_key]") {
+		t.Fatalf("read: %q", rr.Content)
+	}
+	res, err = e.m.CallTool(ctx, r.ID, "grep", json.RawMessage(`{"pattern":"AWS_ACCESS"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res); bytes.Contains(b, []byte(key)) {
+		t.Fatalf("grep: %s", b)
+	}
+}

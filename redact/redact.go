@@ -1,11 +1,13 @@
-// Package redact masks secret values in output before paddock stores or
-// returns it. A secret is masked in the forms a command is likely to print
-// it: as is, base64 (standard and URL alphabets, padded or not), URL-encoded
-// and hex.
+// Package redact is the funnel every output passes through before paddock
+// stores or returns it: tool results, command output, events, API answers
+// and logs.
 //
-// This covers the values of the secrets a run declared. Well-known credential
-// shapes (cloud keys, forge tokens, private keys) and streaming across chunk
-// boundaries belong to the protocol's redaction funnel.
+// It masks the values of the secrets a run declared, in the forms a command
+// is likely to print them (as is, base64 in both alphabets with and without
+// padding, URL-encoded, hex), and well-known credential shapes whoever they
+// belong to (cloud keys, forge tokens, API keys, private key blocks, JWTs,
+// bearer headers). Masking is idempotent. Writer does the same for a stream:
+// a secret split across writes is still masked.
 package redact
 
 import (
@@ -55,15 +57,17 @@ func New(secrets map[string]string) *Redactor {
 	return r
 }
 
-// Bytes returns b with every secret form masked. It is idempotent: masked
-// output holds no form of a secret, so masking it again changes nothing.
+// Bytes returns b with every declared secret form and every credential shape
+// masked. It is idempotent. A nil Redactor masks shapes only.
 func (r *Redactor) Bytes(b []byte) []byte {
-	for _, p := range r.pairs {
-		if bytes.Contains(b, p.find) {
-			b = bytes.ReplaceAll(b, p.find, p.mask)
+	if r != nil {
+		for _, p := range r.pairs {
+			if bytes.Contains(b, p.find) {
+				b = bytes.ReplaceAll(b, p.find, p.mask)
+			}
 		}
 	}
-	return b
+	return Shapes(b)
 }
 
 // String is Bytes for strings.

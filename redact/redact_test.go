@@ -57,3 +57,40 @@ func TestStreamSplitsAnywhere(t *testing.T) {
 		t.Fatalf("byte by byte: %q", out.String())
 	}
 }
+
+func TestShapes(t *testing.T) {
+	cases := map[string]string{
+		"key AKIAIOSFODNN7EXAMPLE here":                                   "key [REDACTED:aws_access_key] here",
+		"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": "aws_secret_access_key = [REDACTED:aws_secret_key]",
+		"token ghp_" + strings.Repeat("a", 36):                              "token [REDACTED:github_token]",
+		"Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345":            "Authorization: Bearer [REDACTED:bearer]",
+		"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U": "jwt [REDACTED:jwt]",
+		"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\nafter": "[REDACTED:private_key]\nafter",
+		"ANTHROPIC_API_KEY=sk-ant-api03-" + strings.Repeat("x", 30):          "ANTHROPIC_API_KEY=[REDACTED:api_key]",
+		"nothing secret here: sk-short, AKIA123":                            "nothing secret here: sk-short, AKIA123",
+	}
+	for in, want := range cases {
+		got := string(Shapes([]byte(in)))
+		if got != want {
+			t.Errorf("%q\n got %q\nwant %q", in, got, want)
+		}
+		if again := string(Shapes([]byte(got))); again != got {
+			t.Errorf("not idempotent: %q -> %q", got, again)
+		}
+	}
+}
+
+func TestStreamShapes(t *testing.T) {
+	text := "line one\nkey AKIAIOSFODNN7EXAMPLE end\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY-----\ntail"
+	want := string(Shapes([]byte(text)))
+	for i := 0; i <= len(text); i++ {
+		var out strings.Builder
+		w := (*Redactor)(nil).NewWriter(&out)
+		w.Write([]byte(text[:i]))
+		w.Write([]byte(text[i:]))
+		w.Close()
+		if out.String() != want {
+			t.Fatalf("cut at %d: %q", i, out.String())
+		}
+	}
+}

@@ -6,8 +6,11 @@ import (
 )
 
 // Writer masks secrets in a stream: a secret split across two writes is
-// still masked. It holds back only what could be the start of a secret
-// whose end has not arrived yet, and emits it on the next write or on Close.
+// still masked. It holds back what could be the start of a secret whose end
+// has not arrived yet — a proper prefix of a declared secret's form, the
+// unfinished last line (credential shapes hold no newline), an unfinished
+// private key block — and emits it on a later write or on Close. What is held
+// back is bounded by MaxHold.
 type Writer struct {
 	r       *Redactor
 	w       io.Writer
@@ -40,12 +43,25 @@ func (s *Writer) Close() error {
 	return err
 }
 
+// MaxHold bounds what a Writer holds back; a line or key block longer than
+// that is emitted, masked as far as it goes.
+const MaxHold = 64 << 10
+
 // safeCut returns how much of pending can be masked and emitted: up to the
 // earliest position where a secret might begin but not yet end, moved back
 // to the start of any whole secret that position would split.
 func (s *Writer) safeCut() int {
 	cut := len(s.pending)
-	for _, p := range s.r.pairs {
+	// The unfinished last line, and an unfinished private key block.
+	if i := bytes.LastIndexByte(s.pending, '\n'); len(s.pending)-(i+1) < MaxHold {
+		cut = i + 1
+	}
+
+	var pairs []pair
+	if s.r != nil {
+		pairs = s.r.pairs
+	}
+	for _, p := range pairs {
 		f := p.find
 		// A proper prefix of f at the end of pending.
 		for k := min(len(f)-1, len(s.pending)); k > 0; k-- {
@@ -55,10 +71,15 @@ func (s *Writer) safeCut() int {
 			}
 		}
 	}
+	// Do not split a private key block: keep it whole from its BEGIN line.
+	if i := bytes.LastIndex(s.pending[:cut], []byte("-----BEGIN ")); i >= 0 &&
+		!privateKeyBlock.Match(s.pending[i:cut]) && cut-i < MaxHold {
+		cut = i
+	}
 	// Do not split a whole occurrence that straddles the cut.
 	for moved := true; moved; {
 		moved = false
-		for _, p := range s.r.pairs {
+		for _, p := range pairs {
 			f := p.find
 			from := max(0, cut-len(f)+1)
 			if i := bytes.Index(s.pending[from:], f); i >= 0 && from+i < cut && from+i+len(f) > cut {

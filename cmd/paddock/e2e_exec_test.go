@@ -168,8 +168,16 @@ func TestSecrets(t *testing.T) {
 		t.Fatalf("exit %d\n%s", r.code, r.out)
 	}
 	cli(t, home, "exec", id, "--", "echo", value).must(t)
+	// Credential shapes are masked whoever they belong to, streamed or not.
+	shape := "ghp_" + strings.Repeat("A", 36)
+	if r := cli(t, home, "exec", id, "--", "echo", shape); strings.Contains(r.out, shape) || !strings.Contains(r.out, "[REDACTED:github_token]") {
+		t.Fatalf("streamed: %s", r.out)
+	}
+	if r := cli(t, home, "exec", id, "--json", "--", "echo", shape); strings.Contains(r.out, shape) {
+		t.Fatalf("json: %s", r.out)
+	}
 	all := cli(t, home, "events", id, "--json").must(t).out + cli(t, home, "show", id, "--json").must(t).out
-	if strings.Contains(all, value) || strings.Contains(all, "other-secret-value") {
+	if strings.Contains(all, value) || strings.Contains(all, "other-secret-value") || strings.Contains(all, "ghp_AAAA") {
 		t.Fatal("a secret value reached the events or the run record")
 	}
 }

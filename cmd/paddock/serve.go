@@ -23,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/httpapi"
 	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/sqlite"
 	"github.com/paddock-dev/paddock/workspace"
 	"github.com/spf13/cobra"
@@ -216,7 +217,19 @@ func newLogger(w interface{ Write([]byte) (int, error) }, level, format string) 
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, usageError{fmt.Sprintf("log level %q: use debug, info, warn or error", level)}
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	// Logs pass through the redaction funnel too: an error that quotes a
+	// command line or a file must not carry a credential into the log.
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		switch a.Value.Kind() {
+		case slog.KindString:
+			a.Value = slog.StringValue(string(redact.Shapes([]byte(a.Value.String()))))
+		case slog.KindAny:
+			if err, ok := a.Value.Any().(error); ok {
+				a.Value = slog.StringValue(string(redact.Shapes([]byte(err.Error()))))
+			}
+		}
+		return a
+	}}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
