@@ -60,14 +60,14 @@ func TestStreamSplitsAnywhere(t *testing.T) {
 
 func TestShapes(t *testing.T) {
 	cases := map[string]string{
-		"key AKIAIOSFODNN7EXAMPLE here":                                   "key [REDACTED:aws_access_key] here",
-		"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": "aws_secret_access_key = [REDACTED:aws_secret_key]",
-		"token ghp_" + strings.Repeat("a", 36):                              "token [REDACTED:github_token]",
-		"Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345":            "Authorization: Bearer [REDACTED:bearer]",
-		"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U": "jwt [REDACTED:jwt]",
+		"key AKIAIOSFODNN7EXAMPLE here":                                                                           "key [REDACTED:aws_access_key] here",
+		"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY":                                        "aws_secret_access_key = [REDACTED:aws_secret_key]",
+		"token ghp_" + strings.Repeat("a", 36):                                                                    "token [REDACTED:github_token]",
+		"Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345":                                                  "Authorization: Bearer [REDACTED:bearer]",
+		"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U":        "jwt [REDACTED:jwt]",
 		"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\nafter": "[REDACTED:private_key]\nafter",
-		"ANTHROPIC_API_KEY=sk-ant-api03-" + strings.Repeat("x", 30):          "ANTHROPIC_API_KEY=[REDACTED:api_key]",
-		"nothing secret here: sk-short, AKIA123":                            "nothing secret here: sk-short, AKIA123",
+		"ANTHROPIC_API_KEY=sk-ant-api03-" + strings.Repeat("x", 30):                                               "ANTHROPIC_API_KEY=[REDACTED:api_key]",
+		"nothing secret here: sk-short, AKIA123":                                                                  "nothing secret here: sk-short, AKIA123",
 	}
 	for in, want := range cases {
 		got := string(Shapes([]byte(in)))
