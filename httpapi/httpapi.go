@@ -408,6 +408,9 @@ func readObject(r *http.Request) (json.RawMessage, error) {
 	if !strings.HasPrefix(trimmed, "{") || !json.Valid(body) {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "the body must be one JSON object")
 	}
+	if err := checkJSON(body); err != nil {
+		return nil, err
+	}
 	return json.RawMessage(body), nil
 }
 
@@ -423,6 +426,9 @@ func decode(r *http.Request, v any) error {
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil
+	}
+	if err := checkJSON(body); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()

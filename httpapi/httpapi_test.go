@@ -220,3 +220,23 @@ func TestEventsWait(t *testing.T) {
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestStrictJSON(t *testing.T) {
+	ok := []string{`{}`, `{"a":1,"b":{"a":2}}`, `{"a":[{"x":1},{"x":2}]}`, `[1,2,{"a":"a"}]`, `{"a":"b","c":["a","a"]}`}
+	for _, s := range ok {
+		if err := checkJSON([]byte(s)); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	bad := []string{`{"a":1,"a":2}`, `{"x":{"b":1,"b":1}}`, `[{"k":1,"k":1}]`,
+		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), `{"a":`}
+	for _, s := range bad {
+		if err := checkJSON([]byte(s)); !paddock.IsCode(err, paddock.CodeBadRequest) {
+			t.Errorf("%.40s accepted", s)
+		}
+	}
+	f := newFixture(t)
+	if a := f.do(t, f.h, "POST", "/v1/projects", `{"path":"/a","path":"`+f.repo+`"}`); a.status != 400 || !strings.Contains(a.Error.Message, "duplicate key") {
+		t.Fatalf("duplicate key over HTTP: %d %+v", a.status, a.Error)
+	}
+}
