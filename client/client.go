@@ -5,6 +5,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -316,4 +317,82 @@ func (c *Client) ExecStream(ctx context.Context, id string, req paddock.ExecRequ
 			stderr.Write(line.Data)
 		}
 	}
+}
+
+// Follow streams a run's events from after seq after to fn, over SSE, until
+// ctx ends or fn returns an error. It reconnects on its own where it left
+// off (Last-Event-ID), so fn sees every event once, in order.
+func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(*paddock.Event) error) error {
+	for ctx.Err() == nil {
+		err := c.follow(ctx, id, &after, fn)
+		var pe *paddock.Error
+		var stop stopError
+		switch {
+		case errors.As(err, &stop):
+			return stop.err
+		case errors.As(err, &pe), ctx.Err() != nil:
+			return err
+		}
+		select { // the connection dropped: reconnect
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return ctx.Err()
+}
+
+// stopError carries the error fn returned, to end Follow with it.
+type stopError struct{ err error }
+
+func (e stopError) Error() string { return e.err.Error() }
+
+func (c *Client) follow(ctx context.Context, id string, after *int64, fn func(*paddock.Event) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/runs/"+url.PathEscape(id)+"/events/stream", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Last-Event-ID", strconv.FormatInt(*after, 10))
+	req.Header.Set("Accept", "text/event-stream")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return &unreachableError{err}
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var env envelope
+		if json.NewDecoder(resp.Body).Decode(&env) == nil && env.Error != nil {
+			return env.Error
+		}
+		return fmt.Errorf("paddock: events: status %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var data []byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case bytes.HasPrefix(line, []byte("data: ")):
+			data = append(data[:0], line[6:]...)
+		case len(line) == 0 && len(data) > 0:
+			var e paddock.Event
+			if err := json.Unmarshal(data, &e); err != nil {
+				return fmt.Errorf("paddock: events: %w", err)
+			}
+			data = data[:0]
+			if e.Seq <= *after {
+				continue // already seen
+			}
+			if err := fn(&e); err != nil {
+				return stopError{err}
+			}
+			*after = e.Seq
+		}
+	}
+	return sc.Err()
 }

@@ -255,6 +255,7 @@ func (s *Server) routes() http.Handler {
 		return m.Exec(r.Context(), r.PathValue("id"), req)
 	})
 	mux.HandleFunc("POST /v1/runs/{id}/exec/stream", s.execStream)
+	mux.HandleFunc("GET /v1/runs/{id}/events/stream", s.eventStream)
 	handle("POST /v1/runs/{id}/inbox", func(r *http.Request) (any, error) {
 		lim := s.InboxLimits
 		if lim.MaxFile == 0 {
@@ -278,6 +279,58 @@ func (s *Server) routes() http.Handler {
 		writeError(w, paddock.Errorf(paddock.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	return mux
+}
+
+// SSEHeartbeat is how often an idle event stream sends a comment, so that
+// proxies and clients see it alive.
+var SSEHeartbeat = 15 * time.Second
+
+// eventStream serves a run's events as Server-Sent Events: each event's id
+// is its seq, so a client that reconnects with Last-Event-ID (or ?after=)
+// gets every later event once, in order.
+func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	after, err := intParam(r.URL.Query().Get("after"), "after")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if after, err = intParam(last, "Last-Event-ID"); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	if _, err := s.Manager.Events(r.Context(), id, after, 1); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	for r.Context().Err() == nil {
+		ctx, cancel := context.WithTimeout(r.Context(), SSEHeartbeat)
+		evs, err := s.Manager.WaitEvents(ctx, id, after, 500)
+		cancel()
+		if err != nil {
+			return
+		}
+		if len(evs) == 0 {
+			io.WriteString(w, ": keep-alive\n\n")
+		}
+		for _, e := range evs {
+			data, _ := json.Marshal(e)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, redact.Shapes(data))
+			after = e.Seq
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
 }
 
 // StreamLine is one line of POST /v1/runs/{id}/exec/stream, an NDJSON

@@ -240,3 +240,69 @@ func TestStrictJSON(t *testing.T) {
 		t.Fatalf("duplicate key over HTTP: %d %+v", a.status, a.Error)
 	}
 }
+
+// TestEventStream: SSE with ids = seqs; a reconnect with Last-Event-ID
+// resumes after it, so every event is seen once, in order.
+func TestEventStream(t *testing.T) {
+	f := newFixture(t)
+	srv := httptest.NewServer(f.h)
+	defer srv.Close()
+	f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`)
+	var r paddock.Run
+	json.Unmarshal(f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`).Data, &r)
+
+	read := func(lastID string, want int) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/runs/"+r.ID+"/events/stream", nil)
+		req.Host = "localhost"
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("content type %q", ct)
+		}
+		var ids []string
+		buf := make([]byte, 1<<16)
+		var acc string
+		for len(ids) < want {
+			n, err := resp.Body.Read(buf)
+			acc += string(buf[:n])
+			for {
+				i := strings.Index(acc, "\n\n")
+				if i < 0 {
+					break
+				}
+				block := acc[:i]
+				acc = acc[i+2:]
+				for _, line := range strings.Split(block, "\n") {
+					if id, ok := strings.CutPrefix(line, "id: "); ok {
+						ids = append(ids, id)
+					}
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		return ids
+	}
+	if ids := read("", 3); strings.Join(ids, ",") != "1,2,3" {
+		t.Fatalf("first read: %v", ids)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/retain", "")
+	}()
+	if ids := read("3", 1); strings.Join(ids, ",") != "4" {
+		t.Fatalf("resumed read: %v", ids)
+	}
+	if a := f.do(t, f.h, "GET", "/v1/runs/nope/events/stream", ""); a.status != 404 {
+		t.Fatalf("unknown run: %d", a.status)
+	}
+}

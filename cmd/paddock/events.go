@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/spf13/cobra"
@@ -29,12 +28,24 @@ Exit codes: 0 done; 3 no such run.`,
 			}
 			enc := json.NewEncoder(a.stdout)
 			enc.SetEscapeHTML(false)
-			for {
-				wait := time.Duration(0)
-				if follow {
-					wait = 30 * time.Second
+			print := func(e *paddock.Event) error {
+				if asJSON {
+					return enc.Encode(e)
 				}
-				evs, err := c.Events(ctx, args[0], after, 500, wait)
+				printEvent(a, e)
+				return nil
+			}
+			if follow {
+				// Server-sent events, resumed where they left off if the
+				// connection drops, until interrupted.
+				err := c.Follow(ctx, args[0], after, print)
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			for {
+				evs, err := c.Events(ctx, args[0], after, 500, 0)
 				if err != nil {
 					if ctx.Err() != nil {
 						return nil
@@ -42,14 +53,10 @@ Exit codes: 0 done; 3 no such run.`,
 					return err
 				}
 				for _, e := range evs {
-					if asJSON {
-						enc.Encode(e)
-					} else {
-						printEvent(a, e)
-					}
+					print(e)
 					after = e.Seq
 				}
-				if len(evs) < 500 && !follow {
+				if len(evs) < 500 {
 					return nil
 				}
 			}
