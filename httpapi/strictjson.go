@@ -69,4 +69,3 @@ func checkJSON(body []byte) error {
 		}
 	}
 }
-
