@@ -173,6 +173,16 @@ func (s *Server) routes() http.Handler {
 	})
 	handle := func(pattern string, fn func(*http.Request) (any, error)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			// The seq rule: a mutating request on a run may carry
+			// ?expect_seq=N; if the run moved on, it is refused.
+			if v := r.URL.Query().Get("expect_seq"); v != "" && r.Method != http.MethodGet && r.PathValue("id") != "" {
+				seq, err := intParam(v, "expect_seq")
+				if err != nil {
+					s.fail(w, r, err)
+					return
+				}
+				r = r.WithContext(lifecycle.WithExpectSeq(r.Context(), r.PathValue("id"), seq))
+			}
 			data, err := fn(r)
 			if err != nil {
 				s.fail(w, r, err)

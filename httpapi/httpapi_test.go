@@ -306,3 +306,37 @@ func TestEventStream(t *testing.T) {
 		t.Fatalf("unknown run: %d", a.status)
 	}
 }
+
+// TestExpectSeq: an action that says which seq it saw is refused if the run
+// moved on, and changes nothing.
+func TestExpectSeq(t *testing.T) {
+	f := newFixture(t)
+	f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`)
+	var r paddock.Run
+	json.Unmarshal(f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`).Data, &r)
+	stale := itoa(r.LastSeq - 1)
+	for _, path := range []string{"/retain", "/reject", "/checkpoint", "/tools/write"} {
+		body := ""
+		if path == "/tools/write" {
+			body = `{"path":"x.txt","content":"x"}`
+		}
+		a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+path+"?expect_seq="+stale, body)
+		if a.status != 409 || a.Error.Details["last_seq"] == nil {
+			t.Fatalf("%s with a stale seq: %d %+v", path, a.status, a.Error)
+		}
+	}
+	var now paddock.Run
+	json.Unmarshal(f.do(t, f.h, "GET", "/v1/runs/"+r.ID, "").Data, &now)
+	if now.LastSeq != r.LastSeq || now.State() != paddock.StateReady {
+		t.Fatalf("a refused action changed the run: %d %s", now.LastSeq, now.State())
+	}
+	if _, err := os.Stat(filepath.Join(r.Workspace.Root, "x.txt")); err == nil {
+		t.Fatal("a refused tool call wrote")
+	}
+	if a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/retain?expect_seq="+itoa(r.LastSeq), ""); a.status != 200 {
+		t.Fatalf("with the right seq: %d %+v", a.status, a.Error)
+	}
+	if a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/retain?expect_seq=x", ""); a.status != 400 {
+		t.Fatalf("a bad expect_seq: %d", a.status)
+	}
+}

@@ -82,6 +82,9 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	if req.Limits.Procs < 0 || req.Limits.Memory < 0 || req.Limits.FileSize < 0 || req.Limits.Output < 0 || req.Limits.Tmp < 0 {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "limits must not be negative")
 	}
+	if err := m.checkExpectNow(ctx); err != nil {
+		return nil, err
+	}
 	r, p, err := m.workspaceFor(ctx, id)
 	if err != nil {
 		return nil, err

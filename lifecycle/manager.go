@@ -67,8 +67,14 @@ func (m *Manager) log() *slog.Logger {
 }
 
 // update runs fn in a store transaction and wakes event waiters afterwards.
+// A seq expectation in ctx is checked in the same transaction, first.
 func (m *Manager) update(ctx context.Context, fn func(paddock.Tx) error) error {
-	err := m.Store.Update(ctx, fn)
+	err := m.Store.Update(ctx, func(tx paddock.Tx) error {
+		if err := checkExpect(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
 	m.notify()
 	return err
 }

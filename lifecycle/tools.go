@@ -78,6 +78,9 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 		m.recordTool(ctx, id, tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.ErrorCode(err), Rule: rule(err)})
 		return nil, err
 	}
+	if err := m.checkExpectNow(ctx); err != nil {
+		return nil, err
+	}
 	r, p, err := m.workspaceFor(ctx, id)
 	if err != nil {
 		return nil, err
