@@ -21,6 +21,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -60,6 +61,8 @@ type Server struct {
 	Status func() paddock.DaemonStatus
 	// InboxLimits bound inbound files; zero means tools.DefaultInboxLimits.
 	InboxLimits tools.InboxLimits
+
+	patterns []string // every route, as registered
 }
 
 // Status maps an error code to its HTTP status. It is the only such table.
@@ -166,8 +169,17 @@ func hostAllowed(host string, tcp bool) bool {
 	return false
 }
 
+// openAPI is the checked-in description of /v1; a test holds it and the
+// routes to each other.
+//
+//go:embed openapi.json
+var openAPI []byte
+
+// routes builds the mux; every pattern it registers is also kept in
+// s.patterns, for the OpenAPI test.
 func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
+	s.patterns = nil
+	mux := &recordingMux{ServeMux: http.NewServeMux(), s: s}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeData(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -285,10 +297,25 @@ func (s *Server) routes() http.Handler {
 		}
 		return nonNil(m.GC(r.Context(), req.DryRun))
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
+	})
+	mux.ServeMux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, paddock.Errorf(paddock.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	return mux
+}
+
+// recordingMux is a ServeMux that remembers the patterns it was given.
+type recordingMux struct {
+	*http.ServeMux
+	s *Server
+}
+
+func (m *recordingMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.s.patterns = append(m.s.patterns, pattern)
+	m.ServeMux.HandleFunc(pattern, h)
 }
 
 // SSEHeartbeat is how often an idle event stream sends a comment, so that

@@ -340,3 +340,41 @@ func TestExpectSeq(t *testing.T) {
 		t.Fatalf("a bad expect_seq: %d", a.status)
 	}
 }
+
+// TestOpenAPIMatchesRoutes: the checked-in document describes every route
+// and no route that does not exist.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	s := &Server{}
+	s.routes()
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPI, &doc); err != nil || !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	documented := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented[strings.ToUpper(method)+" "+path] = true
+		}
+	}
+	registered := map[string]bool{}
+	for _, p := range s.patterns {
+		registered[p] = true
+		if !documented[p] {
+			t.Errorf("route %s is not in openapi.json", p)
+		}
+	}
+	for d := range documented {
+		if !registered[d] {
+			t.Errorf("openapi.json describes %s, which is not a route", d)
+		}
+	}
+	f := newFixture(t)
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, httptest.NewRequest("GET", "http://paddock/v1/openapi.json", nil))
+	if rec.Code != 200 || !json.Valid(rec.Body.Bytes()) {
+		t.Fatalf("GET /v1/openapi.json: %d", rec.Code)
+	}
+}
