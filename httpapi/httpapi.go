@@ -21,9 +21,9 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"crypto/rand"
 	"crypto/subtle"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
