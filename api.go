@@ -127,3 +127,18 @@ type ExecLimits struct {
 	Output   int64  `json:"output,omitempty"`    // bytes kept of stdout and of stderr (default 8 MiB)
 	Tmp      int64  `json:"tmp,omitempty"`       // size of /tmp, bytes (default 512 MiB)
 }
+
+// ApproveRequest approves a submitted change set by its hash.
+type ApproveRequest struct {
+	Hash string `json:"hash"`
+}
+
+// ApplyRequest applies an approved change set to a new branch of the project.
+type ApplyRequest struct {
+	// Branch is the new branch; paddock/RUN if empty. It must not exist.
+	Branch string `json:"branch,omitempty"`
+	// AuthorName and AuthorEmail author the commit; the daemon's configured
+	// identity if empty.
+	AuthorName  string `json:"author_name,omitempty"`
+	AuthorEmail string `json:"author_email,omitempty"`
+}

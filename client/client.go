@@ -396,3 +396,27 @@ func (c *Client) follow(ctx context.Context, id string, after *int64, fn func(*p
 	}
 	return sc.Err()
 }
+
+// ChangeSet computes a run's change set now.
+func (c *Client) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+	var cs paddock.ChangeSet
+	return &cs, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/changeset", nil, &cs)
+}
+
+// Submit freezes a run's change set.
+func (c *Client) Submit(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+	var cs paddock.ChangeSet
+	return &cs, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/submit", nil, &cs)
+}
+
+// Approve approves the frozen change set with this hash.
+func (c *Client) Approve(ctx context.Context, id, hash string) (*paddock.Submission, error) {
+	var s paddock.Submission
+	return &s, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/approve", paddock.ApproveRequest{Hash: hash}, &s)
+}
+
+// Apply commits the approved change set to a new branch of the project.
+func (c *Client) Apply(ctx context.Context, id string, req paddock.ApplyRequest) (*paddock.Submission, error) {
+	var s paddock.Submission
+	return &s, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/apply", req, &s)
+}

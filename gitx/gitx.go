@@ -141,19 +141,7 @@ func (e *CommandError) Error() string {
 func (e *CommandError) Unwrap() error { return e.Err }
 
 func (g *Git) run(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, g.Path, append(append([]string{}, hardening...), args...)...)
-	cmd.Dir = dir
-	cmd.Env = env()
-	// A git left running by a daemon killed mid-operation would race the
-	// restarted daemon's rollback of the same directory.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), &CommandError{Args: args, Stderr: stderr.String(), Err: err}
-	}
-	return stdout.Bytes(), nil
+	return g.runEnv(ctx, dir, nil, args...)
 }
 
 func (g *Git) line(ctx context.Context, dir string, args ...string) (string, error) {
@@ -327,4 +315,160 @@ func (g *Git) WorktreeRemove(ctx context.Context, repo, path string) error {
 		return fmt.Errorf("gitx: worktree remove: %w", gitErr)
 	}
 	return fmt.Errorf("gitx: worktree remove: %s belongs to another worktree (%s); left alone", record, owner)
+}
+
+// Snapshot is what DiffWorkTree reports: git's raw entries and its binary
+// unified diff of a work tree against a base commit.
+type Snapshot struct {
+	Raw     []byte   // `git diff --raw -z --full-index` output
+	Diff    []byte   // `git diff --binary --full-index` output
+	Ignored []string // untracked files the ignore rules leave out
+}
+
+// DiffWorkTree compares the files of workTree with commit base of the
+// repository whose git directory is gitDir. It never touches either's index
+// or object store: the index is a temporary file and the blobs git makes of
+// the work tree go to a temporary object directory that borrows the
+// repository's objects. The work tree's own .git, whatever it holds, is not
+// read (git skips any entry named .git). Paths under exclude are left out.
+func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, exclude ...string) (*Snapshot, error) {
+	if err := CheckRef(base); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "paddock-diff-")
+	if err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	objects, err := filepath.Abs(filepath.Join(gitDir, "objects"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(tmp, "objects", "pack"), 0o700); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	extra := []string{
+		"GIT_INDEX_FILE=" + filepath.Join(tmp, "index"),
+		"GIT_OBJECT_DIRECTORY=" + filepath.Join(tmp, "objects"),
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + objects,
+	}
+	run := func(args ...string) ([]byte, error) {
+		return g.runEnv(ctx, "", extra, append([]string{"--git-dir=" + gitDir, "--work-tree=" + workTree}, args...)...)
+	}
+	if _, err := run("read-tree", base); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	spec := []string{"--", "."}
+	for _, x := range exclude {
+		spec = append(spec, ":(exclude)"+x)
+	}
+	if _, err := run(append([]string{"add", "--all"}, spec...)...); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	snap := &Snapshot{}
+	if snap.Raw, err = run("diff", "--cached", "--raw", "-z", "--no-renames", "--full-index", "--no-abbrev", base, "--"); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	if snap.Diff, err = run("diff", "--cached", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", base, "--"); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	ign, err := run(append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, spec...)...)
+	if err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	for _, p := range strings.Split(string(ign), "\x00") {
+		if p != "" {
+			snap.Ignored = append(snap.Ignored, p)
+		}
+	}
+	return snap, nil
+}
+
+// runEnv is run with extra environment variables.
+func (g *Git) runEnv(ctx context.Context, dir string, extra []string, args ...string) ([]byte, error) {
+	return g.runInput(ctx, dir, extra, nil, args...)
+}
+
+// runInput is runEnv with stdin.
+func (g *Git) runInput(ctx context.Context, dir string, extra []string, stdin []byte, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, g.Path, append(append([]string{}, hardening...), args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	cmd.Dir = dir
+	cmd.Env = append(env(), extra...)
+	// A git left running by a daemon killed mid-operation would race the
+	// restarted daemon's rollback of the same directory.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), &CommandError{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.Bytes(), nil
+}
+
+// Identity is who a commit is authored and committed by.
+type Identity struct {
+	Name, Email string
+}
+
+// ErrRefExists is returned by CommitToBranch when the branch already exists
+// (or appeared while the commit was being made).
+var ErrRefExists = errors.New("gitx: the branch already exists")
+
+// CommitToBranch applies diff (as `git diff --binary` made it) to commit
+// base of the repository at gitDir, commits the result with base as its
+// only parent, and creates refs/heads/branch pointing at it, with a
+// compare-and-swap that fails if the branch exists. The user's working tree
+// and index are never touched: the index is a temporary file. It returns the
+// new commit.
+func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, diff []byte, branch string, who Identity, message string) (string, error) {
+	if err := CheckRef(base); err != nil {
+		return "", err
+	}
+	if err := CheckRef(branch); err != nil {
+		return "", err
+	}
+	if _, err := g.run(ctx, "", "check-ref-format", "refs/heads/"+branch); err != nil {
+		return "", paddock.Errorf(paddock.CodeBadRequest, "invalid branch name %q", branch)
+	}
+	tmp, err := os.MkdirTemp("", "paddock-apply-")
+	if err != nil {
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	extra := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index"),
+		"GIT_AUTHOR_NAME=" + who.Name, "GIT_AUTHOR_EMAIL=" + who.Email,
+		"GIT_COMMITTER_NAME=" + who.Name, "GIT_COMMITTER_EMAIL=" + who.Email}
+	git := func(stdin []byte, args ...string) (string, error) {
+		out, err := g.runInput(ctx, "", extra, stdin, append([]string{"--git-dir=" + gitDir}, args...)...)
+		return strings.TrimSpace(string(out)), err
+	}
+	if _, err := git(nil, "read-tree", base); err != nil {
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	if len(bytes.TrimSpace(diff)) > 0 {
+		if _, err := git(diff, "apply", "--cached", "--binary", "--whitespace=nowarn", "-"); err != nil {
+			return "", fmt.Errorf("gitx: apply: %w", err)
+		}
+	}
+	tree, err := git(nil, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	commit, err := git([]byte(message), "commit-tree", tree, "-p", base)
+	if err != nil {
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	// The empty old value makes update-ref create the ref only if it does not exist.
+	if _, err := git(nil, "update-ref", "-m", "paddock apply", "refs/heads/"+branch, commit, ""); err != nil {
+		var ce *CommandError
+		if errors.As(err, &ce) && (strings.Contains(ce.Stderr, "already exists") || strings.Contains(ce.Stderr, "cannot lock ref")) {
+			return "", ErrRefExists
+		}
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	return commit, nil
 }

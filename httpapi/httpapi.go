@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/tools"
@@ -278,6 +279,22 @@ func (s *Server) routes() http.Handler {
 	})
 	mux.HandleFunc("POST /v1/runs/{id}/exec/stream", s.execStream)
 	mux.HandleFunc("GET /v1/runs/{id}/events/stream", s.eventStream)
+	handle("GET /v1/runs/{id}/changeset", func(r *http.Request) (any, error) { return m.ChangeSet(r.Context(), r.PathValue("id")) })
+	handle("POST /v1/runs/{id}/submit", func(r *http.Request) (any, error) { return m.Submit(r.Context(), r.PathValue("id")) })
+	handle("POST /v1/runs/{id}/approve", func(r *http.Request) (any, error) {
+		var req paddock.ApproveRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return m.Approve(r.Context(), r.PathValue("id"), req.Hash, actor(r))
+	})
+	handle("POST /v1/runs/{id}/apply", func(r *http.Request) (any, error) {
+		var req paddock.ApplyRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return m.Apply(r.Context(), r.PathValue("id"), req.Branch, gitx.Identity{Name: req.AuthorName, Email: req.AuthorEmail})
+	})
 	handle("POST /v1/runs/{id}/inbox", func(r *http.Request) (any, error) {
 		lim := s.InboxLimits
 		if lim.MaxFile == 0 {

@@ -55,7 +55,8 @@ func (e *env) open(t *testing.T, g *gitx.Git) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	e.m = &lifecycle.Manager{Store: s, Git: g, Providers: workspace.Providers(g, wsDir), WorkspacesDir: wsDir}
+	e.m = &lifecycle.Manager{Store: s, Git: g, Providers: workspace.Providers(g, wsDir), WorkspacesDir: wsDir,
+		ArtifactsDir: filepath.Join(e.state, "artifacts")}
 }
 
 // reopen simulates a daemon restart on the same state.

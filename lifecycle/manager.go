@@ -49,7 +49,11 @@ type Manager struct {
 	SandboxUID int
 	// Secret returns the value of a named secret, if the daemon has it.
 	Secret func(name string) (string, bool)
-	Logger *slog.Logger
+	// ArtifactsDir keeps submitted change sets and their decisions.
+	ArtifactsDir string
+	// Identity authors the commits Apply makes, unless a request names one.
+	Identity gitx.Identity
+	Logger   *slog.Logger
 
 	// mu serializes operations that create or delete directories, so that gc
 	// never judges a directory another operation is making.

@@ -23,6 +23,10 @@ type config struct {
 	// SandboxUID is the host uid commands run as when the daemon runs as
 	// root (default 65534, nobody); otherwise commands run as the daemon's uid.
 	SandboxUID int `toml:"sandbox_uid"`
+	// ApplyName and ApplyEmail author the commits paddock apply makes (the
+	// human who approves, not the agent).
+	ApplyName  string `toml:"apply_name"`
+	ApplyEmail string `toml:"apply_email"`
 }
 
 // loadConfig reads path, or <home>/paddock.toml when path is empty. A missing

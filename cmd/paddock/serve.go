@@ -124,7 +124,8 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		}
 	}
 	m := &lifecycle.Manager{Store: store, Git: git, Providers: workspace.Providers(git, wsDir),
-		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger, SandboxUID: cfg.SandboxUID}
+		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger, SandboxUID: cfg.SandboxUID,
+		ArtifactsDir: filepath.Join(home, "artifacts"), Identity: gitx.Identity{Name: cfg.ApplyName, Email: cfg.ApplyEmail}}
 	m.Secret = secretSource(home, a.getenv)
 	if os.Getuid() == 0 && m.SandboxUID == 0 {
 		m.SandboxUID = 65534 // nobody: commands never run as root

@@ -1,0 +1,54 @@
+package paddock
+
+import "time"
+
+// ChangeOp is what a change set entry does to a path.
+type ChangeOp string
+
+const (
+	OpCreate ChangeOp = "create"
+	OpModify ChangeOp = "modify"
+	OpDelete ChangeOp = "delete"
+)
+
+// ChangeEntry is one path a run changed against its base.
+type ChangeEntry struct {
+	Path    string   `json:"path"`
+	Op      ChangeOp `json:"op"`
+	OldMode string   `json:"old_mode,omitempty"` // git modes: 100644, 100755, 120000 (symlink)
+	NewMode string   `json:"new_mode,omitempty"`
+	OldBlob string   `json:"old_blob,omitempty"` // git blob ids
+	NewBlob string   `json:"new_blob,omitempty"`
+	Binary  bool     `json:"binary"`
+	Size    int64    `json:"size"` // of the new content; 0 for a deletion
+	// Risks label what a reviewer should look at twice.
+	Risks []string `json:"risks,omitempty"`
+	// Blocked says why this entry is never applied, approved or not.
+	Blocked string `json:"blocked,omitempty"`
+}
+
+// ChangeSet is a run's effects against its base revision: the entries, a
+// unified diff that `git apply` accepts, and a hash over a canonical form
+// that approvals bind to.
+type ChangeSet struct {
+	RunID        string        `json:"run_id"`
+	BaseRevision string        `json:"base_revision"`
+	Entries      []ChangeEntry `json:"entries"`
+	Diff         string        `json:"diff"`
+	Hash         string        `json:"hash"`
+	// Ignored lists files the base's ignore rules leave out (build output,
+	// dependencies); they are not in the entries.
+	Ignored    []string  `json:"ignored,omitempty"`
+	ComputedAt time.Time `json:"computed_at"`
+}
+
+// Submission is a frozen change set and what was decided about it.
+type Submission struct {
+	RunID       string    `json:"run_id"`
+	Hash        string    `json:"hash"`
+	SubmittedAt time.Time `json:"submitted_at"`
+	ApprovedBy  string    `json:"approved_by,omitempty"`
+	ApprovedAt  time.Time `json:"approved_at,omitzero"`
+	AppliedTo   string    `json:"applied_to,omitempty"` // the branch and commit an apply made
+	AppliedAt   time.Time `json:"applied_at,omitzero"`
+}

@@ -1,0 +1,206 @@
+// Package changeset turns what git reports about a workspace into a
+// paddock.ChangeSet: entries with risk labels, the unified diff, and the
+// hash approvals bind to. It runs no git itself (gitx does) and touches no
+// file but the workspace's, read-only.
+package changeset
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/redact"
+)
+
+// LargeFile is the size from which an entry is labelled large.
+const LargeFile = 1 << 20
+
+// Build makes the change set of the workspace at root from git's snapshot.
+func Build(runID, base, root string, snap *gitx.Snapshot, policy *confine.Policy) (*paddock.ChangeSet, error) {
+	cs := &paddock.ChangeSet{RunID: runID, BaseRevision: base, Diff: string(snap.Diff), Ignored: snap.Ignored,
+		Entries: []paddock.ChangeEntry{}, ComputedAt: time.Now().UTC()}
+	fields := bytes.Split(snap.Raw, []byte{0})
+	for i := 0; i+1 < len(fields); i += 2 {
+		meta, p := string(fields[i]), string(fields[i+1])
+		if !strings.HasPrefix(meta, ":") {
+			return nil, fmt.Errorf("changeset: unexpected git output %q", meta)
+		}
+		f := strings.Fields(meta[1:])
+		if len(f) != 5 {
+			return nil, fmt.Errorf("changeset: unexpected git output %q", meta)
+		}
+		e := paddock.ChangeEntry{Path: p, OldMode: f[0], NewMode: f[1], OldBlob: f[2], NewBlob: f[3]}
+		switch f[4] {
+		case "A":
+			e.Op, e.OldMode, e.OldBlob = paddock.OpCreate, "", ""
+		case "D":
+			e.Op, e.NewMode, e.NewBlob = paddock.OpDelete, "", ""
+		default:
+			e.Op = paddock.OpModify
+		}
+		label(&e, root, policy)
+		cs.Entries = append(cs.Entries, e)
+	}
+	cs.Hash = Hash(cs)
+	return cs, nil
+}
+
+// Hash is the sha256 of the change set's canonical form: its base, its
+// entries (paths, ops, modes, blob ids) and its diff. Labels and times are
+// not part of it: they describe the change, they are not the change.
+func Hash(cs *paddock.ChangeSet) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "paddock-changeset-v1\nbase %s\n", cs.BaseRevision)
+	for _, e := range cs.Entries {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\n", e.Path, e.Op, e.OldMode, e.NewMode, e.OldBlob, e.NewBlob)
+	}
+	io.WriteString(h, cs.Diff)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Verify checks that cs's hash matches its content.
+func Verify(cs *paddock.ChangeSet) error {
+	if Hash(cs) != cs.Hash {
+		return paddock.Errorf(paddock.CodeConflict, "the change set does not match its hash")
+	}
+	return nil
+}
+
+var ciPaths = []string{".github/workflows/", ".gitlab-ci.yml", ".circleci/", "azure-pipelines.yml", "Jenkinsfile",
+	".travis.yml", ".buildkite/", "bitbucket-pipelines.yml", ".drone.yml", ".woodpecker"}
+
+var manifests = map[string]bool{
+	"go.mod": true, "go.sum": true, "package.json": true, "package-lock.json": true, "yarn.lock": true,
+	"pnpm-lock.yaml": true, "npm-shrinkwrap.json": true, "requirements.txt": true, "pyproject.toml": true,
+	"poetry.lock": true, "Pipfile": true, "Pipfile.lock": true, "setup.py": true, "setup.cfg": true,
+	"Cargo.toml": true, "Cargo.lock": true, "Gemfile": true, "Gemfile.lock": true, "pom.xml": true,
+	"build.gradle": true, "build.gradle.kts": true, "composer.json": true, "composer.lock": true,
+	"mix.exs": true, "mix.lock": true, "Package.swift": true, "Package.resolved": true, "uv.lock": true,
+}
+
+var hookDirs = []string{".husky/", ".githooks/", ".git-hooks/", "hooks/"}
+
+// label sets e's risks, size, binary flag and whether it is ever applied.
+func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
+	add := func(r string) { e.Risks = append(e.Risks, r) }
+	p := e.Path
+	base := path.Base(p)
+	for _, c := range ciPaths {
+		if strings.HasPrefix(p, c) || p == strings.TrimSuffix(c, "/") {
+			add("ci_config")
+			break
+		}
+	}
+	if manifests[base] {
+		add("dependency_manifest")
+	}
+	if base == ".gitattributes" || base == ".gitmodules" {
+		add("git_config")
+	}
+	for _, h := range hookDirs {
+		if strings.HasPrefix(p, h) || strings.Contains(p, "/"+h) {
+			add("hook_directory")
+			break
+		}
+	}
+	if why := policy.Match(p); why != "" {
+		add("agent_config")
+	}
+	if e.NewMode == "100755" && e.OldMode != "100755" {
+		add("executable")
+	}
+	if e.NewMode == "160000" || e.OldMode == "160000" {
+		add("submodule")
+	}
+	if suspiciousName(p) {
+		add("suspicious_name")
+	}
+	for _, c := range strings.Split(p, "/") {
+		if confine.IsDotGit(c) {
+			e.Blocked = "under .git: never applied"
+		}
+	}
+	if e.Op == paddock.OpDelete {
+		return
+	}
+	full := filepath.Join(root, filepath.FromSlash(p))
+	fi, err := os.Lstat(full)
+	if err != nil {
+		return
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		add("symlink")
+		target, _ := os.Readlink(full)
+		e.Size = int64(len(target))
+		if escapes(p, target) {
+			e.Blocked = "a symbolic link that leads out of the project: never applied"
+		}
+		return
+	}
+	e.Size = fi.Size()
+	if e.Size > LargeFile {
+		add("large")
+	}
+	if f, err := os.Open(full); err == nil {
+		head := make([]byte, 8000)
+		n, _ := io.ReadFull(f, head)
+		f.Close()
+		e.Binary = bytes.IndexByte(head[:n], 0) >= 0
+		if e.Binary {
+			add("binary")
+		} else if e.Size <= LargeFile {
+			if b, err := os.ReadFile(full); err == nil && !bytes.Equal(redact.Shapes(b), b) {
+				add("secret")
+			}
+		}
+	}
+}
+
+// escapes reports whether a link at p with target leads out of the root.
+func escapes(p, target string) bool {
+	if path.IsAbs(target) {
+		return true
+	}
+	joined := path.Clean(path.Join(path.Dir(p), target))
+	return joined == ".." || strings.HasPrefix(joined, "../")
+}
+
+// suspiciousName flags names that a person could misread, or that another
+// platform cannot hold: look-alikes of ASCII, invisible characters, and what
+// Windows and macOS refuse.
+func suspiciousName(p string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if confine.Fold(c) != strings.ToLower(c) && strings.TrimRight(c, ". ") == c {
+			return true // a look-alike or an invisible character
+		}
+		if strings.ContainsAny(c, `<>:"\|?*`) || strings.HasSuffix(c, ".") || strings.HasSuffix(c, " ") {
+			return true
+		}
+		for _, r := range c {
+			if r < 0x20 || unicode.Is(unicode.Cf, r) {
+				return true
+			}
+		}
+		stem := strings.ToUpper(strings.SplitN(c, ".", 2)[0])
+		switch stem {
+		case "CON", "PRN", "AUX", "NUL", "COM1", "COM2", "COM3", "COM4", "LPT1", "LPT2", "LPT3":
+			return true
+		}
+	}
+	return false
+}
+
+// Marshal encodes a change set for an artifact.
+func Marshal(cs *paddock.ChangeSet) ([]byte, error) { return json.MarshalIndent(cs, "", "  ") }

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) diffCmd() *cobra.Command {
+	var stat, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "diff RUN [--stat] [--json]",
+		Short: "Show a run's change set against its base",
+		Long: `Show the run's change set, computed now from its workspace: each entry (create,
+modify or delete, modes, git blob ids, size) with its risk labels, and the
+unified diff, which 'git apply' accepts. Files the base's ignore rules leave
+out (build output, dependencies) are listed apart. Credentials in the diff are
+masked on the way out; an entry holding one is labelled secret.
+
+Risk labels: ci_config, dependency_manifest, executable, symlink, binary,
+large, git_config (.gitattributes, .gitmodules), hook_directory, agent_config,
+secret, suspicious_name, submodule. Entries under .git, and symbolic links
+that leave the project, are never applied.
+
+Exit codes: 0 shown; 3 no such run; 4 the run has no workspace to compare.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			cs, err := c.ChangeSet(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, cs, func(w io.Writer) { printChangeSet(w, cs, stat) })
+		},
+	}
+	cmd.Flags().BoolVar(&stat, "stat", false, "only the entries, not the diff")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printChangeSet(w io.Writer, cs *paddock.ChangeSet, stat bool) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, e := range cs.Entries {
+		mode := e.NewMode
+		if e.Op == paddock.OpDelete {
+			mode = e.OldMode
+		}
+		note := strings.Join(e.Risks, ",")
+		if e.Blocked != "" {
+			note += " BLOCKED: " + e.Blocked
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", e.Op, mode, e.Path, e.Size, note)
+	}
+	tw.Flush()
+	if len(cs.Ignored) > 0 {
+		fmt.Fprintf(w, "ignored (not in the change set): %s\n", strings.Join(cs.Ignored, " "))
+	}
+	fmt.Fprintf(w, "%d entries, %s\n", len(cs.Entries), cs.Hash)
+	if !stat && cs.Diff != "" {
+		fmt.Fprintln(w)
+		io.WriteString(w, cs.Diff)
+	}
+}
+
+func (a *app) submitCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "submit RUN",
+		Short: "Freeze a run's change set for approval",
+		Long: `Freeze the run's change set as it is now: it is stored under its hash, and
+only that hash can be approved. Later changes to the workspace are not part
+of it; submit again to replace it.
+
+Exit codes: 0 submitted; 3 no such run; 4 nothing changed, or applied already.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			cs, err := c.Submit(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, cs, func(w io.Writer) {
+				printChangeSet(w, cs, true)
+				fmt.Fprintf(w, "approve with: paddock approve %s --hash %s\n", args[0], cs.Hash)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) approveCmd() *cobra.Command {
+	var hash string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "approve RUN --hash H",
+		Short: "Approve a submitted change set by its hash",
+		Long: `Approve the run's submitted change set. The hash must be the submitted one, so
+an approval always names exactly what was reviewed; who approved is recorded.
+
+Exit codes: 0 approved; 2 no --hash; 3 no such run; 4 another hash, or nothing submitted.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if hash == "" {
+				return usageError{"approve needs --hash (paddock submit prints it)"}
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			s, err := c.Approve(cmd.Context(), args[0], hash)
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, s, func(w io.Writer) {
+				fmt.Fprintf(w, "approved %s (%s) by %s\n", args[0], s.Hash, s.ApprovedBy)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&hash, "hash", "", "the submitted change set's hash")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) applyCmd() *cobra.Command {
+	var to, author string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "apply RUN [--to branch[=NAME]] [--author 'Name <email>']",
+		Short: "Commit an approved change set to a new branch of the project",
+		Long: `Apply the run's approved change set: a commit whose parent is the run's base,
+authored by the configured human identity (apply_name and apply_email in
+paddock.toml, or --author), on a new branch (paddock/RUN unless named). It is
+built with git plumbing and a temporary index: the project's working tree and
+index are never touched, and the branch is created with a compare-and-swap,
+so an existing branch or a concurrent writer makes apply fail cleanly. Only
+the approved hash is ever applied; entries under .git and symbolic links that
+leave the project refuse the apply.
+
+Exit codes: 0 applied; 2 bad branch or no identity; 3 no such run; 4 not
+approved, applied already, or the branch exists; 6 blocked entries.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var req paddock.ApplyRequest
+			switch {
+			case to == "" || to == "branch":
+			case strings.HasPrefix(to, "branch="):
+				req.Branch = strings.TrimPrefix(to, "branch=")
+			default:
+				return usageError{fmt.Sprintf("--to %q: only branch[=NAME] is supported", to)}
+			}
+			if author != "" {
+				name, email, ok := strings.Cut(author, "<")
+				if !ok || !strings.HasSuffix(email, ">") {
+					return usageError{"--author: want 'Name <email>'"}
+				}
+				req.AuthorName, req.AuthorEmail = strings.TrimSpace(name), strings.TrimSuffix(email, ">")
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			s, err := c.Apply(cmd.Context(), args[0], req)
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, s, func(w io.Writer) { fmt.Fprintf(w, "applied %s to %s\n", s.Hash, s.AppliedTo) })
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "branch", "where to apply: branch[=NAME]")
+	cmd.Flags().StringVar(&author, "author", "", "author of the commit, 'Name <email>' (default: apply_name/apply_email)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,241 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/gitx"
+)
+
+// Events of the approval flow.
+const (
+	EventSubmitted = "changeset.submitted"
+	EventApproved  = "changeset.approved"
+	EventApplied   = "changeset.applied"
+)
+
+// ChangeSet computes the run's change set against its base, now.
+func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch r.Workspace.State {
+	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed, paddock.StateRetained:
+	default:
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; it has no workspace to compare", id, r.Workspace.State)
+	}
+	repo, err := m.Git.Inspect(ctx, p.Root)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := m.Git.DiffWorkTree(ctx, repo.CommonDir, r.Workspace.Root, r.Workspace.BaseRevision, ".paddock")
+	if err != nil {
+		return nil, internal("computing the change set failed", err)
+	}
+	cs, err := changeset.Build(id, r.Workspace.BaseRevision, r.Workspace.Root, snap, policy(p))
+	if err != nil {
+		return nil, internal("computing the change set failed", err)
+	}
+	// The diff stays as computed: it is what the hash binds and what an
+	// apply writes. Answers mask credentials in it on the way out (and an
+	// entry holding one is labelled secret).
+	return cs, nil
+}
+
+// runDir is where a run's artifacts are kept.
+func (m *Manager) runDir(id string) string { return filepath.Join(m.ArtifactsDir, id) }
+
+func (m *Manager) submission(id string) (*paddock.Submission, error) {
+	b, err := os.ReadFile(filepath.Join(m.runDir(id), "submission.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s has no submitted change set; submit it first", id)
+	}
+	if err != nil {
+		return nil, internal("reading the submission failed", err)
+	}
+	var s paddock.Submission
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, internal("reading the submission failed", err)
+	}
+	return &s, nil
+}
+
+// writeFile writes path atomically and durably.
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (m *Manager) saveSubmission(s *paddock.Submission) error {
+	b, _ := json.MarshalIndent(s, "", "  ")
+	if err := writeFile(filepath.Join(m.runDir(s.RunID), "submission.json"), b); err != nil {
+		return internal("saving the submission failed", err)
+	}
+	return nil
+}
+
+func artifactName(hash string) string {
+	return "changeset-" + strings.TrimPrefix(hash, "sha256:") + ".json"
+}
+
+// Submit freezes the run's change set: it is stored as an artifact under
+// its hash, and only that hash can be approved.
+func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+	if s, err := m.submission(id); err == nil && s.AppliedTo != "" {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
+	}
+	cs, err := m.ChangeSet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs.Entries) == 0 {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s changed nothing; there is nothing to submit", id)
+	}
+	b, err := changeset.Marshal(cs)
+	if err != nil {
+		return nil, internal("encoding the change set failed", err)
+	}
+	if err := writeFile(filepath.Join(m.runDir(id), artifactName(cs.Hash)), b); err != nil {
+		return nil, internal("saving the change set failed", err)
+	}
+	s := &paddock.Submission{RunID: id, Hash: cs.Hash, SubmittedAt: now()}
+	if err := m.saveSubmission(s); err != nil {
+		return nil, err
+	}
+	err = m.update(ctx, func(tx paddock.Tx) error {
+		_, err := tx.AppendEvent(ctx, id, EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)})
+		return err
+	})
+	return cs, err
+}
+
+// Approve records who approved which hash. Only the frozen hash can be.
+func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error) {
+	s, err := m.submission(id)
+	if err != nil {
+		return nil, err
+	}
+	if hash != s.Hash {
+		return nil, paddock.Errorf(paddock.CodeConflict, "hash %s is not the submitted change set's (%s); review what was submitted", hash, s.Hash).
+			WithDetail("submitted", s.Hash)
+	}
+	if s.AppliedTo != "" {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
+	}
+	s.ApprovedBy, s.ApprovedAt = by, now()
+	if err := m.saveSubmission(s); err != nil {
+		return nil, err
+	}
+	err = m.update(ctx, func(tx paddock.Tx) error {
+		_, err := tx.AppendEvent(ctx, id, EventApproved, map[string]string{"hash": hash, "by": by})
+		return err
+	})
+	return s, err
+}
+
+// Apply commits the approved change set onto its base revision, on a new
+// branch of the project (paddock/RUN unless named), authored by the
+// configured identity. The user's working tree and index are not touched;
+// the branch is created with a compare-and-swap, so an existing branch or a
+// concurrent writer makes it fail cleanly. Entries under .git and symbolic
+// links that leave the project refuse the whole apply, approved or not.
+func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s, err := m.submission(id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case s.ApprovedBy == "":
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s's change set %s is not approved", id, s.Hash)
+	case s.AppliedTo != "":
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
+	}
+	b, err := os.ReadFile(filepath.Join(m.runDir(id), artifactName(s.Hash)))
+	if err != nil {
+		return nil, internal("reading the frozen change set failed", err)
+	}
+	var cs paddock.ChangeSet
+	if err := json.Unmarshal(b, &cs); err != nil {
+		return nil, internal("reading the frozen change set failed", err)
+	}
+	if cs.Hash != s.Hash || changeset.Verify(&cs) != nil {
+		return nil, paddock.Errorf(paddock.CodeConflict, "the frozen change set no longer matches the approved hash; nothing was applied")
+	}
+	var blocked []string
+	for _, e := range cs.Entries {
+		if e.Blocked != "" {
+			blocked = append(blocked, e.Path+": "+e.Blocked)
+		}
+	}
+	if len(blocked) > 0 {
+		return nil, paddock.Errorf(paddock.CodeForbidden, "the change set holds entries paddock never applies: %s", strings.Join(blocked, "; ")).
+			WithDetail("blocked", blocked)
+	}
+	if err := m.checkRepo(ctx, p); err != nil {
+		return nil, err
+	}
+	if branch == "" {
+		branch = "paddock/" + id
+	}
+	if who.Name == "" || who.Email == "" {
+		who = m.Identity
+	}
+	if who.Name == "" || who.Email == "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "no identity to author the commit: set apply_name and apply_email in paddock.toml, or give --author")
+	}
+	repo, err := m.Git.Inspect(ctx, p.Root)
+	if err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("paddock: apply run %s\n\nChange set %s, approved by %s.\n", id, s.Hash, s.ApprovedBy)
+	commit, err := m.Git.CommitToBranch(ctx, repo.CommonDir, r.Workspace.BaseRevision, []byte(cs.Diff), branch, who, msg)
+	if errors.Is(err, gitx.ErrRefExists) {
+		return nil, paddock.Errorf(paddock.CodeConflict, "branch %s already exists; name another with --to branch=NAME", branch)
+	}
+	if err != nil {
+		var pe *paddock.Error
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, internal("applying the change set failed; the project is unchanged", err)
+	}
+	s.AppliedTo, s.AppliedAt = "refs/heads/"+branch+" @ "+commit, now()
+	if err := m.saveSubmission(s); err != nil {
+		return nil, err
+	}
+	err = m.update(ctx, func(tx paddock.Tx) error {
+		_, err := tx.AppendEvent(ctx, id, EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit})
+		return err
+	})
+	return s, err
+}

@@ -1,0 +1,196 @@
+package lifecycle_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+// edit plays an agent's work in a workspace: every kind of change.
+func edit(t *testing.T, ws string) {
+	t.Helper()
+	w := func(p, s string, mode os.FileMode) {
+		os.MkdirAll(filepath.Dir(filepath.Join(ws, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(ws, p), []byte(s), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w("README.md", "hello, changed\n", 0o644)            // modify
+	w("new/deep/file.go", "package deep\n", 0o644)       // create, nested
+	os.Remove(filepath.Join(ws, "docs/ü.txt"))           // delete (non-ASCII name)
+	os.Chmod(filepath.Join(ws, "cmd/main.go"), 0o755)    // mode change
+	os.Symlink("README.md", filepath.Join(ws, "readme")) // symlink
+	w("blob.bin", "\x00\x01\x02binary", 0o644)           // binary
+	os.MkdirAll(filepath.Join(ws, "empty/dir"), 0o755)   // empty directories are not content
+	w(".paddock/inbox/note.txt", "inbox", 0o644)         // the inbox is not the agent's change
+	w("build/out.o", "ignored", 0o644)                   // ignored by .gitignore
+}
+
+func TestChangeSetAndApply(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	os.WriteFile(filepath.Join(e.repo, ".gitignore"), []byte("build/\n"), 0o644)
+	gittest.Commit(t, e.repo, "ignore build", nil)
+	e.project(t)
+	e.m.Identity = gitx.Identity{Name: "Ada Reviewer", Email: "ada@example.com"}
+	r := e.create(t, paddock.KindClone, "")
+	ws := r.Workspace.Root
+	edit(t, ws)
+	before, lines := gittest.TreeDigest(t, e.repo)
+
+	cs, err := e.m.ChangeSet(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]paddock.ChangeEntry{}
+	for _, en := range cs.Entries {
+		got[en.Path] = en
+	}
+	want := map[string]paddock.ChangeOp{"README.md": paddock.OpModify, "new/deep/file.go": paddock.OpCreate,
+		"docs/ü.txt": paddock.OpDelete, "cmd/main.go": paddock.OpModify, "readme": paddock.OpCreate, "blob.bin": paddock.OpCreate}
+	if len(got) != len(want) {
+		t.Fatalf("entries: %+v", cs.Entries)
+	}
+	for p, op := range want {
+		if got[p].Op != op {
+			t.Errorf("%s: %+v, want %s", p, got[p], op)
+		}
+	}
+	if got["cmd/main.go"].NewMode != "100755" || !contains(got["cmd/main.go"].Risks, "executable") ||
+		got["readme"].NewMode != "120000" || !contains(got["readme"].Risks, "symlink") ||
+		!got["blob.bin"].Binary || len(got["README.md"].NewBlob) != 40 {
+		t.Fatalf("labels: %+v", cs.Entries)
+	}
+	if !contains(cs.Ignored, "build/") || !strings.HasPrefix(cs.Hash, "sha256:") {
+		t.Fatalf("ignored %v, hash %s", cs.Ignored, cs.Hash)
+	}
+	// Computing it changed nothing in the project, .git included.
+	gittest.RequireIdentical(t, e.repo, before, lines)
+
+	// git apply of the diff onto the base reproduces the workspace.
+	check := filepath.Join(t.TempDir(), "check")
+	gittest.Git(t, "", "clone", "-q", e.repo, check)
+	gittest.Git(t, check, "checkout", "-q", "--detach", r.Workspace.BaseRevision)
+	apply := exec.Command("git", "apply", "--binary", "-")
+	apply.Dir = check
+	apply.Stdin = strings.NewReader(cs.Diff)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v\n%s", err, out)
+	}
+	os.RemoveAll(filepath.Join(ws, ".paddock"))
+	os.RemoveAll(filepath.Join(ws, "build"))
+	os.RemoveAll(filepath.Join(ws, "empty"))
+	a, al := digestNoGit(t, check)
+	b, bl := digestNoGit(t, ws)
+	if a != b {
+		x, y := gittest.DiffLines(al, bl)
+		t.Fatalf("applying the diff does not reproduce the workspace:\n %v\n %v", x, y)
+	}
+
+	// Submit, approve only the frozen hash, apply to a branch.
+	sub, err := e.m.Submit(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+	mustCode(t, err, paddock.CodeConflict) // not approved
+	_, err = e.m.Approve(ctx, r.ID, "sha256:0000", "ada")
+	mustCode(t, err, paddock.CodeConflict)
+	if _, err := e.m.Approve(ctx, r.ID, sub.Hash, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	workBefore := gittest.Git(t, e.repo, "status", "--porcelain")
+	s, err := e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := gittest.Git(t, e.repo, "rev-parse", "paddock/"+r.ID)
+	if !strings.Contains(s.AppliedTo, commit) {
+		t.Fatalf("applied to %s, branch at %s", s.AppliedTo, commit)
+	}
+	if parent := gittest.Git(t, e.repo, "rev-parse", commit+"^"); parent != r.Workspace.BaseRevision {
+		t.Fatalf("parent %s, base %s", parent, r.Workspace.BaseRevision)
+	}
+	if author := gittest.Git(t, e.repo, "log", "-1", "--format=%an <%ae>", commit); author != "Ada Reviewer <ada@example.com>" {
+		t.Fatalf("author %q", author)
+	}
+	if files := gittest.Git(t, e.repo, "ls-tree", "-r", "--name-only", commit); !strings.Contains(files, "new/deep/file.go") || strings.Contains(files, "docs/ü.txt") {
+		t.Fatalf("tree: %s", files)
+	}
+	if gittest.Git(t, e.repo, "status", "--porcelain") != workBefore {
+		t.Fatal("apply touched the user's working tree or index")
+	}
+	_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+	mustCode(t, err, paddock.CodeConflict) // applied already
+}
+
+func TestApplyRefusals(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.project(t)
+	e.m.Identity = gitx.Identity{Name: "A", Email: "a@example.com"}
+	// A symbolic link out of the project is never applied, approved or not.
+	r := e.create(t, paddock.KindClone, "")
+	os.Symlink("../../../../etc/passwd", filepath.Join(r.Workspace.Root, "escape"))
+	s, err := e.m.Submit(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m.Approve(ctx, r.ID, s.Hash, "a")
+	_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+	mustCode(t, err, paddock.CodeForbidden)
+	// An existing branch is not moved.
+	r2 := e.create(t, paddock.KindClone, "")
+	os.WriteFile(filepath.Join(r2.Workspace.Root, "x.txt"), []byte("x"), 0o644)
+	s2, _ := e.m.Submit(ctx, r2.ID)
+	e.m.Approve(ctx, r2.ID, s2.Hash, "a")
+	_, err = e.m.Apply(ctx, r2.ID, "main", gitx.Identity{})
+	mustCode(t, err, paddock.CodeConflict)
+	// A change to the workspace after submission does not change what is applied.
+	os.WriteFile(filepath.Join(r2.Workspace.Root, "later.txt"), []byte("later"), 0o644)
+	if _, err := e.m.Apply(ctx, r2.ID, "feature/x", gitx.Identity{}); err != nil {
+		t.Fatal(err)
+	}
+	if files := gittest.Git(t, e.repo, "ls-tree", "-r", "--name-only", "feature/x"); strings.Contains(files, "later.txt") || !strings.Contains(files, "x.txt") {
+		t.Fatalf("applied tree: %s", files)
+	}
+	// Nothing changed: nothing to submit.
+	r3 := e.create(t, paddock.KindClone, "")
+	_, err = e.m.Submit(ctx, r3.ID)
+	mustCode(t, err, paddock.CodeConflict)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// digestNoGit is TreeDigest without the top-level .git.
+func digestNoGit(t *testing.T, root string) (string, []string) {
+	tmp := filepath.Join(t.TempDir(), "copy")
+	cp := exec.Command("cp", "-a", root, tmp)
+	if out, err := cp.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	os.RemoveAll(filepath.Join(tmp, ".git"))
+	_, l := gittest.TreeDigest(t, tmp)
+	var out []string
+	for _, x := range l {
+		// Directories are not content (git keeps none, nor their modes).
+		if !strings.Contains(x, " d") {
+			out = append(out, x)
+		}
+	}
+	return strings.Join(out, "\n"), out
+}
