@@ -135,6 +135,9 @@ type ApproveRequest struct {
 
 // ApplyRequest applies an approved change set to a new branch of the project.
 type ApplyRequest struct {
+	// To is "branch" (the default: a commit on a new branch) or "worktree"
+	// (the files written into the project's working tree, all or nothing).
+	To string `json:"to,omitempty"`
 	// Branch is the new branch; paddock/RUN if empty. It must not exist.
 	Branch string `json:"branch,omitempty"`
 	// AuthorName and AuthorEmail author the commit; the daemon's configured

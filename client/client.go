@@ -420,3 +420,9 @@ func (c *Client) Apply(ctx context.Context, id string, req paddock.ApplyRequest)
 	var s paddock.Submission
 	return &s, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/apply", req, &s)
 }
+
+// Undo reverses an apply into the working tree.
+func (c *Client) Undo(ctx context.Context, id string) (*paddock.Submission, error) {
+	var s paddock.Submission
+	return &s, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/undo", nil, &s)
+}

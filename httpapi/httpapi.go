@@ -293,8 +293,18 @@ func (s *Server) routes() http.Handler {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
-		return m.Apply(r.Context(), r.PathValue("id"), req.Branch, gitx.Identity{Name: req.AuthorName, Email: req.AuthorEmail})
+		switch req.To {
+		case "", "branch":
+			return m.Apply(r.Context(), r.PathValue("id"), req.Branch, gitx.Identity{Name: req.AuthorName, Email: req.AuthorEmail})
+		case "worktree":
+			if req.Branch != "" {
+				return nil, paddock.Errorf(paddock.CodeBadRequest, "a branch name applies only to --to branch")
+			}
+			return m.ApplyToWorktree(r.Context(), r.PathValue("id"))
+		}
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "apply to %q: branch or worktree", req.To)
 	})
+	handle("POST /v1/runs/{id}/undo", func(r *http.Request) (any, error) { return m.Undo(r.Context(), r.PathValue("id")) })
 	handle("POST /v1/runs/{id}/inbox", func(r *http.Request) (any, error) {
 		lim := s.InboxLimits
 		if lim.MaxFile == 0 {

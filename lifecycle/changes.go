@@ -11,6 +11,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/gitx"
 )
 
@@ -117,6 +118,9 @@ func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, er
 	if len(cs.Entries) == 0 {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s changed nothing; there is nothing to submit", id)
 	}
+	if err := m.freezeBlobs(id, cs); err != nil {
+		return nil, err
+	}
 	b, err := changeset.Marshal(cs)
 	if err != nil {
 		return nil, internal("encoding the change set failed", err)
@@ -170,36 +174,9 @@ func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identit
 	if err != nil {
 		return nil, err
 	}
-	s, err := m.submission(id)
+	s, cs, err := m.approved(id)
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case s.ApprovedBy == "":
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s's change set %s is not approved", id, s.Hash)
-	case s.AppliedTo != "":
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
-	}
-	b, err := os.ReadFile(filepath.Join(m.runDir(id), artifactName(s.Hash)))
-	if err != nil {
-		return nil, internal("reading the frozen change set failed", err)
-	}
-	var cs paddock.ChangeSet
-	if err := json.Unmarshal(b, &cs); err != nil {
-		return nil, internal("reading the frozen change set failed", err)
-	}
-	if cs.Hash != s.Hash || changeset.Verify(&cs) != nil {
-		return nil, paddock.Errorf(paddock.CodeConflict, "the frozen change set no longer matches the approved hash; nothing was applied")
-	}
-	var blocked []string
-	for _, e := range cs.Entries {
-		if e.Blocked != "" {
-			blocked = append(blocked, e.Path+": "+e.Blocked)
-		}
-	}
-	if len(blocked) > 0 {
-		return nil, paddock.Errorf(paddock.CodeForbidden, "the change set holds entries paddock never applies: %s", strings.Join(blocked, "; ")).
-			WithDetail("blocked", blocked)
 	}
 	if err := m.checkRepo(ctx, p); err != nil {
 		return nil, err
@@ -238,4 +215,32 @@ func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identit
 		return err
 	})
 	return s, err
+}
+
+// freezeBlobs keeps the new content of every created or modified entry, as
+// it was when the change set was computed, so that an apply into a working
+// tree writes exactly what was approved.
+func (m *Manager) freezeBlobs(id string, cs *paddock.ChangeSet) error {
+	r, err := m.Run(context.Background(), id)
+	if err != nil {
+		return err
+	}
+	root, err := confine.Open(r.Workspace.Root, &confine.Policy{})
+	if err != nil {
+		return internal("opening the workspace failed", err)
+	}
+	defer root.Close()
+	for _, e := range cs.Entries {
+		if e.Op == paddock.OpDelete || e.NewMode == "160000" {
+			continue
+		}
+		content, _, err := entryContent(root, e.Path)
+		if err != nil || gitBlobID(content) != e.NewBlob {
+			return paddock.Errorf(paddock.CodeConflict, "%s changed while the change set was being frozen; submit again", e.Path)
+		}
+		if err := writeFile(m.blobPath(id, e.NewBlob), content); err != nil {
+			return internal("freezing the change set failed", err)
+		}
+	}
+	return nil
 }

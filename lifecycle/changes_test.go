@@ -194,3 +194,64 @@ func digestNoGit(t *testing.T, root string) (string, []string) {
 	}
 	return strings.Join(out, "\n"), out
 }
+
+func TestApplyToWorktreeAndUndo(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.project(t)
+	e.m.Identity = gitx.Identity{Name: "A", Email: "a@example.com"}
+	before, lines := gittest.TreeDigest(t, e.repo)
+	r := e.create(t, paddock.KindClone, "")
+	ws := r.Workspace.Root
+	os.WriteFile(filepath.Join(ws, "README.md"), []byte("applied\n"), 0o644)
+	os.MkdirAll(filepath.Join(ws, "new/dir"), 0o755)
+	os.WriteFile(filepath.Join(ws, "new/dir/f.go"), []byte("package dir\n"), 0o755)
+	os.Remove(filepath.Join(ws, "docs/ü.txt"))
+	os.Symlink("README.md", filepath.Join(ws, "link"))
+	s, err := e.m.Submit(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m.Approve(ctx, r.ID, s.Hash, "a")
+	if _, err := e.m.ApplyToWorktree(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.repo, "README.md")); string(b) != "applied\n" {
+		t.Fatalf("README: %q", b)
+	}
+	if fi, err := os.Stat(filepath.Join(e.repo, "new/dir/f.go")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("created file: %v %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.repo, "docs/ü.txt")); !os.IsNotExist(err) {
+		t.Fatal("deleted file still there")
+	}
+	if target, _ := os.Readlink(filepath.Join(e.repo, "link")); target != "README.md" {
+		t.Fatal("symlink not made")
+	}
+	if cached := gittest.Git(t, e.repo, "diff", "--cached", "--name-only"); cached != "" {
+		t.Fatalf("apply touched the index: %s", cached)
+	}
+	// Undo puts the project back, byte for byte.
+	if _, err := e.m.Undo(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	gittest.RequireIdentical(t, e.repo, before, lines)
+
+	// It applies again after the undo; a user's edit since then blocks the undo.
+	if _, err := e.m.ApplyToWorktree(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(e.repo, "README.md"), []byte("the user's own edit\n"), 0o644)
+	_, err = e.m.Undo(ctx, r.ID)
+	mustCode(t, err, paddock.CodeConflict)
+	// A target changed since the base refuses the apply, and nothing is written.
+	r2 := e.create(t, paddock.KindClone, "")
+	os.WriteFile(filepath.Join(r2.Workspace.Root, "README.md"), []byte("other\n"), 0o644)
+	os.WriteFile(filepath.Join(r2.Workspace.Root, "untouched-new.txt"), []byte("x"), 0o644)
+	s2, _ := e.m.Submit(ctx, r2.ID)
+	e.m.Approve(ctx, r2.ID, s2.Hash, "a")
+	mid, midLines := gittest.TreeDigest(t, e.repo)
+	_, err = e.m.ApplyToWorktree(ctx, r2.ID)
+	mustCode(t, err, paddock.CodeConflict)
+	gittest.RequireIdentical(t, e.repo, mid, midLines)
+}

@@ -53,7 +53,10 @@ type Manager struct {
 	ArtifactsDir string
 	// Identity authors the commits Apply makes, unless a request names one.
 	Identity gitx.Identity
-	Logger   *slog.Logger
+	// CrashAt, when positive, kills the process at that step of an apply
+	// into a working tree or an undo. Tests use it; nothing else sets it.
+	CrashAt int
+	Logger  *slog.Logger
 
 	// mu serializes operations that create or delete directories, so that gc
 	// never judges a directory another operation is making.

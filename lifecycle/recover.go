@@ -32,7 +32,7 @@ func (m *Manager) Recover(ctx context.Context) ([]paddock.Finding, error) {
 	}); err != nil {
 		return nil, err
 	}
-	var out []paddock.Finding
+	out := m.recoverApplies(ctx)
 	for _, w := range ws {
 		f, err := m.recoverOne(ctx, w)
 		if err != nil {

@@ -170,7 +170,7 @@ else ~/.local/state/paddock.
 		a.retainCmd(), a.rejectCmd(), a.rmCmd(), a.checkpointCmd(), a.resumeCmd(),
 		a.eventsCmd(), a.gcCmd(), a.versionCmd(), a.doctorCmd(),
 		a.toolCmd(), a.toolsCmd(), a.inboxCmd(), a.execCmd(),
-		a.diffCmd(), a.submitCmd(), a.approveCmd(), a.applyCmd(),
+		a.diffCmd(), a.submitCmd(), a.approveCmd(), a.applyCmd(), a.undoCmd(),
 	)
 	return root
 }

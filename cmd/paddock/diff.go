@@ -136,9 +136,11 @@ func (a *app) applyCmd() *cobra.Command {
 	var to, author string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "apply RUN [--to branch[=NAME]] [--author 'Name <email>']",
-		Short: "Commit an approved change set to a new branch of the project",
-		Long: `Apply the run's approved change set: a commit whose parent is the run's base,
+		Use:   "apply RUN [--to branch[=NAME]|worktree] [--author 'Name <email>']",
+		Short: "Apply an approved change set: to a new branch, or into the working tree",
+		Long: `Apply the run's approved change set.
+
+--to branch (the default): a commit whose parent is the run's base,
 authored by the configured human identity (apply_name and apply_email in
 paddock.toml, or --author), on a new branch (paddock/RUN unless named). It is
 built with git plumbing and a temporary index: the project's working tree and
@@ -147,17 +149,26 @@ so an existing branch or a concurrent writer makes apply fail cleanly. Only
 the approved hash is ever applied; entries under .git and symbolic links that
 leave the project refuse the apply.
 
+--to worktree: the files are written into the project's working tree, under
+the project lock, all or nothing: refused if any target changed since the
+base; the new contents are written and fsynced beside their targets before
+anything is renamed into place, and a journal lets a restart after a crash at
+any point finish the apply. The index is not touched. 'paddock undo RUN'
+reverses it while the files are unchanged since.
+
 Exit codes: 0 applied; 2 bad branch or no identity; 3 no such run; 4 not
 approved, applied already, or the branch exists; 6 blocked entries.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var req paddock.ApplyRequest
 			switch {
+			case to == "worktree":
+				req.To = "worktree"
 			case to == "" || to == "branch":
 			case strings.HasPrefix(to, "branch="):
 				req.Branch = strings.TrimPrefix(to, "branch=")
 			default:
-				return usageError{fmt.Sprintf("--to %q: only branch[=NAME] is supported", to)}
+				return usageError{fmt.Sprintf("--to %q: branch[=NAME] or worktree", to)}
 			}
 			if author != "" {
 				name, email, ok := strings.Cut(author, "<")
@@ -177,8 +188,35 @@ approved, applied already, or the branch exists; 6 blocked entries.`,
 			return a.output(asJSON, s, func(w io.Writer) { fmt.Fprintf(w, "applied %s to %s\n", s.Hash, s.AppliedTo) })
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "branch", "where to apply: branch[=NAME]")
+	cmd.Flags().StringVar(&to, "to", "branch", "where to apply: branch[=NAME] or worktree")
 	cmd.Flags().StringVar(&author, "author", "", "author of the commit, 'Name <email>' (default: apply_name/apply_email)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) undoCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "undo RUN",
+		Short: "Reverse an apply into the working tree",
+		Long: `Reverse the run's apply into the project's working tree: the old contents come
+back and created files go, byte for byte. Refused if any file the apply wrote
+changed since.
+
+Exit codes: 0 undone; 3 no such run; 4 nothing to undo, or a file changed since.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			s, err := c.Undo(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, s, func(w io.Writer) { fmt.Fprintf(w, "undid the apply of %s\n", s.Hash) })
+		},
+	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

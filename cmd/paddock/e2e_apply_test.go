@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,4 +69,92 @@ func TestApproveAndApply(t *testing.T) {
 			t.Fatalf("events miss %s:\n%s", want, evs)
 		}
 	}
+}
+
+// TestKillDuringWorktreeApply stops the daemon with SIGKILL at every step of
+// an apply into a working tree (a test hook), restarts it, and checks that
+// the project is byte-identical either to before or to fully applied.
+func TestKillDuringWorktreeApply(t *testing.T) {
+	base := t.TempDir()
+	template := newRepo(t, filepath.Join(base, "template"), 4)
+	os.WriteFile(filepath.Join(template, "old.txt"), []byte("old\n"), 0o644)
+	os.WriteFile(filepath.Join(template, "gone.txt"), []byte("gone\n"), 0o644)
+	gittest.Commit(t, template, "more", nil)
+	edits := func(ws string) {
+		os.WriteFile(filepath.Join(ws, "README.md"), []byte("new readme\n"), 0o644)
+		os.WriteFile(filepath.Join(ws, "old.txt"), []byte("changed\n"), 0o755)
+		os.Remove(filepath.Join(ws, "gone.txt"))
+		os.MkdirAll(filepath.Join(ws, "a/b"), 0o755)
+		os.WriteFile(filepath.Join(ws, "a/b/new.go"), []byte("package b\n"), 0o644)
+		os.WriteFile(filepath.Join(ws, "top.txt"), []byte("top\n"), 0o644)
+		os.Symlink("README.md", filepath.Join(ws, "link"))
+	}
+	copyRepo := func(name string) string {
+		dst := filepath.Join(base, name)
+		if out, err := exec.Command("cp", "-a", template, dst).CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		return dst
+	}
+	// The reference: the same apply, uninterrupted.
+	home := filepath.Join(base, "home")
+	cur := startDaemon(t, home)
+	ref := copyRepo("reference")
+	cli(t, home, "project", "add", ref).must(t)
+	before, beforeLines := gittest.TreeDigest(t, ref)
+	prepare := func(proj string) string {
+		id := strings.TrimSpace(cli(t, home, "create", "-p", proj).must(t).out)
+		run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
+		edits(run.Workspace.Root)
+		var cs paddock.ChangeSet
+		json.Unmarshal([]byte(cli(t, home, "submit", id, "--json").must(t).out), &cs)
+		cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+		return id
+	}
+	id := prepare("reference")
+	cli(t, home, "apply", id, "--to", "worktree").must(t)
+	after, _ := gittest.TreeDigest(t, ref)
+
+	steps := 0
+	for k := 1; ; k++ {
+		proj := "p" + strings.Repeat("x", k)
+		repo := copyRepo(proj)
+		cli(t, home, "project", "add", repo, "--name", proj).must(t)
+		id := prepare(proj)
+		cur.stop()
+		t.Setenv("PADDOCK_TEST_APPLY_CRASH_AT", fmt.Sprint(k))
+		cur = startDaemon(t, home)
+		r := cli(t, home, "apply", id, "--to", "worktree")
+		crashed := r.code != 0
+		t.Setenv("PADDOCK_TEST_APPLY_CRASH_AT", "")
+		cur.stop() // reaps the killed daemon, or stops the one that finished
+		cur = startDaemon(t, home)
+		got, lines := gittest.TreeDigest(t, repo)
+		switch {
+		case !crashed && got == after:
+			t.Logf("step %d is past the last: applied without a kill", k)
+		case got == before:
+			t.Logf("killed at step %d: rolled back", k)
+		case got == after:
+			t.Logf("killed at step %d: finished", k)
+		default:
+			a, b := gittest.DiffLines(beforeLines, lines)
+			t.Fatalf("killed at step %d: the project is neither as before nor fully applied:\n %v\n %v", k, a, b)
+		}
+		// No temporary file of the apply is left anywhere in the project.
+		filepath.Walk(repo, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && strings.Contains(fi.Name(), ".paddock-") {
+				t.Fatalf("left %s", p)
+			}
+			return nil
+		})
+		if !crashed {
+			steps = k - 1
+			break
+		}
+	}
+	if steps < 12 {
+		t.Fatalf("only %d crash points were exercised", steps)
+	}
+	t.Logf("%d crash points exercised", steps)
 }

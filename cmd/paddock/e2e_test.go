@@ -103,7 +103,7 @@ func startDaemonAs(t *testing.T, home string, cred *syscall.Credential, extra ..
 }
 
 func (d *daemon) stop() {
-	if d.cmd.ProcessState == nil {
+	if d.cmd.ProcessState == nil && d.cmd.Process != nil {
 		d.cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { d.cmd.Wait(); close(done) }()

@@ -127,6 +127,9 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger, SandboxUID: cfg.SandboxUID,
 		ArtifactsDir: filepath.Join(home, "artifacts"), Identity: gitx.Identity{Name: cfg.ApplyName, Email: cfg.ApplyEmail}}
 	m.Secret = secretSource(home, a.getenv)
+	if n, err := strconv.Atoi(a.getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
+		m.CrashAt = n // tests only: die at this step of an apply into a working tree
+	}
 	if os.Getuid() == 0 && m.SandboxUID == 0 {
 		m.SandboxUID = 65534 // nobody: commands never run as root
 		logger.Warn("the daemon runs as root; commands run as uid 65534 (set sandbox_uid in paddock.toml to choose)")
