@@ -11,9 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,21 +24,22 @@ const (
 	fdWorkspace = 5 // the workspace directory, opened by the host (O_PATH)
 )
 
-// report is what the helper tells the host.
+// report is what the helper tells the host, as one JSON object before it
+// becomes the command, and a second one only if that failed.
 type report struct {
 	Enforcement Enforcement `json:"enforcement"`
 	Started     bool        `json:"started"`
 	Error       string      `json:"error,omitempty"`
 	Unsupported bool        `json:"unsupported,omitempty"`
 	ExitCode    int         `json:"exit_code"`
-	Signal      string      `json:"signal,omitempty"`
-	CPU         int64       `json:"cpu_ns"`
-	MaxRSS      int64       `json:"max_rss"`
 }
 
 // HelperMain is the helper process: it never returns. It runs in the new
-// namespaces, as the command's uid with CAP_SYS_ADMIN in its own user
-// namespace only, and is the pid namespace's init.
+// namespaces, as the command's uid with CAP_SYS_ADMIN (and CAP_NET_ADMIN)
+// in its own user namespace only. It builds the view, locks itself down,
+// sets the limits and then becomes the command (execve): the command is the
+// pid namespace's init, so when it ends every process it left behind dies,
+// and the limits bind the command alone, not a Go runtime beside it.
 func HelperMain() {
 	// Whatever the helper inherited beyond 0–2 (the config and report pipes
 	// among them) must not reach the command: a command holding the report
@@ -46,8 +47,9 @@ func HelperMain() {
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	rep := &report{}
 	out := os.NewFile(fdReport, "report")
-	finish := func(code int) {
-		json.NewEncoder(out).Encode(rep)
+	send := func() { json.NewEncoder(out).Encode(rep) }
+	fail := func(code int) {
+		send()
 		out.Close()
 		os.Exit(code)
 	}
@@ -55,7 +57,7 @@ func HelperMain() {
 	cfg := os.NewFile(fdConfig, "config")
 	if err := json.NewDecoder(cfg).Decode(&spec); err != nil {
 		rep.Error = "reading the sandbox spec: " + err.Error()
-		finish(125)
+		fail(125)
 	}
 	cfg.Close()
 	spec.Limits = withDefaults(spec.Limits)
@@ -63,68 +65,49 @@ func HelperMain() {
 		rep.Error = err.Error()
 		var ue unsupportedError
 		rep.Unsupported = errors.As(err, &ue)
-		finish(125)
+		fail(125)
 	}
-	cmd, err := command(&spec)
+	path, err := commandPath(&spec)
 	if err != nil {
-		rep.Error = err.Error()
-		rep.ExitCode = 127
-		finish(127)
+		rep.Error, rep.ExitCode = err.Error(), 127
+		fail(127)
+	}
+	if err := unix.Chdir(filepath.Join(spec.Workspace, spec.Dir)); err != nil {
+		rep.Error, rep.ExitCode = fmt.Sprintf("cannot enter %s: %v", spec.Dir, err), 127
+		fail(127)
 	}
 	rep.Started = true
-	err = cmd.Run()
-	if cmd.ProcessState != nil {
-		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-		rep.ExitCode = ws.ExitStatus()
-		if ws.Signaled() {
-			rep.Signal = ws.Signal().String()
-			rep.ExitCode = 128 + int(ws.Signal())
-		}
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rep.CPU = syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)
-			rep.MaxRSS = ru.Maxrss * 1024
-		}
-	} else if err != nil {
-		rep.Error = err.Error()
-		rep.ExitCode = 127
+	send()
+	if err := limit(spec.Limits); err != nil {
+		rep.Started, rep.Error, rep.ExitCode = false, err.Error(), 125
+		fail(125)
 	}
-	finish(0)
+	err = unix.Exec(path, spec.Argv, spec.Env)
+	rep.Started, rep.Error, rep.ExitCode = false, fmt.Sprintf("%s: %v", spec.Argv[0], err), 126
+	fail(126)
 }
 
 type unsupportedError struct{ msg string }
 
 func (e unsupportedError) Error() string { return e.msg }
 
-// command builds the confined command: its environment is the Spec's alone,
-// it starts in its own session in the workspace, with descriptors 0–2 only.
-func command(spec *Spec) (*exec.Cmd, error) {
-	os.Clearenv()
+// commandPath resolves the command with the PATH of the Spec's environment.
+func commandPath(spec *Spec) (string, error) {
+	p := spec.Argv[0]
+	if strings.Contains(p, "/") {
+		return p, nil
+	}
 	for _, kv := range spec.Env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			os.Setenv(k, v)
+		if dirs, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(dirs) {
+				cand := filepath.Join(d, p)
+				if fi, err := os.Stat(cand); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+					return cand, nil
+				}
+			}
 		}
 	}
-	path := spec.Argv[0]
-	if !strings.Contains(path, "/") {
-		p, err := exec.LookPath(path)
-		if err != nil {
-			return nil, fmt.Errorf("%s: command not found in the sandbox's PATH", path)
-		}
-		path = p
-	}
-	cmd := &exec.Cmd{
-		Path:   path,
-		Args:   spec.Argv,
-		Env:    spec.Env,
-		Dir:    filepath.Join(spec.Workspace, spec.Dir),
-		Stdin:  os.Stdin,
-		Stdout: os.Stdout,
-		Stderr: os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setsid: true,
-		},
-	}
-	return cmd, nil
+	return "", fmt.Errorf("%s: command not found in the sandbox's PATH", p)
 }
 
 // systemDirs are mounted read-only at their own paths when they exist.
@@ -280,6 +263,13 @@ func setup(spec *Spec, e *Enforcement) error {
 		return unsupportedError{fmt.Sprintf("cannot mount /proc for the new pid namespace (%v); a container or an LSM hides /proc", err)}
 	}
 
+	// The bridge to the proxy is its own process: the helper is about to
+	// become the command. Started before pivot_root, it follows the new root.
+	if spec.Net == NetAllow {
+		if err := startBridge(); err != nil {
+			return err
+		}
+	}
 	// Swap roots and drop the old one.
 	if err := os.Mkdir(root+"/.old", 0o700); err != nil {
 		return err
@@ -299,14 +289,6 @@ func setup(spec *Spec, e *Enforcement) error {
 	}
 	unix.Sethostname([]byte("paddock"))
 
-	if spec.Net == NetAllow {
-		if err := startBridge(); err != nil {
-			return err
-		}
-	}
-	if err := limit(spec.Limits); err != nil {
-		return err
-	}
 	if err := lockdown(spec, e); err != nil {
 		return err
 	}
@@ -316,9 +298,11 @@ func setup(spec *Spec, e *Enforcement) error {
 // proxySocketInside is where the proxy's socket appears in the view.
 const proxySocketInside = "/run/paddock/proxy.sock"
 
-// startBridge brings up the namespace's loopback and forwards every TCP
-// connection to 127.0.0.1:ProxyPort to the host's proxy socket. It runs in
-// the helper for the command's whole life.
+// BridgeArg is argv[1] of the proxy bridge process of an "allow" network.
+const BridgeArg = "__paddock-sandbox-bridge"
+
+// startBridge brings up the namespace's loopback, listens on
+// 127.0.0.1:ProxyPort and starts the bridge process with the listener.
 func startBridge() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -342,25 +326,48 @@ func startBridge() error {
 	if err != nil {
 		return fmt.Errorf("proxy bridge: %w", err)
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
+	lf, err := ln.(*net.TCPListener).File()
+	ln.Close()
+	if err != nil {
+		return fmt.Errorf("proxy bridge: %w", err)
+	}
+	defer lf.Close()
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"paddock-bridge", BridgeArg}, ExtraFiles: []*os.File{lf}}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("proxy bridge: %w", err)
+	}
+	return nil
+}
+
+// BridgeMain is the bridge process: it forwards every connection to the
+// loopback listener it was given (descriptor 3) to the host's proxy socket.
+// It drops what it does not need first: no capabilities to inherit, no new
+// privileges, the same seccomp filter as the command.
+func BridgeMain() {
+	unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: seccompPolicy()}); err != nil {
+		os.Exit(1)
+	}
+	ln, err := net.FileListener(os.NewFile(3, "listener"))
+	if err != nil {
+		os.Exit(1)
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(0)
+		}
+		go func() {
+			defer c.Close()
+			up, err := net.Dial("unix", proxySocketInside)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				up, err := net.Dial("unix", proxySocketInside)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go func() { io.Copy(up, c); up.(*net.UnixConn).CloseWrite() }()
-				io.Copy(c, up)
-			}()
-		}
-	}()
-	return nil
+			defer up.Close()
+			go func() { io.Copy(up, c); up.(*net.UnixConn).CloseWrite() }()
+			io.Copy(c, up)
+		}()
+	}
 }
 
 // bindRO binds src at dst read-only, without setuid or devices.

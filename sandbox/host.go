@@ -165,9 +165,25 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	kill := func() { once.Do(func() { cmd.Process.Signal(syscall.SIGKILL) }) }
 	timer := time.AfterFunc(spec.Limits.Wall, func() { timedOut = true; kill() })
 	stop := context.AfterFunc(ctx, kill)
-	var rep report
+	// The helper reports once before it becomes the command, and once more
+	// only if becoming it failed.
+	var reps []report
 	repDone := make(chan error, 1)
-	go func() { repDone <- json.NewDecoder(repR).Decode(&rep) }()
+	go func() {
+		dec := json.NewDecoder(repR)
+		for {
+			var r report
+			if err := dec.Decode(&r); err != nil {
+				if len(reps) == 0 {
+					repDone <- err
+				} else {
+					repDone <- nil
+				}
+				return
+			}
+			reps = append(reps, r)
+		}
+	}()
 	waitErr := cmd.Wait()
 	timer.Stop()
 	stop()
@@ -176,31 +192,39 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	res := &Result{Duration: time.Since(start), Stdout: out.bytes(), Stderr: errb.bytes(),
 		Truncated: out.truncated || errb.truncated, TimedOut: timedOut}
 	if repErr != nil {
-		// The helper died before reporting: killed for the wall limit or by
-		// cancellation, or it crashed.
-		res.ExitCode = 128 + int(syscall.SIGKILL)
-		res.Signal = syscall.SIGKILL.String()
 		if !timedOut && ctx.Err() == nil {
 			return nil, fmt.Errorf("sandbox: the helper ended without a report (%v): %s", waitErr, bytes.TrimSpace(errb.bytes()))
 		}
+		// Killed (the wall limit, a cancellation) before it reported.
+		res.ExitCode, res.Signal = 128+int(syscall.SIGKILL), syscall.SIGKILL.String()
 		res.Enforcement.Namespaces = []string{"unknown: killed before reporting"}
 		return res, nil
 	}
-	res.Enforcement = rep.Enforcement
-	if rep.Error != "" && !rep.Started {
-		if rep.Unsupported {
+	rep := reps[len(reps)-1]
+	res.Enforcement = reps[0].Enforcement
+	if !rep.Started {
+		switch {
+		case rep.Unsupported:
 			return nil, paddock.Errorf(paddock.CodeUnsupported, "the sandbox cannot be set up here: %s", rep.Error)
-		}
-		if rep.ExitCode == 127 {
+		case rep.ExitCode == 127:
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "%s", rep.Error)
+		case rep.ExitCode == 126:
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "the command cannot be run: %s", rep.Error)
 		}
 		return nil, fmt.Errorf("sandbox: %s", rep.Error)
 	}
-	res.ExitCode, res.Signal = rep.ExitCode, rep.Signal
-	res.CPU = time.Duration(rep.CPU)
-	res.MaxRSS = rep.MaxRSS
-	if timedOut {
-		res.ExitCode, res.Signal = 128+int(syscall.SIGKILL), syscall.SIGKILL.String()
+	// The helper became the command: its status and resource use are the command's.
+	if ps := cmd.ProcessState; ps != nil {
+		ws := ps.Sys().(syscall.WaitStatus)
+		res.ExitCode = ws.ExitStatus()
+		if ws.Signaled() {
+			res.Signal = ws.Signal().String()
+			res.ExitCode = 128 + int(ws.Signal())
+		}
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			res.CPU = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
+			res.MaxRSS = ru.Maxrss * 1024
+		}
 	}
 	res.Denied = denials(res)
 	return res, nil

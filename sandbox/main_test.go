@@ -15,9 +15,7 @@ import (
 
 // The test binary is the helper too: Run re-executes /proc/self/exe.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == HelperArg {
-		HelperMain()
-	}
+	Main()
 	if len(os.Args) > 2 && os.Args[1] == "probe" {
 		os.Exit(probe(os.Args[2], os.Args[3:]))
 	}

@@ -4,9 +4,11 @@
 // The daemon never confines itself. Run re-executes the current binary as a
 // small helper (HelperArg) in new user, mount, pid, network, ipc and uts
 // namespaces. The helper builds the command's view of the file system, locks
-// itself down (no_new_privs, Landlock, seccomp, no capabilities, rlimits) and
-// runs the command as its child; it is the namespace's init, so when it exits
-// every process the command left behind dies with it.
+// itself down (no_new_privs, Landlock, seccomp, no capabilities), sets the
+// limits and becomes the command (execve). The command is the pid
+// namespace's init, so when it ends every process it left behind dies with
+// it; the limits bind it alone. With an "allow" network a small bridge
+// process (BridgeArg) lives beside it.
 //
 // # The command's view
 //
@@ -54,6 +56,7 @@ package sandbox
 
 import (
 	"io"
+	"os"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -168,4 +171,19 @@ type Result struct {
 	// something the command tried (an EPERM from seccomp or Landlock).
 	Denied      []string    `json:"denied,omitempty"`
 	Enforcement Enforcement `json:"enforcement"`
+}
+
+// Main takes over the process if it was started as the sandbox's helper or
+// bridge (HelperArg, BridgeArg in argv[1]), and returns otherwise. Every
+// binary that runs Run must call it first thing in main (and TestMain).
+func Main() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case HelperArg:
+		HelperMain()
+	case BridgeArg:
+		BridgeMain()
+	}
 }

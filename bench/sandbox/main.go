@@ -18,9 +18,7 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
-		sandbox.HelperMain()
-	}
+	sandbox.Main()
 	quick := flag.Bool("quick", false, "small workload for a CI smoke run")
 	n := flag.Int("n", 200, "execs per side")
 	flag.Parse()

@@ -29,9 +29,7 @@ var binary string
 func TestMain(m *testing.M) {
 	// In-process CLI calls that reach the sandbox (doctor) re-execute the
 	// test binary as the helper, as the real binary does.
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
-		sandbox.HelperMain()
-	}
+	sandbox.Main()
 	dir, err := os.MkdirTemp("", "paddock-e2e-")
 	if err != nil {
 		panic(err)

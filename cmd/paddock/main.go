@@ -12,8 +12,6 @@ import (
 func main() {
 	// The sandbox re-executes this binary as its helper; it must take over
 	// before anything else runs.
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
-		sandbox.HelperMain()
-	}
+	sandbox.Main()
 	os.Exit(Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
