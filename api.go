@@ -30,6 +30,8 @@ type AddProjectRequest struct {
 	Protect []string `json:"protect,omitempty"`
 	// NoDefaultProtect drops the default list (the .git rule always holds).
 	NoDefaultProtect bool `json:"no_default_protect,omitempty"`
+	// AllowAttribution names attribution-lint rules the project allows.
+	AllowAttribution []string `json:"allow_attribution,omitempty"`
 }
 
 // UnlockRequest force-releases a project lock.

@@ -15,6 +15,8 @@ type Project struct {
 	// Protected lists the path patterns agents may not write in this
 	// project's workspaces (besides .git, always). Nil means the default list.
 	Protected []string `json:"protected,omitempty"`
+	// AttributionAllow names the attribution-lint rules this project allows.
+	AttributionAllow []string `json:"attribution_allow,omitempty"`
 	// Lock is the current holder of the project lock, if any (read-only view).
 	Lock *Lock `json:"lock,omitempty"`
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/attribution"
 	"github.com/paddock-dev/paddock/changeset"
 	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/gitx"
@@ -117,6 +118,9 @@ func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, er
 	}
 	if len(cs.Entries) == 0 {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s changed nothing; there is nothing to submit", id)
+	}
+	if err := m.lintAttribution(ctx, id, cs); err != nil {
+		return nil, err
 	}
 	if err := m.freezeBlobs(id, cs); err != nil {
 		return nil, err
@@ -243,4 +247,20 @@ func (m *Manager) freezeBlobs(id string, cs *paddock.ChangeSet) error {
 		}
 	}
 	return nil
+}
+
+// lintAttribution refuses a change set that credits a model or a tool with
+// the work (see package attribution), unless the project allows the rule.
+func (m *Manager) lintAttribution(ctx context.Context, id string, cs *paddock.ChangeSet) error {
+	_, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return err
+	}
+	hits := attribution.Check(cs.Diff, "", p.AttributionAllow)
+	if len(hits) == 0 {
+		return nil
+	}
+	h := hits[0]
+	return paddock.Errorf(paddock.CodeAttributionLeak, "%s:%d credits a model or a tool with the work (rule %s): remove it, or allow the rule for project %s",
+		h.File, h.Line, h.Rule, p.Name).WithDetail("hits", hits)
 }

@@ -255,3 +255,28 @@ func TestApplyToWorktreeAndUndo(t *testing.T) {
 	mustCode(t, err, paddock.CodeConflict)
 	gittest.RequireIdentical(t, e.repo, mid, midLines)
 }
+
+func TestAttributionLint(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.project(t)
+	r := e.create(t, paddock.KindClone, "")
+	os.WriteFile(filepath.Join(r.Workspace.Root, "notes.md"), []byte("# Notes\n\nCo-Authored-By: Claude <noreply@anthropic.com>\n"), 0o644)
+	_, err := e.m.Submit(ctx, r.ID)
+	mustCode(t, err, paddock.CodeAttributionLeak)
+	if !strings.Contains(err.Error(), "notes.md:3") {
+		t.Fatalf("the refusal does not name the file and line: %v", err)
+	}
+	// A project that allows the rule accepts it.
+	e2 := newEnv(t)
+	if _, err := e2.m.AddProject(ctx, paddock.AddProjectRequest{Path: e2.repo, AllowAttribution: []string{"co-author-trailer"}}); err != nil {
+		t.Fatal(err)
+	}
+	r2 := e2.create(t, paddock.KindClone, "")
+	os.WriteFile(filepath.Join(r2.Workspace.Root, "notes.md"), []byte("Co-Authored-By: Claude <noreply@anthropic.com>\n"), 0o644)
+	if _, err := e2.m.Submit(ctx, r2.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e2.m.AddProject(ctx, paddock.AddProjectRequest{Path: e2.repo, Name: "x", AllowAttribution: []string{"everything"}})
+	mustCode(t, err, paddock.CodeBadRequest)
+}

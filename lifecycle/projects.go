@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/attribution"
 	"github.com/paddock-dev/paddock/confine"
 )
 
@@ -46,6 +48,12 @@ func (m *Manager) AddProject(ctx context.Context, req paddock.AddProjectRequest)
 			return nil, err
 		}
 	}
+	for _, rule := range req.AllowAttribution {
+		if !slices.Contains(attribution.Names(), rule) {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown attribution rule %q (rules: %s)", rule, strings.Join(attribution.Names(), ", "))
+		}
+	}
+	p.AttributionAllow = req.AllowAttribution
 	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, p) }); err != nil {
 		return nil, err
 	}

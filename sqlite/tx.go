@@ -63,8 +63,12 @@ func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(ctx, `INSERT INTO projects (name, root, fingerprint, created_at, protected) VALUES (?, ?, ?, ?, ?)`,
-		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot)
+	allow, err := encodeProtected(p.AttributionAllow)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow) VALUES (?, ?, ?, ?, ?, ?)`,
+		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot, allow)
 	if isUnique(err) {
 		var other string
 		if t.tx.QueryRowContext(ctx, `SELECT name FROM projects WHERE root = ?`, p.Root).Scan(&other) == nil {
@@ -78,15 +82,20 @@ func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
 	return nil
 }
 
-const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, l.run_id, l.acquired_at`
+const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, p.attribution_allow, l.run_id, l.acquired_at`
 const projectFrom = `projects p LEFT JOIN locks l ON l.project = p.name`
 
 func scanProject(row interface{ Scan(...any) error }) (*paddock.Project, error) {
 	var p paddock.Project
 	var created string
-	var prot, lockRun, lockAt sql.NullString
-	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &prot, &lockRun, &lockAt); err != nil {
+	var prot, allow, lockRun, lockAt sql.NullString
+	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &prot, &allow, &lockRun, &lockAt); err != nil {
 		return nil, err
+	}
+	if allow.Valid {
+		if err := json.Unmarshal([]byte(allow.String), &p.AttributionAllow); err != nil {
+			return nil, fmt.Errorf("attribution rules of %s: %w", p.Name, err)
+		}
 	}
 	p.CreatedAt = parseTime(created)
 	if prot.Valid {

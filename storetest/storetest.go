@@ -105,10 +105,11 @@ func testProjects(t *testing.T, open Opener) {
 	seed(t, s, "lib")
 	custom := project("custom")
 	custom.Protected = []string{"secrets/**", ".envrc"}
+	custom.AttributionAllow = []string{"robot-generated"}
 	update(t, s, func(tx paddock.Tx) error { return tx.CreateProject(ctx, custom) })
 	s.View(ctx, func(tx paddock.Tx) error {
 		p, _ := tx.Project(ctx, "custom")
-		if len(p.Protected) != 2 || p.Protected[0] != "secrets/**" {
+		if len(p.Protected) != 2 || p.Protected[0] != "secrets/**" || len(p.AttributionAllow) != 1 {
 			t.Fatalf("protected = %v", p.Protected)
 		}
 		if p, _ := tx.Project(ctx, "app"); p.Protected != nil {

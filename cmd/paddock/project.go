@@ -42,6 +42,12 @@ Protected paths: agents may never write under a path component that folds to
 .vscode/tasks.json, .envrc, …). --protect adds patterns (** for any depth);
 --no-default-protect drops the default list.
 
+Attribution lint: a submitted change set that credits a model or a tool with
+the work is refused (attribution_leak): Co-Authored-By trailers naming one,
+"generated with" lines, a robot emoji, model identifiers in code comments.
+--allow-attribution RULE allows one rule for this project (co-author-trailer,
+generated-with, robot-generated, model-identifier).
+
 Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,6 +72,7 @@ Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 	cmd.Flags().StringVar(&req.Name, "name", "", "project name (default: derived from the directory name)")
 	cmd.Flags().StringArrayVar(&req.Protect, "protect", nil, "also protect paths matching this pattern (repeatable)")
 	cmd.Flags().BoolVar(&req.NoDefaultProtect, "no-default-protect", false, "drop the default protected paths (.git stays protected)")
+	cmd.Flags().StringArrayVar(&req.AllowAttribution, "allow-attribution", nil, "allow this attribution-lint rule in the project's submissions (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
 	return cmd
 }
