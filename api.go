@@ -147,3 +147,40 @@ type ApplyRequest struct {
 	AuthorName  string `json:"author_name,omitempty"`
 	AuthorEmail string `json:"author_email,omitempty"`
 }
+
+// AgentDefinition says what an agent may do, not how it is prompted: its
+// access to the workspace, its command (if paddock starts it), network,
+// environment and the secrets it may use.
+type AgentDefinition struct {
+	Name      string   `json:"name"`
+	Workspace string   `json:"workspace,omitempty"` // write (default), read or none
+	Command   []string `json:"command,omitempty"`
+	Net       string   `json:"net,omitempty"`
+	Env       []string `json:"env,omitempty"`
+	Secrets   []string `json:"secrets,omitempty"`
+}
+
+// BootstrapRequest binds a new run to a project, an agent definition, the
+// task, the inputs the agent may read and a base revision.
+type BootstrapRequest struct {
+	Project string          `json:"project"`
+	Agent   AgentDefinition `json:"agent"`
+	Task    string          `json:"task"`
+	Inputs  []string        `json:"inputs,omitempty"`
+	Base    string          `json:"base,omitempty"`
+	Kind    string          `json:"kind,omitempty"`
+}
+
+// BootstrapResult is the new run and its bearer token. The token reaches
+// only that run's routes, and not those that decide about it (approve,
+// apply, reject, retain, rm); it is shown once and stored only as a hash.
+type BootstrapResult struct {
+	Run   *Run   `json:"run"`
+	Token string `json:"token"`
+}
+
+// Artifact is one of a run's artifacts.
+type Artifact struct {
+	Kind    string `json:"kind"`
+	Content any    `json:"content"`
+}

@@ -39,6 +39,10 @@ type Tx interface {
 	Runs(ctx context.Context, f RunFilter) ([]*Run, error)
 	// MarkRunRemoved sets the run's RemovedAt.
 	MarkRunRemoved(ctx context.Context, id string) error
+	// SetRunToken records the hash of a run's bearer token.
+	SetRunToken(ctx context.Context, id, tokenHash string) error
+	// RunByToken returns the id of the run whose token has this hash.
+	RunByToken(ctx context.Context, tokenHash string) (string, error)
 
 	UpdateWorkspace(ctx context.Context, w *Workspace) error
 	// Workspaces returns the workspaces in any of the given states (all if none).

@@ -426,3 +426,23 @@ func (c *Client) Undo(ctx context.Context, id string) (*paddock.Submission, erro
 	var s paddock.Submission
 	return &s, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/undo", nil, &s)
 }
+
+// WithToken returns a copy of c that authenticates with token (a run's
+// token from Bootstrap, or the daemon's).
+func (c *Client) WithToken(token string) *Client {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
+// Bootstrap binds a new run to an agent and a task, and returns its token.
+func (c *Client) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (*paddock.BootstrapResult, error) {
+	var res paddock.BootstrapResult
+	return &res, c.do(ctx, http.MethodPost, "/v1/bootstrap", req, &res)
+}
+
+// Artifact returns one of a run's artifacts.
+func (c *Client) Artifact(ctx context.Context, id, kind string) (*paddock.Artifact, error) {
+	var a paddock.Artifact
+	return &a, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/artifacts/"+url.PathEscape(kind), nil, &a)
+}

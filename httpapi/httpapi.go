@@ -91,7 +91,44 @@ func Status(c paddock.Code) int {
 
 type ctxKey int
 
-const actorKey ctxKey = iota
+const (
+	actorKey ctxKey = iota
+	scopeKey        // the run a run token was issued for
+)
+
+// runTokenRoutes are what a run's own token may reach: the agent's side of
+// its run. Deciding about a run (approve, apply, reject, retain, rm) and
+// everything beyond the run stay with the operator.
+var runTokenRoutes = map[string]bool{
+	"GET /v1/runs/{id}":                  true,
+	"GET /v1/runs/{id}/events":           true,
+	"GET /v1/runs/{id}/events/stream":    true,
+	"GET /v1/runs/{id}/tools":            true,
+	"POST /v1/runs/{id}/tools/{name}":    true,
+	"POST /v1/runs/{id}/exec":            true,
+	"POST /v1/runs/{id}/exec/stream":     true,
+	"GET /v1/runs/{id}/changeset":        true,
+	"POST /v1/runs/{id}/submit":          true,
+	"GET /v1/runs/{id}/artifacts/{kind}": true,
+	"POST /v1/runs/{id}/checkpoint":      true,
+	"POST /v1/runs/{id}/resume":          true,
+}
+
+// scoped enforces a run token's scope on a route: only its own run, only
+// the agent's side of it.
+func scoped(pattern string, r *http.Request) error {
+	run, ok := r.Context().Value(scopeKey).(string)
+	if !ok {
+		return nil
+	}
+	if !runTokenRoutes[pattern] {
+		return paddock.Errorf(paddock.CodeForbidden, "a run's token does not reach %s; that is the operator's", pattern)
+	}
+	if id := r.PathValue("id"); id != run {
+		return paddock.Errorf(paddock.CodeRunMismatch, "this token belongs to run %s, not %s", run, id)
+	}
+	return nil
+}
 
 // ConnContext records who is on the other end of a connection: the peer's
 // user on a unix socket, the remote address on TCP. Pass it as
@@ -145,10 +182,25 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 			writeError(w, paddock.Errorf(paddock.CodeForbidden, "host %q is not allowed", r.Host))
 			return
 		}
-		if tcp && r.URL.Path != "/healthz" {
+		if r.URL.Path != "/healthz" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || s.Token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) != 1 {
+			switch {
+			case !ok && tcp:
 				writeError(w, paddock.Errorf(paddock.CodeForbidden, "a valid bearer token is required on TCP (it is in the state directory's token file)"))
+				return
+			case !ok:
+				// The unix socket's 0600 mode is the operator's credential.
+			case s.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1:
+				// The daemon's token: the operator.
+			case strings.HasPrefix(got, "pdk_run_") && s.Manager != nil:
+				id, err := s.Manager.RunForToken(r.Context(), got)
+				if err != nil {
+					writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
+					return
+				}
+				r = r.WithContext(context.WithValue(r.Context(), scopeKey, id))
+			default:
+				writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
 				return
 			}
 		}
@@ -186,6 +238,10 @@ func (s *Server) routes() http.Handler {
 	})
 	handle := func(pattern string, fn func(*http.Request) (any, error)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := scoped(pattern, r); err != nil {
+				s.fail(w, r, err)
+				return
+			}
 			// The seq rule: a mutating request on a run may carry
 			// ?expect_seq=N; if the run moved on, it is refused.
 			if v := r.URL.Query().Get("expect_seq"); v != "" && r.Method != http.MethodGet && r.PathValue("id") != "" {
@@ -202,7 +258,7 @@ func (s *Server) routes() http.Handler {
 				return
 			}
 			status := http.StatusOK
-			if r.Method == http.MethodPost && (pattern == "POST /v1/runs" || pattern == "POST /v1/projects") {
+			if r.Method == http.MethodPost && (pattern == "POST /v1/runs" || pattern == "POST /v1/projects" || pattern == "POST /v1/bootstrap") {
 				status = http.StatusCreated
 			}
 			writeData(w, status, data)
@@ -277,8 +333,27 @@ func (s *Server) routes() http.Handler {
 		}
 		return m.Exec(r.Context(), r.PathValue("id"), req)
 	})
-	mux.HandleFunc("POST /v1/runs/{id}/exec/stream", s.execStream)
-	mux.HandleFunc("GET /v1/runs/{id}/events/stream", s.eventStream)
+	streaming := func(pattern string, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := scoped(pattern, r); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			h(w, r)
+		})
+	}
+	streaming("POST /v1/runs/{id}/exec/stream", s.execStream)
+	streaming("GET /v1/runs/{id}/events/stream", s.eventStream)
+	handle("POST /v1/bootstrap", func(r *http.Request) (any, error) {
+		var req paddock.BootstrapRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return m.Bootstrap(r.Context(), req)
+	})
+	handle("GET /v1/runs/{id}/artifacts/{kind}", func(r *http.Request) (any, error) {
+		return m.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))
+	})
 	handle("GET /v1/runs/{id}/changeset", func(r *http.Request) (any, error) { return m.ChangeSet(r.Context(), r.PathValue("id")) })
 	handle("POST /v1/runs/{id}/submit", func(r *http.Request) (any, error) { return m.Submit(r.Context(), r.PathValue("id")) })
 	handle("POST /v1/runs/{id}/approve", func(r *http.Request) (any, error) {

@@ -378,3 +378,79 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Fatalf("GET /v1/openapi.json: %d", rec.Code)
 	}
 }
+
+// TestBootstrapAndRunTokens: a bootstrap returns a run and its token; the
+// token reaches that run's agent-side routes only.
+func TestBootstrapAndRunTokens(t *testing.T) {
+	f := newFixture(t)
+	f.srv.Manager.ArtifactsDir = t.TempDir()
+	tcp := f.srv.TCPHandler()
+	op := []string{"Authorization", "Bearer t0k3n"}
+	call := func(method, path, body string, hdr []string) answer {
+		req := httptest.NewRequest(method, "http://127.0.0.1:7070"+path, strings.NewReader(body))
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		tcp.ServeHTTP(rec, req)
+		var a answer
+		json.Unmarshal(rec.Body.Bytes(), &a)
+		a.status = rec.Code
+		return a
+	}
+	call("POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`, op)
+	boot := func() paddock.BootstrapResult {
+		a := call("POST", "/v1/bootstrap", `{"project":"app","agent":{"name":"coder","workspace":"write"},"task":"fix the bug","inputs":["a"]}`, op)
+		if a.status != 201 {
+			t.Fatalf("bootstrap: %d %+v", a.status, a.Error)
+		}
+		var b paddock.BootstrapResult
+		json.Unmarshal(a.Data, &b)
+		return b
+	}
+	b1, b2 := boot(), boot()
+	if !strings.HasPrefix(b1.Token, "pdk_run_") || b1.Run.ID == b2.Run.ID {
+		t.Fatalf("bootstrap results: %+v %+v", b1, b2)
+	}
+	agent := []string{"Authorization", "Bearer " + b1.Token}
+	for _, tc := range []struct {
+		method, path, body string
+		want               int
+		code               paddock.Code
+	}{
+		{"GET", "/v1/runs/" + b1.Run.ID, "", 200, ""},
+		{"GET", "/v1/runs/" + b1.Run.ID + "/artifacts/task", "", 200, ""},
+		{"POST", "/v1/runs/" + b1.Run.ID + "/tools/write", `{"path":"x.txt","content":"x"}`, 200, ""},
+		{"GET", "/v1/runs/" + b2.Run.ID, "", 403, paddock.CodeRunMismatch},
+		{"POST", "/v1/runs/" + b2.Run.ID + "/tools/read", `{"path":"a"}`, 403, paddock.CodeRunMismatch},
+		{"POST", "/v1/runs/" + b1.Run.ID + "/approve", `{"hash":"x"}`, 403, paddock.CodeForbidden},
+		{"POST", "/v1/runs/" + b1.Run.ID + "/apply", `{}`, 403, paddock.CodeForbidden},
+		{"POST", "/v1/runs/" + b1.Run.ID + "/retain", ``, 403, paddock.CodeForbidden},
+		{"DELETE", "/v1/runs/" + b1.Run.ID, ``, 403, paddock.CodeForbidden},
+		{"GET", "/v1/runs", "", 403, paddock.CodeForbidden},
+		{"POST", "/v1/bootstrap", `{}`, 403, paddock.CodeForbidden},
+	} {
+		a := call(tc.method, tc.path, tc.body, agent)
+		if a.status != tc.want || (tc.code != "" && (a.Error == nil || a.Error.Code != tc.code)) {
+			t.Errorf("%s %s with the run's token: %d %+v, want %d %s", tc.method, tc.path, a.status, a.Error, tc.want, tc.code)
+		}
+	}
+	if a := call("GET", "/v1/runs/"+b1.Run.ID, "", []string{"Authorization", "Bearer pdk_run_forged"}); a.status != 403 {
+		t.Errorf("forged token: %d", a.status)
+	}
+	// A run made without a bootstrap has no task.
+	var plain paddock.Run
+	json.Unmarshal(call("POST", "/v1/runs", `{"project":"app"}`, op).Data, &plain)
+	if a := call("GET", "/v1/runs/"+plain.ID+"/artifacts/task", "", op); a.status != 409 || a.Error.Code != paddock.CodeNotBootstrapped {
+		t.Errorf("task of a run never bootstrapped: %d %+v", a.status, a.Error)
+	}
+	if a := call("GET", "/v1/runs/"+b1.Run.ID+"/artifacts/logs", "", op); a.Error == nil || a.Error.Code != paddock.CodeUnsupported {
+		t.Errorf("logs: %+v", a.Error)
+	}
+	for _, bad := range []string{`{"project":"app","agent":{"name":"Bad Name"},"task":"x"}`, `{"project":"app","agent":{"name":"a"},"task":""}`,
+		`{"project":"app","agent":{"name":"a"},"task":"x","inputs":["../etc"]}`, `{"project":"app","agent":{"name":"a","workspace":"admin"},"task":"x"}`} {
+		if a := call("POST", "/v1/bootstrap", bad, op); a.status != 400 {
+			t.Errorf("%s: %d", bad, a.status)
+		}
+	}
+}

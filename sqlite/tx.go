@@ -468,3 +468,28 @@ func (t *Tx) ReleaseLock(ctx context.Context, project, runID string) (bool, erro
 	n, _ := res.RowsAffected()
 	return n > 0, nil
 }
+
+// SetRunToken records the hash of a run's bearer token.
+func (t *Tx) SetRunToken(ctx context.Context, id, tokenHash string) error {
+	res, err := t.tx.ExecContext(ctx, `UPDATE runs SET token_hash = ? WHERE id = ?`, tokenHash, id)
+	if err != nil {
+		return wrap("set run token", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
+	}
+	return nil
+}
+
+// RunByToken returns the id of the run whose token has this hash.
+func (t *Tx) RunByToken(ctx context.Context, tokenHash string) (string, error) {
+	var id string
+	err := t.tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE token_hash = ?`, tokenHash).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", paddock.Errorf(paddock.CodeNotFound, "no run has this token")
+	}
+	if err != nil {
+		return "", wrap("run by token", err)
+	}
+	return id, nil
+}

@@ -33,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 		{"Locks", testLocks},
 		{"DurableAcrossReopen", testReopen},
 		{"DeleteProjectCascades", testDeleteProject},
+		{"RunTokens", testRunTokens},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -472,4 +473,26 @@ func testDeleteProject(t *testing.T, open Opener) {
 		return nil
 	})
 	seed(t, s, "app", "a") // the name and the run id are free again
+}
+
+func testRunTokens(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a", "b")
+	update(t, s, func(tx paddock.Tx) error { return tx.SetRunToken(ctx, "a", "hash-a") })
+	err := s.Update(ctx, func(tx paddock.Tx) error { return tx.SetRunToken(ctx, "b", "hash-a") })
+	if err == nil {
+		t.Fatal("two runs share a token")
+	}
+	err = s.Update(ctx, func(tx paddock.Tx) error { return tx.SetRunToken(ctx, "zz", "h") })
+	wantCode(t, err, paddock.CodeNotFound)
+	s.View(ctx, func(tx paddock.Tx) error {
+		id, err := tx.RunByToken(ctx, "hash-a")
+		if err != nil || id != "a" {
+			t.Fatalf("run by token = %q, %v", id, err)
+		}
+		_, err = tx.RunByToken(ctx, "nope")
+		wantCode(t, err, paddock.CodeNotFound)
+		return nil
+	})
 }

@@ -1,0 +1,135 @@
+package lifecycle
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// EventBootstrapped records the binding of a run to its agent and task.
+const EventBootstrapped = "run.bootstrapped"
+
+// bootstrapRecord is what a bootstrap binds, kept with the run's artifacts.
+type bootstrapRecord struct {
+	Agent  paddock.AgentDefinition `json:"agent"`
+	Task   string                  `json:"task"`
+	Inputs []string                `json:"inputs,omitempty"`
+}
+
+// TokenHash is how a run's bearer token is stored and looked up.
+func TokenHash(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+// Bootstrap makes a run for an agent: its workspace access, secrets and base
+// come from the request; the task and inputs are kept as artifacts; the run
+// gets a bearer token that reaches only its own routes.
+func (m *Manager) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (*paddock.BootstrapResult, error) {
+	if err := paddock.ValidateName(req.Agent.Name); err != nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "agent name: %s", paddock.ErrorMessage(err))
+	}
+	if strings.TrimSpace(req.Task) == "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "a bootstrap needs the task")
+	}
+	for _, in := range req.Inputs {
+		clean := path.Clean(in)
+		if in == "" || path.IsAbs(in) || clean == ".." || strings.HasPrefix(clean, "../") {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "input %q must be a path inside the project", in)
+		}
+	}
+	r, err := m.Create(ctx, paddock.CreateRunRequest{Project: req.Project, Kind: req.Kind, Base: req.Base,
+		Access: req.Agent.Workspace, Secrets: req.Agent.Secrets})
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.MarshalIndent(bootstrapRecord{Agent: req.Agent, Task: req.Task, Inputs: req.Inputs}, "", "  ")
+	if err := writeFile(filepath.Join(m.runDir(r.ID), "bootstrap.json"), b); err != nil {
+		return nil, internal("saving the bootstrap failed", err)
+	}
+	var raw [32]byte
+	rand.Read(raw[:])
+	token := "pdk_run_" + hex.EncodeToString(raw[:])
+	err = m.update(ctx, func(tx paddock.Tx) error {
+		if err := tx.SetRunToken(ctx, r.ID, TokenHash(token)); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(ctx, r.ID, EventBootstrapped, map[string]any{"agent": req.Agent.Name, "inputs": len(req.Inputs)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	r, err = m.Run(ctx, r.ID)
+	return &paddock.BootstrapResult{Run: r, Token: token}, err
+}
+
+// RunForToken returns the run a bearer token belongs to.
+func (m *Manager) RunForToken(ctx context.Context, token string) (id string, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		id, err = tx.RunByToken(ctx, TokenHash(token))
+		return err
+	})
+	return id, err
+}
+
+// Artifact returns one of a run's artifacts: task, events, changeset, diff.
+func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artifact, error) {
+	if _, err := m.Run(ctx, id); err != nil {
+		return nil, err
+	}
+	a := &paddock.Artifact{Kind: kind}
+	switch kind {
+	case "task":
+		b, err := os.ReadFile(filepath.Join(m.runDir(id), "bootstrap.json"))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, paddock.Errorf(paddock.CodeNotBootstrapped, "run %s was never bootstrapped: it has no task", id)
+		}
+		if err != nil {
+			return nil, internal("reading the bootstrap failed", err)
+		}
+		var rec bootstrapRecord
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return nil, internal("reading the bootstrap failed", err)
+		}
+		a.Content = map[string]any{"task": rec.Task, "inputs": rec.Inputs, "agent": rec.Agent}
+	case "events":
+		evs, err := m.Events(ctx, id, 0, 1<<30)
+		if err != nil {
+			return nil, err
+		}
+		a.Content = evs
+	case "changeset", "diff":
+		s, err := m.submission(id)
+		if err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(filepath.Join(m.runDir(id), artifactName(s.Hash)))
+		if err != nil {
+			return nil, internal("reading the frozen change set failed", err)
+		}
+		var cs paddock.ChangeSet
+		if err := json.Unmarshal(b, &cs); err != nil {
+			return nil, internal("reading the frozen change set failed", err)
+		}
+		if kind == "diff" {
+			a.Content = cs.Diff
+		} else {
+			a.Content = cs
+		}
+	case "summary", "result", "logs":
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "the %s artifact comes from jobs, which this daemon does not run yet", kind)
+	default:
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown artifact %q (task, events, changeset, diff, summary, result, logs)", kind)
+	}
+	return a, nil
+}
