@@ -53,6 +53,16 @@ type Tx interface {
 	// Events returns up to limit events of the run with seq > after, in order.
 	Events(ctx context.Context, runID string, after int64, limit int) ([]*Event, error)
 
+	// CreateJob inserts a running job; CodeBusy if the run has one running.
+	CreateJob(ctx context.Context, j *Job) error
+	// Job returns one job.
+	Job(ctx context.Context, id string) (*Job, error)
+	// Jobs returns a run's jobs, oldest first, or with run "" every job in
+	// state (all states if "").
+	Jobs(ctx context.Context, run string, state JobState) ([]*Job, error)
+	// UpdateJob writes a job's state, lease, end, exit code and reason.
+	UpdateJob(ctx context.Context, j *Job) error
+
 	// Lock returns the project's lock, or nil when it is free.
 	Lock(ctx context.Context, project string) (*Lock, error)
 	// AcquireLock takes the project lock for l.RunID; CodeBusy if another run holds it.

@@ -446,3 +446,21 @@ func (c *Client) Artifact(ctx context.Context, id, kind string) (*paddock.Artifa
 	var a paddock.Artifact
 	return &a, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/artifacts/"+url.PathEscape(kind), nil, &a)
 }
+
+// StartJob starts a job in a run.
+func (c *Client) StartJob(ctx context.Context, id string, req paddock.StartJobRequest) (*paddock.Job, error) {
+	var j paddock.Job
+	return &j, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/jobs", req, &j)
+}
+
+// Job returns a job's status.
+func (c *Client) Job(ctx context.Context, id, job string) (*paddock.Job, error) {
+	var j paddock.Job
+	return &j, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/jobs/"+url.PathEscape(job), nil, &j)
+}
+
+// CancelJob cancels a running job.
+func (c *Client) CancelJob(ctx context.Context, id, job string) (*paddock.Job, error) {
+	var j paddock.Job
+	return &j, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/jobs/"+url.PathEscape(job)+"/cancel", nil, &j)
+}

@@ -100,18 +100,22 @@ const (
 // its run. Deciding about a run (approve, apply, reject, retain, rm) and
 // everything beyond the run stay with the operator.
 var runTokenRoutes = map[string]bool{
-	"GET /v1/runs/{id}":                  true,
-	"GET /v1/runs/{id}/events":           true,
-	"GET /v1/runs/{id}/events/stream":    true,
-	"GET /v1/runs/{id}/tools":            true,
-	"POST /v1/runs/{id}/tools/{name}":    true,
-	"POST /v1/runs/{id}/exec":            true,
-	"POST /v1/runs/{id}/exec/stream":     true,
-	"GET /v1/runs/{id}/changeset":        true,
-	"POST /v1/runs/{id}/submit":          true,
-	"GET /v1/runs/{id}/artifacts/{kind}": true,
-	"POST /v1/runs/{id}/checkpoint":      true,
-	"POST /v1/runs/{id}/resume":          true,
+	"GET /v1/runs/{id}":                    true,
+	"GET /v1/runs/{id}/events":             true,
+	"GET /v1/runs/{id}/events/stream":      true,
+	"GET /v1/runs/{id}/tools":              true,
+	"POST /v1/runs/{id}/tools/{name}":      true,
+	"POST /v1/runs/{id}/exec":              true,
+	"POST /v1/runs/{id}/exec/stream":       true,
+	"GET /v1/runs/{id}/changeset":          true,
+	"POST /v1/runs/{id}/submit":            true,
+	"GET /v1/runs/{id}/artifacts/{kind}":   true,
+	"POST /v1/runs/{id}/checkpoint":        true,
+	"POST /v1/runs/{id}/resume":            true,
+	"POST /v1/runs/{id}/jobs":              true,
+	"GET /v1/runs/{id}/jobs":               true,
+	"GET /v1/runs/{id}/jobs/{job}":         true,
+	"POST /v1/runs/{id}/jobs/{job}/cancel": true,
 }
 
 // scoped enforces a run token's scope on a route: only its own run, only
@@ -260,6 +264,8 @@ func (s *Server) routes() http.Handler {
 			status := http.StatusOK
 			if r.Method == http.MethodPost && (pattern == "POST /v1/runs" || pattern == "POST /v1/projects" || pattern == "POST /v1/bootstrap") {
 				status = http.StatusCreated
+			} else if pattern == "POST /v1/runs/{id}/jobs" {
+				status = http.StatusAccepted
 			}
 			writeData(w, status, data)
 		})
@@ -350,6 +356,20 @@ func (s *Server) routes() http.Handler {
 			return nil, err
 		}
 		return m.Bootstrap(r.Context(), req)
+	})
+	handle("POST /v1/runs/{id}/jobs", func(r *http.Request) (any, error) {
+		var req paddock.StartJobRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return m.StartJob(r.Context(), r.PathValue("id"), req)
+	})
+	handle("GET /v1/runs/{id}/jobs", func(r *http.Request) (any, error) { return m.Jobs(r.Context(), r.PathValue("id")) })
+	handle("GET /v1/runs/{id}/jobs/{job}", func(r *http.Request) (any, error) {
+		return m.Job(r.Context(), r.PathValue("id"), r.PathValue("job"))
+	})
+	handle("POST /v1/runs/{id}/jobs/{job}/cancel", func(r *http.Request) (any, error) {
+		return m.CancelJob(r.Context(), r.PathValue("id"), r.PathValue("job"))
 	})
 	handle("GET /v1/runs/{id}/artifacts/{kind}", func(r *http.Request) (any, error) {
 		return m.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))

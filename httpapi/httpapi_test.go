@@ -444,7 +444,7 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 	if a := call("GET", "/v1/runs/"+plain.ID+"/artifacts/task", "", op); a.status != 409 || a.Error.Code != paddock.CodeNotBootstrapped {
 		t.Errorf("task of a run never bootstrapped: %d %+v", a.status, a.Error)
 	}
-	if a := call("GET", "/v1/runs/"+b1.Run.ID+"/artifacts/logs", "", op); a.Error == nil || a.Error.Code != paddock.CodeUnsupported {
+	if a := call("GET", "/v1/runs/"+b1.Run.ID+"/artifacts/logs", "", op); a.Error == nil || a.Error.Code != paddock.CodeConflict {
 		t.Errorf("logs: %+v", a.Error)
 	}
 	for _, bad := range []string{`{"project":"app","agent":{"name":"Bad Name"},"task":"x"}`, `{"project":"app","agent":{"name":"a"},"task":""}`,

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"os"
 	"path"
 	"path/filepath"
@@ -90,16 +89,9 @@ func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artif
 	a := &paddock.Artifact{Kind: kind}
 	switch kind {
 	case "task":
-		b, err := os.ReadFile(filepath.Join(m.runDir(id), "bootstrap.json"))
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, paddock.Errorf(paddock.CodeNotBootstrapped, "run %s was never bootstrapped: it has no task", id)
-		}
+		rec, err := m.bootstrap(id)
 		if err != nil {
-			return nil, internal("reading the bootstrap failed", err)
-		}
-		var rec bootstrapRecord
-		if err := json.Unmarshal(b, &rec); err != nil {
-			return nil, internal("reading the bootstrap failed", err)
+			return nil, err
 		}
 		a.Content = map[string]any{"task": rec.Task, "inputs": rec.Inputs, "agent": rec.Agent}
 	case "events":
@@ -126,8 +118,34 @@ func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artif
 		} else {
 			a.Content = cs
 		}
-	case "summary", "result", "logs":
-		return nil, paddock.Errorf(paddock.CodeUnsupported, "the %s artifact comes from jobs, which this daemon does not run yet", kind)
+	case "summary":
+		jobs, err := m.Jobs(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		a.Content = jobs
+	case "result", "logs":
+		jobs, err := m.Jobs(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if len(jobs) == 0 {
+			return nil, paddock.Errorf(paddock.CodeConflict, "run %s has run no job yet", id)
+		}
+		last := jobs[len(jobs)-1]
+		name := last.ID + ".log"
+		if kind == "result" {
+			name = last.ID + ".result.json"
+		}
+		b, err := os.ReadFile(filepath.Join(m.runDir(id), "jobs", name))
+		if err != nil {
+			return nil, paddock.Errorf(paddock.CodeConflict, "job %s has no %s yet (it is %s)", last.ID, kind, last.State)
+		}
+		if kind == "result" {
+			a.Content = json.RawMessage(b)
+		} else {
+			a.Content = string(b)
+		}
 	default:
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown artifact %q (task, events, changeset, diff, summary, result, logs)", kind)
 	}

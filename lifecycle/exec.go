@@ -132,6 +132,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	}
 	res, err := sandbox.Run(ctx, spec)
 	req.Argv = red.Strings(req.Argv) // a secret on the command line stays out of events
+	ctx = context.WithoutCancel(ctx) // a canceled command is still recorded
 	if err != nil {
 		m.recordExec(ctx, id, req, nil, err)
 		return nil, err

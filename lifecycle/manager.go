@@ -64,6 +64,11 @@ type Manager struct {
 
 	notifyMu sync.Mutex
 	changed  chan struct{} // closed and replaced whenever events were appended
+
+	jobsOnce     sync.Once
+	jobState     *jobRunner
+	instanceOnce sync.Once
+	instanceID   string
 }
 
 func (m *Manager) log() *slog.Logger {

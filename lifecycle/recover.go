@@ -32,7 +32,7 @@ func (m *Manager) Recover(ctx context.Context) ([]paddock.Finding, error) {
 	}); err != nil {
 		return nil, err
 	}
-	out := m.recoverApplies(ctx)
+	out := append(m.recoverApplies(ctx), m.adoptJobs(ctx)...)
 	for _, w := range ws {
 		f, err := m.recoverOne(ctx, w)
 		if err != nil {
@@ -90,9 +90,10 @@ func (m *Manager) recoverOne(ctx context.Context, w *paddock.Workspace) (*paddoc
 	return f, nil
 }
 
-// Shutdown checkpoints every active workspace, so that a restart finds each
-// one with a recorded state.
+// Shutdown stops this daemon's jobs and checkpoints every active
+// workspace, so that a restart finds each one with a recorded state.
 func (m *Manager) Shutdown(ctx context.Context) error {
+	m.stopJobs()
 	var ws []*paddock.Workspace
 	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
 		ws, err = tx.Workspaces(ctx, paddock.StateActive)

@@ -493,3 +493,100 @@ func (t *Tx) RunByToken(ctx context.Context, tokenHash string) (string, error) {
 	}
 	return id, nil
 }
+
+// CreateJob inserts a running job; busy if the run has one running.
+func (t *Tx) CreateJob(ctx context.Context, j *paddock.Job) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO jobs (id, run_id, kind, state, owner, lease_until, request, created_at, reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, j.ID, j.RunID, string(j.Kind), string(j.State), j.Owner,
+		fmtOptTime(j.LeaseUntil), string(j.Request), fmtTime(j.CreatedAt), j.Reason)
+	if isUnique(err) {
+		return paddock.Errorf(paddock.CodeBusy, "run %s already has a job running", j.RunID)
+	}
+	if err != nil {
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+			return paddock.Errorf(paddock.CodeNotFound, "no run %q", j.RunID)
+		}
+		return wrap("create job", err)
+	}
+	return nil
+}
+
+const jobCols = `id, run_id, kind, state, owner, lease_until, request, created_at, ended_at, exit_code, reason`
+
+func scanJob(row interface{ Scan(...any) error }) (*paddock.Job, error) {
+	var j paddock.Job
+	var kind, state, req, created string
+	var lease, ended sql.NullString
+	var exit sql.NullInt64
+	if err := row.Scan(&j.ID, &j.RunID, &kind, &state, &j.Owner, &lease, &req, &created, &ended, &exit, &j.Reason); err != nil {
+		return nil, err
+	}
+	j.Kind, j.State, j.Request = paddock.JobKind(kind), paddock.JobState(state), json.RawMessage(req)
+	j.CreatedAt, j.LeaseUntil, j.EndedAt = parseTime(created), parseOptTime(lease), parseOptTime(ended)
+	if exit.Valid {
+		n := int(exit.Int64)
+		j.ExitCode = &n
+	}
+	return &j, nil
+}
+
+// Job returns one job.
+func (t *Tx) Job(ctx context.Context, id string) (*paddock.Job, error) {
+	j, err := scanJob(t.tx.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "no job %q", id)
+	}
+	if err != nil {
+		return nil, wrap("get job", err)
+	}
+	return j, nil
+}
+
+// Jobs returns a run's jobs, or every job in a state.
+func (t *Tx) Jobs(ctx context.Context, run string, state paddock.JobState) ([]*paddock.Job, error) {
+	q := `SELECT ` + jobCols + ` FROM jobs WHERE 1 = 1`
+	var args []any
+	if run != "" {
+		q += ` AND run_id = ?`
+		args = append(args, run)
+	}
+	if state != "" {
+		q += ` AND state = ?`
+		args = append(args, string(state))
+	}
+	rows, err := t.tx.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, wrap("list jobs", err)
+	}
+	defer rows.Close()
+	out := []*paddock.Job{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, wrap("list jobs", err)
+		}
+		out = append(out, j)
+	}
+	return out, wrap2("list jobs", rows.Err())
+}
+
+// UpdateJob writes a job's mutable fields.
+func (t *Tx) UpdateJob(ctx context.Context, j *paddock.Job) error {
+	var exit any
+	if j.ExitCode != nil {
+		exit = *j.ExitCode
+	}
+	res, err := t.tx.ExecContext(ctx, `UPDATE jobs SET state = ?, owner = ?, lease_until = ?, ended_at = ?, exit_code = ?, reason = ? WHERE id = ?`,
+		string(j.State), j.Owner, fmtOptTime(j.LeaseUntil), fmtOptTime(j.EndedAt), exit, j.Reason, j.ID)
+	if isUnique(err) {
+		return paddock.Errorf(paddock.CodeBusy, "run %s already has a job running", j.RunID)
+	}
+	if err != nil {
+		return wrap("update job", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return paddock.Errorf(paddock.CodeNotFound, "no job %q", j.ID)
+	}
+	return nil
+}

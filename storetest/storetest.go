@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener) {
 		{"DurableAcrossReopen", testReopen},
 		{"DeleteProjectCascades", testDeleteProject},
 		{"RunTokens", testRunTokens},
+		{"Jobs", testJobs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -492,6 +493,44 @@ func testRunTokens(t *testing.T, open Opener) {
 			t.Fatalf("run by token = %q, %v", id, err)
 		}
 		_, err = tx.RunByToken(ctx, "nope")
+		wantCode(t, err, paddock.CodeNotFound)
+		return nil
+	})
+}
+
+func testJobs(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a", "b")
+	job := func(id, run string) *paddock.Job {
+		return &paddock.Job{ID: id, RunID: run, Kind: paddock.JobExec, State: paddock.JobRunning, Owner: "d1",
+			LeaseUntil: time.Now().Add(time.Minute), Request: []byte(`{"argv":["true"]}`), CreatedAt: time.Now()}
+	}
+	update(t, s, func(tx paddock.Tx) error { return tx.CreateJob(ctx, job("j1", "a")) })
+	err := s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateJob(ctx, job("j2", "a")) })
+	wantCode(t, err, paddock.CodeBusy) // one running job per run
+	update(t, s, func(tx paddock.Tx) error { return tx.CreateJob(ctx, job("j3", "b")) })
+	update(t, s, func(tx paddock.Tx) error {
+		j, err := tx.Job(ctx, "j1")
+		if err != nil {
+			return err
+		}
+		code := 3
+		j.State, j.ExitCode, j.EndedAt, j.Reason = paddock.JobFailed, &code, time.Now(), "exit 3"
+		return tx.UpdateJob(ctx, j)
+	})
+	update(t, s, func(tx paddock.Tx) error { return tx.CreateJob(ctx, job("j2", "a")) }) // free again
+	s.View(ctx, func(tx paddock.Tx) error {
+		j, _ := tx.Job(ctx, "j1")
+		if j.State != paddock.JobFailed || j.ExitCode == nil || *j.ExitCode != 3 || j.EndedAt.IsZero() || string(j.Request) != `{"argv":["true"]}` {
+			t.Fatalf("job = %+v", j)
+		}
+		jobs, _ := tx.Jobs(ctx, "a", "")
+		running, _ := tx.Jobs(ctx, "", paddock.JobRunning)
+		if len(jobs) != 2 || len(running) != 2 {
+			t.Fatalf("%d jobs of a, %d running", len(jobs), len(running))
+		}
+		_, err := tx.Job(ctx, "nope")
 		wantCode(t, err, paddock.CodeNotFound)
 		return nil
 	})

@@ -1,0 +1,295 @@
+package lifecycle
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Job events and timing.
+const (
+	EventJobStarted     = "job.started"
+	EventJobFinished    = "job.finished"
+	EventJobInterrupted = "job.interrupted"
+
+	leaseTerm  = 30 * time.Second
+	leaseRenew = 10 * time.Second
+)
+
+// jobRunner tracks the jobs this daemon instance runs.
+type jobRunner struct {
+	mu      sync.Mutex
+	cancels map[string]context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func (m *Manager) jobs() *jobRunner {
+	m.jobsOnce.Do(func() { m.jobState = &jobRunner{cancels: map[string]context.CancelFunc{}} })
+	return m.jobState
+}
+
+func newJobID() string {
+	var b [5]byte
+	rand.Read(b[:])
+	return "j-" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))
+}
+
+// StartJob starts one bounded phase of a run: the bootstrapped agent's
+// command, or one command, in the sandbox. A second job while one runs is
+// refused with busy. The job runs in the background; its output goes to the
+// run's logs artifact, masked, and its result to the result artifact.
+func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobRequest) (*paddock.Job, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var exec paddock.ExecRequest
+	switch req.Kind {
+	case paddock.JobExec:
+		if req.Exec == nil || len(req.Exec.Argv) == 0 {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job needs exec.argv")
+		}
+		exec = *req.Exec
+	case paddock.JobAgent:
+		rec, err := m.bootstrap(id)
+		if err != nil {
+			return nil, err
+		}
+		if len(rec.Agent.Command) == 0 {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s has no command for paddock to start", rec.Agent.Name)
+		}
+		exec = paddock.ExecRequest{Argv: rec.Agent.Command, Net: rec.Agent.Net, Env: rec.Agent.Env}
+	case paddock.JobVerify:
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "verify jobs need the project manifest, which this daemon does not read yet")
+	default:
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown job kind %q (agent, exec, verify)", req.Kind)
+	}
+	if r.Access == paddock.AccessNone {
+		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to run a job in", id)
+	}
+	// A run checkpointed by a restart (its last job interrupted) resumes
+	// when the client starts the next job; drift since is recorded.
+	if r.State() == paddock.StateCheckpointed {
+		if _, err := m.Resume(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	raw, _ := json.Marshal(exec)
+	t := now()
+	j := &paddock.Job{ID: newJobID(), RunID: id, Kind: req.Kind, State: paddock.JobRunning, Owner: m.instance(),
+		LeaseUntil: t.Add(leaseTerm), Request: raw, CreatedAt: t}
+	if err := m.update(ctx, func(tx paddock.Tx) error {
+		if err := tx.CreateJob(ctx, j); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(ctx, id, EventJobStarted, map[string]any{"job": j.ID, "kind": j.Kind})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	jr := m.jobs()
+	jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	jr.mu.Lock()
+	jr.cancels[j.ID] = cancel
+	jr.mu.Unlock()
+	jr.wg.Add(1)
+	go m.runJob(jctx, cancel, j, exec)
+	return j, nil
+}
+
+// runJob runs a started job to its end, renewing its lease meanwhile.
+func (m *Manager) runJob(ctx context.Context, cancel context.CancelFunc, j *paddock.Job, exec paddock.ExecRequest) {
+	jr := m.jobs()
+	defer jr.wg.Done()
+	defer func() {
+		cancel()
+		jr.mu.Lock()
+		delete(jr.cancels, j.ID)
+		jr.mu.Unlock()
+	}()
+	renew := time.NewTicker(leaseRenew)
+	defer renew.Stop()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-renew.C:
+				m.update(context.Background(), func(tx paddock.Tx) error {
+					cur, err := tx.Job(ctx, j.ID)
+					if err != nil || cur.State != paddock.JobRunning {
+						return err
+					}
+					cur.LeaseUntil = now().Add(leaseTerm)
+					return tx.UpdateJob(ctx, cur)
+				})
+			}
+		}
+	}()
+	logPath := filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".log")
+	os.MkdirAll(filepath.Dir(logPath), 0o700)
+	logf, _ := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	res, err := m.ExecStream(ctx, j.RunID, exec, logf, logf)
+	if logf != nil {
+		logf.Close()
+	}
+	canceled := ctx.Err() != nil
+	j.EndedAt, j.LeaseUntil = now(), time.Time{}
+	switch {
+	case canceled:
+		j.State, j.Reason = paddock.JobFailed, "canceled"
+		if res != nil {
+			j.ExitCode = &res.ExitCode
+		}
+	case err != nil:
+		j.State, j.Reason = paddock.JobFailed, paddock.ErrorMessage(err)
+	case res.ExitCode == 0:
+		j.State, j.ExitCode = paddock.JobSucceeded, &res.ExitCode
+	default:
+		j.State, j.ExitCode, j.Reason = paddock.JobFailed, &res.ExitCode, "the command failed"
+	}
+	if res != nil {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		writeFile(filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".result.json"), b)
+	}
+	m.update(context.Background(), func(tx paddock.Tx) error {
+		if err := tx.UpdateJob(context.Background(), j); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(context.Background(), j.RunID, EventJobFinished,
+			map[string]any{"job": j.ID, "state": j.State, "exit_code": j.ExitCode, "reason": j.Reason})
+		return err
+	})
+}
+
+// Jobs lists a run's jobs.
+func (m *Manager) Jobs(ctx context.Context, id string) (out []*paddock.Job, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		if _, err := tx.Run(ctx, id); err != nil {
+			return err
+		}
+		out, err = tx.Jobs(ctx, id, "")
+		return err
+	})
+	return out, err
+}
+
+// Job returns one of a run's jobs.
+func (m *Manager) Job(ctx context.Context, id, jobID string) (j *paddock.Job, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		j, err = tx.Job(ctx, jobID)
+		return err
+	})
+	if err == nil && j.RunID != id {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "run %s has no job %s", id, jobID)
+	}
+	return j, err
+}
+
+// CancelJob stops a running job: its sandbox is killed, whatever it started
+// with it. The job ends failed, with reason canceled.
+func (m *Manager) CancelJob(ctx context.Context, id, jobID string) (*paddock.Job, error) {
+	j, err := m.Job(ctx, id, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if j.State != paddock.JobRunning {
+		return nil, paddock.Errorf(paddock.CodeConflict, "job %s is %s", jobID, j.State)
+	}
+	jr := m.jobs()
+	jr.mu.Lock()
+	cancel := jr.cancels[jobID]
+	jr.mu.Unlock()
+	if cancel == nil {
+		return nil, paddock.Errorf(paddock.CodeConflict, "job %s is run by another daemon (%s)", jobID, j.Owner)
+	}
+	cancel()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if j, err = m.Job(ctx, id, jobID); err != nil || j.State != paddock.JobRunning {
+			return j, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return j, nil
+}
+
+// adoptJobs takes over the jobs a dead owner left running. A job's sandbox
+// dies with the daemon that started it, so there is nothing to re-attach
+// to: the job becomes interrupted, for the client to start again.
+func (m *Manager) adoptJobs(ctx context.Context) []paddock.Finding {
+	var out []paddock.Finding
+	var running []*paddock.Job
+	m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+		running, err = tx.Jobs(ctx, "", paddock.JobRunning)
+		return err
+	})
+	for _, j := range running {
+		if j.Owner == m.instance() {
+			continue
+		}
+		err := m.update(ctx, func(tx paddock.Tx) error {
+			cur, err := tx.Job(ctx, j.ID)
+			if err != nil || cur.State != paddock.JobRunning || cur.Owner == m.instance() {
+				return err
+			}
+			cur.State, cur.Reason, cur.EndedAt, cur.LeaseUntil = paddock.JobInterrupted, "its daemon ("+cur.Owner+") stopped", now(), time.Time{}
+			cur.Owner = m.instance()
+			if err := tx.UpdateJob(ctx, cur); err != nil {
+				return err
+			}
+			_, err = tx.AppendEvent(ctx, cur.RunID, EventJobInterrupted, map[string]string{"job": cur.ID, "previous_owner": j.Owner})
+			return err
+		})
+		if err == nil {
+			out = append(out, paddock.Finding{RunID: j.RunID, Issue: "job " + j.ID + " was running when its daemon stopped", Action: "interrupted"})
+		}
+	}
+	return out
+}
+
+// stopJobs cancels this instance's running jobs and waits for them.
+func (m *Manager) stopJobs() {
+	jr := m.jobs()
+	jr.mu.Lock()
+	for _, c := range jr.cancels {
+		c()
+	}
+	jr.mu.Unlock()
+	jr.wg.Wait()
+}
+
+// instance is this daemon's owner id for jobs.
+func (m *Manager) instance() string {
+	m.instanceOnce.Do(func() {
+		var b [6]byte
+		rand.Read(b[:])
+		host, _ := os.Hostname()
+		m.instanceID = host + "/" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))[:8]
+	})
+	return m.instanceID
+}
+
+func (m *Manager) bootstrap(id string) (*bootstrapRecord, error) {
+	b, err := os.ReadFile(filepath.Join(m.runDir(id), "bootstrap.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, paddock.Errorf(paddock.CodeNotBootstrapped, "run %s was never bootstrapped: it has no agent to start", id)
+	}
+	if err != nil {
+		return nil, internal("reading the bootstrap failed", err)
+	}
+	var rec bootstrapRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, internal("reading the bootstrap failed", err)
+	}
+	return &rec, nil
+}
