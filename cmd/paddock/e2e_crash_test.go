@@ -165,7 +165,7 @@ func TestHelp(t *testing.T) {
 	verbs := [][]string{{"serve"}, {"create"}, {"ls"}, {"show"}, {"retain"}, {"reject"}, {"rm"}, {"events"},
 		{"gc"}, {"checkpoint"}, {"resume"}, {"version"}, {"doctor"},
 		{"project", "add"}, {"project", "ls"}, {"project", "rm"}, {"project", "unlock"},
-		{"tool"}, {"tools"}, {"inbox"}, {"exec"}, {"diff"}, {"submit"}, {"approve"}, {"apply"}, {"undo"}}
+		{"tool"}, {"tools"}, {"inbox"}, {"exec"}, {"diff"}, {"submit"}, {"approve"}, {"apply"}, {"undo"}, {"fake-agent"}}
 	for _, v := range verbs {
 		out := cli(t, home, append(v, "--help")...).must(t).out
 		if !strings.Contains(out, "Usage:") || len(out) < 200 {

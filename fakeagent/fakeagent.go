@@ -1,0 +1,206 @@
+// Package fakeagent is a scripted client of paddock's action protocol: it
+// plays an agent and its orchestrator from a JSON script of steps, checks
+// each step's outcome (success, or the error code the script expects), and
+// reports the first step that did not go as written. The contract tests run
+// it against a real daemon; a platform team can run their own scripts with
+// `paddock fake-agent SCRIPT`.
+//
+// A script is a JSON array of steps:
+//
+//	{"do": "bootstrap", "project": "app", "agent": {...}, "task": "…"}   binds a run; later steps act on it
+//	{"do": "tool", "name": "write", "args": {…}}
+//	{"do": "exec", "argv": ["go", "test", "./..."]}
+//	{"do": "start", "kind": "agent"}  |  {"do": "wait"}  |  {"do": "cancel"}
+//	{"do": "status"}  |  {"do": "events"}  |  {"do": "artifact", "kind": "logs"}
+//	{"do": "submit"}  |  {"do": "approve"}  |  {"do": "apply", "to": "branch"}  |  {"do": "reject"}
+//	{"do": "create", "project": "app"}   a run made by the operator without a bootstrap
+//
+// Each step may say "as": "operator" (the daemon's credential) or "agent"
+// (the run's own token, the default once a run is bootstrapped), "run":
+// "other" to aim at the previous run instead, and "expect": an error code
+// such as "busy"; a step that expects nothing must succeed.
+package fakeagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
+)
+
+// Step is one action of a script.
+type Step struct {
+	Do      string                   `json:"do"`
+	As      string                   `json:"as,omitempty"`
+	Run     string                   `json:"run,omitempty"`
+	Expect  paddock.Code             `json:"expect,omitempty"`
+	Project string                   `json:"project,omitempty"`
+	Agent   *paddock.AgentDefinition `json:"agent,omitempty"`
+	Task    string                   `json:"task,omitempty"`
+	Name    string                   `json:"name,omitempty"`
+	Args    json.RawMessage          `json:"args,omitempty"`
+	Argv    []string                 `json:"argv,omitempty"`
+	Kind    string                   `json:"kind,omitempty"`
+	To      string                   `json:"to,omitempty"`
+	Hash    string                   `json:"hash,omitempty"`
+	// Fill makes a tool's "content" argument this many bytes long.
+	Fill int `json:"fill,omitempty"`
+}
+
+// Runner runs scripts against one daemon.
+type Runner struct {
+	Operator *client.Client
+	Log      io.Writer
+
+	runs    []string // bootstrapped runs, newest last
+	tokens  map[string]string
+	lastJob string
+	hash    string // of the latest submission
+}
+
+// Run plays a script and returns the first step that failed, if any.
+func (r *Runner) Run(ctx context.Context, steps []Step) error {
+	if r.tokens == nil {
+		r.tokens = map[string]string{}
+	}
+	for i, s := range steps {
+		err := r.step(ctx, s)
+		got := paddock.Code("")
+		if err != nil {
+			got = paddock.ErrorCode(err)
+		}
+		if r.Log != nil {
+			fmt.Fprintf(r.Log, "step %d %-9s expect %-16s got %s\n", i+1, s.Do, orOK(s.Expect), orOK(got))
+		}
+		if got != s.Expect {
+			return fmt.Errorf("step %d (%s): expected %s, got %s (%v)", i+1, s.Do, orOK(s.Expect), orOK(got), err)
+		}
+	}
+	return nil
+}
+
+func orOK(c paddock.Code) string {
+	if c == "" {
+		return "ok"
+	}
+	return string(c)
+}
+
+// target returns the run a step acts on and the client to act with.
+func (r *Runner) target(s Step) (string, *client.Client, error) {
+	if len(r.runs) == 0 {
+		return "", nil, fmt.Errorf("no run bootstrapped yet")
+	}
+	run := r.runs[len(r.runs)-1]
+	if s.Run == "other" {
+		if len(r.runs) < 2 {
+			return "", nil, fmt.Errorf("no other run")
+		}
+		run = r.runs[len(r.runs)-2]
+	}
+	c := r.Operator
+	if s.As != "operator" {
+		c = r.Operator.WithToken(r.tokens[r.runs[len(r.runs)-1]])
+	}
+	return run, c, nil
+}
+
+func (r *Runner) step(ctx context.Context, s Step) error {
+	if s.Do == "bootstrap" {
+		agent := paddock.AgentDefinition{Name: "fake-agent"}
+		if s.Agent != nil {
+			agent = *s.Agent
+		}
+		res, err := r.Operator.Bootstrap(ctx, paddock.BootstrapRequest{Project: s.Project, Agent: agent, Task: s.Task})
+		if err != nil {
+			return err
+		}
+		r.runs = append(r.runs, res.Run.ID)
+		r.tokens[res.Run.ID] = res.Token
+		return nil
+	}
+	if s.Do == "create" { // a run made without a bootstrap, by the operator
+		res, err := r.Operator.CreateRun(ctx, paddock.CreateRunRequest{Project: s.Project})
+		if err == nil {
+			r.runs = append(r.runs, res.ID)
+		}
+		return err
+	}
+	run, c, err := r.target(s)
+	if err != nil {
+		return err
+	}
+	switch s.Do {
+	case "tool":
+		args := map[string]any{}
+		if len(s.Args) > 0 {
+			if err := json.Unmarshal(s.Args, &args); err != nil {
+				return fmt.Errorf("step args: %w", err)
+			}
+		}
+		if s.Fill > 0 {
+			args["content"] = strings.Repeat("a", s.Fill)
+		}
+		_, err = c.CallTool(ctx, run, s.Name, args)
+	case "exec":
+		var res *paddock.ExecResult
+		res, err = c.Exec(ctx, run, paddock.ExecRequest{Argv: s.Argv})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+		}
+	case "start":
+		var j *paddock.Job
+		req := paddock.StartJobRequest{Kind: paddock.JobKind(s.Kind)}
+		if len(s.Argv) > 0 {
+			req.Exec = &paddock.ExecRequest{Argv: s.Argv}
+		}
+		if j, err = c.StartJob(ctx, run, req); err == nil {
+			r.lastJob = j.ID
+		}
+	case "wait":
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			var j *paddock.Job
+			if j, err = c.Job(ctx, run, r.lastJob); err != nil || j.State != paddock.JobRunning {
+				if err == nil && j.State != paddock.JobSucceeded {
+					err = fmt.Errorf("job %s is %s: %s", j.ID, j.State, j.Reason)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("job %s did not end", r.lastJob)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	case "cancel":
+		_, err = c.CancelJob(ctx, run, r.lastJob)
+	case "status":
+		_, err = c.Run(ctx, run)
+	case "events":
+		_, err = c.Events(ctx, run, 0, 0, 0)
+	case "artifact":
+		_, err = c.Artifact(ctx, run, s.Kind)
+	case "submit":
+		var cs *paddock.ChangeSet
+		if cs, err = c.Submit(ctx, run); err == nil {
+			r.hash = cs.Hash
+		}
+	case "approve":
+		hash := r.hash
+		if s.Hash != "" {
+			hash = s.Hash
+		}
+		_, err = c.Approve(ctx, run, hash)
+	case "apply":
+		_, err = c.Apply(ctx, run, paddock.ApplyRequest{To: s.To})
+	case "reject":
+		_, err = c.Reject(ctx, run)
+	default:
+		return paddock.Errorf(paddock.CodeBadRequest, "unknown step %q", s.Do)
+	}
+	return err
+}
