@@ -34,6 +34,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/paddock-dev/paddock"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -47,7 +48,22 @@ type Store struct {
 	write *sql.DB
 	read  *sql.DB
 	path  string
+
+	// Group commit: concurrent Updates share one transaction and one fsync.
+	mu      sync.Mutex
+	queue   []*update
+	leading bool
 }
+
+// update is one Update waiting for its batch.
+type update struct {
+	ctx  context.Context
+	fn   func(paddock.Tx) error
+	done chan error
+}
+
+// MaxBatch bounds how many Updates share one commit.
+const MaxBatch = 256
 
 var _ paddock.Store = (*Store)(nil)
 
@@ -171,18 +187,103 @@ func (s *Store) View(ctx context.Context, fn func(paddock.Tx) error) error {
 	return fn(&Tx{tx: tx})
 }
 
-// Update runs fn in a write transaction and commits it if fn returns nil.
+// Update runs fn in a write transaction and commits it if fn returns nil;
+// when it returns, fn's changes are durable.
+//
+// Concurrent Updates are committed together (group commit): the first caller
+// to find no batch in progress leads, runs every queued fn in one
+// transaction, each inside its own savepoint, and commits once, so that N
+// concurrent writers pay one fsync instead of N. A fn that fails is rolled
+// back to its savepoint and changes nothing; the others are unaffected. Each
+// fn sees the effects of those before it, as if they had run one by one.
 func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+	u := &update{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.mu.Lock()
+	s.queue = append(s.queue, u)
+	lead := !s.leading
+	if lead {
+		s.leading = true
+	}
+	s.mu.Unlock()
+	if lead {
+		s.lead()
+	}
+	return <-u.done
+}
+
+// lead commits batches until the queue is empty.
+func (s *Store) lead() {
+	for {
+		s.mu.Lock()
+		n := min(len(s.queue), MaxBatch)
+		batch := s.queue[:n:n]
+		s.queue = s.queue[n:]
+		if n == 0 {
+			s.leading = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		s.commit(batch)
+	}
+}
+
+func (s *Store) commit(batch []*update) {
+	errs := make([]error, len(batch))
+	fail := func(err error) {
+		for _, u := range batch {
+			u.done <- err
+		}
+	}
+	tx, err := s.write.BeginTx(context.Background(), nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		fail(fmt.Errorf("sqlite: begin: %w", err))
+		return
 	}
-	if err := fn(&Tx{tx: tx}); err != nil {
+	ok := 0
+	for i, u := range batch {
+		if err := u.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, err := tx.Exec("SAVEPOINT paddock_update"); err != nil {
+			errs[i] = fmt.Errorf("sqlite: savepoint: %w", err)
+			continue
+		}
+		errs[i] = runFn(u.fn, &Tx{tx: tx})
+		if errs[i] != nil {
+			if _, err := tx.Exec("ROLLBACK TO paddock_update"); err != nil {
+				tx.Rollback()
+				fail(fmt.Errorf("sqlite: rollback to savepoint: %w", err))
+				return
+			}
+		} else {
+			ok++
+		}
+		if _, err := tx.Exec("RELEASE paddock_update"); err != nil {
+			tx.Rollback()
+			fail(fmt.Errorf("sqlite: release savepoint: %w", err))
+			return
+		}
+	}
+	if ok == 0 {
 		tx.Rollback()
-		return err
+	} else if err := tx.Commit(); err != nil {
+		fail(fmt.Errorf("sqlite: commit: %w", err))
+		return
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
+	for i, u := range batch {
+		u.done <- errs[i]
 	}
-	return nil
+}
+
+// runFn runs fn, turning a panic into an error so that one bad fn cannot
+// take a batch down.
+func runFn(fn func(paddock.Tx) error, tx paddock.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("sqlite: update panicked: %v", r)
+		}
+	}()
+	return fn(tx)
 }

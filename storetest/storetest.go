@@ -35,6 +35,7 @@ func Run(t *testing.T, open Opener) {
 		{"DeleteProjectCascades", testDeleteProject},
 		{"RunTokens", testRunTokens},
 		{"Jobs", testJobs},
+		{"ConcurrentFailuresStayApart", testConcurrentFailures},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -532,6 +533,58 @@ func testJobs(t *testing.T, open Opener) {
 		}
 		_, err := tx.Job(ctx, "nope")
 		wantCode(t, err, paddock.CodeNotFound)
+		return nil
+	})
+}
+
+// testConcurrentFailures: among concurrent updates (which a store may commit
+// together), one that fails or panics changes nothing and costs the others
+// nothing.
+func testConcurrentFailures(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a")
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Update(ctx, func(tx paddock.Tx) error {
+				if _, err := tx.AppendEvent(ctx, "a", fmt.Sprintf("e%d", i), nil); err != nil {
+					return err
+				}
+				switch i % 4 {
+				case 1:
+					return errors.New("refused")
+				case 2:
+					panic("boom")
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	okCount := 0
+	for i, err := range errs {
+		if (i%4 == 0 || i%4 == 3) != (err == nil) {
+			t.Fatalf("update %d: %v", i, err)
+		}
+		if err == nil {
+			okCount++
+		}
+	}
+	s.View(ctx, func(tx paddock.Tx) error {
+		evs, _ := tx.Events(ctx, "a", 0, 0)
+		checkSeqs(t, evs, 1, okCount)
+		for _, e := range evs {
+			var i int
+			fmt.Sscanf(e.Type, "e%d", &i)
+			if i%4 == 1 || i%4 == 2 {
+				t.Fatalf("a failed update's event %s was kept", e.Type)
+			}
+		}
 		return nil
 	})
 }
