@@ -472,3 +472,21 @@ func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, diff []by
 	}
 	return commit, nil
 }
+
+// FileAt returns the content of path at revision rev of the repository at
+// gitDir, read from git's objects: what an agent wrote in a workspace never
+// reaches it. A path that does not exist there is fs.ErrNotExist.
+func (g *Git) FileAt(ctx context.Context, gitDir, rev, path string) ([]byte, error) {
+	if err := CheckRef(rev); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(path, "-") || strings.Contains(path, ":") {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "invalid path %q", path)
+	}
+	out, err := g.run(ctx, "", "--git-dir="+gitDir, "cat-file", "blob", rev+":"+path)
+	var ce *CommandError
+	if errors.As(err, &ce) {
+		return nil, fs.ErrNotExist
+	}
+	return out, err
+}

@@ -6,13 +6,17 @@ import (
 	"encoding/base32"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/manifest"
 )
 
 // Job events and timing.
@@ -53,6 +57,7 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 		return nil, err
 	}
 	var exec paddock.ExecRequest
+	var steps [][]string // verify: the manifest's commands, one after the other
 	switch req.Kind {
 	case paddock.JobExec:
 		if req.Exec == nil || len(req.Exec.Argv) == 0 {
@@ -69,7 +74,11 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 		}
 		exec = paddock.ExecRequest{Argv: rec.Agent.Command, Net: rec.Agent.Net, Env: rec.Agent.Env}
 	case paddock.JobVerify:
-		return nil, paddock.Errorf(paddock.CodeUnsupported, "verify jobs need the project manifest, which this daemon does not read yet")
+		cmds, err := m.verifyCommands(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		steps = cmds
 	default:
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown job kind %q (agent, exec, verify)", req.Kind)
 	}
@@ -84,6 +93,9 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 		}
 	}
 	raw, _ := json.Marshal(exec)
+	if steps != nil {
+		raw, _ = json.Marshal(map[string]any{"commands": steps})
+	}
 	t := now()
 	j := &paddock.Job{ID: newJobID(), RunID: id, Kind: req.Kind, State: paddock.JobRunning, Owner: m.instance(),
 		LeaseUntil: t.Add(leaseTerm), Request: raw, CreatedAt: t}
@@ -102,12 +114,47 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 	jr.cancels[j.ID] = cancel
 	jr.mu.Unlock()
 	jr.wg.Add(1)
-	go m.runJob(jctx, cancel, j, exec)
+	go m.runJob(jctx, cancel, j, exec, steps)
 	return j, nil
 }
 
+// verifyCommands reads the project's manifest at the run's base revision,
+// from git's objects: verification never runs a command the agent chose.
+func (m *Manager) verifyCommands(ctx context.Context, id string) ([][]string, error) {
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := m.Git.Inspect(ctx, p.Root)
+	if err != nil {
+		return nil, err
+	}
+	mf := manifest.Detect(func(path string) ([]byte, bool) {
+		b, err := m.Git.FileAt(ctx, repo.CommonDir, r.Workspace.BaseRevision, path)
+		return b, err == nil
+	})
+	cmds := mf.Verify()
+	if len(cmds) == 0 {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "paddock knows no verification for this project (detected: %v)", mf.Types)
+	}
+	// Stage the base's recipes where the commands expect them; .paddock is
+	// protected, so the agent cannot rewrite them (read-only in the sandbox).
+	root, err := confine.Open(r.Workspace.Root, &confine.Policy{})
+	if err != nil {
+		return nil, internal("opening the workspace failed", err)
+	}
+	defer root.Close()
+	for name, content := range mf.Files {
+		rel := path.Join(manifest.StageDir, name)
+		if _, err := root.WriteFile(rel, rel, content, nil); err != nil {
+			return nil, internal("staging the manifest failed", err)
+		}
+	}
+	return cmds, nil
+}
+
 // runJob runs a started job to its end, renewing its lease meanwhile.
-func (m *Manager) runJob(ctx context.Context, cancel context.CancelFunc, j *paddock.Job, exec paddock.ExecRequest) {
+func (m *Manager) runJob(ctx context.Context, cancel context.CancelFunc, j *paddock.Job, exec paddock.ExecRequest, steps [][]string) {
 	jr := m.jobs()
 	defer jr.wg.Done()
 	defer func() {
@@ -138,7 +185,23 @@ func (m *Manager) runJob(ctx context.Context, cancel context.CancelFunc, j *padd
 	logPath := filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".log")
 	os.MkdirAll(filepath.Dir(logPath), 0o700)
 	logf, _ := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	res, err := m.ExecStream(ctx, j.RunID, exec, logf, logf)
+	var res *paddock.ExecResult
+	var err error
+	if steps == nil {
+		res, err = m.ExecStream(ctx, j.RunID, exec, logf, logf)
+	} else {
+		// Verification: each command of the manifest in turn, network off,
+		// until one fails.
+		for _, argv := range steps {
+			if logf != nil {
+				fmt.Fprintf(logf, "$ %s\n", strings.Join(argv, " "))
+			}
+			res, err = m.ExecStream(ctx, j.RunID, paddock.ExecRequest{Argv: argv}, logf, logf)
+			if err != nil || res.ExitCode != 0 || ctx.Err() != nil {
+				break
+			}
+		}
+	}
 	if logf != nil {
 		logf.Close()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/fakeagent"
+	"github.com/paddock-dev/paddock/gitx/gittest"
 )
 
 // TestContract plays testdata/contract.json with the fake agent against a
@@ -22,10 +23,14 @@ func TestContract(t *testing.T) {
 	base := t.TempDir()
 	home := filepath.Join(base, "home")
 	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	// The manifest a verify job reads at the base: make test.
+	gittest.Commit(t, repo, "verification", map[string]string{"Makefile": "test:\n\ttest -f README.md\n"})
+	plain := newRepo(t, filepath.Join(base, "src", "plain"), 1) // no manifest at all
 	os.MkdirAll(home, 0o700)
 	os.WriteFile(filepath.Join(home, "paddock.toml"), []byte("apply_name = \"Op\"\napply_email = \"op@example.com\"\n"), 0o600)
 	startDaemon(t, home)
 	cli(t, home, "project", "add", repo).must(t)
+	cli(t, home, "project", "add", plain).must(t)
 	b, err := os.ReadFile("testdata/contract.json")
 	if err != nil {
 		t.Fatal(err)

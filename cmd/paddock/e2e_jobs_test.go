@@ -10,6 +10,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/gitx/gittest"
 )
 
 // TestJobs: an orchestrator bootstraps a run, starts its agent as a job with
@@ -96,5 +97,49 @@ func TestJobs(t *testing.T) {
 	}
 	if j = wait(j.ID); j.State != paddock.JobSucceeded {
 		t.Fatalf("after restart: %+v", j)
+	}
+}
+
+// TestVerifyUsesTheBaseRecipe: a verify job runs the manifest's commands with
+// the recipes of the base revision; an agent that rewrites the Makefile to
+// pass does not change what verifies its work.
+func TestVerifyUsesTheBaseRecipe(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 1)
+	gittest.Commit(t, repo, "verification", map[string]string{"Makefile": "test:\n\ttest -f README.md\n"})
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	ctx := context.Background()
+	op := client.Unix(filepath.Join(home, "paddock.sock"))
+	b, err := op.Bootstrap(ctx, paddock.BootstrapRequest{Project: "app", Task: "t", Agent: paddock.AgentDefinition{Name: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := func() *paddock.Job {
+		j, err := op.StartJob(ctx, b.Run.ID, paddock.StartJobRequest{Kind: paddock.JobVerify})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 500 && j.State == paddock.JobRunning; i++ {
+			time.Sleep(20 * time.Millisecond)
+			j, _ = op.Job(ctx, b.Run.ID, j.ID)
+		}
+		return j
+	}
+	if j := verify(); j.State != paddock.JobSucceeded {
+		t.Fatalf("verify of an untouched workspace: %+v", j)
+	}
+	// The agent breaks the work and rewrites the recipe to hide it.
+	if _, err := op.Exec(ctx, b.Run.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "rm README.md && printf 'test:\\n\\ttrue\\n' > Makefile"}}); err != nil {
+		t.Fatal(err)
+	}
+	if j := verify(); j.State != paddock.JobFailed {
+		t.Fatalf("verify after the agent rewrote the Makefile: %+v", j)
+	}
+	// Nor can it rewrite the staged recipe.
+	res, _ := op.Exec(ctx, b.Run.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo x >> .paddock/manifest/Makefile"}})
+	if res == nil || res.ExitCode == 0 {
+		t.Fatal("the staged recipe was writable")
 	}
 }
