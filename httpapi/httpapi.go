@@ -118,6 +118,15 @@ var runTokenRoutes = map[string]bool{
 	"POST /v1/runs/{id}/jobs/{job}/cancel": true,
 }
 
+// operatorOnly refuses what only the operator may ask of a command: to run
+// with less confinement than this machine can enforce.
+func operatorOnly(r *http.Request, req paddock.ExecRequest) error {
+	if _, agent := r.Context().Value(scopeKey).(string); agent && req.AllowDegraded {
+		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
+	}
+	return nil
+}
+
 // scoped enforces a run token's scope on a route: only its own run, only
 // the agent's side of it.
 func scoped(pattern string, r *http.Request) error {
@@ -337,6 +346,9 @@ func (s *Server) routes() http.Handler {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
+		if err := operatorOnly(r, req); err != nil {
+			return nil, err
+		}
 		return m.Exec(r.Context(), r.PathValue("id"), req)
 	})
 	streaming := func(pattern string, h http.HandlerFunc) {
@@ -361,6 +373,11 @@ func (s *Server) routes() http.Handler {
 		var req paddock.StartJobRequest
 		if err := decode(r, &req); err != nil {
 			return nil, err
+		}
+		if req.Exec != nil {
+			if err := operatorOnly(r, *req.Exec); err != nil {
+				return nil, err
+			}
 		}
 		return m.StartJob(r.Context(), r.PathValue("id"), req)
 	})
@@ -507,6 +524,10 @@ type StreamLine struct {
 func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 	var req paddock.ExecRequest
 	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := operatorOnly(r, req); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -429,6 +429,8 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 		{"DELETE", "/v1/runs/" + b1.Run.ID, ``, 403, paddock.CodeForbidden},
 		{"GET", "/v1/runs", "", 403, paddock.CodeForbidden},
 		{"POST", "/v1/bootstrap", `{}`, 403, paddock.CodeForbidden},
+		{"POST", "/v1/runs/" + b1.Run.ID + "/exec", `{"argv":["true"],"allow_degraded":true}`, 403, paddock.CodeForbidden},
+		{"POST", "/v1/runs/" + b1.Run.ID + "/exec/stream", `{"argv":["true"],"allow_degraded":true}`, 403, paddock.CodeForbidden},
 	} {
 		a := call(tc.method, tc.path, tc.body, agent)
 		if a.status != tc.want || (tc.code != "" && (a.Error == nil || a.Error.Code != tc.code)) {
