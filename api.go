@@ -20,6 +20,9 @@ type CreateRunRequest struct {
 	Access string `json:"access,omitempty"`
 	// Secrets names the daemon's secrets the run's commands may use.
 	Secrets []string `json:"secrets,omitempty"`
+	// IncludeIgnored puts ignored files (build output, dependencies) into
+	// the run's change sets; by default they are listed apart.
+	IncludeIgnored bool `json:"include_ignored,omitempty"`
 }
 
 // AddProjectRequest declares a project.

@@ -37,8 +37,11 @@ type Run struct {
 	Access Access `json:"access"`
 	// Secrets names the secrets the run's commands get in their environment.
 	// Their values are never stored or shown; outputs have them masked.
-	Secrets   []string  `json:"secrets,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	Secrets []string `json:"secrets,omitempty"`
+	// IncludeIgnored puts files the base's ignore rules leave out into the
+	// run's change sets.
+	IncludeIgnored bool      `json:"include_ignored,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
 	// RemovedAt is set by `paddock rm`: the run leaves listings, but its
 	// record and events stay for the audit trail.
 	RemovedAt time.Time `json:"removed_at,omitzero"`

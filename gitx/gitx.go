@@ -331,7 +331,11 @@ type Snapshot struct {
 // the work tree go to a temporary object directory that borrows the
 // repository's objects. The work tree's own .git, whatever it holds, is not
 // read (git skips any entry named .git). Paths under exclude are left out.
-func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, exclude ...string) (*Snapshot, error) {
+//
+// With includeIgnored, files the ignore rules leave out are part of it too.
+// check, if not nil, sees the raw entries before the diff is made, and may
+// refuse (a change set over its limits is never rendered).
+func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, includeIgnored bool, check func(raw []byte) error, exclude ...string) (*Snapshot, error) {
 	if err := CheckRef(base); err != nil {
 		return nil, err
 	}
@@ -362,12 +366,21 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, e
 	for _, x := range exclude {
 		spec = append(spec, ":(exclude)"+x)
 	}
-	if _, err := run(append([]string{"add", "--all"}, spec...)...); err != nil {
+	add := []string{"add", "--all"}
+	if includeIgnored {
+		add = append(add, "--force")
+	}
+	if _, err := run(append(add, spec...)...); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	snap := &Snapshot{}
 	if snap.Raw, err = run("diff", "--cached", "--raw", "-z", "--no-renames", "--full-index", "--no-abbrev", base, "--"); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	if check != nil {
+		if err := check(snap.Raw); err != nil {
+			return nil, err
+		}
 	}
 	if snap.Diff, err = run("diff", "--cached", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", base, "--"); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,8 +39,14 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	if err != nil {
 		return nil, err
 	}
-	snap, err := m.Git.DiffWorkTree(ctx, repo.CommonDir, r.Workspace.Root, r.Workspace.BaseRevision, ".paddock")
+	limits := m.ChangeSetLimits.withDefaults()
+	check := func(raw []byte) error { return limits.check(r.Workspace.Root, raw) }
+	snap, err := m.Git.DiffWorkTree(ctx, repo.CommonDir, r.Workspace.Root, r.Workspace.BaseRevision, r.IncludeIgnored, check, ".paddock")
 	if err != nil {
+		var pe *paddock.Error
+		if errors.As(err, &pe) {
+			return nil, err
+		}
 		return nil, internal("computing the change set failed", err)
 	}
 	cs, err := changeset.Build(id, r.Workspace.BaseRevision, r.Workspace.Root, snap, policy(p))
@@ -263,4 +270,52 @@ func (m *Manager) lintAttribution(ctx context.Context, id string, cs *paddock.Ch
 	h := hits[0]
 	return paddock.Errorf(paddock.CodeAttributionLeak, "%s:%d credits a model or a tool with the work (rule %s): remove it, or allow the rule for project %s",
 		h.File, h.Line, h.Rule, p.Name).WithDetail("hits", hits)
+}
+
+// ChangeSetLimits bound what a change set may hold, so that computing,
+// storing and showing one stays within bounded memory and time.
+type ChangeSetLimits struct {
+	MaxEntries int   // paths changed (default 20,000)
+	MaxFile    int64 // bytes of one new or changed file (default 100 MiB)
+	MaxTotal   int64 // bytes of all new content together (default 256 MiB)
+}
+
+func (l ChangeSetLimits) withDefaults() ChangeSetLimits {
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = 20000
+	}
+	if l.MaxFile <= 0 {
+		l.MaxFile = 100 << 20
+	}
+	if l.MaxTotal <= 0 {
+		l.MaxTotal = 256 << 20
+	}
+	return l
+}
+
+// check refuses a change set over the limits, from git's raw entries and the
+// sizes of the files in the workspace, before any diff is rendered.
+func (l ChangeSetLimits) check(root string, raw []byte) error {
+	fields := bytes.Split(raw, []byte{0})
+	entries, total := 0, int64(0)
+	for i := 0; i+1 < len(fields); i += 2 {
+		entries++
+		if entries > l.MaxEntries {
+			return paddock.Errorf(paddock.CodeTooLarge, "the change set has more than %d entries; nothing was frozen (raise the limit, or split the work)", l.MaxEntries)
+		}
+		if bytes.HasSuffix(fields[i], []byte(" D")) {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(root, string(fields[i+1])))
+		if err != nil {
+			continue
+		}
+		if fi.Size() > l.MaxFile {
+			return paddock.Errorf(paddock.CodeTooLarge, "%s is %d bytes, over the change set's file limit of %d", fields[i+1], fi.Size(), l.MaxFile)
+		}
+		if total += fi.Size(); total > l.MaxTotal {
+			return paddock.Errorf(paddock.CodeTooLarge, "the change set's new content passes %d bytes; nothing was frozen", l.MaxTotal)
+		}
+	}
+	return nil
 }

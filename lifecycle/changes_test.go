@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/gitx/gittest"
+	"github.com/paddock-dev/paddock/lifecycle"
 )
 
 // edit plays an agent's work in a workspace: every kind of change.
@@ -279,4 +281,37 @@ func TestAttributionLint(t *testing.T) {
 	}
 	_, err = e2.m.AddProject(ctx, paddock.AddProjectRequest{Path: e2.repo, Name: "x", AllowAttribution: []string{"everything"}})
 	mustCode(t, err, paddock.CodeBadRequest)
+}
+
+func TestChangeSetIgnoredAndLimits(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	os.WriteFile(filepath.Join(e.repo, ".gitignore"), []byte("build/\n"), 0o644)
+	gittest.Commit(t, e.repo, "ignore build", nil)
+	e.project(t)
+	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", IncludeIgnored: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(r.Workspace.Root, "build"), 0o755)
+	os.WriteFile(filepath.Join(r.Workspace.Root, "build/out.o"), []byte("object"), 0o644)
+	cs, err := e.m.ChangeSet(ctx, r.ID)
+	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Path != "build/out.o" {
+		t.Fatalf("with ignored files: %+v %v", cs, err)
+	}
+	// Limits refuse before any diff is rendered, with a clear error.
+	for i := 0; i < 3; i++ {
+		os.WriteFile(filepath.Join(r.Workspace.Root, fmt.Sprintf("f%d.txt", i)), []byte("twenty bytes of text"), 0o644)
+	}
+	e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxEntries: 3}
+	_, err = e.m.ChangeSet(ctx, r.ID)
+	mustCode(t, err, paddock.CodeTooLarge)
+	e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxFile: 10}
+	_, err = e.m.ChangeSet(ctx, r.ID)
+	if !paddock.IsCode(err, paddock.CodeTooLarge) || !strings.Contains(err.Error(), "f0.txt") {
+		t.Fatalf("file limit: %v", err)
+	}
+	e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxTotal: 50}
+	_, err = e.m.Submit(ctx, r.ID)
+	mustCode(t, err, paddock.CodeTooLarge)
 }

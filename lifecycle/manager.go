@@ -53,6 +53,8 @@ type Manager struct {
 	ArtifactsDir string
 	// Identity authors the commits Apply makes, unless a request names one.
 	Identity gitx.Identity
+	// ChangeSetLimits bound change sets; zero fields take the defaults.
+	ChangeSetLimits ChangeSetLimits
 	// CrashAt, when positive, kills the process at that step of an apply
 	// into a working tree or an undo. Tests use it; nothing else sets it.
 	CrashAt int

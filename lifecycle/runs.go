@@ -65,7 +65,7 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	}
 
 	t := now()
-	r := &paddock.Run{ID: id, Project: p.Name, Access: access, Secrets: o.Secrets, CreatedAt: t, Workspace: &paddock.Workspace{
+	r := &paddock.Run{ID: id, Project: p.Name, Access: access, Secrets: o.Secrets, IncludeIgnored: o.IncludeIgnored, CreatedAt: t, Workspace: &paddock.Workspace{
 		ID: "w-" + id[2:], RunID: id, Kind: kind, Root: root, Fingerprint: p.Fingerprint,
 		BaseRef: o.Base, BaseRevision: base.SHA, Branch: base.Branch,
 		State: paddock.StateRequested, CleanupPolicy: policy, CreatedAt: t, UpdatedAt: t,

@@ -168,8 +168,8 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(ctx, `INSERT INTO runs (id, project, access, secrets, created_at, removed_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, 0)`,
-		r.ID, r.Project, string(access), secrets, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt))
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
+		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt))
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeConflict, "a run with id %q already exists", r.ID)
 	}
@@ -224,7 +224,7 @@ func encodeCheckpoint(c *paddock.Checkpoint) (any, error) {
 	return string(b), nil
 }
 
-const runCols = `r.id, r.project, r.access, r.secrets, r.created_at, r.removed_at, r.last_seq,
+const runCols = `r.id, r.project, r.access, r.secrets, r.include_ignored, r.created_at, r.removed_at, r.last_seq,
 	w.id, w.kind, w.root, w.fingerprint, w.base_ref, w.base_revision, w.branch, w.state, w.cleanup_policy,
 	w.reason, w.created_at, w.updated_at, w.retained_at, w.checkpoint`
 const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
@@ -235,7 +235,7 @@ func scanRun(row interface{ Scan(...any) error }) (*paddock.Run, error) {
 	var removed, secrets sql.NullString
 	var wid, kind, root, fp, baseRef, baseRev, branch, state, policy, reason, wcreated, wupdated sql.NullString
 	var retained, checkpoint sql.NullString
-	if err := row.Scan(&r.ID, &r.Project, &r.Access, &secrets, &created, &removed, &r.LastSeq,
+	if err := row.Scan(&r.ID, &r.Project, &r.Access, &secrets, &r.IncludeIgnored, &created, &removed, &r.LastSeq,
 		&wid, &kind, &root, &fp, &baseRef, &baseRev, &branch, &state, &policy,
 		&reason, &wcreated, &wupdated, &retained, &checkpoint); err != nil {
 		return nil, err

@@ -150,11 +150,11 @@ func testRuns(t *testing.T, open Opener) {
 	wantCode(t, err, paddock.CodeConflict)
 	// A run with no workspace (access none).
 	update(t, s, func(tx paddock.Tx) error {
-		return tx.CreateRun(ctx, &paddock.Run{ID: "r0", Project: "app", Access: paddock.AccessNone, Secrets: []string{"API_TOKEN"}, CreatedAt: time.Now()})
+		return tx.CreateRun(ctx, &paddock.Run{ID: "r0", Project: "app", Access: paddock.AccessNone, Secrets: []string{"API_TOKEN"}, IncludeIgnored: true, CreatedAt: time.Now()})
 	})
 	s.View(ctx, func(tx paddock.Tx) error {
 		r, err := tx.Run(ctx, "r0")
-		if err != nil || r.Workspace != nil || r.Access != paddock.AccessNone || len(r.Secrets) != 1 || r.Secrets[0] != "API_TOKEN" {
+		if err != nil || r.Workspace != nil || r.Access != paddock.AccessNone || len(r.Secrets) != 1 || r.Secrets[0] != "API_TOKEN" || !r.IncludeIgnored {
 			t.Fatalf("run without workspace = %+v, %v", r, err)
 		}
 		r, _ = tx.Run(ctx, "r1")

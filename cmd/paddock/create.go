@@ -74,6 +74,7 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 	f.StringVar(&req.CleanupPolicy, "cleanup", "", "cleanup policy: on_reject or manual (default on_reject)")
 	f.StringVar(&req.Access, "access", "", "workspace access: write, read or none (default write)")
 	f.StringArrayVar(&req.Secrets, "secret", nil, "give the run's commands this secret of the daemon's, by name (repeatable)")
+	f.BoolVar(&req.IncludeIgnored, "include-ignored", false, "put files the base's ignore rules leave out into the run's change sets")
 	f.BoolVar(&asJSON, "json", false, "print the run as JSON")
 	return cmd
 }
