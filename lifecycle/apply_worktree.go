@@ -458,6 +458,11 @@ func (m *Manager) recoverApplies(ctx context.Context) []paddock.Finding {
 			}
 		}
 		root.Close()
+		// The killed apply held the project lock; it is over now.
+		m.update(ctx, func(tx paddock.Tx) error {
+			_, err := tx.ReleaseLock(ctx, j.Project, j.RunID)
+			return err
+		})
 		if f.Action != "" {
 			m.log().Info("recovered", "run", f.RunID, "issue", f.Issue, "action", f.Action)
 			out = append(out, f)

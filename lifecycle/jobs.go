@@ -356,3 +356,17 @@ func (m *Manager) bootstrap(id string) (*bootstrapRecord, error) {
 	}
 	return &rec, nil
 }
+
+// refuseWhileJobRuns is for actions that would pull a workspace from under a
+// running job.
+func (m *Manager) refuseWhileJobRuns(ctx context.Context, id string) error {
+	var running []*paddock.Job
+	m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+		running, err = tx.Jobs(ctx, id, paddock.JobRunning)
+		return err
+	})
+	if len(running) > 0 {
+		return paddock.Errorf(paddock.CodeBusy, "job %s is running in run %s; cancel it first", running[0].ID, id)
+	}
+	return nil
+}

@@ -292,6 +292,9 @@ func (m *Manager) Retain(ctx context.Context, id string) (*paddock.Run, error) {
 // Reject discards a run's result. Under the on_reject policy its files are
 // removed at once; under manual they stay until rm or gc.
 func (m *Manager) Reject(ctx context.Context, id string) (*paddock.Run, error) {
+	if err := m.refuseWhileJobRuns(ctx, id); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, err := m.step(ctx, id, paddock.StateRejected, "rejected", nil)
@@ -314,6 +317,9 @@ func (m *Manager) Reject(ctx context.Context, id string) (*paddock.Run, error) {
 // undecided) and hides the run from listings. Its record and events stay.
 // It refuses a retained workspace, an active one and one being prepared.
 func (m *Manager) Remove(ctx context.Context, id string) (*paddock.Run, error) {
+	if err := m.refuseWhileJobRuns(ctx, id); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, err := m.Run(ctx, id); err == nil && r.Workspace == nil {

@@ -141,6 +141,12 @@ func TestKillDuringWorktreeApply(t *testing.T) {
 			a, b := gittest.DiffLines(beforeLines, lines)
 			t.Fatalf("killed at step %d: the project is neither as before nor fully applied:\n %v\n %v", k, a, b)
 		}
+		// The project lock the killed apply held is free again.
+		for _, p := range decode[[]*paddock.Project](t, cli(t, home, "project", "ls", "--json")) {
+			if p.Name == proj && p.Lock != nil {
+				t.Fatalf("killed at step %d: the project lock is still held by %s", k, p.Lock.RunID)
+			}
+		}
 		// No temporary file of the apply is left anywhere in the project.
 		filepath.Walk(repo, func(p string, fi os.FileInfo, err error) error {
 			if err == nil && strings.Contains(fi.Name(), ".paddock-") {

@@ -72,6 +72,9 @@ func TestJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
+	if _, err := op.Reject(ctx, id); !paddock.IsCode(err, paddock.CodeBusy) {
+		t.Fatalf("reject under a running job: %v, want busy", err)
+	}
 	if j, err = agent.CancelJob(ctx, id, j.ID); err != nil || j.State != paddock.JobFailed || j.Reason != "canceled" {
 		t.Fatalf("cancel: %+v %v", j, err)
 	}
