@@ -118,11 +118,24 @@ var runTokenRoutes = map[string]bool{
 	"POST /v1/runs/{id}/jobs/{job}/cancel": true,
 }
 
-// operatorOnly refuses what only the operator may ask of a command: to run
-// with less confinement than this machine can enforce.
-func operatorOnly(r *http.Request, req paddock.ExecRequest) error {
-	if _, agent := r.Context().Value(scopeKey).(string); agent && req.AllowDegraded {
+// operatorOnly refuses what only the operator may ask of a command, when a
+// run's own token asks: to run with less confinement than this machine can
+// enforce, or with another network than the agent's definition gives. An
+// agent's command without a network gets its definition's.
+func (s *Server) operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
+	run, agent := r.Context().Value(scopeKey).(string)
+	if !agent {
+		return nil
+	}
+	if req.AllowDegraded {
 		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
+	}
+	allowed := s.Manager.AgentNet(run)
+	switch {
+	case req.Net == "":
+		req.Net = allowed
+	case req.Net != allowed:
+		return paddock.Errorf(paddock.CodeForbidden, "this agent's commands get network %q; only the operator chooses another", allowed)
 	}
 	return nil
 }
@@ -346,7 +359,7 @@ func (s *Server) routes() http.Handler {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
-		if err := operatorOnly(r, req); err != nil {
+		if err := s.operatorOnly(r, &req); err != nil {
 			return nil, err
 		}
 		return m.Exec(r.Context(), r.PathValue("id"), req)
@@ -375,7 +388,7 @@ func (s *Server) routes() http.Handler {
 			return nil, err
 		}
 		if req.Exec != nil {
-			if err := operatorOnly(r, *req.Exec); err != nil {
+			if err := s.operatorOnly(r, req.Exec); err != nil {
 				return nil, err
 			}
 		}
@@ -527,7 +540,7 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := operatorOnly(r, req); err != nil {
+	if err := s.operatorOnly(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -431,6 +431,8 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 		{"POST", "/v1/bootstrap", `{}`, 403, paddock.CodeForbidden},
 		{"POST", "/v1/runs/" + b1.Run.ID + "/exec", `{"argv":["true"],"allow_degraded":true}`, 403, paddock.CodeForbidden},
 		{"POST", "/v1/runs/" + b1.Run.ID + "/exec/stream", `{"argv":["true"],"allow_degraded":true}`, 403, paddock.CodeForbidden},
+		{"POST", "/v1/runs/" + b1.Run.ID + "/exec", `{"argv":["true"],"net":"host"}`, 403, paddock.CodeForbidden},
+		{"POST", "/v1/runs/" + b1.Run.ID + "/jobs", `{"kind":"exec","exec":{"argv":["true"],"net":"allow=example.com"}}`, 403, paddock.CodeForbidden},
 	} {
 		a := call(tc.method, tc.path, tc.body, agent)
 		if a.status != tc.want || (tc.code != "" && (a.Error == nil || a.Error.Code != tc.code)) {
