@@ -154,7 +154,7 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string) (*paddock.Subm
 		if e.Op != paddock.OpCreate {
 			old, _, _ := entryContent(root, e.Path)
 			js.Backup = filepath.Join(m.runDir(id), "backup", itoa(i))
-			if err := writeFile(js.Backup, old); err != nil {
+			if err := writeFileSync(js.Backup, old, false); err != nil {
 				return nil, m.abort(j, root, internal("keeping the old content failed", err))
 			}
 		}
@@ -180,6 +180,12 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string) (*paddock.Subm
 			return nil, m.abort(j, root, internal("writing the new content failed; nothing was applied", err))
 		}
 		m.crash(&step)
+	}
+	// Backups and new contents become durable together, before the journal
+	// that lets a restart rely on them: one syncfs each instead of an fsync
+	// per file.
+	if err := syncBoth(filepath.Join(m.runDir(id), "backup"), p.Root); err != nil {
+		return nil, m.abort(j, root, internal("syncing the new content failed; nothing was applied", err))
 	}
 	j.State = journalCommitting
 	if err := m.saveJournal(j); err != nil {
@@ -249,7 +255,8 @@ func missingDirs(root *confine.Root, dir string) []string {
 	return out
 }
 
-// writeTemp writes a step's new content beside its target, fsynced, with
+// writeTemp writes a step's new content beside its target, not yet synced
+// (the caller makes all of them durable at once with syncDirFS), with
 // its mode; a symbolic link is made as a link.
 func writeTemp(root *confine.Root, js journalStep, content []byte) error {
 	for _, d := range js.Dirs {
@@ -268,9 +275,6 @@ func writeTemp(root *confine.Root, js journalStep, content []byte) error {
 	_, err = f.Write(content)
 	if err == nil {
 		err = f.Chmod(fileMode(js.NewMode))
-	}
-	if err == nil {
-		err = f.Sync()
 	}
 	return errors.Join(err, f.Close())
 }
@@ -372,6 +376,10 @@ func (m *Manager) Undo(ctx context.Context, id string) (*paddock.Submission, err
 		}
 		undo.Steps = append(undo.Steps, u)
 	}
+	if err := syncDirFS(j.Root); err != nil {
+		removeTemps(undo.Steps, root)
+		return nil, internal("preparing the undo failed; nothing changed", err)
+	}
 	b, _ := json.MarshalIndent(undo, "", "  ")
 	if err := writeFile(m.journalPath(id), b); err != nil {
 		return nil, internal("writing the undo journal failed", err)
@@ -469,4 +477,15 @@ func (m *Manager) recoverApplies(ctx context.Context) []paddock.Finding {
 		}
 	}
 	return out
+}
+
+// syncBoth makes the backup directory (when there is one) and the project
+// durable.
+func syncBoth(backup, project string) error {
+	if _, err := os.Stat(backup); err == nil {
+		if err := syncDirFS(backup); err != nil {
+			return err
+		}
+	}
+	return syncDirFS(project)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
@@ -314,4 +315,75 @@ func TestChangeSetIgnoredAndLimits(t *testing.T) {
 	e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxTotal: 50}
 	_, err = e.m.Submit(ctx, r.ID)
 	mustCode(t, err, paddock.CodeTooLarge)
+}
+
+// TestChangeSetTenThousandFiles drives a change set of 10,000 files the way
+// a reviewer would: freeze it, approve it, apply it to a branch and to the
+// working tree, and undo. Every file arrives, and undo restores the project.
+func TestChangeSetTenThousandFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000-file change set: skipped in -short mode")
+	}
+	e := newEnv(t)
+	ctx := context.Background()
+	e.project(t)
+	e.m.Identity = gitx.Identity{Name: "A", Email: "a@example.com"}
+	before, lines := gittest.TreeDigest(t, e.repo)
+	r := e.create(t, paddock.KindClone, "")
+	const n = 10000
+	name := func(i int) string {
+		return filepath.Join("gen", fmt.Sprintf("d%02d", i%100), fmt.Sprintf("f%05d.txt", i))
+	}
+	for i := 0; i < n; i++ {
+		p := filepath.Join(r.Workspace.Root, name(i))
+		if i < 100 {
+			os.MkdirAll(filepath.Dir(p), 0o755)
+		}
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("file %d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	s, err := e.m.Submit(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Entries) != n {
+		t.Fatalf("change set: %d entries, want %d", len(s.Entries), n)
+	}
+	if _, err := e.m.Approve(ctx, r.ID, s.Hash, "a"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("submit + approve: %v", time.Since(start))
+
+	start = time.Now()
+	if _, err := e.m.ApplyToWorktree(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("apply to the working tree: %v", time.Since(start))
+	for _, i := range []int{0, 4321, n - 1} {
+		if b, err := os.ReadFile(filepath.Join(e.repo, name(i))); err != nil || string(b) != fmt.Sprintf("file %d\n", i) {
+			t.Fatalf("%s: %q %v", name(i), b, err)
+		}
+	}
+	start = time.Now()
+	if _, err := e.m.Undo(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("undo: %v", time.Since(start))
+	gittest.RequireIdentical(t, e.repo, before, lines)
+
+	// The same approved set, now to a branch: every file is in its tree,
+	// and the user's working tree is untouched.
+	start = time.Now()
+	if _, err := e.m.Apply(ctx, r.ID, "big", gitx.Identity{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("apply to a branch: %v", time.Since(start))
+	if files := strings.Count(gittest.Git(t, e.repo, "ls-tree", "-r", "--name-only", "big", "--", "gen"), "\n") + 1; files != n {
+		t.Fatalf("branch holds %d generated files, want %d", files, n)
+	}
+	if st := gittest.Git(t, e.repo, "status", "--porcelain"); st != "" {
+		t.Fatalf("apply to a branch touched the working tree: %s", st)
+	}
 }
