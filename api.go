@@ -145,6 +145,10 @@ type ApplyRequest struct {
 	To string `json:"to,omitempty"`
 	// Branch is the new branch; paddock/RUN if empty. It must not exist.
 	Branch string `json:"branch,omitempty"`
+	// ThreeWay, with To "worktree", merges a file the user changed since
+	// the base with the approved change (line by line) instead of refusing;
+	// overlapping changes still refuse the whole apply.
+	ThreeWay bool `json:"three_way,omitempty"`
 	// AuthorName and AuthorEmail author the commit; the daemon's configured
 	// identity if empty.
 	AuthorName  string `json:"author_name,omitempty"`

@@ -503,3 +503,38 @@ func (g *Git) FileAt(ctx context.Context, gitDir, rev, path string) ([]byte, err
 	}
 	return out, err
 }
+
+// ErrMergeConflict is returned by MergeFile when the two sides change the
+// same lines, or when git cannot merge the contents (binary files).
+var ErrMergeConflict = errors.New("gitx: the changes overlap")
+
+// MergeFile merges, line by line, what two sides made of base: ours (the
+// file as it is now) and theirs (the approved change). It returns the
+// merged content, or ErrMergeConflict; no conflict markers are ever
+// returned. The contents go through private temporary files; no
+// repository is read or written.
+func (g *Git) MergeFile(ctx context.Context, base, ours, theirs []byte) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "paddock-merge-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	names := []string{"ours", "base", "theirs"}
+	for i, b := range [][]byte{ours, base, theirs} {
+		if err := os.WriteFile(filepath.Join(dir, names[i]), b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	out, err := g.run(ctx, dir, "merge-file", "-p", "--", names[0], names[1], names[2])
+	var ce *CommandError
+	var ee *exec.ExitError
+	if errors.As(err, &ce) && errors.As(err, &ee) && ee.ExitCode() > 0 {
+		// A positive status is the number of conflicts; binary contents
+		// are refused with a message and a status too.
+		return nil, ErrMergeConflict
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

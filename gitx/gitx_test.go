@@ -2,6 +2,7 @@ package gitx_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,5 +201,25 @@ func TestWorktreeRemoveRepairsHalfMadeRecord(t *testing.T) {
 	os.RemoveAll(other)
 	if err := g.WorktreeRemove(ctx, repo, mine); err != nil {
 		t.Fatalf("removing what is already gone: %v", err)
+	}
+}
+
+func TestMergeFile(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	base := []byte("one\ntwo\nthree\nfour\nfive\n")
+	ours := []byte("ONE\ntwo\nthree\nfour\nfive\n")   // the user's edit
+	theirs := []byte("one\ntwo\nthree\nfour\nFIVE\n") // the approved change
+	got, err := g.MergeFile(ctx, base, ours, theirs)
+	if err != nil || string(got) != "ONE\ntwo\nthree\nfour\nFIVE\n" {
+		t.Fatalf("clean merge: %q %v", got, err)
+	}
+	// Both sides change the same line: a conflict, never markers.
+	if got, err := g.MergeFile(ctx, base, []byte("one\nTWO\nthree\nfour\nfive\n"), []byte("one\nzwei\nthree\nfour\nfive\n")); !errors.Is(err, gitx.ErrMergeConflict) {
+		t.Fatalf("overlap: %q %v", got, err)
+	}
+	// Binary contents are not merged.
+	if got, err := g.MergeFile(ctx, []byte("a\x00b"), []byte("a\x00c"), []byte("d\x00b")); !errors.Is(err, gitx.ErrMergeConflict) {
+		t.Fatalf("binary: %q %v", got, err)
 	}
 }

@@ -420,12 +420,15 @@ func (s *Server) routes() http.Handler {
 		}
 		switch req.To {
 		case "", "branch":
+			if req.ThreeWay {
+				return nil, paddock.Errorf(paddock.CodeBadRequest, "a 3-way merge applies only to --to worktree (a branch is built on the base, where nothing needs merging)")
+			}
 			return m.Apply(r.Context(), r.PathValue("id"), req.Branch, gitx.Identity{Name: req.AuthorName, Email: req.AuthorEmail})
 		case "worktree":
 			if req.Branch != "" {
 				return nil, paddock.Errorf(paddock.CodeBadRequest, "a branch name applies only to --to branch")
 			}
-			return m.ApplyToWorktree(r.Context(), r.PathValue("id"))
+			return m.ApplyToWorktree(r.Context(), r.PathValue("id"), req.ThreeWay)
 		}
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "apply to %q: branch or worktree", req.To)
 	})

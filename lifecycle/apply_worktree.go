@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -94,8 +95,14 @@ func (m *Manager) crash(step *int) {
 // written and fsynced beside their targets and the old ones kept before
 // anything is renamed into place, and a journal lets a restart after kill -9
 // at any point finish it. The index is not touched.
-func (m *Manager) ApplyToWorktree(ctx context.Context, id string) (*paddock.Submission, error) {
-	_, p, err := m.runAndProject(ctx, id)
+//
+// With threeWay, a modified file that the user changed too is merged line
+// by line (git merge-file) instead of refused: the user's lines and the
+// approved ones both land, and overlapping changes, binary files, mode
+// changes, created paths that exist and deleted files that changed still
+// refuse the whole apply. Undo puts the user's version back.
+func (m *Manager) ApplyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error) {
+	r, p, err := m.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -127,24 +134,36 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string) (*paddock.Subm
 	}
 	defer root.Close()
 
-	// Every target must still be as the base had it.
+	// Every target must still be as the base had it (or, with threeWay,
+	// merge cleanly with it).
 	var stale []string
+	merged := map[string]string{} // path -> blob id of the merged content
 	for _, e := range cs.Entries {
 		content, mode, err := entryContent(root, e.Path)
-		switch e.Op {
-		case paddock.OpCreate:
+		switch {
+		case e.Op == paddock.OpCreate:
 			if err == nil || !paddock.IsCode(err, paddock.CodeNotFound) {
 				stale = append(stale, e.Path+" exists")
 			}
-		default:
-			if err != nil || gitBlobID(content) != e.OldBlob || mode != e.OldMode {
-				stale = append(stale, e.Path+" changed since the base")
+		case err == nil && gitBlobID(content) == e.OldBlob && mode == e.OldMode:
+		case threeWay && err == nil && e.Op == paddock.OpModify && mode == e.OldMode:
+			blob, why := m.merge3(ctx, id, p.Root, r.Workspace.BaseRevision, e, content)
+			if why != "" {
+				stale = append(stale, e.Path+" "+why)
+				continue
 			}
+			merged[e.Path] = blob
+		default:
+			stale = append(stale, e.Path+" changed since the base")
 		}
 	}
 	if len(stale) > 0 {
-		return nil, paddock.Errorf(paddock.CodeConflict, "the working tree no longer matches the base: %s; nothing was written (apply to a branch instead, or bring the files back)",
-			strings.Join(stale, "; ")).WithDetail("stale", stale)
+		hint := "apply to a branch instead, or bring the files back"
+		if !threeWay {
+			hint += ", or merge with --3way"
+		}
+		return nil, paddock.Errorf(paddock.CodeConflict, "the working tree no longer matches the base: %s; nothing was written (%s)",
+			strings.Join(stale, "; "), hint).WithDetail("stale", stale)
 	}
 
 	j := &journal{RunID: id, Project: p.Name, Root: p.Root, Hash: s.Hash, State: journalPrepared}
@@ -157,6 +176,9 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string) (*paddock.Subm
 			if err := writeFileSync(js.Backup, old, false); err != nil {
 				return nil, m.abort(j, root, internal("keeping the old content failed", err))
 			}
+		}
+		if b, ok := merged[e.Path]; ok {
+			js.NewBlob = b
 		}
 		if e.Op != paddock.OpDelete {
 			js.Dirs = missingDirs(root, path.Dir(e.Path))
@@ -200,7 +222,16 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string) (*paddock.Subm
 		return nil, err
 	}
 	err = m.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventApplied, map[string]any{"hash": s.Hash, "worktree": p.Root, "entries": len(j.Steps)})
+		ev := map[string]any{"hash": s.Hash, "worktree": p.Root, "entries": len(j.Steps)}
+		if len(merged) > 0 {
+			paths := make([]string, 0, len(merged))
+			for k := range merged {
+				paths = append(paths, k)
+			}
+			sort.Strings(paths)
+			ev["merged"] = paths
+		}
+		_, err := tx.AppendEvent(ctx, id, EventApplied, ev)
 		return err
 	})
 	return s, err
@@ -488,4 +519,31 @@ func syncBoth(backup, project string) error {
 		}
 	}
 	return syncDirFS(project)
+}
+
+// merge3 merges the approved change to e into ours, the target as the user
+// has it now, against the base's content. It keeps the result as a frozen
+// blob of the run and returns its id, or why it cannot.
+func (m *Manager) merge3(ctx context.Context, id, root, baseRev string, e paddock.ChangeEntry, ours []byte) (string, string) {
+	repo, err := m.Git.Inspect(ctx, root)
+	if err != nil {
+		return "", "changed since the base, and the base could not be read"
+	}
+	base, err := m.Git.FileAt(ctx, repo.CommonDir, baseRev, e.Path)
+	if err != nil || gitBlobID(base) != e.OldBlob {
+		return "", "changed since the base, and the base could not be read"
+	}
+	theirs, err := os.ReadFile(m.blobPath(id, e.NewBlob))
+	if err != nil {
+		return "", "changed since the base, and the approved content could not be read"
+	}
+	out, err := m.Git.MergeFile(ctx, base, ours, theirs)
+	if err != nil {
+		return "", "was changed in the same lines (or is binary); a 3-way merge cannot apply it"
+	}
+	blob := gitBlobID(out)
+	if err := writeFileSync(m.blobPath(id, blob), out, false); err != nil {
+		return "", "could not keep the merged content"
+	}
+	return blob, ""
 }

@@ -216,7 +216,7 @@ func TestApplyToWorktreeAndUndo(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.m.Approve(ctx, r.ID, s.Hash, "a")
-	if _, err := e.m.ApplyToWorktree(ctx, r.ID); err != nil {
+	if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.repo, "README.md")); string(b) != "applied\n" {
@@ -241,7 +241,7 @@ func TestApplyToWorktreeAndUndo(t *testing.T) {
 	gittest.RequireIdentical(t, e.repo, before, lines)
 
 	// It applies again after the undo; a user's edit since then blocks the undo.
-	if _, err := e.m.ApplyToWorktree(ctx, r.ID); err != nil {
+	if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(e.repo, "README.md"), []byte("the user's own edit\n"), 0o644)
@@ -254,7 +254,7 @@ func TestApplyToWorktreeAndUndo(t *testing.T) {
 	s2, _ := e.m.Submit(ctx, r2.ID)
 	e.m.Approve(ctx, r2.ID, s2.Hash, "a")
 	mid, midLines := gittest.TreeDigest(t, e.repo)
-	_, err = e.m.ApplyToWorktree(ctx, r2.ID)
+	_, err = e.m.ApplyToWorktree(ctx, r2.ID, false)
 	mustCode(t, err, paddock.CodeConflict)
 	gittest.RequireIdentical(t, e.repo, mid, midLines)
 }
@@ -357,7 +357,7 @@ func TestChangeSetTenThousandFiles(t *testing.T) {
 	t.Logf("submit + approve: %v", time.Since(start))
 
 	start = time.Now()
-	if _, err := e.m.ApplyToWorktree(ctx, r.ID); err != nil {
+	if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("apply to the working tree: %v", time.Since(start))
@@ -386,4 +386,67 @@ func TestChangeSetTenThousandFiles(t *testing.T) {
 	if st := gittest.Git(t, e.repo, "status", "--porcelain"); st != "" {
 		t.Fatalf("apply to a branch touched the working tree: %s", st)
 	}
+}
+
+// TestApplyToWorktreeThreeWay: the user edited a file the agent changed too.
+// Without --3way the apply refuses; with it, separate lines merge, the same
+// line refuses everything, and undo gives the user's version back.
+func TestApplyToWorktreeThreeWay(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	text := "one\ntwo\nthree\nfour\nfive\nsix\n"
+	os.WriteFile(filepath.Join(e.repo, "notes.txt"), []byte(text), 0o644)
+	os.WriteFile(filepath.Join(e.repo, "other.txt"), []byte(text), 0o644)
+	gittest.Commit(t, e.repo, "notes", nil)
+	e.project(t)
+	r := e.create(t, paddock.KindClone, "")
+	agent := strings.Replace(text, "six", "SIX (agent)", 1)
+	os.WriteFile(filepath.Join(r.Workspace.Root, "notes.txt"), []byte(agent), 0o644)
+	os.WriteFile(filepath.Join(r.Workspace.Root, "other.txt"), []byte(agent), 0o644)
+	os.WriteFile(filepath.Join(r.Workspace.Root, "added.txt"), []byte("new\n"), 0o644)
+	s, err := e.m.Submit(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m.Approve(ctx, r.ID, s.Hash, "a")
+
+	// The user edits the first line of notes.txt and the last of other.txt.
+	user := strings.Replace(text, "one", "ONE (user)", 1)
+	os.WriteFile(filepath.Join(e.repo, "notes.txt"), []byte(user), 0o644)
+	os.WriteFile(filepath.Join(e.repo, "other.txt"), []byte(strings.Replace(text, "six", "6 (user)", 1)), 0o644)
+	mid, midLines := gittest.TreeDigest(t, e.repo)
+	_, err = e.m.ApplyToWorktree(ctx, r.ID, false)
+	if !paddock.IsCode(err, paddock.CodeConflict) || !strings.Contains(err.Error(), "--3way") {
+		t.Fatalf("without --3way: %v", err)
+	}
+	_, err = e.m.ApplyToWorktree(ctx, r.ID, true)
+	if !paddock.IsCode(err, paddock.CodeConflict) || !strings.Contains(err.Error(), "other.txt") || strings.Contains(err.Error(), "notes.txt") {
+		t.Fatalf("overlapping edit: %v", err)
+	}
+	gittest.RequireIdentical(t, e.repo, mid, midLines)
+
+	// The user gives up the overlapping edit: now everything applies.
+	os.WriteFile(filepath.Join(e.repo, "other.txt"), []byte(text), 0o644)
+	mid, midLines = gittest.TreeDigest(t, e.repo)
+	if _, err := e.m.ApplyToWorktree(ctx, r.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"notes.txt": strings.Replace(user, "six", "SIX (agent)", 1),
+		"other.txt": agent,
+		"added.txt": "new\n",
+	}
+	for p, w := range want {
+		if b, _ := os.ReadFile(filepath.Join(e.repo, p)); string(b) != w {
+			t.Errorf("%s = %q, want %q", p, b, w)
+		}
+	}
+	evs, _ := e.m.Events(ctx, r.ID, 0, 1000)
+	if last := evs[len(evs)-1]; last.Type != lifecycle.EventApplied || !strings.Contains(string(last.Data), `"merged":["notes.txt"]`) {
+		t.Fatalf("applied event: %+v", last)
+	}
+	if _, err := e.m.Undo(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	gittest.RequireIdentical(t, e.repo, mid, midLines)
 }

@@ -134,9 +134,9 @@ Exit codes: 0 approved; 2 no --hash; 3 no such run; 4 another hash, or nothing s
 
 func (a *app) applyCmd() *cobra.Command {
 	var to, author string
-	var asJSON bool
+	var asJSON, threeWay bool
 	cmd := &cobra.Command{
-		Use:   "apply RUN [--to branch[=NAME]|worktree] [--author 'Name <email>']",
+		Use:   "apply RUN [--to branch[=NAME]|worktree [--3way]] [--author 'Name <email>']",
 		Short: "Apply an approved change set: to a new branch, or into the working tree",
 		Long: `Apply the run's approved change set.
 
@@ -156,6 +156,13 @@ anything is renamed into place, and a journal lets a restart after a crash at
 any point finish the apply. The index is not touched. 'paddock undo RUN'
 reverses it while the files are unchanged since.
 
+--3way (with --to worktree): a modified file that you changed too since the
+base is merged line by line (git merge-file) instead of refused, so your
+lines and the approved ones both land. Changes to the same lines, binary
+files, mode changes, created paths that exist and deleted files that changed
+still refuse the whole apply, and nothing is written. Undo restores your
+version.
+
 Exit codes: 0 applied; 2 bad branch or no identity; 3 no such run; 4 not
 approved, applied already, or the branch exists; 6 blocked entries.`,
 		Args: exactArgs(1),
@@ -163,12 +170,15 @@ approved, applied already, or the branch exists; 6 blocked entries.`,
 			var req paddock.ApplyRequest
 			switch {
 			case to == "worktree":
-				req.To = "worktree"
+				req.To, req.ThreeWay = "worktree", threeWay
 			case to == "" || to == "branch":
 			case strings.HasPrefix(to, "branch="):
 				req.Branch = strings.TrimPrefix(to, "branch=")
 			default:
 				return usageError{fmt.Sprintf("--to %q: branch[=NAME] or worktree", to)}
+			}
+			if threeWay && req.To != "worktree" {
+				return usageError{"--3way applies only with --to worktree"}
 			}
 			if author != "" {
 				name, email, ok := strings.Cut(author, "<")
@@ -190,6 +200,7 @@ approved, applied already, or the branch exists; 6 blocked entries.`,
 	}
 	cmd.Flags().StringVar(&to, "to", "branch", "where to apply: branch[=NAME] or worktree")
 	cmd.Flags().StringVar(&author, "author", "", "author of the commit, 'Name <email>' (default: apply_name/apply_email)")
+	cmd.Flags().BoolVar(&threeWay, "3way", false, "with --to worktree: merge files you changed since the base instead of refusing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -49,6 +49,7 @@ func TestApproveAndApply(t *testing.T) {
 	if out := cli(t, home, "approve", id, "--hash", cs.Hash).must(t).out; !strings.Contains(out, "approved") {
 		t.Fatal(out)
 	}
+	cli(t, home, "apply", id, "--3way").wantCode(t, exitUsage, "--to worktree")
 	out := cli(t, home, "apply", id).must(t).out
 	if !strings.Contains(out, "refs/heads/paddock/"+id) {
 		t.Fatalf("apply: %s", out)
@@ -68,6 +69,30 @@ func TestApproveAndApply(t *testing.T) {
 		if !strings.Contains(evs, want) {
 			t.Fatalf("events miss %s:\n%s", want, evs)
 		}
+	}
+}
+
+// TestApplyThreeWay: the user edited a file the agent changed too; apply
+// --to worktree refuses, and --3way merges both edits into the working tree.
+func TestApplyThreeWay(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	text := "one\ntwo\nthree\nfour\n"
+	os.WriteFile(filepath.Join(repo, "notes.txt"), []byte(text), 0o644)
+	gittest.Commit(t, repo, "notes", nil)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sed", "-i", "s/four/FOUR (agent)/", "notes.txt").must(t)
+	var cs paddock.ChangeSet
+	json.Unmarshal([]byte(cli(t, home, "submit", id, "--json").must(t).out), &cs)
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	os.WriteFile(filepath.Join(repo, "notes.txt"), []byte(strings.Replace(text, "one", "ONE (user)", 1)), 0o644)
+	cli(t, home, "apply", id, "--to", "worktree").wantCode(t, exitConflict, "--3way")
+	cli(t, home, "apply", id, "--to", "worktree", "--3way").must(t)
+	if b, _ := os.ReadFile(filepath.Join(repo, "notes.txt")); string(b) != "ONE (user)\ntwo\nthree\nFOUR (agent)\n" {
+		t.Fatalf("merged: %q", b)
 	}
 }
 
