@@ -94,3 +94,28 @@ func TestStreamShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestShapesPrefilter: the literal prefilter never hides a match the
+// regular expressions alone would make, case folding included.
+func TestShapesPrefilter(t *testing.T) {
+	key := "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123"
+	for _, in := range []string{
+		"AWS_SECRET_ACCESS_KEY=" + key,
+		"Aws_Secret_Access_Key: " + key,
+		"aws_\u017fecret_access_key=" + key, // U+017F folds to s
+		"Authorization: BEARER abcdefghijklmnopqrstuvwxyz",
+		"Authorization: bearer abcdefghijklmnopqrstuvwxyz and é",
+	} {
+		want := []byte(in)
+		for _, s := range shapes {
+			if s.keep {
+				want = s.re.ReplaceAll(want, append([]byte("${1}"), []byte("[REDACTED:"+s.name+"]")...))
+			} else {
+				want = s.re.ReplaceAll(want, []byte("[REDACTED:"+s.name+"]"))
+			}
+		}
+		if got := Shapes([]byte(in)); string(got) != string(want) || string(got) == in {
+			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
+	}
+}
