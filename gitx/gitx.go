@@ -335,7 +335,14 @@ type Snapshot struct {
 // With includeIgnored, files the ignore rules leave out are part of it too.
 // check, if not nil, sees the raw entries before the diff is made, and may
 // refuse (a change set over its limits is never rendered).
-func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, includeIgnored bool, check func(raw []byte) error, exclude ...string) (*Snapshot, error) {
+//
+// cache, if not empty, is a private directory (paddock's, never the work
+// tree's) where the index and the blobs made of the work tree are kept
+// between calls: git then hashes only files whose stat data changed since
+// the last call (size, mtime, ctime, inode: ctime cannot be set back by the
+// work tree's owner), instead of every file. Without it every call hashes
+// the whole tree.
+func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache string, includeIgnored bool, check func(raw []byte) error, exclude ...string) (*Snapshot, error) {
 	if err := CheckRef(base); err != nil {
 		return nil, err
 	}
@@ -348,18 +355,29 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, i
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(tmp, "objects", "pack"), 0o700); err != nil {
+	ownObjects, cached := filepath.Join(tmp, "objects"), ""
+	if cache != "" {
+		key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%t\x00%q", base, includeIgnored, exclude)))
+		dir := filepath.Join(cache, hex.EncodeToString(key[:8]))
+		ownObjects, cached = filepath.Join(dir, "objects"), filepath.Join(dir, "index")
+	}
+	if err := os.MkdirAll(filepath.Join(ownObjects, "pack"), 0o700); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
+	index := filepath.Join(tmp, "index")
 	extra := []string{
-		"GIT_INDEX_FILE=" + filepath.Join(tmp, "index"),
-		"GIT_OBJECT_DIRECTORY=" + filepath.Join(tmp, "objects"),
+		"GIT_INDEX_FILE=" + index,
+		"GIT_OBJECT_DIRECTORY=" + ownObjects,
 		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + objects,
 	}
 	run := func(args ...string) ([]byte, error) {
 		return g.runEnv(ctx, "", extra, append([]string{"--git-dir=" + gitDir, "--work-tree=" + workTree}, args...)...)
 	}
-	if _, err := run("read-tree", base); err != nil {
+	// A cached index is copied, never used in place: a call that fails
+	// midway leaves the cache as it was. The copy keeps the index's time,
+	// which git's check for racily clean entries compares with theirs.
+	if cached != "" && copyIndex(cached, index) == nil {
+	} else if _, err := run("read-tree", base); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	spec := []string{"--", "."}
@@ -372,6 +390,9 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, i
 	}
 	if _, err := run(append(add, spec...)...); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	if cached != "" && copyIndex(index, cached+".tmp") == nil {
+		os.Rename(cached+".tmp", cached) // a lost cache costs only time
 	}
 	snap := &Snapshot{}
 	if snap.Raw, err = run("diff", "--cached", "--raw", "-z", "--no-renames", "--full-index", "--no-abbrev", base, "--"); err != nil {
@@ -537,4 +558,20 @@ func (g *Git) MergeFile(ctx context.Context, base, ours, theirs []byte) ([]byte,
 		return nil, err
 	}
 	return out, nil
+}
+
+// copyIndex copies an index file with its modification time.
+func copyIndex(src, dst string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		return err
+	}
+	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
 }

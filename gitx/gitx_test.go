@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
@@ -221,5 +222,46 @@ func TestMergeFile(t *testing.T) {
 	// Binary contents are not merged.
 	if got, err := g.MergeFile(ctx, []byte("a\x00b"), []byte("a\x00c"), []byte("d\x00b")); !errors.Is(err, gitx.ErrMergeConflict) {
 		t.Fatalf("binary: %q %v", got, err)
+	}
+}
+
+// TestDiffWorkTreeCache: with a cache, a second call sees a change that kept
+// the file's size and modification time (the ctime moves), and the cache
+// holds nothing of the work tree's own git state.
+func TestDiffWorkTreeCache(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	repo := t.TempDir()
+	gittest.Git(t, "", "init", "-q", repo)
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("1111\n"), 0o644)
+	gittest.Commit(t, repo, "a", nil)
+	base := gittest.Git(t, repo, "rev-parse", "HEAD")
+	cache := t.TempDir()
+	diff := func() string {
+		t.Helper()
+		s, err := g.DiffWorkTree(ctx, filepath.Join(repo, ".git"), repo, base, cache, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(s.Diff)
+	}
+	if d := diff(); d != "" {
+		t.Fatalf("unchanged tree: %q", d)
+	}
+	fi, _ := os.Stat(filepath.Join(repo, "a.txt"))
+	time.Sleep(10 * time.Millisecond)
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("2222\n"), 0o644)
+	os.Chtimes(filepath.Join(repo, "a.txt"), fi.ModTime(), fi.ModTime())
+	if d := diff(); !strings.Contains(d, "+2222") {
+		t.Fatalf("the cached index hid a change: %q", d)
+	}
+	os.WriteFile(filepath.Join(repo, "b.txt"), []byte("new\n"), 0o644)
+	if d := diff(); !strings.Contains(d, "+new") || !strings.Contains(d, "+2222") {
+		t.Fatalf("second cached call: %q", d)
+	}
+	os.Remove(filepath.Join(repo, "b.txt"))
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("1111\n"), 0o644)
+	if d := diff(); d != "" {
+		t.Fatalf("back to the base: %q", d)
 	}
 }

@@ -42,7 +42,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	}
 	limits := m.ChangeSetLimits.withDefaults()
 	check := func(raw []byte) error { return limits.check(r.Workspace.Root, raw) }
-	snap, err := m.Git.DiffWorkTree(ctx, repo.CommonDir, r.Workspace.Root, r.Workspace.BaseRevision, r.IncludeIgnored, check, ".paddock")
+	snap, err := m.Git.DiffWorkTree(ctx, repo.CommonDir, r.Workspace.Root, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache"), r.IncludeIgnored, check, ".paddock")
 	if err != nil {
 		var pe *paddock.Error
 		if errors.As(err, &pe) {

@@ -1,7 +1,9 @@
 // Command core measures the core's run lifecycle against plain git, in one
 // run: creating and removing N clone runs of a generated repository through
 // the daemon, beside `git clone --shared` + checkout + rm of the same
-// repository, interleaved pair by pair. It also reports the idle daemon's RSS.
+// repository, interleaved pair by pair; and computing the change set of 10
+// modified files through the API beside `git status --porcelain` + `git diff`
+// on the same edits in a plain clone. It also reports the idle daemon's RSS.
 //
 // It prints a markdown table: figure, paddock, peer, ratio (median of N, with
 // min–max). Nothing is asserted: these machines are noisy.
@@ -18,6 +20,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/bench/internal/benchutil"
+	"github.com/paddock-dev/paddock/client"
 )
 
 func main() {
@@ -91,11 +94,19 @@ func run(nfiles, nruns int) error {
 	}
 	time.Sleep(200 * time.Millisecond)
 
+	benchutil.Step("%d × change set of 10 modified files, interleaved with git status --porcelain + git diff", nruns)
+	csOurs, csPeer, err := changeSets(ctx, c, repo, sha, filepath.Join(tmp, "edited"), nfiles, nruns)
+	if err != nil {
+		return err
+	}
+
 	fmt.Printf("\n%s\n\n", benchutil.Machine(tmp))
 	fmt.Println("| figure | paddock | peer | ratio |")
 	fmt.Println("|---|---|---|---|")
 	fmt.Printf("| create + rm a clone run, %d files (median of %d) | %s | %s (git clone --shared + checkout + rm) | %s |\n",
 		nfiles, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
+	fmt.Printf("| change set of 10 modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
+		nfiles, nruns, benchutil.Stats(csOurs), benchutil.Stats(csPeer), benchutil.Ratio(csOurs, csPeer))
 	fmt.Printf("| idle daemon RSS | %s after start, %s after %d runs | – | – |\n", rssIdle, d.RSS(), nruns)
 	return nil
 }
@@ -129,4 +140,53 @@ func generate(dir string, n int) error {
 	}
 	_, err := benchutil.Git(dir, "commit", "--quiet", "-m", "generated")
 	return err
+}
+
+// changeSets makes one clone run and one plain clone, edits the same 10
+// files in both, and times paddock's change set against git's own answer.
+func changeSets(ctx context.Context, c *client.Client, repo, sha, peerDir string, nfiles, n int) (ours, peer []time.Duration, err error) {
+	r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "clone"})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.RemoveRun(context.WithoutCancel(ctx), r.ID)
+	if _, err := benchutil.Git("", "clone", "--quiet", "--shared", "--no-checkout", "--", repo, peerDir); err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(peerDir)
+	if _, err := benchutil.Git(peerDir, "checkout", "--quiet", "--detach", sha); err != nil {
+		return nil, nil, err
+	}
+	for k := 0; k < 10; k++ {
+		i := k*(nfiles/10) + 1 // not the 2 MiB files (every 5,000th)
+		rel := filepath.Join(fmt.Sprintf("mod%03d", i/400), fmt.Sprintf("pkg%02d", (i/20)%20), fmt.Sprintf("file%05d.go", i))
+		for _, root := range []string{r.Workspace.Root, peerDir} {
+			f, err := os.OpenFile(filepath.Join(root, rel), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return nil, nil, err
+			}
+			fmt.Fprintf(f, "\n// edited %d\n", k)
+			f.Close()
+		}
+	}
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		cs, err := c.ChangeSet(ctx, r.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(cs.Entries) != 10 {
+			return nil, nil, fmt.Errorf("change set has %d entries, want 10", len(cs.Entries))
+		}
+		ours = append(ours, time.Since(t0))
+		t0 = time.Now()
+		if _, err := benchutil.Git(peerDir, "status", "--porcelain"); err != nil {
+			return nil, nil, err
+		}
+		if _, err := benchutil.Git(peerDir, "diff"); err != nil {
+			return nil, nil, err
+		}
+		peer = append(peer, time.Since(t0))
+	}
+	return ours, peer, nil
 }
