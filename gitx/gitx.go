@@ -376,9 +376,10 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache st
 	// A cached index is copied, never used in place: a call that fails
 	// midway leaves the cache as it was. The copy keeps the index's time,
 	// which git's check for racily clean entries compares with theirs.
-	if cached != "" && copyIndex(cached, index) == nil {
-	} else if _, err := run("read-tree", base); err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
+	if cached == "" || copyIndex(cached, index) != nil {
+		if _, err := run("read-tree", base); err != nil {
+			return nil, fmt.Errorf("gitx: diff: %w", err)
+		}
 	}
 	spec := []string{"--", "."}
 	for _, x := range exclude {

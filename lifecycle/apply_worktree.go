@@ -115,7 +115,8 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string, threeWay bool)
 			return nil, paddock.Errorf(paddock.CodeConflict, "%s is a submodule; apply this change set to a branch", e.Path)
 		}
 	}
-	if err := m.checkRepo(ctx, p); err != nil {
+	repo, err := m.checkRepo(ctx, p)
+	if err != nil {
 		return nil, err
 	}
 	// The project lock: no operator_dir run may write the tree meanwhile.
@@ -147,7 +148,7 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string, threeWay bool)
 			}
 		case err == nil && gitBlobID(content) == e.OldBlob && mode == e.OldMode:
 		case threeWay && err == nil && e.Op == paddock.OpModify && mode == e.OldMode:
-			blob, why := m.merge3(ctx, id, p.Root, r.Workspace.BaseRevision, e, content)
+			blob, why := m.merge3(ctx, id, repo.CommonDir, r.Workspace.BaseRevision, e, content)
 			if why != "" {
 				stale = append(stale, e.Path+" "+why)
 				continue
@@ -524,12 +525,8 @@ func syncBoth(backup, project string) error {
 // merge3 merges the approved change to e into ours, the target as the user
 // has it now, against the base's content. It keeps the result as a frozen
 // blob of the run and returns its id, or why it cannot.
-func (m *Manager) merge3(ctx context.Context, id, root, baseRev string, e paddock.ChangeEntry, ours []byte) (string, string) {
-	repo, err := m.Git.Inspect(ctx, root)
-	if err != nil {
-		return "", "changed since the base, and the base could not be read"
-	}
-	base, err := m.Git.FileAt(ctx, repo.CommonDir, baseRev, e.Path)
+func (m *Manager) merge3(ctx context.Context, id, gitDir, baseRev string, e paddock.ChangeEntry, ours []byte) (string, string) {
+	base, err := m.Git.FileAt(ctx, gitDir, baseRev, e.Path)
 	if err != nil || gitBlobID(base) != e.OldBlob {
 		return "", "changed since the base, and the base could not be read"
 	}

@@ -56,9 +56,10 @@ func fileMode(gitMode string) os.FileMode {
 	return 0o644
 }
 
+// blobsDir holds a run's frozen blobs.
+func (m *Manager) blobsDir(id string) string { return filepath.Join(m.runDir(id), "blobs") }
+
 // blobPath is where a frozen blob of a run is kept.
-func (m *Manager) blobPath(id, blob string) string {
-	return filepath.Join(m.runDir(id), "blobs", blob)
-}
+func (m *Manager) blobPath(id, blob string) string { return filepath.Join(m.blobsDir(id), blob) }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -152,7 +152,7 @@ func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, er
 	if err := m.lintAttribution(ctx, id, cs); err != nil {
 		return nil, err
 	}
-	if err := m.freezeBlobs(id, cs); err != nil {
+	if err := m.freezeBlobs(ctx, id, cs); err != nil {
 		return nil, err
 	}
 	b, err := changeset.Marshal(cs)
@@ -212,7 +212,8 @@ func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identit
 	if err != nil {
 		return nil, err
 	}
-	if err := m.checkRepo(ctx, p); err != nil {
+	repo, err := m.checkRepo(ctx, p)
+	if err != nil {
 		return nil, err
 	}
 	if branch == "" {
@@ -223,10 +224,6 @@ func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identit
 	}
 	if who.Name == "" || who.Email == "" {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "no identity to author the commit: set apply_name and apply_email in paddock.toml, or give --author")
-	}
-	repo, err := m.Git.Inspect(ctx, p.Root)
-	if err != nil {
-		return nil, err
 	}
 	msg := fmt.Sprintf("paddock: apply run %s\n\nChange set %s, approved by %s.\n", id, s.Hash, s.ApprovedBy)
 	commit, err := m.Git.CommitToBranch(ctx, repo.CommonDir, r.Workspace.BaseRevision, []byte(cs.Diff), branch, who, msg)
@@ -254,8 +251,8 @@ func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identit
 // freezeBlobs keeps the new content of every created or modified entry, as
 // it was when the change set was computed, so that an apply into a working
 // tree writes exactly what was approved.
-func (m *Manager) freezeBlobs(id string, cs *paddock.ChangeSet) error {
-	r, err := m.Run(context.Background(), id)
+func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.ChangeSet) error {
+	r, err := m.Run(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -279,10 +276,10 @@ func (m *Manager) freezeBlobs(id string, cs *paddock.ChangeSet) error {
 			return internal("freezing the change set failed", err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(m.blobPath(id, "x")), 0o700); err != nil {
+	if err := os.MkdirAll(m.blobsDir(id), 0o700); err != nil {
 		return internal("freezing the change set failed", err)
 	}
-	if err := syncDirFS(filepath.Dir(m.blobPath(id, "x"))); err != nil {
+	if err := syncDirFS(m.blobsDir(id)); err != nil {
 		return internal("freezing the change set failed", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/attribution"
 	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/gitx"
 )
 
 // AddProject declares the repository at req.Path as a project. An empty name
@@ -147,17 +148,17 @@ func (m *Manager) Unlock(ctx context.Context, name, by string, force bool) (*pad
 
 // checkRepo verifies that the project root still holds the repository it was
 // declared with.
-func (m *Manager) checkRepo(ctx context.Context, p *paddock.Project) error {
+func (m *Manager) checkRepo(ctx context.Context, p *paddock.Project) (*gitx.Repo, error) {
 	repo, err := m.Git.Inspect(ctx, p.Root)
 	if err != nil {
 		var pe *paddock.Error
 		if errors.As(err, &pe) {
-			return paddock.Errorf(paddock.CodeConflict, "project %q: %s", p.Name, pe.Message)
+			return nil, paddock.Errorf(paddock.CodeConflict, "project %q: %s", p.Name, pe.Message)
 		}
-		return err
+		return nil, err
 	}
 	if repo.Fingerprint != p.Fingerprint {
-		return paddock.Errorf(paddock.CodeConflict, "project %q: %s now holds a different repository than when it was declared", p.Name, p.Root)
+		return nil, paddock.Errorf(paddock.CodeConflict, "project %q: %s now holds a different repository than when it was declared", p.Name, p.Root)
 	}
-	return nil
+	return repo, nil
 }

@@ -43,7 +43,7 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	if err != nil {
 		return nil, err
 	}
-	if err := m.checkRepo(ctx, p); err != nil {
+	if _, err := m.checkRepo(ctx, p); err != nil {
 		return nil, err
 	}
 	if o.Base == "" {
