@@ -29,6 +29,14 @@ type Enforcement struct {
 	ReadOnlyIn []string      `json:"read_only_paths,omitempty"`
 	Limits     CommandLimits `json:"limits"`
 	Degraded   []string      `json:"degraded,omitempty"`
+	// Mode is how the command was started: "resident" (forked from the
+	// run's long-lived sandbox, its harness) or "per-exec" (a sandbox set
+	// up for this command alone); ModeReason says why a run that could
+	// have had a harness did not.
+	Mode       string `json:"mode,omitempty"`
+	ModeReason string `json:"mode_reason,omitempty"`
+	// HarnessPID is the host pid of the harness the command was forked from.
+	HarnessPID int `json:"harness_pid,omitempty"`
 }
 
 // ExecResult is how a confined command ended: its status, resource use,

@@ -118,6 +118,15 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
 // setup builds the view and locks the helper down; what it enforced goes into e.
 func setup(spec *Spec, e *Enforcement) error {
+	if err := buildView(spec, e); err != nil {
+		return err
+	}
+	return lockdown(spec, e)
+}
+
+// buildView makes the command's view of the file system (and its network)
+// in the process's new namespaces, and makes it the process's root.
+func buildView(spec *Spec, e *Enforcement) error {
 	e.Namespaces = []string{"user", "mount", "pid", "ipc", "uts"}
 	e.Net = string(spec.Net)
 	if spec.Net != NetHost {
@@ -288,10 +297,6 @@ func setup(spec *Spec, e *Enforcement) error {
 		return fmt.Errorf("remount / read-only: %w", err)
 	}
 	unix.Sethostname([]byte("paddock"))
-
-	if err := lockdown(spec, e); err != nil {
-		return err
-	}
 	return nil
 }
 

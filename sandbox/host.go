@@ -29,11 +29,19 @@ const TruncatedMarker = "\n[paddock: output truncated at the limit]\n"
 // that fails is not an error; a sandbox that cannot be set up is (code
 // unsupported when this machine lacks a mechanism the spec needs).
 func Run(ctx context.Context, spec Spec) (*Result, error) {
+	if err := prepare(&spec); err != nil {
+		return nil, err
+	}
+	return runFresh(ctx, spec)
+}
+
+// prepare checks a spec and fills in its defaults.
+func prepare(spec *Spec) error {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "no command to run")
+		return paddock.Errorf(paddock.CodeBadRequest, "no command to run")
 	}
 	if !filepath.IsAbs(spec.Workspace) {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "the workspace path must be absolute")
+		return paddock.Errorf(paddock.CodeBadRequest, "the workspace path must be absolute")
 	}
 	if spec.Net == "" {
 		spec.Net = NetNone
@@ -41,57 +49,63 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	switch spec.Net {
 	case NetNone, NetHost:
 		if len(spec.Allow) > 0 {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "an allow-list needs network allow")
+			return paddock.Errorf(paddock.CodeBadRequest, "an allow-list needs network allow")
 		}
 	case NetAllow:
 		if err := ValidateDomains(spec.Allow); err != nil {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "network allow-list: %v", err)
+			return paddock.Errorf(paddock.CodeBadRequest, "network allow-list: %v", err)
 		}
 	default:
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown network policy %q (none, allow or host)", spec.Net)
+		return paddock.Errorf(paddock.CodeBadRequest, "unknown network policy %q (none, allow or host)", spec.Net)
 	}
 	if filepath.IsAbs(spec.Dir) || filepath.Clean("/"+spec.Dir) != "/"+filepath.Clean(spec.Dir) && spec.Dir != "" {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "the working directory must be relative to the workspace and stay inside it")
+		return paddock.Errorf(paddock.CodeBadRequest, "the working directory must be relative to the workspace and stay inside it")
 	}
 	if spec.UID == 0 {
 		spec.UID, spec.GID = os.Getuid(), os.Getgid()
 	}
 	if spec.UID == 0 {
-		return nil, paddock.Errorf(paddock.CodeUnsupported,
+		return paddock.Errorf(paddock.CodeUnsupported,
 			"the daemon runs as root and no unprivileged user was given for commands; commands never run as root")
 	}
 	if spec.GID == 0 {
 		spec.GID = spec.UID
 	}
 	spec.Limits = withDefaults(spec.Limits)
-	if spec.Net == NetAllow {
-		px := &Proxy{Allow: spec.Allow, Decide: spec.Decide}
-		sock, err := px.Start(spec.UID)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: network proxy: %w", err)
-		}
-		defer px.Close()
-		spec.ProxySocket = sock
-		proxy := fmt.Sprintf("http://127.0.0.1:%d", ProxyPort)
-		spec.Env = append(spec.Env, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "https_proxy="+proxy)
-	}
 	if abi := landlockABI(); abi < MinLandlockABI && !spec.AllowDegraded {
-		return nil, paddock.Errorf(paddock.CodeUnsupported, "this kernel offers Landlock ABI %d; the sandbox needs %d (see paddock doctor)", abi, MinLandlockABI)
+		return paddock.Errorf(paddock.CodeUnsupported, "this kernel offers Landlock ABI %d; the sandbox needs %d (see paddock doctor)", abi, MinLandlockABI)
 	}
+	return nil
+}
 
+// sandboxProcess is a helper or harness process being started: the host
+// writes the spec to config and reads the process's report from report.
+type sandboxProcess struct {
+	cmd    *exec.Cmd
+	config *os.File
+	report *os.File
+}
+
+// startProcess re-executes this binary with args (HelperArg, HarnessArg…) in
+// the sandbox's new namespaces, as the spec's uid, with the workspace
+// handed over (descriptor 5) and extra descriptors from 6 on. The caller
+// writes the spec to p.config and then reads p.report.
+func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.Writer, extra ...*os.File) (*sandboxProcess, error) {
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	defer cfgR.Close()
 	repR, repW, err := os.Pipe()
 	if err != nil {
-		cfgR.Close()
 		cfgW.Close()
 		return nil, err
 	}
-	defer repR.Close()
+	defer repW.Close()
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
+		cfgW.Close()
+		repR.Close()
 		return nil, err
 	}
 	defer devnull.Close()
@@ -109,9 +123,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		wsfd, err = unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	}
 	if err != nil {
-		cfgR.Close()
 		cfgW.Close()
-		repW.Close()
+		repR.Close()
 		return nil, paddock.Errorf(paddock.CodeConflict, "the workspace is missing")
 	}
 	ws := os.NewFile(uintptr(wsfd), "workspace")
@@ -121,42 +134,64 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if spec.Net != NetHost {
 		flags |= unix.CLONE_NEWNET
 	}
-	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{"paddock-sandbox", HelperArg},
-		Env:        []string{},
-		Dir:        "/",
-		Stdin:      devnull,
-		ExtraFiles: []*os.File{cfgR, repW, ws},
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 flags,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.UID, HostID: spec.UID, Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: spec.GID, Size: 1}},
-			GidMappingsEnableSetgroups: false,
-			Credential:                 &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: true},
-			AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN},
-			Setsid:                     true,
-			Pdeathsig:                  syscall.SIGKILL,
-		},
+	attr := &syscall.SysProcAttr{
+		Cloneflags:                 flags,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.UID, HostID: spec.UID, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: spec.GID, Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		Credential:                 &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: true},
+		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN},
+		Setsid:                     true,
 	}
-	out := &capped{limit: spec.Limits.Output, live: spec.Stdout}
-	errb := &capped{limit: spec.Limits.Output, live: spec.Stderr}
-	cmd.Stdout, cmd.Stderr = out, errb
-
-	start := time.Now()
+	if !persistent {
+		attr.Pdeathsig = syscall.SIGKILL
+	}
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        append([]string{"paddock-sandbox"}, args...),
+		Env:         []string{},
+		Dir:         "/",
+		Stdin:       devnull,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		ExtraFiles:  append([]*os.File{cfgR, repW, ws}, extra...),
+		SysProcAttr: attr,
+	}
 	if err := cmd.Start(); err != nil {
-		cfgR.Close()
 		cfgW.Close()
-		repW.Close()
+		repR.Close()
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) {
 			return nil, paddock.Errorf(paddock.CodeUnsupported, "cannot create the sandbox's namespaces (%v): user namespaces are disabled or restricted here (see paddock doctor)", err)
 		}
 		return nil, fmt.Errorf("sandbox: start helper: %w", err)
 	}
-	cfgR.Close()
-	repW.Close()
-	json.NewEncoder(cfgW).Encode(spec)
-	cfgW.Close()
+	return &sandboxProcess{cmd: cmd, config: cfgW, report: repR}, nil
+}
+
+// runFresh runs a prepared spec in a helper of its own.
+func runFresh(ctx context.Context, spec Spec) (*Result, error) {
+	if spec.Net == NetAllow {
+		px := &Proxy{Allow: spec.Allow, Decide: spec.Decide}
+		sock, err := px.Start(spec.UID)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: network proxy: %w", err)
+		}
+		defer px.Close()
+		spec.ProxySocket = sock
+		proxy := fmt.Sprintf("http://127.0.0.1:%d", ProxyPort)
+		spec.Env = append(spec.Env, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "https_proxy="+proxy)
+	}
+	out := &capped{limit: spec.Limits.Output, live: spec.Stdout}
+	errb := &capped{limit: spec.Limits.Output, live: spec.Stderr}
+	start := time.Now()
+	p, err := startProcess(&spec, []string{HelperArg}, false, out, errb)
+	if err != nil {
+		return nil, err
+	}
+	cmd, repR := p.cmd, p.report
+	defer repR.Close()
+	json.NewEncoder(p.config).Encode(spec)
+	p.config.Close()
 
 	// The wall limit kills the helper, which is the pid namespace's init:
 	// every process the command started dies with it.

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"os"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -66,22 +65,9 @@ func lockdown(spec *Spec, e *Enforcement) error {
 		}
 		e.Degraded = append(e.Degraded, fmt.Sprintf("landlock ABI %d < %d", abi, MinLandlockABI))
 	}
-	ro := []string{"/usr", "/etc", "/proc", "/dev"}
-	for _, d := range systemDirs {
-		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
-			ro = append(ro, d)
-		}
-	}
-	rules := []landlock.Rule{
-		landlock.RODirs(ro...),
-		landlock.RWDirs("/tmp"),
-		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full"),
-		landlock.ROFiles("/dev/random", "/dev/urandom"),
-	}
-	if spec.ReadOnly {
-		rules = append(rules, landlock.RODirs(spec.Workspace))
-	} else {
-		rules = append(rules, landlock.RWDirs(spec.Workspace))
+	var rules []landlock.Rule
+	for _, r := range viewRules(spec) {
+		rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(r.access), r.paths...))
 	}
 	cfg := landlock.V6
 	if abi < MinLandlockABI {

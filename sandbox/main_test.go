@@ -151,12 +151,24 @@ func runSpec(t *testing.T, spec Spec) *Result {
 	if spec.Protected == nil {
 		spec.Protected = []string{".git"}
 	}
-	res, err := Run(context.Background(), spec)
+	var res *Result
+	var err error
+	if testPool != nil {
+		res, err = testPool.Run(context.Background(), "r-test", spec)
+		if err == nil && res.Enforcement.Mode != "resident" && spec.Net != NetAllow {
+			t.Fatalf("%v ran %s (%s), not through the harness", spec.Argv, res.Enforcement.Mode, res.Enforcement.ModeReason)
+		}
+	} else {
+		res, err = Run(context.Background(), spec)
+	}
 	if err != nil {
 		t.Fatalf("%v: %v", spec.Argv, err)
 	}
 	return res
 }
+
+// testPool, when set, makes runSpec run every command through a harness.
+var testPool *Pool
 
 func TestBasics(t *testing.T) {
 	skipUnlessSandbox(t)

@@ -185,5 +185,7 @@ func Main() {
 		HelperMain()
 	case BridgeArg:
 		BridgeMain()
+	case HarnessArg:
+		HarnessMain()
 	}
 }

@@ -1,0 +1,262 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The harness forks each command itself: between fork and exec the child
+// must mount its own /proc, set its limits and confine itself, which
+// syscall.ForkExec has no hooks for. The child runs only raw system calls
+// on memory prepared before the fork, as package syscall's own child does;
+// these are the runtime's hooks that package uses (kept for exactly this
+// use, see go.dev/issue/67401).
+
+//go:linkname runtimeBeforeFork syscall.runtime_BeforeFork
+func runtimeBeforeFork()
+
+//go:linkname runtimeAfterFork syscall.runtime_AfterFork
+func runtimeAfterFork()
+
+//go:linkname runtimeAfterForkInChild syscall.runtime_AfterForkInChild
+func runtimeAfterForkInChild()
+
+// rawVfork is package syscall's clone for a child that shares the
+// parent's memory until it execs (vfork_*.s): the return address is kept
+// in a register, so the child's use of the stack does not disturb the
+// parent.
+func rawVfork(trap, a1, a2, a3 uintptr) (r1 uintptr, err syscall.Errno)
+
+// rlimitResources are the limits each command gets, in childPlan.rlimits order.
+var rlimitResources = [...]int{unix.RLIMIT_CPU, unix.RLIMIT_NPROC, unix.RLIMIT_AS, unix.RLIMIT_FSIZE, unix.RLIMIT_CORE, unix.RLIMIT_NOFILE}
+
+// childPlan is everything the forked child needs, prepared before the fork
+// so that the child allocates nothing.
+type childPlan struct {
+	path     *byte
+	argv     []*byte // nil-terminated
+	envv     []*byte // nil-terminated
+	dir      *byte
+	fds      [3]int // the command's 0, 1, 2
+	rlimits  [len(rlimitResources)]unix.Rlimit
+	ruleset  int
+	procRule struct { // the rule for the command's own /proc, completed in the child
+		access uint64
+		fd     int
+	}
+	prog      *unix.SockFprog
+	procSrc   *byte
+	procDst   *byte
+	procFS    *byte
+	capHeader unix.CapUserHeader
+	capData   [2]unix.CapUserData // all zero: no capabilities at all
+	failure   [2]uint32           // step, errno: what the child reports if it cannot exec
+	errPipe   int
+	cloneArgs uintptr
+}
+
+// Steps of the child, reported when one fails.
+var childSteps = [...]string{"", "setsid", "mount /proc", "set limits", "no_new_privs",
+	"drop capabilities", "landlock", "seccomp", "descriptors", "enter the directory", "exec"}
+
+// ChildError says which step of starting a command failed.
+type ChildError struct {
+	Step  string
+	Errno syscall.Errno
+}
+
+func (e *ChildError) Error() string { return fmt.Sprintf("%s: %v", e.Step, e.Errno) }
+
+func (e *ChildError) Unwrap() error { return e.Errno }
+
+func bytePtrs(ss []string) ([]*byte, error) {
+	out := make([]*byte, 0, len(ss)+1)
+	for _, s := range ss {
+		p, err := unix.BytePtrFromString(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return append(out, nil), nil
+}
+
+func newChildPlan(path string, argv, env []string, dir string, fds [3]int, l Limits, ruleset int, prog *unix.SockFprog) (*childPlan, error) {
+	p := &childPlan{fds: fds, ruleset: ruleset, prog: prog}
+	var err error
+	if p.path, err = unix.BytePtrFromString(path); err != nil {
+		return nil, err
+	}
+	if p.dir, err = unix.BytePtrFromString(dir); err != nil {
+		return nil, err
+	}
+	if p.argv, err = bytePtrs(argv); err != nil {
+		return nil, err
+	}
+	if p.envv, err = bytePtrs(env); err != nil {
+		return nil, err
+	}
+	p.procSrc, _ = unix.BytePtrFromString("proc")
+	p.procDst, _ = unix.BytePtrFromString("/proc")
+	p.procFS = p.procSrc
+	p.procRule.access = accessRead
+	p.capHeader.Version = unix.LINUX_CAPABILITY_VERSION_3
+	cpu := uint64(l.CPU.Seconds())
+	if cpu == 0 {
+		cpu = 1
+	}
+	var nofile unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
+	nofile.Cur = min(nofile.Max, 1024) // what a login shell gets, not the Go runtime's raised limit
+	for i, v := range []uint64{cpu, uint64(l.Procs), uint64(l.Memory), uint64(l.FileSize), 0} {
+		p.rlimits[i] = unix.Rlimit{Cur: v, Max: v}
+	}
+	p.rlimits[len(rlimitResources)-1] = nofile
+	p.cloneArgs = uintptr(unix.CLONE_VM | unix.CLONE_VFORK | unix.CLONE_NEWPID | unix.CLONE_NEWNS | uintptr(unix.SIGCHLD))
+	return p, nil
+}
+
+// forkCommand starts the plan's command in a new pid and mount namespace
+// (it is that namespace's init: when it ends, everything it started dies)
+// and returns its pid once it has exec'd.
+func forkCommand(p *childPlan) (int, error) {
+	var pipe [2]int
+	syscall.ForkLock.Lock()
+	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC); err != nil {
+		syscall.ForkLock.Unlock()
+		return 0, err
+	}
+	p.errPipe = pipe[1]
+	pid, errno := forkChild(p)
+	syscall.ForkLock.Unlock()
+	unix.Close(pipe[1])
+	defer unix.Close(pipe[0])
+	if errno != 0 {
+		return 0, fmt.Errorf("fork: %w", errno)
+	}
+	var buf [8]byte
+	n, err := readFull(pipe[0], buf[:])
+	if n == 0 && err == nil {
+		return int(pid), nil // exec closed the pipe
+	}
+	var ws unix.WaitStatus
+	unix.Wait4(int(pid), &ws, 0, nil)
+	if n != len(buf) {
+		return 0, fmt.Errorf("the command's child ended before exec: %v", err)
+	}
+	step, e := *(*uint32)(unsafe.Pointer(&buf[0])), *(*uint32)(unsafe.Pointer(&buf[4]))
+	name := "unknown"
+	if int(step) < len(childSteps) {
+		name = childSteps[step]
+	}
+	return 0, &ChildError{Step: name, Errno: syscall.Errno(e)}
+}
+
+func readFull(fd int, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Read(fd, b[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			return n, nil
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// forkChild forks; the child never returns. It runs with the runtime's
+// signals blocked and its stack guard spoiled: no allocation, no stack
+// growth, no non-assembly calls but the runtime's fork hook.
+//
+//go:norace
+func forkChild(p *childPlan) (uintptr, syscall.Errno) {
+	var (
+		r1    uintptr
+		errno syscall.Errno
+		step  uint32
+		i     int
+	)
+	runtimeBeforeFork()
+	r1, errno = rawVfork(unix.SYS_CLONE, p.cloneArgs, 0, 0)
+	if errno != 0 || r1 != 0 {
+		// The parent must leave this frame at once: the child has used it.
+		runtimeAfterFork()
+		return r1, errno
+	}
+	// The child: pid 1 of its own pid namespace, in its own mount namespace.
+	runtimeAfterForkInChild()
+	step = 1
+	if _, _, errno = syscall.RawSyscall(unix.SYS_SETSID, 0, 0, 0); errno != 0 {
+		goto fail
+	}
+	step = 2
+	if _, _, errno = syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(p.procSrc)), uintptr(unsafe.Pointer(p.procDst)),
+		uintptr(unsafe.Pointer(p.procFS)), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, 0, 0); errno != 0 {
+		goto fail
+	}
+	if r1, _, errno = syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p.procDst)), unix.O_PATH|unix.O_CLOEXEC, 0, 0, 0); errno != 0 {
+		goto fail
+	}
+	p.procRule.fd = int(r1)
+	if _, _, errno = syscall.RawSyscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(p.ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&p.procRule)), 0, 0, 0); errno != 0 {
+		goto fail
+	}
+	step = 3
+	for i = 0; i < len(rlimitResources); i++ {
+		if _, _, errno = syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(rlimitResources[i]), uintptr(unsafe.Pointer(&p.rlimits[i])), 0, 0, 0); errno != 0 {
+			goto fail
+		}
+	}
+	step = 4
+	if _, _, errno = syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); errno != 0 {
+		goto fail
+	}
+	step = 5
+	if _, _, errno = syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); errno != 0 {
+		goto fail
+	}
+	if _, _, errno = syscall.RawSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&p.capHeader)), uintptr(unsafe.Pointer(&p.capData[0])), 0); errno != 0 {
+		goto fail
+	}
+	step = 6
+	if _, _, errno = syscall.RawSyscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(p.ruleset), 0, 0); errno != 0 {
+		goto fail
+	}
+	step = 7
+	if p.prog != nil {
+		if _, _, errno = syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(p.prog))); errno != 0 {
+			goto fail
+		}
+	}
+	step = 8
+	for i = 0; i < 3; i++ {
+		if _, _, errno = syscall.RawSyscall(unix.SYS_DUP3, uintptr(p.fds[i]), uintptr(i), 0); errno != 0 {
+			goto fail
+		}
+	}
+	step = 9
+	if _, _, errno = syscall.RawSyscall(unix.SYS_CHDIR, uintptr(unsafe.Pointer(p.dir)), 0, 0); errno != 0 {
+		goto fail
+	}
+	step = 10
+	_, _, errno = syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(p.path)),
+		uintptr(unsafe.Pointer(&p.argv[0])), uintptr(unsafe.Pointer(&p.envv[0])))
+fail:
+	p.failure[0], p.failure[1] = step, uint32(errno)
+	syscall.RawSyscall(unix.SYS_WRITE, uintptr(p.errPipe), uintptr(unsafe.Pointer(&p.failure[0])), 8)
+	for {
+		syscall.RawSyscall(unix.SYS_EXIT_GROUP, 127, 0, 0)
+	}
+}
+
+var atFDCWD = unix.AT_FDCWD // a variable: the constant does not convert to uintptr

@@ -1,0 +1,552 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"golang.org/x/sys/unix"
+)
+
+// Pool keeps one resident sandbox, a harness, per run (per key), and runs
+// each command of the run by forking it from there: the namespaces, the
+// view and the prepared confinement are made once, so a command costs
+// about a fork. A command the harness cannot serve (an allow-list network,
+// a degraded sandbox, a command line too big for the control channel) runs
+// per-exec, and its Enforcement says so and why.
+//
+// Harnesses outlive the daemon: after a crash a new Pool on the same Dir
+// re-attaches to each run's harness on its next command. A harness with no
+// daemon for Orphan exits, killing what it ran. A graceful Close gives
+// every harness back.
+type Pool struct {
+	// Dir holds each harness's socket (KEY.sock) and log (KEY.log); it
+	// must be private to the daemon (0700).
+	Dir string
+	// Idle gives a harness back after this long without a command (0: 5 minutes).
+	Idle time.Duration
+	// Orphan is how long a harness waits for a daemon to come back (0: 10 minutes).
+	Orphan time.Duration
+	// PerExec turns resident sandboxes off: every command gets its own.
+	PerExec bool
+	Log     *slog.Logger
+
+	mu      sync.Mutex
+	hs      map[string]*harnessConn
+	janitor bool
+	closed  bool
+}
+
+// Run runs spec's command for the run key: through the run's harness when
+// it can, per-exec otherwise.
+func (p *Pool) Run(ctx context.Context, key string, spec Spec) (*Result, error) {
+	if err := prepare(&spec); err != nil {
+		return nil, err
+	}
+	reason := p.perExecReason(&spec)
+	if reason == "" && len(p.sockPath(key)) >= len(unix.RawSockaddrUnix{}.Path) {
+		reason = "the state directory's path is too long for the harness's socket"
+	}
+	if reason != "" {
+		res, err := runFresh(ctx, spec)
+		if res != nil {
+			res.Enforcement.Mode, res.Enforcement.ModeReason = "per-exec", reason
+		}
+		return res, err
+	}
+	for attempt := 0; ; attempt++ {
+		h, err := p.harness(ctx, key, &spec)
+		if err != nil {
+			return nil, err
+		}
+		res, err := h.run(ctx, &spec)
+		if errors.Is(err, errHarnessGone) && attempt == 0 {
+			p.drop(key, h) // it died before the command started: one more try
+			continue
+		}
+		p.mu.Lock()
+		h.inflight--
+		h.lastUsed = time.Now()
+		p.mu.Unlock()
+		return res, err
+	}
+}
+
+func (p *Pool) perExecReason(spec *Spec) string {
+	switch {
+	case p.PerExec:
+		return "resident sandboxes are turned off (sandbox_mode = per-exec)"
+	case spec.Net == NetAllow:
+		return "an allow-list network gets a proxy of its own per command"
+	case spec.AllowDegraded:
+		return "a degraded sandbox is set up per command"
+	}
+	n := 0
+	for _, s := range append(spec.Argv, spec.Env...) {
+		n += len(s) + 8
+	}
+	if n > maxHarnessMessage-4096 {
+		return "the command line and environment are too big for the harness's control channel"
+	}
+	return ""
+}
+
+// configHash identifies what a harness was built for: a command whose run
+// has changed (the workspace, its protected paths, the network, /tmp) gets
+// a new harness.
+func configHash(spec *Spec) string {
+	b, _ := json.Marshal(struct {
+		Version                     int
+		Workspace                   string
+		ReadOnly                    bool
+		Protected                   []string
+		Net                         Net
+		UID, GID                    int
+		Tmp                         int64
+		OpenByPath, ForcePathOpened bool
+	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+func (p *Pool) dir() string { return p.Dir }
+
+func (p *Pool) idle() time.Duration {
+	if p.Idle > 0 {
+		return p.Idle
+	}
+	return 5 * time.Minute
+}
+func (p *Pool) orphan() time.Duration {
+	if p.Orphan > 0 {
+		return p.Orphan
+	}
+	return 10 * time.Minute
+}
+
+func (p *Pool) log() *slog.Logger {
+	if p.Log != nil {
+		return p.Log
+	}
+	return slog.Default()
+}
+
+func (p *Pool) sockPath(key string) string { return filepath.Join(p.dir(), key+".sock") }
+
+// harness returns the run's harness for spec: the one it has, one a
+// previous daemon left (re-attached), or a new one.
+func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (*harnessConn, error) {
+	if key == "" || strings.ContainsAny(key, "/\x00") || strings.HasPrefix(key, ".") {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "sandbox: bad harness key %q", key)
+	}
+	cfg := configHash(spec)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, paddock.Errorf(paddock.CodeBusy, "the daemon is shutting down")
+	}
+	if p.hs == nil {
+		p.hs = map[string]*harnessConn{}
+	}
+	if !p.janitor {
+		p.janitor = true
+		go p.reapIdle()
+	}
+	h := p.hs[key]
+	if h != nil && h.config == cfg && !h.isDead() {
+		h.inflight++
+		p.mu.Unlock()
+		return h, nil
+	}
+	delete(p.hs, key)
+	p.mu.Unlock()
+	if h != nil {
+		h.close() // the run changed (or the harness died): a new one
+	} else if c, err := dialHarness(p.sockPath(key)); err == nil {
+		// A harness a previous daemon left behind.
+		if h, err := p.adopt(c, key, cfg); err == nil {
+			return p.keep(key, h), nil
+		}
+	}
+	h, err := p.start(ctx, key, spec, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p.keep(key, h), nil
+}
+
+func (p *Pool) keep(key string, h *harnessConn) *harnessConn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if old := p.hs[key]; old != nil && old != h {
+		go old.close()
+	}
+	p.hs[key] = h
+	h.inflight++
+	return h
+}
+
+// drop forgets a dead harness.
+func (p *Pool) drop(key string, h *harnessConn) {
+	p.mu.Lock()
+	if p.hs[key] == h {
+		delete(p.hs, key)
+	}
+	h.inflight--
+	p.mu.Unlock()
+	h.close()
+}
+
+// Release gives back the harness of key, if it has one (a run that ends,
+// is checkpointed or loses its workspace). A harness a previous daemon
+// left is found through its socket.
+func (p *Pool) Release(key string) {
+	p.mu.Lock()
+	h := p.hs[key]
+	delete(p.hs, key)
+	p.mu.Unlock()
+	if h != nil {
+		h.close()
+	} else if c, err := dialHarness(p.sockPath(key)); err == nil {
+		sendMsg(c, hmsg{Op: "close"}, nil)
+		c.Close()
+	}
+	p.removeFiles(key, true)
+}
+
+// removeFiles removes key's socket (and log) unless a harness serves it again.
+func (p *Pool) removeFiles(key string, log bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hs[key] != nil {
+		return
+	}
+	os.Remove(p.sockPath(key))
+	if log {
+		os.Remove(filepath.Join(p.dir(), key+".log"))
+	}
+}
+
+// Keys lists the runs that have a harness socket in Dir, live or stale.
+func (p *Pool) Keys() []string {
+	ents, _ := os.ReadDir(p.dir())
+	var keys []string
+	for _, e := range ents {
+		if k, ok := strings.CutSuffix(e.Name(), ".sock"); ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// Close gives every harness back; the Pool runs nothing after it.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	hs := p.hs
+	p.hs = nil
+	p.mu.Unlock()
+	for _, h := range hs {
+		h.close()
+		p.removeFiles(h.key, true)
+	}
+}
+
+func (p *Pool) reapIdle() {
+	tick := time.NewTicker(min(p.idle()/4+time.Millisecond, 30*time.Second))
+	defer tick.Stop()
+	for range tick.C {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		var idle []*harnessConn
+		for k, h := range p.hs {
+			if h.inflight == 0 && time.Since(h.lastUsed) > p.idle() || h.isDead() && h.inflight == 0 {
+				idle = append(idle, h)
+				delete(p.hs, k)
+			}
+		}
+		p.mu.Unlock()
+		for _, h := range idle {
+			p.log().Info("harness given back", "run", h.key, "idle", time.Since(h.lastUsed).Round(time.Second).String())
+			h.close()
+			p.removeFiles(h.key, false)
+		}
+	}
+}
+
+// start makes a new harness for key.
+func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*harnessConn, error) {
+	if err := os.MkdirAll(p.dir(), 0o700); err != nil {
+		return nil, err
+	}
+	sock := p.sockPath(key)
+	os.Remove(sock)
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: sock, Net: "unixpacket"})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: harness socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(false)
+	lf, err := ln.File()
+	ln.Close()
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	logf, err := os.OpenFile(filepath.Join(p.dir(), key+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	hs := harnessSpec{Spec: *spec, Key: key, Config: cfg, Orphan: p.orphan()}
+	hs.Argv, hs.Env = nil, nil // a harness is not a command
+	// The socket's path in argv says, in ps, which daemon and run it serves.
+	proc, err := startProcess(&hs.Spec, []string{HarnessArg, sock}, true, logf, logf, lf)
+	if err != nil {
+		os.Remove(sock)
+		return nil, err
+	}
+	go proc.cmd.Wait() // reap it when it ends, as long as we are its parent
+	hs.PID = proc.cmd.Process.Pid
+	json.NewEncoder(proc.config).Encode(hs)
+	proc.config.Close()
+	var rep report
+	derr := json.NewDecoder(proc.report).Decode(&rep)
+	proc.report.Close()
+	if derr != nil || !rep.Started {
+		proc.cmd.Process.Kill()
+		os.Remove(sock)
+		switch {
+		case derr != nil:
+			return nil, fmt.Errorf("sandbox: the harness ended without a report: %v", derr)
+		case rep.Unsupported:
+			return nil, paddock.Errorf(paddock.CodeUnsupported, "the sandbox cannot be set up here: %s", rep.Error)
+		}
+		return nil, fmt.Errorf("sandbox: harness: %s", rep.Error)
+	}
+	c, err := dialHarness(sock)
+	if err != nil {
+		proc.cmd.Process.Kill()
+		return nil, fmt.Errorf("sandbox: connect to the harness: %w", err)
+	}
+	h, err := p.adopt(c, key, cfg)
+	if err != nil {
+		proc.cmd.Process.Kill()
+		return nil, err
+	}
+	p.log().Debug("harness started", "run", key, "pid", h.pid)
+	return h, nil
+}
+
+func dialHarness(sock string) (*net.UnixConn, error) {
+	return net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: sock, Net: "unixpacket"})
+}
+
+// adopt reads a harness's hello and takes it over if it serves cfg;
+// otherwise it tells the harness to exit.
+func (p *Pool) adopt(c *net.UnixConn, key, cfg string) (*harnessConn, error) {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, maxHarnessMessage)
+	n, err := c.Read(buf)
+	c.SetReadDeadline(time.Time{})
+	var m hmsg
+	if err == nil {
+		err = json.Unmarshal(buf[:n], &m)
+	}
+	if err != nil || m.Hello == nil {
+		c.Close()
+		return nil, fmt.Errorf("sandbox: no hello from the harness: %v", err)
+	}
+	if m.Hello.Version != harnessVersion || m.Hello.Key != key || m.Hello.Config != cfg {
+		sendMsg(c, hmsg{Op: "close"}, nil)
+		c.Close()
+		return nil, errors.New("sandbox: the harness serves another configuration")
+	}
+	h := &harnessConn{key: key, config: cfg, conn: c, enf: m.Hello.Enforcement, lastUsed: time.Now(), pid: m.Hello.PID,
+		pending: map[uint64]chan hmsg{}, adopted: m.Hello.Commands > 0 || time.Since(m.Hello.Started) > time.Second}
+	h.enf.HarnessPID = h.pid
+	go h.readLoop()
+	return h, nil
+}
+
+var errHarnessGone = errors.New("sandbox: the harness is gone")
+
+// harnessConn is the daemon's side of one harness.
+type harnessConn struct {
+	key, config string
+	conn        *net.UnixConn
+	enf         Enforcement
+	pid         int
+	adopted     bool
+
+	// guarded by Pool.mu
+	inflight int
+	lastUsed time.Time
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]chan hmsg
+	dead    bool
+}
+
+func (h *harnessConn) isDead() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.dead
+}
+
+func (h *harnessConn) readLoop() {
+	buf := make([]byte, maxHarnessMessage)
+	for {
+		n, err := h.conn.Read(buf)
+		var m hmsg
+		if err == nil && n > 0 {
+			err = json.Unmarshal(buf[:n], &m)
+		} else if err == nil {
+			err = errHarnessGone
+		}
+		h.mu.Lock()
+		if err != nil {
+			h.dead = true
+			for id, ch := range h.pending {
+				close(ch)
+				delete(h.pending, id)
+			}
+			h.mu.Unlock()
+			return
+		}
+		if ch := h.pending[m.ID]; ch != nil {
+			ch <- m
+		}
+		h.mu.Unlock()
+	}
+}
+
+func (h *harnessConn) close() {
+	sendMsg(h.conn, hmsg{Op: "close"}, nil)
+	h.conn.Close()
+}
+
+func sendMsg(c *net.UnixConn, m hmsg, fds []int) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	_, _, err = c.WriteMsgUnix(b, oob, nil)
+	return err
+}
+
+// run runs one command in the harness and waits for it.
+func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	out := &capped{limit: spec.Limits.Output, live: spec.Stdout}
+	errb := &capped{limit: spec.Limits.Output, live: spec.Stderr}
+	var copies sync.WaitGroup
+	for _, c := range []struct {
+		r *os.File
+		w *capped
+	}{{outR, out}, {errR, errb}} {
+		copies.Add(1)
+		go func() {
+			defer copies.Done()
+			defer c.r.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.r.Read(buf)
+				c.w.Write(buf[:n])
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	ch := make(chan hmsg, 2)
+	h.mu.Lock()
+	h.nextID++
+	id := h.nextID
+	dead := h.dead
+	if !dead {
+		h.pending[id] = ch
+	}
+	h.mu.Unlock()
+	limits := spec.Limits
+	start := time.Now()
+	if !dead {
+		err = sendMsg(h.conn, hmsg{Op: "exec", ID: id, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Limits: &limits},
+			[]int{int(outW.Fd()), int(errW.Fd())})
+	}
+	outW.Close()
+	errW.Close()
+	if dead || err != nil {
+		copies.Wait()
+		return nil, errHarnessGone
+	}
+	stop := context.AfterFunc(ctx, func() { sendMsg(h.conn, hmsg{Op: "kill", ID: id}, nil) })
+	defer stop()
+	first, ok := <-ch
+	if !ok {
+		copies.Wait()
+		return nil, errHarnessGone // before the command started: the caller may retry
+	}
+	if !first.Started {
+		copies.Wait()
+		h.forget(id)
+		switch first.Code {
+		case 127:
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "%s", strings.TrimPrefix(first.Error, "exec: "))
+		case 126:
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "the command cannot be run: %s", first.Error)
+		}
+		return nil, fmt.Errorf("sandbox: harness: %s", first.Error)
+	}
+	done, ok := <-ch
+	h.forget(id)
+	copies.Wait()
+	res := &Result{Duration: time.Since(start), Stdout: out.bytes(), Stderr: errb.bytes(),
+		Truncated: out.truncated || errb.truncated, Enforcement: h.enf}
+	res.Enforcement.Limits = limits
+	res.Enforcement.Mode = "resident"
+	if !ok {
+		// The harness died under the command (killed from outside): the
+		// command died with it.
+		res.ExitCode, res.Signal = 128+int(syscall.SIGKILL), syscall.SIGKILL.String()
+		res.TimedOut = ctx.Err() == nil && time.Since(start) >= limits.Wall
+		return res, nil
+	}
+	res.ExitCode, res.Signal, res.TimedOut, res.CPU, res.MaxRSS = done.ExitCode, done.Signal, done.TimedOut, done.CPU, done.MaxRSS
+	res.Denied = denials(res)
+	return res, nil
+}
+
+func (h *harnessConn) forget(id uint64) {
+	h.mu.Lock()
+	delete(h.pending, id)
+	h.mu.Unlock()
+}
