@@ -130,7 +130,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		GID:           m.SandboxUID,
 		AllowDegraded: req.AllowDegraded,
 	}
-	res, err := sandbox.Run(ctx, spec)
+	res, err := m.runCommand(ctx, id, spec)
 	req.Argv = red.Strings(req.Argv) // a secret on the command line stays out of events
 	ctx = context.WithoutCancel(ctx) // a canceled command is still recorded
 	if err != nil {
@@ -229,3 +229,24 @@ func (m *Manager) recordExec(ctx context.Context, id string, req paddock.ExecReq
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// runCommand runs a command of run id through the run's harness, or in a
+// sandbox of its own when the manager keeps none.
+func (m *Manager) runCommand(ctx context.Context, id string, spec sandbox.Spec) (*sandbox.Result, error) {
+	if m.Harnesses != nil {
+		return m.Harnesses.Run(ctx, id, spec)
+	}
+	res, err := sandbox.Run(ctx, spec)
+	if res != nil {
+		res.Enforcement.Mode, res.Enforcement.ModeReason = "per-exec", "resident sandboxes are not configured"
+	}
+	return res, err
+}
+
+// releaseHarness gives back the run's harness, if it has one: its
+// workspace is going away or the run has ended.
+func (m *Manager) releaseHarness(id string) {
+	if m.Harnesses != nil {
+		m.Harnesses.Release(id)
+	}
+}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/sandbox"
 )
 
 // Manager runs the workspace lifecycle. Fill the exported fields, then call
@@ -47,6 +48,9 @@ type Manager struct {
 	// A daemon running as root must set it, and then hands each new clone or
 	// worktree workspace to that uid.
 	SandboxUID int
+	// Harnesses keeps each active run's resident sandbox and runs its
+	// commands there; nil runs every command in a sandbox of its own.
+	Harnesses *sandbox.Pool
 	// Secret returns the value of a named secret, if the daemon has it.
 	Secret func(name string) (string, bool)
 	// ArtifactsDir keeps submitted change sets and their decisions.

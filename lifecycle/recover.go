@@ -33,6 +33,7 @@ func (m *Manager) Recover(ctx context.Context) ([]paddock.Finding, error) {
 		return nil, err
 	}
 	out := append(m.recoverApplies(ctx), m.adoptJobs(ctx)...)
+	out = append(out, m.recoverHarnesses(ctx, ws)...)
 	for _, w := range ws {
 		f, err := m.recoverOne(ctx, w)
 		if err != nil {
@@ -94,6 +95,9 @@ func (m *Manager) recoverOne(ctx context.Context, w *paddock.Workspace) (*paddoc
 // workspace, so that a restart finds each one with a recorded state.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.stopJobs()
+	if m.Harnesses != nil {
+		m.Harnesses.Close()
+	}
 	var ws []*paddock.Workspace
 	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
 		ws, err = tx.Workspaces(ctx, paddock.StateActive)
@@ -229,4 +233,30 @@ func (m *Manager) gcRecord(ctx context.Context, r *paddock.Run, dryRun bool) (*p
 		}
 	}
 	return f, m.cleanup(ctx, r, p, f.Issue)
+}
+
+// recoverHarnesses gives back the harnesses a previous daemon left for runs
+// that can run nothing more (ended, retained, rejected, removed); the
+// harnesses of live runs stay, and their next command re-attaches.
+func (m *Manager) recoverHarnesses(ctx context.Context, ws []*paddock.Workspace) []paddock.Finding {
+	if m.Harnesses == nil {
+		return nil
+	}
+	live := map[string]bool{}
+	for _, w := range ws {
+		switch w.State {
+		case paddock.StateActive, paddock.StateReady, paddock.StateCheckpointed:
+			live[w.RunID] = true
+		}
+	}
+	var out []paddock.Finding
+	for _, key := range m.Harnesses.Keys() {
+		if live[key] {
+			continue
+		}
+		m.Harnesses.Release(key)
+		out = append(out, paddock.Finding{RunID: key, Issue: "a resident sandbox outlived its run", Action: paddock.ActionCleaned})
+		m.log().Info("harness released", "run", key)
+	}
+	return out
 }

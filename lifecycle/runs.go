@@ -213,6 +213,7 @@ func (m *Manager) finishCleanup(ctx context.Context, r *paddock.Run, p *paddock.
 	if err != nil {
 		return err
 	}
+	m.releaseHarness(r.ID) // it holds the workspace in its view
 	if p == nil {
 		// The project record can be gone only if the run is too; remove what is ours.
 		p = &paddock.Project{Name: r.Project}
@@ -290,6 +291,7 @@ func (m *Manager) Retain(ctx context.Context, id string) (*paddock.Run, error) {
 		return nil, err
 	}
 	m.markRetained(r.Workspace)
+	m.releaseHarness(id) // a retained run runs nothing more
 	return m.Run(ctx, id)
 }
 
@@ -305,6 +307,7 @@ func (m *Manager) Reject(ctx context.Context, id string) (*paddock.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.releaseHarness(id)
 	if r.Workspace.CleanupPolicy == paddock.CleanupOnReject {
 		_, p, err := m.runAndProject(ctx, id)
 		if err != nil {

@@ -87,7 +87,68 @@ func (a *app) doctor(ctx context.Context) []kernel.Check {
 			Fix: "run the daemon as an unprivileged user; agents never need root"})
 	}
 	out = append(out, kernel.Probe()...)
-	return append(out, sandboxCheck(ctx))
+	return append(out, sandboxCheck(ctx), harnessCheck(ctx, home))
+}
+
+// harnessCheck says which sandbox mode the daemon uses and, for resident,
+// proves a harness starts and forks commands here, with what each costs.
+func harnessCheck(ctx context.Context, home string) kernel.Check {
+	c := kernel.Check{Name: "sandbox mode"}
+	cfg, err := loadConfig(home, "")
+	if err != nil {
+		c.Status, c.Detail = kernel.Warn, err.Error()
+		return c
+	}
+	if cfg.SandboxMode == "per-exec" {
+		c.Status, c.Detail = kernel.OK, "per-exec (sandbox_mode in paddock.toml): each command gets a sandbox of its own"
+		return c
+	}
+	dir, err := os.MkdirTemp("", "paddock-doctor-")
+	if err != nil {
+		c.Status, c.Detail = kernel.Fail, err.Error()
+		return c
+	}
+	defer os.RemoveAll(dir)
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o755)
+	uid := 0
+	if os.Getuid() == 0 {
+		uid = 65534
+		os.Chmod(dir, 0o755)
+		os.Chown(ws, uid, uid)
+	}
+	pool := &sandbox.Pool{Dir: filepath.Join(dir, "h")}
+	defer pool.Close()
+	var took [2]time.Duration
+	var res *sandbox.Result
+	for i := range took {
+		start := time.Now()
+		res, err = pool.Run(ctx, "doctor", sandbox.Spec{Argv: []string{"/bin/true"}, Workspace: ws, UID: uid, GID: uid,
+			Env: []string{"PATH=/usr/bin:/bin"}, Limits: sandbox.Limits{Wall: 20 * time.Second}})
+		took[i] = time.Since(start)
+		if err != nil {
+			break
+		}
+	}
+	switch {
+	case err != nil:
+		c.Status, c.Detail, c.Fix = kernel.Warn, "resident sandboxes do not work here: "+paddock.ErrorMessage(err),
+			`set sandbox_mode = "per-exec" in paddock.toml`
+	case res.Enforcement.Mode != "resident":
+		c.Status, c.Detail = kernel.Warn, "per-exec: "+res.Enforcement.ModeReason
+	default:
+		c.Status = kernel.OK
+		c.Detail = fmt.Sprintf("resident: one harness per active run (set-up %s, then %s per exec); idle %s, orphan %s",
+			took[0].Round(time.Millisecond/10), took[1].Round(time.Millisecond/10), orDefault(cfg.HarnessIdle, "5m"), orDefault(cfg.HarnessOrphan, "10m"))
+	}
+	return c
+}
+
+func orDefault(v, d string) string {
+	if v == "" {
+		return d
+	}
+	return v
 }
 
 // sandboxCheck runs /bin/true in the sandbox for real: the one check that

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,7 @@ func TestExecEndToEnd(t *testing.T) {
 	base := t.TempDir()
 	home := filepath.Join(base, "home")
 	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
-	startDaemon(t, home)
+	d := startDaemon(t, home)
 	cli(t, home, "project", "add", repo).must(t)
 	if out := cli(t, home, "doctor").out; !strings.Contains(out, "sandbox") {
 		t.Fatalf("doctor: %s", out)
@@ -64,14 +65,25 @@ func TestExecEndToEnd(t *testing.T) {
 			Seccomp    bool     `json:"seccomp"`
 			UID        int      `json:"uid"`
 			Net        string   `json:"net"`
+			Mode       string   `json:"mode"`
+			HarnessPID int      `json:"harness_pid"`
 		} `json:"enforcement"`
 	}
-	if err := json.Unmarshal([]byte(cli(t, home, "exec", id, "--json", "--", "id", "-u").must(t).out), &res); err != nil {
-		t.Fatal(err)
+	execJSON := func(id string, argv ...string) {
+		t.Helper()
+		res.Enforcement.HarnessPID = 0
+		if err := json.Unmarshal([]byte(cli(t, home, append([]string{"exec", id, "--json", "--"}, argv...)...).must(t).out), &res); err != nil {
+			t.Fatal(err)
+		}
 	}
+	execJSON(id, "id", "-u")
 	e := res.Enforcement
 	if res.ExitCode != 0 || e.Landlock < 6 || !e.Seccomp || e.UID == 0 || e.Net != "none" || len(e.Namespaces) != 6 {
 		t.Fatalf("enforcement: %+v", res)
+	}
+	// Every command of the run is forked from the run's one harness.
+	if e.Mode != "resident" || e.HarnessPID == 0 {
+		t.Fatalf("not run through a harness: %+v", e)
 	}
 	// Every exec is recorded with what it got.
 	evs := decodeLines(t, cli(t, home, "events", id, "--json").must(t).out)
@@ -102,6 +114,26 @@ func TestExecEndToEnd(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("the proxy's refusal was not recorded")
+	}
+
+	// The harness outlives a daemon killed with -9: the next daemon
+	// re-attaches to it; reject gives it back.
+	harness := e.HarnessPID
+	d.kill9()
+	startDaemon(t, home)
+	cli(t, home, "resume", id).must(t)
+	execJSON(id, "true")
+	if res.Enforcement.HarnessPID != harness || res.Enforcement.Mode != "resident" {
+		t.Fatalf("after kill -9 the run's harness is %d (%s), was %d", res.Enforcement.HarnessPID, res.Enforcement.Mode, harness)
+	}
+	cli(t, home, "reject", id).must(t)
+	for end := time.Now().Add(5 * time.Second); syscall.Kill(harness, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", harness)); strings.Contains(string(b), ") Z ") || time.Now().After(end) {
+			if time.Now().After(end) {
+				t.Fatal("reject left the run's harness running")
+			}
+			break
+		}
 	}
 
 	ro := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--access", "read").must(t).out)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -86,6 +87,7 @@ func startDaemonAs(t *testing.T, home string, cred *syscall.Credential, extra ..
 		t.Fatal(err)
 	}
 	t.Cleanup(d.stop)
+	t.Cleanup(func() { killHarnesses(home) })
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		b, err := os.ReadFile(filepath.Join(home, "daemon.json"))
@@ -426,5 +428,21 @@ func checkTCP(t *testing.T, home, addr string) {
 	// The CLI reaches the daemon over TCP with --addr and the token file.
 	if out := cli(t, home, "--addr", addr, "project", "ls").must(t).out; !strings.Contains(out, "my-app") {
 		t.Fatalf("project ls over TCP: %s", out)
+	}
+}
+
+// killHarnesses kills the resident sandboxes a daemon of home left (a test
+// that failed before stopping it gracefully, or one killed with -9 that
+// was never restarted): nothing a test starts outlives it.
+func killHarnesses(home string) {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || !strings.Contains(string(b), sandbox.HarnessArg) || !strings.Contains(string(b), filepath.Join(home, "harness")+"/") {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }

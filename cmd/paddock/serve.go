@@ -24,6 +24,7 @@ import (
 	"github.com/paddock-dev/paddock/httpapi"
 	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/redact"
+	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/paddock-dev/paddock/sqlite"
 	"github.com/paddock-dev/paddock/workspace"
 	"github.com/spf13/cobra"
@@ -52,6 +53,13 @@ stops it gracefully: requests finish, active workspaces are checkpointed.
 At start it recovers from whatever the last daemon left, even after kill -9:
 half-made workspaces are rolled back, interrupted cleanups finished, active
 workspaces checkpointed, and records whose directory is gone marked orphaned.
+
+Commands run confined. By default each active run keeps one resident
+sandbox, its harness, made once, and every command of the run is forked
+from it (about the cost of a fork); sandbox_mode = "per-exec" sets a sandbox
+up for each command instead. A harness idle for harness_idle (5m) is given
+back; one whose daemon died waits harness_orphan (10m) for the next daemon
+to re-attach, then exits. A graceful stop gives every harness back.
 
 Settings come from <state dir>/paddock.toml (or --config) and flags override
 them: listen, log_level, log_format, default_kind.`,
@@ -126,6 +134,8 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	m := &lifecycle.Manager{Store: store, Git: git, Providers: workspace.Providers(git, wsDir),
 		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger, SandboxUID: cfg.SandboxUID,
 		ArtifactsDir: filepath.Join(home, "artifacts"), Identity: gitx.Identity{Name: cfg.ApplyName, Email: cfg.ApplyEmail}}
+	m.Harnesses = &sandbox.Pool{Dir: filepath.Join(home, "harness"), Idle: duration(cfg.HarnessIdle),
+		Orphan: duration(cfg.HarnessOrphan), PerExec: cfg.SandboxMode == "per-exec", Log: logger}
 	m.Secret = secretSource(home, a.getenv)
 	if n, err := strconv.Atoi(a.getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
 		m.CrashAt = n // tests only: die at this step of an apply into a working tree
