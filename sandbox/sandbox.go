@@ -1,7 +1,20 @@
 // Package sandbox runs a command confined by effect: whatever the command
 // does, its file and network effects stay within what its Spec allows.
 //
-// The daemon never confines itself. Run re-executes the current binary as a
+// # Two modes
+//
+// Resident (Pool): each run keeps one long-lived harness process (HarnessArg),
+// made like the helper below but once. Every command of the run is vforked
+// from it into its own pid and mount namespace and, between fork and exec,
+// mounts its own /proc, sets its rlimits, drops every capability, applies
+// its own Landlock domain (the helper's rules, plus signal and abstract
+// socket scoping, which keep it from its harness and from other commands)
+// and the helper's seccomp filter. A command costs about a fork. The harness
+// is not dumpable, is outside each command's pid namespace and Landlock
+// domain, and talks to the daemon only over a socket in the daemon's private
+// directory that no command can see or inherit.
+//
+// Per-exec (Run): the daemon never confines itself. Run re-executes the current binary as a
 // small helper (HelperArg) in new user, mount, pid, network, ipc and uts
 // namespaces. The helper builds the command's view of the file system, locks
 // itself down (no_new_privs, Landlock, seccomp, no capabilities), sets the
@@ -46,6 +59,9 @@
 //   - An "allow" network filters by the name the command asks the proxy for;
 //     a command that ignores HTTP_PROXY has no way out at all.
 //   - Memory is limited by address space (RLIMIT_AS), not by a cgroup.
+//   - A resident harness keeps CAP_SYS_ADMIN in its own user namespace (each
+//     command needs it to mount its /proc) and no Landlock domain of its own;
+//     its seccomp filter is the commands' without the mount denial.
 //   - Protected paths that do not exist yet are not made read-only in the
 //     view; the file tools refuse them, the shell can create them.
 //
