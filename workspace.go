@@ -20,10 +20,19 @@ const (
 	// KindOperatorDir is a directory an operator hands over. paddock never
 	// deletes it, and the run holds the exclusive project lock for its life.
 	KindOperatorDir WorkspaceKind = "operator_dir"
+	// KindOverlay is copy-on-write: an overlay whose lower layer is a
+	// read-only snapshot of the base revision, shared by every run at that
+	// base, and whose upper layer is the run's own. The merged view exists
+	// only inside the run's harness (its mount namespace); making one at a
+	// snapshotted base costs the same whatever the repository's size.
+	KindOverlay WorkspaceKind = "overlay"
+	// KindAuto asks for overlay where this machine can make one, and clone
+	// elsewhere; the run records the kind it got.
+	KindAuto WorkspaceKind = "auto"
 )
 
 // Kinds lists the kinds this build knows.
-var Kinds = []WorkspaceKind{KindClone, KindWorktree, KindOperatorDir}
+var Kinds = []WorkspaceKind{KindClone, KindWorktree, KindOperatorDir, KindOverlay, KindAuto}
 
 // ParseKind validates a kind name.
 func ParseKind(s string) (WorkspaceKind, error) {
@@ -31,7 +40,7 @@ func ParseKind(s string) (WorkspaceKind, error) {
 	if slices.Contains(Kinds, k) {
 		return k, nil
 	}
-	return "", Errorf(CodeBadRequest, "unknown workspace kind %q (kinds: clone, worktree, operator_dir)", s)
+	return "", Errorf(CodeBadRequest, "unknown workspace kind %q (kinds: auto, overlay, clone, worktree, operator_dir)", s)
 }
 
 // WorkspaceState is a state of the workspace lifecycle (the workspace-manager

@@ -395,8 +395,15 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache st
 	if cached != "" && copyIndex(index, cached+".tmp") == nil {
 		os.Rename(cached+".tmp", cached) // a lost cache costs only time
 	}
+	return snapshotOf(run, base, spec, check)
+}
+
+// snapshotOf diffs the index git has just filled from the work tree
+// against base, within the pathspec spec.
+func snapshotOf(run func(args ...string) ([]byte, error), base string, spec []string, check func(raw []byte) error) (*Snapshot, error) {
+	var err error
 	snap := &Snapshot{}
-	if snap.Raw, err = run("diff", "--cached", "--raw", "-z", "--no-renames", "--full-index", "--no-abbrev", base, "--"); err != nil {
+	if snap.Raw, err = run(append([]string{"diff", "--cached", "--raw", "-z", "--no-renames", "--full-index", "--no-abbrev", base}, spec...)...); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	if check != nil {
@@ -404,7 +411,7 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache st
 			return nil, err
 		}
 	}
-	if snap.Diff, err = run("diff", "--cached", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", base, "--"); err != nil {
+	if snap.Diff, err = run(append([]string{"diff", "--cached", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)...); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	ign, err := run(append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, spec...)...)
@@ -417,6 +424,88 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache st
 		}
 	}
 	return snap, nil
+}
+
+// MaxDiffPaths bounds the paths DiffPaths takes on its command lines; a
+// caller with more diffs the whole tree.
+const MaxDiffPaths = 2000
+
+// DiffPaths is DiffWorkTree for a caller that knows which paths can have
+// changed (an overlay's upper layer): only those paths are read from base
+// and from the work tree, so it costs what changed, not what the tree
+// holds. Paths are literal, relative to the work tree; a directory stands
+// for everything below it. Its answer equals DiffWorkTree's whenever the
+// rest of the tree is unchanged.
+func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, paths []string, includeIgnored bool, check func(raw []byte) error) (*Snapshot, error) {
+	if err := CheckRef(base); err != nil {
+		return nil, err
+	}
+	if len(paths) > MaxDiffPaths {
+		return nil, fmt.Errorf("gitx: diff: %d paths; at most %d", len(paths), MaxDiffPaths)
+	}
+	if len(paths) == 0 {
+		return &Snapshot{}, nil
+	}
+	tmp, err := os.MkdirTemp("", "paddock-diff-")
+	if err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	objects, err := filepath.Abs(filepath.Join(gitDir, "objects"))
+	if err != nil {
+		return nil, err
+	}
+	ownObjects := filepath.Join(tmp, "objects")
+	if err := os.MkdirAll(filepath.Join(ownObjects, "pack"), 0o700); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	extra := []string{
+		"GIT_INDEX_FILE=" + filepath.Join(tmp, "index"),
+		"GIT_OBJECT_DIRECTORY=" + ownObjects,
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + objects,
+		"GIT_LITERAL_PATHSPECS=1",
+	}
+	args := func(a ...string) []string {
+		return append([]string{"--git-dir=" + gitDir, "--work-tree=" + workTree}, a...)
+	}
+	run := func(a ...string) ([]byte, error) { return g.runEnv(ctx, "", extra, args(a...)...) }
+	spec := append([]string{"--"}, paths...)
+	// An index holding base's entries under those paths only.
+	entries, err := run(append([]string{"ls-tree", "-r", "-z", "--full-tree", base}, spec...)...)
+	if err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	if _, err := g.runInput(ctx, "", extra, entries, args("update-index", "-z", "--index-info")...); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	add := []string{"add", "--all"}
+	if includeIgnored {
+		add = append(add, "--force")
+	}
+	if _, err := run(append(add, spec...)...); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	return snapshotOf(run, base, spec, check)
+}
+
+// ExportTree writes the files of rev into dir, which must be empty, through
+// a temporary index: no repository, no .git, nothing of the project's index.
+func (g *Git) ExportTree(ctx context.Context, gitDir, rev, dir string) error {
+	if err := CheckRef(rev); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "paddock-export-")
+	if err != nil {
+		return fmt.Errorf("gitx: export: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	extra := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	for _, a := range [][]string{{"read-tree", rev}, {"checkout-index", "--all", "--force"}} {
+		if _, err := g.runEnv(ctx, "", extra, append([]string{"--git-dir=" + gitDir, "--work-tree=" + dir}, a...)...); err != nil {
+			return fmt.Errorf("gitx: export: %w", err)
+		}
+	}
+	return nil
 }
 
 // runEnv is run with extra environment variables.

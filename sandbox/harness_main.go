@@ -17,9 +17,6 @@ import (
 // HarnessArg is argv[1] of a run's harness process.
 const HarnessArg = "__paddock-sandbox-harness"
 
-// fdListener is the harness's listening socket, after the helper's three.
-const fdListener = 6
-
 // harnessVersion changes whenever the protocol between daemon and harness
 // does; a daemon does not adopt a harness of another version.
 const harnessVersion = 1

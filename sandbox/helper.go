@@ -22,6 +22,9 @@ const (
 	fdConfig    = 3 // the Spec, as JSON; closed by the host after writing
 	fdReport    = 4 // the helper's report, as JSON
 	fdWorkspace = 5 // the workspace directory, opened by the host (O_PATH)
+	fdListener  = 6 // a harness's listening socket (/dev/null for the helper)
+	fdLower     = 7 // an overlay's lower layer, a detached mount made by the host
+	fdUpperWork = 8 // the directory of its upper and work directories, likewise
 )
 
 // report is what the helper tells the host, as one JSON object before it
@@ -141,7 +144,21 @@ func buildView(spec *Spec, e *Enforcement) error {
 	// walk the path to it (a root daemon's state directory is 0700), and a
 	// tmpfs is about to be mounted over /tmp, where it may live.
 	wsfd := fdWorkspace
-	if spec.OpenByPath {
+	if spec.OpenByPath && spec.Overlay != nil {
+		// The layers, by path in this mount namespace (overlayfs takes only
+		// layers mounted here), before a tmpfs covers /tmp where they may be.
+		for fd, dir := range map[int]string{fdLower: spec.Overlay.Lower, fdUpperWork: filepath.Dir(spec.Overlay.Upper)} {
+			nfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("open an overlay layer: %w", err)
+			}
+			if err := unix.Dup3(nfd, fd, unix.O_CLOEXEC); err != nil {
+				return err
+			}
+			unix.Close(nfd)
+		}
+	}
+	if spec.OpenByPath && spec.Overlay == nil {
 		unix.Close(fdWorkspace)
 		var err error
 		if wsfd, err = unix.Open(spec.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
@@ -205,10 +222,17 @@ func buildView(spec *Spec, e *Enforcement) error {
 	if err := os.MkdirAll(wsTarget, 0o755); err != nil {
 		return err
 	}
-	if spec.OpenByPath {
+	switch {
+	case spec.Overlay != nil:
+		err = mountOverlay(spec, wsTarget)
+	case spec.OpenByPath:
 		err = unix.Mount(fmt.Sprintf("/proc/self/fd/%d", wsfd), wsTarget, "", unix.MS_BIND|unix.MS_REC, "")
-	} else {
+	default:
 		err = unix.MoveMount(wsfd, "", unix.AT_FDCWD, wsTarget, unix.MOVE_MOUNT_F_EMPTY_PATH)
+	}
+	var ue unsupportedError
+	if errors.As(err, &ue) {
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("mount workspace: %w", err)
@@ -297,6 +321,36 @@ func buildView(spec *Spec, e *Enforcement) error {
 		return fmt.Errorf("remount / read-only: %w", err)
 	}
 	unix.Sethostname([]byte("paddock"))
+	return nil
+}
+
+// mountOverlay mounts the copy-on-write view at target; it exists in this
+// mount namespace only. overlayfs takes layers mounted in the mounter's
+// namespace: the host's detached copies are attached under /tmp/layers
+// first (the staging tmpfs, dropped with the old root once the overlay
+// holds its own references), or, for an unprivileged daemon, opened by path.
+func mountOverlay(spec *Spec, target string) error {
+	lower, rw := fmt.Sprintf("/proc/self/fd/%d", fdLower), fmt.Sprintf("/proc/self/fd/%d", fdUpperWork)
+	if !spec.OpenByPath {
+		lower, rw = "/tmp/layers/lower", "/tmp/layers/rw"
+		for fd, dir := range map[int]string{fdLower: lower, fdUpperWork: rw} {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			if err := unix.MoveMount(fd, "", unix.AT_FDCWD, dir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				return fmt.Errorf("attach an overlay layer: %w", err)
+			}
+		}
+	}
+	defer unix.Close(fdLower)
+	defer unix.Close(fdUpperWork)
+	// userxattr: in a user namespace overlayfs keeps its marks (opaque
+	// directories) in user.* attributes.
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower,
+		filepath.Join(rw, filepath.Base(spec.Overlay.Upper)), filepath.Join(rw, filepath.Base(spec.Overlay.Work)))
+	if err := unix.Mount("paddock-overlay", target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return unsupportedError{fmt.Sprintf("cannot mount the overlay workspace in a user namespace (%v); use kind clone", err)}
+	}
 	return nil
 }
 

@@ -88,9 +88,10 @@ type sandboxProcess struct {
 
 // startProcess re-executes this binary with args (HelperArg, HarnessArg…) in
 // the sandbox's new namespaces, as the spec's uid, with the workspace
-// handed over (descriptor 5) and extra descriptors from 6 on. The caller
-// writes the spec to p.config and then reads p.report.
-func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.Writer, extra ...*os.File) (*sandboxProcess, error) {
+// handed over (descriptor 5, or 7–9 for an overlay's layers) and a
+// harness's listener (6). The caller writes the spec to p.config and then
+// reads p.report.
+func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.Writer, listener *os.File) (*sandboxProcess, error) {
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -115,7 +116,39 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 	// Without CAP_SYS_ADMIN (an unprivileged daemon) there is no detached
 	// copy; the helper, running as the daemon's uid, opens the path itself.
 	wsfd, err := -1, error(syscall.EPERM)
-	if !forcePathOpen {
+	var layers []*os.File
+	if spec.Overlay != nil {
+		// Detached copies of the lower layer and of the directory holding
+		// upper and work (overlayfs wants those two on one mount), which
+		// the sandbox attaches in its own mount namespace: overlayfs takes
+		// only layers mounted there. Without CAP_SYS_ADMIN the sandbox,
+		// running as the daemon's uid, opens them by path.
+		for _, d := range []string{spec.Overlay.Lower, filepath.Dir(spec.Overlay.Upper)} {
+			fd, err := -1, error(syscall.EPERM)
+			if !forcePathOpen {
+				fd, err = unix.OpenTree(unix.AT_FDCWD, d, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			}
+			if errors.Is(err, syscall.EPERM) {
+				spec.OpenByPath = true
+				fd, err = unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			}
+			if err != nil {
+				for _, f := range layers {
+					f.Close()
+				}
+				cfgW.Close()
+				repR.Close()
+				return nil, paddock.Errorf(paddock.CodeConflict, "the workspace's layers are missing (%v)", err)
+			}
+			layers = append(layers, os.NewFile(uintptr(fd), "layer"))
+		}
+		defer func() {
+			for _, f := range layers {
+				f.Close()
+			}
+		}()
+		wsfd, err = unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	} else if !forcePathOpen {
 		wsfd, err = unix.OpenTree(unix.AT_FDCWD, spec.Workspace, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	}
 	if errors.Is(err, syscall.EPERM) {
@@ -129,6 +162,9 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 	}
 	ws := os.NewFile(uintptr(wsfd), "workspace")
 	defer ws.Close()
+	if listener == nil {
+		listener = devnull
+	}
 
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
 	if spec.Net != NetHost {
@@ -140,7 +176,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: spec.GID, Size: 1}},
 		GidMappingsEnableSetgroups: false,
 		Credential:                 &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: true},
-		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN},
+		AmbientCaps:                ambientCaps,
 		Setsid:                     true,
 	}
 	if !persistent {
@@ -154,7 +190,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		Stdin:       devnull,
 		Stdout:      stdout,
 		Stderr:      stderr,
-		ExtraFiles:  append([]*os.File{cfgR, repW, ws}, extra...),
+		ExtraFiles:  append([]*os.File{cfgR, repW, ws, listener}, layers...),
 		SysProcAttr: attr,
 	}
 	if err := cmd.Start(); err != nil {
@@ -184,7 +220,7 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	out := &capped{limit: spec.Limits.Output, live: spec.Stdout}
 	errb := &capped{limit: spec.Limits.Output, live: spec.Stderr}
 	start := time.Now()
-	p, err := startProcess(&spec, []string{HelperArg}, false, out, errb)
+	p, err := startProcess(&spec, []string{HelperArg}, false, out, errb, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -327,3 +363,10 @@ func (c *capped) bytes() []byte {
 }
 
 var _ io.Writer = (*capped)(nil)
+
+// ambientCaps are what a helper or harness holds in its own user namespace
+// while it builds the view: mounts, the loopback, and the file capabilities
+// overlayfs uses on the mounter's behalf (its work directory is made mode
+// 000). They reach only files of the sandbox's uid, the one id mapped; every
+// command starts with none.
+var ambientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_CHOWN, unix.CAP_MKNOD}

@@ -59,6 +59,11 @@ func (p *Pool) Run(ctx context.Context, key string, spec Spec) (*Result, error) 
 	if reason == "" && len(p.sockPath(key)) >= len(unix.RawSockaddrUnix{}.Path) {
 		reason = "the state directory's path is too long for the harness's socket"
 	}
+	if reason != "" && spec.Overlay != nil {
+		// A second mount of the run's upper layer beside its harness's
+		// would be undefined behaviour in overlayfs.
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "an overlay run runs its commands only through its harness, and %s", reason)
+	}
 	if reason != "" {
 		res, err := runFresh(ctx, spec)
 		if res != nil {
@@ -116,7 +121,8 @@ func configHash(spec *Spec) string {
 		UID, GID                    int
 		Tmp                         int64
 		OpenByPath, ForcePathOpened bool
-	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen})
+		Overlay                     *Overlay
+	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
 }
@@ -207,6 +213,39 @@ func (p *Pool) drop(key string, h *harnessConn) {
 	h.inflight--
 	p.mu.Unlock()
 	h.close()
+}
+
+// View returns the host path through which the daemon sees what the run's
+// commands see at spec.Workspace: the workspace inside the run's harness
+// (its mount namespace holds an overlay's merged view, which exists
+// nowhere else). It starts a harness for spec if the run has none, and
+// uses the one it has otherwise, whatever its network.
+func (p *Pool) View(ctx context.Context, key string, spec Spec) (string, error) {
+	spec.Argv = []string{"true"} // a harness runs nothing of its own
+	if err := prepare(&spec); err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	h := p.hs[key]
+	if h != nil && !h.isDead() {
+		h.lastUsed = time.Now()
+		p.mu.Unlock()
+		return fmt.Sprintf("/proc/%d/root%s", h.pid, spec.Workspace), nil
+	}
+	p.mu.Unlock()
+	if reason := p.perExecReason(&spec); reason != "" && reason != "an allow-list network gets a proxy of its own per command" {
+		return "", paddock.Errorf(paddock.CodeUnsupported, "no resident sandbox: %s", reason)
+	}
+	spec.Net, spec.Allow = NetNone, nil
+	h, err := p.harness(ctx, key, &spec)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	h.inflight--
+	h.lastUsed = time.Now()
+	p.mu.Unlock()
+	return fmt.Sprintf("/proc/%d/root%s", h.pid, spec.Workspace), nil
 }
 
 // Release gives back the harness of key, if it has one (a run that ends,

@@ -162,11 +162,23 @@ type Spec struct {
 	GID int `json:"gid,omitempty"`
 	// AllowDegraded runs even where a mechanism is missing, and records it.
 	AllowDegraded bool `json:"allow_degraded,omitempty"`
+	// Overlay, if set, makes the workspace a copy-on-write view: an overlay
+	// of these host directories mounted at Workspace inside the sandbox's
+	// mount namespace only (the daemon opens them; the sandbox's uid needs
+	// no path to them).
+	Overlay *Overlay `json:"overlay,omitempty"`
 	// OpenByPath tells the helper to open the workspace by its path; set by
 	// Run when it could not hand over a detached mount.
 	OpenByPath bool `json:"open_by_path,omitempty"`
 	// ProxySocket is the host path of the proxy's socket; set by Run.
 	ProxySocket string `json:"proxy_socket,omitempty"`
+}
+
+// Overlay names the layers of a copy-on-write workspace.
+type Overlay struct {
+	Lower string `json:"lower"` // read-only, shared (a snapshot of the base)
+	Upper string `json:"upper"` // the run's changes
+	Work  string `json:"work"`  // overlayfs's scratch directory, beside Upper
 }
 
 // Enforcement records what a command actually got.

@@ -31,6 +31,7 @@ func Providers(git *gitx.Git, dir string) map[paddock.WorkspaceKind]paddock.Work
 		paddock.KindClone:       &Clone{Git: git, Dir: dir},
 		paddock.KindWorktree:    &Worktree{Git: git, Dir: dir},
 		paddock.KindOperatorDir: OperatorDir{},
+		paddock.KindOverlay:     &Overlay{Git: git, Dir: dir, Snapshots: filepath.Join(filepath.Dir(dir), "snapshots")},
 	}
 }
 

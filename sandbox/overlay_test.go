@@ -1,0 +1,92 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// newOverlay makes the layers of a copy-on-write workspace: a lower layer
+// with two files, empty upper and work directories, all the sandbox user's.
+func newOverlay(t *testing.T) (ws string, ov *Overlay) {
+	t.Helper()
+	base := t.TempDir()
+	os.Chmod(base, 0o755)
+	os.Chmod(filepath.Dir(base), 0o755)
+	ov = &Overlay{Lower: filepath.Join(base, "lower"), Upper: filepath.Join(base, "ws", "upper"), Work: filepath.Join(base, "ws", "work")}
+	ws = filepath.Join(base, "ws")
+	for _, d := range []string{ov.Lower, ov.Upper, ov.Work, filepath.Join(ov.Lower, "dir")} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(ov.Lower, "keep.txt"), []byte("keep\n"), 0o644)
+	os.WriteFile(filepath.Join(ov.Lower, "gone.txt"), []byte("gone\n"), 0o644)
+	os.WriteFile(filepath.Join(ov.Lower, "dir", "a"), []byte("a\n"), 0o644)
+	filepath.Walk(base, func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			os.Lchown(p, sandboxUID(), sandboxUID())
+		}
+		return nil
+	})
+	return ws, ov
+}
+
+// TestOverlayWorkspace: commands see the merged view and write only the
+// upper layer; the daemon sees the same bytes through View; the lower
+// layer never changes.
+func TestOverlayWorkspace(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, ov := newOverlay(t)
+	p := &Pool{Dir: t.TempDir()}
+	defer p.Close()
+	spec := Spec{Argv: []string{"bash", "-c", "cat keep.txt && echo new > new.txt && echo more >> keep.txt && rm gone.txt && rm -r dir && mkdir dir && echo b > dir/b && ls"},
+		Workspace: ws, UID: sandboxUID(), Env: []string{"PATH=/usr/bin:/bin"}, Overlay: ov}
+	res, err := p.Run(context.Background(), "r-ov", spec)
+	if err != nil {
+		if strings.Contains(err.Error(), "unsupported") && os.Getenv("CI") != "true" {
+			t.Skipf("overlay in a user namespace: %v", err)
+		}
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || string(res.Stdout) != "keep\ndir\nkeep.txt\nnew.txt\n" {
+		t.Fatalf("exit %d: %q %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ov.Lower, "keep.txt")); string(b) != "keep\n" {
+		t.Fatal("the lower layer changed")
+	}
+	if _, err := os.Stat(filepath.Join(ov.Lower, "gone.txt")); err != nil {
+		t.Fatal("the lower layer lost a file")
+	}
+	if b, _ := os.ReadFile(filepath.Join(ov.Upper, "new.txt")); string(b) != "new\n" {
+		t.Fatal("the new file is not in the upper layer")
+	}
+	// Nothing is mounted on the host: the workspace directory holds the layers.
+	if _, err := os.Stat(filepath.Join(ws, "new.txt")); err == nil {
+		t.Fatal("the merged view is visible on the host")
+	}
+	view, err := p.View(context.Background(), "r-ov", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(view, "keep.txt")); err != nil || string(b) != "keep\nmore\n" {
+		t.Fatalf("the daemon's view: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(view, "gone.txt")); err == nil {
+		t.Fatal("the daemon's view shows a deleted file")
+	}
+	if _, err := os.Stat(filepath.Join(view, "upper")); err == nil {
+		t.Fatal("the daemon's view shows the layers")
+	}
+	// An allow-list network would need a second mount of the upper layer.
+	spec.Net, spec.Allow = NetAllow, []string{"example.com"}
+	if _, err := p.Run(context.Background(), "r-ov", spec); err == nil || !strings.Contains(err.Error(), "harness") {
+		t.Fatalf("an allow-list command on an overlay run: %v", err)
+	}
+}
+
+func TestOverlayWorkspaceByPath(t *testing.T) {
+	forcePathOpen = true
+	defer func() { forcePathOpen = false }()
+	TestOverlayWorkspace(t)
+}

@@ -1,0 +1,201 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+	"golang.org/x/sys/unix"
+)
+
+// Overlay makes copy-on-write workspaces. The lower layer is a snapshot of
+// the base revision, exported once per (project, base) under Snapshots and
+// shared by every run at that base; each run gets only its own upper and
+// work directories, w.Root/upper and w.Root/work, so making a run at a
+// snapshotted base costs the same whatever the repository's size. The
+// merged view is mounted by the run's sandbox at w.Root, inside the
+// sandbox's mount namespace only: nothing is mounted on the host.
+type Overlay struct {
+	Git       *gitx.Git
+	Dir       string // workspaces (the upper layers) are made below this directory
+	Snapshots string // the lower layers, one per project and base revision
+	// Owner, if not 0, is given the snapshot and the upper layer: the
+	// sandbox's uid, which must be able to read the lower layer and write
+	// the upper one.
+	Owner int
+	// Progress, if set, is told what a snapshot being built has reached.
+	Progress func(msg string)
+}
+
+// Kind returns paddock.KindOverlay.
+func (o *Overlay) Kind() paddock.WorkspaceKind { return paddock.KindOverlay }
+
+// Layers are the host directories of an overlay workspace.
+type Layers struct {
+	Lower, Upper, Work string
+}
+
+// LayersOf returns where w's layers are.
+func (o *Overlay) LayersOf(project string, w *paddock.Workspace) Layers {
+	return Layers{
+		Lower: SnapshotDir(o.Snapshots, project, w.BaseRevision),
+		Upper: filepath.Join(w.Root, "upper"),
+		Work:  filepath.Join(w.Root, "work"),
+	}
+}
+
+// SnapshotDir is where the snapshot of project at sha lives.
+func SnapshotDir(snapshots, project, sha string) string {
+	return filepath.Join(snapshots, project, sha)
+}
+
+// Prepare makes sure the base's snapshot exists (building it if not) and
+// makes the run's empty upper and work directories.
+func (o *Overlay) Prepare(ctx context.Context, p *paddock.Project, w *paddock.Workspace) error {
+	if err := mustBeBelow(o.Dir, w.Root); err != nil {
+		return err
+	}
+	if err := gitx.CheckRef(w.BaseRevision); err != nil || strings.ContainsAny(p.Name, "/\x00") || p.Name == "" || p.Name[0] == '.' {
+		return fmt.Errorf("workspace: overlay: bad project or revision")
+	}
+	if _, err := o.Snapshot(ctx, p, w.BaseRevision); err != nil {
+		return err
+	}
+	l := o.LayersOf(p.Name, w)
+	for _, d := range []string{w.Root, l.Upper, l.Work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return errors.Join(fmt.Errorf("workspace: overlay: %w", err), RemoveTree(o.Dir, w.Root))
+		}
+	}
+	return nil
+}
+
+// Snapshot returns the snapshot of p at sha, exporting it first if there
+// is none. It is built in a temporary directory and renamed into place, so
+// a crash never leaves half a snapshot where a run would use it.
+func (o *Overlay) Snapshot(ctx context.Context, p *paddock.Project, sha string) (string, error) {
+	dir := SnapshotDir(o.Snapshots, p.Name, sha)
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return dir, nil
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("workspace: snapshot: %w", err)
+	}
+	os.Chmod(o.Snapshots, 0o755) // the sandbox's uid walks it to the lower layer
+	tmp, err := os.MkdirTemp(parent, ".building-")
+	if err != nil {
+		return "", fmt.Errorf("workspace: snapshot: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	os.Chmod(tmp, 0o755)
+	repo, err := o.Git.Inspect(ctx, p.Root)
+	if err != nil {
+		return "", err
+	}
+	if o.Progress != nil {
+		o.Progress(fmt.Sprintf("building the snapshot of %s at %.12s", p.Name, sha))
+	}
+	if err := o.Git.ExportTree(ctx, repo.CommonDir, sha, tmp); err != nil {
+		return "", err
+	}
+	n := 0
+	if err := filepath.WalkDir(tmp, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if n++; o.Progress != nil && n%10000 == 0 {
+			o.Progress(fmt.Sprintf("snapshot of %s: %d entries", p.Name, n))
+		}
+		if o.Owner != 0 {
+			return os.Lchown(path, o.Owner, o.Owner)
+		}
+		return nil
+	}); err != nil {
+		return "", fmt.Errorf("workspace: snapshot: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
+			return dir, nil // built meanwhile by someone else
+		}
+		return "", fmt.Errorf("workspace: snapshot: %w", err)
+	}
+	if o.Progress != nil {
+		o.Progress(fmt.Sprintf("snapshot of %s at %.12s: %d entries", p.Name, sha, n))
+	}
+	return dir, nil
+}
+
+// Remove deletes the run's layers; the snapshot stays for gc.
+func (o *Overlay) Remove(ctx context.Context, p *paddock.Project, w *paddock.Workspace) error {
+	return RemoveTree(o.Dir, w.Root)
+}
+
+// Present reports whether the run's layers exist.
+func (o *Overlay) Present(ctx context.Context, w *paddock.Workspace) (bool, error) {
+	return present(filepath.Join(w.Root, "upper"))
+}
+
+// UpperPaths lists what an upper layer says changed, relative to the
+// workspace: every file, link and whiteout (a deletion), and every opaque
+// directory (one deleted and made anew, hiding the lower's) as a whole. A
+// directory copied up only to hold a change below it is not listed itself.
+// It reads only the upper layer: its cost is what changed.
+func UpperPaths(upper string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == upper {
+			return nil
+		}
+		rel, _ := filepath.Rel(upper, path)
+		if d.IsDir() {
+			if opaque(path) {
+				out = append(out, rel)
+				return filepath.SkipDir
+			}
+			empty, err := isEmptyDir(path)
+			if err == nil && empty {
+				out = append(out, rel) // a new empty directory: git ignores it, but it is a path that changed
+			}
+			return nil
+		}
+		out = append(out, rel)
+		return nil
+	})
+	return out, err
+}
+
+func isEmptyDir(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	return false, err
+}
+
+// opaque reports an overlay's opaque-directory mark, set as a trusted
+// (root) or user (user namespace, userxattr) extended attribute.
+func opaque(path string) bool {
+	buf := make([]byte, 4)
+	for _, name := range []string{"user.overlay.opaque", "trusted.overlay.opaque"} {
+		if n, err := unix.Lgetxattr(path, name, buf); err == nil && n > 0 && buf[0] == 'y' {
+			return true
+		}
+	}
+	return false
+}
