@@ -36,6 +36,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -436,6 +437,12 @@ const MaxDiffPaths = 2000
 // holds. Paths are literal, relative to the work tree; a directory stands
 // for everything below it. Its answer equals DiffWorkTree's whenever the
 // rest of the tree is unchanged.
+//
+// git never sees workTree itself: the files under paths (and the
+// .gitignore files above them) are copied into a private shadow tree
+// first. git resolves a work tree's path through its symbolic links, and a
+// view reached through /proc/PID/root (another mount namespace) would
+// resolve to a path of the daemon's own namespace.
 func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, paths []string, includeIgnored bool, check func(raw []byte) error) (*Snapshot, error) {
 	if err := CheckRef(base); err != nil {
 		return nil, err
@@ -455,8 +462,11 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	if err != nil {
 		return nil, err
 	}
-	ownObjects := filepath.Join(tmp, "objects")
+	ownObjects, shadow := filepath.Join(tmp, "objects"), filepath.Join(tmp, "tree")
 	if err := os.MkdirAll(filepath.Join(ownObjects, "pack"), 0o700); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	if err := os.Mkdir(shadow, 0o700); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	extra := []string{
@@ -466,7 +476,7 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		"GIT_LITERAL_PATHSPECS=1",
 	}
 	args := func(a ...string) []string {
-		return append([]string{"--git-dir=" + gitDir, "--work-tree=" + workTree}, a...)
+		return append([]string{"--git-dir=" + gitDir, "--work-tree=" + shadow}, a...)
 	}
 	run := func(a ...string) ([]byte, error) { return g.runEnv(ctx, "", extra, args(a...)...) }
 	spec := append([]string{"--"}, paths...)
@@ -478,14 +488,134 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	if _, err := g.runInput(ctx, "", extra, entries, args("update-index", "-z", "--index-info")...); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
-	add := []string{"add", "--all"}
-	if includeIgnored {
-		add = append(add, "--force")
+	inBase := map[string]bool{}
+	for _, rec := range strings.Split(string(entries), "\x00") {
+		if _, p, ok := strings.Cut(rec, "\t"); ok {
+			inBase[p] = true
+		}
 	}
-	if _, err := run(append(add, spec...)...); err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
+	// The shadow tree: every file now under paths, and the ignore rules
+	// that apply to them.
+	var files, fresh []string
+	seen := map[string]bool{}
+	addFile := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			files = append(files, p)
+			if !inBase[p] {
+				fresh = append(fresh, p)
+			}
+		}
+	}
+	for p := range inBase {
+		addFile(p) // modified or deleted
+	}
+	rules := map[string]bool{}
+	for _, p := range paths {
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			rules[filepath.Join(d, ".gitignore")] = true
+			if d == "." || d == "/" {
+				break
+			}
+		}
+		err := filepath.WalkDir(filepath.Join(workTree, p), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // gone: base's entries name it
+			}
+			rel, _ := filepath.Rel(workTree, path)
+			if d.IsDir() {
+				if d.Name() == ".git" {
+					return filepath.SkipDir
+				}
+				return os.MkdirAll(filepath.Join(shadow, rel), 0o700)
+			}
+			if err := copyEntry(path, filepath.Join(shadow, rel)); err != nil {
+				return err
+			}
+			addFile(filepath.ToSlash(rel))
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("gitx: diff: %w", err)
+		}
+	}
+	for r := range rules {
+		if _, err := os.Lstat(filepath.Join(shadow, r)); err == nil {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(workTree, r)); err == nil && fi.Mode().IsRegular() {
+			if err := copyEntry(filepath.Join(workTree, r), filepath.Join(shadow, r)); err != nil {
+				return nil, fmt.Errorf("gitx: diff: %w", err)
+			}
+		}
+	}
+	// git add refuses a pathspec that matches nothing, and one naming an
+	// ignored file: name only files that exist or that base has, and leave
+	// out new ignored ones, as `add --all -- .` would.
+	if !includeIgnored && len(fresh) > 0 {
+		// check-ignore takes paths, not pathspecs: no literal magic for it.
+		out, err := g.runInput(ctx, "", extra[:len(extra)-1], []byte(strings.Join(fresh, "\x00")+"\x00"), args("check-ignore", "-z", "--stdin")...)
+		var ee *exec.ExitError
+		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) { // 1: nothing ignored
+			return nil, fmt.Errorf("gitx: diff: %w", err)
+		}
+		ignored := map[string]bool{}
+		for _, p := range strings.Split(string(out), "\x00") {
+			ignored[p] = true
+		}
+		kept := files[:0]
+		for _, p := range files {
+			if !ignored[p] {
+				kept = append(kept, p)
+			}
+		}
+		files = kept
+	}
+	if len(files) > 0 {
+		add := []string{"add", "--all"}
+		if includeIgnored {
+			add = append(add, "--force")
+		}
+		if _, err := run(append(append(add, "--"), files...)...); err != nil {
+			return nil, fmt.Errorf("gitx: diff: %w", err)
+		}
 	}
 	return snapshotOf(run, base, spec, check)
+}
+
+// copyEntry copies a file (content and executable bit) or a symbolic link.
+func copyEntry(src, dst string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, dst)
+	case fi.Mode().IsRegular():
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm()|0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	}
+	return nil // not content git keeps (a device, a socket, a whiteout)
 }
 
 // ExportTree writes the files of rev into dir, which must be empty, through

@@ -40,9 +40,25 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	if err != nil {
 		return nil, err
 	}
+	dir, err := m.viewDir(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
 	limits := m.ChangeSetLimits.withDefaults()
-	check := func(raw []byte) error { return limits.check(r.Workspace.Root, raw) }
-	snap, err := m.Git.DiffWorkTree(ctx, repo.CommonDir, r.Workspace.Root, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache"), r.IncludeIgnored, check, ".paddock")
+	check := func(raw []byte) error { return limits.check(dir, raw) }
+	var snap *gitx.Snapshot
+	var paths []string
+	if r.Workspace.Kind == paddock.KindOverlay {
+		paths, err = m.overlayPaths(r)
+	}
+	switch {
+	case err != nil:
+	case r.Workspace.Kind == paddock.KindOverlay && len(paths) <= gitx.MaxDiffPaths:
+		// Only what the upper layer names can differ from the base.
+		snap, err = m.Git.DiffPaths(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, paths, r.IncludeIgnored, check)
+	default:
+		snap, err = m.Git.DiffWorkTree(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache"), r.IncludeIgnored, check, ".paddock")
+	}
 	if err != nil {
 		var pe *paddock.Error
 		if errors.As(err, &pe) {
@@ -50,7 +66,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		}
 		return nil, internal("computing the change set failed", err)
 	}
-	cs, err := changeset.Build(id, r.Workspace.BaseRevision, r.Workspace.Root, snap, policy(p))
+	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, policy(p))
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
@@ -256,7 +272,11 @@ func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.Change
 	if err != nil {
 		return err
 	}
-	root, err := confine.Open(r.Workspace.Root, &confine.Policy{})
+	dir, err := m.viewDir(ctx, r, nil)
+	if err != nil {
+		return err
+	}
+	root, err := confine.Open(dir, &confine.Policy{})
 	if err != nil {
 		return internal("opening the workspace failed", err)
 	}

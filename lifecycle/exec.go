@@ -108,27 +108,18 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		liveErr = red.NewWriter(stderr)
 		defer liveErr.Close()
 	}
-	spec := sandbox.Spec{
-		Argv:      req.Argv,
-		Workspace: r.Workspace.Root,
-		Dir:       req.Dir,
-		ReadOnly:  r.Access == paddock.AccessRead,
-		Protected: protectedIn(r.Workspace.Root, policy(p).Protected),
-		Net:       net,
-		Allow:     allow,
-		Decide: func(d sandbox.ProxyDecision) {
-			m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
-				_, err := tx.AppendEvent(ctx, id, EventNetwork, d)
-				return err
-			})
-		},
-		Env:           env,
-		Limits:        limits,
-		Stdout:        writerOrNil(liveOut),
-		Stderr:        writerOrNil(liveErr),
-		UID:           m.SandboxUID,
-		GID:           m.SandboxUID,
-		AllowDegraded: req.AllowDegraded,
+	spec, err := m.sandboxSpec(r, p)
+	if err != nil {
+		return nil, err
+	}
+	spec.Argv, spec.Dir, spec.Net, spec.Allow = req.Argv, req.Dir, net, allow
+	spec.Env, spec.Limits, spec.AllowDegraded = env, limits, req.AllowDegraded
+	spec.Stdout, spec.Stderr = writerOrNil(liveOut), writerOrNil(liveErr)
+	spec.Decide = func(d sandbox.ProxyDecision) {
+		m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
+			_, err := tx.AppendEvent(ctx, id, EventNetwork, d)
+			return err
+		})
 	}
 	res, err := m.runCommand(ctx, id, spec)
 	req.Argv = red.Strings(req.Argv) // a secret on the command line stays out of events

@@ -139,16 +139,25 @@ func (m *Manager) verifyCommands(ctx context.Context, id string) ([][]string, er
 	}
 	// Stage the base's recipes where the commands expect them; .paddock is
 	// protected, so the agent cannot rewrite them (read-only in the sandbox).
-	root, err := confine.Open(r.Workspace.Root, &confine.Policy{})
+	dir, err := m.viewDir(ctx, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	root, err := confine.Open(dir, &confine.Policy{})
 	if err != nil {
 		return nil, internal("opening the workspace failed", err)
 	}
 	defer root.Close()
-	for name, content := range mf.Files {
-		rel := path.Join(manifest.StageDir, name)
-		if _, err := root.WriteFile(rel, rel, content, nil); err != nil {
-			return nil, internal("staging the manifest failed", err)
+	if err := m.asSandboxUser(r, func() error {
+		for name, content := range mf.Files {
+			rel := path.Join(manifest.StageDir, name)
+			if _, err := root.WriteFile(rel, rel, content, nil); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		return nil, internal("staging the manifest failed", err)
 	}
 	return cmds, nil
 }

@@ -71,6 +71,8 @@ type Manager struct {
 	notifyMu sync.Mutex
 	changed  chan struct{} // closed and replaced whenever events were appended
 
+	overlayProbe overlayProbe
+
 	jobsOnce     sync.Once
 	jobState     *jobRunner
 	instanceOnce sync.Once

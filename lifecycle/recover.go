@@ -177,7 +177,48 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error
 		}
 		out = append(out, f)
 	}
-	return out, nil
+	return append(out, m.gcSnapshots(runs, dryRun)...), nil
+}
+
+// gcSnapshots removes the overlay snapshots no live run uses (and any a
+// crash left half built). The caller holds m.mu, which every create holds
+// while it makes or takes a snapshot.
+func (m *Manager) gcSnapshots(runs []*paddock.Run, dryRun bool) []paddock.Finding {
+	ov, ok := m.overlayProvider()
+	if !ok {
+		return nil
+	}
+	used := map[string]bool{}
+	for _, r := range runs {
+		if w := r.Workspace; w != nil && w.Kind == paddock.KindOverlay && w.State != paddock.StateCleaned {
+			used[workspace.SnapshotDir(ov.Snapshots, r.Project, w.BaseRevision)] = true
+		}
+	}
+	projects, _ := os.ReadDir(ov.Snapshots)
+	var out []paddock.Finding
+	for _, pd := range projects {
+		dir := filepath.Join(ov.Snapshots, pd.Name())
+		snaps, _ := os.ReadDir(dir)
+		for _, sn := range snaps {
+			path := filepath.Join(dir, sn.Name())
+			if used[path] {
+				continue
+			}
+			f := paddock.Finding{Path: path, Issue: "snapshot no live run uses", Action: paddock.ActionWouldClean}
+			if !dryRun {
+				f.Action = paddock.ActionCleaned
+				if err := workspace.RemoveTree(dir, path); err != nil {
+					m.log().Error("gc failed", "path", path, "err", err)
+					f.Action = paddock.ActionFailed
+				}
+			}
+			out = append(out, f)
+		}
+		if !dryRun {
+			os.Remove(dir) // only if empty
+		}
+	}
+	return out
 }
 
 func (m *Manager) gcRecord(ctx context.Context, r *paddock.Run, dryRun bool) (*paddock.Finding, error) {

@@ -21,6 +21,10 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	if err != nil {
 		return nil, err
 	}
+	kind, chose := m.resolveKind(ctx, kind)
+	if kind == paddock.KindOverlay && (m.Harnesses == nil || m.Harnesses.PerExec) {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "an overlay workspace needs resident sandboxes (sandbox_mode = resident); use kind clone")
+	}
 	policy, err := paddock.ParseCleanupPolicy(o.CleanupPolicy)
 	if err != nil {
 		return nil, err
@@ -77,9 +81,11 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 		if err := tx.CreateRun(ctx, r); err != nil {
 			return err
 		}
-		if _, err := tx.AppendEvent(ctx, id, paddock.EventRunCreated, map[string]string{
-			"project": p.Name, "kind": string(kind), "base_ref": o.Base, "base_revision": base.SHA, "root": root,
-		}); err != nil {
+		ev := map[string]string{"project": p.Name, "kind": string(kind), "base_ref": o.Base, "base_revision": base.SHA, "root": root}
+		if chose != "" {
+			ev["kind_chosen"] = chose
+		}
+		if _, err := tx.AppendEvent(ctx, id, paddock.EventRunCreated, ev); err != nil {
 			return err
 		}
 		if needsLock(kind) {
@@ -96,6 +102,10 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 		return nil, err
 	}
 	m.log().Info("preparing workspace", "run", id, "kind", kind, "base", base.SHA)
+	if ov, ok := prov.(*workspace.Overlay); ok {
+		ov.Owner = m.SandboxUID
+		ov.Progress = func(msg string) { m.log().Info(msg, "run", id) }
+	}
 
 	if perr := prov.Prepare(ctx, p, r.Workspace); perr != nil {
 		m.log().Error("prepare failed", "run", id, "err", perr)
@@ -399,7 +409,17 @@ func (m *Manager) Checkpoint(ctx context.Context, id, reason string) (*paddock.R
 }
 
 func (m *Manager) takeCheckpoint(ctx context.Context, w *paddock.Workspace, reason string) (*paddock.Checkpoint, error) {
-	digest, files, err := workspace.Digest(ctx, w.Root)
+	root := w.Root
+	if w.Kind == paddock.KindOverlay {
+		r, err := m.Run(ctx, w.RunID)
+		if err != nil {
+			return nil, err
+		}
+		if root, err = m.viewDir(ctx, r, nil); err != nil {
+			return nil, err
+		}
+	}
+	digest, files, err := workspace.Digest(ctx, root)
 	if err != nil {
 		return nil, internal("reading the workspace for a checkpoint failed", err)
 	}

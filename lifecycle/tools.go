@@ -85,12 +85,18 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	root, err := confine.Open(r.Workspace.Root, policy(p))
+	dir, err := m.viewDir(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
+	root, err := confine.Open(dir, policy(p))
 	if err != nil {
 		return nil, internal("opening the workspace failed", err)
 	}
 	defer root.Close()
-	res, outcome := t.Call(ctx, root, args)
+	var res any
+	var outcome tools.Outcome
+	m.asSandboxUser(r, func() error { res, outcome = t.Call(ctx, root, args); return nil })
 	red := m.redactor(r)
 	outcome.Args = json.RawMessage(red.Bytes(outcome.Args))
 	if err := m.recordTool(ctx, id, outcome); err != nil {
@@ -165,12 +171,17 @@ func (m *Manager) Deliver(ctx context.Context, id, name string, body io.Reader, 
 	}
 	// The host writes the inbox: the agents' protected-path policy does not
 	// apply, the confinement and the .git rule do.
-	root, err := confine.Open(r.Workspace.Root, &confine.Policy{})
+	dir, err := m.viewDir(ctx, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	root, err := confine.Open(dir, &confine.Policy{})
 	if err != nil {
 		return nil, internal("opening the workspace failed", err)
 	}
 	defer root.Close()
-	res, err := tools.Deliver(root, name, body, lim)
+	var res *paddock.InboxResult
+	err = m.asSandboxUser(r, func() (err error) { res, err = tools.Deliver(root, name, body, lim); return err })
 	if err != nil {
 		return nil, err
 	}

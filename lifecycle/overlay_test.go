@@ -1,0 +1,295 @@
+package lifecycle_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/sandbox"
+	"github.com/paddock-dev/paddock/workspace"
+)
+
+// withSandbox gives the env's manager resident sandboxes and, when the
+// tests run as root, an unprivileged uid for commands; it skips where the
+// sandbox cannot run (failing under CI).
+func withSandbox(t *testing.T, e *env) {
+	t.Helper()
+	e.m.Harnesses = &sandbox.Pool{Dir: filepath.Join(e.state, "harness")}
+	t.Cleanup(e.m.Harnesses.Close)
+	if os.Getuid() == 0 {
+		e.m.SandboxUID = 65534
+	}
+	r, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
+	if err == nil {
+		_, err = e.m.Exec(context.Background(), r.ID, paddock.ExecRequest{Argv: []string{"true"}})
+	}
+	if err != nil && paddock.IsCode(err, paddock.CodeUnsupported) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("overlay workspaces do not work on this CI machine: %v", err)
+		}
+		t.Skipf("overlay workspaces do not work here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m.Reject(context.Background(), r.ID)
+}
+
+func sh(t *testing.T, m *lifecycle.Manager, id, script string) string {
+	t.Helper()
+	res, err := m.Exec(context.Background(), id, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
+	if err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("%s: exit %d\n%s%s", script, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// TestOverlayRun: an overlay run's tools and commands see the same bytes,
+// its change set comes from the upper layer, its snapshot is shared and
+// collected, and reject leaves nothing behind.
+func TestOverlayRun(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	r := e.create(t, paddock.KindOverlay, "on_reject")
+	snap := workspace.SnapshotDir(filepath.Join(e.state, "snapshots"), "my-app", r.Workspace.BaseRevision)
+	if _, err := os.Stat(filepath.Join(snap, "README.md")); err != nil {
+		t.Fatalf("no snapshot: %v", err)
+	}
+	// A tool writes, a command reads it; a command writes, a tool reads it.
+	if _, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"new.txt","content":"from a tool\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if out := sh(t, e.m, r.ID, "cat new.txt; echo changed > README.md; rm run.sh; mkdir -p a/b; echo deep > a/b/c"); out != "from a tool\n" {
+		t.Fatalf("the command saw %q", out)
+	}
+	res, err := e.m.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"README.md"}`))
+	if err != nil || !strings.Contains(fmt.Sprint(res), "changed") {
+		t.Fatalf("the tool saw %v %v", res, err)
+	}
+	// Nothing of it on the host but the upper layer; the snapshot is intact.
+	if b, _ := os.ReadFile(filepath.Join(snap, "README.md")); string(b) != "hello\n" {
+		t.Fatal("the snapshot changed")
+	}
+	if _, err := os.Stat(filepath.Join(r.Workspace.Root, "README.md")); err == nil {
+		t.Fatal("the merged view is mounted on the host")
+	}
+	cs, err := e.m.ChangeSet(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]paddock.ChangeOp{}
+	for _, en := range cs.Entries {
+		got[en.Path] = en.Op
+	}
+	want := map[string]paddock.ChangeOp{"new.txt": paddock.OpCreate, "README.md": paddock.OpModify, "run.sh": paddock.OpDelete, "a/b/c": paddock.OpCreate}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("change set %v, want %v", got, want)
+	}
+	// A checkpoint and a resume read the merged view.
+	if _, err := e.m.Checkpoint(ctx, r.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := e.m.Resume(ctx, r.ID)
+	if err != nil || rr.Drift {
+		t.Fatalf("resume: %+v %v", rr, err)
+	}
+	// A second run at the base shares the snapshot; its creation does not
+	// touch it.
+	fi1, _ := os.Stat(snap)
+	start := time.Now()
+	r2 := e.create(t, paddock.KindOverlay, "on_reject")
+	took := time.Since(start)
+	fi2, _ := os.Stat(snap)
+	if !os.SameFile(fi1, fi2) || !fi1.ModTime().Equal(fi2.ModTime()) {
+		t.Fatal("the snapshot was rebuilt")
+	}
+	t.Logf("an overlay run at a snapshotted base: %v", took)
+	if out := sh(t, e.m, r2.ID, "cat README.md; ls new.txt 2>&1 || true"); !strings.HasPrefix(out, "hello\n") || strings.Contains(out, "new.txt\n") {
+		t.Fatalf("the second run sees the first's changes: %q", out)
+	}
+	// Submit, approve, apply to a branch.
+	frozen, err := e.m.Submit(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Approve(ctx, r.ID, frozen.Hash, "tester"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Apply(ctx, r.ID, "", gitx.Identity{Name: "T", Email: "t@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command("git", "-C", e.repo, "show", "paddock/"+r.ID+":README.md").Output()
+	if string(out) != "changed\n" {
+		t.Fatalf("applied README.md: %q", out)
+	}
+	// Reject gives the harness back and removes the layers, leaving the
+	// project byte-identical; gc collects the snapshot once no run uses it.
+	before, _ := gittest.TreeDigest(t, e.repo)
+	pid := harnessPID(t, e.m, r2.ID)
+	if _, err := e.m.Reject(ctx, r2.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, pid)
+	if _, err := os.Stat(r2.Workspace.Root); err == nil {
+		t.Fatal("reject left the layers")
+	}
+	if _, err := e.m.GC(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(snap); err != nil {
+		t.Fatal("gc removed a snapshot a run still uses")
+	}
+	if _, err := e.m.Reject(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.m.GC(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := gittest.TreeDigest(t, e.repo); after != before {
+		t.Fatal("the project changed with the overlay runs' reject and gc")
+	}
+	if _, err := os.Stat(snap); err == nil {
+		t.Fatalf("gc kept an unused snapshot: %+v", f)
+	}
+}
+
+func harnessPID(t *testing.T, m *lifecycle.Manager, id string) int {
+	t.Helper()
+	res, err := m.Exec(context.Background(), id, paddock.ExecRequest{Argv: []string{"true"}})
+	if err != nil || res.Enforcement.Mode != "resident" || res.Enforcement.HarnessPID == 0 {
+		t.Fatalf("no harness: %+v %v", res, err)
+	}
+	return res.Enforcement.HarnessPID
+}
+
+func waitExit(t *testing.T, pid int) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(b), ") Z ") || syscall.Kill(pid, 0) != nil {
+			return
+		}
+	}
+	t.Fatalf("harness %d still runs", pid)
+}
+
+// TestOverlayMatchesClone is the property test of copy-on-write change
+// sets: random edit scripts (create, modify, delete, chmod, symlink,
+// rename, binary, nested and empty directories, a directory deleted and
+// made anew) run in an overlay run and in a clone run must give identical
+// change sets, and the diff applied to the base must give the clone's tree.
+func TestOverlayMatchesClone(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	rounds := 12
+	if testing.Short() {
+		rounds = 4
+	}
+	for round := 0; round < rounds; round++ {
+		script := editScript(rng)
+		ov := e.create(t, paddock.KindOverlay, "on_reject")
+		cl := e.create(t, paddock.KindClone, "on_reject")
+		sh(t, e.m, ov.ID, script)
+		sh(t, e.m, cl.ID, script)
+		a, err := e.m.ChangeSet(ctx, ov.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := e.m.ChangeSet(ctx, cl.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Hash != b.Hash || a.Diff != b.Diff || fmt.Sprint(a.Entries) != fmt.Sprint(b.Entries) {
+			t.Fatalf("round %d (seed %d): the change sets differ\nscript:\n%s\noverlay: %v\nclone:   %v", round, seed, script, a.Entries, b.Entries)
+		}
+		// git apply of the diff onto the base reproduces the workspace.
+		check := filepath.Join(t.TempDir(), "check")
+		if out, err := exec.Command("git", "clone", "-q", "--no-checkout", e.repo, check).CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		if out, err := exec.Command("git", "-C", check, "checkout", "-q", cl.Workspace.BaseRevision).CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		if a.Diff != "" {
+			apply := exec.Command("git", "-C", check, "apply", "--binary", "-")
+			apply.Stdin = strings.NewReader(a.Diff)
+			if out, err := apply.CombinedOutput(); err != nil {
+				t.Fatalf("round %d: git apply: %v %s\nscript:\n%s", round, err, out, script)
+			}
+		}
+		want, _ := digestNoGit(t, cl.Workspace.Root)
+		got, _ := digestNoGit(t, check)
+		if want != got {
+			t.Fatalf("round %d (seed %d): the applied diff does not reproduce the workspace\nscript:\n%s\nwant:\n%s\ngot:\n%s", round, seed, script, want, got)
+		}
+		e.m.Reject(ctx, ov.ID)
+		e.m.Reject(ctx, cl.ID)
+	}
+}
+
+// editScript writes a random shell script of edits against the test
+// repository (README.md, cmd/main.go, docs/ü.txt, link, run.sh).
+func editScript(rng *rand.Rand) string {
+	var b strings.Builder
+	b.WriteString("set -e\n")
+	files := []string{"README.md", "cmd/main.go", "docs/ü.txt", "run.sh"}
+	n := 3 + rng.Intn(8)
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("f%d-%d", i, rng.Intn(1000))
+		switch rng.Intn(11) {
+		case 0: // create, nested
+			fmt.Fprintf(&b, "mkdir -p d%d/e && echo %q > d%d/e/%s.txt\n", i, name, i, name)
+		case 1: // modify
+			fmt.Fprintf(&b, "echo %q >> %s || true\n", name, files[rng.Intn(len(files))])
+		case 2: // delete
+			fmt.Fprintf(&b, "rm -f %s\n", files[rng.Intn(len(files))])
+		case 3: // chmod
+			fmt.Fprintf(&b, "chmod %s %s 2>/dev/null || true\n", []string{"+x", "-x"}[rng.Intn(2)], files[rng.Intn(len(files))])
+		case 4: // symlink
+			fmt.Fprintf(&b, "ln -sf %s %s.lnk\n", files[rng.Intn(len(files))], name)
+		case 5: // rename
+			fmt.Fprintf(&b, "mv %s %s.moved 2>/dev/null || true\n", files[rng.Intn(len(files))], name)
+		case 6: // binary
+			fmt.Fprintf(&b, "for i in $(seq %d); do printf '\\x00\\xff%%d' $i; done > %s.bin\n", 1+rng.Intn(500), name)
+		case 7: // empty directory
+			fmt.Fprintf(&b, "mkdir -p empty%d/inner\n", i)
+		case 8: // a directory deleted and made anew (opaque in the upper layer)
+			fmt.Fprintf(&b, "rm -rf cmd && mkdir cmd && echo %q > cmd/new.go\n", name)
+		case 9: // the link changed
+			fmt.Fprintf(&b, "rm -f link && ln -s %s link\n", files[rng.Intn(len(files))])
+		case 10: // modify then restore (a copy-up that changes nothing)
+			fmt.Fprintf(&b, "if [ -f README.md ]; then cp README.md /tmp/r && echo x >> README.md && cp /tmp/r README.md; fi\n")
+		}
+	}
+	return b.String()
+}
+
+// The test binary is the sandbox's helper and harness too: they re-execute
+// /proc/self/exe.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	os.Exit(m.Run())
+}

@@ -1,0 +1,157 @@
+package lifecycle
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/sandbox"
+	"github.com/paddock-dev/paddock/workspace"
+	"golang.org/x/sys/unix"
+)
+
+// overlayProvider is the manager's overlay provider, if it has one.
+func (m *Manager) overlayProvider() (*workspace.Overlay, bool) {
+	ov, ok := m.Providers[paddock.KindOverlay].(*workspace.Overlay)
+	return ov, ok
+}
+
+// sandboxSpec is what every command of run r shares: its workspace, its
+// access, the protected paths made read-only, the uid, an overlay's layers.
+func (m *Manager) sandboxSpec(r *paddock.Run, p *paddock.Project) (sandbox.Spec, error) {
+	spec := sandbox.Spec{Workspace: r.Workspace.Root, ReadOnly: r.Access == paddock.AccessRead, UID: m.SandboxUID, GID: m.SandboxUID}
+	scan := r.Workspace.Root
+	if r.Workspace.Kind == paddock.KindOverlay {
+		ov, ok := m.overlayProvider()
+		if !ok {
+			return spec, paddock.Errorf(paddock.CodeUnsupported, "this daemon makes no overlay workspaces")
+		}
+		l := ov.LayersOf(r.Project, r.Workspace)
+		spec.Overlay = &sandbox.Overlay{Lower: l.Lower, Upper: l.Upper, Work: l.Work}
+		// The base's protected paths: a harness's view is made once for the
+		// run, so what it protects must not depend on what the run adds.
+		scan = l.Lower
+	}
+	spec.Protected = protectedIn(scan, policy(p).Protected)
+	return spec, nil
+}
+
+// viewDir is where the daemon reads and writes run r's workspace as its
+// commands see it: the workspace itself, or for an overlay run its merged
+// view inside the run's harness (it exists nowhere else).
+func (m *Manager) viewDir(ctx context.Context, r *paddock.Run, p *paddock.Project) (string, error) {
+	if r.Workspace.Kind != paddock.KindOverlay {
+		return r.Workspace.Root, nil
+	}
+	if m.Harnesses == nil {
+		return "", paddock.Errorf(paddock.CodeUnsupported, "an overlay workspace needs resident sandboxes, which this daemon does not keep")
+	}
+	if p == nil {
+		var err error
+		if p, err = m.Project(ctx, r.Project); err != nil {
+			return "", err
+		}
+	}
+	spec, err := m.sandboxSpec(r, p)
+	if err != nil {
+		return "", err
+	}
+	return m.Harnesses.View(ctx, r.ID, spec)
+}
+
+// overlayPaths lists what an overlay run changed, from its upper layer
+// alone, without what paddock stages under .paddock.
+func (m *Manager) overlayPaths(r *paddock.Run) ([]string, error) {
+	ov, ok := m.overlayProvider()
+	if !ok {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon makes no overlay workspaces")
+	}
+	all, err := workspace.UpperPaths(ov.LayersOf(r.Project, r.Workspace).Upper)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, p := range all {
+		if p != ".paddock" && !strings.HasPrefix(p, ".paddock/") {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// resolveKind turns auto into the kind this machine can make: overlay
+// where a sandbox can mount one (probed once), clone elsewhere.
+func (m *Manager) resolveKind(ctx context.Context, k paddock.WorkspaceKind) (paddock.WorkspaceKind, string) {
+	if k != paddock.KindAuto {
+		return k, ""
+	}
+	if _, ok := m.overlayProvider(); !ok || m.Harnesses == nil || m.Harnesses.PerExec {
+		return paddock.KindClone, "auto: clone (resident sandboxes are off, and overlay workspaces need them)"
+	}
+	m.overlayProbe.once.Do(func() { m.overlayProbe.err = m.probeOverlay(ctx) })
+	if err := m.overlayProbe.err; err != nil {
+		return paddock.KindClone, "auto: clone (overlay does not work here: " + paddock.ErrorMessage(err) + ")"
+	}
+	return paddock.KindOverlay, "auto: overlay"
+}
+
+// overlayProbe remembers whether this machine can mount an overlay
+// workspace in a sandbox.
+type overlayProbe struct {
+	once sync.Once
+	err  error
+}
+
+// probeOverlay mounts a small overlay in a sandbox for real.
+func (m *Manager) probeOverlay(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "paddock-overlay-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	ov := &sandbox.Overlay{Lower: filepath.Join(dir, "lower"), Upper: filepath.Join(dir, "ws", "upper"), Work: filepath.Join(dir, "ws", "work")}
+	for _, d := range []string{ov.Lower, ov.Upper, ov.Work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if m.SandboxUID != 0 {
+		if err := chownTree(dir, m.SandboxUID); err != nil {
+			return err
+		}
+	}
+	res, err := sandbox.Run(ctx, sandbox.Spec{Argv: []string{"true"}, Workspace: filepath.Join(dir, "ws"), Overlay: ov,
+		UID: m.SandboxUID, GID: m.SandboxUID, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err == nil && res.ExitCode != 0 {
+		err = paddock.Errorf(paddock.CodeUnsupported, "a command in an overlay workspace exited %d", res.ExitCode)
+	}
+	return err
+}
+
+// asSandboxUser runs fn on a thread whose file-system uid and gid are the
+// sandbox's, when run r's files live in an overlay mounted in the sandbox's
+// user namespace: a file the daemon makes there must belong to an id that
+// namespace maps (a root daemon's own uid is not mapped; the kernel refuses
+// with EOVERFLOW). Elsewhere fn just runs. fn must not hand its writes to
+// other goroutines.
+func (m *Manager) asSandboxUser(r *paddock.Run, fn func() error) error {
+	uid := m.SandboxUID
+	if r.Workspace == nil || r.Workspace.Kind != paddock.KindOverlay || uid == 0 || uid == os.Getuid() {
+		return fn()
+	}
+	runtime.LockOSThread()
+	unix.Setfsgid(uid)
+	unix.Setfsuid(uid)
+	err := fn()
+	unix.Setfsuid(os.Getuid())
+	unix.Setfsgid(os.Getgid())
+	if cur, _ := unix.SetfsuidRetUid(-1); cur == os.Getuid() {
+		runtime.UnlockOSThread() // restored; otherwise the thread dies with the goroutine
+	}
+	return err
+}
