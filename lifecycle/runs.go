@@ -17,7 +17,7 @@ import (
 // refused before anything is written; a failure while preparing rolls the
 // workspace back and leaves the run cleaned with the reason recorded.
 func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*paddock.Run, error) {
-	kind, err := paddock.ParseKind(cmp.Or(o.Kind, string(cmp.Or(m.DefaultKind, paddock.KindClone))))
+	kind, err := paddock.ParseKind(cmp.Or(o.Kind, string(cmp.Or(m.DefaultKind, paddock.KindAuto))))
 	if err != nil {
 		return nil, err
 	}

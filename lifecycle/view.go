@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 
@@ -32,9 +33,20 @@ func (m *Manager) sandboxSpec(r *paddock.Run, p *paddock.Project) (sandbox.Spec,
 		}
 		l := ov.LayersOf(r.Project, r.Workspace)
 		spec.Overlay = &sandbox.Overlay{Lower: l.Lower, Upper: l.Upper, Work: l.Work}
-		// The base's protected paths: a harness's view is made once for the
-		// run, so what it protects must not depend on what the run adds.
-		scan = l.Lower
+		// The protected paths of the base and those the run added (paddock's
+		// staged recipes among them), read from the layers on the host: a
+		// new one gives the run a new harness, whose view protects it.
+		seen := map[string]bool{}
+		for _, dir := range []string{l.Lower, l.Upper} {
+			for _, x := range protectedIn(dir, policy(p).Protected) {
+				if !seen[x] {
+					seen[x] = true
+					spec.Protected = append(spec.Protected, x)
+				}
+			}
+		}
+		sort.Strings(spec.Protected)
+		return spec, nil
 	}
 	spec.Protected = protectedIn(scan, policy(p).Protected)
 	return spec, nil

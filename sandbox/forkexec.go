@@ -44,6 +44,7 @@ type childPlan struct {
 	fds      [3]int // the command's 0, 1, 2
 	rlimits  [len(rlimitResources)]unix.Rlimit
 	ruleset  int
+	hideView *byte    // the daemon's view, unmounted in the command's namespace (nil: none)
 	procRule struct { // the rule for the command's own /proc, completed in the child
 		access uint64
 		fd     int
@@ -60,7 +61,7 @@ type childPlan struct {
 }
 
 // Steps of the child, reported when one fails.
-var childSteps = [...]string{"", "setsid", "mount /proc", "set limits", "no_new_privs",
+var childSteps = [...]string{"", "setsid", "mount /proc, hide the daemon's view", "set limits", "no_new_privs",
 	"drop capabilities", "landlock", "seccomp", "descriptors", "enter the directory", "exec"}
 
 // ChildError says which step of starting a command failed.
@@ -210,6 +211,11 @@ func forkChild(p *childPlan) (uintptr, syscall.Errno) {
 	p.procRule.fd = int(r1)
 	if _, _, errno = syscall.RawSyscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(p.ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&p.procRule)), 0, 0, 0); errno != 0 {
 		goto fail
+	}
+	if p.hideView != nil {
+		if _, _, errno = syscall.RawSyscall(unix.SYS_UMOUNT2, uintptr(unsafe.Pointer(p.hideView)), unix.MNT_DETACH, 0); errno != 0 {
+			goto fail
+		}
 	}
 	step = 3
 	for i = 0; i < len(rlimitResources); i++ {

@@ -79,7 +79,8 @@ type harness struct {
 
 	mu       sync.Mutex // guards running, commands and writes to conn
 	conn     *net.UnixConn
-	running  map[uint64]int // command id → pid
+	running  map[uint64]int  // command id → pid
+	killed   map[uint64]bool // kills that came before their command's fork
 	commands int
 }
 
@@ -102,7 +103,7 @@ func HarnessMain() {
 		json.NewEncoder(out).Encode(rep)
 		os.Exit(125)
 	}
-	h := &harness{running: map[uint64]int{}, started: time.Now()}
+	h := &harness{running: map[uint64]int{}, killed: map[uint64]bool{}, started: time.Now()}
 	cfg := os.NewFile(fdConfig, "config")
 	if err := json.NewDecoder(cfg).Decode(&h.spec); err != nil {
 		fail(fmt.Errorf("reading the harness spec: %w", err))
@@ -134,7 +135,8 @@ func HarnessMain() {
 // ruleset and seccomp program of the helper), and protects the harness:
 // not dumpable (its memory and descriptors are not readable by the
 // commands, which run as the same uid), and under the helper's seccomp
-// filter except for mount, with which each command mounts its own /proc.
+// filter except for mount and umount2, with which each command mounts its
+// own /proc and unmounts the daemon's view in its own mount namespace.
 func (h *harness) lockdown() error {
 	spec := &h.spec.Spec
 	if abi := landlockABI(); abi < MinLandlockABI {
@@ -161,7 +163,7 @@ func (h *harness) lockdown() error {
 	own := seccompPolicy()
 	var denied []string
 	for _, n := range deniedSyscalls {
-		if n != "mount" {
+		if n != "mount" && n != "umount2" {
 			denied = append(denied, n)
 		}
 	}
@@ -268,8 +270,10 @@ func (h *harness) serveConn(c *net.UnixConn) {
 			go h.exec(m, fds[0], fds[1])
 		case "kill":
 			h.mu.Lock()
-			if pid, ok := h.running[m.ID]; ok {
+			if pid, ok := h.running[m.ID]; ok && pid > 0 {
 				unix.Kill(pid, unix.SIGKILL)
+			} else {
+				h.killed[m.ID] = true // before its fork: it dies as it starts
 			}
 			h.mu.Unlock()
 			closeAll(fds)
@@ -311,6 +315,9 @@ func (h *harness) exec(m hmsg, stdout, stderr int) {
 		if ruleset, err = newRuleset(spec, h.rules); err == nil {
 			defer unix.Close(ruleset)
 			plan, err = newChildPlan(path, m.Argv, m.Env, dir, [3]int{h.stdin, stdout, stderr}, l, ruleset, h.prog)
+			if err == nil && spec.DaemonView {
+				plan.hideView, _ = unix.BytePtrFromString(DaemonView)
+			}
 		}
 	}
 	if err != nil || len(m.Argv) == 0 {
@@ -329,7 +336,11 @@ func (h *harness) exec(m hmsg, stdout, stderr int) {
 	if err == nil {
 		h.running[m.ID] = pid
 		h.commands++
+		if h.killed[m.ID] {
+			unix.Kill(pid, unix.SIGKILL) // cancelled while it was being started
+		}
 	}
+	delete(h.killed, m.ID)
 	h.mu.Unlock()
 	unix.Close(stdout)
 	unix.Close(stderr)

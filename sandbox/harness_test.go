@@ -208,6 +208,17 @@ func TestHarnessCancel(t *testing.T) {
 	if poolRun(t, p, ws, "true", Limits{}).Enforcement.HarnessPID != pid {
 		t.Fatal("the cancel took the harness down")
 	}
+	// A cancel that reaches the harness before the command's fork.
+	for i := 0; i < 20; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(time.Duration(i%4) * 100 * time.Microsecond); cancel() }()
+		start := time.Now()
+		res, err := p.Run(ctx, "r-test", Spec{Argv: []string{"sleep", "100"}, Workspace: ws, UID: sandboxUID(),
+			Env: []string{"PATH=/usr/bin:/bin"}, Protected: []string{".git"}})
+		if err != nil || time.Since(start) > 5*time.Second {
+			t.Fatalf("an early cancel: %+v %v after %v", res, err, time.Since(start))
+		}
+	}
 	_, err = p.Run(context.Background(), "r-test", Spec{Argv: []string{"no-such-command"}, Workspace: ws, UID: sandboxUID(),
 		Env: []string{"PATH=/usr/bin:/bin"}, Protected: []string{".git"}})
 	if err == nil || !strings.Contains(err.Error(), "not found") {

@@ -25,6 +25,7 @@ const (
 	fdListener  = 6 // a harness's listening socket (/dev/null for the helper)
 	fdLower     = 7 // an overlay's lower layer, a detached mount made by the host
 	fdUpperWork = 8 // the directory of its upper and work directories, likewise
+
 )
 
 // report is what the helper tells the host, as one JSON object before it
@@ -224,7 +225,21 @@ func buildView(spec *Spec, e *Enforcement) error {
 	}
 	switch {
 	case spec.Overlay != nil:
-		err = mountOverlay(spec, wsTarget)
+		if err = mountOverlay(spec, wsTarget); err == nil && spec.DaemonView {
+			// The daemon's way in (/proc/PID/root/.paddock-view): a copy
+			// of the overlay's mount taken before the protected paths are
+			// made read-only on it, for what the daemon itself writes (the
+			// staged recipes). Landlock rules follow inodes, not paths, so
+			// the workspace's rule would cover it: each command unmounts it
+			// in its own mount namespace before it execs (forkexec.go).
+			var vfd int
+			if vfd, err = unix.OpenTree(unix.AT_FDCWD, wsTarget, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err == nil {
+				if err = os.Mkdir(root+DaemonView, 0o700); err == nil {
+					err = unix.MoveMount(vfd, "", unix.AT_FDCWD, root+DaemonView, unix.MOVE_MOUNT_F_EMPTY_PATH)
+				}
+				unix.Close(vfd)
+			}
+		}
 	case spec.OpenByPath:
 		err = unix.Mount(fmt.Sprintf("/proc/self/fd/%d", wsfd), wsTarget, "", unix.MS_BIND|unix.MS_REC, "")
 	default:
@@ -353,6 +368,10 @@ func mountOverlay(spec *Spec, target string) error {
 	}
 	return nil
 }
+
+// DaemonView is where, in an overlay run's view, the daemon finds the
+// workspace without its protected paths' read-only mounts.
+const DaemonView = "/.paddock-view"
 
 // proxySocketInside is where the proxy's socket appears in the view.
 const proxySocketInside = "/run/paddock/proxy.sock"

@@ -78,6 +78,15 @@ func TestOverlayWorkspace(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(view, "upper")); err == nil {
 		t.Fatal("the daemon's view shows the layers")
 	}
+	// The daemon's way in is out of the commands' reach.
+	res, err = p.Run(context.Background(), "r-ov", Spec{Argv: []string{"bash", "-c", "ls " + DaemonView + "; echo x > " + DaemonView + "/escape"},
+		Workspace: ws, UID: sandboxUID(), Env: []string{"PATH=/usr/bin:/bin"}, Overlay: ov})
+	if err != nil || res.ExitCode == 0 {
+		t.Fatalf("a command reached the daemon's view: %+v %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(ov.Upper, "escape")); err == nil {
+		t.Fatal("a command wrote through the daemon's view")
+	}
 	// An allow-list network would need a second mount of the upper layer.
 	spec.Net, spec.Allow = NetAllow, []string{"example.com"}
 	if _, err := p.Run(context.Background(), "r-ov", spec); err == nil || !strings.Contains(err.Error(), "harness") {

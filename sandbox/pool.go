@@ -179,7 +179,10 @@ func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (*harnessCon
 	delete(p.hs, key)
 	p.mu.Unlock()
 	if h != nil {
-		h.close() // the run changed (or the harness died): a new one
+		// The run changed (or the harness died): a new one, once the old
+		// one is gone (an overlay must not be mounted twice at once).
+		h.close()
+		h.waitGone(5 * time.Second)
 	} else if c, err := dialHarness(p.sockPath(key)); err == nil {
 		// A harness a previous daemon left behind.
 		if h, err := p.adopt(c, key, cfg); err == nil {
@@ -218,8 +221,9 @@ func (p *Pool) drop(key string, h *harnessConn) {
 // View returns the host path through which the daemon sees what the run's
 // commands see at spec.Workspace: the workspace inside the run's harness
 // (its mount namespace holds an overlay's merged view, which exists
-// nowhere else). It starts a harness for spec if the run has none, and
-// uses the one it has otherwise, whatever its network.
+// nowhere else), without the read-only mounts on its protected paths,
+// which bind commands, not the daemon. It starts a harness for spec if the
+// run has none, and uses the one it has otherwise, whatever its network.
 func (p *Pool) View(ctx context.Context, key string, spec Spec) (string, error) {
 	spec.Argv = []string{"true"} // a harness runs nothing of its own
 	if err := prepare(&spec); err != nil {
@@ -230,7 +234,7 @@ func (p *Pool) View(ctx context.Context, key string, spec Spec) (string, error) 
 	if h != nil && !h.isDead() {
 		h.lastUsed = time.Now()
 		p.mu.Unlock()
-		return fmt.Sprintf("/proc/%d/root%s", h.pid, spec.Workspace), nil
+		return h.view(&spec), nil
 	}
 	p.mu.Unlock()
 	if reason := p.perExecReason(&spec); reason != "" && reason != "an allow-list network gets a proxy of its own per command" {
@@ -245,7 +249,14 @@ func (p *Pool) View(ctx context.Context, key string, spec Spec) (string, error) 
 	h.inflight--
 	h.lastUsed = time.Now()
 	p.mu.Unlock()
-	return fmt.Sprintf("/proc/%d/root%s", h.pid, spec.Workspace), nil
+	return h.view(&spec), nil
+}
+
+func (h *harnessConn) view(spec *Spec) string {
+	if spec.Overlay != nil {
+		return fmt.Sprintf("/proc/%d/root%s", h.pid, DaemonView)
+	}
+	return fmt.Sprintf("/proc/%d/root%s", h.pid, spec.Workspace)
 }
 
 // Release gives back the harness of key, if it has one (a run that ends,
@@ -353,6 +364,7 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 	defer logf.Close()
 	hs := harnessSpec{Spec: *spec, Key: key, Config: cfg, Orphan: p.orphan()}
 	hs.Argv, hs.Env = nil, nil // a harness is not a command
+	hs.DaemonView = spec.Overlay != nil
 	// The socket's path in argv says, in ps, which daemon and run it serves.
 	proc, err := startProcess(&hs.Spec, []string{HarnessArg, sock}, true, logf, logf, lf)
 	if err != nil {
@@ -472,6 +484,16 @@ func (h *harnessConn) readLoop() {
 			ch <- m
 		}
 		h.mu.Unlock()
+	}
+}
+
+// waitGone waits up to d for the harness process to end.
+func (h *harnessConn) waitGone(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", h.pid))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return
+		}
 	}
 }
 

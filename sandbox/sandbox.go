@@ -61,7 +61,9 @@
 //   - Memory is limited by address space (RLIMIT_AS), not by a cgroup.
 //   - A resident harness keeps CAP_SYS_ADMIN in its own user namespace (each
 //     command needs it to mount its /proc) and no Landlock domain of its own;
-//     its seccomp filter is the commands' without the mount denial.
+//     its seccomp filter is the commands' without the mount and umount2
+//     denials. An overlay run's harness keeps the daemon a way into the
+//     workspace (DaemonView) that each command unmounts before it execs.
 //   - Protected paths that do not exist yet are not made read-only in the
 //     view; the file tools refuse them, the shell can create them.
 //
@@ -167,6 +169,9 @@ type Spec struct {
 	// mount namespace only (the daemon opens them; the sandbox's uid needs
 	// no path to them).
 	Overlay *Overlay `json:"overlay,omitempty"`
+	// DaemonView asks a harness of an overlay run for the daemon's own way
+	// into the workspace (DaemonView); set by Pool.
+	DaemonView bool `json:"daemon_view,omitempty"`
 	// OpenByPath tells the helper to open the workspace by its path; set by
 	// Run when it could not hand over a detached mount.
 	OpenByPath bool `json:"open_by_path,omitempty"`

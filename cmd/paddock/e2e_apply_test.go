@@ -128,7 +128,7 @@ func TestKillDuringWorktreeApply(t *testing.T) {
 	cli(t, home, "project", "add", ref).must(t)
 	before, beforeLines := gittest.TreeDigest(t, ref)
 	prepare := func(proj string) string {
-		id := strings.TrimSpace(cli(t, home, "create", "-p", proj).must(t).out)
+		id := strings.TrimSpace(cli(t, home, "create", "-p", proj, "--kind", "clone").must(t).out)
 		run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
 		edits(run.Workspace.Root)
 		var cs paddock.ChangeSet

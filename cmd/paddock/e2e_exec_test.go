@@ -32,7 +32,8 @@ func TestExecEndToEnd(t *testing.T) {
 		}
 		t.Skipf("the sandbox cannot run here:\n%s", r.out)
 	}
-	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	// A clone: its workspace is a host directory the test can look into.
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", "clone").must(t).out)
 	r := cli(t, home, "exec", id, "--", "sh", "-c", "echo hi; cat README.md; echo made > made.txt; echo oops >&2")
 	if r.code != 0 || r.out != "hi\nhello\n" || r.err != "oops\n" {
 		t.Fatalf("exec: exit %d\n%s\n%s", r.code, r.out, r.err)
@@ -167,7 +168,7 @@ func TestRootlessDaemon(t *testing.T) {
 	})
 	startDaemonAs(t, home, &syscall.Credential{Uid: nobody, Gid: nobody})
 	cli(t, home, "project", "add", repo).must(t)
-	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", "clone").must(t).out)
 	r := cli(t, home, "exec", id, "--", "sh", "-c", "id -u; echo x > made; cat /etc/shadow")
 	if r.out != "65534\n" || r.code == 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.out, r.err)
@@ -175,6 +176,22 @@ func TestRootlessDaemon(t *testing.T) {
 	run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
 	if _, err := os.Stat(filepath.Join(run.Workspace.Root, "made")); err != nil {
 		t.Fatal("the command's write did not land")
+	}
+	cli(t, home, "reject", id).must(t)
+
+	// The default kind: an unprivileged daemon mounts overlays inside the
+	// sandbox's user namespace only.
+	id = strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	if k := decode[*paddock.Run](t, cli(t, home, "show", id, "--json")).Workspace.Kind; k != paddock.KindOverlay {
+		t.Fatalf("an unprivileged daemon's default kind here is %s, want overlay", k)
+	}
+	cli(t, home, "exec", id, "--", "sh", "-c", "echo x > made").must(t)
+	if r := cli(t, home, "tool", id, "read", "--arg", "path=made"); r.code != 0 || !strings.Contains(r.out, "x") {
+		logb, _ := os.ReadFile(filepath.Join(home, "test-daemon.log"))
+		t.Fatalf("a tool of the overlay run does not see the command's write: %d %s %s\n%s", r.code, r.out, r.err, logb)
+	}
+	if r := cli(t, home, "diff", id, "--stat"); r.code != 0 || !strings.Contains(r.out, "made") {
+		t.Fatalf("diff of the overlay run: %d %s %s", r.code, r.out, r.err)
 	}
 	cli(t, home, "reject", id).must(t)
 }
