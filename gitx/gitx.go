@@ -396,12 +396,13 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache st
 	if cached != "" && copyIndex(index, cached+".tmp") == nil {
 		os.Rename(cached+".tmp", cached) // a lost cache costs only time
 	}
-	return snapshotOf(run, base, spec, check)
+	return snapshotOf(run, base, spec, check, true)
 }
 
 // snapshotOf diffs the index git has just filled from the work tree
-// against base, within the pathspec spec.
-func snapshotOf(run func(args ...string) ([]byte, error), base string, spec []string, check func(raw []byte) error) (*Snapshot, error) {
+// against base, within the pathspec spec, and lists the ignored files
+// there if there can be any.
+func snapshotOf(run func(args ...string) ([]byte, error), base string, spec []string, check func(raw []byte) error, listIgnored bool) (*Snapshot, error) {
 	var err error
 	snap := &Snapshot{}
 	if snap.Raw, err = run(append([]string{"diff", "--cached", "--raw", "-z", "--no-renames", "--full-index", "--no-abbrev", base}, spec...)...); err != nil {
@@ -414,6 +415,9 @@ func snapshotOf(run func(args ...string) ([]byte, error), base string, spec []st
 	}
 	if snap.Diff, err = run(append([]string{"diff", "--cached", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)...); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	if !listIgnored {
+		return snap, nil
 	}
 	ign, err := run(append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, spec...)...)
 	if err != nil {
@@ -443,7 +447,10 @@ const MaxDiffPaths = 2000
 // first. git resolves a work tree's path through its symbolic links, and a
 // view reached through /proc/PID/root (another mount namespace) would
 // resolve to a path of the daemon's own namespace.
-func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, paths []string, includeIgnored bool, check func(raw []byte) error) (*Snapshot, error) {
+//
+// cache, if not empty, keeps the blobs git makes between calls, so a file
+// that has not changed since is hashed again but not written again.
+func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache string, paths []string, includeIgnored bool, check func(raw []byte) error) (*Snapshot, error) {
 	if err := CheckRef(base); err != nil {
 		return nil, err
 	}
@@ -463,6 +470,9 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		return nil, err
 	}
 	ownObjects, shadow := filepath.Join(tmp, "objects"), filepath.Join(tmp, "tree")
+	if cache != "" {
+		ownObjects = filepath.Join(cache, "objects")
+	}
 	if err := os.MkdirAll(filepath.Join(ownObjects, "pack"), 0o700); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
@@ -510,6 +520,12 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	for p := range inBase {
 		addFile(p) // modified or deleted
 	}
+	view, err := os.OpenRoot(workTree)
+	if err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	defer view.Close()
+	vfs := view.FS()
 	rules := map[string]bool{}
 	for _, p := range paths {
 		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
@@ -518,21 +534,31 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 				break
 			}
 		}
-		err := filepath.WalkDir(filepath.Join(workTree, p), func(path string, d fs.DirEntry, err error) error {
+		fi, err := view.Lstat(p)
+		if err != nil {
+			continue // gone: base's entries name it
+		}
+		if !fi.IsDir() { // fs.WalkDir would follow a link at its root
+			if err := copyEntry(view, p, filepath.Join(shadow, p)); err != nil {
+				return nil, fmt.Errorf("gitx: diff: %w", err)
+			}
+			addFile(filepath.ToSlash(p))
+			continue
+		}
+		err = fs.WalkDir(vfs, filepath.ToSlash(p), func(rel string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil // gone: base's entries name it
 			}
-			rel, _ := filepath.Rel(workTree, path)
 			if d.IsDir() {
 				if d.Name() == ".git" {
-					return filepath.SkipDir
+					return fs.SkipDir
 				}
 				return os.MkdirAll(filepath.Join(shadow, rel), 0o700)
 			}
-			if err := copyEntry(path, filepath.Join(shadow, rel)); err != nil {
+			if err := copyEntry(view, rel, filepath.Join(shadow, rel)); err != nil {
 				return err
 			}
-			addFile(filepath.ToSlash(rel))
+			addFile(rel)
 			return nil
 		})
 		if err != nil {
@@ -543,8 +569,8 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		if _, err := os.Lstat(filepath.Join(shadow, r)); err == nil {
 			continue
 		}
-		if fi, err := os.Lstat(filepath.Join(workTree, r)); err == nil && fi.Mode().IsRegular() {
-			if err := copyEntry(filepath.Join(workTree, r), filepath.Join(shadow, r)); err != nil {
+		if fi, err := view.Lstat(r); err == nil && fi.Mode().IsRegular() {
+			if err := copyEntry(view, r, filepath.Join(shadow, r)); err != nil {
 				return nil, fmt.Errorf("gitx: diff: %w", err)
 			}
 		}
@@ -552,6 +578,7 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	// git add refuses a pathspec that matches nothing, and one naming an
 	// ignored file: name only files that exist or that base has, and leave
 	// out new ignored ones, as `add --all -- .` would.
+	anyIgnored := includeIgnored
 	if !includeIgnored && len(fresh) > 0 {
 		// check-ignore takes paths, not pathspecs: no literal magic for it.
 		out, err := g.runInput(ctx, "", extra[:len(extra)-1], []byte(strings.Join(fresh, "\x00")+"\x00"), args("check-ignore", "-z", "--stdin")...)
@@ -561,8 +588,11 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		}
 		ignored := map[string]bool{}
 		for _, p := range strings.Split(string(out), "\x00") {
-			ignored[p] = true
+			if p != "" {
+				ignored[p] = true
+			}
 		}
+		anyIgnored = len(ignored) > 0
 		kept := files[:0]
 		for _, p := range files {
 			if !ignored[p] {
@@ -572,20 +602,20 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		files = kept
 	}
 	if len(files) > 0 {
-		add := []string{"add", "--all"}
-		if includeIgnored {
-			add = append(add, "--force")
-		}
-		if _, err := run(append(append(add, "--"), files...)...); err != nil {
+		// What `add --all` does for these files (ignored ones are out
+		// already), without matching each against every other as pathspecs.
+		list := []byte(strings.Join(files, "\x00") + "\x00")
+		if _, err := g.runInput(ctx, "", extra, list, args("update-index", "--add", "--remove", "-z", "--stdin")...); err != nil {
 			return nil, fmt.Errorf("gitx: diff: %w", err)
 		}
 	}
-	return snapshotOf(run, base, spec, check)
+	return snapshotOf(run, base, spec, check, anyIgnored)
 }
 
-// copyEntry copies a file (content and executable bit) or a symbolic link.
-func copyEntry(src, dst string) error {
-	fi, err := os.Lstat(src)
+// copyEntry copies a file (content and executable bit) or a symbolic link
+// of root to dst.
+func copyEntry(root *os.Root, src, dst string) error {
+	fi, err := root.Lstat(src)
 	if err != nil {
 		return err
 	}
@@ -594,13 +624,13 @@ func copyEntry(src, dst string) error {
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		target, err := os.Readlink(src)
+		target, err := root.Readlink(src)
 		if err != nil {
 			return err
 		}
 		return os.Symlink(target, dst)
 	case fi.Mode().IsRegular():
-		in, err := os.Open(src)
+		in, err := root.Open(src)
 		if err != nil {
 			return err
 		}
@@ -609,7 +639,10 @@ func copyEntry(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(out, in); err != nil {
+		// A plain read and write: copy_file_range and splice between an
+		// overlay in another namespace and this file system cost more
+		// than the copy.
+		if _, err := io.CopyBuffer(struct{ io.Writer }{out}, struct{ io.Reader }{in}, make([]byte, 32<<10)); err != nil {
 			out.Close()
 			return err
 		}

@@ -36,7 +36,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	default:
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; it has no workspace to compare", id, r.Workspace.State)
 	}
-	repo, err := m.Git.Inspect(ctx, p.Root)
+	repo, err := m.repoOf(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	case err != nil:
 	case r.Workspace.Kind == paddock.KindOverlay && len(paths) <= gitx.MaxDiffPaths:
 		// Only what the upper layer names can differ from the base.
-		snap, err = m.Git.DiffPaths(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, paths, r.IncludeIgnored, check)
+		snap, err = m.Git.DiffPaths(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache", "overlay"), paths, r.IncludeIgnored, check)
 	default:
 		snap, err = m.Git.DiffWorkTree(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache"), r.IncludeIgnored, check, ".paddock")
 	}

@@ -72,6 +72,8 @@ type Manager struct {
 	changed  chan struct{} // closed and replaced whenever events were appended
 
 	overlayProbe overlayProbe
+	repoMu       sync.Mutex
+	repos        map[string]cachedRepo
 
 	jobsOnce     sync.Once
 	jobState     *jobRunner

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/paddock-dev/paddock/workspace"
 	"golang.org/x/sys/unix"
@@ -166,4 +167,39 @@ func (m *Manager) asSandboxUser(r *paddock.Run, fn func() error) error {
 		runtime.UnlockOSThread() // restored; otherwise the thread dies with the goroutine
 	}
 	return err
+}
+
+// repoOf is gitx.Inspect of p's repository, remembered while its git
+// directory is the same one (same inode): a change set asks on every
+// call, and git answers in milliseconds, which an overlay's change set of
+// a few files would otherwise mostly be.
+func (m *Manager) repoOf(ctx context.Context, p *paddock.Project) (*gitx.Repo, error) {
+	m.repoMu.Lock()
+	c, ok := m.repos[p.Root]
+	m.repoMu.Unlock()
+	if ok && c.repo.Fingerprint == p.Fingerprint {
+		if fi, err := os.Stat(c.repo.CommonDir); err == nil && os.SameFile(fi, c.dir) {
+			return c.repo, nil
+		}
+	}
+	repo, err := m.Git.Inspect(ctx, p.Root)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(repo.CommonDir)
+	if err != nil {
+		return repo, nil
+	}
+	m.repoMu.Lock()
+	if m.repos == nil {
+		m.repos = map[string]cachedRepo{}
+	}
+	m.repos[p.Root] = cachedRepo{repo, fi}
+	m.repoMu.Unlock()
+	return repo, nil
+}
+
+type cachedRepo struct {
+	repo *gitx.Repo
+	dir  os.FileInfo
 }

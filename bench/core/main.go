@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -95,7 +96,47 @@ func run(nfiles, nruns int) error {
 	time.Sleep(200 * time.Millisecond)
 
 	benchutil.Step("%d × change set of 10 modified files, interleaved with git status --porcelain + git diff", nruns)
-	csOurs, csPeer, err := changeSets(ctx, c, repo, sha, filepath.Join(tmp, "edited"), nfiles, nruns)
+	csOurs, csPeer, err := changeSets(ctx, c, "clone", repo, sha, filepath.Join(tmp, "edited"), nfiles, 10, nruns)
+	if err != nil {
+		return err
+	}
+
+	benchutil.Step("building the overlay snapshot of the base (once per base)")
+	t0 := time.Now()
+	first, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
+	if err != nil {
+		return fmt.Errorf("overlay: %w", err)
+	}
+	snapshot := time.Since(t0)
+	c.RemoveRun(ctx, first.ID)
+	benchutil.Step("%d × create an overlay run at the snapshotted base, interleaved with git worktree add", nruns)
+	var ovCreate, wtAdd []time.Duration
+	for i := 0; i < nruns; i++ {
+		t0 := time.Now()
+		r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
+		if err != nil {
+			return err
+		}
+		ovCreate = append(ovCreate, time.Since(t0))
+		if _, err := c.RemoveRun(ctx, r.ID); err != nil {
+			return err
+		}
+		wt := filepath.Join(tmp, "wt")
+		t0 = time.Now()
+		if _, err := benchutil.Git(repo, "worktree", "add", "--quiet", "--detach", wt, sha); err != nil {
+			return err
+		}
+		wtAdd = append(wtAdd, time.Since(t0))
+		if _, err := benchutil.Git(repo, "worktree", "remove", "--force", wt); err != nil {
+			return err
+		}
+	}
+	benchutil.Step("%d × change set of an overlay run, 10 and 1,000 modified files, interleaved with git status --porcelain + git diff", nruns)
+	ov10, ovPeer10, err := changeSets(ctx, c, "overlay", repo, sha, filepath.Join(tmp, "edited"), nfiles, 10, nruns)
+	if err != nil {
+		return err
+	}
+	ov1k, ovPeer1k, err := changeSets(ctx, c, "overlay", repo, sha, filepath.Join(tmp, "edited"), nfiles, min(1000, nfiles/2), nruns)
 	if err != nil {
 		return err
 	}
@@ -107,6 +148,13 @@ func run(nfiles, nruns int) error {
 		nfiles, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
 	fmt.Printf("| change set of 10 modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
 		nfiles, nruns, benchutil.Stats(csOurs), benchutil.Stats(csPeer), benchutil.Ratio(csOurs, csPeer))
+	fmt.Printf("| create an overlay run at a snapshotted base, %d files (median of %d) | %s | %s (git worktree add) | %s |\n",
+		nfiles, nruns, benchutil.Stats(ovCreate), benchutil.Stats(wtAdd), benchutil.Ratio(ovCreate, wtAdd))
+	fmt.Printf("| build the overlay snapshot of a base (once per base) | %s | – | – |\n", benchutil.Round(snapshot))
+	fmt.Printf("| change set of an overlay run, 10 modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
+		nfiles, nruns, benchutil.Stats(ov10), benchutil.Stats(ovPeer10), benchutil.Ratio(ov10, ovPeer10))
+	fmt.Printf("| change set of an overlay run, %d modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
+		min(1000, nfiles/2), nfiles, nruns, benchutil.Stats(ov1k), benchutil.Stats(ovPeer1k), benchutil.Ratio(ov1k, ovPeer1k))
 	fmt.Printf("| idle daemon RSS | %s after start, %s after %d runs | – | – |\n", rssIdle, d.RSS(), nruns)
 	return nil
 }
@@ -142,10 +190,11 @@ func generate(dir string, n int) error {
 	return err
 }
 
-// changeSets makes one clone run and one plain clone, edits the same 10
-// files in both, and times paddock's change set against git's own answer.
-func changeSets(ctx context.Context, c *client.Client, repo, sha, peerDir string, nfiles, n int) (ours, peer []time.Duration, err error) {
-	r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "clone"})
+// changeSets makes one run of kind and one plain clone, edits the same
+// files in both (through the sandbox for the run: an overlay's view exists
+// only there), and times paddock's change set against git's own answer.
+func changeSets(ctx context.Context, c *client.Client, kind, repo, sha, peerDir string, nfiles, edits, n int) (ours, peer []time.Duration, err error) {
+	r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: kind})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,17 +206,20 @@ func changeSets(ctx context.Context, c *client.Client, repo, sha, peerDir string
 	if _, err := benchutil.Git(peerDir, "checkout", "--quiet", "--detach", sha); err != nil {
 		return nil, nil, err
 	}
-	for k := 0; k < 10; k++ {
-		i := k*(nfiles/10) + 1 // not the 2 MiB files (every 5,000th)
+	var script strings.Builder
+	for k := 0; k < edits; k++ {
+		i := k*(nfiles/edits) + 1 // not the 2 MiB files (every 5,000th)
 		rel := filepath.Join(fmt.Sprintf("mod%03d", i/400), fmt.Sprintf("pkg%02d", (i/20)%20), fmt.Sprintf("file%05d.go", i))
-		for _, root := range []string{r.Workspace.Root, peerDir} {
-			f, err := os.OpenFile(filepath.Join(root, rel), os.O_WRONLY|os.O_APPEND, 0)
-			if err != nil {
-				return nil, nil, err
-			}
-			fmt.Fprintf(f, "\n// edited %d\n", k)
-			f.Close()
+		fmt.Fprintf(&script, "printf '\\n// edited %d\\n' >> %s\n", k, rel)
+		f, err := os.OpenFile(filepath.Join(peerDir, rel), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return nil, nil, err
 		}
+		fmt.Fprintf(f, "\n// edited %d\n", k)
+		f.Close()
+	}
+	if res, err := c.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", script.String()}}); err != nil || res.ExitCode != 0 {
+		return nil, nil, fmt.Errorf("editing the run: %v %+v", err, res)
 	}
 	for i := 0; i < n; i++ {
 		t0 := time.Now()
@@ -175,8 +227,8 @@ func changeSets(ctx context.Context, c *client.Client, repo, sha, peerDir string
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(cs.Entries) != 10 {
-			return nil, nil, fmt.Errorf("change set has %d entries, want 10", len(cs.Entries))
+		if len(cs.Entries) != edits {
+			return nil, nil, fmt.Errorf("change set has %d entries, want %d", len(cs.Entries), edits)
 		}
 		ours = append(ours, time.Since(t0))
 		t0 = time.Now()
