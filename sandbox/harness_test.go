@@ -21,6 +21,7 @@ func TestResident(t *testing.T) {
 		"Basics": TestBasics, "Escapes": TestEscapes, "AllowedWork": TestAllowedWork, "ReadOnlyRun": TestReadOnlyRun,
 		"DescriptorsAndEnvironment": TestDescriptorsAndEnvironment, "Limits": TestLimits,
 		"NothingOutlivesTheCommand": TestNothingOutlivesTheCommand, "UnprivilegedDaemonPath": TestUnprivilegedDaemonPath,
+		"AllowListNetwork": TestAllowListNetwork,
 	} {
 		t.Run(name, f)
 	}
@@ -223,5 +224,28 @@ func TestHarnessCancel(t *testing.T) {
 		Env: []string{"PATH=/usr/bin:/bin"}, Protected: []string{".git"}})
 	if err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("a missing command: %v", err)
+	}
+}
+
+// TestHarnessKeepsRunningCommands: a command made for another sandbox
+// configuration while one runs does not end it.
+func TestHarnessKeepsRunningCommands(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, _ := newWorkspace(t)
+	p := &Pool{Dir: t.TempDir()}
+	defer p.Close()
+	done := make(chan *Result, 1)
+	go func() {
+		res, _ := p.Run(context.Background(), "r-test", Spec{Argv: []string{"sh", "-c", "sleep 1; echo survived"}, Workspace: ws, UID: sandboxUID(),
+			Env: []string{"PATH=/usr/bin:/bin"}, Protected: []string{".git"}})
+		done <- res
+	}()
+	time.Sleep(300 * time.Millisecond)
+	other := poolRun(t, p, ws, "echo other", Limits{Tmp: 1 << 20})
+	if string(other.Stdout) != "other\n" || other.Enforcement.Mode != "per-exec" {
+		t.Fatalf("the other command: %q %s", other.Stdout, other.Enforcement.Mode)
+	}
+	if res := <-done; res == nil || string(res.Stdout) != "survived\n" {
+		t.Fatalf("the running command was ended: %+v", res)
 	}
 }

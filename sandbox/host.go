@@ -214,8 +214,7 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 		}
 		defer px.Close()
 		spec.ProxySocket = sock
-		proxy := fmt.Sprintf("http://127.0.0.1:%d", ProxyPort)
-		spec.Env = append(spec.Env, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "https_proxy="+proxy)
+		spec.Env = append(spec.Env, proxyEnv()...)
 	}
 	out := &capped{limit: spec.Limits.Output, live: spec.Stdout}
 	errb := &capped{limit: spec.Limits.Output, live: spec.Stderr}

@@ -36,7 +36,16 @@ func TestAllowListNetwork(t *testing.T) {
 	curl := func(args ...string) *Result {
 		s := spec
 		s.Argv = append([]string{"curl", "-sS", "--max-time", "10"}, args...)
-		res, err := Run(context.Background(), s)
+		var res *Result
+		var err error
+		if testPool != nil {
+			res, err = testPool.Run(context.Background(), "r-test", s)
+			if err == nil && res.Enforcement.Mode != "resident" {
+				t.Fatalf("ran %s (%s), not through the harness", res.Enforcement.Mode, res.Enforcement.ModeReason)
+			}
+		} else {
+			res, err = Run(context.Background(), s)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

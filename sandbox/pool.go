@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,12 +24,17 @@ import (
 // Pool keeps one resident sandbox, a harness, per run (per key), and runs
 // each command of the run by forking it from there: the namespaces, the
 // view and the prepared confinement are made once, so a command costs
-// about a fork. A command the harness cannot serve (an allow-list network,
-// a degraded sandbox, a command line too big for the control channel) runs
-// per-exec, and its Enforcement says so and why.
+// about a fork. A command made for another configuration than the run's
+// harness (a network, a /tmp size, protected paths) gets a new harness,
+// unless the old one is running commands: then it runs per-exec (an
+// overlay run's is refused as busy: its upper layer takes one mount). A
+// command the harness cannot serve at all (a degraded sandbox, a command
+// line too big for the control channel) runs per-exec. Its Enforcement
+// says which and why.
 //
 // Harnesses outlive the daemon: after a crash a new Pool on the same Dir
-// re-attaches to each run's harness on its next command. A harness with no
+// re-attaches to each run's harness on its next command (but to an
+// allow-list network's, whose proxy died with the daemon). A harness with no
 // daemon for Orphan exits, killing what it ran. A graceful Close gives
 // every harness back.
 type Pool struct {
@@ -71,11 +77,25 @@ func (p *Pool) Run(ctx context.Context, key string, spec Spec) (*Result, error) 
 		}
 		return res, err
 	}
+	if spec.Net == NetAllow {
+		spec.Env = append(spec.Env, proxyEnv()...)
+	}
 	for attempt := 0; ; attempt++ {
 		h, err := p.harness(ctx, key, &spec)
+		if errors.Is(err, errHarnessInUse) {
+			if spec.Overlay != nil {
+				return nil, paddock.Errorf(paddock.CodeBusy, "the run's sandbox is running a command made for another configuration (network, /tmp size or protected paths); an overlay run's commands share one sandbox: try again when it ends")
+			}
+			res, err := runFresh(ctx, spec)
+			if res != nil {
+				res.Enforcement.Mode, res.Enforcement.ModeReason = "per-exec", "the run's harness is running a command made for another configuration"
+			}
+			return res, err
+		}
 		if err != nil {
 			return nil, err
 		}
+		h.setDecide(spec.Decide)
 		res, err := h.run(ctx, &spec)
 		if errors.Is(err, errHarnessGone) && attempt == 0 {
 			p.drop(key, h) // it died before the command started: one more try
@@ -93,8 +113,6 @@ func (p *Pool) perExecReason(spec *Spec) string {
 	switch {
 	case p.PerExec:
 		return "resident sandboxes are turned off (sandbox_mode = per-exec)"
-	case spec.Net == NetAllow:
-		return "an allow-list network gets a proxy of its own per command"
 	case spec.AllowDegraded:
 		return "a degraded sandbox is set up per command"
 	}
@@ -106,6 +124,23 @@ func (p *Pool) perExecReason(spec *Spec) string {
 		return "the command line and environment are too big for the harness's control channel"
 	}
 	return ""
+}
+
+// instance tells this process's harnesses from a previous daemon's: a
+// harness of an allow-list network reaches the world only through its
+// daemon's proxy, so a new daemon does not adopt it.
+var instance = fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+
+func proxyInstance(spec *Spec) string {
+	if spec.Net == NetAllow {
+		return instance
+	}
+	return ""
+}
+
+func proxyEnv() []string {
+	proxy := fmt.Sprintf("http://127.0.0.1:%d", ProxyPort)
+	return []string{"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "http_proxy=" + proxy, "https_proxy=" + proxy}
 }
 
 // configHash identifies what a harness was built for: a command whose run
@@ -122,7 +157,10 @@ func configHash(spec *Spec) string {
 		Tmp                         int64
 		OpenByPath, ForcePathOpened bool
 		Overlay                     *Overlay
-	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay})
+		Allow                       []string
+		Proxy                       string
+	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay,
+		spec.Allow, proxyInstance(spec)})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
 }
@@ -175,6 +213,12 @@ func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (*harnessCon
 		h.inflight++
 		p.mu.Unlock()
 		return h, nil
+	}
+	if h != nil && h.inflight > 0 && !h.isDead() {
+		// Its commands keep it: this one, made for another configuration
+		// (another network, /tmp size or protected paths), must not end them.
+		p.mu.Unlock()
+		return nil, errHarnessInUse
 	}
 	delete(p.hs, key)
 	p.mu.Unlock()
@@ -237,7 +281,7 @@ func (p *Pool) View(ctx context.Context, key string, spec Spec) (string, error) 
 		return h.view(&spec), nil
 	}
 	p.mu.Unlock()
-	if reason := p.perExecReason(&spec); reason != "" && reason != "an allow-list network gets a proxy of its own per command" {
+	if reason := p.perExecReason(&spec); reason != "" {
 		return "", paddock.Errorf(paddock.CodeUnsupported, "no resident sandbox: %s", reason)
 	}
 	spec.Net, spec.Allow = NetNone, nil
@@ -362,6 +406,23 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 		return nil, err
 	}
 	defer logf.Close()
+	var px *Proxy
+	hc := &harnessConn{}
+	if spec.Net == NetAllow {
+		px = &Proxy{Allow: spec.Allow, Decide: hc.decided}
+		psock, err := px.Start(spec.UID)
+		if err != nil {
+			os.Remove(sock)
+			return nil, fmt.Errorf("sandbox: network proxy: %w", err)
+		}
+		spec.ProxySocket = psock
+	}
+	fail := func(err error) (*harnessConn, error) {
+		if px != nil {
+			px.Close()
+		}
+		return nil, err
+	}
 	hs := harnessSpec{Spec: *spec, Key: key, Config: cfg, Orphan: p.orphan()}
 	hs.Argv, hs.Env = nil, nil // a harness is not a command
 	hs.DaemonView = spec.Overlay != nil
@@ -369,7 +430,7 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 	proc, err := startProcess(&hs.Spec, []string{HarnessArg, sock}, true, logf, logf, lf)
 	if err != nil {
 		os.Remove(sock)
-		return nil, err
+		return fail(err)
 	}
 	go proc.cmd.Wait() // reap it when it ends, as long as we are its parent
 	hs.PID = proc.cmd.Process.Pid
@@ -383,22 +444,24 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 		os.Remove(sock)
 		switch {
 		case derr != nil:
-			return nil, fmt.Errorf("sandbox: the harness ended without a report: %v", derr)
+			return fail(fmt.Errorf("sandbox: the harness ended without a report: %v", derr))
 		case rep.Unsupported:
-			return nil, paddock.Errorf(paddock.CodeUnsupported, "the sandbox cannot be set up here: %s", rep.Error)
+			return fail(paddock.Errorf(paddock.CodeUnsupported, "the sandbox cannot be set up here: %s", rep.Error))
 		}
-		return nil, fmt.Errorf("sandbox: harness: %s", rep.Error)
+		return fail(fmt.Errorf("sandbox: harness: %s", rep.Error))
 	}
 	c, err := dialHarness(sock)
 	if err != nil {
 		proc.cmd.Process.Kill()
-		return nil, fmt.Errorf("sandbox: connect to the harness: %w", err)
+		return fail(fmt.Errorf("sandbox: connect to the harness: %w", err))
 	}
 	h, err := p.adopt(c, key, cfg)
 	if err != nil {
 		proc.cmd.Process.Kill()
-		return nil, err
+		return fail(err)
 	}
+	h.proxy, h.decide = px, hc.decide
+	hc.target.Store(h)
 	p.log().Debug("harness started", "run", key, "pid", h.pid)
 	return h, nil
 }
@@ -434,7 +497,10 @@ func (p *Pool) adopt(c *net.UnixConn, key, cfg string) (*harnessConn, error) {
 	return h, nil
 }
 
-var errHarnessGone = errors.New("sandbox: the harness is gone")
+var (
+	errHarnessGone  = errors.New("sandbox: the harness is gone")
+	errHarnessInUse = errors.New("sandbox: the harness is in use for another configuration")
+)
 
 // harnessConn is the daemon's side of one harness.
 type harnessConn struct {
@@ -452,6 +518,32 @@ type harnessConn struct {
 	nextID  uint64
 	pending map[uint64]chan hmsg
 	dead    bool
+
+	// An allow-list network's proxy, and where its decisions go (the
+	// latest command's Decide: every command of a run records to the run).
+	proxy  *Proxy
+	decide func(ProxyDecision)
+	target atomic.Pointer[harnessConn] // for the proxy's callback, set once the harness is up
+}
+
+func (h *harnessConn) setDecide(f func(ProxyDecision)) {
+	h.mu.Lock()
+	h.decide = f
+	h.mu.Unlock()
+}
+
+// decided is the proxy's Decide: it passes the decision on.
+func (h *harnessConn) decided(d ProxyDecision) {
+	t := h.target.Load()
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	f := t.decide
+	t.mu.Unlock()
+	if f != nil {
+		f(d)
+	}
 }
 
 func (h *harnessConn) isDead() bool {
@@ -500,6 +592,9 @@ func (h *harnessConn) waitGone(d time.Duration) {
 func (h *harnessConn) close() {
 	sendMsg(h.conn, hmsg{Op: "close"}, nil)
 	h.conn.Close()
+	if h.proxy != nil {
+		h.proxy.Close()
+	}
 }
 
 func sendMsg(c *net.UnixConn, m hmsg, fds []int) error {

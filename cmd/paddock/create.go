@@ -13,13 +13,21 @@ func (a *app) createCmd() *cobra.Command {
 	var req paddock.CreateRunRequest
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "create --project NAME [--kind clone|worktree|operator_dir] [--base REF]",
+		Use:   "create --project NAME [--kind auto|overlay|clone|worktree|operator_dir] [--base REF]",
 		Short: "Create a run with its own workspace; prints the run id",
 		Long: `Create a run of a project and prepare its workspace at a base revision.
 
 Kinds:
+  auto          overlay where this machine can mount one in the sandbox,
+                clone elsewhere; the run records which (default)
+  overlay       copy-on-write: a read-only snapshot of the base, built once per
+                base and shared, under the run's own upper layer. Creating one
+                at a snapshotted base does not depend on the repository's size.
+                The merged view exists only in the run's sandbox: look at it
+                with paddock tool, exec or diff, not on disk. Needs resident
+                sandboxes (sandbox_mode = resident); no .git inside
   clone         git clone --shared into the state directory: its own .git, so
-                nothing done with git in it touches the project's .git (default)
+                nothing done with git in it touches the project's .git
   worktree      git worktree add --detach in the state directory; it writes
                 .git/worktrees/RUN in the project, which cleanup removes
   operator_dir  a directory you hand over (--dir, default the project root);
@@ -68,7 +76,7 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 	}
 	f := cmd.Flags()
 	f.StringVarP(&req.Project, "project", "p", "", "project name (required)")
-	f.StringVar(&req.Kind, "kind", "", "workspace kind: clone, worktree or operator_dir (default clone, or the daemon's default_kind)")
+	f.StringVar(&req.Kind, "kind", "", "workspace kind: auto, overlay, clone, worktree or operator_dir (default auto, or the daemon's default_kind)")
 	f.StringVar(&req.Base, "base", "", "base revision (default HEAD)")
 	f.StringVar(&req.Dir, "dir", "", "directory to hand over, with --kind operator_dir (default the project root)")
 	f.StringVar(&req.CleanupPolicy, "cleanup", "", "cleanup policy: on_reject or manual (default on_reject)")
