@@ -347,15 +347,11 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache st
 	if err := CheckRef(base); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "paddock-diff-")
-	if err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	objects, err := filepath.Abs(filepath.Join(gitDir, "objects"))
+	tmp, objects, err := scratch(gitDir)
 	if err != nil {
 		return nil, err
 	}
+	defer os.RemoveAll(tmp)
 	ownObjects, cached := filepath.Join(tmp, "objects"), ""
 	if cache != "" {
 		key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%t\x00%q", base, includeIgnored, exclude)))
@@ -397,6 +393,20 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache st
 		os.Rename(cached+".tmp", cached) // a lost cache costs only time
 	}
 	return snapshotOf(run, base, spec, check, true)
+}
+
+// scratch makes a private directory for a diff's index and objects, and
+// returns it with the absolute path of the repository's object store,
+// which the diff borrows from.
+func scratch(gitDir string) (tmp, objects string, err error) {
+	objects, err = filepath.Abs(filepath.Join(gitDir, "objects"))
+	if err != nil {
+		return "", "", err
+	}
+	if tmp, err = os.MkdirTemp("", "paddock-diff-"); err != nil {
+		return "", "", fmt.Errorf("gitx: diff: %w", err)
+	}
+	return tmp, objects, nil
 }
 
 // snapshotOf diffs the index git has just filled from the work tree
@@ -460,15 +470,11 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 	if len(paths) == 0 {
 		return &Snapshot{}, nil
 	}
-	tmp, err := os.MkdirTemp("", "paddock-diff-")
-	if err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	objects, err := filepath.Abs(filepath.Join(gitDir, "objects"))
+	tmp, objects, err := scratch(gitDir)
 	if err != nil {
 		return nil, err
 	}
+	defer os.RemoveAll(tmp)
 	ownObjects, shadow := filepath.Join(tmp, "objects"), filepath.Join(tmp, "tree")
 	if cache != "" {
 		ownObjects = filepath.Join(cache, "objects")

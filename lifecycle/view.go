@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -121,29 +120,7 @@ type overlayProbe struct {
 
 // probeOverlay mounts a small overlay in a sandbox for real.
 func (m *Manager) probeOverlay(ctx context.Context) error {
-	dir, err := os.MkdirTemp("", "paddock-overlay-probe-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	ov := &sandbox.Overlay{Lower: filepath.Join(dir, "lower"), Upper: filepath.Join(dir, "ws", "upper"), Work: filepath.Join(dir, "ws", "work")}
-	for _, d := range []string{ov.Lower, ov.Upper, ov.Work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
-	if m.SandboxUID != 0 {
-		if err := chownTree(dir, m.SandboxUID); err != nil {
-			return err
-		}
-	}
-	res, err := sandbox.Run(ctx, sandbox.Spec{Argv: []string{"true"}, Workspace: filepath.Join(dir, "ws"), Overlay: ov,
-		UID: m.SandboxUID, GID: m.SandboxUID, Env: []string{"PATH=/usr/bin:/bin"}})
-	if err == nil && res.ExitCode != 0 {
-		err = paddock.Errorf(paddock.CodeUnsupported, "a command in an overlay workspace exited %d", res.ExitCode)
-	}
-	return err
+	return sandbox.ProbeOverlay(ctx, m.SandboxUID)
 }
 
 // asSandboxUser runs fn on a thread whose file-system uid and gid are the

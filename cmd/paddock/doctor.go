@@ -140,6 +140,12 @@ func harnessCheck(ctx context.Context, home string) kernel.Check {
 		c.Status = kernel.OK
 		c.Detail = fmt.Sprintf("resident: one harness per active run (set-up %s, then %s per exec); idle %s, orphan %s",
 			took[0].Round(time.Millisecond/10), took[1].Round(time.Millisecond/10), orDefault(cfg.HarnessIdle, "5m"), orDefault(cfg.HarnessOrphan, "10m"))
+		if err := sandbox.ProbeOverlay(ctx, uid); err != nil {
+			c.Status, c.Fix = kernel.Warn, "runs of kind auto get clone workspaces; overlay needs overlayfs mountable in a user namespace (Linux 5.11+)"
+			c.Detail += "; overlay workspaces do not work here: " + paddock.ErrorMessage(err)
+		} else {
+			c.Detail += "; overlay workspaces work (kind auto makes them)"
+		}
 	}
 	return c
 }

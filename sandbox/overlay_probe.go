@@ -1,0 +1,40 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// ProbeOverlay mounts a small overlay workspace in a sandbox for real and
+// runs true in it, as uid (0: this process's own): whether this machine
+// can make overlay workspaces, and if not, why (code unsupported).
+func ProbeOverlay(ctx context.Context, uid int) error {
+	dir, err := os.MkdirTemp("", "paddock-overlay-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	ov := &Overlay{Lower: filepath.Join(dir, "lower"), Upper: filepath.Join(dir, "ws", "upper"), Work: filepath.Join(dir, "ws", "work")}
+	for _, d := range []string{ov.Lower, ov.Upper, ov.Work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if uid != 0 {
+		for _, d := range []string{dir, filepath.Join(dir, "ws"), ov.Lower, ov.Upper, ov.Work} {
+			if err := os.Lchown(d, uid, uid); err != nil {
+				return err
+			}
+		}
+	}
+	res, err := Run(ctx, Spec{Argv: []string{"true"}, Workspace: filepath.Join(dir, "ws"), Overlay: ov,
+		UID: uid, GID: uid, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err == nil && res.ExitCode != 0 {
+		err = paddock.Errorf(paddock.CodeUnsupported, "a command in an overlay workspace exited %d", res.ExitCode)
+	}
+	return err
+}
