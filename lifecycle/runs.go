@@ -104,7 +104,13 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	m.log().Info("preparing workspace", "run", id, "kind", kind, "base", base.SHA)
 	if ov, ok := prov.(*workspace.Overlay); ok {
 		ov.Owner = m.SandboxUID
-		ov.Progress = func(msg string) { m.log().Info(msg, "run", id) }
+		ov.Progress = func(msg string) {
+			m.log().Info(msg, "run", id)
+			m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
+				_, err := tx.AppendEvent(ctx, id, EventProgress, map[string]string{"message": msg})
+				return err
+			})
+		}
 	}
 
 	if perr := prov.Prepare(ctx, p, r.Workspace); perr != nil {
@@ -131,6 +137,10 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	}
 	return m.Run(ctx, id)
 }
+
+// EventProgress reports how far a long preparation (an overlay's base
+// snapshot) has come; paddock create shows it on the terminal.
+const EventProgress = "workspace.progress"
 
 // chownTree gives every entry under root to uid, without following links.
 func chownTree(root string, uid int) error {

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/spf13/cobra"
 )
 
@@ -36,7 +41,9 @@ Kinds:
 
 --base takes any revision git understands (a branch, tag or sha); it is
 resolved to a sha once, and the run records both. The run is ready when this
-returns; on failure nothing is left behind.
+returns; on failure nothing is left behind. The first overlay run at a base
+builds the base's snapshot; its progress is shown on stderr (and recorded as
+workspace.progress events) unless --json.
 
 Access (what the run's agent may do to the workspace): write (default, every
 working tool), read (read, glob, grep, list and stat only), none (no workspace
@@ -67,7 +74,9 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 			if err != nil {
 				return err
 			}
+			stop := a.showProgress(cmd.Context(), c, req.Project, asJSON)
 			r, err := c.CreateRun(cmd.Context(), req)
+			stop()
 			if err != nil {
 				return err
 			}
@@ -85,4 +94,51 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 	f.BoolVar(&req.IncludeIgnored, "include-ignored", false, "put files the base's ignore rules leave out into the run's change sets")
 	f.BoolVar(&asJSON, "json", false, "print the run as JSON")
 	return cmd
+}
+
+// showProgress prints, on stderr, the progress events of the project's runs
+// being prepared while a create waits (building an overlay's snapshot of a
+// large repository takes a while), unless the output is JSON for a script.
+// The returned function stops it.
+func (a *app) showProgress(ctx context.Context, c *client.Client, project string, quiet bool) func() {
+	if quiet {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		seen := map[string]int64{}
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			runs, err := c.Runs(ctx, project, false)
+			if err != nil {
+				continue
+			}
+			for _, r := range runs {
+				if r.State() != paddock.StatePreparing {
+					continue
+				}
+				evs, err := c.Events(ctx, r.ID, seen[r.ID], 0, 0)
+				if err != nil {
+					continue
+				}
+				for _, ev := range evs {
+					seen[r.ID] = ev.Seq
+					if ev.Type == lifecycle.EventProgress {
+						var p struct{ Message string }
+						json.Unmarshal(ev.Data, &p)
+						fmt.Fprintf(a.stderr, "paddock: %s\n", p.Message)
+					}
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

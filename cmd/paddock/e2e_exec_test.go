@@ -260,3 +260,42 @@ func TestExecStreams(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestCreateShowsProgress: making the first overlay run of a base builds its
+// snapshot; the run's events record the progress and create shows it on the
+// terminal while it waits. The next run at that base builds nothing.
+func TestCreateShowsProgress(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 4000)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	start := time.Now()
+	r := cli(t, home, "create", "-p", "app", "--kind", "overlay")
+	took := time.Since(start)
+	if r.code != 0 {
+		if strings.Contains(r.err, "unsupported") && os.Getenv("CI") != "true" {
+			t.Skipf("overlay workspaces do not work here: %s", r.err)
+		}
+		t.Fatalf("create: %d %s", r.code, r.err)
+	}
+	id := strings.TrimSpace(r.out)
+	var progress []string
+	for _, ev := range decodeLines(t, cli(t, home, "events", id, "--json").must(t).out) {
+		if ev.Type == "workspace.progress" {
+			progress = append(progress, string(ev.Data))
+		}
+	}
+	if len(progress) < 2 || !strings.Contains(progress[0], "building the snapshot") || !strings.Contains(progress[len(progress)-1], "entries") {
+		t.Fatalf("progress events: %v", progress)
+	}
+	t.Logf("create took %v; its stderr: %q", took, r.err)
+	// It looks every 200 ms: a create that took a second must have shown it.
+	if took > time.Second && !strings.Contains(r.err, "building the snapshot") {
+		t.Fatalf("create showed no progress on its stderr: %q", r.err)
+	}
+	again := cli(t, home, "create", "-p", "app", "--kind", "overlay").must(t)
+	if strings.Contains(again.err, "building") {
+		t.Fatalf("the second run built the snapshot again: %q", again.err)
+	}
+}
