@@ -403,7 +403,19 @@ func scratch(gitDir string) (tmp, objects string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	if tmp, err = os.MkdirTemp("", "paddock-diff-"); err != nil {
+	// In memory where the machine has a tmpfs for it: a diff's scratch
+	// files (an index, the shadow tree of an overlay's changes, bounded by
+	// the change set's limits) are written and read once; on a disk, making
+	// a thousand small files costs more than the diff.
+	err = errors.ErrUnsupported
+	var st syscall.Statfs_t
+	if syscall.Statfs("/dev/shm", &st) == nil && int64(st.Bavail)*int64(st.Bsize) >= 1<<30 {
+		tmp, err = os.MkdirTemp("/dev/shm", "paddock-diff-")
+	}
+	if err != nil { // no tmpfs, or one too small for the change set's limits
+		tmp, err = os.MkdirTemp("", "paddock-diff-")
+	}
+	if err != nil {
 		return "", "", fmt.Errorf("gitx: diff: %w", err)
 	}
 	return tmp, objects, nil
@@ -536,6 +548,7 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 	for _, p := range paths {
 		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 			rules[filepath.Join(d, ".gitignore")] = true
+			rules[filepath.Join(d, ".gitattributes")] = true // eol and filters apply on add
 			if d == "." || d == "/" {
 				break
 			}
@@ -615,7 +628,53 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 			return nil, fmt.Errorf("gitx: diff: %w", err)
 		}
 	}
-	return snapshotOf(run, base, spec, check, anyIgnored)
+	// Entries and patch in one git process: a change set of a few files is
+	// mostly the cost of starting git. The caller has bounded the new
+	// content's size already (it is in the shadow tree).
+	out, err := run(append([]string{"diff", "--cached", "-z", "--raw", "--patch", "--binary", "--no-renames", "--full-index", "--no-abbrev",
+		"--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)...)
+	if err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	snap := &Snapshot{}
+	snap.Raw, snap.Diff = splitRawPatch(out)
+	if check != nil {
+		if err := check(snap.Raw); err != nil {
+			return nil, err
+		}
+	}
+	if anyIgnored {
+		ign, err := run(append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, spec...)...)
+		if err != nil {
+			return nil, fmt.Errorf("gitx: diff: %w", err)
+		}
+		for _, p := range strings.Split(string(ign), "\x00") {
+			if p != "" {
+				snap.Ignored = append(snap.Ignored, p)
+			}
+		}
+	}
+	return snap, nil
+}
+
+// splitRawPatch splits `git diff -z --raw --patch` output: NUL-terminated
+// raw records (":modes ids status" NUL path NUL), then a NUL, then the patch.
+func splitRawPatch(out []byte) (raw, patch []byte) {
+	i := 0
+	for i < len(out) && out[i] == ':' {
+		for n := 0; n < 2; n++ { // the header, then the path
+			j := bytes.IndexByte(out[i:], 0)
+			if j < 0 {
+				return out, nil
+			}
+			i += j + 1
+		}
+	}
+	raw = out[:i]
+	if i < len(out) && out[i] == 0 {
+		i++
+	}
+	return raw, out[i:]
 }
 
 // copyEntry copies a file (content and executable bit) or a symbolic link

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,11 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	switch {
 	case err != nil:
 	case r.Workspace.Kind == paddock.KindOverlay && len(paths) <= gitx.MaxDiffPaths:
-		// Only what the upper layer names can differ from the base.
+		// Only what the upper layer names can differ from the base; its
+		// size is bounded before anything of it is copied or rendered.
+		if err = m.checkUpper(r, limits); err != nil {
+			break
+		}
 		snap, err = m.Git.DiffPaths(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache", "overlay"), paths, r.IncludeIgnored, check)
 	default:
 		snap, err = m.Git.DiffWorkTree(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache"), r.IncludeIgnored, check, ".paddock")
@@ -344,6 +349,37 @@ func (l ChangeSetLimits) withDefaults() ChangeSetLimits {
 
 // check refuses a change set over the limits, from git's raw entries and the
 // sizes of the files in the workspace, before any diff is rendered.
+// checkUpper applies the limits to what an overlay run's upper layer holds,
+// from the host's side of it, before the change set reads any of it.
+func (m *Manager) checkUpper(r *paddock.Run, l ChangeSetLimits) error {
+	ov, ok := m.overlayProvider()
+	if !ok {
+		return nil
+	}
+	upper := ov.LayersOf(r.Project, r.Workspace).Upper
+	entries, total := 0, int64(0)
+	return filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if entries++; entries > l.MaxEntries {
+			return paddock.Errorf(paddock.CodeTooLarge, "the change set has more than %d entries; nothing was frozen (raise the limit, or split the work)", l.MaxEntries)
+		}
+		fi, err := d.Info()
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(upper, p)
+		if fi.Size() > l.MaxFile {
+			return paddock.Errorf(paddock.CodeTooLarge, "%s is %d bytes, over the change set's file limit of %d", rel, fi.Size(), l.MaxFile)
+		}
+		if total += fi.Size(); total > l.MaxTotal {
+			return paddock.Errorf(paddock.CodeTooLarge, "the change set's new content passes %d bytes; nothing was frozen", l.MaxTotal)
+		}
+		return nil
+	})
+}
+
 func (l ChangeSetLimits) check(root string, raw []byte) error {
 	fields := bytes.Split(raw, []byte{0})
 	entries, total := 0, int64(0)

@@ -293,3 +293,30 @@ func TestMain(m *testing.M) {
 	sandbox.Main()
 	os.Exit(m.Run())
 }
+
+// TestOverlayChangeSetLimits: an overlay run's limits are applied from the
+// upper layer, before anything of it is read or rendered.
+func TestOverlayChangeSetLimits(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxFile: 1000, MaxTotal: 1500, MaxEntries: 3}
+	r := e.create(t, paddock.KindOverlay, "on_reject")
+	sh(t, e.m, r.ID, "head -c 2000 /dev/zero > big")
+	_, err := e.m.ChangeSet(context.Background(), r.ID)
+	if !paddock.IsCode(err, paddock.CodeTooLarge) || !strings.Contains(err.Error(), "big") {
+		t.Fatalf("a file over the limit: %v", err)
+	}
+	sh(t, e.m, r.ID, "rm big; head -c 800 /dev/zero > a; head -c 800 /dev/zero > b")
+	if _, err := e.m.ChangeSet(context.Background(), r.ID); !paddock.IsCode(err, paddock.CodeTooLarge) {
+		t.Fatalf("content over the total: %v", err)
+	}
+	sh(t, e.m, r.ID, "rm a b; touch 1 2 3 4")
+	if _, err := e.m.ChangeSet(context.Background(), r.ID); !paddock.IsCode(err, paddock.CodeTooLarge) {
+		t.Fatalf("entries over the limit: %v", err)
+	}
+	sh(t, e.m, r.ID, "rm 1 2 3 4")
+	if cs, err := e.m.ChangeSet(context.Background(), r.ID); err != nil || len(cs.Entries) != 0 {
+		t.Fatalf("back within the limits: %+v %v", cs, err)
+	}
+}

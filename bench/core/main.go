@@ -28,17 +28,18 @@ func main() {
 	quick := flag.Bool("quick", false, "small workload for a CI smoke run")
 	files := flag.Int("files", 20000, "files in the generated repository")
 	runs := flag.Int("runs", 50, "runs to create and remove")
+	overlayOnly := flag.Bool("overlay-only", false, "measure only the overlay figures (the clone ones take long on a large repository)")
 	flag.Parse()
 	if *quick {
 		*files, *runs = 2000, 10
 	}
-	if err := run(*files, *runs); err != nil {
+	if err := run(*files, *runs, *overlayOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nfiles, nruns int) error {
+func run(nfiles, nruns int, overlayOnly bool) error {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "paddock-bench-")
 	if err != nil {
@@ -67,40 +68,12 @@ func run(nfiles, nruns int) error {
 	time.Sleep(200 * time.Millisecond)
 	rssIdle := d.RSS()
 
-	benchutil.Step("%d × create+rm of a clone run, interleaved with git clone --shared + checkout + rm", nruns)
-	var ours, peer []time.Duration
-	peerDir := filepath.Join(tmp, "peer")
-	for i := 0; i < nruns; i++ {
-		t0 := time.Now()
-		r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "clone"})
-		if err != nil {
+	var ours, peer, csOurs, csPeer []time.Duration
+	if !overlayOnly {
+		if ours, peer, csOurs, csPeer, err = clonePhase(ctx, c, tmp, repo, sha, nfiles, nruns); err != nil {
 			return err
 		}
-		if _, err := c.RemoveRun(ctx, r.ID); err != nil {
-			return err
-		}
-		ours = append(ours, time.Since(t0))
-
-		t0 = time.Now()
-		if _, err := benchutil.Git("", "clone", "--quiet", "--shared", "--no-checkout", "--", repo, peerDir); err != nil {
-			return err
-		}
-		if _, err := benchutil.Git(peerDir, "checkout", "--quiet", "--detach", sha); err != nil {
-			return err
-		}
-		if err := os.RemoveAll(peerDir); err != nil {
-			return err
-		}
-		peer = append(peer, time.Since(t0))
 	}
-	time.Sleep(200 * time.Millisecond)
-
-	benchutil.Step("%d × change set of 10 modified files, interleaved with git status --porcelain + git diff", nruns)
-	csOurs, csPeer, err := changeSets(ctx, c, "clone", repo, sha, filepath.Join(tmp, "edited"), nfiles, 10, nruns)
-	if err != nil {
-		return err
-	}
-
 	benchutil.Step("building the overlay snapshot of the base (once per base)")
 	t0 := time.Now()
 	first, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
@@ -144,10 +117,12 @@ func run(nfiles, nruns int) error {
 	fmt.Printf("\n%s\n\n", benchutil.Machine(tmp))
 	fmt.Println("| figure | paddock | peer | ratio |")
 	fmt.Println("|---|---|---|---|")
-	fmt.Printf("| create + rm a clone run, %d files (median of %d) | %s | %s (git clone --shared + checkout + rm) | %s |\n",
-		nfiles, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
-	fmt.Printf("| change set of 10 modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
-		nfiles, nruns, benchutil.Stats(csOurs), benchutil.Stats(csPeer), benchutil.Ratio(csOurs, csPeer))
+	if !overlayOnly {
+		fmt.Printf("| create + rm a clone run, %d files (median of %d) | %s | %s (git clone --shared + checkout + rm) | %s |\n",
+			nfiles, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
+		fmt.Printf("| change set of a clone run, 10 modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
+			nfiles, nruns, benchutil.Stats(csOurs), benchutil.Stats(csPeer), benchutil.Ratio(csOurs, csPeer))
+	}
 	fmt.Printf("| create an overlay run at a snapshotted base, %d files (median of %d) | %s | %s (git worktree add) | %s |\n",
 		nfiles, nruns, benchutil.Stats(ovCreate), benchutil.Stats(wtAdd), benchutil.Ratio(ovCreate, wtAdd))
 	fmt.Printf("| build the overlay snapshot of a base (once per base) | %s | – | – |\n", benchutil.Round(snapshot))
@@ -157,6 +132,45 @@ func run(nfiles, nruns int) error {
 		min(1000, nfiles/2), nfiles, nruns, benchutil.Stats(ov1k), benchutil.Stats(ovPeer1k), benchutil.Ratio(ov1k, ovPeer1k))
 	fmt.Printf("| idle daemon RSS | %s after start, %s after %d runs | – | – |\n", rssIdle, d.RSS(), nruns)
 	return nil
+}
+
+// clonePhase measures clone runs: create+rm against git clone --shared, and
+// change sets of 10 edits against git status + diff.
+func clonePhase(ctx context.Context, c *client.Client, tmp, repo, sha string, nfiles, nruns int) (ours, peer, csOurs, csPeer []time.Duration, err error) {
+	benchutil.Step("%d × create+rm of a clone run, interleaved with git clone --shared + checkout + rm", nruns)
+	peerDir := filepath.Join(tmp, "peer")
+	for i := 0; i < nruns; i++ {
+		t0 := time.Now()
+		r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "clone"})
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if _, err := c.RemoveRun(ctx, r.ID); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		ours = append(ours, time.Since(t0))
+
+		t0 = time.Now()
+		if _, err := benchutil.Git("", "clone", "--quiet", "--shared", "--no-checkout", "--", repo, peerDir); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if _, err := benchutil.Git(peerDir, "checkout", "--quiet", "--detach", sha); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if err := os.RemoveAll(peerDir); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		peer = append(peer, time.Since(t0))
+	}
+	time.Sleep(200 * time.Millisecond)
+
+	benchutil.Step("%d × change set of 10 modified files, interleaved with git status --porcelain + git diff", nruns)
+	csOurs, csPeer, err = changeSets(ctx, c, "clone", repo, sha, filepath.Join(tmp, "edited"), nfiles, 10, nruns)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+
+	return ours, peer, csOurs, csPeer, nil
 }
 
 // generate writes a repository of n files in a tree three levels deep, about

@@ -40,9 +40,14 @@ func Stats(ds []time.Duration) string {
 	return fmt.Sprintf("%s (%s–%s)", Round(Median(ds)), Round(slices.Min(ds)), Round(slices.Max(ds)))
 }
 
-// Ratio of the medians.
+// Ratio of the medians (ours / peer), with how many times faster when it
+// is under one.
 func Ratio(ours, peer []time.Duration) string {
-	return fmt.Sprintf("%.2f×", float64(Median(ours))/float64(Median(peer)))
+	r := float64(Median(ours)) / float64(Median(peer))
+	if r > 0 && r < 1 {
+		return fmt.Sprintf("%.3g× (%.3g× faster)", r, 1/r)
+	}
+	return fmt.Sprintf("%.2f×", r)
 }
 
 // Round a duration for a table.
