@@ -27,7 +27,7 @@ import (
 func main() {
 	quick := flag.Bool("quick", false, "small workload for a CI smoke run")
 	files := flag.Int("files", 20000, "files in the generated repository")
-	runs := flag.Int("runs", 50, "runs to create and remove")
+	runs := flag.Int("runs", 10, "runs to create and remove (each figure is the median of as many)")
 	overlayOnly := flag.Bool("overlay-only", false, "measure only the overlay figures (the clone ones take long on a large repository)")
 	flag.Parse()
 	if *quick {

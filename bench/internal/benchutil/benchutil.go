@@ -45,7 +45,7 @@ func Stats(ds []time.Duration) string {
 func Ratio(ours, peer []time.Duration) string {
 	r := float64(Median(ours)) / float64(Median(peer))
 	if r > 0 && r < 1 {
-		return fmt.Sprintf("%.3g× (%.3g× faster)", r, 1/r)
+		return fmt.Sprintf("%.3g× (%.1f× faster)", r, 1/r)
 	}
 	return fmt.Sprintf("%.2f×", r)
 }
