@@ -119,7 +119,8 @@ func TestExecEndToEnd(t *testing.T) {
 
 	// The harness outlives a daemon killed with -9: the next daemon
 	// re-attaches to it; reject gives it back.
-	harness := e.HarnessPID
+	execJSON(id, "true") // the allow-list command above had a harness of its own
+	harness := res.Enforcement.HarnessPID
 	d.kill9()
 	startDaemon(t, home)
 	cli(t, home, "resume", id).must(t)
