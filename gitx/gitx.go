@@ -513,13 +513,10 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 	if err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
-	if _, err := g.runInput(ctx, "", extra, entries, args("update-index", "-z", "--index-info")...); err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
-	}
-	inBase := map[string]bool{}
+	inBase := map[string]bool{} // base's paths under those paths; true: a submodule
 	for _, rec := range strings.Split(string(entries), "\x00") {
-		if _, p, ok := strings.Cut(rec, "\t"); ok {
-			inBase[p] = true
+		if meta, p, ok := strings.Cut(rec, "\t"); ok {
+			inBase[p] = strings.HasPrefix(meta, "160000 ")
 		}
 	}
 	// The shadow tree: every file now under paths, and the ignore rules
@@ -530,13 +527,15 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 		if !seen[p] {
 			seen[p] = true
 			files = append(files, p)
-			if !inBase[p] {
+			if _, ok := inBase[p]; !ok {
 				fresh = append(fresh, p)
 			}
 		}
 	}
-	for p := range inBase {
-		addFile(p) // modified or deleted
+	for p, link := range inBase {
+		if !link {
+			addFile(p) // modified or deleted
+		}
 	}
 	view, err := os.OpenRoot(workTree)
 	if err != nil {
@@ -619,6 +618,21 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 			}
 		}
 		files = kept
+	}
+	// Every entry base has under those paths is among the files: each is
+	// added again from the shadow tree (an unchanged one to the same blob)
+	// or removed, so the index needs none of base's entries first, but a
+	// submodule's (its directory holds nothing to add).
+	var links []byte
+	for _, rec := range bytes.Split(entries, []byte{0}) {
+		if bytes.HasPrefix(rec, []byte("160000 ")) {
+			links = append(append(links, rec...), 0)
+		}
+	}
+	if len(links) > 0 {
+		if _, err := g.runInput(ctx, "", extra, links, args("update-index", "-z", "--index-info")...); err != nil {
+			return nil, fmt.Errorf("gitx: diff: %w", err)
+		}
 	}
 	if len(files) > 0 {
 		// What `add --all` does for these files (ignored ones are out
