@@ -320,3 +320,22 @@ func TestOverlayChangeSetLimits(t *testing.T) {
 		t.Fatalf("back within the limits: %+v %v", cs, err)
 	}
 }
+
+// TestOverlayRefusedWhereItCannotWork: without resident sandboxes an overlay
+// is refused by name with the reason, and auto makes a clone and says why.
+func TestOverlayRefusedWhereItCannotWork(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	_, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
+	if !paddock.IsCode(err, paddock.CodeUnsupported) || !strings.Contains(err.Error(), "resident") {
+		t.Fatalf("overlay without resident sandboxes: %v", err)
+	}
+	r := e.create(t, paddock.KindAuto, "")
+	if r.Workspace.Kind != paddock.KindClone {
+		t.Fatalf("auto made %s", r.Workspace.Kind)
+	}
+	evs, _ := e.m.Events(context.Background(), r.ID, 0, 0)
+	if len(evs) == 0 || !strings.Contains(string(evs[0].Data), "auto: clone") {
+		t.Fatalf("the run does not say why it is a clone: %s", evs[0].Data)
+	}
+}

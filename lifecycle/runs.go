@@ -22,8 +22,10 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 		return nil, err
 	}
 	kind, chose := m.resolveKind(ctx, kind)
-	if kind == paddock.KindOverlay && (m.Harnesses == nil || m.Harnesses.PerExec) {
-		return nil, paddock.Errorf(paddock.CodeUnsupported, "an overlay workspace needs resident sandboxes (sandbox_mode = resident); use kind clone")
+	if chose == "" && kind == paddock.KindOverlay {
+		if err := m.overlayWorks(ctx); err != nil {
+			return nil, err // asked for by name: refused, with the reason
+		}
 	}
 	policy, err := paddock.ParseCleanupPolicy(o.CleanupPolicy)
 	if err != nil {

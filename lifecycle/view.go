@@ -101,14 +101,24 @@ func (m *Manager) resolveKind(ctx context.Context, k paddock.WorkspaceKind) (pad
 	if k != paddock.KindAuto {
 		return k, ""
 	}
+	if err := m.overlayWorks(ctx); err != nil {
+		return paddock.KindClone, "auto: clone (" + paddock.ErrorMessage(err) + ")"
+	}
+	return paddock.KindOverlay, "auto: overlay"
+}
+
+// overlayWorks says whether this daemon can make overlay workspaces here:
+// it needs resident sandboxes, and a sandbox must mount one for real
+// (probed once).
+func (m *Manager) overlayWorks(ctx context.Context) error {
 	if _, ok := m.overlayProvider(); !ok || m.Harnesses == nil || m.Harnesses.PerExec {
-		return paddock.KindClone, "auto: clone (resident sandboxes are off, and overlay workspaces need them)"
+		return paddock.Errorf(paddock.CodeUnsupported, "an overlay workspace needs resident sandboxes (sandbox_mode = resident); use kind clone")
 	}
 	m.overlayProbe.once.Do(func() { m.overlayProbe.err = m.probeOverlay(ctx) })
 	if err := m.overlayProbe.err; err != nil {
-		return paddock.KindClone, "auto: clone (overlay does not work here: " + paddock.ErrorMessage(err) + ")"
+		return paddock.Errorf(paddock.CodeUnsupported, "overlay workspaces do not work here (%s); use kind clone", paddock.ErrorMessage(err))
 	}
-	return paddock.KindOverlay, "auto: overlay"
+	return nil
 }
 
 // overlayProbe remembers whether this machine can mount an overlay
