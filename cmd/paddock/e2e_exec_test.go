@@ -300,3 +300,43 @@ func TestCreateShowsProgress(t *testing.T) {
 		t.Fatalf("the second run built the snapshot again: %q", again.err)
 	}
 }
+
+// TestOverlayAcrossADaemonCrash: an overlay run's files live in its upper
+// layer and its merged view in its harness; after kill -9 of the daemon the
+// restarted one re-attaches to the harness and sees the same bytes.
+func TestOverlayAcrossADaemonCrash(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
+	d := startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	r := cli(t, home, "create", "-p", "app", "--kind", "overlay")
+	if r.code != 0 {
+		if strings.Contains(r.err, "unsupported") && os.Getenv("CI") != "true" {
+			t.Skipf("overlay workspaces do not work here: %s", r.err)
+		}
+		t.Fatalf("create: %d %s", r.code, r.err)
+	}
+	id := strings.TrimSpace(r.out)
+	var res paddock.ExecResult
+	if err := json.Unmarshal([]byte(cli(t, home, "exec", id, "--json", "--", "sh", "-c", "echo kept > kept.txt").must(t).out), &res); err != nil {
+		t.Fatal(err)
+	}
+	harness := res.Enforcement.HarnessPID
+	d.kill9()
+	startDaemon(t, home)
+	cli(t, home, "resume", id).must(t)
+	if r := cli(t, home, "tool", id, "read", "--arg", "path=kept.txt"); r.code != 0 || !strings.Contains(r.out, "kept") {
+		t.Fatalf("after the crash a tool does not see the run's file: %d %s %s", r.code, r.out, r.err)
+	}
+	if err := json.Unmarshal([]byte(cli(t, home, "exec", id, "--json", "--", "cat", "kept.txt").must(t).out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != "kept\n" || res.Enforcement.HarnessPID != harness {
+		t.Fatalf("after the crash: %q from harness %d, was %d", res.Stdout, res.Enforcement.HarnessPID, harness)
+	}
+	if r := cli(t, home, "diff", id, "--stat"); r.code != 0 || !strings.Contains(r.out, "kept.txt") {
+		t.Fatalf("diff after the crash: %d %s %s", r.code, r.out, r.err)
+	}
+	cli(t, home, "reject", id).must(t)
+}
