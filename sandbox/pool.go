@@ -230,6 +230,7 @@ func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (*harnessCon
 	} else if c, err := dialHarness(p.sockPath(key)); err == nil {
 		// A harness a previous daemon left behind.
 		if h, err := p.adopt(c, key, cfg); err == nil {
+			p.log().Info("harness re-attached", "run", key, "pid", h.pid)
 			return p.keep(key, h), nil
 		}
 	}
@@ -491,7 +492,7 @@ func (p *Pool) adopt(c *net.UnixConn, key, cfg string) (*harnessConn, error) {
 		return nil, errors.New("sandbox: the harness serves another configuration")
 	}
 	h := &harnessConn{key: key, config: cfg, conn: c, enf: m.Hello.Enforcement, lastUsed: time.Now(), pid: m.Hello.PID,
-		pending: map[uint64]chan hmsg{}, adopted: m.Hello.Commands > 0 || time.Since(m.Hello.Started) > time.Second}
+		pending: map[uint64]chan hmsg{}}
 	h.enf.HarnessPID = h.pid
 	go h.readLoop()
 	return h, nil
@@ -508,7 +509,6 @@ type harnessConn struct {
 	conn        *net.UnixConn
 	enf         Enforcement
 	pid         int
-	adopted     bool
 
 	// guarded by Pool.mu
 	inflight int
