@@ -26,20 +26,21 @@ import (
 
 func main() {
 	quick := flag.Bool("quick", false, "small workload for a CI smoke run")
-	files := flag.Int("files", 20000, "files in the generated repository")
-	runs := flag.Int("runs", 10, "runs to create and remove (each figure is the median of as many)")
+	files := flag.Int("files", 50000, "files in the generated repository")
+	runs := flag.Int("runs", 5, "runs to create and remove (each figure is the median of as many)")
 	overlayOnly := flag.Bool("overlay-only", false, "measure only the overlay figures (the clone ones take long on a large repository)")
+	history := flag.Int("history", 300, "commits of history in the generated repository, after the first")
 	flag.Parse()
 	if *quick {
-		*files, *runs = 2000, 10
+		*files, *runs, *history = 2000, 10, 20
 	}
-	if err := run(*files, *runs, *overlayOnly); err != nil {
+	if err := run(*files, *runs, *history, *overlayOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nfiles, nruns int, overlayOnly bool) error {
+func run(nfiles, nruns, nhistory int, overlayOnly bool) error {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "paddock-bench-")
 	if err != nil {
@@ -48,8 +49,8 @@ func run(nfiles, nruns int, overlayOnly bool) error {
 	defer os.RemoveAll(tmp)
 
 	repo := filepath.Join(tmp, "repo")
-	benchutil.Step("generating a %d-file repository", nfiles)
-	if err := generate(repo, nfiles); err != nil {
+	benchutil.Step("generating a %d-file repository with %d commits of history", nfiles, nhistory+1)
+	if err := generate(repo, nfiles, nhistory); err != nil {
 		return err
 	}
 	sha, err := benchutil.Git(repo, "rev-parse", "HEAD")
@@ -174,8 +175,9 @@ func clonePhase(ctx context.Context, c *client.Client, tmp, repo, sha string, nf
 }
 
 // generate writes a repository of n files in a tree three levels deep, about
-// 20 files a directory, sizes from 64 B to 4 KiB and one 2 MiB file in 5,000.
-func generate(dir string, n int) error {
+// 20 files a directory, sizes from 64 B to 4 KiB and one 2 MiB file in 5,000,
+// with a history of that many commits on top of the first.
+func generate(dir string, n, history int) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	if _, err := benchutil.Git("", "init", "--quiet", "--initial-branch=main", dir); err != nil {
 		return err
@@ -200,8 +202,31 @@ func generate(dir string, n int) error {
 	if _, err := benchutil.Git(dir, "add", "-A"); err != nil {
 		return err
 	}
-	_, err := benchutil.Git(dir, "commit", "--quiet", "-m", "generated")
-	return err
+	if _, err := benchutil.Git(dir, "commit", "--quiet", "-m", "generated"); err != nil {
+		return err
+	}
+	// A history: each commit edits a few files, as work does.
+	for c := 0; c < history; c++ {
+		var paths []string
+		for k := 0; k < 5; k++ {
+			i := rng.IntN(n)
+			rel := filepath.Join(fmt.Sprintf("mod%03d", i/400), fmt.Sprintf("pkg%02d", (i/20)%20), fmt.Sprintf("file%05d.go", i))
+			f, err := os.OpenFile(filepath.Join(dir, rel), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(f, "\n// change %d\n", c)
+			f.Close()
+			paths = append(paths, rel)
+		}
+		if _, err := benchutil.Git(dir, append([]string{"add", "--"}, paths...)...); err != nil {
+			return err
+		}
+		if _, err := benchutil.Git(dir, "commit", "--quiet", "-m", fmt.Sprintf("change %d", c)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // changeSets makes one run of kind and one plain clone, edits the same
