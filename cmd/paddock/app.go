@@ -171,7 +171,7 @@ else ~/.local/state/paddock.
 		a.eventsCmd(), a.gcCmd(), a.versionCmd(), a.doctorCmd(),
 		a.toolCmd(), a.toolsCmd(), a.inboxCmd(), a.execCmd(),
 		a.diffCmd(), a.submitCmd(), a.approveCmd(), a.applyCmd(), a.undoCmd(),
-		a.fakeAgentCmd(),
+		a.fakeAgentCmd(), a.mcpCmd(),
 	)
 	return root
 }

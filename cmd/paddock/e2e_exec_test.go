@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
 )
@@ -339,4 +342,61 @@ func TestOverlayAcrossADaemonCrash(t *testing.T) {
 		t.Fatalf("diff after the crash: %d %s %s", r.code, r.out, r.err)
 	}
 	cli(t, home, "reject", id).must(t)
+}
+
+// TestMCP: an agent that speaks MCP gets the run's working tools from
+// `paddock mcp RUN`: the offered set, calls that land in the workspace, and
+// refusals as tool errors it can read.
+func TestMCP(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", "clone").must(t).out)
+	ro := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", "clone", "--access", "read").must(t).out)
+	ctx := context.Background()
+	connect := func(run string) *mcp.ClientSession {
+		t.Helper()
+		cmd := exec.Command(binary, "mcp", run, "--home", home)
+		cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
+		s, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	s := connect(id)
+	tools, err := s.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if len(names) != 9 || !slices.Contains(names, "write") {
+		t.Fatalf("tools: %v", names)
+	}
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"path": "from-mcp.txt", "content": "hello over MCP\n"}})
+	if err != nil || res.IsError {
+		t.Fatalf("write: %+v %v", res, err)
+	}
+	run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
+	if b, _ := os.ReadFile(filepath.Join(run.Workspace.Root, "from-mcp.txt")); string(b) != "hello over MCP\n" {
+		t.Fatalf("the write did not land: %q", b)
+	}
+	res, err = s.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": "../../etc/passwd"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "forbidden") {
+		t.Fatalf("an escape over MCP: %+v %v", res, err)
+	}
+	if evs := cli(t, home, "events", id).must(t).out; !strings.Contains(evs, "from-mcp.txt") {
+		t.Fatalf("the MCP call is not an event:\n%s", evs)
+	}
+	// A read run is offered only the read tools.
+	rtools, err := connect(ro).ListTools(ctx, nil)
+	if err != nil || len(rtools.Tools) != 5 {
+		t.Fatalf("a read run's tools over MCP: %+v %v", rtools, err)
+	}
 }
