@@ -83,8 +83,8 @@ func run(nfiles, nruns, nhistory int, overlayOnly bool) error {
 	}
 	snapshot := time.Since(t0)
 	c.RemoveRun(ctx, first.ID)
-	benchutil.Step("%d × create an overlay run at the snapshotted base, interleaved with git worktree add", nruns)
-	var ovCreate, wtAdd []time.Duration
+	benchutil.Step("%d × create an overlay run at the snapshotted base (and a worktree run), interleaved with git worktree add", nruns)
+	var ovCreate, wtAdd, wtCreate []time.Duration
 	for i := 0; i < nruns; i++ {
 		t0 := time.Now()
 		r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
@@ -94,6 +94,17 @@ func run(nfiles, nruns, nhistory int, overlayOnly bool) error {
 		ovCreate = append(ovCreate, time.Since(t0))
 		if _, err := c.RemoveRun(ctx, r.ID); err != nil {
 			return err
+		}
+		if !overlayOnly {
+			t0 = time.Now()
+			r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "worktree"})
+			if err != nil {
+				return err
+			}
+			wtCreate = append(wtCreate, time.Since(t0))
+			if _, err := c.RemoveRun(ctx, r.ID); err != nil {
+				return err
+			}
 		}
 		wt := filepath.Join(tmp, "wt")
 		t0 = time.Now()
@@ -126,6 +137,10 @@ func run(nfiles, nruns, nhistory int, overlayOnly bool) error {
 	}
 	fmt.Printf("| create an overlay run at a snapshotted base, %d files (median of %d) | %s | %s (git worktree add) | %s |\n",
 		nfiles, nruns, benchutil.Stats(ovCreate), benchutil.Stats(wtAdd), benchutil.Ratio(ovCreate, wtAdd))
+	if !overlayOnly {
+		fmt.Printf("| create a worktree run, %d files (median of %d) | %s | %s (git worktree add) | %s |\n",
+			nfiles, nruns, benchutil.Stats(wtCreate), benchutil.Stats(wtAdd), benchutil.Ratio(wtCreate, wtAdd))
+	}
 	fmt.Printf("| build the overlay snapshot of a base (once per base) | %s | – | – |\n", benchutil.Round(snapshot))
 	fmt.Printf("| change set of an overlay run, 10 modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
 		nfiles, nruns, benchutil.Stats(ov10), benchutil.Stats(ovPeer10), benchutil.Ratio(ov10, ovPeer10))
