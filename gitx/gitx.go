@@ -438,19 +438,28 @@ func snapshotOf(run func(args ...string) ([]byte, error), base string, spec []st
 	if snap.Diff, err = run(append([]string{"diff", "--cached", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)...); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
-	if !listIgnored {
-		return snap, nil
-	}
-	ign, err := run(append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, spec...)...)
-	if err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
-	}
-	for _, p := range strings.Split(string(ign), "\x00") {
-		if p != "" {
-			snap.Ignored = append(snap.Ignored, p)
+	if listIgnored {
+		if snap.Ignored, err = ignoredIn(run, spec); err != nil {
+			return nil, err
 		}
 	}
 	return snap, nil
+}
+
+// ignoredIn lists the untracked files the ignore rules leave out, within
+// spec (an ignored directory as itself).
+func ignoredIn(run func(args ...string) ([]byte, error), spec []string) ([]string, error) {
+	out, err := run(append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, spec...)...)
+	if err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	var ignored []string
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p != "" {
+			ignored = append(ignored, p)
+		}
+	}
+	return ignored, nil
 }
 
 // MaxDiffPaths bounds the paths DiffPaths takes on its command lines; a
@@ -658,14 +667,8 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 		}
 	}
 	if anyIgnored {
-		ign, err := run(append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, spec...)...)
-		if err != nil {
-			return nil, fmt.Errorf("gitx: diff: %w", err)
-		}
-		for _, p := range strings.Split(string(ign), "\x00") {
-			if p != "" {
-				snap.Ignored = append(snap.Ignored, p)
-			}
+		if snap.Ignored, err = ignoredIn(run, spec); err != nil {
+			return nil, err
 		}
 	}
 	return snap, nil
