@@ -71,11 +71,7 @@ func (p *Pool) Run(ctx context.Context, key string, spec Spec) (*Result, error) 
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "an overlay run runs its commands only through its harness, and %s", reason)
 	}
 	if reason != "" {
-		res, err := runFresh(ctx, spec)
-		if res != nil {
-			res.Enforcement.Mode, res.Enforcement.ModeReason = "per-exec", reason
-		}
-		return res, err
+		return perExec(ctx, spec, reason)
 	}
 	if spec.Net == NetAllow {
 		spec.Env = append(spec.Env, proxyEnv()...)
@@ -86,11 +82,7 @@ func (p *Pool) Run(ctx context.Context, key string, spec Spec) (*Result, error) 
 			if spec.Overlay != nil {
 				return nil, paddock.Errorf(paddock.CodeBusy, "the run's sandbox is running a command made for another configuration (network, /tmp size or protected paths); an overlay run's commands share one sandbox: try again when it ends")
 			}
-			res, err := runFresh(ctx, spec)
-			if res != nil {
-				res.Enforcement.Mode, res.Enforcement.ModeReason = "per-exec", "the run's harness is running a command made for another configuration"
-			}
-			return res, err
+			return perExec(ctx, spec, "the run's harness is running a command made for another configuration")
 		}
 		if err != nil {
 			return nil, err
@@ -107,6 +99,15 @@ func (p *Pool) Run(ctx context.Context, key string, spec Spec) (*Result, error) 
 		p.mu.Unlock()
 		return res, err
 	}
+}
+
+// perExec runs a prepared spec in a sandbox of its own, and says why.
+func perExec(ctx context.Context, spec Spec, reason string) (*Result, error) {
+	res, err := runFresh(ctx, spec)
+	if res != nil {
+		res.Enforcement.Mode, res.Enforcement.ModeReason = "per-exec", reason
+	}
+	return res, err
 }
 
 func (p *Pool) perExecReason(spec *Spec) string {
@@ -165,8 +166,6 @@ func configHash(spec *Spec) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-func (p *Pool) dir() string { return p.Dir }
-
 func (p *Pool) idle() time.Duration {
 	if p.Idle > 0 {
 		return p.Idle
@@ -187,7 +186,7 @@ func (p *Pool) log() *slog.Logger {
 	return slog.Default()
 }
 
-func (p *Pool) sockPath(key string) string { return filepath.Join(p.dir(), key+".sock") }
+func (p *Pool) sockPath(key string) string { return filepath.Join(p.Dir, key+".sock") }
 
 // harness returns the run's harness for spec: the one it has, one a
 // previous daemon left (re-attached), or a new one.
@@ -330,13 +329,13 @@ func (p *Pool) removeFiles(key string, log bool) {
 	}
 	os.Remove(p.sockPath(key))
 	if log {
-		os.Remove(filepath.Join(p.dir(), key+".log"))
+		os.Remove(filepath.Join(p.Dir, key+".log"))
 	}
 }
 
 // Keys lists the runs that have a harness socket in Dir, live or stale.
 func (p *Pool) Keys() []string {
-	ents, _ := os.ReadDir(p.dir())
+	ents, _ := os.ReadDir(p.Dir)
 	var keys []string
 	for _, e := range ents {
 		if k, ok := strings.CutSuffix(e.Name(), ".sock"); ok {
@@ -386,7 +385,7 @@ func (p *Pool) reapIdle() {
 
 // start makes a new harness for key.
 func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*harnessConn, error) {
-	if err := os.MkdirAll(p.dir(), 0o700); err != nil {
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		return nil, err
 	}
 	sock := p.sockPath(key)
@@ -402,15 +401,19 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 		return nil, err
 	}
 	defer lf.Close()
-	logf, err := os.OpenFile(filepath.Join(p.dir(), key+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(filepath.Join(p.Dir, key+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
 	var px *Proxy
-	hc := &harnessConn{}
+	var up atomic.Pointer[harnessConn] // the harness, once it is up, for the proxy's decisions
 	if spec.Net == NetAllow {
-		px = &Proxy{Allow: spec.Allow, Decide: hc.decided}
+		px = &Proxy{Allow: spec.Allow, Decide: func(d ProxyDecision) {
+			if h := up.Load(); h != nil {
+				h.decided(d)
+			}
+		}}
 		psock, err := px.Start(spec.UID)
 		if err != nil {
 			os.Remove(sock)
@@ -461,8 +464,8 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 		proc.cmd.Process.Kill()
 		return fail(err)
 	}
-	h.proxy, h.decide = px, hc.decide
-	hc.target.Store(h)
+	h.proxy = px
+	up.Store(h)
 	p.log().Debug("harness started", "run", key, "pid", h.pid)
 	return h, nil
 }
@@ -523,7 +526,6 @@ type harnessConn struct {
 	// latest command's Decide: every command of a run records to the run).
 	proxy  *Proxy
 	decide func(ProxyDecision)
-	target atomic.Pointer[harnessConn] // for the proxy's callback, set once the harness is up
 }
 
 func (h *harnessConn) setDecide(f func(ProxyDecision)) {
@@ -532,15 +534,11 @@ func (h *harnessConn) setDecide(f func(ProxyDecision)) {
 	h.mu.Unlock()
 }
 
-// decided is the proxy's Decide: it passes the decision on.
+// decided passes a decision of the harness's proxy to the latest command's Decide.
 func (h *harnessConn) decided(d ProxyDecision) {
-	t := h.target.Load()
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	f := t.decide
-	t.mu.Unlock()
+	h.mu.Lock()
+	f := h.decide
+	h.mu.Unlock()
 	if f != nil {
 		f(d)
 	}
