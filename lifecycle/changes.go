@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/changeset"
 	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/workspace"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,19 +48,19 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	limits := m.ChangeSetLimits.withDefaults()
 	check := func(raw []byte) error { return limits.check(dir, raw) }
 	var snap *gitx.Snapshot
-	var paths []string
+	var upper *workspace.Upper
 	if r.Workspace.Kind == paddock.KindOverlay {
-		paths, err = m.overlayPaths(r)
+		upper, err = m.overlayUpper(r)
 	}
 	switch {
 	case err != nil:
-	case r.Workspace.Kind == paddock.KindOverlay && len(paths) <= gitx.MaxDiffPaths:
+	case upper != nil && len(upper.Paths) <= gitx.MaxDiffPaths:
 		// Only what the upper layer names can differ from the base; its
 		// size is bounded before anything of it is copied or rendered.
-		if err = m.checkUpper(r, limits); err != nil {
+		if err = limits.checkUpper(upper); err != nil {
 			break
 		}
-		snap, err = m.Git.DiffPaths(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache", "overlay"), paths, r.IncludeIgnored, check)
+		snap, err = m.Git.DiffPaths(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache", "overlay"), upper.Paths, r.IncludeIgnored, check)
 	default:
 		snap, err = m.Git.DiffWorkTree(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache"), r.IncludeIgnored, check, ".paddock")
 	}
@@ -277,13 +277,9 @@ func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.Change
 	if err != nil {
 		return err
 	}
-	dir, err := m.viewDir(ctx, r, nil)
+	root, err := m.openView(ctx, r, nil, &confine.Policy{})
 	if err != nil {
 		return err
-	}
-	root, err := confine.Open(dir, &confine.Policy{})
-	if err != nil {
-		return internal("opening the workspace failed", err)
 	}
 	defer root.Close()
 	for _, e := range cs.Entries {
@@ -349,35 +345,19 @@ func (l ChangeSetLimits) withDefaults() ChangeSetLimits {
 
 // check refuses a change set over the limits, from git's raw entries and the
 // sizes of the files in the workspace, before any diff is rendered.
-// checkUpper applies the limits to what an overlay run's upper layer holds,
-// from the host's side of it, before the change set reads any of it.
-func (m *Manager) checkUpper(r *paddock.Run, l ChangeSetLimits) error {
-	ov, ok := m.overlayProvider()
-	if !ok {
-		return nil
+// checkUpper applies the limits to what an overlay run's upper layer
+// holds, read from the host's side of it, before the change set reads any
+// of it.
+func (l ChangeSetLimits) checkUpper(u *workspace.Upper) error {
+	switch {
+	case u.Files > l.MaxEntries:
+		return paddock.Errorf(paddock.CodeTooLarge, "the change set has more than %d entries; nothing was frozen (raise the limit, or split the work)", l.MaxEntries)
+	case u.LargestSize > l.MaxFile:
+		return paddock.Errorf(paddock.CodeTooLarge, "%s is %d bytes, over the change set's file limit of %d", u.Largest, u.LargestSize, l.MaxFile)
+	case u.Bytes > l.MaxTotal:
+		return paddock.Errorf(paddock.CodeTooLarge, "the change set's new content passes %d bytes; nothing was frozen", l.MaxTotal)
 	}
-	upper := ov.LayersOf(r.Project, r.Workspace).Upper
-	entries, total := 0, int64(0)
-	return filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		if entries++; entries > l.MaxEntries {
-			return paddock.Errorf(paddock.CodeTooLarge, "the change set has more than %d entries; nothing was frozen (raise the limit, or split the work)", l.MaxEntries)
-		}
-		fi, err := d.Info()
-		if err != nil || !fi.Mode().IsRegular() {
-			return nil
-		}
-		rel, _ := filepath.Rel(upper, p)
-		if fi.Size() > l.MaxFile {
-			return paddock.Errorf(paddock.CodeTooLarge, "%s is %d bytes, over the change set's file limit of %d", rel, fi.Size(), l.MaxFile)
-		}
-		if total += fi.Size(); total > l.MaxTotal {
-			return paddock.Errorf(paddock.CodeTooLarge, "the change set's new content passes %d bytes; nothing was frozen", l.MaxTotal)
-		}
-		return nil
-	})
+	return nil
 }
 
 func (l ChangeSetLimits) check(root string, raw []byte) error {

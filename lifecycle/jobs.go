@@ -139,13 +139,9 @@ func (m *Manager) verifyCommands(ctx context.Context, id string) ([][]string, er
 	}
 	// Stage the base's recipes where the commands expect them; .paddock is
 	// protected, so the agent cannot rewrite them (read-only in the sandbox).
-	dir, err := m.viewDir(ctx, r, nil)
+	root, err := m.openView(ctx, r, nil, &confine.Policy{})
 	if err != nil {
 		return nil, err
-	}
-	root, err := confine.Open(dir, &confine.Policy{})
-	if err != nil {
-		return nil, internal("opening the workspace failed", err)
 	}
 	defer root.Close()
 	if err := m.asSandboxUser(r, func() error {

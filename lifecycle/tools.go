@@ -85,13 +85,9 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	dir, err := m.viewDir(ctx, r, p)
+	root, err := m.openView(ctx, r, p, policy(p))
 	if err != nil {
 		return nil, err
-	}
-	root, err := confine.Open(dir, policy(p))
-	if err != nil {
-		return nil, internal("opening the workspace failed", err)
 	}
 	defer root.Close()
 	var res any
@@ -171,13 +167,9 @@ func (m *Manager) Deliver(ctx context.Context, id, name string, body io.Reader, 
 	}
 	// The host writes the inbox: the agents' protected-path policy does not
 	// apply, the confinement and the .git rule do.
-	dir, err := m.viewDir(ctx, r, nil)
+	root, err := m.openView(ctx, r, nil, &confine.Policy{})
 	if err != nil {
 		return nil, err
-	}
-	root, err := confine.Open(dir, &confine.Policy{})
-	if err != nil {
-		return nil, internal("opening the workspace failed", err)
 	}
 	defer root.Close()
 	var res *paddock.InboxResult

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/paddock-dev/paddock/workspace"
@@ -75,24 +76,39 @@ func (m *Manager) viewDir(ctx context.Context, r *paddock.Run, p *paddock.Projec
 	return m.Harnesses.View(ctx, r.ID, spec)
 }
 
-// overlayPaths lists what an overlay run changed, from its upper layer
-// alone, without what paddock stages under .paddock.
-func (m *Manager) overlayPaths(r *paddock.Run) ([]string, error) {
+// openView opens run r's workspace as its commands see it (viewDir),
+// confined by policy, for the daemon's own reads and writes.
+func (m *Manager) openView(ctx context.Context, r *paddock.Run, p *paddock.Project, policy *confine.Policy) (*confine.Root, error) {
+	dir, err := m.viewDir(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
+	root, err := confine.Open(dir, policy)
+	if err != nil {
+		return nil, internal("opening the workspace failed", err)
+	}
+	return root, nil
+}
+
+// overlayUpper reads what an overlay run's upper layer holds, without what
+// paddock stages under .paddock.
+func (m *Manager) overlayUpper(r *paddock.Run) (*workspace.Upper, error) {
 	ov, ok := m.overlayProvider()
 	if !ok {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon makes no overlay workspaces")
 	}
-	all, err := workspace.UpperPaths(ov.LayersOf(r.Project, r.Workspace).Upper)
+	u, err := workspace.ReadUpper(ov.LayersOf(r.Project, r.Workspace).Upper)
 	if err != nil {
 		return nil, err
 	}
-	out := all[:0]
-	for _, p := range all {
+	kept := u.Paths[:0]
+	for _, p := range u.Paths {
 		if p != ".paddock" && !strings.HasPrefix(p, ".paddock/") {
-			out = append(out, p)
+			kept = append(kept, p)
 		}
 	}
-	return out, nil
+	u.Paths = kept
+	return u, nil
 }
 
 // resolveKind turns auto into the kind this machine can make: overlay

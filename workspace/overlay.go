@@ -143,13 +143,26 @@ func (o *Overlay) Present(ctx context.Context, w *paddock.Workspace) (bool, erro
 	return present(filepath.Join(w.Root, "upper"))
 }
 
-// UpperPaths lists what an upper layer says changed, relative to the
-// workspace: every file, link and whiteout (a deletion), and every opaque
-// directory (one deleted and made anew, hiding the lower's) as a whole. A
-// directory copied up only to hold a change below it is not listed itself.
-// It reads only the upper layer: its cost is what changed.
-func UpperPaths(upper string) ([]string, error) {
-	var out []string
+// Upper is what an upper layer holds: the paths it says changed, and the
+// size of what it holds, for a change set's limits.
+type Upper struct {
+	// Paths, relative to the workspace: every file, link and whiteout (a
+	// deletion), every new empty directory, and every opaque directory (one
+	// deleted and made anew, hiding the lower's) as a whole. A directory
+	// copied up only to hold a change below it is not listed itself.
+	Paths []string
+	// Files counts the non-directories, Bytes their regular files' sizes;
+	// Largest is the biggest regular file, LargestSize its size.
+	Files       int
+	Bytes       int64
+	Largest     string
+	LargestSize int64
+}
+
+// ReadUpper reads an upper layer, once: its cost is what changed.
+func ReadUpper(upper string) (*Upper, error) {
+	u := &Upper{}
+	opaqueDir := "" // inside it, files count but are not listed
 	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -158,21 +171,36 @@ func UpperPaths(upper string) ([]string, error) {
 			return nil
 		}
 		rel, _ := filepath.Rel(upper, path)
+		inside := opaqueDir != "" && strings.HasPrefix(rel, opaqueDir+string(filepath.Separator))
+		if !inside {
+			opaqueDir = ""
+		}
 		if d.IsDir() {
-			if opaque(path) {
-				out = append(out, rel)
-				return filepath.SkipDir
-			}
-			empty, err := isEmptyDir(path)
-			if err == nil && empty {
-				out = append(out, rel) // a new empty directory: git ignores it, but it is a path that changed
+			switch {
+			case inside:
+			case opaque(path):
+				u.Paths = append(u.Paths, rel)
+				opaqueDir = rel
+			default:
+				if empty, err := isEmptyDir(path); err == nil && empty {
+					u.Paths = append(u.Paths, rel) // a new empty directory: git ignores it, but it is a path that changed
+				}
 			}
 			return nil
 		}
-		out = append(out, rel)
+		if !inside {
+			u.Paths = append(u.Paths, rel)
+		}
+		u.Files++
+		if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() {
+			u.Bytes += fi.Size()
+			if fi.Size() > u.LargestSize {
+				u.Largest, u.LargestSize = rel, fi.Size()
+			}
+		}
 		return nil
 	})
-	return out, err
+	return u, err
 }
 
 func isEmptyDir(path string) (bool, error) {
