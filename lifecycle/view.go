@@ -130,7 +130,7 @@ func (m *Manager) overlayWorks(ctx context.Context) error {
 	if _, ok := m.overlayProvider(); !ok || m.Harnesses == nil || m.Harnesses.PerExec {
 		return paddock.Errorf(paddock.CodeUnsupported, "an overlay workspace needs resident sandboxes (sandbox_mode = resident); use kind clone")
 	}
-	m.overlayProbe.once.Do(func() { m.overlayProbe.err = m.probeOverlay(ctx) })
+	m.overlayProbe.once.Do(func() { m.overlayProbe.err = sandbox.ProbeOverlay(ctx, m.SandboxUID) })
 	if err := m.overlayProbe.err; err != nil {
 		return paddock.Errorf(paddock.CodeUnsupported, "overlay workspaces do not work here (%s); use kind clone", paddock.ErrorMessage(err))
 	}
@@ -142,11 +142,6 @@ func (m *Manager) overlayWorks(ctx context.Context) error {
 type overlayProbe struct {
 	once sync.Once
 	err  error
-}
-
-// probeOverlay mounts a small overlay in a sandbox for real.
-func (m *Manager) probeOverlay(ctx context.Context) error {
-	return sandbox.ProbeOverlay(ctx, m.SandboxUID)
 }
 
 // asSandboxUser runs fn on a thread whose file-system uid and gid are the
