@@ -43,3 +43,25 @@ diff --git a/NOTES.md b/NOTES.md
 		t.Fatalf("clean code hit: %+v", hits)
 	}
 }
+
+// TestPrefilter: the literal prefilter never hides a match the regular
+// expressions alone would make, case folding included.
+func TestPrefilter(t *testing.T) {
+	lines := []string{
+		"GENERATED WITH CLAUDE", "Written by ChatGPT", "created using [copilot", "AUTHORED BY gemini",
+		"Co-Authored-By: Claude <x>", "  co-authored-by: a codex bot", "// uses CLAUDE-3-opus", "# GPT-4o here",
+		"/* O1-MINI */", "-- gemini-PRO", "🤖 done", "// claude-3-haiKu with a Kelvin sign: \u212a",
+		"generated with claude", "plain code", "",
+	}
+	for _, text := range lines {
+		for _, r := range Rules {
+			if r.re.MatchString(text) && !r.mayMatch(text, asciiLower(text)) {
+				t.Errorf("rule %s: the prefilter hides a match in %q", r.Name, text)
+			}
+		}
+	}
+	// And every line above that should hit still does through Check.
+	if hits := Check("+++ b/f\n@@ -0,0 +1 @@\n+// uses CLAUDE-3-opus\n", "", nil); len(hits) != 1 {
+		t.Fatalf("hits: %+v", hits)
+	}
+}
