@@ -34,13 +34,23 @@ type ChangeSet struct {
 	RunID        string        `json:"run_id"`
 	BaseRevision string        `json:"base_revision"`
 	Entries      []ChangeEntry `json:"entries"`
-	Diff         string        `json:"diff"`
-	Hash         string        `json:"hash"`
+	// Diff is the unified diff, when it is at most InlineDiff bytes. A
+	// larger one is left out (DiffOmitted) and streamed on its own from
+	// GET /v1/runs/{id}/changeset/diff?hash=HASH.
+	Diff        string `json:"diff"`
+	DiffSize    int64  `json:"diff_size"`
+	DiffOmitted bool   `json:"diff_omitted,omitempty"`
+	// DiffFile is where the daemon keeps the whole diff; never sent.
+	DiffFile string `json:"-"`
+	Hash     string `json:"hash"`
 	// Ignored lists files the base's ignore rules leave out (build output,
 	// dependencies); they are not in the entries.
 	Ignored    []string  `json:"ignored,omitempty"`
 	ComputedAt time.Time `json:"computed_at"`
 }
+
+// InlineDiff is the largest diff a change set answer carries in full.
+const InlineDiff = 4 << 20
 
 // Submission is a frozen change set and what was decided about it.
 type Submission struct {

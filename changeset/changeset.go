@@ -27,10 +27,26 @@ import (
 // LargeFile is the size from which an entry is labelled large.
 const LargeFile = 1 << 20
 
-// Build makes the change set of the workspace at root from git's snapshot.
-func Build(runID, base, root string, snap *gitx.Snapshot, policy *confine.Policy) (*paddock.ChangeSet, error) {
-	cs := &paddock.ChangeSet{RunID: runID, BaseRevision: base, Diff: string(snap.Diff), Ignored: snap.Ignored,
+// Build makes the change set of the workspace at root from git's snapshot,
+// whose diff is in the file diffFile: it is read as a stream (for the hash)
+// and carried in full only when it is at most paddock.InlineDiff bytes.
+func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, policy *confine.Policy) (*paddock.ChangeSet, error) {
+	cs := &paddock.ChangeSet{RunID: runID, BaseRevision: base, DiffFile: diffFile, Ignored: snap.Ignored,
 		Entries: []paddock.ChangeEntry{}, ComputedAt: time.Now().UTC()}
+	fi, err := os.Stat(diffFile)
+	if err != nil {
+		return nil, fmt.Errorf("changeset: %w", err)
+	}
+	cs.DiffSize = fi.Size()
+	if cs.DiffSize <= paddock.InlineDiff {
+		b, err := os.ReadFile(diffFile)
+		if err != nil {
+			return nil, fmt.Errorf("changeset: %w", err)
+		}
+		cs.Diff = string(b)
+	} else {
+		cs.DiffOmitted = true
+	}
 	fields := bytes.Split(snap.Raw, []byte{0})
 	for i := 0; i+1 < len(fields); i += 2 {
 		meta, p := string(fields[i]), string(fields[i+1])
@@ -53,26 +69,48 @@ func Build(runID, base, root string, snap *gitx.Snapshot, policy *confine.Policy
 		label(&e, root, policy)
 		cs.Entries = append(cs.Entries, e)
 	}
-	cs.Hash = Hash(cs)
+	if cs.Hash, err = Hash(cs); err != nil {
+		return nil, err
+	}
 	return cs, nil
 }
 
+// OpenDiff opens cs's whole diff: its file, or the diff it carries.
+func OpenDiff(cs *paddock.ChangeSet) (io.ReadCloser, error) {
+	if cs.DiffFile == "" {
+		return io.NopCloser(strings.NewReader(cs.Diff)), nil
+	}
+	f, err := os.Open(cs.DiffFile)
+	if err != nil {
+		return nil, fmt.Errorf("changeset: %w", err)
+	}
+	return f, nil
+}
+
 // Hash is the sha256 of the change set's canonical form: its base, its
-// entries (paths, ops, modes, blob ids) and its diff. Labels and times are
-// not part of it: they describe the change, they are not the change.
-func Hash(cs *paddock.ChangeSet) string {
+// entries (paths, ops, modes, blob ids) and its diff (read as a stream).
+// Labels and times are not part of it: they describe the change, they are
+// not the change.
+func Hash(cs *paddock.ChangeSet) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "paddock-changeset-v1\nbase %s\n", cs.BaseRevision)
 	for _, e := range cs.Entries {
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\n", e.Path, e.Op, e.OldMode, e.NewMode, e.OldBlob, e.NewBlob)
 	}
-	io.WriteString(h, cs.Diff)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	d, err := OpenDiff(cs)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	if _, err := io.Copy(h, d); err != nil {
+		return "", fmt.Errorf("changeset: reading the diff: %w", err)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Verify checks that cs's hash matches its content.
 func Verify(cs *paddock.ChangeSet) error {
-	if Hash(cs) != cs.Hash {
+	if h, err := Hash(cs); err != nil || h != cs.Hash {
 		return paddock.Errorf(paddock.CodeConflict, "the change set does not match its hash")
 	}
 	return nil

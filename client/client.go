@@ -79,9 +79,32 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 }
 
 func (c *Client) doRaw(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	resp, err := c.send(ctx, method, path, body, contentType)
 	if err != nil {
 		return err
+	}
+	defer resp.Body.Close()
+	var env envelope
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return fmt.Errorf("paddock: %s %s: status %d with an unreadable answer: %w", method, path, resp.StatusCode, err)
+	}
+	if !env.OK {
+		return fmt.Errorf("paddock: %s %s: status %d without an error", method, path, resp.StatusCode)
+	}
+	if out != nil {
+		if err := json.Unmarshal(env.Data, out); err != nil {
+			return fmt.Errorf("paddock: %s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// send makes a request and returns a successful answer for its caller to
+// read; an answer that is not a success is decoded into its error.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, err
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -92,27 +115,22 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body io.Reader,
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return &unreachableError{err}
+			return nil, &unreachableError{err}
 		}
-		return fmt.Errorf("paddock: %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("paddock: %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode < 300 {
+		return resp, nil
 	}
 	defer resp.Body.Close()
 	var env envelope
 	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
-		return fmt.Errorf("paddock: %s %s: status %d with an unreadable answer: %w", method, path, resp.StatusCode, err)
+		return nil, fmt.Errorf("paddock: %s %s: status %d with an unreadable answer: %w", method, path, resp.StatusCode, err)
 	}
-	if !env.OK {
-		if env.Error == nil {
-			return fmt.Errorf("paddock: %s %s: status %d without an error", method, path, resp.StatusCode)
-		}
-		return env.Error
+	if env.Error == nil {
+		return nil, fmt.Errorf("paddock: %s %s: status %d without an error", method, path, resp.StatusCode)
 	}
-	if out != nil {
-		if err := json.Unmarshal(env.Data, out); err != nil {
-			return fmt.Errorf("paddock: %s %s: decode answer: %w", method, path, err)
-		}
-	}
-	return nil
+	return nil, env.Error
 }
 
 // Health checks that the daemon answers.
@@ -401,6 +419,25 @@ func (c *Client) follow(ctx context.Context, id string, after *int64, fn func(*p
 func (c *Client) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
 	var cs paddock.ChangeSet
 	return &cs, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/changeset", nil, &cs)
+}
+
+// ChangeSetDiff streams the whole diff of a run's change set to w: the one
+// with hash, or, with no hash, the change set as it is now. It returns
+// the change set's hash.
+func (c *Client) ChangeSetDiff(ctx context.Context, id, hash string, w io.Writer) (string, error) {
+	path := "/v1/runs/" + url.PathEscape(id) + "/changeset/diff"
+	if hash != "" {
+		path += "?hash=" + url.QueryEscape(hash)
+	}
+	resp, err := c.send(ctx, http.MethodGet, path, nil, "")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return "", fmt.Errorf("reading the diff: %w", err)
+	}
+	return resp.Header.Get("Paddock-Changeset-Hash"), nil
 }
 
 // Submit freezes a run's change set.

@@ -30,6 +30,7 @@
 package gitx
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -321,10 +322,37 @@ func (g *Git) WorktreeRemove(ctx context.Context, repo, path string) error {
 // Snapshot is what DiffWorkTree reports: git's raw entries and its binary
 // unified diff of a work tree against a base commit.
 type Snapshot struct {
-	Raw     []byte   // `git diff --raw -z --full-index` output
-	Diff    []byte   // `git diff --binary --full-index` output
+	Raw []byte // `git diff --raw -z --full-index` output
+	// Diff is the `git diff --binary --full-index` output, when the caller
+	// gave no DiffOptions.Patch to stream it to.
+	Diff    []byte
 	Ignored []string // untracked files the ignore rules leave out
 }
+
+// DiffOptions are what DiffWorkTree and DiffPaths take besides the trees.
+type DiffOptions struct {
+	// Cache, if not empty, is a private directory (paddock's, never the
+	// work tree's) where what git makes of the work tree is kept between
+	// calls (see DiffWorkTree and DiffPaths).
+	Cache string
+	// IncludeIgnored: files the ignore rules leave out are part of the diff.
+	IncludeIgnored bool
+	// Check, if not nil, sees the raw entries before the patch is written,
+	// and may refuse (a change set over its limits is never rendered).
+	Check func(raw []byte) error
+	// Patch, if not nil, receives the unified diff as git writes it: the
+	// diff never has to fit in memory. Without it Snapshot.Diff holds it.
+	Patch io.Writer
+	// Exclude leaves paths out (DiffWorkTree only).
+	Exclude []string
+	// Content is how many bytes of files DiffPaths will copy (an overlay's
+	// upper layer holds them): its scratch tree is kept in memory (a tmpfs)
+	// only when that is small.
+	Content int64
+}
+
+// inMemoryScratch is the most content a diff's scratch tree keeps on a tmpfs.
+const inMemoryScratch = 64 << 20
 
 // DiffWorkTree compares the files of workTree with commit base of the
 // repository whose git directory is gitDir. It never touches either's index
@@ -333,29 +361,24 @@ type Snapshot struct {
 // repository's objects. The work tree's own .git, whatever it holds, is not
 // read (git skips any entry named .git). Paths under exclude are left out.
 //
-// With includeIgnored, files the ignore rules leave out are part of it too.
-// check, if not nil, sees the raw entries before the diff is made, and may
-// refuse (a change set over its limits is never rendered).
-//
-// cache, if not empty, is a private directory (paddock's, never the work
-// tree's) where the index and the blobs made of the work tree are kept
-// between calls: git then hashes only files whose stat data changed since
-// the last call (size, mtime, ctime, inode: ctime cannot be set back by the
-// work tree's owner), instead of every file. Without it every call hashes
-// the whole tree.
-func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache string, includeIgnored bool, check func(raw []byte) error, exclude ...string) (*Snapshot, error) {
+// o.Cache keeps the index and the blobs made of the work tree between
+// calls: git then hashes only files whose stat data changed since the last
+// call (size, mtime, ctime, inode: ctime cannot be set back by the work
+// tree's owner), instead of every file. Without it every call hashes the
+// whole tree.
+func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o DiffOptions) (*Snapshot, error) {
 	if err := CheckRef(base); err != nil {
 		return nil, err
 	}
-	tmp, objects, err := scratch(gitDir)
+	tmp, objects, err := scratch(gitDir, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	ownObjects, cached := filepath.Join(tmp, "objects"), ""
-	if cache != "" {
-		key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%t\x00%q", base, includeIgnored, exclude)))
-		dir := filepath.Join(cache, hex.EncodeToString(key[:8]))
+	if o.Cache != "" {
+		key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%t\x00%q", base, o.IncludeIgnored, o.Exclude)))
+		dir := filepath.Join(o.Cache, hex.EncodeToString(key[:8]))
 		ownObjects, cached = filepath.Join(dir, "objects"), filepath.Join(dir, "index")
 	}
 	if err := os.MkdirAll(filepath.Join(ownObjects, "pack"), 0o700); err != nil {
@@ -379,11 +402,11 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache st
 		}
 	}
 	spec := []string{"--", "."}
-	for _, x := range exclude {
+	for _, x := range o.Exclude {
 		spec = append(spec, ":(exclude)"+x)
 	}
 	add := []string{"add", "--all"}
-	if includeIgnored {
+	if o.IncludeIgnored {
 		add = append(add, "--force")
 	}
 	if _, err := run(append(add, spec...)...); err != nil {
@@ -392,24 +415,53 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base, cache st
 	if cached != "" && copyIndex(index, cached+".tmp") == nil {
 		os.Rename(cached+".tmp", cached) // a lost cache costs only time
 	}
-	return snapshotOf(run, base, spec, check, true)
+	snap := &Snapshot{}
+	if snap.Raw, err = run(append([]string{"diff", "--cached", "--raw", "-z", "--no-renames", "--full-index", "--no-abbrev", base}, spec...)...); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	if o.Check != nil {
+		if err := o.Check(snap.Raw); err != nil {
+			return nil, err
+		}
+	}
+	patch, buf := o.patch()
+	if err := g.runIO(ctx, "", extra, nil, patch, append([]string{"--git-dir=" + gitDir, "--work-tree=" + workTree,
+		"diff", "--cached", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)...); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	snap.Diff = buf.Bytes()
+	if snap.Ignored, err = ignoredIn(run, spec); err != nil {
+		return nil, err
+	}
+	return snap, nil
 }
 
-// scratch makes a private directory for a diff's index and objects, and
-// returns it with the absolute path of the repository's object store,
-// which the diff borrows from.
-func scratch(gitDir string) (tmp, objects string, err error) {
+// patch is where the unified diff goes: o.Patch, or a buffer whose bytes
+// become Snapshot.Diff.
+func (o DiffOptions) patch() (io.Writer, *bytes.Buffer) {
+	if o.Patch != nil {
+		return o.Patch, &bytes.Buffer{}
+	}
+	b := &bytes.Buffer{}
+	return b, b
+}
+
+// scratch makes a private directory for a diff's index and objects (and
+// content bytes of files), and returns it with the absolute path of the
+// repository's object store, which the diff borrows from.
+func scratch(gitDir string, content int64) (tmp, objects string, err error) {
 	objects, err = filepath.Abs(filepath.Join(gitDir, "objects"))
 	if err != nil {
 		return "", "", err
 	}
-	// In memory where the machine has a tmpfs for it: a diff's scratch
-	// files (an index, the shadow tree of an overlay's changes, bounded by
-	// the change set's limits) are written and read once; on a disk, making
-	// a thousand small files costs more than the diff.
+	// In memory where the machine has a tmpfs for it and the content is
+	// small: a diff's scratch files (an index, the shadow tree of an
+	// overlay's changes) are written and read once; on a disk, making a
+	// thousand small files costs more than the diff. Large content goes to
+	// disk: a tmpfs is memory.
 	err = errors.ErrUnsupported
 	var st syscall.Statfs_t
-	if syscall.Statfs("/dev/shm", &st) == nil && int64(st.Bavail)*int64(st.Bsize) >= 1<<30 {
+	if content <= inMemoryScratch && syscall.Statfs("/dev/shm", &st) == nil && int64(st.Bavail)*int64(st.Bsize) >= 1<<30 {
 		tmp, err = os.MkdirTemp("/dev/shm", "paddock-diff-")
 	}
 	if err != nil { // no tmpfs, or one too small for the change set's limits
@@ -419,31 +471,6 @@ func scratch(gitDir string) (tmp, objects string, err error) {
 		return "", "", fmt.Errorf("gitx: diff: %w", err)
 	}
 	return tmp, objects, nil
-}
-
-// snapshotOf diffs the index git has just filled from the work tree
-// against base, within the pathspec spec, and lists the ignored files
-// there if there can be any.
-func snapshotOf(run func(args ...string) ([]byte, error), base string, spec []string, check func(raw []byte) error, listIgnored bool) (*Snapshot, error) {
-	var err error
-	snap := &Snapshot{}
-	if snap.Raw, err = run(append([]string{"diff", "--cached", "--raw", "-z", "--no-renames", "--full-index", "--no-abbrev", base}, spec...)...); err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
-	}
-	if check != nil {
-		if err := check(snap.Raw); err != nil {
-			return nil, err
-		}
-	}
-	if snap.Diff, err = run(append([]string{"diff", "--cached", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)...); err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
-	}
-	if listIgnored {
-		if snap.Ignored, err = ignoredIn(run, spec); err != nil {
-			return nil, err
-		}
-	}
-	return snap, nil
 }
 
 // ignoredIn lists the untracked files the ignore rules leave out, within
@@ -479,9 +506,9 @@ const MaxDiffPaths = 2000
 // view reached through /proc/PID/root (another mount namespace) would
 // resolve to a path of the daemon's own namespace.
 //
-// cache, if not empty, keeps the blobs git makes between calls, so a file
-// that has not changed since is hashed again but not written again.
-func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache string, paths []string, includeIgnored bool, check func(raw []byte) error) (*Snapshot, error) {
+// o.Cache keeps the blobs git makes between calls, so a file that has not
+// changed since is hashed again but not written again.
+func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, paths []string, o DiffOptions) (*Snapshot, error) {
 	if err := CheckRef(base); err != nil {
 		return nil, err
 	}
@@ -491,14 +518,14 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 	if len(paths) == 0 {
 		return &Snapshot{}, nil
 	}
-	tmp, objects, err := scratch(gitDir)
+	tmp, objects, err := scratch(gitDir, o.Content)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	ownObjects, shadow := filepath.Join(tmp, "objects"), filepath.Join(tmp, "tree")
-	if cache != "" {
-		ownObjects = filepath.Join(cache, "objects")
+	if o.Cache != "" {
+		ownObjects = filepath.Join(o.Cache, "objects")
 	}
 	if err := os.MkdirAll(filepath.Join(ownObjects, "pack"), 0o700); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
@@ -605,8 +632,8 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 	// git add refuses a pathspec that matches nothing, and one naming an
 	// ignored file: name only files that exist or that base has, and leave
 	// out new ignored ones, as `add --all -- .` would.
-	anyIgnored := includeIgnored
-	if !includeIgnored && len(fresh) > 0 {
+	anyIgnored := o.IncludeIgnored
+	if !o.IncludeIgnored && len(fresh) > 0 {
 		// check-ignore takes paths, not pathspecs: no literal magic for it.
 		out, err := g.runInput(ctx, "", extra[:len(extra)-1], []byte(strings.Join(fresh, "\x00")+"\x00"), args("check-ignore", "-z", "--stdin")...)
 		var ee *exec.ExitError
@@ -652,20 +679,32 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 		}
 	}
 	// Entries and patch in one git process: a change set of a few files is
-	// mostly the cost of starting git. The caller has bounded the new
-	// content's size already (it is in the shadow tree).
-	out, err := run(append([]string{"diff", "--cached", "-z", "--raw", "--patch", "--binary", "--no-renames", "--full-index", "--no-abbrev",
-		"--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)...)
+	// mostly the cost of starting git. The entries are read first and
+	// checked; the patch after them streams to the caller.
+	snap := &Snapshot{}
+	patch, buf := o.patch()
+	err = g.stream(ctx, extra, args(append([]string{"diff", "--cached", "-z", "--raw", "--patch", "--binary", "--no-renames", "--full-index", "--no-abbrev",
+		"--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)...), func(out *bufio.Reader) error {
+		var err error
+		if snap.Raw, err = readRaw(out); err != nil {
+			return err
+		}
+		if o.Check != nil {
+			if err := o.Check(snap.Raw); err != nil {
+				return err
+			}
+		}
+		_, err = io.Copy(patch, out)
+		return err
+	})
+	var pe *paddock.Error
+	if errors.As(err, &pe) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
-	snap := &Snapshot{}
-	snap.Raw, snap.Diff = splitRawPatch(out)
-	if check != nil {
-		if err := check(snap.Raw); err != nil {
-			return nil, err
-		}
-	}
+	snap.Diff = buf.Bytes()
 	if anyIgnored {
 		if snap.Ignored, err = ignoredIn(run, spec); err != nil {
 			return nil, err
@@ -674,24 +713,33 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base, cache strin
 	return snap, nil
 }
 
-// splitRawPatch splits `git diff -z --raw --patch` output: NUL-terminated
-// raw records (":modes ids status" NUL path NUL), then a NUL, then the patch.
-func splitRawPatch(out []byte) (raw, patch []byte) {
-	i := 0
-	for i < len(out) && out[i] == ':' {
-		for n := 0; n < 2; n++ { // the header, then the path
-			j := bytes.IndexByte(out[i:], 0)
-			if j < 0 {
-				return out, nil
+// readRaw reads the raw records at the head of `git diff -z --raw --patch`
+// output (":modes ids status" NUL path NUL, each), and the NUL that ends
+// them, leaving out positioned at the patch.
+func readRaw(out *bufio.Reader) ([]byte, error) {
+	var raw []byte
+	for {
+		b, err := out.Peek(1)
+		if err == io.EOF {
+			return raw, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if b[0] != ':' {
+			if b[0] == 0 {
+				out.ReadByte()
 			}
-			i += j + 1
+			return raw, nil
+		}
+		for n := 0; n < 2; n++ { // the header, then the path
+			rec, err := out.ReadBytes(0)
+			if err != nil {
+				return nil, fmt.Errorf("a truncated raw record: %w", err)
+			}
+			raw = append(raw, rec...)
 		}
 	}
-	raw = out[:i]
-	if i < len(out) && out[i] == 0 {
-		i++
-	}
-	return raw, out[i:]
 }
 
 // copyEntry copies a file (content and executable bit) or a symbolic link
@@ -760,22 +808,70 @@ func (g *Git) runEnv(ctx context.Context, dir string, extra []string, args ...st
 
 // runInput is runEnv with stdin.
 func (g *Git) runInput(ctx context.Context, dir string, extra []string, stdin []byte, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, g.Path, append(append([]string{}, hardening...), args...)...)
+	var in io.Reader
 	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
+		in = bytes.NewReader(stdin)
 	}
+	var stdout bytes.Buffer
+	err := g.runIO(ctx, dir, extra, in, &stdout, args...)
+	return stdout.Bytes(), err
+}
+
+// runIO runs git with stdin and stdout where the caller says: an *os.File
+// is handed to git as it is, so what git writes there never passes
+// through paddock's memory.
+func (g *Git) runIO(ctx context.Context, dir string, extra []string, stdin io.Reader, stdout io.Writer, args ...string) error {
+	cmd := exec.CommandContext(ctx, g.Path, append(append([]string{}, hardening...), args...)...)
+	cmd.Stdin = stdin
 	cmd.Dir = dir
 	cmd.Env = append(env(), extra...)
 	// A git left running by a daemon killed mid-operation would race the
 	// restarted daemon's rollback of the same directory.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
+	var stderr bytes.Buffer
+	cmd.Stdout = stdout
+	cmd.Stderr = &limitedBuffer{b: &stderr, n: 64 << 10}
 	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), &CommandError{Args: args, Stderr: stderr.String(), Err: err}
+		return &CommandError{Args: args, Stderr: stderr.String(), Err: err}
 	}
-	return stdout.Bytes(), nil
+	return nil
+}
+
+// stream runs git and hands its output to read as it comes. If read
+// fails, git is stopped and read's error returned.
+func (g *Git) stream(ctx context.Context, extra []string, args []string, read func(*bufio.Reader) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := g.runIO(ctx, "", extra, nil, pw, args...)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	err := read(bufio.NewReaderSize(pr, 64<<10))
+	if err != nil {
+		cancel()
+		pr.CloseWithError(err)
+		<-done
+		return err
+	}
+	io.Copy(io.Discard, pr) // what read left, so that git can finish
+	return <-done
+}
+
+// limitedBuffer keeps the first n bytes written to it and drops the rest:
+// git's messages, not a stream that could be large.
+type limitedBuffer struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // Identity is who a commit is authored and committed by.
@@ -787,13 +883,24 @@ type Identity struct {
 // (or appeared while the commit was being made).
 var ErrRefExists = errors.New("gitx: the branch already exists")
 
-// CommitToBranch applies diff (as `git diff --binary` made it) to commit
-// base of the repository at gitDir, commits the result with base as its
-// only parent, and creates refs/heads/branch pointing at it, with a
-// compare-and-swap that fails if the branch exists. The user's working tree
-// and index are never touched: the index is a temporary file. It returns the
-// new commit.
-func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, diff []byte, branch string, who Identity, message string) (string, error) {
+// IndexEntry is one path a commit made by CommitToBranch sets or removes.
+type IndexEntry struct {
+	Path string
+	Mode string // a git mode; empty removes the path
+	Blob string // the object the path gets (a submodule's commit)
+	// File holds the content (a file's bytes, a link's target) of a blob
+	// the repository may not have yet; git stores it and it must hash to Blob.
+	File string
+}
+
+// CommitToBranch sets entries on commit base of the repository at gitDir,
+// commits the result with base as its only parent, and creates
+// refs/heads/branch pointing at it, with a compare-and-swap that fails if
+// the branch exists. The user's working tree and index are never touched:
+// the index is a temporary file. Contents are streamed from their files
+// into git's object store (a large one straight into a pack), never held
+// in memory. It returns the new commit.
+func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, entries []IndexEntry, branch string, who Identity, message string) (string, error) {
 	if err := CheckRef(base); err != nil {
 		return "", err
 	}
@@ -818,8 +925,45 @@ func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, diff []by
 	if _, err := git(nil, "read-tree", base); err != nil {
 		return "", fmt.Errorf("gitx: apply: %w", err)
 	}
-	if len(bytes.TrimSpace(diff)) > 0 {
-		if _, err := git(diff, "apply", "--cached", "--binary", "--whitespace=nowarn", "-"); err != nil {
+	var files []string
+	var want []string
+	for _, e := range entries {
+		if e.File != "" {
+			if strings.ContainsAny(e.File, "\n\r") {
+				return "", fmt.Errorf("gitx: apply: content file %q", e.File)
+			}
+			files, want = append(files, e.File), append(want, e.Blob)
+		}
+	}
+	if len(files) > 0 {
+		// Above the threshold git streams a file into a pack instead of
+		// reading it whole.
+		out, err := git([]byte(strings.Join(files, "\n")+"\n"), "-c", "core.bigFileThreshold=32m", "hash-object", "-w", "--no-filters", "--stdin-paths")
+		if err != nil {
+			return "", fmt.Errorf("gitx: apply: %w", err)
+		}
+		got := strings.Fields(out)
+		for i := range want {
+			if i >= len(got) || got[i] != want[i] {
+				return "", fmt.Errorf("gitx: apply: %s does not hold blob %s", files[i], want[i])
+			}
+		}
+	}
+	// Removals first: a file that becomes a directory, or a directory
+	// that becomes a file, is then never both at once.
+	var info bytes.Buffer
+	for _, e := range entries {
+		if e.Mode == "" {
+			fmt.Fprintf(&info, "0 %s\t%s\x00", strings.Repeat("0", 40), e.Path)
+		}
+	}
+	for _, e := range entries {
+		if e.Mode != "" {
+			fmt.Fprintf(&info, "%s %s\t%s\x00", e.Mode, e.Blob, e.Path)
+		}
+	}
+	if info.Len() > 0 {
+		if _, err := git(info.Bytes(), "update-index", "-z", "--index-info"); err != nil {
 			return "", fmt.Errorf("gitx: apply: %w", err)
 		}
 	}

@@ -239,7 +239,7 @@ func TestDiffWorkTreeCache(t *testing.T) {
 	cache := t.TempDir()
 	diff := func() string {
 		t.Helper()
-		s, err := g.DiffWorkTree(ctx, filepath.Join(repo, ".git"), repo, base, cache, false, nil)
+		s, err := g.DiffWorkTree(ctx, filepath.Join(repo, ".git"), repo, base, gitx.DiffOptions{Cache: cache})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -375,6 +375,7 @@ func (s *Server) routes() http.Handler {
 	}
 	streaming("POST /v1/runs/{id}/exec/stream", s.execStream)
 	streaming("GET /v1/runs/{id}/events/stream", s.eventStream)
+	streaming("GET /v1/runs/{id}/changeset/diff", s.changeSetDiff)
 	handle("POST /v1/bootstrap", func(r *http.Request) (any, error) {
 		var req paddock.BootstrapRequest
 		if err := decode(r, &req); err != nil {
@@ -476,6 +477,31 @@ func (m *recordingMux) HandleFunc(pattern string, h func(http.ResponseWriter, *h
 // SSEHeartbeat is how often an idle event stream sends a comment, so that
 // proxies and clients see it alive.
 var SSEHeartbeat = 15 * time.Second
+
+// ChangeSetHashHeader names the change set whose diff an answer of
+// GET /v1/runs/{id}/changeset/diff holds.
+const ChangeSetHashHeader = "Paddock-Changeset-Hash"
+
+// changeSetDiff streams a change set's whole diff from its file, masked as
+// every answer is: however large it is, it never sits in memory.
+func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
+	d, hash, err := s.Manager.ChangeSetDiff(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer d.Close()
+	http.NewResponseController(w).SetWriteDeadline(time.Time{}) // a large diff outlives the write timeout
+	w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set(ChangeSetHashHeader, hash)
+	w.WriteHeader(http.StatusOK)
+	mask := (*redact.Redactor)(nil).NewWriter(w)
+	if _, err := io.Copy(mask, d); err == nil {
+		mask.Close()
+	}
+}
 
 // eventStream serves a run's events as Server-Sent Events: each event's id
 // is its seq, so a client that reconnects with Last-Event-ID (or ?after=)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -140,15 +141,15 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string, threeWay bool)
 	var stale []string
 	merged := map[string]string{} // path -> blob id of the merged content
 	for _, e := range cs.Entries {
-		content, mode, err := entryContent(root, e.Path)
+		blob, mode, err := readEntry(root, e.Path, io.Discard)
 		switch {
 		case e.Op == paddock.OpCreate:
 			if err == nil || !paddock.IsCode(err, paddock.CodeNotFound) {
 				stale = append(stale, e.Path+" exists")
 			}
-		case err == nil && gitBlobID(content) == e.OldBlob && mode == e.OldMode:
+		case err == nil && blob == e.OldBlob && mode == e.OldMode:
 		case threeWay && err == nil && e.Op == paddock.OpModify && mode == e.OldMode:
-			blob, why := m.merge3(ctx, id, repo.CommonDir, r.Workspace.BaseRevision, e, content)
+			blob, why := m.merge3(ctx, root, id, repo.CommonDir, r.Workspace.BaseRevision, e)
 			if why != "" {
 				stale = append(stale, e.Path+" "+why)
 				continue
@@ -172,9 +173,12 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string, threeWay bool)
 	for i, e := range cs.Entries {
 		js := journalStep{Path: e.Path, Op: e.Op, OldMode: e.OldMode, NewMode: e.NewMode, OldBlob: e.OldBlob, NewBlob: e.NewBlob}
 		if e.Op != paddock.OpCreate {
-			old, _, _ := entryContent(root, e.Path)
 			js.Backup = filepath.Join(m.runDir(id), "backup", itoa(i))
-			if err := writeFileSync(js.Backup, old, false); err != nil {
+			err := writeFileFrom(js.Backup, false, func(w io.Writer) error {
+				_, _, err := readEntry(root, e.Path, w)
+				return err
+			})
+			if err != nil {
 				return nil, m.abort(j, root, internal("keeping the old content failed", err))
 			}
 		}
@@ -195,11 +199,7 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string, threeWay bool)
 		if js.Temp == "" {
 			continue
 		}
-		content, err := os.ReadFile(m.blobPath(id, js.NewBlob))
-		if err == nil {
-			err = writeTemp(root, js, content)
-		}
-		if err != nil {
+		if err := writeTemp(root, js, m.blobPath(id, js.NewBlob)); err != nil {
 			return nil, m.abort(j, root, internal("writing the new content failed; nothing was applied", err))
 		}
 		m.crash(&step)
@@ -251,15 +251,11 @@ func (m *Manager) approved(id string) (*paddock.Submission, *paddock.ChangeSet, 
 	case s.AppliedTo != "":
 		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
 	}
-	b, err := os.ReadFile(filepath.Join(m.runDir(id), artifactName(s.Hash)))
+	cs, err := m.frozen(id, s.Hash)
 	if err != nil {
 		return nil, nil, internal("reading the frozen change set failed", err)
 	}
-	var cs paddock.ChangeSet
-	if err := json.Unmarshal(b, &cs); err != nil {
-		return nil, nil, internal("reading the frozen change set failed", err)
-	}
-	if cs.Hash != s.Hash || changeset.Verify(&cs) != nil {
+	if cs.Hash != s.Hash || changeset.Verify(cs) != nil {
 		return nil, nil, paddock.Errorf(paddock.CodeConflict, "the frozen change set no longer matches the approved hash; nothing was applied")
 	}
 	var blocked []string
@@ -272,7 +268,7 @@ func (m *Manager) approved(id string) (*paddock.Submission, *paddock.ChangeSet, 
 		return nil, nil, paddock.Errorf(paddock.CodeForbidden, "the change set holds entries paddock never applies: %s", strings.Join(blocked, "; ")).
 			WithDetail("blocked", blocked)
 	}
-	return s, &cs, nil
+	return s, cs, nil
 }
 
 // missingDirs lists the directories from the root down to dir that do not exist yet.
@@ -287,10 +283,15 @@ func missingDirs(root *confine.Root, dir string) []string {
 	return out
 }
 
-// writeTemp writes a step's new content beside its target, not yet synced
-// (the caller makes all of them durable at once with syncDirFS), with
-// its mode; a symbolic link is made as a link.
-func writeTemp(root *confine.Root, js journalStep, content []byte) error {
+// writeTemp writes a step's new content, streamed from the file src,
+// beside its target, not yet synced (the caller makes all of them durable
+// at once with syncDirFS), with its mode; a symbolic link is made as a link.
+func writeTemp(root *confine.Root, js journalStep, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
 	for _, d := range js.Dirs {
 		if err := root.OS().Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
@@ -298,13 +299,17 @@ func writeTemp(root *confine.Root, js journalStep, content []byte) error {
 	}
 	root.OS().Remove(js.Temp) // a leftover of an earlier, aborted attempt
 	if js.NewMode == "120000" {
-		return root.OS().Symlink(string(content), js.Temp)
+		target, err := io.ReadAll(io.LimitReader(in, 1<<16)) // a link's target
+		if err != nil {
+			return err
+		}
+		return root.OS().Symlink(string(target), js.Temp)
 	}
 	f, err := root.OS().OpenFile(js.Temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, fileMode(js.NewMode))
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(content)
+	_, err = io.Copy(f, in)
 	if err == nil {
 		err = f.Chmod(fileMode(js.NewMode))
 	}
@@ -375,12 +380,12 @@ func (m *Manager) Undo(ctx context.Context, id string) (*paddock.Submission, err
 	defer root.Close()
 	var changed []string
 	for _, js := range j.Steps {
-		content, mode, err := entryContent(root, js.Path)
+		blob, mode, err := readEntry(root, js.Path, io.Discard)
 		if js.Op == paddock.OpDelete {
 			if err == nil {
 				changed = append(changed, js.Path+" exists again")
 			}
-		} else if err != nil || gitBlobID(content) != js.NewBlob || mode != js.NewMode {
+		} else if err != nil || blob != js.NewBlob || mode != js.NewMode {
 			changed = append(changed, js.Path+" changed since the apply")
 		}
 	}
@@ -397,11 +402,7 @@ func (m *Manager) Undo(ctx context.Context, id string) (*paddock.Submission, err
 		default:
 			u.Op = paddock.OpModify
 			u.Temp = path.Join(path.Dir(js.Path), fmt.Sprintf(".paddock-undo-%s-%d", id, i))
-			content, err := os.ReadFile(js.Backup)
-			if err == nil {
-				err = writeTemp(root, u, content)
-			}
-			if err != nil {
+			if err := writeTemp(root, u, js.Backup); err != nil {
 				removeTemps(append(undo.Steps, u), root)
 				return nil, internal("preparing the undo failed; nothing changed", err)
 			}
@@ -522,10 +523,24 @@ func syncBoth(backup, project string) error {
 	return syncDirFS(project)
 }
 
-// merge3 merges the approved change to e into ours, the target as the user
-// has it now, against the base's content. It keeps the result as a frozen
+// MaxMerge bounds the files a 3-way apply merges line by line: a merge
+// holds the three versions in memory.
+const MaxMerge = 16 << 20
+
+// merge3 merges the approved change to e into the target as the user has
+// it now, against the base's content. It keeps the result as a frozen
 // blob of the run and returns its id, or why it cannot.
-func (m *Manager) merge3(ctx context.Context, id, gitDir, baseRev string, e paddock.ChangeEntry, ours []byte) (string, string) {
+func (m *Manager) merge3(ctx context.Context, root *confine.Root, id, gitDir, baseRev string, e paddock.ChangeEntry) (string, string) {
+	ours, err := entryBytes(root, e.Path, MaxMerge)
+	if errors.Is(err, errTooLarge) {
+		return "", fmt.Sprintf("changed since the base, and is over %d MiB: too large to merge line by line", MaxMerge>>20)
+	}
+	if err != nil {
+		return "", "changed since the base, and could not be read"
+	}
+	if fi, err := os.Stat(m.blobPath(id, e.NewBlob)); err == nil && fi.Size() > MaxMerge {
+		return "", fmt.Sprintf("changed since the base, and the approved content is over %d MiB: too large to merge line by line", MaxMerge>>20)
+	}
 	base, err := m.Git.FileAt(ctx, gitDir, baseRev, e.Path)
 	if err != nil || gitBlobID(base) != e.OldBlob {
 		return "", "changed since the base, and the base could not be read"
@@ -539,7 +554,7 @@ func (m *Manager) merge3(ctx context.Context, id, gitDir, baseRev string, e padd
 		return "", "was changed in the same lines (or is binary); a 3-way merge cannot apply it"
 	}
 	blob := gitBlobID(out)
-	if err := writeFileSync(m.blobPath(id, blob), out, false); err != nil {
+	if err := writeFileFrom(m.blobPath(id, blob), false, func(w io.Writer) error { _, err := w.Write(out); return err }); err != nil {
 		return "", "could not keep the merged content"
 	}
 	return blob, ""

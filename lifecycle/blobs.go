@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,31 +22,78 @@ func gitBlobID(content []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// entryContent reads what git would store for the path at rel under root:
-// a file's bytes, or a symbolic link's target; and its git mode.
-func entryContent(r *confine.Root, rel string) ([]byte, string, error) {
+// readEntry streams what git would store for the path at rel under root
+// (a file's bytes, or a symbolic link's target) into w, and returns its git
+// blob id and mode. Nothing of it is held in memory. A file whose size
+// changes while it is read is an error.
+func readEntry(r *confine.Root, rel string, w io.Writer) (id, mode string, err error) {
 	fi, err := r.Lstat(rel, rel)
 	if err != nil {
-		return nil, "", err
+		return "", "", err
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		t, err := r.Readlink(rel, rel)
-		return []byte(t), "120000", err
+		if err != nil {
+			return "", "", err
+		}
+		if _, err := io.WriteString(w, t); err != nil {
+			return "", "", err
+		}
+		return gitBlobID([]byte(t)), "120000", nil
 	case fi.Mode().IsRegular():
 		f, err := r.OS().Open(rel)
 		if err != nil {
-			return nil, "", err
+			return "", "", err
 		}
 		defer f.Close()
-		b, err := io.ReadAll(f)
-		mode := "100644"
-		if fi.Mode().Perm()&0o111 != 0 {
+		st, err := f.Stat()
+		if err != nil {
+			return "", "", err
+		}
+		if !st.Mode().IsRegular() {
+			return "", "", fmt.Errorf("%s is not a file or a link", rel)
+		}
+		h := sha1.New()
+		fmt.Fprintf(h, "blob %d\x00", st.Size())
+		n, err := io.Copy(io.MultiWriter(h, w), f)
+		if err != nil {
+			return "", "", err
+		}
+		if n != st.Size() {
+			return "", "", fmt.Errorf("%s changed while it was read", rel)
+		}
+		mode = "100644"
+		if st.Mode().Perm()&0o111 != 0 {
 			mode = "100755"
 		}
-		return b, mode, err
+		return hex.EncodeToString(h.Sum(nil)), mode, nil
 	}
-	return nil, "", fmt.Errorf("%s is not a file or a link", rel)
+	return "", "", fmt.Errorf("%s is not a file or a link", rel)
+}
+
+// entryBytes reads the entry at rel into memory, for what needs it whole
+// (a line-by-line merge); one over max bytes is errTooLarge.
+func entryBytes(r *confine.Root, rel string, max int64) ([]byte, error) {
+	var b limitWriter
+	b.max = max
+	_, _, err := readEntry(r, rel, &b)
+	return b.buf, err
+}
+
+var errTooLarge = errors.New("too large")
+
+type limitWriter struct {
+	buf []byte
+	max int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if int64(len(l.buf)+len(p)) > l.max {
+		return 0, errTooLarge
+	}
+	l.buf = append(l.buf, p...)
+	return len(p), nil
 }
 
 // fileMode is the permission a git mode asks for.
@@ -63,3 +111,44 @@ func (m *Manager) blobsDir(id string) string { return filepath.Join(m.runDir(id)
 func (m *Manager) blobPath(id, blob string) string { return filepath.Join(m.blobsDir(id), blob) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// keepFile gives the file at src a second name, dst, durably: a hard link
+// where it can (no copy of a large diff), else a copy.
+func keepFile(src, dst string) error {
+	if fileExists(dst) {
+		return nil // kept already: its name is its content's hash
+	}
+	if err := os.Link(src, dst); err != nil {
+		err = writeFileFrom(dst, false, func(w io.Writer) error {
+			f, err := os.Open(src)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(w, f)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	f, err := os.Open(dst)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dst))
+}
+
+// syncDir makes dir's entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -105,15 +105,15 @@ func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artif
 		if err != nil {
 			return nil, err
 		}
-		b, err := os.ReadFile(filepath.Join(m.runDir(id), artifactName(s.Hash)))
+		cs, err := m.frozen(id, s.Hash)
 		if err != nil {
 			return nil, internal("reading the frozen change set failed", err)
 		}
-		var cs paddock.ChangeSet
-		if err := json.Unmarshal(b, &cs); err != nil {
-			return nil, internal("reading the frozen change set failed", err)
-		}
 		if kind == "diff" {
+			if cs.DiffOmitted {
+				return nil, paddock.Errorf(paddock.CodeTooLarge, "the diff is %d bytes, more than an answer carries; stream it from GET /v1/runs/%s/changeset/diff?hash=%s (paddock diff %s --patch)",
+					cs.DiffSize, id, s.Hash, id)
+			}
 			a.Content = cs.Diff
 		} else {
 			a.Content = cs

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/attribution"
@@ -47,6 +50,21 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	}
 	limits := m.ChangeSetLimits.withDefaults()
 	check := func(raw []byte) error { return limits.check(dir, raw) }
+	// The diff goes to a file as git writes it: a change set is never
+	// held in memory whole, whatever its size.
+	diffs := filepath.Join(m.runDir(id), "diffs")
+	if err := os.MkdirAll(diffs, 0o700); err != nil {
+		return nil, internal("computing the change set failed", err)
+	}
+	patch, err := os.CreateTemp(diffs, "computing-*")
+	if err != nil {
+		return nil, internal("computing the change set failed", err)
+	}
+	defer func() {
+		patch.Close()
+		os.Remove(patch.Name()) // unless it was kept under its hash
+	}()
+	opts := gitx.DiffOptions{IncludeIgnored: r.IncludeIgnored, Check: check, Patch: patch}
 	var snap *gitx.Snapshot
 	var upper *workspace.Upper
 	if r.Workspace.Kind == paddock.KindOverlay {
@@ -60,9 +78,14 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		if err = limits.checkUpper(upper); err != nil {
 			break
 		}
-		snap, err = m.Git.DiffPaths(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache", "overlay"), upper.Paths, r.IncludeIgnored, check)
+		opts.Cache, opts.Content = filepath.Join(m.runDir(id), "gitcache", "overlay"), upper.Bytes
+		snap, err = m.Git.DiffPaths(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
 	default:
-		snap, err = m.Git.DiffWorkTree(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, filepath.Join(m.runDir(id), "gitcache"), r.IncludeIgnored, check, ".paddock")
+		opts.Cache, opts.Exclude = filepath.Join(m.runDir(id), "gitcache"), []string{".paddock"}
+		snap, err = m.Git.DiffWorkTree(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, opts)
+	}
+	if err == nil {
+		err = patch.Close()
 	}
 	if err != nil {
 		var pe *paddock.Error
@@ -71,14 +94,119 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		}
 		return nil, internal("computing the change set failed", err)
 	}
-	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, policy(p))
+	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), policy(p))
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
+	// Kept under its hash, for GET .../changeset/diff?hash= and for a
+	// submission of it.
+	cs.DiffFile = filepath.Join(diffs, strings.TrimPrefix(cs.Hash, "sha256:")+".diff")
+	if err := os.Rename(patch.Name(), cs.DiffFile); err != nil {
+		return nil, internal("computing the change set failed", err)
+	}
+	pruneDiffs(diffs, cs.DiffFile)
 	// The diff stays as computed: it is what the hash binds and what an
 	// apply writes. Answers mask credentials in it on the way out (and an
 	// entry holding one is labelled secret).
 	return cs, nil
+}
+
+// keptDiffs is how many computed diffs of a run are kept besides the
+// submitted one: enough for a reviewer to fetch the one just shown while
+// the run goes on changing.
+const keptDiffs = 4
+
+// pruneDiffs removes all but the newest computed diffs in dir (keep among
+// them), and what a crash left mid-computation.
+func pruneDiffs(dir, keep string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type diff struct {
+		path string
+		mod  time.Time
+	}
+	var all []diff
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if strings.HasPrefix(e.Name(), "computing-") {
+			if time.Since(fi.ModTime()) > time.Hour {
+				os.Remove(p)
+			}
+			continue
+		}
+		if p != keep {
+			all = append(all, diff{p, fi.ModTime()})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].mod.After(all[j].mod) })
+	for i := keptDiffs - 1; i < len(all); i++ {
+		os.Remove(all[i].path)
+	}
+}
+
+// ChangeSetDiff opens the whole unified diff of the run's change set with
+// this hash (the submitted one, or one computed lately); with no hash, of
+// the change set as it is now. It returns the diff and its change set's hash.
+func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCloser, string, error) {
+	if hash == "" {
+		cs, err := m.ChangeSet(ctx, id)
+		if err != nil {
+			return nil, "", err
+		}
+		d, err := changeset.OpenDiff(cs)
+		if err != nil {
+			return nil, "", internal("reading the diff failed", err)
+		}
+		return d, cs.Hash, nil
+	}
+	if _, err := m.Run(ctx, id); err != nil {
+		return nil, "", err
+	}
+	hex, ok := strings.CutPrefix(hash, "sha256:")
+	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return nil, "", paddock.Errorf(paddock.CodeBadRequest, "hash %q: want sha256: and 64 hex digits", hash)
+	}
+	if cs, err := m.frozen(id, hash); err == nil {
+		d, err := changeset.OpenDiff(cs)
+		if err != nil {
+			return nil, "", internal("reading the diff failed", err)
+		}
+		return d, hash, nil
+	}
+	f, err := os.Open(filepath.Join(m.runDir(id), "diffs", hex+".diff"))
+	if err != nil {
+		return nil, "", paddock.Errorf(paddock.CodeNotFound, "run %s keeps no diff for change set %s; compute the change set again", id, hash)
+	}
+	return f, hash, nil
+}
+
+// frozen loads the change set submitted under hash, with its diff file.
+func (m *Manager) frozen(id, hash string) (*paddock.ChangeSet, error) {
+	b, err := os.ReadFile(filepath.Join(m.runDir(id), artifactName(hash)))
+	if err != nil {
+		return nil, err
+	}
+	var cs paddock.ChangeSet
+	if err := json.Unmarshal(b, &cs); err != nil {
+		return nil, err
+	}
+	// A change set frozen before diffs had files of their own carries
+	// its diff whole.
+	if f := filepath.Join(m.runDir(id), diffArtifactName(hash)); cs.Diff == "" || fileExists(f) {
+		cs.DiffFile = f
+	}
+	return &cs, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // runDir is where a run's artifacts are kept.
@@ -101,12 +229,16 @@ func (m *Manager) submission(id string) (*paddock.Submission, error) {
 
 // writeFile writes path atomically and durably.
 func writeFile(path string, b []byte) error {
-	return writeFileSync(path, b, true)
+	return writeFileFrom(path, true, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 }
 
-// writeFileSync writes path atomically; durably only when sync is set (a
-// caller writing many files makes them durable together with syncDirFS).
-func writeFileSync(path string, b []byte, sync bool) error {
+// writeFileFrom writes path atomically with what fill writes; durably
+// only when sync is set (a caller writing many files makes them durable
+// together with syncDirFS). If fill fails, path is left as it was.
+func writeFileFrom(path string, sync bool, fill func(io.Writer) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -115,17 +247,12 @@ func writeFileSync(path string, b []byte, sync bool) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+	err = fill(f)
+	if err == nil && sync {
+		err = f.Sync()
 	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
+	if err = errors.Join(err, f.Close()); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -157,6 +284,11 @@ func artifactName(hash string) string {
 	return "changeset-" + strings.TrimPrefix(hash, "sha256:") + ".json"
 }
 
+// diffArtifactName is the file beside a frozen change set that holds its diff.
+func diffArtifactName(hash string) string {
+	return "changeset-" + strings.TrimPrefix(hash, "sha256:") + ".diff"
+}
+
 // Submit freezes the run's change set: it is stored as an artifact under
 // its hash, and only that hash can be approved.
 func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, error) {
@@ -175,6 +307,11 @@ func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, er
 	}
 	if err := m.freezeBlobs(ctx, id, cs); err != nil {
 		return nil, err
+	}
+	// The diff is kept beside the change set, the same file under a
+	// second name: a large one is not copied.
+	if err := keepFile(cs.DiffFile, filepath.Join(m.runDir(id), diffArtifactName(cs.Hash))); err != nil {
+		return nil, internal("saving the change set failed", err)
 	}
 	b, err := changeset.Marshal(cs)
 	if err != nil {
@@ -247,7 +384,17 @@ func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identit
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "no identity to author the commit: set apply_name and apply_email in paddock.toml, or give --author")
 	}
 	msg := fmt.Sprintf("paddock: apply run %s\n\nChange set %s, approved by %s.\n", id, s.Hash, s.ApprovedBy)
-	commit, err := m.Git.CommitToBranch(ctx, repo.CommonDir, r.Workspace.BaseRevision, []byte(cs.Diff), branch, who, msg)
+	// The commit is built from the frozen blobs, which hash to the
+	// approved entries' ids (git checks as it stores them).
+	var entries []gitx.IndexEntry
+	for _, e := range cs.Entries {
+		ie := gitx.IndexEntry{Path: e.Path, Mode: e.NewMode, Blob: e.NewBlob}
+		if e.Op != paddock.OpDelete && e.NewMode != "160000" {
+			ie.File = m.blobPath(id, e.NewBlob)
+		}
+		entries = append(entries, ie)
+	}
+	commit, err := m.Git.CommitToBranch(ctx, repo.CommonDir, r.Workspace.BaseRevision, entries, branch, who, msg)
 	if errors.Is(err, gitx.ErrRefExists) {
 		return nil, paddock.Errorf(paddock.CodeConflict, "branch %s already exists; name another with --to branch=NAME", branch)
 	}
@@ -282,18 +429,26 @@ func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.Change
 		return err
 	}
 	defer root.Close()
+	changed := errors.New("changed")
 	for _, e := range cs.Entries {
 		if e.Op == paddock.OpDelete || e.NewMode == "160000" {
 			continue
 		}
-		content, _, err := entryContent(root, e.Path)
-		if err != nil || gitBlobID(content) != e.NewBlob {
-			return paddock.Errorf(paddock.CodeConflict, "%s changed while the change set was being frozen; submit again", e.Path)
-		}
+		// Streamed from the view to the blob's file, hashed on the way.
 		// Not synced one by one: ten thousand fsyncs cost seconds. The
 		// whole set is made durable below, before the submission that
 		// refers to it is written.
-		if err := writeFileSync(m.blobPath(id, e.NewBlob), content, false); err != nil {
+		err := writeFileFrom(m.blobPath(id, e.NewBlob), false, func(w io.Writer) error {
+			blob, _, err := readEntry(root, e.Path, w)
+			if err != nil || blob != e.NewBlob {
+				return changed
+			}
+			return nil
+		})
+		if errors.Is(err, changed) {
+			return paddock.Errorf(paddock.CodeConflict, "%s changed while the change set was being frozen; submit again", e.Path)
+		}
+		if err != nil {
 			return internal("freezing the change set failed", err)
 		}
 	}
@@ -313,7 +468,15 @@ func (m *Manager) lintAttribution(ctx context.Context, id string, cs *paddock.Ch
 	if err != nil {
 		return err
 	}
-	hits := attribution.Check(cs.Diff, "", p.AttributionAllow)
+	d, err := changeset.OpenDiff(cs)
+	if err != nil {
+		return internal("reading the diff failed", err)
+	}
+	defer d.Close()
+	hits, err := attribution.CheckDiff(d, p.AttributionAllow)
+	if err != nil {
+		return internal("reading the diff failed", err)
+	}
 	if len(hits) == 0 {
 		return nil
 	}

@@ -3,9 +3,12 @@ package lifecycle_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -315,11 +318,29 @@ func TestChangeSetIgnoredAndLimits(t *testing.T) {
 	e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxTotal: 50}
 	_, err = e.m.Submit(ctx, r.ID)
 	mustCode(t, err, paddock.CodeTooLarge)
+
+	// The diffs computed of a workspace are kept, a few, under their
+	// hashes, and go with the workspace.
+	diffs := filepath.Join(e.state, "artifacts", r.ID, "diffs")
+	if ents, _ := os.ReadDir(diffs); len(ents) == 0 || len(ents) > 4 {
+		t.Fatalf("%d diffs kept", len(ents))
+	}
+	_, _, err = e.m.ChangeSetDiff(ctx, r.ID, "sha256:zz")
+	mustCode(t, err, paddock.CodeBadRequest)
+	_, _, err = e.m.ChangeSetDiff(ctx, r.ID, "sha256:"+strings.Repeat("0", 64))
+	mustCode(t, err, paddock.CodeNotFound)
+	if _, err := e.m.Reject(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(diffs); !os.IsNotExist(err) {
+		t.Fatalf("the computed diffs outlive the workspace: %v", err)
+	}
 }
 
-// TestChangeSetTenThousandFiles drives a change set of 10,000 files the way
-// a reviewer would: freeze it, approve it, apply it to a branch and to the
-// working tree, and undo. Every file arrives, and undo restores the project.
+// TestChangeSetTenThousandFiles drives a change set of 10,000 files (8 KiB
+// each, an 80 MB diff) the way a reviewer would: freeze it, approve it,
+// apply it to a branch and to the working tree, and undo. Every file
+// arrives, undo restores the project, and the heap never holds the diff.
 func TestChangeSetTenThousandFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000-file change set: skipped in -short mode")
@@ -334,39 +355,49 @@ func TestChangeSetTenThousandFiles(t *testing.T) {
 	name := func(i int) string {
 		return filepath.Join("gen", fmt.Sprintf("d%02d", i%100), fmt.Sprintf("f%05d.txt", i))
 	}
+	filler := strings.Repeat("a line of generated text, sixty-four bytes long, to fill a file\n", 128)
+	content := func(i int) string { return fmt.Sprintf("file %d\n", i) + filler }
 	for i := 0; i < n; i++ {
 		p := filepath.Join(r.Workspace.Root, name(i))
 		if i < 100 {
 			os.MkdirAll(filepath.Dir(p), 0o755)
 		}
-		if err := os.WriteFile(p, []byte(fmt.Sprintf("file %d\n", i)), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(content(i)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	start := time.Now()
-	s, err := e.m.Submit(ctx, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Entries) != n {
-		t.Fatalf("change set: %d entries, want %d", len(s.Entries), n)
-	}
-	if _, err := e.m.Approve(ctx, r.ID, s.Hash, "a"); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("submit + approve: %v", time.Since(start))
+	var s *paddock.ChangeSet
+	var err error
+	peak, _ := memoryUse(func() {
+		start := time.Now()
+		s, err = e.m.Submit(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Entries) != n {
+			t.Fatalf("change set: %d entries, want %d", len(s.Entries), n)
+		}
+		if _, err := e.m.Approve(ctx, r.ID, s.Hash, "a"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("submit + approve: %v", time.Since(start))
 
-	start = time.Now()
-	if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
-		t.Fatal(err)
+		start = time.Now()
+		if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("apply to the working tree: %v", time.Since(start))
+	})
+	t.Logf("diff %d bytes; the heap grew by at most %d MiB", s.DiffSize, peak>>20)
+	if s.DiffSize < n*8<<10 || !s.DiffOmitted || peak > 64<<20 {
+		t.Fatalf("diff %d bytes (omitted: %t); the heap grew by %d MiB", s.DiffSize, s.DiffOmitted, peak>>20)
 	}
-	t.Logf("apply to the working tree: %v", time.Since(start))
 	for _, i := range []int{0, 4321, n - 1} {
-		if b, err := os.ReadFile(filepath.Join(e.repo, name(i))); err != nil || string(b) != fmt.Sprintf("file %d\n", i) {
+		if b, err := os.ReadFile(filepath.Join(e.repo, name(i))); err != nil || string(b) != content(i) {
 			t.Fatalf("%s: %q %v", name(i), b, err)
 		}
 	}
-	start = time.Now()
+	start := time.Now()
 	if _, err := e.m.Undo(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -449,4 +480,150 @@ func TestApplyToWorktreeThreeWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	gittest.RequireIdentical(t, e.repo, mid, midLines)
+}
+
+// memoryUse runs fn and reports how much the heap grew at its peak
+// (sampled) and how many bytes were allocated in all, garbage included.
+func memoryUse(fn func()) (peak, allocated uint64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, total := ms.HeapInuse, ms.TotalAlloc
+	stop, done := make(chan struct{}), make(chan struct{})
+	var top uint64
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			top = max(top, ms.HeapInuse)
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	<-done
+	runtime.ReadMemStats(&ms)
+	if top > base {
+		peak = top - base
+	}
+	return peak, ms.TotalAlloc - total
+}
+
+// TestChangeSetOfA500MBFile: a 500 MB binary file goes through the whole
+// flow (change set, submit, approve, apply to a branch and to the working
+// tree) in bounded memory: its bytes and its 650 MB diff are streamed
+// between files and git, never held. The default limits refuse it first,
+// saying which file and which limit.
+func TestChangeSetOfA500MBFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("500 MB change set: skipped in -short mode")
+	}
+	const size = 500 << 20
+	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
+		t.Run(string(kind), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			e.project(t)
+			// Stored, not deflated: the test's git stays fast; what
+			// paddock does with the bytes is the same.
+			gittest.Git(t, e.repo, "config", "core.compression", "0")
+			e.m.Identity = gitx.Identity{Name: "A", Email: "a@example.com"}
+			if kind == paddock.KindOverlay {
+				withSandbox(t, e)
+			}
+			r := e.create(t, kind, "")
+			if kind == paddock.KindOverlay {
+				sh(t, e.m, r.ID, fmt.Sprintf("mkdir assets && head -c %d /dev/urandom > assets/big.bin", size))
+			} else {
+				writeRandom(t, filepath.Join(r.Workspace.Root, "assets", "big.bin"), size)
+			}
+
+			_, err := e.m.ChangeSet(ctx, r.ID)
+			if !paddock.IsCode(err, paddock.CodeTooLarge) || !strings.Contains(err.Error(), "assets/big.bin") || !strings.Contains(err.Error(), "limit") {
+				t.Fatalf("the default limits: %v", err)
+			}
+			e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxFile: 1 << 30, MaxTotal: 1 << 30}
+
+			var cs *paddock.ChangeSet
+			var streamed int64
+			peak, allocated := memoryUse(func() {
+				if cs, err = e.m.Submit(ctx, r.ID); err != nil {
+					t.Fatal(err)
+				}
+				d, _, err := e.m.ChangeSetDiff(ctx, r.ID, cs.Hash)
+				if err != nil {
+					t.Fatal(err)
+				}
+				streamed, _ = io.Copy(io.Discard, d)
+				d.Close()
+				if _, err := e.m.Approve(ctx, r.ID, cs.Hash, "a"); err != nil {
+					t.Fatal(err)
+				}
+				if kind == paddock.KindClone {
+					_, err = e.m.Apply(ctx, r.ID, "big", gitx.Identity{})
+				} else {
+					_, err = e.m.ApplyToWorktree(ctx, r.ID, false)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+			t.Logf("diff %d bytes; heap grew at most %d MiB, %d MiB allocated in all", cs.DiffSize, peak>>20, allocated>>20)
+			if len(cs.Entries) != 1 || cs.Entries[0].Size != size || !cs.Entries[0].Binary || !cs.DiffOmitted || cs.Diff != "" ||
+				cs.DiffSize < size || streamed != cs.DiffSize {
+				t.Fatalf("change set: %+v (diff %d bytes, %d streamed)", cs.Entries, cs.DiffSize, streamed)
+			}
+			if peak > 64<<20 || allocated > 128<<20 {
+				t.Fatalf("not streamed: the heap grew by %d MiB, %d MiB allocated, for a %d MiB file", peak>>20, allocated>>20, size>>20)
+			}
+			if kind == paddock.KindClone {
+				if got := gittest.Git(t, e.repo, "rev-parse", "big:assets/big.bin"); got != cs.Entries[0].NewBlob {
+					t.Fatalf("the branch holds %s, the change set %s", got, cs.Entries[0].NewBlob)
+				}
+				if st := gittest.Git(t, e.repo, "status", "--porcelain"); st != "" {
+					t.Fatalf("apply to a branch touched the working tree: %s", st)
+				}
+				return
+			}
+			if got := gittest.Git(t, e.repo, "hash-object", "assets/big.bin"); got != cs.Entries[0].NewBlob {
+				t.Fatalf("the working tree holds %s, the change set %s", got, cs.Entries[0].NewBlob)
+			}
+			peak, allocated = memoryUse(func() {
+				if _, err := e.m.Undo(ctx, r.ID); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if _, err := os.Stat(filepath.Join(e.repo, "assets")); !os.IsNotExist(err) || peak > 64<<20 || allocated > 128<<20 {
+				t.Fatalf("undo: %v; the heap grew by %d MiB, %d MiB allocated", err, peak>>20, allocated>>20)
+			}
+		})
+	}
+}
+
+// writeRandom writes n bytes that do not compress, a NUL among the first.
+func writeRandom(t *testing.T, path string, n int) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 1<<20)
+	rng := rand.NewChaCha8([32]byte{1})
+	rng.Read(block)
+	block[0] = 0
+	for i := 0; i < n; i += len(block) {
+		block[1] = byte(i >> 20)
+		if _, err := f.Write(block[:min(len(block), n-i)]); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

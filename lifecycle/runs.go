@@ -243,9 +243,13 @@ func (m *Manager) finishCleanup(ctx context.Context, r *paddock.Run, p *paddock.
 	if err := prov.Remove(ctx, p, w); err != nil {
 		return internal("removing the workspace failed; it stays cleanup_pending and is retried by gc or on restart", err)
 	}
-	// The change-set cache (an index and blobs of the workspace) goes with it.
-	if err := os.RemoveAll(filepath.Join(m.runDir(r.ID), "gitcache")); err != nil {
-		return internal("removing the workspace's change-set cache failed; retried by gc or on restart", err)
+	// The change-set cache (an index and blobs of the workspace) goes with
+	// it, and so do the diffs computed of it (a submitted one is kept
+	// beside its change set).
+	for _, dir := range []string{"gitcache", "diffs"} {
+		if err := os.RemoveAll(filepath.Join(m.runDir(r.ID), dir)); err != nil {
+			return internal("removing the workspace's change-set cache failed; retried by gc or on restart", err)
+		}
 	}
 	return m.update(ctx, func(tx paddock.Tx) error {
 		return m.transition(ctx, tx, r, paddock.StateCleaned, w.Reason)

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -37,6 +40,14 @@ type config struct {
 	// human who approves, not the agent).
 	ApplyName  string `toml:"apply_name"`
 	ApplyEmail string `toml:"apply_email"`
+	// ChangeSetMaxEntries, ChangeSetMaxFile and ChangeSetMaxTotal bound a
+	// change set: paths changed (default 20000), bytes of one new or
+	// changed file and of all new content together ("100MiB", "256MiB";
+	// bytes, or with a KiB, MiB or GiB suffix). A change set over them is
+	// refused before it is rendered, naming the file and the limit.
+	ChangeSetMaxEntries int    `toml:"changeset_max_entries"`
+	ChangeSetMaxFile    string `toml:"changeset_max_file"`
+	ChangeSetMaxTotal   string `toml:"changeset_max_total"`
 }
 
 // loadConfig reads path, or <home>/paddock.toml when path is empty. A missing
@@ -70,6 +81,14 @@ func (c config) check() error {
 	default:
 		return fmt.Errorf("sandbox_mode %q: want resident or per-exec", c.SandboxMode)
 	}
+	if c.ChangeSetMaxEntries < 0 {
+		return fmt.Errorf("changeset_max_entries %d: want a positive number", c.ChangeSetMaxEntries)
+	}
+	for k, v := range map[string]string{"changeset_max_file": c.ChangeSetMaxFile, "changeset_max_total": c.ChangeSetMaxTotal} {
+		if _, err := parseSize(v); err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
 	for k, v := range map[string]string{"harness_idle": c.HarnessIdle, "harness_orphan": c.HarnessOrphan} {
 		if v == "" {
 			continue
@@ -79,6 +98,25 @@ func (c config) check() error {
 		}
 	}
 	return nil
+}
+
+// parseSize reads a size in bytes: a number, or one with a KiB, MiB or GiB
+// suffix. Empty is zero (the default).
+func parseSize(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	num, mult := s, int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			num, mult = strings.TrimSpace(n), m
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q: want a size such as 100MiB (bytes, or with KiB, MiB or GiB)", s)
+	}
+	return n * mult, nil
 }
 
 // duration parses a checked duration; empty is zero (the default).

@@ -11,15 +11,20 @@ import (
 )
 
 func (a *app) diffCmd() *cobra.Command {
-	var stat, asJSON bool
+	var stat, patch, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "diff RUN [--stat] [--json]",
+		Use:   "diff RUN [--stat | --patch] [--json]",
 		Short: "Show a run's change set against its base",
 		Long: `Show the run's change set, computed now from its workspace: each entry (create,
 modify or delete, modes, git blob ids, size) with its risk labels, and the
 unified diff, which 'git apply' accepts. Files the base's ignore rules leave
 out (build output, dependencies) are listed apart. Credentials in the diff are
 masked on the way out; an entry holding one is labelled secret.
+
+The diff is streamed from the daemon, whatever its size; with --patch only
+the diff is printed, ready for 'git apply'. In --json the diff is carried
+when it is at most 4 MiB; a larger one is left out ("diff_omitted": true)
+and --patch prints it.
 
 Risk labels: ci_config, dependency_manifest, executable, symlink, binary,
 large, git_config (.gitattributes, .gitmodules), hook_directory, agent_config,
@@ -33,15 +38,31 @@ Exit codes: 0 shown; 3 no such run; 4 the run has no workspace to compare.`,
 			if err != nil {
 				return err
 			}
+			if patch {
+				_, err := c.ChangeSetDiff(cmd.Context(), args[0], "", cmd.OutOrStdout())
+				return err
+			}
 			cs, err := c.ChangeSet(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			return a.output(asJSON, cs, func(w io.Writer) { printChangeSet(w, cs, stat) })
+			if asJSON || stat || !cs.DiffOmitted {
+				return a.output(asJSON, cs, func(w io.Writer) { printChangeSet(w, cs, stat) })
+			}
+			// The entries, then the diff streamed: the one of this
+			// change set, by its hash.
+			w := cmd.OutOrStdout()
+			printChangeSet(w, cs, true)
+			fmt.Fprintln(w)
+			_, err = c.ChangeSetDiff(cmd.Context(), args[0], cs.Hash, w)
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&stat, "stat", false, "only the entries, not the diff")
+	cmd.Flags().BoolVar(&patch, "patch", false, "only the unified diff, streamed (for git apply)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.MarkFlagsMutuallyExclusive("stat", "patch")
+	cmd.MarkFlagsMutuallyExclusive("json", "patch")
 	return cmd
 }
 

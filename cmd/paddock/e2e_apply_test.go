@@ -189,3 +189,52 @@ func TestKillDuringWorktreeApply(t *testing.T) {
 	}
 	t.Logf("%d crash points exercised", steps)
 }
+
+// TestLargeDiff: a diff larger than an answer carries is left out of the
+// change set's JSON and streamed whole, masked, by paddock diff; --patch
+// gives exactly the diff, which git apply takes. The size limits set in
+// paddock.toml refuse a larger file, naming it.
+func TestLargeDiff(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, "paddock.toml"), []byte("changeset_max_file = \"8MiB\"\n"), 0o600)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", "head -c 4800000 /dev/urandom | base64 > big.txt && echo AKIAIOSFODNN7EXAMPLE > leak.txt").must(t)
+	sum := strings.Fields(cli(t, home, "exec", id, "--", "sha256sum", "big.txt").must(t).out)[0]
+
+	var cs paddock.ChangeSet
+	if err := json.Unmarshal([]byte(cli(t, home, "diff", id, "--json").must(t).out), &cs); err != nil {
+		t.Fatal(err)
+	}
+	if !cs.DiffOmitted || cs.Diff != "" || cs.DiffSize <= paddock.InlineDiff || len(cs.Entries) != 2 {
+		t.Fatalf("diff --json: omitted %t, %d bytes inline, size %d, %d entries", cs.DiffOmitted, len(cs.Diff), cs.DiffSize, len(cs.Entries))
+	}
+	human := cli(t, home, "diff", id).must(t).out
+	if !strings.Contains(human, "create") || !strings.Contains(human, "+++ b/big.txt") || len(human) < int(cs.DiffSize) ||
+		!strings.Contains(human, "[REDACTED:aws_access_key]") || strings.Contains(human, "AKIAIOSFODNN7EXAMPLE") {
+		t.Fatalf("diff: %d bytes, masked %t", len(human), strings.Contains(human, "[REDACTED"))
+	}
+	patch := cli(t, home, "diff", id, "--patch").must(t).out
+	if !strings.HasPrefix(patch, "diff --git") || strings.Contains(patch, "AKIAIOSFODNN7EXAMPLE") {
+		t.Fatalf("--patch: %.200q", patch)
+	}
+	check := filepath.Join(base, "check")
+	gittest.Git(t, "", "clone", "-q", repo, check)
+	apply := exec.Command("git", "apply", "-")
+	apply.Dir, apply.Stdin = check, strings.NewReader(patch)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v\n%s", err, out)
+	}
+	out, _ := exec.Command("sha256sum", filepath.Join(check, "big.txt")).Output()
+	if got := strings.Fields(string(out)); len(got) == 0 || got[0] != sum {
+		t.Fatalf("git apply of --patch gives big.txt %v, the workspace has %s", got, sum)
+	}
+	cli(t, home, "diff", id, "--stat", "--patch").wantCode(t, exitUsage, "patch")
+
+	cli(t, home, "exec", id, "--", "sh", "-c", "head -c 9000000 /dev/urandom > huge.bin").must(t)
+	cli(t, home, "diff", id, "--stat").wantCode(t, exitUsage, "huge.bin is 9000000 bytes, over the change set's file limit of 8388608")
+}

@@ -153,6 +153,8 @@ func TestServeRefusesBadSetup(t *testing.T) {
 	cli(t, home, "serve").wantCode(t, exitUsage, "only loopback")
 	cli(t, home, "serve", "--config", filepath.Join(base, "missing.toml")).wantCode(t, exitUsage, "missing.toml")
 	cli(t, home, "serve", "--log-level", "loud").wantCode(t, exitUsage, "log level")
+	os.WriteFile(filepath.Join(home, "paddock.toml"), []byte("changeset_max_total = \"lots\"\n"), 0o600)
+	cli(t, home, "serve").wantCode(t, exitUsage, "changeset_max_total")
 }
 
 // TestHelp checks that every verb explains itself and its exit codes.

@@ -137,6 +137,9 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	m.Harnesses = &sandbox.Pool{Dir: filepath.Join(home, "harness"), Idle: duration(cfg.HarnessIdle),
 		Orphan: duration(cfg.HarnessOrphan), PerExec: cfg.SandboxMode == "per-exec", Log: logger}
 	m.Secret = secretSource(home, a.getenv)
+	m.ChangeSetLimits.MaxEntries = cfg.ChangeSetMaxEntries
+	m.ChangeSetLimits.MaxFile, _ = parseSize(cfg.ChangeSetMaxFile) // checked with the config
+	m.ChangeSetLimits.MaxTotal, _ = parseSize(cfg.ChangeSetMaxTotal)
 	if n, err := strconv.Atoi(a.getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
 		m.CrashAt = n // tests only: die at this step of an apply into a working tree
 	}
