@@ -17,18 +17,24 @@ type CommandLimits struct {
 // Enforcement records what a confined command actually got. It is what the
 // agent is told, and it must equal what was enforced (invariant 7).
 type Enforcement struct {
-	Namespaces []string      `json:"namespaces"`
-	UID        int           `json:"uid"`
-	Landlock   int           `json:"landlock_abi"`
-	Seccomp    bool          `json:"seccomp"`
-	NoNewPrivs bool          `json:"no_new_privs"`
-	Caps       string        `json:"capabilities"`
-	Net        string        `json:"net"`
-	Allow      []string      `json:"allow,omitempty"`
-	ReadOnly   bool          `json:"read_only"`
-	ReadOnlyIn []string      `json:"read_only_paths,omitempty"`
-	Limits     CommandLimits `json:"limits"`
-	Degraded   []string      `json:"degraded,omitempty"`
+	Namespaces []string `json:"namespaces"`
+	UID        int      `json:"uid"`
+	Landlock   int      `json:"landlock_abi"`
+	Seccomp    bool     `json:"seccomp"`
+	NoNewPrivs bool     `json:"no_new_privs"`
+	Caps       string   `json:"capabilities"`
+	Net        string   `json:"net"`
+	Allow      []string `json:"allow,omitempty"`
+	ReadOnly   bool     `json:"read_only"`
+	ReadOnlyIn []string `json:"read_only_paths,omitempty"`
+	// Unprotected names what the protected-path policy asks for that the
+	// command's view does not enforce, with why: a pattern whose new
+	// matches cannot be made read-only ahead (a wildcard above the last
+	// name, or in the workspace's top directory), a path that is a
+	// symbolic link.
+	Unprotected []string      `json:"unprotected,omitempty"`
+	Limits      CommandLimits `json:"limits"`
+	Degraded    []string      `json:"degraded,omitempty"`
 	// Mode is how the command was started: "resident" (forked from the
 	// run's long-lived sandbox, its harness) or "per-exec" (a sandbox set
 	// up for this command alone); ModeReason says why a run that could

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -240,4 +241,57 @@ func (m *Manager) releaseHarness(id string) {
 	if m.Harnesses != nil {
 		m.Harnesses.Release(id)
 	}
+}
+
+// protectedAhead turns the policy's patterns into the paths a command's
+// view makes read-only whether they exist or not (the sandbox makes a
+// missing one first): a pattern without wildcards is such a path; one
+// whose only wildcard is its last name (".codex/**", ".claude/settings*.json")
+// protects the directory above it whole. What no path can stand for ahead
+// (a wildcard above the last name, a wildcard name in the top directory)
+// is returned apart, to be reported as not enforced for new paths.
+func protectedAhead(patterns []string) (paths, unenforced []string) {
+	paths = []string{".git"}
+	for _, pat := range patterns {
+		segs := strings.Split(strings.Trim(pat, "/"), "/")
+		meta := -1
+		for i, s := range segs {
+			if strings.ContainsAny(s, "*?[{\\") {
+				meta = i
+				break
+			}
+		}
+		switch {
+		case meta < 0:
+			paths = append(paths, strings.Join(segs, "/"))
+		case meta == len(segs)-1 && meta > 0:
+			paths = append(paths, strings.Join(segs[:meta], "/"))
+		default:
+			unenforced = append(unenforced, pat+": only what matches when the view is made (its new matches cannot be named ahead)")
+		}
+	}
+	return paths, unenforced
+}
+
+// protectedSpec is the union of the paths protected ahead and those the
+// patterns match in dirs now, sorted, and what is not enforced ahead.
+func protectedSpec(patterns []string, dirs ...string) (paths, unenforced []string) {
+	ahead, unenforced := protectedAhead(patterns)
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] && len(paths) < maxProtectedInSandbox {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	for _, p := range ahead {
+		add(p)
+	}
+	for _, dir := range dirs {
+		for _, p := range protectedIn(dir, patterns) {
+			add(p)
+		}
+	}
+	sort.Strings(paths)
+	return paths, unenforced
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -337,5 +338,60 @@ func TestOverlayRefusedWhereItCannotWork(t *testing.T) {
 	evs, _ := e.m.Events(context.Background(), r.ID, 0, 0)
 	if len(evs) == 0 || !strings.Contains(string(evs[0].Data), "auto: clone") {
 		t.Fatalf("the run does not say why it is a clone: %s", evs[0].Data)
+	}
+}
+
+// TestProtectedAhead: with the default policy, agent configuration a
+// command tries to create is read-only in its view in clone and overlay
+// runs alike, though none of it exists in the base; the empty directories
+// that stand for it are in no change set; a pattern that cannot be
+// enforced ahead is reported in the enforcement.
+func TestProtectedAhead(t *testing.T) {
+	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
+		t.Run(string(kind), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			if _, err := e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Protect: []string{"**/*.key"}}); err != nil {
+				t.Fatal(err)
+			}
+			withSandbox(t, e)
+			r := e.create(t, kind, "")
+			for _, script := range []string{
+				"echo '{}' > .mcp.json", "mkdir -p .claude/hooks && echo evil > .claude/hooks/h", "echo x > .claude/settings.local.json",
+				"echo 'eval evil' > .envrc", "mkdir -p .git/hooks", "mv .vscode .v && mkdir .vscode && echo '{}' > .vscode/tasks.json",
+			} {
+				res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.ExitCode == 0 {
+					t.Errorf("%s: exit 0", script)
+				}
+			}
+			res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", "echo ok > fine.txt && echo k > a.key"}})
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("ordinary work: %v %+v", err, res)
+			}
+			enf := res.Enforcement
+			for _, p := range []string{".git", ".mcp.json", ".claude", ".envrc", ".vscode/tasks.json", ".codex", ".paddock"} {
+				if !slices.Contains(enf.ReadOnlyIn, p) {
+					t.Errorf("read_only_paths %v misses %s", enf.ReadOnlyIn, p)
+				}
+			}
+			if len(enf.Unprotected) != 1 || !strings.HasPrefix(enf.Unprotected[0], "**/*.key") {
+				t.Errorf("unprotected: %v", enf.Unprotected)
+			}
+			cs, err := e.m.ChangeSet(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var paths []string
+			for _, en := range cs.Entries {
+				paths = append(paths, en.Path)
+			}
+			if strings.Join(paths, " ") != "a.key fine.txt" {
+				t.Fatalf("change set: %v", paths)
+			}
+		})
 	}
 }

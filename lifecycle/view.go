@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 
@@ -37,19 +36,10 @@ func (m *Manager) sandboxSpec(r *paddock.Run, p *paddock.Project) (sandbox.Spec,
 		// The protected paths of the base and those the run added (paddock's
 		// staged recipes among them), read from the layers on the host: a
 		// new one gives the run a new harness, whose view protects it.
-		seen := map[string]bool{}
-		for _, dir := range []string{l.Lower, l.Upper} {
-			for _, x := range protectedIn(dir, policy(p).Protected) {
-				if !seen[x] {
-					seen[x] = true
-					spec.Protected = append(spec.Protected, x)
-				}
-			}
-		}
-		sort.Strings(spec.Protected)
+		spec.Protected, spec.Unprotected = protectedSpec(policy(p).Protected, l.Lower, l.Upper)
 		return spec, nil
 	}
-	spec.Protected = protectedIn(scan, policy(p).Protected)
+	spec.Protected, spec.Unprotected = protectedSpec(policy(p).Protected, scan)
 	return spec, nil
 }
 

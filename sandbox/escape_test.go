@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -270,4 +271,75 @@ func TestNothingOutlivesTheCommand(t *testing.T) {
 		exec.Command("pkill", "-f", "sleep "+marker).Run()
 		t.Fatalf("processes outlived the command: %s", out)
 	}
+}
+
+// TestProtectedPaths: protected paths are read-only in the view whether
+// they exist or not. A missing one is made as an empty directory and
+// mounted over, so a command can neither create it nor anything in it; the
+// directories above protected paths cannot be moved aside to make new ones;
+// everything else stays writable; a link on the way is reported, not
+// followed.
+func TestProtectedPaths(t *testing.T) {
+	skipUnlessSandbox(t)
+	protected := []string{".git", ".mcp.json", ".vscode/settings.json", ".codex", ".claude/hooks", ".cursor/rules", ".paddock"}
+	cases := []struct{ name, script string }{
+		{"create a protected file", "echo '{}' > .mcp.json"},
+		{"create in a protected directory", "mkdir -p .codex/x"},
+		{"remove a protected directory", "rmdir .codex"},
+		{"replace a protected directory", "mkdir d && mv -T d .codex"},
+		{"create a nested protected file", "echo '{}' > .vscode/settings.json"},
+		{"move the parent aside", "mv .vscode .v2 && mkdir .vscode && echo '{}' > .vscode/settings.json"},
+		{"write an existing protected file", "echo evil >> .claude/hooks/pre.sh"},
+		{"move an existing one's parent aside", "mv .claude .c2 && mkdir -p .claude/hooks && echo evil > .claude/hooks/pre.sh"},
+		{"remove the parent", "rm -rf .vscode"},
+	}
+	setup := func(t *testing.T) string {
+		ws, _ := newWorkspace(t)
+		os.MkdirAll(filepath.Join(ws, ".claude", "hooks"), 0o755)
+		os.WriteFile(filepath.Join(ws, ".claude", "hooks", "pre.sh"), []byte("#!/bin/sh\n"), 0o755)
+		os.Symlink("README.md", filepath.Join(ws, ".cursor"))
+		for _, p := range []string{".claude", ".claude/hooks", ".claude/hooks/pre.sh", ".cursor"} {
+			os.Lchown(filepath.Join(ws, p), sandboxUID(), sandboxUID())
+		}
+		return ws
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := setup(t)
+			res := runSpec(t, Spec{Argv: []string{"bash", "-c", tc.script + " && echo WROTE"}, Workspace: ws, Protected: protected})
+			if res.ExitCode == 0 || strings.Contains(string(res.Stdout), "WROTE") {
+				t.Errorf("exit %d: %s%s", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			for _, p := range []string{".mcp.json", ".vscode/settings.json", ".codex"} {
+				if ents, err := os.ReadDir(filepath.Join(ws, p)); err != nil || len(ents) != 0 {
+					t.Errorf("%s: %v, %d entries; want the empty directory the sandbox made", p, err, len(ents))
+				}
+			}
+			if b, _ := os.ReadFile(filepath.Join(ws, ".claude", "hooks", "pre.sh")); string(b) != "#!/bin/sh\n" {
+				t.Errorf("pre.sh: %q", b)
+			}
+			for _, p := range []string{".v2", ".c2", "d/x"} {
+				if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+					t.Errorf("%s exists", p)
+				}
+			}
+		})
+	}
+	t.Run("the rest stays writable, and the view says what it protects", func(t *testing.T) {
+		ws := setup(t)
+		res := runSpec(t, Spec{Argv: []string{"bash", "-c", "echo ok > .vscode/other.json && echo ok > .claude/notes.md && cat .vscode/other.json .claude/notes.md"},
+			Workspace: ws, Protected: protected, Unprotected: []string{"**/*.pem: not ahead"}})
+		if res.ExitCode != 0 || string(res.Stdout) != "ok\nok\n" {
+			t.Fatalf("exit %d: %s%s", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		e := res.Enforcement
+		for _, p := range []string{".git", ".mcp.json", ".vscode/settings.json", ".codex", ".claude/hooks", ".paddock"} {
+			if !slices.Contains(e.ReadOnlyIn, p) {
+				t.Errorf("read_only_paths %v misses %s", e.ReadOnlyIn, p)
+			}
+		}
+		if !slices.Contains(e.Unprotected, ".cursor: a symbolic link") || !slices.Contains(e.Unprotected, "**/*.pem: not ahead") {
+			t.Errorf("unprotected: %v", e.Unprotected)
+		}
+	})
 }

@@ -19,7 +19,7 @@ const HarnessArg = "__paddock-sandbox-harness"
 
 // harnessVersion changes whenever the protocol between daemon and harness
 // does; a daemon does not adopt a harness of another version.
-const harnessVersion = 1
+const harnessVersion = 2
 
 // maxHarnessMessage bounds one message on the control channel (a command's
 // argv and environment); a bigger command runs per-exec.

@@ -18,7 +18,7 @@ func TestResident(t *testing.T) {
 	testPool = &Pool{Dir: t.TempDir()}
 	defer func() { testPool.Close(); testPool = nil }()
 	for name, f := range map[string]func(*testing.T){
-		"Basics": TestBasics, "Escapes": TestEscapes, "AllowedWork": TestAllowedWork, "ReadOnlyRun": TestReadOnlyRun,
+		"Basics": TestBasics, "Escapes": TestEscapes, "AllowedWork": TestAllowedWork, "ReadOnlyRun": TestReadOnlyRun, "ProtectedPaths": TestProtectedPaths,
 		"DescriptorsAndEnvironment": TestDescriptorsAndEnvironment, "Limits": TestLimits,
 		"NothingOutlivesTheCommand": TestNothingOutlivesTheCommand, "UnprivilegedDaemonPath": TestUnprivilegedDaemonPath,
 		"AllowListNetwork": TestAllowListNetwork,

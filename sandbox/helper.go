@@ -259,17 +259,10 @@ func buildView(spec *Spec, e *Enforcement) error {
 	if err := unix.Mount("", wsTarget, "", flags, ""); err != nil {
 		return fmt.Errorf("remount workspace: %w", err)
 	}
-	for _, p := range spec.Protected {
-		target := filepath.Join(wsTarget, filepath.Clean("/"+p))
-		fi, err := os.Lstat(target)
-		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
-			continue // absent, or a link (following it would bind its target)
-		}
-		if err := bindRO(target, target, fi.IsDir()); err != nil {
-			return err
-		}
-		e.ReadOnlyIn = append(e.ReadOnlyIn, p)
+	if e.ReadOnlyIn, e.Unprotected, err = protect(wsTarget, spec.Protected, !spec.ReadOnly); err != nil {
+		return err
 	}
+	e.Unprotected = append(e.Unprotected, spec.Unprotected...)
 	if proxyfd >= 0 {
 		os.MkdirAll(root+"/run/paddock", 0o755)
 		f, err := os.Create(root + proxySocketInside)

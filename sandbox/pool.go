@@ -152,7 +152,7 @@ func configHash(spec *Spec) string {
 		Version                     int
 		Workspace                   string
 		ReadOnly                    bool
-		Protected                   []string
+		Protected, Unprotected      []string
 		Net                         Net
 		UID, GID                    int
 		Tmp                         int64
@@ -160,7 +160,7 @@ func configHash(spec *Spec) string {
 		Overlay                     *Overlay
 		Allow                       []string
 		Proxy                       string
-	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay,
+	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Unprotected, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay,
 		spec.Allow, proxyInstance(spec)})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])

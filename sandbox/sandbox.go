@@ -27,7 +27,10 @@
 //
 //   - System directories (/usr, /bin, /sbin, /lib*, /etc) read-only.
 //   - The workspace at its own path, read-write (read-only for read runs);
-//     protected paths in it that exist (.git, agent configuration) read-only.
+//     protected paths in it (.git, agent configuration) read-only, those
+//     that do not exist yet included: each is made first as an empty
+//     directory, and every directory above one is a mount point, which a
+//     command can neither rename nor remove.
 //   - A private, size-capped /tmp; a minimal /dev (null, zero, full, random,
 //     urandom); /proc of the new pid namespace.
 //   - Nothing else: not the home directory, not /run or /var/run (the Docker
@@ -64,8 +67,10 @@
 //     its seccomp filter is the commands' without the mount and umount2
 //     denials. An overlay run's harness keeps the daemon a way into the
 //     workspace (DaemonView) that each command unmounts before it execs.
-//   - Protected paths that do not exist yet are not made read-only in the
-//     view; the file tools refuse them, the shell can create them.
+//   - A protected-path pattern whose new matches cannot be named ahead (a
+//     wildcard above the last name, or a wildcard name in the workspace's
+//     top directory) protects only what matches when the view is made; the
+//     file tools refuse the rest; Enforcement.Unprotected says which.
 //
 // A Spec that asks for a mechanism this kernel lacks fails with code
 // unsupported, unless AllowDegraded is set, which is then recorded in the
@@ -142,9 +147,14 @@ type Spec struct {
 	Dir       string `json:"dir,omitempty"`
 	ReadOnly  bool   `json:"read_only,omitempty"`
 	// Protected lists workspace-relative paths made read-only in the view
-	// if they exist (.git and agent configuration).
+	// (.git and agent configuration); one that does not exist yet is made
+	// as an empty directory first, so that it cannot be created.
 	Protected []string `json:"protected,omitempty"`
-	Net       Net      `json:"net"`
+	// Unprotected is what the caller's policy asks for that Protected
+	// cannot express (patterns whose new matches cannot be named ahead);
+	// it is reported in the Enforcement as it is.
+	Unprotected []string `json:"unprotected,omitempty"`
+	Net         Net      `json:"net"`
 	// Allow lists the domains an "allow" network reaches (see Proxy).
 	Allow []string `json:"allow,omitempty"`
 	// Decide is told every connection the proxy of an "allow" network
