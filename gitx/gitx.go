@@ -544,33 +544,31 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	}
 	run := func(a ...string) ([]byte, error) { return g.runEnv(ctx, "", extra, args(a...)...) }
 	spec := append([]string{"--"}, paths...)
-	// An index holding base's entries under those paths only.
-	entries, err := run(append([]string{"ls-tree", "-r", "-z", "--full-tree", base}, spec...)...)
-	if err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
+	// Base's entries under those paths, listed while the shadow tree is
+	// made: neither needs the other.
+	type listing struct {
+		out []byte
+		err error
 	}
-	inBase := map[string]bool{} // base's paths under those paths; true: a submodule
-	for _, rec := range strings.Split(string(entries), "\x00") {
-		if meta, p, ok := strings.Cut(rec, "\t"); ok {
-			inBase[p] = strings.HasPrefix(meta, "160000 ")
+	listed := make(chan listing, 1)
+	go func() {
+		out, err := run(append([]string{"ls-tree", "-r", "-z", "--full-tree", base}, spec...)...)
+		listed <- listing{out, err}
+	}()
+	pending := true
+	defer func() {
+		if pending {
+			<-listed // git is done before its scratch directory goes
 		}
-	}
+	}()
 	// The shadow tree: every file now under paths, and the ignore rules
 	// that apply to them.
-	var files, fresh []string
+	var files []string
 	seen := map[string]bool{}
 	addFile := func(p string) {
 		if !seen[p] {
 			seen[p] = true
 			files = append(files, p)
-			if _, ok := inBase[p]; !ok {
-				fresh = append(fresh, p)
-			}
-		}
-	}
-	for p, link := range inBase {
-		if !link {
-			addFile(p) // modified or deleted
 		}
 	}
 	view, err := os.OpenRoot(workTree)
@@ -627,6 +625,29 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 			if err := copyEntry(view, r, filepath.Join(shadow, r)); err != nil {
 				return nil, fmt.Errorf("gitx: diff: %w", err)
 			}
+		}
+	}
+	ls := <-listed
+	pending = false
+	if ls.err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", ls.err)
+	}
+	entries := ls.out
+	inBase := map[string]bool{} // base's paths under those paths; true: a submodule
+	for _, rec := range strings.Split(string(entries), "\x00") {
+		if meta, p, ok := strings.Cut(rec, "\t"); ok {
+			inBase[p] = strings.HasPrefix(meta, "160000 ")
+		}
+	}
+	var fresh []string
+	for _, p := range files {
+		if _, ok := inBase[p]; !ok {
+			fresh = append(fresh, p)
+		}
+	}
+	for p, link := range inBase {
+		if !link {
+			addFile(p) // modified or deleted
 		}
 	}
 	// git add refuses a pathspec that matches nothing, and one naming an
