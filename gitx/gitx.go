@@ -345,6 +345,12 @@ type DiffOptions struct {
 	Patch io.Writer
 	// Exclude leaves paths out (DiffWorkTree only).
 	Exclude []string
+	// BaseFiles, if not empty, is a directory holding base's tracked files
+	// as git checks them out and nothing else (an overlay's lower layer).
+	// DiffPaths then learns from it which of its paths base has, instead of
+	// asking git, whenever it can tell: every path is a file there or
+	// absent, and none lies under an empty directory (a submodule's).
+	BaseFiles string
 	// Content is how many bytes of files DiffPaths will copy (an overlay's
 	// upper layer holds them): its scratch tree is kept in memory (a tmpfs)
 	// only when that is small.
@@ -551,10 +557,15 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		err error
 	}
 	listed := make(chan listing, 1)
-	go func() {
-		out, err := run(append([]string{"ls-tree", "-r", "-z", "--full-tree", base}, spec...)...)
-		listed <- listing{out, err}
-	}()
+	inBase, known := baseHas(o.BaseFiles, paths) // base's paths under those paths; true: a submodule
+	if known {
+		listed <- listing{}
+	} else {
+		go func() {
+			out, err := run(append([]string{"ls-tree", "-r", "-z", "--full-tree", base}, spec...)...)
+			listed <- listing{out, err}
+		}()
+	}
 	pending := true
 	defer func() {
 		if pending {
@@ -633,7 +644,6 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		return nil, fmt.Errorf("gitx: diff: %w", ls.err)
 	}
 	entries := ls.out
-	inBase := map[string]bool{} // base's paths under those paths; true: a submodule
 	for _, rec := range strings.Split(string(entries), "\x00") {
 		if meta, p, ok := strings.Cut(rec, "\t"); ok {
 			inBase[p] = strings.HasPrefix(meta, "160000 ")
@@ -732,6 +742,59 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		}
 	}
 	return snap, nil
+}
+
+// baseHas tells which of paths base has, from dir, its files as checked
+// out (DiffOptions.BaseFiles): known is false when dir cannot tell (a path
+// is a directory there, or lies under an empty one: a submodule's checkout
+// holds nothing), and git must be asked.
+func baseHas(dir string, paths []string) (in map[string]bool, known bool) {
+	in = map[string]bool{}
+	if dir == "" {
+		return in, false
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return in, false
+	}
+	defer root.Close()
+	empty := map[string]bool{}
+	for _, p := range paths {
+		fi, err := root.Lstat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			return map[string]bool{}, false
+		case err == nil:
+			in[filepath.ToSlash(p)] = false
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return map[string]bool{}, false
+		}
+		for d := filepath.Dir(p); d != "." && d != "/"; d = filepath.Dir(d) {
+			e, seen := empty[d]
+			if !seen {
+				e = isEmptyDir(root, d)
+				empty[d] = e
+			}
+			if e {
+				return map[string]bool{}, false
+			}
+		}
+	}
+	return in, true
+}
+
+// isEmptyDir reports whether d in root is a directory holding nothing.
+func isEmptyDir(root *os.Root, d string) bool {
+	f, err := root.Open(d)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+		return false
+	}
+	_, err = f.Readdirnames(1)
+	return errors.Is(err, io.EOF)
 }
 
 // readRaw reads the raw records at the head of `git diff -z --raw --patch`

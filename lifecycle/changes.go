@@ -79,6 +79,9 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 			break
 		}
 		opts.Cache, opts.Content = filepath.Join(m.runDir(id), "gitcache", "overlay"), upper.Bytes
+		if ov, ok := m.overlayProvider(); ok {
+			opts.BaseFiles = ov.LayersOf(r.Project, r.Workspace).Lower
+		}
 		snap, err = m.Git.DiffPaths(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
 	default:
 		opts.Cache, opts.Exclude = filepath.Join(m.runDir(id), "gitcache"), []string{".paddock"}
