@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -147,9 +146,12 @@ func (o *Overlay) Present(ctx context.Context, w *paddock.Workspace) (bool, erro
 // size of what it holds, for a change set's limits.
 type Upper struct {
 	// Paths, relative to the workspace: every file, link and whiteout (a
-	// deletion), every new empty directory, and every opaque directory (one
-	// deleted and made anew, hiding the lower's) as a whole. A directory
-	// copied up only to hold a change below it is not listed itself.
+	// deletion), and every opaque directory (one deleted and made anew,
+	// hiding the lower's, or made where a file was) as a whole. A directory
+	// copied up only to hold a change below it is not listed itself, nor is
+	// an empty one that is not opaque (new, or copied up for its metadata):
+	// git keeps no directories, so it changes nothing a change set holds
+	// (the sandbox makes such directories for protected paths).
 	Paths []string
 	// Files counts the non-directories, Bytes their regular files' sizes;
 	// Largest is the biggest regular file, LargestSize its size.
@@ -181,10 +183,6 @@ func ReadUpper(upper string) (*Upper, error) {
 			case opaque(path):
 				u.Paths = append(u.Paths, rel)
 				opaqueDir = rel
-			default:
-				if empty, err := isEmptyDir(path); err == nil && empty {
-					u.Paths = append(u.Paths, rel) // a new empty directory: git ignores it, but it is a path that changed
-				}
 			}
 			return nil
 		}
@@ -201,19 +199,6 @@ func ReadUpper(upper string) (*Upper, error) {
 		return nil
 	})
 	return u, err
-}
-
-func isEmptyDir(path string) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	_, err = f.Readdirnames(1)
-	if errors.Is(err, io.EOF) {
-		return true, nil
-	}
-	return false, err
 }
 
 // opaque reports an overlay's opaque-directory mark, set as a trusted
