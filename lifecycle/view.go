@@ -24,7 +24,8 @@ func (m *Manager) overlayProvider() (*workspace.Overlay, bool) {
 // sandboxSpec is what every command of run r shares: its workspace, its
 // access, the protected paths made read-only, the uid, an overlay's layers.
 func (m *Manager) sandboxSpec(r *paddock.Run, p *paddock.Project) (sandbox.Spec, error) {
-	spec := sandbox.Spec{Workspace: r.Workspace.Root, ReadOnly: r.Access == paddock.AccessRead, UID: m.SandboxUID, GID: m.SandboxUID}
+	spec := sandbox.Spec{Workspace: r.Workspace.Root, ReadOnly: r.Access == paddock.AccessRead, UID: m.SandboxUID, GID: m.SandboxUID,
+		OperatorDir: r.Workspace.Kind == paddock.KindOperatorDir}
 	scan := r.Workspace.Root
 	if r.Workspace.Kind == paddock.KindOverlay {
 		ov, ok := m.overlayProvider()

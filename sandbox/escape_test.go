@@ -342,4 +342,21 @@ func TestProtectedPaths(t *testing.T) {
 			t.Errorf("unprotected: %v", e.Unprotected)
 		}
 	})
+	t.Run("an operator's own directory: nothing is made, the missing are reported", func(t *testing.T) {
+		ws := setup(t)
+		res := runSpec(t, Spec{Argv: []string{"bash", "-c", "echo '{}' > .mcp.json && ls -a"}, Workspace: ws, Protected: protected, OperatorDir: true})
+		if res.ExitCode != 0 {
+			t.Fatalf("exit %d: %s%s", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		for _, p := range []string{".codex", ".vscode"} {
+			if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+				t.Errorf("%s was made in the operator's directory", p)
+			}
+		}
+		e := res.Enforcement
+		if !slices.Contains(e.Unprotected, ".mcp.json: does not exist, and nothing is made in the operator's own directory") ||
+			!slices.Contains(e.ReadOnlyIn, ".claude/hooks") {
+			t.Errorf("read-only %v, unprotected %v", e.ReadOnlyIn, e.Unprotected)
+		}
+	})
 }

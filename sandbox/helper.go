@@ -259,7 +259,7 @@ func buildView(spec *Spec, e *Enforcement) error {
 	if err := unix.Mount("", wsTarget, "", flags, ""); err != nil {
 		return fmt.Errorf("remount workspace: %w", err)
 	}
-	if e.ReadOnlyIn, e.Unprotected, err = protect(wsTarget, spec.Protected, !spec.ReadOnly); err != nil {
+	if e.ReadOnlyIn, e.Unprotected, err = protect(wsTarget, spec.Protected, !spec.ReadOnly && !spec.OperatorDir, !spec.ReadOnly); err != nil {
 		return err
 	}
 	e.Unprotected = append(e.Unprotected, spec.Unprotected...)

@@ -153,6 +153,7 @@ func configHash(spec *Spec) string {
 		Workspace                   string
 		ReadOnly                    bool
 		Protected, Unprotected      []string
+		OperatorDir                 bool
 		Net                         Net
 		UID, GID                    int
 		Tmp                         int64
@@ -160,7 +161,7 @@ func configHash(spec *Spec) string {
 		Overlay                     *Overlay
 		Allow                       []string
 		Proxy                       string
-	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Unprotected, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay,
+	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Unprotected, spec.OperatorDir, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay,
 		spec.Allow, proxyInstance(spec)})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])

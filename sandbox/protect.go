@@ -22,10 +22,12 @@ type protectNode struct {
 // read-only.
 //
 //   - A protected path that does not exist yet is made first, as an empty
-//     directory (when create is set: the workspace is writable), so that
-//     there is something to mount over: a command can then create neither
-//     it nor anything in it. An empty directory is no content: git, and so
-//     every change set, leaves it out.
+//     directory (when create is set: the workspace is writable and
+//     paddock's own), so that there is something to mount over: a command
+//     can then create neither it nor anything in it. An empty directory is
+//     no content: git, and so every change set, leaves it out. Where
+//     nothing may be made (an operator's own directory, writable) a
+//     missing path is reported as skipped.
 //   - Each directory between the workspace and a protected path is bound
 //     onto itself: a mount point cannot be renamed or removed, so a command
 //     cannot move a protected path's parent aside and make a new one in its
@@ -36,7 +38,7 @@ type protectNode struct {
 //     reported as skipped instead.
 //
 // It returns the paths made read-only and those it had to skip, with why.
-func protect(ws string, paths []string, create bool) (ro, skipped []string, err error) {
+func protect(ws string, paths []string, create, writable bool) (ro, skipped []string, err error) {
 	root := &protectNode{children: map[string]*protectNode{}}
 	for _, p := range paths {
 		p = path.Clean("/" + p)[1:]
@@ -64,7 +66,7 @@ func protect(ws string, paths []string, create bool) (ro, skipped []string, err 
 		return nil, nil, fmt.Errorf("protect: open the workspace: %w", err)
 	}
 	defer unix.Close(fd)
-	w := &protectWalk{create: create}
+	w := &protectWalk{create: create, writable: writable}
 	if err := w.children(fd, "", root); err != nil {
 		return nil, nil, err
 	}
@@ -72,8 +74,8 @@ func protect(ws string, paths []string, create bool) (ro, skipped []string, err 
 }
 
 type protectWalk struct {
-	create      bool
-	ro, skipped []string
+	create, writable bool
+	ro, skipped      []string
 }
 
 // children protects what lies below the directory dirfd (at rel), shallow
@@ -100,8 +102,11 @@ func (w *protectWalk) node(parent int, rel, name string, n *protectNode) error {
 		}
 	}
 	switch {
-	case errors.Is(err, unix.ENOENT) && !w.create:
+	case errors.Is(err, unix.ENOENT) && !w.writable:
 		return nil // a read-only workspace: nothing can be made there anyway
+	case errors.Is(err, unix.ENOENT) && !w.create:
+		w.skipped = append(w.skipped, rel+": does not exist, and nothing is made in the operator's own directory")
+		return nil
 	case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS):
 		w.skipped = append(w.skipped, rel+": could not be made ("+err.Error()+")")
 		return nil

@@ -150,6 +150,10 @@ type Spec struct {
 	// (.git and agent configuration); one that does not exist yet is made
 	// as an empty directory first, so that it cannot be created.
 	Protected []string `json:"protected,omitempty"`
+	// OperatorDir says the workspace is the operator's own directory: the
+	// sandbox makes nothing in it (a missing protected path is reported in
+	// the Enforcement instead of made).
+	OperatorDir bool `json:"operator_dir,omitempty"`
 	// Unprotected is what the caller's policy asks for that Protected
 	// cannot express (patterns whose new matches cannot be named ahead);
 	// it is reported in the Enforcement as it is.
