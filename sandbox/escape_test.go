@@ -281,7 +281,7 @@ func TestNothingOutlivesTheCommand(t *testing.T) {
 // followed.
 func TestProtectedPaths(t *testing.T) {
 	skipUnlessSandbox(t)
-	protected := []string{".git", ".mcp.json", ".vscode/settings.json", ".codex", ".claude/hooks", ".cursor/rules", ".paddock"}
+	protected := []string{".git", ".mcp.json", ".vscode/settings.json", ".codex", ".claude/hooks", ".cursor/rules", ".paddock", ".envrc"}
 	cases := []struct{ name, script string }{
 		{"create a protected file", "echo '{}' > .mcp.json"},
 		{"create in a protected directory", "mkdir -p .codex/x"},
@@ -298,6 +298,7 @@ func TestProtectedPaths(t *testing.T) {
 		os.MkdirAll(filepath.Join(ws, ".claude", "hooks"), 0o755)
 		os.WriteFile(filepath.Join(ws, ".claude", "hooks", "pre.sh"), []byte("#!/bin/sh\n"), 0o755)
 		os.Symlink("README.md", filepath.Join(ws, ".cursor"))
+		os.Link(filepath.Join(ws, "README.md"), filepath.Join(ws, ".envrc"))
 		for _, p := range []string{".claude", ".claude/hooks", ".claude/hooks/pre.sh", ".cursor"} {
 			os.Lchown(filepath.Join(ws, p), sandboxUID(), sandboxUID())
 		}
@@ -338,7 +339,8 @@ func TestProtectedPaths(t *testing.T) {
 				t.Errorf("read_only_paths %v misses %s", e.ReadOnlyIn, p)
 			}
 		}
-		if !slices.Contains(e.Unprotected, ".cursor: a symbolic link") || !slices.Contains(e.Unprotected, "**/*.pem: not ahead") {
+		if !slices.Contains(e.Unprotected, ".cursor: a symbolic link") || !slices.Contains(e.Unprotected, "**/*.pem: not ahead") ||
+			!slices.Contains(e.Unprotected, ".envrc: a file with other hard links, writable through them") {
 			t.Errorf("unprotected: %v", e.Unprotected)
 		}
 	})

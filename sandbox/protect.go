@@ -137,6 +137,10 @@ func (w *protectWalk) node(parent int, rel, name string, n *protectNode) error {
 	defer unix.Close(mounted)
 	if n.target {
 		w.ro = append(w.ro, rel)
+		if !isDir && st.Nlink > 1 {
+			// The mount covers this name, not the file's other names.
+			w.skipped = append(w.skipped, rel+": a file with other hard links, writable through them")
+		}
 		return nil
 	}
 	return w.children(mounted, rel, n)
