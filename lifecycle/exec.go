@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -179,7 +180,7 @@ func protectedIn(root string, patterns []string) []string {
 	for _, pat := range patterns {
 		matches, _ := doublestar.Glob(fsys, pat, doublestar.WithNoFollow())
 		for _, mt := range matches {
-			if len(out) >= maxProtectedInSandbox {
+			if len(out) > maxProtectedInSandbox { // one over: the caller reports it
 				return out
 			}
 			if fi, err := fs.Stat(fsys, mt); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
@@ -277,9 +278,13 @@ func protectedAhead(patterns []string) (paths, unenforced []string) {
 // patterns match in dirs now, sorted, and what is not enforced ahead.
 func protectedSpec(patterns []string, dirs ...string) (paths, unenforced []string) {
 	ahead, unenforced := protectedAhead(patterns)
-	seen := map[string]bool{}
+	seen, dropped := map[string]bool{}, 0
 	add := func(p string) {
-		if !seen[p] && len(paths) < maxProtectedInSandbox {
+		switch {
+		case seen[p]:
+		case len(paths) >= maxProtectedInSandbox:
+			dropped++
+		default:
 			seen[p] = true
 			paths = append(paths, p)
 		}
@@ -291,6 +296,9 @@ func protectedSpec(patterns []string, dirs ...string) (paths, unenforced []strin
 		for _, p := range protectedIn(dir, patterns) {
 			add(p)
 		}
+	}
+	if dropped > 0 {
+		unenforced = append(unenforced, "more than "+strconv.Itoa(maxProtectedInSandbox)+" protected paths exist: only that many are made read-only in a view")
 	}
 	sort.Strings(paths)
 	return paths, unenforced
