@@ -342,12 +342,12 @@ func TestOverlayRefusedWhereItCannotWork(t *testing.T) {
 }
 
 // TestProtectedAhead: with the default policy, agent configuration a
-// command tries to create is read-only in its view in clone and overlay
-// runs alike, though none of it exists in the base; the empty directories
-// that stand for it are in no change set; a pattern that cannot be
-// enforced ahead is reported in the enforcement.
+// command tries to create is read-only in its view in clone, worktree and
+// overlay runs alike, though none of it exists in the base; the empty
+// directories that stand for it are in no change set; a pattern that
+// cannot be enforced ahead is reported in the enforcement.
 func TestProtectedAhead(t *testing.T) {
-	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
+	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindWorktree, paddock.KindOverlay} {
 		t.Run(string(kind), func(t *testing.T) {
 			e := newEnv(t)
 			ctx := context.Background()
