@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/gitx/gittest"
 )
 
@@ -234,6 +236,20 @@ func TestLargeDiff(t *testing.T) {
 		t.Fatalf("git apply of --patch gives big.txt %v, the workspace has %s", got, sum)
 	}
 	cli(t, home, "diff", id, "--stat", "--patch").wantCode(t, exitUsage, "patch")
+
+	// Frozen, the diff is kept whole beside the change set: the artifact
+	// answer refuses to carry it and names the stream, which gives it.
+	var sub paddock.ChangeSet
+	json.Unmarshal([]byte(cli(t, home, "submit", id, "--json").must(t).out), &sub)
+	op := client.Unix(filepath.Join(home, "paddock.sock"))
+	_, err := op.Artifact(context.Background(), id, "diff")
+	if !paddock.IsCode(err, paddock.CodeTooLarge) || !strings.Contains(err.Error(), "/changeset/diff?hash="+sub.Hash) {
+		t.Fatalf("the diff artifact: %v", err)
+	}
+	var frozen strings.Builder
+	if h, err := op.ChangeSetDiff(context.Background(), id, sub.Hash, &frozen); err != nil || h != sub.Hash || int64(frozen.Len()) < sub.DiffSize {
+		t.Fatalf("the frozen diff: %v, hash %s, %d bytes of %d", err, h, frozen.Len(), sub.DiffSize)
+	}
 
 	cli(t, home, "exec", id, "--", "sh", "-c", "head -c 9000000 /dev/urandom > huge.bin").must(t)
 	cli(t, home, "diff", id, "--stat").wantCode(t, exitUsage, "huge.bin is 9000000 bytes, over the change set's file limit of 8388608")
