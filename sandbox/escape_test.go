@@ -311,6 +311,11 @@ func TestProtectedPaths(t *testing.T) {
 			if res.ExitCode == 0 || strings.Contains(string(res.Stdout), "WROTE") {
 				t.Errorf("exit %d: %s%s", res.ExitCode, res.Stdout, res.Stderr)
 			}
+			if tc.name == "create a protected file" && !slices.ContainsFunc(res.Denied, func(d string) bool {
+				return strings.Contains(d, ".mcp.json is a protected path")
+			}) {
+				t.Errorf("the result does not say why: %v (%s)", res.Denied, res.Stderr)
+			}
 			for _, p := range []string{".mcp.json", ".vscode/settings.json", ".codex"} {
 				if ents, err := os.ReadDir(filepath.Join(ws, p)); err != nil || len(ents) != 0 {
 					t.Errorf("%s: %v, %d entries; want the empty directory the sandbox made", p, err, len(ents))

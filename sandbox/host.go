@@ -318,6 +318,16 @@ func denials(r *Result) []string {
 			out = append(out, "possibly denied by the sandbox: "+what+" ("+msg+")")
 		}
 	}
+	// A protected path that did not exist is an empty directory mounted
+	// read-only: a write to it says "Is a directory", not what it is.
+	said := func(s string) bool { return bytes.Contains(r.Stderr, []byte(s)) || bytes.Contains(r.Stdout, []byte(s)) }
+	if said("Is a directory") || said("Read-only file system") || said("Device or resource busy") || said("Not a directory") {
+		for _, p := range r.Enforcement.ReadOnlyIn {
+			if said(p) {
+				out = append(out, "denied by the sandbox: "+p+" is a protected path, read-only in this view (one that did not exist is an empty directory there)")
+			}
+		}
+	}
 	return out
 }
 
