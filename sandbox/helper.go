@@ -459,14 +459,24 @@ func bindRO(src, dst string, dir bool) error {
 	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind %s: %w", src, err)
 	}
-	if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
-		// A mount locked by the parent namespace keeps its own flags; try
-		// again keeping nodev/nosuid/noexec as they were.
-		if err2 := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|lockedFlags(dst), ""); err2 != nil {
-			return fmt.Errorf("remount %s read-only: %w", dst, err)
-		}
+	if err := remountRO(dst); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", dst, err)
 	}
 	return nil
+}
+
+// remountRO makes the bind mount whose root is at read-only (and nosuid,
+// nodev).
+func remountRO(at string) error {
+	err := unix.Mount("", at, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+	if err != nil {
+		// A mount locked by the parent namespace keeps its own flags; try
+		// again keeping nodev/nosuid/noexec as they were.
+		if unix.Mount("", at, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|lockedFlags(at), "") == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // lockedFlags returns the flags of the mount at path that a user namespace

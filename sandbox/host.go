@@ -307,6 +307,7 @@ func denials(r *Result) []string {
 	if r.ExitCode == 0 {
 		return nil
 	}
+	said := func(s string) bool { return bytes.Contains(r.Stderr, []byte(s)) || bytes.Contains(r.Stdout, []byte(s)) }
 	var out []string
 	for msg, what := range map[string]string{
 		"Operation not permitted": "an operation the sandbox forbids (seccomp or a missing capability)",
@@ -314,13 +315,12 @@ func denials(r *Result) []string {
 		"Read-only file system":   "a write to a read-only part of the sandbox's view",
 		"Network is unreachable":  "network access while the sandbox's network is off",
 	} {
-		if bytes.Contains(r.Stderr, []byte(msg)) || bytes.Contains(r.Stdout, []byte(msg)) {
+		if said(msg) {
 			out = append(out, "possibly denied by the sandbox: "+what+" ("+msg+")")
 		}
 	}
 	// A protected path that did not exist is an empty directory mounted
 	// read-only: a write to it says "Is a directory", not what it is.
-	said := func(s string) bool { return bytes.Contains(r.Stderr, []byte(s)) || bytes.Contains(r.Stdout, []byte(s)) }
 	if said("Is a directory") || said("Read-only file system") || said("Device or resource busy") || said("Not a directory") {
 		for _, p := range r.Enforcement.ReadOnlyIn {
 			if said(p) {

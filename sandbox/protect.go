@@ -165,13 +165,9 @@ func bindSelf(parent int, name string, fd int, st *unix.Stat_t, ro bool) (int, e
 		return -1, errors.New("it was replaced while it was being mounted")
 	}
 	if ro {
-		at := fmt.Sprintf("/proc/self/fd/%d", m)
-		if err := unix.Mount("", at, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
-			// A mount locked by the parent namespace keeps its own flags.
-			if err2 := unix.Mount("", at, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|lockedFlags(at), ""); err2 != nil {
-				unix.Close(m)
-				return -1, fmt.Errorf("remount read-only: %w", err)
-			}
+		if err := remountRO(fmt.Sprintf("/proc/self/fd/%d", m)); err != nil {
+			unix.Close(m)
+			return -1, fmt.Errorf("remount read-only: %w", err)
 		}
 	}
 	return m, nil
