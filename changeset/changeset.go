@@ -28,8 +28,9 @@ import (
 const LargeFile = 1 << 20
 
 // Build makes the change set of the workspace at root from git's snapshot,
-// whose diff is in the file diffFile: it is read as a stream (for the hash)
-// and carried in full only when it is at most paddock.InlineDiff bytes.
+// whose diff is in the file diffFile: a diff of at most paddock.InlineDiff
+// bytes is read once and carried whole; a larger one is hashed as a stream
+// and left in its file.
 func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, policy *confine.Policy) (*paddock.ChangeSet, error) {
 	cs := &paddock.ChangeSet{RunID: runID, BaseRevision: base, DiffFile: diffFile, Ignored: snap.Ignored,
 		Entries: []paddock.ChangeEntry{}, ComputedAt: time.Now().UTC()}
@@ -75,9 +76,10 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 	return cs, nil
 }
 
-// OpenDiff opens cs's whole diff: its file, or the diff it carries.
+// OpenDiff opens cs's whole diff: the diff it carries, or, when that is
+// omitted, its file.
 func OpenDiff(cs *paddock.ChangeSet) (io.ReadCloser, error) {
-	if cs.DiffFile == "" {
+	if !cs.DiffOmitted {
 		return io.NopCloser(strings.NewReader(cs.Diff)), nil
 	}
 	f, err := os.Open(cs.DiffFile)

@@ -112,43 +112,23 @@ func (m *Manager) blobPath(id, blob string) string { return filepath.Join(m.blob
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// keepFile gives the file at src a second name, dst, durably: a hard link
-// where it can (no copy of a large diff), else a copy.
+// keepFile gives the file at src a second name, dst: a hard link where it
+// can (no copy of a large diff), else a copy. Not synced: the caller makes
+// it durable with the rest of a submission (freezeBlobs' syncfs).
 func keepFile(src, dst string) error {
 	if fileExists(dst) {
 		return nil // kept already: its name is its content's hash
 	}
-	if err := os.Link(src, dst); err != nil {
-		err = writeFileFrom(dst, false, func(w io.Writer) error {
-			f, err := os.Open(src)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = io.Copy(w, f)
-			return err
-		})
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	return writeFileFrom(dst, false, func(w io.Writer) error {
+		f, err := os.Open(src)
 		if err != nil {
 			return err
 		}
-	}
-	f, err := os.Open(dst)
-	if err != nil {
+		defer f.Close()
+		_, err = io.Copy(w, f)
 		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(dst))
-}
-
-// syncDir makes dir's entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	})
 }

@@ -199,11 +199,7 @@ func (m *Manager) frozen(id, hash string) (*paddock.ChangeSet, error) {
 	if err := json.Unmarshal(b, &cs); err != nil {
 		return nil, err
 	}
-	// A change set frozen before diffs had files of their own carries
-	// its diff whole.
-	if f := filepath.Join(m.runDir(id), diffArtifactName(hash)); cs.Diff == "" || fileExists(f) {
-		cs.DiffFile = f
-	}
+	cs.DiffFile = filepath.Join(m.runDir(id), diffArtifactName(hash))
 	return &cs, nil
 }
 
@@ -308,13 +304,14 @@ func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, er
 	if err := m.lintAttribution(ctx, id, cs); err != nil {
 		return nil, err
 	}
-	if err := m.freezeBlobs(ctx, id, cs); err != nil {
-		return nil, err
-	}
 	// The diff is kept beside the change set, the same file under a
-	// second name: a large one is not copied.
+	// second name: a large one is not copied. freezeBlobs makes it durable
+	// with the blobs.
 	if err := keepFile(cs.DiffFile, filepath.Join(m.runDir(id), diffArtifactName(cs.Hash))); err != nil {
 		return nil, internal("saving the change set failed", err)
+	}
+	if err := m.freezeBlobs(ctx, id, cs); err != nil {
+		return nil, err
 	}
 	b, err := changeset.Marshal(cs)
 	if err != nil {
