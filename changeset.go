@@ -52,6 +52,10 @@ type ChangeSet struct {
 // InlineDiff is the largest diff a change set answer carries in full.
 const InlineDiff = 4 << 20
 
+// ChangeSetHashHeader names the change set whose diff an answer of
+// GET /v1/runs/{id}/changeset/diff holds.
+const ChangeSetHashHeader = "Paddock-Changeset-Hash"
+
 // Submission is a frozen change set and what was decided about it.
 type Submission struct {
 	RunID       string    `json:"run_id"`

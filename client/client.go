@@ -437,7 +437,7 @@ func (c *Client) ChangeSetDiff(ctx context.Context, id, hash string, w io.Writer
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		return "", fmt.Errorf("reading the diff: %w", err)
 	}
-	return resp.Header.Get("Paddock-Changeset-Hash"), nil
+	return resp.Header.Get(paddock.ChangeSetHashHeader), nil
 }
 
 // Submit freezes a run's change set.

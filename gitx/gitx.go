@@ -396,9 +396,10 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 		"GIT_OBJECT_DIRECTORY=" + ownObjects,
 		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + objects,
 	}
-	run := func(args ...string) ([]byte, error) {
-		return g.runEnv(ctx, "", extra, append([]string{"--git-dir=" + gitDir, "--work-tree=" + workTree}, args...)...)
+	args := func(a ...string) []string {
+		return append([]string{"--git-dir=" + gitDir, "--work-tree=" + workTree}, a...)
 	}
+	run := func(a ...string) ([]byte, error) { return g.runEnv(ctx, "", extra, args(a...)...) }
 	// A cached index is copied, never used in place: a call that fails
 	// midway leaves the cache as it was. The copy keeps the index's time,
 	// which git's check for racily clean entries compares with theirs.
@@ -431,8 +432,8 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 		}
 	}
 	patch, buf := o.patch()
-	if err := g.runIO(ctx, "", extra, nil, patch, append([]string{"--git-dir=" + gitDir, "--work-tree=" + workTree,
-		"diff", "--cached", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)...); err != nil {
+	if err := g.runIO(ctx, "", extra, nil, patch, args(append([]string{"diff", "--cached", "--binary", "--no-renames", "--full-index",
+		"--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)...)...); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	snap.Diff = buf.Bytes()

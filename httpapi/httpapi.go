@@ -478,10 +478,6 @@ func (m *recordingMux) HandleFunc(pattern string, h func(http.ResponseWriter, *h
 // proxies and clients see it alive.
 var SSEHeartbeat = 15 * time.Second
 
-// ChangeSetHashHeader names the change set whose diff an answer of
-// GET /v1/runs/{id}/changeset/diff holds.
-const ChangeSetHashHeader = "Paddock-Changeset-Hash"
-
 // changeSetDiff streams a change set's whole diff from its file, masked as
 // every answer is: however large it is, it never sits in memory.
 func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
@@ -495,7 +491,7 @@ func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set(ChangeSetHashHeader, hash)
+	w.Header().Set(paddock.ChangeSetHashHeader, hash)
 	w.WriteHeader(http.StatusOK)
 	mask := (*redact.Redactor)(nil).NewWriter(w)
 	if _, err := io.Copy(mask, d); err == nil {

@@ -172,10 +172,10 @@ func parseNet(s string) (sandbox.Net, []string, error) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// protectedIn lists the protected paths that exist in the workspace: .git and
-// whatever the policy's patterns match, for the sandbox to mount read-only.
+// protectedIn lists the paths the policy's patterns match in the
+// workspace now (protectedAhead names .git and what can be named ahead).
 func protectedIn(root string, patterns []string) []string {
-	out := []string{".git"}
+	var out []string
 	fsys := os.DirFS(root)
 	for _, pat := range patterns {
 		matches, _ := doublestar.Glob(fsys, pat, doublestar.WithNoFollow())
