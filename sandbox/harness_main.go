@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -165,7 +164,7 @@ func (h *harness) lockdown() error {
 		}
 	}
 	own.Syscalls[0].Names = denied
-	if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: own}); err != nil {
+	if err := loadSeccomp(own); err != nil {
 		return unsupportedError{fmt.Sprintf("seccomp: %v", err)}
 	}
 	h.enf.Landlock = min(landlockABI(), 6)

@@ -21,7 +21,7 @@ func TestResident(t *testing.T) {
 		"Basics": TestBasics, "Escapes": TestEscapes, "AllowedWork": TestAllowedWork, "ReadOnlyRun": TestReadOnlyRun, "ProtectedPaths": TestProtectedPaths,
 		"DescriptorsAndEnvironment": TestDescriptorsAndEnvironment, "Limits": TestLimits,
 		"NothingOutlivesTheCommand": TestNothingOutlivesTheCommand, "UnprivilegedDaemonPath": TestUnprivilegedDaemonPath,
-		"AllowListNetwork": TestAllowListNetwork,
+		"AllowListNetwork": TestAllowListNetwork, "ForeignABI": TestForeignABI,
 	} {
 		t.Run(name, f)
 	}

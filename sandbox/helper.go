@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -416,7 +415,7 @@ func startBridge() error {
 // privileges, the same seccomp filter as the command.
 func BridgeMain() {
 	unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-	if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: seccompPolicy()}); err != nil {
+	if err := loadSeccomp(seccompPolicy()); err != nil {
 		os.Exit(1)
 	}
 	ln, err := net.FileListener(os.NewFile(3, "listener"))

@@ -32,7 +32,9 @@ var deniedSyscalls = []string{
 	"unshare", "setns",
 }
 
-// seccompPolicy is the filter every sandboxed process inherits.
+// seccompPolicy is the filter every sandboxed process inherits. It names
+// the native architecture's system calls only: seccompFilter puts the gate
+// that refuses every other architecture in front of it.
 func seccompPolicy() seccomp.Policy {
 	return seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
@@ -93,11 +95,7 @@ func lockdown(spec *Spec, e *Enforcement) error {
 	}
 	e.Landlock = min(abi, 6)
 
-	if err := seccomp.LoadFilter(seccomp.Filter{
-		NoNewPrivs: true,
-		Flag:       seccomp.FilterFlagTSync,
-		Policy:     seccompPolicy(),
-	}); err != nil {
+	if err := loadSeccomp(seccompPolicy()); err != nil {
 		if !spec.AllowDegraded {
 			return unsupportedError{fmt.Sprintf("seccomp: %v", err)}
 		}

@@ -57,6 +57,18 @@ func probe(name string, args []string) int {
 		if errno != 0 {
 			err = errno
 		}
+	case "foreign-abi": // system calls through the i386 and x32 ABIs
+		var got []string
+		for _, r := range foreignABICalls() {
+			if !r.Refused(syscall.EPERM) {
+				got = append(got, r.String())
+			}
+		}
+		if len(got) > 0 {
+			fmt.Println("ESCAPED", strings.Join(got, "; "))
+			return 0
+		}
+		err = fmt.Errorf("every foreign-ABI call got EPERM")
 	default:
 		err = fmt.Errorf("unknown probe %s", name)
 	}

@@ -117,9 +117,9 @@ func newRuleset(spec *Spec, rules []pathRule) (int, error) {
 // a forked command to load with seccomp(2) itself. The returned filter
 // slice must stay alive as long as the program is used.
 func seccompProgram(p seccomp.Policy) (*unix.SockFprog, []unix.SockFilter, error) {
-	insts, err := p.Assemble()
+	insts, err := seccompFilter(p)
 	if err != nil {
-		return nil, nil, fmt.Errorf("seccomp: %w", err)
+		return nil, nil, err
 	}
 	raw, err := bpf.Assemble(insts)
 	if err != nil {

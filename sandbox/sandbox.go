@@ -50,7 +50,10 @@
 //   - seccomp denies ptrace, process_vm_readv/writev, io_uring, AF_VSOCK
 //     sockets, mount and friends, the kernel keyring, bpf, perf_event_open,
 //     module loading, kexec, new user namespaces and the TIOCSTI/TIOCLINUX
-//     ioctls, with EPERM.
+//     ioctls, with EPERM. It allows only the native system call ABI: a call
+//     made through another (i386's int 0x80 or the x32 bit on x86_64, any
+//     other audit architecture elsewhere) gets EPERM whatever its number,
+//     since the deny list is written in native numbers (seccomp.go).
 //   - The command runs with no capabilities, no_new_privs, a new session, only
 //     descriptors 0–2, an environment built from the Spec alone, and the
 //     daemon's unprivileged uid (a root daemon must name an unprivileged one).
