@@ -49,6 +49,15 @@ import (
 // MaxBody is the largest request body accepted.
 const MaxBody = 1 << 20
 
+// WriteStall is how long a write of an answer may take once a
+// long-running request (a command) has its result: a reader that stalls
+// longer loses the connection, whatever the command's own limit was.
+const WriteStall = 30 * time.Second
+
+// longRunning are the routes whose work is bounded by a command's limits
+// (up to the daemon's exec_limits), not by the server's write timeout.
+var longRunning = map[string]bool{"POST /v1/runs/{id}/exec": true}
+
 // MaxWait is the longest an events request may wait for new events.
 const MaxWait = 60 * time.Second
 
@@ -278,7 +287,17 @@ func (s *Server) routes() http.Handler {
 				}
 				r = r.WithContext(lifecycle.WithExpectSeq(r.Context(), r.PathValue("id"), seq))
 			}
+			var rc *http.ResponseController
+			if longRunning[pattern] {
+				// The command's own wall limit bounds it, not the
+				// server's write timeout; the answer then gets a fresh one.
+				rc = http.NewResponseController(w)
+				rc.SetWriteDeadline(time.Time{})
+			}
 			data, err := fn(r)
+			if rc != nil {
+				rc.SetWriteDeadline(time.Now().Add(WriteStall))
+			}
 			if err != nil {
 				s.fail(w, r, err)
 				return
@@ -572,16 +591,17 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	fl, _ := w.(http.Flusher)
+	// The stream lasts as long as the command (its wall limit bounds it);
+	// each line must still be taken within WriteStall.
+	rc := http.NewResponseController(w)
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)
 	send := func(line StreamLine) {
 		mu.Lock()
 		defer mu.Unlock()
+		rc.SetWriteDeadline(time.Now().Add(WriteStall))
 		enc.Encode(line)
-		if fl != nil {
-			fl.Flush()
-		}
+		rc.Flush()
 	}
 	chunk := func(name string) io.Writer {
 		return writerFunc(func(p []byte) (int, error) {

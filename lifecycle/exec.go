@@ -46,7 +46,9 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 }
 
 // ExecStream is Exec that also passes the output, masked, to stdout and
-// stderr as it comes (either may be nil).
+// stderr as it comes (either may be nil). When it streams, the result keeps
+// only the first sandbox.LiveKeep bytes of each: the output up to its limit
+// goes through, never held whole in memory.
 func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
 	r, err := m.Run(ctx, id)
 	if err != nil {
@@ -58,12 +60,6 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	if len(req.Argv) == 0 {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command")
 	}
-	var wall time.Duration
-	if req.Timeout != "" {
-		if wall, err = time.ParseDuration(req.Timeout); err != nil || wall <= 0 {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "timeout %q: want a duration such as 2m", req.Timeout)
-		}
-	}
 	for _, kv := range req.Env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.ContainsAny(k, " \x00") || strings.HasPrefix(k, "LD_") {
@@ -74,15 +70,9 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	if err != nil {
 		return nil, err
 	}
-	limits := sandbox.Limits{Wall: wall, Procs: req.Limits.Procs, Memory: req.Limits.Memory,
-		FileSize: req.Limits.FileSize, Output: req.Limits.Output, Tmp: req.Limits.Tmp}
-	if req.Limits.CPU != "" {
-		if limits.CPU, err = time.ParseDuration(req.Limits.CPU); err != nil || limits.CPU <= 0 {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "cpu limit %q: want a duration such as 30s", req.Limits.CPU)
-		}
-	}
-	if req.Limits.Procs < 0 || req.Limits.Memory < 0 || req.Limits.FileSize < 0 || req.Limits.Output < 0 || req.Limits.Tmp < 0 {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "limits must not be negative")
+	limits, err := m.commandLimits(req)
+	if err != nil {
+		return nil, err
 	}
 	if err := m.checkExpectNow(ctx); err != nil {
 		return nil, err
@@ -117,6 +107,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	spec.Argv, spec.Dir, spec.Net, spec.Allow = req.Argv, req.Dir, net, allow
 	spec.Env, spec.Limits, spec.AllowDegraded = env, limits, req.AllowDegraded
 	spec.Stdout, spec.Stderr = writerOrNil(liveOut), writerOrNil(liveErr)
+	spec.LiveOnly = stdout != nil || stderr != nil
 	spec.Decide = func(d sandbox.ProxyDecision) {
 		m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
 			_, err := tx.AppendEvent(ctx, id, EventNetwork, d)
@@ -143,6 +134,64 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		return nil, err
 	}
 	return out, nil
+}
+
+// commandLimits are the limits a request gets: the manager's ceiling, each
+// lowered where the request asks for less. Asking for more is refused,
+// naming the limit and the ceiling, rather than quietly cut: an agent
+// must not believe it has an hour when it has ten minutes.
+func (m *Manager) commandLimits(req paddock.ExecRequest) (sandbox.Limits, error) {
+	ceil := sandbox.WithDefaults(m.ExecLimits)
+	l := ceil
+	dur := func(name, v, example string, max time.Duration, dst *time.Duration) error {
+		if v == "" {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return paddock.Errorf(paddock.CodeBadRequest, "%s %q: want a duration such as %s", name, v, example)
+		}
+		if d > max {
+			return overCeiling(name, v, max.String())
+		}
+		*dst = d
+		return nil
+	}
+	if err := dur("timeout", req.Timeout, "2m", ceil.Wall, &l.Wall); err != nil {
+		return l, err
+	}
+	if err := dur("cpu limit", req.Limits.CPU, "30s", ceil.CPU, &l.CPU); err != nil {
+		return l, err
+	}
+	x := req.Limits
+	if x.Procs < 0 || x.Memory < 0 || x.FileSize < 0 || x.Output < 0 || x.Tmp < 0 {
+		return l, paddock.Errorf(paddock.CodeBadRequest, "limits must not be negative")
+	}
+	for _, c := range []struct {
+		name       string
+		asked, max int64
+		dst        func(int64)
+	}{
+		{"procs", int64(x.Procs), int64(ceil.Procs), func(v int64) { l.Procs = int(v) }},
+		{"memory", x.Memory, ceil.Memory, func(v int64) { l.Memory = v }},
+		{"file_size", x.FileSize, ceil.FileSize, func(v int64) { l.FileSize = v }},
+		{"output", x.Output, ceil.Output, func(v int64) { l.Output = v }},
+		{"tmp", x.Tmp, ceil.Tmp, func(v int64) { l.Tmp = v }},
+	} {
+		switch {
+		case c.asked == 0:
+		case c.asked > c.max:
+			return l, overCeiling(c.name+" limit", strconv.FormatInt(c.asked, 10), strconv.FormatInt(c.max, 10))
+		default:
+			c.dst(c.asked)
+		}
+	}
+	return l, nil
+}
+
+func overCeiling(name, asked, max string) error {
+	return paddock.Errorf(paddock.CodeForbidden, "%s %s is above the %s this daemon allows a command; a request may only lower a limit (the operator sets them: exec_limits in paddock.toml)", name, asked, max).
+		WithDetail("rule", "limit_above_ceiling")
 }
 
 // writerOrNil keeps a nil *redact.Writer from becoming a non-nil io.Writer.

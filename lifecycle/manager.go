@@ -57,6 +57,11 @@ type Manager struct {
 	ArtifactsDir string
 	// Identity authors the commits Apply makes, unless a request names one.
 	Identity gitx.Identity
+	// ExecLimits is the most any command of a run gets, and what it gets
+	// unless its request asks for less: a request (an agent's, with its run
+	// token, or an operator's) may only lower a limit, never raise it.
+	// Zero fields take sandbox.DefaultLimits.
+	ExecLimits paddock.CommandLimits
 	// ChangeSetLimits bound change sets; zero fields take the defaults.
 	ChangeSetLimits ChangeSetLimits
 	// CrashAt, when positive, kills the process at that step of an apply

@@ -216,8 +216,7 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 		spec.ProxySocket = sock
 		spec.Env = append(spec.Env, proxyEnv()...)
 	}
-	out := &capped{limit: spec.Limits.Output, live: spec.Stdout}
-	errb := &capped{limit: spec.Limits.Output, live: spec.Stderr}
+	out, errb := outputs(&spec)
 	start := time.Now()
 	p, err := startProcess(&spec, []string{HelperArg}, false, out, errb, nil)
 	if err != nil {
@@ -333,30 +332,51 @@ func denials(r *Result) []string {
 
 // capped keeps at most limit bytes and drains the rest, so a command that
 // floods its output is cut, not blocked.
+// LiveKeep is how much of each stream a LiveOnly command's Result keeps
+// (enough for the helper's own messages about a failed start).
+const LiveKeep = 64 << 10
+
+// outputs are the capped writers of a command's stdout and stderr.
+func outputs(spec *Spec) (out, errb *capped) {
+	keep := spec.Limits.Output
+	if spec.LiveOnly && (spec.Stdout != nil || spec.Stderr != nil) {
+		keep = min(keep, LiveKeep)
+	}
+	return &capped{limit: spec.Limits.Output, keep: keep, live: spec.Stdout},
+		&capped{limit: spec.Limits.Output, keep: keep, live: spec.Stderr}
+}
+
+// capped passes a stream on up to its limit, and holds at most keep bytes
+// of it in memory: memory is bounded by keep whatever the command writes.
 type capped struct {
 	mu        sync.Mutex
 	buf       bytes.Buffer
-	limit     int64
+	limit     int64 // bytes passed on
+	keep      int64 // bytes held in buf
+	n         int64 // bytes passed on so far
 	truncated bool
-	live      io.Writer // also gets what is kept, as it comes
+	live      io.Writer // also gets what passes, as it comes
 }
 
 func (c *capped) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	kept := p
-	if room := c.limit - int64(c.buf.Len()); room > 0 {
+	passed := p
+	if room := c.limit - c.n; room > 0 {
 		if int64(len(p)) > room {
-			kept = p[:room]
+			passed = p[:room]
 			c.truncated = true
 		}
-		c.buf.Write(kept)
 	} else {
-		kept = nil
+		passed = nil
 		c.truncated = c.truncated || len(p) > 0
 	}
-	if c.live != nil && len(kept) > 0 {
-		c.live.Write(kept) // a slow or gone reader must not stop the command
+	c.n += int64(len(passed))
+	if room := c.keep - int64(c.buf.Len()); room > 0 {
+		c.buf.Write(passed[:min(int64(len(passed)), room)])
+	}
+	if c.live != nil && len(passed) > 0 {
+		c.live.Write(passed) // a slow or gone reader must not stop the command
 	}
 	return len(p), nil
 }

@@ -621,8 +621,7 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
 		outW.Close()
 		return nil, err
 	}
-	out := &capped{limit: spec.Limits.Output, live: spec.Stdout}
-	errb := &capped{limit: spec.Limits.Output, live: spec.Stderr}
+	out, errb := outputs(spec)
 	var copies sync.WaitGroup
 	for _, c := range []struct {
 		r *os.File

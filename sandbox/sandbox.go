@@ -115,6 +115,9 @@ var DefaultLimits = Limits{
 	Tmp:      512 << 20,
 }
 
+// WithDefaults fills l's zero fields from DefaultLimits.
+func WithDefaults(l Limits) Limits { return withDefaults(l) }
+
 func withDefaults(l Limits) Limits {
 	d := DefaultLimits
 	if l.Wall > 0 {
@@ -167,11 +170,15 @@ type Spec struct {
 	// Decide is told every connection the proxy of an "allow" network
 	// allows or denies.
 	Decide func(ProxyDecision) `json:"-"`
-	// Stdout and Stderr, if set, also receive the output as it comes (the
-	// Result keeps its capped copy either way). Each is written from one
-	// goroutine at a time, the two concurrently.
+	// Stdout and Stderr, if set, also receive the output as it comes. The
+	// Result keeps its capped copy, in memory, unless LiveOnly. Each is
+	// written from one goroutine at a time, the two concurrently.
 	Stdout io.Writer `json:"-"`
 	Stderr io.Writer `json:"-"`
+	// LiveOnly says the caller takes the output from Stdout and Stderr: the
+	// Result keeps only its first LiveKeep bytes of each, so that output up
+	// to the limit is streamed without being held in memory.
+	LiveOnly bool `json:"-"`
 	// Env is the command's whole environment; nothing is inherited.
 	Env    []string `json:"env"`
 	Limits Limits   `json:"limits"`

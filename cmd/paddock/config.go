@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/paddock-dev/paddock"
 )
 
 // config is paddock.toml. Every field has a flag of `paddock serve` that
@@ -48,6 +49,60 @@ type config struct {
 	ChangeSetMaxEntries int    `toml:"changeset_max_entries"`
 	ChangeSetMaxFile    string `toml:"changeset_max_file"`
 	ChangeSetMaxTotal   string `toml:"changeset_max_total"`
+	// ExecLimits is the most any command gets, and what it gets unless
+	// its request asks for less: an agent (or an operator's request) may
+	// only lower a limit. Unset keys keep the sandbox's defaults.
+	ExecLimits execLimits `toml:"exec_limits"`
+}
+
+// execLimits is the [exec_limits] table of paddock.toml.
+type execLimits struct {
+	Wall     string `toml:"wall"`      // wall time, such as "10m"
+	CPU      string `toml:"cpu"`       // CPU time, such as "10m"
+	Procs    int    `toml:"procs"`     // processes
+	Memory   string `toml:"memory"`    // address space, such as "8GiB"
+	FileSize string `toml:"file_size"` // largest file written
+	Output   string `toml:"output"`    // bytes of stdout and of stderr passed on
+	Tmp      string `toml:"tmp"`       // size of /tmp
+}
+
+// maxOutput bounds exec_limits.output: a command's answer (not its stream)
+// holds that much of each stream in memory.
+const maxOutput = 64 << 20
+
+// limits turns the table into the manager's ceiling (checked by check).
+func (e execLimits) limits() paddock.CommandLimits {
+	var l paddock.CommandLimits
+	l.Wall, l.CPU = duration(e.Wall), duration(e.CPU)
+	l.Procs = e.Procs
+	l.Memory, _ = parseSize(e.Memory)
+	l.FileSize, _ = parseSize(e.FileSize)
+	l.Output, _ = parseSize(e.Output)
+	l.Tmp, _ = parseSize(e.Tmp)
+	return l
+}
+
+func (e execLimits) check() error {
+	for k, v := range map[string]string{"wall": e.Wall, "cpu": e.CPU} {
+		if v == "" {
+			continue
+		}
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			return fmt.Errorf("exec_limits.%s %q: want a duration such as 10m", k, v)
+		}
+	}
+	if e.Procs < 0 {
+		return fmt.Errorf("exec_limits.procs %d: want a positive number", e.Procs)
+	}
+	for k, v := range map[string]string{"memory": e.Memory, "file_size": e.FileSize, "output": e.Output, "tmp": e.Tmp} {
+		if _, err := parseSize(v); err != nil {
+			return fmt.Errorf("exec_limits.%s: %w", k, err)
+		}
+	}
+	if n, _ := parseSize(e.Output); n > maxOutput {
+		return fmt.Errorf("exec_limits.output %q: at most 64MiB (a command's answer holds it in memory; stream larger output)", e.Output)
+	}
+	return nil
 }
 
 // loadConfig reads path, or <home>/paddock.toml when path is empty. A missing
@@ -88,6 +143,9 @@ func (c config) check() error {
 		if _, err := parseSize(v); err != nil {
 			return fmt.Errorf("%s: %w", k, err)
 		}
+	}
+	if err := c.ExecLimits.check(); err != nil {
+		return err
 	}
 	for k, v := range map[string]string{"harness_idle": c.HarnessIdle, "harness_orphan": c.HarnessOrphan} {
 		if v == "" {

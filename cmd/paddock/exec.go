@@ -41,6 +41,9 @@ pid, network, ipc and uts namespaces; system directories read-only, the
 workspace read-write (read-only for read runs) with .git and agent
 configuration read-only; a private /tmp; Landlock, seccomp, no capabilities,
 no_new_privs; limits on time, CPU, processes, memory, file size and output.
+The limits flags may only lower what the daemon gives every command (its
+[exec_limits] in paddock.toml; the defaults below); asking for more is
+refused. Output streams as it comes, whatever the command's length.
 The environment is a fixed allow-list plus --env; nothing is inherited.
 
 --net none (the default) gives an empty network namespace. --net

@@ -140,6 +140,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	m.ChangeSetLimits.MaxEntries = cfg.ChangeSetMaxEntries
 	m.ChangeSetLimits.MaxFile, _ = parseSize(cfg.ChangeSetMaxFile) // checked with the config
 	m.ChangeSetLimits.MaxTotal, _ = parseSize(cfg.ChangeSetMaxTotal)
+	m.ExecLimits = cfg.ExecLimits.limits()
 	if n, err := strconv.Atoi(a.getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
 		m.CrashAt = n // tests only: die at this step of an apply into a working tree
 	}
@@ -167,7 +168,11 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{newHTTPServer(api.Handler(), logger)}
+	writeTimeout := httpapi.MaxWait + 30*time.Second
+	if d, err := time.ParseDuration(a.getenv(paddock.EnvPrefix + "TEST_WRITE_TIMEOUT")); err == nil && d > 0 {
+		writeTimeout = d // tests only: a command must outlive the write timeout
+	}
+	servers := []*http.Server{newHTTPServer(api.Handler(), logger, writeTimeout)}
 	listeners := []net.Listener{unixLn}
 	if cfg.Listen != "" {
 		ln, err := listenLoopback(cfg.Listen)
@@ -176,7 +181,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 			return err
 		}
 		info.Listen = ln.Addr().String()
-		servers = append(servers, newHTTPServer(api.TCPHandler(), logger))
+		servers = append(servers, newHTTPServer(api.TCPHandler(), logger, writeTimeout))
 		listeners = append(listeners, ln)
 	}
 	defer os.Remove(socketPath(home))
@@ -216,13 +221,16 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	return serveErr
 }
 
-func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+// newHTTPServer bounds every request by time; a command's requests (exec,
+// exec/stream), the event stream and a diff lift the write deadline for as
+// long as their own limits allow.
+func newHTTPServer(h http.Handler, logger *slog.Logger, writeTimeout time.Duration) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ConnContext:       httpapi.ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      httpapi.MaxWait + 30*time.Second,
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
