@@ -249,3 +249,27 @@ func TestHarnessKeepsRunningCommands(t *testing.T) {
 		t.Fatalf("the running command was ended: %+v", res)
 	}
 }
+
+// TestReleaseOfAnOrphan: a harness whose daemon died is ended at once by
+// the next daemon's Release, without re-attaching to it, however quickly
+// that daemon lets go of the connection (the harness greets first, and
+// once missed the close that came before its greeting), many times over.
+func TestReleaseOfAnOrphan(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, _ := newWorkspace(t)
+	dir := t.TempDir()
+	for i := 0; i < 5; i++ {
+		p1 := &Pool{Dir: dir, Orphan: time.Minute}
+		pid := poolRun(t, p1, ws, "true", Limits{}).Enforcement.HarnessPID
+		p1.abandon()
+		p2 := &Pool{Dir: dir, Orphan: time.Minute}
+		p2.Release("r-test")
+		if alive(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("round %d: the orphaned harness %d outlived Release", i, pid)
+		}
+		if len(p2.Keys()) != 0 {
+			t.Fatalf("round %d: its socket is left: %v", i, p2.Keys())
+		}
+	}
+}

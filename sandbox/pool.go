@@ -315,10 +315,41 @@ func (p *Pool) Release(key string) {
 	if h != nil {
 		h.close()
 	} else if c, err := dialHarness(p.sockPath(key)); err == nil {
-		sendMsg(c, hmsg{Op: "close"}, nil)
-		c.Close()
+		stopStale(c)
 	}
 	p.removeFiles(key, true)
+}
+
+// stopStale ends a harness no daemon holds, through a fresh connection to
+// it, and waits until it is gone. It takes the harness's hello first: a
+// harness greets before it reads, and one whose greeting finds the
+// connection already closed goes back to waiting, for the orphan time,
+// without ever reading the close it was sent.
+func stopStale(c *net.UnixConn) {
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, maxHarnessMessage)
+	n, err := c.Read(buf)
+	var m hmsg
+	if err != nil || json.Unmarshal(buf[:n], &m) != nil || m.Hello == nil {
+		return // not a harness that answers: nothing to tell
+	}
+	if sendMsg(c, hmsg{Op: "close"}, nil) == nil {
+		// It exits on close; its end of the socket goes with it.
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for {
+			if _, err := c.Read(buf); err != nil {
+				var ne net.Error
+				if !errors.As(err, &ne) || !ne.Timeout() {
+					return
+				}
+				break
+			}
+		}
+	}
+	if m.Hello.PID > 0 {
+		unix.Kill(m.Hello.PID, unix.SIGKILL) // it neither listened nor left
+	}
 }
 
 // removeFiles removes key's socket (and log) unless a harness serves it again.
@@ -493,6 +524,7 @@ func (p *Pool) adopt(c *net.UnixConn, key, cfg string) (*harnessConn, error) {
 	if m.Hello.Version != harnessVersion || m.Hello.Key != key || m.Hello.Config != cfg {
 		sendMsg(c, hmsg{Op: "close"}, nil)
 		c.Close()
+		waitPidGone(m.Hello.PID, 5*time.Second)
 		return nil, errors.New("sandbox: the harness serves another configuration")
 	}
 	h := &harnessConn{key: key, config: cfg, conn: c, enf: m.Hello.Enforcement, lastUsed: time.Now(), pid: m.Hello.PID,
@@ -579,9 +611,15 @@ func (h *harnessConn) readLoop() {
 }
 
 // waitGone waits up to d for the harness process to end.
-func (h *harnessConn) waitGone(d time.Duration) {
+func (h *harnessConn) waitGone(d time.Duration) { waitPidGone(h.pid, d) }
+
+// waitPidGone waits up to d for process pid to exit.
+func waitPidGone(pid int, d time.Duration) {
+	if pid <= 0 {
+		return
+	}
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", h.pid))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil || strings.Contains(string(b), ") Z ") {
 			return
 		}
