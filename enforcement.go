@@ -25,6 +25,9 @@ type Enforcement struct {
 	Caps       string   `json:"capabilities"`
 	Net        string   `json:"net"`
 	Allow      []string `json:"allow,omitempty"`
+	// AllowAddrs are the local or private addresses the operator lets an
+	// allow-list's names reach; no other such address is ever reached.
+	AllowAddrs []string `json:"allow_addrs,omitempty"`
 	ReadOnly   bool     `json:"read_only"`
 	ReadOnlyIn []string `json:"read_only_paths,omitempty"`
 	// Unprotected names what the protected-path policy asks for that the

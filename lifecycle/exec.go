@@ -105,6 +105,9 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		return nil, err
 	}
 	spec.Argv, spec.Dir, spec.Net, spec.Allow = req.Argv, req.Dir, net, allow
+	if net == sandbox.NetAllow {
+		spec.AllowAddrs = m.NetAllowAddrs
+	}
 	spec.Env, spec.Limits, spec.AllowDegraded = env, limits, req.AllowDegraded
 	spec.Stdout, spec.Stderr = writerOrNil(liveOut), writerOrNil(liveErr)
 	spec.LiveOnly = stdout != nil || stderr != nil

@@ -22,6 +22,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,10 @@ type Manager struct {
 	// token, or an operator's) may only lower a limit, never raise it.
 	// Zero fields take sandbox.DefaultLimits.
 	ExecLimits paddock.CommandLimits
+	// NetAllowAddrs are the local or private addresses an allow-list
+	// network's names may reach (the operator's); no other loopback,
+	// private, link-local or reserved address is ever reached.
+	NetAllowAddrs []netip.Prefix
 	// ChangeSetLimits bound change sets; zero fields take the defaults.
 	ChangeSetLimits ChangeSetLimits
 	// CrashAt, when positive, kills the process at that step of an apply

@@ -178,6 +178,9 @@ func buildView(spec *Spec, e *Enforcement) error {
 		}
 		defer unix.Close(proxyfd)
 		e.Allow = spec.Allow
+		for _, a := range spec.AllowAddrs {
+			e.AllowAddrs = append(e.AllowAddrs, a.String())
+		}
 	}
 	// Stage the new root in a tmpfs over /tmp (only in this mount namespace).
 	if err := unix.Mount("paddock", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=16m,mode=0755"); err != nil {

@@ -48,7 +48,7 @@ func prepare(spec *Spec) error {
 	}
 	switch spec.Net {
 	case NetNone, NetHost:
-		if len(spec.Allow) > 0 {
+		if len(spec.Allow) > 0 || len(spec.AllowAddrs) > 0 {
 			return paddock.Errorf(paddock.CodeBadRequest, "an allow-list needs network allow")
 		}
 	case NetAllow:
@@ -207,7 +207,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 // runFresh runs a prepared spec in a helper of its own.
 func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	if spec.Net == NetAllow {
-		px := &Proxy{Allow: spec.Allow, Decide: spec.Decide}
+		px := &Proxy{Allow: spec.Allow, AllowAddrs: spec.AllowAddrs, Decide: spec.Decide}
 		sock, err := px.Start(spec.UID)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: network proxy: %w", err)

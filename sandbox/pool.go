@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,9 +161,10 @@ func configHash(spec *Spec) string {
 		OpenByPath, ForcePathOpened bool
 		Overlay                     *Overlay
 		Allow                       []string
+		AllowAddrs                  []netip.Prefix
 		Proxy                       string
 	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Unprotected, spec.OperatorDir, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay,
-		spec.Allow, proxyInstance(spec)})
+		spec.Allow, spec.AllowAddrs, proxyInstance(spec)})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
 }
@@ -285,7 +287,7 @@ func (p *Pool) View(ctx context.Context, key string, spec Spec) (string, error) 
 	if reason := p.perExecReason(&spec); reason != "" {
 		return "", paddock.Errorf(paddock.CodeUnsupported, "no resident sandbox: %s", reason)
 	}
-	spec.Net, spec.Allow = NetNone, nil
+	spec.Net, spec.Allow, spec.AllowAddrs = NetNone, nil, nil
 	h, err := p.harness(ctx, key, &spec)
 	if err != nil {
 		return "", err
@@ -441,7 +443,7 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 	var px *Proxy
 	var up atomic.Pointer[harnessConn] // the harness, once it is up, for the proxy's decisions
 	if spec.Net == NetAllow {
-		px = &Proxy{Allow: spec.Allow, Decide: func(d ProxyDecision) {
+		px = &Proxy{Allow: spec.Allow, AllowAddrs: spec.AllowAddrs, Decide: func(d ProxyDecision) {
 			if h := up.Load(); h != nil {
 				h.decided(d)
 			}

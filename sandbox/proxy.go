@@ -33,16 +33,27 @@ type ProxyDecision struct {
 // Proxy is the host side of an allow-list network: an HTTP proxy (CONNECT and
 // plain HTTP) on a unix socket, which the sandbox's helper bridges to
 // 127.0.0.1:ProxyPort inside the command's empty network namespace. Only
-// hosts on the allow-list are reached, never the host's loopback, link-local
-// or unspecified addresses; every decision is reported.
+// hosts on the allow-list are reached; every decision is reported.
+//
+// An allowed name is resolved first and only its public addresses are
+// dialled, by address (a second lookup could answer otherwise): never the
+// host's loopback, a private, link-local, shared (CGNAT), multicast or
+// reserved address, unless the operator allows that address (AllowAddrs).
+// A name that resolves only to such addresses is refused without any
+// connection, so a command cannot tell an open port of the host or its
+// network from a closed one.
 type Proxy struct {
 	// Allow lists the domains: "example.com" allows it alone, ".example.com"
 	// or "*.example.com" its subdomains.
 	Allow []string
+	// AllowAddrs are the local or private addresses the operator lets
+	// allowed names reach (a registry on the LAN, say).
+	AllowAddrs []netip.Prefix
 	// Decide is called for every connection, allowed or denied.
 	Decide func(ProxyDecision)
-	// Dial reaches an allowed host; net.Dialer's by default. Tests map names
-	// to local servers with it.
+	// Resolve looks a name up; the system resolver by default.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Dial reaches an address; net.Dialer's by default.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	ln   net.Listener
@@ -93,6 +104,11 @@ func (p *Proxy) Start(uid int) (socket string, err error) {
 	if p.Dial == nil {
 		d := &net.Dialer{Timeout: 15 * time.Second}
 		p.Dial = d.DialContext
+	}
+	if p.Resolve == nil {
+		p.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
 	}
 	if p.dir, err = os.MkdirTemp("", "paddock-proxy-"); err != nil {
 		return "", err
@@ -176,11 +192,15 @@ func (p *Proxy) handle(c net.Conn) {
 		case <-ctx.Done():
 		}
 	}()
-	up, err := p.dialChecked(ctx, net.JoinHostPort(host, port))
+	up, err := p.dialChecked(ctx, host, port)
 	if err != nil {
 		d.Reason = err.Error()
 		p.decide(d)
-		fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\npaddock: %v\n", err)
+		status := "502 Bad Gateway"
+		if errors.Is(err, errRefusedAddress) {
+			status = "403 Forbidden"
+		}
+		fmt.Fprintf(c, "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\npaddock: %v\n", status, err)
 		return
 	}
 	defer up.Close()
@@ -218,26 +238,77 @@ func (p *Proxy) refuse(host string) string {
 	return ""
 }
 
-// dialChecked dials addr, refusing addresses that would reach the host
-// itself or its link: an allowed name must not become a way to the host's
-// loopback services.
-func (p *Proxy) dialChecked(ctx context.Context, addr string) (net.Conn, error) {
-	c, err := p.Dial(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
+// dialChecked resolves host and dials the first of its addresses that may
+// be reached; it dials nothing if none may.
+func (p *Proxy) dialChecked(ctx context.Context, host, port string) (net.Conn, error) {
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		addrs, err = p.Resolve(rctx, host)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%s does not resolve", host)
+		}
 	}
-	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil && !p.allowLocal(ap.Addr()) {
-		c.Close()
-		return nil, errors.New("the name resolves to a loopback, link-local or unspecified address")
+	var lastErr error
+	for _, a := range addrs {
+		if !p.reachable(a) {
+			continue
+		}
+		c, err := p.Dial(ctx, "tcp", net.JoinHostPort(a.Unmap().String(), port))
+		if err == nil {
+			return c, nil
+		}
+		lastErr = err
 	}
-	return c, nil
+	if lastErr != nil {
+		return nil, lastErr
+	}
+	return nil, errRefusedAddress
 }
 
-// allowLocal reports whether a remote address may be used.
-func (p *Proxy) allowLocal(a netip.Addr) bool {
+var errRefusedAddress = errors.New("the name resolves only to loopback, private, link-local or reserved addresses, which the sandbox never reaches unless the operator allows them by address")
+
+// reachable reports whether the proxy may connect to a: a public address,
+// or one the operator allows.
+func (p *Proxy) reachable(a netip.Addr) bool {
 	a = a.Unmap()
-	return !(a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsLinkLocalMulticast()) || allowLoopbackForTests
+	for _, pf := range p.AllowAddrs {
+		if pf.Contains(a) {
+			return true
+		}
+	}
+	return Public(a)
 }
 
-// allowLoopbackForTests lets tests reach servers they run on loopback.
-var allowLoopbackForTests = false
+// nonPublic are the ranges, besides what netip classifies, that are not
+// the public internet: "this network", shared address space (CGNAT), IETF
+// protocol assignments, documentation, benchmarking, reserved, NAT64 and
+// 6to4 (which embed an IPv4 address of any kind), Teredo, ORCHID, the
+// IPv6 documentation prefix.
+var nonPublic = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
+		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16",
+		"2001::/32", "2001:10::/28", "2001:20::/28", "2001:db8::/32", "100::/64"} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// Public reports whether a is an address of the public internet.
+func Public(a netip.Addr) bool {
+	a = a.Unmap()
+	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
+		return false
+	}
+	for _, pf := range nonPublic {
+		if pf.Contains(a) {
+			return false
+		}
+	}
+	return true
+}

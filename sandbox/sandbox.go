@@ -82,6 +82,7 @@ package sandbox
 
 import (
 	"io"
+	"net/netip"
 	"os"
 	"time"
 
@@ -167,6 +168,9 @@ type Spec struct {
 	Net         Net      `json:"net"`
 	// Allow lists the domains an "allow" network reaches (see Proxy).
 	Allow []string `json:"allow,omitempty"`
+	// AllowAddrs are the local or private addresses (the operator's) that
+	// allowed names may resolve to; any other such address is refused.
+	AllowAddrs []netip.Prefix `json:"allow_addrs,omitempty"`
 	// Decide is told every connection the proxy of an "allow" network
 	// allows or denies.
 	Decide func(ProxyDecision) `json:"-"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,6 +54,28 @@ type config struct {
 	// its request asks for less: an agent (or an operator's request) may
 	// only lower a limit. Unset keys keep the sandbox's defaults.
 	ExecLimits execLimits `toml:"exec_limits"`
+	// NetAllowAddresses are local or private addresses ("10.0.0.5",
+	// "192.168.1.0/24") that names on a run's network allow-list may
+	// resolve to; without them the proxy never reaches a loopback,
+	// private, link-local or reserved address.
+	NetAllowAddresses []string `toml:"net_allow_addresses"`
+}
+
+// netAllowAddrs parses net_allow_addresses (checked by check).
+func (c config) netAllowAddrs() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range c.NetAllowAddresses {
+		pf, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("net_allow_addresses: %q is not an address or a prefix such as 10.0.0.0/24", s)
+			}
+			pf = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, pf.Masked())
+	}
+	return out, nil
 }
 
 // execLimits is the [exec_limits] table of paddock.toml.
@@ -145,6 +168,9 @@ func (c config) check() error {
 		}
 	}
 	if err := c.ExecLimits.check(); err != nil {
+		return err
+	}
+	if _, err := c.netAllowAddrs(); err != nil {
 		return err
 	}
 	for k, v := range map[string]string{"harness_idle": c.HarnessIdle, "harness_orphan": c.HarnessOrphan} {
