@@ -8,6 +8,19 @@
 // belong to (cloud keys, forge tokens, API keys, private key blocks, JWTs,
 // bearer headers). Masking is idempotent. Writer does the same for a stream:
 // a secret split across writes is still masked.
+//
+// # What it cannot do
+//
+// Redaction recognises a value; it cannot follow one. A command that
+// receives a secret can transform it before printing or writing it
+// (reversed, interleaved with other text, XORed, split across files, one
+// character per line, compressed) and no masking of outputs finds it
+// again. The guarantee is therefore about what paddock hands over, not
+// what an agent's commands do with a secret once they hold it: a run gets
+// a secret only if it declared it, only in its own commands'
+// environment, and it is masked wherever paddock shows or stores it in
+// the forms above. Keeping a credential out of the agent's reach entirely
+// needs a proxy that injects it into requests instead (not here yet).
 package redact
 
 import (
