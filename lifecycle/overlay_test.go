@@ -292,7 +292,9 @@ func editScript(rng *rand.Rand) string {
 // /proc/self/exe.
 func TestMain(m *testing.M) {
 	sandbox.Main()
-	os.Exit(m.Run())
+	code := m.Run()
+	sandbox.SweepCgroups()
+	os.Exit(code)
 }
 
 // TestOverlayChangeSetLimits: an overlay run's limits are applied from the

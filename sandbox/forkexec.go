@@ -50,6 +50,8 @@ type childPlan struct {
 		fd     int
 	}
 	prog      *unix.SockFprog
+	cgroup    int   // cgroup.procs of the command's pids cgroup, or -1
+	self      *byte // "0": what, written to cgroup.procs, moves the writer
 	procSrc   *byte
 	procDst   *byte
 	procFS    *byte
@@ -61,7 +63,7 @@ type childPlan struct {
 }
 
 // Steps of the child, reported when one fails.
-var childSteps = [...]string{"", "setsid", "mount /proc, hide the daemon's view", "set limits", "no_new_privs",
+var childSteps = [...]string{"", "setsid, join the pids cgroup", "mount /proc, hide the daemon's view", "set limits", "no_new_privs",
 	"drop capabilities", "landlock", "seccomp", "descriptors", "enter the directory", "exec"}
 
 // ChildError says which step of starting a command failed.
@@ -86,8 +88,9 @@ func bytePtrs(ss []string) ([]*byte, error) {
 	return append(out, nil), nil
 }
 
-func newChildPlan(path string, argv, env []string, dir string, fds [3]int, l Limits, ruleset int, prog *unix.SockFprog) (*childPlan, error) {
-	p := &childPlan{fds: fds, ruleset: ruleset, prog: prog}
+func newChildPlan(path string, argv, env []string, dir string, fds [3]int, l Limits, ruleset int, prog *unix.SockFprog, cgroup int) (*childPlan, error) {
+	p := &childPlan{fds: fds, ruleset: ruleset, prog: prog, cgroup: cgroup}
+	p.self, _ = unix.BytePtrFromString("0")
 	var err error
 	if p.path, err = unix.BytePtrFromString(path); err != nil {
 		return nil, err
@@ -113,7 +116,7 @@ func newChildPlan(path string, argv, env []string, dir string, fds [3]int, l Lim
 	var nofile unix.Rlimit
 	unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
 	nofile.Cur = min(nofile.Max, 1024) // what a login shell gets, not the Go runtime's raised limit
-	for i, v := range []uint64{cpu, uint64(l.Procs), uint64(l.Memory), uint64(l.FileSize), 0} {
+	for i, v := range []uint64{cpu, nproc(l, cgroup >= 0), uint64(l.Memory), uint64(l.FileSize), 0} {
 		p.rlimits[i] = unix.Rlimit{Cur: v, Max: v}
 	}
 	p.rlimits[len(rlimitResources)-1] = nofile
@@ -199,6 +202,11 @@ func forkChild(p *childPlan) (uintptr, syscall.Errno) {
 	step = 1
 	if _, _, errno = syscall.RawSyscall(unix.SYS_SETSID, 0, 0, 0); errno != 0 {
 		goto fail
+	}
+	if p.cgroup >= 0 {
+		if _, _, errno = syscall.RawSyscall(unix.SYS_WRITE, uintptr(p.cgroup), uintptr(unsafe.Pointer(p.self)), 1); errno != 0 {
+			goto fail
+		}
 	}
 	step = 2
 	if _, _, errno = syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(p.procSrc)), uintptr(unsafe.Pointer(p.procDst)),

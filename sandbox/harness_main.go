@@ -258,12 +258,16 @@ func (h *harness) serveConn(c *net.UnixConn) {
 		}
 		switch m.Op {
 		case "exec":
-			if len(fds) != 2 {
+			if len(fds) != 2 && len(fds) != 3 {
 				closeAll(fds)
-				h.send(hmsg{ID: m.ID, Error: "exec needs the command's stdout and stderr", Code: 125})
+				h.send(hmsg{ID: m.ID, Error: "exec needs the command's stdout and stderr (and its pids cgroup)", Code: 125})
 				continue
 			}
-			go h.exec(m, fds[0], fds[1])
+			cgroup := -1
+			if len(fds) == 3 {
+				cgroup = fds[2]
+			}
+			go h.exec(m, fds[0], fds[1], cgroup)
 		case "kill":
 			h.mu.Lock()
 			if pid, ok := h.running[m.ID]; ok && pid > 0 {
@@ -297,7 +301,10 @@ func (h *harness) killAll() {
 }
 
 // exec runs one command and reports it: started (or why not), then done.
-func (h *harness) exec(m hmsg, stdout, stderr int) {
+func (h *harness) exec(m hmsg, stdout, stderr, cgroup int) {
+	if cgroup >= 0 {
+		defer unix.Close(cgroup)
+	}
 	spec := &h.spec.Spec
 	l := spec.Limits
 	if m.Limits != nil {
@@ -310,7 +317,7 @@ func (h *harness) exec(m hmsg, stdout, stderr int) {
 	if err == nil && len(m.Argv) > 0 {
 		if ruleset, err = newRuleset(spec, h.rules); err == nil {
 			defer unix.Close(ruleset)
-			plan, err = newChildPlan(path, m.Argv, m.Env, dir, [3]int{h.stdin, stdout, stderr}, l, ruleset, h.prog)
+			plan, err = newChildPlan(path, m.Argv, m.Env, dir, [3]int{h.stdin, stdout, stderr}, l, ruleset, h.prog, cgroup)
 			if err == nil && spec.DaemonView {
 				plan.hideView, _ = unix.BytePtrFromString(DaemonView)
 			}

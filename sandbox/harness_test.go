@@ -21,7 +21,7 @@ func TestResident(t *testing.T) {
 		"Basics": TestBasics, "Escapes": TestEscapes, "AllowedWork": TestAllowedWork, "ReadOnlyRun": TestReadOnlyRun, "ProtectedPaths": TestProtectedPaths,
 		"DescriptorsAndEnvironment": TestDescriptorsAndEnvironment, "Limits": TestLimits,
 		"NothingOutlivesTheCommand": TestNothingOutlivesTheCommand, "UnprivilegedDaemonPath": TestUnprivilegedDaemonPath,
-		"AllowListNetwork": TestAllowListNetwork, "ForeignABI": TestForeignABI,
+		"AllowListNetwork": TestAllowListNetwork, "ForeignABI": TestForeignABI, "ProcessLimitPerCommand": TestProcessLimitPerCommand,
 	} {
 		t.Run(name, f)
 	}
@@ -167,8 +167,10 @@ func TestHarnessOutlivesTheDaemon(t *testing.T) {
 		exec.Command("pkill", "-f", "sleep "+marker).Run()
 		t.Fatal("a command outlived its daemon's connection")
 	}
-	// No daemon comes back: the harness exits after its orphan time.
+	// No daemon comes back: the harness exits after its orphan time, and
+	// the next daemon sweeps what it left.
 	waitGone(t, pid, 6*time.Second)
+	(&Pool{Dir: dir}).Close()
 }
 
 // TestHarnessIdleAndRelease: an idle harness is given back, and the next

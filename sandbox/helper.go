@@ -81,7 +81,7 @@ func HelperMain() {
 	}
 	rep.Started = true
 	send()
-	if err := limit(spec.Limits); err != nil {
+	if err := limit(spec.Limits, spec.ProcsCgroup); err != nil {
 		rep.Started, rep.Error, rep.ExitCode = false, err.Error(), 125
 		fail(125)
 	}
@@ -139,6 +139,10 @@ func buildView(spec *Spec, e *Enforcement) error {
 	var err error
 	e.ReadOnly = spec.ReadOnly
 	e.Limits = spec.Limits
+	e.ProcsScope = ProcsPerUID
+	if spec.ProcsCgroup {
+		e.ProcsScope = ProcsPerCommand
+	}
 
 	// The host opened the workspace: the command's uid may not be able to
 	// walk the path to it (a root daemon's state directory is 0700), and a
@@ -498,8 +502,21 @@ func lockedFlags(path string) uintptr {
 	return f
 }
 
+// nproc is RLIMIT_NPROC for a command: its process limit, or none when a
+// pids cgroup counts its processes instead (the rlimit counts the uid's).
+// (As high as this process may set it: its own hard limit.)
+func nproc(l Limits, inCgroup bool) uint64 {
+	if inCgroup {
+		var r unix.Rlimit
+		if unix.Getrlimit(unix.RLIMIT_NPROC, &r) == nil {
+			return r.Max
+		}
+	}
+	return uint64(l.Procs)
+}
+
 // limit sets the resource limits the command inherits.
-func limit(l Limits) error {
+func limit(l Limits, inCgroup bool) error {
 	set := func(res int, v uint64) error {
 		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
 			return fmt.Errorf("setrlimit %d: %w", res, err)
@@ -515,7 +532,7 @@ func limit(l Limits) error {
 		v   uint64
 	}{
 		{unix.RLIMIT_CPU, cpu},
-		{unix.RLIMIT_NPROC, uint64(l.Procs)},
+		{unix.RLIMIT_NPROC, nproc(l, inCgroup)},
 		{unix.RLIMIT_AS, uint64(l.Memory)},
 		{unix.RLIMIT_FSIZE, uint64(l.FileSize)},
 		{unix.RLIMIT_CORE, 0},

@@ -204,6 +204,9 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 	return &sandboxProcess{cmd: cmd, config: cfgW, report: repR}, nil
 }
 
+// perExecCgroups names the pids cgroups of commands run per-exec.
+const perExecCgroups = "per-exec"
+
 // runFresh runs a prepared spec in a helper of its own.
 func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	if spec.Net == NetAllow {
@@ -224,6 +227,23 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	cmd, repR := p.cmd, p.report
 	defer repR.Close()
+	if pids := pidsFor(perExecCgroups); pids != nil {
+		// In a pids cgroup of its own before it reads its spec, so before
+		// it starts anything; the per-exec group itself is unbounded, so
+		// that no run's commands starve another's.
+		cg, err := pids.commandDir(perExecCgroups, spec.Limits.Procs, 0)
+		if err == nil {
+			err = join(cg, cmd.Process.Pid)
+		}
+		if err != nil {
+			cmd.Process.Kill()
+			p.config.Close()
+			cmd.Wait()
+			return nil, err
+		}
+		defer pids.removeCommand(cg)
+		spec.ProcsCgroup = true
+	}
 	json.NewEncoder(p.config).Encode(spec)
 	p.config.Close()
 

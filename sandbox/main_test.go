@@ -19,7 +19,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "probe" {
 		os.Exit(probe(os.Args[2], os.Args[3:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	SweepCgroups()
+	os.Exit(code)
 }
 
 // probe is an attack the test binary makes from inside the sandbox (it is
@@ -57,6 +59,19 @@ func probe(name string, args []string) int {
 		if errno != 0 {
 			err = errno
 		}
+	case "spawn": // start N sleeping children; print how many started
+		n, _ := strconv.Atoi(args[0])
+		started := 0
+		for i := 0; i < n; i++ {
+			if _, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "2"}, &syscall.ProcAttr{}); err == nil {
+				started++
+			}
+		}
+		fmt.Println(started)
+		for i := 0; i < started; i++ { // hold them: the namespace dies with us
+			syscall.Wait4(-1, nil, 0, nil)
+		}
+		return 1 // not an escape: the test reads the count
 	case "foreign-abi": // system calls through the i386 and x32 ABIs
 		var got []string
 		for _, r := range foreignABICalls() {

@@ -33,8 +33,8 @@ func TestAllowListNetwork(t *testing.T) {
 	// The test's server lives on loopback: the operator allows that address.
 	spec := Spec{Workspace: ws, Net: NetAllow, Allow: []string{"localhost"}, UID: sandboxUID(),
 		AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-		Env:    []string{"PATH=/usr/bin:/bin", "HOME=" + ws},
-		Decide: func(d ProxyDecision) { mu.Lock(); decisions = append(decisions, d); mu.Unlock() }}
+		Env:        []string{"PATH=/usr/bin:/bin", "HOME=" + ws},
+		Decide:     func(d ProxyDecision) { mu.Lock(); decisions = append(decisions, d); mu.Unlock() }}
 	curl := func(args ...string) *Result {
 		s := spec
 		s.Argv = append([]string{"curl", "-sS", "--max-time", "10"}, args...)

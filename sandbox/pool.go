@@ -48,7 +48,10 @@ type Pool struct {
 	Orphan time.Duration
 	// PerExec turns resident sandboxes off: every command gets its own.
 	PerExec bool
-	Log     *slog.Logger
+	// RunProcs bounds the processes of all of a run's commands together,
+	// where a pids cgroup counts them (0: twice DefaultLimits.Procs).
+	RunProcs int
+	Log      *slog.Logger
 
 	mu      sync.Mutex
 	hs      map[string]*harnessConn
@@ -169,6 +172,13 @@ func configHash(spec *Spec) string {
 	return hex.EncodeToString(sum[:12])
 }
 
+func (p *Pool) runProcs() int {
+	if p.RunProcs > 0 {
+		return p.RunProcs
+	}
+	return 2 * DefaultLimits.Procs
+}
+
 func (p *Pool) idle() time.Duration {
 	if p.Idle > 0 {
 		return p.Idle
@@ -209,6 +219,12 @@ func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (*harnessCon
 	if !p.janitor {
 		p.janitor = true
 		go p.reapIdle()
+		if pids := pidsFor(p.Dir); pids != nil {
+			// What a crashed daemon's harnesses left (a harness it left
+			// running keeps its cgroup busy, so it stays); under the lock,
+			// before this pool starts any harness of its own.
+			pids.sweep(func(string) bool { return false })
+		}
 	}
 	h := p.hs[key]
 	if h != nil && h.config == cfg && !h.isDead() {
@@ -316,10 +332,14 @@ func (p *Pool) Release(key string) {
 	p.mu.Unlock()
 	if h != nil {
 		h.close()
+		h.waitGone(5 * time.Second)
 	} else if c, err := dialHarness(p.sockPath(key)); err == nil {
 		stopStale(c)
 	}
 	p.removeFiles(key, true)
+	if pids := pidsFor(p.Dir); pids != nil {
+		pids.removeRun(key)
+	}
 }
 
 // stopStale ends a harness no daemon holds, through a fresh connection to
@@ -390,6 +410,13 @@ func (p *Pool) Close() {
 		h.close()
 		p.removeFiles(h.key, true)
 	}
+	if pids := pidsFor(p.Dir); pids != nil {
+		for _, h := range hs {
+			h.waitGone(5 * time.Second)
+			pids.removeRun(h.key)
+		}
+		pids.sweep(func(string) bool { return false })
+	}
 }
 
 func (p *Pool) reapIdle() {
@@ -413,7 +440,23 @@ func (p *Pool) reapIdle() {
 			p.log().Info("harness given back", "run", h.key, "idle", time.Since(h.lastUsed).Round(time.Second).String())
 			h.close()
 			p.removeFiles(h.key, false)
+			go p.removeCgroups(h)
 		}
+	}
+}
+
+// removeCgroups removes the pids cgroups of h's run once h is gone,
+// unless a new harness serves the run meanwhile.
+func (p *Pool) removeCgroups(h *harnessConn) {
+	if h.pids == nil {
+		return
+	}
+	h.waitGone(5 * time.Second)
+	p.mu.Lock()
+	busy := p.hs[h.key] != nil
+	p.mu.Unlock()
+	if !busy {
+		h.pids.removeRun(h.key)
 	}
 }
 
@@ -472,6 +515,20 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 	}
 	go proc.cmd.Wait() // reap it when it ends, as long as we are its parent
 	hs.PID = proc.cmd.Process.Pid
+	if pids := pidsFor(p.Dir); pids != nil {
+		// In the run's pids cgroup before it reads its configuration,
+		// so before it can start anything.
+		cg, err := pids.prepareRun(key, p.runProcs())
+		if err == nil {
+			err = join(cg, hs.PID)
+		}
+		if err != nil {
+			proc.cmd.Process.Kill()
+			proc.config.Close()
+			os.Remove(sock)
+			return fail(err)
+		}
+	}
 	json.NewEncoder(proc.config).Encode(hs)
 	proc.config.Close()
 	var rep report
@@ -530,7 +587,7 @@ func (p *Pool) adopt(c *net.UnixConn, key, cfg string) (*harnessConn, error) {
 		return nil, errors.New("sandbox: the harness serves another configuration")
 	}
 	h := &harnessConn{key: key, config: cfg, conn: c, enf: m.Hello.Enforcement, lastUsed: time.Now(), pid: m.Hello.PID,
-		pending: map[uint64]chan hmsg{}}
+		pending: map[uint64]chan hmsg{}, pids: pidsFor(p.Dir), runProcs: p.runProcs()}
 	h.enf.HarnessPID = h.pid
 	go h.readLoop()
 	return h, nil
@@ -547,6 +604,10 @@ type harnessConn struct {
 	conn        *net.UnixConn
 	enf         Enforcement
 	pid         int
+	// pids, when set, gives each command a pids cgroup below the run's,
+	// which is bounded by runProcs.
+	pids     *pidsHierarchy
+	runProcs int
 
 	// guarded by Pool.mu
 	inflight int
@@ -691,10 +752,25 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	h.mu.Unlock()
 	limits := spec.Limits
+	fds := []int{int(outW.Fd()), int(errW.Fd())}
+	scope := ProcsPerUID
+	if h.pids != nil && !dead {
+		// The command joins a pids cgroup of its own between fork and exec.
+		cg, procs, cerr := h.pids.command(h.key, limits.Procs, h.runProcs)
+		if cerr != nil {
+			outW.Close()
+			errW.Close()
+			copies.Wait()
+			h.forget(id)
+			return nil, cerr
+		}
+		defer removeCgroup(cg)
+		defer procs.Close()
+		fds, scope = append(fds, int(procs.Fd())), ProcsPerCommand
+	}
 	start := time.Now()
 	if !dead {
-		err = sendMsg(h.conn, hmsg{Op: "exec", ID: id, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Limits: &limits},
-			[]int{int(outW.Fd()), int(errW.Fd())})
+		err = sendMsg(h.conn, hmsg{Op: "exec", ID: id, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Limits: &limits}, fds)
 	}
 	outW.Close()
 	errW.Close()
@@ -726,6 +802,7 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
 	res := &Result{Duration: time.Since(start), Stdout: out.bytes(), Stderr: errb.bytes(),
 		Truncated: out.truncated || errb.truncated, Enforcement: h.enf}
 	res.Enforcement.Limits = limits
+	res.Enforcement.ProcsScope = scope
 	res.Enforcement.Mode = "resident"
 	if !ok {
 		// The harness died under the command (killed from outside): the

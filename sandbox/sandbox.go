@@ -59,6 +59,10 @@
 //     daemon's unprivileged uid (a root daemon must name an unprivileged one).
 //   - Limits: wall time (the whole namespace is killed), CPU time, processes,
 //     address space, file size, output bytes (cut with a marker), /tmp size.
+//     Processes are counted per command in a pids cgroup where the
+//     controller is reachable (cgroup.go), under a bound per run; elsewhere
+//     by RLIMIT_NPROC, which counts every process of the uid in the run's
+//     user namespace. Enforcement.ProcsScope says which.
 //
 // # What it does not guarantee
 //
@@ -203,6 +207,10 @@ type Spec struct {
 	// OpenByPath tells the helper to open the workspace by its path; set by
 	// Run when it could not hand over a detached mount.
 	OpenByPath bool `json:"open_by_path,omitempty"`
+	// ProcsCgroup says the command counts its processes in a pids cgroup
+	// of its own (RLIMIT_NPROC, which counts a whole uid, is lifted); set
+	// by Run where the pids controller is reachable.
+	ProcsCgroup bool `json:"procs_cgroup,omitempty"`
 	// ProxySocket is the host path of the proxy's socket; set by Run.
 	ProxySocket string `json:"proxy_socket,omitempty"`
 }

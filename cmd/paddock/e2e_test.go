@@ -440,6 +440,7 @@ func checkTCP(t *testing.T, home, addr string) {
 // was never restarted): nothing a test starts outlives it.
 func killHarnesses(home string) {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var killed []int
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
 		if err != nil || !strings.Contains(string(b), sandbox.HarnessArg) || !strings.Contains(string(b), filepath.Join(home, "harness")+"/") {
@@ -447,6 +448,13 @@ func killHarnesses(home string) {
 		}
 		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
 			syscall.Kill(pid, syscall.SIGKILL)
+			killed = append(killed, pid)
 		}
 	}
+	for _, pid := range killed {
+		for i := 0; i < 200 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	sandbox.SweepCgroupsOf(filepath.Join(home, "harness")) // and their pids cgroups
 }
