@@ -40,8 +40,8 @@ type Enforcement struct {
 	// ProcsScope says what Limits.Procs counts: "command" (the command's
 	// own processes, in a pids cgroup), or "uid" (RLIMIT_NPROC: every
 	// process of the sandbox's uid, other runs' included).
-	ProcsScope string `json:"procs_scope,omitempty"`
-	Degraded    []string      `json:"degraded,omitempty"`
+	ProcsScope string   `json:"procs_scope,omitempty"`
+	Degraded   []string `json:"degraded,omitempty"`
 	// Mode is how the command was started: "resident" (forked from the
 	// run's long-lived sandbox, its harness) or "per-exec" (a sandbox set
 	// up for this command alone); ModeReason says why a run that could

@@ -142,7 +142,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	m.ChangeSetLimits.MaxTotal, _ = parseSize(cfg.ChangeSetMaxTotal)
 	m.ExecLimits = cfg.ExecLimits.limits()
 	m.Harnesses.RunProcs = 2 * sandbox.WithDefaults(m.ExecLimits).Procs // a run's commands together
-	m.NetAllowAddrs, _ = cfg.netAllowAddrs() // checked with the config
+	m.NetAllowAddrs, _ = cfg.netAllowAddrs()                            // checked with the config
 	if n, err := strconv.Atoi(a.getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
 		m.CrashAt = n // tests only: die at this step of an apply into a working tree
 	}
