@@ -191,3 +191,8 @@ type Artifact struct {
 	Kind    string `json:"kind"`
 	Content any    `json:"content"`
 }
+
+// AgentHeader marks a request made for a run's agent by an operator's
+// client (paddock mcp): like a call with the run's token, it resumes the
+// run if a daemon restart checkpointed it.
+const AgentHeader = "Paddock-Agent"

@@ -26,6 +26,7 @@ import (
 type Client struct {
 	base  string
 	token string
+	agent bool // calls made for a run's agent (ForAgent)
 	http  *http.Client
 }
 
@@ -109,9 +110,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
+	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -295,9 +294,7 @@ func (c *Client) ExecStream(ctx context.Context, id string, req paddock.ExecRequ
 		return nil, err
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	if c.token != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.token)
-	}
+	c.authorize(hreq)
 	resp, err := c.http.Do(hreq)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -371,9 +368,7 @@ func (c *Client) follow(ctx context.Context, id string, after *int64, fn func(*p
 	}
 	req.Header.Set("Last-Event-ID", strconv.FormatInt(*after, 10))
 	req.Header.Set("Accept", "text/event-stream")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
+	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -462,6 +457,25 @@ func (c *Client) Apply(ctx context.Context, id string, req paddock.ApplyRequest)
 func (c *Client) Undo(ctx context.Context, id string) (*paddock.Submission, error) {
 	var s paddock.Submission
 	return &s, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/undo", nil, &s)
+}
+
+// authorize sets what a request says of its caller.
+func (c *Client) authorize(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.agent {
+		req.Header.Set(paddock.AgentHeader, "1")
+	}
+}
+
+// ForAgent returns a copy of c whose calls are made for a run's agent (as
+// paddock mcp makes them): a run a daemon restart checkpointed is resumed
+// by the agent's next call.
+func (c *Client) ForAgent() *Client {
+	cp := *c
+	cp.agent = true
+	return &cp
 }
 
 // WithToken returns a copy of c that authenticates with token (a run's

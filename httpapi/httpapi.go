@@ -233,11 +233,15 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 					writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
 					return
 				}
-				r = r.WithContext(context.WithValue(r.Context(), scopeKey, id))
+				r = r.WithContext(lifecycle.WithAgent(context.WithValue(r.Context(), scopeKey, id)))
 			default:
 				writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
 				return
 			}
+		}
+		if r.Header.Get(paddock.AgentHeader) != "" {
+			// An operator's client acting for the run's agent (paddock mcp).
+			r = r.WithContext(lifecycle.WithAgent(r.Context()))
 		}
 		next.ServeHTTP(w, r)
 	})

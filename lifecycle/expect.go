@@ -51,3 +51,17 @@ func (m *Manager) checkExpectNow(ctx context.Context) error {
 	}
 	return m.Store.View(ctx, func(tx paddock.Tx) error { return checkExpect(ctx, tx) })
 }
+
+type agentKey struct{}
+
+// WithAgent marks ctx as a call from the run's own agent (its run token,
+// or an MCP session serving it): a checkpointed run it calls is resumed
+// for it, instead of stranding the agent after a daemon restart.
+func WithAgent(ctx context.Context) context.Context {
+	return context.WithValue(ctx, agentKey{}, true)
+}
+
+func agentCall(ctx context.Context) bool {
+	v, _ := ctx.Value(agentKey{}).(bool)
+	return v
+}

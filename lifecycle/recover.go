@@ -95,8 +95,10 @@ func (m *Manager) recoverOne(ctx context.Context, w *paddock.Workspace) (*paddoc
 // workspace, so that a restart finds each one with a recorded state.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.stopJobs()
+	// Checkpoints first: an overlay run's workspace is seen through its
+	// harness, which must still be there to be read.
 	if m.Harnesses != nil {
-		m.Harnesses.Close()
+		defer m.Harnesses.Close()
 	}
 	var ws []*paddock.Workspace
 	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {

@@ -446,6 +446,11 @@ func (m *Manager) takeCheckpoint(ctx context.Context, w *paddock.Workspace, reas
 // workspace's content differs from its checkpoint, the drift is recorded as
 // an event and reported.
 func (m *Manager) Resume(ctx context.Context, id string) (*paddock.ResumeResult, error) {
+	return m.resume(ctx, id, "operator")
+}
+
+// resume is Resume on behalf of by (operator, or the run's agent).
+func (m *Manager) resume(ctx context.Context, id, by string) (*paddock.ResumeResult, error) {
 	r, err := m.Run(ctx, id)
 	if err != nil {
 		return nil, err
@@ -462,7 +467,7 @@ func (m *Manager) Resume(ctx context.Context, id string) (*paddock.ResumeResult,
 		drift = now.Digest != cp.Digest
 	}
 	if _, err := m.step(ctx, id, paddock.StateActive, "resumed", func(tx paddock.Tx, r *paddock.Run) error {
-		data := map[string]any{"drift": drift}
+		data := map[string]any{"drift": drift, "by": by}
 		if drift {
 			data["checkpoint_digest"] = r.Workspace.Checkpoint.Digest
 			data["current_digest"] = now.Digest

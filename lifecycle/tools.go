@@ -58,7 +58,20 @@ func (m *Manager) workspaceFor(ctx context.Context, id string) (*paddock.Run, *p
 			return nil, nil, err
 		}
 	case paddock.StateCheckpointed:
-		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is checkpointed; resume it first", id)
+		if !agentCall(ctx) {
+			return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is checkpointed; resume it first (paddock resume %s)", id, id)
+		}
+		// The agent carries on where it was (a daemon restart checkpointed
+		// its run): its call resumes the run, and an event says so.
+		if _, err := m.resume(ctx, id, "agent"); err != nil && !paddock.IsCode(err, paddock.CodeConflict) {
+			return nil, nil, err
+		}
+		if r, p, err = m.runAndProject(ctx, id); err != nil {
+			return nil, nil, err
+		}
+		if r.Workspace.State != paddock.StateActive {
+			return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; its workspace takes no more work", id, r.Workspace.State)
+		}
 	default:
 		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; its workspace takes no more work", id, r.Workspace.State)
 	}

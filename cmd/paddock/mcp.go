@@ -29,7 +29,7 @@ Exit codes: 0 the agent closed the connection; 3 no such run; 8 no daemon.`,
 			if err != nil {
 				return err
 			}
-			server, err := mcpServer(cmd.Context(), c, args[0])
+			server, err := mcpServer(cmd.Context(), c.ForAgent(), args[0])
 			if err != nil {
 				return err
 			}
