@@ -136,14 +136,20 @@ type overlayProbe struct {
 }
 
 // asSandboxUser runs fn on a thread whose file-system uid and gid are the
-// sandbox's, when run r's files live in an overlay mounted in the sandbox's
-// user namespace: a file the daemon makes there must belong to an id that
-// namespace maps (a root daemon's own uid is not mapped; the kernel refuses
-// with EOVERFLOW). Elsewhere fn just runs. fn must not hand its writes to
-// other goroutines.
+// sandbox's, so that the run's tools act on its workspace as its commands
+// do: one identity, what one writes the other can change (a root daemon's
+// file would be root's, which the run's shell could not edit). In an
+// overlay mounted in the sandbox's user namespace it is also the only
+// way: a file the daemon makes there must belong to an id that namespace
+// maps (root is not; the kernel refuses with EOVERFLOW). An operator's
+// own directory keeps the daemon's identity (its files are the
+// operator's), as does a daemon whose commands run as itself. fn reaches
+// the workspace through descriptors opened before (the state directory
+// above it is closed to the sandbox's uid), and must not hand its writes
+// to other goroutines.
 func (m *Manager) asSandboxUser(r *paddock.Run, fn func() error) error {
 	uid := m.SandboxUID
-	if r.Workspace == nil || r.Workspace.Kind != paddock.KindOverlay || uid == 0 || uid == os.Getuid() {
+	if r.Workspace == nil || r.Workspace.Kind == paddock.KindOperatorDir || uid == 0 || uid == os.Getuid() {
 		return fn()
 	}
 	runtime.LockOSThread()
