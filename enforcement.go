@@ -29,6 +29,9 @@ type Enforcement struct {
 	// allow-list's names reach; no other such address is ever reached.
 	AllowAddrs []string `json:"allow_addrs,omitempty"`
 	ReadOnly   bool     `json:"read_only"`
+	// Scratch says a read-only workspace was shown to the command through
+	// a writable layer of its own that evaporated when it ended.
+	Scratch    bool     `json:"scratch_layer,omitempty"`
 	ReadOnlyIn []string `json:"read_only_paths,omitempty"`
 	// Unprotected names what the protected-path policy asks for that the
 	// command's view does not enforce, with why: a pattern whose new

@@ -869,21 +869,7 @@ func copyEntry(root *os.Root, src, dst string) error {
 // ExportTree writes the files of rev into dir, which must be empty, through
 // a temporary index: no repository, no .git, nothing of the project's index.
 func (g *Git) ExportTree(ctx context.Context, gitDir, rev, dir string) error {
-	if err := CheckRef(rev); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "paddock-export-")
-	if err != nil {
-		return fmt.Errorf("gitx: export: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	extra := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
-	for _, a := range [][]string{{"read-tree", rev}, {"checkout-index", "--all", "--force"}} {
-		if _, err := g.runEnv(ctx, "", extra, append([]string{"--git-dir=" + gitDir, "--work-tree=" + dir}, a...)...); err != nil {
-			return fmt.Errorf("gitx: export: %w", err)
-		}
-	}
-	return nil
+	return g.ExportTreeIndexed(ctx, gitDir, rev, dir, "")
 }
 
 // runEnv is run with extra environment variables.

@@ -27,11 +27,12 @@ const (
 	maxProtectedInSandbox = 256
 )
 
-// baseEnv is every command's environment before the request's additions.
-func baseEnv(workspace string) []string {
+// baseEnv is every command's environment before the request's additions:
+// HOME is the run's own (HomeInView), outside the workspace.
+func baseEnv() []string {
 	return []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=" + workspace,
+		"HOME=" + HomeInView,
 		"LANG=C.UTF-8",
 		"TERM=dumb",
 		"TMPDIR=/tmp",
@@ -81,15 +82,16 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	if err != nil {
 		return nil, err
 	}
-	env := append(baseEnv(r.Workspace.Root), req.Env...)
+	var secrets []string
 	for _, n := range r.Secrets {
 		if m.Secret == nil {
 			break
 		}
 		if v, ok := m.Secret(n); ok {
-			env = append(env, n+"="+v)
+			secrets = append(secrets, n+"="+v)
 		}
 	}
+	env := mergeEnv(baseEnv(), req.Env, secrets)
 	red := m.redactor(r)
 	var liveOut, liveErr *redact.Writer
 	if stdout != nil {
@@ -100,7 +102,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		liveErr = red.NewWriter(stderr)
 		defer liveErr.Close()
 	}
-	spec, err := m.sandboxSpec(r, p)
+	spec, err := m.sandboxSpec(ctx, r, p)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +197,26 @@ func (m *Manager) commandLimits(req paddock.ExecRequest) (sandbox.Limits, error)
 func overCeiling(name, asked, max string) error {
 	return paddock.Errorf(paddock.CodeForbidden, "%s %s is above the %s this daemon allows a command; a request may only lower a limit (the operator sets them: exec_limits in paddock.toml)", name, asked, max).
 		WithDetail("rule", "limit_above_ceiling")
+}
+
+// mergeEnv joins environments: a later KEY replaces an earlier one in its
+// place, so a command never sees a variable twice (Go and glibc read the
+// first of two; a request's HOME must win).
+func mergeEnv(lists ...[]string) []string {
+	var out []string
+	at := map[string]int{}
+	for _, l := range lists {
+		for _, kv := range l {
+			k, _, _ := strings.Cut(kv, "=")
+			if i, ok := at[k]; ok {
+				out[i] = kv
+				continue
+			}
+			at[k] = len(out)
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // writerOrNil keeps a nil *redact.Writer from becoming a non-nil io.Writer.

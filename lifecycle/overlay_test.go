@@ -360,7 +360,7 @@ func TestProtectedAhead(t *testing.T) {
 			r := e.create(t, kind, "")
 			for _, script := range []string{
 				"echo '{}' > .mcp.json", "mkdir -p .claude/hooks && echo evil > .claude/hooks/h", "echo x > .claude/settings.local.json",
-				"echo 'eval evil' > .envrc", "mkdir -p .git/hooks", "mv .vscode .v && mkdir .vscode && echo '{}' > .vscode/tasks.json",
+				"echo 'eval evil' > .envrc", "mv .vscode .v && mkdir .vscode && echo '{}' > .vscode/tasks.json",
 			} {
 				res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
 				if err != nil {
@@ -375,10 +375,16 @@ func TestProtectedAhead(t *testing.T) {
 				t.Fatalf("ordinary work: %v %+v", err, res)
 			}
 			enf := res.Enforcement
-			for _, p := range []string{".git", ".mcp.json", ".claude", ".envrc", ".vscode/tasks.json", ".codex", ".paddock"} {
+			for _, p := range []string{".mcp.json", ".claude", ".envrc", ".vscode/tasks.json", ".codex", ".paddock"} {
 				if !slices.Contains(enf.ReadOnlyIn, p) {
 					t.Errorf("read_only_paths %v misses %s", enf.ReadOnlyIn, p)
 				}
+			}
+			// An overlay's or a clone's .git is the run's own git, the
+			// agent's to write; a worktree's .git file, which points at
+			// it, stays read-only.
+			if got := slices.Contains(enf.ReadOnlyIn, ".git"); got != (kind == paddock.KindWorktree) {
+				t.Errorf("read_only_paths %v: .git read-only %v in a %s run", enf.ReadOnlyIn, got, kind)
 			}
 			if len(enf.Unprotected) != 1 || !strings.HasPrefix(enf.Unprotected[0], "**/*.key") {
 				t.Errorf("unprotected: %v", enf.Unprotected)

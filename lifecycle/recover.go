@@ -150,6 +150,7 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error
 		}
 		if w.State != paddock.StateCleaned {
 			known[w.Root] = true
+			known[m.auxDir(r.ID)] = true
 		}
 		f, err := m.gcRecord(ctx, r, dryRun)
 		if err != nil {
@@ -203,7 +204,8 @@ func (m *Manager) gcSnapshots(runs []*paddock.Run, dryRun bool) []paddock.Findin
 		snaps, _ := os.ReadDir(dir)
 		for _, sn := range snaps {
 			path := filepath.Join(dir, sn.Name())
-			if used[path] {
+			// A snapshot's index (SHA.index) goes with it.
+			if used[path] || used[strings.TrimSuffix(path, ".index")] {
 				continue
 			}
 			f := paddock.Finding{Path: path, Issue: "snapshot no live run uses", Action: paddock.ActionWouldClean}

@@ -132,6 +132,13 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 			m.log().Error("handing the workspace to the sandbox user failed", "run", id, "err", err)
 		}
 	}
+	if err := m.prepareAux(r); err != nil {
+		m.log().Error("making the run's home failed", "run", id, "err", err)
+		if cerr := m.cleanup(context.WithoutCancel(ctx), r, p, "preparing failed; rolled back"); cerr != nil {
+			m.log().Error("rollback failed", "run", id, "err", cerr)
+		}
+		return nil, internal("making the run's home failed", err)
+	}
 	if err := m.update(ctx, func(tx paddock.Tx) error {
 		return m.transition(ctx, tx, r, paddock.StateReady, "")
 	}); err != nil {
@@ -242,6 +249,9 @@ func (m *Manager) finishCleanup(ctx context.Context, r *paddock.Run, p *paddock.
 	}
 	if err := prov.Remove(ctx, p, w); err != nil {
 		return internal("removing the workspace failed; it stays cleanup_pending and is retried by gc or on restart", err)
+	}
+	if err := m.removeAux(r.ID); err != nil {
+		return internal("removing the run's home failed; it stays cleanup_pending and is retried by gc or on restart", err)
 	}
 	// The change-set cache (an index and blobs of the workspace) goes with
 	// it, and so do the diffs computed of it (a submitted one is kept

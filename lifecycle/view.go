@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -23,10 +24,16 @@ func (m *Manager) overlayProvider() (*workspace.Overlay, bool) {
 
 // sandboxSpec is what every command of run r shares: its workspace, its
 // access, the protected paths made read-only, the uid, an overlay's layers.
-func (m *Manager) sandboxSpec(r *paddock.Run, p *paddock.Project) (sandbox.Spec, error) {
-	spec := sandbox.Spec{Workspace: r.Workspace.Root, ReadOnly: r.Access == paddock.AccessRead, UID: m.SandboxUID, GID: m.SandboxUID,
+func (m *Manager) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Project) (sandbox.Spec, error) {
+	read := r.Access == paddock.AccessRead
+	spec := sandbox.Spec{Workspace: r.Workspace.Root, ReadOnly: read, Scratch: read, UID: m.SandboxUID, GID: m.SandboxUID,
 		OperatorDir: r.Workspace.Kind == paddock.KindOperatorDir}
-	scan := r.Workspace.Root
+	binds, err := m.runBinds(ctx, r, p)
+	if err != nil {
+		return spec, err
+	}
+	spec.Binds = binds
+	scan := []string{r.Workspace.Root}
 	if r.Workspace.Kind == paddock.KindOverlay {
 		ov, ok := m.overlayProvider()
 		if !ok {
@@ -37,10 +44,15 @@ func (m *Manager) sandboxSpec(r *paddock.Run, p *paddock.Project) (sandbox.Spec,
 		// The protected paths of the base and those the run added (paddock's
 		// staged recipes among them), read from the layers on the host: a
 		// new one gives the run a new harness, whose view protects it.
-		spec.Protected, spec.Unprotected = protectedSpec(policy(p).Protected, l.Lower, l.Upper)
-		return spec, nil
+		scan = []string{l.Lower, l.Upper}
 	}
-	spec.Protected, spec.Unprotected = protectedSpec(policy(p).Protected, scan)
+	spec.Protected, spec.Unprotected = protectedSpec(policy(p).Protected, scan...)
+	// The run's own .git (an overlay's, a clone's) is the agent's git to
+	// write; a worktree's .git file, which points at its git, stays
+	// read-only, as does an operator's directory's.
+	if r.Workspace.Kind == paddock.KindOverlay || r.Workspace.Kind == paddock.KindClone {
+		spec.Protected = slices.DeleteFunc(spec.Protected, func(p string) bool { return p == ".git" })
+	}
 	return spec, nil
 }
 
@@ -60,7 +72,7 @@ func (m *Manager) viewDir(ctx context.Context, r *paddock.Run, p *paddock.Projec
 			return "", err
 		}
 	}
-	spec, err := m.sandboxSpec(r, p)
+	spec, err := m.sandboxSpec(ctx, r, p)
 	if err != nil {
 		return "", err
 	}

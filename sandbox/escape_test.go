@@ -167,6 +167,27 @@ func TestReadOnlyRun(t *testing.T) {
 	if !res.Enforcement.ReadOnly || len(res.Denied) == 0 {
 		t.Fatalf("enforcement %+v, denied %v", res.Enforcement, res.Denied)
 	}
+	// With a scratch layer the command writes freely (a build, a test), the
+	// next command sees none of it, and the workspace never does.
+	before, _ := gittest.TreeDigest(t, ws)
+	spec := Spec{Argv: []string{"bash", "-c", "echo x > new.txt && echo more >> README.md && mkdir -p cache/a && rm -f .git/config; cat new.txt README.md"},
+		Workspace: ws, ReadOnly: true, Scratch: true}
+	res = runSpec(t, spec)
+	if res.ExitCode != 0 || string(res.Stdout) != "x\nhello\nmore\n" || !res.Enforcement.Scratch {
+		t.Fatalf("a scratch layer: exit %d %q %q %+v", res.ExitCode, res.Stdout, res.Stderr, res.Enforcement)
+	}
+	spec.Argv = []string{"bash", "-c", "ls new.txt cache 2>&1; cat README.md"}
+	if res = runSpec(t, spec); string(res.Stdout) == "" || strings.Contains(string(res.Stdout), "more") || !strings.Contains(string(res.Stdout), "No such file") {
+		t.Fatalf("a second command saw the first one's scratch layer: %q", res.Stdout)
+	}
+	if after, _ := gittest.TreeDigest(t, ws); after != before {
+		t.Fatal("a scratch layer's writes reached the workspace")
+	}
+	// The layer is bounded like /tmp.
+	spec.Argv, spec.Limits = []string{"bash", "-c", "head -c 3000000 /dev/zero > big"}, Limits{Tmp: 1 << 20}
+	if res = runSpec(t, spec); res.ExitCode == 0 {
+		t.Fatal("a scratch layer took more than its limit")
+	}
 }
 
 // TestDescriptorsAndEnvironment: nothing of the daemon's leaks in.

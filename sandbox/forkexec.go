@@ -50,8 +50,9 @@ type childPlan struct {
 		fd     int
 	}
 	prog      *unix.SockFprog
-	cgroup    int   // cgroup.procs of the command's pids cgroup, or -1
-	self      *byte // "0": what, written to cgroup.procs, moves the writer
+	scratch   *scratchPlan // a read run's throwaway layer, or nil
+	cgroup    int          // cgroup.procs of the command's pids cgroup, or -1
+	self      *byte        // "0": what, written to cgroup.procs, moves the writer
 	procSrc   *byte
 	procDst   *byte
 	procFS    *byte
@@ -62,8 +63,32 @@ type childPlan struct {
 	cloneArgs uintptr
 }
 
+// scratchPlan is what the child mounts for a read run's throwaway layer: a
+// tmpfs at dir with u and w in it, an overlay of them over the workspace,
+// and the Landlock rule that lets the command write there.
+type scratchPlan struct {
+	tmpfsSrc, tmpfsType, dir, tmpfsOpts *byte
+	upper, work                         *byte
+	ovlSrc, ovlType, ws, ovlOpts        *byte
+	rule                                struct {
+		access uint64
+		fd     int
+	}
+}
+
+func newScratchPlan(dir, ws string, size int64) *scratchPlan {
+	s := &scratchPlan{}
+	for p, v := range map[**byte]string{&s.tmpfsSrc: "scratch", &s.tmpfsType: "tmpfs", &s.dir: dir,
+		&s.tmpfsOpts: fmt.Sprintf("size=%d,mode=0755", size), &s.upper: dir + "/u", &s.work: dir + "/w",
+		&s.ovlSrc: "paddock-scratch", &s.ovlType: "overlay", &s.ws: ws, &s.ovlOpts: scratchOptions(dir, ws)} {
+		*p, _ = unix.BytePtrFromString(v)
+	}
+	s.rule.access = accessRead | accessWrite
+	return s
+}
+
 // Steps of the child, reported when one fails.
-var childSteps = [...]string{"", "setsid, join the pids cgroup", "mount /proc, hide the daemon's view", "set limits", "no_new_privs",
+var childSteps = [...]string{"", "setsid, join the pids cgroup", "mount /proc, hide the daemon's view, mount the scratch layer", "set limits", "no_new_privs",
 	"drop capabilities", "landlock", "seccomp", "descriptors", "enter the directory", "exec"}
 
 // ChildError says which step of starting a command failed.
@@ -222,6 +247,29 @@ func forkChild(p *childPlan) (uintptr, syscall.Errno) {
 	}
 	if p.hideView != nil {
 		if _, _, errno = syscall.RawSyscall(unix.SYS_UMOUNT2, uintptr(unsafe.Pointer(p.hideView)), unix.MNT_DETACH, 0); errno != 0 {
+			goto fail
+		}
+	}
+	if p.scratch != nil {
+		if _, _, errno = syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(p.scratch.tmpfsSrc)), uintptr(unsafe.Pointer(p.scratch.dir)),
+			uintptr(unsafe.Pointer(p.scratch.tmpfsType)), unix.MS_NOSUID|unix.MS_NODEV, uintptr(unsafe.Pointer(p.scratch.tmpfsOpts)), 0); errno != 0 {
+			goto fail
+		}
+		if _, _, errno = syscall.RawSyscall(unix.SYS_MKDIRAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p.scratch.upper)), 0o755); errno != 0 {
+			goto fail
+		}
+		if _, _, errno = syscall.RawSyscall(unix.SYS_MKDIRAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p.scratch.work)), 0o755); errno != 0 {
+			goto fail
+		}
+		if _, _, errno = syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(p.scratch.ovlSrc)), uintptr(unsafe.Pointer(p.scratch.ws)),
+			uintptr(unsafe.Pointer(p.scratch.ovlType)), unix.MS_NOSUID|unix.MS_NODEV, uintptr(unsafe.Pointer(p.scratch.ovlOpts)), 0); errno != 0 {
+			goto fail
+		}
+		if r1, _, errno = syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p.scratch.ws)), unix.O_PATH|unix.O_CLOEXEC, 0, 0, 0); errno != 0 {
+			goto fail
+		}
+		p.scratch.rule.fd = int(r1)
+		if _, _, errno = syscall.RawSyscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(p.ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&p.scratch.rule)), 0, 0, 0); errno != 0 {
 			goto fail
 		}
 	}

@@ -110,7 +110,7 @@ func HarnessMain() {
 	cfg.Close()
 	spec := &h.spec.Spec
 	spec.Limits = withDefaults(spec.Limits)
-	if err := buildView(spec, &h.enf); err != nil {
+	if err := buildView(spec, &h.enf, true); err != nil {
 		fail(err)
 	}
 	if err := h.lockdown(); err != nil {
@@ -320,6 +320,9 @@ func (h *harness) exec(m hmsg, stdout, stderr, cgroup int) {
 			plan, err = newChildPlan(path, m.Argv, m.Env, dir, [3]int{h.stdin, stdout, stderr}, l, ruleset, h.prog, cgroup)
 			if err == nil && spec.DaemonView {
 				plan.hideView, _ = unix.BytePtrFromString(DaemonView)
+			}
+			if err == nil && spec.ReadOnly && spec.Scratch {
+				plan.scratch = newScratchPlan(ScratchDir, spec.Workspace, l.Tmp)
 			}
 		}
 	}

@@ -21,7 +21,7 @@ func TestResident(t *testing.T) {
 		"Basics": TestBasics, "Escapes": TestEscapes, "AllowedWork": TestAllowedWork, "ReadOnlyRun": TestReadOnlyRun, "ProtectedPaths": TestProtectedPaths,
 		"DescriptorsAndEnvironment": TestDescriptorsAndEnvironment, "Limits": TestLimits,
 		"NothingOutlivesTheCommand": TestNothingOutlivesTheCommand, "UnprivilegedDaemonPath": TestUnprivilegedDaemonPath,
-		"AllowListNetwork": TestAllowListNetwork, "ForeignABI": TestForeignABI, "ProcessLimitPerCommand": TestProcessLimitPerCommand,
+		"AllowListNetwork": TestAllowListNetwork, "ForeignABI": TestForeignABI, "ProcessLimitPerCommand": TestProcessLimitPerCommand, "Binds": TestBinds,
 	} {
 		t.Run(name, f)
 	}

@@ -24,6 +24,7 @@ const (
 	fdListener  = 6 // a harness's listening socket (/dev/null for the helper)
 	fdLower     = 7 // an overlay's lower layer, a detached mount made by the host
 	fdUpperWork = 8 // the directory of its upper and work directories, likewise
+	fdBinds     = 9 // Spec.Binds' sources, in order, likewise
 
 )
 
@@ -121,7 +122,7 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
 // setup builds the view and locks the helper down; what it enforced goes into e.
 func setup(spec *Spec, e *Enforcement) error {
-	if err := buildView(spec, e); err != nil {
+	if err := buildView(spec, e, false); err != nil {
 		return err
 	}
 	return lockdown(spec, e)
@@ -129,7 +130,11 @@ func setup(spec *Spec, e *Enforcement) error {
 
 // buildView makes the command's view of the file system (and its network)
 // in the process's new namespaces, and makes it the process's root.
-func buildView(spec *Spec, e *Enforcement) error {
+//
+// persistentView says the view is a harness's, from which each command is
+// forked into a mount namespace of its own (and mounts its own scratch
+// layer there), rather than the one command's.
+func buildView(spec *Spec, e *Enforcement, persistentView bool) error {
 	e.Namespaces = []string{"user", "mount", "pid", "ipc", "uts"}
 	e.Net = string(spec.Net)
 	if spec.Net != NetHost {
@@ -157,6 +162,19 @@ func buildView(spec *Spec, e *Enforcement) error {
 				return fmt.Errorf("open an overlay layer: %w", err)
 			}
 			if err := unix.Dup3(nfd, fd, unix.O_CLOEXEC); err != nil {
+				return err
+			}
+			unix.Close(nfd)
+		}
+	}
+	if spec.OpenByPath {
+		// The binds' sources, by path in this mount namespace, likewise.
+		for i, b := range spec.Binds {
+			nfd, err := unix.Open(b.Source, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("open %s: %w", b.Source, err)
+			}
+			if err := unix.Dup3(nfd, fdBinds+i, unix.O_CLOEXEC); err != nil {
 				return err
 			}
 			unix.Close(nfd)
@@ -265,10 +283,26 @@ func buildView(spec *Spec, e *Enforcement) error {
 	if err := unix.Mount("", wsTarget, "", flags, ""); err != nil {
 		return fmt.Errorf("remount workspace: %w", err)
 	}
+	if spec.ReadOnly && spec.Scratch {
+		// Every command of a harness gets a fresh layer (forkexec.go); the
+		// place for it must exist before the root turns read-only.
+		if err := os.MkdirAll(root+ScratchDir, 0o755); err != nil {
+			return err
+		}
+		if !persistentView {
+			if err := mountScratch(root+ScratchDir, wsTarget, spec.Limits.Tmp); err != nil {
+				return err
+			}
+		}
+		e.Scratch = true
+	}
 	if e.ReadOnlyIn, e.Unprotected, err = protect(wsTarget, spec.Protected, !spec.ReadOnly && !spec.OperatorDir, !spec.ReadOnly); err != nil {
 		return err
 	}
 	e.Unprotected = append(e.Unprotected, spec.Unprotected...)
+	if err := mountBinds(spec, root); err != nil {
+		return err
+	}
 	if proxyfd >= 0 {
 		os.MkdirAll(root+"/run/paddock", 0o755)
 		f, err := os.Create(root + proxySocketInside)
@@ -364,6 +398,57 @@ func mountOverlay(spec *Spec, target string) error {
 		filepath.Join(rw, filepath.Base(spec.Overlay.Upper)), filepath.Join(rw, filepath.Base(spec.Overlay.Work)))
 	if err := unix.Mount("paddock-overlay", target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return unsupportedError{fmt.Sprintf("cannot mount the overlay workspace in a user namespace (%v); use kind clone", err)}
+	}
+	return nil
+}
+
+// mountScratch puts a writable layer that lives in a tmpfs of size bytes
+// at dir over the read-only workspace at ws.
+func mountScratch(dir, ws string, size int64) error {
+	if err := unix.Mount("scratch", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
+		return fmt.Errorf("scratch layer: %w", err)
+	}
+	for _, d := range []string{"u", "w"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("paddock-scratch", ws, "overlay", unix.MS_NOSUID|unix.MS_NODEV, scratchOptions(dir, ws)); err != nil {
+		return fmt.Errorf("scratch layer: %w", err)
+	}
+	return nil
+}
+
+func scratchOptions(dir, ws string) string {
+	return fmt.Sprintf("lowerdir=%s,upperdir=%s/u,workdir=%s/w,userxattr", ws, dir, dir)
+}
+
+// mountBinds shows each bind's source at its target in the view being
+// built at root, read-only where asked.
+func mountBinds(spec *Spec, root string) error {
+	for i, b := range spec.Binds {
+		fd := fdBinds + i
+		target := root + b.Target
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return fmt.Errorf("bind %s: %w", b.Target, err)
+		}
+		var err error
+		if spec.OpenByPath {
+			err = unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), target, "", unix.MS_BIND|unix.MS_REC, "")
+		} else {
+			err = unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("bind %s: %w", b.Target, err)
+		}
+		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+		if b.ReadOnly {
+			flags |= unix.MS_RDONLY
+		}
+		if err := unix.Mount("", target, "", flags|lockedFlags(target), ""); err != nil {
+			return fmt.Errorf("remount %s: %w", b.Target, err)
+		}
 	}
 	return nil
 }

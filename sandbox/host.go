@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -72,6 +73,9 @@ func prepare(spec *Spec) error {
 		spec.GID = spec.UID
 	}
 	spec.Limits = withDefaults(spec.Limits)
+	if err := checkBinds(spec); err != nil {
+		return err
+	}
 	if abi := landlockABI(); abi < MinLandlockABI && !spec.AllowDegraded {
 		return paddock.Errorf(paddock.CodeUnsupported, "this kernel offers Landlock ABI %d; the sandbox needs %d (see paddock doctor)", abi, MinLandlockABI)
 	}
@@ -166,6 +170,26 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		listener = devnull
 	}
 
+	// Descriptors at fixed places: the layers' two slots always (devnull
+	// without an overlay), then one per bind.
+	extra := []*os.File{cfgR, repW, ws, listener}
+	for len(layers) < 2 {
+		layers = append(layers, devnull)
+	}
+	extra = append(extra, layers[:2]...)
+	binds, err := openBinds(spec)
+	if err != nil {
+		cfgW.Close()
+		repR.Close()
+		return nil, err
+	}
+	defer func() {
+		for _, f := range binds {
+			f.Close()
+		}
+	}()
+	extra = append(extra, binds...)
+
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
 	if spec.Net != NetHost {
 		flags |= unix.CLONE_NEWNET
@@ -190,7 +214,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		Stdin:       devnull,
 		Stdout:      stdout,
 		Stderr:      stderr,
-		ExtraFiles:  append([]*os.File{cfgR, repW, ws, listener}, layers...),
+		ExtraFiles:  extra,
 		SysProcAttr: attr,
 	}
 	if err := cmd.Start(); err != nil {
@@ -202,6 +226,53 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		return nil, fmt.Errorf("sandbox: start helper: %w", err)
 	}
 	return &sandboxProcess{cmd: cmd, config: cfgW, report: repR}, nil
+}
+
+// openBinds opens each bind's source as the workspace is: a detached copy
+// of its mount where the daemon may make one, else a descriptor (O_PATH)
+// the sandbox binds by path (spec.OpenByPath then says so).
+func openBinds(spec *Spec) ([]*os.File, error) {
+	var out []*os.File
+	for _, b := range spec.Binds {
+		fd, err := -1, error(syscall.EPERM)
+		if !forcePathOpen {
+			fd, err = unix.OpenTree(unix.AT_FDCWD, b.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		}
+		if errors.Is(err, syscall.EPERM) {
+			spec.OpenByPath = true
+			fd, err = unix.Open(b.Source, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			for _, f := range out {
+				f.Close()
+			}
+			return nil, paddock.Errorf(paddock.CodeConflict, "%s, shown in the sandbox at %s, is missing (%v)", b.Source, b.Target, err)
+		}
+		out = append(out, os.NewFile(uintptr(fd), "bind"))
+	}
+	return out, nil
+}
+
+// checkBinds refuses a bind the view could not show as asked: not
+// absolute, inside the workspace or a system directory (which are
+// read-only binds of the host's), or on /proc, /dev or /tmp.
+func checkBinds(spec *Spec) error {
+	if len(spec.Binds) > MaxBinds {
+		return paddock.Errorf(paddock.CodeBadRequest, "at most %d binds", MaxBinds)
+	}
+	reserved := append([]string{"/proc", "/dev", "/tmp", spec.Workspace, DaemonView, "/run/paddock/proxy.sock"}, systemDirs...)
+	for _, b := range spec.Binds {
+		t := filepath.Clean(b.Target)
+		if !filepath.IsAbs(b.Source) || !filepath.IsAbs(b.Target) || t != b.Target || t == "/" {
+			return paddock.Errorf(paddock.CodeBadRequest, "bind %s on %s: both must be absolute and clean", b.Source, b.Target)
+		}
+		for _, r := range reserved {
+			if t == r || strings.HasPrefix(t, r+"/") || strings.HasPrefix(r, t+"/") {
+				return paddock.Errorf(paddock.CodeBadRequest, "bind on %s: it would cover or sit in %s", t, r)
+			}
+		}
+	}
+	return nil
 }
 
 // perExecCgroups names the pids cgroups of commands run per-exec.

@@ -155,7 +155,7 @@ func configHash(spec *Spec) string {
 	b, _ := json.Marshal(struct {
 		Version                     int
 		Workspace                   string
-		ReadOnly                    bool
+		ReadOnly, Scratch           bool
 		Protected, Unprotected      []string
 		OperatorDir                 bool
 		Net                         Net
@@ -165,9 +165,10 @@ func configHash(spec *Spec) string {
 		Overlay                     *Overlay
 		Allow                       []string
 		AllowAddrs                  []netip.Prefix
+		Binds                       []Bind
 		Proxy                       string
-	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Protected, spec.Unprotected, spec.OperatorDir, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay,
-		spec.Allow, spec.AllowAddrs, proxyInstance(spec)})
+	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Scratch, spec.Protected, spec.Unprotected, spec.OperatorDir, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay,
+		spec.Allow, spec.AllowAddrs, spec.Binds, proxyInstance(spec)})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
 }

@@ -45,10 +45,17 @@ func viewRules(spec *Spec) []fsRule {
 		{(accessRead | accessWrite) & accessFile, []string{"/dev/null", "/dev/zero", "/dev/full"}},
 		{accessRead & accessFile, []string{"/dev/random", "/dev/urandom"}},
 	}
-	if spec.ReadOnly {
+	if spec.ReadOnly && !spec.Scratch {
 		rules = append(rules, fsRule{accessRead, []string{spec.Workspace}})
 	} else {
 		rules = append(rules, fsRule{accessRead | accessWrite, []string{spec.Workspace}})
+	}
+	for _, b := range spec.Binds {
+		if b.ReadOnly {
+			rules = append(rules, fsRule{accessRead, []string{b.Target}})
+		} else {
+			rules = append(rules, fsRule{accessRead | accessWrite, []string{b.Target}})
+		}
 	}
 	return rules
 }

@@ -157,6 +157,11 @@ type Spec struct {
 	Workspace string `json:"workspace"`
 	Dir       string `json:"dir,omitempty"`
 	ReadOnly  bool   `json:"read_only,omitempty"`
+	// Scratch, with ReadOnly, gives each command the workspace through a
+	// writable layer of its own that evaporates when the command ends
+	// (capped at Limits.Tmp): builds and tests work, nothing they write
+	// outlives them or reaches the workspace.
+	Scratch bool `json:"scratch,omitempty"`
 	// Protected lists workspace-relative paths made read-only in the view
 	// (.git and agent configuration); one that does not exist yet is made
 	// as an empty directory first, so that it cannot be created.
@@ -201,6 +206,8 @@ type Spec struct {
 	// mount namespace only (the daemon opens them; the sandbox's uid needs
 	// no path to them).
 	Overlay *Overlay `json:"overlay,omitempty"`
+	// Binds are host directories shown in the view besides the workspace.
+	Binds []Bind `json:"binds,omitempty"`
 	// DaemonView asks a harness of an overlay run for the daemon's own way
 	// into the workspace (DaemonView); set by Pool.
 	DaemonView bool `json:"daemon_view,omitempty"`
@@ -221,6 +228,21 @@ type Overlay struct {
 	Upper string `json:"upper"` // the run's changes
 	Work  string `json:"work"`  // overlayfs's scratch directory, beside Upper
 }
+
+// ScratchDir is where, in a read run's view, each command's throwaway
+// layer is mounted (a tmpfs of its own).
+const ScratchDir = "/run/paddock/scratch"
+
+// Bind is a host directory mounted into the view outside the workspace: a
+// run's home, its git directory, the project's objects, a shared cache.
+type Bind struct {
+	Source   string `json:"source"`    // the host directory
+	Target   string `json:"target"`    // where the view shows it: absolute, outside the workspace and the system directories
+	ReadOnly bool   `json:"read_only"` // read-only in the view (and to Landlock)
+}
+
+// MaxBinds bounds Spec.Binds.
+const MaxBinds = 16
 
 // Enforcement records what a command actually got.
 type Enforcement = paddock.Enforcement

@@ -55,6 +55,10 @@ func SnapshotDir(snapshots, project, sha string) string {
 	return filepath.Join(snapshots, project, sha)
 }
 
+// SnapshotIndex is the git index made with a snapshot (beside it): each
+// run at that base starts its git from a copy.
+func SnapshotIndex(snapshotDir string) string { return snapshotDir + ".index" }
+
 // Prepare makes sure the base's snapshot exists (building it if not) and
 // makes the run's empty upper and work directories.
 func (o *Overlay) Prepare(ctx context.Context, p *paddock.Project, w *paddock.Workspace) error {
@@ -72,6 +76,18 @@ func (o *Overlay) Prepare(ctx context.Context, p *paddock.Project, w *paddock.Wo
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return errors.Join(fmt.Errorf("workspace: overlay: %w", err), RemoveTree(o.Dir, w.Root))
 		}
+	}
+	// The run's own git, in its upper layer: .git in the view.
+	repo, err := o.Git.Inspect(ctx, p.Root)
+	if err == nil {
+		index := SnapshotIndex(l.Lower)
+		if _, serr := os.Stat(index); serr != nil {
+			index = "" // a snapshot made before indexes were kept: git reads the files once
+		}
+		err = WriteGitDir(filepath.Join(l.Upper, ".git"), w.RunID, w.BaseRevision, index, repo.CommonDir, o.Owner)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("workspace: overlay: %w", err), RemoveTree(o.Dir, w.Root))
 	}
 	return nil
 }
@@ -102,7 +118,11 @@ func (o *Overlay) Snapshot(ctx context.Context, p *paddock.Project, sha string) 
 	if o.Progress != nil {
 		o.Progress(fmt.Sprintf("building the snapshot of %s at %.12s", p.Name, sha))
 	}
-	if err := o.Git.ExportTree(ctx, repo.CommonDir, sha, tmp); err != nil {
+	// The index git makes as it writes the files goes beside the snapshot
+	// (renamed into place before it, so a snapshot always has one).
+	index := tmp + ".index"
+	defer os.Remove(index)
+	if err := o.Git.ExportTreeIndexed(ctx, repo.CommonDir, sha, tmp, index); err != nil {
 		return "", err
 	}
 	n := 0
@@ -119,6 +139,12 @@ func (o *Overlay) Snapshot(ctx context.Context, p *paddock.Project, sha string) 
 		return nil
 	}); err != nil {
 		return "", fmt.Errorf("workspace: snapshot: %w", err)
+	}
+	if err := os.Rename(index, SnapshotIndex(tmp)); err == nil {
+		os.Lchown(SnapshotIndex(tmp), o.Owner, o.Owner)
+		if err := os.Rename(SnapshotIndex(tmp), SnapshotIndex(dir)); err != nil {
+			return "", fmt.Errorf("workspace: snapshot: %w", err)
+		}
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
@@ -173,6 +199,14 @@ func ReadUpper(upper string) (*Upper, error) {
 			return nil
 		}
 		rel, _ := filepath.Rel(upper, path)
+		if rel == ".git" {
+			// The run's own git (WriteGitDir): never part of a change set,
+			// whatever the agent made of it.
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
 		inside := opaqueDir != "" && strings.HasPrefix(rel, opaqueDir+string(filepath.Separator))
 		if !inside {
 			opaqueDir = ""

@@ -53,6 +53,11 @@ func (c *Clone) Prepare(ctx context.Context, p *paddock.Project, w *paddock.Work
 	if err := c.Git.CloneShared(ctx, p.Root, w.Root, w.BaseRevision); err != nil {
 		return errors.Join(err, RemoveTree(c.Dir, w.Root))
 	}
+	// The clone borrows the project's objects by their host path, which
+	// the sandbox does not show: it borrows them from the view's instead.
+	if err := PointAtView(filepath.Join(w.Root, ".git"), w.RunID, w.BaseRevision); err != nil {
+		return errors.Join(err, RemoveTree(c.Dir, w.Root))
+	}
 	return nil
 }
 
@@ -84,8 +89,43 @@ func (t *Worktree) Prepare(ctx context.Context, p *paddock.Project, w *paddock.W
 	if err := t.Git.WorktreeAdd(ctx, p.Root, w.Root, w.BaseRevision); err != nil {
 		return errors.Join(err, t.Remove(ctx, p, w))
 	}
+	if err := t.ownGit(ctx, p, w); err != nil {
+		return errors.Join(err, t.Remove(ctx, p, w))
+	}
 	return nil
 }
+
+// ownGit gives the worktree a git directory of its own (in the run's
+// auxiliary directory, shown at GitDirInView): the one git made for it
+// lives in the project's .git, whose refs the agent's commits would move.
+func (t *Worktree) ownGit(ctx context.Context, p *paddock.Project, w *paddock.Workspace) error {
+	link := filepath.Join(w.Root, ".git")
+	b, err := os.ReadFile(link)
+	if err != nil {
+		return fmt.Errorf("workspace: worktree: %w", err)
+	}
+	admin, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return fmt.Errorf("workspace: worktree: unexpected .git file %q", b)
+	}
+	repo, err := t.Git.Inspect(ctx, p.Root)
+	if err != nil {
+		return err
+	}
+	aux := AuxDir(t.Dir, w.RunID)
+	if err := os.MkdirAll(aux, 0o755); err != nil {
+		return fmt.Errorf("workspace: worktree: %w", err)
+	}
+	if err := WriteGitDir(filepath.Join(aux, "git"), w.RunID, w.BaseRevision, filepath.Join(admin, "index"), repo.CommonDir, 0); err != nil {
+		return err
+	}
+	return os.WriteFile(link, []byte("gitdir: "+GitDirInView+"\n"), 0o644)
+}
+
+// AuxDir is where a run keeps what is its own but not its workspace's (its
+// home, a worktree's git directory): beside the workspaces, removed with
+// the run's workspace.
+func AuxDir(dir, runID string) string { return filepath.Join(dir, runID+".aux") }
 
 // Remove deletes the worktree's directory, then git's record of it.
 func (t *Worktree) Remove(ctx context.Context, p *paddock.Project, w *paddock.Workspace) error {

@@ -58,8 +58,13 @@ func TestExecEndToEnd(t *testing.T) {
 	if r := cli(t, home, "exec", id, "--", "no-such-command"); r.code != execNotFound {
 		t.Fatalf("missing command: %d %s", r.code, r.err)
 	}
-	if r := cli(t, home, "exec", id, "--", "sh", "-c", "echo x >> .git/config"); r.code == 0 {
-		t.Fatal("the workspace's .git was writable")
+	// The clone's .git is the run's own git; the project's is out of reach.
+	projectConfig, _ := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	if r := cli(t, home, "exec", id, "--", "sh", "-c", "echo '[core]' >> .git/config && git status --short && ls "+repo); r.code == 0 || r.out == "" {
+		t.Fatalf("the run's git, or the project's path: exit %d %q %q", r.code, r.out, r.err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, ".git", "config")); string(b) != string(projectConfig) {
+		t.Fatal("the project's .git/config changed")
 	}
 	var res struct {
 		ExitCode    int `json:"exit_code"`
@@ -142,8 +147,12 @@ func TestExecEndToEnd(t *testing.T) {
 	}
 
 	ro := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--access", "read").must(t).out)
-	if r := cli(t, home, "exec", ro, "--", "sh", "-c", "cat README.md && touch new"); r.code == 0 || !strings.Contains(r.out, "hello") {
+	// A read run's commands write a throwaway layer: it works, and is gone.
+	if r := cli(t, home, "exec", ro, "--", "sh", "-c", "cat README.md && touch new && ls new"); r.code != 0 || !strings.Contains(r.out, "hello") {
 		t.Fatalf("read run: exit %d %s %s", r.code, r.out, r.err)
+	}
+	if r := cli(t, home, "exec", ro, "--", "ls", "new"); r.code == 0 {
+		t.Fatal("a read run's write outlived its command")
 	}
 	none := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--access", "none").must(t).out)
 	if r := cli(t, home, "exec", none, "--", "true"); r.code != execFailed || !strings.Contains(r.err, "no workspace") {

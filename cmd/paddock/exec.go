@@ -38,8 +38,10 @@ func (a *app) execCmd() *cobra.Command {
 		Short: "Run a command in a run's workspace, confined",
 		Long: `Run a command in the run's workspace inside the sandbox: its own user, mount,
 pid, network, ipc and uts namespaces; system directories read-only, the
-workspace read-write (read-only for read runs) with .git and agent
-configuration read-only; a private /tmp; Landlock, seccomp, no capabilities,
+workspace read-write with agent configuration read-only (a read run's
+commands write a throwaway layer that is gone when they end); the run's own
+git on branch paddock/RUN; HOME=/home/paddock, the run's own; a private
+/tmp; Landlock, seccomp, no capabilities,
 no_new_privs; limits on time, CPU, processes, memory, file size and output.
 The limits flags may only lower what the daemon gives every command (its
 [exec_limits] in paddock.toml; the defaults below); asking for more is

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+// TestGitInsideRuns: in every kind of run the agent's git behaves as in a
+// fresh checkout at the base, on a branch named after the run; what it
+// writes (commits, stash, branches, tags, config, hooks, gc) stays in the
+// run, the project's .git is byte-identical afterwards, and the change set
+// is still the workspace against the base: a commit neither hides nor
+// duplicates a change, and .git is never part of it.
+func TestGitInsideRuns(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	before, _ := gittest.TreeDigest(t, filepath.Join(repo, ".git"))
+	head := strings.TrimSpace(gitOut(t, repo, "rev-parse", "HEAD"))
+	for _, kind := range []string{"overlay", "clone", "worktree"} {
+		id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", kind).must(t).out)
+		script := `set -e
+git status --short --branch
+test "$(git rev-parse HEAD)" = "` + head + `"
+test "$(git rev-parse --abbrev-ref HEAD)" = "paddock/` + id + `"
+git log --oneline | wc -l
+echo changed >> README.md
+echo new > new.txt
+git stash -q && test ! -e new.txt -o -e new.txt && git stash pop -q
+git add new.txt && git commit -qm "agent commit"
+git checkout -q -b experiment && git checkout -q -
+git restore README.md 2>/dev/null || true
+echo changed-again >> README.md
+git tag agent-tag
+git config user.email someone@else
+mkdir -p .git/hooks && printf '#!/bin/sh\ntouch /tmp/hook-ran\n' > .git/hooks/post-commit && chmod +x .git/hooks/post-commit
+git gc -q
+git status --short
+`
+		r := cli(t, home, "exec", id, "--", "sh", "-c", script)
+		if r.code != 0 {
+			t.Fatalf("%s: git inside the run: exit %d\n%s\n%s", kind, r.code, r.out, r.err)
+		}
+		if !strings.Contains(r.out, "## paddock/"+id) {
+			t.Fatalf("%s: status: %s", kind, r.out)
+		}
+		stat := cli(t, home, "diff", id, "--stat").must(t).out
+		if !strings.Contains(stat, "new.txt") || !strings.Contains(stat, "README.md") || strings.Contains(stat, ".git") || !strings.Contains(stat, "2 entries") {
+			t.Fatalf("%s: the change set after commits inside the run:\n%s", kind, stat)
+		}
+		cli(t, home, "reject", id).must(t)
+	}
+	if after, _ := gittest.TreeDigest(t, filepath.Join(repo, ".git")); after != before {
+		t.Fatal("the project's .git changed")
+	}
+	if out := gitOut(t, repo, "tag"); out != "" {
+		t.Fatalf("a tag reached the project: %q", out)
+	}
+}
+
+// TestRunHomeAndEnv: a run's HOME is its own, outside the workspace, so
+// caches never enter the change set; --env replaces a variable instead of
+// adding a second one.
+func TestRunHomeAndEnv(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 1)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	r := cli(t, home, "exec", id, "--", "sh", "-c", "mkdir -p $HOME/.cache/tool && echo cached > $HOME/.cache/tool/x && echo $HOME")
+	if r.code != 0 || r.out != "/home/paddock\n" {
+		t.Fatalf("home: %d %q %q", r.code, r.out, r.err)
+	}
+	if r = cli(t, home, "exec", id, "--", "cat", "/home/paddock/.cache/tool/x"); r.out != "cached\n" {
+		t.Fatalf("the home does not last the run: %q", r.out)
+	}
+	if stat := cli(t, home, "diff", id, "--stat").must(t).out; !strings.Contains(stat, "0 entries") {
+		t.Fatalf("the home entered the change set:\n%s", stat)
+	}
+	r = cli(t, home, "exec", id, "--env", "HOME=/tmp/h", "--", "sh", "-c", "echo $HOME; env | grep -c '^HOME='")
+	if r.out != "/tmp/h\n1\n" {
+		t.Fatalf("--env HOME: %q", r.out)
+	}
+}
+
+// TestRealToolchainInRuns: a real Go module builds and tests, with no
+// network, inside a write run (its change set then holds only the source
+// the test edited) and inside a read run (whose writes evaporate, and
+// whose change set stays empty).
+func TestRealToolchainInRuns(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no Go toolchain here")
+	}
+	if !strings.HasPrefix(goBin, "/usr/") {
+		t.Skipf("the Go toolchain (%s) is outside the sandbox's system directories", goBin)
+	}
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	src := filepath.Join(base, "src", "calc")
+	files := map[string]string{
+		"go.mod":           "module example.com/calc\n\ngo 1.21\n",
+		"calc.go":          "package calc\n\n// Add adds.\nfunc Add(a, b int) int { return a + b }\n",
+		"calc_test.go":     "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(Add(2, 3))\n\t}\n}\n",
+		"cmd/calc/main.go": "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/calc\"\n)\n\nfunc main() { fmt.Println(calc.Add(1, 2)) }\n",
+	}
+	gittest.NewRepo(t, src, files)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", src).must(t)
+	build := "go build ./... && go test ./... && go vet ./..."
+	env := []string{"--env", "GOFLAGS=-mod=mod", "--env", "GOPROXY=off", "--env", "GOTOOLCHAIN=local"}
+	w := strings.TrimSpace(cli(t, home, "create", "-p", "calc").must(t).out)
+	cli(t, home, "tool", w, "edit", "--arg", "path=calc.go", "--arg", "old_string=// Add adds.", "--arg", "new_string=// Add returns a+b.").must(t)
+	if r := cli(t, home, append(append([]string{"exec", w}, env...), "--", "sh", "-c", build)...); r.code != 0 {
+		t.Fatalf("go build and test in a write run: %d\n%s\n%s", r.code, r.out, r.err)
+	}
+	stat := cli(t, home, "diff", w, "--stat").must(t).out
+	if !strings.Contains(stat, "calc.go") || !strings.Contains(stat, "1 entries") {
+		t.Fatalf("the write run's change set holds more than the edited source:\n%s", stat)
+	}
+	rd := strings.TrimSpace(cli(t, home, "create", "-p", "calc", "--access", "read").must(t).out)
+	if r := cli(t, home, append(append([]string{"exec", rd}, env...), "--", "sh", "-c", build+" && go build -o calcbin ./cmd/calc && ./calcbin")...); r.code != 0 || !strings.HasSuffix(r.out, "3\n") {
+		t.Fatalf("go build and test in a read run: %d\n%s\n%s", r.code, r.out, r.err)
+	}
+	if stat := cli(t, home, "diff", rd, "--stat").must(t).out; !strings.Contains(stat, "0 entries") {
+		t.Fatalf("a read run's change set is not empty:\n%s", stat)
+	}
+	if r := cli(t, home, "exec", rd, "--", "ls", "calcbin"); r.code == 0 {
+		t.Fatal("a read run's build output outlived its command")
+	}
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return string(out)
+}
+
+var _ = os.Getenv

@@ -1,0 +1,92 @@
+package lifecycle
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/sandbox"
+	"github.com/paddock-dev/paddock/workspace"
+)
+
+// HomeInView is a run's home directory as its commands see it: its own,
+// outside the workspace, so that what tools keep there (Go's build and
+// module caches, npm's, pip's, cargo's, git's config) never enters a
+// change set, and kept for the run's life.
+const HomeInView = "/home/paddock"
+
+// homeGitConfig lets the agent's git commit in its own repository (the
+// identity of its commits is not what lands: apply commits as the
+// person who approves).
+const homeGitConfig = `[user]
+	name = paddock agent
+	email = agent@paddock.invalid
+[init]
+	defaultBranch = main
+[advice]
+	detachedHead = false
+`
+
+// auxDir is where run id keeps its home (and a worktree run its git).
+func (m *Manager) auxDir(id string) string { return workspace.AuxDir(m.WorkspacesDir, id) }
+
+// prepareAux makes run r's home, handed to the sandbox's uid.
+func (m *Manager) prepareAux(r *paddock.Run) error {
+	home := filepath.Join(m.auxDir(r.ID), "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(homeGitConfig), 0o644); err != nil {
+		return err
+	}
+	if m.SandboxUID != 0 {
+		return chownTree(m.auxDir(r.ID), m.SandboxUID)
+	}
+	return nil
+}
+
+// removeAux removes what prepareAux (and a worktree's provider) made.
+func (m *Manager) removeAux(id string) error {
+	aux := m.auxDir(id)
+	if _, err := os.Lstat(aux); os.IsNotExist(err) {
+		return nil
+	}
+	return workspace.RemoveTree(m.WorkspacesDir, aux)
+}
+
+// runBinds are the directories run r's view shows beside its workspace:
+// its home; the project's objects, read-only, which its git borrows; a
+// worktree run's git directory (read-only in a read run, whose writes
+// must not outlive a command).
+func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Project) ([]sandbox.Bind, error) {
+	aux := m.auxDir(r.ID)
+	home := filepath.Join(aux, "home")
+	if _, err := os.Stat(home); err != nil {
+		// A run made before runs had homes: it gets one now.
+		if err := m.prepareAux(r); err != nil {
+			return nil, internal("making the run's home failed", err)
+		}
+	}
+	binds := []sandbox.Bind{{Source: home, Target: HomeInView}}
+	if r.Workspace.Kind == paddock.KindOperatorDir || p == nil {
+		return binds, nil
+	}
+	repo, err := m.repoOf(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	objects, _ := workspace.ProjectObjects(repo.CommonDir)
+	binds = append(binds, sandbox.Bind{Source: objects, Target: workspace.ObjectsInView, ReadOnly: true})
+	if r.Workspace.Kind == paddock.KindWorktree {
+		if git := filepath.Join(aux, "git"); exists(git) {
+			binds = append(binds, sandbox.Bind{Source: git, Target: workspace.GitDirInView, ReadOnly: r.Access == paddock.AccessRead})
+		}
+	}
+	return binds, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

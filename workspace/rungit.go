@@ -1,0 +1,156 @@
+package workspace
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/paddock-dev/paddock/gitx"
+)
+
+// A run's own git.
+//
+// An agent runs git constantly (status, diff, log, stash, commit), so every
+// kind of workspace gives it a repository of its own at the base revision,
+// on the branch paddock/RUN: its index, refs, config and new objects live
+// in the run (its upper layer, its clone, its auxiliary directory), and it
+// borrows the project's objects from a read-only view of them at
+// ObjectsInView. The project's .git is never written, whatever the agent's
+// git does; and the daemon never runs git with a run's git directory (its
+// config and hooks are the agent's), so nothing planted there runs on the
+// host. The change set stays the workspace against the base: the run's
+// .git is never part of it.
+
+// ObjectsInView is where a run's sandbox shows the project's object store,
+// read-only.
+const ObjectsInView = "/run/paddock/git/objects"
+
+// GitDirInView is where a worktree run's sandbox shows its git directory
+// (its workspace's .git file points there).
+const GitDirInView = "/run/paddock/git/dir"
+
+// RunBranch is the branch a run's git starts on.
+func RunBranch(runID string) string { return "paddock/" + runID }
+
+// gitConfig suits a repository seen through an overlay, where a file's
+// inode, device and ctime differ from what an index made elsewhere holds:
+// checkStat=minimal compares mtime and size, so git status need not read
+// every file again.
+const gitConfig = `[core]
+	repositoryformatversion = 0
+	filemode = true
+	bare = false
+	logallrefupdates = true
+	checkStat = minimal
+	trustctime = false
+`
+
+// WriteGitDir makes dir a run's git directory: HEAD on RunBranch(runID) at
+// base, objects borrowed from ObjectsInView, the index copied from index
+// (if given) and the project's shallow list (from commonDir, if any), all
+// owned by owner (if not 0).
+func WriteGitDir(dir, runID, base, index, commonDir string, owner int) error {
+	if err := gitx.CheckRef(base); err != nil || len(base) < 40 {
+		return fmt.Errorf("workspace: git dir: bad base %q", base)
+	}
+	files := map[string]string{
+		"HEAD":                           "ref: refs/heads/" + RunBranch(runID) + "\n",
+		"config":                         gitConfig,
+		"description":                    "a paddock run\n",
+		"objects/info/alternates":        ObjectsInView + "\n",
+		"refs/heads/" + RunBranch(runID): base + "\n",
+	}
+	for _, d := range []string{"objects/pack", "objects/info", "refs/heads/paddock", "refs/tags", "info"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("workspace: git dir: %w", err)
+		}
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("workspace: git dir: %w", err)
+		}
+	}
+	if index != "" {
+		if err := copyFile(index, filepath.Join(dir, "index")); err != nil {
+			return fmt.Errorf("workspace: git dir: index: %w", err)
+		}
+	}
+	if commonDir != "" {
+		if err := copyFile(filepath.Join(commonDir, "shallow"), filepath.Join(dir, "shallow")); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("workspace: git dir: shallow: %w", err)
+		}
+	}
+	return chownAll(dir, owner)
+}
+
+// PointAtView turns an existing git directory (a clone's) into a run's:
+// on RunBranch(runID) at its current HEAD commit base, borrowing objects
+// from ObjectsInView instead of the project's path, which the sandbox does
+// not show.
+func PointAtView(gitDir, runID, base string) error {
+	for name, content := range map[string]string{
+		"HEAD":                           "ref: refs/heads/" + RunBranch(runID) + "\n",
+		"objects/info/alternates":        ObjectsInView + "\n",
+		"refs/heads/" + RunBranch(runID): base + "\n",
+	} {
+		p := filepath.Join(gitDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("workspace: git dir: %w", err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("workspace: git dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// ProjectObjects is the project's object store, which a run's view shows
+// at ObjectsInView; alternates of the project's own are not followed
+// there, and are reported.
+func ProjectObjects(commonDir string) (dir string, alternates []string) {
+	dir = filepath.Join(commonDir, "objects")
+	f, err := os.Open(filepath.Join(dir, "info", "alternates"))
+	if err != nil {
+		return dir, nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
+			alternates = append(alternates, l)
+		}
+	}
+	return dir, alternates
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func chownAll(dir string, owner int) error {
+	if owner == 0 {
+		return nil
+	}
+	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, owner, owner)
+	})
+}
