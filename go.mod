@@ -12,6 +12,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/net v0.41.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.26.0
 	modernc.org/sqlite v1.62.0
 )
 

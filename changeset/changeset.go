@@ -155,9 +155,8 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 			break
 		}
 	}
-	if why := policy.Match(p); why != "" {
-		add("agent_config")
-	}
+	blockProtected(e, policy)
+	labelSteering(e)
 	if e.NewMode == "100755" && e.OldMode != "100755" {
 		add("executable")
 	}
@@ -222,7 +221,7 @@ func escapes(p, target string) bool {
 // Windows and macOS refuse.
 func suspiciousName(p string) bool {
 	for _, c := range strings.Split(p, "/") {
-		if confine.Fold(c) != strings.ToLower(c) && strings.TrimRight(c, ". ") == c {
+		if confine.Disguised(c) {
 			return true // a look-alike or an invisible character
 		}
 		if strings.ContainsAny(c, `<>:"\|?*`) || strings.HasSuffix(c, ".") || strings.HasSuffix(c, " ") {

@@ -24,7 +24,8 @@
 //     replaced, never written through, and a reader never sees half a file.
 //   - Writes to protected paths are refused (see Policy): any path with a
 //     component that folds to ".git", and the agent and editor configuration
-//     that runs code when a person opens the project. The check is made on the
+//     that runs code when a person opens the project, at any depth and under
+//     any spelling that folds to it (see Fold). The check is made on the
 //     path as given and on the path its links resolve to, and holds for paths
 //     that do not exist yet.
 //   - Every refusal is a *paddock.Error with the rule that refused it, the

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/confine/confinetest"
 )
 
 func TestRel(t *testing.T) {
@@ -48,15 +49,54 @@ func TestIsDotGit(t *testing.T) {
 
 func TestPolicyMatch(t *testing.T) {
 	p := DefaultPolicy()
-	for _, s := range []string{".git/config", "a/.GIT/x", ".claude/settings.json", ".Claude/SETTINGS.local.json",
-		".vscode/tasks.json", ".envrc", ".codex", ".codex/a", ".vscode", ".claude"} {
+	for _, s := range []string{".git/config", "a/.GIT/x", ".codex", ".codex/a", ".vscode", ".claude", "sub/.claude", "sub/.Vscode"} {
 		if p.Match(s) == "" {
 			t.Errorf("%s not protected", s)
 		}
 	}
-	for _, s := range []string{"src/main.go", ".vscode/extensions.json", "docs/.envrc.md", ".claude/agents/x.md"} {
-		if why := p.Match(s); why != "" {
-			t.Errorf("%s protected: %s", s, why)
+	for _, n := range confinetest.Protected {
+		if p.Match(n.Path) == "" {
+			t.Errorf("%q (%s) not protected", n.Path, n.Why)
+		}
+	}
+	for _, n := range confinetest.Allowed {
+		if why := p.Match(n.Path); why != "" {
+			t.Errorf("%q (%s) protected: %s", n.Path, n.Why, why)
+		}
+	}
+	// NFC and NFD spellings are one name, in the pattern and in the path.
+	for _, pat := range []string{"caf\u00e9/**", "cafe\u0301/**"} {
+		custom := &Policy{Protected: []string{pat}}
+		for _, s := range []string{"caf\u00e9/x", "cafe\u0301/x", "CAF\u00c9/x", "sub/caf\u00e9/x", "caf\u00e9\u200b/x"} {
+			if custom.Match(s) == "" {
+				t.Errorf("pattern %q: %q not protected", pat, s)
+			}
+		}
+		if why := custom.Match("cafe/x"); why != "" {
+			t.Errorf("pattern %q: cafe/x protected: %s", pat, why)
+		}
+	}
+}
+
+// TestFold: ASCII only changes case; every other spelling of a name folds
+// to the same string, and folding twice changes nothing.
+func TestFold(t *testing.T) {
+	for in, want := range map[string]string{
+		"Makefile": "makefile", "l0g": "l0g", "rn": "rn", "a.b.": "a.b", ".envrc::$DATA": ".envrc",
+		".vscod\u0435": ".vscode", "\uff2d\uff41\uff4b\uff45": "make", "cafe\u0301": "caf\u00e9", "CAF\u00c9": "caf\u00e9",
+		"stra\u00dfe": "strasse", "\u0397\u03b7": "hn", "\u212aey": "key", "a\u00adb\u200dc\ufe0fd": "abcd",
+		"\u043f\u0440\u0438\u0432\u0435\u0442": "\u043fp\u0438bet",
+	} {
+		if got := Fold(in); got != want {
+			t.Errorf("Fold(%q) = %q, want %q", in, got, want)
+		}
+		if got := Fold(Fold(in)); got != Fold(in) {
+			t.Errorf("Fold(Fold(%q)) = %q, not %q", in, got, Fold(in))
+		}
+	}
+	for r := range lookalikes {
+		if f := Fold(string(r) + "x"); f != string(lookalikes[r])+"x" && f != Fold(string(lookalikes[r])+"x") {
+			t.Errorf("Fold(%q) = %q", string(r)+"x", f)
 		}
 	}
 }

@@ -13,6 +13,31 @@ import (
 	"github.com/paddock-dev/paddock"
 )
 
+// namesDir reports whether a path as given can only name a directory: it
+// ends in a slash, or in "." or "..". Rel cleans these away ("README.md/" is
+// "README.md"), so the operations that need a file, or that would act on a
+// file where the agent named a directory, look at the path as given.
+func namesDir(given string) bool {
+	if strings.HasSuffix(given, "/") {
+		return true
+	}
+	last := given[strings.LastIndexByte(given, '/')+1:]
+	return last == "." || last == ".."
+}
+
+// refuseDirSyntax is the refusal of a path that names a directory where a
+// file is needed.
+func refuseDirSyntax(given string) error {
+	return Refuse(paddock.CodeBadRequest, RuleNotRegular, given, "the path ends in a slash (or in . or ..): it names a directory, not a file",
+		"name the file without the trailing slash")
+}
+
+// notDir is the refusal of a path that names a directory but is something else.
+func notDir(given string) error {
+	return Refuse(paddock.CodeBadRequest, RuleNotRegular, given, "the path ends in a slash (or in . or ..) but is not a directory",
+		"name a file or a link without the trailing slash")
+}
+
 // maxHops bounds link resolution, as the kernel does.
 const maxHops = 40
 
@@ -92,6 +117,9 @@ func (r *Root) CheckWrite(given, rel string) error {
 // OpenRead opens rel for reading. Only a regular file with one name is
 // opened; the check is made on the descriptor, and the open never blocks.
 func (r *Root) OpenRead(given, rel string) (*os.File, fs.FileInfo, error) {
+	if namesDir(given) {
+		return nil, nil, refuseDirSyntax(given)
+	}
 	fi, err := r.root.Stat(rel)
 	if err != nil {
 		return nil, nil, mapErr(err, given)
@@ -189,9 +217,13 @@ func (r *Root) Stat(given, rel string) (fs.FileInfo, error) {
 	return fi, mapErr(err, given)
 }
 
-// Lstat returns rel's information without following a final link.
+// Lstat returns rel's information without following a final link. A path
+// given with a trailing slash must be a directory.
 func (r *Root) Lstat(given, rel string) (fs.FileInfo, error) {
 	fi, err := r.root.Lstat(rel)
+	if err == nil && namesDir(given) && !fi.IsDir() {
+		return nil, notDir(given)
+	}
 	return fi, mapErr(err, given)
 }
 
@@ -206,6 +238,9 @@ func (r *Root) Readlink(given, rel string) (string, error) {
 // mode nil an existing regular file keeps its mode and a new one gets 0644.
 // It reports whether the file is new.
 func (r *Root) WriteFile(given, rel string, data []byte, mode *fs.FileMode) (created bool, err error) {
+	if namesDir(given) {
+		return false, refuseDirSyntax(given)
+	}
 	if err := r.CheckWrite(given, rel); err != nil {
 		return false, err
 	}
@@ -281,9 +316,9 @@ func (r *Root) Remove(given, rel string, recursive bool) error {
 	if err := r.CheckWrite(given, rel); err != nil {
 		return err
 	}
-	fi, err := r.root.Lstat(rel)
+	fi, err := r.Lstat(given, rel)
 	if err != nil {
-		return mapErr(err, given)
+		return err
 	}
 	if fi.IsDir() && recursive {
 		// A protected path below a directory keeps the directory.
@@ -313,8 +348,16 @@ func (r *Root) Rename(givenFrom, from, givenTo, to string, overwrite bool) error
 	if err := r.CheckWrite(givenTo, to); err != nil {
 		return err
 	}
-	if _, err := r.root.Lstat(from); err != nil {
+	fi, err := r.root.Lstat(from)
+	if err != nil {
 		return mapErr(err, givenFrom)
+	}
+	// A trailing slash on either side says the agent moves a directory.
+	switch {
+	case namesDir(givenFrom) && !fi.IsDir():
+		return notDir(givenFrom)
+	case namesDir(givenTo) && !fi.IsDir():
+		return notDir(givenTo)
 	}
 	if _, err := r.root.Lstat(to); err == nil && !overwrite {
 		return Refuse(paddock.CodeConflict, "exists", givenTo, "the target already exists", "set overwrite to replace it")

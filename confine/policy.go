@@ -3,7 +3,6 @@ package confine
 import (
 	"path"
 	"strings"
-	"unicode"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/paddock-dev/paddock"
@@ -11,7 +10,7 @@ import (
 
 // DefaultProtected lists the agent and editor configuration that runs code
 // when a person opens the project, or steers the next agent. Patterns use
-// doublestar syntax and match case-insensitively after folding.
+// doublestar syntax and match folded names (see Fold) at any depth.
 var DefaultProtected = []string{
 	".claude/settings*.json",
 	".claude/hooks/**",
@@ -46,6 +45,13 @@ func (p *Policy) Validate() error {
 }
 
 // Match returns why rel (clean, slash-separated) is protected, or "".
+//
+// Every component is folded (see Fold) and every pattern matches at any
+// depth: an editor or an agent may be started in any directory of the
+// project, and "sub/.envrc" or "sub/.claude/settings.json" run code there
+// as the top-level ones do at the top. A directory above what a pattern
+// names (".vscode", "sub/.claude") is protected as a whole from moves and
+// deletes.
 func (p *Policy) Match(rel string) string {
 	parts := strings.Split(rel, "/")
 	for i := range parts {
@@ -56,67 +62,57 @@ func (p *Policy) Match(rel string) string {
 	}
 	folded := strings.Join(parts, "/")
 	for _, pat := range p.Protected {
-		lp := strings.ToLower(pat)
-		if ok, _ := doublestar.Match(lp, folded); ok {
+		file, dir := matchFolded(pat, folded)
+		switch {
+		case file:
 			return "agent or editor configuration (" + pat + ")"
-		}
-		// A directory that holds protected files is protected as a whole
-		// from moves and deletes: check the pattern's directories too.
-		for d := path.Dir(lp); d != "." && d != "/"; d = path.Dir(d) {
-			if !strings.ContainsAny(d, "*?[{") && d == folded {
-				return "a directory holding agent or editor configuration (" + pat + ")"
-			}
+		case dir:
+			return "a directory holding agent or editor configuration (" + pat + ")"
 		}
 	}
 	return ""
 }
 
-// ignorable code points are dropped before comparing names: HFS+ ignores
-// them when it looks a name up (git's is_hfs_dotgit), and they are invisible.
-func ignorable(r rune) bool {
-	switch {
-	case r == 0x00AD, r == 0x034F, r == 0x180E, r == 0xFEFF, r == 0x061C:
-		return true
-	case r >= 0x200B && r <= 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x206F:
-		return true
-	case r >= 0xFE00 && r <= 0xFE0F, r >= 0x180B && r <= 0x180D:
-		return true
+// FoldPath folds every component of rel (see Fold).
+func FoldPath(rel string) string {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		parts[i] = Fold(parts[i])
 	}
-	return false
+	return strings.Join(parts, "/")
 }
 
-// lookalikes maps letters that render like the ASCII letters of ".git".
-var lookalikes = map[rune]rune{
-	'\u0261': 'g', '\u0262': 'g', '\u01E5': 'g', // script g, small capital G, g with stroke
-	'\u0131': 'i', '\u0456': 'i', '\u0269': 'i', '\u026A': 'i', '\u03B9': 'i', '\u1FBE': 'i', // dotless i, Cyrillic i, iota, small capital I
-	'\u0442': 't', '\u03C4': 't', '\u1D1B': 't', // Cyrillic te, tau, small capital T
-	'\u2024': '.', '\u2E2E': '.', '\u00B7': '.', '\u2219': '.', // one dot leader, punctus, middle dot, bullet operator
-	'\u212A': 'k', // Kelvin sign
+// MatchAnyDepth returns the first of patterns that rel matches, by folding
+// and at any depth as Policy.Match does, or "". Directories above a match
+// do not count.
+func MatchAnyDepth(patterns []string, rel string) string {
+	folded := FoldPath(rel)
+	for _, pat := range patterns {
+		if file, _ := matchFolded(pat, folded); file {
+			return pat
+		}
+	}
+	return ""
 }
 
-// Fold reduces a name to what a case-insensitive, normalizing file system
-// (NTFS, HFS+, APFS) or a human eye would take it for: ignorable code points
-// dropped, full-width forms and look-alikes mapped to ASCII, lower-cased, an
-// NTFS stream suffix (":…") cut and trailing dots and spaces removed.
-func Fold(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		if ignorable(r) {
-			continue
-		}
-		if r >= 0xFF01 && r <= 0xFF5E { // full-width ASCII
-			r -= 0xFF01 - 0x21
-		}
-		if m, ok := lookalikes[r]; ok {
-			r = m
-		}
-		b.WriteRune(unicode.ToLower(r))
+// matchFolded reports whether the folded path matches pat at some depth
+// (file), or is a directory above what pat names there (dir).
+func matchFolded(pat, folded string) (file, dir bool) {
+	lp := foldPattern(pat)
+	// Both kinds of match need the pattern's first name among the path's
+	// names: a cheap test that spares most paths the pattern match.
+	if first, _, _ := strings.Cut(lp, "/"); !strings.ContainsAny(first, "*?[{\\") && !hasComponent(folded, first) {
+		return false, false
 	}
-	s := b.String()
-	if i := strings.IndexByte(s, ':'); i > 0 {
-		s = s[:i]
+	if ok, _ := doublestar.Match("**/"+lp, folded); ok {
+		return true, false
 	}
-	return strings.TrimRight(s, ". ")
+	for d := path.Dir(lp); d != "." && d != "/"; d = path.Dir(d) {
+		if !strings.ContainsAny(d, "*?[{") && (d == folded || strings.HasSuffix(folded, "/"+d)) {
+			return false, true
+		}
+	}
+	return false, false
 }
 
 // IsDotGit reports whether name could be taken for ".git" by some file system:
@@ -127,4 +123,19 @@ func IsDotGit(name string) bool {
 		return true
 	}
 	return len(f) == 5 && strings.HasPrefix(f, "git~") && f[4] >= '1' && f[4] <= '9'
+}
+
+// hasComponent reports whether name is one of the names of the path p.
+func hasComponent(p, name string) bool {
+	for {
+		i := strings.Index(p, name)
+		if i < 0 {
+			return false
+		}
+		end := i + len(name)
+		if (i == 0 || p[i-1] == '/') && (end == len(p) || p[end] == '/') {
+			return true
+		}
+		p = p[i+1:]
+	}
 }

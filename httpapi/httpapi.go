@@ -43,6 +43,7 @@ import (
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/redact"
+	"github.com/paddock-dev/paddock/strictjson"
 	"github.com/paddock-dev/paddock/tools"
 )
 
@@ -703,14 +704,15 @@ func readObject(r *http.Request) (json.RawMessage, error) {
 	if !strings.HasPrefix(trimmed, "{") || !json.Valid(body) {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "the body must be one JSON object")
 	}
-	if err := checkJSON(body); err != nil {
-		return nil, err
+	if err := strictjson.Check(body); err != nil {
+		return nil, badJSON(err)
 	}
 	return json.RawMessage(body), nil
 }
 
-// decode reads one JSON object with only known fields. An empty body is an
-// empty object.
+// decode reads one JSON object strictly (see package strictjson): only
+// known fields, spelled as they are, each once, in UTF-8. An empty body is
+// an empty object.
 func decode(r *http.Request, v any) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if err != nil {
@@ -722,16 +724,8 @@ func decode(r *http.Request, v any) error {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil
 	}
-	if err := checkJSON(body); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return paddock.Errorf(paddock.CodeBadRequest, "invalid JSON body: %v", err)
-	}
-	if dec.More() {
-		return paddock.Errorf(paddock.CodeBadRequest, "invalid JSON body: more than one value")
+	if err := strictjson.Unmarshal(body, v); err != nil {
+		return badJSON(err)
 	}
 	return nil
 }

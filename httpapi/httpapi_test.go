@@ -221,23 +221,56 @@ func TestEventsWait(t *testing.T) {
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
+// TestStrictJSON: a body that could be read two ways is refused, on the
+// control routes and on a tool's arguments, naming the key, and nothing is
+// written: a key twice (exactly or in another case, at any depth), a key
+// spelled otherwise than its field, invalid UTF-8 or a lone surrogate.
 func TestStrictJSON(t *testing.T) {
-	ok := []string{`{}`, `{"a":1,"b":{"a":2}}`, `{"a":[{"x":1},{"x":2}]}`, `[1,2,{"a":"a"}]`, `{"a":"b","c":["a","a"]}`}
-	for _, s := range ok {
-		if err := checkJSON([]byte(s)); err != nil {
-			t.Errorf("%s: %v", s, err)
-		}
-	}
-	bad := []string{`{"a":1,"a":2}`, `{"x":{"b":1,"b":1}}`, `[{"k":1,"k":1}]`,
-		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), `{"a":`}
-	for _, s := range bad {
-		if err := checkJSON([]byte(s)); !paddock.IsCode(err, paddock.CodeBadRequest) {
-			t.Errorf("%.40s accepted", s)
-		}
-	}
 	f := newFixture(t)
-	if a := f.do(t, f.h, "POST", "/v1/projects", `{"path":"/a","path":"`+f.repo+`"}`); a.status != 400 || !strings.Contains(a.Error.Message, "duplicate key") {
-		t.Fatalf("duplicate key over HTTP: %d %+v", a.status, a.Error)
+	for body, key := range map[string]string{
+		`{"path":"/a","path":"` + f.repo + `"}`:                     "path",
+		`{"path":"/a","Path":"` + f.repo + `"}`:                     "Path",
+		`{"PATH":"` + f.repo + `"}`:                                 "PATH",
+		`{"path":"` + f.repo + "\xff" + `"}`:                        "path",
+		`{"path":"` + f.repo + `\udc00"}`:                           "path",
+		`{"path":"` + f.repo + `","protect":["a"],"Protect":["b"]}`: "Protect",
+	} {
+		a := f.do(t, f.h, "POST", "/v1/projects", body)
+		if a.status != 400 || a.Error.Code != paddock.CodeBadRequest || a.Error.Details["key"] != key || !strings.Contains(a.Error.Message, key) {
+			t.Errorf("%.60q: %d %+v, want bad_request naming %q", body, a.status, a.Error, key)
+		}
+	}
+	if a := f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`); a.status != 201 {
+		t.Fatalf("add project: %d %+v", a.status, a.Error)
+	}
+	var r paddock.Run
+	json.Unmarshal(f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`).Data, &r)
+	if a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/exec", `{"argv":["true"],"limits":{"procs":1,"Procs":9}}`); a.status != 400 || a.Error.Details["key"] != "limits.Procs" {
+		t.Errorf("nested case-variant duplicate: %d %+v", a.status, a.Error)
+	}
+	before, _ := os.ReadDir(r.Workspace.Root)
+	for body, key := range map[string]string{
+		`{"path":"a.txt","Path":"b.txt","content":"x"}`:          "Path",
+		`{"path":"a.txt","content":"x","content":"y"}`:           "content",
+		`{"PATH":"a.txt","content":"x"}`:                         "PATH",
+		`{"path":"a.txt","Content":"x"}`:                         "Content",
+		`{"path":"bad` + "\xff" + `.txt","content":"x"}`:         "path",
+		`{"path":"a.txt","content":"` + "\xc3\x28" + `"}`:        "content",
+		`{"path":"a.txt","content":"\ud800"}`:                    "content",
+		`{"path":"a.txt","content_base64":"eA==","content":"x"}`: "",
+		`{"path":"a.txt","content_base64":"not base64!"}`:        "",
+	} {
+		a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/tools/write", body)
+		if a.status != 400 || a.Error.Code != paddock.CodeBadRequest || (key != "" && a.Error.Details["key"] != key) {
+			t.Errorf("write %.60q: %d %+v, want bad_request naming %q", body, a.status, a.Error, key)
+		}
+	}
+	if after, _ := os.ReadDir(r.Workspace.Root); len(after) != len(before) {
+		t.Errorf("a refused write left a file: %v", after)
+	}
+	a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/tools/edit", `{"path":"a","edits":[{"old_string":"1","new_string":"2","New_String":"3"}]}`)
+	if a.status != 400 || a.Error.Details["key"] != "edits[0].New_String" {
+		t.Errorf("edit with a nested case variant: %d %+v", a.status, a.Error)
 	}
 }
 

@@ -34,7 +34,7 @@ type ReadResult struct {
 	Path     string `json:"path"`
 	Size     int64  `json:"size"`
 	Binary   bool   `json:"binary"`
-	Encoding string `json:"encoding,omitempty"` // utf-8 or base64
+	Encoding string `json:"encoding,omitempty"` // utf-8, or base64 for bytes that are not UTF-8
 	Content  string `json:"content"`
 	// Line mode: the lines returned, 1-based and inclusive.
 	StartLine int `json:"start_line,omitempty"`
@@ -50,8 +50,10 @@ func init() {
 	register(&Tool{
 		Name: "read",
 		Description: "Read a file of the workspace: by lines (offset, limit) or by bytes (byte_offset, byte_limit). " +
-			"At most max_bytes are returned; a cut answer says truncated and how to go on. Binary files are " +
-			"detected; read them by bytes (base64).",
+			"At most max_bytes are returned; a cut answer says truncated and how to go on. The answer's encoding " +
+			"says how content is carried: utf-8 (text), or base64 for binary files and for lines that are not " +
+			"valid UTF-8 (decode it to get the bytes exactly; write them back with content_base64). " +
+			"A path ending in / names a directory and is refused.",
 		Schema: schema(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{
 			"path":{"type":"string","description":"path relative to the workspace root"},
 			"offset":{"type":"integer","minimum":0,"description":"first line to return, 1-based"},
@@ -148,7 +150,14 @@ func runRead(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	if res.EndLine > 0 {
 		res.StartLine = start
 	}
-	res.Content = string(out)
+	// Past the sample a text file may still hold bytes that are not UTF-8:
+	// JSON would carry them as U+FFFD, and an agent writing the text back
+	// would change them. Such lines come as base64, exactly.
+	if utf8.Valid(out) {
+		res.Content = string(out)
+	} else {
+		res.Encoding, res.Content = "base64", base64.StdEncoding.EncodeToString(out)
+	}
 	return res, int64(len(out)), nil
 }
 

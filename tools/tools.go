@@ -13,12 +13,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/strictjson"
 )
 
 // Tool is one working tool.
@@ -107,7 +109,7 @@ func Err(res any) error {
 }
 
 // contentKeys are argument fields that carry file contents; events keep only their length.
-var contentKeys = map[string]bool{"content": true, "old_string": true, "new_string": true}
+var contentKeys = map[string]bool{"content": true, "content_base64": true, "old_string": true, "new_string": true}
 
 func redactArgs(args json.RawMessage) json.RawMessage {
 	var m map[string]any
@@ -139,15 +141,18 @@ func redactArgs(args json.RawMessage) json.RawMessage {
 	return bytes.TrimSpace(buf.Bytes())
 }
 
-// decode reads args into v strictly: unknown fields and trailing data are refused.
+// decode reads args into v strictly (see package strictjson): unknown
+// fields, keys spelled otherwise than the schema's, a key twice, invalid
+// UTF-8 and trailing data are refused, so the arguments acted on are the
+// ones recorded. Every interface reaches a tool through here.
 func decode(name string, args json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return paddock.Errorf(paddock.CodeBadRequest, "%s: invalid arguments: %v", name, err)
-	}
-	if dec.More() {
-		return paddock.Errorf(paddock.CodeBadRequest, "%s: invalid arguments: trailing data", name)
+	if err := strictjson.Unmarshal(args, v); err != nil {
+		e := paddock.Errorf(paddock.CodeBadRequest, "%s: invalid arguments: %v", name, err)
+		var se *strictjson.Error
+		if errors.As(err, &se) && se.Key != "" {
+			e.WithDetail("key", se.Key)
+		}
+		return e
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -19,11 +20,13 @@ func init() {
 	register(&Tool{
 		Name: "write",
 		Description: "Write a whole file, creating missing parent directories. The file is replaced atomically; " +
-			"an existing file keeps its mode unless mode is given.",
+			"an existing file keeps its mode unless mode is given. Text goes in content (UTF-8); bytes that are " +
+			"not UTF-8 go in content_base64 instead. A path ending in / names a directory and is refused.",
 		Writes: true,
-		Schema: schema(`{"type":"object","additionalProperties":false,"required":["path","content"],"properties":{
-			"path":{"type":"string"},
-			"content":{"type":"string"},
+		Schema: schema(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{
+			"path":{"type":"string","description":"path of a file relative to the workspace root"},
+			"content":{"type":"string","description":"the file's text; give this or content_base64"},
+			"content_base64":{"type":"string","contentEncoding":"base64","description":"the file's bytes, base64 (standard alphabet, padded); for content that is not UTF-8"},
 			"mode":{"type":"string","pattern":"^0?[0-7]{3}$","description":"permission bits in octal, such as 0755"}}}`),
 		run: runWrite,
 	})
@@ -71,15 +74,32 @@ func runWrite(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, i
 	var a struct {
 		Path    string  `json:"path"`
 		Content *string `json:"content"`
+		Base64  *string `json:"content_base64"`
 		Mode    string  `json:"mode"`
 	}
 	if err := decode("write", raw, &a); err != nil {
 		return nil, 0, err
 	}
-	if a.Content == nil {
-		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "write: content is required (it may be empty)")
+	var data []byte
+	switch {
+	case a.Content != nil && a.Base64 != nil:
+		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "write: give content or content_base64, not both")
+	case a.Content != nil:
+		data = []byte(*a.Content)
+	case a.Base64 != nil:
+		if base64.StdEncoding.DecodedLen(len(*a.Base64)) > MaxFileSize+2 {
+			return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "write: content is larger than %d bytes", MaxFileSize)
+		}
+		b, err := base64.StdEncoding.Strict().DecodeString(*a.Base64)
+		if err != nil {
+			return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "write: content_base64 is not base64 (standard alphabet, padded): %v", err).
+				WithDetail("key", "content_base64")
+		}
+		data = b
+	default:
+		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "write: content (text) or content_base64 (bytes) is required; it may be empty")
 	}
-	if len(*a.Content) > MaxFileSize {
+	if len(data) > MaxFileSize {
 		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "write: content is larger than %d bytes", MaxFileSize)
 	}
 	var mode *fs.FileMode
@@ -95,11 +115,11 @@ func runWrite(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, i
 	if err != nil {
 		return nil, 0, err
 	}
-	created, err := r.WriteFile(a.Path, rel, []byte(*a.Content), mode)
+	created, err := r.WriteFile(a.Path, rel, data, mode)
 	if err != nil {
 		return nil, 0, err
 	}
-	return &WriteResult{Path: a.Path, Bytes: len(*a.Content), Created: created}, int64(len(*a.Content)), nil
+	return &WriteResult{Path: a.Path, Bytes: len(data), Created: created}, int64(len(data)), nil
 }
 
 type edit struct {

@@ -28,8 +28,11 @@ and --patch prints it.
 
 Risk labels: ci_config, dependency_manifest, executable, symlink, binary,
 large, git_config (.gitattributes, .gitmodules), hook_directory, agent_config,
-secret, suspicious_name, submodule. Entries under .git, and symbolic links
-that leave the project, are never applied.
+runs_code (Makefile, build.rs, conftest.py, .npmrc, …), agent_instructions
+(CLAUDE.md, AGENTS.md, .claude/commands/, …), secret, suspicious_name,
+submodule. Entries under .git, protected agent configuration (agent_config,
+under any spelling), and symbolic links that leave the project, are never
+applied.
 
 Exit codes: 0 shown; 3 no such run; 4 the run has no workspace to compare.`,
 		Args: exactArgs(1),

@@ -403,6 +403,33 @@ func TestMCP(t *testing.T) {
 	if evs := cli(t, home, "events", id).must(t).out; !strings.Contains(evs, "from-mcp.txt") {
 		t.Fatalf("the MCP call is not an event:\n%s", evs)
 	}
+	// Arguments reach the daemon as sent, and are read one way only: a key
+	// twice in two cases, a key in the wrong case, bytes that are not UTF-8
+	// and a path that names a directory are refused; bytes go in base64.
+	for raw, want := range map[string]string{
+		`{"path":"a.txt","Path":"b.txt","content":"x"}`:      `"key":"Path"`,
+		`{"PATH":"a.txt","content":"x"}`:                     `"key":"PATH"`,
+		`{"path":"bad` + "\xff" + `.txt","content":"x"}`:     `"key":"path"`,
+		`{"path":"a.txt","content":"` + "\xc3\x28" + `"}`:    `"key":"content"`,
+		`{"path":"from-mcp.txt/","content":"overwritten\n"}`: `not_regular_file`,
+	} {
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: json.RawMessage(raw)})
+		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, want) {
+			t.Errorf("write %q over MCP: %+v %v, want a refusal with %s", raw, res, err, want)
+		}
+	}
+	if ents, _ := os.ReadDir(run.Workspace.Root); slices.ContainsFunc(ents, func(e os.DirEntry) bool {
+		return strings.HasPrefix(e.Name(), "bad") || e.Name() == "a.txt" || e.Name() == "b.txt"
+	}) {
+		t.Errorf("a refused call over MCP wrote a file: %v", ents)
+	}
+	if b, _ := os.ReadFile(filepath.Join(run.Workspace.Root, "from-mcp.txt")); string(b) != "hello over MCP\n" {
+		t.Fatalf("a path with a trailing slash overwrote the file: %q", b)
+	}
+	res, err = s.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"path": "latin1.txt", "content_base64": "Y2Fm6Qo="}})
+	if b, _ := os.ReadFile(filepath.Join(run.Workspace.Root, "latin1.txt")); err != nil || res.IsError || string(b) != "caf\xe9\n" {
+		t.Fatalf("bytes over MCP: %+v %v %q", res, err, b)
+	}
 	// A read run is offered only the read tools.
 	rtools, err := connect(ro).ListTools(ctx, nil)
 	if err != nil || len(rtools.Tools) != 5 {

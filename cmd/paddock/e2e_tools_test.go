@@ -43,6 +43,10 @@ func TestToolsEndToEnd(t *testing.T) {
 	cli(t, home, "tool", id, "write", "--arg", "path=.git/hooks/pre-commit", "--arg", "content=x").wantCode(t, exitForbidden, "protected")
 	cli(t, home, "tool", id, "read", "--arg", "path=nope").wantCode(t, exitNotFound, "no such file")
 	cli(t, home, "tool", id, "read", "--arg", "nopath").wantCode(t, exitUsage, "key=value")
+	// A key given twice is refused here as the daemon would, not dropped.
+	cli(t, home, "tool", id, "write", "--args", `{"path":"twice.txt","path":"src/new.go","content":"x"}`).wantCode(t, exitUsage, `duplicate key "path"`)
+	cli(t, home, "tool", id, "write", "--args", `{"path":"twice.txt","Path":"src/new.go","content":"x"}`).wantCode(t, exitUsage, `duplicate key "Path"`)
+	cli(t, home, "tool", id, "write", "--args", `{"PATH":"src/new.go","content":"x"}`).wantCode(t, exitUsage, `spelled "path"`)
 	cli(t, home, "tool", id, "teleport").wantCode(t, exitNotFound, "no tool")
 	if list := cli(t, home, "tools", id).must(t).out; !strings.Contains(list, "write") || !strings.Contains(list, "grep") {
 		t.Fatalf("tools: %s", list)
@@ -59,8 +63,8 @@ func TestToolsEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	if calls != 8 {
-		t.Fatalf("%d tool.call events, want 8", calls)
+	if calls != 9 { // the duplicate keys never left the CLI; the PATH call was refused by the daemon
+		t.Fatalf("%d tool.call events, want 9", calls)
 	}
 
 	// A read run and a none run.

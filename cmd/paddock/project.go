@@ -39,7 +39,10 @@ A root can be declared once.
 Protected paths: agents may never write under a path component that folds to
 .git; by default they may not write agent or editor configuration either
 (.claude/settings*.json, .codex/, .cursor/, .mcp.json, .vscode/settings.json,
-.vscode/tasks.json, .envrc, …). --protect adds patterns (** for any depth);
+.vscode/tasks.json, .envrc, …). A pattern matches at any depth and by
+folded names (case, Unicode look-alikes and invisible characters do not
+count), so sub/.envrc and .Claude/settings.json are protected too; a change
+set holding a protected path is never applied. --protect adds patterns;
 --no-default-protect drops the default list.
 
 Attribution lint: a submitted change set that credits a model or a tool with

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/paddock-dev/paddock/strictjson"
 	"github.com/spf13/cobra"
 )
 
@@ -37,6 +38,11 @@ not offered to this run).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			obj := map[string]any{}
 			if argsJSON != "" {
+				// Read as the daemon reads it: a key given twice would
+				// otherwise be dropped here, before anyone could refuse it.
+				if err := strictjson.Check([]byte(argsJSON)); err != nil {
+					return usageError{fmt.Sprintf("--args: %v", err)}
+				}
 				if err := json.Unmarshal([]byte(argsJSON), &obj); err != nil {
 					return usageError{fmt.Sprintf("--args: %v", err)}
 				}
