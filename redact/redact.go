@@ -60,14 +60,26 @@ func New(secrets map[string]string) *Redactor {
 // Bytes returns b with every declared secret form and every credential shape
 // masked. It is idempotent. A nil Redactor masks shapes only.
 func (r *Redactor) Bytes(b []byte) []byte {
-	if r != nil {
-		for _, p := range r.pairs {
-			if bytes.Contains(b, p.find) {
-				b = bytes.ReplaceAll(b, p.find, p.mask)
-			}
+	return Shapes(r.Secrets(b))
+}
+
+// Declared reports whether r masks any declared secret (a nil Redactor, or
+// one made of no values, masks credential shapes only).
+func (r *Redactor) Declared() bool { return r != nil && len(r.pairs) > 0 }
+
+// Secrets returns b with every declared secret form masked, and no
+// credential shape: for data that is not text (a binary patch's encoding),
+// where a shape would be a coincidence and masking it would corrupt it.
+func (r *Redactor) Secrets(b []byte) []byte {
+	if r == nil {
+		return b
+	}
+	for _, p := range r.pairs {
+		if bytes.Contains(b, p.find) {
+			b = bytes.ReplaceAll(b, p.find, p.mask)
 		}
 	}
-	return Shapes(b)
+	return b
 }
 
 // String is Bytes for strings.
