@@ -97,7 +97,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		}
 		return nil, internal("computing the change set failed", err)
 	}
-	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), policy(p))
+	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), policy(p), m.redactor(r))
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
@@ -108,9 +108,9 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		return nil, internal("computing the change set failed", err)
 	}
 	pruneDiffs(diffs, cs.DiffFile)
-	// The diff stays as computed: it is what the hash binds and what an
-	// apply writes. Answers mask credentials in it on the way out (and an
-	// entry holding one is labelled secret).
+	// The diff is kept masked (credential shapes and the run's declared
+	// secrets), and the hash binds it so: nothing shown or stored of a
+	// change set holds a secret but the frozen blobs, which an apply writes.
 	return cs, nil
 }
 
@@ -431,7 +431,9 @@ func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.Change
 	defer root.Close()
 	changed := errors.New("changed")
 	for _, e := range cs.Entries {
-		if e.Op == paddock.OpDelete || e.NewMode == "160000" {
+		// A blocked entry is never applied, and its path may be masked:
+		// it has nothing to freeze.
+		if e.Op == paddock.OpDelete || e.NewMode == "160000" || e.Blocked != "" {
 			continue
 		}
 		// Streamed from the view to the blob's file, hashed on the way.
