@@ -264,6 +264,7 @@ func (s *Server) routes() http.Handler {
 	})
 	handle := func(pattern string, fn func(*http.Request) (any, error)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			w = s.runFunnel(w, r)
 			if err := scoped(pattern, r); err != nil {
 				s.fail(w, r, err)
 				return
@@ -463,6 +464,39 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
+// runFunnel returns w masking the declared secrets of the run a request
+// names, if it names one that has any: every answer about a run, errors
+// included, passes the run's funnel, whatever produced it (writeJSON
+// masks credential shapes in all answers). Each answer is written whole
+// in one Write, so no secret is cut between writes. A value that JSON
+// escapes (one holding a quote, a backslash or a control character) is
+// masked where it was produced, not here.
+func (s *Server) runFunnel(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
+	id := r.PathValue("id")
+	if id == "" || s.Manager == nil {
+		return w
+	}
+	red, err := s.Manager.Redactor(r.Context(), id)
+	if err != nil || !red.Declared() {
+		return w
+	}
+	return &secretMasker{ResponseWriter: w, red: red}
+}
+
+type secretMasker struct {
+	http.ResponseWriter
+	red *redact.Redactor
+}
+
+func (m *secretMasker) Unwrap() http.ResponseWriter { return m.ResponseWriter }
+
+func (m *secretMasker) Write(p []byte) (int, error) {
+	if _, err := m.ResponseWriter.Write(m.red.Secrets(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // recordingMux is a ServeMux that remembers the patterns it was given.
 type recordingMux struct {
 	*http.ServeMux
@@ -478,9 +512,16 @@ func (m *recordingMux) HandleFunc(pattern string, h func(http.ResponseWriter, *h
 // proxies and clients see it alive.
 var SSEHeartbeat = 15 * time.Second
 
-// changeSetDiff streams a change set's whole diff from its file, masked as
-// every answer is: however large it is, it never sits in memory.
+// changeSetDiff streams a change set's whole diff from its file: however
+// large it is, it never sits in memory. The file is masked already (see
+// changeset.MaskDiff); the stream passes the run's funnel all the same, as
+// every answer does.
 func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
+	red, err := s.Manager.Redactor(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	d, hash, err := s.Manager.ChangeSetDiff(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
 	if err != nil {
 		s.fail(w, r, err)
@@ -493,7 +534,7 @@ func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set(paddock.ChangeSetHashHeader, hash)
 	w.WriteHeader(http.StatusOK)
-	mask := (*redact.Redactor)(nil).NewWriter(w)
+	mask := red.NewWriter(w)
 	if _, err := io.Copy(mask, d); err == nil {
 		mask.Close()
 	}
