@@ -407,7 +407,13 @@ func (s *Server) routes() http.Handler {
 		return m.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))
 	})
 	handle("GET /v1/runs/{id}/changeset", func(r *http.Request) (any, error) { return m.ChangeSet(r.Context(), r.PathValue("id")) })
-	handle("POST /v1/runs/{id}/submit", func(r *http.Request) (any, error) { return m.Submit(r.Context(), r.PathValue("id")) })
+	handle("POST /v1/runs/{id}/submit", func(r *http.Request) (any, error) {
+		var req paddock.SubmitRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return m.SubmitExpecting(r.Context(), r.PathValue("id"), req.ExpectHash)
+	})
 	handle("POST /v1/runs/{id}/approve", func(r *http.Request) (any, error) {
 		var req paddock.ApproveRequest
 		if err := decode(r, &req); err != nil {

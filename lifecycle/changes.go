@@ -171,10 +171,11 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 	if _, err := m.Run(ctx, id); err != nil {
 		return nil, "", err
 	}
-	hex, ok := strings.CutPrefix(hash, "sha256:")
-	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
-		return nil, "", paddock.Errorf(paddock.CodeBadRequest, "hash %q: want sha256: and 64 hex digits", hash)
+	hash, err := checkHash(hash)
+	if err != nil {
+		return nil, "", err
 	}
+	hex := strings.TrimPrefix(hash, "sha256:")
 	if cs, err := m.frozen(id, hash); err == nil {
 		d, err := changeset.OpenDiff(cs)
 		if err != nil {
@@ -187,6 +188,16 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 		return nil, "", paddock.Errorf(paddock.CodeNotFound, "run %s keeps no diff for change set %s; compute the change set again", id, hash)
 	}
 	return f, hash, nil
+}
+
+// checkHash refuses what cannot be a change set's hash, and gives it the
+// sha256: prefix when it has none.
+func checkHash(hash string) (string, error) {
+	hex := strings.TrimPrefix(hash, "sha256:")
+	if len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return "", paddock.Errorf(paddock.CodeBadRequest, "hash %q: want sha256: and 64 hex digits", hash)
+	}
+	return "sha256:" + hex, nil
 }
 
 // frozen loads the change set submitted under hash, with its diff file.
@@ -291,12 +302,30 @@ func diffArtifactName(hash string) string {
 // Submit freezes the run's change set: it is stored as an artifact under
 // its hash, and only that hash can be approved.
 func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+	return m.SubmitExpecting(ctx, id, "")
+}
+
+// SubmitExpecting is Submit that freezes the change set only if its hash,
+// computed now, is expect (when expect is not empty): the change set a
+// reviewer looked at, and nothing the workspace became since.
+func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*paddock.ChangeSet, error) {
+	if expect != "" {
+		var err error
+		if expect, err = checkHash(expect); err != nil {
+			return nil, err
+		}
+	}
 	if s, err := m.submission(id); err == nil && s.AppliedTo != "" {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
 	}
 	cs, err := m.ChangeSet(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if expect != "" && cs.Hash != expect {
+		// The new hash is not told: it names a change set nobody has seen.
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s's change set is no longer %s: the workspace changed since it was shown; nothing was frozen (review it again: paddock diff %s)", id, expect, id).
+			WithDetail("expected", expect)
 	}
 	if len(cs.Entries) == 0 {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s changed nothing; there is nothing to submit", id)
