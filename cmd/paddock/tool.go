@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -63,7 +64,7 @@ not offered to this run).`,
 			var out bytes.Buffer
 			json.Indent(&out, res, "", "  ")
 			out.WriteByte('\n')
-			_, err = a.stdout.Write(out.Bytes())
+			_, err = a.stdout.Write(termsafe.JSON(out.Bytes()))
 			return err
 		},
 	}
