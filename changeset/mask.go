@@ -486,7 +486,8 @@ type masker struct {
 	out   *bufio.Writer
 	found map[string]*Finding
 	c     cursor
-	open  int // sides of the hunk inside a private key
+	batch []byte // lines of the current hunk not written yet
+	open  int    // sides of the hunk inside a private key
 	skip  bool
 	// newLine is the number, in the new file, of the hunk's next line on
 	// the new side, for a hunk placed in its new file (0 otherwise).
@@ -507,12 +508,15 @@ func (m *masker) run(lr *lineReader) error {
 	for {
 		line, whole, err := lr.next()
 		if err == io.EOF {
-			return nil
+			return m.flush()
 		}
 		if err != nil {
 			return fmt.Errorf("changeset: reading the diff: %w", err)
 		}
 		if !whole {
+			if err := m.flush(); err != nil {
+				return err
+			}
 			if err := m.long(line, lr); err != nil {
 				return err
 			}
@@ -526,6 +530,17 @@ func (m *masker) run(lr *lineReader) error {
 
 // line masks one whole line.
 func (m *masker) line(line []byte) error {
+	if m.batchable(line) {
+		m.c.step(line) // a line of a hunk: the cursor stays
+		m.batch = append(m.batch, line...)
+		if len(m.batch) >= batchSize {
+			return m.flush()
+		}
+		return nil
+	}
+	if err := m.flush(); err != nil {
+		return err
+	}
 	kind := m.c.step(line)
 	if kind == fileHeader {
 		m.skip = false
@@ -548,15 +563,7 @@ func (m *masker) line(line []byte) error {
 		if len(line) == 0 || line[0] == '\\' {
 			break // "\ No newline at end of file"
 		}
-		text, masked := m.content(line)
-		if masked {
-			m.finding().Masked = true
-		}
-		if err := m.out.WriteByte(line[0]); err != nil {
-			return err
-		}
-		_, err := m.out.Write(text)
-		return err
+		return m.contentLine(line)
 	case binaryData:
 		if bytes.HasPrefix(line, []byte("GIT binary patch")) && m.plan.withhold[m.c.file] {
 			// The rest of this file's part is skipped.
@@ -576,6 +583,57 @@ func (m *masker) line(line []byte) error {
 		m.finding().Masked = true
 	}
 	_, err := m.out.Write(out)
+	return err
+}
+
+// batchSize is how many bytes of a hunk's lines are tested together: most
+// code holds nothing to mask, and one test of 64 KiB costs far less than a
+// thousand tests of a line.
+const batchSize = 64 << 10
+
+// batchable reports whether line is a line of a hunk that may wait in the
+// batch: no key is open and the hunk is not placed in its file (those are
+// followed line by line).
+func (m *masker) batchable(line []byte) bool {
+	return m.c.inHunk && !m.c.binary && !m.skip && m.open == 0 && m.newLine == 0 && len(line) > 1 &&
+		(line[0] == ' ' || line[0] == '+' || line[0] == '-')
+}
+
+// flush writes the batch: as it is when nothing in it can be masked or
+// labelled, else line by line.
+func (m *masker) flush() error {
+	b := m.batch
+	defer func() { m.batch = m.batch[:0] }()
+	if len(b) == 0 {
+		return nil
+	}
+	if !m.red.MayMask(b) && !bytes.Contains(b, []byte("PRIVATE KEY-----")) && !termsafe.Has(b) {
+		_, err := m.out.Write(b)
+		return err
+	}
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line = b[:i+1]
+		}
+		b = b[len(line):]
+		if err := m.contentLine(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// contentLine masks and writes one line of a hunk.
+func (m *masker) contentLine(line []byte) error {
+	text, masked := m.content(line)
+	if masked {
+		m.finding().Masked = true
+	}
+	if err := m.out.WriteByte(line[0]); err != nil {
+		return err
+	}
+	_, err := m.out.Write(text)
 	return err
 }
 

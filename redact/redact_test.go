@@ -229,3 +229,36 @@ func TestDetector(t *testing.T) {
 		t.Fatalf("Secrets: %q", got)
 	}
 }
+
+// TestMayMaskNeverMisses: whatever Bytes would change, MayMask reports;
+// plain text it passes.
+func TestMayMaskNeverMisses(t *testing.T) {
+	const v = "s3cr3t/value+with=chars?&"
+	r := New(map[string]string{"TOKEN": v})
+	ins := []string{
+		"key AKIAIOSFODNN7EXAMPLE here", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+		"AWS_SECRET_ACCESS_KEY=abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123", "aws_\u017fecret_access_key=abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123",
+		"Authorization: BEARER abcdefghijklmnopqrstuvwxyz", "token ghp_" + strings.Repeat("a", 36), "glpat-" + strings.Repeat("b", 20),
+		"xoxb-1234567890abc", "AIza" + strings.Repeat("c", 35), "sk-ant-api03-" + strings.Repeat("x", 30),
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+		"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+	}
+	for _, f := range []string{v, base64.StdEncoding.EncodeToString([]byte(v)), url.QueryEscape(v), hex.EncodeToString([]byte(v))} {
+		ins = append(ins, "x "+f+" y")
+	}
+	for _, in := range ins {
+		for _, text := range []string{in, "prefix\n" + in, in + "\nsuffix", "é " + in} {
+			if string(r.Bytes([]byte(text))) == text {
+				t.Fatalf("%q: nothing to mask", text)
+			}
+			if !r.MayMask([]byte(text)) {
+				t.Errorf("MayMask(%q) = false", text)
+			}
+		}
+	}
+	for _, clean := range []string{"", "x", "func main() {\n\tfmt.Println(\"hello, world\")\n}\n", "ümlaut and 日本語", "be ready; task; key"} {
+		if r.MayMask([]byte(clean)) {
+			t.Errorf("MayMask(%q) = true", clean)
+		}
+	}
+}
