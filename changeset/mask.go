@@ -28,6 +28,10 @@ type Finding struct {
 // keyMask replaces each line of a private key's body.
 const keyMask = "[REDACTED:private_key]"
 
+// keyLineMin is the length from which a line of key data, seen where no
+// key marker says a key is open, is taken for a line of a key's body.
+const keyLineMin = 40
+
 // maxLine is the longest diff line masked whole; a longer one (minified
 // code, a data file) is masked as a stream, as far as redact.Writer goes.
 const maxLine = 1 << 20
@@ -284,7 +288,9 @@ func scan(red *redact.Redactor, src string) (*plan, error) {
 			case redact.KeyBegins:
 				seen |= sides
 			default:
-				if sides&newSide != 0 && seen&newSide == 0 && redact.IsKeyData(bytes.TrimRight(line[1:], "\n")) {
+				// A line of a key's body is long (64 or 70 characters, but
+				// for its last); a short word ("return") is no sign of one.
+				if data := bytes.TrimRight(line[1:], "\r\n"); sides&newSide != 0 && seen&newSide == 0 && len(data) >= keyLineMin && redact.IsKeyData(data) {
 					p.unplaced[c.hunk] = true
 					p.placed[c.file] = c.path
 				}
@@ -700,7 +706,7 @@ func (m *masker) hunkHeader(line []byte) []byte {
 	head, text := line[:i+4], line[i+4:]
 	data := bytes.TrimSpace(text)
 	inKey := m.open != 0 || (m.newLine > 0 && inSpans(m.plan.spans[m.c.file], m.newLine-1))
-	if redact.IsKeyData(data) && (inKey || len(data) >= 40) {
+	if redact.IsKeyData(data) && (inKey || len(data) >= keyLineMin) {
 		return append(append(append([]byte{}, head...), " "+keyMask...), lineEnd(text)...)
 	}
 	return m.red.Bytes(line)
