@@ -112,7 +112,7 @@ func requireNoSecret(t *testing.T, home, answers string) {
 	exempt := func(rel string) bool {
 		parts := strings.Split(rel, string(filepath.Separator))
 		switch {
-		case parts[0] == "workspaces" || parts[0] == "snapshots" || parts[0] == "secrets" || parts[0] == "harness":
+		case parts[0] == "workspaces" || parts[0] == "snapshots" || parts[0] == "secrets":
 			return true
 		case len(parts) > 2 && parts[0] == "artifacts" && (parts[2] == "blobs" || parts[2] == "gitcache"):
 			return true
