@@ -151,7 +151,9 @@ func OpenDiff(cs *paddock.ChangeSet) (io.ReadCloser, error) {
 // by the entries' blob ids, git's hashes of the exact new bytes, which the
 // frozen blobs are checked against when they are frozen and again when git
 // stores them; a masked line changes no blob id, so two change sets that
-// differ only in a secret's value still have different hashes.
+// differ only in a secret's value still have different hashes. (A blob id
+// is a hash of a file's bytes, secret included: a value that can be
+// guessed could be confirmed against it. The hash adds nothing to that.)
 func Hash(cs *paddock.ChangeSet) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "paddock-changeset-v1\nbase %s\n", cs.BaseRevision)
