@@ -19,9 +19,9 @@ func (a *app) diffCmd() *cobra.Command {
 		Long: `Show the run's change set, computed now from its workspace: each entry (create,
 modify or delete, modes, git blob ids, size) with its risk labels, and the
 unified diff, which 'git apply' accepts. Files the base's ignore rules leave
-out (build output, dependencies) are listed apart. The last line gives the
-change set's hash: 'paddock submit RUN --expect-hash HASH' freezes exactly
-what was shown, and refuses if the workspace changed since.
+out (build output, dependencies) are listed apart. After the entries come
+the change set's hash and how to freeze exactly what was shown: 'paddock
+submit RUN --expect-hash HASH', which refuses if the workspace changed since.
 
 Masking: credentials (cloud and forge keys, tokens, private keys) and the
 values of the run's declared secrets, in every form paddock knows (as is,
