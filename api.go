@@ -133,6 +133,14 @@ type ExecLimits struct {
 	Tmp      int64  `json:"tmp,omitempty"`       // size of /tmp, bytes (default 512 MiB)
 }
 
+// SubmitRequest freezes a run's change set. The body is optional.
+type SubmitRequest struct {
+	// ExpectHash, if set, is the hash of the change set the submitter
+	// reviewed: if the change set computed now has another (the workspace
+	// changed since), nothing is frozen and the answer is a conflict.
+	ExpectHash string `json:"expect_hash,omitempty"`
+}
+
 // ApproveRequest approves a submitted change set by its hash.
 type ApproveRequest struct {
 	Hash string `json:"hash"`

@@ -9,12 +9,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -22,17 +25,31 @@ import (
 	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/redact"
+	"github.com/paddock-dev/paddock/termsafe"
 )
 
 // LargeFile is the size from which an entry is labelled large.
 const LargeFile = 1 << 20
 
 // Build makes the change set of the workspace at root from git's snapshot,
-// whose diff is in the file diffFile: a diff of at most paddock.InlineDiff
-// bytes is read once and carried whole; a larger one is hashed as a stream
-// and left in its file.
-func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, policy *confine.Policy) (*paddock.ChangeSet, error) {
-	cs := &paddock.ChangeSet{RunID: runID, BaseRevision: base, DiffFile: diffFile, Ignored: snap.Ignored,
+// whose diff is in the file diffFile.
+//
+// The diff is masked in place first (see MaskDiff; red holds the run's
+// declared secrets): from then on only the masked diff exists, and it is
+// what the hash binds, what is stored and what every answer shows. Paths
+// are masked the same way; an entry whose name held a secret is never
+// applied. Each entry whose part of the diff was masked is labelled
+// secret, and one whose name or changed lines hold a character a terminal
+// acts on is labelled control_chars.
+//
+// A diff of at most paddock.InlineDiff bytes is read once and carried
+// whole; a larger one is hashed as a stream and left in its file.
+func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, policy *confine.Policy, red *redact.Redactor) (*paddock.ChangeSet, error) {
+	found, err := maskInPlace(red, diffFile, root)
+	if err != nil {
+		return nil, err
+	}
+	cs := &paddock.ChangeSet{RunID: runID, BaseRevision: base, DiffFile: diffFile, Ignored: red.Strings(snap.Ignored),
 		Entries: []paddock.ChangeEntry{}, ComputedAt: time.Now().UTC()}
 	fi, err := os.Stat(diffFile)
 	if err != nil {
@@ -68,12 +85,46 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 			e.Op = paddock.OpModify
 		}
 		label(&e, root, policy)
+		review(&e, red, found)
 		cs.Entries = append(cs.Entries, e)
 	}
 	if cs.Hash, err = Hash(cs); err != nil {
 		return nil, err
 	}
 	return cs, nil
+}
+
+// maskInPlace replaces the diff in the file path with its masked form;
+// the workspace at root gives the new content of a file (see MaskDiff).
+func maskInPlace(red *redact.Redactor, path, root string) (map[string]*Finding, error) {
+	tmp := path + ".masked"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("changeset: %w", err)
+	}
+	found, err := MaskDiff(red, path, f, func(p string) (io.ReadCloser, error) { return openRegular(root, p) })
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return nil, fmt.Errorf("changeset: masking the diff: %w", err)
+	}
+	return found, nil
+}
+
+// openRegular opens the regular file at p under root for reading, without
+// following a link in its last name and without blocking on a FIFO.
+func openRegular(root, p string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(root, filepath.FromSlash(p)), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("changeset: %s is not a file", p)
+	}
+	return f, nil
 }
 
 // OpenDiff opens cs's whole diff: the diff it carries, or, when that is
@@ -93,6 +144,16 @@ func OpenDiff(cs *paddock.ChangeSet) (io.ReadCloser, error) {
 // entries (paths, ops, modes, blob ids) and its diff (read as a stream).
 // Labels and times are not part of it: they describe the change, they are
 // not the change.
+//
+// The diff hashed is the masked one (see Build), the only one paddock
+// keeps: what a reviewer saw is exactly what the hash names, and anyone
+// holding the change set can check its hash. What an apply writes is bound
+// by the entries' blob ids, git's hashes of the exact new bytes, which the
+// frozen blobs are checked against when they are frozen and again when git
+// stores them; a masked line changes no blob id, so two change sets that
+// differ only in a secret's value still have different hashes. (A blob id
+// is a hash of a file's bytes, secret included: a value that can be
+// guessed could be confirmed against it. The hash adds nothing to that.)
 func Hash(cs *paddock.ChangeSet) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "paddock-changeset-v1\nbase %s\n", cs.BaseRevision)
@@ -204,6 +265,29 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 				add("secret")
 			}
 		}
+	}
+}
+
+// review labels e by what masking the diff found in its part, and masks
+// its path: a name that held a secret cannot be shown as it is, so what is
+// shown is not what an apply would write, and it is never applied.
+func review(e *paddock.ChangeEntry, red *redact.Redactor, found map[string]*Finding) {
+	if p := red.String(e.Path); p != e.Path {
+		e.Path = p
+		addRisk(e, "secret")
+		e.Blocked = "its name holds a secret, which is shown masked: never applied"
+	}
+	if f := found[e.Path]; f != nil && f.Masked {
+		addRisk(e, "secret")
+	}
+	if f := found[e.Path]; (f != nil && f.Control) || termsafe.HasInName(e.Path) {
+		addRisk(e, "control_chars")
+	}
+}
+
+func addRisk(e *paddock.ChangeEntry, r string) {
+	if !slices.Contains(e.Risks, r) {
+		e.Risks = append(e.Risks, r)
 	}
 }
 

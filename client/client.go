@@ -435,10 +435,17 @@ func (c *Client) ChangeSetDiff(ctx context.Context, id, hash string, w io.Writer
 	return resp.Header.Get(paddock.ChangeSetHashHeader), nil
 }
 
-// Submit freezes a run's change set.
+// Submit freezes a run's change set as it is now.
 func (c *Client) Submit(ctx context.Context, id string) (*paddock.ChangeSet, error) {
 	var cs paddock.ChangeSet
 	return &cs, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/submit", nil, &cs)
+}
+
+// SubmitExpecting freezes a run's change set only if its hash is still
+// hash, the one reviewed; a workspace changed since gives a conflict.
+func (c *Client) SubmitExpecting(ctx context.Context, id, hash string) (*paddock.ChangeSet, error) {
+	var cs paddock.ChangeSet
+	return &cs, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/submit", paddock.SubmitRequest{ExpectHash: hash}, &cs)
 }
 
 // Approve approves the frozen change set with this hash.

@@ -12,7 +12,9 @@
 //	{"do": "exec", "argv": ["go", "test", "./..."]}
 //	{"do": "start", "kind": "agent"}  |  {"do": "wait"}  |  {"do": "cancel"}
 //	{"do": "status"}  |  {"do": "events"}  |  {"do": "artifact", "kind": "logs"}
+//	{"do": "changeset"}  |  {"do": "diff"}   the change set as it is now, and its whole diff
 //	{"do": "submit"}  |  {"do": "approve"}  |  {"do": "apply", "to": "branch"}  |  {"do": "reject"}
+//	{"do": "submit", "hash": "last"}   freeze only the change set the last changeset step saw
 //	{"do": "create", "project": "app"}   a run made by the operator without a bootstrap
 //
 // Each step may say "as": "operator" (the daemon's credential) or "agent"
@@ -56,11 +58,16 @@ type Step struct {
 type Runner struct {
 	Operator *client.Client
 	Log      io.Writer
+	// Answers, if not nil, gets every answer the daemon gave, one JSON
+	// value (a diff: its text) a line: what a client saw, for checks such
+	// as that no secret was in any of them.
+	Answers io.Writer
 
 	runs    []string // bootstrapped runs, newest last
 	tokens  map[string]string
 	lastJob string
 	hash    string // of the latest submission
+	seen    string // of the latest change set computed
 }
 
 // Run plays a script and returns the first step that failed, if any.
@@ -110,7 +117,7 @@ func (r *Runner) target(s Step) (string, *client.Client, error) {
 	return run, c, nil
 }
 
-func (r *Runner) step(ctx context.Context, s Step) error {
+func (r *Runner) step(ctx context.Context, s Step) (err error) {
 	if s.Do == "bootstrap" {
 		agent := paddock.AgentDefinition{Name: "fake-agent"}
 		if s.Agent != nil {
@@ -135,6 +142,16 @@ func (r *Runner) step(ctx context.Context, s Step) error {
 	if err != nil {
 		return err
 	}
+	var answer any
+	defer func() {
+		if err != nil {
+			answer = map[string]any{"error": err.Error(), "as_sent": err} // an error is an answer too
+		}
+		if r.Answers != nil && answer != nil {
+			b, _ := json.Marshal(answer)
+			fmt.Fprintf(r.Answers, "%s\n", b)
+		}
+	}()
 	switch s.Do {
 	case "tool":
 		args := map[string]any{}
@@ -146,10 +163,11 @@ func (r *Runner) step(ctx context.Context, s Step) error {
 		if s.Fill > 0 {
 			args["content"] = strings.Repeat("a", s.Fill)
 		}
-		_, err = c.CallTool(ctx, run, s.Name, args)
+		answer, err = c.CallTool(ctx, run, s.Name, args)
 	case "exec":
 		var res *paddock.ExecResult
 		res, err = c.Exec(ctx, run, paddock.ExecRequest{Argv: s.Argv})
+		answer = res
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
 		}
@@ -166,6 +184,7 @@ func (r *Runner) step(ctx context.Context, s Step) error {
 		for deadline := time.Now().Add(60 * time.Second); ; {
 			var j *paddock.Job
 			if j, err = c.Job(ctx, run, r.lastJob); err != nil || j.State != paddock.JobRunning {
+				answer = j
 				if err == nil && j.State != paddock.JobSucceeded {
 					err = fmt.Errorf("job %s is %s: %s", j.ID, j.State, j.Reason)
 				}
@@ -177,28 +196,46 @@ func (r *Runner) step(ctx context.Context, s Step) error {
 			time.Sleep(20 * time.Millisecond)
 		}
 	case "cancel":
-		_, err = c.CancelJob(ctx, run, r.lastJob)
+		answer, err = c.CancelJob(ctx, run, r.lastJob)
 	case "status":
-		_, err = c.Run(ctx, run)
+		answer, err = c.Run(ctx, run)
 	case "events":
-		_, err = c.Events(ctx, run, 0, 0, 0)
+		answer, err = c.Events(ctx, run, 0, 0, 0)
 	case "artifact":
-		_, err = c.Artifact(ctx, run, s.Kind)
+		answer, err = c.Artifact(ctx, run, s.Kind)
+	case "changeset":
+		var cs *paddock.ChangeSet
+		if cs, err = c.ChangeSet(ctx, run); err == nil {
+			answer, r.seen = cs, cs.Hash
+		}
+	case "diff":
+		var b strings.Builder
+		if _, err = c.ChangeSetDiff(ctx, run, "", &b); err == nil {
+			answer = b.String()
+		}
 	case "submit":
 		var cs *paddock.ChangeSet
-		if cs, err = c.Submit(ctx, run); err == nil {
-			r.hash = cs.Hash
+		switch s.Hash {
+		case "":
+			cs, err = c.Submit(ctx, run)
+		case "last":
+			cs, err = c.SubmitExpecting(ctx, run, r.seen)
+		default:
+			cs, err = c.SubmitExpecting(ctx, run, s.Hash)
+		}
+		if err == nil {
+			answer, r.hash = cs, cs.Hash
 		}
 	case "approve":
 		hash := r.hash
 		if s.Hash != "" {
 			hash = s.Hash
 		}
-		_, err = c.Approve(ctx, run, hash)
+		answer, err = c.Approve(ctx, run, hash)
 	case "apply":
-		_, err = c.Apply(ctx, run, paddock.ApplyRequest{To: s.To})
+		answer, err = c.Apply(ctx, run, paddock.ApplyRequest{To: s.To})
 	case "reject":
-		_, err = c.Reject(ctx, run)
+		answer, err = c.Reject(ctx, run)
 	default:
 		return paddock.Errorf(paddock.CodeBadRequest, "unknown step %q", s.Do)
 	}

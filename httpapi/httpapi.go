@@ -278,6 +278,7 @@ func (s *Server) routes() http.Handler {
 	})
 	handle := func(pattern string, fn func(*http.Request) (any, error)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			w = s.runFunnel(w, r)
 			if err := scoped(pattern, r); err != nil {
 				s.fail(w, r, err)
 				return
@@ -430,7 +431,13 @@ func (s *Server) routes() http.Handler {
 		return m.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))
 	})
 	handle("GET /v1/runs/{id}/changeset", func(r *http.Request) (any, error) { return m.ChangeSet(r.Context(), r.PathValue("id")) })
-	handle("POST /v1/runs/{id}/submit", func(r *http.Request) (any, error) { return m.Submit(r.Context(), r.PathValue("id")) })
+	handle("POST /v1/runs/{id}/submit", func(r *http.Request) (any, error) {
+		var req paddock.SubmitRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return m.SubmitExpecting(r.Context(), r.PathValue("id"), req.ExpectHash)
+	})
 	handle("POST /v1/runs/{id}/approve", func(r *http.Request) (any, error) {
 		var req paddock.ApproveRequest
 		if err := decode(r, &req); err != nil {
@@ -502,9 +509,16 @@ func (m *recordingMux) HandleFunc(pattern string, h func(http.ResponseWriter, *h
 // proxies and clients see it alive.
 var SSEHeartbeat = 15 * time.Second
 
-// changeSetDiff streams a change set's whole diff from its file, masked as
-// every answer is: however large it is, it never sits in memory.
+// changeSetDiff streams a change set's whole diff from its file: however
+// large it is, it never sits in memory. The file is masked already (see
+// changeset.MaskDiff); the stream passes the run's funnel all the same, as
+// every answer does.
 func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
+	red, err := s.Manager.Redactor(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	d, hash, err := s.Manager.ChangeSetDiff(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
 	if err != nil {
 		s.fail(w, r, err)
@@ -517,7 +531,7 @@ func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set(paddock.ChangeSetHashHeader, hash)
 	w.WriteHeader(http.StatusOK)
-	mask := (*redact.Redactor)(nil).NewWriter(w)
+	mask := red.NewWriter(w)
 	if _, err := io.Copy(mask, d); err == nil {
 		mask.Close()
 	}

@@ -491,3 +491,33 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswersPassTheRunsFunnel: an answer about a run masks the run's
+// declared secrets whatever produced it; what an agent's token sends is
+// recorded masked.
+func TestAnswersPassTheRunsFunnel(t *testing.T) {
+	f := newFixture(t)
+	const v = "s3cr3t-value-42"
+	f.srv.Manager.Secret = func(name string) (string, bool) { return v, name == "API_TOKEN" }
+	f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`"}`)
+	a := f.do(t, f.h, "POST", "/v1/runs", `{"project":"repo","kind":"clone","secrets":["API_TOKEN"]}`)
+	var r paddock.Run
+	if err := json.Unmarshal(a.Data, &r); err != nil || r.ID == "" {
+		t.Fatalf("create: %d %s %+v", a.status, a.Data, a.Error)
+	}
+	a = f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/checkpoint", `{"reason":"saving `+v+`"}`)
+	recorded, _ := f.srv.Manager.Events(context.Background(), r.ID, 0, 0)
+	evs, _ := json.Marshal(recorded)
+	if !a.OK || strings.Contains(string(a.Data), v) || !strings.Contains(string(a.Data), "saving [REDACTED:API_TOKEN]") ||
+		strings.Contains(string(evs), v) {
+		t.Fatalf("checkpoint: %s\nrecorded: %s", a.Data, evs)
+	}
+	// Whatever an answer holds, it leaves masked.
+	req := httptest.NewRequest("GET", "http://paddock/v1/runs/"+r.ID, nil)
+	req.SetPathValue("id", r.ID)
+	rec := httptest.NewRecorder()
+	writeData(f.srv.runFunnel(rec, req), 200, map[string]string{"echo": "a " + v})
+	if got := rec.Body.String(); strings.Contains(got, v) || !strings.Contains(got, "a [REDACTED:API_TOKEN]") {
+		t.Fatalf("the funnel let through: %s", got)
+	}
+}

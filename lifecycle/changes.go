@@ -97,7 +97,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		}
 		return nil, internal("computing the change set failed", err)
 	}
-	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), policy(p))
+	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), policy(p), m.redactor(r))
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
@@ -108,9 +108,9 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		return nil, internal("computing the change set failed", err)
 	}
 	pruneDiffs(diffs, cs.DiffFile)
-	// The diff stays as computed: it is what the hash binds and what an
-	// apply writes. Answers mask credentials in it on the way out (and an
-	// entry holding one is labelled secret).
+	// The diff is kept masked (credential shapes and the run's declared
+	// secrets), and the hash binds it so: nothing shown or stored of a
+	// change set holds a secret but the frozen blobs, which an apply writes.
 	return cs, nil
 }
 
@@ -171,10 +171,11 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 	if _, err := m.Run(ctx, id); err != nil {
 		return nil, "", err
 	}
-	hex, ok := strings.CutPrefix(hash, "sha256:")
-	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
-		return nil, "", paddock.Errorf(paddock.CodeBadRequest, "hash %q: want sha256: and 64 hex digits", hash)
+	hash, err := checkHash(hash)
+	if err != nil {
+		return nil, "", err
 	}
+	hex := strings.TrimPrefix(hash, "sha256:")
 	if cs, err := m.frozen(id, hash); err == nil {
 		d, err := changeset.OpenDiff(cs)
 		if err != nil {
@@ -187,6 +188,16 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 		return nil, "", paddock.Errorf(paddock.CodeNotFound, "run %s keeps no diff for change set %s; compute the change set again", id, hash)
 	}
 	return f, hash, nil
+}
+
+// checkHash refuses what cannot be a change set's hash, and gives it the
+// sha256: prefix when it has none.
+func checkHash(hash string) (string, error) {
+	hex := strings.TrimPrefix(hash, "sha256:")
+	if len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return "", paddock.Errorf(paddock.CodeBadRequest, "hash %q: want sha256: and 64 hex digits", hash)
+	}
+	return "sha256:" + hex, nil
 }
 
 // frozen loads the change set submitted under hash, with its diff file.
@@ -291,12 +302,30 @@ func diffArtifactName(hash string) string {
 // Submit freezes the run's change set: it is stored as an artifact under
 // its hash, and only that hash can be approved.
 func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+	return m.SubmitExpecting(ctx, id, "")
+}
+
+// SubmitExpecting is Submit that freezes the change set only if its hash,
+// computed now, is expect (when expect is not empty): the change set a
+// reviewer looked at, and nothing the workspace became since.
+func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*paddock.ChangeSet, error) {
+	if expect != "" {
+		var err error
+		if expect, err = checkHash(expect); err != nil {
+			return nil, err
+		}
+	}
 	if s, err := m.submission(id); err == nil && s.AppliedTo != "" {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
 	}
 	cs, err := m.ChangeSet(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if expect != "" && cs.Hash != expect {
+		// The new hash is not told: it names a change set nobody has seen.
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s's change set is no longer %s: the workspace changed since it was shown; nothing was frozen (review it again: paddock diff %s)", id, expect, id).
+			WithDetail("expected", expect)
 	}
 	if len(cs.Entries) == 0 {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s changed nothing; there is nothing to submit", id)
@@ -431,7 +460,9 @@ func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.Change
 	defer root.Close()
 	changed := errors.New("changed")
 	for _, e := range cs.Entries {
-		if e.Op == paddock.OpDelete || e.NewMode == "160000" {
+		// A blocked entry is never applied, and its path may be masked:
+		// it has nothing to freeze.
+		if e.Op == paddock.OpDelete || e.NewMode == "160000" || e.Blocked != "" {
 			continue
 		}
 		// Streamed from the view to the blob's file, hashed on the way.

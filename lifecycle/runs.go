@@ -420,6 +420,9 @@ func (m *Manager) Checkpoint(ctx context.Context, id, reason string) (*paddock.R
 	if r.Workspace == nil || !paddock.CanTransition(r.Workspace.State, paddock.StateCheckpointed) {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; only a ready or active run can be checkpointed", id, r.State())
 	}
+	// The run's own token may checkpoint it: the reason is an agent's text,
+	// recorded in the run and its events.
+	reason = m.redactor(r).String(reason)
 	cp, err := m.takeCheckpoint(ctx, r.Workspace, reason)
 	if err != nil {
 		return nil, err

@@ -117,6 +117,16 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 	return redactValue(red, res)
 }
 
+// Redactor masks the run's declared secrets and every credential shape:
+// for what the API streams of a run that its answers do not carry.
+func (m *Manager) Redactor(ctx context.Context, id string) (*redact.Redactor, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return m.redactor(r), nil
+}
+
 // redactor masks a run's declared secrets and every credential shape.
 func (m *Manager) redactor(r *paddock.Run) *redact.Redactor {
 	values := map[string]string{}

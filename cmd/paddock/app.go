@@ -12,7 +12,9 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // app is one invocation of the CLI: its streams, environment and global flags.
@@ -130,15 +132,16 @@ func (a *app) printError(err error) {
 	case client.Unreachable(err):
 		fmt.Fprintf(a.stderr, "paddock: %v\n  start one with `paddock serve`, or unset PADDOCK_NO_AUTOSTART to let the CLI start it\n", err)
 	case errors.As(err, &pe):
-		fmt.Fprintf(a.stderr, "paddock: %s\n", pe.Message)
+		// A message can name an agent's file: shown escaped.
+		fmt.Fprintf(a.stderr, "paddock: %s\n", termsafe.Text(pe.Message))
 		if rule, ok := pe.Details["rule"].(string); ok {
-			fmt.Fprintf(a.stderr, "  rule: %s\n", rule)
+			fmt.Fprintf(a.stderr, "  rule: %s\n", termsafe.Text(rule))
 		}
 		if hint, ok := pe.Details["hint"].(string); ok {
-			fmt.Fprintf(a.stderr, "  hint: %s\n", hint)
+			fmt.Fprintf(a.stderr, "  hint: %s\n", termsafe.Text(hint))
 		}
 	default:
-		fmt.Fprintf(a.stderr, "paddock: %v\n", err)
+		fmt.Fprintf(a.stderr, "paddock: %s\n", termsafe.Text(err.Error()))
 	}
 }
 
@@ -235,15 +238,28 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 }
 
 // output writes v as indented JSON when asJSON, or calls human otherwise.
+// Either way what reaches stdout holds no character a terminal would act
+// on (see package termsafe): names and contents come from agents.
 func (a *app) output(asJSON bool, v any, human func(io.Writer)) error {
 	if asJSON {
-		enc := json.NewEncoder(a.stdout)
+		enc := json.NewEncoder(termsafe.JSONWriter{W: a.stdout})
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		return enc.Encode(v)
 	}
-	human(a.stdout)
-	return nil
+	w := termsafe.NewWriter(a.stdout)
+	human(w)
+	return w.Flush()
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // exactArgs is cobra.ExactArgs with an error that names the verb's usage.

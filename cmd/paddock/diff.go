@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -18,21 +19,38 @@ func (a *app) diffCmd() *cobra.Command {
 		Long: `Show the run's change set, computed now from its workspace: each entry (create,
 modify or delete, modes, git blob ids, size) with its risk labels, and the
 unified diff, which 'git apply' accepts. Files the base's ignore rules leave
-out (build output, dependencies) are listed apart. Credentials in the diff are
-masked on the way out; an entry holding one is labelled secret.
+out (build output, dependencies) are listed apart. After the entries come
+the change set's hash and how to freeze exactly what was shown: 'paddock
+submit RUN --expect-hash HASH', which refuses if the workspace changed since.
+
+Masking: credentials (cloud and forge keys, tokens, private keys) and the
+values of the run's declared secrets, in every form paddock knows (as is,
+base64, URL, hex), are masked line by line within each file's part of the
+diff; an entry whose part was masked is labelled secret. A private key's
+lines are masked one by one, and never past its file or hunk. A binary file
+holding a declared secret is shown as 'Binary files ... differ'. The change
+set is kept, hashed and served only so: the workspace's files, which an
+apply writes, keep their bytes, and 'git apply' of the diff writes the masks.
+
+Control characters: a name or a changed line holding a character a terminal
+acts on (escape sequences, CR, BS, C1 controls, bidirectional overrides such
+as U+202E) is labelled control_chars. What this command prints shows such
+characters escaped (\x1b, \u202e), never raw; in --json they are \u escapes.
+--patch writes the diff's bytes as they are when its output is a file or a
+pipe (for 'git apply'), and escaped when it is a terminal; a pager that
+passes control characters through (less -r) shows them raw.
 
 The diff is streamed from the daemon, whatever its size; with --patch only
-the diff is printed, ready for 'git apply'. In --json the diff is carried
-when it is at most 4 MiB; a larger one is left out ("diff_omitted": true)
-and --patch prints it.
+the diff is printed. In --json the diff is carried when it is at most 4 MiB;
+a larger one is left out ("diff_omitted": true) and --patch prints it.
 
 Risk labels: ci_config, dependency_manifest, executable, symlink, binary,
 large, git_config (.gitattributes, .gitmodules), hook_directory, agent_config,
 runs_code (Makefile, build.rs, conftest.py, .npmrc, …), agent_instructions
-(CLAUDE.md, AGENTS.md, .claude/commands/, …), secret, suspicious_name,
-submodule. Entries under .git, protected agent configuration (agent_config,
-under any spelling), and symbolic links that leave the project, are never
-applied.
+(CLAUDE.md, AGENTS.md, .claude/commands/, …), secret, control_chars,
+suspicious_name, submodule. Entries under .git, protected agent
+configuration (agent_config, under any spelling), symbolic links that leave
+the project, and names that held a secret are never applied.
 
 Exit codes: 0 shown; 3 no such run; 4 the run has no workspace to compare.`,
 		Args: exactArgs(1),
@@ -42,33 +60,55 @@ Exit codes: 0 shown; 3 no such run; 4 the run has no workspace to compare.`,
 				return err
 			}
 			if patch {
-				_, err := c.ChangeSetDiff(cmd.Context(), args[0], "", cmd.OutOrStdout())
-				return err
+				// Raw for git apply; escaped for a person.
+				if !isTerminal(a.stdout) {
+					_, err := c.ChangeSetDiff(cmd.Context(), args[0], "", a.stdout)
+					return err
+				}
+				w := termsafe.NewWriter(a.stdout)
+				if _, err := c.ChangeSetDiff(cmd.Context(), args[0], "", w); err != nil {
+					return err
+				}
+				return w.Flush()
 			}
 			cs, err := c.ChangeSet(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
+			hint := fmt.Sprintf("freeze exactly this: paddock submit %s --expect-hash %s\n", args[0], cs.Hash)
 			if asJSON || stat || !cs.DiffOmitted {
-				return a.output(asJSON, cs, func(w io.Writer) { printChangeSet(w, cs, stat) })
+				return a.output(asJSON, cs, func(w io.Writer) {
+					printChangeSet(w, cs, true)
+					io.WriteString(w, hint)
+					if !stat && cs.Diff != "" {
+						fmt.Fprintln(w)
+						io.WriteString(w, cs.Diff)
+					}
+				})
 			}
 			// The entries, then the diff streamed: the one of this
 			// change set, by its hash.
-			w := cmd.OutOrStdout()
+			w := termsafe.NewWriter(a.stdout)
 			printChangeSet(w, cs, true)
+			io.WriteString(w, hint)
 			fmt.Fprintln(w)
-			_, err = c.ChangeSetDiff(cmd.Context(), args[0], cs.Hash, w)
-			return err
+			if _, err = c.ChangeSetDiff(cmd.Context(), args[0], cs.Hash, w); err != nil {
+				return err
+			}
+			return w.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&stat, "stat", false, "only the entries, not the diff")
-	cmd.Flags().BoolVar(&patch, "patch", false, "only the unified diff, streamed (for git apply)")
+	cmd.Flags().BoolVar(&patch, "patch", false, "only the unified diff, streamed (for git apply; escaped on a terminal)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.MarkFlagsMutuallyExclusive("stat", "patch")
 	cmd.MarkFlagsMutuallyExclusive("json", "patch")
 	return cmd
 }
 
+// printChangeSet prints a change set's entries, one a line, and its hash;
+// with stat false, its diff too. Names are escaped for one line: a name
+// cannot start a line of its own.
 func printChangeSet(w io.Writer, cs *paddock.ChangeSet, stat bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, e := range cs.Entries {
@@ -80,11 +120,15 @@ func printChangeSet(w io.Writer, cs *paddock.ChangeSet, stat bool) {
 		if e.Blocked != "" {
 			note += " BLOCKED: " + e.Blocked
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", e.Op, mode, e.Path, e.Size, note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", e.Op, mode, termsafe.Field(e.Path), e.Size, termsafe.Field(note))
 	}
 	tw.Flush()
 	if len(cs.Ignored) > 0 {
-		fmt.Fprintf(w, "ignored (not in the change set): %s\n", strings.Join(cs.Ignored, " "))
+		ignored := make([]string, len(cs.Ignored))
+		for i, p := range cs.Ignored {
+			ignored[i] = termsafe.Field(p)
+		}
+		fmt.Fprintf(w, "ignored (not in the change set): %s\n", strings.Join(ignored, " "))
 	}
 	fmt.Fprintf(w, "%d entries, %s\n", len(cs.Entries), cs.Hash)
 	if !stat && cs.Diff != "" {
@@ -95,30 +139,49 @@ func printChangeSet(w io.Writer, cs *paddock.ChangeSet, stat bool) {
 
 func (a *app) submitCmd() *cobra.Command {
 	var asJSON bool
+	var expect string
 	cmd := &cobra.Command{
-		Use:   "submit RUN",
+		Use:   "submit RUN [--expect-hash H]",
 		Short: "Freeze a run's change set for approval",
 		Long: `Freeze the run's change set as it is now: it is stored under its hash, and
 only that hash can be approved. Later changes to the workspace are not part
 of it; submit again to replace it.
 
-Exit codes: 0 submitted; 3 no such run; 4 nothing changed, or applied already.`,
+--expect-hash H freezes only the change set you reviewed: H is the hash
+'paddock diff' printed, and if the workspace changed since (the change set
+computed now has another hash) nothing is frozen and submit fails with exit
+code 4; look again with 'paddock diff'. Without it, submit prints what it
+froze, entry by entry, with its hash: check it is what you reviewed.
+
+Exit codes: 0 submitted; 2 a malformed hash; 3 no such run; 4 nothing
+changed, applied already, or not the expected change set.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
-			cs, err := c.Submit(cmd.Context(), args[0])
+			var cs *paddock.ChangeSet
+			if expect != "" {
+				cs, err = c.SubmitExpecting(cmd.Context(), args[0], expect)
+			} else {
+				cs, err = c.Submit(cmd.Context(), args[0])
+			}
 			if err != nil {
 				return err
 			}
 			return a.output(asJSON, cs, func(w io.Writer) {
+				if expect != "" {
+					fmt.Fprintf(w, "froze the change set you reviewed:\n")
+				} else {
+					fmt.Fprintf(w, "froze the change set as it is now (compare it with what you reviewed, or submit with --expect-hash):\n")
+				}
 				printChangeSet(w, cs, true)
 				fmt.Fprintf(w, "approve with: paddock approve %s --hash %s\n", args[0], cs.Hash)
 			})
 		},
 	}
+	cmd.Flags().StringVar(&expect, "expect-hash", "", "freeze only if the change set is still this one (the hash paddock diff printed)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

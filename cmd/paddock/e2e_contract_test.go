@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,8 +29,11 @@ func TestContract(t *testing.T) {
 	// The manifest a verify job reads at the base: make test.
 	gittest.Commit(t, repo, "verification", map[string]string{"Makefile": "test:\n\ttest -f README.md\n"})
 	plain := newRepo(t, filepath.Join(base, "src", "plain"), 1) // no manifest at all
-	os.MkdirAll(home, 0o700)
+	os.MkdirAll(filepath.Join(home, "secrets"), 0o700)
 	os.WriteFile(filepath.Join(home, "paddock.toml"), []byte("apply_name = \"Op\"\napply_email = \"op@example.com\"\n"), 0o600)
+	// The first run declares this secret; its agent and commands write it
+	// into files in every form (contract.json).
+	os.WriteFile(filepath.Join(home, "secrets", "API_TOKEN"), []byte(contractSecret+"\n"), 0o600)
 	startDaemon(t, home)
 	cli(t, home, "project", "add", repo).must(t)
 	cli(t, home, "project", "add", plain).must(t)
@@ -39,10 +45,15 @@ func TestContract(t *testing.T) {
 	if err := json.Unmarshal(b, &steps); err != nil {
 		t.Fatal(err)
 	}
-	var log bytes.Buffer
-	r := &fakeagent.Runner{Operator: client.Unix(filepath.Join(home, "paddock.sock")), Log: &log}
+	var log, answers bytes.Buffer
+	r := &fakeagent.Runner{Operator: client.Unix(filepath.Join(home, "paddock.sock")), Log: &log, Answers: &answers}
 	if err := r.Run(context.Background(), steps); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
+	}
+	requireNoSecret(t, home, answers.String())
+	// The apply wrote the real bytes, from the frozen blobs.
+	if got := gittest.Git(t, repo, "show", "paddock/"+firstRun(t, home)+":config/token.txt"); got != "token = "+contractSecret {
+		t.Fatalf("the applied file holds %q", got)
 	}
 	// Every action and every code a client can provoke is in the script.
 	actions := map[string]bool{}
@@ -64,4 +75,89 @@ func TestContract(t *testing.T) {
 	if !strings.Contains(log.String(), "got run_mismatch") {
 		t.Fatalf("log:\n%s", log.String())
 	}
+}
+
+// contractSecret is the secret the contract's first run declares: long
+// enough to be masked, with characters its URL and base64 forms change.
+const contractSecret = "pdk-s3cr3t/Value+42"
+
+// secretForms are the forms of v a command is likely to write: as is,
+// base64 in both alphabets with and without padding, URL-encoded, hex.
+func secretForms(v string) []string {
+	b := []byte(v)
+	return []string{v, base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
+		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+		url.QueryEscape(v), url.PathEscape(v), hex.EncodeToString(b)}
+}
+
+// requireNoSecret fails if the contract's secret, in any of its forms,
+// is in the answers a client got or anywhere paddock keeps state: the
+// database and its log, events, artifacts (change sets and their diffs
+// on disk, job logs and results), logs. What is exempt holds the agent's
+// work as bytes, the secret included, by design: the workspaces, the
+// frozen blobs an apply writes, git's own object caches of them (zlib),
+// and the secrets directory itself.
+func requireNoSecret(t *testing.T, home, answers string) {
+	t.Helper()
+	forms := secretForms(contractSecret)
+	for _, f := range forms {
+		if strings.Contains(answers, f) {
+			i := strings.Index(answers, f)
+			t.Fatalf("an answer holds the secret as %q: …%s…", f, answers[max(0, i-200):min(len(answers), i+100)])
+		}
+	}
+	if !strings.Contains(answers, "[REDACTED:API_TOKEN]") {
+		t.Fatal("no answer shows the secret masked: the script did not exercise it")
+	}
+	exempt := func(rel string) bool {
+		parts := strings.Split(rel, string(filepath.Separator))
+		switch {
+		case parts[0] == "workspaces" || parts[0] == "snapshots" || parts[0] == "secrets":
+			return true
+		case len(parts) > 2 && parts[0] == "artifacts" && (parts[2] == "blobs" || parts[2] == "gitcache"):
+			return true
+		}
+		return false
+	}
+	checked := 0
+	filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(home, p)
+		if exempt(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Errorf("%s: %v", rel, err)
+			return nil
+		}
+		checked++
+		for _, f := range forms {
+			if bytes.Contains(b, []byte(f)) {
+				t.Errorf("%s holds the secret as %q", rel, f)
+			}
+		}
+		return nil
+	})
+	if checked < 5 {
+		t.Fatalf("only %d files checked", checked)
+	}
+}
+
+// firstRun is the id of the oldest run.
+func firstRun(t *testing.T, home string) string {
+	t.Helper()
+	runs := decode[[]*paddock.Run](t, cli(t, home, "ls", "--all", "--json"))
+	if len(runs) == 0 {
+		t.Fatal("no runs")
+	}
+	return runs[0].ID
 }

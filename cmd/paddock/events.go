@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -26,7 +27,7 @@ Exit codes: 0 done; 3 no such run.`,
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(a.stdout)
+			enc := json.NewEncoder(termsafe.JSONWriter{W: a.stdout})
 			enc.SetEscapeHTML(false)
 			print := func(e *paddock.Event) error {
 				if asJSON {
@@ -79,5 +80,6 @@ func printEvent(a *app, e *paddock.Event) {
 			}
 		}
 	}
-	fmt.Fprintf(a.stdout, "%4d  %s  %-20s %s\n", e.Seq, e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Type, data)
+	// Event data names agents' files: shown escaped, on one line.
+	fmt.Fprintf(a.stdout, "%4d  %s  %-20s %s\n", e.Seq, e.Time.Local().Format("2006-01-02 15:04:05.000"), termsafe.Field(e.Type), termsafe.Field(data))
 }

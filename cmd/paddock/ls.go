@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -49,7 +50,7 @@ func printRuns(w io.Writer, runs []*paddock.Run) {
 				base += " (" + w.Branch + ")"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Project, kind, r.State(), base, age(r.CreatedAt), root)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Field(r.ID), termsafe.Field(r.Project), kind, r.State(), termsafe.Field(base), age(r.CreatedAt), termsafe.Field(root))
 	}
 	tw.Flush()
 }

