@@ -77,7 +77,7 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 		return nil, err
 	}
 	objects, _ := workspace.ProjectObjects(repo.CommonDir)
-	binds = append(binds, sandbox.Bind{Source: objects, Target: workspace.ObjectsInView, ReadOnly: true})
+	binds = append(binds, sandbox.Bind{Source: objects, Target: workspace.ObjectsInView(objects), ReadOnly: true})
 	if r.Workspace.Kind == paddock.KindWorktree {
 		if git := filepath.Join(aux, "git"); exists(git) {
 			binds = append(binds, sandbox.Bind{Source: git, Target: workspace.GitDirInView, ReadOnly: r.Access == paddock.AccessRead})

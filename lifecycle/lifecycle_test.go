@@ -217,7 +217,8 @@ func TestRetainedIsAHardStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f) != 1 || f[0].Action != paddock.ActionKept {
+	// The workspace and the run's aux directory (its home) both stay.
+	if len(f) != 2 || f[0].Action != paddock.ActionKept || f[1].Action != paddock.ActionKept {
 		t.Fatalf("gc findings = %+v", f)
 	}
 	if _, err := os.Stat(filepath.Join(root, "README.md")); err != nil {

@@ -169,7 +169,8 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error
 			continue
 		}
 		f := paddock.Finding{Path: path, Issue: "directory has no live record", Action: paddock.ActionWouldClean}
-		if _, err := os.Stat(path + ".retained"); err == nil {
+		// A run's aux directory (its home) is kept with its retained workspace.
+		if _, err := os.Stat(strings.TrimSuffix(path, ".aux") + ".retained"); err == nil {
 			f.Action = paddock.ActionKept
 		} else if !dryRun {
 			f.Action = paddock.ActionCleaned

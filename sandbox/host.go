@@ -260,11 +260,13 @@ func checkBinds(spec *Spec) error {
 	if len(spec.Binds) > MaxBinds {
 		return paddock.Errorf(paddock.CodeBadRequest, "at most %d binds", MaxBinds)
 	}
-	reserved := append([]string{"/proc", "/dev", "/tmp", spec.Workspace, DaemonView, "/run/paddock/proxy.sock"}, systemDirs...)
+	// Below /tmp is fine (the private /tmp is mounted first, a bind is made
+	// inside it, as a workspace under /tmp is), /tmp itself is not.
+	reserved := append([]string{"/proc", "/dev", spec.Workspace, DaemonView, "/run/paddock/proxy.sock"}, systemDirs...)
 	for _, b := range spec.Binds {
 		t := filepath.Clean(b.Target)
-		if !filepath.IsAbs(b.Source) || !filepath.IsAbs(b.Target) || t != b.Target || t == "/" {
-			return paddock.Errorf(paddock.CodeBadRequest, "bind %s on %s: both must be absolute and clean", b.Source, b.Target)
+		if !filepath.IsAbs(b.Source) || !filepath.IsAbs(b.Target) || t != b.Target || t == "/" || t == "/tmp" {
+			return paddock.Errorf(paddock.CodeBadRequest, "bind %s on %s: both must be absolute and clean, and not /tmp itself", b.Source, b.Target)
 		}
 		for _, r := range reserved {
 			if t == r || strings.HasPrefix(t, r+"/") || strings.HasPrefix(r, t+"/") {

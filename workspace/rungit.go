@@ -24,9 +24,19 @@ import (
 // host. The change set stays the workspace against the base: the run's
 // .git is never part of it.
 
-// ObjectsInView is where a run's sandbox shows the project's object store,
-// read-only.
-const ObjectsInView = "/run/paddock/git/objects"
+// ObjectsInView is where a run's sandbox shows the project's object store
+// (read-only): at its own host path, so that the same alternates serve
+// the run's git in its view and a person's on the host (a retained clone
+// keeps working there), unless that path lies where the view has the
+// host's own directories, which cannot hold a mount.
+func ObjectsInView(objects string) string {
+	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/proc", "/dev", "/run/paddock"} {
+		if objects == d || strings.HasPrefix(objects, d+"/") {
+			return "/run/paddock/git/objects"
+		}
+	}
+	return objects
+}
 
 // GitDirInView is where a worktree run's sandbox shows its git directory
 // (its workspace's .git file points there).
@@ -49,10 +59,11 @@ const gitConfig = `[core]
 `
 
 // WriteGitDir makes dir a run's git directory: HEAD on RunBranch(runID) at
-// base, objects borrowed from ObjectsInView, the index copied from index
-// (if given) and the project's shallow list (from commonDir, if any), all
-// owned by owner (if not 0).
+// base, objects borrowed from the project's (commonDir's) where the view
+// shows them, the index copied from index (if given) and the project's
+// shallow list, if any, all owned by owner (if not 0).
 func WriteGitDir(dir, runID, base, index, commonDir string, owner int) error {
+	objects, _ := ProjectObjects(commonDir)
 	if err := gitx.CheckRef(base); err != nil || len(base) < 40 {
 		return fmt.Errorf("workspace: git dir: bad base %q", base)
 	}
@@ -60,7 +71,7 @@ func WriteGitDir(dir, runID, base, index, commonDir string, owner int) error {
 		"HEAD":                           "ref: refs/heads/" + RunBranch(runID) + "\n",
 		"config":                         gitConfig,
 		"description":                    "a paddock run\n",
-		"objects/info/alternates":        ObjectsInView + "\n",
+		"objects/info/alternates":        ObjectsInView(objects) + "\n",
 		"refs/heads/" + RunBranch(runID): base + "\n",
 	}
 	for _, d := range []string{"objects/pack", "objects/info", "refs/heads/paddock", "refs/tags", "info"} {
@@ -78,22 +89,20 @@ func WriteGitDir(dir, runID, base, index, commonDir string, owner int) error {
 			return fmt.Errorf("workspace: git dir: index: %w", err)
 		}
 	}
-	if commonDir != "" {
-		if err := copyFile(filepath.Join(commonDir, "shallow"), filepath.Join(dir, "shallow")); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("workspace: git dir: shallow: %w", err)
-		}
+	if err := copyFile(filepath.Join(commonDir, "shallow"), filepath.Join(dir, "shallow")); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("workspace: git dir: shallow: %w", err)
 	}
 	return chownAll(dir, owner)
 }
 
-// PointAtView turns an existing git directory (a clone's) into a run's:
-// on RunBranch(runID) at its current HEAD commit base, borrowing objects
-// from ObjectsInView instead of the project's path, which the sandbox does
-// not show.
-func PointAtView(gitDir, runID, base string) error {
+// PointAtView turns an existing git directory (a clone's, borrowing the
+// objects of the project at commonDir) into a run's: on RunBranch(runID)
+// at base, borrowing the objects where the view shows them.
+func PointAtView(gitDir, runID, base, commonDir string) error {
+	objects, _ := ProjectObjects(commonDir)
 	for name, content := range map[string]string{
 		"HEAD":                           "ref: refs/heads/" + RunBranch(runID) + "\n",
-		"objects/info/alternates":        ObjectsInView + "\n",
+		"objects/info/alternates":        ObjectsInView(objects) + "\n",
 		"refs/heads/" + RunBranch(runID): base + "\n",
 	} {
 		p := filepath.Join(gitDir, name)

@@ -53,9 +53,13 @@ func (c *Clone) Prepare(ctx context.Context, p *paddock.Project, w *paddock.Work
 	if err := c.Git.CloneShared(ctx, p.Root, w.Root, w.BaseRevision); err != nil {
 		return errors.Join(err, RemoveTree(c.Dir, w.Root))
 	}
-	// The clone borrows the project's objects by their host path, which
-	// the sandbox does not show: it borrows them from the view's instead.
-	if err := PointAtView(filepath.Join(w.Root, ".git"), w.RunID, w.BaseRevision); err != nil {
+	// The clone borrows the project's objects, which the view shows
+	// read-only (ObjectsInView), and starts on the run's branch.
+	repo, err := c.Git.Inspect(ctx, p.Root)
+	if err == nil {
+		err = PointAtView(filepath.Join(w.Root, ".git"), w.RunID, w.BaseRevision, repo.CommonDir)
+	}
+	if err != nil {
 		return errors.Join(err, RemoveTree(c.Dir, w.Root))
 	}
 	return nil

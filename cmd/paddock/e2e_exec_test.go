@@ -60,7 +60,7 @@ func TestExecEndToEnd(t *testing.T) {
 	}
 	// The clone's .git is the run's own git; the project's is out of reach.
 	projectConfig, _ := os.ReadFile(filepath.Join(repo, ".git", "config"))
-	if r := cli(t, home, "exec", id, "--", "sh", "-c", "echo '[core]' >> .git/config && git status --short && ls "+repo); r.code == 0 || r.out == "" {
+	if r := cli(t, home, "exec", id, "--", "sh", "-c", "echo '[core]' >> .git/config && git status --short && cat "+repo+"/README.md"); r.code == 0 || r.out == "" {
 		t.Fatalf("the run's git, or the project's path: exit %d %q %q", r.code, r.out, r.err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(repo, ".git", "config")); string(b) != string(projectConfig) {
