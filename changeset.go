@@ -1,6 +1,13 @@
 package paddock
 
-import "time"
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
 
 // ChangeOp is what a change set entry does to a path.
 type ChangeOp string
@@ -65,4 +72,78 @@ type Submission struct {
 	ApprovedAt  time.Time `json:"approved_at,omitzero"`
 	AppliedTo   string    `json:"applied_to,omitempty"` // the branch and commit an apply made
 	AppliedAt   time.Time `json:"applied_at,omitzero"`
+}
+
+// JSON strings are UTF-8, and a change set is bytes: a path or a diff that
+// is not valid UTF-8 is carried in base64 as well (path_b64, diff_b64),
+// beside a readable form with U+FFFD for the bytes UTF-8 cannot hold.
+// Reading takes the bytes, so a change set frozen, read back and hashed
+// again is the same change set (invariant 14).
+
+type plainEntry ChangeEntry
+
+type entryJSON struct {
+	plainEntry
+	PathB64 string `json:"path_b64,omitempty"`
+}
+
+// MarshalJSON writes the entry, with its path's bytes in path_b64 when
+// they are not UTF-8.
+func (e ChangeEntry) MarshalJSON() ([]byte, error) {
+	v := entryJSON{plainEntry: plainEntry(e)}
+	if !utf8.ValidString(e.Path) {
+		v.Path, v.PathB64 = strings.ToValidUTF8(e.Path, "\uFFFD"), base64.StdEncoding.EncodeToString([]byte(e.Path))
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads an entry, its path from path_b64 when there is one.
+func (e *ChangeEntry) UnmarshalJSON(b []byte) error {
+	var v entryJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*e = ChangeEntry(v.plainEntry)
+	if v.PathB64 != "" {
+		p, err := base64.StdEncoding.DecodeString(v.PathB64)
+		if err != nil {
+			return fmt.Errorf("path_b64: %w", err)
+		}
+		e.Path = string(p)
+	}
+	return nil
+}
+
+type plainChangeSet ChangeSet
+
+type changeSetJSON struct {
+	plainChangeSet
+	DiffB64 string `json:"diff_b64,omitempty"`
+}
+
+// MarshalJSON writes the change set, with its diff's bytes in diff_b64
+// when they are not UTF-8.
+func (cs ChangeSet) MarshalJSON() ([]byte, error) {
+	v := changeSetJSON{plainChangeSet: plainChangeSet(cs)}
+	if !utf8.ValidString(cs.Diff) {
+		v.Diff, v.DiffB64 = strings.ToValidUTF8(cs.Diff, "\uFFFD"), base64.StdEncoding.EncodeToString([]byte(cs.Diff))
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads a change set, its diff from diff_b64 when there is one.
+func (cs *ChangeSet) UnmarshalJSON(b []byte) error {
+	var v changeSetJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*cs = ChangeSet(v.plainChangeSet)
+	if v.DiffB64 != "" {
+		d, err := base64.StdEncoding.DecodeString(v.DiffB64)
+		if err != nil {
+			return fmt.Errorf("diff_b64: %w", err)
+		}
+		cs.Diff = string(d)
+	}
+	return nil
 }

@@ -1,0 +1,45 @@
+package paddock
+
+import (
+	"encoding/json"
+	"math/rand"
+	"testing"
+)
+
+// TestChangeSetJSONKeepsBytes: a change set whose paths and diff are any
+// bytes (invalid UTF-8, NUL, CR, lone continuation bytes) reads back from
+// its JSON byte for byte, and a UTF-8 one is written as it was before.
+func TestChangeSetJSONKeepsBytes(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	randBytes := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Intn(256))
+		}
+		return string(b)
+	}
+	for i := 0; i < 500; i++ {
+		cs := ChangeSet{RunID: "r-x", Diff: randBytes(rng.Intn(64)),
+			Entries: []ChangeEntry{{Path: randBytes(1 + rng.Intn(16)), Op: OpCreate}, {Path: "caf\xe9", Op: OpModify}, {Path: "plain.txt", Op: OpDelete}}}
+		b, err := json.Marshal(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back ChangeSet
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back.Diff != cs.Diff || len(back.Entries) != 3 {
+			t.Fatalf("diff %q came back %q", cs.Diff, back.Diff)
+		}
+		for j := range cs.Entries {
+			if back.Entries[j].Path != cs.Entries[j].Path || back.Entries[j].Op != cs.Entries[j].Op {
+				t.Fatalf("entry %q came back %q", cs.Entries[j].Path, back.Entries[j].Path)
+			}
+		}
+	}
+	b, _ := json.Marshal(ChangeEntry{Path: "a.txt", Op: OpCreate})
+	if string(b) != `{"path":"a.txt","op":"create","binary":false,"size":0}` {
+		t.Fatalf("a UTF-8 entry: %s", b)
+	}
+}
