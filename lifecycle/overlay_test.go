@@ -195,8 +195,10 @@ func waitExit(t *testing.T, pid int) {
 // TestOverlayMatchesClone is the property test of copy-on-write change
 // sets: random edit scripts (create, modify, delete, chmod, symlink,
 // rename, binary, nested and empty directories, a directory deleted and
-// made anew) run in an overlay run and in a clone run must give identical
-// change sets, and the diff applied to the base must give the clone's tree.
+// made anew, the agent's own git committing, stashing, branching and
+// resetting, names and contents of any bytes) run in an overlay run and in
+// a clone run must give identical change sets, and the diff applied to the
+// base must give the clone's tree.
 func TestOverlayMatchesClone(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
@@ -260,7 +262,7 @@ func editScript(rng *rand.Rand) string {
 	n := 3 + rng.Intn(8)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("f%d-%d", i, rng.Intn(1000))
-		switch rng.Intn(11) {
+		switch rng.Intn(16) {
 		case 0: // create, nested
 			fmt.Fprintf(&b, "mkdir -p d%d/e && echo %q > d%d/e/%s.txt\n", i, name, i, name)
 		case 1: // modify
@@ -283,9 +285,42 @@ func editScript(rng *rand.Rand) string {
 			fmt.Fprintf(&b, "rm -f link && ln -s %s link\n", files[rng.Intn(len(files))])
 		case 10: // modify then restore (a copy-up that changes nothing)
 			fmt.Fprintf(&b, "if [ -f README.md ]; then cp README.md /tmp/r && echo x >> README.md && cp /tmp/r README.md; fi\n")
+		case 11: // the agent's git commits what there is: the change set must still show it
+			fmt.Fprintf(&b, "git add -A && git commit -qm %q || true\n", name)
+		case 12: // stash and pop, untracked files included
+			fmt.Fprintf(&b, "git stash -q -u && git stash pop -q || true\n")
+		case 13: // a branch of its own
+			fmt.Fprintf(&b, "git checkout -q -b b%d || true\n", i)
+		case 14: // undo the last commit, keeping the tree
+			fmt.Fprintf(&b, "git reset -q --soft HEAD~1 2>/dev/null || true\n")
+		case 15: // any bytes: a name and a content that are not UTF-8, with CR, NUL, no final newline
+			fmt.Fprintf(&b, "printf '%s' > \"$(printf '%s')\"\n", octal(randomBytes(rng, 1+rng.Intn(40), false)), octal(randomBytes(rng, 1+rng.Intn(8), true)))
 		}
 	}
 	return b.String()
+}
+
+// randomBytes returns n random bytes; for a name, none that a name cannot
+// hold (NUL, '/') nor a leading '.' or '-'.
+func randomBytes(rng *rand.Rand, n int, name bool) []byte {
+	out := make([]byte, 0, n)
+	for len(out) < n {
+		c := byte(rng.Intn(256))
+		if name && (c == 0 || c == '/' || len(out) == 0 && (c == '.' || c == '-')) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// octal writes b as printf escapes, so that any byte reaches the file.
+func octal(b []byte) string {
+	var s strings.Builder
+	for _, c := range b {
+		fmt.Fprintf(&s, "\\%03o", c)
+	}
+	return s.String()
 }
 
 // The test binary is the sandbox's helper and harness too: they re-execute
