@@ -984,7 +984,9 @@ type IndexEntry struct {
 // the branch exists. The user's working tree and index are never touched:
 // the index is a temporary file. Contents are streamed from their files
 // into git's object store (a large one straight into a pack), never held
-// in memory. It returns the new commit.
+// in memory. Before the branch is made, the commit is checked to differ
+// from base by exactly the entries (a *TreeMismatchError otherwise). It
+// returns the new commit.
 func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, entries []IndexEntry, branch string, who Identity, message string) (string, error) {
 	if err := CheckRef(base); err != nil {
 		return "", err
@@ -1059,6 +1061,9 @@ func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, entries [
 	commit, err := git([]byte(message), "commit-tree", tree, "-p", base)
 	if err != nil {
 		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	if err := g.checkCommit(ctx, gitDir, base, commit, entries); err != nil {
+		return "", err
 	}
 	// The empty old value makes update-ref create the ref only if it does not exist.
 	if _, err := git(nil, "update-ref", "-m", "paddock apply", "refs/heads/"+branch, commit, ""); err != nil {
