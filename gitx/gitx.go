@@ -657,6 +657,11 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		}
 	}
 	for p, link := range inBase {
+		if typeChanged(shadow, p) {
+			// The index starts empty: leaving the path out is its
+			// deletion, which update-index refuses to do by name.
+			continue
+		}
 		if !link {
 			addFile(p) // modified or deleted
 		}
@@ -743,6 +748,21 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		}
 	}
 	return snap, nil
+}
+
+// typeChanged reports whether base's file or link p is, in the shadow
+// tree, a directory now, or lies under a file or a link there (a directory
+// that became one).
+func typeChanged(shadow, p string) bool {
+	if fi, err := os.Lstat(filepath.Join(shadow, p)); err == nil && fi.IsDir() {
+		return true
+	}
+	for d := filepath.Dir(p); d != "." && d != "/"; d = filepath.Dir(d) {
+		if fi, err := os.Lstat(filepath.Join(shadow, d)); err == nil && !fi.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // baseHas tells which of paths base has, from dir, its files as checked
