@@ -244,8 +244,8 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 		add("symlink")
 		target, _ := os.Readlink(full)
 		e.Size = int64(len(target))
-		if escapes(p, target) {
-			e.Blocked = "a symbolic link that leads out of the project: never applied"
+		if why := NeverApplied(p, true, target, policy); why != "" {
+			e.Blocked = why
 		}
 		return
 	}
@@ -289,15 +289,6 @@ func addRisk(e *paddock.ChangeEntry, r string) {
 	if !slices.Contains(e.Risks, r) {
 		e.Risks = append(e.Risks, r)
 	}
-}
-
-// escapes reports whether a link at p with target leads out of the root.
-func escapes(p, target string) bool {
-	if path.IsAbs(target) {
-		return true
-	}
-	joined := path.Clean(path.Join(path.Dir(p), target))
-	return joined == ".." || strings.HasPrefix(joined, "../")
 }
 
 // suspiciousName flags names that a person could misread, or that another

@@ -657,6 +657,11 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		}
 	}
 	for p, link := range inBase {
+		if typeChanged(shadow, p) {
+			// The index starts empty: leaving the path out is its
+			// deletion, which update-index refuses to do by name.
+			continue
+		}
 		if !link {
 			addFile(p) // modified or deleted
 		}
@@ -743,6 +748,21 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		}
 	}
 	return snap, nil
+}
+
+// typeChanged reports whether base's file or link p is, in the shadow
+// tree, a directory now, or lies under a file or a link there (a directory
+// that became one).
+func typeChanged(shadow, p string) bool {
+	if fi, err := os.Lstat(filepath.Join(shadow, p)); err == nil && fi.IsDir() {
+		return true
+	}
+	for d := filepath.Dir(p); d != "." && d != "/"; d = filepath.Dir(d) {
+		if fi, err := os.Lstat(filepath.Join(shadow, d)); err == nil && !fi.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // baseHas tells which of paths base has, from dir, its files as checked
@@ -970,7 +990,9 @@ type IndexEntry struct {
 // the branch exists. The user's working tree and index are never touched:
 // the index is a temporary file. Contents are streamed from their files
 // into git's object store (a large one straight into a pack), never held
-// in memory. It returns the new commit.
+// in memory. Before the branch is made, the commit is checked to differ
+// from base by exactly the entries (a *TreeMismatchError otherwise). It
+// returns the new commit.
 func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, entries []IndexEntry, branch string, who Identity, message string) (string, error) {
 	if err := CheckRef(base); err != nil {
 		return "", err
@@ -1045,6 +1067,9 @@ func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, entries [
 	commit, err := git([]byte(message), "commit-tree", tree, "-p", base)
 	if err != nil {
 		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	if err := g.checkCommit(ctx, gitDir, base, commit, entries); err != nil {
+		return "", err
 	}
 	// The empty old value makes update-ref create the ref only if it does not exist.
 	if _, err := git(nil, "update-ref", "-m", "paddock apply", "refs/heads/"+branch, commit, ""); err != nil {

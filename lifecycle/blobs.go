@@ -72,15 +72,6 @@ func readEntry(r *confine.Root, rel string, w io.Writer) (id, mode string, err e
 	return "", "", fmt.Errorf("%s is not a file or a link", rel)
 }
 
-// entryBytes reads the entry at rel into memory, for what needs it whole
-// (a line-by-line merge); one over max bytes is errTooLarge.
-func entryBytes(r *confine.Root, rel string, max int64) ([]byte, error) {
-	var b limitWriter
-	b.max = max
-	_, _, err := readEntry(r, rel, &b)
-	return b.buf, err
-}
-
 var errTooLarge = errors.New("too large")
 
 type limitWriter struct {

@@ -388,14 +388,17 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 // branch of the project (paddock/RUN unless named), authored by the
 // configured identity. The user's working tree and index are not touched;
 // the branch is created with a compare-and-swap, so an existing branch or a
-// concurrent writer makes it fail cleanly. Entries under .git and symbolic
-// links that leave the project refuse the whole apply, approved or not.
+// concurrent writer makes it fail cleanly. Entries under .git, and
+// symbolic links that leave the project or lead into .git or to a protected
+// path, refuse the whole apply, approved or not; so does a commit that is
+// not the base with exactly the approved entries (a type change git would
+// resolve by dropping a path the change set does not name).
 func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
 	r, p, err := m.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	s, cs, err := m.approved(id)
+	s, cs, err := m.approved(id, p)
 	if err != nil {
 		return nil, err
 	}
@@ -426,6 +429,11 @@ func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identit
 	commit, err := m.Git.CommitToBranch(ctx, repo.CommonDir, r.Workspace.BaseRevision, entries, branch, who, msg)
 	if errors.Is(err, gitx.ErrRefExists) {
 		return nil, paddock.Errorf(paddock.CodeConflict, "branch %s already exists; name another with --to branch=NAME", branch)
+	}
+	if te := (*gitx.TreeMismatchError)(nil); errors.As(err, &te) {
+		m.log().Error("an apply to a branch did not make the approved tree; no branch was made", "run", id, "mismatch", te.Paths)
+		return nil, paddock.Errorf(paddock.CodeConflict, "the change set does not apply onto its base as approved (%s); no branch was made",
+			strings.Join(te.Paths, "; ")).WithDetail("mismatch", te.Paths)
 	}
 	if err != nil {
 		var pe *paddock.Error

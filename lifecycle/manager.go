@@ -15,6 +15,30 @@
 //     even when its record is gone.
 //   - A workspace holds its project's lock while it is live if its kind needs
 //     it (operator_dir); every path out of the live states releases it.
+//   - An apply into a project's working tree follows no symbolic link in
+//     it: every directory on the way to a path is opened by itself with
+//     O_NOFOLLOW at the moment of use (tree.go), so a link there, or one
+//     swapped in meanwhile, refuses the apply or fails it before anything
+//     is written through it. Type changes (a link or a file becoming a
+//     directory, a directory becoming a file or a link) are planned before
+//     anything is written (apply_plan.go). The apply verifies the tree it
+//     leaves and rolls itself back if it is not the approved one; a journal
+//     finishes or rolls back an apply or an undo killed at any step; undo
+//     gives back the tree exactly, directories' and files' permission bits
+//     included.
+//   - No apply, to a branch or into the working tree, takes an entry under
+//     .git, or a link into .git, to a protected path or out of the project,
+//     judged again from the frozen content whatever the labels say.
+//
+// # Limitations
+//
+//   - A link's target is judged by its text (changeset.NeverApplied): one
+//     that reaches .git through another link already in the working tree
+//     is applied. No apply writes through it; a person's tools might.
+//   - Another process writing the working tree during an apply (the project
+//     lock keeps only paddock's own runs out) is noticed by the verification
+//     when it touches the apply's paths; the rollback then puts those paths
+//     back as they were before the apply, over that process's writes.
 package lifecycle
 
 import (
@@ -73,6 +97,10 @@ type Manager struct {
 	// into a working tree or an undo. Tests use it; nothing else sets it.
 	CrashAt int
 	Logger  *slog.Logger
+
+	// testHook, set by tests only, runs at named points of an apply into
+	// a working tree ("commit", "verify"), to play a concurrent writer.
+	testHook func(point string)
 
 	// mu serializes operations that create or delete directories, so that gc
 	// never judges a directory another operation is making.

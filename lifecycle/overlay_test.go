@@ -195,10 +195,10 @@ func waitExit(t *testing.T, pid int) {
 // TestOverlayMatchesClone is the property test of copy-on-write change
 // sets: random edit scripts (create, modify, delete, chmod, symlink,
 // rename, binary, nested and empty directories, a directory deleted and
-// made anew, the agent's own git committing, stashing, branching and
-// resetting, names and contents of any bytes) run in an overlay run and in
-// a clone run must give identical change sets, and the diff applied to the
-// base must give the clone's tree.
+// made anew, type changes, the agent's own git committing, stashing,
+// branching and resetting, names and contents of any bytes) run in an
+// overlay run and in a clone run must give identical change sets, and the
+// diff applied to the base must give the clone's tree.
 func TestOverlayMatchesClone(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
@@ -262,7 +262,7 @@ func editScript(rng *rand.Rand) string {
 	n := 3 + rng.Intn(8)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("f%d-%d", i, rng.Intn(1000))
-		switch rng.Intn(16) {
+		switch rng.Intn(18) {
 		case 0: // create, nested
 			fmt.Fprintf(&b, "mkdir -p d%d/e && echo %q > d%d/e/%s.txt\n", i, name, i, name)
 		case 1: // modify
@@ -285,15 +285,21 @@ func editScript(rng *rand.Rand) string {
 			fmt.Fprintf(&b, "rm -f link && ln -s %s link\n", files[rng.Intn(len(files))])
 		case 10: // modify then restore (a copy-up that changes nothing)
 			fmt.Fprintf(&b, "if [ -f README.md ]; then cp README.md /tmp/r && echo x >> README.md && cp /tmp/r README.md; fi\n")
-		case 11: // the agent's git commits what there is: the change set must still show it
+		case 11: // a file or a link becomes a directory
+			p := append(files, "link")[rng.Intn(len(files)+1)]
+			fmt.Fprintf(&b, "{ rm -rf %s && mkdir -p %s/in && echo %q > %s/in/%s.txt; } 2>/dev/null || true\n", p, p, name, p, name)
+		case 12: // a directory becomes a file or a link
+			d := []string{"docs", "cmd"}[rng.Intn(2)]
+			fmt.Fprintf(&b, "{ rm -rf %s && %s; } 2>/dev/null || true\n", d, []string{"echo " + name + " > " + d, "ln -s README.md " + d}[rng.Intn(2)])
+		case 13: // the agent's git commits what there is: the change set must still show it
 			fmt.Fprintf(&b, "git add -A && git commit -qm %q || true\n", name)
-		case 12: // stash and pop, untracked files included
+		case 14: // stash and pop, untracked files included
 			fmt.Fprintf(&b, "git stash -q -u && git stash pop -q || true\n")
-		case 13: // a branch of its own
+		case 15: // a branch of its own
 			fmt.Fprintf(&b, "git checkout -q -b b%d || true\n", i)
-		case 14: // undo the last commit, keeping the tree
+		case 16: // undo the last commit, keeping the tree
 			fmt.Fprintf(&b, "git reset -q --soft HEAD~1 2>/dev/null || true\n")
-		case 15: // any bytes: a name and a content that are not UTF-8, with CR, NUL, no final newline
+		case 17: // any bytes: a name and a content that are not UTF-8, with CR, NUL, no final newline
 			fmt.Fprintf(&b, "printf '%s' > \"$(printf '%s')\"\n", octal(randomBytes(rng, 1+rng.Intn(40), false)), octal(randomBytes(rng, 1+rng.Intn(8), true)))
 		}
 	}
@@ -436,5 +442,58 @@ func TestProtectedAhead(t *testing.T) {
 				t.Fatalf("change set: %v", paths)
 			}
 		})
+	}
+}
+
+// TestOverlayTypeChanges: an overlay run whose shell changes a path's type
+// (a link or a file becoming a directory, a directory becoming a file or
+// a link, a link becoming a file and back) gets the change set a clone run
+// with the same commands gets, and it applies into the working tree and is
+// undone exactly.
+func TestOverlayTypeChanges(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	for _, script := range []string{
+		"rm link && mkdir link && echo a > link/a.txt",
+		"rm run.sh && mkdir -p run.sh/deep && echo i > run.sh/deep/in.txt",
+		"rm -r docs && echo f > docs",
+		"rm -r docs && ln -s cmd docs",
+		"rm link && echo f > link",
+		"rm README.md && ln -s run.sh README.md",
+		"rm -r cmd && ln -s README.md cmd && rm link && mkdir -p link/x && echo y > link/x/y",
+	} {
+		ov := e.create(t, paddock.KindOverlay, "on_reject")
+		cl := e.create(t, paddock.KindClone, "on_reject")
+		sh(t, e.m, ov.ID, script)
+		sh(t, e.m, cl.ID, script)
+		a, err := e.m.Submit(ctx, ov.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", script, err)
+		}
+		b, err := e.m.ChangeSet(ctx, cl.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Hash != b.Hash || fmt.Sprint(a.Entries) != fmt.Sprint(b.Entries) {
+			t.Fatalf("%s: the change sets differ\noverlay: %v\nclone:   %v", script, a.Entries, b.Entries)
+		}
+		before, lines := gittest.TreeDigest(t, e.repo)
+		if _, err := e.m.Approve(ctx, ov.ID, a.Hash, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.ApplyToWorktree(ctx, ov.ID, false); err != nil {
+			t.Fatalf("%s: %v", script, err)
+		}
+		if got, want := filesOf(t, e.repo), filesOf(t, cl.Workspace.Root); got != want {
+			t.Fatalf("%s: the working tree holds\n%s\nthe clone\n%s", script, got, want)
+		}
+		if _, err := e.m.Undo(ctx, ov.ID); err != nil {
+			t.Fatal(err)
+		}
+		gittest.RequireIdentical(t, e.repo, before, lines)
+		e.m.Reject(ctx, ov.ID)
+		e.m.Reject(ctx, cl.ID)
 	}
 }

@@ -233,15 +233,20 @@ paddock.toml, or --author), on a new branch (paddock/RUN unless named). It is
 built with git plumbing and a temporary index: the project's working tree and
 index are never touched, and the branch is created with a compare-and-swap,
 so an existing branch or a concurrent writer makes apply fail cleanly. Only
-the approved hash is ever applied; entries under .git and symbolic links that
-leave the project refuse the apply.
+the approved hash is ever applied; entries under .git, and symbolic links
+that leave the project or lead into .git or to a protected path, refuse the
+apply.
 
 --to worktree: the files are written into the project's working tree, under
 the project lock, all or nothing: refused if any target changed since the
-base; the new contents are written and fsynced beside their targets before
-anything is renamed into place, and a journal lets a restart after a crash at
-any point finish the apply. The index is not touched. 'paddock undo RUN'
-reverses it while the files are unchanged since.
+base, or is reached through a symbolic link (or a file) in the working tree:
+no link there is ever followed. Type changes (a link or file becoming a
+directory, a directory becoming a file or link) apply as such. The new
+contents are written and synced in directories that stay before anything is
+renamed into place, a journal lets a restart after a crash at any point
+finish the apply, and the tree it leaves is verified against the approved
+one (a mismatch rolls it back). The index is not touched. 'paddock undo RUN'
+reverses it exactly while the files are unchanged since.
 
 --3way (with --to worktree): a modified file that you changed too since the
 base is merged line by line (git merge-file) instead of refused, so your

@@ -100,13 +100,23 @@ func TestApplyThreeWay(t *testing.T) {
 
 // TestKillDuringWorktreeApply stops the daemon with SIGKILL at every step of
 // an apply into a working tree (a test hook), restarts it, and checks that
-// the project is byte-identical either to before or to fully applied.
+// the project is byte-identical either to before or to fully applied; then
+// the same at every step of an undo of it. The change set holds every kind
+// of change, type changes included (a link, a file and a directory each
+// becoming something else).
 func TestKillDuringWorktreeApply(t *testing.T) {
 	base := t.TempDir()
 	template := newRepo(t, filepath.Join(base, "template"), 4)
 	os.WriteFile(filepath.Join(template, "old.txt"), []byte("old\n"), 0o644)
 	os.WriteFile(filepath.Join(template, "gone.txt"), []byte("gone\n"), 0o644)
+	os.WriteFile(filepath.Join(template, "tolink.txt"), []byte("to link\n"), 0o644)
+	os.WriteFile(filepath.Join(template, "todir.txt"), []byte("to dir\n"), 0o644)
+	os.MkdirAll(filepath.Join(template, "dirtofile", "sub"), 0o755)
+	os.WriteFile(filepath.Join(template, "dirtofile", "x.txt"), []byte("x\n"), 0o644)
+	os.WriteFile(filepath.Join(template, "dirtofile", "sub", "y.txt"), []byte("y\n"), 0o644)
+	os.Symlink("pkg00", filepath.Join(template, "lnk"))
 	gittest.Commit(t, template, "more", nil)
+	os.Chmod(filepath.Join(template, "dirtofile", "sub"), 0o700) // an undo makes it again as it was
 	edits := func(ws string) {
 		os.WriteFile(filepath.Join(ws, "README.md"), []byte("new readme\n"), 0o644)
 		os.WriteFile(filepath.Join(ws, "old.txt"), []byte("changed\n"), 0o755)
@@ -115,6 +125,18 @@ func TestKillDuringWorktreeApply(t *testing.T) {
 		os.WriteFile(filepath.Join(ws, "a/b/new.go"), []byte("package b\n"), 0o644)
 		os.WriteFile(filepath.Join(ws, "top.txt"), []byte("top\n"), 0o644)
 		os.Symlink("README.md", filepath.Join(ws, "link"))
+		// Type changes: file → link, file → directory, directory → file,
+		// link → directory.
+		os.Remove(filepath.Join(ws, "tolink.txt"))
+		os.Symlink("README.md", filepath.Join(ws, "tolink.txt"))
+		os.Remove(filepath.Join(ws, "todir.txt"))
+		os.MkdirAll(filepath.Join(ws, "todir.txt"), 0o755)
+		os.WriteFile(filepath.Join(ws, "todir.txt", "in.txt"), []byte("in\n"), 0o644)
+		os.RemoveAll(filepath.Join(ws, "dirtofile"))
+		os.WriteFile(filepath.Join(ws, "dirtofile"), []byte("a file now\n"), 0o644)
+		os.Remove(filepath.Join(ws, "lnk"))
+		os.MkdirAll(filepath.Join(ws, "lnk"), 0o755)
+		os.WriteFile(filepath.Join(ws, "lnk", "post-checkout"), []byte("#!/bin/sh\n"), 0o755)
 	}
 	copyRepo := func(name string) string {
 		dst := filepath.Join(base, name)
@@ -141,55 +163,68 @@ func TestKillDuringWorktreeApply(t *testing.T) {
 	id := prepare("reference")
 	cli(t, home, "apply", id, "--to", "worktree").must(t)
 	after, _ := gittest.TreeDigest(t, ref)
+	cli(t, home, "undo", id).must(t)
+	if got, lines := gittest.TreeDigest(t, ref); got != before {
+		a, b := gittest.DiffLines(beforeLines, lines)
+		t.Fatalf("the undo does not give the project back:\n %v\n %v", a, b)
+	}
 
-	steps := 0
-	for k := 1; ; k++ {
-		proj := "p" + strings.Repeat("x", k)
+	// verb is "apply" or "undo": the daemon is killed at step k of it.
+	killAt := func(verb string, k int) bool {
+		proj := fmt.Sprintf("p-%s-%d", verb, k)
 		repo := copyRepo(proj)
 		cli(t, home, "project", "add", repo, "--name", proj).must(t)
 		id := prepare(proj)
+		args := []string{"apply", id, "--to", "worktree"}
+		if verb == "undo" {
+			cli(t, home, "apply", id, "--to", "worktree").must(t)
+			args = []string{"undo", id}
+		}
 		cur.stop()
 		t.Setenv("PADDOCK_TEST_APPLY_CRASH_AT", fmt.Sprint(k))
 		cur = startDaemon(t, home)
-		r := cli(t, home, "apply", id, "--to", "worktree")
+		r := cli(t, home, args...)
 		crashed := r.code != 0
 		t.Setenv("PADDOCK_TEST_APPLY_CRASH_AT", "")
 		cur.stop() // reaps the killed daemon, or stops the one that finished
 		cur = startDaemon(t, home)
 		got, lines := gittest.TreeDigest(t, repo)
 		switch {
-		case !crashed && got == after:
-			t.Logf("step %d is past the last: applied without a kill", k)
+		case !crashed && got == map[string]string{"apply": after, "undo": before}[verb]:
+			t.Logf("%s step %d is past the last: done without a kill", verb, k)
 		case got == before:
-			t.Logf("killed at step %d: rolled back", k)
+			t.Logf("killed at %s step %d: the project is as before the apply", verb, k)
 		case got == after:
-			t.Logf("killed at step %d: finished", k)
+			t.Logf("killed at %s step %d: the project is as applied", verb, k)
 		default:
 			a, b := gittest.DiffLines(beforeLines, lines)
-			t.Fatalf("killed at step %d: the project is neither as before nor fully applied:\n %v\n %v", k, a, b)
+			t.Fatalf("killed at %s step %d: the project is neither as before nor fully applied:\n %v\n %v", verb, k, a, b)
 		}
 		// The project lock the killed apply held is free again.
 		for _, p := range decode[[]*paddock.Project](t, cli(t, home, "project", "ls", "--json")) {
 			if p.Name == proj && p.Lock != nil {
-				t.Fatalf("killed at step %d: the project lock is still held by %s", k, p.Lock.RunID)
+				t.Fatalf("killed at %s step %d: the project lock is still held by %s", verb, k, p.Lock.RunID)
 			}
 		}
-		// No temporary file of the apply is left anywhere in the project.
+		// No staged file of the apply or the undo is left anywhere in the project.
 		filepath.Walk(repo, func(p string, fi os.FileInfo, err error) error {
 			if err == nil && strings.Contains(fi.Name(), ".paddock-") {
-				t.Fatalf("left %s", p)
+				t.Fatalf("killed at %s step %d: left %s", verb, k, p)
 			}
 			return nil
 		})
-		if !crashed {
-			steps = k - 1
-			break
+		return crashed
+	}
+	for _, verb := range []string{"apply", "undo"} {
+		steps := 0
+		for k := 1; killAt(verb, k); k++ {
+			steps = k
 		}
+		if steps < 12 {
+			t.Fatalf("only %d crash points of the %s were exercised", steps, verb)
+		}
+		t.Logf("%d crash points of the %s exercised", steps, verb)
 	}
-	if steps < 12 {
-		t.Fatalf("only %d crash points were exercised", steps)
-	}
-	t.Logf("%d crash points exercised", steps)
 }
 
 // TestLargeDiff: a diff larger than an answer carries is left out of the

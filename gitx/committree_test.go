@@ -1,0 +1,63 @@
+package gitx_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+// TestCommitToBranchTypeChanges: every type change a change set carries
+// commits as given, and a set of entries that git's index would take only
+// by dropping a path the set does not name (a file under a file, a file
+// under a link) makes no branch.
+func TestCommitToBranchTypeChanges(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	repo := gittest.NewRepo(t, t.TempDir(), map[string]string{"f.txt": "f\n", "d/x.txt": "x\n", "keep.txt": "k\n"})
+	os.Symlink("keep.txt", filepath.Join(repo, "lnk"))
+	gittest.Commit(t, repo, "link", nil)
+	base := gittest.Git(t, repo, "rev-parse", "HEAD")
+	gitDir := filepath.Join(repo, ".git")
+	blob := func(content string) (string, string) {
+		p := filepath.Join(t.TempDir(), "blob")
+		os.WriteFile(p, []byte(content), 0o644)
+		return gittest.Git(t, repo, "hash-object", p), p
+	}
+	who := gitx.Identity{Name: "A", Email: "a@example.com"}
+	inner, innerFile := blob("inner\n")
+	target, targetFile := blob("f.txt")
+	ok := []gitx.IndexEntry{
+		{Path: "f.txt"}, {Path: "f.txt/inner.txt", Mode: "100644", Blob: inner, File: innerFile}, // file → directory
+		{Path: "d/x.txt"}, {Path: "d", Mode: "120000", Blob: target, File: targetFile}, // directory → link
+		{Path: "lnk"}, {Path: "lnk/inner.txt", Mode: "100755", Blob: inner, File: innerFile}, // link → directory
+	}
+	commit, err := g.CommitToBranch(ctx, gitDir, base, ok, "types", who, "types\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gittest.Git(t, repo, "ls-tree", "-r", commit); !strings.Contains(got, "100644 blob "+inner+"\tf.txt/inner.txt") ||
+		!strings.Contains(got, "120000 blob "+target+"\td") || !strings.Contains(got, "100755 blob "+inner+"\tlnk/inner.txt") {
+		t.Fatalf("tree:\n%s", got)
+	}
+	for name, entries := range map[string][]gitx.IndexEntry{
+		"a file under a file":     {{Path: "keep.txt/x", Mode: "100644", Blob: inner, File: innerFile}},
+		"a file under a link":     {{Path: "lnk/x", Mode: "100644", Blob: inner, File: innerFile}},
+		"a file over a directory": {{Path: "d", Mode: "100644", Blob: inner, File: innerFile}},
+	} {
+		_, err := g.CommitToBranch(ctx, gitDir, base, entries, "bad", who, "bad\n")
+		var te *gitx.TreeMismatchError
+		if !errors.As(err, &te) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(gitDir, "refs", "heads", "bad")); err == nil {
+			t.Fatalf("%s: the branch was made", name)
+		}
+		t.Logf("%s: %v", name, err)
+	}
+}
