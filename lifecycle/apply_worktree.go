@@ -136,6 +136,14 @@ func (m *Manager) hook(point string) {
 // changes, created paths that exist and deleted files that changed still
 // refuse the whole apply. Undo puts the user's version back.
 func (m *Manager) ApplyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error) {
+	s, err := m.applyToWorktree(ctx, id, threeWay)
+	if err != nil {
+		m.applyFailed(ctx, id, "worktree", err)
+	}
+	return s, err
+}
+
+func (m *Manager) applyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error) {
 	r, p, err := m.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err

@@ -394,6 +394,36 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 // not the base with exactly the approved entries (a type change git would
 // resolve by dropping a path the change set does not name).
 func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
+	s, err := m.applyToBranch(ctx, id, branch, who)
+	if err != nil {
+		m.applyFailed(ctx, id, "branch", err)
+	}
+	return s, err
+}
+
+// applyFailed records an apply that did not happen, as an event of the run
+// and a log line, with the reason: a person must be able to see why an
+// approved change set is not in the project. (An apply into the working
+// tree that rolled itself back has recorded its mismatch already.)
+func (m *Manager) applyFailed(ctx context.Context, id, target string, err error) {
+	var pe *paddock.Error
+	if target == "worktree" && errors.As(err, &pe) && pe.Details["mismatch"] != nil {
+		return
+	}
+	if paddock.IsCode(err, paddock.CodeNotFound) {
+		if _, rerr := m.Run(ctx, id); rerr != nil {
+			return // no such run: nothing to record it in
+		}
+	}
+	code, msg := paddock.ErrorCode(err), paddock.ErrorMessage(err)
+	m.log().Warn("apply failed", "run", id, "to", target, "code", code, "reason", msg, "err", err)
+	m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
+		_, err := tx.AppendEvent(ctx, id, EventApplyFailed, map[string]any{"to": target, "code": code, "reason": msg})
+		return err
+	})
+}
+
+func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
 	r, p, err := m.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
