@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // ExportTreeIndexed is ExportTree that also keeps the index git made while
@@ -15,7 +16,8 @@ func (g *Git) ExportTreeIndexed(ctx context.Context, gitDir, rev, dir, index str
 	if err := CheckRef(rev); err != nil {
 		return err
 	}
-	if index == "" {
+	keep := index != ""
+	if !keep {
 		tmp, err := os.MkdirTemp("", "paddock-export-")
 		if err != nil {
 			return fmt.Errorf("gitx: export: %w", err)
@@ -24,10 +26,22 @@ func (g *Git) ExportTreeIndexed(ctx context.Context, gitDir, rev, dir, index str
 		index = filepath.Join(tmp, "index")
 	}
 	extra := []string{"GIT_INDEX_FILE=" + index}
-	for _, a := range [][]string{{"read-tree", rev}, {"checkout-index", "--all", "--force"}} {
+	steps := [][]string{{"read-tree", rev}, {"checkout-index", "--all", "--force"}}
+	for _, a := range steps {
 		if _, err := g.runEnv(ctx, "", extra, append([]string{"--git-dir=" + gitDir, "--work-tree=" + dir}, a...)...); err != nil {
 			return fmt.Errorf("gitx: export: %w", err)
 		}
+	}
+	if !keep {
+		return nil
+	}
+	// Files written in the same clock tick as the index are "racily clean"
+	// to git, which then keeps no size for them and reads each again at
+	// every status. Once the clock has moved on, a refresh reads them once
+	// and writes an index newer than every file.
+	time.Sleep(20 * time.Millisecond)
+	if _, err := g.runEnv(ctx, "", extra, "--git-dir="+gitDir, "--work-tree="+dir, "update-index", "-q", "--refresh"); err != nil {
+		return fmt.Errorf("gitx: export: %w", err)
 	}
 	return nil
 }
