@@ -69,6 +69,9 @@ type envelope struct {
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
+		if err := notUTF8(in); err != nil {
+			return err
+		}
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
@@ -285,6 +288,9 @@ func (c *Client) Exec(ctx context.Context, id string, req paddock.ExecRequest) (
 // ExecStream runs a command like Exec, writing its output to stdout and
 // stderr as it comes; the result it returns has no output of its own.
 func (c *Client) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
+	if err := notUTF8(req); err != nil {
+		return nil, err
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
