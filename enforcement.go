@@ -43,8 +43,10 @@ type Enforcement struct {
 	// ProcsScope says what Limits.Procs counts: "command" (the command's
 	// own processes, in a pids cgroup), or "uid" (RLIMIT_NPROC: every
 	// process of the sandbox's uid, other runs' included).
-	ProcsScope string   `json:"procs_scope,omitempty"`
-	Degraded   []string `json:"degraded,omitempty"`
+	ProcsScope string `json:"procs_scope,omitempty"`
+	// Disk says how the command's writes to the state disk were bounded.
+	Disk     string   `json:"disk,omitempty"`
+	Degraded []string `json:"degraded,omitempty"`
 	// Mode is how the command was started: "resident" (forked from the
 	// run's long-lived sandbox, its harness) or "per-exec" (a sandbox set
 	// up for this command alone); ModeReason says why a run that could
@@ -58,16 +60,19 @@ type Enforcement struct {
 // ExecResult is how a confined command ended: its status, resource use,
 // output (masked) and exactly what confinement it got.
 type ExecResult struct {
-	ExitCode       int         `json:"exit_code"`
-	Signal         string      `json:"signal,omitempty"`
-	TimedOut       bool        `json:"timed_out,omitempty"`
-	DurationMS     float64     `json:"duration_ms"`
-	CPUMS          float64     `json:"cpu_ms"`
-	MaxRSS         int64       `json:"max_rss_bytes"`
-	Stdout         string      `json:"stdout"`
-	Stderr         string      `json:"stderr"`
-	OutputEncoding string      `json:"output_encoding"` // utf-8, or base64 when the output is not text
-	Truncated      bool        `json:"truncated,omitempty"`
-	Denied         []string    `json:"denied,omitempty"`
-	Enforcement    Enforcement `json:"enforcement"`
+	ExitCode       int     `json:"exit_code"`
+	Signal         string  `json:"signal,omitempty"`
+	TimedOut       bool    `json:"timed_out,omitempty"`
+	DurationMS     float64 `json:"duration_ms"`
+	CPUMS          float64 `json:"cpu_ms"`
+	MaxRSS         int64   `json:"max_rss_bytes"`
+	Stdout         string  `json:"stdout"`
+	Stderr         string  `json:"stderr"`
+	OutputEncoding string  `json:"output_encoding"` // utf-8, or base64 when the output is not text
+	Truncated      bool    `json:"truncated,omitempty"`
+	// Killed says why paddock killed the command before it ended (its
+	// run's disk quota, the state disk's reserve).
+	Killed      string      `json:"killed,omitempty"`
+	Denied      []string    `json:"denied,omitempty"`
+	Enforcement Enforcement `json:"enforcement"`
 }

@@ -119,7 +119,14 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 			return err
 		})
 	}
-	res, err := m.runCommand(ctx, id, spec)
+	if why := m.diskCheck(r, true); why != "" {
+		return nil, paddock.Errorf(paddock.CodeForbidden, "%s", why).WithDetail("rule", "disk")
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	watch := m.watchDisk(r, cancel)
+	res, err := m.runCommand(runCtx, id, spec)
+	killed := watch.stop()
+	cancel()
 	req.Argv = red.Strings(req.Argv) // a secret on the command line stays out of events
 	ctx = context.WithoutCancel(ctx) // a canceled command is still recorded
 	if err != nil {
@@ -127,7 +134,8 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		return nil, err
 	}
 	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)
-	out := &paddock.ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
+	res.Enforcement.Disk = m.diskEnforcement(r)
+	out := &paddock.ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Killed: killed,
 		DurationMS: ms(res.Duration), CPUMS: ms(res.CPU), MaxRSS: res.MaxRSS, Truncated: res.Truncated,
 		Denied: res.Denied, Enforcement: res.Enforcement, OutputEncoding: "utf-8",
 		Stdout: string(res.Stdout), Stderr: string(res.Stderr)}
@@ -277,6 +285,9 @@ func (m *Manager) recordExec(ctx context.Context, id string, req paddock.ExecReq
 			data["duration_ms"] = res.DurationMS
 			data["timed_out"] = res.TimedOut
 			data["truncated"] = res.Truncated
+			if res.Killed != "" {
+				data["killed"] = res.Killed
+			}
 			data["stdout_bytes"] = len(res.Stdout)
 			data["stderr_bytes"] = len(res.Stderr)
 			if len(res.Denied) > 0 {

@@ -91,6 +91,8 @@ type Manager struct {
 	// network's names may reach (the operator's); no other loopback,
 	// private, link-local or reserved address is ever reached.
 	NetAllowAddrs []netip.Prefix
+	// DiskLimits bound what runs write to the state disk (disk.go).
+	DiskLimits DiskLimits
 	// ChangeSetLimits bound change sets; zero fields take the defaults.
 	ChangeSetLimits ChangeSetLimits
 	// CrashAt, when positive, kills the process at that step of an apply

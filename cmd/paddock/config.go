@@ -50,6 +50,12 @@ type config struct {
 	ChangeSetMaxEntries int    `toml:"changeset_max_entries"`
 	ChangeSetMaxFile    string `toml:"changeset_max_file"`
 	ChangeSetMaxTotal   string `toml:"changeset_max_total"`
+	// DiskQuota bounds what an overlay run writes (default "10GiB"), and
+	// DiskReserve is what the state disk keeps free from every run's
+	// commands (default the smaller of 1GiB and 5% of it); a command past
+	// either is killed.
+	DiskQuota   string `toml:"disk_quota"`
+	DiskReserve string `toml:"disk_reserve"`
 	// ExecLimits is the most any command gets, and what it gets unless
 	// its request asks for less: an agent (or an operator's request) may
 	// only lower a limit. Unset keys keep the sandbox's defaults.
@@ -162,7 +168,8 @@ func (c config) check() error {
 	if c.ChangeSetMaxEntries < 0 {
 		return fmt.Errorf("changeset_max_entries %d: want a positive number", c.ChangeSetMaxEntries)
 	}
-	for k, v := range map[string]string{"changeset_max_file": c.ChangeSetMaxFile, "changeset_max_total": c.ChangeSetMaxTotal} {
+	for k, v := range map[string]string{"changeset_max_file": c.ChangeSetMaxFile, "changeset_max_total": c.ChangeSetMaxTotal,
+		"disk_quota": c.DiskQuota, "disk_reserve": c.DiskReserve} {
 		if _, err := parseSize(v); err != nil {
 			return fmt.Errorf("%s: %w", k, err)
 		}

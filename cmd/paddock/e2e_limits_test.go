@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,5 +87,35 @@ func TestExecLimitsCeiling(t *testing.T) {
 	out.Reset()
 	if res, err = agent.ExecStream(ctx, id, big, &out, &out); err != nil || !res.Truncated || out.Len() != 1<<20 {
 		t.Fatalf("streamed output over the ceiling: truncated %v, %d bytes, %v", res != nil && res.Truncated, out.Len(), err)
+	}
+}
+
+// TestDiskQuota: a command that writes past its overlay run's disk quota
+// is killed and the result says why; a quick rm gets the run going again.
+func TestDiskQuota(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	os.MkdirAll(home, 0o700)
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 1)
+	os.WriteFile(filepath.Join(home, "paddock.toml"), []byte("disk_quota = \"8MiB\"\n"), 0o600)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", "overlay").out)
+	if id == "" {
+		t.Skip("no overlay runs here")
+	}
+	r := cli(t, home, "exec", id, "--json", "--", "sh", "-c", "for i in $(seq 200); do head -c 1048576 /dev/zero > f$i; sleep 0.05; done; echo finished")
+	var res paddock.ExecResult
+	if err := json.Unmarshal([]byte(r.out), &res); err != nil {
+		t.Fatalf("%v: %q %q", err, r.out, r.err)
+	}
+	if !strings.Contains(res.Killed, "disk quota") || strings.Contains(res.Stdout, "finished") || res.Enforcement.Disk == "" {
+		t.Fatalf("a command past the run's disk quota: killed %q, stdout %q, disk %q", res.Killed, res.Stdout, res.Enforcement.Disk)
+	}
+	if r := cli(t, home, "exec", id, "--", "sh", "-c", "rm -f f*; echo cleaned"); r.code != 0 || r.out != "cleaned\n" {
+		t.Fatalf("rm over the quota: %d %q %q", r.code, r.out, r.err)
+	}
+	if r := cli(t, home, "exec", id, "--", "sh", "-c", "sleep 1; echo ok"); r.code != 0 || r.out != "ok\n" {
+		t.Fatalf("back under the quota: %d %q %q", r.code, r.out, r.err)
 	}
 }

@@ -141,6 +141,8 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	m.ChangeSetLimits.MaxFile, _ = parseSize(cfg.ChangeSetMaxFile) // checked with the config
 	m.ChangeSetLimits.MaxTotal, _ = parseSize(cfg.ChangeSetMaxTotal)
 	m.ExecLimits = cfg.ExecLimits.limits()
+	m.DiskLimits.RunQuota, _ = parseSize(cfg.DiskQuota)
+	m.DiskLimits.Reserve, _ = parseSize(cfg.DiskReserve)
 	m.Harnesses.RunProcs = 2 * sandbox.WithDefaults(m.ExecLimits).Procs // a run's commands together
 	m.NetAllowAddrs, _ = cfg.netAllowAddrs()                            // checked with the config
 	if n, err := strconv.Atoi(a.getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
