@@ -56,6 +56,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/sandbox"
+	"github.com/paddock-dev/paddock/workspace"
 )
 
 // Manager runs the workspace lifecycle. Fill the exported fields, then call
@@ -112,6 +113,7 @@ type Manager struct {
 	changed  chan struct{} // closed and replaced whenever events were appended
 
 	overlayProbe overlayProbe
+	ownerOnce    sync.Once
 	repoMu       sync.Mutex
 	repos        map[string]cachedRepo
 
@@ -219,6 +221,12 @@ func (m *Manager) markRetained(w *paddock.Workspace) {
 }
 
 func (m *Manager) provider(k paddock.WorkspaceKind) (paddock.WorkspaceProvider, error) {
+	m.ownerOnce.Do(func() {
+		// Once, before any use: the provider is shared by every create.
+		if ov, ok := m.Providers[paddock.KindOverlay].(*workspace.Overlay); ok && ov.Owner == 0 {
+			ov.Owner = m.SandboxUID
+		}
+	})
 	p, ok := m.Providers[k]
 	if !ok {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "workspace kind %s is not available here", k)

@@ -181,15 +181,27 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error
 		}
 		out = append(out, f)
 	}
-	return append(out, m.gcSnapshots(runs, dryRun)...), nil
+	return append(out, m.gcSnapshots(ctx, dryRun)...), nil
 }
 
 // gcSnapshots removes the overlay snapshots no live run uses (and any a
-// crash left half built). The caller holds m.mu, which every create holds
-// while it makes or takes a snapshot.
-func (m *Manager) gcSnapshots(runs []*paddock.Run, dryRun bool) []paddock.Finding {
+// crash left half built), under the provider's snapshot lock, which a
+// create holds while it builds one. A create's record exists before it
+// asks for its snapshot, so one it is about to take is in use.
+func (m *Manager) gcSnapshots(ctx context.Context, dryRun bool) []paddock.Finding {
 	ov, ok := m.overlayProvider()
 	if !ok {
+		return nil
+	}
+	defer ov.LockSnapshots()()
+	// The records are read under the lock: a create that took a snapshot
+	// before it has its record by then.
+	var runs []*paddock.Run
+	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+		runs, err = tx.Runs(ctx, paddock.RunFilter{Removed: true})
+		return err
+	}); err != nil {
+		m.log().Error("gc of snapshots skipped", "err", err)
 		return nil
 	}
 	used := map[string]bool{}

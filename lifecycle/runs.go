@@ -77,8 +77,10 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 		State: paddock.StateRequested, CleanupPolicy: policy, CreatedAt: t, UpdatedAt: t,
 	}}
 
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	// Not under m.mu: preparing a large clone takes seconds, and gc needs
+	// no more than the record, which exists before the directory does (it
+	// lists directories first, then reads records). A base's snapshot is
+	// guarded by the overlay provider's own lock, which gc takes too.
 	err = m.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.CreateRun(ctx, r); err != nil {
 			return err
@@ -104,18 +106,14 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 		return nil, err
 	}
 	m.log().Info("preparing workspace", "run", id, "kind", kind, "base", base.SHA)
-	if ov, ok := prov.(*workspace.Overlay); ok {
-		ov.Owner = m.SandboxUID
-		ov.Progress = func(msg string) {
-			m.log().Info(msg, "run", id)
-			m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
-				_, err := tx.AppendEvent(ctx, id, EventProgress, map[string]string{"message": msg})
-				return err
-			})
-		}
-	}
-
-	if perr := prov.Prepare(ctx, p, r.Workspace); perr != nil {
+	pctx := workspace.WithProgress(ctx, func(msg string) {
+		m.log().Info(msg, "run", id)
+		m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
+			_, err := tx.AppendEvent(ctx, id, EventProgress, map[string]string{"message": msg})
+			return err
+		})
+	})
+	if perr := prov.Prepare(pctx, p, r.Workspace); perr != nil {
 		m.log().Error("prepare failed", "run", id, "err", perr)
 		reason := "preparing failed; rolled back"
 		if err := m.cleanup(context.WithoutCancel(ctx), r, p, reason); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
@@ -27,10 +28,33 @@ type Overlay struct {
 	Snapshots string // the lower layers, one per project and base revision
 	// Owner, if not 0, is given the snapshot and the upper layer: the
 	// sandbox's uid, which must be able to read the lower layer and write
-	// the upper one.
+	// the upper one. Set it before the provider is used.
 	Owner int
-	// Progress, if set, is told what a snapshot being built has reached.
-	Progress func(msg string)
+
+	// snapMu is held while a snapshot is built, and by whoever removes
+	// snapshots (LockSnapshots): one being built is never taken away.
+	snapMu sync.Mutex
+}
+
+// LockSnapshots holds off every snapshot build until the returned
+// function is called (gc removes snapshots under it).
+func (o *Overlay) LockSnapshots() (unlock func()) {
+	o.snapMu.Lock()
+	return o.snapMu.Unlock
+}
+
+type progressKey struct{}
+
+// WithProgress returns ctx carrying fn, which a long preparation (a
+// base's snapshot) tells how far it has come.
+func WithProgress(ctx context.Context, fn func(msg string)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+func progress(ctx context.Context, format string, args ...any) {
+	if fn, ok := ctx.Value(progressKey{}).(func(string)); ok && fn != nil {
+		fn(fmt.Sprintf(format, args...))
+	}
 }
 
 // Kind returns paddock.KindOverlay.
@@ -96,6 +120,8 @@ func (o *Overlay) Prepare(ctx context.Context, p *paddock.Project, w *paddock.Wo
 // is none. It is built in a temporary directory and renamed into place, so
 // a crash never leaves half a snapshot where a run would use it.
 func (o *Overlay) Snapshot(ctx context.Context, p *paddock.Project, sha string) (string, error) {
+	o.snapMu.Lock()
+	defer o.snapMu.Unlock()
 	dir := SnapshotDir(o.Snapshots, p.Name, sha)
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return dir, nil
@@ -115,9 +141,7 @@ func (o *Overlay) Snapshot(ctx context.Context, p *paddock.Project, sha string) 
 	if err != nil {
 		return "", err
 	}
-	if o.Progress != nil {
-		o.Progress(fmt.Sprintf("building the snapshot of %s at %.12s", p.Name, sha))
-	}
+	progress(ctx, "building the snapshot of %s at %.12s", p.Name, sha)
 	// The index git makes as it writes the files goes beside the snapshot
 	// (renamed into place before it, so a snapshot always has one).
 	index := tmp + ".index"
@@ -130,8 +154,8 @@ func (o *Overlay) Snapshot(ctx context.Context, p *paddock.Project, sha string) 
 		if err != nil {
 			return err
 		}
-		if n++; o.Progress != nil && n%10000 == 0 {
-			o.Progress(fmt.Sprintf("snapshot of %s: %d entries", p.Name, n))
+		if n++; n%10000 == 0 {
+			progress(ctx, "snapshot of %s: %d entries", p.Name, n)
 		}
 		if o.Owner != 0 {
 			return os.Lchown(path, o.Owner, o.Owner)
@@ -152,9 +176,7 @@ func (o *Overlay) Snapshot(ctx context.Context, p *paddock.Project, sha string) 
 		}
 		return "", fmt.Errorf("workspace: snapshot: %w", err)
 	}
-	if o.Progress != nil {
-		o.Progress(fmt.Sprintf("snapshot of %s at %.12s: %d entries", p.Name, sha, n))
-	}
+	progress(ctx, "snapshot of %s at %.12s: %d entries", p.Name, sha, n)
 	return dir, nil
 }
 
