@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -193,6 +194,8 @@ var manifests = map[string]bool{
 
 var hookDirs = []string{".husky/", ".githooks/", ".git-hooks/", "hooks/"}
 
+var labelBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
 // label sets e's risks, size, binary flag and whether it is ever applied.
 func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 	add := func(r string) { e.Risks = append(e.Risks, r) }
@@ -254,17 +257,30 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 		add("large")
 	}
 	if f, err := os.Open(full); err == nil {
-		head := make([]byte, 8000)
+		// One buffer for every entry of a change set (ten thousand files
+		// must not cost ten thousand reads into fresh memory).
+		bp := labelBufs.Get().(*[]byte)
+		head := (*bp)[:8000]
 		n, _ := io.ReadFull(f, head)
-		f.Close()
 		e.Binary = bytes.IndexByte(head[:n], 0) >= 0
 		if e.Binary {
 			add("binary")
 		} else if e.Size <= LargeFile {
-			if b, err := os.ReadFile(full); err == nil && !bytes.Equal(redact.Shapes(b), b) {
+			b := (*bp)[:n]
+			if n == len(head) {
+				buf := bytes.NewBuffer(b)
+				buf.ReadFrom(io.LimitReader(f, LargeFile))
+				b = buf.Bytes()
+			}
+			if !bytes.Equal(redact.Shapes(b), b) {
 				add("secret")
 			}
+			if cap(b) <= 4<<20 {
+				*bp = b[:cap(b)]
+			}
 		}
+		f.Close()
+		labelBufs.Put(bp)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/paddock-dev/paddock/confine"
 )
@@ -56,7 +57,7 @@ func readEntry(r *confine.Root, rel string, w io.Writer) (id, mode string, err e
 		}
 		h := sha1.New()
 		fmt.Fprintf(h, "blob %d\x00", st.Size())
-		n, err := io.Copy(io.MultiWriter(h, w), f)
+		n, err := copyPooled(io.MultiWriter(h, w), f)
 		if err != nil {
 			return "", "", err
 		}
@@ -122,4 +123,17 @@ func keepFile(src, dst string) error {
 		_, err = io.Copy(w, f)
 		return err
 	})
+}
+
+// copyBufs are the buffers of copyPooled.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// copyPooled is io.Copy through a pooled buffer: a change set of ten
+// thousand files is hashed, frozen and applied file by file, and io.Copy
+// from a file into a hash allocates a fresh 32 KiB buffer every time.
+func copyPooled(dst io.Writer, src io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	// Hidden behind a plain Reader: *os.File's WriteTo would take its own buffer.
+	return io.CopyBuffer(dst, struct{ io.Reader }{src}, *bp)
 }

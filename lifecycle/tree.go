@@ -176,7 +176,7 @@ func (t *tree) read(rel string, w io.Writer) (blob, mode string, perm fs.FileMod
 			}
 			h := sha1.New()
 			fmt.Fprintf(h, "blob %d\x00", fi.Size())
-			n, err := io.Copy(io.MultiWriter(h, w), f)
+			n, err := copyPooled(io.MultiWriter(h, w), f)
 			if err != nil {
 				return err
 			}
