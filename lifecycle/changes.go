@@ -324,10 +324,7 @@ func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, er
 	if err := m.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)})
-		return err
-	})
+	err = m.record(ctx, id, EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)})
 	return cs, err
 }
 
@@ -348,10 +345,7 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 	if err := m.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventApproved, map[string]string{"hash": hash, "by": by})
-		return err
-	})
+	err = m.record(ctx, id, EventApproved, map[string]string{"hash": hash, "by": by})
 	return s, err
 }
 
@@ -409,10 +403,7 @@ func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identit
 	if err := m.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit})
-		return err
-	})
+	err = m.record(ctx, id, EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit})
 	return s, err
 }
 

@@ -111,6 +111,18 @@ func (m *Manager) update(ctx context.Context, fn func(paddock.Tx) error) error {
 	return err
 }
 
+// record appends an event that records something already done: a file
+// written, a command run, a branch made. It is written whatever becomes of
+// the request: a client that disconnects once the effect happened must not
+// erase its record.
+func (m *Manager) record(ctx context.Context, id, typ string, data any) error {
+	ctx = context.WithoutCancel(ctx)
+	return m.update(ctx, func(tx paddock.Tx) error {
+		_, err := tx.AppendEvent(ctx, id, typ, data)
+		return err
+	})
+}
+
 func (m *Manager) notify() {
 	m.notifyMu.Lock()
 	if m.changed != nil {
