@@ -472,8 +472,15 @@ func (m *Manager) lintAttribution(ctx context.Context, id string, cs *paddock.Ch
 		return nil
 	}
 	h := hits[0]
-	return paddock.Errorf(paddock.CodeAttributionLeak, "%s:%d credits a model or a tool with the work (rule %s): remove it, or allow the rule for project %s",
-		h.File, h.Line, h.Rule, p.Name).WithDetail("hits", hits)
+	more := ""
+	if len(hits) > 1 {
+		more = fmt.Sprintf(" (and %d more lines, in details.hits)", len(hits)-1)
+	}
+	return paddock.Errorf(paddock.CodeAttributionLeak, "%s:%d: %q credits a model or a tool with the work: %s%s",
+		h.File, h.Line, h.Match, attribution.What(h.Rule), more).
+		WithDetail("rule", h.Rule).
+		WithDetail("hint", fmt.Sprintf("remove it, or let project %s keep such lines: paddock project set %s --allow-attribution %s", p.Name, p.Name, h.Rule)).
+		WithDetail("hits", hits)
 }
 
 // ChangeSetLimits bound what a change set may hold, so that computing,
