@@ -31,7 +31,6 @@ type faultStore struct {
 	deaf bool
 }
 
-
 func (s *faultStore) set(fn func(s *faultStore)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

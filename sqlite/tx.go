@@ -162,6 +162,26 @@ func wrap2(op string, err error) error {
 	return wrap(op, err)
 }
 
+// UpdateProject writes the project's settings.
+func (t *Tx) UpdateProject(ctx context.Context, p *paddock.Project) error {
+	prot, err := encodeProtected(p.Protected)
+	if err != nil {
+		return err
+	}
+	allow, err := encodeProtected(p.AttributionAllow)
+	if err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE projects SET protected = ?, attribution_allow = ? WHERE name = ?`, prot, allow, p.Name)
+	if err != nil {
+		return wrap("update project", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return paddock.Errorf(paddock.CodeNotFound, "no project named %q", p.Name)
+	}
+	return nil
+}
+
 // DeleteProject deletes the project with its runs, workspaces records, events and lock.
 func (t *Tx) DeleteProject(ctx context.Context, name string) error {
 	res, err := t.tx.ExecContext(t.ctx(ctx), `DELETE FROM projects WHERE name = ?`, name)

@@ -123,6 +123,26 @@ func testProjects(t *testing.T, open Opener) {
 		}
 		return nil
 	})
+	// Settings change in place; name, root and fingerprint stay.
+	update(t, s, func(tx paddock.Tx) error {
+		p, err := tx.Project(ctx, "custom")
+		if err != nil {
+			return err
+		}
+		p.Protected, p.AttributionAllow = nil, []string{"generated-with", "credit-trailer"}
+		p.Root, p.Fingerprint = "/elsewhere", "other"
+		return tx.UpdateProject(ctx, p)
+	})
+	s.View(ctx, func(tx paddock.Tx) error {
+		p, _ := tx.Project(ctx, "custom")
+		if p.Protected != nil || len(p.AttributionAllow) != 2 || p.AttributionAllow[1] != "credit-trailer" ||
+			p.Root != "/src/custom" || p.Fingerprint != "fp-custom" {
+			t.Fatalf("updated project = %+v", p)
+		}
+		return nil
+	})
+	err = s.Update(ctx, func(tx paddock.Tx) error { return tx.UpdateProject(ctx, project("nope")) })
+	wantCode(t, err, paddock.CodeNotFound)
 	update(t, s, func(tx paddock.Tx) error { return tx.DeleteProject(ctx, "custom") })
 	s.View(ctx, func(tx paddock.Tx) error {
 		ps, err := tx.Projects(ctx)
