@@ -26,6 +26,6 @@ const (
 	// EventProjectSettings is recorded on the live runs of a project whose
 	// settings changed: what their agents may write, or submit, changed.
 	EventProjectSettings = "project.settings_changed"
-	EventCheckpoint       = "workspace.checkpoint"
-	EventResumed          = "workspace.resumed"
+	EventCheckpoint      = "workspace.checkpoint"
+	EventResumed         = "workspace.resumed"
 )
