@@ -110,6 +110,9 @@ type DaemonStatus struct {
 	StartedAt time.Time `json:"started_at"`
 	// Recovered lists what the daemon put back in step when it started.
 	Recovered []Finding `json:"recovered"`
+	// RestartNeeded lists the paddock.toml settings changed since the
+	// daemon started that take effect only at its next start.
+	RestartNeeded []string `json:"restart_needed,omitempty"`
 }
 
 // InboxResult describes a file delivered into a run's inbox.

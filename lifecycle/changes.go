@@ -351,7 +351,7 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 
 // Apply commits the approved change set onto its base revision, on a new
 // branch of the project (paddock/RUN unless named), authored by the
-// configured identity. The user's working tree and index are not touched;
+// request's identity, the operator's or the user's git identity (see author). The user's working tree and index are not touched;
 // the branch is created with a compare-and-swap, so an existing branch or a
 // concurrent writer makes it fail cleanly. Entries under .git and symbolic
 // links that leave the project refuse the whole apply, approved or not.
@@ -371,11 +371,8 @@ func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identit
 	if branch == "" {
 		branch = "paddock/" + id
 	}
-	if who.Name == "" || who.Email == "" {
-		who = m.Identity
-	}
-	if who.Name == "" || who.Email == "" {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "no identity to author the commit: set apply_name and apply_email in paddock.toml, or give --author")
+	if who, err = m.author(ctx, p.Root, who); err != nil {
+		return nil, err
 	}
 	msg := fmt.Sprintf("paddock: apply run %s\n\nChange set %s, approved by %s.\n", id, s.Hash, s.ApprovedBy)
 	// The commit is built from the frozen blobs, which hash to the

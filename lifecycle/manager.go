@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -56,8 +57,15 @@ type Manager struct {
 	Secret func(name string) (string, bool)
 	// ArtifactsDir keeps submitted change sets and their decisions.
 	ArtifactsDir string
-	// Identity authors the commits Apply makes, unless a request names one.
+	// Identity authors the commits Apply makes, unless a request names one
+	// (the operator's apply_name and apply_email); SetIdentity replaces it
+	// while serving. A field it leaves empty is taken from the user's git
+	// configuration, found through GitUser.
 	Identity gitx.Identity
+	// GitUser is where the user's global git configuration is; its
+	// user.name and user.email (and the project's own) author an apply
+	// when Identity names none.
+	GitUser gitx.UserConfig
 	// ExecLimits is the most any command of a run gets, and what it gets
 	// unless its request asks for less: a request (an agent's, with its run
 	// token, or an operator's) may only lower a limit, never raise it.
@@ -84,6 +92,8 @@ type Manager struct {
 	overlayProbe overlayProbe
 	repoMu       sync.Mutex
 	repos        map[string]cachedRepo
+
+	identity atomic.Pointer[gitx.Identity] // SetIdentity's
 
 	jobsOnce     sync.Once
 	jobState     *jobRunner
