@@ -470,8 +470,11 @@ func (m *Manager) lintAttribution(ctx context.Context, id string, cs *paddock.Ch
 	}
 	h := hits[0]
 	more := ""
-	if len(hits) > 1 {
-		more = fmt.Sprintf(" (and %d more lines, in details.hits)", len(hits)-1)
+	switch n := len(hits) - 1; {
+	case n == 1:
+		more = " (and 1 more line, in details.hits)"
+	case n > 1:
+		more = fmt.Sprintf(" (and %d more lines, in details.hits)", n)
 	}
 	return paddock.Errorf(paddock.CodeAttributionLeak, "%s:%d: %q credits a model or a tool with the work: %s%s",
 		h.File, h.Line, h.Match, attribution.What(h.Rule), more).
