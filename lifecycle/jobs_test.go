@@ -282,7 +282,24 @@ func TestRefuseWhileJobRunsFailsClosed(t *testing.T) {
 func TestRecordsSurviveADisconnect(t *testing.T) {
 	e, f, _ := faultyEnv(t)
 	e.m.Identity = gitx.Identity{Name: "Ada Reviewer", Email: "ada@example.com"}
-	r := e.create(t, paddock.KindClone, "")
+	// A client that leaves as the made workspace is recorded ready.
+	ctx, cancel := context.WithCancel(context.Background())
+	transitions := 0
+	f.set(func(f *faultStore) {
+		f.appendEvent = func(_, typ string) error {
+			if typ == paddock.TransitionEvent {
+				if transitions++; transitions == 2 { // preparing → ready
+					cancel()
+				}
+			}
+			return nil
+		}
+	})
+	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)})
+	f.set(func(f *faultStore) { f.appendEvent = nil })
+	if err != nil || r.State() != paddock.StateReady {
+		t.Fatalf("create whose client left: %v, %v; want it ready", r, err)
+	}
 	// disconnect runs action with a context the client drops as the event
 	// of type typ is being appended.
 	disconnect := func(typ string, action func(ctx context.Context) error) {
