@@ -37,6 +37,22 @@ type AddProjectRequest struct {
 	AllowAttribution []string `json:"allow_attribution,omitempty"`
 }
 
+// SetProjectRequest changes a project's settings, those AddProjectRequest
+// takes besides the path and the name (which identify the project). A
+// setting the request leaves out keeps its value.
+type SetProjectRequest struct {
+	// Protect and NoDefaultProtect set the protected paths as project add
+	// does: the default list plus Protect, or Protect alone with
+	// NoDefaultProtect. DefaultProtect, alone, goes back to the default
+	// list. None of the three keeps the project's paths.
+	Protect          []string `json:"protect,omitempty"`
+	NoDefaultProtect bool     `json:"no_default_protect,omitempty"`
+	DefaultProtect   bool     `json:"default_protect,omitempty"`
+	// AllowAttribution, when present, is the whole list of attribution-lint
+	// rules the project allows ([] allows none).
+	AllowAttribution *[]string `json:"allow_attribution,omitempty"`
+}
+
 // UnlockRequest force-releases a project lock.
 type UnlockRequest struct {
 	Force bool `json:"force"`
@@ -94,6 +110,9 @@ type DaemonStatus struct {
 	StartedAt time.Time `json:"started_at"`
 	// Recovered lists what the daemon put back in step when it started.
 	Recovered []Finding `json:"recovered"`
+	// RestartNeeded lists the paddock.toml settings changed since the
+	// daemon started that take effect only at its next start.
+	RestartNeeded []string `json:"restart_needed,omitempty"`
 }
 
 // InboxResult describes a file delivered into a run's inbox.

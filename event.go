@@ -23,6 +23,9 @@ const (
 	EventLockAcquired     = "lock.acquired"
 	EventLockReleased     = "lock.released"
 	EventLockForceRelease = "lock.force_released"
-	EventCheckpoint       = "workspace.checkpoint"
-	EventResumed          = "workspace.resumed"
+	// EventProjectSettings is recorded on the live runs of a project whose
+	// settings changed: what their agents may write, or submit, changed.
+	EventProjectSettings = "project.settings_changed"
+	EventCheckpoint      = "workspace.checkpoint"
+	EventResumed         = "workspace.resumed"
 )

@@ -13,8 +13,9 @@ type Project struct {
 	Fingerprint string    `json:"repository_fingerprint"`
 	CreatedAt   time.Time `json:"created_at"`
 	// Protected lists the path patterns agents may not write in this
-	// project's workspaces (besides .git, always). Nil means the default list.
-	Protected []string `json:"protected,omitempty"`
+	// project's workspaces (besides .git, always). Nil (null) means the
+	// default list; empty ([]) protects .git alone.
+	Protected []string `json:"protected"`
 	// AttributionAllow names the attribution-lint rules this project allows.
 	AttributionAllow []string `json:"attribution_allow,omitempty"`
 	// Lock is the current holder of the project lock, if any (read-only view).

@@ -30,6 +30,9 @@ type Tx interface {
 	CreateProject(ctx context.Context, p *Project) error
 	Project(ctx context.Context, name string) (*Project, error)
 	Projects(ctx context.Context) ([]*Project, error)
+	// UpdateProject writes a project's settings (its protected paths and
+	// allowed attribution rules); its name, root and fingerprint stay.
+	UpdateProject(ctx context.Context, p *Project) error
 	DeleteProject(ctx context.Context, name string) error
 
 	// CreateRun inserts the run and, if set, its workspace.

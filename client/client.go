@@ -164,6 +164,12 @@ func (c *Client) Project(ctx context.Context, name string) (*paddock.Project, er
 	return &p, c.do(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(name), nil, &p)
 }
 
+// SetProject changes a project's settings; those req leaves out keep their values.
+func (c *Client) SetProject(ctx context.Context, name string, req paddock.SetProjectRequest) (*paddock.Project, error) {
+	var p paddock.Project
+	return &p, c.do(ctx, http.MethodPatch, "/v1/projects/"+url.PathEscape(name), req, &p)
+}
+
 // RemoveProject forgets a project.
 func (c *Client) RemoveProject(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/projects/"+url.PathEscape(name), nil, nil)

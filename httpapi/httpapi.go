@@ -329,6 +329,13 @@ func (s *Server) routes() http.Handler {
 	})
 	handle("GET /v1/projects", func(r *http.Request) (any, error) { return nonNil(m.Projects(r.Context())) })
 	handle("GET /v1/projects/{name}", func(r *http.Request) (any, error) { return m.Project(r.Context(), r.PathValue("name")) })
+	handle("PATCH /v1/projects/{name}", func(r *http.Request) (any, error) {
+		var req paddock.SetProjectRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return m.SetProject(r.Context(), r.PathValue("name"), actor(r), req)
+	})
 	handle("DELETE /v1/projects/{name}", func(r *http.Request) (any, error) {
 		return map[string]string{"removed": r.PathValue("name")}, m.RemoveProject(r.Context(), r.PathValue("name"))
 	})

@@ -99,11 +99,20 @@ func TestEnvelopeAndStatuses(t *testing.T) {
 		{"GET", "/v1/nothing", "", 404, paddock.CodeNotFound},
 		{"POST", "/v1/runs", `{"project":"app","base":"--exec=x"}`, 400, paddock.CodeBadRequest},
 		{"POST", "/v1/projects/app/unlock", `{}`, 400, paddock.CodeBadRequest},
+		{"PATCH", "/v1/projects/app", `{}`, 400, paddock.CodeBadRequest},
+		{"PATCH", "/v1/projects/app", `{"allow_attributon":[]}`, 400, paddock.CodeBadRequest},
+		{"PATCH", "/v1/projects/nope", `{"default_protect":true}`, 404, paddock.CodeNotFound},
 	} {
 		a := f.do(t, f.h, tc.method, tc.path, tc.body)
 		if a.status != tc.status || a.Error == nil || a.Error.Code != tc.code {
 			t.Errorf("%s %s: %d %+v, want %d %s", tc.method, tc.path, a.status, a.Error, tc.status, tc.code)
 		}
+	}
+	a = f.do(t, f.h, "PATCH", "/v1/projects/app", `{"protect":["secrets/**"],"allow_attribution":["credit-trailer"]}`)
+	var p paddock.Project
+	json.Unmarshal(a.Data, &p)
+	if a.status != 200 || len(p.AttributionAllow) != 1 || p.AttributionAllow[0] != "credit-trailer" || p.Protected[len(p.Protected)-1] != "secrets/**" {
+		t.Fatalf("set project: %d %+v %s", a.status, a.Error, a.Data)
 	}
 	a = f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`)
 	var r paddock.Run
@@ -461,6 +470,7 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 		{"POST", "/v1/runs/" + b1.Run.ID + "/retain", ``, 403, paddock.CodeForbidden},
 		{"DELETE", "/v1/runs/" + b1.Run.ID, ``, 403, paddock.CodeForbidden},
 		{"GET", "/v1/runs", "", 403, paddock.CodeForbidden},
+		{"PATCH", "/v1/projects/app", `{"allow_attribution":["co-author-trailer"]}`, 403, paddock.CodeForbidden},
 		{"POST", "/v1/bootstrap", `{}`, 403, paddock.CodeForbidden},
 		{"POST", "/v1/runs/" + b1.Run.ID + "/exec", `{"argv":["true"],"allow_degraded":true}`, 403, paddock.CodeForbidden},
 		{"POST", "/v1/runs/" + b1.Run.ID + "/exec/stream", `{"argv":["true"],"allow_degraded":true}`, 403, paddock.CodeForbidden},

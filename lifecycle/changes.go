@@ -353,10 +353,7 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 	if err := m.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)})
-		return err
-	})
+	err = m.record(ctx, id, EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)})
 	return cs, err
 }
 
@@ -377,16 +374,13 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 	if err := m.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventApproved, map[string]string{"hash": hash, "by": by})
-		return err
-	})
+	err = m.record(ctx, id, EventApproved, map[string]string{"hash": hash, "by": by})
 	return s, err
 }
 
 // Apply commits the approved change set onto its base revision, on a new
 // branch of the project (paddock/RUN unless named), authored by the
-// configured identity. The user's working tree and index are not touched;
+// request's identity, the operator's or the user's git identity (see author). The user's working tree and index are not touched;
 // the branch is created with a compare-and-swap, so an existing branch or a
 // concurrent writer makes it fail cleanly. Entries under .git, and
 // symbolic links that leave the project or lead into .git or to a protected
@@ -439,11 +433,8 @@ func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx
 	if branch == "" {
 		branch = "paddock/" + id
 	}
-	if who.Name == "" || who.Email == "" {
-		who = m.Identity
-	}
-	if who.Name == "" || who.Email == "" {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "no identity to author the commit: set apply_name and apply_email in paddock.toml, or give --author")
+	if who, err = m.author(ctx, p.Root, who); err != nil {
+		return nil, err
 	}
 	msg := fmt.Sprintf("paddock: apply run %s\n\nChange set %s, approved by %s.\n", id, s.Hash, s.ApprovedBy)
 	// The commit is built from the frozen blobs, which hash to the
@@ -476,10 +467,7 @@ func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx
 	if err := m.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit})
-		return err
-	})
+	err = m.record(ctx, id, EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit})
 	return s, err
 }
 
@@ -550,8 +538,18 @@ func (m *Manager) lintAttribution(ctx context.Context, id string, cs *paddock.Ch
 		return nil
 	}
 	h := hits[0]
-	return paddock.Errorf(paddock.CodeAttributionLeak, "%s:%d credits a model or a tool with the work (rule %s): remove it, or allow the rule for project %s",
-		h.File, h.Line, h.Rule, p.Name).WithDetail("hits", hits)
+	more := ""
+	switch n := len(hits) - 1; {
+	case n == 1:
+		more = " (and 1 more line, in details.hits)"
+	case n > 1:
+		more = fmt.Sprintf(" (and %d more lines, in details.hits)", n)
+	}
+	return paddock.Errorf(paddock.CodeAttributionLeak, "%s:%d: %q credits a model or a tool with the work: %s%s",
+		h.File, h.Line, h.Match, attribution.What(h.Rule), more).
+		WithDetail("rule", h.Rule).
+		WithDetail("hint", fmt.Sprintf("remove it, or let project %s keep such lines: paddock project set %s --allow-attribution %s", p.Name, p.Name, h.Rule)).
+		WithDetail("hits", hits)
 }
 
 // ChangeSetLimits bound what a change set may hold, so that computing,

@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -271,8 +272,19 @@ func TestAttributionLint(t *testing.T) {
 	os.WriteFile(filepath.Join(r.Workspace.Root, "notes.md"), []byte("# Notes\n\nCo-Authored-By: Claude <noreply@anthropic.com>\n"), 0o644)
 	_, err := e.m.Submit(ctx, r.ID)
 	mustCode(t, err, paddock.CodeAttributionLeak)
-	if !strings.Contains(err.Error(), "notes.md:3") {
-		t.Fatalf("the refusal does not name the file and line: %v", err)
+	// The refusal names the file, the line, what matched and the rule,
+	// and says how to keep such lines.
+	var pe *paddock.Error
+	errors.As(err, &pe)
+	if !strings.Contains(pe.Message, `notes.md:3: "Co-Authored-By: Claude"`) || pe.Details["rule"] != "co-author-trailer" ||
+		!strings.Contains(pe.Details["hint"].(string), "paddock project set my-app --allow-attribution co-author-trailer") {
+		t.Fatalf("the refusal does not say where, what and which rule: %s %v", pe.Message, pe.Details)
+	}
+	// Ordinary code that names a model passes.
+	os.Remove(filepath.Join(r.Workspace.Root, "notes.md"))
+	os.WriteFile(filepath.Join(r.Workspace.Root, "model.go"), []byte("package main\n\n// DefaultModel is gpt-4o.\nconst DefaultModel = \"gpt-4o\"\n"), 0o644)
+	if _, err := e.m.Submit(ctx, r.ID); err != nil {
+		t.Fatalf("a comment naming a model was refused: %v", err)
 	}
 	// A project that allows the rule accepts it.
 	e2 := newEnv(t)

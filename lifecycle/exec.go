@@ -114,10 +114,9 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	spec.Stdout, spec.Stderr = writerOrNil(liveOut), writerOrNil(liveErr)
 	spec.LiveOnly = stdout != nil || stderr != nil
 	spec.Decide = func(d sandbox.ProxyDecision) {
-		m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
-			_, err := tx.AppendEvent(ctx, id, EventNetwork, d)
-			return err
-		})
+		if err := m.record(ctx, id, EventNetwork, d); err != nil {
+			m.log().Error("cannot record a network decision", "run", id, "err", err)
+		}
 	}
 	if why := m.diskCheck(r, true); why != "" {
 		return nil, paddock.Errorf(paddock.CodeForbidden, "%s", why).WithDetail("rule", "disk")
@@ -130,7 +129,9 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	req.Argv = red.Strings(req.Argv) // a secret on the command line stays out of events
 	ctx = context.WithoutCancel(ctx) // a canceled command is still recorded
 	if err != nil {
-		m.recordExec(ctx, id, req, nil, err)
+		if rerr := m.recordExec(ctx, id, req, nil, err); rerr != nil {
+			m.log().Error("cannot record a failed command", "run", id, "err", rerr)
+		}
 		return nil, err
 	}
 	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)

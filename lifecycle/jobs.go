@@ -24,9 +24,6 @@ const (
 	EventJobStarted     = "job.started"
 	EventJobFinished    = "job.finished"
 	EventJobInterrupted = "job.interrupted"
-
-	leaseTerm  = 30 * time.Second
-	leaseRenew = 10 * time.Second
 )
 
 // jobRunner tracks the jobs this daemon instance runs.
@@ -158,7 +155,8 @@ func (m *Manager) verifyCommands(ctx context.Context, id string) ([][]string, er
 	return cmds, nil
 }
 
-// runJob runs a started job to its end, renewing its lease meanwhile.
+// runJob runs a started job to its end, renewing its lease meanwhile, and
+// records how it ended.
 func (m *Manager) runJob(ctx context.Context, cancel context.CancelFunc, j *paddock.Job, exec paddock.ExecRequest, steps [][]string) {
 	jr := m.jobs()
 	defer jr.wg.Done()
@@ -168,56 +166,21 @@ func (m *Manager) runJob(ctx context.Context, cancel context.CancelFunc, j *padd
 		delete(jr.cancels, j.ID)
 		jr.mu.Unlock()
 	}()
-	renew := time.NewTicker(leaseRenew)
-	defer renew.Stop()
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-renew.C:
-				m.update(context.Background(), func(tx paddock.Tx) error {
-					cur, err := tx.Job(ctx, j.ID)
-					if err != nil || cur.State != paddock.JobRunning {
-						return err
-					}
-					cur.LeaseUntil = now().Add(leaseTerm)
-					return tx.UpdateJob(ctx, cur)
-				})
-			}
-		}
-	}()
-	logPath := filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".log")
-	os.MkdirAll(filepath.Dir(logPath), 0o700)
-	logf, _ := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	var res *paddock.ExecResult
-	var err error
-	if steps == nil {
-		res, err = m.ExecStream(ctx, j.RunID, exec, logf, logf)
-	} else {
-		// Verification: each command of the manifest in turn, network off,
-		// until one fails.
-		for _, argv := range steps {
-			if logf != nil {
-				fmt.Fprintf(logf, "$ %s\n", strings.Join(argv, " "))
-			}
-			res, err = m.ExecStream(ctx, j.RunID, paddock.ExecRequest{Argv: argv}, logf, logf)
-			if err != nil || res.ExitCode != 0 || ctx.Err() != nil {
-				break
-			}
-		}
-	}
-	if logf != nil {
-		logf.Close()
-	}
-	canceled := ctx.Err() != nil
+	renewCtx, stopRenewing := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() { defer close(renewed); m.renewLease(renewCtx, j) }()
+	res, err := m.runJobCommands(ctx, j, exec, steps)
+	stopRenewing()
+	<-renewed
 	j.EndedAt, j.LeaseUntil = now(), time.Time{}
 	switch {
-	case canceled:
+	case ctx.Err() != nil:
 		j.State, j.Reason = paddock.JobFailed, "canceled"
 		if res != nil {
 			j.ExitCode = &res.ExitCode
 		}
+	case errors.Is(err, errJobLog):
+		j.State, j.Reason = paddock.JobFailed, errJobLog.Error()+" (the daemon's log says why); nothing ran"
 	case err != nil:
 		j.State, j.Reason = paddock.JobFailed, paddock.ErrorMessage(err)
 	case res.ExitCode == 0:
@@ -227,16 +190,118 @@ func (m *Manager) runJob(ctx context.Context, cancel context.CancelFunc, j *padd
 	}
 	if res != nil {
 		b, _ := json.MarshalIndent(res, "", "  ")
-		writeFile(filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".result.json"), b)
-	}
-	m.update(context.Background(), func(tx paddock.Tx) error {
-		if err := tx.UpdateJob(context.Background(), j); err != nil {
-			return err
+		if err := writeFile(filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".result.json"), b); err != nil {
+			m.log().Error("cannot save a job's result", "run", j.RunID, "job", j.ID, "err", err)
 		}
-		_, err := tx.AppendEvent(context.Background(), j.RunID, EventJobFinished,
-			map[string]any{"job": j.ID, "state": j.State, "exit_code": j.ExitCode, "reason": j.Reason})
-		return err
-	})
+	}
+	m.recordJobEnd(j)
+}
+
+// runJobCommands runs the job's command, or the verification's commands one
+// after the other, with their output in the job's log. A job whose log
+// cannot be made does not run: its output would go nowhere.
+func (m *Manager) runJobCommands(ctx context.Context, j *paddock.Job, exec paddock.ExecRequest, steps [][]string) (*paddock.ExecResult, error) {
+	logPath := filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".log")
+	logf, err := createLog(logPath)
+	if err != nil {
+		m.log().Error("cannot create a job's log; the job does not run", "run", j.RunID, "job", j.ID, "err", err)
+		return nil, errJobLog
+	}
+	defer func() {
+		if err := logf.Close(); err != nil {
+			m.log().Error("cannot write a job's log", "run", j.RunID, "job", j.ID, "err", err)
+		}
+	}()
+	if steps == nil {
+		return m.ExecStream(ctx, j.RunID, exec, logf, logf)
+	}
+	// Verification: each command of the manifest in turn, network off,
+	// until one fails.
+	var res *paddock.ExecResult
+	for _, argv := range steps {
+		fmt.Fprintf(logf, "$ %s\n", strings.Join(argv, " "))
+		res, err = m.ExecStream(ctx, j.RunID, paddock.ExecRequest{Argv: argv}, logf, logf)
+		if err != nil || res.ExitCode != 0 || ctx.Err() != nil {
+			break
+		}
+	}
+	return res, err
+}
+
+var errJobLog = errors.New("the job's log could not be created")
+
+func createLog(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+}
+
+// Job timing; tests shorten them.
+var (
+	leaseTerm  = 30 * time.Second
+	leaseRenew = 10 * time.Second
+	// A job's end is recorded with retries for this long; past it, the job
+	// stays running in the records until the next start marks it interrupted.
+	endRetryFor   = time.Minute
+	endRetryFirst = 50 * time.Millisecond
+)
+
+// renewLease extends the job's lease until ctx ends. A failed renewal is
+// logged and tried again at the next tick: the lease outlives a few.
+func (m *Manager) renewLease(ctx context.Context, j *paddock.Job) {
+	tick := time.NewTicker(leaseRenew)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		bg := context.WithoutCancel(ctx)
+		err := m.update(bg, func(tx paddock.Tx) error {
+			cur, err := tx.Job(bg, j.ID)
+			if err != nil || cur.State != paddock.JobRunning {
+				return err
+			}
+			cur.LeaseUntil = now().Add(leaseTerm)
+			return tx.UpdateJob(bg, cur)
+		})
+		if err != nil && ctx.Err() == nil {
+			m.log().Warn("cannot renew a job's lease", "run", j.RunID, "job", j.ID, "err", err)
+		}
+	}
+}
+
+// recordJobEnd writes the job's end and its event, retrying a failed write:
+// a job whose end is lost stays "running" and its run refuses the next one.
+func (m *Manager) recordJobEnd(j *paddock.Job) {
+	ctx := context.Background()
+	delay, deadline := endRetryFirst, time.Now().Add(endRetryFor)
+	for attempt := 1; ; attempt++ {
+		err := m.update(ctx, func(tx paddock.Tx) error {
+			if err := tx.UpdateJob(ctx, j); err != nil {
+				return err
+			}
+			_, err := tx.AppendEvent(ctx, j.RunID, EventJobFinished,
+				map[string]any{"job": j.ID, "state": j.State, "exit_code": j.ExitCode, "reason": j.Reason})
+			return err
+		})
+		switch {
+		case err == nil:
+			return
+		case paddock.IsCode(err, paddock.CodeNotFound):
+			m.log().Warn("a job ended whose record is gone", "run", j.RunID, "job", j.ID, "err", err)
+			return
+		case time.Now().After(deadline):
+			m.log().Error("cannot record a job's end; it stays running until the next start marks it interrupted",
+				"run", j.RunID, "job", j.ID, "state", j.State, "attempts", attempt, "err", err)
+			return
+		}
+		m.log().Warn("cannot record a job's end; retrying", "run", j.RunID, "job", j.ID, "attempt", attempt, "err", err)
+		time.Sleep(delay)
+		delay = min(2*delay, 5*time.Second)
+	}
 }
 
 // Jobs lists a run's jobs.
@@ -281,15 +346,28 @@ func (m *Manager) CancelJob(ctx context.Context, id, jobID string) (*paddock.Job
 		return nil, paddock.Errorf(paddock.CodeConflict, "job %s is run by another daemon (%s)", jobID, j.Owner)
 	}
 	cancel()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	// Wait for the job to record its end, woken by every write, as long as
+	// the caller waits and at most cancelWait.
+	timeout := time.NewTimer(cancelWait)
+	defer timeout.Stop()
+	for {
+		changed := m.waitChan()
 		if j, err = m.Job(ctx, id, jobID); err != nil || j.State != paddock.JobRunning {
 			return j, err
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for job %s to end: %w", jobID, ctx.Err())
+		case <-timeout.C:
+			return j, nil
+		case <-changed:
+		}
 	}
-	return j, nil
 }
+
+// cancelWait bounds how long CancelJob waits for a cancelled job to end; a
+// job still running then is answered as it is.
+var cancelWait = 30 * time.Second
 
 // adoptJobs takes over the jobs a dead owner left running. A job's sandbox
 // dies with the daemon that started it, so there is nothing to re-attach
@@ -297,10 +375,13 @@ func (m *Manager) CancelJob(ctx context.Context, id, jobID string) (*paddock.Job
 func (m *Manager) adoptJobs(ctx context.Context) []paddock.Finding {
 	var out []paddock.Finding
 	var running []*paddock.Job
-	m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
 		running, err = tx.Jobs(ctx, "", paddock.JobRunning)
 		return err
-	})
+	}); err != nil {
+		m.log().Error("cannot list running jobs; those a stopped daemon left stay running", "err", err)
+		return []paddock.Finding{{Issue: "the running jobs could not be listed", Action: paddock.ActionFailed}}
+	}
 	for _, j := range running {
 		if j.Owner == m.instance() {
 			continue
@@ -318,9 +399,12 @@ func (m *Manager) adoptJobs(ctx context.Context) []paddock.Finding {
 			_, err = tx.AppendEvent(ctx, cur.RunID, EventJobInterrupted, map[string]string{"job": cur.ID, "previous_owner": j.Owner})
 			return err
 		})
-		if err == nil {
-			out = append(out, paddock.Finding{RunID: j.RunID, Issue: "job " + j.ID + " was running when its daemon stopped", Action: "interrupted"})
+		f := paddock.Finding{RunID: j.RunID, Issue: "job " + j.ID + " was running when its daemon stopped", Action: "interrupted"}
+		if err != nil {
+			m.log().Error("cannot mark a stopped daemon's job interrupted", "run", j.RunID, "job", j.ID, "err", err)
+			f.Action = paddock.ActionFailed
 		}
+		out = append(out, f)
 	}
 	return out
 }
@@ -363,13 +447,20 @@ func (m *Manager) bootstrap(id string) (*bootstrapRecord, error) {
 }
 
 // refuseWhileJobRuns is for actions that would pull a workspace from under a
-// running job.
+// running job. It fails closed: when the jobs cannot be read, it refuses.
 func (m *Manager) refuseWhileJobRuns(ctx context.Context, id string) error {
 	var running []*paddock.Job
-	m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
 		running, err = tx.Jobs(ctx, id, paddock.JobRunning)
 		return err
-	})
+	}); err != nil {
+		// Not knowing is no answer: the action waits for one.
+		var pe *paddock.Error
+		if errors.As(err, &pe) {
+			return err
+		}
+		return internal("checking for a running job failed", err)
+	}
 	if len(running) > 0 {
 		return paddock.Errorf(paddock.CodeBusy, "job %s is running in run %s; cancel it first", running[0].ID, id)
 	}

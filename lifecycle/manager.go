@@ -51,6 +51,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -81,8 +82,15 @@ type Manager struct {
 	Secret func(name string) (string, bool)
 	// ArtifactsDir keeps submitted change sets and their decisions.
 	ArtifactsDir string
-	// Identity authors the commits Apply makes, unless a request names one.
+	// Identity authors the commits Apply makes, unless a request names one
+	// (the operator's apply_name and apply_email); SetIdentity replaces it
+	// while serving. A field it leaves empty is taken from the user's git
+	// configuration, found through GitUser.
 	Identity gitx.Identity
+	// GitUser is where the user's global git configuration is; its
+	// user.name and user.email (and the project's own) author an apply
+	// when Identity names none.
+	GitUser gitx.UserConfig
 	// ExecLimits is the most any command of a run gets, and what it gets
 	// unless its request asks for less: a request (an agent's, with its run
 	// token, or an operator's) may only lower a limit, never raise it.
@@ -117,6 +125,8 @@ type Manager struct {
 	repoMu       sync.Mutex
 	repos        map[string]cachedRepo
 
+	identity atomic.Pointer[gitx.Identity] // SetIdentity's
+
 	jobsOnce     sync.Once
 	jobState     *jobRunner
 	instanceOnce sync.Once
@@ -141,6 +151,18 @@ func (m *Manager) update(ctx context.Context, fn func(paddock.Tx) error) error {
 	})
 	m.notify()
 	return err
+}
+
+// record appends an event that records something already done: a file
+// written, a command run, a branch made. It is written whatever becomes of
+// the request: a client that disconnects once the effect happened must not
+// erase its record.
+func (m *Manager) record(ctx context.Context, id, typ string, data any) error {
+	ctx = context.WithoutCancel(ctx)
+	return m.update(ctx, func(tx paddock.Tx) error {
+		_, err := tx.AppendEvent(ctx, id, typ, data)
+		return err
+	})
 }
 
 func (m *Manager) notify() {

@@ -38,27 +38,115 @@ func (m *Manager) AddProject(ctx context.Context, req paddock.AddProjectRequest)
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is a paddock workspace, not a project", path)
 	}
 	p := &paddock.Project{Name: name, Root: repo.Root, Fingerprint: repo.Fingerprint, CreatedAt: now()}
-	switch {
-	case req.NoDefaultProtect:
-		p.Protected = append([]string{}, req.Protect...)
-	case len(req.Protect) > 0:
-		p.Protected = append(append([]string{}, confine.DefaultProtected...), req.Protect...)
+	if p.Protected, err = protectedList(req.Protect, req.NoDefaultProtect); err != nil {
+		return nil, err
 	}
-	if p.Protected != nil {
-		if err := (&confine.Policy{Protected: p.Protected}).Validate(); err != nil {
-			return nil, err
-		}
-	}
-	for _, rule := range req.AllowAttribution {
-		if !slices.Contains(attribution.Names(), rule) {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown attribution rule %q (rules: %s)", rule, strings.Join(attribution.Names(), ", "))
-		}
+	if err := checkRules(req.AllowAttribution); err != nil {
+		return nil, err
 	}
 	p.AttributionAllow = req.AllowAttribution
 	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, p) }); err != nil {
 		return nil, err
 	}
 	m.log().Info("project added", "project", name, "root", repo.Root)
+	return p, nil
+}
+
+// protectedList is the protected-path list a project stores: nil for the
+// default list, the default list plus protect, or protect alone.
+func protectedList(protect []string, noDefault bool) ([]string, error) {
+	var out []string
+	switch {
+	case noDefault:
+		out = append([]string{}, protect...)
+	case len(protect) > 0:
+		out = append(append([]string{}, confine.DefaultProtected...), protect...)
+	default:
+		return nil, nil
+	}
+	if err := (&confine.Policy{Protected: out}).Validate(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func checkRules(rules []string) error {
+	for _, rule := range rules {
+		if !slices.Contains(attribution.Names(), rule) {
+			return paddock.Errorf(paddock.CodeBadRequest, "unknown attribution rule %q (rules: %s)", rule, strings.Join(attribution.Names(), ", "))
+		}
+	}
+	return nil
+}
+
+// SetProject changes a project's settings (see paddock.SetProjectRequest).
+// It is allowed while runs exist: a run's tool calls and its next command
+// follow the new protected paths, its next submission the new rules. The
+// change is logged with who made it and recorded on every live run of the
+// project.
+func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.SetProjectRequest) (*paddock.Project, error) {
+	setProtect := len(req.Protect) > 0 || req.NoDefaultProtect
+	switch {
+	case req.DefaultProtect && setProtect:
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "--default-protect goes back to the default list; it takes no --protect or --no-default-protect")
+	case !setProtect && !req.DefaultProtect && req.AllowAttribution == nil:
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "nothing to set: give --protect, --no-default-protect, --default-protect or --allow-attribution")
+	}
+	protected, err := protectedList(req.Protect, req.NoDefaultProtect)
+	if err != nil {
+		return nil, err
+	}
+	if req.AllowAttribution != nil {
+		if err := checkRules(*req.AllowAttribution); err != nil {
+			return nil, err
+		}
+	}
+	if by == "" {
+		by = "unknown"
+	}
+	var p *paddock.Project
+	change := map[string]any{"by": by}
+	err = m.update(ctx, func(tx paddock.Tx) error {
+		var err error
+		if p, err = tx.Project(ctx, name); err != nil {
+			return err
+		}
+		if setProtect || req.DefaultProtect {
+			p.Protected = protected
+			change["protected"] = policy(p).Protected
+		}
+		if req.AllowAttribution != nil {
+			p.AttributionAllow = append([]string{}, *req.AllowAttribution...)
+			change["attribution_allow"] = p.AttributionAllow
+		}
+		if err := tx.UpdateProject(ctx, p); err != nil {
+			return err
+		}
+		runs, err := tx.Runs(ctx, paddock.RunFilter{Project: name})
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if r.Workspace == nil || !live(r.Workspace.State) {
+				continue
+			}
+			if _, err := tx.AppendEvent(ctx, r.ID, paddock.EventProjectSettings, change); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	args := []any{"project", name, "by", by}
+	if v, ok := change["protected"]; ok {
+		args = append(args, "protected", v)
+	}
+	if v, ok := change["attribution_allow"]; ok {
+		args = append(args, "attribution_allow", v)
+	}
+	m.log().Info("project settings changed", args...)
 	return p, nil
 }
 

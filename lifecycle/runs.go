@@ -108,10 +108,9 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	m.log().Info("preparing workspace", "run", id, "kind", kind, "base", base.SHA)
 	pctx := workspace.WithProgress(ctx, func(msg string) {
 		m.log().Info(msg, "run", id)
-		m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
-			_, err := tx.AppendEvent(ctx, id, EventProgress, map[string]string{"message": msg})
-			return err
-		})
+		if err := m.record(ctx, id, EventProgress, map[string]string{"message": msg}); err != nil {
+			m.log().Error("cannot record progress", "run", id, "err", err)
+		}
 	})
 	if perr := prov.Prepare(pctx, p, r.Workspace); perr != nil {
 		m.log().Error("prepare failed", "run", id, "err", perr)
@@ -137,12 +136,15 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 		}
 		return nil, internal("making the run's home failed", err)
 	}
-	if err := m.update(ctx, func(tx paddock.Tx) error {
-		return m.transition(ctx, tx, r, paddock.StateReady, "")
+	// The workspace is made: it is recorded ready even if the client has
+	// gone, rather than left "preparing" until the next start rolls it back.
+	done := context.WithoutCancel(ctx)
+	if err := m.update(done, func(tx paddock.Tx) error {
+		return m.transition(done, tx, r, paddock.StateReady, "")
 	}); err != nil {
 		return nil, err
 	}
-	return m.Run(ctx, id)
+	return m.Run(done, id)
 }
 
 // EventProgress reports how far a long preparation (an overlay's base

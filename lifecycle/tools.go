@@ -88,7 +88,9 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 	}
 	t, err := tools.Lookup(r.Access, name)
 	if err != nil {
-		m.recordTool(ctx, id, tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.ErrorCode(err), Rule: rule(err)})
+		if rerr := m.recordTool(ctx, id, tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.ErrorCode(err), Rule: rule(err)}); rerr != nil {
+			m.log().Error("cannot record a refused tool call", "run", id, "tool", name, "err", rerr)
+		}
 		return nil, err
 	}
 	if err := m.checkExpectNow(ctx); err != nil {
@@ -169,10 +171,7 @@ func rule(err error) string {
 }
 
 func (m *Manager) recordTool(ctx context.Context, id string, o tools.Outcome) error {
-	return m.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventToolCall, o)
-		return err
-	})
+	return m.record(ctx, id, EventToolCall, o)
 }
 
 // Deliver writes an inbound file into the run's .paddock/inbox/ (see
@@ -200,10 +199,7 @@ func (m *Manager) Deliver(ctx context.Context, id, name string, body io.Reader, 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventInbox, res)
-		return err
-	}); err != nil {
+	if err := m.record(ctx, id, EventInbox, res); err != nil {
 		return nil, err
 	}
 	return res, nil

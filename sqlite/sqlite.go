@@ -15,6 +15,13 @@
 // seqs are assigned one after the other. Readers use a separate pool and see
 // the last committed state.
 //
+// Concurrent Updates share one transaction (group commit), each in its own
+// savepoint. The driver answers a cancelled context by interrupting SQLite,
+// and SQLite answers an interrupted write by rolling back the whole
+// transaction, so a write never runs under its caller's cancellation: a
+// caller that gives up is told after its fn returns, and only its savepoint
+// is rolled back.
+//
 // # Migrations
 //
 // The schema is embedded (migrations/NNNN_name.sql) and applied in order at
@@ -196,6 +203,10 @@ func (s *Store) View(ctx context.Context, fn func(paddock.Tx) error) error {
 // concurrent writers pay one fsync instead of N. A fn that fails is rolled
 // back to its savepoint and changes nothing; the others are unaffected. Each
 // fn sees the effects of those before it, as if they had run one by one.
+//
+// ctx does not interrupt fn's statements (an interrupted statement would roll
+// back the whole batch). A caller whose ctx ends before its fn runs, or while
+// it runs, gets ctx's error and its fn's changes are rolled back.
 func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 	u := &update{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	s.mu.Lock()
@@ -250,7 +261,12 @@ func (s *Store) commit(batch []*update) {
 			errs[i] = fmt.Errorf("sqlite: savepoint: %w", err)
 			continue
 		}
-		errs[i] = runFn(u.fn, &Tx{tx: tx})
+		errs[i] = runFn(u.fn, &Tx{tx: tx, shared: true})
+		if errs[i] == nil && u.ctx.Err() != nil {
+			// The caller gave up while fn ran: it hears so, and what fn did
+			// is undone, so that an error always means nothing was written.
+			errs[i] = u.ctx.Err()
+		}
 		if errs[i] != nil {
 			if _, err := tx.Exec("ROLLBACK TO paddock_update"); err != nil {
 				tx.Rollback()

@@ -17,6 +17,22 @@ import (
 // Tx is one transaction; see paddock.Tx.
 type Tx struct {
 	tx *sql.Tx
+	// shared marks a write transaction that a batch of Updates shares. Its
+	// statements run detached from their caller's cancellation: the driver
+	// answers a cancelled context by interrupting SQLite, and an interrupted
+	// write makes SQLite roll back the whole transaction, the other callers'
+	// savepoints with it. A caller that gives up is answered after its fn
+	// returns (see Store.commit), and its savepoint alone is rolled back.
+	shared bool
+}
+
+// ctx is the context a statement runs under: the caller's own for a read,
+// the caller's values without its cancellation in a shared write.
+func (t *Tx) ctx(ctx context.Context) context.Context {
+	if t.shared {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 var _ paddock.Tx = (*Tx)(nil)
@@ -67,11 +83,11 @@ func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(ctx, `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow) VALUES (?, ?, ?, ?, ?, ?)`,
 		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot, allow)
 	if isUnique(err) {
 		var other string
-		if t.tx.QueryRowContext(ctx, `SELECT name FROM projects WHERE root = ?`, p.Root).Scan(&other) == nil {
+		if t.tx.QueryRowContext(t.ctx(ctx), `SELECT name FROM projects WHERE root = ?`, p.Root).Scan(&other) == nil {
 			return paddock.Errorf(paddock.CodeConflict, "this root is already declared as project %q", other)
 		}
 		return paddock.Errorf(paddock.CodeConflict, "a project named %q already exists", p.Name)
@@ -111,7 +127,7 @@ func scanProject(row interface{ Scan(...any) error }) (*paddock.Project, error) 
 
 // Project returns the named project.
 func (t *Tx) Project(ctx context.Context, name string) (*paddock.Project, error) {
-	p, err := scanProject(t.tx.QueryRowContext(ctx, `SELECT `+projectCols+` FROM `+projectFrom+` WHERE p.name = ?`, name))
+	p, err := scanProject(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+projectCols+` FROM `+projectFrom+` WHERE p.name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no project named %q", name)
 	}
@@ -123,7 +139,7 @@ func (t *Tx) Project(ctx context.Context, name string) (*paddock.Project, error)
 
 // Projects returns every project by name.
 func (t *Tx) Projects(ctx context.Context) ([]*paddock.Project, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+projectCols+` FROM `+projectFrom+` ORDER BY p.name`)
+	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT `+projectCols+` FROM `+projectFrom+` ORDER BY p.name`)
 	if err != nil {
 		return nil, wrap("list projects", err)
 	}
@@ -146,9 +162,29 @@ func wrap2(op string, err error) error {
 	return wrap(op, err)
 }
 
+// UpdateProject writes the project's settings.
+func (t *Tx) UpdateProject(ctx context.Context, p *paddock.Project) error {
+	prot, err := encodeProtected(p.Protected)
+	if err != nil {
+		return err
+	}
+	allow, err := encodeProtected(p.AttributionAllow)
+	if err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE projects SET protected = ?, attribution_allow = ? WHERE name = ?`, prot, allow, p.Name)
+	if err != nil {
+		return wrap("update project", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return paddock.Errorf(paddock.CodeNotFound, "no project named %q", p.Name)
+	}
+	return nil
+}
+
 // DeleteProject deletes the project with its runs, workspaces records, events and lock.
 func (t *Tx) DeleteProject(ctx context.Context, name string) error {
-	res, err := t.tx.ExecContext(ctx, `DELETE FROM projects WHERE name = ?`, name)
+	res, err := t.tx.ExecContext(t.ctx(ctx), `DELETE FROM projects WHERE name = ?`, name)
 	if err != nil {
 		return wrap("delete project", err)
 	}
@@ -168,7 +204,7 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(ctx, `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
+	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
 		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt))
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeConflict, "a run with id %q already exists", r.ID)
@@ -186,7 +222,7 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 		if err != nil {
 			return err
 		}
-		_, err = t.tx.ExecContext(ctx, `INSERT INTO workspaces (id, run_id, kind, root, fingerprint, base_ref, base_revision, branch,
+		_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO workspaces (id, run_id, kind, root, fingerprint, base_ref, base_revision, branch,
 			state, cleanup_policy, reason, created_at, updated_at, retained_at, checkpoint) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			w.ID, r.ID, string(w.Kind), w.Root, w.Fingerprint, w.BaseRef, w.BaseRevision, w.Branch,
 			string(w.State), string(w.CleanupPolicy), w.Reason, fmtTime(w.CreatedAt), fmtTime(w.UpdatedAt),
@@ -268,7 +304,7 @@ func scanRun(row interface{ Scan(...any) error }) (*paddock.Run, error) {
 
 // Run returns the run with its workspace.
 func (t *Tx) Run(ctx context.Context, id string) (*paddock.Run, error) {
-	r, err := scanRun(t.tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = ?`, id))
+	r, err := scanRun(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
 	}
@@ -294,7 +330,7 @@ func (t *Tx) Runs(ctx context.Context, f paddock.RunFilter) ([]*paddock.Run, err
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY r.created_at, r.id"
-	rows, err := t.tx.QueryContext(ctx, q, args...)
+	rows, err := t.tx.QueryContext(t.ctx(ctx), q, args...)
 	if err != nil {
 		return nil, wrap("list runs", err)
 	}
@@ -312,7 +348,7 @@ func (t *Tx) Runs(ctx context.Context, f paddock.RunFilter) ([]*paddock.Run, err
 
 // MarkRunRemoved sets the run's removed_at.
 func (t *Tx) MarkRunRemoved(ctx context.Context, id string) error {
-	res, err := t.tx.ExecContext(ctx, `UPDATE runs SET removed_at = ? WHERE id = ?`, fmtTime(time.Now()), id)
+	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE runs SET removed_at = ? WHERE id = ?`, fmtTime(time.Now()), id)
 	if err != nil {
 		return wrap("remove run", err)
 	}
@@ -328,7 +364,7 @@ func (t *Tx) UpdateWorkspace(ctx context.Context, w *paddock.Workspace) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE workspaces SET root = ?, state = ?, reason = ?, updated_at = ?,
+	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE workspaces SET root = ?, state = ?, reason = ?, updated_at = ?,
 		retained_at = ?, checkpoint = ?, cleanup_policy = ? WHERE id = ?`,
 		w.Root, string(w.State), w.Reason, fmtTime(w.UpdatedAt), fmtOptTime(w.RetainedAt), cp, string(w.CleanupPolicy), w.ID)
 	if err != nil {
@@ -351,7 +387,7 @@ func (t *Tx) Workspaces(ctx context.Context, states ...paddock.WorkspaceState) (
 		}
 	}
 	q += ` ORDER BY w.created_at, w.id`
-	rows, err := t.tx.QueryContext(ctx, q, args...)
+	rows, err := t.tx.QueryContext(t.ctx(ctx), q, args...)
 	if err != nil {
 		return nil, wrap("list workspaces", err)
 	}
@@ -377,7 +413,7 @@ func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*pad
 		}
 	}
 	e := &paddock.Event{RunID: runID, Type: typ, Time: time.Now().UTC(), Data: raw}
-	err := t.tx.QueryRowContext(ctx, `UPDATE runs SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`, runID).Scan(&e.Seq)
+	err := t.tx.QueryRowContext(t.ctx(ctx), `UPDATE runs SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`, runID).Scan(&e.Seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %q", runID)
 	}
@@ -388,7 +424,7 @@ func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*pad
 	if raw != nil {
 		dataArg = string(raw)
 	}
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO events (run_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)`,
+	if _, err := t.tx.ExecContext(t.ctx(ctx), `INSERT INTO events (run_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)`,
 		runID, e.Seq, fmtTime(e.Time), typ, dataArg); err != nil {
 		return nil, wrap("append event", err)
 	}
@@ -400,7 +436,7 @@ func (t *Tx) Events(ctx context.Context, runID string, after int64, limit int) (
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT seq, time, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT seq, time, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
 		runID, after, limit)
 	if err != nil {
 		return nil, wrap("list events", err)
@@ -427,7 +463,7 @@ func (t *Tx) Events(ctx context.Context, runID string, after int64, limit int) (
 func (t *Tx) Lock(ctx context.Context, project string) (*paddock.Lock, error) {
 	l := &paddock.Lock{Project: project}
 	var at string
-	err := t.tx.QueryRowContext(ctx, `SELECT run_id, acquired_at FROM locks WHERE project = ?`, project).Scan(&l.RunID, &at)
+	err := t.tx.QueryRowContext(t.ctx(ctx), `SELECT run_id, acquired_at FROM locks WHERE project = ?`, project).Scan(&l.RunID, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -452,7 +488,7 @@ func (t *Tx) AcquireLock(ctx context.Context, l *paddock.Lock) error {
 		return paddock.Errorf(paddock.CodeBusy, "project %q is locked by run %s", l.Project, cur.RunID).
 			WithDetail("holder", cur.RunID)
 	}
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO locks (project, run_id, acquired_at) VALUES (?, ?, ?)`,
+	if _, err := t.tx.ExecContext(t.ctx(ctx), `INSERT INTO locks (project, run_id, acquired_at) VALUES (?, ?, ?)`,
 		l.Project, l.RunID, fmtTime(l.AcquiredAt)); err != nil {
 		return wrap("acquire lock", err)
 	}
@@ -461,7 +497,7 @@ func (t *Tx) AcquireLock(ctx context.Context, l *paddock.Lock) error {
 
 // ReleaseLock frees the project lock if runID holds it.
 func (t *Tx) ReleaseLock(ctx context.Context, project, runID string) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `DELETE FROM locks WHERE project = ? AND run_id = ?`, project, runID)
+	res, err := t.tx.ExecContext(t.ctx(ctx), `DELETE FROM locks WHERE project = ? AND run_id = ?`, project, runID)
 	if err != nil {
 		return false, wrap("release lock", err)
 	}
@@ -471,7 +507,7 @@ func (t *Tx) ReleaseLock(ctx context.Context, project, runID string) (bool, erro
 
 // SetRunToken records the hash of a run's bearer token.
 func (t *Tx) SetRunToken(ctx context.Context, id, tokenHash string) error {
-	res, err := t.tx.ExecContext(ctx, `UPDATE runs SET token_hash = ? WHERE id = ?`, tokenHash, id)
+	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE runs SET token_hash = ? WHERE id = ?`, tokenHash, id)
 	if err != nil {
 		return wrap("set run token", err)
 	}
@@ -484,7 +520,7 @@ func (t *Tx) SetRunToken(ctx context.Context, id, tokenHash string) error {
 // RunByToken returns the id of the run whose token has this hash.
 func (t *Tx) RunByToken(ctx context.Context, tokenHash string) (string, error) {
 	var id string
-	err := t.tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE token_hash = ?`, tokenHash).Scan(&id)
+	err := t.tx.QueryRowContext(t.ctx(ctx), `SELECT id FROM runs WHERE token_hash = ?`, tokenHash).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", paddock.Errorf(paddock.CodeNotFound, "no run has this token")
 	}
@@ -496,7 +532,7 @@ func (t *Tx) RunByToken(ctx context.Context, tokenHash string) (string, error) {
 
 // CreateJob inserts a running job; busy if the run has one running.
 func (t *Tx) CreateJob(ctx context.Context, j *paddock.Job) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO jobs (id, run_id, kind, state, owner, lease_until, request, created_at, reason)
+	_, err := t.tx.ExecContext(t.ctx(ctx), `INSERT INTO jobs (id, run_id, kind, state, owner, lease_until, request, created_at, reason)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, j.ID, j.RunID, string(j.Kind), string(j.State), j.Owner,
 		fmtOptTime(j.LeaseUntil), string(j.Request), fmtTime(j.CreatedAt), j.Reason)
 	if isUnique(err) {
@@ -533,7 +569,7 @@ func scanJob(row interface{ Scan(...any) error }) (*paddock.Job, error) {
 
 // Job returns one job.
 func (t *Tx) Job(ctx context.Context, id string) (*paddock.Job, error) {
-	j, err := scanJob(t.tx.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	j, err := scanJob(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no job %q", id)
 	}
@@ -555,7 +591,7 @@ func (t *Tx) Jobs(ctx context.Context, run string, state paddock.JobState) ([]*p
 		q += ` AND state = ?`
 		args = append(args, string(state))
 	}
-	rows, err := t.tx.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	rows, err := t.tx.QueryContext(t.ctx(ctx), q+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, wrap("list jobs", err)
 	}
@@ -577,7 +613,7 @@ func (t *Tx) UpdateJob(ctx context.Context, j *paddock.Job) error {
 	if j.ExitCode != nil {
 		exit = *j.ExitCode
 	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE jobs SET state = ?, owner = ?, lease_until = ?, ended_at = ?, exit_code = ?, reason = ? WHERE id = ?`,
+	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE jobs SET state = ?, owner = ?, lease_until = ?, ended_at = ?, exit_code = ?, reason = ? WHERE id = ?`,
 		string(j.State), j.Owner, fmtOptTime(j.LeaseUntil), fmtOptTime(j.EndedAt), exit, j.Reason, j.ID)
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeBusy, "run %s already has a job running", j.RunID)

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 		{"RunTokens", testRunTokens},
 		{"Jobs", testJobs},
 		{"ConcurrentFailuresStayApart", testConcurrentFailures},
+		{"CancelledCallersStayApart", testCancelledCallers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -120,6 +123,26 @@ func testProjects(t *testing.T, open Opener) {
 		}
 		return nil
 	})
+	// Settings change in place; name, root and fingerprint stay.
+	update(t, s, func(tx paddock.Tx) error {
+		p, err := tx.Project(ctx, "custom")
+		if err != nil {
+			return err
+		}
+		p.Protected, p.AttributionAllow = nil, []string{"generated-with", "credit-trailer"}
+		p.Root, p.Fingerprint = "/elsewhere", "other"
+		return tx.UpdateProject(ctx, p)
+	})
+	s.View(ctx, func(tx paddock.Tx) error {
+		p, _ := tx.Project(ctx, "custom")
+		if p.Protected != nil || len(p.AttributionAllow) != 2 || p.AttributionAllow[1] != "credit-trailer" ||
+			p.Root != "/src/custom" || p.Fingerprint != "fp-custom" {
+			t.Fatalf("updated project = %+v", p)
+		}
+		return nil
+	})
+	err = s.Update(ctx, func(tx paddock.Tx) error { return tx.UpdateProject(ctx, project("nope")) })
+	wantCode(t, err, paddock.CodeNotFound)
 	update(t, s, func(tx paddock.Tx) error { return tx.DeleteProject(ctx, "custom") })
 	s.View(ctx, func(tx paddock.Tx) error {
 		ps, err := tx.Projects(ctx)
@@ -587,4 +610,178 @@ func testConcurrentFailures(t *testing.T, open Opener) {
 		}
 		return nil
 	})
+}
+
+// testCancelledCallers: callers whose contexts are cancelled at random
+// moments (while queued, between statements, inside a long one) get their
+// context's error and leave nothing behind, and the writers that share their
+// commit (a store may batch concurrent updates) all succeed with their data
+// kept. A statement interrupted by its caller's cancellation must not take a
+// shared transaction down with it.
+func testCancelledCallers(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	bg := context.Background()
+	seed(t, s, "app", "ok", "cancel")
+	// A caller that gives up while its fn runs is told so, and nothing of
+	// its fn is kept, even if every statement of it succeeded.
+	gaveUp, stop := context.WithCancel(bg)
+	err := s.Update(gaveUp, func(tx paddock.Tx) error {
+		if _, err := tx.AppendEvent(gaveUp, "cancel", "gave-up", nil); err != nil {
+			return err
+		}
+		stop()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("an update whose caller gave up returned %v, want its context's error", err)
+	}
+	s.View(bg, func(tx paddock.Tx) error {
+		if evs, _ := tx.Events(bg, "cancel", 0, 0); len(evs) != 0 {
+			t.Fatalf("an update whose caller gave up left %d events", len(evs))
+		}
+		return nil
+	})
+
+	const rounds, group, each, scratchEvents = 24, 8, 8, 500
+	// Each deleter deletes a project with many events, a statement long
+	// enough that its cancellation lands inside it, and then rolls back, so
+	// that the project is there again for the next round.
+	for k := 0; k < group; k++ {
+		name := fmt.Sprintf("scratch-%d", k)
+		seed(t, s, name, name+"-run")
+		update(t, s, func(tx paddock.Tx) error {
+			for i := 0; i < scratchEvents; i++ {
+				if _, err := tx.AppendEvent(bg, name+"-run", "x", nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	errKeep := errors.New("roll back the deletion")
+	// How long a deletion takes here (a race-detector build is many times
+	// slower): the cancellations are spread over that span.
+	start := time.Now()
+	err = s.Update(bg, func(tx paddock.Tx) error {
+		if err := tx.DeleteProject(bg, "scratch-0"); err != nil {
+			return err
+		}
+		return errKeep
+	})
+	if !errors.Is(err, errKeep) {
+		t.Fatalf("deleting a scratch project: %v", err)
+	}
+	span := int(time.Since(start)/time.Microsecond) + 1
+	const (
+		writer = iota
+		appender
+		deleter
+	)
+	type result struct {
+		round, k, kind int
+		err            error
+	}
+	var results []result
+	var mu sync.Mutex
+	for round := 0; round < rounds; round++ {
+		var wg sync.WaitGroup
+		for k := 0; k < 3*group; k++ {
+			kind := k % 3
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, stop := context.WithCancel(bg)
+				defer stop()
+				key := fmt.Sprintf("%d-%d", round, k)
+				var fn func(tx paddock.Tx) error
+				switch kind {
+				case writer:
+					fn = func(tx paddock.Tx) error {
+						_, err := tx.AppendEvent(ctx, "ok", key, nil)
+						return err
+					}
+				case appender:
+					// Cancelled while it waits its turn or between its statements.
+					time.AfterFunc(time.Duration(rand.IntN(2*span))*time.Microsecond, stop)
+					fn = func(tx paddock.Tx) error {
+						for i := 0; i < each; i++ {
+							if _, err := tx.AppendEvent(ctx, "cancel", key, nil); err != nil {
+								return err
+							}
+						}
+						return nil
+					}
+				case deleter:
+					fn = func(tx paddock.Tx) error {
+						time.AfterFunc(time.Duration(rand.IntN(span))*time.Microsecond, stop)
+						if err := tx.DeleteProject(ctx, fmt.Sprintf("scratch-%d", k/3)); err != nil {
+							return err
+						}
+						return errKeep
+					}
+				}
+				err := s.Update(ctx, fn)
+				mu.Lock()
+				results = append(results, result{round, k, kind, err})
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	counts := map[string]map[string]int{}
+	s.View(bg, func(tx paddock.Tx) error {
+		for _, run := range []string{"ok", "cancel"} {
+			evs, err := tx.Events(bg, run, 0, rounds*group*each)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts[run] = map[string]int{}
+			for i, e := range evs {
+				if e.Seq != int64(i+1) {
+					t.Fatalf("run %s: event %d has seq %d", run, i, e.Seq)
+				}
+				counts[run][e.Type]++
+			}
+		}
+		for k := 0; k < group; k++ {
+			evs, err := tx.Events(bg, fmt.Sprintf("scratch-%d-run", k), 0, 2*scratchEvents)
+			if err != nil || len(evs) != scratchEvents {
+				t.Fatalf("scratch-%d: %d events, %v; a rolled-back deletion was kept", k, len(evs), err)
+			}
+		}
+		return nil
+	})
+	cancelled := 0
+	var problems []string
+	for _, r := range results {
+		key := fmt.Sprintf("%d-%d", r.round, r.k)
+		bad := func(format string, args ...any) {
+			problems = append(problems, fmt.Sprintf("round %d, caller %d: ", r.round, r.k)+fmt.Sprintf(format, args...))
+		}
+		switch {
+		case r.kind == writer && r.err != nil:
+			bad("a writer never cancelled failed: %v", r.err)
+		case r.kind == writer && counts["ok"][key] != 1:
+			bad("a writer succeeded but left %d events", counts["ok"][key])
+		case r.kind == appender && r.err == nil && counts["cancel"][key] != each:
+			bad("succeeded but left %d of %d events", counts["cancel"][key], each)
+		case r.kind == appender && r.err != nil && counts["cancel"][key] != 0:
+			bad("failed (%v) but left %d events", r.err, counts["cancel"][key])
+		case r.err != nil && !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, errKeep):
+			bad("failed with %v, want its context's error", r.err)
+		case r.kind == deleter && r.err == nil:
+			bad("a deletion that returns an error was committed")
+		}
+		if errors.Is(r.err, context.Canceled) {
+			cancelled++
+		}
+	}
+	if len(problems) > 0 {
+		t.Fatalf("%d of %d updates went wrong, first:\n%s", len(problems), len(results), strings.Join(problems[:min(len(problems), 10)], "\n"))
+	}
+	// The test means something only if cancellation really raced the updates.
+	if cancelled == 0 || cancelled == rounds*group*2 {
+		t.Fatalf("%d of %d cancellable callers were cancelled; the delays no longer race the updates", cancelled, rounds*group*2)
+	}
+	t.Logf("%d of %d cancellable callers were cancelled", cancelled, rounds*group*2)
 }

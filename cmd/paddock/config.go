@@ -1,22 +1,32 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/lifecycle"
 )
 
-// config is paddock.toml. Every field has a flag of `paddock serve` that
-// overrides it.
+// config is paddock.toml. The flags of `paddock serve` override listen,
+// log_level and log_format. A running daemon takes apply_name, apply_email
+// and log_level from a changed file; the rest wait for its next start
+// (configWatch).
 type config struct {
 	// Listen is an optional loopback TCP address, such as "127.0.0.1:7070".
 	Listen string `toml:"listen"`
@@ -39,7 +49,8 @@ type config struct {
 	HarnessIdle   string `toml:"harness_idle"`
 	HarnessOrphan string `toml:"harness_orphan"`
 	// ApplyName and ApplyEmail author the commits paddock apply makes (the
-	// human who approves, not the agent).
+	// human who approves, not the agent); either left out is taken from
+	// the user's git configuration (user.name, user.email).
 	ApplyName  string `toml:"apply_name"`
 	ApplyEmail string `toml:"apply_email"`
 	// ChangeSetMaxEntries, ChangeSetMaxFile and ChangeSetMaxTotal bound a
@@ -160,6 +171,13 @@ func loadConfig(home, path string) (config, error) {
 
 // check refuses values the daemon could only fail on later.
 func (c config) check() error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("log_format %q: want text or json", c.LogFormat)
+	}
 	switch c.SandboxMode {
 	case "", "resident", "per-exec":
 	default:
@@ -214,4 +232,124 @@ func parseSize(s string) (int64, error) {
 func duration(s string) time.Duration {
 	d, _ := time.ParseDuration(s)
 	return d
+}
+
+// configPoll is how often the daemon looks at paddock.toml for changes.
+var configPoll = time.Second
+
+// configWatch applies changes to paddock.toml while the daemon serves:
+// the settings read at each use (apply_name, apply_email) and the log level
+// take effect at once; every other one needs the next start, which the
+// daemon logs and reports in its status rather than half-applying it.
+type configWatch struct {
+	home, path string
+	flags      func(string) bool // a flag given to serve wins over the file
+	flagValues serveOptions
+	started    config // what the daemon started with
+	level      *slog.LevelVar
+	m          *lifecycle.Manager
+	log        *slog.Logger
+
+	last    []byte // the file's content last looked at
+	current config // what is in effect
+
+	mu      sync.Mutex
+	pending []string // keys that changed and wait for a restart
+}
+
+// hotKeys are the settings a running daemon takes from a changed file.
+var hotKeys = map[string]bool{"apply_name": true, "apply_email": true, "log_level": true}
+
+func (w *configWatch) file() string {
+	if w.path != "" {
+		return w.path
+	}
+	return filepath.Join(w.home, "paddock.toml")
+}
+
+// run looks at the file every poll until ctx ends.
+func (w *configWatch) run(ctx context.Context, poll time.Duration) {
+	w.current = w.started
+	w.last, _ = os.ReadFile(w.file())
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.check()
+	}
+}
+
+// check reloads the file if its content changed.
+func (w *configWatch) check() {
+	b, err := os.ReadFile(w.file())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		b = nil
+	}
+	if bytes.Equal(b, w.last) {
+		return
+	}
+	w.last = b
+	cfg, err := loadConfig(w.home, w.path)
+	if err != nil {
+		w.log.Error("paddock.toml changed but cannot be used; the daemon keeps its settings", "err", err)
+		return
+	}
+	if w.flags("listen") {
+		cfg.Listen = w.flagValues.listen
+	}
+	if w.flags("log-level") {
+		cfg.LogLevel = w.flagValues.logLevel
+	}
+	if w.flags("log-format") {
+		cfg.LogFormat = w.flagValues.logFormat
+	}
+	var pending []string
+	for _, k := range changedKeys(w.current, cfg) {
+		switch k {
+		case "apply_name", "apply_email":
+			// Once for both: SetIdentity below.
+		case "log_level":
+			setLevel(w.level, cfg.LogLevel) // checked by loadConfig
+			w.log.Info("paddock.toml: log_level changed; in effect now", "log_level", cfg.LogLevel)
+		default:
+			w.log.Warn("paddock.toml: "+k+" changed; it takes effect when the daemon restarts (paddock serve)", "key", k)
+		}
+	}
+	if cfg.ApplyName != w.current.ApplyName || cfg.ApplyEmail != w.current.ApplyEmail {
+		w.m.SetIdentity(gitx.Identity{Name: cfg.ApplyName, Email: cfg.ApplyEmail})
+		w.log.Info("paddock.toml: the apply identity changed; the next apply uses it", "apply_name", cfg.ApplyName, "apply_email", cfg.ApplyEmail)
+	}
+	for _, k := range changedKeys(w.started, cfg) {
+		if !hotKeys[k] {
+			pending = append(pending, k)
+		}
+	}
+	w.current = cfg
+	w.mu.Lock()
+	w.pending = pending
+	w.mu.Unlock()
+}
+
+// restartNeeded lists the settings whose change waits for a restart.
+func (w *configWatch) restartNeeded() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.pending...)
+}
+
+// changedKeys names the paddock.toml keys whose values differ, in the
+// struct's order.
+func changedKeys(a, b config) []string {
+	var out []string
+	va, vb, t := reflect.ValueOf(a), reflect.ValueOf(b), reflect.TypeOf(a)
+	for i := 0; i < t.NumField(); i++ {
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			out = append(out, t.Field(i).Tag.Get("toml"))
+		}
+	}
+	return out
 }

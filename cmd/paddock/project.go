@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/paddock-dev/paddock"
@@ -17,9 +18,10 @@ func (a *app) projectCmd() *cobra.Command {
 		Long: `A project is a declared root: a git repository on this machine that paddock
 guards. Runs are made against a project; nothing writes into its root except
 an approved apply and the metadata a worktree workspace needs (which cleanup
-removes again).`,
+removes again). A project's settings (protected paths, attribution rules)
+can be changed with paddock project set, also while it has runs.`,
 	}
-	cmd.AddCommand(a.projectAddCmd(), a.projectLsCmd(), a.projectRmCmd(), a.projectUnlockCmd())
+	cmd.AddCommand(a.projectAddCmd(), a.projectSetCmd(), a.projectLsCmd(), a.projectRmCmd(), a.projectUnlockCmd())
 	return cmd
 }
 
@@ -46,10 +48,17 @@ set holding a protected path is never applied. --protect adds patterns;
 --no-default-protect drops the default list.
 
 Attribution lint: a submitted change set that credits a model or a tool with
-the work is refused (attribution_leak): Co-Authored-By trailers naming one,
-"generated with" lines, a robot emoji, model identifiers in code comments.
---allow-attribution RULE allows one rule for this project (co-author-trailer,
-generated-with, robot-generated, model-identifier).
+the work is refused (attribution_leak), naming the file, the line, what
+matched and the rule. The rules: robot-generated (the "🤖 Generated with …"
+signature), co-author-trailer (Co-authored-by: naming an AI tool),
+credit-trailer (Generated-by:, Assisted-by:, Signed-off-by: … naming one),
+generated-with ("Generated with Claude Code", "This file was written by
+ChatGPT"), co-author-line ("Co-written with Copilot"). Code and prose that
+only name a model (a model id in configuration or a comment, docs about
+using Claude or GPT) pass. --allow-attribution RULE allows one rule for this
+project.
+
+Change any of these settings later with paddock project set.
 
 Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 		Args: exactArgs(1),
@@ -76,6 +85,74 @@ Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 	cmd.Flags().StringArrayVar(&req.Protect, "protect", nil, "also protect paths matching this pattern (repeatable)")
 	cmd.Flags().BoolVar(&req.NoDefaultProtect, "no-default-protect", false, "drop the default protected paths (.git stays protected)")
 	cmd.Flags().StringArrayVar(&req.AllowAttribution, "allow-attribution", nil, "allow this attribution-lint rule in the project's submissions (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
+	return cmd
+}
+
+func (a *app) projectSetCmd() *cobra.Command {
+	var req paddock.SetProjectRequest
+	var allow []string
+	var noAllow, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "set NAME [--protect PATTERN]... [--no-default-protect | --default-protect] [--allow-attribution RULE]... [--no-allow-attribution]",
+		Short: "Change a project's settings (protected paths, attribution rules)",
+		Long: `Change the settings project add takes, besides the path and the name (which
+identify the project: to change those, remove the project and add it again).
+A setting not named keeps its value. Allowed while the project has runs: their
+tool calls and next commands follow the new protected paths, their next
+submission the new rules. The change is recorded on every live run of the
+project (event project.settings_changed, with who made it) and in the
+daemon's log.
+
+Protected paths, as project add sets them: --protect PATTERN (repeatable)
+gives the default list plus these patterns; with --no-default-protect, these
+patterns alone; --default-protect goes back to the default list.
+
+Attribution rules: --allow-attribution RULE (repeatable) is the whole list of
+rules the project allows from now on; --no-allow-attribution allows none.
+Rules: robot-generated, co-author-trailer, credit-trailer, generated-with,
+co-author-line (see paddock project add --help).
+
+Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such project.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case noAllow && len(allow) > 0:
+				return usageError{"--no-allow-attribution and --allow-attribution contradict each other"}
+			case noAllow:
+				req.AllowAttribution = &[]string{}
+			case len(allow) > 0:
+				req.AllowAttribution = &allow
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			p, err := c.SetProject(cmd.Context(), args[0], req)
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, p, func(w io.Writer) {
+				prot := "the default list"
+				if p.Protected != nil {
+					prot = strings.Join(p.Protected, ", ")
+					if len(p.Protected) == 0 {
+						prot = "only .git"
+					}
+				}
+				rules := "none"
+				if len(p.AttributionAllow) > 0 {
+					rules = strings.Join(p.AttributionAllow, ", ")
+				}
+				fmt.Fprintf(w, "project %s\n  protected: %s\n  attribution rules allowed: %s\n", p.Name, prot, rules)
+			})
+		},
+	}
+	cmd.Flags().StringArrayVar(&req.Protect, "protect", nil, "protect paths matching this pattern, besides the default list (repeatable)")
+	cmd.Flags().BoolVar(&req.NoDefaultProtect, "no-default-protect", false, "protect only the --protect patterns (.git stays protected)")
+	cmd.Flags().BoolVar(&req.DefaultProtect, "default-protect", false, "go back to the default protected paths")
+	cmd.Flags().StringArrayVar(&allow, "allow-attribution", nil, "the attribution-lint rules the project allows (repeatable; replaces the list)")
+	cmd.Flags().BoolVar(&noAllow, "no-allow-attribution", false, "allow no attribution-lint rule")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
 	return cmd
 }

@@ -62,7 +62,13 @@ back; one whose daemon died waits harness_orphan (10m) for the next daemon
 to re-attach, then exits. A graceful stop gives every harness back.
 
 Settings come from <state dir>/paddock.toml (or --config) and flags override
-them: listen, log_level, log_format, default_kind.`,
+them: listen, log_level, log_format. The daemon notices when the file
+changes: apply_name, apply_email and log_level take effect at once; any
+other setting takes effect at the next start, and the daemon says so in its
+log and in its status (restart_needed, in paddock version --json). A file
+that no longer reads is logged and ignored. Without apply_name or
+apply_email, an apply is authored by your git identity (user.name,
+user.email from the project's and your global git configuration).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runServe(cmd.Context(), o, cmd.Flags().Changed)
@@ -100,7 +106,11 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	if changed("log-format") {
 		cfg.LogFormat = o.logFormat
 	}
-	logger, err := newLogger(a.stderr, cfg.LogLevel, cfg.LogFormat)
+	level := new(slog.LevelVar)
+	if err := setLevel(level, cfg.LogLevel); err != nil {
+		return err
+	}
+	logger, err := newLeveledLogger(a.stderr, level, cfg.LogFormat)
 	if err != nil {
 		return err
 	}
@@ -137,6 +147,11 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	m.Harnesses = &sandbox.Pool{Dir: filepath.Join(home, "harness"), Idle: duration(cfg.HarnessIdle),
 		Orphan: duration(cfg.HarnessOrphan), PerExec: cfg.SandboxMode == "per-exec", Log: logger}
 	m.Secret = secretSource(home, a.getenv)
+	userHome := a.getenv("HOME")
+	if userHome == "" {
+		userHome, _ = os.UserHomeDir()
+	}
+	m.GitUser = gitx.UserConfigFor(userHome, a.getenv("XDG_CONFIG_HOME"), a.getenv("GIT_CONFIG_GLOBAL"))
 	m.ChangeSetLimits.MaxEntries = cfg.ChangeSetMaxEntries
 	m.ChangeSetLimits.MaxFile, _ = parseSize(cfg.ChangeSetMaxFile) // checked with the config
 	m.ChangeSetLimits.MaxTotal, _ = parseSize(cfg.ChangeSetMaxTotal)
@@ -166,7 +181,12 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	if info.Recovered == nil {
 		info.Recovered = []paddock.Finding{}
 	}
-	api := &httpapi.Server{Manager: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus { return info }}
+	watch := &configWatch{home: home, path: o.config, flags: changed, flagValues: o, started: cfg, level: level, m: m, log: logger}
+	api := &httpapi.Server{Manager: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus {
+		st := info
+		st.RestartNeeded = watch.restartNeeded()
+		return st
+	}}
 
 	unixLn, err := listenUnix(socketPath(home))
 	if err != nil {
@@ -196,6 +216,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	go watch.run(ctx, configPoll)
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
 		go func() { errc <- srv.Serve(listeners[i]) }()
@@ -242,10 +263,24 @@ func newHTTPServer(h http.Handler, logger *slog.Logger, writeTimeout time.Durati
 }
 
 func newLogger(w interface{ Write([]byte) (int, error) }, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageError{fmt.Sprintf("log level %q: use debug, info, warn or error", level)}
+	lv := new(slog.LevelVar)
+	if err := setLevel(lv, level); err != nil {
+		return nil, err
 	}
+	return newLeveledLogger(w, lv, format)
+}
+
+func setLevel(lv *slog.LevelVar, level string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return usageError{fmt.Sprintf("log level %q: use debug, info, warn or error", level)}
+	}
+	lv.Set(l)
+	return nil
+}
+
+// newLeveledLogger is newLogger whose level can change while it logs.
+func newLeveledLogger(w interface{ Write([]byte) (int, error) }, lv *slog.LevelVar, format string) (*slog.Logger, error) {
 	// Logs pass through the redaction funnel too: an error that quotes a
 	// command line or a file must not carry a credential into the log.
 	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
