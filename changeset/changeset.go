@@ -14,7 +14,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -70,10 +72,31 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 		label(&e, root, policy)
 		cs.Entries = append(cs.Entries, e)
 	}
+	addWithheld(cs, snap.Withheld, root, policy)
 	if cs.Hash, err = Hash(cs); err != nil {
 		return nil, err
 	}
 	return cs, nil
+}
+
+// addWithheld adds the work tree's files that no diff holds (.git
+// entries, embedded repositories: see gitx.Snapshot) as entries, labelled
+// and blocked, in path order with the others.
+func addWithheld(cs *paddock.ChangeSet, withheld []gitx.Withheld, root string, policy *confine.Policy) {
+	if len(withheld) == 0 {
+		return
+	}
+	for _, w := range withheld {
+		e := paddock.ChangeEntry{Path: w.Path, Op: paddock.OpModify, OldMode: w.OldMode, NewMode: w.NewMode, OldBlob: w.OldBlob, NewBlob: w.NewBlob}
+		if w.OldMode == "" {
+			e.Op = paddock.OpCreate
+		}
+		label(&e, root, policy)
+		e.Risks = append(e.Risks, "git_repository")
+		e.Blocked = w.Why
+		cs.Entries = append(cs.Entries, e)
+	}
+	sort.SliceStable(cs.Entries, func(i, j int) bool { return cs.Entries[i].Path < cs.Entries[j].Path })
 }
 
 // OpenDiff opens cs's whole diff: the diff it carries, or, when that is
@@ -193,7 +216,7 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 	if e.Size > LargeFile {
 		add("large")
 	}
-	if f, err := os.Open(full); err == nil {
+	if f, err := openRegular(full); err == nil {
 		head := make([]byte, 8000)
 		n, _ := io.ReadFull(f, head)
 		f.Close()
@@ -201,11 +224,35 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 		if e.Binary {
 			add("binary")
 		} else if e.Size <= LargeFile {
-			if b, err := os.ReadFile(full); err == nil && !bytes.Equal(redact.Shapes(b), b) {
+			if b, err := readRegular(full); err == nil && !bytes.Equal(redact.Shapes(b), b) {
 				add("secret")
 			}
 		}
 	}
+}
+
+// openRegular opens the file at p if it is a regular one, and never
+// blocks on what is not (a FIFO the workspace swapped in).
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("changeset: %s is not a regular file", p)
+	}
+	return f, nil
+}
+
+// readRegular reads the regular file at p (see openRegular).
+func readRegular(p string) ([]byte, error) {
+	f, err := openRegular(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // escapes reports whether a link at p with target leads out of the root.

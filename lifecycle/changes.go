@@ -49,7 +49,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		return nil, err
 	}
 	limits := m.ChangeSetLimits.withDefaults()
-	check := func(raw []byte) error { return limits.check(dir, raw) }
+	check := func(raw []byte, withheld []gitx.Withheld) error { return limits.check(dir, raw, withheld) }
 	// The diff goes to a file as git writes it: a change set is never
 	// held in memory whole, whatever its size.
 	diffs := filepath.Join(m.runDir(id), "diffs")
@@ -431,8 +431,8 @@ func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.Change
 	defer root.Close()
 	changed := errors.New("changed")
 	for _, e := range cs.Entries {
-		if e.Op == paddock.OpDelete || e.NewMode == "160000" {
-			continue
+		if e.Op == paddock.OpDelete || e.NewMode == "160000" || e.Blocked != "" {
+			continue // nothing to apply: nothing to freeze
 		}
 		// Streamed from the view to the blob's file, hashed on the way.
 		// Not synced one by one: ten thousand fsyncs cost seconds. The
@@ -523,8 +523,12 @@ func (l ChangeSetLimits) checkUpper(u *workspace.Upper) error {
 	return nil
 }
 
-func (l ChangeSetLimits) check(root string, raw []byte) error {
+func (l ChangeSetLimits) check(root string, raw []byte, withheld []gitx.Withheld) error {
 	fields := bytes.Split(raw, []byte{0})
+	// The withheld files are entries too (labelled, never applied).
+	for _, w := range withheld {
+		fields = append(fields, []byte(":"), []byte(w.Path))
+	}
 	entries, total := 0, int64(0)
 	for i := 0; i+1 < len(fields); i += 2 {
 		entries++

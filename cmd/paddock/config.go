@@ -48,6 +48,9 @@ type config struct {
 	ChangeSetMaxEntries int    `toml:"changeset_max_entries"`
 	ChangeSetMaxFile    string `toml:"changeset_max_file"`
 	ChangeSetMaxTotal   string `toml:"changeset_max_total"`
+	// GitTimeout bounds every git command the daemon runs (default 10m):
+	// past it git is killed and the operation fails saying git timed out.
+	GitTimeout string `toml:"git_timeout"`
 }
 
 // loadConfig reads path, or <home>/paddock.toml when path is empty. A missing
@@ -89,7 +92,7 @@ func (c config) check() error {
 			return fmt.Errorf("%s: %w", k, err)
 		}
 	}
-	for k, v := range map[string]string{"harness_idle": c.HarnessIdle, "harness_orphan": c.HarnessOrphan} {
+	for k, v := range map[string]string{"harness_idle": c.HarnessIdle, "harness_orphan": c.HarnessOrphan, "git_timeout": c.GitTimeout} {
 		if v == "" {
 			continue
 		}
