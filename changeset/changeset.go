@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -178,9 +179,10 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 			break
 		}
 	}
-	if why := policy.Match(p); why != "" {
+	if why := policy.Match(p); why != "" && policy.MatchHooks(p) == "" {
 		add("agent_config")
 	}
+	labelHooks(e, policy)
 	if e.NewMode == "100755" && e.OldMode != "100755" {
 		add("executable")
 	}
@@ -253,6 +255,20 @@ func readRegular(p string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
+}
+
+// labelHooks labels an entry in the project's configured hooks
+// directory (core.hooksPath) as a hook, and never applies it: git would
+// run it on the user's next commit, as it would one in .git/hooks.
+func labelHooks(e *paddock.ChangeEntry, policy *confine.Policy) {
+	why := policy.MatchHooks(e.Path)
+	if why == "" {
+		return
+	}
+	if !slices.Contains(e.Risks, "hook_directory") {
+		e.Risks = append(e.Risks, "hook_directory")
+	}
+	e.Blocked = why + ": never applied"
 }
 
 // escapes reports whether a link at p with target leads out of the root.

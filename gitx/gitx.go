@@ -18,13 +18,15 @@
 //   - No fsmonitor runs: core.fsmonitor is false on every command.
 //   - System and global config are not read (GIT_CONFIG_NOSYSTEM,
 //     GIT_CONFIG_GLOBAL=/dev/null), nor system or global attributes, so a
-//     filter, pager, credential helper or alias defined there never runs.
+//     filter, pager, credential helper or alias defined there never runs
+//     (HooksPaths reads them for core.hooksPath alone, and runs nothing).
 //   - No transport but local files (protocol.allow=never,
 //     protocol.file.allow=always); no terminal prompts; no automatic gc or
 //     maintenance, which would rewrite a project's .git behind its owner.
 //   - GIT_OPTIONAL_LOCKS=0, so read-only commands never refresh an index.
-//   - The environment is built, not inherited: only PATH is passed on, so a
-//     stray GIT_DIR or GIT_CONFIG_PARAMETERS of the caller cannot redirect git.
+//   - The environment is built, not inherited: only PATH is passed on (and
+//     HOME to HooksPaths), so a stray GIT_DIR or GIT_CONFIG_PARAMETERS of
+//     the caller cannot redirect git.
 //   - A ref argument starting with '-' is refused before git sees it, and
 //     paths always follow "--".
 //
@@ -61,6 +63,10 @@
 //     project's info/exclude;
 //   - a file that changes while it is read fails the diff (conflict), and
 //     every git command of it has the runner's deadline.
+//
+// The project's hooks directory, when its config names one inside the
+// project (core.hooksPath), is read with git's config reader and nothing
+// else (HooksPaths), for the caller to protect it as .git/hooks is.
 //
 // # What it does not guarantee
 //

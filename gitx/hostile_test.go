@@ -366,6 +366,11 @@ func TestEveryCommandNamesItsRepository(t *testing.T) {
 	must(g.ExportTree(ctx, r.CommonDir, res.SHA, t.TempDir()))
 	_, err = g.CommitToBranch(ctx, r.CommonDir, res.SHA, nil, "x", gitx.Identity{Name: "a", Email: "a@b"}, "m")
 	must(err)
+	hooks, err := g.HooksPaths(ctx, repo)
+	must(err)
+	if fmt.Sprint(hooks) != "[hooks]" {
+		t.Errorf("hooks paths %v", hooks)
+	}
 
 	b, _ := os.ReadFile(log)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
@@ -417,5 +422,35 @@ func TestDeadline(t *testing.T) {
 	cancel()
 	if _, err := g.Version(cctx); err == nil || errors.Is(err, gitx.ErrTimeout) {
 		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// TestHooksPaths: every core.hooksPath git would use for a project, from
+// its own config (and what that includes) or the user's, inside the
+// project; none outside it.
+func TestHooksPaths(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "xdg"))
+	repo := gittest.NewRepo(t, t.TempDir(), map[string]string{"a": "a"})
+	if got, err := g.HooksPaths(ctx, repo); err != nil || len(got) != 0 {
+		t.Fatalf("none set: %v %v", got, err)
+	}
+	gittest.Git(t, repo, "config", "core.hooksPath", "scripts/git")
+	inc := filepath.Join(t.TempDir(), "inc")
+	os.WriteFile(inc, []byte("[core]\n\thooksPath = "+filepath.Join(repo, "tools", "hooks")+"\n"), 0o644)
+	gittest.Git(t, repo, "config", "include.path", inc)
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+	os.MkdirAll(filepath.Join(home, "xdg", "git"), 0o755)
+	os.WriteFile(filepath.Join(home, "xdg", "git", "config"), []byte("[core]\n\thooksPath = ~/elsewhere\n"), 0o644)
+	got, err := g.HooksPaths(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	if want := []string{".githooks", "scripts/git", "tools/hooks"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("hooks paths %v, want %v", got, want)
 	}
 }

@@ -97,7 +97,11 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		}
 		return nil, internal("computing the change set failed", err)
 	}
-	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), policy(p))
+	pol, err := m.policy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), pol)
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}

@@ -110,7 +110,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		liveErr = red.NewWriter(stderr)
 		defer liveErr.Close()
 	}
-	spec, err := m.sandboxSpec(r, p)
+	spec, err := m.sandboxSpec(ctx, r, p)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -292,4 +293,106 @@ func blobID(t *testing.T, content string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// TestHooksPathIsProtected: a project whose hooks live in a tracked
+// directory named by core.hooksPath. Agents can write there neither with
+// the file tools nor with the shell (a file there runs on the user's next
+// commit); what the change set holds there is labelled as hooks and never
+// applied. Plain git does run what is there (the control).
+func TestHooksPathIsProtected(t *testing.T) {
+	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
+		t.Run(string(kind), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			os.MkdirAll(filepath.Join(e.repo, "scripts/git"), 0o755)
+			os.WriteFile(filepath.Join(e.repo, "scripts/git/pre-commit"), []byte("#!/bin/sh\nexit 0\n"), 0o755)
+			gittest.Commit(t, e.repo, "hooks", nil)
+			gittest.Git(t, e.repo, "config", "core.hooksPath", "scripts/git")
+			e.project(t)
+			e.m.Identity = gitx.Identity{Name: "A", Email: "a@example.com"}
+			withSandbox(t, e)
+			r := e.create(t, kind, "")
+
+			for _, args := range []string{
+				`{"path":"scripts/git/post-checkout","content":"#!/bin/sh\nevil\n"}`,
+				`{"path":"Scripts/Git/post-checkout","content":"#!/bin/sh\nevil\n"}`,
+				`{"path":"scripts/git/pre-commit","content":"#!/bin/sh\nevil\n"}`,
+			} {
+				_, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(args))
+				mustCode(t, err, paddock.CodeForbidden)
+			}
+			for _, args := range []string{`{"from":"scripts","to":"s2"}`, `{"from":"README.md","to":"scripts/git/pre-push"}`} {
+				_, err := e.m.CallTool(ctx, r.ID, "move", json.RawMessage(args))
+				mustCode(t, err, paddock.CodeForbidden)
+			}
+			_, err := e.m.CallTool(ctx, r.ID, "delete", json.RawMessage(`{"path":"scripts/git/pre-commit"}`))
+			mustCode(t, err, paddock.CodeForbidden)
+			for _, script := range []string{"echo evil > scripts/git/post-checkout", "echo evil >> scripts/git/pre-commit",
+				"rm scripts/git/pre-commit", "mv scripts s2", "mv scripts/git scripts/g2", "rm -rf scripts"} {
+				res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.ExitCode == 0 {
+					t.Errorf("%s: exit 0", script)
+				}
+			}
+			if !slices.Contains(sandboxEnforced(t, e, r.ID), "scripts/git") {
+				t.Errorf("scripts/git is not read-only in the view")
+			}
+			cs, err := e.m.ChangeSet(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs.Entries) != 0 {
+				t.Fatalf("the agent changed the hooks: %+v", cs.Entries)
+			}
+			if kind != paddock.KindClone {
+				return
+			}
+			// A hook written before the project named the directory (the
+			// test writes it on the host) is labelled and never applied.
+			os.WriteFile(filepath.Join(r.Workspace.Root, "scripts/git/post-checkout"), []byte("#!/bin/sh\nevil\n"), 0o755)
+			os.WriteFile(filepath.Join(r.Workspace.Root, "ok.txt"), []byte("ok\n"), 0o644)
+			cs, err = e.m.ChangeSet(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, en := range cs.Entries {
+				hook := en.Path == "scripts/git/post-checkout"
+				if hook != (en.Blocked != "" && contains(en.Risks, "hook_directory")) {
+					t.Errorf("%+v", en)
+				}
+			}
+			s, err := e.m.Submit(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.m.Approve(ctx, r.ID, s.Hash, "a")
+			_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+			mustCode(t, err, paddock.CodeForbidden)
+
+			// The control: git runs what the hooks directory holds.
+			marker := filepath.Join(t.TempDir(), "hook-ran")
+			ctl := filepath.Join(t.TempDir(), "ctl")
+			gittest.Git(t, "", "clone", "-q", e.repo, ctl)
+			gittest.Git(t, ctl, "config", "core.hooksPath", "scripts/git")
+			os.WriteFile(filepath.Join(ctl, "scripts/git/pre-commit"), []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755)
+			plainGit(ctl, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "x")
+			if _, err := os.Stat(marker); err != nil {
+				t.Fatal("control: git ran no hook from core.hooksPath, so this test proves nothing")
+			}
+		})
+	}
+}
+
+// sandboxEnforced is the read-only paths the last command of run id got.
+func sandboxEnforced(t *testing.T, e *env, id string) []string {
+	t.Helper()
+	res, err := e.m.Exec(context.Background(), id, paddock.ExecRequest{Argv: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Enforcement.ReadOnlyIn
 }

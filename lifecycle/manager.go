@@ -74,6 +74,7 @@ type Manager struct {
 	overlayProbe overlayProbe
 	repoMu       sync.Mutex
 	repos        map[string]cachedRepo
+	hooks        hooksCache
 
 	jobsOnce     sync.Once
 	jobState     *jobRunner

@@ -23,7 +23,14 @@ func (m *Manager) overlayProvider() (*workspace.Overlay, bool) {
 
 // sandboxSpec is what every command of run r shares: its workspace, its
 // access, the protected paths made read-only, the uid, an overlay's layers.
-func (m *Manager) sandboxSpec(r *paddock.Run, p *paddock.Project) (sandbox.Spec, error) {
+func (m *Manager) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Project) (sandbox.Spec, error) {
+	pol, err := m.policy(ctx, p)
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
+	// The hooks directories are paths, protected ahead whole (the top's
+	// hooks by their names).
+	patterns := append(append([]string{}, pol.Protected...), pol.HookPaths()...)
 	spec := sandbox.Spec{Workspace: r.Workspace.Root, ReadOnly: r.Access == paddock.AccessRead, UID: m.SandboxUID, GID: m.SandboxUID,
 		OperatorDir: r.Workspace.Kind == paddock.KindOperatorDir}
 	scan := r.Workspace.Root
@@ -37,10 +44,10 @@ func (m *Manager) sandboxSpec(r *paddock.Run, p *paddock.Project) (sandbox.Spec,
 		// The protected paths of the base and those the run added (paddock's
 		// staged recipes among them), read from the layers on the host: a
 		// new one gives the run a new harness, whose view protects it.
-		spec.Protected, spec.Unprotected = protectedSpec(policy(p).Protected, l.Lower, l.Upper)
+		spec.Protected, spec.Unprotected = protectedSpec(patterns, l.Lower, l.Upper)
 		return spec, nil
 	}
-	spec.Protected, spec.Unprotected = protectedSpec(policy(p).Protected, scan)
+	spec.Protected, spec.Unprotected = protectedSpec(patterns, scan)
 	return spec, nil
 }
 
@@ -60,7 +67,7 @@ func (m *Manager) viewDir(ctx context.Context, r *paddock.Run, p *paddock.Projec
 			return "", err
 		}
 	}
-	spec, err := m.sandboxSpec(r, p)
+	spec, err := m.sandboxSpec(ctx, r, p)
 	if err != nil {
 		return "", err
 	}
