@@ -3,6 +3,7 @@ package gitx
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,9 @@ import (
 // outside root is left out (no agent writes there). Paths are
 // slash-separated and relative to root ("." is root itself).
 func (g *Git) HooksPaths(ctx context.Context, root string) ([]string, error) {
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no project there: no hooks of it run
+	}
 	at := repoAt(root)
 	cmd, dctx, cancel := g.command(ctx, at, nil, []string{"config", "-z", "--show-scope", "--type=path", "--get-all", "core.hooksPath"})
 	defer cancel()

@@ -438,6 +438,9 @@ func TestHooksPaths(t *testing.T) {
 	if got, err := g.HooksPaths(ctx, repo); err != nil || len(got) != 0 {
 		t.Fatalf("none set: %v %v", got, err)
 	}
+	if got, err := g.HooksPaths(ctx, filepath.Join(repo, "gone")); err != nil || len(got) != 0 {
+		t.Fatalf("no project: %v %v", got, err)
+	}
 	gittest.Git(t, repo, "config", "core.hooksPath", "scripts/git")
 	inc := filepath.Join(t.TempDir(), "inc")
 	os.WriteFile(inc, []byte("[core]\n\thooksPath = "+filepath.Join(repo, "tools", "hooks")+"\n"), 0o644)
