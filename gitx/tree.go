@@ -317,8 +317,9 @@ func (t *treeReader) excluded(p string) bool {
 	return false
 }
 
-// sortFiles puts the files in path order (git's, byte order, where a
-// directory's own order is by name alone).
+// sortFiles puts the files in byte order of their paths, git's index
+// order, which a walk directory by directory does not give ("a.txt"
+// sorts before "a/b").
 func (t *treeReader) sortFiles() {
 	sort.Slice(t.files, func(i, j int) bool { return t.files[i].path < t.files[j].path })
 }
