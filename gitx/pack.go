@@ -31,6 +31,7 @@ type packStore struct {
 	small  *packFile    // the small blobs' pack, once there is one
 	zw     *zlib.Writer // deflates small blobs
 	zstore *zlib.Writer // stores large ones
+	buf    []byte       // copies every blob: one buffer, not one a blob
 }
 
 // maxPacks is how many packs a store keeps: past that, a diff starts it
@@ -103,7 +104,7 @@ func (s *packStore) add(oid string, b []byte) error {
 	if s.zw == nil {
 		s.zw, _ = zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // git's default for loose objects
 	}
-	id, err := s.small.add(bytes.NewReader(b), int64(len(b)), s.zw)
+	id, err := s.small.add(bytes.NewReader(b), int64(len(b)), s.zw, s.buffer())
 	if err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func (s *packStore) addLarge(r io.Reader, size int64, want string) (string, erro
 	if s.zstore == nil {
 		s.zstore, _ = zlib.NewWriterLevel(io.Discard, zlib.NoCompression)
 	}
-	id, err := p.add(r, size, s.zstore)
+	id, err := p.add(r, size, s.zstore, s.buffer())
 	if err != nil {
 		return "", err
 	}
@@ -143,6 +144,13 @@ func (s *packStore) addLarge(r io.Reader, size int64, want string) (string, erro
 		s.have[oid] = true
 	}
 	return oid, nil
+}
+
+func (s *packStore) buffer() []byte {
+	if s.buf == nil {
+		s.buf = make([]byte, 64<<10)
+	}
+	return s.buf
 }
 
 // finish completes the small blobs' pack.
@@ -202,8 +210,9 @@ func newPackFile(dir string, format objectFormat, count int) (*packFile, error) 
 	return p, nil
 }
 
-// add writes size bytes of r as a blob through zw, and returns its id.
-func (p *packFile) add(r io.Reader, size int64, zw *zlib.Writer) ([]byte, error) {
+// add writes size bytes of r as a blob through zw, copying with buf, and
+// returns its id.
+func (p *packFile) add(r io.Reader, size int64, zw *zlib.Writer, buf []byte) ([]byte, error) {
 	crc := crc32.NewIEEE()
 	cw := &countingWriter{w: io.MultiWriter(p.w, crc)}
 	// The entry's header: type 3 (blob) and the size, seven bits a byte.
@@ -216,7 +225,7 @@ func (p *packFile) add(r io.Reader, size int64, zw *zlib.Writer) ([]byte, error)
 	zw.Reset(cw)
 	hh := p.format.new()
 	fmt.Fprintf(hh, "blob %d\x00", size)
-	n, err := io.CopyBuffer(io.MultiWriter(zw, hh), io.LimitReader(r, size+1), make([]byte, 64<<10))
+	n, err := io.CopyBuffer(io.MultiWriter(zw, hh), io.LimitReader(r, size+1), buf)
 	if err == nil && n != size {
 		err = errChanged
 	}
