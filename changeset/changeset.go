@@ -16,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,6 +90,7 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 		review(&e, red, found)
 		cs.Entries = append(cs.Entries, e)
 	}
+	addWithheld(cs, snap.Withheld, root, policy)
 	if cs.Hash, err = Hash(cs); err != nil {
 		return nil, err
 	}
@@ -126,6 +128,26 @@ func openRegular(root, p string) (*os.File, error) {
 		return nil, fmt.Errorf("changeset: %s is not a file", p)
 	}
 	return f, nil
+}
+
+// addWithheld adds the work tree's files that no diff holds (.git
+// entries, embedded repositories: see gitx.Snapshot) as entries, labelled
+// and blocked, in path order with the others.
+func addWithheld(cs *paddock.ChangeSet, withheld []gitx.Withheld, root string, policy *confine.Policy) {
+	if len(withheld) == 0 {
+		return
+	}
+	for _, w := range withheld {
+		e := paddock.ChangeEntry{Path: w.Path, Op: paddock.OpModify, OldMode: w.OldMode, NewMode: w.NewMode, OldBlob: w.OldBlob, NewBlob: w.NewBlob}
+		if w.OldMode == "" {
+			e.Op = paddock.OpCreate
+		}
+		label(&e, root, policy)
+		e.Risks = append(e.Risks, "git_repository")
+		e.Blocked = w.Why
+		cs.Entries = append(cs.Entries, e)
+	}
+	sort.SliceStable(cs.Entries, func(i, j int) bool { return cs.Entries[i].Path < cs.Entries[j].Path })
 }
 
 // OpenDiff opens cs's whole diff: the diff it carries, or, when that is
@@ -221,6 +243,7 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 	}
 	blockProtected(e, policy)
 	labelSteering(e)
+	labelHooks(e, policy)
 	if e.NewMode == "100755" && e.OldMode != "100755" {
 		add("executable")
 	}
@@ -256,7 +279,7 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 	if e.Size > LargeFile {
 		add("large")
 	}
-	if f, err := os.Open(full); err == nil {
+	if f, err := openRegularFile(full); err == nil {
 		// One buffer for every entry of a change set (ten thousand files
 		// must not cost ten thousand reads into fresh memory).
 		bp := labelBufs.Get().(*[]byte)
@@ -305,6 +328,34 @@ func addRisk(e *paddock.ChangeEntry, r string) {
 	if !slices.Contains(e.Risks, r) {
 		e.Risks = append(e.Risks, r)
 	}
+}
+
+// openRegularFile opens the file at p if it is a regular one, and never
+// blocks on what is not (a FIFO the workspace swapped in).
+func openRegularFile(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("changeset: %s is not a regular file", p)
+	}
+	return f, nil
+}
+
+// labelHooks labels an entry in the project's configured hooks
+// directory (core.hooksPath) as a hook, and never applies it: git would
+// run it on the user's next commit, as it would one in .git/hooks.
+func labelHooks(e *paddock.ChangeEntry, policy *confine.Policy) {
+	why := policy.MatchHooks(e.Path)
+	if why == "" {
+		return
+	}
+	if !slices.Contains(e.Risks, "hook_directory") {
+		e.Risks = append(e.Risks, "hook_directory")
+	}
+	e.Blocked = why + ": never applied"
 }
 
 // suspiciousName flags names that a person could misread, or that another

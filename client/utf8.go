@@ -16,7 +16,7 @@ import (
 // for them (a tool's content_base64).
 func notUTF8(v any) error {
 	if where := findNotUTF8(reflect.ValueOf(v), ""); where != "" {
-		return paddock.Errorf(paddock.CodeBadRequest, "%s is not valid UTF-8; the API carries text: write the bytes from inside the command (printf '\\351'), or send content as content_base64", where)
+		return paddock.Errorf(paddock.CodeBadRequest, "%s is not valid UTF-8; the API carries text: write the bytes from inside the command (printf '\\351'), or send content as content_base64", where).WithDetail("key", where)
 	}
 	return nil
 }
@@ -26,10 +26,7 @@ func findNotUTF8(v reflect.Value, at string) string {
 		return ""
 	}
 	if v.Type() == reflect.TypeOf(json.RawMessage(nil)) {
-		if !utf8.Valid(v.Bytes()) {
-			return nameOr(at, "the request")
-		}
-		return ""
+		return "" // sent as it is: the daemon refuses what is not UTF-8, naming the key
 	}
 	switch v.Kind() {
 	case reflect.String:

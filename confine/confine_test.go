@@ -100,3 +100,21 @@ func TestFold(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyHooks(t *testing.T) {
+	p := &Policy{Hooks: []string{"scripts/git"}}
+	for _, s := range []string{"scripts/git", "scripts/git/pre-commit", "Scripts/GIT/post-checkout", "scripts", "scripts/git/new/deep"} {
+		if p.Match(s) == "" || p.MatchHooks(s) == "" {
+			t.Errorf("%s not protected", s)
+		}
+	}
+	for _, s := range []string{"scripts/gitx", "scripts/other.sh", "src/scripts/git/pre-commit", "pre-commit"} {
+		if why := p.Match(s); why != "" {
+			t.Errorf("%s protected: %s", s, why)
+		}
+	}
+	top := &Policy{Hooks: []string{"."}}
+	if top.Match("pre-commit") == "" || top.Match("Post-Checkout") == "" || top.Match("README.md") != "" || top.Match("src") != "" {
+		t.Error("hooks at the top: only git's hook names are protected")
+	}
+}

@@ -29,6 +29,58 @@ var DefaultProtected = []string{
 // rule is not part of it: it always holds.
 type Policy struct {
 	Protected []string `json:"protected"`
+	// Hooks are the directories the project's git runs hooks from
+	// (core.hooksPath inside the project, read from its config: see
+	// gitx.HooksPaths), protected as .git/hooks is. "." is the project's
+	// top, where only the names of git's hooks are protected.
+	Hooks []string `json:"hooks,omitempty"`
+}
+
+// HookNames are the hooks git runs, by the names it looks for in a hooks
+// directory.
+var HookNames = []string{"applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+	"prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge", "pre-push",
+	"pre-receive", "update", "proc-receive", "post-receive", "post-update", "reference-transaction",
+	"push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate", "fsmonitor-watchman",
+	"p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit", "post-index-change"}
+
+// HookPaths are the paths the hooks directories stand for: each directory
+// whole, or at the project's top each hook's name.
+func (p *Policy) HookPaths() []string {
+	var out []string
+	for _, h := range p.Hooks {
+		if h == "." || h == "" {
+			out = append(out, HookNames...)
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// MatchHooks returns why rel (clean, slash-separated) is protected as the
+// project's git hooks, or "": it is a hook, under a hooks directory, or a
+// directory above one (which a move or a link could put elsewhere).
+func (p *Policy) MatchHooks(rel string) string {
+	folded := foldPath(rel)
+	for _, h := range p.HookPaths() {
+		fh := foldPath(h)
+		switch {
+		case folded == fh || strings.HasPrefix(folded, fh+"/"):
+			return "the project's git hooks (core.hooksPath " + h + "): git runs what is there"
+		case strings.HasPrefix(fh, folded+"/"):
+			return "a directory holding the project's git hooks (core.hooksPath " + h + ")"
+		}
+	}
+	return ""
+}
+
+func foldPath(rel string) string {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		parts[i] = Fold(parts[i])
+	}
+	return strings.Join(parts, "/")
 }
 
 // DefaultPolicy returns the default policy.
@@ -61,6 +113,9 @@ func (p *Policy) Match(rel string) string {
 		parts[i] = Fold(parts[i])
 	}
 	folded := strings.Join(parts, "/")
+	if why := p.MatchHooks(rel); why != "" {
+		return why
+	}
 	for _, pat := range p.Protected {
 		file, dir := matchFolded(pat, folded)
 		switch {

@@ -21,8 +21,8 @@ func (g *Git) checkCommit(ctx context.Context, gitDir, base, commit string, entr
 	}
 	seen := map[string]bool{}
 	var bad []string
-	args := []string{"--git-dir=" + gitDir, "diff-tree", "-r", "-z", "--no-renames", "--raw", base, commit}
-	err := g.stream(ctx, nil, args, func(r *bufio.Reader) error {
+	args := []string{"diff-tree", "-r", "-z", "--no-renames", "--raw", base, commit}
+	err := g.stream(ctx, gitDirAt(gitDir), nil, args, func(r *bufio.Reader) error {
 		for {
 			meta, err := r.ReadString(0)
 			if err == io.EOF && meta == "" {

@@ -3,109 +3,128 @@ package gitx
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 )
 
-// UserConfig locates a user's global git configuration, for reading the
-// identity the user commits with (see UserIdentity).
-type UserConfig struct {
-	// Home is the user's home directory: git expands ~ in include paths
-	// and includeIf conditions against it.
-	Home string
-	// Global lists the user's global configuration files, the one whose
-	// values win first: ~/.gitconfig, then $XDG_CONFIG_HOME/git/config, as
-	// git reads them (or the one file GIT_CONFIG_GLOBAL names). Missing
-	// files are skipped.
-	Global []string
-}
-
-// UserConfigFor returns the global configuration git would read for a user
-// with this home, $XDG_CONFIG_HOME and $GIT_CONFIG_GLOBAL (either may be "").
-func UserConfigFor(home, xdgConfigHome, gitConfigGlobal string) UserConfig {
-	if gitConfigGlobal != "" {
-		return UserConfig{Home: home, Global: []string{gitConfigGlobal}}
+// HooksPaths lists the directories inside the work tree root whose hooks
+// the user's git runs there: every value of core.hooksPath in the config
+// git reads for root (system, global, the repository's own and its
+// worktree's, with their includes), read with git's config reader and
+// nothing else (`git config --get-all core.hooksPath`; reading config runs
+// nothing). A relative value is relative to root, as git takes it; one
+// outside root is left out (no agent writes there). Paths are
+// slash-separated and relative to root ("." is root itself).
+func (g *Git) HooksPaths(ctx context.Context, root string) ([]string, error) {
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no project there: no hooks of it run
 	}
-	if xdgConfigHome == "" && home != "" {
-		xdgConfigHome = filepath.Join(home, ".config")
-	}
-	var files []string
-	if home != "" {
-		files = append(files, filepath.Join(home, ".gitconfig"))
-	}
-	if xdgConfigHome != "" {
-		files = append(files, filepath.Join(xdgConfigHome, "git", "config"))
-	}
-	return UserConfig{Home: home, Global: files}
-}
-
-// identityKeys are the only keys UserIdentity asks git for.
-var identityKeys = [...]string{"user.name", "user.email"}
-
-// UserIdentity returns user.name and user.email as git would read them to
-// author a commit in the repository at dir: from the repository's local
-// configuration, else from the user's global one; the system configuration
-// is not read (the runner's GIT_CONFIG_NOSYSTEM). A key set nowhere is "".
-//
-// It runs `git config --get KEY` for exactly those two keys, through the
-// hardened runner, with GIT_CONFIG_GLOBAL naming one global file at a time
-// in u's order: reading configuration executes nothing, and no other key's
-// value is ever asked for or returned.
-//
-// Includes are followed (no --no-includes), as git follows them when the
-// user commits: an identity often lives in an included file, chosen by an
-// includeIf "gitdir:" condition (a work email for the repositories under
-// ~/work), and ignoring includes would author the commit as someone the
-// user is not in that repository. An include only makes git read another
-// file; the files are the user's own and the operator's repository's, never
-// a workspace's, and git runs nothing of what they say for `git config`.
-// HOME is passed to that one command so that git can expand ~ in them.
-func (g *Git) UserIdentity(ctx context.Context, dir string, u UserConfig) (Identity, error) {
-	globals := []string{}
-	for _, f := range u.Global {
-		if _, err := os.Stat(f); err == nil {
-			globals = append(globals, f)
+	at := repoAt(root)
+	cmd, dctx, cancel := g.command(ctx, at, nil, []string{"config", "-z", "--show-scope", "--type=path", "--get-all", "core.hooksPath"})
+	defer cancel()
+	// The user's config, which the runner otherwise keeps out: it is
+	// where a hooks path is often set, and what the user's git will read.
+	var kept []string
+	for _, kv := range cmd.Env {
+		if !strings.HasPrefix(kv, "GIT_CONFIG_NOSYSTEM=") && !strings.HasPrefix(kv, "GIT_CONFIG_GLOBAL=") {
+			kept = append(kept, kv)
 		}
 	}
-	if len(globals) == 0 {
-		globals = append(globals, os.DevNull)
-	}
-	var got [len(identityKeys)]string
-	for i, key := range identityKeys {
-		// The local configuration is read on every pass and wins over the
-		// global file; the first global file that sets the key wins over
-		// those after it.
-		for _, global := range globals {
-			extra := []string{"GIT_CONFIG_GLOBAL=" + global}
-			if u.Home != "" {
-				extra = append(extra, "HOME="+u.Home)
-			}
-			v, found, err := g.configGet(ctx, dir, extra, key)
-			if err != nil {
-				return Identity{}, err
-			}
-			if found {
-				got[i] = v
-				break
-			}
+	for _, k := range []string{"HOME", "XDG_CONFIG_HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			kept = append(kept, k+"="+v)
 		}
 	}
-	return Identity{Name: got[0], Email: got[1]}, nil
-}
-
-// configGet runs `git config --get key`; found is false when no file sets it
-// (git's exit status 1).
-func (g *Git) configGet(ctx context.Context, dir string, extra []string, key string) (string, bool, error) {
-	out, err := g.runEnv(ctx, dir, extra, "config", "--get", key)
-	var ce *CommandError
+	cmd.Env = kept
+	out, err := cmd.Output()
 	var ee *exec.ExitError
-	if errors.As(err, &ce) && errors.As(ce.Err, &ee) && ee.ExitCode() == 1 {
-		return "", false, nil
+	switch {
+	case err != nil && dctx.Err() != nil && ctx.Err() == nil:
+		return nil, g.timeoutError(cmd.Args[len(hardening)+1:])
+	case errors.As(err, &ee) && ee.ExitCode() == 1:
+		return nil, nil // not set anywhere
+	case err != nil:
+		var stderr string
+		if ee != nil {
+			stderr = string(ee.Stderr)
+		}
+		return nil, &CommandError{Args: cmd.Args[len(hardening)+1:], Stderr: stderr, Err: err}
 	}
+	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return "", false, err
+		real = root
 	}
-	return strings.TrimRight(string(out), "\n"), true, nil
+	var paths []string
+	f := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(f); i += 2 {
+		scope, value := f[i], f[i+1]
+		if scope == "command" || value == "" { // the runner's own /dev/null
+			continue
+		}
+		if p, ok := inside(root, real, value); ok && !contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
 }
+
+// inside returns value (a path, relative to root or absolute) relative to
+// root, if it lies there.
+func inside(root, real, value string) (string, bool) {
+	if !filepath.IsAbs(value) {
+		value = filepath.Join(root, value)
+	}
+	value = filepath.Clean(value)
+	for _, r := range []string{root, real} {
+		if rel, err := filepath.Rel(r, value); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return filepath.ToSlash(rel), true
+		}
+	}
+	return "", false
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// fileConfig is the value of key in the config file file alone (no
+// includes), as git reads it; "" when it is not set. Answers are kept
+// while the file's size and modification time stay the same.
+func (g *Git) fileConfig(ctx context.Context, file, key string) string {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return ""
+	}
+	ck := configKey{file, key}
+	if c, ok := configCache.Load(ck); ok {
+		if c := c.(configEntry); c.size == fi.Size() && c.mod.Equal(fi.ModTime()) {
+			return c.value
+		}
+	}
+	v, err := g.line(ctx, gitDirAt(filepath.Dir(file)), "config", "--file", file, "--get", key)
+	if err != nil {
+		v = ""
+	}
+	configCache.Store(ck, configEntry{fi.Size(), fi.ModTime(), v})
+	return v
+}
+
+type configKey struct{ file, key string }
+
+type configEntry struct {
+	size  int64
+	mod   time.Time
+	value string
+}
+
+var configCache sync.Map

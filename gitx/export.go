@@ -28,7 +28,7 @@ func (g *Git) ExportTreeIndexed(ctx context.Context, gitDir, rev, dir, index str
 	extra := []string{"GIT_INDEX_FILE=" + index}
 	steps := [][]string{{"read-tree", rev}, {"checkout-index", "--all", "--force"}}
 	for _, a := range steps {
-		if _, err := g.runEnv(ctx, "", extra, append([]string{"--git-dir=" + gitDir, "--work-tree=" + dir}, a...)...); err != nil {
+		if _, err := g.runInput(ctx, where{gitDir: gitDir, workTree: dir}, extra, nil, a...); err != nil {
 			return fmt.Errorf("gitx: export: %w", err)
 		}
 	}
@@ -40,7 +40,7 @@ func (g *Git) ExportTreeIndexed(ctx context.Context, gitDir, rev, dir, index str
 	// every status. Once the clock has moved on, a refresh reads them once
 	// and writes an index newer than every file.
 	time.Sleep(20 * time.Millisecond)
-	if _, err := g.runEnv(ctx, "", extra, "--git-dir="+gitDir, "--work-tree="+dir, "update-index", "-q", "--refresh"); err != nil {
+	if _, err := g.runInput(ctx, where{gitDir: gitDir, workTree: dir}, extra, nil, "update-index", "-q", "--refresh"); err != nil {
 		return fmt.Errorf("gitx: export: %w", err)
 	}
 	return nil

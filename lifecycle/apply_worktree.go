@@ -148,7 +148,7 @@ func (m *Manager) applyToWorktree(ctx context.Context, id string, threeWay bool)
 	if err != nil {
 		return nil, err
 	}
-	s, cs, err := m.approved(id, p)
+	s, cs, err := m.approved(ctx, id, p)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +319,7 @@ func (m *Manager) finishApply(j *journal, t *tree, step *int) ([]string, error) 
 
 // approved loads the run's approved, not yet applied, frozen change set and
 // checks it against its hash and against what paddock never applies.
-func (m *Manager) approved(id string, p *paddock.Project) (*paddock.Submission, *paddock.ChangeSet, error) {
+func (m *Manager) approved(ctx context.Context, id string, p *paddock.Project) (*paddock.Submission, *paddock.ChangeSet, error) {
 	s, err := m.submission(id)
 	if err != nil {
 		return nil, nil, err
@@ -337,7 +337,11 @@ func (m *Manager) approved(id string, p *paddock.Project) (*paddock.Submission, 
 	if cs.Hash != s.Hash || changeset.Verify(cs) != nil {
 		return nil, nil, paddock.Errorf(paddock.CodeConflict, "the frozen change set no longer matches the approved hash; nothing was applied")
 	}
-	if blocked := m.neverApplied(id, cs, policy(p)); len(blocked) > 0 {
+	pol, err := m.policy(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if blocked := m.neverApplied(id, cs, pol); len(blocked) > 0 {
 		return nil, nil, paddock.Errorf(paddock.CodeForbidden, "the change set holds entries paddock never applies: %s", strings.Join(blocked, "; ")).
 			WithDetail("blocked", blocked)
 	}

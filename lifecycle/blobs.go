@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/paddock-dev/paddock/confine"
 )
@@ -43,7 +44,9 @@ func readEntry(r *confine.Root, rel string, w io.Writer) (id, mode string, err e
 		}
 		return gitBlobID([]byte(t)), "120000", nil
 	case fi.Mode().IsRegular():
-		f, err := r.OS().Open(rel)
+		// Without blocking: a FIFO swapped in since the Lstat is refused
+		// below, not waited on.
+		f, err := r.OS().OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return "", "", err
 		}

@@ -49,7 +49,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		return nil, err
 	}
 	limits := m.ChangeSetLimits.withDefaults()
-	check := func(raw []byte) error { return limits.check(dir, raw) }
+	check := func(raw []byte, withheld []gitx.Withheld) error { return limits.check(dir, raw, withheld) }
 	// The diff goes to a file as git writes it: a change set is never
 	// held in memory whole, whatever its size.
 	diffs := filepath.Join(m.runDir(id), "diffs")
@@ -97,7 +97,11 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		}
 		return nil, internal("computing the change set failed", err)
 	}
-	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), policy(p), m.redactor(r))
+	pol, err := m.policy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), pol, m.redactor(r))
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
@@ -422,7 +426,7 @@ func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx
 	if err != nil {
 		return nil, err
 	}
-	s, cs, err := m.approved(id, p)
+	s, cs, err := m.approved(ctx, id, p)
 	if err != nil {
 		return nil, err
 	}
@@ -590,8 +594,12 @@ func (l ChangeSetLimits) checkUpper(u *workspace.Upper) error {
 	return nil
 }
 
-func (l ChangeSetLimits) check(root string, raw []byte) error {
+func (l ChangeSetLimits) check(root string, raw []byte, withheld []gitx.Withheld) error {
 	fields := bytes.Split(raw, []byte{0})
+	// The withheld files are entries too (labelled, never applied).
+	for _, w := range withheld {
+		fields = append(fields, []byte(":"), []byte(w.Path))
+	}
 	entries, total := 0, int64(0)
 	for i := 0; i+1 < len(fields); i += 2 {
 		entries++

@@ -124,6 +124,7 @@ type Manager struct {
 	ownerOnce    sync.Once
 	repoMu       sync.Mutex
 	repos        map[string]cachedRepo
+	hooks        hooksCache
 
 	identity atomic.Pointer[gitx.Identity] // SetIdentity's
 

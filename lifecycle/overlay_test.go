@@ -228,6 +228,16 @@ func TestOverlayMatchesClone(t *testing.T) {
 		if a.Hash != b.Hash || a.Diff != b.Diff || fmt.Sprint(a.Entries) != fmt.Sprint(b.Entries) {
 			t.Fatalf("round %d (seed %d): the change sets differ\nscript:\n%s\noverlay: %v\nclone:   %v", round, seed, script, a.Entries, b.Entries)
 		}
+		// Only what holds a NUL is a binary patch, whatever the attributes say.
+		binaries := 0
+		for _, en := range a.Entries {
+			if en.Binary {
+				binaries++
+			}
+		}
+		if n := strings.Count(a.Diff, "GIT binary patch"); n != binaries {
+			t.Fatalf("round %d (seed %d): %d binary patches for %d binary files\nscript:\n%s", round, seed, n, binaries, script)
+		}
 		// git apply of the diff onto the base reproduces the workspace.
 		check := filepath.Join(t.TempDir(), "check")
 		if out, err := exec.Command("git", "clone", "-q", "--no-checkout", e.repo, check).CombinedOutput(); err != nil {
@@ -262,7 +272,7 @@ func editScript(rng *rand.Rand) string {
 	n := 3 + rng.Intn(8)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("f%d-%d", i, rng.Intn(1000))
-		switch rng.Intn(18) {
+		switch rng.Intn(19) {
 		case 0: // create, nested
 			fmt.Fprintf(&b, "mkdir -p d%d/e && echo %q > d%d/e/%s.txt\n", i, name, i, name)
 		case 1: // modify
@@ -301,6 +311,8 @@ func editScript(rng *rand.Rand) string {
 			fmt.Fprintf(&b, "git reset -q --soft HEAD~1 2>/dev/null || true\n")
 		case 17: // any bytes: a name and a content that are not UTF-8, with CR, NUL, no final newline
 			fmt.Fprintf(&b, "printf '%s' > \"$(printf '%s')\"\n", octal(randomBytes(rng, 1+rng.Intn(40), false)), octal(randomBytes(rng, 1+rng.Intn(8), true)))
+		case 18: // attributes that would make text binary: the diff shows it as text
+			fmt.Fprintf(&b, "mkdir -p cmd docs && printf '* -diff\\n*.md binary\\n' > %s.gitattributes\n", []string{"", "cmd/", "docs/"}[rng.Intn(3)])
 		}
 	}
 	return b.String()

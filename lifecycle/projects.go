@@ -113,7 +113,7 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 		}
 		if setProtect || req.DefaultProtect {
 			p.Protected = protected
-			change["protected"] = policy(p).Protected
+			change["protected"] = protectedOf(p)
 		}
 		if req.AllowAttribution != nil {
 			p.AttributionAllow = append([]string{}, *req.AllowAttribution...)
@@ -249,4 +249,13 @@ func (m *Manager) checkRepo(ctx context.Context, p *paddock.Project) (*gitx.Repo
 		return nil, paddock.Errorf(paddock.CodeConflict, "project %q: %s now holds a different repository than when it was declared", p.Name, p.Root)
 	}
 	return repo, nil
+}
+
+// protectedOf is the project's protected patterns as its policy has them
+// (its own list, or the default one).
+func protectedOf(p *paddock.Project) []string {
+	if p.Protected != nil {
+		return p.Protected
+	}
+	return confine.DefaultPolicy().Protected
 }

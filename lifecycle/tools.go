@@ -35,14 +35,6 @@ func nonNilTools(ts []*tools.Tool) []*tools.Tool {
 	return ts
 }
 
-// policy returns a project's protected-path policy.
-func policy(p *paddock.Project) *confine.Policy {
-	if p.Protected == nil {
-		return confine.DefaultPolicy()
-	}
-	return &confine.Policy{Protected: p.Protected}
-}
-
 // workspaceFor checks that a run's workspace may be worked in now, and makes a
 // ready one active: a tool call is a session at work.
 func (m *Manager) workspaceFor(ctx context.Context, id string) (*paddock.Run, *paddock.Project, error) {
@@ -100,7 +92,11 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	root, err := m.openView(ctx, r, p, policy(p))
+	pol, err := m.policy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	root, err := m.openView(ctx, r, p, pol)
 	if err != nil {
 		return nil, err
 	}

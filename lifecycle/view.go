@@ -26,6 +26,13 @@ func (m *Manager) overlayProvider() (*workspace.Overlay, bool) {
 // access, the protected paths made read-only, the uid, an overlay's layers.
 func (m *Manager) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Project) (sandbox.Spec, error) {
 	read := r.Access == paddock.AccessRead
+	pol, err := m.policy(ctx, p)
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
+	// The hooks directories are paths, protected ahead whole (the top's
+	// hooks by their names).
+	patterns := append(append([]string{}, pol.Protected...), pol.HookPaths()...)
 	spec := sandbox.Spec{Workspace: r.Workspace.Root, ReadOnly: read, Scratch: read, UID: m.SandboxUID, GID: m.SandboxUID,
 		OperatorDir: r.Workspace.Kind == paddock.KindOperatorDir}
 	binds, err := m.runBinds(ctx, r, p)
@@ -46,7 +53,7 @@ func (m *Manager) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Pr
 		// new one gives the run a new harness, whose view protects it.
 		scan = []string{l.Lower, l.Upper}
 	}
-	spec.Protected, spec.Unprotected = protectedSpec(policy(p).Protected, scan...)
+	spec.Protected, spec.Unprotected = protectedSpec(patterns, scan...)
 	// The run's own .git (an overlay's, a clone's) is the agent's git to
 	// write; a worktree's .git file, which points at its git, stays
 	// read-only, as does an operator's directory's.

@@ -61,6 +61,9 @@ type config struct {
 	ChangeSetMaxEntries int    `toml:"changeset_max_entries"`
 	ChangeSetMaxFile    string `toml:"changeset_max_file"`
 	ChangeSetMaxTotal   string `toml:"changeset_max_total"`
+	// GitTimeout bounds every git command the daemon runs (default 10m):
+	// past it git is killed and the operation fails saying git timed out.
+	GitTimeout string `toml:"git_timeout"`
 	// DiskQuota bounds what an overlay run writes (default "10GiB"), and
 	// DiskReserve is what the state disk keeps free from every run's
 	// commands (default the smaller of 1GiB and 5% of it); a command past
@@ -198,7 +201,7 @@ func (c config) check() error {
 	if _, err := c.netAllowAddrs(); err != nil {
 		return err
 	}
-	for k, v := range map[string]string{"harness_idle": c.HarnessIdle, "harness_orphan": c.HarnessOrphan} {
+	for k, v := range map[string]string{"harness_idle": c.HarnessIdle, "harness_orphan": c.HarnessOrphan, "git_timeout": c.GitTimeout} {
 		if v == "" {
 			continue
 		}

@@ -131,6 +131,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	if err != nil {
 		return err
 	}
+	git.Timeout = duration(cfg.GitTimeout)
 	wsDir := filepath.Join(home, "workspaces")
 	if err := os.MkdirAll(wsDir, 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)

@@ -1,0 +1,360 @@
+package gitx
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Repo describes a repository that may become a project.
+type Repo struct {
+	Root        string // the top of the work tree, symlinks resolved
+	CommonDir   string // the .git directory shared by its worktrees
+	Fingerprint string
+}
+
+// Inspect checks that path is the top of a non-bare git work tree with at
+// least one commit, and returns what paddock records of it. Its errors are
+// public: they name only the path the caller gave.
+func (g *Git) Inspect(ctx context.Context, path string) (*Repo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "%s does not exist", path)
+		}
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "cannot read %s: %v", path, errors.Unwrap(err))
+	}
+	if !fi.IsDir() {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is not a directory", path)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "cannot resolve %s", path)
+	}
+	// The repository is real's own .git, named: git never looks for one
+	// above it, nor takes real itself for a bare repository.
+	at := repoAt(real)
+	if _, err := os.Lstat(filepath.Join(real, ".git")); err != nil {
+		if _, err := g.line(ctx, gitDirAt(real), "rev-parse", "--git-dir"); err == nil {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is a bare repository; a project needs a work tree", path)
+		}
+		if top := enclosingRepo(real); top != "" {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is inside a repository but not its top; declare %s instead", path, top).
+				WithDetail("top_level", top)
+		}
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is not a git repository", path)
+	}
+	common, err := g.line(ctx, at, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is not a git repository", path)
+	}
+	roots, err := g.run(ctx, at, "rev-list", "--max-parents=0", "HEAD", "--")
+	if err != nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s has no commits yet; commit something first", path)
+	}
+	ids := strings.Fields(string(roots))
+	sort.Strings(ids)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s", strings.Join(ids, ","), common)
+	return &Repo{Root: real, CommonDir: common, Fingerprint: hex.EncodeToString(h.Sum(nil))[:32]}, nil
+}
+
+// enclosingRepo is the nearest directory above dir that holds a .git, or
+// "": where to tell an operator to declare a project instead. It asks the
+// file system, not git, which would read what it found.
+func enclosingRepo(dir string) string {
+	for d := filepath.Dir(dir); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+	}
+	return ""
+}
+
+// Resolved is a ref resolved to a commit.
+type Resolved struct {
+	SHA    string
+	Branch string // the branch name, when the ref named a local branch
+}
+
+// Resolve resolves ref in the repository whose work tree is dir to a commit.
+func (g *Git) Resolve(ctx context.Context, dir, ref string) (*Resolved, error) {
+	if err := CheckRef(ref); err != nil {
+		return nil, err
+	}
+	at := repoAt(dir)
+	sha, err := g.line(ctx, at, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	if err != nil || sha == "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown revision %q", ref)
+	}
+	r := &Resolved{SHA: sha}
+	if full, err := g.line(ctx, at, "rev-parse", "--symbolic-full-name", ref); err == nil {
+		r.Branch, _ = strings.CutPrefix(full, "refs/heads/")
+		if r.Branch == full {
+			r.Branch = ""
+		}
+	}
+	return r, nil
+}
+
+// CloneShared makes dst a clone of src that borrows src's objects (git clone
+// --shared), checked out detached at sha. The clone gets no hooks (an empty
+// template) and no remote: nothing pushed from it can reach src.
+func (g *Git) CloneShared(ctx context.Context, src, dst, sha string) error {
+	if err := CheckRef(sha); err != nil {
+		return err
+	}
+	// clone opens src itself (src/.git, never a directory above it) and
+	// makes dst; it runs in dst's parent, which paddock owns.
+	if _, err := g.run(ctx, where{dir: filepath.Dir(dst)}, "clone", "--shared", "--no-checkout", "--quiet", "--template=", "--", src, dst); err != nil {
+		return fmt.Errorf("gitx: clone: %w", err)
+	}
+	if _, err := g.run(ctx, repoAt(dst), "remote", "remove", "origin"); err != nil {
+		return fmt.Errorf("gitx: clone: %w", err)
+	}
+	if _, err := g.run(ctx, repoAt(dst), "checkout", "--quiet", "--detach", sha, "--"); err != nil {
+		return fmt.Errorf("gitx: checkout: %w", err)
+	}
+	return nil
+}
+
+// WorktreeAdd adds a detached worktree of repo at path, checked out at sha.
+func (g *Git) WorktreeAdd(ctx context.Context, repo, path, sha string) error {
+	if err := CheckRef(sha); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, repoAt(repo), "worktree", "add", "--quiet", "--detach", "--", path, sha); err != nil {
+		return fmt.Errorf("gitx: worktree add: %w", err)
+	}
+	return nil
+}
+
+// WorktreeRemove removes the worktree at path from repo's metadata. The
+// caller deletes the directory first: git then only validates and deletes its
+// own record (.git/worktrees/NAME) and never looks inside a tree an agent
+// could have prepared. Removing a worktree git no longer knows is not an error.
+//
+// A `git worktree add` killed early leaves a record git itself cannot read
+// (an empty gitdir file, a "locked: initializing" marker); git then refuses
+// to remove it, or does not see it, while the record breaks the project's
+// `git worktree` commands. Such a record, when it is provably this
+// worktree's, is deleted here directly.
+func (g *Git) WorktreeRemove(ctx context.Context, repo, path string) error {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("gitx: worktree remove: %s still exists; delete it first", path)
+	}
+	_, gitErr := g.run(ctx, repoAt(repo), "worktree", "remove", "--force", "--force", "--", path)
+	var ce *CommandError
+	if errors.As(gitErr, &ce) && strings.Contains(ce.Stderr, "is not a working tree") {
+		gitErr = nil
+	}
+	common, err := g.line(ctx, repoAt(repo), "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return fmt.Errorf("gitx: worktree remove: %w", errors.Join(gitErr, err))
+	}
+	worktrees := filepath.Join(common, "worktrees")
+	record := filepath.Join(worktrees, filepath.Base(path))
+	if _, err := os.Lstat(record); errors.Is(err, fs.ErrNotExist) {
+		return nil // git removed it, or it never existed
+	}
+	gitdir, err := os.ReadFile(filepath.Join(record, "gitdir"))
+	owner := strings.TrimSpace(string(gitdir))
+	if (err == nil || errors.Is(err, fs.ErrNotExist)) && (owner == "" || owner == filepath.Join(path, ".git")) {
+		if err := os.RemoveAll(record); err != nil {
+			return fmt.Errorf("gitx: worktree remove: %w", err)
+		}
+		os.Remove(worktrees) // only if empty, as git does
+		return nil
+	}
+	if gitErr != nil {
+		return fmt.Errorf("gitx: worktree remove: %w", gitErr)
+	}
+	return fmt.Errorf("gitx: worktree remove: %s belongs to another worktree (%s); left alone", record, owner)
+}
+
+// ExportTree writes the files of rev into dir, which must be empty, through
+// a temporary index: no repository, no .git, nothing of the project's index.
+func (g *Git) ExportTree(ctx context.Context, gitDir, rev, dir string) error {
+	return g.ExportTreeIndexed(ctx, gitDir, rev, dir, "")
+}
+
+// Identity is who a commit is authored and committed by.
+type Identity struct {
+	Name, Email string
+}
+
+// ErrRefExists is returned by CommitToBranch when the branch already exists
+// (or appeared while the commit was being made).
+var ErrRefExists = errors.New("gitx: the branch already exists")
+
+// IndexEntry is one path a commit made by CommitToBranch sets or removes.
+type IndexEntry struct {
+	Path string
+	Mode string // a git mode; empty removes the path
+	Blob string // the object the path gets (a submodule's commit)
+	// File holds the content (a file's bytes, a link's target) of a blob
+	// the repository may not have yet; git stores it and it must hash to Blob.
+	File string
+}
+
+// CommitToBranch sets entries on commit base of the repository at gitDir,
+// commits the result with base as its only parent, and creates
+// refs/heads/branch pointing at it, with a compare-and-swap that fails if
+// the branch exists. The user's working tree and index are never touched:
+// the index is a temporary file. Contents are streamed from their files
+// into git's object store (a large one straight into a pack), never held
+// in memory. Before the branch is made, the commit is checked to differ
+// from base by exactly the entries (a *TreeMismatchError otherwise). It
+// returns the new commit.
+func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, entries []IndexEntry, branch string, who Identity, message string) (string, error) {
+	if err := CheckRef(base); err != nil {
+		return "", err
+	}
+	if err := CheckRef(branch); err != nil {
+		return "", err
+	}
+	if _, err := g.run(ctx, nowhere, "check-ref-format", "refs/heads/"+branch); err != nil {
+		return "", paddock.Errorf(paddock.CodeBadRequest, "invalid branch name %q", branch)
+	}
+	tmp, err := os.MkdirTemp("", "paddock-apply-")
+	if err != nil {
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	extra := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index"),
+		"GIT_AUTHOR_NAME=" + who.Name, "GIT_AUTHOR_EMAIL=" + who.Email,
+		"GIT_COMMITTER_NAME=" + who.Name, "GIT_COMMITTER_EMAIL=" + who.Email}
+	git := func(stdin []byte, args ...string) (string, error) {
+		out, err := g.runInput(ctx, gitDirAt(gitDir), extra, stdin, args...)
+		return strings.TrimSpace(string(out)), err
+	}
+	if _, err := git(nil, "read-tree", base); err != nil {
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	var files []string
+	var want []string
+	for _, e := range entries {
+		if e.File != "" {
+			if strings.ContainsAny(e.File, "\n\r") {
+				return "", fmt.Errorf("gitx: apply: content file %q", e.File)
+			}
+			files, want = append(files, e.File), append(want, e.Blob)
+		}
+	}
+	if len(files) > 0 {
+		// Above the threshold git streams a file into a pack instead of
+		// reading it whole.
+		out, err := git([]byte(strings.Join(files, "\n")+"\n"), "-c", "core.bigFileThreshold=32m", "hash-object", "-w", "--no-filters", "--stdin-paths")
+		if err != nil {
+			return "", fmt.Errorf("gitx: apply: %w", err)
+		}
+		got := strings.Fields(out)
+		for i := range want {
+			if i >= len(got) || got[i] != want[i] {
+				return "", fmt.Errorf("gitx: apply: %s does not hold blob %s", files[i], want[i])
+			}
+		}
+	}
+	// Removals first: a file that becomes a directory, or a directory
+	// that becomes a file, is then never both at once.
+	var info bytes.Buffer
+	for _, e := range entries {
+		if e.Mode == "" {
+			fmt.Fprintf(&info, "0 %s\t%s\x00", strings.Repeat("0", 40), e.Path)
+		}
+	}
+	for _, e := range entries {
+		if e.Mode != "" {
+			fmt.Fprintf(&info, "%s %s\t%s\x00", e.Mode, e.Blob, e.Path)
+		}
+	}
+	if info.Len() > 0 {
+		if _, err := git(info.Bytes(), "update-index", "-z", "--index-info"); err != nil {
+			return "", fmt.Errorf("gitx: apply: %w", err)
+		}
+	}
+	tree, err := git(nil, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	commit, err := git([]byte(message), "commit-tree", tree, "-p", base)
+	if err != nil {
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	if err := g.checkCommit(ctx, gitDir, base, commit, entries); err != nil {
+		return "", err
+	}
+	// The empty old value makes update-ref create the ref only if it does not exist.
+	if _, err := git(nil, "update-ref", "-m", "paddock apply", "refs/heads/"+branch, commit, ""); err != nil {
+		var ce *CommandError
+		if errors.As(err, &ce) && (strings.Contains(ce.Stderr, "already exists") || strings.Contains(ce.Stderr, "cannot lock ref")) {
+			return "", ErrRefExists
+		}
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	return commit, nil
+}
+
+// FileAt returns the content of path at revision rev of the repository at
+// gitDir, read from git's objects: what an agent wrote in a workspace never
+// reaches it. A path that does not exist there is fs.ErrNotExist.
+func (g *Git) FileAt(ctx context.Context, gitDir, rev, path string) ([]byte, error) {
+	if err := CheckRef(rev); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(path, "-") || strings.Contains(path, ":") {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "invalid path %q", path)
+	}
+	out, err := g.run(ctx, gitDirAt(gitDir), "cat-file", "blob", rev+":"+path)
+	var ce *CommandError
+	if errors.As(err, &ce) {
+		return nil, fs.ErrNotExist
+	}
+	return out, err
+}
+
+// ErrMergeConflict is returned by MergeFile when the two sides change the
+// same lines, or when git cannot merge the contents (binary files).
+var ErrMergeConflict = errors.New("gitx: the changes overlap")
+
+// MergeFile merges, line by line, what two sides made of base: ours (the
+// file as it is now) and theirs (the approved change). It returns the
+// merged content, or ErrMergeConflict; no conflict markers are ever
+// returned. The contents go through private temporary files; no
+// repository is read or written.
+func (g *Git) MergeFile(ctx context.Context, base, ours, theirs []byte) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "paddock-merge-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	names := []string{"ours", "base", "theirs"}
+	for i, b := range [][]byte{ours, base, theirs} {
+		if err := os.WriteFile(filepath.Join(dir, names[i]), b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	out, err := g.run(ctx, where{dir: dir}, "merge-file", "-p", "--", names[0], names[1], names[2])
+	var ce *CommandError
+	var ee *exec.ExitError
+	if errors.As(err, &ce) && errors.As(err, &ee) && ee.ExitCode() > 0 {
+		// A positive status is the number of conflicts; binary contents
+		// are refused with a message and a status too.
+		return nil, ErrMergeConflict
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

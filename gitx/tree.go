@@ -1,0 +1,369 @@
+package gitx
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/paddock-dev/paddock/confine"
+	"golang.org/x/sys/unix"
+)
+
+// A work tree as paddock reads it for a diff. git never reads a workspace:
+// what a workspace holds (a .git file naming another repository, a FIFO
+// where git expects HEAD, a repository's config) is read here, by rules
+// paddock states, and git gets blob ids.
+
+// Reasons a file of a work tree is withheld: reported, never applied.
+const (
+	whyDotGit     = "a .git entry (git's own files; a gitdir: file points git elsewhere): never applied"
+	whyEmbedded   = "inside an embedded git repository (%s): never applied"
+	whyGitmodules = "a symbolic link named .gitmodules (git refuses it): never applied"
+)
+
+// wfile is one file (a regular file or a symbolic link) of a work tree.
+type wfile struct {
+	path string // slash-separated, relative to the work tree
+	mode string // 100644, 100755 or 120000
+	oid  string // its blob id, once hashed
+	st   fileStat
+	why  string // not empty: withheld, and why
+}
+
+// fileStat is what tells that a file is unchanged since it was hashed
+// (the stat cache): a file's owner can set its mtime back, not its ctime.
+type fileStat struct {
+	Ino, Size, Mtime, Ctime int64
+	Mode                    uint32
+}
+
+func statOf(st *unix.Stat_t) fileStat {
+	return fileStat{Ino: int64(st.Ino), Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Mode: st.Mode}
+}
+
+// baseTree is what base holds under the paths a diff compares.
+type baseTree struct {
+	entries map[string]baseEntry
+	dirs    map[string]bool // every directory that holds an entry
+}
+
+type baseEntry struct {
+	mode, oid string // oid is empty when only the file's existence is known
+}
+
+func newBaseTree(entries map[string]baseEntry) *baseTree {
+	b := &baseTree{entries: entries, dirs: map[string]bool{}}
+	for p := range entries {
+		for d := path.Dir(p); d != "." && !b.dirs[d]; d = path.Dir(d) {
+			b.dirs[d] = true
+		}
+	}
+	return b
+}
+
+func (b *baseTree) isLink(p string) bool { return b.entries[p].mode == "160000" }
+
+// treeReader lists a work tree's files. It opens every directory and file
+// relative to its parent, never following a symbolic link, and opens a
+// file only after fstat says it is a regular one (O_NONBLOCK, so that a
+// FIFO swapped in meanwhile cannot block it).
+type treeReader struct {
+	root    int // the work tree
+	base    *baseTree
+	ignore  *ignorer // nil: every file counts, ignored or not
+	ownGit  bool     // a top-level ".git" is the work tree's own repository
+	exclude []string // top-level paths left out
+
+	files     []*wfile
+	ignored   []string
+	keptLinks map[string]bool // base's submodules the work tree still has a directory for
+	gitDirs   map[string]bool // directories seen, and whether they look like a repository
+}
+
+func openTree(dir string) (int, error) {
+	return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
+
+// openAt opens name in the directory dirfd without following a link.
+func openAt(dirfd int, name string, dir bool) (int, error) {
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
+	if dir {
+		flags |= unix.O_DIRECTORY
+	}
+	for {
+		fd, err := unix.Openat(dirfd, name, flags, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// openDirPath opens the directory rel under root, one name at a time.
+func openDirPath(root int, rel string) (int, error) {
+	fd, err := unix.Dup(root)
+	if err != nil || rel == "" || rel == "." {
+		return fd, err
+	}
+	for _, name := range strings.Split(rel, "/") {
+		next, err := openAt(fd, name, true)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// gone reports an error that means the entry went away, or is not what
+// the walk took it for: a tree being changed while it is read.
+func gone(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
+}
+
+// names lists the directory dirfd, sorted.
+func names(dirfd int) ([]string, error) {
+	fd, err := unix.Dup(dirfd)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "dir")
+	defer f.Close()
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	ns, err := f.Readdirnames(-1)
+	sort.Strings(ns)
+	return ns, err
+}
+
+// looksLikeGitDir reports whether a directory holding these names is one
+// git would take for a repository, or one a single more file would make
+// one: HEAD beside objects, refs, commondir or config (folded, as a
+// case-insensitive file system would match them).
+func looksLikeGitDir(ns []string) bool {
+	var head, other bool
+	for _, n := range ns {
+		switch confine.Fold(n) {
+		case "head":
+			head = true
+		case "objects", "refs", "commondir", "config":
+			other = true
+		}
+	}
+	return head && other
+}
+
+// walk reads the work tree under start ("" for all of it): start's
+// ancestors are checked as its directories would be by a whole walk.
+func (t *treeReader) walk(start string) error {
+	if start == "" {
+		return t.walkDir(t.root, "", "")
+	}
+	why := ""
+	parent, err := unix.Dup(t.root)
+	if err != nil {
+		return err
+	}
+	defer func() { unix.Close(parent) }()
+	parts := strings.Split(start, "/")
+	rel := ""
+	for i, name := range parts {
+		if _, err := t.enterDir(parent, rel, &why); err != nil {
+			return err
+		}
+		child := path.Join(rel, name)
+		if isDotGitName(name) && why == "" && !(t.ownGit && child == ".git") {
+			why = whyDotGit
+		}
+		if i == len(parts)-1 {
+			return t.visit(parent, rel, name, why)
+		}
+		if why == "" && t.base.isLink(child) {
+			return nil // inside a submodule: git keeps it as it is
+		}
+		next, err := openAt(parent, name, true)
+		if gone(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		unix.Close(parent)
+		parent, rel = next, child
+	}
+	return nil
+}
+
+// enterDir is what is learnt from a directory before anything below it is
+// read: whether it is an embedded repository (why is set then), and its
+// ignore rules. It returns the directory's names, sorted, when it had to
+// list them (the first time it sees the directory).
+func (t *treeReader) enterDir(dirfd int, rel string, why *string) ([]string, error) {
+	if t.gitDirs == nil {
+		t.gitDirs = map[string]bool{}
+	}
+	looks, seen := t.gitDirs[rel]
+	var ns []string
+	if !seen {
+		var err error
+		if ns, err = names(dirfd); err != nil {
+			return nil, err
+		}
+		looks = rel != "" && looksLikeGitDir(ns)
+		t.gitDirs[rel] = looks
+	}
+	switch {
+	case *why != "":
+	case looks:
+		*why = fmt.Sprintf(whyEmbedded, rel)
+	case t.ignore != nil && !seen && slices.Contains(ns, ".gitignore"):
+		return ns, t.ignore.keepRules(dirfd, rel)
+	}
+	return ns, nil
+}
+
+// walkDir reads the directory dirfd (at rel) and everything below it.
+func (t *treeReader) walkDir(dirfd int, rel, why string) error {
+	ns, err := t.enterDir(dirfd, rel, &why)
+	if err != nil {
+		return err
+	}
+	if ns == nil {
+		if ns, err = names(dirfd); err != nil {
+			return err
+		}
+	}
+	for _, name := range ns {
+		child := path.Join(rel, name)
+		if t.excluded(child) || (t.ownGit && child == ".git") {
+			continue
+		}
+		cwhy := why
+		if cwhy == "" && isDotGitName(name) {
+			cwhy = whyDotGit
+		}
+		if err := t.visit(dirfd, rel, name, cwhy); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// visit reads the entry name of the directory dirfd (at rel).
+func (t *treeReader) visit(dirfd int, rel, name, why string) error {
+	child := path.Join(rel, name)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if gone(err) {
+			return nil
+		}
+		return err
+	}
+	var mode string
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		if why == "" && t.base.isLink(child) {
+			t.keptLinks[child] = true
+			return nil // a submodule's directory: git keeps the link as it is
+		}
+		if why == "" && t.ignore != nil && !t.base.dirs[child] {
+			ignored, err := t.ignore.dir(child)
+			if err != nil {
+				return err
+			}
+			if ignored {
+				t.ignored = append(t.ignored, child+"/")
+				return nil
+			}
+		}
+		fd, err := openAt(dirfd, name, true)
+		if gone(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return t.walkDir(fd, child, why)
+	case unix.S_IFREG:
+		mode = "100644"
+		if st.Mode&0o100 != 0 { // git keeps the owner's execute bit only
+			mode = "100755"
+		}
+	case unix.S_IFLNK:
+		mode = "120000"
+		if why == "" && isGitmodulesName(name) {
+			why = whyGitmodules
+		}
+	default:
+		return nil // not content git keeps: a FIFO, a socket, a device
+	}
+	t.files = append(t.files, &wfile{path: child, mode: mode, st: statOf(&st), why: why})
+	return nil
+}
+
+func (t *treeReader) excluded(p string) bool {
+	for _, x := range t.exclude {
+		if p == x || strings.HasPrefix(p, x+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// sortFiles puts the files in byte order of their paths, git's index
+// order, which a walk directory by directory does not give ("a.txt"
+// sorts before "a/b").
+func (t *treeReader) sortFiles() {
+	sort.Slice(t.files, func(i, j int) bool { return t.files[i].path < t.files[j].path })
+}
+
+// dropIgnored asks the ignore rules about the new files found (those base
+// does not track, and that are not withheld), and leaves out the ignored.
+func (t *treeReader) dropIgnored() error {
+	if t.ignore == nil {
+		return nil
+	}
+	var fresh []string
+	for _, f := range t.files {
+		if f.why == "" {
+			if _, tracked := t.base.entries[f.path]; !tracked {
+				fresh = append(fresh, f.path)
+			}
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	ignored, err := t.ignore.files(fresh)
+	if err != nil {
+		return err
+	}
+	kept := t.files[:0]
+	for _, f := range t.files {
+		if ignored[f.path] {
+			t.ignored = append(t.ignored, f.path)
+		} else {
+			kept = append(kept, f)
+		}
+	}
+	t.files = kept
+	return nil
+}
+
+// isDotGitName reports whether some file system could take name for
+// ".git" (confine's rule, the one the file tools keep agents out by).
+func isDotGitName(name string) bool { return confine.IsDotGit(name) }
+
+// isGitmodulesName reports whether git would take name for ".gitmodules",
+// which it refuses as a symbolic link (and then leaves out of an index).
+func isGitmodulesName(name string) bool {
+	f := confine.Fold(name)
+	return f == ".gitmodules" || strings.HasPrefix(f, "gitmod~") || strings.HasPrefix(f, "gi7eba~")
+}
