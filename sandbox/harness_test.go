@@ -275,3 +275,38 @@ func TestReleaseOfAnOrphan(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentFirstCommands: commands of a run that arrive together
+// while its harness is still being made share that harness; none of them
+// takes the new harness, busy greeting another, for a stale one.
+func TestConcurrentFirstCommands(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, _ := newWorkspace(t)
+	p := &Pool{Dir: t.TempDir()}
+	defer p.Close()
+	type out struct {
+		res *Result
+		err error
+	}
+	results := make(chan out, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			res, err := p.Run(context.Background(), "r-test", Spec{Argv: []string{"sh", "-c", "sleep 0.3; echo ok"}, Workspace: ws, UID: sandboxUID(),
+				Env: []string{"PATH=/usr/bin:/bin"}, Protected: []string{".git"}})
+			results <- out{res, err}
+		}()
+	}
+	pid := 0
+	for i := 0; i < 4; i++ {
+		o := <-results
+		if o.err != nil || string(o.res.Stdout) != "ok\n" {
+			t.Fatalf("command %d: %+v %v", i, o.res, o.err)
+		}
+		if pid == 0 {
+			pid = o.res.Enforcement.HarnessPID
+		}
+		if o.res.Enforcement.HarnessPID != pid {
+			t.Fatalf("two harnesses for one run: %d and %d", pid, o.res.Enforcement.HarnessPID)
+		}
+	}
+}

@@ -55,6 +55,7 @@ type Pool struct {
 
 	mu      sync.Mutex
 	hs      map[string]*harnessConn
+	making  map[string]chan struct{} // a harness being made for the key, closed when it is
 	janitor bool
 	closed  bool
 }
@@ -210,9 +211,25 @@ func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (*harnessCon
 	}
 	cfg := configHash(spec)
 	p.mu.Lock()
-	if p.closed {
+	for {
+		if p.closed {
+			p.mu.Unlock()
+			return nil, paddock.Errorf(paddock.CodeBusy, "the daemon is shutting down")
+		}
+		// One harness is made for a run at a time: a second command that
+		// came meanwhile would otherwise dial the new harness's socket, find
+		// it busy greeting the first, and take it for a stale one.
+		wait := p.making[key]
+		if wait == nil {
+			break
+		}
 		p.mu.Unlock()
-		return nil, paddock.Errorf(paddock.CodeBusy, "the daemon is shutting down")
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		p.mu.Lock()
 	}
 	if p.hs == nil {
 		p.hs = map[string]*harnessConn{}
@@ -240,7 +257,18 @@ func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (*harnessCon
 		return nil, errHarnessInUse
 	}
 	delete(p.hs, key)
+	if p.making == nil {
+		p.making = map[string]chan struct{}{}
+	}
+	made := make(chan struct{})
+	p.making[key] = made
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.making, key)
+		p.mu.Unlock()
+		close(made)
+	}()
 	if h != nil {
 		// The run changed (or the harness died): a new one, once the old
 		// one is gone (an overlay must not be mounted twice at once).
