@@ -138,24 +138,25 @@ func run(nfiles, nruns, nhistory, deep int, overlayOnly bool) error {
 	fmt.Printf("\n%s\n\n", benchutil.Machine(tmp))
 	fmt.Println("| figure | paddock | peer | ratio |")
 	fmt.Println("|---|---|---|---|")
+	tree := fmt.Sprintf("a generated %d-file repository, %d commits", nfiles, nhistory+1)
 	if !overlayOnly {
-		fmt.Printf("| create + rm a clone run, %d files (median of %d) | %s | %s (git clone --shared + checkout + rm) | %s |\n",
-			nfiles, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
-		fmt.Printf("| change set of a clone run, 10 modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
-			nfiles, nruns, benchutil.Stats(csOurs), benchutil.Stats(csPeer), benchutil.Ratio(csOurs, csPeer))
+		fmt.Printf("| create + rm a clone run, %s (median of %d) | %s | %s (git clone --shared + checkout + rm) | %s |\n",
+			tree, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
+		fmt.Printf("| change set of a clone run, 10 modified files, %s (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
+			tree, nruns, benchutil.Stats(csOurs), benchutil.Stats(csPeer), benchutil.Ratio(csOurs, csPeer))
 	}
-	fmt.Printf("| create an overlay run at a snapshotted base, %d files (median of %d) | %s | %s (git worktree add) | %s |\n",
-		nfiles, nruns, benchutil.Stats(ovCreate), benchutil.Stats(wtAdd), benchutil.Ratio(ovCreate, wtAdd))
+	fmt.Printf("| create an overlay run at a snapshotted base, %s (median of %d) | %s | %s (git worktree add) | %s |\n",
+		tree, nruns, benchutil.Stats(ovCreate), benchutil.Stats(wtAdd), benchutil.Ratio(ovCreate, wtAdd))
 	if !overlayOnly {
-		fmt.Printf("| create a worktree run, %d files (median of %d) | %s | %s (git worktree add) | %s |\n",
-			nfiles, nruns, benchutil.Stats(wtCreate), benchutil.Stats(wtAdd), benchutil.Ratio(wtCreate, wtAdd))
+		fmt.Printf("| create a worktree run, %s (median of %d) | %s | %s (git worktree add) | %s |\n",
+			tree, nruns, benchutil.Stats(wtCreate), benchutil.Stats(wtAdd), benchutil.Ratio(wtCreate, wtAdd))
 	}
-	fmt.Printf("| build the overlay snapshot of a base (once per base) | %s | – | – |\n", benchutil.Round(snapshot))
-	fmt.Printf("| change set of an overlay run, 10 modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
-		nfiles, nruns, benchutil.Stats(ov10), benchutil.Stats(ovPeer10), benchutil.Ratio(ov10, ovPeer10))
-	fmt.Printf("| change set of an overlay run, %d modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
-		min(1000, nfiles/2), nfiles, nruns, benchutil.Stats(ov1k), benchutil.Stats(ovPeer1k), benchutil.Ratio(ov1k, ovPeer1k))
-	fmt.Printf("| idle daemon RSS | %s after start, %s after %d runs | – | – |\n", rssIdle, d.RSS(), nruns)
+	fmt.Printf("| build the overlay snapshot of a base (once per base), %s | %s | – | – |\n", tree, benchutil.Round(snapshot))
+	fmt.Printf("| change set of an overlay run, 10 modified files, %s (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
+		tree, nruns, benchutil.Stats(ov10), benchutil.Stats(ovPeer10), benchutil.Ratio(ov10, ovPeer10))
+	fmt.Printf("| change set of an overlay run, %d modified files, %s (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
+		min(1000, nfiles/2), tree, nruns, benchutil.Stats(ov1k), benchutil.Stats(ovPeer1k), benchutil.Ratio(ov1k, ovPeer1k))
+	fmt.Printf("| idle daemon RSS (%s) | %s after start, %s after %d runs | – | – |\n", tree, rssIdle, d.RSS(), nruns)
 	for _, row := range historyTable {
 		fmt.Println(row)
 	}

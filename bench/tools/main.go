@@ -214,7 +214,7 @@ func run(nfiles, nIgnored int, goSrc string, quick bool, rounds, nreads int) err
 		lat = append(lat, time.Since(t0))
 	}
 	total := time.Since(start)
-	rows = append(rows, fmt.Sprintf("| read of a 4 KiB file through the API (unix socket, durable event each), %d calls | p50 %s, p99 %s, %.0f calls/s | – | – |",
+	rows = append(rows, fmt.Sprintf("| read of a 4 KiB file through the API (unix socket, durable event each), a one-file repository, %d calls | p50 %s, p99 %s, %.0f calls/s | – | – |",
 		nreads, benchutil.Round(benchutil.Percentile(lat, 50)), benchutil.Round(benchutil.Percentile(lat, 99)), float64(nreads)/total.Seconds()))
 
 	// The same calls as an agent that speaks MCP makes them: through
