@@ -112,7 +112,7 @@ func TestAgainstGit(t *testing.T) {
 	cases := map[string]tree{
 		"basics": {
 			".gitignore": "*.o\n!keep.o\nbuild/\n/vendor\n**/testdata/*.golden\n",
-			"a.o": "", "keep.o": "", "sub/b.o": "", "sub/keep.o": "", "build/x": "", "sub/build/y": "",
+			"a.o":        "", "keep.o": "", "sub/b.o": "", "sub/keep.o": "", "build/x": "", "sub/build/y": "",
 			"other/build": "a file, not a directory", "vendor/v.go": "", "sub/vendor/v.go": "",
 			"testdata/a.golden": "", "x/testdata/b.golden": "", "x/y/testdata/c.golden": "",
 			"x/testdata/d.txt": "", "testdata/deep/e.golden": "", "main.go": "",
@@ -125,12 +125,12 @@ func TestAgainstGit(t *testing.T) {
 		},
 		"no re-include below an ignored directory": {
 			".gitignore": "dir/\n!dir/keep\nstar/*\n!star/keep\n!star/sub/\n",
-			"dir/keep": "", "dir/other": "", "star/keep": "", "star/other": "", "star/sub/x": "",
+			"dir/keep":   "", "dir/other": "", "star/keep": "", "star/other": "", "star/sub/x": "",
 			"dir2/.gitignore": "!*\n", "dir2/x": "",
 		},
 		"last line wins within a file": {
 			".gitignore": "*.txt\n!a*.txt\nab*.txt\n!abc.txt\n",
-			"x.txt": "", "a.txt": "", "ab.txt": "", "abc.txt": "", "abcd.txt": "",
+			"x.txt":      "", "a.txt": "", "ab.txt": "", "abc.txt": "", "abcd.txt": "",
 		},
 		"bracket expressions": {
 			".gitignore": "[a-c]*.txt\nfile[0-9].md\n[!x]y\n[^x]z\n[[:digit:]]*.dat\n[[:upper:]][[:lower:]].c\n" +
@@ -145,16 +145,16 @@ func TestAgainstGit(t *testing.T) {
 		},
 		"escapes and spaces": {
 			".gitignore": "\\#hash\n#comment\n\\!bang\n\\*star\nq\\?\n\\ lead\ntrail   \nesc\\ \nesc2\\  \nend\\\n\\a\\b\n",
-			"#hash": "", "#comment": "", "!bang": "", "*star": "", "xstar": "", "q?": "", "qx": "", " lead": "",
+			"#hash":      "", "#comment": "", "!bang": "", "*star": "", "xstar": "", "q?": "", "qx": "", " lead": "",
 			"trail": "", "trail   ": "", "esc ": "", "esc": "", "esc2 ": "", "esc2": "", "end\\": "", "end": "", "ab": "",
 		},
 		"CRLF, a byte-order mark, blank lines": {
 			".gitignore": "\xef\xbb\xbfbom.txt\r\n# comment\r\n  \r\n\r\ncr.txt\r\nnul\x00.txt\nlast",
-			"bom.txt": "", "cr.txt": "", "cr.txt\r": "", "nul": "", "nul.txt": "", "last": "", "other": "",
+			"bom.txt":    "", "cr.txt": "", "cr.txt\r": "", "nul": "", "nul.txt": "", "last": "", "other": "",
 		},
 		"double stars": {
 			".gitignore": "a/**/b\n**/c\nd/**\nf**g\n**/node_modules/\ne/**/\n/**/top\n**\\/w\n",
-			"a/b": "", "a/x/b": "", "a/x/y/b": "", "xa/b": "", "c": "", "q/c": "", "q/r/c/in": "",
+			"a/b":        "", "a/x/b": "", "a/x/y/b": "", "xa/b": "", "c": "", "q/c": "", "q/r/c/in": "",
 			"d/one": "", "d/two/three": "", "fxg": "", "fx/g": "", "node_modules/x": "", "p/node_modules/y": "",
 			"p/q/node_modules": "a file", "e/f/g": "", "e/h": "", "top": "", "m/top": "", "w": "", "v/w": "",
 		},
@@ -253,7 +253,7 @@ func TestAgainstGitRandom(t *testing.T) {
 // t3070 state.
 func TestMatch(t *testing.T) {
 	for _, tc := range []struct {
-		pattern, text string
+		pattern, text  string
 		pathname, want bool
 	}{
 		{"foo", "foo", true, true},
