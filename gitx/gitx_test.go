@@ -130,15 +130,8 @@ func TestInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Root != repo || len(r.Fingerprint) != 32 || !strings.HasSuffix(r.CommonDir, ".git") {
+	if r.Root != repo || !strings.HasSuffix(r.CommonDir, ".git") {
 		t.Fatalf("repo = %+v", r)
-	}
-	// The fingerprint is stable and distinguishes repositories.
-	r2, _ := g.Inspect(ctx, repo)
-	other := gittest.NewRepo(t, filepath.Join(base, "other"), map[string]string{"x": "y"})
-	r3, _ := g.Inspect(ctx, other)
-	if r2.Fingerprint != r.Fingerprint || r3.Fingerprint == r.Fingerprint {
-		t.Fatalf("fingerprints: %s %s %s", r.Fingerprint, r2.Fingerprint, r3.Fingerprint)
 	}
 	link := filepath.Join(base, "link")
 	os.Symlink(repo, link)

@@ -3,15 +3,12 @@ package gitx
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/paddock-dev/paddock"
@@ -19,9 +16,8 @@ import (
 
 // Repo describes a repository that may become a project.
 type Repo struct {
-	Root        string // the top of the work tree, symlinks resolved
-	CommonDir   string // the .git directory shared by its worktrees
-	Fingerprint string
+	Root      string // the top of the work tree, symlinks resolved
+	CommonDir string // the .git directory shared by its worktrees
 }
 
 // Inspect checks that path is the top of a non-bare git work tree with at
@@ -59,15 +55,12 @@ func (g *Git) Inspect(ctx context.Context, path string) (*Repo, error) {
 	if err != nil {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is not a git repository", path)
 	}
-	roots, err := g.run(ctx, at, "rev-list", "--max-parents=0", "HEAD", "--")
-	if err != nil {
+	// HEAD names a commit: a lookup, not a walk (Inspect runs before every
+	// run is made; see identity.go for the fingerprint).
+	if _, err := g.line(ctx, at, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s has no commits yet; commit something first", path)
 	}
-	ids := strings.Fields(string(roots))
-	sort.Strings(ids)
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s", strings.Join(ids, ","), common)
-	return &Repo{Root: real, CommonDir: common, Fingerprint: hex.EncodeToString(h.Sum(nil))[:32]}, nil
+	return &Repo{Root: real, CommonDir: common}, nil
 }
 
 // enclosingRepo is the nearest directory above dir that holds a .git, or

@@ -37,7 +37,11 @@ func (m *Manager) AddProject(ctx context.Context, req paddock.AddProjectRequest)
 	if inside(m.WorkspacesDir, repo.Root) {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is a paddock workspace, not a project", path)
 	}
-	p := &paddock.Project{Name: name, Root: repo.Root, Fingerprint: repo.Fingerprint, CreatedAt: now()}
+	fp, err := m.Git.Fingerprint(ctx, repo)
+	if err != nil {
+		return nil, internal("reading the repository's fingerprint failed", err)
+	}
+	p := &paddock.Project{Name: name, Root: repo.Root, Fingerprint: fp, CreatedAt: now()}
 	if p.Protected, err = protectedList(req.Protect, req.NoDefaultProtect); err != nil {
 		return nil, err
 	}
@@ -235,7 +239,8 @@ func (m *Manager) Unlock(ctx context.Context, name, by string, force bool) (*pad
 }
 
 // checkRepo verifies that the project root still holds the repository it was
-// declared with.
+// declared with. It runs before every run is made, in constant time
+// whatever the project's history (gitx.CheckFingerprint).
 func (m *Manager) checkRepo(ctx context.Context, p *paddock.Project) (*gitx.Repo, error) {
 	repo, err := m.Git.Inspect(ctx, p.Root)
 	if err != nil {
@@ -245,8 +250,13 @@ func (m *Manager) checkRepo(ctx context.Context, p *paddock.Project) (*gitx.Repo
 		}
 		return nil, err
 	}
-	if repo.Fingerprint != p.Fingerprint {
-		return nil, paddock.Errorf(paddock.CodeConflict, "project %q: %s now holds a different repository than when it was declared", p.Name, p.Root)
+	same, err := m.Git.CheckFingerprint(ctx, repo, p.Fingerprint)
+	if err != nil {
+		return nil, internal("checking the project's repository failed", err)
+	}
+	if !same {
+		return nil, paddock.Errorf(paddock.CodeConflict,
+			"project %q: %s now holds a different repository than when it was declared (its .git was replaced, or its first commit is gone)", p.Name, p.Root)
 	}
 	return repo, nil
 }

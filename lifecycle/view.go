@@ -191,7 +191,7 @@ func (m *Manager) repoOf(ctx context.Context, p *paddock.Project) (*gitx.Repo, e
 	m.repoMu.Lock()
 	c, ok := m.repos[p.Root]
 	m.repoMu.Unlock()
-	if ok && c.repo.Fingerprint == p.Fingerprint {
+	if ok {
 		if fi, err := os.Stat(c.repo.CommonDir); err == nil && os.SameFile(fi, c.dir) {
 			return c.repo, nil
 		}

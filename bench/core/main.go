@@ -3,7 +3,9 @@
 // the daemon, beside `git clone --shared` + checkout + rm of the same
 // repository, interleaved pair by pair; and computing the change set of 10
 // modified files through the API beside `git status --porcelain` + `git diff`
-// on the same edits in a plain clone. It also reports the idle daemon's RSS.
+// on the same edits in a plain clone. It also reports the idle daemon's RSS,
+// and what history depth costs: an overlay run made in a repository of
+// 60,000 commits beside one of 5 with the same files.
 //
 // It prints a markdown table: figure, paddock, peer, ratio (median of N, with
 // min–max). Nothing is asserted: these machines are noisy.
@@ -30,17 +32,18 @@ func main() {
 	runs := flag.Int("runs", 5, "runs to create and remove (each figure is the median of as many)")
 	overlayOnly := flag.Bool("overlay-only", false, "measure only the overlay figures (the clone ones take long on a large repository)")
 	history := flag.Int("history", 300, "commits of history in the generated repository, after the first")
+	deep := flag.Int("deep-history", 60000, "commits of the repository that measures history depth (0 to skip)")
 	flag.Parse()
 	if *quick {
-		*files, *runs, *history = 2000, 10, 20
+		*files, *runs, *history = 1000, 3, 20
 	}
-	if err := run(*files, *runs, *history, *overlayOnly); err != nil {
+	if err := run(*files, *runs, *history, *deep, *overlayOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nfiles, nruns, nhistory int, overlayOnly bool) error {
+func run(nfiles, nruns, nhistory, deep int, overlayOnly bool) error {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "paddock-bench-")
 	if err != nil {
@@ -125,28 +128,38 @@ func run(nfiles, nruns, nhistory int, overlayOnly bool) error {
 	if err != nil {
 		return err
 	}
+	var historyTable []string
+	if deep > 0 {
+		if historyTable, err = historyRows(ctx, c, tmp, deep, max(nruns, 5)); err != nil {
+			return err
+		}
+	}
 
 	fmt.Printf("\n%s\n\n", benchutil.Machine(tmp))
 	fmt.Println("| figure | paddock | peer | ratio |")
 	fmt.Println("|---|---|---|---|")
+	tree := fmt.Sprintf("a generated %d-file repository, %d commits", nfiles, nhistory+1)
 	if !overlayOnly {
-		fmt.Printf("| create + rm a clone run, %d files (median of %d) | %s | %s (git clone --shared + checkout + rm) | %s |\n",
-			nfiles, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
-		fmt.Printf("| change set of a clone run, 10 modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
-			nfiles, nruns, benchutil.Stats(csOurs), benchutil.Stats(csPeer), benchutil.Ratio(csOurs, csPeer))
+		fmt.Printf("| create + rm a clone run, %s (median of %d) | %s | %s (git clone --shared + checkout + rm) | %s |\n",
+			tree, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
+		fmt.Printf("| change set of a clone run, 10 modified files, %s (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
+			tree, nruns, benchutil.Stats(csOurs), benchutil.Stats(csPeer), benchutil.Ratio(csOurs, csPeer))
 	}
-	fmt.Printf("| create an overlay run at a snapshotted base, %d files (median of %d) | %s | %s (git worktree add) | %s |\n",
-		nfiles, nruns, benchutil.Stats(ovCreate), benchutil.Stats(wtAdd), benchutil.Ratio(ovCreate, wtAdd))
+	fmt.Printf("| create an overlay run at a snapshotted base, %s (median of %d) | %s | %s (git worktree add) | %s |\n",
+		tree, nruns, benchutil.Stats(ovCreate), benchutil.Stats(wtAdd), benchutil.Ratio(ovCreate, wtAdd))
 	if !overlayOnly {
-		fmt.Printf("| create a worktree run, %d files (median of %d) | %s | %s (git worktree add) | %s |\n",
-			nfiles, nruns, benchutil.Stats(wtCreate), benchutil.Stats(wtAdd), benchutil.Ratio(wtCreate, wtAdd))
+		fmt.Printf("| create a worktree run, %s (median of %d) | %s | %s (git worktree add) | %s |\n",
+			tree, nruns, benchutil.Stats(wtCreate), benchutil.Stats(wtAdd), benchutil.Ratio(wtCreate, wtAdd))
 	}
-	fmt.Printf("| build the overlay snapshot of a base (once per base) | %s | – | – |\n", benchutil.Round(snapshot))
-	fmt.Printf("| change set of an overlay run, 10 modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
-		nfiles, nruns, benchutil.Stats(ov10), benchutil.Stats(ovPeer10), benchutil.Ratio(ov10, ovPeer10))
-	fmt.Printf("| change set of an overlay run, %d modified files in %d (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
-		min(1000, nfiles/2), nfiles, nruns, benchutil.Stats(ov1k), benchutil.Stats(ovPeer1k), benchutil.Ratio(ov1k, ovPeer1k))
-	fmt.Printf("| idle daemon RSS | %s after start, %s after %d runs | – | – |\n", rssIdle, d.RSS(), nruns)
+	fmt.Printf("| build the overlay snapshot of a base (once per base), %s | %s | – | – |\n", tree, benchutil.Round(snapshot))
+	fmt.Printf("| change set of an overlay run, 10 modified files, %s (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
+		tree, nruns, benchutil.Stats(ov10), benchutil.Stats(ovPeer10), benchutil.Ratio(ov10, ovPeer10))
+	fmt.Printf("| change set of an overlay run, %d modified files, %s (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
+		min(1000, nfiles/2), tree, nruns, benchutil.Stats(ov1k), benchutil.Stats(ovPeer1k), benchutil.Ratio(ov1k, ovPeer1k))
+	fmt.Printf("| idle daemon RSS (%s) | %s after start, %s after %d runs | – | – |\n", tree, rssIdle, d.RSS(), nruns)
+	for _, row := range historyTable {
+		fmt.Println(row)
+	}
 	return nil
 }
 

@@ -136,7 +136,7 @@ func run(clients, ntools, nexecs int) error {
 		total += len(evs)
 	}
 	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", benchutil.Machine(tmp))
-	fmt.Printf("| load: %d clients × (%d tool calls + %d execs), every run's events complete and gap-free | %d events in %s, %.0f events/s | – | – |\n",
+	fmt.Printf("| load: %d clients × (%d tool calls + %d execs), one-file repository, every run's events complete and gap-free | %d events in %s, %.0f events/s | – | – |\n",
 		clients, ntools, nexecs, total, benchutil.Round(elapsed), float64(total)/elapsed.Seconds())
 	fmt.Printf("| tool call latency under that load | p50 %s, p99 %s | – | – |\n",
 		benchutil.Round(benchutil.Percentile(toolLat, 50)), benchutil.Round(benchutil.Percentile(toolLat, 99)))

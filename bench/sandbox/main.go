@@ -104,7 +104,7 @@ func run(n int) error {
 		bw = append(bw, time.Since(t0))
 	}
 	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", benchutil.Machine(ws))
-	fmt.Printf("| exec /bin/true from the run's resident harness (median of %d) | %s | %s (bubblewrap, --unshare-all) | %s |\n",
+	fmt.Printf("| exec /bin/true from the run's resident harness, an empty workspace (median of %d) | %s | %s (bubblewrap, --unshare-all) | %s |\n",
 		n, benchutil.Stats(resident), benchutil.Stats(bw), benchutil.Ratio(resident, bw))
 	fmt.Printf("| exec /bin/true in a sandbox set up per exec | %s | %s (bubblewrap) | %s |\n",
 		benchutil.Stats(ours), benchutil.Stats(bw), benchutil.Ratio(ours, bw))

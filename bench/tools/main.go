@@ -2,6 +2,9 @@
 //
 //   - grep (literal and regex) over a generated tree, in process without the
 //     API round trip, beside ripgrep on the same tree, interleaved;
+//   - grep of a token that is nowhere and glob **/*.go where .gitignore files
+//     are: on Go's own source tree and on a generated 13,000-file tree, each
+//     with 101 of them, beside ripgrep on the same tree;
 //   - 10,000 read calls of a 4 KiB file through the daemon's API (each one a
 //     durable event), as p50 and p99.
 //
@@ -30,13 +33,15 @@ import (
 func main() {
 	quick := flag.Bool("quick", false, "small workload for a CI smoke run")
 	files := flag.Int("files", 50000, "files in the generated tree")
+	ignoredFiles := flag.Int("ignore-tree-files", 13000, "files in the generated tree with .gitignore files")
+	goSrc := flag.String("go-src", goSource(), "Go's source tree, searched with .gitignore files added (\"\" to skip)")
 	rounds := flag.Int("rounds", 7, "grep rounds per side")
 	reads := flag.Int("reads", 10000, "read calls through the API")
 	flag.Parse()
 	if *quick {
-		*files, *rounds, *reads = 2000, 3, 300
+		*files, *ignoredFiles, *rounds, *reads = 2000, 2000, 3, 300
 	}
-	if err := run(*files, *rounds, *reads); err != nil {
+	if err := run(*files, *ignoredFiles, *goSrc, *quick, *rounds, *reads); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -79,7 +84,20 @@ func generate(dir string, n int) error {
 	return nil
 }
 
-func run(nfiles, rounds, nreads int) error {
+// goSource is $(go env GOROOT)/src, or "" where there is none.
+func goSource() string {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return ""
+	}
+	src := filepath.Join(strings.TrimSpace(string(out)), "src")
+	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
+		return ""
+	}
+	return src
+}
+
+func run(nfiles, nIgnored int, goSrc string, quick bool, rounds, nreads int) error {
 	ctx := context.Background()
 	rg, err := exec.LookPath("rg")
 	if err != nil {
@@ -150,9 +168,18 @@ func run(nfiles, rounds, nreads int) error {
 		if ourCount != peerCount {
 			agree = fmt.Sprintf("MATCHES DIFFER: %d vs %d", ourCount, peerCount)
 		}
-		rows = append(rows, fmt.Sprintf("| grep %s over %d files (%s) | %s | %s (ripgrep) | %s |",
+		rows = append(rows, fmt.Sprintf("| grep %s over a generated %d-file tree, no .gitignore (%s) | %s | %s (ripgrep) | %s |",
 			p.name, nfiles, agree, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer)))
 	}
+	trees, err := ignoreTrees(tmp, goSrc, nIgnored, quick)
+	if err != nil {
+		return err
+	}
+	more, err := ignoreRows(ctx, trees, rg, rounds)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, more...)
 
 	d, err := benchutil.StartDaemon(ctx, tmp)
 	if err != nil {
@@ -187,7 +214,7 @@ func run(nfiles, rounds, nreads int) error {
 		lat = append(lat, time.Since(t0))
 	}
 	total := time.Since(start)
-	rows = append(rows, fmt.Sprintf("| read of a 4 KiB file through the API (unix socket, durable event each), %d calls | p50 %s, p99 %s, %.0f calls/s | – | – |",
+	rows = append(rows, fmt.Sprintf("| read of a 4 KiB file through the API (unix socket, durable event each), a one-file repository, %d calls | p50 %s, p99 %s, %.0f calls/s | – | – |",
 		nreads, benchutil.Round(benchutil.Percentile(lat, 50)), benchutil.Round(benchutil.Percentile(lat, 99)), float64(nreads)/total.Seconds()))
 
 	// The same calls as an agent that speaks MCP makes them: through
