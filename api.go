@@ -35,6 +35,8 @@ type AddProjectRequest struct {
 	NoDefaultProtect bool `json:"no_default_protect,omitempty"`
 	// AllowAttribution names attribution-lint rules the project allows.
 	AllowAttribution []string `json:"allow_attribution,omitempty"`
+	// Caches are shared caches, each NAME[:ro|:rw][=PATH] (see Cache).
+	Caches []string `json:"caches,omitempty"`
 }
 
 // SetProjectRequest changes a project's settings, those AddProjectRequest
@@ -51,6 +53,9 @@ type SetProjectRequest struct {
 	// AllowAttribution, when present, is the whole list of attribution-lint
 	// rules the project allows ([] allows none).
 	AllowAttribution *[]string `json:"allow_attribution,omitempty"`
+	// Caches, when present, is the whole list of shared caches, each
+	// NAME[:ro|:rw][=PATH] ([] for none).
+	Caches *[]string `json:"caches,omitempty"`
 }
 
 // UnlockRequest force-releases a project lock.

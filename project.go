@@ -1,6 +1,11 @@
 package paddock
 
-import "time"
+import (
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
 
 // Project is a declared root: a git repository on the host that paddock
 // guards. Nothing writes into Root except an approved apply (a later issue)
@@ -18,6 +23,8 @@ type Project struct {
 	Protected []string `json:"protected"`
 	// AttributionAllow names the attribution-lint rules this project allows.
 	AttributionAllow []string `json:"attribution_allow,omitempty"`
+	// Caches are the shared caches the project's runs see.
+	Caches []Cache `json:"caches,omitempty"`
 	// Lock is the current holder of the project lock, if any (read-only view).
 	Lock *Lock `json:"lock,omitempty"`
 }
@@ -57,4 +64,55 @@ func (r *Run) State() WorkspaceState {
 		return ""
 	}
 	return r.Workspace.State
+}
+
+// Cache is a directory shared by a project's runs, shown in each run's
+// home where its tool looks for it (Go's module cache at
+// ~/go/pkg/mod, its build cache at ~/.cache/go-build, npm's at ~/.npm,
+// pip's at ~/.cache/pip, cargo's registry at ~/.cargo/registry).
+//
+// Read-only is the default: runs read what the operator filled it with,
+// and write nothing there. Read-write makes it state shared between runs:
+// one run can put into it what another then uses (a poisoned module, a
+// build output), so only a project whose runs trust each other should ask.
+type Cache struct {
+	Name string `json:"name"` // go-mod, go-build, npm, pip, cargo
+	Mode string `json:"mode"` // ro (the default) or rw
+	// Path is the host directory; empty means the daemon's own,
+	// <state>/caches/PROJECT/NAME.
+	Path string `json:"path,omitempty"`
+}
+
+// CacheKinds maps each cache name to where its tool looks for it, under
+// a run's home.
+var CacheKinds = map[string]string{
+	"go-mod":   "go/pkg/mod",
+	"go-build": ".cache/go-build",
+	"npm":      ".npm",
+	"pip":      ".cache/pip",
+	"cargo":    ".cargo/registry",
+}
+
+// ParseCache reads NAME[:ro|:rw][=PATH], as project add --cache takes it.
+func ParseCache(s string) (Cache, error) {
+	spec, path, _ := strings.Cut(s, "=")
+	name, mode, _ := strings.Cut(spec, ":")
+	if mode == "" {
+		mode = "ro"
+	}
+	if _, ok := CacheKinds[name]; !ok {
+		names := make([]string, 0, len(CacheKinds))
+		for n := range CacheKinds {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return Cache{}, Errorf(CodeBadRequest, "cache %q: the caches are %s", name, strings.Join(names, ", "))
+	}
+	if mode != "ro" && mode != "rw" {
+		return Cache{}, Errorf(CodeBadRequest, "cache %q: mode %q is ro or rw", name, mode)
+	}
+	if path != "" && !filepath.IsAbs(path) {
+		return Cache{}, Errorf(CodeBadRequest, "cache %q: the path %q must be absolute", name, path)
+	}
+	return Cache{Name: name, Mode: mode, Path: path}, nil
 }

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/paddock-dev/paddock"
@@ -69,7 +70,17 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 		}
 	}
 	binds := []sandbox.Bind{{Source: home, Target: HomeInView}}
-	if r.Workspace.Kind == paddock.KindOperatorDir || p == nil {
+	if p == nil {
+		return binds, nil
+	}
+	for _, c := range p.Caches {
+		src, err := m.cacheDir(p, c)
+		if err != nil {
+			return nil, err
+		}
+		binds = append(binds, sandbox.Bind{Source: src, Target: path.Join(HomeInView, paddock.CacheKinds[c.Name]), ReadOnly: c.Mode != "rw"})
+	}
+	if r.Workspace.Kind == paddock.KindOperatorDir {
 		return binds, nil
 	}
 	repo, err := m.repoOf(ctx, p)
@@ -89,4 +100,27 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// cacheDir is the host directory of project p's cache c: the operator's,
+// which must exist, or the daemon's own under <state>/caches, made for
+// the sandbox's uid on first use.
+func (m *Manager) cacheDir(p *paddock.Project, c paddock.Cache) (string, error) {
+	if c.Path != "" {
+		if fi, err := os.Stat(c.Path); err != nil || !fi.IsDir() {
+			return "", paddock.Errorf(paddock.CodeConflict, "cache %s of project %s: %s is not a directory (project set %s --cache to change it)", c.Name, p.Name, c.Path, p.Name)
+		}
+		return c.Path, nil
+	}
+	dir := filepath.Join(filepath.Dir(m.WorkspacesDir), "caches", p.Name, c.Name)
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", internal("making a cache directory failed", err)
+	}
+	if m.SandboxUID != 0 {
+		os.Chown(dir, m.SandboxUID, m.SandboxUID)
+	}
+	return dir, nil
 }

@@ -49,6 +49,9 @@ func (m *Manager) AddProject(ctx context.Context, req paddock.AddProjectRequest)
 		return nil, err
 	}
 	p.AttributionAllow = req.AllowAttribution
+	if p.Caches, err = parseCaches(req.Caches); err != nil {
+		return nil, err
+	}
 	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, p) }); err != nil {
 		return nil, err
 	}
@@ -93,8 +96,15 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 	switch {
 	case req.DefaultProtect && setProtect:
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "--default-protect goes back to the default list; it takes no --protect or --no-default-protect")
-	case !setProtect && !req.DefaultProtect && req.AllowAttribution == nil:
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "nothing to set: give --protect, --no-default-protect, --default-protect or --allow-attribution")
+	case !setProtect && !req.DefaultProtect && req.AllowAttribution == nil && req.Caches == nil:
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "nothing to set: give --protect, --no-default-protect, --default-protect, --allow-attribution or --cache")
+	}
+	var caches []paddock.Cache
+	if req.Caches != nil {
+		var err error
+		if caches, err = parseCaches(*req.Caches); err != nil {
+			return nil, err
+		}
 	}
 	protected, err := protectedList(req.Protect, req.NoDefaultProtect)
 	if err != nil {
@@ -122,6 +132,10 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 		if req.AllowAttribution != nil {
 			p.AttributionAllow = append([]string{}, *req.AllowAttribution...)
 			change["attribution_allow"] = p.AttributionAllow
+		}
+		if req.Caches != nil {
+			p.Caches = caches
+			change["caches"] = caches
 		}
 		if err := tx.UpdateProject(ctx, p); err != nil {
 			return err
@@ -268,4 +282,22 @@ func protectedOf(p *paddock.Project) []string {
 		return p.Protected
 	}
 	return confine.DefaultPolicy().Protected
+}
+
+// parseCaches reads project add's --cache values; a name given twice is refused.
+func parseCaches(specs []string) ([]paddock.Cache, error) {
+	var out []paddock.Cache
+	seen := map[string]bool{}
+	for _, spec := range specs {
+		c, err := paddock.ParseCache(spec)
+		if err != nil {
+			return nil, err
+		}
+		if seen[c.Name] {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "cache %q given twice", c.Name)
+		}
+		seen[c.Name] = true
+		out = append(out, c)
+	}
+	return out, nil
 }

@@ -83,8 +83,12 @@ func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow) VALUES (?, ?, ?, ?, ?, ?)`,
-		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot, allow)
+	caches, err := encodeCaches(p.Caches)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow, caches) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot, allow, caches)
 	if isUnique(err) {
 		var other string
 		if t.tx.QueryRowContext(t.ctx(ctx), `SELECT name FROM projects WHERE root = ?`, p.Root).Scan(&other) == nil {
@@ -98,15 +102,20 @@ func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
 	return nil
 }
 
-const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, p.attribution_allow, l.run_id, l.acquired_at`
+const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, p.attribution_allow, p.caches, l.run_id, l.acquired_at`
 const projectFrom = `projects p LEFT JOIN locks l ON l.project = p.name`
 
 func scanProject(row interface{ Scan(...any) error }) (*paddock.Project, error) {
 	var p paddock.Project
 	var created string
-	var prot, allow, lockRun, lockAt sql.NullString
-	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &prot, &allow, &lockRun, &lockAt); err != nil {
+	var prot, allow, caches, lockRun, lockAt sql.NullString
+	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &prot, &allow, &caches, &lockRun, &lockAt); err != nil {
 		return nil, err
+	}
+	if caches.Valid {
+		if err := json.Unmarshal([]byte(caches.String), &p.Caches); err != nil {
+			return nil, fmt.Errorf("caches of %s: %w", p.Name, err)
+		}
 	}
 	if allow.Valid {
 		if err := json.Unmarshal([]byte(allow.String), &p.AttributionAllow); err != nil {
@@ -172,7 +181,11 @@ func (t *Tx) UpdateProject(ctx context.Context, p *paddock.Project) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE projects SET protected = ?, attribution_allow = ? WHERE name = ?`, prot, allow, p.Name)
+	caches, err := encodeCaches(p.Caches)
+	if err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE projects SET protected = ?, attribution_allow = ?, caches = ? WHERE name = ?`, prot, allow, caches, p.Name)
 	if err != nil {
 		return wrap("update project", err)
 	}
@@ -625,4 +638,16 @@ func (t *Tx) UpdateJob(ctx context.Context, j *paddock.Job) error {
 		return paddock.Errorf(paddock.CodeNotFound, "no job %q", j.ID)
 	}
 	return nil
+}
+
+// encodeCaches stores a project's caches as JSON, none as NULL.
+func encodeCaches(c []paddock.Cache) (sql.NullString, error) {
+	if len(c) == 0 {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return sql.NullString{}, fmt.Errorf("caches: %w", err)
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
 }

@@ -112,11 +112,15 @@ func testProjects(t *testing.T, open Opener) {
 	custom := project("custom")
 	custom.Protected = []string{"secrets/**", ".envrc"}
 	custom.AttributionAllow = []string{"robot-generated"}
+	custom.Caches = []paddock.Cache{{Name: "go-mod", Mode: "ro", Path: "/srv/mod"}, {Name: "npm", Mode: "rw"}}
 	update(t, s, func(tx paddock.Tx) error { return tx.CreateProject(ctx, custom) })
 	s.View(ctx, func(tx paddock.Tx) error {
 		p, _ := tx.Project(ctx, "custom")
 		if len(p.Protected) != 2 || p.Protected[0] != "secrets/**" || len(p.AttributionAllow) != 1 {
 			t.Fatalf("protected = %v", p.Protected)
+		}
+		if len(p.Caches) != 2 || p.Caches[0] != custom.Caches[0] || p.Caches[1] != custom.Caches[1] {
+			t.Fatalf("caches = %+v", p.Caches)
 		}
 		if p, _ := tx.Project(ctx, "app"); p.Protected != nil {
 			t.Fatalf("default protected = %v, want nil", p.Protected)
@@ -130,12 +134,13 @@ func testProjects(t *testing.T, open Opener) {
 			return err
 		}
 		p.Protected, p.AttributionAllow = nil, []string{"generated-with", "credit-trailer"}
+		p.Caches = nil
 		p.Root, p.Fingerprint = "/elsewhere", "other"
 		return tx.UpdateProject(ctx, p)
 	})
 	s.View(ctx, func(tx paddock.Tx) error {
 		p, _ := tx.Project(ctx, "custom")
-		if p.Protected != nil || len(p.AttributionAllow) != 2 || p.AttributionAllow[1] != "credit-trailer" ||
+		if p.Protected != nil || len(p.AttributionAllow) != 2 || p.AttributionAllow[1] != "credit-trailer" || p.Caches != nil ||
 			p.Root != "/src/custom" || p.Fingerprint != "fp-custom" {
 			t.Fatalf("updated project = %+v", p)
 		}

@@ -148,3 +148,38 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 }
 
 var _ = os.Getenv
+
+// TestSharedCaches: a project's runs see its caches where their tools look
+// for them: a read-only one (the operator's directory) can be read and not
+// written; a read-write one is shared between runs; neither enters a
+// change set.
+func TestSharedCaches(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 1)
+	mod := filepath.Join(base, "modcache")
+	os.MkdirAll(filepath.Join(mod, "example.com"), 0o755)
+	os.WriteFile(filepath.Join(mod, "example.com", "dep.txt"), []byte("from the operator\n"), 0o644)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo, "--cache", "go-mod="+mod, "--cache", "go-build:rw").must(t)
+	cli(t, home, "project", "add", repo, "--name", "other", "--cache", "nope").wantCode(t, exitUsage, "the caches are")
+	a := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	r := cli(t, home, "exec", a, "--", "sh", "-c", "cat ~/go/pkg/mod/example.com/dep.txt; (echo x > ~/go/pkg/mod/planted && echo PLANTED); echo built > ~/.cache/go-build/entry")
+	if r.out != "from the operator\n" {
+		t.Fatalf("the caches in a run: %d %q %q", r.code, r.out, r.err)
+	}
+	if _, err := os.Stat(filepath.Join(mod, "planted")); err == nil {
+		t.Fatal("a run wrote the read-only cache")
+	}
+	b := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	if r := cli(t, home, "exec", b, "--", "cat", "/home/paddock/.cache/go-build/entry"); r.out != "built\n" {
+		t.Fatalf("a read-write cache is not shared between runs: %q %q", r.out, r.err)
+	}
+	if stat := cli(t, home, "diff", a, "--stat").must(t).out; !strings.Contains(stat, "0 entries") {
+		t.Fatalf("a cache entered the change set:\n%s", stat)
+	}
+	out := cli(t, home, "project", "set", "app", "--no-cache").must(t).out
+	if !strings.Contains(out, "caches: none") {
+		t.Fatalf("project set --no-cache: %s", out)
+	}
+}

@@ -58,6 +58,16 @@ only name a model (a model id in configuration or a comment, docs about
 using Claude or GPT) pass. --allow-attribution RULE allows one rule for this
 project.
 
+Shared caches: --cache NAME[:ro|:rw][=DIR] (repeatable) shows a cache in
+every run's home where its tool looks: go-mod (~/go/pkg/mod), go-build
+(~/.cache/go-build), npm (~/.npm), pip (~/.cache/pip), cargo
+(~/.cargo/registry). Read-only by default: runs read what it holds and write
+nothing there (fill it yourself, e.g. GOMODCACHE=DIR go mod download, or
+once through a :rw run). :rw lets runs write it: state shared between runs,
+so one run can leave there what another then uses; ask for it only where a
+project's runs trust each other. Without =DIR the cache is the daemon's own,
+<state>/caches/PROJECT/NAME.
+
 Change any of these settings later with paddock project set.
 
 Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
@@ -85,17 +95,18 @@ Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 	cmd.Flags().StringArrayVar(&req.Protect, "protect", nil, "also protect paths matching this pattern (repeatable)")
 	cmd.Flags().BoolVar(&req.NoDefaultProtect, "no-default-protect", false, "drop the default protected paths (.git stays protected)")
 	cmd.Flags().StringArrayVar(&req.AllowAttribution, "allow-attribution", nil, "allow this attribution-lint rule in the project's submissions (repeatable)")
+	cmd.Flags().StringArrayVar(&req.Caches, "cache", nil, "a shared cache runs see: NAME[:ro|:rw][=DIR] (go-mod, go-build, npm, pip, cargo; repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
 	return cmd
 }
 
 func (a *app) projectSetCmd() *cobra.Command {
 	var req paddock.SetProjectRequest
-	var allow []string
-	var noAllow, asJSON bool
+	var allow, caches []string
+	var noAllow, noCache, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "set NAME [--protect PATTERN]... [--no-default-protect | --default-protect] [--allow-attribution RULE]... [--no-allow-attribution]",
-		Short: "Change a project's settings (protected paths, attribution rules)",
+		Use:   "set NAME [--protect PATTERN]... [--no-default-protect | --default-protect] [--allow-attribution RULE]... [--no-allow-attribution] [--cache SPEC]... [--no-cache]",
+		Short: "Change a project's settings (protected paths, attribution rules, caches)",
 		Long: `Change the settings project add takes, besides the path and the name (which
 identify the project: to change those, remove the project and add it again).
 A setting not named keeps its value. Allowed while the project has runs: their
@@ -113,6 +124,11 @@ rules the project allows from now on; --no-allow-attribution allows none.
 Rules: robot-generated, co-author-trailer, credit-trailer, generated-with,
 co-author-line (see paddock project add --help).
 
+Shared caches: --cache NAME[:ro|:rw][=DIR] (repeatable) is the whole list of
+caches from now on; --no-cache removes them all (see paddock project add
+--help). A run sees a change at its next sandbox (its next command after
+the harness is given back).
+
 Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such project.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -123,6 +139,14 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 				req.AllowAttribution = &[]string{}
 			case len(allow) > 0:
 				req.AllowAttribution = &allow
+			}
+			switch {
+			case noCache && len(caches) > 0:
+				return usageError{"--no-cache and --cache contradict each other"}
+			case noCache:
+				req.Caches = &[]string{}
+			case len(caches) > 0:
+				req.Caches = &caches
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -144,7 +168,14 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 				if len(p.AttributionAllow) > 0 {
 					rules = strings.Join(p.AttributionAllow, ", ")
 				}
-				fmt.Fprintf(w, "project %s\n  protected: %s\n  attribution rules allowed: %s\n", p.Name, prot, rules)
+				var cs []string
+				for _, c := range p.Caches {
+					cs = append(cs, c.Name+":"+c.Mode)
+				}
+				if len(cs) == 0 {
+					cs = []string{"none"}
+				}
+				fmt.Fprintf(w, "project %s\n  protected: %s\n  attribution rules allowed: %s\n  caches: %s\n", p.Name, prot, rules, strings.Join(cs, ", "))
 			})
 		},
 	}
@@ -153,6 +184,8 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 	cmd.Flags().BoolVar(&req.DefaultProtect, "default-protect", false, "go back to the default protected paths")
 	cmd.Flags().StringArrayVar(&allow, "allow-attribution", nil, "the attribution-lint rules the project allows (repeatable; replaces the list)")
 	cmd.Flags().BoolVar(&noAllow, "no-allow-attribution", false, "allow no attribution-lint rule")
+	cmd.Flags().StringArrayVar(&caches, "cache", nil, "the shared caches runs see: NAME[:ro|:rw][=DIR] (repeatable; replaces the list)")
+	cmd.Flags().BoolVar(&noCache, "no-cache", false, "no shared caches")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
 	return cmd
 }
