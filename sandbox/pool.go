@@ -386,12 +386,14 @@ func stopStale(c *net.UnixConn) {
 		return // not a harness that answers: nothing to tell
 	}
 	if sendMsg(c, hmsg{Op: "close"}, nil) == nil {
-		// It exits on close; its end of the socket goes with it.
+		// It exits on close; its end of the socket goes with it, a little
+		// before the process itself is gone.
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		for {
 			if _, err := c.Read(buf); err != nil {
 				var ne net.Error
 				if !errors.As(err, &ne) || !ne.Timeout() {
+					waitPidGone(m.Hello.PID, 5*time.Second)
 					return
 				}
 				break
