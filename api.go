@@ -12,8 +12,8 @@ type CreateRunRequest struct {
 	Kind string `json:"kind,omitempty"`
 	// Base is the revision the workspace starts from; HEAD if empty.
 	Base string `json:"base,omitempty"`
-	// Dir is the directory handed over, for kind operator_dir only; the
-	// project root if empty.
+	// Dir is the directory handed over, for kind operator_dir only (and
+	// required there): never the project's checkout, inside it or above it.
 	Dir           string `json:"dir,omitempty"`
 	CleanupPolicy string `json:"cleanup_policy,omitempty"`
 	// Access is write (default), read, or none (no workspace at all).

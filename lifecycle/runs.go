@@ -10,6 +10,7 @@ import (
 	"regexp"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/workspace"
 )
 
@@ -49,7 +50,8 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.checkRepo(ctx, p); err != nil {
+	repo, err := m.checkRepo(ctx, p)
+	if err != nil {
 		return nil, err
 	}
 	if o.Base == "" {
@@ -63,7 +65,7 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	id := newID()
 	root := filepath.Join(m.WorkspacesDir, id)
 	if kind == paddock.KindOperatorDir {
-		if root, err = operatorDir(o.Dir, p); err != nil {
+		if root, err = operatorDir(o.Dir, repo); err != nil {
 			return nil, err
 		}
 	} else if o.Dir != "" {
@@ -203,9 +205,17 @@ func (m *Manager) checkSecrets(names []string) error {
 	return nil
 }
 
-func operatorDir(dir string, p *paddock.Project) (string, error) {
+// operatorDir resolves the directory an operator hands over to an
+// operator_dir run. It is never the project's active checkout, nor inside
+// it, nor above it, nor its git directory: an agent's write there would land
+// in the user's working tree and stay after a reject (record 002: the active
+// checkout is never an agent's scratchpad). Symbolic links are resolved
+// first, and each directory on the way up is compared by identity as well
+// as by name, so a link or a bind mount of the checkout is refused too.
+func operatorDir(dir string, repo *gitx.Repo) (string, error) {
 	if dir == "" {
-		dir = p.Root
+		return "", paddock.Errorf(paddock.CodeBadRequest,
+			"an operator_dir run needs a directory to hand over (dir, or --dir on the CLI); it cannot be the project's checkout %s, which an agent must never write", repo.Root)
 	}
 	if !filepath.IsAbs(dir) {
 		return "", paddock.Errorf(paddock.CodeBadRequest, "operator directory %q must be absolute", dir)
@@ -214,7 +224,47 @@ func operatorDir(dir string, p *paddock.Project) (string, error) {
 	if err != nil {
 		return "", paddock.Errorf(paddock.CodeBadRequest, "operator directory %s does not exist", dir)
 	}
+	guarded := []string{repo.Root}
+	if repo.CommonDir != "" {
+		if c, err := filepath.EvalSymlinks(repo.CommonDir); err == nil {
+			guarded = append(guarded, c)
+		}
+	}
+	for _, g := range guarded {
+		if overlaps(real, g) {
+			what := "the project's checkout"
+			if g != repo.Root {
+				what = "the project's git directory"
+			}
+			return "", paddock.Errorf(paddock.CodeBadRequest,
+				"operator directory %s is %s %s, is inside it or holds it: hand over a directory of its own (an agent's writes there would stay in your checkout after a reject)", dir, what, g).
+				WithDetail("rule", "operator_dir_is_checkout")
+		}
+	}
 	return real, nil
+}
+
+// overlaps reports whether a and b (both without links) are the same
+// directory or one holds the other, by name or by identity (a bind mount
+// shows one directory under two names).
+func overlaps(a, b string) bool {
+	within := func(in, out string) bool {
+		outFi, err := os.Stat(out)
+		for p := in; ; p = filepath.Dir(p) {
+			if p == out {
+				return true
+			}
+			if err == nil {
+				if fi, err := os.Stat(p); err == nil && os.SameFile(fi, outFi) {
+					return true
+				}
+			}
+			if p == filepath.Dir(p) {
+				return false
+			}
+		}
+	}
+	return within(a, b) || within(b, a)
 }
 
 // cleanup moves r's workspace to cleanup_pending (through rejected or

@@ -35,9 +35,11 @@ Kinds:
                 nothing done with git in it touches the project's .git
   worktree      git worktree add --detach in the state directory; it writes
                 .git/worktrees/RUN in the project, which cleanup removes
-  operator_dir  a directory you hand over (--dir, default the project root);
-                the run holds the exclusive project lock for its whole life,
-                and paddock never deletes the directory
+  operator_dir  a directory you hand over (--dir, required): never the
+                project's checkout, a directory inside it or above it (an
+                agent's writes would stay in your tree after a reject); the
+                run holds the exclusive project lock for its whole life, and
+                paddock never deletes the directory
 
 --base takes any revision git understands (a branch, tag or sha); it is
 resolved to a sha once, and the run records both. The run is ready when this
@@ -87,7 +89,7 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 	f.StringVarP(&req.Project, "project", "p", "", "project name (required)")
 	f.StringVar(&req.Kind, "kind", "", "workspace kind: auto, overlay, clone, worktree or operator_dir (default auto, or the daemon's default_kind)")
 	f.StringVar(&req.Base, "base", "", "base revision (default HEAD)")
-	f.StringVar(&req.Dir, "dir", "", "directory to hand over, with --kind operator_dir (default the project root)")
+	f.StringVar(&req.Dir, "dir", "", "directory to hand over, with --kind operator_dir (required; never the project's checkout)")
 	f.StringVar(&req.CleanupPolicy, "cleanup", "", "cleanup policy: on_reject or manual (default on_reject)")
 	f.StringVar(&req.Access, "access", "", "workspace access: write, read or none (default write)")
 	f.StringArrayVar(&req.Secrets, "secret", nil, "give the run's commands this secret of the daemon's, by name (repeatable)")

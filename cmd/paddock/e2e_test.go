@@ -219,8 +219,16 @@ func TestEndToEnd(t *testing.T) {
 
 	// One run of each kind.
 	ids := map[paddock.WorkspaceKind]string{}
+	handed := filepath.Join(base, "handed")
+	os.MkdirAll(handed, 0o755)
+	cli(t, home, "create", "-p", "my-app", "--kind", "operator_dir").wantCode(t, exitUsage, "needs a directory")
+	cli(t, home, "create", "-p", "my-app", "--kind", "operator_dir", "--dir", filepath.Join(repo, "pkg01")).wantCode(t, exitUsage, "checkout")
 	for _, k := range paddock.Kinds {
-		r := decode[*paddock.Run](t, cli(t, home, "create", "-p", "my-app", "--kind", string(k), "--json"))
+		args := []string{"create", "-p", "my-app", "--kind", string(k), "--json"}
+		if k == paddock.KindOperatorDir {
+			args = append(args, "--dir", handed)
+		}
+		r := decode[*paddock.Run](t, cli(t, home, args...))
 		got := r.Workspace.Kind
 		if k == paddock.KindAuto && (got == paddock.KindOverlay || got == paddock.KindClone) {
 			got = k // auto becomes the kind this machine can make
@@ -254,7 +262,7 @@ func TestEndToEnd(t *testing.T) {
 	checkTCP(t, home, d.info.Listen)
 
 	// The project lock: operator_dir holds it; a forced unlock is recorded.
-	cli(t, home, "create", "-p", "my-app", "--kind", "operator_dir").wantCode(t, exitBusy, "locked by run "+ids[paddock.KindOperatorDir])
+	cli(t, home, "create", "-p", "my-app", "--kind", "operator_dir", "--dir", handed).wantCode(t, exitBusy, "locked by run "+ids[paddock.KindOperatorDir])
 	cli(t, home, "project", "unlock", "my-app").wantCode(t, exitUsage, "--force")
 	un := cli(t, home, "project", "unlock", "my-app", "--force").must(t).out
 	if !strings.Contains(un, ids[paddock.KindOperatorDir]) || !strings.Contains(un, "uid ") {
