@@ -96,6 +96,44 @@ type DaemonStatus struct {
 	Recovered []Finding `json:"recovered"`
 }
 
+// DoctorReport is what one paddock process finds it can enforce on this
+// machine. The daemon's (GET /v1/doctor) is what runs get: the sandbox is
+// built by the daemon, as the daemon's user, so the CLI's own process, run
+// by another user or in another namespace, may find otherwise. Process
+// says which one the checks describe.
+type DoctorReport struct {
+	Process ProcessInfo `json:"process"`
+	Checks  []Check     `json:"checks"`
+}
+
+// ProcessInfo names a process of paddock's and who it runs as.
+type ProcessInfo struct {
+	Role string `json:"role"` // "daemon", or "cli" when no daemon answered
+	PID  int    `json:"pid"`
+	UID  int    `json:"uid"`
+	EUID int    `json:"euid"`
+	GID  int    `json:"gid"`
+}
+
+// Check is one finding of a doctor: a mechanism, tool or setting, whether
+// it works, and the one-line fix where there is one.
+type Check struct {
+	Name   string      `json:"name"`
+	Status CheckStatus `json:"status"`
+	Detail string      `json:"detail"`
+	Fix    string      `json:"fix,omitempty"`
+}
+
+// CheckStatus is the outcome of a Check.
+type CheckStatus string
+
+// The outcomes of a Check.
+const (
+	CheckOK   CheckStatus = "ok"
+	CheckWarn CheckStatus = "warn" // missing or restricted; some features will be refused
+	CheckFail CheckStatus = "fail" // paddock cannot work as configured
+)
+
 // InboxResult describes a file delivered into a run's inbox.
 type InboxResult struct {
 	Path string `json:"path"` // relative to the workspace root

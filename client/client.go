@@ -146,6 +146,13 @@ func (c *Client) Status(ctx context.Context) (*paddock.DaemonStatus, error) {
 	return &s, c.do(ctx, http.MethodGet, "/v1/status", nil, &s)
 }
 
+// Doctor asks the daemon what it can enforce on this machine, probed in its
+// own process (the one that builds every sandbox).
+func (c *Client) Doctor(ctx context.Context) (*paddock.DoctorReport, error) {
+	var d paddock.DoctorReport
+	return &d, c.do(ctx, http.MethodGet, "/v1/doctor", nil, &d)
+}
+
 // AddProject declares a project.
 func (c *Client) AddProject(ctx context.Context, req paddock.AddProjectRequest) (*paddock.Project, error) {
 	var p paddock.Project

@@ -70,6 +70,9 @@ type Server struct {
 	Token string
 	// Status returns the daemon's status for /v1/status.
 	Status func() paddock.DaemonStatus
+	// Doctor probes, in the daemon's own process, what it can enforce
+	// (/v1/doctor); nil answers unsupported.
+	Doctor func(context.Context) *paddock.DoctorReport
 	// InboxLimits bound inbound files; zero means tools.DefaultInboxLimits.
 	InboxLimits tools.InboxLimits
 
@@ -319,6 +322,12 @@ func (s *Server) routes() http.Handler {
 	}
 	m := s.Manager
 	handle("GET /v1/status", func(r *http.Request) (any, error) { return s.Status(), nil })
+	handle("GET /v1/doctor", func(r *http.Request) (any, error) {
+		if s.Doctor == nil {
+			return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon has no doctor")
+		}
+		return s.Doctor(r.Context()), nil
+	})
 
 	handle("POST /v1/projects", func(r *http.Request) (any, error) {
 		var req paddock.AddProjectRequest

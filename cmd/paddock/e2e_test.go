@@ -371,10 +371,10 @@ func TestEndToEnd(t *testing.T) {
 	if v := cli(t, home, "version").must(t).out; !strings.Contains(v, fmt.Sprintf("pid %d", d.info.PID)) {
 		t.Fatalf("version: %s", v)
 	}
-	checks := decode[[]map[string]string](t, cli(t, home, "doctor", "--json"))
+	rep := decode[paddock.DoctorReport](t, cli(t, home, "doctor", "--json"))
 	names := []string{}
-	for _, c := range checks {
-		names = append(names, c["name"])
+	for _, c := range rep.Checks {
+		names = append(names, c.Name)
 	}
 	for _, want := range []string{"state directory", "git", "daemon", "landlock", "user namespaces", "overlayfs", "seccomp", "cgroup v2"} {
 		if !slices.Contains(names, want) {

@@ -167,6 +167,9 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		info.Recovered = []paddock.Finding{}
 	}
 	api := &httpapi.Server{Manager: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus { return info }}
+	api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
+		return machineReport(ctx, "daemon", doctorConfig{sandboxUID: m.SandboxUID, perExec: m.Harnesses.PerExec, idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})
+	}
 
 	unixLn, err := listenUnix(socketPath(home))
 	if err != nil {
