@@ -159,7 +159,17 @@ type ExecRequest struct {
 	// AllowDegraded runs even where this machine lacks a mechanism; it is
 	// recorded in the result and the events.
 	AllowDegraded bool `json:"allow_degraded,omitempty"`
+	// Stdin is what the command reads on its standard input (base64 in
+	// JSON), at most MaxExecStdin bytes; without it the command reads
+	// /dev/null. Its size is recorded, never its content.
+	Stdin []byte `json:"stdin,omitempty"`
 }
+
+// MaxExecStdin bounds an exec's stdin: it travels in the request and is
+// held in the daemon's memory while the command reads it. Larger input goes
+// into the workspace as a file (a tool's write, the inbox) and the command
+// reads it from there.
+const MaxExecStdin = 16 << 20
 
 // ExecLimits are the per-command limits a request may set.
 type ExecLimits struct {

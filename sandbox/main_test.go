@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -220,5 +222,36 @@ func TestUnprivilegedDaemonPath(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "new")); err != nil {
 		t.Fatal("the workspace write did not land")
+	}
+}
+
+// TestStdin: a command reads the stdin it is given, through a pipe from
+// the daemon, whatever its size; without one it reads /dev/null; one that
+// reads only part of it, or none, ends as it would anyway.
+func TestStdin(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, _ := newWorkspace(t)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<16) // 3 MiB, past any pipe buffer
+	res := runSpec(t, Spec{Argv: []string{"sh", "-c", "wc -c; echo done"}, Workspace: ws, Stdin: big})
+	if res.ExitCode != 0 || strings.Fields(string(res.Stdout))[0] != strconv.Itoa(len(big)) {
+		t.Fatalf("wc -c of %d bytes of stdin: %+v %s", len(big), res, res.Stderr)
+	}
+	res = runSpec(t, Spec{Argv: []string{"cat"}, Workspace: ws, Stdin: []byte("one\ntwo\n")})
+	if string(res.Stdout) != "one\ntwo\n" {
+		t.Fatalf("cat of stdin: %q", res.Stdout)
+	}
+	res = runSpec(t, Spec{Argv: []string{"cat"}, Workspace: ws})
+	if res.ExitCode != 0 || len(res.Stdout) != 0 {
+		t.Fatalf("cat without stdin: %+v", res)
+	}
+	start := time.Now()
+	for _, argv := range [][]string{{"true"}, {"head", "-c", "5"}} {
+		res = runSpec(t, Spec{Argv: argv, Workspace: ws, Stdin: big, Limits: Limits{Wall: 20 * time.Second}})
+		if res.ExitCode != 0 || res.TimedOut {
+			t.Fatalf("%v with unread stdin: %+v", argv, res)
+		}
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("commands that left their stdin unread took %v", time.Since(start))
 	}
 }

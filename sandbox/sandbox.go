@@ -192,6 +192,10 @@ type Spec struct {
 	// Result keeps only its first LiveKeep bytes of each, so that output up
 	// to the limit is streamed without being held in memory.
 	LiveOnly bool `json:"-"`
+	// Stdin is what the command reads on its standard input, written into
+	// a pipe from the daemon as the command reads it; empty: /dev/null.
+	// The caller bounds it (it is held in memory).
+	Stdin []byte `json:"-"`
 	// Env is the command's whole environment; nothing is inherited.
 	Env    []string `json:"env"`
 	Limits Limits   `json:"limits"`

@@ -136,9 +136,14 @@ func cli(t *testing.T, home string, args ...string) result {
 }
 
 func cliCtx(ctx context.Context, t *testing.T, home string, args ...string) result {
+	return cliIn(ctx, t, home, nil, args...)
+}
+
+// cliIn is cli with stdin as the CLI's standard input (nil: none).
+func cliIn(ctx context.Context, t *testing.T, home string, stdin io.Reader, args ...string) result {
 	var out, errb bytes.Buffer
 	env := map[string]string{"PADDOCK_HOME": home, "PADDOCK_NO_AUTOSTART": "1", "HOME": "/nonexistent"}
-	a := &app{stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }, exe: binary}
+	a := &app{stdin: stdin, stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }, exe: binary}
 	code := a.main(ctx, args)
 	return result{out.String(), errb.String(), code}
 }
