@@ -322,6 +322,9 @@ func (m *Manager) Run(ctx context.Context, id string) (r *paddock.Run, err error
 		r, err = tx.Run(ctx, id)
 		return err
 	})
+	if err == nil {
+		m.describe(r)
+	}
 	return r, err
 }
 
@@ -331,7 +334,24 @@ func (m *Manager) Runs(ctx context.Context, f paddock.RunFilter) (out []*paddock
 		out, err = tx.Runs(ctx, f)
 		return err
 	})
+	for _, r := range out {
+		m.describe(r)
+	}
 	return out, err
+}
+
+// describe fills in what an answer about r says beyond its record: where
+// an overlay workspace's layers are, since its root is not the view on
+// the host.
+func (m *Manager) describe(r *paddock.Run) {
+	w := r.Workspace
+	if w == nil || w.Kind != paddock.KindOverlay {
+		return
+	}
+	if ov, ok := m.overlayProvider(); ok {
+		l := ov.LayersOf(r.Project, w)
+		w.OverlayLayers = &paddock.OverlayLayers{Lower: l.Lower, Upper: l.Upper, Work: l.Work}
+	}
 }
 
 // runAndProject loads a run and its project.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/gitx/gittest"
 )
 
 // TestToolArgsBySchema: --arg values are typed by the tool's schema, not
@@ -158,5 +159,79 @@ func TestErrorsHaveOnePrefix(t *testing.T) {
 			t.Errorf("paddock %s: exit %d, stderr %q: want one paddock: prefix", strings.Join(args, " "), r.code, r.err)
 		}
 		t.Logf("paddock %s: %s", strings.Join(args, " "), r.err)
+	}
+}
+
+// TestCreateOnADirtyCheckout: a run starts at its base revision, so the
+// checkout's uncommitted changes are not in it; create says so on stderr
+// (and not when there are none), without touching the project.
+func TestCreateOnADirtyCheckout(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	if r := cli(t, home, "create", "-p", "app").must(t); r.err != "" {
+		t.Fatalf("create on a clean checkout says: %s", r.err)
+	}
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("edited, not committed\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("untracked\n"), 0o644)
+	before, lines := gittest.TreeDigest(t, repo)
+	r := cli(t, home, "create", "-p", "app", "--kind", "clone").must(t)
+	id := strings.TrimSpace(r.out)
+	for _, want := range []string{"starts at the base revision (HEAD = ", "2 uncommitted change(s) in " + repo, "not in it"} {
+		if !strings.Contains(r.err, want) {
+			t.Fatalf("create on a dirty checkout: stderr misses %q:\n%s", want, r.err)
+		}
+	}
+	if !strings.HasPrefix(id, "r-") || strings.Contains(id, "\n") {
+		t.Fatalf("stdout is no longer just the run id: %q", r.out)
+	}
+	if out := cli(t, home, "exec", id, "--", "cat", "README.md").must(t).out; out != "hello\n" {
+		t.Fatalf("the run has %q: the note is wrong", out)
+	}
+	gittest.RequireIdentical(t, repo, before, lines)
+	if r := cli(t, home, "create", "-p", "app", "--access", "none").must(t); r.err != "" {
+		t.Fatalf("a run without a workspace gets the note: %s", r.err)
+	}
+}
+
+// TestOverlayRunIsNotAHostPath: an overlay workspace's root holds only
+// its upper and work layers on the host; ls and show say where the view
+// is (inside the sandbox) instead of printing that path as the workspace,
+// and --json names the layers.
+func TestOverlayRunIsNotAHostPath(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	r := cli(t, home, "create", "-p", "app", "--kind", "overlay")
+	if r.code == exitUnsupported {
+		t.Skipf("no overlay workspaces here: %s", r.err)
+	}
+	id := strings.TrimSpace(r.must(t).out)
+	run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
+	w := run.Workspace
+	l := w.OverlayLayers
+	if l == nil || l.Upper != filepath.Join(w.Root, "upper") || l.Work != filepath.Join(w.Root, "work") || !strings.HasPrefix(l.Lower, home) {
+		t.Fatalf("overlay_layers = %+v (root %s)", l, w.Root)
+	}
+	if _, err := os.Stat(filepath.Join(l.Lower, "README.md")); err != nil {
+		t.Fatalf("the lower layer is not the base's snapshot: %v", err)
+	}
+	ls := cli(t, home, "ls").must(t).out
+	show := cli(t, home, "show", id).must(t).out
+	if strings.Contains(ls, w.Root) || !strings.Contains(ls, "overlay (seen inside the run's sandbox)") {
+		t.Fatalf("ls shows the overlay run's host directory as its workspace:\n%s", ls)
+	}
+	if !strings.Contains(show, " overlay (seen inside the run's sandbox) at "+w.Root+"\n") || !strings.Contains(show, "upper layer:") || !strings.Contains(show, l.Upper) {
+		t.Fatalf("show:\n%s", show)
+	}
+	// A clone's workspace is a host path, shown as one.
+	clone := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", "clone").must(t).out)
+	cw := runState(t, home, clone).Workspace
+	if cw.OverlayLayers != nil || !strings.Contains(cli(t, home, "ls").must(t).out, cw.Root) {
+		t.Fatalf("a clone's workspace: %+v", cw)
 	}
 }
