@@ -40,10 +40,16 @@ func probe(name string, args []string) int {
 	case "ptrace": // attach to a process
 		pid, _ := strconv.Atoi(args[0])
 		err = syscall.PtraceAttach(pid)
-	case "vsock": // open a socket to the hypervisor
-		var fd int
-		if fd, err = syscall.Socket(40 /* AF_VSOCK */, syscall.SOCK_STREAM, 0); err == nil {
-			syscall.Close(fd)
+	case "vsock", "vsock-high": // open a socket to the hypervisor
+		family := uintptr(40) // AF_VSOCK
+		if name == "vsock-high" {
+			family |= 1 << 32 // the kernel reads an int: the high bits are ignored
+		}
+		fd, _, errno := syscall.RawSyscall(syscall.SYS_SOCKET, family, syscall.SOCK_STREAM, 0)
+		if errno != 0 {
+			err = errno
+		} else {
+			syscall.Close(int(fd))
 		}
 	case "keyring": // the kernel keyring
 		_, _, errno := syscall.Syscall(syscall.SYS_KEYCTL, 0 /* KEYCTL_GET_KEYRING_ID */, ^uintptr(3) /* -4: user */, 0)
@@ -55,12 +61,20 @@ func probe(name string, args []string) int {
 		if errno != 0 {
 			err = errno
 		}
-	case "tiocsti": // push a command into the controlling terminal
+	case "tiocsti", "tiocsti-high": // push a command into the controlling terminal
 		c := byte('x')
-		_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, 0, syscall.TIOCSTI, uintptr(unsafe.Pointer(&c)))
-		if errno != 0 {
-			err = errno
+		cmd := uintptr(syscall.TIOCSTI)
+		if name == "tiocsti-high" {
+			cmd |= 1 << 32 // the kernel reads an unsigned int
 		}
+		_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, 0, cmd, uintptr(unsafe.Pointer(&c)))
+		// Descriptor 0 is no terminal here: only EPERM says the filter
+		// refused it; anything else means the kernel was asked.
+		if errno != syscall.EPERM {
+			fmt.Println("ESCAPED: the filter let ioctl TIOCSTI through:", errno)
+			return 0
+		}
+		err = errno
 	case "spawn": // start N sleeping children; print how many started
 		n, _ := strconv.Atoi(args[0])
 		started := 0

@@ -50,7 +50,9 @@
 //   - seccomp denies ptrace, process_vm_readv/writev, io_uring, AF_VSOCK
 //     sockets, mount and friends, the kernel keyring, bpf, perf_event_open,
 //     module loading, kexec, new user namespaces and the TIOCSTI/TIOCLINUX
-//     ioctls, with EPERM. It allows only the native system call ABI: a call
+//     ioctls, with EPERM; an int argument is compared on the 32 bits the
+//     kernel reads (socket(AF_VSOCK | 1<<32) is AF_VSOCK to the kernel, and
+//     to the filter). It allows only the native system call ABI: a call
 //     made through another (i386's int 0x80 or the x32 bit on x86_64, any
 //     other audit architecture elsewhere) gets EPERM whatever its number,
 //     since the deny list is written in native numbers (seccomp.go).
