@@ -8,15 +8,16 @@ package attribution
 import (
 	"bufio"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/paddock-dev/paddock/internal/lazyre"
 )
 
 // Rule is one pattern the lint looks for in added lines.
 type Rule struct {
 	Name string
-	re   *regexp.Regexp
+	re   *lazyre.Regexp
 	// comment: the match counts only after a comment marker on its line.
 	comment bool
 	// lits: the rule cannot match an ASCII line unless, for each group,
@@ -29,11 +30,11 @@ const tools = `claude|anthropic|openai|chatgpt|gpt-?\d|copilot|codex|gemini|curs
 
 // Rules are the lint's rules, in the order they are checked.
 var Rules = []Rule{
-	{Name: "co-author-trailer", re: regexp.MustCompile(`(?i)^\s*co-authored-by:.*\b(` + tools + `)`), lits: [][]string{{"co-authored-by:"}, toolNames}},
-	{Name: "generated-with", re: regexp.MustCompile(`(?i)\b(generated|written|created|authored)\s+(with|by|using)\s+\[?(` + tools + `)`),
+	{Name: "co-author-trailer", re: lazyre.New(`(?i)^\s*co-authored-by:.*\b(` + tools + `)`), lits: [][]string{{"co-authored-by:"}, toolNames}},
+	{Name: "generated-with", re: lazyre.New(`(?i)\b(generated|written|created|authored)\s+(with|by|using)\s+\[?(` + tools + `)`),
 		lits: [][]string{{"generated", "written", "created", "authored"}, toolNames}},
-	{Name: "robot-generated", re: regexp.MustCompile(`🤖`)},
-	{Name: "model-identifier", comment: true, re: regexp.MustCompile(
+	{Name: "robot-generated", re: lazyre.New(`🤖`)},
+	{Name: "model-identifier", comment: true, re: lazyre.New(
 		`(?i)\b(claude-(?:[0-9]|opus|sonnet|haiku|instant)[\w.-]*|gpt-(?:3\.5|4|4o|5)[\w.-]*|o[134]-(?:preview|mini|pro)[\w.-]*|gemini-(?:[0-9]|pro|ultra|flash)[\w.-]*)\b`),
 		lits: [][]string{{"claude-", "gpt-", "o1-", "o3-", "o4-", "gemini-"}}},
 }
@@ -74,7 +75,7 @@ func asciiLower(s string) string {
 	return strings.ToLower(s)
 }
 
-var commentMarker = regexp.MustCompile(`(//|#|/\*|^\s*\*|<!--|^\s*--|;;|%)`)
+var commentMarker = lazyre.New(`(//|#|/\*|^\s*\*|<!--|^\s*--|;;|%)`)
 
 // Hit is one line the lint refuses.
 type Hit struct {

@@ -7,10 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/internal/lazyre"
 	"github.com/paddock-dev/paddock/workspace"
 )
 
@@ -187,7 +187,7 @@ func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRu
 	return m.Run(ctx, r.ID)
 }
 
-var secretName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,63}$`)
+var secretName = lazyre.New(`^[A-Z_][A-Z0-9_]{0,63}$`)
 
 // checkSecrets refuses names that are malformed or that the daemon lacks.
 func (m *Manager) checkSecrets(names []string) error {
