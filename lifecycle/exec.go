@@ -92,6 +92,10 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 			break
 		}
 		if v, ok := m.Secret(n); ok {
+			// Checked at create too; the value may have changed since.
+			if err := maskable(n, v); err != nil {
+				return nil, err
+			}
 			secrets = append(secrets, n+"="+v)
 		}
 	}

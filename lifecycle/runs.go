@@ -11,6 +11,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/internal/lazyre"
+	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/workspace"
 )
 
@@ -189,7 +190,8 @@ func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRu
 
 var secretName = lazyre.New(`^[A-Z_][A-Z0-9_]{0,63}$`)
 
-// checkSecrets refuses names that are malformed or that the daemon lacks.
+// checkSecrets refuses names that are malformed or that the daemon lacks,
+// and values too short to be masked.
 func (m *Manager) checkSecrets(names []string) error {
 	for _, n := range names {
 		if !secretName.MatchString(n) {
@@ -198,9 +200,24 @@ func (m *Manager) checkSecrets(names []string) error {
 		if m.Secret == nil {
 			return paddock.Errorf(paddock.CodeBadRequest, "no secrets are configured on this daemon")
 		}
-		if _, ok := m.Secret(n); !ok {
+		v, ok := m.Secret(n)
+		if !ok {
 			return paddock.Errorf(paddock.CodeBadRequest, "no secret named %s is configured on this daemon", n)
 		}
+		if err := maskable(n, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maskable refuses a secret whose value is too short to be masked in what
+// paddock returns or records: handing it to a run would leak it in clear.
+// The value itself is never told.
+func maskable(name, value string) error {
+	if !redact.Maskable(value) {
+		return paddock.Errorf(paddock.CodeBadRequest, "secret %s is shorter than %d characters, too short to be masked in outputs (it would mask ordinary text); paddock does not hand over a secret it cannot mask: give it a longer value", name, redact.MinLen).
+			WithDetail("rule", "secret_too_short")
 	}
 	return nil
 }

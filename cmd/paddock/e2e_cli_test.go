@@ -235,3 +235,39 @@ func TestOverlayRunIsNotAHostPath(t *testing.T) {
 		t.Fatalf("a clone's workspace: %+v", cw)
 	}
 }
+
+// TestShortSecretIsRefused: a declared secret too short to be masked is
+// refused where a run declares it (create, bootstrap) and where it would be
+// injected (exec, when its value shrank since), with an error that names
+// the rule and never the value; it is not handed over unmasked.
+func TestShortSecretIsRefused(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	secrets := filepath.Join(home, "secrets")
+	os.MkdirAll(secrets, 0o700)
+	os.WriteFile(filepath.Join(secrets, "PIN"), []byte("735\n"), 0o600)
+	os.WriteFile(filepath.Join(secrets, "TOKEN"), []byte("long-enough-token\n"), 0o600)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	r := cli(t, home, "create", "-p", "app", "--secret", "PIN")
+	r.wantCode(t, exitUsage, "secret PIN is shorter than 4 characters")
+	if strings.Contains(r.err, "735") || !strings.Contains(r.err, "rule: secret_too_short") {
+		t.Fatalf("the refusal tells the value or not the rule:\n%s", r.err)
+	}
+	_, err := client.Unix(socketPath(home)).Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app", Task: "t",
+		Agent: paddock.AgentDefinition{Name: "a", Secrets: []string{"PIN"}}})
+	if paddock.ErrorCode(err) != paddock.CodeBadRequest || !strings.Contains(paddock.ErrorMessage(err), "too short to be masked") {
+		t.Fatalf("bootstrap with a short secret: %v", err)
+	}
+	if runs := decode[[]*paddock.Run](t, cli(t, home, "ls", "--json")); len(runs) != 0 {
+		t.Fatalf("a refused secret left runs: %d", len(runs))
+	}
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--secret", "TOKEN").must(t).out)
+	os.WriteFile(filepath.Join(secrets, "TOKEN"), []byte("ab\n"), 0o600)
+	r = cli(t, home, "exec", id, "--", "sh", "-c", `echo "[$TOKEN]"`)
+	r.wantCode(t, execFailed, "secret TOKEN is shorter than 4 characters")
+	if strings.Contains(r.out, "[ab]") {
+		t.Fatalf("an unmaskable secret reached a command and its output: %q", r.out)
+	}
+}
