@@ -15,8 +15,8 @@ import (
 	"github.com/paddock-dev/paddock"
 )
 
-// config is paddock.toml. Every field has a flag of `paddock serve` that
-// overrides it.
+// config is paddock.toml. listen, log_level and log_format also have a flag
+// of `paddock serve` that overrides them; the rest are set here only.
 type config struct {
 	// Listen is an optional loopback TCP address, such as "127.0.0.1:7070".
 	Listen string `toml:"listen"`

@@ -61,8 +61,8 @@ up for each command instead. A harness idle for harness_idle (5m) is given
 back; one whose daemon died waits harness_orphan (10m) for the next daemon
 to re-attach, then exits. A graceful stop gives every harness back.
 
-Settings come from <state dir>/paddock.toml (or --config) and flags override
-them: listen, log_level, log_format, default_kind.`,
+Settings come from <state dir>/paddock.toml (or --config); the flags
+override three of them: listen, log_level and log_format.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runServe(cmd.Context(), o, cmd.Flags().Changed)
