@@ -65,8 +65,9 @@ read whole and given to the command as its stdin, at most 16 MiB (larger
 input belongs in the workspace: paddock tool RUN write, or paddock inbox);
 -i (--stdin) reads it even from a terminal, up to end of file (Ctrl-D), and
 --stdin=false never reads it (as ssh -n: for a loop that reads its own
-input). Otherwise the command reads /dev/null. Its size is recorded, never
-its content.
+input, or a caller that leaves paddock's stdin open without ever closing
+it, which would otherwise wait for its end). Otherwise the command reads
+/dev/null. Its size is recorded, never its content.
 
 Exit codes: the command's own; 125 if paddock failed, 126 if the sandbox
 cannot be set up on this machine (see paddock doctor), 127 if the command is
