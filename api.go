@@ -12,8 +12,8 @@ type CreateRunRequest struct {
 	Kind string `json:"kind,omitempty"`
 	// Base is the revision the workspace starts from; HEAD if empty.
 	Base string `json:"base,omitempty"`
-	// Dir is the directory handed over, for kind operator_dir only; the
-	// project root if empty.
+	// Dir is the directory handed over, for kind operator_dir only (and
+	// required there): never the project's checkout, inside it or above it.
 	Dir           string `json:"dir,omitempty"`
 	CleanupPolicy string `json:"cleanup_policy,omitempty"`
 	// Access is write (default), read, or none (no workspace at all).
@@ -120,6 +120,44 @@ type DaemonStatus struct {
 	RestartNeeded []string `json:"restart_needed,omitempty"`
 }
 
+// DoctorReport is what one paddock process finds it can enforce on this
+// machine. The daemon's (GET /v1/doctor) is what runs get: the sandbox is
+// built by the daemon, as the daemon's user, so the CLI's own process, run
+// by another user or in another namespace, may find otherwise. Process
+// says which one the checks describe.
+type DoctorReport struct {
+	Process ProcessInfo `json:"process"`
+	Checks  []Check     `json:"checks"`
+}
+
+// ProcessInfo names a process of paddock's and who it runs as.
+type ProcessInfo struct {
+	Role string `json:"role"` // "daemon", or "cli" when no daemon answered
+	PID  int    `json:"pid"`
+	UID  int    `json:"uid"`
+	EUID int    `json:"euid"`
+	GID  int    `json:"gid"`
+}
+
+// Check is one finding of a doctor: a mechanism, tool or setting, whether
+// it works, and the one-line fix where there is one.
+type Check struct {
+	Name   string      `json:"name"`
+	Status CheckStatus `json:"status"`
+	Detail string      `json:"detail"`
+	Fix    string      `json:"fix,omitempty"`
+}
+
+// CheckStatus is the outcome of a Check.
+type CheckStatus string
+
+// The outcomes of a Check.
+const (
+	CheckOK   CheckStatus = "ok"
+	CheckWarn CheckStatus = "warn" // missing or restricted; some features will be refused
+	CheckFail CheckStatus = "fail" // paddock cannot work as configured
+)
+
 // InboxResult describes a file delivered into a run's inbox.
 type InboxResult struct {
 	Path string `json:"path"` // relative to the workspace root
@@ -145,7 +183,17 @@ type ExecRequest struct {
 	// AllowDegraded runs even where this machine lacks a mechanism; it is
 	// recorded in the result and the events.
 	AllowDegraded bool `json:"allow_degraded,omitempty"`
+	// Stdin is what the command reads on its standard input (base64 in
+	// JSON), at most MaxExecStdin bytes; without it the command reads
+	// /dev/null. Its size is recorded, never its content.
+	Stdin []byte `json:"stdin,omitempty"`
 }
+
+// MaxExecStdin bounds an exec's stdin: it travels in the request and is
+// held in the daemon's memory while the command reads it. Larger input goes
+// into the workspace as a file (a tool's write, the inbox) and the command
+// reads it from there.
+const MaxExecStdin = 16 << 20
 
 // ExecLimits are the per-command limits a request may set.
 type ExecLimits struct {

@@ -9,7 +9,6 @@ package paddock
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 )
@@ -17,19 +16,35 @@ import (
 // EnvPrefix prefixes every environment variable paddock reads.
 const EnvPrefix = "PADDOCK_"
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-
 // ValidateName checks a project name: 1–63 characters of lower-case ASCII
 // letters, digits, '.', '_' and '-', starting with a letter or digit. Names
 // appear in paths, URLs and shell commands, so they are kept plain.
 func ValidateName(name string) error {
-	if nameRE.MatchString(name) {
+	if validName(name) {
 		return nil
 	}
 	return &Error{
 		Code:    CodeBadRequest,
 		Message: fmt.Sprintf("invalid name %q: use 1-63 lower-case ASCII letters, digits, '.', '_' or '-', starting with a letter or digit", name),
 	}
+}
+
+// validName is ^[a-z0-9][a-z0-9._-]{0,62}$, by hand: a package-level
+// regular expression is compiled at every start of every command.
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 63 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // SlugName derives a valid name from free text (a directory's base name, say),

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +80,20 @@ func TestNames(t *testing.T) {
 	for _, bad := range []string{"", "App", "my app", "naïve", "-x", ".x", "a/b", "a23456789012345678901234567890123456789012345678901234567890123x"} {
 		if err := paddock.ValidateName(bad); !paddock.IsCode(err, paddock.CodeBadRequest) {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+	// By hand, as the expression it replaces reads it.
+	re := regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+	alphabet := []string{"a", "z", "0", "9", ".", "_", "-", "A", " ", "/", "ü", "\x00"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := rng.IntN(70); n > 0; n-- {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		name := b.String()
+		if got := paddock.ValidateName(name) == nil; got != re.MatchString(name) {
+			t.Fatalf("ValidateName(%q) = %v, the expression says %v", name, got, !got)
 		}
 	}
 	for in, want := range map[string]string{"My App ü": "my-app", "über": "ber", "--x--": "x", "ü": "", "a  b": "a-b", "web.site": "web.site"} {

@@ -128,6 +128,18 @@ type Workspace struct {
 	RetainedAt time.Time `json:"retained_at,omitzero"`
 	// Checkpoint is the latest checkpoint, if any.
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// OverlayLayers, for an overlay workspace, are the host directories it
+	// is made of. Its Root is where the run sees the merged view, inside
+	// its sandbox only: on the host that directory holds just the upper
+	// and work layers. The daemon's answers fill it in; it is not stored.
+	OverlayLayers *OverlayLayers `json:"overlay_layers,omitempty"`
+}
+
+// OverlayLayers are the host directories of an overlay workspace.
+type OverlayLayers struct {
+	Lower string `json:"lower"` // the base's snapshot, read-only, shared by the runs at that base
+	Upper string `json:"upper"` // the run's own changes
+	Work  string `json:"work"`  // overlayfs's scratch directory
 }
 
 // Checkpoint is what paddock records when a session detaches, so that the

@@ -21,9 +21,10 @@ package attribution
 import (
 	"bufio"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/paddock-dev/paddock/internal/lazyre"
 )
 
 // Rule is one pattern the lint looks for in added lines.
@@ -31,7 +32,7 @@ type Rule struct {
 	Name string
 	// What it refuses, in a sentence, for the error a submitter reads.
 	What string
-	re   *regexp.Regexp
+	re   *lazyre.Regexp
 	// lits: the rule cannot match an ASCII line unless, for each group,
 	// one of its strings occurs in it, in lower case. A substring scan
 	// skips the regular expression on almost every line.
@@ -66,20 +67,20 @@ const verbs = `(?:generated|written|wrote|created|authored|made|produced|drafted
 // Rules are the lint's rules, in the order they are checked.
 var Rules = []Rule{
 	{Name: "robot-generated", What: `the "🤖 Generated with …" signature`,
-		re: regexp.MustCompile(`(?i)🤖\W*(?:generated|written|created|made|authored|co-authored|built|produced)\b`)},
+		re: lazyre.New(`(?i)🤖\W*(?:generated|written|created|made|authored|co-authored|built|produced)\b`)},
 	{Name: "co-author-trailer", What: "a co-author trailer naming an AI tool",
-		re:   regexp.MustCompile(`(?i)` + lead + `co-(?:authored|developed|written)-by:.*?\b` + tools),
+		re:   lazyre.New(`(?i)` + lead + `co-(?:authored|developed|written)-by:.*?\b` + tools),
 		lits: [][]string{{"co-authored-by:", "co-developed-by:", "co-written-by:"}, toolNames}},
 	{Name: "credit-trailer", What: "a trailer crediting an AI tool with the work",
-		re: regexp.MustCompile(`(?i)` + lead + `(?:generated|assisted|written|authored|created|made|signed-off|helped|ai-assisted|ai-generated)` +
+		re: lazyre.New(`(?i)` + lead + `(?:generated|assisted|written|authored|created|made|signed-off|helped|ai-assisted|ai-generated)` +
 			`(?:-(?:by|with|using))?:.*?\b` + tools),
 		lits: [][]string{{"generated", "assisted", "written", "authored", "created", "made", "signed-off", "helped"}, {":"}, toolNames}},
 	{Name: "generated-with", What: "a line saying the work was generated, written or made with or by an AI tool",
-		re: regexp.MustCompile(`(?i)` + lead + subject + `(?:(?:partly|partially|mostly|largely|entirely|fully|completely|automatically|initially|originally|primarily|heavily)\s+)?` +
+		re: lazyre.New(`(?i)` + lead + subject + `(?:(?:partly|partially|mostly|largely|entirely|fully|completely|automatically|initially|originally|primarily|heavily)\s+)?` +
 			verbs + `\s+(?:with|by|using|via|through|in collaboration with|with the help of|with help from|with assistance from|thanks to)\s+(?:the\s+)?(?:help\s+of\s+|assistance\s+of\s+)?\[?` + tools),
 		lits: [][]string{{"generat", "writ", "wrote", "creat", "author", "made", "produc", "draft", "coded", "built", "implement", "develop"}, toolNames}},
 	{Name: "co-author-line", What: "a line naming an AI tool as a co-author or pair",
-		re:   regexp.MustCompile(`(?i)\b(?:co-?authored|co-?written|co-?created|co-?developed|pair[- ]?programm?ed)(?:\s+(?:this|it|that|them))?\s+(?:with|by)\s+(?:the\s+)?\[?` + tools),
+		re:   lazyre.New(`(?i)\b(?:co-?authored|co-?written|co-?created|co-?developed|pair[- ]?programm?ed)(?:\s+(?:this|it|that|them))?\s+(?:with|by)\s+(?:the\s+)?\[?` + tools),
 		lits: [][]string{{"co", "pair"}, toolNames}},
 }
 

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +53,20 @@ type unreachableError struct{ err error }
 
 func (e *unreachableError) Error() string { return "paddock daemon unreachable: " + e.err.Error() }
 func (e *unreachableError) Unwrap() error { return e.err }
+
+// transportError says what failed on the way to or from the daemon: the
+// request (what), and the cause without the URL the http package repeats.
+// It carries no "paddock:" prefix: whoever prints it adds its own.
+func transportError(what string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%s: the daemon closed the connection without finishing its answer (did it stop? see its log): %w", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
 
 // Unreachable reports whether err means no daemon answered (nothing listens
 // on the socket or port).
@@ -90,14 +105,14 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body io.Reader,
 	defer resp.Body.Close()
 	var env envelope
 	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
-		return fmt.Errorf("paddock: %s %s: status %d with an unreadable answer: %w", method, path, resp.StatusCode, err)
+		return fmt.Errorf("%s %s: status %d with an unreadable answer: %w", method, path, resp.StatusCode, err)
 	}
 	if !env.OK {
-		return fmt.Errorf("paddock: %s %s: status %d without an error", method, path, resp.StatusCode)
+		return fmt.Errorf("%s %s: status %d without an error", method, path, resp.StatusCode)
 	}
 	if out != nil {
 		if err := json.Unmarshal(env.Data, out); err != nil {
-			return fmt.Errorf("paddock: %s %s: decode answer: %w", method, path, err)
+			return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 		}
 	}
 	return nil
@@ -119,7 +134,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return nil, &unreachableError{err}
 		}
-		return nil, fmt.Errorf("paddock: %s %s: %w", method, path, err)
+		return nil, transportError(method+" "+strings.TrimSuffix(path, "?"), err)
 	}
 	if resp.StatusCode < 300 {
 		return resp, nil
@@ -127,10 +142,10 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	defer resp.Body.Close()
 	var env envelope
 	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
-		return nil, fmt.Errorf("paddock: %s %s: status %d with an unreadable answer: %w", method, path, resp.StatusCode, err)
+		return nil, fmt.Errorf("%s %s: status %d with an unreadable answer: %w", method, path, resp.StatusCode, err)
 	}
 	if env.Error == nil {
-		return nil, fmt.Errorf("paddock: %s %s: status %d without an error", method, path, resp.StatusCode)
+		return nil, fmt.Errorf("%s %s: status %d without an error", method, path, resp.StatusCode)
 	}
 	return nil, env.Error
 }
@@ -144,6 +159,13 @@ func (c *Client) Health(ctx context.Context) error {
 func (c *Client) Status(ctx context.Context) (*paddock.DaemonStatus, error) {
 	var s paddock.DaemonStatus
 	return &s, c.do(ctx, http.MethodGet, "/v1/status", nil, &s)
+}
+
+// Doctor asks the daemon what it can enforce on this machine, probed in its
+// own process (the one that builds every sandbox).
+func (c *Client) Doctor(ctx context.Context) (*paddock.DoctorReport, error) {
+	var d paddock.DoctorReport
+	return &d, c.do(ctx, http.MethodGet, "/v1/doctor", nil, &d)
 }
 
 // AddProject declares a project.
@@ -312,13 +334,13 @@ func (c *Client) ExecStream(ctx context.Context, id string, req paddock.ExecRequ
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return nil, &unreachableError{err}
 		}
-		return nil, fmt.Errorf("paddock: exec: %w", err)
+		return nil, transportError("exec", err)
 	}
 	defer resp.Body.Close()
 	if resp.Header.Get("Content-Type") != "application/x-ndjson" {
 		var env envelope
 		if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || env.Error == nil {
-			return nil, fmt.Errorf("paddock: exec: status %d", resp.StatusCode)
+			return nil, fmt.Errorf("exec: status %d", resp.StatusCode)
 		}
 		return nil, env.Error
 	}
@@ -331,7 +353,7 @@ func (c *Client) ExecStream(ctx context.Context, id string, req paddock.ExecRequ
 			Error  *paddock.Error      `json:"error"`
 		}
 		if err := dec.Decode(&line); err != nil {
-			return nil, fmt.Errorf("paddock: exec: the stream ended early: %w", err)
+			return nil, transportError("exec: the stream ended early", err)
 		}
 		switch {
 		case line.Error != nil:
@@ -394,7 +416,7 @@ func (c *Client) follow(ctx context.Context, id string, after *int64, fn func(*p
 		if json.NewDecoder(resp.Body).Decode(&env) == nil && env.Error != nil {
 			return env.Error
 		}
-		return fmt.Errorf("paddock: events: status %d", resp.StatusCode)
+		return fmt.Errorf("events: status %d", resp.StatusCode)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -407,7 +429,7 @@ func (c *Client) follow(ctx context.Context, id string, after *int64, fn func(*p
 		case len(line) == 0 && len(data) > 0:
 			var e paddock.Event
 			if err := json.Unmarshal(data, &e); err != nil {
-				return fmt.Errorf("paddock: events: %w", err)
+				return fmt.Errorf("events: %w", err)
 			}
 			data = data[:0]
 			if e.Seq <= *after {

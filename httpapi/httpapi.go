@@ -50,6 +50,10 @@ import (
 // MaxBody is the largest request body accepted.
 const MaxBody = 1 << 20
 
+// maxExecBody is the largest body of an exec: MaxBody and a stdin of
+// paddock.MaxExecStdin bytes in base64.
+const maxExecBody = MaxBody + (paddock.MaxExecStdin+2)/3*4
+
 // WriteStall is how long a write of an answer may take once a
 // long-running request (a command) has its result: a reader that stalls
 // longer loses the connection, whatever the command's own limit was.
@@ -70,6 +74,9 @@ type Server struct {
 	Token string
 	// Status returns the daemon's status for /v1/status.
 	Status func() paddock.DaemonStatus
+	// Doctor probes, in the daemon's own process, what it can enforce
+	// (/v1/doctor); nil answers unsupported.
+	Doctor func(context.Context) *paddock.DoctorReport
 	// InboxLimits bound inbound files; zero means tools.DefaultInboxLimits.
 	InboxLimits tools.InboxLimits
 
@@ -319,6 +326,12 @@ func (s *Server) routes() http.Handler {
 	}
 	m := s.Manager
 	handle("GET /v1/status", func(r *http.Request) (any, error) { return s.Status(), nil })
+	handle("GET /v1/doctor", func(r *http.Request) (any, error) {
+		if s.Doctor == nil {
+			return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon has no doctor")
+		}
+		return s.Doctor(r.Context()), nil
+	})
 
 	handle("POST /v1/projects", func(r *http.Request) (any, error) {
 		var req paddock.AddProjectRequest
@@ -388,7 +401,7 @@ func (s *Server) routes() http.Handler {
 	})
 	handle("POST /v1/runs/{id}/exec", func(r *http.Request) (any, error) {
 		var req paddock.ExecRequest
-		if err := decode(r, &req); err != nil {
+		if err := decodeN(r, &req, maxExecBody); err != nil {
 			return nil, err
 		}
 		if err := s.operatorOnly(r, &req); err != nil {
@@ -606,7 +619,7 @@ type StreamLine struct {
 // command starts are ordinary envelopes; after that they end the stream.
 func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 	var req paddock.ExecRequest
-	if err := decode(r, &req); err != nil {
+	if err := decodeN(r, &req, maxExecBody); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -734,13 +747,16 @@ func readObject(r *http.Request) (json.RawMessage, error) {
 // decode reads one JSON object strictly (see package strictjson): only
 // known fields, spelled as they are, each once, in UTF-8. An empty body is
 // an empty object.
-func decode(r *http.Request, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+func decode(r *http.Request, v any) error { return decodeN(r, v, MaxBody) }
+
+// decodeN is decode with a body of at most limit bytes.
+func decodeN(r *http.Request, v any, limit int64) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return paddock.Errorf(paddock.CodeBadRequest, "cannot read the request body")
 	}
-	if len(body) > MaxBody {
-		return paddock.Errorf(paddock.CodeTooLarge, "request body is larger than %d bytes", MaxBody)
+	if int64(len(body)) > limit {
+		return paddock.Errorf(paddock.CodeTooLarge, "request body is larger than %d bytes", limit)
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil

@@ -14,24 +14,22 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"github.com/paddock-dev/paddock"
 )
 
 // Status of one probe.
-type Status string
+type Status = paddock.CheckStatus
 
+// The outcomes of a probe.
 const (
-	OK   Status = "ok"
-	Warn Status = "warn" // missing or restricted; some features will be refused
-	Fail Status = "fail" // paddock cannot work as configured
+	OK   = paddock.CheckOK
+	Warn = paddock.CheckWarn
+	Fail = paddock.CheckFail
 )
 
-// Check is the result of one probe.
-type Check struct {
-	Name   string `json:"name"`
-	Status Status `json:"status"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
-}
+// Check is the result of one probe, as the doctor reports it.
+type Check = paddock.Check
 
 // Probe runs every kernel probe.
 func Probe() []Check {

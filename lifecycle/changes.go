@@ -196,8 +196,11 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 
 // checkHash refuses what cannot be a change set's hash, and gives it the
 // sha256: prefix when it has none.
+// A hash may come without its prefix or in upper case, as people copy
+// them; it is compared in its one canonical form.
 func checkHash(hash string) (string, error) {
-	hex := strings.TrimPrefix(hash, "sha256:")
+	hex := strings.ToLower(strings.TrimSpace(hash))
+	hex = strings.TrimPrefix(hex, "sha256:")
 	if len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
 		return "", paddock.Errorf(paddock.CodeBadRequest, "hash %q: want sha256: and 64 hex digits", hash)
 	}
@@ -362,14 +365,19 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 }
 
 // Approve records who approved which hash. Only the frozen hash can be.
+// A wrong hash is refused without telling the right one: an approval that
+// could be copied from an error message would approve something unseen.
 func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error) {
+	hash, err := checkHash(hash)
+	if err != nil {
+		return nil, err
+	}
 	s, err := m.submission(id)
 	if err != nil {
 		return nil, err
 	}
 	if hash != s.Hash {
-		return nil, paddock.Errorf(paddock.CodeConflict, "hash %s is not the submitted change set's (%s); review what was submitted", hash, s.Hash).
-			WithDetail("submitted", s.Hash)
+		return nil, paddock.Errorf(paddock.CodeConflict, "%s differs from the hash of run %s's submitted change set; nothing was approved. Review the change set (paddock diff %s: its hash is at the end) and approve the hash you reviewed", hash, id, id)
 	}
 	if s.AppliedTo != "" {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)

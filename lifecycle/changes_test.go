@@ -110,7 +110,12 @@ func TestChangeSetAndApply(t *testing.T) {
 	_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
 	mustCode(t, err, paddock.CodeConflict) // not approved
 	_, err = e.m.Approve(ctx, r.ID, "sha256:0000", "ada")
+	mustCode(t, err, paddock.CodeBadRequest)
+	_, err = e.m.Approve(ctx, r.ID, "sha256:"+strings.Repeat("0", 64), "ada")
 	mustCode(t, err, paddock.CodeConflict)
+	if strings.Contains(err.Error(), strings.TrimPrefix(sub.Hash, "sha256:")) {
+		t.Fatalf("a wrong hash's refusal tells the right one: %v", err)
+	}
 	if _, err := e.m.Approve(ctx, r.ID, sub.Hash, "ada"); err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,10 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	if len(req.Argv) == 0 {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command")
 	}
+	if len(req.Stdin) > paddock.MaxExecStdin {
+		return nil, paddock.Errorf(paddock.CodeTooLarge, "stdin is %d bytes; an exec takes at most %d MiB: put larger input in the workspace and let the command read it from there",
+			len(req.Stdin), paddock.MaxExecStdin>>20)
+	}
 	for _, kv := range req.Env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.ContainsAny(k, " \x00") || strings.HasPrefix(k, "LD_") {
@@ -88,6 +92,10 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 			break
 		}
 		if v, ok := m.Secret(n); ok {
+			// Checked at create too; the value may have changed since.
+			if err := maskable(n, v); err != nil {
+				return nil, err
+			}
 			secrets = append(secrets, n+"="+v)
 		}
 	}
@@ -110,7 +118,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	if net == sandbox.NetAllow {
 		spec.AllowAddrs = m.NetAllowAddrs
 	}
-	spec.Env, spec.Limits, spec.AllowDegraded = env, limits, req.AllowDegraded
+	spec.Env, spec.Limits, spec.AllowDegraded, spec.Stdin = env, limits, req.AllowDegraded, req.Stdin
 	spec.Stdout, spec.Stderr = writerOrNil(liveOut), writerOrNil(liveErr)
 	spec.LiveOnly = stdout != nil || stderr != nil
 	spec.Decide = func(d sandbox.ProxyDecision) {
@@ -278,6 +286,9 @@ func protectedIn(root string, patterns []string) []string {
 func (m *Manager) recordExec(ctx context.Context, id string, req paddock.ExecRequest, res *paddock.ExecResult, runErr error) error {
 	return m.update(ctx, func(tx paddock.Tx) error {
 		data := map[string]any{"argv": req.Argv, "dir": req.Dir, "net": req.Net}
+		if len(req.Stdin) > 0 {
+			data["stdin_bytes"] = len(req.Stdin) // never its content
+		}
 		if runErr != nil {
 			data["error"] = paddock.ErrorMessage(runErr)
 			data["code"] = paddock.ErrorCode(runErr)

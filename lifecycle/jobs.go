@@ -60,6 +60,10 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 		if req.Exec == nil || len(req.Exec.Argv) == 0 {
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job needs exec.argv")
 		}
+		if len(req.Exec.Stdin) > 0 {
+			// A job's request is kept in state, and stdin is not.
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job takes no stdin; put its input in the workspace, or use exec")
+		}
 		exec = *req.Exec
 	case paddock.JobAgent:
 		rec, err := m.bootstrap(id)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,7 +84,11 @@ func (e *env) project(t *testing.T) *paddock.Project {
 
 func (e *env) create(t *testing.T, kind paddock.WorkspaceKind, policy string) *paddock.Run {
 	t.Helper()
-	r, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: string(kind), CleanupPolicy: policy})
+	req := paddock.CreateRunRequest{Project: "my-app", Kind: string(kind), CleanupPolicy: policy}
+	if kind == paddock.KindOperatorDir {
+		req.Dir = handOver(t)
+	}
+	r, err := e.m.Create(context.Background(), req)
 	if err != nil {
 		t.Fatalf("create %s: %v", kind, err)
 	}
@@ -90,6 +96,20 @@ func (e *env) create(t *testing.T, kind paddock.WorkspaceKind, policy string) *p
 		t.Fatalf("created run is %s", r.State())
 	}
 	return r
+}
+
+// handOver makes a directory an operator hands to an operator_dir run: a
+// copy of the project's README, outside the project.
+func handOver(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "handed")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func mustCode(t *testing.T, err error, code paddock.Code) {
@@ -138,14 +158,14 @@ func TestRejectLeavesProjectByteIdentical(t *testing.T) {
 					t.Fatalf("worktree metadata missing: %v", err)
 				}
 			}
-			if kind != paddock.KindOperatorDir {
-				// The agent's work: edits, new files, a directory it made read-only.
-				os.WriteFile(filepath.Join(w.Root, "README.md"), []byte("changed\n"), 0o644)
-				os.WriteFile(filepath.Join(w.Root, "new.txt"), []byte("new\n"), 0o644)
-				os.MkdirAll(filepath.Join(w.Root, "ro"), 0o755)
-				os.WriteFile(filepath.Join(w.Root, "ro", "f"), nil, 0o644)
-				os.Chmod(filepath.Join(w.Root, "ro"), 0o500)
-			}
+			// The agent's work, in every kind: edits, new files, a
+			// directory it made read-only.
+			os.WriteFile(filepath.Join(w.Root, "README.md"), []byte("changed\n"), 0o644)
+			os.WriteFile(filepath.Join(w.Root, "new.txt"), []byte("new\n"), 0o644)
+			os.MkdirAll(filepath.Join(w.Root, "ro"), 0o755)
+			os.WriteFile(filepath.Join(w.Root, "ro", "f"), nil, 0o644)
+			os.Chmod(filepath.Join(w.Root, "ro"), 0o500)
+			t.Cleanup(func() { os.Chmod(filepath.Join(w.Root, "ro"), 0o755) })
 			if kind == paddock.KindClone {
 				// A clone has its own .git: commits and branches stay in it.
 				// (A worktree shares the project's object store, so a commit
@@ -170,6 +190,9 @@ func TestRejectLeavesProjectByteIdentical(t *testing.T) {
 				if _, err := os.Stat(w.Root); !os.IsNotExist(err) {
 					t.Fatalf("workspace still on disk: %v", err)
 				}
+			} else if b, err := os.ReadFile(filepath.Join(w.Root, "new.txt")); err != nil || string(b) != "new\n" {
+				// The directory is the operator's: paddock leaves it as the run left it.
+				t.Fatalf("the handed-over directory lost the run's work: %q, %v", b, err)
 			}
 			gittest.RequireIdentical(t, e.repo, before, lines)
 			want := []string{"preparing", "ready", "rejected", "cleanup_pending", "cleaned"}
@@ -329,10 +352,10 @@ func TestOperatorDirHoldsLock(t *testing.T) {
 	ctx := context.Background()
 	e.project(t)
 	r := e.create(t, paddock.KindOperatorDir, "")
-	if r.Workspace.Root != e.repo {
-		t.Fatalf("operator dir root = %s", r.Workspace.Root)
+	if r.Workspace.Root == e.repo {
+		t.Fatalf("operator dir root = %s, the project's checkout", r.Workspace.Root)
 	}
-	_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir"})
+	_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir", Dir: handOver(t)})
 	mustCode(t, err, paddock.CodeBusy)
 	// Clones do not need the lock.
 	e.create(t, paddock.KindClone, "")
@@ -356,9 +379,57 @@ func TestOperatorDirHoldsLock(t *testing.T) {
 	if p.Lock != nil {
 		t.Fatalf("lock still held: %+v", p.Lock)
 	}
-	if _, err := os.Stat(filepath.Join(e.repo, "README.md")); err != nil {
+	if _, err := os.Stat(filepath.Join(r2.Workspace.Root, "README.md")); err != nil {
 		t.Fatal("rejecting an operator_dir run deleted the operator's files")
 	}
+}
+
+// TestOperatorDirIsNeverTheCheckout: the directory handed to an operator_dir
+// run is the operator's own, never the project's active checkout however it
+// is named (record 002: the active checkout is never an agent scratchpad).
+func TestOperatorDirIsNeverTheCheckout(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.project(t)
+	links := t.TempDir()
+	os.Symlink(e.repo, filepath.Join(links, "to-root"))
+	os.Symlink(filepath.Join(e.repo, "cmd"), filepath.Join(links, "to-sub"))
+	os.Symlink(filepath.Dir(e.repo), filepath.Join(links, "to-parent"))
+	for name, dir := range map[string]string{
+		"default":         "",
+		"root":            e.repo,
+		"root with slash": e.repo + "/",
+		"root dotted":     filepath.Join(e.repo, "cmd") + "/..",
+		"inside":          filepath.Join(e.repo, "cmd"),
+		"git directory":   filepath.Join(e.repo, ".git"),
+		"inside .git":     filepath.Join(e.repo, ".git", "refs"),
+		"parent":          filepath.Dir(e.repo),
+		"filesystem root": "/",
+		"link to root":    filepath.Join(links, "to-root"),
+		"link inside":     filepath.Join(links, "to-sub"),
+		"link to parent":  filepath.Join(links, "to-parent"),
+		"relative":        "handed",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir", Dir: dir})
+			mustCode(t, err, paddock.CodeBadRequest)
+			if name != "relative" && !strings.Contains(err.Error(), "checkout") && !strings.Contains(err.Error(), "git directory") {
+				t.Fatalf("error does not say why: %v", err)
+			}
+		})
+	}
+	if p, _ := e.m.Project(ctx, "my-app"); p.Lock != nil {
+		t.Fatalf("a refused create holds the lock: %+v", p.Lock)
+	}
+	// A bind mount shows the checkout under another name: the same directory.
+	mnt := t.TempDir()
+	if err := syscall.Mount(e.repo, mnt, "", syscall.MS_BIND, ""); err != nil {
+		t.Logf("bind mount case skipped: %v (needs root)", err)
+		return
+	}
+	defer syscall.Unmount(mnt, syscall.MNT_DETACH)
+	_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir", Dir: filepath.Join(mnt, "cmd")})
+	mustCode(t, err, paddock.CodeBadRequest)
 }
 
 func TestCheckpointResumeAndRestart(t *testing.T) {

@@ -278,7 +278,7 @@ func editScript(rng *rand.Rand) string {
 		case 1: // modify
 			fmt.Fprintf(&b, "echo %q >> %s || true\n", name, files[rng.Intn(len(files))])
 		case 2: // delete
-			fmt.Fprintf(&b, "rm -f %s\n", files[rng.Intn(len(files))])
+			fmt.Fprintf(&b, "rm -rf %s\n", files[rng.Intn(len(files))])
 		case 3: // chmod
 			fmt.Fprintf(&b, "chmod %s %s 2>/dev/null || true\n", []string{"+x", "-x"}[rng.Intn(2)], files[rng.Intn(len(files))])
 		case 4: // symlink
@@ -292,7 +292,7 @@ func editScript(rng *rand.Rand) string {
 		case 8: // a directory deleted and made anew (opaque in the upper layer)
 			fmt.Fprintf(&b, "rm -rf cmd && mkdir cmd && echo %q > cmd/new.go\n", name)
 		case 9: // the link changed
-			fmt.Fprintf(&b, "rm -f link && ln -s %s link\n", files[rng.Intn(len(files))])
+			fmt.Fprintf(&b, "rm -rf link && ln -s %s link\n", files[rng.Intn(len(files))])
 		case 10: // modify then restore (a copy-up that changes nothing)
 			fmt.Fprintf(&b, "if [ -f README.md ]; then cp README.md /tmp/r && echo x >> README.md && cp /tmp/r README.md; fi\n")
 		case 11: // a file or a link becomes a directory

@@ -7,9 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/internal/lazyre"
+	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/workspace"
 )
 
@@ -49,7 +51,8 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.checkRepo(ctx, p); err != nil {
+	repo, err := m.checkRepo(ctx, p)
+	if err != nil {
 		return nil, err
 	}
 	if o.Base == "" {
@@ -63,7 +66,7 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	id := newID()
 	root := filepath.Join(m.WorkspacesDir, id)
 	if kind == paddock.KindOperatorDir {
-		if root, err = operatorDir(o.Dir, p); err != nil {
+		if root, err = operatorDir(o.Dir, repo); err != nil {
 			return nil, err
 		}
 	} else if o.Dir != "" {
@@ -185,9 +188,10 @@ func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRu
 	return m.Run(ctx, r.ID)
 }
 
-var secretName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,63}$`)
+var secretName = lazyre.New(`^[A-Z_][A-Z0-9_]{0,63}$`)
 
-// checkSecrets refuses names that are malformed or that the daemon lacks.
+// checkSecrets refuses names that are malformed or that the daemon lacks,
+// and values too short to be masked.
 func (m *Manager) checkSecrets(names []string) error {
 	for _, n := range names {
 		if !secretName.MatchString(n) {
@@ -196,16 +200,39 @@ func (m *Manager) checkSecrets(names []string) error {
 		if m.Secret == nil {
 			return paddock.Errorf(paddock.CodeBadRequest, "no secrets are configured on this daemon")
 		}
-		if _, ok := m.Secret(n); !ok {
+		v, ok := m.Secret(n)
+		if !ok {
 			return paddock.Errorf(paddock.CodeBadRequest, "no secret named %s is configured on this daemon", n)
+		}
+		if err := maskable(n, v); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func operatorDir(dir string, p *paddock.Project) (string, error) {
+// maskable refuses a secret whose value is too short to be masked in what
+// paddock returns or records: handing it to a run would leak it in clear.
+// The value itself is never told.
+func maskable(name, value string) error {
+	if !redact.Maskable(value) {
+		return paddock.Errorf(paddock.CodeBadRequest, "secret %s is shorter than %d characters, too short to be masked in outputs (it would mask ordinary text); paddock does not hand over a secret it cannot mask: give it a longer value", name, redact.MinLen).
+			WithDetail("rule", "secret_too_short")
+	}
+	return nil
+}
+
+// operatorDir resolves the directory an operator hands over to an
+// operator_dir run. It is never the project's active checkout, nor inside
+// it, nor above it, nor its git directory: an agent's write there would land
+// in the user's working tree and stay after a reject (record 002: the active
+// checkout is never an agent's scratchpad). Symbolic links are resolved
+// first, and each directory on the way up is compared by identity as well
+// as by name, so a link or a bind mount of the checkout is refused too.
+func operatorDir(dir string, repo *gitx.Repo) (string, error) {
 	if dir == "" {
-		dir = p.Root
+		return "", paddock.Errorf(paddock.CodeBadRequest,
+			"an operator_dir run needs a directory to hand over (dir, or --dir on the CLI); it cannot be the project's checkout %s, which an agent must never write", repo.Root)
 	}
 	if !filepath.IsAbs(dir) {
 		return "", paddock.Errorf(paddock.CodeBadRequest, "operator directory %q must be absolute", dir)
@@ -214,7 +241,47 @@ func operatorDir(dir string, p *paddock.Project) (string, error) {
 	if err != nil {
 		return "", paddock.Errorf(paddock.CodeBadRequest, "operator directory %s does not exist", dir)
 	}
+	guarded := []string{repo.Root}
+	if repo.CommonDir != "" {
+		if c, err := filepath.EvalSymlinks(repo.CommonDir); err == nil {
+			guarded = append(guarded, c)
+		}
+	}
+	for _, g := range guarded {
+		if overlaps(real, g) {
+			what := "the project's checkout"
+			if g != repo.Root {
+				what = "the project's git directory"
+			}
+			return "", paddock.Errorf(paddock.CodeBadRequest,
+				"operator directory %s is %s %s, is inside it or holds it: hand over a directory of its own (an agent's writes there would stay in your checkout after a reject)", dir, what, g).
+				WithDetail("rule", "operator_dir_is_checkout")
+		}
+	}
 	return real, nil
+}
+
+// overlaps reports whether a and b (both without links) are the same
+// directory or one holds the other, by name or by identity (a bind mount
+// shows one directory under two names).
+func overlaps(a, b string) bool {
+	within := func(in, out string) bool {
+		outFi, err := os.Stat(out)
+		for p := in; ; p = filepath.Dir(p) {
+			if p == out {
+				return true
+			}
+			if err == nil {
+				if fi, err := os.Stat(p); err == nil && os.SameFile(fi, outFi) {
+					return true
+				}
+			}
+			if p == filepath.Dir(p) {
+				return false
+			}
+		}
+	}
+	return within(a, b) || within(b, a)
 }
 
 // cleanup moves r's workspace to cleanup_pending (through rejected or
@@ -272,6 +339,9 @@ func (m *Manager) Run(ctx context.Context, id string) (r *paddock.Run, err error
 		r, err = tx.Run(ctx, id)
 		return err
 	})
+	if err == nil {
+		m.describe(r)
+	}
 	return r, err
 }
 
@@ -281,7 +351,24 @@ func (m *Manager) Runs(ctx context.Context, f paddock.RunFilter) (out []*paddock
 		out, err = tx.Runs(ctx, f)
 		return err
 	})
+	for _, r := range out {
+		m.describe(r)
+	}
 	return out, err
+}
+
+// describe fills in what an answer about r says beyond its record: where
+// an overlay workspace's layers are, since its root is not the view on
+// the host.
+func (m *Manager) describe(r *paddock.Run) {
+	w := r.Workspace
+	if w == nil || w.Kind != paddock.KindOverlay {
+		return
+	}
+	if ov, ok := m.overlayProvider(); ok {
+		l := ov.LayersOf(r.Project, w)
+		w.OverlayLayers = &paddock.OverlayLayers{Lower: l.Lower, Upper: l.Upper, Work: l.Work}
+	}
 }
 
 // runAndProject loads a run and its project.

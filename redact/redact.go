@@ -33,7 +33,13 @@ import (
 )
 
 // MinLen is the shortest value masked: shorter ones would mask ordinary text.
+// A secret shorter than that cannot be kept out of outputs, so it must not
+// be handed to a run at all: callers refuse it (see Maskable) before they
+// inject it anywhere.
 const MinLen = 4
+
+// Maskable reports whether a secret's value is long enough for New to mask.
+func Maskable(value string) bool { return len(value) >= MinLen }
 
 // Redactor masks a fixed set of secret values.
 type Redactor struct {
@@ -48,11 +54,12 @@ type pair struct {
 	mask []byte
 }
 
-// New returns a Redactor for the named values.
+// New returns a Redactor for the named values. A value that is not
+// Maskable is left out: its callers have refused it before.
 func New(secrets map[string]string) *Redactor {
 	r := &Redactor{}
 	for name, v := range secrets {
-		if len(v) < MinLen {
+		if !Maskable(v) {
 			continue
 		}
 		mask := []byte("[REDACTED:" + name + "]")

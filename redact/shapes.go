@@ -2,14 +2,15 @@ package redact
 
 import (
 	"bytes"
-	"regexp"
+
+	"github.com/paddock-dev/paddock/internal/lazyre"
 )
 
 // shape is a well-known credential format, masked wherever it appears,
 // declared or not.
 type shape struct {
 	name string
-	re   *regexp.Regexp
+	re   *lazyre.Regexp
 	// keep: the first submatch (a header or key name) stays.
 	keep bool
 	// lits: the shape cannot match unless one of these occurs (in lower
@@ -30,7 +31,7 @@ type shape struct {
 // a BEGIN in one file and an END in another, or a "key" wrapped around
 // code, masks nothing between them. (It used to match any text up to the
 // next END, and hid whole files of a change set from the reviewer.)
-var privateKeyBlock = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----` +
+var privateKeyBlock = lazyre.New(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----` +
 	`(?:` + keyLineEnd + `(?:` + keyData + `|` + keyHeader + `)?)*?` +
 	keyLineEnd + `-----END [A-Z0-9 ]*PRIVATE KEY-----`)
 
@@ -98,15 +99,15 @@ func IsKeyData(line []byte) bool {
 // shapes are the credential formats every output is scanned for.
 var shapes = []shape{
 	{name: "private_key", re: privateKeyBlock, lits: []string{"PRIVATE KEY-----"}},
-	{name: "aws_access_key", re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b`), lits: []string{"AKIA", "ASIA", "AGPA", "AIDA", "AROA"}},
-	{name: "aws_secret_key", re: regexp.MustCompile(`(?i)(aws_secret_access_key["']?\s*[:=]\s*["']?)[A-Za-z0-9/+=]{40}`), keep: true, lits: []string{"aws_secret_access_key"}, fold: true},
-	{name: "github_token", re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`), lits: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}},
-	{name: "gitlab_token", re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}\b`), lits: []string{"glpat-"}},
-	{name: "slack_token", re: regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`), lits: []string{"xox"}},
-	{name: "google_api_key", re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`), lits: []string{"AIza"}},
-	{name: "api_key", re: regexp.MustCompile(`\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}\b`), lits: []string{"sk-"}},
-	{name: "jwt", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), lits: []string{"eyJ"}},
-	{name: "bearer", re: regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/-]{16,}=*`), keep: true, lits: []string{"bearer"}, fold: true},
+	{name: "aws_access_key", re: lazyre.New(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b`), lits: []string{"AKIA", "ASIA", "AGPA", "AIDA", "AROA"}},
+	{name: "aws_secret_key", re: lazyre.New(`(?i)(aws_secret_access_key["']?\s*[:=]\s*["']?)[A-Za-z0-9/+=]{40}`), keep: true, lits: []string{"aws_secret_access_key"}, fold: true},
+	{name: "github_token", re: lazyre.New(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`), lits: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}},
+	{name: "gitlab_token", re: lazyre.New(`\bglpat-[A-Za-z0-9_-]{20,}\b`), lits: []string{"glpat-"}},
+	{name: "slack_token", re: lazyre.New(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`), lits: []string{"xox"}},
+	{name: "google_api_key", re: lazyre.New(`\bAIza[0-9A-Za-z_-]{35}\b`), lits: []string{"AIza"}},
+	{name: "api_key", re: lazyre.New(`\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}\b`), lits: []string{"sk-"}},
+	{name: "jwt", re: lazyre.New(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), lits: []string{"eyJ"}},
+	{name: "bearer", re: lazyre.New(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/-]{16,}=*`), keep: true, lits: []string{"bearer"}, fold: true},
 }
 
 // mayMatch reports whether one of s's literals occurs in b (or in lower,

@@ -101,9 +101,11 @@ func TestEscapes(t *testing.T) {
 		{"ptrace the helper", "./probe probe ptrace 1", "ESCAPED", false},
 		{"ptrace a sibling", "sleep 5 & ./probe probe ptrace $!", "ESCAPED", false},
 		{"AF_VSOCK", "./probe probe vsock", "ESCAPED", false},
+		{"AF_VSOCK with high bits", "./probe probe vsock-high", "ESCAPED", false},
 		{"the kernel keyring", "./probe probe keyring", "ESCAPED", false},
 		{"bpf", "./probe probe bpf", "ESCAPED", false},
 		{"TIOCSTI", "./probe probe tiocsti", "ESCAPED", false},
+		{"TIOCSTI with high bits", "./probe probe tiocsti-high", "ESCAPED", false},
 		{"the Docker socket", "ls -l /run/docker.sock /var/run/docker.sock", "docker.sock", false},
 		{"the state of paddock", "ls /root/.local/state /var/lib", "paddock", false},
 	}

@@ -18,7 +18,7 @@ const HarnessArg = "__paddock-sandbox-harness"
 
 // harnessVersion changes whenever the protocol between daemon and harness
 // does; a daemon does not adopt a harness of another version.
-const harnessVersion = 2
+const harnessVersion = 3
 
 // maxHarnessMessage bounds one message on the control channel (a command's
 // argv and environment); a bigger command runs per-exec.
@@ -36,9 +36,11 @@ type harnessSpec struct {
 // hmsg is one message on the control channel, either way.
 type hmsg struct {
 	// daemon → harness: exec (with the command's stdout and stderr as
-	// SCM_RIGHTS), kill, close.
+	// SCM_RIGHTS, after its stdin when Stdin, before its pids cgroup
+	// when there is one), kill, close.
 	Op     string   `json:"op,omitempty"`
 	ID     uint64   `json:"id,omitempty"`
+	Stdin  bool     `json:"stdin,omitempty"`
 	Argv   []string `json:"argv,omitempty"`
 	Env    []string `json:"env,omitempty"`
 	Dir    string   `json:"dir,omitempty"`
@@ -156,15 +158,7 @@ func (h *harness) lockdown() error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("not dumpable: %w", err)
 	}
-	own := seccompPolicy()
-	var denied []string
-	for _, n := range deniedSyscalls {
-		if n != "mount" && n != "umount2" {
-			denied = append(denied, n)
-		}
-	}
-	own.Syscalls[0].Names = denied
-	if err := loadSeccomp(own); err != nil {
+	if err := loadSeccomp(seccompPolicy("mount", "umount2")); err != nil {
 		return unsupportedError{fmt.Sprintf("seccomp: %v", err)}
 	}
 	h.enf.Landlock = min(landlockABI(), 6)
@@ -235,7 +229,7 @@ func (h *harness) serveConn(c *net.UnixConn) {
 		return
 	}
 	buf := make([]byte, maxHarnessMessage)
-	oob := make([]byte, unix.CmsgSpace(3*4))
+	oob := make([]byte, unix.CmsgSpace(4*4))
 	for {
 		n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
 		if err != nil || n == 0 {
@@ -258,16 +252,23 @@ func (h *harness) serveConn(c *net.UnixConn) {
 		}
 		switch m.Op {
 		case "exec":
-			if len(fds) != 2 && len(fds) != 3 {
+			stdin := -1
+			if m.Stdin && len(fds) > 0 {
+				stdin, fds = fds[0], fds[1:]
+			}
+			if len(fds) != 2 && len(fds) != 3 || m.Stdin && stdin < 0 {
 				closeAll(fds)
-				h.send(hmsg{ID: m.ID, Error: "exec needs the command's stdout and stderr (and its pids cgroup)", Code: 125})
+				if stdin >= 0 {
+					unix.Close(stdin)
+				}
+				h.send(hmsg{ID: m.ID, Error: "exec needs the command's stdin when it says so, its stdout and stderr (and its pids cgroup)", Code: 125})
 				continue
 			}
 			cgroup := -1
 			if len(fds) == 3 {
 				cgroup = fds[2]
 			}
-			go h.exec(m, fds[0], fds[1], cgroup)
+			go h.exec(m, stdin, fds[0], fds[1], cgroup)
 		case "kill":
 			h.mu.Lock()
 			if pid, ok := h.running[m.ID]; ok && pid > 0 {
@@ -301,9 +302,22 @@ func (h *harness) killAll() {
 }
 
 // exec runs one command and reports it: started (or why not), then done.
-func (h *harness) exec(m hmsg, stdout, stderr, cgroup int) {
+// stdin is the command's own pipe, or -1 for the harness's /dev/null.
+func (h *harness) exec(m hmsg, stdin, stdout, stderr, cgroup int) {
 	if cgroup >= 0 {
 		defer unix.Close(cgroup)
+	}
+	in := h.stdin
+	if stdin >= 0 {
+		in = stdin
+	}
+	// Ours are closed once the child has its copies (or never will).
+	closeIO := func() {
+		unix.Close(stdout)
+		unix.Close(stderr)
+		if stdin >= 0 {
+			unix.Close(stdin)
+		}
 	}
 	spec := &h.spec.Spec
 	l := spec.Limits
@@ -317,7 +331,7 @@ func (h *harness) exec(m hmsg, stdout, stderr, cgroup int) {
 	if err == nil && len(m.Argv) > 0 {
 		if ruleset, err = newRuleset(spec, h.rules); err == nil {
 			defer unix.Close(ruleset)
-			plan, err = newChildPlan(path, m.Argv, m.Env, dir, [3]int{h.stdin, stdout, stderr}, l, ruleset, h.prog, cgroup)
+			plan, err = newChildPlan(path, m.Argv, m.Env, dir, [3]int{in, stdout, stderr}, l, ruleset, h.prog, cgroup)
 			if err == nil && spec.DaemonView {
 				plan.hideView, _ = unix.BytePtrFromString(DaemonView)
 			}
@@ -327,8 +341,7 @@ func (h *harness) exec(m hmsg, stdout, stderr, cgroup int) {
 		}
 	}
 	if err != nil || len(m.Argv) == 0 {
-		unix.Close(stdout)
-		unix.Close(stderr)
+		closeIO()
 		if err == nil {
 			err = errors.New("no command")
 		}
@@ -348,8 +361,7 @@ func (h *harness) exec(m hmsg, stdout, stderr, cgroup int) {
 	}
 	delete(h.killed, m.ID)
 	h.mu.Unlock()
-	unix.Close(stdout)
-	unix.Close(stderr)
+	closeIO()
 	if err != nil {
 		code := 125
 		var ce *ChildError

@@ -22,6 +22,7 @@ func TestResident(t *testing.T) {
 		"DescriptorsAndEnvironment": TestDescriptorsAndEnvironment, "Limits": TestLimits,
 		"NothingOutlivesTheCommand": TestNothingOutlivesTheCommand, "UnprivilegedDaemonPath": TestUnprivilegedDaemonPath,
 		"AllowListNetwork": TestAllowListNetwork, "ForeignABI": TestForeignABI, "ProcessLimitPerCommand": TestProcessLimitPerCommand, "Binds": TestBinds,
+		"Stdin": TestStdin,
 	} {
 		t.Run(name, f)
 	}

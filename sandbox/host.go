@@ -88,6 +88,24 @@ type sandboxProcess struct {
 	cmd    *exec.Cmd
 	config *os.File
 	report *os.File
+	// stopStdin closes the command's stdin pipe from our end (see feedStdin).
+	stopStdin func()
+}
+
+// feedStdin writes data into a new pipe from a goroutine and returns the
+// pipe's read end, for the command. stop closes the write end: called when
+// the command has ended, it frees a writer that the command left blocked by
+// not reading all its input.
+func feedStdin(data []byte) (r *os.File, stop func(), err error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		w.Write(data) // EPIPE when the command stops reading: its business
+		w.Close()
+	}()
+	return r, func() { w.Close() }, nil
 }
 
 // startProcess re-executes this binary with args (HelperArg, HarnessArg…) in
@@ -206,18 +224,30 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 	if !persistent {
 		attr.Pdeathsig = syscall.SIGKILL
 	}
+	// The helper becomes the command: its stdin is the command's. A
+	// harness keeps /dev/null and is handed each command's own.
+	stdin, stopStdin := devnull, func() {}
+	if !persistent && len(spec.Stdin) > 0 {
+		if stdin, stopStdin, err = feedStdin(spec.Stdin); err != nil {
+			cfgW.Close()
+			repR.Close()
+			return nil, err
+		}
+		defer stdin.Close()
+	}
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        append([]string{"paddock-sandbox"}, args...),
 		Env:         []string{},
 		Dir:         "/",
-		Stdin:       devnull,
+		Stdin:       stdin,
 		Stdout:      stdout,
 		Stderr:      stderr,
 		ExtraFiles:  extra,
 		SysProcAttr: attr,
 	}
 	if err := cmd.Start(); err != nil {
+		stopStdin()
 		cfgW.Close()
 		repR.Close()
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) {
@@ -225,7 +255,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		}
 		return nil, fmt.Errorf("sandbox: start helper: %w", err)
 	}
-	return &sandboxProcess{cmd: cmd, config: cfgW, report: repR}, nil
+	return &sandboxProcess{cmd: cmd, config: cfgW, report: repR, stopStdin: stopStdin}, nil
 }
 
 // openBinds opens each bind's source as the workspace is: a detached copy
@@ -300,6 +330,7 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	cmd, repR := p.cmd, p.report
 	defer repR.Close()
+	defer p.stopStdin()
 	if pids := pidsFor(perExecCgroups); pids != nil {
 		// In a pids cgroup of its own before it reads its spec, so before
 		// it starts anything; the per-exec group itself is unbounded, so

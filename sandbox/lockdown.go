@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"fmt"
+	"slices"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
@@ -13,48 +13,57 @@ import (
 const MinLandlockABI = 6
 
 // deniedSyscalls fail with EPERM in every sandboxed process.
-var deniedSyscalls = []string{
+var deniedSyscalls = []struct {
+	name string
+	nr   uint32
+}{
 	// Reading or steering other processes.
-	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+	{"ptrace", unix.SYS_PTRACE}, {"process_vm_readv", unix.SYS_PROCESS_VM_READV}, {"process_vm_writev", unix.SYS_PROCESS_VM_WRITEV},
+	{"kcmp", unix.SYS_KCMP}, {"pidfd_getfd", unix.SYS_PIDFD_GETFD},
 	// io_uring bypasses seccomp for the operations it queues.
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	{"io_uring_setup", unix.SYS_IO_URING_SETUP}, {"io_uring_enter", unix.SYS_IO_URING_ENTER}, {"io_uring_register", unix.SYS_IO_URING_REGISTER},
 	// Mounts and roots.
-	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsmount",
-	"fsconfig", "fspick", "mount_setattr",
+	{"mount", unix.SYS_MOUNT}, {"umount2", unix.SYS_UMOUNT2}, {"pivot_root", unix.SYS_PIVOT_ROOT}, {"chroot", unix.SYS_CHROOT},
+	{"move_mount", unix.SYS_MOVE_MOUNT}, {"open_tree", unix.SYS_OPEN_TREE}, {"fsopen", unix.SYS_FSOPEN}, {"fsmount", unix.SYS_FSMOUNT},
+	{"fsconfig", unix.SYS_FSCONFIG}, {"fspick", unix.SYS_FSPICK}, {"mount_setattr", unix.SYS_MOUNT_SETATTR},
 	// The kernel keyring.
-	"add_key", "request_key", "keyctl",
+	{"add_key", unix.SYS_ADD_KEY}, {"request_key", unix.SYS_REQUEST_KEY}, {"keyctl", unix.SYS_KEYCTL},
 	// Kernel attack surface.
-	"bpf", "perf_event_open", "userfaultfd",
-	"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
-	"reboot", "swapon", "swapoff", "syslog", "acct", "quotactl", "lookup_dcookie",
-	"open_by_handle_at", "name_to_handle_at",
+	{"bpf", unix.SYS_BPF}, {"perf_event_open", unix.SYS_PERF_EVENT_OPEN}, {"userfaultfd", unix.SYS_USERFAULTFD},
+	{"init_module", unix.SYS_INIT_MODULE}, {"finit_module", unix.SYS_FINIT_MODULE}, {"delete_module", unix.SYS_DELETE_MODULE},
+	{"kexec_load", unix.SYS_KEXEC_LOAD}, {"kexec_file_load", unix.SYS_KEXEC_FILE_LOAD},
+	{"reboot", unix.SYS_REBOOT}, {"swapon", unix.SYS_SWAPON}, {"swapoff", unix.SYS_SWAPOFF}, {"syslog", unix.SYS_SYSLOG},
+	{"acct", unix.SYS_ACCT}, {"quotactl", unix.SYS_QUOTACTL}, {"lookup_dcookie", unix.SYS_LOOKUP_DCOOKIE},
+	{"open_by_handle_at", unix.SYS_OPEN_BY_HANDLE_AT}, {"name_to_handle_at", unix.SYS_NAME_TO_HANDLE_AT},
 	// New namespaces (nested user namespaces re-grant capabilities).
-	"unshare", "setns",
+	{"unshare", unix.SYS_UNSHARE}, {"setns", unix.SYS_SETNS},
 }
 
-// seccompPolicy is the filter every sandboxed process inherits. It names
-// the native architecture's system calls only: seccompFilter puts the gate
-// that refuses every other architecture in front of it.
-func seccompPolicy() seccomp.Policy {
-	return seccomp.Policy{
-		DefaultAction: seccomp.ActionAllow,
-		Syscalls: []seccomp.SyscallGroup{
-			{Action: seccomp.ActionErrno, Names: deniedSyscalls},
-			{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{
-				// AF_VSOCK sockets reach the hypervisor's host.
-				{Name: "socket", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_VSOCK}}},
-				// Pushing input into a terminal, or the Linux console's ioctls.
-				{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: unix.TIOCSTI}}},
-				{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: unix.TIOCLINUX}}},
-				// clone with a new user namespace (clone3 takes a struct
-				// seccomp cannot read: it is refused outright below).
-				{Name: "clone", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWUSER}}},
-			}},
-			// clone3 gets ENOSYS so that libc falls back to clone, which the
-			// filter can inspect.
-			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
-		},
+// seccompPolicy is the filter every sandboxed process inherits, less the
+// calls named in except (the harness keeps mount and umount2 for each
+// command's own /proc). It names the native architecture's system calls
+// only: seccompFilter puts the gate that refuses every other architecture
+// in front of it.
+func seccompPolicy(except ...string) []seccompRule {
+	var rules []seccompRule
+	for _, d := range deniedSyscalls {
+		if !slices.Contains(except, d.name) {
+			rules = append(rules, seccompRule{name: d.name, nr: d.nr, errno: unix.EPERM, arg: -1})
+		}
 	}
+	return append(rules,
+		// AF_VSOCK sockets reach the hypervisor's host.
+		seccompRule{name: "socket", nr: unix.SYS_SOCKET, errno: unix.EPERM, arg: 0, eq: []uint32{unix.AF_VSOCK}},
+		// Pushing input into a terminal, or the Linux console's ioctls.
+		seccompRule{name: "ioctl", nr: unix.SYS_IOCTL, errno: unix.EPERM, arg: 1, eq: []uint32{unix.TIOCSTI, unix.TIOCLINUX}},
+		// clone with a new user namespace (clone3 takes a struct seccomp
+		// cannot read: it is refused outright below). The flags are the
+		// low bits of clone's first argument on both architectures.
+		seccompRule{name: "clone", nr: unix.SYS_CLONE, errno: unix.EPERM, arg: 0, bits: unix.CLONE_NEWUSER},
+		// clone3 gets ENOSYS so that libc falls back to clone, which the
+		// filter can inspect.
+		seccompRule{name: "clone3", nr: unix.SYS_CLONE3, errno: unix.ENOSYS, arg: -1},
+	)
 }
 
 // lockdown confines the helper, and so the command it starts: Landlock,

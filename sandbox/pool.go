@@ -784,6 +784,20 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
 	h.mu.Unlock()
 	limits := spec.Limits
 	fds := []int{int(outW.Fd()), int(errW.Fd())}
+	var stdin *os.File
+	if len(spec.Stdin) > 0 {
+		var stop func()
+		if stdin, stop, err = feedStdin(spec.Stdin); err != nil {
+			outW.Close()
+			errW.Close()
+			copies.Wait()
+			h.forget(id)
+			return nil, err
+		}
+		defer stop()
+		defer stdin.Close()
+		fds = append([]int{int(stdin.Fd())}, fds...)
+	}
 	scope := ProcsPerUID
 	if h.pids != nil && !dead {
 		// The command joins a pids cgroup of its own between fork and exec.
@@ -801,10 +815,13 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	start := time.Now()
 	if !dead {
-		err = sendMsg(h.conn, hmsg{Op: "exec", ID: id, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Limits: &limits}, fds)
+		err = sendMsg(h.conn, hmsg{Op: "exec", ID: id, Stdin: stdin != nil, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Limits: &limits}, fds)
 	}
 	outW.Close()
 	errW.Close()
+	if stdin != nil {
+		stdin.Close() // the harness has its copy once sent
+	}
 	if dead || err != nil {
 		copies.Wait()
 		return nil, errHarnessGone

@@ -5,7 +5,6 @@ import (
 	"os"
 	"unsafe"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -123,7 +122,7 @@ func newRuleset(spec *Spec, rules []pathRule) (int, error) {
 // seccompProgram assembles a policy into the kernel's sock_fprog form, for
 // a forked command to load with seccomp(2) itself. The returned filter
 // slice must stay alive as long as the program is used.
-func seccompProgram(p seccomp.Policy) (*unix.SockFprog, []unix.SockFilter, error) {
+func seccompProgram(p []seccompRule) (*unix.SockFprog, []unix.SockFilter, error) {
 	insts, err := seccompFilter(p)
 	if err != nil {
 		return nil, nil, err

@@ -50,7 +50,9 @@
 //   - seccomp denies ptrace, process_vm_readv/writev, io_uring, AF_VSOCK
 //     sockets, mount and friends, the kernel keyring, bpf, perf_event_open,
 //     module loading, kexec, new user namespaces and the TIOCSTI/TIOCLINUX
-//     ioctls, with EPERM. It allows only the native system call ABI: a call
+//     ioctls, with EPERM; an int argument is compared on the 32 bits the
+//     kernel reads (socket(AF_VSOCK | 1<<32) is AF_VSOCK to the kernel, and
+//     to the filter). It allows only the native system call ABI: a call
 //     made through another (i386's int 0x80 or the x32 bit on x86_64, any
 //     other audit architecture elsewhere) gets EPERM whatever its number,
 //     since the deny list is written in native numbers (seccomp.go).
@@ -192,6 +194,10 @@ type Spec struct {
 	// Result keeps only its first LiveKeep bytes of each, so that output up
 	// to the limit is streamed without being held in memory.
 	LiveOnly bool `json:"-"`
+	// Stdin is what the command reads on its standard input, written into
+	// a pipe from the daemon as the command reads it; empty: /dev/null.
+	// The caller bounds it (it is held in memory).
+	Stdin []byte `json:"-"`
 	// Env is the command's whole environment; nothing is inherited.
 	Env    []string `json:"env"`
 	Limits Limits   `json:"limits"`

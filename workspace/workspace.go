@@ -1,5 +1,8 @@
 // Package workspace holds the workspace providers: how a run's directory is
-// made and removed for each kind (clone, worktree, operator_dir), and the
+// made and removed for each kind (overlay: a shared snapshot of the base
+// under the run's own upper layer, mounted only inside its sandbox; clone;
+// worktree; operator_dir, a directory the operator hands over), the run's
+// own git directory, what an overlay's upper layer says changed, and the
 // content digest recorded at a checkpoint.
 //
 // Providers only touch the disk; the lifecycle manager owns the records and

@@ -20,6 +20,7 @@ import (
 // app is one invocation of the CLI: its streams, environment and global flags.
 // Tests build one and call Main, so every verb runs the same code as a user's.
 type app struct {
+	stdin          io.Reader // nil: none (tests); exec and tool may read it
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	// exe is the paddock binary to start a daemon with; os.Executable if empty.
@@ -95,8 +96,8 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 // Main runs the CLI and returns its exit code.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{stdout: stdout, stderr: stderr, getenv: getenv}
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	return a.main(ctx, args)
 }
 
@@ -252,8 +253,8 @@ func (a *app) output(asJSON bool, v any, human func(io.Writer)) error {
 	return w.Flush()
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w (a writer or a reader) is a terminal.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -10,7 +10,9 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -35,12 +37,16 @@ Kinds:
                 nothing done with git in it touches the project's .git
   worktree      git worktree add --detach in the state directory; it writes
                 .git/worktrees/RUN in the project, which cleanup removes
-  operator_dir  a directory you hand over (--dir, default the project root);
-                the run holds the exclusive project lock for its whole life,
-                and paddock never deletes the directory
+  operator_dir  a directory you hand over (--dir, required): never the
+                project's checkout, a directory inside it or above it (an
+                agent's writes would stay in your tree after a reject); the
+                run holds the exclusive project lock for its whole life, and
+                paddock never deletes the directory
 
 --base takes any revision git understands (a branch, tag or sha); it is
-resolved to a sha once, and the run records both. The run is ready when this
+resolved to a sha once, and the run records both. A run starts at that
+revision: uncommitted changes in the project's checkout are not in it, and
+create says so on stderr when there are some. The run is ready when this
 returns; on failure nothing is left behind. The first overlay run at a base
 builds the base's snapshot; its progress is shown on stderr (and recorded as
 workspace.progress events) unless --json.
@@ -75,10 +81,16 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 				return err
 			}
 			stop := a.showProgress(cmd.Context(), c, req.Project, asJSON)
+			dirty := a.uncommitted(cmd.Context(), c, req)
 			r, err := c.CreateRun(cmd.Context(), req)
 			stop()
 			if err != nil {
 				return err
+			}
+			if d := <-dirty; d.n > 0 && r.Workspace != nil {
+				w := r.Workspace
+				fmt.Fprintf(a.stderr, "paddock: run %s starts at the base revision (%s = %s); the %d uncommitted change(s) in %s are not in it: commit them first to give them to a run\n",
+					r.ID, termsafe.Field(w.BaseRef), short(w.BaseRevision), d.n, termsafe.Field(d.root))
 			}
 			return a.output(asJSON, r, func(w io.Writer) { fmt.Fprintln(w, r.ID) })
 		},
@@ -87,13 +99,50 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 	f.StringVarP(&req.Project, "project", "p", "", "project name (required)")
 	f.StringVar(&req.Kind, "kind", "", "workspace kind: auto, overlay, clone, worktree or operator_dir (default auto, or the daemon's default_kind)")
 	f.StringVar(&req.Base, "base", "", "base revision (default HEAD)")
-	f.StringVar(&req.Dir, "dir", "", "directory to hand over, with --kind operator_dir (default the project root)")
+	f.StringVar(&req.Dir, "dir", "", "directory to hand over, with --kind operator_dir (required; never the project's checkout)")
 	f.StringVar(&req.CleanupPolicy, "cleanup", "", "cleanup policy: on_reject or manual (default on_reject)")
 	f.StringVar(&req.Access, "access", "", "workspace access: write, read or none (default write)")
 	f.StringArrayVar(&req.Secrets, "secret", nil, "give the run's commands this secret of the daemon's, by name (repeatable)")
 	f.BoolVar(&req.IncludeIgnored, "include-ignored", false, "put files the base's ignore rules leave out into the run's change sets")
 	f.BoolVar(&asJSON, "json", false, "print the run as JSON")
 	return cmd
+}
+
+// dirtyCheckout is what the project's checkout holds beyond its commits.
+type dirtyCheckout struct {
+	root string
+	n    int
+}
+
+// uncommitted counts, beside a create, the project checkout's uncommitted
+// changes: a run starts at a revision, so they are not in it, which a user
+// who just edited a file expects otherwise. It runs alongside the create
+// (a large checkout's status takes a while) and gives up quietly: it is a
+// note, not a check (the CLI may not be able to read the project at all).
+func (a *app) uncommitted(ctx context.Context, c *client.Client, req paddock.CreateRunRequest) <-chan dirtyCheckout {
+	out := make(chan dirtyCheckout, 1)
+	if req.Access == string(paddock.AccessNone) {
+		out <- dirtyCheckout{}
+		return out
+	}
+	go func() {
+		var d dirtyCheckout
+		defer func() { out <- d }()
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		p, err := c.Project(ctx, req.Project)
+		if err != nil {
+			return
+		}
+		g, err := gitx.New(ctx)
+		if err != nil {
+			return
+		}
+		if n, err := g.Uncommitted(ctx, p.Root); err == nil {
+			d = dirtyCheckout{root: p.Root, n: n}
+		}
+	}()
+	return out
 }
 
 // showProgress prints, on stderr, the progress events of the project's runs

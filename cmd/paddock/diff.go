@@ -194,8 +194,12 @@ func (a *app) approveCmd() *cobra.Command {
 		Short: "Approve a submitted change set by its hash",
 		Long: `Approve the run's submitted change set. The hash must be the submitted one, so
 an approval always names exactly what was reviewed; who approved is recorded.
+It may be given without its sha256: prefix. Another hash is refused without
+telling the submitted one: review the change set (paddock diff RUN, which
+ends with its hash) and approve what you saw.
 
-Exit codes: 0 approved; 2 no --hash; 3 no such run; 4 another hash, or nothing submitted.`,
+Exit codes: 0 approved; 2 no --hash, or not a hash; 3 no such run; 4 another
+hash, or nothing submitted.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if hash == "" {
@@ -214,7 +218,7 @@ Exit codes: 0 approved; 2 no --hash; 3 no such run; 4 another hash, or nothing s
 			})
 		},
 	}
-	cmd.Flags().StringVar(&hash, "hash", "", "the submitted change set's hash")
+	cmd.Flags().StringVar(&hash, "hash", "", "the submitted change set's hash (sha256:HEX, or HEX)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

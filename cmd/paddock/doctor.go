@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/kernel"
 	"github.com/paddock-dev/paddock/sandbox"
@@ -20,21 +21,34 @@ func (a *app) doctorCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor [--json]",
 		Short: "Check what this machine offers paddock, and what it lacks",
-		Long: `Check the state directory, git, the daemon, and the kernel mechanisms the
+		Long: `Check the state directory, the daemon, git, and the kernel mechanisms the
 sandbox builds on (Landlock, user namespaces, overlayfs, seccomp, cgroup v2),
 each with a one-line fix where one exists; then run /bin/true in the sandbox
 for real. It never starts a daemon.
 
+What can be enforced depends on the process that builds the sandbox: its
+user, its namespaces, its cgroup. With a daemon running, the machine's
+checks are the daemon's own (asked over GET /v1/doctor), since the daemon
+builds every run's sandbox; without one they are this CLI's process, which
+a daemon started as another user may not match. The output says which
+process the checks describe, with its pid and uid (in --json: "process").
+
 Exit codes: 0 nothing failed (warnings allowed); 1 a check failed.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			checks := a.doctor(cmd.Context())
+			rep := a.doctor(cmd.Context())
 			failed := false
-			for _, c := range checks {
+			for _, c := range rep.Checks {
 				failed = failed || c.Status == kernel.Fail
 			}
-			err := a.output(asJSON, checks, func(w io.Writer) {
-				for _, c := range checks {
+			err := a.output(asJSON, rep, func(w io.Writer) {
+				p := rep.Process
+				if p.Role == "daemon" {
+					fmt.Fprintf(w, "These checks describe the daemon's process (pid %d, uid %d), which builds every run's sandbox.\n", p.PID, p.UID)
+				} else {
+					fmt.Fprintf(w, "No daemon answered: these checks describe this CLI's own process (pid %d, uid %d); a daemon run as another user may find otherwise.\n", p.PID, p.UID)
+				}
+				for _, c := range rep.Checks {
 					fmt.Fprintf(w, "%-4s  %-16s %s\n", c.Status, c.Name, c.Detail)
 					if c.Fix != "" {
 						fmt.Fprintf(w, "      %-16s fix: %s\n", "", c.Fix)
@@ -51,13 +65,21 @@ Exit codes: 0 nothing failed (warnings allowed); 1 a check failed.`,
 	return cmd
 }
 
-func (a *app) doctor(ctx context.Context) []kernel.Check {
-	var out []kernel.Check
+// doctor checks what the CLI itself sees (the state directory, the daemon)
+// and then what the process that builds sandboxes can enforce: the
+// daemon's, asked, or this process's when no daemon answers.
+func (a *app) doctor(ctx context.Context) *paddock.DoctorReport {
+	var local []kernel.Check
 	home, err := a.stateDir()
+	st := a.daemonStatus(ctx)
 	switch {
 	case err != nil:
-		out = append(out, kernel.Check{Name: "state directory", Status: kernel.Fail, Detail: err.Error(), Fix: "set PADDOCK_HOME"})
+		local = append(local, kernel.Check{Name: "state directory", Status: kernel.Fail, Detail: err.Error(), Fix: "set PADDOCK_HOME"})
+	case st != nil:
+		// The daemon's: it keeps it as its own user wants it.
+		local = append(local, kernel.Check{Name: "state directory", Status: kernel.OK, Detail: home + " (the running daemon's)"})
 	default:
+		// A daemon the CLI starts would run as this user, here.
 		c := kernel.Check{Name: "state directory", Status: kernel.OK, Detail: home}
 		if _, err := os.Stat(home); err != nil {
 			c.Detail += " (not created yet)"
@@ -67,39 +89,73 @@ func (a *app) doctor(ctx context.Context) []kernel.Check {
 		} else if err := prepareHome(home); err != nil {
 			c.Status, c.Detail, c.Fix = kernel.Fail, err.Error(), "fix its permissions or set PADDOCK_HOME"
 		}
-		out = append(out, c)
-	}
-	if g, err := gitx.New(ctx); err != nil {
-		out = append(out, kernel.Check{Name: "git", Status: kernel.Fail, Detail: err.Error(), Fix: "install git 2.25 or newer"})
-	} else {
-		v, _ := g.Version(ctx)
-		out = append(out, kernel.Check{Name: "git", Status: kernel.OK, Detail: "git " + v + " at " + g.Path})
+		local = append(local, c)
 	}
 	d := kernel.Check{Name: "daemon", Status: kernel.OK}
-	if st := a.daemonStatus(ctx); st != nil {
+	var rep *paddock.DoctorReport
+	if st != nil {
 		d.Detail = fmt.Sprintf("%s, pid %d, %s", st.Version, st.PID, st.Socket)
+		rep, err = client.Unix(socketPath(home)).Doctor(ctx)
+		if err != nil {
+			rep = nil
+			d.Status, d.Fix = kernel.Warn, "restart the daemon with this version of paddock"
+			d.Detail += "; it did not say what it can enforce (" + paddock.ErrorMessage(err) + ")"
+		}
 	} else {
 		d.Status, d.Detail, d.Fix = kernel.Warn, "not running", "paddock serve (the CLI also starts one on demand)"
 	}
-	out = append(out, d)
-	if os.Geteuid() == 0 {
-		out = append(out, kernel.Check{Name: "user", Status: kernel.Warn, Detail: "running as root",
-			Fix: "run the daemon as an unprivileged user; agents never need root"})
+	if rep == nil {
+		cfg, err := loadConfig(home, "")
+		if err != nil {
+			local = append(local, kernel.Check{Name: "config", Status: kernel.Warn, Detail: err.Error()})
+		}
+		uid := cfg.SandboxUID
+		if os.Getuid() == 0 && uid == 0 {
+			uid = 65534 // as serve does: commands never run as root
+		}
+		rep = machineReport(ctx, "cli", doctorConfig{sandboxUID: uid, perExec: cfg.SandboxMode == "per-exec",
+			idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})
 	}
-	out = append(out, kernel.Probe()...)
-	return append(out, sandboxCheck(ctx), harnessCheck(ctx, home))
+	rep.Checks = append(append(local, d), rep.Checks...)
+	return rep
+}
+
+// doctorConfig is what the daemon's settings change in what it enforces.
+type doctorConfig struct {
+	sandboxUID   int // who commands run as; 0: the daemon's own user
+	perExec      bool
+	idle, orphan string
+}
+
+// machineReport probes, in this process, what it can enforce: git, the user
+// it runs as, the kernel's mechanisms, and a real sandbox. The daemon
+// answers GET /v1/doctor with it (role "daemon"); the CLI falls back on it
+// (role "cli") when no daemon answers.
+func machineReport(ctx context.Context, role string, cfg doctorConfig) *paddock.DoctorReport {
+	rep := &paddock.DoctorReport{Process: paddock.ProcessInfo{Role: role, PID: os.Getpid(), UID: os.Getuid(), EUID: os.Geteuid(), GID: os.Getgid()}}
+	if g, err := gitx.New(ctx); err != nil {
+		rep.Checks = append(rep.Checks, kernel.Check{Name: "git", Status: kernel.Fail, Detail: err.Error(), Fix: "install git 2.25 or newer"})
+	} else {
+		v, _ := g.Version(ctx)
+		rep.Checks = append(rep.Checks, kernel.Check{Name: "git", Status: kernel.OK, Detail: "git " + v + " at " + g.Path})
+	}
+	if os.Geteuid() == 0 {
+		rep.Checks = append(rep.Checks, kernel.Check{Name: "user", Status: kernel.Warn,
+			Detail: fmt.Sprintf("running as root; commands run as uid %d", cfg.sandboxUID),
+			Fix:    "run the daemon as an unprivileged user; agents never need root"})
+	} else {
+		rep.Checks = append(rep.Checks, kernel.Check{Name: "user", Status: kernel.OK, Detail: fmt.Sprintf("uid %d; commands run as it, in a user namespace", os.Geteuid())})
+	}
+	rep.Checks = append(rep.Checks, kernel.Probe()...)
+	rep.Checks = append(rep.Checks, sandboxCheck(ctx, cfg.sandboxUID), harnessCheck(ctx, cfg))
+	return rep
 }
 
 // harnessCheck says which sandbox mode the daemon uses and, for resident,
 // proves a harness starts and forks commands here, with what each costs.
-func harnessCheck(ctx context.Context, home string) kernel.Check {
+func harnessCheck(ctx context.Context, cfg doctorConfig) kernel.Check {
 	c := kernel.Check{Name: "sandbox mode"}
-	cfg, err := loadConfig(home, "")
-	if err != nil {
-		c.Status, c.Detail = kernel.Warn, err.Error()
-		return c
-	}
-	if cfg.SandboxMode == "per-exec" {
+	if cfg.perExec {
 		c.Status, c.Detail = kernel.OK, "per-exec (sandbox_mode in paddock.toml): each command gets a sandbox of its own"
 		return c
 	}
@@ -111,9 +167,8 @@ func harnessCheck(ctx context.Context, home string) kernel.Check {
 	defer os.RemoveAll(dir)
 	ws := filepath.Join(dir, "ws")
 	os.Mkdir(ws, 0o755)
-	uid := 0
-	if os.Getuid() == 0 {
-		uid = 65534
+	uid := cfg.sandboxUID
+	if uid != 0 {
 		os.Chmod(dir, 0o755)
 		os.Chown(ws, uid, uid)
 	}
@@ -139,7 +194,7 @@ func harnessCheck(ctx context.Context, home string) kernel.Check {
 	default:
 		c.Status = kernel.OK
 		c.Detail = fmt.Sprintf("resident: one harness per active run (set-up %s, then %s per exec); idle %s, orphan %s",
-			took[0].Round(time.Millisecond/10), took[1].Round(time.Millisecond/10), orDefault(cfg.HarnessIdle, "5m"), orDefault(cfg.HarnessOrphan, "10m"))
+			took[0].Round(time.Millisecond/10), took[1].Round(time.Millisecond/10), orDefault(cfg.idle, "5m"), orDefault(cfg.orphan, "10m"))
 		if err := sandbox.ProbeOverlay(ctx, uid); err != nil {
 			c.Status, c.Fix = kernel.Warn, "runs of kind auto get clone workspaces; overlay needs overlayfs mountable in a user namespace (Linux 5.11+)"
 			c.Detail += "; overlay workspaces do not work here: " + paddock.ErrorMessage(err)
@@ -159,7 +214,7 @@ func orDefault(v, d string) string {
 
 // sandboxCheck runs /bin/true in the sandbox for real: the one check that
 // proves the mechanisms work together on this machine.
-func sandboxCheck(ctx context.Context) kernel.Check {
+func sandboxCheck(ctx context.Context, uid int) kernel.Check {
 	c := kernel.Check{Name: "sandbox"}
 	dir, err := os.MkdirTemp("", "paddock-doctor-")
 	if err != nil {
@@ -167,9 +222,7 @@ func sandboxCheck(ctx context.Context) kernel.Check {
 		return c
 	}
 	defer os.RemoveAll(dir)
-	uid := 0
-	if os.Getuid() == 0 {
-		uid = 65534
+	if uid != 0 {
 		os.Chown(dir, uid, uid)
 	}
 	res, err := sandbox.Run(ctx, sandbox.Spec{Argv: []string{"/bin/true"}, Workspace: dir, UID: uid, GID: uid,

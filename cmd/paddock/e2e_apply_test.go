@@ -46,9 +46,18 @@ func TestApproveAndApply(t *testing.T) {
 	}
 	gittest.RequireIdentical(t, repo, before, lines) // nothing reached the project yet
 	cli(t, home, "apply", id).wantCode(t, exitConflict, "not approved")
-	cli(t, home, "approve", id, "--hash", "sha256:deadbeef").wantCode(t, exitConflict, "not the submitted")
+	// A wrong hash is refused without telling the right one: approval is
+	// not copy and paste from an error message.
+	wrong := cli(t, home, "approve", id, "--hash", "sha256:"+strings.Repeat("ab", 32))
+	wrong.wantCode(t, exitConflict, "differs")
+	if !strings.Contains(wrong.err, "paddock diff "+id) || strings.Contains(wrong.err+wrong.out, strings.TrimPrefix(cs.Hash, "sha256:")) {
+		t.Fatalf("a wrong hash's refusal tells the right one, or not how to review:\n%s", wrong.err)
+	}
+	cli(t, home, "approve", id, "--hash", "sha256:deadbeef").wantCode(t, exitUsage, "64 hex digits")
 	cli(t, home, "approve", id).wantCode(t, exitUsage, "--hash")
-	if out := cli(t, home, "approve", id, "--hash", cs.Hash).must(t).out; !strings.Contains(out, "approved") {
+	// Without its prefix, and in upper case, it is the same hash.
+	bare := strings.ToUpper(strings.TrimPrefix(cs.Hash, "sha256:"))
+	if out := cli(t, home, "approve", id, "--hash", bare).must(t).out; !strings.Contains(out, "approved") || !strings.Contains(out, cs.Hash) {
 		t.Fatal(out)
 	}
 	cli(t, home, "apply", id, "--3way").wantCode(t, exitUsage, "--to worktree")

@@ -136,9 +136,14 @@ func cli(t *testing.T, home string, args ...string) result {
 }
 
 func cliCtx(ctx context.Context, t *testing.T, home string, args ...string) result {
+	return cliIn(ctx, t, home, nil, args...)
+}
+
+// cliIn is cli with stdin as the CLI's standard input (nil: none).
+func cliIn(ctx context.Context, t *testing.T, home string, stdin io.Reader, args ...string) result {
 	var out, errb bytes.Buffer
 	env := map[string]string{"PADDOCK_HOME": home, "PADDOCK_NO_AUTOSTART": "1", "HOME": "/nonexistent"}
-	a := &app{stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }, exe: binary}
+	a := &app{stdin: stdin, stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }, exe: binary}
 	code := a.main(ctx, args)
 	return result{out.String(), errb.String(), code}
 }
@@ -219,8 +224,16 @@ func TestEndToEnd(t *testing.T) {
 
 	// One run of each kind.
 	ids := map[paddock.WorkspaceKind]string{}
+	handed := filepath.Join(base, "handed")
+	os.MkdirAll(handed, 0o755)
+	cli(t, home, "create", "-p", "my-app", "--kind", "operator_dir").wantCode(t, exitUsage, "needs a directory")
+	cli(t, home, "create", "-p", "my-app", "--kind", "operator_dir", "--dir", filepath.Join(repo, "pkg01")).wantCode(t, exitUsage, "checkout")
 	for _, k := range paddock.Kinds {
-		r := decode[*paddock.Run](t, cli(t, home, "create", "-p", "my-app", "--kind", string(k), "--json"))
+		args := []string{"create", "-p", "my-app", "--kind", string(k), "--json"}
+		if k == paddock.KindOperatorDir {
+			args = append(args, "--dir", handed)
+		}
+		r := decode[*paddock.Run](t, cli(t, home, args...))
 		got := r.Workspace.Kind
 		if k == paddock.KindAuto && (got == paddock.KindOverlay || got == paddock.KindClone) {
 			got = k // auto becomes the kind this machine can make
@@ -254,7 +267,7 @@ func TestEndToEnd(t *testing.T) {
 	checkTCP(t, home, d.info.Listen)
 
 	// The project lock: operator_dir holds it; a forced unlock is recorded.
-	cli(t, home, "create", "-p", "my-app", "--kind", "operator_dir").wantCode(t, exitBusy, "locked by run "+ids[paddock.KindOperatorDir])
+	cli(t, home, "create", "-p", "my-app", "--kind", "operator_dir", "--dir", handed).wantCode(t, exitBusy, "locked by run "+ids[paddock.KindOperatorDir])
 	cli(t, home, "project", "unlock", "my-app").wantCode(t, exitUsage, "--force")
 	un := cli(t, home, "project", "unlock", "my-app", "--force").must(t).out
 	if !strings.Contains(un, ids[paddock.KindOperatorDir]) || !strings.Contains(un, "uid ") {
@@ -363,10 +376,10 @@ func TestEndToEnd(t *testing.T) {
 	if v := cli(t, home, "version").must(t).out; !strings.Contains(v, fmt.Sprintf("pid %d", d.info.PID)) {
 		t.Fatalf("version: %s", v)
 	}
-	checks := decode[[]map[string]string](t, cli(t, home, "doctor", "--json"))
+	rep := decode[paddock.DoctorReport](t, cli(t, home, "doctor", "--json"))
 	names := []string{}
-	for _, c := range checks {
-		names = append(names, c["name"])
+	for _, c := range rep.Checks {
+		names = append(names, c.Name)
 	}
 	for _, want := range []string{"state directory", "git", "daemon", "landlock", "user namespaces", "overlayfs", "seccomp", "cgroup v2"} {
 		if !slices.Contains(names, want) {

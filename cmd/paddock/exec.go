@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/paddock-dev/paddock"
@@ -30,11 +31,14 @@ func (e *execError) Error() string {
 }
 func (e *execError) Unwrap() error { return e.err }
 
+// execUsage is how to write an exec, for the errors that say so.
+const execUsage = "usage: paddock exec RUN [flags] -- CMD [ARG]...  (the command's own flags go after --, as in: paddock exec RUN -- ls -la)"
+
 func (a *app) execCmd() *cobra.Command {
 	var req paddock.ExecRequest
-	var asJSON bool
+	var asJSON, stdin bool
 	cmd := &cobra.Command{
-		Use:   "exec RUN [--net none|allow=DOMAIN,…|host] [--timeout D] [--env K=V]... -- CMD [ARG]...",
+		Use:   "exec RUN [--net none|allow=DOMAIN,…|host] [--timeout D] [--env K=V]... [-i] -- CMD [ARG]...",
 		Short: "Run a command in a run's workspace, confined",
 		Long: `Run a command in the run's workspace inside the sandbox: its own user, mount,
 pid, network, ipc and uts namespaces; system directories read-only, the
@@ -56,17 +60,46 @@ HTTPS_PROXY are set); each connection, allowed or denied, is an event.
 exact enforcement it got (sandbox.enforced). --allow-degraded runs where this
 machine lacks a mechanism, and records that.
 
+Stdin: when this command's stdin is not a terminal (a pipe, a file), it is
+read whole and given to the command as its stdin, at most 16 MiB (larger
+input belongs in the workspace: paddock tool RUN write, or paddock inbox);
+-i (--stdin) reads it even from a terminal, up to end of file (Ctrl-D), and
+--stdin=false never reads it (as ssh -n: for a loop that reads its own
+input, or a caller that leaves paddock's stdin open without ever closing
+it, which would otherwise wait for its end). Otherwise the command reads
+/dev/null. Its size is recorded, never its content.
+
 Exit codes: the command's own; 125 if paddock failed, 126 if the sandbox
 cannot be set up on this machine (see paddock doctor), 127 if the command is
 not found. --json prints the whole result instead and exits 0.`,
-		Args: cobra.MinimumNArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return &execError{execFailed, usageError{"exec needs a command; " + execUsage}}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Argv = args[1:]
 			if len(req.Argv) > 0 && req.Argv[0] == "--" {
 				req.Argv = req.Argv[1:]
 			}
 			if len(req.Argv) == 0 {
-				return &execError{execFailed, usageError{"usage: paddock exec RUN -- CMD [ARG]..."}}
+				return &execError{execFailed, usageError{"exec needs a command; " + execUsage}}
+			}
+			read := a.stdin != nil && !isTerminal(a.stdin)
+			if cmd.Flags().Changed("stdin") {
+				read = stdin && a.stdin != nil
+			}
+			if read {
+				b, err := io.ReadAll(io.LimitReader(a.stdin, paddock.MaxExecStdin+1))
+				if err != nil {
+					return &execError{execFailed, fmt.Errorf("reading stdin: %w", err)}
+				}
+				if len(b) > paddock.MaxExecStdin {
+					return &execError{execFailed, usageError{fmt.Sprintf("stdin holds more than an exec takes (%d MiB): put the input in the workspace (paddock tool RUN write, paddock inbox) and let the command read it there, or give --stdin=false",
+						paddock.MaxExecStdin>>20)}}
+				}
+				req.Stdin = b
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -114,6 +147,12 @@ not found. --json prints the whole result instead and exits 0.`,
 	f.Int64Var(&req.Limits.Tmp, "tmp", 0, "size of the private /tmp in bytes (default 512 MiB)")
 	f.BoolVar(&req.AllowDegraded, "allow-degraded", false, "run even where a mechanism is missing (recorded)")
 	f.BoolVar(&asJSON, "json", false, "print the result, with the enforcement, as JSON")
+	f.BoolVarP(&stdin, "stdin", "i", false, "give the command this stdin even from a terminal (default: when it is not a terminal; --stdin=false: never)")
+	// A flag paddock does not know is, most often, the command's own
+	// written without -- before it.
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &execError{execFailed, usageError{err.Error() + "; " + execUsage}}
+	})
 	return cmd
 }
 

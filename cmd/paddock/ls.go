@@ -18,7 +18,9 @@ func (a *app) lsCmd() *cobra.Command {
 		Use:   "ls [--project NAME] [--all]",
 		Short: "List runs with state, kind, base and workspace path",
 		Long: `List runs, oldest first, with their workspace state, kind, base revision and
-workspace path. Runs removed with 'paddock rm' are hidden unless --all.`,
+workspace path. An overlay workspace has no path on the host: its merged
+view exists only inside the run's sandbox (paddock show RUN names its
+layers). Runs removed with 'paddock rm' are hidden unless --all.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client(cmd.Context())
@@ -45,6 +47,10 @@ func printRuns(w io.Writer, runs []*paddock.Run) {
 		kind, base, root := "-", "-", "-"
 		if w := r.Workspace; w != nil {
 			kind, root = string(w.Kind), w.Root
+			if w.Kind == paddock.KindOverlay {
+				// The path holds only the layers; the view is the sandbox's.
+				root = overlaySeen
+			}
 			base = short(w.BaseRevision)
 			if w.Branch != "" {
 				base += " (" + w.Branch + ")"
@@ -54,6 +60,9 @@ func printRuns(w io.Writer, runs []*paddock.Run) {
 	}
 	tw.Flush()
 }
+
+// overlaySeen is where an overlay workspace is: not at a host path.
+const overlaySeen = "overlay (seen inside the run's sandbox)"
 
 func short(sha string) string {
 	if len(sha) > 12 {

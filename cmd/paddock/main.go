@@ -13,5 +13,5 @@ func main() {
 	// The sandbox re-executes this binary as its helper; it must take over
 	// before anything else runs.
 	sandbox.Main()
-	os.Exit(Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }

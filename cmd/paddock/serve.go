@@ -188,6 +188,9 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		st.RestartNeeded = watch.restartNeeded()
 		return st
 	}}
+	api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
+		return machineReport(ctx, "daemon", doctorConfig{sandboxUID: m.SandboxUID, perExec: m.Harnesses.PerExec, idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})
+	}
 
 	unixLn, err := listenUnix(socketPath(home))
 	if err != nil {

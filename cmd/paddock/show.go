@@ -17,7 +17,10 @@ func (a *app) showCmd() *cobra.Command {
 		Short: "Show a run and its workspace",
 		Long: `Show everything paddock records of a run: its workspace's kind, path, base
 revision, state and the reason for it, cleanup policy, retention and latest
-checkpoint.
+checkpoint. An overlay workspace's path is where its run sees it, inside
+its sandbox; on the host that directory holds only the upper and work
+layers, listed with the lower one (--json: overlay_layers). Look at the
+view with paddock tool, exec or diff.
 
 Exit codes: 0 shown; 3 no such run.`,
 		Args: exactArgs(1),
@@ -63,7 +66,15 @@ func printRun(w io.Writer, r *paddock.Run) {
 	line("state", string(ws.State))
 	line("reason", ws.Reason)
 	line("kind", string(ws.Kind))
-	line("workspace", ws.Root)
+	if l := ws.OverlayLayers; ws.Kind == paddock.KindOverlay {
+		line("workspace", overlaySeen+" at "+ws.Root)
+		if l != nil {
+			line("lower layer", l.Lower)
+			line("upper layer", l.Upper)
+		}
+	} else {
+		line("workspace", ws.Root)
+	}
 	line("base", ws.BaseRef+" = "+ws.BaseRevision)
 	line("branch", ws.Branch)
 	line("fingerprint", ws.Fingerprint)

@@ -1,0 +1,138 @@
+// Command startup measures how long the CLI takes to start: `paddock
+// version` (no daemon answers, none is started) beside a Go hello-world
+// built by the same toolchain, interleaved in one run, and what package
+// initialisation `paddock version` pays (GODEBUG=inittrace=1). A CLI that
+// starts in milliseconds is what lets an agent call `paddock exec` in a
+// loop from a shell. It prints a markdown table; nothing is asserted (the
+// budget is held by cmd/paddock's TestStartupInitBudget).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/bench/internal/benchutil"
+)
+
+func main() {
+	quick := flag.Bool("quick", false, "small workload for a CI smoke run")
+	n := flag.Int("n", 400, "starts per side")
+	flag.Parse()
+	if *quick {
+		*n = 40
+	}
+	if err := run(*n); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+const hello = `package main
+
+import "os"
+
+func main() { os.Stdout.WriteString("hello\n") }
+`
+
+func run(n int) error {
+	tmp, err := os.MkdirTemp("", "paddock-bench-startup-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "paddock")
+	benchutil.Step("building paddock and a hello-world")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddock").CombinedOutput(); err != nil {
+		return fmt.Errorf("build: %v\n%s", err, out)
+	}
+	hdir := filepath.Join(tmp, "hello")
+	os.Mkdir(hdir, 0o755)
+	os.WriteFile(filepath.Join(hdir, "main.go"), []byte(hello), 0o644)
+	os.WriteFile(filepath.Join(hdir, "go.mod"), []byte("module hello\n"), 0o644)
+	hbin := filepath.Join(tmp, "hello-world")
+	build := exec.Command("go", "build", "-o", hbin, ".")
+	build.Dir = hdir
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build hello-world: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "PADDOCK_HOME="+filepath.Join(tmp, "home"), "PADDOCK_NO_AUTOSTART=1")
+	start := func(argv ...string) (time.Duration, error) {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = env
+		t0 := time.Now()
+		err := cmd.Run()
+		return time.Since(t0), err
+	}
+	benchutil.Step("%d starts each of paddock version and the hello-world, interleaved", n)
+	var ours, peer []time.Duration
+	for i := 0; i < n+n/10; i++ {
+		a, err := start(bin, "version")
+		if err != nil {
+			return fmt.Errorf("paddock version: %w", err)
+		}
+		b, err := start(hbin)
+		if err != nil {
+			return err
+		}
+		if i >= n/10 { // the first tenth warms the page cache
+			ours, peer = append(ours, a), append(peer, b)
+		}
+	}
+	inits, bytes, allocs, err := initCost(bin, env)
+	if err != nil {
+		return err
+	}
+	fmt.Println(benchutil.Machine(tmp))
+	fmt.Println()
+	fmt.Println("| figure | paddock | peer | ratio |")
+	fmt.Println("|---|---|---|---|")
+	fmt.Printf("| CLI start: `paddock version`, no daemon (%d starts) vs a Go hello-world | %s | %s | %s |\n",
+		len(ours), benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
+	fmt.Printf("| package initialisation of `paddock version` (inittrace: %d packages) | %d KiB, %d allocations | – | – |\n",
+		inits, bytes>>10, allocs)
+	return nil
+}
+
+// initCost sums what GODEBUG=inittrace=1 reports for `paddock version`.
+func initCost(bin string, env []string) (n int, bytes, allocs int64, err error) {
+	cmd := exec.Command(bin, "version")
+	var stderr strings.Builder
+	cmd.Env, cmd.Stderr = append(env, "GODEBUG=inittrace=1"), &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, 0, 0, fmt.Errorf("paddock version with inittrace: %w", err)
+	}
+	for _, l := range parseInitTrace(stderr.String()) {
+		n, bytes, allocs = n+1, bytes+l.bytes, allocs+l.allocs
+	}
+	return n, bytes, allocs, nil
+}
+
+type initLine struct {
+	pkg           string
+	bytes, allocs int64
+}
+
+// parseInitTrace reads lines such as
+// "init net/http @1.2 ms, 0.01 ms clock, 4712 bytes, 49 allocs".
+func parseInitTrace(s string) []initLine {
+	var out []initLine
+	sc := bufio.NewScanner(bytes.NewBufferString(s))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 10 || f[0] != "init" {
+			continue
+		}
+		b, _ := strconv.ParseInt(f[7], 10, 64)
+		a, _ := strconv.ParseInt(f[9], 10, 64)
+		out = append(out, initLine{f[1], b, a})
+	}
+	return out
+}
