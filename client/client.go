@@ -556,3 +556,44 @@ func (c *Client) CancelJob(ctx context.Context, id, job string) (*paddock.Job, e
 	var j paddock.Job
 	return &j, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/jobs/"+url.PathEscape(job)+"/cancel", nil, &j)
 }
+
+// Jobs lists a run's jobs, newest first.
+func (c *Client) Jobs(ctx context.Context, id string) ([]*paddock.Job, error) {
+	var js []*paddock.Job
+	return js, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/jobs", nil, &js)
+}
+
+// OpenAPI returns the daemon's OpenAPI 3 document of its API, as served.
+func (c *Client) OpenAPI(ctx context.Context) ([]byte, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/openapi.json", nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+}
+
+// WithObserver returns a copy of c that calls see with every request it
+// sends, before sending it: for tests that check which routes a script
+// used, and for tracing.
+func (c *Client) WithObserver(see func(*http.Request)) *Client {
+	cp := *c
+	h := *c.http
+	next := h.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	h.Transport = observer{see: see, next: next}
+	cp.http = &h
+	return &cp
+}
+
+type observer struct {
+	see  func(*http.Request)
+	next http.RoundTripper
+}
+
+func (o observer) RoundTrip(r *http.Request) (*http.Response, error) {
+	o.see(r)
+	return o.next.RoundTrip(r)
+}

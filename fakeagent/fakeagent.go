@@ -16,6 +16,19 @@
 //	{"do": "submit"}  |  {"do": "approve"}  |  {"do": "apply", "to": "branch"}  |  {"do": "reject"}
 //	{"do": "submit", "hash": "last"}   freeze only the change set the last changeset step saw
 //	{"do": "create", "project": "app"}   a run made by the operator without a bootstrap
+//	{"do": "tools"}  |  {"do": "jobs"}   what the run offers, the jobs it ran
+//	{"do": "exec_stream", "argv": [...]}   a command whose output streams back
+//	{"do": "follow", "kind": "exec"}   the event stream, until an event of that type
+//	{"do": "inbox", "name": "brief.txt", "body": "…"}   a file into .paddock/inbox/
+//	{"do": "checkpoint", "reason": "…"}  |  {"do": "resume"}  |  {"do": "retain"}  |  {"do": "rm"}
+//	{"do": "undo"}   reverse an apply into the working tree
+//
+// and the operator's own actions, on no run:
+//
+//	{"do": "health"}  |  {"do": "daemon"}  |  {"do": "doctor"}  |  {"do": "openapi"}
+//	{"do": "projects"}  |  {"do": "project", "project": "app"}  |  {"do": "runs", "project": "app", "all": true}
+//	{"do": "project_set", "project": "app", "set": {...}}  |  {"do": "project_rm", "project": "spare"}
+//	{"do": "unlock", "project": "app", "force": true}  |  {"do": "gc", "dry_run": true}
 //
 // Each step may say "as": "operator" (the daemon's credential) or "agent"
 // (the run's own token, the default once a run is bootstrapped), "run":
@@ -26,6 +39,7 @@ package fakeagent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -52,6 +66,18 @@ type Step struct {
 	Hash    string                   `json:"hash,omitempty"`
 	// Fill makes a tool's "content" argument this many bytes long.
 	Fill int `json:"fill,omitempty"`
+	// Body is what an inbox step delivers.
+	Body string `json:"body,omitempty"`
+	// Reason is a checkpoint's reason.
+	Reason string `json:"reason,omitempty"`
+	// Force releases a project lock another run holds (unlock).
+	Force bool `json:"force,omitempty"`
+	// DryRun makes gc report without removing.
+	DryRun bool `json:"dry_run,omitempty"`
+	// All lists finished runs too (runs).
+	All bool `json:"all,omitempty"`
+	// Set is a project_set step's change.
+	Set *paddock.SetProjectRequest `json:"set,omitempty"`
 }
 
 // Runner runs scripts against one daemon.
@@ -138,10 +164,6 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 		}
 		return err
 	}
-	run, c, err := r.target(s)
-	if err != nil {
-		return err
-	}
 	var answer any
 	defer func() {
 		if err != nil {
@@ -152,6 +174,13 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 			fmt.Fprintf(r.Answers, "%s\n", b)
 		}
 	}()
+	if done, err := r.operatorStep(ctx, s, &answer); done {
+		return err
+	}
+	run, c, err := r.target(s)
+	if err != nil {
+		return err
+	}
 	switch s.Do {
 	case "tool":
 		args := map[string]any{}
@@ -236,8 +265,96 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 		answer, err = c.Apply(ctx, run, paddock.ApplyRequest{To: s.To})
 	case "reject":
 		answer, err = c.Reject(ctx, run)
+	case "tools":
+		answer, err = c.Tools(ctx, run)
+	case "jobs":
+		answer, err = c.Jobs(ctx, run)
+	case "exec_stream":
+		var out, errOut strings.Builder
+		var res *paddock.ExecResult
+		res, err = c.ExecStream(ctx, run, paddock.ExecRequest{Argv: s.Argv}, &out, &errOut)
+		answer = map[string]any{"result": res, "stdout": out.String(), "stderr": errOut.String()}
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d: %s", res.ExitCode, errOut.String())
+		}
+	case "follow":
+		answer, err = r.follow(ctx, c, run, s.Kind)
+	case "inbox":
+		answer, err = c.Deliver(ctx, run, s.Name, strings.NewReader(s.Body))
+	case "checkpoint":
+		answer, err = c.Checkpoint(ctx, run, s.Reason)
+	case "resume":
+		answer, err = c.Resume(ctx, run)
+	case "retain":
+		answer, err = c.Retain(ctx, run)
+	case "rm":
+		answer, err = c.RemoveRun(ctx, run)
+	case "undo":
+		answer, err = c.Undo(ctx, run)
 	default:
 		return paddock.Errorf(paddock.CodeBadRequest, "unknown step %q", s.Do)
 	}
 	return err
+}
+
+// operatorStep plays the steps that act on no run, with the operator's
+// credential; done is false for a step it does not know.
+func (r *Runner) operatorStep(ctx context.Context, s Step, answer *any) (done bool, err error) {
+	c := r.Operator
+	switch s.Do {
+	case "health":
+		err = c.Health(ctx)
+	case "daemon":
+		*answer, err = c.Status(ctx)
+	case "doctor":
+		*answer, err = c.Doctor(ctx)
+	case "openapi":
+		var doc []byte
+		if doc, err = c.OpenAPI(ctx); err == nil && !json.Valid(doc) {
+			err = fmt.Errorf("the OpenAPI document is not JSON")
+		}
+	case "projects":
+		*answer, err = c.Projects(ctx)
+	case "project":
+		*answer, err = c.Project(ctx, s.Project)
+	case "project_set":
+		if s.Set == nil {
+			return true, paddock.Errorf(paddock.CodeBadRequest, "project_set needs \"set\"")
+		}
+		*answer, err = c.SetProject(ctx, s.Project, *s.Set)
+	case "project_rm":
+		err = c.RemoveProject(ctx, s.Project)
+	case "unlock":
+		*answer, err = c.Unlock(ctx, s.Project, s.Force)
+	case "gc":
+		*answer, err = c.GC(ctx, s.DryRun)
+	case "runs":
+		*answer, err = c.Runs(ctx, s.Project, s.All)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// follow reads the run's event stream from its start until an event of
+// type kind, within 30 seconds, and returns the events it read.
+func (r *Runner) follow(ctx context.Context, c *client.Client, run, kind string) ([]*paddock.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var seen []*paddock.Event
+	found := errors.New("found")
+	err := c.Follow(ctx, run, 0, func(e *paddock.Event) error {
+		seen = append(seen, e)
+		if e.Type == kind {
+			return found
+		}
+		return nil
+	})
+	if errors.Is(err, found) {
+		return seen, nil
+	}
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no %s event in the stream after %d events", kind, len(seen))
+	}
+	return seen, err
 }

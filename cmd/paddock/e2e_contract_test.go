@@ -8,8 +8,11 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/paddock-dev/paddock"
@@ -34,9 +37,23 @@ func TestContract(t *testing.T) {
 	// The first run declares this secret; its agent and commands write it
 	// into files in every form (contract.json).
 	os.WriteFile(filepath.Join(home, "secrets", "API_TOKEN"), []byte(contractSecret+"\n"), 0o600)
+	spare := newRepo(t, filepath.Join(base, "src", "spare"), 1) // added, then removed by the script
 	startDaemon(t, home)
+	// Every request the script's client sends, agent's and operator's.
+	var mu sync.Mutex
+	sent := map[string]bool{}
+	operator := client.Unix(filepath.Join(home, "paddock.sock")).WithObserver(func(r *http.Request) {
+		mu.Lock()
+		sent[r.Method+" "+r.URL.Path] = true
+		mu.Unlock()
+	})
+	ctx := context.Background()
 	cli(t, home, "project", "add", repo).must(t)
-	cli(t, home, "project", "add", plain).must(t)
+	for _, p := range []string{plain, spare} {
+		if _, err := operator.AddProject(ctx, paddock.AddProjectRequest{Path: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b, err := os.ReadFile("testdata/contract.json")
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +63,8 @@ func TestContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log, answers bytes.Buffer
-	r := &fakeagent.Runner{Operator: client.Unix(filepath.Join(home, "paddock.sock")), Log: &log, Answers: &answers}
-	if err := r.Run(context.Background(), steps); err != nil {
+	r := &fakeagent.Runner{Operator: operator, Log: &log, Answers: &answers}
+	if err := r.Run(ctx, steps); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	requireNoSecret(t, home, answers.String())
@@ -62,9 +79,28 @@ func TestContract(t *testing.T) {
 		actions[s.Do] = true
 		codes[s.Expect] = true
 	}
-	for _, a := range []string{"bootstrap", "status", "events", "artifact", "tool", "exec", "start", "wait", "cancel", "submit", "approve", "apply", "reject"} {
+	for _, a := range []string{"bootstrap", "status", "events", "artifact", "tool", "exec", "start", "wait", "cancel", "submit", "approve", "apply", "reject",
+		"create", "changeset", "diff", "tools", "jobs", "exec_stream", "follow", "inbox", "checkpoint", "resume", "retain", "rm", "undo",
+		"health", "daemon", "doctor", "openapi", "projects", "project", "runs", "project_set", "project_rm", "unlock", "gc"} {
 		if !actions[a] {
 			t.Errorf("the contract script never does %s", a)
+		}
+	}
+	// The worktree apply wrote into the project, and its undo took it back.
+	if _, err := os.Stat(filepath.Join(repo, "applied.txt")); !os.IsNotExist(err) {
+		t.Errorf("applied.txt after the undo: %v", err)
+	}
+	// Every operation of the API document was called at least once.
+	for _, op := range apiOperations(t) {
+		hit := false
+		for s := range sent {
+			if op.re.MatchString(s) {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			t.Errorf("the contract never calls %s %s", op.method, op.path)
 		}
 	}
 	for _, c := range paddock.Codes {
@@ -75,6 +111,53 @@ func TestContract(t *testing.T) {
 	if !strings.Contains(log.String(), "got run_mismatch") {
 		t.Fatalf("log:\n%s", log.String())
 	}
+}
+
+// apiOperation is one operation of httpapi/openapi.json, with a pattern
+// that matches the requests ("METHOD /path") made to it.
+type apiOperation struct {
+	method, path string
+	re           *regexp.Regexp
+}
+
+// apiOperations lists the operations the API document declares.
+func apiOperations(t *testing.T) []apiOperation {
+	t.Helper()
+	b, err := os.ReadFile("../../httpapi/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var ops []apiOperation
+	for path, item := range doc.Paths {
+		for method := range item {
+			m := strings.ToUpper(method)
+			switch m {
+			case "GET", "POST", "PUT", "PATCH", "DELETE":
+			default:
+				continue // parameters, summary
+			}
+			segs := strings.Split(path, "/")
+			for i, seg := range segs {
+				if strings.HasPrefix(seg, "{") {
+					segs[i] = "[^/]+"
+				} else {
+					segs[i] = regexp.QuoteMeta(seg)
+				}
+			}
+			expr := "^" + m + " " + strings.Join(segs, "/") + "$"
+			ops = append(ops, apiOperation{m, path, regexp.MustCompile(expr)})
+		}
+	}
+	if len(ops) < 30 {
+		t.Fatalf("only %d operations in the API document", len(ops))
+	}
+	return ops
 }
 
 // contractSecret is the secret the contract's first run declares: long
