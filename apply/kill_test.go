@@ -91,6 +91,9 @@ func entries(before, after map[string]node) []paddock.ChangeEntry {
 // makeTree writes nodes under root, with exact permissions.
 func makeTree(t *testing.T, root string, nodes map[string]node, dirModes map[string]os.FileMode) {
 	t.Helper()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for p, n := range nodes {
 		full := filepath.Join(root, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -119,17 +122,16 @@ func makeTree(t *testing.T, root string, nodes map[string]node, dirModes map[str
 	}
 }
 
-// killSetup is a project's working tree as before, and a run whose
-// frozen blobs hold after's contents.
-type killSetup struct {
+// setup is a project's working tree as before, and a run whose frozen
+// blobs hold after's contents, with the change set from one to the other.
+type setup struct {
 	root string
 	a    *Applier
 	c    Change
 }
 
-func newKillSetup(t *testing.T) *killSetup {
+func newSetup(t *testing.T, before, after map[string]node, dirModes map[string]os.FileMode) *setup {
 	t.Helper()
-	before, after, dirModes := killFixture()
 	base := t.TempDir()
 	root := filepath.Join(base, "project")
 	makeTree(t, root, before, dirModes)
@@ -138,7 +140,7 @@ func newKillSetup(t *testing.T) *killSetup {
 		RunDir:   func(id string) string { return filepath.Join(runs, id) },
 		BlobPath: func(id, blob string) string { return filepath.Join(runs, id, "blobs", blob) },
 	}
-	const id = "r-kill"
+	const id = "r-test"
 	for _, n := range after {
 		p := a.BlobPath(id, blobOf(n.content))
 		if err := os.MkdirAll(path.Dir(p), 0o700); err != nil {
@@ -148,7 +150,12 @@ func newKillSetup(t *testing.T) *killSetup {
 			t.Fatal(err)
 		}
 	}
-	return &killSetup{root: root, a: a, c: Change{RunID: id, Project: "p", Root: root, Hash: "sha256:test", Entries: entries(before, after)}}
+	return &setup{root: root, a: a, c: Change{RunID: id, Project: "p", Root: root, Hash: "sha256:test", Entries: entries(before, after)}}
+}
+
+func newKillSetup(t *testing.T) *setup {
+	before, after, dirModes := killFixture()
+	return newSetup(t, before, after, dirModes)
 }
 
 // killedAt runs fn with the Applier set to stop at step k the way a kill
