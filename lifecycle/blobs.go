@@ -3,13 +3,11 @@ package lifecycle
 import (
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 
@@ -76,36 +74,11 @@ func readEntry(r *confine.Root, rel string, w io.Writer) (id, mode string, err e
 	return "", "", fmt.Errorf("%s is not a file or a link", rel)
 }
 
-var errTooLarge = errors.New("too large")
-
-type limitWriter struct {
-	buf []byte
-	max int64
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if int64(len(l.buf)+len(p)) > l.max {
-		return 0, errTooLarge
-	}
-	l.buf = append(l.buf, p...)
-	return len(p), nil
-}
-
-// fileMode is the permission a git mode asks for.
-func fileMode(gitMode string) os.FileMode {
-	if gitMode == "100755" {
-		return 0o755
-	}
-	return 0o644
-}
-
 // blobsDir holds a run's frozen blobs.
 func (m *Manager) blobsDir(id string) string { return filepath.Join(m.runDir(id), "blobs") }
 
 // blobPath is where a frozen blob of a run is kept.
 func (m *Manager) blobPath(id, blob string) string { return filepath.Join(m.blobsDir(id), blob) }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // keepFile gives the file at src a second name, dst: a hard link where it
 // can (no copy of a large diff), else a copy. Not synced: the caller makes

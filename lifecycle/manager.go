@@ -17,11 +17,11 @@
 //     it (operator_dir); every path out of the live states releases it.
 //   - An apply into a project's working tree follows no symbolic link in
 //     it: every directory on the way to a path is opened by itself with
-//     O_NOFOLLOW at the moment of use (tree.go), so a link there, or one
+//     O_NOFOLLOW at the moment of use (apply/tree.go), so a link there, or one
 //     swapped in meanwhile, refuses the apply or fails it before anything
 //     is written through it. Type changes (a link or a file becoming a
 //     directory, a directory becoming a file or a link) are planned before
-//     anything is written (apply_plan.go). The apply verifies the tree it
+//     anything is written (apply/plan.go). The apply verifies the tree it
 //     leaves and rolls itself back if it is not the approved one; a journal
 //     finishes or rolls back an apply or an undo killed at any step; undo
 //     gives back the tree exactly, directories' and files' permission bits

@@ -1,4 +1,4 @@
-package lifecycle
+package apply
 
 import (
 	"errors"
@@ -38,8 +38,8 @@ import (
 // content into place — and each operation is safe to repeat, so a journal
 // can finish it after kill -9 at any point.
 
-// journalStep is one path of an apply, of an undo or of a rollback.
-type journalStep struct {
+// Step is one path of an apply, of an undo or of a rollback.
+type Step struct {
 	Path    string           `json:"path"`
 	Op      paddock.ChangeOp `json:"op"`
 	OldMode string           `json:"old_mode,omitempty"` // "" for absent
@@ -94,14 +94,14 @@ func (t *tree) state(rel string) entryState {
 // or nothing; a directory is the plan's to judge); it returns why the step
 // cannot be applied, or "", and may complete the step (permissions, a
 // merge's result).
-type checkFunc func(js *journalStep, st entryState) string
+type checkFunc func(js *Step, st entryState) string
 
 // plan checks steps against the tree and fills in their Temp, Dirs and
 // Gone (see above); tag names the staged files (.paddock-TAG-RUN-N). It
 // returns the conflicts, each "path why"; nothing is written. modes
 // receives the permission bits of every directory the plan removes, for
 // whoever puts them back.
-func (t *tree) plan(steps []journalStep, tag, id string, modes map[string]fs.FileMode, check checkFunc) []string {
+func (t *tree) plan(steps []Step, tag, id string, modes map[string]fs.FileMode, check checkFunc) []string {
 	removed := map[string]bool{} // files and links the plan removes
 	for _, js := range steps {
 		if js.NewMode == "" {
@@ -263,7 +263,7 @@ func appendNew(xs []string, ys ...string) []string {
 
 // stageAll writes every step's new content to its Temp, not yet synced
 // (the caller makes them durable together). after runs after each one.
-func (t *tree) stageAll(steps []journalStep, after func()) error {
+func (t *tree) stageAll(steps []Step, after func()) error {
 	for _, js := range steps {
 		if js.Temp == "" {
 			continue
@@ -278,7 +278,7 @@ func (t *tree) stageAll(steps []journalStep, after func()) error {
 
 // stageOne writes a step's new content, streamed from its Src, to its
 // Temp with its exact permissions; a symbolic link is made as a link.
-func (t *tree) stageOne(js journalStep) error {
+func (t *tree) stageOne(js Step) error {
 	in, err := os.Open(js.Src)
 	if err != nil {
 		return err
@@ -305,7 +305,7 @@ func (t *tree) stageOne(js journalStep) error {
 }
 
 // unstage removes the staged contents of steps.
-func (t *tree) unstage(steps []journalStep) {
+func (t *tree) unstage(steps []Step) {
 	for _, js := range steps {
 		if js.Temp != "" {
 			t.remove(js.Temp)
@@ -315,7 +315,7 @@ func (t *tree) unstage(steps []journalStep) {
 
 // commit puts the steps in place, in the four passes described above.
 // Every operation is safe to repeat; after runs after each one.
-func (t *tree) commit(steps []journalStep, modes map[string]fs.FileMode, after func()) error {
+func (t *tree) commit(steps []Step, modes map[string]fs.FileMode, after func()) error {
 	for _, js := range steps {
 		if js.NewMode == "" {
 			if err := t.remove(js.Path); err != nil {
@@ -389,7 +389,7 @@ func depth(p string) int { return strings.Count(p, "/") }
 // reached without a link, of the new type, mode and permissions, its
 // content hashing to the new blob id; each removed path gone (or a
 // directory the plan made). It returns the mismatches.
-func (t *tree) verify(steps []journalStep) []string {
+func (t *tree) verify(steps []Step) []string {
 	made := map[string]bool{}
 	for _, js := range steps {
 		for _, d := range js.Dirs {
@@ -440,10 +440,10 @@ func orNone(mode string) string {
 // or changed comes back with its old content and permissions, the
 // directories they removed are made again, and the ones they made go when
 // empty.
-func inverse(steps []journalStep) []journalStep {
-	out := make([]journalStep, 0, len(steps))
+func inverse(steps []Step) []Step {
+	out := make([]Step, 0, len(steps))
 	for _, js := range steps {
-		u := journalStep{Path: js.Path, OldMode: js.NewMode, NewMode: js.OldMode, OldBlob: js.NewBlob, NewBlob: js.OldBlob,
+		u := Step{Path: js.Path, OldMode: js.NewMode, NewMode: js.OldMode, OldBlob: js.NewBlob, NewBlob: js.OldBlob,
 			OldPerm: js.NewPerm, NewPerm: js.OldPerm, Src: js.Backup, Prune: reversed(js.Dirs), Dirs: reversed(js.Gone)}
 		switch {
 		case js.OldMode == "":

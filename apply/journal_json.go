@@ -1,4 +1,4 @@
-package lifecycle
+package apply
 
 import (
 	"encoding/base64"
@@ -12,7 +12,7 @@ import (
 // in base64 too, and reading takes the bytes. Without it a restart would
 // finish an apply, or an undo would look for a file, under another name.
 
-type plainStep journalStep
+type plainStep Step
 
 type stepJSON struct {
 	plainStep
@@ -28,7 +28,7 @@ type stepPaths struct {
 	Prune []string `json:"prune,omitempty"`
 }
 
-func (s journalStep) MarshalJSON() ([]byte, error) {
+func (s Step) MarshalJSON() ([]byte, error) {
 	v := stepJSON{plainStep: plainStep(s)}
 	all := append(append(append([]string{s.Path, s.Temp}, s.Dirs...), s.Gone...), s.Prune...)
 	for _, p := range all {
@@ -47,12 +47,12 @@ func (s journalStep) MarshalJSON() ([]byte, error) {
 	return json.Marshal(v)
 }
 
-func (s *journalStep) UnmarshalJSON(b []byte) error {
+func (s *Step) UnmarshalJSON(b []byte) error {
 	var v stepJSON
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	*s = journalStep(v.plainStep)
+	*s = Step(v.plainStep)
 	if v.B64 == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package lifecycle
+package apply
 
 import (
 	"crypto/sha1"
