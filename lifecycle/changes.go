@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,8 +47,8 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	if err != nil {
 		return nil, err
 	}
-	limits := m.ChangeSetLimits.withDefaults()
-	check := func(raw []byte, withheld []gitx.Withheld) error { return limits.check(dir, raw, withheld) }
+	limits := m.ChangeSetLimits.WithDefaults()
+	check := func(raw []byte, withheld []gitx.Withheld) error { return limits.Check(dir, raw, withheld) }
 	// The diff goes to a file as git writes it: a change set is never
 	// held in memory whole, whatever its size.
 	diffs := filepath.Join(m.runDir(id), "diffs")
@@ -75,7 +74,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	case upper != nil && len(upper.Paths) <= gitx.MaxDiffPaths:
 		// Only what the upper layer names can differ from the base; its
 		// size is bounded before anything of it is copied or rendered.
-		if err = limits.checkUpper(upper); err != nil {
+		if err = limits.CheckCounts(changeset.Counts{Files: upper.Files, Bytes: upper.Bytes, Largest: upper.Largest, LargestSize: upper.LargestSize}); err != nil {
 			break
 		}
 		opts.Cache, opts.Content = filepath.Join(m.runDir(id), "gitcache", "overlay"), upper.Bytes
@@ -564,69 +563,5 @@ func (m *Manager) lintAttribution(ctx context.Context, id string, cs *paddock.Ch
 		WithDetail("hits", hits)
 }
 
-// ChangeSetLimits bound what a change set may hold, so that computing,
-// storing and showing one stays within bounded memory and time.
-type ChangeSetLimits struct {
-	MaxEntries int   // paths changed (default 20,000)
-	MaxFile    int64 // bytes of one new or changed file (default 100 MiB)
-	MaxTotal   int64 // bytes of all new content together (default 256 MiB)
-}
-
-func (l ChangeSetLimits) withDefaults() ChangeSetLimits {
-	if l.MaxEntries <= 0 {
-		l.MaxEntries = 20000
-	}
-	if l.MaxFile <= 0 {
-		l.MaxFile = 100 << 20
-	}
-	if l.MaxTotal <= 0 {
-		l.MaxTotal = 256 << 20
-	}
-	return l
-}
-
-// check refuses a change set over the limits, from git's raw entries and the
-// sizes of the files in the workspace, before any diff is rendered.
-// checkUpper applies the limits to what an overlay run's upper layer
-// holds, read from the host's side of it, before the change set reads any
-// of it.
-func (l ChangeSetLimits) checkUpper(u *workspace.Upper) error {
-	switch {
-	case u.Files > l.MaxEntries:
-		return paddock.Errorf(paddock.CodeTooLarge, "the change set has more than %d entries; nothing was frozen (raise the limit, or split the work)", l.MaxEntries)
-	case u.LargestSize > l.MaxFile:
-		return paddock.Errorf(paddock.CodeTooLarge, "%s is %d bytes, over the change set's file limit of %d", u.Largest, u.LargestSize, l.MaxFile)
-	case u.Bytes > l.MaxTotal:
-		return paddock.Errorf(paddock.CodeTooLarge, "the change set's new content passes %d bytes; nothing was frozen", l.MaxTotal)
-	}
-	return nil
-}
-
-func (l ChangeSetLimits) check(root string, raw []byte, withheld []gitx.Withheld) error {
-	fields := bytes.Split(raw, []byte{0})
-	// The withheld files are entries too (labelled, never applied).
-	for _, w := range withheld {
-		fields = append(fields, []byte(":"), []byte(w.Path))
-	}
-	entries, total := 0, int64(0)
-	for i := 0; i+1 < len(fields); i += 2 {
-		entries++
-		if entries > l.MaxEntries {
-			return paddock.Errorf(paddock.CodeTooLarge, "the change set has more than %d entries; nothing was frozen (raise the limit, or split the work)", l.MaxEntries)
-		}
-		if bytes.HasSuffix(fields[i], []byte(" D")) {
-			continue
-		}
-		fi, err := os.Lstat(filepath.Join(root, string(fields[i+1])))
-		if err != nil {
-			continue
-		}
-		if fi.Size() > l.MaxFile {
-			return paddock.Errorf(paddock.CodeTooLarge, "%s is %d bytes, over the change set's file limit of %d", fields[i+1], fi.Size(), l.MaxFile)
-		}
-		if total += fi.Size(); total > l.MaxTotal {
-			return paddock.Errorf(paddock.CodeTooLarge, "the change set's new content passes %d bytes; nothing was frozen", l.MaxTotal)
-		}
-	}
-	return nil
-}
+// ChangeSetLimits bound what a change set may hold (see changeset.Limits).
+type ChangeSetLimits = changeset.Limits
