@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/attribution"
@@ -51,11 +49,8 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	check := func(raw []byte, withheld []gitx.Withheld) error { return limits.Check(dir, raw, withheld) }
 	// The diff goes to a file as git writes it: a change set is never
 	// held in memory whole, whatever its size.
-	diffs := filepath.Join(m.runDir(id), "diffs")
-	if err := os.MkdirAll(diffs, 0o700); err != nil {
-		return nil, internal("computing the change set failed", err)
-	}
-	patch, err := os.CreateTemp(diffs, "computing-*")
+	store := m.changeSets(id)
+	patch, err := store.CreateDiff()
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
@@ -106,54 +101,13 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	}
 	// Kept under its hash, for GET .../changeset/diff?hash= and for a
 	// submission of it.
-	cs.DiffFile = filepath.Join(diffs, strings.TrimPrefix(cs.Hash, "sha256:")+".diff")
-	if err := os.Rename(patch.Name(), cs.DiffFile); err != nil {
+	if err := store.KeepDiff(cs); err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
-	pruneDiffs(diffs, cs.DiffFile)
 	// The diff is kept masked (credential shapes and the run's declared
 	// secrets), and the hash binds it so: nothing shown or stored of a
 	// change set holds a secret but the frozen blobs, which an apply writes.
 	return cs, nil
-}
-
-// keptDiffs is how many computed diffs of a run are kept besides the
-// submitted one: enough for a reviewer to fetch the one just shown while
-// the run goes on changing.
-const keptDiffs = 4
-
-// pruneDiffs removes all but the newest computed diffs in dir (keep among
-// them), and what a crash left mid-computation.
-func pruneDiffs(dir, keep string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	type diff struct {
-		path string
-		mod  time.Time
-	}
-	var all []diff
-	for _, e := range ents {
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		if strings.HasPrefix(e.Name(), "computing-") {
-			if time.Since(fi.ModTime()) > time.Hour {
-				os.Remove(p)
-			}
-			continue
-		}
-		if p != keep {
-			all = append(all, diff{p, fi.ModTime()})
-		}
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].mod.After(all[j].mod) })
-	for i := keptDiffs - 1; i < len(all); i++ {
-		os.Remove(all[i].path)
-	}
 }
 
 // ChangeSetDiff opens the whole unified diff of the run's change set with
@@ -174,11 +128,10 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 	if _, err := m.Run(ctx, id); err != nil {
 		return nil, "", err
 	}
-	hash, err := checkHash(hash)
+	hash, err := changeset.ParseHash(hash)
 	if err != nil {
 		return nil, "", err
 	}
-	hex := strings.TrimPrefix(hash, "sha256:")
 	if cs, err := m.frozen(id, hash); err == nil {
 		d, err := changeset.OpenDiff(cs)
 		if err != nil {
@@ -186,47 +139,23 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 		}
 		return d, hash, nil
 	}
-	f, err := os.Open(filepath.Join(m.runDir(id), "diffs", hex+".diff"))
+	f, err := m.changeSets(id).ComputedDiff(hash)
 	if err != nil {
 		return nil, "", paddock.Errorf(paddock.CodeNotFound, "run %s keeps no diff for change set %s; compute the change set again", id, hash)
 	}
 	return f, hash, nil
 }
 
-// checkHash refuses what cannot be a change set's hash, and gives it the
-// sha256: prefix when it has none.
-// A hash may come without its prefix or in upper case, as people copy
-// them; it is compared in its one canonical form.
-func checkHash(hash string) (string, error) {
-	hex := strings.ToLower(strings.TrimSpace(hash))
-	hex = strings.TrimPrefix(hex, "sha256:")
-	if len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
-		return "", paddock.Errorf(paddock.CodeBadRequest, "hash %q: want sha256: and 64 hex digits", hash)
-	}
-	return "sha256:" + hex, nil
-}
-
 // frozen loads the change set submitted under hash, with its diff file.
 func (m *Manager) frozen(id, hash string) (*paddock.ChangeSet, error) {
-	b, err := os.ReadFile(filepath.Join(m.runDir(id), artifactName(hash)))
-	if err != nil {
-		return nil, err
-	}
-	var cs paddock.ChangeSet
-	if err := json.Unmarshal(b, &cs); err != nil {
-		return nil, err
-	}
-	cs.DiffFile = filepath.Join(m.runDir(id), diffArtifactName(hash))
-	return &cs, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
+	return m.changeSets(id).Frozen(hash)
 }
 
 // runDir is where a run's artifacts are kept.
 func (m *Manager) runDir(id string) string { return filepath.Join(m.ArtifactsDir, id) }
+
+// changeSets is where a run's change sets are kept: in its artifacts.
+func (m *Manager) changeSets(id string) changeset.Store { return changeset.Store{Dir: m.runDir(id)} }
 
 func (m *Manager) submission(id string) (*paddock.Submission, error) {
 	b, err := os.ReadFile(filepath.Join(m.runDir(id), "submission.json"))
@@ -296,15 +225,6 @@ func (m *Manager) saveSubmission(s *paddock.Submission) error {
 	return nil
 }
 
-func artifactName(hash string) string {
-	return "changeset-" + strings.TrimPrefix(hash, "sha256:") + ".json"
-}
-
-// diffArtifactName is the file beside a frozen change set that holds its diff.
-func diffArtifactName(hash string) string {
-	return "changeset-" + strings.TrimPrefix(hash, "sha256:") + ".diff"
-}
-
 // Submit freezes the run's change set: it is stored as an artifact under
 // its hash, and only that hash can be approved.
 func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, error) {
@@ -317,7 +237,7 @@ func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, er
 func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*paddock.ChangeSet, error) {
 	if expect != "" {
 		var err error
-		if expect, err = checkHash(expect); err != nil {
+		if expect, err = changeset.ParseHash(expect); err != nil {
 			return nil, err
 		}
 	}
@@ -342,17 +262,14 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 	// The diff is kept beside the change set, the same file under a
 	// second name: a large one is not copied. freezeBlobs makes it durable
 	// with the blobs.
-	if err := keepFile(cs.DiffFile, filepath.Join(m.runDir(id), diffArtifactName(cs.Hash))); err != nil {
+	store := m.changeSets(id)
+	if err := store.KeepFrozenDiff(cs); err != nil {
 		return nil, internal("saving the change set failed", err)
 	}
 	if err := m.freezeBlobs(ctx, id, cs); err != nil {
 		return nil, err
 	}
-	b, err := changeset.Marshal(cs)
-	if err != nil {
-		return nil, internal("encoding the change set failed", err)
-	}
-	if err := writeFile(filepath.Join(m.runDir(id), artifactName(cs.Hash)), b); err != nil {
+	if err := store.Save(cs); err != nil {
 		return nil, internal("saving the change set failed", err)
 	}
 	s := &paddock.Submission{RunID: id, Hash: cs.Hash, SubmittedAt: now()}
@@ -367,7 +284,7 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 // A wrong hash is refused without telling the right one: an approval that
 // could be copied from an error message would approve something unseen.
 func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error) {
-	hash, err := checkHash(hash)
+	hash, err := changeset.ParseHash(hash)
 	if err != nil {
 		return nil, err
 	}
@@ -483,8 +400,7 @@ func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx
 }
 
 // freezeBlobs keeps the new content of every created or modified entry, as
-// it was when the change set was computed, so that an apply into a working
-// tree writes exactly what was approved.
+// it is in the run's view now (see changeset.Store.FreezeBlobs).
 func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.ChangeSet) error {
 	r, err := m.Run(ctx, id)
 	if err != nil {
@@ -495,38 +411,12 @@ func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.Change
 		return err
 	}
 	defer root.Close()
-	changed := errors.New("changed")
-	for _, e := range cs.Entries {
-		// A blocked entry is never applied, and its path may be masked:
-		// it has nothing to freeze.
-		if e.Op == paddock.OpDelete || e.NewMode == "160000" || e.Blocked != "" {
-			continue
-		}
-		// Streamed from the view to the blob's file, hashed on the way.
-		// Not synced one by one: ten thousand fsyncs cost seconds. The
-		// whole set is made durable below, before the submission that
-		// refers to it is written.
-		err := writeFileFrom(m.blobPath(id, e.NewBlob), false, func(w io.Writer) error {
-			blob, _, err := readEntry(root, e.Path, w)
-			if err != nil || blob != e.NewBlob {
-				return changed
-			}
-			return nil
-		})
-		if errors.Is(err, changed) {
-			return paddock.Errorf(paddock.CodeConflict, "%s changed while the change set was being frozen; submit again", e.Path)
-		}
-		if err != nil {
-			return internal("freezing the change set failed", err)
-		}
-	}
-	if err := os.MkdirAll(m.blobsDir(id), 0o700); err != nil {
+	err = m.changeSets(id).FreezeBlobs(root.OS(), cs)
+	var pe *paddock.Error
+	if err != nil && !errors.As(err, &pe) {
 		return internal("freezing the change set failed", err)
 	}
-	if err := syncDirFS(m.blobsDir(id)); err != nil {
-		return internal("freezing the change set failed", err)
-	}
-	return nil
+	return err
 }
 
 // lintAttribution refuses a change set that credits a model or a tool with
