@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/changeset"
 	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/internal/durable"
 )
 
 // Journal states. An apply moves prepared → committing → done, an undo
@@ -106,7 +107,7 @@ func (a *Applier) journalPath(id string) string {
 
 func (a *Applier) saveJournal(j *Journal) error {
 	b, _ := json.MarshalIndent(j, "", "  ")
-	return writeFile(a.journalPath(j.RunID), b)
+	return durable.WriteFile(a.journalPath(j.RunID), b)
 }
 
 func (a *Applier) loadJournal(id string) (*Journal, error) {
@@ -262,7 +263,7 @@ func (a *Applier) Apply(ctx context.Context, c Change) (*Applied, error) {
 		if js.Backup == "" {
 			continue
 		}
-		err := writeFileFrom(js.Backup, false, func(w io.Writer) error {
+		err := durable.WriteFileFrom(js.Backup, false, func(w io.Writer) error {
 			blob, _, _, err := t.read(js.Path, w)
 			if err == nil && blob != js.OldBlob {
 				err = fmt.Errorf("%s changed while it was kept", js.Path)
@@ -346,7 +347,7 @@ func (a *Applier) NeverApplied(id string, cs *paddock.ChangeSet, pol *confine.Po
 			target := ""
 			if e.NewMode == "120000" {
 				b, err := os.ReadFile(a.BlobPath(id, e.NewBlob))
-				if err != nil || gitBlobID(b) != e.NewBlob {
+				if err != nil || changeset.BlobID(b) != e.NewBlob {
 					out = append(out, e.Path+": the link's frozen target cannot be read")
 					continue
 				}
@@ -428,7 +429,7 @@ func (a *Applier) runUndo(j *Journal, t *tree, prior string, check checkFunc, st
 	a.crash(step)
 	err := t.stageAll(j.Undo, func() { a.crash(step) })
 	if err == nil {
-		err = syncDirFS(j.Root)
+		err = durable.SyncFS(j.Root)
 	}
 	if err != nil {
 		t.unstage(j.Undo)
@@ -467,11 +468,11 @@ func (a *Applier) finishUndo(j *Journal, t *tree, step *int) error {
 // durable.
 func syncBoth(backup, project string) error {
 	if _, err := os.Stat(backup); err == nil {
-		if err := syncDirFS(backup); err != nil {
+		if err := durable.SyncFS(backup); err != nil {
 			return err
 		}
 	}
-	return syncDirFS(project)
+	return durable.SyncFS(project)
 }
 
 // MaxMerge bounds the files a 3-way apply merges line by line: a merge
@@ -494,7 +495,7 @@ func (a *Applier) merge3(ctx context.Context, t *tree, id, gitDir, baseRev, rel,
 		return "", fmt.Sprintf("changed since the base, and the approved content is over %d MiB: too large to merge line by line", MaxMerge>>20)
 	}
 	base, err := a.Git.FileAt(ctx, gitDir, baseRev, rel)
-	if err != nil || gitBlobID(base) != oldBlob {
+	if err != nil || changeset.BlobID(base) != oldBlob {
 		return "", "changed since the base, and the base could not be read"
 	}
 	theirs, err := os.ReadFile(a.BlobPath(id, newBlob))
@@ -505,8 +506,8 @@ func (a *Applier) merge3(ctx context.Context, t *tree, id, gitDir, baseRev, rel,
 	if err != nil {
 		return "", "was changed in the same lines (or is binary); a 3-way merge cannot apply it"
 	}
-	blob := gitBlobID(out)
-	if err := writeFileFrom(a.BlobPath(id, blob), false, func(w io.Writer) error { _, err := w.Write(out); return err }); err != nil {
+	blob := changeset.BlobID(out)
+	if err := durable.WriteFileFrom(a.BlobPath(id, blob), false, func(w io.Writer) error { _, err := w.Write(out); return err }); err != nil {
 		return "", "could not keep the merged content"
 	}
 	return blob, ""

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"golang.org/x/sys/unix"
 )
 
@@ -156,7 +158,7 @@ func (t *tree) read(rel string, w io.Writer) (blob, mode string, perm fs.FileMod
 			if _, err := io.WriteString(w, target); err != nil {
 				return err
 			}
-			blob, mode = gitBlobID([]byte(target)), "120000"
+			blob, mode = changeset.BlobID([]byte(target)), "120000"
 			return nil
 		case unix.S_IFREG:
 			// Non-blocking and no-follow: a FIFO or a link swapped in
@@ -176,7 +178,7 @@ func (t *tree) read(rel string, w io.Writer) (blob, mode string, perm fs.FileMod
 			}
 			h := sha1.New()
 			fmt.Fprintf(h, "blob %d\x00", fi.Size())
-			n, err := copyPooled(io.MultiWriter(h, w), f)
+			n, err := durable.Copy(io.MultiWriter(h, w), f)
 			if err != nil {
 				return err
 			}

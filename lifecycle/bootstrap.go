@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/internal/durable"
 )
 
 // EventBootstrapped records the binding of a run to its agent and task.
@@ -52,7 +53,7 @@ func (m *Manager) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (
 		return nil, err
 	}
 	b, _ := json.MarshalIndent(bootstrapRecord{Agent: req.Agent, Task: req.Task, Inputs: req.Inputs}, "", "  ")
-	if err := writeFile(filepath.Join(m.runDir(r.ID), "bootstrap.json"), b); err != nil {
+	if err := durable.WriteFile(filepath.Join(m.runDir(r.ID), "bootstrap.json"), b); err != nil {
 		return nil, internal("saving the bootstrap failed", err)
 	}
 	var raw [32]byte

@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,17 +8,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/attribution"
 	"github.com/paddock-dev/paddock/changeset"
 	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/workspace"
-	"golang.org/x/sys/unix"
 )
 
 // Events of the approval flow.
@@ -48,15 +45,12 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	if err != nil {
 		return nil, err
 	}
-	limits := m.ChangeSetLimits.withDefaults()
-	check := func(raw []byte, withheld []gitx.Withheld) error { return limits.check(dir, raw, withheld) }
+	limits := m.ChangeSetLimits.WithDefaults()
+	check := func(raw []byte, withheld []gitx.Withheld) error { return limits.Check(dir, raw, withheld) }
 	// The diff goes to a file as git writes it: a change set is never
 	// held in memory whole, whatever its size.
-	diffs := filepath.Join(m.runDir(id), "diffs")
-	if err := os.MkdirAll(diffs, 0o700); err != nil {
-		return nil, internal("computing the change set failed", err)
-	}
-	patch, err := os.CreateTemp(diffs, "computing-*")
+	store := m.changeSets(id)
+	patch, err := store.CreateDiff()
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
@@ -75,7 +69,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	case upper != nil && len(upper.Paths) <= gitx.MaxDiffPaths:
 		// Only what the upper layer names can differ from the base; its
 		// size is bounded before anything of it is copied or rendered.
-		if err = limits.checkUpper(upper); err != nil {
+		if err = limits.CheckCounts(changeset.Counts{Files: upper.Files, Bytes: upper.Bytes, Largest: upper.Largest, LargestSize: upper.LargestSize}); err != nil {
 			break
 		}
 		opts.Cache, opts.Content = filepath.Join(m.runDir(id), "gitcache", "overlay"), upper.Bytes
@@ -107,54 +101,13 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	}
 	// Kept under its hash, for GET .../changeset/diff?hash= and for a
 	// submission of it.
-	cs.DiffFile = filepath.Join(diffs, strings.TrimPrefix(cs.Hash, "sha256:")+".diff")
-	if err := os.Rename(patch.Name(), cs.DiffFile); err != nil {
+	if err := store.KeepDiff(cs); err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
-	pruneDiffs(diffs, cs.DiffFile)
 	// The diff is kept masked (credential shapes and the run's declared
 	// secrets), and the hash binds it so: nothing shown or stored of a
 	// change set holds a secret but the frozen blobs, which an apply writes.
 	return cs, nil
-}
-
-// keptDiffs is how many computed diffs of a run are kept besides the
-// submitted one: enough for a reviewer to fetch the one just shown while
-// the run goes on changing.
-const keptDiffs = 4
-
-// pruneDiffs removes all but the newest computed diffs in dir (keep among
-// them), and what a crash left mid-computation.
-func pruneDiffs(dir, keep string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	type diff struct {
-		path string
-		mod  time.Time
-	}
-	var all []diff
-	for _, e := range ents {
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		if strings.HasPrefix(e.Name(), "computing-") {
-			if time.Since(fi.ModTime()) > time.Hour {
-				os.Remove(p)
-			}
-			continue
-		}
-		if p != keep {
-			all = append(all, diff{p, fi.ModTime()})
-		}
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].mod.After(all[j].mod) })
-	for i := keptDiffs - 1; i < len(all); i++ {
-		os.Remove(all[i].path)
-	}
 }
 
 // ChangeSetDiff opens the whole unified diff of the run's change set with
@@ -175,11 +128,10 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 	if _, err := m.Run(ctx, id); err != nil {
 		return nil, "", err
 	}
-	hash, err := checkHash(hash)
+	hash, err := changeset.ParseHash(hash)
 	if err != nil {
 		return nil, "", err
 	}
-	hex := strings.TrimPrefix(hash, "sha256:")
 	if cs, err := m.frozen(id, hash); err == nil {
 		d, err := changeset.OpenDiff(cs)
 		if err != nil {
@@ -187,47 +139,23 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 		}
 		return d, hash, nil
 	}
-	f, err := os.Open(filepath.Join(m.runDir(id), "diffs", hex+".diff"))
+	f, err := m.changeSets(id).ComputedDiff(hash)
 	if err != nil {
 		return nil, "", paddock.Errorf(paddock.CodeNotFound, "run %s keeps no diff for change set %s; compute the change set again", id, hash)
 	}
 	return f, hash, nil
 }
 
-// checkHash refuses what cannot be a change set's hash, and gives it the
-// sha256: prefix when it has none.
-// A hash may come without its prefix or in upper case, as people copy
-// them; it is compared in its one canonical form.
-func checkHash(hash string) (string, error) {
-	hex := strings.ToLower(strings.TrimSpace(hash))
-	hex = strings.TrimPrefix(hex, "sha256:")
-	if len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
-		return "", paddock.Errorf(paddock.CodeBadRequest, "hash %q: want sha256: and 64 hex digits", hash)
-	}
-	return "sha256:" + hex, nil
-}
-
 // frozen loads the change set submitted under hash, with its diff file.
 func (m *Manager) frozen(id, hash string) (*paddock.ChangeSet, error) {
-	b, err := os.ReadFile(filepath.Join(m.runDir(id), artifactName(hash)))
-	if err != nil {
-		return nil, err
-	}
-	var cs paddock.ChangeSet
-	if err := json.Unmarshal(b, &cs); err != nil {
-		return nil, err
-	}
-	cs.DiffFile = filepath.Join(m.runDir(id), diffArtifactName(hash))
-	return &cs, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
+	return m.changeSets(id).Frozen(hash)
 }
 
 // runDir is where a run's artifacts are kept.
 func (m *Manager) runDir(id string) string { return filepath.Join(m.ArtifactsDir, id) }
+
+// changeSets is where a run's change sets are kept: in its artifacts.
+func (m *Manager) changeSets(id string) changeset.Store { return changeset.Store{Dir: m.runDir(id)} }
 
 func (m *Manager) submission(id string) (*paddock.Submission, error) {
 	b, err := os.ReadFile(filepath.Join(m.runDir(id), "submission.json"))
@@ -244,66 +172,12 @@ func (m *Manager) submission(id string) (*paddock.Submission, error) {
 	return &s, nil
 }
 
-// writeFile writes path atomically and durably.
-func writeFile(path string, b []byte) error {
-	return writeFileFrom(path, true, func(w io.Writer) error {
-		_, err := w.Write(b)
-		return err
-	})
-}
-
-// writeFileFrom writes path atomically with what fill writes; durably
-// only when sync is set (a caller writing many files makes them durable
-// together with syncDirFS). If fill fails, path is left as it was.
-func writeFileFrom(path string, sync bool, fill func(io.Writer) error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	err = fill(f)
-	if err == nil && sync {
-		err = f.Sync()
-	}
-	if err = errors.Join(err, f.Close()); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-// syncDirFS makes everything written on dir's file system durable, dir's
-// own entries included: one syncfs(2) instead of an fsync per file.
-func syncDirFS(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := unix.Syncfs(int(d.Fd())); err != nil {
-		return fmt.Errorf("syncfs %s: %w", dir, err)
-	}
-	return d.Sync()
-}
-
 func (m *Manager) saveSubmission(s *paddock.Submission) error {
 	b, _ := json.MarshalIndent(s, "", "  ")
-	if err := writeFile(filepath.Join(m.runDir(s.RunID), "submission.json"), b); err != nil {
+	if err := durable.WriteFile(filepath.Join(m.runDir(s.RunID), "submission.json"), b); err != nil {
 		return internal("saving the submission failed", err)
 	}
 	return nil
-}
-
-func artifactName(hash string) string {
-	return "changeset-" + strings.TrimPrefix(hash, "sha256:") + ".json"
-}
-
-// diffArtifactName is the file beside a frozen change set that holds its diff.
-func diffArtifactName(hash string) string {
-	return "changeset-" + strings.TrimPrefix(hash, "sha256:") + ".diff"
 }
 
 // Submit freezes the run's change set: it is stored as an artifact under
@@ -318,7 +192,7 @@ func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, er
 func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*paddock.ChangeSet, error) {
 	if expect != "" {
 		var err error
-		if expect, err = checkHash(expect); err != nil {
+		if expect, err = changeset.ParseHash(expect); err != nil {
 			return nil, err
 		}
 	}
@@ -343,17 +217,14 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 	// The diff is kept beside the change set, the same file under a
 	// second name: a large one is not copied. freezeBlobs makes it durable
 	// with the blobs.
-	if err := keepFile(cs.DiffFile, filepath.Join(m.runDir(id), diffArtifactName(cs.Hash))); err != nil {
+	store := m.changeSets(id)
+	if err := store.KeepFrozenDiff(cs); err != nil {
 		return nil, internal("saving the change set failed", err)
 	}
 	if err := m.freezeBlobs(ctx, id, cs); err != nil {
 		return nil, err
 	}
-	b, err := changeset.Marshal(cs)
-	if err != nil {
-		return nil, internal("encoding the change set failed", err)
-	}
-	if err := writeFile(filepath.Join(m.runDir(id), artifactName(cs.Hash)), b); err != nil {
+	if err := store.Save(cs); err != nil {
 		return nil, internal("saving the change set failed", err)
 	}
 	s := &paddock.Submission{RunID: id, Hash: cs.Hash, SubmittedAt: now()}
@@ -368,7 +239,7 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 // A wrong hash is refused without telling the right one: an approval that
 // could be copied from an error message would approve something unseen.
 func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error) {
-	hash, err := checkHash(hash)
+	hash, err := changeset.ParseHash(hash)
 	if err != nil {
 		return nil, err
 	}
@@ -484,8 +355,7 @@ func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx
 }
 
 // freezeBlobs keeps the new content of every created or modified entry, as
-// it was when the change set was computed, so that an apply into a working
-// tree writes exactly what was approved.
+// it is in the run's view now (see changeset.Store.FreezeBlobs).
 func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.ChangeSet) error {
 	r, err := m.Run(ctx, id)
 	if err != nil {
@@ -496,38 +366,12 @@ func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.Change
 		return err
 	}
 	defer root.Close()
-	changed := errors.New("changed")
-	for _, e := range cs.Entries {
-		// A blocked entry is never applied, and its path may be masked:
-		// it has nothing to freeze.
-		if e.Op == paddock.OpDelete || e.NewMode == "160000" || e.Blocked != "" {
-			continue
-		}
-		// Streamed from the view to the blob's file, hashed on the way.
-		// Not synced one by one: ten thousand fsyncs cost seconds. The
-		// whole set is made durable below, before the submission that
-		// refers to it is written.
-		err := writeFileFrom(m.blobPath(id, e.NewBlob), false, func(w io.Writer) error {
-			blob, _, err := readEntry(root, e.Path, w)
-			if err != nil || blob != e.NewBlob {
-				return changed
-			}
-			return nil
-		})
-		if errors.Is(err, changed) {
-			return paddock.Errorf(paddock.CodeConflict, "%s changed while the change set was being frozen; submit again", e.Path)
-		}
-		if err != nil {
-			return internal("freezing the change set failed", err)
-		}
-	}
-	if err := os.MkdirAll(m.blobsDir(id), 0o700); err != nil {
+	err = m.changeSets(id).FreezeBlobs(root.OS(), cs)
+	var pe *paddock.Error
+	if err != nil && !errors.As(err, &pe) {
 		return internal("freezing the change set failed", err)
 	}
-	if err := syncDirFS(m.blobsDir(id)); err != nil {
-		return internal("freezing the change set failed", err)
-	}
-	return nil
+	return err
 }
 
 // lintAttribution refuses a change set that credits a model or a tool with
@@ -564,69 +408,5 @@ func (m *Manager) lintAttribution(ctx context.Context, id string, cs *paddock.Ch
 		WithDetail("hits", hits)
 }
 
-// ChangeSetLimits bound what a change set may hold, so that computing,
-// storing and showing one stays within bounded memory and time.
-type ChangeSetLimits struct {
-	MaxEntries int   // paths changed (default 20,000)
-	MaxFile    int64 // bytes of one new or changed file (default 100 MiB)
-	MaxTotal   int64 // bytes of all new content together (default 256 MiB)
-}
-
-func (l ChangeSetLimits) withDefaults() ChangeSetLimits {
-	if l.MaxEntries <= 0 {
-		l.MaxEntries = 20000
-	}
-	if l.MaxFile <= 0 {
-		l.MaxFile = 100 << 20
-	}
-	if l.MaxTotal <= 0 {
-		l.MaxTotal = 256 << 20
-	}
-	return l
-}
-
-// check refuses a change set over the limits, from git's raw entries and the
-// sizes of the files in the workspace, before any diff is rendered.
-// checkUpper applies the limits to what an overlay run's upper layer
-// holds, read from the host's side of it, before the change set reads any
-// of it.
-func (l ChangeSetLimits) checkUpper(u *workspace.Upper) error {
-	switch {
-	case u.Files > l.MaxEntries:
-		return paddock.Errorf(paddock.CodeTooLarge, "the change set has more than %d entries; nothing was frozen (raise the limit, or split the work)", l.MaxEntries)
-	case u.LargestSize > l.MaxFile:
-		return paddock.Errorf(paddock.CodeTooLarge, "%s is %d bytes, over the change set's file limit of %d", u.Largest, u.LargestSize, l.MaxFile)
-	case u.Bytes > l.MaxTotal:
-		return paddock.Errorf(paddock.CodeTooLarge, "the change set's new content passes %d bytes; nothing was frozen", l.MaxTotal)
-	}
-	return nil
-}
-
-func (l ChangeSetLimits) check(root string, raw []byte, withheld []gitx.Withheld) error {
-	fields := bytes.Split(raw, []byte{0})
-	// The withheld files are entries too (labelled, never applied).
-	for _, w := range withheld {
-		fields = append(fields, []byte(":"), []byte(w.Path))
-	}
-	entries, total := 0, int64(0)
-	for i := 0; i+1 < len(fields); i += 2 {
-		entries++
-		if entries > l.MaxEntries {
-			return paddock.Errorf(paddock.CodeTooLarge, "the change set has more than %d entries; nothing was frozen (raise the limit, or split the work)", l.MaxEntries)
-		}
-		if bytes.HasSuffix(fields[i], []byte(" D")) {
-			continue
-		}
-		fi, err := os.Lstat(filepath.Join(root, string(fields[i+1])))
-		if err != nil {
-			continue
-		}
-		if fi.Size() > l.MaxFile {
-			return paddock.Errorf(paddock.CodeTooLarge, "%s is %d bytes, over the change set's file limit of %d", fields[i+1], fi.Size(), l.MaxFile)
-		}
-		if total += fi.Size(); total > l.MaxTotal {
-			return paddock.Errorf(paddock.CodeTooLarge, "the change set's new content passes %d bytes; nothing was frozen", l.MaxTotal)
-		}
-	}
-	return nil
-}
+// ChangeSetLimits bound what a change set may hold (see changeset.Limits).
+type ChangeSetLimits = changeset.Limits

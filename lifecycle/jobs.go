@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/manifest"
 )
 
@@ -194,7 +195,7 @@ func (m *Manager) runJob(ctx context.Context, cancel context.CancelFunc, j *padd
 	}
 	if res != nil {
 		b, _ := json.MarshalIndent(res, "", "  ")
-		if err := writeFile(filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".result.json"), b); err != nil {
+		if err := durable.WriteFile(filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".result.json"), b); err != nil {
 			m.log().Error("cannot save a job's result", "run", j.RunID, "job", j.ID, "err", err)
 		}
 	}
