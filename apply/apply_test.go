@@ -30,6 +30,7 @@ func noStaged(t *testing.T, root string) {
 // or swapped in before the commit (rolled back, *Mismatch), is never
 // written through, and the tree is left as it was.
 func TestNeverThroughALink(t *testing.T) {
+	t.Parallel()
 	before := map[string]node{"README.md": {"100644", "hello\n"}, ".git/hooks/keep": {"100644", ""}}
 	after := map[string]node{"README.md": {"100644", "approved\n"}, ".git/hooks/keep": {"100644", ""}, "ci-hooks/post-checkout": {"100755", "#!/bin/sh\n"}}
 	for _, when := range []string{"before", "commit"} {
@@ -88,6 +89,7 @@ func TestNeverThroughALink(t *testing.T) {
 // and the verification makes the apply roll back to the tree as it was,
 // and say which path did not hold what was approved.
 func TestMismatchRollsBack(t *testing.T) {
+	t.Parallel()
 	before := map[string]node{"README.md": {"100644", "hello\n"}, "gone.txt": {"100644", "gone\n"}}
 	after := map[string]node{"README.md": {"100644", "approved\n"}, "cmd/new.go": {"100644", "package main\n"}}
 	s := newSetup(t, before, after, nil)
@@ -135,6 +137,7 @@ func (g *fakeGit) MergeFile(ctx context.Context, base, ours, theirs []byte) ([]b
 // with ThreeWay, refused again if the merge fails; undo gives back the
 // user's version.
 func TestThreeWay(t *testing.T) {
+	t.Parallel()
 	base := "one\ntwo\n"
 	user := "ONE\ntwo\n"
 	before := map[string]node{"notes.txt": {"100644", base}}
@@ -172,6 +175,7 @@ func TestThreeWay(t *testing.T) {
 // and a link into .git are never applied, judged from the frozen content;
 // a link whose frozen target is not its blob is refused too.
 func TestNeverAppliedFromContent(t *testing.T) {
+	t.Parallel()
 	after := map[string]node{"ok.txt": {"100644", "ok\n"}, "ci-hooks": {"120000", ".git/hooks"}, "fine": {"120000", "ok.txt"}}
 	s := newSetup(t, nil, after, nil)
 	cs := &paddock.ChangeSet{Entries: append(s.c.Entries,

@@ -8,6 +8,7 @@ import (
 // TestJournalStepKeepsBytes: a journal step whose paths are not UTF-8
 // reads back with the same bytes, and a UTF-8 one is written as before.
 func TestJournalStepKeepsBytes(t *testing.T) {
+	t.Parallel()
 	s := Step{Path: "d\xe9/n\xff", Temp: "d\xe9/.paddock-apply-1", Dirs: []string{"d\xe9"}, Gone: []string{"x\x01"}, Prune: []string{"ok"}, Op: "create"}
 	b, err := json.Marshal(s)
 	if err != nil {

@@ -184,6 +184,7 @@ func killedAt(a *Applier, k int, fn func() error) (killed bool, err error) {
 // recovery the journal must be consistent with the tree: an applied tree
 // undoes back to before, a tree as before has no apply to undo.
 func TestKillAtEveryStep(t *testing.T) {
+	t.Parallel()
 	ref := newKillSetup(t)
 	before, beforeLines := gittest.TreeDigest(t, ref.root)
 	if _, err := ref.a.Apply(t.Context(), ref.c); err != nil {

@@ -108,6 +108,7 @@ func entry(t *testing.T, cs *paddock.ChangeSet, p string) paddock.ChangeEntry {
 // ends in a private key's BEGIN line, b.sh runs curl | sh, c.txt holds the
 // END line. The reviewer's diff must show b.sh's line.
 func TestMaskingStaysInItsFile(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, map[string]string{"README.md": "hello\n"})
 	f.write(t, map[string]string{
 		"a.txt": "notes\n-----BEGIN RSA PRIVATE KEY-----\n",
@@ -130,6 +131,7 @@ func TestMaskingStaysInItsFile(t *testing.T) {
 // it. A hunk that starts inside a key (its END comes first) is masked from
 // its start.
 func TestPrivateKeyMaskedLineByLine(t *testing.T) {
+	t.Parallel()
 	var body []string
 	for i := range 24 {
 		body = append(body, strings.Repeat(string(rune('A'+i)), 64))
@@ -182,6 +184,7 @@ func TestPrivateKeyMaskedLineByLine(t *testing.T) {
 // content holding it is withheld; every such entry is labelled secret, and
 // one whose name held it is never applied.
 func TestDeclaredSecrets(t *testing.T) {
+	t.Parallel()
 	const v = "tok-5e3f9a1c/very+secret"
 	red := redact.New(map[string]string{"API_TOKEN": v})
 	forms := []string{v, base64.StdEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v)),
@@ -242,6 +245,7 @@ func TestDeclaredSecrets(t *testing.T) {
 // terminal acts on, in its content or its name, is labelled control_chars;
 // the diff itself keeps its bytes (git apply takes it).
 func TestControlCharacters(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, map[string]string{"README.md": "hello\n", "old.txt": "title \x1b]0;x\x07\nkept\n"})
 	f.write(t, map[string]string{
 		"term.txt":        "ok\n\x1b[2K\x1b[1Agood line\n",

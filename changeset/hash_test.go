@@ -34,6 +34,7 @@ func hashed() *paddock.ChangeSet {
 // version that hashed the same change set differently would orphan every
 // submission made before it.
 func TestHashIsStable(t *testing.T) {
+	t.Parallel()
 	// The canonical form, hashed by hand:
 	//   printf 'paddock-changeset-v1\nbase 0123…4567\na.txt\0modify\0100644\0100755\01111…\02222…\n
 	//           b/c.go\0create\0\0100644\0\03333…\ndiff --git a/a.txt b/a.txt\n' | sha256sum
@@ -56,6 +57,7 @@ func TestHashIsStable(t *testing.T) {
 // times and where the diff is kept do not, since they describe the change
 // and are not it.
 func TestHashBindsEveryField(t *testing.T) {
+	t.Parallel()
 	base, err := changeset.Hash(hashed())
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +105,7 @@ func TestHashBindsEveryField(t *testing.T) {
 // file, to the hash the same diff carried inline has; Verify reads it the
 // same way and refuses a file that changed.
 func TestHashOfAnOmittedDiff(t *testing.T) {
+	t.Parallel()
 	inline := hashed()
 	want, err := changeset.Hash(inline)
 	if err != nil {
@@ -137,6 +140,7 @@ func TestHashOfAnOmittedDiff(t *testing.T) {
 // case, spaces around) and given in its one form; anything else is a bad
 // request.
 func TestParseHash(t *testing.T) {
+	t.Parallel()
 	const hex = "1d52b2215b2f29ff3d1f36596101ea5b3e81868273d52da845b93a636fac0f11"
 	for _, in := range []string{"sha256:" + hex, hex, " SHA256:1D52B2215B2F29FF3D1F36596101EA5B3E81868273D52DA845B93A636FAC0F11\n"} {
 		if got, err := changeset.ParseHash(in); err != nil || got != "sha256:"+hex {

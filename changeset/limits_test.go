@@ -23,6 +23,7 @@ func raw(entries ...string) []byte {
 }
 
 func TestLimitsDefaults(t *testing.T) {
+	t.Parallel()
 	def := changeset.Limits{MaxEntries: 20000, MaxFile: 100 << 20, MaxTotal: 256 << 20}
 	if got := (changeset.Limits{}).WithDefaults(); got != def {
 		t.Errorf("zero limits: %+v, want %+v", got, def)
@@ -44,6 +45,7 @@ func TestLimitsDefaults(t *testing.T) {
 // deletions and vanished files weigh nothing, withheld files count as
 // entries.
 func TestLimitsCheck(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for name, size := range map[string]int{"ten": 10, "eleven": 11, "twenty": 20, "big": 1000} {
 		if err := os.WriteFile(filepath.Join(root, name), make([]byte, size), 0o644); err != nil {
@@ -90,6 +92,7 @@ func TestLimitsCheck(t *testing.T) {
 // TestLimitsCheckCounts: an overlay's upper layer is held to the same
 // limits, from its counts alone.
 func TestLimitsCheckCounts(t *testing.T) {
+	t.Parallel()
 	l := changeset.Limits{MaxEntries: 3, MaxFile: 10, MaxTotal: 25}
 	for _, c := range []struct {
 		name    string

@@ -11,6 +11,7 @@ import (
 // TestNeverApplied: links are judged by where their target resolves from
 // the link's own directory, with every folding the path rules know.
 func TestNeverApplied(t *testing.T) {
+	t.Parallel()
 	pol := confine.DefaultPolicy()
 	cases := []struct {
 		path, target string

@@ -21,6 +21,7 @@ func labelled(t *testing.T, p string, policy *confine.Policy) paddock.ChangeEntr
 // what Windows trims) is labelled and never applied, as the exact name is;
 // the names beside them are applied.
 func TestProtectedNamesNeverApplied(t *testing.T) {
+	t.Parallel()
 	policy := confine.DefaultPolicy()
 	for _, n := range confinetest.Protected {
 		e := labelled(t, n.Path, policy)
@@ -42,6 +43,7 @@ func TestProtectedNamesNeverApplied(t *testing.T) {
 // TestSteeringLabels: what runs code or steers the next agent is labelled,
 // by folding and at any depth, and nothing near it is.
 func TestSteeringLabels(t *testing.T) {
+	t.Parallel()
 	policy := confine.DefaultPolicy()
 	for _, p := range confinetest.RunsCode {
 		if e := labelled(t, p, policy); !slices.Contains(e.Risks, "runs_code") || e.Blocked != "" {
@@ -63,6 +65,7 @@ func TestSteeringLabels(t *testing.T) {
 // TestSuspiciousNames: a look-alike or invisible character is labelled; an
 // ordinary name in another script, or in NFD, is not.
 func TestSuspiciousNames(t *testing.T) {
+	t.Parallel()
 	for p, want := range map[string]bool{
 		"src/.vscod\u0435/x": true, "\u0441\u043e\u0440.txt": true, "a\u200bb.txt": true, "\uff41.txt": true,
 		"sub/\u0261o.mod": true, "p\u0430ypal.txt": true,

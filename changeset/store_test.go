@@ -45,6 +45,7 @@ func create(p string, content []byte) paddock.ChangeEntry {
 
 // TestBlobID: the ids are git's (git hash-object).
 func TestBlobID(t *testing.T) {
+	t.Parallel()
 	for content, id := range map[string]string{
 		"":        "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
 		"hello\n": "ce013625030ba8dba906f756967f9e9ca394464a",
@@ -60,6 +61,7 @@ func TestBlobID(t *testing.T) {
 // read back under its blob id; deletions, submodules and blocked entries
 // freeze nothing.
 func TestFreezeAndRead(t *testing.T) {
+	t.Parallel()
 	notUTF8 := []byte("caf\xe9 \xff\xfe\x00\x01 \xc3\x28 end\r\n")
 	large := bytes.Repeat([]byte("0123456789abcdef\x80"), 10000) // past the 64 KiB buffer
 	dir, root := view(t, map[string][]byte{"latin1.txt": notUTF8, "sub/large.bin": large, "blocked": []byte("agent config")})
@@ -108,6 +110,7 @@ func TestFreezeAndRead(t *testing.T) {
 // computed) is a conflict, and no blob is kept under that id; what is not
 // a file or a link is refused without being waited on.
 func TestFreezeRefusesWhatChanged(t *testing.T) {
+	t.Parallel()
 	for name, setup := range map[string]func(t *testing.T, dir string){
 		"rewritten": func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "f"), []byte("after"), 0o644)
@@ -158,6 +161,7 @@ func TestFreezeRefusesWhatChanged(t *testing.T) {
 // its id was not what was approved, and is refused; a missing one is an
 // error of its own.
 func TestReadBlobRefusesAChangedBlob(t *testing.T) {
+	t.Parallel()
 	_, root := view(t, map[string][]byte{"f": []byte("approved\xff")})
 	cs := &paddock.ChangeSet{Entries: []paddock.ChangeEntry{create("f", []byte("approved\xff"))}}
 	s := changeset.Store{Dir: t.TempDir()}
@@ -185,6 +189,7 @@ func TestReadBlobRefusesAChangedBlob(t *testing.T) {
 // diffs, the one just kept among them whatever its time, and removes what
 // a crash left mid-computation once it is an hour old.
 func TestComputedDiffsArePruned(t *testing.T) {
+	t.Parallel()
 	s := changeset.Store{Dir: t.TempDir()}
 	diffs := filepath.Join(s.Dir, "diffs")
 	start := time.Now().Add(-24 * time.Hour)
@@ -253,6 +258,7 @@ func TestComputedDiffsArePruned(t *testing.T) {
 // and loads back to what verifies against its hash, an omitted diff
 // included.
 func TestFrozenRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, omitted := range []bool{false, true} {
 		s := changeset.Store{Dir: t.TempDir()}
 		f, err := s.CreateDiff()

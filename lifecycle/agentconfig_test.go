@@ -20,6 +20,7 @@ import (
 // left as it was. The ordinary names beside them are applied, and what runs
 // code or steers agents is labelled.
 func TestAgentConfigNeverApplied(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)

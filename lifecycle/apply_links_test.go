@@ -53,6 +53,7 @@ func writeFile(t *testing.T, p, s string, mode os.FileMode) {
 // (put there by hand, or by an earlier version) is never written through:
 // the apply refuses, nothing written.
 func TestApplyNeverWritesThroughALink(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -106,6 +107,7 @@ func TestApplyNeverWritesThroughALink(t *testing.T) {
 // path, or out of the project, is labelled and refused by both applies —
 // even when its label was lost (a change set frozen by an earlier version).
 func TestLinksIntoGitOrProtectedNeverApplied(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ link, target string }{
 		{"a/b/x", "../../.git/hooks"},
 		{"x", ".GIT"},
@@ -261,6 +263,7 @@ var typeChanges = []struct {
 // byte, and a change the working tree cannot take is refused before
 // anything is written.
 func TestTypeChanges(t *testing.T) {
+	t.Parallel()
 	for _, c := range typeChanges {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 			e := newEnv(t)
@@ -332,6 +335,7 @@ func TestTypeChanges(t *testing.T) {
 // link before the commit); the apply notices, rolls back to the tree as it
 // was, records why and reports it.
 func TestApplyVerifiesWhatItLeaves(t *testing.T) {
+	t.Parallel()
 	for _, point := range []string{"verify", "commit"} {
 		t.Run(point, func(t *testing.T) {
 			e := newEnv(t)

@@ -42,6 +42,7 @@ func edit(t *testing.T, ws string) {
 }
 
 func TestChangeSetAndApply(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	os.WriteFile(filepath.Join(e.repo, ".gitignore"), []byte("build/\n"), 0o644)
@@ -145,6 +146,7 @@ func TestChangeSetAndApply(t *testing.T) {
 }
 
 func TestApplyRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -209,6 +211,7 @@ func digestNoGit(t *testing.T, root string) (string, []string) {
 }
 
 func TestApplyToWorktreeAndUndo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -270,6 +273,7 @@ func TestApplyToWorktreeAndUndo(t *testing.T) {
 }
 
 func TestAttributionLint(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -306,6 +310,7 @@ func TestAttributionLint(t *testing.T) {
 }
 
 func TestChangeSetIgnoredAndLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	os.WriteFile(filepath.Join(e.repo, ".gitignore"), []byte("build/\n"), 0o644)
@@ -441,6 +446,7 @@ func TestChangeSetTenThousandFiles(t *testing.T) {
 // Without --3way the apply refuses; with it, separate lines merge, the same
 // line refuses everything, and undo gives the user's version back.
 func TestApplyToWorktreeThreeWay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	text := "one\ntwo\nthree\nfour\nfive\nsix\n"

@@ -22,6 +22,7 @@ import (
 // Checking the repository's identity by walking its history read all
 // 60,000 commits on every create.
 func TestCreateIsFlatInHistory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a repository of 60,000 commits")
 	}
@@ -112,6 +113,7 @@ func gitCommand(line string) string {
 // another .git, even a clone of the same history, is not the repository
 // that was declared, and no run is made from it.
 func TestCreateRefusesAReplacedRepository(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
 	e.create(t, paddock.KindClone, "")

@@ -60,6 +60,7 @@ echo 'an ordinary change' > ordinary.txt
 // and never runs a planted config's command; git run by the user in what
 // was planted would (the control).
 func TestChangeSetNeverReadsPlantedRepositories(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
 		t.Run(string(kind), func(t *testing.T) {
 			e := newEnv(t)
@@ -179,6 +180,7 @@ func TestChangeSetNeverReadsPlantedRepositories(t *testing.T) {
 // it onto base gives the workspace's bytes back. Plain git, given the
 // same config and attributes, runs the driver (the control).
 func TestChangeSetRunsNoDrivers(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
 		t.Run(string(kind), func(t *testing.T) {
 			e := newEnv(t)
@@ -301,6 +303,7 @@ func blobID(t *testing.T, content string) string {
 // commit); what the change set holds there is labelled as hooks and never
 // applied. Plain git does run what is there (the control).
 func TestHooksPathIsProtected(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
 		t.Run(string(kind), func(t *testing.T) {
 			e := newEnv(t)

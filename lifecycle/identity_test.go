@@ -16,6 +16,7 @@ import (
 // first; each field the operator names wins, and a change to any of them is
 // seen by the next apply.
 func TestApplyAuthorFromGitConfig(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	home := t.TempDir()

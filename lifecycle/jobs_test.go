@@ -102,6 +102,7 @@ func countEvents(t *testing.T, m *lifecycle.Manager, id, typ string) int {
 // failed, saying so, and its command never runs (its output would have
 // gone nowhere).
 func TestJobWithoutALogDoesNotRun(t *testing.T) {
+	t.Parallel()
 	e, _, logs := faultyEnv(t)
 	if os.Getuid() == 0 {
 		e.m.SandboxUID = 65534 // so that, but for the log, the command could run
@@ -257,6 +258,7 @@ func TestCancelJobHonoursItsContext(t *testing.T) {
 // TestRefuseWhileJobRunsFailsClosed: when the running jobs cannot be read,
 // an action that would pull the workspace from under one is refused.
 func TestRefuseWhileJobRunsFailsClosed(t *testing.T) {
+	t.Parallel()
 	e, f, _ := faultyEnv(t)
 	r := e.create(t, paddock.KindClone, "")
 	f.set(func(f *faultStore) { f.jobs = func() error { return errInjected } })
@@ -280,6 +282,7 @@ func TestRefuseWhileJobRunsFailsClosed(t *testing.T) {
 // TestRecordsSurviveADisconnect: a client that disconnects just as an action
 // records what it did leaves the record written: the effect happened.
 func TestRecordsSurviveADisconnect(t *testing.T) {
+	t.Parallel()
 	e, f, _ := faultyEnv(t)
 	e.m.Identity = gitx.Identity{Name: "Ada Reviewer", Email: "ada@example.com"}
 	// A client that leaves as the made workspace is recorded ready.

@@ -141,6 +141,7 @@ func states(t *testing.T, m *lifecycle.Manager, id string) []string {
 
 // TestRejectLeavesProjectByteIdentical is the rejection invariant for every kind.
 func TestRejectLeavesProjectByteIdentical(t *testing.T) {
+	t.Parallel()
 	// The kinds whose workspace is a host directory; overlay is in TestOverlayRun.
 	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindWorktree, paddock.KindOperatorDir} {
 		t.Run(string(kind), func(t *testing.T) {
@@ -204,6 +205,7 @@ func TestRejectLeavesProjectByteIdentical(t *testing.T) {
 }
 
 func TestRetainedIsAHardStop(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -250,6 +252,7 @@ func TestRetainedIsAHardStop(t *testing.T) {
 }
 
 func TestRetainedDirectoryGoneIsOrphanedNotCleaned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -269,6 +272,7 @@ func TestRetainedDirectoryGoneIsOrphanedNotCleaned(t *testing.T) {
 }
 
 func TestCleanupPolicies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -299,6 +303,7 @@ func TestCleanupPolicies(t *testing.T) {
 }
 
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	p := e.project(t)
@@ -338,6 +343,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 }
 
 func TestProjectReplacedIsNoticed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -348,6 +354,7 @@ func TestProjectReplacedIsNoticed(t *testing.T) {
 }
 
 func TestOperatorDirHoldsLock(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -388,6 +395,7 @@ func TestOperatorDirHoldsLock(t *testing.T) {
 // run is the operator's own, never the project's active checkout however it
 // is named (record 002: the active checkout is never an agent scratchpad).
 func TestOperatorDirIsNeverTheCheckout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -433,6 +441,7 @@ func TestOperatorDirIsNeverTheCheckout(t *testing.T) {
 }
 
 func TestCheckpointResumeAndRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -481,6 +490,7 @@ func TestCheckpointResumeAndRestart(t *testing.T) {
 // TestCrashWhilePreparing plays a daemon killed in the middle of making a
 // workspace: the record says preparing and a partial directory is on disk.
 func TestCrashWhilePreparing(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindWorktree} {
 		t.Run(string(kind), func(t *testing.T) {
 			e := newEnv(t)
@@ -514,6 +524,7 @@ func TestCrashWhilePreparing(t *testing.T) {
 }
 
 func TestOrphans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -549,6 +560,7 @@ func TestOrphans(t *testing.T) {
 }
 
 func TestRemoveProject(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -565,6 +577,7 @@ func TestRemoveProject(t *testing.T) {
 }
 
 func TestWaitEvents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -594,6 +607,7 @@ func TestWaitEvents(t *testing.T) {
 // TestCrashWhileCleaning plays a daemon killed after it marked a workspace
 // cleanup_pending but before the files were gone.
 func TestCrashWhileCleaning(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)

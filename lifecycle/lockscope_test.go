@@ -25,6 +25,7 @@ func (s *slowProvider) Prepare(ctx context.Context, p *paddock.Project, w *paddo
 // prepared (a clone of a large repository takes seconds), another run can
 // be created, rejected and removed, and gc runs.
 func TestCreateDoesNotBlockOthers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()

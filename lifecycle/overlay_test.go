@@ -64,6 +64,7 @@ func sh(t *testing.T, m *lifecycle.Manager, id, script string) string {
 // its change set comes from the upper layer, its snapshot is shared and
 // collected, and reject leaves nothing behind.
 func TestOverlayRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
 	withSandbox(t, e)
@@ -200,6 +201,7 @@ func waitExit(t *testing.T, pid int) {
 // overlay run and in a clone run must give identical change sets, and the
 // diff applied to the base must give the clone's tree.
 func TestOverlayMatchesClone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
 	withSandbox(t, e)
@@ -353,6 +355,7 @@ func TestMain(m *testing.M) {
 // TestOverlayChangeSetLimits: an overlay run's limits are applied from the
 // upper layer, before anything of it is read or rendered.
 func TestOverlayChangeSetLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
 	withSandbox(t, e)
@@ -380,6 +383,7 @@ func TestOverlayChangeSetLimits(t *testing.T) {
 // TestOverlayRefusedWhereItCannotWork: without resident sandboxes an overlay
 // is refused by name with the reason, and auto makes a clone and says why.
 func TestOverlayRefusedWhereItCannotWork(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
 	_, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
@@ -402,6 +406,7 @@ func TestOverlayRefusedWhereItCannotWork(t *testing.T) {
 // directories that stand for it are in no change set; a pattern that
 // cannot be enforced ahead is reported in the enforcement.
 func TestProtectedAhead(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindWorktree, paddock.KindOverlay} {
 		t.Run(string(kind), func(t *testing.T) {
 			e := newEnv(t)
@@ -463,6 +468,7 @@ func TestProtectedAhead(t *testing.T) {
 // with the same commands gets, and it applies into the working tree and is
 // undone exactly.
 func TestOverlayTypeChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
 	withSandbox(t, e)

@@ -16,6 +16,7 @@ import (
 // TestSetProject: a project's settings change while it has runs, the runs
 // follow them at once, and the change is recorded on them and logged.
 func TestSetProject(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	logs := &lockedBuffer{}
 	e.m.Logger = slog.New(slog.NewTextHandler(logs, nil))

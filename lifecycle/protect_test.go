@@ -15,6 +15,7 @@ import (
 // path; a wildcard name protects its directory; what cannot be named ahead,
 // and paths past the view's limit, are reported, not dropped in silence.
 func TestProtectedAheadPaths(t *testing.T) {
+	t.Parallel()
 	paths, unenforced := protectedAhead(confine.DefaultProtected)
 	want := []string{".git", ".claude", ".claude/hooks", ".codex", ".cursor", ".mcp.json", ".vscode/settings.json",
 		".vscode/tasks.json", ".vscode/launch.json", ".devcontainer", ".envrc", ".paddock"}

@@ -29,6 +29,7 @@ func toolEvents(t *testing.T, m *lifecycle.Manager, id string) []tools.Outcome {
 }
 
 func TestToolCallsAreRecorded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -71,6 +72,7 @@ func TestToolCallsAreRecorded(t *testing.T) {
 }
 
 func TestAccessModes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -122,6 +124,7 @@ func TestAccessModes(t *testing.T) {
 }
 
 func TestProjectPolicyReachesTools(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	_, err := e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Protect: []string{"docs/**"}})
@@ -138,6 +141,7 @@ func TestProjectPolicyReachesTools(t *testing.T) {
 }
 
 func TestInboxDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -158,6 +162,7 @@ func TestInboxDelivery(t *testing.T) {
 // TestToolResultsAreRedacted: what a tool returns passes the funnel: a
 // credential in a file the agent reads is masked, in read and in grep.
 func TestToolResultsAreRedacted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
