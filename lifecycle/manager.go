@@ -223,19 +223,18 @@ func (m *Manager) checkOpen() error {
 }
 
 // goBackground runs fn in a goroutine of the Manager's, which Close waits
-// for; once Close has begun it runs nothing and says so.
-func (m *Manager) goBackground(fn func()) bool {
+// for; once Close has begun it runs nothing.
+func (m *Manager) goBackground(fn func()) {
 	m.bgMu.Lock()
 	defer m.bgMu.Unlock()
 	if m.ctx.Err() != nil {
-		return false
+		return
 	}
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
 		fn()
 	}()
-	return true
 }
 
 // checkpointActive checkpoints every active workspace, so that a restart
