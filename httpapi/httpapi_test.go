@@ -46,7 +46,10 @@ func newFixture(t *testing.T) *fixture {
 	os.Mkdir(ws, 0o700)
 	logb := &bytes.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logb, nil))
-	m := &lifecycle.Manager{Store: s, Git: g, Providers: workspace.Providers(g, ws), WorkspacesDir: ws, Logger: logger}
+	m, err := lifecycle.NewManager(ctx, lifecycle.Config{Store: s, Git: g, Providers: workspace.Providers(g, ws), WorkspacesDir: ws, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := &Server{Manager: m, Logger: logger, Token: "t0k3n", Status: func() paddock.DaemonStatus { return paddock.DaemonStatus{PID: 42} }}
 	return &fixture{srv: srv, h: srv.Handler(), repo: gittest.NewRepo(t, filepath.Join(base, "repo"), map[string]string{"a": "1"}), log: logb}
 }

@@ -113,13 +113,15 @@ func (m *Manager) upperOf(r *paddock.Run) string {
 }
 
 // watchDisk cancels the command (through cancel) when the run or the disk
-// goes past its limits while it runs.
+// goes past its limits while it runs. The watchdog is the Manager's: Close
+// waits for it to stop (w.stop stops it, not waiting for a poll under
+// way). Once Close has begun there is none: no command runs then.
 func (m *Manager) watchDisk(r *paddock.Run, cancel context.CancelFunc) *diskWatch {
 	w := &diskWatch{}
 	done := make(chan struct{})
 	var once sync.Once
 	var mu sync.Mutex
-	go func() {
+	m.goBackground(func() {
 		t := time.NewTicker(DiskPoll)
 		defer t.Stop()
 		for {
@@ -136,7 +138,7 @@ func (m *Manager) watchDisk(r *paddock.Run, cancel context.CancelFunc) *diskWatc
 				return
 			}
 		}
-	}()
+	})
 	w.stop = func() string {
 		once.Do(func() { close(done) })
 		mu.Lock()

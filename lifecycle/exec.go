@@ -49,8 +49,12 @@ func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 // ExecStream is Exec that also passes the output, masked, to stdout and
 // stderr as it comes (either may be nil). When it streams, the result keeps
 // only the first sandbox.LiveKeep bytes of each: the output up to its limit
-// goes through, never held whole in memory.
+// goes through, never held whole in memory. Once Close has begun, a
+// command is refused (ErrClosed).
 func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
 	r, err := m.Run(ctx, id)
 	if err != nil {
 		return nil, err
@@ -129,10 +133,13 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	if why := m.diskCheck(r, true); why != "" {
 		return nil, paddock.Errorf(paddock.CodeForbidden, "%s", why).WithDetail("rule", "disk")
 	}
+	// The command ends when its caller goes, or at Close.
 	runCtx, cancel := context.WithCancel(ctx)
+	stopFollowing := context.AfterFunc(m.ctx, cancel)
 	watch := m.watchDisk(r, cancel)
 	res, err := m.runCommand(runCtx, id, spec)
 	killed := watch.stop()
+	stopFollowing()
 	cancel()
 	req.Argv = red.Strings(req.Argv) // a secret on the command line stays out of events
 	ctx = context.WithoutCancel(ctx) // a canceled command is still recorded
@@ -321,8 +328,12 @@ func (m *Manager) recordExec(ctx context.Context, id string, req paddock.ExecReq
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 // runCommand runs a command of run id through the run's harness, or in a
-// sandbox of its own when the manager keeps none.
+// sandbox of its own when the manager keeps none; none once Close has
+// begun (ExecStream refuses then; this is for a Close meanwhile).
 func (m *Manager) runCommand(ctx context.Context, id string, spec sandbox.Spec) (*sandbox.Result, error) {
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
 	if m.Harnesses != nil {
 		return m.Harnesses.Run(ctx, id, spec)
 	}

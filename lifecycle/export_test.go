@@ -15,3 +15,7 @@ func SetJobTimings(t *testing.T, renew, endRetry, cancel time.Duration) {
 // SetTestHook lets the tests of package lifecycle_test run code at a named
 // point of an apply into a working tree ("commit", "verify").
 func SetTestHook(m *Manager, f func(point string)) { m.testHook = f }
+
+// RunningJobs is how many jobs m's runner runs: started, their end not yet
+// recorded.
+func RunningJobs(m *Manager) int { return m.runner.running() }

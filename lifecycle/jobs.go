@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -27,18 +26,6 @@ const (
 	EventJobInterrupted = "job.interrupted"
 )
 
-// jobRunner tracks the jobs this daemon instance runs.
-type jobRunner struct {
-	mu      sync.Mutex
-	cancels map[string]context.CancelFunc
-	wg      sync.WaitGroup
-}
-
-func (m *Manager) jobs() *jobRunner {
-	m.jobsOnce.Do(func() { m.jobState = &jobRunner{cancels: map[string]context.CancelFunc{}} })
-	return m.jobState
-}
-
 func newJobID() string {
 	var b [5]byte
 	rand.Read(b[:])
@@ -47,9 +34,13 @@ func newJobID() string {
 
 // StartJob starts one bounded phase of a run: the bootstrapped agent's
 // command, or one command, in the sandbox. A second job while one runs is
-// refused with busy. The job runs in the background; its output goes to the
-// run's logs artifact, masked, and its result to the result artifact.
+// refused with busy, as is any job once Close has begun (ErrClosed). The
+// job runs in the background, on the Manager's job runner; its output goes
+// to the run's logs artifact, masked, and its result to the result artifact.
 func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobRequest) (*paddock.Job, error) {
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
 	r, err := m.Run(ctx, id)
 	if err != nil {
 		return nil, err
@@ -110,13 +101,12 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 	}); err != nil {
 		return nil, err
 	}
-	jr := m.jobs()
-	jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	jr.mu.Lock()
-	jr.cancels[j.ID] = cancel
-	jr.mu.Unlock()
-	jr.wg.Add(1)
-	go m.runJob(jctx, cancel, j, exec, steps)
+	if err := m.runner.start(ctx, j, func(ctx context.Context) { m.runJob(ctx, j, exec, steps) }); err != nil {
+		// Close began since the check above: the job never runs.
+		j.State, j.Reason, j.EndedAt, j.LeaseUntil = paddock.JobFailed, "the daemon is shutting down", now(), time.Time{}
+		m.recordJobEnd(j)
+		return nil, err
+	}
 	return j, nil
 }
 
@@ -160,23 +150,11 @@ func (m *Manager) verifyCommands(ctx context.Context, id string) ([][]string, er
 	return cmds, nil
 }
 
-// runJob runs a started job to its end, renewing its lease meanwhile, and
-// records how it ended.
-func (m *Manager) runJob(ctx context.Context, cancel context.CancelFunc, j *paddock.Job, exec paddock.ExecRequest, steps [][]string) {
-	jr := m.jobs()
-	defer jr.wg.Done()
-	defer func() {
-		cancel()
-		jr.mu.Lock()
-		delete(jr.cancels, j.ID)
-		jr.mu.Unlock()
-	}()
-	renewCtx, stopRenewing := context.WithCancel(ctx)
-	renewed := make(chan struct{})
-	go func() { defer close(renewed); m.renewLease(renewCtx, j) }()
+// runJob runs a started job to its end, on the runner, which renews its
+// lease meanwhile and then records how it ended (recordJobEnd): runJob
+// says how in j and saves the result.
+func (m *Manager) runJob(ctx context.Context, j *paddock.Job, exec paddock.ExecRequest, steps [][]string) {
 	res, err := m.runJobCommands(ctx, j, exec, steps)
-	stopRenewing()
-	<-renewed
 	j.EndedAt, j.LeaseUntil = now(), time.Time{}
 	switch {
 	case ctx.Err() != nil:
@@ -199,7 +177,6 @@ func (m *Manager) runJob(ctx context.Context, cancel context.CancelFunc, j *padd
 			m.log().Error("cannot save a job's result", "run", j.RunID, "job", j.ID, "err", err)
 		}
 	}
-	m.recordJobEnd(j)
 }
 
 // runJobCommands runs the job's command, or the verification's commands one
@@ -252,30 +229,17 @@ var (
 	endRetryFirst = 50 * time.Millisecond
 )
 
-// renewLease extends the job's lease until ctx ends. A failed renewal is
-// logged and tried again at the next tick: the lease outlives a few.
-func (m *Manager) renewLease(ctx context.Context, j *paddock.Job) {
-	tick := time.NewTicker(leaseRenew)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+// renewLease extends a running job's lease by leaseTerm; the runner calls
+// it every leaseRenew while the job runs.
+func (m *Manager) renewLease(ctx context.Context, j *paddock.Job) error {
+	return m.update(ctx, func(tx paddock.Tx) error {
+		cur, err := tx.Job(ctx, j.ID)
+		if err != nil || cur.State != paddock.JobRunning {
+			return err
 		}
-		bg := context.WithoutCancel(ctx)
-		err := m.update(bg, func(tx paddock.Tx) error {
-			cur, err := tx.Job(bg, j.ID)
-			if err != nil || cur.State != paddock.JobRunning {
-				return err
-			}
-			cur.LeaseUntil = now().Add(leaseTerm)
-			return tx.UpdateJob(bg, cur)
-		})
-		if err != nil && ctx.Err() == nil {
-			m.log().Warn("cannot renew a job's lease", "run", j.RunID, "job", j.ID, "err", err)
-		}
-	}
+		cur.LeaseUntil = now().Add(leaseTerm)
+		return tx.UpdateJob(ctx, cur)
+	})
 }
 
 // recordJobEnd writes the job's end and its event, retrying a failed write:
@@ -343,14 +307,9 @@ func (m *Manager) CancelJob(ctx context.Context, id, jobID string) (*paddock.Job
 	if j.State != paddock.JobRunning {
 		return nil, paddock.Errorf(paddock.CodeConflict, "job %s is %s", jobID, j.State)
 	}
-	jr := m.jobs()
-	jr.mu.Lock()
-	cancel := jr.cancels[jobID]
-	jr.mu.Unlock()
-	if cancel == nil {
+	if !m.runner.cancelJob(jobID) {
 		return nil, paddock.Errorf(paddock.CodeConflict, "job %s is run by another daemon (%s)", jobID, j.Owner)
 	}
-	cancel()
 	// Wait for the job to record its end, woken by every write, as long as
 	// the caller waits and at most cancelWait.
 	timeout := time.NewTimer(cancelWait)
@@ -414,26 +373,16 @@ func (m *Manager) adoptJobs(ctx context.Context) []paddock.Finding {
 	return out
 }
 
-// stopJobs cancels this instance's running jobs and waits for them.
-func (m *Manager) stopJobs() {
-	jr := m.jobs()
-	jr.mu.Lock()
-	for _, c := range jr.cancels {
-		c()
-	}
-	jr.mu.Unlock()
-	jr.wg.Wait()
-}
-
 // instance is this daemon's owner id for jobs.
-func (m *Manager) instance() string {
-	m.instanceOnce.Do(func() {
-		var b [6]byte
-		rand.Read(b[:])
-		host, _ := os.Hostname()
-		m.instanceID = host + "/" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))[:8]
-	})
-	return m.instanceID
+func (m *Manager) instance() string { return m.instanceID }
+
+// newInstanceID names a Manager as the owner of the jobs it runs: the host
+// and a random part, new at each start.
+func newInstanceID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	host, _ := os.Hostname()
+	return host + "/" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))[:8]
 }
 
 func (m *Manager) bootstrap(id string) (*bootstrapRecord, error) {

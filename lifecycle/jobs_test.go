@@ -47,7 +47,7 @@ func faultyEnv(t *testing.T) (*env, *faultStore, *lockedBuffer) {
 	logs := &lockedBuffer{}
 	e.m.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e.project(t)
-	t.Cleanup(func() { e.m.Shutdown(context.Background()) })
+	t.Cleanup(func() { e.m.Close(context.Background()) })
 	return e, f, logs
 }
 
@@ -177,7 +177,7 @@ func TestJobEndIsRecordedDespiteStoreErrors(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	e.m.Shutdown(context.Background())
+	e.m.Close(context.Background())
 	e.reopen(t)
 	if j, err := e.m.Job(context.Background(), r.ID, j.ID); err != nil || j.State != paddock.JobInterrupted {
 		t.Fatalf("after a restart the job is %+v, %v; want interrupted", j, err)

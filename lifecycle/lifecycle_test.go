@@ -57,8 +57,11 @@ func (e *env) open(t *testing.T, g *gitx.Git) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	e.m = &lifecycle.Manager{Store: s, Git: g, Providers: workspace.Providers(g, wsDir), WorkspacesDir: wsDir,
-		ArtifactsDir: filepath.Join(e.state, "artifacts")}
+	e.m, err = lifecycle.NewManager(context.Background(), lifecycle.Config{Store: s, Git: g,
+		Providers: workspace.Providers(g, wsDir), WorkspacesDir: wsDir, ArtifactsDir: filepath.Join(e.state, "artifacts")})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // reopen simulates a daemon restart on the same state.
@@ -472,7 +475,7 @@ func TestCheckpointResumeAndRestart(t *testing.T) {
 	if res.Drift {
 		t.Fatal("drift reported with nothing changed")
 	}
-	if err := e.m.Shutdown(ctx); err != nil {
+	if err := e.m.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = e.m.Run(ctx, r.ID)

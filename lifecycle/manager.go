@@ -45,6 +45,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"errors"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -60,9 +61,10 @@ import (
 	"github.com/paddock-dev/paddock/workspace"
 )
 
-// Manager runs the workspace lifecycle. Fill the exported fields, then call
-// Recover once before serving.
-type Manager struct {
+// Config is what a Manager is made of. NewManager needs Store, Git and
+// WorkspacesDir; every other field has a default or may stay empty. The
+// Manager owns Harnesses: Close closes it.
+type Config struct {
 	Store paddock.Store
 	Git   *gitx.Git
 	// Providers make and remove workspaces, one per kind.
@@ -108,6 +110,14 @@ type Manager struct {
 	// into a working tree or an undo. Tests use it; nothing else sets it.
 	CrashAt int
 	Logger  *slog.Logger
+}
+
+// Manager runs the workspace lifecycle. Make one with NewManager, call
+// Recover once before serving, and Close it to stop: Close is the one call
+// that ends and waits for everything the Manager started. Its Config
+// fields are read at each use; set them before serving.
+type Manager struct {
+	Config
 
 	// testHook, set by tests only, runs at named points of an apply into
 	// a working tree ("commit", "verify"), to play a concurrent writer.
@@ -128,10 +138,122 @@ type Manager struct {
 
 	identity atomic.Pointer[gitx.Identity] // SetIdentity's
 
-	jobsOnce     sync.Once
-	jobState     *jobRunner
-	instanceOnce sync.Once
-	instanceID   string
+	// ctx is the parent of the Manager's own work: Close cancels it, which
+	// ends the commands running and the jobs (the runner's context is a
+	// child of it). stop cancels it.
+	ctx  context.Context
+	stop context.CancelFunc
+	// runner runs this instance's jobs; instanceID names the instance as
+	// the jobs' owner.
+	runner     *jobRunner
+	instanceID string
+	// bg counts the Manager's other goroutines (the disk watchdogs),
+	// started by goBackground; Close waits for them.
+	bgMu sync.Mutex
+	bg   sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// ErrClosed is in the chain of the error of a job or a command asked for
+// once Close has begun: the Manager starts nothing after it. The error's
+// code is busy, as when the sandbox pool is closed.
+var ErrClosed = errors.New("lifecycle: the manager is closed")
+
+// errClosed is the error a refused job or command gets after Close.
+func errClosed() error {
+	return &paddock.Error{Code: paddock.CodeBusy, Message: "the daemon is shutting down", Err: ErrClosed}
+}
+
+// NewManager makes a Manager of cfg, ready to serve. ctx's values (not its
+// end) are passed on to the Manager's background work, which lasts until
+// Close.
+func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("lifecycle: NewManager needs a Store")
+	case cfg.Git == nil:
+		return nil, errors.New("lifecycle: NewManager needs a Git")
+	case cfg.WorkspacesDir == "":
+		return nil, errors.New("lifecycle: NewManager needs a WorkspacesDir")
+	}
+	m := &Manager{Config: cfg, instanceID: newInstanceID()}
+	m.ctx, m.stop = context.WithCancel(context.WithoutCancel(ctx))
+	m.runner = newJobRunner(m.ctx, m.renewLease, m.recordJobEnd, m.log)
+	return m, nil
+}
+
+// Close stops the Manager. New jobs and commands are refused (ErrClosed);
+// running jobs and commands are cancelled (their sandboxes killed), and
+// Close waits for each job's goroutine to record the job's end, whatever
+// ctx says: a cancelled job ends at once, and its end is recorded within
+// endRetryFor. Then every active workspace is checkpointed, under ctx, so
+// that a restart finds each one with a recorded state; the harnesses are
+// given back (Harnesses is closed); and Close returns once the disk
+// watchdogs have stopped. Calls after the first return the first's result.
+func (m *Manager) Close(ctx context.Context) error {
+	m.closeOnce.Do(func() { m.closeErr = m.close(ctx) })
+	return m.closeErr
+}
+
+func (m *Manager) close(ctx context.Context) error {
+	// Under bgMu: goBackground starts nothing after this, and what it
+	// started before is counted in bg.
+	m.bgMu.Lock()
+	m.stop()
+	m.bgMu.Unlock()
+	m.runner.close()
+	// Checkpoints before the harnesses go: an overlay run's workspace is
+	// seen through its harness, which must still be there to be read.
+	err := m.checkpointActive(ctx)
+	if m.Harnesses != nil {
+		m.Harnesses.Close()
+	}
+	m.bg.Wait()
+	return err
+}
+
+// checkOpen refuses new work once Close has begun.
+func (m *Manager) checkOpen() error {
+	if m.ctx.Err() != nil {
+		return errClosed()
+	}
+	return nil
+}
+
+// goBackground runs fn in a goroutine of the Manager's, which Close waits
+// for; once Close has begun it runs nothing.
+func (m *Manager) goBackground(fn func()) {
+	m.bgMu.Lock()
+	defer m.bgMu.Unlock()
+	if m.ctx.Err() != nil {
+		return
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		fn()
+	}()
+}
+
+// checkpointActive checkpoints every active workspace, so that a restart
+// finds each one with a recorded state.
+func (m *Manager) checkpointActive(ctx context.Context) error {
+	var ws []*paddock.Workspace
+	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+		ws, err = tx.Workspaces(ctx, paddock.StateActive)
+		return err
+	}); err != nil {
+		return err
+	}
+	var errs []error
+	for _, w := range ws {
+		if _, err := m.Checkpoint(ctx, w.RunID, "daemon shutdown"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (m *Manager) log() *slog.Logger {

@@ -91,31 +91,6 @@ func (m *Manager) recoverOne(ctx context.Context, w *paddock.Workspace) (*paddoc
 	return f, nil
 }
 
-// Shutdown stops this daemon's jobs and checkpoints every active
-// workspace, so that a restart finds each one with a recorded state.
-func (m *Manager) Shutdown(ctx context.Context) error {
-	m.stopJobs()
-	// Checkpoints first: an overlay run's workspace is seen through its
-	// harness, which must still be there to be read.
-	if m.Harnesses != nil {
-		defer m.Harnesses.Close()
-	}
-	var ws []*paddock.Workspace
-	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
-		ws, err = tx.Workspaces(ctx, paddock.StateActive)
-		return err
-	}); err != nil {
-		return err
-	}
-	var errs []error
-	for _, w := range ws {
-		if _, err := m.Checkpoint(ctx, w.RunID, "daemon shutdown"); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // GC finds what the records and the disk disagree about and, unless dryRun,
 // cleans it. It never deletes a retained workspace: not one whose record says
 // so, and not a directory with a retention marker beside it.

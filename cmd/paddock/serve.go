@@ -142,31 +142,35 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 			return err
 		}
 	}
-	m := &lifecycle.Manager{Store: store, Git: git, Providers: workspace.Providers(git, wsDir),
+	mc := lifecycle.Config{Store: store, Git: git, Providers: workspace.Providers(git, wsDir),
 		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger, SandboxUID: cfg.SandboxUID,
 		ArtifactsDir: filepath.Join(home, "artifacts"), Identity: gitx.Identity{Name: cfg.ApplyName, Email: cfg.ApplyEmail}}
-	m.Harnesses = &sandbox.Pool{Dir: filepath.Join(home, "harness"), Idle: duration(cfg.HarnessIdle),
+	mc.Harnesses = &sandbox.Pool{Dir: filepath.Join(home, "harness"), Idle: duration(cfg.HarnessIdle),
 		Orphan: duration(cfg.HarnessOrphan), PerExec: cfg.SandboxMode == "per-exec", Log: logger}
-	m.Secret = secretSource(home, a.getenv)
+	mc.Secret = secretSource(home, a.getenv)
 	userHome := a.getenv("HOME")
 	if userHome == "" {
 		userHome, _ = os.UserHomeDir()
 	}
-	m.GitUser = gitx.UserConfigFor(userHome, a.getenv("XDG_CONFIG_HOME"), a.getenv("GIT_CONFIG_GLOBAL"))
-	m.ChangeSetLimits.MaxEntries = cfg.ChangeSetMaxEntries
-	m.ChangeSetLimits.MaxFile, _ = parseSize(cfg.ChangeSetMaxFile) // checked with the config
-	m.ChangeSetLimits.MaxTotal, _ = parseSize(cfg.ChangeSetMaxTotal)
-	m.ExecLimits = cfg.ExecLimits.limits()
-	m.DiskLimits.RunQuota, _ = parseSize(cfg.DiskQuota)
-	m.DiskLimits.Reserve, _ = parseSize(cfg.DiskReserve)
-	m.Harnesses.RunProcs = 2 * sandbox.WithDefaults(m.ExecLimits).Procs // a run's commands together
-	m.NetAllowAddrs, _ = cfg.netAllowAddrs()                            // checked with the config
+	mc.GitUser = gitx.UserConfigFor(userHome, a.getenv("XDG_CONFIG_HOME"), a.getenv("GIT_CONFIG_GLOBAL"))
+	mc.ChangeSetLimits.MaxEntries = cfg.ChangeSetMaxEntries
+	mc.ChangeSetLimits.MaxFile, _ = parseSize(cfg.ChangeSetMaxFile) // checked with the config
+	mc.ChangeSetLimits.MaxTotal, _ = parseSize(cfg.ChangeSetMaxTotal)
+	mc.ExecLimits = cfg.ExecLimits.limits()
+	mc.DiskLimits.RunQuota, _ = parseSize(cfg.DiskQuota)
+	mc.DiskLimits.Reserve, _ = parseSize(cfg.DiskReserve)
+	mc.Harnesses.RunProcs = 2 * sandbox.WithDefaults(mc.ExecLimits).Procs // a run's commands together
+	mc.NetAllowAddrs, _ = cfg.netAllowAddrs()                             // checked with the config
 	if n, err := strconv.Atoi(a.getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
-		m.CrashAt = n // tests only: die at this step of an apply into a working tree
+		mc.CrashAt = n // tests only: die at this step of an apply into a working tree
 	}
-	if os.Getuid() == 0 && m.SandboxUID == 0 {
-		m.SandboxUID = 65534 // nobody: commands never run as root
+	if os.Getuid() == 0 && mc.SandboxUID == 0 {
+		mc.SandboxUID = 65534 // nobody: commands never run as root
 		logger.Warn("the daemon runs as root; commands run as uid 65534 (set sandbox_uid in paddock.toml to choose)")
+	}
+	m, err := lifecycle.NewManager(ctx, mc)
+	if err != nil {
+		return err
 	}
 	recovered, err := m.Recover(ctx)
 	if err != nil {
@@ -240,7 +244,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	for _, srv := range servers {
 		srv.Shutdown(sctx)
 	}
-	if err := m.Shutdown(sctx); err != nil {
+	if err := m.Close(sctx); err != nil {
 		logger.Error("checkpoint at shutdown failed", "err", err)
 	}
 	logger.Info("stopped")
