@@ -28,4 +28,38 @@ const (
 	EventProjectSettings = "project.settings_changed"
 	EventCheckpoint      = "workspace.checkpoint"
 	EventResumed         = "workspace.resumed"
+	// EventProgress reports how far a long preparation (an overlay's base
+	// snapshot, a clone's checkout) has gone.
+	EventProgress = "workspace.progress"
+	// EventBootstrapped records the binding of a run to its agent and task.
+	EventBootstrapped = "run.bootstrapped"
+	// EventToolCall is recorded for every tool call, allowed or refused.
+	EventToolCall = "tool.call"
+	// EventInbox is recorded for every file delivered into a run's inbox.
+	EventInbox = "inbox.delivered"
+)
+
+// Events recorded for a confined command.
+const (
+	EventExec            = "exec"
+	EventSandboxEnforced = "sandbox.enforced"
+	EventNetwork         = "network.connection"
+)
+
+// Events of a job: one bounded phase of a run.
+const (
+	EventJobStarted     = "job.started"
+	EventJobFinished    = "job.finished"
+	EventJobInterrupted = "job.interrupted"
+)
+
+// Events of the approval flow.
+const (
+	EventSubmitted = "changeset.submitted"
+	EventApproved  = "changeset.approved"
+	EventApplied   = "changeset.applied"
+	EventUndone    = "changeset.undone"
+	// EventApplyFailed records an apply into the working tree that did not
+	// leave the tree it was approved to leave, and was rolled back.
+	EventApplyFailed = "changeset.apply_failed"
 )

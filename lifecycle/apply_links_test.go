@@ -378,7 +378,7 @@ func TestApplyVerifiesWhatItLeaves(t *testing.T) {
 			noLeftovers(t, e.repo)
 			gittest.RequireIdentical(t, e.repo, before, lines)
 			evs, _ := e.m.Events(ctx, r.ID, 0, 1000)
-			if last := evs[len(evs)-1]; last.Type != lifecycle.EventApplyFailed || !strings.Contains(string(last.Data), want) {
+			if last := evs[len(evs)-1]; last.Type != paddock.EventApplyFailed || !strings.Contains(string(last.Data), want) {
 				t.Fatalf("last event: %+v", last)
 			}
 			_, err = e.m.Undo(ctx, r.ID)

@@ -11,14 +11,6 @@ import (
 	"github.com/paddock-dev/paddock/changeset"
 )
 
-// Events of an apply into the working tree.
-const (
-	EventUndone = "changeset.undone"
-	// EventApplyFailed records an apply into the working tree that did not
-	// leave the tree it was approved to leave, and was rolled back.
-	EventApplyFailed = "changeset.apply_failed"
-)
-
 // MaxMerge bounds the files a 3-way apply merges line by line: a merge
 // holds the three versions in memory.
 const MaxMerge = apply.MaxMerge
@@ -39,7 +31,7 @@ func (m *Manager) applier() *apply.Applier {
 // ApplyToWorktree writes the approved change set into the project's working
 // tree, under the project lock (apply.Applier.Apply says how). If the tree
 // it leaves is not the approved one, the apply is rolled back and the
-// mismatch recorded (EventApplyFailed) and returned.
+// mismatch recorded (paddock.EventApplyFailed) and returned.
 //
 // With threeWay, a modified file that the user changed too is merged line
 // by line (git merge-file) instead of refused. Undo puts the user's
@@ -87,7 +79,7 @@ func (m *Manager) applyToWorktree(ctx context.Context, id string, threeWay bool)
 	if mm := (*apply.Mismatch)(nil); errors.As(err, &mm) {
 		bad := mm.Bad
 		m.update(ctx, func(tx paddock.Tx) error {
-			_, err := tx.AppendEvent(ctx, id, EventApplyFailed, map[string]any{"hash": s.Hash, "worktree": p.Root, "mismatch": bad, "rolled_back": true})
+			_, err := tx.AppendEvent(ctx, id, paddock.EventApplyFailed, map[string]any{"hash": s.Hash, "worktree": p.Root, "mismatch": bad, "rolled_back": true})
 			return err
 		})
 		return nil, paddock.Errorf(paddock.CodeConflict, "the working tree did not hold what was approved after the apply (%s); it was rolled back, nothing changed",
@@ -105,7 +97,7 @@ func (m *Manager) applyToWorktree(ctx context.Context, id string, threeWay bool)
 		if len(done.Merged) > 0 {
 			ev["merged"] = done.Merged
 		}
-		_, err := tx.AppendEvent(ctx, id, EventApplied, ev)
+		_, err := tx.AppendEvent(ctx, id, paddock.EventApplied, ev)
 		return err
 	})
 	return s, err
@@ -158,7 +150,7 @@ func (m *Manager) Undo(ctx context.Context, id string) (*paddock.Submission, err
 		return nil, err
 	}
 	err = m.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventUndone, map[string]string{"hash": j.Hash, "worktree": j.Root})
+		_, err := tx.AppendEvent(ctx, id, paddock.EventUndone, map[string]string{"hash": j.Hash, "worktree": j.Root})
 		return err
 	})
 	return s, err
@@ -179,7 +171,7 @@ func (m *Manager) recoverApplies(ctx context.Context) []paddock.Finding {
 		switch {
 		case len(rec.Mismatch) > 0:
 			m.update(ctx, func(tx paddock.Tx) error {
-				_, err := tx.AppendEvent(ctx, j.RunID, EventApplyFailed, map[string]any{"hash": j.Hash, "worktree": j.Root, "mismatch": rec.Mismatch, "rolled_back": true, "recovered": true})
+				_, err := tx.AppendEvent(ctx, j.RunID, paddock.EventApplyFailed, map[string]any{"hash": j.Hash, "worktree": j.Root, "mismatch": rec.Mismatch, "rolled_back": true, "recovered": true})
 				return err
 			})
 		case rec.Applied:
@@ -188,7 +180,7 @@ func (m *Manager) recoverApplies(ctx context.Context) []paddock.Finding {
 				m.saveSubmission(s)
 			}
 			m.update(ctx, func(tx paddock.Tx) error {
-				_, err := tx.AppendEvent(ctx, j.RunID, EventApplied, map[string]any{"hash": j.Hash, "worktree": j.Root, "recovered": true})
+				_, err := tx.AppendEvent(ctx, j.RunID, paddock.EventApplied, map[string]any{"hash": j.Hash, "worktree": j.Root, "recovered": true})
 				return err
 			})
 		case rec.Undone:

@@ -15,9 +15,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/durable"
 )
 
-// EventBootstrapped records the binding of a run to its agent and task.
-const EventBootstrapped = "run.bootstrapped"
-
 // bootstrapRecord is what a bootstrap binds, kept with the run's artifacts.
 type bootstrapRecord struct {
 	Agent  paddock.AgentDefinition `json:"agent"`
@@ -63,7 +60,7 @@ func (m *Manager) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (
 		if err := tx.SetRunToken(ctx, r.ID, TokenHash(token)); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(ctx, r.ID, EventBootstrapped, map[string]any{"agent": req.Agent.Name, "inputs": len(req.Inputs)})
+		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventBootstrapped, map[string]any{"agent": req.Agent.Name, "inputs": len(req.Inputs)})
 		return err
 	})
 	if err != nil {

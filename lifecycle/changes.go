@@ -19,13 +19,6 @@ import (
 	"github.com/paddock-dev/paddock/workspace"
 )
 
-// Events of the approval flow.
-const (
-	EventSubmitted = "changeset.submitted"
-	EventApproved  = "changeset.approved"
-	EventApplied   = "changeset.applied"
-)
-
 // ChangeSet computes the run's change set against its base, now.
 func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
 	r, p, err := m.runAndProject(ctx, id)
@@ -231,7 +224,7 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 	if err := m.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.record(ctx, id, EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)})
+	err = m.record(ctx, id, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)})
 	return cs, err
 }
 
@@ -257,7 +250,7 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 	if err := m.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.record(ctx, id, EventApproved, map[string]string{"hash": hash, "by": by})
+	err = m.record(ctx, id, paddock.EventApproved, map[string]string{"hash": hash, "by": by})
 	return s, err
 }
 
@@ -295,7 +288,7 @@ func (m *Manager) applyFailed(ctx context.Context, id, target string, err error)
 	code, msg := paddock.ErrorCode(err), paddock.ErrorMessage(err)
 	m.log().Warn("apply failed", "run", id, "to", target, "code", code, "reason", msg, "err", err)
 	m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, EventApplyFailed, map[string]any{"to": target, "code": code, "reason": msg})
+		_, err := tx.AppendEvent(ctx, id, paddock.EventApplyFailed, map[string]any{"to": target, "code": code, "reason": msg})
 		return err
 	})
 }
@@ -350,7 +343,7 @@ func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx
 	if err := m.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.record(ctx, id, EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit})
+	err = m.record(ctx, id, paddock.EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit})
 	return s, err
 }
 

@@ -497,7 +497,7 @@ func TestApplyToWorktreeThreeWay(t *testing.T) {
 		}
 	}
 	evs, _ := e.m.Events(ctx, r.ID, 0, 1000)
-	if last := evs[len(evs)-1]; last.Type != lifecycle.EventApplied || !strings.Contains(string(last.Data), `"merged":["notes.txt"]`) {
+	if last := evs[len(evs)-1]; last.Type != paddock.EventApplied || !strings.Contains(string(last.Data), `"merged":["notes.txt"]`) {
 		t.Fatalf("applied event: %+v", last)
 	}
 	if _, err := e.m.Undo(ctx, r.ID); err != nil {

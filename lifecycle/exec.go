@@ -19,13 +19,8 @@ import (
 	"github.com/paddock-dev/paddock/sandbox"
 )
 
-// Events recorded for a confined command.
-const (
-	EventExec             = "exec"
-	EventSandboxEnforced  = "sandbox.enforced"
-	EventNetwork          = "network.connection"
-	maxProtectedInSandbox = 256
-)
+// maxProtectedInSandbox bounds the protected paths a command's view hides.
+const maxProtectedInSandbox = 256
 
 // baseEnv is every command's environment before the request's additions:
 // HOME is the run's own (HomeInView), outside the workspace.
@@ -126,7 +121,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	spec.Stdout, spec.Stderr = writerOrNil(liveOut), writerOrNil(liveErr)
 	spec.LiveOnly = stdout != nil || stderr != nil
 	spec.Decide = func(d sandbox.ProxyDecision) {
-		if err := m.record(ctx, id, EventNetwork, d); err != nil {
+		if err := m.record(ctx, id, paddock.EventNetwork, d); err != nil {
 			m.log().Error("cannot record a network decision", "run", id, "err", err)
 		}
 	}
@@ -313,11 +308,11 @@ func (m *Manager) recordExec(ctx context.Context, id string, req paddock.ExecReq
 				data["denied"] = res.Denied
 			}
 		}
-		if _, err := tx.AppendEvent(ctx, id, EventExec, data); err != nil {
+		if _, err := tx.AppendEvent(ctx, id, paddock.EventExec, data); err != nil {
 			return err
 		}
 		if res != nil {
-			if _, err := tx.AppendEvent(ctx, id, EventSandboxEnforced, res.Enforcement); err != nil {
+			if _, err := tx.AppendEvent(ctx, id, paddock.EventSandboxEnforced, res.Enforcement); err != nil {
 				return err
 			}
 		}

@@ -19,13 +19,6 @@ import (
 	"github.com/paddock-dev/paddock/manifest"
 )
 
-// Job events and timing.
-const (
-	EventJobStarted     = "job.started"
-	EventJobFinished    = "job.finished"
-	EventJobInterrupted = "job.interrupted"
-)
-
 func newJobID() string {
 	var b [5]byte
 	rand.Read(b[:])
@@ -96,7 +89,7 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 		if err := tx.CreateJob(ctx, j); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(ctx, id, EventJobStarted, map[string]any{"job": j.ID, "kind": j.Kind})
+		_, err := tx.AppendEvent(ctx, id, paddock.EventJobStarted, map[string]any{"job": j.ID, "kind": j.Kind})
 		return err
 	}); err != nil {
 		return nil, err
@@ -252,7 +245,7 @@ func (m *Manager) recordJobEnd(j *paddock.Job) {
 			if err := tx.UpdateJob(ctx, j); err != nil {
 				return err
 			}
-			_, err := tx.AppendEvent(ctx, j.RunID, EventJobFinished,
+			_, err := tx.AppendEvent(ctx, j.RunID, paddock.EventJobFinished,
 				map[string]any{"job": j.ID, "state": j.State, "exit_code": j.ExitCode, "reason": j.Reason})
 			return err
 		})
@@ -360,7 +353,7 @@ func (m *Manager) adoptJobs(ctx context.Context) []paddock.Finding {
 			if err := tx.UpdateJob(ctx, cur); err != nil {
 				return err
 			}
-			_, err = tx.AppendEvent(ctx, cur.RunID, EventJobInterrupted, map[string]string{"job": cur.ID, "previous_owner": j.Owner})
+			_, err = tx.AppendEvent(ctx, cur.RunID, paddock.EventJobInterrupted, map[string]string{"job": cur.ID, "previous_owner": j.Owner})
 			return err
 		})
 		f := paddock.Finding{RunID: j.RunID, Issue: "job " + j.ID + " was running when its daemon stopped", Action: "interrupted"}

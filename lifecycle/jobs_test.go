@@ -151,7 +151,7 @@ func TestJobEndIsRecordedDespiteStoreErrors(t *testing.T) {
 	if j.State != paddock.JobFailed || !strings.Contains(j.Reason, "LD_") || j.EndedAt.IsZero() {
 		t.Fatalf("job = %+v", j)
 	}
-	if n := countEvents(t, e.m, r.ID, lifecycle.EventJobFinished); n != 1 {
+	if n := countEvents(t, e.m, r.ID, paddock.EventJobFinished); n != 1 {
 		t.Fatalf("%d job.finished events, want 1", n)
 	}
 	if n := strings.Count(logs.String(), "cannot record a job's end; retrying"); n != 3 {
@@ -325,28 +325,28 @@ func TestRecordsSurviveADisconnect(t *testing.T) {
 			t.Fatalf("%d %s events after the client left, want 1", n, typ)
 		}
 	}
-	disconnect(lifecycle.EventToolCall, func(ctx context.Context) error {
+	disconnect(paddock.EventToolCall, func(ctx context.Context) error {
 		args, _ := json.Marshal(map[string]string{"path": "NOTES.md", "content": "hello\n"})
 		_, err := e.m.CallTool(ctx, r.ID, "write", args)
 		return err
 	})
-	disconnect(lifecycle.EventInbox, func(ctx context.Context) error {
+	disconnect(paddock.EventInbox, func(ctx context.Context) error {
 		_, err := e.m.Deliver(ctx, r.ID, "spec.txt", strings.NewReader("the spec\n"), tools.DefaultInboxLimits)
 		return err
 	})
 	var hash string
-	disconnect(lifecycle.EventSubmitted, func(ctx context.Context) error {
+	disconnect(paddock.EventSubmitted, func(ctx context.Context) error {
 		cs, err := e.m.Submit(ctx, r.ID)
 		if err == nil {
 			hash = cs.Hash
 		}
 		return err
 	})
-	disconnect(lifecycle.EventApproved, func(ctx context.Context) error {
+	disconnect(paddock.EventApproved, func(ctx context.Context) error {
 		_, err := e.m.Approve(ctx, r.ID, hash, "ada")
 		return err
 	})
-	disconnect(lifecycle.EventApplied, func(ctx context.Context) error {
+	disconnect(paddock.EventApplied, func(ctx context.Context) error {
 		_, err := e.m.Apply(ctx, r.ID, "", gitx.Identity{})
 		return err
 	})

@@ -111,7 +111,7 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	m.log().Info("preparing workspace", "run", id, "kind", kind, "base", base.SHA)
 	pctx := workspace.WithProgress(ctx, func(msg string) {
 		m.log().Info(msg, "run", id)
-		if err := m.record(ctx, id, EventProgress, map[string]string{"message": msg}); err != nil {
+		if err := m.record(ctx, id, paddock.EventProgress, map[string]string{"message": msg}); err != nil {
 			m.log().Error("cannot record progress", "run", id, "err", err)
 		}
 	})
@@ -149,10 +149,6 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	}
 	return m.Run(done, id)
 }
-
-// EventProgress reports how far a long preparation (an overlay's base
-// snapshot) has come; paddock create shows it on the terminal.
-const EventProgress = "workspace.progress"
 
 // chownTree gives every entry under root to uid, without following links.
 func chownTree(root string, uid int) error {

@@ -13,12 +13,6 @@ import (
 	"github.com/paddock-dev/paddock/tools"
 )
 
-// EventToolCall is recorded for every tool call, allowed or refused.
-const EventToolCall = "tool.call"
-
-// EventInbox is recorded for every file delivered into a run's inbox.
-const EventInbox = "inbox.delivered"
-
 // Tools lists the working tools a run is offered.
 func (m *Manager) Tools(ctx context.Context, id string) ([]*tools.Tool, error) {
 	r, err := m.Run(ctx, id)
@@ -167,7 +161,7 @@ func rule(err error) string {
 }
 
 func (m *Manager) recordTool(ctx context.Context, id string, o tools.Outcome) error {
-	return m.record(ctx, id, EventToolCall, o)
+	return m.record(ctx, id, paddock.EventToolCall, o)
 }
 
 // Deliver writes an inbound file into the run's .paddock/inbox/ (see
@@ -195,7 +189,7 @@ func (m *Manager) Deliver(ctx context.Context, id, name string, body io.Reader, 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.record(ctx, id, EventInbox, res); err != nil {
+	if err := m.record(ctx, id, paddock.EventInbox, res); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -19,7 +19,7 @@ func toolEvents(t *testing.T, m *lifecycle.Manager, id string) []tools.Outcome {
 	evs, _ := m.Events(context.Background(), id, 0, 0)
 	var out []tools.Outcome
 	for _, e := range evs {
-		if e.Type == lifecycle.EventToolCall {
+		if e.Type == paddock.EventToolCall {
 			var o tools.Outcome
 			json.Unmarshal(e.Data, &o)
 			out = append(out, o)

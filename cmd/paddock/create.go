@@ -11,7 +11,6 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/gitx"
-	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
@@ -180,7 +179,7 @@ func (a *app) showProgress(ctx context.Context, c *client.Client, project string
 				}
 				for _, ev := range evs {
 					seen[r.ID] = ev.Seq
-					if ev.Type == lifecycle.EventProgress {
+					if ev.Type == paddock.EventProgress {
 						var p struct{ Message string }
 						json.Unmarshal(ev.Data, &p)
 						fmt.Fprintf(a.stderr, "paddock: %s\n", p.Message)
