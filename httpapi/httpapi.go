@@ -241,7 +241,7 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 					writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
 					return
 				}
-				r = r.WithContext(lifecycle.WithAgent(context.WithValue(r.Context(), scopeKey, id)))
+				r = r.WithContext(paddock.WithAgent(context.WithValue(r.Context(), scopeKey, id)))
 			default:
 				writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
 				return
@@ -249,7 +249,7 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 		}
 		if r.Header.Get(paddock.AgentHeader) != "" {
 			// An operator's client acting for the run's agent (paddock mcp).
-			r = r.WithContext(lifecycle.WithAgent(r.Context()))
+			r = r.WithContext(paddock.WithAgent(r.Context()))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -298,7 +298,7 @@ func (s *Server) routes() http.Handler {
 					s.fail(w, r, err)
 					return
 				}
-				r = r.WithContext(lifecycle.WithExpectSeq(r.Context(), r.PathValue("id"), seq))
+				r = r.WithContext(paddock.WithExpectSeq(r.Context(), r.PathValue("id"), seq))
 			}
 			var rc *http.ResponseController
 			if longRunning[pattern] {
