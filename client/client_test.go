@@ -18,6 +18,7 @@ import (
 // longer than ctx has left, and asks again until an event comes or ctx
 // ends; then it returns nothing, without an error, as the Manager does.
 func TestWaitEvents(t *testing.T) {
+	t.Parallel()
 	var asked atomic.Int32
 	waits := make(chan string, 10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,6 +59,7 @@ func TestWaitEvents(t *testing.T) {
 // TestChangeSetDiff: the diff comes back as the daemon streams it, with
 // its hash; an error answer is the daemon's error.
 func TestChangeSetDiff(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("hash") == "bad" {
 			w.WriteHeader(http.StatusConflict)

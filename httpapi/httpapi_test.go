@@ -77,6 +77,7 @@ func (f *fixture) newRun(t *testing.T) paddock.Run {
 }
 
 func TestEnvelopeAndStatuses(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a := f.do(t, f.h, "POST", "/v1/projects", `{"path":"/src/app","name":"app"}`)
 	if a.status != 201 || !a.OK || f.svc.whats() != "AddProject /src/app app" {
@@ -150,6 +151,7 @@ func TestEnvelopeAndStatuses(t *testing.T) {
 // asks the service what it says (path values, body, the caller) and
 // answers with the route's status.
 func TestEveryRoute(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.srv.Doctor = func(context.Context) *paddock.DoctorReport { return &paddock.DoctorReport{} }
 	b, _ := f.svc.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
@@ -242,6 +244,7 @@ func routeMux() *http.ServeMux {
 // TestExecStream: the output as it comes, then the result without it; an
 // error before the command is an envelope, one after ends the stream.
 func TestExecStream(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.newRun(t)
 	rec := httptest.NewRecorder()
@@ -280,6 +283,7 @@ func TestExecStream(t *testing.T) {
 }
 
 func TestStatusTable(t *testing.T) {
+	t.Parallel()
 	seen := map[int]bool{}
 	for _, c := range paddock.Codes {
 		s := Status(c)
@@ -294,6 +298,7 @@ func TestStatusTable(t *testing.T) {
 }
 
 func TestGuards(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	tcp := f.srv.TCPHandler()
 	for _, tc := range []struct {
@@ -345,6 +350,7 @@ func TestGuards(t *testing.T) {
 }
 
 func TestInternalErrorsHideDetail(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/v1/x", nil)
@@ -368,6 +374,7 @@ func TestInternalErrorsHideDetail(t *testing.T) {
 }
 
 func TestEventsWait(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.newRun(t)
 	done := make(chan answer, 1)
@@ -401,6 +408,7 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 // depth), a key spelled otherwise than its field, invalid UTF-8 or a lone
 // surrogate. (A tool's own reading of its arguments is tools' test.)
 func TestStrictJSON(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const repo = "/src/app"
 	for body, key := range map[string]string{
@@ -446,6 +454,7 @@ func TestStrictJSON(t *testing.T) {
 // TestEventStream: SSE with ids = seqs; a reconnect with Last-Event-ID
 // resumes after it, so every event is seen once, in order.
 func TestEventStream(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	srv := httptest.NewServer(f.h)
 	defer srv.Close()
@@ -514,6 +523,7 @@ func TestEventStream(t *testing.T) {
 // service, which refuses it if the run moved on (lifecycle's
 // TestExpectSeq holds the manager to that); a GET carries none.
 func TestExpectSeq(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.newRun(t)
 	stale := itoa(r.LastSeq - 1)
@@ -551,6 +561,7 @@ func TestExpectSeq(t *testing.T) {
 // TestOpenAPIMatchesRoutes: the checked-in document describes every route
 // and no route that does not exist.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	var doc struct {
 		OpenAPI string                    `json:"openapi"`
 		Paths   map[string]map[string]any `json:"paths"`
@@ -592,6 +603,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // run, exactly these routes; deciding about a run (approve, apply, reject,
 // retain, rm) and everything beyond the run stay with the operator.
 func TestRunTokenReach(t *testing.T) {
+	t.Parallel()
 	want := []string{
 		"GET /v1/runs/{id}", "GET /v1/runs/{id}/events", "GET /v1/runs/{id}/events/stream",
 		"GET /v1/runs/{id}/tools", "POST /v1/runs/{id}/tools/{name}", "POST /v1/runs/{id}/exec",
@@ -616,6 +628,7 @@ func TestRunTokenReach(t *testing.T) {
 // TestBootstrapAndRunTokens: a bootstrap returns a run and its token; the
 // token reaches that run's agent-side routes only, as the run's agent.
 func TestBootstrapAndRunTokens(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	tcp := f.srv.TCPHandler()
 	op := []string{"Authorization", "Bearer t0k3n"}
@@ -713,6 +726,7 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 // TestAnswersPassTheRunsFunnel: an answer about a run masks the run's
 // declared secrets whatever produced it, the diff's stream included.
 func TestAnswersPassTheRunsFunnel(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const v = "s3cr3t-value-42"
 	r := f.newRun(t)

@@ -18,6 +18,7 @@ import (
 // TestExpectSeq: an action that says which seq it saw is refused if the run
 // moved on, and changes nothing.
 func TestExpectSeq(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
 	r := e.create(t, paddock.KindClone, "")
@@ -52,6 +53,7 @@ func TestExpectSeq(t *testing.T) {
 // TestDeclaredSecretsRecordedMasked: what a caller sends about a run with
 // declared secrets is recorded masked.
 func TestDeclaredSecretsRecordedMasked(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const v = "s3cr3t-value-42"
 	e.m.Secret = func(name string) (string, bool) { return v, name == "API_TOKEN" }
@@ -74,6 +76,7 @@ func TestDeclaredSecretsRecordedMasked(t *testing.T) {
 // TestBootstrapTokens: each bootstrap makes a run with its own token; a
 // run's artifacts are there only as its bootstrap made them.
 func TestBootstrapTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()
@@ -119,6 +122,7 @@ func TestBootstrapTokens(t *testing.T) {
 // TestProjectSettings: a project's settings change as asked; a request
 // that asks nothing, or an unlock without force, is refused.
 func TestProjectSettings(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()
