@@ -23,13 +23,15 @@ import (
 	"github.com/paddock-dev/paddock"
 )
 
-// Client talks to one daemon.
+// Client talks to one daemon. It is paddock.Service over the API.
 type Client struct {
 	base  string
 	token string
 	agent bool // calls made for a run's agent (ForAgent)
 	http  *http.Client
 }
+
+var _ paddock.Service = (*Client)(nil)
 
 // Unix returns a client for the daemon listening on the unix socket at path.
 func Unix(path string) *Client {
@@ -203,19 +205,20 @@ func (c *Client) Unlock(ctx context.Context, name string, force bool) (*paddock.
 	return &res, c.do(ctx, http.MethodPost, "/v1/projects/"+url.PathEscape(name)+"/unlock", paddock.UnlockRequest{Force: force}, &res)
 }
 
-// CreateRun makes a run and its workspace.
-func (c *Client) CreateRun(ctx context.Context, req paddock.CreateRunRequest) (*paddock.Run, error) {
+// Create makes a run and its workspace.
+func (c *Client) Create(ctx context.Context, req paddock.CreateRunRequest) (*paddock.Run, error) {
 	var r paddock.Run
 	return &r, c.do(ctx, http.MethodPost, "/v1/runs", req, &r)
 }
 
-// Runs lists runs, of one project if project is set, removed ones too if all.
-func (c *Client) Runs(ctx context.Context, project string, all bool) ([]*paddock.Run, error) {
+// Runs lists runs, of one project if f.Project is set, removed ones too
+// if f.Removed.
+func (c *Client) Runs(ctx context.Context, f paddock.RunFilter) ([]*paddock.Run, error) {
 	q := url.Values{}
-	if project != "" {
-		q.Set("project", project)
+	if f.Project != "" {
+		q.Set("project", f.Project)
 	}
-	if all {
+	if f.Removed {
 		q.Set("all", "true")
 	}
 	var rs []*paddock.Run
@@ -254,15 +257,45 @@ func (c *Client) Resume(ctx context.Context, id string) (*paddock.ResumeResult, 
 	return &res, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/resume", nil, &res)
 }
 
-// RemoveRun deletes a run's workspace and hides the run.
-func (c *Client) RemoveRun(ctx context.Context, id string) (*paddock.Run, error) {
+// Remove deletes a run's workspace and hides the run.
+func (c *Client) Remove(ctx context.Context, id string) (*paddock.Run, error) {
 	var r paddock.Run
 	return &r, c.do(ctx, http.MethodDelete, "/v1/runs/"+url.PathEscape(id), nil, &r)
 }
 
-// Events returns up to limit events after seq after. With wait > 0 an empty
-// answer is held by the daemon until an event arrives or wait passes.
-func (c *Client) Events(ctx context.Context, id string, after int64, limit int, wait time.Duration) ([]*paddock.Event, error) {
+// Events returns up to limit events after seq after.
+func (c *Client) Events(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
+	return c.events(ctx, id, after, limit, 0)
+}
+
+// maxWait is the longest the daemon holds an events request (httpapi.MaxWait).
+const maxWait = 60 * time.Second
+
+// WaitEvents is Events, but when there are none yet it waits for the next
+// until ctx ends, then returns what there is (possibly nothing). The daemon
+// holds each request up to a minute; WaitEvents asks again until ctx ends.
+func (c *Client) WaitEvents(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
+	for {
+		wait := maxWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		if wait <= 0 || ctx.Err() != nil {
+			return nil, nil
+		}
+		evs, err := c.events(ctx, id, after, limit, wait)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, nil // ctx ended while the daemon waited: nothing came
+		case err != nil || len(evs) > 0:
+			return evs, err
+		}
+	}
+}
+
+// events asks for events; with wait > 0 an empty answer is held by the
+// daemon until an event arrives or wait passes.
+func (c *Client) events(ctx context.Context, id string, after int64, limit int, wait time.Duration) ([]*paddock.Event, error) {
 	q := url.Values{"after": {strconv.FormatInt(after, 10)}}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
@@ -450,23 +483,33 @@ func (c *Client) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, 
 	return &cs, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/changeset", nil, &cs)
 }
 
-// ChangeSetDiff streams the whole diff of a run's change set to w: the one
-// with hash, or, with no hash, the change set as it is now. It returns
-// the change set's hash.
-func (c *Client) ChangeSetDiff(ctx context.Context, id, hash string, w io.Writer) (string, error) {
+// ChangeSetDiff opens the whole diff of a run's change set, as the daemon
+// streams it: the one with hash, or, with no hash, the change set as it is
+// now. It returns the change set's hash; the caller closes the reader.
+func (c *Client) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCloser, string, error) {
 	path := "/v1/runs/" + url.PathEscape(id) + "/changeset/diff"
 	if hash != "" {
 		path += "?hash=" + url.QueryEscape(hash)
 	}
 	resp, err := c.send(ctx, http.MethodGet, path, nil, "")
 	if err != nil {
+		return nil, "", err
+	}
+	return resp.Body, resp.Header.Get(paddock.ChangeSetHashHeader), nil
+}
+
+// CopyDiff streams the diff ChangeSetDiff opens to w, and returns the
+// change set's hash.
+func (c *Client) CopyDiff(ctx context.Context, id, hash string, w io.Writer) (string, error) {
+	d, h, err := c.ChangeSetDiff(ctx, id, hash)
+	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(w, resp.Body); err != nil {
+	defer d.Close()
+	if _, err := io.Copy(w, d); err != nil {
 		return "", fmt.Errorf("reading the diff: %w", err)
 	}
-	return resp.Header.Get(paddock.ChangeSetHashHeader), nil
+	return h, nil
 }
 
 // Submit freezes a run's change set as it is now.

@@ -158,7 +158,7 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 		return nil
 	}
 	if s.Do == "create" { // a run made without a bootstrap, by the operator
-		res, err := r.Operator.CreateRun(ctx, paddock.CreateRunRequest{Project: s.Project})
+		res, err := r.Operator.Create(ctx, paddock.CreateRunRequest{Project: s.Project})
 		if err == nil {
 			r.runs = append(r.runs, res.ID)
 		}
@@ -229,7 +229,7 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 	case "status":
 		answer, err = c.Run(ctx, run)
 	case "events":
-		answer, err = c.Events(ctx, run, 0, 0, 0)
+		answer, err = c.Events(ctx, run, 0, 0)
 	case "artifact":
 		answer, err = c.Artifact(ctx, run, s.Kind)
 	case "changeset":
@@ -239,7 +239,7 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 		}
 	case "diff":
 		var b strings.Builder
-		if _, err = c.ChangeSetDiff(ctx, run, "", &b); err == nil {
+		if _, err = c.CopyDiff(ctx, run, "", &b); err == nil {
 			answer = b.String()
 		}
 	case "submit":
@@ -288,7 +288,7 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 	case "retain":
 		answer, err = c.Retain(ctx, run)
 	case "rm":
-		answer, err = c.RemoveRun(ctx, run)
+		answer, err = c.Remove(ctx, run)
 	case "undo":
 		answer, err = c.Undo(ctx, run)
 	default:
@@ -329,7 +329,7 @@ func (r *Runner) operatorStep(ctx context.Context, s Step, answer *any) (done bo
 	case "gc":
 		*answer, err = c.GC(ctx, s.DryRun)
 	case "runs":
-		*answer, err = c.Runs(ctx, s.Project, s.All)
+		*answer, err = c.Runs(ctx, paddock.RunFilter{Project: s.Project, Removed: s.All})
 	default:
 		return false, nil
 	}

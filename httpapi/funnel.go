@@ -15,10 +15,10 @@ import (
 // masked where it was produced, not here.
 func (s *Server) runFunnel(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
 	id := r.PathValue("id")
-	if id == "" || s.Manager == nil {
+	if id == "" || s.Service == nil {
 		return w
 	}
-	red, err := s.Manager.Redactor(r.Context(), id)
+	red, err := s.Service.Redactor(r.Context(), id)
 	if err != nil || !red.Declared() {
 		return w
 	}

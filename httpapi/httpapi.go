@@ -6,6 +6,11 @@
 // carries its detail to the client: it is logged with a correlation id, and
 // the client gets the id.
 //
+// The routes are one table (routes.go): each route's method and path, who
+// may call it (the operator, or also a run's own token), its status on
+// success and its handler. The server serves a Service (service.go): the
+// daemon's lifecycle.Manager, or a test's fake.
+//
 // # Hardening
 //
 //   - Request bodies are capped and must be one JSON object with known fields.
@@ -40,8 +45,6 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/gitx"
-	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/strictjson"
 	"github.com/paddock-dev/paddock/tools"
@@ -59,16 +62,13 @@ const maxExecBody = MaxBody + (paddock.MaxExecStdin+2)/3*4
 // longer loses the connection, whatever the command's own limit was.
 const WriteStall = 30 * time.Second
 
-// longRunning are the routes whose work is bounded by a command's limits
-// (up to the daemon's exec_limits), not by the server's write timeout.
-var longRunning = map[string]bool{"POST /v1/runs/{id}/exec": true}
-
 // MaxWait is the longest an events request may wait for new events.
 const MaxWait = 60 * time.Second
 
 // Server is the HTTP API of one daemon.
 type Server struct {
-	Manager *lifecycle.Manager
+	// Service is what the API serves: the daemon's lifecycle.Manager.
+	Service Service
 	Logger  *slog.Logger
 	// Token is required as a bearer token on TCP listeners.
 	Token string
@@ -79,8 +79,6 @@ type Server struct {
 	Doctor func(context.Context) *paddock.DoctorReport
 	// InboxLimits bound inbound files; zero means tools.DefaultInboxLimits.
 	InboxLimits tools.InboxLimits
-
-	patterns []string // every route, as registered
 }
 
 // Status maps an error code to its HTTP status. It is the only such table.
@@ -113,28 +111,6 @@ const (
 	scopeKey        // the run a run token was issued for
 )
 
-// runTokenRoutes are what a run's own token may reach: the agent's side of
-// its run. Deciding about a run (approve, apply, reject, retain, rm) and
-// everything beyond the run stay with the operator.
-var runTokenRoutes = map[string]bool{
-	"GET /v1/runs/{id}":                    true,
-	"GET /v1/runs/{id}/events":             true,
-	"GET /v1/runs/{id}/events/stream":      true,
-	"GET /v1/runs/{id}/tools":              true,
-	"POST /v1/runs/{id}/tools/{name}":      true,
-	"POST /v1/runs/{id}/exec":              true,
-	"POST /v1/runs/{id}/exec/stream":       true,
-	"GET /v1/runs/{id}/changeset":          true,
-	"POST /v1/runs/{id}/submit":            true,
-	"GET /v1/runs/{id}/artifacts/{kind}":   true,
-	"POST /v1/runs/{id}/checkpoint":        true,
-	"POST /v1/runs/{id}/resume":            true,
-	"POST /v1/runs/{id}/jobs":              true,
-	"GET /v1/runs/{id}/jobs":               true,
-	"GET /v1/runs/{id}/jobs/{job}":         true,
-	"POST /v1/runs/{id}/jobs/{job}/cancel": true,
-}
-
 // operatorOnly refuses what only the operator may ask of a command, when a
 // run's own token asks: to run with less confinement than this machine can
 // enforce, or with another network than the agent's definition gives. An
@@ -147,28 +123,12 @@ func (s *Server) operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
 	if req.AllowDegraded {
 		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
 	}
-	allowed := s.Manager.AgentNet(run)
+	allowed := s.Service.AgentNet(run)
 	switch {
 	case req.Net == "":
 		req.Net = allowed
 	case req.Net != allowed:
 		return paddock.Errorf(paddock.CodeForbidden, "this agent's commands get network %q; only the operator chooses another", allowed)
-	}
-	return nil
-}
-
-// scoped enforces a run token's scope on a route: only its own run, only
-// the agent's side of it.
-func scoped(pattern string, r *http.Request) error {
-	run, ok := r.Context().Value(scopeKey).(string)
-	if !ok {
-		return nil
-	}
-	if !runTokenRoutes[pattern] {
-		return paddock.Errorf(paddock.CodeForbidden, "a run's token does not reach %s; that is the operator's", pattern)
-	}
-	if id := r.PathValue("id"); id != run {
-		return paddock.Errorf(paddock.CodeRunMismatch, "this token belongs to run %s, not %s", run, id)
 	}
 	return nil
 }
@@ -203,10 +163,10 @@ func actor(r *http.Request) string {
 }
 
 // Handler returns the API for the unix socket.
-func (s *Server) Handler() http.Handler { return s.guard(s.routes(), false) }
+func (s *Server) Handler() http.Handler { return s.guard(s.mux(), false) }
 
 // TCPHandler returns the API for a loopback TCP listener: it also requires the token.
-func (s *Server) TCPHandler() http.Handler { return s.guard(s.routes(), true) }
+func (s *Server) TCPHandler() http.Handler { return s.guard(s.mux(), true) }
 
 func (s *Server) log() *slog.Logger {
 	if s.Logger == nil {
@@ -235,13 +195,13 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 				// The unix socket's 0600 mode is the operator's credential.
 			case s.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1:
 				// The daemon's token: the operator.
-			case strings.HasPrefix(got, "pdk_run_") && s.Manager != nil:
-				id, err := s.Manager.RunForToken(r.Context(), got)
+			case strings.HasPrefix(got, "pdk_run_") && s.Service != nil:
+				id, err := s.Service.RunForToken(r.Context(), got)
 				if err != nil {
 					writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
 					return
 				}
-				r = r.WithContext(lifecycle.WithAgent(context.WithValue(r.Context(), scopeKey, id)))
+				r = r.WithContext(paddock.WithAgent(context.WithValue(r.Context(), scopeKey, id)))
 			default:
 				writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
 				return
@@ -249,7 +209,7 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 		}
 		if r.Header.Get(paddock.AgentHeader) != "" {
 			// An operator's client acting for the run's agent (paddock mcp).
-			r = r.WithContext(lifecycle.WithAgent(r.Context()))
+			r = r.WithContext(paddock.WithAgent(r.Context()))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -275,256 +235,6 @@ func hostAllowed(host string, tcp bool) bool {
 //go:embed openapi.json
 var openAPI []byte
 
-// routes builds the mux; every pattern it registers is also kept in
-// s.patterns, for the OpenAPI test.
-func (s *Server) routes() http.Handler {
-	s.patterns = nil
-	mux := &recordingMux{ServeMux: http.NewServeMux(), s: s}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeData(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	handle := func(pattern string, fn func(*http.Request) (any, error)) {
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			w = s.runFunnel(w, r)
-			if err := scoped(pattern, r); err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			// The seq rule: a mutating request on a run may carry
-			// ?expect_seq=N; if the run moved on, it is refused.
-			if v := r.URL.Query().Get("expect_seq"); v != "" && r.Method != http.MethodGet && r.PathValue("id") != "" {
-				seq, err := intParam(v, "expect_seq")
-				if err != nil {
-					s.fail(w, r, err)
-					return
-				}
-				r = r.WithContext(lifecycle.WithExpectSeq(r.Context(), r.PathValue("id"), seq))
-			}
-			var rc *http.ResponseController
-			if longRunning[pattern] {
-				// The command's own wall limit bounds it, not the
-				// server's write timeout; the answer then gets a fresh one.
-				rc = http.NewResponseController(w)
-				rc.SetWriteDeadline(time.Time{})
-			}
-			data, err := fn(r)
-			if rc != nil {
-				rc.SetWriteDeadline(time.Now().Add(WriteStall))
-			}
-			if err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			status := http.StatusOK
-			if r.Method == http.MethodPost && (pattern == "POST /v1/runs" || pattern == "POST /v1/projects" || pattern == "POST /v1/bootstrap") {
-				status = http.StatusCreated
-			} else if pattern == "POST /v1/runs/{id}/jobs" {
-				status = http.StatusAccepted
-			}
-			writeData(w, status, data)
-		})
-	}
-	m := s.Manager
-	handle("GET /v1/status", func(r *http.Request) (any, error) { return s.Status(), nil })
-	handle("GET /v1/doctor", func(r *http.Request) (any, error) {
-		if s.Doctor == nil {
-			return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon has no doctor")
-		}
-		return s.Doctor(r.Context()), nil
-	})
-
-	handle("POST /v1/projects", func(r *http.Request) (any, error) {
-		var req paddock.AddProjectRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		return m.AddProject(r.Context(), req)
-	})
-	handle("GET /v1/projects", func(r *http.Request) (any, error) { return nonNil(m.Projects(r.Context())) })
-	handle("GET /v1/projects/{name}", func(r *http.Request) (any, error) { return m.Project(r.Context(), r.PathValue("name")) })
-	handle("PATCH /v1/projects/{name}", func(r *http.Request) (any, error) {
-		var req paddock.SetProjectRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		return m.SetProject(r.Context(), r.PathValue("name"), actor(r), req)
-	})
-	handle("DELETE /v1/projects/{name}", func(r *http.Request) (any, error) {
-		return map[string]string{"removed": r.PathValue("name")}, m.RemoveProject(r.Context(), r.PathValue("name"))
-	})
-	handle("POST /v1/projects/{name}/unlock", func(r *http.Request) (any, error) {
-		var req paddock.UnlockRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		l, err := m.Unlock(r.Context(), r.PathValue("name"), actor(r), req.Force)
-		return paddock.UnlockResult{Released: l, By: actor(r)}, err
-	})
-
-	handle("POST /v1/runs", func(r *http.Request) (any, error) {
-		var req paddock.CreateRunRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		return m.Create(r.Context(), req)
-	})
-	handle("GET /v1/runs", func(r *http.Request) (any, error) {
-		all, err := boolParam(r, "all")
-		if err != nil {
-			return nil, err
-		}
-		return nonNil(m.Runs(r.Context(), paddock.RunFilter{Project: r.URL.Query().Get("project"), Removed: all}))
-	})
-	handle("GET /v1/runs/{id}", func(r *http.Request) (any, error) { return m.Run(r.Context(), r.PathValue("id")) })
-	handle("DELETE /v1/runs/{id}", func(r *http.Request) (any, error) { return m.Remove(r.Context(), r.PathValue("id")) })
-	handle("POST /v1/runs/{id}/retain", func(r *http.Request) (any, error) { return m.Retain(r.Context(), r.PathValue("id")) })
-	handle("POST /v1/runs/{id}/reject", func(r *http.Request) (any, error) { return m.Reject(r.Context(), r.PathValue("id")) })
-	handle("POST /v1/runs/{id}/resume", func(r *http.Request) (any, error) { return m.Resume(r.Context(), r.PathValue("id")) })
-	handle("POST /v1/runs/{id}/checkpoint", func(r *http.Request) (any, error) {
-		var req paddock.CheckpointRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		if req.Reason == "" {
-			req.Reason = "requested by " + actor(r)
-		}
-		return m.Checkpoint(r.Context(), r.PathValue("id"), req.Reason)
-	})
-	handle("GET /v1/runs/{id}/events", func(r *http.Request) (any, error) { return s.events(r) })
-	handle("GET /v1/runs/{id}/tools", func(r *http.Request) (any, error) { return m.Tools(r.Context(), r.PathValue("id")) })
-	handle("POST /v1/runs/{id}/tools/{name}", func(r *http.Request) (any, error) {
-		args, err := readObject(r)
-		if err != nil {
-			return nil, err
-		}
-		return m.CallTool(r.Context(), r.PathValue("id"), r.PathValue("name"), args)
-	})
-	handle("POST /v1/runs/{id}/exec", func(r *http.Request) (any, error) {
-		var req paddock.ExecRequest
-		if err := decodeN(r, &req, maxExecBody); err != nil {
-			return nil, err
-		}
-		if err := s.operatorOnly(r, &req); err != nil {
-			return nil, err
-		}
-		return m.Exec(r.Context(), r.PathValue("id"), req)
-	})
-	streaming := func(pattern string, h http.HandlerFunc) {
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			if err := scoped(pattern, r); err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			h(w, r)
-		})
-	}
-	streaming("POST /v1/runs/{id}/exec/stream", s.execStream)
-	streaming("GET /v1/runs/{id}/events/stream", s.eventStream)
-	streaming("GET /v1/runs/{id}/changeset/diff", s.changeSetDiff)
-	handle("POST /v1/bootstrap", func(r *http.Request) (any, error) {
-		var req paddock.BootstrapRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		return m.Bootstrap(r.Context(), req)
-	})
-	handle("POST /v1/runs/{id}/jobs", func(r *http.Request) (any, error) {
-		var req paddock.StartJobRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		if req.Exec != nil {
-			if err := s.operatorOnly(r, req.Exec); err != nil {
-				return nil, err
-			}
-		}
-		return m.StartJob(r.Context(), r.PathValue("id"), req)
-	})
-	handle("GET /v1/runs/{id}/jobs", func(r *http.Request) (any, error) { return m.Jobs(r.Context(), r.PathValue("id")) })
-	handle("GET /v1/runs/{id}/jobs/{job}", func(r *http.Request) (any, error) {
-		return m.Job(r.Context(), r.PathValue("id"), r.PathValue("job"))
-	})
-	handle("POST /v1/runs/{id}/jobs/{job}/cancel", func(r *http.Request) (any, error) {
-		return m.CancelJob(r.Context(), r.PathValue("id"), r.PathValue("job"))
-	})
-	handle("GET /v1/runs/{id}/artifacts/{kind}", func(r *http.Request) (any, error) {
-		return m.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))
-	})
-	handle("GET /v1/runs/{id}/changeset", func(r *http.Request) (any, error) { return m.ChangeSet(r.Context(), r.PathValue("id")) })
-	handle("POST /v1/runs/{id}/submit", func(r *http.Request) (any, error) {
-		var req paddock.SubmitRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		return m.SubmitExpecting(r.Context(), r.PathValue("id"), req.ExpectHash)
-	})
-	handle("POST /v1/runs/{id}/approve", func(r *http.Request) (any, error) {
-		var req paddock.ApproveRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		return m.Approve(r.Context(), r.PathValue("id"), req.Hash, actor(r))
-	})
-	handle("POST /v1/runs/{id}/apply", func(r *http.Request) (any, error) {
-		var req paddock.ApplyRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		switch req.To {
-		case "", "branch":
-			if req.ThreeWay {
-				return nil, paddock.Errorf(paddock.CodeBadRequest, "a 3-way merge applies only to --to worktree (a branch is built on the base, where nothing needs merging)")
-			}
-			return m.Apply(r.Context(), r.PathValue("id"), req.Branch, gitx.Identity{Name: req.AuthorName, Email: req.AuthorEmail})
-		case "worktree":
-			if req.Branch != "" {
-				return nil, paddock.Errorf(paddock.CodeBadRequest, "a branch name applies only to --to branch")
-			}
-			return m.ApplyToWorktree(r.Context(), r.PathValue("id"), req.ThreeWay)
-		}
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "apply to %q: branch or worktree", req.To)
-	})
-	handle("POST /v1/runs/{id}/undo", func(r *http.Request) (any, error) { return m.Undo(r.Context(), r.PathValue("id")) })
-	handle("POST /v1/runs/{id}/inbox", func(r *http.Request) (any, error) {
-		lim := s.InboxLimits
-		if lim.MaxFile == 0 {
-			lim = tools.DefaultInboxLimits
-		}
-		if r.ContentLength > lim.MaxFile {
-			return nil, paddock.Errorf(paddock.CodeTooLarge, "inbox: the file is larger than %d bytes; nothing was written", lim.MaxFile)
-		}
-		body := http.MaxBytesReader(nil, r.Body, lim.MaxFile+1)
-		return m.Deliver(r.Context(), r.PathValue("id"), r.URL.Query().Get("name"), body, lim)
-	})
-
-	handle("POST /v1/gc", func(r *http.Request) (any, error) {
-		var req paddock.GCRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		return nonNil(m.GC(r.Context(), req.DryRun))
-	})
-	mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(openAPI)
-	})
-	mux.ServeMux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, paddock.Errorf(paddock.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
-	})
-	return mux
-}
-
-// recordingMux is a ServeMux that remembers the patterns it was given.
-type recordingMux struct {
-	*http.ServeMux
-	s *Server
-}
-
-func (m *recordingMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
-	m.s.patterns = append(m.s.patterns, pattern)
-	m.ServeMux.HandleFunc(pattern, h)
-}
-
 // SSEHeartbeat is how often an idle event stream sends a comment, so that
 // proxies and clients see it alive.
 var SSEHeartbeat = 15 * time.Second
@@ -534,12 +244,12 @@ var SSEHeartbeat = 15 * time.Second
 // changeset.MaskDiff); the stream passes the run's funnel all the same, as
 // every answer does.
 func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
-	red, err := s.Manager.Redactor(r.Context(), r.PathValue("id"))
+	red, err := s.Service.Redactor(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	d, hash, err := s.Manager.ChangeSetDiff(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
+	d, hash, err := s.Service.ChangeSetDiff(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -573,7 +283,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if _, err := s.Manager.Events(r.Context(), id, after, 1); err != nil {
+	if _, err := s.Service.Events(r.Context(), id, after, 1); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -586,7 +296,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 	rc.Flush()
 	for r.Context().Err() == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), SSEHeartbeat)
-		evs, err := s.Manager.WaitEvents(ctx, id, after, 500)
+		evs, err := s.Service.WaitEvents(ctx, id, after, 500)
 		cancel()
 		if err != nil {
 			return
@@ -648,7 +358,7 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 			return len(p), nil
 		})
 	}
-	res, err := s.Manager.ExecStream(r.Context(), r.PathValue("id"), req, chunk("stdout"), chunk("stderr"))
+	res, err := s.Service.ExecStream(r.Context(), r.PathValue("id"), req, chunk("stdout"), chunk("stderr"))
 	if err != nil {
 		var pe *paddock.Error
 		if !errors.As(err, &pe) || pe.Code == paddock.CodeInternal {
@@ -686,9 +396,9 @@ func (s *Server) events(r *http.Request) (any, error) {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), min(d, MaxWait))
 		defer cancel()
-		return s.Manager.WaitEvents(ctx, id, after, int(limit))
+		return s.Service.WaitEvents(ctx, id, after, int(limit))
 	}
-	return s.Manager.Events(r.Context(), id, after, int(limit))
+	return s.Service.Events(r.Context(), id, after, int(limit))
 }
 
 func intParam(v, name string) (int64, error) {

@@ -5,53 +5,37 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/gitx"
-	"github.com/paddock-dev/paddock/gitx/gittest"
-	"github.com/paddock-dev/paddock/lifecycle"
-	"github.com/paddock-dev/paddock/sqlite"
-	"github.com/paddock-dev/paddock/workspace"
+	"github.com/paddock-dev/paddock/tools"
 )
 
+// The API's tests serve a fake Service (fake_test.go): what they hold is
+// the API's side (routes, reach, statuses, envelopes, hardening, streams);
+// what the manager does with a call is lifecycle's to test.
+
 type fixture struct {
-	srv  *Server
-	h    http.Handler
-	repo string
-	log  *bytes.Buffer
+	srv *Server
+	svc *fake
+	h   http.Handler
+	log *bytes.Buffer
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	g, err := gitx.New(ctx)
-	if err != nil {
-		t.Skipf("git unavailable: %v", err)
-	}
-	base := t.TempDir()
-	s, err := sqlite.Open(ctx, filepath.Join(base, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	ws := filepath.Join(base, "workspaces")
-	os.Mkdir(ws, 0o700)
 	logb := &bytes.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logb, nil))
-	m, err := lifecycle.NewManager(ctx, lifecycle.Config{Store: s, Git: g, Providers: workspace.Providers(g, ws), WorkspacesDir: ws, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &Server{Manager: m, Logger: logger, Token: "t0k3n", Status: func() paddock.DaemonStatus { return paddock.DaemonStatus{PID: 42} }}
-	return &fixture{srv: srv, h: srv.Handler(), repo: gittest.NewRepo(t, filepath.Join(base, "repo"), map[string]string{"a": "1"}), log: logb}
+	svc := newFake()
+	srv := &Server{Service: svc, Logger: logger, Token: "t0k3n", Status: func() paddock.DaemonStatus { return paddock.DaemonStatus{PID: 42} }}
+	return &fixture{srv: srv, svc: svc, h: srv.Handler(), log: logb}
 }
 
 type answer struct {
@@ -80,37 +64,61 @@ func (f *fixture) do(t *testing.T, h http.Handler, method, path, body string, hd
 	return a
 }
 
+// newRun makes a run through the API.
+func (f *fixture) newRun(t *testing.T) paddock.Run {
+	t.Helper()
+	var r paddock.Run
+	a := f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`)
+	if err := json.Unmarshal(a.Data, &r); err != nil || r.ID == "" {
+		t.Fatalf("create: %d %s %+v", a.status, a.Data, a.Error)
+	}
+	f.svc.asked()
+	return r
+}
+
 func TestEnvelopeAndStatuses(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	a := f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`)
-	if a.status != 201 || !a.OK {
+	a := f.do(t, f.h, "POST", "/v1/projects", `{"path":"/src/app","name":"app"}`)
+	if a.status != 201 || !a.OK || f.svc.whats() != "AddProject /src/app app" {
 		t.Fatalf("add project: %d %+v", a.status, a.Error)
 	}
+	// What the API refuses itself never reaches the service.
 	for _, tc := range []struct {
 		method, path, body string
 		status             int
 		code               paddock.Code
 	}{
-		{"POST", "/v1/projects", `{"path":"` + f.repo + `","name":"app"}`, 409, paddock.CodeConflict},
 		{"POST", "/v1/projects", `{"path":"/x","nmae":"typo"}`, 400, paddock.CodeBadRequest},
 		{"POST", "/v1/projects", `{"path":"/x"}{"path":"/y"}`, 400, paddock.CodeBadRequest},
 		{"POST", "/v1/projects", `[1,2]`, 400, paddock.CodeBadRequest},
 		{"POST", "/v1/projects", `{"path":"` + strings.Repeat("x", MaxBody) + `"}`, 413, paddock.CodeTooLarge},
-		{"GET", "/v1/projects/nope", "", 404, paddock.CodeNotFound},
-		{"GET", "/v1/runs/r-none", "", 404, paddock.CodeNotFound},
 		{"GET", "/v1/runs?all=maybe", "", 400, paddock.CodeBadRequest},
 		{"GET", "/v1/nothing", "", 404, paddock.CodeNotFound},
-		{"POST", "/v1/runs", `{"project":"app","base":"--exec=x"}`, 400, paddock.CodeBadRequest},
-		{"POST", "/v1/projects/app/unlock", `{}`, 400, paddock.CodeBadRequest},
-		{"PATCH", "/v1/projects/app", `{}`, 400, paddock.CodeBadRequest},
+		{"PUT", "/v1/projects", "", 404, paddock.CodeNotFound},
 		{"PATCH", "/v1/projects/app", `{"allow_attributon":[]}`, 400, paddock.CodeBadRequest},
-		{"PATCH", "/v1/projects/nope", `{"default_protect":true}`, 404, paddock.CodeNotFound},
+		{"POST", "/v1/runs/r-1/apply", `{"three_way":true}`, 400, paddock.CodeBadRequest},
+		{"POST", "/v1/runs/r-1/apply", `{"to":"worktree","branch":"b"}`, 400, paddock.CodeBadRequest},
+		{"POST", "/v1/runs/r-1/apply", `{"to":"moon"}`, 400, paddock.CodeBadRequest},
 	} {
 		a := f.do(t, f.h, tc.method, tc.path, tc.body)
 		if a.status != tc.status || a.Error == nil || a.Error.Code != tc.code {
 			t.Errorf("%s %s: %d %+v, want %d %s", tc.method, tc.path, a.status, a.Error, tc.status, tc.code)
 		}
+		if asked := f.svc.whats(); asked != "" {
+			t.Errorf("%s %s: the service was asked %s", tc.method, tc.path, asked)
+		}
 	}
+	// What the service refuses comes back in the envelope with its code's
+	// status (the manager's own refusals are lifecycle's tests).
+	for _, c := range paddock.Codes {
+		f.svc.fail = paddock.Errorf(c, "refused")
+		a := f.do(t, f.h, "GET", "/v1/projects/app", "")
+		if a.status != Status(c) || a.Error == nil || a.Error.Code != c {
+			t.Errorf("%s: %d %+v, want %d", c, a.status, a.Error, Status(c))
+		}
+	}
+	f.svc.fail = nil
 	a = f.do(t, f.h, "PATCH", "/v1/projects/app", `{"protect":["secrets/**"],"allow_attribution":["credit-trailer"]}`)
 	var p paddock.Project
 	json.Unmarshal(a.Data, &p)
@@ -132,13 +140,150 @@ func TestEnvelopeAndStatuses(t *testing.T) {
 		t.Fatalf("status: %s", a.Data)
 	}
 	// Empty lists are [] rather than null, for clients in any language.
+	f.svc.asked()
 	a = f.do(t, f.h, "POST", "/v1/gc", `{"dry_run":true}`)
-	if string(a.Data) != "[]" {
+	if string(a.Data) != "[]" || f.svc.whats() != "GC true" {
 		t.Fatalf("gc: %s", a.Data)
 	}
 }
 
+// TestEveryRoute: each route of the table, called as a client calls it,
+// asks the service what it says (path values, body, the caller) and
+// answers with the route's status.
+func TestEveryRoute(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.srv.Doctor = func(context.Context) *paddock.DoctorReport { return &paddock.DoctorReport{} }
+	b, _ := f.svc.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	id := b.Run.ID
+	f.svc.asked()
+	run := "/v1/runs/" + id
+	covered := map[string]bool{}
+	// What a success that made something answers; the rest answer 200.
+	made := map[string]int{"POST /v1/projects": 201, "POST /v1/runs": 201, "POST /v1/bootstrap": 201, "POST /v1/runs/{id}/jobs": 202}
+	for _, tc := range []struct{ method, path, body, asks string }{
+		{"GET", "/healthz", "", ""},
+		{"GET", "/v1/openapi.json", "", ""},
+		{"GET", "/v1/status", "", ""},
+		{"GET", "/v1/doctor", "", ""},
+		{"POST", "/v1/gc", `{}`, "GC false"},
+		{"POST", "/v1/projects", `{"path":"/src/app","name":"app"}`, "AddProject /src/app app"},
+		{"GET", "/v1/projects", "", "Projects"},
+		{"GET", "/v1/projects/app", "", "Project app"},
+		{"PATCH", "/v1/projects/app", `{"protect":["a"]}`, "SetProject app unknown [a]"},
+		{"DELETE", "/v1/projects/app", "", "RemoveProject app"},
+		{"POST", "/v1/projects/app/unlock", `{"force":true}`, "Unlock app unknown true"},
+		{"POST", "/v1/runs", `{"project":"app","secrets":["K"]}`, "Create app [K]"},
+		{"POST", "/v1/bootstrap", `{"project":"app","agent":{"name":"coder"},"task":"fix"}`, "Bootstrap app coder fix"},
+		{"GET", "/v1/runs?project=app&all=true", "", "Runs app true"},
+		{"GET", run, "", "Run " + id},
+		{"DELETE", run, "", "Remove " + id},
+		{"POST", run + "/retain", "", "Retain " + id},
+		{"POST", run + "/reject", "", "Reject " + id},
+		{"POST", run + "/checkpoint", `{"reason":"lunch"}`, "Checkpoint " + id + " lunch"},
+		{"POST", run + "/checkpoint", ``, "Checkpoint " + id + " requested by unknown"},
+		{"POST", run + "/resume", "", "Resume " + id},
+		{"GET", run + "/artifacts/task", "", "Artifact " + id + " task"},
+		{"GET", run + "/events?after=1&limit=2", "", "Events " + id + " 1 2"},
+		{"GET", run + "/events/stream", "", "Events " + id + " 0 1"},
+		{"GET", run + "/tools", "", "Tools " + id},
+		{"POST", run + "/tools/read", `{"path":"a"}`, "CallTool " + id + ` read {"path":"a"}`},
+		{"POST", run + "/tools/list", ``, "CallTool " + id + ` list {}`},
+		{"POST", run + "/inbox?name=n.txt", "hello", fmt.Sprint("Deliver ", id, " n.txt hello ", tools.DefaultInboxLimits.MaxFile)},
+		{"POST", run + "/exec", `{"argv":["true"]}`, "Exec " + id + " [true] "},
+		{"POST", run + "/exec/stream", `{"argv":["true"]}`, "ExecStream " + id + " [true] "},
+		{"POST", run + "/jobs", `{"kind":"exec","exec":{"argv":["true"]}}`, "StartJob " + id + " exec"},
+		{"GET", run + "/jobs", "", "Jobs " + id},
+		{"GET", run + "/jobs/j-1", "", "Job " + id + " j-1"},
+		{"POST", run + "/jobs/j-1/cancel", "", "CancelJob " + id + " j-1"},
+		{"GET", run + "/changeset", "", "ChangeSet " + id},
+		{"GET", run + "/changeset/diff?hash=h1", "", "ChangeSetDiff " + id + " h1"},
+		{"POST", run + "/submit", `{"expect_hash":"h1"}`, "SubmitExpecting " + id + " h1"},
+		{"POST", run + "/approve", `{"hash":"h1"}`, "Approve " + id + " h1 unknown"},
+		{"POST", run + "/apply", `{"branch":"b","author_name":"A","author_email":"a@x"}`, "Apply " + id + " b A a@x"},
+		{"POST", run + "/apply", `{"to":"worktree","three_way":true}`, "ApplyToWorktree " + id + " true"},
+		{"POST", run + "/undo", "", "Undo " + id},
+	} {
+		req := httptest.NewRequest(tc.method, "http://paddock"+tc.path, strings.NewReader(tc.body))
+		if strings.HasSuffix(tc.path, "/stream") && tc.method == "GET" {
+			ctx, cancel := context.WithCancel(req.Context())
+			cancel() // the stream's first look, then its end
+			req = req.WithContext(ctx)
+		}
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		_, pattern := routeMux().Handler(req)
+		want, ok := made[pattern]
+		if !ok {
+			want = http.StatusOK
+		}
+		if rec.Code != want {
+			t.Errorf("%s %s: %d, want %d (%s): %s", tc.method, tc.path, rec.Code, want, pattern, rec.Body)
+		}
+		if asked := f.svc.whats(); asked != tc.asks {
+			t.Errorf("%s %s asked %q, want %q", tc.method, tc.path, asked, tc.asks)
+		}
+		covered[pattern] = true
+	}
+	for _, rt := range Routes() {
+		if !covered[rt.Method+" "+rt.Path] {
+			t.Errorf("route %s %s is not called here", rt.Method, rt.Path)
+		}
+	}
+}
+
+// routeMux matches a request to its route's pattern, as the server does.
+func routeMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range Routes() {
+		mux.HandleFunc(rt.Method+" "+rt.Path, func(http.ResponseWriter, *http.Request) {})
+	}
+	return mux
+}
+
+// TestExecStream: the output as it comes, then the result without it; an
+// error before the command is an envelope, one after ends the stream.
+func TestExecStream(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	r := f.newRun(t)
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, httptest.NewRequest("POST", "http://paddock/v1/runs/"+r.ID+"/exec/stream", strings.NewReader(`{"argv":["true"]}`)))
+	if ct := rec.Header().Get("Content-Type"); rec.Code != 200 || ct != "application/x-ndjson" {
+		t.Fatalf("exec stream: %d %s", rec.Code, ct)
+	}
+	var got []string
+	dec := json.NewDecoder(rec.Body)
+	for {
+		var line StreamLine
+		if dec.Decode(&line) != nil {
+			break
+		}
+		switch {
+		case line.Result != nil:
+			got = append(got, fmt.Sprintf("result %q %q", line.Result.Stdout, line.Result.Stderr))
+		default:
+			got = append(got, line.Stream+" "+string(line.Data))
+		}
+	}
+	if strings.Join(got, "; ") != `stdout out; stderr err; result "" ""` {
+		t.Fatalf("lines: %q", got)
+	}
+	if a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/exec/stream", `{"argv":"true"}`); a.status != 400 {
+		t.Fatalf("a bad request: %d", a.status)
+	}
+	f.svc.asked()
+	f.svc.fail = errors.New("open /home/alice/x: denied")
+	rec = httptest.NewRecorder()
+	f.h.ServeHTTP(rec, httptest.NewRequest("POST", "http://paddock/v1/runs/"+r.ID+"/exec/stream", strings.NewReader(`{"argv":["true"]}`)))
+	var line StreamLine
+	if json.NewDecoder(rec.Body).Decode(&line); line.Error == nil || line.Error.Code != paddock.CodeInternal || strings.Contains(line.Error.Message, "alice") {
+		t.Fatalf("a failed command: %+v", line.Error)
+	}
+}
+
 func TestStatusTable(t *testing.T) {
+	t.Parallel()
 	seen := map[int]bool{}
 	for _, c := range paddock.Codes {
 		s := Status(c)
@@ -153,6 +298,7 @@ func TestStatusTable(t *testing.T) {
 }
 
 func TestGuards(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	tcp := f.srv.TCPHandler()
 	for _, tc := range []struct {
@@ -186,9 +332,25 @@ func TestGuards(t *testing.T) {
 	if rec.Code != 403 {
 		t.Errorf("foreign Host: %d", rec.Code)
 	}
+	// The health check needs no token; the rest of the guard still holds.
+	for _, tc := range []struct {
+		host, origin string
+		want         int
+	}{{"127.0.0.1:7070", "", 200}, {"evil.example:7070", "", 403}, {"127.0.0.1:7070", "http://evil.example", 403}} {
+		req := httptest.NewRequest("GET", "http://"+tc.host+"/healthz", nil)
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		rec := httptest.NewRecorder()
+		tcp.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("healthz on %s %s: %d, want %d", tc.host, tc.origin, rec.Code, tc.want)
+		}
+	}
 }
 
 func TestInternalErrorsHideDetail(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/v1/x", nil)
@@ -204,13 +366,17 @@ func TestInternalErrorsHideDetail(t *testing.T) {
 	if id == "" || !strings.Contains(f.log.String(), id) || !strings.Contains(f.log.String(), "alice") {
 		t.Fatalf("log lacks the detail or the id %q:\n%s", id, f.log)
 	}
+	// So is a service's error on a route.
+	f.svc.fail = secret
+	if a := f.do(t, f.h, "GET", "/v1/projects", ""); a.status != 500 || strings.Contains(a.Error.Message, "alice") || a.Error.Details["correlation_id"] == nil {
+		t.Fatalf("a route's internal error: %d %+v", a.status, a.Error)
+	}
 }
 
 func TestEventsWait(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`)
-	var r paddock.Run
-	json.Unmarshal(f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`).Data, &r)
+	r := f.newRun(t)
 	done := make(chan answer, 1)
 	start := time.Now()
 	go func() {
@@ -224,6 +390,9 @@ func TestEventsWait(t *testing.T) {
 	if len(evs) == 0 || evs[0].Seq != r.LastSeq+1 || time.Since(start) > 10*time.Second {
 		t.Fatalf("waited events: %s", a.Data)
 	}
+	if asked := f.svc.whats(); !strings.Contains(asked, "WaitEvents "+r.ID+" "+itoa(r.LastSeq)+" 0") {
+		t.Fatalf("asked: %s", asked)
+	}
 	for _, bad := range []string{"after=-1", "after=x", "wait=soon", "limit=-3"} {
 		if a := f.do(t, f.h, "GET", "/v1/runs/"+r.ID+"/events?"+bad, ""); a.status != 400 {
 			t.Errorf("%s: %d", bad, a.status)
@@ -235,66 +404,61 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 // TestStrictJSON: a body that could be read two ways is refused, on the
 // control routes and on a tool's arguments, naming the key, and nothing is
-// written: a key twice (exactly or in another case, at any depth), a key
-// spelled otherwise than its field, invalid UTF-8 or a lone surrogate.
+// asked of the service: a key twice (exactly or in another case, at any
+// depth), a key spelled otherwise than its field, invalid UTF-8 or a lone
+// surrogate. (A tool's own reading of its arguments is tools' test.)
 func TestStrictJSON(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
+	const repo = "/src/app"
 	for body, key := range map[string]string{
-		`{"path":"/a","path":"` + f.repo + `"}`:                     "path",
-		`{"path":"/a","Path":"` + f.repo + `"}`:                     "Path",
-		`{"PATH":"` + f.repo + `"}`:                                 "PATH",
-		`{"path":"` + f.repo + "\xff" + `"}`:                        "path",
-		`{"path":"` + f.repo + `\udc00"}`:                           "path",
-		`{"path":"` + f.repo + `","protect":["a"],"Protect":["b"]}`: "Protect",
+		`{"path":"/a","path":"` + repo + `"}`:                     "path",
+		`{"path":"/a","Path":"` + repo + `"}`:                     "Path",
+		`{"PATH":"` + repo + `"}`:                                 "PATH",
+		`{"path":"` + repo + "\xff" + `"}`:                        "path",
+		`{"path":"` + repo + `\udc00"}`:                           "path",
+		`{"path":"` + repo + `","protect":["a"],"Protect":["b"]}`: "Protect",
 	} {
 		a := f.do(t, f.h, "POST", "/v1/projects", body)
 		if a.status != 400 || a.Error.Code != paddock.CodeBadRequest || a.Error.Details["key"] != key || !strings.Contains(a.Error.Message, key) {
 			t.Errorf("%.60q: %d %+v, want bad_request naming %q", body, a.status, a.Error, key)
 		}
 	}
-	if a := f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`); a.status != 201 {
-		t.Fatalf("add project: %d %+v", a.status, a.Error)
-	}
-	var r paddock.Run
-	json.Unmarshal(f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`).Data, &r)
+	r := f.newRun(t)
 	if a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/exec", `{"argv":["true"],"limits":{"procs":1,"Procs":9}}`); a.status != 400 || a.Error.Details["key"] != "limits.Procs" {
 		t.Errorf("nested case-variant duplicate: %d %+v", a.status, a.Error)
 	}
-	before, _ := os.ReadDir(r.Workspace.Root)
 	for body, key := range map[string]string{
-		`{"path":"a.txt","Path":"b.txt","content":"x"}`:          "Path",
-		`{"path":"a.txt","content":"x","content":"y"}`:           "content",
-		`{"PATH":"a.txt","content":"x"}`:                         "PATH",
-		`{"path":"a.txt","Content":"x"}`:                         "Content",
-		`{"path":"bad` + "\xff" + `.txt","content":"x"}`:         "path",
-		`{"path":"a.txt","content":"` + "\xc3\x28" + `"}`:        "content",
-		`{"path":"a.txt","content":"\ud800"}`:                    "content",
-		`{"path":"a.txt","content_base64":"eA==","content":"x"}`: "",
-		`{"path":"a.txt","content_base64":"not base64!"}`:        "",
+		`{"path":"a.txt","Path":"b.txt","content":"x"}`:   "Path",
+		`{"path":"a.txt","content":"x","content":"y"}`:    "content",
+		`{"path":"bad` + "\xff" + `.txt","content":"x"}`:  "path",
+		`{"path":"a.txt","content":"` + "\xc3\x28" + `"}`: "content",
+		`{"path":"a.txt","content":"\ud800"}`:             "content",
+		`["a.txt"]`:                                       "",
+		`{"path":"a.txt"`:                                 "",
 	} {
 		a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/tools/write", body)
 		if a.status != 400 || a.Error.Code != paddock.CodeBadRequest || (key != "" && a.Error.Details["key"] != key) {
 			t.Errorf("write %.60q: %d %+v, want bad_request naming %q", body, a.status, a.Error, key)
 		}
 	}
-	if after, _ := os.ReadDir(r.Workspace.Root); len(after) != len(before) {
-		t.Errorf("a refused write left a file: %v", after)
-	}
 	a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/tools/edit", `{"path":"a","edits":[{"old_string":"1","new_string":"2","New_String":"3"}]}`)
 	if a.status != 400 || a.Error.Details["key"] != "edits[0].New_String" {
 		t.Errorf("edit with a nested case variant: %d %+v", a.status, a.Error)
+	}
+	if asked := f.svc.whats(); asked != "" {
+		t.Errorf("a refused body reached the service: %s", asked)
 	}
 }
 
 // TestEventStream: SSE with ids = seqs; a reconnect with Last-Event-ID
 // resumes after it, so every event is seen once, in order.
 func TestEventStream(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	srv := httptest.NewServer(f.h)
 	defer srv.Close()
-	f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`)
-	var r paddock.Run
-	json.Unmarshal(f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`).Data, &r)
+	r := f.newRun(t)
 
 	read := func(lastID string, want int) []string {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -350,15 +514,18 @@ func TestEventStream(t *testing.T) {
 	if a := f.do(t, f.h, "GET", "/v1/runs/nope/events/stream", ""); a.status != 404 {
 		t.Fatalf("unknown run: %d", a.status)
 	}
+	if a := f.do(t, f.h, "GET", "/v1/runs/"+r.ID+"/events/stream?after=x", ""); a.status != 400 {
+		t.Fatalf("a bad after: %d", a.status)
+	}
 }
 
-// TestExpectSeq: an action that says which seq it saw is refused if the run
-// moved on, and changes nothing.
+// TestExpectSeq: an action that says which seq it saw carries it to the
+// service, which refuses it if the run moved on (lifecycle's
+// TestExpectSeq holds the manager to that); a GET carries none.
 func TestExpectSeq(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`)
-	var r paddock.Run
-	json.Unmarshal(f.do(t, f.h, "POST", "/v1/runs", `{"project":"app"}`).Data, &r)
+	r := f.newRun(t)
 	stale := itoa(r.LastSeq - 1)
 	for _, path := range []string{"/retain", "/reject", "/checkpoint", "/tools/write"} {
 		body := ""
@@ -369,19 +536,24 @@ func TestExpectSeq(t *testing.T) {
 		if a.status != 409 || a.Error.Details["last_seq"] == nil {
 			t.Fatalf("%s with a stale seq: %d %+v", path, a.status, a.Error)
 		}
+		calls := f.svc.asked()
+		if len(calls) != 1 || calls[0].expect == nil || calls[0].expect.Run != r.ID || itoa(calls[0].expect.Seq) != stale {
+			t.Fatalf("%s: the service was asked %+v", path, calls)
+		}
 	}
 	var now paddock.Run
-	json.Unmarshal(f.do(t, f.h, "GET", "/v1/runs/"+r.ID, "").Data, &now)
+	json.Unmarshal(f.do(t, f.h, "GET", "/v1/runs/"+r.ID+"?expect_seq="+stale, "").Data, &now)
+	if calls := f.svc.asked(); len(calls) != 1 || calls[0].expect != nil {
+		t.Fatalf("a GET carried an expectation: %+v", calls)
+	}
 	if now.LastSeq != r.LastSeq || now.State() != paddock.StateReady {
 		t.Fatalf("a refused action changed the run: %d %s", now.LastSeq, now.State())
-	}
-	if _, err := os.Stat(filepath.Join(r.Workspace.Root, "x.txt")); err == nil {
-		t.Fatal("a refused tool call wrote")
 	}
 	if a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/retain?expect_seq="+itoa(r.LastSeq), ""); a.status != 200 {
 		t.Fatalf("with the right seq: %d %+v", a.status, a.Error)
 	}
-	if a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/retain?expect_seq=x", ""); a.status != 400 {
+	f.svc.asked()
+	if a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/retain?expect_seq=x", ""); a.status != 400 || f.svc.whats() != "" {
 		t.Fatalf("a bad expect_seq: %d", a.status)
 	}
 }
@@ -389,8 +561,7 @@ func TestExpectSeq(t *testing.T) {
 // TestOpenAPIMatchesRoutes: the checked-in document describes every route
 // and no route that does not exist.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	s := &Server{}
-	s.routes()
+	t.Parallel()
 	var doc struct {
 		OpenAPI string                    `json:"openapi"`
 		Paths   map[string]map[string]any `json:"paths"`
@@ -405,7 +576,11 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	registered := map[string]bool{}
-	for _, p := range s.patterns {
+	for _, rt := range Routes() {
+		p := rt.Method + " " + rt.Path
+		if registered[p] {
+			t.Errorf("route %s is in the table twice", p)
+		}
 		registered[p] = true
 		if !documented[p] {
 			t.Errorf("route %s is not in openapi.json", p)
@@ -424,11 +599,37 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 }
 
+// TestRunTokenReach: what a run's token reaches is the agent's side of its
+// run, exactly these routes; deciding about a run (approve, apply, reject,
+// retain, rm) and everything beyond the run stay with the operator.
+func TestRunTokenReach(t *testing.T) {
+	t.Parallel()
+	want := []string{
+		"GET /v1/runs/{id}", "GET /v1/runs/{id}/events", "GET /v1/runs/{id}/events/stream",
+		"GET /v1/runs/{id}/tools", "POST /v1/runs/{id}/tools/{name}", "POST /v1/runs/{id}/exec",
+		"POST /v1/runs/{id}/exec/stream", "GET /v1/runs/{id}/changeset", "POST /v1/runs/{id}/submit",
+		"GET /v1/runs/{id}/artifacts/{kind}", "POST /v1/runs/{id}/checkpoint", "POST /v1/runs/{id}/resume",
+		"POST /v1/runs/{id}/jobs", "GET /v1/runs/{id}/jobs", "GET /v1/runs/{id}/jobs/{job}",
+		"POST /v1/runs/{id}/jobs/{job}/cancel",
+	}
+	var got []string
+	for _, rt := range Routes() {
+		if rt.RunToken {
+			got = append(got, rt.Method+" "+rt.Path)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("a run's token reaches\n%q\nwant\n%q", got, want)
+	}
+}
+
 // TestBootstrapAndRunTokens: a bootstrap returns a run and its token; the
-// token reaches that run's agent-side routes only.
+// token reaches that run's agent-side routes only, as the run's agent.
 func TestBootstrapAndRunTokens(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	f.srv.Manager.ArtifactsDir = t.TempDir()
 	tcp := f.srv.TCPHandler()
 	op := []string{"Authorization", "Bearer t0k3n"}
 	call := func(method, path, body string, hdr []string) answer {
@@ -443,7 +644,6 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 		a.status = rec.Code
 		return a
 	}
-	call("POST", "/v1/projects", `{"path":"`+f.repo+`","name":"app"}`, op)
 	boot := func() paddock.BootstrapResult {
 		a := call("POST", "/v1/bootstrap", `{"project":"app","agent":{"name":"coder","workspace":"write"},"task":"fix the bug","inputs":["a"]}`, op)
 		if a.status != 201 {
@@ -457,6 +657,7 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 	if !strings.HasPrefix(b1.Token, "pdk_run_") || b1.Run.ID == b2.Run.ID {
 		t.Fatalf("bootstrap results: %+v %+v", b1, b2)
 	}
+	f.svc.asked()
 	agent := []string{"Authorization", "Bearer " + b1.Token}
 	for _, tc := range []struct {
 		method, path, body string
@@ -472,7 +673,10 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 		{"POST", "/v1/runs/" + b1.Run.ID + "/apply", `{}`, 403, paddock.CodeForbidden},
 		{"POST", "/v1/runs/" + b1.Run.ID + "/retain", ``, 403, paddock.CodeForbidden},
 		{"DELETE", "/v1/runs/" + b1.Run.ID, ``, 403, paddock.CodeForbidden},
+		{"GET", "/v1/runs/" + b1.Run.ID + "/changeset/diff", ``, 403, paddock.CodeForbidden},
+		{"POST", "/v1/runs/" + b1.Run.ID + "/inbox?name=x", `x`, 403, paddock.CodeForbidden},
 		{"GET", "/v1/runs", "", 403, paddock.CodeForbidden},
+		{"GET", "/v1/status", "", 403, paddock.CodeForbidden},
 		{"PATCH", "/v1/projects/app", `{"allow_attribution":["co-author-trailer"]}`, 403, paddock.CodeForbidden},
 		{"POST", "/v1/bootstrap", `{}`, 403, paddock.CodeForbidden},
 		{"POST", "/v1/runs/" + b1.Run.ID + "/exec", `{"argv":["true"],"allow_degraded":true}`, 403, paddock.CodeForbidden},
@@ -484,9 +688,32 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 		if a.status != tc.want || (tc.code != "" && (a.Error == nil || a.Error.Code != tc.code)) {
 			t.Errorf("%s %s with the run's token: %d %+v, want %d %s", tc.method, tc.path, a.status, a.Error, tc.want, tc.code)
 		}
+		calls := f.svc.asked()
+		if tc.want == 403 && len(calls) != 0 {
+			t.Errorf("%s %s: a refused token reached the service: %+v", tc.method, tc.path, calls)
+		}
+		for _, c := range calls {
+			if !c.agent {
+				t.Errorf("%s %s: the call is not marked as the agent's", tc.method, tc.path)
+			}
+		}
+	}
+	// The agent's commands get its definition's network; the operator's
+	// get what they ask.
+	call("POST", "/v1/runs/"+b1.Run.ID+"/exec", `{"argv":["true"]}`, agent)
+	call("POST", "/v1/runs/"+b1.Run.ID+"/exec", `{"argv":["true"],"net":"host"}`, op)
+	if asked := f.svc.whats(); asked != "Exec "+b1.Run.ID+" [true] none; Exec "+b1.Run.ID+" [true] host" {
+		t.Errorf("exec nets: %s", asked)
 	}
 	if a := call("GET", "/v1/runs/"+b1.Run.ID, "", []string{"Authorization", "Bearer pdk_run_forged"}); a.status != 403 {
 		t.Errorf("forged token: %d", a.status)
+	}
+	// An operator's client acting for the agent (paddock mcp) says so.
+	f.svc.asked()
+	call("GET", "/v1/runs/"+b1.Run.ID, "", append([]string{paddock.AgentHeader, "1"}, op...))
+	call("GET", "/v1/runs/"+b1.Run.ID, "", op)
+	if calls := f.svc.asked(); len(calls) != 2 || !calls[0].agent || calls[1].agent {
+		t.Errorf("agent marks: %+v", calls)
 	}
 	// A run made without a bootstrap has no task.
 	var plain paddock.Run
@@ -494,41 +721,34 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 	if a := call("GET", "/v1/runs/"+plain.ID+"/artifacts/task", "", op); a.status != 409 || a.Error.Code != paddock.CodeNotBootstrapped {
 		t.Errorf("task of a run never bootstrapped: %d %+v", a.status, a.Error)
 	}
-	if a := call("GET", "/v1/runs/"+b1.Run.ID+"/artifacts/logs", "", op); a.Error == nil || a.Error.Code != paddock.CodeConflict {
-		t.Errorf("logs: %+v", a.Error)
-	}
-	for _, bad := range []string{`{"project":"app","agent":{"name":"Bad Name"},"task":"x"}`, `{"project":"app","agent":{"name":"a"},"task":""}`,
-		`{"project":"app","agent":{"name":"a"},"task":"x","inputs":["../etc"]}`, `{"project":"app","agent":{"name":"a","workspace":"admin"},"task":"x"}`} {
-		if a := call("POST", "/v1/bootstrap", bad, op); a.status != 400 {
-			t.Errorf("%s: %d", bad, a.status)
-		}
-	}
 }
 
 // TestAnswersPassTheRunsFunnel: an answer about a run masks the run's
-// declared secrets whatever produced it; what an agent's token sends is
-// recorded masked.
+// declared secrets whatever produced it, the diff's stream included.
 func TestAnswersPassTheRunsFunnel(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const v = "s3cr3t-value-42"
-	f.srv.Manager.Secret = func(name string) (string, bool) { return v, name == "API_TOKEN" }
-	f.do(t, f.h, "POST", "/v1/projects", `{"path":"`+f.repo+`"}`)
-	a := f.do(t, f.h, "POST", "/v1/runs", `{"project":"repo","kind":"clone","secrets":["API_TOKEN"]}`)
-	var r paddock.Run
-	if err := json.Unmarshal(a.Data, &r); err != nil || r.ID == "" {
-		t.Fatalf("create: %d %s %+v", a.status, a.Data, a.Error)
+	r := f.newRun(t)
+	f.svc.secret[r.ID] = "API_TOKEN=" + v
+	a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/checkpoint", `{"reason":"saving `+v+`"}`)
+	if !a.OK || strings.Contains(string(a.Data), v) || !strings.Contains(string(a.Data), "saving [REDACTED:API_TOKEN]") {
+		t.Fatalf("checkpoint: %s", a.Data)
 	}
-	a = f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/checkpoint", `{"reason":"saving `+v+`"}`)
-	recorded, _ := f.srv.Manager.Events(context.Background(), r.ID, 0, 0)
-	evs, _ := json.Marshal(recorded)
-	if !a.OK || strings.Contains(string(a.Data), v) || !strings.Contains(string(a.Data), "saving [REDACTED:API_TOKEN]") ||
-		strings.Contains(string(evs), v) {
-		t.Fatalf("checkpoint: %s\nrecorded: %s", a.Data, evs)
+	f.svc.fail = paddock.Errorf(paddock.CodeConflict, "cannot: %s", v)
+	if a := f.do(t, f.h, "POST", "/v1/runs/"+r.ID+"/retain", ""); strings.Contains(a.Error.Message, v) {
+		t.Fatalf("an error let through: %+v", a.Error)
+	}
+	f.svc.fail = nil
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, httptest.NewRequest("GET", "http://paddock/v1/runs/"+r.ID+"/changeset/diff", nil))
+	if got := rec.Body.String(); rec.Code != 200 || strings.Contains(got, v) || !strings.Contains(got, "[REDACTED:API_TOKEN]") || rec.Header().Get(paddock.ChangeSetHashHeader) != "h1" {
+		t.Fatalf("diff: %d %q", rec.Code, got)
 	}
 	// Whatever an answer holds, it leaves masked.
 	req := httptest.NewRequest("GET", "http://paddock/v1/runs/"+r.ID, nil)
 	req.SetPathValue("id", r.ID)
-	rec := httptest.NewRecorder()
+	rec = httptest.NewRecorder()
 	writeData(f.srv.runFunnel(rec, req), 200, map[string]string{"echo": "a " + v})
 	if got := rec.Body.String(); strings.Contains(got, v) || !strings.Contains(got, "a [REDACTED:API_TOKEN]") {
 		t.Fatalf("the funnel let through: %s", got)

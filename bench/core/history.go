@@ -39,18 +39,18 @@ func historyRows(ctx context.Context, c *client.Client, tmp string, deep, nruns 
 	}
 	declare := time.Since(t0)
 	for _, p := range []string{"shallow", "deep"} { // build each base's snapshot
-		r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: p, Kind: "overlay"})
+		r, err := c.Create(ctx, paddock.CreateRunRequest{Project: p, Kind: "overlay"})
 		if err != nil {
 			return nil, fmt.Errorf("overlay: %w", err)
 		}
-		c.RemoveRun(ctx, r.ID)
+		c.Remove(ctx, r.ID)
 	}
 	benchutil.Step("%d × create an overlay run at %d commits, interleaved with the same at 5", nruns, deep)
 	var deepCreate, shallowCreate, walk []time.Duration
 	for i := 0; i < nruns; i++ {
 		for _, p := range []string{"deep", "shallow"} {
 			t0 := time.Now()
-			r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: p, Kind: "overlay"})
+			r, err := c.Create(ctx, paddock.CreateRunRequest{Project: p, Kind: "overlay"})
 			if err != nil {
 				return nil, err
 			}
@@ -60,7 +60,7 @@ func historyRows(ctx context.Context, c *client.Client, tmp string, deep, nruns 
 			} else {
 				shallowCreate = append(shallowCreate, d)
 			}
-			if _, err := c.RemoveRun(ctx, r.ID); err != nil {
+			if _, err := c.Remove(ctx, r.ID); err != nil {
 				return nil, err
 			}
 		}

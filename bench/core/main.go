@@ -80,32 +80,32 @@ func run(nfiles, nruns, nhistory, deep int, overlayOnly bool) error {
 	}
 	benchutil.Step("building the overlay snapshot of the base (once per base)")
 	t0 := time.Now()
-	first, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
+	first, err := c.Create(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
 	if err != nil {
 		return fmt.Errorf("overlay: %w", err)
 	}
 	snapshot := time.Since(t0)
-	c.RemoveRun(ctx, first.ID)
+	c.Remove(ctx, first.ID)
 	benchutil.Step("%d × create an overlay run at the snapshotted base (and a worktree run), interleaved with git worktree add", nruns)
 	var ovCreate, wtAdd, wtCreate []time.Duration
 	for i := 0; i < nruns; i++ {
 		t0 := time.Now()
-		r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
+		r, err := c.Create(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
 		if err != nil {
 			return err
 		}
 		ovCreate = append(ovCreate, time.Since(t0))
-		if _, err := c.RemoveRun(ctx, r.ID); err != nil {
+		if _, err := c.Remove(ctx, r.ID); err != nil {
 			return err
 		}
 		if !overlayOnly {
 			t0 = time.Now()
-			r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "worktree"})
+			r, err := c.Create(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "worktree"})
 			if err != nil {
 				return err
 			}
 			wtCreate = append(wtCreate, time.Since(t0))
-			if _, err := c.RemoveRun(ctx, r.ID); err != nil {
+			if _, err := c.Remove(ctx, r.ID); err != nil {
 				return err
 			}
 		}
@@ -170,11 +170,11 @@ func clonePhase(ctx context.Context, c *client.Client, tmp, repo, sha string, nf
 	peerDir := filepath.Join(tmp, "peer")
 	for i := 0; i < nruns; i++ {
 		t0 := time.Now()
-		r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "clone"})
+		r, err := c.Create(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "clone"})
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
-		if _, err := c.RemoveRun(ctx, r.ID); err != nil {
+		if _, err := c.Remove(ctx, r.ID); err != nil {
 			return nil, nil, nil, nil, err
 		}
 		ours = append(ours, time.Since(t0))
@@ -261,11 +261,11 @@ func generate(dir string, n, history int) error {
 // files in both (through the sandbox for the run: an overlay's view exists
 // only there), and times paddock's change set against git's own answer.
 func changeSets(ctx context.Context, c *client.Client, kind, repo, sha, peerDir string, nfiles, edits, n int) (ours, peer []time.Duration, err error) {
-	r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: kind})
+	r, err := c.Create(ctx, paddock.CreateRunRequest{Project: "bench", Kind: kind})
 	if err != nil {
 		return nil, nil, err
 	}
-	defer c.RemoveRun(context.WithoutCancel(ctx), r.ID)
+	defer c.Remove(context.WithoutCancel(ctx), r.ID)
 	if _, err := benchutil.Git("", "clone", "--quiet", "--shared", "--no-checkout", "--", repo, peerDir); err != nil {
 		return nil, nil, err
 	}

@@ -62,17 +62,17 @@ func run(nfiles, nruns int) error {
 		return err
 	}
 	benchutil.Step("building the overlay snapshot of the base (once per base)")
-	first, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
+	first, err := c.Create(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
 	if err != nil {
 		return fmt.Errorf("overlay: %w", err)
 	}
-	c.RemoveRun(ctx, first.ID)
+	c.Remove(ctx, first.ID)
 
 	benchutil.Step("%d × a fresh overlay run and git status in it, interleaved with git worktree add and git status there", nruns)
 	var create, wtAdd, status, bare, peerStatus []time.Duration
 	for i := 0; i < nruns; i++ {
 		t0 := time.Now()
-		r, err := c.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
+		r, err := c.Create(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "overlay"})
 		if err != nil {
 			return err
 		}

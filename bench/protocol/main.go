@@ -114,7 +114,7 @@ func run(clients, ntools, nexecs int) error {
 	benchutil.Step("checking every run's events")
 	total := 0
 	for _, id := range runs {
-		evs, err := d.Client.Events(ctx, id, 0, 1<<30, 0)
+		evs, err := d.Client.Events(ctx, id, 0, 1<<30)
 		if err != nil {
 			return err
 		}

@@ -199,7 +199,7 @@ func run(nfiles, nIgnored int, goSrc string, quick bool, rounds, nreads int) err
 	if _, err := d.Client.AddProject(ctx, paddock.AddProjectRequest{Path: repo, Name: "bench"}); err != nil {
 		return err
 	}
-	r, err := d.Client.CreateRun(ctx, paddock.CreateRunRequest{Project: "bench"})
+	r, err := d.Client.Create(ctx, paddock.CreateRunRequest{Project: "bench"})
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 			}
 			stop := a.showProgress(cmd.Context(), c, req.Project, asJSON)
 			dirty := a.uncommitted(cmd.Context(), c, req)
-			r, err := c.CreateRun(cmd.Context(), req)
+			r, err := c.Create(cmd.Context(), req)
 			stop()
 			if err != nil {
 				return err
@@ -165,7 +165,7 @@ func (a *app) showProgress(ctx context.Context, c *client.Client, project string
 				return
 			case <-tick.C:
 			}
-			runs, err := c.Runs(ctx, project, false)
+			runs, err := c.Runs(ctx, paddock.RunFilter{Project: project})
 			if err != nil {
 				continue
 			}
@@ -173,7 +173,7 @@ func (a *app) showProgress(ctx context.Context, c *client.Client, project string
 				if r.State() != paddock.StatePreparing {
 					continue
 				}
-				evs, err := c.Events(ctx, r.ID, seen[r.ID], 0, 0)
+				evs, err := c.Events(ctx, r.ID, seen[r.ID], 0)
 				if err != nil {
 					continue
 				}

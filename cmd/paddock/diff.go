@@ -62,11 +62,11 @@ Exit codes: 0 shown; 3 no such run; 4 the run has no workspace to compare.`,
 			if patch {
 				// Raw for git apply; escaped for a person.
 				if !isTerminal(a.stdout) {
-					_, err := c.ChangeSetDiff(cmd.Context(), args[0], "", a.stdout)
+					_, err := c.CopyDiff(cmd.Context(), args[0], "", a.stdout)
 					return err
 				}
 				w := termsafe.NewWriter(a.stdout)
-				if _, err := c.ChangeSetDiff(cmd.Context(), args[0], "", w); err != nil {
+				if _, err := c.CopyDiff(cmd.Context(), args[0], "", w); err != nil {
 					return err
 				}
 				return w.Flush()
@@ -92,7 +92,7 @@ Exit codes: 0 shown; 3 no such run; 4 the run has no workspace to compare.`,
 			printChangeSet(w, cs, true)
 			io.WriteString(w, hint)
 			fmt.Fprintln(w)
-			if _, err = c.ChangeSetDiff(cmd.Context(), args[0], cs.Hash, w); err != nil {
+			if _, err = c.CopyDiff(cmd.Context(), args[0], cs.Hash, w); err != nil {
 				return err
 			}
 			return w.Flush()

@@ -291,7 +291,7 @@ func TestLargeDiff(t *testing.T) {
 		t.Fatalf("the diff artifact: %v", err)
 	}
 	var frozen strings.Builder
-	if h, err := op.ChangeSetDiff(context.Background(), id, sub.Hash, &frozen); err != nil || h != sub.Hash || int64(frozen.Len()) < sub.DiffSize {
+	if h, err := op.CopyDiff(context.Background(), id, sub.Hash, &frozen); err != nil || h != sub.Hash || int64(frozen.Len()) < sub.DiffSize {
 		t.Fatalf("the frozen diff: %v, hash %s, %d bytes of %d", err, h, frozen.Len(), sub.DiffSize)
 	}
 

@@ -54,7 +54,7 @@ func TestRestartDoesNotStrandAgents(t *testing.T) {
 	}
 	startDaemon(t, home)
 	for _, id := range []string{runs[0].id, runs[1].id, runs[2].id, mcpRun, human} {
-		evs, err := op.Events(ctx, id, 0, 1000, 0)
+		evs, err := op.Events(ctx, id, 0, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestRestartDoesNotStrandAgents(t *testing.T) {
 		if err != nil || res.Stdout != "kept\n" {
 			t.Fatalf("the agent's first call after the restart: %+v %v", res, err)
 		}
-		evs, err := r.agent.Events(ctx, r.id, 0, 1000, 0)
+		evs, err := r.agent.Events(ctx, r.id, 0, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,7 +98,7 @@ func TestReviewerSeesTheInstaller(t *testing.T) {
 	json.Unmarshal(b, &frozen)
 	views["artifact changeset"] = frozen.Diff
 	var stream strings.Builder
-	if _, err := op.ChangeSetDiff(ctx, id, cs.Hash, &stream); err != nil {
+	if _, err := op.CopyDiff(ctx, id, cs.Hash, &stream); err != nil {
 		t.Fatal(err)
 	}
 	views["diff stream"] = stream.String()

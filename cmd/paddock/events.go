@@ -46,7 +46,7 @@ Exit codes: 0 done; 3 no such run.`,
 				return err
 			}
 			for {
-				evs, err := c.Events(ctx, args[0], after, 500, 0)
+				evs, err := c.Events(ctx, args[0], after, 500)
 				if err != nil {
 					if ctx.Err() != nil {
 						return nil

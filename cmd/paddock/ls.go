@@ -27,7 +27,7 @@ layers). Runs removed with 'paddock rm' are hidden unless --all.`,
 			if err != nil {
 				return err
 			}
-			runs, err := c.Runs(cmd.Context(), project, all)
+			runs, err := c.Runs(cmd.Context(), paddock.RunFilter{Project: project, Removed: all})
 			if err != nil {
 				return err
 			}

@@ -26,7 +26,7 @@ Exit codes: 0 removed; 3 no such run; 4 retained or active; 5 being prepared.`,
 			if err != nil {
 				return err
 			}
-			r, err := c.RemoveRun(cmd.Context(), args[0])
+			r, err := c.Remove(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -187,7 +187,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		info.Recovered = []paddock.Finding{}
 	}
 	watch := &configWatch{home: home, path: o.config, flags: changed, flagValues: o, started: cfg, level: level, m: m, log: logger}
-	api := &httpapi.Server{Manager: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus {
+	api := &httpapi.Server{Service: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus {
 		st := info
 		st.RestartNeeded = watch.restartNeeded()
 		return st

@@ -1,0 +1,45 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/redact"
+	"github.com/paddock-dev/paddock/tools"
+)
+
+// Service is what the API serves: paddock's protocol (paddock.Service,
+// which client.Client speaks too) and what only the daemon decides. The
+// daemon gives it its lifecycle.Manager; the tests give it a fake.
+type Service interface {
+	paddock.Service
+
+	// The caller is named by the daemon (by: the connection's actor), not
+	// by the request.
+	SetProject(ctx context.Context, name, by string, req paddock.SetProjectRequest) (*paddock.Project, error)
+	Unlock(ctx context.Context, name, by string, force bool) (*paddock.Lock, error)
+	Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error)
+
+	// Apply commits the approved change set to a new branch, as who.
+	Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error)
+	// ApplyToWorktree writes the approved change set into the project's
+	// working tree.
+	ApplyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error)
+
+	// Tools lists the working tools a run is offered; CallTool runs one
+	// with its arguments (one JSON object, read strictly already).
+	Tools(ctx context.Context, id string) ([]*tools.Tool, error)
+	CallTool(ctx context.Context, id, name string, args json.RawMessage) (any, error)
+	// Deliver writes body into a run's inbox, within the daemon's limits.
+	Deliver(ctx context.Context, id, name string, body io.Reader, lim tools.InboxLimits) (*paddock.InboxResult, error)
+
+	// Redactor masks a run's declared secrets (and credential shapes).
+	Redactor(ctx context.Context, id string) (*redact.Redactor, error)
+	// RunForToken names the run a run token was issued for.
+	RunForToken(ctx context.Context, token string) (string, error)
+	// AgentNet is the network a run's agent's commands get.
+	AgentNet(id string) string
+}

@@ -1,0 +1,140 @@
+package lifecycle_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// The manager's side of what the API passes on: httpapi's tests serve a
+// fake, and these hold the Manager to what the fake stands for.
+
+// TestExpectSeq: an action that says which seq it saw is refused if the run
+// moved on, and changes nothing.
+func TestExpectSeq(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	r := e.create(t, paddock.KindClone, "")
+	stale := func() context.Context { return paddock.WithExpectSeq(context.Background(), r.ID, r.LastSeq-1) }
+	for name, act := range map[string]func(context.Context) error{
+		"retain":     func(ctx context.Context) error { _, err := e.m.Retain(ctx, r.ID); return err },
+		"reject":     func(ctx context.Context) error { _, err := e.m.Reject(ctx, r.ID); return err },
+		"checkpoint": func(ctx context.Context) error { _, err := e.m.Checkpoint(ctx, r.ID, "x"); return err },
+		"write": func(ctx context.Context) error {
+			_, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"x.txt","content":"x"}`))
+			return err
+		},
+	} {
+		err := act(stale())
+		var pe *paddock.Error
+		if !paddock.IsCode(err, paddock.CodeConflict) || !errors.As(err, &pe) || pe.Details["last_seq"] == nil {
+			t.Fatalf("%s with a stale seq: %v", name, err)
+		}
+	}
+	now, err := e.m.Run(context.Background(), r.ID)
+	if err != nil || now.LastSeq != r.LastSeq || now.State() != paddock.StateReady {
+		t.Fatalf("a refused action changed the run: %+v %v", now, err)
+	}
+	if _, err := os.Stat(filepath.Join(r.Workspace.Root, "x.txt")); err == nil {
+		t.Fatal("a refused tool call wrote")
+	}
+	if _, err := e.m.Retain(paddock.WithExpectSeq(context.Background(), r.ID, r.LastSeq), r.ID); err != nil {
+		t.Fatalf("with the right seq: %v", err)
+	}
+}
+
+// TestDeclaredSecretsRecordedMasked: what a caller sends about a run with
+// declared secrets is recorded masked.
+func TestDeclaredSecretsRecordedMasked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const v = "s3cr3t-value-42"
+	e.m.Secret = func(name string) (string, bool) { return v, name == "API_TOKEN" }
+	e.project(t)
+	ctx := context.Background()
+	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Secrets: []string{"API_TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Checkpoint(ctx, r.ID, "saving "+v); err != nil {
+		t.Fatal(err)
+	}
+	recorded, _ := e.m.Events(ctx, r.ID, 0, 0)
+	evs, _ := json.Marshal(recorded)
+	if strings.Contains(string(evs), v) || !strings.Contains(string(evs), "saving [REDACTED:API_TOKEN]") {
+		t.Fatalf("recorded: %s", evs)
+	}
+}
+
+// TestBootstrapTokens: each bootstrap makes a run with its own token; a
+// run's artifacts are there only as its bootstrap made them.
+func TestBootstrapTokens(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	boot := func() *paddock.BootstrapResult {
+		b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Agent: paddock.AgentDefinition{Name: "coder", Workspace: "write"},
+			Task: "fix the bug", Inputs: []string{"README.md"}, Kind: "clone"})
+		if err != nil {
+			t.Fatalf("bootstrap: %v", err)
+		}
+		return b
+	}
+	b1, b2 := boot(), boot()
+	if !strings.HasPrefix(b1.Token, "pdk_run_") || b1.Run.ID == b2.Run.ID || b1.Token == b2.Token {
+		t.Fatalf("bootstrap results: %+v %+v", b1, b2)
+	}
+	if id, err := e.m.RunForToken(ctx, b1.Token); err != nil || id != b1.Run.ID {
+		t.Fatalf("token of run 1: %q %v", id, err)
+	}
+	if _, err := e.m.RunForToken(ctx, "pdk_run_forged"); err == nil {
+		t.Fatal("a forged token names a run")
+	}
+	if _, err := e.m.Artifact(ctx, b1.Run.ID, "task"); err != nil {
+		t.Fatalf("task: %v", err)
+	}
+	_, err := e.m.Artifact(ctx, b1.Run.ID, "logs")
+	mustCode(t, err, paddock.CodeConflict)
+	plain := e.create(t, paddock.KindClone, "")
+	_, err = e.m.Artifact(ctx, plain.ID, "task")
+	mustCode(t, err, paddock.CodeNotBootstrapped)
+	for _, bad := range []paddock.BootstrapRequest{
+		{Project: "my-app", Agent: paddock.AgentDefinition{Name: "Bad Name"}, Task: "x"},
+		{Project: "my-app", Agent: paddock.AgentDefinition{Name: "a"}, Task: ""},
+		{Project: "my-app", Agent: paddock.AgentDefinition{Name: "a"}, Task: "x", Inputs: []string{"../etc"}},
+		{Project: "my-app", Agent: paddock.AgentDefinition{Name: "a", Workspace: "admin"}, Task: "x"},
+	} {
+		_, err := e.m.Bootstrap(ctx, bad)
+		if !paddock.IsCode(err, paddock.CodeBadRequest) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
+
+// TestProjectSettings: a project's settings change as asked; a request
+// that asks nothing, or an unlock without force, is refused.
+func TestProjectSettings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	_, err := e.m.Unlock(ctx, "my-app", "op", false)
+	mustCode(t, err, paddock.CodeBadRequest)
+	_, err = e.m.SetProject(ctx, "my-app", "op", paddock.SetProjectRequest{})
+	mustCode(t, err, paddock.CodeBadRequest)
+	_, err = e.m.SetProject(ctx, "nope", "op", paddock.SetProjectRequest{DefaultProtect: true})
+	mustCode(t, err, paddock.CodeNotFound)
+	allow := []string{"credit-trailer"}
+	p, err := e.m.SetProject(ctx, "my-app", "op", paddock.SetProjectRequest{Protect: []string{"secrets/**"}, AllowAttribution: &allow})
+	if err != nil || len(p.AttributionAllow) != 1 || p.AttributionAllow[0] != "credit-trailer" || p.Protected[len(p.Protected)-1] != "secrets/**" {
+		t.Fatalf("set project: %+v %v", p, err)
+	}
+}

@@ -1,0 +1,60 @@
+package paddock
+
+import (
+	"context"
+	"io"
+)
+
+// Service is paddock's protocol on runs and projects, as both sides of the
+// API speak it: lifecycle.Manager serves it in the daemon, client.Client
+// calls it over /v1, and httpapi serves it from whichever it is given. What
+// only the daemon can decide (who the caller is, its limits, a run's
+// secrets and tokens) is not here: httpapi.Service adds it.
+type Service interface {
+	AddProject(ctx context.Context, req AddProjectRequest) (*Project, error)
+	Projects(ctx context.Context) ([]*Project, error)
+	Project(ctx context.Context, name string) (*Project, error)
+	RemoveProject(ctx context.Context, name string) error
+
+	Create(ctx context.Context, req CreateRunRequest) (*Run, error)
+	Bootstrap(ctx context.Context, req BootstrapRequest) (*BootstrapResult, error)
+	Runs(ctx context.Context, f RunFilter) ([]*Run, error)
+	Run(ctx context.Context, id string) (*Run, error)
+	Retain(ctx context.Context, id string) (*Run, error)
+	Reject(ctx context.Context, id string) (*Run, error)
+	Remove(ctx context.Context, id string) (*Run, error)
+	Checkpoint(ctx context.Context, id, reason string) (*Run, error)
+	Resume(ctx context.Context, id string) (*ResumeResult, error)
+	Artifact(ctx context.Context, id, kind string) (*Artifact, error)
+
+	// Events returns up to limit events of a run after seq after (limit 0:
+	// the store's default).
+	Events(ctx context.Context, id string, after int64, limit int) ([]*Event, error)
+	// WaitEvents is Events, but when there are none yet it waits for the
+	// next until ctx ends, then returns what there is (possibly nothing).
+	WaitEvents(ctx context.Context, id string, after int64, limit int) ([]*Event, error)
+
+	// Exec runs a command in a run's workspace, confined.
+	Exec(ctx context.Context, id string, req ExecRequest) (*ExecResult, error)
+	// ExecStream is Exec writing the command's output to stdout and stderr
+	// as it comes; its result holds no output of its own.
+	ExecStream(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (*ExecResult, error)
+
+	StartJob(ctx context.Context, id string, req StartJobRequest) (*Job, error)
+	Jobs(ctx context.Context, id string) ([]*Job, error)
+	Job(ctx context.Context, id, job string) (*Job, error)
+	CancelJob(ctx context.Context, id, job string) (*Job, error)
+
+	ChangeSet(ctx context.Context, id string) (*ChangeSet, error)
+	// ChangeSetDiff opens the whole (masked) diff of a run's change set:
+	// the one with hash, or with no hash the change set as it is now. It
+	// returns the change set's hash; the caller closes the reader.
+	ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCloser, string, error)
+	Submit(ctx context.Context, id string) (*ChangeSet, error)
+	// SubmitExpecting is Submit only if the change set's hash is still
+	// expect (none: any).
+	SubmitExpecting(ctx context.Context, id, expect string) (*ChangeSet, error)
+	Undo(ctx context.Context, id string) (*Submission, error)
+
+	GC(ctx context.Context, dryRun bool) ([]Finding, error)
+}
