@@ -558,23 +558,11 @@ func TestExpectSeq(t *testing.T) {
 	}
 }
 
-// TestOpenAPIMatchesRoutes: the checked-in document describes every route
-// and no route that does not exist.
-func TestOpenAPIMatchesRoutes(t *testing.T) {
+// TestRouteTableServesTheDocument: no route is in the table twice, and the
+// document is served (openapi_test.go holds it to the table, operation by
+// operation).
+func TestRouteTableServesTheDocument(t *testing.T) {
 	t.Parallel()
-	var doc struct {
-		OpenAPI string                    `json:"openapi"`
-		Paths   map[string]map[string]any `json:"paths"`
-	}
-	if err := json.Unmarshal(openAPI, &doc); err != nil || !strings.HasPrefix(doc.OpenAPI, "3.") {
-		t.Fatalf("openapi.json: %v", err)
-	}
-	documented := map[string]bool{}
-	for path, ops := range doc.Paths {
-		for method := range ops {
-			documented[strings.ToUpper(method)+" "+path] = true
-		}
-	}
 	registered := map[string]bool{}
 	for _, rt := range Routes() {
 		p := rt.Method + " " + rt.Path
@@ -582,19 +570,11 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("route %s is in the table twice", p)
 		}
 		registered[p] = true
-		if !documented[p] {
-			t.Errorf("route %s is not in openapi.json", p)
-		}
-	}
-	for d := range documented {
-		if !registered[d] {
-			t.Errorf("openapi.json describes %s, which is not a route", d)
-		}
 	}
 	f := newFixture(t)
 	rec := httptest.NewRecorder()
 	f.h.ServeHTTP(rec, httptest.NewRequest("GET", "http://paddock/v1/openapi.json", nil))
-	if rec.Code != 200 || !json.Valid(rec.Body.Bytes()) {
+	if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), openAPI) {
 		t.Fatalf("GET /v1/openapi.json: %d", rec.Code)
 	}
 }
