@@ -165,8 +165,40 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	defer unix.Close(root)
-	t := &treeReader{root: root, base: bt, ignore: d.ignore, ownGit: true, exclude: o.Exclude, keptLinks: map[string]bool{}}
 	since := time.Now()
+	t, err := d.readWorkTree(root, bt, o.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.hashAll(root, t.files, bt, cache); err != nil {
+		return nil, err
+	}
+	cache.save(t.files, since)
+	s, removed := d.stageWorkTree(t, bt)
+	if err := d.baseIndex(base, o.Cache); err != nil {
+		return nil, err
+	}
+	if err := d.index(s.info.Bytes()); err != nil {
+		return nil, err
+	}
+	want := len(s.present) + removed
+	snap, err := d.render(base, nil, o, s.withheld, func(raw []byte) error {
+		if n := bytes.Count(raw, []byte{0}) / 2; n != want {
+			return fmt.Errorf("gitx: diff: git reports %d entries, the index was given %d", n, want)
+		}
+		return verifyRaw(raw, s.present, s.fresh)
+	})
+	if err != nil {
+		return nil, err
+	}
+	snap.Ignored = sorted(t.ignored)
+	return snap, nil
+}
+
+// readWorkTree reads the whole work tree at root but its own .git and the
+// top-level paths in exclude, leaving out what the ignore rules do.
+func (d *diffRun) readWorkTree(root int, bt *baseTree, exclude []string) (*treeReader, error) {
+	t := &treeReader{root: root, base: bt, ignore: d.ignore, ownGit: true, exclude: exclude, keptLinks: map[string]bool{}}
 	if err := t.walk(""); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
@@ -174,17 +206,34 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 	if err := t.dropIgnored(); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
-	if err := d.hashAll(root, t.files, bt, cache); err != nil {
-		return nil, err
-	}
-	cache.save(t.files, since)
+	return t, nil
+}
 
-	// base's index, and the changes on it: removals first (a file that
-	// becomes a directory is never both at once).
-	var adds, removals bytes.Buffer
-	var withheld []Withheld
-	present, seen := map[string]bool{}, map[string]bool{}
-	var fresh []string
+// staged is what a diff gives the scratch index, and what git's answer
+// is checked against.
+type staged struct {
+	info     bytes.Buffer    // index entries, "MODE OID\tPATH" NUL each
+	withheld []Withheld      // files that differ and that no diff holds
+	present  map[string]bool // paths the index holds a file of the work tree at
+	fresh    []string        // those of them base does not have
+}
+
+// add stages a file of the work tree.
+func (s *staged) add(f *wfile, inBase bool) {
+	indexLine(&s.info, f.mode, f.oid, f.path)
+	s.present[f.path] = true
+	if !inBase {
+		s.fresh = append(s.fresh, f.path)
+	}
+}
+
+// stageWorkTree is what DiffWorkTree gives base's index: the changes
+// of the whole tree, removals first (a file that becomes a directory is
+// never both at once); removed is how many.
+func (d *diffRun) stageWorkTree(t *treeReader, bt *baseTree) (s *staged, removed int) {
+	s = &staged{present: map[string]bool{}}
+	var adds bytes.Buffer
+	seen := map[string]bool{}
 	for _, f := range t.files {
 		seen[f.path] = true
 		b, inBase := bt.entries[f.path]
@@ -192,43 +241,27 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 			continue
 		}
 		if f.why != "" {
-			withheld = append(withheld, withheldOf(f, b, inBase))
+			s.withheld = append(s.withheld, withheldOf(f, b, inBase))
 			continue
 		}
 		indexLine(&adds, f.mode, f.oid, f.path)
-		present[f.path] = true
+		s.present[f.path] = true
 		if !inBase {
-			fresh = append(fresh, f.path)
+			s.fresh = append(s.fresh, f.path)
 		}
 	}
-	var removed []string
+	var gone []string
 	for p := range bt.entries {
 		if !seen[p] && !t.keptLinks[p] && !t.excluded(p) {
-			removed = append(removed, p)
+			gone = append(gone, p)
 		}
 	}
-	sort.Strings(removed)
-	for _, p := range removed {
-		indexLine(&removals, "0", strings.Repeat("0", len(d.format.new().Sum(nil))*2), p)
+	sort.Strings(gone)
+	for _, p := range gone {
+		indexLine(&s.info, "0", strings.Repeat("0", len(d.format.new().Sum(nil))*2), p)
 	}
-	if err := d.baseIndex(base, o.Cache); err != nil {
-		return nil, err
-	}
-	if err := d.index(append(removals.Bytes(), adds.Bytes()...)); err != nil {
-		return nil, err
-	}
-	want := len(present) + len(removed)
-	snap, err := d.render(base, nil, o, withheld, func(raw []byte) error {
-		if n := bytes.Count(raw, []byte{0}) / 2; n != want {
-			return fmt.Errorf("gitx: diff: git reports %d entries, the index was given %d", n, want)
-		}
-		return verifyRaw(raw, present, fresh)
-	})
-	if err != nil {
-		return nil, err
-	}
-	snap.Ignored = sorted(t.ignored)
-	return snap, nil
+	s.info.Write(adds.Bytes())
+	return s, len(gone)
 }
 
 func withheldOf(f *wfile, b baseEntry, inBase bool) Withheld {

@@ -1,7 +1,6 @@
 package gitx
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -50,28 +49,67 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		return nil, err
 	}
 	defer d.close()
-	// Which of those paths base has: from its checkout where that can
-	// tell (ids unknown, and no submodule), else from git.
-	var bt *baseTree
-	inBase, known := baseHas(o.BaseFiles, paths)
-	if known {
-		entries := map[string]baseEntry{}
-		for p := range inBase {
-			entries[p] = baseEntry{mode: "100644"}
-		}
-		bt = newBaseTree(entries)
-	} else {
-		entries, err := d.lsTree(base, spec)
-		if err != nil {
-			return nil, err
-		}
-		bt = newBaseTree(entries)
+	bt, known, err := d.listBasePaths(base, paths, spec, o.BaseFiles)
+	if err != nil {
+		return nil, err
 	}
 	root, err := openTree(workTree)
 	if err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	defer unix.Close(root)
+	t, err := d.readPaths(root, bt, spec)
+	if err != nil {
+		return nil, err
+	}
+	// A withheld file base has stays in the index as base has it, which
+	// needs its id.
+	if known && withholdsBase(t.files, bt) {
+		entries, err := d.lsTree(base, spec)
+		if err != nil {
+			return nil, err
+		}
+		bt = newBaseTree(entries)
+	}
+	if err := d.hashAll(root, t.files, bt, nil); err != nil {
+		return nil, err
+	}
+	s := stagePaths(t.files, bt)
+	if err := d.index(s.info.Bytes()); err != nil {
+		return nil, err
+	}
+	snap, err := d.render(base, append([]string{"--"}, spec...), o, s.withheld, func(raw []byte) error {
+		return verifyRaw(raw, s.present, s.fresh)
+	})
+	if err != nil {
+		return nil, err
+	}
+	snap.Ignored = sorted(t.ignored)
+	return snap, nil
+}
+
+// listBasePaths lists which of paths (spec, as git names them) base has:
+// from its checkout in baseFiles where that can tell (known, but with no
+// blob ids), else from git.
+func (d *diffRun) listBasePaths(base string, paths, spec []string, baseFiles string) (bt *baseTree, known bool, err error) {
+	inBase, known := baseHas(baseFiles, paths)
+	if known {
+		entries := map[string]baseEntry{}
+		for p := range inBase {
+			entries[p] = baseEntry{mode: "100644"}
+		}
+		return newBaseTree(entries), true, nil
+	}
+	entries, err := d.lsTree(base, spec)
+	if err != nil {
+		return nil, false, err
+	}
+	return newBaseTree(entries), false, nil
+}
+
+// readPaths reads the work tree at root under each of spec, once each
+// (paths may overlap), leaving out what the ignore rules do.
+func (d *diffRun) readPaths(root int, bt *baseTree, spec []string) (*treeReader, error) {
 	t := &treeReader{root: root, base: bt, ignore: d.ignore, keptLinks: map[string]bool{}}
 	for _, p := range spec {
 		if err := t.walk(p); err != nil {
@@ -83,63 +121,46 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	if err := t.dropIgnored(); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
-	// A withheld file base has stays in the index as base has it, which
-	// needs its id.
-	for _, f := range t.files {
-		if _, ok := bt.entries[f.path]; ok && known && f.why != "" {
-			entries, err := d.lsTree(base, spec)
-			if err != nil {
-				return nil, err
-			}
-			bt, known = newBaseTree(entries), false
-			break
+	return t, nil
+}
+
+// withholdsBase reports whether a file withheld from the diff is one
+// that base has.
+func withholdsBase(files []*wfile, bt *baseTree) bool {
+	for _, f := range files {
+		if _, ok := bt.entries[f.path]; ok && f.why != "" {
+			return true
 		}
 	}
-	if err := d.hashAll(root, t.files, bt, nil); err != nil {
-		return nil, err
-	}
-	// The index holds every file now under those paths (an unchanged one
-	// to the same blob), base's submodules there as they are, and what is
-	// withheld as base has it: the diff, limited to those paths, shows
-	// what changed.
-	var info bytes.Buffer
-	var withheld []Withheld
-	present := map[string]bool{}
-	var fresh []string
-	for _, f := range t.files {
+	return false
+}
+
+// stagePaths is what the index is given for DiffPaths: every file now
+// under its paths (an unchanged one to the same blob), base's submodules
+// there as they are, and what is withheld as base has it; the diff,
+// limited to those paths, then shows what changed.
+func stagePaths(files []*wfile, bt *baseTree) *staged {
+	s := &staged{present: map[string]bool{}}
+	for _, f := range files {
 		b, isBase := bt.entries[f.path]
 		if f.why == "" {
-			indexLine(&info, f.mode, f.oid, f.path)
-			present[f.path] = true
-			if !isBase {
-				fresh = append(fresh, f.path)
-			}
+			s.add(f, isBase)
 			continue
 		}
 		if isBase {
-			indexLine(&info, b.mode, b.oid, f.path)
+			indexLine(&s.info, b.mode, b.oid, f.path)
 			if b.mode == f.mode && b.oid == f.oid {
 				continue
 			}
 		}
-		withheld = append(withheld, withheldOf(f, b, isBase))
+		s.withheld = append(s.withheld, withheldOf(f, b, isBase))
 	}
 	for p, b := range bt.entries {
 		if b.mode == "160000" {
-			indexLine(&info, b.mode, b.oid, p)
+			indexLine(&s.info, b.mode, b.oid, p)
 		}
 	}
-	if err := d.index(info.Bytes()); err != nil {
-		return nil, err
-	}
-	snap, err := d.render(base, append([]string{"--"}, spec...), o, withheld, func(raw []byte) error {
-		return verifyRaw(raw, present, fresh)
-	})
-	if err != nil {
-		return nil, err
-	}
-	snap.Ignored = sorted(t.ignored)
-	return snap, nil
+	return s
 }
 
 // uniqueFiles drops the second of two files with the same path (paths
