@@ -25,34 +25,88 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 // forked into a mount namespace of its own (and mounts its own scratch
 // layer there), rather than the one command's.
 func buildView(spec *Spec, e *Enforcement, persistentView bool) error {
+	recordView(spec, e)
+	wsfd, err := openByPath(spec)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(wsfd)
+
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	proxyfd, err := openProxy(spec, e)
+	if err != nil {
+		return err
+	}
+	if proxyfd >= 0 {
+		defer unix.Close(proxyfd)
+	}
+	root, err := stageRoot(spec)
+	if err != nil {
+		return err
+	}
+	if err := mountWorkspace(spec, e, root, wsfd, persistentView); err != nil {
+		return err
+	}
+	if err := mountBinds(spec, root); err != nil {
+		return err
+	}
+	if proxyfd >= 0 {
+		if err := mountProxySocket(root, proxyfd); err != nil {
+			return err
+		}
+	}
+	if err := mountDevProc(root); err != nil {
+		return err
+	}
+
+	// The bridge to the proxy is its own process: the helper is about to
+	// become the command. Started before pivot_root, it follows the new root.
+	if spec.Net == NetAllow {
+		if err := startBridge(); err != nil {
+			return err
+		}
+	}
+	return pivot(root)
+}
+
+// recordView notes in e what the view is about to enforce that the Spec
+// alone decides.
+func recordView(spec *Spec, e *Enforcement) {
 	e.Namespaces = []string{"user", "mount", "pid", "ipc", "uts"}
 	e.Net = string(spec.Net)
 	if spec.Net != NetHost {
 		e.Namespaces = append(e.Namespaces, "net")
 	}
 	e.UID = os.Getuid()
-	var err error
 	e.ReadOnly = spec.ReadOnly
 	e.Limits = spec.Limits
 	e.ProcsScope = ProcsPerUID
 	if spec.ProcsCgroup {
 		e.ProcsScope = ProcsPerCommand
 	}
+}
 
-	// The host opened the workspace: the command's uid may not be able to
-	// walk the path to it (a root daemon's state directory is 0700), and a
-	// tmpfs is about to be mounted over /tmp, where it may live.
-	wsfd := fdWorkspace
+// openByPath returns the workspace's descriptor. The host opened the
+// workspace: the command's uid may not be able to walk the path to it (a
+// root daemon's state directory is 0700), and a tmpfs is about to be
+// mounted over /tmp, where it may live. For an unprivileged daemon
+// (Spec.OpenByPath) the host's descriptors are replaced by ones opened
+// here, by path, in this mount namespace: the overlay's layers, the binds'
+// sources and the workspace.
+func openByPath(spec *Spec) (wsfd int, err error) {
+	wsfd = fdWorkspace
 	if spec.OpenByPath && spec.Overlay != nil {
 		// The layers, by path in this mount namespace (overlayfs takes only
 		// layers mounted here), before a tmpfs covers /tmp where they may be.
 		for fd, dir := range map[int]string{fdLower: spec.Overlay.Lower, fdUpperWork: filepath.Dir(spec.Overlay.Upper)} {
 			nfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			if err != nil {
-				return fmt.Errorf("open an overlay layer: %w", err)
+				return -1, fmt.Errorf("open an overlay layer: %w", err)
 			}
 			if err := unix.Dup3(nfd, fd, unix.O_CLOEXEC); err != nil {
-				return err
+				return -1, err
 			}
 			unix.Close(nfd)
 		}
@@ -62,48 +116,54 @@ func buildView(spec *Spec, e *Enforcement, persistentView bool) error {
 		for i, b := range spec.Binds {
 			nfd, err := unix.Open(b.Source, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			if err != nil {
-				return fmt.Errorf("open %s: %w", b.Source, err)
+				return -1, fmt.Errorf("open %s: %w", b.Source, err)
 			}
 			if err := unix.Dup3(nfd, fdBinds+i, unix.O_CLOEXEC); err != nil {
-				return err
+				return -1, err
 			}
 			unix.Close(nfd)
 		}
 	}
 	if spec.OpenByPath && spec.Overlay == nil {
 		unix.Close(fdWorkspace)
-		var err error
 		if wsfd, err = unix.Open(spec.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-			return fmt.Errorf("open workspace: %w", err)
+			return -1, fmt.Errorf("open workspace: %w", err)
 		}
 	}
-	defer unix.Close(wsfd)
+	return wsfd, nil
+}
 
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
+// openProxy opens the proxy's socket of an "allow" network before /tmp
+// (where it lives) is covered, and notes what it allows in e; -1 for any
+// other network.
+func openProxy(spec *Spec, e *Enforcement) (int, error) {
+	if spec.Net != NetAllow {
+		return -1, nil
 	}
-	// The proxy's socket, opened before /tmp (where it lives) is covered.
-	proxyfd := -1
-	if spec.Net == NetAllow {
-		if proxyfd, err = unix.Open(spec.ProxySocket, unix.O_PATH|unix.O_CLOEXEC, 0); err != nil {
-			return fmt.Errorf("open the proxy socket: %w", err)
-		}
-		defer unix.Close(proxyfd)
-		e.Allow = spec.Allow
-		for _, a := range spec.AllowAddrs {
-			e.AllowAddrs = append(e.AllowAddrs, a.String())
-		}
+	proxyfd, err := unix.Open(spec.ProxySocket, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open the proxy socket: %w", err)
 	}
-	// Stage the new root in a tmpfs over /tmp (only in this mount namespace).
+	e.Allow = spec.Allow
+	for _, a := range spec.AllowAddrs {
+		e.AllowAddrs = append(e.AllowAddrs, a.String())
+	}
+	return proxyfd, nil
+}
+
+// stageRoot makes the new root in a tmpfs over /tmp (only in this mount
+// namespace), with the system directories read-only and a private /tmp,
+// and returns its path.
+func stageRoot(spec *Spec) (string, error) {
 	if err := unix.Mount("paddock", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=16m,mode=0755"); err != nil {
-		return fmt.Errorf("stage root: %w", err)
+		return "", fmt.Errorf("stage root: %w", err)
 	}
 	root := "/tmp/root"
 	if err := os.Mkdir(root, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	if err := unix.Mount(root, root, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("stage root: %w", err)
+		return "", fmt.Errorf("stage root: %w", err)
 	}
 	for _, d := range systemDirs {
 		fi, err := os.Lstat(d)
@@ -113,30 +173,37 @@ func buildView(spec *Spec, e *Enforcement, persistentView bool) error {
 		if fi.Mode()&os.ModeSymlink != 0 {
 			target, err := os.Readlink(d)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if err := os.Symlink(target, root+d); err != nil {
-				return err
+				return "", err
 			}
 			continue
 		}
 		if err := bindRO(d, root+d, true); err != nil {
-			return err
+			return "", err
 		}
 	}
 	// A private /tmp first: a workspace under /tmp is mounted inside it.
 	if err := os.Mkdir(root+"/tmp", 0o1777); err != nil {
-		return err
+		return "", err
 	}
 	if err := unix.Mount("tmp", root+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
 		fmt.Sprintf("size=%d,mode=1777", spec.Limits.Tmp)); err != nil {
-		return fmt.Errorf("mount /tmp: %w", err)
+		return "", fmt.Errorf("mount /tmp: %w", err)
 	}
-	// The workspace at its own path.
+	return root, nil
+}
+
+// mountWorkspace mounts the workspace (wsfd, or the overlay) at its own
+// path in the view at root, read-only if asked, with its scratch layer
+// and its protected paths.
+func mountWorkspace(spec *Spec, e *Enforcement, root string, wsfd int, persistentView bool) error {
 	wsTarget := root + spec.Workspace
 	if err := os.MkdirAll(wsTarget, 0o755); err != nil {
 		return err
 	}
+	var err error
 	switch {
 	case spec.Overlay != nil:
 		if err = mountOverlay(spec, wsTarget); err == nil && spec.DaemonView {
@@ -190,21 +257,27 @@ func buildView(spec *Spec, e *Enforcement, persistentView bool) error {
 		return err
 	}
 	e.Unprotected = append(e.Unprotected, spec.Unprotected...)
-	if err := mountBinds(spec, root); err != nil {
+	return nil
+}
+
+// mountProxySocket shows the proxy's socket (proxyfd) at its place in
+// the view at root.
+func mountProxySocket(root string, proxyfd int) error {
+	os.MkdirAll(root+"/run/paddock", 0o755)
+	f, err := os.Create(root + proxySocketInside)
+	if err != nil {
 		return err
 	}
-	if proxyfd >= 0 {
-		os.MkdirAll(root+"/run/paddock", 0o755)
-		f, err := os.Create(root + proxySocketInside)
-		if err != nil {
-			return err
-		}
-		f.Close()
-		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", proxyfd), root+proxySocketInside, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("mount the proxy socket: %w", err)
-		}
+	f.Close()
+	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", proxyfd), root+proxySocketInside, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("mount the proxy socket: %w", err)
 	}
-	// A minimal /dev, and /proc of the new pid namespace.
+	return nil
+}
+
+// mountDevProc mounts a minimal /dev, and /proc of the new pid namespace,
+// in the view at root.
+func mountDevProc(root string) error {
 	if err := os.Mkdir(root+"/dev", 0o755); err != nil {
 		return err
 	}
@@ -233,15 +306,12 @@ func buildView(spec *Spec, e *Enforcement, persistentView bool) error {
 	if err := unix.Mount("proc", root+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return unsupportedError{fmt.Sprintf("cannot mount /proc for the new pid namespace (%v); a container or an LSM hides /proc", err)}
 	}
+	return nil
+}
 
-	// The bridge to the proxy is its own process: the helper is about to
-	// become the command. Started before pivot_root, it follows the new root.
-	if spec.Net == NetAllow {
-		if err := startBridge(); err != nil {
-			return err
-		}
-	}
-	// Swap roots and drop the old one.
+// pivot makes the view at root the process's root, drops the old one
+// and turns the new one read-only.
+func pivot(root string) error {
 	if err := os.Mkdir(root+"/.old", 0o700); err != nil {
 		return err
 	}
