@@ -79,8 +79,10 @@ type Outcome struct {
 	Bytes      int64           `json:"bytes"`
 }
 
-// Call runs the tool on root and returns its result and the outcome to record.
-func (t *Tool) Call(ctx context.Context, root *confine.Root, args json.RawMessage) (any, Outcome) {
+// Call runs the tool on root and returns its result, the outcome to
+// record and the error that refused or failed the call (nil on success,
+// and then the result is set). The outcome is recorded either way.
+func (t *Tool) Call(ctx context.Context, root *confine.Root, args json.RawMessage) (any, Outcome, error) {
 	start := time.Now()
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
@@ -95,17 +97,9 @@ func (t *Tool) Call(ctx context.Context, root *confine.Root, args json.RawMessag
 				o.Rule = rule
 			}
 		}
-		return err, o
+		return nil, o, err
 	}
-	return res, o
-}
-
-// Err returns the error a Call returned instead of a result, or nil.
-func Err(res any) error {
-	if err, ok := res.(error); ok {
-		return err
-	}
-	return nil
+	return res, o, nil
 }
 
 // contentKeys are argument fields that carry file contents; events keep only their length.
