@@ -62,23 +62,27 @@ import (
 	"github.com/paddock-dev/paddock"
 )
 
-// Rules name why a path was refused; they appear in the error details.
+// Rules name why a path was refused; they are the errors' Rule.
 const (
-	RuleInvalidPath = "invalid_path"      // empty, NUL, too long, or not a path
-	RuleOutside     = "outside_workspace" // it leads out of the workspace
-	RuleProtected   = "protected_path"    // policy keeps agents from writing it
-	RuleNotRegular  = "not_regular_file"  // a FIFO, socket, device, or a directory where a file is needed
-	RuleHardLink    = "hard_link"         // a regular file with other names, possibly outside
-	RuleLinkLoop    = "link_loop"         // too many levels of symbolic links
-	RuleReadOnly    = "read_only"         // the run may not write
+	RuleInvalidPath paddock.Rule = "invalid_path"      // empty, NUL, too long, or not a path
+	RuleOutside     paddock.Rule = "outside_workspace" // it leads out of the workspace
+	RuleProtected   paddock.Rule = "protected_path"    // policy keeps agents from writing it
+	RuleNotRegular  paddock.Rule = "not_regular_file"  // a FIFO, socket, device, or a directory where a file is needed
+	RuleHardLink    paddock.Rule = "hard_link"         // a regular file with other names, possibly outside
+	RuleLinkLoop    paddock.Rule = "link_loop"         // too many levels of symbolic links
+	RuleReadOnly    paddock.Rule = "read_only"         // the run may not write
+	RuleNotFound    paddock.Rule = "not_found"         // no such file or directory
+	RuleNotEmpty    paddock.Rule = "not_empty"         // a directory to remove holds something
+	RuleExists      paddock.Rule = "exists"            // the path to create is taken
+	RulePermission  paddock.Rule = "permission"        // the file system refused
 )
 
 // MaxPath is the longest path accepted, in bytes.
 const MaxPath = 4096
 
 // Refuse builds the structured refusal every rule uses.
-func Refuse(code paddock.Code, rule, given, msg, hint string) *paddock.Error {
-	e := paddock.Errorf(code, "%s", msg).WithDetail("rule", rule).WithDetail("path", given)
+func Refuse(code paddock.Code, rule paddock.Rule, given, msg, hint string) *paddock.Error {
+	e := paddock.Errorf(code, "%s", msg).WithRule(rule).WithDetail("path", given)
 	if hint != "" {
 		e.WithDetail("hint", hint)
 	}
@@ -175,7 +179,7 @@ func mapErr(err error, given string) error {
 		return Refuse(paddock.CodeForbidden, RuleOutside, given, "the path leads out of the workspace (through .. or a symbolic link)",
 			"use a path inside the workspace; links may point only to relative places inside it")
 	case errors.Is(err, fs.ErrNotExist):
-		return Refuse(paddock.CodeNotFound, "not_found", given, "no such file or directory", "list the directory to see what is there")
+		return Refuse(paddock.CodeNotFound, RuleNotFound, given, "no such file or directory", "list the directory to see what is there")
 	case errors.Is(err, syscall.ELOOP):
 		return Refuse(paddock.CodeBadRequest, RuleLinkLoop, given, "too many levels of symbolic links", "")
 	case errors.Is(err, syscall.ENOTDIR):
@@ -183,15 +187,15 @@ func mapErr(err error, given string) error {
 	case errors.Is(err, syscall.EISDIR):
 		return Refuse(paddock.CodeBadRequest, RuleNotRegular, given, "the path is a directory", "use list to see a directory")
 	case errors.Is(err, syscall.ENOTEMPTY):
-		return Refuse(paddock.CodeConflict, "not_empty", given, "the directory is not empty", "delete it with recursive set")
+		return Refuse(paddock.CodeConflict, RuleNotEmpty, given, "the directory is not empty", "delete it with recursive set")
 	case errors.Is(err, fs.ErrExist):
-		return Refuse(paddock.CodeConflict, "exists", given, "the path already exists", "")
+		return Refuse(paddock.CodeConflict, RuleExists, given, "the path already exists", "")
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return Refuse(paddock.CodeBadRequest, RuleInvalidPath, given, "the path or a component of it is too long", "")
 	case errors.Is(err, syscall.EINVAL):
 		return Refuse(paddock.CodeBadRequest, RuleInvalidPath, given, "the path is not valid", "")
 	case errors.Is(err, fs.ErrPermission):
-		return Refuse(paddock.CodeForbidden, "permission", given, "permission denied", "")
+		return Refuse(paddock.CodeForbidden, RulePermission, given, "permission denied", "")
 	}
 	// Unknown: keep the detail for the log, show nothing of it.
 	return &paddock.Error{Code: paddock.CodeInternal, Message: "file operation failed", Err: err}

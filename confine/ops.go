@@ -360,7 +360,7 @@ func (r *Root) Rename(givenFrom, from, givenTo, to string, overwrite bool) error
 		return notDir(givenTo)
 	}
 	if _, err := r.root.Lstat(to); err == nil && !overwrite {
-		return Refuse(paddock.CodeConflict, "exists", givenTo, "the target already exists", "set overwrite to replace it")
+		return Refuse(paddock.CodeConflict, RuleExists, givenTo, "the target already exists", "set overwrite to replace it")
 	}
 	if dir := path.Dir(to); dir != "." {
 		if err := r.root.MkdirAll(dir, 0o755); err != nil {

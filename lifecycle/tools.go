@@ -158,11 +158,9 @@ func redactValue(red *redact.Redactor, v any) (any, error) {
 	return out.Interface(), nil
 }
 
-func rule(err error) string {
+func rule(err error) paddock.Rule {
 	if pe, ok := err.(*paddock.Error); ok {
-		if s, ok := pe.Details["rule"].(string); ok {
-			return s
-		}
+		return pe.Rule
 	}
 	return ""
 }

@@ -60,10 +60,10 @@ func Lookup(access paddock.Access, name string) (*Tool, error) {
 	switch {
 	case access == paddock.AccessNone:
 		return nil, paddock.Errorf(paddock.CodeForbidden, "this run has no workspace and no working tools").
-			WithDetail("rule", "access_none")
+			WithRule(paddock.RuleAccessNone)
 	case access == paddock.AccessRead && t.Writes:
 		return nil, paddock.Errorf(paddock.CodeForbidden, "this run may only read the workspace; %s is not offered", name).
-			WithDetail("rule", confine.RuleReadOnly).WithDetail("hint", "use read, glob, grep, list or stat")
+			WithRule(confine.RuleReadOnly).WithDetail("hint", "use read, glob, grep, list or stat")
 	}
 	return t, nil
 }
@@ -74,7 +74,7 @@ type Outcome struct {
 	Args       json.RawMessage `json:"args"`
 	OK         bool            `json:"ok"`
 	Code       paddock.Code    `json:"code,omitempty"`
-	Rule       string          `json:"rule,omitempty"`
+	Rule       paddock.Rule    `json:"rule,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
 	Bytes      int64           `json:"bytes"`
 }
@@ -93,9 +93,7 @@ func (t *Tool) Call(ctx context.Context, root *confine.Root, args json.RawMessag
 	if err != nil {
 		o.Code = paddock.ErrorCode(err)
 		if pe, ok := err.(*paddock.Error); ok {
-			if rule, ok := pe.Details["rule"].(string); ok {
-				o.Rule = rule
-			}
+			o.Rule = pe.Rule
 		}
 		return nil, o, err
 	}

@@ -21,10 +21,10 @@ func mustCall(t *testing.T, f *fixture, tool string, args map[string]any) any {
 	return res
 }
 
-func wantRule(t *testing.T, err error, code paddock.Code, rule string) {
+func wantRule(t *testing.T, err error, code paddock.Code, rule paddock.Rule) {
 	t.Helper()
 	pe, ok := err.(*paddock.Error)
-	if !ok || pe.Code != code || (rule != "" && pe.Details["rule"] != rule) {
+	if !ok || pe.Code != code || (rule != "" && pe.Rule != rule) {
 		t.Fatalf("error = %v, want %s/%s", err, code, rule)
 	}
 }
