@@ -113,10 +113,31 @@ func Open(dir string, policy *Policy) (*Root, error) {
 	return &Root{dir: dir, root: r, policy: policy}, nil
 }
 
-// Sub returns a Root for the directory rel inside r, for walks that open many
+// Path is a path inside a Root: clean and relative to it, and as it was
+// named, which is what a refusal shows (an agent's "README.md/" names a
+// directory, and a refusal of "/ws/a" says "/ws/a"). Root.Rel makes one of
+// a path an agent gave; Trusted one of a path paddock made.
+type Path struct {
+	given string
+	rel   string
+}
+
+// Trusted is rel, a clean relative path of paddock's own making, named as
+// itself.
+func Trusted(rel string) Path { return Path{given: rel, rel: rel} }
+
+// Given is the path as it was named.
+func (p Path) Given() string { return p.given }
+
+// Rel is the path clean, slash-separated and relative to the root ("."
+// for the root itself).
+func (p Path) Rel() string { return p.rel }
+
+// Sub returns a Root for the directory p inside r, for walks that open many
 // files in one directory (one openat each instead of one per component).
 // Protected-path checks still see the whole path.
-func (r *Root) Sub(given, rel string) (*Root, error) {
+func (r *Root) Sub(p Path) (*Root, error) {
+	given, rel := p.given, p.rel
 	sub, err := r.root.OpenRoot(rel)
 	if err != nil {
 		return nil, mapErr(err, given)
@@ -135,10 +156,19 @@ func (r *Root) Close() error {
 // OS returns the underlying os.Root, for walks (its FS is confined too).
 func (r *Root) OS() *os.Root { return r.root }
 
-// Rel validates p as an agent gave it and returns it clean, slash-separated
-// and relative to the root ("." for the root itself). Absolute paths are
-// accepted only lexically inside the workspace's own path.
-func (r *Root) Rel(p string) (string, error) {
+// Rel validates p as an agent gave it and returns it as a Path, clean,
+// slash-separated and relative to the root ("." for the root itself).
+// Absolute paths are accepted only lexically inside the workspace's own
+// path.
+func (r *Root) Rel(p string) (Path, error) {
+	rel, err := r.rel(p)
+	if err != nil {
+		return Path{}, err
+	}
+	return Path{given: p, rel: rel}, nil
+}
+
+func (r *Root) rel(p string) (string, error) {
 	switch {
 	case p == "":
 		return "", Refuse(paddock.CodeBadRequest, RuleInvalidPath, p, "the path is empty", "name a path relative to the workspace root, such as src/main.go")

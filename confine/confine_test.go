@@ -13,7 +13,7 @@ func TestRel(t *testing.T) {
 		"a": "a", "./a": "a", "a/b/../c": "a/c", "a//b": "a/b", ".": ".", "a/": "a",
 		"/state/ws": ".", "/state/ws/": ".", "/state/ws/a/b": "a/b", "/state/ws/../ws/a": "a",
 	} {
-		if got, err := r.Rel(in); err != nil || got != want {
+		if got, err := r.Rel(in); err != nil || got.Rel() != want {
 			t.Errorf("Rel(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
