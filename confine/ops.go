@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/paddock-dev/paddock"
+	"golang.org/x/sys/unix"
 )
 
 // namesDir reports whether a path as given can only name a directory: it
@@ -159,7 +160,7 @@ func (r *Root) ReadEntry(name string, max int64, buf []byte) (data []byte, skipp
 	if err := r.dirFD(); err != nil {
 		return nil, true, err
 	}
-	fd, err := syscall.Openat(int(r.dirf.Fd()), name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
+	fd, err := unix.Openat(int(r.dirf.Fd()), name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, true, nil
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 // The view: the file system a command sees, built in the helper's new
