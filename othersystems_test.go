@@ -30,7 +30,7 @@ func TestOtherSystems(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			return string(out), err
 		}
-		if out, err := build("./confine", "./gitx", "./tools", "./changeset", "./workspace"); err != nil {
+		if out, err := build("./confine", "./gitx", "./tools", "./changeset", "./apply", "./workspace"); err != nil {
 			t.Errorf("GOOS=%s: the portable packages do not build: %v\n%s", goos, err, out)
 		}
 		out, err := build("./sandbox")
