@@ -1,8 +1,10 @@
 package paddock
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 )
 
 // Code is a stable, machine-readable error code. Clients branch on it; the
@@ -30,14 +32,72 @@ const (
 var Codes = []Code{CodeBadRequest, CodeNotFound, CodeConflict, CodeBusy, CodeForbidden,
 	CodeUnsupported, CodeRunMismatch, CodeNotBootstrapped, CodeAttributionLeak, CodeTooLarge, CodeInternal}
 
-// Error is paddock's one application error. Code and Message are public: they
-// are shown to clients and agents and must never carry a host path outside the
-// caller's view or a secret. Err is the internal cause, for logs only.
+// Rule names the policy that refused an action, finer than its Code: a
+// client or an agent branches on it ("protected_path", "read_only",
+// "access_none"), and a tool call's event records it. The package that
+// enforces a policy names its rules (confine's Rule constants).
+type Rule string
+
+// RuleAccessNone refuses a workspace action to a run that has no workspace.
+const RuleAccessNone Rule = "access_none"
+
+// Error is paddock's one application error. Code, Message, Rule and Details
+// are public: they are shown to clients and agents and must never carry a
+// host path outside the caller's view or a secret. Err is the internal
+// cause, for logs only.
+//
+// On the wire (see MarshalJSON) the rule is one of the details, "rule";
+// the tags say what MarshalJSON writes, for the readers of them (the API
+// document's test).
 type Error struct {
 	Code    Code           `json:"code"`
 	Message string         `json:"message"`
+	Rule    Rule           `json:"-"` // which rule refused, if one did
 	Details map[string]any `json:"details,omitempty"`
 	Err     error          `json:"-"`
+}
+
+// errorJSON is the wire form of an Error.
+type errorJSON struct {
+	Code    Code           `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// MarshalJSON writes {"code", "message", "details"}, with the rule among
+// the details. Its receiver is a value so that an Error marshals the same
+// whether or not it is behind a pointer.
+func (e Error) MarshalJSON() ([]byte, error) {
+	return json.Marshal(errorJSON{Code: e.Code, Message: e.Message, Details: e.PublicDetails()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: details.rule becomes Rule.
+func (e *Error) UnmarshalJSON(b []byte) error {
+	var w errorJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = Error{Code: w.Code, Message: w.Message, Details: w.Details}
+	if r, ok := w.Details["rule"].(string); ok {
+		e.Rule = Rule(r)
+		delete(e.Details, "rule")
+		if len(e.Details) == 0 {
+			e.Details = nil
+		}
+	}
+	return nil
+}
+
+// PublicDetails are the details as a client sees them: Details, and the
+// rule as "rule" if there is one.
+func (e *Error) PublicDetails() map[string]any {
+	if e.Rule == "" {
+		return e.Details
+	}
+	d := make(map[string]any, len(e.Details)+1)
+	maps.Copy(d, e.Details)
+	d["rule"] = string(e.Rule)
+	return d
 }
 
 func (e *Error) Error() string {
@@ -52,6 +112,13 @@ func (e *Error) Unwrap() error { return e.Err }
 // Errorf returns an *Error with a formatted public message.
 func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithRule returns e with its rule set; it is meant for chaining on a
+// freshly made error.
+func (e *Error) WithRule(r Rule) *Error {
+	e.Rule = r
+	return e
 }
 
 // WithDetail returns e with one more detail set; it is meant for chaining on a

@@ -195,7 +195,7 @@ func (t *tree) stage(rel string, removed map[string]bool) (stable string, dirs [
 		case errors.Is(err, fs.ErrNotExist):
 		case err == nil && removed[d] && (st.Mode&unix.S_IFMT == unix.S_IFLNK || st.Mode&unix.S_IFMT == unix.S_IFREG):
 		case err == nil:
-			return "", nil, rel + ": " + (&errLinkInPath{Dir: d, What: kindName(st.Mode)}).Error()
+			return "", nil, rel + ": " + (&errLinkInPath{Dir: d, What: kindName(uint32(st.Mode))}).Error()
 		default:
 			return "", nil, rel + " cannot be reached (" + err.Error() + ")"
 		}

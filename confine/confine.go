@@ -62,23 +62,27 @@ import (
 	"github.com/paddock-dev/paddock"
 )
 
-// Rules name why a path was refused; they appear in the error details.
+// Rules name why a path was refused; they are the errors' Rule.
 const (
-	RuleInvalidPath = "invalid_path"      // empty, NUL, too long, or not a path
-	RuleOutside     = "outside_workspace" // it leads out of the workspace
-	RuleProtected   = "protected_path"    // policy keeps agents from writing it
-	RuleNotRegular  = "not_regular_file"  // a FIFO, socket, device, or a directory where a file is needed
-	RuleHardLink    = "hard_link"         // a regular file with other names, possibly outside
-	RuleLinkLoop    = "link_loop"         // too many levels of symbolic links
-	RuleReadOnly    = "read_only"         // the run may not write
+	RuleInvalidPath paddock.Rule = "invalid_path"      // empty, NUL, too long, or not a path
+	RuleOutside     paddock.Rule = "outside_workspace" // it leads out of the workspace
+	RuleProtected   paddock.Rule = "protected_path"    // policy keeps agents from writing it
+	RuleNotRegular  paddock.Rule = "not_regular_file"  // a FIFO, socket, device, or a directory where a file is needed
+	RuleHardLink    paddock.Rule = "hard_link"         // a regular file with other names, possibly outside
+	RuleLinkLoop    paddock.Rule = "link_loop"         // too many levels of symbolic links
+	RuleReadOnly    paddock.Rule = "read_only"         // the run may not write
+	RuleNotFound    paddock.Rule = "not_found"         // no such file or directory
+	RuleNotEmpty    paddock.Rule = "not_empty"         // a directory to remove holds something
+	RuleExists      paddock.Rule = "exists"            // the path to create is taken
+	RulePermission  paddock.Rule = "permission"        // the file system refused
 )
 
 // MaxPath is the longest path accepted, in bytes.
 const MaxPath = 4096
 
 // Refuse builds the structured refusal every rule uses.
-func Refuse(code paddock.Code, rule, given, msg, hint string) *paddock.Error {
-	e := paddock.Errorf(code, "%s", msg).WithDetail("rule", rule).WithDetail("path", given)
+func Refuse(code paddock.Code, rule paddock.Rule, given, msg, hint string) *paddock.Error {
+	e := paddock.Errorf(code, "%s", msg).WithRule(rule).WithDetail("path", given)
 	if hint != "" {
 		e.WithDetail("hint", hint)
 	}
@@ -109,10 +113,31 @@ func Open(dir string, policy *Policy) (*Root, error) {
 	return &Root{dir: dir, root: r, policy: policy}, nil
 }
 
-// Sub returns a Root for the directory rel inside r, for walks that open many
+// Path is a path inside a Root: clean and relative to it, and as it was
+// named, which is what a refusal shows (an agent's "README.md/" names a
+// directory, and a refusal of "/ws/a" says "/ws/a"). Root.Rel makes one of
+// a path an agent gave; Trusted one of a path paddock made.
+type Path struct {
+	given string
+	rel   string
+}
+
+// Trusted is rel, a clean relative path of paddock's own making, named as
+// itself.
+func Trusted(rel string) Path { return Path{given: rel, rel: rel} }
+
+// Given is the path as it was named.
+func (p Path) Given() string { return p.given }
+
+// Rel is the path clean, slash-separated and relative to the root ("."
+// for the root itself).
+func (p Path) Rel() string { return p.rel }
+
+// Sub returns a Root for the directory p inside r, for walks that open many
 // files in one directory (one openat each instead of one per component).
 // Protected-path checks still see the whole path.
-func (r *Root) Sub(given, rel string) (*Root, error) {
+func (r *Root) Sub(p Path) (*Root, error) {
+	given, rel := p.given, p.rel
 	sub, err := r.root.OpenRoot(rel)
 	if err != nil {
 		return nil, mapErr(err, given)
@@ -131,10 +156,19 @@ func (r *Root) Close() error {
 // OS returns the underlying os.Root, for walks (its FS is confined too).
 func (r *Root) OS() *os.Root { return r.root }
 
-// Rel validates p as an agent gave it and returns it clean, slash-separated
-// and relative to the root ("." for the root itself). Absolute paths are
-// accepted only lexically inside the workspace's own path.
-func (r *Root) Rel(p string) (string, error) {
+// Rel validates p as an agent gave it and returns it as a Path, clean,
+// slash-separated and relative to the root ("." for the root itself).
+// Absolute paths are accepted only lexically inside the workspace's own
+// path.
+func (r *Root) Rel(p string) (Path, error) {
+	rel, err := r.rel(p)
+	if err != nil {
+		return Path{}, err
+	}
+	return Path{given: p, rel: rel}, nil
+}
+
+func (r *Root) rel(p string) (string, error) {
 	switch {
 	case p == "":
 		return "", Refuse(paddock.CodeBadRequest, RuleInvalidPath, p, "the path is empty", "name a path relative to the workspace root, such as src/main.go")
@@ -175,7 +209,7 @@ func mapErr(err error, given string) error {
 		return Refuse(paddock.CodeForbidden, RuleOutside, given, "the path leads out of the workspace (through .. or a symbolic link)",
 			"use a path inside the workspace; links may point only to relative places inside it")
 	case errors.Is(err, fs.ErrNotExist):
-		return Refuse(paddock.CodeNotFound, "not_found", given, "no such file or directory", "list the directory to see what is there")
+		return Refuse(paddock.CodeNotFound, RuleNotFound, given, "no such file or directory", "list the directory to see what is there")
 	case errors.Is(err, syscall.ELOOP):
 		return Refuse(paddock.CodeBadRequest, RuleLinkLoop, given, "too many levels of symbolic links", "")
 	case errors.Is(err, syscall.ENOTDIR):
@@ -183,15 +217,15 @@ func mapErr(err error, given string) error {
 	case errors.Is(err, syscall.EISDIR):
 		return Refuse(paddock.CodeBadRequest, RuleNotRegular, given, "the path is a directory", "use list to see a directory")
 	case errors.Is(err, syscall.ENOTEMPTY):
-		return Refuse(paddock.CodeConflict, "not_empty", given, "the directory is not empty", "delete it with recursive set")
+		return Refuse(paddock.CodeConflict, RuleNotEmpty, given, "the directory is not empty", "delete it with recursive set")
 	case errors.Is(err, fs.ErrExist):
-		return Refuse(paddock.CodeConflict, "exists", given, "the path already exists", "")
+		return Refuse(paddock.CodeConflict, RuleExists, given, "the path already exists", "")
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return Refuse(paddock.CodeBadRequest, RuleInvalidPath, given, "the path or a component of it is too long", "")
 	case errors.Is(err, syscall.EINVAL):
 		return Refuse(paddock.CodeBadRequest, RuleInvalidPath, given, "the path is not valid", "")
 	case errors.Is(err, fs.ErrPermission):
-		return Refuse(paddock.CodeForbidden, "permission", given, "permission denied", "")
+		return Refuse(paddock.CodeForbidden, RulePermission, given, "permission denied", "")
 	}
 	// Unknown: keep the detail for the log, show nothing of it.
 	return &paddock.Error{Code: paddock.CodeInternal, Message: "file operation failed", Err: err}

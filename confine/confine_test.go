@@ -13,18 +13,18 @@ func TestRel(t *testing.T) {
 		"a": "a", "./a": "a", "a/b/../c": "a/c", "a//b": "a/b", ".": ".", "a/": "a",
 		"/state/ws": ".", "/state/ws/": ".", "/state/ws/a/b": "a/b", "/state/ws/../ws/a": "a",
 	} {
-		if got, err := r.Rel(in); err != nil || got != want {
+		if got, err := r.Rel(in); err != nil || got.Rel() != want {
 			t.Errorf("Rel(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for in, rule := range map[string]string{
+	for in, rule := range map[string]paddock.Rule{
 		"": RuleInvalidPath, "a\x00": RuleInvalidPath, "..": RuleOutside, "../x": RuleOutside,
 		"a/../../x": RuleOutside, "/state/ws-evil/x": RuleOutside, "/state/wsx": RuleOutside,
 		"/state": RuleOutside, "/etc/passwd": RuleOutside, string(make([]byte, MaxPath+1)): RuleInvalidPath,
 	} {
 		_, err := r.Rel(in)
 		pe, ok := err.(*paddock.Error)
-		if !ok || pe.Details["rule"] != rule {
+		if !ok || pe.Rule != rule {
 			t.Errorf("Rel(%q) = %v, want rule %s", in, err, rule)
 		}
 	}

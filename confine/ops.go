@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/paddock-dev/paddock"
+	"golang.org/x/sys/unix"
 )
 
 // namesDir reports whether a path as given can only name a directory: it
@@ -41,10 +42,11 @@ func notDir(given string) error {
 // maxHops bounds link resolution, as the kernel does.
 const maxHops = 40
 
-// resolve follows the links in rel as far as they exist and returns the
+// resolve follows the links in p as far as they exist and returns the
 // relative path they lead to, for the protected-path check. A link that is
 // absolute or leads out is refused. Components that do not exist are kept.
-func (r *Root) resolve(given, rel string) (string, error) {
+func (r *Root) resolve(p Path) (string, error) {
+	given, rel := p.given, p.rel
 	if rel == "." {
 		return ".", nil
 	}
@@ -95,18 +97,19 @@ func (r *Root) resolve(given, rel string) (string, error) {
 	return path.Join(done...), nil
 }
 
-// CheckWrite refuses a write to rel (given is the path as the agent gave it)
-// when the path, or the place its links lead, is protected.
-func (r *Root) CheckWrite(given, rel string) error {
+// CheckWrite refuses a write to p when the path, or the place its links
+// lead, is protected.
+func (r *Root) CheckWrite(p Path) error {
+	given, rel := p.given, p.rel
 	if rel == "." {
 		return Refuse(paddock.CodeForbidden, RuleProtected, given, "the workspace root itself cannot be replaced or deleted", "")
 	}
-	real, err := r.resolve(given, rel)
+	real, err := r.resolve(p)
 	if err != nil {
 		return err
 	}
-	for _, p := range []string{rel, real} {
-		if why := r.policy.Match(path.Join(r.prefix, p)); why != "" {
+	for _, q := range []string{rel, real} {
+		if why := r.policy.Match(path.Join(r.prefix, q)); why != "" {
 			return Refuse(paddock.CodeForbidden, RuleProtected, given, "the path is protected: "+why,
 				"change other files; ask the operator if this file must change")
 		}
@@ -114,9 +117,10 @@ func (r *Root) CheckWrite(given, rel string) error {
 	return nil
 }
 
-// OpenRead opens rel for reading. Only a regular file with one name is
+// OpenRead opens p for reading. Only a regular file with one name is
 // opened; the check is made on the descriptor, and the open never blocks.
-func (r *Root) OpenRead(given, rel string) (*os.File, fs.FileInfo, error) {
+func (r *Root) OpenRead(p Path) (*os.File, fs.FileInfo, error) {
+	given, rel := p.given, p.rel
 	if namesDir(given) {
 		return nil, nil, refuseDirSyntax(given)
 	}
@@ -156,7 +160,7 @@ func (r *Root) ReadEntry(name string, max int64, buf []byte) (data []byte, skipp
 	if err := r.dirFD(); err != nil {
 		return nil, true, err
 	}
-	fd, err := syscall.Openat(int(r.dirf.Fd()), name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
+	fd, err := unix.Openat(int(r.dirf.Fd()), name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, true, nil
 	}
@@ -211,15 +215,17 @@ func regular(fi fs.FileInfo, given string) error {
 	return nil
 }
 
-// Stat returns rel's information, following links inside the workspace.
-func (r *Root) Stat(given, rel string) (fs.FileInfo, error) {
+// Stat returns p's information, following links inside the workspace.
+func (r *Root) Stat(p Path) (fs.FileInfo, error) {
+	given, rel := p.given, p.rel
 	fi, err := r.root.Stat(rel)
 	return fi, mapErr(err, given)
 }
 
-// Lstat returns rel's information without following a final link. A path
+// Lstat returns p's information without following a final link. A path
 // given with a trailing slash must be a directory.
-func (r *Root) Lstat(given, rel string) (fs.FileInfo, error) {
+func (r *Root) Lstat(p Path) (fs.FileInfo, error) {
+	given, rel := p.given, p.rel
 	fi, err := r.root.Lstat(rel)
 	if err == nil && namesDir(given) && !fi.IsDir() {
 		return nil, notDir(given)
@@ -227,21 +233,23 @@ func (r *Root) Lstat(given, rel string) (fs.FileInfo, error) {
 	return fi, mapErr(err, given)
 }
 
-// Readlink returns the target of the link rel.
-func (r *Root) Readlink(given, rel string) (string, error) {
+// Readlink returns the target of the link p.
+func (r *Root) Readlink(p Path) (string, error) {
+	given, rel := p.given, p.rel
 	t, err := r.root.Readlink(rel)
 	return t, mapErr(err, given)
 }
 
-// WriteFile replaces rel with data atomically: a temporary file beside it,
+// WriteFile replaces p with data atomically: a temporary file beside it,
 // written and fsynced, then renamed over it. Missing parents are made. With
 // mode nil an existing regular file keeps its mode and a new one gets 0644.
 // It reports whether the file is new.
-func (r *Root) WriteFile(given, rel string, data []byte, mode *fs.FileMode) (created bool, err error) {
+func (r *Root) WriteFile(p Path, data []byte, mode *fs.FileMode) (created bool, err error) {
+	given, rel := p.given, p.rel
 	if namesDir(given) {
 		return false, refuseDirSyntax(given)
 	}
-	if err := r.CheckWrite(given, rel); err != nil {
+	if err := r.CheckWrite(p); err != nil {
 		return false, err
 	}
 	created = true
@@ -311,23 +319,24 @@ func (r *Root) tempFile(rel string, perm fs.FileMode) (string, *os.File, error) 
 	}
 }
 
-// Remove deletes rel; a non-empty directory only if recursive.
-func (r *Root) Remove(given, rel string, recursive bool) error {
-	if err := r.CheckWrite(given, rel); err != nil {
+// Remove deletes p; a non-empty directory only if recursive.
+func (r *Root) Remove(p Path, recursive bool) error {
+	given, rel := p.given, p.rel
+	if err := r.CheckWrite(p); err != nil {
 		return err
 	}
-	fi, err := r.Lstat(given, rel)
+	fi, err := r.Lstat(p)
 	if err != nil {
 		return err
 	}
 	if fi.IsDir() && recursive {
 		// A protected path below a directory keeps the directory.
 		var blocked error
-		fs.WalkDir(r.root.FS(), rel, func(p string, d fs.DirEntry, err error) error {
+		fs.WalkDir(r.root.FS(), rel, func(q string, d fs.DirEntry, err error) error {
 			if err == nil && blocked == nil {
-				if why := r.policy.Match(path.Join(r.prefix, p)); why != "" {
+				if why := r.policy.Match(path.Join(r.prefix, q)); why != "" {
 					blocked = Refuse(paddock.CodeForbidden, RuleProtected, given,
-						"the directory holds a protected path ("+p+"): "+why, "delete the other files one by one")
+						"the directory holds a protected path ("+q+"): "+why, "delete the other files one by one")
 				}
 			}
 			return blocked
@@ -341,11 +350,12 @@ func (r *Root) Remove(given, rel string, recursive bool) error {
 }
 
 // Rename moves from to to. Without overwrite an existing target is refused.
-func (r *Root) Rename(givenFrom, from, givenTo, to string, overwrite bool) error {
-	if err := r.CheckWrite(givenFrom, from); err != nil {
+func (r *Root) Rename(pFrom, pTo Path, overwrite bool) error {
+	givenFrom, from, givenTo, to := pFrom.given, pFrom.rel, pTo.given, pTo.rel
+	if err := r.CheckWrite(pFrom); err != nil {
 		return err
 	}
-	if err := r.CheckWrite(givenTo, to); err != nil {
+	if err := r.CheckWrite(pTo); err != nil {
 		return err
 	}
 	fi, err := r.root.Lstat(from)
@@ -360,7 +370,7 @@ func (r *Root) Rename(givenFrom, from, givenTo, to string, overwrite bool) error
 		return notDir(givenTo)
 	}
 	if _, err := r.root.Lstat(to); err == nil && !overwrite {
-		return Refuse(paddock.CodeConflict, "exists", givenTo, "the target already exists", "set overwrite to replace it")
+		return Refuse(paddock.CodeConflict, RuleExists, givenTo, "the target already exists", "set overwrite to replace it")
 	}
 	if dir := path.Dir(to); dir != "." {
 		if err := r.root.MkdirAll(dir, 0o755); err != nil {
@@ -370,9 +380,10 @@ func (r *Root) Rename(givenFrom, from, givenTo, to string, overwrite bool) error
 	return mapErr(r.root.Rename(from, to), givenTo)
 }
 
-// MkdirAll makes rel and its parents.
-func (r *Root) MkdirAll(given, rel string) error {
-	if err := r.CheckWrite(given, rel); err != nil {
+// MkdirAll makes p and its parents.
+func (r *Root) MkdirAll(p Path) error {
+	given, rel := p.given, p.rel
+	if err := r.CheckWrite(p); err != nil {
 		return err
 	}
 	return mapErr(r.root.MkdirAll(rel, 0o755), given)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ReadDir lists the directory r is, sorted by name, as a walk needs it: each
@@ -19,7 +21,7 @@ func (r *Root) ReadDir() ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	// A descriptor of its own: a listing moves its offset.
-	fd, err := syscall.Openat(int(r.dirf.Fd()), ".", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := unix.Openat(int(r.dirf.Fd()), ".", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, mapErr(&os.PathError{Op: "open", Path: ".", Err: err}, r.prefix)
 	}

@@ -25,7 +25,7 @@ func TestReadDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	d, err := r.Sub("d", "d")
+	d, err := r.Sub(Trusted("d"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -71,228 +67,6 @@ type DiffOptions struct {
 	// upper layer holds them): the objects made of them are kept in memory
 	// (a tmpfs) only when that is small.
 	Content int64
-}
-
-// inMemoryScratch is the most content a diff's scratch directory keeps on a tmpfs.
-const inMemoryScratch = 64 << 20
-
-// scratchAttributes is the scratch repository's info/attributes, which
-// takes precedence over every .gitattributes: no attribute of a work tree
-// (or of base) changes what a blob holds or how a diff shows it. The
-// scratch repository is bare as well, so git reads no .gitattributes of a
-// work tree at all; this holds where a git reads them from elsewhere.
-const scratchAttributes = "* !diff !merge !text !eol !crlf !filter !ident !working-tree-encoding !encoding !whitespace !export-subst !export-ignore !delta\n"
-
-// diffRun is one diff in progress: its scratch repository and directory.
-type diffRun struct {
-	g       *Git
-	ctx     context.Context
-	tmp     string
-	at      where    // the scratch repository
-	extra   []string // its index and objects
-	objects string   // where blobs made of the work tree go
-	format  objectFormat
-	ignore  *ignorer
-}
-
-// newDiff makes the scratch repository of a diff against base of the
-// project whose git directory is gitDir: bare, with a config paddock
-// writes (so no filter, textconv or diff driver a project defines is
-// known to it), the attributes above, the project's info/exclude, and
-// the project's objects borrowed.
-func (g *Git) newDiff(ctx context.Context, gitDir, base string, content int64, o DiffOptions) (*diffRun, error) {
-	tmp, objects, err := scratch(gitDir, content)
-	if err != nil {
-		return nil, err
-	}
-	d := &diffRun{g: g, ctx: ctx, tmp: tmp, format: formatOf(base), objects: filepath.Join(tmp, "objects")}
-	if o.Cache != "" {
-		d.objects = filepath.Join(o.Cache, "objects")
-	}
-	repo := filepath.Join(tmp, "repo")
-	config := "[core]\n\tbare = true\n"
-	if d.format.name == formatSHA256.name {
-		config += "\trepositoryformatversion = 1\n[extensions]\n\tobjectFormat = sha256\n"
-	}
-	config += "[core]\n\tcompression = " + compressionOf(ctx, g, gitDir) + "\n"
-	exclude, _ := os.ReadFile(filepath.Join(gitDir, "info", "exclude"))
-	err = errors.Join(
-		os.MkdirAll(filepath.Join(d.objects, "pack"), 0o700),
-		os.MkdirAll(filepath.Join(repo, "objects"), 0o700),
-		os.MkdirAll(filepath.Join(repo, "refs"), 0o700),
-		os.MkdirAll(filepath.Join(repo, "info"), 0o700),
-		os.WriteFile(filepath.Join(repo, "HEAD"), []byte("ref: refs/heads/paddock-scratch\n"), 0o600),
-		os.WriteFile(filepath.Join(repo, "config"), []byte(config), 0o600),
-		os.WriteFile(filepath.Join(repo, "info", "attributes"), []byte(scratchAttributes), 0o600),
-		os.WriteFile(filepath.Join(repo, "info", "exclude"), exclude, 0o600),
-	)
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("gitx: diff: %w", err)
-	}
-	d.at = gitDirAt(repo)
-	d.extra = []string{
-		"GIT_INDEX_FILE=" + filepath.Join(tmp, "index"),
-		"GIT_OBJECT_DIRECTORY=" + d.objects,
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + objects,
-		"GIT_LITERAL_PATHSPECS=1",
-	}
-	if !o.IncludeIgnored {
-		if d.ignore, err = newIgnorer(ctx, g, repo, filepath.Join(tmp, "ignore")); err != nil {
-			os.RemoveAll(tmp)
-			return nil, fmt.Errorf("gitx: diff: %w", err)
-		}
-	}
-	return d, nil
-}
-
-// compressionOf is how a diff deflates a binary patch: as the project
-// deflates its objects (core.compression, a number and nothing else), or
-// fast.
-func compressionOf(ctx context.Context, g *Git, gitDir string) string {
-	v := g.fileConfig(ctx, filepath.Join(gitDir, "config"), "core.compression")
-	if n, err := strconv.Atoi(v); err == nil && n >= -1 && n <= 9 {
-		return v
-	}
-	return "1"
-}
-
-func (d *diffRun) close() {
-	d.ignore.close()
-	os.RemoveAll(d.tmp)
-}
-
-func (d *diffRun) git(stdin []byte, args ...string) ([]byte, error) {
-	return d.g.runInput(d.ctx, d.at, d.extra, stdin, args...)
-}
-
-// lsTree lists base's entries (under paths, if any).
-func (d *diffRun) lsTree(base string, paths []string) (map[string]baseEntry, error) {
-	args := []string{"ls-tree", "-r", "-z", "--full-tree", base}
-	if len(paths) > 0 {
-		args = append(append(args, "--"), paths...)
-	}
-	out, err := d.git(nil, args...)
-	if err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
-	}
-	return parseTree(out), nil
-}
-
-// parseTree reads `git ls-tree -r -z` output.
-func parseTree(out []byte) map[string]baseEntry {
-	entries := map[string]baseEntry{}
-	for _, rec := range strings.Split(string(out), "\x00") {
-		meta, p, ok := strings.Cut(rec, "\t")
-		f := strings.Fields(meta)
-		if ok && len(f) == 3 {
-			entries[p] = baseEntry{mode: f[0], oid: f[2]}
-		}
-	}
-	return entries
-}
-
-// baseTree lists all of base's entries: from cache, where a listing is
-// kept per base (a base never changes), or from git.
-func (d *diffRun) baseTree(base, cache string) (map[string]baseEntry, error) {
-	if cache == "" || !isHex(base) {
-		return d.lsTree(base, nil)
-	}
-	kept := filepath.Join(cache, "base-"+base+".tree")
-	out, err := os.ReadFile(kept)
-	if err != nil {
-		if out, err = d.git(nil, "ls-tree", "-r", "-z", "--full-tree", base); err != nil {
-			return nil, fmt.Errorf("gitx: diff: %w", err)
-		}
-		keep(kept, out)
-	}
-	return parseTree(out), nil
-}
-
-// baseIndex makes the scratch index base's: a copy of the one kept per
-// base in cache, or git's read-tree (then kept).
-func (d *diffRun) baseIndex(base, cache string) error {
-	index := filepath.Join(d.tmp, "index")
-	if !isHex(base) {
-		cache = ""
-	}
-	kept := filepath.Join(cache, "base-"+base+".index")
-	if cache != "" {
-		if b, err := os.ReadFile(kept); err == nil && os.WriteFile(index, b, 0o600) == nil {
-			return nil
-		}
-	}
-	if _, err := d.git(nil, "read-tree", base); err != nil {
-		return fmt.Errorf("gitx: diff: %w", err)
-	}
-	if cache != "" {
-		if b, err := os.ReadFile(index); err == nil {
-			keep(kept, b)
-		}
-	}
-	return nil
-}
-
-// isHex reports whether s is an object id (a name a cache file can take).
-func isHex(s string) bool {
-	return len(s) >= 40 && strings.Trim(s, "0123456789abcdef") == ""
-}
-
-// keep writes b to file whole or not at all; a cache lost costs only time.
-func keep(file string, b []byte) {
-	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".tmp-")
-	if err != nil {
-		return
-	}
-	_, err = tmp.Write(b)
-	if errors.Join(err, tmp.Close()) != nil || os.Rename(tmp.Name(), file) != nil {
-		os.Remove(tmp.Name())
-	}
-}
-
-// hashAll sets every file's blob id, from cache where its stat data says
-// it is unchanged, and stores the objects of files that are not withheld
-// and that base does not have.
-func (d *diffRun) hashAll(root int, files []*wfile, base *baseTree, cache *statCache) error {
-	store, err := openPackStore(d.objects, d.format)
-	if err != nil {
-		return fmt.Errorf("gitx: diff: %w", err)
-	}
-	defer store.abort()
-	h := &hasher{root: root, format: d.format, store: store}
-	for _, f := range files {
-		b, inBase := base.entries[f.path]
-		want := func(oid string) bool { return f.why == "" && !(inBase && b.oid == oid) }
-		if cache.lookup(f) && (!want(f.oid) || store.has(f.oid)) {
-			continue
-		}
-		cache.dirty()
-		if err := h.hash(f, want, f.why == "" && !inBase); err != nil {
-			if gone(err) {
-				err = fmt.Errorf("%s: %w", f.path, errChanged)
-			}
-			if ce := changedError(err); ce != nil {
-				return ce
-			}
-			return fmt.Errorf("gitx: diff: %s: %w", f.path, err)
-		}
-	}
-	if err := store.finish(); err != nil {
-		return fmt.Errorf("gitx: diff: %w", err)
-	}
-	return nil
-}
-
-// index adds entries ("MODE OID\tPATH", MODE 0 removes the path) to the
-// scratch index.
-func (d *diffRun) index(info []byte) error {
-	if len(info) == 0 {
-		return nil
-	}
-	if _, err := d.git(info, "update-index", "-z", "--index-info"); err != nil {
-		return fmt.Errorf("gitx: diff: %w", err)
-	}
-	return nil
 }
 
 // render writes the scratch index's diff against base (under spec): the
@@ -391,8 +165,40 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	defer unix.Close(root)
-	t := &treeReader{root: root, base: bt, ignore: d.ignore, ownGit: true, exclude: o.Exclude, keptLinks: map[string]bool{}}
 	since := time.Now()
+	t, err := d.readWorkTree(root, bt, o.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.hashAll(root, t.files, bt, cache); err != nil {
+		return nil, err
+	}
+	cache.save(t.files, since)
+	s, removed := d.stageWorkTree(t, bt)
+	if err := d.baseIndex(base, o.Cache); err != nil {
+		return nil, err
+	}
+	if err := d.index(s.info.Bytes()); err != nil {
+		return nil, err
+	}
+	want := len(s.present) + removed
+	snap, err := d.render(base, nil, o, s.withheld, func(raw []byte) error {
+		if n := bytes.Count(raw, []byte{0}) / 2; n != want {
+			return fmt.Errorf("gitx: diff: git reports %d entries, the index was given %d", n, want)
+		}
+		return verifyRaw(raw, s.present, s.fresh)
+	})
+	if err != nil {
+		return nil, err
+	}
+	snap.Ignored = sorted(t.ignored)
+	return snap, nil
+}
+
+// readWorkTree reads the whole work tree at root but its own .git and the
+// top-level paths in exclude, leaving out what the ignore rules do.
+func (d *diffRun) readWorkTree(root int, bt *baseTree, exclude []string) (*treeReader, error) {
+	t := &treeReader{root: root, base: bt, ignore: d.ignore, ownGit: true, exclude: exclude, keptLinks: map[string]bool{}}
 	if err := t.walk(""); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
@@ -400,17 +206,34 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 	if err := t.dropIgnored(); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
-	if err := d.hashAll(root, t.files, bt, cache); err != nil {
-		return nil, err
-	}
-	cache.save(t.files, since)
+	return t, nil
+}
 
-	// base's index, and the changes on it: removals first (a file that
-	// becomes a directory is never both at once).
-	var adds, removals bytes.Buffer
-	var withheld []Withheld
-	present, seen := map[string]bool{}, map[string]bool{}
-	var fresh []string
+// staged is what a diff gives the scratch index, and what git's answer
+// is checked against.
+type staged struct {
+	info     bytes.Buffer    // index entries, "MODE OID\tPATH" NUL each
+	withheld []Withheld      // files that differ and that no diff holds
+	present  map[string]bool // paths the index holds a file of the work tree at
+	fresh    []string        // those of them base does not have
+}
+
+// add stages a file of the work tree.
+func (s *staged) add(f *wfile, inBase bool) {
+	indexLine(&s.info, f.mode, f.oid, f.path)
+	s.present[f.path] = true
+	if !inBase {
+		s.fresh = append(s.fresh, f.path)
+	}
+}
+
+// stageWorkTree is what DiffWorkTree gives base's index: the changes
+// of the whole tree, removals first (a file that becomes a directory is
+// never both at once); removed is how many.
+func (d *diffRun) stageWorkTree(t *treeReader, bt *baseTree) (s *staged, removed int) {
+	s = &staged{present: map[string]bool{}}
+	var adds bytes.Buffer
+	seen := map[string]bool{}
 	for _, f := range t.files {
 		seen[f.path] = true
 		b, inBase := bt.entries[f.path]
@@ -418,43 +241,27 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 			continue
 		}
 		if f.why != "" {
-			withheld = append(withheld, withheldOf(f, b, inBase))
+			s.withheld = append(s.withheld, withheldOf(f, b, inBase))
 			continue
 		}
 		indexLine(&adds, f.mode, f.oid, f.path)
-		present[f.path] = true
+		s.present[f.path] = true
 		if !inBase {
-			fresh = append(fresh, f.path)
+			s.fresh = append(s.fresh, f.path)
 		}
 	}
-	var removed []string
+	var gone []string
 	for p := range bt.entries {
 		if !seen[p] && !t.keptLinks[p] && !t.excluded(p) {
-			removed = append(removed, p)
+			gone = append(gone, p)
 		}
 	}
-	sort.Strings(removed)
-	for _, p := range removed {
-		indexLine(&removals, "0", strings.Repeat("0", len(d.format.new().Sum(nil))*2), p)
+	sort.Strings(gone)
+	for _, p := range gone {
+		indexLine(&s.info, "0", strings.Repeat("0", len(d.format.new().Sum(nil))*2), p)
 	}
-	if err := d.baseIndex(base, o.Cache); err != nil {
-		return nil, err
-	}
-	if err := d.index(append(removals.Bytes(), adds.Bytes()...)); err != nil {
-		return nil, err
-	}
-	want := len(present) + len(removed)
-	snap, err := d.render(base, nil, o, withheld, func(raw []byte) error {
-		if n := bytes.Count(raw, []byte{0}) / 2; n != want {
-			return fmt.Errorf("gitx: diff: git reports %d entries, the index was given %d", n, want)
-		}
-		return verifyRaw(raw, present, fresh)
-	})
-	if err != nil {
-		return nil, err
-	}
-	snap.Ignored = sorted(t.ignored)
-	return snap, nil
+	s.info.Write(adds.Bytes())
+	return s, len(gone)
 }
 
 func withheldOf(f *wfile, b baseEntry, inBase bool) Withheld {
@@ -480,230 +287,6 @@ func (o DiffOptions) patch() (io.Writer, *bytes.Buffer) {
 	return b, b
 }
 
-// scratch makes a private directory for a diff's index and objects (and
-// content bytes of files), and returns it with the absolute path of the
-// repository's object store, which the diff borrows from.
-func scratch(gitDir string, content int64) (tmp, objects string, err error) {
-	objects, err = filepath.Abs(filepath.Join(gitDir, "objects"))
-	if err != nil {
-		return "", "", err
-	}
-	// In memory where the machine has a tmpfs for it and the content is
-	// small: a diff's scratch files (an index, the shadow tree of an
-	// overlay's changes) are written and read once; on a disk, making a
-	// thousand small files costs more than the diff. Large content goes to
-	// disk: a tmpfs is memory.
-	err = errors.ErrUnsupported
-	var st syscall.Statfs_t
-	if content <= inMemoryScratch && syscall.Statfs("/dev/shm", &st) == nil && int64(st.Bavail)*int64(st.Bsize) >= 1<<30 {
-		tmp, err = os.MkdirTemp("/dev/shm", "paddock-diff-")
-	}
-	if err != nil { // no tmpfs, or one too small for the change set's limits
-		tmp, err = os.MkdirTemp("", "paddock-diff-")
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("gitx: diff: %w", err)
-	}
-	return tmp, objects, nil
-}
-
-// MaxDiffPaths bounds the paths DiffPaths takes on its command lines; a
-// caller with more diffs the whole tree.
-const MaxDiffPaths = 2000
-
-// DiffPaths is DiffWorkTree for a caller that knows which paths can have
-// changed (an overlay's upper layer): only those paths are read from base
-// and from the work tree, so it costs what changed, not what the tree
-// holds. Paths are literal, relative to the work tree; a directory stands
-// for everything below it. Its answer equals DiffWorkTree's whenever the
-// rest of the tree is unchanged.
-//
-// The work tree is read as DiffWorkTree reads it, by paddock, through
-// descriptors (a view reached through /proc/PID/root, another mount
-// namespace, is never resolved to a path of the daemon's own).
-//
-// o.Cache keeps the blobs made between calls, so a file that has not
-// changed since is hashed again but not written again.
-func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, paths []string, o DiffOptions) (*Snapshot, error) {
-	if err := CheckRef(base); err != nil {
-		return nil, err
-	}
-	if len(paths) > MaxDiffPaths {
-		return nil, fmt.Errorf("gitx: diff: %d paths; at most %d", len(paths), MaxDiffPaths)
-	}
-	if len(paths) == 0 {
-		return &Snapshot{}, nil
-	}
-	spec := make([]string, len(paths))
-	for i, p := range paths {
-		spec[i] = filepath.ToSlash(filepath.Clean(p))
-	}
-	d, err := g.newDiff(ctx, gitDir, base, o.Content, o)
-	if err != nil {
-		return nil, err
-	}
-	defer d.close()
-	// Which of those paths base has: from its checkout where that can
-	// tell (ids unknown, and no submodule), else from git.
-	var bt *baseTree
-	inBase, known := baseHas(o.BaseFiles, paths)
-	if known {
-		entries := map[string]baseEntry{}
-		for p := range inBase {
-			entries[p] = baseEntry{mode: "100644"}
-		}
-		bt = newBaseTree(entries)
-	} else {
-		entries, err := d.lsTree(base, spec)
-		if err != nil {
-			return nil, err
-		}
-		bt = newBaseTree(entries)
-	}
-	root, err := openTree(workTree)
-	if err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
-	}
-	defer unix.Close(root)
-	t := &treeReader{root: root, base: bt, ignore: d.ignore, keptLinks: map[string]bool{}}
-	for _, p := range spec {
-		if err := t.walk(p); err != nil {
-			return nil, fmt.Errorf("gitx: diff: %w", err)
-		}
-	}
-	t.sortFiles()
-	t.files = uniqueFiles(t.files)
-	if err := t.dropIgnored(); err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
-	}
-	// A withheld file base has stays in the index as base has it, which
-	// needs its id.
-	for _, f := range t.files {
-		if _, ok := bt.entries[f.path]; ok && known && f.why != "" {
-			entries, err := d.lsTree(base, spec)
-			if err != nil {
-				return nil, err
-			}
-			bt, known = newBaseTree(entries), false
-			break
-		}
-	}
-	if err := d.hashAll(root, t.files, bt, nil); err != nil {
-		return nil, err
-	}
-	// The index holds every file now under those paths (an unchanged one
-	// to the same blob), base's submodules there as they are, and what is
-	// withheld as base has it: the diff, limited to those paths, shows
-	// what changed.
-	var info bytes.Buffer
-	var withheld []Withheld
-	present := map[string]bool{}
-	var fresh []string
-	for _, f := range t.files {
-		b, isBase := bt.entries[f.path]
-		if f.why == "" {
-			indexLine(&info, f.mode, f.oid, f.path)
-			present[f.path] = true
-			if !isBase {
-				fresh = append(fresh, f.path)
-			}
-			continue
-		}
-		if isBase {
-			indexLine(&info, b.mode, b.oid, f.path)
-			if b.mode == f.mode && b.oid == f.oid {
-				continue
-			}
-		}
-		withheld = append(withheld, withheldOf(f, b, isBase))
-	}
-	for p, b := range bt.entries {
-		if b.mode == "160000" {
-			indexLine(&info, b.mode, b.oid, p)
-		}
-	}
-	if err := d.index(info.Bytes()); err != nil {
-		return nil, err
-	}
-	snap, err := d.render(base, append([]string{"--"}, spec...), o, withheld, func(raw []byte) error {
-		return verifyRaw(raw, present, fresh)
-	})
-	if err != nil {
-		return nil, err
-	}
-	snap.Ignored = sorted(t.ignored)
-	return snap, nil
-}
-
-// uniqueFiles drops the second of two files with the same path (paths
-// that overlap).
-func uniqueFiles(files []*wfile) []*wfile {
-	seen := map[string]bool{}
-	out := files[:0]
-	for _, f := range files {
-		if !seen[f.path] {
-			seen[f.path] = true
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// baseHas tells which of paths base has, from dir, its files as checked
-// out (DiffOptions.BaseFiles): known is false when dir cannot tell (a path
-// is a directory there, or lies under an empty one: a submodule's checkout
-// holds nothing), and git must be asked.
-func baseHas(dir string, paths []string) (in map[string]bool, known bool) {
-	in = map[string]bool{}
-	if dir == "" {
-		return in, false
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return in, false
-	}
-	defer root.Close()
-	empty := map[string]bool{}
-	for _, p := range paths {
-		fi, err := root.Lstat(p)
-		switch {
-		case err == nil && fi.IsDir():
-			return map[string]bool{}, false
-		case err == nil:
-			in[filepath.ToSlash(p)] = false
-		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-			return map[string]bool{}, false
-		}
-		for d := filepath.Dir(p); d != "." && d != "/"; d = filepath.Dir(d) {
-			e, seen := empty[d]
-			if !seen {
-				e = isEmptyDir(root, d)
-				empty[d] = e
-			}
-			if e {
-				return map[string]bool{}, false
-			}
-		}
-	}
-	return in, true
-}
-
-// isEmptyDir reports whether d in root is a directory holding nothing.
-func isEmptyDir(root *os.Root, d string) bool {
-	f, err := root.Open(d)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
-		return false
-	}
-	_, err = f.Readdirnames(1)
-	return errors.Is(err, io.EOF)
-}
-
-// readRaw reads the raw records at the head of `git diff -z --raw --patch`
-// output (":modes ids status" NUL path NUL, each), and the NUL that ends
 // them, leaving out positioned at the patch.
 func readRaw(out *bufio.Reader) ([]byte, error) {
 	var raw []byte

@@ -309,10 +309,7 @@ func (g *Git) command(ctx context.Context, at where, extra []string, args []stri
 	dir, vars := at.environ()
 	cmd.Dir = dir
 	cmd.Env = append(append(env(), vars...), extra...)
-	// A git left running by a daemon killed mid-operation would race the
-	// restarted daemon's rollback of the same directory. Its own process
-	// group, so that a deadline kills what it started too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A helper git started could hold its output open past its death.
 	cmd.WaitDelay = 5 * time.Second

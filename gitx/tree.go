@@ -43,7 +43,7 @@ type fileStat struct {
 }
 
 func statOf(st *unix.Stat_t) fileStat {
-	return fileStat{Ino: int64(st.Ino), Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Mode: st.Mode}
+	return fileStat{Ino: int64(st.Ino), Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Mode: uint32(st.Mode)}
 }
 
 // baseTree is what base holds under the paths a diff compares.

@@ -396,7 +396,7 @@ func (m *Manager) lintAttribution(ctx context.Context, id string, cs *paddock.Ch
 	}
 	return paddock.Errorf(paddock.CodeAttributionLeak, "%s:%d: %q credits a model or a tool with the work: %s%s",
 		h.File, h.Line, h.Match, attribution.What(h.Rule), more).
-		WithDetail("rule", h.Rule).
+		WithRule(paddock.Rule(h.Rule)).
 		WithDetail("hint", fmt.Sprintf("remove it, or let project %s keep such lines: paddock project set %s --allow-attribution %s", p.Name, p.Name, h.Rule)).
 		WithDetail("hits", hits)
 }

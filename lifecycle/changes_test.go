@@ -285,7 +285,7 @@ func TestAttributionLint(t *testing.T) {
 	// and says how to keep such lines.
 	var pe *paddock.Error
 	errors.As(err, &pe)
-	if !strings.Contains(pe.Message, `notes.md:3: "Co-Authored-By: Claude"`) || pe.Details["rule"] != "co-author-trailer" ||
+	if !strings.Contains(pe.Message, `notes.md:3: "Co-Authored-By: Claude"`) || pe.Rule != "co-author-trailer" ||
 		!strings.Contains(pe.Details["hint"].(string), "paddock project set my-app --allow-attribution co-author-trailer") {
 		t.Fatalf("the refusal does not say where, what and which rule: %s %v", pe.Message, pe.Details)
 	}

@@ -55,7 +55,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		return nil, err
 	}
 	if r.Access == paddock.AccessNone {
-		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to run commands in", id).WithDetail("rule", "access_none")
+		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to run commands in", id).WithRule(paddock.RuleAccessNone)
 	}
 	if len(req.Argv) == 0 {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command")
@@ -126,7 +126,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		}
 	}
 	if why := m.diskCheck(r, true); why != "" {
-		return nil, paddock.Errorf(paddock.CodeForbidden, "%s", why).WithDetail("rule", "disk")
+		return nil, paddock.Errorf(paddock.CodeForbidden, "%s", why).WithRule("disk")
 	}
 	// The command ends when its caller goes, or at Close.
 	runCtx, cancel := context.WithCancel(ctx)
@@ -215,7 +215,7 @@ func (m *Manager) commandLimits(req paddock.ExecRequest) (sandbox.Limits, error)
 
 func overCeiling(name, asked, max string) error {
 	return paddock.Errorf(paddock.CodeForbidden, "%s %s is above the %s this daemon allows a command; a request may only lower a limit (the operator sets them: exec_limits in paddock.toml)", name, asked, max).
-		WithDetail("rule", "limit_above_ceiling")
+		WithRule("limit_above_ceiling")
 }
 
 // mergeEnv joins environments: a later KEY replaces an earlier one in its

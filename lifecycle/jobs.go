@@ -132,7 +132,7 @@ func (m *Manager) verifyCommands(ctx context.Context, id string) ([][]string, er
 	if err := m.asSandboxUser(r, func() error {
 		for name, content := range mf.Files {
 			rel := path.Join(manifest.StageDir, name)
-			if _, err := root.WriteFile(rel, rel, content, nil); err != nil {
+			if _, err := root.WriteFile(confine.Trusted(rel), content, nil); err != nil {
 				return err
 			}
 		}

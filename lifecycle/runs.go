@@ -213,7 +213,7 @@ func (m *Manager) checkSecrets(names []string) error {
 func maskable(name, value string) error {
 	if !redact.Maskable(value) {
 		return paddock.Errorf(paddock.CodeBadRequest, "secret %s is shorter than %d characters, too short to be masked in outputs (it would mask ordinary text); paddock does not hand over a secret it cannot mask: give it a longer value", name, redact.MinLen).
-			WithDetail("rule", "secret_too_short")
+			WithRule("secret_too_short")
 	}
 	return nil
 }
@@ -251,7 +251,7 @@ func operatorDir(dir string, repo *gitx.Repo) (string, error) {
 			}
 			return "", paddock.Errorf(paddock.CodeBadRequest,
 				"operator directory %s is %s %s, is inside it or holds it: hand over a directory of its own (an agent's writes there would stay in your checkout after a reject)", dir, what, g).
-				WithDetail("rule", "operator_dir_is_checkout")
+				WithRule("operator_dir_is_checkout")
 		}
 	}
 	return real, nil

@@ -97,14 +97,15 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 	defer root.Close()
 	var res any
 	var outcome tools.Outcome
-	m.asSandboxUser(r, func() error { res, outcome = t.Call(ctx, root, args); return nil })
+	var callErr error
+	m.asSandboxUser(r, func() error { res, outcome, callErr = t.Call(ctx, root, args); return nil })
 	red := m.redactor(r)
 	outcome.Args = json.RawMessage(red.Bytes(outcome.Args))
 	if err := m.recordTool(ctx, id, outcome); err != nil {
 		return nil, err
 	}
-	if err := tools.Err(res); err != nil {
-		return nil, err
+	if callErr != nil {
+		return nil, callErr
 	}
 	return redactValue(red, res)
 }
@@ -151,11 +152,9 @@ func redactValue(red *redact.Redactor, v any) (any, error) {
 	return out.Interface(), nil
 }
 
-func rule(err error) string {
+func rule(err error) paddock.Rule {
 	if pe, ok := err.(*paddock.Error); ok {
-		if s, ok := pe.Details["rule"].(string); ok {
-			return s
-		}
+		return pe.Rule
 	}
 	return ""
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package sandbox runs a command confined by effect: whatever the command
 // does, its file and network effects stay within what its Spec allows.
 //

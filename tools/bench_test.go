@@ -32,7 +32,7 @@ func BenchmarkGrep(b *testing.B) {
 	args, _ := json.Marshal(map[string]any{"pattern": "needle_token_xyz", "literal": true})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, _ := registry["grep"].Call(b.Context(), root, args)
+		res, _, _ := registry["grep"].Call(b.Context(), root, args)
 		if len(res.(*GrepResult).Matches) != 4 {
 			b.Fatalf("%+v", res)
 		}

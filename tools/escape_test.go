@@ -134,13 +134,13 @@ func TestRefusalsAreStructured(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.call(t, "read", map[string]any{"path": "../outside/secret.txt"})
 	pe := err.(*paddock.Error)
-	if pe.Code != paddock.CodeForbidden || pe.Details["rule"] != "outside_workspace" ||
+	if pe.Code != paddock.CodeForbidden || pe.Rule != "outside_workspace" ||
 		pe.Details["path"] != "../outside/secret.txt" || pe.Details["hint"] == "" {
 		t.Fatalf("refusal = %+v", pe)
 	}
 	_, err = f.call(t, "write", map[string]any{"path": ".git/hooks/pre-commit", "content": "x"})
 	pe = err.(*paddock.Error)
-	if pe.Code != paddock.CodeForbidden || pe.Details["rule"] != "protected_path" {
+	if pe.Code != paddock.CodeForbidden || pe.Rule != "protected_path" {
 		t.Fatalf("refusal = %+v", pe)
 	}
 }

@@ -101,18 +101,18 @@ func runStat(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	if err := decode("stat", raw, &a); err != nil {
 		return nil, 0, err
 	}
-	rel, err := r.Rel(a.Path)
+	at, err := r.Rel(a.Path)
 	if err != nil {
 		return nil, 0, err
 	}
-	fi, err := r.Lstat(a.Path, rel)
+	fi, err := r.Lstat(at)
 	if err != nil {
 		return nil, 0, err
 	}
 	res := &StatResult{Path: a.Path, Type: fileType(fi.Mode()), Size: fi.Size(),
 		Mode: fmt.Sprintf("%04o", fi.Mode().Perm()), MTime: fi.ModTime().UTC()}
 	if res.Type == "symlink" {
-		res.Target, _ = r.Readlink(a.Path, rel)
+		res.Target, _ = r.Readlink(at)
 	}
 	return res, 0, nil
 }
@@ -141,22 +141,23 @@ func limitOf(n int) (int, error) {
 	return n, nil
 }
 
-func dirArg(r *confine.Root, p string) (string, string, error) {
+// dirArg is the directory an agent named (the root if none), which must be one.
+func dirArg(r *confine.Root, p string) (confine.Path, error) {
 	if p == "" {
 		p = "."
 	}
-	rel, err := r.Rel(p)
+	dir, err := r.Rel(p)
 	if err != nil {
-		return "", "", err
+		return confine.Path{}, err
 	}
-	fi, err := r.Stat(p, rel)
+	fi, err := r.Stat(dir)
 	if err != nil {
-		return "", "", err
+		return confine.Path{}, err
 	}
 	if !fi.IsDir() {
-		return "", "", confine.Refuse(paddock.CodeBadRequest, confine.RuleNotRegular, p, "the path is not a directory", "")
+		return confine.Path{}, confine.Refuse(paddock.CodeBadRequest, confine.RuleNotRegular, p, "the path is not a directory", "")
 	}
-	return p, rel, nil
+	return dir, nil
 }
 
 func runList(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, int64, error) {
@@ -179,12 +180,12 @@ func runList(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	if a.Depth < 0 || a.Depth > 20 {
 		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "list: depth must be between 1 and 20")
 	}
-	given, rel, err := dirArg(r, a.Path)
+	dir, err := dirArg(r, a.Path)
 	if err != nil {
 		return nil, 0, err
 	}
-	res := &ListResult{Path: given, Entries: []ListEntry{}}
-	err = walk(ctx, r, rel, a.Depth, a.IncludeIgnored, func(e entry) error {
+	res := &ListResult{Path: dir.Given(), Entries: []ListEntry{}}
+	err = walk(ctx, r, dir.Rel(), a.Depth, a.IncludeIgnored, func(e entry) error {
 		if len(res.Entries) >= limit {
 			res.Truncated = true
 			return fs.SkipAll
@@ -224,10 +225,11 @@ func runGlob(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	if a.Pattern == "" || !doublestar.ValidatePattern(a.Pattern) {
 		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "glob: invalid pattern %q", a.Pattern)
 	}
-	_, rel, err := dirArg(r, a.Path)
+	dir, err := dirArg(r, a.Path)
 	if err != nil {
 		return nil, 0, err
 	}
+	rel := dir.Rel()
 	res := &GlobResult{Matches: []string{}}
 	err = walk(ctx, r, rel, -1, a.IncludeIgnored, func(e entry) error {
 		if e.d.IsDir() {
@@ -369,10 +371,11 @@ func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 		m.re = regexp.MustCompile(expr)
 		m.literal = requiredLiteral(expr)
 	}
-	_, rel, err := dirArg(r, a.Path)
+	dir, err := dirArg(r, a.Path)
 	if err != nil {
 		return nil, 0, err
 	}
+	rel := dir.Rel()
 
 	type job struct {
 		rel  string

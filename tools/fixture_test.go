@@ -88,8 +88,8 @@ func (f *fixture) call(t testing.TB, name string, args map[string]any) (any, err
 		t.Fatalf("no tool %s", name)
 	}
 	raw, _ := json.Marshal(args)
-	res, _ := tool.Call(context.Background(), f.root, raw)
-	if err := Err(res); err != nil {
+	res, _, err := tool.Call(context.Background(), f.root, raw)
+	if err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -25,7 +25,7 @@ func FuzzOpen(f *testing.F) {
 		if err != nil {
 			return
 		}
-		file, _, err := fx.root.OpenRead(p, rel)
+		file, _, err := fx.root.OpenRead(rel)
 		if err != nil {
 			return
 		}

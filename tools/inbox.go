@@ -61,7 +61,7 @@ func Deliver(r *confine.Root, name string, body io.Reader, lim InboxLimits) (*pa
 			WithDetail("mime", kind)
 	}
 	used := int64(0)
-	if err := r.MkdirAll(InboxDir, InboxDir); err != nil {
+	if err := r.MkdirAll(confine.Trusted(InboxDir)); err != nil {
 		return nil, err
 	}
 	fs.WalkDir(r.OS().FS(), InboxDir, func(p string, d fs.DirEntry, err error) error {
@@ -78,12 +78,12 @@ func Deliver(r *confine.Root, name string, body io.Reader, lim InboxLimits) (*pa
 	target := path.Join(InboxDir, base)
 	ext := path.Ext(base)
 	for i := 1; ; i++ {
-		if _, err := r.Lstat(target, target); err != nil {
+		if _, err := r.Lstat(confine.Trusted(target)); err != nil {
 			break
 		}
 		target = path.Join(InboxDir, fmt.Sprintf("%s-%d%s", strings.TrimSuffix(base, ext), i, ext))
 	}
-	if _, err := r.WriteFile(target, target, data, nil); err != nil {
+	if _, err := r.WriteFile(confine.Trusted(target), data, nil); err != nil {
 		return nil, err
 	}
 	return &paddock.InboxResult{Path: target, Size: int64(len(data)), MIME: kind}, nil

@@ -22,7 +22,7 @@ func TestProtectedNamesEveryOperation(t *testing.T) {
 	refused := func(tool string, args map[string]any, p string) {
 		t.Helper()
 		_, err := f.call(t, tool, args)
-		if pe, ok := err.(*paddock.Error); !ok || pe.Details["rule"] != confine.RuleProtected {
+		if pe, ok := err.(*paddock.Error); !ok || pe.Rule != confine.RuleProtected {
 			t.Errorf("%s %q: %v, want a protected_path refusal", tool, p, err)
 		}
 	}

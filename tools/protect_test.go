@@ -50,7 +50,7 @@ func TestProtectedPaths(t *testing.T) {
 		} {
 			_, err := f.call(t, call.tool, call.args)
 			pe, ok := err.(*paddock.Error)
-			if !ok || pe.Details["rule"] != confine.RuleProtected {
+			if !ok || pe.Rule != confine.RuleProtected {
 				t.Errorf("%s %q: %v, want a protected_path refusal", call.tool, p, err)
 			}
 		}

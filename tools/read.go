@@ -77,11 +77,11 @@ func runRead(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	if a.MaxBytes == 0 {
 		a.MaxBytes = DefaultMaxBytes
 	}
-	rel, err := r.Rel(a.Path)
+	at, err := r.Rel(a.Path)
 	if err != nil {
 		return nil, 0, err
 	}
-	f, fi, err := r.OpenRead(a.Path, rel)
+	f, fi, err := r.OpenRead(at)
 	if err != nil {
 		return nil, 0, err
 	}

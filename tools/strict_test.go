@@ -16,8 +16,8 @@ import (
 // callRaw calls a tool with arguments exactly as sent, bytes and all.
 func (f *fixture) callRaw(t *testing.T, name, raw string) (any, error) {
 	t.Helper()
-	res, _ := registry[name].Call(context.Background(), f.root, json.RawMessage(raw))
-	return res, Err(res)
+	res, _, err := registry[name].Call(context.Background(), f.root, json.RawMessage(raw))
+	return res, err
 }
 
 // TestArgumentsReadOneWay: arguments that encoding/json would read one way
@@ -100,7 +100,7 @@ func TestBytesThroughBase64(t *testing.T) {
 		t.Fatal("a refused write made y.txt")
 	}
 	// The event keeps the length of the bytes, not the bytes.
-	_, o := registry["write"].Call(context.Background(), f.root, json.RawMessage(`{"path":"z.bin","content_base64":"c2VjcmV0IGJ5dGVz"}`))
+	_, o, _ := registry["write"].Call(context.Background(), f.root, json.RawMessage(`{"path":"z.bin","content_base64":"c2VjcmV0IGJ5dGVz"}`))
 	if !o.OK || bytes.Contains(o.Args, []byte("c2VjcmV0")) || !bytes.Contains(o.Args, []byte("<16 bytes>")) {
 		t.Fatalf("recorded arguments: %s", o.Args)
 	}

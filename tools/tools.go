@@ -60,10 +60,10 @@ func Lookup(access paddock.Access, name string) (*Tool, error) {
 	switch {
 	case access == paddock.AccessNone:
 		return nil, paddock.Errorf(paddock.CodeForbidden, "this run has no workspace and no working tools").
-			WithDetail("rule", "access_none")
+			WithRule(paddock.RuleAccessNone)
 	case access == paddock.AccessRead && t.Writes:
 		return nil, paddock.Errorf(paddock.CodeForbidden, "this run may only read the workspace; %s is not offered", name).
-			WithDetail("rule", confine.RuleReadOnly).WithDetail("hint", "use read, glob, grep, list or stat")
+			WithRule(confine.RuleReadOnly).WithDetail("hint", "use read, glob, grep, list or stat")
 	}
 	return t, nil
 }
@@ -74,13 +74,15 @@ type Outcome struct {
 	Args       json.RawMessage `json:"args"`
 	OK         bool            `json:"ok"`
 	Code       paddock.Code    `json:"code,omitempty"`
-	Rule       string          `json:"rule,omitempty"`
+	Rule       paddock.Rule    `json:"rule,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
 	Bytes      int64           `json:"bytes"`
 }
 
-// Call runs the tool on root and returns its result and the outcome to record.
-func (t *Tool) Call(ctx context.Context, root *confine.Root, args json.RawMessage) (any, Outcome) {
+// Call runs the tool on root and returns its result, the outcome to
+// record and the error that refused or failed the call (nil on success,
+// and then the result is set). The outcome is recorded either way.
+func (t *Tool) Call(ctx context.Context, root *confine.Root, args json.RawMessage) (any, Outcome, error) {
 	start := time.Now()
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
@@ -91,21 +93,11 @@ func (t *Tool) Call(ctx context.Context, root *confine.Root, args json.RawMessag
 	if err != nil {
 		o.Code = paddock.ErrorCode(err)
 		if pe, ok := err.(*paddock.Error); ok {
-			if rule, ok := pe.Details["rule"].(string); ok {
-				o.Rule = rule
-			}
+			o.Rule = pe.Rule
 		}
-		return err, o
+		return nil, o, err
 	}
-	return res, o
-}
-
-// Err returns the error a Call returned instead of a result, or nil.
-func Err(res any) error {
-	if err, ok := res.(error); ok {
-		return err
-	}
-	return nil
+	return res, o, nil
 }
 
 // contentKeys are argument fields that carry file contents; events keep only their length.

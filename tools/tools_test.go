@@ -21,10 +21,10 @@ func mustCall(t *testing.T, f *fixture, tool string, args map[string]any) any {
 	return res
 }
 
-func wantRule(t *testing.T, err error, code paddock.Code, rule string) {
+func wantRule(t *testing.T, err error, code paddock.Code, rule paddock.Rule) {
 	t.Helper()
 	pe, ok := err.(*paddock.Error)
-	if !ok || pe.Code != code || (rule != "" && pe.Details["rule"] != rule) {
+	if !ok || pe.Code != code || (rule != "" && pe.Rule != rule) {
 		t.Fatalf("error = %v, want %s/%s", err, code, rule)
 	}
 }
@@ -244,11 +244,11 @@ func TestOfferedAndEventArgs(t *testing.T) {
 		}
 	}
 	f := newFixture(t)
-	_, o := registry["write"].Call(t.Context(), f.root, json.RawMessage(`{"path":"p","content":"TOP SECRET BODY"}`))
+	_, o, _ := registry["write"].Call(t.Context(), f.root, json.RawMessage(`{"path":"p","content":"TOP SECRET BODY"}`))
 	if bytes.Contains(o.Args, []byte("SECRET")) || !bytes.Contains(o.Args, []byte("<15 bytes>")) || !o.OK || o.Bytes != 15 {
 		t.Fatalf("outcome: %+v %s", o, o.Args)
 	}
-	_, o = registry["edit"].Call(t.Context(), f.root, json.RawMessage(`{"path":"p","edits":[{"old_string":"TOP SECRET","new_string":"HIDDEN"}]}`))
+	_, o, _ = registry["edit"].Call(t.Context(), f.root, json.RawMessage(`{"path":"p","edits":[{"old_string":"TOP SECRET","new_string":"HIDDEN"}]}`))
 	if bytes.Contains(o.Args, []byte("SECRET")) || bytes.Contains(o.Args, []byte("HIDDEN")) {
 		t.Fatalf("edit outcome leaks contents: %s", o.Args)
 	}

@@ -56,7 +56,7 @@ func walk(ctx context.Context, r *confine.Root, start string, maxDepth int, all 
 			return nil
 		}
 	}
-	sub, err := r.Sub(start, start)
+	sub, err := r.Sub(confine.Trusted(start))
 	if err != nil {
 		return nil // vanished or not a directory: nothing to walk
 	}
@@ -69,7 +69,7 @@ func walk(ctx context.Context, r *confine.Root, start string, maxDepth int, all 
 
 // ignoreFileIn reads the .gitignore of dir, a directory above a walk's start.
 func ignoreFileIn(r *confine.Root, dir string) *gitignore.File {
-	sub, err := r.Sub(dir, dir)
+	sub, err := r.Sub(confine.Trusted(dir))
 	if err != nil {
 		return nil
 	}
@@ -136,7 +136,8 @@ func walkDir(ctx context.Context, sub *confine.Root, dir, name string, depth, ma
 			return err
 		}
 		if d.IsDir() && (maxDepth < 0 || depth+1 < maxDepth) {
-			child, err := sub.Sub(rel, d.Name())
+			// Named by its own name in sub: a refusal here is never shown.
+			child, err := sub.Sub(confine.Trusted(d.Name()))
 			if err != nil {
 				continue // swapped for something else since the listing
 			}

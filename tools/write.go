@@ -111,11 +111,11 @@ func runWrite(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, i
 		perm := fs.FileMode(m)
 		mode = &perm
 	}
-	rel, err := r.Rel(a.Path)
+	at, err := r.Rel(a.Path)
 	if err != nil {
 		return nil, 0, err
 	}
-	created, err := r.WriteFile(a.Path, rel, data, mode)
+	created, err := r.WriteFile(at, data, mode)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -149,14 +149,14 @@ func runEdit(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	if len(edits) == 0 {
 		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "edit: nothing to do; give old_string and new_string")
 	}
-	rel, err := r.Rel(a.Path)
+	at, err := r.Rel(a.Path)
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := r.CheckWrite(a.Path, rel); err != nil {
+	if err := r.CheckWrite(at); err != nil {
 		return nil, 0, err
 	}
-	f, fi, err := r.OpenRead(a.Path, rel)
+	f, fi, err := r.OpenRead(at)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -192,7 +192,7 @@ func runEdit(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 		text = strings.ReplaceAll(text, *e.Old, *e.New)
 		total += n
 	}
-	if _, err := r.WriteFile(a.Path, rel, []byte(text), nil); err != nil {
+	if _, err := r.WriteFile(at, []byte(text), nil); err != nil {
 		return nil, 0, err
 	}
 	return &WriteResult{Path: a.Path, Bytes: len(text), Replacements: total}, int64(len(text)), nil
@@ -215,7 +215,7 @@ func runMove(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := r.Rename(a.From, from, a.To, to, a.Overwrite); err != nil {
+	if err := r.Rename(from, to, a.Overwrite); err != nil {
 		return nil, 0, err
 	}
 	return map[string]string{"from": a.From, "to": a.To}, 0, nil
@@ -229,11 +229,11 @@ func runDelete(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, 
 	if err := decode("delete", raw, &a); err != nil {
 		return nil, 0, err
 	}
-	rel, err := r.Rel(a.Path)
+	at, err := r.Rel(a.Path)
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := r.Remove(a.Path, rel, a.Recursive); err != nil {
+	if err := r.Remove(at, a.Recursive); err != nil {
 		return nil, 0, err
 	}
 	return map[string]string{"deleted": a.Path}, 0, nil

@@ -137,9 +137,9 @@ func run(nfiles, nIgnored int, goSrc string, quick bool, rounds, nreads int) err
 		var ourCount, peerCount int
 		for i := 0; i < rounds; i++ {
 			t0 := time.Now()
-			res, _ := grep.Call(ctx, root, args)
+			res, _, err := grep.Call(ctx, root, args)
 			ours = append(ours, time.Since(t0))
-			if err := tools.Err(res); err != nil {
+			if err != nil {
 				return err
 			}
 			ourCount = len(res.(*tools.GrepResult).Matches)

@@ -119,9 +119,9 @@ func ignoreRows(ctx context.Context, trees []ignoreTree, rg string, rounds int) 
 		var searched, globbed int
 		for i := 0; i < rounds; i++ {
 			t0 := time.Now()
-			res, _ := grep.Call(ctx, root, grepArgs)
+			res, _, err := grep.Call(ctx, root, grepArgs)
 			gOurs = append(gOurs, time.Since(t0))
-			if err := tools.Err(res); err != nil {
+			if err != nil {
 				return nil, err
 			}
 			searched = res.(*tools.GrepResult).FilesSearched
@@ -131,9 +131,9 @@ func ignoreRows(ctx context.Context, trees []ignoreTree, rg string, rounds int) 
 				gPeer = append(gPeer, d)
 			}
 			t0 = time.Now()
-			res, _ = glob.Call(ctx, root, globArgs)
+			res, _, err = glob.Call(ctx, root, globArgs)
 			fOurs = append(fOurs, time.Since(t0))
-			if err := tools.Err(res); err != nil {
+			if err != nil {
 				return nil, err
 			}
 			globbed = len(res.(*tools.GlobResult).Matches)

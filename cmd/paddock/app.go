@@ -135,8 +135,8 @@ func (a *app) printError(err error) {
 	case errors.As(err, &pe):
 		// A message can name an agent's file: shown escaped.
 		fmt.Fprintf(a.stderr, "paddock: %s\n", termsafe.Text(pe.Message))
-		if rule, ok := pe.Details["rule"].(string); ok {
-			fmt.Fprintf(a.stderr, "  rule: %s\n", termsafe.Text(rule))
+		if pe.Rule != "" {
+			fmt.Fprintf(a.stderr, "  rule: %s\n", termsafe.Text(string(pe.Rule)))
 		}
 		if hint, ok := pe.Details["hint"].(string); ok {
 			fmt.Fprintf(a.stderr, "  hint: %s\n", termsafe.Text(hint))

@@ -69,7 +69,7 @@ func mcpServer(ctx context.Context, c *client.Client, id string) (*mcp.Server, e
 // path as given), if it has any.
 func errorDetails(err error) map[string]any {
 	if pe, ok := err.(*paddock.Error); ok {
-		return pe.Details
+		return pe.PublicDetails()
 	}
 	return nil
 }

@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // WriteFile writes path atomically and durably.
@@ -54,7 +52,7 @@ func SyncFS(dir string) error {
 		return err
 	}
 	defer d.Close()
-	if err := unix.Syncfs(int(d.Fd())); err != nil {
+	if err := syncfs(int(d.Fd())); err != nil {
 		return fmt.Errorf("syncfs %s: %w", dir, err)
 	}
 	return d.Sync()

@@ -1,3 +1,5 @@
+//go:build linux
+
 #include "textflag.h"
 
 // func int80(trap, a1, a2, a3 uintptr) uintptr
