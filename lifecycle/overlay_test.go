@@ -314,7 +314,7 @@ func editScript(rng *rand.Rand) string {
 		case 17: // any bytes: a name and a content that are not UTF-8, with CR, NUL, no final newline
 			fmt.Fprintf(&b, "printf '%s' > \"$(printf '%s')\"\n", octal(randomBytes(rng, 1+rng.Intn(40), false)), octal(randomBytes(rng, 1+rng.Intn(8), true)))
 		case 18: // attributes that would make text binary: the diff shows it as text
-			fmt.Fprintf(&b, "mkdir -p cmd docs && printf '* -diff\\n*.md binary\\n' > %s.gitattributes\n", []string{"", "cmd/", "docs/"}[rng.Intn(3)])
+			fmt.Fprintf(&b, "{ mkdir -p cmd docs && printf '* -diff\\n*.md binary\\n' > %s.gitattributes; } 2>/dev/null || true\n", []string{"", "cmd/", "docs/"}[rng.Intn(3)])
 		}
 	}
 	return b.String()
