@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -368,6 +369,9 @@ func TestChangeSetTenThousandFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000-file change set: skipped in -short mode")
 	}
+	if !alone(t) {
+		return
+	}
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -506,6 +510,35 @@ func TestApplyToWorktreeThreeWay(t *testing.T) {
 	gittest.RequireIdentical(t, e.repo, mid, midLines)
 }
 
+// aloneEnv names the one test a child test process runs (see alone).
+const aloneEnv = "PADDOCK_TEST_ALONE"
+
+// alone runs the calling test by itself in a child process of the test
+// binary, so that memoryUse, which reads the whole process's heap, sees no
+// other test's allocations, while the parent runs beside the package's
+// other tests instead of holding them back. In the child it returns true:
+// the test goes on there. In the parent it returns false once the child
+// passed, and fails the test with the child's output otherwise.
+func alone(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(aloneEnv) == t.Name() {
+		return true
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), aloneEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("%s, alone in a child process: %v\n%s", t.Name(), err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "heap grew") {
+			t.Log(strings.TrimSpace(line))
+		}
+	}
+	return false
+}
+
 // memoryUse runs fn and reports how much the heap grew at its peak
 // (sampled) and how many bytes were allocated in all, garbage included.
 func memoryUse(fn func()) (peak, allocated uint64) {
@@ -552,6 +585,9 @@ func memoryUse(fn func()) (peak, allocated uint64) {
 func TestChangeSetOfA500MBFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("500 MB change set: skipped in -short mode")
+	}
+	if !alone(t) {
+		return
 	}
 	const size = 500 << 20
 	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
