@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -216,7 +217,7 @@ func (a *Applier) Apply(ctx context.Context, c Change) (*Applied, error) {
 	for i, e := range c.Entries {
 		js := Step{Path: e.Path, Op: e.Op, OldMode: e.OldMode, NewMode: e.NewMode, OldBlob: e.OldBlob, NewBlob: e.NewBlob}
 		if e.OldMode != "" {
-			js.Backup = filepath.Join(a.RunDir(id), "backup", itoa(i))
+			js.Backup = filepath.Join(a.RunDir(id), "backup", strconv.Itoa(i))
 		}
 		if e.NewMode != "" {
 			js.Src, js.NewPerm = a.BlobPath(id, e.NewBlob), fileMode(e.NewMode)

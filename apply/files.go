@@ -3,7 +3,6 @@ package apply
 import (
 	"errors"
 	"os"
-	"strconv"
 
 	"github.com/paddock-dev/paddock"
 )
@@ -30,8 +29,6 @@ func fileMode(gitMode string) os.FileMode {
 	}
 	return 0o644
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 func internal(msg string, err error) error {
 	return &paddock.Error{Code: paddock.CodeInternal, Message: msg, Err: err}

@@ -150,6 +150,9 @@ func (m *Manager) runDir(id string) string { return filepath.Join(m.ArtifactsDir
 // changeSets is where a run's change sets are kept: in its artifacts.
 func (m *Manager) changeSets(id string) changeset.Store { return changeset.Store{Dir: m.runDir(id)} }
 
+// blobPath is where a frozen blob of a run is kept.
+func (m *Manager) blobPath(id, blob string) string { return m.changeSets(id).BlobPath(blob) }
+
 func (m *Manager) submission(id string) (*paddock.Submission, error) {
 	b, err := os.ReadFile(filepath.Join(m.runDir(id), "submission.json"))
 	if errors.Is(err, os.ErrNotExist) {
