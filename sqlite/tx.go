@@ -75,15 +75,7 @@ func wrap(op string, err error) error {
 
 // CreateProject inserts p; a taken name or root is a conflict.
 func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
-	prot, err := encodeProtected(p.Protected)
-	if err != nil {
-		return err
-	}
-	allow, err := encodeProtected(p.AttributionAllow)
-	if err != nil {
-		return err
-	}
-	caches, err := encodeCaches(p.Caches)
+	prot, allow, caches, err := encodeSettings(p)
 	if err != nil {
 		return err
 	}
@@ -173,15 +165,7 @@ func wrap2(op string, err error) error {
 
 // UpdateProject writes the project's settings.
 func (t *Tx) UpdateProject(ctx context.Context, p *paddock.Project) error {
-	prot, err := encodeProtected(p.Protected)
-	if err != nil {
-		return err
-	}
-	allow, err := encodeProtected(p.AttributionAllow)
-	if err != nil {
-		return err
-	}
-	caches, err := encodeCaches(p.Caches)
+	prot, allow, caches, err := encodeSettings(p)
 	if err != nil {
 		return err
 	}
@@ -641,6 +625,19 @@ func (t *Tx) UpdateJob(ctx context.Context, j *paddock.Job) error {
 }
 
 // encodeCaches stores a project's caches as JSON, none as NULL.
+// encodeSettings encodes the project's settings columns: its protected
+// paths, the attribution rules it allows, its caches.
+func encodeSettings(p *paddock.Project) (prot, allow any, caches sql.NullString, err error) {
+	if prot, err = encodeProtected(p.Protected); err != nil {
+		return
+	}
+	if allow, err = encodeProtected(p.AttributionAllow); err != nil {
+		return
+	}
+	caches, err = encodeCaches(p.Caches)
+	return
+}
+
 func encodeCaches(c []paddock.Cache) (sql.NullString, error) {
 	if len(c) == 0 {
 		return sql.NullString{}, nil
