@@ -18,6 +18,10 @@ type CreateRunRequest struct {
 	CleanupPolicy string `json:"cleanup_policy,omitempty"`
 	// Access is write (default), read, or none (no workspace at all).
 	Access string `json:"access,omitempty"`
+	// Agent names the agent definition the run is made with (stored with
+	// `paddock agent add`, or built in: coder, reviewer, decider); without
+	// one, the built-in of the access mode. The run keeps a copy.
+	Agent string `json:"agent,omitempty"`
 	// Secrets names the daemon's secrets the run's commands may use.
 	Secrets []string `json:"secrets,omitempty"`
 	// IncludeIgnored puts ignored files (build output, dependencies) into
@@ -235,23 +239,14 @@ type ApplyRequest struct {
 	AuthorEmail string `json:"author_email,omitempty"`
 }
 
-// AgentDefinition says what an agent may do, not how it is prompted: its
-// access to the workspace, its command (if paddock starts it), network,
-// environment and the secrets it may use.
-type AgentDefinition struct {
-	Name      string   `json:"name"`
-	Workspace string   `json:"workspace,omitempty"` // write (default), read or none
-	Command   []string `json:"command,omitempty"`
-	Net       string   `json:"net,omitempty"`
-	Env       []string `json:"env,omitempty"`
-	Secrets   []string `json:"secrets,omitempty"`
-}
-
 // BootstrapRequest binds a new run to a project, an agent definition, the
 // task, the inputs the agent may read and a base revision.
 type BootstrapRequest struct {
-	Project string          `json:"project"`
-	Agent   AgentDefinition `json:"agent"`
+	Project string `json:"project"`
+	// Agent is the definition inline; AgentName names a stored or built-in
+	// one instead. Exactly one of the two.
+	Agent     AgentDefinition `json:"agent,omitzero"`
+	AgentName string          `json:"agent_name,omitempty"`
 	Task    string          `json:"task"`
 	Inputs  []string        `json:"inputs,omitempty"`
 	Base    string          `json:"base,omitempty"`

@@ -43,6 +43,11 @@ type Run struct {
 	Project string `json:"project"`
 	// Access is what the run's agent may do to its workspace.
 	Access Access `json:"access"`
+	// Agent is the copy of the definition the run was made with, and
+	// AgentHash its hash: editing the definition later changes nothing
+	// here. Nil only for runs made before definitions existed.
+	Agent     *AgentDefinition `json:"agent,omitempty"`
+	AgentHash string           `json:"agent_hash,omitempty"`
 	// Secrets names the secrets the run's commands get in their environment.
 	// Their values are never stored or shown; outputs have them masked.
 	Secrets []string `json:"secrets,omitempty"`

@@ -72,6 +72,22 @@ type Tx interface {
 	AcquireLock(ctx context.Context, l *Lock) error
 	// ReleaseLock frees the lock if runID holds it, and reports whether it did.
 	ReleaseLock(ctx context.Context, project, runID string) (bool, error)
+
+	// PutAgent stores a definition under its name, replacing one there.
+	PutAgent(ctx context.Context, a *AgentRecord) error
+	// Agent returns a stored definition; CodeNotFound if there is none.
+	Agent(ctx context.Context, name string) (*AgentRecord, error)
+	// Agents returns the stored definitions, by name.
+	Agents(ctx context.Context) ([]*AgentRecord, error)
+	// DeleteAgent removes a stored definition (runs keep their copies).
+	DeleteAgent(ctx context.Context, name string) error
+
+	// CreateAccessRequest records a run's access request.
+	CreateAccessRequest(ctx context.Context, r *AccessRequest) error
+	// AccessRequests returns a run's access requests, oldest first.
+	AccessRequests(ctx context.Context, runID string) ([]*AccessRequest, error)
+	// UpdateAccessRequest writes a request's state and decision.
+	UpdateAccessRequest(ctx context.Context, r *AccessRequest) error
 }
 
 // WorkspaceProvider makes and removes workspaces of one kind. The lifecycle

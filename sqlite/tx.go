@@ -201,8 +201,16 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
-		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt))
+	var agent any
+	if r.Agent != nil {
+		b, err := json.Marshal(r.Agent)
+		if err != nil {
+			return wrap("encode agent", err)
+		}
+		agent = string(b)
+	}
+	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq, agent, agent_hash) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
+		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt), agent, r.AgentHash)
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeConflict, "a run with id %q already exists", r.ID)
 	}
@@ -257,7 +265,7 @@ func encodeCheckpoint(c *paddock.Checkpoint) (any, error) {
 	return string(b), nil
 }
 
-const runCols = `r.id, r.project, r.access, r.secrets, r.include_ignored, r.created_at, r.removed_at, r.last_seq,
+const runCols = `r.id, r.project, r.access, r.secrets, r.include_ignored, r.created_at, r.removed_at, r.last_seq, r.agent, r.agent_hash,
 	w.id, w.kind, w.root, w.fingerprint, w.base_ref, w.base_revision, w.branch, w.state, w.cleanup_policy,
 	w.reason, w.created_at, w.updated_at, w.retained_at, w.checkpoint`
 const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
@@ -265,10 +273,10 @@ const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
 func scanRun(row interface{ Scan(...any) error }) (*paddock.Run, error) {
 	var r paddock.Run
 	var created string
-	var removed, secrets sql.NullString
+	var removed, secrets, agent sql.NullString
 	var wid, kind, root, fp, baseRef, baseRev, branch, state, policy, reason, wcreated, wupdated sql.NullString
 	var retained, checkpoint sql.NullString
-	if err := row.Scan(&r.ID, &r.Project, &r.Access, &secrets, &r.IncludeIgnored, &created, &removed, &r.LastSeq,
+	if err := row.Scan(&r.ID, &r.Project, &r.Access, &secrets, &r.IncludeIgnored, &created, &removed, &r.LastSeq, &agent, &r.AgentHash,
 		&wid, &kind, &root, &fp, &baseRef, &baseRev, &branch, &state, &policy,
 		&reason, &wcreated, &wupdated, &retained, &checkpoint); err != nil {
 		return nil, err
@@ -278,6 +286,12 @@ func scanRun(row interface{ Scan(...any) error }) (*paddock.Run, error) {
 	if secrets.Valid {
 		if err := json.Unmarshal([]byte(secrets.String), &r.Secrets); err != nil {
 			return nil, fmt.Errorf("secrets of run %s: %w", r.ID, err)
+		}
+	}
+	if agent.Valid {
+		r.Agent = new(paddock.AgentDefinition)
+		if err := json.Unmarshal([]byte(agent.String), r.Agent); err != nil {
+			return nil, fmt.Errorf("agent of run %s: %w", r.ID, err)
 		}
 	}
 	if wid.Valid {
@@ -647,4 +661,126 @@ func encodeCaches(c []paddock.Cache) (sql.NullString, error) {
 		return sql.NullString{}, fmt.Errorf("caches: %w", err)
 	}
 	return sql.NullString{String: string(b), Valid: true}, nil
+}
+
+// PutAgent stores a definition under its name, replacing one there.
+func (t *Tx) PutAgent(ctx context.Context, a *paddock.AgentRecord) error {
+	b, err := json.Marshal(a.Definition)
+	if err != nil {
+		return wrap("encode agent", err)
+	}
+	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO agents (name, hash, definition, source, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition, source = excluded.source, updated_at = excluded.updated_at`,
+		a.Definition.Name, a.Hash, string(b), a.Source, fmtTime(a.UpdatedAt))
+	return wrap2("put agent", err)
+}
+
+func scanAgent(row interface{ Scan(...any) error }) (*paddock.AgentRecord, error) {
+	var a paddock.AgentRecord
+	var def, updated string
+	if err := row.Scan(&a.Hash, &def, &a.Source, &updated); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(def), &a.Definition); err != nil {
+		return nil, fmt.Errorf("agent definition: %w", err)
+	}
+	a.UpdatedAt = parseTime(updated)
+	return &a, nil
+}
+
+// Agent returns a stored definition.
+func (t *Tx) Agent(ctx context.Context, name string) (*paddock.AgentRecord, error) {
+	a, err := scanAgent(t.tx.QueryRowContext(t.ctx(ctx), `SELECT hash, definition, source, updated_at FROM agents WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "no agent definition named %q", name)
+	}
+	return a, wrap2("get agent", err)
+}
+
+// Agents returns the stored definitions by name.
+func (t *Tx) Agents(ctx context.Context) ([]*paddock.AgentRecord, error) {
+	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT hash, definition, source, updated_at FROM agents ORDER BY name`)
+	if err != nil {
+		return nil, wrap("list agents", err)
+	}
+	defer rows.Close()
+	var out []*paddock.AgentRecord
+	for rows.Next() {
+		a, err := scanAgent(rows)
+		if err != nil {
+			return nil, wrap("list agents", err)
+		}
+		out = append(out, a)
+	}
+	return out, wrap2("list agents", rows.Err())
+}
+
+// DeleteAgent removes a stored definition; runs keep their copies.
+func (t *Tx) DeleteAgent(ctx context.Context, name string) error {
+	res, err := t.tx.ExecContext(t.ctx(ctx), `DELETE FROM agents WHERE name = ?`, name)
+	if err != nil {
+		return wrap("delete agent", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return paddock.Errorf(paddock.CodeNotFound, "no agent definition named %q", name)
+	}
+	return nil
+}
+
+// CreateAccessRequest records a run's access request.
+func (t *Tx) CreateAccessRequest(ctx context.Context, r *paddock.AccessRequest) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return wrap("encode access request", err)
+	}
+	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO access_requests (run_id, id, state, body, created_at) VALUES (?, ?, ?, ?, ?)`,
+		r.RunID, r.ID, r.State, string(b), fmtTime(r.CreatedAt))
+	if isUnique(err) {
+		return paddock.Errorf(paddock.CodeConflict, "run %s already has a request %s", r.RunID, r.ID)
+	}
+	if err != nil {
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+			return paddock.Errorf(paddock.CodeNotFound, "no run %q", r.RunID)
+		}
+	}
+	return wrap2("create access request", err)
+}
+
+// AccessRequests returns a run's access requests, oldest first.
+func (t *Tx) AccessRequests(ctx context.Context, runID string) ([]*paddock.AccessRequest, error) {
+	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT body FROM access_requests WHERE run_id = ? ORDER BY created_at, id`, runID)
+	if err != nil {
+		return nil, wrap("list access requests", err)
+	}
+	defer rows.Close()
+	var out []*paddock.AccessRequest
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, wrap("list access requests", err)
+		}
+		r := new(paddock.AccessRequest)
+		if err := json.Unmarshal([]byte(body), r); err != nil {
+			return nil, wrap("list access requests", err)
+		}
+		out = append(out, r)
+	}
+	return out, wrap2("list access requests", rows.Err())
+}
+
+// UpdateAccessRequest writes a request's decision.
+func (t *Tx) UpdateAccessRequest(ctx context.Context, r *paddock.AccessRequest) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return wrap("encode access request", err)
+	}
+	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE access_requests SET state = ?, body = ? WHERE run_id = ? AND id = ?`, r.State, string(b), r.RunID, r.ID)
+	if err != nil {
+		return wrap("update access request", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return paddock.Errorf(paddock.CodeNotFound, "run %s has no request %s", r.RunID, r.ID)
+	}
+	return nil
 }

@@ -39,6 +39,8 @@ func Run(t *testing.T, open Opener) {
 		{"Jobs", testJobs},
 		{"ConcurrentFailuresStayApart", testConcurrentFailures},
 		{"CancelledCallersStayApart", testCancelledCallers},
+		{"Agents", testAgents},
+		{"AccessRequests", testAccessRequests},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -789,4 +791,81 @@ func testCancelledCallers(t *testing.T, open Opener) {
 		t.Fatalf("%d of %d cancellable callers were cancelled; the delays no longer race the updates", cancelled, rounds*group*2)
 	}
 	t.Logf("%d of %d cancellable callers were cancelled", cancelled, rounds*group*2)
+}
+
+func testAgents(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	def := paddock.AgentDefinition{Name: "tester", Workspace: "write", Tools: []string{"read", "exec"},
+		Tool: map[string]paddock.ToolRule{"exec": {Allow: []string{"go test"}}}}
+	rec := &paddock.AgentRecord{Definition: def, Hash: def.Hash(), Source: "name = \"tester\"\n", UpdatedAt: time.Now().UTC()}
+	update(t, s, func(tx paddock.Tx) error { return tx.PutAgent(ctx, rec) })
+	// A run keeps its copy whatever happens to the stored definition.
+	seed(t, s, "app")
+	r := run("r1", "app")
+	r.Agent, r.AgentHash = &def, def.Hash()
+	update(t, s, func(tx paddock.Tx) error { return tx.CreateRun(ctx, r) })
+	def2 := def
+	def2.Tools = []string{"read"}
+	update(t, s, func(tx paddock.Tx) error {
+		return tx.PutAgent(ctx, &paddock.AgentRecord{Definition: def2, Hash: def2.Hash(), UpdatedAt: time.Now().UTC()})
+	})
+	s.View(ctx, func(tx paddock.Tx) error {
+		got, err := tx.Agent(ctx, "tester")
+		if err != nil || got.Hash != def2.Hash() || len(got.Definition.Tools) != 1 {
+			t.Fatalf("agent after replace = %+v, %v", got, err)
+		}
+		all, err := tx.Agents(ctx)
+		if err != nil || len(all) != 1 {
+			t.Fatalf("agents = %v, %v", all, err)
+		}
+		run, err := tx.Run(ctx, "r1")
+		if err != nil || run.AgentHash != def.Hash() || run.Agent == nil || run.Agent.Tool["exec"].Allow[0] != "go test" || run.Agent.Hash() != def.Hash() {
+			t.Fatalf("run's copy = %+v, %v", run, err)
+		}
+		_, err = tx.Agent(ctx, "nobody")
+		wantCode(t, err, paddock.CodeNotFound)
+		return nil
+	})
+	update(t, s, func(tx paddock.Tx) error { return tx.DeleteAgent(ctx, "tester") })
+	err := s.Update(ctx, func(tx paddock.Tx) error { return tx.DeleteAgent(ctx, "tester") })
+	wantCode(t, err, paddock.CodeNotFound)
+}
+
+func testAccessRequests(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a", "b")
+	now := time.Now().UTC()
+	r1 := &paddock.AccessRequest{ID: "q1", RunID: "a", Kind: paddock.AccessCommand, Command: []string{"go", "vet"}, Reason: "lint", State: paddock.RequestPending, CreatedAt: now}
+	r2 := &paddock.AccessRequest{ID: "q2", RunID: "a", Kind: paddock.AccessNetwork, Domain: "proxy.golang.org", Reason: "modules", State: paddock.RequestPending, CreatedAt: now.Add(time.Second)}
+	update(t, s, func(tx paddock.Tx) error {
+		if err := tx.CreateAccessRequest(ctx, r1); err != nil {
+			return err
+		}
+		return tx.CreateAccessRequest(ctx, r2)
+	})
+	err := s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateAccessRequest(ctx, r1) })
+	wantCode(t, err, paddock.CodeConflict)
+	err = s.Update(ctx, func(tx paddock.Tx) error {
+		return tx.CreateAccessRequest(ctx, &paddock.AccessRequest{ID: "q1", RunID: "ghost", State: paddock.RequestPending, CreatedAt: now})
+	})
+	wantCode(t, err, paddock.CodeNotFound)
+	r1.State, r1.DecidedBy, r1.DecidedAt = paddock.RequestGranted, "operator", now
+	update(t, s, func(tx paddock.Tx) error { return tx.UpdateAccessRequest(ctx, r1) })
+	err = s.Update(ctx, func(tx paddock.Tx) error {
+		return tx.UpdateAccessRequest(ctx, &paddock.AccessRequest{ID: "q9", RunID: "a", State: paddock.RequestDenied})
+	})
+	wantCode(t, err, paddock.CodeNotFound)
+	s.View(ctx, func(tx paddock.Tx) error {
+		got, err := tx.AccessRequests(ctx, "a")
+		if err != nil || len(got) != 2 || got[0].ID != "q1" || got[0].State != paddock.RequestGranted || got[0].Command[1] != "vet" || got[1].Domain != "proxy.golang.org" {
+			t.Fatalf("requests = %+v, %v", got, err)
+		}
+		other, err := tx.AccessRequests(ctx, "b")
+		if err != nil || len(other) != 0 {
+			t.Fatalf("another run's requests = %v, %v", other, err)
+		}
+		return nil
+	})
 }

@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -214,22 +211,7 @@ func (c config) check() error {
 
 // parseSize reads a size in bytes: a number, or one with a KiB, MiB or GiB
 // suffix. Empty is zero (the default).
-func parseSize(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	num, mult := s, int64(1)
-	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
-		if n, ok := strings.CutSuffix(s, suffix); ok {
-			num, mult = strings.TrimSpace(n), m
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%q: want a size such as 100MiB (bytes, or with KiB, MiB or GiB)", s)
-	}
-	return n * mult, nil
-}
+func parseSize(s string) (int64, error) { return paddock.ParseSize(s) }
 
 // duration parses a checked duration; empty is zero (the default).
 func duration(s string) time.Duration {

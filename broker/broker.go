@@ -1,0 +1,489 @@
+// Package broker decides every tool call an agent's run receives (record
+// 003: a broker grants only declared tools, records every use, fails
+// closed). A decision is a pure function of the agent's definition, the
+// run's grants, the call and the run's state: allow, deny (with the rule
+// and the boundary it hit) or needs_approval (a person must grant it
+// first). The workspace manager runs the allowed calls, redacts and
+// records them; the OS sandbox still confines whatever is allowed.
+package broker
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/paddock-dev/paddock"
+)
+
+// Rules a denial names (paddock.Error's Rule, a tool call's event).
+const (
+	RuleNoDefinition   paddock.Rule = "no_definition"
+	RuleUnknownTool    paddock.Rule = "unknown_tool"
+	RuleUndeclared     paddock.Rule = "undeclared_tool"
+	RuleReadOnly       paddock.Rule = "read_only"
+	RuleCommand        paddock.Rule = "command_not_allowed"
+	RuleUnsure         paddock.Rule = "command_unparsed"
+	RulePath           paddock.Rule = "path_not_allowed"
+	RuleNetwork        paddock.Rule = "network_not_allowed"
+	RuleEnv            paddock.Rule = "env_not_allowed"
+	RuleLimit          paddock.Rule = "over_limit"
+	RuleState          paddock.Rule = "run_state"
+	RuleNeedsApproval  paddock.Rule = "needs_approval"
+	RuleUnknownRequest paddock.Rule = "unknown_permission"
+)
+
+// Tools every definition may name: the working tools (those that read and
+// those that write) and the control tools.
+var (
+	ReadTools    = []string{"glob", "grep", "list", "read", "stat"}
+	WriteTools   = []string{"delete", "edit", "move", "write"}
+	ControlTools = []string{paddock.ToolCapabilities, paddock.ToolDiff, paddock.ToolExec, paddock.ToolRequestAccess, paddock.ToolSubmit, paddock.ToolVerify}
+)
+
+// Known reports whether name is a tool paddock has.
+func Known(name string) bool {
+	return slices.Contains(ReadTools, name) || slices.Contains(WriteTools, name) || slices.Contains(ControlTools, name)
+}
+
+// needsWorkspace: the tools that act on a workspace.
+func needsWorkspace(tool string) bool {
+	return tool != paddock.ToolCapabilities && tool != paddock.ToolRequestAccess
+}
+
+// writes: the tools that change the workspace or what is proposed from it.
+func writes(tool string) bool {
+	return slices.Contains(WriteTools, tool) || tool == paddock.ToolSubmit
+}
+
+// Call is one call as the broker sees it.
+type Call struct {
+	Tool string
+	// Paths are the workspace paths a writing tool writes (write, edit,
+	// delete: path; move: from and to).
+	Paths []string
+	// Exec: the argv, and the network, environment and limits asked for.
+	Argv   []string
+	Net    string
+	Env    []string
+	Limits paddock.AgentLimits
+}
+
+// State is what the broker knows of the run.
+type State struct {
+	Access    paddock.Access
+	Workspace paddock.WorkspaceState
+}
+
+// Verdict is a decision with its reason. Ask, for needs_approval, is the
+// access request a person would grant.
+type Verdict struct {
+	Decision paddock.Decision
+	Rule     paddock.Rule
+	Reason   string
+	Ask      *paddock.AccessRequestInput
+}
+
+func allow() Verdict { return Verdict{Decision: paddock.DecisionAllow} }
+
+func deny(rule paddock.Rule, format string, args ...any) Verdict {
+	return Verdict{Decision: paddock.DecisionDeny, Rule: rule, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Err is the verdict as the error a caller gets (nil for allow).
+func (v Verdict) Err() error {
+	switch v.Decision {
+	case paddock.DecisionAllow:
+		return nil
+	case paddock.DecisionNeedsApproval:
+		return paddock.Errorf(paddock.CodeForbidden, "%s", v.Reason).WithRule(RuleNeedsApproval)
+	}
+	return paddock.Errorf(paddock.CodeForbidden, "%s", v.Reason).WithRule(v.Rule)
+}
+
+// Decide decides one call. Nothing is allowed by default: a missing
+// definition, an unknown tool, an undeclared one or anything a rule cannot
+// read with confidence is denied, with the boundary it hit.
+func Decide(def *paddock.AgentDefinition, grants []*paddock.AccessRequest, c Call, st State) Verdict {
+	if def == nil {
+		return deny(RuleNoDefinition, "the run has no agent definition; nothing is allowed without one")
+	}
+	if !Known(c.Tool) {
+		return deny(RuleUnknownTool, "there is no tool %q", c.Tool)
+	}
+	g := granted(grants)
+	if !def.Declares(c.Tool) && !g.tools[c.Tool] {
+		return deny(RuleUndeclared, "agent %s is not granted the tool %s", def.Name, c.Tool)
+	}
+	if needsWorkspace(c.Tool) {
+		switch {
+		case st.Access == paddock.AccessNone:
+			return deny(paddock.RuleAccessNone, "agent %s has no workspace; %s acts on one", def.Name, c.Tool)
+		case st.Access == paddock.AccessRead && writes(c.Tool):
+			return deny(RuleReadOnly, "agent %s may only read the workspace; %s changes it", def.Name, c.Tool)
+		}
+		switch st.Workspace {
+		case paddock.StateRejected, paddock.StateCleanupPending, paddock.StateCleaned, paddock.StateOrphaned, paddock.StateRetained:
+			return deny(RuleState, "the run is %s; its workspace takes no more work", st.Workspace)
+		}
+	}
+	rule := def.Tool[c.Tool]
+	switch {
+	case c.Tool == paddock.ToolExec:
+		return decideExec(def, rule, g, c)
+	case slices.Contains(WriteTools, c.Tool):
+		return decidePaths(def, rule, g, c)
+	}
+	return allow()
+}
+
+// grants is a run's granted requests, by kind.
+type grantSet struct {
+	tools    map[string]bool
+	commands [][]string
+	paths    map[string][]string // tool → globs
+	domains  []string
+	limits   map[string]string
+}
+
+func granted(rs []*paddock.AccessRequest) grantSet {
+	g := grantSet{tools: map[string]bool{}, paths: map[string][]string{}, limits: map[string]string{}}
+	for _, r := range rs {
+		if r.State != paddock.RequestGranted {
+			continue
+		}
+		switch r.Kind {
+		case paddock.AccessTool:
+			g.tools[r.Tool] = true
+		case paddock.AccessCommand:
+			g.commands = append(g.commands, r.Command)
+		case paddock.AccessPath:
+			g.paths[r.Tool] = append(g.paths[r.Tool], r.Path)
+		case paddock.AccessNetwork:
+			g.domains = append(g.domains, r.Domain)
+		case paddock.AccessLimit:
+			g.limits[r.Limit] = r.Value
+		}
+	}
+	return g
+}
+
+// harmless are shell builtins that run nothing and reach nothing: a rule
+// need not name them for `cd sub && go test` to pass.
+var harmless = map[string]bool{"cd": true, "pwd": true, "true": true, "false": true, ":": true, "test": true, "[": true,
+	"exit": true, "set": true, "shift": true, "wait": true, "return": true, "break": true, "continue": true}
+
+// decideExec checks every command the argv would run against the exec
+// rule (and the commands granted), then the network, env and limits.
+func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet, c Call) Verdict {
+	if len(c.Argv) == 0 {
+		return deny(RuleCommand, "exec needs a command")
+	}
+	restricted := len(rule.Allow) > 0 || len(rule.Ask) > 0
+	if restricted || len(rule.Deny) > 0 {
+		cmds, err := commandsOf(c.Argv)
+		if err != nil {
+			return deny(RuleUnsure, "agent %s's commands are narrowed, and this command line cannot be read with confidence: %v", def.Name, err)
+		}
+		var ask []string
+		for _, cmd := range cmds {
+			for _, name := range cmd.assigns {
+				if !envAllowed(def.Env, name) {
+					return deny(RuleEnv, "agent %s may not set the environment variable %s", def.Name, name)
+				}
+			}
+			if len(cmd.words) == 0 {
+				continue
+			}
+			switch {
+			case matchesAny(cmd, rule.Deny):
+				return deny(RuleCommand, "agent %s may not run %q (denied by its exec rule)", def.Name, cmd.String())
+			case cmd.words[0].known && harmless[cmd.words[0].lit]:
+			case matchesAny(cmd, rule.Allow) || matchesGranted(cmd, g.commands):
+			case matchesAny(cmd, rule.Ask):
+				ask = append(ask, cmd.String())
+			case restricted:
+				return deny(RuleCommand, "agent %s may not run %q; its commands are limited to %s", def.Name, cmd.String(), quoteList(rule.Allow))
+			}
+		}
+		if len(ask) > 0 {
+			return Verdict{Decision: paddock.DecisionNeedsApproval, Rule: RuleNeedsApproval,
+				Reason: fmt.Sprintf("agent %s needs a person's approval to run %q", def.Name, ask[0]),
+				Ask:    &paddock.AccessRequestInput{Kind: paddock.AccessCommand, Command: strings.Fields(ask[0])}}
+		}
+	}
+	if v := decideNet(def, g, c.Net); v.Decision != paddock.DecisionAllow {
+		return v
+	}
+	for _, kv := range c.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !envAllowed(def.Env, name) {
+			return deny(RuleEnv, "agent %s may not set the environment variable %s", def.Name, name)
+		}
+	}
+	return decideLimits(def, g, c.Limits)
+}
+
+func quoteList(ss []string) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// matchesAny: a rule "go test" matches a command whose first words are
+// exactly go and test; the words it compares must be known.
+func matchesAny(cmd command, rules []string) bool {
+	for _, r := range rules {
+		if matches(cmd, strings.Fields(r)) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchesGranted(cmd command, prefixes [][]string) bool {
+	for _, p := range prefixes {
+		if matches(cmd, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func matches(cmd command, prefix []string) bool {
+	if len(prefix) == 0 || len(prefix) > len(cmd.words) {
+		return false
+	}
+	for i, p := range prefix {
+		// Exact words: a rule naming a program by name does not match
+		// another program of that name at a path of the agent's choosing.
+		if w := cmd.words[i]; !w.known || w.lit != p {
+			return false
+		}
+	}
+	return true
+}
+
+// envAllowed: the definition's env lists names, NAME=VALUE pairs or "*".
+func envAllowed(env []string, name string) bool {
+	for _, e := range env {
+		n, _, _ := strings.Cut(e, "=")
+		if e == "*" || n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// decidePaths checks the paths a writing tool writes against its globs.
+func decidePaths(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet, c Call) Verdict {
+	allowGlobs := append(slices.Clone(rule.Allow), g.paths[c.Tool]...)
+	if len(rule.Allow) == 0 && len(rule.Deny) == 0 {
+		return allow()
+	}
+	for _, p := range c.Paths {
+		clean := path.Clean(strings.TrimPrefix(p, "./"))
+		if globAny(rule.Deny, clean) {
+			return deny(RulePath, "agent %s may not %s %s (denied by its %s rule)", def.Name, c.Tool, clean, c.Tool)
+		}
+		if len(rule.Allow) > 0 && !globAny(allowGlobs, clean) {
+			return deny(RulePath, "agent %s may %s only %s; not %s", def.Name, c.Tool, quoteList(allowGlobs), clean)
+		}
+	}
+	return allow()
+}
+
+func globAny(globs []string, p string) bool {
+	for _, g := range globs {
+		if ok, _ := doublestar.Match(g, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Net is the most network a definition and its grants give: none, host,
+// or allow= with the domains.
+func Net(def *paddock.AgentDefinition, grants []*paddock.AccessRequest) string {
+	return netCeiling(def, granted(grants))
+}
+
+func netCeiling(def *paddock.AgentDefinition, g grantSet) string {
+	kind, domains := splitNet(def.Net)
+	if kind == "host" {
+		return "host"
+	}
+	domains = append(domains, g.domains...)
+	if len(domains) == 0 {
+		return "none"
+	}
+	return "allow=" + strings.Join(domains, ",")
+}
+
+func splitNet(s string) (kind string, domains []string) {
+	switch {
+	case s == "" || s == "none":
+		return "none", nil
+	case s == "host":
+		return "host", nil
+	case strings.HasPrefix(s, "allow="):
+		for _, d := range strings.Split(strings.TrimPrefix(s, "allow="), ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				domains = append(domains, d)
+			}
+		}
+		return "allow", domains
+	}
+	return "invalid", nil
+}
+
+// decideNet: a command may ask for the network its agent has, or less.
+func decideNet(def *paddock.AgentDefinition, g grantSet, asked string) Verdict {
+	kind, domains := splitNet(asked)
+	ceilKind, ceil := splitNet(netCeiling(def, g))
+	switch {
+	case kind == "none" || ceilKind == "host":
+		return allow()
+	case kind == "host":
+		return deny(RuleNetwork, "agent %s's commands may have the network %s, not the host's", def.Name, netCeiling(def, g))
+	case kind == "allow":
+		for _, d := range domains {
+			if !slices.ContainsFunc(ceil, func(c string) bool { return domainCovers(c, d) }) {
+				return deny(RuleNetwork, "agent %s's commands may reach %s; not %s", def.Name, netCeiling(def, g), d)
+			}
+		}
+		return allow()
+	}
+	return allow() // an invalid form is refused as bad input by the exec itself
+}
+
+// domainCovers: a rule covers its domain and, written *.example.com, the
+// names below it.
+func domainCovers(rule, d string) bool {
+	if rule == d {
+		return true
+	}
+	if suffix, ok := strings.CutPrefix(rule, "*."); ok {
+		return strings.HasSuffix(d, "."+suffix) || d == rule
+	}
+	return false
+}
+
+// Limits are an agent's ceilings with its grants: what its commands get
+// when they ask for nothing, and the most they may ask for.
+func Limits(def *paddock.AgentDefinition, grants []*paddock.AccessRequest) paddock.AgentLimits {
+	return ceilingOf(def, granted(grants))
+}
+
+func ceilingOf(def *paddock.AgentDefinition, g grantSet) paddock.AgentLimits {
+	l := def.Limits
+	for name, v := range g.limits {
+		switch name {
+		case "timeout":
+			l.Timeout = v
+		case "cpu":
+			l.CPU = v
+		case "procs":
+			l.Procs, _ = strconv.Atoi(v)
+		case "memory":
+			l.Memory, _ = strconv.ParseInt(v, 10, 64)
+		case "file_size":
+			l.FileSize, _ = strconv.ParseInt(v, 10, 64)
+		case "output":
+			l.Output, _ = strconv.ParseInt(v, 10, 64)
+		case "tmp":
+			l.Tmp, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return l
+}
+
+// LimitNames are the limits a definition or a grant may set.
+var LimitNames = []string{"timeout", "cpu", "procs", "memory", "file_size", "output", "tmp"}
+
+// decideLimits: a command may ask for its agent's ceilings, or less.
+func decideLimits(def *paddock.AgentDefinition, g grantSet, asked paddock.AgentLimits) Verdict {
+	ceil := ceilingOf(def, g)
+	over := func(name string, a, c int64) Verdict {
+		if c > 0 && a > c {
+			return deny(RuleLimit, "agent %s's commands may have %s up to %d; %d was asked", def.Name, name, c, a)
+		}
+		return allow()
+	}
+	overDur := func(name, a, c string) Verdict {
+		if a == "" || c == "" {
+			return allow()
+		}
+		ad, err1 := time.ParseDuration(a)
+		cd, err2 := time.ParseDuration(c)
+		if err1 == nil && err2 == nil && ad > cd {
+			return deny(RuleLimit, "agent %s's commands may have %s up to %s; %s was asked", def.Name, name, c, a)
+		}
+		return allow()
+	}
+	for _, v := range []Verdict{
+		overDur("timeout", asked.Timeout, ceil.Timeout),
+		overDur("cpu", asked.CPU, ceil.CPU),
+		over("procs", int64(asked.Procs), int64(ceil.Procs)),
+		over("memory", asked.Memory, ceil.Memory),
+		over("file_size", asked.FileSize, ceil.FileSize),
+		over("output", asked.Output, ceil.Output),
+		over("tmp", asked.Tmp, ceil.Tmp),
+	} {
+		if v.Decision != paddock.DecisionAllow {
+			return v
+		}
+	}
+	return allow()
+}
+
+// CheckRequest validates what an agent asks for: a known kind and the
+// fields that kind needs; anything else is an unknown permission.
+func CheckRequest(in paddock.AccessRequestInput) error {
+	bad := func(format string, args ...any) error {
+		return paddock.Errorf(paddock.CodeBadRequest, format, args...).WithRule(RuleUnknownRequest)
+	}
+	if strings.TrimSpace(in.Reason) == "" {
+		return bad("an access request needs a reason")
+	}
+	switch in.Kind {
+	case paddock.AccessTool:
+		if !Known(in.Tool) {
+			return bad("there is no tool %q to ask for", in.Tool)
+		}
+	case paddock.AccessCommand:
+		if len(in.Command) == 0 || in.Command[0] == "" {
+			return bad("a command request names the command's first words (an argv prefix)")
+		}
+	case paddock.AccessPath:
+		if !slices.Contains(WriteTools, in.Tool) || in.Path == "" || !doublestar.ValidatePattern(in.Path) || path.IsAbs(in.Path) || strings.HasPrefix(path.Clean(in.Path), "..") {
+			return bad("a path request names a writing tool (%s) and a glob inside the workspace", strings.Join(WriteTools, ", "))
+		}
+	case paddock.AccessNetwork:
+		if in.Domain == "" || strings.ContainsAny(in.Domain, " ,/:") {
+			return bad("a network request names one domain, such as proxy.golang.org")
+		}
+	case paddock.AccessLimit:
+		if !slices.Contains(LimitNames, in.Limit) || in.Value == "" {
+			return bad("a limit request names one of %s and the value asked for", strings.Join(LimitNames, ", "))
+		}
+		if in.Limit == "timeout" || in.Limit == "cpu" {
+			if _, err := time.ParseDuration(in.Value); err != nil {
+				return bad("%s %q is not a duration such as 30m", in.Limit, in.Value)
+			}
+		} else if _, err := strconv.ParseInt(in.Value, 10, 64); err != nil {
+			return bad("%s %q is not a number", in.Limit, in.Value)
+		}
+	default:
+		return bad("unknown access kind %q (tool, command, path, network or limit)", in.Kind)
+	}
+	return nil
+}

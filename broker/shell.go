@@ -1,0 +1,389 @@
+package broker
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// A command is one simple command a request would run: its words, each
+// either known exactly (lit) or not (an expansion, a glob: its value is
+// decided when the shell runs), and the environment names it assigns.
+type command struct {
+	words   []word
+	assigns []string
+}
+
+type word struct {
+	lit   string
+	known bool
+}
+
+func (c command) String() string {
+	var b strings.Builder
+	for i, w := range c.words {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if w.known {
+			b.WriteString(w.lit)
+		} else {
+			b.WriteString("<expansion>")
+		}
+	}
+	return b.String()
+}
+
+// errUnsure is why a command line is denied when it cannot be read with
+// confidence: a rule is only as good as the reading of what it is applied to.
+type errUnsure struct{ why string }
+
+func (e *errUnsure) Error() string { return e.why }
+
+func unsure(format string, args ...any) error {
+	return &errUnsure{why: fmt.Sprintf(format, args...)}
+}
+
+// maxDepth bounds nested shells (sh -c "sh -c '…'") and evals.
+const maxDepth = 8
+
+// commandsOf returns every simple command argv would run: argv itself, or,
+// when it is a shell's -c, eval or another command-running wrapper, what it
+// runs, recursively (pipelines, && / || / ; chains, command and process
+// substitution, function bodies, sh -c and eval strings included).
+func commandsOf(argv []string) ([]command, error) {
+	ws := make([]word, len(argv))
+	for i, a := range argv {
+		ws[i] = word{lit: a, known: true}
+	}
+	var out []command
+	err := expand(command{words: ws}, 0, &out)
+	return out, err
+}
+
+// expand adds c, or what c runs, to out.
+func expand(c command, depth int, out *[]command) error {
+	if depth > maxDepth {
+		return unsure("commands nested deeper than %d levels", maxDepth)
+	}
+	if len(c.words) == 0 {
+		if len(c.assigns) > 0 {
+			*out = append(*out, c)
+		}
+		return nil
+	}
+	name := c.words[0]
+	if !name.known {
+		return unsure("the command's name is an expansion; which program runs is decided only when the shell runs")
+	}
+	base := path.Base(name.lit)
+	switch {
+	case shells[base]:
+		script, ok, err := shellScript(c.words[1:])
+		if err != nil {
+			return err
+		}
+		if ok {
+			return parseScript(script, depth+1, out)
+		}
+	case base == "eval":
+		var parts []string
+		for _, w := range c.words[1:] {
+			if !w.known {
+				return unsure("eval of an expansion")
+			}
+			parts = append(parts, w.lit)
+		}
+		return parseScript(strings.Join(parts, " "), depth+1, out)
+	case wrappers[base] != nil:
+		rest, err := wrappers[base](c.words[1:])
+		if err != nil {
+			return err
+		}
+		// The wrapper itself is checked too: a rule may name it.
+		*out = append(*out, command{words: c.words[:len(c.words)-len(rest)], assigns: c.assigns})
+		if len(rest) == 0 {
+			return nil
+		}
+		return expand(command{words: rest}, depth+1, out)
+	case base == "find":
+		return findExec(c, depth, out)
+	}
+	*out = append(*out, c)
+	return nil
+}
+
+// shells are the programs whose -c runs a script.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true}
+
+// shellScript finds the script of `sh [options] -c SCRIPT [args]`. Without
+// -c the shell runs a file or its stdin: ok is false and the shell is
+// matched as a command like any other.
+func shellScript(args []word) (string, bool, error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.known {
+			return "", false, unsure("a shell's option is an expansion")
+		}
+		if a.lit == "--" || !strings.HasPrefix(a.lit, "-") && !strings.HasPrefix(a.lit, "+") {
+			return "", false, nil
+		}
+		if a.lit == "-o" || a.lit == "+o" || a.lit == "-O" || a.lit == "+O" {
+			i++
+			continue
+		}
+		if strings.HasPrefix(a.lit, "--") {
+			continue // --norc, --login, …
+		}
+		if strings.ContainsRune(a.lit[1:], 'c') {
+			if i+1 >= len(args) {
+				return "", false, unsure("a shell's -c without a script")
+			}
+			s := args[i+1]
+			if !s.known {
+				return "", false, unsure("a shell's script is an expansion")
+			}
+			return s.lit, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// wrappers run the command that follows their own options; each returns
+// that command's words (none: the wrapper runs nothing else).
+var wrappers = map[string]func([]word) ([]word, error){
+	"env":     envArgs,
+	"command": optionsThen("", "vVp"),
+	"exec":    optionsThen("a", "cl"),
+	"nohup":   optionsThen("", ""),
+	"nice":    optionsThen("n", ""),
+	"setsid":  optionsThen("", "cfw"),
+	"stdbuf":  optionsThen("ioe", ""),
+	"time":    optionsThen("fo", "pav"),
+	"timeout": timeoutArgs,
+	"xargs":   xargsArgs,
+	"builtin": optionsThen("", ""),
+}
+
+// optionsThen skips options (those in withArg take a value) and returns
+// the command after them. `command -v NAME` only looks NAME up.
+func optionsThen(withArg, flags string) func([]word) ([]word, error) {
+	return func(args []word) ([]word, error) {
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			if !a.known {
+				return nil, unsure("an option of a command-running wrapper is an expansion")
+			}
+			if a.lit == "--" {
+				return args[i+1:], nil
+			}
+			if !strings.HasPrefix(a.lit, "-") || a.lit == "-" {
+				return args[i:], nil
+			}
+			opt := a.lit[1:]
+			if strings.ContainsAny(opt, "vV") && strings.Contains(flags, "v") {
+				return nil, nil // command -v: a lookup
+			}
+			if len(opt) == 1 && strings.Contains(withArg, opt) {
+				i++
+			}
+		}
+		return nil, nil
+	}
+}
+
+// envArgs skips env's options and NAME=VALUE pairs.
+func envArgs(args []word) ([]word, error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.known {
+			return nil, unsure("an argument of env is an expansion")
+		}
+		switch {
+		case a.lit == "-u" || a.lit == "-C" || a.lit == "-S" || a.lit == "--split-string":
+			if a.lit == "-S" || a.lit == "--split-string" {
+				return nil, unsure("env -S splits a string into a command")
+			}
+			i++
+		case strings.HasPrefix(a.lit, "-"):
+		case strings.Contains(a.lit, "="):
+		default:
+			return args[i:], nil
+		}
+	}
+	return nil, nil
+}
+
+// timeoutArgs skips timeout's options and its duration.
+func timeoutArgs(args []word) ([]word, error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.known {
+			return nil, unsure("an argument of timeout is an expansion")
+		}
+		switch {
+		case a.lit == "-s" || a.lit == "-k" || a.lit == "--signal" || a.lit == "--kill-after":
+			i++
+		case strings.HasPrefix(a.lit, "-"):
+		default:
+			return args[i+1:], nil
+		}
+	}
+	return nil, nil
+}
+
+// xargsArgs skips xargs' options; the command then runs with arguments
+// read from stdin, so a shell or eval there runs what the input says.
+func xargsArgs(args []word) ([]word, error) {
+	withArg := map[string]bool{"-I": true, "-i": false, "-n": true, "-P": true, "-L": true, "-l": false, "-d": true, "-s": true, "-a": true, "-E": true, "-e": false}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.known {
+			return nil, unsure("an argument of xargs is an expansion")
+		}
+		if !strings.HasPrefix(a.lit, "-") {
+			rest := args[i:]
+			if b := path.Base(rest[0].lit); shells[b] || b == "eval" {
+				return nil, unsure("xargs runs %s with what it reads", b)
+			}
+			return rest, nil
+		}
+		if withArg[a.lit] {
+			i++
+		}
+	}
+	return []word{{lit: "echo", known: true}}, nil
+}
+
+// findExec checks find itself and the commands its -exec, -execdir, -ok and
+// -okdir run.
+func findExec(c command, depth int, out *[]command) error {
+	end := len(c.words)
+	for i, w := range c.words {
+		if w.known && (w.lit == "-exec" || w.lit == "-execdir" || w.lit == "-ok" || w.lit == "-okdir") {
+			end = min(end, i)
+			j := i + 1
+			for j < len(c.words) && !(c.words[j].known && (c.words[j].lit == ";" || c.words[j].lit == "+")) {
+				j++
+			}
+			if err := expand(command{words: c.words[i+1 : j]}, depth+1, out); err != nil {
+				return err
+			}
+		}
+	}
+	*out = append(*out, command{words: c.words[:end], assigns: c.assigns})
+	return nil
+}
+
+// parseScript parses a shell script and adds every command it would run.
+func parseScript(script string, depth int, out *[]command) error {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+	if err != nil {
+		return unsure("the shell line does not parse: %v", err)
+	}
+	var werr error
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if werr != nil {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			c := command{}
+			for _, a := range n.Assigns {
+				c.assigns = append(c.assigns, a.Name.Value)
+			}
+			for _, w := range n.Args {
+				c.words = append(c.words, literal(w))
+			}
+			werr = expand(c, depth, out)
+		case *syntax.DeclClause:
+			if n.Variant.Value == "export" || n.Variant.Value == "declare" || n.Variant.Value == "typeset" {
+				c := command{}
+				for _, a := range n.Args {
+					if a.Name != nil {
+						c.assigns = append(c.assigns, a.Name.Value)
+					}
+				}
+				*out = append(*out, c)
+			}
+		case *syntax.CoprocClause:
+			// Its statement is walked as any other.
+		}
+		return true
+	})
+	return werr
+}
+
+// literal resolves a word that holds no expansion: quotes removed,
+// backslashes applied. A glob, a brace, a tilde or any expansion makes the
+// word unknown.
+func literal(w *syntax.Word) word {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			s, ok := unquoted(p.Value)
+			if !ok {
+				return word{}
+			}
+			b.WriteString(s)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return word{}
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return word{}
+			}
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return word{}
+				}
+				b.WriteString(dquoted(l.Value))
+			}
+		default:
+			return word{}
+		}
+	}
+	return word{lit: b.String(), known: true}
+}
+
+// unquoted applies backslashes outside quotes; a glob, brace or tilde
+// character left unescaped means the shell would expand the word.
+func unquoted(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
+			}
+		case strings.IndexByte("*?[{~", c) >= 0:
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
+// dquoted applies the backslashes that mean something inside double quotes.
+func dquoted(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
