@@ -271,3 +271,46 @@ type Artifact struct {
 // client (paddock mcp): like a call with the run's token, it resumes the
 // run if a daemon restart checkpointed it.
 const AgentHeader = "Paddock-Agent"
+
+// VerifyRequest names the checks to run (build, test, lint,
+// format-check); none runs build and test, those the manifest declares.
+type VerifyRequest struct {
+	Checks []string `json:"checks,omitempty"`
+}
+
+// VerifyResult is what a verify found, tied to the change set it ran
+// against: a reviewer sees whether the submitted bytes passed.
+type VerifyResult struct {
+	// Hash is the change set's hash when the checks began; Stale says it
+	// moved while they ran (the workspace changed meanwhile).
+	Hash   string        `json:"hash"`
+	Stale  bool          `json:"stale,omitempty"`
+	Passed bool          `json:"passed"`
+	Checks []CheckResult `json:"checks"`
+}
+
+// CheckResult is one command of a check.
+type CheckResult struct {
+	Name       string   `json:"name"`
+	Dir        string   `json:"dir,omitempty"`
+	Argv       []string `json:"argv"`
+	ExitCode   int      `json:"exit_code"`
+	Passed     bool     `json:"passed"`
+	DurationMS float64  `json:"duration_ms"`
+	// Output is the end of the command's output, masked (stdout then
+	// stderr); Truncated says there was more.
+	Output    string      `json:"output"`
+	Truncated bool        `json:"truncated,omitempty"`
+	Tests     *TestCounts `json:"tests,omitempty"`
+	// Skipped says why a check did not run (an earlier one failed).
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// TestCounts are a test run's numbers, read from its structured output
+// (go test -json, JUnit XML).
+type TestCounts struct {
+	Passed   int      `json:"passed"`
+	Failed   int      `json:"failed"`
+	Skipped  int      `json:"skipped"`
+	Failures []string `json:"failures,omitempty"`
+}

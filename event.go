@@ -37,6 +37,15 @@ const (
 	EventToolCall = "tool.call"
 	// EventInbox is recorded for every file delivered into a run's inbox.
 	EventInbox = "inbox.delivered"
+	// EventAccessRequested, EventAccessGranted and EventAccessDenied record
+	// an agent's request for more than its definition grants, and the
+	// decision on it: a grant is an event.
+	EventAccessRequested = "access.requested"
+	EventAccessGranted   = "access.granted"
+	EventAccessDenied    = "access.denied"
+	// EventVerified records a verify: the checks run, their results and
+	// the change-set hash they ran against.
+	EventVerified = "verify.finished"
 )
 
 // Events recorded for a confined command.

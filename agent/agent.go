@@ -277,7 +277,10 @@ func ForAccess(a paddock.Access) *paddock.AgentDefinition {
 func Complete(d *paddock.AgentDefinition) *paddock.AgentDefinition {
 	out := *d
 	if len(out.Tools) == 0 {
-		a, _ := paddock.ParseAccess(out.Workspace)
+		a, err := paddock.ParseAccess(out.Workspace)
+		if err != nil {
+			return &out // Validate says why
+		}
 		out.Tools = ForAccess(a).Tools
 		if len(out.Env) == 0 {
 			out.Env = []string{"*"}

@@ -65,11 +65,18 @@ type Call struct {
 	// Paths are the workspace paths a writing tool writes (write, edit,
 	// delete: path; move: from and to).
 	Paths []string
+	// Trees says the paths are trees (a recursive delete, a move): no deny
+	// glob may reach below them.
+	Trees bool
 	// Exec: the argv, and the network, environment and limits asked for.
 	Argv   []string
 	Net    string
 	Env    []string
 	Limits paddock.AgentLimits
+	// Start says the exec is the agent's own start command (a bootstrap
+	// job): its definition's command is not one of its tool calls, so the
+	// exec rule does not apply to it (network, env and limits do).
+	Start bool
 }
 
 // State is what the broker knows of the run.
@@ -101,6 +108,10 @@ func (v Verdict) Err() error {
 	case paddock.DecisionNeedsApproval:
 		return paddock.Errorf(paddock.CodeForbidden, "%s", v.Reason).WithRule(RuleNeedsApproval)
 	}
+	if v.Rule == RuleState {
+		// Not a permission: the run moved on (as the workspace manager says).
+		return paddock.Errorf(paddock.CodeConflict, "%s", v.Reason).WithRule(v.Rule)
+	}
 	return paddock.Errorf(paddock.CodeForbidden, "%s", v.Reason).WithRule(v.Rule)
 }
 
@@ -115,7 +126,7 @@ func Decide(def *paddock.AgentDefinition, grants []*paddock.AccessRequest, c Cal
 		return deny(RuleUnknownTool, "there is no tool %q", c.Tool)
 	}
 	g := granted(grants)
-	if !def.Declares(c.Tool) && !g.tools[c.Tool] {
+	if !def.Declares(c.Tool) && !g.tools[c.Tool] && !c.Start {
 		return deny(RuleUndeclared, "agent %s is not granted the tool %s", def.Name, c.Tool)
 	}
 	if needsWorkspace(c.Tool) {
@@ -183,6 +194,9 @@ func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet,
 		return deny(RuleCommand, "exec needs a command")
 	}
 	restricted := len(rule.Allow) > 0 || len(rule.Ask) > 0
+	if c.Start && slices.Equal(c.Argv, def.Command) {
+		restricted, rule = false, paddock.ToolRule{}
+	}
 	if restricted || len(rule.Deny) > 0 {
 		cmds, err := commandsOf(c.Argv)
 		if err != nil {
@@ -291,7 +305,7 @@ func decidePaths(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet
 	}
 	for _, p := range c.Paths {
 		clean := path.Clean(strings.TrimPrefix(p, "./"))
-		if globAny(rule.Deny, clean) {
+		if globAny(rule.Deny, clean) || c.Trees && denyBelow(rule.Deny, clean) {
 			return deny(RulePath, "agent %s may not %s %s (denied by its %s rule)", def.Name, c.Tool, clean, c.Tool)
 		}
 		if len(rule.Allow) > 0 && !globAny(allowGlobs, clean) {
@@ -299,6 +313,17 @@ func decidePaths(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet
 		}
 	}
 	return allow()
+}
+
+// denyBelow: a deny glob names something under dir.
+func denyBelow(globs []string, dir string) bool {
+	for _, g := range globs {
+		base, _ := doublestar.SplitPattern(g)
+		if dir == "." || base == dir || strings.HasPrefix(base, dir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func globAny(globs []string, p string) bool {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/agent"
 	"github.com/paddock-dev/paddock/internal/durable"
 )
 
@@ -32,8 +33,25 @@ func TokenHash(token string) string {
 // come from the request; the task and inputs are kept as artifacts; the run
 // gets a bearer token that reaches only its own routes.
 func (m *Manager) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (*paddock.BootstrapResult, error) {
-	if err := paddock.ValidateName(req.Agent.Name); err != nil {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "agent name: %s", paddock.ErrorMessage(err))
+	var def *paddock.AgentDefinition
+	switch {
+	case req.AgentName != "" && req.Agent.Name != "":
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "a bootstrap names its agent (agent_name) or defines it (agent), not both")
+	case req.AgentName != "":
+		rec, err := m.Agent(ctx, req.AgentName)
+		if err != nil {
+			return nil, err
+		}
+		def = &rec.Definition
+		req.Agent = rec.Definition
+	default:
+		if err := paddock.ValidateName(req.Agent.Name); err != nil {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "agent name: %s", paddock.ErrorMessage(err))
+		}
+		def = agent.Complete(&req.Agent)
+		if err := agent.Validate(def); err != nil {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s: %s", req.Agent.Name, paddock.ErrorMessage(err))
+		}
 	}
 	if strings.TrimSpace(req.Task) == "" {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "a bootstrap needs the task")
@@ -44,8 +62,7 @@ func (m *Manager) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "input %q must be a path inside the project", in)
 		}
 	}
-	r, err := m.Create(ctx, paddock.CreateRunRequest{Project: req.Project, Kind: req.Kind, Base: req.Base,
-		Access: req.Agent.Workspace, Secrets: req.Agent.Secrets})
+	r, err := m.create(ctx, paddock.CreateRunRequest{Project: req.Project, Kind: req.Kind, Base: req.Base}, def)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/broker"
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/sandbox"
 )
@@ -35,55 +36,42 @@ func baseEnv() []string {
 	}
 }
 
-// Exec runs a command in the run's workspace, confined by the sandbox, and
-// records it (the command, its outcome, and the enforcement it got).
-func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*paddock.ExecResult, error) {
-	return m.ExecStream(ctx, id, req, nil, nil)
-}
-
-// ExecStream is Exec that also passes the output, masked, to stdout and
-// stderr as it comes (either may be nil). When it streams, the result keeps
-// only the first sandbox.LiveKeep bytes of each: the output up to its limit
-// goes through, never held whole in memory. Once Close has begun, a
-// command is refused (ErrClosed).
-func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
-	if err := m.checkOpen(); err != nil {
-		return nil, err
-	}
-	r, err := m.Run(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if r.Access == paddock.AccessNone {
-		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to run commands in", id).WithRule(paddock.RuleAccessNone)
-	}
+// execStream runs a command in the run's workspace, confined by the
+// sandbox; the broker has allowed it. It passes the output, masked, to
+// stdout and stderr as it comes (either may be nil). When it streams, the
+// result keeps only the first sandbox.LiveKeep bytes of each: the output
+// up to its limit goes through, never held whole in memory. It returns the
+// events that record the command once it reached the sandbox (the command,
+// its outcome, and the enforcement it got), for the broker to record.
+func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, []callEvent, error) {
+	id := c.run.ID
 	if len(req.Argv) == 0 {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command")
+		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command")
 	}
 	if len(req.Stdin) > paddock.MaxExecStdin {
-		return nil, paddock.Errorf(paddock.CodeTooLarge, "stdin is %d bytes; an exec takes at most %d MiB: put larger input in the workspace and let the command read it from there",
+		return nil, nil, paddock.Errorf(paddock.CodeTooLarge, "stdin is %d bytes; an exec takes at most %d MiB: put larger input in the workspace and let the command read it from there",
 			len(req.Stdin), paddock.MaxExecStdin>>20)
 	}
 	for _, kv := range req.Env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.ContainsAny(k, " \x00") || strings.HasPrefix(k, "LD_") {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "env %q: want KEY=VALUE (LD_* is not allowed)", kv)
+			return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "env %q: want KEY=VALUE (LD_* is not allowed)", kv)
 		}
 	}
 	net, allow, err := parseNet(req.Net)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	limits, err := m.commandLimits(req)
+	limits, err := m.commandLimits(req, broker.Limits(c.def, c.grants))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := m.checkExpectNow(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, p, err := m.workspaceFor(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var secrets []string
 	for _, n := range r.Secrets {
@@ -93,13 +81,13 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		if v, ok := m.Secret(n); ok {
 			// Checked at create too; the value may have changed since.
 			if err := maskable(n, v); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			secrets = append(secrets, n+"="+v)
 		}
 	}
-	env := mergeEnv(baseEnv(), req.Env, secrets)
-	red := m.redactor(r)
+	env := mergeEnv(baseEnv(), fixedEnv(c.def), req.Env, secrets)
+	red := c.red
 	var liveOut, liveErr *redact.Writer
 	if stdout != nil {
 		liveOut = red.NewWriter(stdout)
@@ -111,7 +99,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	}
 	spec, err := m.sandboxSpec(ctx, r, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	spec.Argv, spec.Dir, spec.Net, spec.Allow = req.Argv, req.Dir, net, allow
 	if net == sandbox.NetAllow {
@@ -126,7 +114,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		}
 	}
 	if why := m.diskCheck(r, true); why != "" {
-		return nil, paddock.Errorf(paddock.CodeForbidden, "%s", why).WithRule("disk")
+		return nil, nil, paddock.Errorf(paddock.CodeForbidden, "%s", why).WithRule("disk")
 	}
 	// The command ends when its caller goes, or at Close.
 	runCtx, cancel := context.WithCancel(ctx)
@@ -137,12 +125,8 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	stopFollowing()
 	cancel()
 	req.Argv = red.Strings(req.Argv) // a secret on the command line stays out of events
-	ctx = context.WithoutCancel(ctx) // a canceled command is still recorded
 	if err != nil {
-		if rerr := m.recordExec(ctx, id, req, nil, err); rerr != nil {
-			m.log().Error("cannot record a failed command", "run", id, "err", rerr)
-		}
-		return nil, err
+		return nil, execEvents(req, nil, err), err
 	}
 	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)
 	res.Enforcement.Disk = m.diskEnforcement(r)
@@ -154,19 +138,27 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 		out.OutputEncoding = "base64"
 		out.Stdout, out.Stderr = b64(res.Stdout), b64(res.Stderr)
 	}
-	if err := m.recordExec(ctx, id, req, out, nil); err != nil {
-		return nil, err
+	return out, execEvents(req, out, nil), nil
+}
+
+// fixedEnv is what a definition always sets: its NAME=VALUE entries.
+func fixedEnv(def *paddock.AgentDefinition) []string {
+	var out []string
+	for _, e := range def.Env {
+		if strings.Contains(e, "=") {
+			out = append(out, e)
+		}
 	}
-	return out, nil
+	return out
 }
 
 // commandLimits are the limits a request gets: the manager's ceiling, each
 // lowered where the request asks for less. Asking for more is refused,
 // naming the limit and the ceiling, rather than quietly cut: an agent
 // must not believe it has an hour when it has ten minutes.
-func (m *Manager) commandLimits(req paddock.ExecRequest) (sandbox.Limits, error) {
+func (m *Manager) commandLimits(req paddock.ExecRequest, agentCeil paddock.AgentLimits) (sandbox.Limits, error) {
 	ceil := sandbox.WithDefaults(m.ExecLimits)
-	l := ceil
+	l := lowered(ceil, agentCeil)
 	dur := func(name, v, example string, max time.Duration, dst *time.Duration) error {
 		if v == "" {
 			return nil
@@ -211,6 +203,31 @@ func (m *Manager) commandLimits(req paddock.ExecRequest) (sandbox.Limits, error)
 		}
 	}
 	return l, nil
+}
+
+// lowered is the daemon's ceiling lowered to an agent's, where its
+// definition (or a grant) sets one below it: what a command gets when it
+// asks for nothing. (The broker refuses asking for more than the agent's.)
+func lowered(l sandbox.Limits, a paddock.AgentLimits) sandbox.Limits {
+	dur := func(s string, dst *time.Duration) {
+		if d, err := time.ParseDuration(s); err == nil && d > 0 && d < *dst {
+			*dst = d
+		}
+	}
+	dur(a.Timeout, &l.Wall)
+	dur(a.CPU, &l.CPU)
+	if a.Procs > 0 && a.Procs < l.Procs {
+		l.Procs = a.Procs
+	}
+	for _, c := range []struct {
+		v   int64
+		dst *int64
+	}{{a.Memory, &l.Memory}, {a.FileSize, &l.FileSize}, {a.Output, &l.Output}, {a.Tmp, &l.Tmp}} {
+		if c.v > 0 && c.v < *c.dst {
+			*c.dst = c.v
+		}
+	}
+	return l
 }
 
 func overCeiling(name, asked, max string) error {
@@ -284,40 +301,30 @@ func protectedIn(root string, patterns []string) []string {
 	return out
 }
 
-// recordExec appends the exec event and, if the sandbox ran, what it enforced.
-func (m *Manager) recordExec(ctx context.Context, id string, req paddock.ExecRequest, res *paddock.ExecResult, runErr error) error {
-	return m.update(ctx, func(tx paddock.Tx) error {
-		data := map[string]any{"argv": req.Argv, "dir": req.Dir, "net": req.Net}
-		if len(req.Stdin) > 0 {
-			data["stdin_bytes"] = len(req.Stdin) // never its content
-		}
-		if runErr != nil {
-			data["error"] = paddock.ErrorMessage(runErr)
-			data["code"] = paddock.ErrorCode(runErr)
-		} else {
-			data["exit_code"] = res.ExitCode
-			data["duration_ms"] = res.DurationMS
-			data["timed_out"] = res.TimedOut
-			data["truncated"] = res.Truncated
-			if res.Killed != "" {
-				data["killed"] = res.Killed
-			}
-			data["stdout_bytes"] = len(res.Stdout)
-			data["stderr_bytes"] = len(res.Stderr)
-			if len(res.Denied) > 0 {
-				data["denied"] = res.Denied
-			}
-		}
-		if _, err := tx.AppendEvent(ctx, id, paddock.EventExec, data); err != nil {
-			return err
-		}
-		if res != nil {
-			if _, err := tx.AppendEvent(ctx, id, paddock.EventSandboxEnforced, res.Enforcement); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+// execEvents are the exec event and, if the sandbox ran, what it enforced.
+func execEvents(req paddock.ExecRequest, res *paddock.ExecResult, runErr error) []callEvent {
+	data := map[string]any{"argv": req.Argv, "dir": req.Dir, "net": req.Net}
+	if len(req.Stdin) > 0 {
+		data["stdin_bytes"] = len(req.Stdin) // never its content
+	}
+	if runErr != nil {
+		data["error"] = paddock.ErrorMessage(runErr)
+		data["code"] = paddock.ErrorCode(runErr)
+		return []callEvent{{paddock.EventExec, data}}
+	}
+	data["exit_code"] = res.ExitCode
+	data["duration_ms"] = res.DurationMS
+	data["timed_out"] = res.TimedOut
+	data["truncated"] = res.Truncated
+	if res.Killed != "" {
+		data["killed"] = res.Killed
+	}
+	data["stdout_bytes"] = len(res.Stdout)
+	data["stderr_bytes"] = len(res.Stderr)
+	if len(res.Denied) > 0 {
+		data["denied"] = res.Denied
+	}
+	return []callEvent{{paddock.EventExec, data}, {paddock.EventSandboxEnforced, res.Enforcement}}
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

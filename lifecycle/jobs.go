@@ -7,16 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/broker"
 	"github.com/paddock-dev/paddock/internal/durable"
-	"github.com/paddock-dev/paddock/manifest"
 )
 
 func newJobID() string {
@@ -39,7 +38,8 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 		return nil, err
 	}
 	var exec paddock.ExecRequest
-	var steps [][]string // verify: the manifest's commands, one after the other
+	var call broker.Call
+	var body jobBody
 	switch req.Kind {
 	case paddock.JobExec:
 		if req.Exec == nil || len(req.Exec.Argv) == 0 {
@@ -50,6 +50,11 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job takes no stdin; put its input in the workspace, or use exec")
 		}
 		exec = *req.Exec
+		call = execCall(exec)
+		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
+			res, err := m.ExecStream(ctx, id, exec, logw, logw)
+			return exitOf(res, err)
+		}
 	case paddock.JobAgent:
 		rec, err := m.bootstrap(id)
 		if err != nil {
@@ -59,17 +64,44 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s has no command for paddock to start", rec.Agent.Name)
 		}
 		exec = paddock.ExecRequest{Argv: rec.Agent.Command, Net: rec.Agent.Net, Env: rec.Agent.Env}
+		call = execCall(exec)
+		call.Start = true
+		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
+			res, err := m.execBrokered(ctx, id, call, exec, logw, logw)
+			return exitOf(res, err)
+		}
 	case paddock.JobVerify:
-		cmds, err := m.verifyCommands(ctx, id)
-		if err != nil {
+		call = broker.Call{Tool: paddock.ToolVerify}
+		if _, err := m.verifyPlan(ctx, r, nil); err != nil {
 			return nil, err
 		}
-		steps = cmds
+		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
+			res, err := m.verify(ctx, id, paddock.VerifyRequest{}, logw)
+			if err != nil {
+				return nil, nil, err
+			}
+			code := 0
+			if !res.Passed {
+				code = 1
+				for _, c := range res.Checks {
+					if !c.Passed && c.Skipped == "" {
+						code = c.ExitCode
+						break
+					}
+				}
+			}
+			return res, &code, nil
+		}
 	default:
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown job kind %q (agent, exec, verify)", req.Kind)
 	}
 	if r.Access == paddock.AccessNone {
 		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to run a job in", id)
+	}
+	// Decided now, so that the caller hears of a refusal; the job's call
+	// passes through the broker again when it runs.
+	if err := m.precheck(ctx, r, call); err != nil {
+		return nil, err
 	}
 	// A run checkpointed by a restart (its last job interrupted) resumes
 	// when the client starts the next job; drift since is recorded.
@@ -79,8 +111,8 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 		}
 	}
 	raw, _ := json.Marshal(exec)
-	if steps != nil {
-		raw, _ = json.Marshal(map[string]any{"commands": steps})
+	if req.Kind == paddock.JobVerify {
+		raw, _ = json.Marshal(paddock.VerifyRequest{})
 	}
 	t := now()
 	j := &paddock.Job{ID: newJobID(), RunID: id, Kind: req.Kind, State: paddock.JobRunning, Owner: m.instance(),
@@ -94,7 +126,7 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 	}); err != nil {
 		return nil, err
 	}
-	if err := m.runner.start(ctx, j, func(ctx context.Context) { m.runJob(ctx, j, exec, steps) }); err != nil {
+	if err := m.runner.start(ctx, j, func(ctx context.Context) { m.runJob(ctx, j, body) }); err != nil {
 		// Close began since the check above: the job never runs.
 		j.State, j.Reason, j.EndedAt, j.LeaseUntil = paddock.JobFailed, "the daemon is shutting down", now(), time.Time{}
 		m.recordJobEnd(j)
@@ -103,66 +135,40 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 	return j, nil
 }
 
-// verifyCommands reads the project's manifest at the run's base revision,
-// from git's objects: verification never runs a command the agent chose.
-func (m *Manager) verifyCommands(ctx context.Context, id string) ([][]string, error) {
-	r, p, err := m.runAndProject(ctx, id)
-	if err != nil {
-		return nil, err
+// jobBody runs a job's call with its output in logw; it returns the result
+// to save and the exit code.
+type jobBody func(ctx context.Context, logw io.Writer) (res any, exit *int, err error)
+
+func exitOf(res *paddock.ExecResult, err error) (any, *int, error) {
+	if res == nil {
+		return nil, nil, err
 	}
-	repo, err := m.Git.Inspect(ctx, p.Root)
-	if err != nil {
-		return nil, err
-	}
-	mf := manifest.Detect(func(path string) ([]byte, bool) {
-		b, err := m.Git.FileAt(ctx, repo.CommonDir, r.Workspace.BaseRevision, path)
-		return b, err == nil
-	})
-	cmds := mf.Verify()
-	if len(cmds) == 0 {
-		return nil, paddock.Errorf(paddock.CodeUnsupported, "paddock knows no verification for this project (detected: %v)", mf.Types)
-	}
-	// Stage the base's recipes where the commands expect them; .paddock is
-	// protected, so the agent cannot rewrite them (read-only in the sandbox).
-	root, err := m.openView(ctx, r, nil, &confine.Policy{})
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	if err := m.asSandboxUser(r, func() error {
-		for name, content := range mf.Files {
-			rel := path.Join(manifest.StageDir, name)
-			if _, err := root.WriteFile(confine.Trusted(rel), content, nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		return nil, internal("staging the manifest failed", err)
-	}
-	return cmds, nil
+	return res, &res.ExitCode, err
+}
+
+func execCall(req paddock.ExecRequest) broker.Call {
+	return broker.Call{Tool: paddock.ToolExec, Argv: req.Argv, Net: req.Net, Env: req.Env,
+		Limits: paddock.AgentLimits{Timeout: req.Timeout, ExecLimits: req.Limits}}
 }
 
 // runJob runs a started job to its end, on the runner, which renews its
 // lease meanwhile and then records how it ended (recordJobEnd): runJob
 // says how in j and saves the result.
-func (m *Manager) runJob(ctx context.Context, j *paddock.Job, exec paddock.ExecRequest, steps [][]string) {
-	res, err := m.runJobCommands(ctx, j, exec, steps)
+func (m *Manager) runJob(ctx context.Context, j *paddock.Job, body jobBody) {
+	res, exit, err := m.runJobBody(ctx, j, body)
 	j.EndedAt, j.LeaseUntil = now(), time.Time{}
 	switch {
 	case ctx.Err() != nil:
 		j.State, j.Reason = paddock.JobFailed, "canceled"
-		if res != nil {
-			j.ExitCode = &res.ExitCode
-		}
+		j.ExitCode = exit
 	case errors.Is(err, errJobLog):
 		j.State, j.Reason = paddock.JobFailed, errJobLog.Error()+" (the daemon's log says why); nothing ran"
 	case err != nil:
 		j.State, j.Reason = paddock.JobFailed, paddock.ErrorMessage(err)
-	case res.ExitCode == 0:
-		j.State, j.ExitCode = paddock.JobSucceeded, &res.ExitCode
+	case exit != nil && *exit == 0:
+		j.State, j.ExitCode = paddock.JobSucceeded, exit
 	default:
-		j.State, j.ExitCode, j.Reason = paddock.JobFailed, &res.ExitCode, "the command failed"
+		j.State, j.ExitCode, j.Reason = paddock.JobFailed, exit, "the command failed"
 	}
 	if res != nil {
 		b, _ := json.MarshalIndent(res, "", "  ")
@@ -172,35 +178,21 @@ func (m *Manager) runJob(ctx context.Context, j *paddock.Job, exec paddock.ExecR
 	}
 }
 
-// runJobCommands runs the job's command, or the verification's commands one
-// after the other, with their output in the job's log. A job whose log
-// cannot be made does not run: its output would go nowhere.
-func (m *Manager) runJobCommands(ctx context.Context, j *paddock.Job, exec paddock.ExecRequest, steps [][]string) (*paddock.ExecResult, error) {
+// runJobBody runs the job's call with its output in the job's log. A job
+// whose log cannot be made does not run: its output would go nowhere.
+func (m *Manager) runJobBody(ctx context.Context, j *paddock.Job, body jobBody) (any, *int, error) {
 	logPath := filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".log")
 	logf, err := createLog(logPath)
 	if err != nil {
 		m.log().Error("cannot create a job's log; the job does not run", "run", j.RunID, "job", j.ID, "err", err)
-		return nil, errJobLog
+		return nil, nil, errJobLog
 	}
 	defer func() {
 		if err := logf.Close(); err != nil {
 			m.log().Error("cannot write a job's log", "run", j.RunID, "job", j.ID, "err", err)
 		}
 	}()
-	if steps == nil {
-		return m.ExecStream(ctx, j.RunID, exec, logf, logf)
-	}
-	// Verification: each command of the manifest in turn, network off,
-	// until one fails.
-	var res *paddock.ExecResult
-	for _, argv := range steps {
-		fmt.Fprintf(logf, "$ %s\n", strings.Join(argv, " "))
-		res, err = m.ExecStream(ctx, j.RunID, paddock.ExecRequest{Argv: argv}, logf, logf)
-		if err != nil || res.ExitCode != 0 || ctx.Err() != nil {
-			break
-		}
-	}
-	return res, err
+	return body(ctx, logf)
 }
 
 var errJobLog = errors.New("the job's log could not be created")

@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/agent"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/internal/lazyre"
 	"github.com/paddock-dev/paddock/redact"
@@ -19,6 +21,43 @@ import (
 // refused before anything is written; a failure while preparing rolls the
 // workspace back and leaves the run cleaned with the reason recorded.
 func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*paddock.Run, error) {
+	def, err := m.agentForCreate(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return m.create(ctx, o, def)
+}
+
+// agentForCreate is the definition a run is made with: the one it names
+// (stored, or built in), or the built-in of its access mode.
+func (m *Manager) agentForCreate(ctx context.Context, o paddock.CreateRunRequest) (*paddock.AgentDefinition, error) {
+	access, err := paddock.ParseAccess(o.Access)
+	if err != nil {
+		return nil, err
+	}
+	if o.Agent == "" {
+		return agent.ForAccess(access), nil
+	}
+	rec, err := m.Agent(ctx, o.Agent)
+	if err != nil {
+		return nil, err
+	}
+	if o.Access != "" && string(access) != cmp.Or(rec.Definition.Workspace, string(paddock.AccessWrite)) {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s has workspace %s; access %s contradicts it (leave access out)",
+			o.Agent, cmp.Or(rec.Definition.Workspace, "write"), access)
+	}
+	return &rec.Definition, nil
+}
+
+// create makes a run with the definition def: its access and secrets come
+// from it, and the run keeps a copy.
+func (m *Manager) create(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition) (*paddock.Run, error) {
+	o.Access = cmp.Or(def.Workspace, string(paddock.AccessWrite))
+	for _, s := range def.Secrets {
+		if !slices.Contains(o.Secrets, s) {
+			o.Secrets = append(o.Secrets, s)
+		}
+	}
 	kind, err := paddock.ParseKind(cmp.Or(o.Kind, string(cmp.Or(m.DefaultKind, paddock.KindAuto))))
 	if err != nil {
 		return nil, err
@@ -41,7 +80,7 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 		return nil, err
 	}
 	if access == paddock.AccessNone {
-		return m.createWithoutWorkspace(ctx, o)
+		return m.createWithoutWorkspace(ctx, o, def)
 	}
 	prov, err := m.provider(kind)
 	if err != nil {
@@ -74,7 +113,7 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	}
 
 	t := now()
-	r := &paddock.Run{ID: id, Project: p.Name, Access: access, Secrets: o.Secrets, IncludeIgnored: o.IncludeIgnored, CreatedAt: t, Workspace: &paddock.Workspace{
+	r := &paddock.Run{ID: id, Project: p.Name, Access: access, Agent: def, AgentHash: def.Hash(), Secrets: o.Secrets, IncludeIgnored: o.IncludeIgnored, CreatedAt: t, Workspace: &paddock.Workspace{
 		ID: "w-" + id[2:], RunID: id, Kind: kind, Root: root, Fingerprint: p.Fingerprint,
 		BaseRef: o.Base, BaseRevision: base.SHA, Branch: base.Branch,
 		State: paddock.StateRequested, CleanupPolicy: policy, CreatedAt: t, UpdatedAt: t,
@@ -88,7 +127,8 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 		if err := tx.CreateRun(ctx, r); err != nil {
 			return err
 		}
-		ev := map[string]string{"project": p.Name, "kind": string(kind), "base_ref": o.Base, "base_revision": base.SHA, "root": root}
+		ev := map[string]string{"project": p.Name, "kind": string(kind), "base_ref": o.Base, "base_revision": base.SHA, "root": root,
+			"agent": def.Name, "agent_hash": r.AgentHash}
 		if chose != "" {
 			ev["kind_chosen"] = chose
 		}
@@ -162,7 +202,7 @@ func chownTree(root string, uid int) error {
 
 // createWithoutWorkspace makes a run of access none: no workspace, no
 // working tools, nothing on disk; the agent only converses and picks from its menu.
-func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRunRequest) (*paddock.Run, error) {
+func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition) (*paddock.Run, error) {
 	if o.Kind != "" || o.Base != "" || o.Dir != "" || o.CleanupPolicy != "" {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "a run with access none has no workspace; kind, base, dir and cleanup do not apply")
 	}
@@ -170,12 +210,13 @@ func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRu
 	if err != nil {
 		return nil, err
 	}
-	r := &paddock.Run{ID: newID(), Project: p.Name, Access: paddock.AccessNone, Secrets: o.Secrets, CreatedAt: now()}
+	r := &paddock.Run{ID: newID(), Project: p.Name, Access: paddock.AccessNone, Agent: def, AgentHash: def.Hash(), Secrets: o.Secrets, CreatedAt: now()}
 	err = m.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.CreateRun(ctx, r); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventRunCreated, map[string]string{"project": p.Name, "access": string(paddock.AccessNone)})
+		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventRunCreated, map[string]string{"project": p.Name, "access": string(paddock.AccessNone),
+			"agent": def.Name, "agent_hash": r.AgentHash})
 		return err
 	})
 	if err != nil {

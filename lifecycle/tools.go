@@ -64,50 +64,34 @@ func (m *Manager) workspaceFor(ctx context.Context, id string) (*paddock.Run, *p
 	return r, p, nil
 }
 
-// CallTool runs one working tool in a run's workspace and records the call
-// as an event (tool, arguments without file contents, outcome, duration,
-// bytes). A tool the run is not offered is refused, and recorded too.
-func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMessage) (any, error) {
-	r, err := m.Run(ctx, id)
-	if err != nil {
-		return nil, err
-	}
+// callTool runs one working tool in a run's workspace; the broker has
+// allowed it. The outcome is nil when the call never reached the tool.
+func (m *Manager) callTool(ctx context.Context, r *paddock.Run, name string, args json.RawMessage) (any, *tools.Outcome, error) {
 	t, err := tools.Lookup(r.Access, name)
 	if err != nil {
-		if rerr := m.recordTool(ctx, id, tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.ErrorCode(err), Rule: rule(err)}); rerr != nil {
-			m.log().Error("cannot record a refused tool call", "run", id, "tool", name, "err", rerr)
-		}
-		return nil, err
+		return nil, &tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.ErrorCode(err), Rule: rule(err)}, err
 	}
 	if err := m.checkExpectNow(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r, p, err := m.workspaceFor(ctx, id)
+	r, p, err := m.workspaceFor(ctx, r.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pol, err := m.policy(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	root, err := m.openView(ctx, r, p, pol)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer root.Close()
 	var res any
 	var outcome tools.Outcome
 	var callErr error
 	m.asSandboxUser(r, func() error { res, outcome, callErr = t.Call(ctx, root, args); return nil })
-	red := m.redactor(r)
-	outcome.Args = json.RawMessage(red.Bytes(outcome.Args))
-	if err := m.recordTool(ctx, id, outcome); err != nil {
-		return nil, err
-	}
-	if callErr != nil {
-		return nil, callErr
-	}
-	return redactValue(red, res)
+	return res, &outcome, callErr
 }
 
 // Redactor masks the run's declared secrets and every credential shape:

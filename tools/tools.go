@@ -77,6 +77,10 @@ type Outcome struct {
 	Rule       paddock.Rule    `json:"rule,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
 	Bytes      int64           `json:"bytes"`
+	// Decision is the broker's; Request the access request a call that
+	// needs approval filed.
+	Decision paddock.Decision `json:"decision,omitempty"`
+	Request  string           `json:"request,omitempty"`
 }
 
 // Call runs the tool on root and returns its result, the outcome to

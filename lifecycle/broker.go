@@ -1,0 +1,413 @@
+package lifecycle
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/agent"
+	"github.com/paddock-dev/paddock/broker"
+	"github.com/paddock-dev/paddock/redact"
+	"github.com/paddock-dev/paddock/tools"
+)
+
+// Every tool call on a run, from every interface (the API, MCP, the CLI,
+// jobs), passes through Manager.broker: definition → decision → run →
+// redact → record → answer. The functions that reach a tool (callTool,
+// execStream, runCommand, tools.Tool.Call) are called only from the run of
+// a brokered call; TestNothingAroundTheBroker holds the code to that.
+
+// brokered is one call: what the broker decides on, and how to run it.
+type brokered struct {
+	call broker.Call
+	// args is what a refusal records of the call's arguments.
+	args json.RawMessage
+	// run does an allowed call. It returns the answer and the events that
+	// record the call (recorded even when it fails), and says whether the
+	// answer is masked already (exec masks its output as it streams).
+	run func(ctx context.Context, c *callContext) (res any, evs []callEvent, err error)
+}
+
+// callContext is what a brokered call's run gets: the run, its definition
+// and grants as decided on, and the redactor of its secrets.
+type callContext struct {
+	run    *paddock.Run
+	def    *paddock.AgentDefinition
+	grants []*paddock.AccessRequest
+	red    *redact.Redactor
+	masked bool // set by run when its answer is masked already
+}
+
+// callEvent is one event a call records.
+type callEvent struct {
+	typ  string
+	data any
+}
+
+// broker decides a call on run id and, if it is allowed, runs it, masks
+// its answer and records it. A denial is recorded too (a tool.call event
+// with its decision and rule), and a call that needs approval becomes a
+// pending access request.
+func (m *Manager) broker(ctx context.Context, id string, b brokered) (any, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	grants, err := m.AccessRequests(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	def := definitionOf(r)
+	v := broker.Decide(def, grants, b.call, broker.State{Access: r.Access, Workspace: r.State()})
+	if v.Decision != paddock.DecisionAllow {
+		return nil, m.refuse(ctx, r, b, v)
+	}
+	cc := &callContext{run: r, def: def, grants: grants, red: m.redactor(r)}
+	res, evs, callErr := b.run(ctx, cc)
+	if len(evs) > 0 {
+		rctx := context.WithoutCancel(ctx) // a canceled call is still recorded
+		err := m.update(rctx, func(tx paddock.Tx) error {
+			for _, e := range evs {
+				if _, err := tx.AppendEvent(rctx, id, e.typ, e.data); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			if callErr == nil {
+				return nil, err
+			}
+			m.log().Error("cannot record a failed call", "run", id, "tool", b.call.Tool, "err", err)
+		}
+	}
+	if callErr != nil {
+		return nil, callErr
+	}
+	if cc.masked || res == nil {
+		return res, nil
+	}
+	return redactValue(cc.red, res)
+}
+
+// refuse records a denial, or files the access request a call that needs
+// approval stands for, and returns the error the caller gets.
+func (m *Manager) refuse(ctx context.Context, r *paddock.Run, b brokered, v broker.Verdict) error {
+	err := v.Err()
+	args := b.args
+	if args == nil {
+		args = json.RawMessage(`{}`)
+	}
+	if b.call.Tool == paddock.ToolExec {
+		args, _ = json.Marshal(map[string]any{"argv": m.redactor(r).Strings(b.call.Argv)})
+	}
+	o := tools.Outcome{Tool: b.call.Tool, Args: json.RawMessage(m.redactor(r).Bytes(args)), Code: paddock.ErrorCode(err), Rule: v.Rule, Decision: v.Decision}
+	if v.Decision == paddock.DecisionNeedsApproval && v.Ask != nil {
+		in := *v.Ask
+		in.Reason = "asked by the broker: " + v.Reason
+		req, rerr := m.fileRequest(ctx, r.ID, in)
+		if rerr != nil {
+			return rerr
+		}
+		o.Request = req.ID
+		err = paddock.Errorf(paddock.CodeForbidden, "%s; request %s is pending (paddock requests %s)", v.Reason, req.ID, r.ID).
+			WithRule(broker.RuleNeedsApproval).WithDetail("request", req.ID)
+	}
+	if rerr := m.recordTool(ctx, r.ID, o); rerr != nil {
+		m.log().Error("cannot record a refused call", "run", r.ID, "tool", b.call.Tool, "err", rerr)
+	}
+	return err
+}
+
+// definitionOf is the definition a run was made with; a run made before
+// definitions existed gets the built-in of its access mode.
+func definitionOf(r *paddock.Run) *paddock.AgentDefinition {
+	if r.Agent != nil {
+		return r.Agent
+	}
+	return agent.ForAccess(r.Access)
+}
+
+// CallTool runs one working tool in a run's workspace, through the broker,
+// and records the call as an event (tool, arguments without file contents,
+// outcome, duration, bytes).
+func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMessage) (any, error) {
+	call := broker.Call{Tool: name}
+	if slices.Contains(broker.WriteTools, name) {
+		var a struct {
+			Path, From, To string
+			Recursive      bool
+		}
+		json.Unmarshal(args, &a) // a malformed call is refused by the tool itself
+		for _, p := range []string{a.Path, a.From, a.To} {
+			if p != "" {
+				call.Paths = append(call.Paths, p)
+			}
+		}
+		call.Trees = a.Recursive || name == "move"
+	}
+	if !slices.Contains(broker.ReadTools, name) && !slices.Contains(broker.WriteTools, name) {
+		// The control tools have their own calls; here only working tools.
+		if _, err := m.Run(ctx, id); err != nil {
+			return nil, err
+		}
+		err := paddock.Errorf(paddock.CodeNotFound, "no tool %q", name)
+		if rerr := m.recordTool(ctx, id, tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.CodeNotFound, Decision: paddock.DecisionDeny}); rerr != nil {
+			m.log().Error("cannot record a refused tool call", "run", id, "tool", name, "err", rerr)
+		}
+		return nil, err
+	}
+	return m.broker(ctx, id, brokered{call: call, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
+		res, o, err := m.callTool(ctx, c.run, name, args)
+		if o == nil {
+			return nil, nil, err
+		}
+		o.Args = json.RawMessage(c.red.Bytes(o.Args))
+		o.Decision = paddock.DecisionAllow
+		return res, []callEvent{{paddock.EventToolCall, o}}, err
+	}})
+}
+
+// ExecStream runs a command in a run's workspace, through the broker: it is
+// the exec tool. It passes the output, masked, to stdout and stderr as it
+// comes (either may be nil); see execStream.
+func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
+	return m.execBrokered(ctx, id, execCall(req), req, stdout, stderr)
+}
+
+// execBrokered is ExecStream deciding on call: an agent's start command
+// (a bootstrap job) is decided as such.
+func (m *Manager) execBrokered(ctx context.Context, id string, call broker.Call, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
+	res, err := m.broker(ctx, id, brokered{call: call, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
+		c.masked = true
+		res, evs, err := m.execStream(ctx, c, req, stdout, stderr)
+		if res == nil {
+			return nil, evs, err
+		}
+		return res, evs, err
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*paddock.ExecResult), nil
+}
+
+// precheck decides a call ahead of running it (a job, decided when it is
+// started so that its caller hears of a refusal), recording a refusal.
+func (m *Manager) precheck(ctx context.Context, r *paddock.Run, call broker.Call) error {
+	grants, err := m.AccessRequests(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	v := broker.Decide(definitionOf(r), grants, call, broker.State{Access: r.Access, Workspace: r.State()})
+	if v.Decision == paddock.DecisionAllow {
+		return nil
+	}
+	return m.refuse(ctx, r, brokered{call: call}, v)
+}
+
+// Exec is ExecStream that keeps the output in the result.
+func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*paddock.ExecResult, error) {
+	return m.ExecStream(ctx, id, req, nil, nil)
+}
+
+// AccessRequests returns a run's access requests, oldest first.
+func (m *Manager) AccessRequests(ctx context.Context, id string) (out []*paddock.AccessRequest, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		out, err = tx.AccessRequests(ctx, id)
+		return err
+	})
+	if out == nil {
+		out = []*paddock.AccessRequest{}
+	}
+	return out, err
+}
+
+// RequestAccess files an agent's request for more than its definition
+// grants: a tool, a command, a path, a network domain or a limit, with a
+// reason. It stays pending until a person or the orchestrator decides; it
+// is the request_access tool, so it passes through the broker too.
+func (m *Manager) RequestAccess(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error) {
+	if err := broker.CheckRequest(in); err != nil {
+		return nil, err
+	}
+	args, _ := json.Marshal(in)
+	res, err := m.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolRequestAccess}, args: args,
+		run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
+			req, err := m.fileRequest(ctx, id, in)
+			return req, nil, err
+		}})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*paddock.AccessRequest), nil
+}
+
+// fileRequest stores a pending request and records it, in one transaction.
+func (m *Manager) fileRequest(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error) {
+	var raw [6]byte
+	rand.Read(raw[:])
+	req := &paddock.AccessRequest{ID: "q-" + hex.EncodeToString(raw[:]), RunID: id, Kind: in.Kind, Tool: in.Tool, Command: in.Command,
+		Path: in.Path, Domain: in.Domain, Limit: in.Limit, Value: in.Value, Reason: m.redactorFor(ctx, id).String(in.Reason),
+		State: paddock.RequestPending, CreatedAt: now()}
+	ctx = context.WithoutCancel(ctx)
+	err := m.update(ctx, func(tx paddock.Tx) error {
+		if err := tx.CreateAccessRequest(ctx, req); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(ctx, id, paddock.EventAccessRequested, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func (m *Manager) redactorFor(ctx context.Context, id string) *redact.Redactor {
+	if r, err := m.Run(ctx, id); err == nil {
+		return m.redactor(r)
+	}
+	return redact.New(nil)
+}
+
+// DecideAccess grants or denies a pending request. Only an operator may
+// (the API refuses a run's token): an agent never grants itself anything.
+// The decision is an event.
+func (m *Manager) DecideAccess(ctx context.Context, id, reqID string, grant bool, by, note string) (*paddock.AccessRequest, error) {
+	if paddock.AgentCall(ctx) {
+		return nil, paddock.Errorf(paddock.CodeForbidden, "an agent cannot decide access requests; a person or the orchestrator does").WithRule("grant_by_agent")
+	}
+	var out *paddock.AccessRequest
+	err := m.update(ctx, func(tx paddock.Tx) error {
+		reqs, err := tx.AccessRequests(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, q := range reqs {
+			if q.ID != reqID {
+				continue
+			}
+			if q.State != paddock.RequestPending {
+				return paddock.Errorf(paddock.CodeConflict, "request %s is %s already", reqID, q.State)
+			}
+			q.State, q.DecidedAt, q.DecidedBy, q.Note = paddock.RequestDenied, now(), by, note
+			typ := paddock.EventAccessDenied
+			if grant {
+				q.State, typ = paddock.RequestGranted, paddock.EventAccessGranted
+			}
+			if err := tx.UpdateAccessRequest(ctx, q); err != nil {
+				return err
+			}
+			out = q
+			_, err := tx.AppendEvent(ctx, id, typ, q)
+			return err
+		}
+		if _, err := tx.Run(ctx, id); err != nil {
+			return err
+		}
+		return paddock.Errorf(paddock.CodeNotFound, "run %s has no request %s", id, reqID)
+	})
+	return out, err
+}
+
+// Capabilities says what a run may do now, derived from its definition,
+// its grants and the sandbox's recorded enforcement; it is the
+// capabilities tool, so it passes through the broker.
+func (m *Manager) Capabilities(ctx context.Context, id string) (*paddock.Capabilities, error) {
+	res, err := m.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolCapabilities},
+		run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
+			caps, err := m.capabilities(ctx, c)
+			return caps, nil, err
+		}})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*paddock.Capabilities), nil
+}
+
+func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Capabilities, error) {
+	r, def := c.run, c.def
+	caps := &paddock.Capabilities{Run: r.ID, Agent: def.Name, AgentHash: cmp.Or(r.AgentHash, def.Hash()), Workspace: r.Access,
+		State: r.State(), Net: broker.Net(def, c.grants), Limits: broker.Limits(def, c.grants), Env: def.Env, Secrets: r.Secrets,
+		Tools: []paddock.ToolCapability{}}
+	switch r.State() {
+	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
+		caps.Working = r.Access != paddock.AccessNone
+	}
+	st := broker.State{Access: r.Access, Workspace: r.State()}
+	for _, t := range agent.AllTools() {
+		// A tool is offered if the broker would let a call of it through
+		// (its narrowing aside: those calls are decided one by one).
+		if v := broker.Decide(def, c.grants, broker.Call{Tool: t, Argv: []string{"true"}}, st); v.Decision == paddock.DecisionDeny && v.Rule != broker.RuleCommand {
+			continue
+		}
+		tc := paddock.ToolCapability{Name: t}
+		rule := def.Tool[t]
+		tc.Allow, tc.Deny, tc.Ask = rule.Allow, rule.Deny, rule.Ask
+		for _, g := range c.grants {
+			if g.State != paddock.RequestGranted {
+				continue
+			}
+			if g.Kind == paddock.AccessCommand && t == paddock.ToolExec && len(rule.Allow) > 0 {
+				tc.Allow = append(slices.Clone(tc.Allow), strings.Join(g.Command, " "))
+			}
+			if g.Kind == paddock.AccessPath && g.Tool == t && len(rule.Allow) > 0 {
+				tc.Allow = append(slices.Clone(tc.Allow), g.Path)
+			}
+		}
+		caps.Tools = append(caps.Tools, tc)
+	}
+	for _, g := range c.grants {
+		switch g.State {
+		case paddock.RequestGranted:
+			caps.Grants = append(caps.Grants, g)
+		case paddock.RequestPending:
+			caps.Pending = append(caps.Pending, g)
+		}
+	}
+	if r.Access != paddock.AccessNone && r.Workspace != nil && (def.Declares(paddock.ToolVerify) || c.grantsTool(paddock.ToolVerify)) {
+		if checks, err := m.checks(ctx, r); err == nil {
+			for _, ch := range checks {
+				if !slices.Contains(caps.Checks, ch.Name) {
+					caps.Checks = append(caps.Checks, ch.Name)
+				}
+			}
+		}
+	}
+	caps.Enforcement = m.lastEnforcement(ctx, r.ID)
+	return caps, nil
+}
+
+// lastEnforcement is what the sandbox recorded for the run's latest
+// command, or nil before the first.
+func (m *Manager) lastEnforcement(ctx context.Context, id string) *paddock.Enforcement {
+	evs, err := m.Events(ctx, id, 0, 1<<30)
+	if err != nil {
+		return nil
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == paddock.EventSandboxEnforced {
+			e := new(paddock.Enforcement)
+			if json.Unmarshal(evs[i].Data, e) == nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+func (c *callContext) grantsTool(t string) bool {
+	return slices.ContainsFunc(c.grants, func(g *paddock.AccessRequest) bool {
+		return g.State == paddock.RequestGranted && g.Kind == paddock.AccessTool && g.Tool == t
+	})
+}

@@ -1,0 +1,246 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/broker"
+	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/manifest"
+)
+
+// check is one command of the project's manifest: verification runs these
+// and no others (record 002: a model may not propose the command that
+// decides whether its own work passed).
+type check struct {
+	Name    string
+	Dir     string
+	Argv    []string
+	Results string // how its structured results are read ("" none)
+}
+
+// checkNames are the checks verify knows, in the order it runs them.
+var checkNames = []string{"build", "test", "lint", "format-check"}
+
+// checks reads the project's manifest at the run's base revision, from
+// git's objects (never the workspace), and stages the base's recipes in the
+// workspace where the commands expect them.
+func (m *Manager) checks(ctx context.Context, r *paddock.Run) ([]check, error) {
+	mf, err := m.manifestOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return checksOf(mf), nil
+}
+
+func (m *Manager) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Manifest, error) {
+	if r.Workspace == nil {
+		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to verify", r.ID).WithRule(paddock.RuleAccessNone)
+	}
+	p, err := m.Project(ctx, r.Project)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := m.Git.Inspect(ctx, p.Root)
+	if err != nil {
+		return nil, err
+	}
+	return manifest.Detect(func(path string) ([]byte, bool) {
+		b, err := m.Git.FileAt(ctx, repo.CommonDir, r.Workspace.BaseRevision, path)
+		return b, err == nil
+	}), nil
+}
+
+func checksOf(mf *manifest.Manifest) []check {
+	var out []check
+	for _, c := range []struct {
+		name string
+		cmds [][]string
+	}{{"build", mf.Build}, {"test", mf.Test}, {"format-check", mf.Format}} {
+		for _, argv := range c.cmds {
+			out = append(out, check{Name: c.name, Argv: argv})
+		}
+	}
+	return out
+}
+
+// verifyPlan is the checks a verify runs: those named (build and test if
+// none), refused if the manifest declares none of them.
+func (m *Manager) verifyPlan(ctx context.Context, r *paddock.Run, names []string) ([]check, error) {
+	for _, n := range names {
+		if !slices.Contains(checkNames, n) {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown check %q (%s)", n, strings.Join(checkNames, ", "))
+		}
+	}
+	all, err := m.checks(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	want := names
+	if len(want) == 0 {
+		want = []string{"build", "test"}
+	}
+	var plan []check
+	for _, c := range all {
+		if slices.Contains(want, c.Name) {
+			plan = append(plan, c)
+		}
+	}
+	if len(plan) == 0 {
+		var have []string
+		for _, c := range all {
+			if !slices.Contains(have, c.Name) {
+				have = append(have, c.Name)
+			}
+		}
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "the project's manifest declares no %s check (it declares: %s)",
+			strings.Join(want, " or "), cmpList(have)).WithRule("no_check")
+	}
+	return plan, nil
+}
+
+func cmpList(ss []string) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	return strings.Join(ss, ", ")
+}
+
+// Verify runs the project's checks in the run's workspace, in its sandbox:
+// the verify tool. The agent picks checks by name, never a command line.
+func (m *Manager) Verify(ctx context.Context, id string, req paddock.VerifyRequest) (*paddock.VerifyResult, error) {
+	return m.verify(ctx, id, req, nil)
+}
+
+// verify is Verify with the commands' output also in logw (a job's log).
+func (m *Manager) verify(ctx context.Context, id string, req paddock.VerifyRequest, logw io.Writer) (*paddock.VerifyResult, error) {
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
+	res, err := m.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolVerify}, args: mustJSON(req),
+		run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
+			c.masked = true
+			return m.runChecks(ctx, c, req.Checks, logw)
+		}})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*paddock.VerifyResult), nil
+}
+
+// runChecks runs the planned checks one after the other, network off, until
+// one fails, and ties the result to the change set's hash.
+func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string, logw io.Writer) (*paddock.VerifyResult, []callEvent, error) {
+	plan, err := m.verifyPlan(ctx, c.run, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.stageManifest(ctx, c.run); err != nil {
+		return nil, nil, err
+	}
+	before, err := m.ChangeSet(ctx, c.run.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &paddock.VerifyResult{Hash: before.Hash, Passed: true, Checks: []paddock.CheckResult{}}
+	var evs []callEvent
+	for _, ch := range plan {
+		cr := paddock.CheckResult{Name: ch.Name, Dir: ch.Dir, Argv: ch.Argv}
+		if !out.Passed {
+			cr.Skipped = "an earlier check failed"
+			out.Checks = append(out.Checks, cr)
+			continue
+		}
+		var buf bytes.Buffer
+		w := io.Writer(&buf)
+		if logw != nil {
+			fmt.Fprintf(logw, "$ %s\n", strings.Join(ch.Argv, " "))
+			w = io.MultiWriter(&buf, logw)
+		}
+		res, cevs, err := m.execStream(ctx, c, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir}, w, w)
+		evs = append(evs, cevs...)
+		if err != nil {
+			return nil, evs, err
+		}
+		cr.ExitCode, cr.Passed, cr.DurationMS = res.ExitCode, res.ExitCode == 0, res.DurationMS
+		cr.Output, cr.Truncated = tail(buf.String(), 16<<10)
+		out.Checks = append(out.Checks, cr)
+		out.Passed = out.Passed && cr.Passed
+		if ctx.Err() != nil {
+			return nil, evs, ctx.Err()
+		}
+	}
+	if after, err := m.ChangeSet(ctx, c.run.ID); err == nil && after.Hash != before.Hash {
+		out.Stale = true
+	}
+	evs = append(evs, callEvent{paddock.EventVerified, map[string]any{"hash": out.Hash, "passed": out.Passed, "stale": out.Stale, "checks": summary(out.Checks)}})
+	return out, evs, nil
+}
+
+func summary(cs []paddock.CheckResult) []map[string]any {
+	var out []map[string]any
+	for _, c := range cs {
+		s := map[string]any{"name": c.Name, "argv": c.Argv, "passed": c.Passed, "exit_code": c.ExitCode}
+		if c.Skipped != "" {
+			s["skipped"] = c.Skipped
+		}
+		if c.Tests != nil {
+			s["tests"] = c.Tests
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// tail keeps the last n bytes of s, from a line start where it can.
+func tail(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < 512 {
+		s = s[i+1:]
+	}
+	return s, true
+}
+
+// stageManifest writes the base's recipes where the commands expect them;
+// .paddock is protected, so the agent cannot rewrite them (read-only in
+// the sandbox).
+func (m *Manager) stageManifest(ctx context.Context, r *paddock.Run) error {
+	mf, err := m.manifestOf(ctx, r)
+	if err != nil {
+		return err
+	}
+	if len(mf.Files) == 0 {
+		return nil
+	}
+	root, err := m.openView(ctx, r, nil, &confine.Policy{})
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := m.asSandboxUser(r, func() error {
+		for name, content := range mf.Files {
+			if _, err := root.WriteFile(confine.Trusted(path.Join(manifest.StageDir, name)), content, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return internal("staging the manifest failed", err)
+	}
+	return nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
