@@ -247,10 +247,10 @@ type BootstrapRequest struct {
 	// one instead. Exactly one of the two.
 	Agent     AgentDefinition `json:"agent,omitzero"`
 	AgentName string          `json:"agent_name,omitempty"`
-	Task    string          `json:"task"`
-	Inputs  []string        `json:"inputs,omitempty"`
-	Base    string          `json:"base,omitempty"`
-	Kind    string          `json:"kind,omitempty"`
+	Task      string          `json:"task"`
+	Inputs    []string        `json:"inputs,omitempty"`
+	Base      string          `json:"base,omitempty"`
+	Kind      string          `json:"kind,omitempty"`
 }
 
 // BootstrapResult is the new run and its bearer token. The token reaches
