@@ -63,8 +63,18 @@ type ToolRule struct {
 // AgentLimits are an agent's command ceilings: its wall time and the
 // per-command limits. Zero keeps the daemon's.
 type AgentLimits struct {
-	Timeout string `json:"timeout,omitempty"`
-	ExecLimits
+	Timeout  string `json:"timeout,omitempty"`
+	CPU      string `json:"cpu,omitempty"`
+	Procs    int    `json:"procs,omitempty"`
+	Memory   int64  `json:"memory,omitempty"`
+	FileSize int64  `json:"file_size,omitempty"`
+	Output   int64  `json:"output,omitempty"`
+	Tmp      int64  `json:"tmp,omitempty"`
+}
+
+// LimitsOf is what an exec request asks for, as an agent's limits are said.
+func LimitsOf(timeout string, l ExecLimits) AgentLimits {
+	return AgentLimits{Timeout: timeout, CPU: l.CPU, Procs: l.Procs, Memory: l.Memory, FileSize: l.FileSize, Output: l.Output, Tmp: l.Tmp}
 }
 
 // Hash is the definition's identity: sha256 of its JSON encoding.

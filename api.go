@@ -314,3 +314,10 @@ type TestCounts struct {
 	Skipped  int      `json:"skipped"`
 	Failures []string `json:"failures,omitempty"`
 }
+
+// AddAgentRequest stores an agent definition: its TOML, and the file's
+// name (for the errors, which name the file and the line).
+type AddAgentRequest struct {
+	File   string `json:"file"`
+	Source string `json:"source"`
+}

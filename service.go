@@ -57,4 +57,20 @@ type Service interface {
 	Undo(ctx context.Context, id string) (*Submission, error)
 
 	GC(ctx context.Context, dryRun bool) ([]Finding, error)
+
+	// AddAgent stores an agent definition read from TOML, replacing one of
+	// its name; Agents lists the built-in and stored ones.
+	AddAgent(ctx context.Context, req AddAgentRequest) (*AgentRecord, error)
+	Agents(ctx context.Context) ([]*AgentRecord, error)
+	Agent(ctx context.Context, name string) (*AgentRecord, error)
+	RemoveAgent(ctx context.Context, name string) error
+
+	// Capabilities says what a run may do now (the capabilities tool).
+	Capabilities(ctx context.Context, id string) (*Capabilities, error)
+	// RequestAccess files an agent's request for more (request_access);
+	// AccessRequests lists a run's requests.
+	RequestAccess(ctx context.Context, id string, in AccessRequestInput) (*AccessRequest, error)
+	AccessRequests(ctx context.Context, id string) ([]*AccessRequest, error)
+	// Verify runs the project manifest's checks in the run (verify).
+	Verify(ctx context.Context, id string, req VerifyRequest) (*VerifyResult, error)
 }

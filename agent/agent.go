@@ -98,9 +98,9 @@ func Parse(name string, src []byte) (*paddock.AgentDefinition, error) {
 		}
 		return n
 	}
-	d.Limits = paddock.AgentLimits{Timeout: f.Limits.Timeout, ExecLimits: paddock.ExecLimits{CPU: f.Limits.CPU, Procs: f.Limits.Procs,
+	d.Limits = paddock.AgentLimits{Timeout: f.Limits.Timeout, CPU: f.Limits.CPU, Procs: f.Limits.Procs,
 		Memory: size("memory", f.Limits.Memory), FileSize: size("file_size", f.Limits.FileSize),
-		Output: size("output", f.Limits.Output), Tmp: size("tmp", f.Limits.Tmp)}}
+		Output: size("output", f.Limits.Output), Tmp: size("tmp", f.Limits.Tmp)}
 	if lerr != nil {
 		return nil, lerr
 	}

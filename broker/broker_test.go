@@ -14,7 +14,7 @@ func tester() *paddock.AgentDefinition {
 			"write": {Allow: []string{"docs/**", "*.md"}, Deny: []string{"docs/secret/**"}},
 		},
 		Env: []string{"GOFLAGS", "CI=1"}, Net: "allow=proxy.golang.org,*.example.com",
-		Limits: paddock.AgentLimits{Timeout: "5m", ExecLimits: paddock.ExecLimits{Procs: 64}}}
+		Limits: paddock.AgentLimits{Timeout: "5m", Procs: 64}}
 }
 
 var active = State{Access: paddock.AccessWrite, Workspace: paddock.StateActive}
@@ -90,7 +90,7 @@ func TestDecide(t *testing.T) {
 		{"exec net granted", tester(), all, Call{Tool: "exec", Argv: []string{"echo"}, Net: "allow=sum.golang.org"}, active, paddock.DecisionAllow, ""},
 		{"exec limit over", tester(), nil, Call{Tool: "exec", Argv: []string{"echo"}, Limits: paddock.AgentLimits{Timeout: "10m"}}, active, paddock.DecisionDeny, RuleLimit},
 		{"exec limit granted", tester(), all, Call{Tool: "exec", Argv: []string{"echo"}, Limits: paddock.AgentLimits{Timeout: "10m"}}, active, paddock.DecisionAllow, ""},
-		{"exec procs over", tester(), nil, Call{Tool: "exec", Argv: []string{"echo"}, Limits: paddock.AgentLimits{ExecLimits: paddock.ExecLimits{Procs: 65}}}, active, paddock.DecisionDeny, RuleLimit},
+		{"exec procs over", tester(), nil, Call{Tool: "exec", Argv: []string{"echo"}, Limits: paddock.AgentLimits{Procs: 65}}, active, paddock.DecisionDeny, RuleLimit},
 
 		{"write allowed path", tester(), nil, Call{Tool: "write", Paths: []string{"docs/a/b.txt"}}, active, paddock.DecisionAllow, ""},
 		{"write top md", tester(), nil, Call{Tool: "write", Paths: []string{"./README.md"}}, active, paddock.DecisionAllow, ""},

@@ -640,3 +640,70 @@ func (o observer) RoundTrip(r *http.Request) (*http.Response, error) {
 	o.see(r)
 	return o.next.RoundTrip(r)
 }
+
+func runPath(id string, rest ...string) string {
+	p := "/v1/runs/" + url.PathEscape(id)
+	for _, r := range rest {
+		p += "/" + url.PathEscape(r)
+	}
+	return p
+}
+
+// AddAgent stores an agent definition (its TOML), replacing one of its name.
+func (c *Client) AddAgent(ctx context.Context, req paddock.AddAgentRequest) (*paddock.AgentRecord, error) {
+	var a paddock.AgentRecord
+	return &a, c.do(ctx, http.MethodPost, "/v1/agents", req, &a)
+}
+
+// Agents lists the built-in and stored agent definitions.
+func (c *Client) Agents(ctx context.Context) ([]*paddock.AgentRecord, error) {
+	var as []*paddock.AgentRecord
+	return as, c.do(ctx, http.MethodGet, "/v1/agents", nil, &as)
+}
+
+// Agent returns an agent definition by name.
+func (c *Client) Agent(ctx context.Context, name string) (*paddock.AgentRecord, error) {
+	var a paddock.AgentRecord
+	return &a, c.do(ctx, http.MethodGet, "/v1/agents/"+url.PathEscape(name), nil, &a)
+}
+
+// RemoveAgent removes a stored definition; runs made with it keep theirs.
+func (c *Client) RemoveAgent(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/agents/"+url.PathEscape(name), nil, nil)
+}
+
+// Capabilities says what a run may do now.
+func (c *Client) Capabilities(ctx context.Context, id string) (*paddock.Capabilities, error) {
+	var caps paddock.Capabilities
+	return &caps, c.do(ctx, http.MethodGet, runPath(id, "capabilities"), nil, &caps)
+}
+
+// RequestAccess files a request for more than the run's definition grants.
+func (c *Client) RequestAccess(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error) {
+	var q paddock.AccessRequest
+	return &q, c.do(ctx, http.MethodPost, runPath(id, "requests"), in, &q)
+}
+
+// AccessRequests lists a run's access requests, oldest first.
+func (c *Client) AccessRequests(ctx context.Context, id string) ([]*paddock.AccessRequest, error) {
+	var qs []*paddock.AccessRequest
+	return qs, c.do(ctx, http.MethodGet, runPath(id, "requests"), nil, &qs)
+}
+
+// Grant grants a run's pending access request (operator credentials only).
+func (c *Client) Grant(ctx context.Context, id, req, note string) (*paddock.AccessRequest, error) {
+	var q paddock.AccessRequest
+	return &q, c.do(ctx, http.MethodPost, runPath(id, "requests", req, "grant"), paddock.DecideRequest{Note: note}, &q)
+}
+
+// Deny denies a run's pending access request (operator credentials only).
+func (c *Client) Deny(ctx context.Context, id, req, note string) (*paddock.AccessRequest, error) {
+	var q paddock.AccessRequest
+	return &q, c.do(ctx, http.MethodPost, runPath(id, "requests", req, "deny"), paddock.DecideRequest{Note: note}, &q)
+}
+
+// Verify runs the project manifest's checks in the run.
+func (c *Client) Verify(ctx context.Context, id string, req paddock.VerifyRequest) (*paddock.VerifyResult, error) {
+	var v paddock.VerifyResult
+	return &v, c.do(ctx, http.MethodPost, runPath(id, "verify"), req, &v)
+}

@@ -420,3 +420,39 @@ func (f *fake) RunForToken(ctx context.Context, token string) (string, error) {
 }
 
 func (f *fake) AgentNet(id string) string { return f.net }
+
+func (f *fake) AddAgent(ctx context.Context, req paddock.AddAgentRequest) (*paddock.AgentRecord, error) {
+	return &paddock.AgentRecord{Definition: paddock.AgentDefinition{Name: req.File}}, f.record(ctx, "AddAgent", req.File)
+}
+
+func (f *fake) Agents(ctx context.Context) ([]*paddock.AgentRecord, error) {
+	return nil, f.record(ctx, "Agents")
+}
+
+func (f *fake) Agent(ctx context.Context, name string) (*paddock.AgentRecord, error) {
+	return &paddock.AgentRecord{Definition: paddock.AgentDefinition{Name: name}}, f.record(ctx, "Agent", name)
+}
+
+func (f *fake) RemoveAgent(ctx context.Context, name string) error {
+	return f.record(ctx, "RemoveAgent", name)
+}
+
+func (f *fake) Capabilities(ctx context.Context, id string) (*paddock.Capabilities, error) {
+	return &paddock.Capabilities{Run: id}, f.record(ctx, "Capabilities", id)
+}
+
+func (f *fake) RequestAccess(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error) {
+	return &paddock.AccessRequest{ID: "q-1", RunID: id, Kind: in.Kind, State: paddock.RequestPending}, f.record(ctx, "RequestAccess", id, in.Kind)
+}
+
+func (f *fake) AccessRequests(ctx context.Context, id string) ([]*paddock.AccessRequest, error) {
+	return nil, f.record(ctx, "AccessRequests", id)
+}
+
+func (f *fake) DecideAccess(ctx context.Context, id, reqID string, grant bool, by, note string) (*paddock.AccessRequest, error) {
+	return &paddock.AccessRequest{ID: reqID, RunID: id}, f.record(ctx, "DecideAccess", id, reqID, grant, by)
+}
+
+func (f *fake) Verify(ctx context.Context, id string, req paddock.VerifyRequest) (*paddock.VerifyResult, error) {
+	return &paddock.VerifyResult{Checks: []paddock.CheckResult{}}, f.record(ctx, "Verify", id, req.Checks)
+}

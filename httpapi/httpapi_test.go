@@ -160,7 +160,8 @@ func TestEveryRoute(t *testing.T) {
 	run := "/v1/runs/" + id
 	covered := map[string]bool{}
 	// What a success that made something answers; the rest answer 200.
-	made := map[string]int{"POST /v1/projects": 201, "POST /v1/runs": 201, "POST /v1/bootstrap": 201, "POST /v1/runs/{id}/jobs": 202}
+	made := map[string]int{"POST /v1/projects": 201, "POST /v1/runs": 201, "POST /v1/bootstrap": 201, "POST /v1/runs/{id}/jobs": 202,
+		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201}
 	for _, tc := range []struct{ method, path, body, asks string }{
 		{"GET", "/healthz", "", ""},
 		{"GET", "/v1/openapi.json", "", ""},
@@ -203,6 +204,16 @@ func TestEveryRoute(t *testing.T) {
 		{"POST", run + "/apply", `{"branch":"b","author_name":"A","author_email":"a@x"}`, "Apply " + id + " b A a@x"},
 		{"POST", run + "/apply", `{"to":"worktree","three_way":true}`, "ApplyToWorktree " + id + " true"},
 		{"POST", run + "/undo", "", "Undo " + id},
+		{"GET", run + "/capabilities", "", "Capabilities " + id},
+		{"POST", run + "/verify", `{"checks":["test"]}`, "Verify " + id + " [test]"},
+		{"GET", run + "/requests", "", "AccessRequests " + id},
+		{"POST", run + "/requests", `{"kind":"command","command":["go","vet"],"reason":"lint"}`, "RequestAccess " + id + " command"},
+		{"POST", run + "/requests/q-1/grant", `{"note":"ok"}`, "DecideAccess " + id + " q-1 true unknown"},
+		{"POST", run + "/requests/q-1/deny", "", "DecideAccess " + id + " q-1 false unknown"},
+		{"GET", "/v1/agents", "", "Agents"},
+		{"POST", "/v1/agents", `{"file":"t.toml","source":"name = \"t\""}`, "AddAgent t.toml"},
+		{"GET", "/v1/agents/t", "", "Agent t"},
+		{"DELETE", "/v1/agents/t", "", "RemoveAgent t"},
 	} {
 		req := httptest.NewRequest(tc.method, "http://paddock"+tc.path, strings.NewReader(tc.body))
 		if strings.HasSuffix(tc.path, "/stream") && tc.method == "GET" {
@@ -591,6 +602,9 @@ func TestRunTokenReach(t *testing.T) {
 		"GET /v1/runs/{id}/artifacts/{kind}", "POST /v1/runs/{id}/checkpoint", "POST /v1/runs/{id}/resume",
 		"POST /v1/runs/{id}/jobs", "GET /v1/runs/{id}/jobs", "GET /v1/runs/{id}/jobs/{job}",
 		"POST /v1/runs/{id}/jobs/{job}/cancel",
+		// The agent's control tools: it may ask, never grant.
+		"GET /v1/runs/{id}/capabilities", "POST /v1/runs/{id}/verify",
+		"GET /v1/runs/{id}/requests", "POST /v1/runs/{id}/requests",
 	}
 	var got []string
 	for _, rt := range Routes() {

@@ -98,6 +98,18 @@ var routes = []route{
 	{"POST", "/v1/runs/{id}/approve", operator, http.StatusOK, reply((*Server).approve)},
 	{"POST", "/v1/runs/{id}/apply", operator, http.StatusOK, reply((*Server).apply)},
 	{"POST", "/v1/runs/{id}/undo", operator, http.StatusOK, reply((*Server).undo)},
+
+	{"GET", "/v1/runs/{id}/capabilities", runToken, http.StatusOK, reply((*Server).capabilities)},
+	{"POST", "/v1/runs/{id}/verify", runToken, http.StatusOK, command((*Server).verify)},
+	{"GET", "/v1/runs/{id}/requests", runToken, http.StatusOK, reply((*Server).accessRequests)},
+	{"POST", "/v1/runs/{id}/requests", runToken, http.StatusCreated, reply((*Server).requestAccess)},
+	{"POST", "/v1/runs/{id}/requests/{request}/grant", operator, http.StatusOK, reply((*Server).grant)},
+	{"POST", "/v1/runs/{id}/requests/{request}/deny", operator, http.StatusOK, reply((*Server).deny)},
+
+	{"GET", "/v1/agents", operator, http.StatusOK, reply((*Server).agents)},
+	{"POST", "/v1/agents", operator, http.StatusCreated, reply((*Server).addAgent)},
+	{"GET", "/v1/agents/{name}", operator, http.StatusOK, reply((*Server).agent)},
+	{"DELETE", "/v1/agents/{name}", operator, http.StatusOK, reply((*Server).removeAgent)},
 }
 
 // RouteInfo describes one route of the API.
@@ -417,4 +429,59 @@ func (s *Server) apply(r *http.Request) (any, error) {
 
 func (s *Server) undo(r *http.Request) (any, error) {
 	return s.Service.Undo(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) capabilities(r *http.Request) (any, error) {
+	return s.Service.Capabilities(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) verify(r *http.Request) (any, error) {
+	var req paddock.VerifyRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Service.Verify(r.Context(), r.PathValue("id"), req)
+}
+
+func (s *Server) accessRequests(r *http.Request) (any, error) {
+	return nonNil(s.Service.AccessRequests(r.Context(), r.PathValue("id")))
+}
+
+func (s *Server) requestAccess(r *http.Request) (any, error) {
+	var in paddock.AccessRequestInput
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	return s.Service.RequestAccess(r.Context(), r.PathValue("id"), in)
+}
+
+func (s *Server) grant(r *http.Request) (any, error) { return s.decideAccess(r, true) }
+func (s *Server) deny(r *http.Request) (any, error)  { return s.decideAccess(r, false) }
+
+func (s *Server) decideAccess(r *http.Request, grant bool) (any, error) {
+	var req paddock.DecideRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Service.DecideAccess(r.Context(), r.PathValue("id"), r.PathValue("request"), grant, actor(r), req.Note)
+}
+
+func (s *Server) agents(r *http.Request) (any, error) {
+	return nonNil(s.Service.Agents(r.Context()))
+}
+
+func (s *Server) addAgent(r *http.Request) (any, error) {
+	var req paddock.AddAgentRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Service.AddAgent(r.Context(), req)
+}
+
+func (s *Server) agent(r *http.Request) (any, error) {
+	return s.Service.Agent(r.Context(), r.PathValue("name"))
+}
+
+func (s *Server) removeAgent(r *http.Request) (any, error) {
+	return map[string]string{"removed": r.PathValue("name")}, s.Service.RemoveAgent(r.Context(), r.PathValue("name"))
 }

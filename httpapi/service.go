@@ -22,6 +22,9 @@ type Service interface {
 	SetProject(ctx context.Context, name, by string, req paddock.SetProjectRequest) (*paddock.Project, error)
 	Unlock(ctx context.Context, name, by string, force bool) (*paddock.Lock, error)
 	Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error)
+	// DecideAccess grants or denies a run's pending access request: only
+	// an operator's route reaches it (a run token never grants).
+	DecideAccess(ctx context.Context, id, reqID string, grant bool, by, note string) (*paddock.AccessRequest, error)
 
 	// Apply commits the approved change set to a new branch, as who.
 	Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error)

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/paddock-dev/paddock"
@@ -10,8 +11,9 @@ import (
 // AddAgent stores a definition read from TOML (src), replacing one of the
 // same name; a built-in's name is refused. Runs made with an earlier
 // version keep their copies.
-func (m *Manager) AddAgent(ctx context.Context, file string, src []byte) (*paddock.AgentRecord, error) {
-	def, err := agent.Parse(file, src)
+func (m *Manager) AddAgent(ctx context.Context, req paddock.AddAgentRequest) (*paddock.AgentRecord, error) {
+	src := []byte(req.Source)
+	def, err := agent.Parse(cmp.Or(req.File, "agent.toml"), src)
 	if err != nil {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s", err.Error())
 	}

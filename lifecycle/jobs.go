@@ -148,7 +148,7 @@ func exitOf(res *paddock.ExecResult, err error) (any, *int, error) {
 
 func execCall(req paddock.ExecRequest) broker.Call {
 	return broker.Call{Tool: paddock.ToolExec, Argv: req.Argv, Net: req.Net, Env: req.Env,
-		Limits: paddock.AgentLimits{Timeout: req.Timeout, ExecLimits: req.Limits}}
+		Limits: paddock.LimitsOf(req.Timeout, req.Limits)}
 }
 
 // runJob runs a started job to its end, on the runner, which renews its

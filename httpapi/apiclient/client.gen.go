@@ -17,6 +17,81 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AccessRequestKind.
+const (
+	AccessRequestKindCommand AccessRequestKind = "command"
+	AccessRequestKindLimit   AccessRequestKind = "limit"
+	AccessRequestKindNetwork AccessRequestKind = "network"
+	AccessRequestKindPath    AccessRequestKind = "path"
+	AccessRequestKindTool    AccessRequestKind = "tool"
+)
+
+// Valid indicates whether the value is a known member of the AccessRequestKind enum.
+func (e AccessRequestKind) Valid() bool {
+	switch e {
+	case AccessRequestKindCommand:
+		return true
+	case AccessRequestKindLimit:
+		return true
+	case AccessRequestKindNetwork:
+		return true
+	case AccessRequestKindPath:
+		return true
+	case AccessRequestKindTool:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AccessRequestState.
+const (
+	AccessRequestStateDenied  AccessRequestState = "denied"
+	AccessRequestStateGranted AccessRequestState = "granted"
+	AccessRequestStatePending AccessRequestState = "pending"
+)
+
+// Valid indicates whether the value is a known member of the AccessRequestState enum.
+func (e AccessRequestState) Valid() bool {
+	switch e {
+	case AccessRequestStateDenied:
+		return true
+	case AccessRequestStateGranted:
+		return true
+	case AccessRequestStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AccessRequestInputKind.
+const (
+	AccessRequestInputKindCommand AccessRequestInputKind = "command"
+	AccessRequestInputKindLimit   AccessRequestInputKind = "limit"
+	AccessRequestInputKindNetwork AccessRequestInputKind = "network"
+	AccessRequestInputKindPath    AccessRequestInputKind = "path"
+	AccessRequestInputKindTool    AccessRequestInputKind = "tool"
+)
+
+// Valid indicates whether the value is a known member of the AccessRequestInputKind enum.
+func (e AccessRequestInputKind) Valid() bool {
+	switch e {
+	case AccessRequestInputKindCommand:
+		return true
+	case AccessRequestInputKindLimit:
+		return true
+	case AccessRequestInputKindNetwork:
+		return true
+	case AccessRequestInputKindPath:
+		return true
+	case AccessRequestInputKindTool:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AddProjectRequestAllowAttribution.
 const (
 	AddProjectRequestAllowAttributionCoAuthorLine    AddProjectRequestAllowAttribution = "co-author-line"
@@ -467,6 +542,66 @@ func (e Health200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for ListAgents200JSONResponseBodyOk.
+const (
+	ListAgents200JSONResponseBodyOkTrue ListAgents200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ListAgents200JSONResponseBodyOk enum.
+func (e ListAgents200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case ListAgents200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddAgent201JSONResponseBodyOk.
+const (
+	AddAgent201JSONResponseBodyOkTrue AddAgent201JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the AddAgent201JSONResponseBodyOk enum.
+func (e AddAgent201JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case AddAgent201JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RemoveAgent200JSONResponseBodyOk.
+const (
+	RemoveAgent200JSONResponseBodyOkTrue RemoveAgent200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the RemoveAgent200JSONResponseBodyOk enum.
+func (e RemoveAgent200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case RemoveAgent200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetAgent200JSONResponseBodyOk.
+const (
+	GetAgent200JSONResponseBodyOkTrue GetAgent200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the GetAgent200JSONResponseBodyOk enum.
+func (e GetAgent200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case GetAgent200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Bootstrap201JSONResponseBodyOk.
 const (
 	Bootstrap201JSONResponseBodyOkTrue Bootstrap201JSONResponseBodyOk = true
@@ -758,6 +893,21 @@ func (e GetArtifact200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for GetCapabilities200JSONResponseBodyOk.
+const (
+	GetCapabilities200JSONResponseBodyOkTrue GetCapabilities200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the GetCapabilities200JSONResponseBodyOk enum.
+func (e GetCapabilities200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case GetCapabilities200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetChangeSet200JSONResponseBodyOk.
 const (
 	GetChangeSet200JSONResponseBodyOkTrue GetChangeSet200JSONResponseBodyOk = true
@@ -929,6 +1079,66 @@ func (e RejectRun200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for ListAccessRequests200JSONResponseBodyOk.
+const (
+	ListAccessRequests200JSONResponseBodyOkTrue ListAccessRequests200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ListAccessRequests200JSONResponseBodyOk enum.
+func (e ListAccessRequests200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case ListAccessRequests200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RequestAccess201JSONResponseBodyOk.
+const (
+	RequestAccess201JSONResponseBodyOkTrue RequestAccess201JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the RequestAccess201JSONResponseBodyOk enum.
+func (e RequestAccess201JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case RequestAccess201JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DenyAccess200JSONResponseBodyOk.
+const (
+	DenyAccess200JSONResponseBodyOkTrue DenyAccess200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the DenyAccess200JSONResponseBodyOk enum.
+func (e DenyAccess200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case DenyAccess200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GrantAccess200JSONResponseBodyOk.
+const (
+	GrantAccess200JSONResponseBodyOkTrue GrantAccess200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the GrantAccess200JSONResponseBodyOk enum.
+func (e GrantAccess200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case GrantAccess200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResumeRun200JSONResponseBodyOk.
 const (
 	ResumeRun200JSONResponseBodyOkTrue ResumeRun200JSONResponseBodyOk = true
@@ -1019,6 +1229,45 @@ func (e Undo200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for VerifyJSONBodyChecks.
+const (
+	VerifyJSONBodyChecksBuild       VerifyJSONBodyChecks = "build"
+	VerifyJSONBodyChecksFormatCheck VerifyJSONBodyChecks = "format-check"
+	VerifyJSONBodyChecksLint        VerifyJSONBodyChecks = "lint"
+	VerifyJSONBodyChecksTest        VerifyJSONBodyChecks = "test"
+)
+
+// Valid indicates whether the value is a known member of the VerifyJSONBodyChecks enum.
+func (e VerifyJSONBodyChecks) Valid() bool {
+	switch e {
+	case VerifyJSONBodyChecksBuild:
+		return true
+	case VerifyJSONBodyChecksFormatCheck:
+		return true
+	case VerifyJSONBodyChecksLint:
+		return true
+	case VerifyJSONBodyChecksTest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Verify200JSONResponseBodyOk.
+const (
+	Verify200JSONResponseBodyOkTrue Verify200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the Verify200JSONResponseBodyOk enum.
+func (e Verify200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case Verify200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetStatus200JSONResponseBodyOk.
 const (
 	GetStatus200JSONResponseBodyOkTrue GetStatus200JSONResponseBodyOk = true
@@ -1032,6 +1281,55 @@ func (e GetStatus200JSONResponseBodyOk) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// AccessRequest defines model for AccessRequest.
+type AccessRequest struct {
+	Command   *[]string           `json:"command,omitempty"`
+	CreatedAt *time.Time          `json:"created_at,omitempty"`
+	DecidedAt *time.Time          `json:"decided_at,omitempty"`
+	DecidedBy *string             `json:"decided_by,omitempty"`
+	Domain    *string             `json:"domain,omitempty"`
+	Id        *string             `json:"id,omitempty"`
+	Kind      *AccessRequestKind  `json:"kind,omitempty"`
+	Limit     *string             `json:"limit,omitempty"`
+	Note      *string             `json:"note,omitempty"`
+	Path      *string             `json:"path,omitempty"`
+	Reason    *string             `json:"reason,omitempty"`
+	RunId     *string             `json:"run_id,omitempty"`
+	State     *AccessRequestState `json:"state,omitempty"`
+	Tool      *string             `json:"tool,omitempty"`
+	Value     *string             `json:"value,omitempty"`
+}
+
+// AccessRequestKind defines model for AccessRequest.Kind.
+type AccessRequestKind string
+
+// AccessRequestState defines model for AccessRequest.State.
+type AccessRequestState string
+
+// AccessRequestInput defines model for AccessRequestInput.
+type AccessRequestInput struct {
+	Command *[]string              `json:"command,omitempty"`
+	Domain  *string                `json:"domain,omitempty"`
+	Kind    AccessRequestInputKind `json:"kind"`
+	Limit   *string                `json:"limit,omitempty"`
+	Path    *string                `json:"path,omitempty"`
+	Reason  string                 `json:"reason"`
+	Tool    *string                `json:"tool,omitempty"`
+	Value   *string                `json:"value,omitempty"`
+}
+
+// AccessRequestInputKind defines model for AccessRequestInput.Kind.
+type AccessRequestInputKind string
+
+// AddAgentRequest defines model for AddAgentRequest.
+type AddAgentRequest struct {
+	// File The file's name, for errors (file:line).
+	File *string `json:"file,omitempty"`
+
+	// Source The definition's TOML.
+	Source string `json:"source"`
 }
 
 // AddProjectRequest defines model for AddProjectRequest.
@@ -1051,25 +1349,61 @@ type AddProjectRequestAllowAttribution string
 
 // AgentDefinition defines model for AgentDefinition.
 type AgentDefinition struct {
-	Command   *[]string                 `json:"command,omitempty"`
-	Env       *[]string                 `json:"env,omitempty"`
-	Name      string                    `json:"name"`
-	Net       *string                   `json:"net,omitempty"`
-	Secrets   *[]string                 `json:"secrets,omitempty"`
+	Command     *[]string `json:"command,omitempty"`
+	Description *string   `json:"description,omitempty"`
+
+	// Env Variables the agent's commands may be given: NAME, NAME=VALUE (always set), or *.
+	Env          *[]string `json:"env,omitempty"`
+	Instructions *string   `json:"instructions,omitempty"`
+
+	// Limits An agent's command ceilings, below the daemon's.
+	Limits *AgentLimits `json:"limits,omitempty"`
+	Name   string       `json:"name"`
+
+	// Net The most network the agent's commands may have: none, allow=DOMAIN,… or host.
+	Net     *string              `json:"net,omitempty"`
+	Secrets *[]string            `json:"secrets,omitempty"`
+	Tool    *map[string]ToolRule `json:"tool,omitempty"`
+
+	// Tools The tools the agent may call: working tools, exec, and control tools (verify, diff, submit, capabilities, request_access). Empty (inline only): the built-in set of its workspace mode.
+	Tools     *[]string                 `json:"tools,omitempty"`
 	Workspace *AgentDefinitionWorkspace `json:"workspace,omitempty"`
 }
 
 // AgentDefinitionWorkspace defines model for AgentDefinition.Workspace.
 type AgentDefinitionWorkspace string
 
+// AgentLimits An agent's command ceilings, below the daemon's.
+type AgentLimits struct {
+	Cpu      *string `json:"cpu,omitempty"`
+	FileSize *int    `json:"file_size,omitempty"`
+	Memory   *int    `json:"memory,omitempty"`
+	Output   *int    `json:"output,omitempty"`
+	Procs    *int    `json:"procs,omitempty"`
+	Timeout  *string `json:"timeout,omitempty"`
+	Tmp      *int    `json:"tmp,omitempty"`
+}
+
+// AgentRecord defines model for AgentRecord.
+type AgentRecord struct {
+	Builtin    *bool            `json:"builtin,omitempty"`
+	Definition *AgentDefinition `json:"definition,omitempty"`
+	Hash       *string          `json:"hash,omitempty"`
+	Source     *string          `json:"source,omitempty"`
+	UpdatedAt  *time.Time       `json:"updated_at,omitempty"`
+}
+
 // BootstrapRequest defines model for BootstrapRequest.
 type BootstrapRequest struct {
-	Agent   AgentDefinition `json:"agent"`
-	Base    *string         `json:"base,omitempty"`
-	Inputs  *[]string       `json:"inputs,omitempty"`
-	Kind    *string         `json:"kind,omitempty"`
-	Project string          `json:"project"`
-	Task    string          `json:"task"`
+	Agent *AgentDefinition `json:"agent,omitempty"`
+
+	// AgentName A stored or built-in definition, instead of agent inline.
+	AgentName *string   `json:"agent_name,omitempty"`
+	Base      *string   `json:"base,omitempty"`
+	Inputs    *[]string `json:"inputs,omitempty"`
+	Kind      *string   `json:"kind,omitempty"`
+	Project   string    `json:"project"`
+	Task      string    `json:"task"`
 }
 
 // BootstrapResult defines model for BootstrapResult.
@@ -1090,6 +1424,27 @@ type CacheMode string
 
 // CacheName defines model for Cache.Name.
 type CacheName string
+
+// Capabilities defines model for Capabilities.
+type Capabilities struct {
+	Agent       *string          `json:"agent,omitempty"`
+	AgentHash   *string          `json:"agent_hash,omitempty"`
+	Checks      *[]string        `json:"checks,omitempty"`
+	Enforcement *Enforcement     `json:"enforcement,omitempty"`
+	Env         *[]string        `json:"env,omitempty"`
+	Grants      *[]AccessRequest `json:"grants,omitempty"`
+
+	// Limits An agent's command ceilings, below the daemon's.
+	Limits    *AgentLimits      `json:"limits,omitempty"`
+	Net       *string           `json:"net,omitempty"`
+	Pending   *[]AccessRequest  `json:"pending,omitempty"`
+	Run       *string           `json:"run,omitempty"`
+	Secrets   *[]string         `json:"secrets,omitempty"`
+	State     *string           `json:"state,omitempty"`
+	Tools     *[]ToolCapability `json:"tools,omitempty"`
+	Working   *bool             `json:"working,omitempty"`
+	Workspace *string           `json:"workspace,omitempty"`
+}
 
 // ChangeEntry defines model for ChangeEntry.
 type ChangeEntry struct {
@@ -1133,6 +1488,20 @@ type ChangeSet struct {
 	RunId    *string        `json:"run_id,omitempty"`
 }
 
+// CheckResult defines model for CheckResult.
+type CheckResult struct {
+	Argv       *[]string   `json:"argv,omitempty"`
+	Dir        *string     `json:"dir,omitempty"`
+	DurationMs *float32    `json:"duration_ms,omitempty"`
+	ExitCode   *int        `json:"exit_code,omitempty"`
+	Name       *string     `json:"name,omitempty"`
+	Output     *string     `json:"output,omitempty"`
+	Passed     *bool       `json:"passed,omitempty"`
+	Skipped    *string     `json:"skipped,omitempty"`
+	Tests      *TestCounts `json:"tests,omitempty"`
+	Truncated  *bool       `json:"truncated,omitempty"`
+}
+
 // Checkpoint defines model for Checkpoint.
 type Checkpoint struct {
 	At     *time.Time `json:"at,omitempty"`
@@ -1144,7 +1513,10 @@ type Checkpoint struct {
 
 // CreateRunRequest defines model for CreateRunRequest.
 type CreateRunRequest struct {
-	Access        *CreateRunRequestAccess        `json:"access,omitempty"`
+	Access *CreateRunRequestAccess `json:"access,omitempty"`
+
+	// Agent The agent definition the run is made with (stored, or built in: coder, reviewer, decider); the built-in of its access mode without one.
+	Agent         *string                        `json:"agent,omitempty"`
 	Base          *string                        `json:"base,omitempty"`
 	CleanupPolicy *CreateRunRequestCleanupPolicy `json:"cleanup_policy,omitempty"`
 
@@ -1417,15 +1789,17 @@ type ResumeResult struct {
 
 // Run defines model for Run.
 type Run struct {
-	Access         *string    `json:"access,omitempty"`
-	CreatedAt      *time.Time `json:"created_at,omitempty"`
-	Id             *string    `json:"id,omitempty"`
-	IncludeIgnored *bool      `json:"include_ignored,omitempty"`
-	LastSeq        *int       `json:"last_seq,omitempty"`
-	Project        *string    `json:"project,omitempty"`
-	RemovedAt      *time.Time `json:"removed_at,omitempty"`
-	Secrets        *[]string  `json:"secrets,omitempty"`
-	Workspace      *Workspace `json:"workspace,omitempty"`
+	Access         *string          `json:"access,omitempty"`
+	Agent          *AgentDefinition `json:"agent,omitempty"`
+	AgentHash      *string          `json:"agent_hash,omitempty"`
+	CreatedAt      *time.Time       `json:"created_at,omitempty"`
+	Id             *string          `json:"id,omitempty"`
+	IncludeIgnored *bool            `json:"include_ignored,omitempty"`
+	LastSeq        *int             `json:"last_seq,omitempty"`
+	Project        *string          `json:"project,omitempty"`
+	RemovedAt      *time.Time       `json:"removed_at,omitempty"`
+	Secrets        *[]string        `json:"secrets,omitempty"`
+	Workspace      *Workspace       `json:"workspace,omitempty"`
 }
 
 // SetProjectRequest A setting left out keeps its value. protect and no_default_protect set the protected paths as project add does; default_protect alone goes back to the default list; allow_attribution is the whole list of rules the project allows ([] for none).
@@ -1453,6 +1827,14 @@ type Submission struct {
 	SubmittedAt *time.Time `json:"submitted_at,omitempty"`
 }
 
+// TestCounts defines model for TestCounts.
+type TestCounts struct {
+	Failed   *int      `json:"failed,omitempty"`
+	Failures *[]string `json:"failures,omitempty"`
+	Passed   *int      `json:"passed,omitempty"`
+	Skipped  *int      `json:"skipped,omitempty"`
+}
+
 // Tool defines model for Tool.
 type Tool struct {
 	Description *string                 `json:"description,omitempty"`
@@ -1461,10 +1843,33 @@ type Tool struct {
 	Writes      *bool                   `json:"writes,omitempty"`
 }
 
+// ToolCapability defines model for ToolCapability.
+type ToolCapability struct {
+	Allow *[]string `json:"allow,omitempty"`
+	Ask   *[]string `json:"ask,omitempty"`
+	Deny  *[]string `json:"deny,omitempty"`
+	Name  *string   `json:"name,omitempty"`
+}
+
+// ToolRule Narrows one tool: exec by argv prefixes (every command of a shell line is checked), write, edit, move and delete by path globs. Deny wins over allow; ask (exec) needs a person's approval each time.
+type ToolRule struct {
+	Allow *[]string `json:"allow,omitempty"`
+	Ask   *[]string `json:"ask,omitempty"`
+	Deny  *[]string `json:"deny,omitempty"`
+}
+
 // UnlockResult defines model for UnlockResult.
 type UnlockResult struct {
 	By       *string `json:"by,omitempty"`
 	Released *Lock   `json:"released,omitempty"`
+}
+
+// VerifyResult defines model for VerifyResult.
+type VerifyResult struct {
+	Checks *[]CheckResult `json:"checks,omitempty"`
+	Hash   *string        `json:"hash,omitempty"`
+	Passed *bool          `json:"passed,omitempty"`
+	Stale  *bool          `json:"stale,omitempty"`
 }
 
 // Workspace defines model for Workspace.
@@ -1503,6 +1908,18 @@ type WorkspaceState string
 
 // Health200JSONResponseBodyOk defines parameters for Health.
 type Health200JSONResponseBodyOk bool
+
+// ListAgents200JSONResponseBodyOk defines parameters for ListAgents.
+type ListAgents200JSONResponseBodyOk bool
+
+// AddAgent201JSONResponseBodyOk defines parameters for AddAgent.
+type AddAgent201JSONResponseBodyOk bool
+
+// RemoveAgent200JSONResponseBodyOk defines parameters for RemoveAgent.
+type RemoveAgent200JSONResponseBodyOk bool
+
+// GetAgent200JSONResponseBodyOk defines parameters for GetAgent.
+type GetAgent200JSONResponseBodyOk bool
 
 // Bootstrap201JSONResponseBodyOk defines parameters for Bootstrap.
 type Bootstrap201JSONResponseBodyOk bool
@@ -1608,6 +2025,9 @@ type GetArtifactParamsKind string
 // GetArtifact200JSONResponseBodyOk defines parameters for GetArtifact.
 type GetArtifact200JSONResponseBodyOk bool
 
+// GetCapabilities200JSONResponseBodyOk defines parameters for GetCapabilities.
+type GetCapabilities200JSONResponseBodyOk bool
+
 // GetChangeSet200JSONResponseBodyOk defines parameters for GetChangeSet.
 type GetChangeSet200JSONResponseBodyOk bool
 
@@ -1702,6 +2122,28 @@ type RejectRunParams struct {
 // RejectRun200JSONResponseBodyOk defines parameters for RejectRun.
 type RejectRun200JSONResponseBodyOk bool
 
+// ListAccessRequests200JSONResponseBodyOk defines parameters for ListAccessRequests.
+type ListAccessRequests200JSONResponseBodyOk bool
+
+// RequestAccess201JSONResponseBodyOk defines parameters for RequestAccess.
+type RequestAccess201JSONResponseBodyOk bool
+
+// DenyAccessJSONBody defines parameters for DenyAccess.
+type DenyAccessJSONBody struct {
+	Note *string `json:"note,omitempty"`
+}
+
+// DenyAccess200JSONResponseBodyOk defines parameters for DenyAccess.
+type DenyAccess200JSONResponseBodyOk bool
+
+// GrantAccessJSONBody defines parameters for GrantAccess.
+type GrantAccessJSONBody struct {
+	Note *string `json:"note,omitempty"`
+}
+
+// GrantAccess200JSONResponseBodyOk defines parameters for GrantAccess.
+type GrantAccess200JSONResponseBodyOk bool
+
 // ResumeRunParams defines parameters for ResumeRun.
 type ResumeRunParams struct {
 	// ExpectSeq refuse with conflict if the run's last seq is not this
@@ -1758,8 +2200,22 @@ type UndoParams struct {
 // Undo200JSONResponseBodyOk defines parameters for Undo.
 type Undo200JSONResponseBodyOk bool
 
+// VerifyJSONBody defines parameters for Verify.
+type VerifyJSONBody struct {
+	Checks *[]VerifyJSONBodyChecks `json:"checks,omitempty"`
+}
+
+// VerifyJSONBodyChecks defines parameters for Verify.
+type VerifyJSONBodyChecks string
+
+// Verify200JSONResponseBodyOk defines parameters for Verify.
+type Verify200JSONResponseBodyOk bool
+
 // GetStatus200JSONResponseBodyOk defines parameters for GetStatus.
 type GetStatus200JSONResponseBodyOk bool
+
+// AddAgentJSONRequestBody defines body for AddAgent for application/json ContentType.
+type AddAgentJSONRequestBody = AddAgentRequest
 
 // BootstrapJSONRequestBody defines body for Bootstrap for application/json ContentType.
 type BootstrapJSONRequestBody = BootstrapRequest
@@ -1797,11 +2253,23 @@ type ExecStreamJSONRequestBody = ExecRequest
 // StartJobJSONRequestBody defines body for StartJob for application/json ContentType.
 type StartJobJSONRequestBody StartJobJSONBody
 
+// RequestAccessJSONRequestBody defines body for RequestAccess for application/json ContentType.
+type RequestAccessJSONRequestBody = AccessRequestInput
+
+// DenyAccessJSONRequestBody defines body for DenyAccess for application/json ContentType.
+type DenyAccessJSONRequestBody DenyAccessJSONBody
+
+// GrantAccessJSONRequestBody defines body for GrantAccess for application/json ContentType.
+type GrantAccessJSONRequestBody GrantAccessJSONBody
+
 // SubmitJSONRequestBody defines body for Submit for application/json ContentType.
 type SubmitJSONRequestBody SubmitJSONBody
 
 // CallToolJSONRequestBody defines body for CallTool for application/json ContentType.
 type CallToolJSONRequestBody = CallToolJSONBody
+
+// VerifyJSONRequestBody defines body for Verify for application/json ContentType.
+type VerifyJSONRequestBody VerifyJSONBody
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1881,6 +2349,35 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /healthz (the `Health` operationId).
 	Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAgents The built-in and stored agent definitions
+	//
+	// Corresponds with GET /v1/agents (the `ListAgents` operationId).
+	ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddAgentWithBody Store an agent definition from its TOML (unknown keys refused with the file and line), replacing one of its name
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/agents (the `AddAgent` operationId).
+	AddAgentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddAgent Store an agent definition from its TOML (unknown keys refused with the file and line), replacing one of its name
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/agents (the `AddAgent` operationId).
+	AddAgent(ctx context.Context, body AddAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveAgent Remove a stored definition; runs made with it keep their copies
+	//
+	// Corresponds with DELETE /v1/agents/{name} (the `RemoveAgent` operationId).
+	RemoveAgent(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAgent An agent definition by name
+	//
+	// Corresponds with GET /v1/agents/{name} (the `GetAgent` operationId).
+	GetAgent(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// BootstrapWithBody Bind a new run to a project, an agent definition, the task, its inputs and a base; returns the run and its bearer token (shown once)
 	//
@@ -2041,6 +2538,11 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/runs/{id}/artifacts/{kind} (the `GetArtifact` operationId).
 	GetArtifact(ctx context.Context, id string, kind GetArtifactParamsKind, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetCapabilities What the run may do now: the tools offered with their narrowing, network, limits, env, secrets, checks, grants and pending requests, and the sandbox's recorded enforcement (the capabilities tool; a run token reaches it)
+	//
+	// Corresponds with GET /v1/runs/{id}/capabilities (the `GetCapabilities` operationId).
+	GetCapabilities(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetChangeSet The run's change set against its base, computed now
 	//
 	// Corresponds with GET /v1/runs/{id}/changeset (the `GetChangeSet` operationId).
@@ -2144,6 +2646,53 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/runs/{id}/reject (the `RejectRun` operationId).
 	RejectRun(ctx context.Context, id string, params *RejectRunParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAccessRequests The run's access requests, oldest first
+	//
+	// Corresponds with GET /v1/runs/{id}/requests (the `ListAccessRequests` operationId).
+	ListAccessRequests(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestAccessWithBody Ask for a tool, a command, a path, a network domain or a limit, with a reason; pending until an operator decides (the request_access tool)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/requests (the `RequestAccess` operationId).
+	RequestAccessWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestAccess Ask for a tool, a command, a path, a network domain or a limit, with a reason; pending until an operator decides (the request_access tool)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/requests (the `RequestAccess` operationId).
+	RequestAccess(ctx context.Context, id string, body RequestAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DenyAccessWithBody Deny a pending access request (operator only); recorded as an event
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/requests/{request}/deny (the `DenyAccess` operationId).
+	DenyAccessWithBody(ctx context.Context, id string, request string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DenyAccess Deny a pending access request (operator only); recorded as an event
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/requests/{request}/deny (the `DenyAccess` operationId).
+	DenyAccess(ctx context.Context, id string, request string, body DenyAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GrantAccessWithBody Grant a pending access request (operator only: a run token never grants); recorded as an event
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/requests/{request}/grant (the `GrantAccess` operationId).
+	GrantAccessWithBody(ctx context.Context, id string, request string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GrantAccess Grant a pending access request (operator only: a run token never grants); recorded as an event
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/requests/{request}/grant (the `GrantAccess` operationId).
+	GrantAccess(ctx context.Context, id string, request string, body GrantAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ResumeRun Attach a session again
 	//
 	// Corresponds with POST /v1/runs/{id}/resume (the `ResumeRun` operationId).
@@ -2192,6 +2741,20 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/runs/{id}/undo (the `Undo` operationId).
 	Undo(ctx context.Context, id string, params *UndoParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// VerifyWithBody Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
+	VerifyWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Verify Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
+	Verify(ctx context.Context, id string, body VerifyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetStatus The daemon's version, pid, socket and recovery report
 	//
 	// Corresponds with GET /v1/status (the `GetStatus` operationId).
@@ -2203,6 +2766,85 @@ type ClientInterface interface {
 // Corresponds with GET /healthz (the `Health` operationId).
 func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHealthRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAgents The built-in and stored agent definitions
+//
+// Corresponds with GET /v1/agents (the `ListAgents` operationId).
+func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAgentsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddAgentWithBody Store an agent definition from its TOML (unknown keys refused with the file and line), replacing one of its name
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/agents (the `AddAgent` operationId).
+func (c *Client) AddAgentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddAgentRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddAgent Store an agent definition from its TOML (unknown keys refused with the file and line), replacing one of its name
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/agents (the `AddAgent` operationId).
+func (c *Client) AddAgent(ctx context.Context, body AddAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddAgentRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveAgent Remove a stored definition; runs made with it keep their copies
+//
+// Corresponds with DELETE /v1/agents/{name} (the `RemoveAgent` operationId).
+func (c *Client) RemoveAgent(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveAgentRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAgent An agent definition by name
+//
+// Corresponds with GET /v1/agents/{name} (the `GetAgent` operationId).
+func (c *Client) GetAgent(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAgentRequest(c.Server, name)
 	if err != nil {
 		return nil, err
 	}
@@ -2622,6 +3264,21 @@ func (c *Client) GetArtifact(ctx context.Context, id string, kind GetArtifactPar
 	return c.Client.Do(req)
 }
 
+// GetCapabilities What the run may do now: the tools offered with their narrowing, network, limits, env, secrets, checks, grants and pending requests, and the sandbox's recorded enforcement (the capabilities tool; a run token reaches it)
+//
+// Corresponds with GET /v1/runs/{id}/capabilities (the `GetCapabilities` operationId).
+func (c *Client) GetCapabilities(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCapabilitiesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetChangeSet The run's change set against its base, computed now
 //
 // Corresponds with GET /v1/runs/{id}/changeset (the `GetChangeSet` operationId).
@@ -2895,6 +3552,123 @@ func (c *Client) RejectRun(ctx context.Context, id string, params *RejectRunPara
 	return c.Client.Do(req)
 }
 
+// ListAccessRequests The run's access requests, oldest first
+//
+// Corresponds with GET /v1/runs/{id}/requests (the `ListAccessRequests` operationId).
+func (c *Client) ListAccessRequests(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAccessRequestsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestAccessWithBody Ask for a tool, a command, a path, a network domain or a limit, with a reason; pending until an operator decides (the request_access tool)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{id}/requests (the `RequestAccess` operationId).
+func (c *Client) RequestAccessWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestAccessRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestAccess Ask for a tool, a command, a path, a network domain or a limit, with a reason; pending until an operator decides (the request_access tool)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{id}/requests (the `RequestAccess` operationId).
+func (c *Client) RequestAccess(ctx context.Context, id string, body RequestAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestAccessRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DenyAccessWithBody Deny a pending access request (operator only); recorded as an event
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{id}/requests/{request}/deny (the `DenyAccess` operationId).
+func (c *Client) DenyAccessWithBody(ctx context.Context, id string, request string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDenyAccessRequestWithBody(c.Server, id, request, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DenyAccess Deny a pending access request (operator only); recorded as an event
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{id}/requests/{request}/deny (the `DenyAccess` operationId).
+func (c *Client) DenyAccess(ctx context.Context, id string, request string, body DenyAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDenyAccessRequest(c.Server, id, request, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GrantAccessWithBody Grant a pending access request (operator only: a run token never grants); recorded as an event
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{id}/requests/{request}/grant (the `GrantAccess` operationId).
+func (c *Client) GrantAccessWithBody(ctx context.Context, id string, request string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGrantAccessRequestWithBody(c.Server, id, request, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GrantAccess Grant a pending access request (operator only: a run token never grants); recorded as an event
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{id}/requests/{request}/grant (the `GrantAccess` operationId).
+func (c *Client) GrantAccess(ctx context.Context, id string, request string, body GrantAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGrantAccessRequest(c.Server, id, request, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ResumeRun Attach a session again
 //
 // Corresponds with POST /v1/runs/{id}/resume (the `ResumeRun` operationId).
@@ -3023,6 +3797,40 @@ func (c *Client) Undo(ctx context.Context, id string, params *UndoParams, reqEdi
 	return c.Client.Do(req)
 }
 
+// VerifyWithBody Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
+func (c *Client) VerifyWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Verify Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
+func (c *Client) Verify(ctx context.Context, id string, body VerifyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetStatus The daemon's version, pid, socket and recovery report
 //
 // Corresponds with GET /v1/status (the `GetStatus` operationId).
@@ -3048,6 +3856,141 @@ func NewHealthRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/healthz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAgentsRequest constructs an http.Request for the ListAgents method
+func NewListAgentsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddAgentRequest calls the generic AddAgent builder with application/json body
+func NewAddAgentRequest(server string, body AddAgentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddAgentRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAddAgentRequestWithBody constructs an http.Request for the AddAgent method, with any body, and a specified content type
+func NewAddAgentRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRemoveAgentRequest constructs an http.Request for the RemoveAgent method
+func NewRemoveAgentRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAgentRequest constructs an http.Request for the GetAgent method
+func NewGetAgentRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3801,6 +4744,40 @@ func NewGetArtifactRequest(server string, id string, kind GetArtifactParamsKind)
 	}
 
 	operationPath := fmt.Sprintf("/v1/runs/%s/artifacts/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetCapabilitiesRequest constructs an http.Request for the GetCapabilities method
+func NewGetCapabilitiesRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/capabilities", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -4579,6 +5556,195 @@ func NewRejectRunRequest(server string, id string, params *RejectRunParams) (*ht
 	return req, nil
 }
 
+// NewListAccessRequestsRequest constructs an http.Request for the ListAccessRequests method
+func NewListAccessRequestsRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/requests", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRequestAccessRequest calls the generic RequestAccess builder with application/json body
+func NewRequestAccessRequest(server string, id string, body RequestAccessJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRequestAccessRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewRequestAccessRequestWithBody constructs an http.Request for the RequestAccess method, with any body, and a specified content type
+func NewRequestAccessRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/requests", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDenyAccessRequest calls the generic DenyAccess builder with application/json body
+func NewDenyAccessRequest(server string, id string, request string, body DenyAccessJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDenyAccessRequestWithBody(server, id, request, "application/json", bodyReader)
+}
+
+// NewDenyAccessRequestWithBody constructs an http.Request for the DenyAccess method, with any body, and a specified content type
+func NewDenyAccessRequestWithBody(server string, id string, request string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "request", request, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/requests/%s/deny", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGrantAccessRequest calls the generic GrantAccess builder with application/json body
+func NewGrantAccessRequest(server string, id string, request string, body GrantAccessJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewGrantAccessRequestWithBody(server, id, request, "application/json", bodyReader)
+}
+
+// NewGrantAccessRequestWithBody constructs an http.Request for the GrantAccess method, with any body, and a specified content type
+func NewGrantAccessRequestWithBody(server string, id string, request string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "request", request, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/requests/%s/grant", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewResumeRunRequest constructs an http.Request for the ResumeRun method
 func NewResumeRunRequest(server string, id string, params *ResumeRunParams) (*http.Request, error) {
 	var err error
@@ -4951,6 +6117,53 @@ func NewUndoRequest(server string, id string, params *UndoParams) (*http.Request
 	return req, nil
 }
 
+// NewVerifyRequest calls the generic Verify builder with application/json body
+func NewVerifyRequest(server string, id string, body VerifyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewVerifyRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewVerifyRequestWithBody constructs an http.Request for the Verify method, with any body, and a specified content type
+func NewVerifyRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/verify", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetStatusRequest constructs an http.Request for the GetStatus method
 func NewGetStatusRequest(server string) (*http.Request, error) {
 	var err error
@@ -5028,6 +6241,41 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /healthz (the `Health` operationId).
 	HealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthResponse, error)
+
+	// ListAgentsWithResponse The built-in and stored agent definitions
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/agents (the `ListAgents` operationId).
+	ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error)
+
+	// AddAgentWithBodyWithResponse Store an agent definition from its TOML (unknown keys refused with the file and line), replacing one of its name
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents (the `AddAgent` operationId).
+	AddAgentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddAgentResponse, error)
+
+	// AddAgentWithResponse Store an agent definition from its TOML (unknown keys refused with the file and line), replacing one of its name
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents (the `AddAgent` operationId).
+	AddAgentWithResponse(ctx context.Context, body AddAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*AddAgentResponse, error)
+
+	// RemoveAgentWithResponse Remove a stored definition; runs made with it keep their copies
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/agents/{name} (the `RemoveAgent` operationId).
+	RemoveAgentWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*RemoveAgentResponse, error)
+
+	// GetAgentWithResponse An agent definition by name
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/agents/{name} (the `GetAgent` operationId).
+	GetAgentWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetAgentResponse, error)
 
 	// BootstrapWithBodyWithResponse Bind a new run to a project, an agent definition, the task, its inputs and a base; returns the run and its bearer token (shown once)
 	//
@@ -5206,6 +6454,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/runs/{id}/artifacts/{kind} (the `GetArtifact` operationId).
 	GetArtifactWithResponse(ctx context.Context, id string, kind GetArtifactParamsKind, reqEditors ...RequestEditorFn) (*GetArtifactResponse, error)
 
+	// GetCapabilitiesWithResponse What the run may do now: the tools offered with their narrowing, network, limits, env, secrets, checks, grants and pending requests, and the sandbox's recorded enforcement (the capabilities tool; a run token reaches it)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/capabilities (the `GetCapabilities` operationId).
+	GetCapabilitiesWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetCapabilitiesResponse, error)
+
 	// GetChangeSetWithResponse The run's change set against its base, computed now
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -5325,6 +6580,55 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/runs/{id}/reject (the `RejectRun` operationId).
 	RejectRunWithResponse(ctx context.Context, id string, params *RejectRunParams, reqEditors ...RequestEditorFn) (*RejectRunResponse, error)
 
+	// ListAccessRequestsWithResponse The run's access requests, oldest first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/requests (the `ListAccessRequests` operationId).
+	ListAccessRequestsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListAccessRequestsResponse, error)
+
+	// RequestAccessWithBodyWithResponse Ask for a tool, a command, a path, a network domain or a limit, with a reason; pending until an operator decides (the request_access tool)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/requests (the `RequestAccess` operationId).
+	RequestAccessWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestAccessResponse, error)
+
+	// RequestAccessWithResponse Ask for a tool, a command, a path, a network domain or a limit, with a reason; pending until an operator decides (the request_access tool)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/requests (the `RequestAccess` operationId).
+	RequestAccessWithResponse(ctx context.Context, id string, body RequestAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestAccessResponse, error)
+
+	// DenyAccessWithBodyWithResponse Deny a pending access request (operator only); recorded as an event
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/requests/{request}/deny (the `DenyAccess` operationId).
+	DenyAccessWithBodyWithResponse(ctx context.Context, id string, request string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DenyAccessResponse, error)
+
+	// DenyAccessWithResponse Deny a pending access request (operator only); recorded as an event
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/requests/{request}/deny (the `DenyAccess` operationId).
+	DenyAccessWithResponse(ctx context.Context, id string, request string, body DenyAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*DenyAccessResponse, error)
+
+	// GrantAccessWithBodyWithResponse Grant a pending access request (operator only: a run token never grants); recorded as an event
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/requests/{request}/grant (the `GrantAccess` operationId).
+	GrantAccessWithBodyWithResponse(ctx context.Context, id string, request string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrantAccessResponse, error)
+
+	// GrantAccessWithResponse Grant a pending access request (operator only: a run token never grants); recorded as an event
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/requests/{request}/grant (the `GrantAccess` operationId).
+	GrantAccessWithResponse(ctx context.Context, id string, request string, body GrantAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*GrantAccessResponse, error)
+
 	// ResumeRunWithResponse Attach a session again
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -5380,6 +6684,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/undo (the `Undo` operationId).
 	UndoWithResponse(ctx context.Context, id string, params *UndoParams, reqEditors ...RequestEditorFn) (*UndoResponse, error)
+
+	// VerifyWithBodyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
+	VerifyWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyResponse, error)
+
+	// VerifyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
+	VerifyWithResponse(ctx context.Context, id string, body VerifyJSONRequestBody, reqEditors ...RequestEditorFn) (*VerifyResponse, error)
 
 	// GetStatusWithResponse The daemon's version, pid, socket and recovery report
 	//
@@ -5437,6 +6755,226 @@ func (r HealthResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HealthResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListAgentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *[]AgentRecord                  `json:"data,omitempty"`
+		Ok   ListAgents200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAgentsResponse) GetJSON200() *struct {
+	Data *[]AgentRecord                  `json:"data,omitempty"`
+	Ok   ListAgents200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListAgentsResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAgentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAgentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAgentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAgentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AddAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data *AgentRecord                  `json:"data,omitempty"`
+		Ok   AddAgent201JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AddAgentResponse) GetJSON201() *struct {
+	Data *AgentRecord                  `json:"data,omitempty"`
+	Ok   AddAgent201JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r AddAgentResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AddAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RemoveAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *struct {
+			Removed *string `json:"removed,omitempty"`
+		} `json:"data,omitempty"`
+		Ok RemoveAgent200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveAgentResponse) GetJSON200() *struct {
+	Data *struct {
+		Removed *string `json:"removed,omitempty"`
+	} `json:"data,omitempty"`
+	Ok RemoveAgent200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RemoveAgentResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *AgentRecord                  `json:"data,omitempty"`
+		Ok   GetAgent200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAgentResponse) GetJSON200() *struct {
+	Data *AgentRecord                  `json:"data,omitempty"`
+	Ok   GetAgent200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetAgentResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAgentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6354,6 +7892,60 @@ func (r GetArtifactResponse) ContentType() string {
 	return ""
 }
 
+type GetCapabilitiesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *Capabilities                        `json:"data,omitempty"`
+		Ok   GetCapabilities200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCapabilitiesResponse) GetJSON200() *struct {
+	Data *Capabilities                        `json:"data,omitempty"`
+	Ok   GetCapabilities200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetCapabilitiesResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCapabilitiesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCapabilitiesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCapabilitiesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCapabilitiesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetChangeSetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7024,6 +8616,222 @@ func (r RejectRunResponse) ContentType() string {
 	return ""
 }
 
+type ListAccessRequestsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *[]AccessRequest                        `json:"data,omitempty"`
+		Ok   ListAccessRequests200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAccessRequestsResponse) GetJSON200() *struct {
+	Data *[]AccessRequest                        `json:"data,omitempty"`
+	Ok   ListAccessRequests200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListAccessRequestsResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAccessRequestsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAccessRequestsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAccessRequestsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAccessRequestsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RequestAccessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data *AccessRequest                     `json:"data,omitempty"`
+		Ok   RequestAccess201JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RequestAccessResponse) GetJSON201() *struct {
+	Data *AccessRequest                     `json:"data,omitempty"`
+	Ok   RequestAccess201JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RequestAccessResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RequestAccessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RequestAccessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RequestAccessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RequestAccessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DenyAccessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *AccessRequest                  `json:"data,omitempty"`
+		Ok   DenyAccess200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DenyAccessResponse) GetJSON200() *struct {
+	Data *AccessRequest                  `json:"data,omitempty"`
+	Ok   DenyAccess200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DenyAccessResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DenyAccessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DenyAccessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DenyAccessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DenyAccessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GrantAccessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *AccessRequest                   `json:"data,omitempty"`
+		Ok   GrantAccess200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GrantAccessResponse) GetJSON200() *struct {
+	Data *AccessRequest                   `json:"data,omitempty"`
+	Ok   GrantAccess200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GrantAccessResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GrantAccessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GrantAccessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GrantAccessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GrantAccessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ResumeRunResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7350,6 +9158,60 @@ func (r UndoResponse) ContentType() string {
 	return ""
 }
 
+type VerifyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *VerifyResult               `json:"data,omitempty"`
+		Ok   Verify200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r VerifyResponse) GetJSON200() *struct {
+	Data *VerifyResult               `json:"data,omitempty"`
+	Ok   Verify200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r VerifyResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r VerifyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r VerifyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r VerifyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r VerifyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetStatusResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7415,6 +9277,71 @@ func (c *ClientWithResponses) HealthWithResponse(ctx context.Context, reqEditors
 		return nil, err
 	}
 	return ParseHealthResponse(rsp)
+}
+
+// ListAgentsWithResponse The built-in and stored agent definitions
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/agents (the `ListAgents` operationId).
+func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error) {
+	rsp, err := c.ListAgents(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAgentsResponse(rsp)
+}
+
+// AddAgentWithBodyWithResponse Store an agent definition from its TOML (unknown keys refused with the file and line), replacing one of its name
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents (the `AddAgent` operationId).
+func (c *ClientWithResponses) AddAgentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddAgentResponse, error) {
+	rsp, err := c.AddAgentWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddAgentResponse(rsp)
+}
+
+// AddAgentWithResponse Store an agent definition from its TOML (unknown keys refused with the file and line), replacing one of its name
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents (the `AddAgent` operationId).
+func (c *ClientWithResponses) AddAgentWithResponse(ctx context.Context, body AddAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*AddAgentResponse, error) {
+	rsp, err := c.AddAgent(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddAgentResponse(rsp)
+}
+
+// RemoveAgentWithResponse Remove a stored definition; runs made with it keep their copies
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/agents/{name} (the `RemoveAgent` operationId).
+func (c *ClientWithResponses) RemoveAgentWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*RemoveAgentResponse, error) {
+	rsp, err := c.RemoveAgent(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveAgentResponse(rsp)
+}
+
+// GetAgentWithResponse An agent definition by name
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/agents/{name} (the `GetAgent` operationId).
+func (c *ClientWithResponses) GetAgentWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetAgentResponse, error) {
+	rsp, err := c.GetAgent(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAgentResponse(rsp)
 }
 
 // BootstrapWithBodyWithResponse Bind a new run to a project, an agent definition, the task, its inputs and a base; returns the run and its bearer token (shown once)
@@ -7744,6 +9671,19 @@ func (c *ClientWithResponses) GetArtifactWithResponse(ctx context.Context, id st
 	return ParseGetArtifactResponse(rsp)
 }
 
+// GetCapabilitiesWithResponse What the run may do now: the tools offered with their narrowing, network, limits, env, secrets, checks, grants and pending requests, and the sandbox's recorded enforcement (the capabilities tool; a run token reaches it)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/capabilities (the `GetCapabilities` operationId).
+func (c *ClientWithResponses) GetCapabilitiesWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetCapabilitiesResponse, error) {
+	rsp, err := c.GetCapabilities(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCapabilitiesResponse(rsp)
+}
+
 // GetChangeSetWithResponse The run's change set against its base, computed now
 //
 // Returns a wrapper object for the known response body format(s).
@@ -7965,6 +9905,97 @@ func (c *ClientWithResponses) RejectRunWithResponse(ctx context.Context, id stri
 	return ParseRejectRunResponse(rsp)
 }
 
+// ListAccessRequestsWithResponse The run's access requests, oldest first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/requests (the `ListAccessRequests` operationId).
+func (c *ClientWithResponses) ListAccessRequestsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListAccessRequestsResponse, error) {
+	rsp, err := c.ListAccessRequests(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAccessRequestsResponse(rsp)
+}
+
+// RequestAccessWithBodyWithResponse Ask for a tool, a command, a path, a network domain or a limit, with a reason; pending until an operator decides (the request_access tool)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/requests (the `RequestAccess` operationId).
+func (c *ClientWithResponses) RequestAccessWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestAccessResponse, error) {
+	rsp, err := c.RequestAccessWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestAccessResponse(rsp)
+}
+
+// RequestAccessWithResponse Ask for a tool, a command, a path, a network domain or a limit, with a reason; pending until an operator decides (the request_access tool)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/requests (the `RequestAccess` operationId).
+func (c *ClientWithResponses) RequestAccessWithResponse(ctx context.Context, id string, body RequestAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestAccessResponse, error) {
+	rsp, err := c.RequestAccess(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestAccessResponse(rsp)
+}
+
+// DenyAccessWithBodyWithResponse Deny a pending access request (operator only); recorded as an event
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/requests/{request}/deny (the `DenyAccess` operationId).
+func (c *ClientWithResponses) DenyAccessWithBodyWithResponse(ctx context.Context, id string, request string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DenyAccessResponse, error) {
+	rsp, err := c.DenyAccessWithBody(ctx, id, request, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDenyAccessResponse(rsp)
+}
+
+// DenyAccessWithResponse Deny a pending access request (operator only); recorded as an event
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/requests/{request}/deny (the `DenyAccess` operationId).
+func (c *ClientWithResponses) DenyAccessWithResponse(ctx context.Context, id string, request string, body DenyAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*DenyAccessResponse, error) {
+	rsp, err := c.DenyAccess(ctx, id, request, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDenyAccessResponse(rsp)
+}
+
+// GrantAccessWithBodyWithResponse Grant a pending access request (operator only: a run token never grants); recorded as an event
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/requests/{request}/grant (the `GrantAccess` operationId).
+func (c *ClientWithResponses) GrantAccessWithBodyWithResponse(ctx context.Context, id string, request string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GrantAccessResponse, error) {
+	rsp, err := c.GrantAccessWithBody(ctx, id, request, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGrantAccessResponse(rsp)
+}
+
+// GrantAccessWithResponse Grant a pending access request (operator only: a run token never grants); recorded as an event
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/requests/{request}/grant (the `GrantAccess` operationId).
+func (c *ClientWithResponses) GrantAccessWithResponse(ctx context.Context, id string, request string, body GrantAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*GrantAccessResponse, error) {
+	rsp, err := c.GrantAccess(ctx, id, request, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGrantAccessResponse(rsp)
+}
+
 // ResumeRunWithResponse Attach a session again
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8069,6 +10100,32 @@ func (c *ClientWithResponses) UndoWithResponse(ctx context.Context, id string, p
 	return ParseUndoResponse(rsp)
 }
 
+// VerifyWithBodyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
+func (c *ClientWithResponses) VerifyWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyResponse, error) {
+	rsp, err := c.VerifyWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseVerifyResponse(rsp)
+}
+
+// VerifyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
+func (c *ClientWithResponses) VerifyWithResponse(ctx context.Context, id string, body VerifyJSONRequestBody, reqEditors ...RequestEditorFn) (*VerifyResponse, error) {
+	rsp, err := c.Verify(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseVerifyResponse(rsp)
+}
+
 // GetStatusWithResponse The daemon's version, pid, socket and recovery report
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8100,6 +10157,152 @@ func ParseHealthResponse(rsp *http.Response) (*HealthResponse, error) {
 		var dest struct {
 			Data *map[string]interface{}     `json:"data,omitempty"`
 			Ok   Health200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListAgentsResponse parses an HTTP response from a ListAgentsWithResponse call
+func ParseListAgentsResponse(rsp *http.Response) (*ListAgentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAgentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *[]AgentRecord                  `json:"data,omitempty"`
+			Ok   ListAgents200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAddAgentResponse parses an HTTP response from a AddAgentWithResponse call
+func ParseAddAgentResponse(rsp *http.Response) (*AddAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data *AgentRecord                  `json:"data,omitempty"`
+			Ok   AddAgent201JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRemoveAgentResponse parses an HTTP response from a RemoveAgentWithResponse call
+func ParseRemoveAgentResponse(rsp *http.Response) (*RemoveAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *struct {
+				Removed *string `json:"removed,omitempty"`
+			} `json:"data,omitempty"`
+			Ok RemoveAgent200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetAgentResponse parses an HTTP response from a GetAgentWithResponse call
+func ParseGetAgentResponse(rsp *http.Response) (*GetAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *AgentRecord                  `json:"data,omitempty"`
+			Ok   GetAgent200JSONResponseBodyOk `json:"ok"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -8723,6 +10926,42 @@ func ParseGetArtifactResponse(rsp *http.Response) (*GetArtifactResponse, error) 
 	return response, nil
 }
 
+// ParseGetCapabilitiesResponse parses an HTTP response from a GetCapabilitiesWithResponse call
+func ParseGetCapabilitiesResponse(rsp *http.Response) (*GetCapabilitiesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCapabilitiesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *Capabilities                        `json:"data,omitempty"`
+			Ok   GetCapabilities200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetChangeSetResponse parses an HTTP response from a GetChangeSetWithResponse call
 func ParseGetChangeSetResponse(rsp *http.Response) (*GetChangeSetResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9168,6 +11407,150 @@ func ParseRejectRunResponse(rsp *http.Response) (*RejectRunResponse, error) {
 	return response, nil
 }
 
+// ParseListAccessRequestsResponse parses an HTTP response from a ListAccessRequestsWithResponse call
+func ParseListAccessRequestsResponse(rsp *http.Response) (*ListAccessRequestsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAccessRequestsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *[]AccessRequest                        `json:"data,omitempty"`
+			Ok   ListAccessRequests200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRequestAccessResponse parses an HTTP response from a RequestAccessWithResponse call
+func ParseRequestAccessResponse(rsp *http.Response) (*RequestAccessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RequestAccessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data *AccessRequest                     `json:"data,omitempty"`
+			Ok   RequestAccess201JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDenyAccessResponse parses an HTTP response from a DenyAccessWithResponse call
+func ParseDenyAccessResponse(rsp *http.Response) (*DenyAccessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DenyAccessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *AccessRequest                  `json:"data,omitempty"`
+			Ok   DenyAccess200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGrantAccessResponse parses an HTTP response from a GrantAccessWithResponse call
+func ParseGrantAccessResponse(rsp *http.Response) (*GrantAccessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GrantAccessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *AccessRequest                   `json:"data,omitempty"`
+			Ok   GrantAccess200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseResumeRunResponse parses an HTTP response from a ResumeRunWithResponse call
 func ParseResumeRunResponse(rsp *http.Response) (*ResumeRunResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9367,6 +11750,42 @@ func ParseUndoResponse(rsp *http.Response) (*UndoResponse, error) {
 		var dest struct {
 			Data *Submission               `json:"data,omitempty"`
 			Ok   Undo200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseVerifyResponse parses an HTTP response from a VerifyWithResponse call
+func ParseVerifyResponse(rsp *http.Response) (*VerifyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &VerifyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *VerifyResult               `json:"data,omitempty"`
+			Ok   Verify200JSONResponseBodyOk `json:"ok"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
