@@ -125,21 +125,21 @@ func Decide(def *paddock.AgentDefinition, grants []*paddock.AccessRequest, c Cal
 	if !Known(c.Tool) {
 		return deny(RuleUnknownTool, "there is no tool %q", c.Tool)
 	}
-	g := granted(grants)
-	if !def.Declares(c.Tool) && !g.tools[c.Tool] && !c.Start {
-		return deny(RuleUndeclared, "agent %s is not granted the tool %s", def.Name, c.Tool)
-	}
 	if needsWorkspace(c.Tool) {
 		switch {
 		case st.Access == paddock.AccessNone:
-			return deny(paddock.RuleAccessNone, "agent %s has no workspace; %s acts on one", def.Name, c.Tool)
+			return deny(paddock.RuleAccessNone, "this run has no workspace; %s acts on one", c.Tool)
 		case st.Access == paddock.AccessRead && writes(c.Tool):
-			return deny(RuleReadOnly, "agent %s may only read the workspace; %s changes it", def.Name, c.Tool)
+			return deny(RuleReadOnly, "this run may only read the workspace; %s changes it", c.Tool)
 		}
 		switch st.Workspace {
 		case paddock.StateRejected, paddock.StateCleanupPending, paddock.StateCleaned, paddock.StateOrphaned, paddock.StateRetained:
 			return deny(RuleState, "the run is %s; its workspace takes no more work", st.Workspace)
 		}
+	}
+	g := granted(grants)
+	if !def.Declares(c.Tool) && !g.tools[c.Tool] && !c.Start {
+		return deny(RuleUndeclared, "agent %s is not granted the tool %s", def.Name, c.Tool)
 	}
 	rule := def.Tool[c.Tool]
 	switch {

@@ -164,7 +164,7 @@ func TestGeneratedClient(t *testing.T) {
 
 	cmd := []string{"sh", "-c", "true"}
 	bs, err := c.BootstrapWithResponse(ctx, apiclient.BootstrapJSONRequestBody{Project: "app", Task: "say hello",
-		Agent: apiclient.AgentDefinition{Name: "greeter", Command: &cmd}})
+		Agent: &apiclient.AgentDefinition{Name: "greeter", Command: &cmd}})
 	if err != nil {
 		t.Fatal(err)
 	}
