@@ -50,9 +50,16 @@ returns; on failure nothing is left behind. The first overlay run at a base
 builds the base's snapshot; its progress is shown on stderr (and recorded as
 workspace.progress events) unless --json.
 
+Agent: --agent NAME makes the run with that agent definition (see 'paddock
+agent'): the tools it may call, how they are narrowed, its network, limits,
+environment and secrets. The run keeps a copy; editing the definition later
+changes nothing in it. Every tool call on the run, from any interface, is
+decided by that definition and the run's grants.
+
 Access (what the run's agent may do to the workspace): write (default, every
 working tool), read (read, glob, grep, list and stat only), none (no workspace
-at all and no working tool; kind, base and dir do not apply).
+at all and no working tool; kind, base and dir do not apply). Without --agent
+the access picks the built-in coder, reviewer or decider.
 
 Secrets: --secret NAME gives the run's commands the daemon's secret NAME (from
 <state dir>/secrets/NAME or the daemon's PADDOCK_SECRET_NAME) in their
@@ -100,7 +107,8 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 	f.StringVar(&req.Base, "base", "", "base revision (default HEAD)")
 	f.StringVar(&req.Dir, "dir", "", "directory to hand over, with --kind operator_dir (required; never the project's checkout)")
 	f.StringVar(&req.CleanupPolicy, "cleanup", "", "cleanup policy: on_reject or manual (default on_reject)")
-	f.StringVar(&req.Access, "access", "", "workspace access: write, read or none (default write)")
+	f.StringVar(&req.Access, "access", "", "workspace access: write, read or none (default write, or the agent's)")
+	f.StringVar(&req.Agent, "agent", "", "the agent definition the run is made with (paddock agent ls; default the built-in of its access: coder, reviewer or decider)")
 	f.StringArrayVar(&req.Secrets, "secret", nil, "give the run's commands this secret of the daemon's, by name (repeatable)")
 	f.BoolVar(&req.IncludeIgnored, "include-ignored", false, "put files the base's ignore rules leave out into the run's change sets")
 	f.BoolVar(&asJSON, "json", false, "print the run as JSON")
