@@ -197,6 +197,12 @@ func DetectTree(t Tree) *Manifest {
 	return d.m
 }
 
+var shipsWithToolchain = map[string]bool{"gofmt": true, "clippy": true, "rustfmt": true}
+
+var checkOrder = []string{CheckBuild, CheckLint, CheckTest, CheckFormatCheck}
+
+func checkRank(name string) int { return slices.Index(checkOrder, name) }
+
 func (d *detector) cover(eco, dir string) {
 	if d.covered[eco] == nil {
 		d.covered[eco] = map[string]bool{}
@@ -213,16 +219,18 @@ func (d *detector) add(c Component) {
 			ch.Adapter = c.Adapter
 		}
 		// The adapter's own version, else the toolchain's the component
-		// runs on (gofmt and go, cargo and rust, uv and python).
-		if ch.Version == "" && len(c.Tools) > 0 {
+		// runs on (uv and python, cargo and rust), which also ships gofmt,
+		// clippy and rustfmt; not ruff's or black's.
+		if ch.Version == "" && len(c.Tools) > 0 && (ch.Adapter == c.Adapter || shipsWithToolchain[ch.Adapter]) {
 			ch.Version = c.Tools[0].Version
-			for _, t := range c.Tools {
-				if t.Name == ch.Adapter {
-					ch.Version = t.Version
-				}
+		}
+		for _, t := range c.Tools {
+			if t.Name == ch.Adapter {
+				ch.Version = t.Version
 			}
 		}
 	}
+	slices.SortStableFunc(c.Checks, func(a, b Check) int { return checkRank(a.Name) - checkRank(b.Name) })
 	if c.Checks == nil {
 		c.Checks = []Check{}
 	}

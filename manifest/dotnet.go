@@ -76,7 +76,9 @@ func (d *detector) dotnetComponent(c Component, target string, test bool) {
 		t.Results, t.Runner = ResultsTRX+":"+dir+"/*.trx", "vstest"
 		c.Checks = append(c.Checks, t)
 	}
-	c.Checks = append(c.Checks, ch(CheckFormatCheck, "format", target, "--verify-no-changes"))
+	if path.Ext(target) != ".fsproj" { // dotnet format reads C# and VB, not F#
+		c.Checks = append(c.Checks, ch(CheckFormatCheck, "format", target, "--verify-no-changes"))
+	}
 	d.add(c)
 }
 

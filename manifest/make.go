@@ -38,19 +38,21 @@ func (d *detector) make() {
 					c.Targets = append(c.Targets, t)
 				}
 			}
-			taken := map[string]bool{}
+			taken := map[string]string{} // check → the adapter declaring it
 			for _, o := range d.m.Components {
 				if o.Dir == dir {
 					for _, ch := range o.Checks {
-						taken[ch.Name] = true
+						taken[ch.Name] = o.Adapter
 					}
 				}
 			}
+			var left []string
 			for _, mc := range makeChecks {
-				if taken[mc.check] {
-					continue
-				}
 				for _, t := range mc.targets {
+					if targets[t] && taken[mc.check] != "" {
+						left = append(left, t+" ("+mc.check+" is "+taken[mc.check]+"'s)")
+						break
+					}
 					if targets[t] {
 						staged := d.stage(p, b, dir)
 						c.Checks = append(c.Checks, Check{Name: mc.check, Dir: dir, Argv: []string{"make", "-f", staged, t},
@@ -58,6 +60,9 @@ func (d *detector) make() {
 						break
 					}
 				}
+			}
+			if len(left) > 0 {
+				c.Why += "; not run: " + strings.Join(left, ", ")
 			}
 			d.add(c)
 		}

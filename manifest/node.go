@@ -73,6 +73,16 @@ func (d *detector) node() {
 			}
 		}
 	}
+	// A package below a workspace root that is not one of its members is
+	// not a package the package manager installs (pnpm's "!**/test/**"):
+	// a fixture, not a component.
+	for _, dir := range dirs {
+		for root := range members {
+			if dir != root && within(dir, root) {
+				d.cover("node", dir)
+			}
+		}
+	}
 	for _, dir := range dirs {
 		if d.isCovered("node", dir) {
 			continue
