@@ -152,3 +152,12 @@ func BenchmarkDetectTree50k(bm *testing.B) {
 		DetectTree(b)
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for _, s := range []string{"plain", "it's", "$(false) `x` \"y\" \\ ;|&", ""} {
+		out, err := exec.Command("sh", "-c", "printf %s "+shellQuote(s)).Output()
+		if err != nil || string(out) != s {
+			t.Errorf("%q: %q %v", s, out, err)
+		}
+	}
+}

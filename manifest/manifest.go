@@ -30,6 +30,12 @@
 // pnpm -r is the project's whole test); for a check the root has no script
 // for, each member's own script runs in the member's directory.
 //
+// A package.json below a Node workspace root that the workspace does not
+// take in (pnpm's "!**/test/**") is a fixture the package manager never
+// installs, not a component. Elsewhere a nested project is a component of
+// its own, and the tool of an enclosing one may also reach it (pytest at a
+// root collects the tests of a Python project below it).
+//
 // A Makefile is a component too, but only fills in: a target becomes a
 // check when no other component in the same directory declares that check
 // (as the first manifest did: the ecosystem's own command, with its

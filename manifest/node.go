@@ -135,7 +135,7 @@ func nodeCheck(dir string, pkg packageJSON, check string, names []string) (Check
 			if ch.Runner == "vitest" && plainVitest(s) {
 				// vitest writes JUnit itself, beside its usual report.
 				out := resultsPath(dir, check, ".junit.xml")
-				s += " --reporter=default --reporter=junit --outputFile.junit=" + fromRoot(dir, out)
+				s += " --reporter=default --reporter=junit --outputFile.junit=" + shellQuote(fromRoot(dir, out))
 				ch.Results = ResultsJUnit + ":" + out
 			}
 		}
@@ -253,5 +253,9 @@ func quotedOrBare(s string) []string {
 	}
 	return out
 }
+
+// shellQuote quotes s for sh: a directory's name is the base's, not a
+// script's.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func unquote(s string) string { return strings.Trim(s, `"'`) }
