@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -166,4 +168,61 @@ func FuzzParsers(f *testing.F) {
 		}
 		GoTestText(io.Discard, bytes.NewReader(b))
 	})
+}
+
+// TestGoTestJSONFromGo: the counts of what the go command itself writes,
+// a build failure included.
+func TestGoTestJSONFromGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a module's tests")
+	}
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"go.mod": "module example.com/m\n\ngo 1.21\n",
+		"a/a_test.go": `package a
+import "testing"
+func TestPass(t *testing.T) {}
+func TestFail(t *testing.T) { t.Fatal("no") }
+func TestSkip(t *testing.T) { t.Skip("later") }
+func TestSub(t *testing.T) {
+	t.Run("ok", func(t *testing.T) {})
+	t.Run("bad", func(t *testing.T) { t.Error("bad") })
+}
+`,
+		"b/b.go": "package b\n\nfunc F() { undefined() }\n",
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "test", "-json", "./...")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatal("go test passed")
+	}
+	// The log holds both streams, as a job's does.
+	c, err := ParseGoTestJSON(io.MultiReader(&stderr, bytes.NewReader(stdout.Bytes())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TestPass and TestSub/ok pass; TestSub fails with its subtest.
+	want := Counts{Passed: 2, Failed: 4, Skipped: 1, Total: 7,
+		Failures: []string{"example.com/m/a.TestFail", "example.com/m/a.TestSub", "example.com/m/a.TestSub/bad", "example.com/m/b"}}
+	slices.Sort(c.Failures) // packages run in parallel
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("got  %+v\nwant %+v\n%s", c, want, stdout.String())
+	}
+	var text strings.Builder
+	GoTestText(&text, bytes.NewReader(stdout.Bytes()))
+	for _, s := range []string{"--- FAIL: TestFail", "a_test.go:4: no", "--- SKIP: TestSkip", "FAIL\texample.com/m/b [build failed]"} {
+		if !strings.Contains(text.String(), s) {
+			t.Errorf("the text lacks %q:\n%s", s, text.String())
+		}
+	}
 }
