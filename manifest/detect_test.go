@@ -161,3 +161,47 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// mapTree is a Tree of path → content.
+type mapTree map[string]string
+
+func (m mapTree) Files() []string {
+	var out []string
+	for p := range m {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (m mapTree) ReadFile(p string) ([]byte, bool) { s, ok := m[p]; return []byte(s), ok }
+
+// FuzzDetect: whatever a project file holds, detection does not panic and
+// declares only well-formed checks.
+func FuzzDetect(f *testing.F) {
+	filepath.WalkDir(filepath.Join("testdata", "corpus"), func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && !strings.HasSuffix(p, "want.json") {
+			if b, err := os.ReadFile(p); err == nil && len(b) < 4096 {
+				f.Add(b)
+			}
+		}
+		return nil
+	})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tree := mapTree{}
+		for name := range knownNames {
+			tree[name] = string(b)
+			tree["sub/"+name] = string(b)
+		}
+		for _, name := range []string{"A.sln", "sub/B.csproj", "C.slnx"} {
+			tree[name] = string(b)
+		}
+		m := DetectTree(tree)
+		for _, c := range m.Components {
+			for _, ch := range c.Checks {
+				if checkRank(ch.Name) < 0 || len(ch.Argv) == 0 || ch.Adapter == "" || ch.Why == "" {
+					t.Errorf("%+v", ch)
+				}
+			}
+		}
+	})
+}

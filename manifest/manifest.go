@@ -149,7 +149,9 @@ type Check struct {
 	// Results says how the results are read: ResultsGoTestJSON, or a
 	// format and a glob relative to the root ("junit:.paddock/verify/
 	// test.junit.xml"; "**" spans directories: MatchPath), or "" for the
-	// exit status and plain output only.
+	// exit status and plain output only. Reports a tool writes into the
+	// workspace (surefire's, Gradle's) may be left from an earlier run:
+	// read only those written after the check started.
 	Results string `json:"results"`
 	Runner  string `json:"runner,omitempty"` // the test runner: jest, vitest, pytest, …
 	Why     string `json:"why"`
