@@ -132,8 +132,11 @@ func nodeCheck(dir string, pkg packageJSON, check string, names []string) (Check
 			// tests: some builds fail on warnings under CI (react-scripts).
 			env = "export CI=true; "
 			ch.Runner = nodeRunner(s)
+			// Only vitest writes JUnit by itself beside its usual report:
+			// jest needs the jest-junit package, mocha's xunit reporter
+			// replaces the console's, and node --test's junit reporter is
+			// newer than many a node that runs it.
 			if ch.Runner == "vitest" && plainVitest(s) {
-				// vitest writes JUnit itself, beside its usual report.
 				out := resultsPath(dir, check, ".junit.xml")
 				s += " --reporter=default --reporter=junit --outputFile.junit=" + shellQuote(fromRoot(dir, out))
 				ch.Results = ResultsJUnit + ":" + out
