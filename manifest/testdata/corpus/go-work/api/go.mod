@@ -1,0 +1,3 @@
+module example.com/shop/api
+
+go 1.23.0

@@ -1,0 +1,3 @@
+module example.com/shop/tools
+
+go 1.21

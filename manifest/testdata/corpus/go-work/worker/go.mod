@@ -1,0 +1,3 @@
+module example.com/shop/worker
+
+go 1.23.0

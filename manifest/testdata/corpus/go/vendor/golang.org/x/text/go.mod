@@ -1,0 +1,1 @@
+module golang.org/x/text

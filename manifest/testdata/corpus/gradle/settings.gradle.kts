@@ -1,0 +1,2 @@
+rootProject.name = "inventory"
+include("app", "lib")

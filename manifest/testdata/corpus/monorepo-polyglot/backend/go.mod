@@ -1,0 +1,3 @@
+module example.com/polyglot/backend
+
+go 1.22.1

@@ -1,0 +1,3 @@
+module example.com/skips/api
+
+go 1.21

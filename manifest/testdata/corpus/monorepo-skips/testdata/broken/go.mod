@@ -1,0 +1,1 @@
+module should.not/appear
