@@ -317,6 +317,25 @@ func (g *Git) FileAt(ctx context.Context, gitDir, rev, path string) ([]byte, err
 	return out, err
 }
 
+// FilesAt lists every file path at revision rev of the repository at
+// gitDir (slash-separated, as git stores them), read from git's objects.
+func (g *Git) FilesAt(ctx context.Context, gitDir, rev string) ([]string, error) {
+	if err := CheckRef(rev); err != nil {
+		return nil, err
+	}
+	out, err := g.run(ctx, gitDirAt(gitDir), "ls-tree", "-r", "-z", "--name-only", "--full-tree", rev)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) > 0 {
+			files = append(files, string(p))
+		}
+	}
+	return files, nil
+}
+
 // ErrMergeConflict is returned by MergeFile when the two sides change the
 // same lines, or when git cannot merge the contents (binary files).
 var ErrMergeConflict = errors.New("gitx: the changes overlap")

@@ -16,30 +16,26 @@ import (
 	"github.com/paddock-dev/paddock/manifest"
 )
 
-// check is one command of the project's manifest: verification runs these
-// and no others (record 002: a model may not propose the command that
-// decides whether its own work passed).
-type check struct {
-	Name    string
-	Dir     string
-	Argv    []string
-	Results string // how its structured results are read ("" none)
-}
+// checkNames are the checks verify knows.
+var checkNames = []string{manifest.CheckBuild, manifest.CheckTest, manifest.CheckLint, manifest.CheckFormatCheck}
 
-// checkNames are the checks verify knows, in the order it runs them.
-var checkNames = []string{"build", "test", "lint", "format-check"}
-
-// checks reads the project's manifest at the run's base revision, from
-// git's objects (never the workspace), and stages the base's recipes in the
-// workspace where the commands expect them.
-func (m *Manager) checks(ctx context.Context, r *paddock.Run) ([]check, error) {
+// checks are the commands of the project's manifest at the run's base
+// revision: verification runs these and no others (record 002: a model may
+// not propose the command that decides whether its own work passed).
+func (m *Manager) checks(ctx context.Context, r *paddock.Run) ([]manifest.Check, error) {
 	mf, err := m.manifestOf(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	return checksOf(mf), nil
+	var all []manifest.Check
+	for _, n := range checkNames {
+		all = append(all, mf.Checks(n)...)
+	}
+	return all, nil
 }
 
+// manifestOf reads the project's manifest at the run's base revision, from
+// git's objects (never the workspace).
 func (m *Manager) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Manifest, error) {
 	if r.Workspace == nil {
 		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to verify", r.ID).WithRule(paddock.RuleAccessNone)
@@ -48,32 +44,39 @@ func (m *Manager) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Man
 	if err != nil {
 		return nil, err
 	}
+	return m.ProjectManifestAt(ctx, p, r.Workspace.BaseRevision)
+}
+
+// ProjectManifestAt detects a project's manifest at a revision.
+func (m *Manager) ProjectManifestAt(ctx context.Context, p *paddock.Project, rev string) (*manifest.Manifest, error) {
 	repo, err := m.Git.Inspect(ctx, p.Root)
 	if err != nil {
 		return nil, err
 	}
-	return manifest.Detect(func(path string) ([]byte, bool) {
-		b, err := m.Git.FileAt(ctx, repo.CommonDir, r.Workspace.BaseRevision, path)
-		return b, err == nil
-	}), nil
+	files, err := m.Git.FilesAt(ctx, repo.CommonDir, rev)
+	if err != nil {
+		return nil, err
+	}
+	return manifest.DetectTree(gitTree{ctx: ctx, m: m, gitDir: repo.CommonDir, rev: rev, files: files}), nil
 }
 
-func checksOf(mf *manifest.Manifest) []check {
-	var out []check
-	for _, c := range []struct {
-		name string
-		cmds [][]string
-	}{{"build", mf.Build}, {"test", mf.Test}, {"format-check", mf.Format}} {
-		for _, argv := range c.cmds {
-			out = append(out, check{Name: c.name, Argv: argv})
-		}
-	}
-	return out
+// gitTree is a revision's tree as manifest reads it: from git's objects.
+type gitTree struct {
+	ctx         context.Context
+	m           *Manager
+	gitDir, rev string
+	files       []string
+}
+
+func (t gitTree) Files() []string { return t.files }
+func (t gitTree) ReadFile(p string) ([]byte, bool) {
+	b, err := t.m.Git.FileAt(t.ctx, t.gitDir, t.rev, p)
+	return b, err == nil
 }
 
 // verifyPlan is the checks a verify runs: those named (build and test if
 // none), refused if the manifest declares none of them.
-func (m *Manager) verifyPlan(ctx context.Context, r *paddock.Run, names []string) ([]check, error) {
+func (m *Manager) verifyPlan(ctx context.Context, r *paddock.Run, names []string) ([]manifest.Check, error) {
 	for _, n := range names {
 		if !slices.Contains(checkNames, n) {
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown check %q (%s)", n, strings.Join(checkNames, ", "))
@@ -85,12 +88,14 @@ func (m *Manager) verifyPlan(ctx context.Context, r *paddock.Run, names []string
 	}
 	want := names
 	if len(want) == 0 {
-		want = []string{"build", "test"}
+		want = manifest.VerifyOrder
 	}
-	var plan []check
-	for _, c := range all {
-		if slices.Contains(want, c.Name) {
-			plan = append(plan, c)
+	var plan []manifest.Check
+	for _, n := range want {
+		for _, c := range all {
+			if c.Name == n {
+				plan = append(plan, c)
+			}
 		}
 	}
 	if len(plan) == 0 {
@@ -164,8 +169,22 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 			fmt.Fprintf(logw, "$ %s\n", strings.Join(ch.Argv, " "))
 			w = io.MultiWriter(&buf, logw)
 		}
-		res, cevs, err := m.execStream(ctx, c, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir}, w, w)
+		// go test -json is read for its counts and shown as the text it
+		// carries, never as JSON lines.
+		var gotest *manifest.GoTestWriter
+		if ch.Results == manifest.ResultsGoTestJSON {
+			gotest = manifest.NewGoTestWriter(w)
+			w = gotest
+		}
+		res, cevs, err := m.execStream(ctx, c, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: ch.Env}, w, w)
 		evs = append(evs, cevs...)
+		if gotest != nil {
+			gotest.Close()
+			if gotest.Events() > 0 {
+				n := gotest.Counts()
+				cr.Tests = &paddock.TestCounts{Passed: n.Passed, Failed: n.Failed, Skipped: n.Skipped, Failures: n.Failures}
+			}
+		}
 		if err != nil {
 			return nil, evs, err
 		}
@@ -222,6 +241,7 @@ func (m *Manager) stageManifest(ctx context.Context, r *paddock.Run) error {
 	if len(mf.Files) == 0 {
 		return nil
 	}
+	// (Files are keyed by their path in the repository.)
 	root, err := m.openView(ctx, r, nil, &confine.Policy{})
 	if err != nil {
 		return err

@@ -71,9 +71,13 @@ import (
 const StageDir = ".paddock/manifest"
 
 // ResultsDir is where checks write structured results (JUnit, TRX) that
-// paddock chooses the name of, relative to the workspace root. The caller
-// makes it writable for the verification's commands and empties it first.
-const ResultsDir = ".paddock/verify"
+// paddock chooses the name of: in the sandbox's own /tmp, which is the
+// command's and is gone when it ends (the workspace's .paddock is
+// read-only to commands, and a report there would be the agent's to
+// forge). Such reports are not read back yet: those checks pass or fail by
+// their exit status; reports a tool writes into the workspace (surefire's,
+// Gradle's) and go test -json's output are read.
+const ResultsDir = "/tmp/paddock-verify"
 
 // The check names a component may declare.
 const (
