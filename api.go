@@ -60,6 +60,9 @@ type SetProjectRequest struct {
 	// Caches, when present, is the whole list of shared caches, each
 	// NAME[:ro|:rw][=PATH] ([] for none).
 	Caches *[]string `json:"caches,omitempty"`
+	// Checks, when present, is the whole list of verify overrides, each
+	// NAME=COMMAND ([] for none): see Project.Checks.
+	Checks *[]string `json:"checks,omitempty"`
 }
 
 // UnlockRequest force-releases a project lock.

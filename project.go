@@ -25,6 +25,11 @@ type Project struct {
 	AttributionAllow []string `json:"attribution_allow,omitempty"`
 	// Caches are the shared caches the project's runs see.
 	Caches []Cache `json:"caches,omitempty"`
+	// Checks are the operator's overrides of the capability manifest:
+	// a check named here runs this command (sh -c, at the workspace's
+	// top) instead of what was detected; an empty command drops it. They
+	// live in the registration, never in the repository.
+	Checks []CheckOverride `json:"checks,omitempty"`
 	// Lock is the current holder of the project lock, if any (read-only view).
 	Lock *Lock `json:"lock,omitempty"`
 }
@@ -120,4 +125,36 @@ func ParseCache(s string) (Cache, error) {
 		return Cache{}, Errorf(CodeBadRequest, "cache %q: the path %q must be absolute", name, path)
 	}
 	return Cache{Name: name, Mode: mode, Path: path}, nil
+}
+
+// CheckOverride is an operator's command for one verify check.
+type CheckOverride struct {
+	Name    string `json:"name"`
+	Command string `json:"command"`
+}
+
+// CheckNames are the checks verify knows.
+var CheckNames = []string{"build", "test", "lint", "format-check"}
+
+// ParseCheckOverrides reads NAME=COMMAND settings (project set --check); a
+// name given twice, or one verify does not know, is refused.
+func ParseCheckOverrides(specs []string) ([]CheckOverride, error) {
+	var out []CheckOverride
+	seen := map[string]bool{}
+	for _, s := range specs {
+		name, cmd, ok := strings.Cut(s, "=")
+		known := false
+		for _, n := range CheckNames {
+			known = known || n == name
+		}
+		if !ok || !known {
+			return nil, Errorf(CodeBadRequest, "check %q: want NAME=COMMAND with NAME one of %s (an empty COMMAND drops the check)", s, strings.Join(CheckNames, ", "))
+		}
+		if seen[name] {
+			return nil, Errorf(CodeBadRequest, "check %s is given twice", name)
+		}
+		seen[name] = true
+		out = append(out, CheckOverride{Name: name, Command: strings.TrimSpace(cmd)})
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package paddock
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 )
 
@@ -71,6 +72,10 @@ type Service interface {
 	// AccessRequests lists a run's requests.
 	RequestAccess(ctx context.Context, id string, in AccessRequestInput) (*AccessRequest, error)
 	AccessRequests(ctx context.Context, id string) ([]*AccessRequest, error)
+	// ProjectManifest is what verify runs in a new run of the project:
+	// the capability manifest detected at HEAD, the operator's overrides
+	// and the checks that result (a JSON object).
+	ProjectManifest(ctx context.Context, name string) (json.RawMessage, error)
 	// Verify runs the project manifest's checks in the run (verify).
 	Verify(ctx context.Context, id string, req VerifyRequest) (*VerifyResult, error)
 }

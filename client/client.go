@@ -707,3 +707,9 @@ func (c *Client) Verify(ctx context.Context, id string, req paddock.VerifyReques
 	var v paddock.VerifyResult
 	return &v, c.do(ctx, http.MethodPost, runPath(id, "verify"), req, &v)
 }
+
+// ProjectManifest returns what verify runs in a new run of the project.
+func (c *Client) ProjectManifest(ctx context.Context, name string) (json.RawMessage, error) {
+	var raw json.RawMessage
+	return raw, c.do(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(name)+"/manifest", nil, &raw)
+}

@@ -456,3 +456,7 @@ func (f *fake) DecideAccess(ctx context.Context, id, reqID string, grant bool, b
 func (f *fake) Verify(ctx context.Context, id string, req paddock.VerifyRequest) (*paddock.VerifyResult, error) {
 	return &paddock.VerifyResult{Checks: []paddock.CheckResult{}}, f.record(ctx, "Verify", id, req.Checks)
 }
+
+func (f *fake) ProjectManifest(ctx context.Context, name string) (json.RawMessage, error) {
+	return json.RawMessage(`{"checks":[]}`), f.record(ctx, "ProjectManifest", name)
+}

@@ -211,6 +211,7 @@ func TestEveryRoute(t *testing.T) {
 		{"POST", run + "/requests/q-1/grant", `{"note":"ok"}`, "DecideAccess " + id + " q-1 true unknown"},
 		{"POST", run + "/requests/q-1/deny", "", "DecideAccess " + id + " q-1 false unknown"},
 		{"GET", "/v1/agents", "", "Agents"},
+		{"GET", "/v1/projects/app/manifest", "", "ProjectManifest app"},
 		{"POST", "/v1/agents", `{"file":"t.toml","source":"name = \"t\""}`, "AddAgent t.toml"},
 		{"GET", "/v1/agents/t", "", "Agent t"},
 		{"DELETE", "/v1/agents/t", "", "RemoveAgent t"},

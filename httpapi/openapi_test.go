@@ -111,6 +111,7 @@ var schemaTypes = map[string]any{
 	"TestCounts":         paddock.TestCounts{},
 	"CheckResult":        paddock.CheckResult{},
 	"VerifyResult":       paddock.VerifyResult{},
+	"CheckOverride":      paddock.CheckOverride{},
 }
 
 // bodyTypes are the Go types of the request bodies written inline in an

@@ -68,6 +68,7 @@ var routes = []route{
 	{"PATCH", "/v1/projects/{name}", operator, http.StatusOK, reply((*Server).setProject)},
 	{"DELETE", "/v1/projects/{name}", operator, http.StatusOK, reply((*Server).removeProject)},
 	{"POST", "/v1/projects/{name}/unlock", operator, http.StatusOK, reply((*Server).unlock)},
+	{"GET", "/v1/projects/{name}/manifest", operator, http.StatusOK, reply((*Server).projectManifest)},
 
 	{"POST", "/v1/runs", operator, http.StatusCreated, reply((*Server).create)},
 	{"POST", "/v1/bootstrap", operator, http.StatusCreated, reply((*Server).bootstrap)},
@@ -484,4 +485,8 @@ func (s *Server) agent(r *http.Request) (any, error) {
 
 func (s *Server) removeAgent(r *http.Request) (any, error) {
 	return map[string]string{"removed": r.PathValue("name")}, s.Service.RemoveAgent(r.Context(), r.PathValue("name"))
+}
+
+func (s *Server) projectManifest(r *http.Request) (any, error) {
+	return s.Service.ProjectManifest(r.Context(), r.PathValue("name"))
 }

@@ -96,8 +96,15 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 	switch {
 	case req.DefaultProtect && setProtect:
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "--default-protect goes back to the default list; it takes no --protect or --no-default-protect")
-	case !setProtect && !req.DefaultProtect && req.AllowAttribution == nil && req.Caches == nil:
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "nothing to set: give --protect, --no-default-protect, --default-protect, --allow-attribution or --cache")
+	case !setProtect && !req.DefaultProtect && req.AllowAttribution == nil && req.Caches == nil && req.Checks == nil:
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "nothing to set: give --protect, --no-default-protect, --default-protect, --allow-attribution, --cache or --check")
+	}
+	var checks []paddock.CheckOverride
+	if req.Checks != nil {
+		var err error
+		if checks, err = paddock.ParseCheckOverrides(*req.Checks); err != nil {
+			return nil, err
+		}
 	}
 	var caches []paddock.Cache
 	if req.Caches != nil {
@@ -136,6 +143,10 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 		if req.Caches != nil {
 			p.Caches = caches
 			change["caches"] = caches
+		}
+		if req.Checks != nil {
+			p.Checks = checks
+			change["checks"] = checks
 		}
 		if err := tx.UpdateProject(ctx, p); err != nil {
 			return err

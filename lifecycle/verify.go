@@ -27,11 +27,53 @@ func (m *Manager) checks(ctx context.Context, r *paddock.Run) ([]manifest.Check,
 	if err != nil {
 		return nil, err
 	}
+	p, err := m.Project(ctx, r.Project)
+	if err != nil {
+		return nil, err
+	}
+	return effectiveChecks(mf, p.Checks), nil
+}
+
+// effectiveChecks are the manifest's checks with the operator's overrides
+// (from the project's registration) in place of those they name.
+func effectiveChecks(mf *manifest.Manifest, overrides []paddock.CheckOverride) []manifest.Check {
 	var all []manifest.Check
 	for _, n := range checkNames {
-		all = append(all, mf.Checks(n)...)
+		i := slices.IndexFunc(overrides, func(o paddock.CheckOverride) bool { return o.Name == n })
+		if i < 0 {
+			all = append(all, mf.Checks(n)...)
+			continue
+		}
+		if cmd := overrides[i].Command; cmd != "" {
+			all = append(all, manifest.Check{Name: n, Argv: []string{"sh", "-c", cmd}, Adapter: "operator",
+				Why: "the project's registration overrides this check (paddock project set --check)"})
+		}
 	}
-	return all, nil
+	return all
+}
+
+// ProjectManifest is what verify runs in a new run of the project: the
+// manifest detected at its HEAD, the operator's overrides, and the checks
+// that result (paddock manifest PROJECT).
+func (m *Manager) ProjectManifest(ctx context.Context, name string) (json.RawMessage, error) {
+	p, err := m.Project(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	head, err := m.Git.Resolve(ctx, p.Root, "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	mf, err := m.ProjectManifestAt(ctx, p, head.SHA)
+	if err != nil {
+		return nil, err
+	}
+	checks := effectiveChecks(mf, p.Checks)
+	if checks == nil {
+		checks = []manifest.Check{}
+	}
+	return json.Marshal(map[string]any{"project": p.Name, "revision": head.SHA, "manifest": mf,
+		"overrides": p.Checks, "checks": checks})
 }
 
 // manifestOf reads the project's manifest at the run's base revision, from

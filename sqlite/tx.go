@@ -75,12 +75,12 @@ func wrap(op string, err error) error {
 
 // CreateProject inserts p; a taken name or root is a conflict.
 func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
-	prot, allow, caches, err := encodeSettings(p)
+	prot, allow, caches, checks, err := encodeSettings(p)
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow, caches) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot, allow, caches)
+	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow, caches, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot, allow, caches, checks)
 	if isUnique(err) {
 		var other string
 		if t.tx.QueryRowContext(t.ctx(ctx), `SELECT name FROM projects WHERE root = ?`, p.Root).Scan(&other) == nil {
@@ -94,15 +94,20 @@ func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
 	return nil
 }
 
-const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, p.attribution_allow, p.caches, l.run_id, l.acquired_at`
+const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, p.attribution_allow, p.caches, p.checks, l.run_id, l.acquired_at`
 const projectFrom = `projects p LEFT JOIN locks l ON l.project = p.name`
 
 func scanProject(row interface{ Scan(...any) error }) (*paddock.Project, error) {
 	var p paddock.Project
 	var created string
-	var prot, allow, caches, lockRun, lockAt sql.NullString
-	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &prot, &allow, &caches, &lockRun, &lockAt); err != nil {
+	var prot, allow, caches, checks, lockRun, lockAt sql.NullString
+	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &prot, &allow, &caches, &checks, &lockRun, &lockAt); err != nil {
 		return nil, err
+	}
+	if checks.Valid {
+		if err := json.Unmarshal([]byte(checks.String), &p.Checks); err != nil {
+			return nil, fmt.Errorf("checks of %s: %w", p.Name, err)
+		}
 	}
 	if caches.Valid {
 		if err := json.Unmarshal([]byte(caches.String), &p.Caches); err != nil {
@@ -165,11 +170,11 @@ func wrap2(op string, err error) error {
 
 // UpdateProject writes the project's settings.
 func (t *Tx) UpdateProject(ctx context.Context, p *paddock.Project) error {
-	prot, allow, caches, err := encodeSettings(p)
+	prot, allow, caches, checks, err := encodeSettings(p)
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE projects SET protected = ?, attribution_allow = ?, caches = ? WHERE name = ?`, prot, allow, caches, p.Name)
+	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE projects SET protected = ?, attribution_allow = ?, caches = ?, checks = ? WHERE name = ?`, prot, allow, caches, checks, p.Name)
 	if err != nil {
 		return wrap("update project", err)
 	}
@@ -640,15 +645,25 @@ func (t *Tx) UpdateJob(ctx context.Context, j *paddock.Job) error {
 
 // encodeCaches stores a project's caches as JSON, none as NULL.
 // encodeSettings encodes the project's settings columns: its protected
-// paths, the attribution rules it allows, its caches.
-func encodeSettings(p *paddock.Project) (prot, allow any, caches sql.NullString, err error) {
+// paths, the attribution rules it allows, its caches, its check overrides.
+func encodeSettings(p *paddock.Project) (prot, allow any, caches, checks sql.NullString, err error) {
 	if prot, err = encodeProtected(p.Protected); err != nil {
 		return
 	}
 	if allow, err = encodeProtected(p.AttributionAllow); err != nil {
 		return
 	}
-	caches, err = encodeCaches(p.Caches)
+	if caches, err = encodeCaches(p.Caches); err != nil {
+		return
+	}
+	if len(p.Checks) > 0 {
+		b, jerr := json.Marshal(p.Checks)
+		if jerr != nil {
+			err = fmt.Errorf("checks: %w", jerr)
+			return
+		}
+		checks = sql.NullString{String: string(b), Valid: true}
+	}
 	return
 }
 

@@ -103,7 +103,8 @@ Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 func (a *app) projectSetCmd() *cobra.Command {
 	var req paddock.SetProjectRequest
 	var allow, caches []string
-	var noAllow, noCache, asJSON bool
+	var noAllow, noCache, noCheck, asJSON bool
+	var checks []string
 	cmd := &cobra.Command{
 		Use:   "set NAME [--protect PATTERN]... [--no-default-protect | --default-protect] [--allow-attribution RULE]... [--no-allow-attribution] [--cache SPEC]... [--no-cache]",
 		Short: "Change a project's settings (protected paths, attribution rules, caches)",
@@ -129,6 +130,13 @@ caches from now on; --no-cache removes them all (see paddock project add
 --help). A run sees a change at its next sandbox (its next command after
 the harness is given back).
 
+Verify overrides: --check NAME=COMMAND (repeatable) is the whole list of
+overrides from now on; a check named here runs COMMAND (sh -c, at the
+workspace's top) instead of what the capability manifest detected, and an
+empty COMMAND drops it; --no-check removes them all. They live in the
+project's registration, never in the repository ('paddock manifest PROJECT'
+shows the result).
+
 Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such project.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -147,6 +155,14 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 				req.Caches = &[]string{}
 			case len(caches) > 0:
 				req.Caches = &caches
+			}
+			switch {
+			case noCheck && len(checks) > 0:
+				return usageError{"--no-check and --check contradict each other"}
+			case noCheck:
+				req.Checks = &[]string{}
+			case len(checks) > 0:
+				req.Checks = &checks
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -186,6 +202,8 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 	cmd.Flags().BoolVar(&noAllow, "no-allow-attribution", false, "allow no attribution-lint rule")
 	cmd.Flags().StringArrayVar(&caches, "cache", nil, "the shared caches runs see: NAME[:ro|:rw][=DIR] (repeatable; replaces the list)")
 	cmd.Flags().BoolVar(&noCache, "no-cache", false, "no shared caches")
+	cmd.Flags().StringArrayVar(&checks, "check", nil, "verify's command for a check, NAME=COMMAND (build, test, lint, format-check; run with sh -c at the workspace's top; empty drops the check); the whole list from now on (repeatable)")
+	cmd.Flags().BoolVar(&noCheck, "no-check", false, "drop every check override: verify runs what the manifest detects")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
 	return cmd
 }

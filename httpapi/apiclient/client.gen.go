@@ -722,6 +722,21 @@ func (e SetProject200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for GetProjectManifest200JSONResponseBodyOk.
+const (
+	GetProjectManifest200JSONResponseBodyOkTrue GetProjectManifest200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the GetProjectManifest200JSONResponseBodyOk enum.
+func (e GetProjectManifest200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case GetProjectManifest200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UnlockProject200JSONResponseBodyOk.
 const (
 	UnlockProject200JSONResponseBodyOkTrue UnlockProject200JSONResponseBodyOk = true
@@ -1488,6 +1503,12 @@ type ChangeSet struct {
 	RunId    *string        `json:"run_id,omitempty"`
 }
 
+// CheckOverride defines model for CheckOverride.
+type CheckOverride struct {
+	Command *string `json:"command,omitempty"`
+	Name    *string `json:"name,omitempty"`
+}
+
 // CheckResult defines model for CheckResult.
 type CheckResult struct {
 	Argv       *[]string   `json:"argv,omitempty"`
@@ -1769,11 +1790,12 @@ type OkOk bool
 
 // Project defines model for Project.
 type Project struct {
-	AttributionAllow *[]string  `json:"attribution_allow,omitempty"`
-	Caches           *[]Cache   `json:"caches,omitempty"`
-	CreatedAt        *time.Time `json:"created_at,omitempty"`
-	Lock             *Lock      `json:"lock,omitempty"`
-	Name             *string    `json:"name,omitempty"`
+	AttributionAllow *[]string        `json:"attribution_allow,omitempty"`
+	Caches           *[]Cache         `json:"caches,omitempty"`
+	Checks           *[]CheckOverride `json:"checks,omitempty"`
+	CreatedAt        *time.Time       `json:"created_at,omitempty"`
+	Lock             *Lock            `json:"lock,omitempty"`
+	Name             *string          `json:"name,omitempty"`
 
 	// Protected The path patterns agents may not write besides .git; null is the default list, [] protects .git alone
 	Protected             *[]string `json:"protected,omitempty"`
@@ -1807,7 +1829,10 @@ type SetProjectRequest struct {
 	AllowAttribution *[]SetProjectRequestAllowAttribution `json:"allow_attribution,omitempty"`
 
 	// Caches the whole list of shared caches from now on ([] for none), each NAME[:ro|:rw][=DIR]
-	Caches           *[]string `json:"caches,omitempty"`
+	Caches *[]string `json:"caches,omitempty"`
+
+	// Checks the whole list of verify overrides from now on ([] for none), each NAME=COMMAND (build, test, lint, format-check; an empty COMMAND drops the check)
+	Checks           *[]string `json:"checks,omitempty"`
 	DefaultProtect   *bool     `json:"default_protect,omitempty"`
 	NoDefaultProtect *bool     `json:"no_default_protect,omitempty"`
 	Protect          *[]string `json:"protect,omitempty"`
@@ -1949,6 +1974,9 @@ type GetProject200JSONResponseBodyOk bool
 
 // SetProject200JSONResponseBodyOk defines parameters for SetProject.
 type SetProject200JSONResponseBodyOk bool
+
+// GetProjectManifest200JSONResponseBodyOk defines parameters for GetProjectManifest.
+type GetProjectManifest200JSONResponseBodyOk bool
 
 // UnlockProjectJSONBody defines parameters for UnlockProject.
 type UnlockProjectJSONBody struct {
@@ -2461,6 +2489,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /v1/projects/{name} (the `SetProject` operationId).
 	SetProject(ctx context.Context, name string, body SetProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProjectManifest What verify runs in a new run of the project: the capability manifest detected at its HEAD from git's objects (components, their checks, adapters and versions, and why), the operator's overrides, and the checks that result
+	//
+	// Corresponds with GET /v1/projects/{name}/manifest (the `GetProjectManifest` operationId).
+	GetProjectManifest(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UnlockProjectWithBody Force-release the project lock
 	//
@@ -3058,6 +3091,21 @@ func (c *Client) SetProjectWithBody(ctx context.Context, name string, contentTyp
 // Corresponds with PATCH /v1/projects/{name} (the `SetProject` operationId).
 func (c *Client) SetProject(ctx context.Context, name string, body SetProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetProjectRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProjectManifest What verify runs in a new run of the project: the capability manifest detected at its HEAD from git's objects (components, their checks, adapters and versions, and why), the operator's overrides, and the checks that result
+//
+// Corresponds with GET /v1/projects/{name}/manifest (the `GetProjectManifest` operationId).
+func (c *Client) GetProjectManifest(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProjectManifestRequest(c.Server, name)
 	if err != nil {
 		return nil, err
 	}
@@ -4320,6 +4368,40 @@ func NewSetProjectRequestWithBody(server string, name string, contentType string
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetProjectManifestRequest constructs an http.Request for the GetProjectManifest method
+func NewGetProjectManifestRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/manifest", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -6370,6 +6452,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/projects/{name} (the `SetProject` operationId).
 	SetProjectWithResponse(ctx context.Context, name string, body SetProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*SetProjectResponse, error)
 
+	// GetProjectManifestWithResponse What verify runs in a new run of the project: the capability manifest detected at its HEAD from git's objects (components, their checks, adapters and versions, and why), the operator's overrides, and the checks that result
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{name}/manifest (the `GetProjectManifest` operationId).
+	GetProjectManifestWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetProjectManifestResponse, error)
+
 	// UnlockProjectWithBodyWithResponse Force-release the project lock
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -7448,6 +7537,60 @@ func (r SetProjectResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SetProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetProjectManifestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *map[string]interface{}                 `json:"data,omitempty"`
+		Ok   GetProjectManifest200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProjectManifestResponse) GetJSON200() *struct {
+	Data *map[string]interface{}                 `json:"data,omitempty"`
+	Ok   GetProjectManifest200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetProjectManifestResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProjectManifestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProjectManifestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProjectManifestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProjectManifestResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9515,6 +9658,19 @@ func (c *ClientWithResponses) SetProjectWithResponse(ctx context.Context, name s
 	return ParseSetProjectResponse(rsp)
 }
 
+// GetProjectManifestWithResponse What verify runs in a new run of the project: the capability manifest detected at its HEAD from git's objects (components, their checks, adapters and versions, and why), the operator's overrides, and the checks that result
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{name}/manifest (the `GetProjectManifest` operationId).
+func (c *ClientWithResponses) GetProjectManifestWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetProjectManifestResponse, error) {
+	rsp, err := c.GetProjectManifest(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProjectManifestResponse(rsp)
+}
+
 // UnlockProjectWithBodyWithResponse Force-release the project lock
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10617,6 +10773,42 @@ func ParseSetProjectResponse(rsp *http.Response) (*SetProjectResponse, error) {
 		var dest struct {
 			Data *Project                        `json:"data,omitempty"`
 			Ok   SetProject200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetProjectManifestResponse parses an HTTP response from a GetProjectManifestWithResponse call
+func ParseGetProjectManifestResponse(rsp *http.Response) (*GetProjectManifestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProjectManifestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *map[string]interface{}                 `json:"data,omitempty"`
+			Ok   GetProjectManifest200JSONResponseBodyOk `json:"ok"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

@@ -1,5 +1,7 @@
 -- paddock state, version 9: agent definitions, the copy a run was made
--- with, and the access requests (grants) of runs.
+-- with, the access requests (grants) of runs, and a project's verify
+-- overrides (a JSON array of {name, command}; NULL = none).
+ALTER TABLE projects ADD COLUMN checks TEXT;
 ALTER TABLE runs ADD COLUMN agent TEXT;            -- JSON of the definition; NULL for runs made before
 ALTER TABLE runs ADD COLUMN agent_hash TEXT NOT NULL DEFAULT '';
 CREATE TABLE agents (
