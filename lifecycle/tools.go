@@ -8,18 +8,31 @@ import (
 	"reflect"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/broker"
 	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/tools"
 )
 
-// Tools lists the working tools a run is offered.
+// Tools lists the working tools a run is offered: those of its access
+// mode that its definition (with its grants) declares.
 func (m *Manager) Tools(ctx context.Context, id string) ([]*tools.Tool, error) {
 	r, err := m.Run(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return nonNilTools(tools.Offered(r.Access)), nil
+	grants, err := m.AccessRequests(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	def := definitionOf(r)
+	var out []*tools.Tool
+	for _, t := range tools.Offered(r.Access) {
+		if v := broker.Decide(def, grants, broker.Call{Tool: t.Name}, broker.State{Access: r.Access, Workspace: r.State()}); v.Rule != broker.RuleUndeclared && v.Rule != broker.RuleNoDefinition {
+			out = append(out, t)
+		}
+	}
+	return nonNilTools(out), nil
 }
 
 func nonNilTools(ts []*tools.Tool) []*tools.Tool {
