@@ -29,6 +29,17 @@
 //	{"do": "projects"}  |  {"do": "project", "project": "app"}  |  {"do": "runs", "project": "app", "all": true}
 //	{"do": "project_set", "project": "app", "set": {...}}  |  {"do": "project_rm", "project": "spare"}
 //	{"do": "unlock", "project": "app", "force": true}  |  {"do": "gc", "dry_run": true}
+//	{"do": "agent_add", "name": "tester.toml", "body": "<TOML>"}  |  {"do": "agents"}
+//	{"do": "agent", "name": "tester"}  |  {"do": "agent_rm", "name": "tester"}
+//	{"do": "manifest", "project": "app"}
+//
+// and the agent's control tools and the decisions on them:
+//
+//	{"do": "capabilities"}  |  {"do": "verify", "checks": ["test"]}
+//	{"do": "request_access", "access": {"kind": "command", "command": ["ls"], "reason": "…"}}
+//	{"do": "requests"}  |  {"do": "grant", "as": "operator"}  |  {"do": "deny", "as": "operator"}
+//	(grant and deny decide the latest request; a bootstrap with "name"
+//	and no "agent" makes the run with that stored definition)
 //
 // Each step may say "as": "operator" (the daemon's credential) or "agent"
 // (the run's own token, the default once a run is bootstrapped), "run":
@@ -78,6 +89,10 @@ type Step struct {
 	All bool `json:"all,omitempty"`
 	// Set is a project_set step's change.
 	Set *paddock.SetProjectRequest `json:"set,omitempty"`
+	// Access is what a request_access step asks for.
+	Access *paddock.AccessRequestInput `json:"access,omitempty"`
+	// Checks are what a verify step runs.
+	Checks []string `json:"checks,omitempty"`
 }
 
 // Runner runs scripts against one daemon.
@@ -92,6 +107,7 @@ type Runner struct {
 	runs    []string // bootstrapped runs, newest last
 	tokens  map[string]string
 	lastJob string
+	lastReq string // the latest access request
 	hash    string // of the latest submission
 	seen    string // of the latest change set computed
 }
@@ -149,7 +165,11 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 		if s.Agent != nil {
 			agent = *s.Agent
 		}
-		res, err := r.Operator.Bootstrap(ctx, paddock.BootstrapRequest{Project: s.Project, Agent: agent, Task: s.Task})
+		req := paddock.BootstrapRequest{Project: s.Project, Agent: agent, Task: s.Task}
+		if s.Agent == nil && s.Name != "" {
+			req.Agent, req.AgentName = paddock.AgentDefinition{}, s.Name
+		}
+		res, err := r.Operator.Bootstrap(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -291,6 +311,28 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 		answer, err = c.Remove(ctx, run)
 	case "undo":
 		answer, err = c.Undo(ctx, run)
+	case "capabilities":
+		answer, err = c.Capabilities(ctx, run)
+	case "verify":
+		var res *paddock.VerifyResult
+		if res, err = c.Verify(ctx, run, paddock.VerifyRequest{Checks: s.Checks}); err == nil && !res.Passed {
+			err = fmt.Errorf("verify failed: %+v", res.Checks)
+		}
+		answer = res
+	case "request_access":
+		if s.Access == nil {
+			return paddock.Errorf(paddock.CodeBadRequest, "request_access needs \"access\"")
+		}
+		var q *paddock.AccessRequest
+		if q, err = c.RequestAccess(ctx, run, *s.Access); err == nil {
+			answer, r.lastReq = q, q.ID
+		}
+	case "requests":
+		answer, err = c.AccessRequests(ctx, run)
+	case "grant":
+		answer, err = c.Grant(ctx, run, r.lastReq, s.Reason)
+	case "deny":
+		answer, err = c.Deny(ctx, run, r.lastReq, s.Reason)
 	default:
 		return paddock.Errorf(paddock.CodeBadRequest, "unknown step %q", s.Do)
 	}
@@ -330,6 +372,16 @@ func (r *Runner) operatorStep(ctx context.Context, s Step, answer *any) (done bo
 		*answer, err = c.GC(ctx, s.DryRun)
 	case "runs":
 		*answer, err = c.Runs(ctx, paddock.RunFilter{Project: s.Project, Removed: s.All})
+	case "agent_add":
+		*answer, err = c.AddAgent(ctx, paddock.AddAgentRequest{File: s.Name, Source: s.Body})
+	case "agents":
+		*answer, err = c.Agents(ctx)
+	case "agent":
+		*answer, err = c.Agent(ctx, s.Name)
+	case "agent_rm":
+		err = c.RemoveAgent(ctx, s.Name)
+	case "manifest":
+		*answer, err = c.ProjectManifest(ctx, s.Project)
 	default:
 		return false, nil
 	}

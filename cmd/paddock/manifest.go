@@ -11,8 +11,8 @@ import (
 
 // manifestView is the part of a project's manifest the CLI prints.
 type manifestView struct {
-	Project    string `json:"project"`
-	Revision   string `json:"revision"`
+	Project  string `json:"project"`
+	Revision string `json:"revision"`
 	Manifest struct {
 		Components []struct {
 			Dir       string `json:"dir"`
