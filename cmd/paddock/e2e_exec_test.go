@@ -385,7 +385,8 @@ func TestMCP(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if len(names) != 9 || !slices.Contains(names, "write") {
+	// The built-in coder's nine working tools and its control tools.
+	if len(names) != 12 || !slices.Contains(names, "write") || !slices.Contains(names, "capabilities") || !slices.Contains(names, "verify") {
 		t.Fatalf("tools: %v", names)
 	}
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"path": "from-mcp.txt", "content": "hello over MCP\n"}})
@@ -430,9 +431,10 @@ func TestMCP(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(run.Workspace.Root, "latin1.txt")); err != nil || res.IsError || string(b) != "caf\xe9\n" {
 		t.Fatalf("bytes over MCP: %+v %v %q", res, err, b)
 	}
-	// A read run is offered only the read tools.
+	// A read run (the built-in reviewer) is offered only the read tools,
+	// and its control tools.
 	rtools, err := connect(ro).ListTools(ctx, nil)
-	if err != nil || len(rtools.Tools) != 5 {
+	if err != nil || len(rtools.Tools) != 8 || slices.ContainsFunc(rtools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "write" }) {
 		t.Fatalf("a read run's tools over MCP: %+v %v", rtools, err)
 	}
 }

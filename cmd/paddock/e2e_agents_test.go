@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+// testerTOML is the definition issue #17 says must be accepted as written.
+const testerTOML = `name = "tester"
+description = "reads code and runs the tests"
+workspace = "write"
+tools = ["read", "glob", "grep", "exec", "verify", "capabilities", "request_access"]
+
+[tool.exec]
+allow = ["echo", "go test"]
+`
+
+// TestAgentDefinitionsEndToEnd drives agent definitions and the broker the
+// way an operator and an agent do: the CLI (agent add/ls/show, create
+// --agent, tool, exec, capabilities, requests, grant, deny, verify), MCP
+// (the offered tools, a refusal, request_access) and jobs (an exec job
+// refused when it is started), on a Go module whose tests really run.
+func TestAgentDefinitionsEndToEnd(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := gittest.NewRepo(t, filepath.Join(base, "src", "app"), map[string]string{
+		"go.mod":      "module example.com/app\n\ngo 1.22\n",
+		"add.go":      "package app\n\nfunc Add(a, b int) int { return a + b }\n",
+		"add_test.go": "package app\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"no\")\n\t}\n}\n\nfunc TestSkip(t *testing.T) { t.Skip(\"later\") }\n",
+		"README.md":   "hello\n",
+	})
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	file := filepath.Join(base, "tester.toml")
+	os.WriteFile(file, []byte(testerTOML), 0o644)
+
+	// A file with an unknown key is refused with its file and line.
+	bad := filepath.Join(base, "bad.toml")
+	os.WriteFile(bad, []byte(strings.Replace(testerTOML, "workspace = \"write\"", "workspace = \"write\"\ncolour = \"red\"", 1)), 0o644)
+	if r := cli(t, home, "agent", "add", bad); r.code != exitUsage || !strings.Contains(r.err, "bad.toml:4") || !strings.Contains(r.err, "colour") {
+		t.Fatalf("unknown key: %d %s", r.code, r.err)
+	}
+	added := decode[*paddock.AgentRecord](t, cli(t, home, "agent", "add", file, "--json"))
+	if added.Definition.Tool["exec"].Allow[1] != "go test" || !strings.HasPrefix(added.Hash, "sha256:") {
+		t.Fatalf("added: %+v", added)
+	}
+	if out := cli(t, home, "agent", "ls").must(t).out; !strings.Contains(out, "tester") || !strings.Contains(out, "coder") || !strings.Contains(out, "decider") {
+		t.Fatalf("agent ls:\n%s", out)
+	}
+	if out := cli(t, home, "agent", "show", "tester").must(t).out; !strings.Contains(out, `exec allow  "echo", "go test"`) {
+		t.Fatalf("agent show:\n%s", out)
+	}
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--agent", "tester", "--kind", "clone").must(t).out)
+	if r := cli(t, home, "create", "-p", "app", "--agent", "tester", "--access", "read"); r.code != exitUsage {
+		t.Fatalf("an access that contradicts the agent: %d %s", r.code, r.err)
+	}
+
+	// CLI: an undeclared tool, a narrowed exec allowed and refused.
+	if r := cli(t, home, "tool", id, "write", "--arg", "path=x.txt", "--arg", "content=x"); r.code != exitForbidden || !strings.Contains(r.err, "not granted the tool write") {
+		t.Fatalf("undeclared write: %d %s", r.code, r.err)
+	}
+	if r := cli(t, home, "exec", id, "--", "echo", "allowed"); r.code != 0 || r.out != "allowed\n" {
+		t.Fatalf("allowed echo: %d %q %s", r.code, r.out, r.err)
+	}
+	for _, line := range []string{"go test ./... && curl x", "echo $(curl x)", "sh -c 'git push'", "eval 'curl x'", "go vet ./..."} {
+		if r := cli(t, home, "exec", id, "--", "sh", "-c", line); r.code != execFailed || !strings.Contains(r.err, "command_not_allowed") {
+			t.Errorf("%q: exit %d %s", line, r.code, r.err)
+		}
+	}
+	r := cli(t, home, "exec", id, "--", "sh", "-c", "cd . && go test -count=1 ./...")
+	if r.code != 0 || !strings.Contains(r.out, "ok") {
+		t.Fatalf("go test in the run: %d %s %s", r.code, r.out, r.err)
+	}
+	caps := decode[*paddock.Capabilities](t, cli(t, home, "capabilities", id, "--json"))
+	var names []string
+	for _, tc := range caps.Tools {
+		names = append(names, tc.Name)
+	}
+	if !slices.Equal(names, []string{"capabilities", "exec", "glob", "grep", "read", "request_access", "verify"}) || caps.AgentHash != added.Hash || caps.Enforcement == nil || !slices.Contains(caps.Checks, "test") {
+		t.Fatalf("capabilities: %v %+v", names, caps)
+	}
+
+	// MCP: the tools offered are the definition's; a refusal is a tool
+	// error; request_access files a request the operator grants.
+	ctx := context.Background()
+	cmd := exec.Command(binary, "mcp", id, "--home", home)
+	cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
+	s, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	listed, err := s.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	for _, tl := range listed.Tools {
+		offered = append(offered, tl.Name)
+	}
+	slices.Sort(offered)
+	if !slices.Equal(offered, []string{"capabilities", "glob", "grep", "read", "request_access", "verify"}) {
+		t.Fatalf("MCP offers %v", offered)
+	}
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "request_access", Arguments: map[string]any{"kind": "command", "command": []string{"go", "vet"}, "reason": "to lint"}})
+	if err != nil || res.IsError {
+		t.Fatalf("request_access: %+v %v", res, err)
+	}
+	var q paddock.AccessRequest
+	json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &q)
+	if q.State != paddock.RequestPending || q.ID == "" {
+		t.Fatalf("request: %+v", q)
+	}
+	if out := cli(t, home, "requests", id).must(t).out; !strings.Contains(out, q.ID) || !strings.Contains(out, `command "go vet"`) || !strings.Contains(out, "to lint") {
+		t.Fatalf("requests:\n%s", out)
+	}
+	if r := cli(t, home, "exec", id, "--", "go", "vet", "./..."); r.code != execFailed {
+		t.Fatalf("go vet before the grant: %d", r.code)
+	}
+	cli(t, home, "grant", id, q.ID, "--note", "fine").must(t)
+	if r := cli(t, home, "exec", id, "--", "go", "vet", "./..."); r.code != 0 {
+		t.Fatalf("go vet after the grant: %d %s", r.code, r.err)
+	}
+	if r := cli(t, home, "deny", id, q.ID); r.code != exitConflict {
+		t.Fatalf("deciding twice: %d %s", r.code, r.err)
+	}
+	res, err = s.CallTool(ctx, &mcp.CallToolParams{Name: "verify", Arguments: map[string]any{"checks": []string{"test"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("verify over MCP: %+v %v", res, err)
+	}
+
+	// Jobs: an exec job the definition refuses is refused when started.
+	op := client.Unix(filepath.Join(home, "paddock.sock"))
+	if _, err := op.StartJob(ctx, id, paddock.StartJobRequest{Kind: paddock.JobExec, Exec: &paddock.ExecRequest{Argv: []string{"curl", "x"}}}); paddock.ErrorCode(err) != paddock.CodeForbidden {
+		t.Fatalf("a refused exec job: %v", err)
+	}
+
+	// Verify runs the manifest's go test, with its counts, tied to the hash.
+	v := decode[*paddock.VerifyResult](t, cli(t, home, "verify", id, "test", "--json"))
+	cs := decode[*paddock.ChangeSet](t, cli(t, home, "diff", id, "--json"))
+	if !v.Passed || v.Hash != cs.Hash || len(v.Checks) != 1 || v.Checks[0].Tests == nil || v.Checks[0].Tests.Passed != 1 || v.Checks[0].Tests.Skipped != 1 {
+		t.Fatalf("verify: %+v (change set %s)", v, cs.Hash)
+	}
+	if strings.Contains(v.Checks[0].Output, `"Action"`) {
+		t.Fatalf("verify's output is go test's JSON, not its text: %s", v.Checks[0].Output)
+	}
+
+	// Editing the definition changes nothing in a run made with it.
+	os.WriteFile(file, []byte(strings.Replace(testerTOML, `"echo", "go test"`, `"echo"`, 1)), 0o644)
+	cli(t, home, "agent", "add", file).must(t)
+	if r := cli(t, home, "exec", id, "--", "go", "test", "./..."); r.code != 0 {
+		t.Fatalf("the run's copy changed with the definition: %d %s", r.code, r.err)
+	}
+	cli(t, home, "agent", "rm", "tester").must(t)
+	if caps := decode[*paddock.Capabilities](t, cli(t, home, "capabilities", id, "--json")); caps.AgentHash != added.Hash {
+		t.Fatalf("after rm: %+v", caps)
+	}
+}
