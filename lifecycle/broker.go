@@ -55,11 +55,7 @@ type callEvent struct {
 // with its decision and rule), and a call that needs approval becomes a
 // pending access request.
 func (m *Manager) broker(ctx context.Context, id string, b brokered) (any, error) {
-	r, err := m.Run(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	grants, err := m.AccessRequests(ctx, id)
+	r, grants, err := m.runAndGrants(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +195,22 @@ func (m *Manager) execBrokered(ctx context.Context, id string, call broker.Call,
 		return nil, err
 	}
 	return res.(*paddock.ExecResult), nil
+}
+
+// runAndGrants reads a run and its access requests in one transaction.
+func (m *Manager) runAndGrants(ctx context.Context, id string) (r *paddock.Run, grants []*paddock.AccessRequest, err error) {
+	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+		if r, err = tx.Run(ctx, id); err != nil {
+			return err
+		}
+		grants, err = tx.AccessRequests(ctx, id)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	m.describe(r)
+	return r, grants, nil
 }
 
 // precheck decides a call ahead of running it (a job, decided when it is

@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -19,3 +21,24 @@ func SetTestHook(m *Manager, f func(point string)) { m.testHook = f }
 // RunningJobs is how many jobs m's runner runs: started, their end not yet
 // recorded.
 func RunningJobs(m *Manager) int { return m.runner.running() }
+
+// CallToolUnbrokered runs a working tool as CallTool did before the
+// broker: the run looked up, the tool run, its outcome recorded, its
+// answer masked; no definition, no grants, no decision. The benchmark's
+// baseline.
+func CallToolUnbrokered(ctx context.Context, m *Manager, id, name string, args json.RawMessage) (any, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	res, o, err := m.callTool(ctx, r, name, args)
+	if err != nil {
+		return nil, err
+	}
+	red := m.redactor(r)
+	o.Args = json.RawMessage(red.Bytes(o.Args))
+	if err := m.recordTool(ctx, id, *o); err != nil {
+		return nil, err
+	}
+	return redactValue(red, res)
+}

@@ -26,7 +26,7 @@ type env struct {
 	db    string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	g, err := gitx.New(ctx)
@@ -45,7 +45,7 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func (e *env) open(t *testing.T, g *gitx.Git) {
+func (e *env) open(t testing.TB, g *gitx.Git) {
 	t.Helper()
 	if g == nil {
 		g = e.m.Git
@@ -76,7 +76,7 @@ func (e *env) reopen(t *testing.T) []paddock.Finding {
 	return f
 }
 
-func (e *env) project(t *testing.T) *paddock.Project {
+func (e *env) project(t testing.TB) *paddock.Project {
 	t.Helper()
 	p, err := e.m.AddProject(context.Background(), paddock.AddProjectRequest{Path: e.repo})
 	if err != nil {
