@@ -133,7 +133,12 @@ func (m *Manager) verifyPlan(ctx context.Context, r *paddock.Run, names []string
 		want = manifest.VerifyOrder
 	}
 	var plan []manifest.Check
-	for _, n := range want {
+	// In the order that makes sense whatever the order asked: a build
+	// before the tests that need it.
+	for _, n := range []string{manifest.CheckBuild, manifest.CheckLint, manifest.CheckTest, manifest.CheckFormatCheck} {
+		if !slices.Contains(want, n) {
+			continue
+		}
 		for _, c := range all {
 			if c.Name == n {
 				plan = append(plan, c)

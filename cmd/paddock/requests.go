@@ -200,9 +200,12 @@ run's agent may not verify; 7 the manifest declares no such check.`,
 					fmt.Fprintf(w, "%-12s %-40s %s %.1fs\n", ch.Name, strings.Join(ch.Argv, " "), state, ch.DurationMS/1000)
 					if ch.Tests != nil {
 						fmt.Fprintf(w, "             tests: %d passed, %d failed, %d skipped\n", ch.Tests.Passed, ch.Tests.Failed, ch.Tests.Skipped)
+						if len(ch.Tests.Failures) > 0 {
+							fmt.Fprintf(w, "             failed: %s\n", strings.Join(ch.Tests.Failures, ", "))
+						}
 					}
 					if !ch.Passed && ch.Skipped == "" && ch.Output != "" {
-						fmt.Fprintf(w, "%s\n", indent(ch.Output))
+						fmt.Fprintf(w, "%s\n", indent(lastLines(ch.Output, 40)))
 					}
 				}
 				stale := ""
@@ -229,4 +232,13 @@ func indent(s string) string {
 		lines[i] = "    " + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// lastLines keeps the last n lines of s (the whole output is in --json).
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) <= n {
+		return s
+	}
+	return fmt.Sprintf("… %d lines before (--json has them)\n", len(lines)-n) + strings.Join(lines[len(lines)-n:], "\n")
 }
