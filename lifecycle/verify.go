@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -223,8 +226,19 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 			gotest = manifest.NewGoTestWriter(w)
 			w = gotest
 		}
-		res, cevs, err := m.execStream(ctx, c, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: ch.Env}, w, w)
+		results := m.resultsDir(c.run.ID)
+		if err := os.RemoveAll(results); err != nil {
+			return nil, evs, internal("emptying the verify results failed", err)
+		}
+		// A check leaves the workspace as it found it where the tool lets it:
+		// no __pycache__ (pytest's cache is off in its argv), so the change
+		// set it ran against is still the one there.
+		env := append([]string{"PYTHONDONTWRITEBYTECODE=1"}, ch.Env...)
+		res, cevs, err := m.execStream(ctx, c, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, w, w)
 		evs = append(evs, cevs...)
+		if n, ok := m.reports(c.run.ID, ch); ok {
+			cr.Tests = &paddock.TestCounts{Passed: n.Passed, Failed: n.Failed, Skipped: n.Skipped, Failures: n.Failures}
+		}
 		if gotest != nil {
 			gotest.Close()
 			if gotest.Events() > 0 {
@@ -310,4 +324,44 @@ func (m *Manager) stageManifest(ctx context.Context, r *paddock.Run) error {
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// resultsDir is manifest.ResultsDir of run id, as the host reaches it.
+func (m *Manager) resultsDir(id string) string {
+	return filepath.Join(m.auxDir(id), "home", strings.TrimPrefix(manifest.ResultsDir, HomeInView+"/"))
+}
+
+// reports reads the JUnit or TRX reports a check wrote under
+// manifest.ResultsDir, and adds up their counts; ok is false when the
+// check names none there, or wrote none.
+func (m *Manager) reports(id string, ch manifest.Check) (manifest.Counts, bool) {
+	var total manifest.Counts
+	format, glob := ch.ResultsFormat()
+	parse := map[string]func(io.Reader) (manifest.Counts, error){manifest.ResultsJUnit: manifest.ParseJUnit, manifest.ResultsTRX: manifest.ParseTRX}[format]
+	rel, under := strings.CutPrefix(glob, manifest.ResultsDir+"/")
+	if parse == nil || !under {
+		return total, false
+	}
+	dir := m.resultsDir(id)
+	found := false
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		name, _ := filepath.Rel(dir, p)
+		if !manifest.MatchPath(rel, filepath.ToSlash(name)) {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		if n, err := parse(io.LimitReader(f, 64<<20)); err == nil {
+			total.Add(n)
+			found = true
+		}
+		return nil
+	})
+	return total, found
 }

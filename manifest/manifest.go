@@ -70,14 +70,14 @@ import (
 // StageDir is where Files are staged, relative to the workspace root.
 const StageDir = ".paddock/manifest"
 
-// ResultsDir is where checks write structured results (JUnit, TRX) that
-// paddock chooses the name of: in the sandbox's own /tmp, which is the
-// command's and is gone when it ends (the workspace's .paddock is
-// read-only to commands, and a report there would be the agent's to
-// forge). Such reports are not read back yet: those checks pass or fail by
-// their exit status; reports a tool writes into the workspace (surefire's,
-// Gradle's) and go test -json's output are read.
-const ResultsDir = "/tmp/paddock-verify"
+// ResultsDir is where checks write the structured results (JUnit, TRX)
+// paddock names: in the run's home as its commands see it (lifecycle's
+// HomeInView), outside the workspace (the workspace's .paddock is
+// read-only to commands, and nothing there enters a change set). The
+// verifier empties it before each check and reads only what the check
+// wrote. Reports a tool writes into the workspace itself (surefire's,
+// Gradle's) are named by a glob relative to the root.
+const ResultsDir = "/home/paddock/.paddock-verify"
 
 // The check names a component may declare.
 const (

@@ -101,7 +101,7 @@ func pythonChecks(dir, adapter string, run []string, t toml, ix *index, why stri
 		return append(append(append([]string{}, run...), name), args...)
 	}
 	out := resultsPath(dir, CheckTest, ".junit.xml")
-	checks := []Check{{Name: CheckTest, Dir: dir, Argv: tool("pytest", "-q", "--junitxml="+fromRoot(dir, out)),
+	checks := []Check{{Name: CheckTest, Dir: dir, Argv: tool("pytest", "-q", "-p", "no:cacheprovider", "--junitxml="+fromRoot(dir, out)),
 		Results: ResultsJUnit + ":" + out, Runner: "pytest", Why: why}}
 	ruff := ""
 	switch {

@@ -167,3 +167,44 @@ func TestAgentDefinitionsEndToEnd(t *testing.T) {
 		t.Fatalf("after rm: %+v", caps)
 	}
 }
+
+// TestVerifyPytestReports: a Python project's tests run under pytest as the
+// manifest declares them, and verify reads the JUnit report pytest wrote in
+// the run's home (not the workspace) for its counts.
+func TestVerifyPytestReports(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := gittest.NewRepo(t, filepath.Join(base, "src", "py"), map[string]string{
+		"pyproject.toml": "[project]\nname = \"calc\"\nversion = \"1.0\"\n\n[tool.pytest.ini_options]\naddopts = \"-ra\"\n",
+		"calc.py":        "def add(a, b):\n    return a + b\n",
+		"test_calc.py":   "import pytest\nimport calc\n\ndef test_add():\n    assert calc.add(1, 2) == 3\n\ndef test_zero():\n    assert calc.add(0, 0) == 0\n\n@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n",
+	})
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	if out := cli(t, home, "manifest", "py").must(t).out; !strings.Contains(out, "pytest") {
+		t.Fatalf("manifest:\n%s", out)
+	}
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "py", "--kind", "clone").must(t).out)
+	// pytest as the run's commands find it (their PATH is paddock's own).
+	if r := cli(t, home, "exec", id, "--", "python3", "-m", "pytest", "--version"); r.code != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI installs python3-pytest (.ci/run): %s", r.err)
+		}
+		t.Skipf("pytest is not installed where a run finds it (Debian: python3-pytest): %s", r.err)
+	}
+	v := decode[*paddock.VerifyResult](t, cli(t, home, "verify", id, "test", "--json"))
+	if !v.Passed || len(v.Checks) != 1 || v.Checks[0].Tests == nil || v.Checks[0].Tests.Passed != 2 || v.Checks[0].Tests.Skipped != 1 {
+		t.Fatalf("verify: %+v", v)
+	}
+	// A failing test fails the check, and is named.
+	cli(t, home, "tool", id, "edit", "--arg", "path=calc.py", "--arg", "old_string=a + b", "--arg", "new_string=a - b").must(t)
+	r := cli(t, home, "verify", id, "test", "--json")
+	v = nil
+	json.Unmarshal([]byte(r.out), &v)
+	if v == nil || r.code != 1 || v.Passed || v.Checks[0].Tests == nil || v.Checks[0].Tests.Failed != 1 || !strings.Contains(strings.Join(v.Checks[0].Tests.Failures, " "), "test_add") {
+		t.Fatalf("a failing test: exit %d %+v", r.code, v)
+	}
+	if v.Hash == "" || v.Stale {
+		t.Fatalf("the result is not tied to the change set: %+v", v)
+	}
+}
