@@ -106,23 +106,19 @@ func Parse(name string, src []byte) (*paddock.AgentDefinition, error) {
 	}
 	if err := Validate(d); err != nil {
 		var key []string
-		if ve, ok := err.(*validationError); ok {
-			key = ve.key
+		if pe, ok := err.(*paddock.Error); ok {
+			if k, ok := pe.Details["key"].(string); ok && k != "" {
+				key = strings.Split(k, ".")
+			}
 		}
 		return nil, &Error{File: name, Line: at(key...), Msg: paddock.ErrorMessage(err)}
 	}
 	return d, nil
 }
 
-type validationError struct {
-	key []string
-	msg string
-}
-
-func (e *validationError) Error() string { return e.msg }
-
+// invalid is a definition's fault, with the key it is at.
 func invalid(key []string, format string, args ...any) error {
-	return &validationError{key: key, msg: fmt.Sprintf(format, args...)}
+	return paddock.Errorf(paddock.CodeBadRequest, format, args...).WithDetail("key", strings.Join(key, "."))
 }
 
 // Validate checks a definition, from a file or given inline to the API.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/confine"
 )
 
 // Rules a denial names (paddock.Error's Rule, a tool call's event).
@@ -184,7 +185,9 @@ func granted(rs []*paddock.AccessRequest) grantSet {
 
 // harmless are shell builtins that run nothing and reach nothing: a rule
 // need not name them for `cd sub && go test` to pass.
-var harmless = map[string]bool{"cd": true, "pwd": true, "true": true, "false": true, ":": true, "test": true, "[": true,
+// (test and [ are not: test -v evaluates a subscript; set is read by
+// safeSet, for the options it may take.)
+var harmless = map[string]bool{"cd": true, "pwd": true, "true": true, "false": true, ":": true,
 	"exit": true, "set": true, "shift": true, "wait": true, "return": true, "break": true, "continue": true}
 
 // decideExec checks every command the argv would run against the exec
@@ -204,17 +207,31 @@ func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet,
 		}
 		var ask []string
 		for _, cmd := range cmds {
-			for _, name := range cmd.assigns {
-				if !envAllowed(def.Env, name) {
-					return deny(RuleEnv, "agent %s may not set the environment variable %s", def.Name, name)
+			for _, as := range cmd.assigns {
+				if !envAllowed(def.Env, as.name) || special[as.name] && !envNamed(def.Env, as.name) {
+					return deny(RuleEnv, "agent %s may not set the variable %s", def.Name, as.name)
+				}
+				if !as.value.known {
+					return deny(RuleUnsure, "agent %s's commands are narrowed, and %s is set to an expansion", def.Name, as.name)
+				}
+				if f := deniedFlagIn(as.value.lit, rule.Deny); f != "" {
+					return deny(RuleCommand, "agent %s may not pass %s (denied by its exec rule), in %s", def.Name, f, as.name)
+				}
+			}
+			for _, w := range cmd.writes {
+				if v := decideWrite(def, g, w); v.Decision != paddock.DecisionAllow {
+					return v
 				}
 			}
 			if len(cmd.words) == 0 {
 				continue
 			}
+			denied, unsureDeny := matchesDeny(cmd, rule.Deny)
 			switch {
-			case matchesAny(cmd, rule.Deny):
+			case denied:
 				return deny(RuleCommand, "agent %s may not run %q (denied by its exec rule)", def.Name, cmd.String())
+			case unsureDeny:
+				return deny(RuleUnsure, "agent %s may not run %q: an argument is an expansion, and its exec rule denies a flag", def.Name, cmd.String())
 			case cmd.words[0].known && harmless[cmd.words[0].lit]:
 			case matchesAny(cmd, rule.Allow) || matchesGranted(cmd, g.commands):
 			case matchesAny(cmd, rule.Ask):
@@ -233,12 +250,111 @@ func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet,
 		return v
 	}
 	for _, kv := range c.Env {
-		name, _, _ := strings.Cut(kv, "=")
+		name, value, _ := strings.Cut(kv, "=")
 		if !envAllowed(def.Env, name) {
 			return deny(RuleEnv, "agent %s may not set the environment variable %s", def.Name, name)
 		}
+		if f := deniedFlagIn(value, rule.Deny); f != "" {
+			return deny(RuleCommand, "agent %s may not pass %s (denied by its exec rule), in %s", def.Name, f, name)
+		}
 	}
 	return decideLimits(def, g, c.Limits)
+}
+
+// special are the variables that change what a shell or the dynamic
+// linker runs: a definition must name them itself ("*" does not do).
+var special = map[string]bool{"PATH": true, "IFS": true, "ENV": true, "BASH_ENV": true, "PS4": true, "PS1": true, "PS2": true, "PS3": true,
+	"PROMPT_COMMAND": true, "SHELLOPTS": true, "BASHOPTS": true, "CDPATH": true, "GLOBIGNORE": true, "BASH_XTRACEFD": true, "EXECIGNORE": true,
+	"LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "LD_AUDIT": true, "GCONV_PATH": true, "HOSTALIASES": true}
+
+// envNamed: the definition names this variable itself (not by "*").
+func envNamed(env []string, name string) bool {
+	for _, e := range env {
+		if n, _, _ := strings.Cut(e, "="); n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// denyRule is a deny rule split into the program it names (its leading
+// words) and the flags it denies (its words from the first "-").
+func denyRule(r string) (prog, flags []string) {
+	for _, w := range strings.Fields(r) {
+		if len(flags) > 0 || strings.HasPrefix(w, "-") {
+			flags = append(flags, w)
+		} else {
+			prog = append(prog, w)
+		}
+	}
+	return prog, flags
+}
+
+// flagIs: w is the flag f, however spelled: -exec, --exec, -exec=…, --exec=….
+func flagIs(w, f string) bool {
+	w, f = strings.TrimLeft(w, "-"), strings.TrimLeft(f, "-")
+	return f != "" && (w == f || strings.HasPrefix(w, f+"="))
+}
+
+// matchesDeny: a deny rule "go test -exec" denies go test with the -exec
+// flag anywhere among its arguments, in any of its spellings; a rule of
+// words only denies that prefix. unsure: the program matches, the rule
+// denies a flag, and an argument is an expansion.
+func matchesDeny(cmd command, rules []string) (denied, unsure bool) {
+	for _, r := range rules {
+		prog, flags := denyRule(r)
+		if !matches(cmd, prog) {
+			continue
+		}
+		if len(flags) == 0 {
+			return true, false
+		}
+		for _, w := range cmd.words[len(prog):] {
+			if !w.known {
+				unsure = true
+				continue
+			}
+			if flagIs(w.lit, flags[0]) {
+				return true, false
+			}
+		}
+	}
+	return false, unsure
+}
+
+// deniedFlagIn finds a flag a deny rule denies among the words of a
+// variable's value (GOFLAGS=-exec=curl hands go test the flag).
+func deniedFlagIn(value string, rules []string) string {
+	for _, r := range rules {
+		_, flags := denyRule(r)
+		if len(flags) == 0 {
+			continue
+		}
+		for _, w := range strings.Fields(value) {
+			if flagIs(w, flags[0]) {
+				return flags[0]
+			}
+		}
+	}
+	return ""
+}
+
+// decideWrite checks a file a command's redirection writes against the
+// definition's write rule, when it has one: exec does not write around
+// the paths write may not.
+func decideWrite(def *paddock.AgentDefinition, g grantSet, w word) Verdict {
+	rule, ok := def.Tool["write"]
+	if !ok || len(rule.Allow) == 0 && len(rule.Deny) == 0 {
+		return allow()
+	}
+	if !w.known {
+		return deny(RuleUnsure, "agent %s's writes are narrowed, and a redirection's file is an expansion", def.Name)
+	}
+	switch w.lit {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
+		return allow()
+	}
+	return decidePaths(def, rule, g, Call{Tool: "write", Paths: []string{w.lit}})
 }
 
 func quoteList(ss []string) string {
@@ -304,8 +420,11 @@ func decidePaths(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet
 		return allow()
 	}
 	for _, p := range c.Paths {
-		clean := path.Clean(strings.TrimPrefix(p, "./"))
-		if globAny(rule.Deny, clean) || c.Trees && denyBelow(rule.Deny, clean) {
+		if path.IsAbs(p) {
+			return deny(RulePath, "agent %s's paths for %s are narrowed: give %s relative to the workspace", def.Name, c.Tool, p)
+		}
+		clean := path.Clean(p)
+		if globAny(rule.Deny, clean) || foldedGlobAny(rule.Deny, clean) || c.Trees && denyBelow(rule.Deny, clean) {
 			return deny(RulePath, "agent %s may not %s %s (denied by its %s rule)", def.Name, c.Tool, clean, c.Tool)
 		}
 		if len(rule.Allow) > 0 && !globAny(allowGlobs, clean) {
@@ -319,7 +438,24 @@ func decidePaths(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet
 func denyBelow(globs []string, dir string) bool {
 	for _, g := range globs {
 		base, _ := doublestar.SplitPattern(g)
-		if dir == "." || base == dir || strings.HasPrefix(base, dir+"/") {
+		if dir == "." || base == "." || base == dir || strings.HasPrefix(base, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// foldedGlobAny matches deny globs on names as confine compares them
+// (case and look-alikes folded): a denied directory is not reached by
+// another spelling of its name.
+func foldedGlobAny(globs []string, p string) bool {
+	parts := strings.Split(p, "/")
+	for i, c := range parts {
+		parts[i] = confine.Fold(c)
+	}
+	fp := strings.Join(parts, "/")
+	for _, g := range globs {
+		if ok, _ := doublestar.Match(strings.ToLower(g), fp); ok {
 			return true
 		}
 	}
@@ -411,21 +547,30 @@ func Limits(def *paddock.AgentDefinition, grants []*paddock.AccessRequest) paddo
 func ceilingOf(def *paddock.AgentDefinition, g grantSet) paddock.AgentLimits {
 	l := def.Limits
 	for name, v := range g.limits {
+		// A grant raises one ceiling to a positive value; anything else
+		// (0 would read as "no ceiling") leaves the definition's.
+		if d, err := time.ParseDuration(v); (name == "timeout" || name == "cpu") && (err != nil || d <= 0) {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if name != "timeout" && name != "cpu" && (err != nil || n <= 0) {
+			continue
+		}
 		switch name {
 		case "timeout":
 			l.Timeout = v
 		case "cpu":
 			l.CPU = v
 		case "procs":
-			l.Procs, _ = strconv.Atoi(v)
+			l.Procs = int(n)
 		case "memory":
-			l.Memory, _ = strconv.ParseInt(v, 10, 64)
+			l.Memory = n
 		case "file_size":
-			l.FileSize, _ = strconv.ParseInt(v, 10, 64)
+			l.FileSize = n
 		case "output":
-			l.Output, _ = strconv.ParseInt(v, 10, 64)
+			l.Output = n
 		case "tmp":
-			l.Tmp, _ = strconv.ParseInt(v, 10, 64)
+			l.Tmp = n
 		}
 	}
 	return l
@@ -501,11 +646,11 @@ func CheckRequest(in paddock.AccessRequestInput) error {
 			return bad("a limit request names one of %s and the value asked for", strings.Join(LimitNames, ", "))
 		}
 		if in.Limit == "timeout" || in.Limit == "cpu" {
-			if _, err := time.ParseDuration(in.Value); err != nil {
+			if d, err := time.ParseDuration(in.Value); err != nil || d <= 0 {
 				return bad("%s %q is not a duration such as 30m", in.Limit, in.Value)
 			}
-		} else if _, err := strconv.ParseInt(in.Value, 10, 64); err != nil {
-			return bad("%s %q is not a number", in.Limit, in.Value)
+		} else if n, err := strconv.ParseInt(in.Value, 10, 64); err != nil || n <= 0 {
+			return bad("%s %q is not a positive number", in.Limit, in.Value)
 		}
 	default:
 		return bad("unknown access kind %q (tool, command, path, network or limit)", in.Kind)

@@ -13,7 +13,16 @@ import (
 // decided when the shell runs), and the environment names it assigns.
 type command struct {
 	words   []word
-	assigns []string
+	assigns []assign
+	// writes are the files its output redirections write.
+	writes []word
+}
+
+// assign is a variable a command line sets: its name, and its value if
+// known.
+type assign struct {
+	name  string
+	value word
 }
 
 type word struct {
@@ -59,12 +68,28 @@ func commandsOf(argv []string) ([]command, error) {
 		ws[i] = word{lit: a, known: true}
 	}
 	var out []command
-	err := expand(command{words: ws}, 0, &out)
+	err := expand(command{words: ws}, 0, syntax.LangBash, &out)
 	return out, err
 }
 
-// expand adds c, or what c runs, to out.
-func expand(c command, depth int, out *[]command) error {
+// langOf is the language a shell reads: a line is parsed as the shell that
+// runs it reads it (dash, Debian's sh, reads ((…)) as two subshells and
+// &> as & then >, where bash reads arithmetic and a redirection).
+func langOf(shell string) syntax.LangVariant {
+	switch shell {
+	case "bash":
+		return syntax.LangBash
+	case "zsh":
+		return syntax.LangZsh
+	case "ksh", "mksh":
+		return syntax.LangMirBSDKorn
+	}
+	return syntax.LangPOSIX
+}
+
+// expand adds c, or what c runs, to out; lang is the language of the
+// shell whose line c is part of (for eval).
+func expand(c command, depth int, lang syntax.LangVariant, out *[]command) error {
 	if depth > maxDepth {
 		return unsure("commands nested deeper than %d levels", maxDepth)
 	}
@@ -86,7 +111,11 @@ func expand(c command, depth int, out *[]command) error {
 			return err
 		}
 		if ok {
-			return parseScript(script, depth+1, out)
+			return parseScript(script, depth+1, langOf(base), out)
+		}
+	case base == "set":
+		if err := safeSet(c.words[1:]); err != nil {
+			return err
 		}
 	case base == "eval":
 		var parts []string
@@ -96,7 +125,7 @@ func expand(c command, depth int, out *[]command) error {
 			}
 			parts = append(parts, w.lit)
 		}
-		return parseScript(strings.Join(parts, " "), depth+1, out)
+		return parseScript(strings.Join(parts, " "), depth+1, lang, out)
 	case wrappers[base] != nil:
 		rest, err := wrappers[base](c.words[1:])
 		if err != nil {
@@ -107,9 +136,9 @@ func expand(c command, depth int, out *[]command) error {
 		if len(rest) == 0 {
 			return nil
 		}
-		return expand(command{words: rest}, depth+1, out)
+		return expand(command{words: rest}, depth+1, lang, out)
 	case base == "find":
-		return findExec(c, depth, out)
+		return findExec(c, depth, lang, out)
 	}
 	*out = append(*out, c)
 	return nil
@@ -120,24 +149,35 @@ var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true
 
 // shellScript finds the script of `sh [options] -c SCRIPT [args]`. Without
 // -c the shell runs a file or its stdin: ok is false and the shell is
-// matched as a command like any other.
+// matched as a command like any other. Only options that change nothing
+// about what runs are read (-e, -u, -x, -v, -o pipefail, …): an
+// interactive or login shell first runs startup files the agent can
+// write, --rcfile takes the word after it, and "-" ends the options.
 func shellScript(args []word) (string, bool, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !a.known {
 			return "", false, unsure("a shell's option is an expansion")
 		}
-		if a.lit == "--" || !strings.HasPrefix(a.lit, "-") && !strings.HasPrefix(a.lit, "+") {
-			return "", false, nil
-		}
-		if a.lit == "-o" || a.lit == "+o" || a.lit == "-O" || a.lit == "+O" {
+		switch {
+		case a.lit == "--norc" || a.lit == "--noprofile" || a.lit == "--posix":
+			continue
+		case a.lit == "-o" || a.lit == "+o":
+			if i+1 >= len(args) || !args[i+1].known || !safeShellOption[args[i+1].lit] {
+				return "", false, unsure("a shell option this reading does not know")
+			}
 			i++
 			continue
+		case a.lit == "-" || a.lit == "--" || strings.HasPrefix(a.lit, "--"):
+			return "", false, unsure("the shell option %q", a.lit)
+		case !strings.HasPrefix(a.lit, "-") && !strings.HasPrefix(a.lit, "+"):
+			return "", false, nil // a script file: the shell is the command
 		}
-		if strings.HasPrefix(a.lit, "--") {
-			continue // --norc, --login, …
+		flags := a.lit[1:]
+		if strings.Trim(flags, "ceuxv") != "" {
+			return "", false, unsure("the shell option %q (an interactive or login shell runs startup files first)", a.lit)
 		}
-		if strings.ContainsRune(a.lit[1:], 'c') {
+		if strings.ContainsRune(flags, 'c') && a.lit[0] == '-' {
 			if i+1 >= len(args) {
 				return "", false, unsure("a shell's -c without a script")
 			}
@@ -145,10 +185,41 @@ func shellScript(args []word) (string, bool, error) {
 			if !s.known {
 				return "", false, unsure("a shell's script is an expansion")
 			}
+			if strings.HasPrefix(s.lit, "-") {
+				return "", false, unsure("a shell's script that reads as an option")
+			}
 			return s.lit, true, nil
 		}
 	}
 	return "", false, nil
+}
+
+// safeShellOption are the -o options a shell line may set.
+var safeShellOption = map[string]bool{"errexit": true, "nounset": true, "pipefail": true, "xtrace": true, "noclobber": true, "noglob": true}
+
+// safeSet checks set's arguments: the options above, or -- and the
+// positional parameters. set -k (any word of a command an assignment),
+// set -a with an assignment elsewhere, and the rest are not read here.
+func safeSet(args []word) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.known {
+			return unsure("an argument of set is an expansion")
+		}
+		switch {
+		case a.lit == "--":
+			return nil
+		case a.lit == "-o" || a.lit == "+o":
+			if i+1 >= len(args) || !args[i+1].known || !safeShellOption[args[i+1].lit] {
+				return unsure("a set -o option this reading does not know")
+			}
+			i++
+		case (strings.HasPrefix(a.lit, "-") || strings.HasPrefix(a.lit, "+")) && len(a.lit) > 1 && strings.Trim(a.lit[1:], "euxvCf") == "":
+		default:
+			return unsure("set %s", a.lit)
+		}
+	}
+	return nil
 }
 
 // wrappers run the command that follows their own options; each returns
@@ -259,7 +330,7 @@ func xargsArgs(args []word) ([]word, error) {
 
 // findExec checks find itself and the commands its -exec, -execdir, -ok and
 // -okdir run.
-func findExec(c command, depth int, out *[]command) error {
+func findExec(c command, depth int, lang syntax.LangVariant, out *[]command) error {
 	end := len(c.words)
 	for i, w := range c.words {
 		if w.known && (w.lit == "-exec" || w.lit == "-execdir" || w.lit == "-ok" || w.lit == "-okdir") {
@@ -268,7 +339,7 @@ func findExec(c command, depth int, out *[]command) error {
 			for j < len(c.words) && !(c.words[j].known && (c.words[j].lit == ";" || c.words[j].lit == "+")) {
 				j++
 			}
-			if err := expand(command{words: c.words[i+1 : j]}, depth+1, out); err != nil {
+			if err := expand(command{words: c.words[i+1 : j]}, depth+1, lang, out); err != nil {
 				return err
 			}
 		}
@@ -278,12 +349,30 @@ func findExec(c command, depth int, out *[]command) error {
 }
 
 // parseScript parses a shell script and adds every command it would run.
-func parseScript(script string, depth int, out *[]command) error {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+// What the bash parser and the shell that runs the line could read
+// differently (a carriage return, a NUL, a comment that ends in a
+// backslash), and what evaluates text as code at run time (arithmetic,
+// array subscripts, [[ -v ]]), is not read: it is refused.
+func parseScript(script string, depth int, lang syntax.LangVariant, out *[]command) error {
+	if strings.ContainsAny(script, "\r\x00") {
+		return unsure("a carriage return or a NUL in a shell line")
+	}
+	for _, line := range strings.Split(script, "\n") {
+		if strings.Contains(line, "#") && strings.HasSuffix(strings.TrimRight(line, " \t"), "\\") {
+			return unsure("a line with a # that ends in a backslash (shells disagree on where it ends)")
+		}
+	}
+	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(script), "")
 	if err != nil {
 		return unsure("the shell line does not parse: %v", err)
 	}
 	var werr error
+	fail := func(err error) bool {
+		if werr == nil {
+			werr = err
+		}
+		return false
+	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if werr != nil {
 			return false
@@ -292,28 +381,94 @@ func parseScript(script string, depth int, out *[]command) error {
 		case *syntax.CallExpr:
 			c := command{}
 			for _, a := range n.Assigns {
-				c.assigns = append(c.assigns, a.Name.Value)
+				as, err := assignOf(a)
+				if err != nil {
+					return fail(err)
+				}
+				c.assigns = append(c.assigns, as)
 			}
 			for _, w := range n.Args {
 				c.words = append(c.words, literal(w))
 			}
-			werr = expand(c, depth, out)
+			werr = expand(c, depth, lang, out)
 		case *syntax.DeclClause:
-			if n.Variant.Value == "export" || n.Variant.Value == "declare" || n.Variant.Value == "typeset" {
-				c := command{}
-				for _, a := range n.Args {
-					if a.Name != nil {
-						c.assigns = append(c.assigns, a.Name.Value)
-					}
+			// declare, local, export, readonly, typeset, nameref: every
+			// name they set is an assignment; their options are not read.
+			c := command{}
+			for _, a := range n.Args {
+				if a.Name == nil {
+					return fail(unsure("%s with an option or a name that is an expansion", n.Variant.Value))
 				}
-				*out = append(*out, c)
+				as, err := assignOf(a)
+				if err != nil {
+					return fail(err)
+				}
+				c.assigns = append(c.assigns, as)
 			}
-		case *syntax.CoprocClause:
-			// Its statement is walked as any other.
+			*out = append(*out, c)
+		case *syntax.ForClause:
+			switch l := n.Loop.(type) {
+			case *syntax.WordIter:
+				*out = append(*out, command{assigns: []assign{{name: l.Name.Value}}})
+			default:
+				return fail(unsure("a C-style for loop (arithmetic)"))
+			}
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
+			return fail(unsure("arithmetic evaluates the text it is given as code"))
+		case *syntax.Assign:
+			if n.Index != nil {
+				return fail(unsure("an array subscript is arithmetic"))
+			}
+		case *syntax.ParamExp:
+			if n.Index != nil || n.Excl || n.NestedParam != nil {
+				return fail(unsure("a subscript or an indirect expansion"))
+			}
+			if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) && n.Param != nil {
+				*out = append(*out, command{assigns: []assign{{name: n.Param.Value}}})
+			}
+		case *syntax.UnaryTest:
+			if n.Op == syntax.TsVarSet || n.Op == syntax.TsRefVar {
+				return fail(unsure("[[ -v ]] evaluates a subscript"))
+			}
+		case *syntax.BinaryTest:
+			switch n.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+				return fail(unsure("[[ -eq ]] and the like evaluate their operands as arithmetic"))
+			}
+		case *syntax.Redirect:
+			switch n.Op {
+			case syntax.RdrAll, syntax.AppAll:
+				// &> is bash's; dash reads & then > (a command after it).
+				return fail(unsure("&> (write both outputs with > F 2>&1)"))
+			case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob:
+				if n.Word != nil {
+					*out = append(*out, command{writes: []word{literal(n.Word)}})
+				}
+			}
 		}
 		return true
 	})
 	return werr
+}
+
+// assignOf reads one assignment: its name and, if known, its value. An
+// assignment to an array element is arithmetic; an array's values are
+// words like any other (their substitutions are walked).
+func assignOf(a *syntax.Assign) (assign, error) {
+	if a.Name == nil {
+		return assign{}, unsure("an assignment without a name")
+	}
+	if a.Index != nil {
+		return assign{}, unsure("an array subscript is arithmetic")
+	}
+	as := assign{name: a.Name.Value, value: word{known: true}}
+	if a.Value != nil {
+		as.value = literal(a.Value)
+	}
+	if a.Array != nil {
+		as.value = word{}
+	}
+	return as, nil
 }
 
 // literal resolves a word that holds no expansion: quotes removed,
