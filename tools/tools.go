@@ -153,9 +153,7 @@ func decode(name string, args json.RawMessage, v any) error {
 	return nil
 }
 
-func schema(s string) json.RawMessage {
-	if !json.Valid([]byte(s)) {
-		panic("tools: invalid schema: " + s)
-	}
-	return json.RawMessage(s)
-}
+// schema is a tool's input schema. It is not checked here: this runs at
+// init, in every start of the binary (the CLI's included), and
+// TestOfferedAndEventArgs parses every schema.
+func schema(s string) json.RawMessage { return json.RawMessage(s) }
