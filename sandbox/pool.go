@@ -137,11 +137,13 @@ func (p *Pool) perExecReason(spec *Spec) string {
 // instance tells this process's harnesses from a previous daemon's: a
 // harness of an allow-list network reaches the world only through its
 // daemon's proxy, so a new daemon does not adopt it.
-var instance = fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+// It is made on first use, not at init, which every start of the binary
+// (the CLI's included) would pay.
+var instance = sync.OnceValue(func() string { return fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()) })
 
 func proxyInstance(spec *Spec) string {
 	if spec.Net == NetAllow {
-		return instance
+		return instance()
 	}
 	return ""
 }

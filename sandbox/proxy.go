@@ -290,7 +290,7 @@ func (p *Proxy) reachable(a netip.Addr) bool {
 // protocol assignments, documentation, benchmarking, reserved, NAT64 and
 // 6to4 (which embed an IPv4 address of any kind), Teredo, ORCHID, the
 // IPv6 documentation prefix.
-var nonPublic = func() []netip.Prefix {
+var nonPublic = sync.OnceValue(func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
 		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16",
@@ -298,7 +298,7 @@ var nonPublic = func() []netip.Prefix {
 		out = append(out, netip.MustParsePrefix(s))
 	}
 	return out
-}()
+})
 
 // Public reports whether a is an address of the public internet.
 func Public(a netip.Addr) bool {
@@ -307,7 +307,7 @@ func Public(a netip.Addr) bool {
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
 		return false
 	}
-	for _, pf := range nonPublic {
+	for _, pf := range nonPublic() {
 		if pf.Contains(a) {
 			return false
 		}
