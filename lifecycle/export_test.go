@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/paddock-dev/paddock/manifest"
 )
 
 // SetJobTimings shortens the job timings for a test and restores them after.
@@ -41,4 +43,14 @@ func CallToolUnbrokered(ctx context.Context, m *Manager, id, name string, args j
 		return nil, err
 	}
 	return redactValue(red, res)
+}
+
+// WorkspaceReports reads the reports a check with this Results field left
+// in run id's workspace since then.
+func WorkspaceReports(ctx context.Context, m *Manager, id, results string, since time.Time) (manifest.Counts, bool) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return manifest.Counts{}, false
+	}
+	return m.workspaceReports(ctx, r, manifest.Check{Name: "test", Results: results}, since)
 }

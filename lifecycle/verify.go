@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/broker"
@@ -230,13 +231,18 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 		if err := os.RemoveAll(results); err != nil {
 			return nil, evs, internal("emptying the verify results failed", err)
 		}
+		started := time.Now()
 		// A check leaves the workspace as it found it where the tool lets it:
 		// no __pycache__ (pytest's cache is off in its argv), so the change
 		// set it ran against is still the one there.
 		env := append([]string{"PYTHONDONTWRITEBYTECODE=1"}, ch.Env...)
 		res, cevs, err := m.execStream(ctx, c, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, w, w)
 		evs = append(evs, cevs...)
-		if n, ok := m.reports(c.run.ID, ch); ok {
+		n, ok := m.reports(c.run.ID, ch)
+		if !ok {
+			n, ok = m.workspaceReports(ctx, c.run, ch, started)
+		}
+		if ok {
 			cr.Tests = &paddock.TestCounts{Passed: n.Passed, Failed: n.Failed, Skipped: n.Skipped, Failures: n.Failures}
 		}
 		if gotest != nil {
@@ -353,6 +359,56 @@ func (m *Manager) reports(id string, ch manifest.Check) (manifest.Counts, bool) 
 			return nil
 		}
 		f, err := os.Open(p)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		if n, err := parse(io.LimitReader(f, 64<<20)); err == nil {
+			total.Add(n)
+			found = true
+		}
+		return nil
+	})
+	return total, found
+}
+
+// workspaceReports reads the reports a tool writes into the workspace
+// itself (surefire's target/surefire-reports, Gradle's build/test-results),
+// named by a glob relative to the root: only those written since the check
+// started (an earlier run's stay on disk), never what an agent left there
+// before it.
+func (m *Manager) workspaceReports(ctx context.Context, r *paddock.Run, ch manifest.Check, since time.Time) (manifest.Counts, bool) {
+	var total manifest.Counts
+	format, glob := ch.ResultsFormat()
+	parse := map[string]func(io.Reader) (manifest.Counts, error){manifest.ResultsJUnit: manifest.ParseJUnit, manifest.ResultsTRX: manifest.ParseTRX}[format]
+	if parse == nil || glob == "" || path.IsAbs(glob) {
+		return total, false
+	}
+	root, err := m.openView(ctx, r, nil, &confine.Policy{})
+	if err != nil {
+		return total, false
+	}
+	defer root.Close()
+	found := false
+	fsys := root.OS().FS()
+	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "node_modules", ".paddock":
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !manifest.MatchPath(glob, p) {
+			return nil
+		}
+		if info, err := d.Info(); err != nil || info.ModTime().Before(since) {
+			return nil
+		}
+		f, err := fsys.Open(p)
 		if err != nil {
 			return nil
 		}

@@ -76,7 +76,8 @@ const StageDir = ".paddock/manifest"
 // read-only to commands, and nothing there enters a change set). The
 // verifier empties it before each check and reads only what the check
 // wrote. Reports a tool writes into the workspace itself (surefire's,
-// Gradle's) are named by a glob relative to the root.
+// Gradle's) are named by a glob relative to the root, and read when
+// written after the check began.
 const ResultsDir = "/home/paddock/.paddock-verify"
 
 // The check names a component may declare.
