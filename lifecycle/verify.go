@@ -337,39 +337,31 @@ func (m *Manager) resultsDir(id string) string {
 	return filepath.Join(m.auxDir(id), "home", strings.TrimPrefix(manifest.ResultsDir, HomeInView+"/"))
 }
 
-// reports reads the JUnit or TRX reports a check wrote under
-// manifest.ResultsDir, and adds up their counts; ok is false when the
-// check names none there, or wrote none.
-func (m *Manager) reports(id string, ch manifest.Check) (manifest.Counts, bool) {
-	var total manifest.Counts
+// reportParser is how a check's structured results are read, and the glob
+// that names its reports; nil when it names none in a file.
+func reportParser(ch manifest.Check) (func(io.Reader) (manifest.Counts, error), string) {
 	format, glob := ch.ResultsFormat()
 	parse := map[string]func(io.Reader) (manifest.Counts, error){manifest.ResultsJUnit: manifest.ParseJUnit, manifest.ResultsTRX: manifest.ParseTRX}[format]
+	return parse, glob
+}
+
+// reports reads the JUnit or TRX reports a check wrote under
+// manifest.ResultsDir (emptied before it began), and adds up their counts;
+// ok is false when the check names none there, or wrote none. The
+// directory is the run's: it is read through an os.Root, so a link a
+// command left there reaches nothing of the host's.
+func (m *Manager) reports(id string, ch manifest.Check) (manifest.Counts, bool) {
+	parse, glob := reportParser(ch)
 	rel, under := strings.CutPrefix(glob, manifest.ResultsDir+"/")
 	if parse == nil || !under {
-		return total, false
+		return manifest.Counts{}, false
 	}
-	dir := m.resultsDir(id)
-	found := false
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return nil
-		}
-		name, _ := filepath.Rel(dir, p)
-		if !manifest.MatchPath(rel, filepath.ToSlash(name)) {
-			return nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		if n, err := parse(io.LimitReader(f, 64<<20)); err == nil {
-			total.Add(n)
-			found = true
-		}
-		return nil
-	})
-	return total, found
+	root, err := os.OpenRoot(m.resultsDir(id))
+	if err != nil {
+		return manifest.Counts{}, false
+	}
+	defer root.Close()
+	return readReports(root.FS(), rel, time.Time{}, parse)
 }
 
 // workspaceReports reads the reports a tool writes into the workspace
@@ -378,19 +370,23 @@ func (m *Manager) reports(id string, ch manifest.Check) (manifest.Counts, bool) 
 // started (an earlier run's stay on disk), never what an agent left there
 // before it.
 func (m *Manager) workspaceReports(ctx context.Context, r *paddock.Run, ch manifest.Check, since time.Time) (manifest.Counts, bool) {
-	var total manifest.Counts
-	format, glob := ch.ResultsFormat()
-	parse := map[string]func(io.Reader) (manifest.Counts, error){manifest.ResultsJUnit: manifest.ParseJUnit, manifest.ResultsTRX: manifest.ParseTRX}[format]
+	parse, glob := reportParser(ch)
 	if parse == nil || glob == "" || path.IsAbs(glob) {
-		return total, false
+		return manifest.Counts{}, false
 	}
 	root, err := m.openView(ctx, r, nil, &confine.Policy{})
 	if err != nil {
-		return total, false
+		return manifest.Counts{}, false
 	}
 	defer root.Close()
+	return readReports(root.OS().FS(), glob, since, parse)
+}
+
+// readReports parses every regular file of fsys that glob matches and that
+// was written since then (.git, node_modules and .paddock skipped).
+func readReports(fsys fs.FS, glob string, since time.Time, parse func(io.Reader) (manifest.Counts, error)) (manifest.Counts, bool) {
+	var total manifest.Counts
 	found := false
-	fsys := root.OS().FS()
 	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
