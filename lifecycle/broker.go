@@ -67,16 +67,7 @@ func (m *Manager) broker(ctx context.Context, id string, b brokered) (any, error
 	cc := &callContext{run: r, def: def, grants: grants, red: m.redactor(r)}
 	res, evs, callErr := b.run(ctx, cc)
 	if len(evs) > 0 {
-		rctx := context.WithoutCancel(ctx) // a canceled call is still recorded
-		err := m.update(rctx, func(tx paddock.Tx) error {
-			for _, e := range evs {
-				if _, err := tx.AppendEvent(rctx, id, e.typ, e.data); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		if err := m.recordEvents(ctx, id, evs); err != nil {
 			if callErr == nil {
 				return nil, err
 			}
@@ -90,6 +81,23 @@ func (m *Manager) broker(ctx context.Context, id string, b brokered) (any, error
 		return res, nil
 	}
 	return redactValue(cc.red, res)
+}
+
+// recordEvents appends a call's events in one transaction; a canceled
+// call is still recorded.
+func (m *Manager) recordEvents(ctx context.Context, id string, evs []callEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	return m.update(ctx, func(tx paddock.Tx) error {
+		for _, e := range evs {
+			if _, err := tx.AppendEvent(ctx, id, e.typ, e.data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // refuse records a denial, or files the access request a call that needs

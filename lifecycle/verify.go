@@ -237,7 +237,12 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 		// set it ran against is still the one there.
 		env := append([]string{"PYTHONDONTWRITEBYTECODE=1"}, ch.Env...)
 		res, cevs, err := m.execStream(ctx, c, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, w, w)
-		evs = append(evs, cevs...)
+		// Each check is recorded as it ends: a long verify that a crash
+		// cuts short keeps what ran, and a client following the events
+		// sees its progress.
+		if rerr := m.recordEvents(ctx, c.run.ID, cevs); rerr != nil {
+			return nil, nil, rerr
+		}
 		n, ok := m.reports(c.run.ID, ch)
 		if !ok {
 			n, ok = m.workspaceReports(ctx, c.run, ch, started)

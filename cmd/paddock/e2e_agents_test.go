@@ -196,6 +196,10 @@ func TestVerifyPytestReports(t *testing.T) {
 	if !v.Passed || len(v.Checks) != 1 || v.Checks[0].Tests == nil || v.Checks[0].Tests.Passed != 2 || v.Checks[0].Tests.Skipped != 1 {
 		t.Fatalf("verify: %+v", v)
 	}
+	// Without --json, each check is shown on stderr as it ends.
+	if r := cli(t, home, "verify", id, "test"); r.code != 0 || !strings.Contains(r.err, "paddock: ran python3 -m pytest") || !strings.Contains(r.out, "tests: 2 passed, 0 failed, 1 skipped") {
+		t.Fatalf("verify's progress: %d\n%s\n%s", r.code, r.out, r.err)
+	}
 	// A failing test fails the check, and is named.
 	cli(t, home, "tool", id, "edit", "--arg", "path=calc.py", "--arg", "old_string=a + b", "--arg", "new_string=a - b").must(t)
 	r := cli(t, home, "verify", id, "test", "--json")

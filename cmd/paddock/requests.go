@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
 	"github.com/spf13/cobra"
 )
 
@@ -184,7 +187,9 @@ run's agent may not verify; 7 the manifest declares no such check.`,
 			if err != nil {
 				return err
 			}
+			stop := a.followChecks(cmd.Context(), c, args[0], asJSON)
 			res, err := c.Verify(cmd.Context(), args[0], paddock.VerifyRequest{Checks: args[1:]})
+			stop()
 			if err != nil {
 				return err
 			}
@@ -241,4 +246,40 @@ func lastLines(s string, n int) string {
 		return s
 	}
 	return fmt.Sprintf("… %d lines before (--json has them)\n", len(lines)-n) + strings.Join(lines[len(lines)-n:], "\n")
+}
+
+// followChecks prints each check on stderr as it ends (a verify can take
+// minutes), from the run's exec events, unless the output is JSON for a
+// script. The returned function stops it.
+func (a *app) followChecks(ctx context.Context, c *client.Client, id string, quiet bool) func() {
+	r, err := c.Run(ctx, id)
+	if quiet || err != nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		after := r.LastSeq
+		for ctx.Err() == nil {
+			evs, err := c.WaitEvents(ctx, id, after, 0)
+			if err != nil {
+				return
+			}
+			for _, ev := range evs {
+				after = ev.Seq
+				if ev.Type != paddock.EventExec {
+					continue
+				}
+				var e struct {
+					Argv       []string `json:"argv"`
+					ExitCode   int      `json:"exit_code"`
+					DurationMS float64  `json:"duration_ms"`
+				}
+				json.Unmarshal(ev.Data, &e)
+				fmt.Fprintf(a.stderr, "paddock: ran %s: exit %d, %.1fs\n", strings.Join(e.Argv, " "), e.ExitCode, e.DurationMS/1000)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
