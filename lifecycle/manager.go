@@ -135,6 +135,7 @@ type Manager struct {
 	repoMu       sync.Mutex
 	repos        map[string]cachedRepo
 	hooks        hooksCache
+	manifests    manifestCache
 
 	identity atomic.Pointer[gitx.Identity] // SetIdentity's
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -93,17 +94,48 @@ func (m *Manager) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Man
 	return m.ProjectManifestAt(ctx, p, r.Workspace.BaseRevision)
 }
 
+// manifestCache keeps the manifests detected lately, by repository and
+// revision: a revision's tree never changes, and listing a large one (git
+// ls-tree) is what detection costs; capabilities and each verify ask.
+type manifestCache struct {
+	mu sync.Mutex
+	m  map[string]*manifest.Manifest
+}
+
+const manifestCacheSize = 64
+
+func (c *manifestCache) get(key string) *manifest.Manifest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+func (c *manifestCache) put(key string, mf *manifest.Manifest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= manifestCacheSize {
+		c.m = map[string]*manifest.Manifest{}
+	}
+	c.m[key] = mf
+}
+
 // ProjectManifestAt detects a project's manifest at a revision.
 func (m *Manager) ProjectManifestAt(ctx context.Context, p *paddock.Project, rev string) (*manifest.Manifest, error) {
 	repo, err := m.Git.Inspect(ctx, p.Root)
 	if err != nil {
 		return nil, err
 	}
+	key := repo.CommonDir + "\x00" + rev
+	if mf := m.manifests.get(key); mf != nil {
+		return mf, nil
+	}
 	files, err := m.Git.FilesAt(ctx, repo.CommonDir, rev)
 	if err != nil {
 		return nil, err
 	}
-	return manifest.DetectTree(gitTree{ctx: ctx, m: m, gitDir: repo.CommonDir, rev: rev, files: files}), nil
+	mf := manifest.DetectTree(gitTree{ctx: ctx, m: m, gitDir: repo.CommonDir, rev: rev, files: files})
+	m.manifests.put(key, mf)
+	return mf, nil
 }
 
 // gitTree is a revision's tree as manifest reads it: from git's objects.
