@@ -59,7 +59,10 @@ func TestEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unixLn.Close()
-	abstract, err := net.Listen("unix", "@paddock-test-abstract")
+	// A name of this call's own: TestResident runs this test again beside
+	// the first, and other test processes may be listening too.
+	abstractName := fmt.Sprintf("paddock-test-abstract-%d-%d", os.Getpid(), time.Now().UnixNano())
+	abstract, err := net.Listen("unix", "@"+abstractName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +102,7 @@ func TestEscapes(t *testing.T) {
 		{"UDP egress", "echo x > /dev/udp/1.1.1.1/53 && echo SENT", "SENT", false},
 		{"DNS", "getent hosts example.com", "example", false},
 		{"the host's unix socket", "ls " + sockDir + " && cat < " + sockDir + "/host.sock", "host.sock", false},
-		{"the host's abstract socket", "./probe probe abstract paddock-test-abstract", "ESCAPED", false},
+		{"the host's abstract socket", "./probe probe abstract " + abstractName, "ESCAPED", false},
 		{"ptrace the helper", "./probe probe ptrace 1", "ESCAPED", false},
 		{"ptrace a sibling", "sleep 5 & ./probe probe ptrace $!", "ESCAPED", false},
 		{"AF_VSOCK", "./probe probe vsock", "ESCAPED", false},
