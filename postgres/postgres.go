@@ -42,6 +42,19 @@
 // nothing of fn is committed; the commit itself is never interrupted, so that
 // an error always means nothing was written.
 //
+// # Limitations
+//
+//   - Two Updates that lock the same rows in opposite orders (appending to
+//     runs a then b, and b then a) can deadlock, which SQLite's single
+//     writer never does; PostgreSQL then fails one of them (SQLSTATE 40P01)
+//     and Update returns that error. fn is not retried: it may have done
+//     things outside the transaction.
+//   - Times are kept to the microsecond (SQLite keeps nanoseconds); an
+//     event's Time is cut to the microsecond before it is stored, so the
+//     event AppendEvent returns is the one readers see.
+//   - The store does not yet know about nodes: no node registry, no leases
+//     with fencing tokens, no LISTEN/NOTIFY fan-out of events (issue #21).
+//
 // # Migrations
 //
 // The schema is embedded (migrations/NNNN_name.sql) and applied at Open in

@@ -300,3 +300,43 @@ func TestOpensWithoutCreatePrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEventTimeRoundTrips: the event AppendEvent returns is the one a
+// reader gets, although timestamptz keeps only microseconds.
+func TestEventTimeRoundTrips(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	ctx := context.Background()
+	var wrote []*paddock.Event
+	err := s.Update(ctx, func(tx paddock.Tx) error {
+		if err := tx.CreateProject(ctx, &paddock.Project{Name: "app", Root: "/src/app", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		if err := tx.CreateRun(ctx, &paddock.Run{ID: "r", Project: "app", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		for range 5 {
+			e, err := tx.AppendEvent(ctx, "r", "x", nil)
+			if err != nil {
+				return err
+			}
+			wrote = append(wrote, e)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.View(ctx, func(tx paddock.Tx) error {
+		read, err := tx.Events(ctx, "r", 0, 0)
+		if err != nil || len(read) != len(wrote) {
+			t.Fatalf("%d events, %v", len(read), err)
+		}
+		for i := range read {
+			if !read[i].Time.Equal(wrote[i].Time) {
+				t.Fatalf("event %d: written at %v, read at %v", i, wrote[i].Time, read[i].Time)
+			}
+		}
+		return nil
+	})
+}

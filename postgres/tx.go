@@ -434,7 +434,8 @@ func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*pad
 			return nil, wrap("encode event", err)
 		}
 	}
-	e := &paddock.Event{RunID: runID, Type: typ, Time: time.Now().UTC(), Data: raw}
+	// timestamptz keeps microseconds: the event returned is the one stored.
+	e := &paddock.Event{RunID: runID, Type: typ, Time: time.Now().UTC().Truncate(time.Microsecond), Data: raw}
 	var dataArg any
 	if raw != nil {
 		dataArg = string(raw)
