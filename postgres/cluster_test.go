@@ -1,0 +1,253 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The package's tests share one private PostgreSQL cluster, started by
+// TestMain in a temporary directory, listening only on a unix socket there,
+// and given one database per store directory a test opens.
+
+// superuser is the cluster's superuser; initdb names it.
+const superuser = "paddock"
+
+type cluster struct {
+	dir  string // holds data/, the socket and postgres.log
+	proc *exec.Cmd
+	done chan error // proc's exit
+
+	mu    sync.Mutex
+	admin *pgx.Conn
+	dbs   map[string]string // store directory → database
+}
+
+var (
+	shared *cluster
+	// noPostgres says why there is no cluster when PostgreSQL is not
+	// installed; startErr, why there is none although it is.
+	noPostgres string
+	startErr   error
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	bin, err := findBin()
+	if err != nil {
+		noPostgres = err.Error()
+		return m.Run()
+	}
+	c, err := startCluster(bin)
+	if err != nil {
+		startErr = err
+		return m.Run()
+	}
+	shared = c
+	defer c.stop()
+	return m.Run()
+}
+
+// need returns the shared cluster, or ends the test: a skip when PostgreSQL
+// is not installed, a failure when it is but would not start, or in CI
+// (CI=true), where a skipped store is a store nobody tested.
+func need(t *testing.T) *cluster {
+	t.Helper()
+	switch {
+	case startErr != nil:
+		t.Fatalf("the test cluster did not start: %v", startErr)
+	case noPostgres != "" && os.Getenv("CI") == "true":
+		t.Fatalf("PostgreSQL is required in CI: %s", noPostgres)
+	case noPostgres != "":
+		t.Skipf("PostgreSQL is not installed (%s); apt-get install postgresql", noPostgres)
+	}
+	return shared
+}
+
+// findBin returns the directory that holds initdb and postgres: PATH's, or
+// else the newest of Debian's /usr/lib/postgresql/*/bin.
+func findBin() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		dir := filepath.Dir(p)
+		if _, err := os.Stat(filepath.Join(dir, "postgres")); err == nil {
+			return dir, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool {
+		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[i])))
+		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[j])))
+		return vi > vj
+	})
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	return "", errors.New("no initdb on PATH or in /usr/lib/postgresql/*/bin")
+}
+
+// credential is who the cluster runs as: PostgreSQL refuses to run as
+// root, so under root it is the postgres user Debian's package makes (or
+// nobody).
+func credential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	}
+	return nil, errors.New("running as root and there is no postgres or nobody user to run PostgreSQL as")
+}
+
+func startCluster(bin string) (c *cluster, err error) {
+	cred, err := credential()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "paddock-pg-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", superuser, "-A", "trust",
+		"-E", "UTF8", "--locale=C", "--no-sync")
+	initdb.Dir = dir
+	initdb.Env = append(os.Environ(), "LC_ALL=C")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	// The server runs as this process's child rather than under pg_ctl, so
+	// that it dies with the tests whatever ends them: Pdeathsig sends it
+	// SIGQUIT, PostgreSQL's immediate shutdown (pg_ctl stop -m immediate).
+	// fsync is off: durability against a crash is PostgreSQL's to test,
+	// and the suite commits thousands of times.
+	proc := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir,
+		"-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=100", "-c", "log_min_messages=warning")
+	proc.Dir = dir
+	proc.Stdout, proc.Stderr = logf, logf
+	proc.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	if err := proc.Start(); err != nil {
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
+	c = &cluster{dir: dir, proc: proc, done: make(chan error, 1), dbs: map[string]string{}}
+	go func() { c.done <- proc.Wait() }()
+	defer func() {
+		if err != nil {
+			c.kill()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		conn, cerr := pgx.Connect(ctx, c.dsn("postgres"))
+		if cerr == nil {
+			c.admin = conn
+			return c, nil
+		}
+		select {
+		case werr := <-c.done:
+			c.done <- werr
+			log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
+			return nil, fmt.Errorf("postgres exited (%v):\n%s", werr, log)
+		case <-ctx.Done():
+			log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
+			return nil, fmt.Errorf("postgres did not accept connections in 30s (%v):\n%s", cerr, log)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (c *cluster) dsn(db string) string {
+	return fmt.Sprintf("host=%s port=5432 user=%s sslmode=disable dbname=%s", c.dir, superuser, db)
+}
+
+// kill stops the server at once and waits for it.
+func (c *cluster) kill() {
+	c.proc.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		c.proc.Process.Kill()
+		<-c.done
+	}
+}
+
+func (c *cluster) stop() {
+	if c.admin != nil {
+		c.admin.Close(context.Background())
+	}
+	c.kill()
+	os.RemoveAll(c.dir)
+}
+
+// database returns the DSN of the database that belongs to a store
+// directory, creating it on first use: opening a store twice on the same
+// directory reaches the same data, as storetest requires.
+func (c *cluster) database(t *testing.T, dir string) string {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name, ok := c.dbs[dir]
+	if !ok {
+		name = fmt.Sprintf("store_%d", len(c.dbs)+1)
+		if _, err := c.admin.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
+			t.Fatalf("create database: %v", err)
+		}
+		c.dbs[dir] = name
+	}
+	return c.dsn(name)
+}
+
+// exec runs one statement in a store directory's database.
+func (c *cluster) exec(t *testing.T, dir, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.database(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("%s: %v", strings.Fields(sql)[0], err)
+	}
+}
