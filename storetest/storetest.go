@@ -491,6 +491,10 @@ func testDeleteProject(t *testing.T, open Opener) {
 	seed(t, s, "app", "a")
 	update(t, s, func(tx paddock.Tx) error {
 		tx.AppendEvent(ctx, "a", "x", nil)
+		if err := tx.CreateAccessRequest(ctx, &paddock.AccessRequest{ID: "q1", RunID: "a", Kind: paddock.AccessTool, Tool: "edit",
+			Reason: "r", State: paddock.RequestPending, CreatedAt: time.Now().UTC()}); err != nil {
+			return err
+		}
 		return tx.AcquireLock(ctx, &paddock.Lock{Project: "app", RunID: "a", AcquiredAt: time.Now()})
 	})
 	update(t, s, func(tx paddock.Tx) error { return tx.DeleteProject(ctx, "app") })
@@ -499,8 +503,9 @@ func testDeleteProject(t *testing.T, open Opener) {
 		wantCode(t, err, paddock.CodeNotFound)
 		ws, _ := tx.Workspaces(ctx)
 		evs, _ := tx.Events(ctx, "a", 0, 0)
-		if len(ws) != 0 || len(evs) != 0 {
-			t.Fatalf("left %d workspaces, %d events", len(ws), len(evs))
+		reqs, _ := tx.AccessRequests(ctx, "a")
+		if len(ws) != 0 || len(evs) != 0 || len(reqs) != 0 {
+			t.Fatalf("left %d workspaces, %d events, %d access requests", len(ws), len(evs), len(reqs))
 		}
 		return nil
 	})

@@ -96,7 +96,7 @@ CREATE TABLE agents (
 
 -- As in SQLite, a run's requests do not cascade with it.
 CREATE TABLE access_requests (
-	run_id     text COLLATE "C" NOT NULL REFERENCES runs(id),
+	run_id     text COLLATE "C" NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
 	id         text COLLATE "C" NOT NULL,
 	state      text NOT NULL,
 	body       jsonb NOT NULL,           -- the request

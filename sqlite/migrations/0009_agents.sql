@@ -12,7 +12,7 @@ CREATE TABLE agents (
 	updated_at TEXT NOT NULL
 );
 CREATE TABLE access_requests (
-	run_id     TEXT NOT NULL REFERENCES runs(id),
+	run_id     TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
 	id         TEXT NOT NULL,
 	state      TEXT NOT NULL,
 	body       TEXT NOT NULL,                   -- JSON of the request
