@@ -37,9 +37,15 @@ func (t *Tx) ctx(ctx context.Context) context.Context {
 
 var _ paddock.Tx = (*Tx)(nil)
 
+// timeFormat writes every time with nine fractional digits: times are
+// compared as text (ORDER BY created_at), and RFC3339Nano drops trailing
+// zeros, which sorts .1 after .12 within a second. Any RFC 3339 time
+// parses, those written before included.
 const timeFormat = time.RFC3339Nano
 
-func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+const writeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
+func fmtTime(t time.Time) string { return t.UTC().Format(writeFormat) }
 
 func fmtOptTime(t time.Time) any {
 	if t.IsZero() {

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"CancelledCallersStayApart", testCancelledCallers},
 		{"Agents", testAgents},
 		{"AccessRequests", testAccessRequests},
+		{"OrderWithinASecond", testOrderWithinASecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -835,6 +836,43 @@ func testAgents(t *testing.T, open Opener) {
 	update(t, s, func(tx paddock.Tx) error { return tx.DeleteAgent(ctx, "tester") })
 	err := s.Update(ctx, func(tx paddock.Tx) error { return tx.DeleteAgent(ctx, "tester") })
 	wantCode(t, err, paddock.CodeNotFound)
+}
+
+// testOrderWithinASecond: "oldest first" holds for times a fraction of a
+// second apart (a store that compares times as text must write them in
+// one width).
+func testOrderWithinASecond(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a")
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	update(t, s, func(tx paddock.Tx) error {
+		for _, q := range []*paddock.AccessRequest{
+			{ID: "q1", RunID: "a", Kind: paddock.AccessTool, Tool: "edit", Reason: "r", State: paddock.RequestPending, CreatedAt: t0.Add(120 * time.Millisecond)},
+			{ID: "q2", RunID: "a", Kind: paddock.AccessTool, Tool: "edit", Reason: "r", State: paddock.RequestPending, CreatedAt: t0.Add(100 * time.Millisecond)},
+			{ID: "q3", RunID: "a", Kind: paddock.AccessTool, Tool: "edit", Reason: "r", State: paddock.RequestPending, CreatedAt: t0},
+		} {
+			if err := tx.CreateAccessRequest(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	s.View(ctx, func(tx paddock.Tx) error {
+		got, err := tx.AccessRequests(ctx, "a")
+		if err != nil || len(got) != 3 || got[0].ID != "q3" || got[1].ID != "q2" || got[2].ID != "q1" {
+			t.Fatalf("order = %v, %v", ids(got), err)
+		}
+		return nil
+	})
+}
+
+func ids(qs []*paddock.AccessRequest) []string {
+	var out []string
+	for _, q := range qs {
+		out = append(out, q.ID)
+	}
+	return out
 }
 
 func testAccessRequests(t *testing.T, open Opener) {
