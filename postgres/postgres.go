@@ -89,6 +89,37 @@ const migrationLock int64 = 0x7061646f636b
 // Store is a paddock.Store on one PostgreSQL database.
 type Store struct {
 	pool *pgxpool.Pool
+	// owner holds the database for this daemon alone (OwnAlone), until Close.
+	owner *pgxpool.Conn
+}
+
+// ownerLock is the session-level advisory lock a daemon holds while it
+// uses the database alone: "paddock1" in ASCII.
+const ownerLock int64 = 0x7061646f636b31
+
+// ErrShared is OwnAlone's error when another daemon holds the database.
+var ErrShared = errors.New("postgres: another paddock daemon uses this database, and nodes that share one are not supported yet (issue #21): give each daemon a database of its own")
+
+// OwnAlone takes the database for this daemon until Close: a second daemon
+// on the same database is refused (ErrShared) until nodes that share one
+// are built. Two daemons each recovering as if the runs were all theirs
+// would mark the other's workspaces orphaned.
+func (s *Store) OwnAlone(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, ownerLock).Scan(&got); err != nil {
+		conn.Release()
+		return fmt.Errorf("postgres: take the database: %w", err)
+	}
+	if !got {
+		conn.Release()
+		return ErrShared
+	}
+	s.owner = conn
+	return nil
 }
 
 var _ paddock.Store = (*Store)(nil)
@@ -117,6 +148,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 
 // Close closes the pool's connections, waiting for those in use.
 func (s *Store) Close() error {
+	if s.owner != nil {
+		// Releasing the session ends its advisory lock with it.
+		s.owner.Conn().Close(context.Background())
+		s.owner.Release()
+	}
 	s.pool.Close()
 	return nil
 }

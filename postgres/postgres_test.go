@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -11,12 +12,19 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/postgres"
+	"github.com/paddock-dev/paddock/postgres/pgtest"
 	"github.com/paddock-dev/paddock/storetest"
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
+}
+
 func openStore(t *testing.T, dir string) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), need(t).database(t, dir))
+	s, err := postgres.Open(context.Background(), pgtest.Need(t).Database(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +34,7 @@ func openStore(t *testing.T, dir string) *postgres.Store {
 func open(t *testing.T, dir string) paddock.Store { return openStore(t, dir) }
 
 func TestConformance(t *testing.T) {
-	need(t)
+	pgtest.Need(t)
 	storetest.Run(t, open)
 }
 
@@ -42,8 +50,8 @@ func TestRefusesNewerSchema(t *testing.T) {
 	dir := t.TempDir()
 	openStore(t, dir).Close()
 	// Pretend a newer paddock migrated this database.
-	need(t).exec(t, dir, `UPDATE paddock_schema SET version = 99`)
-	_, err := postgres.Open(context.Background(), need(t).database(t, dir))
+	pgtest.Need(t).Exec(t, dir, `UPDATE paddock_schema SET version = 99`)
+	_, err := postgres.Open(context.Background(), pgtest.Need(t).Database(t, dir))
 	if err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("open of a newer schema: %v", err)
 	}
@@ -53,7 +61,7 @@ func TestRefusesNewerSchema(t *testing.T) {
 // moment all succeed, and the schema is made once.
 func TestNodesStartTogether(t *testing.T) {
 	dir := t.TempDir()
-	dsn := need(t).database(t, dir)
+	dsn := pgtest.Need(t).Database(t, dir)
 	const nodes = 6
 	stores := make([]*postgres.Store, nodes)
 	errs := make([]error, nodes)
@@ -281,14 +289,14 @@ func TestBadDSN(t *testing.T) {
 func TestOpensWithoutCreatePrivilege(t *testing.T) {
 	dir := t.TempDir()
 	openStore(t, dir).Close()
-	c := need(t)
-	dsn := c.database(t, dir)
+	c := pgtest.Need(t)
+	dsn := c.Database(t, dir)
 	role := "writer_" + dsn[strings.LastIndex(dsn, "=")+1:]
-	c.exec(t, dir, `CREATE ROLE `+role+` LOGIN`)
-	c.exec(t, dir, `REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
-	c.exec(t, dir, `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO `+role)
+	c.Exec(t, dir, `CREATE ROLE `+role+` LOGIN`)
+	c.Exec(t, dir, `REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
+	c.Exec(t, dir, `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO `+role)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, strings.Replace(dsn, "user="+superuser, "user="+role, 1))
+	s, err := postgres.Open(ctx, strings.Replace(dsn, "user="+pgtest.Superuser, "user="+role, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,4 +347,30 @@ func TestEventTimeRoundTrips(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Until nodes share a database (#21), a daemon owns its database alone: a
+// second one is refused while the first holds it, and let in once it closed.
+func TestOwnAlone(t *testing.T) {
+	dsn := pgtest.Need(t).Database(t, t.TempDir())
+	ctx := context.Background()
+	a, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.OwnAlone(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.OwnAlone(ctx); !errors.Is(err, postgres.ErrShared) {
+		t.Fatalf("a second daemon on the database: %v", err)
+	}
+	a.Close()
+	if err := b.OwnAlone(ctx); err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,10 @@ import (
 type config struct {
 	// Listen is an optional loopback TCP address, such as "127.0.0.1:7070".
 	Listen string `toml:"listen"`
+	// Store is where the state is kept: "sqlite" (the default,
+	// <state dir>/state.db) or a PostgreSQL URL, postgres://…
+	// (PADDOCK_STORE and serve --store override it).
+	Store string `toml:"store"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
 	// LogFormat is text or json.
@@ -175,6 +180,9 @@ func (c config) check() error {
 	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		return fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel)
 	}
+	if err := checkStore(c.Store); err != nil {
+		return err
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("log_format %q: want text or json", c.LogFormat)
 	}
@@ -230,10 +238,12 @@ type configWatch struct {
 	home, path string
 	flags      func(string) bool // a flag given to serve wins over the file
 	flagValues serveOptions
-	started    config // what the daemon started with
-	level      *slog.LevelVar
-	m          *lifecycle.Manager
-	log        *slog.Logger
+	// storeOverridden: --store or PADDOCK_STORE named the store.
+	storeOverridden bool
+	started         config // what the daemon started with
+	level           *slog.LevelVar
+	m               *lifecycle.Manager
+	log             *slog.Logger
 
 	last    []byte // the file's content last looked at
 	current config // what is in effect
@@ -292,6 +302,10 @@ func (w *configWatch) check() {
 	if w.flags("log-format") {
 		cfg.LogFormat = w.flagValues.logFormat
 	}
+	if w.storeOverridden {
+		// The store came from --store or PADDOCK_STORE, not the file.
+		cfg.Store = w.started.Store
+	}
 	var pending []string
 	for _, k := range changedKeys(w.current, cfg) {
 		switch k {
@@ -337,4 +351,12 @@ func changedKeys(a, b config) []string {
 		}
 	}
 	return out
+}
+
+// checkStore refuses a store paddock cannot open.
+func checkStore(spec string) error {
+	if spec == "" || spec == "sqlite" || strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		return nil
+	}
+	return fmt.Errorf("store: want sqlite or a postgres:// URL")
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx/gittest"
+	"github.com/paddock-dev/paddock/postgres/pgtest"
 	"github.com/paddock-dev/paddock/sandbox"
 )
 
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	pgtest.StopShared()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

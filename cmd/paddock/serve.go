@@ -23,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/httpapi"
 	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/postgres"
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/paddock-dev/paddock/sqlite"
@@ -33,6 +34,7 @@ import (
 type serveOptions struct {
 	config    string
 	listen    string
+	store     string
 	logLevel  string
 	logFormat string
 }
@@ -61,8 +63,15 @@ up for each command instead. A harness idle for harness_idle (5m) is given
 back; one whose daemon died waits harness_orphan (10m) for the next daemon
 to re-attach, then exits. A graceful stop gives every harness back.
 
+The state (projects, runs, events, jobs, agent definitions) is kept in
+SQLite at <state dir>/state.db, or, with --store postgres://… (or
+PADDOCK_STORE, or store in paddock.toml), in a PostgreSQL database that
+must exist; paddock creates its tables. Until several daemons can share
+one (issue #21), a daemon takes its database alone and a second one is
+refused.
+
 Settings come from <state dir>/paddock.toml (or --config) and flags override
-them: listen, log_level, log_format. The daemon notices when the file
+them: listen, store, log_level, log_format. The daemon notices when the file
 changes: apply_name, apply_email and log_level take effect at once; any
 other setting takes effect at the next start, and the daemon says so in its
 log and in its status (restart_needed, in paddock version --json). A file
@@ -76,6 +85,7 @@ user.email from the project's and your global git configuration).`,
 	}
 	cmd.Flags().StringVar(&o.config, "config", "", "config file (default <state dir>/paddock.toml)")
 	cmd.Flags().StringVar(&o.listen, "listen", "", "also listen on this loopback TCP address, such as 127.0.0.1:7070 (port 0 picks one)")
+	cmd.Flags().StringVar(&o.store, "store", "", "where the state is kept: sqlite (default, <state dir>/state.db) or postgres://… (default $PADDOCK_STORE, or store in paddock.toml)")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&o.logFormat, "log-format", "text", "text or json")
 	return cmd
@@ -100,6 +110,16 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	if changed("listen") {
 		cfg.Listen = o.listen
 	}
+	storeOverridden := false
+	if v := a.getenv(paddock.EnvPrefix + "STORE"); v != "" {
+		cfg.Store, storeOverridden = v, true
+	}
+	if changed("store") {
+		cfg.Store, storeOverridden = o.store, true
+	}
+	if err := checkStore(cfg.Store); err != nil {
+		return usageError{err.Error()}
+	}
 	if changed("log-level") {
 		cfg.LogLevel = o.logLevel
 	}
@@ -122,9 +142,9 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	}
 	defer lock.Close()
 
-	store, err := sqlite.Open(ctx, filepath.Join(home, "state.db"))
+	store, err := openStore(ctx, home, cfg.Store)
 	if err != nil {
-		return fmt.Errorf("open state: %w", err)
+		return err
 	}
 	defer store.Close()
 	git, err := gitx.New(ctx)
@@ -186,7 +206,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	if info.Recovered == nil {
 		info.Recovered = []paddock.Finding{}
 	}
-	watch := &configWatch{home: home, path: o.config, flags: changed, flagValues: o, started: cfg, level: level, m: m, log: logger}
+	watch := &configWatch{home: home, path: o.config, flags: changed, flagValues: o, storeOverridden: storeOverridden, started: cfg, level: level, m: m, log: logger}
 	api := &httpapi.Server{Service: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus {
 		st := info
 		st.RestartNeeded = watch.restartNeeded()
@@ -437,4 +457,28 @@ func secretSource(home string, getenv func(string) string) func(string) (string,
 		v := getenv(paddock.EnvPrefix + "SECRET_" + name)
 		return v, v != ""
 	}
+}
+
+// openStore opens the state: SQLite in the state directory, or the
+// PostgreSQL database a postgres:// URL names, taken for this daemon alone.
+func openStore(ctx context.Context, home, spec string) (paddock.Store, error) {
+	switch {
+	case spec == "" || spec == "sqlite":
+		s, err := sqlite.Open(ctx, filepath.Join(home, "state.db"))
+		if err != nil {
+			return nil, fmt.Errorf("open state: %w", err)
+		}
+		return s, nil
+	case strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://"):
+		s, err := postgres.Open(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("open state: %w", err)
+		}
+		if err := s.OwnAlone(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+		return s, nil
+	}
+	return nil, usageError{"store: want sqlite or a postgres:// URL"}
 }

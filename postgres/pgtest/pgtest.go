@@ -1,4 +1,8 @@
-package postgres_test
+// Package pgtest starts a private PostgreSQL cluster for tests: initdb in a
+// temporary directory, the server as the test process's child (it dies
+// with it), listening only on a unix socket there, one database per key a
+// test asks for. Tests skip without PostgreSQL, and fail in CI (CI=true).
+package pgtest
 
 import (
 	"context"
@@ -23,10 +27,11 @@ import (
 // TestMain in a temporary directory, listening only on a unix socket there,
 // and given one database per store directory a test opens.
 
-// superuser is the cluster's superuser; initdb names it.
-const superuser = "paddock"
+// Superuser is the cluster's superuser; initdb names it.
+const Superuser = "paddock"
 
-type cluster struct {
+// Cluster is a running test cluster.
+type Cluster struct {
 	dir  string // holds data/, the socket and postgres.log
 	proc *exec.Cmd
 	done chan error // proc's exit
@@ -37,38 +42,36 @@ type cluster struct {
 }
 
 var (
-	shared *cluster
+	once   sync.Once
+	shared *Cluster
 	// noPostgres says why there is no cluster when PostgreSQL is not
 	// installed; startErr, why there is none although it is.
 	noPostgres string
 	startErr   error
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
+// StopShared stops the shared cluster, if one was started, and removes its
+// directory: a package's TestMain calls it after m.Run.
+func StopShared() {
+	if shared != nil {
+		shared.stop()
+	}
 }
 
-func runMain(m *testing.M) int {
-	bin, err := findBin()
-	if err != nil {
-		noPostgres = err.Error()
-		return m.Run()
-	}
-	c, err := startCluster(bin)
-	if err != nil {
-		startErr = err
-		return m.Run()
-	}
-	shared = c
-	defer c.stop()
-	return m.Run()
-}
-
-// need returns the shared cluster, or ends the test: a skip when PostgreSQL
-// is not installed, a failure when it is but would not start, or in CI
-// (CI=true), where a skipped store is a store nobody tested.
-func need(t *testing.T) *cluster {
+// Need returns the process's shared cluster, starting it on first use, or
+// ends the test: a skip when PostgreSQL is not installed, a failure when it
+// is but would not start, or in CI (CI=true), where a skipped store is a
+// store nobody tested.
+func Need(t testing.TB) *Cluster {
 	t.Helper()
+	once.Do(func() {
+		bin, err := findBin()
+		if err != nil {
+			noPostgres = err.Error()
+			return
+		}
+		shared, startErr = startCluster(bin)
+	})
 	switch {
 	case startErr != nil:
 		t.Fatalf("the test cluster did not start: %v", startErr)
@@ -122,7 +125,7 @@ func credential() (*syscall.Credential, error) {
 	return nil, errors.New("running as root and there is no postgres or nobody user to run PostgreSQL as")
 }
 
-func startCluster(bin string) (c *cluster, err error) {
+func startCluster(bin string) (c *Cluster, err error) {
 	cred, err := credential()
 	if err != nil {
 		return nil, err
@@ -142,7 +145,7 @@ func startCluster(bin string) (c *cluster, err error) {
 		}
 	}
 	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", superuser, "-A", "trust",
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", Superuser, "-A", "trust",
 		"-E", "UTF8", "--locale=C", "--no-sync")
 	initdb.Dir = dir
 	initdb.Env = append(os.Environ(), "LC_ALL=C")
@@ -169,7 +172,7 @@ func startCluster(bin string) (c *cluster, err error) {
 	if err := proc.Start(); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	c = &cluster{dir: dir, proc: proc, done: make(chan error, 1), dbs: map[string]string{}}
+	c = &Cluster{dir: dir, proc: proc, done: make(chan error, 1), dbs: map[string]string{}}
 	go func() { c.done <- proc.Wait() }()
 	defer func() {
 		if err != nil {
@@ -179,7 +182,7 @@ func startCluster(bin string) (c *cluster, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		conn, cerr := pgx.Connect(ctx, c.dsn("postgres"))
+		conn, cerr := pgx.Connect(ctx, c.DSN("postgres"))
 		if cerr == nil {
 			c.admin = conn
 			return c, nil
@@ -197,12 +200,20 @@ func startCluster(bin string) (c *cluster, err error) {
 	}
 }
 
-func (c *cluster) dsn(db string) string {
-	return fmt.Sprintf("host=%s port=5432 user=%s sslmode=disable dbname=%s", c.dir, superuser, db)
+// DSN is a database's keyword/value connection string.
+func (c *Cluster) DSN(db string) string {
+	return fmt.Sprintf("host=%s port=5432 user=%s sslmode=disable dbname=%s", c.dir, Superuser, db)
+}
+
+// URL is the postgres:// URL of the database that belongs to key.
+func (c *Cluster) URL(t testing.TB, key string) string {
+	t.Helper()
+	name := c.databaseName(t, key)
+	return fmt.Sprintf("postgres://%s@/%s?host=%s&sslmode=disable", Superuser, name, c.dir)
 }
 
 // kill stops the server at once and waits for it.
-func (c *cluster) kill() {
+func (c *Cluster) kill() {
 	c.proc.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-c.done:
@@ -212,7 +223,7 @@ func (c *cluster) kill() {
 	}
 }
 
-func (c *cluster) stop() {
+func (c *Cluster) stop() {
 	if c.admin != nil {
 		c.admin.Close(context.Background())
 	}
@@ -220,29 +231,34 @@ func (c *cluster) stop() {
 	os.RemoveAll(c.dir)
 }
 
-// database returns the DSN of the database that belongs to a store
-// directory, creating it on first use: opening a store twice on the same
-// directory reaches the same data, as storetest requires.
-func (c *cluster) database(t *testing.T, dir string) string {
+// Database returns the DSN of the database that belongs to key (a store
+// directory, say), creating it on first use: opening a store twice with
+// the same key reaches the same data, as storetest requires.
+func (c *Cluster) Database(t testing.TB, key string) string {
+	t.Helper()
+	return c.DSN(c.databaseName(t, key))
+}
+
+func (c *Cluster) databaseName(t testing.TB, key string) string {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	name, ok := c.dbs[dir]
+	name, ok := c.dbs[key]
 	if !ok {
 		name = fmt.Sprintf("store_%d", len(c.dbs)+1)
 		if _, err := c.admin.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
 			t.Fatalf("create database: %v", err)
 		}
-		c.dbs[dir] = name
+		c.dbs[key] = name
 	}
-	return c.dsn(name)
+	return name
 }
 
-// exec runs one statement in a store directory's database.
-func (c *cluster) exec(t *testing.T, dir, sql string, args ...any) {
+// Exec runs one statement in key's database, as the superuser.
+func (c *Cluster) Exec(t testing.TB, key, sql string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.database(t, dir))
+	conn, err := pgx.Connect(ctx, c.Database(t, key))
 	if err != nil {
 		t.Fatal(err)
 	}

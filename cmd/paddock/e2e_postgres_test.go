@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/postgres/pgtest"
+)
+
+// TestServeOnPostgres: the daemon keeps its state in PostgreSQL when told
+// (--store, PADDOCK_STORE or store in paddock.toml): a run is made, works,
+// survives a kill -9 and a restart, and is rejected; a second daemon on
+// the same database is refused until nodes can share one (#21).
+func TestServeOnPostgres(t *testing.T) {
+	url := pgtest.Need(t).URL(t, "serve")
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
+	d := startDaemon(t, home, "--store", url)
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", "clone").must(t).out)
+	if r := cli(t, home, "exec", id, "--", "sh", "-c", "echo on postgres > pg.txt && cat pg.txt"); r.code != 0 || r.out != "on postgres\n" {
+		t.Fatalf("exec: %d %q %s", r.code, r.out, r.err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "state.db")); !os.IsNotExist(err) {
+		t.Fatalf("a state.db beside a PostgreSQL store: %v", err)
+	}
+	// Another state directory, the same database: refused while d runs.
+	other := filepath.Join(base, "other")
+	os.MkdirAll(other, 0o700)
+	r := cli(t, other, "serve", "--store", url)
+	if r.code == 0 || !strings.Contains(r.err, "another paddock daemon uses this database") {
+		t.Fatalf("a second daemon on the database: %d %s", r.code, r.err)
+	}
+	d.kill9()
+	startDaemon(t, home, "--store", url)
+	run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
+	if run.Agent == nil || run.Agent.Name != "coder" || run.State() != paddock.StateCheckpointed {
+		t.Fatalf("after a restart: %+v", run)
+	}
+	evs := cli(t, home, "events", id).must(t).out
+	if !strings.Contains(evs, "exec") || !strings.Contains(evs, "workspace.checkpoint") {
+		t.Fatalf("the events after a restart:\n%s", evs)
+	}
+	cli(t, home, "reject", id).must(t)
+	if r := cli(t, other, "serve", "--store", "mysql://x"); r.code != exitUsage || !strings.Contains(r.err, "want sqlite or a postgres:// URL") {
+		t.Fatalf("an unknown store: %d %s", r.code, r.err)
+	}
+}
