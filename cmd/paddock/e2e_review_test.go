@@ -206,6 +206,13 @@ func TestControlCharactersAreShownEscaped(t *testing.T) {
 // returns what the terminal got.
 func cliOnTerminal(t *testing.T, home string, args ...string) string {
 	t.Helper()
+	return cliOnTerminalIn(t, home, "", args...)
+}
+
+// cliOnTerminalIn is cliOnTerminal with stdin on the terminal too, where a
+// person has typed input.
+func cliOnTerminalIn(t *testing.T, home, input string, args ...string) string {
+	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
@@ -237,6 +244,10 @@ func cliOnTerminal(t *testing.T, home string, args ...string) string {
 	var errb strings.Builder
 	env := map[string]string{"PADDOCK_HOME": home, "PADDOCK_NO_AUTOSTART": "1", "HOME": "/nonexistent"}
 	a := &app{stdout: slave, stderr: &errb, getenv: func(k string) string { return env[k] }, exe: binary}
+	if input != "" {
+		master.WriteString(input) // typed ahead: the terminal holds it for the reader
+		a.stdin = slave
+	}
 	if code := a.main(context.Background(), args); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}

@@ -193,32 +193,7 @@ run's agent may not verify; 7 the manifest declares no such check.`,
 			if err != nil {
 				return err
 			}
-			if err := a.output(asJSON, res, func(w io.Writer) {
-				for _, ch := range res.Checks {
-					state := "passed"
-					switch {
-					case ch.Skipped != "":
-						state = "skipped (" + ch.Skipped + ")"
-					case !ch.Passed:
-						state = fmt.Sprintf("FAILED (exit %d)", ch.ExitCode)
-					}
-					fmt.Fprintf(w, "%-12s %-40s %s %.1fs\n", ch.Name, strings.Join(ch.Argv, " "), state, ch.DurationMS/1000)
-					if ch.Tests != nil {
-						fmt.Fprintf(w, "             tests: %d passed, %d failed, %d skipped\n", ch.Tests.Passed, ch.Tests.Failed, ch.Tests.Skipped)
-						if len(ch.Tests.Failures) > 0 {
-							fmt.Fprintf(w, "             failed: %s\n", strings.Join(ch.Tests.Failures, ", "))
-						}
-					}
-					if !ch.Passed && ch.Skipped == "" && ch.Output != "" {
-						fmt.Fprintf(w, "%s\n", indent(lastLines(ch.Output, 40)))
-					}
-				}
-				stale := ""
-				if res.Stale {
-					stale = " (the workspace changed while the checks ran)"
-				}
-				fmt.Fprintf(w, "change set %s: %s%s\n", res.Hash, map[bool]string{true: "passed", false: "failed"}[res.Passed], stale)
-			}); err != nil {
+			if err := a.output(asJSON, res, func(w io.Writer) { printVerify(w, res) }); err != nil {
 				return err
 			}
 			if !res.Passed {
@@ -282,4 +257,32 @@ func (a *app) followChecks(ctx context.Context, c *client.Client, id string, qui
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// printVerify says how each check of a verify went, and for which change set.
+func printVerify(w io.Writer, res *paddock.VerifyResult) {
+	for _, ch := range res.Checks {
+		state := "passed"
+		switch {
+		case ch.Skipped != "":
+			state = "skipped (" + ch.Skipped + ")"
+		case !ch.Passed:
+			state = fmt.Sprintf("FAILED (exit %d)", ch.ExitCode)
+		}
+		fmt.Fprintf(w, "%-12s %-40s %s %.1fs\n", ch.Name, strings.Join(ch.Argv, " "), state, ch.DurationMS/1000)
+		if ch.Tests != nil {
+			fmt.Fprintf(w, "             tests: %d passed, %d failed, %d skipped\n", ch.Tests.Passed, ch.Tests.Failed, ch.Tests.Skipped)
+			if len(ch.Tests.Failures) > 0 {
+				fmt.Fprintf(w, "             failed: %s\n", strings.Join(ch.Tests.Failures, ", "))
+			}
+		}
+		if !ch.Passed && ch.Skipped == "" && ch.Output != "" {
+			fmt.Fprintf(w, "%s\n", indent(lastLines(ch.Output, 40)))
+		}
+	}
+	stale := ""
+	if res.Stale {
+		stale = " (the workspace changed while the checks ran)"
+	}
+	fmt.Fprintf(w, "change set %s: %s%s\n", res.Hash, map[bool]string{true: "passed", false: "failed"}[res.Passed], stale)
 }

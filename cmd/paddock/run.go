@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/client"
+	"github.com/spf13/cobra"
+)
+
+type runOptions struct {
+	project, agent, kind, net, apply, timeout string
+	noVerify                                  bool
+}
+
+func (a *app) runCmd() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run [--project DIR] [--agent NAME] [--kind K] [--net N] [--apply branch|worktree] -- CMD [ARG]...",
+		Short: "Run an agent (any command) in a new run of this repository, then review what it did",
+		Long: `The everyday path for one developer: put a command, an agent's CLI say, in a
+run of the repository you are in, then decide what lands.
+
+1. The project is the git repository at --project (default: the one the
+   current directory is in); it is registered if it is not yet.
+2. A run is made with --agent's definition (default: the built-in coder),
+   and CMD runs in its sandbox with the workspace as its working directory,
+   its own home and --net's network (default none), its output shown as it
+   comes. Ctrl-C stops it and keeps the run.
+3. When CMD ends, the change set is shown (paths, sizes, risk labels), and
+   the project's checks run (paddock verify; --no-verify skips them).
+4. On a terminal you choose: approve (and with --apply, apply to a new
+   branch or into the working tree), reject (the workspace is removed), or
+   keep it for later. Otherwise the change set is submitted for review and
+   the commands that decide it are printed.
+
+A run whose command changed nothing is rejected at once.
+
+Not yet (issue #18): a terminal for CMD (it gets no pty; an interactive
+agent's full-screen interface does not work), and an MCP configuration
+handed to Claude Code or Codex inside the run. Agents that run headless
+(with their own arguments for it) work now.
+
+Exit codes: CMD's own when it failed; 0 when it succeeded, whatever was
+decided; 130 when stopped with Ctrl-C; 125 when paddock failed.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return &execError{execFailed, usageError{"run needs a command: paddock run [flags] -- CMD [ARG]..."}}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			code, err := a.runAgent(cmd.Context(), o, args)
+			if err != nil {
+				return &execError{execFailed, err}
+			}
+			if code != 0 {
+				return &execError{code: code}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.project, "project", "", "the repository (default: the one the current directory is in)")
+	f.StringVar(&o.agent, "agent", "", "the agent definition the run is made with (default: coder)")
+	f.StringVar(&o.kind, "kind", "", "workspace kind (default auto)")
+	f.StringVar(&o.net, "net", "", "CMD's network: none (default), allow=DOMAIN,… or host")
+	f.StringVar(&o.timeout, "timeout", "", "CMD's wall-time limit, such as 30m (default: the daemon's, 10m)")
+	f.StringVar(&o.apply, "apply", "", "once approved, apply: branch[=NAME] or worktree")
+	f.BoolVar(&o.noVerify, "no-verify", false, "do not run the project's checks when CMD ends")
+	return cmd
+}
+
+// runAgent plays paddock run; it returns CMD's exit code.
+func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, error) {
+	apply, err := applyRequest(o.apply)
+	if err != nil {
+		return 0, err
+	}
+	root, err := repositoryAt(o.project)
+	if err != nil {
+		return 0, err
+	}
+	c, err := a.client(ctx)
+	if err != nil {
+		return 0, err
+	}
+	p, err := ensureProject(ctx, c, root)
+	if err != nil {
+		return 0, err
+	}
+	r, err := c.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Agent: o.agent, Kind: o.kind})
+	if err != nil {
+		return 0, err
+	}
+	agent := "coder"
+	if r.Agent != nil {
+		agent = r.Agent.Name
+	}
+	fmt.Fprintf(a.stderr, "paddock: run %s of %s, agent %s, at %s\n", r.ID, p.Name, agent, short(r.Workspace.BaseRevision))
+
+	// The agent, until it ends or Ctrl-C stops it (the run stays).
+	agentCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	res, err := c.ExecStream(agentCtx, r.ID, paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout}, a.stdout, a.stderr)
+	interrupted := agentCtx.Err() != nil && ctx.Err() == nil
+	stop()
+	if interrupted {
+		fmt.Fprintf(a.stderr, "paddock: stopped; run %s is kept (paddock diff %s, paddock reject %s)\n", r.ID, r.ID, r.ID)
+		return 130, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("run %s is kept: %w", r.ID, err)
+	}
+	code := res.ExitCode
+	fmt.Fprintf(a.stderr, "paddock: %s ended: exit %d, %.1fs\n", argv[0], code, res.DurationMS/1000)
+
+	// What it did.
+	cs, err := c.ChangeSet(ctx, r.ID)
+	if err != nil {
+		return code, fmt.Errorf("run %s is kept: %w", r.ID, err)
+	}
+	if len(cs.Entries) == 0 {
+		if _, err := c.Reject(ctx, r.ID); err != nil {
+			return code, err
+		}
+		fmt.Fprintf(a.stderr, "paddock: %s changed nothing; run %s rejected\n", argv[0], r.ID)
+		return code, nil
+	}
+	out := bufio.NewWriter(a.stdout)
+	printChangeSet(out, cs, true)
+	out.Flush()
+	if !o.noVerify {
+		if v, err := a.verifyIfDeclared(ctx, c, r.ID); err != nil {
+			fmt.Fprintf(a.stderr, "paddock: verify: %s\n", paddock.ErrorMessage(err))
+		} else if v != nil {
+			printVerify(a.stdout, v)
+		}
+	}
+	sub, err := c.SubmitExpecting(ctx, r.ID, cs.Hash)
+	if err != nil {
+		return code, fmt.Errorf("run %s is kept: %w", r.ID, err)
+	}
+	if !isTerminal(a.stdin) || !isTerminal(a.stdout) {
+		fmt.Fprintf(a.stdout, "submitted for review: paddock approve %s --hash %s (or paddock reject %s)\n", r.ID, sub.Hash, r.ID)
+		return code, nil
+	}
+	return code, a.decide(ctx, c, r.ID, sub.Hash, apply)
+}
+
+// decide asks the person at the terminal what becomes of the change set.
+func (a *app) decide(ctx context.Context, c *client.Client, id, hash string, apply *paddock.ApplyRequest) error {
+	in := bufio.NewReader(a.stdin)
+	for {
+		what := "[a]pprove"
+		if apply != nil {
+			what = "[a]pprove and apply"
+		}
+		fmt.Fprintf(a.stdout, "%s, [r]eject, or [k]eep for later? ", what)
+		line, err := in.ReadString('\n')
+		if err != nil && line == "" {
+			line = "k"
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "a", "approve":
+			if _, err := c.Approve(ctx, id, hash); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "approved %s\n", hash)
+			if apply == nil {
+				fmt.Fprintf(a.stdout, "apply it with: paddock apply %s [--to worktree]\n", id)
+				return nil
+			}
+			s, err := c.Apply(ctx, id, *apply)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "applied to %s\n", s.AppliedTo)
+			return nil
+		case "r", "reject":
+			_, err := c.Reject(ctx, id)
+			if err == nil {
+				fmt.Fprintf(a.stdout, "rejected %s\n", id)
+			}
+			return err
+		case "k", "keep", "":
+			fmt.Fprintf(a.stdout, "kept: paddock approve %s --hash %s, or paddock reject %s\n", id, hash, id)
+			return nil
+		}
+	}
+}
+
+// verifyIfDeclared runs the project's checks when the run may and the
+// manifest declares some; nil when there is nothing to run.
+func (a *app) verifyIfDeclared(ctx context.Context, c *client.Client, id string) (*paddock.VerifyResult, error) {
+	caps, err := c.Capabilities(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(caps.Checks) == 0 || !slices.ContainsFunc(caps.Tools, func(t paddock.ToolCapability) bool { return t.Name == paddock.ToolVerify }) {
+		return nil, nil
+	}
+	stop := a.followChecks(ctx, c, id, false)
+	defer stop()
+	return c.Verify(ctx, id, paddock.VerifyRequest{})
+}
+
+// applyRequest reads --apply.
+func applyRequest(s string) (*paddock.ApplyRequest, error) {
+	switch {
+	case s == "":
+		return nil, nil
+	case s == "worktree":
+		return &paddock.ApplyRequest{To: "worktree"}, nil
+	case s == "branch":
+		return &paddock.ApplyRequest{}, nil
+	case strings.HasPrefix(s, "branch="):
+		return &paddock.ApplyRequest{Branch: strings.TrimPrefix(s, "branch=")}, nil
+	}
+	return nil, usageError{fmt.Sprintf("--apply %q: branch[=NAME] or worktree", s)}
+}
+
+// repositoryAt finds the top of the git repository dir is in (default: the
+// current directory), by its .git entry: the CLI runs no git of its own in
+// the user's repository.
+func repositoryAt(dir string) (string, error) {
+	if dir == "" {
+		var err error
+		if dir, err = os.Getwd(); err != nil {
+			return "", err
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usageError{err.Error()}
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", usageError{fmt.Sprintf("%s is not in a git repository (give --project DIR)", abs)}
+		}
+	}
+}
+
+// ensureProject returns the project whose root is root, declaring it if
+// there is none.
+func ensureProject(ctx context.Context, c *client.Client, root string) (*paddock.Project, error) {
+	ps, err := c.Projects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	real, _ := filepath.EvalSymlinks(root)
+	for _, p := range ps {
+		if p.Root == root || p.Root == real {
+			return p, nil
+		}
+	}
+	p, err := c.AddProject(ctx, paddock.AddProjectRequest{Path: root})
+	var pe *paddock.Error
+	if errors.As(err, &pe) && pe.Code == paddock.CodeConflict {
+		return nil, fmt.Errorf("%s cannot be registered: %s", root, pe.Message)
+	}
+	return p, err
+}
