@@ -713,3 +713,28 @@ func (c *Client) ProjectManifest(ctx context.Context, name string) (json.RawMess
 	var raw json.RawMessage
 	return raw, c.do(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(name)+"/manifest", nil, &raw)
 }
+
+// MCP returns the URL of run id's MCP endpoint (streamable HTTP) and an
+// http.Client that reaches it as c does: the same connection (the unix
+// socket, or TCP), c's credentials. Give both to an MCP client's
+// streamable HTTP transport.
+func (c *Client) MCP(id string) (string, *http.Client) {
+	h := *c.http
+	next := h.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	h.Transport = authorizer{c: c, next: next}
+	return c.base + runPath(id, "mcp"), &h
+}
+
+type authorizer struct {
+	c    *Client
+	next http.RoundTripper
+}
+
+func (a authorizer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	a.c.authorize(r)
+	return a.next.RoundTrip(r)
+}

@@ -79,6 +79,10 @@ type Server struct {
 	Doctor func(context.Context) *paddock.DoctorReport
 	// InboxLimits bound inbound files; zero means tools.DefaultInboxLimits.
 	InboxLimits tools.InboxLimits
+	// MCP serves a run's MCP server over streamable HTTP at
+	// /v1/runs/{id}/mcp (the daemon's mcpserver.Handler), once the caller
+	// is admitted and the run exists; nil answers unsupported.
+	MCP http.Handler
 }
 
 // Status maps an error code to its HTTP status. It is the only such table.
@@ -313,6 +317,47 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// mcp hands a run's MCP request to the MCP server (s.MCP), for a caller
+// the route admitted (the run's token on its own run, or the operator) and
+// a run that exists. What it writes passes the run's funnel, one message
+// (an SSE event, a JSON answer) per write; a session's stream lasts as
+// long as the session, past the server's write timeout.
+func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
+	if s.MCP == nil {
+		writeError(w, paddock.Errorf(paddock.CodeUnsupported, "this daemon serves no MCP over HTTP; use paddock mcp RUN"))
+		return
+	}
+	if _, err := s.Service.Run(r.Context(), r.PathValue("id")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	red, err := s.Service.Redactor(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	s.MCP.ServeHTTP(&mcpMasker{ResponseWriter: w, red: red}, r)
+}
+
+// mcpMasker masks credential shapes and the run's declared secrets in
+// every write of an MCP answer.
+type mcpMasker struct {
+	http.ResponseWriter
+	red *redact.Redactor
+}
+
+func (m *mcpMasker) Unwrap() http.ResponseWriter { return m.ResponseWriter }
+
+func (m *mcpMasker) Write(p []byte) (int, error) {
+	if _, err := m.ResponseWriter.Write(m.red.Secrets(redact.Shapes(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // StreamLine is one line of POST /v1/runs/{id}/exec/stream, an NDJSON

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -35,7 +36,28 @@ func newFixture(t *testing.T) *fixture {
 	logger := slog.New(slog.NewTextHandler(logb, nil))
 	svc := newFake()
 	srv := &Server{Service: svc, Logger: logger, Token: "t0k3n", Status: func() paddock.DaemonStatus { return paddock.DaemonStatus{PID: 42} }}
+	srv.MCP = fakeMCP{svc}
 	return &fixture{srv: srv, svc: svc, h: srv.Handler(), log: logb}
+}
+
+// fakeMCP stands for the daemon's MCP server: it records the request as a
+// call (so a test sees whether it was reached, and as whom) and echoes the
+// body back, as a message stream would carry what a call answered.
+type fakeMCP struct{ svc *fake }
+
+func (m fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	m.svc.record(r.Context(), "MCP", r.Method, r.PathValue("id"))
+	switch r.Method {
+	case "DELETE":
+		w.WriteHeader(http.StatusNoContent)
+	case "GET":
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("event: message\ndata: {}\n\n"))
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}
 }
 
 type answer struct {
@@ -161,7 +183,7 @@ func TestEveryRoute(t *testing.T) {
 	covered := map[string]bool{}
 	// What a success that made something answers; the rest answer 200.
 	made := map[string]int{"POST /v1/projects": 201, "POST /v1/runs": 201, "POST /v1/bootstrap": 201, "POST /v1/runs/{id}/jobs": 202,
-		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201}
+		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204}
 	for _, tc := range []struct{ method, path, body, asks string }{
 		{"GET", "/healthz", "", ""},
 		{"GET", "/v1/openapi.json", "", ""},
@@ -210,6 +232,9 @@ func TestEveryRoute(t *testing.T) {
 		{"POST", run + "/requests", `{"kind":"command","command":["go","vet"],"reason":"lint"}`, "RequestAccess " + id + " command"},
 		{"POST", run + "/requests/q-1/grant", `{"note":"ok"}`, "DecideAccess " + id + " q-1 true unknown"},
 		{"POST", run + "/requests/q-1/deny", "", "DecideAccess " + id + " q-1 false unknown"},
+		{"POST", run + "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Run " + id + "; MCP POST " + id},
+		{"GET", run + "/mcp", "", "Run " + id + "; MCP GET " + id},
+		{"DELETE", run + "/mcp", "", "Run " + id + "; MCP DELETE " + id},
 		{"GET", "/v1/agents", "", "Agents"},
 		{"GET", "/v1/projects/app/manifest", "", "ProjectManifest app"},
 		{"POST", "/v1/agents", `{"file":"t.toml","source":"name = \"t\""}`, "AddAgent t.toml"},
@@ -606,6 +631,8 @@ func TestRunTokenReach(t *testing.T) {
 		// The agent's control tools: it may ask, never grant.
 		"GET /v1/runs/{id}/capabilities", "POST /v1/runs/{id}/verify",
 		"GET /v1/runs/{id}/requests", "POST /v1/runs/{id}/requests",
+		// MCP over HTTP: the same calls, one protocol.
+		"POST /v1/runs/{id}/mcp", "GET /v1/runs/{id}/mcp", "DELETE /v1/runs/{id}/mcp",
 	}
 	var got []string
 	for _, rt := range Routes() {
@@ -664,6 +691,8 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 		{"POST", "/v1/runs/" + b1.Run.ID + "/tools/write", `{"path":"x.txt","content":"x"}`, 200, ""},
 		{"GET", "/v1/runs/" + b2.Run.ID, "", 403, paddock.CodeRunMismatch},
 		{"POST", "/v1/runs/" + b2.Run.ID + "/tools/read", `{"path":"a"}`, 403, paddock.CodeRunMismatch},
+		{"POST", "/v1/runs/" + b1.Run.ID + "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, 200, ""},
+		{"POST", "/v1/runs/" + b2.Run.ID + "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, 403, paddock.CodeRunMismatch},
 		{"POST", "/v1/runs/" + b1.Run.ID + "/approve", `{"hash":"x"}`, 403, paddock.CodeForbidden},
 		{"POST", "/v1/runs/" + b1.Run.ID + "/apply", `{}`, 403, paddock.CodeForbidden},
 		{"POST", "/v1/runs/" + b1.Run.ID + "/retain", ``, 403, paddock.CodeForbidden},
@@ -739,6 +768,12 @@ func TestAnswersPassTheRunsFunnel(t *testing.T) {
 	f.h.ServeHTTP(rec, httptest.NewRequest("GET", "http://paddock/v1/runs/"+r.ID+"/changeset/diff", nil))
 	if got := rec.Body.String(); rec.Code != 200 || strings.Contains(got, v) || !strings.Contains(got, "[REDACTED:API_TOKEN]") || rec.Header().Get(paddock.ChangeSetHashHeader) != "h1" {
 		t.Fatalf("diff: %d %q", rec.Code, got)
+	}
+	// An MCP answer, written by the MCP server, passes it too.
+	rec = httptest.NewRecorder()
+	f.h.ServeHTTP(rec, httptest.NewRequest("POST", "http://paddock/v1/runs/"+r.ID+"/mcp", strings.NewReader(`{"echo":"a `+v+`"}`)))
+	if got := rec.Body.String(); rec.Code != 200 || strings.Contains(got, v) || !strings.Contains(got, "a [REDACTED:API_TOKEN]") {
+		t.Fatalf("mcp: %d %q", rec.Code, got)
 	}
 	// Whatever an answer holds, it leaves masked.
 	req := httptest.NewRequest("GET", "http://paddock/v1/runs/"+r.ID, nil)

@@ -107,6 +107,12 @@ var routes = []route{
 	{"POST", "/v1/runs/{id}/requests/{request}/grant", operator, http.StatusOK, reply((*Server).grant)},
 	{"POST", "/v1/runs/{id}/requests/{request}/deny", operator, http.StatusOK, reply((*Server).deny)},
 
+	// MCP's streamable HTTP transport: one endpoint, three methods (a
+	// message, the server's stream, the session's end).
+	{"POST", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream((*Server).mcp)},
+	{"GET", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream((*Server).mcp)},
+	{"DELETE", "/v1/runs/{id}/mcp", runToken, http.StatusNoContent, stream((*Server).mcp)},
+
 	{"GET", "/v1/agents", operator, http.StatusOK, reply((*Server).agents)},
 	{"POST", "/v1/agents", operator, http.StatusCreated, reply((*Server).addAgent)},
 	{"GET", "/v1/agents/{name}", operator, http.StatusOK, reply((*Server).agent)},

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/fakeagent"
@@ -97,6 +98,21 @@ func TestContract(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, "applied.txt")); !os.IsNotExist(err) {
 		t.Errorf("applied.txt after the undo: %v", err)
 	}
+	// MCP over streamable HTTP, through the operator's client: a session's
+	// messages, its stream and its end.
+	mcpRun, err := operator.Create(ctx, paddock.CreateRunRequest{Project: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint, hc := operator.MCP(mcpRun.ID)
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "contract", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools, err := session.ListTools(ctx, nil); err != nil || len(tools.Tools) == 0 {
+		t.Fatalf("MCP over HTTP: %+v %v", tools, err)
+	}
+	session.Close()
 	// Every route was called at least once (the OpenAPI document has an
 	// operation for each: httpapi's TestOpenAPIOperations).
 	for _, rt := range httpapi.Routes() {

@@ -385,8 +385,8 @@ func TestMCP(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	// The built-in coder's nine working tools and its control tools.
-	if len(names) != 12 || !slices.Contains(names, "write") || !slices.Contains(names, "capabilities") || !slices.Contains(names, "verify") {
+	// The built-in coder's nine working tools and its six control tools.
+	if len(names) != 15 || !slices.Contains(names, "write") || !slices.Contains(names, "capabilities") || !slices.Contains(names, "verify") {
 		t.Fatalf("tools: %v", names)
 	}
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"path": "from-mcp.txt", "content": "hello over MCP\n"}})
@@ -415,7 +415,13 @@ func TestMCP(t *testing.T) {
 		`{"path":"from-mcp.txt/","content":"overwritten\n"}`: `not_regular_file`,
 	} {
 		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: json.RawMessage(raw)})
-		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, want) {
+		// The error is structured content (a tool error's text is its
+		// code and one line).
+		var structured []byte
+		if err == nil {
+			structured, _ = json.Marshal(res.StructuredContent)
+		}
+		if err != nil || !res.IsError || !strings.Contains(string(structured), want) {
 			t.Errorf("write %q over MCP: %+v %v, want a refusal with %s", raw, res, err, want)
 		}
 	}
@@ -434,7 +440,7 @@ func TestMCP(t *testing.T) {
 	// A read run (the built-in reviewer) is offered only the read tools,
 	// and its control tools.
 	rtools, err := connect(ro).ListTools(ctx, nil)
-	if err != nil || len(rtools.Tools) != 8 || slices.ContainsFunc(rtools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "write" }) {
+	if err != nil || len(rtools.Tools) != 10 || slices.ContainsFunc(rtools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "write" }) {
 		t.Fatalf("a read run's tools over MCP: %+v %v", rtools, err)
 	}
 }

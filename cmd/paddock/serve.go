@@ -23,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/httpapi"
 	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/mcpserver"
 	"github.com/paddock-dev/paddock/postgres"
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/sandbox"
@@ -212,6 +213,8 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		st.RestartNeeded = watch.restartNeeded()
 		return st
 	}}
+	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Service: m, CallTool: managerTool(m), Version: version(), Logger: logger})
+	api.MCP = mcpHTTP
 	api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
 		return machineReport(ctx, "daemon", doctorConfig{sandboxUID: m.SandboxUID, perExec: m.Harnesses.PerExec, idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})
 	}
@@ -261,6 +264,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
+	mcpHTTP.Close() // its sessions' streams end, so the listeners can
 	for _, srv := range servers {
 		srv.Shutdown(sctx)
 	}

@@ -2141,6 +2141,27 @@ type GetJob200JSONResponseBodyOk bool
 // CancelJob200JSONResponseBodyOk defines parameters for CancelJob.
 type CancelJob200JSONResponseBodyOk bool
 
+// McpEndSessionParams defines parameters for McpEndSession.
+type McpEndSessionParams struct {
+	// McpSessionId the session, from the answer to initialize
+	McpSessionId *string `json:"Mcp-Session-Id,omitempty"`
+}
+
+// McpStreamParams defines parameters for McpStream.
+type McpStreamParams struct {
+	// McpSessionId the session, from the answer to initialize
+	McpSessionId *string `json:"Mcp-Session-Id,omitempty"`
+}
+
+// McpMessageJSONBody defines parameters for McpMessage.
+type McpMessageJSONBody = map[string]interface{}
+
+// McpMessageParams defines parameters for McpMessage.
+type McpMessageParams struct {
+	// McpSessionId the session, from the answer to initialize
+	McpSessionId *string `json:"Mcp-Session-Id,omitempty"`
+}
+
 // RejectRunParams defines parameters for RejectRun.
 type RejectRunParams struct {
 	// ExpectSeq refuse with conflict if the run's last seq is not this
@@ -2280,6 +2301,9 @@ type ExecStreamJSONRequestBody = ExecRequest
 
 // StartJobJSONRequestBody defines body for StartJob for application/json ContentType.
 type StartJobJSONRequestBody StartJobJSONBody
+
+// McpMessageJSONRequestBody defines body for McpMessage for application/json ContentType.
+type McpMessageJSONRequestBody = McpMessageJSONBody
 
 // RequestAccessJSONRequestBody defines body for RequestAccess for application/json ContentType.
 type RequestAccessJSONRequestBody = AccessRequestInput
@@ -2673,6 +2697,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/jobs/{job}/cancel (the `CancelJob` operationId).
 	CancelJob(ctx context.Context, id string, job string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// McpEndSession MCP over streamable HTTP: end the session.
+	//
+	// Corresponds with DELETE /v1/runs/{id}/mcp (the `McpEndSession` operationId).
+	McpEndSession(ctx context.Context, id string, params *McpEndSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// McpStream MCP over streamable HTTP: the session's stream of server messages (tools/list_changed, resources/updated), as Server-Sent Events.
+	//
+	// Corresponds with GET /v1/runs/{id}/mcp (the `McpStream` operationId).
+	McpStream(ctx context.Context, id string, params *McpStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// McpMessageWithBody MCP over streamable HTTP: send one JSON-RPC message to the run's MCP server (the same tools, resources and notifications as paddock mcp RUN on stdio). Authenticated by the run's token or the operator's credentials; the first message, initialize, starts a session named in the Mcp-Session-Id header of its answer. The answer is JSON or an event stream of the call's progress and its result.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/mcp (the `McpMessage` operationId).
+	McpMessageWithBody(ctx context.Context, id string, params *McpMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// McpMessage MCP over streamable HTTP: send one JSON-RPC message to the run's MCP server (the same tools, resources and notifications as paddock mcp RUN on stdio). Authenticated by the run's token or the operator's credentials; the first message, initialize, starts a session named in the Mcp-Session-Id header of its answer. The answer is JSON or an event stream of the call's progress and its result.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/mcp (the `McpMessage` operationId).
+	McpMessage(ctx context.Context, id string, params *McpMessageParams, body McpMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RejectRun Discard the run's result
 	//
@@ -3575,6 +3623,70 @@ func (c *Client) GetJob(ctx context.Context, id string, job string, reqEditors .
 // Corresponds with POST /v1/runs/{id}/jobs/{job}/cancel (the `CancelJob` operationId).
 func (c *Client) CancelJob(ctx context.Context, id string, job string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelJobRequest(c.Server, id, job)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// McpEndSession MCP over streamable HTTP: end the session.
+//
+// Corresponds with DELETE /v1/runs/{id}/mcp (the `McpEndSession` operationId).
+func (c *Client) McpEndSession(ctx context.Context, id string, params *McpEndSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpEndSessionRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// McpStream MCP over streamable HTTP: the session's stream of server messages (tools/list_changed, resources/updated), as Server-Sent Events.
+//
+// Corresponds with GET /v1/runs/{id}/mcp (the `McpStream` operationId).
+func (c *Client) McpStream(ctx context.Context, id string, params *McpStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpStreamRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// McpMessageWithBody MCP over streamable HTTP: send one JSON-RPC message to the run's MCP server (the same tools, resources and notifications as paddock mcp RUN on stdio). Authenticated by the run's token or the operator's credentials; the first message, initialize, starts a session named in the Mcp-Session-Id header of its answer. The answer is JSON or an event stream of the call's progress and its result.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{id}/mcp (the `McpMessage` operationId).
+func (c *Client) McpMessageWithBody(ctx context.Context, id string, params *McpMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpMessageRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// McpMessage MCP over streamable HTTP: send one JSON-RPC message to the run's MCP server (the same tools, resources and notifications as paddock mcp RUN on stdio). Authenticated by the run's token or the operator's credentials; the first message, initialize, starts a session named in the Mcp-Session-Id header of its answer. The answer is JSON or an event stream of the call's progress and its result.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{id}/mcp (the `McpMessage` operationId).
+func (c *Client) McpMessage(ctx context.Context, id string, params *McpMessageParams, body McpMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpMessageRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5577,6 +5689,166 @@ func NewCancelJobRequest(server string, id string, job string) (*http.Request, e
 	return req, nil
 }
 
+// NewMcpEndSessionRequest constructs an http.Request for the McpEndSession method
+func NewMcpEndSessionRequest(server string, id string, params *McpEndSessionParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/mcp", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.McpSessionId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Mcp-Session-Id", *params.McpSessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Mcp-Session-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewMcpStreamRequest constructs an http.Request for the McpStream method
+func NewMcpStreamRequest(server string, id string, params *McpStreamParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/mcp", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.McpSessionId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Mcp-Session-Id", *params.McpSessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Mcp-Session-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewMcpMessageRequest calls the generic McpMessage builder with application/json body
+func NewMcpMessageRequest(server string, id string, params *McpMessageParams, body McpMessageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMcpMessageRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewMcpMessageRequestWithBody constructs an http.Request for the McpMessage method, with any body, and a specified content type
+func NewMcpMessageRequestWithBody(server string, id string, params *McpMessageParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/mcp", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.McpSessionId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Mcp-Session-Id", *params.McpSessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Mcp-Session-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewRejectRunRequest constructs an http.Request for the RejectRun method
 func NewRejectRunRequest(server string, id string, params *RejectRunParams) (*http.Request, error) {
 	var err error
@@ -6661,6 +6933,34 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/jobs/{job}/cancel (the `CancelJob` operationId).
 	CancelJobWithResponse(ctx context.Context, id string, job string, reqEditors ...RequestEditorFn) (*CancelJobResponse, error)
+
+	// McpEndSessionWithResponse MCP over streamable HTTP: end the session.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/runs/{id}/mcp (the `McpEndSession` operationId).
+	McpEndSessionWithResponse(ctx context.Context, id string, params *McpEndSessionParams, reqEditors ...RequestEditorFn) (*McpEndSessionResponse, error)
+
+	// McpStreamWithResponse MCP over streamable HTTP: the session's stream of server messages (tools/list_changed, resources/updated), as Server-Sent Events.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/mcp (the `McpStream` operationId).
+	McpStreamWithResponse(ctx context.Context, id string, params *McpStreamParams, reqEditors ...RequestEditorFn) (*McpStreamResponse, error)
+
+	// McpMessageWithBodyWithResponse MCP over streamable HTTP: send one JSON-RPC message to the run's MCP server (the same tools, resources and notifications as paddock mcp RUN on stdio). Authenticated by the run's token or the operator's credentials; the first message, initialize, starts a session named in the Mcp-Session-Id header of its answer. The answer is JSON or an event stream of the call's progress and its result.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/mcp (the `McpMessage` operationId).
+	McpMessageWithBodyWithResponse(ctx context.Context, id string, params *McpMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpMessageResponse, error)
+
+	// McpMessageWithResponse MCP over streamable HTTP: send one JSON-RPC message to the run's MCP server (the same tools, resources and notifications as paddock mcp RUN on stdio). Authenticated by the run's token or the operator's credentials; the first message, initialize, starts a session named in the Mcp-Session-Id header of its answer. The answer is JSON or an event stream of the call's progress and its result.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/mcp (the `McpMessage` operationId).
+	McpMessageWithResponse(ctx context.Context, id string, params *McpMessageParams, body McpMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*McpMessageResponse, error)
 
 	// RejectRunWithResponse Discard the run's result
 	//
@@ -8705,6 +9005,136 @@ func (r CancelJobResponse) ContentType() string {
 	return ""
 }
 
+type McpEndSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r McpEndSessionResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r McpEndSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r McpEndSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r McpEndSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r McpEndSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type McpStreamResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r McpStreamResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r McpStreamResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r McpStreamResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r McpStreamResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r McpStreamResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type McpMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r McpMessageResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r McpMessageResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r McpMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r McpMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r McpMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r McpMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type RejectRunResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10046,6 +10476,58 @@ func (c *ClientWithResponses) CancelJobWithResponse(ctx context.Context, id stri
 		return nil, err
 	}
 	return ParseCancelJobResponse(rsp)
+}
+
+// McpEndSessionWithResponse MCP over streamable HTTP: end the session.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/runs/{id}/mcp (the `McpEndSession` operationId).
+func (c *ClientWithResponses) McpEndSessionWithResponse(ctx context.Context, id string, params *McpEndSessionParams, reqEditors ...RequestEditorFn) (*McpEndSessionResponse, error) {
+	rsp, err := c.McpEndSession(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMcpEndSessionResponse(rsp)
+}
+
+// McpStreamWithResponse MCP over streamable HTTP: the session's stream of server messages (tools/list_changed, resources/updated), as Server-Sent Events.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/mcp (the `McpStream` operationId).
+func (c *ClientWithResponses) McpStreamWithResponse(ctx context.Context, id string, params *McpStreamParams, reqEditors ...RequestEditorFn) (*McpStreamResponse, error) {
+	rsp, err := c.McpStream(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMcpStreamResponse(rsp)
+}
+
+// McpMessageWithBodyWithResponse MCP over streamable HTTP: send one JSON-RPC message to the run's MCP server (the same tools, resources and notifications as paddock mcp RUN on stdio). Authenticated by the run's token or the operator's credentials; the first message, initialize, starts a session named in the Mcp-Session-Id header of its answer. The answer is JSON or an event stream of the call's progress and its result.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/mcp (the `McpMessage` operationId).
+func (c *ClientWithResponses) McpMessageWithBodyWithResponse(ctx context.Context, id string, params *McpMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpMessageResponse, error) {
+	rsp, err := c.McpMessageWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMcpMessageResponse(rsp)
+}
+
+// McpMessageWithResponse MCP over streamable HTTP: send one JSON-RPC message to the run's MCP server (the same tools, resources and notifications as paddock mcp RUN on stdio). Authenticated by the run's token or the operator's credentials; the first message, initialize, starts a session named in the Mcp-Session-Id header of its answer. The answer is JSON or an event stream of the call's progress and its result.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/mcp (the `McpMessage` operationId).
+func (c *ClientWithResponses) McpMessageWithResponse(ctx context.Context, id string, params *McpMessageParams, body McpMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*McpMessageResponse, error) {
+	rsp, err := c.McpMessage(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMcpMessageResponse(rsp)
 }
 
 // RejectRunWithResponse Discard the run's result
@@ -11557,6 +12039,100 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 			return nil, err
 		}
 		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseMcpEndSessionResponse parses an HTTP response from a McpEndSessionWithResponse call
+func ParseMcpEndSessionResponse(rsp *http.Response) (*McpEndSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &McpEndSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseMcpStreamResponse parses an HTTP response from a McpStreamWithResponse call
+func ParseMcpStreamResponse(rsp *http.Response) (*McpStreamResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &McpStreamResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseMcpMessageResponse parses an HTTP response from a McpMessageWithResponse call
+func ParseMcpMessageResponse(rsp *http.Response) (*McpMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &McpMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 202:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
 
 	}
 
