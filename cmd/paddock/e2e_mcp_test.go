@@ -470,3 +470,69 @@ func rejected(t *testing.T, f *mcpFixture) {
 		}
 	}
 }
+
+// TestMCPTypeScriptSDK: a client nobody here wrote, the official
+// TypeScript SDK (testdata/ts-mcp, its version pinned by the lock file),
+// drives both transports: the tools per access mode, every tool of a
+// write run, exec's progress, the resources and their updates,
+// tools/list_changed after a grant, the error shapes, a rejected run.
+// Without node and npm, or without the npm registry, it is skipped (it
+// fails instead under CI=true).
+func TestMCPTypeScriptSDK(t *testing.T) {
+	unavailable := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		unavailable("node is not installed: the TypeScript SDK's test needs node and npm")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		unavailable("npm is not installed: the TypeScript SDK's test needs it to install the SDK")
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"package.json", "package-lock.json", "drive.mjs"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "ts-mcp", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	install := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		unavailable("npm ci could not install the TypeScript SDK (is the npm registry reachable?): %v\n%s", err, out)
+	}
+
+	f := newMCPFixture(t)
+	boot, err := f.op.Bootstrap(ctx, paddock.BootstrapRequest{Project: "app", Kind: "clone", Task: "narrow",
+		Agent: paddock.AgentDefinition{Name: "narrow", Workspace: "write", Tools: []string{"read", "list", "capabilities", "request_access"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := f.create(t)
+	if _, err := f.op.Reject(ctx, rejected); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{
+		"binary": binary, "home": f.home, "base": "http://" + f.addr, "operatorToken": f.token,
+		"write": f.create(t), "read": f.create(t, "--access", "read"),
+		"none":   strings.TrimSpace(cli(t, f.home, "create", "-p", "app", "--access", "none").must(t).out),
+		"narrow": boot.Run.ID, "narrowToken": boot.Token, "rejected": rejected,
+		"writeTools": writeTools, "readTools": readTools,
+	})
+	drive := exec.CommandContext(ctx, node, "drive.mjs")
+	drive.Dir = dir
+	drive.Env = append(os.Environ(), "PADDOCK_TS_MCP="+string(cfg))
+	out, err := drive.CombinedOutput()
+	t.Logf("the TypeScript SDK's checks:\n%s", out)
+	if err != nil {
+		t.Fatalf("the TypeScript SDK's client: %v", err)
+	}
+}
