@@ -24,7 +24,11 @@ import (
 type mcpFixture struct {
 	home, addr, token, repo string
 	op                      *client.Client
+	d                       *daemon
 }
+
+// mcpSecret is the secret a run of the fixture may declare (API_TOKEN).
+const mcpSecret = "tok-mcp-5e3f9a1c-very-secret"
 
 func newMCPFixture(t *testing.T) *mcpFixture {
 	t.Helper()
@@ -32,13 +36,15 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	home := filepath.Join(base, "home")
 	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
 	gittest.Commit(t, repo, "verification", map[string]string{"Makefile": "test:\n\ttest -f README.md\n"})
+	os.MkdirAll(filepath.Join(home, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(home, "secrets", "API_TOKEN"), []byte(mcpSecret+"\n"), 0o600)
 	d := startDaemon(t, home, "--listen", "127.0.0.1:0")
 	cli(t, home, "project", "add", repo).must(t)
 	tok, err := os.ReadFile(filepath.Join(home, "token"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &mcpFixture{home: home, addr: d.info.Listen, token: strings.TrimSpace(string(tok)), repo: repo}
+	f := &mcpFixture{home: home, addr: d.info.Listen, token: strings.TrimSpace(string(tok)), repo: repo, d: d}
 	f.op = client.TCP(f.addr, f.token)
 	return f
 }
@@ -187,6 +193,43 @@ func TestMCPTransports(t *testing.T) {
 		}
 	})
 	t.Run("rejected", func(t *testing.T) { rejected(t, f) })
+	t.Run("secrets", func(t *testing.T) { secrets(t, f) })
+
+	// A daemon with open HTTP sessions (their streams included) stops
+	// promptly: it ends them first.
+	s := f.connect(t, transport{name: "http", token: f.token}, writeRun, nil)
+	toolNames(t, s)
+	start := time.Now()
+	f.d.stop()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the daemon took %v to stop with an MCP session open", took)
+	}
+}
+
+// secrets: a run's declared secret, written by its command, reaches an
+// agent over MCP masked, on both transports, in exec's progress and its
+// result.
+func secrets(t *testing.T, f *mcpFixture) {
+	id := f.create(t, "--secret", "API_TOKEN")
+	for _, tr := range []transport{{name: "stdio"}, {name: "http", token: f.token}} {
+		p := &progressLog{}
+		s := f.connect(t, tr, id, &mcp.ClientOptions{ProgressNotificationHandler: p.add})
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Meta: mcp.Meta{"progressToken": "p1"},
+			Arguments: map[string]any{"argv": []string{"sh", "-c", "echo token=$API_TOKEN; echo $API_TOKEN > leaked.txt"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res)
+		streamed, _ := p.text()
+		if strings.Contains(string(b), mcpSecret) || strings.Contains(streamed, mcpSecret) || !strings.Contains(string(b), "token=[REDACTED") {
+			t.Fatalf("%s: exec over MCP: %s; progress %q", tr.name, b, streamed)
+		}
+		for _, r := range []*mcp.CallToolResult{call(t, s, "read", map[string]any{"path": "leaked.txt"}), call(t, s, "diff", map[string]any{})} {
+			if b, _ := json.Marshal(r); strings.Contains(string(b), mcpSecret) {
+				t.Fatalf("%s: a secret over MCP: %s", tr.name, b)
+			}
+		}
+	}
 }
 
 // progressLog keeps the progress notifications a session heard.
