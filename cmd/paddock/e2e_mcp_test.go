@@ -445,14 +445,22 @@ func resources(t *testing.T, f *mcpFixture, tr transport, id string) {
 	if err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: base + "/events"}); err != nil {
 		t.Fatal(err)
 	}
-	mustOK(t, "write", call(t, s, "write", map[string]any{"path": "res-" + tr.name + ".txt", "content": "resource\n"}))
-	select {
-	case uri := <-updated:
-		if uri != base+"/events" {
-			t.Fatalf("%s: updated %s", tr.name, uri)
+	// A subscription may be a listen stream the client opens on its own
+	// (the 2026-07-28 protocol): calls come until it hears of one.
+	deadline := time.After(10 * time.Second)
+wait:
+	for {
+		mustOK(t, "write", call(t, s, "write", map[string]any{"path": "res-" + tr.name + ".txt", "content": "resource\n"}))
+		select {
+		case uri := <-updated:
+			if uri != base+"/events" {
+				t.Fatalf("%s: updated %s", tr.name, uri)
+			}
+			break wait
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%s: no resources/updated after a call", tr.name)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: no resources/updated after a call", tr.name)
 	}
 	read := func(uri string) *mcp.ResourceContents {
 		r, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})

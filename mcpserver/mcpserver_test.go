@@ -1,0 +1,354 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/paddock-dev/paddock"
+)
+
+// fake is a run as the server sees it through paddock.Service: its
+// capabilities and its events, which a test changes. The methods the
+// server does not call are the embedded nil interface's (a call panics).
+type fake struct {
+	paddock.Service
+	mu     sync.Mutex
+	caps   paddock.Capabilities
+	events []*paddock.Event
+	wake   chan struct{}
+	calls  []string
+}
+
+func newFake(tools ...string) *fake {
+	f := &fake{wake: make(chan struct{}), caps: paddock.Capabilities{Run: "r-1", State: paddock.StateActive, Net: "none"}}
+	for _, t := range tools {
+		f.caps.Tools = append(f.caps.Tools, paddock.ToolCapability{Name: t})
+	}
+	return f
+}
+
+// emit records an event of typ, after changing the run with change.
+func (f *fake) emit(typ string, change func(*paddock.Capabilities)) {
+	f.mu.Lock()
+	if change != nil {
+		change(&f.caps)
+	}
+	f.events = append(f.events, &paddock.Event{RunID: "r-1", Seq: int64(len(f.events) + 1), Type: typ, Data: json.RawMessage(`{}`)})
+	close(f.wake)
+	f.wake = make(chan struct{})
+	f.mu.Unlock()
+}
+
+func (f *fake) Run(ctx context.Context, id string) (*paddock.Run, error) {
+	if id != "r-1" {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %s", id)
+	}
+	return &paddock.Run{ID: id}, nil
+}
+
+func (f *fake) Capabilities(ctx context.Context, id string) (*paddock.Capabilities, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.caps
+	c.Tools = slices.Clone(c.Tools)
+	return &c, nil
+}
+
+func (f *fake) Events(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if int(after) >= len(f.events) {
+		return nil, nil
+	}
+	return slices.Clone(f.events[after:]), nil
+}
+
+func (f *fake) WaitEvents(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
+	for {
+		f.mu.Lock()
+		wake := f.wake
+		f.mu.Unlock()
+		if evs, _ := f.Events(ctx, id, after, limit); len(evs) > 0 {
+			return evs, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-wake:
+		}
+	}
+}
+
+func (f *fake) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, "exec "+strings.Join(req.Argv, " ")+" net="+req.Net+" agent="+map[bool]string{true: "yes", false: "no"}[paddock.AgentCall(ctx)])
+	f.mu.Unlock()
+	stdout.Write([]byte("one\n"))
+	stderr.Write([]byte("two\n"))
+	stdout.Write([]byte("three\n"))
+	return &paddock.ExecResult{ExitCode: 0, Enforcement: paddock.Enforcement{}}, nil
+}
+
+func (f *fake) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+	return &paddock.ChangeSet{RunID: id, Hash: "sha256:ab", Entries: []paddock.ChangeEntry{{Path: ".github/workflows/ci.yml", Op: "add", Risks: []string{"ci"}}},
+		Diff: "diff --git a/x b/x\n+hello\n"}, nil
+}
+
+// connect serves the fake run and returns a client session to it.
+func connect(t *testing.T, f *fake, opts *mcp.ClientOptions) (*Server, *mcp.ClientSession) {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := New(ctx, Config{Service: f, CallTool: func(ctx context.Context, id, name string, args json.RawMessage) (json.RawMessage, error) {
+		if name == "read" && strings.Contains(string(args), "..") {
+			return nil, paddock.Errorf(paddock.CodeForbidden, "the path %q\nleaves the workspace", "../x").WithRule("escape").WithDetail("path", "../x")
+		}
+		return json.RawMessage(`{"ok":true}`), nil
+	}}, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return srv, cs
+}
+
+func listed(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*mcp.Tool{}
+	for _, tl := range res.Tools {
+		out[tl.Name] = tl
+	}
+	return out
+}
+
+// TestOfferedFollowsCapabilities: the list is what the capabilities
+// offer; a grant event makes the server list again and say so, and a
+// network granted turns exec open-world.
+func TestOfferedFollowsCapabilities(t *testing.T) {
+	f := newFake("read", "exec", "capabilities", "no-such-tool")
+	changed := make(chan struct{}, 8)
+	_, cs := connect(t, f, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	tools := listed(t, cs)
+	if len(tools) != 3 || tools["read"] == nil || tools["exec"] == nil || *tools["exec"].Annotations.OpenWorldHint {
+		t.Fatalf("listed %v", tools)
+	}
+	if a := tools["read"].Annotations; !a.ReadOnlyHint || *a.DestructiveHint || !a.IdempotentHint || *a.OpenWorldHint {
+		t.Fatalf("read's hints: %+v", a)
+	}
+	f.emit(paddock.EventAccessGranted, func(c *paddock.Capabilities) {
+		c.Tools = append(c.Tools, paddock.ToolCapability{Name: "write"})
+		c.Net = "allow=example.com"
+	})
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no tools/list_changed after a grant")
+	}
+	tools = listed(t, cs)
+	if tools["write"] == nil || !*tools["exec"].Annotations.OpenWorldHint || tools["write"].Annotations.ReadOnlyHint || !*tools["write"].Annotations.DestructiveHint {
+		t.Fatalf("after the grant: %+v", tools)
+	}
+	// A tool call's event changes nothing in the list.
+	f.emit(paddock.EventToolCall, nil)
+	select {
+	case <-changed:
+		t.Fatal("tools/list_changed after a tool call")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestExecProgressAndNetwork: exec's output arrives as progress, in order,
+// and the result holds it; the command gets the run's network, and the
+// call is the agent's.
+func TestExecProgressAndNetwork(t *testing.T) {
+	f := newFake("exec")
+	f.caps.Net = "host"
+	var mu sync.Mutex
+	var got []string
+	_, cs := connect(t, f, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		got = append(got, r.Params.Message+"@"+r.Params.Meta["paddock/stream"].(string))
+		mu.Unlock()
+	}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Meta: mcp.Meta{"progressToken": 7}, Arguments: map[string]any{"argv": []string{"make"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	var r paddock.ExecResult
+	b, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(b, &r)
+	if r.Stdout != "one\nthree\n" || r.Stderr != "two\n" || r.OutputEncoding != "utf-8" {
+		t.Fatalf("result: %s", b)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 3 || time.Now().After(deadline) {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, []string{"one\n@stdout", "two\n@stderr", "three\n@stdout"}) {
+		t.Fatalf("progress: %q", got)
+	}
+	if !slices.Equal(f.calls, []string{"exec make net=host agent=yes"}) {
+		t.Fatalf("calls: %q", f.calls)
+	}
+	// The agent does not pick its network, nor a degraded sandbox.
+	for _, args := range []map[string]any{{"argv": []string{"true"}, "net": "host"}, {"argv": []string{"true"}, "allow_degraded": true}} {
+		res, _ := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: args})
+		if !res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "bad_request: exec: invalid arguments") {
+			t.Fatalf("exec %v: %+v", args, res)
+		}
+	}
+}
+
+// TestErrorShape: a refusal's text is its code and one line, with the
+// rule; the error itself is the structured content.
+func TestErrorShape(t *testing.T) {
+	_, cs := connect(t, newFake("read"), nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": "../x"}})
+	if err != nil || !res.IsError || len(res.Content) != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != `forbidden: the path "../x" leaves the workspace (rule escape)` {
+		t.Fatalf("text %q", got)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if string(b) != `{"code":"forbidden","details":{"path":"../x","rule":"escape"},"message":"the path \"../x\"\nleaves the workspace"}` {
+		t.Fatalf("structured %s", b)
+	}
+}
+
+// TestDiffSummaryThenDiff: diff's text is one line per entry with its
+// risks, then the diff; its structured content has no diff.
+func TestDiffSummaryThenDiff(t *testing.T) {
+	_, cs := connect(t, newFake("diff"), nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "diff", Arguments: map[string]any{}})
+	if err != nil || res.IsError || len(res.Content) != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(got, ".github/workflows/ci.yml  [ci]") || !strings.Contains(got, "sha256:ab") {
+		t.Fatalf("summary %q", got)
+	}
+	if got := res.Content[1].(*mcp.TextContent).Text; got != "diff --git a/x b/x\n+hello\n" {
+		t.Fatalf("diff %q", got)
+	}
+	if b, _ := json.Marshal(res.StructuredContent); strings.Contains(string(b), "+hello") {
+		t.Fatalf("structured %s", b)
+	}
+}
+
+// TestClosedRun: a run rejected while a session is open: the list
+// empties (with list_changed), every call gets the reason, resources too.
+func TestClosedRun(t *testing.T) {
+	f := newFake("read", "capabilities")
+	changed := make(chan struct{}, 8)
+	srv, cs := connect(t, f, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	f.emit(paddock.TransitionEvent, func(c *paddock.Capabilities) { c.State = paddock.StateRejected; c.Tools = c.Tools[1:] })
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no tools/list_changed after the reject")
+	}
+	if tools := listed(t, cs); len(tools) != 0 || srv.Closed() == nil {
+		t.Fatalf("a rejected run lists %v", tools)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "capabilities", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || res.Content[0].(*mcp.TextContent).Text != "conflict: run r-1 is rejected: it takes no more calls, and its MCP server lists no tools" {
+		t.Fatalf("a call on a rejected run: %+v %v", res, err)
+	}
+	if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "paddock://runs/r-1/events"}); err == nil || !strings.Contains(err.Error(), "rejected") {
+		t.Fatalf("a resource of a rejected run: %v", err)
+	}
+}
+
+// TestResourcesUpdated: a subscribed resource hears of new events.
+func TestResourcesUpdated(t *testing.T) {
+	f := newFake("read")
+	updated := make(chan string, 8)
+	_, cs := connect(t, f, &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI }})
+	ctx := context.Background()
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "paddock://runs/r-1/changeset"}); err != nil {
+		t.Fatal(err)
+	}
+	// A subscription may be a listen stream the client opens on its own
+	// (the 2026-07-28 protocol): new events come until it hears one.
+	deadline := time.After(5 * time.Second)
+wait:
+	for {
+		f.emit(paddock.EventToolCall, nil)
+		select {
+		case uri := <-updated:
+			if uri != "paddock://runs/r-1/changeset" {
+				t.Fatalf("updated %s", uri)
+			}
+			break wait
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no resources/updated")
+		}
+	}
+	r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "paddock://runs/r-1/events"})
+	if err != nil || !strings.Contains(r.Contents[0].Text, `"type":"tool.call"`) {
+		t.Fatalf("events: %+v %v", r, err)
+	}
+}
+
+// TestHandlerKeepsRunsApart: the HTTP handler has a server per run, made
+// on its first request; a run that does not exist gets none.
+func TestHandlerKeepsRunsApart(t *testing.T) {
+	f := newFake("read")
+	h := NewHandler(Config{Service: f})
+	defer h.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/v1/runs/{id}/mcp", h)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/v1/runs/r-1/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools := listed(t, cs); len(tools) != 1 {
+		t.Fatalf("tools %v", tools)
+	}
+	// r-1's session is not r-2's: its id reaches nothing there.
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/runs/r-2/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 400 {
+		t.Fatalf("r-1's session on r-2: %d", resp.StatusCode)
+	}
+	cs.Close()
+}
