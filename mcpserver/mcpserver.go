@@ -31,7 +31,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/strictjson"
 	"github.com/paddock-dev/paddock/tools"
 )
 
@@ -409,7 +408,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		case paddock.ToolExec:
 			return s.exec(ctx, req, args)
 		case paddock.ToolDiff:
-			if err = decodeArgs(name, args, &struct{}{}); err == nil {
+			if err = tools.Decode(name, args, &struct{}{}); err == nil {
 				var cs *paddock.ChangeSet
 				if cs, err = s.cfg.Service.ChangeSet(ctx, s.run); err == nil {
 					return diffResult(cs), nil
@@ -417,7 +416,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			}
 		case paddock.ToolSubmit:
 			var in paddock.SubmitRequest
-			if err = decodeArgs(name, args, &in); err == nil {
+			if err = tools.Decode(name, args, &in); err == nil {
 				var cs *paddock.ChangeSet
 				if cs, err = s.cfg.Service.SubmitExpecting(ctx, s.run, in.ExpectHash); err == nil {
 					res = summary(cs)
@@ -425,16 +424,16 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			}
 		case paddock.ToolVerify:
 			var in paddock.VerifyRequest
-			if err = decodeArgs(name, args, &in); err == nil {
+			if err = tools.Decode(name, args, &in); err == nil {
 				res, err = s.cfg.Service.Verify(ctx, s.run, in)
 			}
 		case paddock.ToolCapabilities:
-			if err = decodeArgs(name, args, &struct{}{}); err == nil {
+			if err = tools.Decode(name, args, &struct{}{}); err == nil {
 				res, err = s.cfg.Service.Capabilities(ctx, s.run)
 			}
 		case paddock.ToolRequestAccess:
 			var in paddock.AccessRequestInput
-			if err = decodeArgs(name, args, &in); err == nil {
+			if err = tools.Decode(name, args, &in); err == nil {
 				res, err = s.cfg.Service.RequestAccess(ctx, s.run, in)
 			}
 		default: // a working tool
@@ -472,7 +471,7 @@ const maxKept = 8 << 20
 
 func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, args json.RawMessage) (*mcp.CallToolResult, error) {
 	var in execArgs
-	if err := decodeArgs(paddock.ToolExec, args, &in); err != nil {
+	if err := tools.Decode(paddock.ToolExec, args, &in); err != nil {
 		return errorResult(err, s.cfg.Logger), nil
 	}
 	s.mu.Lock()
@@ -538,20 +537,6 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// decodeArgs reads a control tool's arguments strictly, as the working
-// tools read theirs: a refusal names the key.
-func decodeArgs(name string, args json.RawMessage, v any) error {
-	if err := strictjson.Unmarshal(args, v); err != nil {
-		e := paddock.Errorf(paddock.CodeBadRequest, "%s: invalid arguments: %v", name, err)
-		var se *strictjson.Error
-		if errors.As(err, &se) && se.Key != "" {
-			e.WithDetail("key", se.Key)
-		}
-		return e
-	}
-	return nil
-}
 
 // jsonResult is an answer: its JSON as text, and as structured content.
 func jsonResult(out json.RawMessage) *mcp.CallToolResult {

@@ -98,7 +98,7 @@ func runStat(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	var a struct {
 		Path string `json:"path"`
 	}
-	if err := decode("stat", raw, &a); err != nil {
+	if err := Decode("stat", raw, &a); err != nil {
 		return nil, 0, err
 	}
 	at, err := r.Rel(a.Path)
@@ -167,7 +167,7 @@ func runList(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 		IncludeIgnored bool   `json:"include_ignored"`
 		Limit          int    `json:"limit"`
 	}
-	if err := decode("list", raw, &a); err != nil {
+	if err := Decode("list", raw, &a); err != nil {
 		return nil, 0, err
 	}
 	limit, err := limitOf(a.Limit)
@@ -215,7 +215,7 @@ func runGlob(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 		IncludeIgnored bool   `json:"include_ignored"`
 		Limit          int    `json:"limit"`
 	}
-	if err := decode("glob", raw, &a); err != nil {
+	if err := Decode("glob", raw, &a); err != nil {
 		return nil, 0, err
 	}
 	limit, err := limitOf(a.Limit)
@@ -342,7 +342,7 @@ func requiredLiteral(expr string) []byte {
 
 func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, int64, error) {
 	var a grepArgs
-	if err := decode("grep", raw, &a); err != nil {
+	if err := Decode("grep", raw, &a); err != nil {
 		return nil, 0, err
 	}
 	if a.MaxResults == 0 {

@@ -67,7 +67,7 @@ func init() {
 
 func runRead(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, int64, error) {
 	var a readArgs
-	if err := decode("read", raw, &a); err != nil {
+	if err := Decode("read", raw, &a); err != nil {
 		return nil, 0, err
 	}
 	if a.Offset < 0 || a.Limit < 0 || a.ByteLimit < 0 || a.MaxBytes < 0 || a.MaxBytes > MaxMaxBytes ||

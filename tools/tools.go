@@ -137,11 +137,12 @@ func redactArgs(args json.RawMessage) json.RawMessage {
 	return bytes.TrimSpace(buf.Bytes())
 }
 
-// decode reads args into v strictly (see package strictjson): unknown
-// fields, keys spelled otherwise than the schema's, a key twice, invalid
-// UTF-8 and trailing data are refused, so the arguments acted on are the
-// ones recorded. Every interface reaches a tool through here.
-func decode(name string, args json.RawMessage, v any) error {
+// Decode reads a tool's args into v strictly (see package strictjson):
+// unknown fields, keys spelled otherwise than the schema's, a key twice,
+// invalid UTF-8 and trailing data are refused (bad_request, the key in
+// details.key), so the arguments acted on are the ones recorded. Every
+// tool's arguments are read through here, the control tools' too.
+func Decode(name string, args json.RawMessage, v any) error {
 	if err := strictjson.Unmarshal(args, v); err != nil {
 		e := paddock.Errorf(paddock.CodeBadRequest, "%s: invalid arguments: %v", name, err)
 		var se *strictjson.Error

@@ -77,7 +77,7 @@ func runWrite(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, i
 		Base64  *string `json:"content_base64"`
 		Mode    string  `json:"mode"`
 	}
-	if err := decode("write", raw, &a); err != nil {
+	if err := Decode("write", raw, &a); err != nil {
 		return nil, 0, err
 	}
 	var data []byte
@@ -136,7 +136,7 @@ func runEdit(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 		ReplaceAll bool    `json:"replace_all"`
 		Edits      []edit  `json:"edits"`
 	}
-	if err := decode("edit", raw, &a); err != nil {
+	if err := Decode("edit", raw, &a); err != nil {
 		return nil, 0, err
 	}
 	edits := a.Edits
@@ -204,7 +204,7 @@ func runMove(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 		To        string `json:"to"`
 		Overwrite bool   `json:"overwrite"`
 	}
-	if err := decode("move", raw, &a); err != nil {
+	if err := Decode("move", raw, &a); err != nil {
 		return nil, 0, err
 	}
 	from, err := r.Rel(a.From)
@@ -226,7 +226,7 @@ func runDelete(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, 
 		Path      string `json:"path"`
 		Recursive bool   `json:"recursive"`
 	}
-	if err := decode("delete", raw, &a); err != nil {
+	if err := Decode("delete", raw, &a); err != nil {
 		return nil, 0, err
 	}
 	at, err := r.Rel(a.Path)
