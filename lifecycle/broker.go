@@ -404,22 +404,27 @@ func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Ca
 			}
 		}
 	}
-	caps.Enforcement = m.lastEnforcement(ctx, r.ID)
+	caps.Enforcement = m.lastEnforcement(ctx, r)
 	return caps, nil
 }
 
 // lastEnforcement is what the sandbox recorded for the run's latest
-// command, or nil before the first.
-func (m *Manager) lastEnforcement(ctx context.Context, id string) *paddock.Enforcement {
-	evs, err := m.Events(ctx, id, 0, 1<<30)
-	if err != nil {
-		return nil
-	}
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type == paddock.EventSandboxEnforced {
-			e := new(paddock.Enforcement)
-			if json.Unmarshal(evs[i].Data, e) == nil {
-				return e
+// command, or nil before the first: read from the run's latest events
+// backwards, a window at a time, not from its first.
+func (m *Manager) lastEnforcement(ctx context.Context, r *paddock.Run) *paddock.Enforcement {
+	const window = 256
+	for hi := r.LastSeq; hi > 0; hi -= window {
+		lo := max(hi-window, 0)
+		evs, err := m.Events(ctx, r.ID, lo, int(hi-lo))
+		if err != nil {
+			return nil
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Type == paddock.EventSandboxEnforced {
+				e := new(paddock.Enforcement)
+				if json.Unmarshal(evs[i].Data, e) == nil {
+					return e
+				}
 			}
 		}
 	}
