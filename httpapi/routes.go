@@ -202,10 +202,10 @@ func (rt *route) admits(r *http.Request) error {
 		return nil
 	}
 	if rt.who != runToken {
-		return paddock.Errorf(paddock.CodeForbidden, "a run's token does not reach %s %s; that is the operator's", rt.method, rt.path)
+		return paddock.Errorf(paddock.CodeForbidden, "a run (its token, or its own socket) does not reach %s %s; that is the operator's", rt.method, rt.path)
 	}
 	if id := r.PathValue("id"); id != run {
-		return paddock.Errorf(paddock.CodeRunMismatch, "this token belongs to run %s, not %s", run, id)
+		return paddock.Errorf(paddock.CodeRunMismatch, "this caller is run %s's agent (its token, or its own socket), not %s's", run, id)
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 			secrets = append(secrets, n+"="+v)
 		}
 	}
-	env := mergeEnv(baseEnv(), fixedEnv(c.def), req.Env, secrets)
+	env := mergeEnv(baseEnv(), m.runAPIEnv(r.ID), fixedEnv(c.def), req.Env, secrets)
 	red := c.red
 	var liveOut, liveErr *redact.Writer
 	if stdout != nil {

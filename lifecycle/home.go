@@ -41,6 +41,9 @@ func (m *Manager) prepareAux(r *paddock.Run) error {
 	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(homeGitConfig), 0o644); err != nil {
 		return err
 	}
+	if err := m.writeAgentConfigs(r, home); err != nil {
+		return err
+	}
 	if m.SandboxUID != 0 {
 		return chownTree(m.auxDir(r.ID), m.SandboxUID)
 	}
@@ -49,6 +52,9 @@ func (m *Manager) prepareAux(r *paddock.Run) error {
 
 // removeAux removes what prepareAux (and a worktree's provider) made.
 func (m *Manager) removeAux(id string) error {
+	if m.RunAPI != nil {
+		m.RunAPI.Close(id)
+	}
 	aux := m.auxDir(id)
 	if _, err := os.Lstat(aux); os.IsNotExist(err) {
 		return nil
@@ -70,6 +76,11 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 		}
 	}
 	binds := []sandbox.Bind{{Source: home, Target: HomeInView}}
+	api, err := m.runAPIBinds(r)
+	if err != nil {
+		return nil, err
+	}
+	binds = append(binds, api...)
 	if p == nil {
 		return binds, nil
 	}

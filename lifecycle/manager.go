@@ -106,6 +106,9 @@ type Config struct {
 	DiskLimits DiskLimits
 	// ChangeSetLimits bound change sets; zero fields take the defaults.
 	ChangeSetLimits ChangeSetLimits
+	// RunAPI, if set, serves each run its own API on a socket in its view
+	// (runapi.go).
+	RunAPI RunAPI
 	// CrashAt, when positive, kills the process at that step of an apply
 	// into a working tree or an undo. Tests use it; nothing else sets it.
 	CrashAt int

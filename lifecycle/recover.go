@@ -45,6 +45,18 @@ func (m *Manager) Recover(ctx context.Context) ([]paddock.Finding, error) {
 			out = append(out, *f)
 		}
 	}
+	// A harness outlives the daemon, and so does what runs in it: the
+	// agents' `paddock mcp` find their runs' sockets answering again.
+	for _, w := range ws {
+		switch w.State {
+		case paddock.StateActive, paddock.StateReady, paddock.StateCheckpointed:
+			if _, err := os.Stat(m.apiDir(w.RunID)); err == nil {
+				if err := m.serveRunAPI(w.RunID); err != nil {
+					m.log().Warn("the run's API socket could not be served again", "run", w.RunID, "err", err)
+				}
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -224,6 +225,15 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 			return nil, usageError{fmt.Sprintf("talking to %s needs the token in %s: %v", addr, tokenPath(home), err)}
 		}
 		return client.TCP(addr, strings.TrimSpace(string(tok))), nil
+	}
+	if sock := a.getenv(lifecycle.EnvSocket); sock != "" {
+		// Inside a run: its own socket, which the daemon serves; never a
+		// daemon of our own.
+		c := client.Unix(sock)
+		if err := c.Health(ctx); err != nil {
+			return nil, fmt.Errorf("this run's API socket %s ($%s) does not answer: %w", sock, lifecycle.EnvSocket, err)
+		}
+		return c, nil
 	}
 	c := client.Unix(socketPath(home))
 	err = c.Health(ctx)

@@ -13,7 +13,7 @@ import (
 
 func (a *app) mcpCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "mcp RUN",
+		Use:   "mcp [RUN]",
 		Short: "Serve a run to an agent over MCP (stdio)",
 		Long: `Serve RUN to an agent that speaks the Model Context Protocol, on standard
 input and output: give it this command as its MCP server. The tools are
@@ -34,14 +34,30 @@ A rejected or cleaned run lists no tools and answers every call with why.
 The daemon serves the same server over streamable HTTP at
 /v1/runs/RUN/mcp, for the run's token or the operator.
 
-Exit codes: 0 the agent closed the connection; 3 no such run; 8 no daemon.`,
-		Args: exactArgs(1),
+Inside a run, RUN may be left out: every command of a run finds its own
+API socket ($PADDOCK_SOCKET, /run/paddock/api/paddock.sock) and its run
+($PADDOCK_RUN), and this binary at /run/paddock/bin/paddock. That socket
+reaches only its run, as the run's token does. A run's home holds the
+configuration with which Claude Code (~/.claude.json) and Codex
+(~/.codex/config.toml) start this server, and /run/paddock/api/mcp.json
+holds the same as a plain mcpServers file for any other client.
+
+Exit codes: 0 the agent closed the connection; 2 no RUN and none in the
+environment; 3 no such run; 8 no daemon.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			run := a.getenv(lifecycle.EnvRun)
+			if len(args) == 1 {
+				run = args[0]
+			}
+			if run == "" {
+				return usageError{"mcp needs a run: paddock mcp RUN (inside a run, $" + lifecycle.EnvRun + " names it)"}
+			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
-			s, err := mcpserver.New(cmd.Context(), clientConfig(c.ForAgent()), args[0])
+			s, err := mcpserver.New(cmd.Context(), clientConfig(c.ForAgent()), run)
 			if err != nil {
 				return err
 			}

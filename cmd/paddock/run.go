@@ -44,10 +44,16 @@ run of the repository you are in, then decide what lands.
 
 A run whose command changed nothing is rejected at once.
 
+Inside the run, CMD finds paddock's MCP server for this run already
+configured: Claude Code in ~/.claude.json (its own shell and file-writing
+tools turned off, so that every act goes through paddock's tools), Codex
+in ~/.codex/config.toml, any other client in $PADDOCK_MCP_CONFIG; the
+server is /run/paddock/bin/paddock mcp, over the run's own socket (see
+paddock mcp --help).
+
 Not yet (issue #18): a terminal for CMD (it gets no pty; an interactive
-agent's full-screen interface does not work), and an MCP configuration
-handed to Claude Code or Codex inside the run. Agents that run headless
-(with their own arguments for it) work now.
+agent's full-screen interface does not work). Agents that run headless
+(claude -p …, codex exec …) work now.
 
 Exit codes: CMD's own when it failed; 0 when it succeeded, whatever was
 decided; 130 when stopped with Ctrl-C; 125 when paddock failed.`,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -189,6 +190,17 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		mc.SandboxUID = 65534 // nobody: commands never run as root
 		logger.Warn("the daemon runs as root; commands run as uid 65534 (set sandbox_uid in paddock.toml to choose)")
 	}
+	writeTimeout := httpapi.MaxWait + 30*time.Second
+	if d, err := time.ParseDuration(a.getenv(paddock.EnvPrefix + "TEST_WRITE_TIMEOUT")); err == nil && d > 0 {
+		writeTimeout = d // tests only: a command must outlive the write timeout
+	}
+	// Each run's own API socket, and this binary beside it, in its view.
+	runSockets := &httpapi.RunSockets{Logger: logger,
+		NewServer: func(h http.Handler) *http.Server { return newHTTPServer(h, logger, writeTimeout) }}
+	if runSockets.Bin, err = prepareBinDir(home); err != nil {
+		logger.Warn("runs get no paddock binary in their view", "err", err)
+	}
+	mc.RunAPI = runSockets
 	m, err := lifecycle.NewManager(ctx, mc)
 	if err != nil {
 		return err
@@ -213,6 +225,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		st.RestartNeeded = watch.restartNeeded()
 		return st
 	}}
+	runSockets.API = api
 	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Service: m, CallTool: managerTool(m), Version: version(), Logger: logger})
 	api.MCP = mcpHTTP
 	api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
@@ -222,10 +235,6 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	unixLn, err := listenUnix(socketPath(home))
 	if err != nil {
 		return err
-	}
-	writeTimeout := httpapi.MaxWait + 30*time.Second
-	if d, err := time.ParseDuration(a.getenv(paddock.EnvPrefix + "TEST_WRITE_TIMEOUT")); err == nil && d > 0 {
-		writeTimeout = d // tests only: a command must outlive the write timeout
 	}
 	servers := []*http.Server{newHTTPServer(api.Handler(), logger, writeTimeout)}
 	listeners := []net.Listener{unixLn}
@@ -268,6 +277,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	for _, srv := range servers {
 		srv.Shutdown(sctx)
 	}
+	runSockets.Shutdown(sctx)
 	if err := m.Close(sctx); err != nil {
 		logger.Error("checkpoint at shutdown failed", "err", err)
 	}
@@ -485,4 +495,57 @@ func openStore(ctx context.Context, home, spec string) (paddock.Store, error) {
 		return s, nil
 	}
 	return nil, usageError{"store: want sqlite or a postgres:// URL"}
+}
+
+// prepareBinDir puts this binary at <state>/bin/paddock (a hard link, or
+// a copy across file systems or where others may not run it), the
+// directory every run's view shows at lifecycle.BinInView, so that
+// `paddock mcp` runs inside a run. It is made anew at each start: a run
+// gets the binary of the daemon that serves it.
+func prepareBinDir(home string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(home, "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(dir, ".paddock.new")
+	os.Remove(tmp)
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode().Perm()&0o005 != 0o005 || os.Link(exe, tmp) != nil {
+		if err := copyExecutable(exe, tmp); err != nil {
+			os.Remove(tmp)
+			return "", err
+		}
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "paddock")); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return dir, nil
+}
+
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -1,0 +1,167 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/paddock-dev/paddock"
+	"golang.org/x/sys/unix"
+)
+
+// RunHandler is the API as run id's own socket serves it: whoever
+// connects is that run's agent, exactly as if it carried the run's token
+// (the socket is reachable only from inside the run's view). It reaches
+// the routes a run token reaches, on its own run; a token it sends is
+// refused, so that nothing reaches further through it.
+func (s *Server) RunHandler(id string) http.Handler {
+	next := s.mux()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
+			writeError(w, paddock.Errorf(paddock.CodeForbidden, "requests from web pages are refused"))
+			return
+		}
+		if !hostAllowed(r.Host, false) {
+			writeError(w, paddock.Errorf(paddock.CodeForbidden, "host %q is not allowed", r.Host))
+			return
+		}
+		if r.Header.Get("Authorization") != "" {
+			writeError(w, paddock.Errorf(paddock.CodeForbidden, "this socket is run %s's own and takes no token", id))
+			return
+		}
+		ctx := context.WithValue(r.Context(), actorKey, "run "+id+" (its socket)")
+		next.ServeHTTP(w, r.WithContext(paddock.WithAgent(context.WithValue(ctx, scopeKey, id))))
+	})
+}
+
+// RunSockets serves each run its own API on a unix socket
+// (lifecycle.RunAPI): one listener and one http.Server per run, made on
+// the first Listen, closed by Close or Shutdown.
+type RunSockets struct {
+	API *Server
+	// Bin is the directory holding the paddock binary shown in runs' views.
+	Bin string
+	// NewServer makes the http.Server of a socket (timeouts, logging).
+	NewServer func(http.Handler) *http.Server
+	Logger    *slog.Logger
+
+	mu     sync.Mutex
+	live   map[string]*runSocket
+	closed bool
+}
+
+type runSocket struct {
+	path string
+	srv  *http.Server
+}
+
+// BinDir implements lifecycle.RunAPI.
+func (rs *RunSockets) BinDir() string { return rs.Bin }
+
+// Listen implements lifecycle.RunAPI: run id's API answers at path.
+func (rs *RunSockets) Listen(id, path string) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.closed {
+		return errors.New("the daemon is stopping")
+	}
+	if s, ok := rs.live[id]; ok && s.path == path {
+		if _, err := os.Lstat(path); err == nil {
+			return nil
+		}
+		// Its file is gone (removed with a workspace made again): serve anew.
+		s.srv.Close()
+		delete(rs.live, id)
+	}
+	ln, err := listenUnixAt(path)
+	if err != nil {
+		return err
+	}
+	srv := rs.NewServer(rs.API.RunHandler(id))
+	if rs.live == nil {
+		rs.live = map[string]*runSocket{}
+	}
+	rs.live[id] = &runSocket{path: path, srv: srv}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			rs.log().Warn("a run's API socket stopped", "run", id, "err", err)
+		}
+	}()
+	return nil
+}
+
+// Close implements lifecycle.RunAPI.
+func (rs *RunSockets) Close(id string) {
+	rs.mu.Lock()
+	s, ok := rs.live[id]
+	delete(rs.live, id)
+	rs.mu.Unlock()
+	if ok {
+		s.srv.Close()
+		os.Remove(s.path)
+	}
+}
+
+// Shutdown stops every run's socket, letting requests in flight end
+// until ctx is done; Listen refuses from then on.
+func (rs *RunSockets) Shutdown(ctx context.Context) {
+	rs.mu.Lock()
+	rs.closed = true
+	live := rs.live
+	rs.live = nil
+	rs.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if s.srv.Shutdown(ctx) != nil {
+				s.srv.Close()
+			}
+			os.Remove(s.path)
+		}()
+	}
+	wg.Wait()
+}
+
+func (rs *RunSockets) log() *slog.Logger {
+	if rs.Logger == nil {
+		return slog.Default()
+	}
+	return rs.Logger
+}
+
+// listenUnixAt listens on a unix socket at path, replacing a stale one,
+// mode 0666: the directory it is in decides who reaches it. A path longer
+// than a socket address holds is reached through the directory's
+// descriptor (/proc/self/fd/N/NAME).
+func listenUnixAt(path string) (net.Listener, error) {
+	os.Remove(path)
+	addr := path
+	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
+		dir, err := os.Open(filepath.Dir(path))
+		if err != nil {
+			return nil, err
+		}
+		defer dir.Close()
+		addr = fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path))
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// Close must not unlink by a name that may be a descriptor's path of
+	// this moment; Close and Shutdown remove the file by its own.
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}

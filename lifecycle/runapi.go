@@ -1,0 +1,159 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/sandbox"
+)
+
+// RunAPI serves each run its own API on a unix socket that only the run's
+// commands see: whatever connects to it is the run's agent, as if it
+// carried the run's token, and reaches nothing but its own run. With the
+// paddock binary shown beside it, `paddock mcp` inside a run (Claude Code's
+// or Codex's MCP server, say) works with no network and no token. The
+// daemon's httpapi.RunSockets is one.
+type RunAPI interface {
+	// Listen makes sure run id's API answers on a socket at path (a file
+	// in a directory of the daemon's); it does nothing if it already does.
+	Listen(id, path string) error
+	// Close stops serving run id and removes its socket.
+	Close(id string)
+	// BinDir is a host directory holding the paddock binary as "paddock",
+	// shown read-only in every run's view at BinInView; "" shows none.
+	BinDir() string
+}
+
+// Where a run's commands find their API, the paddock binary and an MCP
+// configuration naming both.
+const (
+	APIInView       = "/run/paddock/api"
+	SocketInView    = APIInView + "/" + apiSocket
+	MCPConfigInView = APIInView + "/" + mcpConfigFile
+	BinInView       = "/run/paddock/bin"
+	PaddockInView   = BinInView + "/paddock"
+
+	apiSocket     = "paddock.sock"
+	mcpConfigFile = "mcp.json"
+)
+
+// The environment variables a run's commands get when the daemon serves
+// runs their own API (Config.RunAPI): the client (`paddock mcp`, `paddock
+// tool`, …) finds its daemon and its run through them.
+const (
+	EnvSocket    = paddock.EnvPrefix + "SOCKET"
+	EnvRun       = paddock.EnvPrefix + "RUN"
+	EnvMCPConfig = paddock.EnvPrefix + "MCP_CONFIG"
+)
+
+// apiDir is the host directory of run id's socket and MCP configuration,
+// shown read-only at APIInView: a command can connect to the socket but
+// neither remove nor replace it.
+func (m *Manager) apiDir(id string) string { return filepath.Join(m.auxDir(id), "api") }
+
+// serveRunAPI makes sure run id's socket answers (after a restart too).
+func (m *Manager) serveRunAPI(id string) error {
+	if m.RunAPI == nil {
+		return nil
+	}
+	dir := m.apiDir(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return internal("making the run's API directory failed", err)
+	}
+	if err := m.RunAPI.Listen(id, filepath.Join(dir, apiSocket)); err != nil {
+		return internal("serving the run's API socket failed", err)
+	}
+	return nil
+}
+
+// runAPIBinds shows run r its API directory and the paddock binary, and
+// makes sure the socket answers; none without a RunAPI.
+func (m *Manager) runAPIBinds(r *paddock.Run) ([]sandbox.Bind, error) {
+	if m.RunAPI == nil {
+		return nil, nil
+	}
+	if err := m.serveRunAPI(r.ID); err != nil {
+		return nil, err
+	}
+	binds := []sandbox.Bind{{Source: m.apiDir(r.ID), Target: APIInView, ReadOnly: true}}
+	if bin := m.RunAPI.BinDir(); bin != "" {
+		binds = append(binds, sandbox.Bind{Source: bin, Target: BinInView, ReadOnly: true})
+	}
+	return binds, nil
+}
+
+// runAPIEnv is what tells a run's commands where their API is.
+func (m *Manager) runAPIEnv(id string) []string {
+	if m.RunAPI == nil {
+		return nil
+	}
+	return []string{EnvSocket + "=" + SocketInView, EnvRun + "=" + id, EnvMCPConfig + "=" + MCPConfigInView}
+}
+
+// writeAgentConfigs writes, into run r's new home, the configuration
+// with which the MCP clients agents are made of find paddock's server for
+// this run: Claude Code's (~/.claude.json, with its own acting tools
+// turned off in ~/.claude/settings.json so that every act goes through
+// the broker), Codex's (~/.codex/config.toml), and a plain mcpServers file
+// at MCPConfigInView for any other. The home is the agent's: it may change
+// them, and its commands stay confined by the kernel whatever it does.
+func (m *Manager) writeAgentConfigs(r *paddock.Run, home string) error {
+	if m.RunAPI == nil || m.RunAPI.BinDir() == "" {
+		return nil
+	}
+	server := map[string]any{"type": "stdio", "command": PaddockInView, "args": []string{"mcp"}}
+	servers := map[string]any{"paddock": server}
+	claude := map[string]any{
+		"mcpServers":             servers,
+		"hasCompletedOnboarding": true,
+		"projects":               map[string]any{r.Workspace.Root: map[string]any{"hasTrustDialogAccepted": true}},
+	}
+	settings := map[string]any{"permissions": map[string]any{
+		"allow": []string{"mcp__paddock"},
+		// Claude Code's own tools that act (a shell, file writes) would
+		// act inside the sandbox all the same, but around the broker:
+		// paddock's exec, write and edit replace them.
+		"deny": []string{"Bash", "Edit", "Write", "NotebookEdit"},
+	}}
+	codex := fmt.Sprintf("# paddock's MCP server for this run (%s).\n[mcp_servers.paddock]\ncommand = %q\nargs = [\"mcp\"]\n", r.ID, PaddockInView)
+	files := []struct {
+		rel  string
+		data any
+	}{
+		{".claude.json", claude},
+		{path.Join(".claude", "settings.json"), settings},
+		{path.Join(".codex", "config.toml"), codex},
+	}
+	for _, f := range files {
+		var b []byte
+		switch d := f.data.(type) {
+		case string:
+			b = []byte(d)
+		default:
+			var err error
+			if b, err = json.MarshalIndent(d, "", "  "); err != nil {
+				return err
+			}
+		}
+		p := filepath.Join(home, filepath.FromSlash(f.rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			return err
+		}
+	}
+	dir := m.apiDir(r.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	plain, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, mcpConfigFile), plain, 0o644)
+}

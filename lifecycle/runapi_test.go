@@ -1,0 +1,121 @@
+package lifecycle_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/workspace"
+)
+
+// fakeRunAPI records what the Manager asks of the daemon's run sockets.
+type fakeRunAPI struct {
+	mu     sync.Mutex
+	listen []string
+	closed []string
+	bin    string
+}
+
+func (f *fakeRunAPI) Listen(id, path string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.listen = append(f.listen, id+" "+filepath.Base(path))
+	return nil
+}
+
+func (f *fakeRunAPI) Close(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = append(f.closed, id)
+}
+
+func (f *fakeRunAPI) BinDir() string { return f.bin }
+
+// A run's home tells Claude Code and Codex where paddock's MCP server
+// is, its socket is served again after a restart, and it is closed with
+// the run.
+func TestRunAPI(t *testing.T) {
+	e := newEnv(t)
+	api := &fakeRunAPI{bin: t.TempDir()}
+	e.m.RunAPI = api
+	e.project(t)
+	r := e.create(t, paddock.KindClone, "")
+	home := filepath.Join(workspace.AuxDir(e.m.WorkspacesDir, r.ID), "home")
+
+	var claude struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+		Projects map[string]map[string]any `json:"projects"`
+	}
+	readJSON(t, filepath.Join(home, ".claude.json"), &claude)
+	if s := claude.MCPServers["paddock"]; s.Command != lifecycle.PaddockInView || !slices.Equal(s.Args, []string{"mcp"}) {
+		t.Errorf("Claude Code's paddock server is %+v", s)
+	}
+	if claude.Projects[r.Workspace.Root]["hasTrustDialogAccepted"] != true {
+		t.Errorf("the workspace is not trusted in .claude.json: %v", claude.Projects)
+	}
+	var settings struct {
+		Permissions struct{ Allow, Deny []string } `json:"permissions"`
+	}
+	readJSON(t, filepath.Join(home, ".claude", "settings.json"), &settings)
+	for _, tool := range []string{"Bash", "Write", "Edit"} {
+		if !slices.Contains(settings.Permissions.Deny, tool) {
+			t.Errorf("Claude Code's own %s is not denied: %v", tool, settings.Permissions.Deny)
+		}
+	}
+	codex, err := os.ReadFile(filepath.Join(home, ".codex", "config.toml"))
+	if err != nil || !strings.Contains(string(codex), "[mcp_servers.paddock]\ncommand = \""+lifecycle.PaddockInView+"\"") {
+		t.Errorf("Codex's config: %q, %v", codex, err)
+	}
+	var plain map[string]map[string]map[string]any
+	readJSON(t, filepath.Join(workspace.AuxDir(e.m.WorkspacesDir, r.ID), "api", "mcp.json"), &plain)
+	if plain["mcpServers"]["paddock"]["command"] != lifecycle.PaddockInView {
+		t.Errorf("mcp.json: %v", plain)
+	}
+
+	// The socket is made when a command's view is (not tested here: it
+	// needs the sandbox), and again on a restart, for each live run whose
+	// agent may still be talking through it.
+	e.m.Store.Close()
+	e.open(t, nil)
+	e.m.RunAPI = api
+	if _, err := e.m.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := r.ID + " paddock.sock"; !slices.Contains(api.listen, want) {
+		t.Errorf("after a restart the run's socket was not served again: %v", api.listen)
+	}
+	if _, err := e.m.Reject(context.Background(), r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(api.closed, r.ID) {
+		t.Errorf("rejecting the run did not close its socket: %v", api.closed)
+	}
+
+	// Without a binary to show, a run gets no configuration naming it.
+	api.bin = ""
+	r2 := e.create(t, paddock.KindClone, "")
+	if _, err := os.Stat(filepath.Join(workspace.AuxDir(e.m.WorkspacesDir, r2.ID), "home", ".claude.json")); !os.IsNotExist(err) {
+		t.Errorf("a run with no paddock in its view got a Claude Code configuration: %v", err)
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
