@@ -2,10 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/paddock-dev/paddock"
@@ -71,23 +77,7 @@ rm -f /run/paddock/api/paddock.sock 2>/dev/null || echo "SOCKET KEPT"
 // server configured in the run's home; Claude Code's health check starts
 // it and connects. Neither can do more offline: a session needs a model.
 func TestRealAgentsFindPaddock(t *testing.T) {
-	var missing []string
-	for _, bin := range []string{"claude", "codex"} {
-		p, err := exec.LookPath(bin)
-		if err == nil {
-			p, err = filepath.EvalSymlinks(p)
-		}
-		if err != nil || !strings.HasPrefix(p, "/usr/") {
-			missing = append(missing, bin)
-		}
-	}
-	if len(missing) > 0 {
-		msg := "not installed under /usr (npm install -g @anthropic-ai/claude-code @openai/codex, as .ci/run does): " + strings.Join(missing, ", ")
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	needAgents(t, "claude", "codex")
 	base := t.TempDir()
 	home := filepath.Join(base, "home")
 	repo := gittest.NewRepo(t, filepath.Join(base, "src", "app"), map[string]string{"README.md": "hello\n"})
@@ -119,5 +109,173 @@ codex mcp list --json 2>/dev/null`
 	}
 	if len(servers) != 1 || servers[0].Name != "paddock" || !servers[0].Enabled || servers[0].Transport.Command != "/run/paddock/bin/paddock" {
 		t.Errorf("codex's MCP servers: %+v", servers)
+	}
+}
+
+// needAgents skips (or, under CI=true, fails) a test whose agents are not
+// installed where a run's view shows them.
+func needAgents(t *testing.T, bins ...string) {
+	t.Helper()
+	var missing []string
+	for _, bin := range bins {
+		p, err := exec.LookPath(bin)
+		if err == nil {
+			p, err = filepath.EvalSymlinks(p)
+		}
+		if err != nil || !strings.HasPrefix(p, "/usr/") {
+			missing = append(missing, bin)
+		}
+	}
+	if len(missing) > 0 {
+		msg := "not installed under /usr (npm install -g @anthropic-ai/claude-code @openai/codex, as .ci/run does): " + strings.Join(missing, ", ")
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+}
+
+// fakeModel plays Anthropic's Messages API for Claude Code, with a
+// script: on the first request that offers paddock's write tool it asks
+// for a write, and once the tool's result comes back it ends the turn.
+// Every other request (a title, a summary) gets a short text.
+type fakeModel struct {
+	mu       sync.Mutex
+	requests []map[string]any
+}
+
+func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != "POST" || !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.Contains(r.URL.Path, "count_tokens") {
+		http.Error(w, `{"type":"error","error":{"type":"not_found_error","message":"not here"}}`, http.StatusNotFound)
+		return
+	}
+	var req map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	f.mu.Unlock()
+	raw, _ := json.Marshal(req["messages"])
+	tools, _ := json.Marshal(req["tools"])
+	var block map[string]any
+	stop := "end_turn"
+	switch {
+	case strings.Contains(string(raw), `"tool_use_id":"toolu_paddock_1"`):
+		block = map[string]any{"type": "text", "text": "Done: hello.txt is written."}
+	case strings.Contains(string(tools), `"mcp__paddock__write"`):
+		block = map[string]any{"type": "tool_use", "id": "toolu_paddock_1", "name": "mcp__paddock__write",
+			"input": map[string]any{"path": "hello.txt", "content": "hello from inside the run\n"}}
+		stop = "tool_use"
+	default:
+		block = map[string]any{"type": "text", "text": "ok"}
+	}
+	msg := map[string]any{"id": "msg_fake", "type": "message", "role": "assistant", "model": req["model"],
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}
+	if stream, _ := req["stream"].(bool); !stream {
+		msg["content"], msg["stop_reason"] = []any{block}, stop
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(msg)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(event string, data any) {
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+	}
+	send("message_start", map[string]any{"type": "message_start", "message": msg})
+	start := map[string]any{}
+	for k, v := range block {
+		start[k] = v
+	}
+	var delta map[string]any
+	if block["type"] == "tool_use" {
+		input, _ := json.Marshal(block["input"])
+		start["input"] = map[string]any{}
+		delta = map[string]any{"type": "input_json_delta", "partial_json": string(input)}
+	} else {
+		start["text"] = ""
+		delta = map[string]any{"type": "text_delta", "text": block["text"]}
+	}
+	send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": start})
+	send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": delta})
+	send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": 5}})
+	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// TestClaudeCodeWorksThroughPaddock: Claude Code, as installed from npm,
+// does a task inside a run with a scripted model in place of Anthropic's
+// (on this machine's loopback, reached only through the run's allow-list
+// proxy; every other address Claude Code asks for is refused there). The
+// model is offered paddock's tools and not Claude Code's own acting ones,
+// its write goes through paddock's broker into the run's change set, and
+// the checkout is untouched until someone approves.
+func TestClaudeCodeWorksThroughPaddock(t *testing.T) {
+	needAgents(t, "claude")
+	model := &fakeModel{}
+	srv := httptest.NewServer(model)
+	t.Cleanup(srv.Close)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	os.MkdirAll(home, 0o700)
+	if err := os.WriteFile(filepath.Join(home, "paddock.toml"), []byte("net_allow_addresses = [\"127.0.0.1/32\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	repo := gittest.NewRepo(t, filepath.Join(base, "src", "app"), map[string]string{"README.md": "hello\n"})
+	startDaemon(t, home)
+	script := fmt.Sprintf(`export ANTHROPIC_BASE_URL=http://localhost:%d ANTHROPIC_API_KEY=sk-ant-test ENABLE_TOOL_SEARCH=false \
+  DISABLE_AUTOUPDATER=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1
+claude -p 'Write hello.txt.' --output-format json`, port)
+	r := cli(t, home, "run", "--project", repo, "--no-verify", "--net", "allow=localhost", "--timeout", "3m", "--", "sh", "-c", script)
+	if r.code != 0 || !strings.Contains(r.out, "hello.txt") || !strings.Contains(r.out, "submitted for review") {
+		t.Fatalf("paddock run -- claude -p: %d\n%s\n%s", r.code, r.out, r.err)
+	}
+	if !strings.Contains(r.out, "Done: hello.txt is written.") {
+		t.Errorf("Claude Code did not finish its turn:\n%s", r.out)
+	}
+
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	offered := map[string]bool{}
+	for _, req := range model.requests {
+		tools, _ := req["tools"].([]any)
+		for _, tool := range tools {
+			if m, ok := tool.(map[string]any); ok {
+				name, _ := m["name"].(string)
+				offered[name] = true
+			}
+		}
+	}
+	for _, want := range []string{"read", "write", "edit", "grep", "glob", "exec", "diff", "submit", "verify", "capabilities", "request_access"} {
+		if !offered["mcp__paddock__"+want] {
+			t.Errorf("the model was not offered paddock's %s: %v", want, offered)
+		}
+	}
+	for _, own := range []string{"Bash", "Write", "Edit"} {
+		if offered[own] {
+			t.Errorf("the model was offered Claude Code's own %s, around the broker", own)
+		}
+	}
+	// The tool's answer came back to the model as paddock gave it.
+	last, _ := json.Marshal(model.requests[len(model.requests)-1]["messages"])
+	if !strings.Contains(string(last), `"tool_use_id":"toolu_paddock_1"`) || !strings.Contains(string(last), `created`) {
+		t.Errorf("the write's result, as the model got it: %s", last)
+	}
+	// The run holds the file; the checkout does not.
+	m := regexp.MustCompile(`paddock approve (r-\S+) --hash`).FindStringSubmatch(r.out)
+	if m == nil {
+		t.Fatalf("no run in:\n%s", r.out)
+	}
+	events := cli(t, home, "events", m[1], "--json").must(t).out
+	if !strings.Contains(strings.ReplaceAll(events, " ", ""), `"tool":"write"`) {
+		t.Errorf("the write is not an event of the run:\n%s", events)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "hello.txt")); !os.IsNotExist(err) {
+		t.Errorf("the checkout got hello.txt before any approval: %v", err)
 	}
 }
