@@ -105,7 +105,11 @@ func (m *Manager) writeAgentConfigs(r *paddock.Run, home string) error {
 	if m.RunAPI == nil || m.RunAPI.BinDir() == "" {
 		return nil
 	}
-	server := map[string]any{"type": "stdio", "command": PaddockInView, "args": []string{"mcp"}}
+	// The run and its socket are named in the configuration, not only in
+	// the environment: a client may start its servers with an environment
+	// of its own (Codex keeps only a few variables).
+	server := map[string]any{"type": "stdio", "command": PaddockInView, "args": []string{"mcp", r.ID},
+		"env": map[string]string{EnvSocket: SocketInView}}
 	servers := map[string]any{"paddock": server}
 	claude := map[string]any{
 		"mcpServers":             servers,
@@ -119,7 +123,21 @@ func (m *Manager) writeAgentConfigs(r *paddock.Run, home string) error {
 		// paddock's exec, write and edit replace them.
 		"deny": []string{"Bash", "Edit", "Write", "NotebookEdit"},
 	}}
-	codex := fmt.Sprintf("# paddock's MCP server for this run (%s).\n[mcp_servers.paddock]\ncommand = %q\nargs = [\"mcp\"]\n", r.ID, PaddockInView)
+	// Codex's own shell and patch tools are turned off as Claude Code's
+	// are. It asks a person before an MCP tool acts unless told otherwise;
+	// paddock's broker is where this run's tool calls are decided (its
+	// definition's ask rules among them), so Codex passes them on.
+	codex := fmt.Sprintf(`# paddock's MCP server for this run; its broker decides each call.
+[features]
+shell_tool = false
+apply_patch_freeform = false
+
+[mcp_servers.paddock]
+command = %q
+args = ["mcp", %q]
+env = { %s = %q }
+default_tools_approval_mode = "approve"
+`, PaddockInView, r.ID, EnvSocket, SocketInView)
 	files := []struct {
 		rel  string
 		data any

@@ -51,13 +51,14 @@ func TestRunAPI(t *testing.T) {
 
 	var claude struct {
 		MCPServers map[string]struct {
-			Command string   `json:"command"`
-			Args    []string `json:"args"`
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
 		} `json:"mcpServers"`
 		Projects map[string]map[string]any `json:"projects"`
 	}
 	readJSON(t, filepath.Join(home, ".claude.json"), &claude)
-	if s := claude.MCPServers["paddock"]; s.Command != lifecycle.PaddockInView || !slices.Equal(s.Args, []string{"mcp"}) {
+	if s := claude.MCPServers["paddock"]; s.Command != lifecycle.PaddockInView || !slices.Equal(s.Args, []string{"mcp", r.ID}) || s.Env[lifecycle.EnvSocket] != lifecycle.SocketInView {
 		t.Errorf("Claude Code's paddock server is %+v", s)
 	}
 	if claude.Projects[r.Workspace.Root]["hasTrustDialogAccepted"] != true {
@@ -73,7 +74,8 @@ func TestRunAPI(t *testing.T) {
 		}
 	}
 	codex, err := os.ReadFile(filepath.Join(home, ".codex", "config.toml"))
-	if err != nil || !strings.Contains(string(codex), "[mcp_servers.paddock]\ncommand = \""+lifecycle.PaddockInView+"\"") {
+	if err != nil || !strings.Contains(string(codex), "[mcp_servers.paddock]\ncommand = \""+lifecycle.PaddockInView+"\"\nargs = [\"mcp\", \""+r.ID+"\"]\nenv = { PADDOCK_SOCKET = \"/run/paddock/api/paddock.sock\" }\ndefault_tools_approval_mode = \"approve\"\n") ||
+		!strings.Contains(string(codex), "[features]\nshell_tool = false\n") {
 		t.Errorf("Codex's config: %q, %v", codex, err)
 	}
 	var plain map[string]map[string]map[string]any

@@ -226,7 +226,15 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 		}
 		return client.TCP(addr, strings.TrimSpace(string(tok))), nil
 	}
-	if sock := a.getenv(lifecycle.EnvSocket); sock != "" {
+	sock := a.getenv(lifecycle.EnvSocket)
+	if sock == "" && a.home == "" && a.getenv(paddock.EnvPrefix+"HOME") == "" {
+		// Inside a run whose client started us with an environment of its
+		// own: the run's socket is where every run's view has it.
+		if fi, err := os.Stat(lifecycle.SocketInView); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			sock = lifecycle.SocketInView
+		}
+	}
+	if sock != "" {
 		// Inside a run: its own socket, which the daemon serves; never a
 		// daemon of our own.
 		c := client.Unix(sock)

@@ -91,7 +91,7 @@ codex mcp list --json 2>/dev/null`
 	if r.code != 0 || !strings.Contains(r.out, "(Claude Code)") {
 		t.Fatalf("paddock run -- claude: %d\n%s\n%s", r.code, r.out, r.err)
 	}
-	if !strings.Contains(r.out, "paddock: /run/paddock/bin/paddock mcp - ✔ Connected") {
+	if !regexp.MustCompile(`paddock: /run/paddock/bin/paddock mcp r-\S+ - ✔ Connected`).MatchString(r.out) {
 		t.Errorf("claude mcp list does not show paddock connected:\n%s", r.out)
 	}
 	_, codexOut, _ := strings.Cut(r.out, "==codex\n")
@@ -145,6 +145,10 @@ type fakeModel struct {
 }
 
 func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == "POST" && r.URL.Path == "/v1/responses" {
+		f.responses(w, r)
+		return
+	}
 	if r.Method != "POST" || !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.Contains(r.URL.Path, "count_tokens") {
 		http.Error(w, `{"type":"error","error":{"type":"not_found_error","message":"not here"}}`, http.StatusNotFound)
 		return
@@ -206,6 +210,130 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	send("message_stop", map[string]any{"type": "message_stop"})
 }
 
+// responses plays OpenAI's Responses API for Codex, with the same script:
+// a write through paddock's tools (which Codex offers as the namespace
+// mcp__paddock), then the end of the turn once its output comes back.
+func (f *fakeModel) responses(w http.ResponseWriter, r *http.Request) {
+	var req map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	f.mu.Unlock()
+	input, _ := json.Marshal(req["input"])
+	var item map[string]any
+	if strings.Contains(string(input), `"call_id":"call_paddock_1"`) && strings.Contains(string(input), `"function_call_output"`) {
+		item = map[string]any{"type": "message", "id": "msg_1", "role": "assistant",
+			"content": []any{map[string]any{"type": "output_text", "text": "Done: hello.txt is written.", "annotations": []any{}}}}
+	} else {
+		args, _ := json.Marshal(map[string]any{"path": "hello.txt", "content": "hello from inside the run\n"})
+		item = map[string]any{"type": "function_call", "id": "fc_1", "call_id": "call_paddock_1", "namespace": "mcp__paddock",
+			"name": "write", "arguments": string(args)}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, ev := range []map[string]any{
+		{"type": "response.created", "response": map[string]any{"id": "resp_1"}},
+		{"type": "response.output_item.done", "output_index": 0, "item": item},
+		{"type": "response.completed", "response": map[string]any{"id": "resp_1",
+			"usage": map[string]any{"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}},
+	} {
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b)
+	}
+}
+
+// offeredTools names the tools the model was offered over every request:
+// Claude Code's flat list, Codex's namespaces as NAMESPACE__TOOL.
+func (f *fakeModel) offeredTools() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	offered := map[string]bool{}
+	for _, req := range f.requests {
+		tools, _ := req["tools"].([]any)
+		for _, tool := range tools {
+			m, _ := tool.(map[string]any)
+			name, _ := m["name"].(string)
+			offered[name] = true
+			inner, _ := m["tools"].([]any)
+			for _, t := range inner {
+				if tm, ok := t.(map[string]any); ok {
+					offered[name+"__"+fmt.Sprint(tm["name"])] = true
+				}
+			}
+		}
+	}
+	return offered
+}
+
+// modelRun starts a daemon whose allow-list networks may reach this
+// machine's loopback, and a scripted model there; it returns the daemon's
+// home, a repository and the model's port.
+func modelRun(t *testing.T) (home, repo string, model *fakeModel, port int) {
+	model = &fakeModel{}
+	srv := httptest.NewServer(model)
+	t.Cleanup(srv.Close)
+	base := t.TempDir()
+	home = filepath.Join(base, "home")
+	os.MkdirAll(home, 0o700)
+	if err := os.WriteFile(filepath.Join(home, "paddock.toml"), []byte("net_allow_addresses = [\"127.0.0.1/32\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	repo = gittest.NewRepo(t, filepath.Join(base, "src", "app"), map[string]string{"README.md": "hello\n"})
+	startDaemon(t, home)
+	return home, repo, model, srv.Listener.Addr().(*net.TCPAddr).Port
+}
+
+// checkWroteThroughPaddock checks that paddock run's output shows the
+// agent's write submitted, as an event of the run, and the checkout
+// untouched.
+func checkWroteThroughPaddock(t *testing.T, home, repo string, r result) {
+	t.Helper()
+	if r.code != 0 || !strings.Contains(r.out, "hello.txt") || !strings.Contains(r.out, "submitted for review") {
+		t.Fatalf("paddock run: %d\n%s\n%s", r.code, r.out, r.err)
+	}
+	if !strings.Contains(r.out, "Done: hello.txt is written.") {
+		t.Errorf("the agent did not finish its turn:\n%s", r.out)
+	}
+	m := regexp.MustCompile(`paddock approve (r-\S+) --hash`).FindStringSubmatch(r.out)
+	if m == nil {
+		t.Fatalf("no run in:\n%s", r.out)
+	}
+	events := cli(t, home, "events", m[1], "--json").must(t).out
+	if !strings.Contains(strings.ReplaceAll(events, " ", ""), `"tool":"write"`) {
+		t.Errorf("the write is not an event of the run:\n%s", events)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "hello.txt")); !os.IsNotExist(err) {
+		t.Errorf("the checkout got hello.txt before any approval: %v", err)
+	}
+}
+
+// TestCodexWorksThroughPaddock: Codex, as installed from npm, does the
+// same task with a scripted Responses API in place of OpenAI's: it
+// starts paddock's MCP server from the run's home configuration, offers
+// its tools, and its write lands in the change set through the broker
+// (without a prompt of Codex's own: paddock decides the call).
+func TestCodexWorksThroughPaddock(t *testing.T) {
+	needAgents(t, "codex")
+	home, repo, model, port := modelRun(t)
+	script := fmt.Sprintf(`FAKE_KEY=sk-test codex exec --skip-git-repo-check -c model=fake-model -c model_provider=fake \
+  -c 'model_providers.fake={name="fake",base_url="http://localhost:%d/v1",wire_api="responses",env_key="FAKE_KEY"}' 'Write hello.txt.'`, port)
+	r := cli(t, home, "run", "--project", repo, "--no-verify", "--net", "allow=localhost", "--timeout", "3m", "--", "sh", "-c", script)
+	checkWroteThroughPaddock(t, home, repo, r)
+	offered := model.offeredTools()
+	for _, want := range []string{"read", "write", "edit", "exec", "diff", "submit"} {
+		if !offered["mcp__paddock__"+want] {
+			t.Errorf("Codex did not offer paddock's %s: %v", want, offered)
+		}
+	}
+	for _, own := range []string{"exec_command", "shell", "apply_patch"} {
+		if offered[own] {
+			t.Errorf("Codex offered its own %s, around the broker", own)
+		}
+	}
+}
+
 // TestClaudeCodeWorksThroughPaddock: Claude Code, as installed from npm,
 // does a task inside a run with a scripted model in place of Anthropic's
 // (on this machine's loopback, reached only through the run's allow-list
@@ -215,42 +343,13 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the checkout is untouched until someone approves.
 func TestClaudeCodeWorksThroughPaddock(t *testing.T) {
 	needAgents(t, "claude")
-	model := &fakeModel{}
-	srv := httptest.NewServer(model)
-	t.Cleanup(srv.Close)
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
-
-	base := t.TempDir()
-	home := filepath.Join(base, "home")
-	os.MkdirAll(home, 0o700)
-	if err := os.WriteFile(filepath.Join(home, "paddock.toml"), []byte("net_allow_addresses = [\"127.0.0.1/32\"]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	repo := gittest.NewRepo(t, filepath.Join(base, "src", "app"), map[string]string{"README.md": "hello\n"})
-	startDaemon(t, home)
+	home, repo, model, port := modelRun(t)
 	script := fmt.Sprintf(`export ANTHROPIC_BASE_URL=http://localhost:%d ANTHROPIC_API_KEY=sk-ant-test ENABLE_TOOL_SEARCH=false \
   DISABLE_AUTOUPDATER=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1
 claude -p 'Write hello.txt.' --output-format json`, port)
 	r := cli(t, home, "run", "--project", repo, "--no-verify", "--net", "allow=localhost", "--timeout", "3m", "--", "sh", "-c", script)
-	if r.code != 0 || !strings.Contains(r.out, "hello.txt") || !strings.Contains(r.out, "submitted for review") {
-		t.Fatalf("paddock run -- claude -p: %d\n%s\n%s", r.code, r.out, r.err)
-	}
-	if !strings.Contains(r.out, "Done: hello.txt is written.") {
-		t.Errorf("Claude Code did not finish its turn:\n%s", r.out)
-	}
-
-	model.mu.Lock()
-	defer model.mu.Unlock()
-	offered := map[string]bool{}
-	for _, req := range model.requests {
-		tools, _ := req["tools"].([]any)
-		for _, tool := range tools {
-			if m, ok := tool.(map[string]any); ok {
-				name, _ := m["name"].(string)
-				offered[name] = true
-			}
-		}
-	}
+	checkWroteThroughPaddock(t, home, repo, r)
+	offered := model.offeredTools()
 	for _, want := range []string{"read", "write", "edit", "grep", "glob", "exec", "diff", "submit", "verify", "capabilities", "request_access"} {
 		if !offered["mcp__paddock__"+want] {
 			t.Errorf("the model was not offered paddock's %s: %v", want, offered)
@@ -262,20 +361,10 @@ claude -p 'Write hello.txt.' --output-format json`, port)
 		}
 	}
 	// The tool's answer came back to the model as paddock gave it.
+	model.mu.Lock()
+	defer model.mu.Unlock()
 	last, _ := json.Marshal(model.requests[len(model.requests)-1]["messages"])
 	if !strings.Contains(string(last), `"tool_use_id":"toolu_paddock_1"`) || !strings.Contains(string(last), `created`) {
 		t.Errorf("the write's result, as the model got it: %s", last)
-	}
-	// The run holds the file; the checkout does not.
-	m := regexp.MustCompile(`paddock approve (r-\S+) --hash`).FindStringSubmatch(r.out)
-	if m == nil {
-		t.Fatalf("no run in:\n%s", r.out)
-	}
-	events := cli(t, home, "events", m[1], "--json").must(t).out
-	if !strings.Contains(strings.ReplaceAll(events, " ", ""), `"tool":"write"`) {
-		t.Errorf("the write is not an event of the run:\n%s", events)
-	}
-	if _, err := os.Stat(filepath.Join(repo, "hello.txt")); !os.IsNotExist(err) {
-		t.Errorf("the checkout got hello.txt before any approval: %v", err)
 	}
 }
