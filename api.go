@@ -29,6 +29,12 @@ type CreateRunRequest struct {
 	IncludeIgnored bool `json:"include_ignored,omitempty"`
 }
 
+// ReviewRequest asks for the review run of a run's submitted change set.
+type ReviewRequest struct {
+	// Agent names a read-only agent definition; the built-in reviewer if empty.
+	Agent string `json:"agent,omitempty"`
+}
+
 // AddProjectRequest declares a project.
 type AddProjectRequest struct {
 	Path string `json:"path"`

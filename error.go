@@ -41,6 +41,10 @@ type Rule string
 // RuleAccessNone refuses a workspace action to a run that has no workspace.
 const RuleAccessNone Rule = "access_none"
 
+// RuleReviewRun refuses a review run what only the run it reviews, or a
+// person, does: submit, approve, apply.
+const RuleReviewRun Rule = "review_run"
+
 // Error is paddock's one application error. Code, Message, Rule and Details
 // are public: they are shown to clients and agents and must never carry a
 // host path outside the caller's view or a secret. Err is the internal

@@ -63,9 +63,25 @@ type Run struct {
 	// RemovedAt is set by `paddock rm`: the run leaves listings, but its
 	// record and events stay for the audit trail.
 	RemovedAt time.Time `json:"removed_at,omitzero"`
+	// ReviewOf, on a review run, is what it reviews: another run's
+	// submitted change set, by hash, on its base. A review run is read
+	// only and can never submit, approve or apply.
+	ReviewOf *ReviewOf `json:"review_of,omitempty"`
 	// LastSeq is the seq of the run's latest event.
 	LastSeq   int64      `json:"last_seq"`
 	Workspace *Workspace `json:"workspace,omitempty"`
+}
+
+// ReviewOf names the change set a review run's workspace holds: run Run's
+// submission Hash, committed onto its base as Commit (the review run's
+// base revision). Skipped lists the entries the commit leaves out, those
+// never applied (under .git, links into it), which the reviewer sees only
+// in the change set itself.
+type ReviewOf struct {
+	Run     string   `json:"run"`
+	Hash    string   `json:"hash"`
+	Commit  string   `json:"commit"`
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // State is the run's state as the user sees it: its workspace's state.

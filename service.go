@@ -22,6 +22,10 @@ type Service interface {
 	Runs(ctx context.Context, f RunFilter) ([]*Run, error)
 	Run(ctx context.Context, id string) (*Run, error)
 	Retain(ctx context.Context, id string) (*Run, error)
+	// Review makes (or finds, by hash) the review run of a run's submitted
+	// change set, with the agent definition named (the built-in reviewer
+	// if empty).
+	Review(ctx context.Context, id, agent string) (*Run, error)
 	Reject(ctx context.Context, id string) (*Run, error)
 	Remove(ctx context.Context, id string) (*Run, error)
 	Checkpoint(ctx context.Context, id, reason string) (*Run, error)

@@ -343,24 +343,42 @@ func (a *Applier) finishApply(j *Journal, t *tree, step *int) ([]string, error) 
 func (a *Applier) NeverApplied(id string, cs *paddock.ChangeSet, pol *confine.Policy) []string {
 	var out []string
 	for _, e := range cs.Entries {
-		why := e.Blocked
-		if why == "" && e.NewMode != "" {
-			target := ""
-			if e.NewMode == "120000" {
-				b, err := os.ReadFile(a.BlobPath(id, e.NewBlob))
-				if err != nil || changeset.BlobID(b) != e.NewBlob {
-					out = append(out, e.Path+": the link's frozen target cannot be read")
-					continue
-				}
-				target = string(b)
-			}
-			why = changeset.NeverApplied(e.Path, e.NewMode == "120000", target, pol)
-		}
-		if why != "" {
+		if why := a.neverApplied(id, e, pol); why != "" {
 			out = append(out, e.Path+": "+why)
 		}
 	}
 	return out
+}
+
+// Applicable splits cs's entries into those an apply may write and, by
+// path, why each other one is never applied.
+func (a *Applier) Applicable(id string, cs *paddock.ChangeSet, pol *confine.Policy) ([]paddock.ChangeEntry, map[string]string) {
+	var ok []paddock.ChangeEntry
+	never := map[string]string{}
+	for _, e := range cs.Entries {
+		if why := a.neverApplied(id, e, pol); why != "" {
+			never[e.Path] = why
+			continue
+		}
+		ok = append(ok, e)
+	}
+	return ok, never
+}
+
+func (a *Applier) neverApplied(id string, e paddock.ChangeEntry, pol *confine.Policy) string {
+	why := e.Blocked
+	if why == "" && e.NewMode != "" {
+		target := ""
+		if e.NewMode == "120000" {
+			b, err := os.ReadFile(a.BlobPath(id, e.NewBlob))
+			if err != nil || changeset.BlobID(b) != e.NewBlob {
+				return "the link's frozen target cannot be read"
+			}
+			target = string(b)
+		}
+		why = changeset.NeverApplied(e.Path, e.NewMode == "120000", target, pol)
+	}
+	return why
 }
 
 // abort removes what a prepared apply staged and returns cause.

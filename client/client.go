@@ -241,6 +241,11 @@ func (c *Client) Retain(ctx context.Context, id string) (*paddock.Run, error) {
 	return c.runAction(ctx, id, "retain", nil)
 }
 
+// Review makes (or finds) the review run of run id's submitted change set.
+func (c *Client) Review(ctx context.Context, id, agent string) (*paddock.Run, error) {
+	return c.runAction(ctx, id, "review", paddock.ReviewRequest{Agent: agent})
+}
+
 // Reject discards a run's result.
 func (c *Client) Reject(ctx context.Context, id string) (*paddock.Run, error) {
 	return c.runAction(ctx, id, "reject", nil)

@@ -21,6 +21,7 @@
 //	{"do": "follow", "kind": "exec"}   the event stream, until an event of that type
 //	{"do": "inbox", "name": "brief.txt", "body": "…"}   a file into .paddock/inbox/
 //	{"do": "checkpoint", "reason": "…"}  |  {"do": "resume"}  |  {"do": "retain"}  |  {"do": "rm"}
+//	{"do": "review"}   the review run of the submitted change set (the operator's)
 //	{"do": "undo"}   reverse an apply into the working tree
 //
 // and the operator's own actions, on no run:
@@ -307,6 +308,8 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 		answer, err = c.Resume(ctx, run)
 	case "retain":
 		answer, err = c.Retain(ctx, run)
+	case "review":
+		answer, err = c.Review(ctx, run, "")
 	case "rm":
 		answer, err = c.Remove(ctx, run)
 	case "undo":

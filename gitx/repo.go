@@ -211,14 +211,36 @@ type IndexEntry struct {
 // from base by exactly the entries (a *TreeMismatchError otherwise). It
 // returns the new commit.
 func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, entries []IndexEntry, branch string, who Identity, message string) (string, error) {
-	if err := CheckRef(base); err != nil {
-		return "", err
-	}
 	if err := CheckRef(branch); err != nil {
 		return "", err
 	}
 	if _, err := g.run(ctx, nowhere, "check-ref-format", "refs/heads/"+branch); err != nil {
 		return "", paddock.Errorf(paddock.CodeBadRequest, "invalid branch name %q", branch)
+	}
+	commit, err := g.CommitTree(ctx, gitDir, base, entries, who, message)
+	if err != nil {
+		return "", err
+	}
+	// The empty old value makes update-ref create the ref only if it does not exist.
+	// The reflog's entry is the committer's.
+	ident := []string{"GIT_COMMITTER_NAME=" + who.Name, "GIT_COMMITTER_EMAIL=" + who.Email}
+	if _, err := g.runInput(ctx, gitDirAt(gitDir), ident, nil, "update-ref", "-m", "paddock apply", "refs/heads/"+branch, commit, ""); err != nil {
+		var ce *CommandError
+		if errors.As(err, &ce) && (strings.Contains(ce.Stderr, "already exists") || strings.Contains(ce.Stderr, "cannot lock ref")) {
+			return "", ErrRefExists
+		}
+		return "", fmt.Errorf("gitx: apply: %w", err)
+	}
+	return commit, nil
+}
+
+// CommitTree is CommitToBranch without the branch: the commit of entries
+// on base, checked, in the object store of the repository at gitDir,
+// which no ref names (the repository's refs, index and working tree are
+// untouched; git's gc prunes it once nothing holds it).
+func (g *Git) CommitTree(ctx context.Context, gitDir, base string, entries []IndexEntry, who Identity, message string) (string, error) {
+	if err := CheckRef(base); err != nil {
+		return "", err
 	}
 	tmp, err := os.MkdirTemp("", "paddock-apply-")
 	if err != nil {
@@ -287,14 +309,6 @@ func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, entries [
 	}
 	if err := g.checkCommit(ctx, gitDir, base, commit, entries); err != nil {
 		return "", err
-	}
-	// The empty old value makes update-ref create the ref only if it does not exist.
-	if _, err := git(nil, "update-ref", "-m", "paddock apply", "refs/heads/"+branch, commit, ""); err != nil {
-		var ce *CommandError
-		if errors.As(err, &ce) && (strings.Contains(ce.Stderr, "already exists") || strings.Contains(ce.Stderr, "cannot lock ref")) {
-			return "", ErrRefExists
-		}
-		return "", fmt.Errorf("gitx: apply: %w", err)
 	}
 	return commit, nil
 }

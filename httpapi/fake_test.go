@@ -211,6 +211,13 @@ func (f *fake) Run(ctx context.Context, id string) (*paddock.Run, error) {
 	return f.run(id)
 }
 
+func (f *fake) Review(ctx context.Context, id, agent string) (*paddock.Run, error) {
+	if err := f.record(ctx, "Review", id, agent); err != nil {
+		return nil, err
+	}
+	return f.run(id)
+}
+
 func (f *fake) Retain(ctx context.Context, id string) (*paddock.Run, error) {
 	if err := f.record(ctx, "Retain", id); err != nil {
 		return nil, err

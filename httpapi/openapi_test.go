@@ -82,6 +82,8 @@ var schemaTypes = map[string]any{
 	"UnlockResult":       paddock.UnlockResult{},
 	"CreateRunRequest":   paddock.CreateRunRequest{},
 	"Run":                paddock.Run{},
+	"ReviewOf":           paddock.ReviewOf{},
+	"ReviewRequest":      paddock.ReviewRequest{},
 	"Workspace":          paddock.Workspace{},
 	"Checkpoint":         paddock.Checkpoint{},
 	"ResumeResult":       paddock.ResumeResult{},

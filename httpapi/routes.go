@@ -77,6 +77,7 @@ var routes = []route{
 	{"DELETE", "/v1/runs/{id}", operator, http.StatusOK, reply((*Server).remove)},
 	{"POST", "/v1/runs/{id}/retain", operator, http.StatusOK, reply((*Server).retain)},
 	{"POST", "/v1/runs/{id}/reject", operator, http.StatusOK, reply((*Server).reject)},
+	{"POST", "/v1/runs/{id}/review", operator, http.StatusCreated, reply((*Server).review)},
 	{"POST", "/v1/runs/{id}/checkpoint", runToken, http.StatusOK, reply((*Server).checkpoint)},
 	{"POST", "/v1/runs/{id}/resume", runToken, http.StatusOK, reply((*Server).resume)},
 	{"GET", "/v1/runs/{id}/artifacts/{kind}", runToken, http.StatusOK, reply((*Server).artifact)},
@@ -309,6 +310,14 @@ func (s *Server) remove(r *http.Request) (any, error) {
 
 func (s *Server) retain(r *http.Request) (any, error) {
 	return s.Service.Retain(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) review(r *http.Request) (any, error) {
+	var req paddock.ReviewRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Service.Review(r.Context(), r.PathValue("id"), req.Agent)
 }
 
 func (s *Server) reject(r *http.Request) (any, error) {

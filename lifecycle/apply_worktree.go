@@ -45,6 +45,9 @@ func (m *Manager) ApplyToWorktree(ctx context.Context, id string, threeWay bool)
 }
 
 func (m *Manager) applyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error) {
+	if err := m.refuseReview(ctx, id, "be applied"); err != nil {
+		return nil, err
+	}
 	r, p, err := m.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err

@@ -186,6 +186,9 @@ func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, er
 // computed now, is expect (when expect is not empty): the change set a
 // reviewer looked at, and nothing the workspace became since.
 func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*paddock.ChangeSet, error) {
+	if err := m.refuseReview(ctx, id, "submit"); err != nil {
+		return nil, err
+	}
 	if expect != "" {
 		var err error
 		if expect, err = changeset.ParseHash(expect); err != nil {
@@ -227,14 +230,20 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 	if err := m.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.record(ctx, id, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)})
-	return cs, err
+	if err = m.record(ctx, id, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)}); err != nil {
+		return cs, err
+	}
+	m.moveReviews(ctx, id, cs.Hash)
+	return cs, nil
 }
 
 // Approve records who approved which hash. Only the frozen hash can be.
 // A wrong hash is refused without telling the right one: an approval that
 // could be copied from an error message would approve something unseen.
 func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error) {
+	if err := m.refuseReview(ctx, id, "be approved"); err != nil {
+		return nil, err
+	}
 	hash, err := changeset.ParseHash(hash)
 	if err != nil {
 		return nil, err
@@ -297,6 +306,9 @@ func (m *Manager) applyFailed(ctx context.Context, id, target string, err error)
 }
 
 func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
+	if err := m.refuseReview(ctx, id, "be applied"); err != nil {
+		return nil, err
+	}
 	r, p, err := m.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err

@@ -52,6 +52,11 @@ func (m *Manager) agentForCreate(ctx context.Context, o paddock.CreateRunRequest
 // create makes a run with the definition def: its access and secrets come
 // from it, and the run keeps a copy.
 func (m *Manager) create(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition) (*paddock.Run, error) {
+	return m.createRun(ctx, o, def, nil)
+}
+
+// createRun is create, of a review run if review is set.
+func (m *Manager) createRun(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
 	o.Access = cmp.Or(def.Workspace, string(paddock.AccessWrite))
 	for _, s := range def.Secrets {
 		if !slices.Contains(o.Secrets, s) {
@@ -113,7 +118,7 @@ func (m *Manager) create(ctx context.Context, o paddock.CreateRunRequest, def *p
 	}
 
 	t := now()
-	r := &paddock.Run{ID: id, Project: p.Name, Access: access, Agent: def, AgentHash: def.Hash(), Secrets: o.Secrets, IncludeIgnored: o.IncludeIgnored, CreatedAt: t, Workspace: &paddock.Workspace{
+	r := &paddock.Run{ID: id, Project: p.Name, Access: access, Agent: def, AgentHash: def.Hash(), Secrets: o.Secrets, IncludeIgnored: o.IncludeIgnored, CreatedAt: t, ReviewOf: review, Workspace: &paddock.Workspace{
 		ID: "w-" + id[2:], RunID: id, Kind: kind, Root: root, Fingerprint: p.Fingerprint,
 		BaseRef: o.Base, BaseRevision: base.SHA, Branch: base.Branch,
 		State: paddock.StateRequested, CleanupPolicy: policy, CreatedAt: t, UpdatedAt: t,
@@ -131,6 +136,9 @@ func (m *Manager) create(ctx context.Context, o paddock.CreateRunRequest, def *p
 			"agent": def.Name, "agent_hash": r.AgentHash}
 		if chose != "" {
 			ev["kind_chosen"] = chose
+		}
+		if review != nil {
+			ev["review_of"], ev["review_hash"] = review.Run, review.Hash
 		}
 		if _, err := tx.AppendEvent(ctx, id, paddock.EventRunCreated, ev); err != nil {
 			return err

@@ -245,10 +245,14 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	// The insert happens only if the project exists and the id is free, so
 	// that either answer leaves the transaction usable; a project deleted
 	// by a concurrent transaction still trips the foreign key.
-	tag, err := t.tx.Exec(ctx, `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq, agent, agent_hash)
-		SELECT $1, $2, $3, $4, $5, $6, $7, 0, $8, $9 WHERE EXISTS (SELECT 1 FROM projects WHERE name = $2)
+	review, err := jsonText(r.ReviewOf, r.ReviewOf == nil)
+	if err != nil {
+		return wrap("encode review", err)
+	}
+	tag, err := t.tx.Exec(ctx, `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq, agent, agent_hash, review_of)
+		SELECT $1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10 WHERE EXISTS (SELECT 1 FROM projects WHERE name = $2)
 		ON CONFLICT DO NOTHING`,
-		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, r.CreatedAt.UTC(), optTime(r.RemovedAt), agent, r.AgentHash)
+		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, r.CreatedAt.UTC(), optTime(r.RemovedAt), agent, r.AgentHash, review)
 	if sqlState(err) == foreignKeyViolation {
 		return paddock.Errorf(paddock.CodeNotFound, "no project named %q", r.Project)
 	}
@@ -287,7 +291,7 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	return nil
 }
 
-const runCols = `r.id, r.project, r.access, r.secrets, r.include_ignored, r.created_at, r.removed_at, r.last_seq, r.agent, r.agent_hash,
+const runCols = `r.id, r.project, r.access, r.secrets, r.include_ignored, r.created_at, r.removed_at, r.last_seq, r.agent, r.agent_hash, r.review_of,
 	w.id, w.kind, w.root, w.fingerprint, w.base_ref, w.base_revision, w.branch, w.state, w.cleanup_policy,
 	w.reason, w.created_at, w.updated_at, w.retained_at, w.checkpoint`
 const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
@@ -295,11 +299,11 @@ const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
 func scanRun(row scanner) (*paddock.Run, error) {
 	var r paddock.Run
 	var removed *time.Time
-	var secrets, agent *string
+	var secrets, agent, review *string
 	var wid, kind, root, fp, baseRef, baseRev, branch, state, policy, reason *string
 	var wcreated, wupdated, retained *time.Time
 	var checkpoint *string
-	if err := row.Scan(&r.ID, &r.Project, &r.Access, &secrets, &r.IncludeIgnored, &r.CreatedAt, &removed, &r.LastSeq, &agent, &r.AgentHash,
+	if err := row.Scan(&r.ID, &r.Project, &r.Access, &secrets, &r.IncludeIgnored, &r.CreatedAt, &removed, &r.LastSeq, &agent, &r.AgentHash, &review,
 		&wid, &kind, &root, &fp, &baseRef, &baseRev, &branch, &state, &policy,
 		&reason, &wcreated, &wupdated, &retained, &checkpoint); err != nil {
 		return nil, err
@@ -313,6 +317,12 @@ func scanRun(row scanner) (*paddock.Run, error) {
 		r.Agent = new(paddock.AgentDefinition)
 		if err := json.Unmarshal([]byte(*agent), r.Agent); err != nil {
 			return nil, fmt.Errorf("agent of run %s: %w", r.ID, err)
+		}
+	}
+	if review != nil {
+		r.ReviewOf = new(paddock.ReviewOf)
+		if err := json.Unmarshal([]byte(*review), r.ReviewOf); err != nil {
+			return nil, fmt.Errorf("review of run %s: %w", r.ID, err)
 		}
 	}
 	if wid != nil {

@@ -220,8 +220,12 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 		}
 		agent = string(b)
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq, agent, agent_hash) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
-		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt), agent, r.AgentHash)
+	review, err := encodeReview(r.ReviewOf)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq, agent, agent_hash, review_of) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt), agent, r.AgentHash, review)
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeConflict, "a run with id %q already exists", r.ID)
 	}
@@ -265,6 +269,18 @@ func encodeProtected(p []string) (any, error) {
 	return string(b), nil
 }
 
+// encodeReview stores what a review run reviews as JSON; nil stays NULL.
+func encodeReview(v *paddock.ReviewOf) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, wrap("encode review", err)
+	}
+	return string(b), nil
+}
+
 func encodeCheckpoint(c *paddock.Checkpoint) (any, error) {
 	if c == nil {
 		return nil, nil
@@ -276,7 +292,7 @@ func encodeCheckpoint(c *paddock.Checkpoint) (any, error) {
 	return string(b), nil
 }
 
-const runCols = `r.id, r.project, r.access, r.secrets, r.include_ignored, r.created_at, r.removed_at, r.last_seq, r.agent, r.agent_hash,
+const runCols = `r.id, r.project, r.access, r.secrets, r.include_ignored, r.created_at, r.removed_at, r.last_seq, r.agent, r.agent_hash, r.review_of,
 	w.id, w.kind, w.root, w.fingerprint, w.base_ref, w.base_revision, w.branch, w.state, w.cleanup_policy,
 	w.reason, w.created_at, w.updated_at, w.retained_at, w.checkpoint`
 const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
@@ -284,10 +300,10 @@ const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
 func scanRun(row interface{ Scan(...any) error }) (*paddock.Run, error) {
 	var r paddock.Run
 	var created string
-	var removed, secrets, agent sql.NullString
+	var removed, secrets, agent, review sql.NullString
 	var wid, kind, root, fp, baseRef, baseRev, branch, state, policy, reason, wcreated, wupdated sql.NullString
 	var retained, checkpoint sql.NullString
-	if err := row.Scan(&r.ID, &r.Project, &r.Access, &secrets, &r.IncludeIgnored, &created, &removed, &r.LastSeq, &agent, &r.AgentHash,
+	if err := row.Scan(&r.ID, &r.Project, &r.Access, &secrets, &r.IncludeIgnored, &created, &removed, &r.LastSeq, &agent, &r.AgentHash, &review,
 		&wid, &kind, &root, &fp, &baseRef, &baseRev, &branch, &state, &policy,
 		&reason, &wcreated, &wupdated, &retained, &checkpoint); err != nil {
 		return nil, err
@@ -303,6 +319,12 @@ func scanRun(row interface{ Scan(...any) error }) (*paddock.Run, error) {
 		r.Agent = new(paddock.AgentDefinition)
 		if err := json.Unmarshal([]byte(agent.String), r.Agent); err != nil {
 			return nil, fmt.Errorf("agent of run %s: %w", r.ID, err)
+		}
+	}
+	if review.Valid {
+		r.ReviewOf = new(paddock.ReviewOf)
+		if err := json.Unmarshal([]byte(review.String), r.ReviewOf); err != nil {
+			return nil, fmt.Errorf("review of run %s: %w", r.ID, err)
 		}
 	}
 	if wid.Valid {

@@ -181,16 +181,20 @@ func testRuns(t *testing.T, open Opener) {
 	wantCode(t, err, paddock.CodeConflict)
 	// A run with no workspace (access none).
 	update(t, s, func(tx paddock.Tx) error {
-		return tx.CreateRun(ctx, &paddock.Run{ID: "r0", Project: "app", Access: paddock.AccessNone, Secrets: []string{"API_TOKEN"}, IncludeIgnored: true, CreatedAt: time.Now()})
+		return tx.CreateRun(ctx, &paddock.Run{ID: "r0", Project: "app", Access: paddock.AccessNone, Secrets: []string{"API_TOKEN"}, IncludeIgnored: true, CreatedAt: time.Now(),
+			ReviewOf: &paddock.ReviewOf{Run: "r1", Hash: "sha256:ab", Commit: "c0ffee", Skipped: []string{".git/x"}}})
 	})
 	s.View(ctx, func(tx paddock.Tx) error {
 		r, err := tx.Run(ctx, "r0")
 		if err != nil || r.Workspace != nil || r.Access != paddock.AccessNone || len(r.Secrets) != 1 || r.Secrets[0] != "API_TOKEN" || !r.IncludeIgnored {
 			t.Fatalf("run without workspace = %+v, %v", r, err)
 		}
+		if rv := r.ReviewOf; rv == nil || rv.Run != "r1" || rv.Hash != "sha256:ab" || rv.Commit != "c0ffee" || len(rv.Skipped) != 1 {
+			t.Fatalf("what a review run reviews = %+v", rv)
+		}
 		r, _ = tx.Run(ctx, "r1")
-		if r.Access != paddock.AccessWrite {
-			t.Fatalf("default access = %q", r.Access)
+		if r.Access != paddock.AccessWrite || r.ReviewOf != nil {
+			t.Fatalf("default access = %q, review of %+v", r.Access, r.ReviewOf)
 		}
 		return nil
 	})

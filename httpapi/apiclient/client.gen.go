@@ -1184,6 +1184,21 @@ func (e RetainRun200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for ReviewRun201JSONResponseBodyOk.
+const (
+	ReviewRun201JSONResponseBodyOkTrue ReviewRun201JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ReviewRun201JSONResponseBodyOk enum.
+func (e ReviewRun201JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case ReviewRun201JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Submit200JSONResponseBodyOk.
 const (
 	Submit200JSONResponseBodyOkTrue Submit200JSONResponseBodyOk = true
@@ -1809,6 +1824,20 @@ type ResumeResult struct {
 	Run   *Run  `json:"run,omitempty"`
 }
 
+// ReviewOf What a review run reviews: run's submitted change set hash, committed onto its base as commit; skipped lists the entries the commit leaves out (never applied).
+type ReviewOf struct {
+	Commit  *string   `json:"commit,omitempty"`
+	Hash    *string   `json:"hash,omitempty"`
+	Run     *string   `json:"run,omitempty"`
+	Skipped *[]string `json:"skipped,omitempty"`
+}
+
+// ReviewRequest defines model for ReviewRequest.
+type ReviewRequest struct {
+	// Agent A read-only agent definition; the built-in reviewer if empty.
+	Agent *string `json:"agent,omitempty"`
+}
+
 // Run defines model for Run.
 type Run struct {
 	Access         *string          `json:"access,omitempty"`
@@ -1820,8 +1849,11 @@ type Run struct {
 	LastSeq        *int             `json:"last_seq,omitempty"`
 	Project        *string          `json:"project,omitempty"`
 	RemovedAt      *time.Time       `json:"removed_at,omitempty"`
-	Secrets        *[]string        `json:"secrets,omitempty"`
-	Workspace      *Workspace       `json:"workspace,omitempty"`
+
+	// ReviewOf What a review run reviews: run's submitted change set hash, committed onto its base as commit; skipped lists the entries the commit leaves out (never applied).
+	ReviewOf  *ReviewOf  `json:"review_of,omitempty"`
+	Secrets   *[]string  `json:"secrets,omitempty"`
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // SetProjectRequest A setting left out keeps its value. protect and no_default_protect set the protected paths as project add does; default_protect alone goes back to the default list; allow_attribution is the whole list of rules the project allows ([] for none).
@@ -2211,6 +2243,9 @@ type RetainRunParams struct {
 // RetainRun200JSONResponseBodyOk defines parameters for RetainRun.
 type RetainRun200JSONResponseBodyOk bool
 
+// ReviewRun201JSONResponseBodyOk defines parameters for ReviewRun.
+type ReviewRun201JSONResponseBodyOk bool
+
 // SubmitJSONBody defines parameters for Submit.
 type SubmitJSONBody struct {
 	// ExpectHash the hash of the change set reviewed (paddock diff prints it): if the change set computed now has another, nothing is frozen and the answer is conflict
@@ -2313,6 +2348,9 @@ type DenyAccessJSONRequestBody DenyAccessJSONBody
 
 // GrantAccessJSONRequestBody defines body for GrantAccess for application/json ContentType.
 type GrantAccessJSONRequestBody GrantAccessJSONBody
+
+// ReviewRunJSONRequestBody defines body for ReviewRun for application/json ContentType.
+type ReviewRunJSONRequestBody = ReviewRequest
 
 // SubmitJSONRequestBody defines body for Submit for application/json ContentType.
 type SubmitJSONRequestBody SubmitJSONBody
@@ -2783,6 +2821,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/retain (the `RetainRun` operationId).
 	RetainRun(ctx context.Context, id string, params *RetainRunParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReviewRunWithBody Make (or find, by hash) the review run of the run's submitted change set
+	//
+	// A read run whose workspace is exactly the submitted change set on its base, committed from the frozen blobs onto the base (a commit no ref of the project names): its git's HEAD is that commit. Its commands run over a throwaway layer; it can never submit, approve or apply (forbidden, rule review_run). Asked again for the same hash it answers the same live review run; when the coder submits again, its live reviews move to the new hash (a new review run, the older rejected). Operator only.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/review (the `ReviewRun` operationId).
+	ReviewRunWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReviewRun Make (or find, by hash) the review run of the run's submitted change set
+	//
+	// A read run whose workspace is exactly the submitted change set on its base, committed from the frozen blobs onto the base (a commit no ref of the project names): its git's HEAD is that commit. Its commands run over a throwaway layer; it can never submit, approve or apply (forbidden, rule review_run). Asked again for the same hash it answers the same live review run; when the coder submits again, its live reviews move to the new hash (a new review run, the older rejected). Operator only.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/review (the `ReviewRun` operationId).
+	ReviewRun(ctx context.Context, id string, body ReviewRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SubmitWithBody Freeze the change set (stored under its hash); refused with attribution_leak if it credits a model or a tool with the work, and with conflict if expect_hash is given and the change set is no longer that
 	//
@@ -3849,6 +3905,44 @@ func (c *Client) ResumeRun(ctx context.Context, id string, params *ResumeRunPara
 // Corresponds with POST /v1/runs/{id}/retain (the `RetainRun` operationId).
 func (c *Client) RetainRun(ctx context.Context, id string, params *RetainRunParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRetainRunRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReviewRunWithBody Make (or find, by hash) the review run of the run's submitted change set
+//
+// A read run whose workspace is exactly the submitted change set on its base, committed from the frozen blobs onto the base (a commit no ref of the project names): its git's HEAD is that commit. Its commands run over a throwaway layer; it can never submit, approve or apply (forbidden, rule review_run). Asked again for the same hash it answers the same live review run; when the coder submits again, its live reviews move to the new hash (a new review run, the older rejected). Operator only.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{id}/review (the `ReviewRun` operationId).
+func (c *Client) ReviewRunWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReviewRunRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReviewRun Make (or find, by hash) the review run of the run's submitted change set
+//
+// A read run whose workspace is exactly the submitted change set on its base, committed from the frozen blobs onto the base (a commit no ref of the project names): its git's HEAD is that commit. Its commands run over a throwaway layer; it can never submit, approve or apply (forbidden, rule review_run). Asked again for the same hash it answers the same live review run; when the coder submits again, its live reviews move to the new hash (a new review run, the older rejected). Operator only.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{id}/review (the `ReviewRun` operationId).
+func (c *Client) ReviewRun(ctx context.Context, id string, body ReviewRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReviewRunRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6221,6 +6315,53 @@ func NewRetainRunRequest(server string, id string, params *RetainRunParams) (*ht
 	return req, nil
 }
 
+// NewReviewRunRequest calls the generic ReviewRun builder with application/json body
+func NewReviewRunRequest(server string, id string, body ReviewRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReviewRunRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewReviewRunRequestWithBody constructs an http.Request for the ReviewRun method, with any body, and a specified content type
+func NewReviewRunRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/review", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSubmitRequest calls the generic Submit builder with application/json body
 func NewSubmitRequest(server string, id string, params *SubmitParams, body SubmitJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7031,6 +7172,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/retain (the `RetainRun` operationId).
 	RetainRunWithResponse(ctx context.Context, id string, params *RetainRunParams, reqEditors ...RequestEditorFn) (*RetainRunResponse, error)
+
+	// ReviewRunWithBodyWithResponse Make (or find, by hash) the review run of the run's submitted change set
+	//
+	// A read run whose workspace is exactly the submitted change set on its base, committed from the frozen blobs onto the base (a commit no ref of the project names): its git's HEAD is that commit. Its commands run over a throwaway layer; it can never submit, approve or apply (forbidden, rule review_run). Asked again for the same hash it answers the same live review run; when the coder submits again, its live reviews move to the new hash (a new review run, the older rejected). Operator only.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/review (the `ReviewRun` operationId).
+	ReviewRunWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReviewRunResponse, error)
+
+	// ReviewRunWithResponse Make (or find, by hash) the review run of the run's submitted change set
+	//
+	// A read run whose workspace is exactly the submitted change set on its base, committed from the frozen blobs onto the base (a commit no ref of the project names): its git's HEAD is that commit. Its commands run over a throwaway layer; it can never submit, approve or apply (forbidden, rule review_run). Asked again for the same hash it answers the same live review run; when the coder submits again, its live reviews move to the new hash (a new review run, the older rejected). Operator only.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/review (the `ReviewRun` operationId).
+	ReviewRunWithResponse(ctx context.Context, id string, body ReviewRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ReviewRunResponse, error)
 
 	// SubmitWithBodyWithResponse Freeze the change set (stored under its hash); refused with attribution_leak if it credits a model or a tool with the work, and with conflict if expect_hash is given and the change set is no longer that
 	//
@@ -9513,6 +9672,60 @@ func (r RetainRunResponse) ContentType() string {
 	return ""
 }
 
+type ReviewRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data *Run                           `json:"data,omitempty"`
+		Ok   ReviewRun201JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ReviewRunResponse) GetJSON201() *struct {
+	Data *Run                           `json:"data,omitempty"`
+	Ok   ReviewRun201JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ReviewRunResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReviewRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReviewRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReviewRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReviewRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type SubmitResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10658,6 +10871,36 @@ func (c *ClientWithResponses) RetainRunWithResponse(ctx context.Context, id stri
 		return nil, err
 	}
 	return ParseRetainRunResponse(rsp)
+}
+
+// ReviewRunWithBodyWithResponse Make (or find, by hash) the review run of the run's submitted change set
+//
+// A read run whose workspace is exactly the submitted change set on its base, committed from the frozen blobs onto the base (a commit no ref of the project names): its git's HEAD is that commit. Its commands run over a throwaway layer; it can never submit, approve or apply (forbidden, rule review_run). Asked again for the same hash it answers the same live review run; when the coder submits again, its live reviews move to the new hash (a new review run, the older rejected). Operator only.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/review (the `ReviewRun` operationId).
+func (c *ClientWithResponses) ReviewRunWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReviewRunResponse, error) {
+	rsp, err := c.ReviewRunWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReviewRunResponse(rsp)
+}
+
+// ReviewRunWithResponse Make (or find, by hash) the review run of the run's submitted change set
+//
+// A read run whose workspace is exactly the submitted change set on its base, committed from the frozen blobs onto the base (a commit no ref of the project names): its git's HEAD is that commit. Its commands run over a throwaway layer; it can never submit, approve or apply (forbidden, rule review_run). Asked again for the same hash it answers the same live review run; when the coder submits again, its live reviews move to the new hash (a new review run, the older rejected). Operator only.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/review (the `ReviewRun` operationId).
+func (c *ClientWithResponses) ReviewRunWithResponse(ctx context.Context, id string, body ReviewRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ReviewRunResponse, error) {
+	rsp, err := c.ReviewRun(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReviewRunResponse(rsp)
 }
 
 // SubmitWithBodyWithResponse Freeze the change set (stored under its hash); refused with attribution_leak if it credits a model or a tool with the work, and with conflict if expect_hash is given and the change set is no longer that
@@ -12378,6 +12621,42 @@ func ParseRetainRunResponse(rsp *http.Response) (*RetainRunResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReviewRunResponse parses an HTTP response from a ReviewRunWithResponse call
+func ParseReviewRunResponse(rsp *http.Response) (*ReviewRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReviewRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data *Run                           `json:"data,omitempty"`
+			Ok   ReviewRun201JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Failure

@@ -1,0 +1,159 @@
+package lifecycle
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+)
+
+// reviewIdentity authors the commit that holds a change set under review:
+// it names no person and is never a ref of the project.
+var reviewIdentity = gitx.Identity{Name: "paddock review", Email: "review@paddock.invalid"}
+
+// Review makes (or finds) the review run of run id's submitted change set:
+// a read run, with the agent definition agentName (the built-in reviewer
+// by default; a definition that writes is refused), whose workspace is
+// exactly the submitted change set on its base, by hash. The change set is
+// committed from its frozen blobs onto the base, a commit no ref of the
+// project names, and the review run starts at that commit: its git sees
+// the coder's work as HEAD, its commands run over a throwaway layer
+// (builds and tests work, nothing outlives a command), and it can never
+// submit, approve or apply. Asked again for the same hash, it answers the
+// same live review run; once the coder submitted again, it makes a new one
+// and rejects the older.
+func (m *Manager) Review(ctx context.Context, id, agentName string) (*paddock.Run, error) {
+	coder, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if coder.ReviewOf != nil {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is itself a review (of run %s); review the run it reviews", id, coder.ReviewOf.Run)
+	}
+	s, err := m.submission(id)
+	if err != nil {
+		return nil, err
+	}
+	live, err := m.reviewsOf(ctx, coder)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range live {
+		if r.ReviewOf.Hash == s.Hash && (agentName == "" || agentName == r.Agent.Name) {
+			return r, nil
+		}
+	}
+	def, err := m.agentForCreate(ctx, paddock.CreateRunRequest{Agent: cmp.Or(agentName, "reviewer")})
+	if err != nil {
+		return nil, err
+	}
+	if cmp.Or(def.Workspace, string(paddock.AccessWrite)) != string(paddock.AccessRead) {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s has workspace %s; a review run is read only (give a definition with workspace = \"read\")",
+			def.Name, cmp.Or(def.Workspace, "write"))
+	}
+	cs, err := m.frozen(id, s.Hash)
+	if err != nil {
+		return nil, internal("reading the submitted change set failed", err)
+	}
+	pol, err := m.policy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := m.checkRepo(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	ok, never := m.applier().Applicable(id, cs, pol)
+	var entries []gitx.IndexEntry
+	for _, e := range ok {
+		ie := gitx.IndexEntry{Path: e.Path, Mode: e.NewMode, Blob: e.NewBlob}
+		if e.Op != paddock.OpDelete && e.NewMode != "160000" {
+			ie.File = m.blobPath(id, e.NewBlob)
+		}
+		entries = append(entries, ie)
+	}
+	msg := fmt.Sprintf("paddock: run %s's change set %s, under review\n", id, s.Hash)
+	commit, err := m.Git.CommitTree(ctx, repo.CommonDir, coder.Workspace.BaseRevision, entries, reviewIdentity, msg)
+	if err != nil {
+		return nil, internal("committing the change set for review failed; the project is unchanged", err)
+	}
+	review := &paddock.ReviewOf{Run: id, Hash: s.Hash, Commit: commit}
+	for path := range never {
+		review.Skipped = append(review.Skipped, path)
+	}
+	slices.Sort(review.Skipped)
+	r, err := m.createRun(ctx, paddock.CreateRunRequest{Project: p.Name, Base: commit, Kind: string(coder.Workspace.Kind)}, def, review)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.record(ctx, id, paddock.EventReviewStarted, map[string]any{"review": r.ID, "hash": s.Hash, "agent": def.Name}); err != nil {
+		return nil, err
+	}
+	// The older reviews looked at a change set the coder has replaced.
+	for _, old := range live {
+		if old.ReviewOf.Hash != s.Hash {
+			if _, err := m.Reject(ctx, old.ID); err != nil {
+				m.log().Warn("a review of an older change set could not be rejected", "run", old.ID, "err", err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// reviewsOf lists the live review runs of run coder.
+func (m *Manager) reviewsOf(ctx context.Context, coder *paddock.Run) ([]*paddock.Run, error) {
+	all, err := m.Runs(ctx, paddock.RunFilter{Project: coder.Project})
+	if err != nil {
+		return nil, err
+	}
+	var out []*paddock.Run
+	for _, r := range all {
+		if r.ReviewOf != nil && r.ReviewOf.Run == coder.ID && r.Workspace != nil {
+			switch r.Workspace.State {
+			case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// refuseReview refuses what a review run can never do: submit, approve,
+// apply, undo.
+func (m *Manager) refuseReview(ctx context.Context, id, what string) error {
+	r, err := m.Run(ctx, id)
+	if err != nil || r.ReviewOf == nil {
+		return err
+	}
+	return paddock.Errorf(paddock.CodeForbidden, "run %s reviews run %s's change set %s; a review run can never %s (its findings are its answer)",
+		r.ID, r.ReviewOf.Run, r.ReviewOf.Hash, what).WithRule(paddock.RuleReviewRun)
+}
+
+// moveReviews follows a new submission of run id: each live review of an
+// older change set is replaced by one of the new (made with the same
+// definition), the older rejected. What fails is recorded, never the
+// submission's failure.
+func (m *Manager) moveReviews(ctx context.Context, id, hash string) {
+	coder, err := m.Run(ctx, id)
+	if err != nil {
+		return
+	}
+	live, err := m.reviewsOf(ctx, coder)
+	if err != nil {
+		m.log().Warn("listing the run's reviews failed", "run", id, "err", err)
+		return
+	}
+	for _, r := range live {
+		if r.ReviewOf.Hash == hash {
+			continue
+		}
+		if _, err := m.Review(ctx, id, r.Agent.Name); err != nil {
+			m.log().Warn("moving a review to the new change set failed", "run", id, "review", r.ID, "err", err)
+			m.record(ctx, id, paddock.EventReviewStarted, map[string]any{"hash": hash, "failed": paddock.ErrorMessage(err)})
+		}
+		return // Review moved every older one
+	}
+}
