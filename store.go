@@ -88,6 +88,17 @@ type Tx interface {
 	AccessRequests(ctx context.Context, runID string) ([]*AccessRequest, error)
 	// UpdateAccessRequest writes a request's state and decision.
 	UpdateAccessRequest(ctx context.Context, r *AccessRequest) error
+
+	// CreateFlow records a new flow (its Version 1).
+	CreateFlow(ctx context.Context, f *Flow) error
+	// Flow returns a flow by id.
+	Flow(ctx context.Context, id string) (*Flow, error)
+	// Flows lists the flows of a project (all, if project is empty),
+	// oldest first.
+	Flows(ctx context.Context, project string) ([]*Flow, error)
+	// UpdateFlow writes f, whose Version the caller raised by one from the
+	// version it read; if another write came between, it is a conflict.
+	UpdateFlow(ctx context.Context, f *Flow) error
 }
 
 // WorkspaceProvider makes and removes workspaces of one kind. The lifecycle

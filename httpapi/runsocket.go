@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/paddock-dev/paddock"
+	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,6 +41,9 @@ func (s *Server) RunHandler(id string) http.Handler {
 		next.ServeHTTP(w, r.WithContext(paddock.WithAgent(context.WithValue(ctx, scopeKey, id))))
 	})
 }
+
+// MaxRunConns bounds the connections a run's socket serves at once.
+const MaxRunConns = 16
 
 // RunSockets serves each run its own API on a unix socket
 // (lifecycle.RunAPI): one listener and one http.Server per run, made on
@@ -71,6 +76,9 @@ func (rs *RunSockets) Listen(id, path string) error {
 	if rs.closed {
 		return errors.New("the daemon is stopping")
 	}
+	if rs.API == nil {
+		return errors.New("the daemon's API is not made yet")
+	}
 	if s, ok := rs.live[id]; ok && s.path == path {
 		if _, err := os.Lstat(path); err == nil {
 			return nil
@@ -83,7 +91,13 @@ func (rs *RunSockets) Listen(id, path string) error {
 	if err != nil {
 		return err
 	}
+	// A run's commands share a few connections at once: more wait in the
+	// kernel's queue, so that one run can hold neither the daemon's
+	// descriptors nor its memory (each request in flight may carry an
+	// exec's stdin) from the others.
+	ln = netutil.LimitListener(ln, MaxRunConns)
 	srv := rs.NewServer(rs.API.RunHandler(id))
+	srv.IdleTimeout = 15 * time.Second // an idle connection gives its place back soon
 	if rs.live == nil {
 		rs.live = map[string]*runSocket{}
 	}

@@ -185,7 +185,34 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	if err := m.checkOpen(); err != nil {
 		return nil, err
 	}
+	if err := m.agentExec(ctx, id, &req); err != nil {
+		return nil, err
+	}
 	return m.execBrokered(ctx, id, execCall(req), req, stdout, stderr)
+}
+
+// agentExec holds an agent's command (a call made as the run's agent: its
+// token, its socket, `paddock mcp`, either MCP transport) to what the
+// operator gave the agent: the network its bootstrap accepted (AgentNet:
+// none unless the run was bootstrapped with a definition that has one),
+// and no less confinement than the machine enforces. One check for every
+// way an agent reaches exec, jobs included. An agent's command without a
+// network gets its own.
+func (m *Manager) agentExec(ctx context.Context, id string, req *paddock.ExecRequest) error {
+	if !paddock.AgentCall(ctx) {
+		return nil
+	}
+	if req.AllowDegraded {
+		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
+	}
+	allowed := m.AgentNet(id)
+	switch {
+	case req.Net == "":
+		req.Net = allowed
+	case req.Net != allowed:
+		return paddock.Errorf(paddock.CodeForbidden, "this agent's commands get network %q; only the operator chooses another", allowed).WithRule(broker.RuleNetwork)
+	}
+	return nil
 }
 
 // execBrokered is ExecStream deciding on call: an agent's start command
@@ -360,6 +387,11 @@ func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Ca
 	caps := &paddock.Capabilities{Run: r.ID, Agent: def.Name, AgentHash: cmp.Or(r.AgentHash, def.Hash()), Workspace: r.Access,
 		State: r.State(), Net: broker.Net(def, c.grants), Limits: broker.Limits(def, c.grants), Env: def.Env, Secrets: r.Secrets,
 		Tools: []paddock.ToolCapability{}}
+	if paddock.AgentCall(ctx) {
+		// What the agent's own commands get (agentExec), not the most
+		// the operator may give them: what it is told is what holds.
+		caps.Net = m.AgentNet(r.ID)
+	}
 	switch r.State() {
 	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
 		caps.Working = r.Access != paddock.AccessNone

@@ -45,7 +45,14 @@ func (m *Manager) prepareAux(r *paddock.Run) error {
 		return err
 	}
 	if m.SandboxUID != 0 {
-		return chownTree(m.auxDir(r.ID), m.SandboxUID)
+		if err := chownTree(m.auxDir(r.ID), m.SandboxUID); err != nil {
+			return err
+		}
+		// The API directory stays the daemon's: its socket is made there
+		// again after a restart, and nothing of the agent's may be in it.
+		if err := chownTree(m.apiDir(r.ID), os.Getuid()); err != nil && !os.IsNotExist(err) {
+			return err
+		}
 	}
 	return nil
 }

@@ -50,6 +50,9 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job takes no stdin; put its input in the workspace, or use exec")
 		}
 		exec = *req.Exec
+		if err := m.agentExec(ctx, id, &exec); err != nil {
+			return nil, err
+		}
 		call = execCall(exec)
 		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
 			res, err := m.ExecStream(ctx, id, exec, logw, logw)

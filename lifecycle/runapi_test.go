@@ -121,3 +121,38 @@ func readJSON(t *testing.T, path string, v any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestAgentExecNetwork: however an agent reaches exec (its token, its
+// run's socket, either MCP transport: all are agent calls), its command
+// gets the network its bootstrap accepted and nothing more, and its
+// capabilities say so; the operator still chooses per command.
+func TestAgentExecNetwork(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.project(t)
+	withSandbox(t, e)
+	r := e.create(t, paddock.KindClone, "")
+	agentCtx := paddock.WithAgent(ctx)
+	res, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}})
+	if err != nil || res.Enforcement.Net != "none" {
+		t.Fatalf("an agent's command with no network asked: %+v %v", res, err)
+	}
+	for _, net := range []string{"host", "allow=example.com"} {
+		if _, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Net: net}); !paddock.IsCode(err, paddock.CodeForbidden) {
+			t.Errorf("an agent's command asked for %s: %v", net, err)
+		}
+		if _, err := e.m.StartJob(agentCtx, r.ID, paddock.StartJobRequest{Kind: paddock.JobExec, Exec: &paddock.ExecRequest{Argv: []string{"true"}, Net: net}}); !paddock.IsCode(err, paddock.CodeForbidden) {
+			t.Errorf("an agent's job asked for %s: %v", net, err)
+		}
+	}
+	if _, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, AllowDegraded: true}); !paddock.IsCode(err, paddock.CodeForbidden) {
+		t.Errorf("an agent asked for a degraded sandbox: %v", err)
+	}
+	if caps, err := e.m.Capabilities(agentCtx, r.ID); err != nil || caps.Net != "none" {
+		t.Errorf("the agent is told its commands get %q (%v)", caps.Net, err)
+	}
+	// The operator's own command may have the network the definition allows.
+	if caps, err := e.m.Capabilities(ctx, r.ID); err != nil || caps.Net != "host" {
+		t.Errorf("the operator is told the ceiling is %q (%v)", caps.Net, err)
+	}
+}

@@ -471,6 +471,9 @@ func (m *Manager) Reject(ctx context.Context, id string) (*paddock.Run, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.RunAPI != nil {
+		m.RunAPI.Close(id) // a rejected run's agent has nothing more to ask
+	}
 	r, err := m.step(ctx, id, paddock.StateRejected, "rejected", nil)
 	if err != nil {
 		return nil, err

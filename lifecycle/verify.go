@@ -393,7 +393,15 @@ func (m *Manager) reports(id string, ch manifest.Check) (manifest.Counts, bool) 
 	if parse == nil || !under {
 		return manifest.Counts{}, false
 	}
-	root, err := os.OpenRoot(m.resultsDir(id))
+	// The home is the daemon's directory; the results directory in it is
+	// the agent's, and may be a link it made: opened from the home's root,
+	// it cannot lead out of the home.
+	home, err := os.OpenRoot(filepath.Join(m.auxDir(id), "home"))
+	if err != nil {
+		return manifest.Counts{}, false
+	}
+	defer home.Close()
+	root, err := home.OpenRoot(strings.TrimPrefix(manifest.ResultsDir, HomeInView+"/"))
 	if err != nil {
 		return manifest.Counts{}, false
 	}

@@ -474,10 +474,9 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, args json.R
 	if err := tools.Decode(paddock.ToolExec, args, &in); err != nil {
 		return errorResult(err, s.cfg.Logger), nil
 	}
-	s.mu.Lock()
-	net := s.net
-	s.mu.Unlock()
-	er := paddock.ExecRequest{Argv: in.Argv, Dir: in.Dir, Env: in.Env, Timeout: in.Timeout, Limits: in.Limits, Net: net}
+	// The network is not the agent's choice: the daemon gives an agent's
+	// command its own (and a caller's nothing more than it asks for).
+	er := paddock.ExecRequest{Argv: in.Argv, Dir: in.Dir, Env: in.Env, Timeout: in.Timeout, Limits: in.Limits}
 	if in.Stdin != "" {
 		er.Stdin = []byte(in.Stdin)
 	}

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"CancelledCallersStayApart", testCancelledCallers},
 		{"Agents", testAgents},
 		{"AccessRequests", testAccessRequests},
+		{"Flows", testFlows},
 		{"OrderWithinASecond", testOrderWithinASecond},
 	}
 	for _, tc := range tests {
@@ -913,6 +914,67 @@ func testAccessRequests(t *testing.T, open Opener) {
 		if err != nil || len(other) != 0 {
 			t.Fatalf("another run's requests = %v, %v", other, err)
 		}
+		return nil
+	})
+}
+
+// testFlows: a flow is kept whole, listed per project, written only over
+// the version it was read at, and goes with its project.
+func testFlows(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a")
+	seed(t, s, "lib")
+	now := time.Now().UTC()
+	f := &paddock.Flow{ID: "f1", Project: "app", Task: "fix it", State: "coding", CreatedAt: now, UpdatedAt: now,
+		Workflow: paddock.Workflow{Name: "w", Start: "coding", States: []paddock.WorkflowState{{Name: "coding", Agent: "coder",
+			Transitions: []paddock.FlowTransition{{Event: "done", To: "end"}}}, {Name: "end", End: true}}},
+		Runs: map[string]string{"coding": "a"}, Events: []paddock.FlowEvent{{Seq: 1, At: now, Type: "flow.started"}}}
+	update(t, s, func(tx paddock.Tx) error { return tx.CreateFlow(ctx, f) })
+	update(t, s, func(tx paddock.Tx) error {
+		return tx.CreateFlow(ctx, &paddock.Flow{ID: "f2", Project: "lib", CreatedAt: now.Add(time.Second)})
+	})
+	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateFlow(ctx, f) }), paddock.CodeConflict)
+	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
+		return tx.CreateFlow(ctx, &paddock.Flow{ID: "f3", Project: "ghost", CreatedAt: now})
+	}), paddock.CodeNotFound)
+	s.View(ctx, func(tx paddock.Tx) error {
+		got, err := tx.Flow(ctx, "f1")
+		if err != nil || got.Version != 1 || got.Workflow.States[0].Transitions[0].Event != "done" || got.Runs["coding"] != "a" || len(got.Events) != 1 {
+			t.Fatalf("flow f1 = %+v, %v", got, err)
+		}
+		all, err := tx.Flows(ctx, "")
+		if err != nil || len(all) != 2 || all[0].ID != "f1" {
+			t.Fatalf("all flows = %v, %v", all, err)
+		}
+		if app, err := tx.Flows(ctx, "app"); err != nil || len(app) != 1 {
+			t.Fatalf("app's flows = %v, %v", app, err)
+		}
+		_, err = tx.Flow(ctx, "nope")
+		wantCode(t, err, paddock.CodeNotFound)
+		return nil
+	})
+	// Two writers read version 1; the second write is refused.
+	a, b := *f, *f
+	a.Version, a.State = 2, "end"
+	b.Version, b.State = 2, "coding"
+	update(t, s, func(tx paddock.Tx) error { return tx.UpdateFlow(ctx, &a) })
+	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error { return tx.UpdateFlow(ctx, &b) }), paddock.CodeConflict)
+	s.View(ctx, func(tx paddock.Tx) error {
+		if got, _ := tx.Flow(ctx, "f1"); got.State != "end" || got.Version != 2 {
+			t.Fatalf("after the update: %+v", got)
+		}
+		return nil
+	})
+	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
+		g := paddock.Flow{ID: "ghost", Version: 2}
+		return tx.UpdateFlow(ctx, &g)
+	}), paddock.CodeNotFound)
+	// A project's flows go with it.
+	update(t, s, func(tx paddock.Tx) error { return tx.DeleteProject(ctx, "lib") })
+	s.View(ctx, func(tx paddock.Tx) error {
+		_, err := tx.Flow(ctx, "f2")
+		wantCode(t, err, paddock.CodeNotFound)
 		return nil
 	})
 }

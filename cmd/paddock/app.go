@@ -226,8 +226,15 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 		}
 		return client.TCP(addr, strings.TrimSpace(string(tok))), nil
 	}
+	// A state directory named on the command line or in the environment
+	// wins over a run's socket: an operator's stray $PADDOCK_SOCKET never
+	// sends its verbs elsewhere.
+	named := a.home != "" || a.getenv(paddock.EnvPrefix+"HOME") != ""
 	sock := a.getenv(lifecycle.EnvSocket)
-	if sock == "" && a.home == "" && a.getenv(paddock.EnvPrefix+"HOME") == "" {
+	if named {
+		sock = ""
+	}
+	if sock == "" && !named {
 		// Inside a run whose client started us with an environment of its
 		// own: the run's socket is where every run's view has it.
 		if fi, err := os.Stat(lifecycle.SocketInView); err == nil && fi.Mode()&os.ModeSocket != 0 {

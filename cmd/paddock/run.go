@@ -118,6 +118,17 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	res, err := c.ExecStream(agentCtx, r.ID, paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout}, a.stdout, a.stderr)
 	interrupted := agentCtx.Err() != nil && ctx.Err() == nil
 	stop()
+	// A job CMD started through its run's socket ends with it: what is
+	// reviewed next must be what CMD left, not what a job goes on writing.
+	if jobs, jerr := c.Jobs(ctx, r.ID); jerr == nil {
+		for _, j := range jobs {
+			if j.State == paddock.JobRunning {
+				if _, err := c.CancelJob(ctx, r.ID, j.ID); err == nil {
+					fmt.Fprintf(a.stderr, "paddock: cancelled job %s (%s), which %s left running\n", j.ID, j.Kind, argv[0])
+				}
+			}
+		}
+	}
 	if interrupted {
 		fmt.Fprintf(a.stderr, "paddock: stopped; run %s is kept (paddock diff %s, paddock reject %s)\n", r.ID, r.ID, r.ID)
 		return 130, nil

@@ -205,20 +205,13 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	if err != nil {
 		return err
 	}
-	recovered, err := m.Recover(ctx)
-	if err != nil {
-		return fmt.Errorf("recover: %w", err)
-	}
 	token, err := loadToken(home)
 	if err != nil {
 		return err
 	}
-
-	info := daemonInfo{Version: version(), PID: os.Getpid(), StateDir: home, Socket: socketPath(home),
-		StartedAt: time.Now().UTC(), Recovered: recovered}
-	if info.Recovered == nil {
-		info.Recovered = []paddock.Finding{}
-	}
+	// The API exists before recovery, which serves the live runs' own
+	// sockets again through it.
+	var info daemonInfo
 	watch := &configWatch{home: home, path: o.config, flags: changed, flagValues: o, storeOverridden: storeOverridden, started: cfg, level: level, m: m, log: logger}
 	api := &httpapi.Server{Service: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus {
 		st := info
@@ -230,6 +223,15 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	api.MCP = mcpHTTP
 	api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
 		return machineReport(ctx, "daemon", doctorConfig{sandboxUID: m.SandboxUID, perExec: m.Harnesses.PerExec, idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})
+	}
+	recovered, err := m.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	info = daemonInfo{Version: version(), PID: os.Getpid(), StateDir: home, Socket: socketPath(home),
+		StartedAt: time.Now().UTC(), Recovered: recovered}
+	if info.Recovered == nil {
+		info.Recovered = []paddock.Finding{}
 	}
 
 	unixLn, err := listenUnix(socketPath(home))
