@@ -207,6 +207,9 @@ type Capabilities struct {
 	// decided yet.
 	Grants  []*AccessRequest `json:"grants,omitempty"`
 	Pending []*AccessRequest `json:"pending,omitempty"`
+	// Menu is what the run's agent may pick from its flow now, and what it
+	// is given (nil when the run is in no flow).
+	Menu *Menu `json:"menu,omitempty"`
 }
 
 // ToolCapability is one offered tool and how it is narrowed.

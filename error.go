@@ -41,6 +41,9 @@ type Rule string
 // RuleAccessNone refuses a workspace action to a run that has no workspace.
 const RuleAccessNone Rule = "access_none"
 
+// RuleMenu refuses an event that is not on a run's menu now.
+const RuleMenu Rule = "not_on_menu"
+
 // RuleReviewRun refuses a review run what only the run it reviews, or a
 // person, does: submit, approve, apply.
 const RuleReviewRun Rule = "review_run"

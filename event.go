@@ -68,9 +68,12 @@ const (
 	// EventReviewStarted: a review run of the submitted change set was
 	// made (Manager.Review); data names it and the hash it holds.
 	EventReviewStarted = "review.started"
-	EventApproved      = "changeset.approved"
-	EventApplied       = "changeset.applied"
-	EventUndone        = "changeset.undone"
+	// EventFlowState: the run's flow moved (a state entered or left); its
+	// menu changed.
+	EventFlowState = "flow.state"
+	EventApproved  = "changeset.approved"
+	EventApplied   = "changeset.applied"
+	EventUndone    = "changeset.undone"
 	// EventApplyFailed records an apply into the working tree that did not
 	// leave the tree it was approved to leave, and was rolled back.
 	EventApplyFailed = "changeset.apply_failed"

@@ -29,7 +29,7 @@ type WorkflowState struct {
 	// flow's coder (the run of the state named by Reviews) submitted.
 	Reviews string `json:"reviews,omitempty"`
 	// End marks a state no event leaves: the flow is over.
-	End         bool         `json:"end,omitempty"`
+	End         bool             `json:"end,omitempty"`
 	Transitions []FlowTransition `json:"transitions,omitempty"`
 }
 

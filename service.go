@@ -26,6 +26,15 @@ type Service interface {
 	// change set, with the agent definition named (the built-in reviewer
 	// if empty).
 	Review(ctx context.Context, id, agent string) (*Run, error)
+
+	// StartFlow starts a workflow's flow on a project, for a task.
+	StartFlow(ctx context.Context, req StartFlowRequest) (*Flow, error)
+	// Flows lists a project's flows (all, if project is empty).
+	Flows(ctx context.Context, project string) ([]*Flow, error)
+	Flow(ctx context.Context, id string) (*Flow, error)
+	// PickEvent takes an event from a run's menu (its flow's current
+	// state's transitions); anything else is refused.
+	PickEvent(ctx context.Context, id, event string, req MenuEventRequest) (*Flow, error)
 	Reject(ctx context.Context, id string) (*Run, error)
 	Remove(ctx context.Context, id string) (*Run, error)
 	Checkpoint(ctx context.Context, id, reason string) (*Run, error)

@@ -246,6 +246,34 @@ func (c *Client) Review(ctx context.Context, id, agent string) (*paddock.Run, er
 	return c.runAction(ctx, id, "review", paddock.ReviewRequest{Agent: agent})
 }
 
+// StartFlow starts a workflow's flow.
+func (c *Client) StartFlow(ctx context.Context, req paddock.StartFlowRequest) (*paddock.Flow, error) {
+	var f paddock.Flow
+	return &f, c.do(ctx, http.MethodPost, "/v1/flows", req, &f)
+}
+
+// Flows lists a project's flows (all, if project is empty).
+func (c *Client) Flows(ctx context.Context, project string) ([]*paddock.Flow, error) {
+	var fs []*paddock.Flow
+	q := ""
+	if project != "" {
+		q = "?project=" + url.QueryEscape(project)
+	}
+	return fs, c.do(ctx, http.MethodGet, "/v1/flows"+q, nil, &fs)
+}
+
+// Flow returns a flow, with its log.
+func (c *Client) Flow(ctx context.Context, id string) (*paddock.Flow, error) {
+	var f paddock.Flow
+	return &f, c.do(ctx, http.MethodGet, "/v1/flows/"+url.PathEscape(id), nil, &f)
+}
+
+// PickEvent takes an event from run id's menu.
+func (c *Client) PickEvent(ctx context.Context, id, event string, req paddock.MenuEventRequest) (*paddock.Flow, error) {
+	var f paddock.Flow
+	return &f, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/menu/"+url.PathEscape(event), req, &f)
+}
+
 // Reject discards a run's result.
 func (c *Client) Reject(ctx context.Context, id string) (*paddock.Run, error) {
 	return c.runAction(ctx, id, "reject", nil)

@@ -42,6 +42,14 @@
 //	(grant and deny decide the latest request; a bootstrap with "name"
 //	and no "agent" makes the run with that stored definition)
 //
+// and workflows:
+//
+//	{"do": "flow_start", "project": "app", "name": "task-with-review", "task": "…"}
+//	(the flow's first run is acted on next, as its agent)
+//	{"do": "pick", "name": "done"}  |  {"do": "pick", "name": "approve", "hash": "head"}
+//	(an event from the run's menu; "head" is the hash under review; the
+//	next state's run is acted on next)  |  {"do": "flows"}  |  {"do": "flow"}
+//
 // Each step may say "as": "operator" (the daemon's credential) or "agent"
 // (the run's own token, the default once a run is bootstrapped), "run":
 // "other" to aim at the previous run instead, and "expect": an error code
@@ -94,6 +102,8 @@ type Step struct {
 	Access *paddock.AccessRequestInput `json:"access,omitempty"`
 	// Checks are what a verify step runs.
 	Checks []string `json:"checks,omitempty"`
+	// Findings are what a pick step carries (an event with findings).
+	Findings []string `json:"findings,omitempty"`
 }
 
 // Runner runs scripts against one daemon.
@@ -111,6 +121,7 @@ type Runner struct {
 	lastReq string // the latest access request
 	hash    string // of the latest submission
 	seen    string // of the latest change set computed
+	flow    string // the latest flow started
 }
 
 // Run plays a script and returns the first step that failed, if any.
@@ -155,7 +166,11 @@ func (r *Runner) target(s Step) (string, *client.Client, error) {
 	}
 	c := r.Operator
 	if s.As != "operator" {
-		c = r.Operator.WithToken(r.tokens[r.runs[len(r.runs)-1]])
+		if tok := r.tokens[r.runs[len(r.runs)-1]]; tok != "" {
+			c = r.Operator.WithToken(tok)
+		} else {
+			c = r.Operator.ForAgent() // a flow's run: driven by an orchestrator, as its agent
+		}
 	}
 	return run, c, nil
 }
@@ -177,6 +192,14 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 		r.runs = append(r.runs, res.Run.ID)
 		r.tokens[res.Run.ID] = res.Token
 		return nil
+	}
+	if s.Do == "flow_start" { // a flow; its first state's run is the one acted on next
+		f, err := r.Operator.StartFlow(ctx, paddock.StartFlowRequest{Workflow: s.Name, Project: s.Project, Task: s.Task})
+		if err == nil {
+			r.flow = f.ID
+			r.runs = append(r.runs, f.Runs[f.State])
+		}
+		return err
 	}
 	if s.Do == "create" { // a run made without a bootstrap, by the operator
 		res, err := r.Operator.Create(ctx, paddock.CreateRunRequest{Project: s.Project})
@@ -247,6 +270,22 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 		}
 	case "cancel":
 		answer, err = c.CancelJob(ctx, run, r.lastJob)
+	case "pick": // an event from the run's menu; hash "head" is the one under review
+		req := paddock.MenuEventRequest{Head: s.Hash, Findings: s.Findings}
+		if s.Hash == "head" {
+			var f *paddock.Flow
+			if f, err = r.Operator.Flow(ctx, r.flow); err != nil {
+				return err
+			}
+			req.Head = f.Head
+		}
+		var f *paddock.Flow
+		if f, err = c.PickEvent(ctx, run, s.Name, req); err == nil {
+			answer = f
+			if next := f.Runs[f.State]; next != "" && next != run && f.Ended.IsZero() {
+				r.runs = append(r.runs, next) // the next state's run is acted on next
+			}
+		}
 	case "status":
 		answer, err = c.Run(ctx, run)
 	case "events":
@@ -347,6 +386,10 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 func (r *Runner) operatorStep(ctx context.Context, s Step, answer *any) (done bool, err error) {
 	c := r.Operator
 	switch s.Do {
+	case "flows":
+		*answer, err = c.Flows(ctx, s.Project)
+	case "flow":
+		*answer, err = c.Flow(ctx, r.flow)
 	case "health":
 		err = c.Health(ctx)
 	case "daemon":

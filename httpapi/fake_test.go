@@ -211,6 +211,28 @@ func (f *fake) Run(ctx context.Context, id string) (*paddock.Run, error) {
 	return f.run(id)
 }
 
+func (f *fake) StartFlow(ctx context.Context, req paddock.StartFlowRequest) (*paddock.Flow, error) {
+	if err := f.record(ctx, "StartFlow", req.Workflow, req.Project, req.Task); err != nil {
+		return nil, err
+	}
+	return &paddock.Flow{ID: "f-1", Project: req.Project, Task: req.Task}, nil
+}
+
+func (f *fake) Flows(ctx context.Context, project string) ([]*paddock.Flow, error) {
+	return nil, f.record(ctx, "Flows", project)
+}
+
+func (f *fake) Flow(ctx context.Context, id string) (*paddock.Flow, error) {
+	return &paddock.Flow{ID: id}, f.record(ctx, "Flow", id)
+}
+
+func (f *fake) PickEvent(ctx context.Context, id, event string, req paddock.MenuEventRequest) (*paddock.Flow, error) {
+	if err := f.record(ctx, "PickEvent", id, event, req.Head); err != nil {
+		return nil, err
+	}
+	return &paddock.Flow{ID: "f-1"}, nil
+}
+
 func (f *fake) Review(ctx context.Context, id, agent string) (*paddock.Run, error) {
 	if err := f.record(ctx, "Review", id, agent); err != nil {
 		return nil, err

@@ -183,7 +183,7 @@ func TestEveryRoute(t *testing.T) {
 	covered := map[string]bool{}
 	// What a success that made something answers; the rest answer 200.
 	made := map[string]int{"POST /v1/projects": 201, "POST /v1/runs": 201, "POST /v1/bootstrap": 201, "POST /v1/runs/{id}/jobs": 202,
-		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201}
+		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/flows": 201}
 	for _, tc := range []struct{ method, path, body, asks string }{
 		{"GET", "/healthz", "", ""},
 		{"GET", "/v1/openapi.json", "", ""},
@@ -236,6 +236,10 @@ func TestEveryRoute(t *testing.T) {
 		{"POST", run + "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Run " + id + "; MCP POST " + id},
 		{"GET", run + "/mcp", "", "Run " + id + "; MCP GET " + id},
 		{"DELETE", run + "/mcp", "", "Run " + id + "; MCP DELETE " + id},
+		{"POST", "/v1/flows", `{"workflow":"task-with-review","project":"app","task":"fix"}`, "StartFlow task-with-review app fix"},
+		{"GET", "/v1/flows?project=app", "", "Flows app"},
+		{"GET", "/v1/flows/f-1", "", "Flow f-1"},
+		{"POST", run + "/menu/done", `{"head":"h"}`, "PickEvent " + id + " done h"},
 		{"GET", "/v1/agents", "", "Agents"},
 		{"GET", "/v1/projects/app/manifest", "", "ProjectManifest app"},
 		{"POST", "/v1/agents", `{"file":"t.toml","source":"name = \"t\""}`, "AddAgent t.toml"},
@@ -634,6 +638,8 @@ func TestRunTokenReach(t *testing.T) {
 		"GET /v1/runs/{id}/requests", "POST /v1/runs/{id}/requests",
 		// MCP over HTTP: the same calls, one protocol.
 		"POST /v1/runs/{id}/mcp", "GET /v1/runs/{id}/mcp", "DELETE /v1/runs/{id}/mcp",
+		// The flow's menu: an agent picks from it, never starts a flow.
+		"POST /v1/runs/{id}/menu/{event}",
 	}
 	var got []string
 	for _, rt := range Routes() {

@@ -114,6 +114,11 @@ var routes = []route{
 	{"GET", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream((*Server).mcp)},
 	{"DELETE", "/v1/runs/{id}/mcp", runToken, http.StatusNoContent, stream((*Server).mcp)},
 
+	{"POST", "/v1/flows", operator, http.StatusCreated, reply((*Server).startFlow)},
+	{"GET", "/v1/flows", operator, http.StatusOK, reply((*Server).flows)},
+	{"GET", "/v1/flows/{flow}", operator, http.StatusOK, reply((*Server).flow)},
+	{"POST", "/v1/runs/{id}/menu/{event}", runToken, http.StatusOK, reply((*Server).pickEvent)},
+
 	{"GET", "/v1/agents", operator, http.StatusOK, reply((*Server).agents)},
 	{"POST", "/v1/agents", operator, http.StatusCreated, reply((*Server).addAgent)},
 	{"GET", "/v1/agents/{name}", operator, http.StatusOK, reply((*Server).agent)},
@@ -504,4 +509,28 @@ func (s *Server) removeAgent(r *http.Request) (any, error) {
 
 func (s *Server) projectManifest(r *http.Request) (any, error) {
 	return s.Service.ProjectManifest(r.Context(), r.PathValue("name"))
+}
+
+func (s *Server) startFlow(r *http.Request) (any, error) {
+	var req paddock.StartFlowRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Service.StartFlow(r.Context(), req)
+}
+
+func (s *Server) flows(r *http.Request) (any, error) {
+	return nonNil(s.Service.Flows(r.Context(), r.URL.Query().Get("project")))
+}
+
+func (s *Server) flow(r *http.Request) (any, error) {
+	return s.Service.Flow(r.Context(), r.PathValue("flow"))
+}
+
+func (s *Server) pickEvent(r *http.Request) (any, error) {
+	var req paddock.MenuEventRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Service.PickEvent(r.Context(), r.PathValue("id"), r.PathValue("event"), req)
 }

@@ -387,6 +387,9 @@ func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Ca
 	caps := &paddock.Capabilities{Run: r.ID, Agent: def.Name, AgentHash: cmp.Or(r.AgentHash, def.Hash()), Workspace: r.Access,
 		State: r.State(), Net: broker.Net(def, c.grants), Limits: broker.Limits(def, c.grants), Env: def.Env, Secrets: r.Secrets,
 		Tools: []paddock.ToolCapability{}}
+	if menu, err := m.Menu(ctx, r.ID); err == nil && menu.Flow != "" {
+		caps.Menu = menu
+	}
 	if paddock.AgentCall(ctx) {
 		// What the agent's own commands get (agentExec), not the most
 		// the operator may give them: what it is told is what holds.

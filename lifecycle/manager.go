@@ -141,6 +141,7 @@ type Manager struct {
 	manifests    manifestCache
 
 	identity atomic.Pointer[gitx.Identity] // SetIdentity's
+	flowMu   sync.Mutex                    // one flow step at a time (the store's versions guard other daemons)
 
 	// ctx is the parent of the Manager's own work: Close cancels it, which
 	// ends the commands running and the jobs (the runner's context is a

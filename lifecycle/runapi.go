@@ -77,7 +77,9 @@ func (m *Manager) runAPIBinds(r *paddock.Run) ([]sandbox.Bind, error) {
 		return nil, nil
 	}
 	if err := m.serveRunAPI(r.ID); err != nil {
-		return nil, err
+		// The command runs all the same; only its way to the daemon is
+		// missing (the daemon is stopping, say), and its client says so.
+		m.log().Warn("a run's command gets no API socket", "run", r.ID, "err", err)
 	}
 	binds := []sandbox.Bind{{Source: m.apiDir(r.ID), Target: APIInView, ReadOnly: true}}
 	if bin := m.RunAPI.BinDir(); bin != "" {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/strictjson"
 	"github.com/paddock-dev/paddock/tools"
 )
 
@@ -66,7 +68,9 @@ type Server struct {
 	mu      sync.Mutex
 	offered []string // the tools listed now, by name
 	net     string   // the network the run's commands get
-	closed  error    // not nil: the run takes no more calls (rejected, cleaned)
+	// menu is the run's flow's menu now, by event: each is a tool too.
+	menu   map[string]paddock.MenuItem
+	closed error // not nil: the run takes no more calls (rejected, cleaned)
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -196,6 +200,18 @@ func (s *Server) refresh(ctx context.Context) {
 			want = append(want, tc.Name)
 		}
 	}
+	// The flow's menu: its events are tools while they are on it.
+	menu := map[string]paddock.MenuItem{}
+	if caps.Menu != nil {
+		for _, it := range caps.Menu.Items {
+			if _, clash := toolDefs[it.Event]; !clash {
+				menu[it.Event] = it
+				want = append(want, it.Event)
+			}
+		}
+	}
+	menuChanged := !maps.Equal(menu, s.menu)
+	s.menu = menu
 	var gone []string
 	for _, name := range s.offered {
 		if !slices.Contains(want, name) {
@@ -208,6 +224,12 @@ func (s *Server) refresh(ctx context.Context) {
 	netChanged := s.net != caps.Net
 	s.net = caps.Net
 	for _, name := range want {
+		if it, ok := menu[name]; ok {
+			if !slices.Contains(s.offered, name) || menuChanged {
+				s.srv.AddTool(menuTool(it), s.menuHandler(name))
+			}
+			continue
+		}
 		if slices.Contains(s.offered, name) && !(name == paddock.ToolExec && netChanged) {
 			continue
 		}
@@ -249,7 +271,8 @@ func (s *Server) watch(ctx context.Context, after int64) {
 			after = max(after, e.Seq)
 			switch e.Type {
 			case paddock.EventAccessGranted, paddock.EventAccessDenied, paddock.TransitionEvent, paddock.EventRunRemoved,
-				paddock.EventResumed, paddock.EventCheckpoint, paddock.EventSubmitted, paddock.EventApproved, paddock.EventApplied:
+				paddock.EventResumed, paddock.EventCheckpoint, paddock.EventSubmitted, paddock.EventApproved, paddock.EventApplied,
+				paddock.EventFlowState:
 				again = true
 			}
 		}
@@ -612,4 +635,58 @@ func errorResult(err error, log *slog.Logger) *mcp.CallToolResult {
 func oneLine(err error) string {
 	msg := strings.Join(strings.Fields(paddock.ErrorMessage(err)), " ")
 	return string(paddock.ErrorCode(err)) + ": " + msg
+}
+
+// menuTool is a flow event's tool: its arguments are the menu's (the head
+// a guarded event carries, the findings a findings event carries).
+func menuTool(it paddock.MenuItem) *mcp.Tool {
+	desc := "Pick " + it.Event + " from this run's workflow menu"
+	if it.Description != "" {
+		desc += ": " + it.Description
+	}
+	desc += ". It moves the flow on; capabilities shows the menu and what you are given (the task, the change set under review, findings)."
+	var required []string
+	if it.Guarded {
+		desc += " Give as head the hash of the change set you reviewed; if it moved since, the pick is refused."
+		required = append(required, "head")
+	}
+	if it.Findings {
+		desc += " Give your findings: what must change."
+		required = append(required, "findings")
+	}
+	schema := map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
+		"head":     map[string]any{"type": "string", "description": "the change-set hash you reviewed"},
+		"findings": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+		"note":     map[string]any{"type": "string"},
+	}}
+	if len(required) > 0 {
+		schema["required"] = required
+	}
+	f, t := false, true
+	return &mcp.Tool{Name: it.Event, Description: desc, InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &f, IdempotentHint: false, OpenWorldHint: &f, ReadOnlyHint: false, Title: it.Event + " (workflow)"},
+		Meta:        mcp.Meta{"paddock/menu": t}}
+}
+
+// menuHandler picks event from the run's menu.
+func (s *Server) menuHandler(event string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := req.Params.Arguments
+		if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
+			args = json.RawMessage(`{}`)
+		}
+		var in paddock.MenuEventRequest
+		if err := strictjson.Unmarshal(args, &in); err != nil {
+			return errorResult(paddock.Errorf(paddock.CodeBadRequest, "%s: invalid arguments: %s", event, paddock.ErrorMessage(err)), s.cfg.Logger), nil
+		}
+		f, err := s.cfg.Service.PickEvent(ctx, s.run, event, in)
+		if err != nil {
+			return errorResult(err, s.cfg.Logger), nil
+		}
+		out, err := json.Marshal(map[string]any{"flow": f.ID, "state": f.State, "round": f.Round, "ended": !f.Ended.IsZero()})
+		if err != nil {
+			return errorResult(err, s.cfg.Logger), nil
+		}
+		return jsonResult(out), nil
+	}
 }

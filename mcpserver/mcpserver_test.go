@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -216,7 +217,8 @@ func TestExecProgressAndNetwork(t *testing.T) {
 	if !slices.Equal(got, []string{"one\n@stdout", "two\n@stderr", "three\n@stdout"}) {
 		t.Fatalf("progress: %q", got)
 	}
-	if !slices.Equal(f.calls, []string{"exec make net=host agent=yes"}) {
+	// The network is the daemon's to give (lifecycle's agentExec): none is asked.
+	if !slices.Equal(f.calls, []string{"exec make net= agent=yes"}) {
 		t.Fatalf("calls: %q", f.calls)
 	}
 	// The agent does not pick its network, nor a degraded sandbox.
@@ -351,4 +353,59 @@ func TestHandlerKeepsRunsApart(t *testing.T) {
 		t.Fatalf("r-1's session on r-2: %d", resp.StatusCode)
 	}
 	cs.Close()
+}
+
+func (f *fake) PickEvent(ctx context.Context, id, event string, req paddock.MenuEventRequest) (*paddock.Flow, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("pick %s head=%s findings=%v agent=%v", event, req.Head, req.Findings, paddock.AgentCall(ctx)))
+	if event == "stale" {
+		return nil, paddock.Errorf(paddock.CodeConflict, "the change set under review moved")
+	}
+	return &paddock.Flow{ID: "f-1", State: "awaiting_approval"}, nil
+}
+
+// TestMenuTools: a flow's menu is offered as tools while it is on the
+// menu (a guarded event requires head, a findings event findings), a
+// pick goes to the daemon as the agent's, and a state change lists again.
+func TestMenuTools(t *testing.T) {
+	f := newFake("read")
+	f.caps.Menu = &paddock.Menu{Flow: "f-1", State: "reviewing", Head: "sha256:ab", Items: []paddock.MenuItem{
+		{Event: "approve", Guarded: true}, {Event: "request_changes", Guarded: true, Findings: true}, {Event: "read"}}}
+	changed := make(chan struct{}, 8)
+	_, cs := connect(t, f, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	tools := listed(t, cs)
+	if tools["approve"] == nil || tools["request_changes"] == nil || len(tools) != 3 {
+		t.Fatalf("listed %v", tools)
+	}
+	schema, _ := json.Marshal(tools["request_changes"].InputSchema)
+	if !strings.Contains(string(schema), `"required":["head","findings"]`) {
+		t.Fatalf("request_changes' schema: %s", schema)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "approve", Arguments: map[string]any{"head": "sha256:ab"}})
+	if err != nil || res.IsError {
+		t.Fatalf("approve: %+v %v", res, err)
+	}
+	res, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "approve", Arguments: map[string]any{"head": "x", "approved": true}})
+	if !res.IsError {
+		t.Fatal("an unknown argument was taken")
+	}
+	f.mu.Lock()
+	calls := slices.Clone(f.calls)
+	f.mu.Unlock()
+	if !slices.Equal(calls, []string{"pick approve head=sha256:ab findings=[] agent=true"}) {
+		t.Fatalf("calls: %q", calls)
+	}
+	// The flow moves on: the menu empties, the tools go.
+	f.emit(paddock.EventFlowState, func(c *paddock.Capabilities) {
+		c.Menu = &paddock.Menu{Flow: "f-1", State: "awaiting_approval", Items: []paddock.MenuItem{}}
+	})
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no tools/list_changed after the flow moved")
+	}
+	if tools := listed(t, cs); len(tools) != 1 || tools["read"] == nil {
+		t.Fatalf("after the flow moved: %v", tools)
+	}
 }

@@ -178,7 +178,7 @@ else ~/.local/state/paddock.
 		a.toolCmd(), a.toolsCmd(), a.inboxCmd(), a.execCmd(),
 		a.diffCmd(), a.submitCmd(), a.approveCmd(), a.applyCmd(), a.undoCmd(),
 		a.fakeAgentCmd(), a.mcpCmd(),
-		a.agentCmd(), a.capabilitiesCmd(), a.requestsCmd(), a.grantCmd(), a.denyCmd(), a.verifyCmd(), a.manifestCmd(), a.runCmd(), a.reviewCmd(),
+		a.agentCmd(), a.capabilitiesCmd(), a.requestsCmd(), a.grantCmd(), a.denyCmd(), a.verifyCmd(), a.manifestCmd(), a.runCmd(), a.reviewCmd(), a.flowCmd(), a.menuCmd(),
 	)
 	return root
 }

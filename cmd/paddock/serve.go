@@ -279,10 +279,10 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	for _, srv := range servers {
 		srv.Shutdown(sctx)
 	}
-	runSockets.Shutdown(sctx)
 	if err := m.Close(sctx); err != nil {
 		logger.Error("checkpoint at shutdown failed", "err", err)
 	}
+	runSockets.Shutdown(sctx) // after the commands, which may be using them, are ended
 	logger.Info("stopped")
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil

@@ -419,6 +419,48 @@ func (e FailureOk) Valid() bool {
 	}
 }
 
+// Defines values for FlowEventType.
+const (
+	FlowEventTypeFlowEnded   FlowEventType = "flow.ended"
+	FlowEventTypeFlowEvent   FlowEventType = "flow.event"
+	FlowEventTypeFlowRefused FlowEventType = "flow.refused"
+	FlowEventTypeFlowStarted FlowEventType = "flow.started"
+	FlowEventTypeFlowState   FlowEventType = "flow.state"
+)
+
+// Valid indicates whether the value is a known member of the FlowEventType enum.
+func (e FlowEventType) Valid() bool {
+	switch e {
+	case FlowEventTypeFlowEnded:
+		return true
+	case FlowEventTypeFlowEvent:
+		return true
+	case FlowEventTypeFlowRefused:
+		return true
+	case FlowEventTypeFlowStarted:
+		return true
+	case FlowEventTypeFlowState:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FlowTransitionGuard.
+const (
+	FlowTransitionGuardHeadContextHead FlowTransitionGuard = "head == context.head"
+)
+
+// Valid indicates whether the value is a known member of the FlowTransitionGuard enum.
+func (e FlowTransitionGuard) Valid() bool {
+	switch e {
+	case FlowTransitionGuardHeadContextHead:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobState.
 const (
 	JobStateFailed      JobState = "failed"
@@ -626,6 +668,51 @@ const (
 func (e Doctor200JSONResponseBodyOk) Valid() bool {
 	switch e {
 	case Doctor200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListFlows200JSONResponseBodyOk.
+const (
+	ListFlows200JSONResponseBodyOkTrue ListFlows200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ListFlows200JSONResponseBodyOk enum.
+func (e ListFlows200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case ListFlows200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StartFlow201JSONResponseBodyOk.
+const (
+	StartFlow201JSONResponseBodyOkTrue StartFlow201JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the StartFlow201JSONResponseBodyOk enum.
+func (e StartFlow201JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case StartFlow201JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetFlow200JSONResponseBodyOk.
+const (
+	GetFlow200JSONResponseBodyOkTrue GetFlow200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the GetFlow200JSONResponseBodyOk enum.
+func (e GetFlow200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case GetFlow200JSONResponseBodyOkTrue:
 		return true
 	default:
 		return false
@@ -1079,6 +1166,21 @@ func (e CancelJob200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for PickEvent200JSONResponseBodyOk.
+const (
+	PickEvent200JSONResponseBodyOkTrue PickEvent200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the PickEvent200JSONResponseBodyOk enum.
+func (e PickEvent200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case PickEvent200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RejectRun200JSONResponseBodyOk.
 const (
 	RejectRun200JSONResponseBodyOkTrue RejectRun200JSONResponseBodyOk = true
@@ -1465,7 +1567,10 @@ type Capabilities struct {
 	Grants      *[]AccessRequest `json:"grants,omitempty"`
 
 	// Limits An agent's command ceilings, below the daemon's.
-	Limits    *AgentLimits      `json:"limits,omitempty"`
+	Limits *AgentLimits `json:"limits,omitempty"`
+
+	// Menu What a run's agent may pick from its flow now, and what it is given.
+	Menu      *Menu             `json:"menu,omitempty"`
 	Net       *string           `json:"net,omitempty"`
 	Pending   *[]AccessRequest  `json:"pending,omitempty"`
 	Run       *string           `json:"run,omitempty"`
@@ -1762,6 +1867,50 @@ type Finding struct {
 	State  *string `json:"state,omitempty"`
 }
 
+// Flow One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
+type Flow struct {
+	CreatedAt *time.Time         `json:"created_at,omitempty"`
+	Ended     *time.Time         `json:"ended,omitempty"`
+	Events    *[]FlowEvent       `json:"events,omitempty"`
+	Findings  *[]string          `json:"findings,omitempty"`
+	Head      *string            `json:"head,omitempty"`
+	Id        *string            `json:"id,omitempty"`
+	Project   *string            `json:"project,omitempty"`
+	Round     *int               `json:"round,omitempty"`
+	Runs      *map[string]string `json:"runs,omitempty"`
+	State     *string            `json:"state,omitempty"`
+	Task      *string            `json:"task,omitempty"`
+	UpdatedAt *time.Time         `json:"updated_at,omitempty"`
+	Version   *int               `json:"version,omitempty"`
+
+	// Workflow A workflow: states (each naming the agent definition whose run works in it) and the transitions an agent picks from (its menu).
+	Workflow *Workflow `json:"workflow,omitempty"`
+}
+
+// FlowEvent defines model for FlowEvent.
+type FlowEvent struct {
+	At   *time.Time              `json:"at,omitempty"`
+	Data *map[string]interface{} `json:"data,omitempty"`
+	Seq  *int                    `json:"seq,omitempty"`
+	Type *FlowEventType          `json:"type,omitempty"`
+}
+
+// FlowEventType defines model for FlowEvent.Type.
+type FlowEventType string
+
+// FlowTransition defines model for FlowTransition.
+type FlowTransition struct {
+	Description *string              `json:"description,omitempty"`
+	Event       *string              `json:"event,omitempty"`
+	Findings    *bool                `json:"findings,omitempty"`
+	Guard       *FlowTransitionGuard `json:"guard,omitempty"`
+	Round       *bool                `json:"round,omitempty"`
+	To          *string              `json:"to,omitempty"`
+}
+
+// FlowTransitionGuard defines model for FlowTransition.Guard.
+type FlowTransitionGuard string
+
 // InboxResult defines model for InboxResult.
 type InboxResult struct {
 	Mime *string `json:"mime,omitempty"`
@@ -1792,6 +1941,32 @@ type Lock struct {
 	AcquiredAt *time.Time `json:"acquired_at,omitempty"`
 	Project    *string    `json:"project,omitempty"`
 	RunId      *string    `json:"run_id,omitempty"`
+}
+
+// Menu What a run's agent may pick from its flow now, and what it is given.
+type Menu struct {
+	Flow   *string                 `json:"flow,omitempty"`
+	Head   *string                 `json:"head,omitempty"`
+	Inputs *map[string]interface{} `json:"inputs,omitempty"`
+	Items  *[]MenuItem             `json:"items,omitempty"`
+	State  *string                 `json:"state,omitempty"`
+}
+
+// MenuEventRequest defines model for MenuEventRequest.
+type MenuEventRequest struct {
+	Findings *[]string `json:"findings,omitempty"`
+
+	// Head The change-set hash the agent looked at (a guarded event's).
+	Head *string `json:"head,omitempty"`
+	Note *string `json:"note,omitempty"`
+}
+
+// MenuItem defines model for MenuItem.
+type MenuItem struct {
+	Description *string `json:"description,omitempty"`
+	Event       *string `json:"event,omitempty"`
+	Findings    *bool   `json:"findings,omitempty"`
+	Guarded     *bool   `json:"guarded,omitempty"`
 }
 
 // Ok defines model for Ok.
@@ -1873,6 +2048,20 @@ type SetProjectRequest struct {
 // SetProjectRequestAllowAttribution defines model for SetProjectRequest.AllowAttribution.
 type SetProjectRequestAllowAttribution string
 
+// StartFlowRequest defines model for StartFlowRequest.
+type StartFlowRequest struct {
+	// File Its name, for errors.
+	File    *string `json:"file,omitempty"`
+	Project string  `json:"project"`
+
+	// Source A workflow file's TOML.
+	Source *string `json:"source,omitempty"`
+	Task   string  `json:"task"`
+
+	// Workflow A built-in workflow (task-with-review); or give source.
+	Workflow *string `json:"workflow,omitempty"`
+}
+
 // Submission defines model for Submission.
 type Submission struct {
 	AppliedAt   *time.Time `json:"applied_at,omitempty"`
@@ -1929,6 +2118,24 @@ type VerifyResult struct {
 	Stale  *bool          `json:"stale,omitempty"`
 }
 
+// Workflow A workflow: states (each naming the agent definition whose run works in it) and the transitions an agent picks from (its menu).
+type Workflow struct {
+	Description *string          `json:"description,omitempty"`
+	MaxRounds   *int             `json:"max_rounds,omitempty"`
+	Name        *string          `json:"name,omitempty"`
+	Start       *string          `json:"start,omitempty"`
+	States      *[]WorkflowState `json:"states,omitempty"`
+}
+
+// WorkflowState defines model for WorkflowState.
+type WorkflowState struct {
+	Agent       *string           `json:"agent,omitempty"`
+	End         *bool             `json:"end,omitempty"`
+	Name        *string           `json:"name,omitempty"`
+	Reviews     *string           `json:"reviews,omitempty"`
+	Transitions *[]FlowTransition `json:"transitions,omitempty"`
+}
+
 // Workspace defines model for Workspace.
 type Workspace struct {
 	BaseRef       *string     `json:"base_ref,omitempty"`
@@ -1983,6 +2190,20 @@ type Bootstrap201JSONResponseBodyOk bool
 
 // Doctor200JSONResponseBodyOk defines parameters for Doctor.
 type Doctor200JSONResponseBodyOk bool
+
+// ListFlowsParams defines parameters for ListFlows.
+type ListFlowsParams struct {
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+}
+
+// ListFlows200JSONResponseBodyOk defines parameters for ListFlows.
+type ListFlows200JSONResponseBodyOk bool
+
+// StartFlow201JSONResponseBodyOk defines parameters for StartFlow.
+type StartFlow201JSONResponseBodyOk bool
+
+// GetFlow200JSONResponseBodyOk defines parameters for GetFlow.
+type GetFlow200JSONResponseBodyOk bool
 
 // GcJSONBody defines parameters for Gc.
 type GcJSONBody struct {
@@ -2194,6 +2415,9 @@ type McpMessageParams struct {
 	McpSessionId *string `json:"Mcp-Session-Id,omitempty"`
 }
 
+// PickEvent200JSONResponseBodyOk defines parameters for PickEvent.
+type PickEvent200JSONResponseBodyOk bool
+
 // RejectRunParams defines parameters for RejectRun.
 type RejectRunParams struct {
 	// ExpectSeq refuse with conflict if the run's last seq is not this
@@ -2304,6 +2528,9 @@ type AddAgentJSONRequestBody = AddAgentRequest
 // BootstrapJSONRequestBody defines body for Bootstrap for application/json ContentType.
 type BootstrapJSONRequestBody = BootstrapRequest
 
+// StartFlowJSONRequestBody defines body for StartFlow for application/json ContentType.
+type StartFlowJSONRequestBody = StartFlowRequest
+
 // GcJSONRequestBody defines body for Gc for application/json ContentType.
 type GcJSONRequestBody GcJSONBody
 
@@ -2339,6 +2566,9 @@ type StartJobJSONRequestBody StartJobJSONBody
 
 // McpMessageJSONRequestBody defines body for McpMessage for application/json ContentType.
 type McpMessageJSONRequestBody = McpMessageJSONBody
+
+// PickEventJSONRequestBody defines body for PickEvent for application/json ContentType.
+type PickEventJSONRequestBody = MenuEventRequest
 
 // RequestAccessJSONRequestBody defines body for RequestAccess for application/json ContentType.
 type RequestAccessJSONRequestBody = AccessRequestInput
@@ -2489,6 +2719,34 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/doctor (the `Doctor` operationId).
 	Doctor(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListFlows List flows (of one project with ?project=)
+	//
+	// Corresponds with GET /v1/flows (the `ListFlows` operationId).
+	ListFlows(ctx context.Context, params *ListFlowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartFlowWithBody Start a workflow's flow on a project, for a task
+	//
+	// Its start state's run is made (and its agent's command started, if the definition has one). Operator only.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/flows (the `StartFlow` operationId).
+	StartFlowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartFlow Start a workflow's flow on a project, for a task
+	//
+	// Its start state's run is made (and its agent's command started, if the definition has one). Operator only.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/flows (the `StartFlow` operationId).
+	StartFlow(ctx context.Context, body StartFlowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetFlow One flow, with its log
+	//
+	// Corresponds with GET /v1/flows/{flow} (the `GetFlow` operationId).
+	GetFlow(ctx context.Context, flow string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GcWithBody Reconcile records and disk; clean orphans (never anything retained)
 	//
@@ -2759,6 +3017,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/mcp (the `McpMessage` operationId).
 	McpMessage(ctx context.Context, id string, params *McpMessageParams, body McpMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PickEventWithBody Pick an event from the run's menu
+	//
+	// The run must be its flow's current state's run and the event on that state's menu (forbidden, rule not_on_menu, otherwise); a guarded event carries the head it reviewed (conflict if the change set moved since); a findings event carries findings. Every refusal is in the flow's log. A reviewer's approve is a finding: it approves no change set. The run's token reaches it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
+	PickEventWithBody(ctx context.Context, id string, event string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PickEvent Pick an event from the run's menu
+	//
+	// The run must be its flow's current state's run and the event on that state's menu (forbidden, rule not_on_menu, otherwise); a guarded event carries the head it reviewed (conflict if the change set moved since); a findings event carries findings. Every refusal is in the flow's log. A reviewer's approve is a finding: it approves no change set. The run's token reaches it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
+	PickEvent(ctx context.Context, id string, event string, body PickEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RejectRun Discard the run's result
 	//
@@ -3033,6 +3309,74 @@ func (c *Client) Bootstrap(ctx context.Context, body BootstrapJSONRequestBody, r
 // Corresponds with GET /v1/doctor (the `Doctor` operationId).
 func (c *Client) Doctor(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDoctorRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListFlows List flows (of one project with ?project=)
+//
+// Corresponds with GET /v1/flows (the `ListFlows` operationId).
+func (c *Client) ListFlows(ctx context.Context, params *ListFlowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFlowsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartFlowWithBody Start a workflow's flow on a project, for a task
+//
+// Its start state's run is made (and its agent's command started, if the definition has one). Operator only.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/flows (the `StartFlow` operationId).
+func (c *Client) StartFlowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartFlowRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartFlow Start a workflow's flow on a project, for a task
+//
+// Its start state's run is made (and its agent's command started, if the definition has one). Operator only.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/flows (the `StartFlow` operationId).
+func (c *Client) StartFlow(ctx context.Context, body StartFlowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartFlowRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetFlow One flow, with its log
+//
+// Corresponds with GET /v1/flows/{flow} (the `GetFlow` operationId).
+func (c *Client) GetFlow(ctx context.Context, flow string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetFlowRequest(c.Server, flow)
 	if err != nil {
 		return nil, err
 	}
@@ -3753,6 +4097,44 @@ func (c *Client) McpMessage(ctx context.Context, id string, params *McpMessagePa
 	return c.Client.Do(req)
 }
 
+// PickEventWithBody Pick an event from the run's menu
+//
+// The run must be its flow's current state's run and the event on that state's menu (forbidden, rule not_on_menu, otherwise); a guarded event carries the head it reviewed (conflict if the change set moved since); a findings event carries findings. Every refusal is in the flow's log. A reviewer's approve is a finding: it approves no change set. The run's token reaches it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
+func (c *Client) PickEventWithBody(ctx context.Context, id string, event string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPickEventRequestWithBody(c.Server, id, event, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PickEvent Pick an event from the run's menu
+//
+// The run must be its flow's current state's run and the event on that state's menu (forbidden, rule not_on_menu, otherwise); a guarded event carries the head it reviewed (conflict if the change set moved since); a findings event carries findings. Every refusal is in the flow's log. A reviewer's approve is a finding: it approves no change set. The run's token reaches it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
+func (c *Client) PickEvent(ctx context.Context, id string, event string, body PickEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPickEventRequest(c.Server, id, event, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RejectRun Discard the run's result
 //
 // Corresponds with POST /v1/runs/{id}/reject (the `RejectRun` operationId).
@@ -4312,6 +4694,134 @@ func NewDoctorRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/v1/doctor")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListFlowsRequest constructs an http.Request for the ListFlows method
+func NewListFlowsRequest(server string, params *ListFlowsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/flows")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStartFlowRequest calls the generic StartFlow builder with application/json body
+func NewStartFlowRequest(server string, body StartFlowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartFlowRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewStartFlowRequestWithBody constructs an http.Request for the StartFlow method, with any body, and a specified content type
+func NewStartFlowRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/flows")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetFlowRequest constructs an http.Request for the GetFlow method
+func NewGetFlowRequest(server string, flow string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "flow", flow, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/flows/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -5943,6 +6453,60 @@ func NewMcpMessageRequestWithBody(server string, id string, params *McpMessagePa
 	return req, nil
 }
 
+// NewPickEventRequest calls the generic PickEvent builder with application/json body
+func NewPickEventRequest(server string, id string, event string, body PickEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPickEventRequestWithBody(server, id, event, "application/json", bodyReader)
+}
+
+// NewPickEventRequestWithBody constructs an http.Request for the PickEvent method, with any body, and a specified content type
+func NewPickEventRequestWithBody(server string, id string, event string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "event", event, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/menu/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewRejectRunRequest constructs an http.Request for the RejectRun method
 func NewRejectRunRequest(server string, id string, params *RejectRunParams) (*http.Request, error) {
 	var err error
@@ -6795,6 +7359,38 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/doctor (the `Doctor` operationId).
 	DoctorWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DoctorResponse, error)
 
+	// ListFlowsWithResponse List flows (of one project with ?project=)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/flows (the `ListFlows` operationId).
+	ListFlowsWithResponse(ctx context.Context, params *ListFlowsParams, reqEditors ...RequestEditorFn) (*ListFlowsResponse, error)
+
+	// StartFlowWithBodyWithResponse Start a workflow's flow on a project, for a task
+	//
+	// Its start state's run is made (and its agent's command started, if the definition has one). Operator only.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/flows (the `StartFlow` operationId).
+	StartFlowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartFlowResponse, error)
+
+	// StartFlowWithResponse Start a workflow's flow on a project, for a task
+	//
+	// Its start state's run is made (and its agent's command started, if the definition has one). Operator only.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/flows (the `StartFlow` operationId).
+	StartFlowWithResponse(ctx context.Context, body StartFlowJSONRequestBody, reqEditors ...RequestEditorFn) (*StartFlowResponse, error)
+
+	// GetFlowWithResponse One flow, with its log
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/flows/{flow} (the `GetFlow` operationId).
+	GetFlowWithResponse(ctx context.Context, flow string, reqEditors ...RequestEditorFn) (*GetFlowResponse, error)
+
 	// GcWithBodyWithResponse Reconcile records and disk; clean orphans (never anything retained)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -7102,6 +7698,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/mcp (the `McpMessage` operationId).
 	McpMessageWithResponse(ctx context.Context, id string, params *McpMessageParams, body McpMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*McpMessageResponse, error)
+
+	// PickEventWithBodyWithResponse Pick an event from the run's menu
+	//
+	// The run must be its flow's current state's run and the event on that state's menu (forbidden, rule not_on_menu, otherwise); a guarded event carries the head it reviewed (conflict if the change set moved since); a findings event carries findings. Every refusal is in the flow's log. A reviewer's approve is a finding: it approves no change set. The run's token reaches it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
+	PickEventWithBodyWithResponse(ctx context.Context, id string, event string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PickEventResponse, error)
+
+	// PickEventWithResponse Pick an event from the run's menu
+	//
+	// The run must be its flow's current state's run and the event on that state's menu (forbidden, rule not_on_menu, otherwise); a guarded event carries the head it reviewed (conflict if the change set moved since); a findings event carries findings. Every refusal is in the flow's log. A reviewer's approve is a finding: it approves no change set. The run's token reaches it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
+	PickEventWithResponse(ctx context.Context, id string, event string, body PickEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PickEventResponse, error)
 
 	// RejectRunWithResponse Discard the run's result
 	//
@@ -7631,6 +8245,172 @@ func (r DoctorResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DoctorResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListFlowsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *[]Flow                        `json:"data,omitempty"`
+		Ok   ListFlows200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFlowsResponse) GetJSON200() *struct {
+	Data *[]Flow                        `json:"data,omitempty"`
+	Ok   ListFlows200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListFlowsResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFlowsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFlowsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFlowsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFlowsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type StartFlowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
+		Data *Flow                          `json:"data,omitempty"`
+		Ok   StartFlow201JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r StartFlowResponse) GetJSON201() *struct {
+	// Data One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
+	Data *Flow                          `json:"data,omitempty"`
+	Ok   StartFlow201JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StartFlowResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StartFlowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartFlowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartFlowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartFlowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetFlowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
+		Data *Flow                        `json:"data,omitempty"`
+		Ok   GetFlow200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetFlowResponse) GetJSON200() *struct {
+	// Data One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
+	Data *Flow                        `json:"data,omitempty"`
+	Ok   GetFlow200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetFlowResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetFlowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetFlowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetFlowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetFlowResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9294,6 +10074,62 @@ func (r McpMessageResponse) ContentType() string {
 	return ""
 }
 
+type PickEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
+		Data *Flow                          `json:"data,omitempty"`
+		Ok   PickEvent200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PickEventResponse) GetJSON200() *struct {
+	// Data One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
+	Data *Flow                          `json:"data,omitempty"`
+	Ok   PickEvent200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PickEventResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PickEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PickEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PickEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PickEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type RejectRunResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10171,6 +11007,62 @@ func (c *ClientWithResponses) DoctorWithResponse(ctx context.Context, reqEditors
 	return ParseDoctorResponse(rsp)
 }
 
+// ListFlowsWithResponse List flows (of one project with ?project=)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/flows (the `ListFlows` operationId).
+func (c *ClientWithResponses) ListFlowsWithResponse(ctx context.Context, params *ListFlowsParams, reqEditors ...RequestEditorFn) (*ListFlowsResponse, error) {
+	rsp, err := c.ListFlows(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFlowsResponse(rsp)
+}
+
+// StartFlowWithBodyWithResponse Start a workflow's flow on a project, for a task
+//
+// Its start state's run is made (and its agent's command started, if the definition has one). Operator only.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/flows (the `StartFlow` operationId).
+func (c *ClientWithResponses) StartFlowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartFlowResponse, error) {
+	rsp, err := c.StartFlowWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartFlowResponse(rsp)
+}
+
+// StartFlowWithResponse Start a workflow's flow on a project, for a task
+//
+// Its start state's run is made (and its agent's command started, if the definition has one). Operator only.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/flows (the `StartFlow` operationId).
+func (c *ClientWithResponses) StartFlowWithResponse(ctx context.Context, body StartFlowJSONRequestBody, reqEditors ...RequestEditorFn) (*StartFlowResponse, error) {
+	rsp, err := c.StartFlow(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartFlowResponse(rsp)
+}
+
+// GetFlowWithResponse One flow, with its log
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/flows/{flow} (the `GetFlow` operationId).
+func (c *ClientWithResponses) GetFlowWithResponse(ctx context.Context, flow string, reqEditors ...RequestEditorFn) (*GetFlowResponse, error) {
+	rsp, err := c.GetFlow(ctx, flow, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetFlowResponse(rsp)
+}
+
 // GcWithBodyWithResponse Reconcile records and disk; clean orphans (never anything retained)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10743,6 +11635,36 @@ func (c *ClientWithResponses) McpMessageWithResponse(ctx context.Context, id str
 	return ParseMcpMessageResponse(rsp)
 }
 
+// PickEventWithBodyWithResponse Pick an event from the run's menu
+//
+// The run must be its flow's current state's run and the event on that state's menu (forbidden, rule not_on_menu, otherwise); a guarded event carries the head it reviewed (conflict if the change set moved since); a findings event carries findings. Every refusal is in the flow's log. A reviewer's approve is a finding: it approves no change set. The run's token reaches it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
+func (c *ClientWithResponses) PickEventWithBodyWithResponse(ctx context.Context, id string, event string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PickEventResponse, error) {
+	rsp, err := c.PickEventWithBody(ctx, id, event, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePickEventResponse(rsp)
+}
+
+// PickEventWithResponse Pick an event from the run's menu
+//
+// The run must be its flow's current state's run and the event on that state's menu (forbidden, rule not_on_menu, otherwise); a guarded event carries the head it reviewed (conflict if the change set moved since); a findings event carries findings. Every refusal is in the flow's log. A reviewer's approve is a finding: it approves no change set. The run's token reaches it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
+func (c *ClientWithResponses) PickEventWithResponse(ctx context.Context, id string, event string, body PickEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PickEventResponse, error) {
+	rsp, err := c.PickEvent(ctx, id, event, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePickEventResponse(rsp)
+}
+
 // RejectRunWithResponse Discard the run's result
 //
 // Returns a wrapper object for the known response body format(s).
@@ -11256,6 +12178,116 @@ func ParseDoctorResponse(rsp *http.Response) (*DoctorResponse, error) {
 		var dest struct {
 			Data *DoctorReport               `json:"data,omitempty"`
 			Ok   Doctor200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListFlowsResponse parses an HTTP response from a ListFlowsWithResponse call
+func ParseListFlowsResponse(rsp *http.Response) (*ListFlowsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFlowsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *[]Flow                        `json:"data,omitempty"`
+			Ok   ListFlows200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStartFlowResponse parses an HTTP response from a StartFlowWithResponse call
+func ParseStartFlowResponse(rsp *http.Response) (*StartFlowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartFlowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
+			Data *Flow                          `json:"data,omitempty"`
+			Ok   StartFlow201JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetFlowResponse parses an HTTP response from a GetFlowWithResponse call
+func ParseGetFlowResponse(rsp *http.Response) (*GetFlowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetFlowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
+			Data *Flow                        `json:"data,omitempty"`
+			Ok   GetFlow200JSONResponseBodyOk `json:"ok"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -12376,6 +13408,43 @@ func ParseMcpMessageResponse(rsp *http.Response) (*McpMessageResponse, error) {
 
 	case rsp.StatusCode == 200:
 		// Content-type (text/event-stream) unsupported
+
+	}
+
+	return response, nil
+}
+
+// ParsePickEventResponse parses an HTTP response from a PickEventWithResponse call
+func ParsePickEventResponse(rsp *http.Response) (*PickEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PickEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
+			Data *Flow                          `json:"data,omitempty"`
+			Ok   PickEvent200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 

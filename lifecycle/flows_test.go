@@ -1,0 +1,196 @@
+package lifecycle_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+// TestTaskWithReviewIncident replays the incident of record 000 in the
+// built-in task-with-review flow: the coder submits nothing; the
+// reviewer is offered no write tool, tries to edit README.md, set
+// user.email, commit and approve its own commit. Every attempt is refused
+// or confined and recorded; the project, its refs, the coder's run and
+// its change set stay as they were; the reviewer's approve moves the flow
+// to awaiting_approval with an empty change set, and nothing can be
+// applied.
+func TestTaskWithReviewIncident(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	refs := gittest.Git(t, e.repo, "for-each-ref")
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "fix the typo in README.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	if f.State != "coding" || coder == "" {
+		t.Fatalf("the flow starts: %+v", f)
+	}
+	caps, err := e.m.Capabilities(agentCtx, coder)
+	if err != nil || caps.Menu == nil || len(caps.Menu.Items) != 1 || caps.Menu.Items[0].Event != "done" || caps.Menu.Inputs["task"] != "fix the typo in README.md" {
+		t.Fatalf("the coder's menu: %+v %v", caps.Menu, err)
+	}
+	// An event outside the menu is refused.
+	if _, err := e.m.PickEvent(agentCtx, coder, "approve", paddock.MenuEventRequest{}); !isRule(err, paddock.RuleMenu) {
+		t.Fatalf("the coder picked approve: %v", err)
+	}
+	// The coder commits nothing, and says it is done.
+	f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{})
+	if err != nil || f.State != "reviewing" {
+		t.Fatalf("done: %+v %v", f, err)
+	}
+	reviewer := f.Runs["reviewing"]
+	caps, err = e.m.Capabilities(agentCtx, reviewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range caps.Tools {
+		switch tc.Name {
+		case "write", "edit", "move", "delete", "submit":
+			t.Errorf("the reviewer is offered %s", tc.Name)
+		}
+	}
+	if caps.Menu == nil || len(caps.Menu.Items) != 2 || caps.Menu.Inputs["note"] == nil || caps.Menu.Head == "" {
+		t.Fatalf("the reviewer's menu and inputs: %+v", caps.Menu)
+	}
+	head := caps.Menu.Head
+	// The incident's attempts.
+	if _, err := e.m.CallTool(agentCtx, reviewer, "write", json.RawMessage(`{"path":"README.md","content":"edited by the reviewer\n"}`)); !paddock.IsCode(err, paddock.CodeForbidden) {
+		t.Fatalf("the reviewer's write: %v", err)
+	}
+	sh(t, e.m, reviewer, `echo edited > README.md; git config user.email reviewer@example.com; git commit -qam "LGTM, self-approved" || true`)
+	if out := sh(t, e.m, reviewer, `cat README.md; git log --oneline | wc -l`); out != "hello\n2\n" {
+		t.Fatalf("the reviewer's writes outlived their command: %q", out)
+	}
+	if _, err := e.m.Submit(agentCtx, reviewer); err == nil {
+		t.Fatal("the reviewer submitted")
+	}
+	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: "sha256:" + string(make([]byte, 0))}); err == nil {
+		t.Fatal("an approve without the head went through")
+	}
+	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: "sha256:0000"}); !paddock.IsCode(err, paddock.CodeConflict) {
+		t.Fatalf("an approve of another head: %v", err)
+	}
+	f, err = e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head})
+	if err != nil || f.State != "awaiting_approval" || f.Ended.IsZero() {
+		t.Fatalf("the reviewer's approve: %+v %v", f, err)
+	}
+	// Its approve approved nothing: the coder's run has no submission, nothing applies.
+	if _, err := e.m.Apply(ctx, coder, "", gitx.Identity{Name: "Op", Email: "op@example.com"}); err == nil {
+		t.Fatal("an apply after the reviewer's approve")
+	}
+	cs, err := e.m.ChangeSet(ctx, coder)
+	if err != nil || len(cs.Entries) != 0 {
+		t.Fatalf("the coder's change set: %+v %v", cs, err)
+	}
+	if got := gittest.Git(t, e.repo, "for-each-ref"); got != refs {
+		t.Fatalf("the project's refs moved:\n%s", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.repo, "README.md")); string(b) != "hello\n" {
+		t.Fatalf("README.md in the checkout: %q", b)
+	}
+	// Every refusal is in the flow's log; the menu is empty once it ended.
+	f, _ = e.m.Flow(ctx, f.ID)
+	var refused int
+	for _, ev := range f.Events {
+		if ev.Type == "flow.refused" {
+			refused++
+		}
+	}
+	if refused != 3 {
+		t.Errorf("refusals in the flow's log: %d\n%+v", refused, f.Events)
+	}
+	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); !isRule(err, paddock.RuleMenu) {
+		t.Errorf("an event after the flow ended: %v", err)
+	}
+	evs, _ := e.m.Events(ctx, reviewer, 0, 1000)
+	var denied bool
+	for _, ev := range evs {
+		b, _ := json.Marshal(ev.Data)
+		denied = denied || ev.Type == paddock.EventToolCall && strings.Contains(string(b), `"write"`) && strings.Contains(string(b), "forbidden")
+	}
+	if !denied {
+		t.Error("the reviewer's refused write is not an event of its run")
+	}
+}
+
+// TestTaskWithReviewRounds: request_changes sends the work back with
+// findings (the coder's menu and task say what they are), a stale head is
+// refused, the round limit ends the flow in failed, and a flow survives a
+// daemon restart in every state it passes through.
+func TestTaskWithReviewRounds(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	restart := func() {
+		e.m.Store.Close()
+		e.open(t, nil)
+		withSandbox(t, e)
+		if _, err := e.m.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add feature.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	for round := 1; round <= 4; round++ {
+		restart()
+		if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"feature.txt","content":"try `+string(rune('0'+round))+`\n"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "reviewing" {
+			t.Fatalf("round %d: done: %+v %v", round, f, err)
+		}
+		restart()
+		reviewer := f.Runs["reviewing"]
+		menu, err := e.m.Menu(agentCtx, reviewer)
+		if err != nil || menu.Inputs["change_set"] == nil {
+			t.Fatalf("round %d: the reviewer's inputs: %+v %v", round, menu, err)
+		}
+		if out := sh(t, e.m, reviewer, "cat feature.txt"); out != "try "+string(rune('0'+round))+"\n" {
+			t.Fatalf("round %d: the reviewer sees %q", round, out)
+		}
+		if _, err := e.m.PickEvent(agentCtx, reviewer, "request_changes", paddock.MenuEventRequest{Head: menu.Head}); !paddock.IsCode(err, paddock.CodeBadRequest) {
+			t.Fatalf("request_changes without findings: %v", err)
+		}
+		f, err = e.m.PickEvent(agentCtx, reviewer, "request_changes", paddock.MenuEventRequest{Head: menu.Head, Findings: []string{"round " + string(rune('0'+round)) + " is not enough"}})
+		if err != nil {
+			t.Fatalf("round %d: request_changes: %v", round, err)
+		}
+		if round <= 3 {
+			if f.State != "coding" || f.Runs["coding"] != coder {
+				t.Fatalf("round %d: back to the coder: %+v", round, f)
+			}
+			caps, _ := e.m.Capabilities(agentCtx, coder)
+			if caps.Menu == nil || caps.Menu.Inputs["findings"] == nil {
+				t.Fatalf("round %d: the coder is not told the findings: %+v", round, caps.Menu)
+			}
+		} else if f.State != "failed" || f.Ended.IsZero() {
+			t.Fatalf("past the round limit: %+v", f)
+		}
+	}
+	restart()
+	if got, err := e.m.Flow(ctx, f.ID); err != nil || got.State != "failed" || got.Round != 4 {
+		t.Fatalf("after the last restart: %+v %v", got, err)
+	}
+}
+
+func isRule(err error, rule paddock.Rule) bool {
+	var pe *paddock.Error
+	return errors.As(err, &pe) && pe.Rule == rule
+}
