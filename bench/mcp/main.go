@@ -1,27 +1,33 @@
 // Command mcp measures what MCP adds to a run's tool calls: the same read
-// of a 4 KiB file, and the same exec of /bin/true, made by one agent
-// through each way paddock serves a run, interleaved in one run so that
-// the machine's noise falls on every way alike:
+// of a 4 KiB file, and the same exec of /bin/true, made by an agent
+// through each way paddock serves a run, in rounds in one run so that the
+// machine's noise falls on every way alike:
 //
 //   - the plain API (client.Client on the daemon's unix socket, with the
 //     run's own token): POST /v1/runs/{id}/tools/read and /v1/runs/{id}/exec,
 //     the baseline;
 //   - MCP over stdio: a real `paddock mcp RUN` child, reached with the MCP
-//     Go SDK's client (CommandTransport), which makes the API call itself;
+//     Go SDK's client (CommandTransport); it makes the API call itself;
 //   - MCP over streamable HTTP: the daemon's /v1/runs/{id}/mcp on the same
 //     socket with the run's token (the SDK's StreamableClientTransport);
+//   - the plain API again, on a run an idle MCP session follows: an MCP
+//     server follows its run's events, and each call wakes it; this way
+//     shows what that costs apart from the protocol;
 //   - for exec, the API's streaming exec too (/v1/runs/{id}/exec/stream),
 //     which is what MCP's exec tool calls, so that what the stream costs
 //     stands apart from what MCP costs.
 //
-// Each round makes one call on every way, in an order that rotates from
-// round to round; a twentieth as many rounds first warm every way and are
-// not counted. Every answer is checked (the file's content, exit code 0),
-// and at the end the run's event log must hold one event for every call.
-// It prints p50 and p99 of each way and their ratios to the API's; nothing
-// is asserted of absolute times. The daemon and every child end with it,
-// on failure too: the bench is the subreaper of what it starts, and
-// anything left behind is killed and reported as an error.
+// Each way has its own run, all alike (one project, one 4 KiB file): on a
+// shared run every call would wake every MCP server. Each round makes a
+// block of calls on every way in turn, in an order drawn afresh each
+// round; the first round warms every way and the first call of each block
+// pays for what the previous way left running, so neither is counted.
+// Every answer is checked (the file's content, exit code 0), and at the
+// end each run's event log must hold one event for every call made on it.
+// It prints p50 and p99 of each way and their ratios to the API's in the
+// same run; nothing is asserted of absolute times. The daemon and every
+// child end with it, on failure too: the bench is the subreaper of what
+// it starts, and anything left behind is killed and reported as an error.
 package main
 
 import (
@@ -185,9 +191,35 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) error {
 	}
 	defer streamable.Close()
 
+	// (d) The API again, on a run an idle MCP session follows: what the
+	// server's following its run's events costs the calls, apart from
+	// the protocol.
+	bw, err := bootstrap()
+	if err != nil {
+		return err
+	}
+	hcw := &http.Client{Transport: bearer{bw.Token, hc.Transport.(bearer).next}}
+	idle, err := mcp.NewClient(&mcp.Implementation{Name: "bench-idle", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://paddock/v1/runs/" + bw.Run.ID + "/mcp", HTTPClient: hcw}, nil)
+	if err != nil {
+		return fmt.Errorf("MCP over HTTP: %w", err)
+	}
+	defer idle.Close()
+	watched := d.Client.WithToken(bw.Token)
+	watchedWay := &way{name: "the API, on a run an idle MCP session (streamable HTTP) follows", run: bw.Run.ID,
+		read: func(ctx context.Context) (string, error) {
+			raw, err := watched.CallTool(ctx, bw.Run.ID, "read", map[string]string{"path": page})
+			if err != nil {
+				return "", err
+			}
+			return readContent(raw)
+		},
+		exec: func(ctx context.Context) (*paddock.ExecResult, error) { return watched.Exec(ctx, bw.Run.ID, execReq) },
+	}
+
 	stdioWay := mcpWay("MCP on stdio (`paddock mcp RUN`, which calls the API)", bs.Run.ID, stdio)
 	httpWay := mcpWay("MCP over streamable HTTP (/v1/runs/{id}/mcp on the same socket, the run's token)", bh.Run.ID, streamable)
-	readWays := []*way{apiWay, stdioWay, httpWay}
+	readWays := []*way{apiWay, stdioWay, httpWay, watchedWay}
 	readers := make([]func(context.Context) error, len(readWays))
 	for i, w := range readWays {
 		readers[i] = func(ctx context.Context) error {
@@ -208,7 +240,7 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) error {
 		return err
 	}
 
-	execWays := []*way{apiWay, streamWay, stdioWay, httpWay}
+	execWays := []*way{apiWay, streamWay, stdioWay, httpWay, watchedWay}
 	execers := make([]func(context.Context) error, len(execWays))
 	for i, w := range execWays {
 		execers[i] = func(ctx context.Context) error {
@@ -230,7 +262,7 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) error {
 	}
 
 	benchutil.Step("checking the runs' events")
-	for _, id := range []string{ba.Run.ID, bs.Run.ID, bh.Run.ID} {
+	for _, id := range []string{ba.Run.ID, bs.Run.ID, bh.Run.ID, bw.Run.ID} {
 		var reads, execs int
 		for _, w := range execWays {
 			if w.run == id {
@@ -246,7 +278,7 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) error {
 	fmt.Printf("| read of a 4 KiB file through the API (unix socket, the run's token, a durable event each), a one-file repository, %d calls in rounds with the MCP reads | %s | – | – |\n",
 		nreads, p50p99(readLat[0]))
 	for i := 1; i < len(readWays); i++ {
-		fmt.Printf("| the same read over %s, %d calls | %s | the API in that run: %s | %s |\n",
+		fmt.Printf("| the same read through %s, %d calls | %s | the API in that run: %s | %s |\n",
 			readWays[i].name, nreads, p50p99(readLat[i]), p50p99(readLat[0]), ratios(readLat[i], readLat[0]))
 	}
 	fmt.Printf("| exec /bin/true through the API (POST /exec), the same runs, %d execs in rounds with the others | %s | – | – |\n",
