@@ -96,7 +96,7 @@ type way struct {
 
 const page = "page.txt"
 
-func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) error {
+func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) (err error) {
 	tmp, err := os.MkdirTemp("", "paddock-bench-mcp-")
 	if err != nil {
 		return err
@@ -124,6 +124,11 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) error {
 		return err
 	}
 	defer d.Stop()
+	defer func() {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: the daemon's log ends:\n%s\n", d.LogTail(40))
+		}
+	}()
 	if _, err := d.Client.AddProject(ctx, paddock.AddProjectRequest{Path: repo, Name: "bench"}); err != nil {
 		return err
 	}

@@ -81,6 +81,7 @@ type Daemon struct {
 	Cmd    *exec.Cmd
 	Client *client.Client
 	Home   string
+	Log    string // the daemon's stdout and stderr
 }
 
 // StartDaemon builds paddock into tmp and starts it with its state in tmp/home.
@@ -100,7 +101,7 @@ func StartDaemon(ctx context.Context, tmp string) (*Daemon, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d := &Daemon{Cmd: cmd, Client: client.Unix(filepath.Join(home, "paddock.sock")), Home: home}
+	d := &Daemon{Cmd: cmd, Client: client.Unix(filepath.Join(home, "paddock.sock")), Home: home, Log: logf.Name()}
 	for i := 0; d.Client.Health(ctx) != nil; i++ {
 		if i > 400 {
 			d.Stop()
@@ -124,6 +125,16 @@ func (d *Daemon) Stop() {
 		d.Cmd.Process.Kill()
 		<-done
 	}
+}
+
+// LogTail is the last n lines of the daemon's log, for a bench's failure.
+func (d *Daemon) LogTail(n int) string {
+	b, err := os.ReadFile(d.Log)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // Subreaper makes this process the subreaper of everything it starts
