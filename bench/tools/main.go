@@ -6,7 +6,8 @@
 //     are: on Go's own source tree and on a generated 13,000-file tree, each
 //     with 101 of them, beside ripgrep on the same tree;
 //   - 10,000 read calls of a 4 KiB file through the daemon's API (each one a
-//     durable event), as p50 and p99.
+//     durable event), as p50 and p99 (bench/mcp makes them over MCP beside
+//     the API's).
 //
 // It prints a markdown table; nothing is asserted.
 package main
@@ -23,7 +24,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/bench/internal/benchutil"
 	"github.com/paddock-dev/paddock/confine"
@@ -216,31 +216,6 @@ func run(nfiles, nIgnored int, goSrc string, quick bool, rounds, nreads int) err
 	total := time.Since(start)
 	rows = append(rows, fmt.Sprintf("| read of a 4 KiB file through the API (unix socket, durable event each), a one-file repository, %d calls | p50 %s, p99 %s, %.0f calls/s | – | – |",
 		nreads, benchutil.Round(benchutil.Percentile(lat, 50)), benchutil.Round(benchutil.Percentile(lat, 99)), float64(nreads)/total.Seconds()))
-
-	// The same calls as an agent that speaks MCP makes them: through
-	// `paddock mcp RUN` on its stdio, which forwards each to the API.
-	benchutil.Step("%d read calls of a 4 KiB file over MCP (paddock mcp, stdio)", nreads)
-	cmd := exec.Command(filepath.Join(tmp, "paddock"), "mcp", r.ID, "--home", d.Home)
-	cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		return fmt.Errorf("mcp: %w", err)
-	}
-	defer session.Close()
-	mlat := make([]time.Duration, 0, nreads)
-	start = time.Now()
-	for i := 0; i < nreads; i++ {
-		t0 := time.Now()
-		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]string{"path": "page.txt"}})
-		if err != nil || res.IsError {
-			return fmt.Errorf("mcp read: %v %+v", err, res)
-		}
-		mlat = append(mlat, time.Since(t0))
-	}
-	mtotal := time.Since(start)
-	rows = append(rows, fmt.Sprintf("| the same read over MCP (paddock mcp on stdio, then the API), %d calls | p50 %s, p99 %s, %.0f calls/s | API p50 %s | %s |",
-		nreads, benchutil.Round(benchutil.Percentile(mlat, 50)), benchutil.Round(benchutil.Percentile(mlat, 99)), float64(nreads)/mtotal.Seconds(),
-		benchutil.Round(benchutil.Percentile(lat, 50)), benchutil.Ratio(mlat, lat)))
 
 	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", benchutil.Machine(tmp))
 	for _, row := range rows {

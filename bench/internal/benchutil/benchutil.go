@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/paddock-dev/paddock/client"
+	"golang.org/x/sys/unix"
 )
 
 // Step prints progress on stderr.
@@ -79,6 +81,7 @@ type Daemon struct {
 	Cmd    *exec.Cmd
 	Client *client.Client
 	Home   string
+	Log    string // the daemon's stdout and stderr
 }
 
 // StartDaemon builds paddock into tmp and starts it with its state in tmp/home.
@@ -98,7 +101,7 @@ func StartDaemon(ctx context.Context, tmp string) (*Daemon, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d := &Daemon{Cmd: cmd, Client: client.Unix(filepath.Join(home, "paddock.sock")), Home: home}
+	d := &Daemon{Cmd: cmd, Client: client.Unix(filepath.Join(home, "paddock.sock")), Home: home, Log: logf.Name()}
 	for i := 0; d.Client.Health(ctx) != nil; i++ {
 		if i > 400 {
 			d.Stop()
@@ -109,10 +112,98 @@ func StartDaemon(ctx context.Context, tmp string) (*Daemon, error) {
 	return d, nil
 }
 
-// Stop stops the daemon.
+// Stop stops the daemon: SIGTERM, and SIGKILL if it has not exited a
+// minute later (it is then a defect of the daemon's, said on stderr).
 func (d *Daemon) Stop() {
 	d.Cmd.Process.Signal(syscall.SIGTERM)
-	d.Cmd.Wait()
+	done := make(chan struct{})
+	go func() { d.Cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		fmt.Fprintf(os.Stderr, "bench: the daemon (pid %d) did not stop a minute after SIGTERM; killing it\n", d.Cmd.Process.Pid)
+		d.Cmd.Process.Kill()
+		<-done
+	}
+}
+
+// LogTail is the last n lines of the daemon's log, for a bench's failure.
+func (d *Daemon) LogTail(n int) string {
+	b, err := os.ReadFile(d.Log)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// Subreaper makes this process the subreaper of everything it starts
+// (PR_SET_CHILD_SUBREAPER), so that a process a daemon or a child leaves
+// behind when it ends becomes this process's child, where Leftovers finds
+// it, and not init's.
+func Subreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err)
+	}
+	return nil
+}
+
+// Leftovers waits up to wait for this process to have no child left,
+// reaping those that end (orphans a subreaper inherits have no exec.Cmd to
+// wait for them), then kills those still there, by pid, and returns their
+// pids and command lines. Call it once every child it started has been
+// waited for: what remains was left behind.
+func Leftovers(wait time.Duration) []string {
+	deadline := time.Now().Add(wait)
+	for {
+		pids := children()
+		for _, pid := range pids {
+			var ws unix.WaitStatus
+			unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		}
+		pids = children()
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var out []string
+			for _, pid := range pids {
+				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				out = append(out, fmt.Sprintf("pid %d (%s)", pid, strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))))
+				unix.Kill(pid, unix.SIGKILL)
+				var ws unix.WaitStatus
+				unix.Wait4(pid, &ws, 0, nil)
+			}
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// children are the pids whose parent is this process, zombies included.
+func children() []int {
+	ents, _ := os.ReadDir("/proc")
+	self := os.Getpid()
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces and parentheses.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) > 1 {
+			if ppid, err := strconv.Atoi(f[1]); err == nil && ppid == self {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
 
 // RSS returns the daemon's resident set size as /proc reports it.
