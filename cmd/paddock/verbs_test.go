@@ -72,3 +72,17 @@ func TestLazyTreeResolvesAsTheFullOne(t *testing.T) {
 		}
 	}
 }
+
+// TestVerbTreeBudget: a command line that names its verb builds that verb
+// alone (with its sub-verbs), not the whole tree (about 700 allocations,
+// 0.2 ms), which would otherwise be paid by every CLI start.
+func TestVerbTreeBudget(t *testing.T) {
+	const budget = 200
+	a := &app{getenv: func(string) string { return "" }}
+	full := testing.AllocsPerRun(5, func() { a.rootCmd() })
+	for _, v := range a.verbs() {
+		if n := testing.AllocsPerRun(5, func() { a.rootCmd(v.name) }); n > budget || n > full/3 {
+			t.Errorf("paddock %s builds its command tree in %.0f allocations (budget %d; the whole tree takes %.0f)", v.name, n, budget, full)
+		}
+	}
+}
