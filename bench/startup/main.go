@@ -1,14 +1,22 @@
 // Command startup measures how long the CLI takes to start: `paddock
-// version` (no daemon answers, none is started) beside a Go hello-world
-// built by the same toolchain, interleaved in one run, and what package
-// initialisation `paddock version` pays (GODEBUG=inittrace=1). A CLI that
-// starts in milliseconds is what lets an agent call `paddock exec` in a
-// loop from a shell. Beside them it starts a floor: a program that links
-// every package the paddock binary links except paddock's own, and does
-// nothing, so that what paddock's code costs stands apart from what its
-// dependencies' initialisation and the runtime's set-up of a binary that
-// size cost whatever paddock does. It prints a markdown table; nothing is
-// asserted (the budget is held by cmd/paddock's TestStartupInitBudget).
+// version` and `paddock ls` (no daemon answers, none is started) and
+// `paddock --help`, from the binary README's command builds (static,
+// CGO_ENABLED=0), beside a Go hello-world built by the same toolchain,
+// interleaved in one run, and what package initialisation `paddock
+// version` pays (GODEBUG=inittrace=1). A CLI that starts in milliseconds
+// is what lets an agent call `paddock exec` in a loop from a shell.
+// Beside them it starts a floor: a program that links every package the
+// paddock binary links except paddock's own, and does nothing, so that
+// what paddock's code costs stands apart from what its dependencies'
+// initialisation and the runtime's set-up of a binary that size cost
+// whatever paddock does; and `paddock version` from a plain `go build`
+// (cgo, dynamically linked), for what the dynamic loader costs. Each
+// program is timed as a copy written whole (see copyFile), and paddock
+// also as the linker left it. Each figure has its wall time and its CPU
+// time (user and system), which waiting for a core on a loaded machine
+// does not add to. It prints a markdown table; nothing is asserted (the
+// budgets are held by cmd/paddock's TestStartupInitBudget and
+// TestVerbTreeBudget).
 package main
 
 import (
@@ -47,6 +55,14 @@ import "os"
 func main() { os.Stdout.WriteString("hello\n") }
 `
 
+// side is one program the benchmark starts, and its times.
+type side struct {
+	argv  []string
+	exit  int // the exit code it must end with
+	times []time.Duration
+	cpu   []time.Duration // user and system time, which waiting for a core does not add to
+}
+
 func run(n int) error {
 	tmp, err := os.MkdirTemp("", "paddock-bench-startup-")
 	if err != nil {
@@ -54,16 +70,22 @@ func run(n int) error {
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "paddock")
-	benchutil.Step("building paddock and a hello-world")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddock").CombinedOutput(); err != nil {
+	benchutil.Step("building paddock as README builds it (CGO_ENABLED=0), with a plain go build, and a hello-world")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/paddock")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build: %v\n%s", err, out)
+	}
+	dynamic := filepath.Join(tmp, "paddock-cgo")
+	if out, err := exec.Command("go", "build", "-o", dynamic, "./cmd/paddock").CombinedOutput(); err != nil {
+		return fmt.Errorf("build with cgo: %v\n%s", err, out)
 	}
 	hdir := filepath.Join(tmp, "hello")
 	os.Mkdir(hdir, 0o755)
 	os.WriteFile(filepath.Join(hdir, "main.go"), []byte(hello), 0o644)
 	os.WriteFile(filepath.Join(hdir, "go.mod"), []byte("module hello\n"), 0o644)
 	hbin := filepath.Join(tmp, "hello-world")
-	build := exec.Command("go", "build", "-o", hbin, ".")
+	build = exec.Command("go", "build", "-o", hbin, ".")
 	build.Dir = hdir
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build hello-world: %v\n%s", err, out)
@@ -75,49 +97,95 @@ func run(n int) error {
 		return err
 	}
 	env := append(os.Environ(), "PADDOCK_HOME="+filepath.Join(tmp, "home"), "PADDOCK_NO_AUTOSTART=1")
-	start := func(argv ...string) (time.Duration, error) {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env = env
-		t0 := time.Now()
-		err := cmd.Run()
-		return time.Since(t0), err
+	version := &side{argv: []string{bin, "version"}}
+	ls := &side{argv: []string{bin, "ls"}, exit: 8} // no daemon answers, none is started
+	help := &side{argv: []string{bin, "--help"}}
+	peer := &side{argv: []string{hbin}}
+	deps := &side{argv: []string{floor}}
+	versionCgo := &side{argv: []string{dynamic, "version"}}
+	// Each program is measured as a copy written whole (see copyFile), and
+	// paddock also as the linker left it.
+	built := bin + ".built"
+	if err := os.Rename(bin, built); err != nil {
+		return err
 	}
-	benchutil.Step("%d starts each of paddock version, the hello-world and the floor, interleaved", n)
-	var ours, peer, deps []time.Duration
-	for i := 0; i < n+n/10; i++ {
-		a, err := start(bin, "version")
-		if err != nil {
-			return fmt.Errorf("paddock version: %w", err)
-		}
-		b, err := start(hbin)
-		if err != nil {
+	if err := copyFile(built, bin); err != nil {
+		return err
+	}
+	for _, b := range []string{dynamic, hbin, floor} {
+		if err := os.Rename(b, b+".built"); err != nil {
 			return err
 		}
-		c, err := start(floor)
-		if err != nil {
-			return fmt.Errorf("floor: %w", err)
+		if err := copyFile(b+".built", b); err != nil {
+			return err
 		}
-		if i >= n/10 { // the first tenth warms the page cache
-			ours, peer, deps = append(ours, a), append(peer, b), append(deps, c)
+	}
+	versionBuilt := &side{argv: []string{built, "version"}}
+	sides := []*side{version, ls, help, peer, deps, versionCgo, versionBuilt}
+	benchutil.Step("%d starts each of %d programs, interleaved", n, len(sides))
+	for i := 0; i < n+n/10; i++ {
+		for _, s := range sides {
+			cmd := exec.Command(s.argv[0], s.argv[1:]...)
+			cmd.Env = env
+			t0 := time.Now()
+			err := cmd.Run()
+			d := time.Since(t0)
+			if code := cmd.ProcessState.ExitCode(); code != s.exit {
+				return fmt.Errorf("%s: exit %d, want %d (%v)", strings.Join(s.argv, " "), code, s.exit, err)
+			}
+			if i >= n/10 { // the first tenth warms the page cache
+				s.times = append(s.times, d)
+				s.cpu = append(s.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+			}
 		}
 	}
 	inits, bytes, allocs, err := initCost(bin, env)
 	if err != nil {
 		return err
 	}
+	stats := func(s *side) string {
+		return fmt.Sprintf("%s, CPU %s", benchutil.Stats(s.times), benchutil.Round(benchutil.Median(s.cpu)))
+	}
+	row := func(figure string, ours, peer *side, peerName string) {
+		fmt.Printf("| %s (%d starts) | %s | %s (%s) | %s (CPU %s) |\n",
+			figure, len(ours.times), stats(ours), stats(peer), peerName, benchutil.Ratio(ours.times, peer.times), benchutil.Ratio(ours.cpu, peer.cpu))
+	}
+	minus := func(figure string, ours, base *side, baseName string) {
+		fmt.Printf("| %s (medians) | %s, CPU %s | %s (%s) | %s (CPU %s) |\n", figure,
+			benchutil.Round(benchutil.Median(ours.times)-benchutil.Median(base.times)), benchutil.Round(benchutil.Median(ours.cpu)-benchutil.Median(base.cpu)),
+			stats(base), baseName, benchutil.Ratio(ours.times, base.times), benchutil.Ratio(ours.cpu, base.cpu))
+	}
 	fmt.Println(benchutil.Machine(tmp))
 	fmt.Println()
 	fmt.Println("| figure | paddock | peer | ratio |")
 	fmt.Println("|---|---|---|---|")
-	fmt.Printf("| CLI start: `paddock version`, no daemon (%d starts) vs a Go hello-world | %s | %s | %s |\n",
-		len(ours), benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
-	fmt.Printf("| floor: paddock's %d dependencies linked, nothing run (%d starts) vs a Go hello-world | %s | %s | %s |\n",
-		floorPkgs, len(deps), benchutil.Stats(deps), benchutil.Stats(peer), benchutil.Ratio(deps, peer))
-	fmt.Printf("| paddock's own share: `paddock version` minus the floor (medians) vs the floor | %s | %s | %s |\n",
-		benchutil.Round(benchutil.Median(ours)-benchutil.Median(deps)), benchutil.Stats(deps), benchutil.Ratio(ours, deps))
+	row("CLI start: `paddock version`, no daemon", version, peer, "hello-world")
+	row("CLI start: `paddock ls`, no daemon answers (exit 8)", ls, peer, "hello-world")
+	row("CLI start: `paddock --help`, every verb's command built", help, peer, "hello-world")
+	row(fmt.Sprintf("floor: paddock's %d dependencies linked, nothing run", floorPkgs), deps, peer, "hello-world")
+	minus("paddock's own share: `paddock version` minus the floor", version, deps, "floor")
+	row("CLI start: `paddock version` from a plain `go build` (cgo: dynamically linked)", versionCgo, peer, "hello-world")
+	minus("what cgo costs a start: `paddock version` from a plain `go build` minus as README builds it", versionCgo, version, "CGO_ENABLED=0")
+	row("CLI start: `paddock version`, the same binary as the linker left it (not copied)", versionBuilt, peer, "hello-world")
 	fmt.Printf("| package initialisation of `paddock version` (inittrace: %d packages) | %d KiB, %d allocations | – | – |\n",
 		inits, bytes>>10, allocs)
 	return nil
+}
+
+// copyFile writes a copy of src to dst with one write(2). How the page
+// cache holds a binary changes how fast it starts: the linker writes its
+// output through a shared mapping, and a binary that left the cache is
+// read back in by the page faults of exec'ing it; such a file is cached
+// in small folios, and starts 0.6 to 1.5 ms later here, by an amount that
+// changes from one build to the next, than the same bytes written or read
+// whole. Measuring copies compares the programs' code, not the luck of
+// their page cache; the as-built row shows what that luck costs.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
 }
 
 // initCost sums what GODEBUG=inittrace=1 reports for `paddock version`.
@@ -157,14 +225,16 @@ func parseInitTrace(s string) []initLine {
 }
 
 // buildFloor builds, into bin, a program that imports every package that
-// cmd/paddock links but paddock's own and has an empty main. Its source is
-// written in tmp and placed in the module with -overlay, so that it gets
-// the module's versions without a file in the tree. Internal and vendored
+// cmd/paddock links but paddock's own and has an empty main, both built
+// as README builds paddock (CGO_ENABLED=0). Its source is written in tmp and placed in the module with -overlay, so
+// that it gets the module's versions without a file in the tree. Internal and vendored
 // packages cannot be imported; those that paddock links come in through
 // the packages that import them. It returns how many packages the floor
 // imports.
 func buildFloor(tmp, bin string) (int, error) {
-	out, err := exec.Command("go", "list", "-deps", "./cmd/paddock").Output()
+	list := exec.Command("go", "list", "-deps", "./cmd/paddock")
+	list.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := list.Output()
 	if err != nil {
 		return 0, fmt.Errorf("go list: %w", err)
 	}
@@ -200,6 +270,7 @@ func buildFloor(tmp, bin string) (int, error) {
 	}
 	build := exec.Command("go", "build", "-overlay", overlayPath, "-o", bin, "./bench/startup/floor")
 	build.Dir = modDir
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("build the floor: %v\n%s", err, out)
 	}

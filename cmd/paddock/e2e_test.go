@@ -38,7 +38,9 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755) // a daemon run as another user must reach the binary
 	binary = filepath.Join(dir, "paddock")
+	// Built as README builds it: static, without cgo (see TestReadmeBuild).
 	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building paddock:", err)

@@ -2,12 +2,43 @@ package main
 
 import (
 	"bufio"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 )
+
+// TestReadmeBuildIsStatic: README's start command builds paddock without
+// cgo, as TestMain builds the binary every test here runs, and that binary
+// is static: no program interpreter, no shared library. A dynamically
+// linked binary starts glibc's loader first, whose probing of the CPU
+// costs every CLI call about a millisecond where cpuid traps to a
+// hypervisor (bench/startup).
+func TestReadmeBuildIsStatic(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "CGO_ENABLED=0 go build -o bin/paddock ./cmd/paddock && bin/paddock serve"
+	if !strings.Contains(string(readme), "\n"+want+"\n") {
+		t.Errorf("README's start command is not %q; TestMain builds the binary the tests run as README does", want)
+	}
+	f, err := elf.Open(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("paddock built with CGO_ENABLED=0 has a %v program header: it is dynamically linked", p.Type)
+		}
+	}
+	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
+		t.Errorf("paddock built with CGO_ENABLED=0 needs shared libraries %v (%v)", libs, err)
+	}
+}
 
 // TestStartupInitBudget: what `paddock version` runs before main stays
 // small. Every command starts the same binary as the daemon and the
