@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -163,6 +164,12 @@ func (m *Manager) Menu(ctx context.Context, id string) (*paddock.Menu, error) {
 	if len(f.Findings) > 0 {
 		menu.Inputs["findings"] = f.Findings
 	}
+	if r, err := m.Run(ctx, id); err == nil && r.Access == paddock.AccessNone {
+		// A menu-only agent has no workspace: what it decides on is given
+		// to it, the work's submitted change set and its diff (masked as
+		// every diff is), and the findings above.
+		m.workInputs(ctx, f, menu.Inputs)
+	}
 	if s.Reviews != "" {
 		coder := f.Runs[s.Reviews]
 		menu.Inputs["reviews_run"] = coder
@@ -241,7 +248,7 @@ func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.M
 		m.refuseEvent(ctx, f, id, event, err)
 		return nil, err
 	}
-	if s.Name == f.Workflow.Start || s.Reviews == "" {
+	if r, err := m.Run(ctx, id); err == nil && r.Access == paddock.AccessWrite && r.ReviewOf == nil {
 		// Leaving a working state: its change set is submitted, unless it
 		// is empty or already is (a reviewer must see exactly it).
 		if err := m.submitForFlow(ctx, id); err != nil {
@@ -426,4 +433,41 @@ func (m *Manager) saveFlow(ctx context.Context, f *paddock.Flow) error {
 	f.Version++
 	f.UpdatedAt = now()
 	return m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error { return tx.UpdateFlow(ctx, f) })
+}
+
+// maxMenuDiff bounds the diff a menu-only agent is given in its inputs.
+const maxMenuDiff = 64 << 10
+
+// workInputs adds the flow's work (its start state's run's submitted
+// change set: its summary and its diff, up to maxMenuDiff) to inputs.
+func (m *Manager) workInputs(ctx context.Context, f *paddock.Flow, inputs map[string]any) {
+	work := f.Runs[f.Workflow.Start]
+	if work == "" {
+		return
+	}
+	inputs["work_run"] = work
+	s, err := m.submission(work)
+	if err != nil {
+		inputs["note"] = "the work has no submitted change set"
+		return
+	}
+	cs, err := m.frozen(work, s.Hash)
+	if err != nil {
+		return
+	}
+	var paths []string
+	for _, e := range cs.Entries {
+		paths = append(paths, string(e.Op)+" "+e.Path)
+	}
+	inputs["change_set"] = map[string]any{"hash": cs.Hash, "entries": len(cs.Entries), "paths": paths}
+	d, _, err := m.ChangeSetDiff(ctx, work, s.Hash)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	b, _ := io.ReadAll(io.LimitReader(d, maxMenuDiff+1))
+	if len(b) > maxMenuDiff {
+		b = append(b[:maxMenuDiff], []byte("\n[… the diff goes on: it is longer than a menu carries]\n")...)
+	}
+	inputs["diff"] = string(b)
 }

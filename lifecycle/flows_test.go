@@ -136,6 +136,10 @@ func TestTaskWithReviewRounds(t *testing.T) {
 	e.project(t)
 	withSandbox(t, e)
 	restart := func() {
+		// A graceful stop, as the daemon's: its harnesses given back.
+		if err := e.m.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
 		e.m.Store.Close()
 		e.open(t, nil)
 		withSandbox(t, e)
@@ -193,4 +197,85 @@ func TestTaskWithReviewRounds(t *testing.T) {
 func isRule(err error, rule paddock.Rule) bool {
 	var pe *paddock.Error
 	return errors.As(err, &pe) && pe.Rule == rule
+}
+
+// A workflow whose second state's agent has no workspace: it decides from
+// its menu and the inputs it is given, and nothing else.
+const decideFile = `name = "code-then-decide"
+start = "coding"
+[[state]]
+name = "coding"
+agent = "coder"
+  [[state.transition]]
+  event = "done"
+  to = "deciding"
+[[state]]
+name = "deciding"
+agent = "decider"
+  [[state.transition]]
+  event = "accept"
+  to = "accepted"
+  [[state.transition]]
+  event = "send_back"
+  to = "coding"
+  findings = true
+[[state]]
+name = "accepted"
+end = true
+`
+
+// TestMenuOnlyAgent: a none agent in a flow has no workspace and no
+// working tool; it sees its menu and the work it is given (the task, the
+// submitted change set and its diff), and what it picks moves the flow.
+func TestMenuOnlyAgent(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Source: decideFile, File: "decide.toml", Project: "my-app", Task: "add notes.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"notes.txt","content":"the notes\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "deciding" {
+		t.Fatalf("done: %+v %v", f, err)
+	}
+	decider := f.Runs["deciding"]
+	r, err := e.m.Run(ctx, decider)
+	if err != nil || r.Workspace != nil || r.Access != paddock.AccessNone {
+		t.Fatalf("the decider's run: %+v %v", r, err)
+	}
+	caps, err := e.m.Capabilities(agentCtx, decider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range caps.Tools {
+		if tc.Name != paddock.ToolCapabilities && tc.Name != paddock.ToolRequestAccess {
+			t.Errorf("a menu-only agent is offered %s", tc.Name)
+		}
+	}
+	in := caps.Menu.Inputs
+	diff, _ := in["diff"].(string)
+	if len(caps.Menu.Items) != 2 || in["task"] != "add notes.txt" || in["change_set"] == nil || !strings.Contains(diff, "+the notes") {
+		t.Fatalf("the decider's menu and inputs: %+v", caps.Menu)
+	}
+	if _, err := e.m.CallTool(agentCtx, decider, "read", json.RawMessage(`{"path":"notes.txt"}`)); !paddock.IsCode(err, paddock.CodeForbidden) {
+		t.Fatalf("a menu-only agent read: %v", err)
+	}
+	if _, err := e.m.Exec(agentCtx, decider, paddock.ExecRequest{Argv: []string{"true"}}); !paddock.IsCode(err, paddock.CodeForbidden) {
+		t.Fatalf("a menu-only agent ran a command: %v", err)
+	}
+	if f, err = e.m.PickEvent(agentCtx, decider, "send_back", paddock.MenuEventRequest{Findings: []string{"say why"}}); err != nil || f.State != "coding" {
+		t.Fatalf("send_back: %+v %v", f, err)
+	}
+	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "deciding" || f.Runs["deciding"] == decider {
+		t.Fatalf("done again: %+v %v", f, err)
+	}
+	if f, err = e.m.PickEvent(agentCtx, f.Runs["deciding"], "accept", paddock.MenuEventRequest{}); err != nil || f.State != "accepted" || f.Ended.IsZero() {
+		t.Fatalf("accept: %+v %v", f, err)
+	}
 }
