@@ -113,3 +113,75 @@ func TestIncidentOverMCP(t *testing.T) {
 		t.Errorf("flow show:\n%s", show)
 	}
 }
+
+// TestFlowStartsAgentCommands: a flow starts each state's agent command,
+// which drives itself through the run's own socket with the paddock binary
+// in its view (paddock menu): the coder writes and picks done, the
+// reviewer reads what it was given and approves that head; the flow ends
+// waiting for a person, who approves and applies the coder's change set.
+func TestFlowStartsAgentCommands(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := gittest.NewRepo(t, filepath.Join(base, "src", "app"), map[string]string{"README.md": "hello\n"})
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo, "--name", "app").must(t)
+	defs := map[string]string{
+		"scripted-coder.toml": `name = "scripted-coder"
+workspace = "write"
+tools = ["read", "write", "exec", "diff", "submit", "capabilities"]
+command = ["sh", "-c", "echo greetings > hello.txt && /run/paddock/bin/paddock menu \"$PADDOCK_RUN\" done"]
+`,
+		"scripted-reviewer.toml": `name = "scripted-reviewer"
+workspace = "read"
+tools = ["read", "exec", "capabilities"]
+command = ["sh", "-c", "p=/run/paddock/bin/paddock; test \"$(cat hello.txt)\" = greetings && h=$($p menu \"$PADDOCK_RUN\" --json | grep -o '\"head\": *\"sha256:[0-9a-f]*\"' | head -1 | cut -d'\"' -f4) && $p menu \"$PADDOCK_RUN\" approve --head \"$h\""]
+`,
+		"scripted.toml": `name = "scripted"
+start = "coding"
+[[state]]
+name = "coding"
+agent = "scripted-coder"
+  [[state.transition]]
+  event = "done"
+  to = "reviewing"
+[[state]]
+name = "reviewing"
+agent = "scripted-reviewer"
+reviews = "coding"
+  [[state.transition]]
+  event = "approve"
+  to = "awaiting_approval"
+  guard = "head == context.head"
+[[state]]
+name = "awaiting_approval"
+end = true
+`,
+	}
+	for name, body := range defs {
+		if err := os.WriteFile(filepath.Join(base, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cli(t, home, "agent", "add", filepath.Join(base, "scripted-coder.toml")).must(t)
+	cli(t, home, "agent", "add", filepath.Join(base, "scripted-reviewer.toml")).must(t)
+	flow := decode[paddock.Flow](t, cli(t, home, "flow", "start", filepath.Join(base, "scripted.toml"), "--project", "app", "--task", "greet", "--json"))
+	for deadline := time.Now().Add(90 * time.Second); flow.Ended.IsZero(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the flow did not end:\n%s\n%s", cli(t, home, "flow", "events", flow.ID).out, cli(t, home, "events", flow.Runs["reviewing"]).out)
+		}
+		flow = decode[paddock.Flow](t, cli(t, home, "flow", "show", flow.ID, "--json"))
+	}
+	if flow.State != "awaiting_approval" {
+		t.Fatalf("the flow ended in %s:\n%s", flow.State, cli(t, home, "flow", "events", flow.ID).out)
+	}
+	coder := flow.Runs["coding"]
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "diff", coder, "--json"))
+	if len(cs.Entries) != 1 || cs.Entries[0].Path != "hello.txt" || cs.Hash != flow.Head {
+		t.Fatalf("the coder's change set: %+v, the flow's head %s", cs, flow.Head)
+	}
+	cli(t, home, "approve", coder, "--hash", cs.Hash).must(t)
+	cli(t, home, "apply", coder, "--to", "branch=greeting").must(t)
+	if got := gittest.Git(t, repo, "show", "greeting:hello.txt"); got != "greetings" {
+		t.Fatalf("the branch holds %q", got)
+	}
+}
