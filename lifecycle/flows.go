@@ -386,7 +386,7 @@ func (m *Manager) reviewForFlow(ctx context.Context, coder string, def *paddock.
 		return nil, err
 	}
 	review := &paddock.ReviewOf{Run: coder, Hash: cs.Hash, Commit: r.Workspace.BaseRevision}
-	rv, err := m.createRun(ctx, paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(r.Workspace.Kind)}, def, review)
+	rv, err := m.createReviewRun(ctx, p, r, def, review)
 	if err != nil {
 		return nil, err
 	}

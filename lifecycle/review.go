@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/workspace"
 )
 
 // reviewIdentity authors the commit that holds a change set under review:
@@ -85,7 +87,7 @@ func (m *Manager) Review(ctx context.Context, id, agentName string) (*paddock.Ru
 		review.Skipped = append(review.Skipped, path)
 	}
 	slices.Sort(review.Skipped)
-	r, err := m.createRun(ctx, paddock.CreateRunRequest{Project: p.Name, Base: commit, Kind: string(coder.Workspace.Kind)}, def, review)
+	r, err := m.createReviewRun(ctx, p, coder, def, review)
 	if err != nil {
 		return nil, err
 	}
@@ -156,4 +158,34 @@ func (m *Manager) moveReviews(ctx context.Context, id, hash string) {
 		}
 		return // Review moved every older one
 	}
+}
+
+// createReviewRun makes the review run at review's commit, of the coder's
+// kind, its git's HEAD detached at that commit.
+func (m *Manager) createReviewRun(ctx context.Context, p *paddock.Project, coder *paddock.Run, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
+	r, err := m.createRun(ctx, paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(coder.Workspace.Kind)}, def, review)
+	if err != nil {
+		return nil, err
+	}
+	if dir := m.runGitDir(r); dir != "" {
+		if err := workspace.DetachHead(dir, r.ID, review.Commit); err != nil {
+			m.log().Warn("the review run's HEAD stays on its branch", "run", r.ID, "err", err)
+		}
+	}
+	return r, nil
+}
+
+// runGitDir is where run r's own git directory is on the host, by kind.
+func (m *Manager) runGitDir(r *paddock.Run) string {
+	switch r.Workspace.Kind {
+	case paddock.KindOverlay:
+		if ov, ok := m.overlayProvider(); ok {
+			return filepath.Join(ov.LayersOf(r.Project, r.Workspace).Upper, ".git")
+		}
+	case paddock.KindClone:
+		return filepath.Join(r.Workspace.Root, ".git")
+	case paddock.KindWorktree:
+		return filepath.Join(m.auxDir(r.ID), "git")
+	}
+	return ""
 }

@@ -57,7 +57,7 @@ func TestReviewRun(t *testing.T) {
 			}
 			// What the reviewer sees: the coder's bytes, HEAD at the commit
 			// holding them, on the coder's base.
-			out := sh(t, e.m, rv.ID, `cat feature.txt README.md; git rev-parse HEAD HEAD~1; git status --porcelain`)
+			out := sh(t, e.m, rv.ID, `cat feature.txt README.md; git rev-parse HEAD HEAD~1; git status --porcelain; git symbolic-ref -q HEAD || true`)
 			want := "the coder's work\nhello, reviewed\n" + rv.ReviewOf.Commit + "\n" + coder.Workspace.BaseRevision + "\n"
 			if out != want {
 				t.Fatalf("the reviewer's view:\n%q\nwant\n%q", out, want)

@@ -163,3 +163,19 @@ func chownAll(dir string, owner int) error {
 		return os.Lchown(p, owner, owner)
 	})
 }
+
+// DetachHead puts the HEAD of a run's git directory at commit itself, on
+// no branch (a review run's: it sees the change set it reviews as a
+// detached HEAD), and removes the run's branch.
+func DetachHead(gitDir, runID, commit string) error {
+	if err := gitx.CheckRef(commit); err != nil || len(commit) < 40 {
+		return fmt.Errorf("workspace: git dir: bad commit %q", commit)
+	}
+	if err := os.WriteFile(filepath.Join(gitDir, "HEAD"), []byte(commit+"\n"), 0o644); err != nil {
+		return fmt.Errorf("workspace: git dir: %w", err)
+	}
+	if err := os.Remove(filepath.Join(gitDir, "refs", "heads", RunBranch(runID))); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("workspace: git dir: %w", err)
+	}
+	return nil
+}
