@@ -57,12 +57,16 @@ func (m *Manager) StartFlow(ctx context.Context, req paddock.StartFlowRequest) (
 	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.CreateFlow(ctx, f) }); err != nil {
 		return nil, err
 	}
-	if err := m.enter(ctx, f, w.Start, ""); err != nil {
+	notes, err := m.enter(ctx, f, w.Start, "")
+	if err != nil {
 		flowEvent(f, "flow.refused", map[string]any{"state": w.Start, "reason": paddock.ErrorMessage(err)})
 		m.saveFlow(ctx, f)
 		return nil, err
 	}
-	return f, m.saveFlow(ctx, f)
+	if err := m.saveFlow(ctx, f); err != nil {
+		return nil, err
+	}
+	return f, m.started(ctx, f, notes)
 }
 
 // workflowOf is the workflow a request names or gives.
@@ -276,12 +280,16 @@ func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.M
 			m.log().Info("a finished review run stays until its command ends", "run", id, "err", err)
 		}
 	}
-	if err := m.enter(ctx, f, to, id); err != nil {
+	notes, err := m.enter(ctx, f, to, id)
+	if err != nil {
 		flowEvent(f, "flow.refused", map[string]any{"state": to, "reason": paddock.ErrorMessage(err)})
 		m.saveFlow(ctx, f)
 		return nil, err
 	}
-	return f, m.saveFlow(ctx, f)
+	if err := m.saveFlow(ctx, f); err != nil {
+		return nil, err
+	}
+	return f, m.started(ctx, f, notes)
 }
 
 // headOf is the change set a review state's guarded events must name: the
@@ -313,32 +321,32 @@ func (m *Manager) submitForFlow(ctx context.Context, id string) error {
 
 // enter moves flow f into state to: its run is made (a review run of the
 // coder's submitted change set for a review state, the working state's
-// own run again if it is still live), told its task, and its agent's
-// command started if its definition has one.
-func (m *Manager) enter(ctx context.Context, f *paddock.Flow, to, from string) error {
+// own run again if it is still live) and told its task. It returns the
+// runs to tell once f is saved (started), which also starts the agent's
+// command if its definition has one.
+func (m *Manager) enter(ctx context.Context, f *paddock.Flow, to, from string) (notes []string, err error) {
 	s := stateOf(&f.Workflow, to)
 	if s == nil {
-		return paddock.Errorf(paddock.CodeConflict, "flow %s: no state %s", f.ID, to)
+		return nil, paddock.Errorf(paddock.CodeConflict, "flow %s: no state %s", f.ID, to)
 	}
 	f.State, f.UpdatedAt = to, now()
 	flowEvent(f, "flow.state", map[string]any{"state": to, "round": f.Round})
 	if s.End {
 		f.Ended = f.UpdatedAt
 		flowEvent(f, "flow.ended", map[string]any{"state": to})
-		m.noteFlow(ctx, f, from)
-		return nil
+		return []string{from}, nil
 	}
 	ctx = context.WithoutCancel(ctx) // the flow's runs are made whoever asked
 	def, err := m.agentForCreate(ctx, paddock.CreateRunRequest{Agent: s.Agent})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var run *paddock.Run
 	task := f.Task
 	if s.Reviews != "" {
 		coder := f.Runs[s.Reviews]
 		if run, err = m.reviewForFlow(ctx, coder, def); err != nil {
-			return err
+			return nil, err
 		}
 		f.Head = run.ReviewOf.Hash
 		task = fmt.Sprintf("Review the change set %s of run %s (the task was: %s). Pick approve or request_changes from your menu, with that hash as head.", f.Head, coder, f.Task)
@@ -351,7 +359,7 @@ func (m *Manager) enter(ctx context.Context, f *paddock.Flow, to, from string) e
 		}
 		if run == nil {
 			if run, err = m.createRun(ctx, paddock.CreateRunRequest{Project: f.Project}, def, nil); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if len(f.Findings) > 0 {
@@ -360,11 +368,27 @@ func (m *Manager) enter(ctx context.Context, f *paddock.Flow, to, from string) e
 	}
 	f.Runs[to] = run.ID
 	if err := m.saveTask(run.ID, def, task); err != nil {
+		return nil, err
+	}
+	return []string{from, run.ID}, nil
+}
+
+// started is what follows a step once the flow is saved: the runs it
+// touched are told (their menus changed: an MCP server lists again, and
+// it reads the saved flow), and the new state's agent command started.
+func (m *Manager) started(ctx context.Context, f *paddock.Flow, notes []string) error {
+	ctx = context.WithoutCancel(ctx)
+	m.noteFlow(ctx, f, notes...)
+	s := stateOf(&f.Workflow, f.State)
+	if s == nil || s.End || s.Agent == "" {
+		return nil
+	}
+	def, err := m.agentForCreate(ctx, paddock.CreateRunRequest{Agent: s.Agent})
+	if err != nil {
 		return err
 	}
-	m.noteFlow(ctx, f, from, run.ID)
 	if len(def.Command) > 0 {
-		if _, err := m.StartJob(ctx, run.ID, paddock.StartJobRequest{Kind: paddock.JobAgent}); err != nil {
+		if _, err := m.StartJob(ctx, f.Runs[f.State], paddock.StartJobRequest{Kind: paddock.JobAgent}); err != nil {
 			return err
 		}
 	}
