@@ -1,0 +1,243 @@
+package lifecycle_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Red team (flows): failing tests that show what a coder or a reviewer
+// can make a flow do that #19 says must fail by construction.
+
+// TestRedteamFlowApproveOfResubmission: the coder submits again while
+// its first change set is under review. The flow's review run still holds
+// the first (its workspace never sees the second), yet the head guard
+// compares against the coder's newest submission, and the refusal of the
+// old head even names the new one: the reviewer approves a change set it
+// never reviewed and the flow waits for a person as if it had been.
+func TestRedteamFlowApproveOfResubmission(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add a.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"harmless\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "reviewing" {
+		t.Fatalf("done: %+v %v", f, err)
+	}
+	reviewer, reviewed := f.Runs["reviewing"], f.Head
+	// The coder, its run off the menu, writes more and submits again.
+	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"evil.txt","content":"never reviewed\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := e.m.Submit(agentCtx, coder)
+	if err != nil {
+		t.Fatalf("the coder's second submit: %v", err)
+	}
+	// The reviewer approves what it saw: refused, the detail names the new hash.
+	_, err = e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: reviewed})
+	var pe *paddock.Error
+	if !errors.As(err, &pe) || pe.Code != paddock.CodeConflict {
+		t.Fatalf("approve of the reviewed head: %v", err)
+	}
+	t.Logf("refusal: %v (details %v)", err, pe.Details)
+	// What the flow's reviewer can see: only the first change set.
+	if _, err := e.m.CallTool(agentCtx, reviewer, "read", json.RawMessage(`{"path":"evil.txt"}`)); err == nil {
+		t.Fatal("the reviewer sees the second change set (then this test's premise is wrong)")
+	}
+	// It approves the new hash it was told, never having seen it.
+	f, err = e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: cs.Hash})
+	if err == nil {
+		t.Fatalf("the flow's reviewer approved change set %s it never saw (it reviewed %s): the flow is %s, head %s; a person is told to approve the coder's %s",
+			cs.Hash, reviewed, f.State, f.Head, cs.Hash)
+	}
+}
+
+// TestRedteamFlowSubmitAfterReviewerApproved: once the reviewer approved
+// head H and the flow awaits a person, the coder (whose agent still runs)
+// submits again. The flow still says awaiting_approval and shows H as
+// what was reviewed, while paddock diff CODER (which flow show tells the
+// person to read and approve) is the new, unreviewed change set.
+func TestRedteamFlowSubmitAfterReviewerApproved(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add a.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"harmless\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	reviewed := f.Head
+	if f, err = e.m.PickEvent(agentCtx, f.Runs["reviewing"], "approve", paddock.MenuEventRequest{Head: reviewed}); err != nil || f.State != "awaiting_approval" {
+		t.Fatalf("approve: %+v %v", f, err)
+	}
+	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"evil.txt","content":"never reviewed\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := e.m.Submit(agentCtx, coder)
+	if err != nil {
+		// Refusing the coder's submit once its state is over closes this.
+		return
+	}
+	f, _ = e.m.Flow(ctx, f.ID)
+	if f.State == "awaiting_approval" && f.Head != cs.Hash {
+		t.Fatalf("the flow awaits a person's approval of reviewed head %s, but the coder's submission (what paddock diff %s shows) is now %s, never reviewed; nothing in the flow says so",
+			f.Head, coder, cs.Hash)
+	}
+}
+
+// TestRedteamFlowPickByRejectedRun: a review run an operator rejected
+// (or that moveReviews replaced) still picks from its flow's menu.
+func TestRedteamFlowPickByRejectedRun(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add a.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"x\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	reviewer := f.Runs["reviewing"]
+	if _, err := e.m.Reject(ctx, reviewer); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: f.Head}); err == nil {
+		t.Fatalf("a rejected review run moved its flow to %s", f.State)
+	}
+}
+
+// flowFaults fails UpdateFlow on demand: a daemon killed between a
+// step's side effects (runs made, rejected, submitted) and the flow's
+// save.
+type flowFaults struct {
+	paddock.Store
+	mu   sync.Mutex
+	fail bool
+}
+
+func (s *flowFaults) Update(ctx context.Context, fn func(paddock.Tx) error) error {
+	return s.Store.Update(ctx, func(tx paddock.Tx) error { return fn(&flowFaultTx{Tx: tx, s: s}) })
+}
+
+type flowFaultTx struct {
+	paddock.Tx
+	s *flowFaults
+}
+
+func (t *flowFaultTx) UpdateFlow(ctx context.Context, f *paddock.Flow) error {
+	t.s.mu.Lock()
+	fail := t.s.fail
+	t.s.mu.Unlock()
+	if fail {
+		return errors.New("killed before the flow was saved")
+	}
+	return t.Tx.UpdateFlow(ctx, f)
+}
+
+// TestRedteamFlowStartCrash: the daemon dies after StartFlow recorded the
+// flow and made its first run, before the flow is saved again. The flow
+// is left in no state at all, its run recorded nowhere: no menu, no way
+// on, nothing in the flow's log.
+func TestRedteamFlowStartCrash(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.project(t)
+	withSandbox(t, e)
+	fs := &flowFaults{Store: e.m.Store, fail: true}
+	e.m.Store = fs
+	if _, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"}); err == nil {
+		t.Fatal("StartFlow with a failing save succeeded")
+	}
+	e.m.Store = fs.Store
+	flows, err := e.m.Flows(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := e.m.Runs(ctx, paddock.RunFilter{Project: "my-app"})
+	var live []string
+	for _, r := range runs {
+		if r.Workspace != nil && r.State() == paddock.StateReady {
+			live = append(live, r.ID)
+		}
+	}
+	for _, f := range flows {
+		if f.State == "" || stateOfName(f) == nil {
+			t.Errorf("flow %s is left in no state (%q), runs %v, ended %v; live runs of the project nobody's flow names: %v", f.ID, f.State, f.Runs, !f.Ended.IsZero(), live)
+		}
+	}
+}
+
+func stateOfName(f *paddock.Flow) *paddock.WorkflowState {
+	for i := range f.Workflow.States {
+		if f.Workflow.States[i].Name == f.State {
+			return &f.Workflow.States[i]
+		}
+	}
+	return nil
+}
+
+// TestRedteamFlowApproveCrash: the daemon dies after the reviewer's
+// approve rejected its review run and entered awaiting_approval, before
+// the flow was saved. After the restart the flow is still reviewing, its
+// review run rejected (its socket closed): the approve is lost and
+// nothing live can move the flow on.
+func TestRedteamFlowApproveCrash(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"x\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	reviewer, head := f.Runs["reviewing"], f.Head
+	fs := &flowFaults{Store: e.m.Store, fail: true}
+	e.m.Store = fs
+	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); err == nil {
+		t.Fatal("approve with a failing save succeeded")
+	}
+	e.m.Store = fs.Store
+	e.reopen(t)
+	withSandbox(t, e)
+	f, _ = e.m.Flow(ctx, f.ID)
+	r, _ := e.m.Run(ctx, reviewer)
+	if f.State == "reviewing" && r.State() != paddock.StateReady && r.State() != paddock.StateActive {
+		t.Fatalf("after the crash the flow is %s (its log's last event %s) but its review run %s is %s: the approve is lost and no live run can pick",
+			f.State, f.Events[len(f.Events)-1].Type, reviewer, r.State())
+	}
+}
