@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -239,5 +240,145 @@ func TestRedteamFlowApproveCrash(t *testing.T) {
 	if f.State == "reviewing" && r.State() != paddock.StateReady && r.State() != paddock.StateActive {
 		t.Fatalf("after the crash the flow is %s (its log's last event %s) but its review run %s is %s: the approve is lost and no live run can pick",
 			f.State, f.Events[len(f.Events)-1].Type, reviewer, r.State())
+	}
+}
+
+// agentHook runs a function when a stored agent definition is read (the
+// flow's enter reads its state's agent before it makes the state's run).
+type agentHook struct {
+	paddock.Store
+	mu   sync.Mutex
+	name string
+	fn   func()
+}
+
+func (s *agentHook) View(ctx context.Context, fn func(paddock.Tx) error) error {
+	return s.Store.View(ctx, func(tx paddock.Tx) error { return fn(&agentHookTx{Tx: tx, s: s}) })
+}
+
+type agentHookTx struct {
+	paddock.Tx
+	s *agentHook
+}
+
+func (t *agentHookTx) Agent(ctx context.Context, name string) (*paddock.AgentRecord, error) {
+	t.s.mu.Lock()
+	fn := t.s.fn
+	if name == t.s.name {
+		t.s.fn = nil
+	}
+	t.s.mu.Unlock()
+	if fn != nil && name == t.s.name {
+		fn()
+	}
+	return t.Tx.Agent(ctx, name)
+}
+
+const revOnly = `name = "rev"
+workspace = "read"
+tools = ["read", "exec", "capabilities"]
+`
+
+const twrRev = `name = "twr-rev"
+start = "coding"
+[[state]]
+name = "coding"
+agent = "coder"
+  [[state.transition]]
+  event = "done"
+  to = "reviewing"
+[[state]]
+name = "reviewing"
+agent = "rev"
+reviews = "coding"
+  [[state.transition]]
+  event = "approve"
+  to = "awaiting_approval"
+  guard = "head == context.head"
+[[state]]
+name = "awaiting_approval"
+end = true
+`
+
+// TestRedteamFlowEmptyReviewHeadIsLive: the coder says done with nothing
+// written, so nothing is submitted and reviewForFlow computes the coder's
+// change set again, live, for the head. A write of the coder's agent
+// landing between the two (here: while the reviewing state's agent is
+// read) makes the head the hash of a change set nobody froze: the review
+// run stands at the base (empty), its menu says the coder changed
+// nothing, and it approves that head. The coder then submits exactly
+// those bytes: its submission's hash is the flow's reviewed head, and a
+// person approving "what was reviewed" approves a file no reviewer saw.
+func TestRedteamFlowEmptyReviewHeadIsLive(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	if _, err := e.m.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: revOnly}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Source: twrRev, File: "twr.toml", Project: "my-app", Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	hook := &agentHook{Store: e.m.Store, name: "rev", fn: func() {
+		if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"backdoor.txt","content":"never reviewed\n"}`)); err != nil {
+			t.Errorf("the coder's racing write: %v", err)
+		}
+	}}
+	e.m.Store = hook
+	f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{})
+	e.m.Store = hook.Store
+	if err != nil || f.State != "reviewing" {
+		t.Fatalf("done: %+v %v", f, err)
+	}
+	reviewer, head := f.Runs["reviewing"], f.Head
+	menu, _ := e.m.Menu(agentCtx, reviewer)
+	if out := sh(t, e.m, reviewer, "ls backdoor.txt 2>&1 || true"); !strings.Contains(out, "No such file") {
+		t.Fatalf("the reviewer sees backdoor.txt (%q): then this test's premise is wrong", out)
+	}
+	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := e.m.Submit(agentCtx, coder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Hash == head && len(cs.Entries) > 0 {
+		t.Fatalf("the reviewer saw an empty change set (menu note %q) and approved head %s; the coder's submission %s (%d entries: %s) is that head",
+			menu.Inputs["note"], head, cs.Hash, len(cs.Entries), cs.Entries[0].Path)
+	}
+}
+
+// TestRedteamFlowStuckWhenEnterFails: a step whose next state cannot be
+// entered (its agent's definition was removed since the flow started)
+// still moves the flow's state there, with no run: the coder's menu is
+// empty, no run can pick, and the flow never ends.
+func TestRedteamFlowStuckWhenEnterFails(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	if _, err := e.m.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: revOnly}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Source: twrRev, File: "twr.toml", Project: "my-app", Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	if err := e.m.RemoveAgent(ctx, "rev"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err == nil {
+		t.Fatal("done into a state whose agent is gone went through")
+	}
+	f, _ = e.m.Flow(ctx, f.ID)
+	menu, _ := e.m.Menu(agentCtx, coder)
+	if f.Ended.IsZero() && f.Runs[f.State] == "" {
+		t.Fatalf("the flow is left in %s with no run (runs %v), not ended; the coder's menu: %+v", f.State, f.Runs, menu.Items)
 	}
 }
