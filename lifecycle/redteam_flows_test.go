@@ -382,3 +382,42 @@ func TestRedteamFlowStuckWhenEnterFails(t *testing.T) {
 		t.Fatalf("the flow is left in %s with no run (runs %v), not ended; the coder's menu: %+v", f.State, f.Runs, menu.Items)
 	}
 }
+
+// TestRedteamFlowReviewRunOfWriteAgent: StartFlow checks that a review
+// state's agent reads only, but the definition is read again when the
+// state is entered. Replaced meanwhile by one that writes, an empty
+// done's review run (reviewForFlow's path with no submission, which skips
+// Review's check) is made with write access: a review run offered write.
+func TestRedteamFlowReviewRunOfWriteAgent(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	if _, err := e.m.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: revOnly}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Source: twrRev, File: "twr.toml", Project: "my-app", Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.RemoveAgent(ctx, "rev"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: "name = \"rev\"\nworkspace = \"write\"\ntools = [\"read\", \"write\", \"exec\", \"capabilities\"]\n"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err = e.m.PickEvent(agentCtx, f.Runs["coding"], "done", paddock.MenuEventRequest{})
+	if err != nil {
+		return // refused: held
+	}
+	r, _ := e.m.Run(ctx, f.Runs["reviewing"])
+	if r.ReviewOf != nil && r.Access != paddock.AccessRead {
+		caps, _ := e.m.Capabilities(agentCtx, r.ID)
+		var names []string
+		for _, tc := range caps.Tools {
+			names = append(names, tc.Name)
+		}
+		t.Fatalf("review run %s of the flow has access %s; its tools: %v", r.ID, r.Access, names)
+	}
+}
