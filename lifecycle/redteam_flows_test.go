@@ -421,3 +421,38 @@ func TestRedteamFlowReviewRunOfWriteAgent(t *testing.T) {
 		t.Fatalf("review run %s of the flow has access %s; its tools: %v", r.ID, r.Access, names)
 	}
 }
+
+// TestRedteamFlowRefusalsGrowTheFlow: every refused pick is appended to
+// the flow's document, which is rewritten whole, with the event name as
+// the agent gave it (unbounded, twice: event and reason), also by a run
+// whose flow has ended. An agent looping on off-menu picks grows the
+// document without bound and each pick costs a rewrite of all of it,
+// under the daemon's one flowMu (measured on the real daemon: 350 picks
+// of a 60 KB name made a 21 MB flow, the later ones ~0.5 s each).
+func TestRedteamFlowRefusalsGrowTheFlow(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	size := func() int {
+		got, _ := e.m.Flow(ctx, f.ID)
+		b, _ := json.Marshal(got)
+		return len(b)
+	}
+	before := size()
+	name := strings.Repeat("x", 60000)
+	for range 10 {
+		if _, err := e.m.PickEvent(agentCtx, coder, name, paddock.MenuEventRequest{}); !isRule(err, paddock.RuleMenu) && !paddock.IsCode(err, paddock.CodeBadRequest) {
+			t.Fatalf("an off-menu pick: %v", err)
+		}
+	}
+	if grew := size() - before; grew > 64<<10 {
+		t.Fatalf("10 refused picks grew the flow's document by %d bytes", grew)
+	}
+}
