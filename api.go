@@ -116,6 +116,7 @@ const (
 	ActionMarked       = "marked orphaned"
 	ActionKept         = "kept (retained)"
 	ActionFailed       = "failed"
+	ActionFinished     = "finished" // a flow's step, taken before a crash
 )
 
 // DaemonStatus describes a running daemon.

@@ -14,6 +14,12 @@ func WithAgent(ctx context.Context) context.Context {
 	return context.WithValue(ctx, agentKey{}, true)
 }
 
+// WithoutAgent unmarks ctx: what a call does on its own behalf (a flow
+// submitting the change set its agent said was done) is not the agent's.
+func WithoutAgent(ctx context.Context) context.Context {
+	return context.WithValue(ctx, agentKey{}, false)
+}
+
 // AgentCall reports whether ctx is marked by WithAgent.
 func AgentCall(ctx context.Context) bool {
 	v, _ := ctx.Value(agentKey{}).(bool)

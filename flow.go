@@ -70,6 +70,11 @@ type Flow struct {
 	Head string `json:"head,omitempty"`
 	// Findings are the latest findings an event carried (a reviewer's).
 	Findings []string `json:"findings,omitempty"`
+	// Entering names the state whose run is being made: written before
+	// the run is, so that a restart finishes the step (the run's id is
+	// derived from the flow and the step, so it is found, never made twice).
+	Entering    string `json:"entering,omitempty"`
+	EnteringRun string `json:"entering_run,omitempty"`
 	// Ended is when the flow reached an end state.
 	Ended     time.Time   `json:"ended,omitzero"`
 	CreatedAt time.Time   `json:"created_at"`

@@ -78,6 +78,9 @@ type Run struct {
 // never applied (under .git, links into it), which the reviewer sees only
 // in the change set itself.
 type ReviewOf struct {
+	// Flow is the flow the review run works in, if a flow made it (the
+	// flow moves it; Review and a resubmission do not).
+	Flow    string   `json:"flow,omitempty"`
 	Run     string   `json:"run"`
 	Hash    string   `json:"hash"`
 	Commit  string   `json:"commit"`

@@ -92,6 +92,9 @@ func ValidateWorkflow(w *paddock.Workflow) error {
 	if states[w.Start] == nil {
 		return bad("start %q is not a state", w.Start)
 	}
+	if states[w.Start].Reviews != "" {
+		return bad("start %q reviews a state no run has worked in yet; start where the work is done", w.Start)
+	}
 	if w.MaxRounds < 0 {
 		return bad("max_rounds must not be negative")
 	}
@@ -136,12 +139,62 @@ func ValidateWorkflow(w *paddock.Workflow) error {
 			if t.Guard != "" && s.Reviews == "" {
 				return bad("state %s: event %s is guarded by the head, but the state reviews nothing (reviews = STATE)", s.Name, t.Event)
 			}
-			if t.Round && w.MaxRounds > 0 && (states[FailedState] == nil || !states[FailedState].End) {
+			if t.Round && w.MaxRounds == 0 {
+				return bad("state %s: event %s is a round, and max_rounds bounds none: set max_rounds", s.Name, t.Event)
+			}
+			if t.Round && (states[FailedState] == nil || !states[FailedState].End) {
 				return bad("max_rounds needs an end state named %q", FailedState)
 			}
 		}
 	}
+	// Every way back to a state must pass a round transition, or a flow
+	// could go round forever: without them, the states form no cycle.
+	if cycle := cycleWithoutRounds(w); cycle != "" {
+		return bad("state %s can be entered again and again without a round transition (round = true, bounded by max_rounds)", cycle)
+	}
 	return nil
+}
+
+// cycleWithoutRounds names a state on a cycle of non-round transitions,
+// or "".
+func cycleWithoutRounds(w *paddock.Workflow) string {
+	next := map[string][]string{}
+	for _, s := range w.States {
+		for _, t := range s.Transitions {
+			if !t.Round {
+				next[s.Name] = append(next[s.Name], t.To)
+			}
+		}
+	}
+	const (
+		unseen = iota
+		open
+		done
+	)
+	mark := map[string]int{}
+	var visit func(string) string
+	visit = func(s string) string {
+		switch mark[s] {
+		case open:
+			return s
+		case done:
+			return ""
+		}
+		mark[s] = open
+		for _, n := range next[s] {
+			if c := visit(n); c != "" {
+				return c
+			}
+		}
+		mark[s] = done
+		return ""
+	}
+	for _, s := range w.States {
+		if c := visit(s.Name); c != "" {
+			return c
+		}
+	}
+	return ""
 }
 
 // TaskWithReview is the built-in workflow: a coder works on the task;

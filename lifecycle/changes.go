@@ -189,6 +189,9 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 	if err := m.refuseReview(ctx, id, "submit"); err != nil {
 		return nil, err
 	}
+	if err := m.refuseOffFlow(ctx, id); err != nil {
+		return nil, err
+	}
 	if expect != "" {
 		var err error
 		if expect, err = changeset.ParseHash(expect); err != nil {
@@ -234,6 +237,7 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 		return cs, err
 	}
 	m.moveReviews(ctx, id, cs.Hash)
+	m.moveFlowReviews(ctx, id, cs.Hash)
 	return cs, nil
 }
 

@@ -54,19 +54,18 @@ func (m *Manager) StartFlow(ctx context.Context, req paddock.StartFlowRequest) (
 	flowEvent(f, "flow.started", map[string]any{"workflow": w.Name, "task": req.Task})
 	m.flowMu.Lock()
 	defer m.flowMu.Unlock()
+	// The first state's run is made before the flow is recorded: a crash
+	// between them leaves a run no flow names, never a flow in no state.
+	f.Entering, f.EnteringRun = w.Start, newID()
+	notes, err := m.enter(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	f.Version = 1
 	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.CreateFlow(ctx, f) }); err != nil {
 		return nil, err
 	}
-	notes, err := m.enter(ctx, f, w.Start, "")
-	if err != nil {
-		flowEvent(f, "flow.refused", map[string]any{"state": w.Start, "reason": paddock.ErrorMessage(err)})
-		m.saveFlow(ctx, f)
-		return nil, err
-	}
-	if err := m.saveFlow(ctx, f); err != nil {
-		return nil, err
-	}
-	return f, m.started(ctx, f, notes)
+	return f, m.started(ctx, f, notes, "")
 }
 
 // workflowOf is the workflow a request names or gives.
@@ -116,6 +115,9 @@ func (m *Manager) flowOf(ctx context.Context, id string) (*paddock.Flow, *paddoc
 	if err != nil {
 		return nil, nil, err
 	}
+	if !takesWork(r) {
+		return nil, nil, paddock.Errorf(paddock.CodeForbidden, "run %s is %s: it picks nothing", id, r.State()).WithRule(paddock.RuleMenu)
+	}
 	flows, err := m.Flows(ctx, r.Project)
 	if err != nil {
 		return nil, nil, err
@@ -126,7 +128,7 @@ func (m *Manager) flowOf(ctx context.Context, id string) (*paddock.Flow, *paddoc
 			if run != id {
 				continue
 			}
-			if state == f.State && f.Ended.IsZero() {
+			if state == f.State && f.Ended.IsZero() && f.Entering == "" {
 				return f, stateOf(&f.Workflow, state), nil
 			}
 			was = f
@@ -192,31 +194,51 @@ func (m *Manager) Menu(ctx context.Context, id string) (*paddock.Menu, error) {
 	return menu, nil
 }
 
-// reviewedChangeSet is the change set review run id holds (empty if the
+// reviewedChangeSet is the change set review run id holds: the one frozen
+// under its hash, or an empty one when it stands at its coder's base (the
 // coder submitted nothing).
 func (m *Manager) reviewedChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
 	r, err := m.Run(ctx, id)
 	if err != nil || r.ReviewOf == nil {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s reviews nothing", id)
 	}
-	if s, err := m.submission(r.ReviewOf.Run); err == nil && s.Hash == r.ReviewOf.Hash {
-		return m.frozen(r.ReviewOf.Run, s.Hash)
+	if cs, err := m.frozen(r.ReviewOf.Run, r.ReviewOf.Hash); err == nil {
+		return cs, nil
 	}
-	return &paddock.ChangeSet{Hash: r.ReviewOf.Hash, Entries: []paddock.ChangeEntry{}}, nil
+	if r.Workspace != nil && r.ReviewOf.Commit == r.Workspace.BaseRevision {
+		if coder, err := m.Run(ctx, r.ReviewOf.Run); err == nil && coder.Workspace != nil && coder.Workspace.BaseRevision == r.ReviewOf.Commit {
+			return &paddock.ChangeSet{Hash: r.ReviewOf.Hash, Entries: []paddock.ChangeEntry{}}, nil
+		}
+	}
+	return nil, paddock.Errorf(paddock.CodeConflict, "the change set run %s reviews is not kept", id)
 }
 
-// PickEvent takes event from run id's menu: the run must be its flow's
-// current state's, the event on that state's menu, a guarded event's head
-// the change set still under review, a findings event's findings given.
-// Anything else is refused, and the refusal is in the flow's log.
+// maxRefusals bounds the refusals a flow's log keeps (an agent picking
+// off its menu in a loop grows nothing past it).
+const maxRefusals = 100
+
+// PickEvent takes event from run id's menu: the run must be live and its
+// flow's current state's, the event on that state's menu, a guarded
+// event's head the change set the picking run holds (and still the
+// flow's), a findings event's findings given. A refusal of the current
+// run is in the flow's log (up to maxRefusals).
+//
+// A step is crash-safe: the event, where it leads and the id of the run
+// it makes are saved first (Entering); then the run is made; then the
+// flow is saved in its new state. A restart finishes a step it finds
+// entering (FinishFlows): the run's id finds the run if it was made.
 func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.MenuEventRequest) (*paddock.Flow, error) {
+	if err := paddock.ValidateName(event); err != nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "event: %s", paddock.ErrorMessage(err))
+	}
 	m.flowMu.Lock()
 	defer m.flowMu.Unlock()
 	f, s, err := m.flowOf(ctx, id)
 	if err != nil {
-		if f != nil {
-			m.refuseEvent(ctx, f, id, event, err)
-		}
+		return nil, err
+	}
+	refuse := func(err error) (*paddock.Flow, error) {
+		m.refuseEvent(ctx, f, id, event, err)
 		return nil, err
 	}
 	var t *paddock.FlowTransition
@@ -228,36 +250,35 @@ func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.M
 		}
 	}
 	if t == nil {
-		err := paddock.Errorf(paddock.CodeForbidden, "%q is not on run %s's menu in state %s of flow %s (its menu: %s)", event, id, f.State, f.ID, strings.Join(menu, ", ")).WithRule(paddock.RuleMenu)
-		m.refuseEvent(ctx, f, id, event, err)
+		return refuse(paddock.Errorf(paddock.CodeForbidden, "%q is not on run %s's menu in state %s of flow %s (its menu: %s)", event, id, f.State, f.ID, strings.Join(menu, ", ")).WithRule(paddock.RuleMenu))
+	}
+	r, err := m.Run(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	if t.Guard == paddock.GuardHead {
-		head, herr := m.headOf(ctx, f, s)
 		switch {
-		case herr != nil:
-			err = herr
 		case req.Head == "":
-			err = paddock.Errorf(paddock.CodeBadRequest, "%s is guarded by the head: give the hash of the change set you reviewed (head)", event)
-		case req.Head != head:
-			err = paddock.Errorf(paddock.CodeConflict, "the change set under review is no longer %s: it moved since you looked; review it again", req.Head).WithDetail("head", head)
+			return refuse(paddock.Errorf(paddock.CodeBadRequest, "%s is guarded by the head: give the hash of the change set you reviewed (head)", event))
+		case r.ReviewOf == nil || req.Head != r.ReviewOf.Hash || req.Head != f.Head:
+			// Only what this run holds can be named; what else there is
+			// is not told.
+			return refuse(paddock.Errorf(paddock.CodeConflict, "%s is not the change set this run reviews; review what it holds (capabilities: menu.head)", req.Head))
 		}
-		if err != nil {
-			m.refuseEvent(ctx, f, id, event, err)
-			return nil, err
+		if sub, err := m.submission(r.ReviewOf.Run); err == nil && sub.Hash != f.Head {
+			return refuse(paddock.Errorf(paddock.CodeConflict, "the change set under review was submitted anew since this review began; the flow's review moves to it"))
 		}
 	}
 	if t.Findings && len(req.Findings) == 0 {
-		err := paddock.Errorf(paddock.CodeBadRequest, "%s carries findings: say what must change (findings)", event)
-		m.refuseEvent(ctx, f, id, event, err)
-		return nil, err
+		return refuse(paddock.Errorf(paddock.CodeBadRequest, "%s carries findings: say what must change (findings)", event))
 	}
-	if r, err := m.Run(ctx, id); err == nil && r.Access == paddock.AccessWrite && r.ReviewOf == nil {
+	head := f.Head
+	if r.Access == paddock.AccessWrite && r.ReviewOf == nil {
 		// Leaving a working state: its change set is submitted, unless it
-		// is empty or already is (a reviewer must see exactly it).
-		if err := m.submitForFlow(ctx, id); err != nil {
-			m.refuseEvent(ctx, f, id, event, err)
-			return nil, err
+		// is empty or already is; what is reviewed next is that hash,
+		// fixed now (a write landing later is in no review).
+		if head, err = m.submitForFlow(ctx, id); err != nil {
+			return refuse(err)
 		}
 	}
 	to := t.To
@@ -272,69 +293,96 @@ func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.M
 	}
 	flowEvent(f, "flow.event", map[string]any{"event": event, "from": f.State, "to": to, "run": id, "agent": paddock.AgentCall(ctx),
 		"head": req.Head, "findings": req.Findings, "note": req.Note})
-	if s.Reviews != "" {
-		// The review is over: its run is given back (its findings are in the log).
-		if _, err := m.Reject(context.WithoutCancel(ctx), id); err != nil {
-			// Its agent's command may still be running (it picked the
-			// event): the run is off the flow all the same, its menu empty.
-			m.log().Info("a finished review run stays until its command ends", "run", id, "err", err)
-		}
+	f.Entering, f.EnteringRun, f.Head = to, newID(), head
+	if err := m.saveFlow(ctx, f); err != nil {
+		return nil, err
 	}
-	notes, err := m.enter(ctx, f, to, id)
+	return m.finishStep(ctx, f, id)
+}
+
+// finishStep makes the run of the state f is entering and saves f in it;
+// then started tells the runs and starts the agent. A state that cannot
+// be entered (its agent's definition is gone, say) leaves f where it was,
+// and says why in its log.
+func (m *Manager) finishStep(ctx context.Context, f *paddock.Flow, from string) (*paddock.Flow, error) {
+	to := f.Entering
+	notes, err := m.enter(ctx, f)
 	if err != nil {
+		f.Entering, f.EnteringRun = "", ""
 		flowEvent(f, "flow.refused", map[string]any{"state": to, "reason": paddock.ErrorMessage(err)})
-		m.saveFlow(ctx, f)
+		if serr := m.saveFlow(ctx, f); serr != nil {
+			m.log().Warn("recording a step that could not be taken failed", "flow", f.ID, "err", serr)
+		}
 		return nil, err
 	}
 	if err := m.saveFlow(ctx, f); err != nil {
 		return nil, err
 	}
-	return f, m.started(ctx, f, notes)
+	return f, m.started(ctx, f, append(notes, from), from)
 }
 
-// headOf is the change set a review state's guarded events must name: the
-// review run's, as long as the coder has not submitted anew since.
-func (m *Manager) headOf(ctx context.Context, f *paddock.Flow, s *paddock.WorkflowState) (string, error) {
-	coder := f.Runs[s.Reviews]
-	if sub, err := m.submission(coder); err == nil && sub.Hash != f.Head {
-		return sub.Hash, nil // moved: the coder submitted again
+// finishFlows finishes, after a restart, the steps a crash left entering.
+func (m *Manager) finishFlows(ctx context.Context) []paddock.Finding {
+	m.flowMu.Lock()
+	defer m.flowMu.Unlock()
+	flows, err := m.Flows(ctx, "")
+	if err != nil {
+		m.log().Warn("listing flows failed", "err", err)
+		return nil
 	}
-	return f.Head, nil
+	var out []paddock.Finding
+	for _, f := range flows {
+		if f.Entering == "" {
+			continue
+		}
+		finding := paddock.Finding{RunID: f.EnteringRun, Issue: "flow " + f.ID + " was interrupted entering " + f.Entering, Action: paddock.ActionFinished}
+		if _, err := m.finishStep(ctx, f, f.Runs[f.State]); err != nil {
+			finding.Action = paddock.ActionFailed
+			m.log().Error("a flow's step could not be finished", "flow", f.ID, "err", err)
+		}
+		out = append(out, finding)
+	}
+	return out
 }
 
 // submitForFlow submits run id's change set unless it is empty or
-// submitted already.
-func (m *Manager) submitForFlow(ctx context.Context, id string) error {
+// submitted already, and returns its hash: what a review of it holds.
+func (m *Manager) submitForFlow(ctx context.Context, id string) (string, error) {
 	cs, err := m.ChangeSet(ctx, id)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if len(cs.Entries) == 0 {
-		return nil
+		return cs.Hash, nil
 	}
 	if s, err := m.submission(id); err == nil && s.Hash == cs.Hash {
-		return nil
+		return cs.Hash, nil
 	}
-	_, err = m.SubmitExpecting(context.WithoutCancel(ctx), id, cs.Hash)
-	return err
+	// As the flow: the agent's own submit is refused once its state is
+	// left (refuseOffFlow), this one is the step's.
+	if _, err = m.SubmitExpecting(context.WithValue(context.WithoutCancel(paddock.WithoutAgent(ctx)), flowStepKey{}, true), id, cs.Hash); err != nil {
+		return "", err
+	}
+	return cs.Hash, nil
 }
 
-// enter moves flow f into state to: its run is made (a review run of the
-// coder's submitted change set for a review state, the working state's
-// own run again if it is still live) and told its task. It returns the
-// runs to tell once f is saved (started), which also starts the agent's
-// command if its definition has one.
-func (m *Manager) enter(ctx context.Context, f *paddock.Flow, to, from string) (notes []string, err error) {
+// enter makes the run of the state f is entering (f.Entering), with the
+// id f.EnteringRun (found, not made again, if it exists): a review run of
+// the change set f.Head for a review state, the working state's own run
+// again if it is still live, or a new run; it tells it its task, and
+// moves f into the state. It returns the runs to tell once f is saved.
+func (m *Manager) enter(ctx context.Context, f *paddock.Flow) (notes []string, err error) {
+	to := f.Entering
 	s := stateOf(&f.Workflow, to)
 	if s == nil {
 		return nil, paddock.Errorf(paddock.CodeConflict, "flow %s: no state %s", f.ID, to)
 	}
-	f.State, f.UpdatedAt = to, now()
-	flowEvent(f, "flow.state", map[string]any{"state": to, "round": f.Round})
 	if s.End {
-		f.Ended = f.UpdatedAt
+		f.State, f.Entering, f.EnteringRun = to, "", ""
+		f.Ended = now()
+		flowEvent(f, "flow.state", map[string]any{"state": to, "round": f.Round})
 		flowEvent(f, "flow.ended", map[string]any{"state": to})
-		return []string{from}, nil
+		return nil, nil
 	}
 	ctx = context.WithoutCancel(ctx) // the flow's runs are made whoever asked
 	def, err := m.agentForCreate(ctx, paddock.CreateRunRequest{Agent: s.Agent})
@@ -344,21 +392,27 @@ func (m *Manager) enter(ctx context.Context, f *paddock.Flow, to, from string) (
 	var run *paddock.Run
 	task := f.Task
 	if s.Reviews != "" {
-		coder := f.Runs[s.Reviews]
-		if run, err = m.reviewForFlow(ctx, coder, def); err != nil {
+		coder, err := m.Run(ctx, f.Runs[s.Reviews])
+		if err != nil {
 			return nil, err
 		}
-		f.Head = run.ReviewOf.Hash
-		task = fmt.Sprintf("Review the change set %s of run %s (the task was: %s). Pick approve or request_changes from your menu, with that hash as head.", f.Head, coder, f.Task)
+		if def.Workspace != string(paddock.AccessRead) {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "state %s reviews, but agent %s does not read only", to, def.Name)
+		}
+		if run, err = m.makeReview(ctx, coder, def, f.Head, f.EnteringRun, f.ID); err != nil {
+			return nil, err
+		}
+		task = fmt.Sprintf("Review the change set %s of run %s (the task was: %s). Pick approve or request_changes from your menu, with that hash as head.", f.Head, coder.ID, f.Task)
 	} else {
-		f.Head = ""
 		if id := f.Runs[to]; id != "" {
-			if r, err := m.Run(ctx, id); err == nil && r.Workspace != nil && slices.Contains([]paddock.WorkspaceState{paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed}, r.State()) {
+			if r, err := m.Run(ctx, id); err == nil && takesWork(r) {
 				run = r
 			}
 		}
 		if run == nil {
-			if run, err = m.createRun(ctx, paddock.CreateRunRequest{Project: f.Project}, def, nil); err != nil {
+			if r, err := m.Run(ctx, f.EnteringRun); err == nil {
+				run = r
+			} else if run, err = m.createRunID(ctx, f.EnteringRun, paddock.CreateRunRequest{Project: f.Project}, def, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -366,19 +420,36 @@ func (m *Manager) enter(ctx context.Context, f *paddock.Flow, to, from string) (
 			task += "\n\nThe reviewer sent it back: " + strings.Join(f.Findings, "; ")
 		}
 	}
-	f.Runs[to] = run.ID
 	if err := m.saveTask(run.ID, def, task); err != nil {
 		return nil, err
 	}
-	return []string{from, run.ID}, nil
+	f.State, f.Entering, f.EnteringRun = to, "", ""
+	f.Runs[to] = run.ID
+	f.UpdatedAt = now()
+	flowEvent(f, "flow.state", map[string]any{"state": to, "round": f.Round, "run": run.ID})
+	return []string{run.ID}, nil
+}
+
+// takesWork says whether run r takes work: its workspace ready, active or
+// checkpointed; one with none, not removed.
+func takesWork(r *paddock.Run) bool {
+	if r.Workspace == nil {
+		return r.RemovedAt.IsZero()
+	}
+	return slices.Contains([]paddock.WorkspaceState{paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed}, r.State())
 }
 
 // started is what follows a step once the flow is saved: the runs it
 // touched are told (their menus changed: an MCP server lists again, and
-// it reads the saved flow), and the new state's agent command started.
-func (m *Manager) started(ctx context.Context, f *paddock.Flow, notes []string) error {
+// reads the saved flow), a finished review run is given back (now, or
+// when its agent's command ends: afterJob), and the new state's agent
+// command is started.
+func (m *Manager) started(ctx context.Context, f *paddock.Flow, notes []string, from string) error {
 	ctx = context.WithoutCancel(ctx)
 	m.noteFlow(ctx, f, notes...)
+	if from != "" {
+		m.giveBackReview(ctx, from)
+	}
 	s := stateOf(&f.Workflow, f.State)
 	if s == nil || s.End || s.Agent == "" {
 		return nil
@@ -388,33 +459,55 @@ func (m *Manager) started(ctx context.Context, f *paddock.Flow, notes []string) 
 		return err
 	}
 	if len(def.Command) > 0 {
-		if _, err := m.StartJob(ctx, f.Runs[f.State], paddock.StartJobRequest{Kind: paddock.JobAgent}); err != nil {
+		if _, err := m.StartJob(ctx, f.Runs[f.State], paddock.StartJobRequest{Kind: paddock.JobAgent}); err != nil && !paddock.IsCode(err, paddock.CodeBusy) {
 			return err
 		}
 	}
 	return nil
 }
 
-// reviewForFlow is the review run of coder's change set: its submission,
-// or, if it submitted nothing, its base (an empty change set to review).
-func (m *Manager) reviewForFlow(ctx context.Context, coder string, def *paddock.AgentDefinition) (*paddock.Run, error) {
-	if _, err := m.submission(coder); err == nil {
-		return m.Review(ctx, coder, def.Name)
+// giveBackReview rejects review run id of a flow once its review is over,
+// unless its agent's command still runs (afterJob does it then).
+func (m *Manager) giveBackReview(ctx context.Context, id string) {
+	r, err := m.Run(ctx, id)
+	if err != nil || r.ReviewOf == nil || r.ReviewOf.Flow == "" || !takesWork(r) {
+		return
 	}
-	r, p, err := m.runAndProject(ctx, coder)
+	if f, err := m.Flow(ctx, r.ReviewOf.Flow); err == nil && f.Runs[f.State] == id && f.Ended.IsZero() {
+		return // still its flow's current run
+	}
+	if err := m.refuseWhileJobRuns(ctx, id); err != nil {
+		return // its command ends first
+	}
+	if _, err := m.Reject(ctx, id); err != nil {
+		m.log().Warn("a finished review run could not be given back", "run", id, "err", err)
+	}
+}
+
+// refuseOffFlow refuses an agent's own submit once its run's state in its
+// flow is over: what is reviewed, and what a person approves, is what the
+// flow submitted when the agent said it was done.
+func (m *Manager) refuseOffFlow(ctx context.Context, id string) error {
+	if !paddock.AgentCall(ctx) {
+		return nil
+	}
+	r, err := m.Run(ctx, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cs, err := m.ChangeSet(ctx, coder)
+	flows, err := m.Flows(ctx, r.Project)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	review := &paddock.ReviewOf{Run: coder, Hash: cs.Hash, Commit: r.Workspace.BaseRevision}
-	rv, err := m.createReviewRun(ctx, p, r, def, review)
-	if err != nil {
-		return nil, err
+	for _, f := range flows {
+		for state, run := range f.Runs {
+			if run == id && (state != f.State || !f.Ended.IsZero()) {
+				return paddock.Errorf(paddock.CodeForbidden, "run %s's state %s in flow %s is over (the flow is %s): its change set was submitted when it picked its event; nothing is submitted now",
+					id, state, f.ID, f.State).WithRule(paddock.RuleMenu)
+			}
+		}
 	}
-	return rv, m.record(ctx, coder, paddock.EventReviewStarted, map[string]any{"review": rv.ID, "hash": cs.Hash, "agent": def.Name, "empty": true})
+	return nil
 }
 
 // saveTask keeps what a run's agent is asked, as a bootstrap does: the
@@ -440,8 +533,18 @@ func (m *Manager) noteFlow(ctx context.Context, f *paddock.Flow, runs ...string)
 	}
 }
 
-// refuseEvent records a refused pick in the flow's log.
+// refuseEvent records a refused pick in the flow's log, up to maxRefusals.
 func (m *Manager) refuseEvent(ctx context.Context, f *paddock.Flow, run, event string, why error) {
+	n := 0
+	for _, e := range f.Events {
+		if e.Type == "flow.refused" {
+			n++
+		}
+	}
+	if n >= maxRefusals {
+		m.log().Info("a refused pick is not written in the flow's log: it holds enough", "flow", f.ID, "run", run, "event", event)
+		return
+	}
 	flowEvent(f, "flow.refused", map[string]any{"event": event, "run": run, "state": f.State, "code": paddock.ErrorCode(why), "reason": paddock.ErrorMessage(why)})
 	if err := m.saveFlow(ctx, f); err != nil {
 		m.log().Warn("recording a refused event failed", "flow", f.ID, "err", err)
@@ -494,4 +597,45 @@ func (m *Manager) workInputs(ctx context.Context, f *paddock.Flow, inputs map[st
 		b = append(b[:maxMenuDiff], []byte("\n[… the diff goes on: it is longer than a menu carries]\n")...)
 	}
 	inputs["diff"] = string(b)
+}
+
+// flowStepKey marks a submit a flow's step makes itself (it holds flowMu).
+type flowStepKey struct{}
+
+// moveFlowReviews follows a submission of run coder made outside its
+// flow's steps (the operator's): each flow reviewing coder's change set
+// moves its review to the new hash, with a new review run; the older one
+// can no longer pick (its head is not the flow's) and is given back.
+func (m *Manager) moveFlowReviews(ctx context.Context, coder, hash string) {
+	if ctx.Value(flowStepKey{}) != nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	m.flowMu.Lock()
+	defer m.flowMu.Unlock()
+	r, err := m.Run(ctx, coder)
+	if err != nil {
+		return
+	}
+	flows, err := m.Flows(ctx, r.Project)
+	if err != nil {
+		m.log().Warn("listing flows failed", "err", err)
+		return
+	}
+	for _, f := range flows {
+		s := stateOf(&f.Workflow, f.State)
+		if s == nil || s.Reviews == "" || f.Runs[s.Reviews] != coder || f.Head == hash || !f.Ended.IsZero() || f.Entering != "" {
+			continue
+		}
+		old := f.Runs[f.State]
+		flowEvent(f, "flow.moved", map[string]any{"state": f.State, "from_head": f.Head, "head": hash, "review": old})
+		f.Entering, f.EnteringRun, f.Head = f.State, newID(), hash
+		if err := m.saveFlow(ctx, f); err != nil {
+			m.log().Warn("moving a flow's review failed", "flow", f.ID, "err", err)
+			continue
+		}
+		if _, err := m.finishStep(ctx, f, old); err != nil {
+			m.log().Warn("moving a flow's review failed", "flow", f.ID, "err", err)
+		}
+	}
 }

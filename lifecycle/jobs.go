@@ -246,6 +246,9 @@ func (m *Manager) recordJobEnd(j *paddock.Job) {
 		})
 		switch {
 		case err == nil:
+			// A flow's review run whose review is over is given back once
+			// its agent's command ends.
+			m.giveBackReview(ctx, j.RunID)
 			return
 		case paddock.IsCode(err, paddock.CodeNotFound):
 			m.log().Warn("a job ended whose record is gone", "run", j.RunID, "job", j.ID, "err", err)

@@ -22,6 +22,16 @@ import (
 //   - a live, retained or rejected workspace whose directory is gone: orphaned;
 //   - retained: its retention marker is written again if it was lost.
 func (m *Manager) Recover(ctx context.Context) ([]paddock.Finding, error) {
+	out, err := m.recoverWorkspaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Then the flows' steps a crash interrupted, with the runs in order
+	// (a step makes and gives back runs, which takes the lock).
+	return append(out, m.finishFlows(ctx)...), nil
+}
+
+func (m *Manager) recoverWorkspaces(ctx context.Context) ([]paddock.Finding, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ws []*paddock.Workspace

@@ -42,26 +42,46 @@ func TestRedteamFlowApproveOfResubmission(t *testing.T) {
 	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"evil.txt","content":"never reviewed\n"}`)); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := e.m.Submit(agentCtx, coder)
+	if _, err := e.m.Submit(agentCtx, coder); !isRule(err, paddock.RuleMenu) {
+		t.Fatalf("the coder's own submit off its state: %v", err)
+	}
+	// The operator may still submit it again: the flow's review moves.
+	cs, err := e.m.Submit(ctx, coder)
 	if err != nil {
-		t.Fatalf("the coder's second submit: %v", err)
+		t.Fatalf("the operator's second submit: %v", err)
 	}
 	// The reviewer approves what it saw: refused, the detail names the new hash.
 	_, err = e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: reviewed})
+	// Refused: its review moved (the run given back) or its head is not
+	// the flow's any more.
 	var pe *paddock.Error
-	if !errors.As(err, &pe) || pe.Code != paddock.CodeConflict {
+	if !errors.As(err, &pe) || pe.Code != paddock.CodeConflict && pe.Code != paddock.CodeForbidden {
 		t.Fatalf("approve of the reviewed head: %v", err)
 	}
-	t.Logf("refusal: %v (details %v)", err, pe.Details)
+	if strings.Contains(err.Error(), cs.Hash) || pe.Details["head"] != nil {
+		t.Fatalf("the refusal tells the new hash: %v (details %v)", err, pe.Details)
+	}
 	// What the flow's reviewer can see: only the first change set.
 	if _, err := e.m.CallTool(agentCtx, reviewer, "read", json.RawMessage(`{"path":"evil.txt"}`)); err == nil {
 		t.Fatal("the reviewer sees the second change set (then this test's premise is wrong)")
 	}
-	// It approves the new hash it was told, never having seen it.
-	f, err = e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: cs.Hash})
-	if err == nil {
+	// It approves the new hash, never having seen it: refused.
+	flowID := f.ID
+	if f, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: cs.Hash}); err == nil {
 		t.Fatalf("the flow's reviewer approved change set %s it never saw (it reviewed %s): the flow is %s, head %s; a person is told to approve the coder's %s",
 			cs.Hash, reviewed, f.State, f.Head, cs.Hash)
+	}
+	// The flow's review moved to the new change set: a new review run
+	// holds it, and it is the one that can approve it.
+	f, _ = e.m.Flow(ctx, flowID)
+	if f.State != "reviewing" || f.Head != cs.Hash || f.Runs["reviewing"] == reviewer {
+		t.Fatalf("after the operator's resubmission the flow is %s, head %s, reviewer %s", f.State, f.Head, f.Runs["reviewing"])
+	}
+	if out := sh(t, e.m, f.Runs["reviewing"], "cat evil.txt"); out != "never reviewed\n" {
+		t.Fatalf("the moved review holds %q", out)
+	}
+	if f, err = e.m.PickEvent(agentCtx, f.Runs["reviewing"], "approve", paddock.MenuEventRequest{Head: cs.Hash}); err != nil || f.State != "awaiting_approval" {
+		t.Fatalf("the moved review's approve: %+v %v", f, err)
 	}
 }
 
@@ -97,6 +117,9 @@ func TestRedteamFlowSubmitAfterReviewerApproved(t *testing.T) {
 	cs, err := e.m.Submit(agentCtx, coder)
 	if err != nil {
 		// Refusing the coder's submit once its state is over closes this.
+		if !isRule(err, paddock.RuleMenu) {
+			t.Fatalf("the coder's submit after the approve: %v", err)
+		}
 		return
 	}
 	f, _ = e.m.Flow(ctx, f.ID)
@@ -150,6 +173,16 @@ func (s *flowFaults) Update(ctx context.Context, fn func(paddock.Tx) error) erro
 type flowFaultTx struct {
 	paddock.Tx
 	s *flowFaults
+}
+
+func (t *flowFaultTx) CreateFlow(ctx context.Context, f *paddock.Flow) error {
+	t.s.mu.Lock()
+	fail := t.s.fail
+	t.s.mu.Unlock()
+	if fail {
+		return errors.New("killed before the flow was saved")
+	}
+	return t.Tx.CreateFlow(ctx, f)
 }
 
 func (t *flowFaultTx) UpdateFlow(ctx context.Context, f *paddock.Flow) error {
@@ -342,7 +375,10 @@ func TestRedteamFlowEmptyReviewHeadIsLive(t *testing.T) {
 	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := e.m.Submit(agentCtx, coder)
+	if _, err := e.m.Submit(agentCtx, coder); !isRule(err, paddock.RuleMenu) {
+		t.Fatalf("the coder's own submit once its state is over: %v", err)
+	}
+	cs, err := e.m.Submit(ctx, coder) // the operator's, then
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ var reviewIdentity = gitx.Identity{Name: "paddock review", Email: "review@paddoc
 // same live review run; once the coder submitted again, it makes a new one
 // and rejects the older.
 func (m *Manager) Review(ctx context.Context, id, agentName string) (*paddock.Run, error) {
-	coder, p, err := m.runAndProject(ctx, id)
+	coder, _, err := m.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -44,11 +44,33 @@ func (m *Manager) Review(ctx context.Context, id, agentName string) (*paddock.Ru
 		return nil, err
 	}
 	for _, r := range live {
-		if r.ReviewOf.Hash == s.Hash && (agentName == "" || agentName == r.Agent.Name) {
+		if r.ReviewOf.Hash == s.Hash && r.ReviewOf.Flow == "" && (agentName == "" || agentName == r.Agent.Name) {
 			return r, nil
 		}
 	}
-	def, err := m.agentForCreate(ctx, paddock.CreateRunRequest{Agent: cmp.Or(agentName, "reviewer")})
+	def, err := m.reviewerDef(ctx, cmp.Or(agentName, "reviewer"))
+	if err != nil {
+		return nil, err
+	}
+	r, err := m.makeReview(ctx, coder, def, s.Hash, newID(), "")
+	if err != nil {
+		return nil, err
+	}
+	// The older reviews (not a flow's: a flow moves its own) looked at a
+	// change set the coder has replaced.
+	for _, old := range live {
+		if old.ReviewOf.Hash != s.Hash && old.ReviewOf.Flow == "" {
+			if _, err := m.Reject(ctx, old.ID); err != nil {
+				m.log().Warn("a review of an older change set could not be rejected", "run", old.ID, "err", err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// reviewerDef is the definition name, which must read only.
+func (m *Manager) reviewerDef(ctx context.Context, name string) (*paddock.AgentDefinition, error) {
+	def, err := m.agentForCreate(ctx, paddock.CreateRunRequest{Agent: name})
 	if err != nil {
 		return nil, err
 	}
@@ -56,53 +78,71 @@ func (m *Manager) Review(ctx context.Context, id, agentName string) (*paddock.Ru
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s has workspace %s; a review run is read only (give a definition with workspace = \"read\")",
 			def.Name, cmp.Or(def.Workspace, "write"))
 	}
-	cs, err := m.frozen(id, s.Hash)
+	return def, nil
+}
+
+// makeReview makes review run id (of flow, if set) of coder's change set
+// hash with def: its submitted change set committed onto its base, or,
+// when hash is not what coder submitted (a flow's coder that submitted
+// nothing: an empty change set), its base itself. If run id exists already
+// (a flow's step finished after a restart) it is that run.
+func (m *Manager) makeReview(ctx context.Context, coder *paddock.Run, def *paddock.AgentDefinition, hash, id, flow string) (*paddock.Run, error) {
+	if r, err := m.Run(ctx, id); err == nil {
+		return r, nil
+	}
+	p, err := m.Project(ctx, coder.Project)
 	if err != nil {
-		return nil, internal("reading the submitted change set failed", err)
+		return nil, err
+	}
+	review := &paddock.ReviewOf{Run: coder.ID, Hash: hash, Commit: coder.Workspace.BaseRevision, Flow: flow}
+	if s, err := m.submission(coder.ID); err == nil && s.Hash == hash {
+		if review.Commit, review.Skipped, err = m.reviewCommit(ctx, coder, p, hash); err != nil {
+			return nil, err
+		}
+	}
+	r, err := m.createReviewRun(ctx, p, coder, def, review, id)
+	if err != nil {
+		return nil, err
+	}
+	return r, m.record(ctx, coder.ID, paddock.EventReviewStarted, map[string]any{"review": r.ID, "hash": hash, "agent": def.Name, "flow": flow})
+}
+
+// reviewCommit commits coder's submitted change set hash onto its base:
+// a commit no ref names. It leaves out what an apply never writes, and
+// says which.
+func (m *Manager) reviewCommit(ctx context.Context, coder *paddock.Run, p *paddock.Project, hash string) (string, []string, error) {
+	cs, err := m.frozen(coder.ID, hash)
+	if err != nil {
+		return "", nil, internal("reading the submitted change set failed", err)
 	}
 	pol, err := m.policy(ctx, p)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	repo, err := m.checkRepo(ctx, p)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	ok, never := m.applier().Applicable(id, cs, pol)
+	ok, never := m.applier().Applicable(coder.ID, cs, pol)
 	var entries []gitx.IndexEntry
 	for _, e := range ok {
 		ie := gitx.IndexEntry{Path: e.Path, Mode: e.NewMode, Blob: e.NewBlob}
 		if e.Op != paddock.OpDelete && e.NewMode != "160000" {
-			ie.File = m.blobPath(id, e.NewBlob)
+			ie.File = m.blobPath(coder.ID, e.NewBlob)
 		}
 		entries = append(entries, ie)
 	}
-	msg := fmt.Sprintf("paddock: run %s's change set %s, under review\n", id, s.Hash)
+	msg := fmt.Sprintf("paddock: run %s's change set %s, under review\n", coder.ID, hash)
 	commit, err := m.Git.CommitTree(ctx, repo.CommonDir, coder.Workspace.BaseRevision, entries, reviewIdentity, msg)
 	if err != nil {
-		return nil, internal("committing the change set for review failed; the project is unchanged", err)
+		return "", nil, internal("committing the change set for review failed; the project is unchanged", err)
 	}
-	review := &paddock.ReviewOf{Run: id, Hash: s.Hash, Commit: commit}
+	var skipped []string
 	for path := range never {
-		review.Skipped = append(review.Skipped, path)
+		skipped = append(skipped, path)
 	}
-	slices.Sort(review.Skipped)
-	r, err := m.createReviewRun(ctx, p, coder, def, review)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.record(ctx, id, paddock.EventReviewStarted, map[string]any{"review": r.ID, "hash": s.Hash, "agent": def.Name}); err != nil {
-		return nil, err
-	}
-	// The older reviews looked at a change set the coder has replaced.
-	for _, old := range live {
-		if old.ReviewOf.Hash != s.Hash {
-			if _, err := m.Reject(ctx, old.ID); err != nil {
-				m.log().Warn("a review of an older change set could not be rejected", "run", old.ID, "err", err)
-			}
-		}
-	}
-	return r, nil
+	slices.Sort(skipped)
+	return commit, skipped, nil
 }
 
 // reviewsOf lists the live review runs of run coder.
@@ -149,8 +189,8 @@ func (m *Manager) moveReviews(ctx context.Context, id, hash string) {
 		return
 	}
 	for _, r := range live {
-		if r.ReviewOf.Hash == hash {
-			continue
+		if r.ReviewOf.Hash == hash || r.ReviewOf.Flow != "" {
+			continue // a flow moves its own reviews
 		}
 		if _, err := m.Review(ctx, id, r.Agent.Name); err != nil {
 			m.log().Warn("moving a review to the new change set failed", "run", id, "review", r.ID, "err", err)
@@ -162,8 +202,11 @@ func (m *Manager) moveReviews(ctx context.Context, id, hash string) {
 
 // createReviewRun makes the review run at review's commit, of the coder's
 // kind, its git's HEAD detached at that commit.
-func (m *Manager) createReviewRun(ctx context.Context, p *paddock.Project, coder *paddock.Run, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
-	r, err := m.createRun(ctx, paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(coder.Workspace.Kind)}, def, review)
+func (m *Manager) createReviewRun(ctx context.Context, p *paddock.Project, coder *paddock.Run, def *paddock.AgentDefinition, review *paddock.ReviewOf, id string) (*paddock.Run, error) {
+	if def.Workspace != string(paddock.AccessRead) {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s does not read only; a review run is read only", def.Name)
+	}
+	r, err := m.createRunID(ctx, id, paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(coder.Workspace.Kind)}, def, review)
 	if err != nil {
 		return nil, err
 	}

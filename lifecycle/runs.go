@@ -57,6 +57,12 @@ func (m *Manager) create(ctx context.Context, o paddock.CreateRunRequest, def *p
 
 // createRun is create, of a review run if review is set.
 func (m *Manager) createRun(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
+	return m.createRunID(ctx, newID(), o, def, review)
+}
+
+// createRunID is createRun with the run's id given (a flow's, derived
+// from its step, so that a step finished after a crash finds its run).
+func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRunRequest, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
 	o.Access = cmp.Or(def.Workspace, string(paddock.AccessWrite))
 	for _, s := range def.Secrets {
 		if !slices.Contains(o.Secrets, s) {
@@ -107,7 +113,6 @@ func (m *Manager) createRun(ctx context.Context, o paddock.CreateRunRequest, def
 		return nil, err
 	}
 
-	id := newID()
 	root := filepath.Join(m.WorkspacesDir, id)
 	if kind == paddock.KindOperatorDir {
 		if root, err = operatorDir(o.Dir, repo); err != nil {

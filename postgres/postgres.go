@@ -73,6 +73,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -149,8 +150,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // Close closes the pool's connections, waiting for those in use.
 func (s *Store) Close() error {
 	if s.owner != nil {
-		// Releasing the session ends its advisory lock with it.
-		s.owner.Conn().Close(context.Background())
+		// The lock is given back before the session ends: the server ends
+		// a closed session's locks only once it notices, and a daemon
+		// started again at once must find the database free.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.owner.Exec(ctx, `SELECT pg_advisory_unlock($1)`, ownerLock)
+		s.owner.Conn().Close(ctx)
+		cancel()
 		s.owner.Release()
 	}
 	s.pool.Close()

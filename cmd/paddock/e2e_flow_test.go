@@ -175,6 +175,16 @@ end = true
 		t.Fatalf("the flow ended in %s:\n%s", flow.State, cli(t, home, "flow", "events", flow.ID).out)
 	}
 	coder := flow.Runs["coding"]
+	// The review is over: its run is given back once its command ended.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r := decode[paddock.Run](t, cli(t, home, "show", flow.Runs["reviewing"], "--json"))
+		if r.State() == paddock.StateRejected || r.State() == paddock.StateCleaned {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished review run is still %s", r.State())
+		}
+	}
 	cs := decode[paddock.ChangeSet](t, cli(t, home, "diff", coder, "--json"))
 	if len(cs.Entries) != 1 || cs.Entries[0].Path != "hello.txt" || cs.Hash != flow.Head {
 		t.Fatalf("the coder's change set: %+v, the flow's head %s", cs, flow.Head)
