@@ -284,3 +284,95 @@ func TestMenuOnlyAgent(t *testing.T) {
 		t.Fatalf("accept: %+v %v", f, err)
 	}
 }
+
+// stepFaults lets a flow's first n saves through and fails the next: a
+// daemon killed in the middle of a step, after it saved its intent.
+type stepFaults struct {
+	paddock.Store
+	n int
+}
+
+func (s *stepFaults) Update(ctx context.Context, fn func(paddock.Tx) error) error {
+	return s.Store.Update(ctx, func(tx paddock.Tx) error { return fn(&stepFaultTx{Tx: tx, s: s}) })
+}
+
+type stepFaultTx struct {
+	paddock.Tx
+	s *stepFaults
+}
+
+func (t *stepFaultTx) UpdateFlow(ctx context.Context, f *paddock.Flow) error {
+	if t.s.n == 0 {
+		return errors.New("killed in the middle of the step")
+	}
+	t.s.n--
+	return t.Tx.UpdateFlow(ctx, f)
+}
+
+// TestFlowStepFinishedAfterACrash: a step interrupted after its intent
+// was saved (the review run made, the flow not yet in reviewing) is
+// finished by the next start: the flow is in reviewing with that very
+// run, and no second run is made.
+func TestFlowStepFinishedAfterACrash(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	e.project(t)
+	withSandbox(t, e)
+	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coder := f.Runs["coding"]
+	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"x\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	store := e.m.Store
+	e.m.Store = &stepFaults{Store: store, n: 1} // the intent is saved, the step's end is not
+	if _, err := e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err == nil {
+		t.Fatal("a step whose save failed went through")
+	}
+	e.m.Store = store
+	mid, _ := e.m.Flow(ctx, f.ID)
+	if mid.Entering != "reviewing" || mid.EnteringRun == "" || mid.State != "coding" {
+		t.Fatalf("the interrupted step: %+v", mid)
+	}
+	// The coder's menu is empty meanwhile: a step is under way.
+	if menu, _ := e.m.Menu(agentCtx, coder); len(menu.Items) != 0 {
+		t.Fatalf("the coder's menu in the middle of a step: %+v", menu.Items)
+	}
+	if err := e.m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.m.Store.Close()
+	e.open(t, nil)
+	withSandbox(t, e)
+	found, err := e.m.Recover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := e.m.Flow(ctx, f.ID)
+	if after.State != "reviewing" || after.Entering != "" || after.Runs["reviewing"] != mid.EnteringRun {
+		t.Fatalf("after the restart: %+v (findings %+v)", after, found)
+	}
+	var finished bool
+	for _, fd := range found {
+		finished = finished || fd.Action == paddock.ActionFinished && fd.RunID == mid.EnteringRun
+	}
+	if !finished {
+		t.Errorf("the restart does not report the finished step: %+v", found)
+	}
+	runs, _ := e.m.Runs(ctx, paddock.RunFilter{Project: "my-app"})
+	var reviews int
+	for _, r := range runs {
+		if r.ReviewOf != nil && r.ReviewOf.Run == coder {
+			reviews++
+		}
+	}
+	if reviews != 1 {
+		t.Errorf("%d review runs of the coder; want the one the step made", reviews)
+	}
+	if _, err := e.m.PickEvent(agentCtx, after.Runs["reviewing"], "approve", paddock.MenuEventRequest{Head: after.Head}); err != nil {
+		t.Fatalf("the finished step's reviewer: %v", err)
+	}
+}
