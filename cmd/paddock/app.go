@@ -121,7 +121,7 @@ func (a *app) main(ctx context.Context, args []string) int {
 	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
 		strings.Contains(err.Error(), "accepts ") || strings.Contains(err.Error(), "requires at least") ||
 		strings.HasPrefix(err.Error(), "invalid argument") || strings.Contains(err.Error(), "flag needs an argument") ||
-		strings.HasPrefix(err.Error(), "if any flags in the group") {
+		strings.HasPrefix(err.Error(), "if any flags in the group") || strings.HasPrefix(err.Error(), "required flag") {
 		err = usageError{err.Error()}
 	}
 	a.printError(err)

@@ -162,6 +162,12 @@ end = true
 			t.Fatal(err)
 		}
 	}
+	if r := cli(t, home, "flow", "start", "task-with-review", "--project", "app"); r.code != exitUsage || !strings.Contains(r.err, `"task" not set`) {
+		t.Fatalf("flow start without its task: %d %s", r.code, r.err)
+	}
+	if r := cli(t, home, "flow", "start", "no-such-workflow", "--project", "app", "--task", "t"); r.code != exitNotFound {
+		t.Fatalf("an unknown workflow: %d %s", r.code, r.err)
+	}
 	cli(t, home, "agent", "add", filepath.Join(base, "scripted-coder.toml")).must(t)
 	cli(t, home, "agent", "add", filepath.Join(base, "scripted-reviewer.toml")).must(t)
 	flow := decode[paddock.Flow](t, cli(t, home, "flow", "start", filepath.Join(base, "scripted.toml"), "--project", "app", "--task", "greet", "--json"))
