@@ -1869,19 +1869,23 @@ type Finding struct {
 
 // Flow One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
 type Flow struct {
-	CreatedAt *time.Time         `json:"created_at,omitempty"`
-	Ended     *time.Time         `json:"ended,omitempty"`
-	Events    *[]FlowEvent       `json:"events,omitempty"`
-	Findings  *[]string          `json:"findings,omitempty"`
-	Head      *string            `json:"head,omitempty"`
-	Id        *string            `json:"id,omitempty"`
-	Project   *string            `json:"project,omitempty"`
-	Round     *int               `json:"round,omitempty"`
-	Runs      *map[string]string `json:"runs,omitempty"`
-	State     *string            `json:"state,omitempty"`
-	Task      *string            `json:"task,omitempty"`
-	UpdatedAt *time.Time         `json:"updated_at,omitempty"`
-	Version   *int               `json:"version,omitempty"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	Ended     *time.Time `json:"ended,omitempty"`
+
+	// Entering The state a step is entering (saved before its run is made; a restart finishes the step).
+	Entering    *string            `json:"entering,omitempty"`
+	EnteringRun *string            `json:"entering_run,omitempty"`
+	Events      *[]FlowEvent       `json:"events,omitempty"`
+	Findings    *[]string          `json:"findings,omitempty"`
+	Head        *string            `json:"head,omitempty"`
+	Id          *string            `json:"id,omitempty"`
+	Project     *string            `json:"project,omitempty"`
+	Round       *int               `json:"round,omitempty"`
+	Runs        *map[string]string `json:"runs,omitempty"`
+	State       *string            `json:"state,omitempty"`
+	Task        *string            `json:"task,omitempty"`
+	UpdatedAt   *time.Time         `json:"updated_at,omitempty"`
+	Version     *int               `json:"version,omitempty"`
 
 	// Workflow A workflow: states (each naming the agent definition whose run works in it) and the transitions an agent picks from (its menu).
 	Workflow *Workflow `json:"workflow,omitempty"`
@@ -2001,7 +2005,10 @@ type ResumeResult struct {
 
 // ReviewOf What a review run reviews: run's submitted change set hash, committed onto its base as commit; skipped lists the entries the commit leaves out (never applied).
 type ReviewOf struct {
-	Commit  *string   `json:"commit,omitempty"`
+	Commit *string `json:"commit,omitempty"`
+
+	// Flow The flow the review run works in, if a flow made it.
+	Flow    *string   `json:"flow,omitempty"`
 	Hash    *string   `json:"hash,omitempty"`
 	Run     *string   `json:"run,omitempty"`
 	Skipped *[]string `json:"skipped,omitempty"`
