@@ -3,12 +3,12 @@ package workspace
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/internal/durable"
 )
 
 // A run's own git.
@@ -135,22 +135,7 @@ func ProjectObjects(commonDir string) (dir string, alternates []string) {
 	return dir, alternates
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
+func copyFile(src, dst string) error { return durable.CopyFile(src, dst, 0o644) }
 
 func chownAll(dir string, owner int) error {
 	if owner == 0 {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -23,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/httpapi"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/mcpserver"
 	"github.com/paddock-dev/paddock/postgres"
@@ -523,7 +523,7 @@ func prepareBinDir(home string) (string, error) {
 		return "", err
 	}
 	if fi.Mode().Perm()&0o005 != 0o005 || os.Link(exe, tmp) != nil {
-		if err := copyExecutable(exe, tmp); err != nil {
+		if err := durable.CopyFile(exe, tmp, 0o755); err != nil {
 			os.Remove(tmp)
 			return "", err
 		}
@@ -533,21 +533,4 @@ func prepareBinDir(home string) (string, error) {
 		return "", err
 	}
 	return dir, nil
-}
-
-func copyExecutable(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -70,3 +70,22 @@ func Copy(dst io.Writer, src io.Reader) (int64, error) {
 	// Hidden behind a plain Reader: *os.File's WriteTo would take its own buffer.
 	return io.CopyBuffer(dst, struct{ io.Reader }{src}, *bp)
 }
+
+// CopyFile copies the file src to dst (made, or truncated), with perm if
+// it is made: streamed, never held in memory.
+func CopyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

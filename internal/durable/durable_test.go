@@ -64,3 +64,30 @@ func TestCopy(t *testing.T) {
 		t.Fatalf("n=%d err=%v equal=%v", n, err, dst.String() == src)
 	}
 }
+
+func TestCopyFile(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	if err := os.WriteFile(src, []byte("the bytes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, []byte("a longer old content"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyFile(src, dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "the bytes" {
+		t.Fatalf("copied %q", b)
+	}
+	fresh := filepath.Join(dir, "fresh")
+	if err := CopyFile(src, fresh, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm()&0o700 != 0o700 {
+		t.Fatalf("a new copy: %v %v", fi, err)
+	}
+	if err := CopyFile(filepath.Join(dir, "none"), dst, 0o644); !os.IsNotExist(err) {
+		t.Fatalf("copying nothing: %v", err)
+	}
+}
