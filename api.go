@@ -1,6 +1,9 @@
 package paddock
 
-import "time"
+import (
+	"io"
+	"time"
+)
 
 // This file holds the request and answer shapes of the /v1 API that are not
 // domain records themselves, so that the Go client needs only this package.
@@ -201,6 +204,30 @@ type ExecRequest struct {
 	// JSON), at most MaxExecStdin bytes; without it the command reads
 	// /dev/null. Its size is recorded, never its content.
 	Stdin []byte `json:"stdin,omitempty"`
+	// Terminal runs the command on a terminal of this size: a
+	// pseudo-terminal is its stdin, stdout and stderr and its controlling
+	// terminal, and all its output is stdout. Its input is the stream
+	// ExecAttach hands over (or Stdin).
+	Terminal *TerminalSize `json:"terminal,omitempty"`
+}
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
+}
+
+// ExecIO is what an attached command (ExecAttach) streams, both ways.
+type ExecIO struct {
+	// Stdin is read as it comes and written to the command's stdin (its
+	// terminal, or a pipe); its end is the command's end of input (on a
+	// terminal, the end-of-file character, ^D). Nil: nothing to read.
+	Stdin io.Reader
+	// Resize carries the terminal's new sizes while the command runs.
+	Resize <-chan TerminalSize
+	// Stdout and Stderr get the output, masked, as it comes (a terminal's
+	// is all Stdout).
+	Stdout, Stderr io.Writer
 }
 
 // MaxExecStdin bounds an exec's stdin: it travels in the request and is

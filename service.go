@@ -53,6 +53,9 @@ type Service interface {
 	// ExecStream is Exec writing the command's output to stdout and stderr
 	// as it comes; its result holds no output of its own.
 	ExecStream(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (*ExecResult, error)
+	// ExecAttach is ExecStream with its input streamed too, and, when
+	// req asks for a terminal, the terminal's resizes.
+	ExecAttach(ctx context.Context, id string, req ExecRequest, streams ExecIO) (*ExecResult, error)
 
 	StartJob(ctx context.Context, id string, req StartJobRequest) (*Job, error)
 	Jobs(ctx context.Context, id string) ([]*Job, error)

@@ -44,6 +44,7 @@ type childPlan struct {
 	envv     []*byte // nil-terminated
 	dir      *byte
 	fds      [3]int // the command's 0, 1, 2
+	ctty     bool   // 0 is a terminal, to become the command's controlling terminal
 	rlimits  [len(rlimitResources)]unix.Rlimit
 	ruleset  int
 	hideView *byte    // the daemon's view, unmounted in the command's namespace (nil: none)
@@ -91,7 +92,7 @@ func newScratchPlan(dir, ws string, size int64) *scratchPlan {
 
 // Steps of the child, reported when one fails.
 var childSteps = [...]string{"", "setsid, join the pids cgroup", "mount /proc, hide the daemon's view, mount the scratch layer", "set limits", "no_new_privs",
-	"drop capabilities", "landlock", "seccomp", "descriptors", "enter the directory", "exec"}
+	"drop capabilities", "landlock", "seccomp", "descriptors, the controlling terminal", "enter the directory", "exec"}
 
 // ChildError says which step of starting a command failed.
 type ChildError struct {
@@ -305,6 +306,13 @@ func forkChild(p *childPlan) (uintptr, syscall.Errno) {
 	step = 8
 	for i = 0; i < 3; i++ {
 		if _, _, errno = syscall.RawSyscall(unix.SYS_DUP3, uintptr(p.fds[i]), uintptr(i), 0); errno != 0 {
+			goto fail
+		}
+	}
+	if p.ctty {
+		// The child leads a new session (setsid above), with no terminal
+		// yet: this one becomes it (no stealing, arg 0).
+		if _, _, errno = syscall.RawSyscall(unix.SYS_IOCTL, 0, unix.TIOCSCTTY, 0); errno != 0 {
 			goto fail
 		}
 	}

@@ -20,7 +20,7 @@ const HarnessArg = "__paddock-sandbox-harness"
 
 // harnessVersion changes whenever the protocol between daemon and harness
 // does; a daemon does not adopt a harness of another version.
-const harnessVersion = 3
+const harnessVersion = 4
 
 // maxHarnessMessage bounds one message on the control channel (a command's
 // argv and environment); a bigger command runs per-exec.
@@ -38,11 +38,12 @@ type harnessSpec struct {
 // hmsg is one message on the control channel, either way.
 type hmsg struct {
 	// daemon → harness: exec (with the command's stdout and stderr as
-	// SCM_RIGHTS, after its stdin when Stdin, before its pids cgroup
-	// when there is one), kill, close.
+	// SCM_RIGHTS, after its stdin when Stdin, or its terminal alone when
+	// Tty, before its pids cgroup when there is one), kill, close.
 	Op     string   `json:"op,omitempty"`
 	ID     uint64   `json:"id,omitempty"`
 	Stdin  bool     `json:"stdin,omitempty"`
+	Tty    bool     `json:"tty,omitempty"`
 	Argv   []string `json:"argv,omitempty"`
 	Env    []string `json:"env,omitempty"`
 	Dir    string   `json:"dir,omitempty"`
@@ -254,6 +255,20 @@ func (h *harness) serveConn(c *net.UnixConn) {
 		}
 		switch m.Op {
 		case "exec":
+			if m.Tty {
+				// The terminal is the command's stdin, stdout and stderr.
+				if len(fds) != 1 && len(fds) != 2 || m.Stdin {
+					closeAll(fds)
+					h.send(hmsg{ID: m.ID, Error: "exec on a terminal needs the terminal alone (and its pids cgroup)", Code: 125})
+					continue
+				}
+				cgroup := -1
+				if len(fds) == 2 {
+					cgroup = fds[1]
+				}
+				go h.exec(m, -1, fds[0], -1, cgroup)
+				continue
+			}
 			stdin := -1
 			if m.Stdin && len(fds) > 0 {
 				stdin, fds = fds[0], fds[1:]
@@ -304,7 +319,9 @@ func (h *harness) killAll() {
 }
 
 // exec runs one command and reports it: started (or why not), then done.
-// stdin is the command's own pipe, or -1 for the harness's /dev/null.
+// stdin is the command's own pipe, or -1 for the harness's /dev/null. With
+// m.Tty, stdout is the command's terminal, its stdin and stderr too, and
+// its controlling terminal.
 func (h *harness) exec(m hmsg, stdin, stdout, stderr, cgroup int) {
 	if cgroup >= 0 {
 		defer unix.Close(cgroup)
@@ -313,10 +330,15 @@ func (h *harness) exec(m hmsg, stdin, stdout, stderr, cgroup int) {
 	if stdin >= 0 {
 		in = stdin
 	}
+	if m.Tty {
+		in, stderr = stdout, stdout
+	}
 	// Ours are closed once the child has its copies (or never will).
 	closeIO := func() {
 		unix.Close(stdout)
-		unix.Close(stderr)
+		if stderr != stdout {
+			unix.Close(stderr)
+		}
 		if stdin >= 0 {
 			unix.Close(stdin)
 		}
@@ -334,6 +356,9 @@ func (h *harness) exec(m hmsg, stdin, stdout, stderr, cgroup int) {
 		if ruleset, err = newRuleset(spec, h.rules); err == nil {
 			defer unix.Close(ruleset)
 			plan, err = newChildPlan(path, m.Argv, m.Env, dir, [3]int{in, stdout, stderr}, l, ruleset, h.prog, cgroup)
+			if err == nil {
+				plan.ctty = m.Tty
+			}
 			if err == nil && spec.DaemonView {
 				plan.hideView, _ = unix.BytePtrFromString(DaemonView)
 			}

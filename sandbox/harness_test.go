@@ -24,7 +24,7 @@ func TestResident(t *testing.T) {
 		"DescriptorsAndEnvironment": TestDescriptorsAndEnvironment, "Limits": TestLimits,
 		"NothingOutlivesTheCommand": TestNothingOutlivesTheCommand, "UnprivilegedDaemonPath": TestUnprivilegedDaemonPath,
 		"AllowListNetwork": TestAllowListNetwork, "ForeignABI": TestForeignABI, "ProcessLimitPerCommand": TestProcessLimitPerCommand, "Binds": TestBinds,
-		"Stdin": TestStdin,
+		"Stdin": TestStdin, "Terminal": TestTerminal, "TerminalStreamsInput": TestTerminalStreamsInput,
 	} {
 		t.Run(name, f)
 	}

@@ -90,32 +90,18 @@ type sandboxProcess struct {
 	cmd    *exec.Cmd
 	config *os.File
 	report *os.File
-	// stopStdin closes the command's stdin pipe from our end (see feedStdin).
-	stopStdin func()
-}
-
-// feedStdin writes data into a new pipe from a goroutine and returns the
-// pipe's read end, for the command. stop closes the write end: called when
-// the command has ended, it frees a writer that the command left blocked by
-// not reading all its input.
-func feedStdin(data []byte) (r *os.File, stop func(), err error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	go func() {
-		w.Write(data) // EPIPE when the command stops reading: its business
-		w.Close()
-	}()
-	return r, func() { w.Close() }, nil
+	// feedStdin starts writing the command's input into its stdin pipe;
+	// stopStdin closes the pipe from our end (see inputPipe).
+	feedStdin, stopStdin func()
 }
 
 // startProcess re-executes this binary with args (HelperArg, HarnessArg…) in
 // the sandbox's new namespaces, as the spec's uid, with the workspace
 // handed over (descriptor 5, or 7–9 for an overlay's layers) and a
 // harness's listener (6). The caller writes the spec to p.config and then
-// reads p.report.
-func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.Writer, listener *os.File) (*sandboxProcess, error) {
+// reads p.report. A helper given a terminal (tty, the slave) has it as its
+// stdin, stdout and stderr and as its controlling terminal.
+func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.Writer, listener, tty *os.File) (*sandboxProcess, error) {
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -228,14 +214,25 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 	}
 	// The helper becomes the command: its stdin is the command's. A
 	// harness keeps /dev/null and is handed each command's own.
-	stdin, stopStdin := devnull, func() {}
-	if !persistent && len(spec.Stdin) > 0 {
-		if stdin, stopStdin, err = feedStdin(spec.Stdin); err != nil {
+	var stdin io.Reader = devnull
+	feedStdin, stopStdin := func() {}, func() {}
+	if !persistent && tty == nil {
+		r, feed, stop, err := inputPipe(spec)
+		if err != nil {
 			cfgW.Close()
 			repR.Close()
 			return nil, err
 		}
-		defer stdin.Close()
+		if r != nil {
+			defer r.Close()
+			stdin, feedStdin, stopStdin = r, feed, stop
+		}
+	}
+	if tty != nil {
+		// Setsid above makes the helper a session leader; the terminal
+		// becomes its controlling terminal, and the command's.
+		stdin, stdout, stderr = tty, tty, tty
+		attr.Setctty, attr.Ctty = true, 0
 	}
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/exe",
@@ -257,7 +254,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		}
 		return nil, fmt.Errorf("sandbox: start helper: %w", err)
 	}
-	return &sandboxProcess{cmd: cmd, config: cfgW, report: repR, stopStdin: stopStdin}, nil
+	return &sandboxProcess{cmd: cmd, config: cfgW, report: repR, feedStdin: feedStdin, stopStdin: stopStdin}, nil
 }
 
 // openBinds opens each bind's source as the workspace is: a detached copy
@@ -325,14 +322,31 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 		spec.Env = append(spec.Env, proxyEnv()...)
 	}
 	out, errb := outputs(&spec)
+	var term *terminal
+	var tty *os.File
+	if spec.Terminal != nil {
+		var err error
+		if term, err = openTerminal(&spec, out); err != nil {
+			return nil, err
+		}
+		defer term.close()
+		tty = term.slave
+	}
 	start := time.Now()
-	p, err := startProcess(&spec, []string{HelperArg}, false, out, errb, nil)
+	p, err := startProcess(&spec, []string{HelperArg}, false, out, errb, nil, tty)
+	if term != nil {
+		term.handedOver()
+	}
 	if err != nil {
 		return nil, err
 	}
 	cmd, repR := p.cmd, p.report
 	defer repR.Close()
 	defer p.stopStdin()
+	p.feedStdin()
+	if term != nil {
+		term.start(terminalInput(&spec), spec.Terminal.Resize)
+	}
 	if pids := pidsFor(perExecCgroups); pids != nil {
 		// In a pids cgroup of its own before it reads its spec, so before
 		// it starts anything; the per-exec group itself is unbounded, so
@@ -383,6 +397,9 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	timer.Stop()
 	stop()
 	repErr := <-repDone
+	if term != nil {
+		term.wait() // what the command wrote last, up to the terminal's end
+	}
 
 	res := &Result{Duration: time.Since(start), Stdout: out.bytes(), Stderr: errb.bytes(),
 		Truncated: out.truncated || errb.truncated, TimedOut: timedOut}

@@ -543,7 +543,7 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 	hs.Argv, hs.Env = nil, nil // a harness is not a command
 	hs.DaemonView = spec.Overlay != nil
 	// The socket's path in argv says, in ps, which daemon and run it serves.
-	proc, err := startProcess(&hs.Spec, []string{HarnessArg, sock}, true, logf, logf, lf)
+	proc, err := startProcess(&hs.Spec, []string{HarnessArg, sock}, true, logf, logf, lf, nil)
 	if err != nil {
 		os.Remove(sock)
 		return fail(err)
@@ -747,35 +747,54 @@ func sendMsg(c *net.UnixConn, m hmsg, fds []int) error {
 
 // run runs one command in the harness and waits for it.
 func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
 	out, errb := outputs(spec)
-	var copies sync.WaitGroup
-	for _, c := range []struct {
-		r *os.File
-		w *capped
-	}{{outR, out}, {errR, errb}} {
-		copies.Add(1)
-		go func() {
-			defer copies.Done()
-			defer c.r.Close()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := c.r.Read(buf)
-				c.w.Write(buf[:n])
-				if err != nil {
-					return
+	// The command's output: two pipes, or its terminal. closeOurs closes
+	// the daemon's ends of what the harness is handed; waitOutput then
+	// waits for the command's output to end.
+	var fds []int
+	var closeOurs, waitOutput func()
+	var term *terminal
+	if spec.Terminal != nil {
+		var err error
+		if term, err = openTerminal(spec, out); err != nil {
+			return nil, err
+		}
+		defer term.close()
+		fds = []int{int(term.slave.Fd())}
+		closeOurs, waitOutput = term.handedOver, term.wait
+	} else {
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			outR.Close()
+			outW.Close()
+			return nil, err
+		}
+		var copies sync.WaitGroup
+		for _, c := range []struct {
+			r *os.File
+			w *capped
+		}{{outR, out}, {errR, errb}} {
+			copies.Add(1)
+			go func() {
+				defer copies.Done()
+				defer c.r.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.r.Read(buf)
+					c.w.Write(buf[:n])
+					if err != nil {
+						return
+					}
 				}
-			}
-		}()
+			}()
+		}
+		fds = []int{int(outW.Fd()), int(errW.Fd())}
+		closeOurs = func() { outW.Close(); errW.Close() }
+		waitOutput = copies.Wait
 	}
 	ch := make(chan hmsg, 2)
 	h.mu.Lock()
@@ -787,29 +806,30 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	h.mu.Unlock()
 	limits := spec.Limits
-	fds := []int{int(outW.Fd()), int(errW.Fd())}
 	var stdin *os.File
-	if len(spec.Stdin) > 0 {
+	var err error
+	feed := func() {}
+	if term == nil {
 		var stop func()
-		if stdin, stop, err = feedStdin(spec.Stdin); err != nil {
-			outW.Close()
-			errW.Close()
-			copies.Wait()
+		if stdin, feed, stop, err = inputPipe(spec); err != nil {
+			closeOurs()
+			waitOutput()
 			h.forget(id)
 			return nil, err
 		}
-		defer stop()
-		defer stdin.Close()
-		fds = append([]int{int(stdin.Fd())}, fds...)
+		if stdin != nil {
+			defer stop()
+			defer stdin.Close()
+			fds = append([]int{int(stdin.Fd())}, fds...)
+		}
 	}
 	scope := ProcsPerUID
 	if h.pids != nil && !dead {
 		// The command joins a pids cgroup of its own between fork and exec.
 		cg, procs, cerr := h.pids.command(h.key, limits.Procs, h.runProcs)
 		if cerr != nil {
-			outW.Close()
-			errW.Close()
-			copies.Wait()
+			closeOurs()
+			waitOutput()
 			h.forget(id)
 			return nil, cerr
 		}
@@ -819,26 +839,25 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	start := time.Now()
 	if !dead {
-		err = sendMsg(h.conn, hmsg{Op: "exec", ID: id, Stdin: stdin != nil, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Limits: &limits}, fds)
+		err = sendMsg(h.conn, hmsg{Op: "exec", ID: id, Stdin: stdin != nil, Tty: term != nil, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Limits: &limits}, fds)
 	}
-	outW.Close()
-	errW.Close()
+	closeOurs() // the harness has its copies once sent
 	if stdin != nil {
-		stdin.Close() // the harness has its copy once sent
+		stdin.Close()
 	}
 	if dead || err != nil {
-		copies.Wait()
+		waitOutput()
 		return nil, errHarnessGone
 	}
 	stop := context.AfterFunc(ctx, func() { sendMsg(h.conn, hmsg{Op: "kill", ID: id}, nil) })
 	defer stop()
 	first, ok := <-ch
 	if !ok {
-		copies.Wait()
+		waitOutput()
 		return nil, errHarnessGone // before the command started: the caller may retry
 	}
 	if !first.Started {
-		copies.Wait()
+		waitOutput()
 		h.forget(id)
 		switch first.Code {
 		case 127:
@@ -848,9 +867,13 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
 		}
 		return nil, fmt.Errorf("sandbox: harness: %s", first.Error)
 	}
+	feed()
+	if term != nil {
+		term.start(terminalInput(spec), spec.Terminal.Resize)
+	}
 	done, ok := <-ch
 	h.forget(id)
-	copies.Wait()
+	waitOutput()
 	res := &Result{Duration: time.Since(start), Stdout: out.bytes(), Stderr: errb.bytes(),
 		Truncated: out.truncated || errb.truncated, Enforcement: h.enf}
 	res.Enforcement.Limits = limits

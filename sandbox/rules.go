@@ -46,6 +46,11 @@ func viewRules(spec *Spec) []fsRule {
 		{(accessRead | accessWrite) & accessFile, []string{"/dev/null", "/dev/zero", "/dev/full"}},
 		{accessRead & accessFile, []string{"/dev/random", "/dev/urandom"}},
 	}
+	if fi, err := os.Lstat("/dev/tty"); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		// The command's controlling terminal, when it has one (else
+		// opening it fails, ENXIO), with its terminal ioctls.
+		rules = append(rules, fsRule{(accessRead|accessWrite)&accessFile | ll.AccessFSIoctlDev, []string{"/dev/tty"}})
+	}
 	if spec.ReadOnly && !spec.Scratch {
 		rules = append(rules, fsRule{accessRead, []string{spec.Workspace}})
 	} else {

@@ -200,6 +200,17 @@ type Spec struct {
 	// a pipe from the daemon as the command reads it; empty: /dev/null.
 	// The caller bounds it (it is held in memory).
 	Stdin []byte `json:"-"`
+	// Input, if set, is streamed to the command's standard input as it
+	// comes (instead of Stdin): its end is the command's end of input, and
+	// the command's end stops the reading (the caller ends a read that
+	// blocks, by closing what Input reads from).
+	Input io.Reader `json:"-"`
+	// Terminal, if set, runs the command on a pseudo-terminal, which the
+	// daemon opens and keeps the master of: the slave is the command's
+	// stdin, stdout and stderr and its controlling terminal (the command
+	// is a session leader). Everything it writes is Stdout, capped and
+	// passed on as it comes; Input (or Stdin) is typed into the terminal.
+	Terminal *Terminal `json:"-"`
 	// Env is the command's whole environment; nothing is inherited.
 	Env    []string `json:"env"`
 	Limits Limits   `json:"limits"`
@@ -228,6 +239,14 @@ type Spec struct {
 	ProcsCgroup bool `json:"procs_cgroup,omitempty"`
 	// ProxySocket is the host path of the proxy's socket; set by Run.
 	ProxySocket string `json:"proxy_socket,omitempty"`
+}
+
+// Terminal is the size of a command's terminal, and its changes.
+type Terminal struct {
+	Size paddock.TerminalSize
+	// Resize carries new sizes while the command runs (each one reaches
+	// the command as SIGWINCH, as at any terminal); nil: none.
+	Resize <-chan paddock.TerminalSize
 }
 
 // Overlay names the layers of a copy-on-write workspace.

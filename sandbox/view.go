@@ -296,6 +296,18 @@ func mountDevProc(root string) error {
 			return fmt.Errorf("mount /dev/%s: %w", n, err)
 		}
 	}
+	// /dev/tty, which opens the command's controlling terminal (a
+	// command given a terminal has one), where the host has the node.
+	if fi, err := os.Stat("/dev/tty"); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		f, err := os.Create(root + "/dev/tty")
+		if err != nil {
+			return err
+		}
+		f.Close()
+		if err := unix.Mount("/dev/tty", root+"/dev/tty", "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mount /dev/tty: %w", err)
+		}
+	}
 	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
 		os.Symlink(target, root+"/dev/"+name)
 	}
