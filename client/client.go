@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -430,6 +431,127 @@ func (c *Client) ExecStream(ctx context.Context, id string, req paddock.ExecRequ
 			stdout.Write(line.Data)
 		case line.Stream == "stderr" && stderr != nil:
 			stderr.Write(line.Data)
+		}
+	}
+}
+
+// ExecAttach runs a command like ExecStream, attached (POST
+// /v1/runs/{id}/exec/attach, an HTTP/1.1 upgrade): streams.Stdin is sent
+// as it is read, its end as the end of stdin, and streams.Resize's sizes
+// as the terminal's when req asks for one (req.Terminal). It returns when
+// the daemon sends the result; a read of streams.Stdin that blocks is the
+// caller's to end. Ending ctx drops the connection, which ends the command.
+func (c *Client) ExecAttach(ctx context.Context, id string, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
+	if err := notUTF8(req); err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/runs/"+url.PathEscape(id)+"/exec/attach", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Connection", "Upgrade")
+	hreq.Header.Set("Upgrade", paddock.AttachProtocol)
+	c.authorize(hreq)
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, &unreachableError{err}
+		}
+		return nil, transportError("exec", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		defer resp.Body.Close()
+		var env envelope
+		if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || env.Error == nil {
+			return nil, fmt.Errorf("exec: status %d", resp.StatusCode)
+		}
+		return nil, env.Error
+	}
+	conn, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		resp.Body.Close()
+		return nil, fmt.Errorf("exec: the connection was not switched over")
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	var mu sync.Mutex
+	send := func(kind byte, p []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return paddock.WriteFrame(conn, kind, p)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	if streams.Stdin != nil {
+		go func() {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := streams.Stdin.Read(buf)
+				if n > 0 && send(paddock.FrameStdin, buf[:n]) != nil {
+					return
+				}
+				if err != nil {
+					if err == io.EOF {
+						send(paddock.FrameEOF, nil)
+					}
+					return
+				}
+			}
+		}()
+	}
+	if streams.Resize != nil {
+		go func() {
+			for {
+				select {
+				case sz, ok := <-streams.Resize:
+					if !ok {
+						return
+					}
+					b, _ := json.Marshal(sz)
+					if send(paddock.FrameResize, b) != nil {
+						return
+					}
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	for {
+		kind, p, err := paddock.ReadFrame(conn, paddock.MaxFrame)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, transportError("exec: the stream ended early", err)
+		}
+		switch kind {
+		case paddock.FrameStdout:
+			if streams.Stdout != nil {
+				streams.Stdout.Write(p)
+			}
+		case paddock.FrameStderr:
+			if streams.Stderr != nil {
+				streams.Stderr.Write(p)
+			}
+		case paddock.FrameResult:
+			var end paddock.AttachEnd
+			if err := json.Unmarshal(p, &end); err != nil {
+				return nil, fmt.Errorf("exec: an unreadable result: %w", err)
+			}
+			if end.Error != nil {
+				return nil, end.Error
+			}
+			if end.Result == nil {
+				return nil, fmt.Errorf("exec: the daemon ended without a result")
+			}
+			return end.Result, nil
 		}
 	}
 }

@@ -28,6 +28,7 @@ type fake struct {
 	tokens   map[string]string
 	secret   map[string]string // a run's declared secret: name=value
 	net      string            // every agent's network
+	gone     map[string]bool   // runs whose attached exec saw its client go
 	n        int
 }
 
@@ -43,7 +44,7 @@ var _ Service = (*fake)(nil)
 func newFake() *fake {
 	return &fake{projects: map[string]*paddock.Project{}, runs: map[string]*paddock.Run{},
 		events: map[string][]*paddock.Event{}, appended: make(chan struct{}), tokens: map[string]string{},
-		secret: map[string]string{}, net: "none"}
+		secret: map[string]string{}, net: "none", gone: map[string]bool{}}
 }
 
 // record notes a call and checks what the manager would check first: the
@@ -344,6 +345,62 @@ func (f *fake) ExecStream(ctx context.Context, id string, req paddock.ExecReques
 	io.WriteString(stdout, "out")
 	io.WriteString(stderr, "err")
 	return &paddock.ExecResult{Stdout: "out", Stderr: "err"}, nil
+}
+
+// ExecAttach echoes: each terminal size it is told, then everything its
+// stdin brings, until its end; its exit code is the bytes it read.
+func (f *fake) ExecAttach(ctx context.Context, id string, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
+	term := "none"
+	if req.Terminal != nil {
+		term = fmt.Sprintf("%dx%d", req.Terminal.Rows, req.Terminal.Cols)
+	}
+	if err := f.record(ctx, "ExecAttach", id, req.Argv, req.Net, term); err != nil {
+		return nil, err
+	}
+	got := make(chan []byte)
+	go func() {
+		defer close(got)
+		buf := make([]byte, 4096)
+		for {
+			n, err := streams.Stdin.Read(buf)
+			if n > 0 {
+				got <- append([]byte(nil), buf[:n]...)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	read := 0
+	resize := streams.Resize
+	for {
+		select {
+		case <-ctx.Done():
+			f.mu.Lock()
+			f.gone[id] = true
+			f.mu.Unlock()
+			return nil, paddock.Errorf(paddock.CodeConflict, "the client went away")
+		case sz, ok := <-resize:
+			if !ok {
+				resize = nil
+				continue
+			}
+			fmt.Fprintf(streams.Stdout, "[size %dx%d]", sz.Rows, sz.Cols)
+		case b, ok := <-got:
+			if !ok {
+				io.WriteString(streams.Stderr, "[eof]")
+				return &paddock.ExecResult{ExitCode: read, Stdout: "not streamed again"}, nil
+			}
+			read += len(b)
+			streams.Stdout.Write(b)
+		}
+	}
+}
+
+func (f *fake) wentAway(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gone[id]
 }
 
 func (f *fake) StartJob(ctx context.Context, id string, req paddock.StartJobRequest) (*paddock.Job, error) {

@@ -183,7 +183,8 @@ func TestEveryRoute(t *testing.T) {
 	covered := map[string]bool{}
 	// What a success that made something answers; the rest answer 200.
 	made := map[string]int{"POST /v1/projects": 201, "POST /v1/runs": 201, "POST /v1/bootstrap": 201, "POST /v1/runs/{id}/jobs": 202,
-		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/flows": 201}
+		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/flows": 201,
+		"POST /v1/runs/{id}/exec/attach": 101}
 	for _, tc := range []struct{ method, path, body, asks string }{
 		{"GET", "/healthz", "", ""},
 		{"GET", "/v1/openapi.json", "", ""},
@@ -216,6 +217,7 @@ func TestEveryRoute(t *testing.T) {
 		{"POST", run + "/inbox?name=n.txt", "hello", fmt.Sprint("Deliver ", id, " n.txt hello ", tools.DefaultInboxLimits.MaxFile)},
 		{"POST", run + "/exec", `{"argv":["true"]}`, "Exec " + id + " [true] "},
 		{"POST", run + "/exec/stream", `{"argv":["true"]}`, "ExecStream " + id + " [true] "},
+		{"POST", run + "/exec/attach", `{"argv":["true"]}`, "ExecAttach " + id + " [true]  none"},
 		{"POST", run + "/jobs", `{"kind":"exec","exec":{"argv":["true"]}}`, "StartJob " + id + " exec"},
 		{"GET", run + "/jobs", "", "Jobs " + id},
 		{"GET", run + "/jobs/j-1", "", "Job " + id + " j-1"},
@@ -253,7 +255,14 @@ func TestEveryRoute(t *testing.T) {
 			req = req.WithContext(ctx)
 		}
 		rec := httptest.NewRecorder()
-		f.h.ServeHTTP(rec, req)
+		if strings.HasSuffix(tc.path, "/exec/attach") {
+			a := attach(t, f.h, tc.path, tc.body) // a recorder cannot be switched over
+			a.send(paddock.FrameEOF, "")
+			a.end()
+			rec.Code = a.status
+		} else {
+			f.h.ServeHTTP(rec, req)
+		}
 		_, pattern := routeMux().Handler(req)
 		want, ok := made[pattern]
 		if !ok {
@@ -629,7 +638,7 @@ func TestRunTokenReach(t *testing.T) {
 	want := []string{
 		"GET /v1/runs/{id}", "GET /v1/runs/{id}/events", "GET /v1/runs/{id}/events/stream",
 		"GET /v1/runs/{id}/tools", "POST /v1/runs/{id}/tools/{name}", "POST /v1/runs/{id}/exec",
-		"POST /v1/runs/{id}/exec/stream", "GET /v1/runs/{id}/changeset", "POST /v1/runs/{id}/submit",
+		"POST /v1/runs/{id}/exec/stream", "POST /v1/runs/{id}/exec/attach", "GET /v1/runs/{id}/changeset", "POST /v1/runs/{id}/submit",
 		"GET /v1/runs/{id}/artifacts/{kind}", "POST /v1/runs/{id}/checkpoint", "POST /v1/runs/{id}/resume",
 		"POST /v1/runs/{id}/jobs", "GET /v1/runs/{id}/jobs", "GET /v1/runs/{id}/jobs/{job}",
 		"POST /v1/runs/{id}/jobs/{job}/cancel",

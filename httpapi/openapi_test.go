@@ -100,6 +100,7 @@ var schemaTypes = map[string]any{
 	"Finding":            paddock.Finding{},
 	"Tool":               tools.Tool{},
 	"ExecRequest":        paddock.ExecRequest{},
+	"TerminalSize":       paddock.TerminalSize{},
 	"ExecResult":         paddock.ExecResult{},
 	"Enforcement":        paddock.Enforcement{},
 	"InboxResult":        paddock.InboxResult{},

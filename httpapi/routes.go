@@ -89,6 +89,7 @@ var routes = []route{
 	{"POST", "/v1/runs/{id}/inbox", operator, http.StatusOK, reply((*Server).deliver)},
 	{"POST", "/v1/runs/{id}/exec", runToken, http.StatusOK, command((*Server).exec)},
 	{"POST", "/v1/runs/{id}/exec/stream", runToken, http.StatusOK, stream((*Server).execStream)},
+	{"POST", "/v1/runs/{id}/exec/attach", runToken, http.StatusSwitchingProtocols, stream((*Server).execAttach)},
 	{"POST", "/v1/runs/{id}/jobs", runToken, http.StatusAccepted, reply((*Server).startJob)},
 	{"GET", "/v1/runs/{id}/jobs", runToken, http.StatusOK, reply((*Server).jobs)},
 	{"GET", "/v1/runs/{id}/jobs/{job}", runToken, http.StatusOK, reply((*Server).job)},

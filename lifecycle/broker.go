@@ -188,7 +188,21 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	if err := m.agentExec(ctx, id, &req); err != nil {
 		return nil, err
 	}
-	return m.execBrokered(ctx, id, execCall(req), req, stdout, stderr)
+	return m.execBrokered(ctx, id, execCall(req), req, paddock.ExecIO{Stdout: stdout, Stderr: stderr})
+}
+
+// ExecAttach runs a command like ExecStream, with its stdin streamed from
+// streams.Stdin as it comes and, when req asks for a terminal, on one,
+// resized by streams.Resize; through the broker like every exec, and held
+// to what the agent was given like ExecStream (agentExec).
+func (m *Manager) ExecAttach(ctx context.Context, id string, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := m.agentExec(ctx, id, &req); err != nil {
+		return nil, err
+	}
+	return m.execBrokered(ctx, id, execCall(req), req, streams)
 }
 
 // agentExec holds an agent's command (a call made as the run's agent: its
@@ -217,10 +231,10 @@ func (m *Manager) agentExec(ctx context.Context, id string, req *paddock.ExecReq
 
 // execBrokered is ExecStream deciding on call: an agent's start command
 // (a bootstrap job) is decided as such.
-func (m *Manager) execBrokered(ctx context.Context, id string, call broker.Call, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
+func (m *Manager) execBrokered(ctx context.Context, id string, call broker.Call, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
 	res, err := m.broker(ctx, id, brokered{call: call, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
 		c.masked = true
-		res, evs, err := m.execStream(ctx, c, req, stdout, stderr)
+		res, evs, err := m.execStream(ctx, c, req, streams)
 		if res == nil {
 			return nil, evs, err
 		}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -38,15 +39,25 @@ func baseEnv() []string {
 
 // execStream runs a command in the run's workspace, confined by the
 // sandbox; the broker has allowed it. It passes the output, masked, to
-// stdout and stderr as it comes (either may be nil). When it streams, the
+// streams.Stdout and Stderr as it comes (either may be nil), and
+// streams.Stdin, if set, to the command as it comes. When it streams, the
 // result keeps only the first sandbox.LiveKeep bytes of each: the output
-// up to its limit goes through, never held whole in memory. It returns the
-// events that record the command once it reached the sandbox (the command,
-// its outcome, and the enforcement it got), for the broker to record.
-func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, []callEvent, error) {
+// up to its limit goes through, never held whole in memory. With
+// req.Terminal the command runs on a terminal of that size, resized by
+// streams.Resize. It returns the events that record the command once it
+// reached the sandbox (the command, its outcome, and the enforcement it
+// got), for the broker to record.
+func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, []callEvent, error) {
 	id := c.run.ID
+	stdout, stderr := streams.Stdout, streams.Stderr
 	if len(req.Argv) == 0 {
 		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command")
+	}
+	if streams.Stdin != nil && len(req.Stdin) > 0 {
+		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "stdin comes in the request or as a stream, not both")
+	}
+	if t := req.Terminal; t != nil && (t.Rows == 0 || t.Cols == 0 || t.Rows > maxTerminalSide || t.Cols > maxTerminalSide) {
+		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "a terminal of %d rows and %d columns: each must be 1 to %d", t.Rows, t.Cols, maxTerminalSide)
 	}
 	if len(req.Stdin) > paddock.MaxExecStdin {
 		return nil, nil, paddock.Errorf(paddock.CodeTooLarge, "stdin is %d bytes; an exec takes at most %d MiB: put larger input in the workspace and let the command read it from there",
@@ -87,6 +98,9 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 		}
 	}
 	env := mergeEnv(baseEnv(), m.runAPIEnv(r.ID), fixedEnv(c.def), req.Env, secrets)
+	if req.Terminal != nil {
+		env = terminalEnv(env)
+	}
 	red := c.red
 	var liveOut, liveErr *redact.Writer
 	if stdout != nil {
@@ -107,6 +121,14 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 	}
 	spec.Env, spec.Limits, spec.AllowDegraded, spec.Stdin = env, limits, req.AllowDegraded, req.Stdin
 	spec.Stdout, spec.Stderr = writerOrNil(liveOut), writerOrNil(liveErr)
+	var input *countingReader
+	if streams.Stdin != nil {
+		input = &countingReader{r: streams.Stdin}
+		spec.Input = input
+	}
+	if req.Terminal != nil {
+		spec.Terminal = &sandbox.Terminal{Size: *req.Terminal, Resize: streams.Resize}
+	}
 	spec.LiveOnly = stdout != nil || stderr != nil
 	spec.Decide = func(d sandbox.ProxyDecision) {
 		if err := m.record(ctx, id, paddock.EventNetwork, d); err != nil {
@@ -126,7 +148,7 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 	cancel()
 	req.Argv = red.Strings(req.Argv) // a secret on the command line stays out of events
 	if err != nil {
-		return nil, execEvents(req, nil, err), err
+		return nil, streamedEvents(execEvents(req, nil, err), input), err
 	}
 	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)
 	res.Enforcement.Disk = m.diskEnforcement(r)
@@ -138,7 +160,45 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 		out.OutputEncoding = "base64"
 		out.Stdout, out.Stderr = b64(res.Stdout), b64(res.Stderr)
 	}
-	return out, execEvents(req, out, nil), nil
+	return out, streamedEvents(execEvents(req, out, nil), input), nil
+}
+
+// maxTerminalSide bounds a terminal's rows and columns.
+const maxTerminalSide = 4096
+
+// terminalEnv gives a command on a terminal a TERM that says so, unless its
+// definition or request named one.
+func terminalEnv(env []string) []string {
+	for i, kv := range env {
+		if kv == "TERM=dumb" {
+			env[i] = "TERM=xterm-256color"
+		}
+	}
+	return env
+}
+
+// countingReader counts the bytes a command's streamed stdin passed.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// streamedEvents adds to an exec event how much stdin was streamed (its
+// size, never its content).
+func streamedEvents(evs []callEvent, input *countingReader) []callEvent {
+	if input != nil && len(evs) > 0 {
+		if data, ok := evs[0].data.(map[string]any); ok {
+			data["stdin_bytes"] = input.n.Load()
+			data["stdin_streamed"] = true
+		}
+	}
+	return evs
 }
 
 // fixedEnv is what a definition always sets: its NAME=VALUE entries.
@@ -304,6 +364,9 @@ func protectedIn(root string, patterns []string) []string {
 // execEvents are the exec event and, if the sandbox ran, what it enforced.
 func execEvents(req paddock.ExecRequest, res *paddock.ExecResult, runErr error) []callEvent {
 	data := map[string]any{"argv": req.Argv, "dir": req.Dir, "net": req.Net}
+	if req.Terminal != nil {
+		data["terminal"] = req.Terminal
+	}
 	if len(req.Stdin) > 0 {
 		data["stdin_bytes"] = len(req.Stdin) // never its content
 	}

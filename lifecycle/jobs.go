@@ -70,7 +70,7 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 		call = execCall(exec)
 		call.Start = true
 		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
-			res, err := m.execBrokered(ctx, id, call, exec, logw, logw)
+			res, err := m.execBrokered(ctx, id, call, exec, paddock.ExecIO{Stdout: logw, Stderr: logw})
 			return exitOf(res, err)
 		}
 	case paddock.JobVerify:

@@ -268,7 +268,7 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 		// no __pycache__ (pytest's cache is off in its argv), so the change
 		// set it ran against is still the one there.
 		env := append([]string{"PYTHONDONTWRITEBYTECODE=1"}, ch.Env...)
-		res, cevs, err := m.execStream(ctx, c, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, w, w)
+		res, cevs, err := m.execStream(ctx, c, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, paddock.ExecIO{Stdout: w, Stderr: w})
 		// Each check is recorded as it ends: a long verify that a crash
 		// cuts short keeps what ran, and a client following the events
 		// sees its progress.

@@ -89,6 +89,10 @@ func (f *fake) WaitEvents(ctx context.Context, id string, after int64, limit int
 	}
 }
 
+func (f *fake) ExecAttach(ctx context.Context, id string, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
+	return nil, paddock.Errorf(paddock.CodeUnsupported, "no attached exec over MCP")
+}
+
 func (f *fake) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, "exec "+strings.Join(req.Argv, " ")+" net="+req.Net+" agent="+map[bool]string{true: "yes", false: "no"}[paddock.AgentCall(ctx)])

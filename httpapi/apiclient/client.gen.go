@@ -1822,8 +1822,11 @@ type ExecRequest struct {
 	Net *string `json:"net,omitempty"`
 
 	// Stdin What the command reads on its standard input, base64; at most 16 MiB (16777216 bytes) decoded, too_large otherwise. Without it the command reads /dev/null. Its size is recorded, never its content. Not taken by exec jobs.
-	Stdin   *[]byte `json:"stdin,omitempty"`
-	Timeout *string `json:"timeout,omitempty"`
+	Stdin *[]byte `json:"stdin,omitempty"`
+
+	// Terminal A terminal's size in characters: run the command on a terminal of this size (a pseudo-terminal is its stdin, stdout and stderr and its controlling terminal; all its output is stdout). Its input and resizes come through exec/attach.
+	Terminal *TerminalSize `json:"terminal,omitempty"`
+	Timeout  *string       `json:"timeout,omitempty"`
 }
 
 // ExecResult defines model for ExecResult.
@@ -2078,6 +2081,12 @@ type Submission struct {
 	Hash        *string    `json:"hash,omitempty"`
 	RunId       *string    `json:"run_id,omitempty"`
 	SubmittedAt *time.Time `json:"submitted_at,omitempty"`
+}
+
+// TerminalSize A terminal's size in characters: run the command on a terminal of this size (a pseudo-terminal is its stdin, stdout and stderr and its controlling terminal; all its output is stdout). Its input and resizes come through exec/attach.
+type TerminalSize struct {
+	Cols int `json:"cols"`
+	Rows int `json:"rows"`
 }
 
 // TestCounts defines model for TestCounts.
@@ -2366,6 +2375,12 @@ type ExecParams struct {
 // Exec200JSONResponseBodyOk defines parameters for Exec.
 type Exec200JSONResponseBodyOk bool
 
+// ExecAttachParams defines parameters for ExecAttach.
+type ExecAttachParams struct {
+	// ExpectSeq refuse with conflict if the run's last seq is not this
+	ExpectSeq *int `form:"expect_seq,omitempty" json:"expect_seq,omitempty"`
+}
+
 // ExecStreamParams defines parameters for ExecStream.
 type ExecStreamParams struct {
 	// ExpectSeq refuse with conflict if the run's last seq is not this
@@ -2564,6 +2579,9 @@ type CheckpointRunJSONRequestBody CheckpointRunJSONBody
 
 // ExecJSONRequestBody defines body for Exec for application/json ContentType.
 type ExecJSONRequestBody = ExecRequest
+
+// ExecAttachJSONRequestBody defines body for ExecAttach for application/json ContentType.
+type ExecAttachJSONRequestBody = ExecRequest
 
 // ExecStreamJSONRequestBody defines body for ExecStream for application/json ContentType.
 type ExecStreamJSONRequestBody = ExecRequest
@@ -2950,6 +2968,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/exec (the `Exec` operationId).
 	Exec(ctx context.Context, id string, params *ExecParams, body ExecJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExecAttachWithBody Run a command confined, attached: an HTTP/1.1 Upgrade (Connection: Upgrade, Upgrade: paddock-attach) after which stdin, resizes and output travel as frames
+	//
+	// After the 101 answer both sides exchange frames until the daemon has sent the last one and closed the connection. A frame is one kind byte, the payload's length as 4 bytes big-endian, and the payload (at most 1 MiB; the client's at most 64 KiB). Client to daemon: 'i' bytes for the command's stdin (its terminal, when the request asks for one), 'r' a TerminalSize as JSON (the terminal's new size), 'e' the end of stdin (on a terminal: the end-of-file character, ^D). Daemon to client: 'o' output (a terminal's is all of it), 'E' error output, both masked; 'R' the end, as JSON: {"result": ExecResult without its output} or {"error": Error}. The command lasts as long as the connection: one that drops ends it. The request is refused with an envelope, before any switch, as exec/stream's is.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/exec/attach (the `ExecAttach` operationId).
+	ExecAttachWithBody(ctx context.Context, id string, params *ExecAttachParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExecAttach Run a command confined, attached: an HTTP/1.1 Upgrade (Connection: Upgrade, Upgrade: paddock-attach) after which stdin, resizes and output travel as frames
+	//
+	// After the 101 answer both sides exchange frames until the daemon has sent the last one and closed the connection. A frame is one kind byte, the payload's length as 4 bytes big-endian, and the payload (at most 1 MiB; the client's at most 64 KiB). Client to daemon: 'i' bytes for the command's stdin (its terminal, when the request asks for one), 'r' a TerminalSize as JSON (the terminal's new size), 'e' the end of stdin (on a terminal: the end-of-file character, ^D). Daemon to client: 'o' output (a terminal's is all of it), 'E' error output, both masked; 'R' the end, as JSON: {"result": ExecResult without its output} or {"error": Error}. The command lasts as long as the connection: one that drops ends it. The request is refused with an envelope, before any switch, as exec/stream's is.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/exec/attach (the `ExecAttach` operationId).
+	ExecAttach(ctx context.Context, id string, params *ExecAttachParams, body ExecAttachJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExecStreamWithBody Run a command confined, streaming its output as NDJSON lines ({stream,data} chunks, then {result} or {error})
 	//
@@ -3900,6 +3936,44 @@ func (c *Client) ExecWithBody(ctx context.Context, id string, params *ExecParams
 // Corresponds with POST /v1/runs/{id}/exec (the `Exec` operationId).
 func (c *Client) Exec(ctx context.Context, id string, params *ExecParams, body ExecJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExecRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExecAttachWithBody Run a command confined, attached: an HTTP/1.1 Upgrade (Connection: Upgrade, Upgrade: paddock-attach) after which stdin, resizes and output travel as frames
+//
+// After the 101 answer both sides exchange frames until the daemon has sent the last one and closed the connection. A frame is one kind byte, the payload's length as 4 bytes big-endian, and the payload (at most 1 MiB; the client's at most 64 KiB). Client to daemon: 'i' bytes for the command's stdin (its terminal, when the request asks for one), 'r' a TerminalSize as JSON (the terminal's new size), 'e' the end of stdin (on a terminal: the end-of-file character, ^D). Daemon to client: 'o' output (a terminal's is all of it), 'E' error output, both masked; 'R' the end, as JSON: {"result": ExecResult without its output} or {"error": Error}. The command lasts as long as the connection: one that drops ends it. The request is refused with an envelope, before any switch, as exec/stream's is.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{id}/exec/attach (the `ExecAttach` operationId).
+func (c *Client) ExecAttachWithBody(ctx context.Context, id string, params *ExecAttachParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExecAttachRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExecAttach Run a command confined, attached: an HTTP/1.1 Upgrade (Connection: Upgrade, Upgrade: paddock-attach) after which stdin, resizes and output travel as frames
+//
+// After the 101 answer both sides exchange frames until the daemon has sent the last one and closed the connection. A frame is one kind byte, the payload's length as 4 bytes big-endian, and the payload (at most 1 MiB; the client's at most 64 KiB). Client to daemon: 'i' bytes for the command's stdin (its terminal, when the request asks for one), 'r' a TerminalSize as JSON (the terminal's new size), 'e' the end of stdin (on a terminal: the end-of-file character, ^D). Daemon to client: 'o' output (a terminal's is all of it), 'E' error output, both masked; 'R' the end, as JSON: {"result": ExecResult without its output} or {"error": Error}. The command lasts as long as the connection: one that drops ends it. The request is refused with an envelope, before any switch, as exec/stream's is.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{id}/exec/attach (the `ExecAttach` operationId).
+func (c *Client) ExecAttach(ctx context.Context, id string, params *ExecAttachParams, body ExecAttachJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExecAttachRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6004,6 +6078,80 @@ func NewExecRequestWithBody(server string, id string, params *ExecParams, conten
 	return req, nil
 }
 
+// NewExecAttachRequest calls the generic ExecAttach builder with application/json body
+func NewExecAttachRequest(server string, id string, params *ExecAttachParams, body ExecAttachJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewExecAttachRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewExecAttachRequestWithBody constructs an http.Request for the ExecAttach method, with any body, and a specified content type
+func NewExecAttachRequestWithBody(server string, id string, params *ExecAttachParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/exec/attach", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ExpectSeq != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expect_seq", *params.ExpectSeq, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewExecStreamRequest calls the generic ExecStream builder with application/json body
 func NewExecStreamRequest(server string, id string, params *ExecStreamParams, body ExecStreamJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7621,6 +7769,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/exec (the `Exec` operationId).
 	ExecWithResponse(ctx context.Context, id string, params *ExecParams, body ExecJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecResponse, error)
+
+	// ExecAttachWithBodyWithResponse Run a command confined, attached: an HTTP/1.1 Upgrade (Connection: Upgrade, Upgrade: paddock-attach) after which stdin, resizes and output travel as frames
+	//
+	// After the 101 answer both sides exchange frames until the daemon has sent the last one and closed the connection. A frame is one kind byte, the payload's length as 4 bytes big-endian, and the payload (at most 1 MiB; the client's at most 64 KiB). Client to daemon: 'i' bytes for the command's stdin (its terminal, when the request asks for one), 'r' a TerminalSize as JSON (the terminal's new size), 'e' the end of stdin (on a terminal: the end-of-file character, ^D). Daemon to client: 'o' output (a terminal's is all of it), 'E' error output, both masked; 'R' the end, as JSON: {"result": ExecResult without its output} or {"error": Error}. The command lasts as long as the connection: one that drops ends it. The request is refused with an envelope, before any switch, as exec/stream's is.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/exec/attach (the `ExecAttach` operationId).
+	ExecAttachWithBodyWithResponse(ctx context.Context, id string, params *ExecAttachParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecAttachResponse, error)
+
+	// ExecAttachWithResponse Run a command confined, attached: an HTTP/1.1 Upgrade (Connection: Upgrade, Upgrade: paddock-attach) after which stdin, resizes and output travel as frames
+	//
+	// After the 101 answer both sides exchange frames until the daemon has sent the last one and closed the connection. A frame is one kind byte, the payload's length as 4 bytes big-endian, and the payload (at most 1 MiB; the client's at most 64 KiB). Client to daemon: 'i' bytes for the command's stdin (its terminal, when the request asks for one), 'r' a TerminalSize as JSON (the terminal's new size), 'e' the end of stdin (on a terminal: the end-of-file character, ^D). Daemon to client: 'o' output (a terminal's is all of it), 'E' error output, both masked; 'R' the end, as JSON: {"result": ExecResult without its output} or {"error": Error}. The command lasts as long as the connection: one that drops ends it. The request is refused with an envelope, before any switch, as exec/stream's is.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/exec/attach (the `ExecAttach` operationId).
+	ExecAttachWithResponse(ctx context.Context, id string, params *ExecAttachParams, body ExecAttachJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecAttachResponse, error)
 
 	// ExecStreamWithBodyWithResponse Run a command confined, streaming its output as NDJSON lines ({stream,data} chunks, then {result} or {error})
 	//
@@ -9640,6 +9806,47 @@ func (r ExecResponse) ContentType() string {
 	return ""
 }
 
+type ExecAttachResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ExecAttachResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ExecAttachResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExecAttachResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExecAttachResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExecAttachResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ExecStreamResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11486,6 +11693,36 @@ func (c *ClientWithResponses) ExecWithResponse(ctx context.Context, id string, p
 	return ParseExecResponse(rsp)
 }
 
+// ExecAttachWithBodyWithResponse Run a command confined, attached: an HTTP/1.1 Upgrade (Connection: Upgrade, Upgrade: paddock-attach) after which stdin, resizes and output travel as frames
+//
+// After the 101 answer both sides exchange frames until the daemon has sent the last one and closed the connection. A frame is one kind byte, the payload's length as 4 bytes big-endian, and the payload (at most 1 MiB; the client's at most 64 KiB). Client to daemon: 'i' bytes for the command's stdin (its terminal, when the request asks for one), 'r' a TerminalSize as JSON (the terminal's new size), 'e' the end of stdin (on a terminal: the end-of-file character, ^D). Daemon to client: 'o' output (a terminal's is all of it), 'E' error output, both masked; 'R' the end, as JSON: {"result": ExecResult without its output} or {"error": Error}. The command lasts as long as the connection: one that drops ends it. The request is refused with an envelope, before any switch, as exec/stream's is.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/exec/attach (the `ExecAttach` operationId).
+func (c *ClientWithResponses) ExecAttachWithBodyWithResponse(ctx context.Context, id string, params *ExecAttachParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecAttachResponse, error) {
+	rsp, err := c.ExecAttachWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExecAttachResponse(rsp)
+}
+
+// ExecAttachWithResponse Run a command confined, attached: an HTTP/1.1 Upgrade (Connection: Upgrade, Upgrade: paddock-attach) after which stdin, resizes and output travel as frames
+//
+// After the 101 answer both sides exchange frames until the daemon has sent the last one and closed the connection. A frame is one kind byte, the payload's length as 4 bytes big-endian, and the payload (at most 1 MiB; the client's at most 64 KiB). Client to daemon: 'i' bytes for the command's stdin (its terminal, when the request asks for one), 'r' a TerminalSize as JSON (the terminal's new size), 'e' the end of stdin (on a terminal: the end-of-file character, ^D). Daemon to client: 'o' output (a terminal's is all of it), 'E' error output, both masked; 'R' the end, as JSON: {"result": ExecResult without its output} or {"error": Error}. The command lasts as long as the connection: one that drops ends it. The request is refused with an envelope, before any switch, as exec/stream's is.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/exec/attach (the `ExecAttach` operationId).
+func (c *ClientWithResponses) ExecAttachWithResponse(ctx context.Context, id string, params *ExecAttachParams, body ExecAttachJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecAttachResponse, error) {
+	rsp, err := c.ExecAttach(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExecAttachResponse(rsp)
+}
+
 // ExecStreamWithBodyWithResponse Run a command confined, streaming its output as NDJSON lines ({stream,data} chunks, then {result} or {error})
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -13108,6 +13345,35 @@ func ParseExecResponse(rsp *http.Response) (*ExecResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseExecAttachResponse parses an HTTP response from a ExecAttachWithResponse call
+func ParseExecAttachResponse(rsp *http.Response) (*ExecAttachResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExecAttachResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 101:
+		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Failure

@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/redact"
+)
+
+// maxClientFrame bounds a frame from the client: typed input and resizes
+// come in small pieces.
+const maxClientFrame = 64 << 10
+
+// execAttach answers POST /v1/runs/{id}/exec/attach: an exec whose stdin
+// streams in as the output streams out, on a terminal when the request asks
+// for one (see paddock.AttachProtocol for the frames). The request is read
+// and checked as exec/stream's is; then the connection is switched over,
+// the command runs through the Service (the broker, the sandbox) with what
+// the frames bring, and its result (or the refusal) is the last frame.
+// Every output frame passes the run's funnel. The command lasts as long
+// as the client stays: a connection that drops ends it.
+func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
+	var req paddock.ExecRequest
+	if err := decodeN(r, &req, maxExecBody); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.operatorOnly(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !headerHas(r.Header, "Connection", "upgrade") || !strings.EqualFold(r.Header.Get("Upgrade"), paddock.AttachProtocol) {
+		writeError(w, paddock.Errorf(paddock.CodeBadRequest, "exec/attach is an HTTP/1.1 upgrade: send Connection: Upgrade and Upgrade: %s", paddock.AttachProtocol))
+		return
+	}
+	id := r.PathValue("id")
+	red, err := s.Service.Redactor(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		writeError(w, paddock.Errorf(paddock.CodeUnsupported, "this connection cannot be switched over (%v)", err))
+		return
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Time{}) // the command's own limits bound it, not the server's timeouts
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + paddock.AttachProtocol + "\r\n\r\n")
+	if brw.Flush() != nil {
+		return
+	}
+	// Once hijacked the request's context no longer follows the client:
+	// the frames' reader cancels it when the connection drops.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	out := &frameWriter{conn: conn, red: red}
+	stdinR, stdinW := io.Pipe()
+	defer stdinR.Close()
+	resize := make(chan paddock.TerminalSize, 1)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		readFrames(brw.Reader, stdinW, resize, cancel)
+	}()
+	res, err := s.Service.ExecAttach(ctx, id, req, paddock.ExecIO{Stdin: stdinR, Resize: resize,
+		Stdout: out.stream(paddock.FrameStdout), Stderr: out.stream(paddock.FrameStderr)})
+	var end paddock.AttachEnd
+	if err != nil {
+		var pe *paddock.Error
+		if !errors.As(err, &pe) || pe.Code == paddock.CodeInternal {
+			s.log().Error("exec failed", "path", r.URL.Path, "err", err)
+			pe = &paddock.Error{Code: paddock.CodeInternal, Message: "internal error (details are in the daemon log)"}
+		}
+		end.Error = pe
+	} else {
+		res.Stdout, res.Stderr = "", "" // already streamed
+		end.Result = res
+	}
+	b, _ := json.Marshal(end)
+	out.send(paddock.FrameResult, redact.Shapes(b))
+	// The result is the end: what the client sends after it is not read.
+	conn.Close()
+	stdinR.CloseWithError(io.EOF)
+	<-readerDone
+}
+
+// readFrames reads the client's frames until its connection ends: stdin
+// into stdin, sizes into resize (only the latest one waits), and cancels
+// the command when the connection drops.
+func readFrames(r *bufio.Reader, stdin *io.PipeWriter, resize chan paddock.TerminalSize, cancel func()) {
+	defer close(resize)
+	eof := false
+	for {
+		kind, p, err := paddock.ReadFrame(r, maxClientFrame)
+		if err != nil {
+			stdin.CloseWithError(io.ErrUnexpectedEOF)
+			cancel()
+			return
+		}
+		switch kind {
+		case paddock.FrameStdin:
+			if !eof {
+				stdin.Write(p) // blocks until the command's input takes it
+			}
+		case paddock.FrameEOF:
+			eof = true
+			stdin.Close()
+		case paddock.FrameResize:
+			var sz paddock.TerminalSize
+			if json.Unmarshal(p, &sz) != nil || sz.Rows == 0 || sz.Cols == 0 {
+				continue
+			}
+			select {
+			case resize <- sz:
+			default:
+				select { // replace the size not taken yet
+				case <-resize:
+				default:
+				}
+				resize <- sz
+			}
+		}
+	}
+}
+
+// frameWriter writes frames to the client, one at a time, each masked by
+// the run's funnel and within WriteStall.
+type frameWriter struct {
+	mu   sync.Mutex
+	conn net.Conn
+	red  *redact.Redactor
+	dead bool
+}
+
+func (f *frameWriter) send(kind byte, p []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dead {
+		return
+	}
+	f.conn.SetWriteDeadline(time.Now().Add(WriteStall))
+	if err := paddock.WriteFrame(f.conn, kind, p); err != nil {
+		f.dead = true // a gone or stalled client: the command's output is still capped and recorded
+	}
+}
+
+// stream is an output stream as frames of kind.
+func (f *frameWriter) stream(kind byte) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		total := len(p)
+		for len(p) > 0 {
+			n := min(len(p), paddock.MaxFrame/2) // room for what masking adds
+			b := p[:n]
+			if f.red != nil && f.red.Declared() {
+				b = f.red.Secrets(b)
+			}
+			f.send(kind, b)
+			p = p[n:]
+		}
+		return total, nil
+	})
+}
+
+// headerHas reports whether a comma-separated header holds token.
+func headerHas(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
