@@ -1,14 +1,21 @@
 package main
 
 import (
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx/gittest"
+	"golang.org/x/sys/unix"
 )
 
 // TestRunVerb: paddock run, as a developer types it in a repository: the
@@ -69,5 +76,132 @@ func TestRunVerb(t *testing.T) {
 	}
 	if r := cli(t, home, "run", "--project", base, "--", "true"); r.code != execFailed || !strings.Contains(r.err, "not in a git repository") {
 		t.Fatalf("outside a repository: %d %s", r.code, r.err)
+	}
+}
+
+// TestRunOnATerminal: paddock run, the real binary, at a terminal (a
+// pseudo-terminal whose controlling process it is, as in a shell): CMD
+// gets a terminal of the window's size with the CLI's TERM, and a resize
+// of the window reaches it as SIGWINCH; what is typed (Enter sends CR, as
+// a keyboard does) reaches it; then the CLI's terminal is back in the mode
+// it had, and the prompt that follows reads the next key typed.
+func TestRunOnATerminal(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := gittest.NewRepo(t, filepath.Join(base, "src", "app"), map[string]string{"README.md": "hello\n"})
+	startDaemon(t, home)
+
+	master, slave := openTestPTY(t)
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 33, Col: 101}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `test -t 0 && test -t 1 && test -t 2 && echo "TTY yes"
+echo "TERM=$TERM SIZE=$(stty size </dev/tty)"
+trap 'w=1' WINCH
+echo READY
+i=0; while [ -z "$w" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+echo "RESIZED $w $(stty size)"
+IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
+	cmd := exec.Command(binary, "run", "--project", repo, "--no-verify", "--", "sh", "-c", script)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.Env = []string{"PADDOCK_HOME=" + home, "PADDOCK_NO_AUTOSTART=1", "HOME=/nonexistent", "PATH=" + os.Getenv("PATH"), "TERM=screen-256color"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Kill()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+		}
+	}()
+	scr := &screenBuffer{}
+	go io.Copy(scr, master)
+	scr.waitFor(t, "READY")
+	// The window grows: the kernel tells paddock (SIGWINCH), paddock the run.
+	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 120}); err != nil {
+		t.Fatal(err)
+	}
+	scr.waitFor(t, "RESIZED")
+	master.WriteString("hello there\r")
+	scr.waitFor(t, "[k]eep for later?")
+	master.WriteString("k\n")
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("paddock run: %v\n%s", err, scr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("paddock run did not end:\n%s", scr)
+	}
+	out := scr.String()
+	for _, want := range []string{"TTY yes\r\n", "TERM=screen-256color SIZE=33 101\r\n", "RESIZED 1 40 120\r\n", "GOT hello there\r\n", "typed.txt", "kept: paddock approve r-"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the terminal does not show %q:\n%q", want, out)
+		}
+	}
+	after, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Iflag != before.Iflag || after.Oflag != before.Oflag || after.Lflag != before.Lflag || after.Cflag != before.Cflag || after.Cc != before.Cc {
+		t.Fatalf("the terminal's mode is not restored:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+
+// openTestPTY opens a pseudo-terminal for a test, or skips saying why.
+func openTestPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("unlocking a pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("naming a pseudo-terminal: %v", err)
+	}
+	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("opening a pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	return master, slave
+}
+
+// screenBuffer is what a terminal shows, written as it comes.
+type screenBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *screenBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *screenBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *screenBuffer) waitFor(t *testing.T, want string) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); !strings.Contains(s.String(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the terminal never showed %q:\n%q", want, s.String())
+		}
 	}
 }

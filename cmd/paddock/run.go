@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
@@ -35,6 +36,14 @@ run of the repository you are in, then decide what lands.
    and CMD runs in its sandbox with the workspace as its working directory,
    its own home and --net's network (default none), its output shown as it
    comes. Ctrl-C stops it and keeps the run.
+   When stdin is a terminal, CMD gets one too: a pseudo-terminal of your
+   window's size, resized with it, TERM as yours, so that interactive,
+   full-screen agents (Claude Code, Codex) work. Your terminal is in raw
+   mode meanwhile and restored when CMD ends: every key goes to CMD, Ctrl-C
+   included, which stops it as at any terminal (an agent decides how; a
+   command that leaves SIGINT to its default, as the first process of its
+   sandbox, does not stop: kill -INT paddock, or close the terminal, stops
+   it and keeps the run).
 3. When CMD ends, the change set is shown (paths, sizes, risk labels), and
    the project's checks run (paddock verify; --no-verify skips them).
 4. On a terminal you choose: approve (and with --apply, apply to a new
@@ -50,10 +59,6 @@ tools turned off, so that every act goes through paddock's tools), Codex
 in ~/.codex/config.toml, any other client in $PADDOCK_MCP_CONFIG; the
 server is /run/paddock/bin/paddock mcp, over the run's own socket (see
 paddock mcp --help).
-
-Not yet (issue #18): a terminal for CMD (it gets no pty; an interactive
-agent's full-screen interface does not work). Agents that run headless
-(claude -p …, codex exec …) work now.
 
 Exit codes: CMD's own when it failed; 0 when it succeeded, whatever was
 decided; 130 when stopped with Ctrl-C; 125 when paddock failed.`,
@@ -113,9 +118,17 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	}
 	fmt.Fprintf(a.stderr, "paddock: run %s of %s, agent %s, at %s\n", r.ID, p.Name, agent, short(r.Workspace.BaseRevision))
 
-	// The agent, until it ends or Ctrl-C stops it (the run stays).
-	agentCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	res, err := c.ExecStream(agentCtx, r.ID, paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout}, a.stdout, a.stderr)
+	// The agent, until it ends or Ctrl-C stops it (the run stays). On a
+	// terminal, Ctrl-C is the agent's; a signal to paddock, or the
+	// terminal's end, stops it there.
+	agentCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	req := paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout}
+	var res *paddock.ExecResult
+	if in, ok := terminalIn(a.stdin); ok {
+		res, err = a.execOnTerminal(agentCtx, c, r.ID, req, in)
+	} else {
+		res, err = c.ExecStream(agentCtx, r.ID, req, a.stdout, a.stderr)
+	}
 	interrupted := agentCtx.Err() != nil && ctx.Err() == nil
 	stop()
 	// A job CMD started through its run's socket ends with it: what is
