@@ -132,6 +132,11 @@ IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 	if _, err := e.m.ExecAttach(ctx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Terminal: &paddock.TerminalSize{}}, paddock.ExecIO{}); !paddock.IsCode(err, paddock.CodeBadRequest) {
 		t.Fatalf("a terminal of no size: %v", err)
 	}
+	// A job has no one at a terminal.
+	if _, err := e.m.StartJob(ctx, r.ID, paddock.StartJobRequest{Kind: paddock.JobExec,
+		Exec: &paddock.ExecRequest{Argv: []string{"true"}, Terminal: &paddock.TerminalSize{Rows: 24, Cols: 80}}}); !paddock.IsCode(err, paddock.CodeBadRequest) {
+		t.Fatalf("a job on a terminal: %v", err)
+	}
 }
 
 // TestExecAttachThroughTheBroker: what the run's definition does not allow

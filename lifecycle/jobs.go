@@ -49,6 +49,9 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 			// A job's request is kept in state, and stdin is not.
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job takes no stdin; put its input in the workspace, or use exec")
 		}
+		if req.Exec.Terminal != nil {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job runs on no terminal; attach to a command for one (exec/attach)")
+		}
 		exec = *req.Exec
 		if err := m.agentExec(ctx, id, &exec); err != nil {
 			return nil, err

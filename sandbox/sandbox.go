@@ -34,7 +34,8 @@
 //     directory, and every directory above one is a mount point, which a
 //     command can neither rename nor remove.
 //   - A private, size-capped /tmp; a minimal /dev (null, zero, full, random,
-//     urandom); /proc of the new pid namespace.
+//     urandom, and tty, which opens the command's controlling terminal if
+//     it was given one); /proc of the new pid namespace.
 //   - Nothing else: not the home directory, not /run or /var/run (the Docker
 //     socket), not the state directory or other runs' workspaces.
 //
@@ -61,6 +62,9 @@
 //   - The command runs with no capabilities, no_new_privs, a new session, only
 //     descriptors 0–2, an environment built from the Spec alone, and the
 //     daemon's unprivileged uid (a root daemon must name an unprivileged one).
+//     Given a terminal (Spec.Terminal), 0–2 are the slave of a
+//     pseudo-terminal whose master only the daemon holds, and it is the
+//     command's controlling terminal; TIOCSTI and TIOCLINUX stay refused.
 //   - Limits: wall time (the whole namespace is killed), CPU time, processes,
 //     address space, file size, output bytes (cut with a marker), /tmp size.
 //     Processes are counted per command in a pids cgroup where the

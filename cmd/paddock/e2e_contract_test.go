@@ -113,6 +113,13 @@ func TestContract(t *testing.T) {
 		t.Fatalf("MCP over HTTP: %+v %v", tools, err)
 	}
 	session.Close()
+	// An attached command on a terminal, through the operator's client.
+	var attached bytes.Buffer
+	res, err := operator.ExecAttach(ctx, mcpRun.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", `echo "size $(stty size)"; read -r a; echo "got $a"`},
+		Terminal: &paddock.TerminalSize{Rows: 5, Cols: 40}}, paddock.ExecIO{Stdin: strings.NewReader("typed\n"), Stdout: &attached})
+	if err != nil || res.ExitCode != 0 || !strings.Contains(attached.String(), "size 5 40\r\n") || !strings.Contains(attached.String(), "got typed\r\n") {
+		t.Fatalf("an attached command: %v %+v %q", err, res, attached.String())
+	}
 	// Every route was called at least once (the OpenAPI document has an
 	// operation for each: httpapi's TestOpenAPIOperations).
 	for _, rt := range httpapi.Routes() {

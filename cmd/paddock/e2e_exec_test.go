@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,6 +268,54 @@ func TestExecStreams(t *testing.T) {
 	}
 	if total := time.Since(start); firstAt == 0 || total-firstAt < time.Second {
 		t.Fatalf("the first line came at %v of %v: not streamed", firstAt, total)
+	}
+}
+
+// TestExecAttachEndToEnd: the client's attached exec against a real
+// daemon: stdin streams in as the command answers (the command reads its
+// first line before the rest is written), the output streams out, the end
+// of stdin is the command's; and a caller that goes ends the command.
+func TestExecAttachEndToEnd(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 1)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	c := client.Unix(filepath.Join(home, "paddock.sock"))
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	scr, errs := &screenBuffer{}, &screenBuffer{}
+	done := make(chan error, 1)
+	var res *paddock.ExecResult
+	go func() {
+		var err error
+		res, err = c.ExecAttach(context.Background(), id, paddock.ExecRequest{Argv: []string{"sh", "-c", "test -t 0 || echo pipe; read -r a; echo \"got $a\"; cat; echo end >&2"}},
+			paddock.ExecIO{Stdin: inR, Stdout: scr, Stderr: errs})
+		done <- err
+	}()
+	io.WriteString(inW, "one\n")
+	scr.waitFor(t, "got one\n")
+	io.WriteString(inW, "two")
+	inW.Close()
+	if err := <-done; err != nil || res.ExitCode != 0 || scr.String() != "pipe\ngot one\ntwo" || errs.String() != "end\n" {
+		t.Fatalf("attached: %v %+v %q %q", err, res, scr.String(), errs.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.ExecAttach(ctx, id, paddock.ExecRequest{Argv: []string{"sleep", "60"}}, paddock.ExecIO{}); err == nil || time.Since(start) > 10*time.Second {
+		t.Fatalf("a caller that went: %v after %v", err, time.Since(start))
+	}
+	// The daemon ended the command: its exec is recorded, killed.
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		evs := cli(t, home, "events", id, "--json").must(t).out
+		if strings.Contains(evs, `"argv":["sleep","60"]`) && strings.Count(evs, `"type":"exec"`) >= 2 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no record of the command its caller left: %s", evs)
+		}
 	}
 }
 

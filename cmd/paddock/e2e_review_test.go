@@ -237,15 +237,23 @@ func cliOnTerminalIn(t *testing.T, home, input string, args ...string) string {
 	tio.Oflag &^= unix.OPOST
 	unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, tio)
 	got := make(chan string)
+	scr := &screenBuffer{}
 	go func() {
-		b, _ := io.ReadAll(master) // until the slave closes (EIO)
-		got <- string(b)
+		io.Copy(scr, master) // until the slave closes (EIO)
+		got <- scr.String()
 	}()
 	var errb strings.Builder
 	env := map[string]string{"PADDOCK_HOME": home, "PADDOCK_NO_AUTOSTART": "1", "HOME": "/nonexistent"}
 	a := &app{stdout: slave, stderr: &errb, getenv: func(k string) string { return env[k] }, exe: binary}
 	if input != "" {
-		master.WriteString(input) // typed ahead: the terminal holds it for the reader
+		// Typed at the prompt: what is typed before it goes to what runs
+		// then (paddock run's command has the terminal until it ends).
+		go func() {
+			for end := time.Now().Add(time.Minute); !strings.Contains(scr.String(), "? ") && time.Now().Before(end); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			master.WriteString(input)
+		}()
 		a.stdin = slave
 	}
 	if code := a.main(context.Background(), args); code != 0 {
