@@ -67,7 +67,7 @@ trap 'w=1' WINCH
 echo READY
 i=0; while [ -z "$w" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
 echo "RESIZED $w $(stty size)"
-IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
+printf 'name? '; IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 	type outcome struct {
 		res *paddock.ExecResult
 		err error
@@ -81,6 +81,7 @@ IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 	scr.waitFor(t, "READY")
 	resize <- paddock.TerminalSize{Rows: 40, Cols: 120}
 	scr.waitFor(t, "RESIZED")
+	scr.waitFor(t, "name? ") // a prompt shows before its line ends
 	io.WriteString(inW, "hello there\n")
 	inW.Close()
 	o := <-done

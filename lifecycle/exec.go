@@ -129,6 +129,12 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 	if req.Terminal != nil {
 		spec.Terminal = &sandbox.Terminal{Size: *req.Terminal, Resize: streams.Resize}
 	}
+	if streams.Stdin != nil || req.Terminal != nil {
+		// Someone watches and answers: a prompt must show without its newline.
+		var stopFlushing func()
+		spec.Stdout, spec.Stderr, stopFlushing = flushingOutputs(liveOut, liveErr)
+		defer stopFlushing()
+	}
 	spec.LiveOnly = stdout != nil || stderr != nil
 	spec.Decide = func(d sandbox.ProxyDecision) {
 		if err := m.record(ctx, id, paddock.EventNetwork, d); err != nil {

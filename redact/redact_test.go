@@ -262,3 +262,32 @@ func TestMayMaskNeverMisses(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamFlush: Flush passes on an unfinished line (a prompt) at once,
+// but still holds what could begin a declared secret, which a later write
+// completes and masks whole.
+func TestStreamFlush(t *testing.T) {
+	const v = "s3cr3t-token-value"
+	r := New(map[string]string{"T": v})
+	var out strings.Builder
+	w := r.NewWriter(&out)
+	w.Write([]byte("line\nname? "))
+	if out.String() != "line\n" || !w.Held() {
+		t.Fatalf("before Flush: %q", out.String())
+	}
+	w.Flush()
+	if out.String() != "line\nname? " || w.Held() {
+		t.Fatalf("after Flush: %q", out.String())
+	}
+	w.Write([]byte("x " + v[:7]))
+	w.Flush()
+	if out.String() != "line\nname? x " || !w.Held() {
+		t.Fatalf("a secret's start flushed: %q", out.String())
+	}
+	w.Write([]byte(v[7:] + " y"))
+	w.Flush()
+	w.Close()
+	if out.String() != "line\nname? x [REDACTED:T] y" {
+		t.Fatalf("a secret split around a Flush: %q", out.String())
+	}
+}

@@ -34,6 +34,26 @@ func (s *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Flush passes on what is held back but what could be the start of a
+// declared secret (or of a whole one it would split) and an unfinished
+// private key block: for output someone watches as it comes (a terminal's
+// prompt has no newline), when no more has come for a moment. A credential
+// shape split across a Flush is not masked whole.
+func (s *Writer) Flush() error {
+	cut := s.cut(false)
+	if cut == 0 {
+		return nil
+	}
+	if _, err := s.w.Write(s.mask(s.pending[:cut])); err != nil {
+		return err
+	}
+	s.pending = append(s.pending[:0], s.pending[cut:]...)
+	return nil
+}
+
+// Held reports whether the Writer holds anything back.
+func (s *Writer) Held() bool { return len(s.pending) > 0 }
+
 // Close passes on what is held back.
 func (s *Writer) Close() error {
 	if len(s.pending) == 0 {
@@ -62,10 +82,13 @@ const MaxHold = 64 << 10
 // safeCut returns how much of pending can be masked and emitted: up to the
 // earliest position where a secret might begin but not yet end, moved back
 // to the start of any whole secret that position would split.
-func (s *Writer) safeCut() int {
+func (s *Writer) safeCut() int { return s.cut(true) }
+
+// cut is safeCut, holding back the unfinished last line or not.
+func (s *Writer) cut(lines bool) int {
 	cut := len(s.pending)
 	// The unfinished last line, and an unfinished private key block.
-	if i := bytes.LastIndexByte(s.pending, '\n'); len(s.pending)-(i+1) < MaxHold {
+	if i := bytes.LastIndexByte(s.pending, '\n'); lines && len(s.pending)-(i+1) < MaxHold {
 		cut = i + 1
 	}
 

@@ -82,7 +82,8 @@ func TestRunVerb(t *testing.T) {
 // TestRunOnATerminal: paddock run, the real binary, at a terminal (a
 // pseudo-terminal whose controlling process it is, as in a shell): CMD
 // gets a terminal of the window's size with the CLI's TERM, and a resize
-// of the window reaches it as SIGWINCH; what is typed (Enter sends CR, as
+// of the window reaches it as SIGWINCH; its prompt shows before its line
+// ends; what is typed (Enter sends CR, as
 // a keyboard does) reaches it; then the CLI's terminal is back in the mode
 // it had, and the prompt that follows reads the next key typed.
 func TestRunOnATerminal(t *testing.T) {
@@ -105,7 +106,7 @@ trap 'w=1' WINCH
 echo READY
 i=0; while [ -z "$w" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
 echo "RESIZED $w $(stty size)"
-IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
+printf 'name? '; IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 	cmd := exec.Command(binary, "run", "--project", repo, "--no-verify", "--", "sh", "-c", script)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.Env = []string{"PADDOCK_HOME=" + home, "PADDOCK_NO_AUTOSTART=1", "HOME=/nonexistent", "PATH=" + os.Getenv("PATH"), "TERM=screen-256color"}
@@ -130,6 +131,7 @@ IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 		t.Fatal(err)
 	}
 	scr.waitFor(t, "RESIZED")
+	scr.waitFor(t, "name? ") // a prompt shows before its line ends
 	master.WriteString("hello there\r")
 	scr.waitFor(t, "[k]eep for later?")
 	master.WriteString("k\n")
