@@ -64,15 +64,15 @@ func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	out := &frameWriter{conn: conn, red: red}
-	stdinR, stdinW := io.Pipe()
-	defer stdinR.Close()
+	stdin := newInputQueue()
+	defer stdin.end(io.EOF)
 	resize := make(chan paddock.TerminalSize, 1)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		readFrames(brw.Reader, stdinW, resize, cancel)
+		readFrames(brw.Reader, stdin, resize, cancel)
 	}()
-	res, err := s.Service.ExecAttach(ctx, id, req, paddock.ExecIO{Stdin: stdinR, Resize: resize,
+	res, err := s.Service.ExecAttach(ctx, id, req, paddock.ExecIO{Stdin: stdin, Resize: resize,
 		Stdout: out.stream(paddock.FrameStdout), Stderr: out.stream(paddock.FrameStderr)})
 	var end paddock.AttachEnd
 	if err != nil {
@@ -90,31 +90,27 @@ func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
 	out.send(paddock.FrameResult, redact.Shapes(b))
 	// The result is the end: what the client sends after it is not read.
 	conn.Close()
-	stdinR.CloseWithError(io.EOF)
+	stdin.end(io.EOF)
 	<-readerDone
 }
 
 // readFrames reads the client's frames until its connection ends: stdin
 // into stdin, sizes into resize (only the latest one waits), and cancels
 // the command when the connection drops.
-func readFrames(r *bufio.Reader, stdin *io.PipeWriter, resize chan paddock.TerminalSize, cancel func()) {
+func readFrames(r *bufio.Reader, stdin *inputQueue, resize chan paddock.TerminalSize, cancel func()) {
 	defer close(resize)
-	eof := false
 	for {
 		kind, p, err := paddock.ReadFrame(r, maxClientFrame)
 		if err != nil {
-			stdin.CloseWithError(io.ErrUnexpectedEOF)
+			stdin.end(io.ErrUnexpectedEOF)
 			cancel()
 			return
 		}
 		switch kind {
 		case paddock.FrameStdin:
-			if !eof {
-				stdin.Write(p) // blocks until the command's input takes it
-			}
+			stdin.put(p)
 		case paddock.FrameEOF:
-			eof = true
-			stdin.Close()
+			stdin.end(io.EOF)
 		case paddock.FrameResize:
 			var sz paddock.TerminalSize
 			if json.Unmarshal(p, &sz) != nil || sz.Rows == 0 || sz.Cols == 0 {
@@ -131,6 +127,68 @@ func readFrames(r *bufio.Reader, stdin *io.PipeWriter, resize chan paddock.Termi
 			}
 		}
 	}
+}
+
+// maxQueuedInput bounds the stdin an attached command has not taken yet;
+// past it the client's frames wait.
+const maxQueuedInput = 1 << 20
+
+// inputQueue is an attached command's stdin: what the client sent, until
+// the command reads it. Reading the client's frames waits on it only past
+// maxQueuedInput, so that a resize, or the client's going away, is seen
+// while the command is not reading.
+type inputQueue struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	buf  []byte
+	err  error // the end: io.EOF, or how the client went
+}
+
+func newInputQueue() *inputQueue {
+	q := &inputQueue{}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// put queues p, waiting while the queue is full; after the end it drops p.
+func (q *inputQueue) put(p []byte) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.buf) >= maxQueuedInput && q.err == nil {
+		q.cond.Wait()
+	}
+	if q.err == nil {
+		q.buf = append(q.buf, p...)
+		q.cond.Broadcast()
+	}
+}
+
+// end ends the input (the first end holds): what is queued is still read.
+func (q *inputQueue) end(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err == nil {
+		q.err = err
+	}
+	q.cond.Broadcast()
+}
+
+func (q *inputQueue) Read(p []byte) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.buf) == 0 && q.err == nil {
+		q.cond.Wait()
+	}
+	if len(q.buf) == 0 {
+		return 0, q.err
+	}
+	n := copy(p, q.buf)
+	q.buf = q.buf[n:]
+	if len(q.buf) == 0 {
+		q.buf = nil
+	}
+	q.cond.Broadcast()
+	return n, nil
 }
 
 // frameWriter writes frames to the client, one at a time, each masked by

@@ -202,8 +202,22 @@ func TestExecAttachEndsWithItsClient(t *testing.T) {
 	a.send(paddock.FrameStdin, "x")
 	a.until("x")
 	a.conn.Close()
+	waitGone(t, f, r.ID)
+	// Nor when the command reads none of what was typed.
+	r = f.newRun(t)
+	a = attach(t, f.h, "/v1/runs/"+r.ID+"/exec/attach", `{"argv":["noread"]}`)
+	for range 4 {
+		a.send(paddock.FrameStdin, strings.Repeat("p", 60<<10)) // a paste
+	}
+	a.send(paddock.FrameResize, `{"rows":30,"cols":100}`)
+	a.conn.Close()
+	waitGone(t, f, r.ID)
+}
+
+func waitGone(t *testing.T, f *fixture, id string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !f.svc.wentAway(r.ID) {
+	for !f.svc.wentAway(id) {
 		if time.Now().After(deadline) {
 			t.Fatal("the command outlived its client")
 		}

@@ -357,6 +357,13 @@ func (f *fake) ExecAttach(ctx context.Context, id string, req paddock.ExecReques
 	if err := f.record(ctx, "ExecAttach", id, req.Argv, req.Net, term); err != nil {
 		return nil, err
 	}
+	if req.Argv[0] == "noread" { // a command busy elsewhere: it reads nothing
+		<-ctx.Done()
+		f.mu.Lock()
+		f.gone[id] = true
+		f.mu.Unlock()
+		return nil, paddock.Errorf(paddock.CodeConflict, "the client went away")
+	}
 	got := make(chan []byte)
 	go func() {
 		defer close(got)
