@@ -49,7 +49,7 @@ itself a review; 2 a definition that writes.`,
 			return a.output(asJSON, r, func(w io.Writer) {
 				rv := r.ReviewOf
 				fmt.Fprintf(w, "review run %s (agent %s) of run %s's change set %s\n", r.ID, r.Agent.Name, rv.Run, rv.Hash)
-				fmt.Fprintf(w, "its HEAD: %s on base %s\n", rv.Commit, r.Workspace.BaseRevision)
+				fmt.Fprintf(w, "its HEAD (detached): %s, the change set committed onto run %s's base\n", rv.Commit, rv.Run)
 				for _, p := range rv.Skipped {
 					fmt.Fprintf(w, "  not in the commit (never applied; see paddock diff %s): %s\n", rv.Run, termsafe.Text(p))
 				}
