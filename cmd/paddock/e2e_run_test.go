@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -205,5 +206,76 @@ func (s *screenBuffer) waitFor(t *testing.T, want string) {
 		if time.Now().After(end) {
 			t.Fatalf("the terminal never showed %q:\n%q", want, s.String())
 		}
+	}
+}
+
+// TestExecOnATerminal: paddock exec -t gives the command this terminal (a
+// shell in the run, say): its size, typed input, its exit code back, the
+// terminal's mode restored; -t without a terminal, or with --json, is
+// refused as exec refuses a bad command line (125, with how to write it).
+func TestExecOnATerminal(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := gittest.NewRepo(t, filepath.Join(base, "src", "app"), map[string]string{"README.md": "hello\n"})
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo, "--name", "app").must(t)
+	run := decode[paddock.Run](t, cli(t, home, "create", "--project", "app", "--json"))
+	if r := cli(t, home, "exec", "-t", run.ID, "--", "true"); r.code != execFailed || !strings.Contains(r.err, "-t needs a terminal") {
+		t.Fatalf("exec -t with no terminal: %d %s", r.code, r.err)
+	}
+	if r := cli(t, home, "exec", "-t", "--json", run.ID, "--", "true"); r.code != execFailed || !strings.Contains(r.err, "neither --json") {
+		t.Fatalf("exec -t --json: %d %s", r.code, r.err)
+	}
+
+	master, slave := openTestPTY(t)
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 90}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "exec", "-t", run.ID, "--", "sh", "-c", `test -t 0 && echo "TTY $(stty size)"; printf 'cmd? '; IFS= read -r l; echo "RAN $l"; exit 7`)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.Env = []string{"PADDOCK_HOME=" + home, "PADDOCK_NO_AUTOSTART=1", "HOME=/nonexistent", "PATH=" + os.Getenv("PATH")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Kill()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+		}
+	}()
+	scr := &screenBuffer{}
+	go io.Copy(scr, master)
+	scr.waitFor(t, "cmd? ")
+	master.WriteString("ls -la\r")
+	var werr error
+	select {
+	case werr = <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("paddock exec -t did not end:\n%s", scr)
+	}
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) || ee.ExitCode() != 7 {
+		t.Fatalf("paddock exec -t ended with %v, want exit 7:\n%s", werr, scr)
+	}
+	out := scr.String()
+	for _, want := range []string{"TTY 24 90\r\n", "RAN ls -la\r\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the terminal does not show %q:\n%q", want, out)
+		}
+	}
+	after, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Lflag != before.Lflag || after.Iflag != before.Iflag || after.Oflag != before.Oflag {
+		t.Fatalf("the terminal's mode is not restored:\nbefore %+v\nafter  %+v", before, after)
 	}
 }

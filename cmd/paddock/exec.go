@@ -36,9 +36,9 @@ const execUsage = "usage: paddock exec RUN [flags] -- CMD [ARG]...  (the command
 
 func (a *app) execCmd() *cobra.Command {
 	var req paddock.ExecRequest
-	var asJSON, stdin bool
+	var asJSON, stdin, tty bool
 	cmd := &cobra.Command{
-		Use:   "exec RUN [--net none|allow=DOMAIN,…|host] [--timeout D] [--env K=V]... [-i] -- CMD [ARG]...",
+		Use:   "exec RUN [--net none|allow=DOMAIN,…|host] [--timeout D] [--env K=V]... [-i|-t] -- CMD [ARG]...",
 		Short: "Run a command in a run's workspace, confined",
 		Long: `Run a command in the run's workspace inside the sandbox: its own user, mount,
 pid, network, ipc and uts namespaces; system directories read-only, the
@@ -69,6 +69,12 @@ input, or a caller that leaves paddock's stdin open without ever closing
 it, which would otherwise wait for its end). Otherwise the command reads
 /dev/null. Its size is recorded, never its content.
 
+-t (--tty) gives the command a terminal, as paddock run does on one: this
+command's stdin must be a terminal; it is put in raw mode (every key goes
+to the command, Ctrl-C included) and restored after, and the command gets
+the window's size and its resizes. For a shell in the run: paddock exec -t
+RUN -- bash. What is typed is streamed, never recorded; its size is.
+
 Exit codes: the command's own; 125 if paddock failed, 126 if the sandbox
 cannot be set up on this machine (see paddock doctor), 127 if the command is
 not found. --json prints the whole result instead and exits 0.`,
@@ -85,6 +91,9 @@ not found. --json prints the whole result instead and exits 0.`,
 			}
 			if len(req.Argv) == 0 {
 				return &execError{execFailed, usageError{"exec needs a command; " + execUsage}}
+			}
+			if tty {
+				return a.execTTY(cmd, args[0], req, asJSON || cmd.Flags().Changed("stdin"))
 			}
 			read := a.stdin != nil && !isTerminal(a.stdin)
 			if cmd.Flags().Changed("stdin") {
@@ -147,6 +156,7 @@ not found. --json prints the whole result instead and exits 0.`,
 	f.Int64Var(&req.Limits.Tmp, "tmp", 0, "size of the private /tmp in bytes (default 512 MiB)")
 	f.BoolVar(&req.AllowDegraded, "allow-degraded", false, "run even where a mechanism is missing (recorded)")
 	f.BoolVar(&asJSON, "json", false, "print the result, with the enforcement, as JSON")
+	f.BoolVarP(&tty, "tty", "t", false, "give the command a terminal (stdin must be one): for interactive programs and shells")
 	f.BoolVarP(&stdin, "stdin", "i", false, "give the command this stdin even from a terminal (default: when it is not a terminal; --stdin=false: never)")
 	// A flag paddock does not know is, most often, the command's own
 	// written without -- before it.
@@ -167,4 +177,28 @@ func printOutput(a *app, res *paddock.ExecResult) {
 	for _, d := range res.Denied {
 		fmt.Fprintln(a.stderr, "paddock:", d)
 	}
+}
+
+// execTTY is exec -t: the command on a terminal, this one's.
+func (a *app) execTTY(cmd *cobra.Command, id string, req paddock.ExecRequest, clash bool) error {
+	if clash {
+		return &execError{execFailed, usageError{"-t gives the command this terminal: it takes neither --json nor -i/--stdin"}}
+	}
+	in, ok := terminalIn(a.stdin)
+	if !ok {
+		return &execError{execFailed, usageError{"-t needs a terminal on stdin (leave -t out to pipe input, or give -i)"}}
+	}
+	c, err := a.client(cmd.Context())
+	if err != nil {
+		return &execError{execFailed, err}
+	}
+	res, err := a.execOnTerminal(cmd.Context(), c, id, req, in)
+	if err != nil {
+		return &execError{execFailed, err}
+	}
+	printOutput(a, res)
+	if res.ExitCode != 0 {
+		return &execError{code: res.ExitCode}
+	}
+	return nil
 }
