@@ -181,12 +181,7 @@ func (s *Server) log() *slog.Logger {
 
 func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
-			writeError(w, paddock.Errorf(paddock.CodeForbidden, "requests from web pages are refused"))
-			return
-		}
-		if !hostAllowed(r.Host, tcp) {
-			writeError(w, paddock.Errorf(paddock.CodeForbidden, "host %q is not allowed", r.Host))
+		if refuseForeign(w, r, tcp) {
 			return
 		}
 		if r.URL.Path != "/healthz" {
@@ -217,6 +212,20 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseForeign answers, and says it did, a request from a web page or
+// for another host than the listener serves: every listener refuses them.
+func refuseForeign(w http.ResponseWriter, r *http.Request, tcp bool) bool {
+	if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
+		writeError(w, paddock.Errorf(paddock.CodeForbidden, "requests from web pages are refused"))
+		return true
+	}
+	if !hostAllowed(r.Host, tcp) {
+		writeError(w, paddock.Errorf(paddock.CodeForbidden, "host %q is not allowed", r.Host))
+		return true
+	}
+	return false
 }
 
 func hostAllowed(host string, tcp bool) bool {

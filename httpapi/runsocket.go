@@ -25,12 +25,7 @@ import (
 func (s *Server) RunHandler(id string) http.Handler {
 	next := s.mux()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
-			writeError(w, paddock.Errorf(paddock.CodeForbidden, "requests from web pages are refused"))
-			return
-		}
-		if !hostAllowed(r.Host, false) {
-			writeError(w, paddock.Errorf(paddock.CodeForbidden, "host %q is not allowed", r.Host))
+		if refuseForeign(w, r, false) {
 			return
 		}
 		if r.Header.Get("Authorization") != "" {

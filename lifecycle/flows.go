@@ -491,21 +491,11 @@ func (m *Manager) refuseOffFlow(ctx context.Context, id string) error {
 	if !paddock.AgentCall(ctx) {
 		return nil
 	}
-	r, err := m.Run(ctx, id)
-	if err != nil {
-		return err
-	}
-	flows, err := m.Flows(ctx, r.Project)
-	if err != nil {
-		return err
-	}
-	for _, f := range flows {
-		for state, run := range f.Runs {
-			if run == id && (state != f.State || !f.Ended.IsZero()) {
-				return paddock.Errorf(paddock.CodeForbidden, "run %s's state %s in flow %s is over (the flow is %s): its change set was submitted when it picked its event; nothing is submitted now",
-					id, state, f.ID, f.State).WithRule(paddock.RuleMenu)
-			}
-		}
+	// flowOf names the flow of a run that worked in one but no longer
+	// does (its state left, or the flow ended).
+	if f, _, err := m.flowOf(ctx, id); f != nil && err != nil {
+		return paddock.Errorf(paddock.CodeForbidden, "run %s's state in flow %s is over (the flow is %s): its change set was submitted when it picked its event; nothing is submitted now",
+			id, f.ID, f.State).WithRule(paddock.RuleMenu)
 	}
 	return nil
 }
