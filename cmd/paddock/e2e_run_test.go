@@ -108,24 +108,7 @@ echo READY
 i=0; while [ -z "$w" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
 echo "RESIZED $w $(stty size)"
 printf 'name? '; IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
-	cmd := exec.Command(binary, "run", "--project", repo, "--no-verify", "--", "sh", "-c", script)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.Env = []string{"PADDOCK_HOME=" + home, "PADDOCK_NO_AUTOSTART=1", "HOME=/nonexistent", "PATH=" + os.Getenv("PATH"), "TERM=screen-256color"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Kill()
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-		}
-	}()
-	scr := &screenBuffer{}
-	go io.Copy(scr, master)
+	exited, scr := onTerminal(t, home, master, slave, "TERM=screen-256color", "run", "--project", repo, "--no-verify", "--", "sh", "-c", script)
 	scr.waitFor(t, "READY")
 	// The window grows: the kernel tells paddock (SIGWINCH), paddock the run.
 	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 120}); err != nil {
@@ -157,6 +140,38 @@ printf 'name? '; IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 	if after.Iflag != before.Iflag || after.Oflag != before.Oflag || after.Lflag != before.Lflag || after.Cflag != before.Cflag || after.Cc != before.Cc {
 		t.Fatalf("the terminal's mode is not restored:\nbefore %+v\nafter  %+v", before, after)
 	}
+}
+
+// onTerminal starts the paddock binary with args as the controlling
+// process of the terminal slave (with home, and term in its environment),
+// and copies what the terminal shows into a screenBuffer. The process is
+// killed when the test ends, if it has not ended; exited says how it did.
+func onTerminal(t *testing.T, home string, master, slave *os.File, term string, args ...string) (<-chan error, *screenBuffer) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.Env = []string{"PADDOCK_HOME=" + home, "PADDOCK_NO_AUTOSTART=1", "HOME=/nonexistent", "PATH=" + os.Getenv("PATH"), term}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		close(done)
+		exited <- err
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	scr := &screenBuffer{}
+	go io.Copy(scr, master)
+	return exited, scr
 }
 
 // openTestPTY opens a pseudo-terminal for a test, or skips saying why.
@@ -235,24 +250,7 @@ func TestExecOnATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "exec", "-t", run.ID, "--", "sh", "-c", `test -t 0 && echo "TTY $(stty size)"; printf 'cmd? '; IFS= read -r l; echo "RAN $l"; exit 7`)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.Env = []string{"PADDOCK_HOME=" + home, "PADDOCK_NO_AUTOSTART=1", "HOME=/nonexistent", "PATH=" + os.Getenv("PATH")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Kill()
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-		}
-	}()
-	scr := &screenBuffer{}
-	go io.Copy(scr, master)
+	exited, scr := onTerminal(t, home, master, slave, "TERM=xterm", "exec", "-t", run.ID, "--", "sh", "-c", `test -t 0 && echo "TTY $(stty size)"; printf 'cmd? '; IFS= read -r l; echo "RAN $l"; exit 7`)
 	scr.waitFor(t, "cmd? ")
 	master.WriteString("ls -la\r")
 	var werr error
