@@ -102,8 +102,11 @@ func readFrames(r *bufio.Reader, stdin *inputQueue, resize chan paddock.Terminal
 	for {
 		kind, p, err := paddock.ReadFrame(r, maxClientFrame)
 		if err != nil {
-			stdin.end(io.ErrUnexpectedEOF)
+			// The command is ended before its stdin is: a command that
+			// saw the end of its input first could finish as if its
+			// client had meant it.
 			cancel()
+			stdin.end(io.ErrUnexpectedEOF)
 			return
 		}
 		switch kind {

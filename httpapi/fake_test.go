@@ -394,6 +394,12 @@ func (f *fake) ExecAttach(ctx context.Context, id string, req paddock.ExecReques
 			}
 			fmt.Fprintf(streams.Stdout, "[size %dx%d]", sz.Rows, sz.Cols)
 		case b, ok := <-got:
+			if !ok && ctx.Err() != nil { // the client went: both are ready
+				f.mu.Lock()
+				f.gone[id] = true
+				f.mu.Unlock()
+				return nil, paddock.Errorf(paddock.CodeConflict, "the client went away")
+			}
 			if !ok {
 				io.WriteString(streams.Stderr, "[eof]")
 				return &paddock.ExecResult{ExitCode: read, Stdout: "not streamed again"}, nil
