@@ -401,3 +401,55 @@ type BundleKey struct {
 	PublicKey string `json:"public_key"` // "ed25519 BASE64"
 	KeyID     string `json:"key_id"`
 }
+
+// The states of a queue entry (paddock queue).
+const (
+	QueueQueued   = "queued"   // waiting its turn
+	QueueTesting  = "testing"  // replayed onto the branch's tip, the checks running
+	QueueLanding  = "landing"  // checks passed; the branch is being moved
+	QueueLanded   = "landed"   // the branch holds it
+	QueueReturned = "returned" // back to a person: a conflict, a replay that differs, a failed check
+	QueueRemoved  = "removed"  // taken out of the queue
+	QueueUndone   = "undone"   // landed, then the branch was moved back
+)
+
+// QueueEntry is one approved change set in a project's merge queue: replayed
+// in order onto the current tip of its branch, checked there with the
+// project's manifest checks in a throwaway run, and landed only if they
+// pass.
+type QueueEntry struct {
+	Run     string    `json:"run"`
+	Project string    `json:"project"`
+	Branch  string    `json:"branch"`
+	Hash    string    `json:"hash"` // the approved change set
+	State   string    `json:"state"`
+	AddedAt time.Time `json:"added_at"`
+	AddedBy string    `json:"added_by"`
+	// Accept is a replayed tree a person accepted after it came back
+	// differing from what was approved.
+	Accept string `json:"accept,omitempty"`
+	// Tip is the branch's commit the change set was last replayed onto;
+	// Commit the commit that landed (or would have), Tree its tree.
+	Tip    string `json:"tip,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	Tree   string `json:"tree,omitempty"`
+	// Merged lists the paths the branch had changed too, merged line by
+	// line: their diff is not the one approved.
+	Merged []string `json:"merged,omitempty"`
+	// TestRun is the throwaway run the checks ran in.
+	TestRun   string    `json:"test_run,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Diff, in one entry's answer (not in lists), is what would land of
+	// the Merged paths: the diff from Tip to Commit, for review.
+	Diff string `json:"diff,omitempty"`
+}
+
+// QueueAddRequest puts an approved run in its project's merge queue.
+type QueueAddRequest struct {
+	// Branch is where it lands; the project's current branch if empty.
+	Branch string `json:"branch,omitempty"`
+	// Accept is the tree of a replay that came back differing, which the
+	// person reviewed (paddock queue show): it lands only as that tree.
+	Accept string `json:"accept,omitempty"`
+}

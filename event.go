@@ -23,8 +23,15 @@ const (
 	// EventBundled: a signed bundle of the run's submitted change set was
 	// written (paddock bundle); EventImported: the run was restored from
 	// one (paddock import), with where it came from and who signed it.
-	EventBundled          = "run.bundled"
-	EventImported         = "run.imported"
+	EventBundled  = "run.bundled"
+	EventImported = "run.imported"
+	// The merge queue's steps, recorded on the queued run (paddock queue).
+	EventQueueAdded       = "queue.added"
+	EventQueueTesting     = "queue.testing"
+	EventQueueReturned    = "queue.returned"
+	EventQueueLanded      = "queue.landed"
+	EventQueueRemoved     = "queue.removed"
+	EventQueueUndone      = "queue.undone"
 	EventLockAcquired     = "lock.acquired"
 	EventLockReleased     = "lock.released"
 	EventLockForceRelease = "lock.force_released"

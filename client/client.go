@@ -937,3 +937,40 @@ func (c *Client) Import(ctx context.Context, req paddock.ImportRequest, body io.
 	var res paddock.ImportResult
 	return &res, c.doRaw(ctx, http.MethodPost, "/v1/import?"+q.Encode(), body, "application/vnd.paddock.bundle+tar", &res)
 }
+
+// QueueAdd puts an approved run in its project's merge queue.
+func (c *Client) QueueAdd(ctx context.Context, id string, req paddock.QueueAddRequest) (*paddock.QueueEntry, error) {
+	var e paddock.QueueEntry
+	return &e, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/queue", req, &e)
+}
+
+// Queue lists the merge queue (of project, if named; finished entries too if all).
+func (c *Client) Queue(ctx context.Context, project string, all bool) ([]*paddock.QueueEntry, error) {
+	q := url.Values{}
+	if project != "" {
+		q.Set("project", project)
+	}
+	if all {
+		q.Set("all", "true")
+	}
+	var es []*paddock.QueueEntry
+	return es, c.do(ctx, http.MethodGet, "/v1/queue?"+q.Encode(), nil, &es)
+}
+
+// QueueEntry returns a run's newest queue entry.
+func (c *Client) QueueEntry(ctx context.Context, id string) (*paddock.QueueEntry, error) {
+	var e paddock.QueueEntry
+	return &e, c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/queue", nil, &e)
+}
+
+// QueueRemove takes a run out of the merge queue.
+func (c *Client) QueueRemove(ctx context.Context, id string) (*paddock.QueueEntry, error) {
+	var e paddock.QueueEntry
+	return &e, c.do(ctx, http.MethodDelete, "/v1/runs/"+url.PathEscape(id)+"/queue", nil, &e)
+}
+
+// QueueUndo moves back the branch a queued run landed on.
+func (c *Client) QueueUndo(ctx context.Context, id string) (*paddock.QueueEntry, error) {
+	var e paddock.QueueEntry
+	return &e, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/queue/undo", nil, &e)
+}

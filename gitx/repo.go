@@ -384,3 +384,86 @@ func (g *Git) MergeFile(ctx context.Context, base, ours, theirs []byte) ([]byte,
 	}
 	return out, nil
 }
+
+// TreeEntry is what a revision holds at a path: its mode and object.
+type TreeEntry struct {
+	Mode, Blob string
+}
+
+// EntriesAt returns what revision rev of the repository at gitDir holds at
+// each of paths (names taken literally, never as patterns); a path the
+// revision does not hold is not in the map, and a directory is given with
+// mode 040000.
+func (g *Git) EntriesAt(ctx context.Context, gitDir, rev string, paths []string) (map[string]TreeEntry, error) {
+	if err := CheckRef(rev); err != nil {
+		return nil, err
+	}
+	out := map[string]TreeEntry{}
+	for len(paths) > 0 {
+		n := min(len(paths), 500)
+		args := append([]string{"ls-tree", "-z", "--full-tree", rev, "--"}, paths[:n]...)
+		b, err := g.runInput(ctx, gitDirAt(gitDir), []string{"GIT_LITERAL_PATHSPECS=1"}, nil, args...)
+		if err != nil {
+			return nil, fmt.Errorf("gitx: ls-tree: %w", err)
+		}
+		for _, rec := range bytes.Split(b, []byte{0}) {
+			meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+			f := strings.Fields(string(meta))
+			if !ok || len(f) != 3 {
+				continue
+			}
+			out[string(path)] = TreeEntry{Mode: f[0], Blob: f[2]}
+		}
+		paths = paths[n:]
+	}
+	return out, nil
+}
+
+// ErrRefMoved is MoveBranch's error when the branch is no longer where
+// the caller saw it.
+var ErrRefMoved = errors.New("gitx: the branch moved")
+
+// MoveBranch moves refs/heads/branch of the repository at gitDir from old
+// to new, only if it is still at old: one compare-and-swap, so that a
+// commit someone else made meanwhile is never lost (ErrRefMoved then).
+func (g *Git) MoveBranch(ctx context.Context, gitDir, branch, newCommit, oldCommit string, who Identity, reason string) error {
+	for _, r := range []string{branch, newCommit, oldCommit} {
+		if err := CheckRef(r); err != nil {
+			return err
+		}
+	}
+	ident := []string{"GIT_COMMITTER_NAME=" + who.Name, "GIT_COMMITTER_EMAIL=" + who.Email}
+	if _, err := g.runInput(ctx, gitDirAt(gitDir), ident, nil, "update-ref", "-m", reason, "refs/heads/"+branch, newCommit, oldCommit); err != nil {
+		var ce *CommandError
+		if errors.As(err, &ce) && (strings.Contains(ce.Stderr, "is at") || strings.Contains(ce.Stderr, "cannot lock ref") || strings.Contains(ce.Stderr, "unable to resolve")) {
+			return ErrRefMoved
+		}
+		return fmt.Errorf("gitx: moving %s: %w", branch, err)
+	}
+	return nil
+}
+
+// TreeOf returns the tree of commit in the repository at gitDir.
+func (g *Git) TreeOf(ctx context.Context, gitDir, commit string) (string, error) {
+	if err := CheckRef(commit); err != nil {
+		return "", err
+	}
+	return g.line(ctx, gitDirAt(gitDir), "rev-parse", "--verify", "--quiet", "--end-of-options", commit+"^{tree}")
+}
+
+// DiffCommits is the unified diff from commit a to commit b of the
+// repository at gitDir, of paths only (taken literally), with no external
+// diff driver or text conversion.
+func (g *Git) DiffCommits(ctx context.Context, gitDir, a, b string, paths []string) ([]byte, error) {
+	for _, r := range []string{a, b} {
+		if err := CheckRef(r); err != nil {
+			return nil, err
+		}
+	}
+	args := append([]string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "--binary", a, b, "--"}, paths...)
+	out, err := g.runInput(ctx, gitDirAt(gitDir), []string{"GIT_LITERAL_PATHSPECS=1"}, nil, args...)
+	if err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	return out, nil
+}

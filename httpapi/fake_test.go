@@ -579,3 +579,23 @@ func (f *fake) Import(ctx context.Context, req paddock.ImportRequest, body io.Re
 	}
 	return &paddock.ImportResult{FromRun: "r-x", Hash: "h"}, nil
 }
+
+func (f *fake) QueueAdd(ctx context.Context, id string, req paddock.QueueAddRequest, by string) (*paddock.QueueEntry, error) {
+	return &paddock.QueueEntry{Run: id, Branch: req.Branch, State: paddock.QueueQueued}, f.record(ctx, "QueueAdd", id, req.Branch, req.Accept, by)
+}
+
+func (f *fake) Queue(ctx context.Context, project string, all bool) ([]*paddock.QueueEntry, error) {
+	return []*paddock.QueueEntry{}, f.record(ctx, "Queue", project, all)
+}
+
+func (f *fake) QueueEntry(ctx context.Context, id string) (*paddock.QueueEntry, error) {
+	return &paddock.QueueEntry{Run: id}, f.record(ctx, "QueueEntry", id)
+}
+
+func (f *fake) QueueRemove(ctx context.Context, id, by string) (*paddock.QueueEntry, error) {
+	return &paddock.QueueEntry{Run: id}, f.record(ctx, "QueueRemove", id, by)
+}
+
+func (f *fake) QueueUndo(ctx context.Context, id, by string) (*paddock.QueueEntry, error) {
+	return &paddock.QueueEntry{Run: id}, f.record(ctx, "QueueUndo", id, by)
+}

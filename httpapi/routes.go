@@ -63,6 +63,7 @@ var routes = []route{
 	{"POST", "/v1/gc", operator, http.StatusOK, reply((*Server).gc)},
 	{"POST", "/v1/ui/login", operator, http.StatusCreated, reply((*Server).uiLogin)},
 	{"GET", "/v1/bundle-key", operator, http.StatusOK, reply((*Server).bundleKey)},
+	{"GET", "/v1/queue", operator, http.StatusOK, reply((*Server).queue)},
 	{"POST", "/v1/import", operator, http.StatusCreated, stream((*Server).importBundle)},
 
 	{"POST", "/v1/projects", operator, http.StatusCreated, reply((*Server).addProject)},
@@ -105,6 +106,10 @@ var routes = []route{
 	{"POST", "/v1/runs/{id}/approve", operator, http.StatusOK, reply((*Server).approve)},
 	{"POST", "/v1/runs/{id}/apply", operator, http.StatusOK, reply((*Server).apply)},
 	{"POST", "/v1/runs/{id}/undo", operator, http.StatusOK, reply((*Server).undo)},
+	{"POST", "/v1/runs/{id}/queue", operator, http.StatusCreated, reply((*Server).queueAdd)},
+	{"GET", "/v1/runs/{id}/queue", operator, http.StatusOK, reply((*Server).queueEntry)},
+	{"DELETE", "/v1/runs/{id}/queue", operator, http.StatusOK, reply((*Server).queueRemove)},
+	{"POST", "/v1/runs/{id}/queue/undo", operator, http.StatusOK, reply((*Server).queueUndo)},
 
 	{"GET", "/v1/runs/{id}/capabilities", runToken, http.StatusOK, reply((*Server).capabilities)},
 	{"POST", "/v1/runs/{id}/verify", runToken, http.StatusOK, command((*Server).verify)},

@@ -52,4 +52,14 @@ type Service interface {
 	Bundle(ctx context.Context, id string, w io.Writer) error
 	BundleKey(ctx context.Context) (*paddock.BundleKey, error)
 	Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error)
+
+	// The merge queue: QueueAdd puts an approved run in it, Queue lists
+	// it (of a project, finished entries too if all), QueueEntry is a
+	// run's newest entry, QueueRemove takes one out, QueueUndo moves the
+	// branch a landed one moved back.
+	QueueAdd(ctx context.Context, id string, req paddock.QueueAddRequest, by string) (*paddock.QueueEntry, error)
+	Queue(ctx context.Context, project string, all bool) ([]*paddock.QueueEntry, error)
+	QueueEntry(ctx context.Context, id string) (*paddock.QueueEntry, error)
+	QueueRemove(ctx context.Context, id, by string) (*paddock.QueueEntry, error)
+	QueueUndo(ctx context.Context, id, by string) (*paddock.QueueEntry, error)
 }

@@ -148,6 +148,11 @@ type Manager struct {
 
 	identity atomic.Pointer[gitx.Identity] // SetIdentity's
 	flowMu   sync.Mutex                    // one flow step at a time (the store's versions guard other daemons)
+	// queueMu guards the merge queue's document; queueRunning says its
+	// worker is draining it, queueAgain that an entry came meanwhile.
+	queueMu      sync.Mutex
+	queueRunning bool
+	queueAgain   bool
 
 	// ctx is the parent of the Manager's own work: Close cancels it, which
 	// ends the commands running and the jobs (the runner's context is a

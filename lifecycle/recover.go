@@ -28,7 +28,9 @@ func (m *Manager) Recover(ctx context.Context) ([]paddock.Finding, error) {
 	}
 	// Then the flows' steps a crash interrupted, with the runs in order
 	// (a step makes and gives back runs, which takes the lock).
-	return append(out, m.finishFlows(ctx)...), nil
+	out = append(out, m.finishFlows(ctx)...)
+	// Then the merge queue's landings a crash interrupted.
+	return append(out, m.recoverQueue(ctx)...), nil
 }
 
 func (m *Manager) recoverWorkspaces(ctx context.Context) ([]paddock.Finding, error) {

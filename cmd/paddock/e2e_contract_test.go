@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/paddock-dev/paddock"
@@ -145,6 +146,33 @@ func TestContract(t *testing.T) {
 	}
 	if res, err := operator.Import(ctx, paddock.ImportRequest{Project: "app"}, &bundled); err != nil || res.Hash != bcs.Hash || !res.Trusted {
 		t.Fatalf("import: %+v %v", res, err)
+	}
+	// The merge queue: the bundled run, approved, lands on a branch, is
+	// listed, undone, and (no longer queued) cannot be taken out.
+	gittest.Git(t, repo, "branch", "landing")
+	if _, err := operator.Approve(ctx, mcpRun.ID, bcs.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operator.QueueAdd(ctx, mcpRun.ID, paddock.QueueAddRequest{Branch: "landing"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		e, err := operator.QueueEntry(ctx, mcpRun.ID)
+		if err != nil || e.State == paddock.QueueLanded {
+			break
+		}
+		if time.Now().After(deadline) || e.State == paddock.QueueReturned {
+			t.Fatalf("the queue: %+v", e)
+		}
+	}
+	if es, err := operator.Queue(ctx, "app", true); err != nil || len(es) != 1 {
+		t.Fatalf("queue ls: %+v %v", es, err)
+	}
+	if _, err := operator.QueueUndo(ctx, mcpRun.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operator.QueueRemove(ctx, mcpRun.ID); !paddock.IsCode(err, paddock.CodeConflict) {
+		t.Fatalf("removing an undone entry: %v", err)
 	}
 	// Every route was called at least once (the OpenAPI document has an
 	// operation for each: httpapi's TestOpenAPIOperations).

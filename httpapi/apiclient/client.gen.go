@@ -869,6 +869,21 @@ func (e UnlockProject200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for ListQueue200JSONResponseBodyOk.
+const (
+	ListQueue200JSONResponseBodyOkTrue ListQueue200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ListQueue200JSONResponseBodyOk enum.
+func (e ListQueue200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case ListQueue200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRuns200JSONResponseBodyOk.
 const (
 	ListRuns200JSONResponseBodyOkTrue ListRuns200JSONResponseBodyOk = true
@@ -1205,6 +1220,66 @@ const (
 func (e PickEvent200JSONResponseBodyOk) Valid() bool {
 	switch e {
 	case PickEvent200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueRemove200JSONResponseBodyOk.
+const (
+	QueueRemove200JSONResponseBodyOkTrue QueueRemove200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the QueueRemove200JSONResponseBodyOk enum.
+func (e QueueRemove200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case QueueRemove200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetQueueEntry200JSONResponseBodyOk.
+const (
+	GetQueueEntry200JSONResponseBodyOkTrue GetQueueEntry200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the GetQueueEntry200JSONResponseBodyOk enum.
+func (e GetQueueEntry200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case GetQueueEntry200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueAdd201JSONResponseBodyOk.
+const (
+	QueueAdd201JSONResponseBodyOkTrue QueueAdd201JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the QueueAdd201JSONResponseBodyOk enum.
+func (e QueueAdd201JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case QueueAdd201JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueUndo200JSONResponseBodyOk.
+const (
+	QueueUndo200JSONResponseBodyOkTrue QueueUndo200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the QueueUndo200JSONResponseBodyOk enum.
+func (e QueueUndo200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case QueueUndo200JSONResponseBodyOkTrue:
 		return true
 	default:
 		return false
@@ -2062,6 +2137,32 @@ type Project struct {
 	Root                  *string   `json:"root,omitempty"`
 }
 
+// QueueAddRequest defines model for QueueAddRequest.
+type QueueAddRequest struct {
+	Accept *string `json:"accept,omitempty"`
+	Branch *string `json:"branch,omitempty"`
+}
+
+// QueueEntry defines model for QueueEntry.
+type QueueEntry struct {
+	Accept    *string    `json:"accept,omitempty"`
+	AddedAt   *time.Time `json:"added_at,omitempty"`
+	AddedBy   *string    `json:"added_by,omitempty"`
+	Branch    *string    `json:"branch,omitempty"`
+	Commit    *string    `json:"commit,omitempty"`
+	Diff      *string    `json:"diff,omitempty"`
+	Hash      *string    `json:"hash,omitempty"`
+	Merged    *[]string  `json:"merged,omitempty"`
+	Project   *string    `json:"project,omitempty"`
+	Reason    *string    `json:"reason,omitempty"`
+	Run       *string    `json:"run,omitempty"`
+	State     *string    `json:"state,omitempty"`
+	TestRun   *string    `json:"test_run,omitempty"`
+	Tip       *string    `json:"tip,omitempty"`
+	Tree      *string    `json:"tree,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+}
+
 // ResumeResult defines model for ResumeResult.
 type ResumeResult struct {
 	Drift *bool `json:"drift,omitempty"`
@@ -2341,6 +2442,15 @@ type UnlockProjectJSONBody struct {
 // UnlockProject200JSONResponseBodyOk defines parameters for UnlockProject.
 type UnlockProject200JSONResponseBodyOk bool
 
+// ListQueueParams defines parameters for ListQueue.
+type ListQueueParams struct {
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+	All     *bool   `form:"all,omitempty" json:"all,omitempty"`
+}
+
+// ListQueue200JSONResponseBodyOk defines parameters for ListQueue.
+type ListQueue200JSONResponseBodyOk bool
+
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
 	Project *string `form:"project,omitempty" json:"project,omitempty"`
@@ -2526,6 +2636,18 @@ type McpMessageParams struct {
 // PickEvent200JSONResponseBodyOk defines parameters for PickEvent.
 type PickEvent200JSONResponseBodyOk bool
 
+// QueueRemove200JSONResponseBodyOk defines parameters for QueueRemove.
+type QueueRemove200JSONResponseBodyOk bool
+
+// GetQueueEntry200JSONResponseBodyOk defines parameters for GetQueueEntry.
+type GetQueueEntry200JSONResponseBodyOk bool
+
+// QueueAdd201JSONResponseBodyOk defines parameters for QueueAdd.
+type QueueAdd201JSONResponseBodyOk bool
+
+// QueueUndo200JSONResponseBodyOk defines parameters for QueueUndo.
+type QueueUndo200JSONResponseBodyOk bool
+
 // RejectRunParams defines parameters for RejectRun.
 type RejectRunParams struct {
 	// ExpectSeq refuse with conflict if the run's last seq is not this
@@ -2683,6 +2805,9 @@ type McpMessageJSONRequestBody = McpMessageJSONBody
 
 // PickEventJSONRequestBody defines body for PickEvent for application/json ContentType.
 type PickEventJSONRequestBody = MenuEventRequest
+
+// QueueAddJSONRequestBody defines body for QueueAdd for application/json ContentType.
+type QueueAddJSONRequestBody = QueueAddRequest
 
 // RequestAccessJSONRequestBody defines body for RequestAccess for application/json ContentType.
 type RequestAccessJSONRequestBody = AccessRequestInput
@@ -2955,6 +3080,11 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/projects/{name}/unlock (the `UnlockProject` operationId).
 	UnlockProject(ctx context.Context, name string, body UnlockProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListQueue The merge queue: waiting, checking, landing and returned entries (all=true: landed, removed and undone too)
+	//
+	// Corresponds with GET /v1/queue (the `ListQueue` operationId).
+	ListQueue(ctx context.Context, params *ListQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListRuns List runs
 	//
 	// Corresponds with GET /v1/runs (the `ListRuns` operationId).
@@ -3184,6 +3314,35 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
 	PickEvent(ctx context.Context, id string, event string, body PickEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// QueueRemove Take a waiting or returned run out of the queue
+	//
+	// Corresponds with DELETE /v1/runs/{id}/queue (the `QueueRemove` operationId).
+	QueueRemove(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetQueueEntry The run's newest queue entry, with the diff of what would land where the branch changed the same files
+	//
+	// Corresponds with GET /v1/runs/{id}/queue (the `GetQueueEntry` operationId).
+	GetQueueEntry(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// QueueAddWithBody Queue an approved run to land on a branch: replayed onto its tip, checked in a throwaway run, landed if the checks pass
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/queue (the `QueueAdd` operationId).
+	QueueAddWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// QueueAdd Queue an approved run to land on a branch: replayed onto its tip, checked in a throwaway run, landed if the checks pass
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/queue (the `QueueAdd` operationId).
+	QueueAdd(ctx context.Context, id string, body QueueAddJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// QueueUndo Move the branch a queued run landed on back, if nothing landed since
+	//
+	// Corresponds with POST /v1/runs/{id}/queue/undo (the `QueueUndo` operationId).
+	QueueUndo(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RejectRun Discard the run's result
 	//
@@ -3784,6 +3943,21 @@ func (c *Client) UnlockProject(ctx context.Context, name string, body UnlockProj
 	return c.Client.Do(req)
 }
 
+// ListQueue The merge queue: waiting, checking, landing and returned entries (all=true: landed, removed and undone too)
+//
+// Corresponds with GET /v1/queue (the `ListQueue` operationId).
+func (c *Client) ListQueue(ctx context.Context, params *ListQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListQueueRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListRuns List runs
 //
 // Corresponds with GET /v1/runs (the `ListRuns` operationId).
@@ -4364,6 +4538,85 @@ func (c *Client) PickEventWithBody(ctx context.Context, id string, event string,
 // Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
 func (c *Client) PickEvent(ctx context.Context, id string, event string, body PickEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPickEventRequest(c.Server, id, event, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// QueueRemove Take a waiting or returned run out of the queue
+//
+// Corresponds with DELETE /v1/runs/{id}/queue (the `QueueRemove` operationId).
+func (c *Client) QueueRemove(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQueueRemoveRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetQueueEntry The run's newest queue entry, with the diff of what would land where the branch changed the same files
+//
+// Corresponds with GET /v1/runs/{id}/queue (the `GetQueueEntry` operationId).
+func (c *Client) GetQueueEntry(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueueEntryRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// QueueAddWithBody Queue an approved run to land on a branch: replayed onto its tip, checked in a throwaway run, landed if the checks pass
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{id}/queue (the `QueueAdd` operationId).
+func (c *Client) QueueAddWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQueueAddRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// QueueAdd Queue an approved run to land on a branch: replayed onto its tip, checked in a throwaway run, landed if the checks pass
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{id}/queue (the `QueueAdd` operationId).
+func (c *Client) QueueAdd(ctx context.Context, id string, body QueueAddJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQueueAddRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// QueueUndo Move the branch a queued run landed on back, if nothing landed since
+//
+// Corresponds with POST /v1/runs/{id}/queue/undo (the `QueueUndo` operationId).
+func (c *Client) QueueUndo(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQueueUndoRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -5538,6 +5791,72 @@ func NewUnlockProjectRequestWithBody(server string, name string, contentType str
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListQueueRequest constructs an http.Request for the ListQueue method
+func NewListQueueRequest(server string, params *ListQueueParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queue")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.All != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "all", *params.All, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -6988,6 +7307,155 @@ func NewPickEventRequestWithBody(server string, id string, event string, content
 	return req, nil
 }
 
+// NewQueueRemoveRequest constructs an http.Request for the QueueRemove method
+func NewQueueRemoveRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/queue", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetQueueEntryRequest constructs an http.Request for the GetQueueEntry method
+func NewGetQueueEntryRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/queue", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewQueueAddRequest calls the generic QueueAdd builder with application/json body
+func NewQueueAddRequest(server string, id string, body QueueAddJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewQueueAddRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewQueueAddRequestWithBody constructs an http.Request for the QueueAdd method, with any body, and a specified content type
+func NewQueueAddRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/queue", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewQueueUndoRequest constructs an http.Request for the QueueUndo method
+func NewQueueUndoRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/queue/undo", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRejectRunRequest constructs an http.Request for the RejectRun method
 func NewRejectRunRequest(server string, id string, params *RejectRunParams) (*http.Request, error) {
 	var err error
@@ -8004,6 +8472,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/projects/{name}/unlock (the `UnlockProject` operationId).
 	UnlockProjectWithResponse(ctx context.Context, name string, body UnlockProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*UnlockProjectResponse, error)
 
+	// ListQueueWithResponse The merge queue: waiting, checking, landing and returned entries (all=true: landed, removed and undone too)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queue (the `ListQueue` operationId).
+	ListQueueWithResponse(ctx context.Context, params *ListQueueParams, reqEditors ...RequestEditorFn) (*ListQueueResponse, error)
+
 	// ListRunsWithResponse List runs
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8263,6 +8738,41 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/menu/{event} (the `PickEvent` operationId).
 	PickEventWithResponse(ctx context.Context, id string, event string, body PickEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PickEventResponse, error)
+
+	// QueueRemoveWithResponse Take a waiting or returned run out of the queue
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/runs/{id}/queue (the `QueueRemove` operationId).
+	QueueRemoveWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*QueueRemoveResponse, error)
+
+	// GetQueueEntryWithResponse The run's newest queue entry, with the diff of what would land where the branch changed the same files
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/queue (the `GetQueueEntry` operationId).
+	GetQueueEntryWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetQueueEntryResponse, error)
+
+	// QueueAddWithBodyWithResponse Queue an approved run to land on a branch: replayed onto its tip, checked in a throwaway run, landed if the checks pass
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/queue (the `QueueAdd` operationId).
+	QueueAddWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QueueAddResponse, error)
+
+	// QueueAddWithResponse Queue an approved run to land on a branch: replayed onto its tip, checked in a throwaway run, landed if the checks pass
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/queue (the `QueueAdd` operationId).
+	QueueAddWithResponse(ctx context.Context, id string, body QueueAddJSONRequestBody, reqEditors ...RequestEditorFn) (*QueueAddResponse, error)
+
+	// QueueUndoWithResponse Move the branch a queued run landed on back, if nothing landed since
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/queue/undo (the `QueueUndo` operationId).
+	QueueUndoWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*QueueUndoResponse, error)
 
 	// RejectRunWithResponse Discard the run's result
 	//
@@ -9546,6 +10056,60 @@ func (r UnlockProjectResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UnlockProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListQueueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *[]QueueEntry                  `json:"data,omitempty"`
+		Ok   ListQueue200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListQueueResponse) GetJSON200() *struct {
+	Data *[]QueueEntry                  `json:"data,omitempty"`
+	Ok   ListQueue200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListQueueResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListQueueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListQueueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListQueueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListQueueResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10874,6 +11438,222 @@ func (r PickEventResponse) ContentType() string {
 	return ""
 }
 
+type QueueRemoveResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *QueueEntry                      `json:"data,omitempty"`
+		Ok   QueueRemove200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r QueueRemoveResponse) GetJSON200() *struct {
+	Data *QueueEntry                      `json:"data,omitempty"`
+	Ok   QueueRemove200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r QueueRemoveResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r QueueRemoveResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r QueueRemoveResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r QueueRemoveResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r QueueRemoveResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetQueueEntryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *QueueEntry                        `json:"data,omitempty"`
+		Ok   GetQueueEntry200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetQueueEntryResponse) GetJSON200() *struct {
+	Data *QueueEntry                        `json:"data,omitempty"`
+	Ok   GetQueueEntry200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetQueueEntryResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueueEntryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueueEntryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueueEntryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueueEntryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type QueueAddResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data *QueueEntry                   `json:"data,omitempty"`
+		Ok   QueueAdd201JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r QueueAddResponse) GetJSON201() *struct {
+	Data *QueueEntry                   `json:"data,omitempty"`
+	Ok   QueueAdd201JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r QueueAddResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r QueueAddResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r QueueAddResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r QueueAddResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r QueueAddResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type QueueUndoResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *QueueEntry                    `json:"data,omitempty"`
+		Ok   QueueUndo200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r QueueUndoResponse) GetJSON200() *struct {
+	Data *QueueEntry                    `json:"data,omitempty"`
+	Ok   QueueUndo200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r QueueUndoResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r QueueUndoResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r QueueUndoResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r QueueUndoResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r QueueUndoResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type RejectRunResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12056,6 +12836,19 @@ func (c *ClientWithResponses) UnlockProjectWithResponse(ctx context.Context, nam
 	return ParseUnlockProjectResponse(rsp)
 }
 
+// ListQueueWithResponse The merge queue: waiting, checking, landing and returned entries (all=true: landed, removed and undone too)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queue (the `ListQueue` operationId).
+func (c *ClientWithResponses) ListQueueWithResponse(ctx context.Context, params *ListQueueParams, reqEditors ...RequestEditorFn) (*ListQueueResponse, error) {
+	rsp, err := c.ListQueue(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListQueueResponse(rsp)
+}
+
 // ListRunsWithResponse List runs
 //
 // Returns a wrapper object for the known response body format(s).
@@ -12530,6 +13323,71 @@ func (c *ClientWithResponses) PickEventWithResponse(ctx context.Context, id stri
 		return nil, err
 	}
 	return ParsePickEventResponse(rsp)
+}
+
+// QueueRemoveWithResponse Take a waiting or returned run out of the queue
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/runs/{id}/queue (the `QueueRemove` operationId).
+func (c *ClientWithResponses) QueueRemoveWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*QueueRemoveResponse, error) {
+	rsp, err := c.QueueRemove(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseQueueRemoveResponse(rsp)
+}
+
+// GetQueueEntryWithResponse The run's newest queue entry, with the diff of what would land where the branch changed the same files
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/queue (the `GetQueueEntry` operationId).
+func (c *ClientWithResponses) GetQueueEntryWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetQueueEntryResponse, error) {
+	rsp, err := c.GetQueueEntry(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueueEntryResponse(rsp)
+}
+
+// QueueAddWithBodyWithResponse Queue an approved run to land on a branch: replayed onto its tip, checked in a throwaway run, landed if the checks pass
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/queue (the `QueueAdd` operationId).
+func (c *ClientWithResponses) QueueAddWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QueueAddResponse, error) {
+	rsp, err := c.QueueAddWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseQueueAddResponse(rsp)
+}
+
+// QueueAddWithResponse Queue an approved run to land on a branch: replayed onto its tip, checked in a throwaway run, landed if the checks pass
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/queue (the `QueueAdd` operationId).
+func (c *ClientWithResponses) QueueAddWithResponse(ctx context.Context, id string, body QueueAddJSONRequestBody, reqEditors ...RequestEditorFn) (*QueueAddResponse, error) {
+	rsp, err := c.QueueAdd(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseQueueAddResponse(rsp)
+}
+
+// QueueUndoWithResponse Move the branch a queued run landed on back, if nothing landed since
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/queue/undo (the `QueueUndo` operationId).
+func (c *ClientWithResponses) QueueUndoWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*QueueUndoResponse, error) {
+	rsp, err := c.QueueUndo(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseQueueUndoResponse(rsp)
 }
 
 // RejectRunWithResponse Discard the run's result
@@ -13572,6 +14430,42 @@ func ParseUnlockProjectResponse(rsp *http.Response) (*UnlockProjectResponse, err
 	return response, nil
 }
 
+// ParseListQueueResponse parses an HTTP response from a ListQueueWithResponse call
+func ParseListQueueResponse(rsp *http.Response) (*ListQueueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListQueueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *[]QueueEntry                  `json:"data,omitempty"`
+			Ok   ListQueue200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListRunsResponse parses an HTTP response from a ListRunsWithResponse call
 func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14440,6 +15334,150 @@ func ParsePickEventResponse(rsp *http.Response) (*PickEventResponse, error) {
 			// Data One run of a workflow on a project: its state, its runs by state, the head under review, the latest findings, and its log (events, gap-free from 1).
 			Data *Flow                          `json:"data,omitempty"`
 			Ok   PickEvent200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseQueueRemoveResponse parses an HTTP response from a QueueRemoveWithResponse call
+func ParseQueueRemoveResponse(rsp *http.Response) (*QueueRemoveResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &QueueRemoveResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *QueueEntry                      `json:"data,omitempty"`
+			Ok   QueueRemove200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetQueueEntryResponse parses an HTTP response from a GetQueueEntryWithResponse call
+func ParseGetQueueEntryResponse(rsp *http.Response) (*GetQueueEntryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueueEntryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *QueueEntry                        `json:"data,omitempty"`
+			Ok   GetQueueEntry200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseQueueAddResponse parses an HTTP response from a QueueAddWithResponse call
+func ParseQueueAddResponse(rsp *http.Response) (*QueueAddResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &QueueAddResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data *QueueEntry                   `json:"data,omitempty"`
+			Ok   QueueAdd201JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseQueueUndoResponse parses an HTTP response from a QueueUndoWithResponse call
+func ParseQueueUndoResponse(rsp *http.Response) (*QueueUndoResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &QueueUndoResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *QueueEntry                    `json:"data,omitempty"`
+			Ok   QueueUndo200JSONResponseBodyOk `json:"ok"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

@@ -81,3 +81,33 @@ func (s *Server) importBundle(w http.ResponseWriter, r *http.Request) {
 	}
 	writeData(w, http.StatusCreated, res)
 }
+
+// The merge queue.
+
+func (s *Server) queueAdd(r *http.Request) (any, error) {
+	var req paddock.QueueAddRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Service.QueueAdd(r.Context(), r.PathValue("id"), req, actor(r))
+}
+
+func (s *Server) queue(r *http.Request) (any, error) {
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return nil, err
+	}
+	return s.Service.Queue(r.Context(), r.URL.Query().Get("project"), all)
+}
+
+func (s *Server) queueEntry(r *http.Request) (any, error) {
+	return s.Service.QueueEntry(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) queueRemove(r *http.Request) (any, error) {
+	return s.Service.QueueRemove(r.Context(), r.PathValue("id"), actor(r))
+}
+
+func (s *Server) queueUndo(r *http.Request) (any, error) {
+	return s.Service.QueueUndo(r.Context(), r.PathValue("id"), actor(r))
+}

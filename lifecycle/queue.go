@@ -1,0 +1,661 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/agent"
+	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/internal/durable"
+)
+
+// The merge queue: approved change sets land on a branch one after the
+// other, each replayed onto the branch's tip as it is then, checked there,
+// and landed only if its checks pass.
+//
+// The queue is one document (<artifacts>/queue.json), rewritten whole and
+// durably at every step, each step's intent before its effect: an entry is
+// "testing" before its throwaway run is made, "landing" with the commit
+// and the tip it moves from before the branch moves. The branch moves by
+// one compare-and-swap; Recover finishes or undoes what a crash cut.
+
+// keptFinished bounds the finished entries the queue keeps for `ls --all`.
+const keptFinished = 200
+
+// maxLandTries bounds how often an entry is replayed again because the
+// branch moved while it was checked.
+const maxLandTries = 3
+
+type queueDoc struct {
+	Entries []*paddock.QueueEntry `json:"entries"`
+}
+
+func (m *Manager) queuePath() string { return filepath.Join(m.ArtifactsDir, "queue.json") }
+
+// loadQueue reads the queue; the caller holds queueMu.
+func (m *Manager) loadQueue() (*queueDoc, error) {
+	d := &queueDoc{}
+	b, err := os.ReadFile(m.queuePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return d, nil
+	}
+	if err != nil {
+		return nil, internal("reading the merge queue failed", err)
+	}
+	if err := json.Unmarshal(b, d); err != nil {
+		return nil, internal("reading the merge queue failed", err)
+	}
+	return d, nil
+}
+
+// saveQueue writes the queue whole and durably, keeping the newest
+// finished entries only; the caller holds queueMu.
+func (m *Manager) saveQueue(d *queueDoc) error {
+	finished := 0
+	kept := make([]*paddock.QueueEntry, 0, len(d.Entries))
+	for i := len(d.Entries) - 1; i >= 0; i-- {
+		e := d.Entries[i]
+		if queueLive(e.State) || e.State == paddock.QueueReturned || e.State == paddock.QueueLanded {
+			kept = append(kept, e)
+			continue
+		}
+		if finished++; finished <= keptFinished {
+			kept = append(kept, e)
+		}
+	}
+	slices.Reverse(kept)
+	d.Entries = kept
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return internal("saving the merge queue failed", err)
+	}
+	if err := durable.WriteFile(m.queuePath(), b); err != nil {
+		return internal("saving the merge queue failed", err)
+	}
+	return nil
+}
+
+func queueLive(state string) bool {
+	return state == paddock.QueueQueued || state == paddock.QueueTesting || state == paddock.QueueLanding
+}
+
+// updateQueue changes the queue under its lock and saves it.
+func (m *Manager) updateQueue(fn func(d *queueDoc) error) error {
+	m.queueMu.Lock()
+	defer m.queueMu.Unlock()
+	d, err := m.loadQueue()
+	if err != nil {
+		return err
+	}
+	if err := fn(d); err != nil {
+		return err
+	}
+	return m.saveQueue(d)
+}
+
+// entryOf is run id's newest entry in d.
+func (d *queueDoc) entryOf(id string) *paddock.QueueEntry {
+	for i := len(d.Entries) - 1; i >= 0; i-- {
+		if d.Entries[i].Run == id {
+			return d.Entries[i]
+		}
+	}
+	return nil
+}
+
+// QueueAdd puts run id's approved change set in its project's merge queue
+// for branch (see paddock.QueueAddRequest). Asked again while the entry
+// waits, it answers the same entry; an entry that came back is queued
+// again, with the replay a person accepted if they name one.
+func (m *Manager) QueueAdd(ctx context.Context, id string, req paddock.QueueAddRequest, by string) (*paddock.QueueEntry, error) {
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := m.refuseReview(ctx, id, "be queued"); err != nil {
+		return nil, err
+	}
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s, _, err := m.approved(ctx, id, p)
+	if err != nil {
+		return nil, err
+	}
+	if req.Branch == "" {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "name the branch the change set lands on (--to BRANCH)")
+	}
+	if err := m.landable(ctx, p, req.Branch); err != nil {
+		return nil, err
+	}
+	if req.Accept != "" && (len(req.Accept) != 40 && len(req.Accept) != 64 || strings.Trim(req.Accept, "0123456789abcdef") != "") {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "--accept %q: want the tree id paddock queue show printed", req.Accept)
+	}
+	var out paddock.QueueEntry
+	added := false
+	err = m.updateQueue(func(d *queueDoc) error {
+		if e := d.entryOf(id); e != nil && e.Hash == s.Hash && queueLive(e.State) {
+			out = *e
+			return nil
+		}
+		t := now()
+		e := &paddock.QueueEntry{Run: id, Project: r.Project, Branch: req.Branch, Hash: s.Hash, State: paddock.QueueQueued,
+			AddedAt: t, AddedBy: by, Accept: req.Accept, UpdatedAt: t}
+		d.Entries = append(d.Entries, e)
+		out, added = *e, true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if added {
+		if err := m.record(ctx, id, paddock.EventQueueAdded, map[string]string{"branch": req.Branch, "hash": s.Hash, "by": by, "accept": req.Accept}); err != nil {
+			return nil, err
+		}
+		m.kickQueue()
+	}
+	return &out, nil
+}
+
+// landable refuses a branch the queue cannot land on: one that does not
+// exist, or the one checked out in the project's working tree (moving it
+// would move it under the user's files).
+func (m *Manager) landable(ctx context.Context, p *paddock.Project, branch string) error {
+	if _, err := m.Git.Resolve(ctx, p.Root, "refs/heads/"+branch); err != nil {
+		return paddock.Errorf(paddock.CodeNotFound, "project %s has no branch %s", p.Name, branch)
+	}
+	if head, err := m.Git.Resolve(ctx, p.Root, "HEAD"); err == nil && head.Branch == branch {
+		return paddock.Errorf(paddock.CodeConflict, "branch %s is checked out in project %s's working tree: landing would move it under your files. Land on another branch, or check out another one first", branch, p.Name)
+	}
+	return nil
+}
+
+// Queue lists the merge queue: the live and returned entries, of project
+// if named; all also lists the finished ones.
+func (m *Manager) Queue(ctx context.Context, project string, all bool) ([]*paddock.QueueEntry, error) {
+	m.queueMu.Lock()
+	defer m.queueMu.Unlock()
+	d, err := m.loadQueue()
+	if err != nil {
+		return nil, err
+	}
+	out := []*paddock.QueueEntry{}
+	for _, e := range d.Entries {
+		if (project == "" || e.Project == project) && (all || queueLive(e.State) || e.State == paddock.QueueReturned) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// QueueEntry returns run id's newest queue entry.
+func (m *Manager) QueueEntry(ctx context.Context, id string) (*paddock.QueueEntry, error) {
+	m.queueMu.Lock()
+	defer m.queueMu.Unlock()
+	d, err := m.loadQueue()
+	if err != nil {
+		return nil, err
+	}
+	e := d.entryOf(id)
+	if e == nil {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "run %s was never queued", id)
+	}
+	if len(e.Merged) > 0 && e.Commit != "" {
+		if p, err := m.Project(ctx, e.Project); err == nil {
+			if repo, err := m.checkRepo(ctx, p); err == nil {
+				if d, err := m.Git.DiffCommits(ctx, repo.CommonDir, e.Tip, e.Commit, e.Merged); err == nil {
+					e.Diff = m.redactorFor(ctx, id).String(string(d))
+				}
+			}
+		}
+	}
+	return e, nil
+}
+
+// QueueRemove takes run id out of the queue, waiting or returned; an
+// entry being checked or landed is not taken out.
+func (m *Manager) QueueRemove(ctx context.Context, id, by string) (*paddock.QueueEntry, error) {
+	var out paddock.QueueEntry
+	err := m.updateQueue(func(d *queueDoc) error {
+		e := d.entryOf(id)
+		switch {
+		case e == nil:
+			return paddock.Errorf(paddock.CodeNotFound, "run %s is not queued", id)
+		case e.State == paddock.QueueTesting || e.State == paddock.QueueLanding:
+			return paddock.Errorf(paddock.CodeConflict, "run %s is being %s; it can be taken out once it is done", id, strings.TrimSuffix(e.State, "ing")+"ed")
+		case e.State != paddock.QueueQueued && e.State != paddock.QueueReturned:
+			return paddock.Errorf(paddock.CodeConflict, "run %s is not in the queue (%s)", id, e.State)
+		}
+		e.State, e.Reason, e.UpdatedAt = paddock.QueueRemoved, "taken out by "+by, now()
+		out = *e
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, m.record(ctx, id, paddock.EventQueueRemoved, map[string]string{"by": by})
+}
+
+// QueueUndo moves the branch a queued run landed on back where it was,
+// if nothing landed on it since (a compare-and-swap). The run can then be
+// queued again.
+func (m *Manager) QueueUndo(ctx context.Context, id, by string) (*paddock.QueueEntry, error) {
+	_, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := m.checkRepo(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	var out paddock.QueueEntry
+	err = m.updateQueue(func(d *queueDoc) error {
+		e := d.entryOf(id)
+		if e == nil || e.State != paddock.QueueLanded {
+			return paddock.Errorf(paddock.CodeConflict, "run %s has not landed through the queue", id)
+		}
+		who, err := m.author(ctx, p.Root, gitx.Identity{})
+		if err != nil {
+			return err
+		}
+		err = m.Git.MoveBranch(ctx, repo.CommonDir, e.Branch, e.Tip, e.Commit, who, "paddock queue: undo run "+id)
+		if errors.Is(err, gitx.ErrRefMoved) {
+			return paddock.Errorf(paddock.CodeConflict, "branch %s moved on since run %s landed; nothing was undone (revert its commit %s instead)", e.Branch, id, e.Commit)
+		}
+		if err != nil {
+			return internal("moving the branch back failed", err)
+		}
+		e.State, e.Reason, e.UpdatedAt = paddock.QueueUndone, "undone by "+by, now()
+		out = *e
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s, err := m.submission(id); err == nil {
+		s.AppliedTo, s.AppliedAt = "", time.Time{}
+		if err := m.saveSubmission(s); err != nil {
+			return nil, err
+		}
+	}
+	return &out, m.record(ctx, id, paddock.EventQueueUndone, map[string]string{"branch": out.Branch, "from": out.Commit, "to": out.Tip, "by": by})
+}
+
+// kickQueue makes sure the queue's worker is draining it.
+func (m *Manager) kickQueue() {
+	m.queueMu.Lock()
+	defer m.queueMu.Unlock()
+	if m.queueRunning {
+		m.queueAgain = true
+		return
+	}
+	m.queueRunning = true
+	m.goBackground(m.drainQueue)
+}
+
+// drainQueue lands the queued entries one at a time, in the order they
+// were added, until none waits.
+func (m *Manager) drainQueue() {
+	for {
+		var next *paddock.QueueEntry
+		m.queueMu.Lock()
+		if d, err := m.loadQueue(); err == nil {
+			for _, e := range d.Entries {
+				if e.State == paddock.QueueQueued {
+					c := *e
+					next = &c
+					break
+				}
+			}
+		}
+		if next == nil || m.ctx.Err() != nil {
+			again := m.queueAgain && m.ctx.Err() == nil
+			m.queueAgain = false
+			if !again {
+				m.queueRunning = false
+				m.queueMu.Unlock()
+				return
+			}
+			m.queueMu.Unlock()
+			continue
+		}
+		m.queueMu.Unlock()
+		m.landOne(m.ctx, next)
+	}
+}
+
+// setEntry saves e's new state (found by run and add time).
+func (m *Manager) setEntry(e *paddock.QueueEntry) error {
+	return m.updateQueue(func(d *queueDoc) error {
+		for i, x := range d.Entries {
+			if x.Run == e.Run && x.AddedAt.Equal(e.AddedAt) {
+				if x.State == paddock.QueueRemoved {
+					return paddock.Errorf(paddock.CodeConflict, "run %s was taken out of the queue", e.Run)
+				}
+				e.UpdatedAt = now()
+				c := *e
+				d.Entries[i] = &c
+				return nil
+			}
+		}
+		return paddock.Errorf(paddock.CodeNotFound, "run %s's queue entry is gone", e.Run)
+	})
+}
+
+// returnEntry gives e back to a person, saying why.
+func (m *Manager) returnEntry(ctx context.Context, e *paddock.QueueEntry, reason string) {
+	m.log().Info("queue: returned", "run", e.Run, "branch", e.Branch, "reason", reason)
+	e.State, e.Reason = paddock.QueueReturned, reason
+	if err := m.setEntry(e); err != nil {
+		m.log().Warn("recording a queue entry's return failed", "run", e.Run, "err", err)
+	}
+	m.record(ctx, e.Run, paddock.EventQueueReturned, map[string]any{"branch": e.Branch, "reason": reason, "tip": e.Tip, "tree": e.Tree, "merged": e.Merged})
+}
+
+// landOne replays, checks and lands one entry, or gives it back.
+func (m *Manager) landOne(ctx context.Context, e *paddock.QueueEntry) {
+	for try := 1; ; try++ {
+		retry, err := m.tryLand(ctx, e)
+		if err != nil {
+			if ctx.Err() != nil {
+				return // stopping: Recover takes it up again
+			}
+			m.returnEntry(ctx, e, paddock.ErrorMessage(err))
+			return
+		}
+		if !retry {
+			return
+		}
+		if try == maxLandTries {
+			m.returnEntry(ctx, e, fmt.Sprintf("branch %s moved while the change set was checked, %d times; queue it again", e.Branch, try))
+			return
+		}
+	}
+}
+
+// tryLand is one attempt at landing e; retry says the branch moved while
+// it was checked.
+func (m *Manager) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry bool, err error) {
+	e.State, e.TestRun, e.Reason = paddock.QueueTesting, "", ""
+	if err := m.setEntry(e); err != nil {
+		return false, err
+	}
+	r, p, err := m.runAndProject(ctx, e.Run)
+	if err != nil {
+		return false, err
+	}
+	s, cs, err := m.approved(ctx, e.Run, p)
+	if err != nil {
+		return false, err
+	}
+	if s.Hash != e.Hash {
+		return false, paddock.Errorf(paddock.CodeConflict, "run %s was submitted again since it was queued; approve and queue the new change set", e.Run)
+	}
+	if err := m.landable(ctx, p, e.Branch); err != nil {
+		return false, err
+	}
+	repo, err := m.checkRepo(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	tip, err := m.Git.Resolve(ctx, p.Root, "refs/heads/"+e.Branch)
+	if err != nil {
+		return false, err
+	}
+	scratch, err := os.MkdirTemp("", "paddock-queue-")
+	if err != nil {
+		return false, internal("replaying the change set failed", err)
+	}
+	defer os.RemoveAll(scratch)
+	entries, merged, err := m.replay(ctx, repo.CommonDir, r, cs, tip.SHA, scratch)
+	if err != nil {
+		return false, err
+	}
+	who, err := m.author(ctx, p.Root, gitx.Identity{})
+	if err != nil {
+		return false, err
+	}
+	msg := fmt.Sprintf("paddock: land run %s\n\nChange set %s, approved by %s, through the merge queue.\n", e.Run, s.Hash, s.ApprovedBy)
+	commit, err := m.Git.CommitTree(ctx, repo.CommonDir, tip.SHA, entries, who, msg)
+	if err != nil {
+		return false, internal("committing the replayed change set failed; the branch is unchanged", err)
+	}
+	tree, err := m.Git.TreeOf(ctx, repo.CommonDir, commit)
+	if err != nil {
+		return false, internal("reading the replayed tree failed", err)
+	}
+	e.Tip, e.Commit, e.Tree, e.Merged = tip.SHA, commit, tree, merged
+	if len(merged) > 0 && e.Accept != tree {
+		return false, paddock.Errorf(paddock.CodeConflict, "branch %s changed %s since the change set's base: what would land differs from what was approved. Review it (paddock queue show %s) and accept it with paddock queue add %s --to %s --accept %s",
+			e.Branch, strings.Join(merged, ", "), e.Run, e.Run, e.Branch, tree)
+	}
+	if err := m.setEntry(e); err != nil {
+		return false, err
+	}
+	m.log().Info("queue: checking", "run", e.Run, "branch", e.Branch, "tip", e.Tip, "commit", commit)
+	if err := m.checkLanding(ctx, e, p); err != nil {
+		return false, err
+	}
+	m.log().Info("queue: landing", "run", e.Run, "branch", e.Branch, "commit", commit)
+	e.State = paddock.QueueLanding
+	if err := m.setEntry(e); err != nil {
+		return false, err
+	}
+	err = m.Git.MoveBranch(ctx, repo.CommonDir, e.Branch, commit, tip.SHA, who, "paddock queue: land run "+e.Run)
+	if errors.Is(err, gitx.ErrRefMoved) {
+		m.log().Info("queue: the branch moved; replaying again", "run", e.Run, "branch", e.Branch)
+		e.State = paddock.QueueQueued
+		return true, m.setEntry(e)
+	}
+	if err != nil {
+		return false, internal("moving the branch failed; it is unchanged", err)
+	}
+	return false, m.landed(ctx, e)
+}
+
+// landed records that e's commit is on its branch.
+func (m *Manager) landed(ctx context.Context, e *paddock.QueueEntry) error {
+	e.State, e.Reason = paddock.QueueLanded, ""
+	if err := m.setEntry(e); err != nil {
+		return err
+	}
+	if s, err := m.submission(e.Run); err == nil {
+		s.AppliedTo, s.AppliedAt = "refs/heads/"+e.Branch+" @ "+e.Commit+" (merge queue)", now()
+		if err := m.saveSubmission(s); err != nil {
+			return err
+		}
+	}
+	if err := m.record(ctx, e.Run, paddock.EventQueueLanded, map[string]any{"branch": e.Branch, "from": e.Tip, "commit": e.Commit, "merged": e.Merged}); err != nil {
+		return err
+	}
+	return m.record(ctx, e.Run, paddock.EventApplied, map[string]string{"hash": e.Hash, "branch": e.Branch, "commit": e.Commit})
+}
+
+// replay makes the index entries of cs on tip: an entry whose path the
+// branch left as it was at the run's base is taken as approved; one the
+// branch changed the same way is already there; one both changed is merged
+// line by line (its path is in merged: its diff is not the one approved);
+// anything else is a conflict. Merged contents are written under scratch.
+func (m *Manager) replay(ctx context.Context, gitDir string, r *paddock.Run, cs *paddock.ChangeSet, tip, scratch string) (entries []gitx.IndexEntry, merged []string, err error) {
+	base := r.Workspace.BaseRevision
+	var paths []string
+	for _, e := range cs.Entries {
+		paths = append(paths, e.Path)
+	}
+	atBase, err := m.Git.EntriesAt(ctx, gitDir, base, paths)
+	if err != nil {
+		return nil, nil, internal("reading the base failed", err)
+	}
+	atTip := atBase
+	if tip != base {
+		if atTip, err = m.Git.EntriesAt(ctx, gitDir, tip, paths); err != nil {
+			return nil, nil, internal("reading the branch failed", err)
+		}
+	}
+	var conflicts []string
+	for _, e := range cs.Entries {
+		b, t := atBase[e.Path], atTip[e.Path]
+		want := gitx.TreeEntry{Mode: e.NewMode, Blob: e.NewBlob}
+		if e.Op == paddock.OpDelete {
+			want = gitx.TreeEntry{}
+		}
+		ie := gitx.IndexEntry{Path: e.Path, Mode: e.NewMode, Blob: e.NewBlob}
+		if e.Op != paddock.OpDelete && e.NewMode != "160000" {
+			ie.File = m.blobPath(r.ID, e.NewBlob)
+		}
+		switch {
+		case t == b:
+			entries = append(entries, ie)
+		case t == want:
+			// The branch made the same change: nothing to add.
+		case e.Op == paddock.OpModify && isFile(b.Mode) && isFile(t.Mode) && isFile(e.NewMode):
+			content, err := m.mergeEntry(ctx, gitDir, r.ID, e, base, tip)
+			if errors.Is(err, gitx.ErrMergeConflict) {
+				conflicts = append(conflicts, e.Path)
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			file := filepath.Join(scratch, fmt.Sprint(len(entries)))
+			if err := os.WriteFile(file, content, 0o600); err != nil {
+				return nil, nil, internal("replaying the change set failed", err)
+			}
+			mode := e.NewMode
+			if e.NewMode == b.Mode {
+				mode = t.Mode // only the branch changed the mode
+			}
+			entries = append(entries, gitx.IndexEntry{Path: e.Path, Mode: mode, Blob: changeset.BlobID(content), File: file})
+			merged = append(merged, e.Path)
+		default:
+			conflicts = append(conflicts, e.Path)
+		}
+	}
+	if len(conflicts) > 0 {
+		return nil, nil, paddock.Errorf(paddock.CodeConflict, "the change set conflicts with what branch's tip %s changed in %s; rebase the run's work (a new run at the tip) and submit again",
+			tip[:12], strings.Join(conflicts, ", ")).WithDetail("conflicts", conflicts)
+	}
+	return entries, merged, nil
+}
+
+func isFile(mode string) bool { return mode == "100644" || mode == "100755" }
+
+// mergeEntry merges, line by line, the approved content of e with what
+// the branch's tip made of the same base file.
+func (m *Manager) mergeEntry(ctx context.Context, gitDir, run string, e paddock.ChangeEntry, base, tip string) ([]byte, error) {
+	baseB, err := m.Git.FileAt(ctx, gitDir, base, e.Path)
+	if err != nil {
+		return nil, internal("reading the base failed", err)
+	}
+	tipB, err := m.Git.FileAt(ctx, gitDir, tip, e.Path)
+	if err != nil {
+		return nil, internal("reading the branch failed", err)
+	}
+	ours, err := m.changeSets(run).ReadBlob(e.NewBlob)
+	if err != nil {
+		return nil, internal("reading the frozen change set failed", err)
+	}
+	if bytes.IndexByte(baseB, 0) >= 0 || bytes.IndexByte(tipB, 0) >= 0 || bytes.IndexByte(ours, 0) >= 0 {
+		return nil, gitx.ErrMergeConflict // binary: never merged
+	}
+	return m.Git.MergeFile(ctx, baseB, tipB, ours)
+}
+
+// checkLanding runs the project's manifest checks on e's commit in a
+// throwaway read run, given back after. No checks declared: nothing to
+// run, and the entry says so.
+func (m *Manager) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *paddock.Project) error {
+	def := agent.ForAccess(paddock.AccessRead)
+	tr, err := m.createRunID(ctx, newID(), paddock.CreateRunRequest{Project: p.Name, Base: e.Commit}, def, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if _, err := m.Reject(context.WithoutCancel(ctx), tr.ID); err != nil {
+			m.log().Warn("giving back a queue's test run failed", "run", tr.ID, "err", err)
+		}
+	}()
+	e.TestRun = tr.ID
+	if err := m.setEntry(e); err != nil {
+		return err
+	}
+	m.record(ctx, e.Run, paddock.EventQueueTesting, map[string]any{"branch": e.Branch, "tip": e.Tip, "commit": e.Commit, "test_run": tr.ID, "merged": e.Merged})
+	res, err := m.Verify(ctx, tr.ID, paddock.VerifyRequest{})
+	if paddock.IsCode(err, paddock.CodeUnsupported) && strings.Contains(paddock.ErrorMessage(err), "declares no") {
+		e.Reason = "the project's manifest declares no checks: landed unchecked"
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !res.Passed {
+		var failed []string
+		for _, c := range res.Checks {
+			if !c.Passed && c.Skipped == "" {
+				failed = append(failed, c.Name)
+			}
+		}
+		return paddock.Errorf(paddock.CodeConflict, "check %s failed on the change set replayed onto %s (run %s holds the output)", strings.Join(failed, ", "), e.Branch, tr.ID)
+	}
+	return nil
+}
+
+// recoverQueue finishes what a crash cut: an entry being checked is
+// queued again; one being landed is landed if its branch holds its commit,
+// queued again if the branch is still at its tip, and returned otherwise.
+// Then the worker drains the queue.
+func (m *Manager) recoverQueue(ctx context.Context) []paddock.Finding {
+	var out []paddock.Finding
+	var landedNow []*paddock.QueueEntry
+	err := m.updateQueue(func(d *queueDoc) error {
+		for _, e := range d.Entries {
+			switch e.State {
+			case paddock.QueueTesting:
+				e.State = paddock.QueueQueued
+				out = append(out, paddock.Finding{RunID: e.Run, Issue: "its merge queue check was cut short", Action: "queued again"})
+			case paddock.QueueLanding:
+				at := ""
+				if p, err := m.Project(ctx, e.Project); err == nil {
+					if r, err := m.Git.Resolve(ctx, p.Root, "refs/heads/"+e.Branch); err == nil {
+						at = r.SHA
+					}
+				}
+				switch at {
+				case e.Commit:
+					c := *e
+					landedNow = append(landedNow, &c)
+					out = append(out, paddock.Finding{RunID: e.Run, Issue: "its landing was cut short after the branch moved", Action: "landed"})
+				case e.Tip:
+					e.State = paddock.QueueQueued
+					out = append(out, paddock.Finding{RunID: e.Run, Issue: "its landing was cut short", Action: "queued again"})
+				default:
+					e.State, e.Reason = paddock.QueueReturned, "a restart cut its landing short, and the branch has moved since"
+					out = append(out, paddock.Finding{RunID: e.Run, Issue: "its landing was cut short", Action: "returned"})
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		m.log().Error("recovering the merge queue failed", "err", err)
+		return nil
+	}
+	for _, e := range landedNow {
+		if err := m.landed(ctx, e); err != nil {
+			m.log().Error("recording a landing failed", "run", e.Run, "err", err)
+		}
+	}
+	m.kickQueue()
+	return out
+}
