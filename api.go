@@ -122,6 +122,13 @@ const (
 	ActionFinished     = "finished" // a flow's step, taken before a crash
 )
 
+// UILogin is a one-time login to the review page: opening URL in a
+// browser before Expires starts a session there (see package ui).
+type UILogin struct {
+	URL     string    `json:"url"`
+	Expires time.Time `json:"expires"`
+}
+
 // DaemonStatus describes a running daemon.
 type DaemonStatus struct {
 	Version   string    `json:"version"`

@@ -893,3 +893,9 @@ func (a authorizer) RoundTrip(r *http.Request) (*http.Response, error) {
 	a.c.authorize(r)
 	return a.next.RoundTrip(r)
 }
+
+// UILogin asks for a one-time login URL to the review page.
+func (c *Client) UILogin(ctx context.Context) (*paddock.UILogin, error) {
+	var l paddock.UILogin
+	return &l, c.do(ctx, http.MethodPost, "/v1/ui/login", nil, &l)
+}

@@ -48,6 +48,7 @@ import (
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/strictjson"
 	"github.com/paddock-dev/paddock/tools"
+	"github.com/paddock-dev/paddock/ui"
 )
 
 // MaxBody is the largest request body accepted.
@@ -83,6 +84,13 @@ type Server struct {
 	// /v1/runs/{id}/mcp (the daemon's mcpserver.Handler), once the caller
 	// is admitted and the run exists; nil answers unsupported.
 	MCP http.Handler
+	// UI holds the review page's sessions (package ui): the page is served
+	// at /ui on TCP listeners, and a session's cookie admits its browser
+	// as the operator. Nil serves no page.
+	UI *ui.Sessions
+	// UIAddr returns the loopback TCP address the review page is served
+	// on, starting a listener if the daemon has none.
+	UIAddr func(context.Context) (string, error)
 }
 
 // Status maps an error code to its HTTP status. It is the only such table.
@@ -181,10 +189,23 @@ func (s *Server) log() *slog.Logger {
 
 func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if refuseForeign(w, r, tcp) {
+		if tcp && isUIPath(r.URL.Path) {
+			s.serveUI(w, r)
 			return
 		}
-		if r.URL.Path != "/healthz" {
+		browser := false
+		if tcp {
+			var err error
+			if r, browser, err = s.browserCall(r); err != nil {
+				writeError(w, err)
+				return
+			}
+		}
+		if !browser && refuseForeign(w, r, tcp) {
+			return
+		}
+		// A review page's session is the operator's, checked in browserCall.
+		if !browser && r.URL.Path != "/healthz" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			switch {
 			case !ok && tcp:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/tools"
+	"github.com/paddock-dev/paddock/ui"
 )
 
 // The API's tests serve a fake Service (fake_test.go): what they hold is
@@ -37,6 +38,8 @@ func newFixture(t *testing.T) *fixture {
 	svc := newFake()
 	srv := &Server{Service: svc, Logger: logger, Token: "t0k3n", Status: func() paddock.DaemonStatus { return paddock.DaemonStatus{PID: 42} }}
 	srv.MCP = fakeMCP{svc}
+	srv.UI = ui.NewSessions()
+	srv.UIAddr = func(context.Context) (string, error) { return "127.0.0.1:4567", nil }
 	return &fixture{srv: srv, svc: svc, h: srv.Handler(), log: logb}
 }
 
@@ -183,7 +186,7 @@ func TestEveryRoute(t *testing.T) {
 	covered := map[string]bool{}
 	// What a success that made something answers; the rest answer 200.
 	made := map[string]int{"POST /v1/projects": 201, "POST /v1/runs": 201, "POST /v1/bootstrap": 201, "POST /v1/runs/{id}/jobs": 202,
-		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/flows": 201,
+		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/flows": 201, "POST /v1/ui/login": 201,
 		"POST /v1/runs/{id}/exec/attach": 101}
 	for _, tc := range []struct{ method, path, body, asks string }{
 		{"GET", "/healthz", "", ""},
@@ -191,6 +194,7 @@ func TestEveryRoute(t *testing.T) {
 		{"GET", "/v1/status", "", ""},
 		{"GET", "/v1/doctor", "", ""},
 		{"POST", "/v1/gc", `{}`, "GC false"},
+		{"POST", "/v1/ui/login", "", ""},
 		{"POST", "/v1/projects", `{"path":"/src/app","name":"app"}`, "AddProject /src/app app"},
 		{"GET", "/v1/projects", "", "Projects"},
 		{"GET", "/v1/projects/app", "", "Project app"},

@@ -74,6 +74,7 @@ func TestOpenAPIOperations(t *testing.T) {
 var schemaTypes = map[string]any{
 	"Error":              paddock.Error{},
 	"DaemonStatus":       paddock.DaemonStatus{},
+	"UILogin":            paddock.UILogin{},
 	"DoctorReport":       paddock.DoctorReport{},
 	"Project":            paddock.Project{},
 	"Lock":               paddock.Lock{},

@@ -61,6 +61,7 @@ var routes = []route{
 	{"GET", "/v1/status", operator, http.StatusOK, reply((*Server).status)},
 	{"GET", "/v1/doctor", operator, http.StatusOK, reply((*Server).doctor)},
 	{"POST", "/v1/gc", operator, http.StatusOK, reply((*Server).gc)},
+	{"POST", "/v1/ui/login", operator, http.StatusCreated, reply((*Server).uiLogin)},
 
 	{"POST", "/v1/projects", operator, http.StatusCreated, reply((*Server).addProject)},
 	{"GET", "/v1/projects", operator, http.StatusOK, reply((*Server).projects)},

@@ -166,7 +166,7 @@ func (a *app) verbs() []verb {
 		{"fake-agent", a.fakeAgentCmd}, {"mcp", a.mcpCmd},
 		{"agent", a.agentCmd}, {"capabilities", a.capabilitiesCmd}, {"requests", a.requestsCmd}, {"grant", a.grantCmd}, {"deny", a.denyCmd},
 		{"verify", a.verifyCmd}, {"manifest", a.manifestCmd}, {"run", a.runCmd},
-		{"review", a.reviewCmd}, {"flow", a.flowCmd}, {"menu", a.menuCmd},
+		{"review", a.reviewCmd}, {"flow", a.flowCmd}, {"menu", a.menuCmd}, {"ui", a.uiCmd},
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/paddock-dev/paddock/sqlite"
+	"github.com/paddock-dev/paddock/ui"
 	"github.com/paddock-dev/paddock/workspace"
 	"github.com/spf13/cobra"
 )
@@ -219,6 +221,11 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		return st
 	}}
 	runSockets.API = api
+	// The review page: on --listen's listener, or on one started on
+	// loopback for the first `paddock ui`.
+	pageTCP := &onDemandTCP{newServer: func() *http.Server { return newHTTPServer(api.TCPHandler(), logger, writeTimeout) }, log: logger}
+	api.UI = ui.NewSessions()
+	api.UIAddr = pageTCP.addr
 	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Service: m, CallTool: managerTool(m), Version: version(), Logger: logger})
 	api.MCP = mcpHTTP
 	api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
@@ -247,6 +254,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 			return err
 		}
 		info.Listen = ln.Addr().String()
+		pageTCP.listen = info.Listen
 		servers = append(servers, newHTTPServer(api.TCPHandler(), logger, writeTimeout))
 		listeners = append(listeners, ln)
 	}
@@ -279,6 +287,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	for _, srv := range servers {
 		srv.Shutdown(sctx)
 	}
+	pageTCP.shutdown(sctx)
 	if err := m.Close(sctx); err != nil {
 		logger.Error("checkpoint at shutdown failed", "err", err)
 	}
@@ -288,6 +297,51 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		serveErr = nil
 	}
 	return serveErr
+}
+
+// onDemandTCP is the loopback TCP listener the review page is served on
+// when the daemon was started without --listen: the first `paddock ui`
+// starts it on a free port of 127.0.0.1, and it is shut down with the
+// daemon's other listeners.
+type onDemandTCP struct {
+	newServer func() *http.Server
+	log       *slog.Logger
+	mu        sync.Mutex
+	listen    string // --listen's address, or the one started here
+	srv       *http.Server
+	closed    bool
+}
+
+func (o *onDemandTCP) addr(context.Context) (string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.listen != "" {
+		return o.listen, nil
+	}
+	if o.closed {
+		return "", paddock.Errorf(paddock.CodeConflict, "the daemon is stopping")
+	}
+	ln, err := listenLoopback("127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	o.srv, o.listen = o.newServer(), ln.Addr().String()
+	go func() {
+		if err := o.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			o.log.Error("the review page's listener failed", "err", err)
+		}
+	}()
+	o.log.Info("review page listening", "listen", o.listen)
+	return o.listen, nil
+}
+
+func (o *onDemandTCP) shutdown(ctx context.Context) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	if o.srv != nil {
+		o.srv.Shutdown(ctx)
+	}
 }
 
 // newHTTPServer bounds every request by time; a command's requests (exec,

@@ -1415,6 +1415,21 @@ func (e GetStatus200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for UiLogin201JSONResponseBodyOk.
+const (
+	UiLogin201JSONResponseBodyOkTrue UiLogin201JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the UiLogin201JSONResponseBodyOk enum.
+func (e UiLogin201JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case UiLogin201JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // AccessRequest defines model for AccessRequest.
 type AccessRequest struct {
 	Command   *[]string           `json:"command,omitempty"`
@@ -2120,6 +2135,12 @@ type ToolRule struct {
 	Deny  *[]string `json:"deny,omitempty"`
 }
 
+// UILogin defines model for UILogin.
+type UILogin struct {
+	Expires *time.Time `json:"expires,omitempty"`
+	Url     *string    `json:"url,omitempty"`
+}
+
 // UnlockResult defines model for UnlockResult.
 type UnlockResult struct {
 	By       *string `json:"by,omitempty"`
@@ -2543,6 +2564,9 @@ type Verify200JSONResponseBodyOk bool
 
 // GetStatus200JSONResponseBodyOk defines parameters for GetStatus.
 type GetStatus200JSONResponseBodyOk bool
+
+// UiLogin201JSONResponseBodyOk defines parameters for UiLogin.
+type UiLogin201JSONResponseBodyOk bool
 
 // AddAgentJSONRequestBody defines body for AddAgent for application/json ContentType.
 type AddAgentJSONRequestBody = AddAgentRequest
@@ -3215,6 +3239,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/status (the `GetStatus` operationId).
 	GetStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UiLogin A one-time login URL to the review page (served at /ui on a loopback TCP listener, started if need be); not from the page itself
+	//
+	// Corresponds with POST /v1/ui/login (the `UiLogin` operationId).
+	UiLogin(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Health Liveness
@@ -4553,6 +4582,21 @@ func (c *Client) Verify(ctx context.Context, id string, body VerifyJSONRequestBo
 // Corresponds with GET /v1/status (the `GetStatus` operationId).
 func (c *Client) GetStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetStatusRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UiLogin A one-time login URL to the review page (served at /ui on a loopback TCP listener, started if need be); not from the page itself
+//
+// Corresponds with POST /v1/ui/login (the `UiLogin` operationId).
+func (c *Client) UiLogin(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUiLoginRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -7405,6 +7449,33 @@ func NewGetStatusRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewUiLoginRequest constructs an http.Request for the UiLogin method
+func NewUiLoginRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/ui/login")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -8040,6 +8111,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/status (the `GetStatus` operationId).
 	GetStatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetStatusResponse, error)
+
+	// UiLoginWithResponse A one-time login URL to the review page (served at /ui on a loopback TCP listener, started if need be); not from the page itself
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/ui/login (the `UiLogin` operationId).
+	UiLoginWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UiLoginResponse, error)
 }
 
 type HealthResponse struct {
@@ -11102,6 +11180,60 @@ func (r GetStatusResponse) ContentType() string {
 	return ""
 }
 
+type UiLoginResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data *UILogin                     `json:"data,omitempty"`
+		Ok   UiLogin201JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UiLoginResponse) GetJSON201() *struct {
+	Data *UILogin                     `json:"data,omitempty"`
+	Ok   UiLogin201JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UiLoginResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UiLoginResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UiLoginResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UiLoginResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UiLoginResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthWithResponse Liveness
 //
 // Returns a wrapper object for the known response body format(s).
@@ -12184,6 +12316,19 @@ func (c *ClientWithResponses) GetStatusWithResponse(ctx context.Context, reqEdit
 		return nil, err
 	}
 	return ParseGetStatusResponse(rsp)
+}
+
+// UiLoginWithResponse A one-time login URL to the review page (served at /ui on a loopback TCP listener, started if need be); not from the page itself
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/ui/login (the `UiLogin` operationId).
+func (c *ClientWithResponses) UiLoginWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UiLoginResponse, error) {
+	rsp, err := c.UiLogin(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUiLoginResponse(rsp)
 }
 
 // ParseHealthResponse parses an HTTP response from a HealthWithResponse call
@@ -14216,6 +14361,42 @@ func ParseGetStatusResponse(rsp *http.Response) (*GetStatusResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUiLoginResponse parses an HTTP response from a UiLoginWithResponse call
+func ParseUiLoginResponse(rsp *http.Response) (*UiLoginResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UiLoginResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data *UILogin                     `json:"data,omitempty"`
+			Ok   UiLogin201JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Failure

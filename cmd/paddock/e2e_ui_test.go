@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/ui"
+)
+
+// TestUILoginLink: `paddock ui` on a daemon started without --listen
+// gives a link on a loopback listener started for it; the link logs a
+// client in once, and the cookie it sets reads the API and, with the
+// session's CSRF token, changes it.
+func TestUILoginLink(t *testing.T) {
+	home, _ := reviewDaemon(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	l := decode[paddock.UILogin](t, cli(t, home, "ui", "--no-open", "--json"))
+	u, err := url.Parse(l.URL)
+	if err != nil || !strings.HasPrefix(u.Host, "127.0.0.1:") || u.Path != "/ui/login" {
+		t.Fatalf("link %q: %v", l.URL, err)
+	}
+	if out := cli(t, home, "ui", "--no-open").must(t).out; !strings.Contains(out, "http://"+u.Host+"/ui/login?code=") {
+		t.Fatalf("the link is on another listener, or not printed:\n%s", out)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	resp, err := c.Get(l.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 && resp.StatusCode != 404 { // the page, once ui/dist is built
+		t.Fatalf("login: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+	if resp.Request.URL.Path != "/ui/" || len(jar.Cookies(u)) != 1 {
+		t.Fatalf("login ended at %s with cookies %v", resp.Request.URL, jar.Cookies(u))
+	}
+	again, err := c.Get(l.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Body.Close()
+	if again.StatusCode != 403 {
+		t.Fatalf("a link used twice: %d", again.StatusCode)
+	}
+	var sess struct {
+		Data struct{ CSRF string } `json:"data"`
+	}
+	getJSON(t, c, "http://"+u.Host+"/ui/session", &sess)
+	var runs struct {
+		Data []paddock.Run `json:"data"`
+	}
+	getJSON(t, c, "http://"+u.Host+"/v1/runs", &runs)
+	if len(runs.Data) != 1 || runs.Data[0].ID != id || sess.Data.CSRF == "" {
+		t.Fatalf("the runs through the page's session: %+v", runs.Data)
+	}
+	post := func(csrf string) int {
+		req, _ := http.NewRequest("POST", "http://"+u.Host+"/v1/runs/"+id+"/retain", nil)
+		if csrf != "" {
+			req.Header.Set(ui.CSRFHeader, csrf)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(""); code != 403 {
+		t.Fatalf("a change without the CSRF token: %d", code)
+	}
+	if code := post(sess.Data.CSRF); code != 200 {
+		t.Fatalf("a change with it: %d", code)
+	}
+	if st := runState(t, home, id).State(); st != paddock.StateRetained {
+		t.Fatalf("the run is %s after the page retained it", st)
+	}
+}
+
+func getJSON(t *testing.T, c *http.Client, u string, v any) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || json.Unmarshal(b, v) != nil {
+		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, b)
+	}
+}
+
+// browser is what the review page's browser tests need: node, Debian's
+// chromium and playwright-core installed in ui/e2e (.ci/run installs
+// them). Without them the tests skip, except under CI=true.
+type browser struct{ node, chromium, script, artifacts string }
+
+func needBrowser(t *testing.T) browser {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b browser
+	b.script = filepath.Join(root, "ui", "e2e", "review.mjs")
+	missing := ""
+	if b.node, err = exec.LookPath("node"); err != nil {
+		missing = "node"
+	} else if b.chromium, err = exec.LookPath("chromium"); err != nil {
+		missing = "chromium (Debian's package)"
+	} else if _, err := os.Stat(filepath.Join(root, "ui", "e2e", "node_modules", "playwright-core")); err != nil {
+		missing = "playwright-core (npm ci in ui/e2e)"
+	} else if _, err := os.Stat(b.script); err != nil {
+		missing = "ui/e2e/review.mjs"
+	}
+	if missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and %s is missing: .ci/run installs it", missing)
+		}
+		t.Skipf("the review page's browser test needs %s", missing)
+	}
+	b.artifacts = filepath.Join(root, "test-artifacts", "ui")
+	os.MkdirAll(b.artifacts, 0o755)
+	return b
+}
+
+// script starts the browser script in mode, on the login link of home's
+// daemon for run id.
+func (b browser) start(t *testing.T, ctx context.Context, home, mode, id string, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *bytes.Buffer) {
+	t.Helper()
+	l := decode[paddock.UILogin](t, cli(t, home, "ui", "--no-open", "--json"))
+	cmd := exec.CommandContext(ctx, b.node, b.script)
+	cmd.Dir = filepath.Dir(b.script)
+	cmd.Env = append(os.Environ(), "PADDOCK_UI_URL="+l.URL, "PADDOCK_RUN="+id, "PADDOCK_MODE="+mode,
+		"CHROMIUM="+b.chromium, "ARTIFACTS="+b.artifacts)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.WaitDelay = 5 * time.Second
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, stdin, bufio.NewReader(stdout), &stderr
+}
+
+// finish waits for the script and returns its last line, failing the
+// test with what it printed if it failed.
+func finish(t *testing.T, cmd *exec.Cmd, out *bufio.Reader, stderr *bytes.Buffer) string {
+	t.Helper()
+	rest, _ := io.ReadAll(out)
+	err := cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(string(rest)), "\n")
+	if err != nil {
+		t.Fatalf("the browser script failed (%v):\nstdout: %s\nstderr: %s", err, rest, stderr)
+	}
+	return lines[len(lines)-1]
+}
+
+// TestReviewPageInABrowser: a person reviews a run in headless Chromium:
+// the page shows the change set (a modified file, a new one, a binary one,
+// an executable one, one with a bidirectional override shown as such, not
+// obeyed) with its risk labels; they approve it and apply it to a branch,
+// and the branch holds it in git. A page whose change set was submitted
+// again cannot approve what it shows; a change without the CSRF token is
+// refused. Screenshots at 1280 and 390 px are kept in test-artifacts/ui.
+func TestReviewPageInABrowser(t *testing.T) {
+	b := needBrowser(t)
+	home, repo := reviewDaemon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'hello, reviewed\n' > README.md && mkdir -p src && printf 'package src\n\nfunc New() int { return 42 }\n' > src/new.go &&
+printf 'access \342\200\256level\n' > notes.txt && printf '\000\001\002PNG\377' > logo.bin && printf '#!/bin/sh\necho deploy\n' > run.sh && chmod +x run.sh`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	expect, _ := json.Marshal(map[string]any{
+		"files":    []string{"README.md", "src/new.go", "notes.txt", "logo.bin", "run.sh"},
+		"snippets": []string{"hello, reviewed", "func New() int { return 42 }"},
+		"risk":     []string{"control_chars", "executable"},
+		"hash":     cs.Hash,
+	})
+	cmd, _, out, stderr := b.start(t, ctx, home, "review", id, "PADDOCK_EXPECT="+string(expect), "PADDOCK_BRANCH=paddock/reviewed")
+	t.Logf("browser: %s", finish(t, cmd, out, stderr))
+	if ev := cli(t, home, "events", id, "--json").must(t).out; !strings.Contains(ev, paddock.EventApproved) || !strings.Contains(ev, "review page") {
+		t.Fatalf("no approval by the page in the events:\n%s", ev)
+	}
+	for file, want := range map[string]string{"README.md": "hello, reviewed\n", "src/new.go": "package src\n\nfunc New() int { return 42 }\n",
+		"notes.txt": "access \u202elevel\n", "logo.bin": "\x00\x01\x02PNG\xff"} {
+		got, err := exec.Command("git", "-C", repo, "show", "paddock/reviewed:"+file).Output()
+		if err != nil || string(got) != want {
+			t.Errorf("%s on the branch: %q %v", file, got, err)
+		}
+	}
+	for _, shot := range []string{"run-1280.png", "run-390.png"} {
+		if st, err := os.Stat(filepath.Join(b.artifacts, shot)); err != nil || st.Size() < 1000 {
+			t.Errorf("screenshot %s: %v", shot, err)
+		}
+	}
+
+	// A newer submission than the page shows cannot be approved from it.
+	id2 := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id2, "--", "sh", "-c", `printf 'first\n' > a.txt`).must(t)
+	cli(t, home, "submit", id2).must(t)
+	cmd, stdin, out, stderr := b.start(t, ctx, home, "stale", id2)
+	line, err := out.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "READY" {
+		rest, _ := io.ReadAll(out)
+		cmd.Wait()
+		t.Fatalf("the stale script did not get ready: %q %v\n%s\n%s", line, err, rest, stderr)
+	}
+	cli(t, home, "exec", id2, "--", "sh", "-c", `printf 'second, unseen\n' > a.txt`).must(t)
+	cs2 := decode[paddock.ChangeSet](t, cli(t, home, "submit", id2, "--json"))
+	io.WriteString(stdin, "GO\n")
+	t.Logf("browser: %s", finish(t, cmd, out, stderr))
+	if ev := cli(t, home, "events", id2, "--json").must(t).out; strings.Contains(ev, paddock.EventApproved) {
+		t.Fatalf("approved from a page showing an older change set (now %s):\n%s", cs2.Hash, ev)
+	}
+
+	// A change from the page without its CSRF token.
+	cmd, _, out, stderr = b.start(t, ctx, home, "csrf", id2)
+	t.Logf("browser: %s", finish(t, cmd, out, stderr))
+	if st := runState(t, home, id2).State(); st == paddock.StateRejected {
+		t.Fatal("a change without the CSRF token rejected the run")
+	}
+}
