@@ -44,11 +44,15 @@ function eventSummary(ev) {
   }
 }
 
+// Side by side needs room: a narrow window shows unified diffs unless the
+// reviewer chose otherwise.
+const narrow = window.matchMedia('(max-width: 900px)');
+
 export function runPage(ctx, id) {
   const { main } = ctx;
   const st = {
     run: null, s: emptySummary(), cs: null, shownHash: '', submitted: false, stale: null, view: null,
-    mode: localStorage.getItem('paddock.diffmode') || (window.innerWidth < 900 ? 'line-by-line' : 'side-by-side'),
+    mode: localStorage.getItem('paddock.diffmode') || (narrow.matches ? 'line-by-line' : 'side-by-side'),
     busy: false, stopped: false, stops: [],
   };
 
@@ -511,9 +515,20 @@ export function runPage(ctx, id) {
     e.preventDefault();
   }
   document.addEventListener('keydown', onKey);
+  const onNarrow = () => {
+    if (localStorage.getItem('paddock.diffmode')) return;
+    const m = narrow.matches ? 'line-by-line' : 'side-by-side';
+    if (m === st.mode) return;
+    st.mode = m;
+    const radio = main.querySelector(m === 'line-by-line' ? '[data-testid="view-unified"]' : '[data-testid="view-split"]');
+    if (radio) radio.checked = true;
+    if (st.view) st.view.setMode(m);
+  };
+  narrow.addEventListener('change', onNarrow);
   ctx.onStop(() => {
     st.stopped = true;
     document.removeEventListener('keydown', onKey);
+    narrow.removeEventListener('change', onNarrow);
     for (const s of st.stops) s();
   });
   load();
