@@ -11,6 +11,8 @@ const LARGE_BYTES = 512 * 1024;
 const LARGE_LINES = 5000;
 const EAGER_LINES = 20000;
 
+const CR_STANDIN = '\uE00D';
+
 const OPS = { create: 'added', modify: 'modified', delete: 'deleted' };
 
 function label(cls, testid, text, title) {
@@ -152,7 +154,11 @@ export class ChangeSetView {
         }, 'Show it')));
       return;
     }
-    const ui = new Diff2HtmlUI(body, f.piece.text, {
+    // diff2html reads \r\n as a line's end and drops the \r: a carriage
+    // return is carried through it as a private-use character, then shown
+    // as its escape (unless the text holds that character itself).
+    const input = f.piece.text.includes(CR_STANDIN) ? f.piece.text : f.piece.text.replace(/\r/g, CR_STANDIN);
+    const ui = new Diff2HtmlUI(body, input, {
       outputFormat: this.mode, drawFileList: false, matching: 'lines', highlight: true,
       synchronisedScroll: true, fileListToggle: false, fileContentToggle: false,
       stickyFileHeaders: false, colorScheme: 'light',

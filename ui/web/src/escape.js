@@ -5,9 +5,9 @@
 // escape such as ⟨U+202E⟩, never handed to the text layout to interpret.
 
 // In running text: tab and newline are kept as they are.
-const TEXT = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00A0\u00AD\u034F\u061C\u115F\u1160\u1680\u17B4\u17B5\u180B-\u180F\u2000-\u200F\u2028-\u202F\u205F-\u206F\u2800\u3000\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF9-\uFFFD\u{E0000}-\u{E007F}\u{E0100}-\u{E01EF}\u{1D173}-\u{1D17A}]/gu;
+const TEXT = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00A0\u00AD\u034F\u061C\u115F\u1160\u1680\u17B4\u17B5\u180B-\u180F\u2000-\u200F\u2028-\u202F\u205F-\u206F\u2800\u3000\u3164\uFE00-\uFE0F\uFEFF\uE000-\uF8FF\uFFA0\uFFF9-\uFFFD\u{E0000}-\u{E007F}\u{E0100}-\u{E01EF}\u{1D173}-\u{1D17A}]/gu;
 // In names: tab and newline too.
-const NAME = /[\u0000-\u001F\u007F-\u009F\u00A0\u00AD\u034F\u061C\u115F\u1160\u1680\u17B4\u17B5\u180B-\u180F\u2000-\u200F\u2028-\u202F\u205F-\u206F\u2800\u3000\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF9-\uFFFD\u{E0000}-\u{E007F}\u{E0100}-\u{E01EF}\u{1D173}-\u{1D17A}]/gu;
+const NAME = /[\u0000-\u001F\u007F-\u009F\u00A0\u00AD\u034F\u061C\u115F\u1160\u1680\u17B4\u17B5\u180B-\u180F\u2000-\u200F\u2028-\u202F\u205F-\u206F\u2800\u3000\u3164\uFE00-\uFE0F\uFEFF\uE000-\uF8FF\uFFA0\uFFF9-\uFFFD\u{E0000}-\u{E007F}\u{E0100}-\u{E01EF}\u{1D173}-\u{1D17A}]/gu;
 
 const NAMES = {
   0x00: 'NULL', 0x07: 'BELL', 0x08: 'BACKSPACE', 0x09: 'TAB', 0x0a: 'LINE FEED', 0x0b: 'VERTICAL TAB',
@@ -29,13 +29,17 @@ function codeOf(ch) {
 
 // escapeLabel is the text shown for one invisible character.
 export function escapeLabel(ch) {
-  return '\u27e8' + codeOf(ch) + '\u27e9';
+  return '\u27e8' + codeOf(ch === CR_STANDIN ? '\r' : ch) + '\u27e9';
 }
+
+// The diff view carries a carriage return through diff2html as this.
+const CR_STANDIN = '\uE00D';
 
 function escSpan(ch) {
   const s = document.createElement('span');
   s.className = 'esc';
   s.dataset.testid = 'escape';
+  if (ch === CR_STANDIN) ch = '\r';
   const name = NAMES[ch.codePointAt(0)] || 'invisible character';
   s.title = codeOf(ch) + ' ' + name;
   s.textContent = escapeLabel(ch);

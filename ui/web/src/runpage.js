@@ -409,6 +409,19 @@ export function runPage(ctx, id) {
         csSection.appendChild(h('p', { class: 'error' }, 'The submitted change set: ' + errText(e)));
       }
     }
+    const ws = st.run.workspace ? st.run.workspace.state : '';
+    if (!cs && st.run.review_of) {
+      csSection.appendChild(h('p', { class: 'muted', testid: 'no-changeset' }, 'A review run changes nothing: it reviews ',
+        h('a', { href: '#/runs/' + encodeURIComponent(st.run.review_of.run) }, 'run ' + st.run.review_of.run), '\'s change set ',
+        shortHash(st.run.review_of.hash), '.'));
+      updateActions();
+      return;
+    }
+    if (!cs && !['ready', 'active', 'checkpointed', 'retained'].includes(ws)) {
+      csSection.appendChild(h('p', { class: 'muted', testid: 'no-changeset' }, 'No change set: nothing was submitted and the workspace is ' + (ws || 'gone') + '.'));
+      updateActions();
+      return;
+    }
     if (!cs) {
       try {
         cs = await get(runPath(id, '/changeset'));
