@@ -6,6 +6,7 @@ export function flowPage(ctx, id) {
   const { main } = ctx;
   let timer = null;
   let stopped = false;
+  let lastSig = '';
   const body = h('div', { testid: 'flow' });
   main.appendChild(h('p', { class: 'crumbs' }, h('a', { href: '#/', testid: 'back' }, '← Runs and flows')));
   main.appendChild(h('h1', null, 'Flow ', h('span', { class: 'mono' }, id)));
@@ -46,7 +47,8 @@ export function flowPage(ctx, id) {
   async function load() {
     try {
       const f = await get('/v1/flows/' + encodeURIComponent(id));
-      if (!stopped) render(f);
+      const sig = f.version + ' ' + f.updated_at + ' ' + (f.events || []).length;
+      if (!stopped && sig !== lastSig) { lastSig = sig; render(f); }
     } catch (e) {
       clear(body).appendChild(h('p', { class: 'error', role: 'alert' }, 'Flow ' + id + ': ' + (e.message || e)));
     }

@@ -51,7 +51,23 @@ export function listPage(ctx) {
     return fields.some((f) => String(f || '').toLowerCase().includes(q));
   }
 
+  let lastSig = '';
+  // draw redraws the tables when what they show changed, keeping the focus
+  // on the same link.
   function draw() {
+    const sig = JSON.stringify([filters, runs.map((r) => [r.id, r.last_seq, r.workspace && r.workspace.state, ago(r.created_at)]),
+      flows.map((f) => [f.id, f.version, f.state, ago(f.updated_at)]), [...sums.entries()].map(([k, c]) => [k, c.s.seq, c.risks, c.task])]);
+    if (sig === lastSig) return;
+    lastSig = sig;
+    const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.dataset.testid : '';
+    redraw();
+    if (focused) {
+      const again = main.querySelector('[data-testid="' + CSS.escape(focused) + '"]');
+      if (again && again !== document.activeElement) again.focus({ preventScroll: true });
+    }
+  }
+
+  function redraw() {
     const projects = [...new Set([...runs.map((r) => r.project), ...flows.map((f) => f.project)])].sort();
     if (projectSel.options.length !== projects.length + 1 || [...projectSel.options].slice(1).some((o, i) => o.value !== projects[i])) {
       clear(projectSel);
@@ -95,7 +111,7 @@ export function listPage(ctx) {
       if (!matches([f.id, f.project, f.task, f.state, f.workflow && f.workflow.name])) continue;
       fshown++;
       flowsBody.appendChild(h('tr', { testid: 'flow-row-' + f.id },
-        h('td', { 'data-label': 'Flow' }, h('a', { href: '#/flows/' + encodeURIComponent(f.id), 'aria-label': 'Open flow ' + f.id }, f.id)),
+        h('td', { 'data-label': 'Flow' }, h('a', { href: '#/flows/' + encodeURIComponent(f.id), testid: 'flow-link-' + f.id, 'aria-label': 'Open flow ' + f.id }, f.id)),
         h('td', { 'data-label': 'Project' }, f.project),
         h('td', { 'data-label': 'Workflow' }, (f.workflow && f.workflow.name) || ''),
         h('td', { 'data-label': 'State' }, h('span', { class: 'state' }, f.state + (f.ended ? ' (ended)' : ''))),

@@ -133,8 +133,10 @@ export function runPage(ctx, id) {
     st.stale = hash;
     clear(stale);
     stale.appendChild(h('strong', null, 'Newer submission. '));
-    stale.appendChild(h('span', null, 'The change set was submitted again (' + shortHash(hash) + ') after this page showed ' +
-      (st.shownHash ? shortHash(st.shownHash) : 'it') + '. What is shown here can no longer be approved. '));
+    stale.appendChild(h('span', null, st.shownHash
+      ? 'The change set was submitted again (' + shortHash(hash) + ') after this page showed ' + shortHash(st.shownHash) +
+        '. What is shown here can no longer be approved: reload to review the new one. '
+      : 'The run submitted its change set (' + shortHash(hash) + ') after this page showed its workspace. Reload to review what was submitted. '));
     stale.appendChild(h('button', { type: 'button', class: 'btn', testid: 'reload', 'aria-label': 'Reload the run to review the newer submission', on: { click: () => reload() } }, 'Reload'));
     stale.hidden = false;
     updateActions();
