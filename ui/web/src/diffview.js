@@ -103,7 +103,7 @@ export class ChangeSetView {
         }, h('span', { class: 'opmark', 'aria-hidden': 'true' }, op === 'create' ? 'A' : op === 'delete' ? 'D' : op === 'modify' ? 'M' : '?'),
         h('span', { class: 'fname' }, visible(name, true)),
         risky ? h('span', { class: 'riskdot', 'aria-hidden': 'true', title: 'labels' }, String(risky)) : null);
-        ul.appendChild(h('li', { class: 'file' }, f.treeButton));
+        ul.appendChild(h('li', { class: 'leaf' }, f.treeButton));
       }
       return ul;
     };
