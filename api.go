@@ -365,3 +365,39 @@ type AddAgentRequest struct {
 	File   string `json:"file"`
 	Source string `json:"source"`
 }
+
+// ImportRequest says how a bundle is imported (the bundle is the body).
+type ImportRequest struct {
+	// Project receives the run; the bundle's project name if empty. It
+	// must hold the bundle's base revision.
+	Project string `json:"project,omitempty"`
+	// Kind is the new run's workspace kind (the daemon's default if empty).
+	Kind string `json:"kind,omitempty"`
+	// Trust adds public keys ("ed25519 BASE64") trusted for this import,
+	// beside the daemon's own and those in its trusted-keys directory.
+	Trust []string `json:"trust,omitempty"`
+	// Untrusted imports a bundle whose signer is not trusted: its change
+	// set is restored and submitted, its approvals are not.
+	Untrusted bool `json:"untrusted,omitempty"`
+}
+
+// MaxBundle bounds the bundle an import reads.
+const MaxBundle = 2 << 30
+
+// ImportResult is a run restored from a bundle.
+type ImportResult struct {
+	Run      *Run   `json:"run"`
+	FromRun  string `json:"from_run"`
+	Hash     string `json:"hash"`
+	Signer   string `json:"signer"`
+	Trusted  bool   `json:"trusted"`
+	Approved bool   `json:"approved"`
+	// ApprovedBy is who approved the change set where the bundle was made.
+	ApprovedBy string `json:"approved_by,omitempty"`
+}
+
+// BundleKey is the public half of the key a daemon signs bundles with.
+type BundleKey struct {
+	PublicKey string `json:"public_key"` // "ed25519 BASE64"
+	KeyID     string `json:"key_id"`
+}

@@ -18,8 +18,13 @@ type Event struct {
 
 // Event types recorded by the core.
 const (
-	EventRunCreated       = "run.created"
-	EventRunRemoved       = "run.removed"
+	EventRunCreated = "run.created"
+	EventRunRemoved = "run.removed"
+	// EventBundled: a signed bundle of the run's submitted change set was
+	// written (paddock bundle); EventImported: the run was restored from
+	// one (paddock import), with where it came from and who signed it.
+	EventBundled          = "run.bundled"
+	EventImported         = "run.imported"
 	EventLockAcquired     = "lock.acquired"
 	EventLockReleased     = "lock.released"
 	EventLockForceRelease = "lock.force_released"

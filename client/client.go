@@ -899,3 +899,41 @@ func (c *Client) UILogin(ctx context.Context) (*paddock.UILogin, error) {
 	var l paddock.UILogin
 	return &l, c.do(ctx, http.MethodPost, "/v1/ui/login", nil, &l)
 }
+
+// Bundle streams run id's signed bundle to w.
+func (c *Client) Bundle(ctx context.Context, id string, w io.Writer) error {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/bundle", nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("reading the bundle: %w", err)
+	}
+	return nil
+}
+
+// BundleKey returns the public key the daemon signs bundles with.
+func (c *Client) BundleKey(ctx context.Context) (*paddock.BundleKey, error) {
+	var k paddock.BundleKey
+	return &k, c.do(ctx, http.MethodGet, "/v1/bundle-key", nil, &k)
+}
+
+// Import restores a run from the bundle body holds.
+func (c *Client) Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error) {
+	q := url.Values{}
+	if req.Project != "" {
+		q.Set("project", req.Project)
+	}
+	if req.Kind != "" {
+		q.Set("kind", req.Kind)
+	}
+	for _, k := range req.Trust {
+		q.Add("trust", k)
+	}
+	if req.Untrusted {
+		q.Set("untrusted", "true")
+	}
+	var res paddock.ImportResult
+	return &res, c.doRaw(ctx, http.MethodPost, "/v1/import?"+q.Encode(), body, "application/vnd.paddock.bundle+tar", &res)
+}

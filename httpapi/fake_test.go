@@ -559,3 +559,23 @@ func (f *fake) Verify(ctx context.Context, id string, req paddock.VerifyRequest)
 func (f *fake) ProjectManifest(ctx context.Context, name string) (json.RawMessage, error) {
 	return json.RawMessage(`{"checks":[]}`), f.record(ctx, "ProjectManifest", name)
 }
+
+func (f *fake) Bundle(ctx context.Context, id string, w io.Writer) error {
+	if err := f.record(ctx, "Bundle", id); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "a bundle of "+id)
+	return err
+}
+
+func (f *fake) BundleKey(ctx context.Context) (*paddock.BundleKey, error) {
+	return &paddock.BundleKey{PublicKey: "ed25519 AAAA", KeyID: "k"}, f.record(ctx, "BundleKey")
+}
+
+func (f *fake) Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error) {
+	b, _ := io.ReadAll(body)
+	if err := f.record(ctx, "Import", req.Project, req.Kind, req.Trust, req.Untrusted, string(b)); err != nil {
+		return nil, err
+	}
+	return &paddock.ImportResult{FromRun: "r-x", Hash: "h"}, nil
+}

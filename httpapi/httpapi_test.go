@@ -186,7 +186,7 @@ func TestEveryRoute(t *testing.T) {
 	covered := map[string]bool{}
 	// What a success that made something answers; the rest answer 200.
 	made := map[string]int{"POST /v1/projects": 201, "POST /v1/runs": 201, "POST /v1/bootstrap": 201, "POST /v1/runs/{id}/jobs": 202,
-		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/flows": 201, "POST /v1/ui/login": 201,
+		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/flows": 201, "POST /v1/ui/login": 201, "POST /v1/import": 201,
 		"POST /v1/runs/{id}/exec/attach": 101}
 	for _, tc := range []struct{ method, path, body, asks string }{
 		{"GET", "/healthz", "", ""},
@@ -195,6 +195,9 @@ func TestEveryRoute(t *testing.T) {
 		{"GET", "/v1/doctor", "", ""},
 		{"POST", "/v1/gc", `{}`, "GC false"},
 		{"POST", "/v1/ui/login", "", ""},
+		{"GET", "/v1/bundle-key", "", "BundleKey"},
+		{"POST", "/v1/import?project=app&kind=clone&trust=ed25519+K&untrusted=true", "TAR", "Import app clone [ed25519 K] true TAR"},
+		{"GET", run + "/bundle", "", "Run " + id + "; Bundle " + id},
 		{"POST", "/v1/projects", `{"path":"/src/app","name":"app"}`, "AddProject /src/app app"},
 		{"GET", "/v1/projects", "", "Projects"},
 		{"GET", "/v1/projects/app", "", "Project app"},

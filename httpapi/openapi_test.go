@@ -75,6 +75,8 @@ var schemaTypes = map[string]any{
 	"Error":              paddock.Error{},
 	"DaemonStatus":       paddock.DaemonStatus{},
 	"UILogin":            paddock.UILogin{},
+	"BundleKey":          paddock.BundleKey{},
+	"ImportResult":       paddock.ImportResult{},
 	"DoctorReport":       paddock.DoctorReport{},
 	"Project":            paddock.Project{},
 	"Lock":               paddock.Lock{},

@@ -62,6 +62,8 @@ var routes = []route{
 	{"GET", "/v1/doctor", operator, http.StatusOK, reply((*Server).doctor)},
 	{"POST", "/v1/gc", operator, http.StatusOK, reply((*Server).gc)},
 	{"POST", "/v1/ui/login", operator, http.StatusCreated, reply((*Server).uiLogin)},
+	{"GET", "/v1/bundle-key", operator, http.StatusOK, reply((*Server).bundleKey)},
+	{"POST", "/v1/import", operator, http.StatusCreated, stream((*Server).importBundle)},
 
 	{"POST", "/v1/projects", operator, http.StatusCreated, reply((*Server).addProject)},
 	{"GET", "/v1/projects", operator, http.StatusOK, reply((*Server).projects)},
@@ -98,6 +100,7 @@ var routes = []route{
 
 	{"GET", "/v1/runs/{id}/changeset", runToken, http.StatusOK, reply((*Server).changeSet)},
 	{"GET", "/v1/runs/{id}/changeset/diff", operator, http.StatusOK, stream((*Server).changeSetDiff)},
+	{"GET", "/v1/runs/{id}/bundle", operator, http.StatusOK, stream((*Server).bundle)},
 	{"POST", "/v1/runs/{id}/submit", runToken, http.StatusOK, reply((*Server).submit)},
 	{"POST", "/v1/runs/{id}/approve", operator, http.StatusOK, reply((*Server).approve)},
 	{"POST", "/v1/runs/{id}/apply", operator, http.StatusOK, reply((*Server).apply)},

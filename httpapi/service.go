@@ -45,4 +45,11 @@ type Service interface {
 	RunForToken(ctx context.Context, token string) (string, error)
 	// AgentNet is the network a run's agent's commands get.
 	AgentNet(id string) string
+
+	// Bundle writes a run's submitted change set as a signed bundle;
+	// BundleKey is the public key it is signed with; Import restores a run
+	// from a bundle read from body (see package bundle).
+	Bundle(ctx context.Context, id string, w io.Writer) error
+	BundleKey(ctx context.Context) (*paddock.BundleKey, error)
+	Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error)
 }

@@ -84,6 +84,12 @@ type Config struct {
 	Secret func(name string) (string, bool)
 	// ArtifactsDir keeps submitted change sets and their decisions.
 	ArtifactsDir string
+	// BundleKeyFile is the key bundles are signed with (PKCS#8 PEM, made
+	// on first use); TrustedKeysDir holds files of public keys ("ed25519
+	// BASE64" lines) whose bundles an import trusts, beside the daemon's
+	// own. Empty: no bundles.
+	BundleKeyFile  string
+	TrustedKeysDir string
 	// Identity authors the commits Apply makes, unless a request names one
 	// (the operator's apply_name and apply_email); SetIdentity replaces it
 	// while serving. A field it leaves empty is taken from the user's git

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -119,6 +120,31 @@ func TestContract(t *testing.T) {
 		Terminal: &paddock.TerminalSize{Rows: 5, Cols: 40}}, paddock.ExecIO{Stdin: strings.NewReader("typed\n"), Stdout: &attached})
 	if err != nil || res.ExitCode != 0 || !strings.Contains(attached.String(), "size 5 40\r\n") || !strings.Contains(attached.String(), "got typed\r\n") {
 		t.Fatalf("an attached command: %v %+v %q", err, res, attached.String())
+	}
+	// The review page's login link, and bundles: the first run's holds the
+	// declared secret and is refused; another travels back in whole.
+	if l, err := operator.UILogin(ctx); err != nil || !strings.Contains(l.URL, "/ui/login?code=") {
+		t.Fatalf("ui login: %+v %v", l, err)
+	}
+	if k, err := operator.BundleKey(ctx); err != nil || !strings.HasPrefix(k.PublicKey, "ed25519 ") {
+		t.Fatalf("bundle key: %+v %v", k, err)
+	}
+	if err := operator.Bundle(ctx, firstRun(t, home), io.Discard); !paddock.IsCode(err, paddock.CodeForbidden) {
+		t.Fatalf("a bundle of the run holding the secret: %v", err)
+	}
+	if _, err := operator.Exec(ctx, mcpRun.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo bundled > bundled.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	bcs, err := operator.Submit(ctx, mcpRun.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bundled bytes.Buffer
+	if err := operator.Bundle(ctx, mcpRun.ID, &bundled); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := operator.Import(ctx, paddock.ImportRequest{Project: "app"}, &bundled); err != nil || res.Hash != bcs.Hash || !res.Trusted {
+		t.Fatalf("import: %+v %v", res, err)
 	}
 	// Every route was called at least once (the OpenAPI document has an
 	// operation for each: httpapi's TestOpenAPIOperations).

@@ -168,7 +168,8 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	}
 	mc := lifecycle.Config{Store: store, Git: git, Providers: workspace.Providers(git, wsDir),
 		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger, SandboxUID: cfg.SandboxUID,
-		ArtifactsDir: filepath.Join(home, "artifacts"), Identity: gitx.Identity{Name: cfg.ApplyName, Email: cfg.ApplyEmail}}
+		ArtifactsDir: filepath.Join(home, "artifacts"), BundleKeyFile: filepath.Join(home, "bundle-key.pem"),
+		TrustedKeysDir: filepath.Join(home, "trusted-keys"), Identity: gitx.Identity{Name: cfg.ApplyName, Email: cfg.ApplyEmail}}
 	mc.Harnesses = &sandbox.Pool{Dir: filepath.Join(home, "harness"), Idle: duration(cfg.HarnessIdle),
 		Orphan: duration(cfg.HarnessOrphan), PerExec: cfg.SandboxMode == "per-exec", Log: logger}
 	mc.Secret = secretSource(home, a.getenv)

@@ -659,6 +659,21 @@ func (e Bootstrap201JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for GetBundleKey200JSONResponseBodyOk.
+const (
+	GetBundleKey200JSONResponseBodyOkTrue GetBundleKey200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the GetBundleKey200JSONResponseBodyOk enum.
+func (e GetBundleKey200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case GetBundleKey200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Doctor200JSONResponseBodyOk.
 const (
 	Doctor200JSONResponseBodyOkTrue Doctor200JSONResponseBodyOk = true
@@ -728,6 +743,21 @@ const (
 func (e Gc200JSONResponseBodyOk) Valid() bool {
 	switch e {
 	case Gc200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportBundle201JSONResponseBodyOk.
+const (
+	ImportBundle201JSONResponseBodyOkTrue ImportBundle201JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ImportBundle201JSONResponseBodyOk enum.
+func (e ImportBundle201JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case ImportBundle201JSONResponseBodyOkTrue:
 		return true
 	default:
 		return false
@@ -1559,6 +1589,12 @@ type BootstrapResult struct {
 	Token *string `json:"token,omitempty"`
 }
 
+// BundleKey defines model for BundleKey.
+type BundleKey struct {
+	KeyId     *string `json:"key_id,omitempty"`
+	PublicKey *string `json:"public_key,omitempty"`
+}
+
 // Cache defines model for Cache.
 type Cache struct {
 	Mode CacheMode `json:"mode"`
@@ -1933,6 +1969,17 @@ type FlowTransition struct {
 // FlowTransitionGuard defines model for FlowTransition.Guard.
 type FlowTransitionGuard string
 
+// ImportResult defines model for ImportResult.
+type ImportResult struct {
+	Approved   *bool   `json:"approved,omitempty"`
+	ApprovedBy *string `json:"approved_by,omitempty"`
+	FromRun    *string `json:"from_run,omitempty"`
+	Hash       *string `json:"hash,omitempty"`
+	Run        *Run    `json:"run,omitempty"`
+	Signer     *string `json:"signer,omitempty"`
+	Trusted    *bool   `json:"trusted,omitempty"`
+}
+
 // InboxResult defines model for InboxResult.
 type InboxResult struct {
 	Mime *string `json:"mime,omitempty"`
@@ -2225,6 +2272,9 @@ type GetAgent200JSONResponseBodyOk bool
 // Bootstrap201JSONResponseBodyOk defines parameters for Bootstrap.
 type Bootstrap201JSONResponseBodyOk bool
 
+// GetBundleKey200JSONResponseBodyOk defines parameters for GetBundleKey.
+type GetBundleKey200JSONResponseBodyOk bool
+
 // Doctor200JSONResponseBodyOk defines parameters for Doctor.
 type Doctor200JSONResponseBodyOk bool
 
@@ -2249,6 +2299,21 @@ type GcJSONBody struct {
 
 // Gc200JSONResponseBodyOk defines parameters for Gc.
 type Gc200JSONResponseBodyOk bool
+
+// ImportBundleParams defines parameters for ImportBundle.
+type ImportBundleParams struct {
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+	Kind    *string `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Trust a public key ("ed25519 BASE64") trusted for this import; may repeat
+	Trust *[]string `form:"trust,omitempty" json:"trust,omitempty"`
+
+	// Untrusted import a bundle whose signer is not trusted, without its approval
+	Untrusted *bool `form:"untrusted,omitempty" json:"untrusted,omitempty"`
+}
+
+// ImportBundle201JSONResponseBodyOk defines parameters for ImportBundle.
+type ImportBundle201JSONResponseBodyOk bool
 
 // ListProjects200JSONResponseBodyOk defines parameters for ListProjects.
 type ListProjects200JSONResponseBodyOk bool
@@ -2762,6 +2827,11 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/bootstrap (the `Bootstrap` operationId).
 	Bootstrap(ctx context.Context, body BootstrapJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetBundleKey The public key the daemon signs bundles with (trust it where bundles are verified or imported)
+	//
+	// Corresponds with GET /v1/bundle-key (the `GetBundleKey` operationId).
+	GetBundleKey(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Doctor What the daemon can enforce on this machine, probed in its own process
 	//
 	// The daemon's doctor: git, the user it runs as, the kernel mechanisms the sandbox builds on (Landlock, user namespaces, overlayfs, seccomp, cgroup v2) and a real /bin/true in the sandbox, each with a one-line fix where one exists. process names the process the checks describe (its pid and uid): the daemon builds every run's sandbox, so its answer, not a client's, is what runs get. Operator only; takes a moment (it starts sandboxes).
@@ -2810,6 +2880,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/gc (the `Gc` operationId).
 	Gc(ctx context.Context, body GcJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ImportBundleWithBody Restore a run from a bundle (the body): its change set submitted under the same hash, its approval only when its signer is trusted
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/import (the `ImportBundle` operationId).
+	ImportBundleWithBody(ctx context.Context, params *ImportBundleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPI This document
 	//
@@ -2939,6 +3016,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/artifacts/{kind} (the `GetArtifact` operationId).
 	GetArtifact(ctx context.Context, id string, kind GetArtifactParamsKind, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBundle The run's submitted change set as one signed bundle (paddock bundle); verify it offline with paddock verify-bundle
+	//
+	// Corresponds with GET /v1/runs/{id}/bundle (the `GetBundle` operationId).
+	GetBundle(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetCapabilities What the run may do now: the tools offered with their narrowing, network, limits, env, secrets, checks, grants and pending requests, and the sandbox's recorded enforcement (the capabilities tool; a run token reaches it)
 	//
@@ -3374,6 +3456,21 @@ func (c *Client) Bootstrap(ctx context.Context, body BootstrapJSONRequestBody, r
 	return c.Client.Do(req)
 }
 
+// GetBundleKey The public key the daemon signs bundles with (trust it where bundles are verified or imported)
+//
+// Corresponds with GET /v1/bundle-key (the `GetBundleKey` operationId).
+func (c *Client) GetBundleKey(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBundleKeyRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // Doctor What the daemon can enforce on this machine, probed in its own process
 //
 // The daemon's doctor: git, the user it runs as, the kernel mechanisms the sandbox builds on (Landlock, user namespaces, overlayfs, seccomp, cgroup v2) and a real /bin/true in the sandbox, each with a one-line fix where one exists. process names the process the checks describe (its pid and uid): the daemon builds every run's sandbox, so its answer, not a client's, is what runs get. Operator only; takes a moment (it starts sandboxes).
@@ -3483,6 +3580,23 @@ func (c *Client) GcWithBody(ctx context.Context, contentType string, body io.Rea
 // Corresponds with POST /v1/gc (the `Gc` operationId).
 func (c *Client) Gc(ctx context.Context, body GcJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGcRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportBundleWithBody Restore a run from a bundle (the body): its change set submitted under the same hash, its approval only when its signer is trusted
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/import (the `ImportBundle` operationId).
+func (c *Client) ImportBundleWithBody(ctx context.Context, params *ImportBundleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportBundleRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3822,6 +3936,21 @@ func (c *Client) Approve(ctx context.Context, id string, params *ApproveParams, 
 // Corresponds with GET /v1/runs/{id}/artifacts/{kind} (the `GetArtifact` operationId).
 func (c *Client) GetArtifact(ctx context.Context, id string, kind GetArtifactParamsKind, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetArtifactRequest(c.Server, id, kind)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBundle The run's submitted change set as one signed bundle (paddock bundle); verify it offline with paddock verify-bundle
+//
+// Corresponds with GET /v1/runs/{id}/bundle (the `GetBundle` operationId).
+func (c *Client) GetBundle(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBundleRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -4809,6 +4938,33 @@ func NewBootstrapRequestWithBody(server string, contentType string, body io.Read
 	return req, nil
 }
 
+// NewGetBundleKeyRequest constructs an http.Request for the GetBundleKey method
+func NewGetBundleKeyRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/bundle-key")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDoctorRequest constructs an http.Request for the Doctor method
 func NewDoctorRequest(server string) (*http.Request, error) {
 	var err error
@@ -4992,6 +5148,98 @@ func NewGcRequestWithBody(server string, contentType string, body io.Reader) (*h
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewImportBundleRequestWithBody constructs an http.Request for the ImportBundle method, with any body, and a specified content type
+func NewImportBundleRequestWithBody(server string, params *ImportBundleParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/import")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Trust != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trust", *params.Trust, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Untrusted != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "untrusted", *params.Untrusted, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -5667,6 +5915,40 @@ func NewGetArtifactRequest(server string, id string, kind GetArtifactParamsKind)
 	}
 
 	operationPath := fmt.Sprintf("/v1/runs/%s/artifacts/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetBundleRequest constructs an http.Request for the GetBundle method
+func NewGetBundleRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/bundle", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -7576,6 +7858,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/bootstrap (the `Bootstrap` operationId).
 	BootstrapWithResponse(ctx context.Context, body BootstrapJSONRequestBody, reqEditors ...RequestEditorFn) (*BootstrapResponse, error)
 
+	// GetBundleKeyWithResponse The public key the daemon signs bundles with (trust it where bundles are verified or imported)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/bundle-key (the `GetBundleKey` operationId).
+	GetBundleKeyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBundleKeyResponse, error)
+
 	// DoctorWithResponse What the daemon can enforce on this machine, probed in its own process
 	//
 	// The daemon's doctor: git, the user it runs as, the kernel mechanisms the sandbox builds on (Landlock, user namespaces, overlayfs, seccomp, cgroup v2) and a real /bin/true in the sandbox, each with a one-line fix where one exists. process names the process the checks describe (its pid and uid): the daemon builds every run's sandbox, so its answer, not a client's, is what runs get. Operator only; takes a moment (it starts sandboxes).
@@ -7630,6 +7919,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/gc (the `Gc` operationId).
 	GcWithResponse(ctx context.Context, body GcJSONRequestBody, reqEditors ...RequestEditorFn) (*GcResponse, error)
+
+	// ImportBundleWithBodyWithResponse Restore a run from a bundle (the body): its change set submitted under the same hash, its approval only when its signer is trusted
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/import (the `ImportBundle` operationId).
+	ImportBundleWithBodyWithResponse(ctx context.Context, params *ImportBundleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportBundleResponse, error)
 
 	// GetOpenAPIWithResponse This document
 	//
@@ -7777,6 +8073,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/artifacts/{kind} (the `GetArtifact` operationId).
 	GetArtifactWithResponse(ctx context.Context, id string, kind GetArtifactParamsKind, reqEditors ...RequestEditorFn) (*GetArtifactResponse, error)
+
+	// GetBundleWithResponse The run's submitted change set as one signed bundle (paddock bundle); verify it offline with paddock verify-bundle
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/bundle (the `GetBundle` operationId).
+	GetBundleWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetBundleResponse, error)
 
 	// GetCapabilitiesWithResponse What the run may do now: the tools offered with their narrowing, network, limits, env, secrets, checks, grants and pending requests, and the sandbox's recorded enforcement (the capabilities tool; a run token reaches it)
 	//
@@ -8448,6 +8751,60 @@ func (r BootstrapResponse) ContentType() string {
 	return ""
 }
 
+type GetBundleKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *BundleKey                        `json:"data,omitempty"`
+		Ok   GetBundleKey200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBundleKeyResponse) GetJSON200() *struct {
+	Data *BundleKey                        `json:"data,omitempty"`
+	Ok   GetBundleKey200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetBundleKeyResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBundleKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBundleKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBundleKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBundleKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type DoctorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8716,6 +9073,60 @@ func (r GcResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GcResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ImportBundleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data *ImportResult                     `json:"data,omitempty"`
+		Ok   ImportBundle201JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ImportBundleResponse) GetJSON201() *struct {
+	Data *ImportResult                     `json:"data,omitempty"`
+	Ok   ImportBundle201JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ImportBundleResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportBundleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportBundleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportBundleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportBundleResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9519,6 +9930,47 @@ func (r GetArtifactResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetArtifactResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetBundleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetBundleResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBundleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBundleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBundleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBundleResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11338,6 +11790,19 @@ func (c *ClientWithResponses) BootstrapWithResponse(ctx context.Context, body Bo
 	return ParseBootstrapResponse(rsp)
 }
 
+// GetBundleKeyWithResponse The public key the daemon signs bundles with (trust it where bundles are verified or imported)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/bundle-key (the `GetBundleKey` operationId).
+func (c *ClientWithResponses) GetBundleKeyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBundleKeyResponse, error) {
+	rsp, err := c.GetBundleKey(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBundleKeyResponse(rsp)
+}
+
 // DoctorWithResponse What the daemon can enforce on this machine, probed in its own process
 //
 // The daemon's doctor: git, the user it runs as, the kernel mechanisms the sandbox builds on (Landlock, user namespaces, overlayfs, seccomp, cgroup v2) and a real /bin/true in the sandbox, each with a one-line fix where one exists. process names the process the checks describe (its pid and uid): the daemon builds every run's sandbox, so its answer, not a client's, is what runs get. Operator only; takes a moment (it starts sandboxes).
@@ -11433,6 +11898,19 @@ func (c *ClientWithResponses) GcWithResponse(ctx context.Context, body GcJSONReq
 		return nil, err
 	}
 	return ParseGcResponse(rsp)
+}
+
+// ImportBundleWithBodyWithResponse Restore a run from a bundle (the body): its change set submitted under the same hash, its approval only when its signer is trusted
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/import (the `ImportBundle` operationId).
+func (c *ClientWithResponses) ImportBundleWithBodyWithResponse(ctx context.Context, params *ImportBundleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportBundleResponse, error) {
+	rsp, err := c.ImportBundleWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportBundleResponse(rsp)
 }
 
 // GetOpenAPIWithResponse This document
@@ -11706,6 +12184,19 @@ func (c *ClientWithResponses) GetArtifactWithResponse(ctx context.Context, id st
 		return nil, err
 	}
 	return ParseGetArtifactResponse(rsp)
+}
+
+// GetBundleWithResponse The run's submitted change set as one signed bundle (paddock bundle); verify it offline with paddock verify-bundle
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/bundle (the `GetBundle` operationId).
+func (c *ClientWithResponses) GetBundleWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetBundleResponse, error) {
+	rsp, err := c.GetBundle(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBundleResponse(rsp)
 }
 
 // GetCapabilitiesWithResponse What the run may do now: the tools offered with their narrowing, network, limits, env, secrets, checks, grants and pending requests, and the sandbox's recorded enforcement (the capabilities tool; a run token reaches it)
@@ -12549,6 +13040,42 @@ func ParseBootstrapResponse(rsp *http.Response) (*BootstrapResponse, error) {
 	return response, nil
 }
 
+// ParseGetBundleKeyResponse parses an HTTP response from a GetBundleKeyWithResponse call
+func ParseGetBundleKeyResponse(rsp *http.Response) (*GetBundleKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBundleKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *BundleKey                        `json:"data,omitempty"`
+			Ok   GetBundleKey200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseDoctorResponse parses an HTTP response from a DoctorWithResponse call
 func ParseDoctorResponse(rsp *http.Response) (*DoctorResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12718,6 +13245,42 @@ func ParseGcResponse(rsp *http.Response) (*GcResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseImportBundleResponse parses an HTTP response from a ImportBundleWithResponse call
+func ParseImportBundleResponse(rsp *http.Response) (*ImportBundleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportBundleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data *ImportResult                     `json:"data,omitempty"`
+			Ok   ImportBundle201JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Failure
@@ -13252,6 +13815,32 @@ func ParseGetArtifactResponse(rsp *http.Response) (*GetArtifactResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetBundleResponse parses an HTTP response from a GetBundleWithResponse call
+func ParseGetBundleResponse(rsp *http.Response) (*GetBundleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBundleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Failure
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

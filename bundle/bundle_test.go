@@ -1,0 +1,234 @@
+package bundle
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/changeset"
+)
+
+var when = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// contents is a submitted, approved, verified change set of run r-1: a
+// modified file, a new binary one and a deletion.
+func contents(t *testing.T) *Contents {
+	t.Helper()
+	blobs := map[string][]byte{}
+	blob := func(s string) string {
+		id := changeset.BlobID([]byte(s))
+		blobs[id] = []byte(s)
+		return id
+	}
+	cs := &paddock.ChangeSet{RunID: "r-1", BaseRevision: strings.Repeat("a", 40), Entries: []paddock.ChangeEntry{
+		{Path: "README.md", Op: paddock.OpModify, OldMode: "100644", NewMode: "100644", OldBlob: strings.Repeat("1", 40), NewBlob: blob("hello, bundled\n")},
+		{Path: "logo.bin", Op: paddock.OpCreate, NewMode: "100644", NewBlob: blob("\x00\x01PNG\xff"), Binary: true},
+		{Path: "old.txt", Op: paddock.OpDelete, OldMode: "100644", OldBlob: strings.Repeat("2", 40)},
+	}, Diff: "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-hello\n+hello, bundled\n"}
+	h, err := changeset.Hash(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Hash = h
+	ev := func(seq int64, typ string, data any) *paddock.Event {
+		b, _ := json.Marshal(data)
+		return &paddock.Event{RunID: "r-1", Seq: seq, Time: when, Type: typ, Data: b}
+	}
+	return &Contents{
+		Run:        RunInfo{ID: "r-1", Project: "app", BaseRef: "HEAD", BaseRevision: cs.BaseRevision, Kind: "overlay", Access: "write", CreatedAt: when},
+		ChangeSet:  cs,
+		Submission: &paddock.Submission{RunID: "r-1", Hash: h, SubmittedAt: when, ApprovedBy: "ada", ApprovedAt: when},
+		Events: []*paddock.Event{ev(1, "run.created", map[string]string{}), ev(2, paddock.EventVerified, map[string]any{"hash": h, "passed": true}),
+			ev(3, paddock.EventSubmitted, map[string]string{"hash": h}), ev(4, paddock.EventApproved, map[string]string{"hash": h, "by": "ada"})},
+		Blob: func(id string) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(blobs[id])), nil },
+	}
+}
+
+func newKey(t *testing.T) ed25519.PrivateKey {
+	_, k, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func write(t *testing.T, c *Contents, key ed25519.PrivateKey) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Write(&buf, c, key, when); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func trusting(key ed25519.PrivateKey) Options {
+	return Options{Trusted: []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}}
+}
+
+// TestRoundTrip: what Write makes, Read takes whole, with everything it
+// says checked; the same contents at the same time make the same bytes.
+func TestRoundTrip(t *testing.T) {
+	key := newKey(t)
+	c := contents(t)
+	raw := write(t, c, key)
+	if !bytes.Equal(raw, write(t, c, key)) {
+		t.Fatal("the same contents made two different bundles")
+	}
+	b, err := Read(bytes.NewReader(raw), trusting(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !b.Trusted || b.Signer != KeyID(key.Public().(ed25519.PublicKey)) || b.ChangeSet.Hash != c.ChangeSet.Hash ||
+		b.Submission.ApprovedBy != "ada" || len(b.Events) != 4 || len(b.Verified) != 1 || !b.Verified[0].Current {
+		t.Fatalf("read back: %+v", b)
+	}
+	got, err := changeset.Store{Dir: filepath.Dir(filepath.Dir(b.BlobPath("x")))}.ReadBlob(c.ChangeSet.Entries[1].NewBlob)
+	if err != nil || string(got) != "\x00\x01PNG\xff" {
+		t.Fatalf("the binary blob: %q %v", got, err)
+	}
+	// Any signer: checked, reported, not trusted.
+	b2, err := Read(bytes.NewReader(raw), Options{AnySigner: true})
+	if err != nil || b2.Trusted {
+		t.Fatalf("any signer: %v %+v", err, b2)
+	}
+	b2.Close()
+	if _, err := Read(bytes.NewReader(raw), trusting(newKey(t))); !paddock.IsCode(err, paddock.CodeForbidden) {
+		t.Fatalf("another key's bundle: %v", err)
+	}
+}
+
+// rewrite copies a bundle's tar, letting edit change each file's bytes
+// (nil drops the file); extra files are appended before the manifest.
+func rewrite(t *testing.T, raw []byte, edit func(name string, b []byte) []byte, extra map[string][]byte) []byte {
+	t.Helper()
+	tr := tar.NewReader(bytes.NewReader(raw))
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		if h.Name == ManifestFile {
+			for n, eb := range extra {
+				tw.WriteHeader(header(n, int64(len(eb)), when))
+				tw.Write(eb)
+			}
+		}
+		if b = edit(h.Name, b); b == nil {
+			continue
+		}
+		tw.WriteHeader(header(h.Name, int64(len(b)), when))
+		tw.Write(b)
+	}
+	tw.Close()
+	return out.Bytes()
+}
+
+// TestTampered: every way a bundle can be changed after it was signed is
+// refused, and so is a bundle that was signed saying what it cannot.
+func TestTampered(t *testing.T) {
+	key := newKey(t)
+	c := contents(t)
+	raw := write(t, c, key)
+	blob := BlobsDir + c.ChangeSet.Entries[0].NewBlob
+	flip := func(target string) func(string, []byte) []byte {
+		return func(name string, b []byte) []byte {
+			if name == target {
+				b = append([]byte(nil), b...)
+				b[len(b)/2] ^= 1
+			}
+			return b
+		}
+	}
+	drop := func(target string) func(string, []byte) []byte {
+		return func(name string, b []byte) []byte {
+			if name == target {
+				return nil
+			}
+			return b
+		}
+	}
+	same := func(_ string, b []byte) []byte { return b }
+	for name, bad := range map[string][]byte{
+		"a blob's byte":         rewrite(t, raw, flip(blob), nil),
+		"the diff":              rewrite(t, raw, flip(DiffFile), nil),
+		"the events":            rewrite(t, raw, flip(EventsFile), nil),
+		"the manifest":          rewrite(t, raw, flip(ManifestFile), nil),
+		"the signature":         rewrite(t, raw, flip(SignatureFile), nil),
+		"a blob dropped":        rewrite(t, raw, drop(blob), nil),
+		"the signature dropped": rewrite(t, raw, drop(SignatureFile), nil),
+		"a file added":          rewrite(t, raw, same, map[string][]byte{"notes.txt": []byte("x")}),
+		"a blob added":          rewrite(t, raw, same, map[string][]byte{BlobsDir + changeset.BlobID([]byte("x")): []byte("x")}),
+		"a path added":          rewrite(t, raw, same, map[string][]byte{"../escape": []byte("x")}),
+		"cut short":             raw[:len(raw)/2],
+		"empty":                 {},
+	} {
+		if b, err := Read(bytes.NewReader(bad), trusting(key)); err == nil {
+			b.Close()
+			t.Errorf("%s: read as a good bundle", name)
+		} else if !paddock.IsCode(err, paddock.CodeConflict) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := Read(bytes.NewReader(raw), Options{Trusted: trusting(key).Trusted, MaxSize: 1000}); err == nil {
+		t.Error("a bundle larger than allowed was read")
+	}
+
+	// Signed, but saying what the rest contradicts.
+	for name, edit := range map[string]func(c *Contents){
+		"approved without an approval event": func(c *Contents) { c.Events = c.Events[:3] },
+		"a gap in the events":                func(c *Contents) { c.Events = append(c.Events[:1], c.Events[2:]...) },
+		"another run's submission":           func(c *Contents) { s := *c.Submission; s.RunID = "r-2"; c.Submission = &s },
+		"another base":                       func(c *Contents) { c.Run.BaseRevision = strings.Repeat("b", 40) },
+		"a change set that is not its hash": func(c *Contents) {
+			cs := *c.ChangeSet
+			cs.Entries = append([]paddock.ChangeEntry(nil), cs.Entries[:2]...)
+			c.ChangeSet = &cs
+		},
+	} {
+		c := contents(t)
+		edit(c)
+		var buf bytes.Buffer
+		if err := Write(&buf, c, key, when); err != nil {
+			continue // refused at the source: fine too
+		}
+		if b, err := Read(&buf, trusting(key)); err == nil {
+			b.Close()
+			t.Errorf("%s: read as a good bundle", name)
+		}
+	}
+}
+
+func TestKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys", "bundle.pem")
+	k1, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := LoadOrCreateKey(path)
+	if err != nil || !k1.Equal(k2) {
+		t.Fatalf("the key read back differs: %v", err)
+	}
+	pub := k1.Public().(ed25519.PublicKey)
+	got, err := ParsePublicKey(PublicKeyLine(pub) + "\n")
+	if err != nil || !got.Equal(pub) {
+		t.Fatalf("public key line: %v", err)
+	}
+	if _, err := ParsePublicKey("ed25519 AAAA"); err == nil {
+		t.Fatal("a short key parsed")
+	}
+}

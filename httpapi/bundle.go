@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// BundleType is a bundle's media type.
+const BundleType = "application/vnd.paddock.bundle+tar"
+
+// bundle answers GET /v1/runs/{id}/bundle: the run's signed bundle, as it
+// is written. Its bytes pass the run's funnel as every answer does: a
+// declared secret masked in it would break its signature, never leak (and
+// a change set that holds one is refused before anything is sent). A
+// failure once the bundle has begun cuts it short, without its manifest
+// and signature, which no reader accepts.
+func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.Service.Run(r.Context(), id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.NewResponseController(w).SetWriteDeadline(time.Time{}) // a large one outlives the write timeout
+	bw := &lazyHeader{ResponseWriter: s.runFunnel(w, r), set: func(h http.Header) {
+		h.Set("Content-Type", BundleType)
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+	}}
+	if err := s.Service.Bundle(r.Context(), id, bw); err != nil {
+		if bw.started {
+			s.log().Error("a bundle was cut short", "run", id, "err", err)
+			return
+		}
+		s.fail(w, r, err)
+	}
+}
+
+// lazyHeader answers 200 with its headers at the first byte, so that a
+// refusal before any (a missing submission, a secret) is still an error
+// envelope.
+type lazyHeader struct {
+	http.ResponseWriter
+	set     func(http.Header)
+	started bool
+}
+
+func (l *lazyHeader) Write(p []byte) (int, error) {
+	if !l.started {
+		l.started = true
+		l.set(l.Header())
+		l.WriteHeader(http.StatusOK)
+	}
+	return l.ResponseWriter.Write(p)
+}
+
+func (s *Server) bundleKey(r *http.Request) (any, error) { return s.Service.BundleKey(r.Context()) }
+
+// importBundle answers POST /v1/import?project=P&kind=K&trust=KEY&untrusted=true:
+// the body is the bundle.
+func (s *Server) importBundle(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	req := paddock.ImportRequest{Project: q.Get("project"), Kind: q.Get("kind"), Trust: q["trust"]}
+	if v := q.Get("untrusted"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			s.fail(w, r, paddock.Errorf(paddock.CodeBadRequest, "untrusted=%q: want true or false", v))
+			return
+		}
+		req.Untrusted = b
+	}
+	// A large bundle takes longer to send than the server's read timeout.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(30 * time.Minute))
+	body := http.MaxBytesReader(w, r.Body, paddock.MaxBundle)
+	res, err := s.Service.Import(r.Context(), req, body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusCreated, res)
+}

@@ -1,0 +1,313 @@
+package lifecycle
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/agent"
+	"github.com/paddock-dev/paddock/bundle"
+)
+
+// bundleKey is the daemon's signing key, made on first use.
+func (m *Manager) bundleKey() (ed25519.PrivateKey, error) {
+	if m.BundleKeyFile == "" {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon has no bundle signing key")
+	}
+	k, err := bundle.LoadOrCreateKey(m.BundleKeyFile)
+	if err != nil {
+		return nil, internal("reading the bundle signing key failed", err)
+	}
+	return k, nil
+}
+
+// BundleKey returns the public half of the key bundles are signed with.
+func (m *Manager) BundleKey(ctx context.Context) (*paddock.BundleKey, error) {
+	k, err := m.bundleKey()
+	if err != nil {
+		return nil, err
+	}
+	pub := k.Public().(ed25519.PublicKey)
+	return &paddock.BundleKey{PublicKey: bundle.PublicKeyLine(pub), KeyID: bundle.KeyID(pub)}, nil
+}
+
+// Bundle writes run id's submitted change set, with what is needed to
+// trust it elsewhere, as one bundle signed with the daemon's key (see
+// package bundle). A change set that holds a declared secret's value is
+// refused: its blobs would carry the value in clear.
+func (m *Manager) Bundle(ctx context.Context, id string, w io.Writer) error {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	s, err := m.submission(id)
+	if err != nil {
+		return err
+	}
+	cs, err := m.frozen(id, s.Hash)
+	if err != nil {
+		return internal("reading the submitted change set failed", err)
+	}
+	var secret []string
+	for _, e := range cs.Entries {
+		if slices.Contains(e.Risks, "secret") {
+			secret = append(secret, e.Path)
+		}
+	}
+	if len(secret) > 0 {
+		return paddock.Errorf(paddock.CodeForbidden, "run %s's change set holds a declared secret's value (%s): a bundle would carry it in clear; none was written", id, strings.Join(secret, ", ")).
+			WithRule("secret_in_bundle")
+	}
+	access, err := m.AccessRequests(ctx, id)
+	if err != nil {
+		return err
+	}
+	var events []*paddock.Event
+	for after := int64(0); ; {
+		evs, err := m.Events(ctx, id, after, 1000)
+		if err != nil {
+			return err
+		}
+		events = append(events, evs...)
+		if len(evs) < 1000 {
+			break
+		}
+		after = evs[len(evs)-1].Seq
+	}
+	key, err := m.bundleKey()
+	if err != nil {
+		return err
+	}
+	ws := r.Workspace
+	info := bundle.RunInfo{ID: r.ID, Project: r.Project, Access: string(r.Access), Agent: r.Agent, AgentHash: r.AgentHash, Secrets: r.Secrets, CreatedAt: r.CreatedAt}
+	if ws != nil {
+		info.BaseRef, info.BaseRevision, info.Kind = ws.BaseRef, ws.BaseRevision, string(ws.Kind)
+	}
+	err = bundle.Write(w, &bundle.Contents{Run: info, ChangeSet: cs, Submission: s, Access: access,
+		Enforcement: m.lastEnforcement(ctx, r), Events: events,
+		Blob: func(blob string) (io.ReadCloser, error) { return os.Open(m.blobPath(id, blob)) }}, key, now())
+	if err != nil {
+		return internal("writing the bundle failed", err)
+	}
+	return m.record(ctx, id, paddock.EventBundled, map[string]any{"hash": s.Hash, "key_id": bundle.KeyID(key.Public().(ed25519.PublicKey)), "events": len(events)})
+}
+
+// trustedKeys are the keys an import trusts: the daemon's own, those in
+// TrustedKeysDir, and extra (the operator's, for one import).
+func (m *Manager) trustedKeys(extra []string) ([]ed25519.PublicKey, error) {
+	var keys []ed25519.PublicKey
+	if k, err := m.bundleKey(); err == nil {
+		keys = append(keys, k.Public().(ed25519.PublicKey))
+	}
+	for _, line := range extra {
+		k, err := bundle.ParsePublicKey(line)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	if m.TrustedKeysDir == "" {
+		return keys, nil
+	}
+	ents, err := os.ReadDir(m.TrustedKeysDir)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, internal("reading the trusted keys failed", err)
+	}
+	for _, e := range ents {
+		f, err := os.Open(filepath.Join(m.TrustedKeysDir, e.Name()))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if k, err := bundle.ParsePublicKey(line); err == nil {
+				keys = append(keys, k)
+			} else {
+				m.log().Warn("a trusted key that is not one is ignored", "file", f.Name())
+			}
+		}
+		f.Close()
+	}
+	return keys, nil
+}
+
+// MaxBundle bounds a bundle an import reads.
+const MaxBundle = bundle.DefaultMaxSize
+
+// Import restores a run from a bundle read from body: a new run of the
+// project at the bundle's base revision, its workspace holding exactly the
+// bundled change set (written through the working tools, so the project's
+// protections hold), submitted under the same hash. The approval comes
+// along, bound to that hash, only when the bundle's signer is trusted.
+// The agent's grants and secrets do not: they were decided for another
+// machine (the bundle keeps them, and the run.imported event names them).
+// A failure after the run is made rejects it, with the reason.
+func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error) {
+	trusted, err := m.trustedKeys(req.Trust)
+	if err != nil {
+		return nil, err
+	}
+	b, err := bundle.Read(body, bundle.Options{Trusted: trusted, AnySigner: req.Untrusted, MaxSize: MaxBundle})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	for _, e := range b.ChangeSet.Entries {
+		if e.Blocked != "" || e.NewMode == "120000" || e.OldMode == "120000" || e.NewMode == "160000" || e.OldMode == "160000" {
+			return nil, paddock.Errorf(paddock.CodeUnsupported, "%s is a symbolic link, a submodule or a blocked entry: an import restores files only; nothing was made", e.Path)
+		}
+	}
+	def := agent.ForAccess(paddock.AccessWrite)
+	if b.Run.Agent != nil {
+		d := *b.Run.Agent
+		d.Secrets = nil // the values stayed where the bundle was made
+		def = &d
+	}
+	def.Workspace = string(paddock.AccessWrite)
+	project := req.Project
+	if project == "" {
+		project = b.Run.Project
+	}
+	p, err := m.Project(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.Git.Resolve(ctx, p.Root, b.Run.BaseRevision+"^{commit}"); err != nil {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "project %s has no commit %s, the bundle's base: fetch it into the project first; nothing was made", p.Name, b.Run.BaseRevision)
+	}
+	r, err := m.create(ctx, paddock.CreateRunRequest{Project: project, Kind: req.Kind, Base: b.Run.BaseRevision}, def)
+	if err != nil {
+		return nil, err
+	}
+	res, err := m.restore(ctx, r, b)
+	if err != nil {
+		m.log().Warn("an import failed; its run is rejected", "run", r.ID, "err", err)
+		if _, rerr := m.Reject(context.WithoutCancel(ctx), r.ID); rerr != nil {
+			m.log().Error("rejecting a failed import's run failed", "run", r.ID, "err", rerr)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// restore writes b's change set into r's workspace, checks that the
+// workspace now has exactly it, and submits it under its hash.
+func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle) (*paddock.ImportResult, error) {
+	for _, e := range b.ChangeSet.Entries {
+		var args any
+		tool := "write"
+		if e.Op == paddock.OpDelete {
+			tool, args = "delete", map[string]string{"path": e.Path}
+		} else {
+			content, err := os.ReadFile(b.BlobPath(e.NewBlob))
+			if err != nil {
+				return nil, internal("reading the bundle failed", err)
+			}
+			mode := "0644"
+			if e.NewMode == "100755" {
+				mode = "0755"
+			}
+			args = map[string]string{"path": e.Path, "content_base64": base64.StdEncoding.EncodeToString(content), "mode": mode}
+		}
+		raw, _ := json.Marshal(args)
+		if _, err := m.CallTool(ctx, r.ID, tool, raw); err != nil {
+			return nil, fmt.Errorf("restoring %s: %w", e.Path, err)
+		}
+	}
+	live, err := m.ChangeSet(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	if diff := entriesDiffer(live.Entries, b.ChangeSet.Entries); diff != "" {
+		return nil, paddock.Errorf(paddock.CodeConflict, "the restored workspace is not the bundled change set (%s); the run is rejected", diff)
+	}
+	cs := *b.ChangeSet
+	cs.RunID = r.ID
+	store := m.changeSets(r.ID)
+	if err := os.MkdirAll(store.Dir, 0o700); err != nil {
+		return nil, internal("saving the change set failed", err)
+	}
+	if err := store.KeepFrozenDiff(&cs); err != nil {
+		return nil, internal("saving the change set failed", err)
+	}
+	if err := m.freezeBlobs(ctx, r.ID, &cs); err != nil {
+		return nil, err
+	}
+	if err := store.Save(&cs); err != nil {
+		return nil, internal("saving the change set failed", err)
+	}
+	res := &paddock.ImportResult{FromRun: b.Run.ID, Hash: cs.Hash, Signer: b.Signer, Trusted: b.Trusted, ApprovedBy: b.Submission.ApprovedBy}
+	s := &paddock.Submission{RunID: r.ID, Hash: cs.Hash, SubmittedAt: now()}
+	if b.Trusted && b.Submission.ApprovedBy != "" {
+		s.ApprovedBy = fmt.Sprintf("%s (on run %s, bundle signed by %s)", b.Submission.ApprovedBy, b.Run.ID, b.Signer)
+		s.ApprovedAt = b.Submission.ApprovedAt
+		res.Approved = true
+	}
+	if err := m.saveSubmission(s); err != nil {
+		return nil, err
+	}
+	grants := []string{}
+	for _, a := range b.Access {
+		if a.State == paddock.RequestGranted {
+			grants = append(grants, a.ID)
+		}
+	}
+	if err := m.record(ctx, r.ID, paddock.EventImported, map[string]any{"from_run": b.Run.ID, "from_project": b.Run.Project,
+		"hash": cs.Hash, "signer": b.PublicKey, "key_id": b.Signer, "trusted": b.Trusted, "approved_by": b.Submission.ApprovedBy,
+		"agent_hash": b.Run.AgentHash, "secrets_not_carried": b.Run.Secrets, "grants_not_carried": grants,
+		"verified": b.Verified, "events": len(b.Events)}); err != nil {
+		return nil, err
+	}
+	if err := m.record(ctx, r.ID, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries), "imported": true}); err != nil {
+		return nil, err
+	}
+	if res.Approved {
+		if err := m.record(ctx, r.ID, paddock.EventApproved, map[string]string{"hash": cs.Hash, "by": s.ApprovedBy}); err != nil {
+			return nil, err
+		}
+	}
+	if res.Run, err = m.Run(ctx, r.ID); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// entriesDiffer says how two change sets' entries differ (paths, ops,
+// modes, blobs), or "" when they do not.
+func entriesDiffer(got, want []paddock.ChangeEntry) string {
+	key := func(e paddock.ChangeEntry) string {
+		return strings.Join([]string{e.Path, string(e.Op), e.OldMode, e.NewMode, e.OldBlob, e.NewBlob}, " ")
+	}
+	g := map[string]string{}
+	for _, e := range got {
+		g[e.Path] = key(e)
+	}
+	var out []string
+	for _, e := range want {
+		if g[e.Path] != key(e) {
+			out = append(out, e.Path)
+		}
+		delete(g, e.Path)
+	}
+	for p := range g {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	if len(out) > 5 {
+		out = append(out[:5], fmt.Sprintf("and %d more", len(out)-5))
+	}
+	return strings.Join(out, ", ")
+}
