@@ -21,20 +21,19 @@ import plaintext from 'highlight.js/lib/languages/plaintext';
 import python from 'highlight.js/lib/languages/python';
 import ruby from 'highlight.js/lib/languages/ruby';
 import rust from 'highlight.js/lib/languages/rust';
-import scss from 'highlight.js/lib/languages/scss';
 import shell from 'highlight.js/lib/languages/shell';
 import sql from 'highlight.js/lib/languages/sql';
-import swift from 'highlight.js/lib/languages/swift';
 import typescript from 'highlight.js/lib/languages/typescript';
 import xml from 'highlight.js/lib/languages/xml';
 import yaml from 'highlight.js/lib/languages/yaml';
 
 const langs = {
   bash, c, cpp, csharp, css, diff, dockerfile, go, ini, java, javascript, json, kotlin, makefile,
-  markdown, php, plaintext, python, ruby, rust, scss, shell, sql, swift, typescript, xml, yaml,
+  markdown, php, plaintext, python, ruby, rust, shell, sql, typescript, xml, yaml,
 };
 for (const [name, def] of Object.entries(langs)) hljs.registerLanguage(name, def);
 hljs.registerAliases(['toml'], { languageName: 'ini' });
+hljs.registerAliases(['scss', 'less'], { languageName: 'css' });
 hljs.registerAliases(['mod', 'sum'], { languageName: 'plaintext' });
 hljs.configure({ ignoreUnescapedHTML: true });
 
