@@ -496,6 +496,16 @@ export function runPage(ctx, id) {
     if (st.stopped) return;
     // Anything that came while the change set was read.
     st.stops.push(follow(id, st.s.seq, onEvent, (s) => { liveState.textContent = '(' + s + ')'; }));
+    // A refresh besides the stream (which a buffering proxy can hold up):
+    // the run's last seq, and the events it says were missed.
+    const watch = setInterval(async () => {
+      try {
+        const r = await get(runPath(id));
+        if (st.stopped) return;
+        if ((r.last_seq || 0) > st.s.seq) for (const ev of await eventsAfter(id, st.s.seq)) onEvent(ev);
+      } catch { /* the next tick tries again */ }
+    }, 10000);
+    st.stops.push(() => clearInterval(watch));
     if (!st.s.bootstrapped) taskBox.appendChild(h('p', { class: 'muted' }, 'No task: the run was made without one (not bootstrapped).'));
     else get(runPath(id, '/artifacts/task')).then((t) => {
       const c = t.content || {};
