@@ -62,3 +62,7 @@ export function shortHash(hash) {
   const hex = hash.replace(/^sha256:/, '');
   return 'sha256:' + hex.slice(0, 12);
 }
+
+export function files(n) {
+  return n + (n === 1 ? ' file' : ' files');
+}

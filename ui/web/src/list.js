@@ -1,7 +1,7 @@
 // Runs and flows: project, agent, state, age, change-set size, risk labels,
 // verify status; filters and search; kept fresh by polling.
 import { get } from './api.js';
-import { h, clear, ago, bytes } from './dom.js';
+import { h, clear, ago, bytes, files } from './dom.js';
 import { summaryOf, decision, verifyStatus } from './summary.js';
 
 const POLL_MS = 3000;
@@ -88,8 +88,8 @@ export function listPage(ctx) {
       shown++;
       const href = '#/runs/' + encodeURIComponent(r.id);
       const size = c && c.entries !== undefined && s && s.sub
-        ? c.entries + ' files, ' + bytes(c.diffSize)
-        : (s && s.sub ? s.sub.entries + ' files' : '—');
+        ? files(c.entries) + ', ' + bytes(c.diffSize)
+        : (s && s.sub ? files(s.sub.entries) : '—');
       runsBody.appendChild(h('tr', { testid: 'run-row-' + r.id, class: 'state-' + state.replace(/\s+/g, '-') },
         h('td', { 'data-label': 'Run' }, h('a', { href, testid: 'run-link-' + r.id, 'aria-label': 'Open run ' + r.id }, r.id),
           r.review_of ? h('span', { class: 'label review' }, 'review of ' + r.review_of.run) : null,

@@ -2,7 +2,7 @@
 // timeline, its change set, and the decisions on it. Approve is bound to the
 // hash of the change set shown on this page.
 import { get, post, text, runPath, eventsAfter, follow, ApiError } from './api.js';
-import { h, clear, ago, bytes, shortHash } from './dom.js';
+import { h, clear, ago, bytes, shortHash, files } from './dom.js';
 import { emptySummary, fold, decision, verifyStatus } from './summary.js';
 import { ChangeSetView } from './diffview.js';
 
@@ -461,7 +461,7 @@ export function runPage(ctx, id) {
     unified.addEventListener('change', () => setMode('line-by-line'));
     split.addEventListener('change', () => setMode('side-by-side'));
     csSection.appendChild(h('div', { class: 'cs-head' },
-      h('p', { testid: 'cs-summary' }, entries.length + ' files · ' + bytes(cs.diff_size) + ' of diff · ',
+      h('p', { testid: 'cs-summary' }, files(entries.length) + ' · ' + bytes(cs.diff_size) + ' of diff · ',
         h('code', { title: cs.hash }, shortHash(cs.hash)), risks.size ? ' · ' : '',
         [...risks].sort().map((r) => h('span', { class: 'label risk' }, r))),
       h('fieldset', { class: 'modes' }, h('legend', { class: 'sr' }, 'Diff view'),
