@@ -170,6 +170,12 @@ func TestReviewPageFiles(t *testing.T) {
 		t.Fatalf("/ui: %d %v", rec.Code, rec.Header())
 	}
 	rec = page(tcp, "GET", "/ui/", "")
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(rec.Body.String(), "app.js") {
+		t.Fatalf("/ui/: %d %v %q", rec.Code, rec.Header(), rec.Body)
+	}
+	if rec := page(tcp, "GET", "/ui/app.js", ""); rec.Code != 200 || rec.Header().Get("Content-Type") != "text/javascript; charset=utf-8" {
+		t.Fatalf("/ui/app.js: %d %v", rec.Code, rec.Header())
+	}
 	for k, v := range map[string]string{"Content-Security-Policy": ui.ContentSecurityPolicy, "X-Frame-Options": "DENY",
 		"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"} {
 		if rec.Header().Get(k) != v {

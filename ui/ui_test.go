@@ -1,6 +1,14 @@
 package ui
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +64,92 @@ func TestCookieName(t *testing.T) {
 		if got := CookieName(host); got != want {
 			t.Errorf("%s: %s, want %s", host, got, want)
 		}
+	}
+}
+
+// TestDistIsBuiltFromTheSources: ui/dist/BUILD.json, written by the build,
+// names every source file under ui/web with its sha256, and every built
+// file with its own: a source changed without a rebuild (or a built file
+// changed by hand) fails here, with no npm needed.
+func TestDistIsBuiltFromTheSources(t *testing.T) {
+	raw, err := os.ReadFile("dist/BUILD.json")
+	if err != nil {
+		t.Fatalf("ui/dist has no BUILD.json: build it (cd ui/web && npm ci && npm run build): %v", err)
+	}
+	var b struct {
+		Sources map[string]string `json:"sources"`
+		Outputs map[string]string `json:"outputs"`
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	err = filepath.WalkDir("web", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "node_modules" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(p, "web/"))
+		seen[rel] = true
+		if want, ok := b.Sources[rel]; !ok {
+			t.Errorf("ui/web/%s is not in the build record: rebuild ui/dist (npm run build in ui/web)", rel)
+		} else if got := sha256File(t, p); got != want {
+			t.Errorf("ui/web/%s changed since ui/dist was built: rebuild it (npm run build in ui/web)", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel := range b.Sources {
+		if !seen[rel] {
+			t.Errorf("the build record names ui/web/%s, which is gone: rebuild ui/dist", rel)
+		}
+	}
+	if len(b.Outputs) == 0 {
+		t.Fatal("the build record names no built file")
+	}
+	for name, want := range b.Outputs {
+		if got := sha256File(t, filepath.Join("dist", name)); got != want {
+			t.Errorf("ui/dist/%s is not what the build wrote", name)
+		}
+	}
+	if _, err := fs.ReadFile(Assets(), "index.html"); err != nil {
+		t.Errorf("the embedded page has no index.html: %v", err)
+	}
+}
+
+func sha256File(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// TestFrontEndUnits runs the front end's own unit tests (node --test:
+// the diff splitting, git's name decoding, the escapes of invisible
+// characters). They need node only, no npm package; without node they
+// skip, except under CI=true.
+func TestFrontEndUnits(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and node is missing")
+		}
+		t.Skip("the front end's unit tests need node")
+	}
+	cmd := exec.Command(node, "--test", "test/")
+	cmd.Dir = "web"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
 	}
 }
