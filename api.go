@@ -264,6 +264,10 @@ type SubmitRequest struct {
 // ApproveRequest approves a submitted change set by its hash.
 type ApproveRequest struct {
 	Hash string `json:"hash"`
+	// Hunks approves only these hunks of it (as diff --blame numbers
+	// them): the approval is of the change set they make, by its own hash,
+	// and an apply writes only them.
+	Hunks []int `json:"hunks,omitempty"`
 }
 
 // ApplyRequest applies an approved change set to a new branch of the project.
@@ -452,4 +456,31 @@ type QueueAddRequest struct {
 	// Accept is the tree of a replay that came back differing, which the
 	// person reviewed (paddock queue show): it lands only as that tree.
 	Accept string `json:"accept,omitempty"`
+}
+
+// Blame says where each hunk of a change set came from (paddock diff
+// --blame): the tool calls and commands, by event seq, that wrote its
+// lines. Hunks are numbered over the whole diff, as approve --hunks takes
+// them; a file without hunks (binary, a mode change) is one.
+type Blame struct {
+	Run     string               `json:"run"`
+	Hash    string               `json:"hash"`
+	Hunks   []HunkBlame          `json:"hunks"`
+	Sources map[int64]HunkSource `json:"sources"`
+}
+
+// HunkBlame is one hunk and the events that wrote it (0: not recorded).
+type HunkBlame struct {
+	N      int     `json:"n"`
+	Path   string  `json:"path"`
+	Header string  `json:"header,omitempty"`
+	Seqs   []int64 `json:"seqs"`
+}
+
+// HunkSource is an event a hunk came from.
+type HunkSource struct {
+	Seq  int64     `json:"seq"`
+	Time time.Time `json:"time,omitzero"`
+	Type string    `json:"type,omitempty"`
+	What string    `json:"what"`
 }

@@ -72,6 +72,11 @@ type Submission struct {
 	ApprovedAt  time.Time `json:"approved_at,omitzero"`
 	AppliedTo   string    `json:"applied_to,omitempty"` // the branch and commit an apply made
 	AppliedAt   time.Time `json:"applied_at,omitzero"`
+	// PartOf is the submitted change set this one was cut from, when a
+	// person approved only some of its hunks (Hunks, as diff --blame
+	// numbers them): Hash then covers exactly those.
+	PartOf string `json:"part_of,omitempty"`
+	Hunks  []int  `json:"hunks,omitempty"`
 }
 
 // JSON strings are UTF-8, and a change set is bytes: a path or a diff that

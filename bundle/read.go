@@ -313,7 +313,8 @@ func (b *Bundle) checkRecord() error {
 		json.Unmarshal(e.Data, &d)
 		switch e.Type {
 		case paddock.EventSubmitted:
-			submitted = submitted || d.Hash == hash
+			// Some hunks approved: the submission was of the whole.
+			submitted = submitted || d.Hash == hash || (s.PartOf != "" && d.Hash == s.PartOf)
 		case paddock.EventApproved:
 			approved = approved || d.Hash == hash
 		case paddock.EventVerified:

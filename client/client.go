@@ -974,3 +974,20 @@ func (c *Client) QueueUndo(ctx context.Context, id string) (*paddock.QueueEntry,
 	var e paddock.QueueEntry
 	return &e, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/queue/undo", nil, &e)
 }
+
+// ApproveHunks approves only these hunks of the submitted change set hash.
+func (c *Client) ApproveHunks(ctx context.Context, id, hash string, hunks []int) (*paddock.Submission, error) {
+	var s paddock.Submission
+	return &s, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/approve", paddock.ApproveRequest{Hash: hash, Hunks: hunks}, &s)
+}
+
+// Blame says which calls wrote each hunk of a run's change set (the
+// submitted one with hash, or the live one when hash is empty).
+func (c *Client) Blame(ctx context.Context, id, hash string) (*paddock.Blame, error) {
+	path := "/v1/runs/" + url.PathEscape(id) + "/changeset/blame"
+	if hash != "" {
+		path += "?hash=" + url.QueryEscape(hash)
+	}
+	var b paddock.Blame
+	return &b, c.do(ctx, http.MethodGet, path, nil, &b)
+}

@@ -599,3 +599,11 @@ func (f *fake) QueueRemove(ctx context.Context, id, by string) (*paddock.QueueEn
 func (f *fake) QueueUndo(ctx context.Context, id, by string) (*paddock.QueueEntry, error) {
 	return &paddock.QueueEntry{Run: id}, f.record(ctx, "QueueUndo", id, by)
 }
+
+func (f *fake) ApproveHunks(ctx context.Context, id, hash string, hunks []int, by string) (*paddock.Submission, error) {
+	return &paddock.Submission{RunID: id, Hash: "part", PartOf: hash, Hunks: hunks}, f.record(ctx, "ApproveHunks", id, hash, hunks, by)
+}
+
+func (f *fake) Blame(ctx context.Context, id, hash string) (*paddock.Blame, error) {
+	return &paddock.Blame{Run: id, Hash: hash, Hunks: []paddock.HunkBlame{}}, f.record(ctx, "Blame", id, hash)
+}

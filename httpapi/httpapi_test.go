@@ -199,6 +199,8 @@ func TestEveryRoute(t *testing.T) {
 		{"POST", "/v1/import?project=app&kind=clone&trust=ed25519+K&untrusted=true", "TAR", "Import app clone [ed25519 K] true TAR"},
 		{"GET", run + "/bundle", "", "Run " + id + "; Bundle " + id},
 		{"GET", "/v1/queue?project=app&all=true", "", "Queue app true"},
+		{"GET", run + "/changeset/blame?hash=h1", "", "Blame " + id + " h1"},
+		{"POST", run + "/approve", `{"hash":"h1","hunks":[1,3]}`, "ApproveHunks " + id + " h1 [1 3] unknown"},
 		{"POST", run + "/queue", `{"branch":"main","accept":"t"}`, "QueueAdd " + id + " main t unknown"},
 		{"GET", run + "/queue", "", "QueueEntry " + id},
 		{"DELETE", run + "/queue", "", "QueueRemove " + id + " unknown"},

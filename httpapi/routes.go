@@ -102,6 +102,7 @@ var routes = []route{
 	{"GET", "/v1/runs/{id}/changeset", runToken, http.StatusOK, reply((*Server).changeSet)},
 	{"GET", "/v1/runs/{id}/changeset/diff", operator, http.StatusOK, stream((*Server).changeSetDiff)},
 	{"GET", "/v1/runs/{id}/bundle", operator, http.StatusOK, stream((*Server).bundle)},
+	{"GET", "/v1/runs/{id}/changeset/blame", operator, http.StatusOK, reply((*Server).blame)},
 	{"POST", "/v1/runs/{id}/submit", runToken, http.StatusOK, reply((*Server).submit)},
 	{"POST", "/v1/runs/{id}/approve", operator, http.StatusOK, reply((*Server).approve)},
 	{"POST", "/v1/runs/{id}/apply", operator, http.StatusOK, reply((*Server).apply)},
@@ -435,7 +436,14 @@ func (s *Server) approve(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	if len(req.Hunks) > 0 {
+		return s.Service.ApproveHunks(r.Context(), r.PathValue("id"), req.Hash, req.Hunks, actor(r))
+	}
 	return s.Service.Approve(r.Context(), r.PathValue("id"), req.Hash, actor(r))
+}
+
+func (s *Server) blame(r *http.Request) (any, error) {
+	return s.Service.Blame(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
 }
 
 func (s *Server) apply(r *http.Request) (any, error) {

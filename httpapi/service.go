@@ -22,6 +22,10 @@ type Service interface {
 	SetProject(ctx context.Context, name, by string, req paddock.SetProjectRequest) (*paddock.Project, error)
 	Unlock(ctx context.Context, name, by string, force bool) (*paddock.Lock, error)
 	Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error)
+	// ApproveHunks approves only some hunks of the submitted change set
+	// hash; Blame says which calls wrote each hunk.
+	ApproveHunks(ctx context.Context, id, hash string, hunks []int, by string) (*paddock.Submission, error)
+	Blame(ctx context.Context, id, hash string) (*paddock.Blame, error)
 	// DecideAccess grants or denies a run's pending access request: only
 	// an operator's route reaches it (a run token never grants).
 	DecideAccess(ctx context.Context, id, reqID string, grant bool, by, note string) (*paddock.AccessRequest, error)

@@ -67,11 +67,16 @@ func (m *Manager) broker(ctx context.Context, id string, b brokered) (any, error
 	cc := &callContext{run: r, def: def, grants: grants, red: m.redactor(r)}
 	res, evs, callErr := b.run(ctx, cc)
 	if len(evs) > 0 {
-		if err := m.recordEvents(ctx, id, evs); err != nil {
+		seq, err := m.recordEventsSeq(ctx, id, evs)
+		if err != nil {
 			if callErr == nil {
 				return nil, err
 			}
 			m.log().Error("cannot record a failed call", "run", id, "tool", b.call.Tool, "err", err)
+		} else if changesFiles(b.call.Tool) {
+			// What the call did to the files, for diff --blame: a failed
+			// command may have written too.
+			m.trackEffects(ctx, r, seq)
 		}
 	}
 	if callErr != nil {
@@ -86,18 +91,32 @@ func (m *Manager) broker(ctx context.Context, id string, b brokered) (any, error
 // recordEvents appends a call's events in one transaction; a canceled
 // call is still recorded.
 func (m *Manager) recordEvents(ctx context.Context, id string, evs []callEvent) error {
+	_, err := m.recordEventsSeq(ctx, id, evs)
+	return err
+}
+
+// recordEventsSeq is recordEvents that says the first event's seq: the
+// call's own (a command's enforcement record follows it).
+func (m *Manager) recordEventsSeq(ctx context.Context, id string, evs []callEvent) (int64, error) {
 	if len(evs) == 0 {
-		return nil
+		return 0, nil
 	}
 	ctx = context.WithoutCancel(ctx)
-	return m.update(ctx, func(tx paddock.Tx) error {
+	var seq int64
+	err := m.update(ctx, func(tx paddock.Tx) error {
+		seq = 0
 		for _, e := range evs {
-			if _, err := tx.AppendEvent(ctx, id, e.typ, e.data); err != nil {
+			ev, err := tx.AppendEvent(ctx, id, e.typ, e.data)
+			if err != nil {
 				return err
+			}
+			if seq == 0 {
+				seq = ev.Seq
 			}
 		}
 		return nil
 	})
+	return seq, err
 }
 
 // refuse records a denial, or files the access request a call that needs

@@ -256,6 +256,10 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 	if err != nil {
 		return nil, err
 	}
+	if s.PartOf != "" && hash == s.PartOf && s.AppliedTo == "" {
+		// Some hunks were approved; now the whole change set is.
+		s = &paddock.Submission{RunID: id, Hash: s.PartOf, SubmittedAt: s.SubmittedAt}
+	}
 	if hash != s.Hash {
 		return nil, paddock.Errorf(paddock.CodeConflict, "%s differs from the hash of run %s's submitted change set; nothing was approved. Review the change set (paddock diff %s: its hash is at the end) and approve the hash you reviewed", hash, id, id)
 	}

@@ -151,6 +151,8 @@ type Manager struct {
 	// queueMu guards the merge queue's document; queueRunning says its
 	// worker is draining it, queueAgain that an entry came meanwhile.
 	queueMu      sync.Mutex
+	provMu       sync.Map // run id → *sync.Mutex of its provenance journal (diff --blame)
+	provStates   sync.Map // run id → *provState, under its provMu lock
 	queueRunning bool
 	queueAgain   bool
 

@@ -1,20 +1,26 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
 
 func (a *app) diffCmd() *cobra.Command {
-	var stat, patch, asJSON bool
+	var stat, patch, asJSON, blame bool
+	var hash string
 	cmd := &cobra.Command{
-		Use:   "diff RUN [--stat | --patch] [--json]",
+		Use:   "diff RUN [--stat | --patch | --blame [--hash H]] [--json]",
 		Short: "Show a run's change set against its base",
 		Long: `Show the run's change set, computed now from its workspace: each entry (create,
 modify or delete, modes, git blob ids, size) with its risk labels, and the
@@ -52,12 +58,24 @@ suspicious_name, submodule. Entries under .git, protected agent
 configuration (agent_config, under any spelling), symbolic links that leave
 the project, and names that held a secret are never applied.
 
+--blame shows the diff with, before each hunk, its number (what approve
+--hunks takes) and the tool calls and commands that wrote its lines: their
+event seq, time and what they were (paddock events RUN has the rest). A
+line no recorded call explains is marked so. With --hash H, of the
+submitted change set H rather than the workspace now.
+
 Exit codes: 0 shown; 3 no such run; 4 the run has no workspace to compare.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if blame {
+				return a.blame(cmd.Context(), c, args[0], hash, asJSON)
+			}
+			if hash != "" {
+				return usageError{"--hash goes with --blame"}
 			}
 			if patch {
 				// Raw for git apply; escaped for a person.
@@ -100,8 +118,10 @@ Exit codes: 0 shown; 3 no such run; 4 the run has no workspace to compare.`,
 	}
 	cmd.Flags().BoolVar(&stat, "stat", false, "only the entries, not the diff")
 	cmd.Flags().BoolVar(&patch, "patch", false, "only the unified diff, streamed (for git apply; escaped on a terminal)")
+	cmd.Flags().BoolVar(&blame, "blame", false, "number each hunk and name the tool calls and commands that wrote it")
+	cmd.Flags().StringVar(&hash, "hash", "", "with --blame: the submitted change set with this hash")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.MarkFlagsMutuallyExclusive("stat", "patch")
+	cmd.MarkFlagsMutuallyExclusive("stat", "patch", "blame")
 	cmd.MarkFlagsMutuallyExclusive("json", "patch")
 	return cmd
 }
@@ -187,7 +207,7 @@ changed, applied already, or not the expected change set.`,
 }
 
 func (a *app) approveCmd() *cobra.Command {
-	var hash string
+	var hash, hunks string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "approve RUN --hash H",
@@ -198,8 +218,16 @@ It may be given without its sha256: prefix. Another hash is refused without
 telling the submitted one: review the change set (paddock diff RUN, which
 ends with its hash) and approve what you saw.
 
-Exit codes: 0 approved; 2 no --hash, or not a hash; 3 no such run; 4 another
-hash, or nothing submitted.`,
+--hunks 1,3-5 approves only those hunks, numbered as 'paddock diff RUN
+--blame' numbers them (a file without hunks, binary or a mode change, is
+one): the change set they make (each file as its base with the chosen hunks
+made) is frozen beside the submitted one, with its own hash, which is what
+is approved and what an apply or the merge queue writes. It is printed. A
+new or deleted file is all or nothing. Approving the whole hash afterwards
+approves the whole change set again.
+
+Exit codes: 0 approved; 2 no --hash, or not a hash, or bad hunks; 3 no such
+run; 4 another hash, or nothing submitted.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if hash == "" {
@@ -208,6 +236,25 @@ hash, or nothing submitted.`,
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if hunks != "" {
+				units, err := changeset.ParseUnits(hunks)
+				if err != nil {
+					return err
+				}
+				s, err := c.ApproveHunks(cmd.Context(), args[0], hash, units)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return a.output(true, s, nil)
+				}
+				w := termsafe.NewWriter(a.stdout)
+				fmt.Fprintf(w, "approved hunks %s of %s as change set %s, by %s; an apply writes only these:\n\n", hunks, s.PartOf, s.Hash, s.ApprovedBy)
+				if _, err := c.CopyDiff(cmd.Context(), args[0], s.Hash, w); err != nil {
+					return err
+				}
+				return w.Flush()
 			}
 			s, err := c.Approve(cmd.Context(), args[0], hash)
 			if err != nil {
@@ -219,6 +266,7 @@ hash, or nothing submitted.`,
 		},
 	}
 	cmd.Flags().StringVar(&hash, "hash", "", "the submitted change set's hash (sha256:HEX, or HEX)")
+	cmd.Flags().StringVar(&hunks, "hunks", "", "approve only these hunks (1,3-5; paddock diff RUN --blame numbers them)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -326,4 +374,66 @@ Exit codes: 0 undone; 3 no such run; 4 nothing to undo, or a file changed since.
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// blame prints run id's diff with each hunk's number and origins.
+func (a *app) blame(ctx context.Context, c *client.Client, id, hash string, asJSON bool) error {
+	b, err := c.Blame(ctx, id, hash)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return a.output(true, b, nil)
+	}
+	var d bytes.Buffer
+	if _, err := c.CopyDiff(ctx, id, b.Hash, &d); err != nil {
+		return err
+	}
+	sections, err := changeset.ParseDiff(&d)
+	if err != nil {
+		return err
+	}
+	byN := map[int]paddock.HunkBlame{}
+	for _, h := range b.Hunks {
+		byN[h.N] = h
+	}
+	origin := func(n int) string {
+		var parts []string
+		for _, seq := range byN[n].Seqs {
+			src, ok := b.Sources[seq]
+			switch {
+			case !ok:
+				parts = append(parts, fmt.Sprintf("#%d", seq))
+			case seq == 0:
+				parts = append(parts, src.What)
+			default:
+				parts = append(parts, fmt.Sprintf("#%d %s %s", seq, src.Time.Local().Format(time.TimeOnly), src.What))
+			}
+		}
+		if len(parts) == 0 {
+			return "unknown"
+		}
+		return strings.Join(parts, "; ")
+	}
+	w := termsafe.NewWriter(a.stdout)
+	fmt.Fprintf(w, "change set %s of run %s: %d hunks\n\n", b.Hash, id, len(b.Hunks))
+	for _, s := range sections {
+		for _, l := range s.Header {
+			io.WriteString(w, l)
+		}
+		if len(s.Hunks) == 0 {
+			fmt.Fprintf(w, "### hunk %d (the whole file) ← %s\n", s.N, origin(s.N))
+		}
+		for _, h := range s.Hunks {
+			fmt.Fprintf(w, "### hunk %d ← %s\n", h.N, origin(h.N))
+			io.WriteString(w, h.Header)
+			for _, l := range h.Lines {
+				io.WriteString(w, l)
+			}
+		}
+		for _, l := range s.Rest {
+			io.WriteString(w, l)
+		}
+	}
+	return w.Flush()
 }

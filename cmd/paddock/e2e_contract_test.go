@@ -140,6 +140,9 @@ func TestContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if b, err := operator.Blame(ctx, mcpRun.ID, bcs.Hash); err != nil || len(b.Hunks) != 1 {
+		t.Fatalf("blame: %+v %v", b, err)
+	}
 	var bundled bytes.Buffer
 	if err := operator.Bundle(ctx, mcpRun.ID, &bundled); err != nil {
 		t.Fatal(err)

@@ -1070,6 +1070,21 @@ func (e GetChangeSet200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for BlameChangeSet200JSONResponseBodyOk.
+const (
+	BlameChangeSet200JSONResponseBodyOkTrue BlameChangeSet200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the BlameChangeSet200JSONResponseBodyOk enum.
+func (e BlameChangeSet200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case BlameChangeSet200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CheckpointRun200JSONResponseBodyOk.
 const (
 	CheckpointRun200JSONResponseBodyOkTrue CheckpointRun200JSONResponseBodyOk = true
@@ -1645,6 +1660,14 @@ type AgentRecord struct {
 	UpdatedAt  *time.Time       `json:"updated_at,omitempty"`
 }
 
+// Blame defines model for Blame.
+type Blame struct {
+	Hash    *string                `json:"hash,omitempty"`
+	Hunks   *[]HunkBlame           `json:"hunks,omitempty"`
+	Run     *string                `json:"run,omitempty"`
+	Sources *map[string]HunkSource `json:"sources,omitempty"`
+}
+
 // BootstrapRequest defines model for BootstrapRequest.
 type BootstrapRequest struct {
 	Agent *AgentDefinition `json:"agent,omitempty"`
@@ -2044,6 +2067,22 @@ type FlowTransition struct {
 // FlowTransitionGuard defines model for FlowTransition.Guard.
 type FlowTransitionGuard string
 
+// HunkBlame defines model for HunkBlame.
+type HunkBlame struct {
+	Header *string `json:"header,omitempty"`
+	N      *int    `json:"n,omitempty"`
+	Path   *string `json:"path,omitempty"`
+	Seqs   *[]int  `json:"seqs,omitempty"`
+}
+
+// HunkSource defines model for HunkSource.
+type HunkSource struct {
+	Seq  *int       `json:"seq,omitempty"`
+	Time *time.Time `json:"time,omitempty"`
+	Type *string    `json:"type,omitempty"`
+	What *string    `json:"what,omitempty"`
+}
+
 // ImportResult defines model for ImportResult.
 type ImportResult struct {
 	Approved   *bool   `json:"approved,omitempty"`
@@ -2242,6 +2281,8 @@ type Submission struct {
 	ApprovedAt  *time.Time `json:"approved_at,omitempty"`
 	ApprovedBy  *string    `json:"approved_by,omitempty"`
 	Hash        *string    `json:"hash,omitempty"`
+	Hunks       *[]int     `json:"hunks,omitempty"`
+	PartOf      *string    `json:"part_of,omitempty"`
 	RunId       *string    `json:"run_id,omitempty"`
 	SubmittedAt *time.Time `json:"submitted_at,omitempty"`
 }
@@ -2500,7 +2541,8 @@ type Apply200JSONResponseBodyOk bool
 
 // ApproveJSONBody defines parameters for Approve.
 type ApproveJSONBody struct {
-	Hash string `json:"hash"`
+	Hash  string `json:"hash"`
+	Hunks *[]int `json:"hunks,omitempty"`
 }
 
 // ApproveParams defines parameters for Approve.
@@ -2523,6 +2565,14 @@ type GetCapabilities200JSONResponseBodyOk bool
 
 // GetChangeSet200JSONResponseBodyOk defines parameters for GetChangeSet.
 type GetChangeSet200JSONResponseBodyOk bool
+
+// BlameChangeSetParams defines parameters for BlameChangeSet.
+type BlameChangeSetParams struct {
+	Hash *string `form:"hash,omitempty" json:"hash,omitempty"`
+}
+
+// BlameChangeSet200JSONResponseBodyOk defines parameters for BlameChangeSet.
+type BlameChangeSet200JSONResponseBodyOk bool
 
 // GetChangeSetDiffParams defines parameters for GetChangeSetDiff.
 type GetChangeSetDiffParams struct {
@@ -3161,6 +3211,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/changeset (the `GetChangeSet` operationId).
 	GetChangeSet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BlameChangeSet Which tool calls and commands wrote each hunk of the run's change set (the submitted one with hash, or the live one)
+	//
+	// Corresponds with GET /v1/runs/{id}/changeset/blame (the `BlameChangeSet` operationId).
+	BlameChangeSet(ctx context.Context, id string, params *BlameChangeSetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetChangeSetDiff The whole unified diff of a change set, streamed as text/x-diff (credentials and the run's declared secrets masked, line by line within each file): the one with ?hash= (the submitted one, or one computed lately), or the change set as it is now. Its hash is in the Paddock-Changeset-Hash header. Use it for a diff larger than a change set answer carries (diff_omitted).
 	//
@@ -4155,6 +4210,21 @@ func (c *Client) GetCapabilities(ctx context.Context, id string, reqEditors ...R
 // Corresponds with GET /v1/runs/{id}/changeset (the `GetChangeSet` operationId).
 func (c *Client) GetChangeSet(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetChangeSetRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BlameChangeSet Which tool calls and commands wrote each hunk of the run's change set (the submitted one with hash, or the live one)
+//
+// Corresponds with GET /v1/runs/{id}/changeset/blame (the `BlameChangeSet` operationId).
+func (c *Client) BlameChangeSet(ctx context.Context, id string, params *BlameChangeSetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBlameChangeSetRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6343,6 +6413,67 @@ func NewGetChangeSetRequest(server string, id string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewBlameChangeSetRequest constructs an http.Request for the BlameChangeSet method
+func NewBlameChangeSetRequest(server string, id string, params *BlameChangeSetParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/changeset/blame", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Hash != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hash", *params.Hash, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -8570,6 +8701,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/runs/{id}/changeset (the `GetChangeSet` operationId).
 	GetChangeSetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetChangeSetResponse, error)
 
+	// BlameChangeSetWithResponse Which tool calls and commands wrote each hunk of the run's change set (the submitted one with hash, or the live one)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/changeset/blame (the `BlameChangeSet` operationId).
+	BlameChangeSetWithResponse(ctx context.Context, id string, params *BlameChangeSetParams, reqEditors ...RequestEditorFn) (*BlameChangeSetResponse, error)
+
 	// GetChangeSetDiffWithResponse The whole unified diff of a change set, streamed as text/x-diff (credentials and the run's declared secrets masked, line by line within each file): the one with ?hash= (the submitted one, or one computed lately), or the change set as it is now. Its hash is in the Paddock-Changeset-Hash header. Use it for a diff larger than a change set answer carries (diff_omitted).
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -10643,6 +10781,60 @@ func (r GetChangeSetResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetChangeSetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type BlameChangeSetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *Blame                              `json:"data,omitempty"`
+		Ok   BlameChangeSet200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BlameChangeSetResponse) GetJSON200() *struct {
+	Data *Blame                              `json:"data,omitempty"`
+	Ok   BlameChangeSet200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r BlameChangeSetResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r BlameChangeSetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BlameChangeSetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BlameChangeSetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BlameChangeSetResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13018,6 +13210,19 @@ func (c *ClientWithResponses) GetChangeSetWithResponse(ctx context.Context, id s
 	return ParseGetChangeSetResponse(rsp)
 }
 
+// BlameChangeSetWithResponse Which tool calls and commands wrote each hunk of the run's change set (the submitted one with hash, or the live one)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/changeset/blame (the `BlameChangeSet` operationId).
+func (c *ClientWithResponses) BlameChangeSetWithResponse(ctx context.Context, id string, params *BlameChangeSetParams, reqEditors ...RequestEditorFn) (*BlameChangeSetResponse, error) {
+	rsp, err := c.BlameChangeSet(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBlameChangeSetResponse(rsp)
+}
+
 // GetChangeSetDiffWithResponse The whole unified diff of a change set, streamed as text/x-diff (credentials and the run's declared secrets masked, line by line within each file): the one with ?hash= (the submitted one, or one computed lately), or the change set as it is now. Its hash is in the Paddock-Changeset-Hash header. Use it for a diff larger than a change set answer carries (diff_omitted).
 //
 // Returns a wrapper object for the known response body format(s).
@@ -14801,6 +15006,42 @@ func ParseGetChangeSetResponse(rsp *http.Response) (*GetChangeSetResponse, error
 		var dest struct {
 			Data *ChangeSet                        `json:"data,omitempty"`
 			Ok   GetChangeSet200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseBlameChangeSetResponse parses an HTTP response from a BlameChangeSetWithResponse call
+func ParseBlameChangeSetResponse(rsp *http.Response) (*BlameChangeSetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BlameChangeSetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *Blame                              `json:"data,omitempty"`
+			Ok   BlameChangeSet200JSONResponseBodyOk `json:"ok"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

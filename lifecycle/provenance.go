@@ -1,0 +1,635 @@
+package lifecycle
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/broker"
+	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/internal/durable"
+)
+
+// Where every hunk came from. After each call that can change the run's
+// files (a writing tool, a command), the run's change set is read again,
+// and what changed since the last look is appended to the run's
+// provenance journal (<artifacts>/RUN/provenance.jsonl): the call's event
+// seq and, per path, the blob id it now has (the content is kept under
+// provenance/, up to maxTracked bytes). Blame follows each file of a
+// change set from its base through those versions, line by line, and
+// names for each hunk the calls that wrote its lines.
+
+// maxTracked bounds a file whose versions the journal keeps: larger ones
+// are blamed as a whole, to the last call that changed them.
+const maxTracked = 1 << 20
+
+// provRecord is one line of the journal.
+type provRecord struct {
+	Seq     int64             `json:"seq"`
+	Time    time.Time         `json:"time"`
+	Changes map[string]string `json:"changes"` // path → blob id ("" when gone)
+}
+
+func (m *Manager) provDir(id string) string { return filepath.Join(m.runDir(id), "provenance") }
+func (m *Manager) provJournal(id string) string {
+	return filepath.Join(m.runDir(id), "provenance.jsonl")
+}
+
+// provLock is run id's journal's lock: runs track their effects side by
+// side, each run's calls one after the other.
+func (m *Manager) provLock(id string) *sync.Mutex {
+	mu, _ := m.provMu.LoadOrStore(id, &sync.Mutex{})
+	return mu.(*sync.Mutex)
+}
+
+// changesFiles reports whether a call of tool can change a run's files.
+func changesFiles(tool string) bool {
+	return tool == paddock.ToolExec || slices.Contains(broker.WriteTools, tool)
+}
+
+// readJournal reads run id's journal (a torn last line, from a crash, is
+// left out).
+func (m *Manager) readJournal(id string) ([]provRecord, error) {
+	f, err := os.Open(m.provJournal(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []provRecord
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var r provRecord
+		if json.Unmarshal(sc.Bytes(), &r) == nil {
+			out = append(out, r)
+		}
+	}
+	return out, sc.Err()
+}
+
+// trackEffects appends to run r's journal what its files are now where
+// they differ from what the journal last said (or from the base): the
+// effects of the call recorded as event seq. It never fails the call: a
+// journal it cannot write leaves those hunks unattributed.
+func (m *Manager) trackEffects(ctx context.Context, r *paddock.Run, seq int64) {
+	if r.Access != paddock.AccessWrite || r.Workspace == nil || r.ReviewOf != nil {
+		return
+	}
+	mu := m.provLock(r.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	start := time.Now()
+	err := m.trackEffectsLocked(ctx, r, seq)
+	m.log().Debug("effects recorded for blame", "run", r.ID, "seq", seq, "took", time.Since(start), "err", err)
+}
+
+func (m *Manager) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq int64) error {
+	st := m.provStateOf(r.ID)
+	if !st.loaded {
+		recs, err := m.readJournal(r.ID)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			for p, b := range rec.Changes {
+				st.last[p] = b
+			}
+		}
+		st.loaded = true
+	}
+	if r.Workspace.Kind == paddock.KindOverlay {
+		if ov, ok := m.overlayProvider(); ok {
+			return m.trackUpper(r, seq, ov.LayersOf(r.Project, r.Workspace).Upper, st)
+		}
+	}
+	cs, err := m.ChangeSet(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	last := st.last
+	now := map[string]string{}
+	for _, e := range cs.Entries {
+		if e.Op != paddock.OpDelete {
+			now[e.Path] = e.NewBlob
+		} else {
+			now[e.Path] = ""
+		}
+	}
+	changes := map[string]string{}
+	for p, b := range now {
+		if prev, ok := last[p]; !ok || prev != b {
+			changes[p] = b
+		}
+	}
+	for p := range last {
+		if _, ok := now[p]; !ok && last[p] != "base" {
+			changes[p] = "base" // back to what the base holds
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	if err := m.keepVersions(ctx, r, cs, changes); err != nil {
+		return err
+	}
+	return m.appendJournal(r.ID, seq, changes, st)
+}
+
+// appendJournal appends one record to run id's journal and to st.
+func (m *Manager) appendJournal(id string, seq int64, changes map[string]string, st *provState) error {
+	b, err := json.Marshal(provRecord{Seq: seq, Time: time.Now().UTC(), Changes: changes})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(m.runDir(id), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(m.provJournal(id), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err = errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	for p, b := range changes {
+		st.last[p] = b
+	}
+	return nil
+}
+
+// provState is what a run's tracking keeps between calls: the journal's
+// last word on each path, and (overlay runs) each upper file's stat and
+// blob id, so that only what changed is read again.
+type provState struct {
+	loaded bool
+	last   map[string]string
+	seen   map[string]upperFile
+}
+
+type upperFile struct {
+	size, mtime, ctime int64
+	ino                uint64
+	mode               fs.FileMode
+	blob               string
+}
+
+func (m *Manager) provStateOf(id string) *provState {
+	v, _ := m.provStates.LoadOrStore(id, &provState{last: map[string]string{}, seen: map[string]upperFile{}})
+	return v.(*provState)
+}
+
+// trackUpper records what changed in an overlay run's upper layer since
+// the last look: the layer holds only what the run changed, so its walk
+// costs what changed, and a file whose stat is as it was is not read
+// again. A whiteout is a deletion; a file too large to keep is recorded by
+// a version id of its own (blamed whole).
+func (m *Manager) trackUpper(r *paddock.Run, seq int64, upper string, st *provState) error {
+	now := map[string]string{}
+	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(upper, path)
+		if rel == "." {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if rel == ".git" || rel == ".paddock" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		var sys syscall.Stat_t
+		if err := syscall.Lstat(path, &sys); err != nil {
+			return nil // gone meanwhile: the next look sees it
+		}
+		f := upperFile{size: sys.Size, mtime: sys.Mtim.Nano(), ctime: sys.Ctim.Nano(), ino: sys.Ino, mode: d.Type()}
+		if old, ok := st.seen[rel]; ok && old.size == f.size && old.mtime == f.mtime && old.ctime == f.ctime && old.ino == f.ino && old.mode == f.mode {
+			now[rel] = old.blob
+			return nil
+		}
+		switch {
+		case d.Type()&fs.ModeCharDevice != 0 && sys.Rdev == 0:
+			f.blob = "" // a whiteout: deleted
+		case d.Type()&fs.ModeSymlink != 0:
+			t, err := os.Readlink(path)
+			if err != nil {
+				return nil
+			}
+			f.blob = changeset.BlobID([]byte(t))
+		case d.Type().IsRegular() && f.size <= maxTracked:
+			b, err := os.ReadFile(path)
+			if err != nil || int64(len(b)) != f.size {
+				return nil // changing: the next look reads it
+			}
+			f.blob = changeset.BlobID(b)
+			if err := m.keepVersion(r, f.blob, b); err != nil {
+				return err
+			}
+		case d.Type().IsRegular():
+			f.blob = fmt.Sprintf("large-%d-%d", f.size, f.mtime)
+		default:
+			return nil // a FIFO, a socket: never part of a change set
+		}
+		st.seen[rel] = f
+		now[rel] = f.blob
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	changes := map[string]string{}
+	for p, b := range now {
+		if prev, ok := st.last[p]; !ok || prev != b {
+			changes[p] = b
+		}
+	}
+	for p := range st.last {
+		if _, ok := now[p]; !ok && st.last[p] != "base" {
+			changes[p] = "base" // no longer changed: as the base has it
+			delete(st.seen, p)
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	return m.appendJournal(r.ID, seq, changes, st)
+}
+
+// keepVersions keeps the content of each changed file (up to maxTracked
+// bytes) under provenance/, by blob id, read from the run's view.
+func (m *Manager) keepVersions(ctx context.Context, r *paddock.Run, cs *paddock.ChangeSet, changes map[string]string) error {
+	var root *confine.Root
+	defer func() {
+		if root != nil {
+			root.Close()
+		}
+	}()
+	for _, e := range cs.Entries {
+		blob, ok := changes[e.Path]
+		if !ok || blob == "" || blob == "base" || e.Binary || e.Size > maxTracked || e.NewMode == "120000" || e.NewMode == "160000" {
+			continue
+		}
+		dst := filepath.Join(m.provDir(r.ID), blob)
+		if _, err := os.Stat(dst); err == nil {
+			continue
+		}
+		if root == nil {
+			var err error
+			if root, err = m.openView(ctx, r, nil, &confine.Policy{}); err != nil {
+				return err
+			}
+		}
+		b, err := readCapped(root.OS(), e.Path, maxTracked)
+		if err != nil || changeset.BlobID(b) != blob {
+			continue // it changed again meanwhile: the next look records it
+		}
+		if err := m.keepVersion(r, blob, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keepVersion keeps a version of a file, masked as the diff is (the run's
+// declared secrets, credential shapes): only the frozen blobs hold a
+// change's bytes unmasked. Masking keeps lines as lines, so the versions
+// still follow each other, and the diff's hunks, line for line.
+func (m *Manager) keepVersion(r *paddock.Run, blob string, b []byte) error {
+	dst := filepath.Join(m.provDir(r.ID), blob)
+	if _, err := os.Stat(dst); err == nil {
+		return nil
+	}
+	masked := m.redactor(r).Bytes(b)
+	return durable.WriteFileFrom(dst, false, func(w io.Writer) error { _, err := w.Write(masked); return err })
+}
+
+func readCapped(root *os.Root, path string, n int64) ([]byte, error) {
+	f, err := root.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, n+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > n {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, n)
+	}
+	return b, nil
+}
+
+// Blame says, for each hunk of run id's change set (the submitted one
+// with that hash, or the live one when hash is empty), which tool calls
+// and commands wrote its lines: their events' seq, time and what they
+// were. Hunks are numbered as approve --hunks takes them.
+func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, error) {
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var cs *paddock.ChangeSet
+	if hash != "" {
+		if hash, err = changeset.ParseHash(hash); err != nil {
+			return nil, err
+		}
+		if cs, err = m.frozen(id, hash); err != nil {
+			return nil, paddock.Errorf(paddock.CodeNotFound, "run %s has no submitted change set %s", id, hash)
+		}
+	} else if cs, err = m.ChangeSet(ctx, id); err != nil {
+		return nil, err
+	}
+	sections, err := m.sectionsOf(cs)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := m.checkRepo(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	mu := m.provLock(id)
+	mu.Lock()
+	recs, err := m.readJournal(id)
+	mu.Unlock()
+	if err != nil {
+		return nil, internal("reading the run's provenance failed", err)
+	}
+	entries := map[string]paddock.ChangeEntry{}
+	for _, e := range cs.Entries {
+		entries[e.Path] = e
+	}
+	out := &paddock.Blame{Run: id, Hash: cs.Hash, Hunks: []paddock.HunkBlame{}}
+	seqs := map[int64]bool{}
+	for _, s := range sections {
+		e, ok := entries[s.Path]
+		origins := map[int][]int64{}
+		if ok && len(s.Hunks) > 0 && !e.Binary && e.Size <= maxTracked {
+			origins = m.blameSection(ctx, r, repo.CommonDir, r.Workspace.BaseRevision, s, e, recs)
+		}
+		lastTouch := lastChange(recs, s.Path)
+		units := s.Hunks
+		if len(units) == 0 {
+			units = []*changeset.Hunk{{N: s.N}}
+		}
+		for _, h := range units {
+			hb := paddock.HunkBlame{N: h.N, Path: s.Path, Header: strings.TrimRight(h.Header, "\n"), Seqs: origins[h.N]}
+			if hb.Seqs == nil {
+				hb.Seqs = []int64{lastTouch} // a whole-file unit: the last call that changed it
+			}
+			for _, q := range hb.Seqs {
+				seqs[q] = true
+			}
+			out.Hunks = append(out.Hunks, hb)
+		}
+	}
+	out.Sources, err = m.sources(ctx, id, seqs)
+	return out, err
+}
+
+// sectionsOf reads cs's diff into its sections.
+func (m *Manager) sectionsOf(cs *paddock.ChangeSet) ([]*changeset.Section, error) {
+	d, err := changeset.OpenDiff(cs)
+	if err != nil {
+		return nil, internal("reading the diff failed", err)
+	}
+	defer d.Close()
+	sections, err := changeset.ParseDiff(d)
+	if err != nil {
+		var pe *paddock.Error
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, internal("reading the diff failed", err)
+	}
+	return sections, nil
+}
+
+// lastChange is the seq of the last journal record that changed path (0: none).
+func lastChange(recs []provRecord, path string) int64 {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if _, ok := recs[i].Changes[path]; ok {
+			return recs[i].Seq
+		}
+	}
+	return 0
+}
+
+// blameSection follows e's file from the base through the journal's
+// versions of it to its content in the change set.
+func (m *Manager) blameSection(ctx context.Context, r *paddock.Run, gitDir, base string, s *changeset.Section, e paddock.ChangeEntry, recs []provRecord) map[int][]int64 {
+	// Every version is compared masked, as the versions are kept and as
+	// the diff shows them.
+	red := m.redactor(r)
+	baseB, err := m.Git.FileAt(ctx, gitDir, base, e.Path)
+	if err != nil {
+		baseB = nil // a new file
+	}
+	baseB = red.Bytes(baseB)
+	var versions []changeset.Version
+	for _, rec := range recs {
+		blob, ok := rec.Changes[e.Path]
+		if !ok {
+			continue
+		}
+		var content []byte
+		switch blob {
+		case "":
+		case "base":
+			content = baseB
+		default:
+			b, err := os.ReadFile(filepath.Join(m.provDir(r.ID), blob))
+			if err != nil {
+				continue // not kept (too large): the versions around it tell
+			}
+			content = b
+		}
+		versions = append(versions, changeset.Version{Seq: rec.Seq, Content: content})
+	}
+	final, err := m.changeSets(r.ID).ReadBlob(e.NewBlob)
+	if err != nil {
+		final, err = os.ReadFile(filepath.Join(m.provDir(r.ID), e.NewBlob))
+	}
+	if err == nil {
+		final = red.Bytes(final)
+		if len(versions) == 0 || string(versions[len(versions)-1].Content) != string(final) {
+			versions = append(versions, changeset.Version{Seq: 0, Content: final}) // what no recorded call explains
+		}
+	}
+	added, removed := changeset.LineOrigins(baseB, versions)
+	return changeset.HunkOrigins(s, added, removed)
+}
+
+// sources describes the events seqs name.
+func (m *Manager) sources(ctx context.Context, id string, seqs map[int64]bool) (map[int64]paddock.HunkSource, error) {
+	out := map[int64]paddock.HunkSource{}
+	for seq := range seqs {
+		if seq == 0 {
+			out[0] = paddock.HunkSource{What: "not recorded (a change no tool call or command recorded explains)"}
+			continue
+		}
+		evs, err := m.Events(ctx, id, seq-1, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 {
+			continue
+		}
+		out[seq] = paddock.HunkSource{Seq: seq, Time: evs[0].Time, Type: evs[0].Type, What: describe(evs[0])}
+	}
+	return out, nil
+}
+
+// describe says in one line what an event's call was.
+func describe(e *paddock.Event) string {
+	var d struct {
+		Tool string          `json:"tool"`
+		Args json.RawMessage `json:"args"`
+		Argv []string        `json:"argv"`
+	}
+	json.Unmarshal(e.Data, &d)
+	switch {
+	case len(d.Argv) > 0:
+		s := strings.Join(d.Argv, " ")
+		if len(s) > 120 {
+			s = s[:117] + "..."
+		}
+		return "exec: " + s
+	case d.Tool != "":
+		var a struct{ Path, From, To string }
+		json.Unmarshal(d.Args, &a)
+		switch {
+		case a.From != "":
+			return d.Tool + " " + a.From + " → " + a.To
+		case a.Path != "":
+			return d.Tool + " " + a.Path
+		}
+		return d.Tool
+	}
+	return e.Type
+}
+
+// ApproveHunks approves only the chosen hunks of run id's submitted change
+// set hash (see changeset.Partial): the change set they make is frozen
+// beside it, under its own hash, and becomes what is approved and what an
+// apply writes. The whole change set is still there to approve instead
+// (a new submission replaces both).
+func (m *Manager) ApproveHunks(ctx context.Context, id, hash string, hunks []int, by string) (*paddock.Submission, error) {
+	if err := m.refuseReview(ctx, id, "be approved"); err != nil {
+		return nil, err
+	}
+	hash, err := changeset.ParseHash(hash)
+	if err != nil {
+		return nil, err
+	}
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s, err := m.submission(id)
+	if err != nil {
+		return nil, err
+	}
+	full := cmp.Or(s.PartOf, s.Hash)
+	if hash != full {
+		return nil, paddock.Errorf(paddock.CodeConflict, "%s differs from the hash of run %s's submitted change set; nothing was approved. Review the change set (paddock diff %s --blame) and approve the hash you reviewed", hash, id, id)
+	}
+	if s.AppliedTo != "" {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
+	}
+	cs, err := m.frozen(id, full)
+	if err != nil {
+		return nil, internal("reading the submitted change set failed", err)
+	}
+	sections, err := m.sectionsOf(cs)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := m.checkRepo(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	store := m.changeSets(id)
+	part, blobs, err := changeset.Partial(cs, sections, hunks,
+		func(path string) ([]byte, error) {
+			b, err := m.Git.FileAt(ctx, repo.CommonDir, r.Workspace.BaseRevision, path)
+			if err != nil {
+				return nil, internal("reading the base failed", err)
+			}
+			return b, nil
+		},
+		func(e paddock.ChangeEntry) ([]byte, error) {
+			b, err := store.ReadBlob(e.NewBlob)
+			if err != nil {
+				return nil, internal("reading the frozen change set failed", err)
+			}
+			return b, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	f, err := store.CreateDiff()
+	if err != nil {
+		return nil, internal("saving the approved hunks failed", err)
+	}
+	_, werr := io.WriteString(f, part.Diff)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(f.Name())
+		return nil, internal("saving the approved hunks failed", err)
+	}
+	defer os.Remove(f.Name())
+	part.DiffFile = f.Name()
+	if part.DiffOmitted {
+		part.Diff = ""
+		if part.Hash, err = changeset.Hash(part); err != nil {
+			return nil, internal("hashing the approved hunks failed", err)
+		}
+	}
+	for blob, content := range blobs {
+		if err := durable.WriteFileFrom(store.BlobPath(blob), false, func(w io.Writer) error { _, err := w.Write(content); return err }); err != nil {
+			return nil, internal("saving the approved hunks failed", err)
+		}
+	}
+	if err := store.KeepFrozenDiff(part); err != nil {
+		return nil, internal("saving the approved hunks failed", err)
+	}
+	if err := durable.SyncFS(store.Dir); err != nil {
+		return nil, internal("saving the approved hunks failed", err)
+	}
+	if err := store.Save(part); err != nil {
+		return nil, internal("saving the approved hunks failed", err)
+	}
+	slices.Sort(hunks)
+	hunks = slices.Compact(hunks)
+	approved := &paddock.Submission{RunID: id, Hash: part.Hash, SubmittedAt: s.SubmittedAt, ApprovedBy: by, ApprovedAt: now(), PartOf: full, Hunks: hunks}
+	if err := m.saveSubmission(approved); err != nil {
+		return nil, err
+	}
+	err = m.record(ctx, id, paddock.EventApproved, map[string]any{"hash": part.Hash, "by": by, "part_of": full, "hunks": hunks, "entries": len(part.Entries)})
+	return approved, err
+}
