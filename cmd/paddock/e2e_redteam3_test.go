@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"io"
 	"os"
 	"path/filepath"
@@ -125,4 +126,30 @@ func labelsOf(cs paddock.ChangeSet) map[string][]string {
 		out[e.Path] = e.Risks
 	}
 	return out
+}
+
+// TestRedteam3BundleCarriesAShiftedBase64Secret: the secret labeller
+// knows a declared secret's base64 only as base64 of the value alone. A
+// file holding the base64 of "API_TOKEN=<value>" (an env file in a config
+// map: nothing an agent must be clever to write) shifts the value by 10
+// bytes, and none of its encoded characters match: the entry is not
+// labelled secret, the diff shows it unmasked and `paddock bundle` writes
+// it into a file meant to travel. Both must see it (any of the three
+// alignments of base64), as they see the value's own base64.
+func TestRedteam3BundleCarriesAShiftedBase64Secret(t *testing.T) {
+	home, _ := reviewDaemon(t)
+	os.WriteFile(filepath.Join(home, "secrets", "API_TOKEN"), []byte(contractSecret+"\n"), 0o600)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--secret", "API_TOKEN").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'API_TOKEN=%s\n' "$API_TOKEN" | base64 -w0 > env.b64`).must(t)
+	enc := base64.StdEncoding.EncodeToString([]byte("API_TOKEN=" + contractSecret + "\n"))
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	if strings.Contains(cs.Diff, enc) {
+		t.Errorf("the change set's diff shows the declared secret in base64, unmasked: %s", enc)
+	}
+	file := filepath.Join(t.TempDir(), "run.bundle")
+	res := cli(t, home, "bundle", id, "-o", file)
+	if res.code == 0 {
+		raw, _ := os.ReadFile(file)
+		t.Errorf("the bundle was written (it carries the secret's base64: %v)", bytes.Contains(raw, []byte(enc)))
+	}
 }
