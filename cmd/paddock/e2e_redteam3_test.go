@@ -19,6 +19,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/bundle"
 	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/gitx/gittest"
 )
 
 // forgeBundle reads the bundle at file (any signer), lets edit change
@@ -151,5 +152,46 @@ func TestRedteam3BundleCarriesAShiftedBase64Secret(t *testing.T) {
 	if res.code == 0 {
 		raw, _ := os.ReadFile(file)
 		t.Errorf("the bundle was written (it carries the secret's base64: %v)", bytes.Contains(raw, []byte(enc)))
+	}
+}
+
+// TestRedteam3QueueMovesABranchCheckedOutElsewhere: the queue refuses the
+// branch checked out in the project's main working tree, and asks only
+// there (landable reads HEAD): a branch checked out in a linked `git
+// worktree` is moved by update-ref under that worktree's files (its
+// index and files then say the landing's reverse is a local change), and
+// `queue undo` moves a branch back with no check at all, even the one
+// checked out in the main working tree now. Both must be refused, as
+// the checked-out branch is.
+func TestRedteam3QueueMovesABranchCheckedOutElsewhere(t *testing.T) {
+	home, repo := reviewDaemon(t)
+	gittest.Git(t, repo, "branch", "release")
+	gittest.Git(t, repo, "branch", "other")
+	wt := filepath.Join(t.TempDir(), "wt")
+	gittest.Git(t, repo, "worktree", "add", "-q", wt, "release")
+	t.Cleanup(func() { gittest.Git(t, repo, "worktree", "remove", "--force", wt) })
+
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'from the queue\n' > README.md`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	before := strings.TrimSpace(gittest.Git(t, repo, "rev-parse", "release"))
+	res := cli(t, home, "queue", "add", id, "--to", "release", "--wait=60s")
+	if after := strings.TrimSpace(gittest.Git(t, repo, "rev-parse", "release")); after != before {
+		st := gittest.Git(t, wt, "status", "--porcelain")
+		t.Errorf("the queue moved release, checked out in the linked worktree %s, under its files (exit %d); git status there now:\n%s", wt, res.code, st)
+	}
+
+	// Undo: land on "other", then check it out; undo must not move it.
+	id2 := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id2, "--", "sh", "-c", `printf 'two\n' > two.txt`).must(t)
+	cs2 := decode[paddock.ChangeSet](t, cli(t, home, "submit", id2, "--json"))
+	cli(t, home, "approve", id2, "--hash", cs2.Hash).must(t)
+	cli(t, home, "queue", "add", id2, "--to", "other", "--wait=60s").must(t)
+	gittest.Git(t, repo, "checkout", "-q", "other")
+	landed := strings.TrimSpace(gittest.Git(t, repo, "rev-parse", "other"))
+	cli(t, home, "queue", "undo", id2)
+	if now := strings.TrimSpace(gittest.Git(t, repo, "rev-parse", "other")); now != landed {
+		t.Errorf("queue undo moved branch other, checked out in the project's working tree, under its files; git status:\n%s", gittest.Git(t, repo, "status", "--porcelain"))
 	}
 }
