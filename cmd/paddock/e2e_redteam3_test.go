@@ -195,3 +195,47 @@ func TestRedteam3QueueMovesABranchCheckedOutElsewhere(t *testing.T) {
 		t.Errorf("queue undo moved branch other, checked out in the project's working tree, under its files; git status:\n%s", gittest.Git(t, repo, "status", "--porcelain"))
 	}
 }
+
+// TestRedteam3QueueAndApplyLandTwice: the queue checks that a run was
+// not applied when its entry is added and when its turn comes, then runs
+// the project's checks (as long as they take) and moves the branch
+// without looking again. A `paddock apply` of the same run meanwhile
+// succeeds, and then the queue lands it as well: one approval, applied
+// twice (and the submission records only the last). One of the two must
+// be refused.
+func TestRedteam3QueueAndApplyLandTwice(t *testing.T) {
+	home, repo := reviewDaemon(t)
+	gittest.Commit(t, repo, "a slow check", map[string]string{"Makefile": "test:\n\tsleep 4\n"})
+	gittest.Git(t, repo, "branch", "release")
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'once\n' > once.txt`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	cli(t, home, "queue", "add", id, "--to", "release").must(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		e := decode[paddock.QueueEntry](t, cli(t, home, "queue", "show", id, "--json"))
+		if e.State == paddock.QueueTesting && e.TestRun != "" {
+			break
+		}
+		if time.Now().After(deadline) || !strings.Contains("queued testing", e.State) {
+			t.Fatalf("the entry never got to its check: %+v", e)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	applied := cli(t, home, "apply", id, "--to", "branch=direct")
+	var final paddock.QueueEntry
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		final = decode[paddock.QueueEntry](t, cli(t, home, "queue", "show", id, "--json"))
+		if final.State != paddock.QueueQueued && final.State != paddock.QueueTesting && final.State != paddock.QueueLanding {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the entry never finished: %+v", final)
+		}
+	}
+	if applied.code == 0 && final.State == paddock.QueueLanded {
+		t.Errorf("run %s was applied to branch direct and landed on release by the queue: one approval, two landings (release: %s)",
+			id, strings.TrimSpace(gittest.Git(t, repo, "log", "--oneline", "-1", "release")))
+	}
+}
