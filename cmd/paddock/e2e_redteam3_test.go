@@ -239,3 +239,31 @@ func TestRedteam3QueueAndApplyLandTwice(t *testing.T) {
 			id, strings.TrimSpace(gittest.Git(t, repo, "log", "--oneline", "-1", "release")))
 	}
 }
+
+// TestRedteam3QueueCheckRunsTheAgentsRecipe: `paddock verify` runs the
+// manifest's checks with the base's recipes (a Makefile the agent edits
+// is staged back), so an agent cannot make its own check pass. The
+// queue's check runs in a read run made at the replayed commit, and reads
+// the manifest and the recipes there: the change set's own Makefile. A
+// run that breaks the check (touch broken) and rewrites the recipe
+// (test: true) fails `paddock verify`, and lands through the queue, whose
+// whole point is that a landing passed the branch's checks. The queue
+// must check with the recipes of the branch's tip, as verify does with
+// the base's.
+func TestRedteam3QueueCheckRunsTheAgentsRecipe(t *testing.T) {
+	home, repo := reviewDaemon(t)
+	gittest.Commit(t, repo, "a check", map[string]string{"Makefile": "test:\n\ttest ! -e broken\n"})
+	gittest.Git(t, repo, "branch", "release")
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `touch broken && printf 'test:\n\ttrue\n' > Makefile`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	if v := cli(t, home, "verify", id); v.code == 0 {
+		t.Fatalf("verify passed a run that breaks the check; the premise is gone:\n%s", v.out)
+	}
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	res := cli(t, home, "queue", "add", id, "--to", "release", "--wait=60s")
+	if res.code == 0 {
+		t.Errorf("the queue landed a run whose check fails with the branch's recipe: it ran the change set's own Makefile (release: %s)",
+			gittest.Git(t, repo, "ls-tree", "--name-only", "release"))
+	}
+}
