@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"encoding/base64"
 	"io"
 	"net/http"
@@ -330,39 +329,5 @@ func killCmdlines(s string) {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-	}
-}
-
-// TestRedteam3ReviewPageEscapesAgentHTML: an agent writes HTML and
-// script into a file's name, its content (an .html file, highlighted),
-// and the commands its events record; the review page shows all of it
-// as text in both diff views: nothing runs, no element is injected, and
-// the Content-Security-Policy had nothing to block.
-func TestRedteam3ReviewPageEscapesAgentHTML(t *testing.T) {
-	b := needBrowser(t)
-	b.script = filepath.Join(filepath.Dir(b.script), "redteam3.mjs")
-	home, _ := reviewDaemon(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
-	payload := `<img src=x onerror=window.__pwned=1><svg onload=window.__pwned=2></svg><script>window.__pwned=3</script>`
-	cli(t, home, "exec", id, "--", "sh", "-c",
-		`printf '%s\n' "$1" > "$2.html" && printf '%s\n' "$1" > README.md && printf '</td></tr></table>%s\n' "$1" > page.html`, "sh", payload, `<img src=x onerror=window.__pwned=4>`).must(t)
-	cli(t, home, "submit", id).must(t)
-	cmd, _, out, stderr := b.start(t, ctx, home, "redteam3", id)
-	line := finish(t, cmd, out, stderr)
-	var got struct {
-		OK       bool     `json:"ok"`
-		Pwned    any      `json:"pwned"`
-		Injected []string `json:"injected"`
-		CSP      []string `json:"csp"`
-		Shown    bool     `json:"shown"`
-		Errors   []string `json:"errors"`
-	}
-	if err := json.Unmarshal([]byte(line), &got); err != nil || !got.OK {
-		t.Fatalf("the browser script: %s %v", line, err)
-	}
-	if got.Pwned != nil || len(got.Injected) > 0 || len(got.CSP) > 0 || !got.Shown {
-		t.Errorf("the agent's HTML reached the page as markup: %+v", got)
 	}
 }
