@@ -331,3 +331,34 @@ func killCmdlines(s string) {
 		}
 	}
 }
+
+// TestRedteam3BundleRevivesARejectedApproval: a change set approved and
+// then rejected (a reviewer found what the approver missed) keeps its
+// submission and approval on disk, and `paddock bundle` writes it with
+// the approval, the rejection only an event in the log that neither
+// verify-bundle nor import reads. Imported where the signer is trusted
+// (here: the same daemon, whose key it trusts), it comes back approved,
+// ready to apply. A rejected run must not bundle, or its bundle must not
+// carry the approval.
+func TestRedteam3BundleRevivesARejectedApproval(t *testing.T) {
+	home, repo := reviewDaemon(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'rejected after all\n' > README.md`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	cli(t, home, "reject", id).must(t)
+	file := filepath.Join(t.TempDir(), "run.bundle")
+	if res := cli(t, home, "bundle", id, "-o", file); res.code != 0 {
+		return // held: a rejected run is not bundled
+	}
+	res := cli(t, home, "import", file, "--json")
+	if res.code != 0 {
+		return // held
+	}
+	imp := decode[paddock.ImportResult](t, res)
+	if imp.Approved {
+		applied := cli(t, home, "apply", imp.Run.ID, "--to", "branch=revived")
+		t.Errorf("run %s was rejected after its approval; its bundle imported approved (%s), and applied: exit %d, branch revived: %q",
+			id, imp.Run.ID, applied.code, strings.TrimSpace(gittest.Git(t, repo, "log", "--oneline", "-1", "revived", "--")))
+	}
+}
