@@ -362,3 +362,38 @@ func TestRedteam3BundleRevivesARejectedApproval(t *testing.T) {
 			id, imp.Run.ID, applied.code, strings.TrimSpace(gittest.Git(t, repo, "log", "--oneline", "-1", "revived", "--")))
 	}
 }
+
+// TestRedteam3ImportRefusesHostilePaths: a forged bundle (any key,
+// imported --untrusted) whose change set writes into .git under any
+// spelling, out of the workspace, at an absolute path, or at a name with
+// a NUL: import writes through the working tools, so each is refused and
+// nothing lands outside the run (held).
+func TestRedteam3ImportRefusesHostilePaths(t *testing.T) {
+	home, repo := reviewDaemon(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf '[core]\n\tfsmonitor = touch /tmp/pwned-red3\n' > README.md`).must(t)
+	cli(t, home, "submit", id).must(t)
+	file := filepath.Join(t.TempDir(), "run.bundle")
+	cli(t, home, "bundle", id, "-o", file).must(t)
+	gitConfig, _ := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	for _, p := range []string{".git/config", ".GIT/hooks/post-checkout", "sub/.git/config", "../escape-red3", "/tmp/abs-red3", "a\x00b", ".git"} {
+		forged, _ := forgeBundle(t, file, func(c *paddock.ChangeSet) {
+			e := c.Entries[0]
+			e.Path, e.Op, e.OldMode, e.OldBlob, e.Risks, e.Blocked = p, paddock.OpCreate, "", "", nil, ""
+			c.Entries = append(c.Entries, e)
+		})
+		if res := cli(t, home, "import", forged, "--untrusted"); res.code == 0 {
+			t.Errorf("an entry at %q was imported", p)
+		} else {
+			t.Logf("%q: %s", p, strings.TrimSpace(res.err))
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, ".git", "config")); !bytes.Equal(b, gitConfig) {
+		t.Errorf("the project's .git/config changed:\n%s", b)
+	}
+	for _, p := range []string{"/tmp/abs-red3", "/tmp/pwned-red3", filepath.Join(home, "escape-red3"), filepath.Join(home, "workspaces", "escape-red3")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+}
