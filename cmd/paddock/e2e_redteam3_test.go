@@ -397,3 +397,56 @@ func TestRedteam3ImportRefusesHostilePaths(t *testing.T) {
 		}
 	}
 }
+
+// TestRedteam3QueueKilledDuringItsCheck: a daemon killed with -9 while a
+// queue entry is being checked: the next one queues the entry again and
+// lands it, once; the throwaway read run the cut check was made in is
+// given back, not left as a live run holding a workspace.
+func TestRedteam3QueueKilledDuringItsCheck(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, "paddock.toml"), []byte("apply_name = \"Ada\"\napply_email = \"ada@example.com\"\n"), 0o600)
+	d := startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	gittest.Commit(t, repo, "a slow check", map[string]string{"Makefile": "test:\n\tsleep 3\n"})
+	gittest.Git(t, repo, "branch", "release")
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'once\n' > once.txt`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	cli(t, home, "queue", "add", id, "--to", "release").must(t)
+	var cut string
+	for deadline := time.Now().Add(30 * time.Second); cut == ""; time.Sleep(50 * time.Millisecond) {
+		e := decode[paddock.QueueEntry](t, cli(t, home, "queue", "show", id, "--json"))
+		if e.State == paddock.QueueTesting && e.TestRun != "" {
+			cut = e.TestRun
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the entry never got to its check: %+v", e)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // inside make test
+	d.kill9()
+	startDaemon(t, home)
+	var final paddock.QueueEntry
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		final = decode[paddock.QueueEntry](t, cli(t, home, "queue", "show", id, "--json"))
+		if final.State != paddock.QueueQueued && final.State != paddock.QueueTesting && final.State != paddock.QueueLanding {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the entry never finished after the restart: %+v", final)
+		}
+	}
+	if final.State != paddock.QueueLanded {
+		t.Fatalf("after the restart: %+v", final)
+	}
+	if n := strings.Count(gittest.Git(t, repo, "log", "--format=%s", "release"), "land run "+id); n != 1 {
+		t.Errorf("release holds %d landings of %s", n, id)
+	}
+	if st := runState(t, home, cut).State(); st != paddock.StateRejected && st != paddock.StateCleaned && st != paddock.StateCleanupPending {
+		t.Errorf("the queue's test run %s, cut by the kill, is left %s", cut, st)
+	}
+}
