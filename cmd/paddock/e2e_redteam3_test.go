@@ -450,3 +450,20 @@ func TestRedteam3QueueKilledDuringItsCheck(t *testing.T) {
 		t.Errorf("the queue's test run %s, cut by the kill, is left %s", cut, st)
 	}
 }
+
+// TestRedteam3BundleRefusesASecretInABinaryFile: the declared secret's
+// value inside a binary file (its diff is a binary patch, which masking
+// withholds): the bundle, which carries the blob in clear, is refused
+// all the same (held).
+func TestRedteam3BundleRefusesASecretInABinaryFile(t *testing.T) {
+	home, _ := reviewDaemon(t)
+	os.WriteFile(filepath.Join(home, "secrets", "API_TOKEN"), []byte(contractSecret+"\n"), 0o600)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--secret", "API_TOKEN").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf '\000\001%s\377' "$API_TOKEN" > blob.bin`).must(t)
+	cli(t, home, "submit", id).must(t)
+	file := filepath.Join(t.TempDir(), "run.bundle")
+	if res := cli(t, home, "bundle", id, "-o", file); res.code == 0 {
+		raw, _ := os.ReadFile(file)
+		t.Errorf("a change set with the secret in a binary file was bundled (the value in clear in it: %v)", bytes.Contains(raw, []byte(contractSecret)))
+	}
+}
