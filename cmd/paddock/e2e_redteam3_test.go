@@ -467,3 +467,35 @@ func TestRedteam3BundleRefusesASecretInABinaryFile(t *testing.T) {
 		t.Errorf("a change set with the secret in a binary file was bundled (the value in clear in it: %v)", bytes.Contains(raw, []byte(contractSecret)))
 	}
 }
+
+// TestRedteam3QueueDirectoryMadeAFile: the run adds dir/f.txt; the branch
+// has since made dir a file. The replay takes dir/f.txt as untouched by
+// the branch (ls-tree finds nothing there, at the base or the tip),
+// stages it beside the file dir, and git or the commit's check refuses:
+// the entry comes back as "internal error", which tells the person
+// nothing. It is a conflict in dir/f.txt (the file dir is in the way)
+// and must say so, as the other conflicts do.
+func TestRedteam3QueueDirectoryMadeAFile(t *testing.T) {
+	home, repo := reviewDaemon(t)
+	gittest.Commit(t, repo, "a directory", map[string]string{"dir/e.txt": "e\n"})
+	gittest.Git(t, repo, "branch", "release")
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'f\n' > dir/f.txt`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	gittest.Git(t, repo, "worktree", "add", "-q", wt, "release")
+	gittest.Git(t, wt, "rm", "-q", "-r", "dir")
+	os.WriteFile(filepath.Join(wt, "dir"), []byte("now a file\n"), 0o644)
+	gittest.Git(t, wt, "add", "-A")
+	gittest.Git(t, wt, "commit", "-q", "-m", "dir is a file now")
+	gittest.Git(t, repo, "worktree", "remove", wt)
+	res := cli(t, home, "queue", "add", id, "--to", "release", "--wait=60s")
+	if res.code == 0 {
+		t.Fatalf("landed: %s", gittest.Git(t, repo, "ls-tree", "-r", "--name-only", "release"))
+	}
+	e := decode[paddock.QueueEntry](t, cli(t, home, "queue", "show", id, "--json"))
+	if e.State != paddock.QueueReturned || !strings.Contains(e.Reason, "dir") || strings.Contains(e.Reason, "internal") {
+		t.Errorf("came back as %s, %q: not a conflict that names dir/f.txt", e.State, e.Reason)
+	}
+}
