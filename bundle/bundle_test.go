@@ -88,7 +88,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	defer b.Close()
 	if !b.Trusted || b.Signer != KeyID(key.Public().(ed25519.PublicKey)) || b.ChangeSet.Hash != c.ChangeSet.Hash ||
-		b.Submission.ApprovedBy != "ada" || len(b.Events) != 4 || len(b.Verified) != 1 || !b.Verified[0].Current {
+		b.Submission.ApprovedBy != "ada" || b.Events != 4 || len(b.Verified) != 1 || !b.Verified[0].Current {
 		t.Fatalf("read back: %+v", b)
 	}
 	got, err := changeset.Store{Dir: filepath.Dir(filepath.Dir(b.BlobPath("x")))}.ReadBlob(c.ChangeSet.Entries[1].NewBlob)

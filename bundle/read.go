@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"crypto/ed25519"
 	"crypto/sha1"
@@ -42,8 +43,11 @@ const DefaultMaxSize = paddock.MaxBundle
 // maxMeta bounds each JSON document of a bundle (the events excepted).
 const maxMeta = 16 << 20
 
-// maxEvents bounds the event log.
-const maxEvents = 256 << 20
+// maxEvents bounds the event log, maxEventLine one event in it.
+const (
+	maxEvents    = 256 << 20
+	maxEventLine = 4 << 20
+)
 
 // Verification is what a verify result in the event log says.
 type Verification struct {
@@ -66,9 +70,15 @@ type Bundle struct {
 	Submission  *paddock.Submission      `json:"submission"`
 	Access      []*paddock.AccessRequest `json:"access"`
 	Enforcement *paddock.Enforcement     `json:"enforcement"`
-	Events      []*paddock.Event         `json:"-"`
-	Verified    []Verification           `json:"verified"`
-	dir         string
+	// Events counts the event log's events; EventsPath is where it is
+	// kept until Close (it is never held in memory whole).
+	Events     int            `json:"events"`
+	EventsPath string         `json:"-"`
+	Verified   []Verification `json:"verified"`
+	// Rejected says the log records the run's rejection: an approval
+	// before it no longer stands.
+	Rejected bool `json:"rejected,omitempty"`
+	dir      string
 }
 
 // BlobPath is where the blob id of a read bundle is kept.
@@ -151,13 +161,15 @@ func Read(r io.Reader, o Options) (b *Bundle, err error) {
 				return nil, invalid("%q is not a blob's name", name)
 			}
 			sum, err = keep(tr, b.BlobPath(id), name, blobHasher(id, h.Size))
-		case slices.Contains([]string{RunFile, ChangeSetFile, SubmissionFile, AccessFile, EnforcementFile, EventsFile}, name):
-			limit := int64(maxMeta)
-			if name == EventsFile {
-				limit = maxEvents
+		case name == EventsFile:
+			if h.Size > maxEvents {
+				return nil, invalid("%s is larger than %d bytes", name, maxEvents)
 			}
+			b.EventsPath = filepath.Join(dir, "events.jsonl")
+			sum, err = keep(tr, b.EventsPath, name, nil)
+		case slices.Contains([]string{RunFile, ChangeSetFile, SubmissionFile, AccessFile, EnforcementFile}, name):
 			var doc []byte
-			if doc, err = readAll(tr, limit, name); err == nil {
+			if doc, err = readAll(tr, maxMeta, name); err == nil {
 				docs[name] = doc
 				s := sha256.Sum256(doc)
 				sum = FileSum{Name: name, Size: int64(len(doc)), SHA256: hex.EncodeToString(s[:])}
@@ -239,14 +251,6 @@ func (b *Bundle) decode(docs map[string][]byte) error {
 		}
 	}
 	b.ChangeSet = cs
-	dec := json.NewDecoder(bytes.NewReader(docs[EventsFile]))
-	for dec.More() {
-		var e paddock.Event
-		if err := dec.Decode(&e); err != nil {
-			return invalid("%s: %v", EventsFile, err)
-		}
-		b.Events = append(b.Events, &e)
-	}
 	if b.Access == nil {
 		b.Access = []*paddock.AccessRequest{}
 	}
@@ -301,16 +305,34 @@ func (b *Bundle) checkRecord() error {
 		return invalid("the submission is not of this change set and run")
 	}
 	var approved, submitted bool
-	for i, e := range b.Events {
-		if e.RunID != b.Run.ID || e.Seq != int64(i+1) {
-			return invalid("the event log is not the run's whole log in order (event %d)", i+1)
+	// The log is read a line at a time from its file: what is kept of it
+	// is counts and the verify results, whatever its size.
+	f, err := os.Open(b.EventsPath)
+	if err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxEventLine)
+	for sc.Scan() {
+		var e paddock.Event
+		if err := strictUnmarshal(sc.Bytes(), &e, EventsFile); err != nil {
+			return err
+		}
+		b.Events++
+		if e.RunID != b.Run.ID || e.Seq != int64(b.Events) {
+			return invalid("the event log is not the run's whole log in order (event %d)", b.Events)
 		}
 		var d struct {
 			Hash   string `json:"hash"`
 			Passed bool   `json:"passed"`
 			Stale  bool   `json:"stale"`
+			To     string `json:"to"`
 		}
 		json.Unmarshal(e.Data, &d)
+		if e.Type == paddock.TransitionEvent && d.To == string(paddock.StateRejected) {
+			b.Rejected = true
+		}
 		switch e.Type {
 		case paddock.EventSubmitted:
 			// Some hunks approved: the submission was of the whole.
@@ -320,6 +342,9 @@ func (b *Bundle) checkRecord() error {
 		case paddock.EventVerified:
 			b.Verified = append(b.Verified, Verification{Seq: e.Seq, Hash: d.Hash, Passed: d.Passed, Stale: d.Stale, Current: d.Hash == hash && !d.Stale})
 		}
+	}
+	if err := sc.Err(); err != nil {
+		return invalid("%s: %v", EventsFile, err)
 	}
 	if !submitted {
 		return invalid("the event log does not record the submission of %s", hash)
@@ -414,4 +439,24 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.n -= int64(n)
 	return n, err
+}
+
+// ReadEvents reads the whole event log of a read bundle (checked already;
+// as large as the log is).
+func (b *Bundle) ReadEvents() ([]*paddock.Event, error) {
+	f, err := os.Open(b.EventsPath)
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	defer f.Close()
+	var out []*paddock.Event
+	dec := json.NewDecoder(f)
+	for dec.More() {
+		var e paddock.Event
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("bundle: %w", err)
+		}
+		out = append(out, &e)
+	}
+	return out, nil
 }

@@ -467,3 +467,20 @@ func (g *Git) DiffCommits(ctx context.Context, gitDir, a, b string, paths []stri
 	}
 	return out, nil
 }
+
+// CheckedOut lists the branches checked out in any working tree of the
+// repository whose work tree is dir: its own and every linked one
+// (git worktree). Moving one of them moves it under someone's files.
+func (g *Git) CheckedOut(ctx context.Context, dir string) ([]string, error) {
+	out, err := g.run(ctx, repoAt(dir), "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("gitx: worktree list: %w", err)
+	}
+	var branches []string
+	for _, f := range bytes.Split(out, []byte{0}) {
+		if b, ok := strings.CutPrefix(string(f), "branch refs/heads/"); ok {
+			branches = append(branches, b)
+		}
+	}
+	return branches, nil
+}

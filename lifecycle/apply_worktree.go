@@ -37,6 +37,11 @@ func (m *Manager) applier() *apply.Applier {
 // by line (git merge-file) instead of refused. Undo puts the user's
 // version back.
 func (m *Manager) ApplyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error) {
+	unlock, err := m.lockLanding(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	s, err := m.applyToWorktree(ctx, id, threeWay)
 	if err != nil {
 		m.applyFailed(ctx, id, "worktree", err)

@@ -83,6 +83,14 @@ func (m *Manager) Bundle(ctx context.Context, id string, w io.Writer) error {
 		}
 		after = evs[len(evs)-1].Seq
 	}
+	for _, e := range events {
+		var d struct {
+			To string `json:"to"`
+		}
+		if e.Type == paddock.TransitionEvent && json.Unmarshal(e.Data, &d) == nil && d.To == string(paddock.StateRejected) {
+			return paddock.Errorf(paddock.CodeConflict, "run %s was rejected: its change set and any approval of it no longer stand; nothing was bundled", id)
+		}
+	}
 	key, err := m.bundleKey()
 	if err != nil {
 		return err
@@ -165,9 +173,24 @@ func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io
 		return nil, err
 	}
 	defer b.Close()
+	limits := m.ChangeSetLimits.WithDefaults()
+	if len(b.ChangeSet.Entries) > limits.MaxEntries {
+		return nil, paddock.Errorf(paddock.CodeTooLarge, "the bundle changes %d paths, more than this daemon's %d (changeset_max_entries); nothing was made", len(b.ChangeSet.Entries), limits.MaxEntries)
+	}
+	var total int64
 	for _, e := range b.ChangeSet.Entries {
 		if e.Blocked != "" || e.NewMode == "120000" || e.OldMode == "120000" || e.NewMode == "160000" || e.OldMode == "160000" {
 			return nil, paddock.Errorf(paddock.CodeUnsupported, "%s is a symbolic link, a submodule or a blocked entry: an import restores files only; nothing was made", e.Path)
+		}
+		if e.Op == paddock.OpDelete {
+			continue
+		}
+		st, err := os.Stat(b.BlobPath(e.NewBlob))
+		if err != nil {
+			return nil, internal("reading the bundle failed", err)
+		}
+		if total += st.Size(); st.Size() > limits.MaxFile || total > limits.MaxTotal {
+			return nil, paddock.Errorf(paddock.CodeTooLarge, "the bundle's %s (%d bytes) is beyond this daemon's change-set limits (changeset_max_file, changeset_max_total); nothing was made", e.Path, st.Size())
 		}
 	}
 	def := agent.ForAccess(paddock.AccessWrite)
@@ -234,8 +257,13 @@ func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle)
 	if diff := entriesDiffer(live.Entries, b.ChangeSet.Entries); diff != "" {
 		return nil, paddock.Errorf(paddock.CodeConflict, "the restored workspace is not the bundled change set (%s); the run is rejected", diff)
 	}
-	cs := *b.ChangeSet
-	cs.RunID = r.ID
+	// What is frozen is what this daemon makes of the restored files (its
+	// own diff and risk labels), never the bundle's say-so: a diff that
+	// does not show the files' content would hash as signed and still lie.
+	if live.Hash != b.ChangeSet.Hash {
+		return nil, paddock.Errorf(paddock.CodeConflict, "the change set of the restored files hashes to %s, not to the bundle's %s: the bundle's diff is not what these files make (or another version of git renders it otherwise); the run is rejected", live.Hash, b.ChangeSet.Hash)
+	}
+	cs := *live
 	store := m.changeSets(r.ID)
 	if err := os.MkdirAll(store.Dir, 0o700); err != nil {
 		return nil, internal("saving the change set failed", err)
@@ -251,7 +279,7 @@ func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle)
 	}
 	res := &paddock.ImportResult{FromRun: b.Run.ID, Hash: cs.Hash, Signer: b.Signer, Trusted: b.Trusted, ApprovedBy: b.Submission.ApprovedBy}
 	s := &paddock.Submission{RunID: r.ID, Hash: cs.Hash, SubmittedAt: now()}
-	if b.Trusted && b.Submission.ApprovedBy != "" {
+	if b.Trusted && b.Submission.ApprovedBy != "" && !b.Rejected {
 		s.ApprovedBy = fmt.Sprintf("%s (on run %s, bundle signed by %s)", b.Submission.ApprovedBy, b.Run.ID, b.Signer)
 		s.ApprovedAt = b.Submission.ApprovedAt
 		res.Approved = true
@@ -268,7 +296,7 @@ func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle)
 	if err := m.record(ctx, r.ID, paddock.EventImported, map[string]any{"from_run": b.Run.ID, "from_project": b.Run.Project,
 		"hash": cs.Hash, "signer": b.PublicKey, "key_id": b.Signer, "trusted": b.Trusted, "approved_by": b.Submission.ApprovedBy,
 		"agent_hash": b.Run.AgentHash, "secrets_not_carried": b.Run.Secrets, "grants_not_carried": grants,
-		"verified": b.Verified, "events": len(b.Events)}); err != nil {
+		"verified": b.Verified, "events": b.Events}); err != nil {
 		return nil, err
 	}
 	if err := m.record(ctx, r.ID, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries), "imported": true}); err != nil {

@@ -284,6 +284,11 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 // not the base with exactly the approved entries (a type change git would
 // resolve by dropping a path the change set does not name).
 func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
+	unlock, err := m.lockLanding(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	s, err := m.applyToBranch(ctx, id, branch, who)
 	if err != nil {
 		m.applyFailed(ctx, id, "branch", err)

@@ -153,6 +153,8 @@ type Manager struct {
 	queueMu      sync.Mutex
 	provMu       sync.Map // run id → *sync.Mutex of its provenance journal (diff --blame)
 	provStates   sync.Map // run id → *provState, under its provMu lock
+	landMu       sync.Map // run id → *sync.Mutex: an apply or a landing at a time
+	checksAt     sync.Map // run id → the revision its checks are read from, when not its base (a queue's check)
 	queueRunning bool
 	queueAgain   bool
 

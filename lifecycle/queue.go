@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -129,6 +132,9 @@ func (m *Manager) QueueAdd(ctx context.Context, id string, req paddock.QueueAddR
 	if err != nil {
 		return nil, err
 	}
+	mu := m.landingLock(id)
+	mu.Lock()
+	defer mu.Unlock()
 	s, _, err := m.approved(ctx, id, p)
 	if err != nil {
 		return nil, err
@@ -175,8 +181,12 @@ func (m *Manager) landable(ctx context.Context, p *paddock.Project, branch strin
 	if _, err := m.Git.Resolve(ctx, p.Root, "refs/heads/"+branch); err != nil {
 		return paddock.Errorf(paddock.CodeNotFound, "project %s has no branch %s", p.Name, branch)
 	}
-	if head, err := m.Git.Resolve(ctx, p.Root, "HEAD"); err == nil && head.Branch == branch {
-		return paddock.Errorf(paddock.CodeConflict, "branch %s is checked out in project %s's working tree: landing would move it under your files. Land on another branch, or check out another one first", branch, p.Name)
+	out, err := m.Git.CheckedOut(ctx, p.Root)
+	if err != nil {
+		return internal("listing the project's working trees failed", err)
+	}
+	if slices.Contains(out, branch) {
+		return paddock.Errorf(paddock.CodeConflict, "branch %s is checked out in a working tree of project %s (git worktree list): moving it would move it under those files. Land on another branch, or check out another one first", branch, p.Name)
 	}
 	return nil
 }
@@ -265,6 +275,9 @@ func (m *Manager) QueueUndo(ctx context.Context, id, by string) (*paddock.QueueE
 		if e == nil || e.State != paddock.QueueLanded {
 			return paddock.Errorf(paddock.CodeConflict, "run %s has not landed through the queue", id)
 		}
+		if err := m.landable(ctx, p, e.Branch); err != nil {
+			return err
+		}
 		who, err := m.author(ctx, p.Root, gitx.Identity{})
 		if err != nil {
 			return err
@@ -290,6 +303,34 @@ func (m *Manager) QueueUndo(ctx context.Context, id, by string) (*paddock.QueueE
 		}
 	}
 	return &out, m.record(ctx, id, paddock.EventQueueUndone, map[string]string{"branch": out.Branch, "from": out.Commit, "to": out.Tip, "by": by})
+}
+
+// lockLanding takes run id's landing lock, which an apply holds for its
+// whole length and the queue while it adds the run and while it moves the
+// branch: one approval lands once. A run the queue holds is refused: it
+// lands there, or is taken out first.
+func (m *Manager) lockLanding(id string) (unlock func(), err error) {
+	v, _ := m.landMu.LoadOrStore(id, &sync.Mutex{})
+	mu := v.(*sync.Mutex)
+	mu.Lock()
+	m.queueMu.Lock()
+	d, err := m.loadQueue()
+	m.queueMu.Unlock()
+	if err != nil {
+		mu.Unlock()
+		return nil, err
+	}
+	if e := d.entryOf(id); e != nil && queueLive(e.State) {
+		mu.Unlock()
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is in the merge queue for branch %s (%s): it lands there, or take it out first (paddock queue rm %s)", id, e.Branch, e.State, id)
+	}
+	return mu.Unlock, nil
+}
+
+// landingLock is run id's landing lock, taken by the queue itself.
+func (m *Manager) landingLock(id string) *sync.Mutex {
+	v, _ := m.landMu.LoadOrStore(id, &sync.Mutex{})
+	return v.(*sync.Mutex)
 }
 
 // kickQueue makes sure the queue's worker is draining it.
@@ -448,6 +489,17 @@ func (m *Manager) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry boo
 		return false, err
 	}
 	m.log().Info("queue: landing", "run", e.Run, "branch", e.Branch, "commit", commit)
+	// The branch moves under the run's landing lock, with the run still
+	// not applied elsewhere, and still landable.
+	mu := m.landingLock(e.Run)
+	mu.Lock()
+	defer mu.Unlock()
+	if s, err := m.submission(e.Run); err != nil || s.AppliedTo != "" || s.Hash != e.Hash {
+		return false, paddock.Errorf(paddock.CodeConflict, "run %s was applied or submitted again while it was checked; nothing landed", e.Run)
+	}
+	if err := m.landable(ctx, p, e.Branch); err != nil {
+		return false, err
+	}
 	e.State = paddock.QueueLanding
 	if err := m.setEntry(e); err != nil {
 		return false, err
@@ -504,6 +556,31 @@ func (m *Manager) replay(ctx context.Context, gitDir string, r *paddock.Run, cs 
 		}
 	}
 	var conflicts []string
+	// A directory of a path the change set writes that the branch made
+	// something else (a file, a link) is a conflict git would not name.
+	parents := map[string]bool{}
+	for _, e := range cs.Entries {
+		if e.Op == paddock.OpDelete {
+			continue
+		}
+		for d := path.Dir(e.Path); d != "." && d != "/"; d = path.Dir(d) {
+			parents[d] = true
+		}
+	}
+	if len(parents) > 0 && tip != base {
+		atTipDirs, err := m.Git.EntriesAt(ctx, gitDir, tip, slices.Sorted(maps.Keys(parents)))
+		if err != nil {
+			return nil, nil, internal("reading the branch failed", err)
+		}
+		for _, e := range cs.Entries {
+			for d := path.Dir(e.Path); d != "." && d != "/"; d = path.Dir(d) {
+				if te, ok := atTipDirs[d]; ok && te.Mode != "040000" {
+					conflicts = append(conflicts, e.Path+" (the branch made "+d+" a file)")
+					break
+				}
+			}
+		}
+	}
 	for _, e := range cs.Entries {
 		b, t := atBase[e.Path], atTip[e.Path]
 		want := gitx.TreeEntry{Mode: e.NewMode, Blob: e.NewBlob}
@@ -581,7 +658,11 @@ func (m *Manager) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *pa
 	if err != nil {
 		return err
 	}
+	// The checks, and the recipes they run, come from the branch's tip:
+	// a change set never chooses what checks it.
+	m.checksAt.Store(tr.ID, e.Tip)
 	defer func() {
+		m.checksAt.Delete(tr.ID)
 		if _, err := m.Reject(context.WithoutCancel(ctx), tr.ID); err != nil {
 			m.log().Warn("giving back a queue's test run failed", "run", tr.ID, "err", err)
 		}
@@ -618,11 +699,15 @@ func (m *Manager) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *pa
 func (m *Manager) recoverQueue(ctx context.Context) []paddock.Finding {
 	var out []paddock.Finding
 	var landedNow []*paddock.QueueEntry
+	var cut []string // test runs a crash left
 	err := m.updateQueue(func(d *queueDoc) error {
 		for _, e := range d.Entries {
 			switch e.State {
 			case paddock.QueueTesting:
 				e.State = paddock.QueueQueued
+				if e.TestRun != "" {
+					cut = append(cut, e.TestRun)
+				}
 				out = append(out, paddock.Finding{RunID: e.Run, Issue: "its merge queue check was cut short", Action: "queued again"})
 			case paddock.QueueLanding:
 				at := ""
@@ -654,6 +739,11 @@ func (m *Manager) recoverQueue(ctx context.Context) []paddock.Finding {
 	for _, e := range landedNow {
 		if err := m.landed(ctx, e); err != nil {
 			m.log().Error("recording a landing failed", "run", e.Run, "err", err)
+		}
+	}
+	for _, id := range cut {
+		if _, err := m.Reject(ctx, id); err != nil && !paddock.IsCode(err, paddock.CodeNotFound) {
+			m.log().Warn("giving back a queue's cut test run failed", "run", id, "err", err)
 		}
 	}
 	m.kickQueue()

@@ -91,7 +91,11 @@ func (m *Manager) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Man
 	if err != nil {
 		return nil, err
 	}
-	return m.ProjectManifestAt(ctx, p, r.Workspace.BaseRevision)
+	rev := r.Workspace.BaseRevision
+	if at, ok := m.checksAt.Load(r.ID); ok {
+		rev = at.(string) // a merge queue's check: the branch's recipes, not the change set's
+	}
+	return m.ProjectManifestAt(ctx, p, rev)
 }
 
 // manifestCache keeps the manifests detected lately, by repository and

@@ -29,6 +29,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -69,9 +70,13 @@ func New(secrets map[string]string) *Redactor {
 			base64.RawStdEncoding.EncodeToString([]byte(v)): true,
 			base64.URLEncoding.EncodeToString([]byte(v)):    true,
 			base64.RawURLEncoding.EncodeToString([]byte(v)): true,
-			url.QueryEscape(v):            true,
-			url.PathEscape(v):             true,
-			hex.EncodeToString([]byte(v)): true,
+			url.QueryEscape(v):                             true,
+			url.PathEscape(v):                              true,
+			hex.EncodeToString([]byte(v)):                  true,
+			strings.ToUpper(hex.EncodeToString([]byte(v))): true,
+		}
+		for _, f := range shiftedBase64(v) {
+			forms[f] = true
 		}
 		for f := range forms {
 			r.pairs = append(r.pairs, pair{[]byte(f), mask})
@@ -79,6 +84,29 @@ func New(secrets map[string]string) *Redactor {
 	}
 	sort.Slice(r.pairs, func(i, j int) bool { return len(r.pairs[i].find) > len(r.pairs[j].find) })
 	return r
+}
+
+// minShifted is the shortest base64 form of a secret inside other bytes
+// that is masked: shorter ones would mask ordinary text.
+const minShifted = 8
+
+// shiftedBase64 is how v reads when it is base64-encoded inside other
+// bytes (a "NAME=value" line piped to base64): at each of the three
+// alignments a value can start at within base64's 3-byte groups, the
+// characters that depend on v's bytes alone, in both alphabets.
+func shiftedBase64(v string) []string {
+	var out []string
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		for k, skip := range []int{0, 2, 3} {
+			b := append(make([]byte, k), v...)
+			s := enc.EncodeToString(b)
+			end := len(b) * 8 / 6 // the characters whose six bits are all in b
+			if end-skip >= minShifted {
+				out = append(out, s[skip:end])
+			}
+		}
+	}
+	return out
 }
 
 // Bytes returns b with every declared secret form and every credential shape

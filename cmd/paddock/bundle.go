@@ -213,7 +213,7 @@ Exit codes: 0 it verifies (and is signed by a given key), 2 bad usage,
 func bundleReport(b *bundle.Bundle) map[string]any {
 	return map[string]any{"verified": true, "trusted": b.Trusted, "signer": b.Signer, "public_key": b.PublicKey,
 		"run": b.Run, "hash": b.ChangeSet.Hash, "entries": b.ChangeSet.Entries, "submission": b.Submission,
-		"verified_checks": b.Verified, "events": len(b.Events), "created_at": b.Manifest.CreatedAt}
+		"verified_checks": b.Verified, "events": b.Events, "created_at": b.Manifest.CreatedAt}
 }
 
 func printBundle(w io.Writer, b *bundle.Bundle) {
@@ -222,7 +222,7 @@ func printBundle(w io.Writer, b *bundle.Bundle) {
 		signer = "NOT checked against a trusted key (--any-signer)"
 	}
 	fmt.Fprintf(w, "verified: run %s of project %s, change set %s\n", b.Run.ID, b.Run.Project, b.ChangeSet.Hash)
-	fmt.Fprintf(w, "  base %s, %d entries, %d events\n", b.Run.BaseRevision, len(b.ChangeSet.Entries), len(b.Events))
+	fmt.Fprintf(w, "  base %s, %d entries, %d events\n", b.Run.BaseRevision, len(b.ChangeSet.Entries), b.Events)
 	fmt.Fprintf(w, "  signed by key %s: %s\n", b.Signer, signer)
 	if s := b.Submission; s.ApprovedBy != "" {
 		fmt.Fprintf(w, "  approved by %s at %s\n", s.ApprovedBy, s.ApprovedAt.Format(time.RFC3339))

@@ -59,13 +59,17 @@ func forgeBundle(t *testing.T, file string, edit func(cs *paddock.ChangeSet)) (f
 	}
 	sub := *b.Submission
 	sub.Hash = cs.Hash
-	for _, e := range b.Events {
+	events, err := b.ReadEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
 		e.Data = bytes.ReplaceAll(e.Data, []byte(old), []byte(cs.Hash))
 	}
 	_, key, _ = ed25519.GenerateKey(rand.Reader)
 	var out bytes.Buffer
 	err = bundle.Write(&out, &bundle.Contents{Run: b.Run, ChangeSet: &cs, Submission: &sub, Access: b.Access,
-		Enforcement: b.Enforcement, Events: b.Events,
+		Enforcement: b.Enforcement, Events: events,
 		Blob: func(id string) (io.ReadCloser, error) { return os.Open(b.BlobPath(id)) }}, key, time.Now())
 	if err != nil {
 		t.Fatal(err)

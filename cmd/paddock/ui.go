@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -62,8 +64,16 @@ Exit codes: 0 the link is printed (and the browser asked to open it).`,
 }
 
 // openBrowser asks a browser to open url, detached from this terminal,
-// and says what it did.
-func (a *app) openBrowser(url string) string {
+// and says what it did. The link is the operator's credential until it is
+// used, and a process's arguments are readable by every user of the
+// machine: the browser is given a private file (0600, in a 0700
+// directory) that sends it on to the link, never the link itself.
+func (a *app) openBrowser(link string) string {
+	page, err := loginPage(link)
+	if err != nil {
+		return fmt.Sprintf("(could not hand the link to a browser: %v)", err)
+	}
+	url := page
 	argv := []string{}
 	if b := a.getenv("BROWSER"); b != "" {
 		f := strings.Fields(b)
@@ -92,4 +102,30 @@ func (a *app) openBrowser(url string) string {
 	}
 	cmd.Process.Release()
 	return "(asked " + argv[0] + " to open it)"
+}
+
+// loginPage writes a page that sends a browser on to link into a new
+// private directory, and returns its path; such pages older than ten
+// minutes (their links long expired) are removed.
+func loginPage(link string) (string, error) {
+	if old, _ := filepath.Glob(filepath.Join(os.TempDir(), "paddock-ui-*")); len(old) > 0 {
+		for _, d := range old {
+			if st, err := os.Stat(d); err == nil && time.Since(st.ModTime()) > 10*time.Minute {
+				os.RemoveAll(d)
+			}
+		}
+	}
+	dir, err := os.MkdirTemp("", "paddock-ui-")
+	if err != nil {
+		return "", err
+	}
+	esc := html.EscapeString(link)
+	body := `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">` +
+		`<meta http-equiv="refresh" content="0;url=` + esc + `"><title>paddock</title><a href="` + esc + `">Open the review page</a>` + "\n"
+	p := filepath.Join(dir, "login.html")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return p, nil
 }
