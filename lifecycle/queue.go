@@ -682,12 +682,16 @@ func (m *Manager) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *pa
 	}
 	if !res.Passed {
 		var failed []string
+		said := ""
 		for _, c := range res.Checks {
 			if !c.Passed && c.Skipped == "" {
 				failed = append(failed, c.Name)
+				if lines := strings.Split(strings.TrimSpace(c.Output), "\n"); said == "" && lines[len(lines)-1] != "" {
+					said = ": " + strings.TrimSpace(lines[len(lines)-1])
+				}
 			}
 		}
-		return paddock.Errorf(paddock.CodeConflict, "check %s failed on the change set replayed onto %s (run %s holds the output)", strings.Join(failed, ", "), e.Branch, tr.ID)
+		return paddock.Errorf(paddock.CodeConflict, "check %s failed on the change set replayed onto %s%s (it ran in run %s)", strings.Join(failed, ", "), e.Branch, said, tr.ID)
 	}
 	return nil
 }
