@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx/gittest"
 	"github.com/paddock-dev/paddock/ui"
 )
 
@@ -235,6 +236,20 @@ printf 'access \342\200\256level\n' > notes.txt && printf '\000\001\002PNG\377' 
 	t.Logf("browser: %s", finish(t, cmd, out, stderr))
 	if ev := cli(t, home, "events", id2, "--json").must(t).out; strings.Contains(ev, paddock.EventApproved) {
 		t.Fatalf("approved from a page showing an older change set (now %s):\n%s", cs2.Hash, ev)
+	}
+
+	// Where each hunk came from, and approving one of two hunks.
+	gittest.Commit(t, repo, "a long file", map[string]string{"long.txt": "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n"})
+	id3 := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "tool", id3, "edit", "--arg", "path=long.txt", "--arg", "old_string=1\n2\n", "--arg", "new_string=1\ntwo\n").must(t)
+	cli(t, home, "exec", id3, "--", "sh", "-c", `sed -i 's/^11$/eleven/' long.txt`).must(t)
+	cs3 := decode[paddock.ChangeSet](t, cli(t, home, "submit", id3, "--json"))
+	expect, _ = json.Marshal(map[string]any{"origins": map[string]string{"1": "edit long.txt", "2": "exec: sh -c sed"}, "choose": []int{1}})
+	cmd, _, out, stderr = b.start(t, ctx, home, "hunks", id3, "PADDOCK_EXPECT="+string(expect))
+	t.Logf("browser: %s", finish(t, cmd, out, stderr))
+	cli(t, home, "apply", id3, "--to", "branch=one-hunk").must(t)
+	if got := gittest.Git(t, repo, "show", "one-hunk:long.txt"); !strings.Contains(got, "two\n") || strings.Contains(got, "eleven") {
+		t.Fatalf("the branch of the chosen hunk holds:\n%s (of %s)", got, cs3.Hash)
 	}
 
 	// A change from the page without its CSRF token.

@@ -4,7 +4,7 @@
 //   PADDOCK_RUN     a submitted run
 //   PADDOCK_EXPECT  {"files":[paths], "snippets":[strings in the diff], "risk":[labels]}
 //   PADDOCK_BRANCH  the branch to apply to (review)
-//   PADDOCK_MODE    review | stale | csrf
+//   PADDOCK_MODE    review | stale | csrf | hunks
 //   CHROMIUM        the browser executable; ARTIFACTS a directory for screenshots
 // Prints one JSON line {"ok":true,...} and exits 0, or says what failed
 // (ARTIFACTS/failure.png first) and exits 1. Console errors, page errors and
@@ -184,6 +184,31 @@ async function staleMode() {
   return { hash, notice, refused };
 }
 
+// hunks: each hunk names the call that wrote it (PADDOCK_EXPECT.origins,
+// by hunk number), and approving only some hunks (PADDOCK_EXPECT.choose).
+async function hunksMode() {
+  check(run, 'PADDOCK_RUN is not set');
+  await login();
+  const hash = await openRun();
+  step('where each hunk came from');
+  await page.getByTestId('blame-hunk').first().waitFor({ timeout: 20000 });
+  for (const [n, want] of Object.entries(expected.origins || {})) {
+    const li = page.locator('[data-testid="blame-hunk"][data-n="' + n + '"]');
+    check(await li.count() === 1, 'no hunk ' + n + ' in the blame card');
+    const said = await li.getByTestId('blame-origin').allTextContents();
+    check(said.some((x) => x.includes(want)), 'hunk ' + n + ' comes from ' + JSON.stringify(said) + ', not ' + JSON.stringify(want));
+  }
+  step('approve some hunks');
+  for (const n of expected.choose || []) await page.getByTestId('hunk-' + n).check();
+  const btn = page.getByTestId('approve-hunks');
+  check(await btn.isEnabled(), 'approve the chosen hunks is disabled');
+  await btn.click();
+  await page.waitForFunction(() => /Approved hunks|failed/.test(document.querySelector('[data-testid="result"]').textContent), null, { timeout: 20000 });
+  const said = (await page.getByTestId('result').textContent()).trim();
+  check(said.startsWith('Approved hunks ' + (expected.choose || []).join(', ')), 'approve hunks: ' + said);
+  return { hash, approved: said };
+}
+
 async function csrfMode() {
   check(run, 'PADDOCK_RUN is not set');
   await login();
@@ -229,7 +254,8 @@ try {
   if (mode === 'review') out = await reviewMode();
   else if (mode === 'stale') out = await staleMode();
   else if (mode === 'csrf') out = await csrfMode();
-  else throw new Error('PADDOCK_MODE must be review, stale or csrf, not ' + mode);
+  else if (mode === 'hunks') out = await hunksMode();
+  else throw new Error('PADDOCK_MODE must be review, stale, csrf or hunks, not ' + mode);
   await page.waitForTimeout(200);
   check(problems.length === 0, 'the page logged errors');
   clearTimeout(guard);

@@ -474,7 +474,53 @@ export function runPage(ctx, id) {
     }
     st.view = new ChangeSetView(cs, diff, { mode: st.mode });
     csSection.appendChild(h('div', { class: 'cs-body' }, st.view.tree, st.view.list));
+    csSection.appendChild(blameBox);
+    loadBlame(cs.hash, submitted);
     updateActions();
+  }
+
+  // Where each hunk came from (GET …/changeset/blame), and approving some
+  // of them: the change set they make, by its own hash.
+  const blameBox = h('section', { class: 'card blame', testid: 'blame', 'aria-labelledby': 'blame-h' });
+  async function loadBlame(hash, submitted) {
+    clear(blameBox).appendChild(h('h2', { id: 'blame-h' }, 'Where each hunk came from'));
+    let b;
+    try {
+      b = await get(runPath(id, '/changeset/blame' + (submitted ? '?hash=' + encodeURIComponent(hash) : '')));
+    } catch (e) {
+      blameBox.appendChild(h('p', { class: 'muted' }, 'Not known: ' + errText(e)));
+      return;
+    }
+    if (st.stopped || hash !== (st.cs && st.cs.hash)) return;
+    const sources = b.sources || {};
+    const origin = (seq) => {
+      const src = sources[seq];
+      if (!src) return '#' + seq;
+      if (!seq) return src.what;
+      return '#' + seq + ' ' + new Date(src.time).toLocaleTimeString() + ' ' + src.what;
+    };
+    const sub = st.s.sub;
+    const choosable = submitted && sub && sub.hash === hash && !sub.approved && !sub.applied && !(st.run && st.run.review_of);
+    const boxes = [];
+    const list = h('ol', { class: 'plain hunks' });
+    for (const hb of b.hunks || []) {
+      const box = choosable ? h('input', { type: 'checkbox', id: 'hunk-' + hb.n, testid: 'hunk-' + hb.n, 'aria-label': 'Choose hunk ' + hb.n, data: { n: String(hb.n) } }) : null;
+      if (box) boxes.push(box);
+      list.appendChild(h('li', { testid: 'blame-hunk', data: { n: String(hb.n) } },
+        box, h('label', box ? { for: 'hunk-' + hb.n } : null, h('strong', null, 'hunk ' + hb.n), ' · ', h('span', { class: 'mono' }, hb.path),
+          hb.header ? h('span', { class: 'mono muted' }, ' ' + hb.header) : null),
+        h('ul', { class: 'plain origins' }, (hb.seqs || []).map((q) => h('li', { testid: 'blame-origin' }, '← ' + origin(q))))));
+    }
+    blameBox.appendChild(list);
+    if (!choosable || boxes.length < 2) return;
+    const btn = h('button', { type: 'button', class: 'btn', testid: 'approve-hunks', 'aria-label': 'Approve only the chosen hunks', disabled: true }, 'Approve the chosen hunks');
+    for (const x of boxes) x.addEventListener('change', () => { btn.disabled = !boxes.some((y) => y.checked) || st.stale || st.busy; });
+    btn.addEventListener('click', () => act(btn, 'Approve hunks', async () => {
+      const hunks = boxes.filter((x) => x.checked).map((x) => Number(x.dataset.n));
+      const s = await post(runPath(id, '/approve'), { hash: st.shownHash, hunks });
+      return 'Approved hunks ' + hunks.join(', ') + ' of ' + shortHash(s.part_of) + ' as change set ' + s.hash + '; an apply writes only these.';
+    }));
+    blameBox.appendChild(h('div', { class: 'row' }, btn, h('span', { class: 'muted' }, ' The chosen hunks make a change set of their own, approved by its own hash.')));
   }
 
   async function load() {
