@@ -15,11 +15,47 @@ type Version struct {
 	Content []byte
 }
 
-// LineOrigins follows a file from base through versions, in order. It
-// returns, for each line of the last version, the Seq of the version that
-// wrote it (0: it was in base), and for each line of base, the Seq of the
-// version that removed it (0: never removed).
-func LineOrigins(base []byte, versions []Version) (added, removed []int64) {
+// Origins is where a file's lines came from (see LineOrigins).
+type Origins struct {
+	// Added is, for each line of the last version, the Seq of the version
+	// that wrote it (0: it was in base); Removed, for each line of base,
+	// the Seq of the version that removed it (0: never removed).
+	Added, Removed []int64
+	base           []byte
+	versions       []Version
+}
+
+// LineOrigins follows a file from base through versions, in order.
+func LineOrigins(base []byte, versions []Version) *Origins {
+	added, removed := lineOrigins(base, versions)
+	return &Origins{Added: added, Removed: removed, base: base, versions: versions}
+}
+
+// byCount names the version a line git shows as added (or removed) came
+// from when the line matching lined it up with base instead: a line whose
+// text is there more than once (a blank line, a brace) can be matched
+// with another copy of itself. It is the first version holding more
+// copies of the line than base (fewer, for a removed one); 0 if none.
+func (o *Origins) byCount(line string, added bool) int64 {
+	count := func(b []byte) int {
+		n := 0
+		for _, l := range SplitLines(b) {
+			if l == line {
+				n++
+			}
+		}
+		return n
+	}
+	inBase := count(o.base)
+	for _, v := range o.versions {
+		if c := count(v.Content); (added && c > inBase) || (!added && c < inBase) {
+			return v.Seq
+		}
+	}
+	return 0
+}
+
+func lineOrigins(base []byte, versions []Version) (added, removed []int64) {
 	prev := SplitLines(base)
 	removed = make([]int64, len(prev))
 	added = make([]int64, len(prev))
@@ -55,9 +91,10 @@ func LineOrigins(base []byte, versions []Version) (added, removed []int64) {
 }
 
 // HunkOrigins is, for each hunk of s, the Seqs its added and removed
-// lines came from (given LineOrigins of the file), in first-seen order;
-// 0 stands for a line whose origin is not known.
-func HunkOrigins(s *Section, added, removed []int64) map[int][]int64 {
+// lines came from (given the file's Origins), in first-seen order; 0
+// stands for a line whose origin is not known.
+func HunkOrigins(s *Section, o *Origins) map[int][]int64 {
+	added, removed := o.Added, o.Removed
 	out := map[int][]int64{}
 	for _, h := range s.Hunks {
 		seen := map[int64]bool{}
@@ -73,18 +110,24 @@ func HunkOrigins(s *Section, added, removed []int64) map[int][]int64 {
 			switch {
 			case l == "" || l[0] == '\\':
 			case l[0] == '-':
+				seq := int64(0)
 				if oi < len(removed) {
-					note(removed[oi])
-				} else {
-					note(0)
+					seq = removed[oi]
 				}
+				if seq == 0 {
+					seq = o.byCount(l[1:], false)
+				}
+				note(seq)
 				oi++
 			case l[0] == '+':
+				seq := int64(0)
 				if ni < len(added) {
-					note(added[ni])
-				} else {
-					note(0)
+					seq = added[ni]
 				}
+				if seq == 0 {
+					seq = o.byCount(l[1:], true)
+				}
+				note(seq)
 				ni++
 			default:
 				oi, ni = oi+1, ni+1

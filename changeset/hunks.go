@@ -5,12 +5,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/internal/lazyre"
 )
 
 // A change set's diff read into its parts: each file's section and its
@@ -37,7 +37,7 @@ type Hunk struct {
 	Lines              []string // each with its "\n"
 }
 
-var hunkHeaderRe = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$`)
+var hunkHeaderRe = lazyre.New(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$`)
 
 // MaxHunkDiff bounds the diff ParseDiff reads: hunks are for review, and
 // a diff larger than this is approved whole.
@@ -65,7 +65,7 @@ func ParseDiff(r io.Reader) ([]*Section, error) {
 			case cur == nil:
 				return nil, fmt.Errorf("changeset: the diff does not start with a file's header")
 			case strings.HasPrefix(line, "@@") && len(cur.Rest) == 0:
-				m := hunkHeaderRe.FindStringSubmatch(strings.TrimRight(line, "\n"))
+				m := hunkHeaderRe.Regexp().FindStringSubmatch(strings.TrimRight(line, "\n"))
 				if m == nil {
 					return nil, fmt.Errorf("changeset: unreadable hunk header %q", line)
 				}
@@ -207,7 +207,7 @@ func partialSection(s *Section, chosen map[int]bool, newBlob string) string {
 			shift += h.NewLines - h.OldLines
 			continue
 		}
-		m := hunkHeaderRe.FindStringSubmatch(strings.TrimRight(h.Header, "\n"))
+		m := hunkHeaderRe.Regexp().FindStringSubmatch(strings.TrimRight(h.Header, "\n"))
 		fmt.Fprintf(&b, "@@ -%s +%s @@%s\n", hunkRange(h.OldStart, h.OldLines), hunkRange(h.NewStart-shift, h.NewLines), m[5])
 		for _, l := range h.Lines {
 			b.WriteString(l)
@@ -251,10 +251,10 @@ func Partial(cs *paddock.ChangeSet, sections []*Section, chosen []int, base func
 	units := Units(sections)
 	want := map[int]bool{}
 	for _, n := range chosen {
-		if n < 1 || n > units {
-			return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "hunk %d: the change set has hunks 1 to %d (paddock diff RUN --blame numbers them)", n, units)
-		}
 		want[n] = true
+	}
+	if len(chosen) > 0 && (slices.Min(chosen) < 1 || slices.Max(chosen) > units) {
+		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "hunks %d to %d: the change set has hunks 1 to %d (paddock diff RUN --blame numbers them)", slices.Min(chosen), slices.Max(chosen), units)
 	}
 	if len(want) == 0 {
 		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "choose at least one hunk")

@@ -101,16 +101,28 @@ func TestLineOrigins(t *testing.T) {
 		{Seq: 9, Content: []byte("a\nB\nc\nd\ne\n")},   // + e
 		{Seq: 12, Content: []byte("a\nB2\nc\nd\ne\n")}, // B → B2
 	}
-	added, removed := LineOrigins([]byte(base), vs)
-	if fmt.Sprint(added) != "[0 12 0 0 9]" || fmt.Sprint(removed) != "[0 5 0 0]" {
-		t.Fatalf("added %v removed %v", added, removed)
+	o := LineOrigins([]byte(base), vs)
+	if fmt.Sprint(o.Added) != "[0 12 0 0 9]" || fmt.Sprint(o.Removed) != "[0 5 0 0]" {
+		t.Fatalf("added %v removed %v", o.Added, o.Removed)
 	}
 	diff := "diff --git a/f b/f\nindex 1..2 100644\n--- a/f\n+++ b/f\n@@ -1,4 +1,5 @@\n a\n-b\n+B2\n c\n d\n+e\n"
 	sections, err := ParseDiff(strings.NewReader(diff))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := HunkOrigins(sections[0], added, removed); fmt.Sprint(got) != "map[1:[5 12 9]]" {
+	if got := HunkOrigins(sections[0], o); fmt.Sprint(got) != "map[1:[5 12 9]]" {
 		t.Fatalf("hunk origins: %v", got)
+	}
+
+	// A blank line added beside another: git shows the second as added,
+	// the line matching may pair it with base's; it is still the edit's.
+	base = "package main\n\nimport \"fmt\"\n"
+	o = LineOrigins([]byte(base), []Version{{Seq: 5, Content: []byte("package main\n\n// note\n\nimport \"fmt\"\n")}})
+	diff = "diff --git a/m.go b/m.go\nindex 1..2 100644\n--- a/m.go\n+++ b/m.go\n@@ -1,3 +1,5 @@\n package main\n \n+// note\n+\n import \"fmt\"\n"
+	if sections, err = ParseDiff(strings.NewReader(diff)); err != nil {
+		t.Fatal(err)
+	}
+	if got := HunkOrigins(sections[0], o); fmt.Sprint(got) != "map[1:[5]]" {
+		t.Fatalf("a blank line added beside another: %v", got)
 	}
 }

@@ -215,7 +215,7 @@ func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io
 	if err != nil {
 		return nil, err
 	}
-	res, err := m.restore(ctx, r, b)
+	res, err := m.restore(ctx, r, b, !req.Untrusted)
 	if err != nil {
 		m.log().Warn("an import failed; its run is rejected", "run", r.ID, "err", err)
 		if _, rerr := m.Reject(context.WithoutCancel(ctx), r.ID); rerr != nil {
@@ -228,7 +228,7 @@ func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io
 
 // restore writes b's change set into r's workspace, checks that the
 // workspace now has exactly it, and submits it under its hash.
-func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle) (*paddock.ImportResult, error) {
+func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle, carryApproval bool) (*paddock.ImportResult, error) {
 	for _, e := range b.ChangeSet.Entries {
 		var args any
 		tool := "write"
@@ -279,7 +279,7 @@ func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle)
 	}
 	res := &paddock.ImportResult{FromRun: b.Run.ID, Hash: cs.Hash, Signer: b.Signer, Trusted: b.Trusted, ApprovedBy: b.Submission.ApprovedBy}
 	s := &paddock.Submission{RunID: r.ID, Hash: cs.Hash, SubmittedAt: now()}
-	if b.Trusted && b.Submission.ApprovedBy != "" && !b.Rejected {
+	if carryApproval && b.Trusted && b.Submission.ApprovedBy != "" && !b.Rejected {
 		s.ApprovedBy = fmt.Sprintf("%s (on run %s, bundle signed by %s)", b.Submission.ApprovedBy, b.Run.ID, b.Signer)
 		s.ApprovedAt = b.Submission.ApprovedAt
 		res.Approved = true

@@ -256,12 +256,15 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 	if err != nil {
 		return nil, err
 	}
-	if s.PartOf != "" && hash == s.PartOf && s.AppliedTo == "" {
+	if s.AppliedTo != "" {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
+	}
+	if s.PartOf != "" && hash == s.PartOf {
 		// Some hunks were approved; now the whole change set is.
 		s = &paddock.Submission{RunID: id, Hash: s.PartOf, SubmittedAt: s.SubmittedAt}
 	}
 	if hash != s.Hash {
-		return nil, paddock.Errorf(paddock.CodeConflict, "%s differs from the hash of run %s's submitted change set; nothing was approved. Review the change set (paddock diff %s: its hash is at the end) and approve the hash you reviewed", hash, id, id)
+		return nil, paddock.Errorf(paddock.CodeConflict, "%s differs from the hash of run %s's submitted change set; nothing was approved. Review the change set (paddock diff %s prints its hash after the entries) and approve the hash you reviewed", hash, id, id)
 	}
 	if s.AppliedTo != "" {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)

@@ -346,7 +346,7 @@ func readCapped(root *os.Root, path string, n int64) ([]byte, error) {
 }
 
 // Blame says, for each hunk of run id's change set (the submitted one
-// with that hash, or the live one when hash is empty), which tool calls
+// with that hash; with none, the submitted one or else the live one), which tool calls
 // and commands wrote its lines: their events' seq, time and what they
 // were. Hunks are numbered as approve --hunks takes them.
 func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, error) {
@@ -355,6 +355,13 @@ func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, e
 		return nil, err
 	}
 	var cs *paddock.ChangeSet
+	if hash == "" {
+		// The submitted change set, if there is one: the one approve
+		// --hunks numbers.
+		if s, err := m.submission(id); err == nil {
+			hash = cmp.Or(s.PartOf, s.Hash)
+		}
+	}
 	if hash != "" {
 		if hash, err = changeset.ParseHash(hash); err != nil {
 			return nil, err
@@ -481,8 +488,7 @@ func (m *Manager) blameSection(ctx context.Context, r *paddock.Run, gitDir, base
 			versions = append(versions, changeset.Version{Seq: 0, Content: final}) // what no recorded call explains
 		}
 	}
-	added, removed := changeset.LineOrigins(baseB, versions)
-	return changeset.HunkOrigins(s, added, removed)
+	return changeset.HunkOrigins(s, changeset.LineOrigins(baseB, versions))
 }
 
 // sources describes the events seqs name.
@@ -575,6 +581,9 @@ func (m *Manager) ApproveHunks(ctx context.Context, id, hash string, hunks []int
 		return nil, err
 	}
 	store := m.changeSets(id)
+	if chosen := slices.Compact(slices.Sorted(slices.Values(hunks))); len(chosen) == changeset.Units(sections) && chosen[0] == 1 && chosen[len(chosen)-1] == len(chosen) {
+		return m.Approve(ctx, id, full, by) // every hunk: the whole change set
+	}
 	part, blobs, err := changeset.Partial(cs, sections, hunks,
 		func(path string) ([]byte, error) {
 			b, err := m.Git.FileAt(ctx, repo.CommonDir, r.Workspace.BaseRevision, path)

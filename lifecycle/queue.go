@@ -202,9 +202,15 @@ func (m *Manager) Queue(ctx context.Context, project string, all bool) ([]*paddo
 	}
 	out := []*paddock.QueueEntry{}
 	for _, e := range d.Entries {
-		if (project == "" || e.Project == project) && (all || queueLive(e.State) || e.State == paddock.QueueReturned) {
-			out = append(out, e)
+		if project != "" && e.Project != project {
+			continue
 		}
+		// Without all, each run's newest entry, if it waits or came back:
+		// a run queued again is no longer where it came back from.
+		if !all && (d.entryOf(e.Run) != e || !(queueLive(e.State) || e.State == paddock.QueueReturned)) {
+			continue
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -477,6 +483,9 @@ func (m *Manager) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry boo
 		return false, internal("reading the replayed tree failed", err)
 	}
 	e.Tip, e.Commit, e.Tree, e.Merged = tip.SHA, commit, tree, merged
+	if tipTree, err := m.Git.TreeOf(ctx, repo.CommonDir, tip.SHA); err == nil && tipTree == tree {
+		return false, paddock.Errorf(paddock.CodeConflict, "branch %s holds this change set already (its tree is the replay's): nothing to land", e.Branch)
+	}
 	if len(merged) > 0 && e.Accept != tree {
 		return false, paddock.Errorf(paddock.CodeConflict, "branch %s changed %s since the change set's base: what would land differs from what was approved. Review it (paddock queue show %s) and accept it with paddock queue add %s --to %s --accept %s",
 			e.Branch, strings.Join(merged, ", "), e.Run, e.Run, e.Branch, tree)
@@ -620,7 +629,7 @@ func (m *Manager) replay(ctx context.Context, gitDir string, r *paddock.Run, cs 
 		}
 	}
 	if len(conflicts) > 0 {
-		return nil, nil, paddock.Errorf(paddock.CodeConflict, "the change set conflicts with what branch's tip %s changed in %s; rebase the run's work (a new run at the tip) and submit again",
+		return nil, nil, paddock.Errorf(paddock.CodeConflict, "the change set conflicts with what the branch (now at %s) changed since the run's base in %s; redo the run's work on the branch (a new run at its tip) and submit again",
 			tip[:12], strings.Join(conflicts, ", ")).WithDetail("conflicts", conflicts)
 	}
 	return entries, merged, nil

@@ -158,9 +158,9 @@ func (a *app) openInput(name string) (io.ReadCloser, error) {
 
 func (a *app) verifyBundleCmd() *cobra.Command {
 	var keys []string
-	var anySigner, asJSON bool
+	var anySigner, asJSON, approved, verified bool
 	cmd := &cobra.Command{
-		Use:   "verify-bundle FILE|- (--key KEY|FILE)… [--any-signer] [--json]",
+		Use:   "verify-bundle FILE|- (--key KEY|FILE)… [--approved] [--verified] [--any-signer] [--json]",
 		Short: "Check a run bundle offline: signature, change set, blobs, approvals, events",
 		Long: `Check a bundle (paddock bundle) without a daemon and without the repository:
 
@@ -172,15 +172,19 @@ func (a *app) verifyBundleCmd() *cobra.Command {
     run's whole log, in order, recording them;
   - and it reports the verify results recorded against that hash.
 
-A CI job can refuse a merge whose bundle does not verify:
+A bundle of a change set nobody approved verifies too (it is what it says):
+--approved also requires the approval of its hash (and no rejection after
+it), --verified a passing verify of that hash. A CI job can refuse a merge
+whose bundle does not verify, or that nobody approved:
 
-  paddock verify-bundle run.bundle --key "$(cat paddock-signer.pub)" || exit 1
+  paddock verify-bundle run.bundle --key "$(cat paddock-signer.pub)" --approved || exit 1
 
 --any-signer checks everything but whose key signed it (the signer is shown,
 not trusted): for looking, never for deciding.
 
-Exit codes: 0 it verifies (and is signed by a given key), 2 bad usage,
-4 it does not verify, 6 signed by a key not given.`,
+Exit codes: 0 it verifies (and is signed by a given key, and approved or
+verified if asked), 2 bad usage, 4 it does not verify, or is not approved
+or verified as asked, 6 signed by a key not given.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			trusted, _, err := trustKeys(keys)
@@ -200,9 +204,26 @@ Exit codes: 0 it verifies (and is signed by a given key), 2 bad usage,
 				return err
 			}
 			defer b.Close()
-			return a.output(asJSON, bundleReport(b), func(w io.Writer) { printBundle(w, b) })
+			if err := a.output(asJSON, bundleReport(b), func(w io.Writer) { printBundle(w, b) }); err != nil {
+				return err
+			}
+			if approved && (b.Submission.ApprovedBy == "" || b.Rejected) {
+				return paddock.Errorf(paddock.CodeConflict, "the bundle is whole, but nobody approved change set %s (or the run was rejected after)", b.ChangeSet.Hash).WithRule("bundle_not_approved")
+			}
+			if verified {
+				ok := false
+				for _, v := range b.Verified {
+					ok = ok || (v.Current && v.Passed)
+				}
+				if !ok {
+					return paddock.Errorf(paddock.CodeConflict, "the bundle is whole, but no verify of change set %s passed", b.ChangeSet.Hash).WithRule("bundle_not_verified")
+				}
+			}
+			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&approved, "approved", false, "also require the approval of the bundled change set")
+	cmd.Flags().BoolVar(&verified, "verified", false, "also require a passing verify of the bundled change set")
 	cmd.Flags().StringArrayVar(&keys, "key", nil, "a trusted public key, \"ed25519 BASE64\" or a file of such lines (repeatable)")
 	cmd.Flags().BoolVar(&anySigner, "any-signer", false, "check everything but the signer's key")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -211,7 +232,7 @@ Exit codes: 0 it verifies (and is signed by a given key), 2 bad usage,
 
 // bundleReport is what verify-bundle --json prints.
 func bundleReport(b *bundle.Bundle) map[string]any {
-	return map[string]any{"verified": true, "trusted": b.Trusted, "signer": b.Signer, "public_key": b.PublicKey,
+	return map[string]any{"verified": true, "trusted": b.Trusted, "approved": b.Submission.ApprovedBy != "" && !b.Rejected, "rejected": b.Rejected, "signer": b.Signer, "public_key": b.PublicKey,
 		"run": b.Run, "hash": b.ChangeSet.Hash, "entries": b.ChangeSet.Entries, "submission": b.Submission,
 		"verified_checks": b.Verified, "events": b.Events, "created_at": b.Manifest.CreatedAt}
 }

@@ -61,8 +61,9 @@ the project, and names that held a secret are never applied.
 --blame shows the diff with, before each hunk, its number (what approve
 --hunks takes) and the tool calls and commands that wrote its lines: their
 event seq, time and what they were (paddock events RUN has the rest). A
-line no recorded call explains is marked so. With --hash H, of the
-submitted change set H rather than the workspace now.
+line no recorded call explains is marked so. It is of the submitted change
+set when there is one (the one approve --hunks numbers), of the workspace
+now otherwise; --hash H names a submitted change set.
 
 Exit codes: 0 shown; 3 no such run; 4 the run has no workspace to compare.`,
 		Args: exactArgs(1),
@@ -237,7 +238,10 @@ run; 4 another hash, or nothing submitted.`,
 			if err != nil {
 				return err
 			}
-			if hunks != "" {
+			if cmd.Flags().Changed("hunks") {
+				if strings.TrimSpace(hunks) == "" {
+					return usageError{"--hunks is empty: name the hunks to approve (1,3-5), or leave --hunks out to approve the whole change set"}
+				}
 				units, err := changeset.ParseUnits(hunks)
 				if err != nil {
 					return err

@@ -47,6 +47,12 @@ func TestBlameAndPartialApproval(t *testing.T) {
 
 	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
 	cli(t, home, "approve", id, "--hash", cs.Hash, "--hunks", "9").wantCode(t, exitUsage, "hunks 1 to 3")
+	cli(t, home, "approve", id, "--hash", cs.Hash, "--hunks", "").wantCode(t, exitUsage, "--hunks is empty")
+	// Blame numbers the submitted change set, whatever the workspace did since.
+	cli(t, home, "exec", id, "--", "sh", "-c", `sed -i 's/^line 1$/line one/' long.txt`).must(t)
+	if b := decode[paddock.Blame](t, cli(t, home, "diff", id, "--blame", "--json")); b.Hash != cs.Hash || len(b.Hunks) != 3 {
+		t.Fatalf("blame after the workspace moved on: %s, %d hunks", b.Hash, len(b.Hunks))
+	}
 	out = cli(t, home, "approve", id, "--hash", cs.Hash, "--hunks", "1,3").must(t).out
 	if !strings.Contains(out, "approved hunks 1,3 of "+cs.Hash) || !strings.Contains(out, "+line three") || strings.Contains(out, "twenty-five") {
 		t.Fatalf("approve --hunks:\n%s", out)

@@ -48,6 +48,7 @@ func TestBundleAcrossMachines(t *testing.T) {
 	if err := json.Unmarshal([]byte(cli(t, none, "verify-bundle", file, "--key", key, "--json").must(t).out), &rep); err != nil || !rep.Trusted || rep.Hash != cs.Hash || rep.Events < 5 {
 		t.Fatalf("verify-bundle --json: %+v %v", rep, err)
 	}
+	cli(t, none, "verify-bundle", file, "--key", key, "--approved").must(t)
 	other := "ed25519 " + strings.Repeat("A", 43) + "="
 	cli(t, none, "verify-bundle", file, "--key", other).wantCode(t, exitForbidden, "not trusted")
 	cli(t, none, "verify-bundle", file).wantCode(t, exitUsage, "--key")
@@ -100,6 +101,16 @@ func TestBundleAcrossMachines(t *testing.T) {
 		t.Fatalf("untrusted import: %+v", res)
 	}
 	cli(t, homeB, "apply", res.Run.ID, "--to", "branch=unapproved").wantCode(t, exitConflict, "")
+	// A bundle of what nobody approved verifies, and fails --approved.
+	unapproved := filepath.Join(t.TempDir(), "unapproved.bundle")
+	cli(t, homeB, "bundle", res.Run.ID, "-o", unapproved).must(t)
+	keyB := strings.TrimSpace(cli(t, homeB, "bundle", "--public-key").must(t).out)
+	cli(t, none, "verify-bundle", unapproved, "--key", keyB).must(t)
+	cli(t, none, "verify-bundle", unapproved, "--key", keyB, "--approved").wantCode(t, exitConflict, "nobody approved")
+	// --untrusted never brings an approval, even from a trusted signer.
+	if r := decode[paddock.ImportResult](t, cli(t, homeB, "import", file, "--untrusted", "--key", key, "--json")); r.Approved {
+		t.Fatalf("an --untrusted import came approved: %+v", r)
+	}
 	cli(t, homeB, "approve", res.Run.ID, "--hash", cs.Hash).must(t)
 
 	// A project without the base revision cannot take it.

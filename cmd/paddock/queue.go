@@ -51,12 +51,13 @@ func (a *app) queueAddCmd() *cobra.Command {
 		Short: "Queue an approved run to land on BRANCH",
 		Long: `Queue an approved run to land on BRANCH (see paddock queue --help).
 
-With --wait, wait until the entry has landed or come back (at most
-DURATION, 10m by default), showing each step.
+With --wait, wait until the entry has landed or come back, showing each
+step, at most 10 minutes, or as long as --wait=DURATION says (with the =).
+Without it, queue add returns at once and the queue works on.
 
 Exit codes: 0 queued (with --wait: landed), 3 no such run or branch,
 4 not approved, applied already, the checked-out branch, or (with --wait)
-it came back, 2 bad input.`,
+it came back or is still waiting when the time is up, 2 bad input.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client(cmd.Context())
@@ -83,7 +84,7 @@ it came back, 2 bad input.`,
 	}
 	cmd.Flags().StringVar(&req.Branch, "to", "", "the branch it lands on (required)")
 	cmd.Flags().StringVar(&req.Accept, "accept", "", "the replayed tree you reviewed (paddock queue show prints it)")
-	cmd.Flags().DurationVar(&wait, "wait", 10*time.Minute, "wait until it lands or comes back, at most this long")
+	cmd.Flags().DurationVar(&wait, "wait", 10*time.Minute, "wait until it lands or comes back (--wait=DURATION: at most that long)")
 	cmd.Flags().Lookup("wait").NoOptDefVal = "10m"
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd

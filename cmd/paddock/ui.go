@@ -31,8 +31,11 @@ once, within two minutes, in a browser on this machine; it logs that browser in
 for twelve hours, or until the daemon stops. Anyone who can run paddock as you
 can get a link; the link itself is the credential until it is used.
 
-The browser is $BROWSER if set (a %s in it is replaced by the link), else
-xdg-open when a display is available; --no-open only prints the link.
+The browser is $BROWSER if set, else xdg-open when a display is available;
+--no-open only prints the link. The browser is handed a private page (mode
+0600, under the temporary directory) that sends it on to the link, never
+the link itself: a process's arguments are readable by every user of the
+machine (a %s in $BROWSER is replaced by that page's path).
 
 Exit codes: 0 the link is printed (and the browser asked to open it).`,
 		Args: exactArgs(0),
