@@ -63,6 +63,9 @@ func (o *Overlay) Kind() paddock.WorkspaceKind { return paddock.KindOverlay }
 // Layers are the host directories of an overlay workspace.
 type Layers struct {
 	Lower, Upper, Work string
+	// Frozen are the frozen layers between Upper and Lower, topmost
+	// first (a forked run's; see layers.go), as LayersWithStack reads them.
+	Frozen []string
 }
 
 // LayersOf returns where w's layers are.
