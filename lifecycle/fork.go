@@ -6,6 +6,8 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -137,6 +139,10 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	if err != nil {
 		return nil, err
 	}
+	repo, err := m.repoOf(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	j := &workspace.ForkJournal{Layer: newLayerID(), Run: id, Root: r.Workspace.Root}
 	kids := make([]*paddock.Run, n)
 	for i := range kids {
@@ -164,6 +170,10 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 				m.log().Error("rolling back a fork failed", "run", k.ID, "err", err)
 			}
 		}
+		if _, err := os.Lstat(ov.LayerDir(j.Layer)); frozen && errors.Is(err, fs.ErrNotExist) {
+			frozen = false // nothing moved: the run is as it was
+			ov.EndFork(j.Layer)
+		}
 		if frozen {
 			// The run keeps the shape the freeze gives it (the same files).
 			if err := ov.Freeze(j); err != nil {
@@ -190,7 +200,7 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	// 4. The forks' layers on it.
 	stack := append([]string{j.Layer}, below...)
 	for _, k := range kids {
-		if err := ov.PrepareOn(done, p, k.Workspace, stack); err != nil {
+		if err := ov.PrepareOn(done, p, k.Workspace, stack, repo.CommonDir); err != nil {
 			return fail("preparing a fork failed", err, true)
 		}
 		if m.SandboxUID != 0 {
@@ -303,8 +313,9 @@ func (m *Manager) recoverForks(ctx context.Context) []paddock.Finding {
 	var out []paddock.Finding
 	for _, j := range js {
 		f := paddock.Finding{RunID: j.Run, Path: j.Root, Issue: "interrupted while forking (layer " + j.Layer + ")", Action: paddock.ActionRolledBack}
-		if _, err := m.Run(ctx, j.Run); paddock.IsCode(err, paddock.CodeNotFound) {
-			ov.EndFork(j.Layer)
+		_, err := m.Run(ctx, j.Run)
+		if _, serr := os.Stat(j.Root); paddock.IsCode(err, paddock.CodeNotFound) || errors.Is(serr, fs.ErrNotExist) {
+			ov.EndFork(j.Layer) // no run to finish (gc takes the layer)
 			continue
 		}
 		if err := ov.Freeze(j); err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/lifecycle"
@@ -325,5 +326,41 @@ func TestKillDuringFork(t *testing.T) {
 				t.Fatalf("a fork after recovery sees %q", got)
 			}
 		})
+	}
+}
+
+// TestForkWhileACommandRuns: a fork waits for no command: it is refused as
+// busy while one runs in the run, and forks once it has ended, with what
+// the command wrote.
+func TestForkWhileACommandRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	r := e.create(t, paddock.KindOverlay, "")
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo x > started; sleep 2; echo y > ended"}})
+		done <- err
+	}()
+	for i := 0; ; i++ {
+		if _, err := e.m.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"started"}`)); err == nil {
+			break
+		}
+		if i > 200 {
+			t.Fatal("the command did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := e.m.Fork(ctx, r.ID, paddock.ForkRequest{}); !paddock.IsCode(err, paddock.CodeBusy) {
+		t.Fatalf("fork while a command runs: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	k := fork(t, e.m, r.ID, 1).Runs[0]
+	if got := sh(t, e.m, k.ID, "cat started ended"); got != "x\ny\n" {
+		t.Fatalf("the fork sees %q", got)
 	}
 }

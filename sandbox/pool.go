@@ -376,7 +376,7 @@ func (p *Pool) Hold(key string) (release func(), err error) {
 	}
 	p.held[key] = true
 	p.mu.Unlock()
-	p.Release(key)
+	p.release(key, true)
 	return func() {
 		p.mu.Lock()
 		delete(p.held, key)
@@ -387,7 +387,12 @@ func (p *Pool) Hold(key string) (release func(), err error) {
 // Release gives back the harness of key, if it has one (a run that ends,
 // is checkpointed or loses its workspace). A harness a previous daemon
 // left is found through its socket.
-func (p *Pool) Release(key string) {
+func (p *Pool) Release(key string) { p.release(key, false) }
+
+// release is Release; keepCgroups leaves the run's pids cgroups (it goes
+// on, and its next harness takes them again), which are removed only
+// once its exited processes are all released, tens of milliseconds later.
+func (p *Pool) release(key string, keepCgroups bool) {
 	p.mu.Lock()
 	h := p.hs[key]
 	delete(p.hs, key)
@@ -399,7 +404,7 @@ func (p *Pool) Release(key string) {
 		stopStale(c)
 	}
 	p.removeFiles(key, true)
-	if pids := pidsFor(p.Dir); pids != nil {
+	if pids := pidsFor(p.Dir); pids != nil && !keepCgroups {
 		pids.removeRun(key)
 	}
 }

@@ -234,8 +234,13 @@ func (o *Overlay) Freeze(j *ForkJournal) error {
 			return fmt.Errorf("workspace: freeze: %w", err)
 		}
 	}
-	if err := durable.SyncFS(o.LayersDir()); err != nil {
-		return fmt.Errorf("workspace: freeze: %w", err)
+	// The renames are durable before the stack names the layer: each
+	// directory they changed is synced (not the whole file system, whose
+	// dirty files are the run's, and no business of a fork's).
+	for _, d := range []string{o.LayersDir(), j.Root, layer, upper} {
+		if err := syncDir(d); err != nil {
+			return fmt.Errorf("workspace: freeze: %w", err)
+		}
 	}
 	// 4. The run stacks on the layer: the freeze is done.
 	return writeStack(j.Root, append([]string{j.Layer}, below...))
@@ -243,8 +248,9 @@ func (o *Overlay) Freeze(j *ForkJournal) error {
 
 // PrepareOn makes w an overlay workspace stacked on the frozen layers
 // stack (topmost first) over the base's snapshot: as Prepare, with the
-// stack recorded before the workspace is used.
-func (o *Overlay) PrepareOn(ctx context.Context, p *paddock.Project, w *paddock.Workspace, stack []string) error {
+// stack recorded before the workspace is used. commonDir is the project's
+// git directory.
+func (o *Overlay) PrepareOn(ctx context.Context, p *paddock.Project, w *paddock.Workspace, stack []string, commonDir string) error {
 	for _, id := range stack {
 		if !validLayerID(id) {
 			return fmt.Errorf("workspace: bad layer id %q", id)
@@ -253,7 +259,7 @@ func (o *Overlay) PrepareOn(ctx context.Context, p *paddock.Project, w *paddock.
 			return paddock.Errorf(paddock.CodeConflict, "frozen layer %s is missing (%v)", id, err)
 		}
 	}
-	if err := o.Prepare(ctx, p, w); err != nil {
+	if err := o.prepare(ctx, p, w, commonDir); err != nil {
 		return err
 	}
 	if err := writeStack(w.Root, stack); err != nil {
@@ -363,4 +369,14 @@ func ReadLayers(l Layers) (*Upper, error) {
 	}
 	slices.Sort(u.Paths)
 	return u, nil
+}
+
+// syncDir makes the entries of directory dir durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }

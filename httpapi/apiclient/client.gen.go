@@ -2403,6 +2403,9 @@ type Workspace struct {
 
 	// OverlayLayers For an overlay workspace: the host directories it is made of. root is where the run sees the merged view, inside its sandbox only; on the host root holds just the upper and work layers.
 	OverlayLayers *struct {
+		// Frozen a forked run's frozen layers between upper and lower, topmost first (paddock fork)
+		Frozen *[]string `json:"frozen,omitempty"`
+
 		// Lower the base's snapshot, read-only, shared
 		Lower *string `json:"lower,omitempty"`
 
