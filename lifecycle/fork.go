@@ -86,24 +86,9 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	if err := m.refuseWhileJobRuns(ctx, id); err != nil {
 		return nil, err
 	}
-	r, p, err := m.runAndProject(ctx, id)
+	r, _, err := m.forkable(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	if r.Workspace == nil || r.Workspace.Kind != paddock.KindOverlay {
-		kind := "no workspace"
-		if r.Workspace != nil {
-			kind = "a " + string(r.Workspace.Kind) + " workspace"
-		}
-		return nil, paddock.Errorf(paddock.CodeUnsupported, "run %s has %s; a fork freezes an overlay workspace's layer, so only an overlay run forks (make it with --kind overlay)", id, kind)
-	}
-	switch r.Workspace.State {
-	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
-	default:
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; only a ready, active or checkpointed run forks", id, r.Workspace.State)
-	}
-	if r.ReviewOf != nil {
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is a review run; it holds a submitted change set and is never forked", id)
 	}
 	prov, err := m.provider(paddock.KindOverlay)
 	if err != nil {
@@ -134,6 +119,11 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// Read again under the lock: a reject or rm may have come between.
+	r, p, err := m.forkable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 
 	grants, err := m.AccessRequests(ctx, id)
 	if err != nil {
@@ -248,6 +238,30 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 		res.Runs = append(res.Runs, kr)
 	}
 	return res, nil
+}
+
+// forkable returns run id and its project if the run can be forked.
+func (m *Manager) forkable(ctx context.Context, id string) (*paddock.Run, *paddock.Project, error) {
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Workspace == nil || r.Workspace.Kind != paddock.KindOverlay {
+		kind := "no workspace"
+		if r.Workspace != nil {
+			kind = "a " + string(r.Workspace.Kind) + " workspace"
+		}
+		return nil, nil, paddock.Errorf(paddock.CodeUnsupported, "run %s has %s; a fork freezes an overlay workspace's layer, so only an overlay run forks (make it with --kind overlay)", id, kind)
+	}
+	switch r.Workspace.State {
+	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
+	default:
+		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; only a ready, active or checkpointed run forks", id, r.Workspace.State)
+	}
+	if r.ReviewOf != nil {
+		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is a review run; it holds a submitted change set and is never forked", id)
+	}
+	return r, p, nil
 }
 
 // forkRecord is the record of a fork of r, with id: r's project, base,
