@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -362,5 +363,72 @@ func TestForkWhileACommandRuns(t *testing.T) {
 	k := fork(t, e.m, r.ID, 1).Runs[0]
 	if got := sh(t, e.m, k.ID, "cat started ended"); got != "x\ny\n" {
 		t.Fatalf("the fork sees %q", got)
+	}
+}
+
+// TestForkMatchesClone: random edits in a run, a fork, random edits in the
+// fork (and more in the run, after): the fork's change set is the one a
+// clone run given the run's edits and then the fork's gets, byte for byte,
+// whatever the edits (deletions, replaced directories, links, modes; not
+// git's commands, which act on a git that differs: the fork's starts at
+// the base).
+func TestForkMatchesClone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	rounds := 6
+	if testing.Short() {
+		rounds = 2
+	}
+	run := func(id, script string) int {
+		res, err := e.m.Exec(ctx, id, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.ExitCode
+	}
+	for round := 0; round < rounds; round++ {
+		// Without git's own commands: a fork's git starts at the base
+		// (RUN's commits are not in it), so a stash or a commit acts
+		// otherwise there than in a clone that made them.
+		noGit := func(script string) string {
+			var keep []string
+			for _, l := range strings.Split(script, "\n") {
+				if !strings.Contains(l, "git ") {
+					keep = append(keep, l)
+				}
+			}
+			return strings.Join(keep, "\n")
+		}
+		before, after, later := noGit(editScript(rng)), noGit(editScript(rng)), noGit(editScript(rng))
+		r := e.create(t, paddock.KindOverlay, "on_reject")
+		cl := e.create(t, paddock.KindClone, "on_reject")
+		if a, b := run(r.ID, before), run(cl.ID, before); a != b {
+			t.Fatalf("round %d (seed %d): exit %d in the run, %d in the clone\n%s", round, seed, a, b, before)
+		}
+		k := fork(t, e.m, r.ID, 1).Runs[0]
+		if a, b := run(k.ID, after), run(cl.ID, after); a != b {
+			t.Fatalf("round %d (seed %d): exit %d in the fork, %d in the clone\n%s", round, seed, a, b, after)
+		}
+		run(r.ID, later) // the run goes on; the fork sees none of it
+		a, err := e.m.ChangeSet(ctx, k.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := e.m.ChangeSet(ctx, cl.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Hash != b.Hash || a.Diff != b.Diff || fmt.Sprint(a.Entries) != fmt.Sprint(b.Entries) {
+			t.Fatalf("round %d (seed %d): the change sets differ\nbefore the fork:\n%s\nin the fork:\n%s\nfork:  %v\nclone: %v", round, seed, before, after, a.Entries, b.Entries)
+		}
+		for _, id := range []string{k.ID, r.ID, cl.ID} {
+			e.m.Reject(ctx, id)
+		}
 	}
 }
