@@ -70,9 +70,6 @@ func printRun(w io.Writer, r *paddock.Run) {
 		line("workspace", overlaySeen+" at "+ws.Root)
 		if l != nil {
 			line("lower layer", l.Lower)
-			for _, f := range l.Frozen {
-				line("frozen layer", f)
-			}
 			line("upper layer", l.Upper)
 		}
 	} else {
