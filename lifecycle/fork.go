@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -376,6 +377,22 @@ func (m *Manager) gcLayers(dryRun bool) []paddock.Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// forkedAt is the seq of run id's run.created if a fork made it (0 if
+// not): diff --blame says what the run was forked with came from there.
+func (m *Manager) forkedAt(ctx context.Context, id string) int64 {
+	evs, err := m.Events(ctx, id, 0, 1)
+	if err != nil || len(evs) == 0 || evs[0].Type != paddock.EventRunCreated {
+		return 0
+	}
+	var d struct {
+		ForkedFrom string `json:"forked_from"`
+	}
+	if json.Unmarshal(evs[0].Data, &d) != nil || d.ForkedFrom == "" {
+		return 0
+	}
+	return evs[0].Seq
 }
 
 // hook runs the test hook at point, if a test set one.

@@ -432,3 +432,48 @@ func TestForkMatchesClone(t *testing.T) {
 		}
 	}
 }
+
+// TestForkBlame: diff --blame after a fork: the run's hunks still name the
+// calls that wrote them (its frozen layer is still its own), and a fork's
+// name its run.created (what it was forked with) and its own calls.
+func TestForkBlame(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	r := e.create(t, paddock.KindOverlay, "")
+	if _, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"a.txt","content":"one\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, e.m, r.ID, "echo two >> a.txt")
+	k := fork(t, e.m, r.ID, 1).Runs[0]
+	sh(t, e.m, r.ID, "echo after > b.txt")
+	sh(t, e.m, k.ID, "echo three >> a.txt")
+	seqsOf := func(id, path string) (*paddock.Blame, []int64) {
+		b, err := e.m.Blame(ctx, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range b.Hunks {
+			if h.Path == path {
+				return b, h.Seqs
+			}
+		}
+		t.Fatalf("%s: no hunk of %s in %+v", id, path, b.Hunks)
+		return nil, nil
+	}
+	b, seqs := seqsOf(r.ID, "a.txt")
+	if len(seqs) != 2 || slices.Contains(seqs, 0) {
+		t.Fatalf("the run's a.txt after the fork is blamed on %v (%+v)", seqs, b.Sources)
+	}
+	for _, q := range seqs {
+		if src := b.Sources[q]; src.Type == paddock.EventRunCreated || src.Type == paddock.EventRunForked {
+			t.Fatalf("the run's own lines blamed on %+v", src)
+		}
+	}
+	b, seqs = seqsOf(k.ID, "a.txt")
+	if len(seqs) != 2 || b.Sources[seqs[0]].Type != paddock.EventRunCreated || b.Sources[seqs[1]].Type == paddock.EventRunCreated {
+		t.Fatalf("the fork's a.txt is blamed on %v: %+v", seqs, b.Sources)
+	}
+}

@@ -380,3 +380,7 @@ func syncDir(dir string) error {
 	defer f.Close()
 	return f.Sync()
 }
+
+// Opaque reports whether the directory at path is marked opaque in its
+// layer (made anew where a lower layer had one: nothing below shows).
+func Opaque(path string) bool { return opaque(path) }
