@@ -43,6 +43,10 @@ const (
 	// EventProgress reports how far a long preparation (an overlay's base
 	// snapshot, a clone's checkout) has gone.
 	EventProgress = "workspace.progress"
+	// EventRunForked is recorded on a run forked (paddock fork): its frozen
+	// layer and the runs made on it, each of whose run.created says
+	// forked_from.
+	EventRunForked = "run.forked"
 	// EventBootstrapped records the binding of a run to its agent and task.
 	EventBootstrapped = "run.bootstrapped"
 	// EventToolCall is recorded for every tool call, allowed or refused.

@@ -26,6 +26,10 @@ type Service interface {
 	// change set, with the agent definition named (the built-in reviewer
 	// if empty).
 	Review(ctx context.Context, id, agent string) (*Run, error)
+	// Fork freezes an overlay run's files into a layer and makes runs
+	// stacked on it, each with an empty layer of its own; the run goes
+	// on over the same frozen layer.
+	Fork(ctx context.Context, id string, req ForkRequest) (*ForkResult, error)
 
 	// StartFlow starts a workflow's flow on a project, for a task.
 	StartFlow(ctx context.Context, req StartFlowRequest) (*Flow, error)

@@ -140,6 +140,9 @@ type OverlayLayers struct {
 	Lower string `json:"lower"` // the base's snapshot, read-only, shared by the runs at that base
 	Upper string `json:"upper"` // the run's own changes
 	Work  string `json:"work"`  // overlayfs's scratch directory
+	// Frozen are the frozen layers between Upper and Lower, topmost
+	// first: a forked run's (and its forks').
+	Frozen []string `json:"frozen,omitempty"`
 }
 
 // Checkpoint is what paddock records when a session detaches, so that the

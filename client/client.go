@@ -247,6 +247,13 @@ func (c *Client) Review(ctx context.Context, id, agent string) (*paddock.Run, er
 	return c.runAction(ctx, id, "review", paddock.ReviewRequest{Agent: agent})
 }
 
+// Fork freezes overlay run id's files into a layer and makes req.Count
+// runs stacked on it.
+func (c *Client) Fork(ctx context.Context, id string, req paddock.ForkRequest) (*paddock.ForkResult, error) {
+	var res paddock.ForkResult
+	return &res, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/fork", req, &res)
+}
+
 // StartFlow starts a workflow's flow.
 func (c *Client) StartFlow(ctx context.Context, req paddock.StartFlowRequest) (*paddock.Flow, error) {
 	var f paddock.Flow

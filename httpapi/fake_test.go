@@ -241,6 +241,17 @@ func (f *fake) Review(ctx context.Context, id, agent string) (*paddock.Run, erro
 	return f.run(id)
 }
 
+func (f *fake) Fork(ctx context.Context, id string, req paddock.ForkRequest) (*paddock.ForkResult, error) {
+	if err := f.record(ctx, "Fork", id, req.Count); err != nil {
+		return nil, err
+	}
+	r, err := f.run(id)
+	if err != nil {
+		return nil, err
+	}
+	return &paddock.ForkResult{Run: r, Layer: "l-1", Runs: []*paddock.Run{r}}, nil
+}
+
 func (f *fake) Retain(ctx context.Context, id string) (*paddock.Run, error) {
 	if err := f.record(ctx, "Retain", id); err != nil {
 		return nil, err

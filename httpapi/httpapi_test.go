@@ -186,7 +186,7 @@ func TestEveryRoute(t *testing.T) {
 	covered := map[string]bool{}
 	// What a success that made something answers; the rest answer 200.
 	made := map[string]int{"POST /v1/projects": 201, "POST /v1/runs": 201, "POST /v1/bootstrap": 201, "POST /v1/runs/{id}/jobs": 202,
-		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/flows": 201, "POST /v1/ui/login": 201, "POST /v1/import": 201, "POST /v1/runs/{id}/queue": 201,
+		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/runs/{id}/fork": 201, "POST /v1/flows": 201, "POST /v1/ui/login": 201, "POST /v1/import": 201, "POST /v1/runs/{id}/queue": 201,
 		"POST /v1/runs/{id}/exec/attach": 101}
 	for _, tc := range []struct{ method, path, body, asks string }{
 		{"GET", "/healthz", "", ""},
@@ -218,6 +218,7 @@ func TestEveryRoute(t *testing.T) {
 		{"DELETE", run, "", "Remove " + id},
 		{"POST", run + "/retain", "", "Retain " + id},
 		{"POST", run + "/review", `{"agent":"strict"}`, "Review " + id + " strict"},
+		{"POST", run + "/fork", `{"count":3}`, "Fork " + id + " 3"},
 		{"POST", run + "/reject", "", "Reject " + id},
 		{"POST", run + "/checkpoint", `{"reason":"lunch"}`, "Checkpoint " + id + " lunch"},
 		{"POST", run + "/checkpoint", ``, "Checkpoint " + id + " requested by unknown"},

@@ -101,6 +101,8 @@ var schemaTypes = map[string]any{
 	"Menu":               paddock.Menu{},
 	"MenuItem":           paddock.MenuItem{},
 	"ReviewRequest":      paddock.ReviewRequest{},
+	"ForkRequest":        paddock.ForkRequest{},
+	"ForkResult":         paddock.ForkResult{},
 	"Workspace":          paddock.Workspace{},
 	"Checkpoint":         paddock.Checkpoint{},
 	"ResumeResult":       paddock.ResumeResult{},

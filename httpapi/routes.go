@@ -82,6 +82,7 @@ var routes = []route{
 	{"POST", "/v1/runs/{id}/retain", operator, http.StatusOK, reply((*Server).retain)},
 	{"POST", "/v1/runs/{id}/reject", operator, http.StatusOK, reply((*Server).reject)},
 	{"POST", "/v1/runs/{id}/review", operator, http.StatusCreated, reply((*Server).review)},
+	{"POST", "/v1/runs/{id}/fork", operator, http.StatusCreated, reply((*Server).fork)},
 	{"POST", "/v1/runs/{id}/checkpoint", runToken, http.StatusOK, reply((*Server).checkpoint)},
 	{"POST", "/v1/runs/{id}/resume", runToken, http.StatusOK, reply((*Server).resume)},
 	{"GET", "/v1/runs/{id}/artifacts/{kind}", runToken, http.StatusOK, reply((*Server).artifact)},
@@ -334,6 +335,14 @@ func (s *Server) review(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return s.Service.Review(r.Context(), r.PathValue("id"), req.Agent)
+}
+
+func (s *Server) fork(r *http.Request) (any, error) {
+	var req paddock.ForkRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Service.Fork(r.Context(), r.PathValue("id"), req)
 }
 
 func (s *Server) reject(r *http.Request) (any, error) {

@@ -55,6 +55,11 @@ type callEvent struct {
 // with its decision and rule), and a call that needs approval becomes a
 // pending access request.
 func (m *Manager) broker(ctx context.Context, id string, b brokered) (any, error) {
+	release, err := m.useRun(id) // a fork of the run waits for none (fork.go)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	r, grants, err := m.runAndGrants(ctx, id)
 	if err != nil {
 		return nil, err

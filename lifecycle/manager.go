@@ -148,6 +148,7 @@ type Manager struct {
 
 	identity atomic.Pointer[gitx.Identity] // SetIdentity's
 	flowMu   sync.Mutex                    // one flow step at a time (the store's versions guard other daemons)
+	runUses  runUse                        // the broker's calls under way on each run, which a fork waits for none of (fork.go)
 	// queueMu guards the merge queue's document; queueRunning says its
 	// worker is draining it, queueAgain that an entry came meanwhile.
 	queueMu      sync.Mutex

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/changeset"
 	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/workspace"
 )
 
 // Where every hunk came from. After each call that can change the run's
@@ -116,7 +118,18 @@ func (m *Manager) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq in
 	}
 	if r.Workspace.Kind == paddock.KindOverlay {
 		if ov, ok := m.overlayProvider(); ok {
-			return m.trackUpper(r, seq, ov.LayersOf(r.Project, r.Workspace).Upper, st)
+			// A forked run's frozen layers hold its changes too; at a
+			// fork's first look, what it was forked with is the fork's.
+			l, err := ov.LayersWithStack(r.Project, r.Workspace)
+			if err != nil {
+				return err
+			}
+			if at := m.forkedAt(ctx, r.ID); len(st.last) == 0 && len(l.Frozen) > 0 && at > 0 {
+				if err := m.trackUpper(r, at, l.Frozen, st); err != nil {
+					return err
+				}
+			}
+			return m.trackUpper(r, seq, append([]string{l.Upper}, l.Frozen...), st)
 		}
 	}
 	cs, err := m.ChangeSet(ctx, r.ID)
@@ -200,9 +213,24 @@ func (m *Manager) provStateOf(id string) *provState {
 // the last look: the layer holds only what the run changed, so its walk
 // costs what changed, and a file whose stat is as it was is not read
 // again. A whiteout is a deletion; a file too large to keep is recorded by
-// a version id of its own (blamed whole).
-func (m *Manager) trackUpper(r *paddock.Run, seq int64, upper string, st *provState) error {
+// a version id of its own (blamed whole). layers are the upper layer and a
+// forked run's frozen layers under it, topmost first: what a higher layer
+// holds hides the same path and what lies below it in the lower ones.
+func (m *Manager) trackUpper(r *paddock.Run, seq int64, layers []string, st *provState) error {
 	now := map[string]string{}
+	hides := map[string]bool{} // the higher layers' files, whiteouts and opaque directories
+	for _, upper := range layers {
+		if err := m.trackLayer(r, upper, st, now, hides); err != nil {
+			return err
+		}
+	}
+	return m.trackChanges(r, seq, st, now)
+}
+
+// trackLayer reads one layer of trackUpper's into now, but what a higher
+// layer hides (hides, to which it adds its own).
+func (m *Manager) trackLayer(r *paddock.Run, upper string, st *provState, now map[string]string, hides map[string]bool) error {
+	var own []string
 	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -221,9 +249,19 @@ func (m *Manager) trackUpper(r *paddock.Run, seq int64, upper string, st *provSt
 			}
 			return nil
 		}
-		if d.IsDir() {
+		if hidden(rel, hides) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
 			return nil
 		}
+		if d.IsDir() {
+			if workspace.Opaque(path) {
+				own = append(own, rel)
+			}
+			return nil
+		}
+		own = append(own, rel)
 		var sys syscall.Stat_t
 		if err := syscall.Lstat(path, &sys); err != nil {
 			return nil // gone meanwhile: the next look sees it
@@ -260,9 +298,30 @@ func (m *Manager) trackUpper(r *paddock.Run, seq int64, upper string, st *provSt
 		now[rel] = f.blob
 		return nil
 	})
-	if err != nil {
-		return err
+	for _, p := range own {
+		hides[p] = true
 	}
+	return err
+}
+
+// hidden says whether rel or a directory above it is in hides.
+func hidden(rel string, hides map[string]bool) bool {
+	if len(hides) == 0 {
+		return false
+	}
+	for p := rel; ; p = path.Dir(p) {
+		if hides[p] {
+			return true
+		}
+		if !strings.Contains(p, "/") {
+			return false
+		}
+	}
+}
+
+// trackChanges records in run r's journal how now differs from its last
+// word on each path.
+func (m *Manager) trackChanges(r *paddock.Run, seq int64, st *provState, now map[string]string) error {
 	changes := map[string]string{}
 	for p, b := range now {
 		if prev, ok := st.last[p]; !ok || prev != b {

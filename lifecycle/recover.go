@@ -44,7 +44,10 @@ func (m *Manager) recoverWorkspaces(ctx context.Context) ([]paddock.Finding, err
 	}); err != nil {
 		return nil, err
 	}
-	out := append(m.recoverApplies(ctx), m.adoptJobs(ctx)...)
+	// A fork a crash interrupted first: its run's layers are finished
+	// before its harness or its workspace is looked at.
+	out := append(m.recoverForks(ctx), m.recoverApplies(ctx)...)
+	out = append(out, m.adoptJobs(ctx)...)
 	out = append(out, m.recoverHarnesses(ctx, ws)...)
 	for _, w := range ws {
 		f, err := m.recoverOne(ctx, w)
@@ -180,6 +183,7 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error
 		}
 		out = append(out, f)
 	}
+	out = append(out, m.gcLayers(dryRun)...)
 	return append(out, m.gcSnapshots(ctx, dryRun)...), nil
 }
 

@@ -416,8 +416,8 @@ func (m *Manager) describe(r *paddock.Run) {
 		return
 	}
 	if ov, ok := m.overlayProvider(); ok {
-		l := ov.LayersOf(r.Project, w)
-		w.OverlayLayers = &paddock.OverlayLayers{Lower: l.Lower, Upper: l.Upper, Work: l.Work}
+		l, _ := ov.LayersWithStack(r.Project, w) // a stack unread shows none
+		w.OverlayLayers = &paddock.OverlayLayers{Lower: l.Lower, Upper: l.Upper, Work: l.Work, Frozen: l.Frozen}
 	}
 }
 

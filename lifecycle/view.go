@@ -46,12 +46,15 @@ func (m *Manager) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Pr
 		if !ok {
 			return spec, paddock.Errorf(paddock.CodeUnsupported, "this daemon makes no overlay workspaces")
 		}
-		l := ov.LayersOf(r.Project, r.Workspace)
-		spec.Overlay = &sandbox.Overlay{Lower: l.Lower, Upper: l.Upper, Work: l.Work}
+		l, err := ov.LayersWithStack(r.Project, r.Workspace)
+		if err != nil {
+			return spec, internal("reading the run's layers failed", err)
+		}
+		spec.Overlay = &sandbox.Overlay{Lower: l.Lower, Upper: l.Upper, Work: l.Work, Frozen: l.Frozen}
 		// The protected paths of the base and those the run added (paddock's
 		// staged recipes among them), read from the layers on the host: a
 		// new one gives the run a new harness, whose view protects it.
-		scan = []string{l.Lower, l.Upper}
+		scan = append(append([]string{l.Lower}, l.Frozen...), l.Upper)
 	}
 	spec.Protected, spec.Unprotected = protectedSpec(patterns, scan...)
 	// The run's own .git (an overlay's, a clone's) is the agent's git to
@@ -107,7 +110,13 @@ func (m *Manager) overlayUpper(r *paddock.Run) (*workspace.Upper, error) {
 	if !ok {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon makes no overlay workspaces")
 	}
-	u, err := workspace.ReadUpper(ov.LayersOf(r.Project, r.Workspace).Upper)
+	l, err := ov.LayersWithStack(r.Project, r.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	// A forked run's frozen layers' changes are its own too: its change
+	// set is against the base.
+	u, err := workspace.ReadLayers(l)
 	if err != nil {
 		return nil, err
 	}

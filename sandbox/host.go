@@ -133,7 +133,10 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		// the sandbox attaches in its own mount namespace: overlayfs takes
 		// only layers mounted there. Without CAP_SYS_ADMIN the sandbox,
 		// running as the daemon's uid, opens them by path.
-		for _, d := range []string{spec.Overlay.Lower, filepath.Dir(spec.Overlay.Upper)} {
+		// Then the frozen layers stacked between them, if any, which are
+		// handed over after the binds.
+		dirs := append([]string{spec.Overlay.Lower, filepath.Dir(spec.Overlay.Upper)}, spec.Overlay.Frozen...)
+		for _, d := range dirs {
 			fd, err := -1, error(syscall.EPERM)
 			if !forcePathOpen {
 				fd, err = unix.OpenTree(unix.AT_FDCWD, d, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
@@ -177,7 +180,8 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 	}
 
 	// Descriptors at fixed places: the layers' two slots always (devnull
-	// without an overlay), then one per bind.
+	// without an overlay), then one per bind, then an overlay's frozen
+	// layers.
 	extra := []*os.File{cfgR, repW, ws, listener}
 	for len(layers) < 2 {
 		layers = append(layers, devnull)
@@ -195,6 +199,8 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		}
 	}()
 	extra = append(extra, binds...)
+	// An overlay's frozen layers last (fdBinds+len(spec.Binds) on).
+	extra = append(extra, layers[2:]...)
 
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
 	if spec.Net != NetHost {
@@ -288,6 +294,16 @@ func openBinds(spec *Spec) ([]*os.File, error) {
 func checkBinds(spec *Spec) error {
 	if len(spec.Binds) > MaxBinds {
 		return paddock.Errorf(paddock.CodeBadRequest, "at most %d binds", MaxBinds)
+	}
+	if spec.Overlay != nil {
+		if len(spec.Overlay.Frozen) > MaxFrozen {
+			return paddock.Errorf(paddock.CodeBadRequest, "at most %d frozen layers", MaxFrozen)
+		}
+		for _, d := range spec.Overlay.Frozen {
+			if !filepath.IsAbs(d) || filepath.Clean(d) != d || strings.ContainsAny(d, ":,\\") {
+				return paddock.Errorf(paddock.CodeBadRequest, "frozen layer %q: must be an absolute, clean path", d)
+			}
+		}
 	}
 	// Below /tmp is fine (the private /tmp is mounted first, a bind is made
 	// inside it, as a workspace under /tmp is), /tmp itself is not.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // newOverlay makes the layers of a copy-on-write workspace: a lower layer
@@ -101,4 +103,65 @@ func TestOverlayWorkspaceByPath(t *testing.T) {
 	forcePathOpen = true
 	defer func() { forcePathOpen = false }()
 	TestOverlayWorkspace(t)
+}
+
+// TestOverlayFrozenLayers: a forked run's view stacks its frozen layers
+// between its upper layer and the lower one, topmost first, whiteouts and
+// opaque directories in them hiding what lies below, with binds beside
+// (their descriptors come first), whether the layers are handed over as
+// detached mounts or opened by path; the frozen layers never change.
+func TestOverlayFrozenLayers(t *testing.T) {
+	skipUnlessSandbox(t)
+	for _, byPath := range []bool{false, true} {
+		ws, ov := newOverlay(t)
+		base := filepath.Dir(ov.Lower)
+		top, below := filepath.Join(base, "f-top"), filepath.Join(base, "f-below")
+		for _, d := range []string{top, below, filepath.Join(top, "dir")} {
+			os.MkdirAll(d, 0o755)
+		}
+		os.WriteFile(filepath.Join(top, "top.txt"), []byte("top\n"), 0o644)
+		os.WriteFile(filepath.Join(top, "dir", "b"), []byte("b\n"), 0o644)
+		if err := unix.Setxattr(filepath.Join(top, "dir"), "user.overlay.opaque", []byte("y"), 0); err != nil {
+			t.Skipf("no user extended attributes here: %v", err)
+		}
+		if err := unix.Mknod(filepath.Join(top, "gone.txt"), unix.S_IFCHR, 0); err != nil {
+			t.Skipf("cannot make a whiteout here: %v", err)
+		}
+		os.WriteFile(filepath.Join(below, "keep.txt"), []byte("keep, below\n"), 0o644)
+		os.WriteFile(filepath.Join(below, "gone.txt"), []byte("hidden by the top\n"), 0o644)
+		home := filepath.Join(base, "home")
+		os.Mkdir(home, 0o755)
+		filepath.Walk(base, func(p string, fi os.FileInfo, err error) error {
+			if err == nil {
+				os.Lchown(p, sandboxUID(), sandboxUID())
+			}
+			return nil
+		})
+		ov.Frozen = []string{top, below}
+		forcePathOpen = byPath
+		p := &Pool{Dir: t.TempDir()}
+		spec := Spec{Argv: []string{"sh", "-c", "cat keep.txt top.txt; ls dir; test ! -e gone.txt && echo gone; echo mine > top.txt; echo h > /home/paddock/h"},
+			Workspace: ws, UID: sandboxUID(), Env: []string{"PATH=/usr/bin:/bin"}, Overlay: ov, Binds: []Bind{{Source: home, Target: "/home/paddock"}}}
+		res, err := p.Run(context.Background(), "r-frozen", spec)
+		p.Close()
+		forcePathOpen = false
+		if err != nil {
+			if strings.Contains(err.Error(), "unsupported") && os.Getenv("CI") != "true" {
+				t.Skipf("overlay in a user namespace: %v", err)
+			}
+			t.Fatal(err)
+		}
+		if want := "keep, below\ntop\nb\ngone\n"; res.ExitCode != 0 || string(res.Stdout) != want {
+			t.Fatalf("by path %v: exit %d: %q, want %q (%s)", byPath, res.ExitCode, res.Stdout, want, res.Stderr)
+		}
+		if b, _ := os.ReadFile(filepath.Join(top, "top.txt")); string(b) != "top\n" {
+			t.Fatalf("by path %v: a frozen layer changed", byPath)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ov.Upper, "top.txt")); string(b) != "mine\n" {
+			t.Fatalf("by path %v: the write is not in the upper layer", byPath)
+		}
+		if b, _ := os.ReadFile(filepath.Join(home, "h")); string(b) != "h\n" {
+			t.Fatalf("by path %v: the bind beside the frozen layers", byPath)
+		}
+	}
 }

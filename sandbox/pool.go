@@ -58,6 +58,7 @@ type Pool struct {
 	mu      sync.Mutex
 	hs      map[string]*harnessConn
 	making  map[string]chan struct{} // a harness being made for the key, closed when it is
+	held    map[string]bool          // keys whose layers are changing: no harness is made (Hold)
 	janitor bool
 	closed  bool
 }
@@ -220,6 +221,10 @@ func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (*harnessCon
 			p.mu.Unlock()
 			return nil, paddock.Errorf(paddock.CodeBusy, "the daemon is shutting down")
 		}
+		if p.held[key] {
+			p.mu.Unlock()
+			return nil, paddock.Errorf(paddock.CodeBusy, "the run's workspace is being forked; try again in a moment")
+		}
 		// One harness is made for a run at a time: a second command that
 		// came meanwhile would otherwise dial the new harness's socket, find
 		// it busy greeting the first, and take it for a stale one.
@@ -355,10 +360,39 @@ func (h *harnessConn) view(spec *Spec) string {
 	return fmt.Sprintf("/proc/%d/root%s", h.pid, spec.Workspace)
 }
 
+// Hold gives back key's harness and makes no other for key until release
+// is called: the run's layers are about to change (a fork freezes its
+// upper layer), and no mount of them may be left. It refuses (busy) while
+// a command of the run runs or its harness is being made.
+func (p *Pool) Hold(key string) (release func(), err error) {
+	p.mu.Lock()
+	h := p.hs[key]
+	if h != nil && h.inflight > 0 && !h.isDead() || p.making[key] != nil || p.held[key] {
+		p.mu.Unlock()
+		return nil, paddock.Errorf(paddock.CodeBusy, "the run's sandbox is running a command; try again when it ends")
+	}
+	if p.held == nil {
+		p.held = map[string]bool{}
+	}
+	p.held[key] = true
+	p.mu.Unlock()
+	p.release(key, true)
+	return func() {
+		p.mu.Lock()
+		delete(p.held, key)
+		p.mu.Unlock()
+	}, nil
+}
+
 // Release gives back the harness of key, if it has one (a run that ends,
 // is checkpointed or loses its workspace). A harness a previous daemon
 // left is found through its socket.
-func (p *Pool) Release(key string) {
+func (p *Pool) Release(key string) { p.release(key, false) }
+
+// release is Release; keepCgroups leaves the run's pids cgroups (it goes
+// on, and its next harness takes them again), which are removed only
+// once its exited processes are all released, tens of milliseconds later.
+func (p *Pool) release(key string, keepCgroups bool) {
 	p.mu.Lock()
 	h := p.hs[key]
 	delete(p.hs, key)
@@ -370,7 +404,7 @@ func (p *Pool) Release(key string) {
 		stopStale(c)
 	}
 	p.removeFiles(key, true)
-	if pids := pidsFor(p.Dir); pids != nil {
+	if pids := pidsFor(p.Dir); pids != nil && !keepCgroups {
 		pids.removeRun(key)
 	}
 }

@@ -258,7 +258,16 @@ type Overlay struct {
 	Lower string `json:"lower"` // read-only, shared (a snapshot of the base)
 	Upper string `json:"upper"` // the run's changes
 	Work  string `json:"work"`  // overlayfs's scratch directory, beside Upper
+	// Frozen are read-only layers stacked between Upper and Lower, the
+	// topmost first: the frozen upper layers of the runs this one was
+	// forked from (overlay over overlay). Whiteouts and opaque
+	// directories in them hide what lies below, as in an upper layer.
+	Frozen []string `json:"frozen,omitempty"`
 }
+
+// MaxFrozen bounds Overlay.Frozen: each is a descriptor handed to the
+// sandbox and a lowerdir of its overlay.
+const MaxFrozen = 64
 
 // ScratchDir is where, in a read run's view, each command's throwaway
 // layer is mounted (a tmpfs of its own).

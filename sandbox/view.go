@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -108,6 +109,16 @@ func openByPath(spec *Spec) (wsfd int, err error) {
 				return -1, fmt.Errorf("open an overlay layer: %w", err)
 			}
 			if err := unix.Dup3(nfd, fd, unix.O_CLOEXEC); err != nil {
+				return -1, err
+			}
+			unix.Close(nfd)
+		}
+		for j, dir := range spec.Overlay.Frozen {
+			nfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return -1, fmt.Errorf("open a frozen overlay layer: %w", err)
+			}
+			if err := unix.Dup3(nfd, fdFrozen(spec, j), unix.O_CLOEXEC); err != nil {
 				return -1, err
 			}
 			unix.Close(nfd)
@@ -366,6 +377,25 @@ func mountOverlay(spec *Spec, target string) error {
 	}
 	defer unix.Close(fdLower)
 	defer unix.Close(fdUpperWork)
+	// The frozen layers stacked above the lower one, topmost first (a
+	// forked run's): attached or opened as it is.
+	lowers := make([]string, 0, len(spec.Overlay.Frozen)+1)
+	for j := range spec.Overlay.Frozen {
+		fd := fdFrozen(spec, j)
+		dir := fmt.Sprintf("/proc/self/fd/%d", fd)
+		if !spec.OpenByPath {
+			dir = fmt.Sprintf("/tmp/layers/f%d", j)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			if err := unix.MoveMount(fd, "", unix.AT_FDCWD, dir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				return fmt.Errorf("attach a frozen overlay layer: %w", err)
+			}
+		}
+		defer unix.Close(fd)
+		lowers = append(lowers, dir)
+	}
+	lower = strings.Join(append(lowers, lower), ":")
 	// userxattr: in a user namespace overlayfs keeps its marks (opaque
 	// directories) in user.* attributes.
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower,
@@ -426,6 +456,9 @@ func mountBinds(spec *Spec, root string) error {
 	}
 	return nil
 }
+
+// fdFrozen is the descriptor of an overlay's frozen layer j: after the binds'.
+func fdFrozen(spec *Spec, j int) int { return fdBinds + len(spec.Binds) + j }
 
 // DaemonView is where, in an overlay run's view, the daemon finds the
 // workspace without its protected paths' read-only mounts.

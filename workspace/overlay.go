@@ -63,6 +63,9 @@ func (o *Overlay) Kind() paddock.WorkspaceKind { return paddock.KindOverlay }
 // Layers are the host directories of an overlay workspace.
 type Layers struct {
 	Lower, Upper, Work string
+	// Frozen are the frozen layers between Upper and Lower, topmost
+	// first (a forked run's; see layers.go), as LayersWithStack reads them.
+	Frozen []string
 }
 
 // LayersOf returns where w's layers are.
@@ -86,6 +89,12 @@ func SnapshotIndex(snapshotDir string) string { return snapshotDir + ".index" }
 // Prepare makes sure the base's snapshot exists (building it if not) and
 // makes the run's empty upper and work directories.
 func (o *Overlay) Prepare(ctx context.Context, p *paddock.Project, w *paddock.Workspace) error {
+	return o.prepare(ctx, p, w, "")
+}
+
+// prepare is Prepare; commonDir, if known, is the project's git directory
+// (else git is asked).
+func (o *Overlay) prepare(ctx context.Context, p *paddock.Project, w *paddock.Workspace, commonDir string) error {
 	if err := mustBeBelow(o.Dir, w.Root); err != nil {
 		return err
 	}
@@ -102,13 +111,19 @@ func (o *Overlay) Prepare(ctx context.Context, p *paddock.Project, w *paddock.Wo
 		}
 	}
 	// The run's own git, in its upper layer: .git in the view.
-	repo, err := o.Git.Inspect(ctx, p.Root)
+	var err error
+	if commonDir == "" {
+		var repo *gitx.Repo
+		if repo, err = o.Git.Inspect(ctx, p.Root); err == nil {
+			commonDir = repo.CommonDir
+		}
+	}
 	if err == nil {
 		index := SnapshotIndex(l.Lower)
 		if _, serr := os.Stat(index); serr != nil {
 			index = "" // a snapshot made before indexes were kept: git reads the files once
 		}
-		err = WriteGitDir(filepath.Join(l.Upper, ".git"), w.RunID, w.BaseRevision, index, repo.CommonDir, o.Owner)
+		err = WriteGitDir(filepath.Join(l.Upper, ".git"), w.RunID, w.BaseRevision, index, commonDir, o.Owner)
 	}
 	if err != nil {
 		return errors.Join(fmt.Errorf("workspace: overlay: %w", err), RemoveTree(o.Dir, w.Root))

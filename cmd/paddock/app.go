@@ -168,6 +168,7 @@ func (a *app) verbs() []verb {
 		{"verify", a.verifyCmd}, {"manifest", a.manifestCmd}, {"run", a.runCmd},
 		{"review", a.reviewCmd}, {"flow", a.flowCmd}, {"menu", a.menuCmd}, {"ui", a.uiCmd},
 		{"bundle", a.bundleCmd}, {"verify-bundle", a.verifyBundleCmd}, {"import", a.importCmd}, {"queue", a.queueCmd},
+		{"fork", a.forkCmd}, {"compare", a.compareCmd},
 	}
 }
 

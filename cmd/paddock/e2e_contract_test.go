@@ -150,6 +150,14 @@ func TestContract(t *testing.T) {
 	if res, err := operator.Import(ctx, paddock.ImportRequest{Project: "app"}, &bundled); err != nil || res.Hash != bcs.Hash || !res.Trusted {
 		t.Fatalf("import: %+v %v", res, err)
 	}
+	// A fork of the run (refused as unsupported where it is not an overlay).
+	if fr, err := operator.Fork(ctx, mcpRun.ID, paddock.ForkRequest{Count: 2}); err == nil {
+		if len(fr.Runs) != 2 || fr.Runs[0].State() != paddock.StateReady {
+			t.Fatalf("a fork: %+v", fr)
+		}
+	} else if !paddock.IsCode(err, paddock.CodeUnsupported) {
+		t.Fatalf("a fork: %v", err)
+	}
 	// The merge queue: the bundled run, approved, lands on a branch, is
 	// listed, undone, and (no longer queued) cannot be taken out.
 	gittest.Git(t, repo, "branch", "landing")

@@ -1130,6 +1130,21 @@ func (e Exec200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for ForkRun201JSONResponseBodyOk.
+const (
+	ForkRun201JSONResponseBodyOkTrue ForkRun201JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ForkRun201JSONResponseBodyOk enum.
+func (e ForkRun201JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case ForkRun201JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliverInbox200JSONResponseBodyOk.
 const (
 	DeliverInbox200JSONResponseBodyOkTrue DeliverInbox200JSONResponseBodyOk = true
@@ -2067,6 +2082,19 @@ type FlowTransition struct {
 // FlowTransitionGuard defines model for FlowTransition.Guard.
 type FlowTransitionGuard string
 
+// ForkRequest defines model for ForkRequest.
+type ForkRequest struct {
+	// Count How many runs to make; 1 if 0 or left out, at most 32.
+	Count *int `json:"count,omitempty"`
+}
+
+// ForkResult A fork's outcome: the run forked (going on over the frozen layer), the frozen layer's id and the runs made on it.
+type ForkResult struct {
+	Layer *string `json:"layer,omitempty"`
+	Run   *Run    `json:"run,omitempty"`
+	Runs  *[]Run  `json:"runs,omitempty"`
+}
+
 // HunkBlame defines model for HunkBlame.
 type HunkBlame struct {
 	Header *string `json:"header,omitempty"`
@@ -2375,6 +2403,9 @@ type Workspace struct {
 
 	// OverlayLayers For an overlay workspace: the host directories it is made of. root is where the run sees the merged view, inside its sandbox only; on the host root holds just the upper and work layers.
 	OverlayLayers *struct {
+		// Frozen a forked run's frozen layers between upper and lower, topmost first (paddock fork)
+		Frozen *[]string `json:"frozen,omitempty"`
+
 		// Lower the base's snapshot, read-only, shared
 		Lower *string `json:"lower,omitempty"`
 
@@ -2633,6 +2664,9 @@ type ExecStreamParams struct {
 	ExpectSeq *int `form:"expect_seq,omitempty" json:"expect_seq,omitempty"`
 }
 
+// ForkRun201JSONResponseBodyOk defines parameters for ForkRun.
+type ForkRun201JSONResponseBodyOk bool
+
 // DeliverInboxParams defines parameters for DeliverInbox.
 type DeliverInboxParams struct {
 	Name string `form:"name" json:"name"`
@@ -2846,6 +2880,9 @@ type ExecAttachJSONRequestBody = ExecRequest
 
 // ExecStreamJSONRequestBody defines body for ExecStream for application/json ContentType.
 type ExecStreamJSONRequestBody = ExecRequest
+
+// ForkRunJSONRequestBody defines body for ForkRun for application/json ContentType.
+type ForkRunJSONRequestBody = ForkRequest
 
 // StartJobJSONRequestBody defines body for StartJob for application/json ContentType.
 type StartJobJSONRequestBody StartJobJSONBody
@@ -3291,6 +3328,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/exec/stream (the `ExecStream` operationId).
 	ExecStream(ctx context.Context, id string, params *ExecStreamParams, body ExecStreamJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ForkRunWithBody Freeze an overlay run's files into a layer and make runs stacked on it
+	//
+	// The run's upper layer is frozen where it lies (one rename, whatever its size) into an immutable layer, and count new runs (1 if left out, at most 32) are made at the run's project, base revision, agent definition, access and grants, each with an empty upper layer of its own over the frozen layer and the base's snapshot (overlay over overlay) and its own harness when used. Their change sets are against the original base, the frozen layer's changes included (a file the run deleted stays deleted). The run goes on over the same frozen layer, on a new upper layer: what it writes afterwards no fork sees. Records run.forked on the run (its layer and the runs made) and run.created with forked_from on each fork. A kill mid-fork leaves no fork or a whole one (the next start finishes or rolls back). Refused: a run of another kind (unsupported: a fork needs an overlay workspace), a run not ready, active or checkpointed, or a review run (conflict), a run with a command, job or tool call under way (busy). Operator only.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/fork (the `ForkRun` operationId).
+	ForkRunWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ForkRun Freeze an overlay run's files into a layer and make runs stacked on it
+	//
+	// The run's upper layer is frozen where it lies (one rename, whatever its size) into an immutable layer, and count new runs (1 if left out, at most 32) are made at the run's project, base revision, agent definition, access and grants, each with an empty upper layer of its own over the frozen layer and the base's snapshot (overlay over overlay) and its own harness when used. Their change sets are against the original base, the frozen layer's changes included (a file the run deleted stays deleted). The run goes on over the same frozen layer, on a new upper layer: what it writes afterwards no fork sees. Records run.forked on the run (its layer and the runs made) and run.created with forked_from on each fork. A kill mid-fork leaves no fork or a whole one (the next start finishes or rolls back). Refused: a run of another kind (unsupported: a fork needs an overlay workspace), a run not ready, active or checkpointed, or a review run (conflict), a run with a command, job or tool call under way (busy). Operator only.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{id}/fork (the `ForkRun` operationId).
+	ForkRun(ctx context.Context, id string, body ForkRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeliverInboxWithBody Deliver a file into .paddock/inbox/ (type sniffed from the content; 413 over the cap)
 	//
@@ -4410,6 +4465,44 @@ func (c *Client) ExecStreamWithBody(ctx context.Context, id string, params *Exec
 // Corresponds with POST /v1/runs/{id}/exec/stream (the `ExecStream` operationId).
 func (c *Client) ExecStream(ctx context.Context, id string, params *ExecStreamParams, body ExecStreamJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExecStreamRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ForkRunWithBody Freeze an overlay run's files into a layer and make runs stacked on it
+//
+// The run's upper layer is frozen where it lies (one rename, whatever its size) into an immutable layer, and count new runs (1 if left out, at most 32) are made at the run's project, base revision, agent definition, access and grants, each with an empty upper layer of its own over the frozen layer and the base's snapshot (overlay over overlay) and its own harness when used. Their change sets are against the original base, the frozen layer's changes included (a file the run deleted stays deleted). The run goes on over the same frozen layer, on a new upper layer: what it writes afterwards no fork sees. Records run.forked on the run (its layer and the runs made) and run.created with forked_from on each fork. A kill mid-fork leaves no fork or a whole one (the next start finishes or rolls back). Refused: a run of another kind (unsupported: a fork needs an overlay workspace), a run not ready, active or checkpointed, or a review run (conflict), a run with a command, job or tool call under way (busy). Operator only.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{id}/fork (the `ForkRun` operationId).
+func (c *Client) ForkRunWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForkRunRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ForkRun Freeze an overlay run's files into a layer and make runs stacked on it
+//
+// The run's upper layer is frozen where it lies (one rename, whatever its size) into an immutable layer, and count new runs (1 if left out, at most 32) are made at the run's project, base revision, agent definition, access and grants, each with an empty upper layer of its own over the frozen layer and the base's snapshot (overlay over overlay) and its own harness when used. Their change sets are against the original base, the frozen layer's changes included (a file the run deleted stays deleted). The run goes on over the same frozen layer, on a new upper layer: what it writes afterwards no fork sees. Records run.forked on the run (its layer and the runs made) and run.created with forked_from on each fork. A kill mid-fork leaves no fork or a whole one (the next start finishes or rolls back). Refused: a run of another kind (unsupported: a fork needs an overlay workspace), a run not ready, active or checkpointed, or a review run (conflict), a run with a command, job or tool call under way (busy). Operator only.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{id}/fork (the `ForkRun` operationId).
+func (c *Client) ForkRun(ctx context.Context, id string, body ForkRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForkRunRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7002,6 +7095,53 @@ func NewExecStreamRequestWithBody(server string, id string, params *ExecStreamPa
 	return req, nil
 }
 
+// NewForkRunRequest calls the generic ForkRun builder with application/json body
+func NewForkRunRequest(server string, id string, body ForkRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewForkRunRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewForkRunRequestWithBody constructs an http.Request for the ForkRun method, with any body, and a specified content type
+func NewForkRunRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/fork", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeliverInboxRequestWithBody constructs an http.Request for the DeliverInbox method, with any body, and a specified content type
 func NewDeliverInboxRequestWithBody(server string, id string, params *DeliverInboxParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -8788,6 +8928,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/exec/stream (the `ExecStream` operationId).
 	ExecStreamWithResponse(ctx context.Context, id string, params *ExecStreamParams, body ExecStreamJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecStreamResponse, error)
+
+	// ForkRunWithBodyWithResponse Freeze an overlay run's files into a layer and make runs stacked on it
+	//
+	// The run's upper layer is frozen where it lies (one rename, whatever its size) into an immutable layer, and count new runs (1 if left out, at most 32) are made at the run's project, base revision, agent definition, access and grants, each with an empty upper layer of its own over the frozen layer and the base's snapshot (overlay over overlay) and its own harness when used. Their change sets are against the original base, the frozen layer's changes included (a file the run deleted stays deleted). The run goes on over the same frozen layer, on a new upper layer: what it writes afterwards no fork sees. Records run.forked on the run (its layer and the runs made) and run.created with forked_from on each fork. A kill mid-fork leaves no fork or a whole one (the next start finishes or rolls back). Refused: a run of another kind (unsupported: a fork needs an overlay workspace), a run not ready, active or checkpointed, or a review run (conflict), a run with a command, job or tool call under way (busy). Operator only.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/fork (the `ForkRun` operationId).
+	ForkRunWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForkRunResponse, error)
+
+	// ForkRunWithResponse Freeze an overlay run's files into a layer and make runs stacked on it
+	//
+	// The run's upper layer is frozen where it lies (one rename, whatever its size) into an immutable layer, and count new runs (1 if left out, at most 32) are made at the run's project, base revision, agent definition, access and grants, each with an empty upper layer of its own over the frozen layer and the base's snapshot (overlay over overlay) and its own harness when used. Their change sets are against the original base, the frozen layer's changes included (a file the run deleted stays deleted). The run goes on over the same frozen layer, on a new upper layer: what it writes afterwards no fork sees. Records run.forked on the run (its layer and the runs made) and run.created with forked_from on each fork. A kill mid-fork leaves no fork or a whole one (the next start finishes or rolls back). Refused: a run of another kind (unsupported: a fork needs an overlay workspace), a run not ready, active or checkpointed, or a review run (conflict), a run with a command, job or tool call under way (busy). Operator only.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/fork (the `ForkRun` operationId).
+	ForkRunWithResponse(ctx context.Context, id string, body ForkRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ForkRunResponse, error)
 
 	// DeliverInboxWithBodyWithResponse Deliver a file into .paddock/inbox/ (type sniffed from the content; 413 over the cap)
 	//
@@ -11174,6 +11332,62 @@ func (r ExecStreamResponse) ContentType() string {
 	return ""
 }
 
+type ForkRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data A fork's outcome: the run forked (going on over the frozen layer), the frozen layer's id and the runs made on it.
+		Data *ForkResult                  `json:"data,omitempty"`
+		Ok   ForkRun201JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ForkRunResponse) GetJSON201() *struct {
+	// Data A fork's outcome: the run forked (going on over the frozen layer), the frozen layer's id and the runs made on it.
+	Data *ForkResult                  `json:"data,omitempty"`
+	Ok   ForkRun201JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ForkRunResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ForkRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ForkRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ForkRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ForkRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type DeliverInboxResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13370,6 +13584,36 @@ func (c *ClientWithResponses) ExecStreamWithResponse(ctx context.Context, id str
 	return ParseExecStreamResponse(rsp)
 }
 
+// ForkRunWithBodyWithResponse Freeze an overlay run's files into a layer and make runs stacked on it
+//
+// The run's upper layer is frozen where it lies (one rename, whatever its size) into an immutable layer, and count new runs (1 if left out, at most 32) are made at the run's project, base revision, agent definition, access and grants, each with an empty upper layer of its own over the frozen layer and the base's snapshot (overlay over overlay) and its own harness when used. Their change sets are against the original base, the frozen layer's changes included (a file the run deleted stays deleted). The run goes on over the same frozen layer, on a new upper layer: what it writes afterwards no fork sees. Records run.forked on the run (its layer and the runs made) and run.created with forked_from on each fork. A kill mid-fork leaves no fork or a whole one (the next start finishes or rolls back). Refused: a run of another kind (unsupported: a fork needs an overlay workspace), a run not ready, active or checkpointed, or a review run (conflict), a run with a command, job or tool call under way (busy). Operator only.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/fork (the `ForkRun` operationId).
+func (c *ClientWithResponses) ForkRunWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForkRunResponse, error) {
+	rsp, err := c.ForkRunWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForkRunResponse(rsp)
+}
+
+// ForkRunWithResponse Freeze an overlay run's files into a layer and make runs stacked on it
+//
+// The run's upper layer is frozen where it lies (one rename, whatever its size) into an immutable layer, and count new runs (1 if left out, at most 32) are made at the run's project, base revision, agent definition, access and grants, each with an empty upper layer of its own over the frozen layer and the base's snapshot (overlay over overlay) and its own harness when used. Their change sets are against the original base, the frozen layer's changes included (a file the run deleted stays deleted). The run goes on over the same frozen layer, on a new upper layer: what it writes afterwards no fork sees. Records run.forked on the run (its layer and the runs made) and run.created with forked_from on each fork. A kill mid-fork leaves no fork or a whole one (the next start finishes or rolls back). Refused: a run of another kind (unsupported: a fork needs an overlay workspace), a run not ready, active or checkpointed, or a review run (conflict), a run with a command, job or tool call under way (busy). Operator only.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/fork (the `ForkRun` operationId).
+func (c *ClientWithResponses) ForkRunWithResponse(ctx context.Context, id string, body ForkRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ForkRunResponse, error) {
+	rsp, err := c.ForkRun(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForkRunResponse(rsp)
+}
+
 // DeliverInboxWithBodyWithResponse Deliver a file into .paddock/inbox/ (type sniffed from the content; 413 over the cap)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -15270,6 +15514,43 @@ func ParseExecStreamResponse(rsp *http.Response) (*ExecStreamResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseForkRunResponse parses an HTTP response from a ForkRunWithResponse call
+func ParseForkRunResponse(rsp *http.Response) (*ForkRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ForkRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A fork's outcome: the run forked (going on over the frozen layer), the frozen layer's id and the runs made on it.
+			Data *ForkResult                  `json:"data,omitempty"`
+			Ok   ForkRun201JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Failure
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

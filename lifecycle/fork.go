@@ -1,0 +1,410 @@
+package lifecycle
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/sandbox"
+	"github.com/paddock-dev/paddock/workspace"
+)
+
+// Forks (issue #22): an overlay run's upper layer frozen where it lies, and
+// runs stacked on it, each with an empty upper layer and a harness of its
+// own; the run forked goes on over the same frozen layer (workspace/layers.go
+// holds the layout and the journal).
+//
+// The order makes a kill at any point leave no fork or a whole one:
+//
+//  1. the forks' records are made, preparing (a crash from here on: the
+//     next start rolls them back, as any run interrupted while preparing);
+//  2. the journal is written;
+//  3. the run's upper layer is frozen (renames; a crash: Recover finishes
+//     the freeze from the journal, which changes no file the run sees);
+//  4. each fork's layers are made on the frozen one;
+//  5. one transaction marks every fork ready and records run.forked on the
+//     run: the fork is made, whole;
+//  6. the journal is removed.
+
+// runUse keeps a fork from freezing a run's upper layer while a call of
+// the broker (a tool, a command, verify) reads or writes it: each holds a
+// read lock for its duration; a fork takes the write lock, or is refused.
+type runUse struct {
+	mu sync.Mutex
+	m  map[string]*sync.RWMutex
+}
+
+func (u *runUse) lock(id string) *sync.RWMutex {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[string]*sync.RWMutex{}
+	}
+	l := u.m[id]
+	if l == nil {
+		l = &sync.RWMutex{}
+		u.m[id] = l
+	}
+	return l
+}
+
+// useRun marks a call on run id under way; a fork of the run waits for
+// no call (it is refused while one runs).
+func (m *Manager) useRun(id string) (release func(), err error) {
+	l := m.runUses.lock(id)
+	if !l.TryRLock() {
+		return nil, paddock.Errorf(paddock.CodeBusy, "run %s is being forked; try again in a moment", id)
+	}
+	return l.RUnlock, nil
+}
+
+// Fork freezes run id's current files into a layer and makes req.Count
+// runs stacked on it, each at the run's project, base, agent definition,
+// access and grants, with an empty upper layer of its own; their change
+// sets are against the same base, the frozen layer's changes included.
+// The run goes on over the frozen layer, on a new upper layer: what it
+// writes after the fork no fork sees. Only an overlay run forks.
+func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) (*paddock.ForkResult, error) {
+	n := req.Count
+	if n == 0 {
+		n = 1
+	}
+	if n < 1 || n > paddock.MaxFork {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "a fork makes 1 to %d runs, not %d", paddock.MaxFork, req.Count)
+	}
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := m.refuseWhileJobRuns(ctx, id); err != nil {
+		return nil, err
+	}
+	r, _, err := m.forkable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := m.provider(paddock.KindOverlay)
+	if err != nil {
+		return nil, err
+	}
+	ov := prov.(*workspace.Overlay)
+	below, err := ov.Stack(r.Workspace)
+	if err != nil {
+		return nil, internal("reading the run's layers failed", err)
+	}
+	if len(below)+1 > sandbox.MaxFrozen {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s stacks on %d frozen layers; a run stacks on at most %d", id, len(below), sandbox.MaxFrozen)
+	}
+
+	// No call of the broker on the run, no harness, no other fork
+	// meanwhile; gc waits (m.mu).
+	use := m.runUses.lock(id)
+	if !use.TryLock() {
+		return nil, paddock.Errorf(paddock.CodeBusy, "run %s has a call or a command under way; fork it when it ends", id)
+	}
+	defer use.Unlock()
+	if m.Harnesses != nil {
+		unhold, err := m.Harnesses.Hold(id)
+		if err != nil {
+			return nil, err
+		}
+		defer unhold()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Read again under the lock: a reject or rm may have come between.
+	r, p, err := m.forkable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+
+	grants, err := m.AccessRequests(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := m.repoOf(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	j := &workspace.ForkJournal{Layer: newLayerID(), Run: id, Root: r.Workspace.Root}
+	kids := make([]*paddock.Run, n)
+	for i := range kids {
+		kids[i] = m.forkRecord(r, newID())
+		j.Children = append(j.Children, kids[i].ID)
+	}
+	// 1. The records, preparing.
+	err = m.update(ctx, func(tx paddock.Tx) error {
+		for _, k := range kids {
+			if err := m.createForkRecord(ctx, tx, r, k, j.Layer, grants); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.hook("fork:records")
+	done := context.WithoutCancel(ctx) // from here on the fork is finished or rolled back
+	fail := func(msg string, cause error, frozen bool) (*paddock.ForkResult, error) {
+		m.log().Error("fork failed", "run", id, "err", cause)
+		for _, k := range kids {
+			if err := m.cleanup(done, k, p, "fork failed; rolled back"); err != nil {
+				m.log().Error("rolling back a fork failed", "run", k.ID, "err", err)
+			}
+		}
+		if _, err := os.Lstat(ov.LayerDir(j.Layer)); frozen && errors.Is(err, fs.ErrNotExist) {
+			frozen = false // nothing moved: the run is as it was
+			ov.EndFork(j.Layer)
+		}
+		if frozen {
+			// The run keeps the shape the freeze gives it (the same files).
+			if err := ov.Freeze(j); err != nil {
+				m.log().Error("finishing a freeze failed; the next start finishes it", "run", id, "err", err)
+				return nil, internal(msg, errors.Join(cause, err))
+			}
+			ov.EndFork(j.Layer)
+		}
+		var pe *paddock.Error
+		if errors.As(cause, &pe) {
+			return nil, cause
+		}
+		return nil, internal(msg, cause)
+	}
+	// 2. The journal; 3. the freeze.
+	if err := ov.BeginFork(j); err != nil {
+		return fail("writing the fork's journal failed", err, false)
+	}
+	m.hook("fork:journal")
+	if err := ov.Freeze(j); err != nil {
+		return fail("freezing the run's layer failed", err, true)
+	}
+	m.hook("fork:frozen")
+	// 4. The forks' layers on it.
+	stack := append([]string{j.Layer}, below...)
+	for _, k := range kids {
+		if err := ov.PrepareOn(done, p, k.Workspace, stack, repo.CommonDir); err != nil {
+			return fail("preparing a fork failed", err, true)
+		}
+		if m.SandboxUID != 0 {
+			if err := chownTree(k.Workspace.Root, m.SandboxUID); err != nil {
+				m.log().Error("handing the workspace to the sandbox user failed", "run", k.ID, "err", err)
+			}
+		}
+		if err := m.prepareAux(k); err != nil {
+			return fail("making a fork's home failed", err, true)
+		}
+		m.hook("fork:prepared")
+	}
+	// 5. Every fork ready and the fork recorded, at once.
+	ids := make([]string, n)
+	for i, k := range kids {
+		ids[i] = k.ID
+	}
+	if err := m.update(done, func(tx paddock.Tx) error {
+		for _, k := range kids {
+			if err := m.transition(done, tx, k, paddock.StateReady, ""); err != nil {
+				return err
+			}
+		}
+		_, err := tx.AppendEvent(done, id, paddock.EventRunForked, map[string]any{"layer": j.Layer, "runs": ids, "stack": stack})
+		return err
+	}); err != nil {
+		return fail("recording the fork failed", err, true)
+	}
+	m.hook("fork:recorded")
+	// 6. Done: the journal goes (a crash before: Recover finds the freeze
+	// done and the forks ready, and only removes it).
+	if err := ov.EndFork(j.Layer); err != nil {
+		m.log().Warn("removing a fork's journal failed", "run", id, "err", err)
+	}
+	m.log().Info("run forked", "run", id, "layer", j.Layer, "runs", ids)
+	res := &paddock.ForkResult{Layer: j.Layer}
+	if res.Run, err = m.Run(done, id); err != nil {
+		return nil, err
+	}
+	for _, k := range ids {
+		kr, err := m.Run(done, k)
+		if err != nil {
+			return nil, err
+		}
+		res.Runs = append(res.Runs, kr)
+	}
+	return res, nil
+}
+
+// forkable returns run id and its project if the run can be forked.
+func (m *Manager) forkable(ctx context.Context, id string) (*paddock.Run, *paddock.Project, error) {
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Workspace == nil || r.Workspace.Kind != paddock.KindOverlay {
+		kind := "no workspace"
+		if r.Workspace != nil {
+			kind = "a " + string(r.Workspace.Kind) + " workspace"
+		}
+		return nil, nil, paddock.Errorf(paddock.CodeUnsupported, "run %s has %s; a fork freezes an overlay workspace's layer, so only an overlay run forks (make it with --kind overlay)", id, kind)
+	}
+	switch r.Workspace.State {
+	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
+	default:
+		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; only a ready, active or checkpointed run forks", id, r.Workspace.State)
+	}
+	if r.ReviewOf != nil {
+		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is a review run; it holds a submitted change set and is never forked", id)
+	}
+	return r, p, nil
+}
+
+// forkRecord is the record of a fork of r, with id: r's project, base,
+// access, definition, secrets and cleanup policy, its own workspace.
+func (m *Manager) forkRecord(r *paddock.Run, id string) *paddock.Run {
+	t := now()
+	w := r.Workspace
+	return &paddock.Run{ID: id, Project: r.Project, Access: r.Access, Agent: r.Agent, AgentHash: r.AgentHash,
+		Secrets: r.Secrets, IncludeIgnored: r.IncludeIgnored, CreatedAt: t,
+		Workspace: &paddock.Workspace{ID: "w-" + id[2:], RunID: id, Kind: paddock.KindOverlay,
+			Root: filepath.Join(m.WorkspacesDir, id), Fingerprint: w.Fingerprint, BaseRef: w.BaseRef, BaseRevision: w.BaseRevision,
+			Branch: w.Branch, State: paddock.StateRequested, CleanupPolicy: w.CleanupPolicy, CreatedAt: t, UpdatedAt: t}}
+}
+
+// createForkRecord writes fork k of r, preparing, with its run.created
+// event (forked_from) and copies of r's granted access requests.
+func (m *Manager) createForkRecord(ctx context.Context, tx paddock.Tx, r, k *paddock.Run, layer string, grants []*paddock.AccessRequest) error {
+	if err := tx.CreateRun(ctx, k); err != nil {
+		return err
+	}
+	w := k.Workspace
+	name := ""
+	if k.Agent != nil {
+		name = k.Agent.Name
+	}
+	if _, err := tx.AppendEvent(ctx, k.ID, paddock.EventRunCreated, map[string]string{"project": k.Project, "kind": string(w.Kind),
+		"base_ref": w.BaseRef, "base_revision": w.BaseRevision, "root": w.Root, "agent": name, "agent_hash": k.AgentHash,
+		"forked_from": r.ID, "layer": layer}); err != nil {
+		return err
+	}
+	for _, g := range grants {
+		if g.State != paddock.RequestGranted {
+			continue
+		}
+		c := *g
+		var raw [6]byte
+		rand.Read(raw[:])
+		c.ID, c.RunID = "q-"+hex.EncodeToString(raw[:]), k.ID
+		c.Note = strings.TrimSpace(c.Note + " (granted to " + r.ID + " before the fork)")
+		if err := tx.CreateAccessRequest(ctx, &c); err != nil {
+			return err
+		}
+		if _, err := tx.AppendEvent(ctx, k.ID, paddock.EventAccessGranted, &c); err != nil {
+			return err
+		}
+	}
+	return m.transition(ctx, tx, k, paddock.StatePreparing, "forked from "+r.ID)
+}
+
+// recoverForks finishes the freezes a crash interrupted (the forks it left
+// preparing are rolled back by recoverOne, as any run interrupted while
+// being prepared).
+func (m *Manager) recoverForks(ctx context.Context) []paddock.Finding {
+	ov, ok := m.overlayProvider()
+	if !ok {
+		return nil
+	}
+	js, err := ov.Forks()
+	if err != nil {
+		m.log().Error("reading the forks' journals failed", "err", err)
+		return nil
+	}
+	var out []paddock.Finding
+	for _, j := range js {
+		f := paddock.Finding{RunID: j.Run, Path: j.Root, Issue: "interrupted while forking (layer " + j.Layer + ")", Action: paddock.ActionRolledBack}
+		_, err := m.Run(ctx, j.Run)
+		if _, serr := os.Stat(j.Root); paddock.IsCode(err, paddock.CodeNotFound) || errors.Is(serr, fs.ErrNotExist) {
+			ov.EndFork(j.Layer) // no run to finish (gc takes the layer)
+			continue
+		}
+		if err := ov.Freeze(j); err != nil {
+			m.log().Error("finishing a freeze failed", "run", j.Run, "layer", j.Layer, "err", err)
+			f.Action = paddock.ActionFailed
+		} else if err := ov.EndFork(j.Layer); err != nil {
+			f.Action = paddock.ActionFailed
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// gcLayers removes the frozen layers no workspace stacks on any more.
+func (m *Manager) gcLayers(dryRun bool) []paddock.Finding {
+	ov, ok := m.overlayProvider()
+	if !ok {
+		return nil
+	}
+	// The layers first, then what uses them: a layer made meanwhile is
+	// not listed, and one listed was journalled before it was made.
+	ids, err := ov.LayerIDs()
+	if err != nil {
+		m.log().Error("listing frozen layers failed", "err", err)
+		return nil
+	}
+	used, err := ov.InUse()
+	if err != nil {
+		m.log().Error("reading the workspaces' stacks failed", "err", err)
+		return nil
+	}
+	var out []paddock.Finding
+	for _, id := range ids {
+		if used[id] {
+			continue
+		}
+		f := paddock.Finding{Path: ov.LayerDir(id), Issue: "frozen layer no run stacks on", Action: paddock.ActionCleaned}
+		if dryRun {
+			f.Action = paddock.ActionWouldClean
+		} else if err := ov.RemoveLayer(id); err != nil {
+			m.log().Error("removing a frozen layer failed", "layer", id, "err", err)
+			f.Action = paddock.ActionFailed
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// forkedAt is the seq of run id's run.created if a fork made it (0 if
+// not): diff --blame says what the run was forked with came from there.
+func (m *Manager) forkedAt(ctx context.Context, id string) int64 {
+	evs, err := m.Events(ctx, id, 0, 1)
+	if err != nil || len(evs) == 0 || evs[0].Type != paddock.EventRunCreated {
+		return 0
+	}
+	var d struct {
+		ForkedFrom string `json:"forked_from"`
+	}
+	if json.Unmarshal(evs[0].Data, &d) != nil || d.ForkedFrom == "" {
+		return 0
+	}
+	return evs[0].Seq
+}
+
+// hook runs the test hook at point, if a test set one.
+func (m *Manager) hook(point string) {
+	if m.testHook != nil {
+		m.testHook(point)
+	}
+}
+
+// newLayerID returns a frozen layer's id such as "l-k4m2q7xa".
+func newLayerID() string {
+	var b [5]byte
+	rand.Read(b[:])
+	return "l-" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))
+}
