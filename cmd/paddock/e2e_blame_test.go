@@ -15,6 +15,7 @@ import (
 // and the branch an apply makes holds exactly those: the left-out hunk's
 // lines are as the base has them.
 func TestBlameAndPartialApproval(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, repo := reviewDaemon(t)
 	lines := ""
 	for i := 1; i <= 30; i++ {

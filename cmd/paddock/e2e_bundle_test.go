@@ -18,6 +18,7 @@ import (
 // the same hash, approved there only when the signer is trusted, and
 // applied from there exactly as it was reviewed.
 func TestBundleAcrossMachines(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	homeA, repoA := reviewDaemon(t)
 	id := strings.TrimSpace(cli(t, homeA, "create", "-p", "app").must(t).out)
 	cli(t, homeA, "exec", id, "--", "sh", "-c", `printf 'hello, bundled\n' > README.md && printf '\000\001PNG\377' > logo.bin && printf '#!/bin/sh\necho hi\n' > run.sh && chmod +x run.sh && rm pkg00/file0000.go`).must(t)
@@ -122,6 +123,7 @@ func TestBundleAcrossMachines(t *testing.T) {
 // TestBundleRefusesSecrets: a change set that holds a declared secret's
 // value is never bundled: the blobs would carry it in clear.
 func TestBundleRefusesSecrets(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, _ := reviewDaemon(t)
 	os.WriteFile(filepath.Join(home, "secrets", "API_TOKEN"), []byte(contractSecret+"\n"), 0o600)
 	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--secret", "API_TOKEN").must(t).out)

@@ -16,6 +16,7 @@ import (
 // changes and their own, compare tells where they differ, and a clone
 // run is refused as unsupported.
 func TestForkVerb(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	base := t.TempDir()
 	home := filepath.Join(base, "home")
 	src := filepath.Join(base, "src", "calc")

@@ -19,6 +19,7 @@ import (
 // own change come back instead; a landing can be undone while nothing
 // landed after it; the checked-out branch is refused.
 func TestMergeQueue(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, repo := reviewDaemon(t)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -92,6 +92,7 @@ func forgeBundle(t *testing.T, file string, edit func(cs *paddock.ChangeSet)) (f
 // blobs nobody saw. The imported submission must be the change set the
 // workspace holds (its hash, its diff, its labels), or the import refused.
 func TestRedteam3ImportKeepsTheBundlesDiff(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, _ := reviewDaemon(t)
 	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
 	cli(t, home, "exec", id, "--", "sh", "-c",
@@ -146,6 +147,7 @@ func labelsOf(cs paddock.ChangeSet) map[string][]string {
 // it into a file meant to travel. Both must see it (any of the three
 // alignments of base64), as they see the value's own base64.
 func TestRedteam3BundleCarriesAShiftedBase64Secret(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, _ := reviewDaemon(t)
 	os.WriteFile(filepath.Join(home, "secrets", "API_TOKEN"), []byte(contractSecret+"\n"), 0o600)
 	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--secret", "API_TOKEN").must(t).out)
@@ -172,6 +174,7 @@ func TestRedteam3BundleCarriesAShiftedBase64Secret(t *testing.T) {
 // checked out in the main working tree now. Both must be refused, as
 // the checked-out branch is.
 func TestRedteam3QueueMovesABranchCheckedOutElsewhere(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, repo := reviewDaemon(t)
 	gittest.Git(t, repo, "branch", "release")
 	gittest.Git(t, repo, "branch", "other")
@@ -212,6 +215,7 @@ func TestRedteam3QueueMovesABranchCheckedOutElsewhere(t *testing.T) {
 // twice (and the submission records only the last). One of the two must
 // be refused.
 func TestRedteam3QueueAndApplyLandTwice(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, repo := reviewDaemon(t)
 	gittest.Commit(t, repo, "a slow check", map[string]string{"Makefile": "test:\n\tsleep 4\n"})
 	gittest.Git(t, repo, "branch", "release")
@@ -259,6 +263,7 @@ func TestRedteam3QueueAndApplyLandTwice(t *testing.T) {
 // must check with the recipes of the branch's tip, as verify does with
 // the base's.
 func TestRedteam3QueueCheckRunsTheAgentsRecipe(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, repo := reviewDaemon(t)
 	gittest.Commit(t, repo, "a check", map[string]string{"Makefile": "test:\n\ttest ! -e broken\n"})
 	gittest.Git(t, repo, "branch", "release")
@@ -287,6 +292,7 @@ func TestRedteam3QueueCheckRunsTheAgentsRecipe(t *testing.T) {
 // only the operator can read (a 0600 file that redirects, stdin), never
 // in an argument.
 func TestRedteam3LoginCodeInTheBrowsersArgv(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, _ := reviewDaemon(t)
 	dir := t.TempDir()
 	browser := filepath.Join(dir, "slow-browser")
@@ -345,6 +351,7 @@ func killCmdlines(s string) {
 // ready to apply. A rejected run must not bundle, or its bundle must not
 // carry the approval.
 func TestRedteam3BundleRevivesARejectedApproval(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, repo := reviewDaemon(t)
 	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
 	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'rejected after all\n' > README.md`).must(t)
@@ -373,6 +380,7 @@ func TestRedteam3BundleRevivesARejectedApproval(t *testing.T) {
 // a NUL: import writes through the working tools, so each is refused and
 // nothing lands outside the run (held).
 func TestRedteam3ImportRefusesHostilePaths(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, repo := reviewDaemon(t)
 	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
 	cli(t, home, "exec", id, "--", "sh", "-c", `printf '[core]\n\tfsmonitor = touch /tmp/pwned-red3\n' > README.md`).must(t)
@@ -407,6 +415,7 @@ func TestRedteam3ImportRefusesHostilePaths(t *testing.T) {
 // lands it, once; the throwaway read run the cut check was made in is
 // given back, not left as a live run holding a workspace.
 func TestRedteam3QueueKilledDuringItsCheck(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	base := t.TempDir()
 	home := filepath.Join(base, "home")
 	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
@@ -460,6 +469,7 @@ func TestRedteam3QueueKilledDuringItsCheck(t *testing.T) {
 // withholds): the bundle, which carries the blob in clear, is refused
 // all the same (held).
 func TestRedteam3BundleRefusesASecretInABinaryFile(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, _ := reviewDaemon(t)
 	os.WriteFile(filepath.Join(home, "secrets", "API_TOKEN"), []byte(contractSecret+"\n"), 0o600)
 	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--secret", "API_TOKEN").must(t).out)
@@ -480,6 +490,7 @@ func TestRedteam3BundleRefusesASecretInABinaryFile(t *testing.T) {
 // nothing. It is a conflict in dir/f.txt (the file dir is in the way)
 // and must say so, as the other conflicts do.
 func TestRedteam3QueueDirectoryMadeAFile(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, repo := reviewDaemon(t)
 	gittest.Commit(t, repo, "a directory", map[string]string{"dir/e.txt": "e\n"})
 	gittest.Git(t, repo, "branch", "release")

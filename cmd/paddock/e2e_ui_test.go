@@ -26,6 +26,7 @@ import (
 // client in once, and the cookie it sets reads the API and, with the
 // session's CSRF token, changes it.
 func TestUILoginLink(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	home, _ := reviewDaemon(t)
 	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
 	l := decode[paddock.UILogin](t, cli(t, home, "ui", "--no-open", "--json"))
@@ -186,6 +187,7 @@ func finish(t *testing.T, cmd *exec.Cmd, out *bufio.Reader, stderr *bytes.Buffer
 // again cannot approve what it shows; a change without the CSRF token is
 // refused. Screenshots at 1280 and 390 px are kept in test-artifacts/ui.
 func TestReviewPageInABrowser(t *testing.T) {
+	t.Parallel() // its own daemon and state
 	b := needBrowser(t)
 	home, repo := reviewDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
