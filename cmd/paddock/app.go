@@ -167,7 +167,7 @@ func (a *app) verbs() []verb {
 		{"agent", a.agentCmd}, {"capabilities", a.capabilitiesCmd}, {"requests", a.requestsCmd}, {"grant", a.grantCmd}, {"deny", a.denyCmd},
 		{"verify", a.verifyCmd}, {"manifest", a.manifestCmd}, {"run", a.runCmd},
 		{"review", a.reviewCmd}, {"flow", a.flowCmd}, {"menu", a.menuCmd}, {"ui", a.uiCmd},
-		{"bundle", a.bundleCmd}, {"verify-bundle", a.verifyBundleCmd}, {"import", a.importCmd}, {"queue", a.queueCmd},
+		{"bundle", a.bundleCmd}, {"verify-bundle", a.verifyBundleCmd}, {"import", a.importCmd}, {"queue", a.queueCmd}, {"pick", a.pickCmd},
 		{"fork", a.forkCmd}, {"compare", a.compareCmd},
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,6 +93,28 @@ func TestForkVerb(t *testing.T) {
 	if ev := cli(t, home, "events", ids[0]).must(t).out; !strings.Contains(ev, `"forked_from":"`+run+`"`) {
 		t.Fatalf("a fork's events:\n%s", ev)
 	}
+	// pick: fork 1's calc.go, a binary file it made, and the run's NOTES.md
+	// (through fork 0), put together in a new run, byte for byte.
+	cli(t, home, "exec", ids[1], "--", "sh", "-c", `printf '\000\001bin\377' > extra.bin`).must(t)
+	blobs := map[string]string{}
+	for _, e := range decode[paddock.ChangeSet](t, cli(t, home, "diff", ids[1], "--json")).Entries {
+		blobs[e.Path] = e.NewBlob
+	}
+	var took struct {
+		Run    string
+		Picked []struct{ Path, From string }
+	}
+	if err := json.Unmarshal([]byte(cli(t, home, "pick", ids[1]+":calc.go", ids[0]+":NOTES.md", ids[1]+":extra.bin", "--json").must(t).out), &took); err != nil || len(took.Picked) != 3 {
+		t.Fatalf("pick: %+v %v", took, err)
+	}
+	got := map[string]string{}
+	for _, e := range decode[paddock.ChangeSet](t, cli(t, home, "diff", took.Run, "--json")).Entries {
+		got[e.Path] = e.NewBlob
+	}
+	if len(got) != 3 || got["calc.go"] != blobs["calc.go"] || got["extra.bin"] != blobs["extra.bin"] || got["NOTES.md"] != blobs["NOTES.md"] {
+		t.Fatalf("the picked run holds %v; fork 1 has %v", got, blobs)
+	}
+	cli(t, home, "pick", ids[1]+":nothing.txt").wantCode(t, exitNotFound, "changed nothing")
 	// Only an overlay run forks.
 	clone := strings.TrimSpace(cli(t, home, "create", "-p", "calc", "--kind", "clone").must(t).out)
 	if r := cli(t, home, "fork", clone); r.code != exitUnsupported || !strings.Contains(r.err, "overlay") {
