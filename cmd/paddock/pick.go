@@ -17,10 +17,10 @@ import (
 
 // picked is one file a pick took, and from where.
 type picked struct {
-	Path string         `json:"path"`
-	From string         `json:"from"`
+	Path string           `json:"path"`
+	From string           `json:"from"`
 	Op   paddock.ChangeOp `json:"op"`
-	Blob string         `json:"blob,omitempty"`
+	Blob string           `json:"blob,omitempty"`
 }
 
 func (a *app) pickCmd() *cobra.Command {
