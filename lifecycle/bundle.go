@@ -137,8 +137,9 @@ func (m *Manager) trustedKeys(extra []string) ([]ed25519.PublicKey, error) {
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
+			line, _, _ := strings.Cut(sc.Text(), "#") // a comment (whose key, say)
+			line = strings.TrimSpace(line)
+			if line == "" {
 				continue
 			}
 			if k, err := bundle.ParsePublicKey(line); err == nil {
@@ -164,6 +165,11 @@ const MaxBundle = bundle.DefaultMaxSize
 // machine (the bundle keeps them, and the run.imported event names them).
 // A failure after the run is made rejects it, with the reason.
 func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error) {
+	if req.Project != "" {
+		if _, err := m.Project(ctx, req.Project); err != nil {
+			return nil, err
+		}
+	}
 	trusted, err := m.trustedKeys(req.Trust)
 	if err != nil {
 		return nil, err

@@ -194,6 +194,11 @@ func (m *Manager) landable(ctx context.Context, p *paddock.Project, branch strin
 // Queue lists the merge queue: the live and returned entries, of project
 // if named; all also lists the finished ones.
 func (m *Manager) Queue(ctx context.Context, project string, all bool) ([]*paddock.QueueEntry, error) {
+	if project != "" {
+		if _, err := m.Project(ctx, project); err != nil {
+			return nil, err
+		}
+	}
 	m.queueMu.Lock()
 	defer m.queueMu.Unlock()
 	d, err := m.loadQueue()

@@ -85,9 +85,12 @@ Exit codes: 0 written, 3 no such run, 4 nothing submitted, 6 refused (a secret).
 // writeWhole writes path with what fill writes, through a temporary file
 // renamed into place once it is whole and synced.
 func writeWhole(path string, fill func(io.Writer) error) (int64, error) {
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return 0, usageError{fmt.Sprintf("cannot write %s: %s is not a directory", path, filepath.Dir(path))}
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
 	cw := &countWriter{w: tmp}
@@ -127,8 +130,9 @@ func trustKeys(vals []string) ([]ed25519.PublicKey, []string, error) {
 			src = strings.Split(string(b), "\n")
 		}
 		for _, line := range src {
+			line, _, _ = strings.Cut(line, "#") // a comment (whose key, say)
 			line = strings.TrimSpace(line)
-			if line == "" || strings.HasPrefix(line, "#") {
+			if line == "" {
 				continue
 			}
 			k, err := bundle.ParsePublicKey(line)

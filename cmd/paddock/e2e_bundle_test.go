@@ -26,6 +26,7 @@ func TestBundleAcrossMachines(t *testing.T) {
 	cli(t, homeA, "approve", id, "--hash", cs.Hash).must(t)
 
 	file := filepath.Join(t.TempDir(), "run.bundle")
+	cli(t, homeA, "bundle", id, "-o", "/nonexistent/dir/run.bundle").wantCode(t, exitUsage, "not a directory")
 	cli(t, homeA, "bundle", id, "-o", file).must(t)
 	key := strings.TrimSpace(cli(t, homeA, "bundle", "--public-key").must(t).out)
 	if !strings.HasPrefix(key, "ed25519 ") {
@@ -50,6 +51,9 @@ func TestBundleAcrossMachines(t *testing.T) {
 		t.Fatalf("verify-bundle --json: %+v %v", rep, err)
 	}
 	cli(t, none, "verify-bundle", file, "--key", key, "--approved").must(t)
+	keyFile := filepath.Join(t.TempDir(), "signer.pub")
+	os.WriteFile(keyFile, []byte("# the signer\n"+key+" # laptop\n"), 0o600)
+	cli(t, none, "verify-bundle", file, "--key", keyFile).must(t)
 	other := "ed25519 " + strings.Repeat("A", 43) + "="
 	cli(t, none, "verify-bundle", file, "--key", other).wantCode(t, exitForbidden, "not trusted")
 	cli(t, none, "verify-bundle", file).wantCode(t, exitUsage, "--key")

@@ -55,6 +55,8 @@ func TestMergeQueue(t *testing.T) {
 	cli(t, home, "queue", "add", a, "--to", "nowhere").wantCode(t, exitNotFound, "no branch")
 	cli(t, home, "queue", "add", unapproved, "--to", "release").wantCode(t, exitConflict, "submit it first")
 	cli(t, home, "queue", "add", a).wantCode(t, exitUsage, "--to")
+	cli(t, home, "queue", "list").wantCode(t, exitUsage, "unknown queue verb")
+	cli(t, home, "queue", "ls", "--project", "nosuch").wantCode(t, exitNotFound, "nosuch")
 
 	// a lands; b was made at the same base and lands on the moved tip,
 	// approved as it is: the branch did not touch its file.

@@ -37,6 +37,13 @@ step it cut.
 
 The branch checked out in the project's working tree is refused (landing
 would move it under your files).`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Sprintf("unknown queue verb %q: add, ls, show, rm or undo", args[0])}
+			}
+			return cmd.Help()
+		},
 	}
 	cmd.AddCommand(a.queueAddCmd(), a.queueLsCmd(), a.queueShowCmd(), a.queueRmCmd(), a.queueUndoCmd())
 	return cmd
