@@ -680,6 +680,7 @@ func (m *Manager) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *pa
 		if _, err := m.Reject(context.WithoutCancel(ctx), tr.ID); err != nil {
 			m.log().Warn("giving back a queue's test run failed", "run", tr.ID, "err", err)
 		}
+		m.dropSnapshot(context.WithoutCancel(ctx), p.Name, e.Commit)
 	}()
 	e.TestRun = tr.ID
 	if err := m.setEntry(e); err != nil {

@@ -75,6 +75,12 @@ func TestMergeQueue(t *testing.T) {
 	if gittest.Git(t, repo, "rev-parse", "release") != eb.Commit {
 		t.Fatal("release is not at b's commit")
 	}
+	// The checks' throwaway runs leave no snapshot of the commits they checked.
+	for _, c := range []string{ea.Commit, eb.Commit} {
+		if _, err := os.Stat(filepath.Join(home, "snapshots", "app", c)); !os.IsNotExist(err) {
+			t.Errorf("the snapshot of checked commit %s is still there: %v", c, err)
+		}
+	}
 	// A run landed through the queue is applied: it cannot land twice.
 	cli(t, home, "apply", a).wantCode(t, exitConflict, "applied already")
 
