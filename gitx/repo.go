@@ -484,3 +484,24 @@ func (g *Git) CheckedOut(ctx context.Context, dir string) ([]string, error) {
 	}
 	return branches, nil
 }
+
+// TreeBlobs lists every file of revision rev of the repository at gitDir
+// with its object id (a submodule's commit too).
+func (g *Git) TreeBlobs(ctx context.Context, gitDir, rev string) (map[string]string, error) {
+	if err := CheckRef(rev); err != nil {
+		return nil, err
+	}
+	out, err := g.run(ctx, gitDirAt(gitDir), "ls-tree", "-r", "-z", "--full-tree", rev)
+	if err != nil {
+		return nil, fmt.Errorf("gitx: ls-tree: %w", err)
+	}
+	m := map[string]string{}
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		meta, p, ok := bytes.Cut(rec, []byte{'\t'})
+		f := strings.Fields(string(meta))
+		if ok && len(f) == 3 {
+			m[string(p)] = f[2]
+		}
+	}
+	return m, nil
+}

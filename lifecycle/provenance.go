@@ -132,6 +132,9 @@ func (m *Manager) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq in
 			return m.trackUpper(r, seq, append([]string{l.Upper}, l.Frozen...), st)
 		}
 	}
+	if r.Workspace.Root != "" {
+		return m.trackTree(ctx, r, seq, st)
+	}
 	cs, err := m.ChangeSet(ctx, r.ID)
 	if err != nil {
 		return err
@@ -193,6 +196,7 @@ func (m *Manager) appendJournal(id string, seq int64, changes map[string]string,
 // blob id, so that only what changed is read again.
 type provState struct {
 	loaded bool
+	base   map[string]string // a whole-tree workspace's base: path → blob
 	last   map[string]string
 	seen   map[string]upperFile
 }
@@ -220,7 +224,7 @@ func (m *Manager) trackUpper(r *paddock.Run, seq int64, layers []string, st *pro
 	now := map[string]string{}
 	hides := map[string]bool{} // the higher layers' files, whiteouts and opaque directories
 	for _, upper := range layers {
-		if err := m.trackLayer(r, upper, st, now, hides); err != nil {
+		if err := m.trackLayer(r, upper, st, now, hides, nil); err != nil {
 			return err
 		}
 	}
@@ -229,7 +233,7 @@ func (m *Manager) trackUpper(r *paddock.Run, seq int64, layers []string, st *pro
 
 // trackLayer reads one layer of trackUpper's into now, but what a higher
 // layer hides (hides, to which it adds its own).
-func (m *Manager) trackLayer(r *paddock.Run, upper string, st *provState, now map[string]string, hides map[string]bool) error {
+func (m *Manager) trackLayer(r *paddock.Run, upper string, st *provState, now map[string]string, hides map[string]bool, base map[string]string) error {
 	var own []string
 	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -286,8 +290,10 @@ func (m *Manager) trackLayer(r *paddock.Run, upper string, st *provState, now ma
 				return nil // changing: the next look reads it
 			}
 			f.blob = changeset.BlobID(b)
-			if err := m.keepVersion(r, f.blob, b); err != nil {
-				return err
+			if base == nil || base[rel] != f.blob { // a file as the base has it is no version
+				if err := m.keepVersion(r, f.blob, b); err != nil {
+					return err
+				}
 			}
 		case d.Type().IsRegular():
 			f.blob = fmt.Sprintf("large-%d-%d", f.size, f.mtime)
@@ -302,6 +308,44 @@ func (m *Manager) trackLayer(r *paddock.Run, upper string, st *provState, now ma
 		hides[p] = true
 	}
 	return err
+}
+
+// trackTree is trackUpper for a workspace that is a whole tree (a clone,
+// a worktree, a directory handed over): every file is walked, read again
+// only when its stat changed, and what differs from the base's blobs (or
+// is gone from it) is what the run changed. The base's listing is read
+// once a run.
+func (m *Manager) trackTree(ctx context.Context, r *paddock.Run, seq int64, st *provState) error {
+	if st.base == nil {
+		p, err := m.Project(ctx, r.Project)
+		if err != nil {
+			return err
+		}
+		repo, err := m.checkRepo(ctx, p)
+		if err != nil {
+			return err
+		}
+		if st.base, err = m.Git.TreeBlobs(ctx, repo.CommonDir, r.Workspace.BaseRevision); err != nil {
+			return err
+		}
+	}
+	now := map[string]string{}
+	if err := m.trackLayer(r, r.Workspace.Root, st, now, map[string]bool{}, st.base); err != nil {
+		return err
+	}
+	present := make(map[string]bool, len(now))
+	for p, b := range now {
+		present[p] = true
+		if st.base[p] == b {
+			delete(now, p) // as the base has it
+		}
+	}
+	for p := range st.base {
+		if !present[p] {
+			now[p] = "" // gone from the tree
+		}
+	}
+	return m.trackChanges(r, seq, st, now)
 }
 
 // hidden says whether rel or a directory above it is in hides.

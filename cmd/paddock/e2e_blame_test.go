@@ -75,3 +75,27 @@ func TestBlameAndPartialApproval(t *testing.T) {
 		t.Fatalf("the approval does not say what it was part of:\n%s", ev)
 	}
 }
+
+// TestBlameOfACloneRun: a clone's workspace is a whole tree, walked by
+// stat: the hunks of a write and of a command are each theirs, a file put
+// back as the base has it leaves no hunk, and a deletion is the command's.
+func TestBlameOfACloneRun(t *testing.T) {
+	t.Parallel() // its own daemon and state
+	home, _ := reviewDaemon(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", "clone").must(t).out)
+	cli(t, home, "tool", id, "write", "--arg", "path=new.txt", "--arg", "content=fresh\n").must(t)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'hello, clone\n' > README.md; rm pkg00/file0000.go`).must(t)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'x\n' > pkg01/file0001.go; git checkout -q -- pkg01/file0001.go 2>/dev/null || printf 'package p\n// 1\n' > pkg01/file0001.go`).must(t)
+	b := decode[paddock.Blame](t, cli(t, home, "diff", id, "--blame", "--json"))
+	by := map[string]string{}
+	for _, h := range b.Hunks {
+		if len(h.Seqs) != 1 || h.Seqs[0] == 0 {
+			t.Fatalf("hunk %d (%s) comes from %v", h.N, h.Path, h.Seqs)
+		}
+		by[h.Path] = b.Sources[h.Seqs[0]].What
+	}
+	want := map[string]string{"new.txt": "write new.txt", "README.md": "exec: sh -c printf 'hello, clone\\n' > README.md; rm pkg00/file0000.go", "pkg00/file0000.go": "exec: sh -c printf 'hello, clone\\n' > README.md; rm pkg00/file0000.go"}
+	if fmt.Sprint(by) != fmt.Sprint(want) {
+		t.Fatalf("blame of a clone run:\n got %v\nwant %v", by, want)
+	}
+}
