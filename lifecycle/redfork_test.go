@@ -1,0 +1,162 @@
+package lifecycle_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Red team of fork (issue #22): each test is an attack; it fails while the
+// attack works.
+
+// TestRedforkBackgroundWriterAfterFork: a process the run's command left
+// behind (setsid, output elsewhere) goes on writing after the command
+// returned; a fork taken meanwhile must still see a frozen file: the
+// frozen layer changes under no one, in the fork or on the host.
+func TestRedforkBackgroundWriterAfterFork(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	r := e.create(t, paddock.KindOverlay, "")
+	sh(t, e.m, r.ID, "echo 0 > bg.txt; setsid nohup bash -c 'for i in $(seq 1 60); do echo $i > bg.txt; sleep 0.05; done' </dev/null >/dev/null 2>&1 & sleep 0.2")
+	res := fork(t, e.m, r.ID, 1)
+	k := res.Runs[0]
+	layerFile := filepath.Join(e.state, "layers", res.Layer, "bg.txt")
+	first, _ := os.ReadFile(layerFile)
+	a := sh(t, e.m, k.ID, "cat bg.txt")
+	time.Sleep(1 * time.Second)
+	b := sh(t, e.m, k.ID, "cat bg.txt")
+	again, _ := os.ReadFile(layerFile)
+	if a != b || string(first) != string(again) {
+		t.Fatalf("the frozen layer changed after the fork: the fork saw %q then %q; the layer held %q then %q", a, b, first, again)
+	}
+}
+
+// TestRedforkRejectMiddle: a fork of a fork, then the middle run and the
+// original rejected and gc run: the last fork still sees every layer.
+func TestRedforkRejectMiddle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	r := e.create(t, paddock.KindOverlay, "")
+	sh(t, e.m, r.ID, "echo 1 > one.txt")
+	k := fork(t, e.m, r.ID, 1).Runs[0]
+	sh(t, e.m, k.ID, "echo 2 > two.txt")
+	kk := fork(t, e.m, k.ID, 2).Runs
+	if _, err := e.m.Reject(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.GC(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Reject(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.GC(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range kk {
+		if got := sh(t, e.m, x.ID, "cat one.txt two.txt"); got != "1\n2\n" {
+			t.Fatalf("fork %s sees %q after its parents went", x.ID, got)
+		}
+		if got := changes(t, e.m, x.ID); len(got) != 2 {
+			t.Fatalf("fork %s's change set %v", x.ID, got)
+		}
+	}
+	if _, err := e.m.Reject(ctx, kk[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	e.m.GC(ctx, false)
+	if got := sh(t, e.m, kk[1].ID, "cat one.txt two.txt"); got != "1\n2\n" {
+		t.Fatalf("the last fork sees %q after its sibling went", got)
+	}
+}
+
+// TestRedforkHostLinksInLayer: links planted in the run before the fork
+// that name host paths (a canary directory, the daemon's state) are never
+// followed by the daemon when it reads, freezes or collects the layer, and
+// a fork reads no host file through them.
+func TestRedforkHostLinksInLayer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	canary := t.TempDir()
+	os.WriteFile(filepath.Join(canary, "keep"), []byte("host secret\n"), 0o644)
+	os.Chmod(canary, 0o755)
+	r := e.create(t, paddock.KindOverlay, "")
+	sh(t, e.m, r.ID, "ln -s "+canary+" hostdir; ln -s "+canary+"/keep hostfile; ln -s "+e.state+" state; ln -s / root; mkfifo fifo; mkdir d; ln -s "+canary+" d/.git")
+	res := fork(t, e.m, r.ID, 2)
+	for _, k := range res.Runs {
+		out, err := e.m.Exec(ctx, k.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", "cat hostfile hostdir/keep 2>&1; ls state 2>&1 | head -3"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.Stdout, "host secret") {
+			t.Fatalf("fork %s read a host file through a link planted before the fork: %q", k.ID, out.Stdout)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := e.m.ChangeSet(ctx, k.ID); done <- err }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("change set of fork %s: %v", k.ID, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the change set of fork %s hangs (a FIFO in the frozen layer?)", k.ID)
+		}
+	}
+	for _, k := range res.Runs {
+		e.m.Reject(ctx, k.ID)
+	}
+	e.m.Reject(ctx, r.ID)
+	if _, err := e.m.GC(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(canary, "keep")); err != nil || string(b) != "host secret\n" {
+		t.Fatalf("the host file a link in the layer named is gone or changed: %q %v", b, err)
+	}
+	if _, err := os.Stat(e.state); err != nil {
+		t.Fatalf("the state directory: %v", err)
+	}
+}
+
+// TestRedforkSiblingIsolation: a write, a rename of a directory from the
+// frozen layer, a hard link and a chmod in one fork show in neither its
+// sibling nor the original, and leave the frozen layer's files as they
+// were on the host.
+func TestRedforkSiblingIsolation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	r := e.create(t, paddock.KindOverlay, "")
+	sh(t, e.m, r.ID, "mkdir -p tree/sub; echo leaf > tree/sub/leaf.txt; echo f > f.txt; chmod 644 f.txt")
+	res := fork(t, e.m, r.ID, 2)
+	a, b := res.Runs[0], res.Runs[1]
+	layer := filepath.Join(e.state, "layers", res.Layer)
+	sh(t, e.m, a.ID, "ln f.txt hard.txt; echo changed >> hard.txt; chmod 755 f.txt; mv tree moved; echo x >> moved/sub/leaf.txt; touch -d 2000-01-01 f.txt")
+	sh(t, e.m, r.ID, "echo orig >> f.txt; rm -r tree")
+	want := "f\nleaf\n-rw-r--r--\n"
+	if got := sh(t, e.m, b.ID, "cat f.txt tree/sub/leaf.txt; stat -c %A f.txt"); got != want {
+		t.Fatalf("sibling sees %q, want %q", got, want)
+	}
+	if bs, err := os.ReadFile(filepath.Join(layer, "f.txt")); err != nil || string(bs) != "f\n" {
+		t.Fatalf("frozen f.txt on the host: %q %v", bs, err)
+	}
+	if bs, err := os.ReadFile(filepath.Join(layer, "tree/sub/leaf.txt")); err != nil || string(bs) != "leaf\n" {
+		t.Fatalf("frozen leaf on the host: %q %v", bs, err)
+	}
+	if fi, err := os.Stat(filepath.Join(layer, "f.txt")); err != nil || fi.Mode().Perm() != 0o644 || fi.ModTime().Year() == 2000 {
+		t.Fatalf("frozen f.txt's mode or time changed: %v %v", fi.Mode(), err)
+	}
+}
