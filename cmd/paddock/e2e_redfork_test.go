@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+// TestRedforkPickAcrossProjects: pick puts together the files of sibling
+// runs only. Two projects made from one repository share its commits, so
+// a run of each is at the same base revision; a pick that mixes them, or
+// writes one project's run's files --into the other's, takes files across
+// a project boundary (another policy, other protections, other
+// operators' review) and must be refused, as runs at different bases are.
+func TestRedforkPickAcrossProjects(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	src := filepath.Join(base, "src", "calc")
+	gittest.NewRepo(t, src, map[string]string{"README.md": "hi\n"})
+	startDaemon(t, home)
+	cli(t, home, "project", "add", src).must(t)
+	// A clone of it, declared as another project: the same commits.
+	src2 := filepath.Join(base, "src", "other")
+	if out, err := exec.Command("git", "clone", "-q", src, src2).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v %s", err, out)
+	}
+	cli(t, home, "project", "add", src2, "--name", "other").must(t)
+	a := strings.TrimSpace(cli(t, home, "create", "-p", "calc", "--kind", "clone").must(t).out)
+	b := strings.TrimSpace(cli(t, home, "create", "-p", "other", "--kind", "clone").must(t).out)
+	cli(t, home, "exec", a, "--", "sh", "-c", "echo from-calc > a.txt").must(t)
+	cli(t, home, "exec", b, "--", "sh", "-c", "echo from-other > b.txt").must(t)
+
+	if r := cli(t, home, "pick", a+":a.txt", "--into", b); r.code == 0 {
+		t.Errorf("pick from project calc's run %s --into project other's run %s succeeded:\n%s", a, b, r.out)
+	}
+	if r := cli(t, home, "pick", a+":a.txt", b+":b.txt"); r.code == 0 {
+		t.Errorf("pick mixing runs of projects calc and other succeeded (the new run: %s)", strings.TrimSpace(r.out))
+	}
+}
+
+// TestRedforkPickLeavesNoRunOnFailure: a pick that fails after it made
+// its new run (here: two siblings made "x" a file and a directory, and the
+// second write cannot land) must not leave a half-filled run behind for
+// someone to review as if whole.
+func TestRedforkPickLeavesNoRunOnFailure(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	src := filepath.Join(base, "src", "calc")
+	gittest.NewRepo(t, src, map[string]string{"README.md": "hi\n"})
+	startDaemon(t, home)
+	cli(t, home, "project", "add", src).must(t)
+	a := strings.TrimSpace(cli(t, home, "create", "-p", "calc", "--kind", "clone").must(t).out)
+	b := strings.TrimSpace(cli(t, home, "create", "-p", "calc", "--kind", "clone").must(t).out)
+	cli(t, home, "exec", a, "--", "sh", "-c", "echo 1 > x").must(t)
+	cli(t, home, "exec", b, "--", "sh", "-c", "mkdir x; echo 2 > x/y").must(t)
+	before := cli(t, home, "ls", "--json").must(t).out
+	r := cli(t, home, "pick", a+":x", b+":x/y")
+	if r.code == 0 {
+		t.Skipf("the pick went through: %s", r.out)
+	}
+	after := cli(t, home, "ls", "--json").must(t).out
+	if n, m := strings.Count(before, `"id": "r-`), strings.Count(after, `"id": "r-`); n != m {
+		t.Fatalf("a failed pick (%d: %s) left a new run behind: %d runs before, %d after", r.code, strings.TrimSpace(r.err), n, m)
+	}
+}
