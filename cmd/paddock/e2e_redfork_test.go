@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -66,5 +67,29 @@ func TestRedforkPickLeavesNoRunOnFailure(t *testing.T) {
 	after := cli(t, home, "ls", "--json").must(t).out
 	if n, m := strings.Count(before, `"id": "r-`), strings.Count(after, `"id": "r-`); n != m {
 		t.Fatalf("a failed pick (%d: %s) left a new run behind: %d runs before, %d after", r.code, strings.TrimSpace(r.err), n, m)
+	}
+}
+
+// TestRedforkPickSecretEncodings: pick refuses a file holding a declared
+// secret's value (it cannot be copied exactly, and the new run is given
+// no secret). The labeller finds the value plain, base64 (any alignment),
+// hex and past 4 MiB; reversed, gzipped, base32 or split by a newline it
+// does not, and pick carries the secret into a run never given it.
+func TestRedforkPickSecretEncodings(t *testing.T) {
+	t.Parallel()
+	home, _ := reviewDaemon(t)
+	os.WriteFile(filepath.Join(home, "secrets", "API_TOKEN"), []byte(contractSecret+"\n"), 0o600)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--secret", "API_TOKEN").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf '%s' "$API_TOKEN" | base64 > b64.txt; printf '%s' "$API_TOKEN" | od -An -tx1 | tr -d ' \n' > hex.txt; head -c 4194300 /dev/zero | tr '\0' a > big.txt; printf '%s\n' "$API_TOKEN" >> big.txt
+printf 'x%s' "$API_TOKEN" | base64 -w0 > b64s1.txt; printf 'xy%s' "$API_TOKEN" | base64 -w0 > b64s2.txt
+printf '%s' "$API_TOKEN" | rev > rev.txt; printf '%s' "$API_TOKEN" | gzip -n > gz.bin
+printf '%s' "$API_TOKEN" | base32 > b32.txt
+printf '%s' "$API_TOKEN" | sed 's/./&\n/8' > split.txt; printf '%s' "$API_TOKEN" | od -An -tx1 | tr -d ' \n' | tr a-f A-F > HEX.txt`).must(t)
+	for _, f := range []string{"b64.txt", "hex.txt", "big.txt", "b64s1.txt", "b64s2.txt", "rev.txt", "gz.bin", "b32.txt", "split.txt", "HEX.txt"} {
+		r := cli(t, home, "pick", id+":"+f)
+		t.Logf("pick %s: %d %s", f, r.code, strings.TrimSpace(r.err))
+		if r.code == 0 {
+			t.Errorf("pick copied %s, which holds API_TOKEN's value, into run %s (given no secret)", f, strings.TrimSpace(r.out))
+		}
 	}
 }
