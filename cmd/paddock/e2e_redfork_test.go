@@ -93,3 +93,32 @@ printf '%s' "$API_TOKEN" | sed 's/./&\n/8' > split.txt; printf '%s' "$API_TOKEN"
 		}
 	}
 }
+
+// TestRedforkPickOddPaths: files with odd names (a leading dash, a space,
+// a colon, a newline, a backslash, non-ASCII) are picked byte for byte,
+// and a selector that climbs out (RUN:../x) or names nothing is refused.
+func TestRedforkPickOddPaths(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	src := filepath.Join(base, "src", "calc")
+	gittest.NewRepo(t, src, map[string]string{"README.md": "hi\n"})
+	startDaemon(t, home)
+	cli(t, home, "project", "add", src).must(t)
+	a := strings.TrimSpace(cli(t, home, "create", "-p", "calc", "--kind", "clone").must(t).out)
+	names := []string{"-rf", "a b.txt", "c:d.txt", "new\nline.txt", `back\slash.txt`, "ü/é.txt"}
+	for _, n := range names {
+		cli(t, home, "tool", a, "write", "--arg", "path="+n, "--arg", "content="+n).must(t)
+	}
+	for _, n := range names {
+		r := cli(t, home, "pick", a+":"+n)
+		if r.code != 0 {
+			t.Errorf("pick %q: %d %s", n, r.code, r.err)
+		}
+	}
+	for _, sel := range []string{"../x", "../" + filepath.Base(src) + "/README.md", "/etc/passwd"} {
+		if r := cli(t, home, "pick", a+":"+sel); r.code == 0 {
+			t.Errorf("pick %q went through: %s", sel, r.out)
+		}
+	}
+}
