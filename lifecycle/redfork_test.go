@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/sandbox"
 )
 
 // Red team of fork (issue #22): each test is an attack; it fails while the
@@ -158,5 +159,51 @@ func TestRedforkSiblingIsolation(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(layer, "f.txt")); err != nil || fi.Mode().Perm() != 0o644 || fi.ModTime().Year() == 2000 {
 		t.Fatalf("frozen f.txt's mode or time changed: %v %v", fi.Mode(), err)
+	}
+}
+
+// TestRedforkCheckpointAndRestart: a checkpointed run forks; the run and
+// its forks resume, survive a daemon restart, and still see what each
+// should (the run's later write in no fork, a fork's in no other).
+func TestRedforkCheckpointAndRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	r := e.create(t, paddock.KindOverlay, "")
+	sh(t, e.m, r.ID, "echo base > f.txt; rm README.md")
+	if _, err := e.m.Checkpoint(ctx, r.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	res := fork(t, e.m, r.ID, 2)
+	if _, err := e.m.Resume(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, e.m, r.ID, "echo orig > f.txt")
+	sh(t, e.m, res.Runs[0].ID, "echo kid0 > f.txt")
+	for _, k := range res.Runs {
+		if _, err := e.m.Checkpoint(ctx, k.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.m.Harnesses.Close()
+	if f := e.reopen(t); len(f) != 0 {
+		t.Logf("recover after restart: %+v", f)
+	}
+	e.m.Harnesses = &sandbox.Pool{Dir: filepath.Join(e.state, "harness")}
+	t.Cleanup(e.m.Harnesses.Close)
+	if os.Getuid() == 0 {
+		e.m.SandboxUID = 65534
+	}
+	for _, k := range res.Runs {
+		if _, err := e.m.Resume(ctx, k.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, want := range map[string]string{r.ID: "orig\ngone\n", res.Runs[0].ID: "kid0\ngone\n", res.Runs[1].ID: "base\ngone\n"} {
+		if got := sh(t, e.m, id, "cat f.txt; test ! -e README.md && echo gone"); got != want {
+			t.Errorf("%s after restart sees %q, want %q", id, got, want)
+		}
 	}
 }
