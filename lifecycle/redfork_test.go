@@ -207,3 +207,28 @@ func TestRedforkCheckpointAndRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestRedforkRepeatedForksStackEmptyLayers: forking a run again and again
+// (a round of tries, then another) freezes its upper layer each time, even
+// when nothing changed since the last fork: each adds a layer to the run's
+// stack (every lookup of the run's commands walks them all), and at
+// sandbox.MaxFrozen the run can no longer fork at all. An empty upper
+// layer needs no new frozen layer.
+func TestRedforkRepeatedForksStackEmptyLayers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	r := e.create(t, paddock.KindOverlay, "")
+	sh(t, e.m, r.ID, "echo 1 > one.txt")
+	for i := 0; i < sandbox.MaxFrozen+1; i++ {
+		res, err := e.m.Fork(ctx, r.ID, paddock.ForkRequest{Count: 1})
+		if err != nil {
+			t.Fatalf("fork %d of a run that changed nothing since its first fork: %v", i+1, err)
+		}
+		if _, err := e.m.Reject(ctx, res.Runs[0].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
