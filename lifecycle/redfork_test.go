@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -230,5 +231,47 @@ func TestRedforkRepeatedForksStackEmptyLayers(t *testing.T) {
 		if _, err := e.m.Reject(ctx, res.Runs[0].ID); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRedforkOverlayXattrs: the agent sets overlayfs's own marks (opaque,
+// redirect, whiteout, in user.* and trusted.*) on files and directories
+// in the run before the fork; once frozen they must hide nothing from the
+// forks (the base's docs/ stays whole) and the change sets stay as the
+// files are.
+func TestRedforkOverlayXattrs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	r := e.create(t, paddock.KindOverlay, "")
+	before := sh(t, e.m, r.ID, "ls docs | sort; cat run.sh | wc -c")
+	set := sh(t, e.m, r.ID, `touch docs/new.txt run.sh; echo x > w.txt; python3 -c '
+import os
+for p, names in (("docs", ("opaque", "redirect")), ("run.sh", ("whiteout", "metacopy")), ("w.txt", ("whiteout",)), (".", ("opaque",))):
+    for ns in ("user", "trusted"):
+        for n in names:
+            try:
+                os.setxattr(p, ns + ".overlay." + n, b"y")
+                print("set", ns, n, p)
+            except OSError as e:
+                pass
+'`)
+	t.Logf("marks set: %q", set)
+	res := fork(t, e.m, r.ID, 1)
+	k := res.Runs[0]
+	if out, err := exec.Command("python3", "-c", "import os,sys\nfor p in sys.argv[1:]: print(p, os.listxattr(p))", filepath.Join(e.state, "layers", res.Layer, "docs"), filepath.Join(e.state, "layers", res.Layer, "w.txt")).CombinedOutput(); err == nil {
+		t.Logf("on the host: %s", out)
+	}
+	want := strings.Replace(before, "ü.txt\n", "new.txt\nü.txt\n", 1)
+	if got := sh(t, e.m, k.ID, "ls docs | sort; cat run.sh | wc -c"); got != want {
+		t.Fatalf("the fork sees %q, want %q", got, want)
+	}
+	if got := sh(t, e.m, k.ID, "cat w.txt"); got != "x\n" {
+		t.Fatalf("the fork sees w.txt as %q", got)
+	}
+	got := changes(t, e.m, k.ID)
+	if len(got) != 2 || got["docs/new.txt"] != "create" || got["w.txt"] != "create" {
+		t.Fatalf("the fork's change set %v", got)
 	}
 }
