@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/paddock-dev/paddock"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,5 +121,29 @@ func TestRedforkPickOddPaths(t *testing.T) {
 		if r := cli(t, home, "pick", a+":"+sel); r.code == 0 {
 			t.Errorf("pick %q went through: %s", sel, r.out)
 		}
+	}
+}
+
+// TestRedforkPickIntoReviewRun: a review run holds a submitted change
+// set for a reviewer to read; pick --into it must not change that set.
+func TestRedforkPickIntoReviewRun(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	src := filepath.Join(base, "src", "calc")
+	gittest.NewRepo(t, src, map[string]string{"README.md": "hi\n"})
+	startDaemon(t, home)
+	cli(t, home, "project", "add", src).must(t)
+	a := strings.TrimSpace(cli(t, home, "create", "-p", "calc", "--kind", "clone").must(t).out)
+	b := strings.TrimSpace(cli(t, home, "create", "-p", "calc", "--kind", "clone").must(t).out)
+	cli(t, home, "exec", a, "--", "sh", "-c", "echo a > a.txt").must(t)
+	cli(t, home, "exec", b, "--", "sh", "-c", "echo b > b.txt").must(t)
+	cli(t, home, "submit", a).must(t)
+	rv := decode[paddock.Run](t, cli(t, home, "review", a, "--json"))
+	before := decode[paddock.ChangeSet](t, cli(t, home, "diff", rv.ID, "--json")).Hash
+	r := cli(t, home, "pick", b+":b.txt", "--into", rv.ID)
+	after := decode[paddock.ChangeSet](t, cli(t, home, "diff", rv.ID, "--json")).Hash
+	if r.code == 0 || before != after {
+		t.Fatalf("pick into review run %s: %d %s; its change set changed: %v", rv.ID, r.code, strings.TrimSpace(r.err), before != after)
 	}
 }
