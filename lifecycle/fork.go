@@ -100,7 +100,11 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	if err != nil {
 		return nil, internal("reading the run's layers failed", err)
 	}
-	if len(below)+1 > sandbox.MaxFrozen {
+	// A run that changed nothing since its last freeze (its upper layer
+	// holds only its own .git) is forked again on the same stack: a new,
+	// empty frozen layer would only make every stack deeper.
+	reuse := len(below) > 0 && holdsOnlyGit(ov.LayersOf(r.Project, r.Workspace).Upper)
+	if !reuse && len(below)+1 > sandbox.MaxFrozen {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s stacks on %d frozen layers; a run stacks on at most %d", id, len(below), sandbox.MaxFrozen)
 	}
 
@@ -135,6 +139,9 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 		return nil, err
 	}
 	j := &workspace.ForkJournal{Layer: newLayerID(), Run: id, Root: r.Workspace.Root}
+	if reuse {
+		j.Layer = below[0]
+	}
 	kids := make([]*paddock.Run, n)
 	for i := range kids {
 		kids[i] = m.forkRecord(r, newID())
@@ -179,17 +186,21 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 		}
 		return nil, internal(msg, cause)
 	}
-	// 2. The journal; 3. the freeze.
-	if err := ov.BeginFork(j); err != nil {
-		return fail("writing the fork's journal failed", err, false)
+	// 2. The journal; 3. the freeze (none when the stack is reused: the
+	// forks not made ready are rolled back by Recover as any preparing run).
+	stack := below
+	if !reuse {
+		if err := ov.BeginFork(j); err != nil {
+			return fail("writing the fork's journal failed", err, false)
+		}
+		m.hook("fork:journal")
+		if err := ov.Freeze(j); err != nil {
+			return fail("freezing the run's layer failed", err, true)
+		}
+		m.hook("fork:frozen")
+		stack = append([]string{j.Layer}, below...)
 	}
-	m.hook("fork:journal")
-	if err := ov.Freeze(j); err != nil {
-		return fail("freezing the run's layer failed", err, true)
-	}
-	m.hook("fork:frozen")
 	// 4. The forks' layers on it.
-	stack := append([]string{j.Layer}, below...)
 	for _, k := range kids {
 		if err := ov.PrepareOn(done, p, k.Workspace, stack, repo.CommonDir); err != nil {
 			return fail("preparing a fork failed", err, true)
@@ -223,8 +234,10 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	m.hook("fork:recorded")
 	// 6. Done: the journal goes (a crash before: Recover finds the freeze
 	// done and the forks ready, and only removes it).
-	if err := ov.EndFork(j.Layer); err != nil {
-		m.log().Warn("removing a fork's journal failed", "run", id, "err", err)
+	if !reuse {
+		if err := ov.EndFork(j.Layer); err != nil {
+			m.log().Warn("removing a fork's journal failed", "run", id, "err", err)
+		}
 	}
 	m.log().Info("run forked", "run", id, "layer", j.Layer, "runs", ids)
 	res := &paddock.ForkResult{Layer: j.Layer}
@@ -239,6 +252,21 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 		res.Runs = append(res.Runs, kr)
 	}
 	return res, nil
+}
+
+// holdsOnlyGit reports whether an upper layer holds nothing but the run's
+// own .git: the run changed no file since it was last frozen.
+func holdsOnlyGit(upper string) bool {
+	ents, err := os.ReadDir(upper)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if e.Name() != ".git" {
+			return false
+		}
+	}
+	return true
 }
 
 // forkable returns run id and its project if the run can be forked.

@@ -25,7 +25,7 @@ type picked struct {
 
 func (a *app) pickCmd() *cobra.Command {
 	var into, kind string
-	var asJSON bool
+	var asJSON, withSecrets bool
 	cmd := &cobra.Command{
 		Use:   "pick RUN[:PATH]… [--into RUN] [--json]",
 		Short: "Take files from several sibling runs into one run",
@@ -39,15 +39,21 @@ alone (every file it changed). Later arguments win where two name a path.
   paddock compare R1 R2 R3                    where they differ
   paddock pick R1:api/ R3:cmd/main.go         the best parts, in a new run
 
-The files are written through the working tools (the project's protections
-hold), each checked afterwards to hold exactly the bytes the source has; a
-file holding a declared secret (labelled secret) cannot be copied exactly
-and is refused, as are symbolic links. The new run is then reviewed,
-submitted and approved as any other.
+The runs must be of one project, at one base. The files are written
+through the working tools (the project's protections hold), each checked
+afterwards to hold exactly the bytes the source has; a failed pick rejects
+the new run it made. A file labelled secret cannot be copied exactly and
+is refused, as are symbolic links. A run that declares secrets may hold
+one in a form no label catches, so it is picked from only with
+--with-secrets, which gives the new run those secrets too (masked wherever
+paddock shows its files); --into a run that does not declare them is
+refused. The new run is then reviewed, submitted and approved as any other.
 
-Exit codes: 0 picked (the run's id is printed); 2 bad arguments; 3 no such
-run or path in a run's change set; 4 runs at different bases, or a file
-that could not be copied exactly; 7 a link or a secret.`,
+Exit codes: 0 picked (the run's id is printed); 2 bad arguments (a path a
+file in one run and a directory in another); 3 no such run or path in a
+run's change set; 4 runs of other projects or bases, or a file that could
+not be written or copied exactly; 6 a run with secrets, without
+--with-secrets; 7 a link or a file labelled secret.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError{"usage: " + cmd.UseLine()}
@@ -59,7 +65,7 @@ that could not be copied exactly; 7 a link or a secret.`,
 			if err != nil {
 				return err
 			}
-			target, took, err := a.pick(cmd.Context(), c, args, into, kind)
+			target, took, err := a.pick(cmd.Context(), c, args, into, kind, withSecrets)
 			if err != nil {
 				return err
 			}
@@ -74,14 +80,16 @@ that could not be copied exactly; 7 a link or a secret.`,
 	}
 	cmd.Flags().StringVar(&into, "into", "", "an existing run (at the same base) to write into, rather than a new one")
 	cmd.Flags().StringVar(&kind, "kind", "", "the new run's workspace kind")
+	cmd.Flags().BoolVar(&withSecrets, "with-secrets", false, "pick from runs that declare secrets, giving the new run those secrets too")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 // pick does what pickCmd says and returns the target run and what it took.
-func (a *app) pick(ctx context.Context, c *client.Client, args []string, into, kind string) (string, []picked, error) {
+func (a *app) pick(ctx context.Context, c *client.Client, args []string, into, kind string, withSecrets bool) (target string, took []picked, err error) {
 	sets := map[string]*paddock.ChangeSet{}
 	var project, base string
+	var secrets []string
 	chosen := map[string]picked{}
 	var order []string
 	for _, arg := range args {
@@ -97,6 +105,17 @@ func (a *app) pick(ctx context.Context, c *client.Client, args []string, into, k
 			}
 			if base != "" && cs.BaseRevision != base {
 				return "", nil, paddock.Errorf(paddock.CodeConflict, "run %s is at base %.12s, the others at %.12s: only sibling runs' files can be put together", id, cs.BaseRevision, base)
+			}
+			if project != "" && r.Project != project {
+				return "", nil, paddock.Errorf(paddock.CodeConflict, "run %s is of project %s, the others of %s: files do not cross projects", id, r.Project, project)
+			}
+			if len(r.Secrets) > 0 && !withSecrets {
+				return "", nil, paddock.Errorf(paddock.CodeForbidden, "run %s declares secrets (%s): a file of it may hold one in a form no label catches; pick from it with --with-secrets, which gives the new run those secrets too", id, strings.Join(r.Secrets, ", "))
+			}
+			for _, s := range r.Secrets {
+				if !slices.Contains(secrets, s) {
+					secrets = append(secrets, s)
+				}
 			}
 			project, base, sets[id] = r.Project, cs.BaseRevision, cs
 		}
@@ -121,19 +140,50 @@ func (a *app) pick(ctx context.Context, c *client.Client, args []string, into, k
 			return "", nil, paddock.Errorf(paddock.CodeNotFound, "run %s changed nothing at %q", id, sel)
 		}
 	}
-	target := into
+	// A path that is a file in one pick and a directory in another cannot
+	// be both.
+	for _, p := range order {
+		for _, q := range order {
+			if chosen[p].Op != paddock.OpDelete && chosen[q].Op != paddock.OpDelete && strings.HasPrefix(q, p+"/") {
+				return "", nil, usageError{fmt.Sprintf("%s is a file in run %s and a directory in run %s: pick one of them", p, chosen[p].From, chosen[q].From)}
+			}
+		}
+	}
+	target = into
 	if target == "" {
-		r, err := c.Create(ctx, paddock.CreateRunRequest{Project: project, Base: base, Kind: kind})
+		r, err := c.Create(ctx, paddock.CreateRunRequest{Project: project, Base: base, Kind: kind, Secrets: secrets})
 		if err != nil {
 			return "", nil, err
 		}
 		target = r.ID
-	} else if cs, err := c.ChangeSet(ctx, into); err != nil {
-		return "", nil, err
-	} else if cs.BaseRevision != base {
-		return "", nil, paddock.Errorf(paddock.CodeConflict, "run %s is at base %.12s, the runs picked from at %.12s", into, cs.BaseRevision, base)
+		defer func() {
+			if err != nil {
+				if _, rerr := c.Reject(context.WithoutCancel(ctx), target); rerr == nil {
+					err = fmt.Errorf("%w (the run it made, %s, is rejected)", err, target)
+				}
+			}
+		}()
+	} else {
+		tr, err := c.Run(ctx, into)
+		if err != nil {
+			return "", nil, err
+		}
+		cs, err := c.ChangeSet(ctx, into)
+		if err != nil {
+			return "", nil, err
+		}
+		switch {
+		case tr.Project != project:
+			return "", nil, paddock.Errorf(paddock.CodeConflict, "run %s is of project %s, the runs picked from of %s", into, tr.Project, project)
+		case cs.BaseRevision != base:
+			return "", nil, paddock.Errorf(paddock.CodeConflict, "run %s is at base %.12s, the runs picked from at %.12s", into, cs.BaseRevision, base)
+		}
+		for _, s := range secrets {
+			if !slices.Contains(tr.Secrets, s) {
+				return "", nil, paddock.Errorf(paddock.CodeForbidden, "run %s does not declare secret %s, which a run picked from does", into, s)
+			}
+		}
 	}
-	var took []picked
 	modes := map[string]string{}
 	for _, path := range order {
 		p := chosen[path]
@@ -159,7 +209,7 @@ func (a *app) pick(ctx context.Context, c *client.Client, args []string, into, k
 		}
 		args := map[string]string{"path": path, "content_base64": base64.StdEncoding.EncodeToString(content), "mode": mode}
 		if _, err := c.CallTool(ctx, target, "write", args); err != nil {
-			return "", nil, fmt.Errorf("writing %s in %s: %w", path, target, err)
+			return "", nil, paddock.Errorf(paddock.CodeConflict, "writing %s in %s: %s", path, target, paddock.ErrorMessage(err))
 		}
 	}
 	// Each file as its source left it, byte for byte.
