@@ -10,6 +10,9 @@ import (
 type ForkRequest struct {
 	// Count is how many runs to make; 1 if 0, at most MaxFork.
 	Count int `json:"count,omitempty"`
+	// At forks the run as it was when an earlier fork froze it: a layer
+	// of its stack (a run.forked event's layer), not its files now.
+	At string `json:"at,omitempty"`
 }
 
 // MaxFork bounds ForkRequest.Count.

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -104,6 +105,15 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	// holds only its own .git) is forked again on the same stack: a new,
 	// empty frozen layer would only make every stack deeper.
 	reuse := len(below) > 0 && holdsOnlyGit(ov.LayersOf(r.Project, r.Workspace).Upper)
+	if req.At != "" {
+		// At an earlier freeze: the stack from that layer down, as the
+		// run's files were when it was frozen.
+		i := slices.Index(below, req.At)
+		if i < 0 {
+			return nil, paddock.Errorf(paddock.CodeNotFound, "run %s stacks on no layer %s (its layers: %s; each fork's run.forked event names the one it froze)", id, req.At, strings.Join(below, ", "))
+		}
+		below, reuse = below[i:], true
+	}
 	if !reuse && len(below)+1 > sandbox.MaxFrozen {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s stacks on %d frozen layers; a run stacks on at most %d", id, len(below), sandbox.MaxFrozen)
 	}

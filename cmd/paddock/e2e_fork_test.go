@@ -64,6 +64,20 @@ func TestForkVerb(t *testing.T) {
 			t.Fatalf("fork %s sees the run's later write", k)
 		}
 	}
+	// Fork at a checkpoint: a second fork freezes AFTER.md; a fork at the
+	// first fork's layer is the run as it was then, without it.
+	second := decode[paddock.ForkResult](t, cli(t, home, "fork", run, "--json"))
+	if second.Layer == res.Layer {
+		t.Fatalf("the second fork froze no layer of its own: %+v", second)
+	}
+	earlier := decode[paddock.ForkResult](t, cli(t, home, "fork", run, "--at", res.Layer, "--json"))
+	if out := cli(t, home, "exec", earlier.Runs[0].ID, "--", "sh", "-c", "cat NOTES.md; test -e AFTER.md && echo after-seen; true").must(t).out; out != "shared\n" {
+		t.Fatalf("a fork at the first freeze sees %q", out)
+	}
+	if out := cli(t, home, "exec", second.Runs[0].ID, "--", "cat", "AFTER.md").must(t).out; out != "after\n" {
+		t.Fatalf("a fork at the second freeze sees %q", out)
+	}
+	cli(t, home, "fork", run, "--at", "l-nosuchlayer").wantCode(t, exitNotFound, "stacks on no layer")
 	// Change sets: the run's frozen changes and each fork's own.
 	cs := decode[paddock.ChangeSet](t, cli(t, home, "diff", ids[1], "--json"))
 	ops := map[string]paddock.ChangeOp{}

@@ -13,8 +13,9 @@ import (
 func (a *app) forkCmd() *cobra.Command {
 	var asJSON bool
 	var n int
+	var at string
 	cmd := &cobra.Command{
-		Use:   "fork RUN [-n N]",
+		Use:   "fork RUN [-n N] [--at LAYER]",
 		Short: "Freeze a run's files and make N runs stacked on them",
 		Long: `Fork RUN: its files as they are now become a frozen layer, and N new runs
 (default 1, at most 32) are made on it, each with an empty layer of its own
@@ -30,7 +31,12 @@ whatever the repository's size.
 - The frozen layer is kept while a run stacks on it; gc removes it after.
 - Only an overlay run forks (make it with --kind overlay, or auto where
   overlays work). A run with a command, job or tool call under way is busy.
-  Checkpoints record a digest, not layers: a fork is of the files now.
+  --at LAYER forks RUN as it was when an earlier fork froze it: LAYER is
+  one of its frozen layers (each fork prints the layer it froze, and its
+  run.forked event names it), and the new runs stack on it and what is
+  below it, not on what RUN wrote since. Each fork is thus a checkpoint
+  to fork at again; a checkpoint made with paddock checkpoint records a
+  digest, not a layer.
 
 Compare the forks afterwards with paddock compare.
 
@@ -43,7 +49,7 @@ run.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Fork(cmd.Context(), args[0], paddock.ForkRequest{Count: n})
+			res, err := c.Fork(cmd.Context(), args[0], paddock.ForkRequest{Count: n, At: at})
 			if err != nil {
 				return err
 			}
@@ -56,6 +62,7 @@ run.`,
 		},
 	}
 	cmd.Flags().IntVarP(&n, "count", "n", 1, "how many runs to make")
+	cmd.Flags().StringVar(&at, "at", "", "fork as the run was when an earlier fork froze this layer of it")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run, the layer and the new runs as JSON")
 	return cmd
 }

@@ -2084,6 +2084,9 @@ type FlowTransitionGuard string
 
 // ForkRequest defines model for ForkRequest.
 type ForkRequest struct {
+	// At fork as the run was when an earlier fork froze this layer of it
+	At *string `json:"at,omitempty"`
+
 	// Count How many runs to make; 1 if 0 or left out, at most 32.
 	Count *int `json:"count,omitempty"`
 }
