@@ -21,14 +21,14 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/broker"
 	"github.com/paddock-dev/paddock/changeset"
-	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/workspace"
 )
 
 // Where every hunk came from. After each call that can change the run's
-// files (a writing tool, a command), the run's change set is read again,
-// and what changed since the last look is appended to the run's
+// files (a writing tool, a command), its files are looked at again (an
+// overlay's layers, or a whole tree, each read again only where a file's
+// stat changed), and what changed since the last look is appended to the run's
 // provenance journal (<artifacts>/RUN/provenance.jsonl): the call's event
 // seq and, per path, the blob id it now has (the content is kept under
 // provenance/, up to maxTracked bytes). Blame follows each file of a
@@ -132,40 +132,7 @@ func (m *Manager) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq in
 			return m.trackUpper(r, seq, append([]string{l.Upper}, l.Frozen...), st)
 		}
 	}
-	if r.Workspace.Root != "" {
-		return m.trackTree(ctx, r, seq, st)
-	}
-	cs, err := m.ChangeSet(ctx, r.ID)
-	if err != nil {
-		return err
-	}
-	last := st.last
-	now := map[string]string{}
-	for _, e := range cs.Entries {
-		if e.Op != paddock.OpDelete {
-			now[e.Path] = e.NewBlob
-		} else {
-			now[e.Path] = ""
-		}
-	}
-	changes := map[string]string{}
-	for p, b := range now {
-		if prev, ok := last[p]; !ok || prev != b {
-			changes[p] = b
-		}
-	}
-	for p := range last {
-		if _, ok := now[p]; !ok && last[p] != "base" {
-			changes[p] = "base" // back to what the base holds
-		}
-	}
-	if len(changes) == 0 {
-		return nil
-	}
-	if err := m.keepVersions(ctx, r, cs, changes); err != nil {
-		return err
-	}
-	return m.appendJournal(r.ID, seq, changes, st)
+	return m.trackTree(ctx, r, seq, st)
 }
 
 // appendJournal appends one record to run id's journal and to st.
@@ -384,41 +351,6 @@ func (m *Manager) trackChanges(r *paddock.Run, seq int64, st *provState, now map
 	return m.appendJournal(r.ID, seq, changes, st)
 }
 
-// keepVersions keeps the content of each changed file (up to maxTracked
-// bytes) under provenance/, by blob id, read from the run's view.
-func (m *Manager) keepVersions(ctx context.Context, r *paddock.Run, cs *paddock.ChangeSet, changes map[string]string) error {
-	var root *confine.Root
-	defer func() {
-		if root != nil {
-			root.Close()
-		}
-	}()
-	for _, e := range cs.Entries {
-		blob, ok := changes[e.Path]
-		if !ok || blob == "" || blob == "base" || e.Binary || e.Size > maxTracked || e.NewMode == "120000" || e.NewMode == "160000" {
-			continue
-		}
-		dst := filepath.Join(m.provDir(r.ID), blob)
-		if _, err := os.Stat(dst); err == nil {
-			continue
-		}
-		if root == nil {
-			var err error
-			if root, err = m.openView(ctx, r, nil, &confine.Policy{}); err != nil {
-				return err
-			}
-		}
-		b, err := readCapped(root.OS(), e.Path, maxTracked)
-		if err != nil || changeset.BlobID(b) != blob {
-			continue // it changed again meanwhile: the next look records it
-		}
-		if err := m.keepVersion(r, blob, b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // keepVersion keeps a version of a file, masked as the diff is (the run's
 // declared secrets, credential shapes): only the frozen blobs hold a
 // change's bytes unmasked. Masking keeps lines as lines, so the versions
@@ -430,22 +362,6 @@ func (m *Manager) keepVersion(r *paddock.Run, blob string, b []byte) error {
 	}
 	masked := m.redactor(r).Bytes(b)
 	return durable.WriteFileFrom(dst, false, func(w io.Writer) error { _, err := w.Write(masked); return err })
-}
-
-func readCapped(root *os.Root, path string, n int64) ([]byte, error) {
-	f, err := root.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, n+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > n {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, n)
-	}
-	return b, nil
 }
 
 // Blame says, for each hunk of run id's change set (the submitted one

@@ -321,8 +321,7 @@ func (m *Manager) QueueUndo(ctx context.Context, id, by string) (*paddock.QueueE
 // branch: one approval lands once. A run the queue holds is refused: it
 // lands there, or is taken out first.
 func (m *Manager) lockLanding(id string) (unlock func(), err error) {
-	v, _ := m.landMu.LoadOrStore(id, &sync.Mutex{})
-	mu := v.(*sync.Mutex)
+	mu := m.landingLock(id)
 	mu.Lock()
 	m.queueMu.Lock()
 	d, err := m.loadQueue()
