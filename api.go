@@ -131,11 +131,13 @@ type UILogin struct {
 
 // DaemonStatus describes a running daemon.
 type DaemonStatus struct {
-	Version   string    `json:"version"`
-	PID       int       `json:"pid"`
-	StateDir  string    `json:"state_dir"`
-	Socket    string    `json:"socket"`
-	Listen    string    `json:"listen,omitempty"`
+	Version  string `json:"version"`
+	PID      int    `json:"pid"`
+	StateDir string `json:"state_dir"`
+	Socket   string `json:"socket"`
+	Listen   string `json:"listen,omitempty"`
+	// Node is the daemon's node id when it shares its store with others.
+	Node      string    `json:"node,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	// Recovered lists what the daemon put back in step when it started.
 	Recovered []Finding `json:"recovered"`

@@ -25,12 +25,13 @@ const (
 	CodeNotBootstrapped Code = "not_bootstrapped" // an action on a run that was never bootstrapped
 	CodeAttributionLeak Code = "attribution_leak" // the attribution lint refused a submission
 	CodeTooLarge        Code = "too_large"        // the input is over a size limit or quota; nothing was written
+	CodeNodeLost        Code = "node_lost"        // the node that holds the run (or this node) lost its lease; another may adopt the run
 	CodeInternal        Code = "internal"         // a fault of paddock's; details are in the daemon log only
 )
 
 // Codes lists every code, in a stable order.
 var Codes = []Code{CodeBadRequest, CodeNotFound, CodeConflict, CodeBusy, CodeForbidden,
-	CodeUnsupported, CodeRunMismatch, CodeNotBootstrapped, CodeAttributionLeak, CodeTooLarge, CodeInternal}
+	CodeUnsupported, CodeRunMismatch, CodeNotBootstrapped, CodeAttributionLeak, CodeTooLarge, CodeNodeLost, CodeInternal}
 
 // Rule names the policy that refused an action, finer than its Code: a
 // client or an agent branches on it ("protected_path", "read_only",

@@ -76,6 +76,23 @@ const (
 	EventJobStarted     = "job.started"
 	EventJobFinished    = "job.finished"
 	EventJobInterrupted = "job.interrupted"
+	// EventJobAdopted: an interrupted job of a lost node's run was taken
+	// over by the node that adopted the run, and runs again there from
+	// the run's checkpoint.
+	EventJobAdopted = "job.adopted"
+)
+
+// Events of a run on several nodes (a shared store, package postgres).
+const (
+	// EventNodeLost: the node that held the run's workspace stopped
+	// renewing its lease; another node marked it lost.
+	EventNodeLost = "run.node_lost"
+	// EventAdopted: the run was restored on another node from its
+	// checkpoint in the shared store.
+	EventAdopted = "run.adopted"
+	// EventClusterCheckpoint: the run's change set was stored in the
+	// shared store, for an adoption should its node be lost.
+	EventClusterCheckpoint = "run.checkpoint_stored"
 )
 
 // Events of the approval flow.

@@ -70,6 +70,11 @@ type Run struct {
 	// LastSeq is the seq of the run's latest event.
 	LastSeq   int64      `json:"last_seq"`
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Node, with a store that several daemons share (package postgres),
+	// is the node that holds the run's workspace, and NodeState that
+	// node's state; both are empty on a daemon of its own.
+	Node      string    `json:"node,omitempty"`
+	NodeState NodeState `json:"node_state,omitempty"`
 }
 
 // ReviewOf names the change set a review run's workspace holds: run Run's

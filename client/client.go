@@ -998,3 +998,17 @@ func (c *Client) Blame(ctx context.Context, id, hash string) (*paddock.Blame, er
 	var b paddock.Blame
 	return &b, c.do(ctx, http.MethodGet, path, nil, &b)
 }
+
+// Nodes lists the nodes that share the daemon's store (unsupported on a
+// daemon of its own).
+func (c *Client) Nodes(ctx context.Context) ([]paddock.Node, error) {
+	var out []paddock.Node
+	return out, c.do(ctx, http.MethodGet, "/v1/nodes", nil, &out)
+}
+
+// Adopt restores a lost node's run on the node the client talks to, from
+// its checkpoint in the shared store, and takes over its interrupted job.
+func (c *Client) Adopt(ctx context.Context, id string) (*paddock.AdoptResult, error) {
+	var res paddock.AdoptResult
+	return &res, c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/adopt", nil, &res)
+}

@@ -91,6 +91,12 @@ type Server struct {
 	// UIAddr returns the loopback TCP address the review page is served
 	// on, starting a listener if the daemon has none.
 	UIAddr func(context.Context) (string, error)
+	// Cluster, when several daemons share the store as nodes, says where
+	// runs are: a call for a run on another node is forwarded to it (with
+	// NodeSecret, the cluster's secret, which NodeHandler checks). Nil on
+	// a daemon of its own.
+	Cluster    Cluster
+	NodeSecret string
 }
 
 // Status maps an error code to its HTTP status. It is the only such table.
@@ -112,6 +118,8 @@ func Status(c paddock.Code) int {
 		return http.StatusUnprocessableEntity
 	case paddock.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case paddock.CodeNodeLost:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }
@@ -175,10 +183,10 @@ func actor(r *http.Request) string {
 }
 
 // Handler returns the API for the unix socket.
-func (s *Server) Handler() http.Handler { return s.guard(s.mux(), false) }
+func (s *Server) Handler() http.Handler { return s.guard(s.forward(s.mux()), false) }
 
 // TCPHandler returns the API for a loopback TCP listener: it also requires the token.
-func (s *Server) TCPHandler() http.Handler { return s.guard(s.mux(), true) }
+func (s *Server) TCPHandler() http.Handler { return s.guard(s.forward(s.mux()), true) }
 
 func (s *Server) log() *slog.Logger {
 	if s.Logger == nil {
@@ -189,6 +197,7 @@ func (s *Server) log() *slog.Logger {
 
 func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dropNodeHeaders(r) // only a node sends them, and on its own listener
 		if tcp && isUIPath(r.URL.Path) {
 			s.serveUI(w, r)
 			return

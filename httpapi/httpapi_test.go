@@ -179,6 +179,9 @@ func TestEveryRoute(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.srv.Doctor = func(context.Context) *paddock.DoctorReport { return &paddock.DoctorReport{} }
+	// One node of a cluster: every run is its own, nothing is forwarded.
+	f.srv.Cluster = &fakeCluster{svc: f.svc, self: paddock.Node{ID: "n0", State: paddock.NodeAlive}}
+	f.h = f.srv.Handler()
 	b, _ := f.svc.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
 	id := b.Run.ID
 	f.svc.asked()
@@ -223,6 +226,8 @@ func TestEveryRoute(t *testing.T) {
 		{"POST", run + "/checkpoint", `{"reason":"lunch"}`, "Checkpoint " + id + " lunch"},
 		{"POST", run + "/checkpoint", ``, "Checkpoint " + id + " requested by unknown"},
 		{"POST", run + "/resume", "", "Resume " + id},
+		{"POST", run + "/adopt", "", "Adopt " + id + " unknown"},
+		{"GET", "/v1/nodes", "", "Nodes"},
 		{"GET", run + "/artifacts/task", "", "Artifact " + id + " task"},
 		{"GET", run + "/events?after=1&limit=2", "", "Events " + id + " 1 2"},
 		{"GET", run + "/events/stream", "", "Events " + id + " 0 1"},

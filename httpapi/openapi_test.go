@@ -103,6 +103,8 @@ var schemaTypes = map[string]any{
 	"ReviewRequest":      paddock.ReviewRequest{},
 	"ForkRequest":        paddock.ForkRequest{},
 	"ForkResult":         paddock.ForkResult{},
+	"Node":               paddock.Node{},
+	"AdoptResult":        paddock.AdoptResult{},
 	"Workspace":          paddock.Workspace{},
 	"Checkpoint":         paddock.Checkpoint{},
 	"ResumeResult":       paddock.ResumeResult{},

@@ -65,6 +65,7 @@ var routes = []route{
 	{"GET", "/v1/bundle-key", operator, http.StatusOK, reply((*Server).bundleKey)},
 	{"GET", "/v1/queue", operator, http.StatusOK, reply((*Server).queue)},
 	{"POST", "/v1/import", operator, http.StatusCreated, stream((*Server).importBundle)},
+	{"GET", "/v1/nodes", operator, http.StatusOK, reply((*Server).nodes)},
 
 	{"POST", "/v1/projects", operator, http.StatusCreated, reply((*Server).addProject)},
 	{"GET", "/v1/projects", operator, http.StatusOK, reply((*Server).projects)},
@@ -85,6 +86,7 @@ var routes = []route{
 	{"POST", "/v1/runs/{id}/fork", operator, http.StatusCreated, reply((*Server).fork)},
 	{"POST", "/v1/runs/{id}/checkpoint", runToken, http.StatusOK, reply((*Server).checkpoint)},
 	{"POST", "/v1/runs/{id}/resume", runToken, http.StatusOK, reply((*Server).resume)},
+	{"POST", "/v1/runs/{id}/adopt", operator, http.StatusOK, reply((*Server).adopt)},
 	{"GET", "/v1/runs/{id}/artifacts/{kind}", runToken, http.StatusOK, reply((*Server).artifact)},
 	{"GET", "/v1/runs/{id}/events", runToken, http.StatusOK, reply((*Server).events)},
 	{"GET", "/v1/runs/{id}/events/stream", runToken, http.StatusOK, stream((*Server).eventStream)},

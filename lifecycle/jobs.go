@@ -33,93 +33,13 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 	if err := m.checkOpen(); err != nil {
 		return nil, err
 	}
-	r, err := m.Run(ctx, id)
+	body, raw, err := m.planJob(ctx, id, req)
 	if err != nil {
 		return nil, err
 	}
-	var exec paddock.ExecRequest
-	var call broker.Call
-	var body jobBody
-	switch req.Kind {
-	case paddock.JobExec:
-		if req.Exec == nil || len(req.Exec.Argv) == 0 {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job needs exec.argv")
-		}
-		if len(req.Exec.Stdin) > 0 {
-			// A job's request is kept in state, and stdin is not.
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job takes no stdin; put its input in the workspace, or use exec")
-		}
-		if req.Exec.Terminal != nil {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job runs on no terminal; attach to a command for one (exec/attach)")
-		}
-		exec = *req.Exec
-		if err := m.agentExec(ctx, id, &exec); err != nil {
-			return nil, err
-		}
-		call = execCall(exec)
-		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
-			res, err := m.ExecStream(ctx, id, exec, logw, logw)
-			return exitOf(res, err)
-		}
-	case paddock.JobAgent:
-		rec, err := m.bootstrap(id)
-		if err != nil {
-			return nil, err
-		}
-		if len(rec.Agent.Command) == 0 {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s has no command for paddock to start", rec.Agent.Name)
-		}
-		exec = paddock.ExecRequest{Argv: rec.Agent.Command, Net: rec.Agent.Net, Env: rec.Agent.Env}
-		call = execCall(exec)
-		call.Start = true
-		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
-			res, err := m.execBrokered(ctx, id, call, exec, paddock.ExecIO{Stdout: logw, Stderr: logw})
-			return exitOf(res, err)
-		}
-	case paddock.JobVerify:
-		call = broker.Call{Tool: paddock.ToolVerify}
-		if _, err := m.verifyPlan(ctx, r, nil); err != nil {
-			return nil, err
-		}
-		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
-			res, err := m.verify(ctx, id, paddock.VerifyRequest{}, logw)
-			if err != nil {
-				return nil, nil, err
-			}
-			code := 0
-			if !res.Passed {
-				code = 1
-				for _, c := range res.Checks {
-					if !c.Passed && c.Skipped == "" {
-						code = c.ExitCode
-						break
-					}
-				}
-			}
-			return res, &code, nil
-		}
-	default:
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown job kind %q (agent, exec, verify)", req.Kind)
-	}
-	if r.Access == paddock.AccessNone {
-		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to run a job in", id)
-	}
-	// Decided now, so that the caller hears of a refusal; the job's call
-	// passes through the broker again when it runs.
-	if err := m.precheck(ctx, r, call); err != nil {
-		return nil, err
-	}
-	// A run checkpointed by a restart (its last job interrupted) resumes
-	// when the client starts the next job; drift since is recorded.
-	if r.State() == paddock.StateCheckpointed {
-		if _, err := m.Resume(ctx, id); err != nil {
-			return nil, err
-		}
-	}
-	raw, _ := json.Marshal(exec)
-	if req.Kind == paddock.JobVerify {
-		raw, _ = json.Marshal(paddock.VerifyRequest{})
-	}
+	// With nodes, the run's state as the job starts is what another node
+	// resumes the job from, should this one be lost.
+	m.storeCheckpoint(ctx, id, "job start")
 	t := now()
 	j := &paddock.Job{ID: newJobID(), RunID: id, Kind: req.Kind, State: paddock.JobRunning, Owner: m.instance(),
 		LeaseUntil: t.Add(leaseTerm), Request: raw, CreatedAt: t}
@@ -139,6 +59,99 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 		return nil, err
 	}
 	return j, nil
+}
+
+// planJob checks a job's request and makes what runs it: its body, and
+// the request as the job's record keeps it. A checkpointed run resumes.
+func (m *Manager) planJob(ctx context.Context, id string, req paddock.StartJobRequest) (jobBody, json.RawMessage, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	var exec paddock.ExecRequest
+	var call broker.Call
+	var body jobBody
+	switch req.Kind {
+	case paddock.JobExec:
+		if req.Exec == nil || len(req.Exec.Argv) == 0 {
+			return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job needs exec.argv")
+		}
+		if len(req.Exec.Stdin) > 0 {
+			// A job's request is kept in state, and stdin is not.
+			return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job takes no stdin; put its input in the workspace, or use exec")
+		}
+		if req.Exec.Terminal != nil {
+			return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job runs on no terminal; attach to a command for one (exec/attach)")
+		}
+		exec = *req.Exec
+		if err := m.agentExec(ctx, id, &exec); err != nil {
+			return nil, nil, err
+		}
+		call = execCall(exec)
+		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
+			res, err := m.ExecStream(ctx, id, exec, logw, logw)
+			return exitOf(res, err)
+		}
+	case paddock.JobAgent:
+		rec, err := m.bootstrap(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(rec.Agent.Command) == 0 {
+			return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s has no command for paddock to start", rec.Agent.Name)
+		}
+		exec = paddock.ExecRequest{Argv: rec.Agent.Command, Net: rec.Agent.Net, Env: rec.Agent.Env}
+		call = execCall(exec)
+		call.Start = true
+		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
+			res, err := m.execBrokered(ctx, id, call, exec, paddock.ExecIO{Stdout: logw, Stderr: logw})
+			return exitOf(res, err)
+		}
+	case paddock.JobVerify:
+		call = broker.Call{Tool: paddock.ToolVerify}
+		if _, err := m.verifyPlan(ctx, r, nil); err != nil {
+			return nil, nil, err
+		}
+		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
+			res, err := m.verify(ctx, id, paddock.VerifyRequest{}, logw)
+			if err != nil {
+				return nil, nil, err
+			}
+			code := 0
+			if !res.Passed {
+				code = 1
+				for _, c := range res.Checks {
+					if !c.Passed && c.Skipped == "" {
+						code = c.ExitCode
+						break
+					}
+				}
+			}
+			return res, &code, nil
+		}
+	default:
+		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "unknown job kind %q (agent, exec, verify)", req.Kind)
+	}
+	if r.Access == paddock.AccessNone {
+		return nil, nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to run a job in", id)
+	}
+	// Decided now, so that the caller hears of a refusal; the job's call
+	// passes through the broker again when it runs.
+	if err := m.precheck(ctx, r, call); err != nil {
+		return nil, nil, err
+	}
+	// A run checkpointed by a restart (its last job interrupted) resumes
+	// when the client starts the next job; drift since is recorded.
+	if r.State() == paddock.StateCheckpointed {
+		if _, err := m.Resume(ctx, id); err != nil {
+			return nil, nil, err
+		}
+	}
+	raw, _ := json.Marshal(exec)
+	if req.Kind == paddock.JobVerify {
+		raw, _ = json.Marshal(paddock.VerifyRequest{})
+	}
+	return body, raw, nil
 }
 
 // jobBody runs a job's call with its output in logw; it returns the result
@@ -252,6 +265,7 @@ func (m *Manager) recordJobEnd(j *paddock.Job) {
 			// A flow's review run whose review is over is given back once
 			// its agent's command ends.
 			m.giveBackReview(ctx, j.RunID)
+			m.storeCheckpoint(ctx, j.RunID, "job end")
 			return
 		case paddock.IsCode(err, paddock.CodeNotFound):
 			m.log().Warn("a job ended whose record is gone", "run", j.RunID, "job", j.ID, "err", err)

@@ -115,6 +115,11 @@ type Config struct {
 	// RunAPI, if set, serves each run its own API on a socket in its view
 	// (runapi.go).
 	RunAPI RunAPI
+	// Cluster, when several daemons share the store as nodes (package
+	// postgres), stores each run's checkpoint for an adoption by another
+	// node and moves a lost node's run here (cluster.go). Nil on a daemon
+	// of its own.
+	Cluster paddock.Cluster
 	// CrashAt, when positive, kills the process at that step of an apply
 	// into a working tree or an undo. Tests use it; nothing else sets it.
 	CrashAt int

@@ -574,6 +574,7 @@ func (m *Manager) Checkpoint(ctx context.Context, id, reason string) (*paddock.R
 	}); err != nil {
 		return nil, err
 	}
+	m.storeCheckpoint(ctx, id, "checkpoint")
 	return m.Run(ctx, id)
 }
 

@@ -52,8 +52,15 @@
 //   - Times are kept to the microsecond (SQLite keeps nanoseconds); an
 //     event's Time is cut to the microsecond before it is stored, so the
 //     event AppendEvent returns is the one readers see.
-//   - The store does not yet know about nodes: no node registry, no leases
-//     with fencing tokens, no LISTEN/NOTIFY fan-out of events (issue #21).
+//
+// # Nodes
+//
+// Several daemons share one database as nodes (nodes.go): each joins with
+// a lease it renews and a fencing token (its epoch); every Update of a
+// joined node first checks, on its own row taken FOR KEY SHARE, that its
+// lease holds, so that once another node has marked it lost (taking the
+// row FOR UPDATE) nothing it writes commits. Events are fanned out to
+// every node with LISTEN/NOTIFY.
 //
 // # Migrations
 //
@@ -73,7 +80,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -90,37 +97,9 @@ const migrationLock int64 = 0x7061646f636b
 // Store is a paddock.Store on one PostgreSQL database.
 type Store struct {
 	pool *pgxpool.Pool
-	// owner holds the database for this daemon alone (OwnAlone), until Close.
-	owner *pgxpool.Conn
-}
-
-// ownerLock is the session-level advisory lock a daemon holds while it
-// uses the database alone: "paddock1" in ASCII.
-const ownerLock int64 = 0x7061646f636b31
-
-// ErrShared is OwnAlone's error when another daemon holds the database.
-var ErrShared = errors.New("postgres: another paddock daemon uses this database, and nodes that share one are not supported yet (issue #21): give each daemon a database of its own")
-
-// OwnAlone takes the database for this daemon until Close: a second daemon
-// on the same database is refused (ErrShared) until nodes that share one
-// are built. Two daemons each recovering as if the runs were all theirs
-// would mark the other's workspaces orphaned.
-func (s *Store) OwnAlone(ctx context.Context) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, ownerLock).Scan(&got); err != nil {
-		conn.Release()
-		return fmt.Errorf("postgres: take the database: %w", err)
-	}
-	if !got {
-		conn.Release()
-		return ErrShared
-	}
-	s.owner = conn
-	return nil
+	// node is this daemon's node once it joined (Join), nil before; see
+	// nodes.go. Every Update of a joined store is fenced by it.
+	node atomic.Pointer[joined]
 }
 
 var _ paddock.Store = (*Store)(nil)
@@ -134,6 +113,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		// pgx's message can quote the DSN, password and all; say only what failed.
 		return nil, errors.New("postgres: the connection string does not parse")
+	}
+	// A transaction left open by a stopped process (a node paused with
+	// SIGSTOP mid-write) would hold its rows, and its node's row, from
+	// the node that marks it lost: the server ends it after this long.
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "10000"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -149,16 +134,6 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 
 // Close closes the pool's connections, waiting for those in use.
 func (s *Store) Close() error {
-	if s.owner != nil {
-		// The lock is given back before the session ends: the server ends
-		// a closed session's locks only once it notices, and a daemon
-		// started again at once must find the database free.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		s.owner.Exec(ctx, `SELECT pg_advisory_unlock($1)`, ownerLock)
-		s.owner.Conn().Close(ctx)
-		cancel()
-		s.owner.Release()
-	}
 	s.pool.Close()
 	return nil
 }
@@ -272,7 +247,7 @@ func (s *Store) View(ctx context.Context, fn func(paddock.Tx) error) error {
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	return fn(&Tx{tx: tx})
+	return fn(&Tx{tx: tx, node: s.nodeID()})
 }
 
 // Update runs fn in a write transaction and commits it if fn returns nil;
@@ -290,7 +265,11 @@ func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 	// Rollback and commit run whatever happens to the caller: a transaction
 	// left open would hold its row locks, and other writers with them.
 	bg := context.WithoutCancel(ctx)
-	if err := runFn(fn, &Tx{tx: tx}); err != nil {
+	if err := s.fence(ctx, tx); err != nil {
+		tx.Rollback(bg)
+		return err
+	}
+	if err := runFn(fn, &Tx{tx: tx, node: s.nodeID()}); err != nil {
 		tx.Rollback(bg)
 		return err
 	}

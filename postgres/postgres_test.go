@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 func TestSchema(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	defer s.Close()
-	if v, err := s.SchemaVersion(context.Background()); err != nil || v != 11 {
+	if v, err := s.SchemaVersion(context.Background()); err != nil || v != 12 {
 		t.Fatalf("schema version = %d, %v", v, err)
 	}
 }
@@ -80,7 +80,7 @@ func TestNodesStartTogether(t *testing.T) {
 		}
 		defer stores[i].Close()
 	}
-	if v, err := stores[0].SchemaVersion(context.Background()); err != nil || v != 11 {
+	if v, err := stores[0].SchemaVersion(context.Background()); err != nil || v != 12 {
 		t.Fatalf("schema version = %d, %v", v, err)
 	}
 }
@@ -347,30 +347,4 @@ func TestEventTimeRoundTrips(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// Until nodes share a database (#21), a daemon owns its database alone: a
-// second one is refused while the first holds it, and let in once it closed.
-func TestOwnAlone(t *testing.T) {
-	dsn := pgtest.Need(t).Database(t, t.TempDir())
-	ctx := context.Background()
-	a, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.OwnAlone(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.OwnAlone(ctx); !errors.Is(err, postgres.ErrShared) {
-		t.Fatalf("a second daemon on the database: %v", err)
-	}
-	a.Close()
-	if err := b.OwnAlone(ctx); err != nil {
-		t.Fatalf("after the first closed: %v", err)
-	}
 }

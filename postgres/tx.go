@@ -18,6 +18,10 @@ import (
 // answers (codes, orders, nil versus empty lists) are the same.
 type Tx struct {
 	tx pgx.Tx
+	// node is this store's node once it joined (Store.Join): its runs are
+	// made on it, and Workspaces and the running jobs list only its own,
+	// which is what a daemon recovers, checkpoints and collects.
+	node string
 }
 
 var _ paddock.Tx = (*Tx)(nil)
@@ -249,10 +253,14 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	if err != nil {
 		return wrap("encode review", err)
 	}
-	tag, err := t.tx.Exec(ctx, `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq, agent, agent_hash, review_of)
-		SELECT $1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10 WHERE EXISTS (SELECT 1 FROM projects WHERE name = $2)
+	var node any
+	if t.node != "" {
+		node = t.node
+	}
+	tag, err := t.tx.Exec(ctx, `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq, agent, agent_hash, review_of, node)
+		SELECT $1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10, $11 WHERE EXISTS (SELECT 1 FROM projects WHERE name = $2)
 		ON CONFLICT DO NOTHING`,
-		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, r.CreatedAt.UTC(), optTime(r.RemovedAt), agent, r.AgentHash, review)
+		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, r.CreatedAt.UTC(), optTime(r.RemovedAt), agent, r.AgentHash, review, node)
 	if sqlState(err) == foreignKeyViolation {
 		return paddock.Errorf(paddock.CodeNotFound, "no project named %q", r.Project)
 	}
@@ -270,6 +278,9 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 		return paddock.Errorf(paddock.CodeNotFound, "no project named %q", r.Project)
 	}
 	r.LastSeq = 0
+	if t.node != "" {
+		r.Node, r.NodeState = t.node, paddock.NodeAlive
+	}
 	if w := r.Workspace; w != nil {
 		cp, err := jsonText(w.Checkpoint, w.Checkpoint == nil)
 		if err != nil {
@@ -293,8 +304,8 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 
 const runCols = `r.id, r.project, r.access, r.secrets, r.include_ignored, r.created_at, r.removed_at, r.last_seq, r.agent, r.agent_hash, r.review_of,
 	w.id, w.kind, w.root, w.fingerprint, w.base_ref, w.base_revision, w.branch, w.state, w.cleanup_policy,
-	w.reason, w.created_at, w.updated_at, w.retained_at, w.checkpoint`
-const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id`
+	w.reason, w.created_at, w.updated_at, w.retained_at, w.checkpoint, r.node, n.state`
+const runFrom = `runs r LEFT JOIN workspaces w ON w.run_id = r.id LEFT JOIN paddock_nodes n ON n.id = r.node`
 
 func scanRun(row scanner) (*paddock.Run, error) {
 	var r paddock.Run
@@ -302,11 +313,17 @@ func scanRun(row scanner) (*paddock.Run, error) {
 	var secrets, agent, review *string
 	var wid, kind, root, fp, baseRef, baseRev, branch, state, policy, reason *string
 	var wcreated, wupdated, retained *time.Time
-	var checkpoint *string
+	var checkpoint, node, nodeState *string
 	if err := row.Scan(&r.ID, &r.Project, &r.Access, &secrets, &r.IncludeIgnored, &r.CreatedAt, &removed, &r.LastSeq, &agent, &r.AgentHash, &review,
 		&wid, &kind, &root, &fp, &baseRef, &baseRev, &branch, &state, &policy,
-		&reason, &wcreated, &wupdated, &retained, &checkpoint); err != nil {
+		&reason, &wcreated, &wupdated, &retained, &checkpoint, &node, &nodeState); err != nil {
 		return nil, err
+	}
+	if node != nil {
+		r.Node = *node
+	}
+	if nodeState != nil {
+		r.NodeState = paddock.NodeState(*nodeState)
 	}
 	r.CreatedAt = r.CreatedAt.UTC()
 	r.RemovedAt = fromOptTime(removed)
@@ -420,8 +437,13 @@ func (t *Tx) Workspaces(ctx context.Context, states ...paddock.WorkspaceState) (
 		for i, s := range states {
 			names[i] = string(s)
 		}
-		q += ` AND w.state = ANY($1)`
 		args = append(args, names)
+		q += fmt.Sprintf(` AND w.state = ANY($%d)`, len(args))
+	}
+	if t.node != "" {
+		// A node sees its own workspaces: the others are on other disks.
+		args = append(args, t.node)
+		q += fmt.Sprintf(` AND r.node = $%d`, len(args))
 	}
 	q += ` ORDER BY w.created_at, w.id`
 	return collect(ctx, t, "list workspaces", false, func(row scanner) (*paddock.Workspace, error) {
@@ -450,9 +472,12 @@ func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*pad
 	if raw != nil {
 		dataArg = string(raw)
 	}
-	// One round trip: take the seq and insert with it.
-	err := t.tx.QueryRow(ctx, `WITH next AS (UPDATE runs SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq)
-		INSERT INTO events (run_id, seq, time, type, data) SELECT $1, last_seq, $2, $3, $4 FROM next RETURNING seq`,
+	// One round trip: take the seq, insert with it, and tell the nodes
+	// listening (Store.Listen) once the transaction commits: PostgreSQL
+	// delivers a notification only then, and one per run per transaction.
+	err := t.tx.QueryRow(ctx, `WITH next AS (UPDATE runs SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq),
+		ins AS (INSERT INTO events (run_id, seq, time, type, data) SELECT $1, last_seq, $2, $3, $4 FROM next RETURNING seq)
+		SELECT ins.seq FROM ins, (SELECT pg_notify('`+eventsChannel+`', $1)) n`,
 		runID, e.Time, typ, dataArg).Scan(&e.Seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %q", runID)
@@ -629,6 +654,12 @@ func (t *Tx) Jobs(ctx context.Context, run string, state paddock.JobState) ([]*p
 	if state != "" {
 		args = append(args, string(state))
 		q += fmt.Sprintf(` AND state = $%d`, len(args))
+	}
+	if run == "" && t.node != "" {
+		// Every job in a state: this node's runs' (another node's running
+		// jobs are its own to run, or its reaper's to interrupt).
+		args = append(args, t.node)
+		q += fmt.Sprintf(` AND run_id IN (SELECT id FROM runs WHERE node = $%d)`, len(args))
 	}
 	return collect(ctx, t, "list jobs", true, scanJob, q+` ORDER BY created_at, id`, args...)
 }

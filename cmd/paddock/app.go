@@ -43,6 +43,7 @@ const (
 	exitUnsupported = 7
 	exitUnreachable = 8 // no daemon answered and none could be started
 	exitAttribution = 9
+	exitNodeLost    = 10 // node_lost
 )
 
 const exitCodesHelp = `Exit codes:
@@ -55,7 +56,8 @@ const exitCodesHelp = `Exit codes:
   6  forbidden
   7  unsupported on this machine
   8  no daemon could be reached or started
-  9  attribution_leak`
+  9  attribution_leak
+  10 node_lost: the node that holds the run is lost (paddock adopt RUN)`
 
 func exitCode(err error) int {
 	if err == nil {
@@ -87,6 +89,8 @@ func exitCode(err error) int {
 		return exitUnsupported
 	case paddock.CodeAttributionLeak:
 		return exitAttribution
+	case paddock.CodeNodeLost:
+		return exitNodeLost
 	}
 	return exitInternal
 }
@@ -168,7 +172,7 @@ func (a *app) verbs() []verb {
 		{"verify", a.verifyCmd}, {"manifest", a.manifestCmd}, {"run", a.runCmd},
 		{"review", a.reviewCmd}, {"flow", a.flowCmd}, {"menu", a.menuCmd}, {"ui", a.uiCmd},
 		{"bundle", a.bundleCmd}, {"verify-bundle", a.verifyBundleCmd}, {"import", a.importCmd}, {"queue", a.queueCmd}, {"pick", a.pickCmd},
-		{"fork", a.forkCmd}, {"compare", a.compareCmd},
+		{"fork", a.forkCmd}, {"compare", a.compareCmd}, {"nodes", a.nodesCmd}, {"adopt", a.adoptCmd},
 	}
 }
 

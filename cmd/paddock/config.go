@@ -81,6 +81,20 @@ type config struct {
 	// resolve to; without them the proxy never reaches a loopback,
 	// private, link-local or reserved address.
 	NetAllowAddresses []string `toml:"net_allow_addresses"`
+	// The node settings, read when the store is PostgreSQL and the daemon
+	// is one node of several (docs/SCALING.md). NodeID names the node
+	// (default: one made at its first start, kept in <state dir>/node-id);
+	// NodeListen is the address it takes calls forwarded by the other
+	// nodes on (default 127.0.0.1:0; on several machines, an address the
+	// others reach); NodeAddress the URL they reach it at (default
+	// http:// and NodeListen's address); NodeCapacity the runs with a live
+	// workspace it takes (default 32); NodeLease how long it counts as
+	// alive after its last renewal (default 15s; renewed every third of it).
+	NodeID       string `toml:"node_id"`
+	NodeListen   string `toml:"node_listen"`
+	NodeAddress  string `toml:"node_address"`
+	NodeCapacity int    `toml:"node_capacity"`
+	NodeLease    string `toml:"node_lease"`
 }
 
 // netAllowAddrs parses net_allow_addresses (checked by check).
@@ -204,6 +218,9 @@ func (c config) check() error {
 		return err
 	}
 	if _, err := c.netAllowAddrs(); err != nil {
+		return err
+	}
+	if err := c.checkNode(); err != nil {
 		return err
 	}
 	for k, v := range map[string]string{"harness_idle": c.HarnessIdle, "harness_orphan": c.HarnessOrphan, "git_timeout": c.GitTimeout} {

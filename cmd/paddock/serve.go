@@ -41,6 +41,7 @@ type serveOptions struct {
 	store     string
 	logLevel  string
 	logFormat string
+	node      nodeFlags
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -70,9 +71,13 @@ to re-attach, then exits. A graceful stop gives every harness back.
 The state (projects, runs, events, jobs, agent definitions) is kept in
 SQLite at <state dir>/state.db, or, with --store postgres://… (or
 PADDOCK_STORE, or store in paddock.toml), in a PostgreSQL database that
-must exist; paddock creates its tables. Until several daemons can share
-one (issue #21), a daemon takes its database alone and a second one is
-refused.
+must exist; paddock creates its tables. Several daemons, on one machine or
+many, can share one database as the nodes of one paddock: each holds the
+workspaces of its runs, answers every API call (a call for a run on
+another node is forwarded to it) and places new runs by free capacity. A
+node that stops renewing its lease is marked lost by the others; its runs
+can be adopted from their checkpoints (paddock adopt, paddock nodes).
+The --node-* flags and docs/SCALING.md say more.
 
 Settings come from <state dir>/paddock.toml (or --config) and flags override
 them: listen, store, log_level, log_format. The daemon notices when the file
@@ -92,6 +97,7 @@ user.email from the project's and your global git configuration).`,
 	cmd.Flags().StringVar(&o.store, "store", "", "where the state is kept: sqlite (default, <state dir>/state.db) or postgres://… (default $PADDOCK_STORE, or store in paddock.toml)")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&o.logFormat, "log-format", "text", "text or json")
+	o.node.register(cmd)
 	return cmd
 }
 
@@ -130,6 +136,10 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	if changed("log-format") {
 		cfg.LogFormat = o.logFormat
 	}
+	o.node.apply(&cfg, changed)
+	if err := cfg.checkNode(); err != nil {
+		return usageError{err.Error()}
+	}
 	level := new(slog.LevelVar)
 	if err := setLevel(level, cfg.LogLevel); err != nil {
 		return err
@@ -151,6 +161,14 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		return err
 	}
 	defer store.Close()
+	// A PostgreSQL store is shared: this daemon is one node of several.
+	var node *clusterNode
+	if pg, ok := store.(*postgres.Store); ok {
+		if node, err = joinCluster(ctx, home, cfg, pg, logger); err != nil {
+			return err
+		}
+		defer node.leave()
+	}
 	git, err := gitx.New(ctx)
 	if err != nil {
 		return err
@@ -204,6 +222,9 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		logger.Warn("runs get no paddock binary in their view", "err", err)
 	}
 	mc.RunAPI = runSockets
+	if node != nil {
+		mc.Cluster = node.store
+	}
 	m, err := lifecycle.NewManager(ctx, mc)
 	if err != nil {
 		return err
@@ -222,6 +243,13 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 		return st
 	}}
 	runSockets.API = api
+	if node != nil {
+		node.m = m
+		api.Cluster = node
+		if api.NodeSecret, err = node.store.Secret(ctx); err != nil {
+			return err
+		}
+	}
 	// The review page: on --listen's listener, or on one started on
 	// loopback for the first `paddock ui`.
 	pageTCP := &onDemandTCP{newServer: func() *http.Server { return newHTTPServer(api.TCPHandler(), logger, writeTimeout) }, log: logger}
@@ -248,6 +276,11 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	}
 	servers := []*http.Server{newHTTPServer(api.Handler(), logger, writeTimeout)}
 	listeners := []net.Listener{unixLn}
+	if node != nil {
+		info.Node = node.self.ID
+		servers = append(servers, newHTTPServer(api.NodeHandler(), logger, writeTimeout))
+		listeners = append(listeners, node.ln)
+	}
 	if cfg.Listen != "" {
 		ln, err := listenLoopback(cfg.Listen)
 		if err != nil {
@@ -265,9 +298,14 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	}
 	defer os.Remove(filepath.Join(home, "daemon.json"))
 
+	ctx, fence := context.WithCancelCause(ctx)
+	defer fence(nil)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go watch.run(ctx, configPoll)
+	if node != nil {
+		go node.run(ctx, fence)
+	}
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
 		go func() { errc <- srv.Serve(listeners[i]) }()
@@ -296,6 +334,9 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	logger.Info("stopped")
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
+	}
+	if err := context.Cause(ctx); errors.Is(err, paddock.ErrFenced) {
+		return err // the node lost its lease: it stopped, and says so
 	}
 	return serveErr
 }
@@ -531,7 +572,7 @@ func secretSource(home string, getenv func(string) string) func(string) (string,
 }
 
 // openStore opens the state: SQLite in the state directory, or the
-// PostgreSQL database a postgres:// URL names, taken for this daemon alone.
+// PostgreSQL database a postgres:// URL names, shared with other nodes.
 func openStore(ctx context.Context, home, spec string) (paddock.Store, error) {
 	switch {
 	case spec == "" || spec == "sqlite":
@@ -544,10 +585,6 @@ func openStore(ctx context.Context, home, spec string) (paddock.Store, error) {
 		s, err := postgres.Open(ctx, spec)
 		if err != nil {
 			return nil, fmt.Errorf("open state: %w", err)
-		}
-		if err := s.OwnAlone(ctx); err != nil {
-			s.Close()
-			return nil, err
 		}
 		return s, nil
 	}

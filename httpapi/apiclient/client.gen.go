@@ -349,6 +349,7 @@ const (
 	ErrorCodeConflict        ErrorCode = "conflict"
 	ErrorCodeForbidden       ErrorCode = "forbidden"
 	ErrorCodeInternal        ErrorCode = "internal"
+	ErrorCodeNodeLost        ErrorCode = "node_lost"
 	ErrorCodeNotBootstrapped ErrorCode = "not_bootstrapped"
 	ErrorCodeNotFound        ErrorCode = "not_found"
 	ErrorCodeRunMismatch     ErrorCode = "run_mismatch"
@@ -370,6 +371,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeForbidden:
 		return true
 	case ErrorCodeInternal:
+		return true
+	case ErrorCodeNodeLost:
 		return true
 	case ErrorCodeNotBootstrapped:
 		return true
@@ -485,6 +488,27 @@ func (e JobState) Valid() bool {
 	}
 }
 
+// Defines values for NodeState.
+const (
+	NodeStateAlive NodeState = "alive"
+	NodeStateLeft  NodeState = "left"
+	NodeStateLost  NodeState = "lost"
+)
+
+// Valid indicates whether the value is a known member of the NodeState enum.
+func (e NodeState) Valid() bool {
+	switch e {
+	case NodeStateAlive:
+		return true
+	case NodeStateLeft:
+		return true
+	case NodeStateLost:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for OkOk.
 const (
 	OkOkTrue OkOk = true
@@ -494,6 +518,27 @@ const (
 func (e OkOk) Valid() bool {
 	switch e {
 	case OkOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunNodeState.
+const (
+	RunNodeStateAlive RunNodeState = "alive"
+	RunNodeStateLeft  RunNodeState = "left"
+	RunNodeStateLost  RunNodeState = "lost"
+)
+
+// Valid indicates whether the value is a known member of the RunNodeState enum.
+func (e RunNodeState) Valid() bool {
+	switch e {
+	case RunNodeStateAlive:
+		return true
+	case RunNodeStateLeft:
+		return true
+	case RunNodeStateLost:
 		return true
 	default:
 		return false
@@ -764,6 +809,21 @@ func (e ImportBundle201JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for ListNodes200JSONResponseBodyOk.
+const (
+	ListNodes200JSONResponseBodyOkTrue ListNodes200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ListNodes200JSONResponseBodyOk enum.
+func (e ListNodes200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case ListNodes200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListProjects200JSONResponseBodyOk.
 const (
 	ListProjects200JSONResponseBodyOkTrue ListProjects200JSONResponseBodyOk = true
@@ -938,6 +998,21 @@ const (
 func (e GetRun200JSONResponseBodyOk) Valid() bool {
 	switch e {
 	case GetRun200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AdoptRun200JSONResponseBodyOk.
+const (
+	AdoptRun200JSONResponseBodyOkTrue AdoptRun200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the AdoptRun200JSONResponseBodyOk enum.
+func (e AdoptRun200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case AdoptRun200JSONResponseBodyOkTrue:
 		return true
 	default:
 		return false
@@ -1629,6 +1704,19 @@ type AddProjectRequest struct {
 // AddProjectRequestAllowAttribution defines model for AddProjectRequest.AllowAttribution.
 type AddProjectRequestAllowAttribution string
 
+// AdoptResult defines model for AdoptResult.
+type AdoptResult struct {
+	// Checkpoint the hash of the change set the run was restored to
+	Checkpoint *string `json:"checkpoint,omitempty"`
+	Entries    *int    `json:"entries,omitempty"`
+	FromNode   *string `json:"from_node,omitempty"`
+
+	// Job the interrupted job taken over, running again on this node
+	Job     *string    `json:"job,omitempty"`
+	Run     *Run       `json:"run,omitempty"`
+	TakenAt *time.Time `json:"taken_at,omitempty"`
+}
+
 // AgentDefinition defines model for AgentDefinition.
 type AgentDefinition struct {
 	Command     *[]string `json:"command,omitempty"`
@@ -1844,7 +1932,10 @@ type CreateRunRequestKind string
 
 // DaemonStatus defines model for DaemonStatus.
 type DaemonStatus struct {
-	Listen    *string    `json:"listen,omitempty"`
+	Listen *string `json:"listen,omitempty"`
+
+	// Node the daemon's node id, when it shares its store with other nodes
+	Node      *string    `json:"node,omitempty"`
 	Pid       *int       `json:"pid,omitempty"`
 	Recovered *[]Finding `json:"recovered,omitempty"`
 
@@ -1948,7 +2039,7 @@ type EnforcementMode string
 // EnforcementProcsScope what limits.procs counts: the command's own processes (a pids cgroup), or every process of the sandbox's uid (RLIMIT_NPROC)
 type EnforcementProcsScope string
 
-// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, internal 500 (its message carries only a correlation id)
+// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
 type Error struct {
 	Code    ErrorCode               `json:"code"`
 	Details *map[string]interface{} `json:"details,omitempty"`
@@ -2017,7 +2108,7 @@ type ExecResultOutputEncoding string
 
 // Failure defines model for Failure.
 type Failure struct {
-	// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, internal 500 (its message carries only a correlation id)
+	// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
 	Error Error     `json:"error"`
 	Ok    FailureOk `json:"ok"`
 }
@@ -2183,6 +2274,25 @@ type MenuItem struct {
 	Guarded     *bool   `json:"guarded,omitempty"`
 }
 
+// Node one daemon of several that share a PostgreSQL store
+type Node struct {
+	// Address where other nodes forward calls to
+	Address  *string `json:"address,omitempty"`
+	Capacity *int    `json:"capacity,omitempty"`
+
+	// Epoch its fencing token: a new one each time it joins; a write by an older epoch, or by a node that lost its lease, is refused
+	Epoch       *int       `json:"epoch,omitempty"`
+	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
+	Id          *string    `json:"id,omitempty"`
+	LeaseUntil  *time.Time `json:"lease_until,omitempty"`
+	LiveRuns    *int       `json:"live_runs,omitempty"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	State       *NodeState `json:"state,omitempty"`
+}
+
+// NodeState defines model for Node.State.
+type NodeState string
+
 // Ok defines model for Ok.
 type Ok struct {
 	Data interface{} `json:"data,omitempty"`
@@ -2265,14 +2375,23 @@ type Run struct {
 	Id             *string          `json:"id,omitempty"`
 	IncludeIgnored *bool            `json:"include_ignored,omitempty"`
 	LastSeq        *int             `json:"last_seq,omitempty"`
-	Project        *string          `json:"project,omitempty"`
-	RemovedAt      *time.Time       `json:"removed_at,omitempty"`
+
+	// Node with a shared store, the node that holds the run's workspace
+	Node *string `json:"node,omitempty"`
+
+	// NodeState that node's state
+	NodeState *RunNodeState `json:"node_state,omitempty"`
+	Project   *string       `json:"project,omitempty"`
+	RemovedAt *time.Time    `json:"removed_at,omitempty"`
 
 	// ReviewOf What a review run reviews: run's submitted change set hash, committed onto its base as commit; skipped lists the entries the commit leaves out (never applied).
 	ReviewOf  *ReviewOf  `json:"review_of,omitempty"`
 	Secrets   *[]string  `json:"secrets,omitempty"`
 	Workspace *Workspace `json:"workspace,omitempty"`
 }
+
+// RunNodeState that node's state
+type RunNodeState string
 
 // SetProjectRequest A setting left out keeps its value. protect and no_default_protect set the protected paths as project add does; default_protect alone goes back to the default list; allow_attribution is the whole list of rules the project allows ([] for none).
 type SetProjectRequest struct {
@@ -2491,6 +2610,9 @@ type ImportBundleParams struct {
 // ImportBundle201JSONResponseBodyOk defines parameters for ImportBundle.
 type ImportBundle201JSONResponseBodyOk bool
 
+// ListNodes200JSONResponseBodyOk defines parameters for ListNodes.
+type ListNodes200JSONResponseBodyOk bool
+
 // ListProjects200JSONResponseBodyOk defines parameters for ListProjects.
 type ListProjects200JSONResponseBodyOk bool
 
@@ -2549,6 +2671,9 @@ type RemoveRun200JSONResponseBodyOk bool
 
 // GetRun200JSONResponseBodyOk defines parameters for GetRun.
 type GetRun200JSONResponseBodyOk bool
+
+// AdoptRun200JSONResponseBodyOk defines parameters for AdoptRun.
+type AdoptRun200JSONResponseBodyOk bool
 
 // ApplyJSONBody defines parameters for Apply.
 type ApplyJSONBody struct {
@@ -3103,6 +3228,11 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/import (the `ImportBundle` operationId).
 	ImportBundleWithBody(ctx context.Context, params *ImportBundleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListNodes The nodes that share this daemon's store (unsupported on a daemon of its own)
+	//
+	// Corresponds with GET /v1/nodes (the `ListNodes` operationId).
+	ListNodes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPI This document
 	//
 	// Corresponds with GET /v1/openapi.json (the `GetOpenAPI` operationId).
@@ -3203,6 +3333,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id} (the `GetRun` operationId).
 	GetRun(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdoptRun Restore a lost node's run on this node from its checkpoint in the shared store, and take over its interrupted job
+	//
+	// Corresponds with POST /v1/runs/{id}/adopt (the `AdoptRun` operationId).
+	AdoptRun(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ApplyWithBody Apply the approved change set: to a new branch (a commit onto the base, compare-and-swap; working tree and index untouched) or into the working tree (all or nothing, journaled, refused if a target changed since the base)
 	//
@@ -3879,6 +4014,21 @@ func (c *Client) ImportBundleWithBody(ctx context.Context, params *ImportBundleP
 	return c.Client.Do(req)
 }
 
+// ListNodes The nodes that share this daemon's store (unsupported on a daemon of its own)
+//
+// Corresponds with GET /v1/nodes (the `ListNodes` operationId).
+func (c *Client) ListNodes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListNodesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetOpenAPI This document
 //
 // Corresponds with GET /v1/openapi.json (the `GetOpenAPI` operationId).
@@ -4140,6 +4290,21 @@ func (c *Client) RemoveRun(ctx context.Context, id string, params *RemoveRunPara
 // Corresponds with GET /v1/runs/{id} (the `GetRun` operationId).
 func (c *Client) GetRun(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdoptRun Restore a lost node's run on this node from its checkpoint in the shared store, and take over its interrupted job
+//
+// Corresponds with POST /v1/runs/{id}/adopt (the `AdoptRun` operationId).
+func (c *Client) AdoptRun(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdoptRunRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -5671,6 +5836,33 @@ func NewImportBundleRequestWithBody(server string, params *ImportBundleParams, c
 	return req, nil
 }
 
+// NewListNodesRequest constructs an http.Request for the ListNodes method
+func NewListNodesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/nodes")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetOpenAPIRequest constructs an http.Request for the GetOpenAPI method
 func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	var err error
@@ -6221,6 +6413,40 @@ func NewGetRunRequest(server string, id string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAdoptRunRequest constructs an http.Request for the AdoptRun method
+func NewAdoptRunRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/adopt", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -8669,6 +8895,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/import (the `ImportBundle` operationId).
 	ImportBundleWithBodyWithResponse(ctx context.Context, params *ImportBundleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportBundleResponse, error)
 
+	// ListNodesWithResponse The nodes that share this daemon's store (unsupported on a daemon of its own)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/nodes (the `ListNodes` operationId).
+	ListNodesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListNodesResponse, error)
+
 	// GetOpenAPIWithResponse This document
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8787,6 +9020,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id} (the `GetRun` operationId).
 	GetRunWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetRunResponse, error)
+
+	// AdoptRunWithResponse Restore a lost node's run on this node from its checkpoint in the shared store, and take over its interrupted job
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{id}/adopt (the `AdoptRun` operationId).
+	AdoptRunWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*AdoptRunResponse, error)
 
 	// ApplyWithBodyWithResponse Apply the approved change set: to a new branch (a commit onto the base, compare-and-swap; working tree and index untouched) or into the working tree (all or nothing, journaled, refused if a target changed since the base)
 	//
@@ -9942,6 +10182,60 @@ func (r ImportBundleResponse) ContentType() string {
 	return ""
 }
 
+type ListNodesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *[]Node                        `json:"data,omitempty"`
+		Ok   ListNodes200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListNodesResponse) GetJSON200() *struct {
+	Data *[]Node                        `json:"data,omitempty"`
+	Ok   ListNodes200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListNodesResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListNodesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListNodesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListNodesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListNodesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetOpenAPIResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10625,6 +10919,60 @@ func (r GetRunResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AdoptRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *AdoptResult                  `json:"data,omitempty"`
+		Ok   AdoptRun200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdoptRunResponse) GetJSON200() *struct {
+	Data *AdoptResult                  `json:"data,omitempty"`
+	Ok   AdoptRun200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r AdoptRunResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AdoptRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdoptRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdoptRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdoptRunResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13102,6 +13450,19 @@ func (c *ClientWithResponses) ImportBundleWithBodyWithResponse(ctx context.Conte
 	return ParseImportBundleResponse(rsp)
 }
 
+// ListNodesWithResponse The nodes that share this daemon's store (unsupported on a daemon of its own)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/nodes (the `ListNodes` operationId).
+func (c *ClientWithResponses) ListNodesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListNodesResponse, error) {
+	rsp, err := c.ListNodes(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListNodesResponse(rsp)
+}
+
 // GetOpenAPIWithResponse This document
 //
 // Returns a wrapper object for the known response body format(s).
@@ -13321,6 +13682,19 @@ func (c *ClientWithResponses) GetRunWithResponse(ctx context.Context, id string,
 		return nil, err
 	}
 	return ParseGetRunResponse(rsp)
+}
+
+// AdoptRunWithResponse Restore a lost node's run on this node from its checkpoint in the shared store, and take over its interrupted job
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{id}/adopt (the `AdoptRun` operationId).
+func (c *ClientWithResponses) AdoptRunWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*AdoptRunResponse, error) {
+	rsp, err := c.AdoptRun(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdoptRunResponse(rsp)
 }
 
 // ApplyWithBodyWithResponse Apply the approved change set: to a new branch (a commit onto the base, compare-and-swap; working tree and index untouched) or into the working tree (all or nothing, journaled, refused if a target changed since the base)
@@ -14604,6 +14978,42 @@ func ParseImportBundleResponse(rsp *http.Response) (*ImportBundleResponse, error
 	return response, nil
 }
 
+// ParseListNodesResponse parses an HTTP response from a ListNodesWithResponse call
+func ParseListNodesResponse(rsp *http.Response) (*ListNodesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListNodesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *[]Node                        `json:"data,omitempty"`
+			Ok   ListNodes200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetOpenAPIResponse parses an HTTP response from a GetOpenAPIWithResponse call
 func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15044,6 +15454,42 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 		var dest struct {
 			Data *Run                        `json:"data,omitempty"`
 			Ok   GetRun200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAdoptRunResponse parses an HTTP response from a AdoptRunWithResponse call
+func ParseAdoptRunResponse(rsp *http.Response) (*AdoptRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdoptRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *AdoptResult                  `json:"data,omitempty"`
+			Ok   AdoptRun200JSONResponseBodyOk `json:"ok"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

@@ -1,0 +1,89 @@
+package paddock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// NodeState is the state of a node: one daemon of several that share a
+// store (package postgres).
+type NodeState string
+
+const (
+	NodeAlive NodeState = "alive" // renewing its lease
+	NodeLost  NodeState = "lost"  // its lease ran out; another node marked it lost
+	NodeLeft  NodeState = "left"  // it stopped cleanly
+)
+
+// Node is one paddock daemon among those that share a store. Each holds
+// the workspaces of its runs on its own disk and serves the API for all:
+// a call for a run on another node is forwarded to it.
+type Node struct {
+	ID string `json:"id"`
+	// Epoch is the node's fencing token: a new one each time the node
+	// joins. A write by an older epoch, or by a node that lost its lease,
+	// is refused by the store (ErrFenced).
+	Epoch int64 `json:"epoch"`
+	// Address is where other nodes forward calls to (http://HOST:PORT).
+	Address  string    `json:"address"`
+	Capacity int       `json:"capacity"`
+	State    NodeState `json:"state"`
+	// LiveRuns is how many runs with a live workspace the node holds.
+	LiveRuns    int       `json:"live_runs"`
+	StartedAt   time.Time `json:"started_at"`
+	HeartbeatAt time.Time `json:"heartbeat_at"`
+	LeaseUntil  time.Time `json:"lease_until"`
+}
+
+// ErrFenced is in the chain of a write refused because its node lost its
+// lease (or joined again since): another node may have taken its runs.
+var ErrFenced = errors.New("this node lost its lease; its writes are refused")
+
+// RunCheckpoint is what a run's adoption restores from: its change set
+// against its base, stored in the shared store.
+type RunCheckpoint struct {
+	RunID        string    `json:"run_id"`
+	Node         string    `json:"node"`
+	BaseRevision string    `json:"base_revision"`
+	Hash         string    `json:"hash"` // the change set's hash
+	Entries      int       `json:"entries"`
+	TakenAt      time.Time `json:"taken_at"`
+	// Content is the change set's files: a tar of every added or
+	// modified file (its mode and content) and of the run's records
+	// that travel, with a list of the deleted paths.
+	Content []byte `json:"-"`
+}
+
+// Cluster is what the lifecycle manager needs of a store that several
+// nodes share. A daemon of its own has none.
+type Cluster interface {
+	// Self is this node.
+	Self() Node
+	// SaveCheckpoint stores a run's checkpoint, replacing its last one.
+	SaveCheckpoint(ctx context.Context, cp *RunCheckpoint) error
+	// LoadCheckpoint returns a run's last checkpoint; CodeNotFound if none.
+	LoadCheckpoint(ctx context.Context, runID string) (*RunCheckpoint, error)
+	// TakeRun moves a run to this node, if the node holding it is not
+	// alive, and runs fn in the same transaction; it returns the node it
+	// came from. CodeConflict if the run's node is alive or this one.
+	TakeRun(ctx context.Context, runID string, fn func(Tx) error) (from string, err error)
+	// Nodes lists the nodes, alive or not.
+	Nodes(ctx context.Context) ([]Node, error)
+}
+
+// AdoptResult is what an adoption did: the run restored on this node from
+// its checkpoint, and the job it took over.
+type AdoptResult struct {
+	Run      *Run   `json:"run"`
+	FromNode string `json:"from_node"`
+	// Checkpoint is the change set's hash the run was restored to, and
+	// TakenAt when that checkpoint was taken: what the lost node did after
+	// it is lost with the node.
+	Checkpoint string    `json:"checkpoint"`
+	TakenAt    time.Time `json:"taken_at"`
+	Entries    int       `json:"entries"`
+	// Job is the interrupted job taken over, running again here; empty
+	// if the run had none.
+	Job string `json:"job,omitempty"`
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/httpapi"
+	"github.com/paddock-dev/paddock/internal/lazyre"
+	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/postgres"
+	"github.com/spf13/cobra"
+)
+
+// nodeFlags are serve's --node-* flags, over paddock.toml's node_* keys.
+type nodeFlags struct {
+	id, listen, address, lease string
+	capacity                   int
+}
+
+func (f *nodeFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.id, "node-id", "", "with a shared store: this node's id (default: made at the first start, kept in <state dir>/node-id)")
+	fl.StringVar(&f.listen, "node-listen", "", "with a shared store: the address calls forwarded by other nodes come to (default 127.0.0.1:0)")
+	fl.StringVar(&f.address, "node-address", "", "with a shared store: the URL other nodes reach this one at (default http://NODE-LISTEN)")
+	fl.IntVar(&f.capacity, "node-capacity", 0, "with a shared store: the runs with a live workspace this node takes (default 32)")
+	fl.StringVar(&f.lease, "node-lease", "", "with a shared store: how long this node counts as alive after renewing its lease (default 15s)")
+}
+
+// apply lays the flags given over cfg.
+func (f *nodeFlags) apply(cfg *config, changed func(string) bool) {
+	if changed("node-id") {
+		cfg.NodeID = f.id
+	}
+	if changed("node-listen") {
+		cfg.NodeListen = f.listen
+	}
+	if changed("node-address") {
+		cfg.NodeAddress = f.address
+	}
+	if changed("node-capacity") {
+		cfg.NodeCapacity = f.capacity
+	}
+	if changed("node-lease") {
+		cfg.NodeLease = f.lease
+	}
+}
+
+var nodeIDPattern = lazyre.New(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$`)
+
+// checkNode refuses node settings that could only fail later.
+func (c config) checkNode() error {
+	if c.NodeID != "" && !nodeIDPattern.MatchString(c.NodeID) {
+		return fmt.Errorf("node_id %q: want letters, digits, '.', '_' or '-' (at most 63, a letter or digit first)", c.NodeID)
+	}
+	if c.NodeCapacity < 0 {
+		return fmt.Errorf("node_capacity %d: want a positive number", c.NodeCapacity)
+	}
+	if c.NodeLease != "" {
+		d, err := time.ParseDuration(c.NodeLease)
+		if err != nil || d < time.Second {
+			return fmt.Errorf("node_lease %q: want a duration of at least 1s, such as 15s", c.NodeLease)
+		}
+	}
+	if c.NodeListen != "" {
+		if _, _, err := net.SplitHostPort(c.NodeListen); err != nil {
+			return fmt.Errorf("node_listen %q: want HOST:PORT", c.NodeListen)
+		}
+	}
+	if c.NodeAddress != "" {
+		u, err := url.Parse(c.NodeAddress)
+		if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("node_address %q: want http://HOST:PORT", c.NodeAddress)
+		}
+	}
+	return nil
+}
+
+// clusterNode is this daemon as one node of several on a shared store.
+type clusterNode struct {
+	store *postgres.Store
+	self  paddock.Node
+	ln    net.Listener
+	lease time.Duration
+	log   *slog.Logger
+	m     *lifecycle.Manager
+}
+
+// joinCluster makes this daemon a node of the paddock its PostgreSQL
+// store is shared by: it takes its node listener (whose address the
+// others forward to) and joins with a lease.
+func joinCluster(ctx context.Context, home string, cfg config, store *postgres.Store, log *slog.Logger) (*clusterNode, error) {
+	id, key, err := nodeIdentity(home, cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	listen := cfg.NodeListen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("node listener: %w", err)
+	}
+	addr := cfg.NodeAddress
+	if addr == "" {
+		addr = "http://" + ln.Addr().String()
+	}
+	lease := 15 * time.Second
+	if cfg.NodeLease != "" {
+		lease, _ = time.ParseDuration(cfg.NodeLease) // checked with the config
+	}
+	capacity := cfg.NodeCapacity
+	if capacity == 0 {
+		capacity = 32
+	}
+	self, err := store.Join(ctx, postgres.NodeConfig{ID: id, Home: key, Address: strings.TrimSuffix(addr, "/"), Capacity: capacity, Lease: lease})
+	if err != nil {
+		ln.Close()
+		if errors.Is(err, postgres.ErrNodeTaken) {
+			return nil, &paddock.Error{Code: paddock.CodeBusy, Message: fmt.Sprintf("node %s is alive and belongs to another state directory: give this daemon another --node-id", id), Err: err}
+		}
+		return nil, err
+	}
+	log.Info("joined as a node", "node", self.ID, "epoch", self.Epoch, "address", self.Address, "capacity", self.Capacity, "lease", lease)
+	return &clusterNode{store: store, self: self, ln: ln, lease: lease, log: log}, nil
+}
+
+// nodeIdentity returns the node's id (the one given, or the one kept in
+// <home>/node-id, made at the first start) and the state directory's key.
+func nodeIdentity(home, given string) (id, key string, err error) {
+	path := filepath.Join(home, "node-id")
+	var keptID string
+	if b, err := os.ReadFile(path); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) == 2 {
+			keptID, key = f[0], f[1]
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", "", fmt.Errorf("node id: %w", err)
+	}
+	if key == "" {
+		key = randomWord(16)
+	}
+	id = given
+	if id == "" {
+		id = keptID
+	}
+	if id == "" {
+		id = "n-" + randomWord(5)
+	}
+	if id != keptID {
+		if err := writeFileAtomic(path, []byte(id+" "+key+"\n")); err != nil {
+			return "", "", fmt.Errorf("node id: %w", err)
+		}
+	}
+	return id, key, nil
+}
+
+func randomWord(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// run keeps the node alive until ctx ends: it renews the lease every third
+// of it, marks lost the nodes whose leases ran out, and wakes the event
+// waiters when any node appends. fenced is called, once, if the node lost
+// its lease: the daemon must stop, its runs may be another's now.
+func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
+	go n.store.Listen(ctx, func(string) { n.m.Wake() })
+	tick := time.NewTicker(n.lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := n.store.Renew(ctx); err != nil {
+			if errors.Is(err, paddock.ErrFenced) {
+				n.log.Error("this node lost its lease: stopping (its runs may be adopted by another node)", "node", n.self.ID, "err", err)
+				fenced(err)
+				return
+			}
+			if ctx.Err() == nil {
+				n.log.Warn("cannot renew this node's lease", "node", n.self.ID, "err", err)
+			}
+			continue
+		}
+		lost, err := n.store.Reap(ctx)
+		for _, l := range lost {
+			n.log.Warn("a node stopped renewing its lease: marked lost", "node", l.Node.ID, "epoch", l.Node.Epoch,
+				"runs", len(l.Runs), "jobs_interrupted", len(l.Jobs))
+		}
+		if len(lost) > 0 {
+			n.m.Wake()
+		}
+		if err != nil && ctx.Err() == nil && !errors.Is(err, paddock.ErrFenced) {
+			n.log.Warn("cannot look for lost nodes", "err", err)
+		}
+	}
+}
+
+// leave marks the node stopped cleanly.
+func (n *clusterNode) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.store.Leave(ctx); err != nil {
+		n.log.Warn("cannot mark this node stopped", "err", err)
+	}
+}
+
+// The node as the API's httpapi.Cluster.
+
+func (n *clusterNode) Self() paddock.Node { return n.self }
+func (n *clusterNode) Locate(ctx context.Context, id string) (paddock.Node, error) {
+	return n.store.Locate(ctx, id)
+}
+func (n *clusterNode) Place(ctx context.Context, project string) (paddock.Node, error) {
+	return n.store.Place(ctx, project)
+}
+func (n *clusterNode) Nodes(ctx context.Context) ([]paddock.Node, error) { return n.store.Nodes(ctx) }
+func (n *clusterNode) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult, error) {
+	return n.m.Adopt(ctx, id, by)
+}
+
+var _ httpapi.Cluster = (*clusterNode)(nil)

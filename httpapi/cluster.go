@@ -1,0 +1,253 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Cluster is where runs are when several daemons share a store as nodes
+// (package postgres): the daemon gives it its store and Manager; nil on a
+// daemon of its own.
+type Cluster interface {
+	// Self is this node.
+	Self() paddock.Node
+	// Locate returns the node that holds a run (a zero Node for a run
+	// made before nodes); CodeNotFound for no run.
+	Locate(ctx context.Context, runID string) (paddock.Node, error)
+	// Place picks the node for a new run of project.
+	Place(ctx context.Context, project string) (paddock.Node, error)
+	// Nodes lists the nodes.
+	Nodes(ctx context.Context) ([]paddock.Node, error)
+	// Adopt restores on this node a run whose node is lost, from its
+	// checkpoint in the shared store, and adopts its interrupted job.
+	Adopt(ctx context.Context, runID, by string) (*paddock.AdoptResult, error)
+}
+
+// The headers of a call one node forwards to another. A client's own
+// values of them are dropped when it comes in (guard).
+const (
+	// nodeSecretHeader carries the cluster's secret: the node listener
+	// refuses a call without it.
+	nodeSecretHeader = "X-Paddock-Node-Secret"
+	// forwardedByHeader names the node that forwarded the call; a call
+	// that carries it is never forwarded again.
+	forwardedByHeader = "X-Paddock-Forwarded-By"
+	// actorHeader is who called the forwarding node (its actor), and
+	// callerHeader "operator" when the forwarding node admitted the
+	// caller as the operator (a run's token travels in Authorization and
+	// is checked again).
+	actorHeader  = "X-Paddock-Actor"
+	callerHeader = "X-Paddock-Caller"
+)
+
+// runPath splits /v1/runs/{id}[/rest] into the id and the rest.
+func runPath(p string) (id, rest string, ok bool) {
+	after, found := strings.CutPrefix(p, "/v1/runs/")
+	if !found || after == "" {
+		return "", "", false
+	}
+	id, rest, _ = strings.Cut(after, "/")
+	return id, rest, id != ""
+}
+
+// servedAnywhere are the calls on a run that any node answers from the
+// shared store, whichever node holds the run: its record, its events and
+// their stream (woken on every node by LISTEN/NOTIFY), and its adoption.
+func servedAnywhere(method, rest string) bool {
+	switch {
+	case method == http.MethodGet && (rest == "" || rest == "events" || rest == "events/stream"):
+		return true
+	case method == http.MethodPost && rest == "adopt":
+		return true
+	}
+	return false
+}
+
+// maxCreateBody bounds the body of a create this node reads to place it.
+const maxCreateBody = 1 << 20
+
+// forward sends a call to the node that holds its run, or, for a new run,
+// to the node chosen for it; it answers the calls it does not forward
+// with next. A call another node forwarded is never forwarded again.
+func (s *Server) forward(next http.Handler) http.Handler {
+	if s.Cluster == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(forwardedByHeader) != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		self := s.Cluster.Self()
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/runs" {
+			body, err := io.ReadAll(io.LimitReader(r.Body, maxCreateBody+1))
+			if err != nil {
+				writeError(w, paddock.Errorf(paddock.CodeBadRequest, "reading the request: %v", err))
+				return
+			}
+			if len(body) > maxCreateBody {
+				writeError(w, paddock.Errorf(paddock.CodeTooLarge, "a create request is at most %d bytes", maxCreateBody))
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var req struct {
+				Project string `json:"project"`
+			}
+			if json.Unmarshal(body, &req) != nil || req.Project == "" {
+				next.ServeHTTP(w, r) // the create's own checks say what is wrong
+				return
+			}
+			n, err := s.Cluster.Place(r.Context(), req.Project)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			if n.ID == self.ID {
+				next.ServeHTTP(w, r)
+				return
+			}
+			s.proxy(w, r, n)
+			return
+		}
+		id, rest, ok := runPath(r.URL.Path)
+		if !ok || servedAnywhere(r.Method, rest) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		n, err := s.Cluster.Locate(r.Context(), id)
+		switch {
+		case paddock.IsCode(err, paddock.CodeNotFound):
+			next.ServeHTTP(w, r) // the route says there is no such run
+		case err != nil:
+			s.fail(w, r, err)
+		case n.ID == "" || n.ID == self.ID:
+			next.ServeHTTP(w, r)
+		case n.State != paddock.NodeAlive:
+			what := "lost: it stopped renewing its lease"
+			if n.State == paddock.NodeLeft {
+				what = "stopped"
+			}
+			writeError(w, &paddock.Error{Code: paddock.CodeNodeLost,
+				Message: "run " + id + " is on node " + n.ID + ", which is " + what + "; restart that node, or adopt the run on this one (paddock adopt " + id + ")",
+				Details: map[string]any{"node": n.ID, "node_state": n.State}})
+		default:
+			s.proxy(w, r, n)
+		}
+	})
+}
+
+// proxy hands the call to node n as its caller made it: the body, the
+// streams, an upgraded connection (exec/attach) all pass through.
+func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node) {
+	target, err := url.Parse(n.Address)
+	if err != nil || target.Scheme != "http" || target.Host == "" {
+		s.fail(w, r, &paddock.Error{Code: paddock.CodeInternal, Message: "node " + n.ID + " has an address that does not parse", Err: err})
+		return
+	}
+	_, agent := r.Context().Value(scopeKey).(string)
+	from := s.Cluster.Self().ID
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = target.Host
+			h := pr.Out.Header
+			h.Del("Cookie")
+			h.Del("Origin")
+			h.Del("Referer")
+			h.Del("X-Forwarded-For")
+			h.Set(nodeSecretHeader, s.NodeSecret)
+			h.Set(forwardedByHeader, from)
+			h.Set(actorHeader, actor(r))
+			if !agent {
+				// The operator's credential here (the socket, this daemon's
+				// token, the review page's cookie) is worth nothing there.
+				h.Del("Authorization")
+				h.Set(callerHeader, "operator")
+			}
+		},
+		FlushInterval: -1, // streams (events, exec output, MCP) as they come
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log().Warn("forwarding a call to its run's node failed", "node", n.ID, "path", r.URL.Path, "err", err)
+			writeError(w, &paddock.Error{Code: paddock.CodeNodeLost,
+				Message: "node " + n.ID + " (" + n.Address + "), which holds this run, did not answer; if it stays so, the other nodes mark it lost after its lease",
+				Details: map[string]any{"node": n.ID}})
+		},
+	}
+	http.NewResponseController(w).SetWriteDeadline(time.Time{}) // the node there bounds the call
+	rp.ServeHTTP(w, r)
+}
+
+// NodeHandler returns the API for the node listener: the calls other nodes
+// forward. Each must carry the cluster's secret; the caller is the
+// operator when the forwarding node said so, or the run whose token it
+// carries.
+func (s *Server) NodeHandler() http.Handler {
+	next := s.mux()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get(nodeSecretHeader)
+		by := r.Header.Get(forwardedByHeader)
+		if s.NodeSecret == "" || got == "" || by == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.NodeSecret)) != 1 {
+			writeError(w, paddock.Errorf(paddock.CodeForbidden, "the node listener takes only calls forwarded by another node of this paddock"))
+			return
+		}
+		if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
+			writeError(w, paddock.Errorf(paddock.CodeForbidden, "requests from web pages are refused"))
+			return
+		}
+		a := r.Header.Get(actorHeader)
+		if a == "" {
+			a = "unknown"
+		}
+		ctx := context.WithValue(r.Context(), actorKey, a+" via node "+by)
+		tok, hasTok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		switch {
+		case hasTok && strings.HasPrefix(tok, "pdk_run_") && s.Service != nil:
+			id, err := s.Service.RunForToken(ctx, tok)
+			if err != nil {
+				writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
+				return
+			}
+			ctx = paddock.WithAgent(context.WithValue(ctx, scopeKey, id))
+		case !hasTok && r.Header.Get(callerHeader) == "operator":
+		default:
+			writeError(w, paddock.Errorf(paddock.CodeForbidden, "a forwarded call names no caller"))
+			return
+		}
+		r = r.WithContext(ctx)
+		if r.Header.Get(paddock.AgentHeader) != "" {
+			r = r.WithContext(paddock.WithAgent(r.Context()))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// dropNodeHeaders removes what only a node may send from a client's call.
+func dropNodeHeaders(r *http.Request) {
+	for _, h := range []string{nodeSecretHeader, forwardedByHeader, actorHeader, callerHeader} {
+		r.Header.Del(h)
+	}
+}
+
+func (s *Server) nodes(r *http.Request) (any, error) {
+	if s.Cluster == nil {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon is a node of no cluster: its store is not shared (serve --store postgres://… makes it one)")
+	}
+	return s.Cluster.Nodes(r.Context())
+}
+
+func (s *Server) adopt(r *http.Request) (any, error) {
+	if s.Cluster == nil {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon is a node of no cluster: there is no other node to adopt a run from")
+	}
+	return s.Cluster.Adopt(r.Context(), r.PathValue("id"), actor(r))
+}

@@ -1,0 +1,196 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// fakeCluster says where runs are: on this node unless where says
+// otherwise; it records Nodes and Adopt as calls of svc.
+type fakeCluster struct {
+	svc   *fake
+	self  paddock.Node
+	mu    sync.Mutex
+	where map[string]paddock.Node
+	place paddock.Node
+}
+
+func (c *fakeCluster) Self() paddock.Node { return c.self }
+func (c *fakeCluster) Locate(ctx context.Context, id string) (paddock.Node, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.where[id]; ok {
+		return n, nil
+	}
+	return c.self, nil
+}
+func (c *fakeCluster) Place(ctx context.Context, project string) (paddock.Node, error) {
+	if c.place.ID == "" {
+		return c.self, nil
+	}
+	return c.place, nil
+}
+func (c *fakeCluster) Nodes(ctx context.Context) ([]paddock.Node, error) {
+	return []paddock.Node{c.self}, c.svc.record(ctx, "Nodes")
+}
+func (c *fakeCluster) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult, error) {
+	return &paddock.AdoptResult{}, c.svc.record(ctx, "Adopt", id, by)
+}
+
+// twoNodes is node a (its client-facing handler) and node b (its node
+// listener, on a loopback port), sharing the secret.
+type twoNodes struct {
+	a, b       *fixture
+	ca, cb     *fakeCluster
+	bListener  *httptest.Server
+	bRun, bTok string
+}
+
+func newTwoNodes(t *testing.T) *twoNodes {
+	t.Helper()
+	tn := &twoNodes{a: newFixture(t), b: newFixture(t)}
+	tn.b.srv.NodeSecret, tn.a.srv.NodeSecret = "s3cret", "s3cret"
+	tn.cb = &fakeCluster{svc: tn.b.svc, self: paddock.Node{ID: "nb", State: paddock.NodeAlive}}
+	tn.b.srv.Cluster = tn.cb
+	tn.bListener = httptest.NewServer(tn.b.srv.NodeHandler())
+	t.Cleanup(tn.bListener.Close)
+	tn.cb.self.Address = tn.bListener.URL
+	res, _ := tn.b.svc.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	tn.bRun, tn.bTok = res.Run.ID, res.Token
+	tn.b.svc.asked()
+	// The shared store: a knows b's run and its token.
+	if r := tn.a.svc.newRun("app", nil); r.ID != tn.bRun {
+		t.Fatalf("run ids differ: %s %s", r.ID, tn.bRun)
+	}
+	tn.a.svc.mu.Lock()
+	tn.a.svc.tokens[tn.bTok] = tn.bRun
+	tn.a.svc.mu.Unlock()
+	tn.ca = &fakeCluster{svc: tn.a.svc, self: paddock.Node{ID: "na", State: paddock.NodeAlive, Address: "http://127.0.0.1:1"},
+		where: map[string]paddock.Node{tn.bRun: tn.cb.self}}
+	tn.a.srv.Cluster = tn.ca
+	tn.a.h = tn.a.srv.Handler()
+	return tn
+}
+
+// TestForwarding: a call for a run on another node reaches that node's
+// service, as the caller that made it (the operator, or the run's agent
+// with its token checked there again); the run's record and events are
+// answered where asked; a new run goes where it is placed.
+func TestForwarding(t *testing.T) {
+	t.Parallel()
+	tn := newTwoNodes(t)
+	a, b := tn.a, tn.b
+	run := "/v1/runs/" + tn.bRun
+
+	got := a.do(t, a.h, "GET", run+"/changeset", "")
+	if got.status != 200 || a.svc.whats() != "" {
+		t.Fatalf("forwarded changeset: %d %s; a was asked %q", got.status, got.Data, a.svc.whats())
+	}
+	calls := b.svc.asked()
+	if len(calls) != 1 || calls[0].what != "ChangeSet "+tn.bRun || calls[0].agent {
+		t.Fatalf("b was asked %+v", calls)
+	}
+	// The run's own token: admitted by a, and again by b, as the agent.
+	req := httptest.NewRequest("POST", "http://paddock"+run+"/tools/list", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+tn.bTok)
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	calls = b.svc.asked()
+	if rec.Code != 200 || len(calls) != 1 || !calls[0].agent || calls[0].what != "CallTool "+tn.bRun+" list {}" {
+		t.Fatalf("a token's call: %d %s; b was asked %+v", rec.Code, rec.Body, calls)
+	}
+	// The record and the events are a's to answer, from the shared store.
+	if got := a.do(t, a.h, "GET", run, ""); got.status != 200 || a.svc.whats() != "Run "+tn.bRun || b.svc.whats() != "" {
+		t.Fatalf("show: %d", got.status)
+	}
+	// A new run goes to the node it is placed on.
+	tn.ca.place = tn.cb.self
+	if got := a.do(t, a.h, "POST", "/v1/runs", `{"project":"app","secrets":["K"]}`); got.status != 201 || b.svc.whats() != "Create app [K]" || a.svc.whats() != "" {
+		t.Fatalf("placed create: %d %s", got.status, got.Data)
+	}
+	// A client cannot pass for a forwarding node: its node headers are
+	// dropped, and the call is forwarded all the same.
+	req = httptest.NewRequest("GET", "http://paddock"+run+"/changeset", nil)
+	req.Header.Set(forwardedByHeader, "na")
+	req.Header.Set(nodeSecretHeader, "guess")
+	rec = httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	if rec.Code != 200 || a.svc.whats() != "" || b.svc.whats() != "ChangeSet "+tn.bRun {
+		t.Fatalf("a call with forged node headers: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestNodeListenerRefusesStrangers: the node listener takes only calls
+// with the cluster's secret, a forwarding node's name and a caller.
+func TestNodeListenerRefusesStrangers(t *testing.T) {
+	t.Parallel()
+	tn := newTwoNodes(t)
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+	}{
+		{"no secret", map[string]string{forwardedByHeader: "na", callerHeader: "operator"}},
+		{"a wrong secret", map[string]string{nodeSecretHeader: "s3cre7", forwardedByHeader: "na", callerHeader: "operator"}},
+		{"no node", map[string]string{nodeSecretHeader: "s3cret", callerHeader: "operator"}},
+		{"no caller", map[string]string{nodeSecretHeader: "s3cret", forwardedByHeader: "na"}},
+		{"the daemon's token", map[string]string{nodeSecretHeader: "s3cret", forwardedByHeader: "na", "Authorization": "Bearer t0k3n"}},
+		{"a web page", map[string]string{nodeSecretHeader: "s3cret", forwardedByHeader: "na", callerHeader: "operator", "Origin": "http://evil.example"}},
+	} {
+		req, _ := http.NewRequest("GET", tn.bListener.URL+"/v1/runs/"+tn.bRun+"/changeset", nil)
+		for k, v := range tc.headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d", tc.name, resp.StatusCode)
+		}
+	}
+	if asked := tn.b.svc.whats(); asked != "" {
+		t.Fatalf("b's service was asked %q", asked)
+	}
+}
+
+// TestLostNodesRun: a call for a run on a lost node is refused with
+// node_lost and says how to adopt it; its record is still answered, and
+// its adoption is this node's.
+func TestLostNodesRun(t *testing.T) {
+	t.Parallel()
+	tn := newTwoNodes(t)
+	lost := tn.cb.self
+	lost.State = paddock.NodeLost
+	tn.ca.where[tn.bRun] = lost
+	run := "/v1/runs/" + tn.bRun
+	got := tn.a.do(t, tn.a.h, "POST", run+"/exec", `{"argv":["true"]}`)
+	if got.status != http.StatusServiceUnavailable || got.Error == nil || got.Error.Code != paddock.CodeNodeLost ||
+		!strings.Contains(got.Error.Message, "paddock adopt "+tn.bRun) {
+		t.Fatalf("exec on a lost node's run: %d %+v", got.status, got.Error)
+	}
+	if tn.a.svc.whats() != "" || tn.b.svc.whats() != "" {
+		t.Fatal("a service was asked")
+	}
+	if got := tn.a.do(t, tn.a.h, "GET", run+"/events", ""); got.status != 200 {
+		t.Fatalf("events: %d", got.status)
+	}
+	tn.a.svc.asked()
+	if got := tn.a.do(t, tn.a.h, "POST", run+"/adopt", ""); got.status != 200 || !strings.HasPrefix(tn.a.svc.whats(), "Adopt "+tn.bRun) {
+		t.Fatalf("adopt: %d %+v", got.status, got.Error)
+	}
+	// A node that does not answer: node_lost, with its name.
+	dead := tn.cb.self
+	tn.bListener.Close()
+	tn.ca.where[tn.bRun] = dead
+	got = tn.a.do(t, tn.a.h, "GET", run+"/changeset", "")
+	if got.status != http.StatusServiceUnavailable || got.Error == nil || !strings.Contains(got.Error.Message, "did not answer") {
+		t.Fatalf("a silent node: %d %+v", got.status, got.Error)
+	}
+}

@@ -1,0 +1,404 @@
+package lifecycle
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/internal/durable"
+)
+
+// A run's checkpoint in the shared store (Config.Cluster) is a tar:
+// manifest.json first (the base, the change set's hash, each entry with
+// its path as bytes, and whether the run's bootstrap record follows),
+// then each added or modified file's content as f/N (N its entry's index
+// in the manifest), and bootstrap.json.
+type clusterManifest struct {
+	BaseRevision string          `json:"base_revision"`
+	Hash         string          `json:"hash"`
+	Entries      []clusterEntry  `json:"entries"`
+	Bootstrap    bool            `json:"bootstrap,omitempty"`
+	Skipped      []clusterSkip   `json:"skipped,omitempty"`
+	Extra        json.RawMessage `json:"extra,omitempty"`
+}
+
+type clusterEntry struct {
+	Path    []byte `json:"path"` // bytes: a name need not be UTF-8
+	Deleted bool   `json:"deleted,omitempty"`
+	Mode    string `json:"mode,omitempty"` // 100644 or 100755
+}
+
+// clusterSkip is an entry of the change set the checkpoint does not carry,
+// and why: what an adoption could not restore says so.
+type clusterSkip struct {
+	Path   []byte `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// storeCheckpoint stores run id's change set as its checkpoint in the
+// shared store, when there is one; a failure is logged and recorded, and
+// changes nothing else (the run goes on; an adoption would restore from
+// the last checkpoint that was stored).
+func (m *Manager) storeCheckpoint(ctx context.Context, id, why string) {
+	if m.Cluster == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	r, err := m.Run(ctx, id)
+	if err != nil || r.Workspace == nil || r.Access != paddock.AccessWrite {
+		return // a read run changes nothing to carry
+	}
+	switch r.Workspace.State {
+	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
+	default:
+		return
+	}
+	cp, err := m.clusterCheckpoint(ctx, id)
+	if err == nil {
+		err = m.Cluster.SaveCheckpoint(ctx, cp)
+	}
+	if err != nil {
+		m.log().Warn("cannot store the run's checkpoint in the shared store", "run", id, "why", why, "err", err)
+		m.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": false, "error": paddock.ErrorMessage(err)})
+		return
+	}
+	m.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": true, "hash": cp.Hash, "entries": cp.Entries, "bytes": len(cp.Content)})
+}
+
+// clusterCheckpoint packs run id's change set as a checkpoint.
+func (m *Manager) clusterCheckpoint(ctx context.Context, id string) (*paddock.RunCheckpoint, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Workspace == nil {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s has no workspace to checkpoint", id)
+	}
+	cs, err := m.ChangeSet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := m.viewDir(ctx, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, internal("opening the workspace for a checkpoint failed", err)
+	}
+	defer root.Close()
+	man := clusterManifest{BaseRevision: cs.BaseRevision, Hash: cs.Hash}
+	var files [][]byte
+	for _, e := range cs.Entries {
+		switch {
+		case e.Blocked != "":
+			man.Skipped = append(man.Skipped, clusterSkip{[]byte(e.Path), "never applied: " + e.Blocked})
+			continue
+		case e.Op == paddock.OpDelete:
+			man.Entries = append(man.Entries, clusterEntry{Path: []byte(e.Path), Deleted: true})
+			files = append(files, nil)
+			continue
+		case e.NewMode != "100644" && e.NewMode != "100755":
+			man.Skipped = append(man.Skipped, clusterSkip{[]byte(e.Path), "a symbolic link or a submodule (mode " + e.NewMode + "): only files travel"})
+			continue
+		}
+		b, err := root.ReadFile(e.Path)
+		if err != nil {
+			man.Skipped = append(man.Skipped, clusterSkip{[]byte(e.Path), "unreadable: " + err.Error()})
+			continue
+		}
+		man.Entries = append(man.Entries, clusterEntry{Path: []byte(e.Path), Mode: e.NewMode})
+		files = append(files, b)
+	}
+	boot, err := os.ReadFile(filepath.Join(m.runDir(id), "bootstrap.json"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, internal("reading the run's bootstrap record failed", err)
+	}
+	man.Bootstrap = err == nil
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(name string, b []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err := tw.Write(b)
+		return err
+	}
+	mb, _ := json.Marshal(man)
+	if err := add("manifest.json", mb); err != nil {
+		return nil, internal("packing a checkpoint failed", err)
+	}
+	for i, b := range files {
+		if !man.Entries[i].Deleted {
+			if err := add("f/"+strconv.Itoa(i), b); err != nil {
+				return nil, internal("packing a checkpoint failed", err)
+			}
+		}
+	}
+	if man.Bootstrap {
+		if err := add("bootstrap.json", boot); err != nil {
+			return nil, internal("packing a checkpoint failed", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, internal("packing a checkpoint failed", err)
+	}
+	return &paddock.RunCheckpoint{RunID: id, BaseRevision: cs.BaseRevision, Hash: cs.Hash, Entries: len(cs.Entries),
+		TakenAt: now(), Content: buf.Bytes()}, nil
+}
+
+// readCheckpoint unpacks a checkpoint's tar.
+func readCheckpoint(content []byte) (*clusterManifest, map[string][]byte, error) {
+	tr := tar.NewReader(bytes.NewReader(content))
+	files := map[string][]byte{}
+	var man *clusterManifest
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, nil, err
+		}
+		if h.Name == "manifest.json" {
+			man = new(clusterManifest)
+			if err := json.Unmarshal(b, man); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		files[h.Name] = b
+	}
+	if man == nil {
+		return nil, nil, errors.New("no manifest")
+	}
+	return man, files, nil
+}
+
+// Adopt restores, on this node, run id whose node is lost (or stopped),
+// from its last checkpoint in the shared store: a workspace at the
+// checkpoint's base made here, the checkpoint's files written into it
+// through the working tools (the run's protections hold), its bootstrap
+// record, and its interrupted job taken over and run again here. What the
+// lost node did after the checkpoint is lost with it; what the checkpoint
+// did not carry, or could not be written, is in the run.adopted event.
+func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult, error) {
+	if m.Cluster == nil {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon shares its store with no other node: there is nothing to adopt a run from")
+	}
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
+	r, p, err := m.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Workspace == nil {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s has no workspace: there is nothing to restore", id)
+	}
+	if r.Workspace.Kind == paddock.KindOperatorDir {
+		return nil, paddock.Errorf(paddock.CodeUnsupported, "run %s works in a directory the operator handed over on its node; it cannot move", id)
+	}
+	switch r.Workspace.State {
+	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed, paddock.StateRequested, paddock.StatePreparing:
+	default:
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s: only a live run is adopted", id, r.Workspace.State)
+	}
+	if r.Node == m.Cluster.Self().ID {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is on this node (%s) already", id, r.Node)
+	}
+	if r.NodeState == paddock.NodeAlive {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is on node %s, which is alive: only a lost or stopped node's runs are adopted", id, r.Node)
+	}
+	cp, err := m.Cluster.LoadCheckpoint(ctx, id)
+	if err != nil {
+		if paddock.IsCode(err, paddock.CodeNotFound) {
+			return nil, paddock.Errorf(paddock.CodeNotFound, "run %s has no checkpoint in the shared store (its node was lost before one was stored): there is nothing to restore it from", id)
+		}
+		return nil, err
+	}
+	man, files, err := readCheckpoint(cp.Content)
+	if err != nil {
+		return nil, internal("the run's checkpoint does not read", err)
+	}
+	prov, err := m.provider(r.Workspace.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.Git.Resolve(ctx, p.Root, cp.BaseRevision+"^{commit}"); err != nil {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "project %s has no commit %s here, the run's base: this node's copy of the project must have it", p.Name, cp.BaseRevision)
+	}
+	var jobs []*paddock.Job
+	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+		jobs, err = tx.Jobs(ctx, id, "")
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var job *paddock.Job
+	if n := len(jobs); n > 0 && jobs[n-1].State == paddock.JobInterrupted {
+		job = jobs[n-1]
+	}
+
+	w := r.Workspace
+	w.Root = filepath.Join(m.WorkspacesDir, id)
+	w.BaseRevision = cp.BaseRevision
+	w.State, w.Reason, w.UpdatedAt = paddock.StatePreparing, "adopted from node "+r.Node, now()
+	from, err := m.Cluster.TakeRun(ctx, id, func(tx paddock.Tx) error {
+		if err := tx.UpdateWorkspace(ctx, w); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(ctx, id, paddock.EventAdopted, map[string]any{"from_node": r.Node, "to_node": m.Cluster.Self().ID,
+			"by": by, "checkpoint": cp.Hash, "checkpoint_taken_at": cp.TakenAt, "entries": len(man.Entries), "not_carried": skipped(man.Skipped)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.notify()
+	m.log().Info("adopting a run", "run", id, "from", from)
+	fail := func(what string, err error) (*paddock.AdoptResult, error) {
+		m.log().Error("adopting a run failed", "run", id, "step", what, "err", err)
+		done := context.WithoutCancel(ctx)
+		if cerr := m.cleanup(done, r, p, "adoption failed: "+what); cerr != nil {
+			m.log().Error("rolling back an adoption failed", "run", id, "err", cerr)
+		}
+		var pe *paddock.Error
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, internal("adopting the run failed ("+what+")", err)
+	}
+	if err := prov.Prepare(ctx, p, w); err != nil {
+		return fail("preparing its workspace", err)
+	}
+	if m.SandboxUID != 0 {
+		if err := chownTree(w.Root, m.SandboxUID); err != nil {
+			return fail("handing its workspace to the sandbox user", err)
+		}
+	}
+	if err := m.prepareAux(r); err != nil {
+		return fail("making its home", err)
+	}
+	if man.Bootstrap {
+		if err := durable.WriteFile(filepath.Join(m.runDir(id), "bootstrap.json"), files["bootstrap.json"]); err != nil {
+			return fail("writing its bootstrap record", err)
+		}
+	}
+	done := context.WithoutCancel(ctx)
+	if err := m.update(done, func(tx paddock.Tx) error {
+		cur, err := tx.Run(done, id)
+		if err != nil {
+			return err
+		}
+		return m.transition(done, tx, cur, paddock.StateReady, "adopted from node "+from)
+	}); err != nil {
+		return fail("recording its workspace ready", err)
+	}
+	var notRestored []string
+	for i, e := range man.Entries {
+		path := string(e.Path)
+		if !utf8.Valid(e.Path) {
+			notRestored = append(notRestored, fmt.Sprintf("%q: its name is not UTF-8, which the working tools do not write", path))
+			continue
+		}
+		var args any
+		tool := "write"
+		if e.Deleted {
+			tool, args = "delete", map[string]string{"path": path}
+		} else {
+			mode := "0644"
+			if e.Mode == "100755" {
+				mode = "0755"
+			}
+			args = map[string]string{"path": path, "content_base64": base64.StdEncoding.EncodeToString(files["f/"+strconv.Itoa(i)]), "mode": mode}
+		}
+		raw, _ := json.Marshal(args)
+		if _, err := m.CallTool(done, id, tool, raw); err != nil {
+			notRestored = append(notRestored, fmt.Sprintf("%q: %s", path, paddock.ErrorMessage(err)))
+		}
+	}
+	res := &paddock.AdoptResult{FromNode: from, Checkpoint: cp.Hash, TakenAt: cp.TakenAt, Entries: len(man.Entries)}
+	cs, err := m.ChangeSet(done, id)
+	if err != nil {
+		return fail("reading the restored change set", err)
+	}
+	data := map[string]any{"checkpoint": cp.Hash, "restored": cs.Hash, "same": cs.Hash == cp.Hash, "not_restored": notRestored}
+	if job != nil {
+		if err := m.adoptJob(done, job, from); err != nil {
+			data["job"], data["job_error"] = job.ID, paddock.ErrorMessage(err)
+			m.log().Error("taking over an adopted run's job failed", "run", id, "job", job.ID, "err", err)
+		} else {
+			res.Job = job.ID
+			data["job"] = job.ID
+		}
+	}
+	if err := m.record(done, id, paddock.EventResumed, map[string]any{"by": by, "adopted": data}); err != nil {
+		return nil, err
+	}
+	if res.Run, err = m.Run(done, id); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func skipped(s []clusterSkip) []string {
+	out := []string{}
+	for _, k := range s {
+		out = append(out, fmt.Sprintf("%q: %s", k.Path, k.Reason))
+	}
+	return out
+}
+
+// adoptJob takes over job j, interrupted on lost node from, and runs its
+// request again here: the same job, its owner this daemon, running again.
+func (m *Manager) adoptJob(ctx context.Context, j *paddock.Job, from string) error {
+	req := paddock.StartJobRequest{Kind: j.Kind}
+	if j.Kind == paddock.JobExec {
+		req.Exec = new(paddock.ExecRequest)
+		if err := json.Unmarshal(j.Request, req.Exec); err != nil {
+			return internal("the job's request does not read", err)
+		}
+	}
+	body, _, err := m.planJob(ctx, j.RunID, req)
+	if err != nil {
+		return err
+	}
+	prev := j.Owner
+	j.State, j.Owner, j.LeaseUntil, j.EndedAt, j.ExitCode, j.Reason = paddock.JobRunning, m.instance(), now().Add(leaseTerm), time.Time{}, nil, ""
+	if err := m.update(ctx, func(tx paddock.Tx) error {
+		if err := tx.UpdateJob(ctx, j); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(ctx, j.RunID, paddock.EventJobAdopted, map[string]any{"job": j.ID, "kind": j.Kind,
+			"previous_owner": prev, "from_node": from, "owner": j.Owner})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := m.runner.start(ctx, j, func(ctx context.Context) { m.runJob(ctx, j, body) }); err != nil {
+		j.State, j.Reason, j.EndedAt, j.LeaseUntil = paddock.JobFailed, "the daemon is shutting down", now(), time.Time{}
+		m.recordJobEnd(j)
+		return err
+	}
+	return nil
+}
+
+// Wake wakes the event waiters: another node appended events (the shared
+// store's notifications).
+func (m *Manager) Wake() { m.notify() }

@@ -1,0 +1,469 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/paddock-dev/paddock"
+)
+
+// eventsChannel is the LISTEN/NOTIFY channel AppendEvent notifies on, with
+// the run's id as the payload.
+const eventsChannel = "paddock_events"
+
+// NodeConfig is how a daemon joins as a node.
+type NodeConfig struct {
+	// ID names the node; it stays the same across restarts (the daemon
+	// keeps it in its state directory).
+	ID string
+	// Home is the state directory's own key: a second daemon joining under
+	// an ID whose node is alive with another Home is refused, while this
+	// daemon restarted (the same Home) takes its node back at once.
+	Home string
+	// Address is where other nodes forward calls to (http://HOST:PORT).
+	Address string
+	// Capacity is how many runs with a live workspace the node takes.
+	Capacity int
+	// Lease is how long the node counts as alive after its last renewal.
+	Lease time.Duration
+}
+
+// joined is a node that joined: its id, fencing token and lease.
+type joined struct {
+	cfg   NodeConfig
+	epoch int64
+}
+
+func (s *Store) nodeID() string {
+	if n := s.node.Load(); n != nil {
+		return n.cfg.ID
+	}
+	return ""
+}
+
+// ErrNodeTaken is Join's error when a live node of the same id belongs to
+// another state directory.
+var ErrNodeTaken = errors.New("postgres: a live node of this id belongs to another state directory")
+
+// Join registers this daemon as node c.ID, alive with a lease of c.Lease
+// and a new epoch, and makes the shared secret if no node has yet. From
+// then on every Update is fenced by the node's lease, runs are made on
+// this node, and a Tx lists this node's workspaces and running jobs only.
+func (s *Store) Join(ctx context.Context, c NodeConfig) (paddock.Node, error) {
+	if c.ID == "" || c.Home == "" || c.Address == "" || c.Lease <= 0 {
+		return paddock.Node{}, errors.New("postgres: a node needs an id, a home, an address and a lease")
+	}
+	if c.Capacity <= 0 {
+		return paddock.Node{}, errors.New("postgres: a node's capacity must be at least 1")
+	}
+	var secret [32]byte
+	rand.Read(secret[:])
+	var n paddock.Node
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO paddock_cluster (secret) VALUES ($1) ON CONFLICT DO NOTHING`, hex.EncodeToString(secret[:])); err != nil {
+			return err
+		}
+		var home, state string
+		var alive bool
+		err := tx.QueryRow(ctx, `SELECT home, state, lease_until > now() FROM paddock_nodes WHERE id = $1 FOR UPDATE`, c.ID).Scan(&home, &state, &alive)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		case state == string(paddock.NodeAlive) && alive && home != c.Home:
+			return fmt.Errorf("%w: node %s", ErrNodeTaken, c.ID)
+		}
+		ms := c.Lease.Milliseconds()
+		return tx.QueryRow(ctx, `INSERT INTO paddock_nodes (id, home, epoch, address, capacity, state, started_at, heartbeat_at, lease_until)
+			VALUES ($1, $2, nextval('paddock_node_epoch'), $3, $4, 'alive', now(), now(), now() + $5 * interval '1 millisecond')
+			ON CONFLICT (id) DO UPDATE SET home = excluded.home, epoch = excluded.epoch, address = excluded.address,
+				capacity = excluded.capacity, state = 'alive', started_at = now(), heartbeat_at = now(), lease_until = excluded.lease_until
+			RETURNING `+nodeCols+`, 0`, c.ID, c.Home, c.Address, c.Capacity, ms).Scan(nodeDest(&n)...)
+	})
+	if err != nil {
+		if errors.Is(err, ErrNodeTaken) {
+			return paddock.Node{}, err
+		}
+		return paddock.Node{}, fmt.Errorf("postgres: join as node %s: %w", c.ID, err)
+	}
+	s.node.Store(&joined{cfg: c, epoch: n.Epoch})
+	return n, nil
+}
+
+const nodeCols = `id, epoch, address, capacity, state, started_at, heartbeat_at, lease_until`
+
+func nodeDest(n *paddock.Node) []any {
+	return []any{&n.ID, &n.Epoch, &n.Address, &n.Capacity, &n.State, &n.StartedAt, &n.HeartbeatAt, &n.LeaseUntil, &n.LiveRuns}
+}
+
+// fenced is the error of a write by a node that lost its lease.
+func fenced(id string) error {
+	return &paddock.Error{Code: paddock.CodeNodeLost,
+		Message: "node " + id + " lost its lease (another node may have marked it lost and taken its runs); its writes are refused",
+		Err:     paddock.ErrFenced}
+}
+
+// fence checks, first thing in a write transaction, that this node still
+// holds its lease. The row stays locked FOR KEY SHARE until the
+// transaction ends, so that the node marking it lost (FOR UPDATE) waits
+// for the writes under way, and none after it commits.
+func (s *Store) fence(ctx context.Context, tx pgx.Tx) error {
+	n := s.node.Load()
+	if n == nil {
+		return nil
+	}
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM paddock_nodes WHERE id = $1 AND epoch = $2 AND state = 'alive' AND lease_until > now() FOR KEY SHARE`,
+		n.cfg.ID, n.epoch).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fenced(n.cfg.ID)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return wrap("check the node's lease", err)
+	}
+	return nil
+}
+
+// Self is this node, as it joined.
+func (s *Store) Self() paddock.Node {
+	n := s.node.Load()
+	if n == nil {
+		return paddock.Node{}
+	}
+	return paddock.Node{ID: n.cfg.ID, Epoch: n.epoch, Address: n.cfg.Address, Capacity: n.cfg.Capacity, State: paddock.NodeAlive}
+}
+
+// Renew pushes this node's lease on. A node marked lost, or joined again
+// by a newer epoch, is refused with ErrFenced (code node_lost): it must
+// stop, since its runs may be another's now. A lease that ran out without
+// another node noticing is renewed.
+func (s *Store) Renew(ctx context.Context) error {
+	n := s.node.Load()
+	if n == nil {
+		return errors.New("postgres: this store has not joined as a node")
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
+		WHERE id = $1 AND epoch = $2 AND state = 'alive'`, n.cfg.ID, n.epoch, n.cfg.Lease.Milliseconds())
+	if err != nil {
+		return wrap("renew the node's lease", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fenced(n.cfg.ID)
+	}
+	return nil
+}
+
+// Leave marks this node as stopped cleanly; its runs stay its own (a
+// restart takes them back) unless another node adopts them.
+func (s *Store) Leave(ctx context.Context) error {
+	n := s.node.Load()
+	if n == nil {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE paddock_nodes SET state = 'left', lease_until = now() WHERE id = $1 AND epoch = $2 AND state = 'alive'`,
+		n.cfg.ID, n.epoch)
+	return wrap("leave", err)
+}
+
+// Nodes lists every node, by id, with the runs it holds live.
+func (s *Store) Nodes(ctx context.Context) ([]paddock.Node, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+nodeCols+`, (SELECT count(*) FROM runs r JOIN workspaces w ON w.run_id = r.id
+		WHERE r.node = n.id AND r.removed_at IS NULL AND w.state = ANY($1)) FROM paddock_nodes n ORDER BY id`, liveStates)
+	if err != nil {
+		return nil, wrap("list nodes", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (paddock.Node, error) {
+		var n paddock.Node
+		err := row.Scan(nodeDest(&n)...)
+		return n, err
+	})
+}
+
+// liveStates are the workspace states that count against a node's capacity.
+var liveStates = []string{string(paddock.StateRequested), string(paddock.StatePreparing), string(paddock.StateReady),
+	string(paddock.StateActive), string(paddock.StateCheckpointed)}
+
+// Secret is the secret nodes authenticate the calls they forward with.
+func (s *Store) Secret(ctx context.Context) (string, error) {
+	var secret string
+	if err := s.pool.QueryRow(ctx, `SELECT secret FROM paddock_cluster`).Scan(&secret); err != nil {
+		return "", wrap("read the cluster's secret", err)
+	}
+	return secret, nil
+}
+
+// Locate returns the node that holds run id; a zero Node for a run made
+// before nodes, or CodeNotFound for no run.
+func (s *Store) Locate(ctx context.Context, id string) (paddock.Node, error) {
+	var n paddock.Node
+	var node, addr, state *string
+	var epoch *int64
+	err := s.pool.QueryRow(ctx, `SELECT r.node, n.address, n.state, n.epoch FROM runs r LEFT JOIN paddock_nodes n ON n.id = r.node WHERE r.id = $1`, id).
+		Scan(&node, &addr, &state, &epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return n, paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
+	}
+	if err != nil {
+		return n, wrap("locate run", err)
+	}
+	if node != nil {
+		n.ID = *node
+	}
+	if addr != nil {
+		n.Address, n.State, n.Epoch = *addr, paddock.NodeState(*state), *epoch
+	}
+	return n, nil
+}
+
+// Place picks the node for a new run of project: among the live nodes
+// with room (fewer live runs than their capacity), one that has made runs
+// of the project before (its base snapshots are warm), then the one with
+// the most room, then by id. CodeBusy when every node is full.
+func (s *Store) Place(ctx context.Context, project string) (paddock.Node, error) {
+	var n paddock.Node
+	err := s.pool.QueryRow(ctx, `WITH load AS (
+			SELECT n.id,
+				(SELECT count(*) FROM runs r JOIN workspaces w ON w.run_id = r.id
+					WHERE r.node = n.id AND r.removed_at IS NULL AND w.state = ANY($1)) AS live,
+				EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND r.project = $2 AND r.removed_at IS NULL) AS warm
+			FROM paddock_nodes n WHERE n.state = 'alive' AND n.lease_until > now())
+		SELECT `+prefixed("n.", nodeCols)+`, l.live FROM paddock_nodes n JOIN load l ON l.id = n.id
+		WHERE l.live < n.capacity
+		ORDER BY l.warm DESC, n.capacity - l.live DESC, n.id LIMIT 1`, liveStates, project).Scan(nodeDest(&n)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return n, paddock.Errorf(paddock.CodeBusy, "every node is at its capacity of live runs; reject, retain or remove runs, or add a node")
+	}
+	if err != nil {
+		return n, wrap("place a run", err)
+	}
+	return n, nil
+}
+
+func prefixed(p, cols string) string {
+	out := ""
+	for i, c := range splitCols(cols) {
+		if i > 0 {
+			out += ", "
+		}
+		out += p + c
+	}
+	return out
+}
+
+func splitCols(cols string) []string {
+	var out []string
+	cur := ""
+	for _, r := range cols {
+		switch r {
+		case ',':
+			out = append(out, cur)
+			cur = ""
+		case ' ', '\t', '\n':
+		default:
+			cur += string(r)
+		}
+	}
+	return append(out, cur)
+}
+
+// Lost is a node Reap marked lost, and what it found of the node's runs.
+type Lost struct {
+	Node paddock.Node
+	Runs []string // the runs with a workspace it held, reported node_lost
+	Jobs []string // their running jobs, interrupted
+}
+
+// Reap marks lost every alive node whose lease has run out, each in a
+// transaction of its own, taking its row FOR UPDATE SKIP LOCKED (so that
+// two nodes reaping at once share the work, and a node's writes under way
+// finish first). A lost node's runs get run.node_lost, their running jobs
+// become interrupted (their leases with them) and the project locks they
+// hold are released. The reaping node's own lease fences the transaction.
+func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
+	var out []Lost
+	for {
+		var l *Lost
+		err := s.Update(ctx, func(ptx paddock.Tx) error {
+			tx := ptx.(*Tx)
+			var n paddock.Node
+			err := tx.tx.QueryRow(ctx, `SELECT `+nodeCols+`, 0 FROM paddock_nodes
+				WHERE state = 'alive' AND lease_until < now() ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(nodeDest(&n)...)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return wrap("find expired nodes", err)
+			}
+			if _, err := tx.tx.Exec(ctx, `UPDATE paddock_nodes SET state = 'lost' WHERE id = $1`, n.ID); err != nil {
+				return wrap("mark node lost", err)
+			}
+			n.State = paddock.NodeLost
+			l = &Lost{Node: n}
+			rows, err := tx.tx.Query(ctx, `SELECT r.id FROM runs r JOIN workspaces w ON w.run_id = r.id
+				WHERE r.node = $1 AND r.removed_at IS NULL AND w.state NOT IN ('cleaned', 'orphaned') ORDER BY r.id`, n.ID)
+			if err != nil {
+				return wrap("list a lost node's runs", err)
+			}
+			if l.Runs, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+				return wrap("list a lost node's runs", err)
+			}
+			for _, run := range l.Runs {
+				if _, err := tx.AppendEvent(ctx, run, paddock.EventNodeLost, map[string]any{"node": n.ID, "epoch": n.Epoch, "by": tx.node}); err != nil {
+					return err
+				}
+				jobs, err := tx.Jobs(ctx, run, paddock.JobRunning)
+				if err != nil {
+					return err
+				}
+				for _, j := range jobs {
+					prev := j.Owner
+					j.State, j.Reason, j.EndedAt, j.LeaseUntil = paddock.JobInterrupted, "its node ("+n.ID+") was lost", time.Now().UTC(), time.Time{}
+					if err := tx.UpdateJob(ctx, j); err != nil {
+						return err
+					}
+					if _, err := tx.AppendEvent(ctx, run, paddock.EventJobInterrupted, map[string]string{"job": j.ID, "previous_owner": prev, "node": n.ID}); err != nil {
+						return err
+					}
+					l.Jobs = append(l.Jobs, j.ID)
+				}
+				var project string
+				if err := tx.tx.QueryRow(ctx, `SELECT project FROM runs WHERE id = $1`, run).Scan(&project); err != nil {
+					return wrap("read a run's project", err)
+				}
+				released, err := tx.ReleaseLock(ctx, project, run)
+				if err != nil {
+					return err
+				}
+				if released {
+					if _, err := tx.AppendEvent(ctx, run, paddock.EventLockReleased, map[string]string{"project": project, "node": n.ID}); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return out, err
+		}
+		if l == nil {
+			return out, nil
+		}
+		out = append(out, *l)
+	}
+}
+
+// Listen calls fn with a run's id after each transaction that appended
+// events to it commits, on any node, until ctx ends; it reconnects after
+// a lost connection (and calls fn with "" then: anything may have been
+// missed). It returns ctx's error.
+func (s *Store) Listen(ctx context.Context, fn func(runID string)) error {
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, fn)
+		if ctx.Err() != nil {
+			break
+		}
+		fn("")
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+		_ = err
+	}
+	return ctx.Err()
+}
+
+func (s *Store) listenOnce(ctx context.Context, fn func(string)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection is LISTENing: it goes back to no pool.
+	pc := conn.Hijack()
+	defer pc.Close(context.WithoutCancel(ctx))
+	if _, err := pc.Exec(ctx, `LISTEN `+eventsChannel); err != nil {
+		return err
+	}
+	fn("") // what came before the LISTEN
+	for {
+		note, err := pc.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		fn(note.Payload)
+	}
+}
+
+// SaveCheckpoint stores cp as its run's last checkpoint.
+func (s *Store) SaveCheckpoint(ctx context.Context, cp *paddock.RunCheckpoint) error {
+	return s.Update(ctx, func(ptx paddock.Tx) error {
+		tx := ptx.(*Tx)
+		tag, err := tx.tx.Exec(ctx, `INSERT INTO paddock_checkpoints (run_id, node, base_revision, hash, entries, taken_at, content)
+			SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM runs WHERE id = $1 AND node = $2)
+			ON CONFLICT (run_id) DO UPDATE SET node = excluded.node, base_revision = excluded.base_revision, hash = excluded.hash,
+				entries = excluded.entries, taken_at = excluded.taken_at, content = excluded.content`,
+			cp.RunID, tx.node, cp.BaseRevision, cp.Hash, cp.Entries, cp.TakenAt.UTC(), cp.Content)
+		if err != nil {
+			return wrap("save checkpoint", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return paddock.Errorf(paddock.CodeConflict, "run %s is not on node %s; its checkpoint is not this node's to store", cp.RunID, tx.node)
+		}
+		cp.Node = tx.node
+		return nil
+	})
+}
+
+// LoadCheckpoint returns a run's last checkpoint.
+func (s *Store) LoadCheckpoint(ctx context.Context, runID string) (*paddock.RunCheckpoint, error) {
+	cp := &paddock.RunCheckpoint{RunID: runID}
+	err := s.pool.QueryRow(ctx, `SELECT node, base_revision, hash, entries, taken_at, content FROM paddock_checkpoints WHERE run_id = $1`, runID).
+		Scan(&cp.Node, &cp.BaseRevision, &cp.Hash, &cp.Entries, &cp.TakenAt, &cp.Content)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "run %s has no checkpoint in the shared store", runID)
+	}
+	if err != nil {
+		return nil, wrap("load checkpoint", err)
+	}
+	return cp, nil
+}
+
+// TakeRun moves run id to this node when the node holding it is not alive
+// (lost, or left), and runs fn in the same transaction.
+func (s *Store) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) error) (string, error) {
+	var from string
+	err := s.Update(ctx, func(ptx paddock.Tx) error {
+		tx := ptx.(*Tx)
+		var node, state *string
+		err := tx.tx.QueryRow(ctx, `SELECT r.node, n.state FROM runs r LEFT JOIN paddock_nodes n ON n.id = r.node WHERE r.id = $1 FOR UPDATE OF r`, id).Scan(&node, &state)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
+		}
+		if err != nil {
+			return wrap("take run", err)
+		}
+		if node != nil {
+			from = *node
+		}
+		switch {
+		case from == tx.node:
+			return paddock.Errorf(paddock.CodeConflict, "run %s is on this node (%s) already", id, tx.node)
+		case state != nil && *state == string(paddock.NodeAlive):
+			return paddock.Errorf(paddock.CodeConflict, "run %s is on node %s, which is alive: only a lost or stopped node's runs are adopted", id, from)
+		}
+		if _, err := tx.tx.Exec(ctx, `UPDATE runs SET node = $1 WHERE id = $2`, tx.node, id); err != nil {
+			return wrap("take run", err)
+		}
+		return fn(tx)
+	})
+	return from, err
+}
+
+var _ paddock.Cluster = (*Store)(nil)

@@ -1,0 +1,303 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/postgres"
+	"github.com/paddock-dev/paddock/postgres/pgtest"
+)
+
+// nodes opens n stores on one database, each joined as node n0, n1, …
+// with the given lease.
+func nodes(t *testing.T, n int, lease time.Duration) []*postgres.Store {
+	t.Helper()
+	dsn := pgtest.Need(t).Database(t, t.TempDir())
+	var out []*postgres.Store
+	for i := range n {
+		s, err := postgres.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		id := fmt.Sprintf("n%d", i)
+		if _, err := s.Join(context.Background(), postgres.NodeConfig{ID: id, Home: "home-" + id, Address: "http://127.0.0.1:1", Capacity: 4, Lease: lease}); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func mkRun(t *testing.T, s *postgres.Store, project, id string, state paddock.WorkspaceState) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx paddock.Tx) error {
+		if _, err := tx.Project(ctx, project); paddock.IsCode(err, paddock.CodeNotFound) {
+			if err := tx.CreateProject(ctx, &paddock.Project{Name: project, Root: "/src/" + project, Fingerprint: "fp", CreatedAt: time.Now()}); err != nil {
+				return err
+			}
+		}
+		now := time.Now().UTC()
+		return tx.CreateRun(ctx, &paddock.Run{ID: id, Project: project, CreatedAt: now, Workspace: &paddock.Workspace{
+			ID: "w-" + id, RunID: id, Kind: paddock.KindOverlay, Root: "/w/" + id, Fingerprint: "fp", BaseRef: "main",
+			BaseRevision: "0123456789abcdef0123456789abcdef01234567", State: state, CleanupPolicy: paddock.CleanupOnReject,
+			CreatedAt: now, UpdatedAt: now}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFencing: a node whose lease ran out is marked lost by another; from
+// then on nothing it writes commits (code node_lost, ErrFenced), its
+// renewal is refused, its runs are reported node_lost and their running
+// jobs interrupted, and a run of it can be taken by the live node.
+func TestFencing(t *testing.T) {
+	ns := nodes(t, 2, 30*time.Second)
+	a, b := ns[0], ns[1]
+	ctx := context.Background()
+	// a's lease, shortened: join again with one of a second.
+	if _, err := a.Join(ctx, postgres.NodeConfig{ID: "n0", Home: "home-n0", Address: "http://127.0.0.1:1", Capacity: 4, Lease: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	mkRun(t, a, "app", "r-a", paddock.StateActive)
+	if err := a.Update(ctx, func(tx paddock.Tx) error {
+		return tx.CreateJob(ctx, &paddock.Job{ID: "j-1", RunID: "r-a", Kind: paddock.JobExec, State: paddock.JobRunning, Owner: "a", Request: []byte(`{}`), CreatedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if lost, err := b.Reap(ctx); err != nil || len(lost) != 0 {
+		t.Fatalf("reap while a lives: %v %v", lost, err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	lost, err := b.Reap(ctx)
+	if err != nil || len(lost) != 1 || lost[0].Node.ID != "n0" || len(lost[0].Runs) != 1 || len(lost[0].Jobs) != 1 {
+		t.Fatalf("reap: %+v %v", lost, err)
+	}
+	err = a.Update(ctx, func(tx paddock.Tx) error {
+		_, err := tx.AppendEvent(ctx, "r-a", "test.write", nil)
+		return err
+	})
+	if !errors.Is(err, paddock.ErrFenced) || !paddock.IsCode(err, paddock.CodeNodeLost) {
+		t.Fatalf("a fenced node's write: %v", err)
+	}
+	if err := a.Renew(ctx); !errors.Is(err, paddock.ErrFenced) {
+		t.Fatalf("a fenced node's renewal: %v", err)
+	}
+	var evs []*paddock.Event
+	var job *paddock.Job
+	b.View(ctx, func(tx paddock.Tx) (err error) {
+		if evs, err = tx.Events(ctx, "r-a", 0, 100); err != nil {
+			return err
+		}
+		job, err = tx.Job(ctx, "j-1")
+		return err
+	})
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	if fmt.Sprint(types) != "[run.node_lost job.interrupted]" || job.State != paddock.JobInterrupted || !job.LeaseUntil.IsZero() {
+		t.Fatalf("events %v, job %+v", types, job)
+	}
+	// The run is the live node's once it takes it; a taken run is not
+	// taken twice, and the lost node's checkpoint store is refused too.
+	from, err := b.TakeRun(ctx, "r-a", func(tx paddock.Tx) error { return nil })
+	if err != nil || from != "n0" {
+		t.Fatalf("take: %q %v", from, err)
+	}
+	if _, err := b.TakeRun(ctx, "r-a", func(tx paddock.Tx) error { return nil }); !paddock.IsCode(err, paddock.CodeConflict) {
+		t.Fatalf("a second take: %v", err)
+	}
+	if err := a.SaveCheckpoint(ctx, &paddock.RunCheckpoint{RunID: "r-a", BaseRevision: "x", Hash: "h", TakenAt: time.Now(), Content: []byte("x")}); !errors.Is(err, paddock.ErrFenced) {
+		t.Fatalf("a fenced node's checkpoint: %v", err)
+	}
+	var r *paddock.Run
+	b.View(ctx, func(tx paddock.Tx) (err error) { r, err = tx.Run(ctx, "r-a"); return err })
+	if r.Node != "n1" || r.NodeState != paddock.NodeAlive {
+		t.Fatalf("run after take: node %q %q", r.Node, r.NodeState)
+	}
+	// The lost node, started again from its own state directory, joins
+	// with a new epoch and writes again.
+	if _, err := a.Join(ctx, postgres.NodeConfig{ID: "n0", Home: "home-n0", Address: "http://127.0.0.1:1", Capacity: 4, Lease: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(ctx, func(tx paddock.Tx) error { return nil }); err != nil {
+		t.Fatalf("after joining again: %v", err)
+	}
+}
+
+// TestJoinRefusesALiveNodesID: a second state directory cannot join as a
+// live node; the same one can (a restart), with a new epoch that fences
+// the old.
+func TestJoinRefusesALiveNodesID(t *testing.T) {
+	ns := nodes(t, 2, 30*time.Second)
+	ctx := context.Background()
+	if _, err := ns[1].Join(ctx, postgres.NodeConfig{ID: "n0", Home: "elsewhere", Address: "http://127.0.0.1:1", Capacity: 1, Lease: time.Minute}); !errors.Is(err, postgres.ErrNodeTaken) {
+		t.Fatalf("joining as a live node of another home: %v", err)
+	}
+	old := ns[0].Self()
+	// ns[1] restarts as n0's home: the old epoch is fenced.
+	again, err := ns[1].Join(ctx, postgres.NodeConfig{ID: "n0", Home: "home-n0", Address: "http://127.0.0.1:2", Capacity: 1, Lease: time.Minute})
+	if err != nil || again.Epoch <= old.Epoch {
+		t.Fatalf("rejoin: %+v %v", again, err)
+	}
+	if err := ns[0].Update(ctx, func(tx paddock.Tx) error { return nil }); !errors.Is(err, paddock.ErrFenced) {
+		t.Fatalf("the old epoch's write: %v", err)
+	}
+}
+
+// TestSeqAcrossNodes: writers on three nodes append to one run at once;
+// its seqs are 1..N, each once, and every node's listener hears of it.
+func TestSeqAcrossNodes(t *testing.T) {
+	ns := nodes(t, 3, 30*time.Second)
+	mkRun(t, ns[0], "app", "r-1", paddock.StateActive)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	heard := make([]chan string, len(ns))
+	for i, s := range ns {
+		heard[i] = make(chan string, 1000)
+		go s.Listen(ctx, func(id string) {
+			if id != "" {
+				select {
+				case heard[i] <- id:
+				default:
+				}
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // the listeners are listening
+	const per = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ns)*4)
+	for _, s := range ns {
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range per {
+					if err := s.Update(ctx, func(tx paddock.Tx) error {
+						_, err := tx.AppendEvent(ctx, "r-1", "test.append", nil)
+						return err
+					}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var evs []*paddock.Event
+	ns[2].View(ctx, func(tx paddock.Tx) (err error) { evs, err = tx.Events(ctx, "r-1", 0, 10000); return err })
+	want := len(ns) * 4 * per
+	if len(evs) != want {
+		t.Fatalf("%d events, want %d", len(evs), want)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+	for i := range ns {
+		select {
+		case id := <-heard[i]:
+			if id != "r-1" {
+				t.Fatalf("node %d heard of %q", i, id)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("node %d heard of no append", i)
+		}
+	}
+}
+
+// TestReapersShareTheWork: nodes reaping at once mark each dead node lost
+// once (FOR UPDATE SKIP LOCKED), and report each of its runs once.
+func TestReapersShareTheWork(t *testing.T) {
+	ns := nodes(t, 6, 30*time.Second)
+	ctx := context.Background()
+	for i := range 3 { // n0..n2 die
+		if _, err := ns[i].Join(ctx, postgres.NodeConfig{ID: fmt.Sprintf("n%d", i), Home: fmt.Sprintf("home-n%d", i), Address: "http://127.0.0.1:1", Capacity: 4, Lease: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		mkRun(t, ns[i], "app", fmt.Sprintf("r-%d", i), paddock.StateActive)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for _, s := range ns[3:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lost, err := s.Reap(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			for _, l := range lost {
+				seen[l.Node.ID]++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(seen) != 3 || seen["n0"] != 1 || seen["n1"] != 1 || seen["n2"] != 1 {
+		t.Fatalf("reaped %v", seen)
+	}
+	for i := range 3 {
+		var evs []*paddock.Event
+		ns[4].View(ctx, func(tx paddock.Tx) (err error) { evs, err = tx.Events(ctx, fmt.Sprintf("r-%d", i), 0, 100); return err })
+		if len(evs) != 1 || evs[0].Type != paddock.EventNodeLost {
+			t.Fatalf("run r-%d: %d events", i, len(evs))
+		}
+	}
+}
+
+// TestPlace: a new run goes to a node with room, one that made runs of
+// the project first, then the emptiest; a node sees its own workspaces.
+func TestPlace(t *testing.T) {
+	ns := nodes(t, 2, 30*time.Second) // capacity 4 each
+	ctx := context.Background()
+	n, err := ns[0].Place(ctx, "app")
+	if err != nil || n.ID != "n0" {
+		t.Fatalf("empty: %+v %v", n, err)
+	}
+	mkRun(t, ns[1], "app", "r-1", paddock.StateActive)
+	if n, _ = ns[0].Place(ctx, "app"); n.ID != "n1" {
+		t.Fatalf("warm node not chosen: %s", n.ID)
+	}
+	if n, _ = ns[0].Place(ctx, "web"); n.ID != "n0" {
+		t.Fatalf("emptiest node not chosen: %s", n.ID)
+	}
+	for i := 2; i <= 4; i++ {
+		mkRun(t, ns[1], "app", fmt.Sprintf("r-%d", i), paddock.StateReady)
+	}
+	if n, _ = ns[0].Place(ctx, "app"); n.ID != "n0" {
+		t.Fatalf("a full node chosen: %s", n.ID)
+	}
+	for i := 5; i <= 8; i++ {
+		mkRun(t, ns[0], "web", fmt.Sprintf("r-%d", i), paddock.StateReady)
+	}
+	if _, err := ns[0].Place(ctx, "app"); !paddock.IsCode(err, paddock.CodeBusy) {
+		t.Fatalf("all full: %v", err)
+	}
+	var ws []*paddock.Workspace
+	ns[1].View(ctx, func(tx paddock.Tx) (err error) { ws, err = tx.Workspaces(ctx); return err })
+	if len(ws) != 4 {
+		t.Fatalf("node n1 sees %d workspaces", len(ws))
+	}
+	all, err := ns[0].Nodes(ctx)
+	if err != nil || len(all) != 2 || all[0].LiveRuns != 4 || all[1].LiveRuns != 4 {
+		t.Fatalf("nodes: %+v %v", all, err)
+	}
+}
