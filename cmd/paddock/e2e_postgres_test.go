@@ -13,7 +13,8 @@ import (
 // TestServeOnPostgres: the daemon keeps its state in PostgreSQL when told
 // (--store, PADDOCK_STORE or store in paddock.toml): a run is made, works,
 // survives a kill -9 and a restart, and is rejected; a second daemon on
-// the same database is refused until nodes can share one (#21).
+// the same database joins it as another node, and a second daemon that
+// claims the first's node id is refused.
 func TestServeOnPostgres(t *testing.T) {
 	url := pgtest.Need(t).URL(t, "serve")
 	base := t.TempDir()
@@ -28,13 +29,19 @@ func TestServeOnPostgres(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "state.db")); !os.IsNotExist(err) {
 		t.Fatalf("a state.db beside a PostgreSQL store: %v", err)
 	}
-	// Another state directory, the same database: refused while d runs.
+	// Another state directory, the same database: another node, unless
+	// it claims the first one's id.
 	other := filepath.Join(base, "other")
 	os.MkdirAll(other, 0o700)
-	r := cli(t, other, "serve", "--store", url)
-	if r.code == 0 || !strings.Contains(r.err, "another paddock daemon uses this database") {
-		t.Fatalf("a second daemon on the database: %d %s", r.code, r.err)
+	r := cli(t, other, "serve", "--store", url, "--node-id", d.info.Node)
+	if r.code != exitBusy || !strings.Contains(r.err, "is alive and belongs to another state directory") {
+		t.Fatalf("a second daemon as the first's node: %d %s", r.code, r.err)
 	}
+	second := startDaemon(t, other, "--store", url)
+	if nodes := decode[[]paddock.Node](t, cli(t, other, "nodes", "--json")); len(nodes) != 2 || second.info.Node == d.info.Node {
+		t.Fatalf("nodes: %+v", nodes)
+	}
+	second.stop()
 	d.kill9()
 	startDaemon(t, home, "--store", url)
 	run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))

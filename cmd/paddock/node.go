@@ -100,7 +100,7 @@ type clusterNode struct {
 // store is shared by: it takes its node listener (whose address the
 // others forward to) and joins with a lease.
 func joinCluster(ctx context.Context, home string, cfg config, store *postgres.Store, log *slog.Logger) (*clusterNode, error) {
-	id, key, err := nodeIdentity(home, cfg.NodeID)
+	id, key, keep, err := nodeIdentity(home, cfg.NodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -132,13 +132,18 @@ func joinCluster(ctx context.Context, home string, cfg config, store *postgres.S
 		}
 		return nil, err
 	}
+	if err := keep(); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	log.Info("joined as a node", "node", self.ID, "epoch", self.Epoch, "address", self.Address, "capacity", self.Capacity, "lease", lease)
 	return &clusterNode{store: store, self: self, ln: ln, lease: lease, log: log}, nil
 }
 
 // nodeIdentity returns the node's id (the one given, or the one kept in
-// <home>/node-id, made at the first start) and the state directory's key.
-func nodeIdentity(home, given string) (id, key string, err error) {
+// <home>/node-id, made at the first start), the state directory's key, and
+// keep, which records both once the node joined.
+func nodeIdentity(home, given string) (id, key string, keep func() error, err error) {
 	path := filepath.Join(home, "node-id")
 	var keptID string
 	if b, err := os.ReadFile(path); err == nil {
@@ -147,7 +152,7 @@ func nodeIdentity(home, given string) (id, key string, err error) {
 			keptID, key = f[0], f[1]
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", "", fmt.Errorf("node id: %w", err)
+		return "", "", nil, fmt.Errorf("node id: %w", err)
 	}
 	if key == "" {
 		key = randomWord(16)
@@ -159,12 +164,16 @@ func nodeIdentity(home, given string) (id, key string, err error) {
 	if id == "" {
 		id = "n-" + randomWord(5)
 	}
-	if id != keptID {
-		if err := writeFileAtomic(path, []byte(id+" "+key+"\n")); err != nil {
-			return "", "", fmt.Errorf("node id: %w", err)
+	keep = func() error {
+		if id == keptID {
+			return nil
 		}
+		if err := writeFileAtomic(path, []byte(id+" "+key+"\n")); err != nil {
+			return fmt.Errorf("node id: %w", err)
+		}
+		return nil
 	}
-	return id, key, nil
+	return id, key, keep, nil
 }
 
 func randomWord(n int) string {
