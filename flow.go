@@ -75,6 +75,10 @@ type Flow struct {
 	// derived from the flow and the step, so it is found, never made twice).
 	Entering    string `json:"entering,omitempty"`
 	EnteringRun string `json:"entering_run,omitempty"`
+	// EnteringNode, with nodes that share a store, is the node making the
+	// run Entering names: only it finishes the step after a crash (the
+	// run is made on it).
+	EnteringNode string `json:"entering_node,omitempty"`
 	// Ended is when the flow reached an end state.
 	Ended     time.Time   `json:"ended,omitzero"`
 	CreatedAt time.Time   `json:"created_at"`

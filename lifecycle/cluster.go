@@ -402,3 +402,17 @@ func (m *Manager) adoptJob(ctx context.Context, j *paddock.Job, from string) err
 // Wake wakes the event waiters: another node appended events (the shared
 // store's notifications).
 func (m *Manager) Wake() { m.notify() }
+
+// selfNode is this daemon's node id, or "" on a daemon of its own.
+func (m *Manager) selfNode() string {
+	if m.Cluster == nil {
+		return ""
+	}
+	return m.Cluster.Self().ID
+}
+
+// mine reports whether run r's workspace is this daemon's: on a daemon of
+// its own every run is; with nodes, the runs this node holds.
+func (m *Manager) mine(r *paddock.Run) bool {
+	return m.Cluster == nil || r.Node == m.selfNode()
+}

@@ -56,7 +56,7 @@ func (m *Manager) StartFlow(ctx context.Context, req paddock.StartFlowRequest) (
 	defer m.flowMu.Unlock()
 	// The first state's run is made before the flow is recorded: a crash
 	// between them leaves a run no flow names, never a flow in no state.
-	f.Entering, f.EnteringRun = w.Start, newID()
+	f.Entering, f.EnteringRun, f.EnteringNode = w.Start, newID(), m.selfNode()
 	notes, err := m.enter(ctx, f)
 	if err != nil {
 		return nil, err
@@ -293,7 +293,7 @@ func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.M
 	}
 	flowEvent(f, "flow.event", map[string]any{"event": event, "from": f.State, "to": to, "run": id, "agent": paddock.AgentCall(ctx),
 		"head": req.Head, "findings": req.Findings, "note": req.Note})
-	f.Entering, f.EnteringRun, f.Head = to, newID(), head
+	f.Entering, f.EnteringRun, f.EnteringNode, f.Head = to, newID(), m.selfNode(), head
 	if err := m.saveFlow(ctx, f); err != nil {
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func (m *Manager) finishStep(ctx context.Context, f *paddock.Flow, from string) 
 	to := f.Entering
 	notes, err := m.enter(ctx, f)
 	if err != nil {
-		f.Entering, f.EnteringRun = "", ""
+		f.Entering, f.EnteringRun, f.EnteringNode = "", "", ""
 		flowEvent(f, "flow.refused", map[string]any{"state": to, "reason": paddock.ErrorMessage(err)})
 		if serr := m.saveFlow(ctx, f); serr != nil {
 			m.log().Warn("recording a step that could not be taken failed", "flow", f.ID, "err", serr)
@@ -332,8 +332,8 @@ func (m *Manager) finishFlows(ctx context.Context) []paddock.Finding {
 	}
 	var out []paddock.Finding
 	for _, f := range flows {
-		if f.Entering == "" {
-			continue
+		if f.Entering == "" || f.EnteringNode != m.selfNode() {
+			continue // another node's step is its own to finish
 		}
 		finding := paddock.Finding{RunID: f.EnteringRun, Issue: "flow " + f.ID + " was interrupted entering " + f.Entering, Action: paddock.ActionFinished}
 		if _, err := m.finishStep(ctx, f, f.Runs[f.State]); err != nil {
@@ -378,7 +378,7 @@ func (m *Manager) enter(ctx context.Context, f *paddock.Flow) (notes []string, e
 		return nil, paddock.Errorf(paddock.CodeConflict, "flow %s: no state %s", f.ID, to)
 	}
 	if s.End {
-		f.State, f.Entering, f.EnteringRun = to, "", ""
+		f.State, f.Entering, f.EnteringRun, f.EnteringNode = to, "", "", ""
 		f.Ended = now()
 		flowEvent(f, "flow.state", map[string]any{"state": to, "round": f.Round})
 		flowEvent(f, "flow.ended", map[string]any{"state": to})
@@ -423,7 +423,7 @@ func (m *Manager) enter(ctx context.Context, f *paddock.Flow) (notes []string, e
 	if err := m.saveTask(run.ID, def, task); err != nil {
 		return nil, err
 	}
-	f.State, f.Entering, f.EnteringRun = to, "", ""
+	f.State, f.Entering, f.EnteringRun, f.EnteringNode = to, "", "", ""
 	f.Runs[to] = run.ID
 	f.UpdatedAt = now()
 	flowEvent(f, "flow.state", map[string]any{"state": to, "round": f.Round, "run": run.ID})
@@ -619,7 +619,7 @@ func (m *Manager) moveFlowReviews(ctx context.Context, coder, hash string) {
 		}
 		old := f.Runs[f.State]
 		flowEvent(f, "flow.moved", map[string]any{"state": f.State, "from_head": f.Head, "head": hash, "review": old})
-		f.Entering, f.EnteringRun, f.Head = f.State, newID(), hash
+		f.Entering, f.EnteringRun, f.EnteringNode, f.Head = f.State, newID(), m.selfNode(), hash
 		if err := m.saveFlow(ctx, f); err != nil {
 			m.log().Warn("moving a flow's review failed", "flow", f.ID, "err", err)
 			continue

@@ -147,8 +147,8 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error
 	known := map[string]bool{}
 	for _, r := range runs {
 		w := r.Workspace
-		if w == nil {
-			continue
+		if w == nil || !m.mine(r) {
+			continue // another node's workspace is on its disk, for it to collect
 		}
 		if w.State != paddock.StateCleaned {
 			known[w.Root] = true

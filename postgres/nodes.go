@@ -78,6 +78,11 @@ func (s *Store) Join(ctx context.Context, c NodeConfig) (paddock.Node, error) {
 		case state == string(paddock.NodeAlive) && alive && home != c.Home:
 			return fmt.Errorf("%w: node %s", ErrNodeTaken, c.ID)
 		}
+		// Runs made before nodes existed (by the one daemon this database
+		// had) are the first node's to join: it recovers and collects them.
+		if _, err := tx.Exec(ctx, `UPDATE runs SET node = $1 WHERE node IS NULL`, c.ID); err != nil {
+			return err
+		}
 		ms := c.Lease.Milliseconds()
 		return tx.QueryRow(ctx, `INSERT INTO paddock_nodes (id, home, epoch, address, capacity, state, started_at, heartbeat_at, lease_until)
 			VALUES ($1, $2, nextval('paddock_node_epoch'), $3, $4, 'alive', now(), now(), now() + $5 * interval '1 millisecond')

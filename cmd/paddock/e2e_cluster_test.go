@@ -80,7 +80,7 @@ func TestClusterOfThree(t *testing.T) {
 		t.Fatalf("a seventh run: %d %s", r.code, r.err)
 	}
 	// Each run, worked through a node that does not hold it.
-	var victim, other string // a run of n1's, and one of n3's
+	var victim, other, orphan string // runs of n1's (two), and one of n3's
 	for id, h := range holder {
 		via := ns[0]
 		if h == ns[0] {
@@ -92,6 +92,8 @@ func TestClusterOfThree(t *testing.T) {
 		switch {
 		case h == ns[0] && victim == "":
 			victim = id
+		case h == ns[0]:
+			orphan = id
 		case h == ns[2] && other == "":
 			other = id
 		}
@@ -203,6 +205,20 @@ func TestClusterOfThree(t *testing.T) {
 	if err != nil || j.State != paddock.JobSucceeded {
 		t.Fatalf("the adopted job: %+v %v", j, err)
 	}
+	// n1's machine is gone: its other run's directory with it. Another
+	// node's gc leaves that run alone (it is n1's), and adopting it says
+	// why it cannot be: it has no checkpoint (it never ran a job).
+	os.RemoveAll(filepath.Join(ns[0].home, "workspaces"))
+	for _, f := range decode[[]paddock.Finding](t, cli(t, ns[2].home, "gc", "--json")) {
+		if f.RunID == orphan || f.RunID == victim {
+			t.Fatalf("n3's gc judged another node's run: %+v", f)
+		}
+	}
+	if r := runState(t, ns[2].home, orphan); r.State() != paddock.StateActive || r.NodeState != paddock.NodeLost {
+		t.Fatalf("n1's other run after n3's gc: %s on %s (%s)", r.State(), r.Node, r.NodeState)
+	}
+	cli(t, ns[2].home, "adopt", orphan).wantCode(t, exitNotFound, "has no checkpoint in the shared store")
+
 	// The stream saw every event of the run once, in order (once it has
 	// caught up with the last one stored).
 	all, err := survivor.c.Events(ctx, victim, 0, 1000)

@@ -2131,19 +2131,22 @@ type Flow struct {
 	Ended     *time.Time `json:"ended,omitempty"`
 
 	// Entering The state a step is entering (saved before its run is made; a restart finishes the step).
-	Entering    *string            `json:"entering,omitempty"`
-	EnteringRun *string            `json:"entering_run,omitempty"`
-	Events      *[]FlowEvent       `json:"events,omitempty"`
-	Findings    *[]string          `json:"findings,omitempty"`
-	Head        *string            `json:"head,omitempty"`
-	Id          *string            `json:"id,omitempty"`
-	Project     *string            `json:"project,omitempty"`
-	Round       *int               `json:"round,omitempty"`
-	Runs        *map[string]string `json:"runs,omitempty"`
-	State       *string            `json:"state,omitempty"`
-	Task        *string            `json:"task,omitempty"`
-	UpdatedAt   *time.Time         `json:"updated_at,omitempty"`
-	Version     *int               `json:"version,omitempty"`
+	Entering *string `json:"entering,omitempty"`
+
+	// EnteringNode with nodes that share a store, the node making that run; only it finishes the step after a crash
+	EnteringNode *string            `json:"entering_node,omitempty"`
+	EnteringRun  *string            `json:"entering_run,omitempty"`
+	Events       *[]FlowEvent       `json:"events,omitempty"`
+	Findings     *[]string          `json:"findings,omitempty"`
+	Head         *string            `json:"head,omitempty"`
+	Id           *string            `json:"id,omitempty"`
+	Project      *string            `json:"project,omitempty"`
+	Round        *int               `json:"round,omitempty"`
+	Runs         *map[string]string `json:"runs,omitempty"`
+	State        *string            `json:"state,omitempty"`
+	Task         *string            `json:"task,omitempty"`
+	UpdatedAt    *time.Time         `json:"updated_at,omitempty"`
+	Version      *int               `json:"version,omitempty"`
 
 	// Workflow A workflow: states (each naming the agent definition whose run works in it) and the transitions an agent picks from (its menu).
 	Workflow *Workflow `json:"workflow,omitempty"`
