@@ -136,7 +136,9 @@ func TestClusterOfThree(t *testing.T) {
 	// An event n1 appends reaches n2's stream at once.
 	written := time.Now()
 	cli(t, ns[0].home, "tool", victim, "write", "--arg", "path=note.txt", "--arg", "content=noted").must(t)
-	waitEvent("write", func(e *paddock.Event) bool { return e.Type == paddock.EventToolCall && strings.Contains(string(e.Data), "note.txt") }, 5*time.Second)
+	waitEvent("write", func(e *paddock.Event) bool {
+		return e.Type == paddock.EventToolCall && strings.Contains(string(e.Data), "note.txt")
+	}, 5*time.Second)
 	fanout := time.Since(written)
 
 	// A job on the victim, killed with its node in the middle.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -42,7 +43,17 @@ layers). Runs removed with 'paddock rm' are hidden unless --all.`,
 
 func printRuns(w io.Writer, runs []*paddock.Run) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tPROJECT\tKIND\tSTATE\tBASE\tAGE\tWORKSPACE")
+	// With nodes that share a store, each run's node, and its state when
+	// it is not alive.
+	nodes := false
+	for _, r := range runs {
+		nodes = nodes || r.Node != ""
+	}
+	head := "RUN\tPROJECT\tKIND\tSTATE\tBASE\tAGE\tWORKSPACE"
+	if nodes {
+		head = "RUN\tPROJECT\tNODE\tKIND\tSTATE\tBASE\tAGE\tWORKSPACE"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range runs {
 		kind, base, root := "-", "-", "-"
 		if w := r.Workspace; w != nil {
@@ -56,7 +67,15 @@ func printRuns(w io.Writer, runs []*paddock.Run) {
 				base += " (" + w.Branch + ")"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Field(r.ID), termsafe.Field(r.Project), kind, r.State(), termsafe.Field(base), age(r.CreatedAt), termsafe.Field(root))
+		node := ""
+		if nodes {
+			node = termsafe.Field(cmp.Or(r.Node, "-"))
+			if r.NodeState != "" && r.NodeState != paddock.NodeAlive {
+				node += " (" + string(r.NodeState) + ")"
+			}
+			node += "\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n", termsafe.Field(r.ID), termsafe.Field(r.Project), node, kind, r.State(), termsafe.Field(base), age(r.CreatedAt), termsafe.Field(root))
 	}
 	tw.Flush()
 }

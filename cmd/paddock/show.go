@@ -58,6 +58,9 @@ func printRun(w io.Writer, r *paddock.Run) {
 	line("created", ts(r.CreatedAt))
 	line("removed", ts(r.RemovedAt))
 	line("events", fmt.Sprint(r.LastSeq))
+	if r.Node != "" {
+		line("node", r.Node+" ("+string(r.NodeState)+")")
+	}
 	ws := r.Workspace
 	if ws == nil {
 		line("workspace", "none")
