@@ -76,6 +76,33 @@ func (m *Manager) storeCheckpoint(ctx context.Context, id, why string) {
 	m.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": true, "hash": cp.Hash, "entries": cp.Entries, "bytes": len(cp.Content)})
 }
 
+// checkpointDelay is how soon after a call that changed a run's files its
+// checkpoint is stored (with nodes): once for all the calls meanwhile, so
+// that an adoption loses at most about this much of a run's work.
+var checkpointDelay = 3 * time.Second
+
+// checkpointSoon stores run id's checkpoint within checkpointDelay, unless
+// one is due already.
+func (m *Manager) checkpointSoon(id string) {
+	if m.Cluster == nil {
+		return
+	}
+	if _, due := m.checkpointsDue.LoadOrStore(id, true); due {
+		return
+	}
+	m.goBackground(func() {
+		t := time.NewTimer(checkpointDelay)
+		defer t.Stop()
+		defer m.checkpointsDue.Delete(id)
+		select {
+		case <-m.ctx.Done():
+			return // the shutdown's checkpoints store it
+		case <-t.C:
+		}
+		m.storeCheckpoint(m.ctx, id, "files changed")
+	})
+}
+
 // clusterCheckpoint packs run id's change set as a checkpoint.
 func (m *Manager) clusterCheckpoint(ctx context.Context, id string) (*paddock.RunCheckpoint, error) {
 	r, err := m.Run(ctx, id)

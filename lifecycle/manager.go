@@ -156,13 +156,14 @@ type Manager struct {
 	runUses  runUse                        // the broker's calls under way on each run, which a fork waits for none of (fork.go)
 	// queueMu guards the merge queue's document; queueRunning says its
 	// worker is draining it, queueAgain that an entry came meanwhile.
-	queueMu      sync.Mutex
-	provMu       sync.Map // run id → *sync.Mutex of its provenance journal (diff --blame)
-	provStates   sync.Map // run id → *provState, under its provMu lock
-	landMu       sync.Map // run id → *sync.Mutex: an apply or a landing at a time
-	checksAt     sync.Map // run id → the revision its checks are read from, when not its base (a queue's check)
-	queueRunning bool
-	queueAgain   bool
+	queueMu        sync.Mutex
+	provMu         sync.Map // run id → *sync.Mutex of its provenance journal (diff --blame)
+	provStates     sync.Map // run id → *provState, under its provMu lock
+	landMu         sync.Map // run id → *sync.Mutex: an apply or a landing at a time
+	checksAt       sync.Map // run id → the revision its checks are read from, when not its base (a queue's check)
+	checkpointsDue sync.Map // run id → true while a checkpoint in the shared store is due (cluster.go)
+	queueRunning   bool
+	queueAgain     bool
 
 	// ctx is the parent of the Manager's own work: Close cancels it, which
 	// ends the commands running and the jobs (the runner's context is a

@@ -94,6 +94,7 @@ func (m *Manager) trackEffects(ctx context.Context, r *paddock.Run, seq int64) {
 	if r.Access != paddock.AccessWrite || r.Workspace == nil || r.ReviewOf != nil {
 		return
 	}
+	m.checkpointSoon(r.ID)
 	mu := m.provLock(r.ID)
 	mu.Lock()
 	defer mu.Unlock()

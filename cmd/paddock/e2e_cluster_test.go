@@ -140,6 +140,10 @@ func TestClusterOfThree(t *testing.T) {
 		return e.Type == paddock.EventToolCall && strings.Contains(string(e.Data), "note.txt")
 	}, 5*time.Second)
 	fanout := time.Since(written)
+	// The write's checkpoint is stored within seconds.
+	waitEvent("the write's checkpoint", func(e *paddock.Event) bool {
+		return e.Type == paddock.EventClusterCheckpoint && strings.Contains(string(e.Data), `"files changed"`)
+	}, 10*time.Second)
 
 	// A job on the victim, killed with its node in the middle.
 	job, err := ns[2].c.StartJob(ctx, victim, paddock.StartJobRequest{Kind: paddock.JobExec,
@@ -147,7 +151,9 @@ func TestClusterOfThree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitEvent("stored checkpoint", func(e *paddock.Event) bool { return e.Type == paddock.EventClusterCheckpoint }, 10*time.Second)
+	waitEvent("the job's checkpoint", func(e *paddock.Event) bool {
+		return e.Type == paddock.EventClusterCheckpoint && strings.Contains(string(e.Data), `"job start"`)
+	}, 10*time.Second)
 	for i := 0; ; i++ {
 		b, err := survivor.c.CallTool(ctx, victim, "read", map[string]string{"path": "runs.txt"})
 		if err == nil && strings.Contains(string(b), "run") {
@@ -155,6 +161,21 @@ func TestClusterOfThree(t *testing.T) {
 		}
 		if i > 200 {
 			t.Fatalf("the job never wrote: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// n1's other run was worked through exec alone: its checkpoint is
+	// stored within seconds of its last change.
+	for i := 0; ; i++ {
+		evs, err := survivor.c.Events(ctx, orphan, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if evs[len(evs)-1].Type == paddock.EventClusterCheckpoint {
+			break
+		}
+		if i > 500 {
+			t.Fatalf("run %s was never checkpointed after its exec", orphan)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -208,8 +229,8 @@ func TestClusterOfThree(t *testing.T) {
 		t.Fatalf("the adopted job: %+v %v", j, err)
 	}
 	// n1's machine is gone: its other run's directory with it. Another
-	// node's gc leaves that run alone (it is n1's), and adopting it says
-	// why it cannot be: it has no checkpoint (it never ran a job).
+	// node's gc leaves that run alone (it is n1's); adopted, it has the
+	// file its exec wrote.
 	os.RemoveAll(filepath.Join(ns[0].home, "workspaces"))
 	for _, f := range decode[[]paddock.Finding](t, cli(t, ns[2].home, "gc", "--json")) {
 		if f.RunID == orphan || f.RunID == victim {
@@ -219,7 +240,13 @@ func TestClusterOfThree(t *testing.T) {
 	if r := runState(t, ns[2].home, orphan); r.State() != paddock.StateActive || r.NodeState != paddock.NodeLost {
 		t.Fatalf("n1's other run after n3's gc: %s on %s (%s)", r.State(), r.Node, r.NodeState)
 	}
-	cli(t, ns[2].home, "adopt", orphan).wantCode(t, exitNotFound, "has no checkpoint in the shared store")
+	if res := decode[paddock.AdoptResult](t, cli(t, ns[2].home, "adopt", orphan, "--json")); res.Job != "" || res.Run.Node != "n3" {
+		t.Fatalf("adopting n1's other run: %+v", res)
+	}
+	if out := cli(t, ns[1].home, "exec", orphan, "--", "cat", "who.txt").must(t).out; out != orphan+"\n" {
+		t.Fatalf("who.txt of the adopted run: %q", out)
+	}
+	cli(t, ns[1].home, "adopt", orphan).wantCode(t, exitConflict, "is on node n3, which is alive")
 
 	// The stream saw every event of the run once, in order (once it has
 	// caught up with the last one stored).

@@ -62,9 +62,10 @@ func (a *app) adoptCmd() *cobra.Command {
 		Short: "Restore a lost node's run on this node, from its checkpoint",
 		Long: `Adopt a run whose node is lost (or stopped): the node this command talks to
 makes the run's workspace again at its base, writes into it the files of the
-run's last checkpoint in the shared store (taken when each job starts and
-ends, at paddock checkpoint, and when a node stops), and takes over the run's
-interrupted job, which runs again here from that checkpoint.
+run's last checkpoint in the shared store (stored within 3 seconds of a call
+that changed its files, when each job starts and ends, at paddock checkpoint,
+and when a node stops), and takes over the run's interrupted job, which runs
+again here over those files (they may hold part of that job's first run).
 
 What the lost node did after the checkpoint is lost with it; the run's
 run.adopted and run.resumed events say which checkpoint was restored and
