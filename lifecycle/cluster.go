@@ -17,6 +17,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/workspace"
 )
 
 // A run's checkpoint in the shared store (Config.Cluster) is a tar:
@@ -311,7 +312,13 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 		}
 		return nil, internal("adopting the run failed ("+what+")", err)
 	}
-	if err := prov.Prepare(ctx, p, w); err != nil {
+	pctx := workspace.WithProgress(ctx, func(msg string) {
+		m.log().Info(msg, "run", id)
+		if err := m.record(ctx, id, paddock.EventProgress, map[string]string{"message": msg}); err != nil {
+			m.log().Error("cannot record progress", "run", id, "err", err)
+		}
+	})
+	if err := prov.Prepare(pctx, p, w); err != nil {
 		return fail("preparing its workspace", err)
 	}
 	if m.SandboxUID != 0 {
@@ -337,7 +344,7 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 	}); err != nil {
 		return fail("recording its workspace ready", err)
 	}
-	var notRestored []string
+	notRestored := []string{}
 	for i, e := range man.Entries {
 		path := string(e.Path)
 		if !utf8.Valid(e.Path) {

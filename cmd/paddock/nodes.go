@@ -81,7 +81,14 @@ not shared.`,
 			if err != nil {
 				return err
 			}
+			// Making the workspace builds this node's snapshot of the
+			// project's base the first time: its progress is shown.
+			stop := func() {}
+			if r, err := c.Run(cmd.Context(), args[0]); err == nil {
+				stop = a.showProgress(cmd.Context(), c, r.Project, asJSON)
+			}
 			res, err := c.Adopt(cmd.Context(), args[0])
+			stop()
 			if err != nil {
 				return err
 			}
