@@ -656,6 +656,9 @@ func (m *Manager) WaitEvents(ctx context.Context, id string, after int64, limit 
 	for {
 		ch := m.waitChan()
 		evs, err := m.Events(ctx, id, after, limit)
+		if err != nil && ctx.Err() != nil {
+			return nil, nil // the wait ended while the read ran: nothing yet
+		}
 		if err != nil || len(evs) > 0 {
 			return evs, err
 		}

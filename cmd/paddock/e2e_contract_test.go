@@ -187,8 +187,10 @@ func TestContract(t *testing.T) {
 	}
 	// Every route was called at least once (the OpenAPI document has an
 	// operation for each: httpapi's TestOpenAPIOperations).
+	// The nodes' routes need a shared store: TestClusterOfThree calls them.
+	clusterOnly := map[string]bool{"GET /v1/nodes": true, "POST /v1/runs/{id}/adopt": true}
 	for _, rt := range httpapi.Routes() {
-		if !sent[rt.Method+" "+rt.Path] {
+		if !sent[rt.Method+" "+rt.Path] && !clusterOnly[rt.Method+" "+rt.Path] {
 			t.Errorf("the contract never calls %s %s", rt.Method, rt.Path)
 		}
 	}
