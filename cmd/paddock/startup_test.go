@@ -141,6 +141,54 @@ func TestClientLinksNoDaemon(t *testing.T) {
 	}
 }
 
+// TestCLIHandsTheRestToPaddockd: the CLI answers the verbs it holds
+// itself, every one with the help paddockd gives it, and hands paddockd
+// the others and every line that names no verb, with the same output and
+// exit code; without a paddockd beside it, those fail saying so, and the
+// rest still work.
+func TestCLIHandsTheRestToPaddockd(t *testing.T) {
+	daemon := filepath.Join(filepath.Dir(binary), daemonName)
+	env := append(os.Environ(), "PADDOCK_HOME="+t.TempDir(), "PADDOCK_NO_AUTOSTART=1")
+	run := func(bin string, args ...string) (string, int) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	a := &app{getenv: func(string) string { return "" }}
+	lines := [][]string{nil, {"--help"}, {"help", "ls"}, {"bogus"}, {"completion", "bash"}, {"__complete", "l"},
+		{"serve", "--bogus"}, {"doctor", "--help"}, {"mcp"}, {"ls"}, {"version", "--json", "extra"}}
+	for _, v := range a.verbs() {
+		lines = append(lines, []string{v.name, "--help"})
+	}
+	for _, args := range lines {
+		got, gotCode := run(binary, args...)
+		want, wantCode := run(daemon, args...)
+		if got != want || gotCode != wantCode {
+			t.Errorf("paddock %q: exit %d\n%s\npaddockd: exit %d\n%s", args, gotCode, got, wantCode, want)
+		}
+	}
+
+	// Alone, the CLI still answers its own verbs, and says what is missing.
+	alone := filepath.Join(t.TempDir(), "paddock")
+	b, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := run(alone, "version"); code != 0 || !strings.Contains(out, "daemon  not running") {
+		t.Errorf("paddock version without paddockd: exit %d, %s", code, out)
+	}
+	for _, args := range [][]string{{"serve"}, {"--help"}, {"doctor"}} {
+		out, code := run(alone, args...)
+		if code != exitInternal || !strings.Contains(out, daemonName) || !strings.Contains(out, "README") {
+			t.Errorf("paddock %q without paddockd: exit %d, %s", args, code, out)
+		}
+	}
+}
+
 // TestRunAPINames: the CLI finds a run's own socket where the daemon puts
 // it, under names of its own (it does not link lifecycle).
 func TestRunAPINames(t *testing.T) {
