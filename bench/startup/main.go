@@ -1,22 +1,24 @@
 // Command startup measures how long the CLI takes to start: `paddock
 // version` and `paddock ls` (no daemon answers, none is started) and
-// `paddock --help`, from the binary README's command builds (static,
-// CGO_ENABLED=0), beside a Go hello-world built by the same toolchain,
-// interleaved in one run, and what package initialisation `paddock
-// version` pays (GODEBUG=inittrace=1). A CLI that starts in milliseconds
-// is what lets an agent call `paddock exec` in a loop from a shell.
-// Beside them it starts a floor: a program that links every package the
-// paddock binary links except paddock's own, and does nothing, so that
-// what paddock's code costs stands apart from what its dependencies'
-// initialisation and the runtime's set-up of a binary that size cost
-// whatever paddock does; and `paddock version` from a plain `go build`
-// (cgo, dynamically linked), for what the dynamic loader costs. Each
-// program is timed as a copy written whole (see copyFile), and paddock
-// also as the linker left it. Each figure has its wall time and its CPU
-// time (user and system), which waiting for a core on a loaded machine
-// does not add to. It prints a markdown table; nothing is asserted (the
-// budgets are held by cmd/paddock's TestStartupInitBudget and
-// TestVerbTreeBudget).
+// `paddock --help`, from the binaries README's commands build (static,
+// CGO_ENABLED=0: paddock, the CLI alone, with -tags paddock_cli, and
+// paddockd, the whole binary, beside it), beside a Go hello-world built by
+// the same toolchain, interleaved in one run, and what package
+// initialisation `paddock version` pays (GODEBUG=inittrace=1). A CLI that
+// starts in milliseconds is what lets an agent call `paddock exec` in a
+// loop from a shell. Beside them: `paddockd version`, what every CLI call
+// cost when the CLI was the whole binary; two floors, programs that link
+// every package the CLI (and paddockd) links except paddock's own, and do
+// nothing, so that what paddock's code costs stands apart from what its
+// dependencies' initialisation and the runtime's set-up of a binary that
+// size cost whatever paddock does; and `paddock version` from a plain `go
+// build` (cgo, dynamically linked), for what the dynamic loader costs.
+// Each program is timed as a copy written whole (see copyFile), and
+// paddock also as the linker left it. Each figure has its wall time and
+// its CPU time (user and system), which waiting for a core on a loaded
+// machine does not add to. It prints a markdown table; nothing is asserted
+// (cmd/paddock's TestClientLinksNoDaemon, TestStartupInitBudget and
+// TestVerbTreeBudget hold what the times follow from).
 package main
 
 import (
@@ -70,29 +72,40 @@ func run(n int) error {
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "paddock")
-	benchutil.Step("building paddock as README builds it (CGO_ENABLED=0), with a plain go build, and a hello-world")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/paddock")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
+	daemon := filepath.Join(tmp, "paddockd")
+	benchutil.Step("building paddock and paddockd as README builds them (CGO_ENABLED=0), the CLI with a plain go build, and a hello-world")
+	for _, b := range []struct {
+		out  string
+		tags []string
+		cgo  bool
+	}{{daemon, nil, false}, {bin, []string{"-tags", "paddock_cli"}, false}, {filepath.Join(tmp, "cgo", "paddock"), []string{"-tags", "paddock_cli"}, true}} {
+		build := exec.Command("go", append(append([]string{"build"}, b.tags...), "-o", b.out, "./cmd/paddock")...)
+		if !b.cgo {
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %v\n%s", b.out, err, out)
+		}
 	}
-	dynamic := filepath.Join(tmp, "paddock-cgo")
-	if out, err := exec.Command("go", "build", "-o", dynamic, "./cmd/paddock").CombinedOutput(); err != nil {
-		return fmt.Errorf("build with cgo: %v\n%s", err, out)
-	}
+	dynamic := filepath.Join(tmp, "cgo", "paddock")
 	hdir := filepath.Join(tmp, "hello")
 	os.Mkdir(hdir, 0o755)
 	os.WriteFile(filepath.Join(hdir, "main.go"), []byte(hello), 0o644)
 	os.WriteFile(filepath.Join(hdir, "go.mod"), []byte("module hello\n"), 0o644)
 	hbin := filepath.Join(tmp, "hello-world")
-	build = exec.Command("go", "build", "-o", hbin, ".")
+	build := exec.Command("go", "build", "-o", hbin, ".")
 	build.Dir = hdir
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build hello-world: %v\n%s", err, out)
 	}
-	benchutil.Step("building the floor: paddock's dependencies and nothing else")
+	benchutil.Step("building the floors: the CLI's dependencies and nothing else, paddockd's and nothing else")
 	floor := filepath.Join(tmp, "floor")
-	floorPkgs, err := buildFloor(tmp, floor)
+	floorPkgs, err := buildFloor(tmp, floor, "paddock_cli")
+	if err != nil {
+		return err
+	}
+	daemonFloor := filepath.Join(tmp, "floor-paddockd")
+	daemonFloorPkgs, err := buildFloor(tmp, daemonFloor, "")
 	if err != nil {
 		return err
 	}
@@ -102,6 +115,8 @@ func run(n int) error {
 	help := &side{argv: []string{bin, "--help"}}
 	peer := &side{argv: []string{hbin}}
 	deps := &side{argv: []string{floor}}
+	whole := &side{argv: []string{daemon, "version"}}
+	wholeDeps := &side{argv: []string{daemonFloor}}
 	versionCgo := &side{argv: []string{dynamic, "version"}}
 	// Each program is measured as a copy written whole (see copyFile), and
 	// paddock also as the linker left it.
@@ -112,7 +127,7 @@ func run(n int) error {
 	if err := copyFile(built, bin); err != nil {
 		return err
 	}
-	for _, b := range []string{dynamic, hbin, floor} {
+	for _, b := range []string{daemon, dynamic, hbin, floor, daemonFloor} {
 		if err := os.Rename(b, b+".built"); err != nil {
 			return err
 		}
@@ -121,7 +136,7 @@ func run(n int) error {
 		}
 	}
 	versionBuilt := &side{argv: []string{built, "version"}}
-	sides := []*side{version, ls, help, peer, deps, versionCgo, versionBuilt}
+	sides := []*side{version, ls, help, peer, deps, whole, wholeDeps, versionCgo, versionBuilt}
 	benchutil.Step("%d starts each of %d programs, interleaved", n, len(sides))
 	for i := 0; i < n+n/10; i++ {
 		for _, s := range sides {
@@ -143,6 +158,10 @@ func run(n int) error {
 	if err != nil {
 		return err
 	}
+	wholeInits, wholeBytes, wholeAllocs, err := initCost(daemon, env)
+	if err != nil {
+		return err
+	}
 	stats := func(s *side) string {
 		return fmt.Sprintf("%s, CPU %s", benchutil.Stats(s.times), benchutil.Round(benchutil.Median(s.cpu)))
 	}
@@ -161,14 +180,17 @@ func run(n int) error {
 	fmt.Println("|---|---|---|---|")
 	row("CLI start: `paddock version`, no daemon", version, peer, "hello-world")
 	row("CLI start: `paddock ls`, no daemon answers (exit 8)", ls, peer, "hello-world")
-	row("CLI start: `paddock --help`, every verb's command built", help, peer, "hello-world")
-	row(fmt.Sprintf("floor: paddock's %d dependencies linked, nothing run", floorPkgs), deps, peer, "hello-world")
-	minus("paddock's own share: `paddock version` minus the floor", version, deps, "floor")
-	row("CLI start: `paddock version` from a plain `go build` (cgo: dynamically linked)", versionCgo, peer, "hello-world")
+	row("CLI start: `paddock --help`, handed to paddockd (every verb's command built)", help, peer, "hello-world")
+	row(fmt.Sprintf("floor: the CLI's %d dependencies linked, nothing run", floorPkgs), deps, peer, "hello-world")
+	minus("the CLI's own share: `paddock version` minus its floor", version, deps, "floor")
+	row("the whole binary: `paddockd version`, what every CLI call cost when the CLI was it", whole, peer, "hello-world")
+	row(fmt.Sprintf("floor: paddockd's %d dependencies linked, nothing run", daemonFloorPkgs), wholeDeps, peer, "hello-world")
+	row("the CLI against the whole binary: `paddock version` vs `paddockd version`", version, whole, "paddockd")
+	row("CLI start: `paddock version` from a plain `go build -tags paddock_cli` (cgo: dynamically linked)", versionCgo, peer, "hello-world")
 	minus("what cgo costs a start: `paddock version` from a plain `go build` minus as README builds it", versionCgo, version, "CGO_ENABLED=0")
 	row("CLI start: `paddock version`, the same binary as the linker left it (not copied)", versionBuilt, peer, "hello-world")
-	fmt.Printf("| package initialisation of `paddock version` (inittrace: %d packages) | %d KiB, %d allocations | – | – |\n",
-		inits, bytes>>10, allocs)
+	fmt.Printf("| package initialisation of `paddock version` (inittrace: %d packages) | %d KiB, %d allocations | %d KiB, %d allocations (`paddockd version`, %d packages) | – |\n",
+		inits, bytes>>10, allocs, wholeBytes>>10, wholeAllocs, wholeInits)
 	return nil
 }
 
@@ -225,14 +247,15 @@ func parseInitTrace(s string) []initLine {
 }
 
 // buildFloor builds, into bin, a program that imports every package that
-// cmd/paddock links but paddock's own and has an empty main, both built
-// as README builds paddock (CGO_ENABLED=0). Its source is written in tmp and placed in the module with -overlay, so
+// cmd/paddock links with the build tags tags (paddock_cli: the CLI; none:
+// paddockd) but paddock's own and has an empty main, both built as README
+// builds paddock (CGO_ENABLED=0). Its source is written in tmp and placed in the module with -overlay, so
 // that it gets the module's versions without a file in the tree. Internal and vendored
 // packages cannot be imported; those that paddock links come in through
 // the packages that import them. It returns how many packages the floor
 // imports.
-func buildFloor(tmp, bin string) (int, error) {
-	list := exec.Command("go", "list", "-deps", "./cmd/paddock")
+func buildFloor(tmp, bin, tags string) (int, error) {
+	list := exec.Command("go", "list", "-deps", "-tags", tags, "./cmd/paddock")
 	list.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := list.Output()
 	if err != nil {
@@ -255,7 +278,7 @@ func buildFloor(tmp, bin string) (int, error) {
 		n++
 	}
 	src.WriteString(")\n\nfunc main() {}\n")
-	mainGo := filepath.Join(tmp, "floor.go")
+	mainGo := filepath.Join(tmp, "floor-"+filepath.Base(bin)+".go")
 	if err := os.WriteFile(mainGo, []byte(src.String()), 0o644); err != nil {
 		return 0, err
 	}
@@ -264,7 +287,7 @@ func buildFloor(tmp, bin string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	overlayPath := filepath.Join(tmp, "overlay.json")
+	overlayPath := filepath.Join(tmp, "overlay-"+filepath.Base(bin)+".json")
 	if err := os.WriteFile(overlayPath, overlay, 0o644); err != nil {
 		return 0, err
 	}

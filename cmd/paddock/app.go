@@ -12,7 +12,6 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
-	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -24,12 +23,17 @@ type app struct {
 	stdin          io.Reader // nil: none (tests); exec and tool may read it
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	// exe is the paddock binary to start a daemon with; os.Executable if empty.
+	// exe is the paddock binary to start a daemon with; daemonExecutable
+	// if empty.
 	exe string
 
 	home string // --home
 	addr string // --addr: talk to a daemon on loopback TCP instead of the socket
 }
+
+// daemonName is the whole binary's name as README installs it, beside the
+// CLI's (paddock, built with -tags paddock_cli; main_cli.go).
+const daemonName = "paddockd"
 
 // Exit codes. One table, from error codes; `paddock --help` prints it.
 const (
@@ -263,6 +267,14 @@ func (a *app) stateDir() (string, error) {
 	return abs, nil
 }
 
+// Where a run's commands find their own API (lifecycle.EnvSocket and
+// lifecycle.SocketInView, which the CLI does not link: TestRunAPINames
+// holds them equal).
+const (
+	envSocket    = paddock.EnvPrefix + "SOCKET"
+	socketInView = "/run/paddock/api/paddock.sock"
+)
+
 func socketPath(home string) string { return filepath.Join(home, "paddock.sock") }
 func tokenPath(home string) string  { return filepath.Join(home, "token") }
 
@@ -288,15 +300,15 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 	// wins over a run's socket: an operator's stray $PADDOCK_SOCKET never
 	// sends its verbs elsewhere.
 	named := a.home != "" || a.getenv(paddock.EnvPrefix+"HOME") != ""
-	sock := a.getenv(lifecycle.EnvSocket)
+	sock := a.getenv(envSocket)
 	if named {
 		sock = ""
 	}
 	if sock == "" && !named {
 		// Inside a run whose client started us with an environment of its
 		// own: the run's socket is where every run's view has it.
-		if fi, err := os.Stat(lifecycle.SocketInView); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			sock = lifecycle.SocketInView
+		if fi, err := os.Stat(socketInView); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			sock = socketInView
 		}
 	}
 	if sock != "" {
@@ -304,7 +316,7 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 		// daemon of our own.
 		c := client.Unix(sock)
 		if err := c.Health(ctx); err != nil {
-			return nil, fmt.Errorf("this run's API socket %s ($%s) does not answer: %w", sock, lifecycle.EnvSocket, err)
+			return nil, fmt.Errorf("this run's API socket %s ($%s) does not answer: %w", sock, envSocket, err)
 		}
 		return c, nil
 	}

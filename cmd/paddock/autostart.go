@@ -19,7 +19,7 @@ func (a *app) autostart(ctx context.Context, home string, c *client.Client) erro
 	exe := a.exe
 	if exe == "" {
 		var err error
-		if exe, err = os.Executable(); err != nil {
+		if exe, err = daemonExecutable(); err != nil {
 			return fmt.Errorf("autostart: %w", err)
 		}
 	}

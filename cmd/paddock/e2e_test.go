@@ -24,8 +24,8 @@ import (
 	"github.com/paddock-dev/paddock/sandbox"
 )
 
-// binary is the paddock binary built once for the tests that need a real
-// daemon process (kill -9 needs one).
+// binary is the paddock binary (the CLI, with paddockd beside it) built
+// once for the tests that need a real daemon process (kill -9 needs one).
 var binary string
 
 func TestMain(m *testing.M) {
@@ -38,13 +38,17 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755) // a daemon run as another user must reach the binary
 	binary = filepath.Join(dir, "paddock")
-	// Built as README builds it: static, without cgo (see TestReadmeBuild).
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building paddock:", err)
-		os.Exit(1)
+	// Built as README builds them, both (TestReadmeBuildIsStatic): paddock,
+	// the CLI, which every test that runs the binary runs, and paddockd
+	// beside it, which the CLI hands serve, doctor and mcp.
+	for _, args := range readmeBuild(dir) {
+		build := exec.Command("go", args...)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "go %s: %v\n", strings.Join(args, " "), err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	pgtest.StopShared()

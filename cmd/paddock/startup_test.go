@@ -2,63 +2,237 @@ package main
 
 import (
 	"bufio"
+	"debug/buildinfo"
 	"debug/elf"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/lifecycle"
 )
 
-// TestReadmeBuildIsStatic: README's start command builds paddock without
-// cgo, as TestMain builds the binary every test here runs, and that binary
-// is static: no program interpreter, no shared library. A dynamically
-// linked binary starts glibc's loader first, whose probing of the CPU
-// costs every CLI call about a millisecond where cpuid traps to a
+// readmeBuilds are README's build commands, in its order: paddockd, the
+// whole binary (the daemon, the sandbox's harness and helper, every verb),
+// then paddock, the CLI alone (-tags paddock_cli, main_cli.go), beside it.
+var readmeBuilds = []string{
+	"go build -o bin/" + daemonName + " ./cmd/paddock",
+	"go build -tags paddock_cli -o bin/paddock ./cmd/paddock",
+}
+
+// readmeBuild is readmeBuilds as arguments of go, building into dir from
+// this package's directory; TestMain builds the binaries every test runs
+// with them.
+func readmeBuild(dir string) [][]string {
+	var out [][]string
+	for _, c := range readmeBuilds {
+		args := strings.Fields(strings.TrimPrefix(c, "go "))
+		for i, a := range args {
+			switch {
+			case strings.HasPrefix(a, "bin/"):
+				args[i] = filepath.Join(dir, strings.TrimPrefix(a, "bin/"))
+			case a == "./cmd/paddock":
+				args[i] = "."
+			}
+		}
+		out = append(out, args)
+	}
+	return out
+}
+
+// TestReadmeBuildIsStatic: README's start command builds both binaries
+// without cgo, as TestMain builds the binaries every test here runs, and
+// they are static: no program interpreter, no shared library. A
+// dynamically linked binary starts glibc's loader first, whose probing of
+// the CPU costs every CLI call about a millisecond where cpuid traps to a
 // hypervisor (bench/startup).
 func TestReadmeBuildIsStatic(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = "CGO_ENABLED=0 go build -o bin/paddock ./cmd/paddock && bin/paddock serve"
-	if !strings.Contains(string(readme), "\n"+want+"\n") {
-		t.Errorf("README's start command is not %q; TestMain builds the binary the tests run as README does", want)
+	want := ""
+	for _, c := range readmeBuilds {
+		want += "CGO_ENABLED=0 " + c + "\n"
 	}
-	f, err := elf.Open(binary)
-	if err != nil {
-		t.Fatal(err)
+	want += "bin/paddock serve\n"
+	if !strings.Contains(string(readme), "\n"+want) {
+		t.Errorf("README's start commands are not\n%s\nTestMain builds the binaries the tests run as README does", want)
 	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
-			t.Errorf("paddock built with CGO_ENABLED=0 has a %v program header: it is dynamically linked", p.Type)
+	for _, bin := range []string{binary, filepath.Join(filepath.Dir(binary), daemonName)} {
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
-		t.Errorf("paddock built with CGO_ENABLED=0 needs shared libraries %v (%v)", libs, err)
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+				t.Errorf("%s built with CGO_ENABLED=0 has a %v program header: it is dynamically linked", filepath.Base(bin), p.Type)
+			}
+		}
+		if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
+			t.Errorf("%s built with CGO_ENABLED=0 needs shared libraries %v (%v)", filepath.Base(bin), libs, err)
+		}
 	}
 }
 
-// TestStartupInitBudget: what `paddock version` runs before main stays
-// small. Every command starts the same binary as the daemon and the
-// sandbox helper, so any package-level work (a regular expression
-// compiled at init, a seccomp library's syscall tables, a driver's set-up)
-// is paid by every CLI call, `paddock exec` from an agent's shell loop
-// included. The budgets are in bytes and allocations, which do not drift
-// with the machine's load as times do; the times are bench/startup's.
+// TestClientLinksNoDaemon: the paddock a user types links the client
+// verbs and what they need, nothing of the daemon's: not its store
+// (modernc.org's SQLite, pgx), not the MCP SDK, not the sandbox (Landlock,
+// seccomp, libcap), not the HTTP API, not the lifecycle. Go initialises
+// every package a binary links before main, and the runtime's set-up and
+// the page faults of a start grow with the binary; the whole binary
+// starts in about 2.4 times a hello-world's time (bench/startup). The
+// lists below are what the CLI may link; adding to them is a decision
+// about every CLI call's start.
+func TestClientLinksNoDaemon(t *testing.T) {
+	own := map[string]bool{ // paddock's packages, under the module path
+		"": true, "cmd/paddock": true, "client": true, "termsafe": true, "strictjson": true,
+		"fakeagent": true, // a scripted orchestrator: the client alone
+		// diff, approve --hunks (changeset's diff parser), create (gitx:
+		// the checkout's uncommitted changes), verify-bundle (bundle),
+		// and what those import.
+		"changeset": true, "gitx": true, "bundle": true, "confine": true, "redact": true,
+		"internal/lazyre": true, "internal/durable": true,
+	}
+	modules := map[string]bool{
+		"github.com/spf13/cobra": true, "github.com/spf13/pflag": true, "golang.org/x/sys": true,
+		// confine's name folding (gitx, changeset), changeset's globs and blame.
+		"golang.org/x/text": true, "github.com/bmatcuk/doublestar/v4": true, "github.com/pmezard/go-difflib": true,
+	}
+	list := exec.Command("go", "list", "-deps", "-tags", "paddock_cli", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".")
+	list.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const mod = "github.com/paddock-dev/paddock"
+	n := 0
+	for _, p := range strings.Fields(string(out)) {
+		if p == mod || strings.HasPrefix(p, mod+"/") {
+			n++
+			if rel := strings.TrimPrefix(strings.TrimPrefix(p, mod), "/"); !own[rel] {
+				t.Errorf("the CLI (-tags paddock_cli) links %s: hand its verb to %s (main_cli.go's daemonVerbs), or keep the package out of the client verbs' imports", p, daemonName)
+			}
+		}
+	}
+	if n < 3 {
+		t.Fatalf("go list found %d of paddock's packages in the CLI:\n%s", n, out)
+	}
+	// The binary the tests run, as built: its modules.
+	bi, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged := false
+	for _, s := range bi.Settings {
+		tagged = tagged || s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), "paddock_cli")
+	}
+	if !tagged {
+		t.Errorf("%s was not built with -tags paddock_cli: it is the whole binary, not the CLI", binary)
+	}
+	for _, d := range bi.Deps {
+		if !modules[d.Path] {
+			t.Errorf("the CLI links module %s", d.Path)
+		}
+	}
+}
+
+// TestCLIHandsTheRestToPaddockd: the CLI answers the verbs it holds
+// itself, every one with the help paddockd gives it, and hands paddockd
+// the others and every line that names no verb, with the same output and
+// exit code; without a paddockd beside it, those fail saying so, and the
+// rest still work.
+func TestCLIHandsTheRestToPaddockd(t *testing.T) {
+	daemon := filepath.Join(filepath.Dir(binary), daemonName)
+	env := append(os.Environ(), "PADDOCK_HOME="+t.TempDir(), "PADDOCK_NO_AUTOSTART=1")
+	run := func(bin string, args ...string) (string, int) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	a := &app{getenv: func(string) string { return "" }}
+	lines := [][]string{nil, {"--help"}, {"help", "ls"}, {"bogus"}, {"completion", "bash"}, {"__complete", "l"},
+		{"serve", "--bogus"}, {"doctor", "--help"}, {"mcp"}, {"ls"}, {"version", "--json", "extra"}}
+	for _, v := range a.verbs() {
+		lines = append(lines, []string{v.name, "--help"})
+	}
+	for _, args := range lines {
+		got, gotCode := run(binary, args...)
+		want, wantCode := run(daemon, args...)
+		if got != want || gotCode != wantCode {
+			t.Errorf("paddock %q: exit %d\n%s\npaddockd: exit %d\n%s", args, gotCode, got, wantCode, want)
+		}
+	}
+
+	// Alone, the CLI still answers its own verbs, and says what is missing.
+	alone := filepath.Join(t.TempDir(), "paddock")
+	b, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := run(alone, "version"); code != 0 || !strings.Contains(out, "daemon  not running") {
+		t.Errorf("paddock version without paddockd: exit %d, %s", code, out)
+	}
+	for _, args := range [][]string{{"serve"}, {"--help"}, {"doctor"}} {
+		out, code := run(alone, args...)
+		if code != exitInternal || !strings.Contains(out, daemonName) || !strings.Contains(out, "README") {
+			t.Errorf("paddock %q without paddockd: exit %d, %s", args, code, out)
+		}
+	}
+}
+
+// TestRunAPINames: the CLI finds a run's own socket where the daemon puts
+// it, under names of its own (it does not link lifecycle).
+func TestRunAPINames(t *testing.T) {
+	if envSocket != lifecycle.EnvSocket || socketInView != lifecycle.SocketInView {
+		t.Errorf("the CLI looks for a run's socket at $%s, %s; the daemon gives it at $%s, %s",
+			envSocket, socketInView, lifecycle.EnvSocket, lifecycle.SocketInView)
+	}
+}
+
+// TestStartupInitBudget: what a binary runs before main stays small. Any
+// package-level work (a regular expression compiled at init, a seccomp
+// library's syscall tables, a driver's set-up) is paid by every start:
+// the CLI's at every call, `paddock exec` from an agent's shell loop
+// included, and paddockd's at every daemon, `paddock mcp` and per-exec
+// sandbox helper. The CLI's budget is paddockd's less what it does not
+// link (about 270 KiB and 1,900 allocations today). The budgets are in
+// bytes and allocations, which do not drift with the machine's load as
+// times do; the times are bench/startup's.
 func TestStartupInitBudget(t *testing.T) {
-	const (
-		ownBytes, ownAllocs     = 16 << 10, 100  // each of paddock's own packages
-		otherBytes, otherAllocs = 100 << 10, 400 // each dependency
-		totalBytes, totalAllocs = 320 << 10, 2500
-	)
-	cmd := exec.Command(binary, "version")
+	for _, b := range []struct {
+		bin                     string
+		ownBytes, ownAllocs     int64 // each of paddock's own packages
+		otherBytes, otherAllocs int64 // each dependency
+		totalBytes, totalAllocs int64
+	}{
+		{"paddock", 16 << 10, 100, 16 << 10, 100, 100 << 10, 700},
+		{daemonName, 16 << 10, 100, 100 << 10, 400, 320 << 10, 2500},
+	} {
+		t.Run(b.bin, func(t *testing.T) {
+			initBudget(t, filepath.Join(filepath.Dir(binary), b.bin), b.ownBytes, b.ownAllocs, b.otherBytes, b.otherAllocs, b.totalBytes, b.totalAllocs)
+		})
+	}
+}
+
+// initBudget runs bin version with GODEBUG=inittrace=1 and holds each
+// package's initialisation, and their sum, to the budgets.
+func initBudget(t *testing.T, bin string, ownBytes, ownAllocs, otherBytes, otherAllocs, totalBytes, totalAllocs int64) {
+	t.Helper()
+	cmd := exec.Command(bin, "version")
 	cmd.Env = append(os.Environ(), "PADDOCK_HOME="+t.TempDir(), "PADDOCK_NO_AUTOSTART=1", "GODEBUG=inittrace=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("paddock version: %v\n%s", err, stderr.String())
+		t.Fatalf("%s version: %v\n%s", filepath.Base(bin), err, stderr.String())
 	}
 	var sumBytes, sumAllocs int64
 	n := 0
@@ -77,20 +251,20 @@ func TestStartupInitBudget(t *testing.T) {
 		}
 		n++
 		sumBytes, sumAllocs = sumBytes+b, sumAllocs+a
-		maxB, maxA := int64(otherBytes), int64(otherAllocs)
+		maxB, maxA := otherBytes, otherAllocs
 		if strings.HasPrefix(pkg, "github.com/paddock-dev/paddock") {
 			maxB, maxA = ownBytes, ownAllocs
 		}
 		if b > maxB || a > maxA {
-			t.Errorf("package %s allocates %d bytes in %d allocations at init for paddock version (budget %d, %d): make it lazy (sync.OnceValue, internal/lazyre) or keep it out of the binary",
-				pkg, b, a, maxB, maxA)
+			t.Errorf("package %s allocates %d bytes in %d allocations at init for %s version (budget %d, %d): make it lazy (sync.OnceValue, internal/lazyre) or keep it out of the binary",
+				pkg, b, a, filepath.Base(bin), maxB, maxA)
 		}
 	}
 	if n < 50 {
 		t.Fatalf("inittrace reported %d packages; is GODEBUG=inittrace=1 still honoured?\n%s", n, stderr.String())
 	}
 	if sumBytes > totalBytes || sumAllocs > totalAllocs {
-		t.Errorf("paddock version allocates %d bytes in %d allocations at init in all (budget %d, %d)", sumBytes, sumAllocs, totalBytes, totalAllocs)
+		t.Errorf("%s version allocates %d bytes in %d allocations at init in all (budget %d, %d)", filepath.Base(bin), sumBytes, sumAllocs, totalBytes, totalAllocs)
 	}
 	t.Logf("%d packages initialised: %d bytes, %d allocations", n, sumBytes, sumAllocs)
 }
