@@ -48,18 +48,19 @@ func main() {
 	clients := flag.Int("clients", 24, "concurrent clients, one run each (a multiple of 3 spreads them evenly)")
 	writes := flag.Int("writes", 300, "write tool calls per client")
 	reads := flag.Int("reads", 300, "reads per client (GET run and GET events, alternately)")
+	rounds := flag.Int("rounds", 3, "rounds, each side's writes and reads in turn in each")
 	flag.Parse()
 	if *quick {
-		*clients, *writes, *reads = 6, 20, 20
+		*clients, *writes, *reads, *rounds = 6, 20, 20, 2
 	}
-	if *clients < 3 || *writes < 1 || *reads < 2 {
-		fmt.Fprintln(os.Stderr, "bench: --clients must be at least 3, --writes at least 1, --reads at least 2")
+	if *clients < 3 || *rounds < 1 || *writes < *rounds || *reads < 2**rounds {
+		fmt.Fprintln(os.Stderr, "bench: --clients must be at least 3, --rounds at least 1, --writes at least --rounds, --reads at least twice --rounds")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := benchutil.Subreaper()
 	if err == nil {
-		err = run(ctx, *quick, *clients, *writes, *reads)
+		err = run(ctx, *quick, *clients, *writes, *reads, *rounds)
 	}
 	// Every daemon and the PostgreSQL server have been waited for by now:
 	// what is left was left behind.
@@ -83,19 +84,27 @@ type errSkip struct{ why string }
 
 func (e errSkip) Error() string { return e.why }
 
-// result is one side's figures.
-type result struct {
-	events   int // events appended in the write phase
+// side is one of the two setups the bench compares: one node on SQLite,
+// or three nodes on PostgreSQL, with its runs and its figures.
+type side struct {
+	name   string
+	nodes  []*node
+	runs   []string
+	holder []int   // index in nodes of the node that holds run c
+	before []int64 // run c's last seq before the measured writes
+	placed map[string]int
+	done   int // writes made per client so far
+
+	events   int // events appended in the write phases
 	elapsed  time.Duration
 	writes   []time.Duration
 	local    []time.Duration // writes that reached the run's node (cluster)
 	fwd      []time.Duration // writes forwarded to it (cluster)
 	getRun   []time.Duration
 	getEvent []time.Duration
-	placed   map[string]int // node → runs
 }
 
-func run(ctx context.Context, quick bool, clients, writes, reads int) error {
+func run(ctx context.Context, quick bool, clients, writes, reads, rounds int) error {
 	tmp, err := os.MkdirTemp("", "paddock-bench-cluster-")
 	if err != nil {
 		return err
@@ -118,54 +127,70 @@ func run(ctx context.Context, quick bool, clients, writes, reads int) error {
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddock").CombinedOutput(); err != nil {
 		return fmt.Errorf("build: %v\n%s", err, out)
 	}
-
-	// One node on SQLite.
-	benchutil.Step("one node on SQLite: %d clients, %d writes then %d reads each", clients, writes, reads)
-	solo, err := startNode(ctx, bin, filepath.Join(tmp, "solo"))
-	if err != nil {
-		return err
-	}
-	lite, err := measure(ctx, []*node{solo}, repo, clients, writes, reads)
-	if serr := solo.stop(); err == nil {
-		err = serr
-	}
-	if err != nil {
-		return fmt.Errorf("SQLite: %w", err)
-	}
-
-	// Three nodes on PostgreSQL.
 	benchutil.Step("starting PostgreSQL (%s)", pgBin)
 	pg, err := startPostgres(ctx, pgBin)
 	if err != nil {
 		return err
 	}
 	defer pg.stop()
-	benchutil.Step("three nodes on PostgreSQL: %d clients, %d writes then %d reads each", clients, writes, reads)
-	per := (clients + 2) / 3
-	var nodes []*node
+
+	// Both sides run side by side, so that their phases interleave: one
+	// node on SQLite, three on PostgreSQL, each taking a third of the runs.
+	benchutil.Step("starting one node on SQLite and three on PostgreSQL")
+	var all []*node
 	stopAll := func() error {
 		var errs []error
-		for _, n := range nodes {
+		for _, n := range all {
 			errs = append(errs, n.stop())
 		}
+		all = nil
 		return errors.Join(errs...)
 	}
+	defer stopAll()
+	solo, err := startNode(ctx, bin, filepath.Join(tmp, "solo"))
+	if err != nil {
+		return err
+	}
+	all = append(all, solo)
+	lite := &side{name: "SQLite", nodes: []*node{solo}}
+	cl := &side{name: "PostgreSQL"}
+	per := (clients + 2) / 3
 	for i := 1; i <= 3; i++ {
 		id := fmt.Sprintf("n%d", i)
 		n, err := startNode(ctx, bin, filepath.Join(tmp, id), "--store", pg.url, "--node-id", id,
 			"--node-capacity", strconv.Itoa(per))
 		if err != nil {
-			stopAll()
 			return err
 		}
-		nodes = append(nodes, n)
+		all = append(all, n)
+		cl.nodes = append(cl.nodes, n)
 	}
-	cl, err := measure(ctx, nodes, repo, clients, writes, reads)
-	if serr := stopAll(); err == nil {
-		err = serr
+	for _, sd := range []*side{lite, cl} {
+		if err := sd.setUp(ctx, repo, clients); err != nil {
+			return fmt.Errorf("%s: %w", sd.name, err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("PostgreSQL: %w", err)
+	// The rounds: each side's writes, then each side's reads, in turn.
+	for r := range rounds {
+		n := writes/rounds + btoi(r < writes%rounds)
+		m := reads/rounds + btoi(r < reads%rounds)
+		for _, sd := range []*side{lite, cl} {
+			benchutil.Step("round %d/%d, %s: %d clients, %d writes each, then %d reads each", r+1, rounds, sd.name, clients, n, m)
+			if err := sd.write(ctx, n); err != nil {
+				return fmt.Errorf("%s: %w", sd.name, err)
+			}
+			if err := sd.read(ctx, m); err != nil {
+				return fmt.Errorf("%s: %w", sd.name, err)
+			}
+		}
+	}
+	for _, sd := range []*side{lite, cl} {
+		if err := sd.check(ctx, writes); err != nil {
+			return fmt.Errorf("%s: %w", sd.name, err)
+		}
+	}
+	if err := stopAll(); err != nil {
+		return err
 	}
 	if err := pg.stop(); err != nil {
 		return err
@@ -176,16 +201,23 @@ func run(ctx context.Context, quick bool, clients, writes, reads int) error {
 	p99 := func(a, b []time.Duration) string {
 		return fmt.Sprintf("%.2f×", float64(benchutil.Percentile(a, 99))/float64(benchutil.Percentile(b, 99)))
 	}
-	rate := func(r result) float64 { return float64(r.events) / r.elapsed.Seconds() }
+	rate := func(sd *side) float64 { return float64(sd.events) / sd.elapsed.Seconds() }
 	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", benchutil.Machine(tmp))
-	fmt.Printf("| cluster: events appended through the API, %d clients × %d write tool calls, one overlay run each (every run's events complete and gap-free) | %.0f events/s (3 nodes on PostgreSQL, runs placed %s) | %.0f events/s (1 node on SQLite) | %.2f× |\n",
-		clients, writes, rate(cl), placement(cl.placed), rate(lite), rate(cl)/rate(lite))
+	fmt.Printf("| cluster: events appended through the API, %d clients × %d write tool calls, one overlay run each, %d interleaved rounds (every run's events complete and gap-free) | %.0f events/s (3 nodes on PostgreSQL, runs placed %s) | %.0f events/s (1 node on SQLite) | %.2f× |\n",
+		clients, writes, rounds, rate(cl), placement(cl.placed), rate(lite), rate(cl)/rate(lite))
 	fmt.Printf("| cluster: write tool call latency under that load (p99 ratio) | %s | %s | %s |\n", lat(cl.writes), lat(lite.writes), p99(cl.writes, lite.writes))
 	fmt.Printf("| cluster: of which reached the run's node / forwarded to it (%d / %d calls) | %s / %s | – | %s / %s |\n",
 		len(cl.local), len(cl.fwd), lat(cl.local), lat(cl.fwd), p99(cl.local, lite.writes), p99(cl.fwd, lite.writes))
 	fmt.Printf("| cluster: GET run latency, %d clients reading at once (p99 ratio) | %s | %s | %s |\n", clients, lat(cl.getRun), lat(lite.getRun), p99(cl.getRun, lite.getRun))
 	fmt.Printf("| cluster: GET events (last 20) latency, same load (p99 ratio) | %s | %s | %s |\n", lat(cl.getEvent), lat(lite.getEvent), p99(cl.getEvent, lite.getEvent))
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func placement(m map[string]int) string {
@@ -196,72 +228,78 @@ func placement(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// measure runs the workload on nodes (one, or the three of a cluster).
-func measure(ctx context.Context, nodes []*node, repo string, clients, writes, reads int) (result, error) {
-	res := result{placed: map[string]int{}}
-	if _, err := nodes[0].c.AddProject(ctx, paddock.AddProjectRequest{Path: repo, Name: "app"}); err != nil {
-		return res, err
+// setUp adds the project and makes the side's runs, one after another
+// (placement reads the load as it is when it is asked), each through the
+// next node, and writes once in each (the first write makes the run's
+// harness: not part of the figures).
+func (sd *side) setUp(ctx context.Context, repo string, clients int) error {
+	sd.placed = map[string]int{}
+	if _, err := sd.nodes[0].c.AddProject(ctx, paddock.AddProjectRequest{Path: repo, Name: "app"}); err != nil {
+		return err
 	}
-	// The runs, made one after another (placement reads the load as it is
-	// when it is asked), each through the next node.
-	runs := make([]string, clients)
-	holder := make([]int, clients) // index in nodes of the node that holds run c
+	sd.runs, sd.holder = make([]string, clients), make([]int, clients)
 	for c := range clients {
-		r, err := nodes[c%len(nodes)].c.Create(ctx, paddock.CreateRunRequest{Project: "app", Kind: string(paddock.KindOverlay)})
+		r, err := sd.nodes[c%len(sd.nodes)].c.Create(ctx, paddock.CreateRunRequest{Project: "app", Kind: string(paddock.KindOverlay)})
 		if err != nil {
-			return res, fmt.Errorf("create run %d: %w", c, err)
+			return fmt.Errorf("create run %d: %w", c, err)
 		}
-		runs[c] = r.ID
-		res.placed[r.Node]++
-		for i, n := range nodes {
+		sd.runs[c] = r.ID
+		sd.placed[r.Node]++
+		for i, n := range sd.nodes {
 			if n.id == r.Node {
-				holder[c] = i
+				sd.holder[c] = i
 			}
 		}
-		// The first write makes the run's harness: not part of the figures.
-		if _, err := nodes[0].c.CallTool(ctx, r.ID, "write", map[string]string{"path": "warm.txt", "content": "x"}); err != nil {
-			return res, fmt.Errorf("first write on run %d: %w", c, err)
+		if _, err := sd.nodes[0].c.CallTool(ctx, r.ID, "write", map[string]string{"path": "warm.txt", "content": "x"}); err != nil {
+			return fmt.Errorf("first write on run %d: %w", c, err)
 		}
 	}
-	var before []int64
-	for _, id := range runs {
-		r, err := nodes[0].c.Run(ctx, id)
+	for _, id := range sd.runs {
+		r, err := sd.nodes[0].c.Run(ctx, id)
 		if err != nil {
-			return res, err
+			return err
 		}
-		before = append(before, r.LastSeq)
+		sd.before = append(sd.before, r.LastSeq)
 	}
+	return nil
+}
 
-	var mu sync.Mutex
-	each := func(fn func(c int) error) (time.Duration, error) {
-		errs := make(chan error, clients)
-		var wg sync.WaitGroup
-		start := time.Now()
-		for c := range clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := fn(c); err != nil {
-					errs <- fmt.Errorf("client %d: %w", c, err)
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		return time.Since(start), <-errs
+// each runs fn for every client at once and returns how long they took.
+func (sd *side) each(fn func(c int) error) (time.Duration, error) {
+	errs := make(chan error, len(sd.runs))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range sd.runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(c); err != nil {
+				errs <- fmt.Errorf("client %d: %w", c, err)
+			}
+		}()
 	}
-	elapsed, err := each(func(c int) error {
+	wg.Wait()
+	close(errs)
+	return time.Since(start), <-errs
+}
+
+// write has every client make n write tool calls on its run as fast as it
+// can; on the cluster, client c's call i goes through node (c+i) mod 3.
+func (sd *side) write(ctx context.Context, n int) error {
+	var mu sync.Mutex
+	elapsed, err := sd.each(func(c int) error {
 		var all, local, fwd []time.Duration
-		for i := range writes {
-			via := (c + i) % len(nodes)
+		for k := range n {
+			i := sd.done + k
+			via := (c + i) % len(sd.nodes)
 			t0 := time.Now()
-			if _, err := nodes[via].c.CallTool(ctx, runs[c], "write", map[string]string{"path": fmt.Sprintf("out/%d.txt", i%50), "content": strconv.Itoa(i)}); err != nil {
+			if _, err := sd.nodes[via].c.CallTool(ctx, sd.runs[c], "write", map[string]string{"path": fmt.Sprintf("out/%d.txt", i%50), "content": strconv.Itoa(i)}); err != nil {
 				return err
 			}
 			d := time.Since(t0)
 			all = append(all, d)
-			if len(nodes) > 1 {
-				if via == holder[c] {
+			if len(sd.nodes) > 1 {
+				if via == sd.holder[c] {
 					local = append(local, d)
 				} else {
 					fwd = append(fwd, d)
@@ -269,61 +307,71 @@ func measure(ctx context.Context, nodes []*node, repo string, clients, writes, r
 			}
 		}
 		mu.Lock()
-		res.writes, res.local, res.fwd = append(res.writes, all...), append(res.local, local...), append(res.fwd, fwd...)
+		sd.writes, sd.local, sd.fwd = append(sd.writes, all...), append(sd.local, local...), append(sd.fwd, fwd...)
 		mu.Unlock()
 		return nil
 	})
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.elapsed = elapsed
-	_, err = each(func(c int) error {
+	sd.done += n
+	sd.elapsed += elapsed
+	sd.events += n * len(sd.runs)
+	return nil
+}
+
+// read has every client read its run's record and its last 20 events,
+// alternately, n calls in all, through the nodes in turn.
+func (sd *side) read(ctx context.Context, n int) error {
+	var mu sync.Mutex
+	_, err := sd.each(func(c int) error {
 		var gr, ge []time.Duration
-		for i := range reads {
-			cl := nodes[(c+i)%len(nodes)].c
+		for i := range n {
+			cl := sd.nodes[(c+i)%len(sd.nodes)].c
 			t0 := time.Now()
 			if i%2 == 0 {
-				if _, err := cl.Run(ctx, runs[c]); err != nil {
+				if _, err := cl.Run(ctx, sd.runs[c]); err != nil {
 					return err
 				}
 				gr = append(gr, time.Since(t0))
 			} else {
-				if _, err := cl.Events(ctx, runs[c], before[c]+int64(writes)-20, 20); err != nil {
+				if _, err := cl.Events(ctx, sd.runs[c], max(sd.before[c]+int64(sd.done)-20, 0), 20); err != nil {
 					return err
 				}
 				ge = append(ge, time.Since(t0))
 			}
 		}
 		mu.Lock()
-		res.getRun, res.getEvent = append(res.getRun, gr...), append(res.getEvent, ge...)
+		sd.getRun, sd.getEvent = append(sd.getRun, gr...), append(sd.getEvent, ge...)
 		mu.Unlock()
 		return nil
 	})
-	if err != nil {
-		return res, err
-	}
-	// Every write's event is there once, in order, with no gap, whichever
-	// node took it; read through the last node.
-	for c, id := range runs {
-		evs, err := nodes[len(nodes)-1].c.Events(ctx, id, 0, 1<<30)
+	return err
+}
+
+// check: every write's event is there once, in order, with no gap,
+// whichever node took it (read through the last node), and nothing else
+// was appended while the writes were measured.
+func (sd *side) check(ctx context.Context, writes int) error {
+	for c, id := range sd.runs {
+		evs, err := sd.nodes[len(sd.nodes)-1].c.Events(ctx, id, 0, 1<<30)
 		if err != nil {
-			return res, err
+			return err
 		}
 		n := 0
 		for i, e := range evs {
 			if e.Seq != int64(i+1) {
-				return res, fmt.Errorf("run %s: event %d has seq %d", id, i, e.Seq)
+				return fmt.Errorf("run %s: event %d has seq %d", id, i, e.Seq)
 			}
-			if e.Seq > before[c] && e.Type == paddock.EventToolCall {
+			if e.Seq > sd.before[c] && e.Type == paddock.EventToolCall {
 				n++
 			}
 		}
-		if n != writes {
-			return res, fmt.Errorf("run %s: %d tool calls recorded after the warm-up, want %d", id, n, writes)
+		if n != writes || len(evs) != int(sd.before[c])+writes {
+			return fmt.Errorf("run %s: %d tool calls and %d events recorded after the warm-up, want %d of each", id, n, len(evs)-int(sd.before[c]), writes)
 		}
-		res.events += int(evs[len(evs)-1].Seq - before[c])
 	}
-	return res, nil
+	return nil
 }
 
 // makeRepo makes a small git repository: a few files, one commit.
