@@ -1,14 +1,16 @@
 // Command cluster measures paddock's API as three nodes on one PostgreSQL
 // database beside one daemon on SQLite, in one run on one machine.
 //
-// Each side gets the same clients, one overlay run each, made through the
-// API. The write is the `write` tool (one tool.call event each, durable
-// before it is answered), the cheapest API call that records an event: in
-// the first phase every client writes as fast as it can, which gives the
-// events appended per second and the write latency. In the second phase
-// every client reads its run's record (GET /v1/runs/{id}) and its last
-// events (GET /v1/runs/{id}/events), which gives the read latency. Then
-// every run's events must be complete, in order and gap-free.
+// Both sides run side by side and get the same clients, one overlay run
+// each, made through the API; their phases interleave in rounds (--rounds),
+// since the machine's other load drifts. The write is the `write` tool (one
+// tool.call event each, durable before it is answered), the cheapest API
+// call that records an event: in a write phase every client writes as fast
+// as it can, which gives the events appended per second and the write
+// latency. In a read phase every client reads its run's record
+// (GET /v1/runs/{id}) and its last events (GET /v1/runs/{id}/events),
+// alternately, which gives the read latency. Then every run's events must
+// be complete, in order and gap-free.
 //
 // On the cluster, client c's call i goes through node (c+i) mod 3's unix
 // socket: a third of the writes reach the node that holds the run, two
