@@ -73,6 +73,10 @@ func servedAnywhere(method, rest string) bool {
 	return false
 }
 
+// placed are the calls that make runs of a project named in their body:
+// they go to the node Place picks (a flow's runs are made where it starts).
+var placed = map[string]bool{"/v1/runs": true, "/v1/bootstrap": true, "/v1/flows": true}
+
 // maxCreateBody bounds the body of a create this node reads to place it.
 const maxCreateBody = 1 << 20
 
@@ -89,7 +93,7 @@ func (s *Server) forward(next http.Handler) http.Handler {
 			return
 		}
 		self := s.Cluster.Self()
-		if r.Method == http.MethodPost && r.URL.Path == "/v1/runs" {
+		if r.Method == http.MethodPost && placed[r.URL.Path] {
 			body, err := io.ReadAll(io.LimitReader(r.Body, maxCreateBody+1))
 			if err != nil {
 				writeError(w, paddock.Errorf(paddock.CodeBadRequest, "reading the request: %v", err))

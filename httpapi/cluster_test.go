@@ -114,6 +114,12 @@ func TestForwarding(t *testing.T) {
 	if got := a.do(t, a.h, "POST", "/v1/runs", `{"project":"app","secrets":["K"]}`); got.status != 201 || b.svc.whats() != "Create app [K]" || a.svc.whats() != "" {
 		t.Fatalf("placed create: %d %s", got.status, got.Data)
 	}
+	if got := a.do(t, a.h, "POST", "/v1/bootstrap", `{"project":"app","agent":{"name":"coder"},"task":"fix"}`); got.status != 201 || b.svc.whats() != "Bootstrap app coder fix" || a.svc.whats() != "" {
+		t.Fatalf("placed bootstrap: %d %s", got.status, got.Data)
+	}
+	if got := a.do(t, a.h, "POST", "/v1/flows", `{"workflow":"task-with-review","project":"app","task":"fix"}`); got.status != 201 || b.svc.whats() != "StartFlow task-with-review app fix" || a.svc.whats() != "" {
+		t.Fatalf("placed flow: %d %s", got.status, got.Data)
+	}
 	// A client cannot pass for a forwarding node: its node headers are
 	// dropped, and the call is forwarded all the same.
 	req = httptest.NewRequest("GET", "http://paddock"+run+"/changeset", nil)

@@ -229,20 +229,38 @@ func (s *Store) Locate(ctx context.Context, id string) (paddock.Node, error) {
 }
 
 // Place picks the node for a new run of project: among the live nodes
-// with room (fewer live runs than their capacity), one that has made runs
-// of the project before (its base snapshots are warm), then the one with
-// the most room, then by id. CodeBusy when every node is full.
+// with room (fewer live runs and places held than their capacity), one
+// that has made runs of the project before (its base snapshots are warm),
+// then the one with the most room, then by id; and holds a place there
+// for reservationTerm, which the node's CreateRun takes back. Places are
+// taken one at a time (a transaction-level advisory lock), so that creates
+// placed at once spread over the nodes. CodeBusy when every node is full.
 func (s *Store) Place(ctx context.Context, project string) (paddock.Node, error) {
 	var n paddock.Node
-	err := s.pool.QueryRow(ctx, `WITH load AS (
-			SELECT n.id,
-				(SELECT count(*) FROM runs r JOIN workspaces w ON w.run_id = r.id
-					WHERE r.node = n.id AND r.removed_at IS NULL AND w.state = ANY($1)) AS live,
-				EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND r.project = $2 AND r.removed_at IS NULL) AS warm
-			FROM paddock_nodes n WHERE n.state = 'alive' AND n.lease_until > now())
-		SELECT `+prefixed("n.", nodeCols)+`, l.live FROM paddock_nodes n JOIN load l ON l.id = n.id
-		WHERE l.live < n.capacity
-		ORDER BY l.warm DESC, n.capacity - l.live DESC, n.id LIMIT 1`, liveStates, project).Scan(nodeDest(&n)...)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, placementLock); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM paddock_reservations WHERE expires_at < now()`); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, `WITH load AS (
+				SELECT n.id,
+					(SELECT count(*) FROM runs r JOIN workspaces w ON w.run_id = r.id
+						WHERE r.node = n.id AND r.removed_at IS NULL AND w.state = ANY($1))
+					+ (SELECT count(*) FROM paddock_reservations v WHERE v.node = n.id) AS live,
+					EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND r.project = $2 AND r.removed_at IS NULL) AS warm
+				FROM paddock_nodes n WHERE n.state = 'alive' AND n.lease_until > now())
+			SELECT `+prefixed("n.", nodeCols)+`, l.live FROM paddock_nodes n JOIN load l ON l.id = n.id
+			WHERE l.live < n.capacity
+			ORDER BY l.warm DESC, n.capacity - l.live DESC, n.id LIMIT 1`, liveStates, project).Scan(nodeDest(&n)...)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO paddock_reservations (node, project, expires_at) VALUES ($1, $2, now() + $3 * interval '1 millisecond')`,
+			n.ID, project, reservationTerm.Milliseconds())
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return n, paddock.Errorf(paddock.CodeBusy, "every node is at its capacity of live runs; reject, retain or remove runs, or add a node")
 	}
@@ -251,6 +269,13 @@ func (s *Store) Place(ctx context.Context, project string) (paddock.Node, error)
 	}
 	return n, nil
 }
+
+// placementLock is the advisory lock Place takes: "paddock2" in ASCII.
+const placementLock int64 = 0x7061646f636b32
+
+// reservationTerm is how long a place Place holds lasts if no run is made
+// on it (the call failed, or was refused).
+var reservationTerm = 30 * time.Second
 
 func prefixed(p, cols string) string {
 	out := ""

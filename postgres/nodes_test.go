@@ -301,3 +301,47 @@ func TestPlace(t *testing.T) {
 		t.Fatalf("nodes: %+v %v", all, err)
 	}
 }
+
+// TestPlaceSpreads: creates placed at once spread over the nodes, each
+// holding a place until its run is made; none is placed past capacity.
+func TestPlaceSpreads(t *testing.T) {
+	ns := nodes(t, 2, 30*time.Second)
+	ctx := context.Background()
+	for i, s := range ns { // capacity 1 each
+		id := fmt.Sprintf("n%d", i)
+		if _, err := s.Join(ctx, postgres.NodeConfig{ID: id, Home: "home-" + id, Address: "http://127.0.0.1:1", Capacity: 1, Lease: 30 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	got := map[string]int{}
+	busy := 0
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := ns[i%2].Place(ctx, "app")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case paddock.IsCode(err, paddock.CodeBusy):
+				busy++
+			case err != nil:
+				t.Error(err)
+			default:
+				got[n.ID]++
+			}
+		}()
+	}
+	wg.Wait()
+	if got["n0"] != 1 || got["n1"] != 1 || busy != 2 {
+		t.Fatalf("placed %v, busy %d", got, busy)
+	}
+	// A run made on n0 takes its place back: n0 is still full (its run),
+	// and stays so after the place would have expired.
+	mkRun(t, ns[0], "app", "r-1", paddock.StateReady)
+	if n, err := ns[0].Place(ctx, "app"); !paddock.IsCode(err, paddock.CodeBusy) {
+		t.Fatalf("placed on %s with every node full: %v", n.ID, err)
+	}
+}

@@ -280,6 +280,12 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	r.LastSeq = 0
 	if t.node != "" {
 		r.Node, r.NodeState = t.node, paddock.NodeAlive
+		// The place Place held for this run, if it did, is taken back: the
+		// run counts now.
+		if _, err := t.tx.Exec(ctx, `DELETE FROM paddock_reservations WHERE id = (SELECT id FROM paddock_reservations
+			WHERE node = $1 ORDER BY project = $2 DESC, id LIMIT 1)`, t.node, r.Project); err != nil {
+			return wrap("create run", err)
+		}
 	}
 	if w := r.Workspace; w != nil {
 		cp, err := jsonText(w.Checkpoint, w.Checkpoint == nil)

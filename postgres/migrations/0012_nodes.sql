@@ -41,3 +41,14 @@ CREATE TABLE paddock_checkpoints (
 	taken_at      timestamptz NOT NULL,
 	content       bytea NOT NULL
 );
+
+-- A place a node holds for a run being made on it (Place): counted with
+-- its live runs until the run is made (CreateRun takes it back) or it
+-- expires, so that creates placed at once do not all pick the same node.
+CREATE TABLE paddock_reservations (
+	id         bigserial PRIMARY KEY,
+	node       text COLLATE "C" NOT NULL,
+	project    text COLLATE "C" NOT NULL,
+	expires_at timestamptz NOT NULL
+);
+CREATE INDEX paddock_reservations_node ON paddock_reservations(node);
