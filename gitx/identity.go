@@ -90,6 +90,41 @@ func (g *Git) CheckFingerprint(ctx context.Context, repo *Repo, fp string) (bool
 	return err == nil && typ == "commit", nil
 }
 
+// LocalFingerprint is fp as this copy of the repository has it: the same
+// root commit (it must exist here) and path, and this copy's inode. Nodes
+// that share a store each have their own copy of a project at the same
+// path (a clone, a shared file system), with its own inode: a node checks
+// its copy against the fingerprint it made this way the first time,
+// rather than against the declaring node's inode. ok is false when repo
+// is not that repository (another path, or no such root commit).
+func (g *Git) LocalFingerprint(ctx context.Context, repo *Repo, fp string) (local string, ok bool, err error) {
+	rest, isNew := strings.CutPrefix(fp, fingerprintPrefix)
+	if !isNew {
+		same, err := g.checkLegacyFingerprint(ctx, repo, fp)
+		return fp, same, err
+	}
+	var root, dir string
+	var ino uint64
+	if n, err := fmt.Sscanf(rest, "%s inode:%d dir:%s", &root, &ino, &dir); n != 3 || err != nil || !isHex(root) {
+		return "", false, fmt.Errorf("gitx: malformed fingerprint %q", fp)
+	}
+	if dir != pathHash(repo.CommonDir) {
+		return "", false, nil
+	}
+	here, err := inode(repo.CommonDir)
+	if err != nil {
+		return "", false, fmt.Errorf("gitx: local fingerprint: %w", err)
+	}
+	typ, err := g.line(ctx, repoAt(repo.Root), "cat-file", "-t", root)
+	if err != nil && ctx.Err() != nil {
+		return "", false, fmt.Errorf("gitx: local fingerprint: %w", err)
+	}
+	if err != nil || typ != "commit" {
+		return "", false, nil
+	}
+	return fmt.Sprintf("%s%s inode:%d dir:%s", fingerprintPrefix, root, here, dir), true, nil
+}
+
 // checkLegacyFingerprint checks a fingerprint of the first form: a hash of
 // every root commit of HEAD's history and the common directory's path.
 // Checking it walks the whole history; re-declaring the project replaces it.

@@ -12,10 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/workspace"
 )
@@ -449,4 +451,37 @@ func (m *Manager) selfNode() string {
 // its own every run is; with nodes, the runs this node holds.
 func (m *Manager) mine(r *paddock.Run) bool {
 	return m.Cluster == nil || r.Node == m.selfNode()
+}
+
+// nodeFingerprint is the fingerprint run creates on this node check the
+// project's repository against: the declared one on a daemon of its own;
+// with nodes, this node's own, made from the declared one the first time
+// the node uses the project (its copy at the same path, with the same
+// history, has its own inode) and kept in its state directory.
+func (m *Manager) nodeFingerprint(ctx context.Context, repo *gitx.Repo, p *paddock.Project) (string, error) {
+	if m.Cluster == nil {
+		return p.Fingerprint, nil
+	}
+	path := filepath.Join(m.ArtifactsDir, "fingerprints", p.Name)
+	if b, err := os.ReadFile(path); err == nil {
+		declared, local, ok := strings.Cut(strings.TrimSpace(string(b)), "\n")
+		if ok && declared == p.Fingerprint {
+			return local, nil
+		}
+	}
+	local, ok, err := m.Git.LocalFingerprint(ctx, repo, p.Fingerprint)
+	if err != nil {
+		return "", internal("checking the project's repository failed", err)
+	}
+	if !ok {
+		return "", paddock.Errorf(paddock.CodeConflict, "project %q: %s on this node (%s) is not the repository that was declared (another path, or its first commit is missing)",
+			p.Name, p.Root, m.selfNode())
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", internal("keeping this node's fingerprint of the project failed", err)
+	}
+	if err := durable.WriteFile(path, []byte(p.Fingerprint+"\n"+local+"\n")); err != nil {
+		return "", internal("keeping this node's fingerprint of the project failed", err)
+	}
+	return local, nil
 }

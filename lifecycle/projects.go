@@ -275,7 +275,11 @@ func (m *Manager) checkRepo(ctx context.Context, p *paddock.Project) (*gitx.Repo
 		}
 		return nil, err
 	}
-	same, err := m.Git.CheckFingerprint(ctx, repo, p.Fingerprint)
+	fp, err := m.nodeFingerprint(ctx, repo, p)
+	if err != nil {
+		return nil, err
+	}
+	same, err := m.Git.CheckFingerprint(ctx, repo, fp)
 	if err != nil {
 		return nil, internal("checking the project's repository failed", err)
 	}
