@@ -1,0 +1,147 @@
+package postgres_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/postgres"
+)
+
+// TestTakeRunRacesItsNodeRejoining: a node that left (or was lost) joins
+// again while another node is adopting one of its runs. TakeRun read the
+// node's state without locking its row, so the rejoin committed between
+// TakeRun's check and its commit: the rejoined node listed the run among
+// its own workspaces (what its Recover acts on, with writes its fence lets
+// through) while the adopting node took it. Two nodes owned one run.
+// Either the rejoin must wait for the take (and then not see the run), or
+// the take must be refused.
+func TestTakeRunRacesItsNodeRejoining(t *testing.T) {
+	ns := nodes(t, 2, 30*time.Second)
+	a, b := ns[0], ns[1]
+	ctx := context.Background()
+	mkRun(t, a, "app", "r-1", paddock.StateActive)
+	if err := a.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		ids []string
+		err error
+	}
+	rejoined := make(chan seen, 1)
+	var during bool
+	_, takeErr := b.TakeRun(ctx, "r-1", func(tx paddock.Tx) error {
+		// b has checked that n0 is not alive; n0 restarts now.
+		go func() {
+			var s seen
+			if _, s.err = a.Join(ctx, postgres.NodeConfig{ID: "n0", Home: "home-n0", Address: "http://127.0.0.1:1", Capacity: 4, Lease: 30 * time.Second}); s.err == nil {
+				// What n0's Recover starts from: its own workspaces.
+				s.err = a.View(ctx, func(tx paddock.Tx) error {
+					ws, err := tx.Workspaces(ctx)
+					for _, w := range ws {
+						s.ids = append(s.ids, w.RunID)
+					}
+					return err
+				})
+			}
+			rejoined <- s
+		}()
+		select {
+		case s := <-rejoined:
+			during = true
+			rejoined <- s
+		case <-time.After(time.Second):
+		}
+		return nil
+	})
+	var s seen
+	select {
+	case s = <-rejoined:
+	case <-time.After(20 * time.Second):
+		t.Fatal("n0's rejoin never returned")
+	}
+	if s.err != nil {
+		t.Fatalf("rejoin: %v", s.err)
+	}
+	if takeErr != nil {
+		if !paddock.IsCode(takeErr, paddock.CodeConflict) {
+			t.Fatalf("take: %v", takeErr)
+		}
+		return // refused: n0 keeps its run, nobody else has it
+	}
+	var owner string
+	if err := b.View(ctx, func(tx paddock.Tx) error {
+		r, err := tx.Run(ctx, "r-1")
+		if err == nil {
+			owner = r.Node
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range s.ids {
+		if id == "r-1" && owner != "n0" {
+			t.Fatalf("run r-1 is n1's (taken while n0 rejoined: rejoin finished inside the take: %v), yet n0, alive again, lists it as its own", during)
+		}
+	}
+}
+
+// TestExpectedSeqHoldsUntilCommit: the seq rule (a mutating call with
+// ?expect_seq=N is refused once the run moved on) is checked by
+// lifecycle.checkExpect with tx.Run's last_seq, inside the Update that then
+// records the call's event. SQLite runs one writer at a time, so the check
+// holds until the commit; here two Updates (on two nodes, or two calls on
+// one) both read last_seq 0, both pass, and both append: two calls that
+// each expected the run unchanged since seq 0 both went through.
+func TestExpectedSeqHoldsUntilCommit(t *testing.T) {
+	ns := nodes(t, 2, 30*time.Second)
+	ctx := context.Background()
+	mkRun(t, ns[0], "app", "r-1", paddock.StateActive)
+	var read sync.WaitGroup
+	read.Add(2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, s := range ns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Update(ctx, func(tx paddock.Tx) error {
+				// lifecycle.checkExpect, as it is.
+				r, err := tx.Run(ctx, "r-1")
+				if err != nil {
+					return err
+				}
+				if r.LastSeq != 0 {
+					return paddock.Errorf(paddock.CodeConflict, "run r-1 moved on: its last event is %d, not 0", r.LastSeq)
+				}
+				read.Done()
+				// Both checks made before either appends (a lock taken by
+				// the check would keep the other from getting here: then
+				// go on after a while).
+				done := make(chan struct{})
+				go func() { read.Wait(); close(done) }()
+				select {
+				case <-done:
+				case <-time.After(time.Second):
+				}
+				_, err = tx.AppendEvent(ctx, "r-1", "test.call", map[string]int{"node": i})
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !paddock.IsCode(err, paddock.CodeConflict):
+			t.Fatalf("an update failed otherwise: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d calls that expected seq 0 went through (%v); the seq rule lets one", ok, errs)
+	}
+}
