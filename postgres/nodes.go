@@ -442,7 +442,7 @@ func (s *Store) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) erro
 	err := s.Update(ctx, func(ptx paddock.Tx) error {
 		tx := ptx.(*Tx)
 		var node, state *string
-		err := tx.tx.QueryRow(ctx, `SELECT r.node, n.state FROM runs r LEFT JOIN paddock_nodes n ON n.id = r.node WHERE r.id = $1 FOR UPDATE OF r`, id).Scan(&node, &state)
+		err := tx.tx.QueryRow(ctx, `SELECT node FROM runs WHERE id = $1 FOR UPDATE`, id).Scan(&node)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
 		}
@@ -451,6 +451,16 @@ func (s *Store) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) erro
 		}
 		if node != nil {
 			from = *node
+			// The holder's row, locked until the take commits: a Join of
+			// that node (which takes it FOR UPDATE) waits for the take and
+			// then finds the run gone from its workspaces; a Join that
+			// came first is seen here as alive. Read without the lock, the
+			// state could be stale by the commit, and the rejoined node
+			// and this one would both hold the run.
+			err := tx.tx.QueryRow(ctx, `SELECT state FROM paddock_nodes WHERE id = $1 FOR SHARE`, from).Scan(&state)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return wrap("take run", err)
+			}
 		}
 		switch {
 		case from == tx.node:
