@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// TestFencedNodeServesNoRunCalls: a node the others marked lost (its
+// lease ran out: paused, or cut from the database while its clients still
+// reach it) goes on serving the calls on its own runs until its next
+// renewal tells it so, up to a third of a lease later. forward looked the
+// run up (on this node: served here) but not this node's own state, which
+// Locate answers as lost: an exec ran in a workspace whose run another
+// node may be adopting, and whose record the store refuses. A call on a
+// run of this node, once the shared store says the node is lost, must be
+// refused as node_lost.
+func TestFencedNodeServesNoRunCalls(t *testing.T) {
+	t.Parallel()
+	tn := newTwoNodes(t)
+	a := tn.a
+	mine := a.svc.newRun("app", nil)
+	a.svc.asked()
+	lost := tn.ca.self
+	lost.State = paddock.NodeLost
+	tn.ca.where[mine.ID] = lost
+	got := a.do(t, a.h, "POST", "/v1/runs/"+mine.ID+"/exec", `{"argv":["true"]}`)
+	if asked := a.svc.whats(); asked != "" || got.status != http.StatusServiceUnavailable || got.Error == nil || got.Error.Code != paddock.CodeNodeLost {
+		t.Fatalf("exec on a run of this node, the store saying this node is lost: %d %+v; the service was asked %q", got.status, got.Error, asked)
+	}
+}
+
+// TestNodeListenerServesOnlyItsRuns: a call forwarded to this node (the
+// forwarding node's Locate said the run is here) is served without asking
+// again where the run is. When the run moved meanwhile (adopted by another
+// node while this one was away), this node acts on a run that is not its
+// own any more, with writes its fence lets through (the fence is the
+// node's lease, not the run's holder): two nodes drive one run. The node
+// listener must refuse (never forward again) a call on a run another node
+// holds.
+func TestNodeListenerServesOnlyItsRuns(t *testing.T) {
+	t.Parallel()
+	tn := newTwoNodes(t)
+	tn.cb.mu.Lock()
+	tn.cb.where = map[string]paddock.Node{tn.bRun: {ID: "nc", State: paddock.NodeAlive, Address: "http://127.0.0.1:1"}}
+	tn.cb.mu.Unlock()
+	req, _ := http.NewRequest("POST", tn.bListener.URL+"/v1/runs/"+tn.bRun+"/exec", strings.NewReader(`{"argv":["true"]}`))
+	req.Header.Set(nodeSecretHeader, "s3cret")
+	req.Header.Set(forwardedByHeader, "na")
+	req.Header.Set(callerHeader, "operator")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if asked := tn.b.svc.whats(); asked != "" || resp.StatusCode < 400 {
+		t.Fatalf("a forwarded exec on a run node nc holds: %d; b's service was asked %q", resp.StatusCode, asked)
+	}
+}
