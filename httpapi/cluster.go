@@ -130,7 +130,13 @@ func (s *Server) forward(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // the route says there is no such run
 		case err != nil:
 			s.fail(w, r, err)
-		case n.ID == "" || n.ID == self.ID:
+		case n.ID == "":
+			next.ServeHTTP(w, r)
+		case n.ID == self.ID:
+			if err := selfFenced(self, n); err != nil {
+				writeError(w, err)
+				return
+			}
 			next.ServeHTTP(w, r)
 		case n.State != paddock.NodeAlive:
 			what := "lost: it stopped renewing its lease"
@@ -227,8 +233,46 @@ func (s *Server) NodeHandler() http.Handler {
 		if r.Header.Get(paddock.AgentHeader) != "" {
 			r = r.WithContext(paddock.WithAgent(r.Context()))
 		}
+		// The forwarding node looked the run up; it may have moved since
+		// (adopted while this node was away), or this node may have lost
+		// its lease: a run this node does not hold, alive, is not served
+		// here, and the call is not forwarded again.
+		if id, rest, ok := runPath(r.URL.Path); ok && s.Cluster != nil && !servedAnywhere(r.Method, rest) {
+			self := s.Cluster.Self()
+			n, err := s.Cluster.Locate(r.Context(), id)
+			switch {
+			case paddock.IsCode(err, paddock.CodeNotFound):
+			case err != nil:
+				s.fail(w, r, err)
+				return
+			case n.ID == self.ID:
+				if err := selfFenced(self, n); err != nil {
+					writeError(w, err)
+					return
+				}
+			case n.ID != "":
+				writeError(w, &paddock.Error{Code: paddock.CodeConflict,
+					Message: "run " + id + " is on node " + n.ID + " now, not on node " + self.ID + " (" + by + " forwarded the call here): ask again",
+					Details: map[string]any{"node": n.ID}})
+				return
+			}
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// selfFenced is node_lost when the shared store says this node (at) is
+// not the one alive under its id: marked lost or stopped, or joined again
+// by a newer epoch. Its renewal would tell it so up to a third of a lease
+// later; until then its runs' calls are refused rather than served by a
+// node whose runs another may be adopting.
+func selfFenced(self, at paddock.Node) error {
+	if at.State == paddock.NodeAlive && (at.Epoch == 0 || self.Epoch == 0 || at.Epoch == self.Epoch) {
+		return nil
+	}
+	return &paddock.Error{Code: paddock.CodeNodeLost,
+		Message: "this node (" + self.ID + ") lost its lease: the shared store says it is " + string(at.State) + ", and it serves no call on its runs; it stops at its next renewal",
+		Details: map[string]any{"node": self.ID, "node_state": at.State}}
 }
 
 // dropNodeHeaders removes what only a node may send from a client's call.
