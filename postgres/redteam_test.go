@@ -8,6 +8,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/postgres"
+	"github.com/paddock-dev/paddock/postgres/pgtest"
 )
 
 // TestTakeRunRacesItsNodeRejoining: a node that left (or was lost) joins
@@ -143,5 +144,60 @@ func TestExpectedSeqHoldsUntilCommit(t *testing.T) {
 	}
 	if ok != 1 {
 		t.Fatalf("%d calls that expected seq 0 went through (%v); the seq rule lets one", ok, errs)
+	}
+}
+
+// TestJoinFromAnotherHomeTakesNoRuns: a node is lost with a live run whose
+// workspace is on its disk (and whose checkpoint another node could
+// restore). A daemon of another state directory (a replacement machine
+// started with the dead one's --node-id, or a second daemon given the
+// same id by mistake) joins under that id: Join refuses another home only
+// while the node is alive, so it takes the id, and with it the lost
+// node's runs: they are listed as its workspaces (what its Recover acts
+// on: a directory missing there is marked orphaned, a live run no more),
+// and no other node can adopt them any more, the node being alive. A join
+// from another home must not inherit the runs of the home before it.
+func TestJoinFromAnotherHomeTakesNoRuns(t *testing.T) {
+	dsn := pgtest.Need(t).Database(t, t.TempDir())
+	ctx := context.Background()
+	open := func(id, home string, lease time.Duration) (*postgres.Store, error) {
+		s, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		_, err = s.Join(ctx, postgres.NodeConfig{ID: id, Home: home, Address: "http://127.0.0.1:1", Capacity: 4, Lease: lease})
+		return s, err
+	}
+	a, err := open("n0", "home-a", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := open("n1", "home-b", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkRun(t, a, "app", "r-1", paddock.StateActive)
+	time.Sleep(1200 * time.Millisecond)
+	if lost, err := b.Reap(ctx); err != nil || len(lost) != 1 {
+		t.Fatalf("reap: %+v %v", lost, err)
+	}
+	c, err := open("n0", "home-c", 30*time.Second)
+	if err != nil {
+		return // refused: the lost node's runs stay for adoption
+	}
+	var mine []string
+	if err := c.View(ctx, func(tx paddock.Tx) error {
+		ws, err := tx.Workspaces(ctx)
+		for _, w := range ws {
+			mine = append(mine, w.RunID)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, takeErr := b.TakeRun(ctx, "r-1", func(tx paddock.Tx) error { return nil })
+	if len(mine) != 0 || takeErr != nil {
+		t.Fatalf("a daemon of another home joined as n0 and holds %v (its workspace is on the lost node's disk); its adoption by n1: %v", mine, takeErr)
 	}
 }
