@@ -269,7 +269,7 @@ func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 		tx.Rollback(bg)
 		return err
 	}
-	if err := runFn(fn, &Tx{tx: tx, node: s.nodeID()}); err != nil {
+	if err := runFn(fn, &Tx{tx: tx, node: s.nodeID(), write: true}); err != nil {
 		tx.Rollback(bg)
 		return err
 	}
