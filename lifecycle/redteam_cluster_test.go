@@ -1,0 +1,125 @@
+package lifecycle_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/lifecycle"
+)
+
+// shared stands for the shared store's cluster side (package postgres) on
+// top of the test's own store: checkpoints kept in memory, and a take that
+// runs fn in one of the store's transactions.
+type shared struct {
+	store paddock.Store
+	mu    sync.Mutex
+	cps   map[string]paddock.RunCheckpoint
+	saves int
+}
+
+func (c *shared) Self() paddock.Node {
+	return paddock.Node{ID: "nb", Epoch: 2, State: paddock.NodeAlive}
+}
+func (c *shared) SaveCheckpoint(ctx context.Context, cp *paddock.RunCheckpoint) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.saves++
+	cp.Node = "nb"
+	c.cps[cp.RunID] = *cp
+	return nil
+}
+func (c *shared) LoadCheckpoint(ctx context.Context, id string) (*paddock.RunCheckpoint, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cp, ok := c.cps[id]
+	if !ok {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "run %s has no checkpoint", id)
+	}
+	return &cp, nil
+}
+func (c *shared) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) error) (string, error) {
+	return "na", c.store.Update(ctx, fn)
+}
+func (c *shared) Nodes(ctx context.Context) ([]paddock.Node, error) { return nil, nil }
+
+// TestFailedAdoptionCanBeRetried: a run of a lost node with a checkpoint
+// is adopted, and the adoption fails on a step of this node's (its
+// workspace cannot be made: a full disk, a path in the way). fail cleaned
+// the run up, so it is cleaned for good: its checkpoint is still in the
+// shared store, but Adopt takes only a live run, on this node or any
+// other. One failed attempt lost the run's work, which the issue's
+// adoption promises never to lose silently. A failed adoption must leave
+// the run adoptable again.
+func TestFailedAdoptionCanBeRetried(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
+	e.m.Cluster = c
+	r := e.create(t, paddock.KindClone, "")
+	if err := os.WriteFile(filepath.Join(r.Workspace.Root, "work.txt"), []byte("an hour of the agent's work\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lifecycle.StoreCheckpoint(ctx, e.m, r.ID, "test")
+	if c.saves != 1 {
+		t.Fatalf("checkpoint not stored: %d", c.saves)
+	}
+	// The node that held the run is gone, and its disk with it; on this
+	// node, something is in the way of the workspace.
+	if err := os.RemoveAll(r.Workspace.Root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.Workspace.Root, []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Adopt(ctx, r.ID, "test"); err == nil {
+		t.Fatal("an adoption whose workspace cannot be made succeeded")
+	}
+	os.Remove(r.Workspace.Root)
+	res, err := e.m.Adopt(ctx, r.ID, "test")
+	if err != nil {
+		got, _ := e.m.Run(ctx, r.ID)
+		t.Fatalf("adopting again once the way is clear: %v (the run is %s, its checkpoint still stored)", err, got.State())
+	}
+	b, err := os.ReadFile(filepath.Join(res.Run.Workspace.Root, "work.txt"))
+	if err != nil || string(b) != "an hour of the agent's work\n" {
+		t.Fatalf("restored work.txt: %q %v", b, err)
+	}
+}
+
+// TestUnchangedCheckpointIsNotStoredAgain: every job start and end, and
+// every checkpoint, packs the run's whole change set (up to the change
+// set's limit, 256 MiB by default) and writes it to the shared store,
+// replacing the last one, even when nothing changed. A run's agent starts
+// jobs and checkpoints with its own token: each call costs the shared
+// database a rewrite of the whole change set (and its WAL the same), for
+// every node. A checkpoint with the same change set as the one stored
+// must not be written again.
+func TestUnchangedCheckpointIsNotStoredAgain(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
+	e.m.Cluster = c
+	r := e.create(t, paddock.KindClone, "")
+	if err := os.WriteFile(filepath.Join(r.Workspace.Root, "work.txt"), []byte("work\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		lifecycle.StoreCheckpoint(ctx, e.m, r.ID, "job start")
+	}
+	if c.saves != 1 {
+		t.Fatalf("the same change set was written to the shared store %d times", c.saves)
+	}
+	if err := os.WriteFile(filepath.Join(r.Workspace.Root, "work.txt"), []byte("more work\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lifecycle.StoreCheckpoint(ctx, e.m, r.ID, "job end")
+	if c.saves != 2 {
+		t.Fatalf("a changed change set was not stored: %d writes", c.saves)
+	}
+}
