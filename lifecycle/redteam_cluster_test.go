@@ -1,9 +1,14 @@
 package lifecycle_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -121,5 +126,83 @@ func TestUnchangedCheckpointIsNotStoredAgain(t *testing.T) {
 	lifecycle.StoreCheckpoint(ctx, e.m, r.ID, "job end")
 	if c.saves != 2 {
 		t.Fatalf("a changed change set was not stored: %d writes", c.saves)
+	}
+}
+
+// TestAdoptionRestoresNothingOutsideOrProtected: a checkpoint is the
+// agent's files, packed by the node that held the run; what an adoption
+// writes from it goes through the working tools, with the run's
+// protections. A checkpoint naming paths outside the workspace, under
+// .git (its hooks run on the operator's next git command) or protected
+// ones (an editor's or an agent's settings) restores none of them, and
+// deletes nothing there; the ordinary file is restored.
+func TestAdoptionRestoresNothingOutsideOrProtected(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
+	e.m.Cluster = c
+	r := e.create(t, paddock.KindClone, "")
+	root := r.Workspace.Root
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "abs.txt")
+	type entry struct {
+		Path    []byte `json:"path"`
+		Deleted bool   `json:"deleted,omitempty"`
+		Mode    string `json:"mode,omitempty"`
+	}
+	entries := []entry{
+		{Path: []byte(".git/hooks/pre-commit"), Mode: "100755"},
+		{Path: []byte(".git/config"), Mode: "100644"},
+		{Path: []byte("../escape.txt"), Mode: "100644"},
+		{Path: []byte("sub/../../escape2.txt"), Mode: "100644"},
+		{Path: []byte(outside), Mode: "100644"},
+		{Path: []byte(".envrc"), Mode: "100644"},
+		{Path: []byte(".claude/settings.json"), Mode: "100644"},
+		{Path: []byte("README.md"), Deleted: true},
+		{Path: []byte(".git/HEAD"), Deleted: true},
+		{Path: []byte("ok.txt"), Mode: "100644"},
+	}
+	man, _ := json.Marshal(map[string]any{"base_revision": r.Workspace.BaseRevision, "hash": "h", "entries": entries})
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(name string, b []byte) {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(b)
+	}
+	add("manifest.json", man)
+	for i, en := range entries {
+		if !en.Deleted {
+			add("f/"+strconv.Itoa(i), []byte("#!/bin/sh\necho owned > /tmp/owned\n"))
+		}
+	}
+	tw.Close()
+	c.cps[r.ID] = paddock.RunCheckpoint{RunID: r.ID, Node: "na", BaseRevision: r.Workspace.BaseRevision, Hash: "h", Entries: len(entries), Content: buf.Bytes()}
+	res, err := e.m.Adopt(ctx, r.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root = res.Run.Workspace.Root
+	if _, err := os.Stat(filepath.Join(root, "ok.txt")); err != nil {
+		t.Fatalf("the ordinary file was not restored: %v", err)
+	}
+	for _, p := range []string{filepath.Join(root, ".git/hooks/pre-commit"), filepath.Join(root, "../escape.txt"), filepath.Join(root, "../../escape2.txt"),
+		filepath.Join(root, "../escape2.txt"), outside, filepath.Join(root, ".envrc"), filepath.Join(root, ".claude/settings.json")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("an adoption wrote %s", p)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, ".git/config")); err == nil && strings.Contains(string(b), "owned") {
+		t.Error("an adoption wrote .git/config")
+	}
+	if _, err := os.Stat(filepath.Join(root, ".git/HEAD")); err != nil {
+		t.Errorf("an adoption deleted .git/HEAD: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "README.md")); err == nil {
+		t.Error("an ordinary delete was not restored")
 	}
 }
