@@ -206,3 +206,48 @@ func TestAdoptionRestoresNothingOutsideOrProtected(t *testing.T) {
 		t.Error("an ordinary delete was not restored")
 	}
 }
+
+// TestAdoptionCarriesOrNamesTheSubmission: a run submitted its change set
+// on the node that held it (its submission, like its frozen change sets,
+// its provenance and its jobs' logs and results, is a file in that node's
+// artifacts directory), and the node was lost. The adoption restores the
+// files and the bootstrap record only, and says nothing of the rest: the
+// run's events say it submitted, the operator's approve of that very
+// change set is refused ("submit it first"), and the adoption's record
+// names no loss. What the checkpoint does not carry must be carried, or
+// named in the adoption's record.
+func TestAdoptionCarriesOrNamesTheSubmission(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
+	e.m.Cluster = c
+	r := e.create(t, paddock.KindClone, "")
+	if err := os.WriteFile(filepath.Join(r.Workspace.Root, "work.txt"), []byte("work\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := e.m.Submit(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifecycle.StoreCheckpoint(ctx, e.m, r.ID, "job end")
+	// The node is lost, and its disk with it.
+	os.RemoveAll(r.Workspace.Root)
+	os.RemoveAll(filepath.Join(e.state, "artifacts", r.ID))
+	if _, err := e.m.Adopt(ctx, r.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Approve(ctx, r.ID, cs.Hash, "op"); err == nil {
+		return // carried
+	}
+	evs, err := e.m.Events(ctx, r.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if (ev.Type == paddock.EventAdopted || ev.Type == paddock.EventResumed) && strings.Contains(string(ev.Data), "submission") {
+			return // named
+		}
+	}
+	t.Fatalf("the run submitted %s before its node was lost; adopted, its approval is refused, and the adoption names no loss", cs.Hash)
+}
