@@ -103,3 +103,36 @@ func TestMovingReviewsLeavesOtherNodesRuns(t *testing.T) {
 		t.Fatalf("node nb acted on na's review run %s: it is on %q, %s; its workspace on na: %v", rv.ID, old.Node, old.State(), statErr)
 	}
 }
+
+// TestGCLeavesOtherNodesRuns: gc on node nb judges every run of the shared
+// store against its own disk: a run of na's, whose workspace is on na's
+// disk (here: not where nb looks), is found "missing", marked orphaned
+// and cleaned, from nb, while na works in it. A node's gc must judge its
+// own runs only.
+func TestGCLeavesOtherNodesRuns(t *testing.T) {
+	a, b, _, _ := nodeEnvs(t)
+	ctx := context.Background()
+	r := a.create(t, paddock.KindClone, "")
+	// na's disk, which nb does not see.
+	away := r.Workspace.Root + ".on-na"
+	if err := os.Rename(r.Workspace.Root, away); err != nil {
+		t.Fatal(err)
+	}
+	found, err := b.m.GC(ctx, false)
+	os.Rename(away, r.Workspace.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.m.Run(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		if f.RunID == r.ID {
+			t.Errorf("nb's gc: %+v", f)
+		}
+	}
+	if got.State() != paddock.StateReady {
+		t.Fatalf("na's run is %s after nb's gc", got.State())
+	}
+}
