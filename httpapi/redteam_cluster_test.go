@@ -59,3 +59,26 @@ func TestNodeListenerServesOnlyItsRuns(t *testing.T) {
 		t.Fatalf("a forwarded exec on a run node nc holds: %d; b's service was asked %q", resp.StatusCode, asked)
 	}
 }
+
+// TestEveryNewRunIsPlaced: a new run goes to the node Place picks (room,
+// then warm snapshots), which is how a node's capacity is kept. Only
+// POST /v1/runs was placed: a bootstrap (a new run and its agent, what an
+// orchestrator makes) and a flow's start (its first run) were made on the
+// node asked, full or not. Each call that makes a run of a project must be
+// placed.
+func TestEveryNewRunIsPlaced(t *testing.T) {
+	t.Parallel()
+	tn := newTwoNodes(t)
+	a, b := tn.a, tn.b
+	tn.ca.place = tn.cb.self
+	for _, tc := range []struct{ path, body, want string }{
+		{"/v1/bootstrap", `{"project":"app","agent_name":"coder","task":"t"}`, "Bootstrap app"},
+		{"/v1/flows", `{"workflow":"review","project":"app","task":"t"}`, "StartFlow review app"},
+	} {
+		got := a.do(t, a.h, "POST", tc.path, tc.body)
+		asked, there := a.svc.whats(), b.svc.whats()
+		if asked != "" || !strings.HasPrefix(there, tc.want) {
+			t.Errorf("POST %s, placed on nb: %d; na was asked %q, nb %q", tc.path, got.status, asked, there)
+		}
+	}
+}
