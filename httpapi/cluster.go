@@ -73,6 +73,18 @@ func servedAnywhere(method, rest string) bool {
 	return false
 }
 
+// placed says whether a call makes a new run of the project its body
+// names: a create, a bootstrap (a run and its agent), a flow's start (its
+// first run). Each goes to the node Place picks, so that capacity holds
+// whichever way a run is made.
+func placed(path string) bool {
+	switch path {
+	case "/v1/runs", "/v1/bootstrap", "/v1/flows":
+		return true
+	}
+	return false
+}
+
 // maxCreateBody bounds the body of a create this node reads to place it.
 const maxCreateBody = 1 << 20
 
@@ -89,7 +101,7 @@ func (s *Server) forward(next http.Handler) http.Handler {
 			return
 		}
 		self := s.Cluster.Self()
-		if r.Method == http.MethodPost && r.URL.Path == "/v1/runs" {
+		if r.Method == http.MethodPost && placed(r.URL.Path) {
 			body, err := io.ReadAll(io.LimitReader(r.Body, maxCreateBody+1))
 			if err != nil {
 				writeError(w, paddock.Errorf(paddock.CodeBadRequest, "reading the request: %v", err))
