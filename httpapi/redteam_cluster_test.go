@@ -82,3 +82,38 @@ func TestEveryNewRunIsPlaced(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeListenerHoldsARunTokenToItsRun: on the node listener (with the
+// secret, as a forwarding node calls), a run's token reaches its own run's
+// agent routes only: not another run of the node, not an operator route,
+// and it is not turned into the operator by a caller header sent beside it.
+func TestNodeListenerHoldsARunTokenToItsRun(t *testing.T) {
+	t.Parallel()
+	tn := newTwoNodes(t)
+	other := tn.b.svc.newRun("app", nil)
+	tn.b.svc.asked()
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/v1/runs/" + other.ID + "/exec", `{"argv":["true"]}`},
+		{"GET", "/v1/runs/" + other.ID + "/changeset", ""},
+		{"POST", "/v1/runs/" + tn.bRun + "/approve", `{"hash":"sha256:x"}`},
+		{"DELETE", "/v1/runs/" + tn.bRun, ""},
+		{"GET", "/v1/runs", ""},
+	} {
+		req, _ := http.NewRequest(tc.method, tn.bListener.URL+tc.path, strings.NewReader(tc.body))
+		req.Header.Set(nodeSecretHeader, "s3cret")
+		req.Header.Set(forwardedByHeader, "na")
+		req.Header.Set(callerHeader, "operator")
+		req.Header.Set("Authorization", "Bearer "+tn.bTok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s %s with run %s's token: %d", tc.method, tc.path, tn.bRun, resp.StatusCode)
+		}
+	}
+	if asked := tn.b.svc.whats(); asked != "" {
+		t.Fatalf("b's service was asked %q", asked)
+	}
+}
