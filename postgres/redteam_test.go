@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -199,5 +200,43 @@ func TestJoinFromAnotherHomeTakesNoRuns(t *testing.T) {
 	_, takeErr := b.TakeRun(ctx, "r-1", func(tx paddock.Tx) error { return nil })
 	if len(mine) != 0 || takeErr != nil {
 		t.Fatalf("a daemon of another home joined as n0 and holds %v (its workspace is on the lost node's disk); its adoption by n1: %v", mine, takeErr)
+	}
+}
+
+// TestRenewNotStarvedByBusyPool: a node proves it is alive with Renew, on
+// the same pool of connections (pgxpool's default: 4, or one per CPU) as
+// its work: while that many transactions are under way (checkpoints of
+// whole change sets at every job start and end, a slow statement, a
+// transaction held by a slow fn), the renewal waits for a connection, the
+// lease runs out, another node marks this one lost, and its work is
+// refused with it. The renewal must not wait behind the node's own work.
+func TestRenewNotStarvedByBusyPool(t *testing.T) {
+	ns := nodes(t, 1, 30*time.Second)
+	s := ns[0]
+	ctx := context.Background()
+	mkRun(t, s, "app", "r-1", paddock.StateActive)
+	busy := max(4, runtime.NumCPU())
+	release := make(chan struct{})
+	var started, done sync.WaitGroup
+	for range busy {
+		started.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			s.Update(ctx, func(tx paddock.Tx) error {
+				started.Done()
+				<-release
+				return nil
+			})
+		}()
+	}
+	started.Wait()
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err := s.Renew(rctx)
+	cancel()
+	close(release)
+	done.Wait()
+	if err != nil {
+		t.Fatalf("renewal while %d transactions are under way: %v", busy, err)
 	}
 }
