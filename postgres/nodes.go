@@ -141,7 +141,8 @@ func (s *Store) Self() paddock.Node {
 	return paddock.Node{ID: n.cfg.ID, Epoch: n.epoch, Address: n.cfg.Address, Capacity: n.cfg.Capacity, State: paddock.NodeAlive}
 }
 
-// Renew pushes this node's lease on. A node marked lost, or joined again
+// Renew pushes this node's lease on, on a connection of its own (not one
+// of the pool the node's work waits for). A node marked lost, or joined again
 // by a newer epoch, is refused with ErrFenced (code node_lost): it must
 // stop, since its runs may be another's now. A lease that ran out without
 // another node noticing is renewed.
@@ -150,7 +151,7 @@ func (s *Store) Renew(ctx context.Context) error {
 	if n == nil {
 		return errors.New("postgres: this store has not joined as a node")
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
+	tag, err := s.lease.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
 		WHERE id = $1 AND epoch = $2 AND state = 'alive'`, n.cfg.ID, n.epoch, n.cfg.Lease.Milliseconds())
 	if err != nil {
 		return wrap("renew the node's lease", err)
