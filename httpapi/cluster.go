@@ -164,6 +164,16 @@ func (s *Server) forward(next http.Handler) http.Handler {
 	})
 }
 
+// nodeTransport carries the calls one node forwards to another. It takes
+// no proxy the environment names (HTTP_PROXY, which the default transport
+// follows for any address but loopback): each call carries the cluster's
+// secret, and runs' tokens.
+var nodeTransport http.RoundTripper = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	return t
+}()
+
 // proxy hands the call to node n as its caller made it: the body, the
 // streams, an upgraded connection (exec/attach) all pass through.
 func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node) {
@@ -193,6 +203,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node) {
 				h.Set(callerHeader, "operator")
 			}
 		},
+		Transport:     nodeTransport,
 		FlushInterval: -1, // streams (events, exec output, MCP) as they come
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.log().Warn("forwarding a call to its run's node failed", "node", n.ID, "path", r.URL.Path, "err", err)

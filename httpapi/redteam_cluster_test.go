@@ -117,3 +117,17 @@ func TestNodeListenerHoldsARunTokenToItsRun(t *testing.T) {
 		t.Fatalf("b's service was asked %q", asked)
 	}
 }
+
+// TestForwardingTakesNoProxy: a forwarded call carries the cluster's
+// secret (the operator's power on every node listener) and runs' tokens.
+// The reverse proxy's default transport sends calls to a node on another
+// machine through HTTP_PROXY when the daemon's environment names one (a
+// loopback node is exempt): the secret would go to that proxy. Calls
+// between nodes take no proxy.
+func TestForwardingTakesNoProxy(t *testing.T) {
+	t.Parallel()
+	tr, ok := nodeTransport.(*http.Transport)
+	if !ok || tr.Proxy != nil {
+		t.Fatalf("the transport between nodes: %T, proxy set: %v", nodeTransport, ok && tr.Proxy != nil)
+	}
+}
