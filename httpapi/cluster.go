@@ -73,9 +73,17 @@ func servedAnywhere(method, rest string) bool {
 	return false
 }
 
-// placed are the calls that make runs of a project named in their body:
-// they go to the node Place picks (a flow's runs are made where it starts).
-var placed = map[string]bool{"/v1/runs": true, "/v1/bootstrap": true, "/v1/flows": true}
+// placed says whether a call makes a new run of the project its body
+// names: a create, a bootstrap (a run and its agent), a flow's start (its
+// first run). Each goes to the node Place picks, so that capacity holds
+// whichever way a run is made.
+func placed(path string) bool {
+	switch path {
+	case "/v1/runs", "/v1/bootstrap", "/v1/flows":
+		return true
+	}
+	return false
+}
 
 // maxCreateBody bounds the body of a create this node reads to place it.
 const maxCreateBody = 1 << 20
@@ -93,7 +101,7 @@ func (s *Server) forward(next http.Handler) http.Handler {
 			return
 		}
 		self := s.Cluster.Self()
-		if r.Method == http.MethodPost && placed[r.URL.Path] {
+		if r.Method == http.MethodPost && placed(r.URL.Path) {
 			body, err := io.ReadAll(io.LimitReader(r.Body, maxCreateBody+1))
 			if err != nil {
 				writeError(w, paddock.Errorf(paddock.CodeBadRequest, "reading the request: %v", err))
@@ -134,7 +142,13 @@ func (s *Server) forward(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // the route says there is no such run
 		case err != nil:
 			s.fail(w, r, err)
-		case n.ID == "" || n.ID == self.ID:
+		case n.ID == "":
+			next.ServeHTTP(w, r)
+		case n.ID == self.ID:
+			if err := selfFenced(self, n); err != nil {
+				writeError(w, err)
+				return
+			}
 			next.ServeHTTP(w, r)
 		case n.State != paddock.NodeAlive:
 			what := "lost: it stopped renewing its lease"
@@ -149,6 +163,16 @@ func (s *Server) forward(next http.Handler) http.Handler {
 		}
 	})
 }
+
+// nodeTransport carries the calls one node forwards to another. It takes
+// no proxy the environment names (HTTP_PROXY, which the default transport
+// follows for any address but loopback): each call carries the cluster's
+// secret, and runs' tokens.
+var nodeTransport http.RoundTripper = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	return t
+}()
 
 // proxy hands the call to node n as its caller made it: the body, the
 // streams, an upgraded connection (exec/attach) all pass through.
@@ -179,6 +203,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node) {
 				h.Set(callerHeader, "operator")
 			}
 		},
+		Transport:     nodeTransport,
 		FlushInterval: -1, // streams (events, exec output, MCP) as they come
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.log().Warn("forwarding a call to its run's node failed", "node", n.ID, "path", r.URL.Path, "err", err)
@@ -231,8 +256,46 @@ func (s *Server) NodeHandler() http.Handler {
 		if r.Header.Get(paddock.AgentHeader) != "" {
 			r = r.WithContext(paddock.WithAgent(r.Context()))
 		}
+		// The forwarding node looked the run up; it may have moved since
+		// (adopted while this node was away), or this node may have lost
+		// its lease: a run this node does not hold, alive, is not served
+		// here, and the call is not forwarded again.
+		if id, rest, ok := runPath(r.URL.Path); ok && s.Cluster != nil && !servedAnywhere(r.Method, rest) {
+			self := s.Cluster.Self()
+			n, err := s.Cluster.Locate(r.Context(), id)
+			switch {
+			case paddock.IsCode(err, paddock.CodeNotFound):
+			case err != nil:
+				s.fail(w, r, err)
+				return
+			case n.ID == self.ID:
+				if err := selfFenced(self, n); err != nil {
+					writeError(w, err)
+					return
+				}
+			case n.ID != "":
+				writeError(w, &paddock.Error{Code: paddock.CodeConflict,
+					Message: "run " + id + " is on node " + n.ID + " now, not on node " + self.ID + " (" + by + " forwarded the call here): ask again",
+					Details: map[string]any{"node": n.ID}})
+				return
+			}
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// selfFenced is node_lost when the shared store says this node (at) is
+// not the one alive under its id: marked lost or stopped, or joined again
+// by a newer epoch. Its renewal would tell it so up to a third of a lease
+// later; until then its runs' calls are refused rather than served by a
+// node whose runs another may be adopting.
+func selfFenced(self, at paddock.Node) error {
+	if at.State == paddock.NodeAlive && (at.Epoch == 0 || self.Epoch == 0 || at.Epoch == self.Epoch) {
+		return nil
+	}
+	return &paddock.Error{Code: paddock.CodeNodeLost,
+		Message: "this node (" + self.ID + ") lost its lease: the shared store says it is " + string(at.State) + ", and it serves no call on its runs; it stops at its next renewal",
+		Details: map[string]any{"node": self.ID, "node_state": at.State}}
 }
 
 // dropNodeHeaders removes what only a node may send from a client's call.

@@ -18,6 +18,7 @@ import (
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/gitx/gittest"
 	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/postgres/pgtest"
 	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/paddock-dev/paddock/workspace"
 )
@@ -348,6 +349,7 @@ func octal(b []byte) string {
 func TestMain(m *testing.M) {
 	sandbox.Main()
 	code := m.Run()
+	pgtest.StopShared() // the cluster the node tests share, if one started
 	sandbox.SweepCgroups()
 	os.Exit(code)
 }

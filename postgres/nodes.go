@@ -146,7 +146,8 @@ func (s *Store) Self() paddock.Node {
 	return paddock.Node{ID: n.cfg.ID, Epoch: n.epoch, Address: n.cfg.Address, Capacity: n.cfg.Capacity, State: paddock.NodeAlive}
 }
 
-// Renew pushes this node's lease on. A node marked lost, or joined again
+// Renew pushes this node's lease on, on a connection of its own (not one
+// of the pool the node's work waits for). A node marked lost, or joined again
 // by a newer epoch, is refused with ErrFenced (code node_lost): it must
 // stop, since its runs may be another's now. A lease that ran out without
 // another node noticing is renewed.
@@ -155,7 +156,7 @@ func (s *Store) Renew(ctx context.Context) error {
 	if n == nil {
 		return errors.New("postgres: this store has not joined as a node")
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
+	tag, err := s.lease.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
 		WHERE id = $1 AND epoch = $2 AND state = 'alive'`, n.cfg.ID, n.epoch, n.cfg.Lease.Milliseconds())
 	if err != nil {
 		return wrap("renew the node's lease", err)
@@ -472,7 +473,7 @@ func (s *Store) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) erro
 	err := s.Update(ctx, func(ptx paddock.Tx) error {
 		tx := ptx.(*Tx)
 		var node, state *string
-		err := tx.tx.QueryRow(ctx, `SELECT r.node, n.state FROM runs r LEFT JOIN paddock_nodes n ON n.id = r.node WHERE r.id = $1 FOR UPDATE OF r`, id).Scan(&node, &state)
+		err := tx.tx.QueryRow(ctx, `SELECT node FROM runs WHERE id = $1 FOR UPDATE`, id).Scan(&node)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
 		}
@@ -481,6 +482,16 @@ func (s *Store) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) erro
 		}
 		if node != nil {
 			from = *node
+			// The holder's row, locked until the take commits: a Join of
+			// that node (which takes it FOR UPDATE) waits for the take and
+			// then finds the run gone from its workspaces; a Join that
+			// came first is seen here as alive. Read without the lock, the
+			// state could be stale by the commit, and the rejoined node
+			// and this one would both hold the run.
+			err := tx.tx.QueryRow(ctx, `SELECT state FROM paddock_nodes WHERE id = $1 FOR SHARE`, from).Scan(&state)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return wrap("take run", err)
+			}
 		}
 		switch {
 		case from == tx.node:

@@ -97,6 +97,10 @@ const migrationLock int64 = 0x7061646f636b
 // Store is a paddock.Store on one PostgreSQL database.
 type Store struct {
 	pool *pgxpool.Pool
+	// lease is a pool of one connection of its own for Renew: a node's
+	// proof that it lives must not wait behind its own work for one of
+	// pool's connections (a busy node would lose its lease for being busy).
+	lease *pgxpool.Pool
 	// node is this daemon's node once it joined (Join), nil before; see
 	// nodes.go. Every Update of a joined store is fenced by it.
 	node atomic.Pointer[joined]
@@ -120,13 +124,21 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
 		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "10000"
 	}
+	leaseCfg := cfg.Copy()
+	leaseCfg.MaxConns, leaseCfg.MinConns = 1, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool}
+	lease, err := pgxpool.NewWithConfig(ctx, leaseCfg) // connects when first used
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{pool: pool, lease: lease}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
+		lease.Close()
 		return nil, err
 	}
 	return s, nil
@@ -135,6 +147,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // Close closes the pool's connections, waiting for those in use.
 func (s *Store) Close() error {
 	s.pool.Close()
+	s.lease.Close()
 	return nil
 }
 
@@ -269,7 +282,7 @@ func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 		tx.Rollback(bg)
 		return err
 	}
-	if err := runFn(fn, &Tx{tx: tx, node: s.nodeID()}); err != nil {
+	if err := runFn(fn, &Tx{tx: tx, node: s.nodeID(), write: true}); err != nil {
 		tx.Rollback(bg)
 		return err
 	}

@@ -22,6 +22,9 @@ type Tx struct {
 	// made on it, and Workspaces and the running jobs list only its own,
 	// which is what a daemon recovers, checkpoints and collects.
 	node string
+	// write is set in Update's transactions: Run locks the run's row
+	// there (see Run).
+	write bool
 }
 
 var _ paddock.Tx = (*Tx)(nil)
@@ -373,9 +376,18 @@ func scanRun(row scanner) (*paddock.Run, error) {
 	return &r, nil
 }
 
-// Run returns the run with its workspace.
+// Run returns the run with its workspace. In a write transaction it
+// locks the run's row (FOR NO KEY UPDATE, the lock AppendEvent's UPDATE
+// takes) until the transaction ends, so that what fn decides from the run
+// (the seq rule's last_seq, its workspace's state) still holds when it
+// commits, as under SQLite's single writer: a concurrent writer of the run
+// waits, and then reads what this one wrote.
 func (t *Tx) Run(ctx context.Context, id string) (*paddock.Run, error) {
-	r, err := scanRun(t.tx.QueryRow(ctx, `SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = $1`, id))
+	q := `SELECT ` + runCols + ` FROM ` + runFrom + ` WHERE r.id = $1`
+	if t.write {
+		q += ` FOR NO KEY UPDATE OF r`
+	}
+	r, err := scanRun(t.tx.QueryRow(ctx, q, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
 	}
