@@ -68,6 +68,9 @@ type Cluster interface {
 	// alive, and runs fn in the same transaction; it returns the node it
 	// came from. CodeConflict if the run's node is alive or this one.
 	TakeRun(ctx context.Context, runID string, fn func(Tx) error) (from string, err error)
+	// ReleaseRun gives a run this node took back to node to (an adoption
+	// that failed), running fn in the same transaction.
+	ReleaseRun(ctx context.Context, runID, to string, fn func(Tx) error) error
 	// Nodes lists the nodes, alive or not.
 	Nodes(ctx context.Context) ([]Node, error)
 }

@@ -90,6 +90,9 @@ const (
 	// EventAdopted: the run was restored on another node from its
 	// checkpoint in the shared store.
 	EventAdopted = "run.adopted"
+	// EventAdoptionFailed: an adoption could not make the run's workspace;
+	// the run went back to the node it came from, adoptable again.
+	EventAdoptionFailed = "run.adoption_failed"
 	// EventClusterCheckpoint: the run's change set was stored in the
 	// shared store, for an adoption should its node be lost.
 	EventClusterCheckpoint = "run.checkpoint_stored"

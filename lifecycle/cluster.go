@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -67,16 +69,38 @@ func (m *Manager) storeCheckpoint(ctx context.Context, id, why string) {
 	default:
 		return
 	}
-	cp, err := m.clusterCheckpoint(ctx, id)
+	cp, err := m.clusterCheckpoint(ctx, r)
+	if errors.Is(err, errUnchanged) {
+		return // the one stored holds the same: not written again
+	}
 	if err == nil {
-		err = m.Cluster.SaveCheckpoint(ctx, cp)
+		err = m.Cluster.SaveCheckpoint(ctx, cp.RunCheckpoint)
 	}
 	if err != nil {
 		m.log().Warn("cannot store the run's checkpoint in the shared store", "run", id, "why", why, "err", err)
 		m.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": false, "error": paddock.ErrorMessage(err)})
 		return
 	}
-	m.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": true, "hash": cp.Hash, "entries": cp.Entries, "bytes": len(cp.Content)})
+	m.checkpointKept.Store(id, cp.key)
+	m.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": true, "hash": cp.Hash, "entries": cp.Entries,
+		"bytes": len(cp.Content), "left_out": cp.leftOut})
+}
+
+// errUnchanged is clusterCheckpoint's answer when the checkpoint this node
+// stored last for the run holds the same change set and records.
+var errUnchanged = errors.New("lifecycle: the stored checkpoint is unchanged")
+
+// checkpointMax bounds the files a checkpoint carries: what is past it is
+// left out, and named (the shared store's database, and its write-ahead
+// log, take every checkpoint whole).
+var checkpointMax int64 = 64 << 20
+
+// packedCheckpoint is a checkpoint with what this node keeps of it: the
+// key that says it is unchanged, and what it left out.
+type packedCheckpoint struct {
+	*paddock.RunCheckpoint
+	key     string
+	leftOut []string
 }
 
 // checkpointDelay is how soon after a call that changed a run's files its
@@ -106,18 +130,22 @@ func (m *Manager) checkpointSoon(id string) {
 	})
 }
 
-// clusterCheckpoint packs run id's change set as a checkpoint.
-func (m *Manager) clusterCheckpoint(ctx context.Context, id string) (*paddock.RunCheckpoint, error) {
-	r, err := m.Run(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if r.Workspace == nil {
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s has no workspace to checkpoint", id)
-	}
+// clusterCheckpoint packs run r's change set as a checkpoint, or answers
+// errUnchanged.
+func (m *Manager) clusterCheckpoint(ctx context.Context, r *paddock.Run) (*packedCheckpoint, error) {
+	id := r.ID
 	cs, err := m.ChangeSet(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	boot, err := os.ReadFile(filepath.Join(m.runDir(id), "bootstrap.json"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, internal("reading the run's bootstrap record failed", err)
+	}
+	hasBoot := err == nil
+	key := fmt.Sprintf("%s %t %x", cs.Hash, hasBoot, sha256.Sum256(boot))
+	if k, ok := m.checkpointKept.Load(id); ok && k == key {
+		return nil, errUnchanged
 	}
 	dir, err := m.viewDir(ctx, r, nil)
 	if err != nil {
@@ -128,7 +156,17 @@ func (m *Manager) clusterCheckpoint(ctx context.Context, id string) (*paddock.Ru
 		return nil, internal("opening the workspace for a checkpoint failed", err)
 	}
 	defer root.Close()
-	man := clusterManifest{BaseRevision: cs.BaseRevision, Hash: cs.Hash}
+	man := clusterManifest{BaseRevision: cs.BaseRevision, Hash: cs.Hash, Bootstrap: hasBoot}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(name string, b []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err := tw.Write(b)
+		return err
+	}
+	var total int64
 	var files [][]byte
 	for _, e := range cs.Entries {
 		switch {
@@ -142,28 +180,18 @@ func (m *Manager) clusterCheckpoint(ctx context.Context, id string) (*paddock.Ru
 		case e.NewMode != "100644" && e.NewMode != "100755":
 			man.Skipped = append(man.Skipped, clusterSkip{[]byte(e.Path), "a symbolic link or a submodule (mode " + e.NewMode + "): only files travel"})
 			continue
-		}
-		b, err := root.ReadFile(e.Path)
-		if err != nil {
-			man.Skipped = append(man.Skipped, clusterSkip{[]byte(e.Path), "unreadable: " + err.Error()})
+		case total+e.Size > checkpointMax:
+			man.Skipped = append(man.Skipped, clusterSkip{[]byte(e.Path), fmt.Sprintf("left out: a checkpoint carries at most %d bytes of files", checkpointMax)})
 			continue
 		}
+		b, err := readChecked(root, e.Path, e.Size)
+		if err != nil {
+			man.Skipped = append(man.Skipped, clusterSkip{[]byte(e.Path), err.Error()})
+			continue
+		}
+		total += int64(len(b))
 		man.Entries = append(man.Entries, clusterEntry{Path: []byte(e.Path), Mode: e.NewMode})
 		files = append(files, b)
-	}
-	boot, err := os.ReadFile(filepath.Join(m.runDir(id), "bootstrap.json"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, internal("reading the run's bootstrap record failed", err)
-	}
-	man.Bootstrap = err == nil
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	add := func(name string, b []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		_, err := tw.Write(b)
-		return err
 	}
 	mb, _ := json.Marshal(man)
 	if err := add("manifest.json", mb); err != nil {
@@ -174,9 +202,10 @@ func (m *Manager) clusterCheckpoint(ctx context.Context, id string) (*paddock.Ru
 			if err := add("f/"+strconv.Itoa(i), b); err != nil {
 				return nil, internal("packing a checkpoint failed", err)
 			}
+			files[i] = nil // packed: not held twice
 		}
 	}
-	if man.Bootstrap {
+	if hasBoot {
 		if err := add("bootstrap.json", boot); err != nil {
 			return nil, internal("packing a checkpoint failed", err)
 		}
@@ -184,8 +213,31 @@ func (m *Manager) clusterCheckpoint(ctx context.Context, id string) (*paddock.Ru
 	if err := tw.Close(); err != nil {
 		return nil, internal("packing a checkpoint failed", err)
 	}
-	return &paddock.RunCheckpoint{RunID: id, BaseRevision: cs.BaseRevision, Hash: cs.Hash, Entries: len(cs.Entries),
-		TakenAt: now(), Content: buf.Bytes()}, nil
+	return &packedCheckpoint{RunCheckpoint: &paddock.RunCheckpoint{RunID: id, BaseRevision: cs.BaseRevision, Hash: cs.Hash,
+		Entries: len(cs.Entries), TakenAt: now(), Content: buf.Bytes()}, key: key, leftOut: skipped(man.Skipped)}, nil
+}
+
+// readChecked reads the regular file at path in root, expecting size
+// bytes: a file that is no longer regular (a FIFO would block the read)
+// or grew since the change set was read is not carried.
+func readChecked(root *os.Root, path string, size int64) ([]byte, error) {
+	f, err := root.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("unreadable: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, errors.New("no longer a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, size+1))
+	if err != nil {
+		return nil, fmt.Errorf("unreadable: %w", err)
+	}
+	if int64(len(b)) != size {
+		return nil, errors.New("changed while the checkpoint was packed")
+	}
+	return b, nil
 }
 
 // readCheckpoint unpacks a checkpoint's tar.
@@ -281,20 +333,25 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 		return nil, err
 	}
 	var job *paddock.Job
-	if n := len(jobs); n > 0 && jobs[n-1].State == paddock.JobInterrupted {
+	// The last job, interrupted when its node was lost, or still running
+	// when its node stopped without recording its end (TakeRun interrupts
+	// it), is taken over.
+	if n := len(jobs); n > 0 && (jobs[n-1].State == paddock.JobInterrupted || jobs[n-1].State == paddock.JobRunning) {
 		job = jobs[n-1]
 	}
 
+	orig := *r.Workspace // what the run goes back to if the adoption fails
 	w := r.Workspace
 	w.Root = filepath.Join(m.WorkspacesDir, id)
 	w.BaseRevision = cp.BaseRevision
-	w.State, w.Reason, w.UpdatedAt = paddock.StatePreparing, "adopted from node "+r.Node, now()
+	w.State, w.Reason, w.UpdatedAt = paddock.StatePreparing, adoptingReason+r.Node, now()
 	from, err := m.Cluster.TakeRun(ctx, id, func(tx paddock.Tx) error {
 		if err := tx.UpdateWorkspace(ctx, w); err != nil {
 			return err
 		}
 		_, err := tx.AppendEvent(ctx, id, paddock.EventAdopted, map[string]any{"from_node": r.Node, "to_node": m.Cluster.Self().ID,
-			"by": by, "checkpoint": cp.Hash, "checkpoint_taken_at": cp.TakenAt, "entries": len(man.Entries), "not_carried": skipped(man.Skipped)})
+			"by": by, "checkpoint": cp.Hash, "checkpoint_taken_at": cp.TakenAt, "entries": len(man.Entries), "not_carried": skipped(man.Skipped),
+			"from_root": orig.Root, "from_state": orig.State})
 		return err
 	})
 	if err != nil {
@@ -304,10 +361,7 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 	m.log().Info("adopting a run", "run", id, "from", from)
 	fail := func(what string, err error) (*paddock.AdoptResult, error) {
 		m.log().Error("adopting a run failed", "run", id, "step", what, "err", err)
-		done := context.WithoutCancel(ctx)
-		if cerr := m.cleanup(done, r, p, "adoption failed: "+what); cerr != nil {
-			m.log().Error("rolling back an adoption failed", "run", id, "err", cerr)
-		}
+		m.giveBack(context.WithoutCancel(ctx), r, p, w, orig, from, what+": "+paddock.ErrorMessage(err))
 		var pe *paddock.Error
 		if errors.As(err, &pe) {
 			return nil, err
@@ -374,7 +428,23 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 	if err != nil {
 		return fail("reading the restored change set", err)
 	}
-	data := map[string]any{"checkpoint": cp.Hash, "restored": cs.Hash, "same": cs.Hash == cp.Hash, "not_restored": notRestored}
+	data := map[string]any{"checkpoint": cp.Hash, "restored": cs.Hash, "same": cs.Hash == cp.Hash, "not_restored": notRestored,
+		// What stayed on the lost node's disk: its records of the run.
+		"not_carried": "the run's job logs and results, its change sets computed before, its provenance journal (diff --blame), its apply journal"}
+	// A submission stayed on the lost node's disk too: the restored files
+	// are submitted again under the same hash when they make it (an
+	// approval of it is the operator's to give again), and named when not.
+	if sub := m.lastSubmitted(done, id); sub != "" {
+		if sub == cs.Hash {
+			if _, err := m.Submit(done, id); err != nil {
+				data["submission_not_carried"] = sub + ": submitting it again failed: " + paddock.ErrorMessage(err)
+			} else {
+				data["resubmitted"] = sub
+			}
+		} else {
+			data["submission_not_carried"] = sub + ": the restored files hash to " + cs.Hash + "; submit them again"
+		}
+	}
 	if job != nil {
 		if err := m.adoptJob(done, job, from); err != nil {
 			data["job"], data["job_error"] = job.ID, paddock.ErrorMessage(err)
@@ -484,4 +554,103 @@ func (m *Manager) nodeFingerprint(ctx context.Context, repo *gitx.Repo, p *paddo
 		return "", internal("keeping this node's fingerprint of the project failed", err)
 	}
 	return local, nil
+}
+
+// lastSubmitted is the hash of run id's last submission, from its events
+// (which the shared store keeps), or "".
+func (m *Manager) lastSubmitted(ctx context.Context, id string) string {
+	var hash string
+	var after int64
+	for {
+		evs, err := m.Events(ctx, id, after, 1000)
+		if err != nil || len(evs) == 0 {
+			return hash
+		}
+		for _, e := range evs {
+			after = e.Seq
+			if e.Type == paddock.EventSubmitted {
+				var d struct {
+					Hash string `json:"hash"`
+				}
+				if json.Unmarshal(e.Data, &d) == nil && d.Hash != "" {
+					hash = d.Hash
+				}
+			}
+		}
+	}
+}
+
+// adoptingReason starts the reason of a workspace being made by an
+// adoption: a restart finds it so and gives the run back (recoverAdoption).
+const adoptingReason = "adopted from node "
+
+// giveBack undoes an adoption that failed: what this node made of the
+// run (its workspace w, its home) is removed, and the run goes back to the
+// node it came from as it was (orig), adoptable again, its checkpoint
+// untouched; run.adoption_failed says why.
+func (m *Manager) giveBack(ctx context.Context, r *paddock.Run, p *paddock.Project, w *paddock.Workspace, orig paddock.Workspace, from, why string) {
+	if prov, err := m.provider(w.Kind); err == nil {
+		if err := prov.Remove(ctx, p, w); err != nil {
+			m.log().Error("removing a failed adoption's workspace failed", "run", r.ID, "err", err)
+		}
+	}
+	if err := m.removeAux(r.ID); err != nil {
+		m.log().Error("removing a failed adoption's home failed", "run", r.ID, "err", err)
+	}
+	if m.Harnesses != nil {
+		m.Harnesses.Release(r.ID)
+	}
+	orig.UpdatedAt = now()
+	err := m.Cluster.ReleaseRun(ctx, r.ID, from, func(tx paddock.Tx) error {
+		if err := tx.UpdateWorkspace(ctx, &orig); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventAdoptionFailed, map[string]any{"node": m.selfNode(), "back_to": from, "why": why})
+		return err
+	})
+	if err != nil {
+		m.log().Error("giving a failed adoption's run back failed", "run", r.ID, "err", err)
+	}
+	m.notify()
+}
+
+// recoverAdoption gives back a run whose adoption here a crash cut short
+// (its workspace still being made): as it was before, from its
+// run.adopted event. It reports whether w was such a run.
+func (m *Manager) recoverAdoption(ctx context.Context, w *paddock.Workspace) (*paddock.Finding, bool) {
+	if m.Cluster == nil || w.State != paddock.StatePreparing || !strings.HasPrefix(w.Reason, adoptingReason) {
+		return nil, false
+	}
+	f := &paddock.Finding{RunID: w.RunID, Path: w.Root, State: w.State, Issue: "an adoption was cut short", Action: "given back"}
+	r, p, err := m.runAndProject(ctx, w.RunID)
+	if err != nil {
+		f.Action = paddock.ActionFailed
+		return f, true
+	}
+	var adopted struct {
+		From  string                 `json:"from_node"`
+		Root  string                 `json:"from_root"`
+		State paddock.WorkspaceState `json:"from_state"`
+	}
+	var after int64
+	for {
+		evs, err := m.Events(ctx, w.RunID, after, 1000)
+		if err != nil || len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			after = e.Seq
+			if e.Type == paddock.EventAdopted {
+				json.Unmarshal(e.Data, &adopted)
+			}
+		}
+	}
+	if adopted.From == "" || adopted.Root == "" || adopted.State == "" {
+		f.Action = paddock.ActionFailed
+		return f, true
+	}
+	orig := *w
+	orig.Root, orig.State, orig.Reason = adopted.Root, adopted.State, "its adoption by node "+m.selfNode()+" was cut short"
+	m.giveBack(ctx, r, p, w, orig, adopted.From, "the node adopting it stopped")
+	return f, true
 }

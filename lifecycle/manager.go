@@ -162,6 +162,7 @@ type Manager struct {
 	landMu         sync.Map // run id → *sync.Mutex: an apply or a landing at a time
 	checksAt       sync.Map // run id → the revision its checks are read from, when not its base (a queue's check)
 	checkpointsDue sync.Map // run id → true while a checkpoint in the shared store is due (cluster.go)
+	checkpointKept sync.Map // run id → the key of the checkpoint this node stored last (cluster.go)
 	queueRunning   bool
 	queueAgain     bool
 

@@ -50,6 +50,10 @@ func (m *Manager) recoverWorkspaces(ctx context.Context) ([]paddock.Finding, err
 	out = append(out, m.adoptJobs(ctx)...)
 	out = append(out, m.recoverHarnesses(ctx, ws)...)
 	for _, w := range ws {
+		if f, ok := m.recoverAdoption(ctx, w); ok {
+			out = append(out, *f)
+			continue
+		}
 		f, err := m.recoverOne(ctx, w)
 		if err != nil {
 			m.log().Error("recovery failed", "run", w.RunID, "err", err)

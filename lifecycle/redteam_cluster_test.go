@@ -50,6 +50,9 @@ func (c *shared) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) err
 	return "na", c.store.Update(ctx, fn)
 }
 func (c *shared) Nodes(ctx context.Context) ([]paddock.Node, error) { return nil, nil }
+func (c *shared) ReleaseRun(ctx context.Context, id, to string, fn func(paddock.Tx) error) error {
+	return c.store.Update(ctx, fn)
+}
 
 // TestFailedAdoptionCanBeRetried: a run of a lost node with a checkpoint
 // is adopted, and the adoption fails on a step of this node's (its

@@ -153,7 +153,8 @@ func (m *Manager) reviewsOf(ctx context.Context, coder *paddock.Run) ([]*paddock
 	}
 	var out []*paddock.Run
 	for _, r := range all {
-		if r.ReviewOf != nil && r.ReviewOf.Run == coder.ID && r.Workspace != nil {
+		// Another node's review run is its own to move or give back.
+		if r.ReviewOf != nil && r.ReviewOf.Run == coder.ID && r.Workspace != nil && m.mine(r) {
 			switch r.Workspace.State {
 			case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
 				out = append(out, r)

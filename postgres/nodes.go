@@ -46,9 +46,9 @@ func (s *Store) nodeID() string {
 	return ""
 }
 
-// ErrNodeTaken is Join's error when a live node of the same id belongs to
-// another state directory.
-var ErrNodeTaken = errors.New("postgres: a live node of this id belongs to another state directory")
+// ErrNodeTaken is Join's error when a node of the same id belongs to
+// another state directory: alive, or holding runs.
+var ErrNodeTaken = errors.New("postgres: a node of this id belongs to another state directory")
 
 // Join registers this daemon as node c.ID, alive with a lease of c.Lease
 // and a new epoch, and makes the shared secret if no node has yet. From
@@ -76,7 +76,19 @@ func (s *Store) Join(ctx context.Context, c NodeConfig) (paddock.Node, error) {
 		case err != nil:
 			return err
 		case state == string(paddock.NodeAlive) && alive && home != c.Home:
-			return fmt.Errorf("%w: node %s", ErrNodeTaken, c.ID)
+			return fmt.Errorf("%w: node %s is alive", ErrNodeTaken, c.ID)
+		case home != c.Home:
+			// Another state directory under a stopped or lost node's id
+			// would take runs whose workspaces are on that node's disk.
+			var runs int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs r JOIN workspaces w ON w.run_id = r.id
+				WHERE r.node = $1 AND r.removed_at IS NULL AND w.state NOT IN ('cleaned', 'orphaned')`, c.ID).Scan(&runs); err != nil {
+				return err
+			}
+			if runs > 0 {
+				return fmt.Errorf("%w: node %s, %s, still holds %d runs whose workspaces are in its own state directory (adopt them on another node, or start that node again)",
+					ErrNodeTaken, c.ID, state, runs)
+			}
 		}
 		// Runs made before nodes existed (by the one daemon this database
 		// had) are the first node's to join: it recovers and collects them.
@@ -502,9 +514,42 @@ func (s *Store) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) erro
 		if _, err := tx.tx.Exec(ctx, `UPDATE runs SET node = $1 WHERE id = $2`, tx.node, id); err != nil {
 			return wrap("take run", err)
 		}
+		// A job the old node left running (it stopped without recording
+		// the job's end) is interrupted, as a reaped node's are: the run
+		// would stay busy for good.
+		jobs, err := tx.Jobs(ctx, id, paddock.JobRunning)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			prev := j.Owner
+			j.State, j.Reason, j.EndedAt, j.LeaseUntil = paddock.JobInterrupted, "its node ("+from+") stopped", time.Now().UTC(), time.Time{}
+			if err := tx.UpdateJob(ctx, j); err != nil {
+				return err
+			}
+			if _, err := tx.AppendEvent(ctx, id, paddock.EventJobInterrupted, map[string]string{"job": j.ID, "previous_owner": prev, "node": from}); err != nil {
+				return err
+			}
+		}
 		return fn(tx)
 	})
 	return from, err
+}
+
+// ReleaseRun gives run id, this node's, back to node to (an adoption that
+// failed), and runs fn in the same transaction.
+func (s *Store) ReleaseRun(ctx context.Context, id, to string, fn func(paddock.Tx) error) error {
+	return s.Update(ctx, func(ptx paddock.Tx) error {
+		tx := ptx.(*Tx)
+		tag, err := tx.tx.Exec(ctx, `UPDATE runs SET node = $1 WHERE id = $2 AND node = $3`, to, id, tx.node)
+		if err != nil {
+			return wrap("release run", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return paddock.Errorf(paddock.CodeConflict, "run %s is not on this node (%s)", id, tx.node)
+		}
+		return fn(tx)
+	})
 }
 
 var _ paddock.Cluster = (*Store)(nil)

@@ -151,9 +151,9 @@ func TestClusterOfThree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitEvent("the job's checkpoint", func(e *paddock.Event) bool {
-		return e.Type == paddock.EventClusterCheckpoint && strings.Contains(string(e.Data), `"job start"`)
-	}, 10*time.Second)
+	// The files as the job starts are those of the write's checkpoint: it
+	// is not stored again.
+	waitEvent("the job's start", func(e *paddock.Event) bool { return e.Type == paddock.EventJobStarted }, 10*time.Second)
 	for i := 0; ; i++ {
 		b, err := survivor.c.CallTool(ctx, victim, "read", map[string]string{"path": "runs.txt"})
 		if err == nil && strings.Contains(string(b), "run") {

@@ -34,7 +34,7 @@ func TestServeOnPostgres(t *testing.T) {
 	other := filepath.Join(base, "other")
 	os.MkdirAll(other, 0o700)
 	r := cli(t, other, "serve", "--store", url, "--node-id", d.info.Node)
-	if r.code != exitBusy || !strings.Contains(r.err, "is alive and belongs to another state directory") {
+	if r.code != exitBusy || !strings.Contains(r.err, "belongs to another state directory: node "+d.info.Node+" is alive") {
 		t.Fatalf("a second daemon as the first's node: %d %s", r.code, r.err)
 	}
 	second := startDaemon(t, other, "--store", url)

@@ -96,6 +96,11 @@ type clusterNode struct {
 	lease time.Duration
 	log   *slog.Logger
 	m     *lifecycle.Manager
+	// stopRenewing ends the lease's renewal (leave); fenced is closed,
+	// with fencedErr set, when a renewal finds the lease gone.
+	stopRenewing context.CancelFunc
+	fenced       chan struct{}
+	fencedErr    error
 }
 
 // joinCluster makes this daemon a node of the paddock its PostgreSQL
@@ -130,7 +135,8 @@ func joinCluster(ctx context.Context, home string, cfg config, store *postgres.S
 	if err != nil {
 		ln.Close()
 		if errors.Is(err, postgres.ErrNodeTaken) {
-			return nil, &paddock.Error{Code: paddock.CodeBusy, Message: fmt.Sprintf("node %s is alive and belongs to another state directory: give this daemon another --node-id", id), Err: err}
+			msg := strings.TrimPrefix(err.Error(), "postgres: ") + ": give this daemon another --node-id"
+			return nil, &paddock.Error{Code: paddock.CodeBusy, Message: msg, Err: err}
 		}
 		return nil, err
 	}
@@ -139,7 +145,13 @@ func joinCluster(ctx context.Context, home string, cfg config, store *postgres.S
 		return nil, err
 	}
 	log.Info("joined as a node", "node", self.ID, "epoch", self.Epoch, "address", self.Address, "capacity", self.Capacity, "lease", lease)
-	return &clusterNode{store: store, self: self, ln: ln, lease: lease, log: log}, nil
+	n := &clusterNode{store: store, self: self, ln: ln, lease: lease, log: log, fenced: make(chan struct{})}
+	// Renewed from the join on: what a start does before it serves (its
+	// recovery) can take longer than a lease.
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	n.stopRenewing = stop
+	go n.renew(rctx)
+	return n, nil
 }
 
 // nodeIdentity returns the node's id (the one given, or the one kept in
@@ -192,12 +204,9 @@ func writeFileAtomic(path string, b []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// run keeps the node alive until ctx ends: it renews the lease every third
-// of it, marks lost the nodes whose leases ran out, and wakes the event
-// waiters when any node appends. fenced is called, once, if the node lost
-// its lease: the daemon must stop, its runs may be another's now.
-func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
-	go n.store.Listen(ctx, func(string) { n.m.Wake() })
+// renew renews the node's lease every third of it until ctx ends, or
+// until a renewal finds the lease gone (fenced).
+func (n *clusterNode) renew(ctx context.Context) {
 	tick := time.NewTicker(n.lease / 3)
 	defer tick.Stop()
 	for {
@@ -206,16 +215,35 @@ func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
 			return
 		case <-tick.C:
 		}
-		if err := n.store.Renew(ctx); err != nil {
-			if errors.Is(err, paddock.ErrFenced) {
-				n.log.Error("this node lost its lease: stopping (its runs may be adopted by another node)", "node", n.self.ID, "err", err)
-				fenced(err)
-				return
-			}
-			if ctx.Err() == nil {
-				n.log.Warn("cannot renew this node's lease", "node", n.self.ID, "err", err)
-			}
-			continue
+		err := n.store.Renew(ctx)
+		switch {
+		case errors.Is(err, paddock.ErrFenced):
+			n.log.Error("this node lost its lease: stopping (its runs may be adopted by another node)", "node", n.self.ID, "err", err)
+			n.fencedErr = err
+			close(n.fenced)
+			return
+		case err != nil && ctx.Err() == nil:
+			n.log.Warn("cannot renew this node's lease", "node", n.self.ID, "err", err)
+		}
+	}
+}
+
+// run serves the node until ctx ends: it marks lost the nodes whose
+// leases ran out, every third of a lease, and wakes the event waiters
+// when any node appends. fenced is called, once, if the node lost its
+// lease: the daemon must stop, its runs may be another's now.
+func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
+	go n.store.Listen(ctx, func(string) { n.m.Wake() })
+	tick := time.NewTicker(n.lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.fenced:
+			fenced(n.fencedErr)
+			return
+		case <-tick.C:
 		}
 		lost, err := n.store.Reap(ctx)
 		for _, l := range lost {
@@ -233,6 +261,7 @@ func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
 
 // leave marks the node stopped cleanly.
 func (n *clusterNode) leave() {
+	n.stopRenewing()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := n.store.Leave(ctx); err != nil {

@@ -1,3 +1,5 @@
+//go:build !paddock_cli
+
 package main
 
 import (
