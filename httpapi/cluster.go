@@ -24,8 +24,10 @@ type Cluster interface {
 	// Locate returns the node that holds a run (a zero Node for a run
 	// made before nodes); CodeNotFound for no run.
 	Locate(ctx context.Context, runID string) (paddock.Node, error)
-	// Place picks the node for a new run of project.
-	Place(ctx context.Context, project string) (paddock.Node, error)
+	// Place picks the node for a new run of project and holds a place
+	// there; release gives the place back when no run was made (the call
+	// failed). CodeNotFound for no such project.
+	Place(ctx context.Context, project string) (n paddock.Node, release func(), err error)
 	// Nodes lists the nodes.
 	Nodes(ctx context.Context) ([]paddock.Node, error)
 	// Adopt restores on this node a run whose node is lost, from its
@@ -119,16 +121,28 @@ func (s *Server) forward(next http.Handler) http.Handler {
 				next.ServeHTTP(w, r) // the create's own checks say what is wrong
 				return
 			}
-			n, err := s.Cluster.Place(r.Context(), req.Project)
+			if _, agent := r.Context().Value(scopeKey).(string); agent {
+				next.ServeHTTP(w, r) // a run's token: the route refuses it, and nothing is held
+				return
+			}
+			n, release, err := s.Cluster.Place(r.Context(), req.Project)
+			if paddock.IsCode(err, paddock.CodeNotFound) {
+				next.ServeHTTP(w, r) // the route says there is no such project
+				return
+			}
 			if err != nil {
 				s.fail(w, r, err)
 				return
 			}
+			sw := &statusWriter{ResponseWriter: w}
 			if n.ID == self.ID {
-				next.ServeHTTP(w, r)
-				return
+				next.ServeHTTP(sw, r)
+			} else {
+				s.proxy(sw, r, n)
 			}
-			s.proxy(w, r, n)
+			if sw.status < 200 || sw.status > 299 {
+				release() // no run was made: the place is given back
+			}
 			return
 		}
 		id, rest, ok := runPath(r.URL.Path)
@@ -318,3 +332,25 @@ func (s *Server) adopt(r *http.Request) (any, error) {
 	}
 	return s.Cluster.Adopt(r.Context(), r.PathValue("id"), actor(r))
 }
+
+// statusWriter remembers the status of the answer it passes on.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

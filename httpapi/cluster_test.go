@@ -19,6 +19,8 @@ type fakeCluster struct {
 	mu    sync.Mutex
 	where map[string]paddock.Node
 	place paddock.Node
+	// placed and released count Place's places and those given back.
+	placed, released int
 }
 
 func (c *fakeCluster) Self() paddock.Node { return c.self }
@@ -30,11 +32,19 @@ func (c *fakeCluster) Locate(ctx context.Context, id string) (paddock.Node, erro
 	}
 	return c.self, nil
 }
-func (c *fakeCluster) Place(ctx context.Context, project string) (paddock.Node, error) {
-	if c.place.ID == "" {
-		return c.self, nil
+func (c *fakeCluster) Place(ctx context.Context, project string) (paddock.Node, func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.placed++
+	release := func() {
+		c.mu.Lock()
+		c.released++
+		c.mu.Unlock()
 	}
-	return c.place, nil
+	if c.place.ID == "" {
+		return c.self, release, nil
+	}
+	return c.place, release, nil
 }
 func (c *fakeCluster) Nodes(ctx context.Context) ([]paddock.Node, error) {
 	return []paddock.Node{c.self}, c.svc.record(ctx, "Nodes")
@@ -119,6 +129,21 @@ func TestForwarding(t *testing.T) {
 	}
 	if got := a.do(t, a.h, "POST", "/v1/flows", `{"workflow":"task-with-review","project":"app","task":"fix"}`); got.status != 201 || b.svc.whats() != "StartFlow task-with-review app fix" || a.svc.whats() != "" {
 		t.Fatalf("placed flow: %d %s", got.status, got.Data)
+	}
+	// A create that fails there gives its place back; a run's token
+	// takes no place at all (the route refuses it).
+	tn.b.svc.fail = paddock.Errorf(paddock.CodeConflict, "refused")
+	if got := a.do(t, a.h, "POST", "/v1/runs", `{"project":"app"}`); got.status != 409 || tn.ca.placed != 4 || tn.ca.released != 1 {
+		t.Fatalf("a failed placed create: %d, %d placed, %d given back", got.status, tn.ca.placed, tn.ca.released)
+	}
+	tn.b.svc.fail = nil
+	b.svc.asked()
+	req = httptest.NewRequest("POST", "http://paddock/v1/runs", strings.NewReader(`{"project":"app"}`))
+	req.Header.Set("Authorization", "Bearer "+tn.bTok)
+	rec = httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusForbidden || tn.ca.placed != 4 {
+		t.Fatalf("a run token's create: %d, %d placed", rec.Code, tn.ca.placed)
 	}
 	// A client cannot pass for a forwarding node: its node headers are
 	// dropped, and the call is forwarded all the same.

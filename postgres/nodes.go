@@ -248,9 +248,18 @@ func (s *Store) Locate(ctx context.Context, id string) (paddock.Node, error) {
 // for reservationTerm, which the node's CreateRun takes back. Places are
 // taken one at a time (a transaction-level advisory lock), so that creates
 // placed at once spread over the nodes. CodeBusy when every node is full.
-func (s *Store) Place(ctx context.Context, project string) (paddock.Node, error) {
+func (s *Store) Place(ctx context.Context, project string) (paddock.Node, int64, error) {
 	var n paddock.Node
+	var held int64
+	noProject := errors.New("no project")
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM projects WHERE name = $1)`, project).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return noProject
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, placementLock); err != nil {
 			return err
 		}
@@ -270,17 +279,24 @@ func (s *Store) Place(ctx context.Context, project string) (paddock.Node, error)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO paddock_reservations (node, project, expires_at) VALUES ($1, $2, now() + $3 * interval '1 millisecond')`,
-			n.ID, project, reservationTerm.Milliseconds())
-		return err
+		return tx.QueryRow(ctx, `INSERT INTO paddock_reservations (node, project, expires_at) VALUES ($1, $2, now() + $3 * interval '1 millisecond')
+			RETURNING id`, n.ID, project, reservationTerm.Milliseconds()).Scan(&held)
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return n, paddock.Errorf(paddock.CodeBusy, "every node is at its capacity of live runs; reject, retain or remove runs, or add a node")
+	switch {
+	case errors.Is(err, noProject):
+		return n, 0, paddock.Errorf(paddock.CodeNotFound, "no project named %q", project)
+	case errors.Is(err, pgx.ErrNoRows):
+		return n, 0, paddock.Errorf(paddock.CodeBusy, "every node is at its capacity of live runs; reject, retain or remove runs, or add a node")
+	case err != nil:
+		return n, 0, wrap("place a run", err)
 	}
-	if err != nil {
-		return n, wrap("place a run", err)
-	}
-	return n, nil
+	return n, held, nil
+}
+
+// Unplace gives back a place Place held, when no run was made on it.
+func (s *Store) Unplace(ctx context.Context, held int64) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM paddock_reservations WHERE id = $1`, held)
+	return wrap("give a place back", err)
 }
 
 // placementLock is the advisory lock Place takes: "paddock2" in ASCII.

@@ -268,27 +268,29 @@ func TestReapersShareTheWork(t *testing.T) {
 func TestPlace(t *testing.T) {
 	ns := nodes(t, 2, 30*time.Second) // capacity 4 each
 	ctx := context.Background()
-	n, err := ns[0].Place(ctx, "app")
+	mkProject(t, ns[0], "app")
+	mkProject(t, ns[0], "web")
+	n, _, err := ns[0].Place(ctx, "app")
 	if err != nil || n.ID != "n0" {
 		t.Fatalf("empty: %+v %v", n, err)
 	}
 	mkRun(t, ns[1], "app", "r-1", paddock.StateActive)
-	if n, _ = ns[0].Place(ctx, "app"); n.ID != "n1" {
+	if n, _, _ = ns[0].Place(ctx, "app"); n.ID != "n1" {
 		t.Fatalf("warm node not chosen: %s", n.ID)
 	}
-	if n, _ = ns[0].Place(ctx, "web"); n.ID != "n0" {
+	if n, _, _ = ns[0].Place(ctx, "web"); n.ID != "n0" {
 		t.Fatalf("emptiest node not chosen: %s", n.ID)
 	}
 	for i := 2; i <= 4; i++ {
 		mkRun(t, ns[1], "app", fmt.Sprintf("r-%d", i), paddock.StateReady)
 	}
-	if n, _ = ns[0].Place(ctx, "app"); n.ID != "n0" {
+	if n, _, _ = ns[0].Place(ctx, "app"); n.ID != "n0" {
 		t.Fatalf("a full node chosen: %s", n.ID)
 	}
 	for i := 5; i <= 8; i++ {
 		mkRun(t, ns[0], "web", fmt.Sprintf("r-%d", i), paddock.StateReady)
 	}
-	if _, err := ns[0].Place(ctx, "app"); !paddock.IsCode(err, paddock.CodeBusy) {
+	if _, _, err := ns[0].Place(ctx, "app"); !paddock.IsCode(err, paddock.CodeBusy) {
 		t.Fatalf("all full: %v", err)
 	}
 	var ws []*paddock.Workspace
@@ -313,15 +315,20 @@ func TestPlaceSpreads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	mkProject(t, ns[0], "app")
+	if _, _, err := ns[0].Place(ctx, "nope"); !paddock.IsCode(err, paddock.CodeNotFound) {
+		t.Fatalf("a place for no project: %v", err)
+	}
 	var mu sync.Mutex
 	got := map[string]int{}
+	held := map[string]int64{}
 	busy := 0
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := ns[i%2].Place(ctx, "app")
+			n, h, err := ns[i%2].Place(ctx, "app")
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -331,6 +338,7 @@ func TestPlaceSpreads(t *testing.T) {
 				t.Error(err)
 			default:
 				got[n.ID]++
+				held[n.ID] = h
 			}
 		}()
 	}
@@ -338,10 +346,27 @@ func TestPlaceSpreads(t *testing.T) {
 	if got["n0"] != 1 || got["n1"] != 1 || busy != 2 {
 		t.Fatalf("placed %v, busy %d", got, busy)
 	}
+	// n1's create failed: its place is given back, and n1 has room again.
+	if err := ns[1].Unplace(ctx, held["n1"]); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := ns[0].Place(ctx, "app"); err != nil || n.ID != "n1" {
+		t.Fatalf("after a place was given back: %s %v", n.ID, err)
+	}
 	// A run made on n0 takes its place back: n0 is still full (its run),
 	// and stays so after the place would have expired.
 	mkRun(t, ns[0], "app", "r-1", paddock.StateReady)
-	if n, err := ns[0].Place(ctx, "app"); !paddock.IsCode(err, paddock.CodeBusy) {
+	if n, _, err := ns[0].Place(ctx, "app"); !paddock.IsCode(err, paddock.CodeBusy) {
 		t.Fatalf("placed on %s with every node full: %v", n.ID, err)
+	}
+}
+
+func mkProject(t *testing.T, s *postgres.Store, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx paddock.Tx) error {
+		return tx.CreateProject(ctx, &paddock.Project{Name: name, Root: "/src/" + name, Fingerprint: "fp", CreatedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -283,10 +283,13 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	r.LastSeq = 0
 	if t.node != "" {
 		r.Node, r.NodeState = t.node, paddock.NodeAlive
-		// The place Place held for this run, if it did, is taken back: the
-		// run counts now.
+	}
+	if t.node != "" && r.Workspace != nil {
+		// A place Place held on this node for a run of the project is
+		// taken back: the run counts now. (A run without a workspace
+		// never counts, and takes none.)
 		if _, err := t.tx.Exec(ctx, `DELETE FROM paddock_reservations WHERE id = (SELECT id FROM paddock_reservations
-			WHERE node = $1 ORDER BY project = $2 DESC, id LIMIT 1)`, t.node, r.Project); err != nil {
+			WHERE node = $1 ORDER BY project = $2 DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)`, t.node, r.Project); err != nil {
 			return wrap("create run", err)
 		}
 	}

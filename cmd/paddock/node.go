@@ -275,8 +275,16 @@ func (n *clusterNode) Self() paddock.Node { return n.self }
 func (n *clusterNode) Locate(ctx context.Context, id string) (paddock.Node, error) {
 	return n.store.Locate(ctx, id)
 }
-func (n *clusterNode) Place(ctx context.Context, project string) (paddock.Node, error) {
-	return n.store.Place(ctx, project)
+func (n *clusterNode) Place(ctx context.Context, project string) (paddock.Node, func(), error) {
+	node, held, err := n.store.Place(ctx, project)
+	release := func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := n.store.Unplace(ctx, held); err != nil {
+			n.log.Warn("cannot give a place back", "node", node.ID, "err", err)
+		}
+	}
+	return node, release, err
 }
 func (n *clusterNode) Nodes(ctx context.Context) ([]paddock.Node, error) { return n.store.Nodes(ctx) }
 func (n *clusterNode) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult, error) {
