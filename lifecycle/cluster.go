@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -59,10 +60,16 @@ func (m *Manager) storeCheckpoint(ctx context.Context, id, why string) {
 	if m.Cluster == nil {
 		return
 	}
+	if _, adopting := m.adopting.Load(id); adopting {
+		return // its files are being restored: the stored checkpoint is the good one
+	}
+	mu := m.checkpointLock(id)
+	mu.Lock()
+	defer mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
 	r, err := m.Run(ctx, id)
-	if err != nil || r.Workspace == nil || r.Access != paddock.AccessWrite {
-		return // a read run changes nothing to carry
+	if err != nil || r.Workspace == nil || r.Access != paddock.AccessWrite || !m.mine(r) {
+		return // a read run changes nothing to carry; another node's is its own
 	}
 	switch r.Workspace.State {
 	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
@@ -103,6 +110,13 @@ type packedCheckpoint struct {
 	leftOut []string
 }
 
+// checkpointLock serializes the stores of run id's checkpoint, so that
+// the one stored last is the newest.
+func (m *Manager) checkpointLock(id string) *sync.Mutex {
+	mu, _ := m.checkpointMu.LoadOrStore(id, new(sync.Mutex))
+	return mu.(*sync.Mutex)
+}
+
 // checkpointDelay is how soon after a call that changed a run's files its
 // checkpoint is stored (with nodes): once for all the calls meanwhile, so
 // that an adoption loses at most about this much of a run's work.
@@ -114,18 +128,24 @@ func (m *Manager) checkpointSoon(id string) {
 	if m.Cluster == nil {
 		return
 	}
+	if _, adopting := m.adopting.Load(id); adopting {
+		return
+	}
 	if _, due := m.checkpointsDue.LoadOrStore(id, true); due {
 		return
 	}
 	m.goBackground(func() {
 		t := time.NewTimer(checkpointDelay)
 		defer t.Stop()
-		defer m.checkpointsDue.Delete(id)
 		select {
 		case <-m.ctx.Done():
+			m.checkpointsDue.Delete(id)
 			return // the shutdown's checkpoints store it
 		case <-t.C:
 		}
+		// Not due any more as the store begins: a change during it is
+		// stored by a store of its own.
+		m.checkpointsDue.Delete(id)
 		m.storeCheckpoint(m.ctx, id, "files changed")
 	})
 }
@@ -341,6 +361,15 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 	}
 
 	orig := *r.Workspace // what the run goes back to if the adoption fails
+	// While its files are restored, no checkpoint of the run is stored:
+	// the one in the store is what a retry restores from. The marker says
+	// to a restart that the adoption was cut short, and what to give back.
+	m.adopting.Store(id, true)
+	defer m.adopting.Delete(id)
+	marker := adoptionMarker{From: r.Node, Root: orig.Root, State: orig.State}
+	if err := m.writeAdoptionMarker(id, marker); err != nil {
+		return nil, internal("recording the adoption failed", err)
+	}
 	w := r.Workspace
 	w.Root = filepath.Join(m.WorkspacesDir, id)
 	w.BaseRevision = cp.BaseRevision
@@ -355,6 +384,7 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 		return err
 	})
 	if err != nil {
+		os.Remove(m.adoptionMarkerPath(id))
 		return nil, err
 	}
 	m.notify()
@@ -434,7 +464,10 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 	// A submission stayed on the lost node's disk too: the restored files
 	// are submitted again under the same hash when they make it (an
 	// approval of it is the operator's to give again), and named when not.
-	if sub := m.lastSubmitted(done, id); sub != "" {
+	if sub, applied := m.lastSubmitted(done, id); sub != "" && applied {
+		// Submitting it again would offer what is merged already.
+		data["submission_not_carried"] = sub + ": it was applied on node " + from + "; its submission record stayed there"
+	} else if sub != "" {
 		if sub == cs.Hash {
 			if _, err := m.Submit(done, id); err != nil {
 				data["submission_not_carried"] = sub + ": submitting it again failed: " + paddock.ErrorMessage(err)
@@ -457,6 +490,11 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 	if err := m.record(done, id, paddock.EventResumed, map[string]any{"by": by, "adopted": data}); err != nil {
 		return nil, err
 	}
+	if err := os.Remove(m.adoptionMarkerPath(id)); err != nil {
+		m.log().Warn("cannot remove an adoption's marker", "run", id, "err", err)
+	}
+	m.adopting.Delete(id)
+	m.checkpointSoon(id) // the restored files, as this node's first checkpoint of them
 	if res.Run, err = m.Run(done, id); err != nil {
 		return nil, err
 	}
@@ -518,9 +556,10 @@ func (m *Manager) selfNode() string {
 }
 
 // mine reports whether run r's workspace is this daemon's: on a daemon of
-// its own every run is; with nodes, the runs this node holds.
+// its own every run is; with nodes, the runs this node holds (a run with
+// no node is one made before nodes, which the first node to join takes).
 func (m *Manager) mine(r *paddock.Run) bool {
-	return m.Cluster == nil || r.Node == m.selfNode()
+	return m.Cluster == nil || r.Node == "" || r.Node == m.selfNode()
 }
 
 // nodeFingerprint is the fingerprint run creates on this node check the
@@ -547,34 +586,50 @@ func (m *Manager) nodeFingerprint(ctx context.Context, repo *gitx.Repo, p *paddo
 		return "", paddock.Errorf(paddock.CodeConflict, "project %q: %s on this node (%s) is not the repository that was declared (another path, or its first commit is missing)",
 			p.Name, p.Root, m.selfNode())
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := m.keepNodeFingerprint(p, local); err != nil {
 		return "", internal("keeping this node's fingerprint of the project failed", err)
 	}
-	if err := durable.WriteFile(path, []byte(p.Fingerprint+"\n"+local+"\n")); err != nil {
-		return "", internal("keeping this node's fingerprint of the project failed", err)
-	}
+	m.log().Info("this node's copy of the project is checked against its own fingerprint from now on", "project", p.Name, "fingerprint", local)
 	return local, nil
 }
 
+// keepNodeFingerprint keeps local as this node's fingerprint of project
+// p's copy (with nodes only).
+func (m *Manager) keepNodeFingerprint(p *paddock.Project, local string) error {
+	if m.Cluster == nil {
+		return nil
+	}
+	path := filepath.Join(m.ArtifactsDir, "fingerprints", p.Name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return durable.WriteFile(path, []byte(p.Fingerprint+"\n"+local+"\n"))
+}
+
 // lastSubmitted is the hash of run id's last submission, from its events
-// (which the shared store keeps), or "".
-func (m *Manager) lastSubmitted(ctx context.Context, id string) string {
-	var hash string
+// (which the shared store keeps), or "", and whether it was applied since
+// (and not undone).
+func (m *Manager) lastSubmitted(ctx context.Context, id string) (hash string, applied bool) {
 	var after int64
 	for {
 		evs, err := m.Events(ctx, id, after, 1000)
 		if err != nil || len(evs) == 0 {
-			return hash
+			return hash, applied
 		}
 		for _, e := range evs {
 			after = e.Seq
-			if e.Type == paddock.EventSubmitted {
+			switch e.Type {
+			case paddock.EventSubmitted:
 				var d struct {
 					Hash string `json:"hash"`
 				}
 				if json.Unmarshal(e.Data, &d) == nil && d.Hash != "" {
-					hash = d.Hash
+					hash, applied = d.Hash, false
 				}
+			case paddock.EventApplied:
+				applied = true
+			case paddock.EventUndone:
+				applied = false
 			}
 		}
 	}
@@ -588,7 +643,7 @@ const adoptingReason = "adopted from node "
 // run (its workspace w, its home) is removed, and the run goes back to the
 // node it came from as it was (orig), adoptable again, its checkpoint
 // untouched; run.adoption_failed says why.
-func (m *Manager) giveBack(ctx context.Context, r *paddock.Run, p *paddock.Project, w *paddock.Workspace, orig paddock.Workspace, from, why string) {
+func (m *Manager) giveBack(ctx context.Context, r *paddock.Run, p *paddock.Project, w *paddock.Workspace, orig paddock.Workspace, from, why string) error {
 	if prov, err := m.provider(w.Kind); err == nil {
 		if err := prov.Remove(ctx, p, w); err != nil {
 			m.log().Error("removing a failed adoption's workspace failed", "run", r.ID, "err", err)
@@ -610,47 +665,61 @@ func (m *Manager) giveBack(ctx context.Context, r *paddock.Run, p *paddock.Proje
 	})
 	if err != nil {
 		m.log().Error("giving a failed adoption's run back failed", "run", r.ID, "err", err)
+		m.notify()
+		return err
 	}
+	os.Remove(m.adoptionMarkerPath(r.ID))
 	m.notify()
+	return nil
+}
+
+// adoptionMarker is what an adoption under way leaves in the run's
+// artifacts on this node: the node and workspace to give the run back to.
+type adoptionMarker struct {
+	From  string                 `json:"from_node"`
+	Root  string                 `json:"from_root"`
+	State paddock.WorkspaceState `json:"from_state"`
+}
+
+func (m *Manager) adoptionMarkerPath(id string) string { return filepath.Join(m.runDir(id), "adopting.json") }
+
+func (m *Manager) writeAdoptionMarker(id string, mk adoptionMarker) error {
+	if err := os.MkdirAll(m.runDir(id), 0o700); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(mk)
+	return durable.WriteFile(m.adoptionMarkerPath(id), b)
 }
 
 // recoverAdoption gives back a run whose adoption here a crash cut short
-// (its workspace still being made): as it was before, from its
-// run.adopted event. It reports whether w was such a run.
+// (its marker is still there, whatever its workspace's state): as it was
+// before, to the node it came from, adoptable again from its checkpoint,
+// which no store touched meanwhile. It reports whether w was such a run.
 func (m *Manager) recoverAdoption(ctx context.Context, w *paddock.Workspace) (*paddock.Finding, bool) {
-	if m.Cluster == nil || w.State != paddock.StatePreparing || !strings.HasPrefix(w.Reason, adoptingReason) {
+	if m.Cluster == nil {
+		return nil, false
+	}
+	b, err := os.ReadFile(m.adoptionMarkerPath(w.RunID))
+	if err != nil {
 		return nil, false
 	}
 	f := &paddock.Finding{RunID: w.RunID, Path: w.Root, State: w.State, Issue: "an adoption was cut short", Action: "given back"}
+	var mk adoptionMarker
 	r, p, err := m.runAndProject(ctx, w.RunID)
+	if err == nil {
+		err = json.Unmarshal(b, &mk)
+	}
+	if err == nil && (mk.From == "" || mk.Root == "" || mk.State == "") {
+		err = errors.New("the adoption's marker is incomplete")
+	}
+	if err == nil {
+		orig := *w
+		orig.Root, orig.State, orig.Reason = mk.Root, mk.State, "its adoption by node "+m.selfNode()+" was cut short"
+		err = m.giveBack(ctx, r, p, w, orig, mk.From, "the node adopting it stopped")
+	}
 	if err != nil {
+		m.log().Error("giving back a run whose adoption was cut short failed", "run", w.RunID, "err", err)
 		f.Action = paddock.ActionFailed
-		return f, true
 	}
-	var adopted struct {
-		From  string                 `json:"from_node"`
-		Root  string                 `json:"from_root"`
-		State paddock.WorkspaceState `json:"from_state"`
-	}
-	var after int64
-	for {
-		evs, err := m.Events(ctx, w.RunID, after, 1000)
-		if err != nil || len(evs) == 0 {
-			break
-		}
-		for _, e := range evs {
-			after = e.Seq
-			if e.Type == paddock.EventAdopted {
-				json.Unmarshal(e.Data, &adopted)
-			}
-		}
-	}
-	if adopted.From == "" || adopted.Root == "" || adopted.State == "" {
-		f.Action = paddock.ActionFailed
-		return f, true
-	}
-	orig := *w
-	orig.Root, orig.State, orig.Reason = adopted.Root, adopted.State, "its adoption by node "+m.selfNode()+" was cut short"
-	m.giveBack(ctx, r, p, w, orig, adopted.From, "the node adopting it stopped")
 	return f, true
 }

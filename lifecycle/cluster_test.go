@@ -2,12 +2,16 @@ package lifecycle_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/lifecycle"
 )
 
 // TestNodeUsesItsCloneOfTheProject: a node's copy of a project is a clone
@@ -56,5 +60,79 @@ func TestNodeUsesItsCloneOfTheProject(t *testing.T) {
 	os.RemoveAll(filepath.Join(e.state, "artifacts", "fingerprints"))
 	if _, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); !paddock.IsCode(err, paddock.CodeConflict) {
 		t.Fatalf("a node on another repository at the project's path: %v", err)
+	}
+}
+
+// TestAdoptionKeepsItsCheckpoint: while an adoption writes the run's
+// files, nothing stores a checkpoint of the half-restored run (the stored
+// one is what a retry restores from); once it is done, the restored files
+// are the checkpoint. A restart that finds an adoption's marker (a crash
+// in the middle of one, whatever the workspace's state) gives the run back
+// to the node it came from, adoptable again.
+func TestAdoptionKeepsItsCheckpoint(t *testing.T) {
+	defer lifecycle.SetCheckpointDelay(time.Millisecond)()
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
+	e.m.Cluster = c
+	r := e.create(t, paddock.KindClone, "")
+	for i := range 20 {
+		os.WriteFile(filepath.Join(r.Workspace.Root, fmt.Sprintf("f%02d.txt", i)), []byte(strings.Repeat("x", i+1)), 0o644)
+	}
+	lifecycle.StoreCheckpoint(ctx, e.m, r.ID, "test")
+	want := c.hashes
+	os.RemoveAll(r.Workspace.Root) // its node is lost, and its disk with it
+	if _, err := e.m.Adopt(ctx, r.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the checkpoint the adoption schedules
+	c.mu.Lock()
+	for _, h := range c.hashes {
+		if h != want[0] {
+			t.Fatalf("a checkpoint of another change set was stored during or after the adoption: %v, want only %s", c.hashes, want[0])
+		}
+	}
+	c.mu.Unlock()
+
+	// A crash in the middle of an adoption: the run is here, ready, its
+	// marker left. The restart gives it back as the marker says.
+	if err := lifecycle.AdoptionMarker(e.m, r.ID, "na", "/elsewhere/"+r.ID, paddock.StateActive); err != nil {
+		t.Fatal(err)
+	}
+	found, err := e.m.Recover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gave bool
+	for _, f := range found {
+		gave = gave || (f.RunID == r.ID && f.Action == "given back")
+	}
+	got, _ := e.m.Run(ctx, r.ID)
+	if !gave || got.Workspace.Root != "/elsewhere/"+r.ID || got.State() != paddock.StateActive {
+		t.Fatalf("after a restart: %+v; the run is %s at %s", found, got.State(), got.Workspace.Root)
+	}
+	if _, err := os.Stat(filepath.Join(e.state, "workspaces", r.ID)); !os.IsNotExist(err) {
+		t.Fatalf("the half-made workspace is still here: %v", err)
+	}
+}
+
+// TestDeclaringNodeKeepsItsCheck: on the node that declared a project, a
+// .git replaced later (a clone at the same path) is refused, as on a
+// daemon of its own: the declared fingerprint is that node's own.
+func TestDeclaringNodeKeepsItsCheck(t *testing.T) {
+	e := newEnv(t)
+	e.m.Cluster = &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
+	e.project(t)
+	clone := filepath.Join(t.TempDir(), "clone")
+	if out, err := exec.Command("git", "clone", "-q", e.repo, clone).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	os.RemoveAll(e.repo)
+	if err := os.Rename(clone, e.repo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); !paddock.IsCode(err, paddock.CodeConflict) {
+		t.Fatalf("the declaring node, its project's .git replaced: %v", err)
 	}
 }

@@ -1,9 +1,28 @@
 package lifecycle
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
 
 // StoreCheckpoint stores run id's checkpoint in the shared store, as a job's
 // start and end and a checkpoint do.
 func StoreCheckpoint(ctx context.Context, m *Manager, id, why string) {
 	m.storeCheckpoint(ctx, id, why)
+}
+
+// SetCheckpointDelay sets how soon after a change a run's checkpoint is
+// stored, for a test; it returns a function that puts it back.
+func SetCheckpointDelay(d time.Duration) func() {
+	old := checkpointDelay
+	checkpointDelay = d
+	return func() { checkpointDelay = old }
+}
+
+// AdoptionMarker leaves the marker of an adoption under way for run id, as
+// a crash in the middle of one would.
+func AdoptionMarker(m *Manager, id, from, root string, state paddock.WorkspaceState) error {
+	return m.writeAdoptionMarker(id, adoptionMarker{From: from, Root: root, State: state})
 }

@@ -163,6 +163,8 @@ type Manager struct {
 	checksAt       sync.Map // run id → the revision its checks are read from, when not its base (a queue's check)
 	checkpointsDue sync.Map // run id → true while a checkpoint in the shared store is due (cluster.go)
 	checkpointKept sync.Map // run id → the key of the checkpoint this node stored last (cluster.go)
+	checkpointMu   sync.Map // run id → *sync.Mutex: one store of its checkpoint at a time (cluster.go)
+	adopting       sync.Map // run id → true while this node adopts it (cluster.go)
 	queueRunning   bool
 	queueAgain     bool
 

@@ -55,6 +55,12 @@ func (m *Manager) AddProject(ctx context.Context, req paddock.AddProjectRequest)
 	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, p) }); err != nil {
 		return nil, err
 	}
+	// With nodes, the declaring node's own fingerprint of its copy is the
+	// declared one: its .git replaced later is refused, as on a daemon of
+	// its own, not taken for a new copy.
+	if err := m.keepNodeFingerprint(p, fp); err != nil {
+		m.log().Warn("cannot keep this node's fingerprint of the project", "project", name, "err", err)
+	}
 	m.log().Info("project added", "project", name, "root", repo.Root)
 	return p, nil
 }

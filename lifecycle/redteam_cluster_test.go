@@ -22,8 +22,9 @@ import (
 type shared struct {
 	store paddock.Store
 	mu    sync.Mutex
-	cps   map[string]paddock.RunCheckpoint
-	saves int
+	cps    map[string]paddock.RunCheckpoint
+	saves  int
+	hashes []string // every checkpoint saved, in order
 }
 
 func (c *shared) Self() paddock.Node {
@@ -33,6 +34,7 @@ func (c *shared) SaveCheckpoint(ctx context.Context, cp *paddock.RunCheckpoint) 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.saves++
+	c.hashes = append(c.hashes, cp.Hash)
 	cp.Node = "nb"
 	c.cps[cp.RunID] = *cp
 	return nil

@@ -82,7 +82,7 @@ func (s *Store) Join(ctx context.Context, c NodeConfig) (paddock.Node, error) {
 			// would take runs whose workspaces are on that node's disk.
 			var runs int
 			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs r JOIN workspaces w ON w.run_id = r.id
-				WHERE r.node = $1 AND r.removed_at IS NULL AND w.state NOT IN ('cleaned', 'orphaned')`, c.ID).Scan(&runs); err != nil {
+				WHERE r.node = $1 AND r.removed_at IS NULL AND w.state = ANY($2)`, c.ID, liveStates).Scan(&runs); err != nil {
 				return err
 			}
 			if runs > 0 {
@@ -91,8 +91,9 @@ func (s *Store) Join(ctx context.Context, c NodeConfig) (paddock.Node, error) {
 			}
 		}
 		// Runs made before nodes existed (by the one daemon this database
-		// had) are the first node's to join: it recovers and collects them.
-		if _, err := tx.Exec(ctx, `UPDATE runs SET node = $1 WHERE node IS NULL`, c.ID); err != nil {
+		// had) are the first node's ever to join: it recovers and collects
+		// them, so that daemon must be the first node started.
+		if _, err := tx.Exec(ctx, `UPDATE runs SET node = $1 WHERE node IS NULL AND NOT EXISTS (SELECT 1 FROM paddock_nodes)`, c.ID); err != nil {
 			return err
 		}
 		ms := c.Lease.Milliseconds()

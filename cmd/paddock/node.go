@@ -215,7 +215,14 @@ func (n *clusterNode) renew(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		err := n.store.Renew(ctx)
+		// A renewal that hangs (a lost connection) must not stop the
+		// next ones: each gets a third of a lease.
+		rctx, cancel := context.WithTimeout(ctx, n.lease/3)
+		err := n.store.Renew(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			return // leaving: a renewal cut short says nothing of the lease
+		}
 		switch {
 		case errors.Is(err, paddock.ErrFenced):
 			n.log.Error("this node lost its lease: stopping (its runs may be adopted by another node)", "node", n.self.ID, "err", err)
