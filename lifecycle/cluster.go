@@ -681,7 +681,9 @@ type adoptionMarker struct {
 	State paddock.WorkspaceState `json:"from_state"`
 }
 
-func (m *Manager) adoptionMarkerPath(id string) string { return filepath.Join(m.runDir(id), "adopting.json") }
+func (m *Manager) adoptionMarkerPath(id string) string {
+	return filepath.Join(m.runDir(id), "adopting.json")
+}
 
 func (m *Manager) writeAdoptionMarker(id string, mk adoptionMarker) error {
 	if err := os.MkdirAll(m.runDir(id), 0o700); err != nil {

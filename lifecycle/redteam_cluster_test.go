@@ -20,8 +20,8 @@ import (
 // top of the test's own store: checkpoints kept in memory, and a take that
 // runs fn in one of the store's transactions.
 type shared struct {
-	store paddock.Store
-	mu    sync.Mutex
+	store  paddock.Store
+	mu     sync.Mutex
 	cps    map[string]paddock.RunCheckpoint
 	saves  int
 	hashes []string // every checkpoint saved, in order
