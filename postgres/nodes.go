@@ -553,6 +553,37 @@ func (s *Store) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) erro
 	return from, err
 }
 
+// Adoptable lists, oldest first, the runs of lost nodes that an adoption
+// could restore: live, not a handed-over directory, with a checkpoint.
+func (s *Store) Adoptable(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT r.id FROM runs r JOIN paddock_nodes n ON n.id = r.node JOIN workspaces w ON w.run_id = r.id
+		WHERE n.state = 'lost' AND r.removed_at IS NULL AND w.state = ANY($1) AND w.kind <> 'operator_dir'
+		AND EXISTS (SELECT 1 FROM paddock_checkpoints c WHERE c.run_id = r.id)
+		ORDER BY r.created_at, r.id LIMIT 100`, liveStates)
+	if err != nil {
+		return nil, wrap("list adoptable runs", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, wrap("list adoptable runs", err)
+}
+
+// Room is how many more live runs this node takes: its capacity less its
+// live runs and the places held on it.
+func (s *Store) Room(ctx context.Context) (int, error) {
+	n := s.node.Load()
+	if n == nil {
+		return 0, errors.New("postgres: this store has not joined as a node")
+	}
+	var live int
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM runs r JOIN workspaces w ON w.run_id = r.id
+			WHERE r.node = $1 AND r.removed_at IS NULL AND w.state = ANY($2))
+		+ (SELECT count(*) FROM paddock_reservations v WHERE v.node = $1 AND v.expires_at > now())`, n.cfg.ID, liveStates).Scan(&live)
+	if err != nil {
+		return 0, wrap("room", err)
+	}
+	return n.cfg.Capacity - live, nil
+}
+
 // ReleaseRun gives run id, this node's, back to node to (an adoption that
 // failed), and runs fn in the same transaction.
 func (s *Store) ReleaseRun(ctx context.Context, id, to string, fn func(paddock.Tx) error) error {

@@ -97,6 +97,9 @@ type config struct {
 	NodeAddress  string `toml:"node_address"`
 	NodeCapacity int    `toml:"node_capacity"`
 	NodeLease    string `toml:"node_lease"`
+	// NodeAdopt is manual (the default: a lost node's runs wait for
+	// paddock adopt) or auto (this node adopts them while it has room).
+	NodeAdopt string `toml:"node_adopt"`
 }
 
 // netAllowAddrs parses net_allow_addresses (checked by check).

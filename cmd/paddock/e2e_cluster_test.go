@@ -327,3 +327,65 @@ func TestClusterOfThree(t *testing.T) {
 	}
 	t.Logf("fan-out of an event to another node's stream: %s", fanout)
 }
+
+// TestClusterAdoptsByPolicy: a node with node_adopt = "auto" adopts a lost
+// node's run by itself, from its checkpoint, and runs its interrupted job
+// again to its end.
+func TestClusterAdoptsByPolicy(t *testing.T) {
+	base := t.TempDir()
+	url := pgtest.Need(t).URL(t, base)
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
+	a := startNode(t, base, "a", url)
+	b := &node{id: "b", home: filepath.Join(base, "b")}
+	b.d = startDaemon(t, b.home, "--store", url, "--node-id", "b", "--node-lease", "2s", "--node-capacity", "2", "--node-adopt", "auto")
+	b.c = client.Unix(filepath.Join(b.home, "paddock.sock"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli(t, a.home, "project", "add", repo).must(t)
+	// Made through a: placed on a (both empty, a first by id).
+	id := strings.TrimSpace(cli(t, a.home, "create", "-p", "app", "--kind", "overlay").must(t).out)
+	if r := runState(t, b.home, id); r.Node != "a" {
+		t.Fatalf("run %s is on %q", id, r.Node)
+	}
+	cli(t, b.home, "exec", id, "--", "sh", "-c", "echo kept > kept.txt").must(t)
+	for i := 0; ; i++ { // its checkpoint, within seconds of the change
+		evs, _ := b.c.Events(ctx, id, 0, 1000)
+		if n := len(evs); n > 0 && evs[n-1].Type == paddock.EventClusterCheckpoint {
+			break
+		}
+		if i > 500 {
+			t.Fatal("no checkpoint stored")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	job, err := b.c.StartJob(ctx, id, paddock.StartJobRequest{Kind: paddock.JobExec,
+		Exec: &paddock.ExecRequest{Argv: []string{"sh", "-c", "sleep 3; cat kept.txt > done.txt"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.d.kill9()
+	killHarnesses(a.home)
+	// b marks a lost, adopts the run by itself, and the job ends there.
+	for i := 0; ; i++ {
+		j, err := b.c.Job(ctx, id, job.ID)
+		if err == nil && j.State == paddock.JobSucceeded {
+			break
+		}
+		if i > 600 {
+			logb, _ := os.ReadFile(filepath.Join(b.home, "test-daemon.log"))
+			t.Fatalf("the job was not adopted and finished: %+v %v\n%s", j, err, logb)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := runState(t, b.home, id)
+	if r.Node != "b" {
+		t.Fatalf("run on %q", r.Node)
+	}
+	if out := cli(t, b.home, "exec", id, "--", "cat", "done.txt").must(t).out; out != "kept\n" {
+		t.Fatalf("done.txt: %q", out)
+	}
+	evs := cli(t, b.home, "events", id).must(t).out
+	if !strings.Contains(evs, "node_adopt = auto") || !strings.Contains(evs, paddock.EventJobAdopted) {
+		t.Fatalf("events:\n%s", evs)
+	}
+}

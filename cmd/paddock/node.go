@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -26,8 +28,8 @@ import (
 
 // nodeFlags are serve's --node-* flags, over paddock.toml's node_* keys.
 type nodeFlags struct {
-	id, listen, address, lease string
-	capacity                   int
+	id, listen, address, lease, adopt string
+	capacity                          int
 }
 
 func (f *nodeFlags) register(cmd *cobra.Command) {
@@ -37,6 +39,7 @@ func (f *nodeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.address, "node-address", "", "with a shared store: the URL other nodes reach this one at (default http://NODE-LISTEN)")
 	fl.IntVar(&f.capacity, "node-capacity", 0, "with a shared store: the runs with a live workspace this node takes (default 32)")
 	fl.StringVar(&f.lease, "node-lease", "", "with a shared store: how long this node counts as alive after renewing its lease (default 15s)")
+	fl.StringVar(&f.adopt, "node-adopt", "", "with a shared store: manual (default: paddock adopt RUN) or auto (this node adopts lost nodes' runs while it has room)")
 }
 
 // apply lays the flags given over cfg.
@@ -56,6 +59,9 @@ func (f *nodeFlags) apply(cfg *config, changed func(string) bool) {
 	if changed("node-lease") {
 		cfg.NodeLease = f.lease
 	}
+	if changed("node-adopt") {
+		cfg.NodeAdopt = f.adopt
+	}
 }
 
 var nodeIDPattern = lazyre.New(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$`)
@@ -64,6 +70,11 @@ var nodeIDPattern = lazyre.New(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$`)
 func (c config) checkNode() error {
 	if c.NodeID != "" && !nodeIDPattern.MatchString(c.NodeID) {
 		return fmt.Errorf("node_id %q: want letters, digits, '.', '_' or '-' (at most 63, a letter or digit first)", c.NodeID)
+	}
+	switch c.NodeAdopt {
+	case "", "manual", "auto":
+	default:
+		return fmt.Errorf("node_adopt %q: want manual or auto", c.NodeAdopt)
 	}
 	if c.NodeCapacity < 0 {
 		return fmt.Errorf("node_capacity %d: want a positive number", c.NodeCapacity)
@@ -101,6 +112,14 @@ type clusterNode struct {
 	stopRenewing context.CancelFunc
 	fenced       chan struct{}
 	fencedErr    error
+	// autoAdopt: node_adopt = "auto"; adopting is the adoption under way
+	// (one at a time), which leave waits for.
+	autoAdopt bool
+	adopting  sync.WaitGroup
+	busy      atomic.Bool
+	// tried is when an automatic adoption of a run last failed: it is
+	// not tried again for a while.
+	tried map[string]time.Time
 }
 
 // joinCluster makes this daemon a node of the paddock its PostgreSQL
@@ -145,7 +164,8 @@ func joinCluster(ctx context.Context, home string, cfg config, store *postgres.S
 		return nil, err
 	}
 	log.Info("joined as a node", "node", self.ID, "epoch", self.Epoch, "address", self.Address, "capacity", self.Capacity, "lease", lease)
-	n := &clusterNode{store: store, self: self, ln: ln, lease: lease, log: log, fenced: make(chan struct{})}
+	n := &clusterNode{store: store, self: self, ln: ln, lease: lease, log: log, fenced: make(chan struct{}),
+		autoAdopt: cfg.NodeAdopt == "auto", tried: map[string]time.Time{}}
 	// Renewed from the join on: what a start does before it serves (its
 	// recovery) can take longer than a lease.
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -263,11 +283,58 @@ func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
 		if err != nil && ctx.Err() == nil && !errors.Is(err, paddock.ErrFenced) {
 			n.log.Warn("cannot look for lost nodes", "err", err)
 		}
+		if n.autoAdopt && !n.busy.Load() {
+			n.busy.Store(true)
+			n.adopting.Add(1)
+			go func() {
+				defer n.adopting.Done()
+				defer n.busy.Store(false)
+				n.adoptLost(ctx)
+			}()
+		}
+	}
+}
+
+// adoptRetry is how long an automatic adoption that failed waits before
+// it is tried again.
+const adoptRetry = 5 * time.Minute
+
+// adoptLost adopts, one at a time while this node has room, the runs of
+// lost nodes that have a checkpoint (node_adopt = "auto"). Another node
+// doing the same takes each run once: the take is a compare-and-swap.
+func (n *clusterNode) adoptLost(ctx context.Context) {
+	ids, err := n.store.Adoptable(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("cannot list lost nodes' runs to adopt", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		if t, ok := n.tried[id]; ok && time.Since(t) < adoptRetry {
+			continue
+		}
+		if room, err := n.store.Room(ctx); err != nil || room <= 0 {
+			return
+		}
+		res, err := n.m.Adopt(ctx, id, "node "+n.self.ID+" (node_adopt = auto)")
+		if err != nil {
+			if !paddock.IsCode(err, paddock.CodeConflict) { // taken by another node meanwhile: nothing to say
+				n.log.Warn("adopting a lost node's run failed", "run", id, "err", err)
+			}
+			n.tried[id] = time.Now()
+			continue
+		}
+		n.log.Info("adopted a lost node's run", "run", id, "from", res.FromNode, "job", res.Job)
 	}
 }
 
 // leave marks the node stopped cleanly.
 func (n *clusterNode) leave() {
+	n.adopting.Wait()
 	n.stopRenewing()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
