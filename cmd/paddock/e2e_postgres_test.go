@@ -16,8 +16,8 @@ import (
 // the same database joins it as another node, and a second daemon that
 // claims the first's node id is refused.
 func TestServeOnPostgres(t *testing.T) {
-	url := pgtest.Need(t).URL(t, "serve")
 	base := t.TempDir()
+	url := pgtest.Need(t).URL(t, base) // a database of its own, each time
 	home := filepath.Join(base, "home")
 	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
 	d := startDaemon(t, home, "--store", url)
