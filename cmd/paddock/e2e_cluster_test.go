@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -97,6 +98,18 @@ func TestClusterOfThree(t *testing.T) {
 		case h == ns[2] && other == "":
 			other = id
 		}
+	}
+	// An attached command (the upgraded connection), through a node that
+	// does not hold the run: its stdin in, its output out.
+	var attached bytes.Buffer
+	via := ns[1]
+	if holder[victim] == via {
+		via = ns[2]
+	}
+	attachRes, err := via.c.ExecAttach(ctx, victim, paddock.ExecRequest{Argv: []string{"sh", "-c", "cat; echo done"}},
+		paddock.ExecIO{Stdin: strings.NewReader("piped through a node\n"), Stdout: &attached, Stderr: &attached})
+	if err != nil || attachRes.ExitCode != 0 || attached.String() != "piped through a node\ndone\n" {
+		t.Fatalf("a forwarded attached exec: %+v %v %q", attachRes, err, attached.String())
 	}
 	diff := cli(t, ns[2].home, "diff", victim).must(t).out
 	if !strings.Contains(diff, "+++ b/who.txt") || !strings.Contains(diff, "+"+victim) {
