@@ -38,7 +38,7 @@ type Node struct {
 
 // ErrFenced is in the chain of a write refused because its node lost its
 // lease (or joined again since): another node may have taken its runs.
-var ErrFenced = errors.New("this node lost its lease; its writes are refused")
+var ErrFenced = errors.New("its writes are refused")
 
 // RunCheckpoint is what a run's adoption restores from: its change set
 // against its base, stored in the shared store.

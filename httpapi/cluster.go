@@ -64,10 +64,13 @@ func runPath(p string) (id, rest string, ok bool) {
 
 // servedAnywhere are the calls on a run that any node answers from the
 // shared store, whichever node holds the run: its record, its events and
-// their stream (woken on every node by LISTEN/NOTIFY), and its adoption.
+// their stream (woken on every node by LISTEN/NOTIFY), its jobs' records,
+// and its adoption.
 func servedAnywhere(method, rest string) bool {
 	switch {
-	case method == http.MethodGet && (rest == "" || rest == "events" || rest == "events/stream"):
+	case method == http.MethodGet && (rest == "" || rest == "events" || rest == "events/stream" || rest == "jobs"):
+		return true
+	case method == http.MethodGet && strings.HasPrefix(rest, "jobs/") && !strings.Contains(strings.TrimPrefix(rest, "jobs/"), "/"):
 		return true
 	case method == http.MethodPost && rest == "adopt":
 		return true
@@ -138,7 +141,7 @@ func (s *Server) forward(next http.Handler) http.Handler {
 			if n.ID == self.ID {
 				next.ServeHTTP(sw, r)
 			} else {
-				s.proxy(sw, r, n)
+				s.proxy(sw, r, n, true)
 			}
 			if sw.status < 200 || sw.status > 299 {
 				release() // no run was made: the place is given back
@@ -173,7 +176,7 @@ func (s *Server) forward(next http.Handler) http.Handler {
 				Message: "run " + id + " is on node " + n.ID + ", which is " + what + "; restart that node, or adopt the run on this one (paddock adopt " + id + ")",
 				Details: map[string]any{"node": n.ID, "node_state": n.State}})
 		default:
-			s.proxy(w, r, n)
+			s.proxy(w, r, n, false)
 		}
 	})
 }
@@ -190,7 +193,7 @@ var nodeTransport http.RoundTripper = func() *http.Transport {
 
 // proxy hands the call to node n as its caller made it: the body, the
 // streams, an upgraded connection (exec/attach) all pass through.
-func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node) {
+func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, placed bool) {
 	target, err := url.Parse(n.Address)
 	if err != nil || target.Scheme != "http" || target.Host == "" {
 		s.fail(w, r, &paddock.Error{Code: paddock.CodeInternal, Message: "node " + n.ID + " has an address that does not parse", Err: err})
@@ -221,6 +224,12 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node) {
 		FlushInterval: -1, // streams (events, exec output, MCP) as they come
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.log().Warn("forwarding a call to its run's node failed", "node", n.ID, "path", r.URL.Path, "err", err)
+			if placed {
+				writeError(w, &paddock.Error{Code: paddock.CodeBusy,
+					Message: "node " + n.ID + " (" + n.Address + "), chosen for the new run, did not answer; nothing was made, try again",
+					Details: map[string]any{"node": n.ID}})
+				return
+			}
 			writeError(w, &paddock.Error{Code: paddock.CodeNodeLost,
 				Message: "node " + n.ID + " (" + n.Address + "), which holds this run, did not answer; if it stays so, the other nodes mark it lost after its lease",
 				Details: map[string]any{"node": n.ID}})

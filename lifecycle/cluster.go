@@ -599,6 +599,8 @@ func (m *Manager) keepNodeFingerprint(p *paddock.Project, local string) error {
 	if m.Cluster == nil {
 		return nil
 	}
+	m.fingerprintMu.Lock() // durable.WriteFile's temporary file is one per path
+	defer m.fingerprintMu.Unlock()
 	path := filepath.Join(m.ArtifactsDir, "fingerprints", p.Name)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err

@@ -270,6 +270,12 @@ func (m *Manager) recordJobEnd(j *paddock.Job) {
 		case paddock.IsCode(err, paddock.CodeNotFound):
 			m.log().Warn("a job ended whose record is gone", "run", j.RunID, "job", j.ID, "err", err)
 			return
+		case errors.Is(err, paddock.ErrFenced):
+			// This node lost its lease: the node that marked it lost
+			// interrupted the job already, and no retry can write.
+			m.log().Warn("a job ended on a node that lost its lease; its end is not recorded (the job was interrupted when the node was marked lost)",
+				"run", j.RunID, "job", j.ID, "state", j.State)
+			return
 		case time.Now().After(deadline):
 			m.log().Error("cannot record a job's end; it stays running until the next start marks it interrupted",
 				"run", j.RunID, "job", j.ID, "state", j.State, "attempts", attempt, "err", err)

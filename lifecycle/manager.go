@@ -157,14 +157,15 @@ type Manager struct {
 	// queueMu guards the merge queue's document; queueRunning says its
 	// worker is draining it, queueAgain that an entry came meanwhile.
 	queueMu        sync.Mutex
-	provMu         sync.Map // run id → *sync.Mutex of its provenance journal (diff --blame)
-	provStates     sync.Map // run id → *provState, under its provMu lock
-	landMu         sync.Map // run id → *sync.Mutex: an apply or a landing at a time
-	checksAt       sync.Map // run id → the revision its checks are read from, when not its base (a queue's check)
-	checkpointsDue sync.Map // run id → true while a checkpoint in the shared store is due (cluster.go)
-	checkpointKept sync.Map // run id → the key of the checkpoint this node stored last (cluster.go)
-	checkpointMu   sync.Map // run id → *sync.Mutex: one store of its checkpoint at a time (cluster.go)
-	adopting       sync.Map // run id → true while this node adopts it (cluster.go)
+	provMu         sync.Map   // run id → *sync.Mutex of its provenance journal (diff --blame)
+	provStates     sync.Map   // run id → *provState, under its provMu lock
+	landMu         sync.Map   // run id → *sync.Mutex: an apply or a landing at a time
+	checksAt       sync.Map   // run id → the revision its checks are read from, when not its base (a queue's check)
+	checkpointsDue sync.Map   // run id → true while a checkpoint in the shared store is due (cluster.go)
+	checkpointKept sync.Map   // run id → the key of the checkpoint this node stored last (cluster.go)
+	checkpointMu   sync.Map   // run id → *sync.Mutex: one store of its checkpoint at a time (cluster.go)
+	adopting       sync.Map   // run id → true while this node adopts it (cluster.go)
+	fingerprintMu  sync.Mutex // one write of this node's project fingerprints at a time (cluster.go)
 	queueRunning   bool
 	queueAgain     bool
 

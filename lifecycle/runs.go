@@ -200,6 +200,9 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 	}); err != nil {
 		return nil, err
 	}
+	// With nodes, a run is adoptable from its start: its first checkpoint
+	// is its base, unchanged.
+	m.storeCheckpoint(done, id, "created")
 	return m.Run(done, id)
 }
 
@@ -412,8 +415,8 @@ func (m *Manager) Runs(ctx context.Context, f paddock.RunFilter) (out []*paddock
 // the host.
 func (m *Manager) describe(r *paddock.Run) {
 	w := r.Workspace
-	if w == nil || w.Kind != paddock.KindOverlay {
-		return
+	if w == nil || w.Kind != paddock.KindOverlay || !m.mine(r) {
+		return // another node's layers are on its disk, not here
 	}
 	if ov, ok := m.overlayProvider(); ok {
 		l, _ := ov.LayersWithStack(r.Project, w) // a stack unread shows none

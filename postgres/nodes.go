@@ -122,7 +122,7 @@ func nodeDest(n *paddock.Node) []any {
 // fenced is the error of a write by a node that lost its lease.
 func fenced(id string) error {
 	return &paddock.Error{Code: paddock.CodeNodeLost,
-		Message: "node " + id + " lost its lease (another node may have marked it lost and taken its runs); its writes are refused",
+		Message: "node " + id + " lost its lease (another node may have marked it lost and taken its runs)",
 		Err:     paddock.ErrFenced}
 }
 

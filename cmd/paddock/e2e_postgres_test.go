@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/postgres/pgtest"
@@ -42,6 +46,30 @@ func TestServeOnPostgres(t *testing.T) {
 		t.Fatalf("nodes: %+v", nodes)
 	}
 	second.stop()
+	// Settings a node could only fail on later are refused at its start.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--node-capacity", "0"}, "node_capacity: want a number of runs of at least 1"},
+		{[]string{"--node-listen", "0.0.0.0:0"}, "listens on every address"},
+		{[]string{"--node-address", "http://127.0.0.1"}, "want http://HOST:PORT"},
+		{[]string{"--node-adopt", "sometimes"}, "want manual or auto"},
+	} {
+		r := cli(t, other, append([]string{"serve", "--store", url}, tc.args...)...)
+		if r.code != exitUsage || !strings.Contains(r.err, tc.want) {
+			t.Fatalf("serve %v: %d %s", tc.args, r.code, r.err)
+		}
+	}
+	// A node whose address reaches nothing stops, saying so.
+	third := filepath.Join(base, "third")
+	os.MkdirAll(third, 0o700)
+	cmd := exec.Command(binary, "serve", "--home", third, "--store", url, "--node-address", "http://127.0.0.1:1")
+	cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
+	out, err := runFor(cmd, 60*time.Second)
+	if err == nil || !strings.Contains(out, "does not reach its node listener") {
+		t.Fatalf("a node with a wrong address: %v\n%s", err, out)
+	}
 	d.kill9()
 	startDaemon(t, home, "--store", url)
 	run := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
@@ -55,5 +83,24 @@ func TestServeOnPostgres(t *testing.T) {
 	cli(t, home, "reject", id).must(t)
 	if r := cli(t, other, "serve", "--store", "mysql://x"); r.code != exitUsage || !strings.Contains(r.err, "want sqlite or a postgres:// URL") {
 		t.Fatalf("an unknown store: %d %s", r.code, r.err)
+	}
+}
+
+// runFor runs cmd to its end, killing it after d, and returns its output.
+func runFor(cmd *exec.Cmd, d time.Duration) (string, error) {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-time.After(d):
+		cmd.Process.Kill()
+		<-done
+		return out.String(), fmt.Errorf("still running after %s", d)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -55,6 +56,9 @@ func (f *nodeFlags) apply(cfg *config, changed func(string) bool) {
 	}
 	if changed("node-capacity") {
 		cfg.NodeCapacity = f.capacity
+		if f.capacity == 0 {
+			cfg.NodeCapacity = -1 // refused by checkNode: 0 is not the default when asked for
+		}
 	}
 	if changed("node-lease") {
 		cfg.NodeLease = f.lease
@@ -77,7 +81,7 @@ func (c config) checkNode() error {
 		return fmt.Errorf("node_adopt %q: want manual or auto", c.NodeAdopt)
 	}
 	if c.NodeCapacity < 0 {
-		return fmt.Errorf("node_capacity %d: want a positive number", c.NodeCapacity)
+		return fmt.Errorf("node_capacity: want a number of runs of at least 1")
 	}
 	if c.NodeLease != "" {
 		d, err := time.ParseDuration(c.NodeLease)
@@ -92,7 +96,7 @@ func (c config) checkNode() error {
 	}
 	if c.NodeAddress != "" {
 		u, err := url.Parse(c.NodeAddress)
-		if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		if err != nil || u.Scheme != "http" || u.Hostname() == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
 			return fmt.Errorf("node_address %q: want http://HOST:PORT", c.NodeAddress)
 		}
 	}
@@ -130,6 +134,19 @@ func joinCluster(ctx context.Context, home string, cfg config, store *postgres.S
 	if err != nil {
 		return nil, err
 	}
+	if kept := keptNodeID(home); kept != "" && kept != id {
+		// This state directory's runs are recorded as kept's: under another
+		// id they would be nobody's here, and gc would take their files.
+		nodes, err := store.Nodes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range nodes {
+			if n.ID == kept && n.LiveRuns > 0 {
+				return nil, usageError{fmt.Sprintf("this state directory is node %s, which holds %d live runs here; start it as --node-id %s (or adopt its runs on another node first)", kept, n.LiveRuns, kept)}
+			}
+		}
+	}
 	listen := cfg.NodeListen
 	if listen == "" {
 		listen = "127.0.0.1:0"
@@ -140,6 +157,10 @@ func joinCluster(ctx context.Context, home string, cfg config, store *postgres.S
 	}
 	addr := cfg.NodeAddress
 	if addr == "" {
+		if ip := ln.Addr().(*net.TCPAddr).IP; ip.IsUnspecified() {
+			ln.Close()
+			return nil, usageError{fmt.Sprintf("--node-listen %s listens on every address: say which one the other nodes reach with --node-address http://HOST:PORT", listen)}
+		}
 		addr = "http://" + ln.Addr().String()
 	}
 	lease := 15 * time.Second
@@ -208,6 +229,19 @@ func nodeIdentity(home, given string) (id, key string, keep func() error, err er
 		return nil
 	}
 	return id, key, keep, nil
+}
+
+// keptNodeID is the node id kept in home, or "".
+func keptNodeID(home string) string {
+	b, err := os.ReadFile(filepath.Join(home, "node-id"))
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return ""
+	}
+	return f[0]
 }
 
 func randomWord(n int) string {
@@ -331,6 +365,37 @@ func (n *clusterNode) adoptLost(ctx context.Context) {
 		n.log.Info("adopted a lost node's run", "run", id, "from", res.FromNode, "job", res.Job)
 	}
 }
+
+// checkAddress asks this node's own listener, at the address the other
+// nodes are given, for its health, as another node would: a node whose
+// address reaches nothing (a wrong --node-address) would take runs no
+// call could reach.
+func (n *clusterNode) checkAddress(ctx context.Context, secret string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.self.Address+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Paddock-Node-Secret", secret)
+	req.Header.Set("X-Paddock-Forwarded-By", n.self.ID)
+	req.Header.Set("X-Paddock-Caller", "operator")
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err != nil {
+		return fmt.Errorf("node %s's address %s does not reach its node listener (%w): set --node-address to an address the other nodes reach it at", n.self.ID, n.self.Address, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("node %s's address %s answers %s, not this node's listener: set --node-address to an address the other nodes reach it at", n.self.ID, n.self.Address, resp.Status)
+	}
+	return nil
+}
+
+// errNodeAddress is why a node whose address reaches nothing stopped.
+type errNodeAddress struct{ err error }
+
+func (e errNodeAddress) Error() string { return e.err.Error() }
+func (e errNodeAddress) Unwrap() error { return e.err }
 
 // leave marks the node stopped cleanly.
 func (n *clusterNode) leave() {

@@ -68,9 +68,12 @@ and when a node stops), and takes over the run's interrupted job, which runs
 again here over those files (they may hold part of that job's first run).
 
 What the lost node did after the checkpoint is lost with it; the run's
-run.adopted and run.resumed events say which checkpoint was restored and
-what could not be (symbolic links, names that are not UTF-8, protected
-paths). The run keeps its id, its events, its token and its submission.
+run.adopted and workspace.resumed events say which checkpoint was restored
+and what could not be (symbolic links, names that are not UTF-8, protected
+paths). The run keeps its id, its events and its token; its submission is
+made again when the restored files make the submitted hash (an approval is
+yours to give again), and named as lost when they do not. A node started
+with --node-adopt auto adopts lost nodes' runs by itself.
 
 Exit codes: 0 adopted; 3 no such run, or no checkpoint to restore from;
 4 the run's node is alive, or the run is not live; 7 this daemon's store is

@@ -165,6 +165,9 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	defer store.Close()
 	// A PostgreSQL store is shared: this daemon is one node of several.
 	var node *clusterNode
+	if _, ok := store.(*postgres.Store); !ok && (cfg.NodeID != "" || cfg.NodeListen != "" || cfg.NodeAddress != "" || cfg.NodeCapacity != 0 || cfg.NodeLease != "" || cfg.NodeAdopt != "") {
+		logger.Warn("the node settings are ignored: this daemon's store (SQLite) is its own, shared with no other node")
+	}
 	if pg, ok := store.(*postgres.Store); ok {
 		if node, err = joinCluster(ctx, home, cfg, pg, logger); err != nil {
 			return err
@@ -314,6 +317,14 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	}
 	logger.Info("paddock serving", "version", info.Version, "pid", info.PID, "socket", info.Socket,
 		"listen", info.Listen, "state", home, "recovered", len(recovered))
+	if node != nil {
+		go func() {
+			if err := node.checkAddress(ctx, api.NodeSecret); err != nil && ctx.Err() == nil {
+				logger.Error("this node cannot be reached at its address: stopping", "err", err)
+				fence(errNodeAddress{err})
+			}
+		}()
+	}
 
 	var serveErr error
 	select {
@@ -337,8 +348,9 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
-	if err := context.Cause(ctx); errors.Is(err, paddock.ErrFenced) {
-		return err // the node lost its lease: it stopped, and says so
+	var bad errNodeAddress
+	if err := context.Cause(ctx); errors.Is(err, paddock.ErrFenced) || errors.As(err, &bad) {
+		return err // the node lost its lease, or cannot be reached: it stopped, and says so
 	}
 	return serveErr
 }
