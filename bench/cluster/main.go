@@ -43,6 +43,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/bench/internal/benchutil"
 	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/postgres/pgtest"
 )
 
 func main() {
@@ -113,7 +114,7 @@ func run(ctx context.Context, quick bool, clients, writes, reads, rounds int) er
 	}
 	defer os.RemoveAll(tmp)
 	os.Chmod(tmp, 0o755)
-	pgBin, err := findPostgres()
+	pgBin, err := pgtest.FindBin()
 	if err != nil {
 		if quick {
 			return errSkip{"PostgreSQL is not installed (" + err.Error() + "); apt-get install postgresql"}
@@ -130,11 +131,13 @@ func run(ctx context.Context, quick bool, clients, writes, reads, rounds int) er
 		return fmt.Errorf("build: %v\n%s", err, out)
 	}
 	benchutil.Step("starting PostgreSQL (%s)", pgBin)
-	pg, err := startPostgres(ctx, pgBin)
+	// The server's own durability: pgtest's test server does not flush,
+	// which would compare a PostgreSQL that does not with a SQLite that does.
+	pg, err := pgtest.Start(pgBin, true)
 	if err != nil {
 		return err
 	}
-	defer pg.stop()
+	defer pg.Stop()
 
 	// Both sides run side by side, so that their phases interleave: one
 	// node on SQLite, three on PostgreSQL, each taking a third of the runs.
@@ -159,7 +162,7 @@ func run(ctx context.Context, quick bool, clients, writes, reads, rounds int) er
 	per := (clients + 2) / 3
 	for i := 1; i <= 3; i++ {
 		id := fmt.Sprintf("n%d", i)
-		n, err := startNode(ctx, bin, filepath.Join(tmp, id), "--store", pg.url, "--node-id", id,
+		n, err := startNode(ctx, bin, filepath.Join(tmp, id), "--store", pg.DatabaseURL("postgres"), "--node-id", id,
 			"--node-capacity", strconv.Itoa(per))
 		if err != nil {
 			return err
@@ -194,9 +197,7 @@ func run(ctx context.Context, quick bool, clients, writes, reads, rounds int) er
 	if err := stopAll(); err != nil {
 		return err
 	}
-	if err := pg.stop(); err != nil {
-		return err
-	}
+	pg.Stop()
 
 	pct := func(ds []time.Duration, p float64) time.Duration { return benchutil.Round(benchutil.Percentile(ds, p)) }
 	lat := func(ds []time.Duration) string { return fmt.Sprintf("p50 %s, p99 %s", pct(ds, 50), pct(ds, 99)) }

@@ -2,6 +2,8 @@
 // temporary directory, the server as the test process's child (it dies
 // with it), listening only on a unix socket there, one database per key a
 // test asks for. Tests skip without PostgreSQL, and fail in CI (CI=true).
+// Start gives the same server to a program (bench/cluster), with the
+// server's own durability if it asks.
 package pgtest
 
 import (
@@ -36,9 +38,10 @@ type Cluster struct {
 	proc *exec.Cmd
 	done chan error // proc's exit
 
-	mu    sync.Mutex
-	admin *pgx.Conn
-	dbs   map[string]string // store directory → database
+	stopOnce sync.Once
+	mu       sync.Mutex
+	admin    *pgx.Conn
+	dbs      map[string]string // store directory → database
 }
 
 var (
@@ -54,7 +57,7 @@ var (
 // directory: a package's TestMain calls it after m.Run.
 func StopShared() {
 	if shared != nil {
-		shared.stop()
+		shared.Stop()
 	}
 }
 
@@ -65,12 +68,12 @@ func StopShared() {
 func Need(t testing.TB) *Cluster {
 	t.Helper()
 	once.Do(func() {
-		bin, err := findBin()
+		bin, err := FindBin()
 		if err != nil {
 			noPostgres = err.Error()
 			return
 		}
-		shared, startErr = startCluster(bin)
+		shared, startErr = Start(bin, false)
 	})
 	switch {
 	case startErr != nil:
@@ -83,10 +86,13 @@ func Need(t testing.TB) *Cluster {
 	return shared
 }
 
-// findBin returns the directory that holds initdb and postgres: PATH's, or
+// FindBin returns the directory that holds initdb and postgres: PATH's, or
 // else the newest of Debian's /usr/lib/postgresql/*/bin.
-func findBin() (string, error) {
+func FindBin() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real // a link in /usr/local/bin: the server is beside its target
+		}
 		dir := filepath.Dir(p)
 		if _, err := os.Stat(filepath.Join(dir, "postgres")); err == nil {
 			return dir, nil
@@ -125,7 +131,12 @@ func credential() (*syscall.Credential, error) {
 	return nil, errors.New("running as root and there is no postgres or nobody user to run PostgreSQL as")
 }
 
-func startCluster(bin string) (c *Cluster, err error) {
+// Start starts a cluster of the server in bin (FindBin). Tests use the
+// shared one (Need), whose server does not flush (fsync off): durability
+// against a crash is PostgreSQL's to test, and the suite commits thousands
+// of times. durable keeps the server's own settings, for a benchmark that
+// compares it with a store that does flush. Stop stops it.
+func Start(bin string, durable bool) (c *Cluster, err error) {
 	cred, err := credential()
 	if err != nil {
 		return nil, err
@@ -145,8 +156,11 @@ func startCluster(bin string) (c *Cluster, err error) {
 		}
 	}
 	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", Superuser, "-A", "trust",
-		"-E", "UTF8", "--locale=C", "--no-sync")
+	initArgs := []string{"-D", data, "-U", Superuser, "-A", "trust", "-E", "UTF8", "--locale=C"}
+	if !durable {
+		initArgs = append(initArgs, "--no-sync")
+	}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), initArgs...)
 	initdb.Dir = dir
 	initdb.Env = append(os.Environ(), "LC_ALL=C")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -161,11 +175,11 @@ func startCluster(bin string) (c *Cluster, err error) {
 	// The server runs as this process's child rather than under pg_ctl, so
 	// that it dies with the tests whatever ends them: Pdeathsig sends it
 	// SIGQUIT, PostgreSQL's immediate shutdown (pg_ctl stop -m immediate).
-	// fsync is off: durability against a crash is PostgreSQL's to test,
-	// and the suite commits thousands of times.
-	proc := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir,
-		"-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=100", "-c", "log_min_messages=warning")
+	args := []string{"-D", data, "-k", dir, "-c", "listen_addresses=", "-c", "max_connections=100", "-c", "log_min_messages=warning"}
+	if !durable {
+		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off")
+	}
+	proc := exec.Command(filepath.Join(bin, "postgres"), args...)
 	proc.Dir = dir
 	proc.Stdout, proc.Stderr = logf, logf
 	proc.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
@@ -208,8 +222,12 @@ func (c *Cluster) DSN(db string) string {
 // URL is the postgres:// URL of the database that belongs to key.
 func (c *Cluster) URL(t testing.TB, key string) string {
 	t.Helper()
-	name := c.databaseName(t, key)
-	return fmt.Sprintf("postgres://%s@/%s?host=%s&sslmode=disable", Superuser, name, c.dir)
+	return c.DatabaseURL(c.databaseName(t, key))
+}
+
+// DatabaseURL is the postgres:// URL of database db.
+func (c *Cluster) DatabaseURL(db string) string {
+	return fmt.Sprintf("postgres://%s@/%s?host=%s&sslmode=disable", Superuser, db, c.dir)
 }
 
 // kill stops the server at once and waits for it.
@@ -223,12 +241,15 @@ func (c *Cluster) kill() {
 	}
 }
 
-func (c *Cluster) stop() {
-	if c.admin != nil {
-		c.admin.Close(context.Background())
-	}
-	c.kill()
-	os.RemoveAll(c.dir)
+// Stop stops the server and removes its directory. It may be called again.
+func (c *Cluster) Stop() {
+	c.stopOnce.Do(func() {
+		if c.admin != nil {
+			c.admin.Close(context.Background())
+		}
+		c.kill()
+		os.RemoveAll(c.dir)
+	})
 }
 
 // Database returns the DSN of the database that belongs to key (a store
