@@ -210,14 +210,15 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, p
 			h.Del("Origin")
 			h.Del("Referer")
 			h.Del("X-Forwarded-For")
-			h.Set(nodeSecretHeader, s.NodeSecret)
-			h.Set(forwardedByHeader, from)
 			h.Set(actorHeader, actor(r))
-			if !agent {
+			if agent {
+				h.Set(nodeSecretHeader, s.NodeSecret)
+				h.Set(forwardedByHeader, from)
+			} else {
 				// The operator's credential here (the socket, this daemon's
 				// token, the review page's cookie) is worth nothing there.
 				h.Del("Authorization")
-				h.Set(callerHeader, "operator")
+				AsNode(h, s.NodeSecret, from)
 			}
 		},
 		Transport:     nodeTransport,
@@ -264,12 +265,11 @@ func (s *Server) NodeHandler() http.Handler {
 		tok, hasTok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		switch {
 		case hasTok && strings.HasPrefix(tok, "pdk_run_") && s.Service != nil:
-			id, err := s.Service.RunForToken(ctx, tok)
-			if err != nil {
-				writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
+			var err error
+			if ctx, err = s.asRunsAgent(ctx, tok); err != nil {
+				writeError(w, err)
 				return
 			}
-			ctx = paddock.WithAgent(context.WithValue(ctx, scopeKey, id))
 		case !hasTok && r.Header.Get(callerHeader) == "operator":
 		default:
 			writeError(w, paddock.Errorf(paddock.CodeForbidden, "a forwarded call names no caller"))
@@ -319,6 +319,14 @@ func selfFenced(self, at paddock.Node) error {
 	return &paddock.Error{Code: paddock.CodeNodeLost,
 		Message: "this node (" + self.ID + ") lost its lease: the shared store says it is " + string(at.State) + ", and it serves no call on its runs; it stops at its next renewal",
 		Details: map[string]any{"node": self.ID, "node_state": at.State}}
+}
+
+// AsNode marks a call as node from's, for the operator, authenticated by
+// the cluster's secret: what a node's listener takes (NodeHandler).
+func AsNode(h http.Header, secret, from string) {
+	h.Set(nodeSecretHeader, secret)
+	h.Set(forwardedByHeader, from)
+	h.Set(callerHeader, "operator")
 }
 
 // dropNodeHeaders removes what only a node may send from a client's call.

@@ -225,12 +225,12 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 			case s.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1:
 				// The daemon's token: the operator.
 			case strings.HasPrefix(got, "pdk_run_") && s.Service != nil:
-				id, err := s.Service.RunForToken(r.Context(), got)
+				ctx, err := s.asRunsAgent(r.Context(), got)
 				if err != nil {
-					writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
+					writeError(w, err)
 					return
 				}
-				r = r.WithContext(paddock.WithAgent(context.WithValue(r.Context(), scopeKey, id)))
+				r = r.WithContext(ctx)
 			default:
 				writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
 				return
@@ -242,6 +242,16 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// asRunsAgent is ctx for a call made with a run's token: scoped to that
+// run, as its agent; forbidden for a token no run has.
+func (s *Server) asRunsAgent(ctx context.Context, token string) (context.Context, error) {
+	id, err := s.Service.RunForToken(ctx, token)
+	if err != nil {
+		return nil, paddock.Errorf(paddock.CodeForbidden, "unknown token")
+	}
+	return paddock.WithAgent(context.WithValue(ctx, scopeKey, id)), nil
 }
 
 // refuseForeign answers, and says it did, a request from a web page or

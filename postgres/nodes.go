@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -307,31 +308,36 @@ const placementLock int64 = 0x7061646f636b32
 // on it (the call failed, or was refused).
 var reservationTerm = 30 * time.Second
 
+// prefixed is cols, a list of columns, each prefixed with p.
 func prefixed(p, cols string) string {
-	out := ""
-	for i, c := range splitCols(cols) {
-		if i > 0 {
-			out += ", "
-		}
-		out += p + c
+	list := strings.Split(cols, ",")
+	for i, c := range list {
+		list[i] = p + strings.TrimSpace(c)
 	}
-	return out
+	return strings.Join(list, ", ")
 }
 
-func splitCols(cols string) []string {
-	var out []string
-	cur := ""
-	for _, r := range cols {
-		switch r {
-		case ',':
-			out = append(out, cur)
-			cur = ""
-		case ' ', '\t', '\n':
-		default:
-			cur += string(r)
-		}
+// interruptJobs interrupts run's running jobs, whose node is gone (their
+// leases with them), each with a job.interrupted event, and returns their
+// ids.
+func (t *Tx) interruptJobs(ctx context.Context, run, node, reason string) ([]string, error) {
+	jobs, err := t.Jobs(ctx, run, paddock.JobRunning)
+	if err != nil {
+		return nil, err
 	}
-	return append(out, cur)
+	var ids []string
+	for _, j := range jobs {
+		prev := j.Owner
+		j.State, j.Reason, j.EndedAt, j.LeaseUntil = paddock.JobInterrupted, reason, time.Now().UTC(), time.Time{}
+		if err := t.UpdateJob(ctx, j); err != nil {
+			return nil, err
+		}
+		if _, err := t.AppendEvent(ctx, run, paddock.EventJobInterrupted, map[string]string{"job": j.ID, "previous_owner": prev, "node": node}); err != nil {
+			return nil, err
+		}
+		ids = append(ids, j.ID)
+	}
+	return ids, nil
 }
 
 // Lost is a node Reap marked lost, and what it found of the node's runs.
@@ -379,21 +385,11 @@ func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
 				if _, err := tx.AppendEvent(ctx, run, paddock.EventNodeLost, map[string]any{"node": n.ID, "epoch": n.Epoch, "by": tx.node}); err != nil {
 					return err
 				}
-				jobs, err := tx.Jobs(ctx, run, paddock.JobRunning)
+				jobs, err := tx.interruptJobs(ctx, run, n.ID, "its node ("+n.ID+") was lost")
 				if err != nil {
 					return err
 				}
-				for _, j := range jobs {
-					prev := j.Owner
-					j.State, j.Reason, j.EndedAt, j.LeaseUntil = paddock.JobInterrupted, "its node ("+n.ID+") was lost", time.Now().UTC(), time.Time{}
-					if err := tx.UpdateJob(ctx, j); err != nil {
-						return err
-					}
-					if _, err := tx.AppendEvent(ctx, run, paddock.EventJobInterrupted, map[string]string{"job": j.ID, "previous_owner": prev, "node": n.ID}); err != nil {
-						return err
-					}
-					l.Jobs = append(l.Jobs, j.ID)
-				}
+				l.Jobs = append(l.Jobs, jobs...)
 				var project string
 				if err := tx.tx.QueryRow(ctx, `SELECT project FROM runs WHERE id = $1`, run).Scan(&project); err != nil {
 					return wrap("read a run's project", err)
@@ -534,19 +530,8 @@ func (s *Store) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) erro
 		// A job the old node left running (it stopped without recording
 		// the job's end) is interrupted, as a reaped node's are: the run
 		// would stay busy for good.
-		jobs, err := tx.Jobs(ctx, id, paddock.JobRunning)
-		if err != nil {
+		if _, err := tx.interruptJobs(ctx, id, from, "its node ("+from+") stopped"); err != nil {
 			return err
-		}
-		for _, j := range jobs {
-			prev := j.Owner
-			j.State, j.Reason, j.EndedAt, j.LeaseUntil = paddock.JobInterrupted, "its node ("+from+") stopped", time.Now().UTC(), time.Time{}
-			if err := tx.UpdateJob(ctx, j); err != nil {
-				return err
-			}
-			if _, err := tx.AppendEvent(ctx, id, paddock.EventJobInterrupted, map[string]string{"job": j.ID, "previous_owner": prev, "node": from}); err != nil {
-				return err
-			}
 		}
 		return fn(tx)
 	})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/httpapi"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/lazyre"
 	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/postgres"
@@ -130,11 +131,11 @@ type clusterNode struct {
 // store is shared by: it takes its node listener (whose address the
 // others forward to) and joins with a lease.
 func joinCluster(ctx context.Context, home string, cfg config, store *postgres.Store, log *slog.Logger) (*clusterNode, error) {
-	id, key, keep, err := nodeIdentity(home, cfg.NodeID)
+	id, kept, key, keep, err := nodeIdentity(home, cfg.NodeID)
 	if err != nil {
 		return nil, err
 	}
-	if kept := keptNodeID(home); kept != "" && kept != id {
+	if kept != "" && kept != id {
 		// This state directory's runs are recorded as kept's: under another
 		// id they would be nobody's here, and gc would take their files.
 		nodes, err := store.Nodes(ctx)
@@ -196,18 +197,18 @@ func joinCluster(ctx context.Context, home string, cfg config, store *postgres.S
 }
 
 // nodeIdentity returns the node's id (the one given, or the one kept in
-// <home>/node-id, made at the first start), the state directory's key, and
-// keep, which records both once the node joined.
-func nodeIdentity(home, given string) (id, key string, keep func() error, err error) {
+// <home>/node-id, made at the first start), the id kept there (if any),
+// the state directory's key, and keep, which records the id and the key
+// once the node joined.
+func nodeIdentity(home, given string) (id, keptID, key string, keep func() error, err error) {
 	path := filepath.Join(home, "node-id")
-	var keptID string
 	if b, err := os.ReadFile(path); err == nil {
 		f := strings.Fields(string(b))
 		if len(f) == 2 {
 			keptID, key = f[0], f[1]
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", "", nil, fmt.Errorf("node id: %w", err)
+		return "", "", "", nil, fmt.Errorf("node id: %w", err)
 	}
 	if key == "" {
 		key = randomWord(16)
@@ -223,39 +224,18 @@ func nodeIdentity(home, given string) (id, key string, keep func() error, err er
 		if id == keptID {
 			return nil
 		}
-		if err := writeFileAtomic(path, []byte(id+" "+key+"\n")); err != nil {
+		if err := durable.WriteFile(path, []byte(id+" "+key+"\n")); err != nil {
 			return fmt.Errorf("node id: %w", err)
 		}
 		return nil
 	}
-	return id, key, keep, nil
-}
-
-// keptNodeID is the node id kept in home, or "".
-func keptNodeID(home string) string {
-	b, err := os.ReadFile(filepath.Join(home, "node-id"))
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return ""
-	}
-	return f[0]
+	return id, keptID, key, keep, nil
 }
 
 func randomWord(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // renew renews the node's lease every third of it until ctx ends, or
@@ -377,9 +357,7 @@ func (n *clusterNode) checkAddress(ctx context.Context, secret string) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("X-Paddock-Node-Secret", secret)
-	req.Header.Set("X-Paddock-Forwarded-By", n.self.ID)
-	req.Header.Set("X-Paddock-Caller", "operator")
+	httpapi.AsNode(req.Header, secret, n.self.ID)
 	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
 	if err != nil {
 		return fmt.Errorf("node %s's address %s does not reach its node listener (%w): set --node-address to an address the other nodes reach it at", n.self.ID, n.self.Address, err)
