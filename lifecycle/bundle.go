@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -236,23 +235,17 @@ func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io
 // workspace now has exactly it, and submits it under its hash.
 func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle, carryApproval bool) (*paddock.ImportResult, error) {
 	for _, e := range b.ChangeSet.Entries {
-		var args any
-		tool := "write"
-		if e.Op == paddock.OpDelete {
-			tool, args = "delete", map[string]string{"path": e.Path}
-		} else {
-			content, err := os.ReadFile(b.BlobPath(e.NewBlob))
-			if err != nil {
+		var content []byte // nil: a deletion
+		if e.Op != paddock.OpDelete {
+			var err error
+			if content, err = os.ReadFile(b.BlobPath(e.NewBlob)); err != nil {
 				return nil, internal("reading the bundle failed", err)
 			}
-			mode := "0644"
-			if e.NewMode == "100755" {
-				mode = "0755"
+			if content == nil {
+				content = []byte{}
 			}
-			args = map[string]string{"path": e.Path, "content_base64": base64.StdEncoding.EncodeToString(content), "mode": mode}
 		}
-		raw, _ := json.Marshal(args)
-		if _, err := m.CallTool(ctx, r.ID, tool, raw); err != nil {
+		if err := m.writeFile(ctx, r.ID, e.Path, content, e.NewMode == "100755"); err != nil {
 			return nil, fmt.Errorf("restoring %s: %w", e.Path, err)
 		}
 	}

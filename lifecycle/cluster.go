@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,9 +19,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/changeset"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/internal/durable"
-	"github.com/paddock-dev/paddock/workspace"
 )
 
 // A run's checkpoint in the shared store (Config.Cluster) is a tar:
@@ -57,6 +56,12 @@ type clusterSkip struct {
 // changes nothing else (the run goes on; an adoption would restore from
 // the last checkpoint that was stored).
 func (m *Manager) storeCheckpoint(ctx context.Context, id, why string) {
+	m.storeCheckpointOf(ctx, id, why, nil)
+}
+
+// storeCheckpointOf is storeCheckpoint with the run's change set known
+// already (cs; nil: computed here): a run just made has an empty one.
+func (m *Manager) storeCheckpointOf(ctx context.Context, id, why string, cs *paddock.ChangeSet) {
 	if m.Cluster == nil {
 		return
 	}
@@ -69,14 +74,16 @@ func (m *Manager) storeCheckpoint(ctx context.Context, id, why string) {
 	ctx = context.WithoutCancel(ctx)
 	r, err := m.Run(ctx, id)
 	if err != nil || r.Workspace == nil || r.Access != paddock.AccessWrite || !m.mine(r) {
+		m.checkpointKept.Delete(id)
 		return // a read run changes nothing to carry; another node's is its own
 	}
 	switch r.Workspace.State {
 	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
 	default:
+		m.checkpointKept.Delete(id) // no live workspace: nothing more to store
 		return
 	}
-	cp, err := m.clusterCheckpoint(ctx, r)
+	cp, err := m.clusterCheckpoint(ctx, r, cs)
 	if errors.Is(err, errUnchanged) {
 		return // the one stored holds the same: not written again
 	}
@@ -150,13 +157,19 @@ func (m *Manager) checkpointSoon(id string) {
 	})
 }
 
-// clusterCheckpoint packs run r's change set as a checkpoint, or answers
-// errUnchanged.
-func (m *Manager) clusterCheckpoint(ctx context.Context, r *paddock.Run) (*packedCheckpoint, error) {
+// clusterCheckpoint packs run r's change set (cs, or computed if nil) as a
+// checkpoint, or answers errUnchanged.
+func (m *Manager) clusterCheckpoint(ctx context.Context, r *paddock.Run, cs *paddock.ChangeSet) (*packedCheckpoint, error) {
 	id := r.ID
-	cs, err := m.ChangeSet(ctx, id)
-	if err != nil {
-		return nil, err
+	var err error
+	if cs == nil {
+		if cs, err = m.ChangeSet(ctx, id); err != nil {
+			return nil, err
+		}
+	} else if cs.Hash == "" {
+		if cs.Hash, err = changeset.Hash(cs); err != nil {
+			return nil, internal("hashing a change set failed", err)
+		}
 	}
 	boot, err := os.ReadFile(filepath.Join(m.runDir(id), "bootstrap.json"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -167,15 +180,28 @@ func (m *Manager) clusterCheckpoint(ctx context.Context, r *paddock.Run) (*packe
 	if k, ok := m.checkpointKept.Load(id); ok && k == key {
 		return nil, errUnchanged
 	}
-	dir, err := m.viewDir(ctx, r, nil)
-	if err != nil {
-		return nil, err
+	// The workspace is opened once there is a file to read: an overlay's
+	// view is reached through the run's harness, which a run with nothing
+	// to carry does not need started.
+	var root *os.Root
+	defer func() {
+		if root != nil {
+			root.Close()
+		}
+	}()
+	open := func() (*os.Root, error) {
+		if root != nil {
+			return root, nil
+		}
+		dir, err := m.viewDir(ctx, r, nil)
+		if err != nil {
+			return nil, err
+		}
+		if root, err = os.OpenRoot(dir); err != nil {
+			return nil, internal("opening the workspace for a checkpoint failed", err)
+		}
+		return root, nil
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, internal("opening the workspace for a checkpoint failed", err)
-	}
-	defer root.Close()
 	man := clusterManifest{BaseRevision: cs.BaseRevision, Hash: cs.Hash, Bootstrap: hasBoot}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -204,7 +230,11 @@ func (m *Manager) clusterCheckpoint(ctx context.Context, r *paddock.Run) (*packe
 			man.Skipped = append(man.Skipped, clusterSkip{[]byte(e.Path), fmt.Sprintf("left out: a checkpoint carries at most %d bytes of files", checkpointMax)})
 			continue
 		}
-		b, err := readChecked(root, e.Path, e.Size)
+		rt, err := open()
+		if err != nil {
+			return nil, err
+		}
+		b, err := readChecked(rt, e.Path, e.Size)
 		if err != nil {
 			man.Skipped = append(man.Skipped, clusterSkip{[]byte(e.Path), err.Error()})
 			continue
@@ -398,13 +428,7 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 		}
 		return nil, internal("adopting the run failed ("+what+")", err)
 	}
-	pctx := workspace.WithProgress(ctx, func(msg string) {
-		m.log().Info(msg, "run", id)
-		if err := m.record(ctx, id, paddock.EventProgress, map[string]string{"message": msg}); err != nil {
-			m.log().Error("cannot record progress", "run", id, "err", err)
-		}
-	})
-	if err := prov.Prepare(pctx, p, w); err != nil {
+	if err := prov.Prepare(m.progress(ctx, id), p, w); err != nil {
 		return fail("preparing its workspace", err)
 	}
 	if m.SandboxUID != 0 {
@@ -437,19 +461,14 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 			notRestored = append(notRestored, fmt.Sprintf("%q: its name is not UTF-8, which the working tools do not write", path))
 			continue
 		}
-		var args any
-		tool := "write"
-		if e.Deleted {
-			tool, args = "delete", map[string]string{"path": path}
-		} else {
-			mode := "0644"
-			if e.Mode == "100755" {
-				mode = "0755"
+		var content []byte
+		if !e.Deleted {
+			content = files["f/"+strconv.Itoa(i)]
+			if content == nil {
+				content = []byte{} // an empty file, not a deletion
 			}
-			args = map[string]string{"path": path, "content_base64": base64.StdEncoding.EncodeToString(files["f/"+strconv.Itoa(i)]), "mode": mode}
 		}
-		raw, _ := json.Marshal(args)
-		if _, err := m.CallTool(done, id, tool, raw); err != nil {
+		if err := m.writeFile(done, id, path, content, e.Mode == "100755"); err != nil {
 			notRestored = append(notRestored, fmt.Sprintf("%q: %s", path, paddock.ErrorMessage(err)))
 		}
 	}

@@ -137,3 +137,21 @@ func TestDeclaringNodeKeepsItsCheck(t *testing.T) {
 		t.Fatalf("the declaring node, its project's .git replaced: %v", err)
 	}
 }
+
+// TestCreatedRunsCheckpointIsItsBase: with nodes, a run's first checkpoint,
+// stored when it is made without computing its change set, is the change
+// set its workspace has then (empty), by hash.
+func TestCreatedRunsCheckpointIsItsBase(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
+	e.m.Cluster = c
+	r := e.create(t, paddock.KindClone, "")
+	cs, err := e.m.ChangeSet(context.Background(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.hashes) != 1 || c.hashes[0] != cs.Hash {
+		t.Fatalf("stored at create %v, the run's change set %s", c.hashes, cs.Hash)
+	}
+}

@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -162,13 +164,7 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 		return nil, err
 	}
 	m.log().Info("preparing workspace", "run", id, "kind", kind, "base", base.SHA)
-	pctx := workspace.WithProgress(ctx, func(msg string) {
-		m.log().Info(msg, "run", id)
-		if err := m.record(ctx, id, paddock.EventProgress, map[string]string{"message": msg}); err != nil {
-			m.log().Error("cannot record progress", "run", id, "err", err)
-		}
-	})
-	if perr := prov.Prepare(pctx, p, r.Workspace); perr != nil {
+	if perr := prov.Prepare(m.progress(ctx, id), p, r.Workspace); perr != nil {
 		m.log().Error("prepare failed", "run", id, "err", perr)
 		reason := "preparing failed; rolled back"
 		if err := m.cleanup(context.WithoutCancel(ctx), r, p, reason); err != nil {
@@ -201,9 +197,37 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 		return nil, err
 	}
 	// With nodes, a run is adoptable from its start: its first checkpoint
-	// is its base, unchanged.
-	m.storeCheckpoint(done, id, "created")
+	// is its base, unchanged (an empty change set, not computed).
+	m.storeCheckpointOf(done, id, "created", &paddock.ChangeSet{RunID: id, BaseRevision: base.SHA})
 	return m.Run(done, id)
+}
+
+// progress is ctx with a workspace provider's progress logged and recorded
+// as run id's workspace.progress events (a create's, an adoption's).
+func (m *Manager) progress(ctx context.Context, id string) context.Context {
+	return workspace.WithProgress(ctx, func(msg string) {
+		m.log().Info(msg, "run", id)
+		if err := m.record(ctx, id, paddock.EventProgress, map[string]string{"message": msg}); err != nil {
+			m.log().Error("cannot record progress", "run", id, "err", err)
+		}
+	})
+}
+
+// writeFile writes, or with content nil deletes, one file of run id's
+// through the working tools (write, delete), so that the run's protections
+// hold: how an import and an adoption restore a run's files.
+func (m *Manager) writeFile(ctx context.Context, id, path string, content []byte, executable bool) error {
+	tool, args := "delete", map[string]string{"path": path}
+	if content != nil {
+		mode := "0644"
+		if executable {
+			mode = "0755"
+		}
+		tool, args = "write", map[string]string{"path": path, "content_base64": base64.StdEncoding.EncodeToString(content), "mode": mode}
+	}
+	raw, _ := json.Marshal(args)
+	_, err := m.CallTool(ctx, id, tool, raw)
+	return err
 }
 
 // chownTree gives every entry under root to uid, without following links.
