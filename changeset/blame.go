@@ -1,6 +1,7 @@
 package changeset
 
 import (
+	"github.com/paddock-dev/paddock/changeset/hunks"
 	"github.com/pmezard/go-difflib/difflib"
 )
 
@@ -39,7 +40,7 @@ func LineOrigins(base []byte, versions []Version) *Origins {
 func (o *Origins) byCount(line string, added bool) int64 {
 	count := func(b []byte) int {
 		n := 0
-		for _, l := range SplitLines(b) {
+		for _, l := range hunks.SplitLines(b) {
 			if l == line {
 				n++
 			}
@@ -56,7 +57,7 @@ func (o *Origins) byCount(line string, added bool) int64 {
 }
 
 func lineOrigins(base []byte, versions []Version) (added, removed []int64) {
-	prev := SplitLines(base)
+	prev := hunks.SplitLines(base)
 	removed = make([]int64, len(prev))
 	added = make([]int64, len(prev))
 	origin := make([]int, len(prev)) // each line's index in base, or -1
@@ -64,7 +65,7 @@ func lineOrigins(base []byte, versions []Version) (added, removed []int64) {
 		origin[i] = i
 	}
 	for _, v := range versions {
-		next := SplitLines(v.Content)
+		next := hunks.SplitLines(v.Content)
 		m := difflib.NewMatcherWithJunk(prev, next, false, nil)
 		nAdded := make([]int64, len(next))
 		nOrigin := make([]int, len(next))
@@ -93,7 +94,7 @@ func lineOrigins(base []byte, versions []Version) (added, removed []int64) {
 // HunkOrigins is, for each hunk of s, the Seqs its added and removed
 // lines came from (given the file's Origins), in first-seen order; 0
 // stands for a line whose origin is not known.
-func HunkOrigins(s *Section, o *Origins) map[int][]int64 {
+func HunkOrigins(s *hunks.Section, o *Origins) map[int][]int64 {
 	added, removed := o.Added, o.Removed
 	out := map[int][]int64{}
 	for _, h := range s.Hunks {
@@ -105,7 +106,7 @@ func HunkOrigins(s *Section, o *Origins) map[int][]int64 {
 				seqs = append(seqs, seq)
 			}
 		}
-		oi, ni := h.oldFrom(), h.newFrom()
+		oi, ni := h.OldFrom(), h.NewFrom()
 		for _, l := range h.Lines {
 			switch {
 			case l == "" || l[0] == '\\':

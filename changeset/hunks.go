@@ -1,175 +1,24 @@
 package changeset
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/internal/lazyre"
+	"github.com/paddock-dev/paddock/changeset/hunks"
 )
-
-// A change set's diff read into its parts: each file's section and its
-// hunks, numbered over the whole diff. A hunk is the unit a person can
-// approve on its own (Partial); a file's section without hunks (a binary
-// file, a mode change, an empty file) is one unit.
-
-// Section is one file's part of a change set's diff.
-type Section struct {
-	Path   string
-	Header []string // the lines before its first hunk, each with its "\n"
-	Hunks  []*Hunk
-	Rest   []string // a binary patch's lines
-	// N numbers a section without hunks as a unit (0 when it has hunks).
-	N int
-}
-
-// Hunk is one hunk of a section: its ranges, its header and its lines.
-type Hunk struct {
-	N                  int // from 1, over the whole diff
-	OldStart, OldLines int
-	NewStart, NewLines int
-	Header             string   // "@@ -a,b +c,d @@ …\n"
-	Lines              []string // each with its "\n"
-}
-
-var hunkHeaderRe = lazyre.New(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$`)
-
-// MaxHunkDiff bounds the diff ParseDiff reads: hunks are for review, and
-// a diff larger than this is approved whole.
-const MaxHunkDiff = 64 << 20
-
-// ParseDiff reads a change set's unified diff into its sections.
-func ParseDiff(r io.Reader) ([]*Section, error) {
-	br := bufio.NewReaderSize(io.LimitReader(r, MaxHunkDiff+1), 64<<10)
-	var out []*Section
-	var cur *Section
-	var h *Hunk
-	n, read := 0, 0
-	for {
-		line, err := br.ReadString('\n')
-		read += len(line)
-		if read > MaxHunkDiff {
-			return nil, paddock.Errorf(paddock.CodeTooLarge, "the diff is larger than %d bytes: approve it whole", MaxHunkDiff)
-		}
-		if line != "" {
-			switch {
-			case strings.HasPrefix(line, "diff --git "):
-				cur = &Section{Path: pathOf(strings.TrimRight(line[len("diff --git "):], "\n")), Header: []string{line}}
-				out = append(out, cur)
-				h = nil
-			case cur == nil:
-				return nil, fmt.Errorf("changeset: the diff does not start with a file's header")
-			case strings.HasPrefix(line, "@@") && len(cur.Rest) == 0:
-				m := hunkHeaderRe.Regexp().FindStringSubmatch(strings.TrimRight(line, "\n"))
-				if m == nil {
-					return nil, fmt.Errorf("changeset: unreadable hunk header %q", line)
-				}
-				n++
-				h = &Hunk{N: n, OldStart: atoi(m[1]), OldLines: count(m[2]), NewStart: atoi(m[3]), NewLines: count(m[4]), Header: line}
-				cur.Hunks = append(cur.Hunks, h)
-			case h != nil:
-				h.Lines = append(h.Lines, line)
-			case strings.HasPrefix(line, "GIT binary patch") || len(cur.Rest) > 0:
-				cur.Rest = append(cur.Rest, line)
-			default:
-				cur.Header = append(cur.Header, line)
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("changeset: reading the diff: %w", err)
-		}
-	}
-	// A section without hunks is a unit of its own, numbered after the
-	// hunks before it.
-	n = 0
-	for _, s := range out {
-		if len(s.Hunks) == 0 {
-			n++
-			s.N = n
-			continue
-		}
-		for _, h := range s.Hunks {
-			n++
-			h.N = n
-		}
-	}
-	return out, nil
-}
-
-func atoi(s string) int {
-	v, _ := strconv.Atoi(s)
-	return v
-}
-
-// count is a hunk range's length: 1 when git leaves it out.
-func count(s string) int {
-	if s == "" {
-		return 1
-	}
-	return atoi(s)
-}
-
-// Units counts the units of sections.
-func Units(sections []*Section) int {
-	n := 0
-	for _, s := range sections {
-		n += max(len(s.Hunks), 1)
-	}
-	return n
-}
-
-// SplitLines splits content into lines, each with its "\n" (the last one
-// may have none).
-func SplitLines(b []byte) []string {
-	if len(b) == 0 {
-		return nil
-	}
-	var out []string
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			out = append(out, string(b))
-			break
-		}
-		out = append(out, string(b[:i+1]))
-		b = b[i+1:]
-	}
-	return out
-}
-
-// oldFrom is where a hunk's old range starts, 0-based: git names the line
-// before an empty range.
-func (h *Hunk) oldFrom() int {
-	if h.OldLines == 0 {
-		return h.OldStart
-	}
-	return h.OldStart - 1
-}
-
-func (h *Hunk) newFrom() int {
-	if h.NewLines == 0 {
-		return h.NewStart
-	}
-	return h.NewStart - 1
-}
 
 // PartialContent is base with the chosen hunks of s made as they are in
 // final, the others left as in base.
-func PartialContent(s *Section, chosen map[int]bool, base, final []byte) ([]byte, error) {
-	bl, fl := SplitLines(base), SplitLines(final)
+func PartialContent(s *hunks.Section, chosen map[int]bool, base, final []byte) ([]byte, error) {
+	bl, fl := hunks.SplitLines(base), hunks.SplitLines(final)
 	var out strings.Builder
 	bi := 0
 	for _, h := range s.Hunks {
-		from := h.oldFrom()
-		if from < bi || from+h.OldLines > len(bl) || h.newFrom()+h.NewLines > len(fl) {
+		from := h.OldFrom()
+		if from < bi || from+h.OldLines > len(bl) || h.NewFrom()+h.NewLines > len(fl) {
 			return nil, fmt.Errorf("changeset: hunk %d of %s does not fit its file", h.N, s.Path)
 		}
 		for _, l := range bl[bi:from] {
@@ -177,7 +26,7 @@ func PartialContent(s *Section, chosen map[int]bool, base, final []byte) ([]byte
 		}
 		lines := bl[from : from+h.OldLines]
 		if chosen[h.N] {
-			lines = fl[h.newFrom() : h.newFrom()+h.NewLines]
+			lines = fl[h.NewFrom() : h.NewFrom()+h.NewLines]
 		}
 		for _, l := range lines {
 			out.WriteString(l)
@@ -193,7 +42,7 @@ func PartialContent(s *Section, chosen map[int]bool, base, final []byte) ([]byte
 // partialSection is s's diff with only the chosen hunks, its index line
 // naming newBlob and each hunk's new range moved by what the left-out
 // hunks before it would have added.
-func partialSection(s *Section, chosen map[int]bool, newBlob string) string {
+func partialSection(s *hunks.Section, chosen map[int]bool, newBlob string) string {
 	var b strings.Builder
 	for _, l := range s.Header {
 		if strings.HasPrefix(l, "index ") {
@@ -207,8 +56,7 @@ func partialSection(s *Section, chosen map[int]bool, newBlob string) string {
 			shift += h.NewLines - h.OldLines
 			continue
 		}
-		m := hunkHeaderRe.Regexp().FindStringSubmatch(strings.TrimRight(h.Header, "\n"))
-		fmt.Fprintf(&b, "@@ -%s +%s @@%s\n", hunkRange(h.OldStart, h.OldLines), hunkRange(h.NewStart-shift, h.NewLines), m[5])
+		fmt.Fprintf(&b, "@@ -%s +%s @@%s\n", hunkRange(h.OldStart, h.OldLines), hunkRange(h.NewStart-shift, h.NewLines), h.Context)
 		for _, l := range h.Lines {
 			b.WriteString(l)
 		}
@@ -247,8 +95,8 @@ func reindex(line, blob string) string {
 // inline or, when large, to be written by the caller from Diff) and the
 // new contents by blob id. Entries with no part in the diff (never
 // applied) are left out.
-func Partial(cs *paddock.ChangeSet, sections []*Section, chosen []int, base func(path string) ([]byte, error), final func(e paddock.ChangeEntry) ([]byte, error)) (*paddock.ChangeSet, map[string][]byte, error) {
-	units := Units(sections)
+func Partial(cs *paddock.ChangeSet, sections []*hunks.Section, chosen []int, base func(path string) ([]byte, error), final func(e paddock.ChangeEntry) ([]byte, error)) (*paddock.ChangeSet, map[string][]byte, error) {
+	units := hunks.Units(sections)
 	want := map[int]bool{}
 	for _, n := range chosen {
 		want[n] = true
@@ -259,7 +107,7 @@ func Partial(cs *paddock.ChangeSet, sections []*Section, chosen []int, base func
 	if len(want) == 0 {
 		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "choose at least one hunk")
 	}
-	byPath := map[string]*Section{}
+	byPath := map[string]*hunks.Section{}
 	for _, s := range sections {
 		byPath[s.Path] = s
 	}
@@ -319,7 +167,7 @@ func Partial(cs *paddock.ChangeSet, sections []*Section, chosen []int, base func
 	return out, blobs, nil
 }
 
-func writeSection(b *strings.Builder, s *Section) {
+func writeSection(b *strings.Builder, s *hunks.Section) {
 	for _, l := range s.Header {
 		b.WriteString(l)
 	}
@@ -334,33 +182,10 @@ func writeSection(b *strings.Builder, s *Section) {
 	}
 }
 
-func hunkList(s *Section) string {
+func hunkList(s *hunks.Section) string {
 	var ns []string
 	for _, h := range s.Hunks {
 		ns = append(ns, strconv.Itoa(h.N))
 	}
 	return strings.Join(ns, ", ")
-}
-
-// ParseUnits reads a list of hunk numbers and ranges: "1,3-5".
-func ParseUnits(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		lo, hi, isRange := strings.Cut(f, "-")
-		a, err1 := strconv.Atoi(lo)
-		b := a
-		var err2 error
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
-		}
-		if err1 != nil || err2 != nil || a < 1 || b < a || b-a > 100000 {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "hunks %q: want numbers and ranges such as 1,3-5", s)
-		}
-		for n := a; n <= b; n++ {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
 }

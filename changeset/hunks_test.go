@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/changeset/hunks"
 	"github.com/paddock-dev/paddock/gitx/gittest"
 )
 
@@ -38,15 +39,15 @@ func TestPartialAppliesAsGitWould(t *testing.T) {
 	os.Remove(filepath.Join(dir, "gone.txt"))
 	gittest.Git(t, dir, "add", "-A")
 	diff := gittest.Git(t, dir, "diff", "--cached", "--binary", "--no-color")
-	sections, err := ParseDiff(strings.NewReader(diff))
+	sections, err := hunks.ParseDiff(strings.NewReader(diff))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// bin.dat, gone.txt, long.txt (3 hunks), new.txt: 6 units.
-	if n := Units(sections); n != 6 {
+	if n := hunks.Units(sections); n != 6 {
 		t.Fatalf("%d units in\n%s", n, diff)
 	}
-	var long *Section
+	var long *hunks.Section
 	for _, s := range sections {
 		if s.Path == "long.txt" {
 			long = s
@@ -86,7 +87,7 @@ func TestPartialAppliesAsGitWould(t *testing.T) {
 	if _, _, err := Partial(cs, sections, []int{99}, nil, nil); !paddock.IsCode(err, paddock.CodeBadRequest) {
 		t.Fatalf("hunk 99: %v", err)
 	}
-	if got, err := ParseUnits("3, 1-2,2"); err != nil || fmt.Sprint(got) != "[1 2 3]" {
+	if got, err := hunks.ParseUnits("3, 1-2,2"); err != nil || fmt.Sprint(got) != "[1 2 3]" {
 		t.Fatalf("ParseUnits: %v %v", got, err)
 	}
 }
@@ -106,7 +107,7 @@ func TestLineOrigins(t *testing.T) {
 		t.Fatalf("added %v removed %v", o.Added, o.Removed)
 	}
 	diff := "diff --git a/f b/f\nindex 1..2 100644\n--- a/f\n+++ b/f\n@@ -1,4 +1,5 @@\n a\n-b\n+B2\n c\n d\n+e\n"
-	sections, err := ParseDiff(strings.NewReader(diff))
+	sections, err := hunks.ParseDiff(strings.NewReader(diff))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestLineOrigins(t *testing.T) {
 	base = "package main\n\nimport \"fmt\"\n"
 	o = LineOrigins([]byte(base), []Version{{Seq: 5, Content: []byte("package main\n\n// note\n\nimport \"fmt\"\n")}})
 	diff = "diff --git a/m.go b/m.go\nindex 1..2 100644\n--- a/m.go\n+++ b/m.go\n@@ -1,3 +1,5 @@\n package main\n \n+// note\n+\n import \"fmt\"\n"
-	if sections, err = ParseDiff(strings.NewReader(diff)); err != nil {
+	if sections, err = hunks.ParseDiff(strings.NewReader(diff)); err != nil {
 		t.Fatal(err)
 	}
 	if got := HunkOrigins(sections[0], o); fmt.Sprint(got) != "map[1:[5]]" {

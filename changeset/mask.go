@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/paddock-dev/paddock/changeset/hunks"
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/termsafe"
 )
@@ -184,7 +185,7 @@ func (c *cursor) step(line []byte) lineKind {
 	case bytes.HasPrefix(line, []byte("diff --git ")):
 		c.file++
 		c.names = strings.TrimRight(string(line[len("diff --git "):]), "\n")
-		c.path = pathOf(c.names)
+		c.path = hunks.PathOf(c.names)
 		c.inHunk, c.binary = false, false
 		return fileHeader
 	case c.binary:
@@ -202,46 +203,6 @@ func (c *cursor) step(line []byte) lineKind {
 		c.path = strings.TrimRight(string(line[6:]), "\n")
 	}
 	return fileHeader
-}
-
-// pathOf reads the path out of a "diff --git A B" header's names. There
-// are no renames in a change set's diff, so A and B name the same path
-// behind prefixes of one length (a/ and b/ unless the repository's
-// configuration says otherwise), each quoted C-style when git quotes it.
-func pathOf(names string) string {
-	var a, b string
-	if strings.HasPrefix(names, `"`) {
-		end := 1
-		for end < len(names) && names[end] != '"' {
-			if names[end] == '\\' {
-				end++
-			}
-			end++
-		}
-		if end >= len(names) {
-			return ""
-		}
-		var err1, err2 error
-		a, err1 = strconv.Unquote(names[:end+1])
-		b, err2 = strconv.Unquote(strings.TrimPrefix(names[end+1:], " "))
-		if err1 != nil || err2 != nil {
-			return ""
-		}
-	} else {
-		n := (len(names) - 1) / 2
-		if len(names)%2 == 0 || names[n] != ' ' {
-			return ""
-		}
-		a, b = names[:n], names[n+1:]
-	}
-	if a == b {
-		return a // no prefixes
-	}
-	i, j := strings.IndexByte(a, '/'), strings.IndexByte(b, '/')
-	if i < 0 || i != j || a[i+1:] != b[j+1:] {
-		return ""
-	}
-	return a[i+1:]
 }
 
 // scan is the first reading: which binary patches hold a declared secret,

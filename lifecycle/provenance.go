@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/broker"
 	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/changeset/hunks"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/workspace"
 )
@@ -422,7 +423,7 @@ func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, e
 		lastTouch := lastChange(recs, s.Path)
 		units := s.Hunks
 		if len(units) == 0 {
-			units = []*changeset.Hunk{{N: s.N}}
+			units = []*hunks.Hunk{{N: s.N}}
 		}
 		for _, h := range units {
 			hb := paddock.HunkBlame{N: h.N, Path: s.Path, Header: strings.TrimRight(h.Header, "\n"), Seqs: origins[h.N]}
@@ -440,13 +441,13 @@ func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, e
 }
 
 // sectionsOf reads cs's diff into its sections.
-func (m *Manager) sectionsOf(cs *paddock.ChangeSet) ([]*changeset.Section, error) {
+func (m *Manager) sectionsOf(cs *paddock.ChangeSet) ([]*hunks.Section, error) {
 	d, err := changeset.OpenDiff(cs)
 	if err != nil {
 		return nil, internal("reading the diff failed", err)
 	}
 	defer d.Close()
-	sections, err := changeset.ParseDiff(d)
+	sections, err := hunks.ParseDiff(d)
 	if err != nil {
 		var pe *paddock.Error
 		if errors.As(err, &pe) {
@@ -469,7 +470,7 @@ func lastChange(recs []provRecord, path string) int64 {
 
 // blameSection follows e's file from the base through the journal's
 // versions of it to its content in the change set.
-func (m *Manager) blameSection(ctx context.Context, r *paddock.Run, gitDir, base string, s *changeset.Section, e paddock.ChangeEntry, recs []provRecord) map[int][]int64 {
+func (m *Manager) blameSection(ctx context.Context, r *paddock.Run, gitDir, base string, s *hunks.Section, e paddock.ChangeEntry, recs []provRecord) map[int][]int64 {
 	// Every version is compared masked, as the versions are kept and as
 	// the diff shows them.
 	red := m.redactor(r)
@@ -565,7 +566,7 @@ func describe(e *paddock.Event) string {
 // beside it, under its own hash, and becomes what is approved and what an
 // apply writes. The whole change set is still there to approve instead
 // (a new submission replaces both).
-func (m *Manager) ApproveHunks(ctx context.Context, id, hash string, hunks []int, by string) (*paddock.Submission, error) {
+func (m *Manager) ApproveHunks(ctx context.Context, id, hash string, picked []int, by string) (*paddock.Submission, error) {
 	if err := m.refuseReview(ctx, id, "be approved"); err != nil {
 		return nil, err
 	}
@@ -601,10 +602,10 @@ func (m *Manager) ApproveHunks(ctx context.Context, id, hash string, hunks []int
 		return nil, err
 	}
 	store := m.changeSets(id)
-	if chosen := slices.Compact(slices.Sorted(slices.Values(hunks))); len(chosen) == changeset.Units(sections) && chosen[0] == 1 && chosen[len(chosen)-1] == len(chosen) {
+	if chosen := slices.Compact(slices.Sorted(slices.Values(picked))); len(chosen) == hunks.Units(sections) && chosen[0] == 1 && chosen[len(chosen)-1] == len(chosen) {
 		return m.Approve(ctx, id, full, by) // every hunk: the whole change set
 	}
-	part, blobs, err := changeset.Partial(cs, sections, hunks,
+	part, blobs, err := changeset.Partial(cs, sections, picked,
 		func(path string) ([]byte, error) {
 			b, err := m.Git.FileAt(ctx, repo.CommonDir, r.Workspace.BaseRevision, path)
 			if err != nil {
@@ -653,12 +654,12 @@ func (m *Manager) ApproveHunks(ctx context.Context, id, hash string, hunks []int
 	if err := store.Save(part); err != nil {
 		return nil, internal("saving the approved hunks failed", err)
 	}
-	slices.Sort(hunks)
-	hunks = slices.Compact(hunks)
-	approved := &paddock.Submission{RunID: id, Hash: part.Hash, SubmittedAt: s.SubmittedAt, ApprovedBy: by, ApprovedAt: now(), PartOf: full, Hunks: hunks}
+	slices.Sort(picked)
+	picked = slices.Compact(picked)
+	approved := &paddock.Submission{RunID: id, Hash: part.Hash, SubmittedAt: s.SubmittedAt, ApprovedBy: by, ApprovedAt: now(), PartOf: full, Hunks: picked}
 	if err := m.saveSubmission(approved); err != nil {
 		return nil, err
 	}
-	err = m.record(ctx, id, paddock.EventApproved, map[string]any{"hash": part.Hash, "by": by, "part_of": full, "hunks": hunks, "entries": len(part.Entries)})
+	err = m.record(ctx, id, paddock.EventApproved, map[string]any{"hash": part.Hash, "by": by, "part_of": full, "hunks": picked, "entries": len(part.Entries)})
 	return approved, err
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/changeset/hunks"
 	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
@@ -208,7 +208,7 @@ changed, applied already, or not the expected change set.`,
 }
 
 func (a *app) approveCmd() *cobra.Command {
-	var hash, hunks string
+	var hash, picked string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "approve RUN --hash H",
@@ -239,10 +239,10 @@ run; 4 another hash, or nothing submitted.`,
 				return err
 			}
 			if cmd.Flags().Changed("hunks") {
-				if strings.TrimSpace(hunks) == "" {
+				if strings.TrimSpace(picked) == "" {
 					return usageError{"--hunks is empty: name the hunks to approve (1,3-5), or leave --hunks out to approve the whole change set"}
 				}
-				units, err := changeset.ParseUnits(hunks)
+				units, err := hunks.ParseUnits(picked)
 				if err != nil {
 					return err
 				}
@@ -254,7 +254,7 @@ run; 4 another hash, or nothing submitted.`,
 					return a.output(true, s, nil)
 				}
 				w := termsafe.NewWriter(a.stdout)
-				fmt.Fprintf(w, "approved hunks %s of %s as change set %s, by %s; an apply writes only these:\n\n", hunks, s.PartOf, s.Hash, s.ApprovedBy)
+				fmt.Fprintf(w, "approved hunks %s of %s as change set %s, by %s; an apply writes only these:\n\n", picked, s.PartOf, s.Hash, s.ApprovedBy)
 				if _, err := c.CopyDiff(cmd.Context(), args[0], s.Hash, w); err != nil {
 					return err
 				}
@@ -270,7 +270,7 @@ run; 4 another hash, or nothing submitted.`,
 		},
 	}
 	cmd.Flags().StringVar(&hash, "hash", "", "the submitted change set's hash (sha256:HEX, or HEX)")
-	cmd.Flags().StringVar(&hunks, "hunks", "", "approve only these hunks (1,3-5; paddock diff RUN --blame numbers them)")
+	cmd.Flags().StringVar(&picked, "hunks", "", "approve only these hunks (1,3-5; paddock diff RUN --blame numbers them)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -393,7 +393,7 @@ func (a *app) blame(ctx context.Context, c *client.Client, id, hash string, asJS
 	if _, err := c.CopyDiff(ctx, id, b.Hash, &d); err != nil {
 		return err
 	}
-	sections, err := changeset.ParseDiff(&d)
+	sections, err := hunks.ParseDiff(&d)
 	if err != nil {
 		return err
 	}
