@@ -1,0 +1,470 @@
+package client
+
+// The client speaks HTTP/1.1 itself, one request per connection, over the
+// daemon's unix socket or a TCP address, rather than through net/http.
+// The paddock a user types is this package and little else, and every
+// CLI call pays, before main, for initialising every package its binary
+// links: net/http brings crypto/tls, x509, HTTP/2, mime and their
+// initialisation, about a third of a hello-world's start here, for a
+// client that needs no TLS, no proxy, no HTTP/2, no cookies, no
+// redirects and no pool (bench/startup; cmd/paddock's
+// TestClientLinksNoDaemon holds the CLI to it).
+//
+// What it speaks is the part of RFC 9112 a paddock daemon answers with:
+// a request with a Content-Length body, or a chunked one when its size is
+// not known (an inbox file or a bundle read from a pipe); answers framed
+// by Content-Length, by chunked transfer coding (streams: exec output,
+// events, a diff) or by the connection's end; 1xx interim answers
+// skipped; and 101 Switching Protocols, whose connection is handed to the
+// caller (an attached exec). wire_test.go holds it to net/http's reading
+// of the same bytes, and to a net/http server.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// maxHead bounds an answer's status line and headers.
+const maxHead = 1 << 20
+
+// wireRequest is one request as the client sends it.
+type wireRequest struct {
+	method string
+	path   string // absolute path and query, escaped
+	header [][2]string
+	body   io.Reader // nil: none
+	// size is body's length when known (a *bytes.Reader or
+	// *strings.Reader), else -1: it is sent chunked.
+	size int64
+}
+
+// wireResponse is an answer. Closing body closes the connection; an
+// answer with status 101 has no body and gives its connection, already
+// switched, as conn.
+type wireResponse struct {
+	status int
+	header textproto.MIMEHeader
+	body   io.ReadCloser
+	conn   io.ReadWriteCloser
+}
+
+// bodyless reports whether a request of this method carries no body when
+// it has none to send (RFC 9110 gives GET, HEAD and DELETE no meaning for
+// one; a POST without one says Content-Length: 0, as net/http does).
+func bodyless(method string) bool {
+	return method == "GET" || method == "HEAD" || method == "DELETE"
+}
+
+// roundTrip sends req on a new connection from dial, with host as its
+// Host, and reads the answer's head. The connection closes with the
+// answer's body, when ctx ends, or at once on an error.
+func roundTrip(ctx context.Context, dial func(context.Context) (net.Conn, error), host string, req *wireRequest) (*wireResponse, error) {
+	if err := checkRequest(host, req); err != nil {
+		return nil, err
+	}
+	conn, err := dial(ctx)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, &unreachableError{err} // nothing listens there
+		}
+		return nil, fmt.Errorf("connecting to the daemon: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	fail := func(err error) (*wireResponse, error) {
+		stop()
+		conn.Close()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, err
+	}
+	upgrade := false
+	for _, h := range req.header {
+		upgrade = upgrade || strings.EqualFold(h[0], "Upgrade")
+	}
+	// A body of known size up to a buffer is written before the answer is
+	// read; a larger or streamed one is written beside the reading, as
+	// net/http does, so an answer the daemon gives before reading it all
+	// (a refusal of a file too large) is read, not lost to a write that
+	// fails once the daemon stops reading.
+	bw := bufio.NewWriterSize(conn, 32<<10)
+	writeHead(bw, host, req, upgrade)
+	var wrote chan error
+	if req.body == nil || (req.size >= 0 && req.size <= int64(bw.Available())) {
+		if err := writeBody(bw, req); err != nil {
+			return fail(fmt.Errorf("sending the request: %w", err))
+		}
+	} else {
+		wrote = make(chan error, 1)
+		go func() { wrote <- writeBody(bw, req) }()
+	}
+	limit := &io.LimitedReader{R: conn, N: maxHead}
+	br := bufio.NewReaderSize(limit, 32<<10)
+	var resp *wireResponse
+	for {
+		resp, err = readHead(br)
+		if err != nil {
+			if wrote != nil { // why the daemon stopped reading may be the writer's error
+				select {
+				case werr := <-wrote:
+					if werr != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+						err = fmt.Errorf("%w (sending the request: %v)", err, werr)
+					}
+				default:
+				}
+			}
+			return fail(err)
+		}
+		if resp.status >= 200 || resp.status == 101 {
+			break
+		}
+		// An interim answer (100 Continue, 103 Early Hints): the final
+		// one follows on the same connection.
+	}
+	limit.N = math.MaxInt64
+	closer := &connCloser{conn: conn, stop: stop}
+	if resp.status == 101 {
+		if !upgrade {
+			return fail(errors.New("the daemon switched protocols that were not asked for"))
+		}
+		if wrote != nil {
+			if err := <-wrote; err != nil {
+				return fail(fmt.Errorf("sending the request: %w", err))
+			}
+		}
+		resp.conn = &switched{r: br, w: conn, c: closer}
+		return resp, nil
+	}
+	body, err := framedBody(br, req.method, resp)
+	if err != nil {
+		return fail(err)
+	}
+	resp.body = &bodyCloser{r: body, c: closer}
+	return resp, nil
+}
+
+// checkRequest refuses what would let a value reach the wire as
+// something else: a line break in a header or the target, a target that
+// is not an escaped absolute path.
+func checkRequest(host string, req *wireRequest) error {
+	if !strings.HasPrefix(req.path, "/") || !printableASCII(req.path, false) {
+		return fmt.Errorf("%s %q: not an escaped absolute path", req.method, req.path)
+	}
+	if !printableASCII(host, false) {
+		return fmt.Errorf("host %q: not a host name", host)
+	}
+	for _, h := range req.header {
+		if !printableASCII(h[0], false) || strings.ContainsRune(h[0], ':') {
+			return fmt.Errorf("header name %q is not one", h[0])
+		}
+		if !printableASCII(h[1], true) {
+			return fmt.Errorf("the value of header %s holds a control character or a line break", h[0])
+		}
+	}
+	return nil
+}
+
+// printableASCII reports whether s is visible ASCII (spaces too if
+// spaces), with no control character: what a request line and a header
+// line may carry.
+func printableASCII(s string, spaces bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c > '~' || c < ' ' || (c == ' ' && !spaces) {
+			return false
+		}
+	}
+	return true
+}
+
+func writeHead(w *bufio.Writer, host string, req *wireRequest, upgrade bool) {
+	fmt.Fprintf(w, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: paddock-client\r\n", req.method, req.path, host)
+	switch {
+	case req.body == nil && bodyless(req.method):
+	case req.body == nil:
+		w.WriteString("Content-Length: 0\r\n")
+	case req.size >= 0:
+		fmt.Fprintf(w, "Content-Length: %d\r\n", req.size)
+	default:
+		w.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	if !upgrade {
+		w.WriteString("Connection: close\r\n")
+	}
+	for _, h := range req.header {
+		fmt.Fprintf(w, "%s: %s\r\n", h[0], h[1])
+	}
+	w.WriteString("\r\n")
+}
+
+// writeBody writes req's body, framed as writeHead said, and flushes.
+func writeBody(w *bufio.Writer, req *wireRequest) error {
+	switch {
+	case req.body == nil:
+	case req.size >= 0:
+		n, err := io.Copy(w, req.body)
+		if err != nil {
+			return err
+		}
+		if n != req.size {
+			return fmt.Errorf("the body held %d bytes, not the %d it was said to", n, req.size)
+		}
+	default:
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := req.body.Read(buf)
+			if n > 0 {
+				fmt.Fprintf(w, "%x\r\n", n)
+				w.Write(buf[:n])
+				if _, werr := w.WriteString("\r\n"); werr != nil {
+					return werr
+				}
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("reading the body to send: %w", err)
+			}
+		}
+		w.WriteString("0\r\n\r\n")
+	}
+	return w.Flush()
+}
+
+// readHead reads a status line and its headers.
+func readHead(br *bufio.Reader) (*wireResponse, error) {
+	tp := textproto.NewReader(br)
+	line, err := tp.ReadLine()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	proto, rest, _ := strings.Cut(line, " ")
+	code, _, _ := strings.Cut(rest, " ")
+	if proto != "HTTP/1.1" { // a daemon answers a 1.1 request in 1.1
+		return nil, fmt.Errorf("not an HTTP/1.1 answer: %q", truncate(line))
+	}
+	status, err := strconv.Atoi(code)
+	if err != nil || len(code) != 3 || status < 100 {
+		return nil, fmt.Errorf("an answer with no status: %q", truncate(line))
+	}
+	h, err := tp.ReadMIMEHeader()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("reading the answer's headers: %w", err)
+	}
+	return &wireResponse{status: status, header: h}, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+// framedBody is the reader of an answer's body as RFC 9112 §6.3 frames
+// it: none for HEAD and for 1xx, 204 and 304; chunked when
+// Transfer-Encoding says so (whatever Content-Length says; any other
+// transfer coding is refused, as net/http refuses it); Content-Length;
+// otherwise the connection's end.
+func framedBody(br *bufio.Reader, method string, resp *wireResponse) (io.Reader, error) {
+	te := resp.header.Values("Transfer-Encoding")
+	length := int64(-1)
+	if cl := resp.header.Values("Content-Length"); len(cl) > 0 && len(te) == 0 {
+		for _, v := range cl {
+			for _, f := range strings.Split(v, ",") {
+				f = strings.TrimSpace(f)
+				m, err := strconv.ParseInt(f, 10, 64)
+				if err != nil || m < 0 || strings.HasPrefix(f, "+") || (length >= 0 && m != length) {
+					return nil, fmt.Errorf("an answer with Content-Length %q", strings.Join(cl, ","))
+				}
+				length = m
+			}
+		}
+	}
+	switch {
+	case method == "HEAD" || resp.status < 200 || resp.status == 204 || resp.status == 304:
+		return eofReader{}, nil
+	case len(te) > 0:
+		if len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked") {
+			return nil, fmt.Errorf("an answer in transfer coding %q, which this client does not decode", strings.Join(te, ","))
+		}
+		return &chunkedReader{br: br}, nil
+	case length >= 0:
+		return &exactReader{r: br, left: length}, nil
+	}
+	return br, nil
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// exactReader reads a body of a said length, and fails when the
+// connection ends before it.
+type exactReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > e.left {
+		p = p[:e.left]
+	}
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF && e.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	if e.left == 0 && err == nil {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// chunkedReader decodes the chunked transfer coding (RFC 9112 §7.1):
+// chunk extensions are ignored, trailers read and dropped.
+type chunkedReader struct {
+	br   *bufio.Reader
+	left int64 // of the current chunk
+	err  error
+}
+
+// maxChunkLine bounds a chunk's size line, extensions included.
+const maxChunkLine = 4096
+
+func (c *chunkedReader) Read(p []byte) (int, error) {
+	for c.err == nil && c.left == 0 {
+		c.err = c.next()
+	}
+	if c.err != nil {
+		return 0, c.err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.br.Read(p)
+	c.left -= int64(n)
+	if c.left == 0 && err == nil {
+		err = c.crlf()
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	c.err = err
+	return n, err
+}
+
+// next reads a chunk's size line; after the last chunk it reads the
+// trailers and gives io.EOF.
+func (c *chunkedReader) next() error {
+	line, err := c.line()
+	if err != nil {
+		return err
+	}
+	size, _, _ := strings.Cut(line, ";")
+	size = strings.TrimRight(size, " \t")
+	n, err := strconv.ParseUint(size, 16, 63)
+	if err != nil || size == "" || strings.HasPrefix(size, "+") {
+		return fmt.Errorf("a chunk with size %q", truncate(line))
+	}
+	if n > 0 {
+		c.left = int64(n)
+		return nil
+	}
+	// Trailers, up to the empty line: header lines, read and dropped.
+	if _, err := textproto.NewReader(c.br).ReadMIMEHeader(); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("reading the answer's trailers: %w", err)
+	}
+	return io.EOF
+}
+
+func (c *chunkedReader) line() (string, error) {
+	b, err := c.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull || len(b) > maxChunkLine {
+		return "", errors.New("a chunk's size line is too long")
+	}
+	if err == io.EOF {
+		return "", io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(b) < 2 || b[len(b)-2] != '\r' {
+		return "", errors.New("a chunk line not ended by CRLF")
+	}
+	return string(b[:len(b)-2]), nil
+}
+
+// crlf reads the CRLF that ends a chunk's data.
+func (c *chunkedReader) crlf() error {
+	var b [2]byte
+	if _, err := io.ReadFull(c.br, b[:]); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	if b != [2]byte{'\r', '\n'} {
+		return errors.New("a chunk's data not ended by CRLF")
+	}
+	return nil
+}
+
+// connCloser closes a connection once, and stops its context's watch.
+type connCloser struct {
+	once sync.Once
+	conn net.Conn
+	stop func() bool
+	err  error
+}
+
+func (c *connCloser) Close() error {
+	c.once.Do(func() {
+		c.stop()
+		c.err = c.conn.Close()
+	})
+	return c.err
+}
+
+type bodyCloser struct {
+	r io.Reader
+	c *connCloser
+}
+
+func (b *bodyCloser) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *bodyCloser) Close() error               { return b.c.Close() }
+
+// switched is a connection after 101: what the reader of the answer's
+// head holds already is read first.
+type switched struct {
+	r *bufio.Reader
+	w net.Conn
+	c *connCloser
+}
+
+func (s *switched) Read(p []byte) (int, error)  { return s.r.Read(p) }
+func (s *switched) Write(p []byte) (int, error) { return s.w.Write(p) }
+func (s *switched) Close() error                { return s.c.Close() }
