@@ -30,6 +30,10 @@ var daemonVerbs = map[string]bool{
 	"serve":  true, // the daemon
 	"doctor": true, // probes the kernel and starts a sandbox when no daemon answers
 	"mcp":    true, // the MCP SDK and mcpserver
+	// A bundle's signature and key lines (bundle: tar, ed25519, x509's
+	// PEM); offline and rare, unlike the verbs an agent's loop calls.
+	"verify-bundle": true,
+	"import":        true,
 }
 
 func main() {
@@ -65,9 +69,11 @@ func execDaemon(args []string) int {
 
 // The commands of daemonVerbs: main hands their command lines to paddockd
 // before any command is built, and so would they if one were run.
-func (a *app) serveCmd() *cobra.Command  { return daemonCmd("serve") }
-func (a *app) doctorCmd() *cobra.Command { return daemonCmd("doctor") }
-func (a *app) mcpCmd() *cobra.Command    { return daemonCmd("mcp") }
+func (a *app) serveCmd() *cobra.Command        { return daemonCmd("serve") }
+func (a *app) doctorCmd() *cobra.Command       { return daemonCmd("doctor") }
+func (a *app) mcpCmd() *cobra.Command          { return daemonCmd("mcp") }
+func (a *app) verifyBundleCmd() *cobra.Command { return daemonCmd("verify-bundle") }
+func (a *app) importCmd() *cobra.Command       { return daemonCmd("import") }
 
 func daemonCmd(name string) *cobra.Command {
 	return &cobra.Command{
