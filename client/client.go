@@ -27,7 +27,7 @@ type Client struct {
 	host    string // the Host of its requests: "paddock" on a unix socket, the address on TCP
 	dial    func(context.Context) (net.Conn, error)
 	token   string
-	agent   bool                     // calls made for a run's agent (ForAgent)
+	agent   bool                      // calls made for a run's agent (ForAgent)
 	observe func(method, path string) // WithObserver
 }
 
