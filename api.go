@@ -85,6 +85,16 @@ type UnlockResult struct {
 	By       string `json:"by"`
 }
 
+// CheckoutStatus is the state of a project's checkout (its declared root)
+// beyond its commits, as the daemon reads it: a run starts at a revision,
+// so Uncommitted changes are not in a new run.
+type CheckoutStatus struct {
+	Root string `json:"root"`
+	// Uncommitted counts the paths changed against HEAD or the index, or
+	// untracked and not ignored (git status, submodules' own changes aside).
+	Uncommitted int `json:"uncommitted"`
+}
+
 // CheckpointRequest asks for a checkpoint.
 type CheckpointRequest struct {
 	Reason string `json:"reason,omitempty"`

@@ -96,6 +96,10 @@ type Service interface {
 	// the capability manifest detected at HEAD, the operator's overrides
 	// and the checks that result (a JSON object).
 	ProjectManifest(ctx context.Context, name string) (json.RawMessage, error)
+	// ProjectCheckout says what the project's checkout holds beyond its
+	// commits (the uncommitted changes a new run does not start with), as
+	// the node asked reads it.
+	ProjectCheckout(ctx context.Context, name string) (*CheckoutStatus, error)
 	// Verify runs the project manifest's checks in the run (verify).
 	Verify(ctx context.Context, id string, req VerifyRequest) (*VerifyResult, error)
 }

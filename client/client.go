@@ -942,3 +942,10 @@ func (c *Client) Adopt(ctx context.Context, id string) (*paddock.AdoptResult, er
 	var res paddock.AdoptResult
 	return &res, c.do(ctx, "POST", "/v1/runs/"+url.PathEscape(id)+"/adopt", nil, &res)
 }
+
+// ProjectCheckout says how many uncommitted changes the project's checkout
+// holds, as the daemon reads it (a new run does not start with them).
+func (c *Client) ProjectCheckout(ctx context.Context, name string) (*paddock.CheckoutStatus, error) {
+	var s paddock.CheckoutStatus
+	return &s, c.do(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(name)+"/checkout", nil, &s)
+}

@@ -32,7 +32,7 @@
 //	{"do": "unlock", "project": "app", "force": true}  |  {"do": "gc", "dry_run": true}
 //	{"do": "agent_add", "name": "tester.toml", "body": "<TOML>"}  |  {"do": "agents"}
 //	{"do": "agent", "name": "tester"}  |  {"do": "agent_rm", "name": "tester"}
-//	{"do": "manifest", "project": "app"}
+//	{"do": "manifest", "project": "app"}  |  {"do": "checkout", "project": "app"}
 //
 // and the agent's control tools and the decisions on them:
 //
@@ -428,6 +428,8 @@ func (r *Runner) operatorStep(ctx context.Context, s Step, answer *any) (done bo
 		err = c.RemoveAgent(ctx, s.Name)
 	case "manifest":
 		*answer, err = c.ProjectManifest(ctx, s.Project)
+	case "checkout":
+		*answer, err = c.ProjectCheckout(ctx, s.Project)
 	default:
 		return false, nil
 	}

@@ -571,6 +571,10 @@ func (f *fake) ProjectManifest(ctx context.Context, name string) (json.RawMessag
 	return json.RawMessage(`{"checks":[]}`), f.record(ctx, "ProjectManifest", name)
 }
 
+func (f *fake) ProjectCheckout(ctx context.Context, name string) (*paddock.CheckoutStatus, error) {
+	return &paddock.CheckoutStatus{Root: "/src/" + name}, f.record(ctx, "ProjectCheckout", name)
+}
+
 func (f *fake) Bundle(ctx context.Context, id string, w io.Writer) error {
 	if err := f.record(ctx, "Bundle", id); err != nil {
 		return err

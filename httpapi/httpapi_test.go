@@ -264,6 +264,7 @@ func TestEveryRoute(t *testing.T) {
 		{"POST", run + "/menu/done", `{"head":"h"}`, "PickEvent " + id + " done h"},
 		{"GET", "/v1/agents", "", "Agents"},
 		{"GET", "/v1/projects/app/manifest", "", "ProjectManifest app"},
+		{"GET", "/v1/projects/app/checkout", "", "ProjectCheckout app"},
 		{"POST", "/v1/agents", `{"file":"t.toml","source":"name = \"t\""}`, "AddAgent t.toml"},
 		{"GET", "/v1/agents/t", "", "Agent t"},
 		{"DELETE", "/v1/agents/t", "", "RemoveAgent t"},

@@ -88,6 +88,7 @@ var schemaTypes = map[string]any{
 	"AddProjectRequest":  paddock.AddProjectRequest{},
 	"SetProjectRequest":  paddock.SetProjectRequest{},
 	"UnlockResult":       paddock.UnlockResult{},
+	"CheckoutStatus":     paddock.CheckoutStatus{},
 	"CreateRunRequest":   paddock.CreateRunRequest{},
 	"Run":                paddock.Run{},
 	"ReviewOf":           paddock.ReviewOf{},

@@ -74,6 +74,7 @@ var routes = []route{
 	{"DELETE", "/v1/projects/{name}", operator, http.StatusOK, reply((*Server).removeProject)},
 	{"POST", "/v1/projects/{name}/unlock", operator, http.StatusOK, reply((*Server).unlock)},
 	{"GET", "/v1/projects/{name}/manifest", operator, http.StatusOK, reply((*Server).projectManifest)},
+	{"GET", "/v1/projects/{name}/checkout", operator, http.StatusOK, reply((*Server).projectCheckout)},
 
 	{"POST", "/v1/runs", operator, http.StatusCreated, reply((*Server).create)},
 	{"POST", "/v1/bootstrap", operator, http.StatusCreated, reply((*Server).bootstrap)},
@@ -538,6 +539,10 @@ func (s *Server) removeAgent(r *http.Request) (any, error) {
 
 func (s *Server) projectManifest(r *http.Request) (any, error) {
 	return s.Service.ProjectManifest(r.Context(), r.PathValue("name"))
+}
+
+func (s *Server) projectCheckout(r *http.Request) (any, error) {
+	return s.Service.ProjectCheckout(r.Context(), r.PathValue("name"))
 }
 
 func (s *Server) startFlow(r *http.Request) (any, error) {

@@ -3,9 +3,11 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/attribution"
@@ -206,6 +208,38 @@ func (m *Manager) Project(ctx context.Context, name string) (p *paddock.Project,
 		return err
 	})
 	return p, err
+}
+
+// CheckoutTimeout bounds the git status ProjectCheckout runs: a create
+// asks beside itself, for a note, and a checkout too large to read in that
+// time is not worth holding the request (or a git process) for.
+const CheckoutTimeout = 10 * time.Second
+
+// ProjectCheckout counts the uncommitted changes in the project's checkout,
+// which a new run, made at a revision, does not have. It only reads
+// (gitx.Uncommitted, under the hardened runner). A checkout that cannot be
+// read (gone, no longer a repository) or not within CheckoutTimeout is a
+// conflict: the project's state, not a fault of paddock's.
+func (m *Manager) ProjectCheckout(ctx context.Context, name string) (*paddock.CheckoutStatus, error) {
+	p, err := m.Project(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	g := *m.Git
+	if g.Timeout <= 0 || g.Timeout > CheckoutTimeout {
+		g.Timeout = CheckoutTimeout
+	}
+	n, err := g.Uncommitted(ctx, p.Root)
+	switch {
+	case err == nil:
+		return &paddock.CheckoutStatus{Root: p.Root, Uncommitted: n}, nil
+	case errors.Is(err, gitx.ErrTimeout):
+		return nil, &paddock.Error{Code: paddock.CodeConflict, Err: err,
+			Message: fmt.Sprintf("the status of project %s's checkout %s takes longer than %s; its changes were not counted", p.Name, p.Root, g.Timeout)}
+	default:
+		return nil, &paddock.Error{Code: paddock.CodeConflict, Err: err,
+			Message: fmt.Sprintf("cannot read the status of project %s's checkout %s (is it still a git repository?)", p.Name, p.Root)}
+	}
 }
 
 // RemoveProject forgets a project and the records of its runs. It refuses

@@ -3,14 +3,17 @@ package lifecycle_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
 )
 
 // TestSetProject: a project's settings change while it has runs, the runs
@@ -99,4 +102,51 @@ func TestSetProject(t *testing.T) {
 	}
 	// Removing the project still waits for its runs.
 	mustCode(t, e.m.RemoveProject(ctx, "my-app"), paddock.CodeConflict)
+}
+
+// TestProjectCheckout: the daemon counts the project checkout's
+// uncommitted changes (a modified tracked file, an untracked one; none
+// when clean) without writing to it, and types what it cannot read.
+func TestProjectCheckout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	p := e.project(t)
+	if s, err := e.m.ProjectCheckout(ctx, "my-app"); err != nil || s.Uncommitted != 0 || s.Root != p.Root {
+		t.Fatalf("a clean checkout: %+v %v", s, err)
+	}
+	os.WriteFile(filepath.Join(e.repo, "README.md"), []byte("edited\n"), 0o644)
+	os.WriteFile(filepath.Join(e.repo, "new.txt"), []byte("new\n"), 0o644)
+	index := filepath.Join(e.repo, ".git", "index")
+	before, err := os.Stat(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := e.m.ProjectCheckout(ctx, "my-app"); err != nil || s.Uncommitted != 2 || s.Root != p.Root {
+		t.Fatalf("a modified and an untracked file: %+v %v", s, err)
+	}
+	if after, err := os.Stat(index); err != nil || !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
+		t.Fatalf("the status wrote the project's index: %v", err)
+	}
+
+	_, err = e.m.ProjectCheckout(ctx, "nope")
+	mustCode(t, err, paddock.CodeNotFound)
+
+	// Too slow a status is refused, typed, and not paddock's fault.
+	e.m.Git.Timeout = time.Nanosecond
+	_, err = e.m.ProjectCheckout(ctx, "my-app")
+	mustCode(t, err, paddock.CodeConflict)
+	if !errors.Is(err, gitx.ErrTimeout) {
+		t.Fatalf("a status past its time: %v", err)
+	}
+	e.m.Git.Timeout = 0
+
+	// A checkout that is gone.
+	moved := e.repo + ".moved"
+	if err := os.Rename(e.repo, moved); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(moved, e.repo)
+	_, err = e.m.ProjectCheckout(ctx, "my-app")
+	mustCode(t, err, paddock.CodeConflict)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
-	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
@@ -123,9 +122,11 @@ type dirtyCheckout struct {
 
 // uncommitted counts, beside a create, the project checkout's uncommitted
 // changes: a run starts at a revision, so they are not in it, which a user
-// who just edited a file expects otherwise. It runs alongside the create
+// who just edited a file expects otherwise. The daemon reads the checkout
+// (GET /v1/projects/{name}/checkout: it is the one that holds the project,
+// whether the CLI is on its machine or not). It runs alongside the create
 // (a large checkout's status takes a while) and gives up quietly: it is a
-// note, not a check (the CLI may not be able to read the project at all).
+// note, not a check.
 func (a *app) uncommitted(ctx context.Context, c *client.Client, req paddock.CreateRunRequest) <-chan dirtyCheckout {
 	out := make(chan dirtyCheckout, 1)
 	if req.Access == string(paddock.AccessNone) {
@@ -137,16 +138,8 @@ func (a *app) uncommitted(ctx context.Context, c *client.Client, req paddock.Cre
 		defer func() { out <- d }()
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		p, err := c.Project(ctx, req.Project)
-		if err != nil {
-			return
-		}
-		g, err := gitx.New(ctx)
-		if err != nil {
-			return
-		}
-		if n, err := g.Uncommitted(ctx, p.Root); err == nil {
-			d = dirtyCheckout{root: p.Root, n: n}
+		if s, err := c.ProjectCheckout(ctx, req.Project); err == nil {
+			d = dirtyCheckout{root: s.Root, n: s.Uncommitted}
 		}
 	}()
 	return out

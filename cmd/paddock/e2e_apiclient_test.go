@@ -161,6 +161,13 @@ func TestGeneratedClient(t *testing.T) {
 	if ps := deref(whole(t, "listProjects", lp.StatusCode(), lp.Body, lp.JSON200).Data); len(ps) != 1 || deref(ps[0].Root) == "" {
 		t.Errorf("listProjects: %s", lp.Body)
 	}
+	pc, err := c.GetProjectCheckoutWithResponse(ctx, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := whole(t, "getProjectCheckout", pc.StatusCode(), pc.Body, pc.JSON200).Data; s == nil || deref(s.Root) == "" || s.Uncommitted == nil || *s.Uncommitted != 0 {
+		t.Errorf("getProjectCheckout: %s", pc.Body)
+	}
 
 	cmd := []string{"sh", "-c", "true"}
 	bs, err := c.BootstrapWithResponse(ctx, apiclient.BootstrapJSONRequestBody{Project: "app", Task: "say hello",
@@ -296,7 +303,7 @@ func TestGeneratedClient(t *testing.T) {
 		t.Errorf("getRun of no run: %d %s", nf.StatusCode(), nf.Body)
 	}
 
-	for _, op := range []string{"getStatus", "addProject", "listProjects", "bootstrap", "getRun", "getArtifact", "exec", "callTool",
+	for _, op := range []string{"getStatus", "addProject", "listProjects", "getProjectCheckout", "bootstrap", "getRun", "getArtifact", "exec", "callTool",
 		"startJob", "listJobs", "getJob", "cancelJob", "getChangeSet", "submit", "approve", "apply", "listEvents", "gc"} {
 		if !slices.Contains(v.called, op) {
 			t.Errorf("%s was not called through the validator", op)

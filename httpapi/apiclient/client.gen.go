@@ -899,6 +899,21 @@ func (e SetProject200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for GetProjectCheckout200JSONResponseBodyOk.
+const (
+	GetProjectCheckout200JSONResponseBodyOkTrue GetProjectCheckout200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the GetProjectCheckout200JSONResponseBodyOk enum.
+func (e GetProjectCheckout200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case GetProjectCheckout200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetProjectManifest200JSONResponseBodyOk.
 const (
 	GetProjectManifest200JSONResponseBodyOkTrue GetProjectManifest200JSONResponseBodyOk = true
@@ -1895,6 +1910,12 @@ type CheckResult struct {
 	Truncated  *bool       `json:"truncated,omitempty"`
 }
 
+// CheckoutStatus defines model for CheckoutStatus.
+type CheckoutStatus struct {
+	Root        *string `json:"root,omitempty"`
+	Uncommitted *int    `json:"uncommitted,omitempty"`
+}
+
 // Checkpoint defines model for Checkpoint.
 type Checkpoint struct {
 	At     *time.Time `json:"at,omitempty"`
@@ -2631,6 +2652,9 @@ type GetProject200JSONResponseBodyOk bool
 // SetProject200JSONResponseBodyOk defines parameters for SetProject.
 type SetProject200JSONResponseBodyOk bool
 
+// GetProjectCheckout200JSONResponseBodyOk defines parameters for GetProjectCheckout.
+type GetProjectCheckout200JSONResponseBodyOk bool
+
 // GetProjectManifest200JSONResponseBodyOk defines parameters for GetProjectManifest.
 type GetProjectManifest200JSONResponseBodyOk bool
 
@@ -3283,6 +3307,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /v1/projects/{name} (the `SetProject` operationId).
 	SetProject(ctx context.Context, name string, body SetProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProjectCheckout The state of the project's checkout beyond its commits: how many uncommitted changes (changed against HEAD or the index, or untracked and not ignored) it holds, which a new run does not start with
+	//
+	// The node asked reads the checkout with git status, bounded to 10 s; a checkout it cannot read (gone, no longer a repository) or not in that time is a conflict. paddock create asks beside the create, for its note on stderr. Operator only.
+	//
+	// Corresponds with GET /v1/projects/{name}/checkout (the `GetProjectCheckout` operationId).
+	GetProjectCheckout(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetProjectManifest What verify runs in a new run of the project: the capability manifest detected at its HEAD from git's objects (components, their checks, adapters and versions, and why), the operator's overrides, and the checks that result
 	//
@@ -4150,6 +4181,23 @@ func (c *Client) SetProjectWithBody(ctx context.Context, name string, contentTyp
 // Corresponds with PATCH /v1/projects/{name} (the `SetProject` operationId).
 func (c *Client) SetProject(ctx context.Context, name string, body SetProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetProjectRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProjectCheckout The state of the project's checkout beyond its commits: how many uncommitted changes (changed against HEAD or the index, or untracked and not ignored) it holds, which a new run does not start with
+//
+// The node asked reads the checkout with git status, bounded to 10 s; a checkout it cannot read (gone, no longer a repository) or not in that time is a conflict. paddock create asks beside the create, for its note on stderr. Operator only.
+//
+// Corresponds with GET /v1/projects/{name}/checkout (the `GetProjectCheckout` operationId).
+func (c *Client) GetProjectCheckout(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProjectCheckoutRequest(c.Server, name)
 	if err != nil {
 		return nil, err
 	}
@@ -6071,6 +6119,40 @@ func NewSetProjectRequestWithBody(server string, name string, contentType string
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetProjectCheckoutRequest constructs an http.Request for the GetProjectCheckout method
+func NewGetProjectCheckoutRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/checkout", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -8961,6 +9043,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/projects/{name} (the `SetProject` operationId).
 	SetProjectWithResponse(ctx context.Context, name string, body SetProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*SetProjectResponse, error)
 
+	// GetProjectCheckoutWithResponse The state of the project's checkout beyond its commits: how many uncommitted changes (changed against HEAD or the index, or untracked and not ignored) it holds, which a new run does not start with
+	//
+	// The node asked reads the checkout with git status, bounded to 10 s; a checkout it cannot read (gone, no longer a repository) or not in that time is a conflict. paddock create asks beside the create, for its note on stderr. Operator only.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{name}/checkout (the `GetProjectCheckout` operationId).
+	GetProjectCheckoutWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetProjectCheckoutResponse, error)
+
 	// GetProjectManifestWithResponse What verify runs in a new run of the project: the capability manifest detected at its HEAD from git's objects (components, their checks, adapters and versions, and why), the operator's overrides, and the checks that result
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -10544,6 +10635,60 @@ func (r SetProjectResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SetProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetProjectCheckoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *CheckoutStatus                         `json:"data,omitempty"`
+		Ok   GetProjectCheckout200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProjectCheckoutResponse) GetJSON200() *struct {
+	Data *CheckoutStatus                         `json:"data,omitempty"`
+	Ok   GetProjectCheckout200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetProjectCheckoutResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProjectCheckoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProjectCheckoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProjectCheckoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProjectCheckoutResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13570,6 +13715,21 @@ func (c *ClientWithResponses) SetProjectWithResponse(ctx context.Context, name s
 	return ParseSetProjectResponse(rsp)
 }
 
+// GetProjectCheckoutWithResponse The state of the project's checkout beyond its commits: how many uncommitted changes (changed against HEAD or the index, or untracked and not ignored) it holds, which a new run does not start with
+//
+// The node asked reads the checkout with git status, bounded to 10 s; a checkout it cannot read (gone, no longer a repository) or not in that time is a conflict. paddock create asks beside the create, for its note on stderr. Operator only.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{name}/checkout (the `GetProjectCheckout` operationId).
+func (c *ClientWithResponses) GetProjectCheckoutWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetProjectCheckoutResponse, error) {
+	rsp, err := c.GetProjectCheckout(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProjectCheckoutResponse(rsp)
+}
+
 // GetProjectManifestWithResponse What verify runs in a new run of the project: the capability manifest detected at its HEAD from git's objects (components, their checks, adapters and versions, and why), the operator's overrides, and the checks that result
 //
 // Returns a wrapper object for the known response body format(s).
@@ -15205,6 +15365,42 @@ func ParseSetProjectResponse(rsp *http.Response) (*SetProjectResponse, error) {
 		var dest struct {
 			Data *Project                        `json:"data,omitempty"`
 			Ok   SetProject200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetProjectCheckoutResponse parses an HTTP response from a GetProjectCheckoutWithResponse call
+func ParseGetProjectCheckoutResponse(rsp *http.Response) (*GetProjectCheckoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProjectCheckoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *CheckoutStatus                         `json:"data,omitempty"`
+			Ok   GetProjectCheckout200JSONResponseBodyOk `json:"ok"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
