@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -24,31 +23,27 @@ import (
 
 // Client talks to one daemon. It is paddock.Service over the API.
 type Client struct {
+	network string // "unix" or "tcp"
+	address string // the socket's path, or host:port
 	host    string // the Host of its requests: "paddock" on a unix socket, the address on TCP
-	dial    func(context.Context) (net.Conn, error)
 	token   string
 	agent   bool                      // calls made for a run's agent (ForAgent)
 	observe func(method, path string) // WithObserver
+	idle    time.Duration             // WithTimeout
 }
 
 var _ paddock.Service = (*Client)(nil)
 
 // Unix returns a client for the daemon listening on the unix socket at path.
 func Unix(path string) *Client {
-	return &Client{host: "paddock", dial: func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
-	}}
+	return &Client{network: "unix", address: path, host: "paddock"}
 }
 
 // TCP returns a client for a daemon on a loopback address such as
 // 127.0.0.1:7070, authenticating with token. It connects to addr itself:
 // no HTTP proxy of the environment is used.
 func TCP(addr, token string) *Client {
-	return &Client{host: addr, token: token, dial: func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
-	}}
+	return &Client{network: "tcp", address: addr, host: addr, token: token}
 }
 
 // unreachableError wraps a failure to reach the daemon at all.
@@ -121,7 +116,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body io.Reader,
 // returns the answer, whatever its status, for its caller to read and
 // close. what names the request in errors.
 func (c *Client) request(ctx context.Context, what, method, path string, body io.Reader, header ...[2]string) (*wireResponse, error) {
-	req := &wireRequest{method: method, path: path, body: body, size: -1, header: header}
+	req := &wireRequest{method: method, path: path, body: body, size: -1, header: header, idle: c.idle}
 	switch b := body.(type) {
 	case *bytes.Reader:
 		req.size = int64(b.Len())
@@ -137,7 +132,7 @@ func (c *Client) request(ctx context.Context, what, method, path string, body io
 	if c.observe != nil {
 		c.observe(method, path)
 	}
-	resp, err := roundTrip(ctx, c.dial, c.host, req)
+	resp, err := roundTrip(ctx, c.network, c.address, c.host, req)
 	if err != nil {
 		if Unreachable(err) || ctx.Err() != nil {
 			return nil, err
@@ -695,6 +690,19 @@ func (c *Client) ForAgent() *Client {
 	return &cp
 }
 
+// WithTimeout returns a copy of c whose requests fail when their
+// connection sends or receives nothing for d: a bound on a daemon that
+// stopped answering, enforced by the kernel on the unix socket, so that a
+// call bounded this way starts no timer of the runtime's (a context's
+// deadline does, and with it the runtime's network poller: a tenth of a
+// CLI call's start). A stream (events, exec output) that is quiet for d
+// fails too.
+func (c *Client) WithTimeout(d time.Duration) *Client {
+	cp := *c
+	cp.idle = d
+	return &cp
+}
+
 // WithToken returns a copy of c that authenticates with token (a run's
 // token from Bootstrap, or the daemon's).
 func (c *Client) WithToken(token string) *Client {
@@ -947,5 +955,5 @@ func (c *Client) Adopt(ctx context.Context, id string) (*paddock.AdoptResult, er
 // holds, as the daemon reads it (a new run does not start with them).
 func (c *Client) ProjectCheckout(ctx context.Context, name string) (*paddock.CheckoutStatus, error) {
 	var s paddock.CheckoutStatus
-	return &s, c.do(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(name)+"/checkout", nil, &s)
+	return &s, c.do(ctx, "GET", "/v1/projects/"+url.PathEscape(name)+"/checkout", nil, &s)
 }

@@ -19,7 +19,8 @@ func (c *Client) MCP(id string) (string, *http.Client) {
 	tr := &http.Transport{
 		Proxy: nil, // the daemon, never a proxy of the environment
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return c.dial(ctx)
+			var d net.Dialer
+			return d.DialContext(ctx, c.network, c.address)
 		},
 	}
 	return "http://" + c.host + runPath(id, "mcp"), &http.Client{Transport: authorizer{c: c, next: tr}}

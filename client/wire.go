@@ -28,10 +28,12 @@ import (
 	"math"
 	"net"
 	"net/textproto"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // maxHead bounds an answer's status line and headers.
@@ -46,6 +48,9 @@ type wireRequest struct {
 	// size is body's length when known (a *bytes.Reader or
 	// *strings.Reader), else -1: it is sent chunked.
 	size int64
+	// idle, if set, fails the request when its connection reads or writes
+	// nothing for that long (Client.WithTimeout).
+	idle time.Duration
 }
 
 // wireResponse is an answer. Closing body closes the connection; an
@@ -65,14 +70,14 @@ func bodyless(method string) bool {
 	return method == "GET" || method == "HEAD" || method == "DELETE"
 }
 
-// roundTrip sends req on a new connection from dial, with host as its
+// roundTrip sends req on a new connection to address, with host as its
 // Host, and reads the answer's head. The connection closes with the
 // answer's body, when ctx ends, or at once on an error.
-func roundTrip(ctx context.Context, dial func(context.Context) (net.Conn, error), host string, req *wireRequest) (*wireResponse, error) {
+func roundTrip(ctx context.Context, network, address, host string, req *wireRequest) (*wireResponse, error) {
 	if err := checkRequest(host, req); err != nil {
 		return nil, err
 	}
-	conn, err := dial(ctx)
+	conn, err := dial(ctx, network, address, req.idle)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return nil, &unreachableError{err} // nothing listens there
@@ -298,13 +303,13 @@ func framedBody(br *bufio.Reader, method string, resp *wireResponse) (io.Reader,
 			}
 		}
 	}
+	if len(te) > 0 && (len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked")) {
+		return nil, fmt.Errorf("an answer in transfer coding %q, which this client does not decode", strings.Join(te, ","))
+	}
 	switch {
 	case method == "HEAD" || resp.status < 200 || resp.status == 204 || resp.status == 304:
 		return eofReader{}, nil
 	case len(te) > 0:
-		if len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked") {
-			return nil, fmt.Errorf("an answer in transfer coding %q, which this client does not decode", strings.Join(te, ","))
-		}
 		return &chunkedReader{br: br}, nil
 	case length >= 0:
 		return &exactReader{r: br, left: length}, nil
@@ -433,10 +438,99 @@ func (c *chunkedReader) crlf() error {
 	return nil
 }
 
+// dial connects to the daemon. A unix socket is connected with the
+// system's calls and read and written with blocking ones: a CLI call
+// makes one request at a time, and the runtime's network poller, which
+// net's connections start (an epoll set, an eventfd, a thread waiting on
+// them), would be a tenth of its start. A socket whose backlog is full,
+// and TCP, go through net, which waits for them under ctx.
+func dial(ctx context.Context, network, address string, idle time.Duration) (io.ReadWriteCloser, error) {
+	if network == "unix" {
+		if c, err := dialUnix(address, idle); !errors.Is(err, syscall.EAGAIN) {
+			return c, err
+		}
+	}
+	var d net.Dialer
+	if idle > 0 {
+		d.Timeout = idle
+	}
+	c, err := d.DialContext(ctx, network, address)
+	if err != nil || idle <= 0 {
+		return c, err
+	}
+	return &idleConn{Conn: c, idle: idle}, nil
+}
+
+func dialUnix(path string, idle time.Duration) (io.ReadWriteCloser, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		syscall.Close(fd)
+		return nil, &net.OpError{Op: "dial", Net: "unix", Addr: &net.UnixAddr{Name: path, Net: "unix"}, Err: os.NewSyscallError("connect", err)}
+	}
+	if idle > 0 {
+		// The kernel's bound on each blocking read and write: no timer of
+		// the runtime's (whose first one starts the network poller).
+		tv := syscall.NsecToTimeval(idle.Nanoseconds())
+		syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+		syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
+	}
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return &blockingConn{f: os.NewFile(uintptr(fd), path), fd: fd, idle: idle}, nil
+}
+
+// blockingConn is a connected unix socket read and written with blocking
+// calls. Close shuts the socket down first, which ends a read or write
+// another goroutine is blocked in (closing the file alone would wait for
+// it).
+type blockingConn struct {
+	f    *os.File
+	fd   int
+	idle time.Duration
+}
+
+func (b *blockingConn) Read(p []byte) (int, error)  { return b.timedOut(b.f.Read(p)) }
+func (b *blockingConn) Write(p []byte) (int, error) { return b.timedOut(b.f.Write(p)) }
+func (b *blockingConn) Close() error {
+	syscall.Shutdown(b.fd, syscall.SHUT_RDWR)
+	return b.f.Close()
+}
+
+// timedOut says what a blocking call's EAGAIN means: SO_RCVTIMEO or
+// SO_SNDTIMEO passed.
+func (b *blockingConn) timedOut(n int, err error) (int, error) {
+	if errors.Is(err, syscall.EAGAIN) {
+		err = fmt.Errorf("the daemon sent and read nothing for %v: %w", b.idle, os.ErrDeadlineExceeded)
+	}
+	return n, err
+}
+
+// idleConn is a net connection whose every read and write must progress
+// within idle.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c *idleConn) Read(p []byte) (int, error) {
+	c.Conn.SetDeadline(time.Now().Add(c.idle))
+	return c.Conn.Read(p)
+}
+
+func (c *idleConn) Write(p []byte) (int, error) {
+	c.Conn.SetDeadline(time.Now().Add(c.idle))
+	return c.Conn.Write(p)
+}
+
 // connCloser closes a connection once, and stops its context's watch.
 type connCloser struct {
 	once sync.Once
-	conn net.Conn
+	conn io.ReadWriteCloser
 	stop func() bool
 	err  error
 }
@@ -461,7 +555,7 @@ func (b *bodyCloser) Close() error               { return b.c.Close() }
 // head holds already is read first.
 type switched struct {
 	r *bufio.Reader
-	w net.Conn
+	w io.Writer
 	c *connCloser
 }
 

@@ -344,3 +344,57 @@ func TestWireUnreachable(t *testing.T) {
 		t.Errorf("a socket below a file: %v, want an error that is not unreachable", err)
 	}
 }
+
+// TestWireTimeout: a daemon that takes the connection and never answers
+// fails a call bounded by WithTimeout, on the unix socket (the kernel's
+// bound) and on TCP (net's deadline), with os.ErrDeadlineExceeded.
+func TestWireTimeout(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	for _, c := range []struct {
+		network, address string
+		client           func(string) *Client
+	}{
+		{"unix", sock, Unix},
+		{"tcp", "127.0.0.1:0", func(a string) *Client { return TCP(a, "tok") }},
+	} {
+		ln, err := net.Listen(c.network, c.address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer conn.Close() // held open, never answered
+			}
+		}()
+		start := time.Now()
+		_, err = c.client(ln.Addr().String()).WithTimeout(200 * time.Millisecond).Status(context.Background())
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: %v, want a deadline exceeded", c.network, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: took %v", c.network, d)
+		}
+	}
+}
+
+// TestWireOverTCP: the same transport over TCP, with its Host and token.
+func TestWireOverTCP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"ok":true,"data":{"version":%q}}`, r.Host+" "+r.Header.Get("Authorization"))
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	st, err := TCP(ln.Addr().String(), "tok").Status(context.Background())
+	if err != nil || st.Version != ln.Addr().String()+" Bearer tok" {
+		t.Fatalf("%+v %v", st, err)
+	}
+}
