@@ -120,7 +120,7 @@ func parseHeader(line string) *Hunk {
 		return nil
 	}
 	nw, context, ok := strings.Cut(rest, " @@")
-	if !ok {
+	if !ok || strings.Contains(context, "\n") {
 		return nil
 	}
 	h := &Hunk{Context: context}
