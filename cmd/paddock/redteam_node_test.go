@@ -46,6 +46,7 @@ func TestJoinedNodeKeepsItsLeaseWhileStarting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.ln.Close()
+	defer n.stopRenewing() // before the store closes under it
 	other := open()
 	if _, err := other.Join(ctx, postgres.NodeConfig{ID: "n2", Home: "n2", Address: "http://127.0.0.1:1", Capacity: 1, Lease: 30 * time.Second}); err != nil {
 		t.Fatal(err)
