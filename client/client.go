@@ -30,6 +30,25 @@ type Client struct {
 	agent   bool                      // calls made for a run's agent (ForAgent)
 	observe func(method, path string) // WithObserver
 	idle    time.Duration             // WithTimeout
+	reach   *reachHook                // OnUnreachable
+}
+
+// reachHook is OnUnreachable's function, run once for a client and all
+// its copies.
+type reachHook struct {
+	fn   func(ctx context.Context, err error) error
+	mu   sync.Mutex
+	done bool
+	err  error
+}
+
+func (h *reachHook) handle(ctx context.Context, err error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.done {
+		h.err, h.done = h.fn(ctx, err), true
+	}
+	return h.err
 }
 
 var _ paddock.Service = (*Client)(nil)
@@ -133,6 +152,13 @@ func (c *Client) request(ctx context.Context, what, method, path string, body io
 		c.observe(method, path)
 	}
 	resp, err := roundTrip(ctx, c.network, c.address, c.host, req)
+	if err != nil && c.reach != nil && Unreachable(err) {
+		// Nothing of the request was sent: the connection was never made.
+		if herr := c.reach.handle(ctx, err); herr != nil {
+			return nil, herr
+		}
+		resp, err = roundTrip(ctx, c.network, c.address, c.host, req)
+	}
 	if err != nil {
 		if Unreachable(err) || ctx.Err() != nil {
 			return nil, err
@@ -687,6 +713,20 @@ func (c *Client) Undo(ctx context.Context, id string) (*paddock.Submission, erro
 func (c *Client) ForAgent() *Client {
 	cp := *c
 	cp.agent = true
+	return &cp
+}
+
+// OnUnreachable returns a copy of c that, when nothing listens where it
+// connects (Unreachable), calls fn with that error, once for the copy and
+// every copy made of it (concurrent requests wait for the one call), and
+// then sends the request again if fn returned nil (it started a daemon,
+// say), or fails with fn's error. No byte of a request is sent before its
+// connection is made, so sending it again is safe whatever it does. The
+// CLI starts its daemon this way: at its first request, not with a
+// request of its own before every call.
+func (c *Client) OnUnreachable(fn func(ctx context.Context, err error) error) *Client {
+	cp := *c
+	cp.reach = &reachHook{fn: fn}
 	return &cp
 }
 

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -396,5 +398,53 @@ func TestWireOverTCP(t *testing.T) {
 	st, err := TCP(ln.Addr().String(), "tok").Status(context.Background())
 	if err != nil || st.Version != ln.Addr().String()+" Bearer tok" {
 		t.Fatalf("%+v %v", st, err)
+	}
+}
+
+// TestOnUnreachable: concurrent requests that find nothing listening call
+// the hook once, and are sent again once it has started a server; a hook
+// that fails gives its error, which still reads as unreachable when it
+// wraps the first.
+func TestOnUnreachable(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	var calls atomic.Int32
+	c := Unix(sock).OnUnreachable(func(ctx context.Context, err error) error {
+		calls.Add(1)
+		if !Unreachable(err) {
+			t.Errorf("the hook got %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // the others wait for it
+		ln, lerr := net.Listen("unix", sock)
+		if lerr != nil {
+			return lerr
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"ok":true,"data":{"version":"started"}}`)
+		})}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		return nil
+	})
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if st, err := c.WithTimeout(5*time.Second).Status(context.Background()); err != nil || st.Version != "started" {
+				t.Errorf("%+v %v", st, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the hook ran %d times", n)
+	}
+
+	none := filepath.Join(t.TempDir(), "none.sock")
+	_, err := Unix(none).OnUnreachable(func(_ context.Context, err error) error {
+		return fmt.Errorf("no daemon here: %w", err)
+	}).Status(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no daemon here") || !Unreachable(err) {
+		t.Errorf("a failing hook: %v", err)
 	}
 }

@@ -24,7 +24,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -32,9 +34,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/bench/internal/benchutil"
+	"github.com/paddock-dev/paddock/client"
 )
 
 func main() {
@@ -44,7 +49,16 @@ func main() {
 	if *quick {
 		*n = 40
 	}
-	if err := run(*n); err != nil {
+	err := benchutil.Subreaper()
+	if err == nil {
+		err = run(*n)
+	}
+	// The daemon has been stopped and waited for: whatever is left is a
+	// child it left behind.
+	if left := benchutil.Leftovers(10 * time.Second); len(left) > 0 {
+		err = errors.Join(err, fmt.Errorf("processes left behind after the daemon stopped, killed: %s", strings.Join(left, "; ")))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -60,7 +74,8 @@ func main() { os.Stdout.WriteString("hello\n") }
 // side is one program the benchmark starts, and its times.
 type side struct {
 	argv  []string
-	exit  int // the exit code it must end with
+	exit  int      // the exit code it must end with
+	env   []string // added to the environment (a daemon's home)
 	times []time.Duration
 	cpu   []time.Duration // user and system time, which waiting for a core does not add to
 }
@@ -136,12 +151,23 @@ func run(n int) error {
 		}
 	}
 	versionBuilt := &side{argv: []string{built, "version"}}
-	sides := []*side{version, ls, help, peer, deps, whole, wholeDeps, versionCgo, versionBuilt}
+	benchutil.Step("starting paddockd on a small project, with a run, for the calls a daemon answers")
+	d, run, err := startDaemon(tmp, daemon)
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	denv := func(s *side) *side { s.env = []string{"PADDOCK_HOME=" + d.home}; return s }
+	versionUp := denv(&side{argv: []string{bin, "version"}})
+	lsUp := denv(&side{argv: []string{bin, "ls"}})
+	execUp := denv(&side{argv: []string{bin, "exec", run, "--", "true"}})
+	wholeExecUp := denv(&side{argv: []string{daemon, "exec", run, "--", "true"}})
+	sides := []*side{version, ls, help, peer, deps, whole, wholeDeps, versionCgo, versionBuilt, versionUp, lsUp, execUp, wholeExecUp}
 	benchutil.Step("%d starts each of %d programs, interleaved", n, len(sides))
 	for i := 0; i < n+n/10; i++ {
 		for _, s := range sides {
 			cmd := exec.Command(s.argv[0], s.argv[1:]...)
-			cmd.Env = env
+			cmd.Env = append(env, s.env...)
 			t0 := time.Now()
 			err := cmd.Run()
 			d := time.Since(t0)
@@ -189,6 +215,10 @@ func run(n int) error {
 	row("CLI start: `paddock version` from a plain `go build -tags paddock_cli` (cgo: dynamically linked)", versionCgo, peer, "hello-world")
 	minus("what cgo costs a start: `paddock version` from a plain `go build` minus as README builds it", versionCgo, version, "CGO_ENABLED=0")
 	row("CLI start: `paddock version`, the same binary as the linker left it (not copied)", versionBuilt, peer, "hello-world")
+	row("`paddock version`, a daemon answering (its status asked)", versionUp, peer, "hello-world")
+	row("`paddock ls`, a daemon answering", lsUp, peer, "hello-world")
+	row("`paddock exec RUN -- true`, a daemon answering (a confined command run)", execUp, peer, "hello-world")
+	row("the CLI's exec against the whole binary's: `paddock exec RUN -- true` vs `paddockd exec RUN -- true`", execUp, wholeExecUp, "paddockd")
 	fmt.Printf("| package initialisation of `paddock version` (inittrace: %d packages) | %d KiB, %d allocations | %d KiB, %d allocations (`paddockd version`, %d packages) | – |\n",
 		inits, bytes>>10, allocs, wholeBytes>>10, wholeAllocs, wholeInits)
 	return nil
@@ -208,6 +238,71 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o755)
+}
+
+// benchDaemon is paddockd serving a small project with one run.
+type benchDaemon struct {
+	cmd  *exec.Cmd
+	home string
+}
+
+func (d *benchDaemon) stop() {
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		d.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// startDaemon starts paddockd (bin) in tmp with a one-file project and a
+// run of it, and returns the run's id.
+func startDaemon(tmp, bin string) (*benchDaemon, string, error) {
+	home, repo := filepath.Join(tmp, "daemon-home"), filepath.Join(tmp, "repo")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		return nil, "", err
+	}
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "a"}} {
+		git := exec.Command("git", args...)
+		git.Dir = repo
+		if out, err := git.CombinedOutput(); err != nil {
+			return nil, "", fmt.Errorf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	logf, err := os.Create(filepath.Join(tmp, "daemon.log"))
+	if err != nil {
+		return nil, "", err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "serve", "--home", home, "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	d := &benchDaemon{cmd: cmd, home: home}
+	c := client.Unix(filepath.Join(home, "paddock.sock"))
+	ctx := context.Background()
+	for i := 0; c.Health(ctx) != nil; i++ {
+		if i > 400 {
+			d.stop()
+			return nil, "", fmt.Errorf("paddockd did not start; see %s", logf.Name())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if _, err := c.AddProject(ctx, paddock.AddProjectRequest{Path: repo}); err != nil {
+		d.stop()
+		return nil, "", err
+	}
+	r, err := c.Create(ctx, paddock.CreateRunRequest{Project: "repo"})
+	if err != nil {
+		d.stop()
+		return nil, "", err
+	}
+	return d, r.ID, nil
 }
 
 // initCost sums what GODEBUG=inittrace=1 reports for `paddock version`.

@@ -314,24 +314,20 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 	if sock != "" {
 		// Inside a run: its own socket, which the daemon serves; never a
 		// daemon of our own.
-		c := client.Unix(sock)
-		if err := c.Health(ctx); err != nil {
-			return nil, fmt.Errorf("this run's API socket %s ($%s) does not answer: %w", sock, envSocket, err)
-		}
-		return c, nil
+		return client.Unix(sock).OnUnreachable(func(_ context.Context, err error) error {
+			return fmt.Errorf("this run's API socket %s ($%s) does not answer: %w", sock, envSocket, err)
+		}), nil
 	}
+	// The daemon is reached by the verb's first request; a daemon is
+	// started then if none answers. (A request of its own before every
+	// call would cost each call a round trip.)
 	c := client.Unix(socketPath(home))
-	err = c.Health(ctx)
-	if err == nil {
+	if a.getenv(paddock.EnvPrefix+"NO_AUTOSTART") == "1" {
 		return c, nil
 	}
-	if !client.Unreachable(err) || a.getenv(paddock.EnvPrefix+"NO_AUTOSTART") == "1" {
-		return nil, err
-	}
-	if err := a.autostart(ctx, home, c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c.OnUnreachable(func(ctx context.Context, _ error) error {
+		return a.autostart(ctx, home, c)
+	}), nil
 }
 
 // output writes v as indented JSON when asJSON, or calls human otherwise.

@@ -36,6 +36,11 @@ func (a *app) execOnTerminal(ctx context.Context, c *client.Client, id string, r
 	if t := a.getenv("TERM"); t != "" {
 		req.Env = append(req.Env, "TERM="+t)
 	}
+	// Reach the daemon (and start one: its note is a line) while the
+	// terminal still reads lines, not once every key is the command's.
+	if err := c.Health(ctx); err != nil {
+		return nil, err
+	}
 	restore, err := makeRaw(fd)
 	if err != nil {
 		return nil, err
