@@ -29,9 +29,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -164,8 +166,14 @@ func run(n int) error {
 	wholeExecUp := denv(&side{argv: []string{daemon, "exec", run, "--", "true"}})
 	sides := []*side{version, ls, help, peer, deps, whole, wholeDeps, versionCgo, versionBuilt, versionUp, lsUp, execUp, wholeExecUp}
 	benchutil.Step("%d starts each of %d programs, interleaved", n, len(sides))
+	// Each round runs the programs in an order of its own: what runs just
+	// before a call can slow it (the daemon's work after an ls, say, falls
+	// on the call after it), so no program always follows the same one.
+	order := slices.Clone(sides)
+	shuffle := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < n+n/10; i++ {
-		for _, s := range sides {
+		shuffle.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		for _, s := range order {
 			cmd := exec.Command(s.argv[0], s.argv[1:]...)
 			cmd.Env = append(env, s.env...)
 			t0 := time.Now()
