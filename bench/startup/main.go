@@ -12,8 +12,11 @@
 // nothing, so that what paddock's code costs stands apart from what its
 // dependencies' initialisation and the runtime's set-up of a binary that
 // size cost whatever paddock does; and `paddock version` from a plain `go
-// build` (cgo, dynamically linked), for what the dynamic loader costs.
-// Each program is timed as a copy written whole (see copyFile), and
+// build` (cgo, dynamically linked), for what the dynamic loader costs;
+// and the calls a daemon answers (paddockd serving a one-file project with
+// a run, stopped at the end with whatever it started): `version`, `ls`,
+// and `exec RUN -- true` beside paddockd's own exec. Each round runs the
+// programs in a shuffled order. Each program is timed as a copy written whole (see copyFile), and
 // paddock also as the linker left it. Each figure has its wall time and
 // its CPU time (user and system), which waiting for a core on a loaded
 // machine does not add to. It prints a markdown table; nothing is asserted
