@@ -481,7 +481,7 @@ func dialUnix(path string, idle time.Duration) (io.ReadWriteCloser, error) {
 		syscall.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
-	return &blockingConn{f: os.NewFile(uintptr(fd), path), fd: fd, idle: idle}, nil
+	return &blockingConn{f: os.NewFile(uintptr(fd), path), idle: idle}, nil
 }
 
 // blockingConn is a connected unix socket read and written with blocking
@@ -490,15 +490,26 @@ func dialUnix(path string, idle time.Duration) (io.ReadWriteCloser, error) {
 // it).
 type blockingConn struct {
 	f    *os.File
-	fd   int
 	idle time.Duration
+	once sync.Once
+	err  error
 }
 
 func (b *blockingConn) Read(p []byte) (int, error)  { return b.timedOut(b.f.Read(p)) }
 func (b *blockingConn) Write(p []byte) (int, error) { return b.timedOut(b.f.Write(p)) }
+
+// Close may be called twice, and at once (a context's end and the body's
+// Close): the shutdown goes through the file's own reference to its
+// descriptor, never a number kept aside, which once the file is closed
+// may be another connection's.
 func (b *blockingConn) Close() error {
-	syscall.Shutdown(b.fd, syscall.SHUT_RDWR)
-	return b.f.Close()
+	b.once.Do(func() {
+		if rc, err := b.f.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+		}
+		b.err = b.f.Close()
+	})
+	return b.err
 }
 
 // timedOut says what a blocking call's EAGAIN means: SO_RCVTIMEO or
