@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -77,6 +78,9 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 	if err := checkRequest(host, req); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // a request its caller gave up on is not sent at all
+	}
 	conn, err := dial(ctx, network, address, req.idle)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -84,10 +88,13 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 		}
 		return nil, fmt.Errorf("connecting to the daemon: %w", err)
 	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	fail := func(err error) (*wireResponse, error) {
-		stop()
+	closer := &connCloser{conn: conn, ctx: ctx}
+	closer.stop = context.AfterFunc(ctx, func() {
+		closer.aborted.Store(true)
 		conn.Close()
+	})
+	fail := func(err error) (*wireResponse, error) {
+		closer.Close()
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
@@ -137,7 +144,6 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 		// one follows on the same connection.
 	}
 	limit.N = math.MaxInt64
-	closer := &connCloser{conn: conn, stop: stop}
 	if resp.status == 101 {
 		if !upgrade {
 			return fail(errors.New("the daemon switched protocols that were not asked for"))
@@ -544,6 +550,24 @@ type connCloser struct {
 	conn io.ReadWriteCloser
 	stop func() bool
 	err  error
+	ctx  context.Context
+	// aborted is set when ctx's end closed the connection: what a read or
+	// write then meets (an end of file, after the shutdown) is ctx's
+	// error, never the answer's end.
+	aborted atomic.Bool
+}
+
+// cause is err as the caller is to see it: ctx's error when ctx's end
+// closed the connection (as net/http gives it), so that a body framed by
+// the connection's end does not read as whole, nor a framed one as the
+// daemon's failure.
+func (c *connCloser) cause(err error) error {
+	if err != nil && c.aborted.Load() {
+		if ctxErr := c.ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+	}
+	return err
 }
 
 func (c *connCloser) Close() error {
@@ -559,8 +583,11 @@ type bodyCloser struct {
 	c *connCloser
 }
 
-func (b *bodyCloser) Read(p []byte) (int, error) { return b.r.Read(p) }
-func (b *bodyCloser) Close() error               { return b.c.Close() }
+func (b *bodyCloser) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	return n, b.c.cause(err)
+}
+func (b *bodyCloser) Close() error { return b.c.Close() }
 
 // switched is a connection after 101: what the reader of the answer's
 // head holds already is read first.
@@ -570,6 +597,14 @@ type switched struct {
 	c *connCloser
 }
 
-func (s *switched) Read(p []byte) (int, error)  { return s.r.Read(p) }
-func (s *switched) Write(p []byte) (int, error) { return s.w.Write(p) }
-func (s *switched) Close() error                { return s.c.Close() }
+func (s *switched) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	return n, s.c.cause(err)
+}
+
+func (s *switched) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	return n, s.c.cause(err)
+}
+
+func (s *switched) Close() error { return s.c.Close() }

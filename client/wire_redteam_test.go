@@ -2,12 +2,21 @@ package client
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/paddock-dev/paddock"
 )
 
 // rawDaemon listens on a unix socket in a test directory and answers
@@ -79,4 +88,93 @@ func TestBlockingConnSecondCloseSparesAReusedFd(t *testing.T) {
 		return
 	}
 	t.Skip("the kernel never reused the descriptor number")
+}
+
+// TestCancelledBodyReadIsContextError: a body whose read ctx ended reads
+// as ctx's error, as net/http's did, never as the body's end: a body
+// framed by the connection's end would otherwise read as complete
+// (Bundle would write a truncated bundle and return nil), and a framed
+// one as the daemon's failure ("did it stop?").
+func TestCancelledBodyReadIsContextError(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	c := rawDaemon(t, func(conn net.Conn, head string) {
+		if strings.Contains(head, "chunked-path") {
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7\r\npartial\r\n")
+		} else {
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npartial")
+		}
+		<-release // holds the connection open, sending nothing more
+	})
+	for _, id := range []string{"close-delimited", "chunked-path"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		w := &cancelAfter{n: len("partial"), cancel: cancel}
+		err := c.Bundle(ctx, id, w)
+		if err == nil {
+			t.Errorf("%s: Bundle cancelled after %q returned nil: a truncated bundle read as whole", id, w.buf.String())
+		} else if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: Bundle cancelled: %v, want context.Canceled", id, err)
+		}
+	}
+}
+
+// cancelAfter cancels once n bytes were written to it.
+type cancelAfter struct {
+	buf    bytes.Buffer
+	n      int
+	cancel func()
+}
+
+func (c *cancelAfter) Write(p []byte) (int, error) {
+	c.buf.Write(p)
+	if c.buf.Len() >= c.n {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// TestFollowCancelledIsContextError: Follow ended by ctx returns ctx's
+// error, as it did over net/http.
+func TestFollowCancelledIsContextError(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	c := rawDaemon(t, func(conn net.Conn, head string) {
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		ev := "id: 1\ndata: {\"seq\":1,\"run_id\":\"r\",\"type\":\"x\"}\n\n"
+		fmt.Fprintf(conn, "%x\r\n%s\r\n", len(ev), ev)
+		<-release
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	err := c.Follow(ctx, "r", 0, func(e *paddock.Event) error {
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Follow cancelled: %v, want context.Canceled", err)
+	}
+}
+
+// TestCancelledContextSendsNothing: a request whose ctx has ended before
+// it is made never reaches the daemon (net/http checks first too): a POST
+// that the caller gave up on must not be carried out.
+func TestCancelledContextSendsNothing(t *testing.T) {
+	var got atomic.Int32
+	c := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		io.WriteString(w, `{"ok":true,"data":{}}`)
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 {
+		if _, err := c.Submit(ctx, "r-1"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Submit with an ended ctx: %v, want context.Canceled", err)
+		}
+	}
+	// A request made after them all is the first the daemon sees.
+	if _, err := c.Submit(context.Background(), "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := got.Load(); n != 1 {
+		t.Errorf("the daemon carried out %d requests, want only the 1 whose ctx was live", n)
+	}
 }

@@ -430,7 +430,7 @@ func TestOnUnreachable(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if st, err := c.WithTimeout(5*time.Second).Status(context.Background()); err != nil || st.Version != "started" {
+			if st, err := c.WithTimeout(5 * time.Second).Status(context.Background()); err != nil || st.Version != "started" {
 				t.Errorf("%+v %v", st, err)
 			}
 		}()
