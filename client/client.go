@@ -36,19 +36,58 @@ type Client struct {
 // reachHook is OnUnreachable's function, run once for a client and all
 // its copies.
 type reachHook struct {
-	fn   func(ctx context.Context, err error) error
-	mu   sync.Mutex
-	done bool
-	err  error
+	fn      func(ctx context.Context, err error) error
+	mu      sync.Mutex
+	running chan struct{} // closed when the run under way ends
+	done    bool
+	err     error
 }
 
+// handle runs fn, or waits for the run under way, and gives its result.
+// A request waiting for another's run gives up when its own ctx ends; a
+// run that failed because its caller's ctx ended does not stand for the
+// requests after it, which have contexts of their own: the next runs fn
+// again.
 func (h *reachHook) handle(ctx context.Context, err error) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.done {
-		h.err, h.done = h.fn(ctx, err), true
+	for {
+		h.mu.Lock()
+		if h.done {
+			h.mu.Unlock()
+			return h.err
+		}
+		if running := h.running; running != nil {
+			h.mu.Unlock()
+			select {
+			case <-running:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return h.run(ctx, err)
 	}
-	return h.err
+}
+
+// run calls fn as the run under way, and keeps its result unless its
+// caller's ctx ended (a panic in fn ends the run, so that none waits for
+// it for good).
+func (h *reachHook) run(ctx context.Context, err error) (herr error) {
+	running := make(chan struct{})
+	h.running = running
+	h.mu.Unlock()
+	ok := false
+	defer func() {
+		h.mu.Lock()
+		if ok && (herr == nil || ctx.Err() == nil) {
+			h.done, h.err = true, herr
+		}
+		h.running = nil
+		h.mu.Unlock()
+		close(running)
+	}()
+	herr = h.fn(ctx, err)
+	ok = true
+	return herr
 }
 
 var _ paddock.Service = (*Client)(nil)
@@ -718,9 +757,11 @@ func (c *Client) ForAgent() *Client {
 
 // OnUnreachable returns a copy of c that, when nothing listens where it
 // connects (Unreachable), calls fn with that error, once for the copy and
-// every copy made of it (concurrent requests wait for the one call), and
-// then sends the request again if fn returned nil (it started a daemon,
-// say), or fails with fn's error. No byte of a request is sent before its
+// every copy made of it (concurrent requests wait for the one call, each
+// no longer than its own ctx), and then sends the request again if fn
+// returned nil (it started a daemon, say), or fails with fn's error. A
+// call of fn that fails once its request's ctx has ended does not count:
+// the next request that finds nothing listening calls it again. No byte of a request is sent before its
 // connection is made, so sending it again is safe whatever it does. The
 // CLI starts its daemon this way: at its first request, not with a
 // request of its own before every call.

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 )
@@ -176,5 +177,70 @@ func TestCancelledContextSendsNothing(t *testing.T) {
 	}
 	if n := got.Load(); n != 1 {
 		t.Errorf("the daemon carried out %d requests, want only the 1 whose ctx was live", n)
+	}
+}
+
+// TestOnUnreachableHookEndedByItsCallersContext: a hook that fails
+// because the request that ran it was cancelled does not stand for the
+// requests after it, which have contexts of their own; they run it again.
+func TestOnUnreachableHookEndedByItsCallersContext(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	var calls atomic.Int32
+	c := Unix(sock).OnUnreachable(func(ctx context.Context, err error) error {
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // a slow start its caller gave up on
+			return fmt.Errorf("autostart: %w", ctx.Err())
+		}
+		ln, lerr := net.Listen("unix", sock)
+		if lerr != nil {
+			return lerr
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"ok":true,"data":{"version":"started"}}`)
+		})}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Status(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the first call: %v, want its deadline", err)
+	}
+	st, err := c.Status(context.Background())
+	if err != nil || st.Version != "started" {
+		t.Fatalf("a call after the first's deadline: %+v %v (the hook ran %d times)", st, err, calls.Load())
+	}
+}
+
+// TestOnUnreachableWaitHonoursContext: a request waiting for another's
+// hook to finish gives up when its own ctx ends.
+func TestOnUnreachableWaitHonoursContext(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	started, release := make(chan struct{}), make(chan struct{})
+	c := Unix(sock).OnUnreachable(func(ctx context.Context, err error) error {
+		close(started)
+		<-release
+		return errors.New("no daemon")
+	})
+	first := make(chan error, 1)
+	go func() { _, err := c.Status(context.Background()); first <- err }()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() { _, err := c.Status(ctx); waited <- err }()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("the waiting call: %v, want its deadline", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("a call whose ctx ended still waits for another's hook")
+		defer func() { <-waited }()
+	}
+	close(release)
+	if err := <-first; err == nil || !strings.Contains(err.Error(), "no daemon") {
+		t.Errorf("the first call: %v", err)
 	}
 }
