@@ -298,16 +298,21 @@ func framedBody(br *bufio.Reader, method string, resp *wireResponse) (io.Reader,
 	te := resp.header.Values("Transfer-Encoding")
 	length := int64(-1)
 	if cl := resp.header.Values("Content-Length"); len(cl) > 0 && len(te) == 0 {
-		for _, v := range cl {
-			for _, f := range strings.Split(v, ",") {
-				f = strings.TrimSpace(f)
-				m, err := strconv.ParseInt(f, 10, 64)
-				if err != nil || m < 0 || strings.HasPrefix(f, "+") || (length >= 0 && m != length) {
-					return nil, fmt.Errorf("an answer with Content-Length %q", strings.Join(cl, ","))
-				}
-				length = m
+		// One decimal number, said once or said again alike: a list
+		// ("1,1", which RFC 9110 lets a recipient read) and values that
+		// differ only in how they are written are refused, as net/http
+		// refuses them.
+		first := strings.TrimSpace(cl[0])
+		m, err := strconv.ParseUint(first, 10, 63)
+		for _, v := range cl[1:] {
+			if strings.TrimSpace(v) != first {
+				err = errors.New("differing values")
 			}
 		}
+		if err != nil {
+			return nil, fmt.Errorf("an answer with Content-Length %q", strings.Join(cl, ","))
+		}
+		length = int64(m)
 	}
 	if len(te) > 0 && (len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked")) {
 		return nil, fmt.Errorf("an answer in transfer coding %q, which this client does not decode", strings.Join(te, ","))
@@ -392,18 +397,23 @@ func (c *chunkedReader) next() error {
 	if err != nil {
 		return err
 	}
-	size, _, _ := strings.Cut(line, ";")
-	size = strings.TrimRight(size, " \t")
+	// Trailing blanks go, then extensions: blanks before a ';' are
+	// refused, as net/http refuses them.
+	size, _, _ := strings.Cut(strings.TrimRight(line, " \t"), ";")
 	n, err := strconv.ParseUint(size, 16, 63)
-	if err != nil || size == "" || strings.HasPrefix(size, "+") {
+	if err != nil {
 		return fmt.Errorf("a chunk with size %q", truncate(line))
 	}
 	if n > 0 {
 		c.left = int64(n)
 		return nil
 	}
-	// Trailers, up to the empty line: header lines, read and dropped.
-	if _, err := textproto.NewReader(c.br).ReadMIMEHeader(); err != nil {
+	// Trailers, up to the empty line: header lines, read and dropped,
+	// no more of them than of a head (net/http bounds them too). The
+	// connection carries nothing after them that the bound's reader
+	// could take from another.
+	trailers := bufio.NewReader(io.LimitReader(c.br, maxHead))
+	if _, err := textproto.NewReader(trailers).ReadMIMEHeader(); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}

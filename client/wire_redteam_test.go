@@ -244,3 +244,27 @@ func TestOnUnreachableWaitHonoursContext(t *testing.T) {
 		t.Errorf("the first call: %v", err)
 	}
 }
+
+// TestTrailersAreBounded: a daemon that sends trailers without end is
+// refused once they pass the bound on a head, not read into memory
+// without limit (net/http bounds them too).
+func TestTrailersAreBounded(t *testing.T) {
+	c := rawDaemon(t, func(conn net.Conn, head string) {
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n")
+		line := []byte("X-Trailer-Without-End: " + strings.Repeat("y", 1000) + "\r\n")
+		for range 4 << 10 { // 4 MiB of trailers, then their end
+			if _, err := conn.Write(line); err != nil {
+				return
+			}
+		}
+		io.WriteString(conn, "\r\n")
+	})
+	resp, err := c.request(context.Background(), "x", "GET", "/trailers", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.body.Close()
+	if b, err := io.ReadAll(resp.body); err == nil {
+		t.Errorf("4 MiB of trailers were read: body %q", b)
+	}
+}

@@ -82,6 +82,13 @@ var wireSeeds = []string{
 	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n",
 	"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n",
 	"HTTP/1.1 200 OK\r\nX-A: b\r\n continued\r\nContent-Length: 0\r\n\r\n",
+	// Framings RFC 9110/9112 let a recipient accept and net/http
+	// refuses: refused here too.
+	"HTTP/1.1 200 OK\r\nContent-Length: 1,1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 01\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nContent-Length: -0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1 ;a=b\r\nx\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;a=b \r\nx\r\n0\r\n\r\n",
 }
 
 // FuzzWireAgreesWithNetHTTP: whatever bytes a daemon sends, an answer the
