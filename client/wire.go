@@ -21,6 +21,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -408,15 +409,45 @@ func (c *chunkedReader) next() error {
 		c.left = int64(n)
 		return nil
 	}
-	// Trailers, up to the empty line: header lines, read and dropped,
-	// no more of them than of a head (net/http bounds them too). The
-	// connection carries nothing after them that the bound's reader
-	// could take from another.
-	trailers := bufio.NewReader(io.LimitReader(c.br, maxHead))
-	if _, err := textproto.NewReader(trailers).ReadMIMEHeader(); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	return c.trailers()
+}
+
+// maxTrailers bounds the trailers after the last chunk, as net/http's
+// buffer bounds them.
+const maxTrailers = 4 << 10
+
+// trailers reads the trailer section, header lines up to the empty line,
+// and drops it; it gives io.EOF at its end. The section is the empty line
+// alone, or lines ended by CRLF CRLF, within maxTrailers: what net/http
+// reads.
+func (c *chunkedReader) trailers() error {
+	var raw []byte
+	for {
+		line, err := c.br.ReadSlice('\n')
+		raw = append(raw, line...)
+		if len(raw) > maxTrailers {
+			return errors.New("the answer's trailers are too long")
 		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("reading the answer's trailers: %w", err)
+		}
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			break
+		}
+	}
+	switch {
+	case string(raw) == "\r\n":
+		return io.EOF
+	case !bytes.HasSuffix(raw, []byte("\r\n\r\n")):
+		return errors.New("the answer's trailers are not ended by CRLF CRLF")
+	}
+	if _, err := textproto.NewReader(bufio.NewReader(bytes.NewReader(raw))).ReadMIMEHeader(); err != nil {
 		return fmt.Errorf("reading the answer's trailers: %w", err)
 	}
 	return io.EOF
