@@ -489,12 +489,30 @@ func (c *chunkedReader) crlf() error {
 // system's calls and read and written with blocking ones: a CLI call
 // makes one request at a time, and the runtime's network poller, which
 // net's connections start (an epoll set, an eventfd, a thread waiting on
-// them), would be a tenth of its start. A socket whose backlog is full,
-// and TCP, go through net, which waits for them under ctx.
+// them), would be a tenth of its start. A socket whose backlog is full
+// (a daemon called faster than it accepts) refuses a connect that does
+// not block with EAGAIN, as net's does: it is tried again, under ctx and
+// idle, until there is room. TCP goes through net, under ctx.
 func dial(ctx context.Context, network, address string, idle time.Duration) (io.ReadWriteCloser, error) {
 	if network == "unix" {
-		if c, err := dialUnix(address, idle); !errors.Is(err, syscall.EAGAIN) {
-			return c, err
+		waited, wait := time.Duration(0), time.Millisecond
+		for {
+			c, err := dialUnix(address, idle)
+			if !errors.Is(err, syscall.EAGAIN) {
+				return c, err
+			}
+			if idle > 0 && waited >= idle {
+				return nil, fmt.Errorf("the daemon's backlog stayed full for %v: %w (%w)", idle, os.ErrDeadlineExceeded, err)
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+			waited += wait
+			wait = min(2*wait, 50*time.Millisecond)
 		}
 	}
 	var d net.Dialer

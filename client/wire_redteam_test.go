@@ -268,3 +268,68 @@ func TestTrailersAreBounded(t *testing.T) {
 		t.Errorf("4 MiB of trailers were read: body %q", b)
 	}
 }
+
+// TestFullBacklogWaitsUnderContext: a daemon whose listen backlog is full
+// (called faster than it accepts) is waited for, under ctx, not failed
+// at once with EAGAIN; and ctx bounds the wait.
+func TestFullBacklogWaitsUnderContext(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	lfd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(lfd, &syscall.SockaddrUnix{Name: sock}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(lfd, 0); err != nil {
+		t.Fatal(err)
+	}
+	lf := os.NewFile(uintptr(lfd), sock)
+	ln, err := net.FileListener(lf)
+	lf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// Fill the backlog with connections nobody accepts yet.
+	full := false
+	for range 64 {
+		fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: sock})
+		if errors.Is(err, syscall.EAGAIN) {
+			syscall.Close(fd)
+			full = true
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(fd)
+	}
+	if !full {
+		t.Skip("the backlog never filled")
+	}
+	c := Unix(sock)
+	if _, err := c.WithTimeout(100 * time.Millisecond).Status(context.Background()); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a full backlog nobody makes room in, WithTimeout: %v, want a deadline exceeded", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Status(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a full backlog nobody makes room in: %v, want the ctx's deadline", err)
+	}
+	// The daemon catches up: the waiting request gets in.
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"ok":true,"data":{"version":"in"}}`)
+	})}
+	defer srv.Close()
+	time.AfterFunc(50*time.Millisecond, func() { go srv.Serve(ln) })
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if st, err := c.Status(ctx); err != nil || st.Version != "in" {
+		t.Fatalf("a full backlog the daemon makes room in: %+v %v", st, err)
+	}
+}
