@@ -531,6 +531,19 @@ func dialUnix(path string, idle time.Duration) (io.ReadWriteCloser, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}
+	if fd <= 2 {
+		// The program closed a standard descriptor and the socket took
+		// its number: os kills a program whose write to descriptor 1 or 2
+		// fails with EPIPE (a closed stdout), and a daemon that closes the
+		// connection while the client writes would do that. The socket
+		// moves above them.
+		nfd, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 3)
+		syscall.Close(fd)
+		if errno != 0 {
+			return nil, os.NewSyscallError("fcntl", errno)
+		}
+		fd = int(nfd)
+	}
 	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
 		syscall.Close(fd)
 		return nil, &net.OpError{Op: "dial", Net: "unix", Addr: &net.UnixAddr{Name: path, Net: "unix"}, Err: os.NewSyscallError("connect", err)}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -332,4 +333,55 @@ func TestFullBacklogWaitsUnderContext(t *testing.T) {
 	if st, err := c.Status(ctx); err != nil || st.Version != "in" {
 		t.Fatalf("a full backlog the daemon makes room in: %+v %v", st, err)
 	}
+}
+
+// TestSocketOnStdoutSurvivesAPeerGone: a program that closed its stdout
+// gets descriptor 1 for its next socket; os treats a write failing with
+// EPIPE on descriptor 1 or 2 as a write to a closed stdout and kills the
+// program with SIGPIPE. A daemon that closes the connection while the
+// client writes must give an error, not that death.
+func TestSocketOnStdoutSurvivesAPeerGone(t *testing.T) {
+	if os.Getenv("PADDOCK_CLIENT_TEST_CHILD") == "stdout" {
+		sock := filepath.Join(os.Getenv("PADDOCK_CLIENT_TEST_DIR"), "s.sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conn.Close() // gone before reading anything
+			}
+		}()
+		os.Stdout.Close()
+		conn, err := dialUnix(sock, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fd := -1
+		if rc, err := conn.(*blockingConn).f.SyscallConn(); err == nil {
+			rc.Control(func(f uintptr) { fd = int(f) })
+		}
+		buf := make([]byte, 1<<20)
+		for i := 0; ; i++ {
+			if _, err := conn.Write(buf); err != nil {
+				fmt.Fprintf(os.Stderr, "SURVIVED on descriptor %d: %v\n", fd, err)
+				return
+			}
+			if i > 100 {
+				t.Fatal("writes to a closed connection kept succeeding")
+			}
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSocketOnStdoutSurvivesAPeerGone$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PADDOCK_CLIENT_TEST_CHILD=stdout", "PADDOCK_CLIENT_TEST_DIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "SURVIVED") {
+		t.Fatalf("the client's process: %v\n%s", err, out)
+	}
+	t.Logf("%s", bytes.TrimSpace(out))
 }
