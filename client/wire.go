@@ -126,6 +126,9 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 	var resp *wireResponse
 	for {
 		resp, err = readHead(br)
+		if err != nil && limit.N == 0 {
+			err = fmt.Errorf("the answer's head is too long (over %d bytes)", maxHead)
+		}
 		if err != nil {
 			if wrote != nil { // why the daemon stopped reading may be the writer's error
 				select {

@@ -385,3 +385,62 @@ func TestSocketOnStdoutSurvivesAPeerGone(t *testing.T) {
 	}
 	t.Logf("%s", bytes.TrimSpace(out))
 }
+
+// TestHeadIsBounded: an answer whose head does not end within maxHead
+// (endless header lines, or one endless line) is refused once past it,
+// and the error says so rather than blame a daemon that stopped.
+func TestHeadIsBounded(t *testing.T) {
+	for _, endless := range []string{"X-Header: value\r\n", "X-Line: " + strings.Repeat("v", 1000)} {
+		c := rawDaemon(t, func(conn net.Conn, head string) {
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\n")
+			b := []byte(strings.Repeat(endless, 64<<10/len(endless)+1))
+			for range 64 { // 4 MiB
+				if _, err := conn.Write(b); err != nil {
+					return
+				}
+			}
+		})
+		_, err := c.request(context.Background(), "x", "GET", "/", nil)
+		if err == nil || !strings.Contains(err.Error(), "too long") {
+			t.Errorf("a head of 4 MiB: %v, want it refused as too long", err)
+		}
+	}
+}
+
+// TestStalledUploadEndsWithContext: a daemon that takes a streamed body's
+// head and then reads nothing and answers nothing is left when ctx ends,
+// promptly, with ctx's error; so is one that switches protocols before
+// reading a large body.
+func TestStalledUploadEndsWithContext(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	c := rawDaemon(t, func(conn net.Conn, head string) {
+		if strings.Contains(head, "Upgrade") {
+			io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: test\r\nConnection: Upgrade\r\n\r\n")
+		}
+		<-release
+	})
+	for _, tc := range []struct {
+		name   string
+		body   func() io.Reader
+		header [][2]string
+	}{
+		{"a pipe", func() io.Reader { return io.LimitReader(zeros{}, 64<<20) }, nil},
+		{"a switch", func() io.Reader { return bytes.NewReader(make([]byte, 16<<20)) }, [][2]string{{"Connection", "Upgrade"}, {"Upgrade", "test"}}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		start := time.Now()
+		_, err := c.request(ctx, "x", "POST", "/up", tc.body(), tc.header...)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: %v, want the ctx's deadline", tc.name, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: took %v", tc.name, d)
+		}
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
