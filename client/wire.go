@@ -526,7 +526,10 @@ func dial(ctx context.Context, network, address string, idle time.Duration) (io.
 	if err != nil || idle <= 0 {
 		return c, err
 	}
-	return &idleConn{Conn: c, idle: idle}, nil
+	ic := &idleConn{Conn: c}
+	ic.idle = idle
+	ic.moved()
+	return ic, nil
 }
 
 func dialUnix(path string, idle time.Duration) (io.ReadWriteCloser, error) {
@@ -562,22 +565,108 @@ func dialUnix(path string, idle time.Duration) (io.ReadWriteCloser, error) {
 		syscall.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
-	return &blockingConn{f: os.NewFile(uintptr(fd), path), idle: idle}, nil
+	b := &blockingConn{f: os.NewFile(uintptr(fd), path)}
+	b.idle = idle
+	b.moved()
+	return b, nil
+}
+
+// progress is WithTimeout's bound on a connection: it is idle when
+// neither direction moved a byte for idle. Each read or write is given
+// idle afresh (the caller may have been the idle one, between two
+// writes of an attached exec's stdin); one that runs out while the other
+// direction moved (a body the daemon reads slowly while the client waits
+// for its answer) waits on for what is left of idle after that.
+type progress struct {
+	idle time.Duration
+	last atomic.Int64 // time.Now().UnixNano() when a byte last moved
+}
+
+func (p *progress) moved() { p.last.Store(time.Now().UnixNano()) }
+
+// left is how long the connection may stay idle from now.
+func (p *progress) left() time.Duration {
+	return p.idle - time.Duration(time.Now().UnixNano()-p.last.Load())
 }
 
 // blockingConn is a connected unix socket read and written with blocking
 // calls. Close shuts the socket down first, which ends a read or write
 // another goroutine is blocked in (closing the file alone would wait for
-// it).
+// it). With idle, SO_RCVTIMEO and SO_SNDTIMEO bound each call.
 type blockingConn struct {
+	progress
 	f    *os.File
-	idle time.Duration
 	once sync.Once
 	err  error
 }
 
-func (b *blockingConn) Read(p []byte) (int, error)  { return b.timedOut(b.f.Read(p)) }
-func (b *blockingConn) Write(p []byte) (int, error) { return b.timedOut(b.f.Write(p)) }
+func (b *blockingConn) Read(p []byte) (int, error) {
+	defer b.restore(syscall.SO_RCVTIMEO)()
+	for {
+		n, err := b.f.Read(p)
+		if n > 0 {
+			b.moved()
+			return n, err
+		}
+		if !b.waitOn(err, syscall.SO_RCVTIMEO) {
+			return b.timedOut(n, err)
+		}
+	}
+}
+
+// Write writes p a piece at a time, so that the progress of a large p
+// the daemon reads slowly is seen (by a read waiting for its answer) as
+// it is made, not once the whole has gone.
+func (b *blockingConn) Write(p []byte) (int, error) {
+	defer b.restore(syscall.SO_SNDTIMEO)()
+	written := 0
+	for written < len(p) {
+		n, err := b.f.Write(p[written:min(len(p), written+64<<10)])
+		written += n
+		if n > 0 {
+			b.moved()
+		}
+		if err != nil && !b.waitOn(err, syscall.SO_SNDTIMEO) {
+			return b.timedOut(written, err)
+		}
+	}
+	return written, nil
+}
+
+// waitOn reports whether a call that failed with err timed out while the
+// connection moved within idle, and if so sets its timeout (opt) to what
+// is left of idle, for the call to wait on.
+func (b *blockingConn) waitOn(err error, opt int) bool {
+	if b.idle <= 0 || !errors.Is(err, syscall.EAGAIN) {
+		return false
+	}
+	left := b.left()
+	if left <= 0 {
+		return false
+	}
+	b.setTimeout(opt, max(left, time.Millisecond)) // a zero timeval is none
+	return true
+}
+
+// restore returns what sets opt back to idle, for the next call, if a
+// call shortened it.
+func (b *blockingConn) restore(opt int) func() {
+	if b.idle <= 0 {
+		return func() {}
+	}
+	return func() {
+		if b.left() < b.idle { // cheap test first: most calls end at once
+			b.setTimeout(opt, b.idle)
+		}
+	}
+}
+
+func (b *blockingConn) setTimeout(opt int, d time.Duration) {
+	tv := syscall.NsecToTimeval(d.Nanoseconds())
+	if rc, err := b.f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { syscall.SetsockoptTimeval(int(fd), syscall.SOL_SOCKET, opt, &tv) })
+	}
+}
 
 // Close may be called twice, and at once (a context's end and the body's
 // Close): the shutdown goes through the file's own reference to its
@@ -602,21 +691,55 @@ func (b *blockingConn) timedOut(n int, err error) (int, error) {
 	return n, err
 }
 
-// idleConn is a net connection whose every read and write must progress
-// within idle.
+// idleConn is a net connection held to progress as blockingConn is, by
+// net's deadlines.
 type idleConn struct {
+	progress
 	net.Conn
-	idle time.Duration
 }
 
 func (c *idleConn) Read(p []byte) (int, error) {
-	c.Conn.SetDeadline(time.Now().Add(c.idle))
-	return c.Conn.Read(p)
+	deadline := time.Now().Add(c.idle)
+	for {
+		c.Conn.SetReadDeadline(deadline)
+		n, err := c.Conn.Read(p)
+		if n > 0 {
+			c.moved()
+			return n, err
+		}
+		left := c.left()
+		if !errors.Is(err, os.ErrDeadlineExceeded) || left <= 0 {
+			return n, err
+		}
+		deadline = time.Now().Add(left)
+	}
 }
 
+// Write writes p a piece at a time, so that a large p the daemon reads
+// slowly but steadily is not one call held to idle.
 func (c *idleConn) Write(p []byte) (int, error) {
-	c.Conn.SetDeadline(time.Now().Add(c.idle))
-	return c.Conn.Write(p)
+	written := 0
+	for written < len(p) {
+		piece := p[written:min(len(p), written+64<<10)]
+		deadline := time.Now().Add(c.idle)
+		for len(piece) > 0 {
+			c.Conn.SetWriteDeadline(deadline)
+			n, err := c.Conn.Write(piece)
+			written += n
+			piece = piece[n:]
+			if n > 0 {
+				c.moved()
+			}
+			if err != nil {
+				left := c.left()
+				if !errors.Is(err, os.ErrDeadlineExceeded) || left <= 0 {
+					return written, err
+				}
+				deadline = time.Now().Add(left)
+			}
+		}
+	}
+	return written, nil
 }
 
 // connCloser closes a connection once, and stops its context's watch.

@@ -438,9 +438,61 @@ func TestStalledUploadEndsWithContext(t *testing.T) {
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("%s: took %v", tc.name, d)
 		}
+		// And WithTimeout's bound, the kernel's: the upload stalls (the
+		// write times out), and so does the wait for the answer.
+		start = time.Now()
+		_, err = c.WithTimeout(150*time.Millisecond).request(context.Background(), "x", "POST", "/up", tc.body(), tc.header...)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s, WithTimeout: %v, want a deadline exceeded", tc.name, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s, WithTimeout: took %v", tc.name, d)
+		}
 	}
 }
 
 type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestWithTimeoutSlowUploadProgresses: WithTimeout fails a request whose
+// connection sends and receives nothing for its bound; an upload the
+// daemon reads slowly, longer than the bound in all but never idle that
+// long, is not that, on the unix socket as on TCP.
+func TestWithTimeoutSlowUploadProgresses(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 64<<10)
+		n := 0
+		for {
+			m, err := r.Body.Read(buf)
+			n += m
+			if err != nil {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		fmt.Fprintf(w, `{"ok":true,"data":{"version":"%d"}}`, n)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	defer srv.Close()
+	body := make([]byte, 32<<20) // longer than the bound to send, more than the kernel buffers
+	for _, c := range []*Client{serveUnix(t, h), TCP(ln.Addr().String(), "")} {
+		start := time.Now()
+		resp, err := c.WithTimeout(300*time.Millisecond).request(context.Background(), "x", "POST", "/up", bytes.NewReader(body))
+		if err != nil {
+			t.Errorf("%s after %v: %v", c.network, time.Since(start), err)
+			continue
+		}
+		b, _ := io.ReadAll(resp.body)
+		resp.body.Close()
+		if !strings.Contains(string(b), fmt.Sprint(len(body))) {
+			t.Errorf("%s: %s", c.network, b)
+		}
+		t.Logf("%s: %v", c.network, time.Since(start))
+	}
+}
