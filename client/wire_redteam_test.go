@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -494,5 +495,69 @@ func TestWithTimeoutSlowUploadProgresses(t *testing.T) {
 			t.Errorf("%s: %s", c.network, b)
 		}
 		t.Logf("%s: %v", c.network, time.Since(start))
+	}
+}
+
+// TestNothingLeftBehind: requests that end every way (an answer read
+// whole, an error answer, an answer given before a large body was read,
+// a cancelled wait, a protocol switch, a closed body never read) leave no
+// descriptor open and no goroutine running once their bodies are closed.
+func TestNothingLeftBehind(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true,"data":{}}`) })
+	mux.HandleFunc("GET /err", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(404)
+		io.WriteString(w, `{"ok":false,"error":{"code":"not_found","message":"no"}}`)
+	})
+	mux.HandleFunc("POST /refuse", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	})
+	mux.HandleFunc("GET /hang", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	mux.HandleFunc("GET /big", func(w http.ResponseWriter, r *http.Request) { w.Write(make([]byte, 4<<20)) })
+	c := serveUnix(t, mux)
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip(err)
+		}
+		return len(ents)
+	}
+	round := func() {
+		ctx := context.Background()
+		if err := c.do(ctx, "GET", "/ok", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.do(ctx, "GET", "/err", nil, nil); err == nil {
+			t.Fatal("an error answer read as success")
+		}
+		if err := c.doRaw(ctx, "POST", "/refuse", io.LimitReader(zeros{}, 64<<20), "", nil); err == nil {
+			t.Fatal("a refusal read as success")
+		}
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		if err := c.do(cctx, "GET", "/hang", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("hang: %v", err)
+		}
+		cancel()
+		resp, err := c.request(ctx, "big", "GET", "/big", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.body.Close() // unread
+	}
+	round() // the server's goroutines and the runtime's settle
+	fd0, g0 := fds(), runtime.NumGoroutine()
+	for range 10 {
+		round()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		fd, g := fds(), runtime.NumGoroutine()
+		if fd <= fd0 && g <= g0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 rounds: %d descriptors (was %d), %d goroutines (was %d)", fd, fd0, g, g0)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
