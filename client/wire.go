@@ -598,6 +598,16 @@ type blockingConn struct {
 	f    *os.File
 	once sync.Once
 	err  error
+	// shortened says a call set SO_RCVTIMEO (0) or SO_SNDTIMEO (1) to
+	// less than idle, for restore to set it back.
+	shortened [2]atomic.Bool
+}
+
+func timeoutIndex(opt int) int {
+	if opt == syscall.SO_SNDTIMEO {
+		return 1
+	}
+	return 0
 }
 
 func (b *blockingConn) Read(p []byte) (int, error) {
@@ -644,6 +654,7 @@ func (b *blockingConn) waitOn(err error, opt int) bool {
 	if left <= 0 {
 		return false
 	}
+	b.shortened[timeoutIndex(opt)].Store(true)
 	b.setTimeout(opt, max(left, time.Millisecond)) // a zero timeval is none
 	return true
 }
@@ -655,7 +666,7 @@ func (b *blockingConn) restore(opt int) func() {
 		return func() {}
 	}
 	return func() {
-		if b.left() < b.idle { // cheap test first: most calls end at once
+		if b.shortened[timeoutIndex(opt)].Swap(false) {
 			b.setTimeout(opt, b.idle)
 		}
 	}
