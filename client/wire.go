@@ -59,10 +59,12 @@ type wireRequest struct {
 // answer with status 101 has no body and gives its connection, already
 // switched, as conn.
 type wireResponse struct {
-	status int
-	header textproto.MIMEHeader
-	body   io.ReadCloser
-	conn   io.ReadWriteCloser
+	status  int
+	header  textproto.MIMEHeader
+	body    io.ReadCloser
+	conn    io.ReadWriteCloser
+	length  int64 // Content-Length, or -1
+	chunked bool  // Transfer-Encoding: chunked
 }
 
 // bodyless reports whether a request of this method carries no body when
@@ -160,11 +162,7 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 		resp.conn = &switched{r: br, w: conn, c: closer}
 		return resp, nil
 	}
-	body, err := framedBody(br, req.method, resp)
-	if err != nil {
-		return fail(err)
-	}
-	resp.body = &bodyCloser{r: body, c: closer}
+	resp.body = &bodyCloser{r: framedBody(br, req.method, resp), c: closer}
 	return resp, nil
 }
 
@@ -283,7 +281,11 @@ func readHead(br *bufio.Reader) (*wireResponse, error) {
 		}
 		return nil, fmt.Errorf("reading the answer's headers: %w", err)
 	}
-	return &wireResponse{status: status, header: h}, nil
+	resp := &wireResponse{status: status, header: h}
+	if err := framing(resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 func truncate(s string) string {
@@ -295,17 +297,29 @@ func truncate(s string) string {
 
 // framedBody is the reader of an answer's body as RFC 9112 §6.3 frames
 // it: none for HEAD and for 1xx, 204 and 304; chunked when
-// Transfer-Encoding says so (whatever Content-Length says; any other
-// transfer coding is refused, as net/http refuses it); Content-Length;
+// Transfer-Encoding says so (whatever Content-Length says); Content-Length;
 // otherwise the connection's end.
-func framedBody(br *bufio.Reader, method string, resp *wireResponse) (io.Reader, error) {
-	te := resp.header.Values("Transfer-Encoding")
-	length := int64(-1)
-	if cl := resp.header.Values("Content-Length"); len(cl) > 0 && len(te) == 0 {
-		// One decimal number, said once or said again alike: a list
-		// ("1,1", which RFC 9110 lets a recipient read) and values that
-		// differ only in how they are written are refused, as net/http
-		// refuses them.
+func framedBody(br *bufio.Reader, method string, resp *wireResponse) io.Reader {
+	switch {
+	case method == "HEAD" || resp.status < 200 || resp.status == 204 || resp.status == 304:
+		return eofReader{}
+	case resp.chunked:
+		return &chunkedReader{br: br}
+	case resp.length >= 0:
+		return &exactReader{r: br, left: resp.length}
+	}
+	return br
+}
+
+// framing reads an answer's Content-Length and Transfer-Encoding, and
+// refuses what net/http refuses in any answer, interim or final, framed
+// by them or not: a Content-Length that is not one decimal number, said
+// once or said again alike (a list such as "1,1", which RFC 9110 lets a
+// recipient read, and values written differently are refused), and a
+// transfer coding other than chunked alone.
+func framing(resp *wireResponse) error {
+	resp.length = -1
+	if cl := resp.header.Values("Content-Length"); len(cl) > 0 {
 		first := strings.TrimSpace(cl[0])
 		m, err := strconv.ParseUint(first, 10, 63)
 		for _, v := range cl[1:] {
@@ -314,22 +328,17 @@ func framedBody(br *bufio.Reader, method string, resp *wireResponse) (io.Reader,
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("an answer with Content-Length %q", strings.Join(cl, ","))
+			return fmt.Errorf("an answer with Content-Length %q", strings.Join(cl, ","))
 		}
-		length = int64(m)
+		resp.length = int64(m)
 	}
-	if len(te) > 0 && (len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked")) {
-		return nil, fmt.Errorf("an answer in transfer coding %q, which this client does not decode", strings.Join(te, ","))
+	if te := resp.header.Values("Transfer-Encoding"); len(te) > 0 {
+		if len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked") {
+			return fmt.Errorf("an answer in transfer coding %q, which this client does not decode", strings.Join(te, ","))
+		}
+		resp.chunked = true
 	}
-	switch {
-	case method == "HEAD" || resp.status < 200 || resp.status == 204 || resp.status == 304:
-		return eofReader{}, nil
-	case len(te) > 0:
-		return &chunkedReader{br: br}, nil
-	case length >= 0:
-		return &exactReader{r: br, left: length}, nil
-	}
-	return br, nil
+	return nil
 }
 
 type eofReader struct{}
