@@ -462,6 +462,12 @@ func (c *Client) CallTool(ctx context.Context, id, name string, args any) (json.
 }
 
 // Deliver uploads a file into a run's inbox (.paddock/inbox/ of its workspace).
+// A body other than a *bytes.Reader or *strings.Reader is sent as it is
+// read, beside the wait for the answer: when the daemon answers before its
+// end (a refusal), the call returns without waiting for it, and a read of
+// body under way then, which may end only when body has more to give, is
+// the caller's to end (net/http would close body; this client never
+// closes what it is given).
 func (c *Client) Deliver(ctx context.Context, id, name string, body io.Reader) (*paddock.InboxResult, error) {
 	var res paddock.InboxResult
 	return &res, c.doRaw(ctx, "POST", "/v1/runs/"+url.PathEscape(id)+"/inbox?name="+url.QueryEscape(name), body, "application/octet-stream", &res)
@@ -946,6 +952,12 @@ func (c *Client) BundleKey(ctx context.Context) (*paddock.BundleKey, error) {
 }
 
 // Import restores a run from the bundle body holds.
+// A body other than a *bytes.Reader or *strings.Reader is sent as it is
+// read, beside the wait for the answer: when the daemon answers before its
+// end (a refusal), the call returns without waiting for it, and a read of
+// body under way then, which may end only when body has more to give, is
+// the caller's to end (net/http would close body; this client never
+// closes what it is given).
 func (c *Client) Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error) {
 	q := url.Values{}
 	if req.Project != "" {
