@@ -36,19 +36,58 @@ type Client struct {
 // reachHook is OnUnreachable's function, run once for a client and all
 // its copies.
 type reachHook struct {
-	fn   func(ctx context.Context, err error) error
-	mu   sync.Mutex
-	done bool
-	err  error
+	fn      func(ctx context.Context, err error) error
+	mu      sync.Mutex
+	running chan struct{} // closed when the run under way ends
+	done    bool
+	err     error
 }
 
+// handle runs fn, or waits for the run under way, and gives its result.
+// A request waiting for another's run gives up when its own ctx ends; a
+// run that failed because its caller's ctx ended does not stand for the
+// requests after it, which have contexts of their own: the next runs fn
+// again.
 func (h *reachHook) handle(ctx context.Context, err error) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.done {
-		h.err, h.done = h.fn(ctx, err), true
+	for {
+		h.mu.Lock()
+		if h.done {
+			h.mu.Unlock()
+			return h.err
+		}
+		if running := h.running; running != nil {
+			h.mu.Unlock()
+			select {
+			case <-running:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return h.run(ctx, err)
 	}
-	return h.err
+}
+
+// run calls fn as the run under way, and keeps its result unless its
+// caller's ctx ended (a panic in fn ends the run, so that none waits for
+// it for good).
+func (h *reachHook) run(ctx context.Context, err error) (herr error) {
+	running := make(chan struct{})
+	h.running = running
+	h.mu.Unlock()
+	ok := false
+	defer func() {
+		h.mu.Lock()
+		if ok && (herr == nil || ctx.Err() == nil) {
+			h.done, h.err = true, herr
+		}
+		h.running = nil
+		h.mu.Unlock()
+		close(running)
+	}()
+	herr = h.fn(ctx, err)
+	ok = true
+	return herr
 }
 
 var _ paddock.Service = (*Client)(nil)
@@ -423,6 +462,12 @@ func (c *Client) CallTool(ctx context.Context, id, name string, args any) (json.
 }
 
 // Deliver uploads a file into a run's inbox (.paddock/inbox/ of its workspace).
+// A body other than a *bytes.Reader or *strings.Reader is sent as it is
+// read, beside the wait for the answer: when the daemon answers before its
+// end (a refusal), the call returns without waiting for it, and a read of
+// body under way then, which may end only when body has more to give, is
+// the caller's to end (net/http would close body; this client never
+// closes what it is given).
 func (c *Client) Deliver(ctx context.Context, id, name string, body io.Reader) (*paddock.InboxResult, error) {
 	var res paddock.InboxResult
 	return &res, c.doRaw(ctx, "POST", "/v1/runs/"+url.PathEscape(id)+"/inbox?name="+url.QueryEscape(name), body, "application/octet-stream", &res)
@@ -718,9 +763,11 @@ func (c *Client) ForAgent() *Client {
 
 // OnUnreachable returns a copy of c that, when nothing listens where it
 // connects (Unreachable), calls fn with that error, once for the copy and
-// every copy made of it (concurrent requests wait for the one call), and
-// then sends the request again if fn returned nil (it started a daemon,
-// say), or fails with fn's error. No byte of a request is sent before its
+// every copy made of it (concurrent requests wait for the one call, each
+// no longer than its own ctx), and then sends the request again if fn
+// returned nil (it started a daemon, say), or fails with fn's error. A
+// call of fn that fails once its request's ctx has ended does not count:
+// the next request that finds nothing listening calls it again. No byte of a request is sent before its
 // connection is made, so sending it again is safe whatever it does. The
 // CLI starts its daemon this way: at its first request, not with a
 // request of its own before every call.
@@ -905,6 +952,12 @@ func (c *Client) BundleKey(ctx context.Context) (*paddock.BundleKey, error) {
 }
 
 // Import restores a run from the bundle body holds.
+// A body other than a *bytes.Reader or *strings.Reader is sent as it is
+// read, beside the wait for the answer: when the daemon answers before its
+// end (a refusal), the call returns without waiting for it, and a read of
+// body under way then, which may end only when body has more to give, is
+// the caller's to end (net/http would close body; this client never
+// closes what it is given).
 func (c *Client) Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error) {
 	q := url.Values{}
 	if req.Project != "" {

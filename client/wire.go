@@ -21,6 +21,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -57,10 +59,12 @@ type wireRequest struct {
 // answer with status 101 has no body and gives its connection, already
 // switched, as conn.
 type wireResponse struct {
-	status int
-	header textproto.MIMEHeader
-	body   io.ReadCloser
-	conn   io.ReadWriteCloser
+	status  int
+	header  textproto.MIMEHeader
+	body    io.ReadCloser
+	conn    io.ReadWriteCloser
+	length  int64 // Content-Length, or -1
+	chunked bool  // Transfer-Encoding: chunked
 }
 
 // bodyless reports whether a request of this method carries no body when
@@ -77,6 +81,9 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 	if err := checkRequest(host, req); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // a request its caller gave up on is not sent at all
+	}
 	conn, err := dial(ctx, network, address, req.idle)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -84,10 +91,13 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 		}
 		return nil, fmt.Errorf("connecting to the daemon: %w", err)
 	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	fail := func(err error) (*wireResponse, error) {
-		stop()
+	closer := &connCloser{conn: conn, ctx: ctx}
+	closer.stop = context.AfterFunc(ctx, func() {
+		closer.aborted.Store(true)
 		conn.Close()
+	})
+	fail := func(err error) (*wireResponse, error) {
+		closer.Close()
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
@@ -118,6 +128,9 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 	var resp *wireResponse
 	for {
 		resp, err = readHead(br)
+		if err != nil && limit.N == 0 {
+			err = fmt.Errorf("the answer's head is too long (over %d bytes)", maxHead)
+		}
 		if err != nil {
 			if wrote != nil { // why the daemon stopped reading may be the writer's error
 				select {
@@ -137,7 +150,6 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 		// one follows on the same connection.
 	}
 	limit.N = math.MaxInt64
-	closer := &connCloser{conn: conn, stop: stop}
 	if resp.status == 101 {
 		if !upgrade {
 			return fail(errors.New("the daemon switched protocols that were not asked for"))
@@ -150,11 +162,7 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 		resp.conn = &switched{r: br, w: conn, c: closer}
 		return resp, nil
 	}
-	body, err := framedBody(br, req.method, resp)
-	if err != nil {
-		return fail(err)
-	}
-	resp.body = &bodyCloser{r: body, c: closer}
+	resp.body = &bodyCloser{r: framedBody(br, req.method, resp), c: closer}
 	return resp, nil
 }
 
@@ -273,7 +281,11 @@ func readHead(br *bufio.Reader) (*wireResponse, error) {
 		}
 		return nil, fmt.Errorf("reading the answer's headers: %w", err)
 	}
-	return &wireResponse{status: status, header: h}, nil
+	resp := &wireResponse{status: status, header: h}
+	if err := framing(resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 func truncate(s string) string {
@@ -285,36 +297,48 @@ func truncate(s string) string {
 
 // framedBody is the reader of an answer's body as RFC 9112 §6.3 frames
 // it: none for HEAD and for 1xx, 204 and 304; chunked when
-// Transfer-Encoding says so (whatever Content-Length says; any other
-// transfer coding is refused, as net/http refuses it); Content-Length;
+// Transfer-Encoding says so (whatever Content-Length says); Content-Length;
 // otherwise the connection's end.
-func framedBody(br *bufio.Reader, method string, resp *wireResponse) (io.Reader, error) {
-	te := resp.header.Values("Transfer-Encoding")
-	length := int64(-1)
-	if cl := resp.header.Values("Content-Length"); len(cl) > 0 && len(te) == 0 {
-		for _, v := range cl {
-			for _, f := range strings.Split(v, ",") {
-				f = strings.TrimSpace(f)
-				m, err := strconv.ParseInt(f, 10, 64)
-				if err != nil || m < 0 || strings.HasPrefix(f, "+") || (length >= 0 && m != length) {
-					return nil, fmt.Errorf("an answer with Content-Length %q", strings.Join(cl, ","))
-				}
-				length = m
-			}
-		}
-	}
-	if len(te) > 0 && (len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked")) {
-		return nil, fmt.Errorf("an answer in transfer coding %q, which this client does not decode", strings.Join(te, ","))
-	}
+func framedBody(br *bufio.Reader, method string, resp *wireResponse) io.Reader {
 	switch {
 	case method == "HEAD" || resp.status < 200 || resp.status == 204 || resp.status == 304:
-		return eofReader{}, nil
-	case len(te) > 0:
-		return &chunkedReader{br: br}, nil
-	case length >= 0:
-		return &exactReader{r: br, left: length}, nil
+		return eofReader{}
+	case resp.chunked:
+		return &chunkedReader{br: br}
+	case resp.length >= 0:
+		return &exactReader{r: br, left: resp.length}
 	}
-	return br, nil
+	return br
+}
+
+// framing reads an answer's Content-Length and Transfer-Encoding, and
+// refuses what net/http refuses in any answer, interim or final, framed
+// by them or not: a Content-Length that is not one decimal number, said
+// once or said again alike (a list such as "1,1", which RFC 9110 lets a
+// recipient read, and values written differently are refused), and a
+// transfer coding other than chunked alone.
+func framing(resp *wireResponse) error {
+	resp.length = -1
+	if cl := resp.header.Values("Content-Length"); len(cl) > 0 {
+		first := strings.TrimSpace(cl[0])
+		m, err := strconv.ParseUint(first, 10, 63)
+		for _, v := range cl[1:] {
+			if strings.TrimSpace(v) != first {
+				err = errors.New("differing values")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("an answer with Content-Length %q", strings.Join(cl, ","))
+		}
+		resp.length = int64(m)
+	}
+	if te := resp.header.Values("Transfer-Encoding"); len(te) > 0 {
+		if len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked") {
+			return fmt.Errorf("an answer in transfer coding %q, which this client does not decode", strings.Join(te, ","))
+		}
+		resp.chunked = true
+	}
+	return nil
 }
 
 type eofReader struct{}
@@ -386,21 +410,56 @@ func (c *chunkedReader) next() error {
 	if err != nil {
 		return err
 	}
-	size, _, _ := strings.Cut(line, ";")
-	size = strings.TrimRight(size, " \t")
+	// Trailing blanks go, then extensions: blanks before a ';' are
+	// refused, as net/http refuses them.
+	size, _, _ := strings.Cut(strings.TrimRight(line, " \t"), ";")
 	n, err := strconv.ParseUint(size, 16, 63)
-	if err != nil || size == "" || strings.HasPrefix(size, "+") {
+	if err != nil {
 		return fmt.Errorf("a chunk with size %q", truncate(line))
 	}
 	if n > 0 {
 		c.left = int64(n)
 		return nil
 	}
-	// Trailers, up to the empty line: header lines, read and dropped.
-	if _, err := textproto.NewReader(c.br).ReadMIMEHeader(); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	return c.trailers()
+}
+
+// maxTrailers bounds the trailers after the last chunk, as net/http's
+// buffer bounds them.
+const maxTrailers = 4 << 10
+
+// trailers reads the trailer section, header lines up to the empty line,
+// and drops it; it gives io.EOF at its end. The section is the empty line
+// alone, or lines ended by CRLF CRLF, within maxTrailers: what net/http
+// reads.
+func (c *chunkedReader) trailers() error {
+	var raw []byte
+	for {
+		line, err := c.br.ReadSlice('\n')
+		raw = append(raw, line...)
+		if len(raw) > maxTrailers {
+			return errors.New("the answer's trailers are too long")
 		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("reading the answer's trailers: %w", err)
+		}
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			break
+		}
+	}
+	switch {
+	case string(raw) == "\r\n":
+		return io.EOF
+	case !bytes.HasSuffix(raw, []byte("\r\n\r\n")):
+		return errors.New("the answer's trailers are not ended by CRLF CRLF")
+	}
+	if _, err := textproto.NewReader(bufio.NewReader(bytes.NewReader(raw))).ReadMIMEHeader(); err != nil {
 		return fmt.Errorf("reading the answer's trailers: %w", err)
 	}
 	return io.EOF
@@ -442,12 +501,30 @@ func (c *chunkedReader) crlf() error {
 // system's calls and read and written with blocking ones: a CLI call
 // makes one request at a time, and the runtime's network poller, which
 // net's connections start (an epoll set, an eventfd, a thread waiting on
-// them), would be a tenth of its start. A socket whose backlog is full,
-// and TCP, go through net, which waits for them under ctx.
+// them), would be a tenth of its start. A socket whose backlog is full
+// (a daemon called faster than it accepts) refuses a connect that does
+// not block with EAGAIN, as net's does: it is tried again, under ctx and
+// idle, until there is room. TCP goes through net, under ctx.
 func dial(ctx context.Context, network, address string, idle time.Duration) (io.ReadWriteCloser, error) {
 	if network == "unix" {
-		if c, err := dialUnix(address, idle); !errors.Is(err, syscall.EAGAIN) {
-			return c, err
+		waited, wait := time.Duration(0), time.Millisecond
+		for {
+			c, err := dialUnix(address, idle)
+			if !errors.Is(err, syscall.EAGAIN) {
+				return c, err
+			}
+			if idle > 0 && waited >= idle {
+				return nil, fmt.Errorf("the daemon's backlog stayed full for %v: %w (%w)", idle, os.ErrDeadlineExceeded, err)
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+			waited += wait
+			wait = min(2*wait, 50*time.Millisecond)
 		}
 	}
 	var d net.Dialer
@@ -458,13 +535,29 @@ func dial(ctx context.Context, network, address string, idle time.Duration) (io.
 	if err != nil || idle <= 0 {
 		return c, err
 	}
-	return &idleConn{Conn: c, idle: idle}, nil
+	ic := &idleConn{Conn: c}
+	ic.idle = idle
+	ic.moved()
+	return ic, nil
 }
 
 func dialUnix(path string, idle time.Duration) (io.ReadWriteCloser, error) {
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
+	}
+	if fd <= 2 {
+		// The program closed a standard descriptor and the socket took
+		// its number: os kills a program whose write to descriptor 1 or 2
+		// fails with EPIPE (a closed stdout), and a daemon that closes the
+		// connection while the client writes would do that. The socket
+		// moves above them.
+		nfd, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 3)
+		syscall.Close(fd)
+		if errno != 0 {
+			return nil, os.NewSyscallError("fcntl", errno)
+		}
+		fd = int(nfd)
 	}
 	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
 		syscall.Close(fd)
@@ -481,24 +574,132 @@ func dialUnix(path string, idle time.Duration) (io.ReadWriteCloser, error) {
 		syscall.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
-	return &blockingConn{f: os.NewFile(uintptr(fd), path), fd: fd, idle: idle}, nil
+	b := &blockingConn{f: os.NewFile(uintptr(fd), path)}
+	b.idle = idle
+	b.moved()
+	return b, nil
+}
+
+// progress is WithTimeout's bound on a connection: it is idle when
+// neither direction moved a byte for idle. Each read or write is given
+// idle afresh (the caller may have been the idle one, between two
+// writes of an attached exec's stdin); one that runs out while the other
+// direction moved (a body the daemon reads slowly while the client waits
+// for its answer) waits on for what is left of idle after that.
+type progress struct {
+	idle time.Duration
+	last atomic.Int64 // time.Now().UnixNano() when a byte last moved
+}
+
+func (p *progress) moved() { p.last.Store(time.Now().UnixNano()) }
+
+// left is how long the connection may stay idle from now.
+func (p *progress) left() time.Duration {
+	return p.idle - time.Duration(time.Now().UnixNano()-p.last.Load())
 }
 
 // blockingConn is a connected unix socket read and written with blocking
 // calls. Close shuts the socket down first, which ends a read or write
 // another goroutine is blocked in (closing the file alone would wait for
-// it).
+// it). With idle, SO_RCVTIMEO and SO_SNDTIMEO bound each call.
 type blockingConn struct {
+	progress
 	f    *os.File
-	fd   int
-	idle time.Duration
+	once sync.Once
+	err  error
+	// shortened says a call set SO_RCVTIMEO (0) or SO_SNDTIMEO (1) to
+	// less than idle, for restore to set it back.
+	shortened [2]atomic.Bool
 }
 
-func (b *blockingConn) Read(p []byte) (int, error)  { return b.timedOut(b.f.Read(p)) }
-func (b *blockingConn) Write(p []byte) (int, error) { return b.timedOut(b.f.Write(p)) }
+func timeoutIndex(opt int) int {
+	if opt == syscall.SO_SNDTIMEO {
+		return 1
+	}
+	return 0
+}
+
+func (b *blockingConn) Read(p []byte) (int, error) {
+	defer b.restore(syscall.SO_RCVTIMEO)()
+	for {
+		n, err := b.f.Read(p)
+		if n > 0 {
+			b.moved()
+			return n, err
+		}
+		if !b.waitOn(err, syscall.SO_RCVTIMEO) {
+			return b.timedOut(n, err)
+		}
+	}
+}
+
+// Write writes p a piece at a time, so that the progress of a large p
+// the daemon reads slowly is seen (by a read waiting for its answer) as
+// it is made, not once the whole has gone.
+func (b *blockingConn) Write(p []byte) (int, error) {
+	defer b.restore(syscall.SO_SNDTIMEO)()
+	written := 0
+	for written < len(p) {
+		n, err := b.f.Write(p[written:min(len(p), written+64<<10)])
+		written += n
+		if n > 0 {
+			b.moved()
+		}
+		if err != nil && !b.waitOn(err, syscall.SO_SNDTIMEO) {
+			return b.timedOut(written, err)
+		}
+	}
+	return written, nil
+}
+
+// waitOn reports whether a call that failed with err timed out while the
+// connection moved within idle, and if so sets its timeout (opt) to what
+// is left of idle, for the call to wait on.
+func (b *blockingConn) waitOn(err error, opt int) bool {
+	if b.idle <= 0 || !errors.Is(err, syscall.EAGAIN) {
+		return false
+	}
+	left := b.left()
+	if left <= 0 {
+		return false
+	}
+	b.shortened[timeoutIndex(opt)].Store(true)
+	b.setTimeout(opt, max(left, time.Millisecond)) // a zero timeval is none
+	return true
+}
+
+// restore returns what sets opt back to idle, for the next call, if a
+// call shortened it.
+func (b *blockingConn) restore(opt int) func() {
+	if b.idle <= 0 {
+		return func() {}
+	}
+	return func() {
+		if b.shortened[timeoutIndex(opt)].Swap(false) {
+			b.setTimeout(opt, b.idle)
+		}
+	}
+}
+
+func (b *blockingConn) setTimeout(opt int, d time.Duration) {
+	tv := syscall.NsecToTimeval(d.Nanoseconds())
+	if rc, err := b.f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { syscall.SetsockoptTimeval(int(fd), syscall.SOL_SOCKET, opt, &tv) })
+	}
+}
+
+// Close may be called twice, and at once (a context's end and the body's
+// Close): the shutdown goes through the file's own reference to its
+// descriptor, never a number kept aside, which once the file is closed
+// may be another connection's.
 func (b *blockingConn) Close() error {
-	syscall.Shutdown(b.fd, syscall.SHUT_RDWR)
-	return b.f.Close()
+	b.once.Do(func() {
+		if rc, err := b.f.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+		}
+		b.err = b.f.Close()
+	})
+	return b.err
 }
 
 // timedOut says what a blocking call's EAGAIN means: SO_RCVTIMEO or
@@ -510,21 +711,55 @@ func (b *blockingConn) timedOut(n int, err error) (int, error) {
 	return n, err
 }
 
-// idleConn is a net connection whose every read and write must progress
-// within idle.
+// idleConn is a net connection held to progress as blockingConn is, by
+// net's deadlines.
 type idleConn struct {
+	progress
 	net.Conn
-	idle time.Duration
 }
 
 func (c *idleConn) Read(p []byte) (int, error) {
-	c.Conn.SetDeadline(time.Now().Add(c.idle))
-	return c.Conn.Read(p)
+	deadline := time.Now().Add(c.idle)
+	for {
+		c.Conn.SetReadDeadline(deadline)
+		n, err := c.Conn.Read(p)
+		if n > 0 {
+			c.moved()
+			return n, err
+		}
+		left := c.left()
+		if !errors.Is(err, os.ErrDeadlineExceeded) || left <= 0 {
+			return n, err
+		}
+		deadline = time.Now().Add(left)
+	}
 }
 
+// Write writes p a piece at a time, so that a large p the daemon reads
+// slowly but steadily is not one call held to idle.
 func (c *idleConn) Write(p []byte) (int, error) {
-	c.Conn.SetDeadline(time.Now().Add(c.idle))
-	return c.Conn.Write(p)
+	written := 0
+	for written < len(p) {
+		piece := p[written:min(len(p), written+64<<10)]
+		deadline := time.Now().Add(c.idle)
+		for len(piece) > 0 {
+			c.Conn.SetWriteDeadline(deadline)
+			n, err := c.Conn.Write(piece)
+			written += n
+			piece = piece[n:]
+			if n > 0 {
+				c.moved()
+			}
+			if err != nil {
+				left := c.left()
+				if !errors.Is(err, os.ErrDeadlineExceeded) || left <= 0 {
+					return written, err
+				}
+				deadline = time.Now().Add(left)
+			}
+		}
+	}
+	return written, nil
 }
 
 // connCloser closes a connection once, and stops its context's watch.
@@ -533,6 +768,24 @@ type connCloser struct {
 	conn io.ReadWriteCloser
 	stop func() bool
 	err  error
+	ctx  context.Context
+	// aborted is set when ctx's end closed the connection: what a read or
+	// write then meets (an end of file, after the shutdown) is ctx's
+	// error, never the answer's end.
+	aborted atomic.Bool
+}
+
+// cause is err as the caller is to see it: ctx's error when ctx's end
+// closed the connection (as net/http gives it), so that a body framed by
+// the connection's end does not read as whole, nor a framed one as the
+// daemon's failure.
+func (c *connCloser) cause(err error) error {
+	if err != nil && c.aborted.Load() {
+		if ctxErr := c.ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+	}
+	return err
 }
 
 func (c *connCloser) Close() error {
@@ -548,8 +801,11 @@ type bodyCloser struct {
 	c *connCloser
 }
 
-func (b *bodyCloser) Read(p []byte) (int, error) { return b.r.Read(p) }
-func (b *bodyCloser) Close() error               { return b.c.Close() }
+func (b *bodyCloser) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	return n, b.c.cause(err)
+}
+func (b *bodyCloser) Close() error { return b.c.Close() }
 
 // switched is a connection after 101: what the reader of the answer's
 // head holds already is read first.
@@ -559,6 +815,14 @@ type switched struct {
 	c *connCloser
 }
 
-func (s *switched) Read(p []byte) (int, error)  { return s.r.Read(p) }
-func (s *switched) Write(p []byte) (int, error) { return s.w.Write(p) }
-func (s *switched) Close() error                { return s.c.Close() }
+func (s *switched) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	return n, s.c.cause(err)
+}
+
+func (s *switched) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	return n, s.c.cause(err)
+}
+
+func (s *switched) Close() error { return s.c.Close() }

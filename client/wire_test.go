@@ -36,11 +36,7 @@ func readWire(raw []byte, method string) (int, []byte, error) {
 	if resp.status == 101 {
 		return 101, nil, nil
 	}
-	body, err := framedBody(br, method, resp)
-	if err != nil {
-		return 0, nil, err
-	}
-	b, err := io.ReadAll(body)
+	b, err := io.ReadAll(framedBody(br, method, resp))
 	return resp.status, b, err
 }
 
@@ -82,6 +78,21 @@ var wireSeeds = []string{
 	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n",
 	"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n",
 	"HTTP/1.1 200 OK\r\nX-A: b\r\n continued\r\nContent-Length: 0\r\n\r\n",
+	// Framings RFC 9110/9112 let a recipient accept and net/http
+	// refuses: refused here too.
+	"HTTP/1.1 200 OK\r\nContent-Length: 1,1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 01\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nContent-Length: -0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1 ;a=b\r\nx\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;a=b \r\nx\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nA: b\r\nC: d\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nA: b\n\r\n",
+	// net/http reads Content-Length in every answer, whatever frames it.
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: A\r\n\r\n0\r\n\r\n",
+	"HTTP/1.1 100 Continue\r\nContent-Length: A\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 101 Switching Protocols\r\nContent-Length: A\r\nUpgrade: x\r\n\r\n",
+	"HTTP/1.1 204 No Content\r\nContent-Length: 1,1\r\n\r\n",
 }
 
 // FuzzWireAgreesWithNetHTTP: whatever bytes a daemon sends, an answer the
