@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -34,21 +35,28 @@ type Client struct {
 }
 
 // reachHook is OnUnreachable's function, run once for a client and all
-// its copies.
+// its copies, and only while none of their requests has reached the
+// daemon.
 type reachHook struct {
 	fn      func(ctx context.Context, err error) error
 	mu      sync.Mutex
 	running chan struct{} // closed when the run under way ends
 	done    bool
 	err     error
+	reached atomic.Bool // a request connected: a daemon was there
 }
 
 // handle runs fn, or waits for the run under way, and gives its result.
 // A request waiting for another's run gives up when its own ctx ends; a
 // run that failed because its caller's ctx ended does not stand for the
 // requests after it, which have contexts of their own: the next runs fn
-// again.
+// again. Once a request has reached the daemon, err is returned as it
+// is: that daemon stopped since, and whoever stopped it is not overruled
+// by a later request that starts another.
 func (h *reachHook) handle(ctx context.Context, err error) error {
+	if h.reached.Load() {
+		return err
+	}
 	for {
 		h.mu.Lock()
 		if h.done {
@@ -197,6 +205,9 @@ func (c *Client) request(ctx context.Context, what, method, path string, body io
 			return nil, herr
 		}
 		resp, err = roundTrip(ctx, c.network, c.address, c.host, req)
+	}
+	if c.reach != nil && err == nil {
+		c.reach.reached.Store(true) // a daemon answered
 	}
 	if err != nil {
 		if Unreachable(err) || ctx.Err() != nil {
@@ -625,8 +636,13 @@ func (c *Client) ExecAttach(ctx context.Context, id string, req paddock.ExecRequ
 
 // Follow streams a run's events from after seq after to fn, over SSE, until
 // ctx ends or fn returns an error. It reconnects on its own where it left
-// off (Last-Event-ID), so fn sees every event once, in order.
+// off (Last-Event-ID), so fn sees every event once, in order. A daemon
+// that does not answer ends it with that error (Unreachable): at once
+// when none ever did, and after followGrace of trying when the one that
+// did went away (a restart is followed across, a kill -9 is reported).
 func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(*paddock.Event) error) error {
+	var gone time.Time // when the daemon stopped answering; zero while it answers
+	followed := false
 	for ctx.Err() == nil {
 		err := c.follow(ctx, id, &after, fn)
 		var pe *paddock.Error
@@ -636,6 +652,14 @@ func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(*pa
 			return stop.err
 		case errors.As(err, &pe), ctx.Err() != nil:
 			return err
+		case Unreachable(err) && !followed:
+			return err
+		case Unreachable(err) && gone.IsZero():
+			gone = time.Now()
+		case Unreachable(err) && time.Since(gone) >= followGrace:
+			return fmt.Errorf("events: the daemon has not answered for %v: %w", followGrace, err)
+		case !Unreachable(err):
+			followed, gone = true, time.Time{}
 		}
 		select { // the connection dropped: reconnect
 		case <-ctx.Done():
@@ -644,6 +668,10 @@ func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(*pa
 	}
 	return ctx.Err()
 }
+
+// followGrace is how long Follow keeps trying to reconnect to a daemon
+// that no longer answers (a restart) before it gives up.
+var followGrace = 10 * time.Second
 
 // stopError carries the error fn returned, to end Follow with it.
 type stopError struct{ err error }

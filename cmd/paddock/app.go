@@ -139,8 +139,12 @@ func (a *app) main(ctx context.Context, args []string) int {
 func (a *app) printError(err error) {
 	var pe *paddock.Error
 	switch {
-	case client.Unreachable(err):
+	case client.Unreachable(err) && a.getenv(paddock.EnvPrefix+"NO_AUTOSTART") == "1":
 		fmt.Fprintf(a.stderr, "paddock: %v\n  start one with `paddock serve`, or unset PADDOCK_NO_AUTOSTART to let the CLI start it\n", err)
+	case client.Unreachable(err):
+		// Autostart was on: the daemon stopped during the call, or is
+		// one on TCP, which the CLI never starts.
+		fmt.Fprintf(a.stderr, "paddock: %v\n  start one with `paddock serve`\n", err)
 	case errors.As(err, &pe):
 		// A message can name an agent's file: shown escaped.
 		fmt.Fprintf(a.stderr, "paddock: %s\n", termsafe.Text(pe.Message))

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,4 +180,83 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%v --help does not list exit codes", v)
 		}
 	}
+}
+
+// TestFollowWhenTheDaemonDies: `paddock events --follow`, the real binary
+// with autostart on, whose daemon is killed (kill -9) under it: the CLI
+// ends with the daemon's absence (exit 8) once none has answered for the
+// client's grace, rather than waiting for ever or starting a daemon of
+// its own in the place of the one that was stopped. With autostart off
+// and no daemon at all it ends at once, as every verb does.
+func TestFollowWhenTheDaemonDies(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
+	d := startDaemon(t, home)
+	t.Cleanup(func() { stopDaemonOf(home) }) // one the CLI would have started
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "events", id, "--follow")
+	cmd.Env = append(os.Environ(), "PADDOCK_HOME="+home)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 1)
+	if _, err := stdout.Read(line); err != nil { // it follows: an event came
+		t.Fatalf("no event: %v %s", err, stderr.String())
+	}
+	go io.Copy(io.Discard, stdout)
+	d.kill9()
+	killed := time.Now()
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("events --follow still ran %v after its daemon was killed; stderr: %s", time.Since(killed), stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitUnreachable || !strings.Contains(stderr.String(), "unreachable") ||
+		strings.Contains(stderr.String(), "started a daemon") {
+		t.Fatalf("after the daemon was killed: exit %d (%v), stderr: %s", code, err, stderr.String())
+	}
+	t.Logf("ended %v after the kill: %s", time.Since(killed).Round(time.Millisecond), stderr.String())
+
+	// No daemon at all, autostart off: exit 8 at once.
+	start := time.Now()
+	cmd = exec.CommandContext(ctx, binary, "events", id, "--follow")
+	cmd.Env = append(os.Environ(), "PADDOCK_HOME="+filepath.Join(base, "empty"), "PADDOCK_NO_AUTOSTART=1")
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != exitUnreachable || time.Since(start) > 5*time.Second {
+		t.Fatalf("with no daemon: exit %d after %v: %s", code, time.Since(start), out)
+	}
+}
+
+// stopDaemonOf stops the daemon daemon.json names in home, if one runs.
+func stopDaemonOf(home string) {
+	b, err := os.ReadFile(filepath.Join(home, "daemon.json"))
+	if err != nil {
+		return
+	}
+	var info paddock.DaemonStatus
+	if json.Unmarshal(b, &info) != nil || info.PID <= 0 {
+		return
+	}
+	p, err := os.FindProcess(info.PID)
+	if err != nil || p.Signal(syscall.Signal(0)) != nil {
+		return
+	}
+	p.Signal(syscall.SIGTERM)
+	for range 400 {
+		if p.Signal(syscall.Signal(0)) != nil {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	p.Kill()
 }

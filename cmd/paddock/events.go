@@ -17,9 +17,10 @@ func (a *app) eventsCmd() *cobra.Command {
 		Short: "Print a run's events",
 		Long: `Print a run's events in order. Every event has a seq, strictly increasing per
 run with no gaps; --after SEQ starts after one. --follow keeps waiting for new
-events until interrupted. --json prints one JSON object per line.
+events until interrupted, across a restart of the daemon; a daemon that stays
+away for 10 seconds ends it (exit 8). --json prints one JSON object per line.
 
-Exit codes: 0 done; 3 no such run.`,
+Exit codes: 0 done; 3 no such run; 8 no daemon answers.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
