@@ -260,3 +260,65 @@ func stopDaemonOf(home string) {
 	}
 	p.Kill()
 }
+
+// TestAutostartRace: calls made at once on a home with no daemon (an
+// agent's parallel tool calls, the first time) each start one; one
+// daemon serves, and every call uses it, the ones whose daemon found it
+// already running included.
+func TestAutostartRace(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	t.Cleanup(func() { stopDaemonOf(home) })
+	const n = 6
+	type res struct {
+		out  string
+		code int
+	}
+	results := make(chan res, n)
+	for range n {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, "project", "ls")
+			cmd.Env = append(os.Environ(), "PADDOCK_HOME="+home)
+			out, _ := cmd.CombinedOutput()
+			results <- res{string(out), cmd.ProcessState.ExitCode()}
+		}()
+	}
+	started := 0
+	for range n {
+		r := <-results
+		if r.code != 0 || !strings.Contains(r.out, "NAME") {
+			t.Errorf("a call that raced to start the daemon: exit %d, %s", r.code, r.out)
+		}
+		if strings.Contains(r.out, "started a daemon") {
+			started++
+		}
+	}
+	if started != 1 {
+		t.Errorf("%d calls said they started the daemon", started)
+	}
+}
+
+// TestAutostartWhileStopping: a call made while the daemon is stopping
+// (SIGTERM: it checkpoints its active runs, no longer listening but still
+// holding home) starts the next one once home is free, rather than
+// failing because the one it started found home held.
+func TestAutostartWhileStopping(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 3)
+	d := startDaemon(t, home)
+	t.Cleanup(func() { stopDaemonOf(home) }) // the one the call starts
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "true").must(t) // active: the stop checkpoints it
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "ls")
+	cmd.Env = append(os.Environ(), "PADDOCK_HOME="+home)
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(string(out), id) {
+		t.Fatalf("a call while the daemon stopped: exit %d: %s", code, out)
+	}
+}
