@@ -127,6 +127,9 @@ printf 'name? '; IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 	case <-time.After(60 * time.Second):
 		t.Fatalf("paddock run did not end:\n%s", scr)
 	}
+	// What the CLI wrote last may still be on its way from the
+	// pseudo-terminal to the screen's reader when it has exited.
+	scr.waitFor(t, "kept: paddock approve r-")
 	out := scr.String()
 	for _, want := range []string{"TTY yes\r\n", "TERM=screen-256color SIZE=33 101\r\n", "RESIZED 1 40 120\r\n", "GOT hello there\r\n", "typed.txt", "kept: paddock approve r-"} {
 		if !strings.Contains(out, want) {
@@ -263,6 +266,7 @@ func TestExecOnATerminal(t *testing.T) {
 	if !errors.As(werr, &ee) || ee.ExitCode() != 7 {
 		t.Fatalf("paddock exec -t ended with %v, want exit 7:\n%s", werr, scr)
 	}
+	scr.waitFor(t, "RAN ls -la\r\n") // the last output may trail the exit
 	out := scr.String()
 	for _, want := range []string{"TTY 24 90\r\n", "RAN ls -la\r\n"} {
 		if !strings.Contains(out, want) {
