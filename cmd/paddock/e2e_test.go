@@ -75,6 +75,17 @@ func startDaemon(t *testing.T, home string, extra ...string) *daemon {
 // startDaemonAs is startDaemon with the daemon running as cred (nil: as the test).
 func startDaemonAs(t *testing.T, home string, cred *syscall.Credential, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonBin(t, home, binary, cred, extra...)
+}
+
+// startDaemonWith is startDaemon with the daemon started from bin.
+func startDaemonWith(t *testing.T, home, bin string, extra ...string) *daemon {
+	t.Helper()
+	return startDaemonBin(t, home, bin, nil, extra...)
+}
+
+func startDaemonBin(t *testing.T, home, bin string, cred *syscall.Credential, extra ...string) *daemon {
+	t.Helper()
 	os.MkdirAll(home, 0o700)
 	if cred != nil {
 		os.Chown(home, int(cred.Uid), int(cred.Gid))
@@ -84,7 +95,7 @@ func startDaemonAs(t *testing.T, home string, cred *syscall.Credential, extra ..
 		t.Fatal(err)
 	}
 	d := &daemon{t: t, home: home, log: logf}
-	d.cmd = exec.Command(binary, append([]string{"serve", "--home", home, "--log-level", "debug"}, extra...)...)
+	d.cmd = exec.Command(bin, append([]string{"serve", "--home", home, "--log-level", "debug"}, extra...)...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
 	if cred != nil {

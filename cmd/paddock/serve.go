@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"debug/buildinfo"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -220,10 +223,10 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	if d, err := time.ParseDuration(a.getenv(paddock.EnvPrefix + "TEST_WRITE_TIMEOUT")); err == nil && d > 0 {
 		writeTimeout = d // tests only: a command must outlive the write timeout
 	}
-	// Each run's own API socket, and this binary beside it, in its view.
+	// Each run's own API socket, and paddock's binaries beside it, in its view.
 	runSockets := &httpapi.RunSockets{Logger: logger,
 		NewServer: func(h http.Handler) *http.Server { return newHTTPServer(h, logger, writeTimeout) }}
-	if runSockets.Bin, err = prepareBinDir(home); err != nil {
+	if runSockets.Bin, err = prepareBinDir(home, logger); err != nil {
 		logger.Warn("runs get no paddock binary in their view", "err", err)
 	}
 	mc.RunAPI = runSockets
@@ -575,12 +578,16 @@ func openStore(ctx context.Context, home, spec string) (paddock.Store, error) {
 	return nil, usageError{"store: want sqlite or a postgres:// URL"}
 }
 
-// prepareBinDir puts this binary at <state>/bin/paddock (a hard link, or
-// a copy across file systems or where others may not run it), the
-// directory every run's view shows at lifecycle.BinInView, so that
-// `paddock mcp` runs inside a run. It is made anew at each start: a run
-// gets the binary of the daemon that serves it.
-func prepareBinDir(home string) (string, error) {
+// prepareBinDir makes <state>/bin, the directory every run's view shows
+// at lifecycle.BinInView: paddockd, this binary, as paddockd (every verb,
+// `paddock mcp` an agent's MCP server runs included), and as paddock the
+// CLI beside this binary when it is this build's (cliOfThisBuild): the
+// `paddock` an agent's shell calls inside a run then starts as fast as
+// the operator's, and hands paddockd what it does not hold, as outside.
+// Without such a CLI, paddock is this binary too. Each is a hard link, or
+// a copy across file systems or where others may not run it, made anew at
+// each start: a run gets the binaries of the daemon that serves it.
+func prepareBinDir(home string, log *slog.Logger) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", err
@@ -592,21 +599,83 @@ func prepareBinDir(home string) (string, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
-	tmp := filepath.Join(dir, ".paddock.new")
-	os.Remove(tmp)
-	fi, err := os.Stat(exe)
-	if err != nil {
+	if err := placeBinary(exe, filepath.Join(dir, daemonName)); err != nil {
 		return "", err
 	}
-	if fi.Mode().Perm()&0o005 != 0o005 || os.Link(exe, tmp) != nil {
-		if err := durable.CopyFile(exe, tmp, 0o755); err != nil {
-			os.Remove(tmp)
-			return "", err
-		}
+	cli := filepath.Join(filepath.Dir(exe), "paddock")
+	src := exe
+	switch ok, why := cliOfThisBuild(cli); {
+	case ok:
+		src = cli
+	case why != "":
+		log.Warn("runs get this binary as their paddock, not the CLI beside it", "cli", cli, "why", why)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, "paddock")); err != nil {
-		os.Remove(tmp)
+	if err := placeBinary(src, filepath.Join(dir, "paddock")); err != nil {
 		return "", err
 	}
 	return dir, nil
+}
+
+// placeBinary puts src at dst, readable and runnable by all, replacing
+// dst at once.
+func placeBinary(src, dst string) error {
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".new")
+	os.Remove(tmp)
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o005 != 0o005 || os.Link(src, tmp) != nil {
+		if err := durable.CopyFile(src, tmp, 0o755); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// cliOfThisBuild reports whether path is the CLI (-tags paddock_cli) of
+// the build this binary is: the same module version, Go version and, where
+// the build recorded them, the same commit and the same modified tree. A
+// CLI of another build could speak another version of the API; why says
+// what differs ("" when there is no file there, or path is this binary).
+func cliOfThisBuild(path string) (bool, string) {
+	self, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false, "this binary has no build information"
+	}
+	exe, _ := os.Executable()
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return false, ""
+	} else if efi, err := os.Stat(exe); err == nil && os.SameFile(fi, efi) {
+		return false, ""
+	}
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return false, fmt.Sprintf("not a Go binary: %v", err)
+	}
+	setting := func(b *debug.BuildInfo, key string) string {
+		for _, s := range b.Settings {
+			if s.Key == key {
+				return s.Value
+			}
+		}
+		return ""
+	}
+	if !slices.Contains(strings.Split(setting(bi, "-tags"), ","), "paddock_cli") {
+		return false, "not built with -tags paddock_cli"
+	}
+	if bi.Path != self.Path || bi.Main.Path != self.Main.Path || bi.Main.Version != self.Main.Version || bi.GoVersion != self.GoVersion {
+		return false, fmt.Sprintf("built from %s %s with %s, this binary from %s %s with %s", bi.Main.Path, bi.Main.Version, bi.GoVersion, self.Main.Path, self.Main.Version, self.GoVersion)
+	}
+	for _, key := range []string{"vcs.revision", "vcs.time", "vcs.modified"} {
+		if a, b := setting(bi, key), setting(self, key); a != b {
+			return false, fmt.Sprintf("its %s is %q, this binary's %q", key, a, b)
+		}
+	}
+	return true, ""
 }
