@@ -42,7 +42,6 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/bench/internal/benchutil"
-	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/postgres/pgtest"
 )
 
@@ -146,7 +145,7 @@ func run(ctx context.Context, quick bool, clients, writes, reads, rounds int) er
 	stopAll := func() error {
 		var errs []error
 		for _, n := range all {
-			errs = append(errs, n.stop())
+			errs = append(errs, n.Stop())
 		}
 		all = nil
 		return errors.Join(errs...)
@@ -237,12 +236,12 @@ func placement(m map[string]int) string {
 // harness: not part of the figures).
 func (sd *side) setUp(ctx context.Context, repo string, clients int) error {
 	sd.placed = map[string]int{}
-	if _, err := sd.nodes[0].c.AddProject(ctx, paddock.AddProjectRequest{Path: repo, Name: "app"}); err != nil {
+	if _, err := sd.nodes[0].Client.AddProject(ctx, paddock.AddProjectRequest{Path: repo, Name: "app"}); err != nil {
 		return err
 	}
 	sd.runs, sd.holder = make([]string, clients), make([]int, clients)
 	for c := range clients {
-		r, err := sd.nodes[c%len(sd.nodes)].c.Create(ctx, paddock.CreateRunRequest{Project: "app", Kind: string(paddock.KindOverlay)})
+		r, err := sd.nodes[c%len(sd.nodes)].Client.Create(ctx, paddock.CreateRunRequest{Project: "app", Kind: string(paddock.KindOverlay)})
 		if err != nil {
 			return fmt.Errorf("create run %d: %w", c, err)
 		}
@@ -253,12 +252,12 @@ func (sd *side) setUp(ctx context.Context, repo string, clients int) error {
 				sd.holder[c] = i
 			}
 		}
-		if _, err := sd.nodes[0].c.CallTool(ctx, r.ID, "write", map[string]string{"path": "warm.txt", "content": "x"}); err != nil {
+		if _, err := sd.nodes[0].Client.CallTool(ctx, r.ID, "write", map[string]string{"path": "warm.txt", "content": "x"}); err != nil {
 			return fmt.Errorf("first write on run %d: %w", c, err)
 		}
 	}
 	for _, id := range sd.runs {
-		r, err := sd.nodes[0].c.Run(ctx, id)
+		r, err := sd.nodes[0].Client.Run(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -296,7 +295,7 @@ func (sd *side) write(ctx context.Context, n int) error {
 			i := sd.done + k
 			via := (c + i) % len(sd.nodes)
 			t0 := time.Now()
-			if _, err := sd.nodes[via].c.CallTool(ctx, sd.runs[c], "write", map[string]string{"path": fmt.Sprintf("out/%d.txt", i%50), "content": strconv.Itoa(i)}); err != nil {
+			if _, err := sd.nodes[via].Client.CallTool(ctx, sd.runs[c], "write", map[string]string{"path": fmt.Sprintf("out/%d.txt", i%50), "content": strconv.Itoa(i)}); err != nil {
 				return err
 			}
 			d := time.Since(t0)
@@ -330,7 +329,7 @@ func (sd *side) read(ctx context.Context, n int) error {
 	_, err := sd.each(func(c int) error {
 		var gr, ge []time.Duration
 		for i := range n {
-			cl := sd.nodes[(c+i)%len(sd.nodes)].c
+			cl := sd.nodes[(c+i)%len(sd.nodes)].Client
 			t0 := time.Now()
 			if i%2 == 0 {
 				if _, err := cl.Run(ctx, sd.runs[c]); err != nil {
@@ -357,7 +356,7 @@ func (sd *side) read(ctx context.Context, n int) error {
 // was appended while the writes were measured.
 func (sd *side) check(ctx context.Context, writes int) error {
 	for c, id := range sd.runs {
-		evs, err := sd.nodes[len(sd.nodes)-1].c.Events(ctx, id, 0, 1<<30)
+		evs, err := sd.nodes[len(sd.nodes)-1].Client.Events(ctx, id, 0, 1<<30)
 		if err != nil {
 			return err
 		}
@@ -393,71 +392,23 @@ func makeRepo(repo string) error {
 	return err
 }
 
-// node is one paddock daemon started by the bench.
+// node is one paddock daemon started by the bench, and its node id.
 type node struct {
-	id   string
-	home string
-	cmd  *exec.Cmd
-	log  string
-	c    *client.Client
+	*benchutil.Daemon
+	id string
 }
 
 // startNode starts `paddock serve` with its state in home and the extra
 // flags, and waits for its socket to answer.
 func startNode(ctx context.Context, bin, home string, extra ...string) (*node, error) {
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(filepath.Join(home, "bench-daemon.log"))
+	d, err := benchutil.StartDaemonFrom(ctx, bin, home, extra...)
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close()
-	cmd := exec.Command(bin, append([]string{"serve", "--home", home, "--log-level", "warn"}, extra...)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
-	if err := cmd.Start(); err != nil {
+	st, err := d.Client.Status(ctx)
+	if err != nil {
+		d.Stop()
 		return nil, err
 	}
-	n := &node{home: home, cmd: cmd, log: logf.Name(), c: client.Unix(filepath.Join(home, "paddock.sock"))}
-	for i := 0; ; i++ {
-		st, err := n.c.Status(ctx)
-		if err == nil {
-			n.id = st.Node
-			return n, nil
-		}
-		if i > 600 || ctx.Err() != nil {
-			n.stop()
-			return nil, fmt.Errorf("the daemon in %s did not start: %v\n%s", home, err, n.logTail(20))
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
-// stop stops the daemon: SIGTERM, then SIGKILL a minute later (a defect
-// of the daemon's, then, and an error).
-func (n *node) stop() error {
-	if n.cmd.ProcessState != nil {
-		return nil
-	}
-	n.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { n.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(time.Minute):
-		n.cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("the daemon in %s did not stop a minute after SIGTERM:\n%s", n.home, n.logTail(20))
-	}
-}
-
-func (n *node) logTail(lines int) string {
-	b, err := os.ReadFile(n.log)
-	if err != nil {
-		return err.Error()
-	}
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(all[max(len(all)-lines, 0):], "\n")
+	return &node{Daemon: d, id: st.Node}, nil
 }

@@ -39,12 +39,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/bench/internal/benchutil"
-	"github.com/paddock-dev/paddock/client"
 )
 
 func main() {
@@ -161,8 +159,8 @@ func run(n int) error {
 	if err != nil {
 		return err
 	}
-	defer d.stop()
-	denv := func(s *side) *side { s.env = []string{"PADDOCK_HOME=" + d.home}; return s }
+	defer d.Stop()
+	denv := func(s *side) *side { s.env = []string{"PADDOCK_HOME=" + d.Home}; return s }
 	versionUp := denv(&side{argv: []string{bin, "version"}})
 	lsUp := denv(&side{argv: []string{bin, "ls"}})
 	execUp := denv(&side{argv: []string{bin, "exec", run, "--", "true"}})
@@ -251,28 +249,10 @@ func copyFile(src, dst string) error {
 	return os.WriteFile(dst, b, 0o755)
 }
 
-// benchDaemon is paddockd serving a small project with one run.
-type benchDaemon struct {
-	cmd  *exec.Cmd
-	home string
-}
-
-func (d *benchDaemon) stop() {
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { d.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		d.cmd.Process.Kill()
-		<-done
-	}
-}
-
 // startDaemon starts paddockd (bin) in tmp with a one-file project and a
 // run of it, and returns the run's id.
-func startDaemon(tmp, bin string) (*benchDaemon, string, error) {
-	home, repo := filepath.Join(tmp, "daemon-home"), filepath.Join(tmp, "repo")
+func startDaemon(tmp, bin string) (*benchutil.Daemon, string, error) {
+	repo := filepath.Join(tmp, "repo")
 	if err := os.MkdirAll(repo, 0o755); err != nil {
 		return nil, "", err
 	}
@@ -284,33 +264,18 @@ func startDaemon(tmp, bin string) (*benchDaemon, string, error) {
 			return nil, "", fmt.Errorf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	logf, err := os.Create(filepath.Join(tmp, "daemon.log"))
-	if err != nil {
-		return nil, "", err
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, "serve", "--home", home, "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	d := &benchDaemon{cmd: cmd, home: home}
-	c := client.Unix(filepath.Join(home, "paddock.sock"))
 	ctx := context.Background()
-	for i := 0; c.Health(ctx) != nil; i++ {
-		if i > 400 {
-			d.stop()
-			return nil, "", fmt.Errorf("paddockd did not start; see %s", logf.Name())
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	if _, err := c.AddProject(ctx, paddock.AddProjectRequest{Path: repo}); err != nil {
-		d.stop()
+	d, err := benchutil.StartDaemonFrom(ctx, bin, filepath.Join(tmp, "daemon-home"))
+	if err != nil {
 		return nil, "", err
 	}
-	r, err := c.Create(ctx, paddock.CreateRunRequest{Project: "repo"})
+	if _, err := d.Client.AddProject(ctx, paddock.AddProjectRequest{Path: repo}); err != nil {
+		d.Stop()
+		return nil, "", err
+	}
+	r, err := d.Client.Create(ctx, paddock.CreateRunRequest{Project: "repo"})
 	if err != nil {
-		d.stop()
+		d.Stop()
 		return nil, "", err
 	}
 	return d, r.ID, nil

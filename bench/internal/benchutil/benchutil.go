@@ -91,39 +91,60 @@ func StartDaemon(ctx context.Context, tmp string) (*Daemon, error) {
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddock").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build: %v\n%s", err, out)
 	}
-	home := filepath.Join(tmp, "home")
-	cmd := exec.Command(bin, "serve", "--home", home, "--log-level", "warn")
-	logf, err := os.Create(filepath.Join(tmp, "daemon.log"))
+	return StartDaemonFrom(ctx, bin, filepath.Join(tmp, "home"))
+}
+
+// StartDaemonFrom starts bin (paddock's whole binary) as `serve` with its
+// state in home and the extra flags, its output in home/bench-daemon.log,
+// and waits for its socket to answer.
+func StartDaemonFrom(ctx context.Context, bin, home string, extra ...string) (*Daemon, error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(home, "bench-daemon.log"))
 	if err != nil {
 		return nil, err
 	}
+	defer logf.Close()
+	cmd := exec.Command(bin, append([]string{"serve", "--home", home, "--log-level", "warn"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	d := &Daemon{Cmd: cmd, Client: client.Unix(filepath.Join(home, "paddock.sock")), Home: home, Log: logf.Name()}
-	for i := 0; d.Client.Health(ctx) != nil; i++ {
-		if i > 400 {
+	for i := 0; ; i++ {
+		err := d.Client.Health(ctx)
+		if err == nil {
+			return d, nil
+		}
+		if i > 600 || ctx.Err() != nil {
 			d.Stop()
-			return nil, fmt.Errorf("daemon did not start")
+			return nil, fmt.Errorf("the daemon in %s did not start: %v\n%s", home, err, d.LogTail(20))
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	return d, nil
 }
 
 // Stop stops the daemon: SIGTERM, and SIGKILL if it has not exited a
-// minute later (it is then a defect of the daemon's, said on stderr).
-func (d *Daemon) Stop() {
+// minute later, which is a defect of the daemon's and an error. Stopping
+// a stopped daemon does nothing.
+func (d *Daemon) Stop() error {
+	if d.Cmd.ProcessState != nil {
+		return nil
+	}
 	d.Cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { d.Cmd.Wait(); close(done) }()
 	select {
 	case <-done:
+		return nil
 	case <-time.After(time.Minute):
-		fmt.Fprintf(os.Stderr, "bench: the daemon (pid %d) did not stop a minute after SIGTERM; killing it\n", d.Cmd.Process.Pid)
 		d.Cmd.Process.Kill()
 		<-done
+		err := fmt.Errorf("the daemon (pid %d) did not stop a minute after SIGTERM:\n%s", d.Cmd.Process.Pid, d.LogTail(20))
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return err
 	}
 }
 
