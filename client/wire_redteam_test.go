@@ -194,16 +194,7 @@ func TestOnUnreachableHookEndedByItsCallersContext(t *testing.T) {
 			<-ctx.Done() // a slow start its caller gave up on
 			return fmt.Errorf("autostart: %w", ctx.Err())
 		}
-		ln, lerr := net.Listen("unix", sock)
-		if lerr != nil {
-			return lerr
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, `{"ok":true,"data":{"version":"started"}}`)
-		})}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		return nil
+		return serveStarted(t, sock)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -516,13 +507,6 @@ func TestNothingLeftBehind(t *testing.T) {
 	mux.HandleFunc("GET /hang", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	mux.HandleFunc("GET /big", func(w http.ResponseWriter, r *http.Request) { w.Write(make([]byte, 4<<20)) })
 	c := serveUnix(t, mux)
-	fds := func() int {
-		ents, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Skip(err)
-		}
-		return len(ents)
-	}
 	round := func() {
 		ctx := context.Background()
 		if err := c.do(ctx, "GET", "/ok", nil, nil); err != nil {
@@ -546,13 +530,13 @@ func TestNothingLeftBehind(t *testing.T) {
 		resp.body.Close() // unread
 	}
 	round() // the server's goroutines and the runtime's settle
-	fd0, g0 := fds(), runtime.NumGoroutine()
+	fd0, g0 := openFDs(t), runtime.NumGoroutine()
 	for range 10 {
 		round()
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		fd, g := fds(), runtime.NumGoroutine()
+		fd, g := openFDs(t), runtime.NumGoroutine()
 		if fd <= fd0 && g <= g0 {
 			return
 		}
@@ -577,14 +561,7 @@ func TestConcurrentCancelsLeaveNothing(t *testing.T) {
 		}
 	})
 	c := serveUnix(t, mux)
-	fds := func() int {
-		ents, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Skip(err)
-		}
-		return len(ents)
-	}
-	fd0 := fds()
+	fd0 := openFDs(t)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -606,9 +583,9 @@ func TestConcurrentCancelsLeaveNothing(t *testing.T) {
 	}
 	wg.Wait()
 	deadline := time.Now().Add(5 * time.Second)
-	for fds() > fd0 {
+	for openFDs(t) > fd0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d descriptors open, %d before", fds(), fd0)
+			t.Fatalf("%d descriptors open, %d before", openFDs(t), fd0)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

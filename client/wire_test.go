@@ -412,6 +412,32 @@ func TestWireOverTCP(t *testing.T) {
 	}
 }
 
+// serveStarted serves, on the unix socket sock, a daemon whose status
+// says "started": what an OnUnreachable hook starts in these tests.
+func serveStarted(t *testing.T, sock string) error {
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"ok":true,"data":{"version":"started"}}`)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return nil
+}
+
+// openFDs counts this process's open descriptors, or skips the test
+// where /proc does not say.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
+	}
+	return len(ents)
+}
+
 // TestOnUnreachable: concurrent requests that find nothing listening call
 // the hook once, and are sent again once it has started a server; a hook
 // that fails gives its error, which still reads as unreachable when it
@@ -425,16 +451,7 @@ func TestOnUnreachable(t *testing.T) {
 			t.Errorf("the hook got %v", err)
 		}
 		time.Sleep(50 * time.Millisecond) // the others wait for it
-		ln, lerr := net.Listen("unix", sock)
-		if lerr != nil {
-			return lerr
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, `{"ok":true,"data":{"version":"started"}}`)
-		})}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		return nil
+		return serveStarted(t, sock)
 	})
 	var wg sync.WaitGroup
 	for range 5 {
