@@ -4,7 +4,6 @@ import (
 	"debug/buildinfo"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -19,12 +18,7 @@ func tagged(t *testing.T, path string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range bi.Settings {
-		if s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), "paddock_cli") {
-			return true
-		}
-	}
-	return false
+	return cliBuild(bi)
 }
 
 // TestRunsGetTheCLI: a run's view holds the CLI beside paddockd, as the

@@ -18,7 +18,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -658,22 +657,14 @@ func cliOfThisBuild(path string) (bool, string) {
 	if err != nil {
 		return false, fmt.Sprintf("not a Go binary: %v", err)
 	}
-	setting := func(b *debug.BuildInfo, key string) string {
-		for _, s := range b.Settings {
-			if s.Key == key {
-				return s.Value
-			}
-		}
-		return ""
-	}
-	if !slices.Contains(strings.Split(setting(bi, "-tags"), ","), "paddock_cli") {
+	if !cliBuild(bi) {
 		return false, "not built with -tags paddock_cli"
 	}
 	if bi.Path != self.Path || bi.Main.Path != self.Main.Path || bi.Main.Version != self.Main.Version || bi.GoVersion != self.GoVersion {
 		return false, fmt.Sprintf("built from %s %s with %s, this binary from %s %s with %s", bi.Main.Path, bi.Main.Version, bi.GoVersion, self.Main.Path, self.Main.Version, self.GoVersion)
 	}
 	for _, key := range []string{"vcs.revision", "vcs.time", "vcs.modified"} {
-		if a, b := setting(bi, key), setting(self, key); a != b {
+		if a, b := buildSetting(bi, key), buildSetting(self, key); a != b {
 			return false, fmt.Sprintf("its %s is %q, this binary's %q", key, a, b)
 		}
 	}

@@ -135,11 +135,7 @@ func TestClientLinksNoDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tagged := false
-	for _, s := range bi.Settings {
-		tagged = tagged || s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), "paddock_cli")
-	}
-	if !tagged {
+	if !cliBuild(bi) {
 		t.Errorf("%s was not built with -tags paddock_cli: it is the whole binary, not the CLI", binary)
 	}
 	for _, d := range bi.Deps {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -21,15 +23,7 @@ func version() string {
 		return Version
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		rev, dirty := "", false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
+		rev, dirty := buildSetting(bi, "vcs.revision"), buildSetting(bi, "vcs.modified") == "true"
 		if rev != "" {
 			if len(rev) > 12 {
 				rev = rev[:12]
@@ -44,6 +38,22 @@ func version() string {
 		}
 	}
 	return "dev"
+}
+
+// buildSetting is the value of a build's setting (vcs.revision, -tags…),
+// "" if it has none.
+func buildSetting(bi *debug.BuildInfo, key string) string {
+	for _, s := range bi.Settings {
+		if s.Key == key {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+// cliBuild reports whether bi is the CLI's build (-tags paddock_cli).
+func cliBuild(bi *debug.BuildInfo) bool {
+	return slices.Contains(strings.Split(buildSetting(bi, "-tags"), ","), "paddock_cli")
 }
 
 func (a *app) versionCmd() *cobra.Command {
