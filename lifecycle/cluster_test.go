@@ -37,7 +37,7 @@ func TestNodeUsesItsCloneOfTheProject(t *testing.T) {
 	if _, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); !paddock.IsCode(err, paddock.CodeConflict) {
 		t.Fatalf("a daemon of its own, on a clone of its project: %v", err)
 	}
-	e.m.Cluster = &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
+	e.shareCheckpoints()
 	for i := range 2 { // the second create checks the fingerprint kept
 		if _, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); err != nil {
 			t.Fatalf("create %d on a node whose copy is a clone: %v", i, err)
@@ -74,8 +74,7 @@ func TestAdoptionKeepsItsCheckpoint(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()
-	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
-	e.m.Cluster = c
+	c := e.shareCheckpoints()
 	r := e.create(t, paddock.KindClone, "")
 	for i := range 20 {
 		os.WriteFile(filepath.Join(r.Workspace.Root, fmt.Sprintf("f%02d.txt", i)), []byte(strings.Repeat("x", i+1)), 0o644)
@@ -123,7 +122,7 @@ func TestAdoptionKeepsItsCheckpoint(t *testing.T) {
 // daemon of its own: the declared fingerprint is that node's own.
 func TestDeclaringNodeKeepsItsCheck(t *testing.T) {
 	e := newEnv(t)
-	e.m.Cluster = &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
+	e.shareCheckpoints()
 	e.project(t)
 	clone := filepath.Join(t.TempDir(), "clone")
 	if out, err := exec.Command("git", "clone", "-q", e.repo, clone).CombinedOutput(); err != nil {
@@ -144,8 +143,7 @@ func TestDeclaringNodeKeepsItsCheck(t *testing.T) {
 func TestCreatedRunsCheckpointIsItsBase(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
-	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
-	e.m.Cluster = c
+	c := e.shareCheckpoints()
 	r := e.create(t, paddock.KindClone, "")
 	cs, err := e.m.ChangeSet(context.Background(), r.ID)
 	if err != nil {

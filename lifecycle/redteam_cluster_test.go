@@ -27,6 +27,14 @@ type shared struct {
 	hashes []string // every checkpoint saved, in order
 }
 
+// shareCheckpoints makes e's Manager a node whose checkpoints go to a
+// shared store held in memory, and returns it.
+func (e *env) shareCheckpoints() *shared {
+	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
+	e.m.Cluster = c
+	return c
+}
+
 func (c *shared) Self() paddock.Node {
 	return paddock.Node{ID: "nb", Epoch: 2, State: paddock.NodeAlive}
 }
@@ -68,8 +76,7 @@ func TestFailedAdoptionCanBeRetried(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()
-	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
-	e.m.Cluster = c
+	c := e.shareCheckpoints()
 	r := e.create(t, paddock.KindClone, "")
 	if err := os.WriteFile(filepath.Join(r.Workspace.Root, "work.txt"), []byte("an hour of the agent's work\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -114,8 +121,7 @@ func TestUnchangedCheckpointIsNotStoredAgain(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()
-	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
-	e.m.Cluster = c
+	c := e.shareCheckpoints()
 	r := e.create(t, paddock.KindClone, "")
 	if err := os.WriteFile(filepath.Join(r.Workspace.Root, "work.txt"), []byte("work\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -147,8 +153,7 @@ func TestAdoptionRestoresNothingOutsideOrProtected(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()
-	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
-	e.m.Cluster = c
+	c := e.shareCheckpoints()
 	r := e.create(t, paddock.KindClone, "")
 	root := r.Workspace.Root
 	if err := os.RemoveAll(root); err != nil {
@@ -227,8 +232,7 @@ func TestAdoptionCarriesOrNamesTheSubmission(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()
-	c := &shared{store: e.m.Store, cps: map[string]paddock.RunCheckpoint{}}
-	e.m.Cluster = c
+	e.shareCheckpoints()
 	r := e.create(t, paddock.KindClone, "")
 	if err := os.WriteFile(filepath.Join(r.Workspace.Root, "work.txt"), []byte("work\n"), 0o644); err != nil {
 		t.Fatal(err)
