@@ -300,22 +300,7 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 		}
 		return client.TCP(addr, strings.TrimSpace(string(tok))), nil
 	}
-	// A state directory named on the command line or in the environment
-	// wins over a run's socket: an operator's stray $PADDOCK_SOCKET never
-	// sends its verbs elsewhere.
-	named := a.home != "" || a.getenv(paddock.EnvPrefix+"HOME") != ""
-	sock := a.getenv(envSocket)
-	if named {
-		sock = ""
-	}
-	if sock == "" && !named {
-		// Inside a run whose client started us with an environment of its
-		// own: the run's socket is where every run's view has it.
-		if fi, err := os.Stat(socketInView); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			sock = socketInView
-		}
-	}
-	if sock != "" {
+	if sock := a.runSocket(); sock != "" {
 		// Inside a run: its own socket, which the daemon serves; never a
 		// daemon of our own.
 		return client.Unix(sock).OnUnreachable(func(_ context.Context, err error) error {
@@ -332,6 +317,25 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 	return c.OnUnreachable(func(ctx context.Context, _ error) error {
 		return a.autostart(ctx, home, c)
 	}), nil
+}
+
+// runSocket is the run's own API socket when the CLI runs inside a run,
+// else "". A state directory named on the command line or in the
+// environment wins over a run's socket: an operator's stray
+// $PADDOCK_SOCKET never sends its verbs elsewhere.
+func (a *app) runSocket() string {
+	if a.home != "" || a.getenv(paddock.EnvPrefix+"HOME") != "" {
+		return ""
+	}
+	if sock := a.getenv(envSocket); sock != "" {
+		return sock
+	}
+	// Inside a run whose client started us with an environment of its
+	// own: the run's socket is where every run's view has it.
+	if fi, err := os.Stat(socketInView); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		return socketInView
+	}
+	return ""
 }
 
 // output writes v as indented JSON when asJSON, or calls human otherwise.

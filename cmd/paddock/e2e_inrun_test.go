@@ -41,6 +41,7 @@ $p ls 2>&1
 $p --addr 127.0.0.1:1 tools "$PADDOCK_RUN" >/dev/null 2>&1 || echo "NO TOKEN FILE"
 cat "$PADDOCK_MCP_CONFIG"
 rm -f /run/paddock/api/paddock.sock 2>/dev/null || echo "SOCKET KEPT"
+$p version
 `
 	r := cli(t, home, "exec", run.ID, "--", "sh", "-c", script)
 	for _, want := range []string{
@@ -52,6 +53,7 @@ rm -f /run/paddock/api/paddock.sock 2>/dev/null || echo "SOCKET KEPT"
 		"NO TOKEN FILE",
 		`"command": "/run/paddock/bin/paddock"`,
 		"SOCKET KEPT",
+		"daemon  answers on this run's socket (/run/paddock/api/paddock.sock)",
 	} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("inside the run, want %q in:\n%s\n%s", want, r.out, r.err)

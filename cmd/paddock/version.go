@@ -61,21 +61,36 @@ func (a *app) versionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the CLI's and the running daemon's versions",
-		Long:  "Print the version of this binary and, if one answers, of the daemon. It never starts a daemon.",
-		Args:  exactArgs(0),
+		Long: `Print the version of this binary and, if one answers, of the daemon. It
+never starts a daemon. Inside a run, the daemon is reached through the
+run's own socket, which answers for the run and not with the daemon's
+status: version says that the socket answers (run_socket in --json).`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := struct {
 				Version string                `json:"version"`
 				Go      string                `json:"go"`
 				OS      string                `json:"os"`
 				Daemon  *paddock.DaemonStatus `json:"daemon"`
+				// RunSocket is the run's socket, inside a run whose
+				// daemon answers there.
+				RunSocket string `json:"run_socket,omitempty"`
 			}{Version: version(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
-			out.Daemon = a.daemonStatus(cmd.Context())
+			if sock := a.runSocket(); sock != "" {
+				if client.Unix(sock).WithTimeout(2*time.Second).Health(cmd.Context()) == nil {
+					out.RunSocket = sock
+				}
+			} else {
+				out.Daemon = a.daemonStatus(cmd.Context())
+			}
 			return a.output(asJSON, out, func(w io.Writer) {
 				fmt.Fprintf(w, "paddock %s (%s, %s)\n", out.Version, out.Go, out.OS)
-				if st := out.Daemon; st != nil {
+				switch st := out.Daemon; {
+				case st != nil:
 					fmt.Fprintf(w, "daemon  %s (pid %d, %s)\n", st.Version, st.PID, st.Socket)
-				} else {
+				case out.RunSocket != "":
+					fmt.Fprintf(w, "daemon  answers on this run's socket (%s)\n", out.RunSocket)
+				default:
 					fmt.Fprintln(w, "daemon  not running")
 				}
 			})
