@@ -63,16 +63,11 @@ func (a *app) autostart(ctx context.Context, home string, c *client.Client) erro
 	defer tick.Stop()
 	var again <-chan time.Time // when to start one again, after ours found home held
 	for {
-		if err := c.Health(ctx); err == nil {
-			ours := exited != nil // else another call's daemon answers
-			if ours {
-				select {
-				case <-exited:
-					ours = false
-				default:
-				}
-			}
-			if ours {
+		if st, err := c.Status(ctx); err == nil {
+			// The daemon that answers is ours only by its pid: another
+			// call's may answer while ours has yet to find home held
+			// and exit.
+			if exited != nil && st.PID == pid {
 				fmt.Fprintf(a.stderr, "paddock: started a daemon (pid %d, log %s)\n", pid, logPath)
 			}
 			return nil
