@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/paddock-dev/paddock/sandbox/internal/abiprobe"
 )
 
 // The test binary is the helper too: Run re-executes /proc/self/exe.
@@ -90,6 +92,23 @@ func probe(name string, args []string) int {
 			syscall.Wait4(-1, nil, 0, nil)
 		}
 		return 1 // not an escape: the test reads the count
+	case "i386-present": // whether int 0x80 reaches the kernel at all (run outside the sandbox)
+		// Where the kernel has no IA32 emulation the instruction faults and
+		// this process dies of SIGSEGV: the caller reads that from outside.
+		r := abiprobe.I386(abiprobe.I386Getpid)
+		fmt.Println(r)
+		if r.Ret < 0 {
+			return 2
+		}
+		return 0
+	case "load-filter-and-wait": // load the commands' filter, then wait to be read
+		if err := loadSeccomp(seccompPolicy()); err != nil {
+			fmt.Println("load:", err)
+			return 2
+		}
+		fmt.Println("loaded")
+		os.Stdin.Read(make([]byte, 1))
+		return 1
 	case "foreign-abi": // system calls through the i386 and x32 ABIs
 		var got []string
 		for _, r := range foreignABICalls() {
