@@ -193,11 +193,16 @@ type Capabilities struct {
 	Working bool           `json:"working"`
 	// Tools are the tools offered now, with their narrowing (grants
 	// included).
-	Tools   []ToolCapability `json:"tools"`
-	Net     string           `json:"net"`
-	Limits  AgentLimits      `json:"limits,omitzero"`
-	Env     []string         `json:"env,omitempty"`
-	Secrets []string         `json:"secrets,omitempty"`
+	Tools []ToolCapability `json:"tools"`
+	// Net is the network a command gets when it asks for none: always
+	// "none". NetCeiling is the most it may ask for (its definition's
+	// network and the domains granted since); only the operator gives a
+	// command more.
+	Net        string      `json:"net"`
+	NetCeiling string      `json:"net_ceiling"`
+	Limits     AgentLimits `json:"limits,omitzero"`
+	Env        []string    `json:"env,omitempty"`
+	Secrets    []string    `json:"secrets,omitempty"`
 	// Checks are the verify checks the project's manifest declares.
 	Checks []string `json:"checks,omitempty"`
 	// Enforcement is what the sandbox enforced for the run's latest

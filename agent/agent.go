@@ -237,11 +237,11 @@ func Builtin(name string) (*paddock.AgentDefinition, bool) {
 	switch name {
 	case Coder:
 		return &paddock.AgentDefinition{Name: Coder, Description: "changes the workspace, runs commands, submits its change set",
-			Workspace: string(paddock.AccessWrite), Net: "host", Env: []string{"*"},
+			Workspace: string(paddock.AccessWrite), Net: "none", Env: []string{"*"},
 			Tools: slices.Concat(broker.ReadTools, broker.WriteTools, []string{paddock.ToolExec, paddock.ToolVerify, paddock.ToolDiff, paddock.ToolSubmit}, control)}, true
 	case Reviewer:
 		return &paddock.AgentDefinition{Name: Reviewer, Description: "reads the workspace and runs the project's checks; changes nothing",
-			Workspace: string(paddock.AccessRead), Net: "host", Env: []string{"*"},
+			Workspace: string(paddock.AccessRead), Net: "none", Env: []string{"*"},
 			Tools: slices.Concat(broker.ReadTools, []string{paddock.ToolExec, paddock.ToolVerify, paddock.ToolDiff}, control)}, true
 	case Decider:
 		return &paddock.AgentDefinition{Name: Decider, Description: "has no workspace: decides from what it is given",
@@ -281,9 +281,8 @@ func Complete(d *paddock.AgentDefinition) *paddock.AgentDefinition {
 		if len(out.Env) == 0 {
 			out.Env = []string{"*"}
 		}
-		if out.Net == "" {
-			out.Net = "host"
-		}
+		// The network stays as written: none unless the definition asks
+		// (issue #29: a definition that names no network has none).
 	}
 	return &out
 }

@@ -27,7 +27,6 @@ type fake struct {
 	appended chan struct{} // closed and replaced at each append
 	tokens   map[string]string
 	secret   map[string]string // a run's declared secret: name=value
-	net      string            // every agent's network
 	gone     map[string]bool   // runs whose attached exec saw its client go
 	n        int
 }
@@ -44,7 +43,7 @@ var _ Service = (*fake)(nil)
 func newFake() *fake {
 	return &fake{projects: map[string]*paddock.Project{}, runs: map[string]*paddock.Run{},
 		events: map[string][]*paddock.Event{}, appended: make(chan struct{}), tokens: map[string]string{},
-		secret: map[string]string{}, net: "none", gone: map[string]bool{}}
+		secret: map[string]string{}, gone: map[string]bool{}}
 }
 
 // record notes a call and checks what the manager would check first: the
@@ -528,8 +527,6 @@ func (f *fake) RunForToken(ctx context.Context, token string) (string, error) {
 	}
 	return "", paddock.Errorf(paddock.CodeNotFound, "unknown token")
 }
-
-func (f *fake) AgentNet(id string) string { return f.net }
 
 func (f *fake) AddAgent(ctx context.Context, req paddock.AddAgentRequest) (*paddock.AgentRecord, error) {
 	return &paddock.AgentRecord{Definition: paddock.AgentDefinition{Name: req.File}}, f.record(ctx, "AddAgent", req.File)

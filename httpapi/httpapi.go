@@ -133,22 +133,15 @@ const (
 
 // operatorOnly refuses what only the operator may ask of a command, when a
 // run's own token asks: to run with less confinement than this machine can
-// enforce, or with another network than the agent's definition gives. An
-// agent's command without a network gets its definition's.
+// enforce. The network a command gets is the service's to decide for every
+// way an agent reaches exec (lifecycle's agentExec): none unless it asks,
+// and never above its definition's ceiling.
 func (s *Server) operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
-	run, agent := r.Context().Value(scopeKey).(string)
-	if !agent {
+	if _, agent := r.Context().Value(scopeKey).(string); !agent {
 		return nil
 	}
 	if req.AllowDegraded {
 		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
-	}
-	allowed := s.Service.AgentNet(run)
-	switch {
-	case req.Net == "":
-		req.Net = allowed
-	case req.Net != allowed:
-		return paddock.Errorf(paddock.CodeForbidden, "this agent's commands get network %q; only the operator chooses another", allowed)
 	}
 	return nil
 }

@@ -47,8 +47,6 @@ type Service interface {
 	Redactor(ctx context.Context, id string) (*redact.Redactor, error)
 	// RunForToken names the run a run token was issued for.
 	RunForToken(ctx context.Context, token string) (string, error)
-	// AgentNet is the network a run's agent's commands get.
-	AgentNet(id string) string
 
 	// Bundle writes a run's submitted change set as a signed bundle;
 	// BundleKey is the public key it is signed with; Import restores a run

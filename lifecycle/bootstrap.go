@@ -166,14 +166,3 @@ func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artif
 	}
 	return a, nil
 }
-
-// AgentNet is the network a run's agent definition gives its commands ("none"
-// for a run without one): what a command asked for with the run's own token
-// may have, no more.
-func (m *Manager) AgentNet(id string) string {
-	rec, err := m.bootstrap(id)
-	if err != nil || rec.Agent.Net == "" {
-		return "none"
-	}
-	return rec.Agent.Net
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/agent"
 	"github.com/paddock-dev/paddock/broker"
 	"github.com/paddock-dev/paddock/redact"
+	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/paddock-dev/paddock/tools"
 )
 
@@ -212,7 +213,7 @@ func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecReq
 	if err := m.agentExec(ctx, id, &req); err != nil {
 		return nil, err
 	}
-	return m.execBrokered(ctx, id, execCall(req), req, paddock.ExecIO{Stdout: stdout, Stderr: stderr})
+	return m.execBrokered(ctx, id, execCall(ctx, req), req, paddock.ExecIO{Stdout: stdout, Stderr: stderr})
 }
 
 // ExecAttach runs a command like ExecStream, with its stdin streamed from
@@ -226,16 +227,15 @@ func (m *Manager) ExecAttach(ctx context.Context, id string, req paddock.ExecReq
 	if err := m.agentExec(ctx, id, &req); err != nil {
 		return nil, err
 	}
-	return m.execBrokered(ctx, id, execCall(req), req, streams)
+	return m.execBrokered(ctx, id, execCall(ctx, req), req, streams)
 }
 
 // agentExec holds an agent's command (a call made as the run's agent: its
 // token, its socket, `paddock mcp`, either MCP transport) to what the
-// operator gave the agent: the network its bootstrap accepted (AgentNet:
-// none unless the run was bootstrapped with a definition that has one),
-// and no less confinement than the machine enforces. One check for every
-// way an agent reaches exec, jobs included. An agent's command without a
-// network gets its own.
+// operator gave the agent: a command that asks for no network gets none,
+// whatever its definition's network (a ceiling, which the broker holds a
+// request to: execCall), and no less confinement than the machine
+// enforces. One check for every way an agent reaches exec, jobs included.
 func (m *Manager) agentExec(ctx context.Context, id string, req *paddock.ExecRequest) error {
 	if !paddock.AgentCall(ctx) {
 		return nil
@@ -243,12 +243,8 @@ func (m *Manager) agentExec(ctx context.Context, id string, req *paddock.ExecReq
 	if req.AllowDegraded {
 		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
 	}
-	allowed := m.AgentNet(id)
-	switch {
-	case req.Net == "":
-		req.Net = allowed
-	case req.Net != allowed:
-		return paddock.Errorf(paddock.CodeForbidden, "this agent's commands get network %q; only the operator chooses another", allowed).WithRule(broker.RuleNetwork)
+	if req.Net == "" {
+		req.Net = string(sandbox.NetNone)
 	}
 	return nil
 }
@@ -420,18 +416,32 @@ func (m *Manager) Capabilities(ctx context.Context, id string) (*paddock.Capabil
 	return res.(*paddock.Capabilities), nil
 }
 
+// effectiveLimits are the limits a command of the run gets when it asks
+// for none: the daemon's ceilings (exec_limits, or the sandbox's defaults)
+// lowered by the definition and its grants. What capabilities say is what
+// the sandbox is given, never a blank where the daemon's ceilings hold.
+func (m *Manager) effectiveLimits(def *paddock.AgentDefinition, grants []*paddock.AccessRequest) paddock.AgentLimits {
+	l, err := m.commandLimits(paddock.ExecRequest{}, broker.Limits(def, grants))
+	if err != nil {
+		return broker.Limits(def, grants)
+	}
+	out := paddock.AgentLimits{Procs: l.Procs, Memory: l.Memory, FileSize: l.FileSize, Output: l.Output, Tmp: l.Tmp}
+	if l.Wall > 0 {
+		out.Timeout = l.Wall.String()
+	}
+	if l.CPU > 0 {
+		out.CPU = l.CPU.String()
+	}
+	return out
+}
+
 func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Capabilities, error) {
 	r, def := c.run, c.def
 	caps := &paddock.Capabilities{Run: r.ID, Agent: def.Name, AgentHash: cmp.Or(r.AgentHash, def.Hash()), Workspace: r.Access,
-		State: r.State(), Net: broker.Net(def, c.grants), Limits: broker.Limits(def, c.grants), Env: def.Env, Secrets: r.Secrets,
+		State: r.State(), Net: string(sandbox.NetNone), NetCeiling: broker.Net(def, c.grants), Limits: m.effectiveLimits(def, c.grants), Env: def.Env, Secrets: r.Secrets,
 		Tools: []paddock.ToolCapability{}}
 	if menu, err := m.Menu(ctx, r.ID); err == nil && menu.Flow != "" {
 		caps.Menu = menu
-	}
-	if paddock.AgentCall(ctx) {
-		// What the agent's own commands get (agentExec), not the most
-		// the operator may give them: what it is told is what holds.
-		caps.Net = m.AgentNet(r.ID)
 	}
 	switch r.State() {
 	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:

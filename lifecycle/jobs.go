@@ -87,7 +87,7 @@ func (m *Manager) planJob(ctx context.Context, id string, req paddock.StartJobRe
 		if err := m.agentExec(ctx, id, &exec); err != nil {
 			return nil, nil, err
 		}
-		call = execCall(exec)
+		call = execCall(ctx, exec)
 		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
 			res, err := m.ExecStream(ctx, id, exec, logw, logw)
 			return exitOf(res, err)
@@ -101,7 +101,7 @@ func (m *Manager) planJob(ctx context.Context, id string, req paddock.StartJobRe
 			return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s has no command for paddock to start", rec.Agent.Name)
 		}
 		exec = paddock.ExecRequest{Argv: rec.Agent.Command, Net: rec.Agent.Net, Env: rec.Agent.Env}
-		call = execCall(exec)
+		call = execCall(ctx, exec)
 		call.Start = true
 		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
 			res, err := m.execBrokered(ctx, id, call, exec, paddock.ExecIO{Stdout: logw, Stderr: logw})
@@ -165,9 +165,17 @@ func exitOf(res *paddock.ExecResult, err error) (any, *int, error) {
 	return res, &res.ExitCode, err
 }
 
-func execCall(req paddock.ExecRequest) broker.Call {
-	return broker.Call{Tool: paddock.ToolExec, Argv: req.Argv, Net: req.Net, Env: req.Env,
+// execCall is the broker's view of an exec request. The network an agent
+// asks for is held to its definition's ceiling and grants; the operator's
+// is the operator's to choose (it is who sets ceilings), and recorded with
+// the command.
+func execCall(ctx context.Context, req paddock.ExecRequest) broker.Call {
+	c := broker.Call{Tool: paddock.ToolExec, Argv: req.Argv, Net: req.Net, Env: req.Env,
 		Limits: paddock.LimitsOf(req.Timeout, req.Limits)}
+	if !paddock.AgentCall(ctx) {
+		c.Net = ""
+	}
+	return c
 }
 
 // runJob runs a started job to its end, on the runner, which renews its

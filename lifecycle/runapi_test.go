@@ -124,8 +124,9 @@ func readJSON(t *testing.T, path string, v any) {
 
 // TestAgentExecNetwork: however an agent reaches exec (its token, its
 // run's socket, either MCP transport: all are agent calls), its command
-// gets the network its bootstrap accepted and nothing more, and its
-// capabilities say so; the operator still chooses per command.
+// gets no network unless it asks, and never more than its definition's
+// ceiling, and its capabilities say so; the operator still chooses per
+// command.
 func TestAgentExecNetwork(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -151,8 +152,13 @@ func TestAgentExecNetwork(t *testing.T) {
 	if caps, err := e.m.Capabilities(agentCtx, r.ID); err != nil || caps.Net != "none" {
 		t.Errorf("the agent is told its commands get %q (%v)", caps.Net, err)
 	}
-	// The operator's own command may have the network the definition allows.
-	if caps, err := e.m.Capabilities(ctx, r.ID); err != nil || caps.Net != "host" {
-		t.Errorf("the operator is told the ceiling is %q (%v)", caps.Net, err)
+	// The operator is told what holds: none by default, and a ceiling of
+	// none (the built-in coder has no network); its own command still
+	// gets what it asks for.
+	if caps, err := e.m.Capabilities(ctx, r.ID); err != nil || caps.Net != "none" || caps.NetCeiling != "none" {
+		t.Errorf("the operator is told %q, ceiling %q (%v)", caps.Net, caps.NetCeiling, err)
+	}
+	if res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Net: "host"}); err != nil || res.Enforcement.Net != "host" {
+		t.Errorf("the operator's command with the host's network: %+v %v", res, err)
 	}
 }

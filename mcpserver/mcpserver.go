@@ -67,7 +67,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	offered []string // the tools listed now, by name
-	net     string   // the network the run's commands get
+	net     string   // the most network the run's commands may ask for
 	// menu is the run's flow's menu now, by event: each is a tool too.
 	menu   map[string]paddock.MenuItem
 	closed error // not nil: the run takes no more calls (rejected, cleaned)
@@ -221,8 +221,8 @@ func (s *Server) refresh(ctx context.Context) {
 	if len(gone) > 0 {
 		s.srv.RemoveTools(gone...)
 	}
-	netChanged := s.net != caps.Net
-	s.net = caps.Net
+	netChanged := s.net != caps.NetCeiling
+	s.net = caps.NetCeiling
 	for _, name := range want {
 		if it, ok := menu[name]; ok {
 			if !slices.Contains(s.offered, name) || menuChanged {
@@ -389,8 +389,8 @@ var controlTools = []struct {
 	name, description, schema         string
 	readOnly, destructive, idempotent bool
 }{
-	{paddock.ToolExec, "Run a command in this run's workspace, confined by the sandbox (its own namespaces, Landlock, seccomp, limits) with the network the run's agent is given. argv is the command, no shell unless you name one. Its output comes as progress notifications while it runs when the call carries a progress token; the result holds the exit code, the output (masked) and the enforcement the sandbox recorded.",
-		`{"type":"object","additionalProperties":false,"required":["argv"],"properties":{"argv":{"type":"array","minItems":1,"items":{"type":"string"}},"dir":{"type":"string","description":"working directory, relative to the workspace root"},"env":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE pairs added to the command's environment"},"timeout":{"type":"string","description":"wall time limit such as 2m"},"stdin":{"type":"string","description":"text the command reads on standard input"},"limits":{"type":"object","additionalProperties":false,"properties":{"cpu":{"type":"string"},"procs":{"type":"integer"},"memory":{"type":"integer"},"file_size":{"type":"integer"},"output":{"type":"integer"},"tmp":{"type":"integer"}}}}}`,
+	{paddock.ToolExec, "Run a command in this run's workspace, confined by the sandbox (its own namespaces, Landlock, seccomp, limits) with no network unless it asks: net may ask for allow=DOMAIN,… (or host) within the net_ceiling capabilities shows. argv is the command, no shell unless you name one. Its output comes as progress notifications while it runs when the call carries a progress token; the result holds the exit code, the output (masked) and the enforcement the sandbox recorded.",
+		`{"type":"object","additionalProperties":false,"required":["argv"],"properties":{"argv":{"type":"array","minItems":1,"items":{"type":"string"}},"net":{"type":"string","description":"none (the default), allow=DOMAIN,… or host: at most what capabilities' net_ceiling gives"},"dir":{"type":"string","description":"working directory, relative to the workspace root"},"env":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE pairs added to the command's environment"},"timeout":{"type":"string","description":"wall time limit such as 2m"},"stdin":{"type":"string","description":"text the command reads on standard input"},"limits":{"type":"object","additionalProperties":false,"properties":{"cpu":{"type":"string"},"procs":{"type":"integer"},"memory":{"type":"integer"},"file_size":{"type":"integer"},"output":{"type":"integer"},"tmp":{"type":"integer"}}}}}`,
 		false, true, false},
 	{paddock.ToolDiff, "This run's change set now: every entry with its risk labels (what a reviewer looks at twice) and whether it is never applied, the hash a review binds to, and the unified diff, masked.",
 		`{"type":"object","additionalProperties":false,"properties":{}}`,
@@ -481,6 +481,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 // degraded sandbox is the operator's decision alone.
 type execArgs struct {
 	Argv    []string           `json:"argv"`
+	Net     string             `json:"net"`
 	Dir     string             `json:"dir"`
 	Env     []string           `json:"env"`
 	Timeout string             `json:"timeout"`
@@ -497,9 +498,9 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, args json.R
 	if err := tools.Decode(paddock.ToolExec, args, &in); err != nil {
 		return errorResult(err, s.cfg.Logger), nil
 	}
-	// The network is not the agent's choice: the daemon gives an agent's
-	// command its own (and a caller's nothing more than it asks for).
-	er := paddock.ExecRequest{Argv: in.Argv, Dir: in.Dir, Env: in.Env, Timeout: in.Timeout, Limits: in.Limits}
+	// A command that asks for no network gets none; the daemon holds what
+	// it asks to the agent's ceiling (lifecycle's agentExec and broker).
+	er := paddock.ExecRequest{Argv: in.Argv, Net: in.Net, Dir: in.Dir, Env: in.Env, Timeout: in.Timeout, Limits: in.Limits}
 	if in.Stdin != "" {
 		er.Stdin = []byte(in.Stdin)
 	}

@@ -165,7 +165,7 @@ func TestOfferedFollowsCapabilities(t *testing.T) {
 	}
 	f.emit(paddock.EventAccessGranted, func(c *paddock.Capabilities) {
 		c.Tools = append(c.Tools, paddock.ToolCapability{Name: "write"})
-		c.Net = "allow=example.com"
+		c.NetCeiling = "allow=example.com"
 	})
 	select {
 	case <-changed:
@@ -190,7 +190,7 @@ func TestOfferedFollowsCapabilities(t *testing.T) {
 // call is the agent's.
 func TestExecProgressAndNetwork(t *testing.T) {
 	f := newFake("exec")
-	f.caps.Net = "host"
+	f.caps.NetCeiling = "allow=example.com"
 	var mu sync.Mutex
 	var got []string
 	_, cs := connect(t, f, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
@@ -221,12 +221,20 @@ func TestExecProgressAndNetwork(t *testing.T) {
 	if !slices.Equal(got, []string{"one\n@stdout", "two\n@stderr", "three\n@stdout"}) {
 		t.Fatalf("progress: %q", got)
 	}
-	// The network is the daemon's to give (lifecycle's agentExec): none is asked.
+	// No network is asked unless the call asks: the daemon gives none then
+	// (lifecycle's agentExec) and holds a request to the ceiling.
 	if !slices.Equal(f.calls, []string{"exec make net= agent=yes"}) {
 		t.Fatalf("calls: %q", f.calls)
 	}
-	// The agent does not pick its network, nor a degraded sandbox.
-	for _, args := range []map[string]any{{"argv": []string{"true"}, "net": "host"}, {"argv": []string{"true"}, "allow_degraded": true}} {
+	f.calls = nil
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"argv": []string{"true"}, "net": "allow=example.com"}}); err != nil || res.IsError {
+		t.Fatalf("exec with a network: %+v %v", res, err)
+	}
+	if !slices.Equal(f.calls, []string{"exec true net=allow=example.com agent=yes"}) {
+		t.Fatalf("calls: %q", f.calls)
+	}
+	// The agent does not pick a degraded sandbox.
+	for _, args := range []map[string]any{{"argv": []string{"true"}, "allow_degraded": true}} {
 		res, _ := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: args})
 		if !res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "bad_request: exec: invalid arguments") {
 			t.Fatalf("exec %v: %+v", args, res)

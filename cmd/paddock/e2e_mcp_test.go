@@ -359,7 +359,8 @@ func errorShapes(t *testing.T, s *mcp.ClientSession) {
 	}{
 		{"read", map[string]any{"path": "../../etc/passwd"}, paddock.CodeForbidden, ""},
 		{"write", json.RawMessage(`{"path":"a.txt","Path":"b.txt","content":"x"}`), paddock.CodeBadRequest, "Path"},
-		{"exec", map[string]any{"argv": []string{"true"}, "net": "host"}, paddock.CodeBadRequest, "net"},
+		{"exec", map[string]any{"argv": []string{"true"}, "net": "host"}, paddock.CodeForbidden, ""},
+		{"exec", map[string]any{"argv": []string{"true"}, "network": "host"}, paddock.CodeBadRequest, "network"},
 		{"exec", map[string]any{"argv": []string{"curl", "https://example.com"}, "timeout": "nonsense"}, "", ""},
 		{"request_access", map[string]any{"kind": "tool", "reason": "x"}, paddock.CodeBadRequest, ""},
 	} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,7 +44,7 @@ Exit codes: 0 shown; 3 no such run.`,
 				for _, t := range caps.Tools {
 					printRule(w, t.Name, t.Allow, t.Deny, t.Ask)
 				}
-				fmt.Fprintf(w, "network:    %s\n", caps.Net)
+				fmt.Fprintf(w, "network:    %s unless a command asks; at most %s\n", caps.Net, cmp.Or(caps.NetCeiling, "none"))
 				if len(caps.Checks) > 0 {
 					fmt.Fprintf(w, "checks:     %s\n", strings.Join(caps.Checks, ", "))
 				}

@@ -111,7 +111,7 @@ async function drive(transport, token) {
   const esc = await call("read", { path: "../../etc/passwd" });
   check(esc.isError && text(esc).startsWith("forbidden: ") && !text(esc).includes("\n") && esc.structuredContent?.code === "forbidden", `${tag} an escape`, esc);
   const bad = await call("exec", { argv: ["true"], net: "host" });
-  check(bad.isError && text(bad).startsWith("bad_request: ") && bad.structuredContent?.details?.key === "net", `${tag} exec asking for a network`, bad);
+  check(bad.isError && text(bad).startsWith("forbidden: ") && bad.structuredContent?.details?.rule === "network_not_allowed", `${tag} exec asking for a network above its ceiling`, bad);
 
   // Resources: listed, read, subscribed to.
   const updated = [];
