@@ -129,6 +129,31 @@ func TestEscapes(t *testing.T) {
 	}
 }
 
+// TestPatternsStayInside: glob and grep refuse a pattern that leaves the
+// workspace rather than answer an empty list, which reads as "nothing
+// there" (issue #29 item 10).
+func TestPatternsStayInside(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"glob", map[string]any{"pattern": "../../**/*"}},
+		{"glob", map[string]any{"pattern": "/etc/*"}},
+		{"glob", map[string]any{"pattern": "a/../../x"}},
+		{"grep", map[string]any{"pattern": "x", "glob": "../outside/*"}},
+	} {
+		_, err := f.call(t, c.tool, c.args)
+		pe, ok := err.(*paddock.Error)
+		if !ok || pe.Code != paddock.CodeForbidden || pe.Rule != "outside_workspace" {
+			t.Errorf("%s %v: %v, want forbidden, outside_workspace", c.tool, c.args, err)
+		}
+	}
+	if _, err := f.call(t, "glob", map[string]any{"pattern": "**/..x"}); err != nil {
+		t.Errorf("a name that only starts with .. is inside: %v", err)
+	}
+}
+
 // TestRefusalsAreStructured checks the details an agent gets back.
 func TestRefusalsAreStructured(t *testing.T) {
 	f := newFixture(t)

@@ -225,6 +225,9 @@ func runGlob(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	if a.Pattern == "" || !doublestar.ValidatePattern(a.Pattern) {
 		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "glob: invalid pattern %q", a.Pattern)
 	}
+	if err := patternInside("glob", "pattern", a.Pattern); err != nil {
+		return nil, 0, err
+	}
 	dir, err := dirArg(r, a.Path)
 	if err != nil {
 		return nil, 0, err
@@ -353,6 +356,9 @@ func runGrep(ctx context.Context, r *confine.Root, raw json.RawMessage) (any, in
 	}
 	if a.Glob != "" && !doublestar.ValidatePattern(a.Glob) {
 		return nil, 0, paddock.Errorf(paddock.CodeBadRequest, "grep: invalid glob %q", a.Glob)
+	}
+	if err := patternInside("grep", "glob", a.Glob); err != nil {
+		return nil, 0, err
 	}
 	m := &matcher{}
 	switch {
@@ -528,4 +534,20 @@ func clip(b []byte) string {
 		return string(b[:maxLineLen]) + "…"
 	}
 	return string(b)
+}
+
+// patternInside refuses a pattern that names what is outside the
+// workspace (an absolute path, or a .. component): it could never match
+// inside, and an empty answer would read as "nothing there" rather than
+// "not yours to look at".
+func patternInside(tool, arg, pattern string) error {
+	leaves := strings.HasPrefix(pattern, "/")
+	for _, part := range strings.Split(pattern, "/") {
+		leaves = leaves || part == ".."
+	}
+	if !leaves {
+		return nil
+	}
+	return paddock.Errorf(paddock.CodeForbidden, "%s: %s %q leads out of the workspace (an absolute path or ..); patterns are relative to path, inside the workspace", tool, arg, pattern).
+		WithRule(confine.RuleOutside).WithDetail(arg, pattern).WithDetail("hint", "name a directory inside the workspace with path, and a pattern relative to it")
 }
