@@ -85,10 +85,15 @@ type Run struct {
 type ReviewOf struct {
 	// Flow is the flow the review run works in, if a flow made it (the
 	// flow moves it; Review and a resubmission do not).
-	Flow    string   `json:"flow,omitempty"`
-	Run     string   `json:"run"`
-	Hash    string   `json:"hash"`
-	Commit  string   `json:"commit"`
+	Flow   string `json:"flow,omitempty"`
+	Run    string `json:"run"`
+	Hash   string `json:"hash"`
+	Commit string `json:"commit"`
+	// Base is the reviewed run's base revision, where the review's
+	// manifest is read (never from the change set under review); Commit
+	// is its child holding the change set, in the review run's own
+	// object store, or Base itself for an empty change set.
+	Base    string   `json:"base,omitempty"`
 	Skipped []string `json:"skipped,omitempty"`
 }
 

@@ -61,3 +61,35 @@ func TestCommitToBranchTypeChanges(t *testing.T) {
 		t.Logf("%s: %v", name, err)
 	}
 }
+
+// TestCommitTreeInto: a commit made into paddock's own object directory
+// writes nothing into the project's repository (its objects, refs, index
+// and files are byte-identical after), and is read only with WithObjects.
+func TestCommitTreeInto(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	repo := gittest.NewRepo(t, t.TempDir(), map[string]string{"f.txt": "f\n"})
+	base := gittest.Git(t, repo, "rev-parse", "HEAD")
+	gitDir := filepath.Join(repo, ".git")
+	digest, lines := gittest.TreeDigest(t, repo)
+	content := filepath.Join(t.TempDir(), "new")
+	os.WriteFile(content, []byte("unapproved secret\n"), 0o644)
+	blob := strings.TrimSpace(gittest.Git(t, repo, "hash-object", content)) // not -w: nothing written
+	store := filepath.Join(t.TempDir(), "objects")
+	commit, err := g.CommitTreeInto(ctx, gitDir, store, base, []gitx.IndexEntry{{Path: "new.txt", Mode: "100644", Blob: blob, File: content}},
+		gitx.Identity{Name: "R", Email: "r@example.com"}, "review\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gittest.RequireIdentical(t, repo, digest, lines)
+	if _, err := g.FileAt(ctx, gitDir, commit, "new.txt"); err == nil {
+		t.Fatal("the review commit is readable from the project's own store")
+	}
+	b, err := g.FileAt(gitx.WithObjects(ctx, store), gitDir, commit, "new.txt")
+	if err != nil || string(b) != "unapproved secret\n" {
+		t.Fatalf("read through the store: %q %v", b, err)
+	}
+	if _, err := g.CommitTreeInto(ctx, gitDir, "relative/objects", base, nil, gitx.Identity{Name: "R", Email: "r@example.com"}, "x\n"); err == nil {
+		t.Fatal("a relative object directory was taken")
+	}
+}

@@ -239,6 +239,40 @@ func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, entries [
 // which no ref names (the repository's refs, index and working tree are
 // untouched; git's gc prunes it once nothing holds it).
 func (g *Git) CommitTree(ctx context.Context, gitDir, base string, entries []IndexEntry, who Identity, message string) (string, error) {
+	return g.commitTree(ctx, gitDir, nil, base, entries, who, message)
+}
+
+// CommitTreeInto is CommitTree writing every object it makes into
+// objectDir, an object directory paddock owns (made if need be), which
+// borrows the objects of the repository at gitDir through its
+// info/alternates: that repository's files, refs and object store are
+// not written at all. The commit is read back with WithObjects(ctx,
+// objectDir).
+func (g *Git) CommitTreeInto(ctx context.Context, gitDir, objectDir, base string, entries []IndexEntry, who Identity, message string) (string, error) {
+	if err := checkObjectDir(objectDir); err != nil {
+		return "", err
+	}
+	projectObjects, err := filepath.Abs(filepath.Join(gitDir, "objects"))
+	if err != nil {
+		return "", fmt.Errorf("gitx: objects: %w", err)
+	}
+	if err := checkObjectDir(projectObjects); err != nil {
+		return "", err
+	}
+	for _, d := range []string{"info", "pack"} {
+		if err := os.MkdirAll(filepath.Join(objectDir, d), 0o755); err != nil {
+			return "", fmt.Errorf("gitx: objects: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(objectDir, "info", "alternates"), []byte(projectObjects+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("gitx: objects: %w", err)
+	}
+	return g.commitTree(WithObjects(ctx, objectDir), gitDir, []string{"GIT_OBJECT_DIRECTORY=" + objectDir}, base, entries, who, message)
+}
+
+// commitTree is CommitTree with more environment for the commands that
+// write (where their objects go).
+func (g *Git) commitTree(ctx context.Context, gitDir string, writeEnv []string, base string, entries []IndexEntry, who Identity, message string) (string, error) {
 	if err := CheckRef(base); err != nil {
 		return "", err
 	}
@@ -247,9 +281,9 @@ func (g *Git) CommitTree(ctx context.Context, gitDir, base string, entries []Ind
 		return "", fmt.Errorf("gitx: apply: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	extra := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index"),
+	extra := append([]string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index"),
 		"GIT_AUTHOR_NAME=" + who.Name, "GIT_AUTHOR_EMAIL=" + who.Email,
-		"GIT_COMMITTER_NAME=" + who.Name, "GIT_COMMITTER_EMAIL=" + who.Email}
+		"GIT_COMMITTER_NAME=" + who.Name, "GIT_COMMITTER_EMAIL=" + who.Email}, writeEnv...)
 	git := func(stdin []byte, args ...string) (string, error) {
 		out, err := g.runInput(ctx, gitDirAt(gitDir), extra, stdin, args...)
 		return strings.TrimSpace(string(out)), err

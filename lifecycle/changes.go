@@ -69,10 +69,10 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		if ov, ok := m.overlayProvider(); ok {
 			opts.BaseFiles = ov.LayersOf(r.Project, r.Workspace).Lower
 		}
-		snap, err = m.Git.DiffPaths(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
+		snap, err = m.Git.DiffPaths(m.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
 	default:
 		opts.Cache, opts.Exclude = filepath.Join(m.runDir(id), "gitcache"), []string{".paddock"}
-		snap, err = m.Git.DiffWorkTree(ctx, repo.CommonDir, dir, r.Workspace.BaseRevision, opts)
+		snap, err = m.Git.DiffWorkTree(m.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, opts)
 	}
 	if err == nil {
 		err = patch.Close()

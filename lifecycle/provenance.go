@@ -294,7 +294,7 @@ func (m *Manager) trackTree(ctx context.Context, r *paddock.Run, seq int64, st *
 		if err != nil {
 			return err
 		}
-		if st.base, err = m.Git.TreeBlobs(ctx, repo.CommonDir, r.Workspace.BaseRevision); err != nil {
+		if st.base, err = m.Git.TreeBlobs(m.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision); err != nil {
 			return err
 		}
 	}
@@ -418,7 +418,7 @@ func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, e
 		e, ok := entries[s.Path]
 		origins := map[int][]int64{}
 		if ok && len(s.Hunks) > 0 && !e.Binary && e.Size <= maxTracked {
-			origins = m.blameSection(ctx, r, repo.CommonDir, r.Workspace.BaseRevision, s, e, recs)
+			origins = m.blameSection(m.objectsCtx(ctx, r), r, repo.CommonDir, r.Workspace.BaseRevision, s, e, recs)
 		}
 		lastTouch := lastChange(recs, s.Path)
 		units := s.Hunks

@@ -94,11 +94,13 @@ func (m *Manager) makeReview(ctx context.Context, coder *paddock.Run, def *paddo
 	if err != nil {
 		return nil, err
 	}
-	review := &paddock.ReviewOf{Run: coder.ID, Hash: hash, Commit: coder.Workspace.BaseRevision, Flow: flow}
+	review := &paddock.ReviewOf{Run: coder.ID, Hash: hash, Commit: coder.Workspace.BaseRevision, Base: coder.Workspace.BaseRevision, Flow: flow}
 	if s, err := m.submission(coder.ID); err == nil && s.Hash == hash {
-		if review.Commit, review.Skipped, err = m.reviewCommit(ctx, coder, p, hash); err != nil {
+		if review.Commit, review.Skipped, err = m.reviewCommit(ctx, coder, p, hash, m.reviewObjects(id)); err != nil {
 			return nil, err
 		}
+		// The review run is made at a commit only its own store holds.
+		ctx = gitx.WithObjects(ctx, m.reviewObjects(id))
 	}
 	r, err := m.createReviewRun(ctx, p, coder, def, review, id)
 	if err != nil {
@@ -107,10 +109,31 @@ func (m *Manager) makeReview(ctx context.Context, coder *paddock.Run, def *paddo
 	return r, m.record(ctx, coder.ID, paddock.EventReviewStarted, map[string]any{"review": r.ID, "hash": hash, "agent": def.Name, "flow": flow})
 }
 
-// reviewCommit commits coder's submitted change set hash onto its base:
-// a commit no ref names. It leaves out what an apply never writes, and
-// says which.
-func (m *Manager) reviewCommit(ctx context.Context, coder *paddock.Run, p *paddock.Project, hash string) (string, []string, error) {
+// reviewObjects is the object directory of review run id: paddock's, in
+// the run's auxiliary directory (removed with it), borrowing the project's
+// objects. The commit under review lives there and nowhere else: it is
+// unapproved content, which the project's own store, readable by every
+// run of the project, never holds (invariant 2).
+func (m *Manager) reviewObjects(id string) string {
+	return filepath.Join(m.auxDir(id), "review-objects")
+}
+
+// objectsCtx is ctx under which git also reads run r's own object store,
+// for a review run whose base is its commit under review.
+func (m *Manager) objectsCtx(ctx context.Context, r *paddock.Run) context.Context {
+	if r.ReviewOf == nil || r.ReviewOf.Commit == r.ReviewOf.Base {
+		return ctx
+	}
+	if store := m.reviewObjects(r.ID); exists(store) {
+		return gitx.WithObjects(ctx, store)
+	}
+	return ctx
+}
+
+// reviewCommit commits coder's submitted change set hash onto its base,
+// into the object directory store: a commit no ref names, in no store of
+// the project's. It leaves out what an apply never writes, and says which.
+func (m *Manager) reviewCommit(ctx context.Context, coder *paddock.Run, p *paddock.Project, hash, store string) (string, []string, error) {
 	cs, err := m.frozen(coder.ID, hash)
 	if err != nil {
 		return "", nil, internal("reading the submitted change set failed", err)
@@ -133,7 +156,7 @@ func (m *Manager) reviewCommit(ctx context.Context, coder *paddock.Run, p *paddo
 		entries = append(entries, ie)
 	}
 	msg := fmt.Sprintf("paddock: run %s's change set %s, under review\n", coder.ID, hash)
-	commit, err := m.Git.CommitTree(ctx, repo.CommonDir, coder.Workspace.BaseRevision, entries, reviewIdentity, msg)
+	commit, err := m.Git.CommitTreeInto(ctx, repo.CommonDir, store, coder.Workspace.BaseRevision, entries, reviewIdentity, msg)
 	if err != nil {
 		return "", nil, internal("committing the change set for review failed; the project is unchanged", err)
 	}
@@ -207,11 +230,23 @@ func (m *Manager) createReviewRun(ctx context.Context, p *paddock.Project, coder
 	if def.Workspace != string(paddock.AccessRead) {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s does not read only; a review run is read only", def.Name)
 	}
-	r, err := m.createRunID(ctx, id, paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(coder.Workspace.Kind)}, def, review)
+	// A worktree would be the project's own (.git/worktrees) at a commit
+	// its store does not hold: a review of a worktree run is a clone.
+	kind := coder.Workspace.Kind
+	if kind == paddock.KindWorktree {
+		kind = paddock.KindClone
+	}
+	r, err := m.createRunID(ctx, id, paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(kind)}, def, review)
 	if err != nil {
 		return nil, err
 	}
 	if dir := m.runGitDir(r); dir != "" {
+		if review.Commit != review.Base {
+			// The run's git borrows the review's store too, shown read-only.
+			if err := workspace.AddAlternate(dir, workspace.ObjectsInView(m.reviewObjects(r.ID))); err != nil {
+				return r, internal("giving the review run's git its commit failed", err)
+			}
+		}
 		if err := workspace.DetachHead(dir, r.ID, review.Commit); err != nil {
 			m.log().Warn("the review run's HEAD stays on its branch", "run", r.ID, "err", err)
 		}

@@ -92,10 +92,31 @@ func (m *Manager) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Man
 		return nil, err
 	}
 	rev := r.Workspace.BaseRevision
+	if r.ReviewOf != nil {
+		// A review run's base is the commit under review: its checks are
+		// the reviewed run's base's, never the change set's own recipes.
+		base, err := m.reviewedBase(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		rev = base
+	}
 	if at, ok := m.checksAt.Load(r.ID); ok {
 		rev = at.(string) // a merge queue's check: the branch's recipes, not the change set's
 	}
 	return m.ProjectManifestAt(ctx, p, rev)
+}
+
+// reviewedBase is the base revision of the run review run r reviews.
+func (m *Manager) reviewedBase(ctx context.Context, r *paddock.Run) (string, error) {
+	if r.ReviewOf.Base != "" {
+		return r.ReviewOf.Base, nil
+	}
+	coder, err := m.Run(ctx, r.ReviewOf.Run)
+	if err != nil || coder.Workspace == nil {
+		return "", paddock.Errorf(paddock.CodeConflict, "review run %s: the base of run %s, where its checks are read, is unknown (%v)", r.ID, r.ReviewOf.Run, err)
+	}
+	return coder.Workspace.BaseRevision, nil
 }
 
 // manifestCache keeps the manifests detected lately, by repository and

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/internal/durable"
@@ -161,6 +162,35 @@ func DetachHead(gitDir, runID, commit string) error {
 	}
 	if err := os.Remove(filepath.Join(gitDir, "refs", "heads", RunBranch(runID))); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("workspace: git dir: %w", err)
+	}
+	return nil
+}
+
+// AddAlternate adds an object directory (as a run's view shows it) to the
+// alternates of a run's git directory: a review run borrows its own store,
+// which holds the commit under review, beside the project's.
+func AddAlternate(gitDir, objects string) error {
+	p := filepath.Join(gitDir, "objects", "info", "alternates")
+	b, err := os.ReadFile(p)
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("workspace: git dir: %w", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == objects {
+			return nil
+		}
+	}
+	if len(b) > 0 && !strings.HasSuffix(string(b), "\n") {
+		b = append(b, '\n')
+	}
+	fi, statErr := os.Stat(p)
+	if err := os.WriteFile(p, append(b, objects+"\n"...), 0o644); err != nil {
+		return fmt.Errorf("workspace: git dir: %w", err)
+	}
+	if statErr == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			os.Lchown(p, int(st.Uid), int(st.Gid))
+		}
 	}
 	return nil
 }

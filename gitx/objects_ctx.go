@@ -1,0 +1,48 @@
+package gitx
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Object stores of paddock's own.
+//
+// Some commits paddock makes are no one's to keep in a project: a review
+// run's commit of the change set under review is unapproved content, and
+// invariant 2 allows nothing but an apply of an approved change set into
+// the project's object store. Such commits are written into an object
+// directory paddock owns (CommitTreeInto), which borrows the project's
+// objects; the commands that must see them read it as one more alternate
+// (WithObjects), never as a place to write.
+
+type objectsKey struct{}
+
+// WithObjects returns ctx under which every git command also reads the
+// object directories dirs (as GIT_ALTERNATE_OBJECT_DIRECTORIES): read
+// only; what a command writes still goes to its repository's own store.
+func WithObjects(ctx context.Context, dirs ...string) context.Context {
+	if len(dirs) == 0 {
+		return ctx
+	}
+	prev, _ := ctx.Value(objectsKey{}).([]string)
+	return context.WithValue(ctx, objectsKey{}, append(append([]string{}, prev...), dirs...))
+}
+
+// objectsEnv is the environment WithObjects adds to a command under ctx.
+func objectsEnv(ctx context.Context) []string {
+	dirs, _ := ctx.Value(objectsKey{}).([]string)
+	if len(dirs) == 0 {
+		return nil
+	}
+	return []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + strings.Join(dirs, ":")}
+}
+
+// checkObjectDir refuses a directory git's colon-separated lists cannot
+// carry as it is.
+func checkObjectDir(dir string) error {
+	if dir == "" || !strings.HasPrefix(dir, "/") || strings.ContainsAny(dir, ":\"\n\r\x00") {
+		return fmt.Errorf("gitx: object directory %q: want an absolute path without ':', '\"' or newlines", dir)
+	}
+	return nil
+}
