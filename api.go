@@ -347,6 +347,25 @@ type VerifyResult struct {
 	Stale  bool          `json:"stale,omitempty"`
 	Passed bool          `json:"passed"`
 	Checks []CheckResult `json:"checks"`
+	// RanIn is where the checks ran: never the agent's run, but a check
+	// run made for them (nil when the verified run is itself one).
+	RanIn *CheckEnvironment `json:"ran_in,omitempty"`
+}
+
+// CheckEnvironment is what a verify's checks ran in: a check run holding
+// exactly the change set's bytes (Commit, on Base), a fresh home, no
+// network, no secrets, and only the project's read-only caches (Caches);
+// Withheld names the caches the agent can write, which a check never
+// gets.
+type CheckEnvironment struct {
+	Run      string        `json:"run"`
+	Kind     WorkspaceKind `json:"kind"`
+	Commit   string        `json:"commit"`
+	Base     string        `json:"base"`
+	Home     string        `json:"home"`
+	Network  string        `json:"network"`
+	Caches   []string      `json:"caches,omitempty"`
+	Withheld []string      `json:"withheld_caches,omitempty"`
 }
 
 // CheckResult is one command of a check.

@@ -95,6 +95,10 @@ type ReviewOf struct {
 	// object store, or Base itself for an empty change set.
 	Base    string   `json:"base,omitempty"`
 	Skipped []string `json:"skipped,omitempty"`
+	// Check marks a check run: one paddock makes to run a verify's checks
+	// of that change set (never a reviewer's, never in a review's list),
+	// in a home of its own and with no cache the agent could write.
+	Check bool `json:"check,omitempty"`
 }
 
 // State is the run's state as the user sees it: its workspace's state.

@@ -308,7 +308,7 @@ func (g *Git) command(ctx context.Context, at where, extra []string, args []stri
 	cmd = exec.CommandContext(dctx, g.Path, append(append([]string{}, hardening...), args...)...)
 	dir, vars := at.environ()
 	cmd.Dir = dir
-	cmd.Env = append(append(append(env(), vars...), objectsEnv(ctx)...), extra...)
+	cmd.Env = withObjectsEnv(ctx, append(append(env(), vars...), extra...))
 	cmd.SysProcAttr = procAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A helper git started could hold its output open past its death.

@@ -29,13 +29,23 @@ func WithObjects(ctx context.Context, dirs ...string) context.Context {
 	return context.WithValue(ctx, objectsKey{}, append(append([]string{}, prev...), dirs...))
 }
 
-// objectsEnv is the environment WithObjects adds to a command under ctx.
-func objectsEnv(ctx context.Context) []string {
+// withObjectsEnv adds the object directories of ctx (WithObjects) to a
+// command's environment env: to the alternates env names already (a
+// diff's scratch store borrows the repository's objects that way), or as
+// its own.
+func withObjectsEnv(ctx context.Context, env []string) []string {
 	dirs, _ := ctx.Value(objectsKey{}).([]string)
 	if len(dirs) == 0 {
-		return nil
+		return env
 	}
-	return []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + strings.Join(dirs, ":")}
+	const name = "GIT_ALTERNATE_OBJECT_DIRECTORIES="
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name); ok {
+			env[i] = name + strings.Join(append([]string{v}, dirs...), ":")
+			return env
+		}
+	}
+	return append(env, name+strings.Join(dirs, ":"))
 }
 
 // checkObjectDir refuses a directory git's colon-separated lists cannot

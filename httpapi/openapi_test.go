@@ -136,6 +136,7 @@ var schemaTypes = map[string]any{
 	"TestCounts":         paddock.TestCounts{},
 	"CheckResult":        paddock.CheckResult{},
 	"VerifyResult":       paddock.VerifyResult{},
+	"CheckEnvironment":   paddock.CheckEnvironment{},
 	"CheckOverride":      paddock.CheckOverride{},
 }
 

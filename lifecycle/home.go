@@ -92,6 +92,9 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 		return binds, nil
 	}
 	for _, c := range p.Caches {
+		if isCheckRun(r) && c.Mode == "rw" {
+			continue // an agent's commands write it: never a check's
+		}
 		src, err := m.cacheDir(p, c)
 		if err != nil {
 			return nil, err

@@ -160,7 +160,6 @@ type Manager struct {
 	provMu         sync.Map   // run id → *sync.Mutex of its provenance journal (diff --blame)
 	provStates     sync.Map   // run id → *provState, under its provMu lock
 	landMu         sync.Map   // run id → *sync.Mutex: an apply or a landing at a time
-	checksAt       sync.Map   // run id → the revision its checks are read from, when not its base (a queue's check)
 	checkpointsDue sync.Map   // run id → true while a checkpoint in the shared store is due (cluster.go)
 	checkpointKept sync.Map   // run id → the key of the checkpoint this node stored last (cluster.go)
 	checkpointMu   sync.Map   // run id → *sync.Mutex: one store of its checkpoint at a time (cluster.go)

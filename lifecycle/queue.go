@@ -667,15 +667,15 @@ func (m *Manager) mergeEntry(ctx context.Context, gitDir, run string, e paddock.
 // run, and the entry says so.
 func (m *Manager) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *paddock.Project) error {
 	def := agent.ForAccess(paddock.AccessRead)
-	tr, err := m.createRunID(ctx, newID(), paddock.CreateRunRequest{Project: p.Name, Base: e.Commit}, def, nil)
+	// A check run (checkrun.go): its checks, and the recipes they run,
+	// come from the branch's tip (its Base): a change set never chooses
+	// what checks it.
+	check := &paddock.ReviewOf{Run: e.Run, Hash: e.Hash, Commit: e.Commit, Base: e.Tip, Check: true}
+	tr, err := m.createRunID(ctx, newID(), paddock.CreateRunRequest{Project: p.Name, Base: e.Commit}, def, check)
 	if err != nil {
 		return err
 	}
-	// The checks, and the recipes they run, come from the branch's tip:
-	// a change set never chooses what checks it.
-	m.checksAt.Store(tr.ID, e.Tip)
 	defer func() {
-		m.checksAt.Delete(tr.ID)
 		if _, err := m.Reject(context.WithoutCancel(ctx), tr.ID); err != nil {
 			m.log().Warn("giving back a queue's test run failed", "run", tr.ID, "err", err)
 		}

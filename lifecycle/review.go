@@ -119,7 +119,7 @@ func (m *Manager) reviewObjects(id string) string {
 }
 
 // objectsCtx is ctx under which git also reads run r's own object store,
-// for a review run whose base is its commit under review.
+// for a review or check run whose base is the commit it holds.
 func (m *Manager) objectsCtx(ctx context.Context, r *paddock.Run) context.Context {
 	if r.ReviewOf == nil || r.ReviewOf.Commit == r.ReviewOf.Base {
 		return ctx
@@ -138,6 +138,12 @@ func (m *Manager) reviewCommit(ctx context.Context, coder *paddock.Run, p *paddo
 	if err != nil {
 		return "", nil, internal("reading the submitted change set failed", err)
 	}
+	return m.commitChangeSet(ctx, coder, p, cs, store)
+}
+
+// commitChangeSet commits change set cs of run coder (its blobs frozen)
+// onto coder's base, into the object directory store.
+func (m *Manager) commitChangeSet(ctx context.Context, coder *paddock.Run, p *paddock.Project, cs *paddock.ChangeSet, store string) (string, []string, error) {
 	pol, err := m.policy(ctx, p)
 	if err != nil {
 		return "", nil, err
@@ -155,7 +161,7 @@ func (m *Manager) reviewCommit(ctx context.Context, coder *paddock.Run, p *paddo
 		}
 		entries = append(entries, ie)
 	}
-	msg := fmt.Sprintf("paddock: run %s's change set %s, under review\n", coder.ID, hash)
+	msg := fmt.Sprintf("paddock: run %s's change set %s, under review\n", coder.ID, cs.Hash)
 	commit, err := m.Git.CommitTreeInto(ctx, repo.CommonDir, store, coder.Workspace.BaseRevision, entries, reviewIdentity, msg)
 	if err != nil {
 		return "", nil, internal("committing the change set for review failed; the project is unchanged", err)
@@ -177,7 +183,7 @@ func (m *Manager) reviewsOf(ctx context.Context, coder *paddock.Run) ([]*paddock
 	var out []*paddock.Run
 	for _, r := range all {
 		// Another node's review run is its own to move or give back.
-		if r.ReviewOf != nil && r.ReviewOf.Run == coder.ID && r.Workspace != nil && m.mine(r) {
+		if r.ReviewOf != nil && !r.ReviewOf.Check && r.ReviewOf.Run == coder.ID && r.Workspace != nil && m.mine(r) {
 			switch r.Workspace.State {
 			case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
 				out = append(out, r)
@@ -227,13 +233,14 @@ func (m *Manager) moveReviews(ctx context.Context, id, hash string) {
 // createReviewRun makes the review run at review's commit, of the coder's
 // kind, its git's HEAD detached at that commit.
 func (m *Manager) createReviewRun(ctx context.Context, p *paddock.Project, coder *paddock.Run, def *paddock.AgentDefinition, review *paddock.ReviewOf, id string) (*paddock.Run, error) {
-	if def.Workspace != string(paddock.AccessRead) {
+	if def.Workspace != string(paddock.AccessRead) && !review.Check {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s does not read only; a review run is read only", def.Name)
 	}
 	// A worktree would be the project's own (.git/worktrees) at a commit
-	// its store does not hold: a review of a worktree run is a clone.
+	// its store does not hold, and an operator's directory is the
+	// operator's: a review of either is a clone.
 	kind := coder.Workspace.Kind
-	if kind == paddock.KindWorktree {
+	if kind == paddock.KindWorktree || kind == paddock.KindOperatorDir {
 		kind = paddock.KindClone
 	}
 	r, err := m.createRunID(ctx, id, paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(kind)}, def, review)
@@ -241,9 +248,9 @@ func (m *Manager) createReviewRun(ctx context.Context, p *paddock.Project, coder
 		return nil, err
 	}
 	if dir := m.runGitDir(r); dir != "" {
-		if review.Commit != review.Base {
+		if store := m.reviewObjects(r.ID); review.Commit != review.Base && exists(store) {
 			// The run's git borrows the review's store too, shown read-only.
-			if err := workspace.AddAlternate(dir, workspace.ObjectsInView(m.reviewObjects(r.ID))); err != nil {
+			if err := workspace.AddAlternate(dir, workspace.ObjectsInView(store)); err != nil {
 				return r, internal("giving the review run's git its commit failed", err)
 			}
 		}

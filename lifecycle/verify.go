@@ -93,16 +93,14 @@ func (m *Manager) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Man
 	}
 	rev := r.Workspace.BaseRevision
 	if r.ReviewOf != nil {
-		// A review run's base is the commit under review: its checks are
-		// the reviewed run's base's, never the change set's own recipes.
+		// A review or check run's base is the commit it holds: its checks
+		// are the reviewed run's base's (a merge queue's: the branch's
+		// tip), never the change set's own recipes.
 		base, err := m.reviewedBase(ctx, r)
 		if err != nil {
 			return nil, err
 		}
 		rev = base
-	}
-	if at, ok := m.checksAt.Load(r.ID); ok {
-		rev = at.(string) // a merge queue's check: the branch's recipes, not the change set's
 	}
 	return m.ProjectManifestAt(ctx, p, rev)
 }
@@ -255,7 +253,10 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := m.stageManifest(ctx, c.run); err != nil {
+	// The checks and their recipes are the verified run's (its base's);
+	// they run in a check run (checkrun.go), unless this is one.
+	mf, err := m.manifestOf(ctx, c.run)
+	if err != nil {
 		return nil, nil, err
 	}
 	before, err := m.ChangeSet(ctx, c.run.ID)
@@ -263,6 +264,25 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 		return nil, nil, err
 	}
 	out := &paddock.VerifyResult{Hash: before.Hash, Passed: true, Checks: []paddock.CheckResult{}}
+	target := c.run
+	if !isCheckRun(c.run) {
+		p, err := m.Project(ctx, c.run.Project)
+		if err != nil {
+			return nil, nil, err
+		}
+		tr, done, err := m.checkRun(ctx, c.run, p, before)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer done()
+		target = tr
+		out.RanIn = m.checkEnvironment(tr, p)
+	}
+	if err := m.stageManifest(ctx, target, mf); err != nil {
+		return nil, nil, err
+	}
+	// The check run's commands, masked as the verified run's are.
+	tc := &callContext{run: target, def: definitionOf(target), red: c.red}
 	var evs []callEvent
 	for _, ch := range plan {
 		cr := paddock.CheckResult{Name: ch.Name, Dir: ch.Dir, Argv: ch.Argv}
@@ -284,7 +304,7 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 			gotest = manifest.NewGoTestWriter(w)
 			w = gotest
 		}
-		results := m.resultsDir(c.run.ID)
+		results := m.resultsDir(target.ID)
 		if err := os.RemoveAll(results); err != nil {
 			return nil, evs, internal("emptying the verify results failed", err)
 		}
@@ -293,16 +313,16 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 		// no __pycache__ (pytest's cache is off in its argv), so the change
 		// set it ran against is still the one there.
 		env := append([]string{"PYTHONDONTWRITEBYTECODE=1"}, ch.Env...)
-		res, cevs, err := m.execStream(ctx, c, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, paddock.ExecIO{Stdout: w, Stderr: w})
+		res, cevs, err := m.execStream(ctx, tc, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, paddock.ExecIO{Stdout: w, Stderr: w})
 		// Each check is recorded as it ends: a long verify that a crash
 		// cuts short keeps what ran, and a client following the events
 		// sees its progress.
 		if rerr := m.recordEvents(ctx, c.run.ID, cevs); rerr != nil {
 			return nil, nil, rerr
 		}
-		n, ok := m.reports(c.run.ID, ch)
+		n, ok := m.reports(target.ID, ch)
 		if !ok {
-			n, ok = m.workspaceReports(ctx, c.run, ch, started)
+			n, ok = m.workspaceReports(ctx, target, ch, started)
 		}
 		if ok {
 			cr.Tests = &paddock.TestCounts{Passed: n.Passed, Failed: n.Failed, Skipped: n.Skipped, Failures: n.Failures}
@@ -359,14 +379,11 @@ func tail(s string, n int) (string, bool) {
 	return s, true
 }
 
-// stageManifest writes the base's recipes where the commands expect them;
+// stageManifest writes mf's recipes (the base's) in run r's workspace,
+// where the commands expect them;
 // .paddock is protected, so the agent cannot rewrite them (read-only in
 // the sandbox).
-func (m *Manager) stageManifest(ctx context.Context, r *paddock.Run) error {
-	mf, err := m.manifestOf(ctx, r)
-	if err != nil {
-		return err
-	}
+func (m *Manager) stageManifest(ctx context.Context, r *paddock.Run, mf *manifest.Manifest) error {
 	if len(mf.Files) == 0 {
 		return nil
 	}

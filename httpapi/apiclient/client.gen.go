@@ -1837,15 +1837,20 @@ type Capabilities struct {
 	Limits *AgentLimits `json:"limits,omitempty"`
 
 	// Menu What a run's agent may pick from its flow now, and what it is given.
-	Menu      *Menu             `json:"menu,omitempty"`
-	Net       *string           `json:"net,omitempty"`
-	Pending   *[]AccessRequest  `json:"pending,omitempty"`
-	Run       *string           `json:"run,omitempty"`
-	Secrets   *[]string         `json:"secrets,omitempty"`
-	State     *string           `json:"state,omitempty"`
-	Tools     *[]ToolCapability `json:"tools,omitempty"`
-	Working   *bool             `json:"working,omitempty"`
-	Workspace *string           `json:"workspace,omitempty"`
+	Menu *Menu `json:"menu,omitempty"`
+
+	// Net the network a command gets when it asks for none: always none
+	Net *string `json:"net,omitempty"`
+
+	// NetCeiling the most network an agent's command may ask for: its definition's network and the domains granted
+	NetCeiling *string           `json:"net_ceiling,omitempty"`
+	Pending    *[]AccessRequest  `json:"pending,omitempty"`
+	Run        *string           `json:"run,omitempty"`
+	Secrets    *[]string         `json:"secrets,omitempty"`
+	State      *string           `json:"state,omitempty"`
+	Tools      *[]ToolCapability `json:"tools,omitempty"`
+	Working    *bool             `json:"working,omitempty"`
+	Workspace  *string           `json:"workspace,omitempty"`
 }
 
 // ChangeEntry defines model for ChangeEntry.
@@ -1888,6 +1893,18 @@ type ChangeSet struct {
 	Hash     *string        `json:"hash,omitempty"`
 	Ignored  *[]string      `json:"ignored,omitempty"`
 	RunId    *string        `json:"run_id,omitempty"`
+}
+
+// CheckEnvironment What a verify's checks ran in: a check run holding exactly the change set's bytes (commit, on base), a fresh home, no network, no secrets, only the project's read-only caches; withheld_caches names those the agent can write.
+type CheckEnvironment struct {
+	Base           *string   `json:"base,omitempty"`
+	Caches         *[]string `json:"caches,omitempty"`
+	Commit         *string   `json:"commit,omitempty"`
+	Home           *string   `json:"home,omitempty"`
+	Kind           *string   `json:"kind,omitempty"`
+	Network        *string   `json:"network,omitempty"`
+	Run            *string   `json:"run,omitempty"`
+	WithheldCaches *[]string `json:"withheld_caches,omitempty"`
 }
 
 // CheckOverride defines model for CheckOverride.
@@ -2375,6 +2392,11 @@ type ResumeResult struct {
 
 // ReviewOf What a review run reviews: run's submitted change set hash, committed onto its base as commit; skipped lists the entries the commit leaves out (never applied).
 type ReviewOf struct {
+	// Base The reviewed run's base revision, where the review's checks are read; commit is its child holding the change set, in the review run's own object store.
+	Base *string `json:"base,omitempty"`
+
+	// Check A check run: one paddock makes to run a verify's (or the merge queue's) checks of that change set, never a reviewer's.
+	Check  *bool   `json:"check,omitempty"`
 	Commit *string `json:"commit,omitempty"`
 
 	// Flow The flow the review run works in, if a flow made it.
@@ -2515,7 +2537,10 @@ type VerifyResult struct {
 	Checks *[]CheckResult `json:"checks,omitempty"`
 	Hash   *string        `json:"hash,omitempty"`
 	Passed *bool          `json:"passed,omitempty"`
-	Stale  *bool          `json:"stale,omitempty"`
+
+	// RanIn What a verify's checks ran in: a check run holding exactly the change set's bytes (commit, on base), a fresh home, no network, no secrets, only the project's read-only caches; withheld_caches names those the agent can write.
+	RanIn *CheckEnvironment `json:"ran_in,omitempty"`
+	Stale *bool             `json:"stale,omitempty"`
 }
 
 // Workflow A workflow: states (each naming the agent definition whose run works in it) and the transitions an agent picks from (its menu).
