@@ -69,8 +69,10 @@ type Call struct {
 	// Trees says the paths are trees (a recursive delete, a move): no deny
 	// glob may reach below them.
 	Trees bool
-	// Exec: the argv, and the network, environment and limits asked for.
+	// Exec: the argv, the directory it starts in (relative to the
+	// workspace), and the network, environment and limits asked for.
 	Argv   []string
+	Dir    string
 	Net    string
 	Env    []string
 	Limits paddock.AgentLimits
@@ -205,6 +207,9 @@ func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet,
 		if err != nil {
 			return deny(RuleUnsure, "agent %s's commands are narrowed, and this command line cannot be read with confidence: %v", def.Name, err)
 		}
+		if v := decideWrites(def, g, c.Dir, cmds); v.Decision != paddock.DecisionAllow {
+			return v
+		}
 		var ask []string
 		for _, cmd := range cmds {
 			for _, as := range cmd.assigns {
@@ -216,11 +221,6 @@ func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet,
 				}
 				if f := deniedFlagIn(as.value.lit, rule.Deny); f != "" {
 					return deny(RuleCommand, "agent %s may not pass %s (denied by its exec rule), in %s", def.Name, f, as.name)
-				}
-			}
-			for _, w := range cmd.writes {
-				if v := decideWrite(def, g, w); v.Decision != paddock.DecisionAllow {
-					return v
 				}
 			}
 			if len(cmd.words) == 0 {
@@ -339,22 +339,41 @@ func deniedFlagIn(value string, rules []string) string {
 	return ""
 }
 
-// decideWrite checks a file a command's redirection writes against the
+// decideWrites checks the files a line's redirections write against the
 // definition's write rule, when it has one: exec does not write around
-// the paths write may not.
-func decideWrite(def *paddock.AgentDefinition, g grantSet, w word) Verdict {
+// the paths write may not. A relative path is the exec's directory's; a
+// line that changes directory (cd, pushd, popd) and writes by a relative
+// path is not read.
+func decideWrites(def *paddock.AgentDefinition, g grantSet, dir string, cmds []command) Verdict {
 	rule, ok := def.Tool["write"]
 	if !ok || len(rule.Allow) == 0 && len(rule.Deny) == 0 {
 		return allow()
 	}
-	if !w.known {
-		return deny(RuleUnsure, "agent %s's writes are narrowed, and a redirection's file is an expansion", def.Name)
+	chdir := slices.ContainsFunc(cmds, func(c command) bool { return c.chdir })
+	for _, c := range cmds {
+		for _, w := range c.writes {
+			if !w.known {
+				return deny(RuleUnsure, "agent %s's writes are narrowed, and a file the line writes is an expansion", def.Name)
+			}
+			switch w.lit {
+			case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
+				continue
+			}
+			p := w.lit
+			if !path.IsAbs(p) {
+				if chdir {
+					return deny(RuleUnsure, "agent %s's writes are narrowed, and the line changes directory (cd, pushd, popd) and writes %s: give the exec's dir instead", def.Name, p)
+				}
+				if dir != "" {
+					p = path.Join(dir, p)
+				}
+			}
+			if v := decidePaths(def, rule, g, Call{Tool: "write", Paths: []string{p}}); v.Decision != paddock.DecisionAllow {
+				return v
+			}
+		}
 	}
-	switch w.lit {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
-		return allow()
-	}
-	return decidePaths(def, rule, g, Call{Tool: "write", Paths: []string{w.lit}})
+	return allow()
 }
 
 func quoteList(ss []string) string {

@@ -238,3 +238,78 @@ func TestRedteamHeld(t *testing.T) {
 		})
 	}
 }
+
+// Red-team rows (issue #29, item 4): bash's other ways to write a file.
+// Each row was allowed before its fix, unless it says it held.
+
+// wrappersDef narrows exec to env, echo, git status and go test (not go
+// test -toolexec), writes to docs/**, and lets any variable be set ("*").
+func wrappersDef() *paddock.AgentDefinition {
+	return &paddock.AgentDefinition{Name: "wrappers", Workspace: "write", Tools: []string{"exec", "write"},
+		Tool: map[string]paddock.ToolRule{
+			"exec":  {Allow: []string{"env", "echo", "git status", "go test"}, Deny: []string{"go test -toolexec"}},
+			"write": {Allow: []string{"docs/**"}},
+		},
+		Env: []string{"*"}}
+}
+
+// notesDef writes any .md file but those under docs/secret.
+func notesDef() *paddock.AgentDefinition {
+	return &paddock.AgentDefinition{Name: "notes", Workspace: "write", Tools: []string{"exec", "write"},
+		Tool: map[string]paddock.ToolRule{
+			"exec":  {Allow: []string{"cd", "echo", "env"}},
+			"write": {Allow: []string{"**/*.md"}, Deny: []string{"docs/secret/**"}},
+		}}
+}
+
+type refusal struct {
+	name string
+	def  *paddock.AgentDefinition
+	call Call
+}
+
+func mustRefuse(t *testing.T, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.call.Tool == "" {
+				tc.call.Tool = paddock.ToolExec
+			}
+			if v := Decide(tc.def, nil, tc.call, active); v.Decision == paddock.DecisionAllow {
+				t.Fatalf("allowed: %+v", tc.call)
+			}
+		})
+	}
+}
+
+func TestRedteamWrites(t *testing.T) {
+	mustRefuse(t, []refusal{
+		// bash's >& FILE (and [1]>&FILE) is &> FILE.
+		{"bash >& FILE", wrappersDef(), Call{Argv: bash(`echo x >& main.go`)}},
+		{"bash 1>&FILE", wrappersDef(), Call{Argv: bash(`echo x 1>&main.go`)}},
+		{"bash &> FILE (held: &> was refused)", wrappersDef(), Call{Argv: bash(`echo x &> main.go`)}},
+		// A redirection relative to a directory the rule does not see.
+		{"cd then write", notesDef(), Call{Argv: bash(`cd docs/secret && echo x > k.md`)}},
+		{"exec dir then write", notesDef(), Call{Argv: bash(`echo x > k.md`), Dir: "docs/secret"}},
+	})
+}
+
+// What the rules above must still allow: the everyday forms, read.
+func TestExecAllowed(t *testing.T) {
+	def := &paddock.AgentDefinition{Name: "everyday", Workspace: "write", Tools: []string{"exec", "write"},
+		Tool: map[string]paddock.ToolRule{
+			"exec":  {Allow: []string{"env", "nice", "timeout", "xargs", "find", "echo", "go test"}, Deny: []string{"go test -exec"}},
+			"write": {Allow: []string{"docs/**"}},
+		},
+		Env: []string{"*", "GOFLAGS"}}
+	for _, c := range []Call{
+		{Argv: bash(`echo x > docs/a 2>&1; echo y >&2; echo z >& docs/b; echo w &>> docs/c; echo v 3<> docs/d; echo >&-`)},
+		{Argv: bash(`echo x > a`), Dir: "docs"},
+		{Argv: bash(`cd docs && go test ./... > /dev/null`)},
+	} {
+		c.Tool = paddock.ToolExec
+		if v := Decide(def, nil, c, active); v.Decision != paddock.DecisionAllow {
+			t.Errorf("%q (env %q): %s: %s", c.Argv, c.Env, v.Rule, v.Reason)
+		}
+	}
+}

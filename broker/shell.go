@@ -16,6 +16,10 @@ type command struct {
 	assigns []assign
 	// writes are the files its output redirections write.
 	writes []word
+	// chdir: the command changes the directory later commands of the line
+	// run in (cd, pushd, popd): a relative path a redirection writes is
+	// then not the path the rules would read.
+	chdir bool
 }
 
 // assign is a variable a command line sets: its name, and its value if
@@ -139,6 +143,8 @@ func expand(c command, depth int, lang syntax.LangVariant, out *[]command) error
 		return expand(command{words: rest}, depth+1, lang, out)
 	case base == "find":
 		return findExec(c, depth, lang, out)
+	case base == "cd" || base == "pushd" || base == "popd":
+		c.chdir = true
 	}
 	*out = append(*out, c)
 	return nil
@@ -436,19 +442,40 @@ func parseScript(script string, depth int, lang syntax.LangVariant, out *[]comma
 				return fail(unsure("[[ -eq ]] and the like evaluate their operands as arithmetic"))
 			}
 		case *syntax.Redirect:
-			switch n.Op {
-			case syntax.RdrAll, syntax.AppAll:
-				// &> is bash's; dash reads & then > (a command after it).
-				return fail(unsure("&> (write both outputs with > F 2>&1)"))
-			case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob:
-				if n.Word != nil {
-					*out = append(*out, command{writes: []word{literal(n.Word)}})
-				}
+			if n.N != nil && strings.HasPrefix(n.N.Value, "{") {
+				// bash's {NAME}>FILE sets NAME to the descriptor it opens.
+				*out = append(*out, command{assigns: []assign{{name: strings.Trim(n.N.Value, "{}")}}})
+			}
+			if n.Word != nil && redirectWrites(n.Op, n.Word) {
+				*out = append(*out, command{writes: []word{literal(n.Word)}})
 			}
 		}
 		return true
 	})
 	return werr
+}
+
+// redirectWrites: a redirection opens its word for writing. Every
+// operator with > in it does, on any descriptor (2>F, 3<>F, >|F, &>F,
+// &>>F, and zsh's clobbering forms), except >& with a descriptor (>&2,
+// 2>&1, >&-, >&3-): bash reads [1]>&F and >&F with any other word as &>F.
+// (&> and &>> are bash's: the POSIX parser, dash's, refuses them.)
+func redirectWrites(op syntax.RedirOperator, w *syntax.Word) bool {
+	switch op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob, syntax.AppClob,
+		syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
+		return true
+	case syntax.DplOut:
+		l := literal(w)
+		return !l.known || !isDescriptor(l.lit)
+	}
+	return false
+}
+
+// isDescriptor: the word of >& names a descriptor (digits), closes one (-)
+// or moves one (digits then -).
+func isDescriptor(s string) bool {
+	return strings.Trim(strings.TrimSuffix(s, "-"), "0123456789") == ""
 }
 
 // assignOf reads one assignment: its name and, if known, its value. An

@@ -166,7 +166,7 @@ func exitOf(res *paddock.ExecResult, err error) (any, *int, error) {
 }
 
 func execCall(req paddock.ExecRequest) broker.Call {
-	return broker.Call{Tool: paddock.ToolExec, Argv: req.Argv, Net: req.Net, Env: req.Env,
+	return broker.Call{Tool: paddock.ToolExec, Argv: req.Argv, Dir: req.Dir, Net: req.Net, Env: req.Env,
 		Limits: paddock.LimitsOf(req.Timeout, req.Limits)}
 }
 
