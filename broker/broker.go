@@ -339,11 +339,11 @@ func deniedFlagIn(value string, rules []string) string {
 	return ""
 }
 
-// decideWrites checks the files a line's redirections write against the
-// definition's write rule, when it has one: exec does not write around
-// the paths write may not. A relative path is the exec's directory's; a
-// line that changes directory (cd, pushd, popd) and writes by a relative
-// path is not read.
+// decideWrites checks the files a line's redirections (and find -fprint,
+// time -o, nohup) write against the definition's write rule, when it has
+// one: exec does not write around the paths write may not. A relative
+// path is the exec's directory's; a line that changes directory (cd,
+// env -C, find -execdir) and writes by a relative path is not read.
 func decideWrites(def *paddock.AgentDefinition, g grantSet, dir string, cmds []command) Verdict {
 	rule, ok := def.Tool["write"]
 	if !ok || len(rule.Allow) == 0 && len(rule.Deny) == 0 {
@@ -362,7 +362,7 @@ func decideWrites(def *paddock.AgentDefinition, g grantSet, dir string, cmds []c
 			p := w.lit
 			if !path.IsAbs(p) {
 				if chdir {
-					return deny(RuleUnsure, "agent %s's writes are narrowed, and the line changes directory (cd, pushd, popd) and writes %s: give the exec's dir instead", def.Name, p)
+					return deny(RuleUnsure, "agent %s's writes are narrowed, and the line changes directory (cd, env -C, find -execdir) and writes %s: give the exec's dir instead", def.Name, p)
 				}
 				if dir != "" {
 					p = path.Join(dir, p)

@@ -239,8 +239,9 @@ func TestRedteamHeld(t *testing.T) {
 	}
 }
 
-// Red-team rows (issue #29, item 4): bash's other ways to write a file.
-// Each row was allowed before its fix, unless it says it held.
+// Red-team rows (issue #29, item 4): bash's other ways to write a file,
+// and what wrappers run. Each row was allowed before its fix, unless it
+// says it held.
 
 // wrappersDef narrows exec to env, echo, git status and go test (not go
 // test -toolexec), writes to docs/**, and lets any variable be set ("*").
@@ -291,6 +292,40 @@ func TestRedteamWrites(t *testing.T) {
 		// A redirection relative to a directory the rule does not see.
 		{"cd then write", notesDef(), Call{Argv: bash(`cd docs/secret && echo x > k.md`)}},
 		{"exec dir then write", notesDef(), Call{Argv: bash(`echo x > k.md`), Dir: "docs/secret"}},
+		{"env -C then write", notesDef(), Call{Argv: []string{"env", "-C", "docs/secret", "bash", "-c", "echo x > k.md"}}},
+		{"find -fprint", &paddock.AgentDefinition{Name: "find", Workspace: "write", Tools: []string{"exec", "write"},
+			Tool: map[string]paddock.ToolRule{"exec": {Allow: []string{"find"}}, "write": {Allow: []string{"docs/**"}}}},
+			Call{Argv: []string{"find", ".", "-fprint", "main.go"}}},
+	})
+}
+
+func TestRedteamWrapperGrammar(t *testing.T) {
+	goflags := wrappersDef()
+	goflags.Env = []string{"GOFLAGS"}
+	xargsEnv := wrappersDef()
+	xargsEnv.Tool["exec"] = paddock.ToolRule{Allow: []string{"echo", "xargs", "env"}}
+	find := &paddock.AgentDefinition{Name: "find", Workspace: "write", Tools: []string{"exec"},
+		Tool: map[string]paddock.ToolRule{"exec": {Allow: []string{"find", "echo", "xargs", "go test"}, Deny: []string{"go test -exec"}}}}
+	mustRefuse(t, []refusal{
+		// env -S / --split-string splits its value into a command line
+		// (and GNU getopt takes any unambiguous prefix of a long option).
+		{"env --split-string=sh -c id", wrappersDef(), Call{Argv: []string{"env", "--split-string=sh -c id"}}},
+		{"env --split-s=sh -c id", wrappersDef(), Call{Argv: []string{"env", "--split-s=sh -c id"}}},
+		{"env -Ssh -c id, one word", wrappersDef(), Call{Argv: bash(`env -S'sh -c id'`)}},
+		{"env -iS, clustered", wrappersDef(), Call{Argv: bash(`env -iS'sh -c id'`)}},
+		{"env -S with -S inside (held: -S was refused)", wrappersDef(), Call{Argv: []string{"env", "-S", "-S'sh -c id'"}}},
+		// env's NAME=VALUE words were never read as assignments.
+		{"env GOFLAGS=-toolexec= go test", goflags, Call{Argv: bash(`env GOFLAGS=-toolexec=docs/x.sh go test ./...`)}},
+		{"env LD_PRELOAD echo", wrappersDef(), Call{Argv: bash(`env LD_PRELOAD=docs/x.so echo`)}},
+		{"env -S LD_PRELOAD echo", wrappersDef(), Call{Argv: bash(`env -S'LD_PRELOAD=docs/x.so echo'`)}},
+		{"BASH_ENV before bash -c", wrappersDef(), Call{Argv: bash(`BASH_ENV=docs/x.sh bash -c echo`)}},
+		// find's "+" ends a command only after {}; a file name find puts in.
+		{"find -exec + is an argument", find, Call{Argv: []string{"find", ".", "-exec", "go", "test", "+", "-exec=docs/x.sh", ";"}}},
+		{"find -exec {} as a flag", find, Call{Argv: []string{"find", ".", "-name", "-exec=*", "-exec", "go", "test", "{}", ";"}}},
+		{"find -exec from an expansion", find, Call{Argv: bash(`find . "$1" curl x \;`, "_", "-exec")}},
+		// xargs hands its command the words it reads.
+		{"xargs env", xargsEnv, Call{Argv: bash(`echo sh -c id | xargs env`)}},
+		{"xargs go test -exec", find, Call{Argv: bash(`echo -exec=docs/x.sh | xargs go test`)}},
 	})
 }
 
@@ -306,6 +341,14 @@ func TestExecAllowed(t *testing.T) {
 		{Argv: bash(`echo x > docs/a 2>&1; echo y >&2; echo z >& docs/b; echo w &>> docs/c; echo v 3<> docs/d; echo >&-`)},
 		{Argv: bash(`echo x > a`), Dir: "docs"},
 		{Argv: bash(`cd docs && go test ./... > /dev/null`)},
+		{Argv: bash(`env FOO=1 CI=true go test ./...`)},
+		{Argv: []string{"env", "-u", "HOME", "-i", "--", "echo", "x"}},
+		{Argv: []string{"env", "-S", "go test -count=1 ./..."}},
+		{Argv: bash(`nice -n 5 timeout --signal=KILL 10m go test ./...`)},
+		{Argv: bash(`find . -name '*.go' -exec echo {} \; -exec echo {} +`)},
+		{Argv: bash(`echo a b | xargs -n1 echo`)},
+		{Argv: bash(`GOFLAGS=-count=1 go test ./...`)},
+		{Argv: []string{"go", "test"}, Env: []string{"GOFLAGS=-count=1", "CI=1"}},
 	} {
 		c.Tool = paddock.ToolExec
 		if v := Decide(def, nil, c, active); v.Decision != paddock.DecisionAllow {

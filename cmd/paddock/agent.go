@@ -43,8 +43,9 @@ definition is a TOML file:
 Tools: read, glob, grep, list, stat, write, edit, move, delete, exec, verify,
 diff, submit, capabilities, request_access. Nothing else is offered; an
 undeclared tool is refused. An exec rule looks at every command of a shell
-line (pipelines, && || ; chains, $(…), sh -c, eval) and refuses what it
-cannot read with confidence; the sandbox still confines what it allows.
+line (pipelines, && || ; chains, $(…), sh -c, eval, and what env, xargs,
+find -exec and the like run) and refuses what it cannot read with
+confidence; the sandbox still confines what it allows.
 
 Built in: coder (write), reviewer (read; may run the manifest's checks),
 decider (none). 'paddock create --agent NAME' makes a run with one; the run
