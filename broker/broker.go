@@ -202,7 +202,8 @@ func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet,
 	if c.Start && slices.Equal(c.Argv, def.Command) {
 		restricted, rule = false, paddock.ToolRule{}
 	}
-	if restricted || len(rule.Deny) > 0 {
+	narrowed := restricted || len(rule.Deny) > 0
+	if narrowed {
 		cmds, err := commandsOf(c.Argv)
 		if err != nil {
 			return deny(RuleUnsure, "agent %s's commands are narrowed, and this command line cannot be read with confidence: %v", def.Name, err)
@@ -213,8 +214,8 @@ func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet,
 		var ask []string
 		for _, cmd := range cmds {
 			for _, as := range cmd.assigns {
-				if !envAllowed(def.Env, as.name) || special[as.name] && !envNamed(def.Env, as.name) {
-					return deny(RuleEnv, "agent %s may not set the variable %s", def.Name, as.name)
+				if why := envCheck(def.Env, as.name, true); why != "" {
+					return deny(RuleEnv, "agent %s may not set the variable %s: %s", def.Name, as.name, why)
 				}
 				if !as.value.known {
 					return deny(RuleUnsure, "agent %s's commands are narrowed, and %s is set to an expansion", def.Name, as.name)
@@ -251,30 +252,14 @@ func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet,
 	}
 	for _, kv := range c.Env {
 		name, value, _ := strings.Cut(kv, "=")
-		if !envAllowed(def.Env, name) {
-			return deny(RuleEnv, "agent %s may not set the environment variable %s", def.Name, name)
+		if why := envCheck(def.Env, name, narrowed); why != "" {
+			return deny(RuleEnv, "agent %s may not set the environment variable %s: %s", def.Name, name, why)
 		}
 		if f := deniedFlagIn(value, rule.Deny); f != "" {
 			return deny(RuleCommand, "agent %s may not pass %s (denied by its exec rule), in %s", def.Name, f, name)
 		}
 	}
 	return decideLimits(def, g, c.Limits)
-}
-
-// special are the variables that change what a shell or the dynamic
-// linker runs: a definition must name them itself ("*" does not do).
-var special = map[string]bool{"PATH": true, "IFS": true, "ENV": true, "BASH_ENV": true, "PS4": true, "PS1": true, "PS2": true, "PS3": true,
-	"PROMPT_COMMAND": true, "SHELLOPTS": true, "BASHOPTS": true, "CDPATH": true, "GLOBIGNORE": true, "BASH_XTRACEFD": true, "EXECIGNORE": true,
-	"LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "LD_AUDIT": true, "GCONV_PATH": true, "HOSTALIASES": true}
-
-// envNamed: the definition names this variable itself (not by "*").
-func envNamed(env []string, name string) bool {
-	for _, e := range env {
-		if n, _, _ := strings.Cut(e, "="); n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // denyRule is a deny rule split into the program it names (its leading
@@ -419,17 +404,6 @@ func matches(cmd command, prefix []string) bool {
 		}
 	}
 	return true
-}
-
-// envAllowed: the definition's env lists names, NAME=VALUE pairs or "*".
-func envAllowed(env []string, name string) bool {
-	for _, e := range env {
-		n, _, _ := strings.Cut(e, "=")
-		if e == "*" || n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // decidePaths checks the paths a writing tool writes against its globs.

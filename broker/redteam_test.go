@@ -240,8 +240,8 @@ func TestRedteamHeld(t *testing.T) {
 }
 
 // Red-team rows (issue #29, item 4): bash's other ways to write a file,
-// and what wrappers run. Each row was allowed before its fix, unless it
-// says it held.
+// what wrappers run, and the variables a call sets. Each row was allowed
+// before its fix, unless it says it held.
 
 // wrappersDef narrows exec to env, echo, git status and go test (not go
 // test -toolexec), writes to docs/**, and lets any variable be set ("*").
@@ -329,6 +329,22 @@ func TestRedteamWrapperGrammar(t *testing.T) {
 	})
 }
 
+func TestRedteamProtectedEnv(t *testing.T) {
+	mustRefuse(t, []refusal{
+		// "*" covered the names that change what an allowed command runs,
+		// in the line and in the request.
+		{"env CC= go test under *", wrappersDef(), Call{Argv: bash(`env CC=docs/x.sh CGO_ENABLED=1 go test ./...`)}},
+		{"env GOFLAGS= go test under *", wrappersDef(), Call{Argv: bash(`env GOFLAGS=-vet=off go test ./...`)}},
+		{"env GIT_CONFIG_* git status", wrappersDef(), Call{Argv: []string{"env", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=docs/x.sh", "git", "status"}}},
+		{"GIT_CONFIG_* assignment", wrappersDef(), Call{Argv: bash(`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=docs/x.sh git status`)}},
+		{"exported bash function", wrappersDef(), Call{Argv: []string{"env", "BASH_FUNC_echo%%=() { id; }", "bash", "-c", "echo"}}},
+		{"BASH_ENV in the request", wrappersDef(), Call{Argv: bash(`echo`), Env: []string{"BASH_ENV=docs/x.sh"}}},
+		{"GIT_CONFIG_PARAMETERS in the request", wrappersDef(), Call{Argv: []string{"git", "status"}, Env: []string{"GIT_CONFIG_PARAMETERS='core.fsmonitor'='docs/x.sh'"}}},
+		{"GOFLAGS in the request (held: its value has the denied flag)", wrappersDef(), Call{Argv: []string{"go", "test"}, Env: []string{"GOFLAGS=-toolexec=docs/x.sh"}}},
+		{"HOME in the request", wrappersDef(), Call{Argv: []string{"git", "status"}, Env: []string{"HOME=docs"}}},
+	})
+}
+
 // What the rules above must still allow: the everyday forms, read.
 func TestExecAllowed(t *testing.T) {
 	def := &paddock.AgentDefinition{Name: "everyday", Workspace: "write", Tools: []string{"exec", "write"},
@@ -354,5 +370,11 @@ func TestExecAllowed(t *testing.T) {
 		if v := Decide(def, nil, c, active); v.Decision != paddock.DecisionAllow {
 			t.Errorf("%q (env %q): %s: %s", c.Argv, c.Env, v.Rule, v.Reason)
 		}
+	}
+	// Where exec is not narrowed, "*" covers the protected names too: the
+	// agent could set them in its own line.
+	coder := &paddock.AgentDefinition{Name: "coder", Tools: []string{"exec"}, Env: []string{"*"}}
+	if v := Decide(coder, nil, Call{Tool: "exec", Argv: []string{"go", "test"}, Env: []string{"GOFLAGS=-mod=mod", "HOME=/tmp/h"}}, active); v.Decision != paddock.DecisionAllow {
+		t.Errorf("unnarrowed exec: %s", v.Reason)
 	}
 }
