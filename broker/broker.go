@@ -69,8 +69,10 @@ type Call struct {
 	// Trees says the paths are trees (a recursive delete, a move): no deny
 	// glob may reach below them.
 	Trees bool
-	// Exec: the argv, and the network, environment and limits asked for.
+	// Exec: the argv, the directory it starts in (relative to the
+	// workspace), and the network, environment and limits asked for.
 	Argv   []string
+	Dir    string
 	Net    string
 	Env    []string
 	Limits paddock.AgentLimits
@@ -200,27 +202,26 @@ func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet,
 	if c.Start && slices.Equal(c.Argv, def.Command) {
 		restricted, rule = false, paddock.ToolRule{}
 	}
-	if restricted || len(rule.Deny) > 0 {
+	narrowed := restricted || len(rule.Deny) > 0
+	if narrowed {
 		cmds, err := commandsOf(c.Argv)
 		if err != nil {
 			return deny(RuleUnsure, "agent %s's commands are narrowed, and this command line cannot be read with confidence: %v", def.Name, err)
 		}
+		if v := decideWrites(def, g, c.Dir, cmds); v.Decision != paddock.DecisionAllow {
+			return v
+		}
 		var ask []string
 		for _, cmd := range cmds {
 			for _, as := range cmd.assigns {
-				if !envAllowed(def.Env, as.name) || special[as.name] && !envNamed(def.Env, as.name) {
-					return deny(RuleEnv, "agent %s may not set the variable %s", def.Name, as.name)
+				if why := envCheck(def.Env, as.name, true); why != "" {
+					return deny(RuleEnv, "agent %s may not set the variable %s: %s", def.Name, as.name, why)
 				}
 				if !as.value.known {
 					return deny(RuleUnsure, "agent %s's commands are narrowed, and %s is set to an expansion", def.Name, as.name)
 				}
 				if f := deniedFlagIn(as.value.lit, rule.Deny); f != "" {
 					return deny(RuleCommand, "agent %s may not pass %s (denied by its exec rule), in %s", def.Name, f, as.name)
-				}
-			}
-			for _, w := range cmd.writes {
-				if v := decideWrite(def, g, w); v.Decision != paddock.DecisionAllow {
-					return v
 				}
 			}
 			if len(cmd.words) == 0 {
@@ -251,30 +252,14 @@ func decideExec(def *paddock.AgentDefinition, rule paddock.ToolRule, g grantSet,
 	}
 	for _, kv := range c.Env {
 		name, value, _ := strings.Cut(kv, "=")
-		if !envAllowed(def.Env, name) {
-			return deny(RuleEnv, "agent %s may not set the environment variable %s", def.Name, name)
+		if why := envCheck(def.Env, name, narrowed); why != "" {
+			return deny(RuleEnv, "agent %s may not set the environment variable %s: %s", def.Name, name, why)
 		}
 		if f := deniedFlagIn(value, rule.Deny); f != "" {
 			return deny(RuleCommand, "agent %s may not pass %s (denied by its exec rule), in %s", def.Name, f, name)
 		}
 	}
 	return decideLimits(def, g, c.Limits)
-}
-
-// special are the variables that change what a shell or the dynamic
-// linker runs: a definition must name them itself ("*" does not do).
-var special = map[string]bool{"PATH": true, "IFS": true, "ENV": true, "BASH_ENV": true, "PS4": true, "PS1": true, "PS2": true, "PS3": true,
-	"PROMPT_COMMAND": true, "SHELLOPTS": true, "BASHOPTS": true, "CDPATH": true, "GLOBIGNORE": true, "BASH_XTRACEFD": true, "EXECIGNORE": true,
-	"LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "LD_AUDIT": true, "GCONV_PATH": true, "HOSTALIASES": true}
-
-// envNamed: the definition names this variable itself (not by "*").
-func envNamed(env []string, name string) bool {
-	for _, e := range env {
-		if n, _, _ := strings.Cut(e, "="); n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // denyRule is a deny rule split into the program it names (its leading
@@ -339,22 +324,41 @@ func deniedFlagIn(value string, rules []string) string {
 	return ""
 }
 
-// decideWrite checks a file a command's redirection writes against the
-// definition's write rule, when it has one: exec does not write around
-// the paths write may not.
-func decideWrite(def *paddock.AgentDefinition, g grantSet, w word) Verdict {
+// decideWrites checks the files a line's redirections (and find -fprint,
+// time -o, nohup) write against the definition's write rule, when it has
+// one: exec does not write around the paths write may not. A relative
+// path is the exec's directory's; a line that changes directory (cd,
+// env -C, find -execdir) and writes by a relative path is not read.
+func decideWrites(def *paddock.AgentDefinition, g grantSet, dir string, cmds []command) Verdict {
 	rule, ok := def.Tool["write"]
 	if !ok || len(rule.Allow) == 0 && len(rule.Deny) == 0 {
 		return allow()
 	}
-	if !w.known {
-		return deny(RuleUnsure, "agent %s's writes are narrowed, and a redirection's file is an expansion", def.Name)
+	chdir := slices.ContainsFunc(cmds, func(c command) bool { return c.chdir })
+	for _, c := range cmds {
+		for _, w := range c.writes {
+			if !w.known {
+				return deny(RuleUnsure, "agent %s's writes are narrowed, and a file the line writes is an expansion", def.Name)
+			}
+			switch w.lit {
+			case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
+				continue
+			}
+			p := w.lit
+			if !path.IsAbs(p) {
+				if chdir {
+					return deny(RuleUnsure, "agent %s's writes are narrowed, and the line changes directory (cd, env -C, find -execdir) and writes %s: give the exec's dir instead", def.Name, p)
+				}
+				if dir != "" {
+					p = path.Join(dir, p)
+				}
+			}
+			if v := decidePaths(def, rule, g, Call{Tool: "write", Paths: []string{p}}); v.Decision != paddock.DecisionAllow {
+				return v
+			}
+		}
 	}
-	switch w.lit {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
-		return allow()
-	}
-	return decidePaths(def, rule, g, Call{Tool: "write", Paths: []string{w.lit}})
+	return allow()
 }
 
 func quoteList(ss []string) string {
@@ -400,17 +404,6 @@ func matches(cmd command, prefix []string) bool {
 		}
 	}
 	return true
-}
-
-// envAllowed: the definition's env lists names, NAME=VALUE pairs or "*".
-func envAllowed(env []string, name string) bool {
-	for _, e := range env {
-		n, _, _ := strings.Cut(e, "=")
-		if e == "*" || n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // decidePaths checks the paths a writing tool writes against its globs.

@@ -238,3 +238,143 @@ func TestRedteamHeld(t *testing.T) {
 		})
 	}
 }
+
+// Red-team rows (issue #29, item 4): bash's other ways to write a file,
+// what wrappers run, and the variables a call sets. Each row was allowed
+// before its fix, unless it says it held.
+
+// wrappersDef narrows exec to env, echo, git status and go test (not go
+// test -toolexec), writes to docs/**, and lets any variable be set ("*").
+func wrappersDef() *paddock.AgentDefinition {
+	return &paddock.AgentDefinition{Name: "wrappers", Workspace: "write", Tools: []string{"exec", "write"},
+		Tool: map[string]paddock.ToolRule{
+			"exec":  {Allow: []string{"env", "echo", "git status", "go test"}, Deny: []string{"go test -toolexec"}},
+			"write": {Allow: []string{"docs/**"}},
+		},
+		Env: []string{"*"}}
+}
+
+// notesDef writes any .md file but those under docs/secret.
+func notesDef() *paddock.AgentDefinition {
+	return &paddock.AgentDefinition{Name: "notes", Workspace: "write", Tools: []string{"exec", "write"},
+		Tool: map[string]paddock.ToolRule{
+			"exec":  {Allow: []string{"cd", "echo", "env"}},
+			"write": {Allow: []string{"**/*.md"}, Deny: []string{"docs/secret/**"}},
+		}}
+}
+
+type refusal struct {
+	name string
+	def  *paddock.AgentDefinition
+	call Call
+}
+
+func mustRefuse(t *testing.T, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.call.Tool == "" {
+				tc.call.Tool = paddock.ToolExec
+			}
+			if v := Decide(tc.def, nil, tc.call, active); v.Decision == paddock.DecisionAllow {
+				t.Fatalf("allowed: %+v", tc.call)
+			}
+		})
+	}
+}
+
+func TestRedteamWrites(t *testing.T) {
+	mustRefuse(t, []refusal{
+		// bash's >& FILE (and [1]>&FILE) is &> FILE.
+		{"bash >& FILE", wrappersDef(), Call{Argv: bash(`echo x >& main.go`)}},
+		{"bash 1>&FILE", wrappersDef(), Call{Argv: bash(`echo x 1>&main.go`)}},
+		{"bash &> FILE (held: &> was refused)", wrappersDef(), Call{Argv: bash(`echo x &> main.go`)}},
+		// A redirection relative to a directory the rule does not see.
+		{"cd then write", notesDef(), Call{Argv: bash(`cd docs/secret && echo x > k.md`)}},
+		{"exec dir then write", notesDef(), Call{Argv: bash(`echo x > k.md`), Dir: "docs/secret"}},
+		{"env -C then write", notesDef(), Call{Argv: []string{"env", "-C", "docs/secret", "bash", "-c", "echo x > k.md"}}},
+		{"find -fprint", &paddock.AgentDefinition{Name: "find", Workspace: "write", Tools: []string{"exec", "write"},
+			Tool: map[string]paddock.ToolRule{"exec": {Allow: []string{"find"}}, "write": {Allow: []string{"docs/**"}}}},
+			Call{Argv: []string{"find", ".", "-fprint", "main.go"}}},
+	})
+}
+
+func TestRedteamWrapperGrammar(t *testing.T) {
+	goflags := wrappersDef()
+	goflags.Env = []string{"GOFLAGS"}
+	xargsEnv := wrappersDef()
+	xargsEnv.Tool["exec"] = paddock.ToolRule{Allow: []string{"echo", "xargs", "env"}}
+	find := &paddock.AgentDefinition{Name: "find", Workspace: "write", Tools: []string{"exec"},
+		Tool: map[string]paddock.ToolRule{"exec": {Allow: []string{"find", "echo", "xargs", "go test"}, Deny: []string{"go test -exec"}}}}
+	mustRefuse(t, []refusal{
+		// env -S / --split-string splits its value into a command line
+		// (and GNU getopt takes any unambiguous prefix of a long option).
+		{"env --split-string=sh -c id", wrappersDef(), Call{Argv: []string{"env", "--split-string=sh -c id"}}},
+		{"env --split-s=sh -c id", wrappersDef(), Call{Argv: []string{"env", "--split-s=sh -c id"}}},
+		{"env -Ssh -c id, one word", wrappersDef(), Call{Argv: bash(`env -S'sh -c id'`)}},
+		{"env -iS, clustered", wrappersDef(), Call{Argv: bash(`env -iS'sh -c id'`)}},
+		{"env -S with -S inside (held: -S was refused)", wrappersDef(), Call{Argv: []string{"env", "-S", "-S'sh -c id'"}}},
+		// env's NAME=VALUE words were never read as assignments.
+		{"env GOFLAGS=-toolexec= go test", goflags, Call{Argv: bash(`env GOFLAGS=-toolexec=docs/x.sh go test ./...`)}},
+		{"env LD_PRELOAD echo", wrappersDef(), Call{Argv: bash(`env LD_PRELOAD=docs/x.so echo`)}},
+		{"env -S LD_PRELOAD echo", wrappersDef(), Call{Argv: bash(`env -S'LD_PRELOAD=docs/x.so echo'`)}},
+		{"BASH_ENV before bash -c", wrappersDef(), Call{Argv: bash(`BASH_ENV=docs/x.sh bash -c echo`)}},
+		// find's "+" ends a command only after {}; a file name find puts in.
+		{"find -exec + is an argument", find, Call{Argv: []string{"find", ".", "-exec", "go", "test", "+", "-exec=docs/x.sh", ";"}}},
+		{"find -exec {} as a flag", find, Call{Argv: []string{"find", ".", "-name", "-exec=*", "-exec", "go", "test", "{}", ";"}}},
+		{"find -exec from an expansion", find, Call{Argv: bash(`find . "$1" curl x \;`, "_", "-exec")}},
+		// xargs hands its command the words it reads.
+		{"xargs env", xargsEnv, Call{Argv: bash(`echo sh -c id | xargs env`)}},
+		{"xargs go test -exec", find, Call{Argv: bash(`echo -exec=docs/x.sh | xargs go test`)}},
+	})
+}
+
+func TestRedteamProtectedEnv(t *testing.T) {
+	mustRefuse(t, []refusal{
+		// "*" covered the names that change what an allowed command runs,
+		// in the line and in the request.
+		{"env CC= go test under *", wrappersDef(), Call{Argv: bash(`env CC=docs/x.sh CGO_ENABLED=1 go test ./...`)}},
+		{"env GOFLAGS= go test under *", wrappersDef(), Call{Argv: bash(`env GOFLAGS=-vet=off go test ./...`)}},
+		{"env GIT_CONFIG_* git status", wrappersDef(), Call{Argv: []string{"env", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=docs/x.sh", "git", "status"}}},
+		{"GIT_CONFIG_* assignment", wrappersDef(), Call{Argv: bash(`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=docs/x.sh git status`)}},
+		{"exported bash function", wrappersDef(), Call{Argv: []string{"env", "BASH_FUNC_echo%%=() { id; }", "bash", "-c", "echo"}}},
+		{"BASH_ENV in the request", wrappersDef(), Call{Argv: bash(`echo`), Env: []string{"BASH_ENV=docs/x.sh"}}},
+		{"GIT_CONFIG_PARAMETERS in the request", wrappersDef(), Call{Argv: []string{"git", "status"}, Env: []string{"GIT_CONFIG_PARAMETERS='core.fsmonitor'='docs/x.sh'"}}},
+		{"GOFLAGS in the request (held: its value has the denied flag)", wrappersDef(), Call{Argv: []string{"go", "test"}, Env: []string{"GOFLAGS=-toolexec=docs/x.sh"}}},
+		{"HOME in the request", wrappersDef(), Call{Argv: []string{"git", "status"}, Env: []string{"HOME=docs"}}},
+	})
+}
+
+// What the rules above must still allow: the everyday forms, read.
+func TestExecAllowed(t *testing.T) {
+	def := &paddock.AgentDefinition{Name: "everyday", Workspace: "write", Tools: []string{"exec", "write"},
+		Tool: map[string]paddock.ToolRule{
+			"exec":  {Allow: []string{"env", "nice", "timeout", "xargs", "find", "echo", "go test"}, Deny: []string{"go test -exec"}},
+			"write": {Allow: []string{"docs/**"}},
+		},
+		Env: []string{"*", "GOFLAGS"}}
+	for _, c := range []Call{
+		{Argv: bash(`echo x > docs/a 2>&1; echo y >&2; echo z >& docs/b; echo w &>> docs/c; echo v 3<> docs/d; echo >&-`)},
+		{Argv: bash(`echo x > a`), Dir: "docs"},
+		{Argv: bash(`cd docs && go test ./... > /dev/null`)},
+		{Argv: bash(`env FOO=1 CI=true go test ./...`)},
+		{Argv: []string{"env", "-u", "HOME", "-i", "--", "echo", "x"}},
+		{Argv: []string{"env", "-S", "go test -count=1 ./..."}},
+		{Argv: bash(`nice -n 5 timeout --signal=KILL 10m go test ./...`)},
+		{Argv: bash(`find . -name '*.go' -exec echo {} \; -exec echo {} +`)},
+		{Argv: bash(`echo a b | xargs -n1 echo`)},
+		{Argv: bash(`GOFLAGS=-count=1 go test ./...`)},
+		{Argv: []string{"go", "test"}, Env: []string{"GOFLAGS=-count=1", "CI=1"}},
+	} {
+		c.Tool = paddock.ToolExec
+		if v := Decide(def, nil, c, active); v.Decision != paddock.DecisionAllow {
+			t.Errorf("%q (env %q): %s: %s", c.Argv, c.Env, v.Rule, v.Reason)
+		}
+	}
+	// Where exec is not narrowed, "*" covers the protected names too: the
+	// agent could set them in its own line.
+	coder := &paddock.AgentDefinition{Name: "coder", Tools: []string{"exec"}, Env: []string{"*"}}
+	if v := Decide(coder, nil, Call{Tool: "exec", Argv: []string{"go", "test"}, Env: []string{"GOFLAGS=-mod=mod", "HOME=/tmp/h"}}, active); v.Decision != paddock.DecisionAllow {
+		t.Errorf("unnarrowed exec: %s", v.Reason)
+	}
+}

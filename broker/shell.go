@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -14,8 +15,14 @@ import (
 type command struct {
 	words   []word
 	assigns []assign
-	// writes are the files its output redirections write.
+	// writes are the files its output redirections (or the program
+	// itself: find -fprint, time -o) write.
 	writes []word
+	// chdir: the command changes the directory later commands of the line
+	// run in (cd, pushd, popd), or runs one in another (env -C, find
+	// -execdir): a relative path a redirection writes is then not the
+	// path the rules would read.
+	chdir bool
 }
 
 // assign is a variable a command line sets: its name, and its value if
@@ -106,11 +113,12 @@ func expand(c command, depth int, lang syntax.LangVariant, out *[]command) error
 	base := path.Base(name.lit)
 	switch {
 	case shells[base]:
-		script, ok, err := shellScript(c.words[1:])
+		script, ok, err := shellScript(base, c.words[1:])
 		if err != nil {
 			return err
 		}
 		if ok {
+			keepAssigns(c, out)
 			return parseScript(script, depth+1, langOf(base), out)
 		}
 	case base == "set":
@@ -125,23 +133,35 @@ func expand(c command, depth int, lang syntax.LangVariant, out *[]command) error
 			}
 			parts = append(parts, w.lit)
 		}
+		keepAssigns(c, out)
 		return parseScript(strings.Join(parts, " "), depth+1, lang, out)
 	case wrappers[base] != nil:
-		rest, err := wrappers[base](c.words[1:])
+		w, err := wrappers[base](c.words[1:], lang)
 		if err != nil {
 			return err
 		}
 		// The wrapper itself is checked too: a rule may name it.
-		*out = append(*out, command{words: c.words[:len(c.words)-len(rest)], assigns: c.assigns})
-		if len(rest) == 0 {
+		*out = append(*out, command{words: append([]word{name}, w.own...),
+			assigns: append(slices.Clone(c.assigns), w.assigns...), writes: w.writes, chdir: w.chdir})
+		if len(w.run) == 0 {
 			return nil
 		}
-		return expand(command{words: rest}, depth+1, lang, out)
+		return expand(command{words: w.run}, depth+1, lang, out)
 	case base == "find":
 		return findExec(c, depth, lang, out)
+	case base == "cd" || base == "pushd" || base == "popd":
+		c.chdir = true
 	}
 	*out = append(*out, c)
 	return nil
+}
+
+// keepAssigns keeps the variables a line sets for a shell or an eval whose
+// script is read in its place (BASH_ENV=f bash -c …).
+func keepAssigns(c command, out *[]command) {
+	if len(c.assigns) > 0 {
+		*out = append(*out, command{assigns: c.assigns})
+	}
 }
 
 // shells are the programs whose -c runs a script.
@@ -153,7 +173,13 @@ var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true
 // about what runs are read (-e, -u, -x, -v, -o pipefail, …): an
 // interactive or login shell first runs startup files the agent can
 // write, --rcfile takes the word after it, and "-" ends the options.
-func shellScript(args []word) (string, bool, error) {
+func shellScript(shell string, args []word) (string, bool, error) {
+	// zsh reads $ZDOTDIR/.zshenv (HOME's, which the run's commands may
+	// write) before any script, unless -f (NO_RCS) says not to.
+	flagSet, noRC := "ceuxv", true
+	if shell == "zsh" {
+		flagSet, noRC = "ceuxvf", false
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !a.known {
@@ -174,10 +200,14 @@ func shellScript(args []word) (string, bool, error) {
 			return "", false, nil // a script file: the shell is the command
 		}
 		flags := a.lit[1:]
-		if strings.Trim(flags, "ceuxv") != "" {
+		if strings.Trim(flags, flagSet) != "" {
 			return "", false, unsure("the shell option %q (an interactive or login shell runs startup files first)", a.lit)
 		}
+		noRC = noRC || strings.ContainsRune(flags, 'f') && a.lit[0] == '-'
 		if strings.ContainsRune(flags, 'c') && a.lit[0] == '-' {
+			if !noRC {
+				return "", false, unsure("zsh reads ~/.zshenv before its -c script; give -f")
+			}
 			if i+1 >= len(args) {
 				return "", false, unsure("a shell's -c without a script")
 			}
@@ -222,129 +252,60 @@ func safeSet(args []word) error {
 	return nil
 }
 
-// wrappers run the command that follows their own options; each returns
-// that command's words (none: the wrapper runs nothing else).
-var wrappers = map[string]func([]word) ([]word, error){
-	"env":     envArgs,
-	"command": optionsThen("", "vVp"),
-	"exec":    optionsThen("a", "cl"),
-	"nohup":   optionsThen("", ""),
-	"nice":    optionsThen("n", ""),
-	"setsid":  optionsThen("", "cfw"),
-	"stdbuf":  optionsThen("ioe", ""),
-	"time":    optionsThen("fo", "pav"),
-	"timeout": timeoutArgs,
-	"xargs":   xargsArgs,
-	"builtin": optionsThen("", ""),
-}
-
-// optionsThen skips options (those in withArg take a value) and returns
-// the command after them. `command -v NAME` only looks NAME up.
-func optionsThen(withArg, flags string) func([]word) ([]word, error) {
-	return func(args []word) ([]word, error) {
-		for i := 0; i < len(args); i++ {
-			a := args[i]
-			if !a.known {
-				return nil, unsure("an option of a command-running wrapper is an expansion")
-			}
-			if a.lit == "--" {
-				return args[i+1:], nil
-			}
-			if !strings.HasPrefix(a.lit, "-") || a.lit == "-" {
-				return args[i:], nil
-			}
-			opt := a.lit[1:]
-			if strings.ContainsAny(opt, "vV") && strings.Contains(flags, "v") {
-				return nil, nil // command -v: a lookup
-			}
-			if len(opt) == 1 && strings.Contains(withArg, opt) {
-				i++
-			}
-		}
-		return nil, nil
-	}
-}
-
-// envArgs skips env's options and NAME=VALUE pairs.
-func envArgs(args []word) ([]word, error) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !a.known {
-			return nil, unsure("an argument of env is an expansion")
-		}
-		switch {
-		case a.lit == "-u" || a.lit == "-C" || a.lit == "-S" || a.lit == "--split-string":
-			if a.lit == "-S" || a.lit == "--split-string" {
-				return nil, unsure("env -S splits a string into a command")
-			}
-			i++
-		case strings.HasPrefix(a.lit, "-"):
-		case strings.Contains(a.lit, "="):
-		default:
-			return args[i:], nil
-		}
-	}
-	return nil, nil
-}
-
-// timeoutArgs skips timeout's options and its duration.
-func timeoutArgs(args []word) ([]word, error) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !a.known {
-			return nil, unsure("an argument of timeout is an expansion")
-		}
-		switch {
-		case a.lit == "-s" || a.lit == "-k" || a.lit == "--signal" || a.lit == "--kill-after":
-			i++
-		case strings.HasPrefix(a.lit, "-"):
-		default:
-			return args[i+1:], nil
-		}
-	}
-	return nil, nil
-}
-
-// xargsArgs skips xargs' options; the command then runs with arguments
-// read from stdin, so a shell or eval there runs what the input says.
-func xargsArgs(args []word) ([]word, error) {
-	withArg := map[string]bool{"-I": true, "-i": false, "-n": true, "-P": true, "-L": true, "-l": false, "-d": true, "-s": true, "-a": true, "-E": true, "-e": false}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !a.known {
-			return nil, unsure("an argument of xargs is an expansion")
-		}
-		if !strings.HasPrefix(a.lit, "-") {
-			rest := args[i:]
-			if b := path.Base(rest[0].lit); shells[b] || b == "eval" {
-				return nil, unsure("xargs runs %s with what it reads", b)
-			}
-			return rest, nil
-		}
-		if withArg[a.lit] {
-			i++
-		}
-	}
-	return []word{{lit: "echo", known: true}}, nil
-}
-
-// findExec checks find itself and the commands its -exec, -execdir, -ok and
-// -okdir run.
+// findExec checks find itself, the files its -fprint, -fprint0, -fprintf
+// and -fls write, and the commands its -exec, -execdir, -ok and -okdir run.
+// A command's words run to ";", or (-exec, -execdir) to a "+" right after
+// a word holding "{}" (any other "+" is an argument); a word holding "{}"
+// is a file name find puts there. A
+// word of find that is an expansion is refused: at run time it may be
+// -exec, or the ";" that ends a command early so that its arguments are
+// find's again.
 func findExec(c command, depth int, lang syntax.LangVariant, out *[]command) error {
-	end := len(c.words)
-	for i, w := range c.words {
-		if w.known && (w.lit == "-exec" || w.lit == "-execdir" || w.lit == "-ok" || w.lit == "-okdir") {
-			end = min(end, i)
+	self := command{words: c.words[:1], assigns: c.assigns}
+	for i := 1; i < len(c.words); i++ {
+		w := c.words[i]
+		if !w.known {
+			return unsure("an argument of find is an expansion (it may be -exec, or end one)")
+		}
+		switch w.lit {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			plus := w.lit == "-exec" || w.lit == "-execdir" // -ok asks for each file: no "+"
 			j := i + 1
-			for j < len(c.words) && !(c.words[j].known && (c.words[j].lit == ";" || c.words[j].lit == "+")) {
+			for j < len(c.words) && c.words[j].known && c.words[j].lit != ";" && !(plus && c.words[j].lit == "+" && j > i+1 && strings.Contains(c.words[j-1].lit, "{}")) {
 				j++
 			}
-			if err := expand(command{words: c.words[i+1 : j]}, depth+1, lang, out); err != nil {
+			if j >= len(c.words) || !c.words[j].known {
+				if j < len(c.words) {
+					return unsure("an argument of find is an expansion (it may be -exec, or end one)")
+				}
+				return unsure("find's %s without its ; or {} +", w.lit)
+			}
+			var run []word
+			for _, a := range c.words[i+1 : j] {
+				if strings.Contains(a.lit, "{}") {
+					a = word{}
+				}
+				run = append(run, a)
+			}
+			if len(run) == 0 {
+				return unsure("find's %s without a command", w.lit)
+			}
+			if strings.HasSuffix(w.lit, "dir") {
+				self.chdir = true
+			}
+			if err := expand(command{words: run}, depth+1, lang, out); err != nil {
 				return err
 			}
+			i = j
+			continue
+		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			if i+1 < len(c.words) {
+				self.writes = append(self.writes, c.words[i+1])
+			}
 		}
+		self.words = append(self.words, w)
 	}
-	*out = append(*out, command{words: c.words[:end], assigns: c.assigns})
+	*out = append(*out, self)
 	return nil
 }
 
@@ -436,19 +397,40 @@ func parseScript(script string, depth int, lang syntax.LangVariant, out *[]comma
 				return fail(unsure("[[ -eq ]] and the like evaluate their operands as arithmetic"))
 			}
 		case *syntax.Redirect:
-			switch n.Op {
-			case syntax.RdrAll, syntax.AppAll:
-				// &> is bash's; dash reads & then > (a command after it).
-				return fail(unsure("&> (write both outputs with > F 2>&1)"))
-			case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob:
-				if n.Word != nil {
-					*out = append(*out, command{writes: []word{literal(n.Word)}})
-				}
+			if n.N != nil && strings.HasPrefix(n.N.Value, "{") {
+				// bash's {NAME}>FILE sets NAME to the descriptor it opens.
+				*out = append(*out, command{assigns: []assign{{name: strings.Trim(n.N.Value, "{}")}}})
+			}
+			if n.Word != nil && redirectWrites(n.Op, n.Word) {
+				*out = append(*out, command{writes: []word{literal(n.Word)}})
 			}
 		}
 		return true
 	})
 	return werr
+}
+
+// redirectWrites: a redirection opens its word for writing. Every
+// operator with > in it does, on any descriptor (2>F, 3<>F, >|F, &>F,
+// &>>F, and zsh's clobbering forms), except >& with a descriptor (>&2,
+// 2>&1, >&-, >&3-): bash reads [1]>&F and >&F with any other word as &>F.
+// (&> and &>> are bash's: the POSIX parser, dash's, refuses them.)
+func redirectWrites(op syntax.RedirOperator, w *syntax.Word) bool {
+	switch op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob, syntax.AppClob,
+		syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
+		return true
+	case syntax.DplOut:
+		l := literal(w)
+		return !l.known || !isDescriptor(l.lit)
+	}
+	return false
+}
+
+// isDescriptor: the word of >& names a descriptor (digits), closes one (-)
+// or moves one (digits then -).
+func isDescriptor(s string) bool {
+	return strings.Trim(strings.TrimSuffix(s, "-"), "0123456789") == ""
 }
 
 // assignOf reads one assignment: its name and, if known, its value. An
@@ -508,7 +490,8 @@ func literal(w *syntax.Word) word {
 }
 
 // unquoted applies backslashes outside quotes; a glob, brace or tilde
-// character left unescaped means the shell would expand the word.
+// character left unescaped means the shell would expand the word ("{}"
+// aside).
 func unquoted(s string) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -519,6 +502,11 @@ func unquoted(s string) (string, bool) {
 			if s[i] != '\n' {
 				b.WriteByte(s[i])
 			}
+		case c == '{' && i+1 < len(s) && s[i+1] == '}':
+			// {} is no brace expansion (that takes a comma or ..): find's
+			// file name, xargs' replace string.
+			b.WriteString("{}")
+			i++
 		case strings.IndexByte("*?[{~", c) >= 0:
 			return "", false
 		default:

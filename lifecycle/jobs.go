@@ -170,7 +170,7 @@ func exitOf(res *paddock.ExecResult, err error) (any, *int, error) {
 // is the operator's to choose (it is who sets ceilings), and recorded with
 // the command.
 func execCall(ctx context.Context, req paddock.ExecRequest) broker.Call {
-	c := broker.Call{Tool: paddock.ToolExec, Argv: req.Argv, Net: req.Net, Env: req.Env,
+	c := broker.Call{Tool: paddock.ToolExec, Argv: req.Argv, Dir: req.Dir, Net: req.Net, Env: req.Env,
 		Limits: paddock.LimitsOf(req.Timeout, req.Limits)}
 	if !paddock.AgentCall(ctx) {
 		c.Net = ""

@@ -23,7 +23,7 @@ definition is a TOML file:
   workspace = "write"            # write, read or none
   tools = ["read", "glob", "grep", "exec", "verify", "capabilities", "request_access"]
   network = "none"               # none, host, or allow=DOMAIN,…
-  env = ["GOFLAGS"]              # NAME, NAME=VALUE or *
+  env = ["GOFLAGS"]              # NAME, NAME=VALUE or * (not PATH, GOFLAGS, GIT_*, …: name those)
   secrets = []                   # the daemon's secrets, by name
   command = ["my-agent", "--stdio"]   # how paddock starts it (optional)
 
@@ -43,8 +43,11 @@ definition is a TOML file:
 Tools: read, glob, grep, list, stat, write, edit, move, delete, exec, verify,
 diff, submit, capabilities, request_access. Nothing else is offered; an
 undeclared tool is refused. An exec rule looks at every command of a shell
-line (pipelines, && || ; chains, $(…), sh -c, eval) and refuses what it
-cannot read with confidence; the sandbox still confines what it allows.
+line (pipelines, && || ; chains, $(…), sh -c, eval, and what env, xargs,
+find -exec and the like run) and refuses what it cannot read with
+confidence; the sandbox still confines what it allows. Where exec is
+narrowed, env = ["*"] does not cover the protected variables (PATH,
+BASH_ENV, LD_*, GIT_*, GOFLAGS and other *FLAGS, …): name each one allowed.
 
 Built in: coder (write), reviewer (read; may run the manifest's checks),
 decider (none). 'paddock create --agent NAME' makes a run with one; the run
