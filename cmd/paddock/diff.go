@@ -52,8 +52,9 @@ a larger one is left out ("diff_omitted": true) and --patch prints it.
 
 Risk labels: ci_config, dependency_manifest, executable, symlink, binary,
 large, git_config (.gitattributes, .gitmodules), hook_directory, agent_config,
-runs_code (Makefile, build.rs, conftest.py, .npmrc, …), agent_instructions
-(CLAUDE.md, AGENTS.md, .claude/commands/, …), secret, control_chars,
+runs_code (Makefile, build.rs, conftest.py, .npmrc, .aider.conf.yml, …),
+agent_instructions (CLAUDE.md, AGENTS.md, .claude/commands/, .cursorrules,
+…), secret, control_chars,
 suspicious_name, submodule. Entries under .git, protected agent
 configuration (agent_config, under any spelling), symbolic links that leave
 the project, and names that held a secret are never applied.
