@@ -138,7 +138,7 @@ func printChangeSet(w io.Writer, cs *paddock.ChangeSet, stat bool) {
 		if e.Op == paddock.OpDelete {
 			mode = e.OldMode
 		}
-		note := strings.Join(e.Risks, ",")
+		note := strings.Join(e.Risks, ",") + riskNotes(e)
 		if e.Blocked != "" {
 			note += " BLOCKED: " + e.Blocked
 		}
@@ -157,6 +157,18 @@ func printChangeSet(w io.Writer, cs *paddock.ChangeSet, stat bool) {
 		fmt.Fprintln(w)
 		io.WriteString(w, cs.Diff)
 	}
+}
+
+// riskNotes says why an entry has the labels whose reason the label alone
+// does not give (the path a name collides with), in the entry's order.
+func riskNotes(e paddock.ChangeEntry) string {
+	var b strings.Builder
+	for _, r := range e.Risks {
+		if n := e.Notes[r]; n != "" {
+			fmt.Fprintf(&b, " (%s: %s)", r, n)
+		}
+	}
+	return b.String()
 }
 
 func (a *app) submitCmd() *cobra.Command {
