@@ -88,7 +88,13 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	if err != nil {
 		return nil, err
 	}
-	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), pol, m.redactor(r))
+	// The base's names (for names that collide with them) from its
+	// checkout where the run has one, from git otherwise.
+	var tree changeset.BaseTree = m.Git.Tree(ctx, repo.CommonDir, r.Workspace.BaseRevision)
+	if opts.BaseFiles != "" {
+		tree = changeset.DirTree(opts.BaseFiles)
+	}
+	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), pol, m.redactor(r), tree)
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}

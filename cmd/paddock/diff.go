@@ -55,7 +55,10 @@ large, git_config (.gitattributes, .gitmodules), hook_directory, agent_config,
 runs_code (Makefile, build.rs, conftest.py, .npmrc, .aider.conf.yml, …),
 agent_instructions (CLAUDE.md, AGENTS.md, .claude/commands/, .cursorrules,
 …), secret, control_chars,
-suspicious_name, submodule. Entries under .git, protected agent
+suspicious_name, name_collision (a path that is another of the result but
+for Unicode normalisation, case or a look-alike: its note, printed beside
+it, names the other), unnormalised_name (a new name not in NFC), submodule.
+Entries under .git, protected agent
 configuration (agent_config, under any spelling), symbolic links that leave
 the project, and names that held a secret are never applied.
 
