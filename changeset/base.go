@@ -8,25 +8,40 @@ import (
 	"strings"
 )
 
-// BaseTree is the base revision as labels read it where the workspace
-// cannot say: the workspace holds what the agent made of the base, so which
-// names a directory held, and what a changed file held, come from here.
-type BaseTree interface {
-	// Names returns the names base holds directly in each of dirs ("" is
-	// the top); a directory base does not have is left out.
+// Tree is a tree of files as labels read it where the workspace cannot
+// say: the workspace holds what the agent made of the base, so which names
+// a directory of the base held, and what a changed file held, come from a
+// Tree of the base; the .envrc files direnv runs on the host, tracked or
+// not, from one of the project's own work tree.
+type Tree interface {
+	// Names returns the names the tree holds directly in each of dirs (""
+	// is the top); a directory it does not have is left out.
 	Names(dirs []string) (map[string][]string, error)
-	// File returns what file p held at base: fs.ErrNotExist when base has
-	// no file there.
+	// File returns what file p holds: fs.ErrNotExist when there is no
+	// file there.
 	File(p string) ([]byte, error)
+}
+
+// Trees are what Build reads besides the workspace.
+type Trees struct {
+	// Base is the run's base revision: the names a change set's paths may
+	// collide with, and the .envrc files it has. Nil: the entries are
+	// compared among themselves, and the workspace's unchanged .envrc
+	// files stand for the base's.
+	Base Tree
+	// Host is the project's work tree, read only for its .envrc files
+	// (often ignored, so never in the base). Nil: not read.
+	Host Tree
 }
 
 // maxBaseFile bounds what DirTree.File reads of one file.
 const maxBaseFile = 1 << 20
 
-// DirTree is a BaseTree read from a checkout of the base that holds its
-// tracked files and nothing else (an overlay's lower layer). It follows no
-// symbolic link: a link is a file of the base, not a directory.
-func DirTree(dir string) BaseTree { return dirTree(dir) }
+// DirTree is a Tree read from a directory: a checkout of the base that
+// holds its tracked files and nothing else (an overlay's lower layer), or
+// the project's work tree. It follows no symbolic link: a link is a file,
+// not a directory, and a link named .envrc is not read.
+func DirTree(dir string) Tree { return dirTree(dir) }
 
 type dirTree string
 

@@ -43,7 +43,7 @@ func TestRevTreeAgainstCheckout(t *testing.T) {
 	if err := g.ExportTree(ctx, filepath.Join(repo, ".git"), rev, checkout); err != nil {
 		t.Fatal(err)
 	}
-	trees := map[string]changeset.BaseTree{"git": g.Tree(ctx, filepath.Join(repo, ".git"), rev), "checkout": changeset.DirTree(checkout)}
+	trees := map[string]changeset.Tree{"git": g.Tree(ctx, filepath.Join(repo, ".git"), rev), "checkout": changeset.DirTree(checkout)}
 	dirs := []string{"", "a", "a/b", "a/b/e", "README.md", "missing", "link", "a/missing"}
 	want := map[string][]string{
 		"":      {".envrc", "README.md", "a", "caf\u00e9.txt", "cafe\u0301.txt", "link", "readme.md"},

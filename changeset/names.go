@@ -96,16 +96,17 @@ func entryDirs(entries []paddock.ChangeEntry) []string {
 
 // labelAcross sets the labels that compare an entry with the others and
 // with the base.
-func labelAcross(entries []paddock.ChangeEntry, tree BaseTree) error {
+func labelAcross(entries []paddock.ChangeEntry, root string, policy *confine.Policy, trees Trees) error {
+	dirs := entryDirs(entries)
 	var names map[string][]string
-	if tree != nil {
+	if trees.Base != nil {
 		var err error
-		if names, err = tree.Names(entryDirs(entries)); err != nil {
+		if names, err = trees.Base.Names(dirs); err != nil {
 			return fmt.Errorf("changeset: reading the base's names: %w", err)
 		}
 	}
 	labelNames(entries, names)
-	return nil
+	return labelSourced(entries, root, policy, trees, dirs, names)
 }
 
 // labelNames labels the entries whose names collide (name_collision, with a

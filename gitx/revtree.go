@@ -8,7 +8,7 @@ import (
 )
 
 // RevTree reads one revision of a repository by its names and files, from
-// git's objects (it is a changeset.BaseTree): what a workspace holds never
+// git's objects (it is a changeset.Tree): what a workspace holds never
 // reaches it.
 type RevTree struct {
 	ctx         context.Context

@@ -59,7 +59,8 @@ suspicious_name, name_collision (a path that is another of the result but
 for Unicode normalisation, case or a look-alike: its note, printed beside
 it, names the other), unnormalised_name (a new name not in NFC), submodule.
 Entries under .git, protected agent
-configuration (agent_config, under any spelling), symbolic links that leave
+configuration (agent_config, under any spelling, and a file a protected
+.envrc sources), symbolic links that leave
 the project, and names that held a secret are never applied.
 
 --blame shows the diff with, before each hunk, its number (what approve
