@@ -39,6 +39,14 @@ func TestProtectedNamesNeverApplied(t *testing.T) {
 	if e := labelled(t, "sub/.envrc", &confine.Policy{}); e.Blocked != "" {
 		t.Errorf("sub/.envrc under an empty policy: blocked %q", e.Blocked)
 	}
+	// A project's own patterns (project add or set --protect) label and
+	// block as the defaults do.
+	own := &confine.Policy{Protected: append(append([]string{}, confine.DefaultProtected...), ".idea/runConfigurations/**", "tools/hooks/*.sh")}
+	for _, p := range []string{".idea/runConfigurations/x.xml", "sub/.IDEA/runConfigurations/y.xml", "tools/hooks/pre.sh", ".envrc"} {
+		if e := labelled(t, p, own); e.Blocked == "" || !slices.Contains(e.Risks, "agent_config") {
+			t.Errorf("%q under the project's own patterns: blocked %q, risks %v", p, e.Blocked, e.Risks)
+		}
+	}
 }
 
 // TestSteeringLabels: what runs code or steers the next agent is labelled,
