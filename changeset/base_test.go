@@ -28,7 +28,7 @@ func TestRevTreeAgainstCheckout(t *testing.T) {
 	}
 	repo := gittest.NewRepo(t, filepath.Join(t.TempDir(), "repo"), map[string]string{
 		"README.md": "a\n", "readme.md": "b\n", "caf\u00e9.txt": "c\n", "cafe\u0301.txt": "d\n",
-		"a/D": "x\n", "a/b/c": "y\n", "a/b/e/f": "z\n", ".envrc": "source a/D\n",
+		"a/D": "x\n", "a/b/c": "y\n", "a/b/e/f": "z\n", ".envrc": "source a/D\n", "-x:y/.envrc": "dotenv\n",
 	})
 	if err := os.Symlink("a", filepath.Join(repo, "link")); err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestRevTreeAgainstCheckout(t *testing.T) {
 	trees := map[string]changeset.Tree{"git": g.Tree(ctx, filepath.Join(repo, ".git"), rev), "checkout": changeset.DirTree(checkout)}
 	dirs := []string{"", "a", "a/b", "a/b/e", "README.md", "missing", "link", "a/missing"}
 	want := map[string][]string{
-		"":      {".envrc", "README.md", "a", "caf\u00e9.txt", "cafe\u0301.txt", "link", "readme.md"},
+		"":      {"-x:y", ".envrc", "README.md", "a", "caf\u00e9.txt", "cafe\u0301.txt", "link", "readme.md"},
 		"a":     {"D", "b"},
 		"a/b":   {"c", "e"},
 		"a/b/e": {"f"},
@@ -68,10 +68,13 @@ func TestRevTreeAgainstCheckout(t *testing.T) {
 		if b, err := tree.File(".envrc"); err != nil || string(b) != "source a/D\n" {
 			t.Errorf("%s: .envrc %q %v", name, b, err)
 		}
-		for _, p := range []string{"missing", "a/missing", "link/D", "a"} {
+		if b, err := tree.File("-x:y/.envrc"); err != nil || string(b) != "dotenv\n" {
+			t.Errorf("%s: -x:y/.envrc %q %v", name, b, err)
+		}
+		for _, p := range []string{"missing", "a/missing", "link/D", "a", "link"} {
 			if b, err := tree.File(p); err == nil {
 				t.Errorf("%s: %s read as %q", name, p, b)
-			} else if p != "a" && !errors.Is(err, fs.ErrNotExist) {
+			} else if !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("%s: %s: %v, want it not to exist", name, p, err)
 			}
 		}

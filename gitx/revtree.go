@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"path"
 )
 
@@ -22,8 +23,25 @@ func (g *Git) Tree(ctx context.Context, gitDir, rev string) *RevTree {
 	return &RevTree{ctx: ctx, g: g, gitDir: gitDir, rev: rev}
 }
 
-// File returns what file p holds at the revision (see FileAt).
-func (t *RevTree) File(p string) ([]byte, error) { return t.g.FileAt(t.ctx, t.gitDir, t.rev, p) }
+// File returns what the regular file p holds at the revision:
+// fs.ErrNotExist for a path it does not have, a directory, a symbolic link
+// (as a checkout's reader sees none) or a submodule. Any name is taken
+// literally, a colon or a leading dash too.
+func (t *RevTree) File(p string) ([]byte, error) {
+	es, err := t.g.EntriesAt(t.ctx, t.gitDir, t.rev, []string{p})
+	if err != nil {
+		return nil, err
+	}
+	e, ok := es[p]
+	if !ok || (e.Mode != "100644" && e.Mode != "100755") {
+		return nil, fs.ErrNotExist
+	}
+	out, err := t.g.run(t.ctx, gitDirAt(t.gitDir), "cat-file", "blob", e.Blob)
+	if err != nil {
+		return nil, fmt.Errorf("gitx: cat-file: %w", err)
+	}
+	return out, nil
+}
 
 // Names returns the names the revision holds directly in each of dirs (""
 // is the top), one ls-tree for the top and one for up to 500 other
