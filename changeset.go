@@ -30,6 +30,9 @@ type ChangeEntry struct {
 	Size    int64    `json:"size"` // of the new content; 0 for a deletion
 	// Risks label what a reviewer should look at twice.
 	Risks []string `json:"risks,omitempty"`
+	// Notes say, by label, why the entry has a label when the label alone
+	// does not: which other path a name collides with, and how.
+	Notes map[string]string `json:"notes,omitempty"`
 	// Blocked says why this entry is never applied, approved or not.
 	Blocked string `json:"blocked,omitempty"`
 }

@@ -44,9 +44,13 @@ const LargeFile = 1 << 20
 // secret, and one whose name or changed lines hold a character a terminal
 // acts on is labelled control_chars.
 //
+// Labels that compare an entry with the others and with the base (names
+// that collide: see labelNames; files a protected .envrc sources: see
+// labelSourced) read the base and the project's .envrc files from trees.
+//
 // A diff of at most paddock.InlineDiff bytes is read once and carried
 // whole; a larger one is hashed as a stream and left in its file.
-func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, policy *confine.Policy, red *redact.Redactor) (*paddock.ChangeSet, error) {
+func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, policy *confine.Policy, red *redact.Redactor, trees Trees) (*paddock.ChangeSet, error) {
 	found, err := maskInPlace(red, diffFile, root)
 	if err != nil {
 		return nil, err
@@ -87,8 +91,14 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 			e.Op = paddock.OpModify
 		}
 		label(&e, root, policy)
-		review(&e, red, found)
 		cs.Entries = append(cs.Entries, e)
+	}
+	if err := labelAcross(cs.Entries, root, policy, trees); err != nil {
+		return nil, err
+	}
+	// Masking comes last: the labels above compare the paths as they are.
+	for i := range cs.Entries {
+		review(&cs.Entries[i], red, found)
 	}
 	addWithheld(cs, snap.Withheld, root, policy)
 	if cs.Hash, err = Hash(cs); err != nil {
@@ -311,6 +321,10 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 // its path: a name that held a secret cannot be shown as it is, so what is
 // shown is not what an apply would write, and it is never applied.
 func review(e *paddock.ChangeEntry, red *redact.Redactor, found map[string]*Finding) {
+	for k, n := range e.Notes {
+		e.Notes[k] = red.String(n) // they name other paths
+	}
+	e.Blocked = red.String(e.Blocked) // it may quote a .envrc
 	if p := red.String(e.Path); p != e.Path {
 		e.Path = p
 		addRisk(e, "secret")

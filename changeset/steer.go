@@ -13,12 +13,18 @@ var runsCode = []string{
 	"makefile", "gnumakefile", "justfile", ".justfile", "build.rs", "conftest.py",
 	".pre-commit-config.yaml", ".npmrc", ".yarnrc.yml", ".cargo/config.toml", ".cargo/config",
 	".mise.toml", ".tool-versions", "*.code-workspace", ".idea/**",
+	// Agent configuration that runs code (aider's lint and test commands,
+	// opencode's MCP servers and plugins) but that the agent itself reads
+	// when it starts: protecting it would put a directory where a run's
+	// aider or opencode reads its configuration (see
+	// confine.DefaultProtected), so it is labelled, not refused.
+	".aider.conf.yml", "opencode.json", "opencode.jsonc",
 }
 
 // agentInstructions are files that the next agent reads as its orders.
 var agentInstructions = []string{
 	"claude.md", "claude.local.md", "agents.md", "gemini.md", ".claude/commands/**", ".claude/agents/**",
-	".github/copilot-instructions.md",
+	".github/copilot-instructions.md", ".github/instructions/**", ".cursorrules", ".windsurfrules", ".roomodes",
 }
 
 // labelSteering labels what runs code or steers agents. These are not

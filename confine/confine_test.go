@@ -118,3 +118,29 @@ func TestPolicyHooks(t *testing.T) {
 		t.Error("hooks at the top: only git's hook names are protected")
 	}
 }
+
+// TestAlike: names that fold to one are told apart by how they differ;
+// names that fold apart, and equal names, are not alike.
+func TestAlike(t *testing.T) {
+	for _, c := range []struct{ a, b, want string }{
+		{"caf\u00e9.txt", "cafe\u0301.txt", AlikeNormalisation},
+		{"docs/caf\u00e9", "docs/cafe\u0301", AlikeNormalisation},
+		{"README.md", "readme.md", AlikeCase},
+		{"Docs/a.md", "docs/a.md", AlikeCase},
+		{"CAF\u00c9.txt", "cafe\u0301.txt", AlikeCase},
+		{"stra\u00dfe", "STRASSE", AlikeCase},
+		{"p\u0430ypal.txt", "paypal.txt", AlikeSpelling},
+		{"a\u200bb.txt", "ab.txt", AlikeSpelling},
+		{"notes.txt.", "notes.txt", AlikeSpelling},
+		{"README.md", "README.md", ""},
+		{"README.md", "README.txt", ""},
+		{"docs/a", "doc/sa", ""},
+	} {
+		if got := Alike(c.a, c.b); got != c.want {
+			t.Errorf("Alike(%q, %q) = %q, want %q", c.a, c.b, got, c.want)
+		}
+		if got := Alike(c.b, c.a); got != c.want {
+			t.Errorf("Alike(%q, %q) = %q, want %q", c.b, c.a, got, c.want)
+		}
+	}
+}

@@ -44,6 +44,32 @@ func Fold(name string) string {
 	return trimName(fold(name))
 }
 
+// How two names that fold alike differ (see Alike).
+const (
+	AlikeNormalisation = "Unicode normalisation" // composed and decomposed é
+	AlikeCase          = "case"                  // README.md and readme.md
+	AlikeSpelling      = "look-alike or invisible characters, or what Windows drops"
+)
+
+// Alike says how two different paths that fold to one (component by
+// component, see Fold) differ: only in Unicode normalisation (their NFC
+// forms are equal), else also in case, else in what only the rest of the
+// fold takes away (look-alikes, invisible code points, trailing dots and
+// spaces). It is "" for equal paths and for paths that fold apart.
+func Alike(a, b string) string {
+	if a == b || FoldPath(a) != FoldPath(b) {
+		return ""
+	}
+	na, nb := norm.NFC.String(a), norm.NFC.String(b)
+	switch {
+	case na == nb:
+		return AlikeNormalisation
+	case cases.Fold().String(na) == cases.Fold().String(nb):
+		return AlikeCase
+	}
+	return AlikeSpelling
+}
+
 // fold runs steps 1 to 4 on a name with non-ASCII code points. Look-alikes
 // are mapped before NFKC (which makes the lunate sigma "ϲ", a c, a final
 // sigma), before case folding (a capital Greek Eta looks like H, its small

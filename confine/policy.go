@@ -11,17 +11,43 @@ import (
 // DefaultProtected lists the agent and editor configuration that runs code
 // when a person opens the project, or steers the next agent. Patterns use
 // doublestar syntax and match folded names (see Fold) at any depth.
+//
+// It is data: a project adds its own patterns (paddock project add or set
+// --protect), which agents may not write either and which a change set
+// labels agent_config and never applies, as it does these. Each line says
+// what the tool runs from there. A pattern naming one file protects a
+// missing one ahead as an empty read-only directory in a run's view, so a
+// file the agent itself reads when it starts (.aider.conf.yml,
+// opencode.json) is labelled instead (see changeset's runsCode).
 var DefaultProtected = []string{
-	".claude/settings*.json",
+	".claude/settings*.json", // Claude Code: hooks, MCP servers, allowed commands
 	".claude/hooks/**",
-	".codex/**",
-	".cursor/**",
-	".mcp.json",
+	".codex/**",  // Codex: config.toml (MCP servers, sandbox mode)
+	".cursor/**", // Cursor: mcp.json, hooks.json, rules
+	".mcp.json",  // MCP servers a client starts
 	".vscode/settings.json",
-	".vscode/tasks.json",
+	".vscode/tasks.json", // tasks, some run on folder open
 	".vscode/launch.json",
-	".devcontainer/**",
-	".envrc",
+	".vscode/mcp.json",   // MCP servers VS Code starts
+	".devcontainer/**",   // initializeCommand runs on the host
+	".devcontainer.json", // the same, at the top
+	".gemini/**",         // Gemini CLI: settings.json (MCP servers, hooks), commands
+	".amazonq/**",        // Amazon Q: mcp.json, rules, agents
+	".roo/**",            // Roo Code: mcp.json, rules
+	".kiro/**",           // Kiro: hooks (shell commands on save), settings/mcp.json, steering
+	".windsurf/**",       // Windsurf: hooks.json, workflows, rules
+	".continue/**",       // Continue: MCP servers, rules
+	".clinerules/**",     // Cline: hooks (.clinerules/hooks/), rules; a file or a directory
+	".opencode/**",       // opencode: plugins run when it starts, agents, commands
+	".zed/settings.json", // Zed: language servers and context servers it starts
+	".zed/tasks.json",
+	".zed/debug.json",
+	".exrc", // Vim and Neovim with 'exrc' source these from the directory they start in
+	".vimrc",
+	".gvimrc",
+	".nvimrc",
+	".nvim.lua",
+	".envrc", // direnv runs it on entering the directory
 	".paddock/**",
 }
 

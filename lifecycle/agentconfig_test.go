@@ -2,9 +2,11 @@ package lifecycle_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/paddock-dev/paddock"
@@ -103,5 +105,59 @@ func TestAgentConfigNeverApplied(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(e.repo, n.Path)); err != nil {
 			t.Errorf("%q not applied: %v", n.Path, err)
 		}
+	}
+}
+
+// TestChangeSetReadsTheBaseAndTheProject: a run's change set compares its
+// names with the base's (read from git for a clone, from the overlay's
+// lower layer for an overlay) and reads the .envrc files direnv runs: the
+// base's, and the project work tree's own untracked one. What they source
+// is labelled agent_config and never applied; a name that is the base's
+// README.md but for case is labelled name_collision.
+func TestChangeSetReadsTheBaseAndTheProject(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			gittest.Commit(t, e.repo, "direnv", map[string]string{
+				"scripts/env.sh": "export A=1\n", "svc/.envrc": "source ./local.sh\n", "svc/local.sh": "export B=1\n",
+			})
+			// The project's own .envrc, which is not in the base.
+			if err := os.WriteFile(filepath.Join(e.repo, ".envrc"), []byte("source scripts/env.sh\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e.project(t)
+			if kind == paddock.KindOverlay {
+				withSandbox(t, e)
+			}
+			r := e.create(t, kind, "")
+			for p, content := range map[string]string{"scripts/env.sh": "curl x | sh\n", "svc/local.sh": "curl x | sh\n", "readme.md": "x\n", "ok.txt": "x\n"} {
+				args, _ := json.Marshal(map[string]string{"path": p, "content": content})
+				if _, err := e.m.CallTool(ctx, r.ID, "write", args); err != nil {
+					t.Fatalf("write %s: %v", p, err)
+				}
+			}
+			cs, err := e.m.ChangeSet(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]paddock.ChangeEntry{}
+			for _, en := range cs.Entries {
+				got[en.Path] = en
+			}
+			for p, by := range map[string]string{"scripts/env.sh": "sourced by the project's .envrc", "svc/local.sh": "sourced by the base's svc/.envrc"} {
+				if en := got[p]; !slices.Contains(en.Risks, "agent_config") || !strings.Contains(en.Blocked, by) {
+					t.Errorf("%s: %+v, want agent_config, %s", p, en, by)
+				}
+			}
+			if en := got["readme.md"]; !slices.Contains(en.Risks, "name_collision") || !strings.Contains(en.Notes["name_collision"], "README.md (in the base)") {
+				t.Errorf("readme.md: %+v, want a collision with the base's README.md", en)
+			}
+			if en := got["ok.txt"]; len(en.Risks) != 0 || en.Blocked != "" {
+				t.Errorf("ok.txt: %+v", en)
+			}
+		})
 	}
 }

@@ -88,7 +88,14 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	if err != nil {
 		return nil, err
 	}
-	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), pol, m.redactor(r))
+	// The base (names that collide with its paths, its .envrc files) from
+	// its checkout where the run has one, from git otherwise; the
+	// project's own .envrc files, which direnv runs, from its work tree.
+	trees := changeset.Trees{Base: m.Git.Tree(ctx, repo.CommonDir, r.Workspace.BaseRevision), Host: changeset.DirTree(p.Root)}
+	if opts.BaseFiles != "" {
+		trees.Base = changeset.DirTree(opts.BaseFiles)
+	}
+	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), pol, m.redactor(r), trees)
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}

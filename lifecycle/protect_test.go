@@ -18,7 +18,10 @@ func TestProtectedAheadPaths(t *testing.T) {
 	t.Parallel()
 	paths, unenforced := protectedAhead(confine.DefaultProtected)
 	want := []string{".git", ".claude", ".claude/hooks", ".codex", ".cursor", ".mcp.json", ".vscode/settings.json",
-		".vscode/tasks.json", ".vscode/launch.json", ".devcontainer", ".envrc", ".paddock"}
+		".vscode/tasks.json", ".vscode/launch.json", ".vscode/mcp.json", ".devcontainer", ".devcontainer.json",
+		".gemini", ".amazonq", ".roo", ".kiro", ".windsurf", ".continue", ".clinerules", ".opencode",
+		".zed/settings.json", ".zed/tasks.json", ".zed/debug.json", ".exrc", ".vimrc", ".gvimrc", ".nvimrc",
+		".nvim.lua", ".envrc", ".paddock"}
 	if !reflect.DeepEqual(paths, want) || len(unenforced) != 0 {
 		t.Fatalf("default policy: %v, unenforced %v", paths, unenforced)
 	}

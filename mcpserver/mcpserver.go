@@ -596,6 +596,11 @@ func diffResult(cs *paddock.ChangeSet) *mcp.CallToolResult {
 		if len(e.Risks) > 0 {
 			fmt.Fprintf(&b, "  [%s]", strings.Join(e.Risks, ", "))
 		}
+		for _, r := range e.Risks {
+			if n := e.Notes[r]; n != "" {
+				fmt.Fprintf(&b, "  (%s: %s)", r, n)
+			}
+		}
 		if e.Blocked != "" {
 			fmt.Fprintf(&b, "  (never applied: %s)", e.Blocked)
 		}

@@ -52,10 +52,15 @@ a larger one is left out ("diff_omitted": true) and --patch prints it.
 
 Risk labels: ci_config, dependency_manifest, executable, symlink, binary,
 large, git_config (.gitattributes, .gitmodules), hook_directory, agent_config,
-runs_code (Makefile, build.rs, conftest.py, .npmrc, …), agent_instructions
-(CLAUDE.md, AGENTS.md, .claude/commands/, …), secret, control_chars,
-suspicious_name, submodule. Entries under .git, protected agent
-configuration (agent_config, under any spelling), symbolic links that leave
+runs_code (Makefile, build.rs, conftest.py, .npmrc, .aider.conf.yml, …),
+agent_instructions (CLAUDE.md, AGENTS.md, .claude/commands/, .cursorrules,
+…), secret, control_chars,
+suspicious_name, name_collision (a path that is another of the result but
+for Unicode normalisation, case or a look-alike: its note, printed beside
+it, names the other), unnormalised_name (a new name not in NFC), submodule.
+Entries under .git, protected agent
+configuration (agent_config, under any spelling, and a file a protected
+.envrc sources), symbolic links that leave
 the project, and names that held a secret are never applied.
 
 --blame shows the diff with, before each hunk, its number (what approve
@@ -137,7 +142,7 @@ func printChangeSet(w io.Writer, cs *paddock.ChangeSet, stat bool) {
 		if e.Op == paddock.OpDelete {
 			mode = e.OldMode
 		}
-		note := strings.Join(e.Risks, ",")
+		note := strings.Join(e.Risks, ",") + riskNotes(e)
 		if e.Blocked != "" {
 			note += " BLOCKED: " + e.Blocked
 		}
@@ -156,6 +161,18 @@ func printChangeSet(w io.Writer, cs *paddock.ChangeSet, stat bool) {
 		fmt.Fprintln(w)
 		io.WriteString(w, cs.Diff)
 	}
+}
+
+// riskNotes says why an entry has the labels whose reason the label alone
+// does not give (the path a name collides with), in the entry's order.
+func riskNotes(e paddock.ChangeEntry) string {
+	var b strings.Builder
+	for _, r := range e.Risks {
+		if n := e.Notes[r]; n != "" {
+			fmt.Fprintf(&b, " (%s: %s)", r, n)
+		}
+	}
+	return b.String()
 }
 
 func (a *app) submitCmd() *cobra.Command {

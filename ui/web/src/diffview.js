@@ -42,7 +42,12 @@ export function pairFiles(cs, diffText) {
 function labelsOf(f) {
   const out = [];
   const e = f.entry;
-  for (const r of (e && e.risks) || []) out.push(label('risk', 'risk', r, 'risk: ' + r));
+  for (const r of (e && e.risks) || []) {
+    // A note says why (a name collision: the other path and how they differ).
+    const note = e.notes && e.notes[r];
+    out.push(label('risk', 'risk', r, 'risk: ' + r + (note ? ' (' + visibleString(note) + ')' : '')));
+    if (note) out.push(label('note', 'risk-note', r + ': ' + note, 'why the entry is labelled ' + r));
+  }
   for (const fl of f.flags) out.push(label('flag', 'name-flag', fl, 'the file name: ' + fl));
   if (e && e.blocked) out.push(label('blocked', 'blocked', 'blocked: ' + e.blocked));
   if (e && e.old_mode && e.new_mode && e.old_mode !== e.new_mode) out.push(label('mode', 'mode', e.old_mode + ' → ' + e.new_mode));

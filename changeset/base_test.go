@@ -1,0 +1,82 @@
+package changeset_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+// TestRevTreeAgainstCheckout: a revision's names and files read from git
+// (gitx.RevTree) are what a checkout of it holds (DirTree reads one), for the
+// top, nested directories asked for together, a directory that is a file
+// or missing, names that differ only in case or normalisation, and a link.
+func TestRevTreeAgainstCheckout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g, err := gitx.New(ctx)
+	if err != nil {
+		t.Skipf("git unavailable: %v", err)
+	}
+	repo := gittest.NewRepo(t, filepath.Join(t.TempDir(), "repo"), map[string]string{
+		"README.md": "a\n", "readme.md": "b\n", "caf\u00e9.txt": "c\n", "cafe\u0301.txt": "d\n",
+		"a/D": "x\n", "a/b/c": "y\n", "a/b/e/f": "z\n", ".envrc": "source a/D\n", "-x:y/.envrc": "dotenv\n",
+	})
+	if err := os.Symlink("a", filepath.Join(repo, "link")); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "add", "link")
+	gittest.Git(t, repo, "commit", "-qm", "link")
+	rev := gittest.Git(t, repo, "rev-parse", "HEAD")
+	checkout := filepath.Join(t.TempDir(), "checkout")
+	if err := os.MkdirAll(checkout, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.ExportTree(ctx, filepath.Join(repo, ".git"), rev, checkout); err != nil {
+		t.Fatal(err)
+	}
+	trees := map[string]changeset.Tree{"git": g.Tree(ctx, filepath.Join(repo, ".git"), rev), "checkout": changeset.DirTree(checkout)}
+	dirs := []string{"", "a", "a/b", "a/b/e", "README.md", "missing", "link", "a/missing"}
+	want := map[string][]string{
+		"":      {"-x:y", ".envrc", "README.md", "a", "caf\u00e9.txt", "cafe\u0301.txt", "link", "readme.md"},
+		"a":     {"D", "b"},
+		"a/b":   {"c", "e"},
+		"a/b/e": {"f"},
+	}
+	for _, ns := range want {
+		slices.Sort(ns)
+	}
+	for name, tree := range trees {
+		got, err := tree.Names(dirs)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, ns := range got {
+			slices.Sort(ns)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: names %v, want %v", name, got, want)
+		}
+		if b, err := tree.File(".envrc"); err != nil || string(b) != "source a/D\n" {
+			t.Errorf("%s: .envrc %q %v", name, b, err)
+		}
+		if b, err := tree.File("-x:y/.envrc"); err != nil || string(b) != "dotenv\n" {
+			t.Errorf("%s: -x:y/.envrc %q %v", name, b, err)
+		}
+		for _, p := range []string{"missing", "a/missing", "link/D", "a", "link"} {
+			if b, err := tree.File(p); err == nil {
+				t.Errorf("%s: %s read as %q", name, p, b)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s: %s: %v, want it not to exist", name, p, err)
+			}
+		}
+	}
+}
