@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/agent"
 	"github.com/paddock-dev/paddock/bundle"
+	"github.com/paddock-dev/paddock/internal/durable"
 )
 
 // bundleKey is the daemon's signing key, made on first use.
@@ -216,8 +217,17 @@ func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io
 	if _, err := m.Git.Resolve(ctx, p.Root, b.Run.BaseRevision+"^{commit}"); err != nil {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "project %s has no commit %s, the bundle's base: fetch it into the project first; nothing was made", p.Name, b.Run.BaseRevision)
 	}
-	r, err := m.create(ctx, paddock.CreateRunRequest{Project: project, Kind: req.Kind, Base: b.Run.BaseRevision}, def)
+	// The import is marked under way before its run exists, and the mark
+	// goes only once the run is submitted: a crash between leaves a mark
+	// that recovery finishes by rejecting the run (recoverImports), so an
+	// import is whole or leaves nothing, as an apply is.
+	id := newID()
+	if err := durable.WriteFile(m.importMark(id), []byte(b.Run.ID+"\n")); err != nil {
+		return nil, internal("marking the import failed; nothing was made", err)
+	}
+	r, err := m.createRunID(ctx, id, paddock.CreateRunRequest{Project: project, Kind: req.Kind, Base: b.Run.BaseRevision}, def, nil)
 	if err != nil {
+		os.Remove(m.importMark(id))
 		return nil, err
 	}
 	res, err := m.restore(ctx, r, b, !req.Untrusted)
@@ -225,10 +235,57 @@ func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io
 		m.log().Warn("an import failed; its run is rejected", "run", r.ID, "err", err)
 		if _, rerr := m.Reject(context.WithoutCancel(ctx), r.ID); rerr != nil {
 			m.log().Error("rejecting a failed import's run failed", "run", r.ID, "err", rerr)
+			return nil, err // the mark stays: recovery rejects it
 		}
+		os.Remove(m.importMark(id))
 		return nil, err
 	}
+	if err := os.Remove(m.importMark(id)); err != nil {
+		return nil, internal("finishing the import failed", err)
+	}
 	return res, nil
+}
+
+// importMark is the file that says run id's import is under way.
+func (m *Manager) importMark(id string) string {
+	return filepath.Join(m.runDir(id), "importing")
+}
+
+// recoverImports finishes the imports a crash cut short: their run, if it
+// was made, is rejected (its workspace goes as a rejected run's does) and
+// the mark removed; an import never stays half done.
+func (m *Manager) recoverImports(ctx context.Context) []paddock.Finding {
+	marks, _ := filepath.Glob(filepath.Join(m.ArtifactsDir, "*", "importing"))
+	var out []paddock.Finding
+	for _, mark := range marks {
+		id := filepath.Base(filepath.Dir(mark))
+		f := paddock.Finding{RunID: id, Path: mark, Issue: "an import cut short"}
+		r, err := m.Run(ctx, id)
+		switch {
+		case paddock.IsCode(err, paddock.CodeNotFound):
+			f.Action = "removed (no run was made)"
+		case err != nil:
+			m.log().Error("recovering an import failed", "run", id, "err", err)
+			continue
+		case !m.mine(r):
+			continue
+		default:
+			f.State = r.State()
+			if _, err := m.Reject(ctx, id); err != nil && r.State() != paddock.StateRejected && r.State() != paddock.StateCleaned {
+				m.log().Error("rejecting a cut import's run failed", "run", id, "err", err)
+				f.Action = paddock.ActionFailed
+				out = append(out, f)
+				continue
+			}
+			f.Action = paddock.ActionRolledBack
+		}
+		if err := os.Remove(mark); err != nil && !os.IsNotExist(err) {
+			m.log().Error("removing an import's mark failed", "run", id, "err", err)
+		}
+		m.log().Info("recovered", "run", id, "issue", f.Issue, "action", f.Action)
+		out = append(out, f)
+	}
+	return out
 }
 
 // restore writes b's change set into r's workspace, checks that the

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -25,4 +26,10 @@ func SetCheckpointDelay(d time.Duration) func() {
 // a crash in the middle of one would.
 func AdoptionMarker(m *Manager, id, from, root string, state paddock.WorkspaceState) error {
 	return m.writeAdoptionMarker(id, adoptionMarker{From: from, Root: root, State: state})
+}
+
+// ImportMark leaves the mark of an import under way for run id, as a crash
+// in the middle of one would.
+func ImportMark(m *Manager, id string) error {
+	return os.WriteFile(m.importMark(id), []byte("r-from\n"), 0o600)
 }

@@ -29,6 +29,8 @@ func (m *Manager) Recover(ctx context.Context) ([]paddock.Finding, error) {
 	// Then the flows' steps a crash interrupted, with the runs in order
 	// (a step makes and gives back runs, which takes the lock).
 	out = append(out, m.finishFlows(ctx)...)
+	// Then the imports a crash cut short: rolled back.
+	out = append(out, m.recoverImports(ctx)...)
 	// Then the merge queue's landings a crash interrupted.
 	return append(out, m.recoverQueue(ctx)...), nil
 }
