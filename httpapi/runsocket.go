@@ -58,8 +58,13 @@ type RunSockets struct {
 
 type runSocket struct {
 	path string
+	ln   net.Listener
 	srv  *http.Server
 }
+
+// closeGrace is how long a closed run socket's requests in flight have to
+// end: the call that ended the run (a flow's last pick, say) is answered.
+const closeGrace = 10 * time.Second
 
 // BinDir implements lifecycle.RunAPI.
 func (rs *RunSockets) BinDir() string { return rs.Bin }
@@ -96,7 +101,7 @@ func (rs *RunSockets) Listen(id, path string) error {
 	if rs.live == nil {
 		rs.live = map[string]*runSocket{}
 	}
-	rs.live[id] = &runSocket{path: path, srv: srv}
+	rs.live[id] = &runSocket{path: path, ln: ln, srv: srv}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			rs.log().Warn("a run's API socket stopped", "run", id, "err", err)
@@ -111,10 +116,22 @@ func (rs *RunSockets) Close(id string) {
 	s, ok := rs.live[id]
 	delete(rs.live, id)
 	rs.mu.Unlock()
-	if ok {
-		s.srv.Close()
-		os.Remove(s.path)
+	if !ok {
+		return
 	}
+	// No new connection from now on; the requests in flight are answered
+	// (often the very call that ended the run: a reviewer's last pick of
+	// its flow answered "unexpected EOF" though it had taken effect), then
+	// the connections go.
+	s.ln.Close()
+	os.Remove(s.path)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+		defer cancel()
+		if s.srv.Shutdown(ctx) != nil {
+			s.srv.Close()
+		}
+	}()
 }
 
 // Shutdown stops every run's socket, letting requests in flight end

@@ -142,3 +142,44 @@ func TestRunSockets(t *testing.T) {
 		t.Error("Listen after Shutdown served")
 	}
 }
+
+// TestRunSocketAnswersTheCallThatClosesIt: a call that ends its run (a
+// reviewer's last pick of its flow rejects the review run, whose socket
+// then closes) is answered whole; new connections are refused from then on.
+func TestRunSocketAnswersTheCallThatClosesIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	r := f.newRun(t)
+	var rs *RunSockets
+	rs = &RunSockets{API: f.srv, NewServer: func(h http.Handler) *http.Server {
+		return &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Header.Get("X-Close") != "" {
+				rs.Close(r.ID) // as the run's end closes it, while this call is answered
+				time.Sleep(50 * time.Millisecond)
+			}
+			h.ServeHTTP(w, req)
+		})}
+	}}
+	sock := filepath.Join(t.TempDir(), "paddock.sock")
+	if err := rs.Listen(r.ID, sock); err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}, Timeout: 10 * time.Second}
+	req, _ := http.NewRequest("GET", "http://paddock/v1/runs/"+r.ID, nil)
+	req.Header.Set("X-Close", "1")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("the call that closed its socket: %v", err)
+	}
+	var a answer
+	err = json.NewDecoder(resp.Body).Decode(&a)
+	resp.Body.Close()
+	if err != nil || !a.OK {
+		t.Fatalf("the call that closed its socket was not answered whole: %v %+v", err, a)
+	}
+	if _, err := c.Get("http://paddock/v1/runs/" + r.ID); err == nil {
+		t.Fatal("a new call reached a closed run's socket")
+	}
+}
