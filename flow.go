@@ -70,6 +70,10 @@ type Flow struct {
 	Head string `json:"head,omitempty"`
 	// Findings are the latest findings an event carried (a reviewer's).
 	Findings []string `json:"findings,omitempty"`
+	// Unsubmitted says the flow's first run has no submitted change set
+	// (its agent changed nothing): nothing waits for approval, whatever
+	// the reviewer picked. Said when the flow is read, never stored.
+	Unsubmitted bool `json:"unsubmitted,omitempty"`
 	// Entering names the state whose run is being made: written before
 	// the run is, so that a restart finishes the step (the run's id is
 	// derived from the flow and the step, so it is found, never made twice).

@@ -96,7 +96,19 @@ func (m *Manager) Flows(ctx context.Context, project string) (out []*paddock.Flo
 	if out == nil {
 		out = []*paddock.Flow{}
 	}
+	for _, f := range out {
+		m.describeFlow(f)
+	}
 	return out, err
+}
+
+// describeFlow says what a flow's record cannot: whether its first run
+// submitted anything at all.
+func (m *Manager) describeFlow(f *paddock.Flow) {
+	if start := f.Runs[f.Workflow.Start]; start != "" {
+		_, err := m.submission(start)
+		f.Unsubmitted = err != nil
+	}
 }
 
 // Flow returns a flow.
@@ -105,6 +117,9 @@ func (m *Manager) Flow(ctx context.Context, id string) (f *paddock.Flow, err err
 		f, err = tx.Flow(ctx, id)
 		return err
 	})
+	if err == nil {
+		m.describeFlow(f)
+	}
 	return f, err
 }
 

@@ -86,7 +86,12 @@ func TestTaskWithReviewIncident(t *testing.T) {
 	if err != nil || f.State != "awaiting_approval" || f.Ended.IsZero() {
 		t.Fatalf("the reviewer's approve: %+v %v", f, err)
 	}
-	// Its approve approved nothing: the coder's run has no submission, nothing applies.
+	// Its approve approved nothing: the coder's run has no submission,
+	// nothing applies, and the flow says so rather than ask for an
+	// approval that would be refused.
+	if got, err := e.m.Flow(ctx, f.ID); err != nil || !got.Unsubmitted {
+		t.Fatalf("the flow does not say nothing was submitted: %+v %v", got, err)
+	}
 	if _, err := e.m.Apply(ctx, coder, "", gitx.Identity{Name: "Op", Email: "op@example.com"}); err == nil {
 		t.Fatal("an apply after the reviewer's approve")
 	}

@@ -192,6 +192,8 @@ func printFlow(w io.Writer, f *paddock.Flow) {
 		fmt.Fprintf(w, "finding: %s\n", termsafe.Text(x))
 	}
 	switch {
+	case f.State == "awaiting_approval" && f.Unsubmitted:
+		fmt.Fprintf(w, "nothing to approve: run %s submitted no change set (its agent changed nothing); start another flow to try again\n", f.Runs[f.Workflow.Start])
 	case f.State == "awaiting_approval":
 		coder := f.Runs[f.Workflow.Start]
 		fmt.Fprintf(w, "waiting for a person: paddock diff %s, then paddock approve %s --hash H (a reviewer's approve approves nothing)\n", coder, coder)

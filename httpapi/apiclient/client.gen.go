@@ -2186,8 +2186,11 @@ type Flow struct {
 	Runs         *map[string]string `json:"runs,omitempty"`
 	State        *string            `json:"state,omitempty"`
 	Task         *string            `json:"task,omitempty"`
-	UpdatedAt    *time.Time         `json:"updated_at,omitempty"`
-	Version      *int               `json:"version,omitempty"`
+
+	// Unsubmitted The flow's first run has no submitted change set: nothing waits for approval.
+	Unsubmitted *bool      `json:"unsubmitted,omitempty"`
+	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
+	Version     *int       `json:"version,omitempty"`
 
 	// Workflow A workflow: states (each naming the agent definition whose run works in it) and the transitions an agent picks from (its menu).
 	Workflow *Workflow `json:"workflow,omitempty"`
