@@ -61,6 +61,8 @@ func (m *Manager) broker(ctx context.Context, id string, b brokered) (any, error
 		return nil, err
 	}
 	defer release()
+	ctx, unhold := m.holdExpect(ctx, id) // checked and recorded as one step (expect.go)
+	defer unhold()
 	r, grants, err := m.runAndGrants(ctx, id)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,49 @@ func TestExpectSeq(t *testing.T) {
 	}
 	if _, err := e.m.Retain(paddock.WithExpectSeq(context.Background(), r.ID, r.LastSeq), r.ID); err != nil {
 		t.Fatalf("with the right seq: %v", err)
+	}
+}
+
+// TestExpectSeqExactlyOne: of concurrent calls that act before they are
+// recorded (tool calls, commands) and expect the same seq, exactly one
+// acts; 3 to 9 of 10 did when the seq was checked before the call acted
+// and not with its record (issue #29 item 10).
+func TestExpectSeqExactlyOne(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	r := e.create(t, paddock.KindClone, "")
+	for round := range 3 {
+		now, err := e.m.Run(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 10
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				ctx := paddock.WithExpectSeq(context.Background(), r.ID, now.LastSeq)
+				_, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(fmt.Sprintf(`{"path":"f%d-%d.txt","content":"x"}`, round, i)))
+				errs <- err
+			}()
+		}
+		ok := 0
+		for range n {
+			err := <-errs
+			switch {
+			case err == nil:
+				ok++
+			case !paddock.IsCode(err, paddock.CodeConflict):
+				t.Fatalf("a call refused otherwise: %v", err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d of %d calls expecting seq %d acted, want exactly 1", round, ok, n, now.LastSeq)
+		}
+		written, _ := filepath.Glob(filepath.Join(r.Workspace.Root, fmt.Sprintf("f%d-*.txt", round)))
+		if len(written) != 1 {
+			t.Fatalf("round %d: %d files written, want 1", round, len(written))
+		}
 	}
 }
 

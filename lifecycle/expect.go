@@ -2,6 +2,8 @@ package lifecycle
 
 import (
 	"context"
+	"hash/fnv"
+	"sync"
 
 	"github.com/paddock-dev/paddock"
 )
@@ -37,3 +39,27 @@ func (m *Manager) checkExpectNow(ctx context.Context) error {
 }
 
 func agentCall(ctx context.Context) bool { return paddock.AgentCall(ctx) }
+
+// expectStripes serialise, per run, the calls that carry an expectation
+// and act before they are recorded (a tool call, a command): the check
+// and the record are then one step, so of several calls expecting the
+// same seq exactly one acts. Striped by run id: nothing to forget when a
+// run ends. (A call for a run of another node is forwarded to it.)
+type expectStripes [64]sync.Mutex
+
+type expectHeldKey struct{}
+
+// holdExpect takes run id's stripe for a call whose ctx carries an
+// unchecked expectation, and returns the call's context (which says the
+// stripe is held: a call made within it does not take one again) and what
+// releases it.
+func (m *Manager) holdExpect(ctx context.Context, id string) (context.Context, func()) {
+	if exp := paddock.ExpectedSeq(ctx); exp == nil || exp.Checked || ctx.Value(expectHeldKey{}) != nil {
+		return ctx, func() {}
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	mu := &m.expectMu[h.Sum32()%uint32(len(m.expectMu))]
+	mu.Lock()
+	return context.WithValue(ctx, expectHeldKey{}, true), mu.Unlock
+}

@@ -150,6 +150,7 @@ type Manager struct {
 	repos        map[string]cachedRepo
 	hooks        hooksCache
 	manifests    manifestCache
+	expectMu     expectStripes // calls carrying expect_seq on a run, one at a time (expect.go)
 
 	identity atomic.Pointer[gitx.Identity] // SetIdentity's
 	flowMu   sync.Mutex                    // one flow step at a time (the store's versions guard other daemons)
