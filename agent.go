@@ -203,6 +203,10 @@ type Capabilities struct {
 	Limits     AgentLimits `json:"limits,omitzero"`
 	Env        []string    `json:"env,omitempty"`
 	Secrets    []string    `json:"secrets,omitempty"`
+	// Unavailable names the tools the definition gives that are not
+	// offered here, and why (exec and verify where this daemon cannot
+	// confine a command).
+	Unavailable map[string]string `json:"unavailable,omitempty"`
 	// Checks are the verify checks the project's manifest declares.
 	Checks []string `json:"checks,omitempty"`
 	// Enforcement is what the sandbox enforced for the run's latest

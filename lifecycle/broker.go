@@ -456,6 +456,16 @@ func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Ca
 		if v := broker.Decide(def, c.grants, broker.Call{Tool: t, Argv: []string{"true"}}, st); v.Decision == paddock.DecisionDeny && v.Rule != broker.RuleCommand {
 			continue
 		}
+		if t == paddock.ToolExec || t == paddock.ToolVerify {
+			// Offered only where a command can be confined at all.
+			if why := m.sandboxUnavailable(ctx); why != "" {
+				if caps.Unavailable == nil {
+					caps.Unavailable = map[string]string{}
+				}
+				caps.Unavailable[t] = why
+				continue
+			}
+		}
 		tc := paddock.ToolCapability{Name: t}
 		rule := def.Tool[t]
 		tc.Allow, tc.Deny, tc.Ask = rule.Allow, rule.Deny, rule.Ask

@@ -33,3 +33,7 @@ func AdoptionMarker(m *Manager, id, from, root string, state paddock.WorkspaceSt
 func ImportMark(m *Manager, id string) error {
 	return os.WriteFile(m.importMark(id), []byte("r-from\n"), 0o600)
 }
+
+// SandboxFails makes m's sandbox probe answer err, as a machine that
+// cannot confine a command would.
+func SandboxFails(m *Manager, err error) { m.sandboxTry = func(context.Context) error { return err } }

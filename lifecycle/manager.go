@@ -151,6 +151,9 @@ type Manager struct {
 	hooks        hooksCache
 	manifests    manifestCache
 	expectMu     expectStripes // calls carrying expect_seq on a run, one at a time (expect.go)
+	sandboxProbe sync.Once     // sandboxprobe.go
+	sandboxWhy   string
+	sandboxTry   func(context.Context) error // a test's stand-in for trySandbox
 
 	identity atomic.Pointer[gitx.Identity] // SetIdentity's
 	flowMu   sync.Mutex                    // one flow step at a time (the store's versions guard other daemons)

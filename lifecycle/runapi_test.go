@@ -162,3 +162,27 @@ func TestAgentExecNetwork(t *testing.T) {
 		t.Errorf("the operator's command with the host's network: %+v %v", res, err)
 	}
 }
+
+// TestCapabilitiesWithoutASandbox: where the daemon cannot confine a
+// command, exec and verify are not offered (every call would be refused
+// as unsupported) and capabilities say why; the file tools still are.
+func TestCapabilitiesWithoutASandbox(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	lifecycle.SandboxFails(e.m, paddock.Errorf(paddock.CodeUnsupported, "no user namespaces"))
+	r := e.create(t, paddock.KindClone, "")
+	caps, err := e.m.Capabilities(paddock.WithAgent(context.Background()), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	for _, tc := range caps.Tools {
+		offered = append(offered, tc.Name)
+	}
+	if slices.Contains(offered, "exec") || slices.Contains(offered, "verify") || !slices.Contains(offered, "write") {
+		t.Fatalf("offered without a sandbox: %v", offered)
+	}
+	if !strings.Contains(caps.Unavailable["exec"], "no user namespaces") || caps.Unavailable["verify"] == "" {
+		t.Fatalf("capabilities do not say why: %+v", caps.Unavailable)
+	}
+}

@@ -1849,8 +1849,11 @@ type Capabilities struct {
 	Secrets    *[]string         `json:"secrets,omitempty"`
 	State      *string           `json:"state,omitempty"`
 	Tools      *[]ToolCapability `json:"tools,omitempty"`
-	Working    *bool             `json:"working,omitempty"`
-	Workspace  *string           `json:"workspace,omitempty"`
+
+	// Unavailable tools the definition gives that are not offered here, and why (exec and verify where this daemon cannot confine a command)
+	Unavailable *map[string]string `json:"unavailable,omitempty"`
+	Working     *bool              `json:"working,omitempty"`
+	Workspace   *string            `json:"workspace,omitempty"`
 }
 
 // ChangeEntry defines model for ChangeEntry.
