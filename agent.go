@@ -207,6 +207,10 @@ type Capabilities struct {
 	// offered here, and why (exec and verify where this daemon cannot
 	// confine a command).
 	Unavailable map[string]string `json:"unavailable,omitempty"`
+	// AgentToolsOff are the agent clients' own tools (CLIENT:TOOL) that
+	// the run's home turns off, read-only to the run: their work goes
+	// through paddock's tools and broker instead.
+	AgentToolsOff []string `json:"agent_tools_off,omitempty"`
 	// Checks are the verify checks the project's manifest declares.
 	Checks []string `json:"checks,omitempty"`
 	// Enforcement is what the sandbox enforced for the run's latest

@@ -499,6 +499,9 @@ func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Ca
 			}
 		}
 	}
+	if r.Workspace != nil && len(m.routingBinds(m.homeDir(r.ID))) > 0 {
+		caps.AgentToolsOff = AgentToolsOff
+	}
 	caps.Enforcement = m.lastEnforcement(ctx, r)
 	return caps, nil
 }

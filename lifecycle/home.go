@@ -32,6 +32,9 @@ const homeGitConfig = `[user]
 // auxDir is where run id keeps its home (and a worktree run its git).
 func (m *Manager) auxDir(id string) string { return workspace.AuxDir(m.WorkspacesDir, id) }
 
+// homeDir is run id's home, as the host reaches it.
+func (m *Manager) homeDir(id string) string { return filepath.Join(m.auxDir(id), "home") }
+
 // prepareAux makes run r's home, handed to the sandbox's uid.
 func (m *Manager) prepareAux(r *paddock.Run) error {
 	home := filepath.Join(m.auxDir(r.ID), "home")
@@ -82,7 +85,7 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 			return nil, internal("making the run's home failed", err)
 		}
 	}
-	binds := []sandbox.Bind{{Source: home, Target: HomeInView}}
+	binds := append([]sandbox.Bind{{Source: home, Target: HomeInView}}, m.routingBinds(home)...)
 	api, err := m.runAPIBinds(r)
 	if err != nil {
 		return nil, err

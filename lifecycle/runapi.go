@@ -88,6 +88,41 @@ func (m *Manager) runAPIBinds(r *paddock.Run) ([]sandbox.Bind, error) {
 	return binds, nil
 }
 
+// routingFiles are the files of a run's home that route its agent's own
+// tools through paddock (writeAgentConfigs), each with its directory:
+// read-only in the view, so that nothing the agent runs turns its
+// client's own shell and editing tools back on around the broker (an
+// agent rewrote both from its own shell: #29 item 5). Claude Code's
+// .claude.json is not among them: it keeps its state there, and the
+// tools it turns off are turned off in settings.json, whose deny rules
+// no other file of its can lift.
+var routingFiles = []struct{ dir, file string }{
+	{".claude", "settings.json"},
+	{".codex", "config.toml"},
+}
+
+// AgentToolsOff are the agent clients' own tools the routing files turn
+// off, as capabilities list them: paddock's exec, write and edit stand in.
+var AgentToolsOff = []string{"claude-code:Bash", "claude-code:Edit", "claude-code:Write", "claude-code:NotebookEdit",
+	"codex:shell", "codex:apply_patch"}
+
+// routingBinds show each routing file of run r's home read-only over
+// itself, and its directory as a mount point of its own (which no command
+// can rename away to put another file in its place).
+func (m *Manager) routingBinds(home string) []sandbox.Bind {
+	var binds []sandbox.Bind
+	for _, f := range routingFiles {
+		src := filepath.Join(home, f.dir, f.file)
+		if fi, err := os.Lstat(src); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		binds = append(binds,
+			sandbox.Bind{Source: filepath.Join(home, f.dir), Target: path.Join(HomeInView, f.dir)},
+			sandbox.Bind{Source: src, Target: path.Join(HomeInView, f.dir, f.file), ReadOnly: true, File: true})
+	}
+	return binds
+}
+
 // runAPIEnv is what tells a run's commands where their API is.
 func (m *Manager) runAPIEnv(id string) []string {
 	if m.RunAPI == nil {

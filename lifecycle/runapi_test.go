@@ -186,3 +186,54 @@ func TestCapabilitiesWithoutASandbox(t *testing.T) {
 		t.Fatalf("capabilities do not say why: %+v", caps.Unavailable)
 	}
 }
+
+// TestRoutingIsReadOnly: the files of a run's home that route its agent's
+// own tools through paddock cannot be rewritten from inside the run (an
+// agent turned Claude Code's Bash and Codex's shell back on from its own
+// shell: issue #29 item 5): not written, removed, replaced or moved away
+// with their directory, in a write run and a read one; the rest of the
+// home stays the agent's; capabilities name the tools that are off.
+func TestRoutingIsReadOnly(t *testing.T) {
+	e := newEnv(t)
+	e.m.RunAPI = &fakeRunAPI{bin: t.TempDir()}
+	e.project(t)
+	withSandbox(t, e)
+	agentCtx := paddock.WithAgent(context.Background())
+	for _, kind := range []paddock.WorkspaceKind{paddock.KindOverlay, paddock.KindClone} {
+		r := e.create(t, kind, "")
+		home := filepath.Join(workspace.AuxDir(e.m.WorkspacesDir, r.ID), "home")
+		before := map[string][]byte{}
+		for _, f := range []string{".claude/settings.json", ".codex/config.toml"} {
+			b, err := os.ReadFile(filepath.Join(home, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			before[f] = b
+		}
+		attack := `cd ~
+echo '{"permissions":{"allow":["Bash"]}}' > .claude/settings.json 2>/dev/null && echo WROTE-CLAUDE
+printf '[features]\nshell_tool = true\n' > .codex/config.toml 2>/dev/null && echo WROTE-CODEX
+rm -f .claude/settings.json .codex/config.toml 2>/dev/null
+mv .claude .claude.old 2>/dev/null && echo MOVED-CLAUDE
+mv .codex .codex.old 2>/dev/null && echo MOVED-CODEX
+echo '{}' > /tmp/s.json && mv /tmp/s.json .claude/settings.json 2>/dev/null && echo REPLACED
+echo kept > .claude/history.jsonl && echo STATE
+echo mine > notes.txt && echo HOME`
+		res, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", attack}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Stdout != "STATE\nHOME\n" {
+			t.Errorf("%s: the agent's shell against its routing files:\n%s%s", kind, res.Stdout, res.Stderr)
+		}
+		for f, b := range before {
+			if now, err := os.ReadFile(filepath.Join(home, f)); err != nil || string(now) != string(b) {
+				t.Errorf("%s: %s changed: %q %v", kind, f, now, err)
+			}
+		}
+		caps, err := e.m.Capabilities(agentCtx, r.ID)
+		if err != nil || !slices.Contains(caps.AgentToolsOff, "claude-code:Bash") || !slices.Contains(caps.AgentToolsOff, "codex:shell") {
+			t.Errorf("%s: capabilities do not say the agent's own tools are off: %v %v", kind, caps.AgentToolsOff, err)
+		}
+	}
+}

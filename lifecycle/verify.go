@@ -313,7 +313,9 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 		// no __pycache__ (pytest's cache is off in its argv), so the change
 		// set it ran against is still the one there.
 		env := append([]string{"PYTHONDONTWRITEBYTECODE=1"}, ch.Env...)
-		res, cevs, err := m.execStream(ctx, tc, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, paddock.ExecIO{Stdout: w, Stderr: w})
+		// The command's stdout and stderr come at once, from two streams.
+		lw := &lockedWriter{w: w}
+		res, cevs, err := m.execStream(ctx, tc, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, paddock.ExecIO{Stdout: lw, Stderr: lw})
 		// Each check is recorded as it ends: a long verify that a crash
 		// cuts short keeps what ran, and a client following the events
 		// sees its progress.
@@ -503,4 +505,16 @@ func readReports(fsys fs.FS, glob string, since time.Time, parse func(io.Reader)
 		return nil
 	})
 	return total, found
+}
+
+// lockedWriter is one writer for two streams that write at once.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

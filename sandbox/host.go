@@ -275,7 +275,14 @@ func openBinds(spec *Spec) ([]*os.File, error) {
 		}
 		if errors.Is(err, syscall.EPERM) {
 			spec.OpenByPath = true
-			fd, err = unix.Open(b.Source, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			fd, err = unix.Open(b.Source, unix.O_PATH|bindOpenFlags(b)|unix.O_CLOEXEC, 0)
+		}
+		if err == nil {
+			var st unix.Stat_t
+			if err = unix.Fstat(fd, &st); err == nil && (st.Mode&unix.S_IFMT == unix.S_IFDIR) == b.File {
+				unix.Close(fd)
+				err = fmt.Errorf("not a %s", map[bool]string{true: "regular file", false: "directory"}[b.File])
+			}
 		}
 		if err != nil {
 			for _, f := range out {
@@ -558,3 +565,11 @@ var _ io.Writer = (*capped)(nil)
 // 000). They reach only files of the sandbox's uid, the one id mapped; every
 // command starts with none.
 var ambientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_CHOWN, unix.CAP_MKNOD}
+
+// bindOpenFlags are the flags a bind's source is opened by path with.
+func bindOpenFlags(b Bind) int {
+	if b.File {
+		return unix.O_NOFOLLOW
+	}
+	return unix.O_DIRECTORY
+}

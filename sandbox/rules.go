@@ -57,11 +57,14 @@ func viewRules(spec *Spec) []fsRule {
 		rules = append(rules, fsRule{accessRead | accessWrite, []string{spec.Workspace}})
 	}
 	for _, b := range spec.Binds {
-		if b.ReadOnly {
-			rules = append(rules, fsRule{accessRead, []string{b.Target}})
-		} else {
-			rules = append(rules, fsRule{accessRead | accessWrite, []string{b.Target}})
+		access := uint64(accessRead)
+		if !b.ReadOnly {
+			access |= accessWrite
 		}
+		if b.File {
+			access &= accessFile // a file takes no directory rights
+		}
+		rules = append(rules, fsRule{access, []string{b.Target}})
 	}
 	return rules
 }

@@ -276,9 +276,13 @@ const ScratchDir = "/run/paddock/scratch"
 // Bind is a host directory mounted into the view outside the workspace: a
 // run's home, its git directory, the project's objects, a shared cache.
 type Bind struct {
-	Source   string `json:"source"`    // the host directory
+	Source   string `json:"source"`    // the host directory (a file, with File)
 	Target   string `json:"target"`    // where the view shows it: absolute, outside the workspace and the system directories
 	ReadOnly bool   `json:"read_only"` // read-only in the view (and to Landlock)
+	// File binds one file: its target is a file, which it covers (a file
+	// of a bind before it, such as a configuration in a run's home that
+	// the run's commands may read and never write, rename or remove).
+	File bool `json:"file,omitempty"`
 }
 
 // MaxBinds bounds Spec.Binds.

@@ -127,7 +127,7 @@ func openByPath(spec *Spec) (wsfd int, err error) {
 	if spec.OpenByPath {
 		// The binds' sources, by path in this mount namespace, likewise.
 		for i, b := range spec.Binds {
-			nfd, err := unix.Open(b.Source, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			nfd, err := unix.Open(b.Source, unix.O_PATH|bindOpenFlags(b)|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return -1, fmt.Errorf("open %s: %w", b.Source, err)
 			}
@@ -433,7 +433,7 @@ func mountBinds(spec *Spec, root string) error {
 	for i, b := range spec.Binds {
 		fd := fdBinds + i
 		target := root + b.Target
-		if err := os.MkdirAll(target, 0o755); err != nil {
+		if err := bindTarget(target, b.File); err != nil {
 			return fmt.Errorf("bind %s: %w", b.Target, err)
 		}
 		var err error
@@ -455,6 +455,32 @@ func mountBinds(spec *Spec, root string) error {
 		}
 	}
 	return nil
+}
+
+// bindTarget makes the mount point of a bind: a directory, or for a file
+// a file, which must be a regular file where one is there already (a
+// file of an earlier bind: never a link, which the mount would follow).
+func bindTarget(target string, file bool) error {
+	if !file {
+		return os.MkdirAll(target, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(target)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", target)
+	case err == nil:
+		return nil
+	case !os.IsNotExist(err):
+		return err
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // fdFrozen is the descriptor of an overlay's frozen layer j: after the binds'.

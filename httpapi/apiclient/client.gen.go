@@ -1826,12 +1826,15 @@ type CacheName string
 
 // Capabilities defines model for Capabilities.
 type Capabilities struct {
-	Agent       *string          `json:"agent,omitempty"`
-	AgentHash   *string          `json:"agent_hash,omitempty"`
-	Checks      *[]string        `json:"checks,omitempty"`
-	Enforcement *Enforcement     `json:"enforcement,omitempty"`
-	Env         *[]string        `json:"env,omitempty"`
-	Grants      *[]AccessRequest `json:"grants,omitempty"`
+	Agent     *string `json:"agent,omitempty"`
+	AgentHash *string `json:"agent_hash,omitempty"`
+
+	// AgentToolsOff the agent clients' own tools (CLIENT:TOOL) the run's home turns off, read-only to the run; paddock's tools stand in
+	AgentToolsOff *[]string        `json:"agent_tools_off,omitempty"`
+	Checks        *[]string        `json:"checks,omitempty"`
+	Enforcement   *Enforcement     `json:"enforcement,omitempty"`
+	Env           *[]string        `json:"env,omitempty"`
+	Grants        *[]AccessRequest `json:"grants,omitempty"`
 
 	// Limits An agent's command ceilings, below the daemon's.
 	Limits *AgentLimits `json:"limits,omitempty"`
