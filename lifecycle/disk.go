@@ -90,8 +90,10 @@ func (m *Manager) diskCheck(r *paddock.Run, starting bool) string {
 	var st unix.Statfs_t
 	if unix.Statfs(m.WorkspacesDir, &st) == nil {
 		if free := int64(st.Bavail) * st.Bsize; free < m.DiskLimits.reserve(&st) {
+			m.releaseReserve()
 			return fmt.Sprintf("the state directory's disk has %d bytes free, under the %d it keeps in reserve", free, m.DiskLimits.reserve(&st))
 		}
+		m.holdReserve(&st)
 	}
 	if up := m.upperOf(r); up != "" && !starting {
 		if n := usage(up); n > m.DiskLimits.quota() {
@@ -113,10 +115,11 @@ func (m *Manager) upperOf(r *paddock.Run) string {
 }
 
 // watchDisk cancels the command (through cancel) when the run or the disk
-// goes past its limits while it runs. The watchdog is the Manager's: Close
+// goes past its limits while it runs (a command that writes nothing, run
+// on a disk under its reserve, is let be: it can only free room). The watchdog is the Manager's: Close
 // waits for it to stop (w.stop stops it, not waiting for a poll under
 // way). Once Close has begun there is none: no command runs then.
-func (m *Manager) watchDisk(r *paddock.Run, cancel context.CancelFunc) *diskWatch {
+func (m *Manager) watchDisk(r *paddock.Run, cancel context.CancelFunc, writesNothing bool) *diskWatch {
 	w := &diskWatch{}
 	done := make(chan struct{})
 	var once sync.Once
@@ -130,7 +133,7 @@ func (m *Manager) watchDisk(r *paddock.Run, cancel context.CancelFunc) *diskWatc
 				return
 			case <-t.C:
 			}
-			if why := m.diskCheck(r, false); why != "" {
+			if why := m.diskCheck(r, false); why != "" && !writesNothing {
 				mu.Lock()
 				w.reason = why
 				mu.Unlock()

@@ -141,13 +141,17 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 			m.log().Error("cannot record a network decision", "run", id, "err", err)
 		}
 	}
-	if why := m.diskCheck(r, true); why != "" {
-		return nil, nil, paddock.Errorf(paddock.CodeForbidden, "%s", why).WithRule("disk")
+	// On a state disk under its reserve a command still runs, writing
+	// nothing (no file may grow past a byte): deleting is always allowed,
+	// and the agent's own rm is how the disk gets its room back.
+	writeNothing := m.diskCheck(r, true)
+	if writeNothing != "" {
+		spec.Limits.FileSize = 1
 	}
 	// The command ends when its caller goes, or at Close.
 	runCtx, cancel := context.WithCancel(ctx)
 	stopFollowing := context.AfterFunc(m.ctx, cancel)
-	watch := m.watchDisk(r, cancel)
+	watch := m.watchDisk(r, cancel, writeNothing != "")
 	res, err := m.runCommand(runCtx, id, spec)
 	killed := watch.stop()
 	stopFollowing()
@@ -158,6 +162,9 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 	}
 	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)
 	res.Enforcement.Disk = m.diskEnforcement(r)
+	if writeNothing != "" {
+		res.Enforcement.Disk = writeNothing + ": the command could write nothing (file size limit 1 byte); remove files to go on"
+	}
 	out := &paddock.ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Killed: killed,
 		DurationMS: ms(res.Duration), CPUMS: ms(res.CPU), MaxRSS: res.MaxRSS, Truncated: res.Truncated,
 		Denied: res.Denied, Enforcement: res.Enforcement, OutputEncoding: "utf-8",

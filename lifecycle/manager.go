@@ -300,12 +300,18 @@ func (m *Manager) log() *slog.Logger {
 // update runs fn in a store transaction and wakes event waiters afterwards.
 // A seq expectation in ctx is checked in the same transaction, first.
 func (m *Manager) update(ctx context.Context, fn func(paddock.Tx) error) error {
-	err := m.Store.Update(ctx, func(tx paddock.Tx) error {
+	do := func(tx paddock.Tx) error {
 		if err := checkExpect(ctx, tx); err != nil {
 			return err
 		}
 		return fn(tx)
-	})
+	}
+	err := m.Store.Update(ctx, do)
+	if diskFull(err) && m.releaseReserve() {
+		// The state disk filled before the watchdog saw it: the held
+		// reserve gives the daemon's state its room (diskreserve.go).
+		err = m.Store.Update(ctx, do)
+	}
 	m.notify()
 	return err
 }
