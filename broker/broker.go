@@ -128,7 +128,10 @@ func Decide(def *paddock.AgentDefinition, grants []*paddock.AccessRequest, c Cal
 	if !Known(c.Tool) {
 		return deny(RuleUnknownTool, "there is no tool %q", c.Tool)
 	}
-	if needsWorkspace(c.Tool) {
+	// A none agent's own start command runs on an instance sandbox, with
+	// no workspace (seed 000): the one exec such a run has.
+	instance := c.Start && c.Tool == paddock.ToolExec && st.Access == paddock.AccessNone
+	if needsWorkspace(c.Tool) && !instance {
 		switch {
 		case st.Access == paddock.AccessNone:
 			return deny(paddock.RuleAccessNone, "this run has no workspace; %s acts on one", c.Tool)

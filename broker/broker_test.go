@@ -49,6 +49,9 @@ func TestDecide(t *testing.T) {
 		{"read run writes", tester(), nil, Call{Tool: "write", Paths: []string{"a.md"}}, State{Access: paddock.AccessRead, Workspace: paddock.StateActive}, paddock.DecisionDeny, RuleReadOnly},
 		{"none run reads", tester(), nil, Call{Tool: "read"}, State{Access: paddock.AccessNone}, paddock.DecisionDeny, paddock.RuleAccessNone},
 		{"none run asks", tester(), nil, Call{Tool: "capabilities"}, State{Access: paddock.AccessNone}, paddock.DecisionAllow, ""},
+		{"none run's exec", tester(), nil, Call{Tool: "exec", Argv: []string{"echo"}}, State{Access: paddock.AccessNone}, paddock.DecisionDeny, paddock.RuleAccessNone},
+		{"none run's start command", &paddock.AgentDefinition{Name: "judge", Workspace: "none", Command: []string{"judge"}}, nil, Call{Tool: "exec", Argv: []string{"judge"}, Start: true}, State{Access: paddock.AccessNone}, paddock.DecisionAllow, ""},
+		{"none run's start, another tool", tester(), nil, Call{Tool: "read", Start: true}, State{Access: paddock.AccessNone}, paddock.DecisionDeny, paddock.RuleAccessNone},
 		{"rejected run", tester(), nil, Call{Tool: "read"}, State{Access: paddock.AccessWrite, Workspace: paddock.StateRejected}, paddock.DecisionDeny, RuleState},
 
 		{"exec allowed", tester(), nil, Call{Tool: "exec", Argv: []string{"go", "test", "./..."}}, active, paddock.DecisionAllow, ""},

@@ -80,7 +80,7 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 	if err := m.checkExpectNow(ctx); err != nil {
 		return nil, nil, err
 	}
-	r, p, err := m.workspaceFor(ctx, id)
+	r, spec, err := m.commandView(ctx, c.run)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,10 +110,6 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 	if stderr != nil {
 		liveErr = red.NewWriter(stderr)
 		defer liveErr.Close()
-	}
-	spec, err := m.sandboxSpec(ctx, r, p)
-	if err != nil {
-		return nil, nil, err
 	}
 	spec.Argv, spec.Dir, spec.Net, spec.Allow = req.Argv, req.Dir, net, allow
 	if net == sandbox.NetAllow {
@@ -174,6 +170,23 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 		out.Stdout, out.Stderr = b64(res.Stdout), b64(res.Stderr)
 	}
 	return out, streamedEvents(execEvents(req, out, nil), input), nil
+}
+
+// commandView is what a command of run r runs in: its workspace's view,
+// or, for a run with no workspace (its agent's own start command, the one
+// exec a none run has), an instance sandbox: an empty directory of its
+// own, its home and its API, nothing of the project's (instance.go).
+func (m *Manager) commandView(ctx context.Context, run *paddock.Run) (*paddock.Run, sandbox.Spec, error) {
+	if run.Access == paddock.AccessNone {
+		spec, err := m.instanceSpec(ctx, run)
+		return run, spec, err
+	}
+	r, p, err := m.workspaceFor(ctx, run.ID)
+	if err != nil {
+		return nil, sandbox.Spec{}, err
+	}
+	spec, err := m.sandboxSpec(ctx, r, p)
+	return r, spec, err
 }
 
 // maxTerminalSide bounds a terminal's rows and columns.

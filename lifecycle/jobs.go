@@ -104,6 +104,9 @@ func (m *Manager) planJob(ctx context.Context, id string, req paddock.StartJobRe
 		call = execCall(ctx, exec)
 		call.Start = true
 		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
+			if r.Access == paddock.AccessNone {
+				defer m.endInstance(id) // the instance sandbox lives as long as the agent (instance.go)
+			}
 			res, err := m.execBrokered(ctx, id, call, exec, paddock.ExecIO{Stdout: logw, Stderr: logw})
 			return exitOf(res, err)
 		}
@@ -132,8 +135,9 @@ func (m *Manager) planJob(ctx context.Context, id string, req paddock.StartJobRe
 	default:
 		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "unknown job kind %q (agent, exec, verify)", req.Kind)
 	}
-	if r.Access == paddock.AccessNone {
-		return nil, nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to run a job in", id)
+	if r.Access == paddock.AccessNone && req.Kind != paddock.JobAgent {
+		// Only its agent's own command runs, on an instance sandbox.
+		return nil, nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to run a job in; only its agent's command runs (on a sandbox of its own)", id).WithRule(paddock.RuleAccessNone)
 	}
 	// Decided now, so that the caller hears of a refusal; the job's call
 	// passes through the broker again when it runs.

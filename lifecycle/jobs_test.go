@@ -351,3 +351,49 @@ func TestRecordsSurviveADisconnect(t *testing.T) {
 		return err
 	})
 }
+
+// TestNoneAgentRunsOnAnInstance: a none run's agent command runs (it
+// answered "no workspace to run a job in": issue #29 item 10), on an
+// instance sandbox: an empty directory of its own, its home and its API,
+// nothing of the project's, no network; its directory goes with the job.
+// Exec and verify jobs stay refused: the run has no workspace.
+func TestNoneAgentRunsOnAnInstance(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	script := `pwd; ls -A | wc -l; test -d /home/paddock && echo home; ls "$OLDPWD" >/dev/null 2>&1; (exec 3<>/dev/tcp/127.0.0.1/1) 2>/dev/null || echo no-network; echo decided`
+	b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Task: "decide", Agent: paddock.AgentDefinition{
+		Name: "judge", Workspace: "none", Tools: []string{"capabilities", "request_access"}, Command: []string{"sh", "-c", script}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := e.m.StartJob(ctx, b.Run.ID, paddock.StartJobRequest{Kind: paddock.JobAgent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j = waitJob(t, e.m, b.Run.ID, j.ID, 30*time.Second); j.State != paddock.JobSucceeded {
+		t.Fatalf("the none agent's command: %+v", j)
+	}
+	a, err := e.m.Artifact(ctx, b.Run.ID, "logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := a.Content.(string)
+	dir := filepath.Join(e.state, "workspaces", b.Run.ID+".aux", "instance")
+	if !strings.Contains(log, dir+"\n0\nhome\nno-network\ndecided\n") {
+		t.Fatalf("the none agent's command saw:\n%s", log)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the instance directory outlived its job: %v", err)
+	}
+	for _, kind := range []paddock.JobKind{paddock.JobExec, paddock.JobVerify} {
+		req := paddock.StartJobRequest{Kind: kind}
+		if kind == paddock.JobExec {
+			req.Exec = &paddock.ExecRequest{Argv: []string{"true"}}
+		}
+		if _, err := e.m.StartJob(ctx, b.Run.ID, req); !paddock.IsCode(err, paddock.CodeForbidden) {
+			t.Errorf("a none run's %s job: %v", kind, err)
+		}
+	}
+}

@@ -151,7 +151,9 @@ func (m *Manager) writeAgentConfigs(r *paddock.Run, home string) error {
 	claude := map[string]any{
 		"mcpServers":             servers,
 		"hasCompletedOnboarding": true,
-		"projects":               map[string]any{r.Workspace.Root: map[string]any{"hasTrustDialogAccepted": true}},
+	}
+	if r.Workspace != nil {
+		claude["projects"] = map[string]any{r.Workspace.Root: map[string]any{"hasTrustDialogAccepted": true}}
 	}
 	settings := map[string]any{"permissions": map[string]any{
 		"allow": []string{"mcp__paddock"},
