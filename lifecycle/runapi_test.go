@@ -155,8 +155,14 @@ func TestAgentExecNetwork(t *testing.T) {
 	// The operator is told what holds: none by default, and a ceiling of
 	// none (the built-in coder has no network); its own command still
 	// gets what it asks for.
-	if caps, err := e.m.Capabilities(ctx, r.ID); err != nil || caps.Net != "none" || caps.NetCeiling != "none" {
+	caps, err := e.m.Capabilities(ctx, r.ID)
+	if err != nil || caps.Net != "none" || caps.NetCeiling != "none" {
 		t.Errorf("the operator is told %q, ceiling %q (%v)", caps.Net, caps.NetCeiling, err)
+	}
+	// The limits shown are those a command gets: the daemon's ceilings,
+	// though the built-in coder names none (#29 item 6).
+	if l := caps.Limits; l.Timeout != "10m0s" || l.Procs == 0 || l.Memory == 0 || l.Output == 0 {
+		t.Errorf("the limits shown: %+v", l)
 	}
 	if res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Net: "host"}); err != nil || res.Enforcement.Net != "host" {
 		t.Errorf("the operator's command with the host's network: %+v %v", res, err)
