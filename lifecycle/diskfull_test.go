@@ -46,8 +46,8 @@ func TestFullStateDisk(t *testing.T) {
 	}
 	// Fill the disk in one go, well inside one poll.
 	res, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "head -c 100000000 /dev/zero > big; echo wrote $?"}})
-	if err != nil {
-		t.Fatalf("the command that filled the disk has no result: %v", err)
+	if err != nil || res.ExitCode != 0 || res.Stdout == "wrote 0\n" {
+		t.Fatalf("the command that filled the disk: %+v %v", res, err)
 	}
 	if _, err := os.Stat(held); !os.IsNotExist(err) {
 		t.Fatalf("the held reserve was not let go: %v", err)
