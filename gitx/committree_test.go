@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/gitx/gittest"
@@ -91,5 +92,35 @@ func TestCommitTreeInto(t *testing.T) {
 	}
 	if _, err := g.CommitTreeInto(ctx, gitDir, "relative/objects", base, nil, gitx.Identity{Name: "R", Email: "r@example.com"}, "x\n"); err == nil {
 		t.Fatal("a relative object directory was taken")
+	}
+}
+
+// TestCommitTreeWritesEveryObject: a commit into a repository's own store
+// writes every object it names there, even under WithObjects of a store
+// that holds them already (git would otherwise skip them, and the
+// repository would name objects it lacks once that store is gone).
+func TestCommitTreeWritesEveryObject(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	repo := gittest.NewRepo(t, t.TempDir(), map[string]string{"f.txt": "f\n"})
+	base := gittest.Git(t, repo, "rev-parse", "HEAD")
+	gitDir := filepath.Join(repo, ".git")
+	content := filepath.Join(t.TempDir(), "new")
+	os.WriteFile(content, []byte("landed\n"), 0o644)
+	blob := strings.TrimSpace(gittest.Git(t, repo, "hash-object", content))
+	who := gitx.Identity{Name: "Q", Email: "q@example.com", When: time.Unix(1700000000, 0)}
+	entries := []gitx.IndexEntry{{Path: "new.txt", Mode: "100644", Blob: blob, File: content}}
+	store := filepath.Join(t.TempDir(), "objects")
+	trial, err := g.CommitTreeInto(ctx, gitDir, store, base, entries, who, "land\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	landed, err := g.CommitTree(gitx.WithObjects(ctx, store), gitDir, base, entries, who, "land\n")
+	if err != nil || landed != trial {
+		t.Fatalf("the landed commit %s, the trial %s: %v", landed, trial, err)
+	}
+	os.RemoveAll(store)
+	if out := gittest.Git(t, repo, "cat-file", "-p", landed+":new.txt"); out != "landed" {
+		t.Fatalf("the landed commit's file: %q", out)
 	}
 }

@@ -29,6 +29,16 @@ func WithObjects(ctx context.Context, dirs ...string) context.Context {
 	return context.WithValue(ctx, objectsKey{}, append(append([]string{}, prev...), dirs...))
 }
 
+// withoutObjects is ctx under which git reads no object directory of
+// WithObjects: for a write into a repository's own store, which must hold
+// every object it names afterwards.
+func withoutObjects(ctx context.Context) context.Context {
+	if dirs, _ := ctx.Value(objectsKey{}).([]string); len(dirs) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, objectsKey{}, []string(nil))
+}
+
 // withObjectsEnv adds the object directories of ctx (WithObjects) to a
 // command's environment env: to the alternates env names already (a
 // diff's scratch store borrows the repository's objects that way), or as

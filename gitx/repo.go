@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 )
@@ -185,6 +186,10 @@ func (g *Git) ExportTree(ctx context.Context, gitDir, rev, dir string) error {
 // Identity is who a commit is authored and committed by.
 type Identity struct {
 	Name, Email string
+	// When, if set, is the commit's author and committer date (else now):
+	// the same entries committed on the same parent with the same message
+	// at the same When make the same commit, wherever it is written.
+	When time.Time
 }
 
 // ErrRefExists is returned by CommitToBranch when the branch already exists
@@ -239,7 +244,9 @@ func (g *Git) CommitToBranch(ctx context.Context, gitDir, base string, entries [
 // which no ref names (the repository's refs, index and working tree are
 // untouched; git's gc prunes it once nothing holds it).
 func (g *Git) CommitTree(ctx context.Context, gitDir, base string, entries []IndexEntry, who Identity, message string) (string, error) {
-	return g.commitTree(ctx, gitDir, nil, base, entries, who, message)
+	// Into the repository's own store, with nothing else to read from: an
+	// object git found in another store (WithObjects) it would not write.
+	return g.commitTree(withoutObjects(ctx), gitDir, nil, base, entries, who, message)
 }
 
 // CommitTreeInto is CommitTree writing every object it makes into
@@ -284,6 +291,10 @@ func (g *Git) commitTree(ctx context.Context, gitDir string, writeEnv []string, 
 	extra := append([]string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index"),
 		"GIT_AUTHOR_NAME=" + who.Name, "GIT_AUTHOR_EMAIL=" + who.Email,
 		"GIT_COMMITTER_NAME=" + who.Name, "GIT_COMMITTER_EMAIL=" + who.Email}, writeEnv...)
+	if !who.When.IsZero() {
+		date := fmt.Sprintf("@%d +0000", who.When.Unix())
+		extra = append(extra, "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
+	}
 	git := func(stdin []byte, args ...string) (string, error) {
 		out, err := g.runInput(ctx, gitDirAt(gitDir), extra, stdin, args...)
 		return strings.TrimSpace(string(out)), err

@@ -113,11 +113,9 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 	}
 	objects, _ := workspace.ProjectObjects(repo.CommonDir)
 	binds = append(binds, sandbox.Bind{Source: objects, Target: workspace.ObjectsInView(objects), ReadOnly: true})
-	if r.ReviewOf != nil {
-		// A review run's commit under review, in its own store (review.go).
-		if store := m.reviewObjects(r.ID); exists(store) {
-			binds = append(binds, sandbox.Bind{Source: store, Target: workspace.ObjectsInView(store), ReadOnly: true})
-		}
+	// A review or check run's commit, in a store of its own (review.go).
+	for _, store := range m.runObjects(r) {
+		binds = append(binds, sandbox.Bind{Source: store, Target: workspace.ObjectsInView(store), ReadOnly: true})
 	}
 	if r.Workspace.Kind == paddock.KindWorktree {
 		if git := filepath.Join(aux, "git"); exists(git) {

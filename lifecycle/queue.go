@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/changeset"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/workspace"
 )
 
 // The merge queue: approved change sets land on a branch one after the
@@ -235,7 +236,7 @@ func (m *Manager) QueueEntry(ctx context.Context, id string) (*paddock.QueueEntr
 	if len(e.Merged) > 0 && e.Commit != "" {
 		if p, err := m.Project(ctx, e.Project); err == nil {
 			if repo, err := m.checkRepo(ctx, p); err == nil {
-				if d, err := m.Git.DiffCommits(ctx, repo.CommonDir, e.Tip, e.Commit, e.Merged); err == nil {
+				if d, err := m.Git.DiffCommits(m.queueObjectsCtx(ctx, id), repo.CommonDir, e.Tip, e.Commit, e.Merged); err == nil {
 					e.Diff = m.redactorFor(ctx, id).String(string(d))
 				}
 			}
@@ -478,10 +479,23 @@ func (m *Manager) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry boo
 		return false, err
 	}
 	msg := fmt.Sprintf("paddock: land run %s\n\nChange set %s, approved by %s, through the merge queue.\n", e.Run, s.Hash, s.ApprovedBy)
-	commit, err := m.Git.CommitTree(ctx, repo.CommonDir, tip.SHA, entries, who, msg)
+	// The replay is committed into an object store of the queue's own
+	// (never the project's: a replay that fails its check, or that waits
+	// for a person to accept what the branch merged in, leaves nothing
+	// there), with its dates fixed, so that the commit landed later is
+	// this very one (landCommit).
+	who.When = time.Unix(now().Unix(), 0)
+	store := m.queueObjects(e.Run)
+	os.RemoveAll(store) // an earlier try's
+	commit, err := m.Git.CommitTreeInto(ctx, repo.CommonDir, store, tip.SHA, entries, who, msg)
 	if err != nil {
 		return false, internal("committing the replayed change set failed; the branch is unchanged", err)
 	}
+	// Git reads the replay's store as well from here on, but the write of
+	// the landed commit into the project, which must not find its objects
+	// there (it would then skip writing them), uses projectCtx.
+	projectCtx := context.WithoutCancel(ctx)
+	ctx = gitx.WithObjects(ctx, store)
 	tree, err := m.Git.TreeOf(ctx, repo.CommonDir, commit)
 	if err != nil {
 		return false, internal("reading the replayed tree failed", err)
@@ -517,6 +531,12 @@ func (m *Manager) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry boo
 	if err := m.setEntry(e); err != nil {
 		return false, err
 	}
+	// Only now, checked and about to land, is the commit written into the
+	// project's own store: the same commit (same entries, parent, message
+	// and dates), as an apply writes an approved change set.
+	if again, err := m.Git.CommitTree(projectCtx, repo.CommonDir, tip.SHA, entries, who, msg); err != nil || again != commit {
+		return false, internal("writing the checked commit into the project failed; the branch is unchanged", fmt.Errorf("%s, not %s: %v", again, commit, err))
+	}
 	err = m.Git.MoveBranch(ctx, repo.CommonDir, e.Branch, commit, tip.SHA, who, "paddock queue: land run "+e.Run)
 	if errors.Is(err, gitx.ErrRefMoved) {
 		m.log().Info("queue: the branch moved; replaying again", "run", e.Run, "branch", e.Branch)
@@ -526,6 +546,7 @@ func (m *Manager) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry boo
 	if err != nil {
 		return false, internal("moving the branch failed; it is unchanged", err)
 	}
+	os.RemoveAll(store) // landed: the project holds the commit now
 	return false, m.landed(ctx, e)
 }
 
@@ -662,6 +683,21 @@ func (m *Manager) mergeEntry(ctx context.Context, gitDir, run string, e paddock.
 	return m.Git.MergeFile(ctx, baseB, tipB, ours)
 }
 
+// queueObjects is where run id's replay for the merge queue is committed
+// until it lands: an object directory of paddock's, in the run's
+// artifacts, borrowing the project's objects.
+func (m *Manager) queueObjects(id string) string {
+	return filepath.Join(m.runDir(id), "queue-objects")
+}
+
+// queueObjectsCtx is ctx under which git also reads run id's replay.
+func (m *Manager) queueObjectsCtx(ctx context.Context, id string) context.Context {
+	if store := m.queueObjects(id); exists(store) {
+		return gitx.WithObjects(ctx, store)
+	}
+	return ctx
+}
+
 // checkLanding runs the project's manifest checks on e's commit in a
 // throwaway read run, given back after. No checks declared: nothing to
 // run, and the entry says so.
@@ -674,6 +710,14 @@ func (m *Manager) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *pa
 	tr, err := m.createRunID(ctx, newID(), paddock.CreateRunRequest{Project: p.Name, Base: e.Commit}, def, check)
 	if err != nil {
 		return err
+	}
+	if dir := m.runGitDir(tr); dir != "" {
+		// Its git borrows the replay's store, where its commit is.
+		for _, store := range m.runObjects(tr) {
+			if err := workspace.AddAlternate(dir, workspace.ObjectsInView(store)); err != nil {
+				m.log().Warn("the queue's check run's git cannot read its commit", "run", tr.ID, "err", err)
+			}
+		}
 	}
 	defer func() {
 		if _, err := m.Reject(context.WithoutCancel(ctx), tr.ID); err != nil {

@@ -118,16 +118,29 @@ func (m *Manager) reviewObjects(id string) string {
 	return filepath.Join(m.auxDir(id), "review-objects")
 }
 
-// objectsCtx is ctx under which git also reads run r's own object store,
+// runObjects are the object stores of paddock's that hold run r's base:
+// a review or check run's own, or, for the merge queue's check run, the
+// replay's (queue.go).
+func (m *Manager) runObjects(r *paddock.Run) []string {
+	if r.ReviewOf == nil || r.ReviewOf.Commit == r.ReviewOf.Base {
+		return nil
+	}
+	var out []string
+	if store := m.reviewObjects(r.ID); exists(store) {
+		out = append(out, store)
+	}
+	if r.ReviewOf.Check {
+		if store := m.queueObjects(r.ReviewOf.Run); exists(store) {
+			out = append(out, store)
+		}
+	}
+	return out
+}
+
+// objectsCtx is ctx under which git also reads run r's own object stores,
 // for a review or check run whose base is the commit it holds.
 func (m *Manager) objectsCtx(ctx context.Context, r *paddock.Run) context.Context {
-	if r.ReviewOf == nil || r.ReviewOf.Commit == r.ReviewOf.Base {
-		return ctx
-	}
-	if store := m.reviewObjects(r.ID); exists(store) {
-		return gitx.WithObjects(ctx, store)
-	}
-	return ctx
+	return gitx.WithObjects(ctx, m.runObjects(r)...)
 }
 
 // reviewCommit commits coder's submitted change set hash onto its base,
@@ -248,8 +261,8 @@ func (m *Manager) createReviewRun(ctx context.Context, p *paddock.Project, coder
 		return nil, err
 	}
 	if dir := m.runGitDir(r); dir != "" {
-		if store := m.reviewObjects(r.ID); review.Commit != review.Base && exists(store) {
-			// The run's git borrows the review's store too, shown read-only.
+		// The run's git borrows the stores of its commit too, shown read-only.
+		for _, store := range m.runObjects(r) {
 			if err := workspace.AddAlternate(dir, workspace.ObjectsInView(store)); err != nil {
 				return r, internal("giving the review run's git its commit failed", err)
 			}

@@ -84,8 +84,12 @@ func TestMergeQueue(t *testing.T) {
 	// A run landed through the queue is applied: it cannot land twice.
 	cli(t, home, "apply", a).wantCode(t, exitConflict, "applied already")
 
-	// c's check fails on the replay: it comes back, the branch unmoved.
+	// c's check fails on the replay: it comes back, the branch unmoved,
+	// and the project's store holds none of its replay (it was committed
+	// into the queue's own: #29 item 2).
+	objects, objectLines := gittest.TreeDigest(t, filepath.Join(repo, ".git", "objects"))
 	cli(t, home, "queue", "add", c, "--to", "release", "--wait=60s").wantCode(t, exitConflict, "check test failed")
+	gittest.RequireIdentical(t, filepath.Join(repo, ".git", "objects"), objects, objectLines)
 	if gittest.Git(t, repo, "rev-parse", "release") != eb.Commit {
 		t.Fatal("a failed check moved the branch")
 	}
