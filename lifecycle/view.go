@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/confine"
@@ -149,7 +150,23 @@ func (m *Manager) overlayWorks(ctx context.Context) error {
 	if _, ok := m.overlayProvider(); !ok || m.Harnesses == nil || m.Harnesses.PerExec {
 		return paddock.Errorf(paddock.CodeUnsupported, "an overlay workspace needs resident sandboxes (sandbox_mode = resident); use kind clone")
 	}
-	m.overlayProbe.once.Do(func() { m.overlayProbe.err = sandbox.ProbeOverlay(ctx, m.SandboxUID) })
+	m.overlayProbe.mu.Lock()
+	defer m.overlayProbe.mu.Unlock()
+	if !m.overlayProbe.done {
+		// What the machine cannot do is remembered; a probe that failed
+		// otherwise (a busy machine: the sandbox's uid out of processes
+		// for a moment) is tried again, now and at the next run.
+		err := sandbox.ProbeOverlay(ctx, m.SandboxUID)
+		for wait := 100 * time.Millisecond; err != nil && !paddock.IsCode(err, paddock.CodeUnsupported) && wait < time.Second && ctx.Err() == nil; wait *= 3 {
+			m.log().Warn("probing overlay workspaces failed; trying again", "err", err)
+			time.Sleep(wait)
+			err = sandbox.ProbeOverlay(ctx, m.SandboxUID)
+		}
+		if err != nil && !paddock.IsCode(err, paddock.CodeUnsupported) {
+			return paddock.Errorf(paddock.CodeUnsupported, "overlay workspaces could not be tried here now (%s); use kind clone", paddock.ErrorMessage(err))
+		}
+		m.overlayProbe.done, m.overlayProbe.err = true, err
+	}
 	if err := m.overlayProbe.err; err != nil {
 		return paddock.Errorf(paddock.CodeUnsupported, "overlay workspaces do not work here (%s); use kind clone", paddock.ErrorMessage(err))
 	}
@@ -159,7 +176,8 @@ func (m *Manager) overlayWorks(ctx context.Context) error {
 // overlayProbe remembers whether this machine can mount an overlay
 // workspace in a sandbox.
 type overlayProbe struct {
-	once sync.Once
+	mu   sync.Mutex
+	done bool
 	err  error
 }
 
