@@ -458,7 +458,7 @@ func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Ca
 		}
 		if t == paddock.ToolExec || t == paddock.ToolVerify {
 			// Offered only where a command can be confined at all.
-			if why := m.sandboxUnavailable(ctx); why != "" {
+			if why := m.sandboxProbe.unavailable(ctx, m.SandboxUID); why != "" {
 				if caps.Unavailable == nil {
 					caps.Unavailable = map[string]string{}
 				}

@@ -23,7 +23,7 @@ var reachers = map[string][]string{
 	"(*github.com/paddock-dev/paddock/lifecycle.Manager).runCommand": {"(*github.com/paddock-dev/paddock/lifecycle.Manager).execStream"},
 	"github.com/paddock-dev/paddock/sandbox.Run": {"(*github.com/paddock-dev/paddock/lifecycle.Manager).runCommand", "github.com/paddock-dev/paddock/cmd/paddock.sandboxCheck", "github.com/paddock-dev/paddock/sandbox.ProbeOverlay",
 		// /bin/true in an empty directory, to learn whether anything can be confined here (sandboxprobe.go).
-		"(*github.com/paddock-dev/paddock/lifecycle.Manager).trySandbox"},
+		"github.com/paddock-dev/paddock/lifecycle.trySandbox"},
 	"(*github.com/paddock-dev/paddock/sandbox.Pool).Run": {"(*github.com/paddock-dev/paddock/lifecycle.Manager).runCommand", "github.com/paddock-dev/paddock/cmd/paddock.harnessCheck"},
 }
 

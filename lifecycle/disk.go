@@ -90,10 +90,10 @@ func (m *Manager) diskCheck(r *paddock.Run, starting bool) string {
 	var st unix.Statfs_t
 	if unix.Statfs(m.WorkspacesDir, &st) == nil {
 		if free := int64(st.Bavail) * st.Bsize; free < m.DiskLimits.reserve(&st) {
-			m.releaseReserve()
+			m.heldReserve().release(m.log())
 			return fmt.Sprintf("the state directory's disk has %d bytes free, under the %d it keeps in reserve", free, m.DiskLimits.reserve(&st))
 		}
-		m.holdReserve(&st)
+		m.heldReserve().hold(&st, m.DiskLimits.reserve(&st))
 	}
 	if up := m.upperOf(r); up != "" && !starting {
 		if n := usage(up); n > m.DiskLimits.quota() {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,38 +27,36 @@ import (
 // heldReserveMax bounds the file that holds part of the reserve.
 const heldReserveMax = 64 << 20
 
-// heldReservePath is the file that holds part of the state disk's reserve.
-func (m *Manager) heldReservePath() string {
-	return filepath.Join(filepath.Dir(m.WorkspacesDir), "disk-reserve")
+// heldReserve is the file, at this path, that holds part of the state
+// disk's reserve.
+type heldReserve string
+
+// heldReserve is the state disk's held reserve.
+func (m *Manager) heldReserve() heldReserve {
+	return heldReserve(filepath.Join(filepath.Dir(m.WorkspacesDir), "disk-reserve"))
 }
 
-// heldReserveSize is what the file holds on a file system st describes.
-func (m *Manager) heldReserveSize(st *unix.Statfs_t) int64 {
-	return min(heldReserveMax, m.DiskLimits.reserve(st)/2)
-}
-
-// releaseReserve lets the held reserve go, for the daemon's own state; it
-// says whether there was one.
-func (m *Manager) releaseReserve() bool {
-	if err := os.Remove(m.heldReservePath()); err != nil {
+// release lets the held reserve go, for the daemon's own state; it says
+// whether there was one.
+func (h heldReserve) release(log *slog.Logger) bool {
+	if err := os.Remove(string(h)); err != nil {
 		return false
 	}
-	m.log().Warn("the state disk is full: its held reserve is released for paddock's own state; runs' commands write nothing until files are removed")
+	log.Warn("the state disk is full: its held reserve is released for paddock's own state; runs' commands write nothing until files are removed")
 	return true
 }
 
-// holdReserve takes the held reserve again where it is not held and the
-// disk has room for it beside the reserve itself.
-func (m *Manager) holdReserve(st *unix.Statfs_t) {
-	p := m.heldReservePath()
-	if _, err := os.Lstat(p); err == nil || m.WorkspacesDir == "" {
+// hold takes the held reserve again where it is not held and the disk,
+// which st describes, has room for it beside the reserve itself.
+func (h heldReserve) hold(st *unix.Statfs_t, reserve int64) {
+	if _, err := os.Lstat(string(h)); err == nil {
 		return
 	}
-	size := m.heldReserveSize(st)
-	if size <= 0 || int64(st.Bavail)*st.Bsize < m.DiskLimits.reserve(st)+size {
+	size := min(heldReserveMax, reserve/2)
+	if size <= 0 || int64(st.Bavail)*st.Bsize < reserve+size {
 		return
 	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(string(h), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return
 	}
@@ -67,7 +66,7 @@ func (m *Manager) holdReserve(st *unix.Statfs_t) {
 	}
 	if err != nil {
 		// A file system without fallocate holds no reserve this way.
-		os.Remove(p)
+		os.Remove(string(h))
 	}
 }
 

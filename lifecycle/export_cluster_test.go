@@ -36,4 +36,6 @@ func ImportMark(m *Manager, id string) error {
 
 // SandboxFails makes m's sandbox probe answer err, as a machine that
 // cannot confine a command would.
-func SandboxFails(m *Manager, err error) { m.sandboxTry = func(context.Context) error { return err } }
+func SandboxFails(m *Manager, err error) {
+	m.sandboxProbe.try = func(context.Context) error { return err }
+}

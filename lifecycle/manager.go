@@ -151,9 +151,7 @@ type Manager struct {
 	hooks        hooksCache
 	manifests    manifestCache
 	expectMu     expectStripes // calls carrying expect_seq on a run, one at a time (expect.go)
-	sandboxProbe sync.Once     // sandboxprobe.go
-	sandboxWhy   string
-	sandboxTry   func(context.Context) error // a test's stand-in for trySandbox
+	sandboxProbe sandboxProbe  // whether a command can be confined here at all
 
 	identity atomic.Pointer[gitx.Identity] // SetIdentity's
 	flowMu   sync.Mutex                    // one flow step at a time (the store's versions guard other daemons)
@@ -307,7 +305,7 @@ func (m *Manager) update(ctx context.Context, fn func(paddock.Tx) error) error {
 		return fn(tx)
 	}
 	err := m.Store.Update(ctx, do)
-	if diskFull(err) && m.releaseReserve() {
+	if diskFull(err) && m.heldReserve().release(m.log()) {
 		// The state disk filled before the watchdog saw it: the held
 		// reserve gives the daemon's state its room (diskreserve.go).
 		err = m.Store.Update(ctx, do)
