@@ -105,6 +105,7 @@ const (
 	ToolSubmit        = "submit"
 	ToolCapabilities  = "capabilities"
 	ToolRequestAccess = "request_access"
+	ToolPlan          = "plan"
 )
 
 // Decision is the broker's verdict on one call.

@@ -62,6 +62,9 @@ const (
 	// EventVerified records a verify: the checks run, their results and
 	// the change-set hash they ran against.
 	EventVerified = "verify.finished"
+	// EventPlanned records the plan an agent gave with the plan tool, each
+	// time it gives one (the plan artifact is the latest).
+	EventPlanned = "plan.recorded"
 )
 
 // Events recorded for a confined command.

@@ -9,6 +9,9 @@ import (
 type JobState string
 
 const (
+	// JobIdle is no job's state but a run's: it has started none yet
+	// (JobStatus).
+	JobIdle        JobState = "idle"
 	JobRunning     JobState = "running"
 	JobSucceeded   JobState = "succeeded"
 	JobFailed      JobState = "failed"
@@ -44,4 +47,11 @@ type Job struct {
 type StartJobRequest struct {
 	Kind JobKind      `json:"kind"`
 	Exec *ExecRequest `json:"exec,omitempty"` // for kind exec
+}
+
+// JobStatus is where a run's jobs stand: idle before its first job, else
+// the state of its latest (running while one runs), with that job.
+type JobStatus struct {
+	State JobState `json:"state"`
+	Job   *Job     `json:"job,omitempty"`
 }

@@ -63,6 +63,7 @@ type Service interface {
 
 	StartJob(ctx context.Context, id string, req StartJobRequest) (*Job, error)
 	Jobs(ctx context.Context, id string) ([]*Job, error)
+	JobStatus(ctx context.Context, id string) (*JobStatus, error)
 	Job(ctx context.Context, id, job string) (*Job, error)
 	CancelJob(ctx context.Context, id, job string) (*Job, error)
 

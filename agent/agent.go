@@ -233,7 +233,7 @@ const (
 
 // Builtin returns a built-in definition by name.
 func Builtin(name string) (*paddock.AgentDefinition, bool) {
-	control := []string{paddock.ToolCapabilities, paddock.ToolRequestAccess}
+	control := []string{paddock.ToolCapabilities, paddock.ToolPlan, paddock.ToolRequestAccess}
 	switch name {
 	case Coder:
 		return &paddock.AgentDefinition{Name: Coder, Description: "changes the workspace, runs commands, submits its change set",

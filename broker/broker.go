@@ -42,7 +42,7 @@ const (
 var (
 	ReadTools    = []string{"glob", "grep", "list", "read", "stat"}
 	WriteTools   = []string{"delete", "edit", "move", "write"}
-	ControlTools = []string{paddock.ToolCapabilities, paddock.ToolDiff, paddock.ToolExec, paddock.ToolRequestAccess, paddock.ToolSubmit, paddock.ToolVerify}
+	ControlTools = []string{paddock.ToolCapabilities, paddock.ToolDiff, paddock.ToolExec, paddock.ToolPlan, paddock.ToolRequestAccess, paddock.ToolSubmit, paddock.ToolVerify}
 )
 
 // Known reports whether name is a tool paddock has.
@@ -52,7 +52,7 @@ func Known(name string) bool {
 
 // needsWorkspace: the tools that act on a workspace.
 func needsWorkspace(tool string) bool {
-	return tool != paddock.ToolCapabilities && tool != paddock.ToolRequestAccess
+	return tool != paddock.ToolCapabilities && tool != paddock.ToolRequestAccess && tool != paddock.ToolPlan
 }
 
 // writes: the tools that change the workspace or what is proposed from it.
@@ -141,6 +141,13 @@ func Decide(def *paddock.AgentDefinition, grants []*paddock.AccessRequest, c Cal
 		switch st.Workspace {
 		case paddock.StateRejected, paddock.StateCleanupPending, paddock.StateCleaned, paddock.StateOrphaned, paddock.StateRetained:
 			return deny(RuleState, "the run is %s; its workspace takes no more work", st.Workspace)
+		}
+	}
+	if c.Tool == paddock.ToolPlan {
+		// A plan is of work still to come: a run that takes no more has none.
+		switch st.Workspace {
+		case paddock.StateRejected, paddock.StateCleanupPending, paddock.StateCleaned, paddock.StateOrphaned:
+			return deny(RuleState, "the run is %s; it takes no more plans", st.Workspace)
 		}
 	}
 	g := granted(grants)

@@ -856,7 +856,14 @@ func (c *Client) CancelJob(ctx context.Context, id, job string) (*paddock.Job, e
 	return &j, c.do(ctx, "POST", "/v1/runs/"+url.PathEscape(id)+"/jobs/"+url.PathEscape(job)+"/cancel", nil, &j)
 }
 
-// Jobs lists a run's jobs, newest first.
+// JobStatus says where a run's jobs stand: idle before its first job,
+// else its latest job and that job's state.
+func (c *Client) JobStatus(ctx context.Context, id string) (*paddock.JobStatus, error) {
+	var s paddock.JobStatus
+	return &s, c.do(ctx, "GET", "/v1/runs/"+url.PathEscape(id)+"/status", nil, &s)
+}
+
+// Jobs lists a run's jobs, oldest first.
 func (c *Client) Jobs(ctx context.Context, id string) ([]*paddock.Job, error) {
 	var js []*paddock.Job
 	return js, c.do(ctx, "GET", "/v1/runs/"+url.PathEscape(id)+"/jobs", nil, &js)

@@ -12,6 +12,8 @@
 //	{"do": "exec", "argv": ["go", "test", "./..."]}
 //	{"do": "start", "kind": "agent"}  |  {"do": "wait"}  |  {"do": "cancel"}
 //	{"do": "status"}  |  {"do": "events"}  |  {"do": "artifact", "kind": "logs"}
+//	{"do": "job_status", "state": "idle"}   where the run's jobs stand (checked against state if given)
+//	{"do": "tool", "name": "plan", "args": {"steps": [...]}}  |  {"do": "artifact", "kind": "plan"}
 //	{"do": "changeset"}  |  {"do": "diff"}   the change set as it is now, and its whole diff
 //	{"do": "submit"}  |  {"do": "approve"}  |  {"do": "apply", "to": "branch"}  |  {"do": "reject"}
 //	{"do": "submit", "hash": "last"}   freeze only the change set the last changeset step saw
@@ -102,6 +104,8 @@ type Step struct {
 	Access *paddock.AccessRequestInput `json:"access,omitempty"`
 	// Checks are what a verify step runs.
 	Checks []string `json:"checks,omitempty"`
+	// State is the job state a job_status step expects.
+	State paddock.JobState `json:"state,omitempty"`
 	// Findings are what a pick step carries (an event with findings).
 	Findings []string `json:"findings,omitempty"`
 }
@@ -288,6 +292,14 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 		}
 	case "status":
 		answer, err = c.Run(ctx, run)
+	case "job_status":
+		var st *paddock.JobStatus
+		if st, err = c.JobStatus(ctx, run); err == nil {
+			answer = st
+			if s.State != "" && st.State != s.State {
+				err = fmt.Errorf("the run's jobs are %s, not %s", st.State, s.State)
+			}
+		}
 	case "events":
 		answer, err = c.Events(ctx, run, 0, 0)
 	case "artifact":

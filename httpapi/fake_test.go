@@ -434,6 +434,10 @@ func (f *fake) Jobs(ctx context.Context, id string) ([]*paddock.Job, error) {
 	return []*paddock.Job{}, f.record(ctx, "Jobs", id)
 }
 
+func (f *fake) JobStatus(ctx context.Context, id string) (*paddock.JobStatus, error) {
+	return &paddock.JobStatus{State: paddock.JobIdle}, f.record(ctx, "JobStatus", id)
+}
+
 func (f *fake) Job(ctx context.Context, id, job string) (*paddock.Job, error) {
 	return &paddock.Job{ID: job, RunID: id}, f.record(ctx, "Job", id, job)
 }

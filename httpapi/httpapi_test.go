@@ -240,6 +240,7 @@ func TestEveryRoute(t *testing.T) {
 		{"POST", run + "/exec/attach", `{"argv":["true"]}`, "ExecAttach " + id + " [true]  none"},
 		{"POST", run + "/jobs", `{"kind":"exec","exec":{"argv":["true"]}}`, "StartJob " + id + " exec"},
 		{"GET", run + "/jobs", "", "Jobs " + id},
+		{"GET", run + "/status", "", "JobStatus " + id},
 		{"GET", run + "/jobs/j-1", "", "Job " + id + " j-1"},
 		{"POST", run + "/jobs/j-1/cancel", "", "CancelJob " + id + " j-1"},
 		{"GET", run + "/changeset", "", "ChangeSet " + id},
@@ -661,7 +662,7 @@ func TestRunTokenReach(t *testing.T) {
 		"GET /v1/runs/{id}/tools", "POST /v1/runs/{id}/tools/{name}", "POST /v1/runs/{id}/exec",
 		"POST /v1/runs/{id}/exec/stream", "POST /v1/runs/{id}/exec/attach", "GET /v1/runs/{id}/changeset", "POST /v1/runs/{id}/submit",
 		"GET /v1/runs/{id}/artifacts/{kind}", "POST /v1/runs/{id}/checkpoint", "POST /v1/runs/{id}/resume",
-		"POST /v1/runs/{id}/jobs", "GET /v1/runs/{id}/jobs", "GET /v1/runs/{id}/jobs/{job}",
+		"POST /v1/runs/{id}/jobs", "GET /v1/runs/{id}/jobs", "GET /v1/runs/{id}/jobs/{job}", "GET /v1/runs/{id}/status",
 		"POST /v1/runs/{id}/jobs/{job}/cancel",
 		// The agent's control tools: it may ask, never grant.
 		"GET /v1/runs/{id}/capabilities", "POST /v1/runs/{id}/verify",

@@ -100,6 +100,7 @@ var routes = []route{
 	{"POST", "/v1/runs/{id}/exec/attach", runToken, http.StatusSwitchingProtocols, stream((*Server).execAttach)},
 	{"POST", "/v1/runs/{id}/jobs", runToken, http.StatusAccepted, reply((*Server).startJob)},
 	{"GET", "/v1/runs/{id}/jobs", runToken, http.StatusOK, reply((*Server).jobs)},
+	{"GET", "/v1/runs/{id}/status", runToken, http.StatusOK, reply((*Server).jobStatus)},
 	{"GET", "/v1/runs/{id}/jobs/{job}", runToken, http.StatusOK, reply((*Server).job)},
 	{"POST", "/v1/runs/{id}/jobs/{job}/cancel", runToken, http.StatusOK, reply((*Server).cancelJob)},
 
@@ -421,6 +422,10 @@ func (s *Server) startJob(r *http.Request) (any, error) {
 
 func (s *Server) jobs(r *http.Request) (any, error) {
 	return s.Service.Jobs(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) jobStatus(r *http.Request) (any, error) {
+	return s.Service.JobStatus(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) job(r *http.Request) (any, error) {

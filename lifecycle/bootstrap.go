@@ -96,7 +96,8 @@ func (m *Manager) RunForToken(ctx context.Context, token string) (id string, err
 	return id, err
 }
 
-// Artifact returns one of a run's artifacts: task, events, changeset, diff.
+// Artifact returns one of a run's artifacts: task, plan, events, changeset,
+// diff, summary, result, logs.
 func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artifact, error) {
 	if _, err := m.Run(ctx, id); err != nil {
 		return nil, err
@@ -133,6 +134,12 @@ func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artif
 		} else {
 			a.Content = cs
 		}
+	case "plan":
+		plan, err := m.plans.read(id)
+		if err != nil {
+			return nil, err
+		}
+		a.Content = plan
 	case "summary":
 		jobs, err := m.Jobs(ctx, id)
 		if err != nil {
@@ -162,7 +169,7 @@ func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artif
 			a.Content = string(b)
 		}
 	default:
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown artifact %q (task, events, changeset, diff, summary, result, logs)", kind)
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown artifact %q (task, plan, events, changeset, diff, summary, result, logs)", kind)
 	}
 	return a, nil
 }

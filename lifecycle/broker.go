@@ -183,8 +183,12 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 		}
 		call.Trees = a.Recursive || name == "move"
 	}
+	if name == paddock.ToolPlan {
+		return m.givePlan(ctx, id, args)
+	}
 	if !slices.Contains(broker.ReadTools, name) && !slices.Contains(broker.WriteTools, name) {
-		// The control tools have their own calls; here only working tools.
+		// The control tools have their own calls; here only working tools
+		// and plan, which has no call of its own.
 		if _, err := m.Run(ctx, id); err != nil {
 			return nil, err
 		}
@@ -203,6 +207,20 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 		o.Decision = paddock.DecisionAllow
 		return res, []callEvent{{paddock.EventToolCall, o}}, err
 	}})
+}
+
+// givePlan is the plan tool: the agent's plan, checked and masked, is
+// kept as the run's (plan.go), through the broker like every call.
+func (m *Manager) givePlan(ctx context.Context, id string, args json.RawMessage) (any, error) {
+	var in paddock.PlanInput
+	if err := tools.Decode(paddock.ToolPlan, args, &in); err != nil {
+		return nil, err
+	}
+	return m.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolPlan}, args: json.RawMessage(`{}`),
+		run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
+			plan, err := m.plans.give(ctx, id, in, c.red)
+			return plan, nil, err
+		}})
 }
 
 // ExecStream runs a command in a run's workspace, through the broker: it is

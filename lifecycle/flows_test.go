@@ -264,7 +264,7 @@ func TestMenuOnlyAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range caps.Tools {
-		if tc.Name != paddock.ToolCapabilities && tc.Name != paddock.ToolRequestAccess {
+		if tc.Name != paddock.ToolCapabilities && tc.Name != paddock.ToolRequestAccess && tc.Name != paddock.ToolPlan {
 			t.Errorf("a menu-only agent is offered %s", tc.Name)
 		}
 	}

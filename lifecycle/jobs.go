@@ -311,6 +311,31 @@ func (m *Manager) Jobs(ctx context.Context, id string) (out []*paddock.Job, err 
 	return out, err
 }
 
+// JobStatus says where a run's jobs stand (seed 004's status): idle
+// before its first job, else its latest job and that job's state.
+func (m *Manager) JobStatus(ctx context.Context, id string) (*paddock.JobStatus, error) {
+	jobs, err := m.Jobs(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return statusOf(jobs), nil
+}
+
+// statusOf is the status of a run whose jobs are jobs, oldest first: at
+// most one runs, and it is the latest.
+func statusOf(jobs []*paddock.Job) *paddock.JobStatus {
+	if len(jobs) == 0 {
+		return &paddock.JobStatus{State: paddock.JobIdle}
+	}
+	last := jobs[len(jobs)-1]
+	for _, j := range jobs {
+		if j.State == paddock.JobRunning {
+			last = j
+		}
+	}
+	return &paddock.JobStatus{State: last.State, Job: last}
+}
+
 // Job returns one of a run's jobs.
 func (m *Manager) Job(ctx context.Context, id, jobID string) (j *paddock.Job, err error) {
 	err = m.Store.View(ctx, func(tx paddock.Tx) error {

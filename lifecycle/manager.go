@@ -179,6 +179,8 @@ type Manager struct {
 	// the jobs' owner.
 	runner     *jobRunner
 	instanceID string
+	// plans keeps the runs' plans (plan.go).
+	plans *planBook
 	// bg counts the Manager's other goroutines (the disk watchdogs),
 	// started by goBackground; Close waits for them.
 	bgMu sync.Mutex
@@ -213,6 +215,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m := &Manager{Config: cfg, instanceID: newInstanceID()}
 	m.ctx, m.stop = context.WithCancel(context.WithoutCancel(ctx))
 	m.runner = newJobRunner(m.ctx, m.renewLease, m.recordJobEnd, m.log)
+	m.plans = &planBook{dir: m.runDir, record: m.recordEvents}
 	return m, nil
 }
 

@@ -273,3 +273,28 @@ func TestShortSecretIsRefused(t *testing.T) {
 		t.Fatalf("an unmaskable secret reached a command and its output: %q", r.out)
 	}
 }
+
+// TestShowJobsAndPlan: show says where a run's jobs stand (idle before the
+// first) and the plan its agent gave last, given with paddock tool plan.
+func TestShowJobsAndPlan(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app", "--kind", "clone").must(t).out)
+	show := cli(t, home, "show", id).must(t).out
+	if !strings.Contains(show, "jobs:            idle\n") || strings.Contains(show, "plan:") {
+		t.Fatalf("show of a run with no job and no plan:\n%s", show)
+	}
+	cli(t, home, "tool", id, "plan", "--args", `{"explanation":"two steps","steps":[{"step":"read the code","status":"completed"},{"step":"fix \u001b[31mparse","status":"in_progress"},{"step":"verify","status":"pending"}]}`).must(t)
+	show = cli(t, home, "show", id).must(t).out
+	for _, want := range []string{"plan:            revision 1, ", "  two steps\n", "  [x] read the code\n", "  [ ] verify\n", "  [>] fix "} {
+		if !strings.Contains(show, want) {
+			t.Errorf("show lacks %q:\n%s", want, show)
+		}
+	}
+	if strings.Contains(show, "\x1b") {
+		t.Errorf("show printed the plan's escape sequence raw:\n%q", show)
+	}
+}

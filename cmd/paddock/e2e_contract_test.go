@@ -90,7 +90,7 @@ func TestContract(t *testing.T) {
 		actions[s.Do] = true
 		codes[s.Expect] = true
 	}
-	for _, a := range []string{"bootstrap", "status", "events", "artifact", "tool", "exec", "start", "wait", "cancel", "submit", "approve", "apply", "reject",
+	for _, a := range []string{"bootstrap", "status", "job_status", "events", "artifact", "tool", "exec", "start", "wait", "cancel", "submit", "approve", "apply", "reject",
 		"create", "changeset", "diff", "tools", "jobs", "exec_stream", "follow", "inbox", "checkpoint", "resume", "retain", "rm", "undo",
 		"health", "daemon", "doctor", "openapi", "projects", "project", "runs", "project_set", "project_rm", "unlock", "gc",
 		"agent_add", "agents", "agent", "agent_rm", "manifest", "checkout", "capabilities", "verify", "request_access", "requests", "grant", "deny"} {

@@ -434,8 +434,8 @@ func TestMCP(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	// The built-in coder's nine working tools and its six control tools.
-	if len(names) != 15 || !slices.Contains(names, "write") || !slices.Contains(names, "capabilities") || !slices.Contains(names, "verify") {
+	// The built-in coder's nine working tools and its seven control tools.
+	if len(names) != 16 || !slices.Contains(names, "write") || !slices.Contains(names, "capabilities") || !slices.Contains(names, "verify") {
 		t.Fatalf("tools: %v", names)
 	}
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"path": "from-mcp.txt", "content": "hello over MCP\n"}})
@@ -489,7 +489,7 @@ func TestMCP(t *testing.T) {
 	// A read run (the built-in reviewer) is offered only the read tools,
 	// and its control tools.
 	rtools, err := connect(ro).ListTools(ctx, nil)
-	if err != nil || len(rtools.Tools) != 10 || slices.ContainsFunc(rtools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "write" }) {
+	if err != nil || len(rtools.Tools) != 11 || slices.ContainsFunc(rtools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "write" }) {
 		t.Fatalf("a read run's tools over MCP: %+v %v", rtools, err)
 	}
 }

@@ -143,8 +143,8 @@ func mustOK(t *testing.T, name string, res *mcp.CallToolResult) map[string]any {
 }
 
 var (
-	writeTools = []string{"capabilities", "delete", "diff", "edit", "exec", "glob", "grep", "list", "move", "read", "request_access", "stat", "submit", "verify", "write"}
-	readTools  = []string{"capabilities", "diff", "exec", "glob", "grep", "list", "read", "request_access", "stat", "verify"}
+	writeTools = []string{"capabilities", "delete", "diff", "edit", "exec", "glob", "grep", "list", "move", "plan", "read", "request_access", "stat", "submit", "verify", "write"}
+	readTools  = []string{"capabilities", "diff", "exec", "glob", "grep", "list", "plan", "read", "request_access", "stat", "verify"}
 )
 
 // TestMCPTransports: the same server over stdio and over streamable HTTP
@@ -164,7 +164,7 @@ func TestMCPTransports(t *testing.T) {
 	transports := []transport{{name: "stdio"}, {name: "http-operator", token: f.token}}
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			for run, want := range map[string][]string{writeRun: writeTools, readRun: readTools, noneRun: {"capabilities", "request_access"},
+			for run, want := range map[string][]string{writeRun: writeTools, readRun: readTools, noneRun: {"capabilities", "plan", "request_access"},
 				boot.Run.ID: {"capabilities", "list", "read", "request_access"}} {
 				if got := toolNames(t, f.connect(t, tr, run, nil)); !slices.Equal(got, want) {
 					t.Errorf("run %s offers %v, want %v", run, got, want)

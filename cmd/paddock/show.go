@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -20,7 +21,9 @@ revision, state and the reason for it, cleanup policy, retention and latest
 checkpoint. An overlay workspace's path is where its run sees it, inside
 its sandbox; on the host that directory holds only the upper and work
 layers, listed with the lower one (--json: overlay_layers). Look at the
-view with paddock tool, exec or diff.
+view with paddock tool, exec or diff. Then where its jobs stand (idle before
+its first) and the plan its agent gave last, if it gave one (--json: the
+run alone; GET /v1/runs/RUN/status and /artifacts/plan give the rest).
 
 Exit codes: 0 shown; 3 no such run.`,
 		Args: exactArgs(1),
@@ -33,7 +36,23 @@ Exit codes: 0 shown; 3 no such run.`,
 			if err != nil {
 				return err
 			}
-			return a.output(asJSON, r, func(w io.Writer) { printRun(w, r) })
+			if asJSON {
+				return a.output(true, r, nil)
+			}
+			// The jobs and the plan are the run's too; a daemon that has
+			// neither route (an older one) shows the run alone.
+			st, _ := c.JobStatus(cmd.Context(), r.ID)
+			var plan *paddock.Plan
+			if art, err := c.Artifact(cmd.Context(), r.ID, "plan"); err == nil {
+				plan = new(paddock.Plan)
+				if b, err := json.Marshal(art.Content); err != nil || json.Unmarshal(b, plan) != nil {
+					plan = nil
+				}
+			}
+			return a.output(false, r, func(w io.Writer) {
+				printRun(w, r)
+				printJobsAndPlan(w, st, plan)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -85,5 +104,38 @@ func printRun(w io.Writer, r *paddock.Run) {
 	line("retained", ts(ws.RetainedAt))
 	if cp := ws.Checkpoint; cp != nil {
 		line("checkpoint", fmt.Sprintf("%s, %d files, %s (%s)", ts(cp.At), cp.Files, cp.Digest, cp.Reason))
+	}
+}
+
+// printJobsAndPlan prints where a run's jobs stand and its agent's plan.
+func printJobsAndPlan(w io.Writer, st *paddock.JobStatus, plan *paddock.Plan) {
+	if st != nil && st.State != "" {
+		v := string(st.State)
+		if j := st.Job; j != nil {
+			v += fmt.Sprintf(" (job %s, %s", j.ID, j.Kind)
+			if j.ExitCode != nil {
+				v += fmt.Sprintf(", exit %d", *j.ExitCode)
+			}
+			if j.Reason != "" {
+				v += ", " + j.Reason
+			}
+			v += ")"
+		}
+		fmt.Fprintf(w, "%-16s %s\n", "jobs:", termsafe.Field(v))
+	}
+	if plan == nil {
+		return
+	}
+	fmt.Fprintf(w, "%-16s revision %d, %s\n", "plan:", plan.Revision, plan.UpdatedAt.Local().Format(time.RFC3339))
+	if plan.Explanation != "" {
+		fmt.Fprintf(w, "  %s\n", termsafe.Field(plan.Explanation))
+	}
+	mark := map[string]string{paddock.StepCompleted: "[x]", paddock.StepInProgress: "[>]", paddock.StepPending: "[ ]"}
+	for _, s := range plan.Steps {
+		m, ok := mark[s.Status]
+		if !ok {
+			m = "[?]"
+		}
+		fmt.Fprintf(w, "  %s %s\n", m, termsafe.Field(s.Step))
 	}
 }

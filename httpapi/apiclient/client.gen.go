@@ -488,6 +488,33 @@ func (e JobState) Valid() bool {
 	}
 }
 
+// Defines values for JobStatusState.
+const (
+	JobStatusStateFailed      JobStatusState = "failed"
+	JobStatusStateIdle        JobStatusState = "idle"
+	JobStatusStateInterrupted JobStatusState = "interrupted"
+	JobStatusStateRunning     JobStatusState = "running"
+	JobStatusStateSucceeded   JobStatusState = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the JobStatusState enum.
+func (e JobStatusState) Valid() bool {
+	switch e {
+	case JobStatusStateFailed:
+		return true
+	case JobStatusStateIdle:
+		return true
+	case JobStatusStateInterrupted:
+		return true
+	case JobStatusStateRunning:
+		return true
+	case JobStatusStateSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for NodeState.
 const (
 	NodeStateAlive NodeState = "alive"
@@ -1088,6 +1115,7 @@ const (
 	GetArtifactParamsKindDiff      GetArtifactParamsKind = "diff"
 	GetArtifactParamsKindEvents    GetArtifactParamsKind = "events"
 	GetArtifactParamsKindLogs      GetArtifactParamsKind = "logs"
+	GetArtifactParamsKindPlan      GetArtifactParamsKind = "plan"
 	GetArtifactParamsKindResult    GetArtifactParamsKind = "result"
 	GetArtifactParamsKindSummary   GetArtifactParamsKind = "summary"
 	GetArtifactParamsKindTask      GetArtifactParamsKind = "task"
@@ -1103,6 +1131,8 @@ func (e GetArtifactParamsKind) Valid() bool {
 	case GetArtifactParamsKindEvents:
 		return true
 	case GetArtifactParamsKindLogs:
+		return true
+	case GetArtifactParamsKindPlan:
 		return true
 	case GetArtifactParamsKindResult:
 		return true
@@ -1526,6 +1556,21 @@ func (e ReviewRun201JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for GetJobStatus200JSONResponseBodyOk.
+const (
+	GetJobStatus200JSONResponseBodyOkTrue GetJobStatus200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the GetJobStatus200JSONResponseBodyOk enum.
+func (e GetJobStatus200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case GetJobStatus200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Submit200JSONResponseBodyOk.
 const (
 	Submit200JSONResponseBodyOkTrue Submit200JSONResponseBodyOk = true
@@ -1750,7 +1795,7 @@ type AgentDefinition struct {
 	Secrets *[]string            `json:"secrets,omitempty"`
 	Tool    *map[string]ToolRule `json:"tool,omitempty"`
 
-	// Tools The tools the agent may call: working tools, exec, and control tools (verify, diff, submit, capabilities, request_access). Empty (inline only): the built-in set of its workspace mode.
+	// Tools The tools the agent may call: working tools, exec, and control tools (verify, diff, submit, capabilities, plan, request_access). Empty (inline only): the built-in set of its workspace mode.
 	Tools     *[]string                 `json:"tools,omitempty"`
 	Workspace *AgentDefinitionWorkspace `json:"workspace,omitempty"`
 }
@@ -2293,6 +2338,17 @@ type Job struct {
 
 // JobState defines model for Job.State.
 type JobState string
+
+// JobStatus defines model for JobStatus.
+type JobStatus struct {
+	Job *Job `json:"job,omitempty"`
+
+	// State idle: the run has started no job yet
+	State JobStatusState `json:"state"`
+}
+
+// JobStatusState idle: the run has started no job yet
+type JobStatusState string
 
 // Lock defines model for Lock.
 type Lock struct {
@@ -2976,6 +3032,9 @@ type RetainRun200JSONResponseBodyOk bool
 // ReviewRun201JSONResponseBodyOk defines parameters for ReviewRun.
 type ReviewRun201JSONResponseBodyOk bool
 
+// GetJobStatus200JSONResponseBodyOk defines parameters for GetJobStatus.
+type GetJobStatus200JSONResponseBodyOk bool
+
 // SubmitJSONBody defines parameters for Submit.
 type SubmitJSONBody struct {
 	// ExpectHash the hash of the change set reviewed (paddock diff prints it): if the change set computed now has another, nothing is frozen and the answer is conflict
@@ -3438,7 +3497,7 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/runs/{id}/approve (the `Approve` operationId).
 	Approve(ctx context.Context, id string, params *ApproveParams, body ApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetArtifact One of the run's artifacts: task (not_bootstrapped if none), events, changeset and diff (as submitted), summary (its jobs), result and logs (of its latest job)
+	// GetArtifact One of the run's artifacts: task (not_bootstrapped if none), plan (the plan its agent gave last, see Plan; conflict if none), events, changeset and diff (as submitted), summary (its jobs), result and logs (of its latest job)
 	//
 	// Corresponds with GET /v1/runs/{id}/artifacts/{kind} (the `GetArtifact` operationId).
 	GetArtifact(ctx context.Context, id string, kind GetArtifactParamsKind, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3743,6 +3802,11 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/runs/{id}/review (the `ReviewRun` operationId).
 	ReviewRun(ctx context.Context, id string, body ReviewRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetJobStatus Where the run's jobs stand (the status of seed 004): idle before its first job, else its latest job and that job's state (running while one runs)
+	//
+	// Corresponds with GET /v1/runs/{id}/status (the `GetJobStatus` operationId).
+	GetJobStatus(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SubmitWithBody Freeze the change set (stored under its hash); refused with attribution_leak if it credits a model or a tool with the work, and with conflict if expect_hash is given and the change set is no longer that
 	//
 	// Takes any type of body and a specified content type.
@@ -3762,14 +3826,14 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/runs/{id}/tools (the `ListTools` operationId).
 	ListTools(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CallToolWithBody Run a working tool; the body is its arguments
+	// CallToolWithBody Run a working tool, or give the run's plan (plan, with a PlanInput); the body is its arguments
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/runs/{id}/tools/{name} (the `CallTool` operationId).
 	CallToolWithBody(ctx context.Context, id string, name string, params *CallToolParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CallTool Run a working tool; the body is its arguments
+	// CallTool Run a working tool, or give the run's plan (plan, with a PlanInput); the body is its arguments
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4471,7 +4535,7 @@ func (c *Client) Approve(ctx context.Context, id string, params *ApproveParams, 
 	return c.Client.Do(req)
 }
 
-// GetArtifact One of the run's artifacts: task (not_bootstrapped if none), events, changeset and diff (as submitted), summary (its jobs), result and logs (of its latest job)
+// GetArtifact One of the run's artifacts: task (not_bootstrapped if none), plan (the plan its agent gave last, see Plan; conflict if none), events, changeset and diff (as submitted), summary (its jobs), result and logs (of its latest job)
 //
 // Corresponds with GET /v1/runs/{id}/artifacts/{kind} (the `GetArtifact` operationId).
 func (c *Client) GetArtifact(ctx context.Context, id string, kind GetArtifactParamsKind, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5246,6 +5310,21 @@ func (c *Client) ReviewRun(ctx context.Context, id string, body ReviewRunJSONReq
 	return c.Client.Do(req)
 }
 
+// GetJobStatus Where the run's jobs stand (the status of seed 004): idle before its first job, else its latest job and that job's state (running while one runs)
+//
+// Corresponds with GET /v1/runs/{id}/status (the `GetJobStatus` operationId).
+func (c *Client) GetJobStatus(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobStatusRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // SubmitWithBody Freeze the change set (stored under its hash); refused with attribution_leak if it credits a model or a tool with the work, and with conflict if expect_hash is given and the change set is no longer that
 //
 // Takes any type of body and a specified content type.
@@ -5295,7 +5374,7 @@ func (c *Client) ListTools(ctx context.Context, id string, reqEditors ...Request
 	return c.Client.Do(req)
 }
 
-// CallToolWithBody Run a working tool; the body is its arguments
+// CallToolWithBody Run a working tool, or give the run's plan (plan, with a PlanInput); the body is its arguments
 //
 // Takes any type of body and a specified content type.
 //
@@ -5312,7 +5391,7 @@ func (c *Client) CallToolWithBody(ctx context.Context, id string, name string, p
 	return c.Client.Do(req)
 }
 
-// CallTool Run a working tool; the body is its arguments
+// CallTool Run a working tool, or give the run's plan (plan, with a PlanInput); the body is its arguments
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8497,6 +8576,40 @@ func NewReviewRunRequestWithBody(server string, id string, contentType string, b
 	return req, nil
 }
 
+// NewGetJobStatusRequest constructs an http.Request for the GetJobStatus method
+func NewGetJobStatusRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/status", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewSubmitRequest calls the generic Submit builder with application/json body
 func NewSubmitRequest(server string, id string, params *SubmitParams, body SubmitJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9187,7 +9300,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/runs/{id}/approve (the `Approve` operationId).
 	ApproveWithResponse(ctx context.Context, id string, params *ApproveParams, body ApproveJSONRequestBody, reqEditors ...RequestEditorFn) (*ApproveResponse, error)
 
-	// GetArtifactWithResponse One of the run's artifacts: task (not_bootstrapped if none), events, changeset and diff (as submitted), summary (its jobs), result and logs (of its latest job)
+	// GetArtifactWithResponse One of the run's artifacts: task (not_bootstrapped if none), plan (the plan its agent gave last, see Plan; conflict if none), events, changeset and diff (as submitted), summary (its jobs), result and logs (of its latest job)
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9532,6 +9645,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/runs/{id}/review (the `ReviewRun` operationId).
 	ReviewRunWithResponse(ctx context.Context, id string, body ReviewRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ReviewRunResponse, error)
 
+	// GetJobStatusWithResponse Where the run's jobs stand (the status of seed 004): idle before its first job, else its latest job and that job's state (running while one runs)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/status (the `GetJobStatus` operationId).
+	GetJobStatusWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetJobStatusResponse, error)
+
 	// SubmitWithBodyWithResponse Freeze the change set (stored under its hash); refused with attribution_leak if it credits a model or a tool with the work, and with conflict if expect_hash is given and the change set is no longer that
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -9553,14 +9673,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/runs/{id}/tools (the `ListTools` operationId).
 	ListToolsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListToolsResponse, error)
 
-	// CallToolWithBodyWithResponse Run a working tool; the body is its arguments
+	// CallToolWithBodyWithResponse Run a working tool, or give the run's plan (plan, with a PlanInput); the body is its arguments
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs/{id}/tools/{name} (the `CallTool` operationId).
 	CallToolWithBodyWithResponse(ctx context.Context, id string, name string, params *CallToolParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CallToolResponse, error)
 
-	// CallToolWithResponse Run a working tool; the body is its arguments
+	// CallToolWithResponse Run a working tool, or give the run's plan (plan, with a PlanInput); the body is its arguments
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13028,6 +13148,60 @@ func (r ReviewRunResponse) ContentType() string {
 	return ""
 }
 
+type GetJobStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *JobStatus                        `json:"data,omitempty"`
+		Ok   GetJobStatus200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetJobStatusResponse) GetJSON200() *struct {
+	Data *JobStatus                        `json:"data,omitempty"`
+	Ok   GetJobStatus200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetJobStatusResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetJobStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJobStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJobStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJobStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type SubmitResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13949,7 +14123,7 @@ func (c *ClientWithResponses) ApproveWithResponse(ctx context.Context, id string
 	return ParseApproveResponse(rsp)
 }
 
-// GetArtifactWithResponse One of the run's artifacts: task (not_bootstrapped if none), events, changeset and diff (as submitted), summary (its jobs), result and logs (of its latest job)
+// GetArtifactWithResponse One of the run's artifacts: task (not_bootstrapped if none), plan (the plan its agent gave last, see Plan; conflict if none), events, changeset and diff (as submitted), summary (its jobs), result and logs (of its latest job)
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14576,6 +14750,19 @@ func (c *ClientWithResponses) ReviewRunWithResponse(ctx context.Context, id stri
 	return ParseReviewRunResponse(rsp)
 }
 
+// GetJobStatusWithResponse Where the run's jobs stand (the status of seed 004): idle before its first job, else its latest job and that job's state (running while one runs)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/status (the `GetJobStatus` operationId).
+func (c *ClientWithResponses) GetJobStatusWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetJobStatusResponse, error) {
+	rsp, err := c.GetJobStatus(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJobStatusResponse(rsp)
+}
+
 // SubmitWithBodyWithResponse Freeze the change set (stored under its hash); refused with attribution_leak if it credits a model or a tool with the work, and with conflict if expect_hash is given and the change set is no longer that
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -14615,7 +14802,7 @@ func (c *ClientWithResponses) ListToolsWithResponse(ctx context.Context, id stri
 	return ParseListToolsResponse(rsp)
 }
 
-// CallToolWithBodyWithResponse Run a working tool; the body is its arguments
+// CallToolWithBodyWithResponse Run a working tool, or give the run's plan (plan, with a PlanInput); the body is its arguments
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14628,7 +14815,7 @@ func (c *ClientWithResponses) CallToolWithBodyWithResponse(ctx context.Context, 
 	return ParseCallToolResponse(rsp)
 }
 
-// CallToolWithResponse Run a working tool; the body is its arguments
+// CallToolWithResponse Run a working tool, or give the run's plan (plan, with a PlanInput); the body is its arguments
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16978,6 +17165,42 @@ func ParseReviewRunResponse(rsp *http.Response) (*ReviewRunResponse, error) {
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetJobStatusResponse parses an HTTP response from a GetJobStatusWithResponse call
+func ParseGetJobStatusResponse(rsp *http.Response) (*GetJobStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJobStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *JobStatus                        `json:"data,omitempty"`
+			Ok   GetJobStatus200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Failure

@@ -59,7 +59,7 @@ async function drive(transport, token) {
   for (const [run, want] of [
     [cfg.write, cfg.writeTools],
     [cfg.read, cfg.readTools],
-    [cfg.none, ["capabilities", "request_access"]],
+    [cfg.none, ["capabilities", "plan", "request_access"]],
   ]) {
     const c = await connect(transport, run, token);
     const got = await names(c);
@@ -102,6 +102,8 @@ async function drive(transport, token) {
   await ok("verify", { checks: ["test"] });
   const caps = await ok("capabilities", {});
   check(caps.structuredContent?.run === cfg.write, `${tag} capabilities`, caps.structuredContent);
+  const plan = await ok("plan", { steps: [{ step: `drive ${transport}`, status: "in_progress" }, { step: "submit", status: "pending" }] });
+  check(plan.structuredContent?.revision >= 1 && plan.structuredContent?.steps?.[0]?.status === "in_progress", `${tag} plan`, plan.structuredContent);
   const q = await ok("request_access", { kind: "network", domain: "example.com", reason: "docs" });
   check(q.structuredContent?.state === "pending", `${tag} request_access`, q.structuredContent);
   const sub = await ok("submit", { expect_hash: d.structuredContent.hash });
