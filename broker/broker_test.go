@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/paddock-dev/paddock"
@@ -170,5 +171,61 @@ func BenchmarkDecideExecShell(b *testing.B) {
 	argv := sh("cd sub && go test ./... -run TestX | tee out.txt; echo done")
 	for b.Loop() {
 		Decide(def, nil, Call{Tool: "exec", Argv: argv}, active)
+	}
+}
+
+// TestUnmodelledRunnersAreRefused: a program that runs a command from its
+// arguments, whose grammar the broker does not model, hides that command
+// from the rules; under a narrowed exec it is refused as unreadable, not
+// matched by its own name (#29 item 4, what the wrappers left).
+func TestUnmodelledRunnersAreRefused(t *testing.T) {
+	denyRm := &paddock.AgentDefinition{Name: "careful", Workspace: "write", Tools: []string{"exec"},
+		Tool: map[string]paddock.ToolRule{"exec": {Deny: []string{"rm"}}}}
+	for _, argv := range [][]string{
+		{"flock", "/tmp/l", "rm", "-rf", "src"},
+		{"ionice", "-c3", "rm", "x"},
+		{"busybox", "rm", "x"},
+		{"sudo", "-u", "nobody", "rm", "x"},
+		{"unshare", "-r", "rm", "x"},
+		{"sh", "-c", "taskset 1 rm x"},
+		{"env", "strace", "-f", "rm", "x"},
+		{"/usr/bin/watch", "-n1", "rm x"},
+	} {
+		v := Decide(denyRm, nil, Call{Tool: "exec", Argv: argv}, active)
+		if v.Decision != paddock.DecisionDeny || v.Rule != RuleUnsure || !strings.Contains(v.Reason, "run that command itself") {
+			t.Errorf("%q under a deny of rm: %+v, want %s", argv, v, RuleUnsure)
+		}
+	}
+	// The command itself, and a runner where nothing is narrowed, pass.
+	if v := Decide(denyRm, nil, Call{Tool: "exec", Argv: []string{"ls", "-l"}}, active); v.Decision != paddock.DecisionAllow {
+		t.Errorf("ls under a deny of rm: %+v", v)
+	}
+	open := &paddock.AgentDefinition{Name: "open", Workspace: "write", Tools: []string{"exec"}}
+	if v := Decide(open, nil, Call{Tool: "exec", Argv: []string{"flock", "/tmp/l", "make"}}, active); v.Decision != paddock.DecisionAllow {
+		t.Errorf("flock where nothing is narrowed: %+v", v)
+	}
+}
+
+// TestPlanTool: the plan needs no workspace (a none run plans), is a
+// declared tool like any other, and a run that takes no more work takes
+// no more plans.
+func TestPlanTool(t *testing.T) {
+	planner := &paddock.AgentDefinition{Name: "planner", Workspace: "none", Tools: []string{paddock.ToolPlan}}
+	for _, tc := range []struct {
+		name string
+		def  *paddock.AgentDefinition
+		st   State
+		want paddock.Decision
+		rule paddock.Rule
+	}{
+		{"none run", planner, State{Access: paddock.AccessNone}, paddock.DecisionAllow, ""},
+		{"active run", planner, active, paddock.DecisionAllow, ""},
+		{"retained run", planner, State{Access: paddock.AccessWrite, Workspace: paddock.StateRetained}, paddock.DecisionAllow, ""},
+		{"rejected run", planner, State{Access: paddock.AccessWrite, Workspace: paddock.StateRejected}, paddock.DecisionDeny, RuleState},
+		{"undeclared", tester(), active, paddock.DecisionDeny, RuleUndeclared},
+	} {
+		if v := Decide(tc.def, nil, Call{Tool: paddock.ToolPlan}, tc.st); v.Decision != tc.want || v.Rule != tc.rule {
+			t.Errorf("%s: %+v, want %s %s", tc.name, v, tc.want, tc.rule)
+		}
 	}
 }
