@@ -55,6 +55,10 @@ type Enforcement struct {
 	ModeReason string `json:"mode_reason,omitempty"`
 	// HarnessPID is the host pid of the harness the command was forked from.
 	HarnessPID int `json:"harness_pid,omitempty"`
+	// OwnNet says the command had a network namespace of its own, with
+	// only its loopback, made from a harness that has a network (the
+	// run's agent's): Net is then what the command got, none.
+	OwnNet bool `json:"own_net,omitempty"`
 }
 
 // ExecResult is how a confined command ended: its status, resource use,

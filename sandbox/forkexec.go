@@ -64,6 +64,26 @@ type childPlan struct {
 	failure   [2]uint32           // step, errno: what the child reports if it cannot exec
 	errPipe   int
 	cloneArgs uintptr
+	// lo is the loopback's request, when the command has a network
+	// namespace of its own (ownNet): brought up through loFD.
+	lo   *ifreqFlags
+	loFD int
+}
+
+// ifreqFlags is struct ifreq as SIOCGIFFLAGS and SIOCSIFFLAGS read it.
+type ifreqFlags struct {
+	name  [unix.IFNAMSIZ]byte
+	flags uint16
+	_     [22]byte
+}
+
+// ownNet gives the command a network namespace of its own, with only its
+// loopback, up: less than its harness's network (an agent's run whose
+// own process has one, and whose commands ask for none).
+func (p *childPlan) ownNet() {
+	p.cloneArgs |= unix.CLONE_NEWNET
+	p.lo = &ifreqFlags{}
+	copy(p.lo.name[:], "lo")
 }
 
 // scratchPlan is what the child mounts for a read run's throwaway layer: a
@@ -92,7 +112,7 @@ func newScratchPlan(dir, ws string, size int64) *scratchPlan {
 
 // Steps of the child, reported when one fails.
 var childSteps = [...]string{"", "setsid, join the pids cgroup", "mount /proc, hide the daemon's view, mount the scratch layer", "set limits", "no_new_privs",
-	"drop capabilities", "landlock", "seccomp", "descriptors, the controlling terminal", "enter the directory", "exec"}
+	"drop capabilities", "landlock", "seccomp", "descriptors, the controlling terminal", "enter the directory", "exec", "bring up the loopback"}
 
 // ChildError says which step of starting a command failed.
 type ChildError struct {
@@ -235,6 +255,21 @@ func forkChild(p *childPlan) (uintptr, syscall.Errno) {
 		if _, _, errno = syscall.RawSyscall(unix.SYS_WRITE, uintptr(p.cgroup), uintptr(unsafe.Pointer(p.self)), 1); errno != 0 {
 			goto fail
 		}
+	}
+	if p.lo != nil {
+		step = 11
+		if r1, _, errno = syscall.RawSyscall(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); errno != 0 {
+			goto fail
+		}
+		p.loFD = int(r1)
+		if _, _, errno = syscall.RawSyscall(unix.SYS_IOCTL, uintptr(p.loFD), unix.SIOCGIFFLAGS, uintptr(unsafe.Pointer(p.lo))); errno != 0 {
+			goto fail
+		}
+		p.lo.flags |= unix.IFF_UP
+		if _, _, errno = syscall.RawSyscall(unix.SYS_IOCTL, uintptr(p.loFD), unix.SIOCSIFFLAGS, uintptr(unsafe.Pointer(p.lo))); errno != 0 {
+			goto fail
+		}
+		syscall.RawSyscall(unix.SYS_CLOSE, uintptr(p.loFD), 0, 0)
 	}
 	step = 2
 	if _, _, errno = syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(p.procSrc)), uintptr(unsafe.Pointer(p.procDst)),

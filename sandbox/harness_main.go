@@ -20,7 +20,7 @@ const HarnessArg = "__paddock-sandbox-harness"
 
 // harnessVersion changes whenever the protocol between daemon and harness
 // does; a daemon does not adopt a harness of another version.
-const harnessVersion = 4
+const harnessVersion = 5
 
 // maxHarnessMessage bounds one message on the control channel (a command's
 // argv and environment); a bigger command runs per-exec.
@@ -31,6 +31,7 @@ type harnessSpec struct {
 	Spec
 	Key    string        `json:"key"`
 	Config string        `json:"config"`   // the hash a re-attaching daemon compares
+	Base   string        `json:"base"`     // the same without the network (netFreeHash)
 	Orphan time.Duration `json:"orphan"`   // exit after this long without a daemon
 	PID    int           `json:"host_pid"` // the harness's pid as the daemon sees it
 }
@@ -48,6 +49,9 @@ type hmsg struct {
 	Env    []string `json:"env,omitempty"`
 	Dir    string   `json:"dir,omitempty"`
 	Limits *Limits  `json:"limits,omitempty"`
+	// OwnNet gives the command a network namespace of its own, empty but
+	// for its loopback: no network, under a harness that has one.
+	OwnNet bool `json:"own_net,omitempty"`
 	// harness → daemon: hello on connect; started or a failure, then done.
 	Hello    *hello        `json:"hello,omitempty"`
 	Started  bool          `json:"started,omitempty"`
@@ -65,6 +69,7 @@ type hello struct {
 	Version     int         `json:"version"`
 	Key         string      `json:"key"`
 	Config      string      `json:"config"`
+	Base        string      `json:"base"`
 	Enforcement Enforcement `json:"enforcement"`
 	Started     time.Time   `json:"started"`
 	Commands    int         `json:"commands"`
@@ -227,7 +232,7 @@ func (h *harness) serveConn(c *net.UnixConn) {
 		h.conn = nil
 		h.mu.Unlock()
 	}()
-	if h.send(hmsg{Hello: &hello{Version: harnessVersion, Key: h.spec.Key, Config: h.spec.Config,
+	if h.send(hmsg{Hello: &hello{Version: harnessVersion, Key: h.spec.Key, Config: h.spec.Config, Base: h.spec.Base,
 		Enforcement: h.enf, Started: h.started, Commands: n, PID: h.spec.PID}}) != nil {
 		return
 	}
@@ -352,12 +357,20 @@ func (h *harness) exec(m hmsg, stdin, stdout, stderr, cgroup int) {
 	path, err := commandPath(&Spec{Argv: m.Argv, Env: m.Env})
 	var plan *childPlan
 	ruleset := -1
+	rspec := spec
+	if m.OwnNet {
+		// Its Landlock domain handles TCP too, with no port allowed.
+		rspec = &Spec{Net: NetNone}
+	}
 	if err == nil && len(m.Argv) > 0 {
-		if ruleset, err = newRuleset(spec, h.rules); err == nil {
+		if ruleset, err = newRuleset(rspec, h.rules); err == nil {
 			defer unix.Close(ruleset)
 			plan, err = newChildPlan(path, m.Argv, m.Env, dir, [3]int{in, stdout, stderr}, l, ruleset, h.prog, cgroup)
 			if err == nil {
 				plan.ctty = m.Tty
+				if m.OwnNet {
+					plan.ownNet()
+				}
 			}
 			if err == nil && spec.DaemonView {
 				plan.hideView, _ = unix.BytePtrFromString(DaemonView)

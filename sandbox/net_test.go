@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestAllowListNetwork: with an allow-list the command reaches the allowed
@@ -137,4 +139,88 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestCommandGetsLessNetworkThanItsHarness: a run's agent holds the run's
+// harness with a network (host, or an allow-list); a command the agent
+// asks for with none is forked from that same harness into a network
+// namespace of its own: it reaches nothing the harness reaches, not even
+// the host's loopback, its own loopback is up, and its enforcement says
+// so. Before #30 it was refused as busy on an overlay run (and ran
+// per-exec on another kind) for as long as the agent ran.
+func TestCommandGetsLessNetworkThanItsHarness(t *testing.T) {
+	skipUnlessSandbox(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprint(c, "HOST-LOOPBACK\n")
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	reach := fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && head -n1 <&3 || echo UNREACHED", port)
+	// UDP on the command's own loopback: Landlock does not restrict UDP,
+	// so this reads whether the loopback is up.
+	loopUp := `python3 -c "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1',0)); s.sendto(b'LO-UP', s.getsockname()); print(s.recv(5).decode())"`
+	for _, mode := range []Net{NetHost, NetAllow} {
+		t.Run(string(mode), func(t *testing.T) {
+			ws, _ := newWorkspace(t)
+			p := &Pool{Dir: t.TempDir()}
+			defer p.Close()
+			base := Spec{Workspace: ws, UID: sandboxUID(), Env: []string{"PATH=/usr/bin:/bin", "HOME=" + ws}, Protected: []string{".git"}}
+			agent := base
+			agent.Net = mode
+			if mode == NetAllow {
+				agent.Allow = []string{"localhost"}
+				agent.AllowAddrs = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+			}
+			// The agent: a command with the harness's network that runs
+			// while the others do.
+			agent.Argv = []string{"sh", "-c", "sleep 3"}
+			agentDone := make(chan *Result, 1)
+			go func() {
+				res, err := p.Run(context.Background(), "r-test", agent)
+				if err != nil {
+					t.Error(err)
+				}
+				agentDone <- res
+			}()
+			time.Sleep(500 * time.Millisecond)
+			cmd := base
+			cmd.Net = NetNone
+			cmd.Argv = []string{"bash", "-c", reach + "; if command -v python3 >/dev/null; then " + loopUp + "; else echo LO-UP; fi"}
+			res, err := p.Run(context.Background(), "r-test", cmd)
+			if err != nil {
+				t.Fatalf("a command with no network while the agent runs: %v", err)
+			}
+			e := res.Enforcement
+			if got := string(res.Stdout); got != "UNREACHED\nLO-UP\n" {
+				t.Errorf("the command's network: %q (stderr %s)", got, res.Stderr)
+			}
+			if !e.OwnNet || e.Net != "none" || e.Mode != "resident" || len(e.Allow) > 0 || !slices.Contains(e.Namespaces, "net") {
+				t.Errorf("its enforcement: %+v", e)
+			}
+			a := <-agentDone
+			if a == nil || a.Enforcement.HarnessPID != e.HarnessPID || a.Enforcement.OwnNet {
+				t.Fatalf("the agent's harness %+v, the command's %d", a, e.HarnessPID)
+			}
+			if mode == NetHost {
+				// The harness's own network is untouched: a command with
+				// it reaches the host's loopback.
+				h := agent
+				h.Argv = []string{"bash", "-c", reach}
+				if res, err := p.Run(context.Background(), "r-test", h); err != nil || string(res.Stdout) != "HOST-LOOPBACK\n" || res.Enforcement.HarnessPID != e.HarnessPID {
+					t.Fatalf("a host command after it: %v %q %+v", err, res.Stdout, res.Enforcement)
+				}
+			}
+		})
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,7 +86,7 @@ func (p *Pool) Run(ctx context.Context, key string, spec Spec) (*Result, error) 
 		spec.Env = append(spec.Env, proxyEnv()...)
 	}
 	for attempt := 0; ; attempt++ {
-		h, err := p.harness(ctx, key, &spec)
+		h, ownNet, err := p.harness(ctx, key, &spec)
 		if errors.Is(err, errHarnessInUse) {
 			if spec.Overlay != nil {
 				return nil, paddock.Errorf(paddock.CodeBusy, "the run's sandbox is running a command made for another configuration (network, /tmp size or protected paths); an overlay run's commands share one sandbox: try again when it ends")
@@ -95,8 +96,11 @@ func (p *Pool) Run(ctx context.Context, key string, spec Spec) (*Result, error) 
 		if err != nil {
 			return nil, err
 		}
-		h.setDecide(spec.Decide)
-		res, err := h.run(ctx, &spec)
+		if !ownNet {
+			// The proxy's decisions are of commands with its network.
+			h.setDecide(spec.Decide)
+		}
+		res, err := h.run(ctx, &spec, ownNet)
 		if errors.Is(err, errHarnessGone) && attempt == 0 {
 			p.drop(key, h) // it died before the command started: one more try
 			continue
@@ -156,8 +160,24 @@ func proxyEnv() []string {
 
 // configHash identifies what a harness was built for: a command whose run
 // has changed (the workspace, its protected paths, the network, /tmp) gets
-// a new harness.
-func configHash(spec *Spec) string {
+// a new harness, unless it asks only for less network (netFreeHash).
+func configHash(spec *Spec) string { return hashConfig(spec, true) }
+
+// netFreeHash is configHash without the network: a command whose spec
+// differs from its harness's only there, and asks for no network, is
+// forked from that harness into a network namespace of its own. So one
+// overlay run serves its agent, whose own process has a network, and the
+// commands the agent asks for, which have none (#30 item 1).
+func netFreeHash(spec *Spec) string { return hashConfig(spec, false) }
+
+func hashConfig(spec *Spec, withNet bool) string {
+	netOf := func(s *Spec) (Net, []string, []netip.Prefix, string) {
+		if !withNet {
+			return "", nil, nil, ""
+		}
+		return s.Net, s.Allow, s.AllowAddrs, proxyInstance(s)
+	}
+	net, allow, allowAddrs, proxy := netOf(spec)
 	b, _ := json.Marshal(struct {
 		Version                     int
 		Workspace                   string
@@ -173,8 +193,8 @@ func configHash(spec *Spec) string {
 		AllowAddrs                  []netip.Prefix
 		Binds                       []Bind
 		Proxy                       string
-	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Scratch, spec.Protected, spec.Unprotected, spec.OperatorDir, spec.Net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay,
-		spec.Allow, spec.AllowAddrs, spec.Binds, proxyInstance(spec)})
+	}{harnessVersion, spec.Workspace, spec.ReadOnly, spec.Scratch, spec.Protected, spec.Unprotected, spec.OperatorDir, net, spec.UID, spec.GID, spec.Limits.Tmp, spec.OpenByPath, forcePathOpen, spec.Overlay,
+		allow, allowAddrs, spec.Binds, proxy})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
 }
@@ -209,8 +229,15 @@ func (p *Pool) log() *slog.Logger {
 func (p *Pool) sockPath(key string) string { return filepath.Join(p.Dir, key+".sock") }
 
 // harness returns the run's harness for spec: the one it has, one a
-// previous daemon left (re-attached), or a new one.
-func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (*harnessConn, error) {
+// previous daemon left (re-attached), or a new one; ownNet says the
+// command is to have a network namespace of its own, made from a harness
+// that has a network the command did not ask for.
+func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (h *harnessConn, ownNet bool, err error) {
+	h, err = p.harnessFor(ctx, key, spec, &ownNet)
+	return h, ownNet, err
+}
+
+func (p *Pool) harnessFor(ctx context.Context, key string, spec *Spec, ownNet *bool) (*harnessConn, error) {
 	if key == "" || strings.ContainsAny(key, "/\x00") || strings.HasPrefix(key, ".") {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "sandbox: bad harness key %q", key)
 	}
@@ -255,6 +282,13 @@ func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (*harnessCon
 	}
 	h := p.hs[key]
 	if h != nil && h.config == cfg && !h.isDead() {
+		h.inflight++
+		p.mu.Unlock()
+		return h, nil
+	}
+	if h != nil && spec.Net == NetNone && h.net != NetNone && h.base == netFreeHash(spec) && !h.isDead() {
+		// Less network than the harness has: a namespace of its own.
+		*ownNet = true
 		h.inflight++
 		p.mu.Unlock()
 		return h, nil
@@ -342,7 +376,7 @@ func (p *Pool) View(ctx context.Context, key string, spec Spec) (string, error) 
 		return "", paddock.Errorf(paddock.CodeUnsupported, "no resident sandbox: %s", reason)
 	}
 	spec.Net, spec.Allow, spec.AllowAddrs = NetNone, nil, nil
-	h, err := p.harness(ctx, key, &spec)
+	h, _, err := p.harness(ctx, key, &spec)
 	if err != nil {
 		return "", err
 	}
@@ -573,7 +607,7 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 		}
 		return nil, err
 	}
-	hs := harnessSpec{Spec: *spec, Key: key, Config: cfg, Orphan: p.orphan()}
+	hs := harnessSpec{Spec: *spec, Key: key, Config: cfg, Base: netFreeHash(spec), Orphan: p.orphan()}
 	hs.Argv, hs.Env = nil, nil // a harness is not a command
 	hs.DaemonView = spec.Overlay != nil
 	// The socket's path in argv says, in ps, which daemon and run it serves.
@@ -655,7 +689,7 @@ func (p *Pool) adopt(c *net.UnixConn, key, cfg string) (*harnessConn, error) {
 		waitPidGone(m.Hello.PID, 5*time.Second)
 		return nil, errors.New("sandbox: the harness serves another configuration")
 	}
-	h := &harnessConn{key: key, config: cfg, conn: c, enf: m.Hello.Enforcement, lastUsed: time.Now(), pid: m.Hello.PID,
+	h := &harnessConn{key: key, config: cfg, base: m.Hello.Base, net: Net(m.Hello.Enforcement.Net), conn: c, enf: m.Hello.Enforcement, lastUsed: time.Now(), pid: m.Hello.PID,
 		pending: map[uint64]chan hmsg{}, pids: pidsFor(p.Dir), runProcs: p.runProcs()}
 	h.enf.HarnessPID = h.pid
 	go h.readLoop()
@@ -670,9 +704,13 @@ var (
 // harnessConn is the daemon's side of one harness.
 type harnessConn struct {
 	key, config string
-	conn        *net.UnixConn
-	enf         Enforcement
-	pid         int
+	// base is config without the network, and net the network the
+	// harness has: a command asking for none under it gets its own.
+	base string
+	net  Net
+	conn *net.UnixConn
+	enf  Enforcement
+	pid  int
 	// pids, when set, gives each command a pids cgroup below the run's,
 	// which is bounded by runProcs.
 	pids     *pidsHierarchy
@@ -780,7 +818,7 @@ func sendMsg(c *net.UnixConn, m hmsg, fds []int) error {
 }
 
 // run runs one command in the harness and waits for it.
-func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
+func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result, error) {
 	out, errb := outputs(spec)
 	// The command's output: two pipes, or its terminal. closeOurs closes
 	// the daemon's ends of what the harness is handed; waitOutput then
@@ -873,7 +911,7 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	start := time.Now()
 	if !dead {
-		err = sendMsg(h.conn, hmsg{Op: "exec", ID: id, Stdin: stdin != nil, Tty: term != nil, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Limits: &limits}, fds)
+		err = sendMsg(h.conn, hmsg{Op: "exec", ID: id, Stdin: stdin != nil, Tty: term != nil, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Limits: &limits, OwnNet: ownNet}, fds)
 	}
 	closeOurs() // the harness has its copies once sent
 	if stdin != nil {
@@ -913,6 +951,11 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec) (*Result, error) {
 	res.Enforcement.Limits = limits
 	res.Enforcement.ProcsScope = scope
 	res.Enforcement.Mode = "resident"
+	if ownNet {
+		e := &res.Enforcement
+		e.Net, e.Allow, e.AllowAddrs, e.OwnNet = string(NetNone), nil, nil, true
+		e.Namespaces = append(slices.DeleteFunc(slices.Clone(e.Namespaces), func(s string) bool { return s == "net" }), "net")
+	}
 	if !ok {
 		// The harness died under the command (killed from outside): the
 		// command died with it.

@@ -2111,6 +2111,9 @@ type Enforcement struct {
 	Net        *string   `json:"net,omitempty"`
 	NoNewPrivs *bool     `json:"no_new_privs,omitempty"`
 
+	// OwnNet the command had a network namespace of its own (only its loopback), made from a harness that has a network: net is then none
+	OwnNet *bool `json:"own_net,omitempty"`
+
 	// ProcsScope what limits.procs counts: the command's own processes (a pids cgroup), or every process of the sandbox's uid (RLIMIT_NPROC)
 	ProcsScope    *EnforcementProcsScope `json:"procs_scope,omitempty"`
 	ReadOnly      *bool                  `json:"read_only,omitempty"`

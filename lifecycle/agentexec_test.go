@@ -1,0 +1,60 @@
+package lifecycle_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// TestAgentAndItsCommandsShareAnOverlayRun: the everyday path of `paddock
+// run --net … -- claude` (#30 item 1). An overlay run's agent, whose
+// definition has a network, runs as the run's agent job and holds the
+// run's one harness with that network; meanwhile the commands it asks for
+// (exec with no network, as through MCP) run in the same harness, each in
+// a network namespace of its own, and see the agent's writes. Before, each
+// was refused as busy for as long as the agent ran.
+func TestAgentAndItsCommandsShareAnOverlayRun(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	agentCtx := paddock.WithAgent(ctx)
+	b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Task: "work", Kind: "overlay",
+		Agent: paddock.AgentDefinition{Name: "netted", Workspace: "write", Net: "host",
+			Command: []string{"sh", "-c", "echo from-the-agent > agent.txt; sleep 4"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := b.Run.ID
+	j, err := e.m.StartJob(ctx, id, paddock.StartJobRequest{Kind: paddock.JobAgent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the agent's own write: its process holds the harness.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := e.m.CallTool(ctx, id, "read", []byte(`{"path":"agent.txt"}`)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never wrote agent.txt")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res, err := e.m.Exec(agentCtx, id, paddock.ExecRequest{Argv: []string{"cat", "agent.txt"}})
+	if err != nil {
+		t.Fatalf("the agent's command while the agent runs: %v", err)
+	}
+	enf := res.Enforcement
+	if res.Stdout != "from-the-agent\n" || !enf.OwnNet || enf.Net != "none" || enf.Mode != "resident" {
+		t.Fatalf("the agent's command: %q %+v", res.Stdout, enf)
+	}
+	if st, err := e.m.JobStatus(ctx, id); err != nil || st.State != paddock.JobRunning || st.Job.ID != j.ID {
+		t.Fatalf("the agent's job while its command ran: %+v %v", st, err)
+	}
+	if j := waitJob(t, e.m, id, j.ID, 30*time.Second); j.State != paddock.JobSucceeded {
+		t.Fatalf("the agent's job: %+v", j)
+	}
+}
