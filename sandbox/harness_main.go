@@ -359,7 +359,7 @@ func (h *harness) exec(m hmsg, stdin, stdout, stderr, cgroup int) {
 	ruleset := -1
 	rspec := spec
 	if m.OwnNet {
-		// Its Landlock domain handles TCP too, with no port allowed.
+		// Its Landlock domain is a none network's: TCP on its own loopback.
 		rspec = &Spec{Net: NetNone}
 	}
 	if err == nil && len(m.Argv) > 0 {

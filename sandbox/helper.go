@@ -127,12 +127,8 @@ func setup(spec *Spec, e *Enforcement) error {
 // proxySocketInside is where the proxy's socket appears in the view.
 const proxySocketInside = "/run/paddock/proxy.sock"
 
-// BridgeArg is argv[1] of the proxy bridge process of an "allow" network.
-const BridgeArg = "__paddock-sandbox-bridge"
-
-// startBridge brings up the namespace's loopback, listens on
-// 127.0.0.1:ProxyPort and starts the bridge process with the listener.
-func startBridge() error {
+// loopbackUp brings up the loopback of the namespace's own network.
+func loopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("loopback: %w", err)
@@ -148,6 +144,18 @@ func startBridge() error {
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
 		return fmt.Errorf("loopback up: %w", err)
+	}
+	return nil
+}
+
+// BridgeArg is argv[1] of the proxy bridge process of an "allow" network.
+const BridgeArg = "__paddock-sandbox-bridge"
+
+// startBridge brings up the namespace's loopback, listens on
+// 127.0.0.1:ProxyPort and starts the bridge process with the listener.
+func startBridge() error {
+	if err := loopbackUp(); err != nil {
+		return err
 	}
 	var lc net.ListenConfig
 	lc.SetMultipathTCP(false) // Landlock's TCP rules see classic TCP only

@@ -86,20 +86,19 @@ func lockdown(spec *Spec, e *Enforcement) error {
 	if abi < MinLandlockABI {
 		cfg = cfg.BestEffort()
 	}
-	// With the network off, no TCP bind or connect is allowed at all (on top
-	// of the empty network namespace); with host, TCP is not restricted.
+	// With an allow-list, the one TCP connect allowed is to the bridge to
+	// the proxy. With the network off, the network namespace holds only
+	// its own loopback, up: TCP there reaches nothing but the command's
+	// own servers, so Landlock leaves it be, as with host.
 	var err error
 	switch spec.Net {
-	case NetHost:
+	case NetAllow:
+		err = cfg.Restrict(append(rules, landlock.ConnectTCP(ProxyPort))...)
+	default:
 		err = cfg.RestrictPaths(rules...)
 		if err == nil {
 			err = cfg.RestrictScoped()
 		}
-	case NetAllow:
-		// The one TCP connect allowed: to the bridge to the proxy.
-		err = cfg.Restrict(append(rules, landlock.ConnectTCP(ProxyPort))...)
-	default:
-		err = cfg.Restrict(rules...)
 	}
 	if err != nil {
 		return fmt.Errorf("landlock: %w", err)

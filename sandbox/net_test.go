@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,5 +224,38 @@ func TestCommandGetsLessNetworkThanItsHarness(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoopbackWithoutNetwork: with no network a command still has its own
+// loopback, so a test that starts a local server works (a Go test with
+// httptest, a Python one with http.server); nothing else is reachable, the
+// host's loopback included.
+func TestLoopbackWithoutNetwork(t *testing.T) {
+	skipUnlessSandbox(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 to serve on the loopback")
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ws, _ := newWorkspace(t)
+	script := `import socket, threading
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+def serve():
+    c, _ = s.accept(); c.sendall(b"OWN-LOOPBACK\n"); c.close()
+threading.Thread(target=serve).start()
+c = socket.create_connection(s.getsockname()); print(c.recv(64).decode().strip())
+try:
+    socket.create_connection(("127.0.0.1", ` + strconv.Itoa(port) + `), timeout=2); print("HOST-REACHED")
+except OSError as e:
+    print("host unreached")
+`
+	res := runSpec(t, Spec{Argv: []string{"python3", "-c", script}, Workspace: ws, Net: NetNone, UID: sandboxUID(), Env: []string{"PATH=/usr/bin:/bin"}})
+	if got := string(res.Stdout); got != "OWN-LOOPBACK\nhost unreached\n" {
+		t.Fatalf("a command with no network: %q (stderr %s)", got, res.Stderr)
 	}
 }

@@ -107,7 +107,10 @@ func openRules(spec *Spec) ([]pathRule, error) {
 // helper gets through go-landlock.
 func newRuleset(spec *Spec, rules []pathRule) (int, error) {
 	attr := ll.RulesetAttr{HandledAccessFS: handledFS, Scoped: scopedSignal}
-	if spec.Net != NetHost {
+	if spec.Net == NetAllow {
+		// The one TCP port reachable: the bridge to the proxy. With none,
+		// the command's network namespace holds only its own loopback,
+		// where TCP is its own business (a test's local server).
 		attr.HandledAccessNet = handledNet
 	}
 	fd, err := ll.LandlockCreateRuleset(&attr, 0)

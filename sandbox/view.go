@@ -66,8 +66,15 @@ func buildView(spec *Spec, e *Enforcement, persistentView bool) error {
 
 	// The bridge to the proxy is its own process: the helper is about to
 	// become the command. Started before pivot_root, it follows the new root.
-	if spec.Net == NetAllow {
+	switch spec.Net {
+	case NetAllow:
 		if err := startBridge(); err != nil {
+			return err
+		}
+	case NetNone:
+		// The namespace's own loopback, and nothing else: a test's local
+		// server works, and nothing outside is reachable.
+		if err := loopbackUp(); err != nil {
 			return err
 		}
 	}
