@@ -223,6 +223,12 @@ type ExecRequest struct {
 	// JSON), at most MaxExecStdin bytes; without it the command reads
 	// /dev/null. Its size is recorded, never its content.
 	Stdin []byte `json:"stdin,omitempty"`
+	// Session marks the command as the run's agent session (paddock run's
+	// CMD, a bootstrapped agent's job) rather than one command of it: its
+	// wall time is the session's (Manager.SessionLimits: none by default
+	// at a terminal), its CPU time is not limited, and its output passes
+	// whole while it streams. An operator's alone: an agent cannot ask.
+	Session bool `json:"session,omitempty"`
 	// Terminal runs the command on a terminal of this size: a
 	// pseudo-terminal is its stdin, stdout and stderr and its controlling
 	// terminal, and all its output is stdout. Its input is the stream

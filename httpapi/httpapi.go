@@ -143,6 +143,9 @@ func (s *Server) operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
 	if req.AllowDegraded {
 		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
 	}
+	if req.Session {
+		return paddock.Errorf(paddock.CodeForbidden, "session is the operator's: an agent's commands are commands of its session, with their own limits")
+	}
 	return nil
 }
 

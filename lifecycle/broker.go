@@ -263,6 +263,9 @@ func (m *Manager) agentExec(ctx context.Context, id string, req *paddock.ExecReq
 	if req.AllowDegraded {
 		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
 	}
+	if req.Session {
+		return paddock.Errorf(paddock.CodeForbidden, "session is the operator's: an agent's commands are commands of its session, with their own limits")
+	}
 	if req.Net == "" {
 		req.Net = string(sandbox.NetNone)
 	}

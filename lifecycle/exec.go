@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -132,6 +133,11 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 		defer stopFlushing()
 	}
 	spec.LiveOnly = stdout != nil || stderr != nil
+	if req.Session && spec.LiveOnly {
+		// A session's output passes whole (an agent's screen, redrawn for
+		// hours); the result keeps its first LiveKeep bytes as always.
+		spec.Limits.Output = sandbox.NoLimitBytes
+	}
 	spec.Decide = func(d sandbox.ProxyDecision) {
 		if err := m.record(ctx, id, paddock.EventNetwork, d); err != nil {
 			m.log().Error("cannot record a network decision", "run", id, "err", err)
@@ -157,6 +163,14 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 		return nil, streamedEvents(execEvents(req, nil, err), input), err
 	}
 	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)
+	if res.TimedOut && killed == "" {
+		// In words, in the answer and the event, not only exit 137.
+		what := "its time limit"
+		if req.Session {
+			what = "its session's time limit"
+		}
+		killed = fmt.Sprintf("%s of %s (timeout; the operator's ceiling is exec_limits or session_limits in paddock.toml)", what, spec.Limits.Wall)
+	}
 	res.Enforcement.Disk = m.diskEnforcement(r)
 	if writeNothing != "" {
 		res.Enforcement.Disk = writeNothing + ": the command could write nothing (file size limit 1 byte); remove files to go on"
@@ -245,6 +259,26 @@ func fixedEnv(def *paddock.AgentDefinition) []string {
 func (m *Manager) commandLimits(req paddock.ExecRequest, agentCeil paddock.AgentLimits) (sandbox.Limits, error) {
 	ceil := sandbox.WithDefaults(m.ExecLimits)
 	l := lowered(ceil, agentCeil)
+	if req.Session {
+		// An agent's session lives as long as the person or the
+		// orchestrator needs: its wall time is the session's, its CPU
+		// time is not limited (the wall bounds it), and its commands keep
+		// theirs.
+		ceil.Wall, l.CPU = m.SessionLimits.wall(req.Terminal != nil), sandbox.NoLimit
+		l.Wall = ceil.Wall
+		if req.Timeout != "" {
+			d, err := time.ParseDuration(req.Timeout)
+			if err != nil || d <= 0 {
+				return l, paddock.Errorf(paddock.CodeBadRequest, "timeout %q: want a duration such as 2h", req.Timeout)
+			}
+			if d > ceil.Wall {
+				return l, paddock.Errorf(paddock.CodeForbidden, "timeout %s is above the %s this daemon allows an agent's session (session_limits in paddock.toml)", req.Timeout, ceil.Wall).
+					WithRule("limit_above_ceiling")
+			}
+			l.Wall = d
+		}
+		req.Timeout, req.Limits.CPU = "", ""
+	}
 	dur := func(name, v, example string, max time.Duration, dst *time.Duration) error {
 		if v == "" {
 			return nil
@@ -289,6 +323,34 @@ func (m *Manager) commandLimits(req paddock.ExecRequest, agentCeil paddock.Agent
 		}
 	}
 	return l, nil
+}
+
+// SessionLimits bound an agent's session: the command that is the agent
+// (paddock run's CMD, a bootstrapped agent's job), not the commands it
+// asks for.
+type SessionLimits struct {
+	// Wall is the most a session not at a terminal runs (an agent's
+	// job, a paddock run from a script); 0: DefaultSessionWall.
+	Wall time.Duration
+	// TerminalWall is the most a session at a terminal runs; 0: no limit
+	// (a person is there, and stops it).
+	TerminalWall time.Duration
+}
+
+// DefaultSessionWall is an unattended agent session's wall time.
+const DefaultSessionWall = 8 * time.Hour
+
+// wall is a session's ceiling; sandbox.NoLimit for none.
+func (s SessionLimits) wall(terminal bool) time.Duration {
+	switch {
+	case terminal && s.TerminalWall > 0:
+		return s.TerminalWall
+	case terminal:
+		return sandbox.NoLimit
+	case s.Wall > 0:
+		return s.Wall
+	}
+	return DefaultSessionWall
 }
 
 // lowered is the daemon's ceiling lowered to an agent's, where its

@@ -100,7 +100,7 @@ func (m *Manager) planJob(ctx context.Context, id string, req paddock.StartJobRe
 		if len(rec.Agent.Command) == 0 {
 			return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s has no command for paddock to start", rec.Agent.Name)
 		}
-		exec = paddock.ExecRequest{Argv: rec.Agent.Command, Net: rec.Agent.Net, Env: rec.Agent.Env}
+		exec = paddock.ExecRequest{Argv: rec.Agent.Command, Net: rec.Agent.Net, Env: rec.Agent.Env, Session: true}
 		call = execCall(ctx, exec)
 		call.Start = true
 		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {

@@ -104,6 +104,9 @@ type Config struct {
 	// token, or an operator's) may only lower a limit, never raise it.
 	// Zero fields take sandbox.DefaultLimits.
 	ExecLimits paddock.CommandLimits
+	// SessionLimits bound an agent's session (ExecRequest.Session): its
+	// wall time only; its commands keep ExecLimits.
+	SessionLimits SessionLimits
 	// NetAllowAddrs are the local or private addresses an allow-list
 	// network's names may reach (the operator's); no other loopback,
 	// private, link-local or reserved address is ever reached.

@@ -128,6 +128,14 @@ var DefaultLimits = Limits{
 	Tmp:      512 << 20,
 }
 
+// NoLimit is a time limit that never comes (an agent's session at a
+// terminal, its CPU time): some 146 years. NoLimitBytes is an output limit
+// that never comes.
+const (
+	NoLimit      = time.Duration(1 << 62)
+	NoLimitBytes = int64(1 << 62)
+)
+
 // WithDefaults fills l's zero fields from DefaultLimits.
 func WithDefaults(l Limits) Limits { return withDefaults(l) }
 

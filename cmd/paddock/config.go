@@ -78,6 +78,11 @@ type config struct {
 	// its request asks for less: an agent (or an operator's request) may
 	// only lower a limit. Unset keys keep the sandbox's defaults.
 	ExecLimits execLimits `toml:"exec_limits"`
+	// SessionLimits bound an agent's session (paddock run's CMD, an
+	// agent's job), whose commands keep ExecLimits: wall (default 8h) for
+	// one nobody watches, terminal_wall (default: none) for one at a
+	// terminal.
+	SessionLimits sessionLimits `toml:"session_limits"`
 	// NetAllowAddresses are local or private addresses ("10.0.0.5",
 	// "192.168.1.0/24") that names on a run's network allow-list may
 	// resolve to; without them the proxy never reaches a loopback,
@@ -128,6 +133,28 @@ type execLimits struct {
 	FileSize string `toml:"file_size"` // largest file written
 	Output   string `toml:"output"`    // bytes of stdout and of stderr passed on
 	Tmp      string `toml:"tmp"`       // size of /tmp
+}
+
+// sessionLimits is the [session_limits] table of paddock.toml.
+type sessionLimits struct {
+	Wall         string `toml:"wall"`
+	TerminalWall string `toml:"terminal_wall"`
+}
+
+func (s sessionLimits) check() error {
+	for k, v := range map[string]string{"wall": s.Wall, "terminal_wall": s.TerminalWall} {
+		if v == "" {
+			continue
+		}
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			return fmt.Errorf("session_limits.%s %q: want a duration such as 8h", k, v)
+		}
+	}
+	return nil
+}
+
+func (s sessionLimits) limits() lifecycle.SessionLimits {
+	return lifecycle.SessionLimits{Wall: duration(s.Wall), TerminalWall: duration(s.TerminalWall)}
 }
 
 // maxOutput bounds exec_limits.output: a command's answer (not its stream)
@@ -218,6 +245,9 @@ func (c config) check() error {
 		if _, err := parseSize(v); err != nil {
 			return fmt.Errorf("%s: %w", k, err)
 		}
+	}
+	if err := c.SessionLimits.check(); err != nil {
+		return err
 	}
 	if err := c.ExecLimits.check(); err != nil {
 		return err

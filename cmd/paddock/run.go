@@ -35,7 +35,12 @@ run of the repository you are in, then decide what lands.
 2. A run is made with --agent's definition (default: the built-in coder),
    and CMD runs in its sandbox with the workspace as its working directory,
    its own home and --net's network (default none), its output shown as it
-   comes. Ctrl-C stops it and keeps the run.
+   comes. Ctrl-C stops it and keeps the run. CMD is the run's agent
+   session: at a terminal it runs as long as it needs (--timeout bounds
+   it; the daemon's session_limits.terminal_wall, if set, is the most),
+   otherwise up to session_limits.wall (8h); the commands it asks for
+   through paddock (exec) keep their own limits (exec_limits, 10m), and
+   each gets no network unless it asks, even when CMD has one.
    When stdin is a terminal, CMD gets one too: a pseudo-terminal of your
    window's size, resized with it, TERM as yours, so that interactive,
    full-screen agents (Claude Code, Codex) work. Your terminal is in raw
@@ -84,7 +89,7 @@ decided; 130 when stopped with Ctrl-C; 125 when paddock failed.`,
 	f.StringVar(&o.agent, "agent", "", "the agent definition the run is made with (default: coder)")
 	f.StringVar(&o.kind, "kind", "", "workspace kind (default auto)")
 	f.StringVar(&o.net, "net", "", "CMD's network: none (default), allow=DOMAIN,… or host")
-	f.StringVar(&o.timeout, "timeout", "", "CMD's wall-time limit, such as 30m (default: the daemon's, 10m)")
+	f.StringVar(&o.timeout, "timeout", "", "CMD's wall-time limit, such as 2h (default: none at a terminal, else the daemon's session_limits.wall, 8h); the commands CMD asks for keep theirs")
 	f.StringVar(&o.apply, "apply", "", "once approved, apply: branch[=NAME] or worktree")
 	f.BoolVar(&o.noVerify, "no-verify", false, "do not run the project's checks when CMD ends")
 	return cmd
@@ -122,7 +127,7 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	// terminal, Ctrl-C is the agent's; a signal to paddock, or the
 	// terminal's end, stops it there.
 	agentCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	req := paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout}
+	req := paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout, Session: true}
 	var res *paddock.ExecResult
 	if in, ok := terminalIn(a.stdin); ok {
 		res, err = a.execOnTerminal(agentCtx, c, r.ID, req, in)
@@ -150,6 +155,9 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 		return 0, fmt.Errorf("run %s is kept: %w", r.ID, err)
 	}
 	code := res.ExitCode
+	if res.Killed != "" {
+		fmt.Fprintf(a.stderr, "paddock: %s was stopped: it reached %s\n", argv[0], res.Killed)
+	}
 	fmt.Fprintf(a.stderr, "paddock: %s ended: exit %d, %.1fs\n", argv[0], code, res.DurationMS/1000)
 
 	// What it did.

@@ -207,6 +207,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	mc.ChangeSetLimits.MaxFile, _ = parseSize(cfg.ChangeSetMaxFile) // checked with the config
 	mc.ChangeSetLimits.MaxTotal, _ = parseSize(cfg.ChangeSetMaxTotal)
 	mc.ExecLimits = cfg.ExecLimits.limits()
+	mc.SessionLimits = cfg.SessionLimits.limits()
 	mc.DiskLimits.RunQuota, _ = parseSize(cfg.DiskQuota)
 	mc.DiskLimits.Reserve, _ = parseSize(cfg.DiskReserve)
 	mc.Harnesses.RunProcs = 2 * sandbox.WithDefaults(mc.ExecLimits).Procs // a run's commands together

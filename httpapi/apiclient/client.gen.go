@@ -2171,6 +2171,9 @@ type ExecRequest struct {
 	// Net none, host or allow=DOMAIN,...
 	Net *string `json:"net,omitempty"`
 
+	// Session the command is the run's agent session (an operator's alone): its wall time is the session's (none at a terminal unless session_limits.terminal_wall, else session_limits.wall, 8h), its CPU time unlimited, its streamed output whole
+	Session *bool `json:"session,omitempty"`
+
 	// Stdin What the command reads on its standard input, base64; at most 16 MiB (16777216 bytes) decoded, too_large otherwise. Without it the command reads /dev/null. Its size is recorded, never its content. Not taken by exec jobs.
 	Stdin *[]byte `json:"stdin,omitempty"`
 
