@@ -45,6 +45,11 @@ type AgentDefinition struct {
 	Env []string `json:"env,omitempty"`
 	// Secrets names the daemon's secrets the agent's commands get.
 	Secrets []string `json:"secrets,omitempty"`
+	// Mounts are host directories the run's view shows read-only, at
+	// their own paths: where the agent's own program lives outside the
+	// system directories (an npm prefix, nvm, ~/.local/bin). One named
+	// bin or .bin is put first on the run's PATH.
+	Mounts []string `json:"mounts,omitempty"`
 	// Limits are the ceilings of the agent's commands, below the daemon's.
 	Limits AgentLimits `json:"limits,omitzero"`
 }

@@ -30,6 +30,10 @@ type CreateRunRequest struct {
 	// IncludeIgnored puts ignored files (build output, dependencies) into
 	// the run's change sets; by default they are listed apart.
 	IncludeIgnored bool `json:"include_ignored,omitempty"`
+	// Mounts are more host directories shown read-only in this run's
+	// view, at their own paths, besides its definition's (paddock run's
+	// --mount-ro, and where the command it starts lives).
+	Mounts []string `json:"mounts,omitempty"`
 }
 
 // ReviewRequest asks for the review run of a run's submitted change set.

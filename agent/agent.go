@@ -8,6 +8,7 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,7 @@ type file struct {
 	Env          []string            `toml:"env"`
 	Secrets      []string            `toml:"secrets"`
 	Command      []string            `toml:"command"`
+	Mounts       []string            `toml:"mounts"`
 }
 
 type toolRule struct {
@@ -83,7 +85,7 @@ func Parse(name string, src []byte) (*paddock.AgentDefinition, error) {
 		return nil, &Error{File: name, Msg: `no "tools": a definition lists the tools it grants`}
 	}
 	d := &paddock.AgentDefinition{Name: f.Name, Description: f.Description, Instructions: f.Instructions,
-		Workspace: f.Workspace, Tools: *f.Tools, Net: f.Network, Env: f.Env, Secrets: f.Secrets, Command: f.Command}
+		Workspace: f.Workspace, Tools: *f.Tools, Net: f.Network, Env: f.Env, Secrets: f.Secrets, Command: f.Command, Mounts: f.Mounts}
 	if len(f.Tool) > 0 {
 		d.Tool = map[string]paddock.ToolRule{}
 		for t, r := range f.Tool {
@@ -170,6 +172,9 @@ func Validate(d *paddock.AgentDefinition) error {
 		if !secretName(s) {
 			return invalid([]string{"secrets"}, "secret name %q: use upper-case letters, digits and _", s)
 		}
+	}
+	if err := CheckMountPaths(d.Mounts); err != nil {
+		return invalid([]string{"mounts"}, "mounts: %s", paddock.ErrorMessage(err))
 	}
 	for k, v := range map[string]string{"timeout": d.Limits.Timeout, "cpu": d.Limits.CPU} {
 		if v == "" {
@@ -298,4 +303,33 @@ func secretName(s string) bool {
 		}
 	}
 	return true
+}
+
+// MaxMounts bounds the directories a run shows read-only besides its own.
+const MaxMounts = 8
+
+// viewPaths are where a run's view has its own: a mount must not cover
+// them or sit in them. The system directories are the host's already.
+var viewPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
+	"/proc", "/dev", "/run/paddock", "/home/paddock"}
+
+// CheckMountPaths refuses mounts the view cannot show as they are:
+// each an absolute, clean path, neither a directory of the view's own nor
+// in one nor above one, at most MaxMounts. Where they are on the host is
+// the daemon's to check (lifecycle).
+func CheckMountPaths(mounts []string) error {
+	if len(mounts) > MaxMounts {
+		return paddock.Errorf(paddock.CodeBadRequest, "%d mounts, at most %d", len(mounts), MaxMounts)
+	}
+	for _, m := range mounts {
+		if !path.IsAbs(m) || path.Clean(m) != m || m == "/" || m == "/tmp" || strings.ContainsAny(m, "\x00\n") {
+			return paddock.Errorf(paddock.CodeBadRequest, "mount %q: want an absolute, clean directory other than / and /tmp (below /tmp is fine)", m)
+		}
+		for _, v := range viewPaths {
+			if m == v || strings.HasPrefix(m, v+"/") || strings.HasPrefix(v, m+"/") {
+				return paddock.Errorf(paddock.CodeBadRequest, "mount %s: it would cover or sit in %s, which the run's view has of its own (the system directories are shown already)", m, v)
+			}
+		}
+	}
+	return nil
 }

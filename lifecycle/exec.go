@@ -98,7 +98,7 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 			secrets = append(secrets, n+"="+v)
 		}
 	}
-	env := mergeEnv(baseEnv(), m.runAPIEnv(r.ID), fixedEnv(c.def), req.Env, secrets)
+	env := mergeEnv(baseEnv(), mountPath(c.def, baseEnv()), m.runAPIEnv(r.ID), fixedEnv(c.def), req.Env, secrets)
 	if req.Terminal != nil {
 		env = terminalEnv(env)
 	}

@@ -91,6 +91,7 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 		return nil, err
 	}
 	binds = append(binds, api...)
+	binds = append(binds, mountBinds(definitionOf(r))...)
 	if p == nil {
 		return binds, nil
 	}

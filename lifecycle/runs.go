@@ -92,6 +92,15 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 	if err := m.checkSecrets(o.Secrets); err != nil {
 		return nil, err
 	}
+	if def = withMounts(def, o.Mounts); len(def.Mounts) > 0 {
+		root := ""
+		if p, err := m.Project(ctx, o.Project); err == nil {
+			root = p.Root
+		}
+		if err := hostMounts(def.Mounts, m.stateDirs(), root); err != nil {
+			return nil, err
+		}
+	}
 	if access == paddock.AccessNone {
 		return m.createWithoutWorkspace(ctx, o, def)
 	}

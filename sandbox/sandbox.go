@@ -294,7 +294,7 @@ type Bind struct {
 }
 
 // MaxBinds bounds Spec.Binds.
-const MaxBinds = 16
+const MaxBinds = 32
 
 // Enforcement records what a command actually got.
 type Enforcement = paddock.Enforcement

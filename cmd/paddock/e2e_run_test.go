@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -279,5 +281,108 @@ func TestExecOnATerminal(t *testing.T) {
 	}
 	if after.Lflag != before.Lflag || after.Iflag != before.Iflag || after.Oflag != before.Oflag {
 		t.Fatalf("the terminal's mode is not restored:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+
+// TestRunFindsTheAgent: paddock run with an agent's CLI installed the way
+// users install one, outside the system directories (#30 item 2): a
+// command in a user's npm-style prefix (bin/NAME, a link to a script in
+// lib/node_modules/PKG) whose #! names, through env, an interpreter in
+// yet another directory of the caller's PATH. The run shows each of those
+// read-only, says so, and the command starts, with its interpreter found,
+// in the subdirectory of the run the caller is in (item 7); it can read
+// its package and write none of it. A command found nowhere makes no run
+// (item 8).
+func TestRunFindsTheAgent(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	if err := os.MkdirAll(filepath.Join(repo, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(repo, "sub", "keep.txt"), []byte("x\n"), 0o644)
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "commit", "-qm", "sub")
+	startDaemon(t, home)
+
+	prefix := filepath.Join(base, "npm-global")
+	pkg := filepath.Join(prefix, "lib", "node_modules", "fake-agent")
+	tools := filepath.Join(base, "tools", "bin")
+	for _, d := range []string{filepath.Join(prefix, "bin"), pkg, tools} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		dash = "/bin/sh"
+	}
+	b, err := os.ReadFile(dash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tools, "agentsh"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(pkg, "VERSION"), []byte("1.2.3\n"), 0o644)
+	script := "#!/usr/bin/env agentsh\n" +
+		"echo \"agent $(cat \"$(dirname \"$(readlink -f \"$0\")\")/VERSION\") in $(pwd)\" > found.txt\n" +
+		"echo tamper > \"$(dirname \"$(readlink -f \"$0\")\")/VERSION\" 2>/dev/null && echo WROTE-ITS-PACKAGE >> found.txt\n" +
+		"exit 0\n"
+	if err := os.WriteFile(filepath.Join(pkg, "cli.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../lib/node_modules/fake-agent/cli.sh", filepath.Join(prefix, "bin", "fake-agent")); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{base, filepath.Dir(prefix)} {
+		os.Chmod(d, 0o755) // the sandbox's uid walks to them
+	}
+
+	run := func(args ...string) result {
+		var out, errb bytes.Buffer
+		env := map[string]string{"PADDOCK_HOME": home, "PADDOCK_NO_AUTOSTART": "1", "HOME": "/nonexistent",
+			"PATH": filepath.Join(prefix, "bin") + ":" + tools + ":/usr/bin:/bin"}
+		a := &app{stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }, exe: binary}
+		code := a.main(context.Background(), args)
+		return result{out.String(), errb.String(), code}
+	}
+	// From the repository's subdirectory.
+	wd, _ := os.Getwd()
+	if err := os.Chdir(filepath.Join(repo, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	r := run("run", "--no-verify", "--", "fake-agent")
+	os.Chdir(wd)
+	if r.code != 0 {
+		t.Fatalf("run: %d\n%s\n%s", r.code, r.out, r.err)
+	}
+	for _, want := range []string{"fake-agent is " + filepath.Join(prefix, "bin", "fake-agent"), "run by " + filepath.Join(tools, "agentsh"), "shown read-only in the run: "} {
+		if !strings.Contains(r.err, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.err)
+		}
+	}
+	m := regexp.MustCompile(`paddock approve (r-\S+) --hash`).FindStringSubmatch(r.out)
+	if m == nil {
+		t.Fatalf("not submitted:\n%s\n%s", r.out, r.err)
+	}
+	got := cli(t, home, "tool", m[1], "read", "--arg", "path=sub/found.txt").must(t).out
+	if !strings.Contains(got, "agent 1.2.3 in ") || !strings.Contains(got, "/sub") || strings.Contains(got, "WROTE-ITS-PACKAGE") {
+		t.Fatalf("what the agent wrote: %s", got)
+	}
+	if v, _ := os.ReadFile(filepath.Join(pkg, "VERSION")); string(v) != "1.2.3\n" {
+		t.Fatalf("the agent's package was written: %q", v)
+	}
+	// Not found: no run is made.
+	before := len(decode[[]*paddock.Run](t, cli(t, home, "ls", "--all", "--json")))
+	if r := run("run", "--project", repo, "--", "no-such-agent"); r.code != execFailed || !strings.Contains(r.err, "no-such-agent is not on your PATH") || !strings.Contains(r.err, "nothing was made") {
+		t.Fatalf("a command found nowhere: %d %s", r.code, r.err)
+	}
+	if after := len(decode[[]*paddock.Run](t, cli(t, home, "ls", "--all", "--json"))); after != before {
+		t.Fatalf("a command found nowhere left %d run(s)", after-before)
+	}
+	// A mount that would show the daemon's state is refused, and makes nothing.
+	if r := run("run", "--project", repo, "--mount-ro", base, "--", "fake-agent"); r.code != execFailed || !strings.Contains(r.err, "daemon's state") {
+		t.Fatalf("a mount of the state's parent: %d %s", r.code, r.err)
 	}
 }

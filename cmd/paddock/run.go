@@ -14,18 +14,20 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
 
 type runOptions struct {
 	project, agent, kind, net, apply, timeout string
+	mounts                                    []string
 	noVerify                                  bool
 }
 
 func (a *app) runCmd() *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "run [--project DIR] [--agent NAME] [--kind K] [--net N] [--apply branch|worktree] -- CMD [ARG]...",
+		Use:   "run [--project DIR] [--agent NAME] [--kind K] [--net N] [--mount-ro DIR]... [--apply branch|worktree] -- CMD [ARG]...",
 		Short: "Run an agent (any command) in a new run of this repository, then review what it did",
 		Long: `The everyday path for one developer: put a command, an agent's CLI say, in a
 run of the repository you are in, then decide what lands.
@@ -33,7 +35,8 @@ run of the repository you are in, then decide what lands.
 1. The project is the git repository at --project (default: the one the
    current directory is in); it is registered if it is not yet.
 2. A run is made with --agent's definition (default: the built-in coder),
-   and CMD runs in its sandbox with the workspace as its working directory,
+   and CMD runs in its sandbox with the workspace (or, from a subdirectory
+   of the repository, that subdirectory of it) as its working directory,
    its own home and --net's network (default none), its output shown as it
    comes. Ctrl-C stops it and keeps the run. CMD is the run's agent
    session: at a terminal it runs as long as it needs (--timeout bounds
@@ -55,6 +58,20 @@ run of the repository you are in, then decide what lands.
    branch or into the working tree), reject (the workspace is removed), or
    keep it for later. Otherwise the change set is submitted for review and
    the commands that decide it are printed.
+
+CMD is found on your PATH as your shell would find it. A run shows the
+system directories (/usr, /bin, /lib, /etc) and nothing else of this
+machine, so when CMD lives elsewhere (a user npm prefix, nvm, Claude Code's
+~/.local/bin, a project's node_modules) paddock shows the run what it needs,
+read-only, at the same paths, and says so: the directory it was found in,
+its package (the outermost node_modules above the file it is) and its #!
+interpreter's. --mount-ro DIR shows more; an agent definition's mounts too.
+Never the daemon's state, the project's checkout or a directory holding
+credentials (~/.ssh and the like): those are refused. A CMD found nowhere
+makes no run; one that never starts in its run leaves none behind.
+
+Uncommitted changes in your checkout are not in the run, which starts at
+the base revision: paddock says so, as paddock create does.
 
 A run whose command changed nothing is rejected at once.
 
@@ -92,6 +109,7 @@ decided; 130 when stopped with Ctrl-C; 125 when paddock failed.`,
 	f.StringVar(&o.timeout, "timeout", "", "CMD's wall-time limit, such as 2h (default: none at a terminal, else the daemon's session_limits.wall, 8h); the commands CMD asks for keep theirs")
 	f.StringVar(&o.apply, "apply", "", "once approved, apply: branch[=NAME] or worktree")
 	f.BoolVar(&o.noVerify, "no-verify", false, "do not run the project's checks when CMD ends")
+	f.StringArrayVar(&o.mounts, "mount-ro", nil, "show this host directory read-only in the run, at its own path (repeatable; where CMD lives is found and shown already)")
 	return cmd
 }
 
@@ -105,6 +123,18 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	if err != nil {
 		return 0, err
 	}
+	mounts, argv, err := a.commandMounts(o.mounts, argv)
+	if err != nil {
+		return 0, err
+	}
+	// From a subdirectory of the repository, CMD starts in that
+	// subdirectory of the run, as it would here.
+	dir := ""
+	if wd, err := os.Getwd(); err == nil && o.project == "" {
+		if rel, err := filepath.Rel(root, wd); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			dir = filepath.ToSlash(rel)
+		}
+	}
 	c, err := a.client(ctx)
 	if err != nil {
 		return 0, err
@@ -113,9 +143,15 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	if err != nil {
 		return 0, err
 	}
-	r, err := c.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Agent: o.agent, Kind: o.kind})
+	create := paddock.CreateRunRequest{Project: p.Name, Agent: o.agent, Kind: o.kind, Mounts: mounts}
+	dirty := a.uncommitted(ctx, c, create)
+	r, err := c.Create(ctx, create)
 	if err != nil {
 		return 0, err
+	}
+	if d := <-dirty; d.n > 0 && r.Workspace != nil {
+		fmt.Fprintf(a.stderr, "paddock: the %d uncommitted change(s) in %s are not in the run, which starts at %s: commit them first to give them to %s\n",
+			d.n, termsafe.Field(d.root), short(r.Workspace.BaseRevision), argv[0])
 	}
 	agent := "coder"
 	if r.Agent != nil {
@@ -127,7 +163,7 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	// terminal, Ctrl-C is the agent's; a signal to paddock, or the
 	// terminal's end, stops it there.
 	agentCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	req := paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout, Session: true}
+	req := paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout, Session: true, Dir: dir}
 	var res *paddock.ExecResult
 	if in, ok := terminalIn(a.stdin); ok {
 		res, err = a.execOnTerminal(agentCtx, c, r.ID, req, in)
@@ -152,6 +188,11 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 		return 130, nil
 	}
 	if err != nil {
+		// CMD never started (not found in the run, a bad request, a
+		// sandbox that cannot be set up): a run it never touched is litter.
+		if res == nil && a.removeUntouched(ctx, c, r.ID) {
+			return 0, fmt.Errorf("%w; run %s, which %s never started in, is removed", err, r.ID, argv[0])
+		}
 		return 0, fmt.Errorf("run %s is kept: %w", r.ID, err)
 	}
 	code := res.ExitCode
@@ -308,4 +349,63 @@ func ensureProject(ctx context.Context, c *client.Client, root string) (*paddock
 		return nil, fmt.Errorf("%s cannot be registered: %s", root, pe.Message)
 	}
 	return p, err
+}
+
+// commandMounts is what run shows of this machine for argv to start: the
+// directories of --mount-ro, and, when argv[0] is a name found on PATH
+// outside the system directories, where it lives (findcmd.go); argv[0]
+// becomes the path found. It says so on stderr.
+func (a *app) commandMounts(extra, argv []string) ([]string, []string, error) {
+	var mounts []string
+	for _, d := range extra {
+		abs, err := filepath.Abs(d)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return nil, nil, usageError{fmt.Sprintf("--mount-ro %s: %v", d, err)}
+		}
+		mounts = append(mounts, abs)
+	}
+	if strings.Contains(argv[0], "/") {
+		return mounts, argv, nil // a path: the run's, as it is
+	}
+	wd, _ := os.Getwd()
+	pathEnv := a.getenv("PATH")
+	if pathEnv == "" {
+		pathEnv = os.Getenv("PATH")
+	}
+	f, err := findCommand(argv[0], pathEnv, wd)
+	if err != nil {
+		return nil, nil, usageError{fmt.Sprintf("%v: nothing was made (give CMD's path, or install it; --mount-ro DIR shows more of this machine to the run)", err)}
+	}
+	if len(f.Mounts) == 0 {
+		return mounts, argv, nil // in the system directories, which every run shows
+	}
+	argv = slices.Clone(argv)
+	argv[0] = f.Path
+	mounts = append(mounts, f.Mounts...)
+	line := fmt.Sprintf("paddock: %s is %s", filepath.Base(f.Path), f.Path)
+	if f.Real != f.Path {
+		line += " (" + f.Real + ")"
+	}
+	if f.Interpreter != "" {
+		line += ", run by " + f.Interpreter
+	}
+	fmt.Fprintf(a.stderr, "%s; shown read-only in the run: %s\n", termsafe.Field(line), termsafe.Field(strings.Join(f.Mounts, ", ")))
+	return mounts, argv, nil
+}
+
+// removeUntouched removes run id if nothing in it changed, and says
+// whether it did.
+func (a *app) removeUntouched(ctx context.Context, c *client.Client, id string) bool {
+	cs, err := c.ChangeSet(ctx, id)
+	if err != nil || len(cs.Entries) > 0 {
+		return false
+	}
+	if _, err := c.Reject(ctx, id); err != nil {
+		return false
+	}
+	_, err = c.Remove(ctx, id)
+	return err == nil
 }

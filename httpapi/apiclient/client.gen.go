@@ -1788,7 +1788,10 @@ type AgentDefinition struct {
 
 	// Limits An agent's command ceilings, below the daemon's.
 	Limits *AgentLimits `json:"limits,omitempty"`
-	Name   string       `json:"name"`
+
+	// Mounts host directories the run's view shows read-only at their own paths (where the agent's program lives outside the system directories); one named bin or .bin goes first on the run's PATH. At most 8; never the daemon's state, the project's checkout, a directory holding credentials, or a system directory
+	Mounts *[]string `json:"mounts,omitempty"`
+	Name   string    `json:"name"`
 
 	// Net The most network the agent's commands may have: none, allow=DOMAIN,… or host.
 	Net     *string              `json:"net,omitempty"`
@@ -2009,8 +2012,11 @@ type CreateRunRequest struct {
 	Dir            *string               `json:"dir,omitempty"`
 	IncludeIgnored *bool                 `json:"include_ignored,omitempty"`
 	Kind           *CreateRunRequestKind `json:"kind,omitempty"`
-	Project        string                `json:"project"`
-	Secrets        *[]string             `json:"secrets,omitempty"`
+
+	// Mounts more host directories shown read-only in this run's view, at their own paths, besides its definition's
+	Mounts  *[]string `json:"mounts,omitempty"`
+	Project string    `json:"project"`
+	Secrets *[]string `json:"secrets,omitempty"`
 }
 
 // CreateRunRequestAccess defines model for CreateRunRequest.Access.
