@@ -67,6 +67,10 @@ type Run struct {
 	// submitted change set, by hash, on its base. A review run is read
 	// only and can never submit, approve or apply.
 	ReviewOf *ReviewOf `json:"review_of,omitempty"`
+	// Review is where its change set stands: submitted (awaiting a
+	// decision), approved, applied or rejected; empty while nothing is
+	// submitted. Read from the run's submission, on the node that holds it.
+	Review string `json:"review,omitempty"`
 	// LastSeq is the seq of the run's latest event.
 	LastSeq   int64      `json:"last_seq"`
 	Workspace *Workspace `json:"workspace,omitempty"`
@@ -100,6 +104,14 @@ type ReviewOf struct {
 	// in a home of its own and with no cache the agent could write.
 	Check bool `json:"check,omitempty"`
 }
+
+// Where a run's change set stands (Run.Review).
+const (
+	ReviewSubmitted = "submitted"
+	ReviewApproved  = "approved"
+	ReviewApplied   = "applied"
+	ReviewRejected  = "rejected"
+)
 
 // State is the run's state as the user sees it: its workspace's state.
 func (r *Run) State() WorkspaceState {

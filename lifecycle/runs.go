@@ -444,9 +444,10 @@ func (m *Manager) Runs(ctx context.Context, f paddock.RunFilter) (out []*paddock
 }
 
 // describe fills in what an answer about r says beyond its record: where
-// an overlay workspace's layers are, since its root is not the view on
-// the host.
+// its change set stands (Review), and where an overlay workspace's layers
+// are, since its root is not the view on the host.
 func (m *Manager) describe(r *paddock.Run) {
+	r.Review = m.reviewOf(r)
 	w := r.Workspace
 	if w == nil || w.Kind != paddock.KindOverlay || !m.mine(r) {
 		return // another node's layers are on its disk, not here
@@ -455,6 +456,27 @@ func (m *Manager) describe(r *paddock.Run) {
 		l, _ := ov.LayersWithStack(r.Project, w) // a stack unread shows none
 		w.OverlayLayers = &paddock.OverlayLayers{Lower: l.Lower, Upper: l.Upper, Work: l.Work, Frozen: l.Frozen}
 	}
+}
+
+// reviewOf says where run r's change set stands: rejected (whatever was
+// submitted), applied, approved, submitted, or "" when nothing is.
+func (m *Manager) reviewOf(r *paddock.Run) string {
+	if r.State() == paddock.StateRejected {
+		return paddock.ReviewRejected
+	}
+	if !m.mine(r) {
+		return "" // its submission is on the node that holds it
+	}
+	s, err := m.submission(r.ID)
+	switch {
+	case err != nil:
+		return ""
+	case !s.AppliedAt.IsZero():
+		return paddock.ReviewApplied
+	case !s.ApprovedAt.IsZero():
+		return paddock.ReviewApproved
+	}
+	return paddock.ReviewSubmitted
 }
 
 // runAndProject loads a run and its project.

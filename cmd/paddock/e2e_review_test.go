@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"context"
 	"encoding/json"
 	"io"
@@ -245,6 +246,12 @@ func cliOnTerminal(t *testing.T, home string, args ...string) string {
 // person has typed input.
 func cliOnTerminalIn(t *testing.T, home, input string, args ...string) string {
 	t.Helper()
+	return cliOnTerminalEnv(t, home, nil, input, args...)
+}
+
+// cliOnTerminalEnv is cliOnTerminalIn with more of the CLI's environment.
+func cliOnTerminalEnv(t *testing.T, home string, more map[string]string, input string, args ...string) string {
+	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
@@ -276,6 +283,7 @@ func cliOnTerminalIn(t *testing.T, home, input string, args ...string) string {
 	}()
 	var errb strings.Builder
 	env := map[string]string{"PADDOCK_HOME": home, "PADDOCK_NO_AUTOSTART": "1", "HOME": "/nonexistent"}
+	maps.Copy(env, more)
 	a := &app{stdout: slave, stderr: &errb, getenv: func(k string) string { return env[k] }, exe: binary}
 	if input != "" {
 		// Typed at the prompt: what is typed before it goes to what runs

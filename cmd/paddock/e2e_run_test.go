@@ -62,7 +62,7 @@ func TestRunVerb(t *testing.T) {
 
 	// At a terminal: approve and apply to a branch, from the prompt.
 	out := cliOnTerminalIn(t, home, "a\n", "run", "--project", repo, "--no-verify", "--apply", "branch=feature", "--", "sh", "-c", "echo from-the-agent > agent.txt")
-	if !strings.Contains(out, "[a]pprove and apply, [r]eject, or [k]eep for later?") || !strings.Contains(out, "applied to") {
+	if !strings.Contains(out, "[a]pprove and apply, [r]eject, [k]eep for later, or [d]iff, [s]tat, [v]erify, [?] help? ") || !strings.Contains(out, "applied to") {
 		t.Fatalf("the prompt:\n%s", out)
 	}
 	if got := gittest.Git(t, repo, "show", "feature:agent.txt"); got != "from-the-agent" {
@@ -384,5 +384,47 @@ func TestRunFindsTheAgent(t *testing.T) {
 	// A mount that would show the daemon's state is refused, and makes nothing.
 	if r := run("run", "--project", repo, "--mount-ro", base, "--", "fake-agent"); r.code != execFailed || !strings.Contains(r.err, "daemon's state") {
 		t.Fatalf("a mount of the state's parent: %d %s", r.code, r.err)
+	}
+}
+
+// TestRunReviewKeys: the review step after paddock run, at a terminal,
+// takes one key, no Enter (#30 item 6): ? lists the keys, s shows the
+// change set's files again, d its diff through $PAGER, v runs the checks,
+// k keeps it; then ls and show say it awaits review (ls --to-review), and
+// after an approve, that it is approved.
+func TestRunReviewKeys(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	startDaemon(t, home)
+	pager := filepath.Join(base, "pager")
+	os.WriteFile(pager, []byte("#!/bin/sh\necho PAGER-START; cat; echo PAGER-END\n"), 0o755)
+	out := cliOnTerminalEnv(t, home, map[string]string{"PAGER": pager}, "?sdvk", "run", "--project", repo, "--no-verify", "--",
+		"sh", "-c", "echo keyed > keyed.txt")
+	for _, want := range []string{"d  show the diff in $PAGER", "keyed.txt", "PAGER-START", "+keyed", "PAGER-END", "kept: paddock approve"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the review step lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "[?] help? ") != 5 {
+		t.Errorf("want the prompt five times (?, s, d, v, then k):\n%s", out)
+	}
+	m := regexp.MustCompile(`paddock approve (r-\S+) --hash (sha256:[0-9a-f]{64})`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no approve line:\n%s", out)
+	}
+	id := m[1]
+	if ls := cli(t, home, "ls", "--to-review").must(t).out; !strings.Contains(ls, id) || !strings.Contains(ls, "REVIEW") || !strings.Contains(ls, "submitted") {
+		t.Fatalf("ls --to-review:\n%s", ls)
+	}
+	if show := cli(t, home, "show", id).must(t).out; !strings.Contains(show, "review:          submitted\n") {
+		t.Fatalf("show:\n%s", show)
+	}
+	cli(t, home, "approve", id, "--hash", m[2]).must(t)
+	if ls := cli(t, home, "ls", "--to-review").must(t).out; strings.Contains(ls, id) {
+		t.Fatalf("an approved run awaits review:\n%s", ls)
+	}
+	if runs := decode[[]*paddock.Run](t, cli(t, home, "ls", "--json")); len(runs) != 1 || runs[0].Review != paddock.ReviewApproved {
+		t.Fatalf("ls --json after the approve: %+v", runs)
 	}
 }

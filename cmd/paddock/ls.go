@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -14,14 +15,17 @@ import (
 
 func (a *app) lsCmd() *cobra.Command {
 	var project string
-	var all, asJSON bool
+	var all, asJSON, toReview bool
 	cmd := &cobra.Command{
-		Use:   "ls [--project NAME] [--all]",
-		Short: "List runs with state, kind, base and workspace path",
-		Long: `List runs, oldest first, with their workspace state, kind, base revision and
-workspace path. An overlay workspace has no path on the host: its merged
-view exists only inside the run's sandbox (paddock show RUN names its
-layers). Runs removed with 'paddock rm' are hidden unless --all.`,
+		Use:   "ls [--project NAME] [--all] [--to-review]",
+		Short: "List runs with state, review, kind, base and workspace path",
+		Long: `List runs, oldest first, with their workspace state, where their change set
+stands (REVIEW: submitted, approved, applied or rejected; - while nothing
+is submitted), kind, base revision and workspace path. --to-review lists
+only the runs whose change set awaits a decision (submitted). An overlay
+workspace has no path on the host: its merged view exists only inside the
+run's sandbox (paddock show RUN names its layers). Runs removed with
+'paddock rm' are hidden unless --all. --json carries the same (review).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client(cmd.Context())
@@ -32,11 +36,15 @@ layers). Runs removed with 'paddock rm' are hidden unless --all.`,
 			if err != nil {
 				return err
 			}
+			if toReview {
+				runs = slices.DeleteFunc(runs, func(r *paddock.Run) bool { return r.Review != paddock.ReviewSubmitted })
+			}
 			return a.output(asJSON, runs, func(w io.Writer) { printRuns(w, runs) })
 		},
 	}
 	cmd.Flags().StringVarP(&project, "project", "p", "", "only this project's runs")
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "include removed runs")
+	cmd.Flags().BoolVar(&toReview, "to-review", false, "only the runs whose change set awaits a decision")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -49,9 +57,9 @@ func printRuns(w io.Writer, runs []*paddock.Run) {
 	for _, r := range runs {
 		nodes = nodes || r.Node != ""
 	}
-	head := "RUN\tPROJECT\tKIND\tSTATE\tBASE\tAGE\tWORKSPACE"
+	head := "RUN\tPROJECT\tKIND\tSTATE\tREVIEW\tBASE\tAGE\tWORKSPACE"
 	if nodes {
-		head = "RUN\tPROJECT\tNODE\tKIND\tSTATE\tBASE\tAGE\tWORKSPACE"
+		head = "RUN\tPROJECT\tNODE\tKIND\tSTATE\tREVIEW\tBASE\tAGE\tWORKSPACE"
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range runs {
@@ -75,7 +83,7 @@ func printRuns(w io.Writer, runs []*paddock.Run) {
 			}
 			node += "\t"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n", termsafe.Field(r.ID), termsafe.Field(r.Project), node, kind, r.State(), termsafe.Field(base), age(r.CreatedAt), termsafe.Field(root))
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Field(r.ID), termsafe.Field(r.Project), node, kind, r.State(), cmp.Or(r.Review, "-"), termsafe.Field(base), age(r.CreatedAt), termsafe.Field(root))
 	}
 	tw.Flush()
 }

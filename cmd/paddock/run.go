@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -231,24 +233,26 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 		fmt.Fprintf(a.stdout, "submitted for review: paddock approve %s --hash %s (or paddock reject %s)\n", r.ID, sub.Hash, r.ID)
 		return code, nil
 	}
-	return code, a.decide(ctx, c, r.ID, sub.Hash, apply)
+	return code, a.decide(ctx, c, r.ID, sub, apply)
 }
 
-// decide asks the person at the terminal what becomes of the change set.
-func (a *app) decide(ctx context.Context, c *client.Client, id, hash string, apply *paddock.ApplyRequest) error {
-	in := bufio.NewReader(a.stdin)
+// decide asks the person at the terminal what becomes of the change set:
+// one key, no Enter (a line, where stdin is not a terminal). d shows the
+// diff in $PAGER, s the change set's files again, v runs the project's
+// checks, ? says what each key does.
+func (a *app) decide(ctx context.Context, c *client.Client, id string, cs *paddock.ChangeSet, apply *paddock.ApplyRequest) error {
+	hash := cs.Hash
+	keys := newKeyReader(a.stdin)
+	what := "[a]pprove"
+	if apply != nil {
+		what = "[a]pprove and apply"
+	}
 	for {
-		what := "[a]pprove"
-		if apply != nil {
-			what = "[a]pprove and apply"
-		}
-		fmt.Fprintf(a.stdout, "%s, [r]eject, or [k]eep for later? ", what)
-		line, err := in.ReadString('\n')
-		if err != nil && line == "" {
-			line = "k"
-		}
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "a", "approve":
+		fmt.Fprintf(a.stdout, "%s, [r]eject, [k]eep for later, or [d]iff, [s]tat, [v]erify, [?] help? ", what)
+		key := keys.next()
+		fmt.Fprintln(a.stdout)
+		switch key {
+		case 'a', 'A':
 			if _, err := c.Approve(ctx, id, hash); err != nil {
 				return err
 			}
@@ -263,17 +267,118 @@ func (a *app) decide(ctx context.Context, c *client.Client, id, hash string, app
 			}
 			fmt.Fprintf(a.stdout, "applied to %s\n", s.AppliedTo)
 			return nil
-		case "r", "reject":
+		case 'r', 'R':
 			_, err := c.Reject(ctx, id)
 			if err == nil {
 				fmt.Fprintf(a.stdout, "rejected %s\n", id)
 			}
 			return err
-		case "k", "keep", "":
+		case 'k', 'K', 'q', 'Q', '\r', '\n', 0, 3, 4: // 0: the input ended; ^C, ^D
 			fmt.Fprintf(a.stdout, "kept: paddock approve %s --hash %s, or paddock reject %s\n", id, hash, id)
 			return nil
+		case 'd', 'D':
+			if err := a.page(ctx, func(w io.Writer) error { _, err := c.CopyDiff(ctx, id, hash, w); return err }); err != nil {
+				fmt.Fprintf(a.stderr, "paddock: the diff: %s\n", paddock.ErrorMessage(err))
+			}
+		case 's', 'S':
+			out := bufio.NewWriter(a.stdout)
+			printChangeSet(out, cs, true)
+			out.Flush()
+		case 'v', 'V':
+			if v, err := a.verifyIfDeclared(ctx, c, id); err != nil {
+				fmt.Fprintf(a.stderr, "paddock: verify: %s\n", paddock.ErrorMessage(err))
+			} else if v == nil {
+				fmt.Fprintln(a.stdout, "the project declares no checks this run may run")
+			} else {
+				printVerify(a.stdout, v)
+			}
+		default:
+			fmt.Fprint(a.stdout, decideHelp)
 		}
 	}
+}
+
+const decideHelp = `  a  approve the change set (and with --apply, apply it)
+  r  reject it: the run's workspace is removed
+  k  keep it for later (Enter, q and Ctrl-C too): paddock approve or reject decide it
+  d  show the diff in $PAGER (less -R when unset)
+  s  show the change set's files, sizes and risk labels again
+  v  run the project's checks on it (paddock verify)
+  ?  this help
+`
+
+// page shows what write writes in the person's $PAGER (less -R where it
+// is unset and installed; else written out as it is).
+func (a *app) page(ctx context.Context, write func(io.Writer) error) error {
+	pager := strings.TrimSpace(a.getenv("PAGER"))
+	if pager == "" {
+		if _, err := exec.LookPath("less"); err == nil {
+			pager = "less -R"
+		}
+	}
+	if pager == "" || pager == "cat" {
+		return write(a.stdout)
+	}
+	cmd := exec.CommandContext(ctx, "sh", "-c", pager)
+	cmd.Stdout, cmd.Stderr = a.stdout, a.stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("$PAGER %q: %w", pager, err)
+	}
+	werr := write(in)
+	in.Close()
+	if err := cmd.Wait(); err != nil && werr == nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) { // a pager quit early is no failure
+			return err
+		}
+	}
+	if errors.Is(werr, syscall.EPIPE) {
+		return nil
+	}
+	return werr
+}
+
+// keyReader reads one key at a time: from a terminal, in raw mode while it
+// waits (no Enter needed); from anything else, a line's first character.
+type keyReader struct {
+	term *os.File
+	in   *bufio.Reader
+}
+
+func newKeyReader(r io.Reader) *keyReader {
+	if f, ok := terminalIn(r); ok {
+		return &keyReader{term: f}
+	}
+	return &keyReader{in: bufio.NewReader(r)}
+}
+
+// next is the key pressed; 0 when the input ended.
+func (k *keyReader) next() byte {
+	if k.term != nil {
+		restore, err := makeRaw(int(k.term.Fd()))
+		if err == nil {
+			defer restore()
+			var b [1]byte
+			if n, err := k.term.Read(b[:]); n == 1 && err == nil {
+				return b[0]
+			}
+			return 0
+		}
+		k.in = bufio.NewReader(k.term) // not a terminal after all: lines
+		k.term = nil
+	}
+	line, err := k.in.ReadString('\n')
+	if err != nil && line == "" {
+		return 0
+	}
+	if t := strings.TrimSpace(line); t != "" {
+		return t[0]
+	}
+	return '\n'
 }
 
 // verifyIfDeclared runs the project's checks when the run may and the

@@ -86,6 +86,7 @@ func printRun(w io.Writer, r *paddock.Run) {
 		return
 	}
 	line("state", string(ws.State))
+	line("review", r.Review)
 	line("reason", ws.Reason)
 	line("kind", string(ws.Kind))
 	if l := ws.OverlayLayers; ws.Kind == paddock.KindOverlay {

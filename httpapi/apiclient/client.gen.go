@@ -572,6 +572,30 @@ func (e RunNodeState) Valid() bool {
 	}
 }
 
+// Defines values for RunReview.
+const (
+	RunReviewApplied   RunReview = "applied"
+	RunReviewApproved  RunReview = "approved"
+	RunReviewRejected  RunReview = "rejected"
+	RunReviewSubmitted RunReview = "submitted"
+)
+
+// Valid indicates whether the value is a known member of the RunReview enum.
+func (e RunReview) Valid() bool {
+	switch e {
+	case RunReviewApplied:
+		return true
+	case RunReviewApproved:
+		return true
+	case RunReviewRejected:
+		return true
+	case RunReviewSubmitted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SetProjectRequestAllowAttribution.
 const (
 	SetProjectRequestAllowAttributionCoAuthorLine    SetProjectRequestAllowAttribution = "co-author-line"
@@ -2510,6 +2534,9 @@ type Run struct {
 	Project   *string       `json:"project,omitempty"`
 	RemovedAt *time.Time    `json:"removed_at,omitempty"`
 
+	// Review where its change set stands; absent while nothing is submitted
+	Review *RunReview `json:"review,omitempty"`
+
 	// ReviewOf What a review run reviews: run's submitted change set hash, committed onto its base as commit; skipped lists the entries the commit leaves out (never applied).
 	ReviewOf  *ReviewOf  `json:"review_of,omitempty"`
 	Secrets   *[]string  `json:"secrets,omitempty"`
@@ -2518,6 +2545,9 @@ type Run struct {
 
 // RunNodeState that node's state
 type RunNodeState string
+
+// RunReview where its change set stands; absent while nothing is submitted
+type RunReview string
 
 // SetProjectRequest A setting left out keeps its value. protect and no_default_protect set the protected paths as project add does; default_protect alone goes back to the default list; allow_attribution is the whole list of rules the project allows ([] for none).
 type SetProjectRequest struct {
