@@ -1,10 +1,10 @@
 package main
 
 import (
-	"maps"
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
