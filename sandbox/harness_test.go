@@ -23,7 +23,7 @@ func TestResident(t *testing.T) {
 		"Basics": TestBasics, "Escapes": TestEscapes, "AllowedWork": TestAllowedWork, "ReadOnlyRun": TestReadOnlyRun, "ProtectedPaths": TestProtectedPaths,
 		"DescriptorsAndEnvironment": TestDescriptorsAndEnvironment, "Limits": TestLimits,
 		"NothingOutlivesTheCommand": TestNothingOutlivesTheCommand, "UnprivilegedDaemonPath": TestUnprivilegedDaemonPath,
-		"AllowListNetwork": TestAllowListNetwork, "LoopbackWithoutNetwork": TestLoopbackWithoutNetwork, "ForeignABI": TestForeignABI, "ProcessLimitPerCommand": TestProcessLimitPerCommand, "Binds": TestBinds,
+		"AllowListNetwork": TestAllowListNetwork, "LoopbackWithoutNetwork": TestLoopbackWithoutNetwork, "CredentialTheCommandNeverSees": TestCredentialTheCommandNeverSees, "ForeignABI": TestForeignABI, "ProcessLimitPerCommand": TestProcessLimitPerCommand, "Binds": TestBinds,
 		"Stdin": TestStdin, "Terminal": TestTerminal, "TerminalStreamsInput": TestTerminalStreamsInput,
 	} {
 		t.Run(name, f)

@@ -335,7 +335,8 @@ const perExecCgroups = "per-exec"
 // runFresh runs a prepared spec in a helper of its own.
 func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	if spec.Net == NetAllow {
-		px := &Proxy{Allow: spec.Allow, AllowAddrs: spec.AllowAddrs, Decide: spec.Decide}
+		px := &Proxy{Allow: spec.Allow, AllowAddrs: spec.AllowAddrs, Decide: spec.Decide,
+			Credentials: spec.Credentials, CA: spec.ProxyCA, UpstreamRoots: spec.UpstreamRoots}
 		sock, err := px.Start(spec.UID)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: network proxy: %w", err)

@@ -4,11 +4,16 @@ package sandbox
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,5 +262,71 @@ except OSError as e:
 	res := runSpec(t, Spec{Argv: []string{"python3", "-c", script}, Workspace: ws, Net: NetNone, UID: sandboxUID(), Env: []string{"PATH=/usr/bin:/bin"}})
 	if got := string(res.Stdout); got != "OWN-LOOPBACK\nhost unreached\n" {
 		t.Fatalf("a command with no network: %q (stderr %s)", got, res.Stderr)
+	}
+}
+
+// TestCredentialTheCommandNeverSees: the proxy of an allow-list network
+// sets a credential's header on the requests to its host, over HTTPS (the
+// command's TLS opened under the daemon's authority, which only the
+// command trusts) and plain HTTP alike; the command holds a placeholder,
+// sends it, and the host receives the real value; nothing of it comes back
+// into the sandbox, and the decision names the header, not the value.
+func TestCredentialTheCommandNeverSees(t *testing.T) {
+	skipUnlessSandbox(t)
+	const real, placeholder = "sk-real-credential-4242", "paddock-placeholder"
+	var mu sync.Mutex
+	var seen []string
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("x-api-key"))
+		mu.Unlock()
+		if r.Header.Get("x-api-key") == real {
+			fmt.Fprint(w, "KEY-ACCEPTED")
+			return
+		}
+		http.Error(w, "bad key", http.StatusUnauthorized)
+	})
+	tlsSrv := httptest.NewTLSServer(handler)
+	defer tlsSrv.Close()
+	plainSrv := httptest.NewServer(handler)
+	defer plainSrv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(tlsSrv.Certificate())
+	ca, err := LoadProxyCA(filepath.Join(t.TempDir(), "proxy-ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := newWorkspace(t)
+	if err := os.WriteFile(filepath.Join(ws, "ca.pem"), ca.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var dmu sync.Mutex
+	var decisions []ProxyDecision
+	port := func(u string) string { return u[strings.LastIndex(u, ":")+1:] }
+	script := fmt.Sprintf(`curl -sS --max-time 10 --cacert ca.pem -H "x-api-key: $KEY" https://127.0.0.1:%s/v1/messages; echo
+curl -sS --max-time 10 -H "x-api-key: $KEY" http://127.0.0.1:%s/v1/messages; echo
+echo "$KEY" | rev`, port(tlsSrv.URL), port(plainSrv.URL))
+	res := runSpec(t, Spec{Argv: []string{"bash", "-c", script}, Workspace: ws, Net: NetAllow, Allow: []string{"127.0.0.1"},
+		AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, UID: sandboxUID(),
+		Env:         []string{"PATH=/usr/bin:/bin", "HOME=" + ws, "KEY=" + placeholder},
+		Credentials: []Credential{{Host: "127.0.0.1", Header: "x-api-key", Value: real}}, ProxyCA: ca, UpstreamRoots: roots,
+		Decide: func(d ProxyDecision) { dmu.Lock(); decisions = append(decisions, d); dmu.Unlock() }})
+	want := "KEY-ACCEPTED\nKEY-ACCEPTED\nredlohecalp-kcoddap\n"
+	if got := string(res.Stdout); got != want {
+		t.Fatalf("through the proxy: %q, want %q (stderr %s)", got, want, res.Stderr)
+	}
+	if strings.Contains(string(res.Stdout)+string(res.Stderr), real) {
+		t.Fatal("the credential reached the command")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != real || seen[1] != real {
+		t.Fatalf("the host received %q", seen)
+	}
+	dmu.Lock()
+	defer dmu.Unlock()
+	b, _ := json.Marshal(decisions)
+	if len(decisions) < 2 || decisions[0].Credential != "x-api-key" || strings.Contains(string(b), real) {
+		t.Fatalf("decisions: %s", b)
 	}
 }

@@ -175,7 +175,9 @@ func hashConfig(spec *Spec, withNet bool) string {
 		if !withNet {
 			return "", nil, nil, ""
 		}
-		return s.Net, s.Allow, s.AllowAddrs, proxyInstance(s)
+		// The proxy's credentials are its own (not the sandbox's): a
+		// changed one makes a new harness, with a new proxy.
+		return s.Net, s.Allow, s.AllowAddrs, proxyInstance(s) + credentialsHash(s.Credentials)
 	}
 	net, allow, allowAddrs, proxy := netOf(spec)
 	b, _ := json.Marshal(struct {
@@ -589,7 +591,7 @@ func (p *Pool) start(ctx context.Context, key string, spec *Spec, cfg string) (*
 	var px *Proxy
 	var up atomic.Pointer[harnessConn] // the harness, once it is up, for the proxy's decisions
 	if spec.Net == NetAllow {
-		px = &Proxy{Allow: spec.Allow, AllowAddrs: spec.AllowAddrs, Decide: func(d ProxyDecision) {
+		px = &Proxy{Allow: spec.Allow, AllowAddrs: spec.AllowAddrs, Credentials: spec.Credentials, CA: spec.ProxyCA, UpstreamRoots: spec.UpstreamRoots, Decide: func(d ProxyDecision) {
 			if h := up.Load(); h != nil {
 				h.decided(d)
 			}

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,9 @@ type ProxyDecision struct {
 	Method  string `json:"method"` // CONNECT, or the plain HTTP method
 	Allowed bool   `json:"allowed"`
 	Reason  string `json:"reason,omitempty"`
+	// Credential names the headers the proxy set on the connection's
+	// requests (their values are never recorded).
+	Credential string `json:"credential,omitempty"`
 }
 
 // Proxy is the host side of an allow-list network: an HTTP proxy (CONNECT and
@@ -57,6 +61,13 @@ type Proxy struct {
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Dial reaches an address; net.Dialer's by default.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Credentials are headers set on the requests to their hosts
+	// (credential.go); an HTTPS host's need CA.
+	Credentials []Credential
+	// CA signs the certificates of the hosts whose HTTPS is opened to set
+	// credentials; UpstreamRoots verify those hosts (the system's if nil).
+	CA            *ProxyCA
+	UpstreamRoots *x509.CertPool
 
 	ln   net.Listener
 	dir  string
@@ -207,7 +218,20 @@ func (p *Proxy) handle(c net.Conn) {
 	}
 	defer up.Close()
 	d.Allowed = true
+	creds := credentialsFor(p.Credentials, host)
+	if req.Method == http.MethodConnect && p.CA == nil {
+		creds = nil // no authority to open its TLS with: a tunnel, as any
+	}
+	for _, cr := range creds {
+		d.Credential = strings.TrimPrefix(d.Credential+", "+cr.Header, ", ")
+	}
 	p.decide(d)
+	if len(creds) > 0 && req.Method == http.MethodConnect {
+		up.Close() // each request of the connection dials its own, checked
+		p.intercept(ctx, c, br, host, port, creds)
+		return
+	}
+	setCredentials(req, creds)
 	if req.Method == http.MethodConnect {
 		fmt.Fprint(c, "HTTP/1.1 200 Connection established\r\n\r\n")
 	} else {

@@ -93,6 +93,7 @@
 package sandbox
 
 import (
+	"crypto/x509"
 	"io"
 	"net/netip"
 	"os"
@@ -199,6 +200,13 @@ type Spec struct {
 	// Decide is told every connection the proxy of an "allow" network
 	// allows or denies.
 	Decide func(ProxyDecision) `json:"-"`
+	// Credentials are headers the proxy of an "allow" network sets on
+	// requests to their hosts, which the command never sees (credential.go);
+	// ProxyCA opens an HTTPS host's requests for it, and UpstreamRoots
+	// verify the hosts (the system's if nil). Never sent to the sandbox.
+	Credentials   []Credential   `json:"-"`
+	ProxyCA       *ProxyCA       `json:"-"`
+	UpstreamRoots *x509.CertPool `json:"-"`
 	// Stdout and Stderr, if set, also receive the output as it comes. The
 	// Result keeps its capped copy, in memory, unless LiveOnly. Each is
 	// written from one goroutine at a time, the two concurrently.
