@@ -50,6 +50,9 @@ type AgentDefinition struct {
 	// system directories (an npm prefix, nvm, ~/.local/bin). One named
 	// bin or .bin is put first on the run's PATH.
 	Mounts []string `json:"mounts,omitempty"`
+	// Credentials are what the agent's requests to a host carry, set by
+	// paddock's proxy on the way out: the run holds only a placeholder.
+	Credentials []CredentialRule `json:"credentials,omitempty"`
 	// Limits are the ceilings of the agent's commands, below the daemon's.
 	Limits AgentLimits `json:"limits,omitzero"`
 }
@@ -255,4 +258,50 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q: want a size such as 100MiB (bytes, or with KiB, MiB or GiB)", s)
 	}
 	return n * mult, nil
+}
+
+// CredentialRule is a credential the requests of a run's commands to Host
+// carry in Header, set by the proxy of their allow-list network from the
+// daemon's secret Secret (with Prefix before it, such as "Bearer "): the
+// run holds only a placeholder, in the variable Env. Use names a built-in
+// rule instead (anthropic, openai), whose fields the others may override.
+type CredentialRule struct {
+	Use    string `json:"use,omitempty"`
+	Host   string `json:"host,omitempty"`
+	Header string `json:"header,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	Secret string `json:"secret,omitempty"`
+	Env    string `json:"env,omitempty"`
+}
+
+// BuiltinCredentials are the rules Use names.
+var BuiltinCredentials = map[string]CredentialRule{
+	"anthropic": {Host: "api.anthropic.com", Header: "x-api-key", Secret: "ANTHROPIC_API_KEY", Env: "ANTHROPIC_API_KEY"},
+	"openai":    {Host: "api.openai.com", Header: "Authorization", Prefix: "Bearer ", Secret: "OPENAI_API_KEY", Env: "OPENAI_API_KEY"},
+}
+
+// Resolved is the rule with its built-in's fields where it leaves them out.
+func (c CredentialRule) Resolved() CredentialRule {
+	b, ok := BuiltinCredentials[c.Use]
+	if !ok {
+		return c
+	}
+	if c.Host == "" {
+		c.Host = b.Host
+	}
+	if c.Header == "" {
+		c.Header, c.Prefix = b.Header, b.Prefix
+	}
+	if c.Secret == "" {
+		c.Secret = b.Secret
+	}
+	if c.Env == "" {
+		c.Env = b.Env
+	}
+	return c
+}
+
+// CredentialPlaceholder is what a run holds in a credential's variable.
+func CredentialPlaceholder(secret string) string {
+	return "paddock-placeholder-" + strings.ToLower(strings.ReplaceAll(secret, "_", "-"))
 }

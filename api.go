@@ -34,6 +34,9 @@ type CreateRunRequest struct {
 	// view, at their own paths, besides its definition's (paddock run's
 	// --mount-ro, and where the command it starts lives).
 	Mounts []string `json:"mounts,omitempty"`
+	// Credentials are more credentials this run's requests carry, set by
+	// the proxy (paddock run's --credential), besides its definition's.
+	Credentials []CredentialRule `json:"credentials,omitempty"`
 }
 
 // ReviewRequest asks for the review run of a run's submitted change set.

@@ -33,6 +33,16 @@ type file struct {
 	Secrets      []string            `toml:"secrets"`
 	Command      []string            `toml:"command"`
 	Mounts       []string            `toml:"mounts"`
+	Credential   []credentialRule    `toml:"credential"`
+}
+
+type credentialRule struct {
+	Use    string `toml:"use"`
+	Host   string `toml:"host"`
+	Header string `toml:"header"`
+	Prefix string `toml:"prefix"`
+	Secret string `toml:"secret"`
+	Env    string `toml:"env"`
 }
 
 type toolRule struct {
@@ -86,6 +96,9 @@ func Parse(name string, src []byte) (*paddock.AgentDefinition, error) {
 	}
 	d := &paddock.AgentDefinition{Name: f.Name, Description: f.Description, Instructions: f.Instructions,
 		Workspace: f.Workspace, Tools: *f.Tools, Net: f.Network, Env: f.Env, Secrets: f.Secrets, Command: f.Command, Mounts: f.Mounts}
+	for _, c := range f.Credential {
+		d.Credentials = append(d.Credentials, paddock.CredentialRule(c))
+	}
 	if len(f.Tool) > 0 {
 		d.Tool = map[string]paddock.ToolRule{}
 		for t, r := range f.Tool {
@@ -172,6 +185,9 @@ func Validate(d *paddock.AgentDefinition) error {
 		if !secretName(s) {
 			return invalid([]string{"secrets"}, "secret name %q: use upper-case letters, digits and _", s)
 		}
+	}
+	if err := CheckCredentials(d.Credentials); err != nil {
+		return invalid([]string{"credential"}, "[[credential]]: %s", paddock.ErrorMessage(err))
 	}
 	if err := CheckMountPaths(d.Mounts); err != nil {
 		return invalid([]string{"mounts"}, "mounts: %s", paddock.ErrorMessage(err))
@@ -329,6 +345,30 @@ func CheckMountPaths(mounts []string) error {
 			if m == v || strings.HasPrefix(m, v+"/") || strings.HasPrefix(v, m+"/") {
 				return paddock.Errorf(paddock.CodeBadRequest, "mount %s: it would cover or sit in %s, which the run's view has of its own (the system directories are shown already)", m, v)
 			}
+		}
+	}
+	return nil
+}
+
+// CheckCredentials refuses a credential rule that names no built-in and
+// leaves out a host, a header or a secret, or whose names are not names.
+func CheckCredentials(rules []paddock.CredentialRule) error {
+	for _, c := range rules {
+		if _, ok := paddock.BuiltinCredentials[c.Use]; c.Use != "" && !ok {
+			return paddock.Errorf(paddock.CodeBadRequest, "credential use %q: the built-ins are anthropic and openai", c.Use)
+		}
+		r := c.Resolved()
+		switch {
+		case r.Host == "" || strings.ContainsAny(r.Host, "/:@ *") || !strings.Contains(r.Host, ".") && r.Host != "localhost":
+			return paddock.Errorf(paddock.CodeBadRequest, "credential host %q: want a host name, exactly", r.Host)
+		case r.Header == "" || strings.ContainsAny(r.Header, " :\r\n"):
+			return paddock.Errorf(paddock.CodeBadRequest, "credential header %q: want a header name", r.Header)
+		case !secretName(r.Secret):
+			return paddock.Errorf(paddock.CodeBadRequest, "credential secret %q: the name of one of the daemon's secrets (upper-case letters, digits and _)", r.Secret)
+		case r.Env != "" && !secretName(r.Env):
+			return paddock.Errorf(paddock.CodeBadRequest, "credential env %q: a variable name (upper-case letters, digits and _)", r.Env)
+		case strings.ContainsAny(r.Prefix, "\r\n"):
+			return paddock.Errorf(paddock.CodeBadRequest, "credential prefix: one line")
 		}
 	}
 	return nil

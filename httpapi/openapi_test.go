@@ -128,6 +128,7 @@ var schemaTypes = map[string]any{
 	"Plan":               paddock.Plan{},
 	"PlanInput":          paddock.PlanInput{},
 	"PlanStep":           paddock.PlanStep{},
+	"CredentialRule":     paddock.CredentialRule{},
 	"Cache":              paddock.Cache{},
 	"ToolRule":           paddock.ToolRule{},
 	"AgentLimits":        paddock.AgentLimits{},

@@ -98,7 +98,12 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 			secrets = append(secrets, n+"="+v)
 		}
 	}
-	env := mergeEnv(baseEnv(), mountPath(c.def, baseEnv()), m.runAPIEnv(r.ID), fixedEnv(c.def), req.Env, secrets)
+	creds, credEnv, err := commandCredentials(c.def, m.Secret, m.ProxyCA != nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The placeholders come last: nothing the request sets is the value.
+	env := mergeEnv(baseEnv(), mountPath(c.def, baseEnv()), m.runAPIEnv(r.ID), fixedEnv(c.def), req.Env, secrets, credEnv)
 	if req.Terminal != nil {
 		env = terminalEnv(env)
 	}
@@ -115,6 +120,7 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 	spec.Argv, spec.Dir, spec.Net, spec.Allow = req.Argv, req.Dir, net, allow
 	if net == sandbox.NetAllow {
 		spec.AllowAddrs = m.NetAllowAddrs
+		spec.Credentials, spec.ProxyCA, spec.UpstreamRoots = creds, m.ProxyCA, m.ProxyUpstreamRoots
 	}
 	spec.Env, spec.Limits, spec.AllowDegraded, spec.Stdin = env, limits, req.AllowDegraded, req.Stdin
 	spec.Stdout, spec.Stderr = writerOrNil(liveOut), writerOrNil(liveErr)

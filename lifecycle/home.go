@@ -92,6 +92,11 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 	}
 	binds = append(binds, api...)
 	binds = append(binds, mountBinds(definitionOf(r))...)
+	ca, err := m.caBind(definitionOf(r), aux)
+	if err != nil {
+		return nil, err
+	}
+	binds = append(binds, ca...)
 	if p == nil {
 		return binds, nil
 	}

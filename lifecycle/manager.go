@@ -44,6 +44,7 @@ package lifecycle
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base32"
 	"errors"
 	"log/slog"
@@ -107,6 +108,12 @@ type Config struct {
 	// SessionLimits bound an agent's session (ExecRequest.Session): its
 	// wall time only; its commands keep ExecLimits.
 	SessionLimits SessionLimits
+	// ProxyCA is the daemon's proxy authority, with which the proxy of a
+	// run with credentials opens its HTTPS to their hosts to set them
+	// (credentials.go); nil: HTTPS requests carry none. ProxyUpstreamRoots
+	// verify those hosts (nil: the system's; a test's own).
+	ProxyCA            *sandbox.ProxyCA
+	ProxyUpstreamRoots *x509.CertPool
 	// NetAllowAddrs are the local or private addresses an allow-list
 	// network's names may reach (the operator's); no other loopback,
 	// private, link-local or reserved address is ever reached.

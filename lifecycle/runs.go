@@ -92,6 +92,11 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 	if err := m.checkSecrets(o.Secrets); err != nil {
 		return nil, err
 	}
+	if def = withCredentials(def, o.Credentials); len(o.Credentials) > 0 {
+		if err := agent.CheckCredentials(def.Credentials); err != nil {
+			return nil, err
+		}
+	}
 	if def = withMounts(def, o.Mounts); len(def.Mounts) > 0 {
 		root := ""
 		if p, err := m.Project(ctx, o.Project); err == nil {

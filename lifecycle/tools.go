@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
+	"slices"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/broker"
@@ -120,7 +121,11 @@ func (m *Manager) Redactor(ctx context.Context, id string) (*redact.Redactor, er
 // redactor masks a run's declared secrets and every credential shape.
 func (m *Manager) redactor(r *paddock.Run) *redact.Redactor {
 	values := map[string]string{}
-	for _, n := range r.Secrets {
+	names := r.Secrets
+	if r.Agent != nil {
+		names = append(slices.Clone(names), credentialSecrets(r.Agent)...)
+	}
+	for _, n := range names {
 		if m.Secret == nil {
 			break
 		}

@@ -22,7 +22,7 @@ import (
 
 type runOptions struct {
 	project, agent, kind, net, apply, timeout string
-	mounts                                    []string
+	mounts, credentials, secrets, env         []string
 	noVerify                                  bool
 }
 
@@ -112,6 +112,9 @@ decided; 130 when stopped with Ctrl-C; 125 when paddock failed.`,
 	f.StringVar(&o.apply, "apply", "", "once approved, apply: branch[=NAME] or worktree")
 	f.BoolVar(&o.noVerify, "no-verify", false, "do not run the project's checks when CMD ends")
 	f.StringArrayVar(&o.mounts, "mount-ro", nil, "show this host directory read-only in the run, at its own path (repeatable; where CMD lives is found and shown already)")
+	f.StringArrayVar(&o.credentials, "credential", nil, "anthropic, openai, or host=H,header=X,secret=S[,prefix=P][,env=V]: set by paddock's proxy on CMD's requests to that host from the daemon's secret; CMD holds a placeholder (repeatable; adds the host to --net's allow-list)")
+	f.StringArrayVar(&o.secrets, "secret", nil, "give the run's commands this secret of the daemon's, by name, in their environment (repeatable)")
+	f.StringArrayVar(&o.env, "env", nil, "pass this variable of your environment (NAME) or NAME=VALUE to CMD (repeatable; CMD sees it: use --credential for keys)")
 	return cmd
 }
 
@@ -145,7 +148,25 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	if err != nil {
 		return 0, err
 	}
-	create := paddock.CreateRunRequest{Project: p.Name, Agent: o.agent, Kind: o.kind, Mounts: mounts}
+	creds, netSpec, err := runCredentials(o.credentials, o.net)
+	if err != nil {
+		return 0, err
+	}
+	if netSpec != o.net {
+		fmt.Fprintf(a.stderr, "paddock: %s's network: %s (its credentials' hosts)\n", argv[0], netSpec)
+		o.net = netSpec
+	}
+	var env []string
+	for _, e := range o.env {
+		if strings.Contains(e, "=") {
+			env = append(env, e)
+		} else if v, ok := os.LookupEnv(e); ok {
+			env = append(env, e+"="+v)
+		} else {
+			return 0, usageError{fmt.Sprintf("--env %s: it is not set here", e)}
+		}
+	}
+	create := paddock.CreateRunRequest{Project: p.Name, Agent: o.agent, Kind: o.kind, Mounts: mounts, Credentials: creds, Secrets: o.secrets}
 	dirty := a.uncommitted(ctx, c, create)
 	r, err := c.Create(ctx, create)
 	if err != nil {
@@ -165,7 +186,7 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	// terminal, Ctrl-C is the agent's; a signal to paddock, or the
 	// terminal's end, stops it there.
 	agentCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	req := paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout, Session: true, Dir: dir}
+	req := paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout, Session: true, Dir: dir, Env: env}
 	var res *paddock.ExecResult
 	if in, ok := terminalIn(a.stdin); ok {
 		res, err = a.execOnTerminal(agentCtx, c, r.ID, req, in)
@@ -513,4 +534,54 @@ func (a *app) removeUntouched(ctx context.Context, c *client.Client, id string) 
 	}
 	_, err = c.Remove(ctx, id)
 	return err == nil
+}
+
+// runCredentials reads --credential, and the network that reaches their
+// hosts: net's allow-list with them added, or one of them alone.
+func runCredentials(specs []string, net string) ([]paddock.CredentialRule, string, error) {
+	var rules []paddock.CredentialRule
+	for _, s := range specs {
+		var r paddock.CredentialRule
+		if _, ok := paddock.BuiltinCredentials[s]; ok {
+			r.Use = s
+		} else {
+			for _, kv := range strings.Split(s, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "host":
+					r.Host = v
+				case "header":
+					r.Header = v
+				case "secret":
+					r.Secret = v
+				case "prefix":
+					r.Prefix = v
+				case "env":
+					r.Env = v
+				case "use":
+					r.Use = v
+				default:
+					return nil, "", usageError{fmt.Sprintf("--credential %q: anthropic, openai, or host=H,header=X,secret=S[,prefix=P][,env=V]", s)}
+				}
+			}
+		}
+		rules = append(rules, r)
+	}
+	if len(rules) == 0 {
+		return nil, net, nil
+	}
+	var allow []string
+	switch {
+	case net == "" || net == "none":
+	case strings.HasPrefix(net, "allow="):
+		allow = strings.Split(strings.TrimPrefix(net, "allow="), ",")
+	default:
+		return nil, "", usageError{fmt.Sprintf("--credential needs an allow-list network, whose proxy sets it (--net allow=…), not %q", net)}
+	}
+	for _, r := range rules {
+		if h := r.Resolved().Host; h != "" && !slices.Contains(allow, h) {
+			allow = append(allow, h)
+		}
+	}
+	return rules, "allow=" + strings.Join(allow, ","), nil
 }

@@ -208,6 +208,11 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	mc.ChangeSetLimits.MaxTotal, _ = parseSize(cfg.ChangeSetMaxTotal)
 	mc.ExecLimits = cfg.ExecLimits.limits()
 	mc.SessionLimits = cfg.SessionLimits.limits()
+	// The proxy's own authority, for credentials set on a run's HTTPS
+	// requests; its key never leaves the state directory.
+	if mc.ProxyCA, err = sandbox.LoadProxyCA(filepath.Join(home, "proxy-ca.pem")); err != nil {
+		return err
+	}
 	mc.DiskLimits.RunQuota, _ = parseSize(cfg.DiskQuota)
 	mc.DiskLimits.Reserve, _ = parseSize(cfg.DiskReserve)
 	mc.Harnesses.RunProcs = 2 * sandbox.WithDefaults(mc.ExecLimits).Procs // a run's commands together

@@ -1803,8 +1803,9 @@ type AdoptResult struct {
 
 // AgentDefinition defines model for AgentDefinition.
 type AgentDefinition struct {
-	Command     *[]string `json:"command,omitempty"`
-	Description *string   `json:"description,omitempty"`
+	Command     *[]string         `json:"command,omitempty"`
+	Credentials *[]CredentialRule `json:"credentials,omitempty"`
+	Description *string           `json:"description,omitempty"`
 
 	// Env Variables the agent's commands may be given: NAME, NAME=VALUE (always set), or *.
 	Env          *[]string `json:"env,omitempty"`
@@ -2032,6 +2033,9 @@ type CreateRunRequest struct {
 	Base          *string                        `json:"base,omitempty"`
 	CleanupPolicy *CreateRunRequestCleanupPolicy `json:"cleanup_policy,omitempty"`
 
+	// Credentials more credentials this run's requests carry, besides its definition's
+	Credentials *[]CredentialRule `json:"credentials,omitempty"`
+
 	// Dir The directory handed over; kind operator_dir only, and required there. Never the project's checkout, its git directory, a directory inside either or one that holds them (links resolved): bad_request otherwise.
 	Dir            *string               `json:"dir,omitempty"`
 	IncludeIgnored *bool                 `json:"include_ignored,omitempty"`
@@ -2051,6 +2055,16 @@ type CreateRunRequestCleanupPolicy string
 
 // CreateRunRequestKind defines model for CreateRunRequest.Kind.
 type CreateRunRequestKind string
+
+// CredentialRule a credential the requests of a run's commands to host carry in header, set by the proxy of their allow-list network from the daemon's secret (prefix before it); the run holds only a placeholder in env. use names a built-in (anthropic, openai) whose fields the others override
+type CredentialRule struct {
+	Env    *string `json:"env,omitempty"`
+	Header *string `json:"header,omitempty"`
+	Host   *string `json:"host,omitempty"`
+	Prefix *string `json:"prefix,omitempty"`
+	Secret *string `json:"secret,omitempty"`
+	Use    *string `json:"use,omitempty"`
+}
 
 // DaemonStatus defines model for DaemonStatus.
 type DaemonStatus struct {
