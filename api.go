@@ -55,7 +55,7 @@ type AddProjectRequest struct {
 	NoDefaultProtect bool `json:"no_default_protect,omitempty"`
 	// AllowAttribution names attribution-lint rules the project allows.
 	AllowAttribution []string `json:"allow_attribution,omitempty"`
-	// Caches are shared caches, each NAME[:ro|:rw][=PATH] (see Cache).
+	// Caches are shared caches, each NAME[:cow|:ro|:rw][=PATH] (see Cache).
 	Caches []string `json:"caches,omitempty"`
 }
 
@@ -74,8 +74,12 @@ type SetProjectRequest struct {
 	// rules the project allows ([] allows none).
 	AllowAttribution *[]string `json:"allow_attribution,omitempty"`
 	// Caches, when present, is the whole list of shared caches, each
-	// NAME[:ro|:rw][=PATH] ([] for none).
-	Caches *[]string `json:"caches,omitempty"`
+	// NAME[:cow|:ro|:rw][=PATH] ([] for none). RemoveCaches (names) and
+	// AddCaches (NAME[:cow|:ro|:rw][=PATH], each replacing the cache of
+	// its name) then change the list, in that order.
+	Caches       *[]string `json:"caches,omitempty"`
+	AddCaches    []string  `json:"add_caches,omitempty"`
+	RemoveCaches []string  `json:"remove_caches,omitempty"`
 	// Checks, when present, is the whole list of verify overrides, each
 	// NAME=COMMAND ([] for none): see Project.Checks.
 	Checks *[]string `json:"checks,omitempty"`

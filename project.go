@@ -126,17 +126,34 @@ func (r *Run) State() WorkspaceState {
 // ~/go/pkg/mod, its build cache at ~/.cache/go-build, npm's at ~/.npm,
 // pip's at ~/.cache/pip, cargo's registry at ~/.cargo/registry).
 //
-// Read-only is the default: runs read what the operator filled it with,
-// and write nothing there. Read-write makes it state shared between runs:
-// one run can put into it what another then uses (a poisoned module, a
-// build output), so only a project whose runs trust each other should ask.
+// Its mode says what a run's writes there do:
+//
+//   - cow (the default): each run sees the cache through a copy-on-write
+//     layer of its own. The shared directory is read and never written;
+//     what the run writes (a build's outputs) is the run's alone, kept for
+//     its life and removed with it. Tools that must write their cache (Go
+//     refuses a read-only GOCACHE) work, and no run can leave anything
+//     there for another.
+//   - ro: strictly read-only: the run reads what the operator filled the
+//     cache with, and writes nothing there at all.
+//   - rw: the shared directory itself, written by runs: state shared
+//     between runs, where one run can put what another then uses (a
+//     poisoned module, a build output), so only a project whose runs trust
+//     each other should ask. A check run never gets it.
 type Cache struct {
 	Name string `json:"name"` // go-mod, go-build, npm, pip, cargo
-	Mode string `json:"mode"` // ro (the default) or rw
+	Mode string `json:"mode"` // cow (the default), ro or rw
 	// Path is the host directory; empty means the daemon's own,
 	// <state>/caches/PROJECT/NAME.
 	Path string `json:"path,omitempty"`
 }
+
+// The cache modes (Cache.Mode).
+const (
+	CacheCOW = "cow"
+	CacheRO  = "ro"
+	CacheRW  = "rw"
+)
 
 // CacheKinds maps each cache name to where its tool looks for it, under
 // a run's home.
@@ -148,28 +165,37 @@ var CacheKinds = map[string]string{
 	"cargo":    ".cargo/registry",
 }
 
-// ParseCache reads NAME[:ro|:rw][=PATH], as project add --cache takes it.
+// ParseCache reads NAME[:cow|:ro|:rw][=PATH], as project add --cache takes
+// it; the mode defaults to cow.
 func ParseCache(s string) (Cache, error) {
 	spec, path, _ := strings.Cut(s, "=")
 	name, mode, _ := strings.Cut(spec, ":")
 	if mode == "" {
-		mode = "ro"
+		mode = CacheCOW
 	}
-	if _, ok := CacheKinds[name]; !ok {
-		names := make([]string, 0, len(CacheKinds))
-		for n := range CacheKinds {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return Cache{}, Errorf(CodeBadRequest, "cache %q: the caches are %s", name, strings.Join(names, ", "))
+	if err := CheckCacheName(name); err != nil {
+		return Cache{}, err
 	}
-	if mode != "ro" && mode != "rw" {
-		return Cache{}, Errorf(CodeBadRequest, "cache %q: mode %q is ro or rw", name, mode)
+	if mode != CacheCOW && mode != CacheRO && mode != CacheRW {
+		return Cache{}, Errorf(CodeBadRequest, "cache %q: mode %q is cow, ro or rw", name, mode)
 	}
 	if path != "" && !filepath.IsAbs(path) {
 		return Cache{}, Errorf(CodeBadRequest, "cache %q: the path %q must be absolute", name, path)
 	}
 	return Cache{Name: name, Mode: mode, Path: path}, nil
+}
+
+// CheckCacheName refuses a name that is not one of CacheKinds.
+func CheckCacheName(name string) error {
+	if _, ok := CacheKinds[name]; ok {
+		return nil
+	}
+	names := make([]string, 0, len(CacheKinds))
+	for n := range CacheKinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return Errorf(CodeBadRequest, "cache %q: the caches are %s", name, strings.Join(names, ", "))
 }
 
 // CheckOverride is an operator's command for one verify check.

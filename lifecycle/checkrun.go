@@ -92,7 +92,7 @@ func (m *Manager) checkEnvironment(tr *paddock.Run, p *paddock.Project) *paddock
 	env := &paddock.CheckEnvironment{Run: tr.ID, Kind: tr.Workspace.Kind, Commit: tr.ReviewOf.Commit, Base: tr.ReviewOf.Base,
 		Home: "fresh", Network: "none"}
 	for _, c := range p.Caches {
-		if c.Mode == "rw" {
+		if c.Mode == paddock.CacheRW {
 			env.Withheld = append(env.Withheld, c.Name)
 		} else {
 			env.Caches = append(env.Caches, c.Name)

@@ -100,15 +100,25 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 	if p == nil {
 		return binds, nil
 	}
+	// The project's caches as it declares them now: a change reaches the
+	// run's next sandbox (its binds are in the harness's configuration).
 	for _, c := range p.Caches {
-		if isCheckRun(r) && c.Mode == "rw" {
+		if isCheckRun(r) && c.Mode == paddock.CacheRW {
 			continue // an agent's commands write it: never a check's
 		}
 		src, err := m.cacheDir(p, c)
 		if err != nil {
 			return nil, err
 		}
-		binds = append(binds, sandbox.Bind{Source: src, Target: path.Join(HomeInView, paddock.CacheKinds[c.Name]), ReadOnly: c.Mode != "rw"})
+		b := sandbox.Bind{Source: src, Target: path.Join(HomeInView, paddock.CacheKinds[c.Name]), ReadOnly: c.Mode == paddock.CacheRO}
+		if c.Mode == paddock.CacheCOW {
+			// The run's own layer over it, in its aux directory: removed
+			// with the run (a check run's is as fresh as the run).
+			if b.Upper, err = m.cacheLayer(r.ID, c.Name); err != nil {
+				return nil, err
+			}
+		}
+		binds = append(binds, b)
 	}
 	if r.Workspace.Kind == paddock.KindOperatorDir {
 		return binds, nil
@@ -134,6 +144,23 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// cacheLayer is the directory of run id's copy-on-write layer over its
+// project's cache name, whose parent it makes (the sandbox makes the
+// layer, for the sandbox's uid).
+func (m *Manager) cacheLayer(id, name string) (string, error) {
+	dir := filepath.Join(m.auxDir(id), "caches")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", internal("making the run's cache layers' directory failed", err)
+	}
+	if m.SandboxUID != 0 {
+		// Like the rest of the run's aux directory (prepareAux).
+		if err := os.Chown(dir, m.SandboxUID, m.SandboxUID); err != nil {
+			return "", internal("making the run's cache layers' directory failed", err)
+		}
+	}
+	return filepath.Join(dir, name), nil
 }
 
 // cacheDir is the host directory of project p's cache c: the operator's,

@@ -104,7 +104,7 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 	switch {
 	case req.DefaultProtect && setProtect:
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "--default-protect goes back to the default list; it takes no --protect or --no-default-protect")
-	case !setProtect && !req.DefaultProtect && req.AllowAttribution == nil && req.Caches == nil && req.Checks == nil:
+	case !setProtect && !req.DefaultProtect && req.AllowAttribution == nil && req.Caches == nil && len(req.AddCaches) == 0 && len(req.RemoveCaches) == 0 && req.Checks == nil:
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "nothing to set: give --protect, --no-default-protect, --default-protect, --allow-attribution, --cache or --check")
 	}
 	var checks []paddock.CheckOverride
@@ -121,6 +121,16 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 			return nil, err
 		}
 	}
+	addCaches, err := parseCaches(req.AddCaches)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range req.RemoveCaches {
+		if err := paddock.CheckCacheName(name); err != nil {
+			return nil, err
+		}
+	}
+	setCaches := req.Caches != nil || len(addCaches) > 0 || len(req.RemoveCaches) > 0
 	protected, err := protectedList(req.Protect, req.NoDefaultProtect)
 	if err != nil {
 		return nil, err
@@ -148,9 +158,12 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 			p.AttributionAllow = append([]string{}, *req.AllowAttribution...)
 			change["attribution_allow"] = p.AttributionAllow
 		}
-		if req.Caches != nil {
-			p.Caches = caches
-			change["caches"] = caches
+		if setCaches {
+			if req.Caches != nil {
+				p.Caches = caches
+			}
+			p.Caches = changeCaches(p.Caches, req.RemoveCaches, addCaches)
+			change["caches"] = p.Caches
 		}
 		if req.Checks != nil {
 			p.Checks = checks
@@ -182,6 +195,9 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 	}
 	if v, ok := change["attribution_allow"]; ok {
 		args = append(args, "attribution_allow", v)
+	}
+	if v, ok := change["caches"]; ok {
+		args = append(args, "caches", v)
 	}
 	m.log().Info("project settings changed", args...)
 	return p, nil
@@ -337,6 +353,20 @@ func protectedOf(p *paddock.Project) []string {
 		return p.Protected
 	}
 	return confine.DefaultPolicy().Protected
+}
+
+// changeCaches is list without the caches named in remove, with each of
+// add in place of the cache of its name (at the end if it had none).
+func changeCaches(list []paddock.Cache, remove []string, add []paddock.Cache) []paddock.Cache {
+	out := slices.DeleteFunc(slices.Clone(list), func(c paddock.Cache) bool { return slices.Contains(remove, c.Name) })
+	for _, a := range add {
+		if i := slices.IndexFunc(out, func(c paddock.Cache) bool { return c.Name == a.Name }); i >= 0 {
+			out[i] = a
+		} else {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // parseCaches reads project add's --cache values; a name given twice is refused.

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,4 +102,114 @@ func withUID(s Spec) Spec {
 	s.UID = sandboxUID()
 	s.Env = []string{"PATH=/usr/bin:/bin"}
 	return s
+}
+
+// TestLayerBinds: a bind that is a copy-on-write layer (a shared cache) is
+// writable in the view, per-exec and resident alike; the shared directory
+// never changes; the run's writes are its next command's, and another
+// run's layer, over the same directory, sees the shared entries and none
+// of them. A command that finds the layer held by the run's harness gets
+// one of its own, in memory, which ends with it.
+func TestLayerBinds(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, _ := newWorkspace(t)
+	base := filepath.Dir(ws)
+	shared := filepath.Join(base, "shared")
+	os.MkdirAll(filepath.Join(shared, "ab"), 0o755)
+	os.WriteFile(filepath.Join(shared, "ab", "entry"), []byte("SHARED\n"), 0o644)
+	os.WriteFile(filepath.Join(shared, "gone"), []byte("GONE\n"), 0o644)
+	filepath.Walk(shared, func(p string, _ os.FileInfo, err error) error { os.Lchown(p, sandboxUID(), sandboxUID()); return nil })
+	before := treeOf(t, shared)
+	const cache = "/home/paddock/.cache/go-build"
+	write := "cd " + cache + " && cat ab/entry && echo mine > ab/new && echo changed >> ab/entry && mkdir -p cd/ef && echo deep > cd/ef/x && rm gone && echo WROTE"
+	read := "cd " + cache + " && cat ab/entry ab/new cd/ef/x; ls gone 2>/dev/null; true"
+	layerSpec := func(upper, script string) Spec {
+		return Spec{Argv: []string{"sh", "-c", script}, Workspace: ws, UID: sandboxUID(), Env: []string{"PATH=/usr/bin:/bin"},
+			Protected: []string{".git"}, Binds: []Bind{{Source: shared, Target: cache, Upper: upper}}}
+	}
+	mustOut := func(res *Result, err error, want, what string) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if out := string(res.Stdout) + string(res.Stderr); out != want {
+			t.Fatalf("%s: exit %d, %q, want %q", what, res.ExitCode, out, want)
+		}
+	}
+	ctx := context.Background()
+	for _, byPath := range []bool{false, true} { // a root daemon's way, an unprivileged one's
+		forcePathOpen = byPath
+		upper := filepath.Join(base, fmt.Sprintf("layer-%v", byPath))
+		res, err := Run(ctx, layerSpec(upper, write))
+		mustOut(res, err, "SHARED\nWROTE\n", fmt.Sprintf("per-exec write (by path %v)", byPath))
+		res, err = Run(ctx, layerSpec(upper, read))
+		mustOut(res, err, "SHARED\nchanged\nmine\ndeep\n", fmt.Sprintf("per-exec, the next command (by path %v)", byPath))
+		if b, _ := os.ReadFile(filepath.Join(upper, "upper", "ab", "new")); string(b) != "mine\n" {
+			t.Fatalf("the run's write is not in its layer (by path %v)", byPath)
+		}
+		// Another run's layer over the same cache.
+		res, err = Run(ctx, layerSpec(filepath.Join(base, fmt.Sprintf("other-%v", byPath)), "cd "+cache+" && cat ab/entry gone && ls ab && ls -d cd 2>/dev/null; true"))
+		mustOut(res, err, "SHARED\nGONE\nentry\n", "another run's layer")
+		forcePathOpen = false
+	}
+	if after := treeOf(t, shared); after != before {
+		t.Fatalf("the shared directory changed:\n%s\nwas:\n%s", after, before)
+	}
+
+	// Resident: the harness holds the layer, its commands share it.
+	p := &Pool{Dir: t.TempDir()}
+	defer p.Close()
+	upper := filepath.Join(base, "layer-resident")
+	first, err := p.Run(ctx, "r-layer", layerSpec(upper, write))
+	mustOut(first, err, "SHARED\nWROTE\n", "resident write")
+	res, err := p.Run(ctx, "r-layer", layerSpec(upper, read))
+	mustOut(res, err, "SHARED\nchanged\nmine\ndeep\n", "resident, the next command")
+	if res.Enforcement.Mode != "resident" || res.Enforcement.HarnessPID != first.Enforcement.HarnessPID {
+		t.Fatalf("not one harness: %+v, %+v", first.Enforcement, res.Enforcement)
+	}
+	// Beside it, a command of the run in a sandbox of its own gets a layer
+	// in memory: writable, over the shared directory alone, gone after.
+	res, err = Run(ctx, layerSpec(upper, "cd "+cache+" && cat ab/entry && echo aside > aside && cat aside && ls ab"))
+	mustOut(res, err, "SHARED\naside\nentry\n", "a command beside the harness")
+	if _, err := os.Stat(filepath.Join(upper, "upper", "aside")); err == nil {
+		t.Fatal("a command beside the harness wrote the harness's layer")
+	}
+	res, err = p.Run(ctx, "r-layer", layerSpec(upper, "cd "+cache+" && ls"))
+	mustOut(res, err, "ab\ncd\n", "resident, after a command beside it")
+	if after := treeOf(t, shared); after != before {
+		t.Fatalf("the shared directory changed:\n%s\nwas:\n%s", after, before)
+	}
+
+	for _, bad := range []Bind{
+		{Source: shared, Target: cache, Upper: "relative"},
+		{Source: shared, Target: cache, Upper: filepath.Join(shared, "in")},
+		{Source: shared, Target: cache, Upper: upper, ReadOnly: true},
+	} {
+		s := Spec{Argv: []string{"true"}, Workspace: ws, UID: sandboxUID(), Binds: []Bind{bad}}
+		if err := prepare(&s); err == nil {
+			t.Errorf("a layer %+v was accepted", bad)
+		}
+	}
+}
+
+// treeOf lists the files under dir with their contents.
+func treeOf(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %v", strings.TrimPrefix(p, dir), fi.Mode())
+		if fi.Mode().IsRegular() {
+			c, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, " %q", c)
+		}
+		b.WriteString("\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,6 +94,8 @@ type sandboxProcess struct {
 	// feedStdin starts writing the command's input into its stdin pipe;
 	// stopStdin closes the pipe from our end (see inputPipe).
 	feedStdin, stopStdin func()
+	// locks hold a per-exec command's layers (openLayers) until it ends.
+	locks []*os.File
 }
 
 // startProcess re-executes this binary with args (HelperArg, HarnessArg…) in
@@ -199,8 +202,30 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		}
 	}()
 	extra = append(extra, binds...)
-	// An overlay's frozen layers last (fdBinds+len(spec.Binds) on).
+	// An overlay's frozen layers (fdBinds+len(spec.Binds) on), then the
+	// upper directories of the binds that are layers (fdBindUpper).
 	extra = append(extra, layers[2:]...)
+	uppers, locks, err := openLayers(spec, devnull)
+	if err != nil {
+		cfgW.Close()
+		repR.Close()
+		return nil, err
+	}
+	defer func() {
+		for _, f := range uppers {
+			if f != devnull {
+				f.Close()
+			}
+		}
+	}()
+	extra = append(extra, uppers...)
+	if persistent {
+		// A harness holds its layers for its life: the locks go with it
+		// (they outlive this daemon with it), and nothing refers to them.
+		extra = append(extra, locks...)
+		defer closeFiles(locks)
+		locks = nil
+	}
 
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
 	if spec.Net != NetHost {
@@ -227,6 +252,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		if err != nil {
 			cfgW.Close()
 			repR.Close()
+			closeFiles(locks)
 			return nil, err
 		}
 		if r != nil {
@@ -255,12 +281,100 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		stopStdin()
 		cfgW.Close()
 		repR.Close()
+		closeFiles(locks)
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) {
 			return nil, paddock.Errorf(paddock.CodeUnsupported, "cannot create the sandbox's namespaces (%v): user namespaces are disabled or restricted here (see paddock doctor)", err)
 		}
 		return nil, fmt.Errorf("sandbox: start helper: %w", err)
 	}
-	return &sandboxProcess{cmd: cmd, config: cfgW, report: repR, feedStdin: feedStdin, stopStdin: stopStdin}, nil
+	return &sandboxProcess{cmd: cmd, config: cfgW, report: repR, feedStdin: feedStdin, stopStdin: stopStdin, locks: locks}, nil
+}
+
+// openLayers makes and opens the upper directory of each bind that is a
+// copy-on-write layer (Bind.Upper), as openBinds opens sources, and locks
+// it (flock on Upper) for the sandbox about to mount it: overlayfs must
+// not mount one upper twice at once (a second mount empties the first's
+// work directory). A layer held by another sandbox of the run (its
+// harness, a command of its own) is Throwaway for this one: it gets an
+// upper in memory instead, and its slot holds filler. spec.Binds is copied
+// before it changes: it is the caller's.
+func openLayers(spec *Spec, filler *os.File) (uppers, locks []*os.File, err error) {
+	fail := func(err error) ([]*os.File, []*os.File, error) {
+		for _, f := range uppers {
+			if f != filler {
+				f.Close()
+			}
+		}
+		closeFiles(locks)
+		return nil, nil, err
+	}
+	copied := false
+	for i, b := range spec.Binds {
+		if b.Upper == "" {
+			continue
+		}
+		if b.Throwaway {
+			uppers = append(uppers, filler)
+			continue
+		}
+		if err := makeLayer(b.Upper, spec.UID, spec.GID); err != nil {
+			return fail(paddock.Errorf(paddock.CodeConflict, "the layer of %s cannot be made in %s (%v)", b.Target, b.Upper, err))
+		}
+		lock, err := os.Open(b.Upper)
+		if err != nil {
+			return fail(fmt.Errorf("sandbox: open the layer of %s: %w", b.Target, err))
+		}
+		if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			lock.Close()
+			if !errors.Is(err, unix.EWOULDBLOCK) {
+				return fail(fmt.Errorf("sandbox: lock the layer of %s: %w", b.Target, err))
+			}
+			if !copied {
+				spec.Binds, copied = slices.Clone(spec.Binds), true
+			}
+			spec.Binds[i].Throwaway = true
+			uppers = append(uppers, filler)
+			continue
+		}
+		locks = append(locks, lock)
+		fd, err := -1, error(syscall.EPERM)
+		if !forcePathOpen {
+			fd, err = unix.OpenTree(unix.AT_FDCWD, b.Upper, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		}
+		if errors.Is(err, syscall.EPERM) {
+			spec.OpenByPath = true
+			fd, err = unix.Open(b.Upper, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return fail(paddock.Errorf(paddock.CodeConflict, "the layer of %s in %s is missing (%v)", b.Target, b.Upper, err))
+		}
+		uppers = append(uppers, os.NewFile(uintptr(fd), "layer"))
+	}
+	return uppers, locks, nil
+}
+
+// makeLayer makes a layer's directory and its upper and work directories
+// where they are missing, for uid (a root daemon's are handed over).
+func makeLayer(dir string, uid, gid int) error {
+	for _, d := range []string{dir, filepath.Join(dir, "upper"), filepath.Join(dir, "work")} {
+		if err := os.Mkdir(d, 0o755); errors.Is(err, os.ErrExist) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if os.Geteuid() == 0 {
+			if err := os.Lchown(d, uid, gid); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 // openBinds opens each bind's source as the workspace is: a detached copy
@@ -325,6 +439,18 @@ func checkBinds(spec *Spec) error {
 				return paddock.Errorf(paddock.CodeBadRequest, "bind on %s: it would cover or sit in %s", t, r)
 			}
 		}
+		if b.Upper == "" {
+			continue
+		}
+		u, src := filepath.Clean(b.Upper), filepath.Clean(b.Source)
+		switch {
+		case b.ReadOnly || b.File:
+			return paddock.Errorf(paddock.CodeBadRequest, "bind on %s: a copy-on-write layer is a writable directory", t)
+		case !filepath.IsAbs(b.Upper) || u != b.Upper || u == "/":
+			return paddock.Errorf(paddock.CodeBadRequest, "bind on %s: its layer %q must be an absolute, clean path", t, b.Upper)
+		case u == src || strings.HasPrefix(u, src+"/") || strings.HasPrefix(src, u+"/"):
+			return paddock.Errorf(paddock.CodeBadRequest, "bind on %s: its layer %s and its source %s overlap", t, u, src)
+		}
 	}
 	return nil
 }
@@ -366,6 +492,7 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	cmd, repR := p.cmd, p.report
 	defer repR.Close()
+	defer closeFiles(p.locks) // after Wait, below: the command's layers are free again
 	defer p.stopStdin()
 	p.feedStdin()
 	if term != nil {

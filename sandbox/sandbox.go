@@ -36,6 +36,10 @@
 //   - A private, size-capped /tmp; a minimal /dev (null, zero, full, random,
 //     urandom, and tty, which opens the command's controlling terminal if
 //     it was given one); /proc of the new pid namespace.
+//   - The Spec's binds (a run's home, its git, shared caches), read-only
+//     or writable as asked; a bind with an Upper is a copy-on-write layer,
+//     an overlay whose lower directory (a cache shared by runs) commands
+//     never write: their writes land in the run's upper directory.
 //   - Nothing else: not the home directory, not /run or /var/run (the Docker
 //     socket), not the state directory or other runs' workspaces.
 //
@@ -299,6 +303,20 @@ type Bind struct {
 	// of a bind before it, such as a configuration in a run's home that
 	// the run's commands may read and never write, rename or remove).
 	File bool `json:"file,omitempty"`
+	// Upper, if set, makes the bind a copy-on-write layer (a cache shared
+	// by runs, which each run may write without writing it): an overlay
+	// of Source, below and never written, and of the upper and work
+	// directories the sandbox makes in Upper (for the command's uid),
+	// above. What commands write there lands in Upper/upper and outlives
+	// them; the caller removes Upper with its run. One sandbox holds a
+	// layer at a time (the harness for its life, a per-exec command for
+	// its own): a command that finds it held gets a layer of its own in
+	// memory (capped at Limits.Tmp), gone when it ends (Throwaway). Not
+	// with ReadOnly or File.
+	Upper string `json:"upper,omitempty"`
+	// Throwaway says the layer's upper is in memory, not Upper; set by
+	// the sandbox.
+	Throwaway bool `json:"throwaway,omitempty"`
 }
 
 // MaxBinds bounds Spec.Binds.

@@ -132,16 +132,25 @@ func openByPath(spec *Spec) (wsfd int, err error) {
 		}
 	}
 	if spec.OpenByPath {
-		// The binds' sources, by path in this mount namespace, likewise.
-		for i, b := range spec.Binds {
-			nfd, err := unix.Open(b.Source, unix.O_PATH|bindOpenFlags(b)|unix.O_CLOEXEC, 0)
+		// The binds' sources (and their layers'), by path in this mount
+		// namespace, likewise.
+		reopen := func(path string, flags, fd int) error {
+			nfd, err := unix.Open(path, unix.O_PATH|flags|unix.O_CLOEXEC, 0)
 			if err != nil {
-				return -1, fmt.Errorf("open %s: %w", b.Source, err)
+				return fmt.Errorf("open %s: %w", path, err)
 			}
-			if err := unix.Dup3(nfd, fdBinds+i, unix.O_CLOEXEC); err != nil {
+			defer unix.Close(nfd)
+			return unix.Dup3(nfd, fd, unix.O_CLOEXEC)
+		}
+		for i, b := range spec.Binds {
+			if err := reopen(b.Source, bindOpenFlags(b), fdBinds+i); err != nil {
 				return -1, err
 			}
-			unix.Close(nfd)
+			if b.Upper != "" && !b.Throwaway {
+				if err := reopen(b.Upper, unix.O_DIRECTORY, fdBindUpper(spec, i)); err != nil {
+					return -1, err
+				}
+			}
 		}
 	}
 	if spec.OpenByPath && spec.Overlay == nil {
@@ -443,6 +452,12 @@ func mountBinds(spec *Spec, root string) error {
 		if err := bindTarget(target, b.File); err != nil {
 			return fmt.Errorf("bind %s: %w", b.Target, err)
 		}
+		if b.Upper != "" {
+			if err := mountLayer(spec, i, target); err != nil {
+				return err
+			}
+			continue
+		}
 		var err error
 		if spec.OpenByPath {
 			err = unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), target, "", unix.MS_BIND|unix.MS_REC, "")
@@ -460,6 +475,60 @@ func mountBinds(spec *Spec, root string) error {
 		if err := unix.Mount("", target, "", flags|lockedFlags(target), ""); err != nil {
 			return fmt.Errorf("remount %s: %w", b.Target, err)
 		}
+	}
+	return nil
+}
+
+// mountLayer mounts bind i, a copy-on-write layer, at target: an overlay
+// of its source (read-only below) and its upper directory, or for a
+// Throwaway layer an upper in a tmpfs of its own, which ends with the
+// view. Like the workspace's overlay, its layers are attached under
+// /tmp/layers first, or opened by path.
+func mountLayer(spec *Spec, i int, target string) error {
+	b := spec.Binds[i]
+	srcfd, upfd := fdBinds+i, fdBindUpper(spec, i)
+	defer unix.Close(srcfd)
+	defer unix.Close(upfd)
+	stage := fmt.Sprintf("/tmp/layers/b%d", i)
+	lower, rw := fmt.Sprintf("/proc/self/fd/%d", srcfd), fmt.Sprintf("/proc/self/fd/%d", upfd)
+	attach := func(fd int, dir string) error {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, dir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("bind %s: attach a layer: %w", b.Target, err)
+		}
+		return nil
+	}
+	if !spec.OpenByPath {
+		lower = stage + "/lower"
+		if err := attach(srcfd, lower); err != nil {
+			return err
+		}
+	}
+	switch {
+	case b.Throwaway:
+		rw = stage + "/rw"
+		if err := os.MkdirAll(rw, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount("layer", rw, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0755", spec.Limits.Tmp)); err != nil {
+			return fmt.Errorf("bind %s: a layer in memory: %w", b.Target, err)
+		}
+		for _, d := range []string{"upper", "work"} {
+			if err := os.Mkdir(filepath.Join(rw, d), 0o755); err != nil {
+				return err
+			}
+		}
+	case !spec.OpenByPath:
+		rw = stage + "/rw"
+		if err := attach(upfd, rw); err != nil {
+			return err
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work,userxattr", lower, rw, rw)
+	if err := unix.Mount("paddock-layer", target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return unsupportedError{fmt.Sprintf("cannot mount the copy-on-write layer of %s in a user namespace (%v)", b.Target, err)}
 	}
 	return nil
 }
@@ -492,6 +561,21 @@ func bindTarget(target string, file bool) error {
 
 // fdFrozen is the descriptor of an overlay's frozen layer j: after the binds'.
 func fdFrozen(spec *Spec, j int) int { return fdBinds + len(spec.Binds) + j }
+
+// fdBindUpper is the descriptor of the upper directory of bind i, a
+// copy-on-write layer: after the frozen layers, one per such bind.
+func fdBindUpper(spec *Spec, i int) int {
+	fd := fdBinds + len(spec.Binds)
+	if spec.Overlay != nil {
+		fd += len(spec.Overlay.Frozen)
+	}
+	for _, b := range spec.Binds[:i] {
+		if b.Upper != "" {
+			fd++
+		}
+	}
+	return fd
+}
 
 // DaemonView is where, in an overlay run's view, the daemon finds the
 // workspace without its protected paths' read-only mounts.

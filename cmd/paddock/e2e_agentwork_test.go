@@ -151,8 +151,11 @@ var _ = os.Getenv
 
 // TestSharedCaches: a project's runs see its caches where their tools look
 // for them: a read-only one (the operator's directory) can be read and not
-// written; a read-write one is shared between runs; neither enters a
-// change set.
+// written; a read-write one is shared between runs; a copy-on-write one
+// (the default) is written by each run in a layer of its own, never in the
+// shared directory; none enters a change set. project set --cache adds to
+// the list (or changes a cache of the same name), --no-cache NAME removes
+// one, --no-cache all every one, and a live run's next command follows.
 func TestSharedCaches(t *testing.T) {
 	base := t.TempDir()
 	home := filepath.Join(base, "home")
@@ -161,7 +164,7 @@ func TestSharedCaches(t *testing.T) {
 	os.MkdirAll(filepath.Join(mod, "example.com"), 0o755)
 	os.WriteFile(filepath.Join(mod, "example.com", "dep.txt"), []byte("from the operator\n"), 0o644)
 	startDaemon(t, home)
-	cli(t, home, "project", "add", repo, "--cache", "go-mod="+mod, "--cache", "go-build:rw").must(t)
+	cli(t, home, "project", "add", repo, "--cache", "go-mod:ro="+mod, "--cache", "go-build:rw").must(t)
 	cli(t, home, "project", "add", repo, "--name", "other", "--cache", "nope").wantCode(t, exitUsage, "the caches are")
 	a := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
 	r := cli(t, home, "exec", a, "--", "sh", "-c", "cat ~/go/pkg/mod/example.com/dep.txt; (echo x > ~/go/pkg/mod/planted && echo PLANTED); echo built > ~/.cache/go-build/entry")
@@ -178,8 +181,36 @@ func TestSharedCaches(t *testing.T) {
 	if stat := cli(t, home, "diff", a, "--stat").must(t).out; !strings.Contains(stat, "0 entries") {
 		t.Fatalf("a cache entered the change set:\n%s", stat)
 	}
-	out := cli(t, home, "project", "set", "app", "--no-cache").must(t).out
+
+	// --cache adds (npm) and changes (go-build, now copy-on-write);
+	// --no-cache NAME removes one.
+	out := cli(t, home, "project", "set", "app", "--cache", "npm").must(t).out
+	if !strings.Contains(out, "caches: go-mod:ro, go-build:rw, npm:cow") {
+		t.Fatalf("project set --cache npm: %s", out)
+	}
+	out = cli(t, home, "project", "set", "app", "--cache", "go-build", "--no-cache", "go-mod").must(t).out
+	if !strings.Contains(out, "caches: go-build:cow, npm:cow") {
+		t.Fatalf("project set --cache go-build --no-cache go-mod: %s", out)
+	}
+	cli(t, home, "project", "set", "app", "--no-cache", "nope").wantCode(t, exitUsage, "the caches are")
+	// Run a, live and untouched since, follows at its next command: it
+	// writes its own layer; the shared cache keeps what it held.
+	shared := filepath.Join(home, "caches", "app", "go-build")
+	r = cli(t, home, "exec", a, "--", "sh", "-c", "cat ~/.cache/go-build/entry && echo mine > ~/.cache/go-build/entry && echo new > ~/.cache/go-build/new && cat ~/.cache/go-build/entry ~/.cache/go-build/new; ls ~/go/pkg/mod")
+	if r.code != 0 || r.out != "built\nmine\nnew\n" {
+		t.Fatalf("a copy-on-write cache in a live run: %d %q %q", r.code, r.out, r.err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(shared, "entry")); string(got) != "built\n" {
+		t.Fatalf("a run wrote the shared copy-on-write cache: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(shared, "new")); err == nil {
+		t.Fatal("a run added to the shared copy-on-write cache")
+	}
+	if r := cli(t, home, "exec", b, "--", "cat", "/home/paddock/.cache/go-build/entry"); r.out != "built\n" {
+		t.Fatalf("another run saw a run's copy-on-write layer: %q %q", r.out, r.err)
+	}
+	out = cli(t, home, "project", "set", "app", "--no-cache", "all").must(t).out
 	if !strings.Contains(out, "caches: none") {
-		t.Fatalf("project set --no-cache: %s", out)
+		t.Fatalf("project set --no-cache all: %s", out)
 	}
 }

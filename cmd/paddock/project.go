@@ -59,15 +59,19 @@ only name a model (a model id in configuration or a comment, docs about
 using Claude or GPT) pass. --allow-attribution RULE allows one rule for this
 project.
 
-Shared caches: --cache NAME[:ro|:rw][=DIR] (repeatable) shows a cache in
+Shared caches: --cache NAME[:cow|:ro|:rw][=DIR] (repeatable) shows a cache in
 every run's home where its tool looks: go-mod (~/go/pkg/mod), go-build
 (~/.cache/go-build), npm (~/.npm), pip (~/.cache/pip), cargo
-(~/.cargo/registry). Read-only by default: runs read what it holds and write
-nothing there (fill it yourself, e.g. GOMODCACHE=DIR go mod download, or
-once through a :rw run). :rw lets runs write it: state shared between runs,
-so one run can leave there what another then uses; ask for it only where a
-project's runs trust each other. Without =DIR the cache is the daemon's own,
-<state>/caches/PROJECT/NAME.
+(~/.cargo/registry). cow, the default: each run sees the cache through a
+copy-on-write layer of its own, so its tools read what the cache holds and
+write as they need to (Go cannot use a read-only build cache), while the
+cache itself is never written; a run's writes are its own and go with it.
+Fill the cache yourself (e.g. GOMODCACHE=DIR go mod download, as the
+sandbox's user), or once through a :rw run. :ro is strictly read-only: runs
+write nothing there. :rw lets runs write the cache itself: state shared
+between runs, so one run can leave there what another then uses; ask for it
+only where a project's runs trust each other (check runs never get it).
+Without =DIR the cache is the daemon's own, <state>/caches/PROJECT/NAME.
 
 Change any of these settings later with paddock project set.
 
@@ -96,18 +100,18 @@ Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 	cmd.Flags().StringArrayVar(&req.Protect, "protect", nil, "also protect paths matching this pattern (repeatable)")
 	cmd.Flags().BoolVar(&req.NoDefaultProtect, "no-default-protect", false, "drop the default protected paths (.git stays protected)")
 	cmd.Flags().StringArrayVar(&req.AllowAttribution, "allow-attribution", nil, "allow this attribution-lint rule in the project's submissions (repeatable)")
-	cmd.Flags().StringArrayVar(&req.Caches, "cache", nil, "a shared cache runs see: NAME[:ro|:rw][=DIR] (go-mod, go-build, npm, pip, cargo; repeatable)")
+	cmd.Flags().StringArrayVar(&req.Caches, "cache", nil, "a shared cache runs see: NAME[:cow|:ro|:rw][=DIR] (go-mod, go-build, npm, pip, cargo; cow by default; repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
 	return cmd
 }
 
 func (a *app) projectSetCmd() *cobra.Command {
 	var req paddock.SetProjectRequest
-	var allow, caches []string
-	var noAllow, noCache, noCheck, asJSON bool
+	var allow, caches, noCaches []string
+	var noAllow, noCheck, asJSON bool
 	var checks []string
 	cmd := &cobra.Command{
-		Use:   "set NAME [--protect PATTERN]... [--no-default-protect | --default-protect] [--allow-attribution RULE]... [--no-allow-attribution] [--cache SPEC]... [--no-cache]",
+		Use:   "set NAME [--protect PATTERN]... [--no-default-protect | --default-protect] [--allow-attribution RULE]... [--no-allow-attribution] [--cache SPEC]... [--no-cache NAME|all]...",
 		Short: "Change a project's settings (protected paths, attribution rules, caches)",
 		Long: `Change the settings project add takes, besides the path and the name (which
 identify the project: to change those, remove the project and add it again).
@@ -126,10 +130,12 @@ rules the project allows from now on; --no-allow-attribution allows none.
 Rules: robot-generated, co-author-trailer, credit-trailer, generated-with,
 co-author-line (see paddock project add --help).
 
-Shared caches: --cache NAME[:ro|:rw][=DIR] (repeatable) is the whole list of
-caches from now on; --no-cache removes them all (see paddock project add
---help). A run sees a change at its next sandbox (its next command after
-the harness is given back).
+Shared caches: --cache NAME[:cow|:ro|:rw][=DIR] (repeatable) adds a cache to
+the project's list, or changes the one of that name; --no-cache NAME
+(repeatable) removes one, --no-cache all removes them all, before any
+--cache is added (see paddock project add --help). A live run's next
+command gets the new caches, in a new sandbox once its current one is idle:
+no checkpoint or resume needed.
 
 Verify overrides: --check NAME=COMMAND (repeatable) is the whole list of
 overrides from now on; a check named here runs COMMAND (sh -c, at the
@@ -149,14 +155,14 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 			case len(allow) > 0:
 				req.AllowAttribution = &allow
 			}
-			switch {
-			case noCache && len(caches) > 0:
-				return usageError{"--no-cache and --cache contradict each other"}
-			case noCache:
-				req.Caches = &[]string{}
-			case len(caches) > 0:
-				req.Caches = &caches
+			for _, n := range noCaches {
+				if n == "all" {
+					req.Caches = &[]string{}
+				} else {
+					req.RemoveCaches = append(req.RemoveCaches, n)
+				}
 			}
+			req.AddCaches = caches
 			switch {
 			case noCheck && len(checks) > 0:
 				return usageError{"--no-check and --check contradict each other"}
@@ -201,8 +207,8 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 	cmd.Flags().BoolVar(&req.DefaultProtect, "default-protect", false, "go back to the default protected paths")
 	cmd.Flags().StringArrayVar(&allow, "allow-attribution", nil, "the attribution-lint rules the project allows (repeatable; replaces the list)")
 	cmd.Flags().BoolVar(&noAllow, "no-allow-attribution", false, "allow no attribution-lint rule")
-	cmd.Flags().StringArrayVar(&caches, "cache", nil, "the shared caches runs see: NAME[:ro|:rw][=DIR] (repeatable; replaces the list)")
-	cmd.Flags().BoolVar(&noCache, "no-cache", false, "no shared caches")
+	cmd.Flags().StringArrayVar(&caches, "cache", nil, "add a shared cache, or change the one of its name: NAME[:cow|:ro|:rw][=DIR] (repeatable)")
+	cmd.Flags().StringArrayVar(&noCaches, "no-cache", nil, "remove the shared cache NAME, or all of them with all (repeatable)")
 	cmd.Flags().StringArrayVar(&checks, "check", nil, "verify's command for a check, NAME=COMMAND (build, test, lint, format-check; run with sh -c at the workspace's top; empty drops the check); the whole list from now on (repeatable)")
 	cmd.Flags().BoolVar(&noCheck, "no-check", false, "drop every check override: verify runs what the manifest detects")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")

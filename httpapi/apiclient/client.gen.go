@@ -142,13 +142,16 @@ func (e AgentDefinitionWorkspace) Valid() bool {
 
 // Defines values for CacheMode.
 const (
-	CacheModeRo CacheMode = "ro"
-	CacheModeRw CacheMode = "rw"
+	CacheModeCow CacheMode = "cow"
+	CacheModeRo  CacheMode = "ro"
+	CacheModeRw  CacheMode = "rw"
 )
 
 // Valid indicates whether the value is a known member of the CacheMode enum.
 func (e CacheMode) Valid() bool {
 	switch e {
+	case CacheModeCow:
+		return true
 	case CacheModeRo:
 		return true
 	case CacheModeRw:
@@ -617,6 +620,33 @@ func (e SetProjectRequestAllowAttribution) Valid() bool {
 	case SetProjectRequestAllowAttributionGeneratedWith:
 		return true
 	case SetProjectRequestAllowAttributionRobotGenerated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetProjectRequestRemoveCaches.
+const (
+	SetProjectRequestRemoveCachesCargo   SetProjectRequestRemoveCaches = "cargo"
+	SetProjectRequestRemoveCachesGoBuild SetProjectRequestRemoveCaches = "go-build"
+	SetProjectRequestRemoveCachesGoMod   SetProjectRequestRemoveCaches = "go-mod"
+	SetProjectRequestRemoveCachesNpm     SetProjectRequestRemoveCaches = "npm"
+	SetProjectRequestRemoveCachesPip     SetProjectRequestRemoveCaches = "pip"
+)
+
+// Valid indicates whether the value is a known member of the SetProjectRequestRemoveCaches enum.
+func (e SetProjectRequestRemoveCaches) Valid() bool {
+	switch e {
+	case SetProjectRequestRemoveCachesCargo:
+		return true
+	case SetProjectRequestRemoveCachesGoBuild:
+		return true
+	case SetProjectRequestRemoveCachesGoMod:
+		return true
+	case SetProjectRequestRemoveCachesNpm:
+		return true
+	case SetProjectRequestRemoveCachesPip:
 		return true
 	default:
 		return false
@@ -1777,7 +1807,7 @@ type AddAgentRequest struct {
 type AddProjectRequest struct {
 	AllowAttribution *[]AddProjectRequestAllowAttribution `json:"allow_attribution,omitempty"`
 
-	// Caches shared caches, each NAME[:ro|:rw][=DIR]: go-mod, go-build, npm, pip, cargo
+	// Caches shared caches, each NAME[:cow|:ro|:rw][=DIR] (cow by default): go-mod, go-build, npm, pip, cargo
 	Caches           *[]string `json:"caches,omitempty"`
 	Name             *string   `json:"name,omitempty"`
 	NoDefaultProtect *bool     `json:"no_default_protect,omitempty"`
@@ -1886,12 +1916,13 @@ type BundleKey struct {
 
 // Cache defines model for Cache.
 type Cache struct {
+	// Mode cow (the default): a copy-on-write layer of the run's own over the shared directory, which runs never write; ro: read-only; rw: runs write the shared directory
 	Mode CacheMode `json:"mode"`
 	Name CacheName `json:"name"`
 	Path *string   `json:"path,omitempty"`
 }
 
-// CacheMode defines model for Cache.Mode.
+// CacheMode cow (the default): a copy-on-write layer of the run's own over the shared directory, which runs never write; ro: read-only; rw: runs write the shared directory
 type CacheMode string
 
 // CacheName defines model for Cache.Name.
@@ -2565,9 +2596,11 @@ type RunReview string
 
 // SetProjectRequest A setting left out keeps its value. protect and no_default_protect set the protected paths as project add does; default_protect alone goes back to the default list; allow_attribution is the whole list of rules the project allows ([] for none).
 type SetProjectRequest struct {
+	// AddCaches shared caches to add, each NAME[:cow|:ro|:rw][=DIR], replacing the project's cache of that name
+	AddCaches        *[]string                            `json:"add_caches,omitempty"`
 	AllowAttribution *[]SetProjectRequestAllowAttribution `json:"allow_attribution,omitempty"`
 
-	// Caches the whole list of shared caches from now on ([] for none), each NAME[:ro|:rw][=DIR]
+	// Caches the whole list of shared caches from now on ([] for none), each NAME[:cow|:ro|:rw][=DIR]; remove_caches and add_caches then change it
 	Caches *[]string `json:"caches,omitempty"`
 
 	// Checks the whole list of verify overrides from now on ([] for none), each NAME=COMMAND (build, test, lint, format-check; an empty COMMAND drops the check)
@@ -2575,10 +2608,16 @@ type SetProjectRequest struct {
 	DefaultProtect   *bool     `json:"default_protect,omitempty"`
 	NoDefaultProtect *bool     `json:"no_default_protect,omitempty"`
 	Protect          *[]string `json:"protect,omitempty"`
+
+	// RemoveCaches names of shared caches to remove (applied before add_caches)
+	RemoveCaches *[]SetProjectRequestRemoveCaches `json:"remove_caches,omitempty"`
 }
 
 // SetProjectRequestAllowAttribution defines model for SetProjectRequest.AllowAttribution.
 type SetProjectRequestAllowAttribution string
+
+// SetProjectRequestRemoveCaches defines model for SetProjectRequest.RemoveCaches.
+type SetProjectRequestRemoveCaches string
 
 // StartFlowRequest defines model for StartFlowRequest.
 type StartFlowRequest struct {
