@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,7 +75,7 @@ $p version
 }
 
 // TestRealAgentsFindPaddock: Claude Code and Codex, as installed from npm
-// (`.ci/run` installs them globally, where a run's view shows /usr), run
+// (into a user's prefix, as .ci/run does, shown to the run read-only), run
 // inside a run with no model and no network, and find paddock's MCP
 // server configured in the run's home; Claude Code's health check starts
 // it and connects. Neither can do more offline: a session needs a model.
@@ -89,7 +90,8 @@ claude --version
 claude mcp list 2>&1
 echo ==codex
 codex mcp list --json 2>/dev/null`
-	r := cli(t, home, "run", "--project", repo, "--no-verify", "--", "sh", "-c", script)
+	args := append([]string{"run", "--project", repo, "--no-verify"}, agentMountFlags(t, "claude", "codex")...)
+	r := cli(t, home, append(args, "--", "sh", "-c", script)...)
 	if r.code != 0 || !strings.Contains(r.out, "(Claude Code)") {
 		t.Fatalf("paddock run -- claude: %d\n%s\n%s", r.code, r.out, r.err)
 	}
@@ -115,26 +117,62 @@ codex mcp list --json 2>/dev/null`
 }
 
 // needAgents skips (or, under CI=true, fails) a test whose agents are not
-// installed where a run's view shows them.
+// installed, and puts where they are on PATH. Users install them with npm
+// into their own prefix (npm install -g with prefix ~/.npm-global, as
+// .ci/run does; PADDOCK_AGENTS_BIN names another bin directory), not
+// where a run's view shows them: paddock run finds them there (#30 item 2).
 func needAgents(t *testing.T, bins ...string) {
 	t.Helper()
-	var missing []string
+	var missing, dirs []string
 	for _, bin := range bins {
 		p, err := exec.LookPath(bin)
-		if err == nil {
-			p, err = filepath.EvalSymlinks(p)
+		if err != nil {
+			p = filepath.Join(agentsBin(), bin)
+			if _, err = os.Stat(p); err != nil {
+				missing = append(missing, bin)
+				continue
+			}
 		}
-		if err != nil || !strings.HasPrefix(p, "/usr/") {
-			missing = append(missing, bin)
+		if d := filepath.Dir(p); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
 		}
 	}
 	if len(missing) > 0 {
-		msg := "not installed under /usr (npm install -g @anthropic-ai/claude-code @openai/codex, as .ci/run does): " + strings.Join(missing, ", ")
+		msg := "not installed (npm install -g --prefix ~/.npm-global @anthropic-ai/claude-code @openai/codex, as .ci/run does): " + strings.Join(missing, ", ")
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
+	t.Setenv("PATH", strings.Join(append(dirs, os.Getenv("PATH")), ":"))
+}
+
+// agentsBin is where .ci/run installs the agents.
+func agentsBin() string {
+	if d := os.Getenv("PADDOCK_AGENTS_BIN"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".npm-global", "bin")
+}
+
+// agentMountFlags are the --mount-ro flags that show a run the agents, for
+// a CMD that is a shell calling them rather than an agent itself.
+func agentMountFlags(t *testing.T, bins ...string) []string {
+	t.Helper()
+	var flags []string
+	for _, bin := range bins {
+		f, err := findCommand(bin, os.Getenv("PATH"), "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range f.Mounts {
+			if !slices.Contains(flags, m) {
+				flags = append(flags, "--mount-ro", m)
+			}
+		}
+	}
+	return flags
 }
 
 // fakeModel plays Anthropic's Messages API for Claude Code, with a
@@ -144,6 +182,9 @@ func needAgents(t *testing.T, bins ...string) {
 type fakeModel struct {
 	mu       sync.Mutex
 	requests []map[string]any
+	// keys are the credentials the requests carried (x-api-key, or
+	// Authorization), one per request.
+	keys []string
 }
 
 func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -162,14 +203,26 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
+	f.keys = append(f.keys, r.Header.Get("x-api-key"))
 	f.mu.Unlock()
 	raw, _ := json.Marshal(req["messages"])
 	tools, _ := json.Marshal(req["tools"])
 	var block map[string]any
 	stop := "end_turn"
+	// The script: write, then (where the model is told to go on, by a
+	// system prompt naming paddock's exec) exec and verify, then done.
+	more := strings.Contains(string(raw), "then exec and verify")
 	switch {
-	case strings.Contains(string(raw), `"tool_use_id":"toolu_paddock_1"`):
+	case strings.Contains(string(raw), `"tool_use_id":"toolu_paddock_3"`),
+		!more && strings.Contains(string(raw), `"tool_use_id":"toolu_paddock_1"`):
 		block = map[string]any{"type": "text", "text": "Done: hello.txt is written."}
+	case strings.Contains(string(raw), `"tool_use_id":"toolu_paddock_2"`):
+		block = map[string]any{"type": "tool_use", "id": "toolu_paddock_3", "name": "mcp__paddock__verify", "input": map[string]any{}}
+		stop = "tool_use"
+	case strings.Contains(string(raw), `"tool_use_id":"toolu_paddock_1"`):
+		block = map[string]any{"type": "tool_use", "id": "toolu_paddock_2", "name": "mcp__paddock__exec",
+			"input": map[string]any{"argv": []string{"sh", "-c", `echo "key: $(printf %s "$ANTHROPIC_API_KEY" | rev)"; cat hello.txt`}}}
+		stop = "tool_use"
 	case strings.Contains(string(tools), `"mcp__paddock__write"`):
 		block = map[string]any{"type": "tool_use", "id": "toolu_paddock_1", "name": "mcp__paddock__write",
 			"input": map[string]any{"path": "hello.txt", "content": "hello from inside the run\n"}}
@@ -223,6 +276,7 @@ func (f *fakeModel) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
+	f.keys = append(f.keys, r.Header.Get("Authorization"))
 	f.mu.Unlock()
 	input, _ := json.Marshal(req["input"])
 	var item map[string]any
@@ -319,10 +373,20 @@ func checkWroteThroughPaddock(t *testing.T, home, repo string, r result) {
 func TestCodexWorksThroughPaddock(t *testing.T) {
 	needAgents(t, "codex")
 	home, repo, model, port := modelRun(t)
-	script := fmt.Sprintf(`FAKE_KEY=sk-test codex exec --skip-git-repo-check -c model=fake-model -c model_provider=fake \
-  -c 'model_providers.fake={name="fake",base_url="http://localhost:%d/v1",wire_api="responses",env_key="FAKE_KEY"}' 'Write hello.txt.'`, port)
-	r := cli(t, home, "run", "--project", repo, "--no-verify", "--net", "allow=localhost", "--timeout", "3m", "--", "sh", "-c", script)
+	const key = "sk-openai-real-key-of-the-daemon-6060"
+	writeSecret(t, home, "OPENAI_API_KEY", key)
+	r := cli(t, home, "run", "--project", repo, "--no-verify", "--timeout", "3m",
+		"--credential", "use=openai,host=localhost,env=FAKE_KEY", "--",
+		"codex", "exec", "--skip-git-repo-check", "-c", "model=fake-model", "-c", "model_provider=fake",
+		"-c", fmt.Sprintf(`model_providers.fake={name="fake",base_url="http://localhost:%d/v1",wire_api="responses",env_key="FAKE_KEY"}`, port), "Write hello.txt.")
 	checkWroteThroughPaddock(t, home, repo, r)
+	model.mu.Lock()
+	for i, k := range model.keys {
+		if k != "Bearer "+key {
+			t.Errorf("request %d carried Authorization %q, not the daemon's key", i, k)
+		}
+	}
+	model.mu.Unlock()
 	offered := model.offeredTools()
 	for _, want := range []string{"read", "write", "edit", "exec", "diff", "submit"} {
 		if !offered["mcp__paddock__"+want] {
@@ -346,13 +410,18 @@ func TestCodexWorksThroughPaddock(t *testing.T) {
 func TestClaudeCodeWorksThroughPaddock(t *testing.T) {
 	needAgents(t, "claude")
 	home, repo, model, port := modelRun(t)
-	script := fmt.Sprintf(`export ANTHROPIC_BASE_URL=http://localhost:%d ANTHROPIC_API_KEY=sk-ant-test ENABLE_TOOL_SEARCH=false \
-  DISABLE_AUTOUPDATER=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1
-claude -p 'Write hello.txt.' --output-format json`, port)
-	r := cli(t, home, "run", "--project", repo, "--no-verify", "--net", "allow=localhost", "--timeout", "3m", "--", "sh", "-c", script)
+	const key = "sk-ant-real-key-of-the-daemon-5150"
+	writeSecret(t, home, "ANTHROPIC_API_KEY", key)
+	r := cli(t, home, "run", "--project", repo, "--no-verify", "--timeout", "3m",
+		"--credential", "use=anthropic,host=localhost", "--env", fmt.Sprintf("ANTHROPIC_BASE_URL=http://localhost:%d", port),
+		"--env", "ENABLE_TOOL_SEARCH=false", "--env", "DISABLE_AUTOUPDATER=1", "--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"--", "claude", "-p", "Write hello.txt, then exec and verify.", "--output-format", "json")
 	checkWroteThroughPaddock(t, home, repo, r)
+	if !strings.Contains(r.err, "claude is ") || !strings.Contains(r.err, "shown read-only in the run") {
+		t.Errorf("paddock run does not say where it found claude:\n%s", r.err)
+	}
 	offered := model.offeredTools()
-	for _, want := range []string{"read", "write", "edit", "grep", "glob", "exec", "diff", "submit", "verify", "capabilities", "request_access"} {
+	for _, want := range []string{"read", "write", "edit", "grep", "glob", "exec", "diff", "submit", "verify", "capabilities", "plan", "request_access"} {
 		if !offered["mcp__paddock__"+want] {
 			t.Errorf("the model was not offered paddock's %s: %v", want, offered)
 		}
@@ -362,11 +431,42 @@ claude -p 'Write hello.txt.' --output-format json`, port)
 			t.Errorf("the model was offered Claude Code's own %s, around the broker", own)
 		}
 	}
-	// The tool's answer came back to the model as paddock gave it.
+	// Every request the model received carried the daemon's key, set by
+	// the proxy; the run held the placeholder (its exec, which ran while
+	// Claude Code held the run's sandbox, printed it reversed).
 	model.mu.Lock()
 	defer model.mu.Unlock()
+	for i, k := range model.keys {
+		if k != key {
+			t.Errorf("request %d carried x-api-key %q, not the daemon's key", i, k)
+		}
+	}
+	all, _ := json.Marshal(model.requests)
+	placeholder := []rune(paddock.CredentialPlaceholder("ANTHROPIC_API_KEY"))
+	for a, b := 0, len(placeholder)-1; a < b; a, b = a+1, b-1 {
+		placeholder[a], placeholder[b] = placeholder[b], placeholder[a]
+	}
+	if !strings.Contains(string(all), "key: "+string(placeholder)) || !strings.Contains(string(all), "hello from inside the run") {
+		t.Errorf("the exec's result, as the model got it, lacks the placeholder reversed or the file")
+	}
+	if strings.Contains(string(all), key) || !strings.Contains(string(all), `"tool_use_id":"toolu_paddock_3"`) {
+		t.Errorf("the model's requests hold the key, or verify's result never came")
+	}
+	// The tool's answer came back to the model as paddock gave it.
 	last, _ := json.Marshal(model.requests[len(model.requests)-1]["messages"])
 	if !strings.Contains(string(last), `"tool_use_id":"toolu_paddock_1"`) || !strings.Contains(string(last), `created`) {
 		t.Errorf("the write's result, as the model got it: %s", last)
+	}
+}
+
+// writeSecret gives the daemon at home the secret name.
+func writeSecret(t *testing.T, home, name, value string) {
+	t.Helper()
+	dir := filepath.Join(home, "secrets")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(value), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
