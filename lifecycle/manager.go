@@ -294,7 +294,7 @@ func (m *Manager) checkpointActive(ctx context.Context) error {
 	}
 	var errs []error
 	for _, w := range ws {
-		if _, err := m.Checkpoint(ctx, w.RunID, "daemon shutdown"); err != nil {
+		if _, err := m.checkpoint(ctx, w.RunID, "daemon shutdown", true); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -616,6 +616,13 @@ func (m *Manager) markRemoved(ctx context.Context, id string) (*paddock.Run, err
 // Checkpoint records the workspace's content so that it can resume later or
 // its drift be explained, and detaches the session (active → checkpointed).
 func (m *Manager) Checkpoint(ctx context.Context, id, reason string) (*paddock.Run, error) {
+	return m.checkpoint(ctx, id, reason, false)
+}
+
+// checkpoint is Checkpoint; unread, an overlay run with no sandbox running
+// is checkpointed without reading its content (which would start one): a
+// daemon that stops with many idle runs does not start a sandbox for each.
+func (m *Manager) checkpoint(ctx context.Context, id, reason string, unread bool) (*paddock.Run, error) {
 	r, err := m.Run(ctx, id)
 	if err != nil {
 		return nil, err
@@ -626,8 +633,12 @@ func (m *Manager) Checkpoint(ctx context.Context, id, reason string) (*paddock.R
 	// The run's own token may checkpoint it: the reason is an agent's text,
 	// recorded in the run and its events.
 	reason = m.redactor(r).String(reason)
-	cp, err := m.takeCheckpoint(ctx, r.Workspace, reason)
-	if err != nil {
+	var cp *paddock.Checkpoint
+	if unread && r.Workspace.Kind == paddock.KindOverlay && m.Harnesses != nil && !m.Harnesses.Live(id) {
+		// Its layer changes only through a sandbox: none runs, so nothing
+		// is read; resume reads it, and reports no drift against this.
+		cp = &paddock.Checkpoint{At: now(), Reason: reason + " (no sandbox was running: its content was not read)"}
+	} else if cp, err = m.takeCheckpoint(ctx, r.Workspace, reason); err != nil {
 		return nil, err
 	}
 	if _, err := m.step(ctx, id, paddock.StateCheckpointed, reason, func(tx paddock.Tx, r *paddock.Run) error {
@@ -677,7 +688,7 @@ func (m *Manager) resume(ctx context.Context, id, by string) (*paddock.ResumeRes
 	}
 	drift := false
 	var now *paddock.Checkpoint
-	if cp := r.Workspace.Checkpoint; cp != nil {
+	if cp := r.Workspace.Checkpoint; cp != nil && cp.Digest != "" {
 		if now, err = m.takeCheckpoint(ctx, r.Workspace, "resume"); err != nil {
 			return nil, err
 		}

@@ -389,6 +389,14 @@ func (p *Pool) View(ctx context.Context, key string, spec Spec) (string, error) 
 	return h.view(&spec), nil
 }
 
+// Live says whether key has a harness running now, without starting one.
+func (p *Pool) Live(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.hs[key]
+	return h != nil && !h.isDead()
+}
+
 func (h *harnessConn) view(spec *Spec) string {
 	if spec.Overlay != nil {
 		return fmt.Sprintf("/proc/%d/root%s", h.pid, DaemonView)

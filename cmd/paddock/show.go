@@ -103,7 +103,9 @@ func printRun(w io.Writer, r *paddock.Run) {
 	line("fingerprint", ws.Fingerprint)
 	line("cleanup policy", string(ws.CleanupPolicy))
 	line("retained", ts(ws.RetainedAt))
-	if cp := ws.Checkpoint; cp != nil {
+	if cp := ws.Checkpoint; cp != nil && cp.Digest == "" {
+		line("checkpoint", fmt.Sprintf("%s (%s)", ts(cp.At), cp.Reason))
+	} else if cp != nil {
 		line("checkpoint", fmt.Sprintf("%s, %d files, %s (%s)", ts(cp.At), cp.Files, cp.Digest, cp.Reason))
 	}
 }
