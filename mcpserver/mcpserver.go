@@ -398,7 +398,7 @@ var controlTools = []struct {
 	{paddock.ToolSubmit, "Submit this run's change set for review: it is frozen under its hash. With expect_hash, only if the change set is still the one with that hash (the one diff showed).",
 		`{"type":"object","additionalProperties":false,"properties":{"expect_hash":{"type":"string"}}}`,
 		false, false, true},
-	{paddock.ToolVerify, "Run the project's checks (build, test, lint, format-check: those its manifest declares, read from the base revision) in this run's sandbox; pick checks by name, never a command. The result is tied to the change set's hash.",
+	{paddock.ToolVerify, "Run the project's checks (build, test, lint, format-check: those its manifest declares, read from the base revision) in this run's sandbox; pick checks by name, never a command; none named runs build, lint and test. The result is tied to the change set's hash.",
 		`{"type":"object","additionalProperties":false,"properties":{"checks":{"type":"array","items":{"type":"string","enum":["build","test","lint","format-check"]}}}}`,
 		false, false, true},
 	{paddock.ToolCapabilities, "What this run may do now: the tools offered and how they are narrowed, the network, limits, environment, the checks verify runs, the grants and pending requests, and what the sandbox enforced. Derived from the agent's definition and grants, never from prose.",

@@ -3857,14 +3857,14 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/runs/{id}/undo (the `Undo` operationId).
 	Undo(ctx context.Context, id string, params *UndoParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// VerifyWithBody Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	// VerifyWithBody Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
 	VerifyWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Verify Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	// Verify Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5435,7 +5435,7 @@ func (c *Client) Undo(ctx context.Context, id string, params *UndoParams, reqEdi
 	return c.Client.Do(req)
 }
 
-// VerifyWithBody Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+// VerifyWithBody Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 //
 // Takes any type of body and a specified content type.
 //
@@ -5452,7 +5452,7 @@ func (c *Client) VerifyWithBody(ctx context.Context, id string, contentType stri
 	return c.Client.Do(req)
 }
 
-// Verify Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+// Verify Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9706,14 +9706,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/runs/{id}/undo (the `Undo` operationId).
 	UndoWithResponse(ctx context.Context, id string, params *UndoParams, reqEditors ...RequestEditorFn) (*UndoResponse, error)
 
-	// VerifyWithBodyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	// VerifyWithBodyWithResponse Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
 	VerifyWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyResponse, error)
 
-	// VerifyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	// VerifyWithResponse Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14853,7 +14853,7 @@ func (c *ClientWithResponses) UndoWithResponse(ctx context.Context, id string, p
 	return ParseUndoResponse(rsp)
 }
 
-// VerifyWithBodyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+// VerifyWithBodyWithResponse Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14866,7 +14866,7 @@ func (c *ClientWithResponses) VerifyWithBodyWithResponse(ctx context.Context, id
 	return ParseVerifyResponse(rsp)
 }
 
-// VerifyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+// VerifyWithResponse Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
