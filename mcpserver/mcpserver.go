@@ -501,6 +501,11 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, args json.R
 	if err := tools.Decode(paddock.ToolExec, args, &in); err != nil {
 		return errorResult(err, s.cfg.Logger), nil
 	}
+	// No command is the caller's mistake, whatever the broker would make
+	// of it under a narrowed exec.
+	if len(in.Argv) == 0 {
+		return errorResult(paddock.Errorf(paddock.CodeBadRequest, "exec: invalid arguments: argv is empty: name the command to run, argv[0] first").WithDetail("key", "argv"), s.cfg.Logger), nil
+	}
 	// A command that asks for no network gets none; the daemon holds what
 	// it asks to the agent's ceiling (lifecycle's agentExec and broker).
 	er := paddock.ExecRequest{Argv: in.Argv, Net: in.Net, Dir: in.Dir, Env: in.Env, Timeout: in.Timeout, Limits: in.Limits}

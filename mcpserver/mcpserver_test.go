@@ -242,6 +242,31 @@ func TestExecProgressAndNetwork(t *testing.T) {
 	}
 }
 
+// TestExecEmptyArgv: exec with no command (argv empty, null or missing)
+// is the caller's mistake: bad_request, naming argv, and nothing reaches
+// the daemon.
+func TestExecEmptyArgv(t *testing.T) {
+	f := newFake("exec")
+	_, cs := connect(t, f, nil)
+	for _, args := range []map[string]any{{"argv": []string{}}, {"argv": nil}, {}} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: args})
+		if err != nil || res == nil || !res.IsError {
+			t.Fatalf("exec %v: %+v %v", args, res, err)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(text, "bad_request: ") || !strings.Contains(text, "argv") {
+			t.Errorf("exec %v: %q, want bad_request naming argv", args, text)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var e paddock.Error
+		if json.Unmarshal(b, &e) != nil || e.Code != paddock.CodeBadRequest || e.Details["key"] != "argv" {
+			t.Errorf("exec %v: structured %s", args, b)
+		}
+	}
+	if len(f.calls) != 0 {
+		t.Fatalf("an exec with no command reached the daemon: %q", f.calls)
+	}
+}
+
 // TestErrorShape: a refusal's text is its code and one line, with the
 // rule; the error itself is the structured content.
 func TestErrorShape(t *testing.T) {
