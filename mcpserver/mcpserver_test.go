@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -182,6 +183,43 @@ func TestOfferedFollowsCapabilities(t *testing.T) {
 	case <-changed:
 		t.Fatal("tools/list_changed after a tool call")
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestEveryPropertyDescribed: every input property of every tool a run
+// can be offered (the working tools, the control tools, a flow's menu
+// events), nested ones too, says what it is: a model reads nothing else.
+func TestEveryPropertyDescribed(t *testing.T) {
+	f := newFake(slices.Sorted(maps.Keys(toolDefs))...)
+	f.caps.NetCeiling = "allow=example.com"
+	f.caps.Menu = &paddock.Menu{Flow: "f-1", State: "reviewing", Items: []paddock.MenuItem{{Event: "request_changes", Guarded: true, Findings: true}}}
+	_, cs := connect(t, f, nil)
+	tools := listed(t, cs)
+	if len(tools) != len(toolDefs)+1 {
+		t.Fatalf("listed %d tools, want every one of %d and the menu's", len(tools), len(toolDefs))
+	}
+	var walk func(tool, at string, s map[string]any)
+	walk = func(tool, at string, s map[string]any) {
+		if props, ok := s["properties"].(map[string]any); ok {
+			for name, p := range props {
+				ps, _ := p.(map[string]any)
+				if d, _ := ps["description"].(string); strings.TrimSpace(d) == "" {
+					t.Errorf("%s: property %s%s has no description", tool, at, name)
+				}
+				walk(tool, at+name+".", ps)
+			}
+		}
+		if items, ok := s["items"].(map[string]any); ok {
+			walk(tool, strings.TrimSuffix(at, ".")+"[].", items)
+		}
+	}
+	for name, tl := range tools {
+		b, _ := json.Marshal(tl.InputSchema)
+		var s map[string]any
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: schema %s: %v", name, b, err)
+		}
+		walk(name, "", s)
 	}
 }
 
