@@ -389,7 +389,7 @@ var controlTools = []struct {
 	name, description, schema         string
 	readOnly, destructive, idempotent bool
 }{
-	{paddock.ToolExec, "Run a command in this run's workspace, confined by the sandbox (its own namespaces, Landlock, seccomp, limits) with no network unless it asks: net may ask for allow=DOMAIN,… (or host) within the net_ceiling capabilities shows. argv is the command, no shell unless you name one. Its output comes as progress notifications while it runs when the call carries a progress token; the result holds the exit code, the output (masked) and the enforcement the sandbox recorded.",
+	{paddock.ToolExec, "Run a command in this run's workspace, confined by the sandbox (its own namespaces, Landlock, seccomp, limits) with no network unless it asks: net may ask for allow=DOMAIN,… (or host) within the net_ceiling capabilities shows. argv is the command, no shell unless you name one. Its output comes as progress notifications while it runs when the call carries a progress token; the result holds the exit code, the output (masked) and a summary of what the sandbox enforced (mode, net, read_only, landlock_abi, seccomp, limits, disk, degraded; capabilities has the whole record).",
 		`{"type":"object","additionalProperties":false,"required":["argv"],"properties":{"argv":{"type":"array","minItems":1,"items":{"type":"string"},"description":"the command and its arguments, such as [\"go\",\"test\",\"./...\"]; no shell unless you name one ([\"sh\",\"-c\",\"…\"])"},"net":{"type":"string","description":"none (the default), allow=DOMAIN,… or host: at most what capabilities' net_ceiling gives"},"dir":{"type":"string","description":"working directory, relative to the workspace root"},"env":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE pairs added to the command's environment"},"timeout":{"type":"string","description":"wall time limit such as 2m"},"stdin":{"type":"string","description":"text the command reads on standard input"},"limits":{"type":"object","additionalProperties":false,"description":"lower limits for this command (never above the run's: capabilities shows them)","properties":{"cpu":{"type":"string","description":"CPU time such as 30s"},"procs":{"type":"integer","description":"most processes at once"},"memory":{"type":"integer","description":"address space, bytes"},"file_size":{"type":"integer","description":"largest file it may write, bytes"},"output":{"type":"integer","description":"bytes kept of stdout and of stderr each"},"tmp":{"type":"integer","description":"size of its /tmp, bytes"}}}}}`,
 		false, true, false},
 	{paddock.ToolDiff, "This run's change set now: every entry with its risk labels (what a reviewer looks at twice) and whether it is never applied, the hash a review binds to, and the unified diff, masked.",
@@ -524,11 +524,62 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, args json.R
 		res.Stdout, res.Stderr = b64(p.stdout.Bytes()), b64(p.stderr.Bytes())
 	}
 	res.Truncated = res.Truncated || p.cut
-	out, err := json.Marshal(res)
+	out, err := json.Marshal(execResult{ExecResult: res, Enforcement: summarize(res.Enforcement)})
 	if err != nil {
 		return errorResult(err, s.cfg.Logger), nil
 	}
 	return jsonResult(out), nil
+}
+
+// execResult is exec's answer to a model: the API's ExecResult with its
+// enforcement record cut to a summary (the outer field hides the
+// embedded one). The whole record stays in the run's sandbox.enforced
+// event and in capabilities' enforcement.
+type execResult struct {
+	*paddock.ExecResult
+	Enforcement enforcementSummary `json:"enforcement"`
+}
+
+// enforcementSummary is what a model needs of a command's confinement to
+// read its outcome: how it was started, its network and workspace, the
+// kernel's mechanisms, its limits, and what was degraded.
+type enforcementSummary struct {
+	Mode string `json:"mode,omitempty"` // resident or per-exec
+	// Net is what the command got, spelled as exec's net asks: none,
+	// allow=DOMAIN,… or host.
+	Net string `json:"net"`
+	// ReadOnly: the workspace was read-only; Scratch: shown through a
+	// layer of the command's own, whose writes evaporated with it.
+	ReadOnly    bool          `json:"read_only,omitempty"`
+	Scratch     bool          `json:"scratch_layer,omitempty"`
+	LandlockABI int           `json:"landlock_abi"`
+	Seccomp     bool          `json:"seccomp"`
+	Limits      limitsSummary `json:"limits"`
+	Disk        string        `json:"disk,omitempty"`
+	Degraded    []string      `json:"degraded,omitempty"`
+}
+
+// limitsSummary is a command's limits with times as durations ("10m0s")
+// and sizes in bytes.
+type limitsSummary struct {
+	Wall     string `json:"wall"`
+	CPU      string `json:"cpu"`
+	Procs    int    `json:"procs"`
+	Memory   int64  `json:"memory"`
+	FileSize int64  `json:"file_size"`
+	Output   int64  `json:"output"`
+	Tmp      int64  `json:"tmp"`
+}
+
+func summarize(e paddock.Enforcement) enforcementSummary {
+	net := e.Net
+	if net == "allow" {
+		net = "allow=" + strings.Join(e.Allow, ",")
+	}
+	l := e.Limits
+	return enforcementSummary{Mode: e.Mode, Net: net, ReadOnly: e.ReadOnly, Scratch: e.Scratch, LandlockABI: e.Landlock, Seccomp: e.Seccomp,
+		Limits: limitsSummary{Wall: l.Wall.String(), CPU: l.CPU.String(), Procs: l.Procs, Memory: l.Memory, FileSize: l.FileSize, Output: l.Output, Tmp: l.Tmp},
+		Disk:   e.Disk, Degraded: e.Degraded}
 }
 
 // progress sends an exec's output as progress notifications, in order, as

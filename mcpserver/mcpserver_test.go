@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ type fake struct {
 	events []*paddock.Event
 	wake   chan struct{}
 	calls  []string
+	enf    paddock.Enforcement // what ExecStream says the sandbox enforced
 }
 
 func newFake(tools ...string) *fake {
@@ -101,7 +103,7 @@ func (f *fake) ExecStream(ctx context.Context, id string, req paddock.ExecReques
 	stdout.Write([]byte("one\n"))
 	stderr.Write([]byte("two\n"))
 	stdout.Write([]byte("three\n"))
-	return &paddock.ExecResult{ExitCode: 0, Enforcement: paddock.Enforcement{}}, nil
+	return &paddock.ExecResult{ExitCode: 0, Enforcement: f.enf}, nil
 }
 
 func (f *fake) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
@@ -302,6 +304,54 @@ func TestExecEmptyArgv(t *testing.T) {
 	}
 	if len(f.calls) != 0 {
 		t.Fatalf("an exec with no command reached the daemon: %q", f.calls)
+	}
+}
+
+// TestExecEnforcementSummary: exec's result gives the model a short
+// summary of the enforcement (the whole record is the run's
+// sandbox.enforced event's), with the network spelled as exec's net
+// asks and times as durations; the rest of the result is the API's.
+func TestExecEnforcementSummary(t *testing.T) {
+	f := newFake("exec")
+	f.enf = paddock.Enforcement{Namespaces: []string{"user", "mnt", "pid", "net", "ipc", "uts"}, UID: 65534, Landlock: 6, Seccomp: true, NoNewPrivs: true,
+		Caps: "none", Net: "allow", Allow: []string{"example.com", "proxy.golang.org"}, AllowAddrs: []string{"127.0.0.1/32"},
+		ReadOnly: true, Scratch: true, ReadOnlyIn: []string{".git", ".claude/settings.json", ".envrc"}, Unprotected: []string{"**/*.key: a wildcard"},
+		Limits:     paddock.CommandLimits{Wall: 10 * time.Minute, CPU: 90 * time.Second, Procs: 512, Memory: 8 << 30, FileSize: 1 << 30, Output: 8 << 20, Tmp: 512 << 20},
+		ProcsScope: "command", Disk: "run quota 10737418240 bytes", Degraded: []string{"seccomp: x"}, Mode: "resident", HarnessPID: 4242, OwnNet: false}
+	_, cs := connect(t, f, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"argv": []string{"make"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var got struct {
+		ExitCode    *int            `json:"exit_code"`
+		Stdout      string          `json:"stdout"`
+		Enforcement json.RawMessage `json:"enforcement"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || got.ExitCode == nil || got.Stdout != "one\nthree\n" {
+		t.Fatalf("result %s: %v", b, err)
+	}
+	same := func(got json.RawMessage, want string) bool {
+		var g, w any
+		return json.Unmarshal(got, &g) == nil && json.Unmarshal([]byte(want), &w) == nil && reflect.DeepEqual(g, w)
+	}
+	want := `{"mode":"resident","net":"allow=example.com,proxy.golang.org","read_only":true,"scratch_layer":true,"landlock_abi":6,"seccomp":true,` +
+		`"limits":{"wall":"10m0s","cpu":"1m30s","procs":512,"memory":8589934592,"file_size":1073741824,"output":8388608,"tmp":536870912},` +
+		`"disk":"run quota 10737418240 bytes","degraded":["seccomp: x"]}`
+	if !same(got.Enforcement, want) {
+		t.Fatalf("enforcement %s\nwant        %s", got.Enforcement, want)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; strings.Contains(text, "namespaces") || strings.Contains(text, "harness_pid") {
+		t.Fatalf("the text holds the whole record: %s", text)
+	}
+	f.enf = paddock.Enforcement{Net: "none", Landlock: 6, Seccomp: true, Mode: "per-exec"}
+	res, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"argv": []string{"true"}}})
+	b, _ = json.Marshal(res.StructuredContent)
+	json.Unmarshal(b, &got)
+	want = `{"mode":"per-exec","net":"none","landlock_abi":6,"seccomp":true,"limits":{"wall":"0s","cpu":"0s","procs":0,"memory":0,"file_size":0,"output":0,"tmp":0}}`
+	if !same(got.Enforcement, want) {
+		t.Fatalf("a command with no network: enforcement %s\nwant %s", got.Enforcement, want)
 	}
 }
 
