@@ -354,6 +354,7 @@ const (
 	ErrorCodeNotFound        ErrorCode = "not_found"
 	ErrorCodeRunMismatch     ErrorCode = "run_mismatch"
 	ErrorCodeTooLarge        ErrorCode = "too_large"
+	ErrorCodeUnauthorized    ErrorCode = "unauthorized"
 	ErrorCodeUnsupported     ErrorCode = "unsupported"
 )
 
@@ -381,6 +382,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRunMismatch:
 		return true
 	case ErrorCodeTooLarge:
+		return true
+	case ErrorCodeUnauthorized:
 		return true
 	case ErrorCodeUnsupported:
 		return true
@@ -2140,7 +2143,7 @@ type EnforcementMode string
 // EnforcementProcsScope what limits.procs counts: the command's own processes (a pids cgroup), or every process of the sandbox's uid (RLIMIT_NPROC)
 type EnforcementProcsScope string
 
-// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
+// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, unauthorized 401 (a missing or unknown token; with WWW-Authenticate: Bearer), forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
 type Error struct {
 	Code    ErrorCode               `json:"code"`
 	Details *map[string]interface{} `json:"details,omitempty"`
@@ -2212,7 +2215,7 @@ type ExecResultOutputEncoding string
 
 // Failure defines model for Failure.
 type Failure struct {
-	// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
+	// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, unauthorized 401 (a missing or unknown token; with WWW-Authenticate: Bearer), forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
 	Error Error     `json:"error"`
 	Ok    FailureOk `json:"ok"`
 }
