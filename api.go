@@ -350,7 +350,8 @@ type Artifact struct {
 const AgentHeader = "Paddock-Agent"
 
 // VerifyRequest names the checks to run (build, test, lint,
-// format-check); none runs build and test, those the manifest declares.
+// format-check); none runs build, lint and test (manifest.VerifyOrder),
+// those the manifest declares.
 type VerifyRequest struct {
 	Checks []string `json:"checks,omitempty"`
 }

@@ -19,7 +19,8 @@ const (
 	CodeNotFound        Code = "not_found"        // no such project, run or object
 	CodeConflict        Code = "conflict"         // the object's state forbids this (an illegal transition, a retained workspace)
 	CodeBusy            Code = "busy"             // someone else holds what this needs (the project lock, a running job)
-	CodeForbidden       Code = "forbidden"        // the caller may not do this
+	CodeUnauthorized    Code = "unauthorized"     // no credential, or one paddock does not know (a wrong or stale token)
+	CodeForbidden       Code = "forbidden"        // the caller, known, may not do this
 	CodeUnsupported     Code = "unsupported"      // this machine or build cannot do this
 	CodeRunMismatch     Code = "run_mismatch"     // a credential of one run used on another
 	CodeNotBootstrapped Code = "not_bootstrapped" // an action on a run that was never bootstrapped
@@ -30,7 +31,7 @@ const (
 )
 
 // Codes lists every code, in a stable order.
-var Codes = []Code{CodeBadRequest, CodeNotFound, CodeConflict, CodeBusy, CodeForbidden,
+var Codes = []Code{CodeBadRequest, CodeNotFound, CodeConflict, CodeBusy, CodeUnauthorized, CodeForbidden,
 	CodeUnsupported, CodeRunMismatch, CodeNotBootstrapped, CodeAttributionLeak, CodeTooLarge, CodeNodeLost, CodeInternal}
 
 // Rule names the policy that refused an action, finer than its Code: a

@@ -117,7 +117,7 @@ func TestErrors(t *testing.T) {
 	if paddock.ErrorMessage(internal) != "internal error" || !errors.Is(internal, plain) {
 		t.Fatal("internal error handling")
 	}
-	if len(paddock.Codes) != 12 {
+	if len(paddock.Codes) != 13 {
 		t.Fatalf("%d codes", len(paddock.Codes))
 	}
 }

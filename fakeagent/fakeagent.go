@@ -52,8 +52,9 @@
 //	(an event from the run's menu; "head" is the hash under review; the
 //	next state's run is acted on next)  |  {"do": "flows"}  |  {"do": "flow"}
 //
-// Each step may say "as": "operator" (the daemon's credential) or "agent"
-// (the run's own token, the default once a run is bootstrapped), "run":
+// Each step may say "as": "operator" (the daemon's credential), "agent"
+// (the run's own token, the default once a run is bootstrapped) or
+// "stranger" (a token no run has, as a stale or forged one), "run":
 // "other" to aim at the previous run instead, and "expect": an error code
 // such as "busy"; a step that expects nothing must succeed.
 package fakeagent
@@ -169,6 +170,9 @@ func (r *Runner) target(s Step) (string, *client.Client, error) {
 		run = r.runs[len(r.runs)-2]
 	}
 	c := r.Operator
+	if s.As == "stranger" {
+		return run, r.Operator.WithToken("pdk_run_stranger"), nil
+	}
 	if s.As != "operator" {
 		if tok := r.tokens[r.runs[len(r.runs)-1]]; tok != "" {
 			c = r.Operator.WithToken(tok)

@@ -50,8 +50,9 @@ func TestReviewPageSession(t *testing.T) {
 	if a.status != 201 || err != nil || u.Host != "127.0.0.1:4567" || u.Path != "/ui/login" || len(u.Query().Get("code")) != 64 {
 		t.Fatalf("login link: %d %+v %+v", a.status, l, a.Error)
 	}
-	// Nobody else gets one: not without the token on TCP, not a run's token.
-	if rec := page(tcp, "POST", "/v1/ui/login", ""); rec.Code != 403 {
+	// Nobody else gets one: not without the token on TCP (unauthorized),
+	// not a run's token (forbidden).
+	if rec := page(tcp, "POST", "/v1/ui/login", ""); rec.Code != 401 {
 		t.Fatalf("a link for anyone on TCP: %d", rec.Code)
 	}
 	b := f.bootstrap(t)

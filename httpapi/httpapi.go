@@ -110,6 +110,8 @@ func Status(c paddock.Code) int {
 		return http.StatusConflict
 	case paddock.CodeBusy:
 		return http.StatusLocked
+	case paddock.CodeUnauthorized:
+		return http.StatusUnauthorized
 	case paddock.CodeForbidden, paddock.CodeRunMismatch:
 		return http.StatusForbidden
 	case paddock.CodeUnsupported:
@@ -214,7 +216,7 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			switch {
 			case !ok && tcp:
-				writeError(w, paddock.Errorf(paddock.CodeForbidden, "a valid bearer token is required on TCP (it is in the state directory's token file)"))
+				writeError(w, paddock.Errorf(paddock.CodeUnauthorized, "a valid bearer token is required on TCP (it is in the state directory's token file)"))
 				return
 			case !ok:
 				// The unix socket's 0600 mode is the operator's credential.
@@ -228,7 +230,7 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 				}
 				r = r.WithContext(ctx)
 			default:
-				writeError(w, paddock.Errorf(paddock.CodeForbidden, "unknown token"))
+				writeError(w, paddock.Errorf(paddock.CodeUnauthorized, "unknown token: neither the daemon's (the token file in its state directory) nor a live run's"))
 				return
 			}
 		}
@@ -241,11 +243,11 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 }
 
 // asRunsAgent is ctx for a call made with a run's token: scoped to that
-// run, as its agent; forbidden for a token no run has.
+// run, as its agent; unauthorized for a token no run has.
 func (s *Server) asRunsAgent(ctx context.Context, token string) (context.Context, error) {
 	id, err := s.Service.RunForToken(ctx, token)
 	if err != nil {
-		return nil, paddock.Errorf(paddock.CodeForbidden, "unknown token")
+		return nil, paddock.Errorf(paddock.CodeUnauthorized, "unknown token: neither the daemon's (the token file in its state directory) nor a live run's")
 	}
 	return paddock.WithAgent(context.WithValue(ctx, scopeKey, id)), nil
 }
@@ -581,6 +583,10 @@ func writeError(w http.ResponseWriter, err error) {
 	var pe *paddock.Error
 	if !errors.As(err, &pe) {
 		pe = &paddock.Error{Code: paddock.CodeInternal, Message: "internal error"}
+	}
+	if pe.Code == paddock.CodeUnauthorized {
+		// A 401 says how to authenticate (RFC 9110, 11.6.1).
+		w.Header().Set("WWW-Authenticate", `Bearer realm="paddock"`)
 	}
 	writeJSON(w, Status(pe.Code), envelope{Error: pe})
 }

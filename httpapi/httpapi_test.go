@@ -383,9 +383,12 @@ func TestGuards(t *testing.T) {
 		{"unix ok", f.h, nil, 200},
 		{"unix origin", f.h, []string{"Origin", "http://evil.example"}, 403},
 		{"unix referer", f.h, []string{"Referer", "http://evil.example/x"}, 403},
-		{"tcp no token", tcp, nil, 403},
+		{"tcp no token", tcp, nil, 401},
 		{"tcp token", tcp, []string{"Authorization", "Bearer t0k3n"}, 200},
-		{"tcp bad token", tcp, []string{"Authorization", "Bearer t0k3"}, 403},
+		{"tcp bad token", tcp, []string{"Authorization", "Bearer t0k3"}, 401},
+		{"tcp not bearer", tcp, []string{"Authorization", "Basic dDBrM246"}, 401},
+		{"tcp unknown run token", tcp, []string{"Authorization", "Bearer pdk_run_forged"}, 401},
+		{"unix bad token", f.h, []string{"Authorization", "Bearer t0k3"}, 401},
 	} {
 		req := httptest.NewRequest("GET", "http://127.0.0.1:7070/v1/projects", nil)
 		for i := 0; i+1 < len(tc.hdr); i += 2 {
@@ -395,6 +398,17 @@ func TestGuards(t *testing.T) {
 		tc.h.ServeHTTP(rec, req)
 		if rec.Code != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, rec.Code, tc.want)
+		}
+		// A credential missing or not known is 401, says how to
+		// authenticate (RFC 9110 11.6.1) and carries the envelope's error.
+		var a answer
+		json.Unmarshal(rec.Body.Bytes(), &a)
+		challenge := rec.Header().Get("WWW-Authenticate")
+		if tc.want == 401 && (!strings.HasPrefix(challenge, "Bearer") || a.OK || a.Error == nil || a.Error.Code != paddock.CodeUnauthorized) {
+			t.Errorf("%s: WWW-Authenticate %q, error %+v", tc.name, challenge, a.Error)
+		}
+		if tc.want != 401 && challenge != "" {
+			t.Errorf("%s: %d with WWW-Authenticate %q", tc.name, rec.Code, challenge)
 		}
 	}
 	// A rebinding name is refused even with the token.
@@ -766,8 +780,10 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 	if asked := f.svc.whats(); asked != "Exec "+b1.Run.ID+" [true] ; Exec "+b1.Run.ID+" [true] host" {
 		t.Errorf("exec nets: %s", asked)
 	}
-	if a := call("GET", "/v1/runs/"+b1.Run.ID, "", []string{"Authorization", "Bearer pdk_run_forged"}); a.status != 403 {
-		t.Errorf("forged token: %d", a.status)
+	// A token no run has is no credential (401); a valid one beyond its
+	// run is refused above (403).
+	if a := call("GET", "/v1/runs/"+b1.Run.ID, "", []string{"Authorization", "Bearer pdk_run_forged"}); a.status != 401 || a.Error == nil || a.Error.Code != paddock.CodeUnauthorized {
+		t.Errorf("forged token: %d %+v", a.status, a.Error)
 	}
 	// An operator's client acting for the agent (paddock mcp) says so.
 	f.svc.asked()

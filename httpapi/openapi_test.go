@@ -3,8 +3,11 @@ package httpapi
 import (
 	"encoding"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -309,4 +312,22 @@ func jsonFields(typ reflect.Type) map[string]reflect.Type {
 		out[name] = f.Type
 	}
 	return out
+}
+
+// TestOpenAPIErrorCodes: the document's error codes are paddock.Codes,
+// each with its status in Error's description.
+func TestOpenAPIErrorCodes(t *testing.T) {
+	s := loadOpenAPI(t).Components.Schemas["Error"].Value
+	var enum []paddock.Code
+	for _, v := range s.Properties["code"].Value.Enum {
+		enum = append(enum, paddock.Code(fmt.Sprint(v)))
+	}
+	if !slices.Equal(enum, paddock.Codes) {
+		t.Errorf("the document's error codes %v, paddock's %v", enum, paddock.Codes)
+	}
+	for _, c := range paddock.Codes {
+		if !regexp.MustCompile(`\b` + string(c) + `\b[^,]*\b` + strconv.Itoa(Status(c)) + `\b`).MatchString(s.Description) {
+			t.Errorf("Error's description does not give %s's status, %d: %s", c, Status(c), s.Description)
+		}
+	}
 }

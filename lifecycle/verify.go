@@ -175,8 +175,9 @@ func (t gitTree) ReadFile(p string) ([]byte, bool) {
 	return b, err == nil
 }
 
-// verifyPlan is the checks a verify runs: those named (build and test if
-// none), refused if the manifest declares none of them.
+// verifyPlan is the checks a verify runs: those named (build, lint and
+// test if none: manifest.VerifyOrder), refused if the manifest declares
+// none of them.
 func (m *Manager) verifyPlan(ctx context.Context, r *paddock.Run, names []string) ([]manifest.Check, error) {
 	for _, n := range names {
 		if !slices.Contains(checkNames, n) {

@@ -389,26 +389,26 @@ var controlTools = []struct {
 	name, description, schema         string
 	readOnly, destructive, idempotent bool
 }{
-	{paddock.ToolExec, "Run a command in this run's workspace, confined by the sandbox (its own namespaces, Landlock, seccomp, limits) with no network unless it asks: net may ask for allow=DOMAIN,… (or host) within the net_ceiling capabilities shows. argv is the command, no shell unless you name one. Its output comes as progress notifications while it runs when the call carries a progress token; the result holds the exit code, the output (masked) and the enforcement the sandbox recorded.",
-		`{"type":"object","additionalProperties":false,"required":["argv"],"properties":{"argv":{"type":"array","minItems":1,"items":{"type":"string"}},"net":{"type":"string","description":"none (the default), allow=DOMAIN,… or host: at most what capabilities' net_ceiling gives"},"dir":{"type":"string","description":"working directory, relative to the workspace root"},"env":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE pairs added to the command's environment"},"timeout":{"type":"string","description":"wall time limit such as 2m"},"stdin":{"type":"string","description":"text the command reads on standard input"},"limits":{"type":"object","additionalProperties":false,"properties":{"cpu":{"type":"string"},"procs":{"type":"integer"},"memory":{"type":"integer"},"file_size":{"type":"integer"},"output":{"type":"integer"},"tmp":{"type":"integer"}}}}}`,
+	{paddock.ToolExec, "Run a command in this run's workspace, confined by the sandbox (its own namespaces, Landlock, seccomp, limits) with no network unless it asks: net may ask for allow=DOMAIN,… (or host) within the net_ceiling capabilities shows. argv is the command, no shell unless you name one. Its output comes as progress notifications while it runs when the call carries a progress token; the result holds the exit code, the output (masked) and a summary of what the sandbox enforced (mode, net, read_only, landlock_abi, seccomp, limits, disk, degraded; capabilities has the whole record).",
+		`{"type":"object","additionalProperties":false,"required":["argv"],"properties":{"argv":{"type":"array","minItems":1,"items":{"type":"string"},"description":"the command and its arguments, such as [\"go\",\"test\",\"./...\"]; no shell unless you name one ([\"sh\",\"-c\",\"…\"])"},"net":{"type":"string","description":"none (the default), allow=DOMAIN,… or host: at most what capabilities' net_ceiling gives"},"dir":{"type":"string","description":"working directory, relative to the workspace root"},"env":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE pairs added to the command's environment"},"timeout":{"type":"string","description":"wall time limit such as 2m"},"stdin":{"type":"string","description":"text the command reads on standard input"},"limits":{"type":"object","additionalProperties":false,"description":"lower limits for this command (never above the run's: capabilities shows them)","properties":{"cpu":{"type":"string","description":"CPU time such as 30s"},"procs":{"type":"integer","description":"most processes at once"},"memory":{"type":"integer","description":"address space, bytes"},"file_size":{"type":"integer","description":"largest file it may write, bytes"},"output":{"type":"integer","description":"bytes kept of stdout and of stderr each"},"tmp":{"type":"integer","description":"size of its /tmp, bytes"}}}}}`,
 		false, true, false},
 	{paddock.ToolDiff, "This run's change set now: every entry with its risk labels (what a reviewer looks at twice) and whether it is never applied, the hash a review binds to, and the unified diff, masked.",
 		`{"type":"object","additionalProperties":false,"properties":{}}`,
 		true, false, true},
 	{paddock.ToolSubmit, "Submit this run's change set for review: it is frozen under its hash. With expect_hash, only if the change set is still the one with that hash (the one diff showed).",
-		`{"type":"object","additionalProperties":false,"properties":{"expect_hash":{"type":"string"}}}`,
+		`{"type":"object","additionalProperties":false,"properties":{"expect_hash":{"type":"string","description":"the change set's hash as diff showed it: submit only if it is still that"}}}`,
 		false, false, true},
-	{paddock.ToolVerify, "Run the project's checks (build, test, lint, format-check: those its manifest declares, read from the base revision) in this run's sandbox; pick checks by name, never a command. The result is tied to the change set's hash.",
-		`{"type":"object","additionalProperties":false,"properties":{"checks":{"type":"array","items":{"type":"string","enum":["build","test","lint","format-check"]}}}}`,
+	{paddock.ToolVerify, "Run the project's checks (build, test, lint, format-check: those its manifest declares, read from the base revision) in this run's sandbox; pick checks by name, never a command; none named runs build, lint and test. The result is tied to the change set's hash.",
+		`{"type":"object","additionalProperties":false,"properties":{"checks":{"type":"array","items":{"type":"string","enum":["build","test","lint","format-check"]},"description":"the checks to run, by name; none runs build, lint and test"}}}`,
 		false, false, true},
 	{paddock.ToolCapabilities, "What this run may do now: the tools offered and how they are narrowed, the network, limits, environment, the checks verify runs, the grants and pending requests, and what the sandbox enforced. Derived from the agent's definition and grants, never from prose.",
 		`{"type":"object","additionalProperties":false,"properties":{}}`,
 		true, false, true},
 	{paddock.ToolPlan, "Give your plan for this run: the steps you mean to take, each pending, in_progress (at most one) or completed, and why if it helps. Each call replaces the plan whole; call it again as steps are done or the plan changes. A reviewer reads it beside your change set; it grants nothing.",
-		`{"type":"object","additionalProperties":false,"required":["steps"],"properties":{"explanation":{"type":"string","maxLength":8192},"steps":{"type":"array","minItems":1,"maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["step","status"],"properties":{"step":{"type":"string","maxLength":1000},"status":{"type":"string","enum":["pending","in_progress","completed"]}}}}}}`,
+		`{"type":"object","additionalProperties":false,"required":["steps"],"properties":{"explanation":{"type":"string","maxLength":8192,"description":"why this plan, if it helps a reviewer"},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"the whole plan, in order; it replaces the last one","items":{"type":"object","additionalProperties":false,"required":["step","status"],"properties":{"step":{"type":"string","maxLength":1000,"description":"what this step does, in a line"},"status":{"type":"string","enum":["pending","in_progress","completed"],"description":"where it stands: at most one step in_progress"}}}}}}`,
 		false, false, false},
 	{paddock.ToolRequestAccess, "Ask for more than this run's definition grants: a tool, a command (an argv prefix for exec), a path (for a writing tool), a network domain or a limit, with the reason. The request stays pending until a person or the orchestrator decides; the tool list changes when a grant adds a tool, and capabilities shows it granted or denied.",
-		`{"type":"object","additionalProperties":false,"required":["kind","reason"],"properties":{"kind":{"type":"string","enum":["tool","command","path","network","limit"]},"tool":{"type":"string"},"command":{"type":"array","items":{"type":"string"}},"path":{"type":"string"},"domain":{"type":"string"},"limit":{"type":"string","enum":["timeout","cpu","procs","memory","file_size","output","tmp"]},"value":{"type":"string"},"reason":{"type":"string"}}}`,
+		`{"type":"object","additionalProperties":false,"required":["kind","reason"],"properties":{"kind":{"type":"string","enum":["tool","command","path","network","limit"],"description":"what is asked for; each kind needs its own fields"},"tool":{"type":"string","description":"kind tool: the tool asked for; kind path: the writing tool (write, edit, move, delete) the path is for"},"command":{"type":"array","items":{"type":"string"},"description":"kind command: the command's first words (an argv prefix), such as [\"go\",\"test\"]"},"path":{"type":"string","description":"kind path: a glob inside the workspace, such as docs/**"},"domain":{"type":"string","description":"kind network: one domain, such as proxy.golang.org"},"limit":{"type":"string","enum":["timeout","cpu","procs","memory","file_size","output","tmp"],"description":"kind limit: which limit"},"value":{"type":"string","description":"kind limit: the value asked for, a duration such as 30m for timeout and cpu, else a number"},"reason":{"type":"string","description":"why the work needs it, for the person who decides"}}}`,
 		false, false, false},
 }
 
@@ -501,6 +501,11 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, args json.R
 	if err := tools.Decode(paddock.ToolExec, args, &in); err != nil {
 		return errorResult(err, s.cfg.Logger), nil
 	}
+	// No command is the caller's mistake, whatever the broker would make
+	// of it under a narrowed exec.
+	if len(in.Argv) == 0 {
+		return errorResult(paddock.Errorf(paddock.CodeBadRequest, "exec: invalid arguments: argv is empty: name the command to run, argv[0] first").WithDetail("key", "argv"), s.cfg.Logger), nil
+	}
 	// A command that asks for no network gets none; the daemon holds what
 	// it asks to the agent's ceiling (lifecycle's agentExec and broker).
 	er := paddock.ExecRequest{Argv: in.Argv, Net: in.Net, Dir: in.Dir, Env: in.Env, Timeout: in.Timeout, Limits: in.Limits}
@@ -519,11 +524,62 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, args json.R
 		res.Stdout, res.Stderr = b64(p.stdout.Bytes()), b64(p.stderr.Bytes())
 	}
 	res.Truncated = res.Truncated || p.cut
-	out, err := json.Marshal(res)
+	out, err := json.Marshal(execResult{ExecResult: res, Enforcement: summarize(res.Enforcement)})
 	if err != nil {
 		return errorResult(err, s.cfg.Logger), nil
 	}
 	return jsonResult(out), nil
+}
+
+// execResult is exec's answer to a model: the API's ExecResult with its
+// enforcement record cut to a summary (the outer field hides the
+// embedded one). The whole record stays in the run's sandbox.enforced
+// event and in capabilities' enforcement.
+type execResult struct {
+	*paddock.ExecResult
+	Enforcement enforcementSummary `json:"enforcement"`
+}
+
+// enforcementSummary is what a model needs of a command's confinement to
+// read its outcome: how it was started, its network and workspace, the
+// kernel's mechanisms, its limits, and what was degraded.
+type enforcementSummary struct {
+	Mode string `json:"mode,omitempty"` // resident or per-exec
+	// Net is what the command got, spelled as exec's net asks: none,
+	// allow=DOMAIN,… or host.
+	Net string `json:"net"`
+	// ReadOnly: the workspace was read-only; Scratch: shown through a
+	// layer of the command's own, whose writes evaporated with it.
+	ReadOnly    bool          `json:"read_only,omitempty"`
+	Scratch     bool          `json:"scratch_layer,omitempty"`
+	LandlockABI int           `json:"landlock_abi"`
+	Seccomp     bool          `json:"seccomp"`
+	Limits      limitsSummary `json:"limits"`
+	Disk        string        `json:"disk,omitempty"`
+	Degraded    []string      `json:"degraded,omitempty"`
+}
+
+// limitsSummary is a command's limits with times as durations ("10m0s")
+// and sizes in bytes.
+type limitsSummary struct {
+	Wall     string `json:"wall"`
+	CPU      string `json:"cpu"`
+	Procs    int    `json:"procs"`
+	Memory   int64  `json:"memory"`
+	FileSize int64  `json:"file_size"`
+	Output   int64  `json:"output"`
+	Tmp      int64  `json:"tmp"`
+}
+
+func summarize(e paddock.Enforcement) enforcementSummary {
+	net := e.Net
+	if net == "allow" {
+		net = "allow=" + strings.Join(e.Allow, ",")
+	}
+	l := e.Limits
+	return enforcementSummary{Mode: e.Mode, Net: net, ReadOnly: e.ReadOnly, Scratch: e.Scratch, LandlockABI: e.Landlock, Seccomp: e.Seccomp,
+		Limits: limitsSummary{Wall: l.Wall.String(), CPU: l.CPU.String(), Procs: l.Procs, Memory: l.Memory, FileSize: l.FileSize, Output: l.Output, Tmp: l.Tmp},
+		Disk:   e.Disk, Degraded: e.Degraded}
 }
 
 // progress sends an exec's output as progress notifications, in order, as
@@ -665,8 +721,8 @@ func menuTool(it paddock.MenuItem) *mcp.Tool {
 	}
 	schema := map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
 		"head":     map[string]any{"type": "string", "description": "the change-set hash you reviewed"},
-		"findings": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-		"note":     map[string]any{"type": "string"},
+		"findings": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "what must change, one finding each"},
+		"note":     map[string]any{"type": "string", "description": "a note for the flow's log"},
 	}}
 	if len(required) > 0 {
 		schema["required"] = required

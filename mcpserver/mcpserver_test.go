@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +29,7 @@ type fake struct {
 	events []*paddock.Event
 	wake   chan struct{}
 	calls  []string
+	enf    paddock.Enforcement // what ExecStream says the sandbox enforced
 }
 
 func newFake(tools ...string) *fake {
@@ -100,7 +103,7 @@ func (f *fake) ExecStream(ctx context.Context, id string, req paddock.ExecReques
 	stdout.Write([]byte("one\n"))
 	stderr.Write([]byte("two\n"))
 	stdout.Write([]byte("three\n"))
-	return &paddock.ExecResult{ExitCode: 0, Enforcement: paddock.Enforcement{}}, nil
+	return &paddock.ExecResult{ExitCode: 0, Enforcement: f.enf}, nil
 }
 
 func (f *fake) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
@@ -185,6 +188,43 @@ func TestOfferedFollowsCapabilities(t *testing.T) {
 	}
 }
 
+// TestEveryPropertyDescribed: every input property of every tool a run
+// can be offered (the working tools, the control tools, a flow's menu
+// events), nested ones too, says what it is: a model reads nothing else.
+func TestEveryPropertyDescribed(t *testing.T) {
+	f := newFake(slices.Sorted(maps.Keys(toolDefs))...)
+	f.caps.NetCeiling = "allow=example.com"
+	f.caps.Menu = &paddock.Menu{Flow: "f-1", State: "reviewing", Items: []paddock.MenuItem{{Event: "request_changes", Guarded: true, Findings: true}}}
+	_, cs := connect(t, f, nil)
+	tools := listed(t, cs)
+	if len(tools) != len(toolDefs)+1 {
+		t.Fatalf("listed %d tools, want every one of %d and the menu's", len(tools), len(toolDefs))
+	}
+	var walk func(tool, at string, s map[string]any)
+	walk = func(tool, at string, s map[string]any) {
+		if props, ok := s["properties"].(map[string]any); ok {
+			for name, p := range props {
+				ps, _ := p.(map[string]any)
+				if d, _ := ps["description"].(string); strings.TrimSpace(d) == "" {
+					t.Errorf("%s: property %s%s has no description", tool, at, name)
+				}
+				walk(tool, at+name+".", ps)
+			}
+		}
+		if items, ok := s["items"].(map[string]any); ok {
+			walk(tool, strings.TrimSuffix(at, ".")+"[].", items)
+		}
+	}
+	for name, tl := range tools {
+		b, _ := json.Marshal(tl.InputSchema)
+		var s map[string]any
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: schema %s: %v", name, b, err)
+		}
+		walk(name, "", s)
+	}
+}
+
 // TestExecProgressAndNetwork: exec's output arrives as progress, in order,
 // and the result holds it; the command gets the run's network, and the
 // call is the agent's.
@@ -239,6 +279,79 @@ func TestExecProgressAndNetwork(t *testing.T) {
 		if !res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "bad_request: exec: invalid arguments") {
 			t.Fatalf("exec %v: %+v", args, res)
 		}
+	}
+}
+
+// TestExecEmptyArgv: exec with no command (argv empty, null or missing)
+// is the caller's mistake: bad_request, naming argv, and nothing reaches
+// the daemon.
+func TestExecEmptyArgv(t *testing.T) {
+	f := newFake("exec")
+	_, cs := connect(t, f, nil)
+	for _, args := range []map[string]any{{"argv": []string{}}, {"argv": nil}, {}} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: args})
+		if err != nil || res == nil || !res.IsError {
+			t.Fatalf("exec %v: %+v %v", args, res, err)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(text, "bad_request: ") || !strings.Contains(text, "argv") {
+			t.Errorf("exec %v: %q, want bad_request naming argv", args, text)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var e paddock.Error
+		if json.Unmarshal(b, &e) != nil || e.Code != paddock.CodeBadRequest || e.Details["key"] != "argv" {
+			t.Errorf("exec %v: structured %s", args, b)
+		}
+	}
+	if len(f.calls) != 0 {
+		t.Fatalf("an exec with no command reached the daemon: %q", f.calls)
+	}
+}
+
+// TestExecEnforcementSummary: exec's result gives the model a short
+// summary of the enforcement (the whole record is the run's
+// sandbox.enforced event's), with the network spelled as exec's net
+// asks and times as durations; the rest of the result is the API's.
+func TestExecEnforcementSummary(t *testing.T) {
+	f := newFake("exec")
+	f.enf = paddock.Enforcement{Namespaces: []string{"user", "mnt", "pid", "net", "ipc", "uts"}, UID: 65534, Landlock: 6, Seccomp: true, NoNewPrivs: true,
+		Caps: "none", Net: "allow", Allow: []string{"example.com", "proxy.golang.org"}, AllowAddrs: []string{"127.0.0.1/32"},
+		ReadOnly: true, Scratch: true, ReadOnlyIn: []string{".git", ".claude/settings.json", ".envrc"}, Unprotected: []string{"**/*.key: a wildcard"},
+		Limits:     paddock.CommandLimits{Wall: 10 * time.Minute, CPU: 90 * time.Second, Procs: 512, Memory: 8 << 30, FileSize: 1 << 30, Output: 8 << 20, Tmp: 512 << 20},
+		ProcsScope: "command", Disk: "run quota 10737418240 bytes", Degraded: []string{"seccomp: x"}, Mode: "resident", HarnessPID: 4242, OwnNet: false}
+	_, cs := connect(t, f, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"argv": []string{"make"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var got struct {
+		ExitCode    *int            `json:"exit_code"`
+		Stdout      string          `json:"stdout"`
+		Enforcement json.RawMessage `json:"enforcement"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || got.ExitCode == nil || got.Stdout != "one\nthree\n" {
+		t.Fatalf("result %s: %v", b, err)
+	}
+	same := func(got json.RawMessage, want string) bool {
+		var g, w any
+		return json.Unmarshal(got, &g) == nil && json.Unmarshal([]byte(want), &w) == nil && reflect.DeepEqual(g, w)
+	}
+	want := `{"mode":"resident","net":"allow=example.com,proxy.golang.org","read_only":true,"scratch_layer":true,"landlock_abi":6,"seccomp":true,` +
+		`"limits":{"wall":"10m0s","cpu":"1m30s","procs":512,"memory":8589934592,"file_size":1073741824,"output":8388608,"tmp":536870912},` +
+		`"disk":"run quota 10737418240 bytes","degraded":["seccomp: x"]}`
+	if !same(got.Enforcement, want) {
+		t.Fatalf("enforcement %s\nwant        %s", got.Enforcement, want)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; strings.Contains(text, "namespaces") || strings.Contains(text, "harness_pid") {
+		t.Fatalf("the text holds the whole record: %s", text)
+	}
+	f.enf = paddock.Enforcement{Net: "none", Landlock: 6, Seccomp: true, Mode: "per-exec"}
+	res, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"argv": []string{"true"}}})
+	b, _ = json.Marshal(res.StructuredContent)
+	json.Unmarshal(b, &got)
+	want = `{"mode":"per-exec","net":"none","landlock_abi":6,"seccomp":true,"limits":{"wall":"0s","cpu":"0s","procs":0,"memory":0,"file_size":0,"output":0,"tmp":0}}`
+	if !same(got.Enforcement, want) {
+		t.Fatalf("a command with no network: enforcement %s\nwant %s", got.Enforcement, want)
 	}
 }
 

@@ -32,17 +32,17 @@ func init() {
 	register(&Tool{
 		Name:        "stat",
 		Description: "Describe a path: type, size, mode, modification time, link target.",
-		Schema:      schema(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"type":"string"}}}`),
+		Schema:      schema(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"type":"string","description":"path relative to the workspace root"}}}`),
 		run:         runStat,
 	})
 	register(&Tool{
 		Name:        "list",
 		Description: "List a directory as a tree to a depth, with sizes. Ignored files (.gitignore) are left out unless include_ignored.",
 		Schema: schema(`{"type":"object","additionalProperties":false,"properties":{
-			"path":{"type":"string","default":"."},
-			"depth":{"type":"integer","minimum":1,"maximum":20,"default":2},
-			"include_ignored":{"type":"boolean"},
-			"limit":{"type":"integer","minimum":1,"maximum":100000,"default":1000}}}`),
+			"path":{"type":"string","default":".","description":"directory to list, relative to the workspace root"},
+			"depth":{"type":"integer","minimum":1,"maximum":20,"default":2,"description":"how many levels below path to show"},
+			"include_ignored":{"type":"boolean","description":"also list what .gitignore leaves out"},
+			"limit":{"type":"integer","minimum":1,"maximum":100000,"default":1000,"description":"most entries to return; a cut answer says truncated"}}}`),
 		run: runList,
 	})
 	register(&Tool{
@@ -50,9 +50,9 @@ func init() {
 		Description: "Find files whose path matches a pattern (** for any depth, * within a name, {a,b}, [abc]). Ignored files are left out unless include_ignored.",
 		Schema: schema(`{"type":"object","additionalProperties":false,"required":["pattern"],"properties":{
 			"pattern":{"type":"string","description":"such as **/*.go or src/*/test_*.py, relative to path"},
-			"path":{"type":"string","default":"."},
-			"include_ignored":{"type":"boolean"},
-			"limit":{"type":"integer","minimum":1,"maximum":100000,"default":1000}}}`),
+			"path":{"type":"string","default":".","description":"directory to search under, relative to the workspace root"},
+			"include_ignored":{"type":"boolean","description":"also match what .gitignore leaves out"},
+			"limit":{"type":"integer","minimum":1,"maximum":100000,"default":1000,"description":"most paths to return; a cut answer says truncated"}}}`),
 		run: runGlob,
 	})
 	register(&Tool{
@@ -60,14 +60,14 @@ func init() {
 		Description: "Search file contents with an RE2 regular expression, or a literal string. Binary files and " +
 			"ignored files are skipped. Returns matching lines with optional context.",
 		Schema: schema(`{"type":"object","additionalProperties":false,"required":["pattern"],"properties":{
-			"pattern":{"type":"string"},
+			"pattern":{"type":"string","description":"an RE2 regular expression, or plain text with literal"},
 			"literal":{"type":"boolean","description":"match the pattern as plain text"},
-			"ignore_case":{"type":"boolean"},
-			"path":{"type":"string","default":"."},
+			"ignore_case":{"type":"boolean","description":"match regardless of case"},
+			"path":{"type":"string","default":".","description":"directory to search under, relative to the workspace root"},
 			"glob":{"type":"string","description":"only files whose path (relative to path) matches, such as **/*.go"},
-			"context":{"type":"integer","minimum":0,"maximum":10},
-			"max_results":{"type":"integer","minimum":1,"maximum":100000,"default":200},
-			"include_ignored":{"type":"boolean"}}}`),
+			"context":{"type":"integer","minimum":0,"maximum":10,"description":"lines to show before and after each match"},
+			"max_results":{"type":"integer","minimum":1,"maximum":100000,"default":200,"description":"most matching lines to return; a cut answer says truncated"},
+			"include_ignored":{"type":"boolean","description":"also search what .gitignore leaves out"}}}`),
 		run: runGrep,
 	})
 }

@@ -36,12 +36,12 @@ func init() {
 			"is set. Several edits apply in order, all or none.",
 		Writes: true,
 		Schema: schema(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{
-			"path":{"type":"string"},
-			"old_string":{"type":"string"},
-			"new_string":{"type":"string"},
-			"replace_all":{"type":"boolean"},
-			"edits":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["old_string","new_string"],
-				"properties":{"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}}}}}}`),
+			"path":{"type":"string","description":"path of a file relative to the workspace root"},
+			"old_string":{"type":"string","description":"the exact text to replace; it must occur once unless replace_all"},
+			"new_string":{"type":"string","description":"the text to put in its place"},
+			"replace_all":{"type":"boolean","description":"replace every occurrence of old_string"},
+			"edits":{"type":"array","description":"several edits, applied in order, all or none (instead of old_string and new_string)","items":{"type":"object","additionalProperties":false,"required":["old_string","new_string"],
+				"properties":{"old_string":{"type":"string","description":"the exact text to replace; it must occur once unless replace_all"},"new_string":{"type":"string","description":"the text to put in its place"},"replace_all":{"type":"boolean","description":"replace every occurrence of old_string"}}}}}}`),
 		run: runEdit,
 	})
 	register(&Tool{
@@ -49,7 +49,9 @@ func init() {
 		Description: "Move or rename a file or directory inside the workspace.",
 		Writes:      true,
 		Schema: schema(`{"type":"object","additionalProperties":false,"required":["from","to"],"properties":{
-			"from":{"type":"string"},"to":{"type":"string"},"overwrite":{"type":"boolean"}}}`),
+			"from":{"type":"string","description":"the path to move, relative to the workspace root"},
+			"to":{"type":"string","description":"its new path, relative to the workspace root (missing parent directories are made)"},
+			"overwrite":{"type":"boolean","description":"replace what is at to; without it an existing target is refused"}}}`),
 		run: runMove,
 	})
 	register(&Tool{
@@ -57,7 +59,8 @@ func init() {
 		Description: "Delete a file, a symbolic link, or a directory (a non-empty one only with recursive).",
 		Writes:      true,
 		Schema: schema(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{
-			"path":{"type":"string"},"recursive":{"type":"boolean"}}}`),
+			"path":{"type":"string","description":"the path to delete, relative to the workspace root"},
+			"recursive":{"type":"boolean","description":"delete a non-empty directory with everything in it"}}}`),
 		run: runDelete,
 	})
 }

@@ -43,7 +43,7 @@ const (
 	exitNotFound    = 3
 	exitConflict    = 4 // conflict, not_bootstrapped
 	exitBusy        = 5
-	exitForbidden   = 6 // forbidden, run_mismatch
+	exitForbidden   = 6 // forbidden, run_mismatch, unauthorized
 	exitUnsupported = 7
 	exitUnreachable = 8 // no daemon answered and none could be started
 	exitAttribution = 9
@@ -57,7 +57,7 @@ const exitCodesHelp = `Exit codes:
   3  not found
   4  conflict: the object's state forbids it (a retained workspace, an illegal transition)
   5  busy: the project lock or the daemon is held by someone else
-  6  forbidden
+  6  forbidden (or unauthorized: no token, or one the daemon does not know)
   7  unsupported on this machine
   8  no daemon could be reached or started
   9  attribution_leak
@@ -87,7 +87,7 @@ func exitCode(err error) int {
 		return exitConflict
 	case paddock.CodeBusy:
 		return exitBusy
-	case paddock.CodeForbidden, paddock.CodeRunMismatch:
+	case paddock.CodeForbidden, paddock.CodeRunMismatch, paddock.CodeUnauthorized:
 		return exitForbidden
 	case paddock.CodeUnsupported:
 		return exitUnsupported

@@ -87,6 +87,9 @@ whose bundle does not verify, or that nobody approved:
 
   paddock verify-bundle run.bundle --key "$(cat paddock-signer.pub)" --approved || exit 1
 
+A bundle that fails --approved or --verified prints no report (nothing on
+stdout says "verified"): stderr names each requirement it fails.
+
 --any-signer checks everything but whose key signed it (the signer is shown,
 not trusted): for looking, never for deciding.
 
@@ -112,22 +115,13 @@ or verified as asked, 6 signed by a key not given.`,
 				return err
 			}
 			defer b.Close()
-			if err := a.output(asJSON, bundleReport(b), func(w io.Writer) { printBundle(w, b) }); err != nil {
+			// What was asked beyond a whole bundle is checked before
+			// anything is printed: "verified" is said only when every
+			// check passed.
+			if err := bundleAsAsked(b, approved, verified); err != nil {
 				return err
 			}
-			if approved && (b.Submission.ApprovedBy == "" || b.Rejected) {
-				return paddock.Errorf(paddock.CodeConflict, "the bundle is whole, but nobody approved change set %s (or the run was rejected after)", b.ChangeSet.Hash).WithRule("bundle_not_approved")
-			}
-			if verified {
-				ok := false
-				for _, v := range b.Verified {
-					ok = ok || (v.Current && v.Passed)
-				}
-				if !ok {
-					return paddock.Errorf(paddock.CodeConflict, "the bundle is whole, but no verify of change set %s passed", b.ChangeSet.Hash).WithRule("bundle_not_verified")
-				}
-			}
-			return nil
+			return a.output(asJSON, bundleReport(b), func(w io.Writer) { printBundle(w, b) })
 		},
 	}
 	cmd.Flags().BoolVar(&approved, "approved", false, "also require the approval of the bundled change set")
@@ -136,6 +130,46 @@ or verified as asked, 6 signed by a key not given.`,
 	cmd.Flags().BoolVar(&anySigner, "any-signer", false, "check everything but the signer's key")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// bundleAsAsked checks what verify-bundle's --approved and --verified ask
+// of a whole bundle, and names every requirement it fails.
+func bundleAsAsked(b *bundle.Bundle, approved, verified bool) error {
+	var failed []string
+	rule := paddock.Rule("")
+	if approved && (b.Submission.ApprovedBy == "" || b.Rejected) {
+		failed = append(failed, fmt.Sprintf("nobody approved change set %s (or the run was rejected after)", b.ChangeSet.Hash))
+		rule = "bundle_not_approved"
+	}
+	if verified {
+		ok := false
+		var seen []string
+		for _, v := range b.Verified {
+			ok = ok || (v.Current && v.Passed)
+			state := "failed"
+			if v.Passed {
+				state = "passed"
+			}
+			if !v.Current {
+				state += " on another state of the workspace"
+			}
+			seen = append(seen, fmt.Sprintf("event %d %s", v.Seq, state))
+		}
+		if !ok {
+			what := "no verify results"
+			if len(seen) > 0 {
+				what = "verify results: " + strings.Join(seen, ", ")
+			}
+			failed = append(failed, fmt.Sprintf("no verify of change set %s passed (%s)", b.ChangeSet.Hash, what))
+			if rule == "" {
+				rule = "bundle_not_verified"
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return paddock.Errorf(paddock.CodeConflict, "the bundle is whole, but %s", strings.Join(failed, "; and ")).WithRule(rule)
 }
 
 // bundleReport is what verify-bundle --json prints.

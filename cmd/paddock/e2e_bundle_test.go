@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,6 +123,35 @@ func TestBundleAcrossMachines(t *testing.T) {
 	empty := newRepo(t, filepath.Join(base, "elsewhere"), 1)
 	cli(t, homeB, "project", "add", empty, "--name", "elsewhere").must(t)
 	cli(t, homeB, "import", file, "--key", key, "--project", "elsewhere").wantCode(t, exitNotFound, "fetch it into the project")
+}
+
+// TestVerifyBundleSaysVerifiedOnlyWhenAllPass: verify-bundle --verified
+// (or --approved) of a whole bundle that fails it prints nothing that
+// says "verified", names what failed, and exits 4; a bundle that passes
+// every check asked says so.
+func TestVerifyBundleSaysVerifiedOnlyWhenAllPass(t *testing.T) {
+	t.Parallel() // its own daemon and state
+	home, _ := reviewDaemon(t)
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "tool", id, "write", "--arg", "path=NOTES.md", "--arg", "content=hi").must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	file := filepath.Join(t.TempDir(), "run.bundle")
+	cli(t, home, "bundle", id, "-o", file).must(t)
+	key := strings.TrimSpace(cli(t, home, "bundle", "--public-key").must(t).out)
+	none := t.TempDir()
+
+	for _, args := range [][]string{{"--verified"}, {"--verified", "--json"}, {"--approved", "--verified"}} {
+		r := cli(t, none, append([]string{"verify-bundle", file, "--key", key}, args...)...)
+		if r.code != exitConflict || strings.Contains(r.out, "verified") || !strings.Contains(r.err, "no verify of change set "+cs.Hash+" passed (no verify results)") {
+			t.Errorf("verify-bundle %v of a bundle no verify passed: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.out, r.err)
+		}
+		if slices.Contains(args, "--approved") && !strings.Contains(r.err, "nobody approved") {
+			t.Errorf("verify-bundle %v does not say nobody approved it: %s", args, r.err)
+		}
+	}
+	if out := cli(t, none, "verify-bundle", file, "--key", key).must(t).out; !strings.HasPrefix(out, "verified: run "+id) {
+		t.Errorf("verify-bundle of a whole bundle:\n%s", out)
+	}
 }
 
 // TestBundleRefusesSecrets: a change set that holds a declared secret's

@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/gitx/gittest"
+	"github.com/paddock-dev/paddock/manifest"
 )
 
 // TestToolArgsBySchema: --arg values are typed by the tool's schema, not
@@ -296,5 +299,32 @@ func TestShowJobsAndPlan(t *testing.T) {
 	}
 	if strings.Contains(show, "\x1b") {
 		t.Errorf("show printed the plan's escape sequence raw:\n%q", show)
+	}
+}
+
+// TestVerifyHelpNamesItsDefault: what `paddock verify --help` (and the
+// verb's line in `paddock --help`) says runs when no check is named is
+// what the daemon runs then, manifest.VerifyOrder.
+func TestVerifyHelpNamesItsDefault(t *testing.T) {
+	home := t.TempDir()
+	byDefault := regexp.MustCompile(`([a-z-]+(?:, [a-z-]+)*(?:,? and [a-z-]+)?) by default`)
+	for _, args := range [][]string{{"verify", "--help"}, {"--help"}} {
+		out := cli(t, home, args...).must(t).out
+		if args[0] == "--help" {
+			i := strings.Index(out, "\n  verify ")
+			if i < 0 {
+				t.Fatalf("paddock --help lists no verify:\n%s", out)
+			}
+			out, _, _ = strings.Cut(out[i+1:], "\n")
+		}
+		m := byDefault.FindStringSubmatch(out)
+		if m == nil {
+			t.Errorf("%v does not say which checks run by default:\n%s", args, out)
+			continue
+		}
+		named := strings.FieldsFunc(strings.ReplaceAll(m[1], " and ", ","), func(r rune) bool { return r == ',' || r == ' ' })
+		if !slices.Equal(named, manifest.VerifyOrder) {
+			t.Errorf("%v says %v run by default; the daemon runs %v", args, named, manifest.VerifyOrder)
+		}
 	}
 }

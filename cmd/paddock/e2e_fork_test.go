@@ -138,3 +138,37 @@ func TestForkVerb(t *testing.T) {
 		t.Fatalf("compare of one run: %d %s", r.code, r.err)
 	}
 }
+
+// TestPickPrintsTheRunIDAlone: RUN=$(paddock pick …) gets the new run's
+// id and nothing else; what was taken, and from where, goes to stderr;
+// --json keeps its document on stdout.
+func TestPickPrintsTheRunIDAlone(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	src := filepath.Join(base, "src", "calc")
+	gittest.NewRepo(t, src, map[string]string{"README.md": "hi\n"})
+	startDaemon(t, home)
+	cli(t, home, "project", "add", src).must(t)
+	a := strings.TrimSpace(cli(t, home, "create", "-p", "calc", "--kind", "clone").must(t).out)
+	cli(t, home, "exec", a, "--", "sh", "-c", "echo a > a.txt").must(t)
+
+	r := cli(t, home, "pick", a+":a.txt").must(t)
+	id := strings.TrimSuffix(r.out, "\n")
+	if !strings.HasPrefix(id, "r-") || strings.ContainsAny(id, " \n") {
+		t.Fatalf("pick's stdout is %q, want the new run's id and a newline", r.out)
+	}
+	if !strings.Contains(r.err, "a.txt") || !strings.Contains(r.err, a) {
+		t.Errorf("pick's stderr does not say what it took from %s: %q", a, r.err)
+	}
+	if got := runState(t, home, id); got.Project != "calc" {
+		t.Errorf("pick's stdout %q is not a run of calc: %+v", id, got)
+	}
+	var doc struct {
+		Run    string `json:"run"`
+		Picked []struct{ Path, From string }
+	}
+	if err := json.Unmarshal([]byte(cli(t, home, "pick", a+":a.txt", "--json").must(t).out), &doc); err != nil || doc.Run == "" || len(doc.Picked) != 1 {
+		t.Fatalf("pick --json: %+v %v", doc, err)
+	}
+}

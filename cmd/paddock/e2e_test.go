@@ -451,8 +451,8 @@ func checkTCP(t *testing.T, home, addr string) {
 		want int
 	}{
 		"token":       {func(*http.Request) {}, 200},
-		"no token":    {func(r *http.Request) { r.Header.Del("Authorization") }, 403},
-		"wrong token": {func(r *http.Request) { r.Header.Set("Authorization", "Bearer nope") }, 403},
+		"no token":    {func(r *http.Request) { r.Header.Del("Authorization") }, 401},
+		"wrong token": {func(r *http.Request) { r.Header.Set("Authorization", "Bearer nope") }, 401},
 		"origin":      {func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }, 403},
 		"referer":     {func(r *http.Request) { r.Header.Set("Referer", "https://evil.example/") }, 403},
 		"rebinding":   {func(r *http.Request) { r.Host = "evil.example" }, 403},

@@ -6,10 +6,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/agent"
+	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/tools"
 )
 
@@ -106,5 +110,85 @@ func TestToolsEndToEnd(t *testing.T) {
 	r := decode[*paddock.Run](t, cli(t, home, "show", id, "--json"))
 	if _, err := os.Stat(filepath.Join(r.Workspace.Root, ".paddock/inbox/big.txt")); !os.IsNotExist(err) {
 		t.Fatal("an oversized upload was written")
+	}
+}
+
+// TestToolsListsEveryOfferedTool: paddock tools RUN lists every tool the
+// run's capabilities offer, control tools (exec, verify, diff, submit,
+// capabilities, plan, request_access) too, each with what it does, the
+// verb that calls it and its narrowing; a working tool with its schema.
+func TestToolsListsEveryOfferedTool(t *testing.T) {
+	// Every tool a definition may name is described: a working tool by
+	// its own description, a control tool by the CLI's table.
+	working := map[string]bool{}
+	for _, w := range tools.Offered(paddock.AccessWrite) {
+		working[w.Name] = true
+	}
+	for _, name := range agent.AllTools() {
+		if ct, ok := controlTools[name]; !working[name] && (!ok || ct.description == "" || ct.via == "") {
+			t.Errorf("tool %s has no line in paddock tools (controlTools)", name)
+		}
+	}
+	// A flow's menu events are tools too (one named as a tool is not).
+	menu := offeredTools(&paddock.Capabilities{Run: "r-1", Tools: []paddock.ToolCapability{{Name: "read"}, {Name: "exec", Deny: []string{"git push"}}},
+		Menu: &paddock.Menu{Items: []paddock.MenuItem{{Event: "approve", Description: "the change set is good"}, {Event: "exec"}}}},
+		[]client.ToolInfo{{Name: "read", Description: "Read a file.", Schema: json.RawMessage(`{}`)}})
+	if len(menu) != 3 || menu[0].Via != "paddock tool r-1 read" || menu[1].Via != "paddock exec r-1 -- CMD…" || narrowing(menu[1]) != `deny "git push"` ||
+		menu[2].Kind != "menu" || menu[2].Via != "paddock menu r-1 approve" || !strings.Contains(menu[2].Description, "the change set is good") {
+		t.Errorf("with a menu: %+v", menu)
+	}
+
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 1)
+	startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	def := filepath.Join(base, "tester.toml")
+	os.WriteFile(def, []byte(testerTOML), 0o644)
+	cli(t, home, "agent", "add", def).must(t)
+	for _, tc := range []struct {
+		create []string
+		has    []string
+	}{
+		{[]string{"create", "-p", "app"}, []string{"write", "exec", "verify", "diff", "submit", "capabilities", "plan", "request_access"}},
+		{[]string{"create", "-p", "app", "--access", "read"}, []string{"read", "capabilities", "plan", "request_access"}},
+		{[]string{"create", "-p", "app", "--agent", "tester"}, []string{"read", "exec", "capabilities"}},
+	} {
+		id := strings.TrimSpace(cli(t, home, tc.create...).must(t).out)
+		caps := decode[paddock.Capabilities](t, cli(t, home, "capabilities", id, "--json"))
+		list := decode[[]offeredTool](t, cli(t, home, "tools", id, "--json"))
+		var want, got []string
+		for _, c := range caps.Tools {
+			want = append(want, c.Name)
+		}
+		for _, o := range list {
+			got = append(got, o.Name)
+			switch {
+			case o.Description == "" || o.Via == "":
+				t.Errorf("%v: %s is listed without what it does or its verb: %+v", tc.create, o.Name, o)
+			case working[o.Name] && (o.Kind != "working" || len(o.Schema) == 0):
+				t.Errorf("%v: working tool %s: %+v", tc.create, o.Name, o)
+			case !working[o.Name] && o.Kind != "control":
+				t.Errorf("%v: control tool %s: %+v", tc.create, o.Name, o)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: paddock tools lists %v; the run is offered %v", tc.create, got, want)
+		}
+		for _, name := range tc.has {
+			if !slices.Contains(got, name) && caps.Unavailable[name] == "" {
+				t.Errorf("%v: paddock tools does not list %s: %v", tc.create, name, got)
+			}
+		}
+		// The text: a line a tool, its narrowing on it.
+		out := cli(t, home, "tools", id).must(t).out
+		for _, name := range got {
+			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s`).MatchString(out) {
+				t.Errorf("%v: the text lists no %s:\n%s", tc.create, name, out)
+			}
+		}
+		if tc.create[len(tc.create)-1] == "tester" && !regexp.MustCompile(`(?m)^exec\s.*paddock exec `+id+` -- CMD….*allow "echo", "go test"$`).MatchString(out) {
+			t.Errorf("tester's exec line does not say its verb and narrowing:\n%s", out)
+		}
 	}
 }

@@ -49,7 +49,8 @@ one in a form no label catches, so it is picked from only with
 paddock shows its files); --into a run that does not declare them is
 refused. The new run is then reviewed, submitted and approved as any other.
 
-Exit codes: 0 picked (the run's id is printed); 2 bad arguments (a path a
+Exit codes: 0 picked (the run's id is printed, alone, on stdout; each
+file taken, and from where, on stderr); 2 bad arguments (a path a
 file in one run and a directory in another); 3 no such run or path in a
 run's change set; 4 runs of other projects or bases, or a file that could
 not be written or copied exactly; 6 a run with secrets, without
@@ -71,8 +72,10 @@ not be written or copied exactly; 6 a run with secrets, without
 			}
 			out := map[string]any{"run": target, "picked": took}
 			return a.output(asJSON, out, func(w io.Writer) {
+				// stdout is the run's id alone, for RUN=$(paddock pick …);
+				// what was taken is for the person, on stderr.
 				for _, p := range took {
-					fmt.Fprintf(w, "%-6s %s  (from %s)\n", p.Op, termsafe.Field(p.Path), p.From)
+					fmt.Fprintf(a.stderr, "%-6s %s  (from %s)\n", p.Op, termsafe.Field(p.Path), p.From)
 				}
 				fmt.Fprintln(w, target)
 			})

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock"
 )
 
 // TestReadmeListsEveryVerb: the README's "CLI at a glance" names every verb
@@ -63,5 +65,20 @@ func TestReadmeListsEveryVerb(t *testing.T) {
 		if !regexp.MustCompile(fmt.Sprintf(`(^|[\s,:])%d [a-z]`, n)).MatchString(codes) {
 			t.Errorf("README's exit codes do not say what %d means (%s)", n, strings.TrimSpace(line))
 		}
+	}
+}
+
+// TestEveryCodeHasAnExitCode: every error code a daemon answers is one of
+// the table's exit codes, internal's alone being 1; a missing or unknown
+// token (unauthorized, 401) exits as forbidden does.
+func TestEveryCodeHasAnExitCode(t *testing.T) {
+	for _, c := range paddock.Codes {
+		got := exitCode(paddock.Errorf(c, "x"))
+		if (got == exitInternal) != (c == paddock.CodeInternal) {
+			t.Errorf("%s exits %d", c, got)
+		}
+	}
+	if got := exitCode(fmt.Errorf("GET /v1/runs: %w", paddock.Errorf(paddock.CodeUnauthorized, "unknown token"))); got != exitForbidden {
+		t.Errorf("unauthorized exits %d, want %d", got, exitForbidden)
 	}
 }

@@ -166,7 +166,7 @@ func (a *app) verifyCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify RUN [build|test|lint|format-check]...",
-		Short: "Run the project manifest's checks in a run (build and test by default)",
+		Short: "Run the project manifest's checks in a run (build, lint and test by default)",
 		Long: `Run the checks the project's manifest declares (read from the base revision
 as the host sees it, never from the workspace) in the run's sandbox, one
 after the other, network off, until one fails. An agent picks checks by
@@ -174,6 +174,9 @@ name, never a command line. The result says which change set (by hash) the
 checks ran against, whether each passed, the end of its output and, where
 the tool reports them, its test counts. 'paddock manifest PROJECT' shows
 the checks.
+
+With no CHECK named it runs build, lint and test by default (those of them
+the manifest declares, in that order); format-check runs only when named.
 
 Exit codes: 0 every check passed; 1 a check failed; 3 no such run; 6 the
 run's agent may not verify; 7 the manifest declares no such check.`,

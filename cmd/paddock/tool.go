@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/strictjson"
 	"github.com/paddock-dev/paddock/termsafe"
@@ -46,7 +48,7 @@ Arguments:
                        --args - it is read from stdin. --arg and --arg-file
                        add to it
 A key may be given once. 'paddock tools RUN --json' lists the tools the run is
-offered with their schemas. A call's body is at most 1 MiB.
+offered, with the working tools' schemas. A call's body is at most 1 MiB.
 
 A read run is offered only read, glob, grep, list and stat; a none run no tool.
 
@@ -302,11 +304,23 @@ func (p schemaProps) fromFile(key string, b []byte) (any, error) {
 func (a *app) toolsCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "tools RUN",
-		Short: "List the working tools a run is offered",
-		Long: `List the working tools the run's access mode offers (write: all; read: the
-ones that cannot change the workspace; none: none), with --json their input
-schemas.
+		Use:   "tools RUN [--json]",
+		Short: "List every tool a run is offered now, and the verb that calls each",
+		Long: `List every tool the run is offered now, as its capabilities say (its agent
+definition, the grants made on it, its access and its state): what its agent
+sees over MCP. Each with what it does, the verb that calls it and how it is
+narrowed (allow, deny, ask):
+
+  - the working tools (read, write, edit, glob, grep, list, stat, move,
+    delete): a read run only those that cannot change the workspace, a none
+    run none; called with 'paddock tool RUN NAME';
+  - the control tools its definition names: exec and verify (where this
+    daemon can confine a command; otherwise named on stderr, with why),
+    diff, submit, capabilities, plan and request_access;
+  - the events of its flow's menu, while they are on it ('paddock menu').
+
+--json prints each with its kind (working, control or menu), its narrowing
+and, for a working tool, its input schema.
 
 Exit codes: 0 listed; 3 no such run.`,
 		Args: exactArgs(1),
@@ -315,22 +329,110 @@ Exit codes: 0 listed; 3 no such run.`,
 			if err != nil {
 				return err
 			}
-			ts, err := c.Tools(cmd.Context(), args[0])
+			caps, err := c.Capabilities(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			return a.output(asJSON, ts, func(w io.Writer) {
+			working, err := c.Tools(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			list := offeredTools(caps, working)
+			for _, name := range slices.Sorted(maps.Keys(caps.Unavailable)) {
+				fmt.Fprintf(a.stderr, "paddock: %s is not offered here: %s\n", name, termsafe.Text(caps.Unavailable[name]))
+			}
+			return a.output(asJSON, list, func(w io.Writer) {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				for _, t := range ts {
+				for _, t := range list {
 					desc, _, _ := strings.Cut(t.Description, ". ")
-					fmt.Fprintf(tw, "%s\t%s\n", t.Name, desc)
+					line := termsafe.Field(t.Name) + "\t" + termsafe.Field(strings.TrimSuffix(desc, ".")) + "\t" + t.Via
+					if n := narrowing(t); n != "" {
+						line += "\t" + n
+					}
+					fmt.Fprintln(tw, line)
 				}
 				tw.Flush()
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON with schemas")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON, with the working tools' schemas")
 	return cmd
+}
+
+// offeredTool is one tool a run is offered, as paddock tools lists it.
+type offeredTool struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"` // working, control or menu
+	Description string `json:"description"`
+	// Schema and Writes are a working tool's (client.ToolInfo).
+	Schema json.RawMessage `json:"input_schema,omitempty"`
+	Writes bool            `json:"writes,omitempty"`
+	// Via is the CLI's verb that calls it.
+	Via   string   `json:"via"`
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+	Ask   []string `json:"ask,omitempty"`
+}
+
+// controlTools say what each control tool does and which verb calls it
+// (RUN for the run):
+// the CLI does not link the MCP server that describes them to a model.
+// TestToolsListsEveryOfferedTool holds it to every tool a definition may
+// name.
+var controlTools = map[string]struct{ description, via string }{
+	paddock.ToolExec:          {"Run a command in the workspace, confined by the sandbox, with no network unless it asks", "paddock exec RUN -- CMD…"},
+	paddock.ToolVerify:        {"Run the project manifest's checks (build, lint and test unless named), network off", "paddock verify RUN [CHECK…]"},
+	paddock.ToolDiff:          {"The change set now, with risk labels and its hash", "paddock diff RUN"},
+	paddock.ToolSubmit:        {"Freeze the change set for review, under its hash", "paddock submit RUN"},
+	paddock.ToolCapabilities:  {"What the run may do now: tools, narrowing, network, limits, grants", "paddock capabilities RUN"},
+	paddock.ToolPlan:          {"Give the agent's plan: its steps, each pending, in progress or completed", "paddock tool RUN plan --args JSON"},
+	paddock.ToolRequestAccess: {"Ask for more than the run's definition grants, with a reason, for a person to decide", "POST /v1/runs/RUN/requests"},
+}
+
+// offeredTools are the tools caps offers, described by working (the
+// working tools' own descriptions and schemas) or controlTools, then the
+// flow's menu events, as the run's MCP server offers them.
+func offeredTools(caps *paddock.Capabilities, working []client.ToolInfo) []offeredTool {
+	list := []offeredTool{}
+	for _, tc := range caps.Tools {
+		t := offeredTool{Name: tc.Name, Allow: tc.Allow, Deny: tc.Deny, Ask: tc.Ask}
+		if i := slices.IndexFunc(working, func(w client.ToolInfo) bool { return w.Name == tc.Name }); i >= 0 {
+			w := working[i]
+			t.Description, t.Schema, t.Writes, t.Kind, t.Via = w.Description, w.Schema, w.Writes, "working", "paddock tool "+caps.Run+" "+tc.Name
+		} else if ct, ok := controlTools[tc.Name]; ok {
+			t.Description, t.Kind, t.Via = ct.description, "control", strings.Replace(ct.via, "RUN", caps.Run, 1)
+		} else {
+			t.Kind = "control" // a tool this CLI does not know: newer than it
+		}
+		list = append(list, t)
+	}
+	if caps.Menu != nil {
+		for _, it := range caps.Menu.Items {
+			if _, clash := controlTools[it.Event]; clash || slices.ContainsFunc(list, func(t offeredTool) bool { return t.Name == it.Event }) {
+				continue // the MCP server offers the tool, not the event
+			}
+			desc := "Pick " + it.Event + " from the run's workflow menu"
+			if it.Description != "" {
+				desc += ": " + it.Description
+			}
+			list = append(list, offeredTool{Name: it.Event, Kind: "menu", Description: desc, Via: "paddock menu " + caps.Run + " " + it.Event})
+		}
+	}
+	return list
+}
+
+// narrowing says how a tool is narrowed, in a line.
+func narrowing(t offeredTool) string {
+	var parts []string
+	for _, x := range []struct {
+		what  string
+		rules []string
+	}{{"allow", t.Allow}, {"deny", t.Deny}, {"ask", t.Ask}} {
+		if len(x.rules) > 0 {
+			parts = append(parts, x.what+" "+termsafe.Field(strings.Join(quoteAll(x.rules), ", ")))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (a *app) inboxCmd() *cobra.Command {

@@ -357,6 +357,7 @@ const (
 	ErrorCodeNotFound        ErrorCode = "not_found"
 	ErrorCodeRunMismatch     ErrorCode = "run_mismatch"
 	ErrorCodeTooLarge        ErrorCode = "too_large"
+	ErrorCodeUnauthorized    ErrorCode = "unauthorized"
 	ErrorCodeUnsupported     ErrorCode = "unsupported"
 )
 
@@ -384,6 +385,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRunMismatch:
 		return true
 	case ErrorCodeTooLarge:
+		return true
+	case ErrorCodeUnauthorized:
 		return true
 	case ErrorCodeUnsupported:
 		return true
@@ -2209,7 +2212,7 @@ type EnforcementMode string
 // EnforcementProcsScope what limits.procs counts: the command's own processes (a pids cgroup), or every process of the sandbox's uid (RLIMIT_NPROC)
 type EnforcementProcsScope string
 
-// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
+// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, unauthorized 401 (a missing or unknown token; with WWW-Authenticate: Bearer), forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
 type Error struct {
 	Code    ErrorCode               `json:"code"`
 	Details *map[string]interface{} `json:"details,omitempty"`
@@ -2281,7 +2284,7 @@ type ExecResultOutputEncoding string
 
 // Failure defines model for Failure.
 type Failure struct {
-	// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
+	// Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, unauthorized 401 (a missing or unknown token; with WWW-Authenticate: Bearer), forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
 	Error Error     `json:"error"`
 	Ok    FailureOk `json:"ok"`
 }
@@ -3940,14 +3943,14 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/runs/{id}/undo (the `Undo` operationId).
 	Undo(ctx context.Context, id string, params *UndoParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// VerifyWithBody Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	// VerifyWithBody Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
 	VerifyWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Verify Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	// Verify Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5518,7 +5521,7 @@ func (c *Client) Undo(ctx context.Context, id string, params *UndoParams, reqEdi
 	return c.Client.Do(req)
 }
 
-// VerifyWithBody Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+// VerifyWithBody Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 //
 // Takes any type of body and a specified content type.
 //
@@ -5535,7 +5538,7 @@ func (c *Client) VerifyWithBody(ctx context.Context, id string, contentType stri
 	return c.Client.Do(req)
 }
 
-// Verify Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+// Verify Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9789,14 +9792,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/runs/{id}/undo (the `Undo` operationId).
 	UndoWithResponse(ctx context.Context, id string, params *UndoParams, reqEditors ...RequestEditorFn) (*UndoResponse, error)
 
-	// VerifyWithBodyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	// VerifyWithBodyWithResponse Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs/{id}/verify (the `Verify` operationId).
 	VerifyWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyResponse, error)
 
-	// VerifyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+	// VerifyWithResponse Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14936,7 +14939,7 @@ func (c *ClientWithResponses) UndoWithResponse(ctx context.Context, id string, p
 	return ParseUndoResponse(rsp)
 }
 
-// VerifyWithBodyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+// VerifyWithBodyWithResponse Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14949,7 +14952,7 @@ func (c *ClientWithResponses) VerifyWithBodyWithResponse(ctx context.Context, id
 	return ParseVerifyResponse(rsp)
 }
 
-// VerifyWithResponse Run the project manifest's checks (build, test, lint, format-check; build and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
+// VerifyWithResponse Run the project manifest's checks (build, test, lint, format-check; build, lint and test by default) in the run's sandbox; results tied to the change-set hash (the verify tool)
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
