@@ -470,3 +470,37 @@ func writeSecret(t *testing.T, home, name, value string) {
 		t.Fatal(err)
 	}
 }
+
+// TestClaudeCodeAtATerminal: the everyday path end to end, at a terminal
+// (#30's proof): paddock run -- claude, found in the user's npm prefix,
+// logged in through the proxy, writes, runs exec and verify; then the
+// person at the terminal presses d (the diff through $PAGER) and a, and
+// the change set is applied to a branch of the repository.
+func TestClaudeCodeAtATerminal(t *testing.T) {
+	needAgents(t, "claude")
+	home, repo, model, port := modelRun(t)
+	writeSecret(t, home, "ANTHROPIC_API_KEY", "sk-ant-real-key-at-a-terminal-7070")
+	pager := filepath.Join(t.TempDir(), "pager")
+	os.WriteFile(pager, []byte("#!/bin/sh\necho PAGER-START; cat; echo PAGER-END\n"), 0o755)
+	out := cliOnTerminalEnv(t, home, map[string]string{"PAGER": pager}, "da", "run", "--project", repo, "--no-verify", "--timeout", "3m",
+		"--apply", "branch=from-claude",
+		"--credential", "use=anthropic,host=localhost", "--env", fmt.Sprintf("ANTHROPIC_BASE_URL=http://localhost:%d", port),
+		"--env", "ENABLE_TOOL_SEARCH=false", "--env", "DISABLE_AUTOUPDATER=1", "--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"--", "claude", "-p", "Write hello.txt, then exec and verify.")
+	for _, want := range []string{"Done: hello.txt is written.", "PAGER-START", "+hello from inside the run", "PAGER-END", "approved sha256:", "applied to"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, out)
+		}
+	}
+	if got := gittest.Git(t, repo, "show", "from-claude:hello.txt"); got != "hello from inside the run" {
+		t.Fatalf("the branch holds %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "hello.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the checkout itself was written: %v", err)
+	}
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	if all, _ := json.Marshal(model.requests); !strings.Contains(string(all), `"tool_use_id":"toolu_paddock_3"`) {
+		t.Fatal("the session never got verify's answer")
+	}
+}
