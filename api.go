@@ -34,6 +34,11 @@ type CreateRunRequest struct {
 	// view, at their own paths, besides its definition's (paddock run's
 	// --mount-ro, and where the command it starts lives).
 	Mounts []string `json:"mounts,omitempty"`
+	// IncludeUncommitted starts the run from HEAD with the uncommitted
+	// changes of the project's checkout (tracked and untracked, not
+	// ignored) in its base: committed into a store of the run's own, never
+	// the project's; clone and overlay runs only.
+	IncludeUncommitted bool `json:"include_uncommitted,omitempty"`
 	// Credentials are more credentials this run's requests carry, set by
 	// the proxy (paddock run's --credential), besides its definition's.
 	Credentials []CredentialRule `json:"credentials,omitempty"`

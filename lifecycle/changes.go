@@ -91,7 +91,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	// The base (names that collide with its paths, its .envrc files) from
 	// its checkout where the run has one, from git otherwise; the
 	// project's own .envrc files, which direnv runs, from its work tree.
-	trees := changeset.Trees{Base: m.Git.Tree(ctx, repo.CommonDir, r.Workspace.BaseRevision), Host: changeset.DirTree(p.Root)}
+	trees := changeset.Trees{Base: m.Git.Tree(m.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision), Host: changeset.DirTree(p.Root)}
 	if opts.BaseFiles != "" {
 		trees.Base = changeset.DirTree(opts.BaseFiles)
 	}
@@ -294,6 +294,9 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 // not the base with exactly the approved entries (a type change git would
 // resolve by dropping a path the change set does not name).
 func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
+	if exists(m.uncommittedObjects(id)) {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s started from the checkout's uncommitted changes, which a branch would carry into the project's history: apply it into the working tree (paddock apply %s --to worktree), or commit them first", id, id)
+	}
 	unlock, err := m.lockLanding(id)
 	if err != nil {
 		return nil, err

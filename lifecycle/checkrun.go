@@ -55,6 +55,7 @@ func (m *Manager) checkRun(ctx context.Context, r *paddock.Run, p *paddock.Proje
 		}
 		entries = cs
 	}
+	ctx = m.objectsCtx(ctx, src) // its base may be in a store of its own
 	id := newID()
 	check := &paddock.ReviewOf{Run: src.ID, Hash: hash, Commit: base, Base: base, Check: true}
 	if entries != nil {

@@ -607,7 +607,7 @@ func (m *Manager) ApproveHunks(ctx context.Context, id, hash string, picked []in
 	}
 	part, blobs, err := changeset.Partial(cs, sections, picked,
 		func(path string) ([]byte, error) {
-			b, err := m.Git.FileAt(ctx, repo.CommonDir, r.Workspace.BaseRevision, path)
+			b, err := m.Git.FileAt(m.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision, path)
 			if err != nil {
 				return nil, internal("reading the base failed", err)
 			}

@@ -99,8 +99,9 @@ func (m *Manager) makeReview(ctx context.Context, coder *paddock.Run, def *paddo
 		if review.Commit, review.Skipped, err = m.reviewCommit(ctx, coder, p, hash, m.reviewObjects(id)); err != nil {
 			return nil, err
 		}
-		// The review run is made at a commit only its own store holds.
-		ctx = gitx.WithObjects(ctx, m.reviewObjects(id))
+		// The review run is made at a commit only its own store holds
+		// (on a base that may be in the coder's own).
+		ctx = gitx.WithObjects(m.objectsCtx(ctx, coder), m.reviewObjects(id))
 	}
 	r, err := m.createReviewRun(ctx, p, coder, def, review, id)
 	if err != nil {
@@ -122,10 +123,18 @@ func (m *Manager) reviewObjects(id string) string {
 // a review or check run's own, or, for the merge queue's check run, the
 // replay's (queue.go).
 func (m *Manager) runObjects(r *paddock.Run) []string {
-	if r.ReviewOf == nil || r.ReviewOf.Commit == r.ReviewOf.Base {
-		return nil
-	}
 	var out []string
+	if store := m.uncommittedObjects(r.ID); exists(store) {
+		out = append(out, store) // a base with the checkout's uncommitted changes
+	}
+	if r.ReviewOf != nil {
+		if store := m.uncommittedObjects(r.ReviewOf.Run); exists(store) {
+			out = append(out, store) // the reviewed run's, which its commit sits on
+		}
+	}
+	if r.ReviewOf == nil || r.ReviewOf.Commit == r.ReviewOf.Base {
+		return out
+	}
 	if store := m.reviewObjects(r.ID); exists(store) {
 		out = append(out, store)
 	}
@@ -157,6 +166,7 @@ func (m *Manager) reviewCommit(ctx context.Context, coder *paddock.Run, p *paddo
 // commitChangeSet commits change set cs of run coder (its blobs frozen)
 // onto coder's base, into the object directory store.
 func (m *Manager) commitChangeSet(ctx context.Context, coder *paddock.Run, p *paddock.Project, cs *paddock.ChangeSet, store string) (string, []string, error) {
+	ctx = m.objectsCtx(ctx, coder) // its base may be in a store of its own
 	pol, err := m.policy(ctx, p)
 	if err != nil {
 		return "", nil, err

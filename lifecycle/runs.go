@@ -27,7 +27,11 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	if err != nil {
 		return nil, err
 	}
-	return m.create(ctx, o, def)
+	r, err := m.create(ctx, o, def)
+	if err == nil && o.IncludeUncommitted {
+		err = m.borrowBase(r)
+	}
+	return r, err
 }
 
 // agentForCreate is the definition a run is made with: the one it names
@@ -127,6 +131,11 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 	base, err := m.Git.Resolve(ctx, p.Root, o.Base)
 	if err != nil {
 		return nil, err
+	}
+	if o.IncludeUncommitted {
+		if ctx, err = m.includeUncommitted(ctx, id, kind, o.Base, p, repo.CommonDir, &base.SHA); err != nil {
+			return nil, err
+		}
 	}
 
 	root := filepath.Join(m.WorkspacesDir, id)

@@ -14,8 +14,8 @@ import (
 // checkpoints every active run; an overlay run whose sandbox was given back
 // (idle) is checkpointed without reading its layer, which would start a
 // sandbox for each; one whose sandbox runs is read as before. After the
-// restart, a person's call on such a run resumes it, as an agent's does,
-// and finds the run's files.
+// restart, a person's call names the one command that resumes it, and
+// the resume (which reads the layer then) finds the run's files.
 func TestStopWithIdleRunsStartsNoSandbox(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
@@ -53,9 +53,15 @@ func TestStopWithIdleRunsStartsNoSandbox(t *testing.T) {
 	}
 	e.reopen(t)
 	withSandbox(t, e)
+	if _, err := e.m.CallTool(ctx, ids[1], "read", json.RawMessage(`{"path":"kept.txt"}`)); !paddock.IsCode(err, paddock.CodeConflict) || !strings.Contains(err.Error(), "paddock resume "+ids[1]) {
+		t.Fatalf("a person's read of a run the restart checkpointed: %v", err)
+	}
+	if rr, err := e.m.Resume(ctx, ids[1]); err != nil || rr.Drift {
+		t.Fatalf("the resume: %v %+v", err, rr)
+	}
 	res, err := e.m.CallTool(ctx, ids[1], "read", json.RawMessage(`{"path":"kept.txt"}`))
 	if err != nil {
-		t.Fatalf("a person's read of a run the restart checkpointed: %v", err)
+		t.Fatal(err)
 	}
 	if b, _ := json.Marshal(res); !strings.Contains(string(b), "kept") {
 		t.Fatalf("the read: %s", b)

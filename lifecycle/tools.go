@@ -58,14 +58,14 @@ func (m *Manager) workspaceFor(ctx context.Context, id string) (*paddock.Run, *p
 			return nil, nil, err
 		}
 	case paddock.StateCheckpointed:
-		// Whoever calls carries on where the run was (a daemon restart
-		// checkpointed it): the agent's call or a person's resumes the
-		// run, and an event says by whom.
-		by := "operator"
-		if agentCall(ctx) {
-			by = "agent"
+		if !agentCall(ctx) {
+			// A person's call does not resume behind their back: it names
+			// the one command that does.
+			return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s is checkpointed; resume it first (paddock resume %s)", id, id)
 		}
-		if _, err := m.resume(ctx, id, by); err != nil && !paddock.IsCode(err, paddock.CodeConflict) {
+		// The agent carries on where it was (a daemon restart checkpointed
+		// its run): its call resumes the run, and an event says so.
+		if _, err := m.resume(ctx, id, "agent"); err != nil && !paddock.IsCode(err, paddock.CodeConflict) {
 			return nil, nil, err
 		}
 		if r, p, err = m.runAndProject(ctx, id); err != nil {

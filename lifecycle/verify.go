@@ -102,7 +102,7 @@ func (m *Manager) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Man
 		}
 		rev = base
 	}
-	return m.ProjectManifestAt(ctx, p, rev)
+	return m.ProjectManifestAt(m.objectsCtx(ctx, r), p, rev)
 }
 
 // reviewedBase is the base revision of the run review run r reviews.

@@ -288,8 +288,10 @@ func (p *Pool) harnessFor(ctx context.Context, key string, spec *Spec, ownNet *b
 		p.mu.Unlock()
 		return h, nil
 	}
-	if h != nil && spec.Net == NetNone && h.net != NetNone && h.base == netFreeHash(spec) && !h.isDead() {
-		// Less network than the harness has: a namespace of its own.
+	if h != nil && h.inflight > 0 && spec.Net == NetNone && h.net != NetNone && h.base == netFreeHash(spec) && !h.isDead() {
+		// Less network than a busy harness has (the run's agent holds it
+		// with its own): a namespace of its own, forked from it. An idle
+		// harness is made again for the command, as for any other change.
 		*ownNet = true
 		h.inflight++
 		p.mu.Unlock()

@@ -109,6 +109,7 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 	f.StringVar(&req.Access, "access", "", "workspace access: write, read or none (default write, or the agent's)")
 	f.StringVar(&req.Agent, "agent", "", "the agent definition the run is made with (paddock agent ls; default the built-in of its access: coder, reviewer or decider)")
 	f.StringArrayVar(&req.Secrets, "secret", nil, "give the run's commands this secret of the daemon's, by name (repeatable)")
+	f.BoolVar(&req.IncludeUncommitted, "include-uncommitted", false, "start from HEAD with the checkout's uncommitted changes in the run's base (never written into the project; clone and overlay runs)")
 	f.BoolVar(&req.IncludeIgnored, "include-ignored", false, "put files the base's ignore rules leave out into the run's change sets")
 	f.BoolVar(&asJSON, "json", false, "print the run as JSON")
 	return cmd

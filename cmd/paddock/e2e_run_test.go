@@ -119,7 +119,7 @@ printf 'name? '; IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 	scr.waitFor(t, "RESIZED")
 	scr.waitFor(t, "name? ") // a prompt shows before its line ends
 	master.WriteString("hello there\r")
-	scr.waitFor(t, "[k]eep for later?")
+	scr.waitFor(t, "[?] help? ")
 	master.WriteString("k\n")
 	select {
 	case err := <-exited:
@@ -426,5 +426,37 @@ func TestRunReviewKeys(t *testing.T) {
 	}
 	if runs := decode[[]*paddock.Run](t, cli(t, home, "ls", "--json")); len(runs) != 1 || runs[0].Review != paddock.ReviewApproved {
 		t.Fatalf("ls --json after the approve: %+v", runs)
+	}
+}
+
+// TestRunIncludeUncommitted: paddock run warns that the checkout's
+// uncommitted changes are not in the run, and --include-uncommitted puts
+// them in its base (#30 item 7): the command sees them, its change set
+// holds only its own work, and the project is left as it was.
+func TestRunIncludeUncommitted(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	startDaemon(t, home)
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("edited, not committed\n"), 0o644)
+	before, _ := gittest.TreeDigest(t, repo)
+	r := cli(t, home, "run", "--project", repo, "--no-verify", "--", "sh", "-c", "cat README.md > seen.txt")
+	if r.code != 0 || !strings.Contains(r.err, "uncommitted change(s)") || !strings.Contains(r.err, "--include-uncommitted") {
+		t.Fatalf("a run without them: %d\n%s", r.code, r.err)
+	}
+	r = cli(t, home, "run", "--project", repo, "--no-verify", "--include-uncommitted", "--", "sh", "-c", "cat README.md > seen.txt")
+	if r.code != 0 || strings.Contains(r.err, "uncommitted change(s)") {
+		t.Fatalf("a run with them: %d\n%s\n%s", r.code, r.out, r.err)
+	}
+	m := regexp.MustCompile(`paddock approve (r-\S+) --hash`).FindStringSubmatch(r.out)
+	if m == nil {
+		t.Fatalf("not submitted:\n%s", r.out)
+	}
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "diff", m[1], "--json"))
+	if len(cs.Entries) != 1 || cs.Entries[0].Path != "seen.txt" || !strings.Contains(cs.Diff, "+edited, not committed") {
+		t.Fatalf("the change set: %+v\n%s", cs.Entries, cs.Diff)
+	}
+	if after, _ := gittest.TreeDigest(t, repo); after != before {
+		t.Fatal("the project changed")
 	}
 }

@@ -23,7 +23,7 @@ import (
 type runOptions struct {
 	project, agent, kind, net, apply, timeout string
 	mounts, credentials, secrets, env         []string
-	noVerify                                  bool
+	noVerify, includeUncommitted              bool
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -111,6 +111,7 @@ decided; 130 when stopped with Ctrl-C; 125 when paddock failed.`,
 	f.StringVar(&o.timeout, "timeout", "", "CMD's wall-time limit, such as 2h (default: none at a terminal, else the daemon's session_limits.wall, 8h); the commands CMD asks for keep theirs")
 	f.StringVar(&o.apply, "apply", "", "once approved, apply: branch[=NAME] or worktree")
 	f.BoolVar(&o.noVerify, "no-verify", false, "do not run the project's checks when CMD ends")
+	f.BoolVar(&o.includeUncommitted, "include-uncommitted", false, "start from HEAD with your checkout's uncommitted changes in the run's base (never written into the project; applied into the working tree only)")
 	f.StringArrayVar(&o.mounts, "mount-ro", nil, "show this host directory read-only in the run, at its own path (repeatable; where CMD lives is found and shown already)")
 	f.StringArrayVar(&o.credentials, "credential", nil, "anthropic, openai, or host=H,header=X,secret=S[,prefix=P][,env=V]: set by paddock's proxy on CMD's requests to that host from the daemon's secret; CMD holds a placeholder (repeatable; adds the host to --net's allow-list)")
 	f.StringArrayVar(&o.secrets, "secret", nil, "give the run's commands this secret of the daemon's, by name, in their environment (repeatable)")
@@ -166,14 +167,22 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 			return 0, usageError{fmt.Sprintf("--env %s: it is not set here", e)}
 		}
 	}
-	create := paddock.CreateRunRequest{Project: p.Name, Agent: o.agent, Kind: o.kind, Mounts: mounts, Credentials: creds, Secrets: o.secrets}
-	dirty := a.uncommitted(ctx, c, create)
+	create := paddock.CreateRunRequest{Project: p.Name, Agent: o.agent, Kind: o.kind, Mounts: mounts, Credentials: creds, Secrets: o.secrets,
+		IncludeUncommitted: o.includeUncommitted}
+	var dirty <-chan dirtyCheckout
+	if o.includeUncommitted {
+		none := make(chan dirtyCheckout, 1)
+		none <- dirtyCheckout{}
+		dirty = none
+	} else {
+		dirty = a.uncommitted(ctx, c, create)
+	}
 	r, err := c.Create(ctx, create)
 	if err != nil {
 		return 0, err
 	}
 	if d := <-dirty; d.n > 0 && r.Workspace != nil {
-		fmt.Fprintf(a.stderr, "paddock: the %d uncommitted change(s) in %s are not in the run, which starts at %s: commit them first to give them to %s\n",
+		fmt.Fprintf(a.stderr, "paddock: the %d uncommitted change(s) in %s are not in the run, which starts at %s: commit them first, or --include-uncommitted, to give them to %s\n",
 			d.n, termsafe.Field(d.root), short(r.Workspace.BaseRevision), argv[0])
 	}
 	agent := "coder"

@@ -2071,9 +2071,12 @@ type CreateRunRequest struct {
 	Credentials *[]CredentialRule `json:"credentials,omitempty"`
 
 	// Dir The directory handed over; kind operator_dir only, and required there. Never the project's checkout, its git directory, a directory inside either or one that holds them (links resolved): bad_request otherwise.
-	Dir            *string               `json:"dir,omitempty"`
-	IncludeIgnored *bool                 `json:"include_ignored,omitempty"`
-	Kind           *CreateRunRequestKind `json:"kind,omitempty"`
+	Dir            *string `json:"dir,omitempty"`
+	IncludeIgnored *bool   `json:"include_ignored,omitempty"`
+
+	// IncludeUncommitted start from HEAD with the checkout's uncommitted changes in the run's base (a store of the run's own, never the project's); clone and overlay runs; applied into the working tree only
+	IncludeUncommitted *bool                 `json:"include_uncommitted,omitempty"`
+	Kind               *CreateRunRequestKind `json:"kind,omitempty"`
 
 	// Mounts more host directories shown read-only in this run's view, at their own paths, besides its definition's
 	Mounts  *[]string `json:"mounts,omitempty"`
