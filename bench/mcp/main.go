@@ -320,8 +320,15 @@ func mcpWay(name, run string, s *mcp.ClientSession) *way {
 			return r.Content, err
 		},
 		exec: func(ctx context.Context) (*paddock.ExecResult, error) {
-			var r paddock.ExecResult
-			return &r, call(ctx, "exec", map[string]any{"argv": []string{"/bin/true"}}, &r)
+			// Over MCP the enforcement is a summary for the model (its
+			// limits written as durations), not the record: only the
+			// outcome is read here.
+			var r struct {
+				ExitCode int    `json:"exit_code"`
+				Signal   string `json:"signal"`
+			}
+			err := call(ctx, "exec", map[string]any{"argv": []string{"/bin/true"}}, &r)
+			return &paddock.ExecResult{ExitCode: r.ExitCode, Signal: r.Signal}, err
 		},
 	}
 }
