@@ -268,7 +268,12 @@ func refuseForeign(w http.ResponseWriter, r *http.Request, tcp bool) bool {
 
 func hostAllowed(host string, tcp bool) bool {
 	h := host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
+	if hh, port, err := net.SplitHostPort(host); err == nil {
+		// SplitHostPort takes any port: "127.0.0.1:4567.evil.example" is
+		// no loopback host, whatever its first part says.
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+			return false
+		}
 		h = hh
 	}
 	switch h {

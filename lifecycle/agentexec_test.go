@@ -58,3 +58,21 @@ func TestAgentAndItsCommandsShareAnOverlayRun(t *testing.T) {
 		t.Fatalf("the agent's job: %+v", j)
 	}
 }
+
+// TestExecWithNoCommandIsBadRequest: an exec with an empty argv is a
+// malformed request (bad_request, naming argv), from the agent and the
+// operator alike, as MCP's exec answers it; nothing is recorded as a
+// refused command.
+func TestExecWithNoCommandIsBadRequest(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	r := e.create(t, paddock.KindClone, "")
+	for _, c := range []context.Context{ctx, paddock.WithAgent(ctx)} {
+		for _, argv := range [][]string{nil, {}, {""}} {
+			if _, err := e.m.Exec(c, r.ID, paddock.ExecRequest{Argv: argv}); !paddock.IsCode(err, paddock.CodeBadRequest) {
+				t.Errorf("exec %q: %v, want bad_request", argv, err)
+			}
+		}
+	}
+}

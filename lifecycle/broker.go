@@ -275,6 +275,10 @@ func (m *Manager) agentExec(ctx context.Context, id string, req *paddock.ExecReq
 // execBrokered is ExecStream deciding on call: an agent's start command
 // (a bootstrap job) is decided as such.
 func (m *Manager) execBrokered(ctx context.Context, id string, call broker.Call, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		// A malformed request, not a refused command (as MCP's exec says).
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command: argv is empty").WithDetail("key", "argv")
+	}
 	res, err := m.broker(ctx, id, brokered{call: call, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
 		c.masked = true
 		res, evs, err := m.execStream(ctx, c, req, streams)

@@ -103,6 +103,10 @@ func run(n int) error {
 		}
 		bw = append(bw, time.Since(t0))
 	}
+	sameNet, ownNet, err := lessNetwork(ctx, spec, n)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", benchutil.Machine(ws))
 	fmt.Printf("| exec /bin/true from the run's resident harness, an empty workspace (median of %d) | %s | %s (bubblewrap, --unshare-all) | %s |\n",
 		n, benchutil.Stats(resident), benchutil.Stats(bw), benchutil.Ratio(resident, bw))
@@ -114,5 +118,50 @@ func run(n int) error {
 		benchutil.Round(benchutil.Median(resident)-benchutil.Median(bare)), benchutil.Round(benchutil.Median(ours)-benchutil.Median(bare)),
 		benchutil.Round(benchutil.Median(bw)-benchutil.Median(bare)))
 	fmt.Printf("| setting up a run's harness (once per run, first exec) | %s | – | – |\n", benchutil.Round(setup))
+	fmt.Printf("| exec /bin/true with no network, forked into a network namespace of its own from a busy harness that has one (an agent's command) | %s | %s (the same harness, its network) | %s |\n",
+		benchutil.Stats(ownNet), benchutil.Stats(sameNet), benchutil.Ratio(ownNet, sameNet))
 	return nil
+}
+
+// lessNetwork times commands forked from a harness that a long command
+// holds with the host's network (a run's agent): with that network, and
+// with none (a network namespace of their own), interleaved.
+func lessNetwork(ctx context.Context, spec sandbox.Spec, n int) (same, own []time.Duration, err error) {
+	dir, err := os.MkdirTemp("", "paddock-bench-ownnet-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	pool := &sandbox.Pool{Dir: dir}
+	defer pool.Close()
+	actx, stop := context.WithCancel(ctx)
+	defer stop()
+	agent, host := spec, spec
+	agent.Net, agent.Argv = sandbox.NetHost, []string{"sleep", "3600"}
+	host.Net = sandbox.NetHost
+	done := make(chan struct{})
+	go func() { defer close(done); pool.Run(actx, "agent", agent) }()
+	defer func() { stop(); <-done }()
+	for end := time.Now().Add(30 * time.Second); !pool.Live("agent"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			return nil, nil, fmt.Errorf("the agent's harness did not start")
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the agent's command is running
+	benchutil.Step("%d execs of /bin/true each beside a running agent: with its network, and with a network of their own", n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		res, err := pool.Run(ctx, "agent", host)
+		if err != nil || res.ExitCode != 0 || res.Enforcement.OwnNet {
+			return nil, nil, fmt.Errorf("a command with the harness's network: %v %+v", err, res)
+		}
+		same = append(same, time.Since(t0))
+		t0 = time.Now()
+		res, err = pool.Run(ctx, "agent", spec)
+		if err != nil || res.ExitCode != 0 || !res.Enforcement.OwnNet {
+			return nil, nil, fmt.Errorf("a command with a network of its own: %v %+v", err, res)
+		}
+		own = append(own, time.Since(t0))
+	}
+	return same, own, nil
 }
