@@ -11,19 +11,28 @@ import (
 	"strings"
 )
 
-// CommitUncommittedInto commits the uncommitted changes of the checkout at
-// root (what `git status` lists against HEAD, untracked files included and
+// WorkTree is a project's checkout, as paddock reads it beside the
+// repository's own tools: only ever read.
+type WorkTree struct {
+	Git    *Git
+	Root   string // the work tree
+	GitDir string // its repository's (common) git directory
+}
+
+// CommitUncommittedInto commits the uncommitted changes of the checkout
+// (what `git status` lists against HEAD, untracked files included and
 // ignored ones not) onto base, which must be its HEAD, into objectDir, a
 // directory of paddock's that borrows the project's objects: the project's
 // own store, index and working tree are never written (Uncommitted's
 // status only reads). Each file's content is what is in the working tree,
 // hashed without filters, as a change set hashes it. changed is how many
 // paths it took; with none, commit is base and nothing is written.
-func (g *Git) CommitUncommittedInto(ctx context.Context, root, gitDir, objectDir, base string, who Identity, message string) (commit string, changed int, err error) {
+func (w WorkTree) CommitUncommittedInto(ctx context.Context, objectDir, base string, who Identity, message string) (commit string, changed int, err error) {
 	if err := CheckRef(base); err != nil {
 		return "", 0, err
 	}
-	out, err := g.run(ctx, repoAt(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all")
+	root := w.Root
+	out, err := w.Git.run(ctx, repoAt(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all")
 	if err != nil {
 		return "", 0, err
 	}
@@ -50,7 +59,7 @@ func (g *Git) CommitUncommittedInto(ctx context.Context, root, gitDir, objectDir
 	if len(entries) == 0 {
 		return base, 0, nil
 	}
-	commit, err = g.CommitTreeInto(ctx, gitDir, objectDir, base, entries, who, message)
+	commit, err = w.Git.CommitTreeInto(ctx, w.GitDir, objectDir, base, entries, who, message)
 	return commit, len(entries), err
 }
 

@@ -294,7 +294,7 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 // not the base with exactly the approved entries (a type change git would
 // resolve by dropping a path the change set does not name).
 func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
-	if exists(m.uncommittedObjects(id)) {
+	if m.uncommitted.has(id) {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s started from the checkout's uncommitted changes, which a branch would carry into the project's history: apply it into the working tree (paddock apply %s --to worktree), or commit them first", id, id)
 	}
 	unlock, err := m.lockLanding(id)

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/internal/durable"
@@ -29,12 +28,7 @@ func withCredentials(def *paddock.AgentDefinition, more []paddock.CredentialRule
 		return def
 	}
 	d := *def
-	d.Credentials = slices.Clone(def.Credentials)
-	for _, c := range more {
-		if !slices.Contains(d.Credentials, c) {
-			d.Credentials = append(d.Credentials, c)
-		}
-	}
+	d.Credentials = appendNew(def.Credentials, more)
 	return &d
 }
 
@@ -84,8 +78,8 @@ func credentialSecrets(def *paddock.AgentDefinition) []string {
 
 // caBind is the bind that shows a run with credentials the proxy's
 // authority, its files written under aux the first time.
-func (m *Manager) caBind(def *paddock.AgentDefinition, aux string) ([]sandbox.Bind, error) {
-	if len(def.Credentials) == 0 || m.ProxyCA == nil {
+func caBind(ca *sandbox.ProxyCA, def *paddock.AgentDefinition, aux string) ([]sandbox.Bind, error) {
+	if len(def.Credentials) == 0 || ca == nil {
 		return nil, nil
 	}
 	dir := filepath.Join(aux, "ca")
@@ -93,10 +87,10 @@ func (m *Manager) caBind(def *paddock.AgentDefinition, aux string) ([]sandbox.Bi
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, internal("keeping the proxy's authority for the run failed", err)
 		}
-		if err := durable.WriteFile(filepath.Join(dir, "proxy-ca.pem"), m.ProxyCA.CertPEM); err != nil {
+		if err := durable.WriteFile(filepath.Join(dir, "proxy-ca.pem"), ca.CertPEM); err != nil {
 			return nil, internal("keeping the proxy's authority for the run failed", err)
 		}
-		if err := durable.WriteFile(filepath.Join(dir, "bundle.pem"), m.ProxyCA.TrustBundle()); err != nil {
+		if err := durable.WriteFile(filepath.Join(dir, "bundle.pem"), ca.TrustBundle()); err != nil {
 			return nil, internal("keeping the proxy's authority for the run failed", err)
 		}
 		// Readable by the sandbox's uid: certificates, nothing secret.

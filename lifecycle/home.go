@@ -92,7 +92,7 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 	}
 	binds = append(binds, api...)
 	binds = append(binds, mountBinds(definitionOf(r))...)
-	ca, err := m.caBind(definitionOf(r), aux)
+	ca, err := caBind(m.ProxyCA, definitionOf(r), aux)
 	if err != nil {
 		return nil, err
 	}

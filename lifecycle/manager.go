@@ -189,8 +189,10 @@ type Manager struct {
 	// the jobs' owner.
 	runner     *jobRunner
 	instanceID string
-	// plans keeps the runs' plans (plan.go).
-	plans *planBook
+	// plans keeps the runs' plans (plan.go); uncommitted, the bases that
+	// hold a checkout's uncommitted changes (uncommitted.go).
+	plans       *planBook
+	uncommitted *uncommittedBase
 	// bg counts the Manager's other goroutines (the disk watchdogs),
 	// started by goBackground; Close waits for them.
 	bgMu sync.Mutex
@@ -226,6 +228,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.ctx, m.stop = context.WithCancel(context.WithoutCancel(ctx))
 	m.runner = newJobRunner(m.ctx, m.renewLease, m.recordJobEnd, m.log)
 	m.plans = &planBook{dir: m.runDir, record: m.recordEvents}
+	m.uncommitted = &uncommittedBase{git: m.Git, aux: m.auxDir, log: m.log}
 	return m, nil
 }
 

@@ -67,9 +67,9 @@ func hostMounts(mounts []string, state []string, projectRoot string) error {
 
 // stateDirs are the daemon's own directories: its state directory (the
 // one its workspaces and artifacts are in) and those.
-func (m *Manager) stateDirs() []string {
-	dirs := []string{m.WorkspacesDir, m.ArtifactsDir}
-	if home := filepath.Dir(m.WorkspacesDir); home != "/" && home != "." {
+func stateDirs(workspaces, artifacts string) []string {
+	dirs := []string{workspaces, artifacts}
+	if home := filepath.Dir(workspaces); home != "/" && home != "." {
 		dirs = append(dirs, home)
 	}
 	return dirs
@@ -109,11 +109,17 @@ func withMounts(def *paddock.AgentDefinition, more []string) *paddock.AgentDefin
 		return def
 	}
 	d := *def
-	d.Mounts = slices.Clone(def.Mounts)
-	for _, m := range more {
-		if !slices.Contains(d.Mounts, m) {
-			d.Mounts = append(d.Mounts, m)
+	d.Mounts = appendNew(def.Mounts, more)
+	return &d
+}
+
+// appendNew is a copy of list with each of more that it lacks added.
+func appendNew[T comparable](list, more []T) []T {
+	out := slices.Clone(list)
+	for _, x := range more {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
 		}
 	}
-	return &d
+	return out
 }

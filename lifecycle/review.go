@@ -124,13 +124,11 @@ func (m *Manager) reviewObjects(id string) string {
 // replay's (queue.go).
 func (m *Manager) runObjects(r *paddock.Run) []string {
 	var out []string
-	if store := m.uncommittedObjects(r.ID); exists(store) {
-		out = append(out, store) // a base with the checkout's uncommitted changes
+	if m.uncommitted.has(r.ID) {
+		out = append(out, m.uncommitted.store(r.ID)) // a base with the checkout's uncommitted changes
 	}
-	if r.ReviewOf != nil {
-		if store := m.uncommittedObjects(r.ReviewOf.Run); exists(store) {
-			out = append(out, store) // the reviewed run's, which its commit sits on
-		}
+	if r.ReviewOf != nil && m.uncommitted.has(r.ReviewOf.Run) {
+		out = append(out, m.uncommitted.store(r.ReviewOf.Run)) // the reviewed run's, which its commit sits on
 	}
 	if r.ReviewOf == nil || r.ReviewOf.Commit == r.ReviewOf.Base {
 		return out

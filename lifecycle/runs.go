@@ -29,7 +29,7 @@ func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*padd
 	}
 	r, err := m.create(ctx, o, def)
 	if err == nil && o.IncludeUncommitted {
-		err = m.borrowBase(r)
+		err = m.uncommitted.borrow(r, m.runGitDir(r))
 	}
 	return r, err
 }
@@ -106,7 +106,7 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 		if p, err := m.Project(ctx, o.Project); err == nil {
 			root = p.Root
 		}
-		if err := hostMounts(def.Mounts, m.stateDirs(), root); err != nil {
+		if err := hostMounts(def.Mounts, stateDirs(m.WorkspacesDir, m.ArtifactsDir), root); err != nil {
 			return nil, err
 		}
 	}
@@ -133,7 +133,7 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 		return nil, err
 	}
 	if o.IncludeUncommitted {
-		if ctx, err = m.includeUncommitted(ctx, id, kind, o.Base, p, repo.CommonDir, &base.SHA); err != nil {
+		if ctx, err = m.uncommitted.include(ctx, id, kind, o.Base, p, repo.CommonDir, &base.SHA); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -18,53 +19,63 @@ import (
 // applied into the working tree, never to a branch, which would carry the
 // person's uncommitted work into the project's history.
 
-// uncommittedObjects is the object store of run id's base, when it holds
-// the checkout's uncommitted changes.
-func (m *Manager) uncommittedObjects(id string) string {
-	return filepath.Join(m.auxDir(id), "base-objects")
+// uncommittedBase makes and finds such bases. The Manager makes one in
+// NewManager with what it calls: git, where a run's auxiliary directory
+// is, and its log.
+type uncommittedBase struct {
+	git *gitx.Git
+	aux func(id string) string
+	log func() *slog.Logger
 }
 
-// includeUncommitted commits the uncommitted changes of project p's
-// checkout onto *base (its HEAD) into run id's own store, sets *base to that
-// commit, and returns ctx under which git reads the store. With nothing
-// uncommitted, nothing changes.
-func (m *Manager) includeUncommitted(ctx context.Context, id string, kind paddock.WorkspaceKind, ref string, p *paddock.Project, gitDir string, base *string) (context.Context, error) {
+// store is the object store of run id's base, when it holds the
+// checkout's uncommitted changes.
+func (u *uncommittedBase) store(id string) string {
+	return filepath.Join(u.aux(id), "base-objects")
+}
+
+// has says whether run id's base holds the checkout's uncommitted changes.
+func (u *uncommittedBase) has(id string) bool { return exists(u.store(id)) }
+
+// include commits the uncommitted changes of project p's checkout onto
+// *base (its HEAD) into run id's own store, sets *base to that commit, and
+// returns ctx under which git reads the store. With nothing uncommitted,
+// nothing changes.
+func (u *uncommittedBase) include(ctx context.Context, id string, kind paddock.WorkspaceKind, ref string, p *paddock.Project, gitDir string, base *string) (context.Context, error) {
 	switch {
 	case kind == paddock.KindWorktree || kind == paddock.KindOperatorDir:
 		return ctx, paddock.Errorf(paddock.CodeBadRequest, "include_uncommitted: a %s run is the project's own checkout or the operator's directory; use clone or overlay", kind)
 	case ref != "HEAD":
 		return ctx, paddock.Errorf(paddock.CodeBadRequest, "include_uncommitted starts from HEAD, where the checkout's changes are, not from %s", ref)
 	}
-	store := m.uncommittedObjects(id)
+	store := u.store(id)
+	wt := gitx.WorkTree{Git: u.git, Root: p.Root, GitDir: gitDir}
 	who := gitx.Identity{Name: "paddock", Email: "paddock@paddock.invalid", When: now()}
-	commit, n, err := m.Git.CommitUncommittedInto(ctx, p.Root, gitDir, store, *base, who,
-		"The uncommitted changes of "+p.Root+", the base of run "+id+"\n")
+	commit, n, err := wt.CommitUncommittedInto(ctx, store, *base, who, "The uncommitted changes of "+p.Root+", the base of run "+id+"\n")
 	if err != nil {
-		os.RemoveAll(m.auxDir(id))
+		os.RemoveAll(u.aux(id))
 		return ctx, internal("committing the checkout's uncommitted changes for the run failed", err)
 	}
 	if n == 0 {
-		os.RemoveAll(m.auxDir(id))
+		os.RemoveAll(u.aux(id))
 		return ctx, nil
 	}
 	*base = commit
 	return gitx.WithObjects(ctx, store), nil
 }
 
-// borrowBase gives run r's own git (a clone's) the store of its base,
-// when its base holds the checkout's uncommitted changes, and puts its
-// HEAD on that commit.
-func (m *Manager) borrowBase(r *paddock.Run) error {
-	store := m.uncommittedObjects(r.ID)
-	dir := m.runGitDir(r)
-	if dir == "" || !exists(store) {
+// borrow gives the git directory dir of run r (a clone's; "" for none)
+// the store of its base, when its base holds the checkout's uncommitted
+// changes, and puts its HEAD on that commit.
+func (u *uncommittedBase) borrow(r *paddock.Run, dir string) error {
+	if dir == "" || !u.has(r.ID) {
 		return nil
 	}
-	if err := workspace.AddAlternate(dir, workspace.ObjectsInView(store)); err != nil {
+	if err := workspace.AddAlternate(dir, workspace.ObjectsInView(u.store(r.ID))); err != nil {
 		return internal("giving the run's git its base failed", err)
 	}
 	if err := workspace.DetachHead(dir, r.ID, r.Workspace.BaseRevision); err != nil {
-		m.log().Warn("the run's HEAD stays on its branch", "run", r.ID, "err", err)
+		u.log().Warn("the run's HEAD stays on its branch", "run", r.ID, "err", err)
 	}
 	return nil
 }
