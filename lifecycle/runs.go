@@ -133,8 +133,12 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 		return nil, err
 	}
 	if o.IncludeUncommitted {
+		head := base.SHA
 		if ctx, err = m.uncommitted.include(ctx, id, kind, o.Base, p, repo.CommonDir, &base.SHA); err != nil {
 			return nil, err
+		}
+		if base.SHA != head {
+			base.Branch = "" // a commit of no branch's: ls must not name one
 		}
 	}
 

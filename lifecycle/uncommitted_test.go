@@ -40,6 +40,9 @@ func TestIncludeUncommitted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if r.Workspace.Branch != "" {
+				t.Fatalf("the run's base, a commit of no branch's, is shown on %s", r.Workspace.Branch)
+			}
 			res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "cat README.md draft.txt; test -e cmd/main.go && echo MAIN; test -e secret.env && echo SECRET; git log --format=%s -1"}})
 			if err != nil {
 				t.Fatal(err)
