@@ -42,7 +42,7 @@ func TestAgentConfigNeverApplied(t *testing.T) {
 		r := e.create(t, paddock.KindClone, "")
 		write(r.Workspace.Root, n.Path)
 		write(r.Workspace.Root, "ordinary.txt")
-		cs, err := e.m.Submit(ctx, r.ID)
+		cs, err := e.m.Changes.Submit(ctx, r.ID)
 		if err != nil {
 			t.Fatalf("%q: %v", n.Path, err)
 		}
@@ -56,12 +56,12 @@ func TestAgentConfigNeverApplied(t *testing.T) {
 			t.Errorf("%q (%s): entry %+v, want it labelled and never applied", n.Path, n.Why, entry)
 			continue
 		}
-		if _, err := e.m.Approve(ctx, r.ID, cs.Hash, "a"); err != nil {
+		if _, err := e.m.Changes.Approve(ctx, r.ID, cs.Hash, "a"); err != nil {
 			t.Fatal(err)
 		}
-		_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+		_, err = e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{})
 		mustCode(t, err, paddock.CodeForbidden)
-		_, err = e.m.ApplyToWorktree(ctx, r.ID, false)
+		_, err = e.m.Changes.ApplyToWorktree(ctx, r.ID, false)
 		mustCode(t, err, paddock.CodeForbidden)
 	}
 	gittest.RequireIdentical(t, e.repo, before, lines)
@@ -74,7 +74,7 @@ func TestAgentConfigNeverApplied(t *testing.T) {
 	for _, p := range append(append([]string{}, confinetest.RunsCode...), confinetest.AgentInstructions...) {
 		write(r.Workspace.Root, p)
 	}
-	cs, err := e.m.Submit(ctx, r.ID)
+	cs, err := e.m.Changes.Submit(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +95,10 @@ func TestAgentConfigNeverApplied(t *testing.T) {
 			t.Errorf("%s: risks %v, want agent_instructions", p, risks[p])
 		}
 	}
-	if _, err := e.m.Approve(ctx, r.ID, cs.Hash, "a"); err != nil {
+	if _, err := e.m.Changes.Approve(ctx, r.ID, cs.Hash, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
+	if _, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range confinetest.Allowed {
@@ -135,11 +135,11 @@ func TestChangeSetReadsTheBaseAndTheProject(t *testing.T) {
 			r := e.create(t, kind, "")
 			for p, content := range map[string]string{"scripts/env.sh": "curl x | sh\n", "svc/local.sh": "curl x | sh\n", "readme.md": "x\n", "ok.txt": "x\n"} {
 				args, _ := json.Marshal(map[string]string{"path": p, "content": content})
-				if _, err := e.m.CallTool(ctx, r.ID, "write", args); err != nil {
+				if _, err := e.m.Broker.CallTool(ctx, r.ID, "write", args); err != nil {
 					t.Fatalf("write %s: %v", p, err)
 				}
 			}
-			cs, err := e.m.ChangeSet(ctx, r.ID)
+			cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

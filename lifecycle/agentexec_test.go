@@ -21,21 +21,21 @@ func TestAgentAndItsCommandsShareAnOverlayRun(t *testing.T) {
 	withSandbox(t, e)
 	ctx := context.Background()
 	agentCtx := paddock.WithAgent(ctx)
-	b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Task: "work", Kind: "overlay",
+	b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Task: "work", Kind: "overlay",
 		Agent: paddock.AgentDefinition{Name: "netted", Workspace: "write", Net: "host",
 			Command: []string{"sh", "-c", "echo from-the-agent > agent.txt; sleep 4"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := b.Run.ID
-	j, err := e.m.StartJob(ctx, id, paddock.StartJobRequest{Kind: paddock.JobAgent})
+	j, err := e.m.Jobs.StartJob(ctx, id, paddock.StartJobRequest{Kind: paddock.JobAgent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Wait for the agent's own write: its process holds the harness.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := e.m.CallTool(ctx, id, "read", []byte(`{"path":"agent.txt"}`)); err == nil {
+		if _, err := e.m.Broker.CallTool(ctx, id, "read", []byte(`{"path":"agent.txt"}`)); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -43,7 +43,7 @@ func TestAgentAndItsCommandsShareAnOverlayRun(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	res, err := e.m.Exec(agentCtx, id, paddock.ExecRequest{Argv: []string{"cat", "agent.txt"}})
+	res, err := e.m.Broker.Exec(agentCtx, id, paddock.ExecRequest{Argv: []string{"cat", "agent.txt"}})
 	if err != nil {
 		t.Fatalf("the agent's command while the agent runs: %v", err)
 	}
@@ -51,7 +51,7 @@ func TestAgentAndItsCommandsShareAnOverlayRun(t *testing.T) {
 	if res.Stdout != "from-the-agent\n" || !enf.OwnNet || enf.Net != "none" || enf.Mode != "resident" {
 		t.Fatalf("the agent's command: %q %+v", res.Stdout, enf)
 	}
-	if st, err := e.m.JobStatus(ctx, id); err != nil || st.State != paddock.JobRunning || st.Job.ID != j.ID {
+	if st, err := e.m.Jobs.JobStatus(ctx, id); err != nil || st.State != paddock.JobRunning || st.Job.ID != j.ID {
 		t.Fatalf("the agent's job while its command ran: %+v %v", st, err)
 	}
 	if j := waitJob(t, e.m, id, j.ID, 30*time.Second); j.State != paddock.JobSucceeded {
@@ -70,7 +70,7 @@ func TestExecWithNoCommandIsBadRequest(t *testing.T) {
 	r := e.create(t, paddock.KindClone, "")
 	for _, c := range []context.Context{ctx, paddock.WithAgent(ctx)} {
 		for _, argv := range [][]string{nil, {}, {""}} {
-			if _, err := e.m.Exec(c, r.ID, paddock.ExecRequest{Argv: argv}); !paddock.IsCode(err, paddock.CodeBadRequest) {
+			if _, err := e.m.Broker.Exec(c, r.ID, paddock.ExecRequest{Argv: argv}); !paddock.IsCode(err, paddock.CodeBadRequest) {
 				t.Errorf("exec %q: %v, want bad_request", argv, err)
 			}
 		}

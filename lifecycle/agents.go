@@ -11,7 +11,7 @@ import (
 // AddAgent stores a definition read from TOML (src), replacing one of the
 // same name; a built-in's name is refused. Runs made with an earlier
 // version keep their copies.
-func (m *Manager) AddAgent(ctx context.Context, req paddock.AddAgentRequest) (*paddock.AgentRecord, error) {
+func (ps *Projects) AddAgent(ctx context.Context, req paddock.AddAgentRequest) (*paddock.AgentRecord, error) {
 	src := []byte(req.Source)
 	def, err := agent.Parse(cmp.Or(req.File, "agent.toml"), src)
 	if err != nil {
@@ -21,19 +21,19 @@ func (m *Manager) AddAgent(ctx context.Context, req paddock.AddAgentRequest) (*p
 		return nil, paddock.Errorf(paddock.CodeConflict, "%s is a built-in agent; give yours another name", def.Name)
 	}
 	rec := &paddock.AgentRecord{Definition: *def, Hash: def.Hash(), Source: string(src), UpdatedAt: now()}
-	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.PutAgent(ctx, rec) }); err != nil {
+	if err := ps.update(ctx, func(tx paddock.Tx) error { return tx.PutAgent(ctx, rec) }); err != nil {
 		return nil, err
 	}
 	return rec, nil
 }
 
 // Agents lists the built-in definitions and the stored ones.
-func (m *Manager) Agents(ctx context.Context) ([]*paddock.AgentRecord, error) {
+func (ps *Projects) Agents(ctx context.Context) ([]*paddock.AgentRecord, error) {
 	var out []*paddock.AgentRecord
 	for _, d := range agent.Builtins() {
 		out = append(out, &paddock.AgentRecord{Definition: *d, Hash: d.Hash(), Builtin: true})
 	}
-	err := m.Store.View(ctx, func(tx paddock.Tx) error {
+	err := ps.Store.View(ctx, func(tx paddock.Tx) error {
 		stored, err := tx.Agents(ctx)
 		out = append(out, stored...)
 		return err
@@ -42,12 +42,12 @@ func (m *Manager) Agents(ctx context.Context) ([]*paddock.AgentRecord, error) {
 }
 
 // Agent returns a definition by name: built in, or stored.
-func (m *Manager) Agent(ctx context.Context, name string) (*paddock.AgentRecord, error) {
+func (ps *Projects) Agent(ctx context.Context, name string) (*paddock.AgentRecord, error) {
 	if d, ok := agent.Builtin(name); ok {
 		return &paddock.AgentRecord{Definition: *d, Hash: d.Hash(), Builtin: true}, nil
 	}
 	var rec *paddock.AgentRecord
-	err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+	err := ps.Store.View(ctx, func(tx paddock.Tx) (err error) {
 		rec, err = tx.Agent(ctx, name)
 		return err
 	})
@@ -55,9 +55,9 @@ func (m *Manager) Agent(ctx context.Context, name string) (*paddock.AgentRecord,
 }
 
 // RemoveAgent deletes a stored definition; runs made with it keep theirs.
-func (m *Manager) RemoveAgent(ctx context.Context, name string) error {
+func (ps *Projects) RemoveAgent(ctx context.Context, name string) error {
 	if _, ok := agent.Builtin(name); ok {
 		return paddock.Errorf(paddock.CodeConflict, "%s is a built-in agent and cannot be removed", name)
 	}
-	return m.update(ctx, func(tx paddock.Tx) error { return tx.DeleteAgent(ctx, name) })
+	return ps.update(ctx, func(tx paddock.Tx) error { return tx.DeleteAgent(ctx, name) })
 }

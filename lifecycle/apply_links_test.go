@@ -22,11 +22,11 @@ func (e *env) approvedRun(t *testing.T, work func(ws string)) (*paddock.Run, *pa
 	ctx := context.Background()
 	r := e.create(t, paddock.KindClone, "")
 	work(r.Workspace.Root)
-	cs, err := e.m.Submit(ctx, r.ID)
+	cs, err := e.m.Changes.Submit(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Approve(ctx, r.ID, cs.Hash, "a"); err != nil {
+	if _, err := e.m.Changes.Approve(ctx, r.ID, cs.Hash, "a"); err != nil {
 		t.Fatal(err)
 	}
 	return r, cs
@@ -65,9 +65,9 @@ func TestApplyNeverWritesThroughALink(t *testing.T) {
 	if len(cs1.Entries) != 1 || !strings.Contains(cs1.Entries[0].Blocked, ".git") || !contains(cs1.Entries[0].Risks, "symlink") {
 		t.Fatalf("the link into .git is not labelled never applied: %+v", cs1.Entries)
 	}
-	_, err := e.m.ApplyToWorktree(ctx, r1.ID, false)
+	_, err := e.m.Changes.ApplyToWorktree(ctx, r1.ID, false)
 	mustCode(t, err, paddock.CodeForbidden)
-	_, err = e.m.Apply(ctx, r1.ID, "", gitx.Identity{})
+	_, err = e.m.Changes.Apply(ctx, r1.ID, "", gitx.Identity{})
 	mustCode(t, err, paddock.CodeForbidden)
 
 	r2, _ := e.approvedRun(t, func(ws string) {
@@ -76,7 +76,7 @@ func TestApplyNeverWritesThroughALink(t *testing.T) {
 	// The link in the working tree, as the first apply used to leave it.
 	must(t, os.Symlink(".git/hooks", filepath.Join(e.repo, "ci-hooks")))
 	before, lines := gittest.TreeDigest(t, e.repo)
-	_, err = e.m.ApplyToWorktree(ctx, r2.ID, false)
+	_, err = e.m.Changes.ApplyToWorktree(ctx, r2.ID, false)
 	if !paddock.IsCode(err, paddock.CodeConflict) || !strings.Contains(err.Error(), "ci-hooks is a symbolic link") {
 		t.Fatalf("apply through the link: %v", err)
 	}
@@ -89,12 +89,12 @@ func TestApplyNeverWritesThroughALink(t *testing.T) {
 	must(t, os.Remove(filepath.Join(e.repo, "ci-hooks")))
 	must(t, os.Symlink("docs", filepath.Join(e.repo, "ci-hooks")))
 	before, lines = gittest.TreeDigest(t, e.repo)
-	_, err = e.m.ApplyToWorktree(ctx, r2.ID, false)
+	_, err = e.m.Changes.ApplyToWorktree(ctx, r2.ID, false)
 	mustCode(t, err, paddock.CodeConflict)
 	gittest.RequireIdentical(t, e.repo, before, lines)
 	// Without the link, it applies.
 	must(t, os.Remove(filepath.Join(e.repo, "ci-hooks")))
-	if _, err := e.m.ApplyToWorktree(ctx, r2.ID, false); err != nil {
+	if _, err := e.m.Changes.ApplyToWorktree(ctx, r2.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(filepath.Join(e.repo, "ci-hooks", "post-checkout")); err != nil || fi.Mode().Perm() != 0o755 {
@@ -135,9 +135,9 @@ func TestLinksIntoGitOrProtectedNeverApplied(t *testing.T) {
 				t.Fatalf("not labelled never applied: %+v", cs.Entries)
 			}
 			before, lines := gittest.TreeDigest(t, e.repo)
-			_, err := e.m.ApplyToWorktree(ctx, r.ID, false)
+			_, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, false)
 			mustCode(t, err, paddock.CodeForbidden)
-			_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+			_, err = e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{})
 			mustCode(t, err, paddock.CodeForbidden)
 
 			// The label lost: apply judges the frozen target again.
@@ -149,9 +149,9 @@ func TestLinksIntoGitOrProtectedNeverApplied(t *testing.T) {
 			f.Entries[0].Blocked = ""
 			b, _ = json.Marshal(&f)
 			must(t, os.WriteFile(frozen, b, 0o600))
-			_, err = e.m.ApplyToWorktree(ctx, r.ID, false)
+			_, err = e.m.Changes.ApplyToWorktree(ctx, r.ID, false)
 			mustCode(t, err, paddock.CodeForbidden)
-			_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+			_, err = e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{})
 			mustCode(t, err, paddock.CodeForbidden)
 			gittest.RequireIdentical(t, e.repo, before, lines)
 		})
@@ -161,7 +161,7 @@ func TestLinksIntoGitOrProtectedNeverApplied(t *testing.T) {
 	if cs.Entries[0].Blocked != "" {
 		t.Fatalf("an ordinary link is blocked: %+v", cs.Entries)
 	}
-	if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
+	if _, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, false); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -285,7 +285,7 @@ func TestTypeChanges(t *testing.T) {
 
 			// To a branch: the tree of the workspace, the working tree untouched.
 			files, status := filesOf(t, e.repo), gittest.Git(t, e.repo, "status", "--porcelain", "--ignored")
-			if _, err := e.m.Apply(ctx, toBranch.ID, "tc", gitx.Identity{}); err != nil {
+			if _, err := e.m.Changes.Apply(ctx, toBranch.ID, "tc", gitx.Identity{}); err != nil {
 				t.Fatal(err)
 			}
 			if filesOf(t, e.repo) != files || gittest.Git(t, e.repo, "status", "--porcelain", "--ignored") != status {
@@ -299,7 +299,7 @@ func TestTypeChanges(t *testing.T) {
 			}
 
 			// Into the working tree, then undone.
-			_, err := e.m.ApplyToWorktree(ctx, r.ID, false)
+			_, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, false)
 			noLeftovers(t, e.repo)
 			if c.refuse != "" {
 				if !paddock.IsCode(err, paddock.CodeConflict) || !strings.Contains(err.Error(), c.refuse) {
@@ -314,13 +314,13 @@ func TestTypeChanges(t *testing.T) {
 			if got := filesOf(t, e.repo); got != want {
 				t.Fatalf("the working tree holds:\n%s\nthe workspace:\n%s", got, want)
 			}
-			if _, err := e.m.Undo(ctx, r.ID); err != nil {
+			if _, err := e.m.Changes.Undo(ctx, r.ID); err != nil {
 				t.Fatal(err)
 			}
 			noLeftovers(t, e.repo)
 			gittest.RequireIdentical(t, e.repo, before, lines)
 			// And again, after the undo.
-			if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
+			if _, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, false); err != nil {
 				t.Fatal(err)
 			}
 			if got := filesOf(t, e.repo); got != want {
@@ -362,7 +362,7 @@ func TestApplyVerifiesWhatItLeaves(t *testing.T) {
 					os.Symlink("elsewhere", filepath.Join(e.repo, "new"))
 				}
 			})
-			_, err := e.m.ApplyToWorktree(ctx, r.ID, false)
+			_, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, false)
 			lifecycle.SetTestHook(e.m, nil)
 			want := map[string]string{"verify": "cmd/new.go holds blob", "commit": "new is a symbolic link"}[point]
 			if !paddock.IsCode(err, paddock.CodeConflict) || !strings.Contains(err.Error(), "rolled back") || !strings.Contains(err.Error(), want) {
@@ -377,14 +377,14 @@ func TestApplyVerifiesWhatItLeaves(t *testing.T) {
 			}
 			noLeftovers(t, e.repo)
 			gittest.RequireIdentical(t, e.repo, before, lines)
-			evs, _ := e.m.Events(ctx, r.ID, 0, 1000)
+			evs, _ := e.m.Runs.Events(ctx, r.ID, 0, 1000)
 			if last := evs[len(evs)-1]; last.Type != paddock.EventApplyFailed || !strings.Contains(string(last.Data), want) {
 				t.Fatalf("last event: %+v", last)
 			}
-			_, err = e.m.Undo(ctx, r.ID)
+			_, err = e.m.Changes.Undo(ctx, r.ID)
 			mustCode(t, err, paddock.CodeConflict) // nothing was applied
 			// Nothing in the way any more: it applies.
-			if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
+			if _, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, false); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -17,14 +17,14 @@ const MaxMerge = apply.MaxMerge
 
 // applier is the apply package over this Manager's run directories,
 // frozen blobs, git, logger and test hooks.
-func (m *Manager) applier() *apply.Applier {
+func (ch *Changes) applier() *apply.Applier {
 	return &apply.Applier{
-		RunDir:   m.runDir,
-		BlobPath: m.blobPath,
-		Git:      m.Git,
-		Log:      m.log(),
-		CrashAt:  m.CrashAt,
-		Hook:     m.testHook,
+		RunDir:   ch.runDir,
+		BlobPath: ch.blobPath,
+		Git:      ch.Git,
+		Log:      ch.log(),
+		CrashAt:  ch.CrashAt,
+		Hook:     ch.testHook,
 	}
 }
 
@@ -36,28 +36,28 @@ func (m *Manager) applier() *apply.Applier {
 // With threeWay, a modified file that the user changed too is merged line
 // by line (git merge-file) instead of refused. Undo puts the user's
 // version back.
-func (m *Manager) ApplyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error) {
-	unlock, err := m.lockLanding(id)
+func (ch *Changes) ApplyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error) {
+	unlock, err := ch.queue.lockLanding(id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	s, err := m.applyToWorktree(ctx, id, threeWay)
+	s, err := ch.applyToWorktree(ctx, id, threeWay)
 	if err != nil {
-		m.applyFailed(ctx, id, "worktree", err)
+		ch.applyFailed(ctx, id, "worktree", err)
 	}
 	return s, err
 }
 
-func (m *Manager) applyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error) {
-	if err := m.refuseReview(ctx, id, "be applied"); err != nil {
+func (ch *Changes) applyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error) {
+	if err := ch.reviews.refuseReview(ctx, id, "be applied"); err != nil {
 		return nil, err
 	}
-	r, p, err := m.runAndProject(ctx, id)
+	r, p, err := ch.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	s, cs, err := m.approved(ctx, id, p)
+	s, cs, err := ch.approved(ctx, id, p)
 	if err != nil {
 		return nil, err
 	}
@@ -66,30 +66,36 @@ func (m *Manager) applyToWorktree(ctx context.Context, id string, threeWay bool)
 			return nil, paddock.Errorf(paddock.CodeConflict, "%s is a submodule; apply this change set to a branch", e.Path)
 		}
 	}
-	repo, err := m.checkRepo(ctx, p)
+	repo, err := ch.projects.checkRepo(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	// The project lock: no operator_dir run may write the tree meanwhile.
-	if err := m.update(ctx, func(tx paddock.Tx) error {
+	if err := ch.update(ctx, func(tx paddock.Tx) error {
 		return tx.AcquireLock(ctx, &paddock.Lock{Project: p.Name, RunID: id, AcquiredAt: now()})
 	}); err != nil {
 		return nil, err
 	}
-	defer m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
-		_, err := tx.ReleaseLock(ctx, p.Name, id)
-		return err
-	})
-	done, err := m.applier().Apply(ctx, apply.Change{
+	defer func() {
+		// Whatever the client does now: a lock left behind would keep
+		// every operator_dir run of the project out.
+		done := context.WithoutCancel(ctx)
+		if err := ch.update(done, func(tx paddock.Tx) error {
+			_, err := tx.ReleaseLock(done, p.Name, id)
+			return err
+		}); err != nil {
+			ch.log().Error("releasing the project lock after an apply into the working tree failed; release it with paddock project unlock --force", "project", p.Name, "run", id, "err", err)
+		}
+	}()
+	done, err := ch.applier().Apply(ctx, apply.Change{
 		RunID: id, Project: p.Name, Root: p.Root, Hash: s.Hash, Entries: cs.Entries,
 		ThreeWay: threeWay, GitDir: repo.CommonDir, BaseRevision: r.Workspace.BaseRevision,
 	})
 	if mm := (*apply.Mismatch)(nil); errors.As(err, &mm) {
 		bad := mm.Bad
-		m.update(ctx, func(tx paddock.Tx) error {
-			_, err := tx.AppendEvent(ctx, id, paddock.EventApplyFailed, map[string]any{"hash": s.Hash, "worktree": p.Root, "mismatch": bad, "rolled_back": true})
-			return err
-		})
+		if err := ch.record(ctx, id, paddock.EventApplyFailed, map[string]any{"hash": s.Hash, "worktree": p.Root, "mismatch": bad, "rolled_back": true}); err != nil {
+			ch.log().Error("recording a rolled-back apply failed", "run", id, "err", err)
+		}
 		return nil, paddock.Errorf(paddock.CodeConflict, "the working tree did not hold what was approved after the apply (%s); it was rolled back, nothing changed",
 			strings.Join(bad, "; ")).WithDetail("mismatch", bad)
 	}
@@ -97,10 +103,10 @@ func (m *Manager) applyToWorktree(ctx context.Context, id string, threeWay bool)
 		return nil, err
 	}
 	s.AppliedTo, s.AppliedAt = "worktree "+p.Root, now()
-	if err := m.saveSubmission(s); err != nil {
+	if err := ch.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.update(ctx, func(tx paddock.Tx) error {
+	err = ch.update(ctx, func(tx paddock.Tx) error {
 		ev := map[string]any{"hash": s.Hash, "worktree": p.Root, "entries": done.Steps}
 		if len(done.Merged) > 0 {
 			ev["merged"] = done.Merged
@@ -113,8 +119,8 @@ func (m *Manager) applyToWorktree(ctx context.Context, id string, threeWay bool)
 
 // approved loads the run's approved, not yet applied, frozen change set and
 // checks it against its hash and against what paddock never applies.
-func (m *Manager) approved(ctx context.Context, id string, p *paddock.Project) (*paddock.Submission, *paddock.ChangeSet, error) {
-	s, err := m.submission(id)
+func (ch *Changes) approved(ctx context.Context, id string, p *paddock.Project) (*paddock.Submission, *paddock.ChangeSet, error) {
+	s, err := ch.submission(id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -124,18 +130,18 @@ func (m *Manager) approved(ctx context.Context, id string, p *paddock.Project) (
 	case s.AppliedTo != "":
 		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
 	}
-	cs, err := m.frozen(id, s.Hash)
+	cs, err := ch.frozen(id, s.Hash)
 	if err != nil {
 		return nil, nil, internal("reading the frozen change set failed", err)
 	}
 	if cs.Hash != s.Hash || changeset.Verify(cs) != nil {
 		return nil, nil, paddock.Errorf(paddock.CodeConflict, "the frozen change set no longer matches the approved hash; nothing was applied")
 	}
-	pol, err := m.policy(ctx, p)
+	pol, err := ch.views.policy(ctx, p)
 	if err != nil {
 		return nil, nil, err
 	}
-	if blocked := m.applier().NeverApplied(id, cs, pol); len(blocked) > 0 {
+	if blocked := ch.applier().NeverApplied(id, cs, pol); len(blocked) > 0 {
 		return nil, nil, paddock.Errorf(paddock.CodeForbidden, "the change set holds entries paddock never applies: %s", strings.Join(blocked, "; ")).
 			WithDetail("blocked", blocked)
 	}
@@ -144,20 +150,20 @@ func (m *Manager) approved(ctx context.Context, id string, p *paddock.Project) (
 
 // Undo reverses an apply into the working tree, if every path it wrote is
 // still as it wrote it (apply.Applier.Undo says how), and records it.
-func (m *Manager) Undo(ctx context.Context, id string) (*paddock.Submission, error) {
-	j, err := m.applier().Undo(id)
+func (ch *Changes) Undo(ctx context.Context, id string) (*paddock.Submission, error) {
+	j, err := ch.applier().Undo(id)
 	if err != nil {
 		return nil, err
 	}
-	s, err := m.submission(id)
+	s, err := ch.submission(id)
 	if err != nil {
 		return nil, err
 	}
 	s.AppliedTo = ""
-	if err := m.saveSubmission(s); err != nil {
+	if err := ch.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.update(ctx, func(tx paddock.Tx) error {
+	err = ch.update(ctx, func(tx paddock.Tx) error {
 		_, err := tx.AppendEvent(ctx, id, paddock.EventUndone, map[string]string{"hash": j.Hash, "worktree": j.Root})
 		return err
 	})
@@ -166,9 +172,9 @@ func (m *Manager) Undo(ctx context.Context, id string) (*paddock.Submission, err
 
 // recoverApplies finishes or rolls back what a killed daemon left of an
 // apply or an undo, from its journal, and records it.
-func (m *Manager) recoverApplies(ctx context.Context) []paddock.Finding {
-	a := m.applier()
-	entries, _ := os.ReadDir(m.ArtifactsDir)
+func (ch *Changes) recoverApplies(ctx context.Context) []paddock.Finding {
+	a := ch.applier()
+	entries, _ := os.ReadDir(ch.ArtifactsDir)
 	var out []paddock.Finding
 	for _, e := range entries {
 		rec := a.Recover(e.Name())
@@ -176,34 +182,33 @@ func (m *Manager) recoverApplies(ctx context.Context) []paddock.Finding {
 			continue
 		}
 		j, f := rec.Journal, rec.Finding
+		failed := func(what string, err error) {
+			if err != nil {
+				ch.log().Error("recovering an apply: "+what+" failed", "run", j.RunID, "err", err)
+			}
+		}
 		switch {
 		case len(rec.Mismatch) > 0:
-			m.update(ctx, func(tx paddock.Tx) error {
-				_, err := tx.AppendEvent(ctx, j.RunID, paddock.EventApplyFailed, map[string]any{"hash": j.Hash, "worktree": j.Root, "mismatch": rec.Mismatch, "rolled_back": true, "recovered": true})
-				return err
-			})
+			failed("recording the rollback", ch.record(ctx, j.RunID, paddock.EventApplyFailed, map[string]any{"hash": j.Hash, "worktree": j.Root, "mismatch": rec.Mismatch, "rolled_back": true, "recovered": true}))
 		case rec.Applied:
-			if s, err := m.submission(j.RunID); err == nil {
+			if s, err := ch.submission(j.RunID); err == nil {
 				s.AppliedTo, s.AppliedAt = "worktree "+j.Root, now()
-				m.saveSubmission(s)
+				failed("marking the change set applied", ch.saveSubmission(s))
 			}
-			m.update(ctx, func(tx paddock.Tx) error {
-				_, err := tx.AppendEvent(ctx, j.RunID, paddock.EventApplied, map[string]any{"hash": j.Hash, "worktree": j.Root, "recovered": true})
-				return err
-			})
+			failed("recording the apply", ch.record(ctx, j.RunID, paddock.EventApplied, map[string]any{"hash": j.Hash, "worktree": j.Root, "recovered": true}))
 		case rec.Undone:
-			if s, err := m.submission(j.RunID); err == nil {
+			if s, err := ch.submission(j.RunID); err == nil {
 				s.AppliedTo = ""
-				m.saveSubmission(s)
+				failed("marking the change set not applied", ch.saveSubmission(s))
 			}
 		}
 		// The killed apply held the project lock; it is over now.
-		m.update(ctx, func(tx paddock.Tx) error {
+		failed("releasing the project lock", ch.update(ctx, func(tx paddock.Tx) error {
 			_, err := tx.ReleaseLock(ctx, j.Project, j.RunID)
 			return err
-		})
+		}))
 		if f.Action != "" {
-			m.log().Info("recovered", "run", f.RunID, "issue", f.Issue, "action", f.Action)
+			ch.log().Info("recovered", "run", f.RunID, "issue", f.Issue, "action", f.Action)
 			out = append(out, f)
 		}
 	}

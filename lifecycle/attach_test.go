@@ -54,7 +54,7 @@ func TestExecAttach(t *testing.T) {
 	e.project(t)
 	withSandbox(t, e)
 	ctx := context.Background()
-	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "overlay", Secrets: []string{"API_TOKEN"}})
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "overlay", Secrets: []string{"API_TOKEN"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ printf 'name? '; IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := e.m.ExecAttach(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}, Terminal: &paddock.TerminalSize{Rows: 24, Cols: 80}},
+		res, err := e.m.Broker.ExecAttach(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}, Terminal: &paddock.TerminalSize{Rows: 24, Cols: 80}},
 			paddock.ExecIO{Stdin: inR, Resize: resize, Stdout: scr, Stderr: scr})
 		done <- outcome{res, err}
 	}()
@@ -97,11 +97,11 @@ printf 'name? '; IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 	if strings.Contains(out, v) || o.res.ExitCode != 0 || o.res.Enforcement.Mode != "resident" {
 		t.Fatalf("result: %+v, output %q", o.res, out)
 	}
-	cs, err := e.m.ChangeSet(ctx, r.ID)
+	cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
 	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Path != "typed.txt" {
 		t.Fatalf("change set: %+v %v", cs, err)
 	}
-	evs, _ := e.m.Events(ctx, r.ID, 0, 0)
+	evs, _ := e.m.Runs.Events(ctx, r.ID, 0, 0)
 	var exec map[string]any
 	enforced := false
 	for _, ev := range evs {
@@ -123,18 +123,18 @@ printf 'name? '; IFS= read -r l; echo "GOT $l"; echo "$l" > typed.txt`
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
-	res, err := e.m.ExecAttach(cctx, r.ID, paddock.ExecRequest{Argv: []string{"sleep", "30"}, Terminal: &paddock.TerminalSize{Rows: 24, Cols: 80}},
+	res, err := e.m.Broker.ExecAttach(cctx, r.ID, paddock.ExecRequest{Argv: []string{"sleep", "30"}, Terminal: &paddock.TerminalSize{Rows: 24, Cols: 80}},
 		paddock.ExecIO{Stdout: io.Discard})
 	if time.Since(start) > 10*time.Second || err == nil && res.Signal == "" {
 		t.Fatalf("a command whose caller went: %+v %v after %v", res, err, time.Since(start))
 	}
 
 	// A terminal of no size is refused.
-	if _, err := e.m.ExecAttach(ctx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Terminal: &paddock.TerminalSize{}}, paddock.ExecIO{}); !paddock.IsCode(err, paddock.CodeBadRequest) {
+	if _, err := e.m.Broker.ExecAttach(ctx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Terminal: &paddock.TerminalSize{}}, paddock.ExecIO{}); !paddock.IsCode(err, paddock.CodeBadRequest) {
 		t.Fatalf("a terminal of no size: %v", err)
 	}
 	// A job has no one at a terminal.
-	if _, err := e.m.StartJob(ctx, r.ID, paddock.StartJobRequest{Kind: paddock.JobExec,
+	if _, err := e.m.Jobs.StartJob(ctx, r.ID, paddock.StartJobRequest{Kind: paddock.JobExec,
 		Exec: &paddock.ExecRequest{Argv: []string{"true"}, Terminal: &paddock.TerminalSize{Rows: 24, Cols: 80}}}); !paddock.IsCode(err, paddock.CodeBadRequest) {
 		t.Fatalf("a job on a terminal: %v", err)
 	}
@@ -147,19 +147,19 @@ func TestExecAttachThroughTheBroker(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()
-	if _, err := e.m.AddAgent(ctx, paddock.AddAgentRequest{File: "asker.toml", Source: askingAgent}); err != nil {
+	if _, err := e.m.Projects.AddAgent(ctx, paddock.AddAgentRequest{File: "asker.toml", Source: askingAgent}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Agent: "asker"})
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Agent: "asker"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.m.ExecAttach(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash"}, Terminal: &paddock.TerminalSize{Rows: 24, Cols: 80}},
+	_, err = e.m.Broker.ExecAttach(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash"}, Terminal: &paddock.TerminalSize{Rows: 24, Cols: 80}},
 		paddock.ExecIO{Stdin: strings.NewReader("rm -rf /\n"), Stdout: io.Discard})
 	if !paddock.IsCode(err, paddock.CodeForbidden) {
 		t.Fatalf("bash for an agent that may run echo and sleep: %v", err)
 	}
-	evs, _ := e.m.Events(ctx, r.ID, 0, 0)
+	evs, _ := e.m.Runs.Events(ctx, r.ID, 0, 0)
 	last := evs[len(evs)-1]
 	if last.Type != paddock.EventToolCall || !strings.Contains(string(last.Data), `"deny"`) {
 		t.Fatalf("the refusal's record: %s %s", last.Type, last.Data)

@@ -32,13 +32,13 @@ func TokenHash(token string) string {
 // Bootstrap makes a run for an agent: its workspace access, secrets and base
 // come from the request; the task and inputs are kept as artifacts; the run
 // gets a bearer token that reaches only its own routes.
-func (m *Manager) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (*paddock.BootstrapResult, error) {
+func (js *Jobs) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (*paddock.BootstrapResult, error) {
 	var def *paddock.AgentDefinition
 	switch {
 	case req.AgentName != "" && req.Agent.Name != "":
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "a bootstrap names its agent (agent_name) or defines it (agent), not both")
 	case req.AgentName != "":
-		rec, err := m.Agent(ctx, req.AgentName)
+		rec, err := js.projects.Agent(ctx, req.AgentName)
 		if err != nil {
 			return nil, err
 		}
@@ -62,18 +62,18 @@ func (m *Manager) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "input %q must be a path inside the project", in)
 		}
 	}
-	r, err := m.create(ctx, paddock.CreateRunRequest{Project: req.Project, Kind: req.Kind, Base: req.Base}, def)
+	r, err := js.runs.create(ctx, paddock.CreateRunRequest{Project: req.Project, Kind: req.Kind, Base: req.Base}, def)
 	if err != nil {
 		return nil, err
 	}
 	b, _ := json.MarshalIndent(bootstrapRecord{Agent: req.Agent, Task: req.Task, Inputs: req.Inputs}, "", "  ")
-	if err := durable.WriteFile(filepath.Join(m.runDir(r.ID), "bootstrap.json"), b); err != nil {
+	if err := durable.WriteFile(filepath.Join(js.runDir(r.ID), "bootstrap.json"), b); err != nil {
 		return nil, internal("saving the bootstrap failed", err)
 	}
 	var raw [32]byte
 	rand.Read(raw[:])
 	token := "pdk_run_" + hex.EncodeToString(raw[:])
-	err = m.update(ctx, func(tx paddock.Tx) error {
+	err = js.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.SetRunToken(ctx, r.ID, TokenHash(token)); err != nil {
 			return err
 		}
@@ -83,13 +83,13 @@ func (m *Manager) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (
 	if err != nil {
 		return nil, err
 	}
-	r, err = m.Run(ctx, r.ID)
+	r, err = js.Run(ctx, r.ID)
 	return &paddock.BootstrapResult{Run: r, Token: token}, err
 }
 
 // RunForToken returns the run a bearer token belongs to.
-func (m *Manager) RunForToken(ctx context.Context, token string) (id string, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (js *Jobs) RunForToken(ctx context.Context, token string) (id string, err error) {
+	err = js.Store.View(ctx, func(tx paddock.Tx) error {
 		id, err = tx.RunByToken(ctx, TokenHash(token))
 		return err
 	})
@@ -98,30 +98,30 @@ func (m *Manager) RunForToken(ctx context.Context, token string) (id string, err
 
 // Artifact returns one of a run's artifacts: task, plan, events, changeset,
 // diff, summary, result, logs.
-func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artifact, error) {
-	if _, err := m.Run(ctx, id); err != nil {
+func (js *Jobs) Artifact(ctx context.Context, id, kind string) (*paddock.Artifact, error) {
+	if _, err := js.Run(ctx, id); err != nil {
 		return nil, err
 	}
 	a := &paddock.Artifact{Kind: kind}
 	switch kind {
 	case "task":
-		rec, err := m.bootstrap(id)
+		rec, err := js.bootstrap(id)
 		if err != nil {
 			return nil, err
 		}
 		a.Content = map[string]any{"task": rec.Task, "inputs": rec.Inputs, "agent": rec.Agent}
 	case "events":
-		evs, err := m.Events(ctx, id, 0, 1<<30)
+		evs, err := js.runs.Events(ctx, id, 0, 1<<30)
 		if err != nil {
 			return nil, err
 		}
 		a.Content = evs
 	case "changeset", "diff":
-		s, err := m.submission(id)
+		s, err := js.submission(id)
 		if err != nil {
 			return nil, err
 		}
-		cs, err := m.frozen(id, s.Hash)
+		cs, err := js.frozen(id, s.Hash)
 		if err != nil {
 			return nil, internal("reading the frozen change set failed", err)
 		}
@@ -135,19 +135,19 @@ func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artif
 			a.Content = cs
 		}
 	case "plan":
-		plan, err := m.plans.read(id)
+		plan, err := js.plans.read(id)
 		if err != nil {
 			return nil, err
 		}
 		a.Content = plan
 	case "summary":
-		jobs, err := m.Jobs(ctx, id)
+		jobs, err := js.Jobs(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		a.Content = jobs
 	case "result", "logs":
-		jobs, err := m.Jobs(ctx, id)
+		jobs, err := js.Jobs(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +159,7 @@ func (m *Manager) Artifact(ctx context.Context, id, kind string) (*paddock.Artif
 		if kind == "result" {
 			name = last.ID + ".result.json"
 		}
-		b, err := os.ReadFile(filepath.Join(m.runDir(id), "jobs", name))
+		b, err := os.ReadFile(filepath.Join(js.runDir(id), "jobs", name))
 		if err != nil {
 			return nil, paddock.Errorf(paddock.CodeConflict, "job %s has no %s yet (it is %s)", last.ID, kind, last.State)
 		}

@@ -18,6 +18,21 @@ import (
 	"github.com/paddock-dev/paddock/tools"
 )
 
+// Broker is the agent-call path: it judges each tool call and command an agent asks for, runs it, and records it.
+type Broker struct {
+	*kernel
+	// the services it calls
+	executor   *executor
+	flows      *Flows
+	forks      *Forks
+	provenance *Provenance
+	runs       *Runs
+	verifier   *Verifier
+	views      *views
+
+	sandboxProbe sandboxProbe // whether a command can be confined here at all
+}
+
 // Every tool call on a run, from every interface (the API, MCP, the CLI,
 // jobs), passes through Manager.broker: definition → decision → run →
 // redact → record → answer. The functions that reach a tool (callTool,
@@ -55,36 +70,36 @@ type callEvent struct {
 // its answer and records it. A denial is recorded too (a tool.call event
 // with its decision and rule), and a call that needs approval becomes a
 // pending access request.
-func (m *Manager) broker(ctx context.Context, id string, b brokered) (any, error) {
-	release, err := m.useRun(id) // a fork of the run waits for none (fork.go)
+func (br *Broker) broker(ctx context.Context, id string, b brokered) (any, error) {
+	release, err := br.forks.useRun(id) // a fork of the run waits for none (fork.go)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	ctx, unhold := m.holdExpect(ctx, id) // checked and recorded as one step (expect.go)
+	ctx, unhold := br.holdExpect(ctx, id) // checked and recorded as one step (expect.go)
 	defer unhold()
-	r, grants, err := m.runAndGrants(ctx, id)
+	r, grants, err := br.runAndGrants(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	def := definitionOf(r)
 	v := broker.Decide(def, grants, b.call, broker.State{Access: r.Access, Workspace: r.State()})
 	if v.Decision != paddock.DecisionAllow {
-		return nil, m.refuse(ctx, r, b, v)
+		return nil, br.refuse(ctx, r, b, v)
 	}
-	cc := &callContext{run: r, def: def, grants: grants, red: m.redactor(r)}
+	cc := &callContext{run: r, def: def, grants: grants, red: br.redactor(r)}
 	res, evs, callErr := b.run(ctx, cc)
 	if len(evs) > 0 {
-		seq, err := m.recordEventsSeq(ctx, id, evs)
+		seq, err := br.recordEventsSeq(ctx, id, evs)
 		if err != nil {
 			if callErr == nil {
 				return nil, err
 			}
-			m.log().Error("cannot record a failed call", "run", id, "tool", b.call.Tool, "err", err)
+			br.log().Error("cannot record a failed call", "run", id, "tool", b.call.Tool, "err", err)
 		} else if changesFiles(b.call.Tool) {
 			// What the call did to the files, for diff --blame: a failed
 			// command may have written too.
-			m.trackEffects(ctx, r, seq)
+			br.provenance.trackEffects(ctx, r, seq)
 		}
 	}
 	if callErr != nil {
@@ -98,20 +113,20 @@ func (m *Manager) broker(ctx context.Context, id string, b brokered) (any, error
 
 // recordEvents appends a call's events in one transaction; a canceled
 // call is still recorded.
-func (m *Manager) recordEvents(ctx context.Context, id string, evs []callEvent) error {
-	_, err := m.recordEventsSeq(ctx, id, evs)
+func (br *Broker) recordEvents(ctx context.Context, id string, evs []callEvent) error {
+	_, err := br.recordEventsSeq(ctx, id, evs)
 	return err
 }
 
 // recordEventsSeq is recordEvents that says the first event's seq: the
 // call's own (a command's enforcement record follows it).
-func (m *Manager) recordEventsSeq(ctx context.Context, id string, evs []callEvent) (int64, error) {
+func (br *Broker) recordEventsSeq(ctx context.Context, id string, evs []callEvent) (int64, error) {
 	if len(evs) == 0 {
 		return 0, nil
 	}
 	ctx = context.WithoutCancel(ctx)
 	var seq int64
-	err := m.update(ctx, func(tx paddock.Tx) error {
+	err := br.update(ctx, func(tx paddock.Tx) error {
 		seq = 0
 		for _, e := range evs {
 			ev, err := tx.AppendEvent(ctx, id, e.typ, e.data)
@@ -129,20 +144,20 @@ func (m *Manager) recordEventsSeq(ctx context.Context, id string, evs []callEven
 
 // refuse records a denial, or files the access request a call that needs
 // approval stands for, and returns the error the caller gets.
-func (m *Manager) refuse(ctx context.Context, r *paddock.Run, b brokered, v broker.Verdict) error {
+func (br *Broker) refuse(ctx context.Context, r *paddock.Run, b brokered, v broker.Verdict) error {
 	err := v.Err()
 	args := b.args
 	if args == nil {
 		args = json.RawMessage(`{}`)
 	}
 	if b.call.Tool == paddock.ToolExec {
-		args, _ = json.Marshal(map[string]any{"argv": m.redactor(r).Strings(b.call.Argv)})
+		args, _ = json.Marshal(map[string]any{"argv": br.redactor(r).Strings(b.call.Argv)})
 	}
-	o := tools.Outcome{Tool: b.call.Tool, Args: json.RawMessage(m.redactor(r).Bytes(args)), Code: paddock.ErrorCode(err), Rule: v.Rule, Decision: v.Decision}
+	o := tools.Outcome{Tool: b.call.Tool, Args: json.RawMessage(br.redactor(r).Bytes(args)), Code: paddock.ErrorCode(err), Rule: v.Rule, Decision: v.Decision}
 	if v.Decision == paddock.DecisionNeedsApproval && v.Ask != nil {
 		in := *v.Ask
 		in.Reason = "asked by the broker: " + v.Reason
-		req, rerr := m.fileRequest(ctx, r.ID, in)
+		req, rerr := br.fileRequest(ctx, r.ID, in)
 		if rerr != nil {
 			return rerr
 		}
@@ -150,8 +165,8 @@ func (m *Manager) refuse(ctx context.Context, r *paddock.Run, b brokered, v brok
 		err = paddock.Errorf(paddock.CodeForbidden, "%s; request %s is pending (paddock requests %s)", v.Reason, req.ID, r.ID).
 			WithRule(broker.RuleNeedsApproval).WithDetail("request", req.ID)
 	}
-	if rerr := m.recordTool(ctx, r.ID, o); rerr != nil {
-		m.log().Error("cannot record a refused call", "run", r.ID, "tool", b.call.Tool, "err", rerr)
+	if rerr := br.recordTool(ctx, r.ID, o); rerr != nil {
+		br.log().Error("cannot record a refused call", "run", r.ID, "tool", b.call.Tool, "err", rerr)
 	}
 	return err
 }
@@ -168,7 +183,7 @@ func definitionOf(r *paddock.Run) *paddock.AgentDefinition {
 // CallTool runs one working tool in a run's workspace, through the broker,
 // and records the call as an event (tool, arguments without file contents,
 // outcome, duration, bytes).
-func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMessage) (any, error) {
+func (br *Broker) CallTool(ctx context.Context, id, name string, args json.RawMessage) (any, error) {
 	call := broker.Call{Tool: name}
 	if slices.Contains(broker.WriteTools, name) {
 		var a struct {
@@ -184,22 +199,22 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 		call.Trees = a.Recursive || name == "move"
 	}
 	if name == paddock.ToolPlan {
-		return m.givePlan(ctx, id, args)
+		return br.givePlan(ctx, id, args)
 	}
 	if !slices.Contains(broker.ReadTools, name) && !slices.Contains(broker.WriteTools, name) {
 		// The control tools have their own calls; here only working tools
 		// and plan, which has no call of its own.
-		if _, err := m.Run(ctx, id); err != nil {
+		if _, err := br.Run(ctx, id); err != nil {
 			return nil, err
 		}
 		err := paddock.Errorf(paddock.CodeNotFound, "no tool %q", name)
-		if rerr := m.recordTool(ctx, id, tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.CodeNotFound, Decision: paddock.DecisionDeny}); rerr != nil {
-			m.log().Error("cannot record a refused tool call", "run", id, "tool", name, "err", rerr)
+		if rerr := br.recordTool(ctx, id, tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.CodeNotFound, Decision: paddock.DecisionDeny}); rerr != nil {
+			br.log().Error("cannot record a refused tool call", "run", id, "tool", name, "err", rerr)
 		}
 		return nil, err
 	}
-	return m.broker(ctx, id, brokered{call: call, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
-		res, o, err := m.callTool(ctx, c.run, name, args)
+	return br.broker(ctx, id, brokered{call: call, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
+		res, o, err := br.callTool(ctx, c.run, name, args)
 		if o == nil {
 			return nil, nil, err
 		}
@@ -211,14 +226,14 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args json.RawMe
 
 // givePlan is the plan tool: the agent's plan, checked and masked, is
 // kept as the run's (plan.go), through the broker like every call.
-func (m *Manager) givePlan(ctx context.Context, id string, args json.RawMessage) (any, error) {
+func (br *Broker) givePlan(ctx context.Context, id string, args json.RawMessage) (any, error) {
 	var in paddock.PlanInput
 	if err := tools.Decode(paddock.ToolPlan, args, &in); err != nil {
 		return nil, err
 	}
-	return m.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolPlan}, args: json.RawMessage(`{}`),
+	return br.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolPlan}, args: json.RawMessage(`{}`),
 		run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
-			plan, err := m.plans.give(ctx, id, in, c.red)
+			plan, err := br.plans.give(ctx, id, in, c.red)
 			return plan, nil, err
 		}})
 }
@@ -226,28 +241,28 @@ func (m *Manager) givePlan(ctx context.Context, id string, args json.RawMessage)
 // ExecStream runs a command in a run's workspace, through the broker: it is
 // the exec tool. It passes the output, masked, to stdout and stderr as it
 // comes (either may be nil); see execStream.
-func (m *Manager) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
-	if err := m.checkOpen(); err != nil {
+func (br *Broker) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
+	if err := br.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := m.agentExec(ctx, id, &req); err != nil {
+	if err := br.agentExec(ctx, id, &req); err != nil {
 		return nil, err
 	}
-	return m.execBrokered(ctx, id, execCall(ctx, req), req, paddock.ExecIO{Stdout: stdout, Stderr: stderr})
+	return br.execBrokered(ctx, id, execCall(ctx, req), req, paddock.ExecIO{Stdout: stdout, Stderr: stderr})
 }
 
 // ExecAttach runs a command like ExecStream, with its stdin streamed from
 // streams.Stdin as it comes and, when req asks for a terminal, on one,
 // resized by streams.Resize; through the broker like every exec, and held
 // to what the agent was given like ExecStream (agentExec).
-func (m *Manager) ExecAttach(ctx context.Context, id string, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
-	if err := m.checkOpen(); err != nil {
+func (br *Broker) ExecAttach(ctx context.Context, id string, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
+	if err := br.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := m.agentExec(ctx, id, &req); err != nil {
+	if err := br.agentExec(ctx, id, &req); err != nil {
 		return nil, err
 	}
-	return m.execBrokered(ctx, id, execCall(ctx, req), req, streams)
+	return br.execBrokered(ctx, id, execCall(ctx, req), req, streams)
 }
 
 // agentExec holds an agent's command (a call made as the run's agent: its
@@ -256,7 +271,7 @@ func (m *Manager) ExecAttach(ctx context.Context, id string, req paddock.ExecReq
 // whatever its definition's network (a ceiling, which the broker holds a
 // request to: execCall), and no less confinement than the machine
 // enforces. One check for every way an agent reaches exec, jobs included.
-func (m *Manager) agentExec(ctx context.Context, id string, req *paddock.ExecRequest) error {
+func (br *Broker) agentExec(ctx context.Context, id string, req *paddock.ExecRequest) error {
 	if !paddock.AgentCall(ctx) {
 		return nil
 	}
@@ -274,14 +289,14 @@ func (m *Manager) agentExec(ctx context.Context, id string, req *paddock.ExecReq
 
 // execBrokered is ExecStream deciding on call: an agent's start command
 // (a bootstrap job) is decided as such.
-func (m *Manager) execBrokered(ctx context.Context, id string, call broker.Call, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
+func (br *Broker) execBrokered(ctx context.Context, id string, call broker.Call, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		// A malformed request, not a refused command (as MCP's exec says).
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command: argv is empty").WithDetail("key", "argv")
 	}
-	res, err := m.broker(ctx, id, brokered{call: call, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
+	res, err := br.broker(ctx, id, brokered{call: call, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
 		c.masked = true
-		res, evs, err := m.execStream(ctx, c, req, streams)
+		res, evs, err := br.executor.execStream(ctx, c, req, streams)
 		if res == nil {
 			return nil, evs, err
 		}
@@ -294,8 +309,8 @@ func (m *Manager) execBrokered(ctx context.Context, id string, call broker.Call,
 }
 
 // runAndGrants reads a run and its access requests in one transaction.
-func (m *Manager) runAndGrants(ctx context.Context, id string) (r *paddock.Run, grants []*paddock.AccessRequest, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (br *Broker) runAndGrants(ctx context.Context, id string) (r *paddock.Run, grants []*paddock.AccessRequest, err error) {
+	err = br.Store.View(ctx, func(tx paddock.Tx) error {
 		if r, err = tx.Run(ctx, id); err != nil {
 			return err
 		}
@@ -305,14 +320,14 @@ func (m *Manager) runAndGrants(ctx context.Context, id string) (r *paddock.Run, 
 	if err != nil {
 		return nil, nil, err
 	}
-	m.describe(r)
+	br.describe(r)
 	return r, grants, nil
 }
 
 // precheck decides a call ahead of running it (a job, decided when it is
 // started so that its caller hears of a refusal), recording a refusal.
-func (m *Manager) precheck(ctx context.Context, r *paddock.Run, call broker.Call) error {
-	grants, err := m.AccessRequests(ctx, r.ID)
+func (br *Broker) precheck(ctx context.Context, r *paddock.Run, call broker.Call) error {
+	grants, err := br.AccessRequests(ctx, r.ID)
 	if err != nil {
 		return err
 	}
@@ -320,17 +335,17 @@ func (m *Manager) precheck(ctx context.Context, r *paddock.Run, call broker.Call
 	if v.Decision == paddock.DecisionAllow {
 		return nil
 	}
-	return m.refuse(ctx, r, brokered{call: call}, v)
+	return br.refuse(ctx, r, brokered{call: call}, v)
 }
 
 // Exec is ExecStream that keeps the output in the result.
-func (m *Manager) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*paddock.ExecResult, error) {
-	return m.ExecStream(ctx, id, req, nil, nil)
+func (br *Broker) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*paddock.ExecResult, error) {
+	return br.ExecStream(ctx, id, req, nil, nil)
 }
 
 // AccessRequests returns a run's access requests, oldest first.
-func (m *Manager) AccessRequests(ctx context.Context, id string) (out []*paddock.AccessRequest, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (br *Broker) AccessRequests(ctx context.Context, id string) (out []*paddock.AccessRequest, err error) {
+	err = br.Store.View(ctx, func(tx paddock.Tx) error {
 		out, err = tx.AccessRequests(ctx, id)
 		return err
 	})
@@ -344,14 +359,14 @@ func (m *Manager) AccessRequests(ctx context.Context, id string) (out []*paddock
 // grants: a tool, a command, a path, a network domain or a limit, with a
 // reason. It stays pending until a person or the orchestrator decides; it
 // is the request_access tool, so it passes through the broker too.
-func (m *Manager) RequestAccess(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error) {
+func (br *Broker) RequestAccess(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error) {
 	if err := broker.CheckRequest(in); err != nil {
 		return nil, err
 	}
 	args, _ := json.Marshal(in)
-	res, err := m.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolRequestAccess}, args: args,
+	res, err := br.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolRequestAccess}, args: args,
 		run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
-			req, err := m.fileRequest(ctx, id, in)
+			req, err := br.fileRequest(ctx, id, in)
 			return req, nil, err
 		}})
 	if err != nil {
@@ -361,14 +376,14 @@ func (m *Manager) RequestAccess(ctx context.Context, id string, in paddock.Acces
 }
 
 // fileRequest stores a pending request and records it, in one transaction.
-func (m *Manager) fileRequest(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error) {
+func (br *Broker) fileRequest(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error) {
 	var raw [6]byte
 	rand.Read(raw[:])
 	req := &paddock.AccessRequest{ID: "q-" + hex.EncodeToString(raw[:]), RunID: id, Kind: in.Kind, Tool: in.Tool, Command: in.Command,
-		Path: in.Path, Domain: in.Domain, Limit: in.Limit, Value: in.Value, Reason: m.redactorFor(ctx, id).String(in.Reason),
+		Path: in.Path, Domain: in.Domain, Limit: in.Limit, Value: in.Value, Reason: br.redactorFor(ctx, id).String(in.Reason),
 		State: paddock.RequestPending, CreatedAt: now()}
 	ctx = context.WithoutCancel(ctx)
-	err := m.update(ctx, func(tx paddock.Tx) error {
+	err := br.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.CreateAccessRequest(ctx, req); err != nil {
 			return err
 		}
@@ -381,9 +396,9 @@ func (m *Manager) fileRequest(ctx context.Context, id string, in paddock.AccessR
 	return req, nil
 }
 
-func (m *Manager) redactorFor(ctx context.Context, id string) *redact.Redactor {
-	if r, err := m.Run(ctx, id); err == nil {
-		return m.redactor(r)
+func (br *Broker) redactorFor(ctx context.Context, id string) *redact.Redactor {
+	if r, err := br.Run(ctx, id); err == nil {
+		return br.redactor(r)
 	}
 	return redact.New(nil)
 }
@@ -391,12 +406,12 @@ func (m *Manager) redactorFor(ctx context.Context, id string) *redact.Redactor {
 // DecideAccess grants or denies a pending request. Only an operator may
 // (the API refuses a run's token): an agent never grants itself anything.
 // The decision is an event.
-func (m *Manager) DecideAccess(ctx context.Context, id, reqID string, grant bool, by, note string) (*paddock.AccessRequest, error) {
+func (br *Broker) DecideAccess(ctx context.Context, id, reqID string, grant bool, by, note string) (*paddock.AccessRequest, error) {
 	if paddock.AgentCall(ctx) {
 		return nil, paddock.Errorf(paddock.CodeForbidden, "an agent cannot decide access requests; a person or the orchestrator does").WithRule("grant_by_agent")
 	}
 	var out *paddock.AccessRequest
-	err := m.update(ctx, func(tx paddock.Tx) error {
+	err := br.update(ctx, func(tx paddock.Tx) error {
 		reqs, err := tx.AccessRequests(ctx, id)
 		if err != nil {
 			return err
@@ -431,10 +446,10 @@ func (m *Manager) DecideAccess(ctx context.Context, id, reqID string, grant bool
 // Capabilities says what a run may do now, derived from its definition,
 // its grants and the sandbox's recorded enforcement; it is the
 // capabilities tool, so it passes through the broker.
-func (m *Manager) Capabilities(ctx context.Context, id string) (*paddock.Capabilities, error) {
-	res, err := m.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolCapabilities},
+func (br *Broker) Capabilities(ctx context.Context, id string) (*paddock.Capabilities, error) {
+	res, err := br.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolCapabilities},
 		run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
-			caps, err := m.capabilities(ctx, c)
+			caps, err := br.capabilities(ctx, c)
 			return caps, nil, err
 		}})
 	if err != nil {
@@ -447,8 +462,8 @@ func (m *Manager) Capabilities(ctx context.Context, id string) (*paddock.Capabil
 // for none: the daemon's ceilings (exec_limits, or the sandbox's defaults)
 // lowered by the definition and its grants. What capabilities say is what
 // the sandbox is given, never a blank where the daemon's ceilings hold.
-func (m *Manager) effectiveLimits(def *paddock.AgentDefinition, grants []*paddock.AccessRequest) paddock.AgentLimits {
-	l, err := m.commandLimits(paddock.ExecRequest{}, broker.Limits(def, grants))
+func (br *Broker) effectiveLimits(def *paddock.AgentDefinition, grants []*paddock.AccessRequest) paddock.AgentLimits {
+	l, err := br.executor.commandLimits(paddock.ExecRequest{}, broker.Limits(def, grants))
 	if err != nil {
 		return broker.Limits(def, grants)
 	}
@@ -462,12 +477,12 @@ func (m *Manager) effectiveLimits(def *paddock.AgentDefinition, grants []*paddoc
 	return out
 }
 
-func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Capabilities, error) {
+func (br *Broker) capabilities(ctx context.Context, c *callContext) (*paddock.Capabilities, error) {
 	r, def := c.run, c.def
 	caps := &paddock.Capabilities{Run: r.ID, Agent: def.Name, AgentHash: cmp.Or(r.AgentHash, def.Hash()), Workspace: r.Access,
-		State: r.State(), Net: string(sandbox.NetNone), NetCeiling: broker.Net(def, c.grants), Limits: m.effectiveLimits(def, c.grants), Env: def.Env, Secrets: r.Secrets,
+		State: r.State(), Net: string(sandbox.NetNone), NetCeiling: broker.Net(def, c.grants), Limits: br.effectiveLimits(def, c.grants), Env: def.Env, Secrets: r.Secrets,
 		Tools: []paddock.ToolCapability{}}
-	if menu, err := m.Menu(ctx, r.ID); err == nil && menu.Flow != "" {
+	if menu, err := br.flows.Menu(ctx, r.ID); err == nil && menu.Flow != "" {
 		caps.Menu = menu
 	}
 	switch r.State() {
@@ -483,7 +498,7 @@ func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Ca
 		}
 		if t == paddock.ToolExec || t == paddock.ToolVerify {
 			// Offered only where a command can be confined at all.
-			if why := m.sandboxProbe.unavailable(ctx, m.SandboxUID); why != "" {
+			if why := br.sandboxProbe.unavailable(ctx, br.SandboxUID); why != "" {
 				if caps.Unavailable == nil {
 					caps.Unavailable = map[string]string{}
 				}
@@ -516,7 +531,7 @@ func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Ca
 		}
 	}
 	if r.Access != paddock.AccessNone && r.Workspace != nil && (def.Declares(paddock.ToolVerify) || c.grantsTool(paddock.ToolVerify)) {
-		if checks, err := m.checks(ctx, r); err == nil {
+		if checks, err := br.verifier.checks(ctx, r); err == nil {
 			for _, ch := range checks {
 				if !slices.Contains(caps.Checks, ch.Name) {
 					caps.Checks = append(caps.Checks, ch.Name)
@@ -524,21 +539,21 @@ func (m *Manager) capabilities(ctx context.Context, c *callContext) (*paddock.Ca
 			}
 		}
 	}
-	if r.Workspace != nil && len(m.routingBinds(m.homeDir(r.ID))) > 0 {
+	if r.Workspace != nil && len(br.views.routingBinds(br.views.homeDir(r.ID))) > 0 {
 		caps.AgentToolsOff = AgentToolsOff
 	}
-	caps.Enforcement = m.lastEnforcement(ctx, r)
+	caps.Enforcement = br.lastEnforcement(ctx, r)
 	return caps, nil
 }
 
 // lastEnforcement is what the sandbox recorded for the run's latest
 // command, or nil before the first: read from the run's latest events
 // backwards, a window at a time, not from its first.
-func (m *Manager) lastEnforcement(ctx context.Context, r *paddock.Run) *paddock.Enforcement {
+func (br *Broker) lastEnforcement(ctx context.Context, r *paddock.Run) *paddock.Enforcement {
 	const window = 256
 	for hi := r.LastSeq; hi > 0; hi -= window {
 		lo := max(hi-window, 0)
-		evs, err := m.Events(ctx, r.ID, lo, int(hi-lo))
+		evs, err := br.runs.Events(ctx, r.ID, lo, int(hi-lo))
 		if err != nil {
 			return nil
 		}

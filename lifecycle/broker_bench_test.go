@@ -16,7 +16,7 @@ import (
 func BenchmarkBroker(b *testing.B) {
 	ctx := context.Background()
 	e := newEnv(b)
-	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: e.project(b).Name, Kind: "clone"})
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: e.project(b).Name, Kind: "clone"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func BenchmarkBroker(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, err := e.m.CallTool(ctx, r.ID, "read", args); err != nil {
+		if _, err := e.m.Broker.CallTool(ctx, r.ID, "read", args); err != nil {
 			b.Fatal(err)
 		}
 		without, through = without+t1.Sub(t0), through+time.Since(t1)

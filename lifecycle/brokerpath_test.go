@@ -16,21 +16,21 @@ import (
 // literal given as the run field of a lifecycle.brokered value. Whatever
 // else uses one of them reaches a tool around the broker.
 var reachers = map[string][]string{
-	"(*github.com/paddock-dev/paddock/tools.Tool).Call":              {"(*github.com/paddock-dev/paddock/lifecycle.Manager).callTool"},
-	"(*github.com/paddock-dev/paddock/lifecycle.Manager).callTool":   {"run"},
-	"(*github.com/paddock-dev/paddock/lifecycle.Manager).execStream": {"run", "(*github.com/paddock-dev/paddock/lifecycle.Manager).runChecks"},
-	"(*github.com/paddock-dev/paddock/lifecycle.Manager).runChecks":  {"run"},
-	"(*github.com/paddock-dev/paddock/lifecycle.Manager).runCommand": {"(*github.com/paddock-dev/paddock/lifecycle.Manager).execStream"},
-	"github.com/paddock-dev/paddock/sandbox.Run": {"(*github.com/paddock-dev/paddock/lifecycle.Manager).runCommand", "github.com/paddock-dev/paddock/cmd/paddock.sandboxCheck", "github.com/paddock-dev/paddock/sandbox.ProbeOverlay",
+	"(*github.com/paddock-dev/paddock/tools.Tool).Call":               {"(*github.com/paddock-dev/paddock/lifecycle.Broker).callTool"},
+	"(*github.com/paddock-dev/paddock/lifecycle.Broker).callTool":     {"run"},
+	"(*github.com/paddock-dev/paddock/lifecycle.executor).execStream": {"run", "(*github.com/paddock-dev/paddock/lifecycle.Verifier).runChecks"},
+	"(*github.com/paddock-dev/paddock/lifecycle.Verifier).runChecks":  {"run"},
+	"(*github.com/paddock-dev/paddock/lifecycle.executor).runCommand": {"(*github.com/paddock-dev/paddock/lifecycle.executor).execStream"},
+	"github.com/paddock-dev/paddock/sandbox.Run": {"(*github.com/paddock-dev/paddock/lifecycle.executor).runCommand", "github.com/paddock-dev/paddock/cmd/paddock.sandboxCheck", "github.com/paddock-dev/paddock/sandbox.ProbeOverlay",
 		// /bin/true in an empty directory, to learn whether anything can be confined here (sandboxprobe.go).
 		"github.com/paddock-dev/paddock/lifecycle.trySandbox"},
-	"(*github.com/paddock-dev/paddock/sandbox.Pool).Run": {"(*github.com/paddock-dev/paddock/lifecycle.Manager).runCommand", "github.com/paddock-dev/paddock/cmd/paddock.harnessCheck"},
+	"(*github.com/paddock-dev/paddock/sandbox.Pool).Run": {"(*github.com/paddock-dev/paddock/lifecycle.executor).runCommand", "github.com/paddock-dev/paddock/cmd/paddock.harnessCheck"},
 }
 
 // TestNothingAroundTheBroker reads every package of the module (tests
 // aside) with its types, and fails on any use of a function that reaches a
 // tool from a place the table above does not allow: every tool call, from
-// every interface, passes through Manager.broker.
+// every interface, passes through Broker.broker.
 func TestNothingAroundTheBroker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads and type-checks the whole module")

@@ -18,12 +18,21 @@ import (
 	"github.com/paddock-dev/paddock/internal/durable"
 )
 
+// Bundles writes a run's change set as a signed bundle and imports one.
+type Bundles struct {
+	*kernel
+	// the services it calls
+	broker  *Broker
+	changes *Changes
+	runs    *Runs
+}
+
 // bundleKey is the daemon's signing key, made on first use.
-func (m *Manager) bundleKey() (ed25519.PrivateKey, error) {
-	if m.BundleKeyFile == "" {
+func (bn *Bundles) bundleKey() (ed25519.PrivateKey, error) {
+	if bn.BundleKeyFile == "" {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon has no bundle signing key")
 	}
-	k, err := bundle.LoadOrCreateKey(m.BundleKeyFile)
+	k, err := bundle.LoadOrCreateKey(bn.BundleKeyFile)
 	if err != nil {
 		return nil, internal("reading the bundle signing key failed", err)
 	}
@@ -31,8 +40,8 @@ func (m *Manager) bundleKey() (ed25519.PrivateKey, error) {
 }
 
 // BundleKey returns the public half of the key bundles are signed with.
-func (m *Manager) BundleKey(ctx context.Context) (*paddock.BundleKey, error) {
-	k, err := m.bundleKey()
+func (bn *Bundles) BundleKey(ctx context.Context) (*paddock.BundleKey, error) {
+	k, err := bn.bundleKey()
 	if err != nil {
 		return nil, err
 	}
@@ -44,16 +53,16 @@ func (m *Manager) BundleKey(ctx context.Context) (*paddock.BundleKey, error) {
 // trust it elsewhere, as one bundle signed with the daemon's key (see
 // package bundle). A change set that holds a declared secret's value is
 // refused: its blobs would carry the value in clear.
-func (m *Manager) Bundle(ctx context.Context, id string, w io.Writer) error {
-	r, err := m.Run(ctx, id)
+func (bn *Bundles) Bundle(ctx context.Context, id string, w io.Writer) error {
+	r, err := bn.Run(ctx, id)
 	if err != nil {
 		return err
 	}
-	s, err := m.submission(id)
+	s, err := bn.submission(id)
 	if err != nil {
 		return err
 	}
-	cs, err := m.frozen(id, s.Hash)
+	cs, err := bn.frozen(id, s.Hash)
 	if err != nil {
 		return internal("reading the submitted change set failed", err)
 	}
@@ -67,13 +76,13 @@ func (m *Manager) Bundle(ctx context.Context, id string, w io.Writer) error {
 		return paddock.Errorf(paddock.CodeForbidden, "run %s's change set holds a declared secret's value (%s): a bundle would carry it in clear; none was written", id, strings.Join(secret, ", ")).
 			WithRule("secret_in_bundle")
 	}
-	access, err := m.AccessRequests(ctx, id)
+	access, err := bn.broker.AccessRequests(ctx, id)
 	if err != nil {
 		return err
 	}
 	var events []*paddock.Event
 	for after := int64(0); ; {
-		evs, err := m.Events(ctx, id, after, 1000)
+		evs, err := bn.runs.Events(ctx, id, after, 1000)
 		if err != nil {
 			return err
 		}
@@ -91,7 +100,7 @@ func (m *Manager) Bundle(ctx context.Context, id string, w io.Writer) error {
 			return paddock.Errorf(paddock.CodeConflict, "run %s was rejected: its change set and any approval of it no longer stand; nothing was bundled", id)
 		}
 	}
-	key, err := m.bundleKey()
+	key, err := bn.bundleKey()
 	if err != nil {
 		return err
 	}
@@ -101,19 +110,19 @@ func (m *Manager) Bundle(ctx context.Context, id string, w io.Writer) error {
 		info.BaseRef, info.BaseRevision, info.Kind = ws.BaseRef, ws.BaseRevision, string(ws.Kind)
 	}
 	err = bundle.Write(w, &bundle.Contents{Run: info, ChangeSet: cs, Submission: s, Access: access,
-		Enforcement: m.lastEnforcement(ctx, r), Events: events,
-		Blob: func(blob string) (io.ReadCloser, error) { return os.Open(m.blobPath(id, blob)) }}, key, now())
+		Enforcement: bn.broker.lastEnforcement(ctx, r), Events: events,
+		Blob: func(blob string) (io.ReadCloser, error) { return os.Open(bn.blobPath(id, blob)) }}, key, now())
 	if err != nil {
 		return internal("writing the bundle failed", err)
 	}
-	return m.record(ctx, id, paddock.EventBundled, map[string]any{"hash": s.Hash, "key_id": bundle.KeyID(key.Public().(ed25519.PublicKey)), "events": len(events)})
+	return bn.record(ctx, id, paddock.EventBundled, map[string]any{"hash": s.Hash, "key_id": bundle.KeyID(key.Public().(ed25519.PublicKey)), "events": len(events)})
 }
 
 // trustedKeys are the keys an import trusts: the daemon's own, those in
 // TrustedKeysDir, and extra (the operator's, for one import).
-func (m *Manager) trustedKeys(extra []string) ([]ed25519.PublicKey, error) {
+func (bn *Bundles) trustedKeys(extra []string) ([]ed25519.PublicKey, error) {
 	var keys []ed25519.PublicKey
-	if k, err := m.bundleKey(); err == nil {
+	if k, err := bn.bundleKey(); err == nil {
 		keys = append(keys, k.Public().(ed25519.PublicKey))
 	}
 	for _, line := range extra {
@@ -123,15 +132,15 @@ func (m *Manager) trustedKeys(extra []string) ([]ed25519.PublicKey, error) {
 		}
 		keys = append(keys, k)
 	}
-	if m.TrustedKeysDir == "" {
+	if bn.TrustedKeysDir == "" {
 		return keys, nil
 	}
-	ents, err := os.ReadDir(m.TrustedKeysDir)
+	ents, err := os.ReadDir(bn.TrustedKeysDir)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, internal("reading the trusted keys failed", err)
 	}
 	for _, e := range ents {
-		f, err := os.Open(filepath.Join(m.TrustedKeysDir, e.Name()))
+		f, err := os.Open(filepath.Join(bn.TrustedKeysDir, e.Name()))
 		if err != nil {
 			continue
 		}
@@ -145,7 +154,7 @@ func (m *Manager) trustedKeys(extra []string) ([]ed25519.PublicKey, error) {
 			if k, err := bundle.ParsePublicKey(line); err == nil {
 				keys = append(keys, k)
 			} else {
-				m.log().Warn("a trusted key that is not one is ignored", "file", f.Name())
+				bn.log().Warn("a trusted key that is not one is ignored", "file", f.Name())
 			}
 		}
 		f.Close()
@@ -164,13 +173,13 @@ const MaxBundle = bundle.DefaultMaxSize
 // The agent's grants and secrets do not: they were decided for another
 // machine (the bundle keeps them, and the run.imported event names them).
 // A failure after the run is made rejects it, with the reason.
-func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error) {
+func (bn *Bundles) Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error) {
 	if req.Project != "" {
-		if _, err := m.Project(ctx, req.Project); err != nil {
+		if _, err := bn.Project(ctx, req.Project); err != nil {
 			return nil, err
 		}
 	}
-	trusted, err := m.trustedKeys(req.Trust)
+	trusted, err := bn.trustedKeys(req.Trust)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +188,7 @@ func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io
 		return nil, err
 	}
 	defer b.Close()
-	limits := m.ChangeSetLimits.WithDefaults()
+	limits := bn.ChangeSetLimits.WithDefaults()
 	if len(b.ChangeSet.Entries) > limits.MaxEntries {
 		return nil, paddock.Errorf(paddock.CodeTooLarge, "the bundle changes %d paths, more than this daemon's %d (changeset_max_entries); nothing was made", len(b.ChangeSet.Entries), limits.MaxEntries)
 	}
@@ -210,11 +219,11 @@ func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io
 	if project == "" {
 		project = b.Run.Project
 	}
-	p, err := m.Project(ctx, project)
+	p, err := bn.Project(ctx, project)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.Git.Resolve(ctx, p.Root, b.Run.BaseRevision+"^{commit}"); err != nil {
+	if _, err := bn.Git.Resolve(ctx, p.Root, b.Run.BaseRevision+"^{commit}"); err != nil {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "project %s has no commit %s, the bundle's base: fetch it into the project first; nothing was made", p.Name, b.Run.BaseRevision)
 	}
 	// The import is marked under way before its run exists, and the mark
@@ -222,57 +231,57 @@ func (m *Manager) Import(ctx context.Context, req paddock.ImportRequest, body io
 	// that recovery finishes by rejecting the run (recoverImports), so an
 	// import is whole or leaves nothing, as an apply is.
 	id := newID()
-	if err := durable.WriteFile(m.importMark(id), []byte(b.Run.ID+"\n")); err != nil {
+	if err := durable.WriteFile(bn.importMark(id), []byte(b.Run.ID+"\n")); err != nil {
 		return nil, internal("marking the import failed; nothing was made", err)
 	}
-	r, err := m.createRunID(ctx, id, paddock.CreateRunRequest{Project: project, Kind: req.Kind, Base: b.Run.BaseRevision}, def, nil)
+	r, err := bn.runs.createRunID(ctx, id, paddock.CreateRunRequest{Project: project, Kind: req.Kind, Base: b.Run.BaseRevision}, def, nil)
 	if err != nil {
-		os.Remove(m.importMark(id))
+		os.Remove(bn.importMark(id))
 		return nil, err
 	}
-	res, err := m.restore(ctx, r, b, !req.Untrusted)
+	res, err := bn.restore(ctx, r, b, !req.Untrusted)
 	if err != nil {
-		m.log().Warn("an import failed; its run is rejected", "run", r.ID, "err", err)
-		if _, rerr := m.Reject(context.WithoutCancel(ctx), r.ID); rerr != nil {
-			m.log().Error("rejecting a failed import's run failed", "run", r.ID, "err", rerr)
+		bn.log().Warn("an import failed; its run is rejected", "run", r.ID, "err", err)
+		if _, rerr := bn.runs.Reject(context.WithoutCancel(ctx), r.ID); rerr != nil {
+			bn.log().Error("rejecting a failed import's run failed", "run", r.ID, "err", rerr)
 			return nil, err // the mark stays: recovery rejects it
 		}
-		os.Remove(m.importMark(id))
+		os.Remove(bn.importMark(id))
 		return nil, err
 	}
-	if err := os.Remove(m.importMark(id)); err != nil {
+	if err := os.Remove(bn.importMark(id)); err != nil {
 		return nil, internal("finishing the import failed", err)
 	}
 	return res, nil
 }
 
 // importMark is the file that says run id's import is under way.
-func (m *Manager) importMark(id string) string {
-	return filepath.Join(m.runDir(id), "importing")
+func (bn *Bundles) importMark(id string) string {
+	return filepath.Join(bn.runDir(id), "importing")
 }
 
 // recoverImports finishes the imports a crash cut short: their run, if it
 // was made, is rejected (its workspace goes as a rejected run's does) and
 // the mark removed; an import never stays half done.
-func (m *Manager) recoverImports(ctx context.Context) []paddock.Finding {
-	marks, _ := filepath.Glob(filepath.Join(m.ArtifactsDir, "*", "importing"))
+func (bn *Bundles) recoverImports(ctx context.Context) []paddock.Finding {
+	marks, _ := filepath.Glob(filepath.Join(bn.ArtifactsDir, "*", "importing"))
 	var out []paddock.Finding
 	for _, mark := range marks {
 		id := filepath.Base(filepath.Dir(mark))
 		f := paddock.Finding{RunID: id, Path: mark, Issue: "an import cut short"}
-		r, err := m.Run(ctx, id)
+		r, err := bn.Run(ctx, id)
 		switch {
 		case paddock.IsCode(err, paddock.CodeNotFound):
 			f.Action = "removed (no run was made)"
 		case err != nil:
-			m.log().Error("recovering an import failed", "run", id, "err", err)
+			bn.log().Error("recovering an import failed", "run", id, "err", err)
 			continue
-		case !m.mine(r):
+		case !bn.mine(r):
 			continue
 		default:
 			f.State = r.State()
-			if _, err := m.Reject(ctx, id); err != nil && r.State() != paddock.StateRejected && r.State() != paddock.StateCleaned {
-				m.log().Error("rejecting a cut import's run failed", "run", id, "err", err)
+			if _, err := bn.runs.Reject(ctx, id); err != nil && r.State() != paddock.StateRejected && r.State() != paddock.StateCleaned {
+				bn.log().Error("rejecting a cut import's run failed", "run", id, "err", err)
 				f.Action = paddock.ActionFailed
 				out = append(out, f)
 				continue
@@ -280,9 +289,9 @@ func (m *Manager) recoverImports(ctx context.Context) []paddock.Finding {
 			f.Action = paddock.ActionRolledBack
 		}
 		if err := os.Remove(mark); err != nil && !os.IsNotExist(err) {
-			m.log().Error("removing an import's mark failed", "run", id, "err", err)
+			bn.log().Error("removing an import's mark failed", "run", id, "err", err)
 		}
-		m.log().Info("recovered", "run", id, "issue", f.Issue, "action", f.Action)
+		bn.log().Info("recovered", "run", id, "issue", f.Issue, "action", f.Action)
 		out = append(out, f)
 	}
 	return out
@@ -290,7 +299,7 @@ func (m *Manager) recoverImports(ctx context.Context) []paddock.Finding {
 
 // restore writes b's change set into r's workspace, checks that the
 // workspace now has exactly it, and submits it under its hash.
-func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle, carryApproval bool) (*paddock.ImportResult, error) {
+func (bn *Bundles) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle, carryApproval bool) (*paddock.ImportResult, error) {
 	for _, e := range b.ChangeSet.Entries {
 		var content []byte // nil: a deletion
 		if e.Op != paddock.OpDelete {
@@ -302,11 +311,11 @@ func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle,
 				content = []byte{}
 			}
 		}
-		if err := m.writeFile(ctx, r.ID, e.Path, content, e.NewMode == "100755"); err != nil {
+		if err := bn.runs.writeFile(ctx, r.ID, e.Path, content, e.NewMode == "100755"); err != nil {
 			return nil, fmt.Errorf("restoring %s: %w", e.Path, err)
 		}
 	}
-	live, err := m.ChangeSet(ctx, r.ID)
+	live, err := bn.changes.ChangeSet(ctx, r.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -320,14 +329,14 @@ func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle,
 		return nil, paddock.Errorf(paddock.CodeConflict, "the change set of the restored files hashes to %s, not to the bundle's %s: the bundle's diff is not what these files make (or another version of git renders it otherwise); the run is rejected", live.Hash, b.ChangeSet.Hash)
 	}
 	cs := *live
-	store := m.changeSets(r.ID)
+	store := bn.changeSets(r.ID)
 	if err := os.MkdirAll(store.Dir, 0o700); err != nil {
 		return nil, internal("saving the change set failed", err)
 	}
 	if err := store.KeepFrozenDiff(&cs); err != nil {
 		return nil, internal("saving the change set failed", err)
 	}
-	if err := m.freezeBlobs(ctx, r.ID, &cs); err != nil {
+	if err := bn.changes.freezeBlobs(ctx, r.ID, &cs); err != nil {
 		return nil, err
 	}
 	if err := store.Save(&cs); err != nil {
@@ -340,7 +349,7 @@ func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle,
 		s.ApprovedAt = b.Submission.ApprovedAt
 		res.Approved = true
 	}
-	if err := m.saveSubmission(s); err != nil {
+	if err := bn.saveSubmission(s); err != nil {
 		return nil, err
 	}
 	grants := []string{}
@@ -349,21 +358,21 @@ func (m *Manager) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle,
 			grants = append(grants, a.ID)
 		}
 	}
-	if err := m.record(ctx, r.ID, paddock.EventImported, map[string]any{"from_run": b.Run.ID, "from_project": b.Run.Project,
+	if err := bn.record(ctx, r.ID, paddock.EventImported, map[string]any{"from_run": b.Run.ID, "from_project": b.Run.Project,
 		"hash": cs.Hash, "signer": b.PublicKey, "key_id": b.Signer, "trusted": b.Trusted, "approved_by": b.Submission.ApprovedBy,
 		"agent_hash": b.Run.AgentHash, "secrets_not_carried": b.Run.Secrets, "grants_not_carried": grants,
 		"verified": b.Verified, "events": b.Events}); err != nil {
 		return nil, err
 	}
-	if err := m.record(ctx, r.ID, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries), "imported": true}); err != nil {
+	if err := bn.record(ctx, r.ID, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries), "imported": true}); err != nil {
 		return nil, err
 	}
 	if res.Approved {
-		if err := m.record(ctx, r.ID, paddock.EventApproved, map[string]string{"hash": cs.Hash, "by": s.ApprovedBy}); err != nil {
+		if err := bn.record(ctx, r.ID, paddock.EventApproved, map[string]string{"hash": cs.Hash, "by": s.ApprovedBy}); err != nil {
 			return nil, err
 		}
 	}
-	if res.Run, err = m.Run(ctx, r.ID); err != nil {
+	if res.Run, err = bn.Run(ctx, r.ID); err != nil {
 		return nil, err
 	}
 	return res, nil

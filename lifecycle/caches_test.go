@@ -31,7 +31,7 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 	}
 	set := func(req paddock.SetProjectRequest) *paddock.Project {
 		t.Helper()
-		p, err := e.m.SetProject(ctx, "my-app", "test", req)
+		p, err := e.m.Projects.SetProject(ctx, "my-app", "test", req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(layer, "upper", "x", "out-d")); err != nil {
 				t.Fatalf("the run's writes are not in its layer: %v", err)
 			}
-			if _, err := e.m.Reject(ctx, first.ID); err != nil {
+			if _, err := e.m.Runs.Reject(ctx, first.ID); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := os.Stat(layer); !os.IsNotExist(err) {
@@ -94,7 +94,7 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 			}
 			os.Remove(filepath.Join(shared, "rw-d"))
 			set(paddock.SetProjectRequest{AddCaches: []string{"go-build"}})
-			e.m.Reject(ctx, second.ID)
+			e.m.Runs.Reject(ctx, second.ID)
 		})
 	}
 }
@@ -136,7 +136,7 @@ func TestCheckRunCacheLayer(t *testing.T) {
 	})
 	e.project(t)
 	withSandbox(t, e)
-	if _, err := e.m.SetProject(ctx, "my-app", "test", paddock.SetProjectRequest{AddCaches: []string{"go-build"}}); err != nil {
+	if _, err := e.m.Projects.SetProject(ctx, "my-app", "test", paddock.SetProjectRequest{AddCaches: []string{"go-build"}}); err != nil {
 		t.Fatal(err)
 	}
 	uid := e.m.SandboxUID
@@ -150,7 +150,7 @@ func TestCheckRunCacheLayer(t *testing.T) {
 	before := tree(t, shared)
 	r := e.create(t, paddock.KindClone, "")
 	sh(t, e.m, r.ID, `echo x > $HOME/.cache/go-build/planted`)
-	got, err := e.m.Verify(agentCtx, r.ID, paddock.VerifyRequest{Checks: []string{"test"}})
+	got, err := e.m.Verifier.Verify(agentCtx, r.ID, paddock.VerifyRequest{Checks: []string{"test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,5 +160,5 @@ func TestCheckRunCacheLayer(t *testing.T) {
 	if after := tree(t, shared); after != before {
 		t.Fatalf("a check run wrote the shared cache:\n%s", after)
 	}
-	e.m.Reject(ctx, r.ID)
+	e.m.Runs.Reject(ctx, r.ID)
 }

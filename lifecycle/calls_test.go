@@ -25,11 +25,11 @@ func TestExpectSeq(t *testing.T) {
 	r := e.create(t, paddock.KindClone, "")
 	stale := func() context.Context { return paddock.WithExpectSeq(context.Background(), r.ID, r.LastSeq-1) }
 	for name, act := range map[string]func(context.Context) error{
-		"retain":     func(ctx context.Context) error { _, err := e.m.Retain(ctx, r.ID); return err },
-		"reject":     func(ctx context.Context) error { _, err := e.m.Reject(ctx, r.ID); return err },
-		"checkpoint": func(ctx context.Context) error { _, err := e.m.Checkpoint(ctx, r.ID, "x"); return err },
+		"retain":     func(ctx context.Context) error { _, err := e.m.Runs.Retain(ctx, r.ID); return err },
+		"reject":     func(ctx context.Context) error { _, err := e.m.Runs.Reject(ctx, r.ID); return err },
+		"checkpoint": func(ctx context.Context) error { _, err := e.m.Runs.Checkpoint(ctx, r.ID, "x"); return err },
 		"write": func(ctx context.Context) error {
-			_, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"x.txt","content":"x"}`))
+			_, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"x.txt","content":"x"}`))
 			return err
 		},
 	} {
@@ -46,7 +46,7 @@ func TestExpectSeq(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.Workspace.Root, "x.txt")); err == nil {
 		t.Fatal("a refused tool call wrote")
 	}
-	if _, err := e.m.Retain(paddock.WithExpectSeq(context.Background(), r.ID, r.LastSeq), r.ID); err != nil {
+	if _, err := e.m.Runs.Retain(paddock.WithExpectSeq(context.Background(), r.ID, r.LastSeq), r.ID); err != nil {
 		t.Fatalf("with the right seq: %v", err)
 	}
 }
@@ -70,7 +70,7 @@ func TestExpectSeqExactlyOne(t *testing.T) {
 		for i := range n {
 			go func() {
 				ctx := paddock.WithExpectSeq(context.Background(), r.ID, now.LastSeq)
-				_, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(fmt.Sprintf(`{"path":"f%d-%d.txt","content":"x"}`, round, i)))
+				_, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(fmt.Sprintf(`{"path":"f%d-%d.txt","content":"x"}`, round, i)))
 				errs <- err
 			}()
 		}
@@ -103,14 +103,14 @@ func TestDeclaredSecretsRecordedMasked(t *testing.T) {
 	e.m.Secret = func(name string) (string, bool) { return v, name == "API_TOKEN" }
 	e.project(t)
 	ctx := context.Background()
-	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Secrets: []string{"API_TOKEN"}})
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Secrets: []string{"API_TOKEN"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Checkpoint(ctx, r.ID, "saving "+v); err != nil {
+	if _, err := e.m.Runs.Checkpoint(ctx, r.ID, "saving "+v); err != nil {
 		t.Fatal(err)
 	}
-	recorded, _ := e.m.Events(ctx, r.ID, 0, 0)
+	recorded, _ := e.m.Runs.Events(ctx, r.ID, 0, 0)
 	evs, _ := json.Marshal(recorded)
 	if strings.Contains(string(evs), v) || !strings.Contains(string(evs), "saving [REDACTED:API_TOKEN]") {
 		t.Fatalf("recorded: %s", evs)
@@ -125,7 +125,7 @@ func TestBootstrapTokens(t *testing.T) {
 	e.project(t)
 	ctx := context.Background()
 	boot := func() *paddock.BootstrapResult {
-		b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Agent: paddock.AgentDefinition{Name: "coder", Workspace: "write"},
+		b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Agent: paddock.AgentDefinition{Name: "coder", Workspace: "write"},
 			Task: "fix the bug", Inputs: []string{"README.md"}, Kind: "clone"})
 		if err != nil {
 			t.Fatalf("bootstrap: %v", err)
@@ -136,19 +136,19 @@ func TestBootstrapTokens(t *testing.T) {
 	if !strings.HasPrefix(b1.Token, "pdk_run_") || b1.Run.ID == b2.Run.ID || b1.Token == b2.Token {
 		t.Fatalf("bootstrap results: %+v %+v", b1, b2)
 	}
-	if id, err := e.m.RunForToken(ctx, b1.Token); err != nil || id != b1.Run.ID {
+	if id, err := e.m.Jobs.RunForToken(ctx, b1.Token); err != nil || id != b1.Run.ID {
 		t.Fatalf("token of run 1: %q %v", id, err)
 	}
-	if _, err := e.m.RunForToken(ctx, "pdk_run_forged"); err == nil {
+	if _, err := e.m.Jobs.RunForToken(ctx, "pdk_run_forged"); err == nil {
 		t.Fatal("a forged token names a run")
 	}
-	if _, err := e.m.Artifact(ctx, b1.Run.ID, "task"); err != nil {
+	if _, err := e.m.Jobs.Artifact(ctx, b1.Run.ID, "task"); err != nil {
 		t.Fatalf("task: %v", err)
 	}
-	_, err := e.m.Artifact(ctx, b1.Run.ID, "logs")
+	_, err := e.m.Jobs.Artifact(ctx, b1.Run.ID, "logs")
 	mustCode(t, err, paddock.CodeConflict)
 	plain := e.create(t, paddock.KindClone, "")
-	_, err = e.m.Artifact(ctx, plain.ID, "task")
+	_, err = e.m.Jobs.Artifact(ctx, plain.ID, "task")
 	mustCode(t, err, paddock.CodeNotBootstrapped)
 	for _, bad := range []paddock.BootstrapRequest{
 		{Project: "my-app", Agent: paddock.AgentDefinition{Name: "Bad Name"}, Task: "x"},
@@ -156,7 +156,7 @@ func TestBootstrapTokens(t *testing.T) {
 		{Project: "my-app", Agent: paddock.AgentDefinition{Name: "a"}, Task: "x", Inputs: []string{"../etc"}},
 		{Project: "my-app", Agent: paddock.AgentDefinition{Name: "a", Workspace: "admin"}, Task: "x"},
 	} {
-		_, err := e.m.Bootstrap(ctx, bad)
+		_, err := e.m.Jobs.Bootstrap(ctx, bad)
 		if !paddock.IsCode(err, paddock.CodeBadRequest) {
 			t.Errorf("%+v: %v", bad, err)
 		}
@@ -170,14 +170,14 @@ func TestProjectSettings(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()
-	_, err := e.m.Unlock(ctx, "my-app", "op", false)
+	_, err := e.m.Projects.Unlock(ctx, "my-app", "op", false)
 	mustCode(t, err, paddock.CodeBadRequest)
-	_, err = e.m.SetProject(ctx, "my-app", "op", paddock.SetProjectRequest{})
+	_, err = e.m.Projects.SetProject(ctx, "my-app", "op", paddock.SetProjectRequest{})
 	mustCode(t, err, paddock.CodeBadRequest)
-	_, err = e.m.SetProject(ctx, "nope", "op", paddock.SetProjectRequest{DefaultProtect: true})
+	_, err = e.m.Projects.SetProject(ctx, "nope", "op", paddock.SetProjectRequest{DefaultProtect: true})
 	mustCode(t, err, paddock.CodeNotFound)
 	allow := []string{"credit-trailer"}
-	p, err := e.m.SetProject(ctx, "my-app", "op", paddock.SetProjectRequest{Protect: []string{"secrets/**"}, AllowAttribution: &allow})
+	p, err := e.m.Projects.SetProject(ctx, "my-app", "op", paddock.SetProjectRequest{Protect: []string{"secrets/**"}, AllowAttribution: &allow})
 	if err != nil || len(p.AttributionAllow) != 1 || p.AttributionAllow[0] != "credit-trailer" || p.Protected[len(p.Protected)-1] != "secrets/**" {
 		t.Fatalf("set project: %+v %v", p, err)
 	}

@@ -19,9 +19,20 @@ import (
 	"github.com/paddock-dev/paddock/workspace"
 )
 
+// Changes keeps change sets: submit, approve, and apply to a branch or into the working tree.
+type Changes struct {
+	*kernel
+	// the services it calls
+	flows    *Flows
+	projects *Projects
+	queue    *Queue
+	reviews  *Reviews
+	views    *views
+}
+
 // ChangeSet computes the run's change set against its base, now.
-func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
-	r, p, err := m.runAndProject(ctx, id)
+func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+	r, p, err := ch.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -30,19 +41,19 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	default:
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s; it has no workspace to compare", id, r.Workspace.State)
 	}
-	repo, err := m.repoOf(ctx, p)
+	repo, err := ch.views.repoOf(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := m.viewDir(ctx, r, p)
+	dir, err := ch.views.viewDir(ctx, r, p)
 	if err != nil {
 		return nil, err
 	}
-	limits := m.ChangeSetLimits.WithDefaults()
+	limits := ch.ChangeSetLimits.WithDefaults()
 	check := func(raw []byte, withheld []gitx.Withheld) error { return limits.Check(dir, raw, withheld) }
 	// The diff goes to a file as git writes it: a change set is never
 	// held in memory whole, whatever its size.
-	store := m.changeSets(id)
+	store := ch.changeSets(id)
 	patch, err := store.CreateDiff()
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
@@ -55,7 +66,7 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 	var snap *gitx.Snapshot
 	var upper *workspace.Upper
 	if r.Workspace.Kind == paddock.KindOverlay {
-		upper, err = m.overlayUpper(r)
+		upper, err = ch.views.overlayUpper(r)
 	}
 	switch {
 	case err != nil:
@@ -65,14 +76,14 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		if err = limits.CheckCounts(changeset.Counts{Files: upper.Files, Bytes: upper.Bytes, Largest: upper.Largest, LargestSize: upper.LargestSize}); err != nil {
 			break
 		}
-		opts.Cache, opts.Content = filepath.Join(m.runDir(id), "gitcache", "overlay"), upper.Bytes
-		if ov, ok := m.overlayProvider(); ok {
+		opts.Cache, opts.Content = filepath.Join(ch.runDir(id), "gitcache", "overlay"), upper.Bytes
+		if ov, ok := ch.overlayProvider(); ok {
 			opts.BaseFiles = ov.LayersOf(r.Project, r.Workspace).Lower
 		}
-		snap, err = m.Git.DiffPaths(m.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
+		snap, err = ch.Git.DiffPaths(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
 	default:
-		opts.Cache, opts.Exclude = filepath.Join(m.runDir(id), "gitcache"), []string{".paddock"}
-		snap, err = m.Git.DiffWorkTree(m.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, opts)
+		opts.Cache, opts.Exclude = filepath.Join(ch.runDir(id), "gitcache"), []string{".paddock"}
+		snap, err = ch.Git.DiffWorkTree(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, opts)
 	}
 	if err == nil {
 		err = patch.Close()
@@ -84,18 +95,18 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 		}
 		return nil, internal("computing the change set failed", err)
 	}
-	pol, err := m.policy(ctx, p)
+	pol, err := ch.views.policy(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	// The base (names that collide with its paths, its .envrc files) from
 	// its checkout where the run has one, from git otherwise; the
 	// project's own .envrc files, which direnv runs, from its work tree.
-	trees := changeset.Trees{Base: m.Git.Tree(m.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision), Host: changeset.DirTree(p.Root)}
+	trees := changeset.Trees{Base: ch.Git.Tree(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision), Host: changeset.DirTree(p.Root)}
 	if opts.BaseFiles != "" {
 		trees.Base = changeset.DirTree(opts.BaseFiles)
 	}
-	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), pol, m.redactor(r), trees)
+	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), pol, ch.redactor(r), trees)
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
@@ -113,9 +124,9 @@ func (m *Manager) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet,
 // ChangeSetDiff opens the whole unified diff of the run's change set with
 // this hash (the submitted one, or one computed lately); with no hash, of
 // the change set as it is now. It returns the diff and its change set's hash.
-func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCloser, string, error) {
+func (ch *Changes) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCloser, string, error) {
 	if hash == "" {
-		cs, err := m.ChangeSet(ctx, id)
+		cs, err := ch.ChangeSet(ctx, id)
 		if err != nil {
 			return nil, "", err
 		}
@@ -125,21 +136,21 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 		}
 		return d, cs.Hash, nil
 	}
-	if _, err := m.Run(ctx, id); err != nil {
+	if _, err := ch.Run(ctx, id); err != nil {
 		return nil, "", err
 	}
 	hash, err := changeset.ParseHash(hash)
 	if err != nil {
 		return nil, "", err
 	}
-	if cs, err := m.frozen(id, hash); err == nil {
+	if cs, err := ch.frozen(id, hash); err == nil {
 		d, err := changeset.OpenDiff(cs)
 		if err != nil {
 			return nil, "", internal("reading the diff failed", err)
 		}
 		return d, hash, nil
 	}
-	f, err := m.changeSets(id).ComputedDiff(hash)
+	f, err := ch.changeSets(id).ComputedDiff(hash)
 	if err != nil {
 		return nil, "", paddock.Errorf(paddock.CodeNotFound, "run %s keeps no diff for change set %s; compute the change set again", id, hash)
 	}
@@ -147,21 +158,21 @@ func (m *Manager) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadCl
 }
 
 // frozen loads the change set submitted under hash, with its diff file.
-func (m *Manager) frozen(id, hash string) (*paddock.ChangeSet, error) {
-	return m.changeSets(id).Frozen(hash)
+func (kn *kernel) frozen(id, hash string) (*paddock.ChangeSet, error) {
+	return kn.changeSets(id).Frozen(hash)
 }
 
 // runDir is where a run's artifacts are kept.
-func (m *Manager) runDir(id string) string { return filepath.Join(m.ArtifactsDir, id) }
+func (kn *kernel) runDir(id string) string { return filepath.Join(kn.ArtifactsDir, id) }
 
 // changeSets is where a run's change sets are kept: in its artifacts.
-func (m *Manager) changeSets(id string) changeset.Store { return changeset.Store{Dir: m.runDir(id)} }
+func (kn *kernel) changeSets(id string) changeset.Store { return changeset.Store{Dir: kn.runDir(id)} }
 
 // blobPath is where a frozen blob of a run is kept.
-func (m *Manager) blobPath(id, blob string) string { return m.changeSets(id).BlobPath(blob) }
+func (kn *kernel) blobPath(id, blob string) string { return kn.changeSets(id).BlobPath(blob) }
 
-func (m *Manager) submission(id string) (*paddock.Submission, error) {
-	b, err := os.ReadFile(filepath.Join(m.runDir(id), "submission.json"))
+func (kn *kernel) submission(id string) (*paddock.Submission, error) {
+	b, err := os.ReadFile(filepath.Join(kn.runDir(id), "submission.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s has no submitted change set; submit it first", id)
 	}
@@ -175,9 +186,9 @@ func (m *Manager) submission(id string) (*paddock.Submission, error) {
 	return &s, nil
 }
 
-func (m *Manager) saveSubmission(s *paddock.Submission) error {
+func (kn *kernel) saveSubmission(s *paddock.Submission) error {
 	b, _ := json.MarshalIndent(s, "", "  ")
-	if err := durable.WriteFile(filepath.Join(m.runDir(s.RunID), "submission.json"), b); err != nil {
+	if err := durable.WriteFile(filepath.Join(kn.runDir(s.RunID), "submission.json"), b); err != nil {
 		return internal("saving the submission failed", err)
 	}
 	return nil
@@ -185,18 +196,18 @@ func (m *Manager) saveSubmission(s *paddock.Submission) error {
 
 // Submit freezes the run's change set: it is stored as an artifact under
 // its hash, and only that hash can be approved.
-func (m *Manager) Submit(ctx context.Context, id string) (*paddock.ChangeSet, error) {
-	return m.SubmitExpecting(ctx, id, "")
+func (ch *Changes) Submit(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+	return ch.SubmitExpecting(ctx, id, "")
 }
 
 // SubmitExpecting is Submit that freezes the change set only if its hash,
 // computed now, is expect (when expect is not empty): the change set a
 // reviewer looked at, and nothing the workspace became since.
-func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*paddock.ChangeSet, error) {
-	if err := m.refuseReview(ctx, id, "submit"); err != nil {
+func (ch *Changes) SubmitExpecting(ctx context.Context, id, expect string) (*paddock.ChangeSet, error) {
+	if err := ch.reviews.refuseReview(ctx, id, "submit"); err != nil {
 		return nil, err
 	}
-	if err := m.refuseOffFlow(ctx, id); err != nil {
+	if err := ch.flows.refuseOffFlow(ctx, id); err != nil {
 		return nil, err
 	}
 	if expect != "" {
@@ -205,10 +216,10 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 			return nil, err
 		}
 	}
-	if s, err := m.submission(id); err == nil && s.AppliedTo != "" {
+	if s, err := ch.submission(id); err == nil && s.AppliedTo != "" {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
 	}
-	cs, err := m.ChangeSet(ctx, id)
+	cs, err := ch.ChangeSet(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -220,46 +231,46 @@ func (m *Manager) SubmitExpecting(ctx context.Context, id, expect string) (*padd
 	if len(cs.Entries) == 0 {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s changed nothing; there is nothing to submit", id)
 	}
-	if err := m.lintAttribution(ctx, id, cs); err != nil {
+	if err := ch.lintAttribution(ctx, id, cs); err != nil {
 		return nil, err
 	}
 	// The diff is kept beside the change set, the same file under a
 	// second name: a large one is not copied. freezeBlobs makes it durable
 	// with the blobs.
-	store := m.changeSets(id)
+	store := ch.changeSets(id)
 	if err := store.KeepFrozenDiff(cs); err != nil {
 		return nil, internal("saving the change set failed", err)
 	}
-	if err := m.freezeBlobs(ctx, id, cs); err != nil {
+	if err := ch.freezeBlobs(ctx, id, cs); err != nil {
 		return nil, err
 	}
 	if err := store.Save(cs); err != nil {
 		return nil, internal("saving the change set failed", err)
 	}
 	s := &paddock.Submission{RunID: id, Hash: cs.Hash, SubmittedAt: now()}
-	if err := m.saveSubmission(s); err != nil {
+	if err := ch.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	if err = m.record(ctx, id, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)}); err != nil {
+	if err = ch.record(ctx, id, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)}); err != nil {
 		return cs, err
 	}
-	m.moveReviews(ctx, id, cs.Hash)
-	m.moveFlowReviews(ctx, id, cs.Hash)
+	ch.reviews.moveReviews(ctx, id, cs.Hash)
+	ch.flows.moveFlowReviews(ctx, id, cs.Hash)
 	return cs, nil
 }
 
 // Approve records who approved which hash. Only the frozen hash can be.
 // A wrong hash is refused without telling the right one: an approval that
 // could be copied from an error message would approve something unseen.
-func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error) {
-	if err := m.refuseReview(ctx, id, "be approved"); err != nil {
+func (ch *Changes) Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error) {
+	if err := ch.reviews.refuseReview(ctx, id, "be approved"); err != nil {
 		return nil, err
 	}
 	hash, err := changeset.ParseHash(hash)
 	if err != nil {
 		return nil, err
 	}
-	s, err := m.submission(id)
+	s, err := ch.submission(id)
 	if err != nil {
 		return nil, err
 	}
@@ -277,10 +288,10 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
 	}
 	s.ApprovedBy, s.ApprovedAt = by, now()
-	if err := m.saveSubmission(s); err != nil {
+	if err := ch.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.record(ctx, id, paddock.EventApproved, map[string]string{"hash": hash, "by": by})
+	err = ch.record(ctx, id, paddock.EventApproved, map[string]string{"hash": hash, "by": by})
 	return s, err
 }
 
@@ -293,18 +304,18 @@ func (m *Manager) Approve(ctx context.Context, id, hash, by string) (*paddock.Su
 // path, refuse the whole apply, approved or not; so does a commit that is
 // not the base with exactly the approved entries (a type change git would
 // resolve by dropping a path the change set does not name).
-func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
-	if m.uncommitted.has(id) {
+func (ch *Changes) Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
+	if ch.uncommitted.has(id) {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s started from the checkout's uncommitted changes, which a branch would carry into the project's history: apply it into the working tree (paddock apply %s --to worktree), or commit them first", id, id)
 	}
-	unlock, err := m.lockLanding(id)
+	unlock, err := ch.queue.lockLanding(id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	s, err := m.applyToBranch(ctx, id, branch, who)
+	s, err := ch.applyToBranch(ctx, id, branch, who)
 	if err != nil {
-		m.applyFailed(ctx, id, "branch", err)
+		ch.applyFailed(ctx, id, "branch", err)
 	}
 	return s, err
 }
@@ -313,44 +324,43 @@ func (m *Manager) Apply(ctx context.Context, id, branch string, who gitx.Identit
 // and a log line, with the reason: a person must be able to see why an
 // approved change set is not in the project. (An apply into the working
 // tree that rolled itself back has recorded its mismatch already.)
-func (m *Manager) applyFailed(ctx context.Context, id, target string, err error) {
+func (ch *Changes) applyFailed(ctx context.Context, id, target string, err error) {
 	var pe *paddock.Error
 	if target == "worktree" && errors.As(err, &pe) && pe.Details["mismatch"] != nil {
 		return
 	}
 	if paddock.IsCode(err, paddock.CodeNotFound) {
-		if _, rerr := m.Run(ctx, id); rerr != nil {
+		if _, rerr := ch.Run(ctx, id); rerr != nil {
 			return // no such run: nothing to record it in
 		}
 	}
 	code, msg := paddock.ErrorCode(err), paddock.ErrorMessage(err)
-	m.log().Warn("apply failed", "run", id, "to", target, "code", code, "reason", msg, "err", err)
-	m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, paddock.EventApplyFailed, map[string]any{"to": target, "code": code, "reason": msg})
-		return err
-	})
+	ch.log().Warn("apply failed", "run", id, "to", target, "code", code, "reason", msg, "err", err)
+	if err := ch.record(ctx, id, paddock.EventApplyFailed, map[string]any{"to": target, "code": code, "reason": msg}); err != nil {
+		ch.log().Error("recording a failed apply failed", "run", id, "err", err)
+	}
 }
 
-func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
-	if err := m.refuseReview(ctx, id, "be applied"); err != nil {
+func (ch *Changes) applyToBranch(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
+	if err := ch.reviews.refuseReview(ctx, id, "be applied"); err != nil {
 		return nil, err
 	}
-	r, p, err := m.runAndProject(ctx, id)
+	r, p, err := ch.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	s, cs, err := m.approved(ctx, id, p)
+	s, cs, err := ch.approved(ctx, id, p)
 	if err != nil {
 		return nil, err
 	}
-	repo, err := m.checkRepo(ctx, p)
+	repo, err := ch.projects.checkRepo(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	if branch == "" {
 		branch = "paddock/" + id
 	}
-	if who, err = m.author(ctx, p.Root, who); err != nil {
+	if who, err = ch.author(ctx, p.Root, who); err != nil {
 		return nil, err
 	}
 	msg := fmt.Sprintf("paddock: apply run %s\n\nChange set %s, approved by %s.\n", id, s.Hash, s.ApprovedBy)
@@ -360,16 +370,16 @@ func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx
 	for _, e := range cs.Entries {
 		ie := gitx.IndexEntry{Path: e.Path, Mode: e.NewMode, Blob: e.NewBlob}
 		if e.Op != paddock.OpDelete && e.NewMode != "160000" {
-			ie.File = m.blobPath(id, e.NewBlob)
+			ie.File = ch.blobPath(id, e.NewBlob)
 		}
 		entries = append(entries, ie)
 	}
-	commit, err := m.Git.CommitToBranch(ctx, repo.CommonDir, r.Workspace.BaseRevision, entries, branch, who, msg)
+	commit, err := ch.Git.CommitToBranch(ctx, repo.CommonDir, r.Workspace.BaseRevision, entries, branch, who, msg)
 	if errors.Is(err, gitx.ErrRefExists) {
 		return nil, paddock.Errorf(paddock.CodeConflict, "branch %s already exists; name another with --to branch=NAME", branch)
 	}
 	if te := (*gitx.TreeMismatchError)(nil); errors.As(err, &te) {
-		m.log().Error("an apply to a branch did not make the approved tree; no branch was made", "run", id, "mismatch", te.Paths)
+		ch.log().Error("an apply to a branch did not make the approved tree; no branch was made", "run", id, "mismatch", te.Paths)
 		return nil, paddock.Errorf(paddock.CodeConflict, "the change set does not apply onto its base as approved (%s); no branch was made",
 			strings.Join(te.Paths, "; ")).WithDetail("mismatch", te.Paths)
 	}
@@ -381,26 +391,26 @@ func (m *Manager) applyToBranch(ctx context.Context, id, branch string, who gitx
 		return nil, internal("applying the change set failed; the project is unchanged", err)
 	}
 	s.AppliedTo, s.AppliedAt = "refs/heads/"+branch+" @ "+commit, now()
-	if err := m.saveSubmission(s); err != nil {
+	if err := ch.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = m.record(ctx, id, paddock.EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit})
+	err = ch.record(ctx, id, paddock.EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit})
 	return s, err
 }
 
 // freezeBlobs keeps the new content of every created or modified entry, as
 // it is in the run's view now (see changeset.Store.FreezeBlobs).
-func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.ChangeSet) error {
-	r, err := m.Run(ctx, id)
+func (ch *Changes) freezeBlobs(ctx context.Context, id string, cs *paddock.ChangeSet) error {
+	r, err := ch.Run(ctx, id)
 	if err != nil {
 		return err
 	}
-	root, err := m.openView(ctx, r, nil, &confine.Policy{})
+	root, err := ch.views.openView(ctx, r, nil, &confine.Policy{})
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	err = m.changeSets(id).FreezeBlobs(root.OS(), cs)
+	err = ch.changeSets(id).FreezeBlobs(root.OS(), cs)
 	var pe *paddock.Error
 	if err != nil && !errors.As(err, &pe) {
 		return internal("freezing the change set failed", err)
@@ -410,8 +420,8 @@ func (m *Manager) freezeBlobs(ctx context.Context, id string, cs *paddock.Change
 
 // lintAttribution refuses a change set that credits a model or a tool with
 // the work (see package attribution), unless the project allows the rule.
-func (m *Manager) lintAttribution(ctx context.Context, id string, cs *paddock.ChangeSet) error {
-	_, p, err := m.runAndProject(ctx, id)
+func (ch *Changes) lintAttribution(ctx context.Context, id string, cs *paddock.ChangeSet) error {
+	_, p, err := ch.runAndProject(ctx, id)
 	if err != nil {
 		return err
 	}

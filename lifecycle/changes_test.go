@@ -55,7 +55,7 @@ func TestChangeSetAndApply(t *testing.T) {
 	edit(t, ws)
 	before, lines := gittest.TreeDigest(t, e.repo)
 
-	cs, err := e.m.ChangeSet(ctx, r.ID)
+	cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,24 +105,24 @@ func TestChangeSetAndApply(t *testing.T) {
 	}
 
 	// Submit, approve only the frozen hash, apply to a branch.
-	sub, err := e.m.Submit(ctx, r.ID)
+	sub, err := e.m.Changes.Submit(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+	_, err = e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{})
 	mustCode(t, err, paddock.CodeConflict) // not approved
-	_, err = e.m.Approve(ctx, r.ID, "sha256:0000", "ada")
+	_, err = e.m.Changes.Approve(ctx, r.ID, "sha256:0000", "ada")
 	mustCode(t, err, paddock.CodeBadRequest)
-	_, err = e.m.Approve(ctx, r.ID, "sha256:"+strings.Repeat("0", 64), "ada")
+	_, err = e.m.Changes.Approve(ctx, r.ID, "sha256:"+strings.Repeat("0", 64), "ada")
 	mustCode(t, err, paddock.CodeConflict)
 	if strings.Contains(err.Error(), strings.TrimPrefix(sub.Hash, "sha256:")) {
 		t.Fatalf("a wrong hash's refusal tells the right one: %v", err)
 	}
-	if _, err := e.m.Approve(ctx, r.ID, sub.Hash, "ada"); err != nil {
+	if _, err := e.m.Changes.Approve(ctx, r.ID, sub.Hash, "ada"); err != nil {
 		t.Fatal(err)
 	}
 	workBefore := gittest.Git(t, e.repo, "status", "--porcelain")
-	s, err := e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+	s, err := e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestChangeSetAndApply(t *testing.T) {
 	if gittest.Git(t, e.repo, "status", "--porcelain") != workBefore {
 		t.Fatal("apply touched the user's working tree or index")
 	}
-	_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+	_, err = e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{})
 	mustCode(t, err, paddock.CodeConflict) // applied already
 }
 
@@ -155,23 +155,23 @@ func TestApplyRefusals(t *testing.T) {
 	// A symbolic link out of the project is never applied, approved or not.
 	r := e.create(t, paddock.KindClone, "")
 	os.Symlink("../../../../etc/passwd", filepath.Join(r.Workspace.Root, "escape"))
-	s, err := e.m.Submit(ctx, r.ID)
+	s, err := e.m.Changes.Submit(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.m.Approve(ctx, r.ID, s.Hash, "a")
-	_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+	e.m.Changes.Approve(ctx, r.ID, s.Hash, "a")
+	_, err = e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{})
 	mustCode(t, err, paddock.CodeForbidden)
 	// An existing branch is not moved.
 	r2 := e.create(t, paddock.KindClone, "")
 	os.WriteFile(filepath.Join(r2.Workspace.Root, "x.txt"), []byte("x"), 0o644)
-	s2, _ := e.m.Submit(ctx, r2.ID)
-	e.m.Approve(ctx, r2.ID, s2.Hash, "a")
-	_, err = e.m.Apply(ctx, r2.ID, "main", gitx.Identity{})
+	s2, _ := e.m.Changes.Submit(ctx, r2.ID)
+	e.m.Changes.Approve(ctx, r2.ID, s2.Hash, "a")
+	_, err = e.m.Changes.Apply(ctx, r2.ID, "main", gitx.Identity{})
 	mustCode(t, err, paddock.CodeConflict)
 	// A change to the workspace after submission does not change what is applied.
 	os.WriteFile(filepath.Join(r2.Workspace.Root, "later.txt"), []byte("later"), 0o644)
-	if _, err := e.m.Apply(ctx, r2.ID, "feature/x", gitx.Identity{}); err != nil {
+	if _, err := e.m.Changes.Apply(ctx, r2.ID, "feature/x", gitx.Identity{}); err != nil {
 		t.Fatal(err)
 	}
 	if files := gittest.Git(t, e.repo, "ls-tree", "-r", "--name-only", "feature/x"); strings.Contains(files, "later.txt") || !strings.Contains(files, "x.txt") {
@@ -179,7 +179,7 @@ func TestApplyRefusals(t *testing.T) {
 	}
 	// Nothing changed: nothing to submit.
 	r3 := e.create(t, paddock.KindClone, "")
-	_, err = e.m.Submit(ctx, r3.ID)
+	_, err = e.m.Changes.Submit(ctx, r3.ID)
 	mustCode(t, err, paddock.CodeConflict)
 }
 
@@ -225,12 +225,12 @@ func TestApplyToWorktreeAndUndo(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "new/dir/f.go"), []byte("package dir\n"), 0o755)
 	os.Remove(filepath.Join(ws, "docs/ü.txt"))
 	os.Symlink("README.md", filepath.Join(ws, "link"))
-	s, err := e.m.Submit(ctx, r.ID)
+	s, err := e.m.Changes.Submit(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.m.Approve(ctx, r.ID, s.Hash, "a")
-	if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
+	e.m.Changes.Approve(ctx, r.ID, s.Hash, "a")
+	if _, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.repo, "README.md")); string(b) != "applied\n" {
@@ -249,26 +249,26 @@ func TestApplyToWorktreeAndUndo(t *testing.T) {
 		t.Fatalf("apply touched the index: %s", cached)
 	}
 	// Undo puts the project back, byte for byte.
-	if _, err := e.m.Undo(ctx, r.ID); err != nil {
+	if _, err := e.m.Changes.Undo(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	gittest.RequireIdentical(t, e.repo, before, lines)
 
 	// It applies again after the undo; a user's edit since then blocks the undo.
-	if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
+	if _, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(e.repo, "README.md"), []byte("the user's own edit\n"), 0o644)
-	_, err = e.m.Undo(ctx, r.ID)
+	_, err = e.m.Changes.Undo(ctx, r.ID)
 	mustCode(t, err, paddock.CodeConflict)
 	// A target changed since the base refuses the apply, and nothing is written.
 	r2 := e.create(t, paddock.KindClone, "")
 	os.WriteFile(filepath.Join(r2.Workspace.Root, "README.md"), []byte("other\n"), 0o644)
 	os.WriteFile(filepath.Join(r2.Workspace.Root, "untouched-new.txt"), []byte("x"), 0o644)
-	s2, _ := e.m.Submit(ctx, r2.ID)
-	e.m.Approve(ctx, r2.ID, s2.Hash, "a")
+	s2, _ := e.m.Changes.Submit(ctx, r2.ID)
+	e.m.Changes.Approve(ctx, r2.ID, s2.Hash, "a")
 	mid, midLines := gittest.TreeDigest(t, e.repo)
-	_, err = e.m.ApplyToWorktree(ctx, r2.ID, false)
+	_, err = e.m.Changes.ApplyToWorktree(ctx, r2.ID, false)
 	mustCode(t, err, paddock.CodeConflict)
 	gittest.RequireIdentical(t, e.repo, mid, midLines)
 }
@@ -280,7 +280,7 @@ func TestAttributionLint(t *testing.T) {
 	e.project(t)
 	r := e.create(t, paddock.KindClone, "")
 	os.WriteFile(filepath.Join(r.Workspace.Root, "notes.md"), []byte("# Notes\n\nCo-Authored-By: Claude <noreply@anthropic.com>\n"), 0o644)
-	_, err := e.m.Submit(ctx, r.ID)
+	_, err := e.m.Changes.Submit(ctx, r.ID)
 	mustCode(t, err, paddock.CodeAttributionLeak)
 	// The refusal names the file, the line, what matched and the rule,
 	// and says how to keep such lines.
@@ -293,20 +293,20 @@ func TestAttributionLint(t *testing.T) {
 	// Ordinary code that names a model passes.
 	os.Remove(filepath.Join(r.Workspace.Root, "notes.md"))
 	os.WriteFile(filepath.Join(r.Workspace.Root, "model.go"), []byte("package main\n\n// DefaultModel is gpt-4o.\nconst DefaultModel = \"gpt-4o\"\n"), 0o644)
-	if _, err := e.m.Submit(ctx, r.ID); err != nil {
+	if _, err := e.m.Changes.Submit(ctx, r.ID); err != nil {
 		t.Fatalf("a comment naming a model was refused: %v", err)
 	}
 	// A project that allows the rule accepts it.
 	e2 := newEnv(t)
-	if _, err := e2.m.AddProject(ctx, paddock.AddProjectRequest{Path: e2.repo, AllowAttribution: []string{"co-author-trailer"}}); err != nil {
+	if _, err := e2.m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: e2.repo, AllowAttribution: []string{"co-author-trailer"}}); err != nil {
 		t.Fatal(err)
 	}
 	r2 := e2.create(t, paddock.KindClone, "")
 	os.WriteFile(filepath.Join(r2.Workspace.Root, "notes.md"), []byte("Co-Authored-By: Claude <noreply@anthropic.com>\n"), 0o644)
-	if _, err := e2.m.Submit(ctx, r2.ID); err != nil {
+	if _, err := e2.m.Changes.Submit(ctx, r2.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e2.m.AddProject(ctx, paddock.AddProjectRequest{Path: e2.repo, Name: "x", AllowAttribution: []string{"everything"}})
+	_, err = e2.m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: e2.repo, Name: "x", AllowAttribution: []string{"everything"}})
 	mustCode(t, err, paddock.CodeBadRequest)
 }
 
@@ -317,13 +317,13 @@ func TestChangeSetIgnoredAndLimits(t *testing.T) {
 	os.WriteFile(filepath.Join(e.repo, ".gitignore"), []byte("build/\n"), 0o644)
 	gittest.Commit(t, e.repo, "ignore build", nil)
 	e.project(t)
-	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", IncludeIgnored: true})
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", IncludeIgnored: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(r.Workspace.Root, "build"), 0o755)
 	os.WriteFile(filepath.Join(r.Workspace.Root, "build/out.o"), []byte("object"), 0o644)
-	cs, err := e.m.ChangeSet(ctx, r.ID)
+	cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
 	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Path != "build/out.o" {
 		t.Fatalf("with ignored files: %+v %v", cs, err)
 	}
@@ -332,15 +332,15 @@ func TestChangeSetIgnoredAndLimits(t *testing.T) {
 		os.WriteFile(filepath.Join(r.Workspace.Root, fmt.Sprintf("f%d.txt", i)), []byte("twenty bytes of text"), 0o644)
 	}
 	e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxEntries: 3}
-	_, err = e.m.ChangeSet(ctx, r.ID)
+	_, err = e.m.Changes.ChangeSet(ctx, r.ID)
 	mustCode(t, err, paddock.CodeTooLarge)
 	e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxFile: 10}
-	_, err = e.m.ChangeSet(ctx, r.ID)
+	_, err = e.m.Changes.ChangeSet(ctx, r.ID)
 	if !paddock.IsCode(err, paddock.CodeTooLarge) || !strings.Contains(err.Error(), "f0.txt") {
 		t.Fatalf("file limit: %v", err)
 	}
 	e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxTotal: 50}
-	_, err = e.m.Submit(ctx, r.ID)
+	_, err = e.m.Changes.Submit(ctx, r.ID)
 	mustCode(t, err, paddock.CodeTooLarge)
 
 	// The diffs computed of a workspace are kept, a few, under their
@@ -349,11 +349,11 @@ func TestChangeSetIgnoredAndLimits(t *testing.T) {
 	if ents, _ := os.ReadDir(diffs); len(ents) == 0 || len(ents) > 4 {
 		t.Fatalf("%d diffs kept", len(ents))
 	}
-	_, _, err = e.m.ChangeSetDiff(ctx, r.ID, "sha256:zz")
+	_, _, err = e.m.Changes.ChangeSetDiff(ctx, r.ID, "sha256:zz")
 	mustCode(t, err, paddock.CodeBadRequest)
-	_, _, err = e.m.ChangeSetDiff(ctx, r.ID, "sha256:"+strings.Repeat("0", 64))
+	_, _, err = e.m.Changes.ChangeSetDiff(ctx, r.ID, "sha256:"+strings.Repeat("0", 64))
 	mustCode(t, err, paddock.CodeNotFound)
-	if _, err := e.m.Reject(ctx, r.ID); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(diffs); !os.IsNotExist(err) {
@@ -397,20 +397,20 @@ func TestChangeSetTenThousandFiles(t *testing.T) {
 	var err error
 	peak, _ := memoryUse(func() {
 		start := time.Now()
-		s, err = e.m.Submit(ctx, r.ID)
+		s, err = e.m.Changes.Submit(ctx, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(s.Entries) != n {
 			t.Fatalf("change set: %d entries, want %d", len(s.Entries), n)
 		}
-		if _, err := e.m.Approve(ctx, r.ID, s.Hash, "a"); err != nil {
+		if _, err := e.m.Changes.Approve(ctx, r.ID, s.Hash, "a"); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("submit + approve: %v", time.Since(start))
 
 		start = time.Now()
-		if _, err := e.m.ApplyToWorktree(ctx, r.ID, false); err != nil {
+		if _, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, false); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("apply to the working tree: %v", time.Since(start))
@@ -425,7 +425,7 @@ func TestChangeSetTenThousandFiles(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	if _, err := e.m.Undo(ctx, r.ID); err != nil {
+	if _, err := e.m.Changes.Undo(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("undo: %v", time.Since(start))
@@ -434,7 +434,7 @@ func TestChangeSetTenThousandFiles(t *testing.T) {
 	// The same approved set, now to a branch: every file is in its tree,
 	// and the user's working tree is untouched.
 	start = time.Now()
-	if _, err := e.m.Apply(ctx, r.ID, "big", gitx.Identity{}); err != nil {
+	if _, err := e.m.Changes.Apply(ctx, r.ID, "big", gitx.Identity{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("apply to a branch: %v", time.Since(start))
@@ -463,22 +463,22 @@ func TestApplyToWorktreeThreeWay(t *testing.T) {
 	os.WriteFile(filepath.Join(r.Workspace.Root, "notes.txt"), []byte(agent), 0o644)
 	os.WriteFile(filepath.Join(r.Workspace.Root, "other.txt"), []byte(agent), 0o644)
 	os.WriteFile(filepath.Join(r.Workspace.Root, "added.txt"), []byte("new\n"), 0o644)
-	s, err := e.m.Submit(ctx, r.ID)
+	s, err := e.m.Changes.Submit(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.m.Approve(ctx, r.ID, s.Hash, "a")
+	e.m.Changes.Approve(ctx, r.ID, s.Hash, "a")
 
 	// The user edits the first line of notes.txt and the last of other.txt.
 	user := strings.Replace(text, "one", "ONE (user)", 1)
 	os.WriteFile(filepath.Join(e.repo, "notes.txt"), []byte(user), 0o644)
 	os.WriteFile(filepath.Join(e.repo, "other.txt"), []byte(strings.Replace(text, "six", "6 (user)", 1)), 0o644)
 	mid, midLines := gittest.TreeDigest(t, e.repo)
-	_, err = e.m.ApplyToWorktree(ctx, r.ID, false)
+	_, err = e.m.Changes.ApplyToWorktree(ctx, r.ID, false)
 	if !paddock.IsCode(err, paddock.CodeConflict) || !strings.Contains(err.Error(), "--3way") {
 		t.Fatalf("without --3way: %v", err)
 	}
-	_, err = e.m.ApplyToWorktree(ctx, r.ID, true)
+	_, err = e.m.Changes.ApplyToWorktree(ctx, r.ID, true)
 	if !paddock.IsCode(err, paddock.CodeConflict) || !strings.Contains(err.Error(), "other.txt") || strings.Contains(err.Error(), "notes.txt") {
 		t.Fatalf("overlapping edit: %v", err)
 	}
@@ -487,7 +487,7 @@ func TestApplyToWorktreeThreeWay(t *testing.T) {
 	// The user gives up the overlapping edit: now everything applies.
 	os.WriteFile(filepath.Join(e.repo, "other.txt"), []byte(text), 0o644)
 	mid, midLines = gittest.TreeDigest(t, e.repo)
-	if _, err := e.m.ApplyToWorktree(ctx, r.ID, true); err != nil {
+	if _, err := e.m.Changes.ApplyToWorktree(ctx, r.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
@@ -500,11 +500,11 @@ func TestApplyToWorktreeThreeWay(t *testing.T) {
 			t.Errorf("%s = %q, want %q", p, b, w)
 		}
 	}
-	evs, _ := e.m.Events(ctx, r.ID, 0, 1000)
+	evs, _ := e.m.Runs.Events(ctx, r.ID, 0, 1000)
 	if last := evs[len(evs)-1]; last.Type != paddock.EventApplied || !strings.Contains(string(last.Data), `"merged":["notes.txt"]`) {
 		t.Fatalf("applied event: %+v", last)
 	}
-	if _, err := e.m.Undo(ctx, r.ID); err != nil {
+	if _, err := e.m.Changes.Undo(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	gittest.RequireIdentical(t, e.repo, mid, midLines)
@@ -610,7 +610,7 @@ func TestChangeSetOfA500MBFile(t *testing.T) {
 				writeRandom(t, filepath.Join(r.Workspace.Root, "assets", "big.bin"), size)
 			}
 
-			_, err := e.m.ChangeSet(ctx, r.ID)
+			_, err := e.m.Changes.ChangeSet(ctx, r.ID)
 			if !paddock.IsCode(err, paddock.CodeTooLarge) || !strings.Contains(err.Error(), "assets/big.bin") || !strings.Contains(err.Error(), "limit") {
 				t.Fatalf("the default limits: %v", err)
 			}
@@ -619,22 +619,22 @@ func TestChangeSetOfA500MBFile(t *testing.T) {
 			var cs *paddock.ChangeSet
 			var streamed int64
 			peak, allocated := memoryUse(func() {
-				if cs, err = e.m.Submit(ctx, r.ID); err != nil {
+				if cs, err = e.m.Changes.Submit(ctx, r.ID); err != nil {
 					t.Fatal(err)
 				}
-				d, _, err := e.m.ChangeSetDiff(ctx, r.ID, cs.Hash)
+				d, _, err := e.m.Changes.ChangeSetDiff(ctx, r.ID, cs.Hash)
 				if err != nil {
 					t.Fatal(err)
 				}
 				streamed, _ = io.Copy(io.Discard, d)
 				d.Close()
-				if _, err := e.m.Approve(ctx, r.ID, cs.Hash, "a"); err != nil {
+				if _, err := e.m.Changes.Approve(ctx, r.ID, cs.Hash, "a"); err != nil {
 					t.Fatal(err)
 				}
 				if kind == paddock.KindClone {
-					_, err = e.m.Apply(ctx, r.ID, "big", gitx.Identity{})
+					_, err = e.m.Changes.Apply(ctx, r.ID, "big", gitx.Identity{})
 				} else {
-					_, err = e.m.ApplyToWorktree(ctx, r.ID, false)
+					_, err = e.m.Changes.ApplyToWorktree(ctx, r.ID, false)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -661,7 +661,7 @@ func TestChangeSetOfA500MBFile(t *testing.T) {
 				t.Fatalf("the working tree holds %s, the change set %s", got, cs.Entries[0].NewBlob)
 			}
 			peak, allocated = memoryUse(func() {
-				if _, err := e.m.Undo(ctx, r.ID); err != nil {
+				if _, err := e.m.Changes.Undo(ctx, r.ID); err != nil {
 					t.Fatal(err)
 				}
 			})

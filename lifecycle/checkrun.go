@@ -31,57 +31,57 @@ func isCheckRun(r *paddock.Run) bool { return r.ReviewOf != nil && r.ReviewOf.Ch
 // checkRun makes the check run of run r's change set cs (r's now, its
 // blobs not yet frozen), and returns it with what gives it back (its
 // rejection, its commit's snapshot dropped). r's project is p.
-func (m *Manager) checkRun(ctx context.Context, r *paddock.Run, p *paddock.Project, cs *paddock.ChangeSet) (*paddock.Run, func(), error) {
+func (vf *Verifier) checkRun(ctx context.Context, r *paddock.Run, p *paddock.Project, cs *paddock.ChangeSet) (*paddock.Run, func(), error) {
 	src, base := r, r.Workspace.BaseRevision
 	hash := cs.Hash
 	var entries *paddock.ChangeSet
 	switch {
 	case r.ReviewOf != nil && r.ReviewOf.Commit != r.ReviewOf.Base:
 		// A review run: the change set it reviews, on the reviewed base.
-		coder, err := m.Run(ctx, r.ReviewOf.Run)
+		coder, err := vf.Run(ctx, r.ReviewOf.Run)
 		if err != nil {
 			return nil, nil, err
 		}
-		if entries, err = m.frozen(coder.ID, r.ReviewOf.Hash); err != nil {
+		if entries, err = vf.frozen(coder.ID, r.ReviewOf.Hash); err != nil {
 			return nil, nil, internal("reading the reviewed change set failed", err)
 		}
-		if base, err = m.reviewedBase(ctx, r); err != nil {
+		if base, err = vf.reviewedBase(ctx, r); err != nil {
 			return nil, nil, err
 		}
 		src, hash = coder, r.ReviewOf.Hash
 	case len(cs.Entries) > 0:
-		if err := m.freezeBlobs(ctx, r.ID, cs); err != nil {
+		if err := vf.changes.freezeBlobs(ctx, r.ID, cs); err != nil {
 			return nil, nil, err
 		}
 		entries = cs
 	}
-	ctx = m.objectsCtx(ctx, src) // its base may be in a store of its own
+	ctx = vf.reviews.objectsCtx(ctx, src) // its base may be in a store of its own
 	id := newID()
 	check := &paddock.ReviewOf{Run: src.ID, Hash: hash, Commit: base, Base: base, Check: true}
 	if entries != nil {
-		commit, skipped, err := m.commitChangeSet(ctx, src, p, entries, m.reviewObjects(id))
+		commit, skipped, err := vf.reviews.commitChangeSet(ctx, src, p, entries, vf.reviews.reviewObjects(id))
 		if err != nil {
-			m.removeAux(id)
+			vf.views.removeAux(id)
 			return nil, nil, err
 		}
 		check.Commit, check.Skipped = commit, skipped
-		ctx = gitx.WithObjects(ctx, m.reviewObjects(id))
+		ctx = gitx.WithObjects(ctx, vf.reviews.reviewObjects(id))
 	}
 	// A write run, though no agent ever works in it: a build's output
 	// stays for the test after it, and reports written into the
 	// workspace are read; all of it goes with the run.
-	tr, err := m.createReviewRun(ctx, p, r, agent.ForAccess(paddock.AccessWrite), check, id)
+	tr, err := vf.reviews.createReviewRun(ctx, p, r, agent.ForAccess(paddock.AccessWrite), check, id)
 	if err != nil {
-		m.removeAux(id)
+		vf.views.removeAux(id)
 		return nil, nil, err
 	}
 	done := func() {
 		ctx := context.WithoutCancel(ctx)
-		if _, err := m.Reject(ctx, tr.ID); err != nil {
-			m.log().Warn("giving back a verify's check run failed", "run", tr.ID, "err", err)
+		if _, err := vf.runs.Reject(ctx, tr.ID); err != nil {
+			vf.log().Warn("giving back a verify's check run failed", "run", tr.ID, "err", err)
 		}
 		if check.Commit != check.Base {
-			m.dropSnapshot(ctx, p.Name, check.Commit)
+			vf.dropSnapshot(ctx, p.Name, check.Commit)
 		}
 	}
 	return tr, done, nil
@@ -89,7 +89,7 @@ func (m *Manager) checkRun(ctx context.Context, r *paddock.Run, p *paddock.Proje
 
 // checkEnvironment says what a check run's commands ran in, for the
 // verify's result.
-func (m *Manager) checkEnvironment(tr *paddock.Run, p *paddock.Project) *paddock.CheckEnvironment {
+func (vf *Verifier) checkEnvironment(tr *paddock.Run, p *paddock.Project) *paddock.CheckEnvironment {
 	env := &paddock.CheckEnvironment{Run: tr.ID, Kind: tr.Workspace.Kind, Commit: tr.ReviewOf.Commit, Base: tr.ReviewOf.Base,
 		Home: "fresh", Network: "none"}
 	for _, c := range p.Caches {

@@ -73,7 +73,7 @@ func TestCloseWaitsForJobs(t *testing.T) {
 	if n := lifecycle.RunningJobs(e.m); n != 0 {
 		t.Fatalf("%d jobs running after Close", n)
 	}
-	got, err := e.m.Job(context.Background(), r.ID, j.ID)
+	got, err := e.m.Jobs.Job(context.Background(), r.ID, j.ID)
 	if err != nil || got.State != paddock.JobFailed || got.Reason != "canceled" || got.EndedAt.IsZero() {
 		t.Fatalf("job after Close = %+v, %v; want failed, canceled", got, err)
 	}
@@ -81,21 +81,21 @@ func TestCloseWaitsForJobs(t *testing.T) {
 		t.Fatalf("second Close = %v", err)
 	}
 
-	jobs, _ := e.m.Jobs(context.Background(), r.ID)
-	_, err = e.m.StartJob(context.Background(), r.ID, paddock.StartJobRequest{Kind: paddock.JobExec,
+	jobs, _ := e.m.Jobs.Jobs(context.Background(), r.ID)
+	_, err = e.m.Jobs.StartJob(context.Background(), r.ID, paddock.StartJobRequest{Kind: paddock.JobExec,
 		Exec: &paddock.ExecRequest{Argv: []string{"true"}}})
 	if !errors.Is(err, lifecycle.ErrClosed) || !paddock.IsCode(err, paddock.CodeBusy) {
 		t.Fatalf("StartJob after Close = %v, want busy, ErrClosed", err)
 	}
-	if after, _ := e.m.Jobs(context.Background(), r.ID); len(after) != len(jobs) {
+	if after, _ := e.m.Jobs.Jobs(context.Background(), r.ID); len(after) != len(jobs) {
 		t.Fatalf("a refused job was recorded: %d jobs, then %d", len(jobs), len(after))
 	}
-	evs, _ := e.m.Events(context.Background(), r.ID, 0, 0)
-	_, err = e.m.Exec(context.Background(), r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo ran > ran.txt"}})
+	evs, _ := e.m.Runs.Events(context.Background(), r.ID, 0, 0)
+	_, err = e.m.Broker.Exec(context.Background(), r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo ran > ran.txt"}})
 	if !errors.Is(err, lifecycle.ErrClosed) || !paddock.IsCode(err, paddock.CodeBusy) {
 		t.Fatalf("Exec after Close = %v, want busy, ErrClosed", err)
 	}
-	if after, _ := e.m.Events(context.Background(), r.ID, 0, 0); len(after) != len(evs) {
+	if after, _ := e.m.Runs.Events(context.Background(), r.ID, 0, 0); len(after) != len(evs) {
 		t.Fatalf("a refused command changed the run: %d events, then %d", len(evs), len(after))
 	}
 	if _, err := os.Stat(filepath.Join(r.Workspace.Root, "ran.txt")); err == nil {
@@ -115,7 +115,7 @@ func TestCloseEndsARunningCommand(t *testing.T) {
 	r := e.create(t, paddock.KindOverlay, "")
 	before := runtime.NumGoroutine()
 	ctx := context.Background()
-	j, err := e.m.StartJob(ctx, r.ID, paddock.StartJobRequest{Kind: paddock.JobExec,
+	j, err := e.m.Jobs.StartJob(ctx, r.ID, paddock.StartJobRequest{Kind: paddock.JobExec,
 		Exec: &paddock.ExecRequest{Argv: []string{"sh", "-c", "echo started; exec sleep 60"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestCloseEndsARunningCommand(t *testing.T) {
 	if n := lifecycle.RunningJobs(e.m); n != 0 {
 		t.Fatalf("%d jobs running after Close", n)
 	}
-	got, err := e.m.Job(ctx, r.ID, j.ID)
+	got, err := e.m.Jobs.Job(ctx, r.ID, j.ID)
 	if err != nil || got.State != paddock.JobFailed || got.Reason != "canceled" {
 		t.Fatalf("job after Close = %+v, %v; want failed, canceled", got, err)
 	}

@@ -24,6 +24,22 @@ import (
 	"github.com/paddock-dev/paddock/internal/durable"
 )
 
+// Nodes is this daemon's part in a cluster of nodes sharing the store: checkpoints kept for adoption, adoption of a lost node's runs, and fingerprints.
+type Nodes struct {
+	*kernel
+	// the services it calls
+	changes *Changes
+	jobs    *Jobs
+	runs    *Runs
+	views   *views
+
+	checkpointsDue sync.Map   // run id → true while a checkpoint in the shared store is due
+	checkpointKept sync.Map   // run id → the key of the checkpoint this node stored last
+	checkpointMu   runLocks   // one store of a run's checkpoint at a time, so that the one stored last is the newest
+	adopting       sync.Map   // run id → true while this node adopts it
+	fingerprintMu  sync.Mutex // one write of this node's project fingerprints at a time
+}
+
 // A run's checkpoint in the shared store (Config.Cluster) is a tar:
 // manifest.json first (the base, the change set's hash, each entry with
 // its path as bytes, and whether the run's bootstrap record follows),
@@ -55,49 +71,55 @@ type clusterSkip struct {
 // shared store, when there is one; a failure is logged and recorded, and
 // changes nothing else (the run goes on; an adoption would restore from
 // the last checkpoint that was stored).
-func (m *Manager) storeCheckpoint(ctx context.Context, id, why string) {
-	m.storeCheckpointOf(ctx, id, why, nil)
+func (nd *Nodes) storeCheckpoint(ctx context.Context, id, why string) {
+	nd.storeCheckpointOf(ctx, id, why, nil)
 }
 
 // storeCheckpointOf is storeCheckpoint with the run's change set known
 // already (cs; nil: computed here): a run just made has an empty one.
-func (m *Manager) storeCheckpointOf(ctx context.Context, id, why string, cs *paddock.ChangeSet) {
-	if m.Cluster == nil {
+// forget drops what this node knows of run id's stored checkpoint
+// (forgetRun).
+func (nd *Nodes) forget(id string) { nd.checkpointKept.Delete(id) }
+
+func (nd *Nodes) storeCheckpointOf(ctx context.Context, id, why string, cs *paddock.ChangeSet) {
+	if nd.Cluster == nil {
 		return
 	}
-	if _, adopting := m.adopting.Load(id); adopting {
+	if _, adopting := nd.adopting.Load(id); adopting {
 		return // its files are being restored: the stored checkpoint is the good one
 	}
-	mu := m.checkpointLock(id)
-	mu.Lock()
-	defer mu.Unlock()
+	defer nd.checkpointMu.lock(id)()
 	ctx = context.WithoutCancel(ctx)
-	r, err := m.Run(ctx, id)
-	if err != nil || r.Workspace == nil || r.Access != paddock.AccessWrite || !m.mine(r) {
-		m.checkpointKept.Delete(id)
+	r, err := nd.Run(ctx, id)
+	if err != nil || r.Workspace == nil || r.Access != paddock.AccessWrite || !nd.mine(r) {
+		nd.checkpointKept.Delete(id)
 		return // a read run changes nothing to carry; another node's is its own
 	}
 	switch r.Workspace.State {
 	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
 	default:
-		m.checkpointKept.Delete(id) // no live workspace: nothing more to store
+		nd.checkpointKept.Delete(id) // no live workspace: nothing more to store
 		return
 	}
-	cp, err := m.clusterCheckpoint(ctx, r, cs)
+	cp, err := nd.clusterCheckpoint(ctx, r, cs)
 	if errors.Is(err, errUnchanged) {
 		return // the one stored holds the same: not written again
 	}
 	if err == nil {
-		err = m.Cluster.SaveCheckpoint(ctx, cp.RunCheckpoint)
+		err = nd.Cluster.SaveCheckpoint(ctx, cp.RunCheckpoint)
 	}
 	if err != nil {
-		m.log().Warn("cannot store the run's checkpoint in the shared store", "run", id, "why", why, "err", err)
-		m.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": false, "error": paddock.ErrorMessage(err)})
+		nd.log().Warn("cannot store the run's checkpoint in the shared store", "run", id, "why", why, "err", err)
+		if err := nd.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": false, "error": paddock.ErrorMessage(err)}); err != nil {
+			nd.log().Warn("cannot record the checkpoint's failure", "run", id, "err", err)
+		}
 		return
 	}
-	m.checkpointKept.Store(id, cp.key)
-	m.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": true, "hash": cp.Hash, "entries": cp.Entries,
-		"bytes": len(cp.Content), "left_out": cp.leftOut})
+	nd.checkpointKept.Store(id, cp.key)
+	if err := nd.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": true, "hash": cp.Hash, "entries": cp.Entries,
+		"bytes": len(cp.Content), "left_out": cp.leftOut}); err != nil {
+		nd.log().Warn("cannot record the stored checkpoint", "run", id, "err", err)
+	}
 }
 
 // errUnchanged is clusterCheckpoint's answer when the checkpoint this node
@@ -117,13 +139,6 @@ type packedCheckpoint struct {
 	leftOut []string
 }
 
-// checkpointLock serializes the stores of run id's checkpoint, so that
-// the one stored last is the newest.
-func (m *Manager) checkpointLock(id string) *sync.Mutex {
-	mu, _ := m.checkpointMu.LoadOrStore(id, new(sync.Mutex))
-	return mu.(*sync.Mutex)
-}
-
 // checkpointDelay is how soon after a call that changed a run's files its
 // checkpoint is stored (with nodes): once for all the calls meanwhile, so
 // that an adoption loses at most about this much of a run's work.
@@ -131,39 +146,39 @@ var checkpointDelay = 3 * time.Second
 
 // checkpointSoon stores run id's checkpoint within checkpointDelay, unless
 // one is due already.
-func (m *Manager) checkpointSoon(id string) {
-	if m.Cluster == nil {
+func (nd *Nodes) checkpointSoon(id string) {
+	if nd.Cluster == nil {
 		return
 	}
-	if _, adopting := m.adopting.Load(id); adopting {
+	if _, adopting := nd.adopting.Load(id); adopting {
 		return
 	}
-	if _, due := m.checkpointsDue.LoadOrStore(id, true); due {
+	if _, due := nd.checkpointsDue.LoadOrStore(id, true); due {
 		return
 	}
-	m.goBackground(func() {
+	nd.goBackground(func() {
 		t := time.NewTimer(checkpointDelay)
 		defer t.Stop()
 		select {
-		case <-m.ctx.Done():
-			m.checkpointsDue.Delete(id)
+		case <-nd.ctx.Done():
+			nd.checkpointsDue.Delete(id)
 			return // the shutdown's checkpoints store it
 		case <-t.C:
 		}
 		// Not due any more as the store begins: a change during it is
 		// stored by a store of its own.
-		m.checkpointsDue.Delete(id)
-		m.storeCheckpoint(m.ctx, id, "files changed")
+		nd.checkpointsDue.Delete(id)
+		nd.storeCheckpoint(nd.ctx, id, "files changed")
 	})
 }
 
 // clusterCheckpoint packs run r's change set (cs, or computed if nil) as a
 // checkpoint, or answers errUnchanged.
-func (m *Manager) clusterCheckpoint(ctx context.Context, r *paddock.Run, cs *paddock.ChangeSet) (*packedCheckpoint, error) {
+func (nd *Nodes) clusterCheckpoint(ctx context.Context, r *paddock.Run, cs *paddock.ChangeSet) (*packedCheckpoint, error) {
 	id := r.ID
 	var err error
 	if cs == nil {
-		if cs, err = m.ChangeSet(ctx, id); err != nil {
+		if cs, err = nd.changes.ChangeSet(ctx, id); err != nil {
 			return nil, err
 		}
 	} else if cs.Hash == "" {
@@ -171,13 +186,13 @@ func (m *Manager) clusterCheckpoint(ctx context.Context, r *paddock.Run, cs *pad
 			return nil, internal("hashing a change set failed", err)
 		}
 	}
-	boot, err := os.ReadFile(filepath.Join(m.runDir(id), "bootstrap.json"))
+	boot, err := os.ReadFile(filepath.Join(nd.runDir(id), "bootstrap.json"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, internal("reading the run's bootstrap record failed", err)
 	}
 	hasBoot := err == nil
 	key := fmt.Sprintf("%s %t %x", cs.Hash, hasBoot, sha256.Sum256(boot))
-	if k, ok := m.checkpointKept.Load(id); ok && k == key {
+	if k, ok := nd.checkpointKept.Load(id); ok && k == key {
 		return nil, errUnchanged
 	}
 	// The workspace is opened once there is a file to read: an overlay's
@@ -193,7 +208,7 @@ func (m *Manager) clusterCheckpoint(ctx context.Context, r *paddock.Run, cs *pad
 		if root != nil {
 			return root, nil
 		}
-		dir, err := m.viewDir(ctx, r, nil)
+		dir, err := nd.views.viewDir(ctx, r, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -329,14 +344,14 @@ func readCheckpoint(content []byte) (*clusterManifest, map[string][]byte, error)
 // record, and its interrupted job taken over and run again here. What the
 // lost node did after the checkpoint is lost with it; what the checkpoint
 // did not carry, or could not be written, is in the run.adopted event.
-func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult, error) {
-	if m.Cluster == nil {
+func (nd *Nodes) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult, error) {
+	if nd.Cluster == nil {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon shares its store with no other node: there is nothing to adopt a run from")
 	}
-	if err := m.checkOpen(); err != nil {
+	if err := nd.checkOpen(); err != nil {
 		return nil, err
 	}
-	r, p, err := m.runAndProject(ctx, id)
+	r, p, err := nd.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -351,13 +366,13 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 	default:
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s: only a live run is adopted", id, r.Workspace.State)
 	}
-	if r.Node == m.Cluster.Self().ID {
+	if r.Node == nd.Cluster.Self().ID {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is on this node (%s) already", id, r.Node)
 	}
 	if r.NodeState == paddock.NodeAlive {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is on node %s, which is alive: only a lost or stopped node's runs are adopted", id, r.Node)
 	}
-	cp, err := m.Cluster.LoadCheckpoint(ctx, id)
+	cp, err := nd.Cluster.LoadCheckpoint(ctx, id)
 	if err != nil {
 		if paddock.IsCode(err, paddock.CodeNotFound) {
 			return nil, paddock.Errorf(paddock.CodeNotFound, "run %s has no checkpoint in the shared store (its node was lost before one was stored): there is nothing to restore it from", id)
@@ -368,15 +383,15 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 	if err != nil {
 		return nil, internal("the run's checkpoint does not read", err)
 	}
-	prov, err := m.provider(r.Workspace.Kind)
+	prov, err := nd.provider(r.Workspace.Kind)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.Git.Resolve(ctx, p.Root, cp.BaseRevision+"^{commit}"); err != nil {
+	if _, err := nd.Git.Resolve(ctx, p.Root, cp.BaseRevision+"^{commit}"); err != nil {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "project %s has no commit %s here, the run's base: this node's copy of the project must have it", p.Name, cp.BaseRevision)
 	}
 	var jobs []*paddock.Job
-	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+	if err := nd.Store.View(ctx, func(tx paddock.Tx) (err error) {
 		jobs, err = tx.Jobs(ctx, id, "")
 		return err
 	}); err != nil {
@@ -394,63 +409,63 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 	// While its files are restored, no checkpoint of the run is stored:
 	// the one in the store is what a retry restores from. The marker says
 	// to a restart that the adoption was cut short, and what to give back.
-	m.adopting.Store(id, true)
-	defer m.adopting.Delete(id)
+	nd.adopting.Store(id, true)
+	defer nd.adopting.Delete(id)
 	marker := adoptionMarker{From: r.Node, Root: orig.Root, State: orig.State}
-	if err := m.writeAdoptionMarker(id, marker); err != nil {
+	if err := nd.writeAdoptionMarker(id, marker); err != nil {
 		return nil, internal("recording the adoption failed", err)
 	}
 	w := r.Workspace
-	w.Root = filepath.Join(m.WorkspacesDir, id)
+	w.Root = filepath.Join(nd.WorkspacesDir, id)
 	w.BaseRevision = cp.BaseRevision
 	w.State, w.Reason, w.UpdatedAt = paddock.StatePreparing, adoptingReason+r.Node, now()
-	from, err := m.Cluster.TakeRun(ctx, id, func(tx paddock.Tx) error {
+	from, err := nd.Cluster.TakeRun(ctx, id, func(tx paddock.Tx) error {
 		if err := tx.UpdateWorkspace(ctx, w); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(ctx, id, paddock.EventAdopted, map[string]any{"from_node": r.Node, "to_node": m.Cluster.Self().ID,
+		_, err := tx.AppendEvent(ctx, id, paddock.EventAdopted, map[string]any{"from_node": r.Node, "to_node": nd.Cluster.Self().ID,
 			"by": by, "checkpoint": cp.Hash, "checkpoint_taken_at": cp.TakenAt, "entries": len(man.Entries), "not_carried": skipped(man.Skipped),
 			"from_root": orig.Root, "from_state": orig.State})
 		return err
 	})
 	if err != nil {
-		os.Remove(m.adoptionMarkerPath(id))
+		os.Remove(nd.adoptionMarkerPath(id))
 		return nil, err
 	}
-	m.notify()
-	m.log().Info("adopting a run", "run", id, "from", from)
+	nd.notify()
+	nd.log().Info("adopting a run", "run", id, "from", from)
 	fail := func(what string, err error) (*paddock.AdoptResult, error) {
-		m.log().Error("adopting a run failed", "run", id, "step", what, "err", err)
-		m.giveBack(context.WithoutCancel(ctx), r, p, w, orig, from, what+": "+paddock.ErrorMessage(err))
+		nd.log().Error("adopting a run failed", "run", id, "step", what, "err", err)
+		nd.giveBack(context.WithoutCancel(ctx), r, p, w, orig, from, what+": "+paddock.ErrorMessage(err))
 		var pe *paddock.Error
 		if errors.As(err, &pe) {
 			return nil, err
 		}
 		return nil, internal("adopting the run failed ("+what+")", err)
 	}
-	if err := prov.Prepare(m.progress(ctx, id), p, w); err != nil {
+	if err := prov.Prepare(nd.runs.progress(ctx, id), p, w); err != nil {
 		return fail("preparing its workspace", err)
 	}
-	if m.SandboxUID != 0 {
-		if err := chownTree(w.Root, m.SandboxUID); err != nil {
+	if nd.SandboxUID != 0 {
+		if err := chownTree(w.Root, nd.SandboxUID); err != nil {
 			return fail("handing its workspace to the sandbox user", err)
 		}
 	}
-	if err := m.prepareAux(r); err != nil {
+	if err := nd.views.prepareAux(r); err != nil {
 		return fail("making its home", err)
 	}
 	if man.Bootstrap {
-		if err := durable.WriteFile(filepath.Join(m.runDir(id), "bootstrap.json"), files["bootstrap.json"]); err != nil {
+		if err := durable.WriteFile(filepath.Join(nd.runDir(id), "bootstrap.json"), files["bootstrap.json"]); err != nil {
 			return fail("writing its bootstrap record", err)
 		}
 	}
 	done := context.WithoutCancel(ctx)
-	if err := m.update(done, func(tx paddock.Tx) error {
+	if err := nd.update(done, func(tx paddock.Tx) error {
 		cur, err := tx.Run(done, id)
 		if err != nil {
 			return err
 		}
-		return m.transition(done, tx, cur, paddock.StateReady, "adopted from node "+from)
+		return nd.transition(done, tx, cur, paddock.StateReady, "adopted from node "+from)
 	}); err != nil {
 		return fail("recording its workspace ready", err)
 	}
@@ -468,12 +483,12 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 				content = []byte{} // an empty file, not a deletion
 			}
 		}
-		if err := m.writeFile(done, id, path, content, e.Mode == "100755"); err != nil {
+		if err := nd.runs.writeFile(done, id, path, content, e.Mode == "100755"); err != nil {
 			notRestored = append(notRestored, fmt.Sprintf("%q: %s", path, paddock.ErrorMessage(err)))
 		}
 	}
 	res := &paddock.AdoptResult{FromNode: from, Checkpoint: cp.Hash, TakenAt: cp.TakenAt, Entries: len(man.Entries)}
-	cs, err := m.ChangeSet(done, id)
+	cs, err := nd.changes.ChangeSet(done, id)
 	if err != nil {
 		return fail("reading the restored change set", err)
 	}
@@ -483,12 +498,12 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 	// A submission stayed on the lost node's disk too: the restored files
 	// are submitted again under the same hash when they make it (an
 	// approval of it is the operator's to give again), and named when not.
-	if sub, applied := m.lastSubmitted(done, id); sub != "" && applied {
+	if sub, applied := nd.lastSubmitted(done, id); sub != "" && applied {
 		// Submitting it again would offer what is merged already.
 		data["submission_not_carried"] = sub + ": it was applied on node " + from + "; its submission record stayed there"
 	} else if sub != "" {
 		if sub == cs.Hash {
-			if _, err := m.Submit(done, id); err != nil {
+			if _, err := nd.changes.Submit(done, id); err != nil {
 				data["submission_not_carried"] = sub + ": submitting it again failed: " + paddock.ErrorMessage(err)
 			} else {
 				data["resubmitted"] = sub
@@ -498,23 +513,23 @@ func (m *Manager) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResul
 		}
 	}
 	if job != nil {
-		if err := m.adoptJob(done, job, from); err != nil {
+		if err := nd.adoptJob(done, job, from); err != nil {
 			data["job"], data["job_error"] = job.ID, paddock.ErrorMessage(err)
-			m.log().Error("taking over an adopted run's job failed", "run", id, "job", job.ID, "err", err)
+			nd.log().Error("taking over an adopted run's job failed", "run", id, "job", job.ID, "err", err)
 		} else {
 			res.Job = job.ID
 			data["job"] = job.ID
 		}
 	}
-	if err := m.record(done, id, paddock.EventResumed, map[string]any{"by": by, "adopted": data}); err != nil {
+	if err := nd.record(done, id, paddock.EventResumed, map[string]any{"by": by, "adopted": data}); err != nil {
 		return nil, err
 	}
-	if err := os.Remove(m.adoptionMarkerPath(id)); err != nil {
-		m.log().Warn("cannot remove an adoption's marker", "run", id, "err", err)
+	if err := os.Remove(nd.adoptionMarkerPath(id)); err != nil {
+		nd.log().Warn("cannot remove an adoption's marker", "run", id, "err", err)
 	}
-	m.adopting.Delete(id)
-	m.checkpointSoon(id) // the restored files, as this node's first checkpoint of them
-	if res.Run, err = m.Run(done, id); err != nil {
+	nd.adopting.Delete(id)
+	nd.checkpointSoon(id) // the restored files, as this node's first checkpoint of them
+	if res.Run, err = nd.Run(done, id); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -530,7 +545,7 @@ func skipped(s []clusterSkip) []string {
 
 // adoptJob takes over job j, interrupted on lost node from, and runs its
 // request again here: the same job, its owner this daemon, running again.
-func (m *Manager) adoptJob(ctx context.Context, j *paddock.Job, from string) error {
+func (nd *Nodes) adoptJob(ctx context.Context, j *paddock.Job, from string) error {
 	req := paddock.StartJobRequest{Kind: j.Kind}
 	if j.Kind == paddock.JobExec {
 		req.Exec = new(paddock.ExecRequest)
@@ -538,13 +553,13 @@ func (m *Manager) adoptJob(ctx context.Context, j *paddock.Job, from string) err
 			return internal("the job's request does not read", err)
 		}
 	}
-	body, _, err := m.planJob(ctx, j.RunID, req)
+	body, _, err := nd.jobs.planJob(ctx, j.RunID, req)
 	if err != nil {
 		return err
 	}
 	prev := j.Owner
-	j.State, j.Owner, j.LeaseUntil, j.EndedAt, j.ExitCode, j.Reason = paddock.JobRunning, m.instance(), now().Add(leaseTerm), time.Time{}, nil, ""
-	if err := m.update(ctx, func(tx paddock.Tx) error {
+	j.State, j.Owner, j.LeaseUntil, j.EndedAt, j.ExitCode, j.Reason = paddock.JobRunning, nd.jobs.instance(), now().Add(leaseTerm), time.Time{}, nil, ""
+	if err := nd.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.UpdateJob(ctx, j); err != nil {
 			return err
 		}
@@ -554,9 +569,9 @@ func (m *Manager) adoptJob(ctx context.Context, j *paddock.Job, from string) err
 	}); err != nil {
 		return err
 	}
-	if err := m.runner.start(ctx, j, func(ctx context.Context) { m.runJob(ctx, j, body) }); err != nil {
+	if err := nd.jobs.runner.start(ctx, j, func(ctx context.Context) { nd.jobs.runJob(ctx, j, body) }); err != nil {
 		j.State, j.Reason, j.EndedAt, j.LeaseUntil = paddock.JobFailed, "the daemon is shutting down", now(), time.Time{}
-		m.recordJobEnd(j)
+		nd.jobs.recordJobEnd(j)
 		return err
 	}
 	return nil
@@ -564,21 +579,21 @@ func (m *Manager) adoptJob(ctx context.Context, j *paddock.Job, from string) err
 
 // Wake wakes the event waiters: another node appended events (the shared
 // store's notifications).
-func (m *Manager) Wake() { m.notify() }
+func (nd *Nodes) Wake() { nd.notify() }
 
 // selfNode is this daemon's node id, or "" on a daemon of its own.
-func (m *Manager) selfNode() string {
-	if m.Cluster == nil {
+func (kn *kernel) selfNode() string {
+	if kn.Cluster == nil {
 		return ""
 	}
-	return m.Cluster.Self().ID
+	return kn.Cluster.Self().ID
 }
 
 // mine reports whether run r's workspace is this daemon's: on a daemon of
 // its own every run is; with nodes, the runs this node holds (a run with
 // no node is one made before nodes, which the first node to join takes).
-func (m *Manager) mine(r *paddock.Run) bool {
-	return m.Cluster == nil || r.Node == "" || r.Node == m.selfNode()
+func (kn *kernel) mine(r *paddock.Run) bool {
+	return kn.Cluster == nil || r.Node == "" || r.Node == kn.selfNode()
 }
 
 // nodeFingerprint is the fingerprint run creates on this node check the
@@ -586,41 +601,41 @@ func (m *Manager) mine(r *paddock.Run) bool {
 // with nodes, this node's own, made from the declared one the first time
 // the node uses the project (its copy at the same path, with the same
 // history, has its own inode) and kept in its state directory.
-func (m *Manager) nodeFingerprint(ctx context.Context, repo *gitx.Repo, p *paddock.Project) (string, error) {
-	if m.Cluster == nil {
+func (nd *Nodes) nodeFingerprint(ctx context.Context, repo *gitx.Repo, p *paddock.Project) (string, error) {
+	if nd.Cluster == nil {
 		return p.Fingerprint, nil
 	}
-	path := filepath.Join(m.ArtifactsDir, "fingerprints", p.Name)
+	path := filepath.Join(nd.ArtifactsDir, "fingerprints", p.Name)
 	if b, err := os.ReadFile(path); err == nil {
 		declared, local, ok := strings.Cut(strings.TrimSpace(string(b)), "\n")
 		if ok && declared == p.Fingerprint {
 			return local, nil
 		}
 	}
-	local, ok, err := m.Git.LocalFingerprint(ctx, repo, p.Fingerprint)
+	local, ok, err := nd.Git.LocalFingerprint(ctx, repo, p.Fingerprint)
 	if err != nil {
 		return "", internal("checking the project's repository failed", err)
 	}
 	if !ok {
 		return "", paddock.Errorf(paddock.CodeConflict, "project %q: %s on this node (%s) is not the repository that was declared (another path, or its first commit is missing)",
-			p.Name, p.Root, m.selfNode())
+			p.Name, p.Root, nd.selfNode())
 	}
-	if err := m.keepNodeFingerprint(p, local); err != nil {
+	if err := nd.keepNodeFingerprint(p, local); err != nil {
 		return "", internal("keeping this node's fingerprint of the project failed", err)
 	}
-	m.log().Info("this node's copy of the project is checked against its own fingerprint from now on", "project", p.Name, "fingerprint", local)
+	nd.log().Info("this node's copy of the project is checked against its own fingerprint from now on", "project", p.Name, "fingerprint", local)
 	return local, nil
 }
 
 // keepNodeFingerprint keeps local as this node's fingerprint of project
 // p's copy (with nodes only).
-func (m *Manager) keepNodeFingerprint(p *paddock.Project, local string) error {
-	if m.Cluster == nil {
+func (nd *Nodes) keepNodeFingerprint(p *paddock.Project, local string) error {
+	if nd.Cluster == nil {
 		return nil
 	}
-	m.fingerprintMu.Lock() // durable.WriteFile's temporary file is one per path
-	defer m.fingerprintMu.Unlock()
-	path := filepath.Join(m.ArtifactsDir, "fingerprints", p.Name)
+	nd.fingerprintMu.Lock() // durable.WriteFile's temporary file is one per path
+	defer nd.fingerprintMu.Unlock()
+	path := filepath.Join(nd.ArtifactsDir, "fingerprints", p.Name)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -630,10 +645,10 @@ func (m *Manager) keepNodeFingerprint(p *paddock.Project, local string) error {
 // lastSubmitted is the hash of run id's last submission, from its events
 // (which the shared store keeps), or "", and whether it was applied since
 // (and not undone).
-func (m *Manager) lastSubmitted(ctx context.Context, id string) (hash string, applied bool) {
+func (nd *Nodes) lastSubmitted(ctx context.Context, id string) (hash string, applied bool) {
 	var after int64
 	for {
-		evs, err := m.Events(ctx, id, after, 1000)
+		evs, err := nd.runs.Events(ctx, id, after, 1000)
 		if err != nil || len(evs) == 0 {
 			return hash, applied
 		}
@@ -664,33 +679,34 @@ const adoptingReason = "adopted from node "
 // run (its workspace w, its home) is removed, and the run goes back to the
 // node it came from as it was (orig), adoptable again, its checkpoint
 // untouched; run.adoption_failed says why.
-func (m *Manager) giveBack(ctx context.Context, r *paddock.Run, p *paddock.Project, w *paddock.Workspace, orig paddock.Workspace, from, why string) error {
-	if prov, err := m.provider(w.Kind); err == nil {
+func (nd *Nodes) giveBack(ctx context.Context, r *paddock.Run, p *paddock.Project, w *paddock.Workspace, orig paddock.Workspace, from, why string) error {
+	if prov, err := nd.provider(w.Kind); err == nil {
 		if err := prov.Remove(ctx, p, w); err != nil {
-			m.log().Error("removing a failed adoption's workspace failed", "run", r.ID, "err", err)
+			nd.log().Error("removing a failed adoption's workspace failed", "run", r.ID, "err", err)
 		}
 	}
-	if err := m.removeAux(r.ID); err != nil {
-		m.log().Error("removing a failed adoption's home failed", "run", r.ID, "err", err)
+	if err := nd.views.removeAux(r.ID); err != nil {
+		nd.log().Error("removing a failed adoption's home failed", "run", r.ID, "err", err)
 	}
-	if m.Harnesses != nil {
-		m.Harnesses.Release(r.ID)
+	if nd.Harnesses != nil {
+		nd.Harnesses.Release(r.ID)
 	}
 	orig.UpdatedAt = now()
-	err := m.Cluster.ReleaseRun(ctx, r.ID, from, func(tx paddock.Tx) error {
+	err := nd.Cluster.ReleaseRun(ctx, r.ID, from, func(tx paddock.Tx) error {
 		if err := tx.UpdateWorkspace(ctx, &orig); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventAdoptionFailed, map[string]any{"node": m.selfNode(), "back_to": from, "why": why})
+		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventAdoptionFailed, map[string]any{"node": nd.selfNode(), "back_to": from, "why": why})
 		return err
 	})
 	if err != nil {
-		m.log().Error("giving a failed adoption's run back failed", "run", r.ID, "err", err)
-		m.notify()
+		nd.log().Error("giving a failed adoption's run back failed", "run", r.ID, "err", err)
+		nd.notify()
 		return err
 	}
-	os.Remove(m.adoptionMarkerPath(r.ID))
-	m.notify()
+	os.Remove(nd.adoptionMarkerPath(r.ID))
+	nd.forgetRun(r.ID)
+	nd.notify()
 	return nil
 }
 
@@ -702,33 +718,33 @@ type adoptionMarker struct {
 	State paddock.WorkspaceState `json:"from_state"`
 }
 
-func (m *Manager) adoptionMarkerPath(id string) string {
-	return filepath.Join(m.runDir(id), "adopting.json")
+func (nd *Nodes) adoptionMarkerPath(id string) string {
+	return filepath.Join(nd.runDir(id), "adopting.json")
 }
 
-func (m *Manager) writeAdoptionMarker(id string, mk adoptionMarker) error {
-	if err := os.MkdirAll(m.runDir(id), 0o700); err != nil {
+func (nd *Nodes) writeAdoptionMarker(id string, mk adoptionMarker) error {
+	if err := os.MkdirAll(nd.runDir(id), 0o700); err != nil {
 		return err
 	}
 	b, _ := json.Marshal(mk)
-	return durable.WriteFile(m.adoptionMarkerPath(id), b)
+	return durable.WriteFile(nd.adoptionMarkerPath(id), b)
 }
 
 // recoverAdoption gives back a run whose adoption here a crash cut short
 // (its marker is still there, whatever its workspace's state): as it was
 // before, to the node it came from, adoptable again from its checkpoint,
 // which no store touched meanwhile. It reports whether w was such a run.
-func (m *Manager) recoverAdoption(ctx context.Context, w *paddock.Workspace) (*paddock.Finding, bool) {
-	if m.Cluster == nil {
+func (nd *Nodes) recoverAdoption(ctx context.Context, w *paddock.Workspace) (*paddock.Finding, bool) {
+	if nd.Cluster == nil {
 		return nil, false
 	}
-	b, err := os.ReadFile(m.adoptionMarkerPath(w.RunID))
+	b, err := os.ReadFile(nd.adoptionMarkerPath(w.RunID))
 	if err != nil {
 		return nil, false
 	}
 	f := &paddock.Finding{RunID: w.RunID, Path: w.Root, State: w.State, Issue: "an adoption was cut short", Action: "given back"}
 	var mk adoptionMarker
-	r, p, err := m.runAndProject(ctx, w.RunID)
+	r, p, err := nd.runAndProject(ctx, w.RunID)
 	if err == nil {
 		err = json.Unmarshal(b, &mk)
 	}
@@ -737,11 +753,11 @@ func (m *Manager) recoverAdoption(ctx context.Context, w *paddock.Workspace) (*p
 	}
 	if err == nil {
 		orig := *w
-		orig.Root, orig.State, orig.Reason = mk.Root, mk.State, "its adoption by node "+m.selfNode()+" was cut short"
-		err = m.giveBack(ctx, r, p, w, orig, mk.From, "the node adopting it stopped")
+		orig.Root, orig.State, orig.Reason = mk.Root, mk.State, "its adoption by node "+nd.selfNode()+" was cut short"
+		err = nd.giveBack(ctx, r, p, w, orig, mk.From, "the node adopting it stopped")
 	}
 	if err != nil {
-		m.log().Error("giving back a run whose adoption was cut short failed", "run", w.RunID, "err", err)
+		nd.log().Error("giving back a run whose adoption was cut short failed", "run", w.RunID, "err", err)
 		f.Action = paddock.ActionFailed
 	}
 	return f, true

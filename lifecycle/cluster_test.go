@@ -34,12 +34,12 @@ func TestNodeUsesItsCloneOfTheProject(t *testing.T) {
 	if err := os.Rename(clone, e.repo); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); !paddock.IsCode(err, paddock.CodeConflict) {
+	if _, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); !paddock.IsCode(err, paddock.CodeConflict) {
 		t.Fatalf("a daemon of its own, on a clone of its project: %v", err)
 	}
 	e.shareCheckpoints()
 	for i := range 2 { // the second create checks the fingerprint kept
-		if _, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); err != nil {
+		if _, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); err != nil {
 			t.Fatalf("create %d on a node whose copy is a clone: %v", i, err)
 		}
 	}
@@ -58,7 +58,7 @@ func TestNodeUsesItsCloneOfTheProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.RemoveAll(filepath.Join(e.state, "artifacts", "fingerprints"))
-	if _, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); !paddock.IsCode(err, paddock.CodeConflict) {
+	if _, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); !paddock.IsCode(err, paddock.CodeConflict) {
 		t.Fatalf("a node on another repository at the project's path: %v", err)
 	}
 }
@@ -83,7 +83,7 @@ func TestAdoptionKeepsItsCheckpoint(t *testing.T) {
 	want := c.hashes[len(c.hashes)-1:] // the run's last checkpoint (its first was its base, at create)
 	before := len(c.hashes)
 	os.RemoveAll(r.Workspace.Root) // its node is lost, and its disk with it
-	if _, err := e.m.Adopt(ctx, r.ID, "test"); err != nil {
+	if _, err := e.m.Nodes.Adopt(ctx, r.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // the checkpoint the adoption schedules
@@ -132,7 +132,7 @@ func TestDeclaringNodeKeepsItsCheck(t *testing.T) {
 	if err := os.Rename(clone, e.repo); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); !paddock.IsCode(err, paddock.CodeConflict) {
+	if _, err := e.m.Runs.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)}); !paddock.IsCode(err, paddock.CodeConflict) {
 		t.Fatalf("the declaring node, its project's .git replaced: %v", err)
 	}
 }
@@ -145,7 +145,7 @@ func TestCreatedRunsCheckpointIsItsBase(t *testing.T) {
 	e.project(t)
 	c := e.shareCheckpoints()
 	r := e.create(t, paddock.KindClone, "")
-	cs, err := e.m.ChangeSet(context.Background(), r.ID)
+	cs, err := e.m.Changes.ChangeSet(context.Background(), r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestCredentialsTheRunNeverSees(t *testing.T) {
 	e.m.ProxyCA, e.m.ProxyUpstreamRoots = ca, roots
 	e.m.NetAllowAddrs = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	ctx := context.Background()
-	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "overlay",
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "overlay",
 		Credentials: []paddock.CredentialRule{{Use: "anthropic", Host: "127.0.0.1"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestCredentialsTheRunNeverSees(t *testing.T) {
 curl -sS --max-time 10 -H "x-api-key: $ANTHROPIC_API_KEY" http://127.0.0.1:%s/v1/messages; echo
 echo "$ANTHROPIC_API_KEY" | rev
 env | grep -c %s || true`, port(tlsSrv.URL), port(plainSrv.URL), real)
-	res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}, Net: "allow=127.0.0.1", Session: true})
+	res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}, Net: "allow=127.0.0.1", Session: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +86,11 @@ env | grep -c %s || true`, port(tlsSrv.URL), port(plainSrv.URL), real)
 	mu.Unlock()
 	// With no network, no credential: the command holds the placeholder
 	// and reaches nothing.
-	res, err = e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", "echo $ANTHROPIC_API_KEY; curl -sS --max-time 3 http://127.0.0.1:" + port(plainSrv.URL) + "/ || echo UNREACHED"}})
+	res, err = e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", "echo $ANTHROPIC_API_KEY; curl -sS --max-time 3 http://127.0.0.1:" + port(plainSrv.URL) + "/ || echo UNREACHED"}})
 	if err != nil || !strings.HasPrefix(res.Stdout, placeholder+"\n") || !strings.Contains(res.Stdout, "UNREACHED") {
 		t.Fatalf("a command with no network: %v %+v", err, res)
 	}
-	evs, _ := e.m.Events(ctx, r.ID, 0, 0)
+	evs, _ := e.m.Runs.Events(ctx, r.ID, 0, 0)
 	got, _ := e.m.Run(ctx, r.ID)
 	for what, v := range map[string]any{"events": evs, "run": got} {
 		b, _ := json.Marshal(v)
@@ -102,11 +102,11 @@ env | grep -c %s || true`, port(tlsSrv.URL), port(plainSrv.URL), real)
 		t.Fatalf("no network decision names the credential's header: %s", b)
 	}
 	// A secret the daemon lacks.
-	r2, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Credentials: []paddock.CredentialRule{{Use: "openai"}}})
+	r2, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Credentials: []paddock.CredentialRule{{Use: "openai"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Exec(ctx, r2.ID, paddock.ExecRequest{Argv: []string{"true"}}); !paddock.IsCode(err, paddock.CodeBadRequest) || !strings.Contains(err.Error(), "secrets/OPENAI_API_KEY") {
+	if _, err := e.m.Broker.Exec(ctx, r2.ID, paddock.ExecRequest{Argv: []string{"true"}}); !paddock.IsCode(err, paddock.CodeBadRequest) || !strings.Contains(err.Error(), "secrets/OPENAI_API_KEY") {
 		t.Fatalf("a credential with no secret: %v", err)
 	}
 }

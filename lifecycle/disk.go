@@ -86,28 +86,28 @@ func usage(dir string) int64 {
 
 // diskCheck says why a command of run r may not run now, or "": the
 // state disk's reserve, and, unless starting, the run's quota.
-func (m *Manager) diskCheck(r *paddock.Run, starting bool) string {
+func (ex *executor) diskCheck(r *paddock.Run, starting bool) string {
 	var st unix.Statfs_t
-	if unix.Statfs(m.WorkspacesDir, &st) == nil {
-		if free := int64(st.Bavail) * st.Bsize; free < m.DiskLimits.reserve(&st) {
-			m.heldReserve().release(m.log())
-			return fmt.Sprintf("the state directory's disk has %d bytes free, under the %d it keeps in reserve", free, m.DiskLimits.reserve(&st))
+	if unix.Statfs(ex.WorkspacesDir, &st) == nil {
+		if free := int64(st.Bavail) * st.Bsize; free < ex.DiskLimits.reserve(&st) {
+			ex.heldReserve().release(ex.log())
+			return fmt.Sprintf("the state directory's disk has %d bytes free, under the %d it keeps in reserve", free, ex.DiskLimits.reserve(&st))
 		}
-		m.heldReserve().hold(&st, m.DiskLimits.reserve(&st))
+		ex.heldReserve().hold(&st, ex.DiskLimits.reserve(&st))
 	}
-	if up := m.upperOf(r); up != "" && !starting {
-		if n := usage(up); n > m.DiskLimits.quota() {
-			return fmt.Sprintf("the run has written %d bytes, over its disk quota of %d; remove files to go on", n, m.DiskLimits.quota())
+	if up := ex.upperOf(r); up != "" && !starting {
+		if n := usage(up); n > ex.DiskLimits.quota() {
+			return fmt.Sprintf("the run has written %d bytes, over its disk quota of %d; remove files to go on", n, ex.DiskLimits.quota())
 		}
 	}
 	return ""
 }
 
-func (m *Manager) upperOf(r *paddock.Run) string {
+func (ex *executor) upperOf(r *paddock.Run) string {
 	if r.Workspace == nil || r.Workspace.Kind != paddock.KindOverlay {
 		return ""
 	}
-	ov, ok := m.overlayProvider()
+	ov, ok := ex.overlayProvider()
 	if !ok {
 		return ""
 	}
@@ -119,12 +119,12 @@ func (m *Manager) upperOf(r *paddock.Run) string {
 // on a disk under its reserve, is let be: it can only free room). The watchdog is the Manager's: Close
 // waits for it to stop (w.stop stops it, not waiting for a poll under
 // way). Once Close has begun there is none: no command runs then.
-func (m *Manager) watchDisk(r *paddock.Run, cancel context.CancelFunc, writesNothing bool) *diskWatch {
+func (ex *executor) watchDisk(r *paddock.Run, cancel context.CancelFunc, writesNothing bool) *diskWatch {
 	w := &diskWatch{}
 	done := make(chan struct{})
 	var once sync.Once
 	var mu sync.Mutex
-	m.goBackground(func() {
+	ex.goBackground(func() {
 		t := time.NewTicker(DiskPoll)
 		defer t.Stop()
 		for {
@@ -133,7 +133,7 @@ func (m *Manager) watchDisk(r *paddock.Run, cancel context.CancelFunc, writesNot
 				return
 			case <-t.C:
 			}
-			if why := m.diskCheck(r, false); why != "" && !writesNothing {
+			if why := ex.diskCheck(r, false); why != "" && !writesNothing {
 				mu.Lock()
 				w.reason = why
 				mu.Unlock()
@@ -152,9 +152,9 @@ func (m *Manager) watchDisk(r *paddock.Run, cancel context.CancelFunc, writesNot
 }
 
 // diskEnforcement says what disk limits a command of run r had.
-func (m *Manager) diskEnforcement(r *paddock.Run) string {
-	if m.upperOf(r) != "" {
-		return fmt.Sprintf("run quota %d bytes, state disk reserve kept free (watched every %s)", m.DiskLimits.quota(), DiskPoll)
+func (ex *executor) diskEnforcement(r *paddock.Run) string {
+	if ex.upperOf(r) != "" {
+		return fmt.Sprintf("run quota %d bytes, state disk reserve kept free (watched every %s)", ex.DiskLimits.quota(), DiskPoll)
 	}
 	return fmt.Sprintf("state disk reserve kept free (watched every %s); this kind's own usage is not bounded", DiskPoll)
 }

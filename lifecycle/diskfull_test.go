@@ -38,14 +38,14 @@ func TestFullStateDisk(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	r := e.create(t, paddock.KindClone, "")
 	held := filepath.Join(e.state, "disk-reserve")
-	if _, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}}); err != nil {
+	if _, err := e.m.Broker.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(held); err != nil || fi.Size() != 8<<20 {
 		t.Fatalf("the held reserve: %v %v", fi, err)
 	}
 	// Fill the disk in one go, well inside one poll.
-	res, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "head -c 100000000 /dev/zero > big; echo wrote $?"}})
+	res, err := e.m.Broker.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "head -c 100000000 /dev/zero > big; echo wrote $?"}})
 	if err != nil || res.ExitCode != 0 || res.Stdout == "wrote 0\n" {
 		t.Fatalf("the command that filled the disk: %+v %v", res, err)
 	}
@@ -53,12 +53,12 @@ func TestFullStateDisk(t *testing.T) {
 		t.Fatalf("the held reserve was not let go: %v", err)
 	}
 	// The agent's rm runs, and writes nothing else.
-	res, err = e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "rm big && echo removed; echo x > other.txt && echo WROTE"}})
+	res, err = e.m.Broker.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "rm big && echo removed; echo x > other.txt && echo WROTE"}})
 	if err != nil || !strings.Contains(res.Stdout, "removed") || strings.Contains(res.Stdout, "WROTE") || !strings.Contains(res.Enforcement.Disk, "write nothing") {
 		t.Fatalf("the agent's rm on a full disk: %+v %v", res, err)
 	}
 	// Room again: commands write, and the reserve is held again.
-	res, err = e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo x > other.txt && echo WROTE"}})
+	res, err = e.m.Broker.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo x > other.txt && echo WROTE"}})
 	if err != nil || res.Stdout != "WROTE\n" {
 		t.Fatalf("after the rm: %+v %v", res, err)
 	}
@@ -66,7 +66,7 @@ func TestFullStateDisk(t *testing.T) {
 		t.Fatalf("the reserve is not held again: %v %v", fi, err)
 	}
 	// Every command was recorded.
-	evs, err := e.m.Events(ctx, r.ID, 0, 1000)
+	evs, err := e.m.Runs.Events(ctx, r.ID, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,8 +32,8 @@ const heldReserveMax = 64 << 20
 type heldReserve string
 
 // heldReserve is the state disk's held reserve.
-func (m *Manager) heldReserve() heldReserve {
-	return heldReserve(filepath.Join(filepath.Dir(m.WorkspacesDir), "disk-reserve"))
+func (kn *kernel) heldReserve() heldReserve {
+	return heldReserve(filepath.Join(filepath.Dir(kn.WorkspacesDir), "disk-reserve"))
 }
 
 // release lets the held reserve go, for the daemon's own state; it says

@@ -22,6 +22,15 @@ import (
 	"github.com/paddock-dev/paddock/sandbox"
 )
 
+// executor runs a run's commands in its sandbox, within the run's limits, and watches the disk they write.
+type executor struct {
+	*kernel
+	// the services it calls
+	broker *Broker
+	jobs   *Jobs
+	views  *views
+}
+
 // maxProtectedInSandbox bounds the protected paths a command's view hides.
 const maxProtectedInSandbox = 256
 
@@ -48,7 +57,7 @@ func baseEnv() []string {
 // streams.Resize. It returns the events that record the command once it
 // reached the sandbox (the command, its outcome, and the enforcement it
 // got), for the broker to record.
-func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, []callEvent, error) {
+func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, []callEvent, error) {
 	id := c.run.ID
 	stdout, stderr := streams.Stdout, streams.Stderr
 	if len(req.Argv) == 0 {
@@ -74,23 +83,23 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 	if err != nil {
 		return nil, nil, err
 	}
-	limits, err := m.commandLimits(req, broker.Limits(c.def, c.grants))
+	limits, err := ex.commandLimits(req, broker.Limits(c.def, c.grants))
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := m.checkExpectNow(ctx); err != nil {
+	if err := ex.checkExpectNow(ctx); err != nil {
 		return nil, nil, err
 	}
-	r, spec, err := m.commandView(ctx, c.run)
+	r, spec, err := ex.commandView(ctx, c.run)
 	if err != nil {
 		return nil, nil, err
 	}
 	var secrets []string
 	for _, n := range r.Secrets {
-		if m.Secret == nil {
+		if ex.Secret == nil {
 			break
 		}
-		if v, ok := m.Secret(n); ok {
+		if v, ok := ex.Secret(n); ok {
 			// Checked at create too; the value may have changed since.
 			if err := maskable(n, v); err != nil {
 				return nil, nil, err
@@ -98,12 +107,12 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 			secrets = append(secrets, n+"="+v)
 		}
 	}
-	creds, credEnv, err := commandCredentials(c.def, m.Secret, m.ProxyCA != nil)
+	creds, credEnv, err := commandCredentials(c.def, ex.Secret, ex.ProxyCA != nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	// The placeholders come last: nothing the request sets is the value.
-	env := mergeEnv(baseEnv(), mountPath(c.def, baseEnv()), m.runAPIEnv(r.ID), fixedEnv(c.def), req.Env, secrets, credEnv)
+	env := mergeEnv(baseEnv(), mountPath(c.def, baseEnv()), ex.views.runAPIEnv(r.ID), fixedEnv(c.def), req.Env, secrets, credEnv)
 	if req.Terminal != nil {
 		env = terminalEnv(env)
 	}
@@ -119,8 +128,8 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 	}
 	spec.Argv, spec.Dir, spec.Net, spec.Allow = req.Argv, req.Dir, net, allow
 	if net == sandbox.NetAllow {
-		spec.AllowAddrs = m.NetAllowAddrs
-		spec.Credentials, spec.ProxyCA, spec.UpstreamRoots = creds, m.ProxyCA, m.ProxyUpstreamRoots
+		spec.AllowAddrs = ex.NetAllowAddrs
+		spec.Credentials, spec.ProxyCA, spec.UpstreamRoots = creds, ex.ProxyCA, ex.ProxyUpstreamRoots
 	}
 	spec.Env, spec.Limits, spec.AllowDegraded, spec.Stdin = env, limits, req.AllowDegraded, req.Stdin
 	spec.Stdout, spec.Stderr = writerOrNil(liveOut), writerOrNil(liveErr)
@@ -145,22 +154,22 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 		spec.Limits.Output = sandbox.NoLimitBytes
 	}
 	spec.Decide = func(d sandbox.ProxyDecision) {
-		if err := m.record(ctx, id, paddock.EventNetwork, d); err != nil {
-			m.log().Error("cannot record a network decision", "run", id, "err", err)
+		if err := ex.record(ctx, id, paddock.EventNetwork, d); err != nil {
+			ex.log().Error("cannot record a network decision", "run", id, "err", err)
 		}
 	}
 	// On a state disk under its reserve a command still runs, writing
 	// nothing (no file may grow past a byte): deleting is always allowed,
 	// and the agent's own rm is how the disk gets its room back.
-	writeNothing := m.diskCheck(r, true)
+	writeNothing := ex.diskCheck(r, true)
 	if writeNothing != "" {
 		spec.Limits.FileSize = 1
 	}
 	// The command ends when its caller goes, or at Close.
 	runCtx, cancel := context.WithCancel(ctx)
-	stopFollowing := context.AfterFunc(m.ctx, cancel)
-	watch := m.watchDisk(r, cancel, writeNothing != "")
-	res, err := m.runCommand(runCtx, id, spec)
+	stopFollowing := context.AfterFunc(ex.ctx, cancel)
+	watch := ex.watchDisk(r, cancel, writeNothing != "")
+	res, err := ex.runCommand(runCtx, id, spec)
 	killed := watch.stop()
 	stopFollowing()
 	cancel()
@@ -177,7 +186,7 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 		}
 		killed = fmt.Sprintf("%s of %s (timeout; the operator's ceiling is exec_limits or session_limits in paddock.toml)", what, spec.Limits.Wall)
 	}
-	res.Enforcement.Disk = m.diskEnforcement(r)
+	res.Enforcement.Disk = ex.diskEnforcement(r)
 	if writeNothing != "" {
 		res.Enforcement.Disk = writeNothing + ": the command could write nothing (file size limit 1 byte); remove files to go on"
 	}
@@ -196,16 +205,16 @@ func (m *Manager) execStream(ctx context.Context, c *callContext, req paddock.Ex
 // or, for a run with no workspace (its agent's own start command, the one
 // exec a none run has), an instance sandbox: an empty directory of its
 // own, its home and its API, nothing of the project's (instance.go).
-func (m *Manager) commandView(ctx context.Context, run *paddock.Run) (*paddock.Run, sandbox.Spec, error) {
+func (ex *executor) commandView(ctx context.Context, run *paddock.Run) (*paddock.Run, sandbox.Spec, error) {
 	if run.Access == paddock.AccessNone {
-		spec, err := m.instanceSpec(ctx, run)
+		spec, err := ex.jobs.instanceSpec(ctx, run)
 		return run, spec, err
 	}
-	r, p, err := m.workspaceFor(ctx, run.ID)
+	r, p, err := ex.broker.workspaceFor(ctx, run.ID)
 	if err != nil {
 		return nil, sandbox.Spec{}, err
 	}
-	spec, err := m.sandboxSpec(ctx, r, p)
+	spec, err := ex.views.sandboxSpec(ctx, r, p)
 	return r, spec, err
 }
 
@@ -262,15 +271,15 @@ func fixedEnv(def *paddock.AgentDefinition) []string {
 // lowered where the request asks for less. Asking for more is refused,
 // naming the limit and the ceiling, rather than quietly cut: an agent
 // must not believe it has an hour when it has ten minutes.
-func (m *Manager) commandLimits(req paddock.ExecRequest, agentCeil paddock.AgentLimits) (sandbox.Limits, error) {
-	ceil := sandbox.WithDefaults(m.ExecLimits)
+func (ex *executor) commandLimits(req paddock.ExecRequest, agentCeil paddock.AgentLimits) (sandbox.Limits, error) {
+	ceil := sandbox.WithDefaults(ex.ExecLimits)
 	l := lowered(ceil, agentCeil)
 	if req.Session {
 		// An agent's session lives as long as the person or the
 		// orchestrator needs: its wall time is the session's, its CPU
 		// time is not limited (the wall bounds it), and its commands keep
 		// theirs.
-		ceil.Wall, l.CPU = m.SessionLimits.wall(req.Terminal != nil), sandbox.NoLimit
+		ceil.Wall, l.CPU = ex.SessionLimits.wall(req.Terminal != nil), sandbox.NoLimit
 		l.Wall = ceil.Wall
 		if req.Timeout != "" {
 			d, err := time.ParseDuration(req.Timeout)
@@ -489,12 +498,12 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // runCommand runs a command of run id through the run's harness, or in a
 // sandbox of its own when the manager keeps none; none once Close has
 // begun (ExecStream refuses then; this is for a Close meanwhile).
-func (m *Manager) runCommand(ctx context.Context, id string, spec sandbox.Spec) (*sandbox.Result, error) {
-	if err := m.checkOpen(); err != nil {
+func (ex *executor) runCommand(ctx context.Context, id string, spec sandbox.Spec) (*sandbox.Result, error) {
+	if err := ex.checkOpen(); err != nil {
 		return nil, err
 	}
-	if m.Harnesses != nil {
-		return m.Harnesses.Run(ctx, id, spec)
+	if ex.Harnesses != nil {
+		return ex.Harnesses.Run(ctx, id, spec)
 	}
 	res, err := sandbox.Run(ctx, spec)
 	if res != nil {
@@ -505,9 +514,9 @@ func (m *Manager) runCommand(ctx context.Context, id string, spec sandbox.Spec) 
 
 // releaseHarness gives back the run's harness, if it has one: its
 // workspace is going away or the run has ended.
-func (m *Manager) releaseHarness(id string) {
-	if m.Harnesses != nil {
-		m.Harnesses.Release(id)
+func (ex *executor) releaseHarness(id string) {
+	if ex.Harnesses != nil {
+		ex.Harnesses.Release(id)
 	}
 }
 

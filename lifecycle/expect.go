@@ -31,11 +31,11 @@ func checkExpect(ctx context.Context, tx paddock.Tx) error {
 
 // checkExpectNow verifies ctx's expectation before an action whose effects
 // come before its record (a tool call, a command).
-func (m *Manager) checkExpectNow(ctx context.Context) error {
+func (kn *kernel) checkExpectNow(ctx context.Context) error {
 	if exp := paddock.ExpectedSeq(ctx); exp == nil || exp.Checked {
 		return nil
 	}
-	return m.Store.View(ctx, func(tx paddock.Tx) error { return checkExpect(ctx, tx) })
+	return kn.Store.View(ctx, func(tx paddock.Tx) error { return checkExpect(ctx, tx) })
 }
 
 func agentCall(ctx context.Context) bool { return paddock.AgentCall(ctx) }
@@ -53,13 +53,13 @@ type expectHeldKey struct{}
 // unchecked expectation, and returns the call's context (which says the
 // stripe is held: a call made within it does not take one again) and what
 // releases it.
-func (m *Manager) holdExpect(ctx context.Context, id string) (context.Context, func()) {
+func (kn *kernel) holdExpect(ctx context.Context, id string) (context.Context, func()) {
 	if exp := paddock.ExpectedSeq(ctx); exp == nil || exp.Checked || ctx.Value(expectHeldKey{}) != nil {
 		return ctx, func() {}
 	}
 	h := fnv.New32a()
 	h.Write([]byte(id))
-	mu := &m.expectMu[h.Sum32()%uint32(len(m.expectMu))]
+	mu := &kn.expectMu[h.Sum32()%uint32(len(kn.expectMu))]
 	mu.Lock()
 	return context.WithValue(ctx, expectHeldKey{}, true), mu.Unlock
 }

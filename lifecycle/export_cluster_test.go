@@ -11,7 +11,7 @@ import (
 // StoreCheckpoint stores run id's checkpoint in the shared store, as a job's
 // start and end and a checkpoint do.
 func StoreCheckpoint(ctx context.Context, m *Manager, id, why string) {
-	m.storeCheckpoint(ctx, id, why)
+	m.Nodes.storeCheckpoint(ctx, id, why)
 }
 
 // SetCheckpointDelay sets how soon after a change a run's checkpoint is
@@ -25,17 +25,17 @@ func SetCheckpointDelay(d time.Duration) func() {
 // AdoptionMarker leaves the marker of an adoption under way for run id, as
 // a crash in the middle of one would.
 func AdoptionMarker(m *Manager, id, from, root string, state paddock.WorkspaceState) error {
-	return m.writeAdoptionMarker(id, adoptionMarker{From: from, Root: root, State: state})
+	return m.Nodes.writeAdoptionMarker(id, adoptionMarker{From: from, Root: root, State: state})
 }
 
 // ImportMark leaves the mark of an import under way for run id, as a crash
 // in the middle of one would.
 func ImportMark(m *Manager, id string) error {
-	return os.WriteFile(m.importMark(id), []byte("r-from\n"), 0o600)
+	return os.WriteFile(m.Bundles.importMark(id), []byte("r-from\n"), 0o600)
 }
 
 // SandboxFails makes m's sandbox probe answer err, as a machine that
 // cannot confine a command would.
 func SandboxFails(m *Manager, err error) {
-	m.sandboxProbe.try = func(context.Context) error { return err }
+	m.Broker.sandboxProbe.try = func(context.Context) error { return err }
 }

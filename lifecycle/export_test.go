@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func SetTestHook(m *Manager, f func(point string)) { m.testHook = f }
 
 // RunningJobs is how many jobs m's runner runs: started, their end not yet
 // recorded.
-func RunningJobs(m *Manager) int { return m.runner.running() }
+func RunningJobs(m *Manager) int { return m.Jobs.runner.running() }
 
 // CallToolUnbrokered runs a working tool as CallTool did before the
 // broker: the run looked up, the tool run, its outcome recorded, its
@@ -33,13 +34,13 @@ func CallToolUnbrokered(ctx context.Context, m *Manager, id, name string, args j
 	if err != nil {
 		return nil, err
 	}
-	res, o, err := m.callTool(ctx, r, name, args)
+	res, o, err := m.Broker.callTool(ctx, r, name, args)
 	if err != nil {
 		return nil, err
 	}
 	red := m.redactor(r)
 	o.Args = json.RawMessage(red.Bytes(o.Args))
-	if err := m.recordTool(ctx, id, *o); err != nil {
+	if err := m.Broker.recordTool(ctx, id, *o); err != nil {
 		return nil, err
 	}
 	return redactValue(red, res)
@@ -52,5 +53,28 @@ func WorkspaceReports(ctx context.Context, m *Manager, id, results string, since
 	if err != nil {
 		return manifest.Counts{}, false
 	}
-	return m.workspaceReports(ctx, r, manifest.Check{Name: "test", Results: results}, since)
+	return m.Verifier.workspaceReports(ctx, r, manifest.Check{Name: "test", Results: results}, since)
+}
+
+// RunMemory counts, per structure, the runs whose state m keeps in
+// memory: what forgetRun and runLocks must leave empty once runs are gone.
+func RunMemory(m *Manager) map[string]int {
+	count := func(s *sync.Map) (n int) {
+		s.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	m.Jobs.runner.mu.Lock()
+	jobs := len(m.Jobs.runner.cancels)
+	m.Jobs.runner.mu.Unlock()
+	return map[string]int{
+		"provenance states": count(&m.Provenance.provStates),
+		"provenance locks":  m.Provenance.provMu.held(),
+		"landing locks":     m.Queue.landMu.held(),
+		"checkpoint locks":  m.Nodes.checkpointMu.held(),
+		"checkpoints kept":  count(&m.Nodes.checkpointKept),
+		"checkpoints due":   count(&m.Nodes.checkpointsDue),
+		"adopting":          count(&m.Nodes.adopting),
+		"run uses":          m.Forks.runUses.held(),
+		"jobs":              jobs,
+	}
 }

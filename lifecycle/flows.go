@@ -9,11 +9,24 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/agent"
 	"github.com/paddock-dev/paddock/internal/durable"
 )
+
+// Flows moves a flow's steps: its tasks, its review runs and its menu.
+type Flows struct {
+	*kernel
+	// the services it calls
+	changes *Changes
+	jobs    *Jobs
+	reviews *Reviews
+	runs    *Runs
+
+	flowMu sync.Mutex // one flow step at a time (the store's versions guard other daemons)
+}
 
 // Flows: a workflow's state machine over runs (see paddock.Workflow). The
 // menu an agent sees is the events of its flow's current state, if its run
@@ -23,8 +36,8 @@ import (
 // StartFlow starts a flow of a workflow (built in by name, or from a
 // file's TOML) on a project, for a task: its start state's run is made
 // (and its agent's command started, if its definition has one).
-func (m *Manager) StartFlow(ctx context.Context, req paddock.StartFlowRequest) (*paddock.Flow, error) {
-	if err := m.checkOpen(); err != nil {
+func (fl *Flows) StartFlow(ctx context.Context, req paddock.StartFlowRequest) (*paddock.Flow, error) {
+	if err := fl.checkOpen(); err != nil {
 		return nil, err
 	}
 	w, err := workflowOf(req)
@@ -34,14 +47,14 @@ func (m *Manager) StartFlow(ctx context.Context, req paddock.StartFlowRequest) (
 	if strings.TrimSpace(req.Task) == "" {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "a flow needs the task")
 	}
-	if _, err := m.Project(ctx, req.Project); err != nil {
+	if _, err := fl.Project(ctx, req.Project); err != nil {
 		return nil, err
 	}
 	for _, s := range w.States {
 		if s.Agent == "" {
 			continue
 		}
-		def, err := m.agentForCreate(ctx, paddock.CreateRunRequest{Agent: s.Agent})
+		def, err := fl.runs.agentForCreate(ctx, paddock.CreateRunRequest{Agent: s.Agent})
 		if err != nil {
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "workflow %s: state %s: %s", w.Name, s.Name, paddock.ErrorMessage(err))
 		}
@@ -52,20 +65,20 @@ func (m *Manager) StartFlow(ctx context.Context, req paddock.StartFlowRequest) (
 	t := now()
 	f := &paddock.Flow{ID: "f-" + newID()[2:], Project: req.Project, Task: req.Task, Workflow: *w, Runs: map[string]string{}, CreatedAt: t, UpdatedAt: t}
 	flowEvent(f, "flow.started", map[string]any{"workflow": w.Name, "task": req.Task})
-	m.flowMu.Lock()
-	defer m.flowMu.Unlock()
+	fl.flowMu.Lock()
+	defer fl.flowMu.Unlock()
 	// The first state's run is made before the flow is recorded: a crash
 	// between them leaves a run no flow names, never a flow in no state.
-	f.Entering, f.EnteringRun, f.EnteringNode = w.Start, newID(), m.selfNode()
-	notes, err := m.enter(ctx, f)
+	f.Entering, f.EnteringRun, f.EnteringNode = w.Start, newID(), fl.selfNode()
+	notes, err := fl.enter(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	f.Version = 1
-	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.CreateFlow(ctx, f) }); err != nil {
+	if err := fl.update(ctx, func(tx paddock.Tx) error { return tx.CreateFlow(ctx, f) }); err != nil {
 		return nil, err
 	}
-	return f, m.started(ctx, f, notes, "")
+	return f, fl.started(ctx, f, notes, "")
 }
 
 // workflowOf is the workflow a request names or gives.
@@ -88,8 +101,8 @@ func workflowOf(req paddock.StartFlowRequest) (*paddock.Workflow, error) {
 }
 
 // Flows lists a project's flows (all, if project is empty).
-func (m *Manager) Flows(ctx context.Context, project string) (out []*paddock.Flow, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (fl *Flows) Flows(ctx context.Context, project string) (out []*paddock.Flow, err error) {
+	err = fl.Store.View(ctx, func(tx paddock.Tx) error {
 		out, err = tx.Flows(ctx, project)
 		return err
 	})
@@ -97,43 +110,43 @@ func (m *Manager) Flows(ctx context.Context, project string) (out []*paddock.Flo
 		out = []*paddock.Flow{}
 	}
 	for _, f := range out {
-		m.describeFlow(f)
+		fl.describeFlow(f)
 	}
 	return out, err
 }
 
 // describeFlow says what a flow's record cannot: whether its first run
 // submitted anything at all.
-func (m *Manager) describeFlow(f *paddock.Flow) {
+func (fl *Flows) describeFlow(f *paddock.Flow) {
 	if start := f.Runs[f.Workflow.Start]; start != "" {
-		_, err := m.submission(start)
+		_, err := fl.submission(start)
 		f.Unsubmitted = err != nil
 	}
 }
 
 // Flow returns a flow.
-func (m *Manager) Flow(ctx context.Context, id string) (f *paddock.Flow, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (fl *Flows) Flow(ctx context.Context, id string) (f *paddock.Flow, err error) {
+	err = fl.Store.View(ctx, func(tx paddock.Tx) error {
 		f, err = tx.Flow(ctx, id)
 		return err
 	})
 	if err == nil {
-		m.describeFlow(f)
+		fl.describeFlow(f)
 	}
 	return f, err
 }
 
 // flowOf finds the flow run id works in now (its current state's run),
 // or, if none, why its menu is empty.
-func (m *Manager) flowOf(ctx context.Context, id string) (*paddock.Flow, *paddock.WorkflowState, error) {
-	r, err := m.Run(ctx, id)
+func (fl *Flows) flowOf(ctx context.Context, id string) (*paddock.Flow, *paddock.WorkflowState, error) {
+	r, err := fl.Run(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !takesWork(r) {
 		return nil, nil, paddock.Errorf(paddock.CodeForbidden, "run %s is %s: it picks nothing", id, r.State()).WithRule(paddock.RuleMenu)
 	}
-	flows, err := m.Flows(ctx, r.Project)
+	flows, err := fl.Flows(ctx, r.Project)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,8 +178,8 @@ func stateOf(w *paddock.Workflow, name string) *paddock.WorkflowState {
 }
 
 // Menu is what run id's agent may pick now, and what it is given.
-func (m *Manager) Menu(ctx context.Context, id string) (*paddock.Menu, error) {
-	f, s, err := m.flowOf(ctx, id)
+func (fl *Flows) Menu(ctx context.Context, id string) (*paddock.Menu, error) {
+	f, s, err := fl.flowOf(ctx, id)
 	if paddock.IsCode(err, paddock.CodeForbidden) {
 		menu := &paddock.Menu{Items: []paddock.MenuItem{}}
 		if f != nil {
@@ -185,17 +198,17 @@ func (m *Manager) Menu(ctx context.Context, id string) (*paddock.Menu, error) {
 	if len(f.Findings) > 0 {
 		menu.Inputs["findings"] = f.Findings
 	}
-	if r, err := m.Run(ctx, id); err == nil && r.Access == paddock.AccessNone {
+	if r, err := fl.Run(ctx, id); err == nil && r.Access == paddock.AccessNone {
 		// A menu-only agent has no workspace: what it decides on is given
 		// to it, the work's submitted change set and its diff (masked as
 		// every diff is), and the findings above.
-		m.workInputs(ctx, f, menu.Inputs)
+		fl.workInputs(ctx, f, menu.Inputs)
 	}
 	if s.Reviews != "" {
 		coder := f.Runs[s.Reviews]
 		menu.Inputs["reviews_run"] = coder
 		menu.Inputs["head"] = f.Head
-		if cs, err := m.reviewedChangeSet(ctx, id); err == nil {
+		if cs, err := fl.reviewedChangeSet(ctx, id); err == nil {
 			var paths []string
 			for _, e := range cs.Entries {
 				paths = append(paths, string(e.Op)+" "+e.Path)
@@ -212,16 +225,16 @@ func (m *Manager) Menu(ctx context.Context, id string) (*paddock.Menu, error) {
 // reviewedChangeSet is the change set review run id holds: the one frozen
 // under its hash, or an empty one when it stands at its coder's base (the
 // coder submitted nothing).
-func (m *Manager) reviewedChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
-	r, err := m.Run(ctx, id)
+func (fl *Flows) reviewedChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+	r, err := fl.Run(ctx, id)
 	if err != nil || r.ReviewOf == nil {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s reviews nothing", id)
 	}
-	if cs, err := m.frozen(r.ReviewOf.Run, r.ReviewOf.Hash); err == nil {
+	if cs, err := fl.frozen(r.ReviewOf.Run, r.ReviewOf.Hash); err == nil {
 		return cs, nil
 	}
 	if r.Workspace != nil && r.ReviewOf.Commit == r.Workspace.BaseRevision {
-		if coder, err := m.Run(ctx, r.ReviewOf.Run); err == nil && coder.Workspace != nil && coder.Workspace.BaseRevision == r.ReviewOf.Commit {
+		if coder, err := fl.Run(ctx, r.ReviewOf.Run); err == nil && coder.Workspace != nil && coder.Workspace.BaseRevision == r.ReviewOf.Commit {
 			return &paddock.ChangeSet{Hash: r.ReviewOf.Hash, Entries: []paddock.ChangeEntry{}}, nil
 		}
 	}
@@ -242,18 +255,18 @@ const maxRefusals = 100
 // it makes are saved first (Entering); then the run is made; then the
 // flow is saved in its new state. A restart finishes a step it finds
 // entering (FinishFlows): the run's id finds the run if it was made.
-func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.MenuEventRequest) (*paddock.Flow, error) {
+func (fl *Flows) PickEvent(ctx context.Context, id, event string, req paddock.MenuEventRequest) (*paddock.Flow, error) {
 	if err := paddock.ValidateName(event); err != nil {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "event: %s", paddock.ErrorMessage(err))
 	}
-	m.flowMu.Lock()
-	defer m.flowMu.Unlock()
-	f, s, err := m.flowOf(ctx, id)
+	fl.flowMu.Lock()
+	defer fl.flowMu.Unlock()
+	f, s, err := fl.flowOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	refuse := func(err error) (*paddock.Flow, error) {
-		m.refuseEvent(ctx, f, id, event, err)
+		fl.refuseEvent(ctx, f, id, event, err)
 		return nil, err
 	}
 	var t *paddock.FlowTransition
@@ -267,7 +280,7 @@ func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.M
 	if t == nil {
 		return refuse(paddock.Errorf(paddock.CodeForbidden, "%q is not on run %s's menu in state %s of flow %s (its menu: %s)", event, id, f.State, f.ID, strings.Join(menu, ", ")).WithRule(paddock.RuleMenu))
 	}
-	r, err := m.Run(ctx, id)
+	r, err := fl.Run(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +293,7 @@ func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.M
 			// is not told.
 			return refuse(paddock.Errorf(paddock.CodeConflict, "%s is not the change set this run reviews; review what it holds (capabilities: menu.head)", req.Head))
 		}
-		if sub, err := m.submission(r.ReviewOf.Run); err == nil && sub.Hash != f.Head {
+		if sub, err := fl.submission(r.ReviewOf.Run); err == nil && sub.Hash != f.Head {
 			return refuse(paddock.Errorf(paddock.CodeConflict, "the change set under review was submitted anew since this review began; the flow's review moves to it"))
 		}
 	}
@@ -292,7 +305,7 @@ func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.M
 		// Leaving a working state: its change set is submitted, unless it
 		// is empty or already is; what is reviewed next is that hash,
 		// fixed now (a write landing later is in no review).
-		if head, err = m.submitForFlow(ctx, id); err != nil {
+		if head, err = fl.submitForFlow(ctx, id); err != nil {
 			return refuse(err)
 		}
 	}
@@ -308,52 +321,52 @@ func (m *Manager) PickEvent(ctx context.Context, id, event string, req paddock.M
 	}
 	flowEvent(f, "flow.event", map[string]any{"event": event, "from": f.State, "to": to, "run": id, "agent": paddock.AgentCall(ctx),
 		"head": req.Head, "findings": req.Findings, "note": req.Note})
-	f.Entering, f.EnteringRun, f.EnteringNode, f.Head = to, newID(), m.selfNode(), head
-	if err := m.saveFlow(ctx, f); err != nil {
+	f.Entering, f.EnteringRun, f.EnteringNode, f.Head = to, newID(), fl.selfNode(), head
+	if err := fl.saveFlow(ctx, f); err != nil {
 		return nil, err
 	}
-	return m.finishStep(ctx, f, id)
+	return fl.finishStep(ctx, f, id)
 }
 
 // finishStep makes the run of the state f is entering and saves f in it;
 // then started tells the runs and starts the agent. A state that cannot
 // be entered (its agent's definition is gone, say) leaves f where it was,
 // and says why in its log.
-func (m *Manager) finishStep(ctx context.Context, f *paddock.Flow, from string) (*paddock.Flow, error) {
+func (fl *Flows) finishStep(ctx context.Context, f *paddock.Flow, from string) (*paddock.Flow, error) {
 	to := f.Entering
-	notes, err := m.enter(ctx, f)
+	notes, err := fl.enter(ctx, f)
 	if err != nil {
 		f.Entering, f.EnteringRun, f.EnteringNode = "", "", ""
 		flowEvent(f, "flow.refused", map[string]any{"state": to, "reason": paddock.ErrorMessage(err)})
-		if serr := m.saveFlow(ctx, f); serr != nil {
-			m.log().Warn("recording a step that could not be taken failed", "flow", f.ID, "err", serr)
+		if serr := fl.saveFlow(ctx, f); serr != nil {
+			fl.log().Warn("recording a step that could not be taken failed", "flow", f.ID, "err", serr)
 		}
 		return nil, err
 	}
-	if err := m.saveFlow(ctx, f); err != nil {
+	if err := fl.saveFlow(ctx, f); err != nil {
 		return nil, err
 	}
-	return f, m.started(ctx, f, append(notes, from), from)
+	return f, fl.started(ctx, f, append(notes, from), from)
 }
 
 // finishFlows finishes, after a restart, the steps a crash left entering.
-func (m *Manager) finishFlows(ctx context.Context) []paddock.Finding {
-	m.flowMu.Lock()
-	defer m.flowMu.Unlock()
-	flows, err := m.Flows(ctx, "")
+func (fl *Flows) finishFlows(ctx context.Context) []paddock.Finding {
+	fl.flowMu.Lock()
+	defer fl.flowMu.Unlock()
+	flows, err := fl.Flows(ctx, "")
 	if err != nil {
-		m.log().Warn("listing flows failed", "err", err)
+		fl.log().Warn("listing flows failed", "err", err)
 		return nil
 	}
 	var out []paddock.Finding
 	for _, f := range flows {
-		if f.Entering == "" || f.EnteringNode != m.selfNode() {
+		if f.Entering == "" || f.EnteringNode != fl.selfNode() {
 			continue // another node's step is its own to finish
 		}
 		finding := paddock.Finding{RunID: f.EnteringRun, Issue: "flow " + f.ID + " was interrupted entering " + f.Entering, Action: paddock.ActionFinished}
-		if _, err := m.finishStep(ctx, f, f.Runs[f.State]); err != nil {
+		if _, err := fl.finishStep(ctx, f, f.Runs[f.State]); err != nil {
 			finding.Action = paddock.ActionFailed
-			m.log().Error("a flow's step could not be finished", "flow", f.ID, "err", err)
+			fl.log().Error("a flow's step could not be finished", "flow", f.ID, "err", err)
 		}
 		out = append(out, finding)
 	}
@@ -362,20 +375,20 @@ func (m *Manager) finishFlows(ctx context.Context) []paddock.Finding {
 
 // submitForFlow submits run id's change set unless it is empty or
 // submitted already, and returns its hash: what a review of it holds.
-func (m *Manager) submitForFlow(ctx context.Context, id string) (string, error) {
-	cs, err := m.ChangeSet(ctx, id)
+func (fl *Flows) submitForFlow(ctx context.Context, id string) (string, error) {
+	cs, err := fl.changes.ChangeSet(ctx, id)
 	if err != nil {
 		return "", err
 	}
 	if len(cs.Entries) == 0 {
 		return cs.Hash, nil
 	}
-	if s, err := m.submission(id); err == nil && s.Hash == cs.Hash {
+	if s, err := fl.submission(id); err == nil && s.Hash == cs.Hash {
 		return cs.Hash, nil
 	}
 	// As the flow: the agent's own submit is refused once its state is
 	// left (refuseOffFlow), this one is the step's.
-	if _, err = m.SubmitExpecting(context.WithValue(context.WithoutCancel(paddock.WithoutAgent(ctx)), flowStepKey{}, true), id, cs.Hash); err != nil {
+	if _, err = fl.changes.SubmitExpecting(context.WithValue(context.WithoutCancel(paddock.WithoutAgent(ctx)), flowStepKey{}, true), id, cs.Hash); err != nil {
 		return "", err
 	}
 	return cs.Hash, nil
@@ -386,7 +399,7 @@ func (m *Manager) submitForFlow(ctx context.Context, id string) (string, error) 
 // the change set f.Head for a review state, the working state's own run
 // again if it is still live, or a new run; it tells it its task, and
 // moves f into the state. It returns the runs to tell once f is saved.
-func (m *Manager) enter(ctx context.Context, f *paddock.Flow) (notes []string, err error) {
+func (fl *Flows) enter(ctx context.Context, f *paddock.Flow) (notes []string, err error) {
 	to := f.Entering
 	s := stateOf(&f.Workflow, to)
 	if s == nil {
@@ -400,34 +413,34 @@ func (m *Manager) enter(ctx context.Context, f *paddock.Flow) (notes []string, e
 		return nil, nil
 	}
 	ctx = context.WithoutCancel(ctx) // the flow's runs are made whoever asked
-	def, err := m.agentForCreate(ctx, paddock.CreateRunRequest{Agent: s.Agent})
+	def, err := fl.runs.agentForCreate(ctx, paddock.CreateRunRequest{Agent: s.Agent})
 	if err != nil {
 		return nil, err
 	}
 	var run *paddock.Run
 	task := f.Task
 	if s.Reviews != "" {
-		coder, err := m.Run(ctx, f.Runs[s.Reviews])
+		coder, err := fl.Run(ctx, f.Runs[s.Reviews])
 		if err != nil {
 			return nil, err
 		}
 		if def.Workspace != string(paddock.AccessRead) {
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "state %s reviews, but agent %s does not read only", to, def.Name)
 		}
-		if run, err = m.makeReview(ctx, coder, def, f.Head, f.EnteringRun, f.ID); err != nil {
+		if run, err = fl.reviews.makeReview(ctx, coder, def, f.Head, f.EnteringRun, f.ID); err != nil {
 			return nil, err
 		}
 		task = fmt.Sprintf("Review the change set %s of run %s (the task was: %s). Pick approve or request_changes from your menu, with that hash as head.", f.Head, coder.ID, f.Task)
 	} else {
 		if id := f.Runs[to]; id != "" {
-			if r, err := m.Run(ctx, id); err == nil && takesWork(r) {
+			if r, err := fl.Run(ctx, id); err == nil && takesWork(r) {
 				run = r
 			}
 		}
 		if run == nil {
-			if r, err := m.Run(ctx, f.EnteringRun); err == nil {
+			if r, err := fl.Run(ctx, f.EnteringRun); err == nil {
 				run = r
-			} else if run, err = m.createRunID(ctx, f.EnteringRun, paddock.CreateRunRequest{Project: f.Project}, def, nil); err != nil {
+			} else if run, err = fl.runs.createRunID(ctx, f.EnteringRun, paddock.CreateRunRequest{Project: f.Project}, def, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -435,7 +448,7 @@ func (m *Manager) enter(ctx context.Context, f *paddock.Flow) (notes []string, e
 			task += "\n\nThe reviewer sent it back: " + strings.Join(f.Findings, "; ")
 		}
 	}
-	if err := m.saveTask(run.ID, def, task); err != nil {
+	if err := fl.saveTask(run.ID, def, task); err != nil {
 		return nil, err
 	}
 	f.State, f.Entering, f.EnteringRun, f.EnteringNode = to, "", "", ""
@@ -459,22 +472,22 @@ func takesWork(r *paddock.Run) bool {
 // reads the saved flow), a finished review run is given back (now, or
 // when its agent's command ends: afterJob), and the new state's agent
 // command is started.
-func (m *Manager) started(ctx context.Context, f *paddock.Flow, notes []string, from string) error {
+func (fl *Flows) started(ctx context.Context, f *paddock.Flow, notes []string, from string) error {
 	ctx = context.WithoutCancel(ctx)
-	m.noteFlow(ctx, f, notes...)
+	fl.noteFlow(ctx, f, notes...)
 	if from != "" {
-		m.giveBackReview(ctx, from)
+		fl.giveBackReview(ctx, from)
 	}
 	s := stateOf(&f.Workflow, f.State)
 	if s == nil || s.End || s.Agent == "" {
 		return nil
 	}
-	def, err := m.agentForCreate(ctx, paddock.CreateRunRequest{Agent: s.Agent})
+	def, err := fl.runs.agentForCreate(ctx, paddock.CreateRunRequest{Agent: s.Agent})
 	if err != nil {
 		return err
 	}
 	if len(def.Command) > 0 {
-		if _, err := m.StartJob(ctx, f.Runs[f.State], paddock.StartJobRequest{Kind: paddock.JobAgent}); err != nil && !paddock.IsCode(err, paddock.CodeBusy) {
+		if _, err := fl.jobs.StartJob(ctx, f.Runs[f.State], paddock.StartJobRequest{Kind: paddock.JobAgent}); err != nil && !paddock.IsCode(err, paddock.CodeBusy) {
 			return err
 		}
 	}
@@ -483,32 +496,32 @@ func (m *Manager) started(ctx context.Context, f *paddock.Flow, notes []string, 
 
 // giveBackReview rejects review run id of a flow once its review is over,
 // unless its agent's command still runs (afterJob does it then).
-func (m *Manager) giveBackReview(ctx context.Context, id string) {
-	r, err := m.Run(ctx, id)
+func (fl *Flows) giveBackReview(ctx context.Context, id string) {
+	r, err := fl.Run(ctx, id)
 	if err != nil || r.ReviewOf == nil || r.ReviewOf.Flow == "" || !takesWork(r) {
 		return
 	}
-	if f, err := m.Flow(ctx, r.ReviewOf.Flow); err == nil && f.Runs[f.State] == id && f.Ended.IsZero() {
+	if f, err := fl.Flow(ctx, r.ReviewOf.Flow); err == nil && f.Runs[f.State] == id && f.Ended.IsZero() {
 		return // still its flow's current run
 	}
-	if err := m.refuseWhileJobRuns(ctx, id); err != nil {
+	if err := fl.jobs.refuseWhileJobRuns(ctx, id); err != nil {
 		return // its command ends first
 	}
-	if _, err := m.Reject(ctx, id); err != nil {
-		m.log().Warn("a finished review run could not be given back", "run", id, "err", err)
+	if _, err := fl.runs.Reject(ctx, id); err != nil {
+		fl.log().Warn("a finished review run could not be given back", "run", id, "err", err)
 	}
 }
 
 // refuseOffFlow refuses an agent's own submit once its run's state in its
 // flow is over: what is reviewed, and what a person approves, is what the
 // flow submitted when the agent said it was done.
-func (m *Manager) refuseOffFlow(ctx context.Context, id string) error {
+func (fl *Flows) refuseOffFlow(ctx context.Context, id string) error {
 	if !paddock.AgentCall(ctx) {
 		return nil
 	}
 	// flowOf names the flow of a run that worked in one but no longer
 	// does (its state left, or the flow ended).
-	if f, _, err := m.flowOf(ctx, id); f != nil && err != nil {
+	if f, _, err := fl.flowOf(ctx, id); f != nil && err != nil {
 		return paddock.Errorf(paddock.CodeForbidden, "run %s's state in flow %s is over (the flow is %s): its change set was submitted when it picked its event; nothing is submitted now",
 			id, f.ID, f.State).WithRule(paddock.RuleMenu)
 	}
@@ -517,9 +530,9 @@ func (m *Manager) refuseOffFlow(ctx context.Context, id string) error {
 
 // saveTask keeps what a run's agent is asked, as a bootstrap does: the
 // task artifact, and what a job of kind agent starts.
-func (m *Manager) saveTask(id string, def *paddock.AgentDefinition, task string) error {
+func (fl *Flows) saveTask(id string, def *paddock.AgentDefinition, task string) error {
 	b, _ := json.MarshalIndent(bootstrapRecord{Agent: *def, Task: task}, "", "  ")
-	if err := durable.WriteFile(filepath.Join(m.runDir(id), "bootstrap.json"), b); err != nil {
+	if err := durable.WriteFile(filepath.Join(fl.runDir(id), "bootstrap.json"), b); err != nil {
 		return internal("saving the run's task failed", err)
 	}
 	return nil
@@ -527,19 +540,19 @@ func (m *Manager) saveTask(id string, def *paddock.AgentDefinition, task string)
 
 // noteFlow records, on the runs a step touched, that their flow moved:
 // their menus changed (an MCP server lists its tools again).
-func (m *Manager) noteFlow(ctx context.Context, f *paddock.Flow, runs ...string) {
+func (fl *Flows) noteFlow(ctx context.Context, f *paddock.Flow, runs ...string) {
 	for _, id := range runs {
 		if id == "" {
 			continue
 		}
-		if err := m.record(ctx, id, paddock.EventFlowState, map[string]any{"flow": f.ID, "state": f.State}); err != nil {
-			m.log().Warn("recording a flow's step on a run failed", "run", id, "flow", f.ID, "err", err)
+		if err := fl.record(ctx, id, paddock.EventFlowState, map[string]any{"flow": f.ID, "state": f.State}); err != nil {
+			fl.log().Warn("recording a flow's step on a run failed", "run", id, "flow", f.ID, "err", err)
 		}
 	}
 }
 
 // refuseEvent records a refused pick in the flow's log, up to maxRefusals.
-func (m *Manager) refuseEvent(ctx context.Context, f *paddock.Flow, run, event string, why error) {
+func (fl *Flows) refuseEvent(ctx context.Context, f *paddock.Flow, run, event string, why error) {
 	n := 0
 	for _, e := range f.Events {
 		if e.Type == "flow.refused" {
@@ -547,12 +560,12 @@ func (m *Manager) refuseEvent(ctx context.Context, f *paddock.Flow, run, event s
 		}
 	}
 	if n >= maxRefusals {
-		m.log().Info("a refused pick is not written in the flow's log: it holds enough", "flow", f.ID, "run", run, "event", event)
+		fl.log().Info("a refused pick is not written in the flow's log: it holds enough", "flow", f.ID, "run", run, "event", event)
 		return
 	}
 	flowEvent(f, "flow.refused", map[string]any{"event": event, "run": run, "state": f.State, "code": paddock.ErrorCode(why), "reason": paddock.ErrorMessage(why)})
-	if err := m.saveFlow(ctx, f); err != nil {
-		m.log().Warn("recording a refused event failed", "flow", f.ID, "err", err)
+	if err := fl.saveFlow(ctx, f); err != nil {
+		fl.log().Warn("recording a refused event failed", "flow", f.ID, "err", err)
 	}
 }
 
@@ -561,10 +574,11 @@ func flowEvent(f *paddock.Flow, typ string, data map[string]any) {
 }
 
 // saveFlow writes f over the version it was read at.
-func (m *Manager) saveFlow(ctx context.Context, f *paddock.Flow) error {
+func (fl *Flows) saveFlow(ctx context.Context, f *paddock.Flow) error {
 	f.Version++
 	f.UpdatedAt = now()
-	return m.update(context.WithoutCancel(ctx), func(tx paddock.Tx) error { return tx.UpdateFlow(ctx, f) })
+	ctx = context.WithoutCancel(ctx)
+	return fl.update(ctx, func(tx paddock.Tx) error { return tx.UpdateFlow(ctx, f) })
 }
 
 // maxMenuDiff bounds the diff a menu-only agent is given in its inputs.
@@ -572,18 +586,18 @@ const maxMenuDiff = 64 << 10
 
 // workInputs adds the flow's work (its start state's run's submitted
 // change set: its summary and its diff, up to maxMenuDiff) to inputs.
-func (m *Manager) workInputs(ctx context.Context, f *paddock.Flow, inputs map[string]any) {
+func (fl *Flows) workInputs(ctx context.Context, f *paddock.Flow, inputs map[string]any) {
 	work := f.Runs[f.Workflow.Start]
 	if work == "" {
 		return
 	}
 	inputs["work_run"] = work
-	s, err := m.submission(work)
+	s, err := fl.submission(work)
 	if err != nil {
 		inputs["note"] = "the work has no submitted change set"
 		return
 	}
-	cs, err := m.frozen(work, s.Hash)
+	cs, err := fl.frozen(work, s.Hash)
 	if err != nil {
 		return
 	}
@@ -592,7 +606,7 @@ func (m *Manager) workInputs(ctx context.Context, f *paddock.Flow, inputs map[st
 		paths = append(paths, string(e.Op)+" "+e.Path)
 	}
 	inputs["change_set"] = map[string]any{"hash": cs.Hash, "entries": len(cs.Entries), "paths": paths}
-	d, _, err := m.ChangeSetDiff(ctx, work, s.Hash)
+	d, _, err := fl.changes.ChangeSetDiff(ctx, work, s.Hash)
 	if err != nil {
 		return
 	}
@@ -611,20 +625,20 @@ type flowStepKey struct{}
 // flow's steps (the operator's): each flow reviewing coder's change set
 // moves its review to the new hash, with a new review run; the older one
 // can no longer pick (its head is not the flow's) and is given back.
-func (m *Manager) moveFlowReviews(ctx context.Context, coder, hash string) {
+func (fl *Flows) moveFlowReviews(ctx context.Context, coder, hash string) {
 	if ctx.Value(flowStepKey{}) != nil {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	m.flowMu.Lock()
-	defer m.flowMu.Unlock()
-	r, err := m.Run(ctx, coder)
+	fl.flowMu.Lock()
+	defer fl.flowMu.Unlock()
+	r, err := fl.Run(ctx, coder)
 	if err != nil {
 		return
 	}
-	flows, err := m.Flows(ctx, r.Project)
+	flows, err := fl.Flows(ctx, r.Project)
 	if err != nil {
-		m.log().Warn("listing flows failed", "err", err)
+		fl.log().Warn("listing flows failed", "err", err)
 		return
 	}
 	for _, f := range flows {
@@ -634,13 +648,13 @@ func (m *Manager) moveFlowReviews(ctx context.Context, coder, hash string) {
 		}
 		old := f.Runs[f.State]
 		flowEvent(f, "flow.moved", map[string]any{"state": f.State, "from_head": f.Head, "head": hash, "review": old})
-		f.Entering, f.EnteringRun, f.EnteringNode, f.Head = f.State, newID(), m.selfNode(), hash
-		if err := m.saveFlow(ctx, f); err != nil {
-			m.log().Warn("moving a flow's review failed", "flow", f.ID, "err", err)
+		f.Entering, f.EnteringRun, f.EnteringNode, f.Head = f.State, newID(), fl.selfNode(), hash
+		if err := fl.saveFlow(ctx, f); err != nil {
+			fl.log().Warn("moving a flow's review failed", "flow", f.ID, "err", err)
 			continue
 		}
-		if _, err := m.finishStep(ctx, f, old); err != nil {
-			m.log().Warn("moving a flow's review failed", "flow", f.ID, "err", err)
+		if _, err := fl.finishStep(ctx, f, old); err != nil {
+			fl.log().Warn("moving a flow's review failed", "flow", f.ID, "err", err)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func TestTaskWithReviewIncident(t *testing.T) {
 	e.project(t)
 	withSandbox(t, e)
 	refs := gittest.Git(t, e.repo, "for-each-ref")
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "fix the typo in README.md"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "fix the typo in README.md"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,21 +37,21 @@ func TestTaskWithReviewIncident(t *testing.T) {
 	if f.State != "coding" || coder == "" {
 		t.Fatalf("the flow starts: %+v", f)
 	}
-	caps, err := e.m.Capabilities(agentCtx, coder)
+	caps, err := e.m.Broker.Capabilities(agentCtx, coder)
 	if err != nil || caps.Menu == nil || len(caps.Menu.Items) != 1 || caps.Menu.Items[0].Event != "done" || caps.Menu.Inputs["task"] != "fix the typo in README.md" {
 		t.Fatalf("the coder's menu: %+v %v", caps.Menu, err)
 	}
 	// An event outside the menu is refused.
-	if _, err := e.m.PickEvent(agentCtx, coder, "approve", paddock.MenuEventRequest{}); !isRule(err, paddock.RuleMenu) {
+	if _, err := e.m.Flows.PickEvent(agentCtx, coder, "approve", paddock.MenuEventRequest{}); !isRule(err, paddock.RuleMenu) {
 		t.Fatalf("the coder picked approve: %v", err)
 	}
 	// The coder commits nothing, and says it is done.
-	f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{})
+	f, err = e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{})
 	if err != nil || f.State != "reviewing" {
 		t.Fatalf("done: %+v %v", f, err)
 	}
 	reviewer := f.Runs["reviewing"]
-	caps, err = e.m.Capabilities(agentCtx, reviewer)
+	caps, err = e.m.Broker.Capabilities(agentCtx, reviewer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,36 +66,36 @@ func TestTaskWithReviewIncident(t *testing.T) {
 	}
 	head := caps.Menu.Head
 	// The incident's attempts.
-	if _, err := e.m.CallTool(agentCtx, reviewer, "write", json.RawMessage(`{"path":"README.md","content":"edited by the reviewer\n"}`)); !paddock.IsCode(err, paddock.CodeForbidden) {
+	if _, err := e.m.Broker.CallTool(agentCtx, reviewer, "write", json.RawMessage(`{"path":"README.md","content":"edited by the reviewer\n"}`)); !paddock.IsCode(err, paddock.CodeForbidden) {
 		t.Fatalf("the reviewer's write: %v", err)
 	}
 	sh(t, e.m, reviewer, `echo edited > README.md; git config user.email reviewer@example.com; git commit -qam "LGTM, self-approved" || true`)
 	if out := sh(t, e.m, reviewer, `cat README.md; git log --oneline | wc -l`); out != "hello\n2\n" {
 		t.Fatalf("the reviewer's writes outlived their command: %q", out)
 	}
-	if _, err := e.m.Submit(agentCtx, reviewer); err == nil {
+	if _, err := e.m.Changes.Submit(agentCtx, reviewer); err == nil {
 		t.Fatal("the reviewer submitted")
 	}
-	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: "sha256:" + string(make([]byte, 0))}); err == nil {
+	if _, err := e.m.Flows.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: "sha256:" + string(make([]byte, 0))}); err == nil {
 		t.Fatal("an approve without the head went through")
 	}
-	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: "sha256:0000"}); !paddock.IsCode(err, paddock.CodeConflict) {
+	if _, err := e.m.Flows.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: "sha256:0000"}); !paddock.IsCode(err, paddock.CodeConflict) {
 		t.Fatalf("an approve of another head: %v", err)
 	}
-	f, err = e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head})
+	f, err = e.m.Flows.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head})
 	if err != nil || f.State != "awaiting_approval" || f.Ended.IsZero() {
 		t.Fatalf("the reviewer's approve: %+v %v", f, err)
 	}
 	// Its approve approved nothing: the coder's run has no submission,
 	// nothing applies, and the flow says so rather than ask for an
 	// approval that would be refused.
-	if got, err := e.m.Flow(ctx, f.ID); err != nil || !got.Unsubmitted {
+	if got, err := e.m.Flows.Flow(ctx, f.ID); err != nil || !got.Unsubmitted {
 		t.Fatalf("the flow does not say nothing was submitted: %+v %v", got, err)
 	}
-	if _, err := e.m.Apply(ctx, coder, "", gitx.Identity{Name: "Op", Email: "op@example.com"}); err == nil {
+	if _, err := e.m.Changes.Apply(ctx, coder, "", gitx.Identity{Name: "Op", Email: "op@example.com"}); err == nil {
 		t.Fatal("an apply after the reviewer's approve")
 	}
-	cs, err := e.m.ChangeSet(ctx, coder)
+	cs, err := e.m.Changes.ChangeSet(ctx, coder)
 	if err != nil || len(cs.Entries) != 0 {
 		t.Fatalf("the coder's change set: %+v %v", cs, err)
 	}
@@ -106,7 +106,7 @@ func TestTaskWithReviewIncident(t *testing.T) {
 		t.Fatalf("README.md in the checkout: %q", b)
 	}
 	// Every refusal is in the flow's log; the menu is empty once it ended.
-	f, _ = e.m.Flow(ctx, f.ID)
+	f, _ = e.m.Flows.Flow(ctx, f.ID)
 	var refused int
 	for _, ev := range f.Events {
 		if ev.Type == "flow.refused" {
@@ -116,10 +116,10 @@ func TestTaskWithReviewIncident(t *testing.T) {
 	if refused != 3 {
 		t.Errorf("refusals in the flow's log: %d\n%+v", refused, f.Events)
 	}
-	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); !isRule(err, paddock.RuleMenu) {
+	if _, err := e.m.Flows.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); !isRule(err, paddock.RuleMenu) {
 		t.Errorf("an event after the flow ended: %v", err)
 	}
-	evs, _ := e.m.Events(ctx, reviewer, 0, 1000)
+	evs, _ := e.m.Runs.Events(ctx, reviewer, 0, 1000)
 	var denied bool
 	for _, ev := range evs {
 		b, _ := json.Marshal(ev.Data)
@@ -152,32 +152,32 @@ func TestTaskWithReviewRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add feature.txt"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add feature.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coder := f.Runs["coding"]
 	for round := 1; round <= 4; round++ {
 		restart()
-		if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"feature.txt","content":"try `+string(rune('0'+round))+`\n"}`)); err != nil {
+		if _, err := e.m.Broker.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"feature.txt","content":"try `+string(rune('0'+round))+`\n"}`)); err != nil {
 			t.Fatal(err)
 		}
-		if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "reviewing" {
+		if f, err = e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "reviewing" {
 			t.Fatalf("round %d: done: %+v %v", round, f, err)
 		}
 		restart()
 		reviewer := f.Runs["reviewing"]
-		menu, err := e.m.Menu(agentCtx, reviewer)
+		menu, err := e.m.Flows.Menu(agentCtx, reviewer)
 		if err != nil || menu.Inputs["change_set"] == nil {
 			t.Fatalf("round %d: the reviewer's inputs: %+v %v", round, menu, err)
 		}
 		if out := sh(t, e.m, reviewer, "cat feature.txt"); out != "try "+string(rune('0'+round))+"\n" {
 			t.Fatalf("round %d: the reviewer sees %q", round, out)
 		}
-		if _, err := e.m.PickEvent(agentCtx, reviewer, "request_changes", paddock.MenuEventRequest{Head: menu.Head}); !paddock.IsCode(err, paddock.CodeBadRequest) {
+		if _, err := e.m.Flows.PickEvent(agentCtx, reviewer, "request_changes", paddock.MenuEventRequest{Head: menu.Head}); !paddock.IsCode(err, paddock.CodeBadRequest) {
 			t.Fatalf("request_changes without findings: %v", err)
 		}
-		f, err = e.m.PickEvent(agentCtx, reviewer, "request_changes", paddock.MenuEventRequest{Head: menu.Head, Findings: []string{"round " + string(rune('0'+round)) + " is not enough"}})
+		f, err = e.m.Flows.PickEvent(agentCtx, reviewer, "request_changes", paddock.MenuEventRequest{Head: menu.Head, Findings: []string{"round " + string(rune('0'+round)) + " is not enough"}})
 		if err != nil {
 			t.Fatalf("round %d: request_changes: %v", round, err)
 		}
@@ -185,7 +185,7 @@ func TestTaskWithReviewRounds(t *testing.T) {
 			if f.State != "coding" || f.Runs["coding"] != coder {
 				t.Fatalf("round %d: back to the coder: %+v", round, f)
 			}
-			caps, _ := e.m.Capabilities(agentCtx, coder)
+			caps, _ := e.m.Broker.Capabilities(agentCtx, coder)
 			if caps.Menu == nil || caps.Menu.Inputs["findings"] == nil {
 				t.Fatalf("round %d: the coder is not told the findings: %+v", round, caps.Menu)
 			}
@@ -194,7 +194,7 @@ func TestTaskWithReviewRounds(t *testing.T) {
 		}
 	}
 	restart()
-	if got, err := e.m.Flow(ctx, f.ID); err != nil || got.State != "failed" || got.Round != 4 {
+	if got, err := e.m.Flows.Flow(ctx, f.ID); err != nil || got.State != "failed" || got.Round != 4 {
 		t.Fatalf("after the last restart: %+v %v", got, err)
 	}
 }
@@ -243,15 +243,15 @@ func TestMenuOnlyAgent(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Source: decideFile, File: "decide.toml", Project: "my-app", Task: "add notes.txt"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Source: decideFile, File: "decide.toml", Project: "my-app", Task: "add notes.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coder := f.Runs["coding"]
-	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"notes.txt","content":"the notes\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"notes.txt","content":"the notes\n"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "deciding" {
+	if f, err = e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "deciding" {
 		t.Fatalf("done: %+v %v", f, err)
 	}
 	decider := f.Runs["deciding"]
@@ -259,7 +259,7 @@ func TestMenuOnlyAgent(t *testing.T) {
 	if err != nil || r.Workspace != nil || r.Access != paddock.AccessNone {
 		t.Fatalf("the decider's run: %+v %v", r, err)
 	}
-	caps, err := e.m.Capabilities(agentCtx, decider)
+	caps, err := e.m.Broker.Capabilities(agentCtx, decider)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,19 +273,19 @@ func TestMenuOnlyAgent(t *testing.T) {
 	if len(caps.Menu.Items) != 2 || in["task"] != "add notes.txt" || in["change_set"] == nil || !strings.Contains(diff, "+the notes") {
 		t.Fatalf("the decider's menu and inputs: %+v", caps.Menu)
 	}
-	if _, err := e.m.CallTool(agentCtx, decider, "read", json.RawMessage(`{"path":"notes.txt"}`)); !paddock.IsCode(err, paddock.CodeForbidden) {
+	if _, err := e.m.Broker.CallTool(agentCtx, decider, "read", json.RawMessage(`{"path":"notes.txt"}`)); !paddock.IsCode(err, paddock.CodeForbidden) {
 		t.Fatalf("a menu-only agent read: %v", err)
 	}
-	if _, err := e.m.Exec(agentCtx, decider, paddock.ExecRequest{Argv: []string{"true"}}); !paddock.IsCode(err, paddock.CodeForbidden) {
+	if _, err := e.m.Broker.Exec(agentCtx, decider, paddock.ExecRequest{Argv: []string{"true"}}); !paddock.IsCode(err, paddock.CodeForbidden) {
 		t.Fatalf("a menu-only agent ran a command: %v", err)
 	}
-	if f, err = e.m.PickEvent(agentCtx, decider, "send_back", paddock.MenuEventRequest{Findings: []string{"say why"}}); err != nil || f.State != "coding" {
+	if f, err = e.m.Flows.PickEvent(agentCtx, decider, "send_back", paddock.MenuEventRequest{Findings: []string{"say why"}}); err != nil || f.State != "coding" {
 		t.Fatalf("send_back: %+v %v", f, err)
 	}
-	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "deciding" {
+	if f, err = e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "deciding" {
 		t.Fatalf("done again: %+v %v", f, err)
 	}
-	if f, err = e.m.PickEvent(agentCtx, f.Runs["deciding"], "accept", paddock.MenuEventRequest{}); err != nil || f.State != "accepted" || f.Ended.IsZero() {
+	if f, err = e.m.Flows.PickEvent(agentCtx, f.Runs["deciding"], "accept", paddock.MenuEventRequest{}); err != nil || f.State != "accepted" || f.Ended.IsZero() {
 		t.Fatalf("accept: %+v %v", f, err)
 	}
 }
@@ -324,26 +324,26 @@ func TestFlowStepFinishedAfterACrash(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coder := f.Runs["coding"]
-	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"x\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"x\n"}`)); err != nil {
 		t.Fatal(err)
 	}
 	store := e.m.Store
 	e.m.Store = &stepFaults{Store: store, n: 1} // the intent is saved, the step's end is not
-	if _, err := e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err == nil {
+	if _, err := e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err == nil {
 		t.Fatal("a step whose save failed went through")
 	}
 	e.m.Store = store
-	mid, _ := e.m.Flow(ctx, f.ID)
+	mid, _ := e.m.Flows.Flow(ctx, f.ID)
 	if mid.Entering != "reviewing" || mid.EnteringRun == "" || mid.State != "coding" {
 		t.Fatalf("the interrupted step: %+v", mid)
 	}
 	// The coder's menu is empty meanwhile: a step is under way.
-	if menu, _ := e.m.Menu(agentCtx, coder); len(menu.Items) != 0 {
+	if menu, _ := e.m.Flows.Menu(agentCtx, coder); len(menu.Items) != 0 {
 		t.Fatalf("the coder's menu in the middle of a step: %+v", menu.Items)
 	}
 	if err := e.m.Close(ctx); err != nil {
@@ -356,7 +356,7 @@ func TestFlowStepFinishedAfterACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := e.m.Flow(ctx, f.ID)
+	after, _ := e.m.Flows.Flow(ctx, f.ID)
 	if after.State != "reviewing" || after.Entering != "" || after.Runs["reviewing"] != mid.EnteringRun {
 		t.Fatalf("after the restart: %+v (findings %+v)", after, found)
 	}
@@ -367,7 +367,7 @@ func TestFlowStepFinishedAfterACrash(t *testing.T) {
 	if !finished {
 		t.Errorf("the restart does not report the finished step: %+v", found)
 	}
-	runs, _ := e.m.Runs(ctx, paddock.RunFilter{Project: "my-app"})
+	runs, _ := e.m.Runs.Runs(ctx, paddock.RunFilter{Project: "my-app"})
 	var reviews int
 	for _, r := range runs {
 		if r.ReviewOf != nil && r.ReviewOf.Run == coder {
@@ -377,7 +377,7 @@ func TestFlowStepFinishedAfterACrash(t *testing.T) {
 	if reviews != 1 {
 		t.Errorf("%d review runs of the coder; want the one the step made", reviews)
 	}
-	if _, err := e.m.PickEvent(agentCtx, after.Runs["reviewing"], "approve", paddock.MenuEventRequest{Head: after.Head}); err != nil {
+	if _, err := e.m.Flows.PickEvent(agentCtx, after.Runs["reviewing"], "approve", paddock.MenuEventRequest{Head: after.Head}); err != nil {
 		t.Fatalf("the finished step's reviewer: %v", err)
 	}
 }

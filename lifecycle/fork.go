@@ -12,12 +12,26 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/paddock-dev/paddock/workspace"
 )
+
+// Forks forks a run into a new one at a point of its history.
+type Forks struct {
+	*kernel
+	// the services it calls
+	broker *Broker
+	jobs   *Jobs
+	runs   *Runs
+	views  *views
+
+	// runUses keeps a fork from freezing a run's upper layer while a call
+	// of the broker (a tool, a command, verify) reads or writes it: each
+	// holds it shared for its duration; a fork takes it, or is refused.
+	runUses runLocks
+}
 
 // Forks (issue #22): an overlay run's upper layer frozen where it lies, and
 // runs stacked on it, each with an empty upper layer and a harness of its
@@ -36,36 +50,14 @@ import (
 //     run: the fork is made, whole;
 //  6. the journal is removed.
 
-// runUse keeps a fork from freezing a run's upper layer while a call of
-// the broker (a tool, a command, verify) reads or writes it: each holds a
-// read lock for its duration; a fork takes the write lock, or is refused.
-type runUse struct {
-	mu sync.Mutex
-	m  map[string]*sync.RWMutex
-}
-
-func (u *runUse) lock(id string) *sync.RWMutex {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.m == nil {
-		u.m = map[string]*sync.RWMutex{}
-	}
-	l := u.m[id]
-	if l == nil {
-		l = &sync.RWMutex{}
-		u.m[id] = l
-	}
-	return l
-}
-
 // useRun marks a call on run id under way; a fork of the run waits for
 // no call (it is refused while one runs).
-func (m *Manager) useRun(id string) (release func(), err error) {
-	l := m.runUses.lock(id)
-	if !l.TryRLock() {
+func (fk *Forks) useRun(id string) (release func(), err error) {
+	release, ok := fk.runUses.tryRLock(id)
+	if !ok {
 		return nil, paddock.Errorf(paddock.CodeBusy, "run %s is being forked; try again in a moment", id)
 	}
-	return l.RUnlock, nil
+	return release, nil
 }
 
 // Fork freezes run id's current files into a layer and makes req.Count
@@ -74,7 +66,7 @@ func (m *Manager) useRun(id string) (release func(), err error) {
 // sets are against the same base, the frozen layer's changes included.
 // The run goes on over the frozen layer, on a new upper layer: what it
 // writes after the fork no fork sees. Only an overlay run forks.
-func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) (*paddock.ForkResult, error) {
+func (fk *Forks) Fork(ctx context.Context, id string, req paddock.ForkRequest) (*paddock.ForkResult, error) {
 	n := req.Count
 	if n == 0 {
 		n = 1
@@ -82,17 +74,17 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	if n < 1 || n > paddock.MaxFork {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "a fork makes 1 to %d runs, not %d", paddock.MaxFork, req.Count)
 	}
-	if err := m.checkOpen(); err != nil {
+	if err := fk.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := m.refuseWhileJobRuns(ctx, id); err != nil {
+	if err := fk.jobs.refuseWhileJobRuns(ctx, id); err != nil {
 		return nil, err
 	}
-	r, _, err := m.forkable(ctx, id)
+	r, _, err := fk.forkable(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	prov, err := m.provider(paddock.KindOverlay)
+	prov, err := fk.provider(paddock.KindOverlay)
 	if err != nil {
 		return nil, err
 	}
@@ -120,31 +112,31 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 
 	// No call of the broker on the run, no harness, no other fork
 	// meanwhile; gc waits (m.mu).
-	use := m.runUses.lock(id)
-	if !use.TryLock() {
+	unuse, ok := fk.runUses.tryLock(id)
+	if !ok {
 		return nil, paddock.Errorf(paddock.CodeBusy, "run %s has a call or a command under way; fork it when it ends", id)
 	}
-	defer use.Unlock()
-	if m.Harnesses != nil {
-		unhold, err := m.Harnesses.Hold(id)
+	defer unuse()
+	if fk.Harnesses != nil {
+		unhold, err := fk.Harnesses.Hold(id)
 		if err != nil {
 			return nil, err
 		}
 		defer unhold()
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	fk.mu.Lock()
+	defer fk.mu.Unlock()
 	// Read again under the lock: a reject or rm may have come between.
-	r, p, err := m.forkable(ctx, id)
+	r, p, err := fk.forkable(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 
-	grants, err := m.AccessRequests(ctx, id)
+	grants, err := fk.broker.AccessRequests(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	repo, err := m.repoOf(ctx, p)
+	repo, err := fk.views.repoOf(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -154,13 +146,13 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	}
 	kids := make([]*paddock.Run, n)
 	for i := range kids {
-		kids[i] = m.forkRecord(r, newID())
+		kids[i] = fk.forkRecord(r, newID())
 		j.Children = append(j.Children, kids[i].ID)
 	}
 	// 1. The records, preparing.
-	err = m.update(ctx, func(tx paddock.Tx) error {
+	err = fk.update(ctx, func(tx paddock.Tx) error {
 		for _, k := range kids {
-			if err := m.createForkRecord(ctx, tx, r, k, j.Layer, grants); err != nil {
+			if err := fk.createForkRecord(ctx, tx, r, k, j.Layer, grants); err != nil {
 				return err
 			}
 		}
@@ -169,13 +161,13 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	if err != nil {
 		return nil, err
 	}
-	m.hook("fork:records")
+	fk.hook("fork:records")
 	done := context.WithoutCancel(ctx) // from here on the fork is finished or rolled back
 	fail := func(msg string, cause error, frozen bool) (*paddock.ForkResult, error) {
-		m.log().Error("fork failed", "run", id, "err", cause)
+		fk.log().Error("fork failed", "run", id, "err", cause)
 		for _, k := range kids {
-			if err := m.cleanup(done, k, p, "fork failed; rolled back"); err != nil {
-				m.log().Error("rolling back a fork failed", "run", k.ID, "err", err)
+			if err := fk.runs.cleanup(done, k, p, "fork failed; rolled back"); err != nil {
+				fk.log().Error("rolling back a fork failed", "run", k.ID, "err", err)
 			}
 		}
 		if _, err := os.Lstat(ov.LayerDir(j.Layer)); frozen && errors.Is(err, fs.ErrNotExist) {
@@ -185,7 +177,7 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 		if frozen {
 			// The run keeps the shape the freeze gives it (the same files).
 			if err := ov.Freeze(j); err != nil {
-				m.log().Error("finishing a freeze failed; the next start finishes it", "run", id, "err", err)
+				fk.log().Error("finishing a freeze failed; the next start finishes it", "run", id, "err", err)
 				return nil, internal(msg, errors.Join(cause, err))
 			}
 			ov.EndFork(j.Layer)
@@ -203,11 +195,11 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 		if err := ov.BeginFork(j); err != nil {
 			return fail("writing the fork's journal failed", err, false)
 		}
-		m.hook("fork:journal")
+		fk.hook("fork:journal")
 		if err := ov.Freeze(j); err != nil {
 			return fail("freezing the run's layer failed", err, true)
 		}
-		m.hook("fork:frozen")
+		fk.hook("fork:frozen")
 		stack = append([]string{j.Layer}, below...)
 	}
 	// 4. The forks' layers on it.
@@ -215,24 +207,24 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 		if err := ov.PrepareOn(done, p, k.Workspace, stack, repo.CommonDir); err != nil {
 			return fail("preparing a fork failed", err, true)
 		}
-		if m.SandboxUID != 0 {
-			if err := chownTree(k.Workspace.Root, m.SandboxUID); err != nil {
-				m.log().Error("handing the workspace to the sandbox user failed", "run", k.ID, "err", err)
+		if fk.SandboxUID != 0 {
+			if err := chownTree(k.Workspace.Root, fk.SandboxUID); err != nil {
+				fk.log().Error("handing the workspace to the sandbox user failed", "run", k.ID, "err", err)
 			}
 		}
-		if err := m.prepareAux(k); err != nil {
+		if err := fk.views.prepareAux(k); err != nil {
 			return fail("making a fork's home failed", err, true)
 		}
-		m.hook("fork:prepared")
+		fk.hook("fork:prepared")
 	}
 	// 5. Every fork ready and the fork recorded, at once.
 	ids := make([]string, n)
 	for i, k := range kids {
 		ids[i] = k.ID
 	}
-	if err := m.update(done, func(tx paddock.Tx) error {
+	if err := fk.update(done, func(tx paddock.Tx) error {
 		for _, k := range kids {
-			if err := m.transition(done, tx, k, paddock.StateReady, ""); err != nil {
+			if err := fk.transition(done, tx, k, paddock.StateReady, ""); err != nil {
 				return err
 			}
 		}
@@ -241,21 +233,21 @@ func (m *Manager) Fork(ctx context.Context, id string, req paddock.ForkRequest) 
 	}); err != nil {
 		return fail("recording the fork failed", err, true)
 	}
-	m.hook("fork:recorded")
+	fk.hook("fork:recorded")
 	// 6. Done: the journal goes (a crash before: Recover finds the freeze
 	// done and the forks ready, and only removes it).
 	if !reuse {
 		if err := ov.EndFork(j.Layer); err != nil {
-			m.log().Warn("removing a fork's journal failed", "run", id, "err", err)
+			fk.log().Warn("removing a fork's journal failed", "run", id, "err", err)
 		}
 	}
-	m.log().Info("run forked", "run", id, "layer", j.Layer, "runs", ids)
+	fk.log().Info("run forked", "run", id, "layer", j.Layer, "runs", ids)
 	res := &paddock.ForkResult{Layer: j.Layer}
-	if res.Run, err = m.Run(done, id); err != nil {
+	if res.Run, err = fk.Run(done, id); err != nil {
 		return nil, err
 	}
 	for _, k := range ids {
-		kr, err := m.Run(done, k)
+		kr, err := fk.Run(done, k)
 		if err != nil {
 			return nil, err
 		}
@@ -280,8 +272,8 @@ func holdsOnlyGit(upper string) bool {
 }
 
 // forkable returns run id and its project if the run can be forked.
-func (m *Manager) forkable(ctx context.Context, id string) (*paddock.Run, *paddock.Project, error) {
-	r, p, err := m.runAndProject(ctx, id)
+func (fk *Forks) forkable(ctx context.Context, id string) (*paddock.Run, *paddock.Project, error) {
+	r, p, err := fk.runAndProject(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -305,19 +297,19 @@ func (m *Manager) forkable(ctx context.Context, id string) (*paddock.Run, *paddo
 
 // forkRecord is the record of a fork of r, with id: r's project, base,
 // access, definition, secrets and cleanup policy, its own workspace.
-func (m *Manager) forkRecord(r *paddock.Run, id string) *paddock.Run {
+func (fk *Forks) forkRecord(r *paddock.Run, id string) *paddock.Run {
 	t := now()
 	w := r.Workspace
 	return &paddock.Run{ID: id, Project: r.Project, Access: r.Access, Agent: r.Agent, AgentHash: r.AgentHash,
 		Secrets: r.Secrets, IncludeIgnored: r.IncludeIgnored, CreatedAt: t,
 		Workspace: &paddock.Workspace{ID: "w-" + id[2:], RunID: id, Kind: paddock.KindOverlay,
-			Root: filepath.Join(m.WorkspacesDir, id), Fingerprint: w.Fingerprint, BaseRef: w.BaseRef, BaseRevision: w.BaseRevision,
+			Root: filepath.Join(fk.WorkspacesDir, id), Fingerprint: w.Fingerprint, BaseRef: w.BaseRef, BaseRevision: w.BaseRevision,
 			Branch: w.Branch, State: paddock.StateRequested, CleanupPolicy: w.CleanupPolicy, CreatedAt: t, UpdatedAt: t}}
 }
 
 // createForkRecord writes fork k of r, preparing, with its run.created
 // event (forked_from) and copies of r's granted access requests.
-func (m *Manager) createForkRecord(ctx context.Context, tx paddock.Tx, r, k *paddock.Run, layer string, grants []*paddock.AccessRequest) error {
+func (fk *Forks) createForkRecord(ctx context.Context, tx paddock.Tx, r, k *paddock.Run, layer string, grants []*paddock.AccessRequest) error {
 	if err := tx.CreateRun(ctx, k); err != nil {
 		return err
 	}
@@ -347,32 +339,32 @@ func (m *Manager) createForkRecord(ctx context.Context, tx paddock.Tx, r, k *pad
 			return err
 		}
 	}
-	return m.transition(ctx, tx, k, paddock.StatePreparing, "forked from "+r.ID)
+	return fk.transition(ctx, tx, k, paddock.StatePreparing, "forked from "+r.ID)
 }
 
 // recoverForks finishes the freezes a crash interrupted (the forks it left
 // preparing are rolled back by recoverOne, as any run interrupted while
 // being prepared).
-func (m *Manager) recoverForks(ctx context.Context) []paddock.Finding {
-	ov, ok := m.overlayProvider()
+func (fk *Forks) recoverForks(ctx context.Context) []paddock.Finding {
+	ov, ok := fk.overlayProvider()
 	if !ok {
 		return nil
 	}
 	js, err := ov.Forks()
 	if err != nil {
-		m.log().Error("reading the forks' journals failed", "err", err)
+		fk.log().Error("reading the forks' journals failed", "err", err)
 		return nil
 	}
 	var out []paddock.Finding
 	for _, j := range js {
 		f := paddock.Finding{RunID: j.Run, Path: j.Root, Issue: "interrupted while forking (layer " + j.Layer + ")", Action: paddock.ActionRolledBack}
-		_, err := m.Run(ctx, j.Run)
+		_, err := fk.Run(ctx, j.Run)
 		if _, serr := os.Stat(j.Root); paddock.IsCode(err, paddock.CodeNotFound) || errors.Is(serr, fs.ErrNotExist) {
 			ov.EndFork(j.Layer) // no run to finish (gc takes the layer)
 			continue
 		}
 		if err := ov.Freeze(j); err != nil {
-			m.log().Error("finishing a freeze failed", "run", j.Run, "layer", j.Layer, "err", err)
+			fk.log().Error("finishing a freeze failed", "run", j.Run, "layer", j.Layer, "err", err)
 			f.Action = paddock.ActionFailed
 		} else if err := ov.EndFork(j.Layer); err != nil {
 			f.Action = paddock.ActionFailed
@@ -383,8 +375,8 @@ func (m *Manager) recoverForks(ctx context.Context) []paddock.Finding {
 }
 
 // gcLayers removes the frozen layers no workspace stacks on any more.
-func (m *Manager) gcLayers(dryRun bool) []paddock.Finding {
-	ov, ok := m.overlayProvider()
+func (fk *Forks) gcLayers(dryRun bool) []paddock.Finding {
+	ov, ok := fk.overlayProvider()
 	if !ok {
 		return nil
 	}
@@ -392,12 +384,12 @@ func (m *Manager) gcLayers(dryRun bool) []paddock.Finding {
 	// not listed, and one listed was journalled before it was made.
 	ids, err := ov.LayerIDs()
 	if err != nil {
-		m.log().Error("listing frozen layers failed", "err", err)
+		fk.log().Error("listing frozen layers failed", "err", err)
 		return nil
 	}
 	used, err := ov.InUse()
 	if err != nil {
-		m.log().Error("reading the workspaces' stacks failed", "err", err)
+		fk.log().Error("reading the workspaces' stacks failed", "err", err)
 		return nil
 	}
 	var out []paddock.Finding
@@ -409,7 +401,7 @@ func (m *Manager) gcLayers(dryRun bool) []paddock.Finding {
 		if dryRun {
 			f.Action = paddock.ActionWouldClean
 		} else if err := ov.RemoveLayer(id); err != nil {
-			m.log().Error("removing a frozen layer failed", "layer", id, "err", err)
+			fk.log().Error("removing a frozen layer failed", "layer", id, "err", err)
 			f.Action = paddock.ActionFailed
 		}
 		out = append(out, f)
@@ -419,8 +411,8 @@ func (m *Manager) gcLayers(dryRun bool) []paddock.Finding {
 
 // forkedAt is the seq of run id's run.created if a fork made it (0 if
 // not): diff --blame says what the run was forked with came from there.
-func (m *Manager) forkedAt(ctx context.Context, id string) int64 {
-	evs, err := m.Events(ctx, id, 0, 1)
+func (fk *Forks) forkedAt(ctx context.Context, id string) int64 {
+	evs, err := fk.runs.Events(ctx, id, 0, 1)
 	if err != nil || len(evs) == 0 || evs[0].Type != paddock.EventRunCreated {
 		return 0
 	}
@@ -434,9 +426,9 @@ func (m *Manager) forkedAt(ctx context.Context, id string) int64 {
 }
 
 // hook runs the test hook at point, if a test set one.
-func (m *Manager) hook(point string) {
-	if m.testHook != nil {
-		m.testHook(point)
+func (fk *Forks) hook(point string) {
+	if fk.testHook != nil {
+		fk.testHook(point)
 	}
 }
 

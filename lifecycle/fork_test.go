@@ -20,7 +20,7 @@ import (
 // the new blob.
 func changes(t *testing.T, m *lifecycle.Manager, id string) map[string]string {
 	t.Helper()
-	cs, err := m.ChangeSet(context.Background(), id)
+	cs, err := m.Changes.ChangeSet(context.Background(), id)
 	if err != nil {
 		t.Fatalf("change set of %s: %v", id, err)
 	}
@@ -33,7 +33,7 @@ func changes(t *testing.T, m *lifecycle.Manager, id string) map[string]string {
 
 func fork(t *testing.T, m *lifecycle.Manager, id string, n int) *paddock.ForkResult {
 	t.Helper()
-	res, err := m.Fork(context.Background(), id, paddock.ForkRequest{Count: n})
+	res, err := m.Forks.Fork(context.Background(), id, paddock.ForkRequest{Count: n})
 	if err != nil {
 		t.Fatalf("fork %s: %v", id, err)
 	}
@@ -45,7 +45,7 @@ func fork(t *testing.T, m *lifecycle.Manager, id string, n int) *paddock.ForkRes
 
 func eventsOf(t *testing.T, m *lifecycle.Manager, id, typ string) []map[string]any {
 	t.Helper()
-	evs, err := m.Events(context.Background(), id, 0, 1000)
+	evs, err := m.Runs.Events(context.Background(), id, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestFork(t *testing.T) {
 	// The siblings compare.
 	var sets []*paddock.ChangeSet
 	for _, id := range []string{a.ID, b.ID} {
-		cs, err := e.m.ChangeSet(ctx, id)
+		cs, err := e.m.Changes.ChangeSet(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestFork(t *testing.T) {
 	}
 
 	// Rejecting a fork leaves the run and the other fork whole.
-	if _, err := e.m.Reject(ctx, a.ID); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := sh(t, e.m, b.ID, "cat README.md made.txt"); got != "parent\nb\n" {
@@ -169,11 +169,11 @@ func TestFork(t *testing.T) {
 	if _, err := os.Stat(layer); err != nil {
 		t.Fatal(err)
 	}
-	e.m.Reject(ctx, b.ID)
+	e.m.Runs.Reject(ctx, b.ID)
 	if f, _ := e.m.GC(ctx, false); hasPath(f, layer) {
 		t.Fatalf("gc removed the layer the run still stacks on: %+v", f)
 	}
-	e.m.Reject(ctx, r.ID)
+	e.m.Runs.Reject(ctx, r.ID)
 	f, err := e.m.GC(ctx, false)
 	if err != nil || !hasPath(f, layer) {
 		t.Fatalf("gc after every run on the layer went: %+v %v", f, err)
@@ -220,14 +220,14 @@ func TestForkRefusals(t *testing.T) {
 	e.project(t)
 	ctx := context.Background()
 	r := e.create(t, paddock.KindClone, "")
-	_, err := e.m.Fork(ctx, r.ID, paddock.ForkRequest{Count: 2})
+	_, err := e.m.Forks.Fork(ctx, r.ID, paddock.ForkRequest{Count: 2})
 	if !paddock.IsCode(err, paddock.CodeUnsupported) || !strings.Contains(err.Error(), "overlay") {
 		t.Fatalf("fork of a clone run: %v", err)
 	}
-	if _, err := e.m.Fork(ctx, r.ID, paddock.ForkRequest{Count: paddock.MaxFork + 1}); !paddock.IsCode(err, paddock.CodeBadRequest) {
+	if _, err := e.m.Forks.Fork(ctx, r.ID, paddock.ForkRequest{Count: paddock.MaxFork + 1}); !paddock.IsCode(err, paddock.CodeBadRequest) {
 		t.Fatalf("fork into too many: %v", err)
 	}
-	if _, err := e.m.Fork(ctx, "r-nosuch", paddock.ForkRequest{}); !paddock.IsCode(err, paddock.CodeNotFound) {
+	if _, err := e.m.Forks.Fork(ctx, "r-nosuch", paddock.ForkRequest{}); !paddock.IsCode(err, paddock.CodeNotFound) {
 		t.Fatalf("fork of no run: %v", err)
 	}
 }
@@ -262,12 +262,12 @@ func TestKillDuringFork(t *testing.T) {
 						t.Fatalf("the fork did not stop at %s", point)
 					}
 				}()
-				e.m.Fork(ctx, r.ID, paddock.ForkRequest{Count: 3})
+				e.m.Forks.Fork(ctx, r.ID, paddock.ForkRequest{Count: 3})
 			}()
 			e.m.Harnesses.Close()
 			e.reopen(t)
 			withSandbox(t, e)
-			runs, err := e.m.Runs(ctx, paddock.RunFilter{})
+			runs, err := e.m.Runs.Runs(ctx, paddock.RunFilter{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,11 +342,11 @@ func TestForkWhileACommandRuns(t *testing.T) {
 	r := e.create(t, paddock.KindOverlay, "")
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo x > started; sleep 2; echo y > ended"}})
+		_, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo x > started; sleep 2; echo y > ended"}})
 		done <- err
 	}()
 	for i := 0; ; i++ {
-		if _, err := e.m.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"started"}`)); err == nil {
+		if _, err := e.m.Broker.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"started"}`)); err == nil {
 			break
 		}
 		if i > 200 {
@@ -354,7 +354,7 @@ func TestForkWhileACommandRuns(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, err := e.m.Fork(ctx, r.ID, paddock.ForkRequest{}); !paddock.IsCode(err, paddock.CodeBusy) {
+	if _, err := e.m.Forks.Fork(ctx, r.ID, paddock.ForkRequest{}); !paddock.IsCode(err, paddock.CodeBusy) {
 		t.Fatalf("fork while a command runs: %v", err)
 	}
 	if err := <-done; err != nil {
@@ -386,7 +386,7 @@ func TestForkMatchesClone(t *testing.T) {
 		rounds = 2
 	}
 	run := func(id, script string) int {
-		res, err := e.m.Exec(ctx, id, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
+		res, err := e.m.Broker.Exec(ctx, id, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,11 +416,11 @@ func TestForkMatchesClone(t *testing.T) {
 			t.Fatalf("round %d (seed %d): exit %d in the fork, %d in the clone\n%s", round, seed, a, b, after)
 		}
 		run(r.ID, later) // the run goes on; the fork sees none of it
-		a, err := e.m.ChangeSet(ctx, k.ID)
+		a, err := e.m.Changes.ChangeSet(ctx, k.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := e.m.ChangeSet(ctx, cl.ID)
+		b, err := e.m.Changes.ChangeSet(ctx, cl.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +428,7 @@ func TestForkMatchesClone(t *testing.T) {
 			t.Fatalf("round %d (seed %d): the change sets differ\nbefore the fork:\n%s\nin the fork:\n%s\nfork:  %v\nclone: %v", round, seed, before, after, a.Entries, b.Entries)
 		}
 		for _, id := range []string{k.ID, r.ID, cl.ID} {
-			e.m.Reject(ctx, id)
+			e.m.Runs.Reject(ctx, id)
 		}
 	}
 }
@@ -443,7 +443,7 @@ func TestForkBlame(t *testing.T) {
 	withSandbox(t, e)
 	ctx := context.Background()
 	r := e.create(t, paddock.KindOverlay, "")
-	if _, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"a.txt","content":"one\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"a.txt","content":"one\n"}`)); err != nil {
 		t.Fatal(err)
 	}
 	sh(t, e.m, r.ID, "echo two >> a.txt")
@@ -451,7 +451,7 @@ func TestForkBlame(t *testing.T) {
 	sh(t, e.m, r.ID, "echo after > b.txt")
 	sh(t, e.m, k.ID, "echo three >> a.txt")
 	seqsOf := func(id, path string) (*paddock.Blame, []int64) {
-		b, err := e.m.Blame(ctx, id, "")
+		b, err := e.m.Provenance.Blame(ctx, id, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -71,11 +71,11 @@ func createWork(t *testing.T, commits int) (cmds []string, objects int) {
 	os.Remove(cmdLog)
 	os.Remove(packLog)
 
-	r, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
+	r, err := e.m.Runs.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.m.Reject(context.Background(), r.ID)
+	defer e.m.Runs.Reject(context.Background(), r.ID)
 	b, err := os.ReadFile(cmdLog)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestCreateRefusesAReplacedRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	gittest.Git(t, filepath.Dir(e.repo), "clone", "--quiet", "--no-hardlinks", e.repo+".old", e.repo)
-	_, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "clone"})
+	_, err := e.m.Runs.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "clone"})
 	mustCode(t, err, paddock.CodeConflict)
 	if !strings.Contains(err.Error(), "different repository") {
 		t.Fatalf("error = %v", err)

@@ -30,30 +30,30 @@ const homeGitConfig = `[user]
 `
 
 // auxDir is where run id keeps its home (and a worktree run its git).
-func (m *Manager) auxDir(id string) string { return workspace.AuxDir(m.WorkspacesDir, id) }
+func (kn *kernel) auxDir(id string) string { return workspace.AuxDir(kn.WorkspacesDir, id) }
 
 // homeDir is run id's home, as the host reaches it.
-func (m *Manager) homeDir(id string) string { return filepath.Join(m.auxDir(id), "home") }
+func (vw *views) homeDir(id string) string { return filepath.Join(vw.auxDir(id), "home") }
 
 // prepareAux makes run r's home, handed to the sandbox's uid.
-func (m *Manager) prepareAux(r *paddock.Run) error {
-	home := filepath.Join(m.auxDir(r.ID), "home")
+func (vw *views) prepareAux(r *paddock.Run) error {
+	home := filepath.Join(vw.auxDir(r.ID), "home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(homeGitConfig), 0o644); err != nil {
 		return err
 	}
-	if err := m.writeAgentConfigs(r, home); err != nil {
+	if err := vw.writeAgentConfigs(r, home); err != nil {
 		return err
 	}
-	if m.SandboxUID != 0 {
-		if err := chownTree(m.auxDir(r.ID), m.SandboxUID); err != nil {
+	if vw.SandboxUID != 0 {
+		if err := chownTree(vw.auxDir(r.ID), vw.SandboxUID); err != nil {
 			return err
 		}
 		// The API directory stays the daemon's: its socket is made there
 		// again after a restart, and nothing of the agent's may be in it.
-		if err := chownTree(m.apiDir(r.ID), os.Getuid()); err != nil && !os.IsNotExist(err) {
+		if err := chownTree(vw.apiDir(r.ID), os.Getuid()); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
@@ -61,38 +61,38 @@ func (m *Manager) prepareAux(r *paddock.Run) error {
 }
 
 // removeAux removes what prepareAux (and a worktree's provider) made.
-func (m *Manager) removeAux(id string) error {
-	if m.RunAPI != nil {
-		m.RunAPI.Close(id)
+func (vw *views) removeAux(id string) error {
+	if vw.RunAPI != nil {
+		vw.RunAPI.Close(id)
 	}
-	aux := m.auxDir(id)
+	aux := vw.auxDir(id)
 	if _, err := os.Lstat(aux); os.IsNotExist(err) {
 		return nil
 	}
-	return workspace.RemoveTree(m.WorkspacesDir, aux)
+	return workspace.RemoveTree(vw.WorkspacesDir, aux)
 }
 
 // runBinds are the directories run r's view shows beside its workspace:
 // its home; the project's objects, read-only, which its git borrows; a
 // worktree run's git directory (read-only in a read run, whose writes
 // must not outlive a command).
-func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Project) ([]sandbox.Bind, error) {
-	aux := m.auxDir(r.ID)
+func (vw *views) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Project) ([]sandbox.Bind, error) {
+	aux := vw.auxDir(r.ID)
 	home := filepath.Join(aux, "home")
 	if _, err := os.Stat(home); err != nil {
 		// A run made before runs had homes: it gets one now.
-		if err := m.prepareAux(r); err != nil {
+		if err := vw.prepareAux(r); err != nil {
 			return nil, internal("making the run's home failed", err)
 		}
 	}
-	binds := append([]sandbox.Bind{{Source: home, Target: HomeInView}}, m.routingBinds(home)...)
-	api, err := m.runAPIBinds(r)
+	binds := append([]sandbox.Bind{{Source: home, Target: HomeInView}}, vw.routingBinds(home)...)
+	api, err := vw.runAPIBinds(r)
 	if err != nil {
 		return nil, err
 	}
 	binds = append(binds, api...)
 	binds = append(binds, mountBinds(definitionOf(r))...)
-	ca, err := caBind(m.ProxyCA, definitionOf(r), aux)
+	ca, err := caBind(vw.ProxyCA, definitionOf(r), aux)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 		if isCheckRun(r) && c.Mode == paddock.CacheRW {
 			continue // an agent's commands write it: never a check's
 		}
-		src, err := m.cacheDir(p, c)
+		src, err := vw.cacheDir(p, c)
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +114,7 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 		if c.Mode == paddock.CacheCOW {
 			// The run's own layer over it, in its aux directory: removed
 			// with the run (a check run's is as fresh as the run).
-			if b.Upper, err = m.cacheLayer(r.ID, c.Name); err != nil {
+			if b.Upper, err = vw.cacheLayer(r.ID, c.Name); err != nil {
 				return nil, err
 			}
 		}
@@ -123,14 +123,14 @@ func (m *Manager) runBinds(ctx context.Context, r *paddock.Run, p *paddock.Proje
 	if r.Workspace.Kind == paddock.KindOperatorDir {
 		return binds, nil
 	}
-	repo, err := m.repoOf(ctx, p)
+	repo, err := vw.repoOf(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	objects, _ := workspace.ProjectObjects(repo.CommonDir)
 	binds = append(binds, sandbox.Bind{Source: objects, Target: workspace.ObjectsInView(objects), ReadOnly: true})
 	// A review or check run's commit, in a store of its own (review.go).
-	for _, store := range m.runObjects(r) {
+	for _, store := range vw.reviews.runObjects(r) {
 		binds = append(binds, sandbox.Bind{Source: store, Target: workspace.ObjectsInView(store), ReadOnly: true})
 	}
 	if r.Workspace.Kind == paddock.KindWorktree {
@@ -149,14 +149,14 @@ func exists(p string) bool {
 // cacheLayer is the directory of run id's copy-on-write layer over its
 // project's cache name, whose parent it makes (the sandbox makes the
 // layer, for the sandbox's uid).
-func (m *Manager) cacheLayer(id, name string) (string, error) {
-	dir := filepath.Join(m.auxDir(id), "caches")
+func (vw *views) cacheLayer(id, name string) (string, error) {
+	dir := filepath.Join(vw.auxDir(id), "caches")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", internal("making the run's cache layers' directory failed", err)
 	}
-	if m.SandboxUID != 0 {
+	if vw.SandboxUID != 0 {
 		// Like the rest of the run's aux directory (prepareAux).
-		if err := os.Chown(dir, m.SandboxUID, m.SandboxUID); err != nil {
+		if err := os.Chown(dir, vw.SandboxUID, vw.SandboxUID); err != nil {
 			return "", internal("making the run's cache layers' directory failed", err)
 		}
 	}
@@ -166,22 +166,22 @@ func (m *Manager) cacheLayer(id, name string) (string, error) {
 // cacheDir is the host directory of project p's cache c: the operator's,
 // which must exist, or the daemon's own under <state>/caches, made for
 // the sandbox's uid on first use.
-func (m *Manager) cacheDir(p *paddock.Project, c paddock.Cache) (string, error) {
+func (vw *views) cacheDir(p *paddock.Project, c paddock.Cache) (string, error) {
 	if c.Path != "" {
 		if fi, err := os.Stat(c.Path); err != nil || !fi.IsDir() {
 			return "", paddock.Errorf(paddock.CodeConflict, "cache %s of project %s: %s is not a directory (project set %s --cache to change it)", c.Name, p.Name, c.Path, p.Name)
 		}
 		return c.Path, nil
 	}
-	dir := filepath.Join(filepath.Dir(m.WorkspacesDir), "caches", p.Name, c.Name)
+	dir := filepath.Join(filepath.Dir(vw.WorkspacesDir), "caches", p.Name, c.Name)
 	if _, err := os.Stat(dir); err == nil {
 		return dir, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", internal("making a cache directory failed", err)
 	}
-	if m.SandboxUID != 0 {
-		os.Chown(dir, m.SandboxUID, m.SandboxUID)
+	if vw.SandboxUID != 0 {
+		os.Chown(dir, vw.SandboxUID, vw.SandboxUID)
 	}
 	return dir, nil
 }

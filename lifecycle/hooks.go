@@ -18,12 +18,12 @@ import (
 // protected like .git/hooks, because an agent's file there runs on the
 // user's next commit. It fails closed: a hooks path that cannot be read
 // refuses what needs the policy.
-func (m *Manager) policy(ctx context.Context, p *paddock.Project) (*confine.Policy, error) {
+func (vw *views) policy(ctx context.Context, p *paddock.Project) (*confine.Policy, error) {
 	pol := confine.DefaultPolicy()
 	if p.Protected != nil {
 		pol = &confine.Policy{Protected: p.Protected}
 	}
-	hooks, err := m.hooksPaths(ctx, p.Root)
+	hooks, err := vw.hooksPaths(ctx, p.Root)
 	if err != nil {
 		return nil, internal("reading the project's hooks path failed", err)
 	}
@@ -48,24 +48,24 @@ type hooksCache struct {
 	m  map[string]cachedHooks
 }
 
-func (m *Manager) hooksPaths(ctx context.Context, root string) ([]string, error) {
+func (vw *views) hooksPaths(ctx context.Context, root string) ([]string, error) {
 	sig := configSignature(root)
-	m.hooks.mu.Lock()
-	c, ok := m.hooks.m[root]
-	m.hooks.mu.Unlock()
+	vw.hooks.mu.Lock()
+	c, ok := vw.hooks.m[root]
+	vw.hooks.mu.Unlock()
 	if ok && c.sig == sig && time.Since(c.at) < hooksTTL {
 		return c.paths, nil
 	}
-	paths, err := m.Git.HooksPaths(ctx, root)
+	paths, err := vw.Git.HooksPaths(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	m.hooks.mu.Lock()
-	if m.hooks.m == nil {
-		m.hooks.m = map[string]cachedHooks{}
+	vw.hooks.mu.Lock()
+	if vw.hooks.m == nil {
+		vw.hooks.m = map[string]cachedHooks{}
 	}
-	m.hooks.m[root] = cachedHooks{sig, time.Now(), paths}
-	m.hooks.mu.Unlock()
+	vw.hooks.m[root] = cachedHooks{sig, time.Now(), paths}
+	vw.hooks.mu.Unlock()
 	return paths, nil
 }
 

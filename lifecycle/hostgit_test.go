@@ -88,7 +88,7 @@ func TestChangeSetNeverReadsPlantedRepositories(t *testing.T) {
 			var err error
 			go func() {
 				defer close(done)
-				cs, err = e.m.ChangeSet(ctx, r.ID)
+				cs, err = e.m.Changes.ChangeSet(ctx, r.ID)
 			}()
 			select {
 			case <-done:
@@ -140,16 +140,16 @@ func TestChangeSetNeverReadsPlantedRepositories(t *testing.T) {
 			gittest.RequireIdentical(t, e.repo, before, lines)
 
 			// Submitted and approved, it is still never applied.
-			s, err := e.m.Submit(ctx, r.ID)
+			s, err := e.m.Changes.Submit(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.m.Approve(ctx, r.ID, s.Hash, "a"); err != nil {
+			if _, err := e.m.Changes.Approve(ctx, r.ID, s.Hash, "a"); err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+			_, err = e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{})
 			mustCode(t, err, paddock.CodeForbidden)
-			_, err = e.m.ApplyToWorktree(ctx, r.ID, false)
+			_, err = e.m.Changes.ApplyToWorktree(ctx, r.ID, false)
 			mustCode(t, err, paddock.CodeForbidden)
 			gittest.RequireIdentical(t, e.repo, before, lines)
 			if _, err := os.Stat(marker); err == nil {
@@ -210,7 +210,7 @@ func TestChangeSetRunsNoDrivers(t *testing.T) {
 			}
 			sh(t, e.m, r.ID, script)
 
-			cs, err := e.m.ChangeSet(ctx, r.ID)
+			cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -249,12 +249,12 @@ func TestChangeSetRunsNoDrivers(t *testing.T) {
 			}
 
 			// Frozen, approved and committed as those bytes, and still no driver ran.
-			s, err := e.m.Submit(ctx, r.ID)
+			s, err := e.m.Changes.Submit(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.m.Approve(ctx, r.ID, s.Hash, "a")
-			if _, err := e.m.Apply(ctx, r.ID, "", gitx.Identity{}); err != nil {
+			e.m.Changes.Approve(ctx, r.ID, s.Hash, "a")
+			if _, err := e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{}); err != nil {
 				t.Fatal(err)
 			}
 			for p, want := range files {
@@ -322,18 +322,18 @@ func TestHooksPathIsProtected(t *testing.T) {
 				`{"path":"Scripts/Git/post-checkout","content":"#!/bin/sh\nevil\n"}`,
 				`{"path":"scripts/git/pre-commit","content":"#!/bin/sh\nevil\n"}`,
 			} {
-				_, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(args))
+				_, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(args))
 				mustCode(t, err, paddock.CodeForbidden)
 			}
 			for _, args := range []string{`{"from":"scripts","to":"s2"}`, `{"from":"README.md","to":"scripts/git/pre-push"}`} {
-				_, err := e.m.CallTool(ctx, r.ID, "move", json.RawMessage(args))
+				_, err := e.m.Broker.CallTool(ctx, r.ID, "move", json.RawMessage(args))
 				mustCode(t, err, paddock.CodeForbidden)
 			}
-			_, err := e.m.CallTool(ctx, r.ID, "delete", json.RawMessage(`{"path":"scripts/git/pre-commit"}`))
+			_, err := e.m.Broker.CallTool(ctx, r.ID, "delete", json.RawMessage(`{"path":"scripts/git/pre-commit"}`))
 			mustCode(t, err, paddock.CodeForbidden)
 			for _, script := range []string{"echo evil > scripts/git/post-checkout", "echo evil >> scripts/git/pre-commit",
 				"rm scripts/git/pre-commit", "mv scripts s2", "mv scripts/git scripts/g2", "rm -rf scripts"} {
-				res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
+				res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -344,7 +344,7 @@ func TestHooksPathIsProtected(t *testing.T) {
 			if !slices.Contains(sandboxEnforced(t, e, r.ID), "scripts/git") {
 				t.Errorf("scripts/git is not read-only in the view")
 			}
-			cs, err := e.m.ChangeSet(ctx, r.ID)
+			cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -358,7 +358,7 @@ func TestHooksPathIsProtected(t *testing.T) {
 			// test writes it on the host) is labelled and never applied.
 			os.WriteFile(filepath.Join(r.Workspace.Root, "scripts/git/post-checkout"), []byte("#!/bin/sh\nevil\n"), 0o755)
 			os.WriteFile(filepath.Join(r.Workspace.Root, "ok.txt"), []byte("ok\n"), 0o644)
-			cs, err = e.m.ChangeSet(ctx, r.ID)
+			cs, err = e.m.Changes.ChangeSet(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -368,12 +368,12 @@ func TestHooksPathIsProtected(t *testing.T) {
 					t.Errorf("%+v", en)
 				}
 			}
-			s, err := e.m.Submit(ctx, r.ID)
+			s, err := e.m.Changes.Submit(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.m.Approve(ctx, r.ID, s.Hash, "a")
-			_, err = e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+			e.m.Changes.Approve(ctx, r.ID, s.Hash, "a")
+			_, err = e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{})
 			mustCode(t, err, paddock.CodeForbidden)
 
 			// The control: git runs what the hooks directory holds.
@@ -393,7 +393,7 @@ func TestHooksPathIsProtected(t *testing.T) {
 // sandboxEnforced is the read-only paths the last command of run id got.
 func sandboxEnforced(t *testing.T, e *env, id string) []string {
 	t.Helper()
-	res, err := e.m.Exec(context.Background(), id, paddock.ExecRequest{Argv: []string{"true"}})
+	res, err := e.m.Broker.Exec(context.Background(), id, paddock.ExecRequest{Argv: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,13 @@ import (
 
 // SetIdentity replaces the operator's identity (apply_name, apply_email)
 // while the manager serves: the next apply uses it.
-func (m *Manager) SetIdentity(id gitx.Identity) { m.identity.Store(&id) }
+func (kn *kernel) SetIdentity(id gitx.Identity) { kn.identity.Store(&id) }
 
-func (m *Manager) operatorIdentity() gitx.Identity {
-	if id := m.identity.Load(); id != nil {
+func (kn *kernel) operatorIdentity() gitx.Identity {
+	if id := kn.identity.Load(); id != nil {
 		return *id
 	}
-	return m.Identity
+	return kn.Identity
 }
 
 // author is who an apply's commit is authored by: the request's identity
@@ -23,17 +23,17 @@ func (m *Manager) operatorIdentity() gitx.Identity {
 // apply_email), else the user's user.name and user.email as git reads them
 // in the project (its local configuration over the user's global one).
 // Both are read at each apply, so a change is seen without a restart.
-func (m *Manager) author(ctx context.Context, root string, who gitx.Identity) (gitx.Identity, error) {
+func (kn *kernel) author(ctx context.Context, root string, who gitx.Identity) (gitx.Identity, error) {
 	if who.Name != "" && who.Email != "" {
 		return who, nil
 	}
-	who = m.operatorIdentity()
+	who = kn.operatorIdentity()
 	if who.Name != "" && who.Email != "" {
 		return who, nil
 	}
-	git, err := m.Git.UserIdentity(ctx, root, m.GitUser)
+	git, err := kn.Git.UserIdentity(ctx, root, kn.GitUser)
 	if err != nil {
-		m.log().Error("cannot read the user's git identity", "root", root, "err", err)
+		kn.log().Error("cannot read the user's git identity", "root", root, "err", err)
 		return who, paddock.Errorf(paddock.CodeBadRequest, "no identity to author the commit: your git configuration could not be read (%v); "+
 			"fix it, set apply_name and apply_email in paddock.toml, or give --author", err)
 	}

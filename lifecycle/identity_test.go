@@ -26,14 +26,14 @@ func TestApplyAuthorFromGitConfig(t *testing.T) {
 		t.Helper()
 		r := e.create(t, paddock.KindClone, "")
 		os.WriteFile(filepath.Join(r.Workspace.Root, "new.txt"), []byte(r.ID+"\n"), 0o644)
-		cs, err := e.m.Submit(ctx, r.ID)
+		cs, err := e.m.Changes.Submit(ctx, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.Approve(ctx, r.ID, cs.Hash, "ada"); err != nil {
+		if _, err := e.m.Changes.Approve(ctx, r.ID, cs.Hash, "ada"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.Apply(ctx, r.ID, "", gitx.Identity{}); err != nil {
+		if _, err := e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{}); err != nil {
 			return "", err
 		}
 		return gittest.Git(t, e.repo, "log", "-1", "--format=%an <%ae> / %cn <%ce>", "paddock/"+r.ID), nil

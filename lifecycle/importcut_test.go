@@ -25,7 +25,7 @@ func TestImportCutShortIsRolledBack(t *testing.T) {
 	digest, lines := gittest.TreeDigest(t, e.repo)
 	// The run the import had made, half restored, when the daemon died.
 	r := e.create(t, paddock.KindClone, "")
-	if _, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"half.txt","content":"half of a bundle\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"half.txt","content":"half of a bundle\n"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := lifecycle.ImportMark(e.m, r.ID); err != nil {

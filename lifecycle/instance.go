@@ -21,31 +21,31 @@ import (
 // it reaches paddock only through its menu and control tools.
 
 // instanceDir is the empty directory run id's start command works in.
-func (m *Manager) instanceDir(id string) string { return filepath.Join(m.auxDir(id), "instance") }
+func (js *Jobs) instanceDir(id string) string { return filepath.Join(js.auxDir(id), "instance") }
 
 // instanceSpec is the sandbox of run r's start command: r has no workspace.
-func (m *Manager) instanceSpec(ctx context.Context, r *paddock.Run) (sandbox.Spec, error) {
-	dir := m.instanceDir(r.ID)
+func (js *Jobs) instanceSpec(ctx context.Context, r *paddock.Run) (sandbox.Spec, error) {
+	dir := js.instanceDir(r.ID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return sandbox.Spec{}, internal("making the run's instance directory failed", err)
 	}
-	if m.SandboxUID != 0 {
-		if err := os.Chown(dir, m.SandboxUID, m.SandboxUID); err != nil {
+	if js.SandboxUID != 0 {
+		if err := os.Chown(dir, js.SandboxUID, js.SandboxUID); err != nil {
 			return sandbox.Spec{}, internal("making the run's instance directory failed", err)
 		}
 	}
-	binds, err := m.runBinds(ctx, r, nil)
+	binds, err := js.views.runBinds(ctx, r, nil)
 	if err != nil {
 		return sandbox.Spec{}, err
 	}
-	return sandbox.Spec{Workspace: dir, UID: m.SandboxUID, GID: m.SandboxUID, Binds: binds}, nil
+	return sandbox.Spec{Workspace: dir, UID: js.SandboxUID, GID: js.SandboxUID, Binds: binds}, nil
 }
 
 // endInstance gives back run id's instance sandbox and its directory once
 // its start command has ended.
-func (m *Manager) endInstance(id string) {
-	m.releaseHarness(id)
-	if err := workspace.RemoveTree(m.auxDir(id), m.instanceDir(id)); err != nil && !os.IsNotExist(err) {
-		m.log().Warn("removing a run's instance directory failed", "run", id, "err", err)
+func (js *Jobs) endInstance(id string) {
+	js.executor.releaseHarness(id)
+	if err := workspace.RemoveTree(js.auxDir(id), js.instanceDir(id)); err != nil && !os.IsNotExist(err) {
+		js.log().Warn("removing a run's instance directory failed", "run", id, "err", err)
 	}
 }

@@ -18,6 +18,25 @@ import (
 	"github.com/paddock-dev/paddock/internal/durable"
 )
 
+// Jobs runs a run's agent as a job: bootstrap, start, cancel, and the job's lease and end.
+type Jobs struct {
+	*kernel
+	// the services it calls
+	broker   *Broker
+	executor *executor
+	flows    *Flows
+	nodes    *Nodes
+	projects *Projects
+	runs     *Runs
+	verifier *Verifier
+	views    *views
+
+	// runner runs this instance's jobs; instanceID names the instance as
+	// the jobs' owner.
+	runner     *jobRunner
+	instanceID string
+}
+
 func newJobID() string {
 	var b [5]byte
 	rand.Read(b[:])
@@ -29,21 +48,21 @@ func newJobID() string {
 // refused with busy, as is any job once Close has begun (ErrClosed). The
 // job runs in the background, on the Manager's job runner; its output goes
 // to the run's logs artifact, masked, and its result to the result artifact.
-func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobRequest) (*paddock.Job, error) {
-	if err := m.checkOpen(); err != nil {
+func (js *Jobs) StartJob(ctx context.Context, id string, req paddock.StartJobRequest) (*paddock.Job, error) {
+	if err := js.checkOpen(); err != nil {
 		return nil, err
 	}
-	body, raw, err := m.planJob(ctx, id, req)
+	body, raw, err := js.planJob(ctx, id, req)
 	if err != nil {
 		return nil, err
 	}
 	// With nodes, the run's state as the job starts is what another node
 	// resumes the job from, should this one be lost.
-	m.storeCheckpoint(ctx, id, "job start")
+	js.nodes.storeCheckpoint(ctx, id, "job start")
 	t := now()
-	j := &paddock.Job{ID: newJobID(), RunID: id, Kind: req.Kind, State: paddock.JobRunning, Owner: m.instance(),
+	j := &paddock.Job{ID: newJobID(), RunID: id, Kind: req.Kind, State: paddock.JobRunning, Owner: js.instance(),
 		LeaseUntil: t.Add(leaseTerm), Request: raw, CreatedAt: t}
-	if err := m.update(ctx, func(tx paddock.Tx) error {
+	if err := js.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.CreateJob(ctx, j); err != nil {
 			return err
 		}
@@ -52,10 +71,10 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 	}); err != nil {
 		return nil, err
 	}
-	if err := m.runner.start(ctx, j, func(ctx context.Context) { m.runJob(ctx, j, body) }); err != nil {
+	if err := js.runner.start(ctx, j, func(ctx context.Context) { js.runJob(ctx, j, body) }); err != nil {
 		// Close began since the check above: the job never runs.
 		j.State, j.Reason, j.EndedAt, j.LeaseUntil = paddock.JobFailed, "the daemon is shutting down", now(), time.Time{}
-		m.recordJobEnd(j)
+		js.recordJobEnd(j)
 		return nil, err
 	}
 	return j, nil
@@ -63,8 +82,8 @@ func (m *Manager) StartJob(ctx context.Context, id string, req paddock.StartJobR
 
 // planJob checks a job's request and makes what runs it: its body, and
 // the request as the job's record keeps it. A checkpointed run resumes.
-func (m *Manager) planJob(ctx context.Context, id string, req paddock.StartJobRequest) (jobBody, json.RawMessage, error) {
-	r, err := m.Run(ctx, id)
+func (js *Jobs) planJob(ctx context.Context, id string, req paddock.StartJobRequest) (jobBody, json.RawMessage, error) {
+	r, err := js.Run(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -84,16 +103,16 @@ func (m *Manager) planJob(ctx context.Context, id string, req paddock.StartJobRe
 			return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "an exec job runs on no terminal; attach to a command for one (exec/attach)")
 		}
 		exec = *req.Exec
-		if err := m.agentExec(ctx, id, &exec); err != nil {
+		if err := js.broker.agentExec(ctx, id, &exec); err != nil {
 			return nil, nil, err
 		}
 		call = execCall(ctx, exec)
 		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
-			res, err := m.ExecStream(ctx, id, exec, logw, logw)
+			res, err := js.broker.ExecStream(ctx, id, exec, logw, logw)
 			return exitOf(res, err)
 		}
 	case paddock.JobAgent:
-		rec, err := m.bootstrap(id)
+		rec, err := js.bootstrap(id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -105,18 +124,18 @@ func (m *Manager) planJob(ctx context.Context, id string, req paddock.StartJobRe
 		call.Start = true
 		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
 			if r.Access == paddock.AccessNone {
-				defer m.endInstance(id) // the instance sandbox lives as long as the agent (instance.go)
+				defer js.endInstance(id) // the instance sandbox lives as long as the agent (instance.go)
 			}
-			res, err := m.execBrokered(ctx, id, call, exec, paddock.ExecIO{Stdout: logw, Stderr: logw})
+			res, err := js.broker.execBrokered(ctx, id, call, exec, paddock.ExecIO{Stdout: logw, Stderr: logw})
 			return exitOf(res, err)
 		}
 	case paddock.JobVerify:
 		call = broker.Call{Tool: paddock.ToolVerify}
-		if _, err := m.verifyPlan(ctx, r, nil); err != nil {
+		if _, err := js.verifier.verifyPlan(ctx, r, nil); err != nil {
 			return nil, nil, err
 		}
 		body = func(ctx context.Context, logw io.Writer) (any, *int, error) {
-			res, err := m.verify(ctx, id, paddock.VerifyRequest{}, logw)
+			res, err := js.verifier.verify(ctx, id, paddock.VerifyRequest{}, logw)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -141,13 +160,13 @@ func (m *Manager) planJob(ctx context.Context, id string, req paddock.StartJobRe
 	}
 	// Decided now, so that the caller hears of a refusal; the job's call
 	// passes through the broker again when it runs.
-	if err := m.precheck(ctx, r, call); err != nil {
+	if err := js.broker.precheck(ctx, r, call); err != nil {
 		return nil, nil, err
 	}
 	// A run checkpointed by a restart (its last job interrupted) resumes
 	// when the client starts the next job; drift since is recorded.
 	if r.State() == paddock.StateCheckpointed {
-		if _, err := m.Resume(ctx, id); err != nil {
+		if _, err := js.runs.Resume(ctx, id); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -185,8 +204,8 @@ func execCall(ctx context.Context, req paddock.ExecRequest) broker.Call {
 // runJob runs a started job to its end, on the runner, which renews its
 // lease meanwhile and then records how it ended (recordJobEnd): runJob
 // says how in j and saves the result.
-func (m *Manager) runJob(ctx context.Context, j *paddock.Job, body jobBody) {
-	res, exit, err := m.runJobBody(ctx, j, body)
+func (js *Jobs) runJob(ctx context.Context, j *paddock.Job, body jobBody) {
+	res, exit, err := js.runJobBody(ctx, j, body)
 	j.EndedAt, j.LeaseUntil = now(), time.Time{}
 	switch {
 	case ctx.Err() != nil:
@@ -203,24 +222,24 @@ func (m *Manager) runJob(ctx context.Context, j *paddock.Job, body jobBody) {
 	}
 	if res != nil {
 		b, _ := json.MarshalIndent(res, "", "  ")
-		if err := durable.WriteFile(filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".result.json"), b); err != nil {
-			m.log().Error("cannot save a job's result", "run", j.RunID, "job", j.ID, "err", err)
+		if err := durable.WriteFile(filepath.Join(js.runDir(j.RunID), "jobs", j.ID+".result.json"), b); err != nil {
+			js.log().Error("cannot save a job's result", "run", j.RunID, "job", j.ID, "err", err)
 		}
 	}
 }
 
 // runJobBody runs the job's call with its output in the job's log. A job
 // whose log cannot be made does not run: its output would go nowhere.
-func (m *Manager) runJobBody(ctx context.Context, j *paddock.Job, body jobBody) (any, *int, error) {
-	logPath := filepath.Join(m.runDir(j.RunID), "jobs", j.ID+".log")
+func (js *Jobs) runJobBody(ctx context.Context, j *paddock.Job, body jobBody) (any, *int, error) {
+	logPath := filepath.Join(js.runDir(j.RunID), "jobs", j.ID+".log")
 	logf, err := createLog(logPath)
 	if err != nil {
-		m.log().Error("cannot create a job's log; the job does not run", "run", j.RunID, "job", j.ID, "err", err)
+		js.log().Error("cannot create a job's log; the job does not run", "run", j.RunID, "job", j.ID, "err", err)
 		return nil, nil, errJobLog
 	}
 	defer func() {
 		if err := logf.Close(); err != nil {
-			m.log().Error("cannot write a job's log", "run", j.RunID, "job", j.ID, "err", err)
+			js.log().Error("cannot write a job's log", "run", j.RunID, "job", j.ID, "err", err)
 		}
 	}()
 	return body(ctx, logf)
@@ -247,8 +266,8 @@ var (
 
 // renewLease extends a running job's lease by leaseTerm; the runner calls
 // it every leaseRenew while the job runs.
-func (m *Manager) renewLease(ctx context.Context, j *paddock.Job) error {
-	return m.update(ctx, func(tx paddock.Tx) error {
+func (js *Jobs) renewLease(ctx context.Context, j *paddock.Job) error {
+	return js.update(ctx, func(tx paddock.Tx) error {
 		cur, err := tx.Job(ctx, j.ID)
 		if err != nil || cur.State != paddock.JobRunning {
 			return err
@@ -260,11 +279,11 @@ func (m *Manager) renewLease(ctx context.Context, j *paddock.Job) error {
 
 // recordJobEnd writes the job's end and its event, retrying a failed write:
 // a job whose end is lost stays "running" and its run refuses the next one.
-func (m *Manager) recordJobEnd(j *paddock.Job) {
+func (js *Jobs) recordJobEnd(j *paddock.Job) {
 	ctx := context.Background()
 	delay, deadline := endRetryFirst, time.Now().Add(endRetryFor)
 	for attempt := 1; ; attempt++ {
-		err := m.update(ctx, func(tx paddock.Tx) error {
+		err := js.update(ctx, func(tx paddock.Tx) error {
 			if err := tx.UpdateJob(ctx, j); err != nil {
 				return err
 			}
@@ -276,32 +295,32 @@ func (m *Manager) recordJobEnd(j *paddock.Job) {
 		case err == nil:
 			// A flow's review run whose review is over is given back once
 			// its agent's command ends.
-			m.giveBackReview(ctx, j.RunID)
-			m.storeCheckpoint(ctx, j.RunID, "job end")
+			js.flows.giveBackReview(ctx, j.RunID)
+			js.nodes.storeCheckpoint(ctx, j.RunID, "job end")
 			return
 		case paddock.IsCode(err, paddock.CodeNotFound):
-			m.log().Warn("a job ended whose record is gone", "run", j.RunID, "job", j.ID, "err", err)
+			js.log().Warn("a job ended whose record is gone", "run", j.RunID, "job", j.ID, "err", err)
 			return
 		case errors.Is(err, paddock.ErrFenced):
 			// This node lost its lease: the node that marked it lost
 			// interrupted the job already, and no retry can write.
-			m.log().Warn("a job ended on a node that lost its lease; its end is not recorded (the job was interrupted when the node was marked lost)",
+			js.log().Warn("a job ended on a node that lost its lease; its end is not recorded (the job was interrupted when the node was marked lost)",
 				"run", j.RunID, "job", j.ID, "state", j.State)
 			return
 		case time.Now().After(deadline):
-			m.log().Error("cannot record a job's end; it stays running until the next start marks it interrupted",
+			js.log().Error("cannot record a job's end; it stays running until the next start marks it interrupted",
 				"run", j.RunID, "job", j.ID, "state", j.State, "attempts", attempt, "err", err)
 			return
 		}
-		m.log().Warn("cannot record a job's end; retrying", "run", j.RunID, "job", j.ID, "attempt", attempt, "err", err)
+		js.log().Warn("cannot record a job's end; retrying", "run", j.RunID, "job", j.ID, "attempt", attempt, "err", err)
 		time.Sleep(delay)
 		delay = min(2*delay, 5*time.Second)
 	}
 }
 
 // Jobs lists a run's jobs.
-func (m *Manager) Jobs(ctx context.Context, id string) (out []*paddock.Job, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (js *Jobs) Jobs(ctx context.Context, id string) (out []*paddock.Job, err error) {
+	err = js.Store.View(ctx, func(tx paddock.Tx) error {
 		if _, err := tx.Run(ctx, id); err != nil {
 			return err
 		}
@@ -313,8 +332,8 @@ func (m *Manager) Jobs(ctx context.Context, id string) (out []*paddock.Job, err 
 
 // JobStatus says where a run's jobs stand (seed 004's status): idle
 // before its first job, else its latest job and that job's state.
-func (m *Manager) JobStatus(ctx context.Context, id string) (*paddock.JobStatus, error) {
-	jobs, err := m.Jobs(ctx, id)
+func (js *Jobs) JobStatus(ctx context.Context, id string) (*paddock.JobStatus, error) {
+	jobs, err := js.Jobs(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -337,8 +356,8 @@ func statusOf(jobs []*paddock.Job) *paddock.JobStatus {
 }
 
 // Job returns one of a run's jobs.
-func (m *Manager) Job(ctx context.Context, id, jobID string) (j *paddock.Job, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (js *Jobs) Job(ctx context.Context, id, jobID string) (j *paddock.Job, err error) {
+	err = js.Store.View(ctx, func(tx paddock.Tx) error {
 		j, err = tx.Job(ctx, jobID)
 		return err
 	})
@@ -350,15 +369,15 @@ func (m *Manager) Job(ctx context.Context, id, jobID string) (j *paddock.Job, er
 
 // CancelJob stops a running job: its sandbox is killed, whatever it started
 // with it. The job ends failed, with reason canceled.
-func (m *Manager) CancelJob(ctx context.Context, id, jobID string) (*paddock.Job, error) {
-	j, err := m.Job(ctx, id, jobID)
+func (js *Jobs) CancelJob(ctx context.Context, id, jobID string) (*paddock.Job, error) {
+	j, err := js.Job(ctx, id, jobID)
 	if err != nil {
 		return nil, err
 	}
 	if j.State != paddock.JobRunning {
 		return nil, paddock.Errorf(paddock.CodeConflict, "job %s is %s", jobID, j.State)
 	}
-	if !m.runner.cancelJob(jobID) {
+	if !js.runner.cancelJob(jobID) {
 		return nil, paddock.Errorf(paddock.CodeConflict, "job %s is run by another daemon (%s)", jobID, j.Owner)
 	}
 	// Wait for the job to record its end, woken by every write, as long as
@@ -366,8 +385,8 @@ func (m *Manager) CancelJob(ctx context.Context, id, jobID string) (*paddock.Job
 	timeout := time.NewTimer(cancelWait)
 	defer timeout.Stop()
 	for {
-		changed := m.waitChan()
-		if j, err = m.Job(ctx, id, jobID); err != nil || j.State != paddock.JobRunning {
+		changed := js.waitChan()
+		if j, err = js.Job(ctx, id, jobID); err != nil || j.State != paddock.JobRunning {
 			return j, err
 		}
 		select {
@@ -387,27 +406,27 @@ var cancelWait = 30 * time.Second
 // adoptJobs takes over the jobs a dead owner left running. A job's sandbox
 // dies with the daemon that started it, so there is nothing to re-attach
 // to: the job becomes interrupted, for the client to start again.
-func (m *Manager) adoptJobs(ctx context.Context) []paddock.Finding {
+func (js *Jobs) adoptJobs(ctx context.Context) []paddock.Finding {
 	var out []paddock.Finding
 	var running []*paddock.Job
-	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+	if err := js.Store.View(ctx, func(tx paddock.Tx) (err error) {
 		running, err = tx.Jobs(ctx, "", paddock.JobRunning)
 		return err
 	}); err != nil {
-		m.log().Error("cannot list running jobs; those a stopped daemon left stay running", "err", err)
+		js.log().Error("cannot list running jobs; those a stopped daemon left stay running", "err", err)
 		return []paddock.Finding{{Issue: "the running jobs could not be listed", Action: paddock.ActionFailed}}
 	}
 	for _, j := range running {
-		if j.Owner == m.instance() {
+		if j.Owner == js.instance() {
 			continue
 		}
-		err := m.update(ctx, func(tx paddock.Tx) error {
+		err := js.update(ctx, func(tx paddock.Tx) error {
 			cur, err := tx.Job(ctx, j.ID)
-			if err != nil || cur.State != paddock.JobRunning || cur.Owner == m.instance() {
+			if err != nil || cur.State != paddock.JobRunning || cur.Owner == js.instance() {
 				return err
 			}
 			cur.State, cur.Reason, cur.EndedAt, cur.LeaseUntil = paddock.JobInterrupted, "its daemon ("+cur.Owner+") stopped", now(), time.Time{}
-			cur.Owner = m.instance()
+			cur.Owner = js.instance()
 			if err := tx.UpdateJob(ctx, cur); err != nil {
 				return err
 			}
@@ -416,7 +435,7 @@ func (m *Manager) adoptJobs(ctx context.Context) []paddock.Finding {
 		})
 		f := paddock.Finding{RunID: j.RunID, Issue: "job " + j.ID + " was running when its daemon stopped", Action: "interrupted"}
 		if err != nil {
-			m.log().Error("cannot mark a stopped daemon's job interrupted", "run", j.RunID, "job", j.ID, "err", err)
+			js.log().Error("cannot mark a stopped daemon's job interrupted", "run", j.RunID, "job", j.ID, "err", err)
 			f.Action = paddock.ActionFailed
 		}
 		out = append(out, f)
@@ -425,7 +444,7 @@ func (m *Manager) adoptJobs(ctx context.Context) []paddock.Finding {
 }
 
 // instance is this daemon's owner id for jobs.
-func (m *Manager) instance() string { return m.instanceID }
+func (js *Jobs) instance() string { return js.instanceID }
 
 // newInstanceID names a Manager as the owner of the jobs it runs: the host
 // and a random part, new at each start.
@@ -436,8 +455,8 @@ func newInstanceID() string {
 	return host + "/" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))[:8]
 }
 
-func (m *Manager) bootstrap(id string) (*bootstrapRecord, error) {
-	b, err := os.ReadFile(filepath.Join(m.runDir(id), "bootstrap.json"))
+func (js *Jobs) bootstrap(id string) (*bootstrapRecord, error) {
+	b, err := os.ReadFile(filepath.Join(js.runDir(id), "bootstrap.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, paddock.Errorf(paddock.CodeNotBootstrapped, "run %s was never bootstrapped: it has no agent to start", id)
 	}
@@ -453,9 +472,9 @@ func (m *Manager) bootstrap(id string) (*bootstrapRecord, error) {
 
 // refuseWhileJobRuns is for actions that would pull a workspace from under a
 // running job. It fails closed: when the jobs cannot be read, it refuses.
-func (m *Manager) refuseWhileJobRuns(ctx context.Context, id string) error {
+func (js *Jobs) refuseWhileJobRuns(ctx context.Context, id string) error {
 	var running []*paddock.Job
-	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+	if err := js.Store.View(ctx, func(tx paddock.Tx) (err error) {
 		running, err = tx.Jobs(ctx, id, paddock.JobRunning)
 		return err
 	}); err != nil {

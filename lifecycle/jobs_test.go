@@ -57,7 +57,7 @@ var errInjected = errors.New("disk I/O error (injected)")
 // is refused when the command is about to run.
 func quickJob(t *testing.T, e *env, id string) *paddock.Job {
 	t.Helper()
-	j, err := e.m.StartJob(context.Background(), id, paddock.StartJobRequest{Kind: paddock.JobExec,
+	j, err := e.m.Jobs.StartJob(context.Background(), id, paddock.StartJobRequest{Kind: paddock.JobExec,
 		Exec: &paddock.ExecRequest{Argv: []string{"true"}, Env: []string{"LD_PRELOAD=/x.so"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func waitJob(t *testing.T, m *lifecycle.Manager, id, jobID string, within time.D
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		j, err := m.Job(context.Background(), id, jobID)
+		j, err := m.Jobs.Job(context.Background(), id, jobID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func waitJob(t *testing.T, m *lifecycle.Manager, id, jobID string, within time.D
 
 func countEvents(t *testing.T, m *lifecycle.Manager, id, typ string) int {
 	t.Helper()
-	evs, err := m.Events(context.Background(), id, 0, 0)
+	evs, err := m.Runs.Events(context.Background(), id, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestJobWithoutALogDoesNotRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "jobs"), []byte("a file where the logs' directory goes"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	j, err := e.m.StartJob(context.Background(), r.ID, paddock.StartJobRequest{Kind: paddock.JobExec,
+	j, err := e.m.Jobs.StartJob(context.Background(), r.ID, paddock.StartJobRequest{Kind: paddock.JobExec,
 		Exec: &paddock.ExecRequest{Argv: []string{"sh", "-c", "echo ran > ran.txt"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestJobEndIsRecordedDespiteStoreErrors(t *testing.T) {
 	}
 	e.m.Close(context.Background())
 	e.reopen(t)
-	if j, err := e.m.Job(context.Background(), r.ID, j.ID); err != nil || j.State != paddock.JobInterrupted {
+	if j, err := e.m.Jobs.Job(context.Background(), r.ID, j.ID); err != nil || j.State != paddock.JobInterrupted {
 		t.Fatalf("after a restart the job is %+v, %v; want interrupted", j, err)
 	}
 }
@@ -241,7 +241,7 @@ func TestCancelJobHonoursItsContext(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { _, err := e.m.CancelJob(ctx, r.ID, j.ID); done <- err }()
+	go func() { _, err := e.m.Jobs.CancelJob(ctx, r.ID, j.ID); done <- err }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.DeadlineExceeded) {
@@ -263,10 +263,10 @@ func TestRefuseWhileJobRunsFailsClosed(t *testing.T) {
 	r := e.create(t, paddock.KindClone, "")
 	f.set(func(f *faultStore) { f.jobs = func() error { return errInjected } })
 	ctx := context.Background()
-	if _, err := e.m.Reject(ctx, r.ID); err == nil {
+	if _, err := e.m.Runs.Reject(ctx, r.ID); err == nil {
 		t.Fatal("reject went ahead without knowing whether a job runs")
 	}
-	if _, err := e.m.Remove(ctx, r.ID); err == nil {
+	if _, err := e.m.Runs.Remove(ctx, r.ID); err == nil {
 		t.Fatal("rm went ahead without knowing whether a job runs")
 	}
 	f.set(func(f *faultStore) { f.jobs = nil })
@@ -298,7 +298,7 @@ func TestRecordsSurviveADisconnect(t *testing.T) {
 			return nil
 		}
 	})
-	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)})
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindClone)})
 	f.set(func(f *faultStore) { f.appendEvent = nil })
 	if err != nil || r.State() != paddock.StateReady {
 		t.Fatalf("create whose client left: %v, %v; want it ready", r, err)
@@ -327,27 +327,27 @@ func TestRecordsSurviveADisconnect(t *testing.T) {
 	}
 	disconnect(paddock.EventToolCall, func(ctx context.Context) error {
 		args, _ := json.Marshal(map[string]string{"path": "NOTES.md", "content": "hello\n"})
-		_, err := e.m.CallTool(ctx, r.ID, "write", args)
+		_, err := e.m.Broker.CallTool(ctx, r.ID, "write", args)
 		return err
 	})
 	disconnect(paddock.EventInbox, func(ctx context.Context) error {
-		_, err := e.m.Deliver(ctx, r.ID, "spec.txt", strings.NewReader("the spec\n"), tools.DefaultInboxLimits)
+		_, err := e.m.Broker.Deliver(ctx, r.ID, "spec.txt", strings.NewReader("the spec\n"), tools.DefaultInboxLimits)
 		return err
 	})
 	var hash string
 	disconnect(paddock.EventSubmitted, func(ctx context.Context) error {
-		cs, err := e.m.Submit(ctx, r.ID)
+		cs, err := e.m.Changes.Submit(ctx, r.ID)
 		if err == nil {
 			hash = cs.Hash
 		}
 		return err
 	})
 	disconnect(paddock.EventApproved, func(ctx context.Context) error {
-		_, err := e.m.Approve(ctx, r.ID, hash, "ada")
+		_, err := e.m.Changes.Approve(ctx, r.ID, hash, "ada")
 		return err
 	})
 	disconnect(paddock.EventApplied, func(ctx context.Context) error {
-		_, err := e.m.Apply(ctx, r.ID, "", gitx.Identity{})
+		_, err := e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{})
 		return err
 	})
 }
@@ -363,19 +363,19 @@ func TestNoneAgentRunsOnAnInstance(t *testing.T) {
 	withSandbox(t, e)
 	ctx := context.Background()
 	script := `pwd; ls -A | wc -l; test -d /home/paddock && echo home; ls "$OLDPWD" >/dev/null 2>&1; (exec 3<>/dev/tcp/127.0.0.1/1) 2>/dev/null || echo no-network; echo decided`
-	b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Task: "decide", Agent: paddock.AgentDefinition{
+	b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Task: "decide", Agent: paddock.AgentDefinition{
 		Name: "judge", Workspace: "none", Tools: []string{"capabilities", "request_access"}, Command: []string{"sh", "-c", script}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := e.m.StartJob(ctx, b.Run.ID, paddock.StartJobRequest{Kind: paddock.JobAgent})
+	j, err := e.m.Jobs.StartJob(ctx, b.Run.ID, paddock.StartJobRequest{Kind: paddock.JobAgent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if j = waitJob(t, e.m, b.Run.ID, j.ID, 30*time.Second); j.State != paddock.JobSucceeded {
 		t.Fatalf("the none agent's command: %+v", j)
 	}
-	a, err := e.m.Artifact(ctx, b.Run.ID, "logs")
+	a, err := e.m.Jobs.Artifact(ctx, b.Run.ID, "logs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestNoneAgentRunsOnAnInstance(t *testing.T) {
 		if kind == paddock.JobExec {
 			req.Exec = &paddock.ExecRequest{Argv: []string{"true"}}
 		}
-		if _, err := e.m.StartJob(ctx, b.Run.ID, req); !paddock.IsCode(err, paddock.CodeForbidden) {
+		if _, err := e.m.Jobs.StartJob(ctx, b.Run.ID, req); !paddock.IsCode(err, paddock.CodeForbidden) {
 			t.Errorf("a none run's %s job: %v", kind, err)
 		}
 	}

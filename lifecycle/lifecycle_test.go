@@ -78,7 +78,7 @@ func (e *env) reopen(t *testing.T) []paddock.Finding {
 
 func (e *env) project(t testing.TB) *paddock.Project {
 	t.Helper()
-	p, err := e.m.AddProject(context.Background(), paddock.AddProjectRequest{Path: e.repo})
+	p, err := e.m.Projects.AddProject(context.Background(), paddock.AddProjectRequest{Path: e.repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func (e *env) create(t *testing.T, kind paddock.WorkspaceKind, policy string) *p
 	if kind == paddock.KindOperatorDir {
 		req.Dir = handOver(t)
 	}
-	r, err := e.m.Create(context.Background(), req)
+	r, err := e.m.Runs.Create(context.Background(), req)
 	if err != nil {
 		t.Fatalf("create %s: %v", kind, err)
 	}
@@ -124,7 +124,7 @@ func mustCode(t *testing.T, err error, code paddock.Code) {
 
 func states(t *testing.T, m *lifecycle.Manager, id string) []string {
 	t.Helper()
-	evs, err := m.Events(context.Background(), id, 0, 0)
+	evs, err := m.Runs.Events(context.Background(), id, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +180,10 @@ func TestRejectLeavesProjectByteIdentical(t *testing.T) {
 				gittest.Git(t, w.Root, "branch", "agent-branch")
 				gittest.Git(t, w.Root, "config", "user.name", "agent")
 			}
-			if _, err := e.m.Reject(ctx, r.ID); err != nil {
+			if _, err := e.m.Runs.Reject(ctx, r.ID); err != nil {
 				t.Fatal(err)
 			}
-			r, err := e.m.Remove(ctx, r.ID)
+			r, err := e.m.Runs.Remove(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,13 +213,13 @@ func TestRetainedIsAHardStop(t *testing.T) {
 	ctx := context.Background()
 	e.project(t)
 	r := e.create(t, paddock.KindWorktree, "")
-	if _, err := e.m.Retain(ctx, r.ID); err != nil {
+	if _, err := e.m.Runs.Retain(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	root := r.Workspace.Root
-	_, err := e.m.Remove(ctx, r.ID)
+	_, err := e.m.Runs.Remove(ctx, r.ID)
 	mustCode(t, err, paddock.CodeConflict)
-	_, err = e.m.Reject(ctx, r.ID)
+	_, err = e.m.Runs.Reject(ctx, r.ID)
 	mustCode(t, err, paddock.CodeConflict)
 	if _, err := e.m.GC(ctx, false); err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestRetainedDirectoryGoneIsOrphanedNotCleaned(t *testing.T) {
 	ctx := context.Background()
 	e.project(t)
 	r := e.create(t, paddock.KindClone, "")
-	e.m.Retain(ctx, r.ID)
+	e.m.Runs.Retain(ctx, r.ID)
 	os.RemoveAll(r.Workspace.Root)
 	f, err := e.m.GC(ctx, false)
 	if err != nil || len(f) != 1 || f[0].Action != paddock.ActionKept {
@@ -270,7 +270,7 @@ func TestRetainedDirectoryGoneIsOrphanedNotCleaned(t *testing.T) {
 	if got.State() != paddock.StateOrphaned {
 		t.Fatalf("state = %s", got.State())
 	}
-	_, err = e.m.Remove(ctx, r.ID)
+	_, err = e.m.Runs.Remove(ctx, r.ID)
 	mustCode(t, err, paddock.CodeConflict)
 }
 
@@ -280,7 +280,7 @@ func TestCleanupPolicies(t *testing.T) {
 	ctx := context.Background()
 	e.project(t)
 	manual := e.create(t, paddock.KindClone, "manual")
-	r, err := e.m.Reject(ctx, manual.ID)
+	r, err := e.m.Runs.Reject(ctx, manual.ID)
 	if err != nil || r.State() != paddock.StateRejected {
 		t.Fatalf("reject manual: %v %v", r, err)
 	}
@@ -301,7 +301,7 @@ func TestCleanupPolicies(t *testing.T) {
 	if _, err := os.Stat(manual.Workspace.Root); !os.IsNotExist(err) {
 		t.Fatal("gc left a rejected manual workspace")
 	}
-	_, err = e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", CleanupPolicy: "never"})
+	_, err = e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", CleanupPolicy: "never"})
 	mustCode(t, err, paddock.CodeBadRequest)
 }
 
@@ -323,20 +323,20 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"missing operator dir", paddock.CreateRunRequest{Project: p.Name, Kind: "operator_dir", Dir: "/nonexistent/x"}, paddock.CodeBadRequest},
 	}
 	for _, tc := range cases {
-		_, err := e.m.Create(ctx, tc.o)
+		_, err := e.m.Runs.Create(ctx, tc.o)
 		if !paddock.IsCode(err, tc.code) {
 			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
 		}
 	}
-	_, err := e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "other"})
+	_, err := e.m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "other"})
 	mustCode(t, err, paddock.CodeConflict) // same root twice
-	_, err = e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "my app"})
+	_, err = e.m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "my app"})
 	mustCode(t, err, paddock.CodeBadRequest)
-	_, err = e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "prüfung"})
+	_, err = e.m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "prüfung"})
 	mustCode(t, err, paddock.CodeBadRequest)
-	_, err = e.m.AddProject(ctx, paddock.AddProjectRequest{Path: "relative/path"})
+	_, err = e.m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: "relative/path"})
 	mustCode(t, err, paddock.CodeBadRequest)
-	runs, _ := e.m.Runs(ctx, paddock.RunFilter{Removed: true})
+	runs, _ := e.m.Runs.Runs(ctx, paddock.RunFilter{Removed: true})
 	if len(runs) != 0 {
 		t.Fatalf("bad input made runs: %v", runs)
 	}
@@ -352,7 +352,7 @@ func TestProjectReplacedIsNoticed(t *testing.T) {
 	e.project(t)
 	os.RemoveAll(e.repo)
 	gittest.NewRepo(t, e.repo, map[string]string{"other": "repo"})
-	_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app"})
+	_, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app"})
 	mustCode(t, err, paddock.CodeConflict)
 }
 
@@ -365,24 +365,24 @@ func TestOperatorDirHoldsLock(t *testing.T) {
 	if r.Workspace.Root == e.repo {
 		t.Fatalf("operator dir root = %s, the project's checkout", r.Workspace.Root)
 	}
-	_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir", Dir: handOver(t)})
+	_, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir", Dir: handOver(t)})
 	mustCode(t, err, paddock.CodeBusy)
 	// Clones do not need the lock.
 	e.create(t, paddock.KindClone, "")
-	_, err = e.m.Unlock(ctx, "my-app", "alice", false)
+	_, err = e.m.Projects.Unlock(ctx, "my-app", "alice", false)
 	mustCode(t, err, paddock.CodeBadRequest)
-	l, err := e.m.Unlock(ctx, "my-app", "alice", true)
+	l, err := e.m.Projects.Unlock(ctx, "my-app", "alice", true)
 	if err != nil || l == nil || l.RunID != r.ID {
 		t.Fatalf("unlock = %+v, %v", l, err)
 	}
-	evs, _ := e.m.Events(ctx, r.ID, 0, 0)
+	evs, _ := e.m.Runs.Events(ctx, r.ID, 0, 0)
 	last := evs[len(evs)-1]
 	if last.Type != paddock.EventLockForceRelease || !json.Valid(last.Data) || string(last.Data) != `{"by":"alice","project":"my-app"}` {
 		t.Fatalf("last event = %s %s", last.Type, last.Data)
 	}
 	r2 := e.create(t, paddock.KindOperatorDir, "")
 	// Leaving the live states releases the lock.
-	if _, err := e.m.Reject(ctx, r2.ID); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, r2.ID); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := e.m.Project(ctx, "my-app")
@@ -422,7 +422,7 @@ func TestOperatorDirIsNeverTheCheckout(t *testing.T) {
 		"relative":        "handed",
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir", Dir: dir})
+			_, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir", Dir: dir})
 			mustCode(t, err, paddock.CodeBadRequest)
 			if name != "relative" && !strings.Contains(err.Error(), "checkout") && !strings.Contains(err.Error(), "git directory") {
 				t.Fatalf("error does not say why: %v", err)
@@ -439,7 +439,7 @@ func TestOperatorDirIsNeverTheCheckout(t *testing.T) {
 		return
 	}
 	defer syscall.Unmount(mnt, syscall.MNT_DETACH)
-	_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir", Dir: filepath.Join(mnt, "cmd")})
+	_, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "operator_dir", Dir: filepath.Join(mnt, "cmd")})
 	mustCode(t, err, paddock.CodeBadRequest)
 }
 
@@ -449,7 +449,7 @@ func TestCheckpointResumeAndRestart(t *testing.T) {
 	ctx := context.Background()
 	e.project(t)
 	r := e.create(t, paddock.KindClone, "")
-	res, err := e.m.Resume(ctx, r.ID)
+	res, err := e.m.Runs.Resume(ctx, r.ID)
 	if err != nil || res.Run.State() != paddock.StateActive || res.Drift {
 		t.Fatalf("resume = %+v, %v", res, err)
 	}
@@ -464,14 +464,14 @@ func TestCheckpointResumeAndRestart(t *testing.T) {
 	}
 	// Drift while checkpointed is noticed on resume.
 	os.WriteFile(filepath.Join(r.Workspace.Root, "README.md"), []byte("tampered\n"), 0o644)
-	res, err = e.m.Resume(ctx, r.ID)
+	res, err = e.m.Runs.Resume(ctx, r.ID)
 	if err != nil || !res.Drift {
 		t.Fatalf("resume after drift = %+v, %v", res, err)
 	}
-	if _, err := e.m.Checkpoint(ctx, r.ID, "operator"); err != nil {
+	if _, err := e.m.Runs.Checkpoint(ctx, r.ID, "operator"); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = e.m.Resume(ctx, r.ID)
+	res, _ = e.m.Runs.Resume(ctx, r.ID)
 	if res.Drift {
 		t.Fatal("drift reported with nothing changed")
 	}
@@ -482,11 +482,11 @@ func TestCheckpointResumeAndRestart(t *testing.T) {
 	if got.State() != paddock.StateCheckpointed || got.Workspace.Checkpoint.Reason != "daemon shutdown" {
 		t.Fatalf("after shutdown: %s", got.State())
 	}
-	_, err = e.m.Remove(ctx, r.ID)
+	_, err = e.m.Runs.Remove(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.m.Resume(ctx, r.ID)
+	_, err = e.m.Runs.Resume(ctx, r.ID)
 	mustCode(t, err, paddock.CodeConflict)
 }
 
@@ -568,12 +568,12 @@ func TestRemoveProject(t *testing.T) {
 	ctx := context.Background()
 	e.project(t)
 	r := e.create(t, paddock.KindClone, "")
-	mustCode(t, e.m.RemoveProject(ctx, "my-app"), paddock.CodeConflict)
-	e.m.Remove(ctx, r.ID)
-	if err := e.m.RemoveProject(ctx, "my-app"); err != nil {
+	mustCode(t, e.m.Projects.RemoveProject(ctx, "my-app"), paddock.CodeConflict)
+	e.m.Runs.Remove(ctx, r.ID)
+	if err := e.m.Projects.RemoveProject(ctx, "my-app"); err != nil {
 		t.Fatal(err)
 	}
-	mustCode(t, e.m.RemoveProject(ctx, "my-app"), paddock.CodeNotFound)
+	mustCode(t, e.m.Projects.RemoveProject(ctx, "my-app"), paddock.CodeNotFound)
 	if _, err := os.Stat(filepath.Join(e.repo, "README.md")); err != nil {
 		t.Fatal("project files touched")
 	}
@@ -590,18 +590,18 @@ func TestWaitEvents(t *testing.T) {
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		evs, _ := e.m.WaitEvents(wctx, r.ID, last, 0)
+		evs, _ := e.m.Runs.WaitEvents(wctx, r.ID, last, 0)
 		got <- evs
 	}()
 	time.Sleep(50 * time.Millisecond)
-	e.m.Retain(ctx, r.ID)
+	e.m.Runs.Retain(ctx, r.ID)
 	evs := <-got
 	if len(evs) == 0 || evs[0].Seq != last+1 {
 		t.Fatalf("waited events = %v", evs)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	evs, err := e.m.WaitEvents(wctx, r.ID, last+100, 0)
+	evs, err := e.m.Runs.WaitEvents(wctx, r.ID, last+100, 0)
 	if err != nil || len(evs) != 0 {
 		t.Fatalf("timeout wait = %v, %v", evs, err)
 	}
@@ -616,7 +616,7 @@ func TestCrashWhileCleaning(t *testing.T) {
 	e.project(t)
 	before, lines := gittest.TreeDigest(t, e.repo)
 	r := e.create(t, paddock.KindWorktree, "manual")
-	if _, err := e.m.Reject(ctx, r.ID); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	err := e.m.Store.Update(ctx, func(tx paddock.Tx) error {

@@ -33,18 +33,18 @@ func TestCreateDoesNotBlockOthers(t *testing.T) {
 	e.m.Providers[paddock.KindWorktree] = slow // the slow kind; clone stays quick
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "worktree"})
+		_, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "worktree"})
 		done <- err
 	}()
 	<-slow.started
 	others := make(chan error, 1)
 	go func() {
-		r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone"})
+		r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone"})
 		if err == nil {
-			_, err = e.m.Reject(ctx, r.ID)
+			_, err = e.m.Runs.Reject(ctx, r.ID)
 		}
 		if err == nil {
-			_, err = e.m.Remove(ctx, r.ID)
+			_, err = e.m.Runs.Remove(ctx, r.ID)
 		}
 		if err == nil {
 			_, err = e.m.GC(ctx, true)

@@ -141,6 +141,34 @@ type Config struct {
 // that ends and waits for everything the Manager started. Its Config
 // fields are read at each use; set them before serving.
 type Manager struct {
+	*kernel
+
+	// The services, one per concern; each holds the kernel and the few
+	// services it calls.
+	Projects   *Projects
+	Runs       *Runs
+	views      *views
+	Broker     *Broker
+	executor   *executor
+	Jobs       *Jobs
+	Changes    *Changes
+	Provenance *Provenance
+	Verifier   *Verifier
+	Flows      *Flows
+	Reviews    *Reviews
+	Queue      *Queue
+	Forks      *Forks
+	Bundles    *Bundles
+	Nodes      *Nodes
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// kernel is what every service shares: the configuration, the store and
+// its events, the run and project lookups, the change-set store, and the
+// lifetime of the Manager's work.
+type kernel struct {
 	Config
 
 	// testHook, set by tests only, runs at named points of an apply into
@@ -154,41 +182,15 @@ type Manager struct {
 	notifyMu sync.Mutex
 	changed  chan struct{} // closed and replaced whenever events were appended
 
-	overlayProbe overlayProbe
-	ownerOnce    sync.Once
-	repoMu       sync.Mutex
-	repos        map[string]cachedRepo
-	hooks        hooksCache
-	manifests    manifestCache
-	expectMu     expectStripes // calls carrying expect_seq on a run, one at a time (expect.go)
-	sandboxProbe sandboxProbe  // whether a command can be confined here at all
-
-	identity atomic.Pointer[gitx.Identity] // SetIdentity's
-	flowMu   sync.Mutex                    // one flow step at a time (the store's versions guard other daemons)
-	runUses  runUse                        // the broker's calls under way on each run, which a fork waits for none of (fork.go)
-	// queueMu guards the merge queue's document; queueRunning says its
-	// worker is draining it, queueAgain that an entry came meanwhile.
-	queueMu        sync.Mutex
-	provMu         sync.Map   // run id → *sync.Mutex of its provenance journal (diff --blame)
-	provStates     sync.Map   // run id → *provState, under its provMu lock
-	landMu         sync.Map   // run id → *sync.Mutex: an apply or a landing at a time
-	checkpointsDue sync.Map   // run id → true while a checkpoint in the shared store is due (cluster.go)
-	checkpointKept sync.Map   // run id → the key of the checkpoint this node stored last (cluster.go)
-	checkpointMu   sync.Map   // run id → *sync.Mutex: one store of its checkpoint at a time (cluster.go)
-	adopting       sync.Map   // run id → true while this node adopts it (cluster.go)
-	fingerprintMu  sync.Mutex // one write of this node's project fingerprints at a time (cluster.go)
-	queueRunning   bool
-	queueAgain     bool
+	ownerOnce sync.Once
+	expectMu  expectStripes                 // calls carrying expect_seq on a run, one at a time (expect.go)
+	identity  atomic.Pointer[gitx.Identity] // SetIdentity's
 
 	// ctx is the parent of the Manager's own work: Close cancels it, which
 	// ends the commands running and the jobs (the runner's context is a
 	// child of it). stop cancels it.
 	ctx  context.Context
 	stop context.CancelFunc
-	// runner runs this instance's jobs; instanceID names the instance as
-	// the jobs' owner.
-	runner     *jobRunner
-	instanceID string
 	// plans keeps the runs' plans (plan.go); uncommitted, the bases that
 	// hold a checkout's uncommitted changes (uncommitted.go).
 	plans       *planBook
@@ -198,8 +200,9 @@ type Manager struct {
 	bgMu sync.Mutex
 	bg   sync.WaitGroup
 
-	closeOnce sync.Once
-	closeErr  error
+	// forgetters drop what a service keeps in memory about a run
+	// (forgetRun); NewManager sets them.
+	forgetters []func(id string)
 }
 
 // ErrClosed is in the chain of the error of a job or a command asked for
@@ -224,11 +227,99 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	case cfg.WorkspacesDir == "":
 		return nil, errors.New("lifecycle: NewManager needs a WorkspacesDir")
 	}
-	m := &Manager{Config: cfg, instanceID: newInstanceID()}
-	m.ctx, m.stop = context.WithCancel(context.WithoutCancel(ctx))
-	m.runner = newJobRunner(m.ctx, m.renewLease, m.recordJobEnd, m.log)
-	m.plans = &planBook{dir: m.runDir, record: m.recordEvents}
-	m.uncommitted = &uncommittedBase{git: m.Git, aux: m.auxDir, log: m.log}
+	k := &kernel{Config: cfg}
+	k.ctx, k.stop = context.WithCancel(context.WithoutCancel(ctx))
+	m := &Manager{kernel: k}
+	m.Projects = &Projects{kernel: k}
+	m.Runs = &Runs{kernel: k}
+	m.views = &views{kernel: k}
+	m.Broker = &Broker{kernel: k}
+	m.executor = &executor{kernel: k}
+	m.Jobs = &Jobs{kernel: k}
+	m.Changes = &Changes{kernel: k}
+	m.Provenance = &Provenance{kernel: k}
+	m.Verifier = &Verifier{kernel: k}
+	m.Flows = &Flows{kernel: k}
+	m.Reviews = &Reviews{kernel: k}
+	m.Queue = &Queue{kernel: k}
+	m.Forks = &Forks{kernel: k}
+	m.Bundles = &Bundles{kernel: k}
+	m.Nodes = &Nodes{kernel: k}
+	m.Projects.nodes = m.Nodes
+	m.Runs.broker = m.Broker
+	m.Runs.executor = m.executor
+	m.Runs.jobs = m.Jobs
+	m.Runs.nodes = m.Nodes
+	m.Runs.projects = m.Projects
+	m.Runs.reviews = m.Reviews
+	m.Runs.views = m.views
+	m.views.reviews = m.Reviews
+	m.Broker.executor = m.executor
+	m.Broker.flows = m.Flows
+	m.Broker.forks = m.Forks
+	m.Broker.provenance = m.Provenance
+	m.Broker.runs = m.Runs
+	m.Broker.verifier = m.Verifier
+	m.Broker.views = m.views
+	m.executor.broker = m.Broker
+	m.executor.jobs = m.Jobs
+	m.executor.views = m.views
+	m.Jobs.broker = m.Broker
+	m.Jobs.executor = m.executor
+	m.Jobs.flows = m.Flows
+	m.Jobs.nodes = m.Nodes
+	m.Jobs.projects = m.Projects
+	m.Jobs.runs = m.Runs
+	m.Jobs.verifier = m.Verifier
+	m.Jobs.views = m.views
+	m.Changes.flows = m.Flows
+	m.Changes.projects = m.Projects
+	m.Changes.queue = m.Queue
+	m.Changes.reviews = m.Reviews
+	m.Changes.views = m.views
+	m.Provenance.changes = m.Changes
+	m.Provenance.forks = m.Forks
+	m.Provenance.nodes = m.Nodes
+	m.Provenance.projects = m.Projects
+	m.Provenance.reviews = m.Reviews
+	m.Provenance.runs = m.Runs
+	m.Verifier.broker = m.Broker
+	m.Verifier.changes = m.Changes
+	m.Verifier.executor = m.executor
+	m.Verifier.reviews = m.Reviews
+	m.Verifier.runs = m.Runs
+	m.Verifier.views = m.views
+	m.Flows.changes = m.Changes
+	m.Flows.jobs = m.Jobs
+	m.Flows.reviews = m.Reviews
+	m.Flows.runs = m.Runs
+	m.Reviews.changes = m.Changes
+	m.Reviews.projects = m.Projects
+	m.Reviews.queue = m.Queue
+	m.Reviews.runs = m.Runs
+	m.Reviews.views = m.views
+	m.Queue.broker = m.Broker
+	m.Queue.changes = m.Changes
+	m.Queue.projects = m.Projects
+	m.Queue.reviews = m.Reviews
+	m.Queue.runs = m.Runs
+	m.Queue.verifier = m.Verifier
+	m.Forks.broker = m.Broker
+	m.Forks.jobs = m.Jobs
+	m.Forks.runs = m.Runs
+	m.Forks.views = m.views
+	m.Bundles.broker = m.Broker
+	m.Bundles.changes = m.Changes
+	m.Bundles.runs = m.Runs
+	m.Nodes.changes = m.Changes
+	m.Nodes.jobs = m.Jobs
+	m.Nodes.runs = m.Runs
+	m.Nodes.views = m.views
+	m.Jobs.instanceID = newInstanceID()
+	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
+	k.forgetters = []func(string){m.Provenance.forget, m.Nodes.forget}
+	k.plans = &planBook{dir: k.runDir, record: m.Broker.recordEvents}
+	k.uncommitted = &uncommittedBase{git: k.Git, aux: k.auxDir, log: k.log}
 	return m, nil
 }
 
@@ -251,7 +342,7 @@ func (m *Manager) close(ctx context.Context) error {
 	m.bgMu.Lock()
 	m.stop()
 	m.bgMu.Unlock()
-	m.runner.close()
+	m.Jobs.runner.close()
 	// Checkpoints before the harnesses go: an overlay run's workspace is
 	// seen through its harness, which must still be there to be read.
 	err := m.checkpointActive(ctx)
@@ -262,9 +353,19 @@ func (m *Manager) close(ctx context.Context) error {
 	return err
 }
 
+// forgetRun drops what the services keep in memory about run id, once
+// it is gone from this node: cleaned up, or given back to another node.
+// What they keep for a run only while a call holds it (its locks) goes by
+// itself (runLocks).
+func (kn *kernel) forgetRun(id string) {
+	for _, forget := range kn.forgetters {
+		forget(id)
+	}
+}
+
 // checkOpen refuses new work once Close has begun.
-func (m *Manager) checkOpen() error {
-	if m.ctx.Err() != nil {
+func (kn *kernel) checkOpen() error {
+	if kn.ctx.Err() != nil {
 		return errClosed()
 	}
 	return nil
@@ -272,15 +373,15 @@ func (m *Manager) checkOpen() error {
 
 // goBackground runs fn in a goroutine of the Manager's, which Close waits
 // for; once Close has begun it runs nothing.
-func (m *Manager) goBackground(fn func()) {
-	m.bgMu.Lock()
-	defer m.bgMu.Unlock()
-	if m.ctx.Err() != nil {
+func (kn *kernel) goBackground(fn func()) {
+	kn.bgMu.Lock()
+	defer kn.bgMu.Unlock()
+	if kn.ctx.Err() != nil {
 		return
 	}
-	m.bg.Add(1)
+	kn.bg.Add(1)
 	go func() {
-		defer m.bg.Done()
+		defer kn.bg.Done()
 		fn()
 	}()
 }
@@ -297,36 +398,36 @@ func (m *Manager) checkpointActive(ctx context.Context) error {
 	}
 	var errs []error
 	for _, w := range ws {
-		if _, err := m.checkpoint(ctx, w.RunID, "daemon shutdown", true); err != nil {
+		if _, err := m.Runs.checkpoint(ctx, w.RunID, "daemon shutdown", true); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (m *Manager) log() *slog.Logger {
-	if m.Logger == nil {
+func (kn *kernel) log() *slog.Logger {
+	if kn.Logger == nil {
 		return slog.Default()
 	}
-	return m.Logger
+	return kn.Logger
 }
 
 // update runs fn in a store transaction and wakes event waiters afterwards.
 // A seq expectation in ctx is checked in the same transaction, first.
-func (m *Manager) update(ctx context.Context, fn func(paddock.Tx) error) error {
+func (kn *kernel) update(ctx context.Context, fn func(paddock.Tx) error) error {
 	do := func(tx paddock.Tx) error {
 		if err := checkExpect(ctx, tx); err != nil {
 			return err
 		}
 		return fn(tx)
 	}
-	err := m.Store.Update(ctx, do)
-	if diskFull(err) && m.heldReserve().release(m.log()) {
+	err := kn.Store.Update(ctx, do)
+	if diskFull(err) && kn.heldReserve().release(kn.log()) {
 		// The state disk filled before the watchdog saw it: the held
 		// reserve gives the daemon's state its room (diskreserve.go).
-		err = m.Store.Update(ctx, do)
+		err = kn.Store.Update(ctx, do)
 	}
-	m.notify()
+	kn.notify()
 	return err
 }
 
@@ -334,30 +435,30 @@ func (m *Manager) update(ctx context.Context, fn func(paddock.Tx) error) error {
 // written, a command run, a branch made. It is written whatever becomes of
 // the request: a client that disconnects once the effect happened must not
 // erase its record.
-func (m *Manager) record(ctx context.Context, id, typ string, data any) error {
+func (kn *kernel) record(ctx context.Context, id, typ string, data any) error {
 	ctx = context.WithoutCancel(ctx)
-	return m.update(ctx, func(tx paddock.Tx) error {
+	return kn.update(ctx, func(tx paddock.Tx) error {
 		_, err := tx.AppendEvent(ctx, id, typ, data)
 		return err
 	})
 }
 
-func (m *Manager) notify() {
-	m.notifyMu.Lock()
-	if m.changed != nil {
-		close(m.changed)
+func (kn *kernel) notify() {
+	kn.notifyMu.Lock()
+	if kn.changed != nil {
+		close(kn.changed)
 	}
-	m.changed = make(chan struct{})
-	m.notifyMu.Unlock()
+	kn.changed = make(chan struct{})
+	kn.notifyMu.Unlock()
 }
 
-func (m *Manager) waitChan() <-chan struct{} {
-	m.notifyMu.Lock()
-	defer m.notifyMu.Unlock()
-	if m.changed == nil {
-		m.changed = make(chan struct{})
+func (kn *kernel) waitChan() <-chan struct{} {
+	kn.notifyMu.Lock()
+	defer kn.notifyMu.Unlock()
+	if kn.changed == nil {
+		kn.changed = make(chan struct{})
 	}
-	return m.changed
+	return kn.changed
 }
 
 // live states hold the project lock for kinds that need it.
@@ -374,7 +475,7 @@ func needsLock(k paddock.WorkspaceKind) bool { return k == paddock.KindOperatorD
 
 // transition is paddock.Transition plus the consequences the manager owns:
 // leaving the live states releases the project lock.
-func (m *Manager) transition(ctx context.Context, tx paddock.Tx, r *paddock.Run, to paddock.WorkspaceState, reason string) error {
+func (kn *kernel) transition(ctx context.Context, tx paddock.Tx, r *paddock.Run, to paddock.WorkspaceState, reason string) error {
 	if err := paddock.Transition(ctx, tx, r.Workspace, to, reason); err != nil {
 		return err
 	}
@@ -403,30 +504,30 @@ func now() time.Time { return time.Now().UTC() }
 
 // retainedMarker is a file beside a retained workspace's directory. It keeps
 // gc away from the directory even if the state database is lost.
-func (m *Manager) retainedMarker(w *paddock.Workspace) string {
-	if filepath.Dir(w.Root) != filepath.Clean(m.WorkspacesDir) {
+func (kn *kernel) retainedMarker(w *paddock.Workspace) string {
+	if filepath.Dir(w.Root) != filepath.Clean(kn.WorkspacesDir) {
 		return ""
 	}
 	return w.Root + ".retained"
 }
 
-func (m *Manager) markRetained(w *paddock.Workspace) {
-	if p := m.retainedMarker(w); p != "" {
+func (kn *kernel) markRetained(w *paddock.Workspace) {
+	if p := kn.retainedMarker(w); p != "" {
 		body := "run " + w.RunID + " retained at " + w.RetainedAt.Format(time.RFC3339) + "\n"
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			m.log().Warn("cannot write retention marker", "run", w.RunID, "err", err)
+			kn.log().Warn("cannot write retention marker", "run", w.RunID, "err", err)
 		}
 	}
 }
 
-func (m *Manager) provider(k paddock.WorkspaceKind) (paddock.WorkspaceProvider, error) {
-	m.ownerOnce.Do(func() {
+func (kn *kernel) provider(k paddock.WorkspaceKind) (paddock.WorkspaceProvider, error) {
+	kn.ownerOnce.Do(func() {
 		// Once, before any use: the provider is shared by every create.
-		if ov, ok := m.Providers[paddock.KindOverlay].(*workspace.Overlay); ok && ov.Owner == 0 {
-			ov.Owner = m.SandboxUID
+		if ov, ok := kn.Providers[paddock.KindOverlay].(*workspace.Overlay); ok && ov.Owner == 0 {
+			ov.Owner = kn.SandboxUID
 		}
 	})
-	p, ok := m.Providers[k]
+	p, ok := kn.Providers[k]
 	if !ok {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "workspace kind %s is not available here", k)
 	}

@@ -27,11 +27,11 @@ func TestRunMounts(t *testing.T) {
 	}
 	os.Chmod(filepath.Dir(tools), 0o755)
 	os.WriteFile(filepath.Join(bin, "hello-tool"), []byte("#!/bin/sh\necho hello from the tool\n"), 0o755)
-	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Mounts: []string{bin}})
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Mounts: []string{bin}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "hello-tool; touch " + bin + "/x 2>/dev/null && echo WROTE"}})
+	res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "hello-tool; touch " + bin + "/x 2>/dev/null && echo WROTE"}})
 	if err != nil || res.Stdout != "hello from the tool\n" {
 		t.Fatalf("a tool on a mount: %v %+v", err, res)
 	}
@@ -43,7 +43,7 @@ func TestRunMounts(t *testing.T) {
 	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
 	link := filepath.Join(t.TempDir(), "link")
 	os.Symlink(bin, link)
-	before, _ := e.m.Runs(ctx, paddock.RunFilter{Removed: true})
+	before, _ := e.m.Runs.Runs(ctx, paddock.RunFilter{Removed: true})
 	for _, tc := range []struct{ name, mount, says string }{
 		{"the daemon's state", filepath.Dir(e.m.WorkspacesDir), "daemon's state"},
 		{"inside the state", e.m.ArtifactsDir, "daemon's state"},
@@ -57,12 +57,12 @@ func TestRunMounts(t *testing.T) {
 		{"relative", "tools/bin", "absolute"},
 		{"the root", "/", "absolute"},
 	} {
-		_, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Mounts: []string{tc.mount}})
+		_, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Mounts: []string{tc.mount}})
 		if err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s (%s): %v, want a refusal saying %q", tc.name, tc.mount, err, tc.says)
 		}
 	}
-	if after, _ := e.m.Runs(ctx, paddock.RunFilter{Removed: true}); len(after) != len(before) {
+	if after, _ := e.m.Runs.Runs(ctx, paddock.RunFilter{Removed: true}); len(after) != len(before) {
 		t.Fatalf("refused mounts made %d run(s)", len(after)-len(before))
 	}
 }

@@ -52,10 +52,10 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 
 	submitted := func(t *testing.T, id string) {
 		t.Helper()
-		if _, err := e.m.CallTool(ctx, id, "write", json.RawMessage(`{"path":"net.txt","content":"x\n"}`)); err != nil {
+		if _, err := e.m.Broker.CallTool(ctx, id, "write", json.RawMessage(`{"path":"net.txt","content":"x\n"}`)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.Submit(ctx, id); err != nil {
+		if _, err := e.m.Changes.Submit(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -66,39 +66,39 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 		{"create", func(t *testing.T) string { return e.create(t, paddock.KindOverlay, "").ID }},
 		{"create clone", func(t *testing.T) string { return e.create(t, paddock.KindClone, "").ID }},
 		{"bootstrap by name", func(t *testing.T) string {
-			b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "t"})
+			b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b.Run.ID
 		}},
 		{"bootstrap by name, reviewer", func(t *testing.T) string {
-			b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "reviewer", Task: "t"})
+			b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "reviewer", Task: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b.Run.ID
 		}},
 		{"bootstrap inline", func(t *testing.T) string {
-			b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Agent: paddock.AgentDefinition{Name: "mine", Workspace: "write"}, Task: "t"})
+			b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Agent: paddock.AgentDefinition{Name: "mine", Workspace: "write"}, Task: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b.Run.ID
 		}},
 		{"flow, coding", func(t *testing.T) string {
-			f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
+			f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return f.Runs["coding"]
 		}},
 		{"flow, reviewing", func(t *testing.T) string {
-			f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
+			f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f, err = e.m.PickEvent(agentCtx, f.Runs["coding"], "done", paddock.MenuEventRequest{}); err != nil {
+			if f, err = e.m.Flows.PickEvent(agentCtx, f.Runs["coding"], "done", paddock.MenuEventRequest{}); err != nil {
 				t.Fatal(err)
 			}
 			return f.Runs["reviewing"]
@@ -106,42 +106,42 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 		{"review run", func(t *testing.T) string {
 			r := e.create(t, paddock.KindOverlay, "")
 			submitted(t, r.ID)
-			rv, err := e.m.Review(ctx, r.ID, "")
+			rv, err := e.m.Reviews.Review(ctx, r.ID, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			return rv.ID
 		}},
 		{"fork", func(t *testing.T) string {
-			b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "t"})
+			b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return fork(t, e.m, b.Run.ID, 1).Runs[0].ID
 		}},
 		{"adoption", func(t *testing.T) string {
-			b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "t", Kind: "clone"})
+			b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "t", Kind: "clone"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			lifecycle.StoreCheckpoint(ctx, e.m, b.Run.ID, "test")
 			os.RemoveAll(b.Run.Workspace.Root) // its node is lost, and its disk with it
-			if _, err := e.m.Adopt(ctx, b.Run.ID, "test"); err != nil {
+			if _, err := e.m.Nodes.Adopt(ctx, b.Run.ID, "test"); err != nil {
 				t.Fatal(err)
 			}
 			return b.Run.ID
 		}},
 		{"import", func(t *testing.T) string {
-			b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "t"})
+			b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			submitted(t, b.Run.ID)
 			var buf bytes.Buffer
-			if err := e.m.Bundle(ctx, b.Run.ID, &buf); err != nil {
+			if err := e.m.Bundles.Bundle(ctx, b.Run.ID, &buf); err != nil {
 				t.Fatal(err)
 			}
-			res, err := e.m.Import(ctx, paddock.ImportRequest{Project: "my-app"}, &buf)
+			res, err := e.m.Bundles.Import(ctx, paddock.ImportRequest{Project: "my-app"}, &buf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +153,7 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			id := p.make(t)
 			for who, c := range map[string]context.Context{"agent": agentCtx, "operator": ctx} {
-				caps, err := e.m.Capabilities(c, id)
+				caps, err := e.m.Broker.Capabilities(c, id)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -161,7 +161,7 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 					t.Errorf("the %s is told network %q, ceiling %q; want none and none", who, caps.Net, caps.NetCeiling)
 				}
 			}
-			res, err := e.m.Exec(agentCtx, id, paddock.ExecRequest{Argv: []string{"bash", "-c", probe}})
+			res, err := e.m.Broker.Exec(agentCtx, id, paddock.ExecRequest{Argv: []string{"bash", "-c", probe}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 					res.ExitCode, res.Enforcement.Net, res.Stdout, res.Stderr)
 			}
 			for _, asked := range []string{"host", "allow=example.com"} {
-				if _, err := e.m.Exec(agentCtx, id, paddock.ExecRequest{Argv: []string{"true"}, Net: asked}); !paddock.IsCode(err, paddock.CodeForbidden) {
+				if _, err := e.m.Broker.Exec(agentCtx, id, paddock.ExecRequest{Argv: []string{"true"}, Net: asked}); !paddock.IsCode(err, paddock.CodeForbidden) {
 					t.Errorf("the agent asked for network %s: %v, want forbidden", asked, err)
 				}
 			}
@@ -179,7 +179,7 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 	// The operator still chooses: its explicit host network is given and
 	// recorded.
 	r := e.create(t, paddock.KindOverlay, "")
-	res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", probe}, Net: "host"})
+	res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", probe}, Net: "host"})
 	if err != nil || res.ExitCode != 0 || res.Enforcement.Net != "host" {
 		t.Fatalf("the operator's --net host: %+v %v", res, err)
 	}

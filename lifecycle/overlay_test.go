@@ -33,9 +33,9 @@ func withSandbox(t *testing.T, e *env) {
 	if os.Getuid() == 0 {
 		e.m.SandboxUID = 65534
 	}
-	r, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
+	r, err := e.m.Runs.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
 	if err == nil {
-		_, err = e.m.Exec(context.Background(), r.ID, paddock.ExecRequest{Argv: []string{"true"}})
+		_, err = e.m.Broker.Exec(context.Background(), r.ID, paddock.ExecRequest{Argv: []string{"true"}})
 	}
 	if err != nil && paddock.IsCode(err, paddock.CodeUnsupported) {
 		if os.Getenv("CI") == "true" {
@@ -46,12 +46,12 @@ func withSandbox(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.m.Reject(context.Background(), r.ID)
+	e.m.Runs.Reject(context.Background(), r.ID)
 }
 
 func sh(t *testing.T, m *lifecycle.Manager, id, script string) string {
 	t.Helper()
-	res, err := m.Exec(context.Background(), id, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
+	res, err := m.Broker.Exec(context.Background(), id, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
 	if err != nil {
 		t.Fatalf("%s: %v", script, err)
 	}
@@ -76,13 +76,13 @@ func TestOverlayRun(t *testing.T) {
 		t.Fatalf("no snapshot: %v", err)
 	}
 	// A tool writes, a command reads it; a command writes, a tool reads it.
-	if _, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"new.txt","content":"from a tool\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"new.txt","content":"from a tool\n"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if out := sh(t, e.m, r.ID, "cat new.txt; echo changed > README.md; rm run.sh; mkdir -p a/b; echo deep > a/b/c"); out != "from a tool\n" {
 		t.Fatalf("the command saw %q", out)
 	}
-	res, err := e.m.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"README.md"}`))
+	res, err := e.m.Broker.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"README.md"}`))
 	if err != nil || !strings.Contains(fmt.Sprint(res), "changed") {
 		t.Fatalf("the tool saw %v %v", res, err)
 	}
@@ -93,7 +93,7 @@ func TestOverlayRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.Workspace.Root, "README.md")); err == nil {
 		t.Fatal("the merged view is mounted on the host")
 	}
-	cs, err := e.m.ChangeSet(ctx, r.ID)
+	cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,10 +106,10 @@ func TestOverlayRun(t *testing.T) {
 		t.Fatalf("change set %v, want %v", got, want)
 	}
 	// A checkpoint and a resume read the merged view.
-	if _, err := e.m.Checkpoint(ctx, r.ID, "test"); err != nil {
+	if _, err := e.m.Runs.Checkpoint(ctx, r.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
-	rr, err := e.m.Resume(ctx, r.ID)
+	rr, err := e.m.Runs.Resume(ctx, r.ID)
 	if err != nil || rr.Drift {
 		t.Fatalf("resume: %+v %v", rr, err)
 	}
@@ -128,14 +128,14 @@ func TestOverlayRun(t *testing.T) {
 		t.Fatalf("the second run sees the first's changes: %q", out)
 	}
 	// Submit, approve, apply to a branch.
-	frozen, err := e.m.Submit(ctx, r.ID)
+	frozen, err := e.m.Changes.Submit(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Approve(ctx, r.ID, frozen.Hash, "tester"); err != nil {
+	if _, err := e.m.Changes.Approve(ctx, r.ID, frozen.Hash, "tester"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Apply(ctx, r.ID, "", gitx.Identity{Name: "T", Email: "t@example.com"}); err != nil {
+	if _, err := e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{Name: "T", Email: "t@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := exec.Command("git", "-C", e.repo, "show", "paddock/"+r.ID+":README.md").Output()
@@ -146,7 +146,7 @@ func TestOverlayRun(t *testing.T) {
 	// project byte-identical; gc collects the snapshot once no run uses it.
 	before, _ := gittest.TreeDigest(t, e.repo)
 	pid := harnessPID(t, e.m, r2.ID)
-	if _, err := e.m.Reject(ctx, r2.ID); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, r2.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitExit(t, pid)
@@ -159,7 +159,7 @@ func TestOverlayRun(t *testing.T) {
 	if _, err := os.Stat(snap); err != nil {
 		t.Fatal("gc removed a snapshot a run still uses")
 	}
-	if _, err := e.m.Reject(ctx, r.ID); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	f, err := e.m.GC(ctx, false)
@@ -176,7 +176,7 @@ func TestOverlayRun(t *testing.T) {
 
 func harnessPID(t *testing.T, m *lifecycle.Manager, id string) int {
 	t.Helper()
-	res, err := m.Exec(context.Background(), id, paddock.ExecRequest{Argv: []string{"true"}})
+	res, err := m.Broker.Exec(context.Background(), id, paddock.ExecRequest{Argv: []string{"true"}})
 	if err != nil || res.Enforcement.Mode != "resident" || res.Enforcement.HarnessPID == 0 {
 		t.Fatalf("no harness: %+v %v", res, err)
 	}
@@ -220,11 +220,11 @@ func TestOverlayMatchesClone(t *testing.T) {
 		cl := e.create(t, paddock.KindClone, "on_reject")
 		sh(t, e.m, ov.ID, script)
 		sh(t, e.m, cl.ID, script)
-		a, err := e.m.ChangeSet(ctx, ov.ID)
+		a, err := e.m.Changes.ChangeSet(ctx, ov.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := e.m.ChangeSet(ctx, cl.ID)
+		b, err := e.m.Changes.ChangeSet(ctx, cl.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,8 +261,8 @@ func TestOverlayMatchesClone(t *testing.T) {
 		if want != got {
 			t.Fatalf("round %d (seed %d): the applied diff does not reproduce the workspace\nscript:\n%s\nwant:\n%s\ngot:\n%s", round, seed, script, want, got)
 		}
-		e.m.Reject(ctx, ov.ID)
-		e.m.Reject(ctx, cl.ID)
+		e.m.Runs.Reject(ctx, ov.ID)
+		e.m.Runs.Reject(ctx, cl.ID)
 	}
 }
 
@@ -364,20 +364,20 @@ func TestOverlayChangeSetLimits(t *testing.T) {
 	e.m.ChangeSetLimits = lifecycle.ChangeSetLimits{MaxFile: 1000, MaxTotal: 1500, MaxEntries: 3}
 	r := e.create(t, paddock.KindOverlay, "on_reject")
 	sh(t, e.m, r.ID, "head -c 2000 /dev/zero > big")
-	_, err := e.m.ChangeSet(context.Background(), r.ID)
+	_, err := e.m.Changes.ChangeSet(context.Background(), r.ID)
 	if !paddock.IsCode(err, paddock.CodeTooLarge) || !strings.Contains(err.Error(), "big") {
 		t.Fatalf("a file over the limit: %v", err)
 	}
 	sh(t, e.m, r.ID, "rm big; head -c 800 /dev/zero > a; head -c 800 /dev/zero > b")
-	if _, err := e.m.ChangeSet(context.Background(), r.ID); !paddock.IsCode(err, paddock.CodeTooLarge) {
+	if _, err := e.m.Changes.ChangeSet(context.Background(), r.ID); !paddock.IsCode(err, paddock.CodeTooLarge) {
 		t.Fatalf("content over the total: %v", err)
 	}
 	sh(t, e.m, r.ID, "rm a b; touch 1 2 3 4")
-	if _, err := e.m.ChangeSet(context.Background(), r.ID); !paddock.IsCode(err, paddock.CodeTooLarge) {
+	if _, err := e.m.Changes.ChangeSet(context.Background(), r.ID); !paddock.IsCode(err, paddock.CodeTooLarge) {
 		t.Fatalf("entries over the limit: %v", err)
 	}
 	sh(t, e.m, r.ID, "rm 1 2 3 4")
-	if cs, err := e.m.ChangeSet(context.Background(), r.ID); err != nil || len(cs.Entries) != 0 {
+	if cs, err := e.m.Changes.ChangeSet(context.Background(), r.ID); err != nil || len(cs.Entries) != 0 {
 		t.Fatalf("back within the limits: %+v %v", cs, err)
 	}
 }
@@ -388,7 +388,7 @@ func TestOverlayRefusedWhereItCannotWork(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
-	_, err := e.m.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
+	_, err := e.m.Runs.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
 	if !paddock.IsCode(err, paddock.CodeUnsupported) || !strings.Contains(err.Error(), "resident") {
 		t.Fatalf("overlay without resident sandboxes: %v", err)
 	}
@@ -396,7 +396,7 @@ func TestOverlayRefusedWhereItCannotWork(t *testing.T) {
 	if r.Workspace.Kind != paddock.KindClone {
 		t.Fatalf("auto made %s", r.Workspace.Kind)
 	}
-	evs, _ := e.m.Events(context.Background(), r.ID, 0, 0)
+	evs, _ := e.m.Runs.Events(context.Background(), r.ID, 0, 0)
 	if len(evs) == 0 || !strings.Contains(string(evs[0].Data), "auto: clone") {
 		t.Fatalf("the run does not say why it is a clone: %s", evs[0].Data)
 	}
@@ -413,7 +413,7 @@ func TestProtectedAhead(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			e := newEnv(t)
 			ctx := context.Background()
-			if _, err := e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Protect: []string{"**/*.key"}}); err != nil {
+			if _, err := e.m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Protect: []string{"**/*.key"}}); err != nil {
 				t.Fatal(err)
 			}
 			withSandbox(t, e)
@@ -422,7 +422,7 @@ func TestProtectedAhead(t *testing.T) {
 				"echo '{}' > .mcp.json", "mkdir -p .claude/hooks && echo evil > .claude/hooks/h", "echo x > .claude/settings.local.json",
 				"echo 'eval evil' > .envrc", "mv .vscode .v && mkdir .vscode && echo '{}' > .vscode/tasks.json",
 			} {
-				res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
+				res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -430,7 +430,7 @@ func TestProtectedAhead(t *testing.T) {
 					t.Errorf("%s: exit 0", script)
 				}
 			}
-			res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", "echo ok > fine.txt && echo k > a.key"}})
+			res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", "echo ok > fine.txt && echo k > a.key"}})
 			if err != nil || res.ExitCode != 0 {
 				t.Fatalf("ordinary work: %v %+v", err, res)
 			}
@@ -449,7 +449,7 @@ func TestProtectedAhead(t *testing.T) {
 			if len(enf.Unprotected) != 1 || !strings.HasPrefix(enf.Unprotected[0], "**/*.key") {
 				t.Errorf("unprotected: %v", enf.Unprotected)
 			}
-			cs, err := e.m.ChangeSet(ctx, r.ID)
+			cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -488,11 +488,11 @@ func TestOverlayTypeChanges(t *testing.T) {
 		cl := e.create(t, paddock.KindClone, "on_reject")
 		sh(t, e.m, ov.ID, script)
 		sh(t, e.m, cl.ID, script)
-		a, err := e.m.Submit(ctx, ov.ID)
+		a, err := e.m.Changes.Submit(ctx, ov.ID)
 		if err != nil {
 			t.Fatalf("%s: %v", script, err)
 		}
-		b, err := e.m.ChangeSet(ctx, cl.ID)
+		b, err := e.m.Changes.ChangeSet(ctx, cl.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -500,20 +500,20 @@ func TestOverlayTypeChanges(t *testing.T) {
 			t.Fatalf("%s: the change sets differ\noverlay: %v\nclone:   %v", script, a.Entries, b.Entries)
 		}
 		before, lines := gittest.TreeDigest(t, e.repo)
-		if _, err := e.m.Approve(ctx, ov.ID, a.Hash, "a"); err != nil {
+		if _, err := e.m.Changes.Approve(ctx, ov.ID, a.Hash, "a"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.ApplyToWorktree(ctx, ov.ID, false); err != nil {
+		if _, err := e.m.Changes.ApplyToWorktree(ctx, ov.ID, false); err != nil {
 			t.Fatalf("%s: %v", script, err)
 		}
 		if got, want := filesOf(t, e.repo), filesOf(t, cl.Workspace.Root); got != want {
 			t.Fatalf("%s: the working tree holds\n%s\nthe clone\n%s", script, got, want)
 		}
-		if _, err := e.m.Undo(ctx, ov.ID); err != nil {
+		if _, err := e.m.Changes.Undo(ctx, ov.ID); err != nil {
 			t.Fatal(err)
 		}
 		gittest.RequireIdentical(t, e.repo, before, lines)
-		e.m.Reject(ctx, ov.ID)
-		e.m.Reject(ctx, cl.ID)
+		e.m.Runs.Reject(ctx, ov.ID)
+		e.m.Runs.Reject(ctx, cl.ID)
 	}
 }

@@ -23,22 +23,22 @@ func TestPlanArtifact(t *testing.T) {
 	e.m.Secret = func(name string) (string, bool) { return secret, name == "API_TOKEN" }
 	e.project(t)
 	ctx := context.Background()
-	b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "fix the bug", Kind: "clone"})
+	b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "fix the bug", Kind: "clone"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := b.Run.ID
 	// The built-in coder's run has no secret; one with API_TOKEN does.
-	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Secrets: []string{"API_TOKEN"}})
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone", Secrets: []string{"API_TOKEN"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	if _, err := e.m.Artifact(ctx, id, "plan"); !paddock.IsCode(err, paddock.CodeConflict) {
+	if _, err := e.m.Jobs.Artifact(ctx, id, "plan"); !paddock.IsCode(err, paddock.CodeConflict) {
 		t.Fatalf("the plan of a run whose agent gave none: %v, want conflict", err)
 	}
 	give := func(id, args string) (*paddock.Plan, error) {
-		res, err := e.m.CallTool(ctx, id, paddock.ToolPlan, json.RawMessage(args))
+		res, err := e.m.Broker.CallTool(ctx, id, paddock.ToolPlan, json.RawMessage(args))
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +54,7 @@ func TestPlanArtifact(t *testing.T) {
 	if _, err := give(id, `{"steps":[{"step":"read the failing test","status":"completed"},{"step":"fix parse()","status":"completed"},{"step":"run verify","status":"in_progress"}]}`); err != nil {
 		t.Fatal(err)
 	}
-	a, err := e.m.Artifact(ctx, id, "plan")
+	a, err := e.m.Jobs.Artifact(ctx, id, "plan")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +75,10 @@ func TestPlanArtifact(t *testing.T) {
 			t.Errorf("%s: %v, want bad_request saying %q", bad.name, err, bad.key)
 		}
 	}
-	if a, _ := e.m.Artifact(ctx, id, "plan"); a.Content.(*paddock.Plan).Revision != 2 {
+	if a, _ := e.m.Jobs.Artifact(ctx, id, "plan"); a.Content.(*paddock.Plan).Revision != 2 {
 		t.Fatalf("a refused plan changed the artifact: %+v", a.Content)
 	}
-	evs, err := e.m.Events(ctx, id, 0, 0)
+	evs, err := e.m.Runs.Events(ctx, id, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +96,11 @@ func TestPlanArtifact(t *testing.T) {
 	if _, err := give(r.ID, `{"explanation":"use `+secret+`","steps":[{"step":"curl with `+secret+`","status":"pending"}]}`); err != nil {
 		t.Fatal(err)
 	}
-	a, err = e.m.Artifact(ctx, r.ID, "plan")
+	a, err = e.m.Jobs.Artifact(ctx, r.ID, "plan")
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, _ := e.m.Events(ctx, r.ID, 0, 0)
+	all, _ := e.m.Runs.Events(ctx, r.ID, 0, 0)
 	for what, v := range map[string]any{"artifact": a, "events": all} {
 		raw, _ := json.Marshal(v)
 		if strings.Contains(string(raw), secret) || !strings.Contains(string(raw), "[REDACTED:API_TOKEN]") {
@@ -109,7 +109,7 @@ func TestPlanArtifact(t *testing.T) {
 	}
 
 	// A definition that names its tools without plan cannot give one.
-	nb, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Task: "t", Kind: "clone",
+	nb, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Task: "t", Kind: "clone",
 		Agent: paddock.AgentDefinition{Name: "narrow", Workspace: "read", Tools: []string{"read"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestPlanArtifact(t *testing.T) {
 		t.Fatalf("a plan from a definition without the tool: %v, want %s", err, broker.RuleUndeclared)
 	}
 	// A none agent plans too: a plan needs no workspace.
-	db, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Task: "decide", AgentName: "decider"})
+	db, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", Task: "decide", AgentName: "decider"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,13 +126,13 @@ func TestPlanArtifact(t *testing.T) {
 		t.Fatalf("a none agent's plan: %v", err)
 	}
 	// A rejected run takes no more plans; its last stays readable.
-	if _, err := e.m.Reject(ctx, id); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := give(id, `{"steps":[{"step":"a","status":"pending"}]}`); !paddock.IsCode(err, paddock.CodeConflict) {
 		t.Fatalf("a plan for a rejected run: %v, want conflict", err)
 	}
-	if a, err := e.m.Artifact(ctx, id, "plan"); err != nil || a.Content.(*paddock.Plan).Revision != 2 {
+	if a, err := e.m.Jobs.Artifact(ctx, id, "plan"); err != nil || a.Content.(*paddock.Plan).Revision != 2 {
 		t.Fatalf("a rejected run's plan: %v %+v", err, a)
 	}
 }
@@ -145,22 +145,22 @@ func TestJobStatus(t *testing.T) {
 	e := newEnv(t)
 	e.project(t)
 	ctx := context.Background()
-	b, err := e.m.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "t", Kind: "clone"})
+	b, err := e.m.Jobs.Bootstrap(ctx, paddock.BootstrapRequest{Project: "my-app", AgentName: "coder", Task: "t", Kind: "clone"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := b.Run.ID
-	st, err := e.m.JobStatus(ctx, id)
+	st, err := e.m.Jobs.JobStatus(ctx, id)
 	if err != nil || st.State != paddock.JobIdle || st.Job != nil {
 		t.Fatalf("a run with no job: %+v %v, want idle", st, err)
 	}
 	j := quickJob(t, e, id)
 	j = waitJob(t, e.m, id, j.ID, 30*1e9)
-	st, err = e.m.JobStatus(ctx, id)
+	st, err = e.m.Jobs.JobStatus(ctx, id)
 	if err != nil || st.State != j.State || st.Job == nil || st.Job.ID != j.ID || st.State == paddock.JobIdle || st.State == paddock.JobRunning {
 		t.Fatalf("after job %s (%s): %+v %v", j.ID, j.State, st, err)
 	}
-	if _, err := e.m.JobStatus(ctx, "r-nope"); !paddock.IsCode(err, paddock.CodeNotFound) {
+	if _, err := e.m.Jobs.JobStatus(ctx, "r-nope"); !paddock.IsCode(err, paddock.CodeNotFound) {
 		t.Fatalf("the status of no run: %v", err)
 	}
 }

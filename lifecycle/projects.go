@@ -15,9 +15,16 @@ import (
 	"github.com/paddock-dev/paddock/gitx"
 )
 
+// Projects declares projects and agent definitions: their registration, their repositories' checks and the project lock.
+type Projects struct {
+	*kernel
+	// the services it calls
+	nodes *Nodes
+}
+
 // AddProject declares the repository at req.Path as a project. An empty name
 // is derived from the directory's name.
-func (m *Manager) AddProject(ctx context.Context, req paddock.AddProjectRequest) (*paddock.Project, error) {
+func (ps *Projects) AddProject(ctx context.Context, req paddock.AddProjectRequest) (*paddock.Project, error) {
 	path, name := req.Path, req.Name
 	if path == "" {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "a project needs a path")
@@ -25,7 +32,7 @@ func (m *Manager) AddProject(ctx context.Context, req paddock.AddProjectRequest)
 	if !filepath.IsAbs(path) {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "project path %q must be absolute", path)
 	}
-	repo, err := m.Git.Inspect(ctx, path)
+	repo, err := ps.Git.Inspect(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -36,10 +43,10 @@ func (m *Manager) AddProject(ctx context.Context, req paddock.AddProjectRequest)
 	} else if err := paddock.ValidateName(name); err != nil {
 		return nil, err
 	}
-	if inside(m.WorkspacesDir, repo.Root) {
+	if inside(ps.WorkspacesDir, repo.Root) {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is a paddock workspace, not a project", path)
 	}
-	fp, err := m.Git.Fingerprint(ctx, repo)
+	fp, err := ps.Git.Fingerprint(ctx, repo)
 	if err != nil {
 		return nil, internal("reading the repository's fingerprint failed", err)
 	}
@@ -54,16 +61,16 @@ func (m *Manager) AddProject(ctx context.Context, req paddock.AddProjectRequest)
 	if p.Caches, err = parseCaches(req.Caches); err != nil {
 		return nil, err
 	}
-	if err := m.update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, p) }); err != nil {
+	if err := ps.update(ctx, func(tx paddock.Tx) error { return tx.CreateProject(ctx, p) }); err != nil {
 		return nil, err
 	}
 	// With nodes, the declaring node's own fingerprint of its copy is the
 	// declared one: its .git replaced later is refused, as on a daemon of
 	// its own, not taken for a new copy.
-	if err := m.keepNodeFingerprint(p, fp); err != nil {
-		m.log().Warn("cannot keep this node's fingerprint of the project", "project", name, "err", err)
+	if err := ps.nodes.keepNodeFingerprint(p, fp); err != nil {
+		ps.log().Warn("cannot keep this node's fingerprint of the project", "project", name, "err", err)
 	}
-	m.log().Info("project added", "project", name, "root", repo.Root)
+	ps.log().Info("project added", "project", name, "root", repo.Root)
 	return p, nil
 }
 
@@ -99,7 +106,7 @@ func checkRules(rules []string) error {
 // follow the new protected paths, its next submission the new rules. The
 // change is logged with who made it and recorded on every live run of the
 // project.
-func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.SetProjectRequest) (*paddock.Project, error) {
+func (ps *Projects) SetProject(ctx context.Context, name, by string, req paddock.SetProjectRequest) (*paddock.Project, error) {
 	setProtect := len(req.Protect) > 0 || req.NoDefaultProtect
 	switch {
 	case req.DefaultProtect && setProtect:
@@ -145,7 +152,7 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 	}
 	var p *paddock.Project
 	change := map[string]any{"by": by}
-	err = m.update(ctx, func(tx paddock.Tx) error {
+	err = ps.update(ctx, func(tx paddock.Tx) error {
 		var err error
 		if p, err = tx.Project(ctx, name); err != nil {
 			return err
@@ -199,7 +206,7 @@ func (m *Manager) SetProject(ctx context.Context, name, by string, req paddock.S
 	if v, ok := change["caches"]; ok {
 		args = append(args, "caches", v)
 	}
-	m.log().Info("project settings changed", args...)
+	ps.log().Info("project settings changed", args...)
 	return p, nil
 }
 
@@ -209,8 +216,8 @@ func inside(dir, path string) bool {
 }
 
 // Projects lists the projects.
-func (m *Manager) Projects(ctx context.Context) (out []*paddock.Project, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (ps *Projects) Projects(ctx context.Context) (out []*paddock.Project, err error) {
+	err = ps.Store.View(ctx, func(tx paddock.Tx) error {
 		out, err = tx.Projects(ctx)
 		return err
 	})
@@ -218,8 +225,8 @@ func (m *Manager) Projects(ctx context.Context) (out []*paddock.Project, err err
 }
 
 // Project returns one project.
-func (m *Manager) Project(ctx context.Context, name string) (p *paddock.Project, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (kn *kernel) Project(ctx context.Context, name string) (p *paddock.Project, err error) {
+	err = kn.Store.View(ctx, func(tx paddock.Tx) error {
 		p, err = tx.Project(ctx, name)
 		return err
 	})
@@ -236,12 +243,12 @@ const CheckoutTimeout = 10 * time.Second
 // (gitx.Uncommitted, under the hardened runner). A checkout that cannot be
 // read (gone, no longer a repository) or not within CheckoutTimeout is a
 // conflict: the project's state, not a fault of paddock's.
-func (m *Manager) ProjectCheckout(ctx context.Context, name string) (*paddock.CheckoutStatus, error) {
-	p, err := m.Project(ctx, name)
+func (ps *Projects) ProjectCheckout(ctx context.Context, name string) (*paddock.CheckoutStatus, error) {
+	p, err := ps.Project(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	g := *m.Git
+	g := *ps.Git
 	if g.Timeout <= 0 || g.Timeout > CheckoutTimeout {
 		g.Timeout = CheckoutTimeout
 	}
@@ -261,8 +268,8 @@ func (m *Manager) ProjectCheckout(ctx context.Context, name string) (*paddock.Ch
 // RemoveProject forgets a project and the records of its runs. It refuses
 // while any of its runs still has a workspace on disk or holds its lock; the
 // repository itself is never touched.
-func (m *Manager) RemoveProject(ctx context.Context, name string) error {
-	return m.update(ctx, func(tx paddock.Tx) error {
+func (ps *Projects) RemoveProject(ctx context.Context, name string) error {
+	return ps.update(ctx, func(tx paddock.Tx) error {
 		if _, err := tx.Project(ctx, name); err != nil {
 			return err
 		}
@@ -287,7 +294,7 @@ func (m *Manager) RemoveProject(ctx context.Context, name string) error {
 // Unlock force-releases the project lock and records who did it on the run
 // that held it. Without force it refuses: taking a lock from a live run is a
 // decision, not a default. It returns the lock that was released, or nil.
-func (m *Manager) Unlock(ctx context.Context, name, by string, force bool) (*paddock.Lock, error) {
+func (ps *Projects) Unlock(ctx context.Context, name, by string, force bool) (*paddock.Lock, error) {
 	if !force {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "releasing a project lock another run holds needs --force")
 	}
@@ -295,7 +302,7 @@ func (m *Manager) Unlock(ctx context.Context, name, by string, force bool) (*pad
 		by = "unknown"
 	}
 	var released *paddock.Lock
-	err := m.update(ctx, func(tx paddock.Tx) error {
+	err := ps.update(ctx, func(tx paddock.Tx) error {
 		if _, err := tx.Project(ctx, name); err != nil {
 			return err
 		}
@@ -314,7 +321,7 @@ func (m *Manager) Unlock(ctx context.Context, name, by string, force bool) (*pad
 		return nil, err
 	}
 	if released != nil {
-		m.log().Warn("project lock force-released", "project", name, "run", released.RunID, "by", by)
+		ps.log().Warn("project lock force-released", "project", name, "run", released.RunID, "by", by)
 	}
 	return released, nil
 }
@@ -322,8 +329,8 @@ func (m *Manager) Unlock(ctx context.Context, name, by string, force bool) (*pad
 // checkRepo verifies that the project root still holds the repository it was
 // declared with. It runs before every run is made, in constant time
 // whatever the project's history (gitx.CheckFingerprint).
-func (m *Manager) checkRepo(ctx context.Context, p *paddock.Project) (*gitx.Repo, error) {
-	repo, err := m.Git.Inspect(ctx, p.Root)
+func (ps *Projects) checkRepo(ctx context.Context, p *paddock.Project) (*gitx.Repo, error) {
+	repo, err := ps.Git.Inspect(ctx, p.Root)
 	if err != nil {
 		var pe *paddock.Error
 		if errors.As(err, &pe) {
@@ -331,11 +338,11 @@ func (m *Manager) checkRepo(ctx context.Context, p *paddock.Project) (*gitx.Repo
 		}
 		return nil, err
 	}
-	fp, err := m.nodeFingerprint(ctx, repo, p)
+	fp, err := ps.nodes.nodeFingerprint(ctx, repo, p)
 	if err != nil {
 		return nil, err
 	}
-	same, err := m.Git.CheckFingerprint(ctx, repo, fp)
+	same, err := ps.Git.CheckFingerprint(ctx, repo, fp)
 	if err != nil {
 		return nil, internal("checking the project's repository failed", err)
 	}

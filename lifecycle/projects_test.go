@@ -28,14 +28,14 @@ func TestSetProject(t *testing.T) {
 	r := e.create(t, paddock.KindClone, "")
 	write := func(path, content string) error {
 		args, _ := json.Marshal(map[string]string{"path": path, "content": content})
-		_, err := e.m.CallTool(ctx, r.ID, "write", args)
+		_, err := e.m.Broker.CallTool(ctx, r.ID, "write", args)
 		return err
 	}
 	if err := write("secrets/a.txt", "x"); err != nil {
 		t.Fatal(err)
 	}
 
-	p, err := e.m.SetProject(ctx, "my-app", "ada", paddock.SetProjectRequest{Protect: []string{"secrets/**"}})
+	p, err := e.m.Projects.SetProject(ctx, "my-app", "ada", paddock.SetProjectRequest{Protect: []string{"secrets/**"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,22 +46,22 @@ func TestSetProject(t *testing.T) {
 
 	// The lint follows the rules the project allows now.
 	os.WriteFile(filepath.Join(r.Workspace.Root, "notes.md"), []byte("Co-Authored-By: Claude <noreply@anthropic.com>\n"), 0o644)
-	_, err = e.m.Submit(ctx, r.ID)
+	_, err = e.m.Changes.Submit(ctx, r.ID)
 	mustCode(t, err, paddock.CodeAttributionLeak)
 	rules := []string{"co-author-trailer"}
-	if p, err = e.m.SetProject(ctx, "my-app", "ada", paddock.SetProjectRequest{AllowAttribution: &rules}); err != nil {
+	if p, err = e.m.Projects.SetProject(ctx, "my-app", "ada", paddock.SetProjectRequest{AllowAttribution: &rules}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(p.Protected, "secrets/**") {
 		t.Fatalf("setting the rules changed the protected paths: %v", p.Protected)
 	}
-	if _, err := e.m.Submit(ctx, r.ID); err != nil {
+	if _, err := e.m.Changes.Submit(ctx, r.ID); err != nil {
 		t.Fatalf("submit with the rule allowed: %v", err)
 	}
 
 	// Back to the defaults; none allowed.
 	none := []string{}
-	if p, err = e.m.SetProject(ctx, "my-app", "bob", paddock.SetProjectRequest{DefaultProtect: true, AllowAttribution: &none}); err != nil {
+	if p, err = e.m.Projects.SetProject(ctx, "my-app", "bob", paddock.SetProjectRequest{DefaultProtect: true, AllowAttribution: &none}); err != nil {
 		t.Fatal(err)
 	}
 	if p.Protected != nil || len(p.AttributionAllow) != 0 {
@@ -69,7 +69,7 @@ func TestSetProject(t *testing.T) {
 	}
 
 	// Recorded on the live run, with who, and logged.
-	evs, _ := e.m.Events(ctx, r.ID, 0, 0)
+	evs, _ := e.m.Runs.Events(ctx, r.ID, 0, 0)
 	var by []string
 	for _, ev := range evs {
 		if ev.Type == paddock.EventProjectSettings {
@@ -97,11 +97,11 @@ func TestSetProject(t *testing.T) {
 		{"my-app", paddock.SetProjectRequest{Protect: []string{"/etc/x"}}, paddock.CodeBadRequest},
 		{"nope", paddock.SetProjectRequest{DefaultProtect: true}, paddock.CodeNotFound},
 	} {
-		_, err := e.m.SetProject(ctx, c.name, "ada", c.req)
+		_, err := e.m.Projects.SetProject(ctx, c.name, "ada", c.req)
 		mustCode(t, err, c.code)
 	}
 	// Removing the project still waits for its runs.
-	mustCode(t, e.m.RemoveProject(ctx, "my-app"), paddock.CodeConflict)
+	mustCode(t, e.m.Projects.RemoveProject(ctx, "my-app"), paddock.CodeConflict)
 }
 
 // TestProjectCheckout: the daemon counts the project checkout's
@@ -112,7 +112,7 @@ func TestProjectCheckout(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	p := e.project(t)
-	if s, err := e.m.ProjectCheckout(ctx, "my-app"); err != nil || s.Uncommitted != 0 || s.Root != p.Root {
+	if s, err := e.m.Projects.ProjectCheckout(ctx, "my-app"); err != nil || s.Uncommitted != 0 || s.Root != p.Root {
 		t.Fatalf("a clean checkout: %+v %v", s, err)
 	}
 	os.WriteFile(filepath.Join(e.repo, "README.md"), []byte("edited\n"), 0o644)
@@ -122,19 +122,19 @@ func TestProjectCheckout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := e.m.ProjectCheckout(ctx, "my-app"); err != nil || s.Uncommitted != 2 || s.Root != p.Root {
+	if s, err := e.m.Projects.ProjectCheckout(ctx, "my-app"); err != nil || s.Uncommitted != 2 || s.Root != p.Root {
 		t.Fatalf("a modified and an untracked file: %+v %v", s, err)
 	}
 	if after, err := os.Stat(index); err != nil || !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
 		t.Fatalf("the status wrote the project's index: %v", err)
 	}
 
-	_, err = e.m.ProjectCheckout(ctx, "nope")
+	_, err = e.m.Projects.ProjectCheckout(ctx, "nope")
 	mustCode(t, err, paddock.CodeNotFound)
 
 	// Too slow a status is refused, typed, and not paddock's fault.
 	e.m.Git.Timeout = time.Nanosecond
-	_, err = e.m.ProjectCheckout(ctx, "my-app")
+	_, err = e.m.Projects.ProjectCheckout(ctx, "my-app")
 	mustCode(t, err, paddock.CodeConflict)
 	if !errors.Is(err, gitx.ErrTimeout) {
 		t.Fatalf("a status past its time: %v", err)
@@ -147,6 +147,6 @@ func TestProjectCheckout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Rename(moved, e.repo)
-	_, err = e.m.ProjectCheckout(ctx, "my-app")
+	_, err = e.m.Projects.ProjectCheckout(ctx, "my-app")
 	mustCode(t, err, paddock.CodeConflict)
 }

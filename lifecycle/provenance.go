@@ -26,6 +26,21 @@ import (
 	"github.com/paddock-dev/paddock/workspace"
 )
 
+// Provenance records which call wrote each hunk of a run's change (diff --blame) and approves hunks.
+type Provenance struct {
+	*kernel
+	// the services it calls
+	changes  *Changes
+	forks    *Forks
+	nodes    *Nodes
+	projects *Projects
+	reviews  *Reviews
+	runs     *Runs
+
+	provMu     runLocks // run id's journal's lock: runs track their effects side by side, each run's calls one after the other
+	provStates sync.Map // run id → *provState, under its provMu lock
+}
+
 // Where every hunk came from. After each call that can change the run's
 // files (a writing tool, a command), its files are looked at again (an
 // overlay's layers, or a whole tree, each read again only where a file's
@@ -47,16 +62,9 @@ type provRecord struct {
 	Changes map[string]string `json:"changes"` // path → blob id ("" when gone)
 }
 
-func (m *Manager) provDir(id string) string { return filepath.Join(m.runDir(id), "provenance") }
-func (m *Manager) provJournal(id string) string {
-	return filepath.Join(m.runDir(id), "provenance.jsonl")
-}
-
-// provLock is run id's journal's lock: runs track their effects side by
-// side, each run's calls one after the other.
-func (m *Manager) provLock(id string) *sync.Mutex {
-	mu, _ := m.provMu.LoadOrStore(id, &sync.Mutex{})
-	return mu.(*sync.Mutex)
+func (pv *Provenance) provDir(id string) string { return filepath.Join(pv.runDir(id), "provenance") }
+func (pv *Provenance) provJournal(id string) string {
+	return filepath.Join(pv.runDir(id), "provenance.jsonl")
 }
 
 // changesFiles reports whether a call of tool can change a run's files.
@@ -66,8 +74,8 @@ func changesFiles(tool string) bool {
 
 // readJournal reads run id's journal (a torn last line, from a crash, is
 // left out).
-func (m *Manager) readJournal(id string) ([]provRecord, error) {
-	f, err := os.Open(m.provJournal(id))
+func (pv *Provenance) readJournal(id string) ([]provRecord, error) {
+	f, err := os.Open(pv.provJournal(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -91,23 +99,21 @@ func (m *Manager) readJournal(id string) ([]provRecord, error) {
 // they differ from what the journal last said (or from the base): the
 // effects of the call recorded as event seq. It never fails the call: a
 // journal it cannot write leaves those hunks unattributed.
-func (m *Manager) trackEffects(ctx context.Context, r *paddock.Run, seq int64) {
+func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int64) {
 	if r.Access != paddock.AccessWrite || r.Workspace == nil || r.ReviewOf != nil {
 		return
 	}
-	m.checkpointSoon(r.ID)
-	mu := m.provLock(r.ID)
-	mu.Lock()
-	defer mu.Unlock()
+	pv.nodes.checkpointSoon(r.ID)
+	defer pv.provMu.lock(r.ID)()
 	start := time.Now()
-	err := m.trackEffectsLocked(ctx, r, seq)
-	m.log().Debug("effects recorded for blame", "run", r.ID, "seq", seq, "took", time.Since(start), "err", err)
+	err := pv.trackEffectsLocked(ctx, r, seq)
+	pv.log().Debug("effects recorded for blame", "run", r.ID, "seq", seq, "took", time.Since(start), "err", err)
 }
 
-func (m *Manager) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq int64) error {
-	st := m.provStateOf(r.ID)
+func (pv *Provenance) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq int64) error {
+	st := pv.provStateOf(r.ID)
 	if !st.loaded {
-		recs, err := m.readJournal(r.ID)
+		recs, err := pv.readJournal(r.ID)
 		if err != nil {
 			return err
 		}
@@ -119,34 +125,34 @@ func (m *Manager) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq in
 		st.loaded = true
 	}
 	if r.Workspace.Kind == paddock.KindOverlay {
-		if ov, ok := m.overlayProvider(); ok {
+		if ov, ok := pv.overlayProvider(); ok {
 			// A forked run's frozen layers hold its changes too; at a
 			// fork's first look, what it was forked with is the fork's.
 			l, err := ov.LayersWithStack(r.Project, r.Workspace)
 			if err != nil {
 				return err
 			}
-			if at := m.forkedAt(ctx, r.ID); len(st.last) == 0 && len(l.Frozen) > 0 && at > 0 {
-				if err := m.trackUpper(r, at, l.Frozen, st); err != nil {
+			if at := pv.forks.forkedAt(ctx, r.ID); len(st.last) == 0 && len(l.Frozen) > 0 && at > 0 {
+				if err := pv.trackUpper(r, at, l.Frozen, st); err != nil {
 					return err
 				}
 			}
-			return m.trackUpper(r, seq, append([]string{l.Upper}, l.Frozen...), st)
+			return pv.trackUpper(r, seq, append([]string{l.Upper}, l.Frozen...), st)
 		}
 	}
-	return m.trackTree(ctx, r, seq, st)
+	return pv.trackTree(ctx, r, seq, st)
 }
 
 // appendJournal appends one record to run id's journal and to st.
-func (m *Manager) appendJournal(id string, seq int64, changes map[string]string, st *provState) error {
+func (pv *Provenance) appendJournal(id string, seq int64, changes map[string]string, st *provState) error {
 	b, err := json.Marshal(provRecord{Seq: seq, Time: time.Now().UTC(), Changes: changes})
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(m.runDir(id), 0o700); err != nil {
+	if err := os.MkdirAll(pv.runDir(id), 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(m.provJournal(id), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(pv.provJournal(id), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -177,8 +183,11 @@ type upperFile struct {
 	blob               string
 }
 
-func (m *Manager) provStateOf(id string) *provState {
-	v, _ := m.provStates.LoadOrStore(id, &provState{last: map[string]string{}, seen: map[string]upperFile{}})
+// forget drops run id's tracking state (forgetRun).
+func (pv *Provenance) forget(id string) { pv.provStates.Delete(id) }
+
+func (pv *Provenance) provStateOf(id string) *provState {
+	v, _ := pv.provStates.LoadOrStore(id, &provState{last: map[string]string{}, seen: map[string]upperFile{}})
 	return v.(*provState)
 }
 
@@ -189,20 +198,20 @@ func (m *Manager) provStateOf(id string) *provState {
 // a version id of its own (blamed whole). layers are the upper layer and a
 // forked run's frozen layers under it, topmost first: what a higher layer
 // holds hides the same path and what lies below it in the lower ones.
-func (m *Manager) trackUpper(r *paddock.Run, seq int64, layers []string, st *provState) error {
+func (pv *Provenance) trackUpper(r *paddock.Run, seq int64, layers []string, st *provState) error {
 	now := map[string]string{}
 	hides := map[string]bool{} // the higher layers' files, whiteouts and opaque directories
 	for _, upper := range layers {
-		if err := m.trackLayer(r, upper, st, now, hides, nil); err != nil {
+		if err := pv.trackLayer(r, upper, st, now, hides, nil); err != nil {
 			return err
 		}
 	}
-	return m.trackChanges(r, seq, st, now)
+	return pv.trackChanges(r, seq, st, now)
 }
 
 // trackLayer reads one layer of trackUpper's into now, but what a higher
 // layer hides (hides, to which it adds its own).
-func (m *Manager) trackLayer(r *paddock.Run, upper string, st *provState, now map[string]string, hides map[string]bool, base map[string]string) error {
+func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, now map[string]string, hides map[string]bool, base map[string]string) error {
 	var own []string
 	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -260,7 +269,7 @@ func (m *Manager) trackLayer(r *paddock.Run, upper string, st *provState, now ma
 			}
 			f.blob = changeset.BlobID(b)
 			if base == nil || base[rel] != f.blob { // a file as the base has it is no version
-				if err := m.keepVersion(r, f.blob, b); err != nil {
+				if err := pv.keepVersion(r, f.blob, b); err != nil {
 					return err
 				}
 			}
@@ -284,22 +293,22 @@ func (m *Manager) trackLayer(r *paddock.Run, upper string, st *provState, now ma
 // only when its stat changed, and what differs from the base's blobs (or
 // is gone from it) is what the run changed. The base's listing is read
 // once a run.
-func (m *Manager) trackTree(ctx context.Context, r *paddock.Run, seq int64, st *provState) error {
+func (pv *Provenance) trackTree(ctx context.Context, r *paddock.Run, seq int64, st *provState) error {
 	if st.base == nil {
-		p, err := m.Project(ctx, r.Project)
+		p, err := pv.Project(ctx, r.Project)
 		if err != nil {
 			return err
 		}
-		repo, err := m.checkRepo(ctx, p)
+		repo, err := pv.projects.checkRepo(ctx, p)
 		if err != nil {
 			return err
 		}
-		if st.base, err = m.Git.TreeBlobs(m.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision); err != nil {
+		if st.base, err = pv.Git.TreeBlobs(pv.reviews.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision); err != nil {
 			return err
 		}
 	}
 	now := map[string]string{}
-	if err := m.trackLayer(r, r.Workspace.Root, st, now, map[string]bool{}, st.base); err != nil {
+	if err := pv.trackLayer(r, r.Workspace.Root, st, now, map[string]bool{}, st.base); err != nil {
 		return err
 	}
 	present := make(map[string]bool, len(now))
@@ -314,7 +323,7 @@ func (m *Manager) trackTree(ctx context.Context, r *paddock.Run, seq int64, st *
 			now[p] = "" // gone from the tree
 		}
 	}
-	return m.trackChanges(r, seq, st, now)
+	return pv.trackChanges(r, seq, st, now)
 }
 
 // hidden says whether rel or a directory above it is in hides.
@@ -334,7 +343,7 @@ func hidden(rel string, hides map[string]bool) bool {
 
 // trackChanges records in run r's journal how now differs from its last
 // word on each path.
-func (m *Manager) trackChanges(r *paddock.Run, seq int64, st *provState, now map[string]string) error {
+func (pv *Provenance) trackChanges(r *paddock.Run, seq int64, st *provState, now map[string]string) error {
 	changes := map[string]string{}
 	for p, b := range now {
 		if prev, ok := st.last[p]; !ok || prev != b {
@@ -350,19 +359,19 @@ func (m *Manager) trackChanges(r *paddock.Run, seq int64, st *provState, now map
 	if len(changes) == 0 {
 		return nil
 	}
-	return m.appendJournal(r.ID, seq, changes, st)
+	return pv.appendJournal(r.ID, seq, changes, st)
 }
 
 // keepVersion keeps a version of a file, masked as the diff is (the run's
 // declared secrets, credential shapes): only the frozen blobs hold a
 // change's bytes unmasked. Masking keeps lines as lines, so the versions
 // still follow each other, and the diff's hunks, line for line.
-func (m *Manager) keepVersion(r *paddock.Run, blob string, b []byte) error {
-	dst := filepath.Join(m.provDir(r.ID), blob)
+func (pv *Provenance) keepVersion(r *paddock.Run, blob string, b []byte) error {
+	dst := filepath.Join(pv.provDir(r.ID), blob)
 	if _, err := os.Stat(dst); err == nil {
 		return nil
 	}
-	masked := m.redactor(r).Bytes(b)
+	masked := pv.redactor(r).Bytes(b)
 	return durable.WriteFileFrom(dst, false, func(w io.Writer) error { _, err := w.Write(masked); return err })
 }
 
@@ -370,8 +379,8 @@ func (m *Manager) keepVersion(r *paddock.Run, blob string, b []byte) error {
 // with that hash; with none, the submitted one or else the live one), which tool calls
 // and commands wrote its lines: their events' seq, time and what they
 // were. Hunks are numbered as approve --hunks takes them.
-func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, error) {
-	r, p, err := m.runAndProject(ctx, id)
+func (pv *Provenance) Blame(ctx context.Context, id, hash string) (*paddock.Blame, error) {
+	r, p, err := pv.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +388,7 @@ func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, e
 	if hash == "" {
 		// The submitted change set, if there is one: the one approve
 		// --hunks numbers.
-		if s, err := m.submission(id); err == nil {
+		if s, err := pv.submission(id); err == nil {
 			hash = cmp.Or(s.PartOf, s.Hash)
 		}
 	}
@@ -387,24 +396,23 @@ func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, e
 		if hash, err = changeset.ParseHash(hash); err != nil {
 			return nil, err
 		}
-		if cs, err = m.frozen(id, hash); err != nil {
+		if cs, err = pv.frozen(id, hash); err != nil {
 			return nil, paddock.Errorf(paddock.CodeNotFound, "run %s has no submitted change set %s", id, hash)
 		}
-	} else if cs, err = m.ChangeSet(ctx, id); err != nil {
+	} else if cs, err = pv.changes.ChangeSet(ctx, id); err != nil {
 		return nil, err
 	}
-	sections, err := m.sectionsOf(cs)
+	sections, err := pv.sectionsOf(cs)
 	if err != nil {
 		return nil, err
 	}
-	repo, err := m.checkRepo(ctx, p)
+	repo, err := pv.projects.checkRepo(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	mu := m.provLock(id)
-	mu.Lock()
-	recs, err := m.readJournal(id)
-	mu.Unlock()
+	unlock := pv.provMu.lock(id)
+	recs, err := pv.readJournal(id)
+	unlock()
 	if err != nil {
 		return nil, internal("reading the run's provenance failed", err)
 	}
@@ -418,7 +426,7 @@ func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, e
 		e, ok := entries[s.Path]
 		origins := map[int][]int64{}
 		if ok && len(s.Hunks) > 0 && !e.Binary && e.Size <= maxTracked {
-			origins = m.blameSection(m.objectsCtx(ctx, r), r, repo.CommonDir, r.Workspace.BaseRevision, s, e, recs)
+			origins = pv.blameSection(pv.reviews.objectsCtx(ctx, r), r, repo.CommonDir, r.Workspace.BaseRevision, s, e, recs)
 		}
 		lastTouch := lastChange(recs, s.Path)
 		units := s.Hunks
@@ -436,12 +444,12 @@ func (m *Manager) Blame(ctx context.Context, id, hash string) (*paddock.Blame, e
 			out.Hunks = append(out.Hunks, hb)
 		}
 	}
-	out.Sources, err = m.sources(ctx, id, seqs)
+	out.Sources, err = pv.sources(ctx, id, seqs)
 	return out, err
 }
 
 // sectionsOf reads cs's diff into its sections.
-func (m *Manager) sectionsOf(cs *paddock.ChangeSet) ([]*hunks.Section, error) {
+func (pv *Provenance) sectionsOf(cs *paddock.ChangeSet) ([]*hunks.Section, error) {
 	d, err := changeset.OpenDiff(cs)
 	if err != nil {
 		return nil, internal("reading the diff failed", err)
@@ -470,11 +478,11 @@ func lastChange(recs []provRecord, path string) int64 {
 
 // blameSection follows e's file from the base through the journal's
 // versions of it to its content in the change set.
-func (m *Manager) blameSection(ctx context.Context, r *paddock.Run, gitDir, base string, s *hunks.Section, e paddock.ChangeEntry, recs []provRecord) map[int][]int64 {
+func (pv *Provenance) blameSection(ctx context.Context, r *paddock.Run, gitDir, base string, s *hunks.Section, e paddock.ChangeEntry, recs []provRecord) map[int][]int64 {
 	// Every version is compared masked, as the versions are kept and as
 	// the diff shows them.
-	red := m.redactor(r)
-	baseB, err := m.Git.FileAt(ctx, gitDir, base, e.Path)
+	red := pv.redactor(r)
+	baseB, err := pv.Git.FileAt(ctx, gitDir, base, e.Path)
 	if err != nil {
 		baseB = nil // a new file
 	}
@@ -491,7 +499,7 @@ func (m *Manager) blameSection(ctx context.Context, r *paddock.Run, gitDir, base
 		case "base":
 			content = baseB
 		default:
-			b, err := os.ReadFile(filepath.Join(m.provDir(r.ID), blob))
+			b, err := os.ReadFile(filepath.Join(pv.provDir(r.ID), blob))
 			if err != nil {
 				continue // not kept (too large): the versions around it tell
 			}
@@ -499,9 +507,9 @@ func (m *Manager) blameSection(ctx context.Context, r *paddock.Run, gitDir, base
 		}
 		versions = append(versions, changeset.Version{Seq: rec.Seq, Content: content})
 	}
-	final, err := m.changeSets(r.ID).ReadBlob(e.NewBlob)
+	final, err := pv.changeSets(r.ID).ReadBlob(e.NewBlob)
 	if err != nil {
-		final, err = os.ReadFile(filepath.Join(m.provDir(r.ID), e.NewBlob))
+		final, err = os.ReadFile(filepath.Join(pv.provDir(r.ID), e.NewBlob))
 	}
 	if err == nil {
 		final = red.Bytes(final)
@@ -513,14 +521,14 @@ func (m *Manager) blameSection(ctx context.Context, r *paddock.Run, gitDir, base
 }
 
 // sources describes the events seqs name.
-func (m *Manager) sources(ctx context.Context, id string, seqs map[int64]bool) (map[int64]paddock.HunkSource, error) {
+func (pv *Provenance) sources(ctx context.Context, id string, seqs map[int64]bool) (map[int64]paddock.HunkSource, error) {
 	out := map[int64]paddock.HunkSource{}
 	for seq := range seqs {
 		if seq == 0 {
 			out[0] = paddock.HunkSource{What: "not recorded (a change no tool call or command recorded explains)"}
 			continue
 		}
-		evs, err := m.Events(ctx, id, seq-1, 1)
+		evs, err := pv.runs.Events(ctx, id, seq-1, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -566,19 +574,19 @@ func describe(e *paddock.Event) string {
 // beside it, under its own hash, and becomes what is approved and what an
 // apply writes. The whole change set is still there to approve instead
 // (a new submission replaces both).
-func (m *Manager) ApproveHunks(ctx context.Context, id, hash string, picked []int, by string) (*paddock.Submission, error) {
-	if err := m.refuseReview(ctx, id, "be approved"); err != nil {
+func (pv *Provenance) ApproveHunks(ctx context.Context, id, hash string, picked []int, by string) (*paddock.Submission, error) {
+	if err := pv.reviews.refuseReview(ctx, id, "be approved"); err != nil {
 		return nil, err
 	}
 	hash, err := changeset.ParseHash(hash)
 	if err != nil {
 		return nil, err
 	}
-	r, p, err := m.runAndProject(ctx, id)
+	r, p, err := pv.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	s, err := m.submission(id)
+	s, err := pv.submission(id)
 	if err != nil {
 		return nil, err
 	}
@@ -589,25 +597,25 @@ func (m *Manager) ApproveHunks(ctx context.Context, id, hash string, picked []in
 	if s.AppliedTo != "" {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
 	}
-	cs, err := m.frozen(id, full)
+	cs, err := pv.frozen(id, full)
 	if err != nil {
 		return nil, internal("reading the submitted change set failed", err)
 	}
-	sections, err := m.sectionsOf(cs)
+	sections, err := pv.sectionsOf(cs)
 	if err != nil {
 		return nil, err
 	}
-	repo, err := m.checkRepo(ctx, p)
+	repo, err := pv.projects.checkRepo(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	store := m.changeSets(id)
+	store := pv.changeSets(id)
 	if chosen := slices.Compact(slices.Sorted(slices.Values(picked))); len(chosen) == hunks.Units(sections) && chosen[0] == 1 && chosen[len(chosen)-1] == len(chosen) {
-		return m.Approve(ctx, id, full, by) // every hunk: the whole change set
+		return pv.changes.Approve(ctx, id, full, by) // every hunk: the whole change set
 	}
 	part, blobs, err := changeset.Partial(cs, sections, picked,
 		func(path string) ([]byte, error) {
-			b, err := m.Git.FileAt(m.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision, path)
+			b, err := pv.Git.FileAt(pv.reviews.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision, path)
 			if err != nil {
 				return nil, internal("reading the base failed", err)
 			}
@@ -657,9 +665,9 @@ func (m *Manager) ApproveHunks(ctx context.Context, id, hash string, picked []in
 	slices.Sort(picked)
 	picked = slices.Compact(picked)
 	approved := &paddock.Submission{RunID: id, Hash: part.Hash, SubmittedAt: s.SubmittedAt, ApprovedBy: by, ApprovedAt: now(), PartOf: full, Hunks: picked}
-	if err := m.saveSubmission(approved); err != nil {
+	if err := pv.saveSubmission(approved); err != nil {
 		return nil, err
 	}
-	err = m.record(ctx, id, paddock.EventApproved, map[string]any{"hash": part.Hash, "by": by, "part_of": full, "hunks": picked, "entries": len(part.Entries)})
+	err = pv.record(ctx, id, paddock.EventApproved, map[string]any{"hash": part.Hash, "by": by, "part_of": full, "hunks": picked, "entries": len(part.Entries)})
 	return approved, err
 }

@@ -24,6 +24,25 @@ import (
 	"github.com/paddock-dev/paddock/workspace"
 )
 
+// Queue is the merge queue: it lands approved runs on their branch one at a time.
+type Queue struct {
+	*kernel
+	// the services it calls
+	broker   *Broker
+	changes  *Changes
+	projects *Projects
+	reviews  *Reviews
+	runs     *Runs
+	verifier *Verifier
+
+	// queueMu guards the merge queue's document; queueRunning says its
+	// worker is draining it, queueAgain that an entry came meanwhile.
+	queueMu      sync.Mutex
+	queueRunning bool
+	queueAgain   bool
+	landMu       runLocks // an apply or a landing of a run at a time
+}
+
 // The merge queue: approved change sets land on a branch one after the
 // other, each replayed onto the branch's tip as it is then, checked there,
 // and landed only if its checks pass.
@@ -45,12 +64,12 @@ type queueDoc struct {
 	Entries []*paddock.QueueEntry `json:"entries"`
 }
 
-func (m *Manager) queuePath() string { return filepath.Join(m.ArtifactsDir, "queue.json") }
+func (q *Queue) queuePath() string { return filepath.Join(q.ArtifactsDir, "queue.json") }
 
 // loadQueue reads the queue; the caller holds queueMu.
-func (m *Manager) loadQueue() (*queueDoc, error) {
+func (q *Queue) loadQueue() (*queueDoc, error) {
 	d := &queueDoc{}
-	b, err := os.ReadFile(m.queuePath())
+	b, err := os.ReadFile(q.queuePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return d, nil
 	}
@@ -65,7 +84,7 @@ func (m *Manager) loadQueue() (*queueDoc, error) {
 
 // saveQueue writes the queue whole and durably, keeping the newest
 // finished entries only; the caller holds queueMu.
-func (m *Manager) saveQueue(d *queueDoc) error {
+func (q *Queue) saveQueue(d *queueDoc) error {
 	finished := 0
 	kept := make([]*paddock.QueueEntry, 0, len(d.Entries))
 	for i := len(d.Entries) - 1; i >= 0; i-- {
@@ -84,7 +103,7 @@ func (m *Manager) saveQueue(d *queueDoc) error {
 	if err != nil {
 		return internal("saving the merge queue failed", err)
 	}
-	if err := durable.WriteFile(m.queuePath(), b); err != nil {
+	if err := durable.WriteFile(q.queuePath(), b); err != nil {
 		return internal("saving the merge queue failed", err)
 	}
 	return nil
@@ -95,17 +114,17 @@ func queueLive(state string) bool {
 }
 
 // updateQueue changes the queue under its lock and saves it.
-func (m *Manager) updateQueue(fn func(d *queueDoc) error) error {
-	m.queueMu.Lock()
-	defer m.queueMu.Unlock()
-	d, err := m.loadQueue()
+func (q *Queue) updateQueue(fn func(d *queueDoc) error) error {
+	q.queueMu.Lock()
+	defer q.queueMu.Unlock()
+	d, err := q.loadQueue()
 	if err != nil {
 		return err
 	}
 	if err := fn(d); err != nil {
 		return err
 	}
-	return m.saveQueue(d)
+	return q.saveQueue(d)
 }
 
 // entryOf is run id's newest entry in d.
@@ -122,28 +141,26 @@ func (d *queueDoc) entryOf(id string) *paddock.QueueEntry {
 // for branch (see paddock.QueueAddRequest). Asked again while the entry
 // waits, it answers the same entry; an entry that came back is queued
 // again, with the replay a person accepted if they name one.
-func (m *Manager) QueueAdd(ctx context.Context, id string, req paddock.QueueAddRequest, by string) (*paddock.QueueEntry, error) {
-	if err := m.checkOpen(); err != nil {
+func (q *Queue) QueueAdd(ctx context.Context, id string, req paddock.QueueAddRequest, by string) (*paddock.QueueEntry, error) {
+	if err := q.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := m.refuseReview(ctx, id, "be queued"); err != nil {
+	if err := q.reviews.refuseReview(ctx, id, "be queued"); err != nil {
 		return nil, err
 	}
-	r, p, err := m.runAndProject(ctx, id)
+	r, p, err := q.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	mu := m.landingLock(id)
-	mu.Lock()
-	defer mu.Unlock()
-	s, _, err := m.approved(ctx, id, p)
+	defer q.landMu.lock(id)()
+	s, _, err := q.changes.approved(ctx, id, p)
 	if err != nil {
 		return nil, err
 	}
 	if req.Branch == "" {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "name the branch the change set lands on (--to BRANCH)")
 	}
-	if err := m.landable(ctx, p, req.Branch); err != nil {
+	if err := q.landable(ctx, p, req.Branch); err != nil {
 		return nil, err
 	}
 	if req.Accept != "" && (len(req.Accept) != 40 && len(req.Accept) != 64 || strings.Trim(req.Accept, "0123456789abcdef") != "") {
@@ -151,7 +168,7 @@ func (m *Manager) QueueAdd(ctx context.Context, id string, req paddock.QueueAddR
 	}
 	var out paddock.QueueEntry
 	added := false
-	err = m.updateQueue(func(d *queueDoc) error {
+	err = q.updateQueue(func(d *queueDoc) error {
 		if e := d.entryOf(id); e != nil && e.Hash == s.Hash && queueLive(e.State) {
 			out = *e
 			return nil
@@ -167,10 +184,10 @@ func (m *Manager) QueueAdd(ctx context.Context, id string, req paddock.QueueAddR
 		return nil, err
 	}
 	if added {
-		if err := m.record(ctx, id, paddock.EventQueueAdded, map[string]string{"branch": req.Branch, "hash": s.Hash, "by": by, "accept": req.Accept}); err != nil {
+		if err := q.record(ctx, id, paddock.EventQueueAdded, map[string]string{"branch": req.Branch, "hash": s.Hash, "by": by, "accept": req.Accept}); err != nil {
 			return nil, err
 		}
-		m.kickQueue()
+		q.kickQueue()
 	}
 	return &out, nil
 }
@@ -178,11 +195,11 @@ func (m *Manager) QueueAdd(ctx context.Context, id string, req paddock.QueueAddR
 // landable refuses a branch the queue cannot land on: one that does not
 // exist, or the one checked out in the project's working tree (moving it
 // would move it under the user's files).
-func (m *Manager) landable(ctx context.Context, p *paddock.Project, branch string) error {
-	if _, err := m.Git.Resolve(ctx, p.Root, "refs/heads/"+branch); err != nil {
+func (q *Queue) landable(ctx context.Context, p *paddock.Project, branch string) error {
+	if _, err := q.Git.Resolve(ctx, p.Root, "refs/heads/"+branch); err != nil {
 		return paddock.Errorf(paddock.CodeNotFound, "project %s has no branch %s", p.Name, branch)
 	}
-	out, err := m.Git.CheckedOut(ctx, p.Root)
+	out, err := q.Git.CheckedOut(ctx, p.Root)
 	if err != nil {
 		return internal("listing the project's working trees failed", err)
 	}
@@ -194,15 +211,15 @@ func (m *Manager) landable(ctx context.Context, p *paddock.Project, branch strin
 
 // Queue lists the merge queue: the live and returned entries, of project
 // if named; all also lists the finished ones.
-func (m *Manager) Queue(ctx context.Context, project string, all bool) ([]*paddock.QueueEntry, error) {
+func (q *Queue) Queue(ctx context.Context, project string, all bool) ([]*paddock.QueueEntry, error) {
 	if project != "" {
-		if _, err := m.Project(ctx, project); err != nil {
+		if _, err := q.Project(ctx, project); err != nil {
 			return nil, err
 		}
 	}
-	m.queueMu.Lock()
-	defer m.queueMu.Unlock()
-	d, err := m.loadQueue()
+	q.queueMu.Lock()
+	defer q.queueMu.Unlock()
+	d, err := q.loadQueue()
 	if err != nil {
 		return nil, err
 	}
@@ -222,10 +239,10 @@ func (m *Manager) Queue(ctx context.Context, project string, all bool) ([]*paddo
 }
 
 // QueueEntry returns run id's newest queue entry.
-func (m *Manager) QueueEntry(ctx context.Context, id string) (*paddock.QueueEntry, error) {
-	m.queueMu.Lock()
-	defer m.queueMu.Unlock()
-	d, err := m.loadQueue()
+func (q *Queue) QueueEntry(ctx context.Context, id string) (*paddock.QueueEntry, error) {
+	q.queueMu.Lock()
+	defer q.queueMu.Unlock()
+	d, err := q.loadQueue()
 	if err != nil {
 		return nil, err
 	}
@@ -234,10 +251,10 @@ func (m *Manager) QueueEntry(ctx context.Context, id string) (*paddock.QueueEntr
 		return nil, paddock.Errorf(paddock.CodeNotFound, "run %s was never queued", id)
 	}
 	if len(e.Merged) > 0 && e.Commit != "" {
-		if p, err := m.Project(ctx, e.Project); err == nil {
-			if repo, err := m.checkRepo(ctx, p); err == nil {
-				if d, err := m.Git.DiffCommits(m.queueObjectsCtx(ctx, id), repo.CommonDir, e.Tip, e.Commit, e.Merged); err == nil {
-					e.Diff = m.redactorFor(ctx, id).String(string(d))
+		if p, err := q.Project(ctx, e.Project); err == nil {
+			if repo, err := q.projects.checkRepo(ctx, p); err == nil {
+				if d, err := q.Git.DiffCommits(q.queueObjectsCtx(ctx, id), repo.CommonDir, e.Tip, e.Commit, e.Merged); err == nil {
+					e.Diff = q.broker.redactorFor(ctx, id).String(string(d))
 				}
 			}
 		}
@@ -247,9 +264,9 @@ func (m *Manager) QueueEntry(ctx context.Context, id string) (*paddock.QueueEntr
 
 // QueueRemove takes run id out of the queue, waiting or returned; an
 // entry being checked or landed is not taken out.
-func (m *Manager) QueueRemove(ctx context.Context, id, by string) (*paddock.QueueEntry, error) {
+func (q *Queue) QueueRemove(ctx context.Context, id, by string) (*paddock.QueueEntry, error) {
 	var out paddock.QueueEntry
-	err := m.updateQueue(func(d *queueDoc) error {
+	err := q.updateQueue(func(d *queueDoc) error {
 		e := d.entryOf(id)
 		switch {
 		case e == nil:
@@ -266,35 +283,35 @@ func (m *Manager) QueueRemove(ctx context.Context, id, by string) (*paddock.Queu
 	if err != nil {
 		return nil, err
 	}
-	return &out, m.record(ctx, id, paddock.EventQueueRemoved, map[string]string{"by": by})
+	return &out, q.record(ctx, id, paddock.EventQueueRemoved, map[string]string{"by": by})
 }
 
 // QueueUndo moves the branch a queued run landed on back where it was,
 // if nothing landed on it since (a compare-and-swap). The run can then be
 // queued again.
-func (m *Manager) QueueUndo(ctx context.Context, id, by string) (*paddock.QueueEntry, error) {
-	_, p, err := m.runAndProject(ctx, id)
+func (q *Queue) QueueUndo(ctx context.Context, id, by string) (*paddock.QueueEntry, error) {
+	_, p, err := q.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	repo, err := m.checkRepo(ctx, p)
+	repo, err := q.projects.checkRepo(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	var out paddock.QueueEntry
-	err = m.updateQueue(func(d *queueDoc) error {
+	err = q.updateQueue(func(d *queueDoc) error {
 		e := d.entryOf(id)
 		if e == nil || e.State != paddock.QueueLanded {
 			return paddock.Errorf(paddock.CodeConflict, "run %s has not landed through the queue", id)
 		}
-		if err := m.landable(ctx, p, e.Branch); err != nil {
+		if err := q.landable(ctx, p, e.Branch); err != nil {
 			return err
 		}
-		who, err := m.author(ctx, p.Root, gitx.Identity{})
+		who, err := q.author(ctx, p.Root, gitx.Identity{})
 		if err != nil {
 			return err
 		}
-		err = m.Git.MoveBranch(ctx, repo.CommonDir, e.Branch, e.Tip, e.Commit, who, "paddock queue: undo run "+id)
+		err = q.Git.MoveBranch(ctx, repo.CommonDir, e.Branch, e.Tip, e.Commit, who, "paddock queue: undo run "+id)
 		if errors.Is(err, gitx.ErrRefMoved) {
 			return paddock.Errorf(paddock.CodeConflict, "branch %s moved on since run %s landed; nothing was undone (revert its commit %s instead)", e.Branch, id, e.Commit)
 		}
@@ -308,61 +325,54 @@ func (m *Manager) QueueUndo(ctx context.Context, id, by string) (*paddock.QueueE
 	if err != nil {
 		return nil, err
 	}
-	if s, err := m.submission(id); err == nil {
+	if s, err := q.submission(id); err == nil {
 		s.AppliedTo, s.AppliedAt = "", time.Time{}
-		if err := m.saveSubmission(s); err != nil {
+		if err := q.saveSubmission(s); err != nil {
 			return nil, err
 		}
 	}
-	return &out, m.record(ctx, id, paddock.EventQueueUndone, map[string]string{"branch": out.Branch, "from": out.Commit, "to": out.Tip, "by": by})
+	return &out, q.record(ctx, id, paddock.EventQueueUndone, map[string]string{"branch": out.Branch, "from": out.Commit, "to": out.Tip, "by": by})
 }
 
 // lockLanding takes run id's landing lock, which an apply holds for its
 // whole length and the queue while it adds the run and while it moves the
 // branch: one approval lands once. A run the queue holds is refused: it
 // lands there, or is taken out first.
-func (m *Manager) lockLanding(id string) (unlock func(), err error) {
-	mu := m.landingLock(id)
-	mu.Lock()
-	m.queueMu.Lock()
-	d, err := m.loadQueue()
-	m.queueMu.Unlock()
+func (q *Queue) lockLanding(id string) (unlock func(), err error) {
+	unlock = q.landMu.lock(id)
+	q.queueMu.Lock()
+	d, err := q.loadQueue()
+	q.queueMu.Unlock()
 	if err != nil {
-		mu.Unlock()
+		unlock()
 		return nil, err
 	}
 	if e := d.entryOf(id); e != nil && queueLive(e.State) {
-		mu.Unlock()
+		unlock()
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is in the merge queue for branch %s (%s): it lands there, or take it out first (paddock queue rm %s)", id, e.Branch, e.State, id)
 	}
-	return mu.Unlock, nil
-}
-
-// landingLock is run id's landing lock, taken by the queue itself.
-func (m *Manager) landingLock(id string) *sync.Mutex {
-	v, _ := m.landMu.LoadOrStore(id, &sync.Mutex{})
-	return v.(*sync.Mutex)
+	return unlock, nil
 }
 
 // kickQueue makes sure the queue's worker is draining it.
-func (m *Manager) kickQueue() {
-	m.queueMu.Lock()
-	defer m.queueMu.Unlock()
-	if m.queueRunning {
-		m.queueAgain = true
+func (q *Queue) kickQueue() {
+	q.queueMu.Lock()
+	defer q.queueMu.Unlock()
+	if q.queueRunning {
+		q.queueAgain = true
 		return
 	}
-	m.queueRunning = true
-	m.goBackground(m.drainQueue)
+	q.queueRunning = true
+	q.goBackground(q.drainQueue)
 }
 
 // drainQueue lands the queued entries one at a time, in the order they
 // were added, until none waits.
-func (m *Manager) drainQueue() {
+func (q *Queue) drainQueue() {
 	for {
 		var next *paddock.QueueEntry
-		m.queueMu.Lock()
-		if d, err := m.loadQueue(); err == nil {
+		q.queueMu.Lock()
+		if d, err := q.loadQueue(); err == nil {
 			for _, e := range d.Entries {
 				if e.State == paddock.QueueQueued {
 					c := *e
@@ -371,25 +381,25 @@ func (m *Manager) drainQueue() {
 				}
 			}
 		}
-		if next == nil || m.ctx.Err() != nil {
-			again := m.queueAgain && m.ctx.Err() == nil
-			m.queueAgain = false
+		if next == nil || q.ctx.Err() != nil {
+			again := q.queueAgain && q.ctx.Err() == nil
+			q.queueAgain = false
 			if !again {
-				m.queueRunning = false
-				m.queueMu.Unlock()
+				q.queueRunning = false
+				q.queueMu.Unlock()
 				return
 			}
-			m.queueMu.Unlock()
+			q.queueMu.Unlock()
 			continue
 		}
-		m.queueMu.Unlock()
-		m.landOne(m.ctx, next)
+		q.queueMu.Unlock()
+		q.landOne(q.ctx, next)
 	}
 }
 
 // setEntry saves e's new state (found by run and add time).
-func (m *Manager) setEntry(e *paddock.QueueEntry) error {
-	return m.updateQueue(func(d *queueDoc) error {
+func (q *Queue) setEntry(e *paddock.QueueEntry) error {
+	return q.updateQueue(func(d *queueDoc) error {
 		for i, x := range d.Entries {
 			if x.Run == e.Run && x.AddedAt.Equal(e.AddedAt) {
 				if x.State == paddock.QueueRemoved {
@@ -406,31 +416,33 @@ func (m *Manager) setEntry(e *paddock.QueueEntry) error {
 }
 
 // returnEntry gives e back to a person, saying why.
-func (m *Manager) returnEntry(ctx context.Context, e *paddock.QueueEntry, reason string) {
-	m.log().Info("queue: returned", "run", e.Run, "branch", e.Branch, "reason", reason)
+func (q *Queue) returnEntry(ctx context.Context, e *paddock.QueueEntry, reason string) {
+	q.log().Info("queue: returned", "run", e.Run, "branch", e.Branch, "reason", reason)
 	e.State, e.Reason = paddock.QueueReturned, reason
-	if err := m.setEntry(e); err != nil {
-		m.log().Warn("recording a queue entry's return failed", "run", e.Run, "err", err)
+	if err := q.setEntry(e); err != nil {
+		q.log().Warn("recording a queue entry's return failed", "run", e.Run, "err", err)
 	}
-	m.record(ctx, e.Run, paddock.EventQueueReturned, map[string]any{"branch": e.Branch, "reason": reason, "tip": e.Tip, "tree": e.Tree, "merged": e.Merged})
+	if err := q.record(ctx, e.Run, paddock.EventQueueReturned, map[string]any{"branch": e.Branch, "reason": reason, "tip": e.Tip, "tree": e.Tree, "merged": e.Merged}); err != nil {
+		q.log().Warn("recording a queue entry's return failed", "run", e.Run, "err", err)
+	}
 }
 
 // landOne replays, checks and lands one entry, or gives it back.
-func (m *Manager) landOne(ctx context.Context, e *paddock.QueueEntry) {
+func (q *Queue) landOne(ctx context.Context, e *paddock.QueueEntry) {
 	for try := 1; ; try++ {
-		retry, err := m.tryLand(ctx, e)
+		retry, err := q.tryLand(ctx, e)
 		if err != nil {
 			if ctx.Err() != nil {
 				return // stopping: Recover takes it up again
 			}
-			m.returnEntry(ctx, e, paddock.ErrorMessage(err))
+			q.returnEntry(ctx, e, paddock.ErrorMessage(err))
 			return
 		}
 		if !retry {
 			return
 		}
 		if try == maxLandTries {
-			m.returnEntry(ctx, e, fmt.Sprintf("branch %s moved while the change set was checked, %d times; queue it again", e.Branch, try))
+			q.returnEntry(ctx, e, fmt.Sprintf("branch %s moved while the change set was checked, %d times; queue it again", e.Branch, try))
 			return
 		}
 	}
@@ -438,30 +450,30 @@ func (m *Manager) landOne(ctx context.Context, e *paddock.QueueEntry) {
 
 // tryLand is one attempt at landing e; retry says the branch moved while
 // it was checked.
-func (m *Manager) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry bool, err error) {
+func (q *Queue) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry bool, err error) {
 	e.State, e.TestRun, e.Reason = paddock.QueueTesting, "", ""
-	if err := m.setEntry(e); err != nil {
+	if err := q.setEntry(e); err != nil {
 		return false, err
 	}
-	r, p, err := m.runAndProject(ctx, e.Run)
+	r, p, err := q.runAndProject(ctx, e.Run)
 	if err != nil {
 		return false, err
 	}
-	s, cs, err := m.approved(ctx, e.Run, p)
+	s, cs, err := q.changes.approved(ctx, e.Run, p)
 	if err != nil {
 		return false, err
 	}
 	if s.Hash != e.Hash {
 		return false, paddock.Errorf(paddock.CodeConflict, "run %s was submitted again since it was queued; approve and queue the new change set", e.Run)
 	}
-	if err := m.landable(ctx, p, e.Branch); err != nil {
+	if err := q.landable(ctx, p, e.Branch); err != nil {
 		return false, err
 	}
-	repo, err := m.checkRepo(ctx, p)
+	repo, err := q.projects.checkRepo(ctx, p)
 	if err != nil {
 		return false, err
 	}
-	tip, err := m.Git.Resolve(ctx, p.Root, "refs/heads/"+e.Branch)
+	tip, err := q.Git.Resolve(ctx, p.Root, "refs/heads/"+e.Branch)
 	if err != nil {
 		return false, err
 	}
@@ -470,11 +482,11 @@ func (m *Manager) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry boo
 		return false, internal("replaying the change set failed", err)
 	}
 	defer os.RemoveAll(scratch)
-	entries, merged, err := m.replay(ctx, repo.CommonDir, r, cs, tip.SHA, scratch)
+	entries, merged, err := q.replay(ctx, repo.CommonDir, r, cs, tip.SHA, scratch)
 	if err != nil {
 		return false, err
 	}
-	who, err := m.author(ctx, p.Root, gitx.Identity{})
+	who, err := q.author(ctx, p.Root, gitx.Identity{})
 	if err != nil {
 		return false, err
 	}
@@ -485,9 +497,9 @@ func (m *Manager) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry boo
 	// there), with its dates fixed, so that the commit landed later is
 	// this very one (landCommit).
 	who.When = time.Unix(now().Unix(), 0)
-	store := m.queueObjects(e.Run)
+	store := q.queueObjects(e.Run)
 	os.RemoveAll(store) // an earlier try's
-	commit, err := m.Git.CommitTreeInto(ctx, repo.CommonDir, store, tip.SHA, entries, who, msg)
+	commit, err := q.Git.CommitTreeInto(ctx, repo.CommonDir, store, tip.SHA, entries, who, msg)
 	if err != nil {
 		return false, internal("committing the replayed change set failed; the branch is unchanged", err)
 	}
@@ -496,76 +508,74 @@ func (m *Manager) tryLand(ctx context.Context, e *paddock.QueueEntry) (retry boo
 	// there (it would then skip writing them), uses projectCtx.
 	projectCtx := context.WithoutCancel(ctx)
 	ctx = gitx.WithObjects(ctx, store)
-	tree, err := m.Git.TreeOf(ctx, repo.CommonDir, commit)
+	tree, err := q.Git.TreeOf(ctx, repo.CommonDir, commit)
 	if err != nil {
 		return false, internal("reading the replayed tree failed", err)
 	}
 	e.Tip, e.Commit, e.Tree, e.Merged = tip.SHA, commit, tree, merged
-	if tipTree, err := m.Git.TreeOf(ctx, repo.CommonDir, tip.SHA); err == nil && tipTree == tree {
+	if tipTree, err := q.Git.TreeOf(ctx, repo.CommonDir, tip.SHA); err == nil && tipTree == tree {
 		return false, paddock.Errorf(paddock.CodeConflict, "branch %s holds this change set already (its tree is the replay's): nothing to land", e.Branch)
 	}
 	if len(merged) > 0 && e.Accept != tree {
 		return false, paddock.Errorf(paddock.CodeConflict, "branch %s changed %s since the change set's base: what would land differs from what was approved. Review it (paddock queue show %s) and accept it with paddock queue add %s --to %s --accept %s",
 			e.Branch, strings.Join(merged, ", "), e.Run, e.Run, e.Branch, tree)
 	}
-	if err := m.setEntry(e); err != nil {
+	if err := q.setEntry(e); err != nil {
 		return false, err
 	}
-	m.log().Info("queue: checking", "run", e.Run, "branch", e.Branch, "tip", e.Tip, "commit", commit)
-	if err := m.checkLanding(ctx, e, p); err != nil {
+	q.log().Info("queue: checking", "run", e.Run, "branch", e.Branch, "tip", e.Tip, "commit", commit)
+	if err := q.checkLanding(ctx, e, p); err != nil {
 		return false, err
 	}
-	m.log().Info("queue: landing", "run", e.Run, "branch", e.Branch, "commit", commit)
+	q.log().Info("queue: landing", "run", e.Run, "branch", e.Branch, "commit", commit)
 	// The branch moves under the run's landing lock, with the run still
 	// not applied elsewhere, and still landable.
-	mu := m.landingLock(e.Run)
-	mu.Lock()
-	defer mu.Unlock()
-	if s, err := m.submission(e.Run); err != nil || s.AppliedTo != "" || s.Hash != e.Hash {
+	defer q.landMu.lock(e.Run)()
+	if s, err := q.submission(e.Run); err != nil || s.AppliedTo != "" || s.Hash != e.Hash {
 		return false, paddock.Errorf(paddock.CodeConflict, "run %s was applied or submitted again while it was checked; nothing landed", e.Run)
 	}
-	if err := m.landable(ctx, p, e.Branch); err != nil {
+	if err := q.landable(ctx, p, e.Branch); err != nil {
 		return false, err
 	}
 	e.State = paddock.QueueLanding
-	if err := m.setEntry(e); err != nil {
+	if err := q.setEntry(e); err != nil {
 		return false, err
 	}
 	// Only now, checked and about to land, is the commit written into the
 	// project's own store: the same commit (same entries, parent, message
 	// and dates), as an apply writes an approved change set.
-	if again, err := m.Git.CommitTree(projectCtx, repo.CommonDir, tip.SHA, entries, who, msg); err != nil || again != commit {
+	if again, err := q.Git.CommitTree(projectCtx, repo.CommonDir, tip.SHA, entries, who, msg); err != nil || again != commit {
 		return false, internal("writing the checked commit into the project failed; the branch is unchanged", fmt.Errorf("%s, not %s: %v", again, commit, err))
 	}
-	err = m.Git.MoveBranch(ctx, repo.CommonDir, e.Branch, commit, tip.SHA, who, "paddock queue: land run "+e.Run)
+	err = q.Git.MoveBranch(ctx, repo.CommonDir, e.Branch, commit, tip.SHA, who, "paddock queue: land run "+e.Run)
 	if errors.Is(err, gitx.ErrRefMoved) {
-		m.log().Info("queue: the branch moved; replaying again", "run", e.Run, "branch", e.Branch)
+		q.log().Info("queue: the branch moved; replaying again", "run", e.Run, "branch", e.Branch)
 		e.State = paddock.QueueQueued
-		return true, m.setEntry(e)
+		return true, q.setEntry(e)
 	}
 	if err != nil {
 		return false, internal("moving the branch failed; it is unchanged", err)
 	}
 	os.RemoveAll(store) // landed: the project holds the commit now
-	return false, m.landed(ctx, e)
+	return false, q.landed(ctx, e)
 }
 
 // landed records that e's commit is on its branch.
-func (m *Manager) landed(ctx context.Context, e *paddock.QueueEntry) error {
+func (q *Queue) landed(ctx context.Context, e *paddock.QueueEntry) error {
 	e.State, e.Reason = paddock.QueueLanded, ""
-	if err := m.setEntry(e); err != nil {
+	if err := q.setEntry(e); err != nil {
 		return err
 	}
-	if s, err := m.submission(e.Run); err == nil {
+	if s, err := q.submission(e.Run); err == nil {
 		s.AppliedTo, s.AppliedAt = "refs/heads/"+e.Branch+" @ "+e.Commit+" (merge queue)", now()
-		if err := m.saveSubmission(s); err != nil {
+		if err := q.saveSubmission(s); err != nil {
 			return err
 		}
 	}
-	if err := m.record(ctx, e.Run, paddock.EventQueueLanded, map[string]any{"branch": e.Branch, "from": e.Tip, "commit": e.Commit, "merged": e.Merged}); err != nil {
+	if err := q.record(ctx, e.Run, paddock.EventQueueLanded, map[string]any{"branch": e.Branch, "from": e.Tip, "commit": e.Commit, "merged": e.Merged}); err != nil {
 		return err
 	}
-	return m.record(ctx, e.Run, paddock.EventApplied, map[string]string{"hash": e.Hash, "branch": e.Branch, "commit": e.Commit})
+	return q.record(ctx, e.Run, paddock.EventApplied, map[string]string{"hash": e.Hash, "branch": e.Branch, "commit": e.Commit})
 }
 
 // replay makes the index entries of cs on tip: an entry whose path the
@@ -573,19 +583,19 @@ func (m *Manager) landed(ctx context.Context, e *paddock.QueueEntry) error {
 // branch changed the same way is already there; one both changed is merged
 // line by line (its path is in merged: its diff is not the one approved);
 // anything else is a conflict. Merged contents are written under scratch.
-func (m *Manager) replay(ctx context.Context, gitDir string, r *paddock.Run, cs *paddock.ChangeSet, tip, scratch string) (entries []gitx.IndexEntry, merged []string, err error) {
+func (q *Queue) replay(ctx context.Context, gitDir string, r *paddock.Run, cs *paddock.ChangeSet, tip, scratch string) (entries []gitx.IndexEntry, merged []string, err error) {
 	base := r.Workspace.BaseRevision
 	var paths []string
 	for _, e := range cs.Entries {
 		paths = append(paths, e.Path)
 	}
-	atBase, err := m.Git.EntriesAt(ctx, gitDir, base, paths)
+	atBase, err := q.Git.EntriesAt(ctx, gitDir, base, paths)
 	if err != nil {
 		return nil, nil, internal("reading the base failed", err)
 	}
 	atTip := atBase
 	if tip != base {
-		if atTip, err = m.Git.EntriesAt(ctx, gitDir, tip, paths); err != nil {
+		if atTip, err = q.Git.EntriesAt(ctx, gitDir, tip, paths); err != nil {
 			return nil, nil, internal("reading the branch failed", err)
 		}
 	}
@@ -602,7 +612,7 @@ func (m *Manager) replay(ctx context.Context, gitDir string, r *paddock.Run, cs 
 		}
 	}
 	if len(parents) > 0 && tip != base {
-		atTipDirs, err := m.Git.EntriesAt(ctx, gitDir, tip, slices.Sorted(maps.Keys(parents)))
+		atTipDirs, err := q.Git.EntriesAt(ctx, gitDir, tip, slices.Sorted(maps.Keys(parents)))
 		if err != nil {
 			return nil, nil, internal("reading the branch failed", err)
 		}
@@ -623,7 +633,7 @@ func (m *Manager) replay(ctx context.Context, gitDir string, r *paddock.Run, cs 
 		}
 		ie := gitx.IndexEntry{Path: e.Path, Mode: e.NewMode, Blob: e.NewBlob}
 		if e.Op != paddock.OpDelete && e.NewMode != "160000" {
-			ie.File = m.blobPath(r.ID, e.NewBlob)
+			ie.File = q.blobPath(r.ID, e.NewBlob)
 		}
 		switch {
 		case t == b:
@@ -631,7 +641,7 @@ func (m *Manager) replay(ctx context.Context, gitDir string, r *paddock.Run, cs 
 		case t == want:
 			// The branch made the same change: nothing to add.
 		case e.Op == paddock.OpModify && isFile(b.Mode) && isFile(t.Mode) && isFile(e.NewMode):
-			content, err := m.mergeEntry(ctx, gitDir, r.ID, e, base, tip)
+			content, err := q.mergeEntry(ctx, gitDir, r.ID, e, base, tip)
 			if errors.Is(err, gitx.ErrMergeConflict) {
 				conflicts = append(conflicts, e.Path)
 				continue
@@ -664,35 +674,35 @@ func isFile(mode string) bool { return mode == "100644" || mode == "100755" }
 
 // mergeEntry merges, line by line, the approved content of e with what
 // the branch's tip made of the same base file.
-func (m *Manager) mergeEntry(ctx context.Context, gitDir, run string, e paddock.ChangeEntry, base, tip string) ([]byte, error) {
-	baseB, err := m.Git.FileAt(ctx, gitDir, base, e.Path)
+func (q *Queue) mergeEntry(ctx context.Context, gitDir, run string, e paddock.ChangeEntry, base, tip string) ([]byte, error) {
+	baseB, err := q.Git.FileAt(ctx, gitDir, base, e.Path)
 	if err != nil {
 		return nil, internal("reading the base failed", err)
 	}
-	tipB, err := m.Git.FileAt(ctx, gitDir, tip, e.Path)
+	tipB, err := q.Git.FileAt(ctx, gitDir, tip, e.Path)
 	if err != nil {
 		return nil, internal("reading the branch failed", err)
 	}
-	ours, err := m.changeSets(run).ReadBlob(e.NewBlob)
+	ours, err := q.changeSets(run).ReadBlob(e.NewBlob)
 	if err != nil {
 		return nil, internal("reading the frozen change set failed", err)
 	}
 	if bytes.IndexByte(baseB, 0) >= 0 || bytes.IndexByte(tipB, 0) >= 0 || bytes.IndexByte(ours, 0) >= 0 {
 		return nil, gitx.ErrMergeConflict // binary: never merged
 	}
-	return m.Git.MergeFile(ctx, baseB, tipB, ours)
+	return q.Git.MergeFile(ctx, baseB, tipB, ours)
 }
 
 // queueObjects is where run id's replay for the merge queue is committed
 // until it lands: an object directory of paddock's, in the run's
 // artifacts, borrowing the project's objects.
-func (m *Manager) queueObjects(id string) string {
-	return filepath.Join(m.runDir(id), "queue-objects")
+func (q *Queue) queueObjects(id string) string {
+	return filepath.Join(q.runDir(id), "queue-objects")
 }
 
 // queueObjectsCtx is ctx under which git also reads run id's replay.
-func (m *Manager) queueObjectsCtx(ctx context.Context, id string) context.Context {
-	if store := m.queueObjects(id); exists(store) {
+func (q *Queue) queueObjectsCtx(ctx context.Context, id string) context.Context {
+	if store := q.queueObjects(id); exists(store) {
 		return gitx.WithObjects(ctx, store)
 	}
 	return ctx
@@ -701,36 +711,38 @@ func (m *Manager) queueObjectsCtx(ctx context.Context, id string) context.Contex
 // checkLanding runs the project's manifest checks on e's commit in a
 // throwaway read run, given back after. No checks declared: nothing to
 // run, and the entry says so.
-func (m *Manager) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *paddock.Project) error {
+func (q *Queue) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *paddock.Project) error {
 	def := agent.ForAccess(paddock.AccessRead)
 	// A check run (checkrun.go): its checks, and the recipes they run,
 	// come from the branch's tip (its Base): a change set never chooses
 	// what checks it.
 	check := &paddock.ReviewOf{Run: e.Run, Hash: e.Hash, Commit: e.Commit, Base: e.Tip, Check: true}
-	tr, err := m.createRunID(ctx, newID(), paddock.CreateRunRequest{Project: p.Name, Base: e.Commit}, def, check)
+	tr, err := q.runs.createRunID(ctx, newID(), paddock.CreateRunRequest{Project: p.Name, Base: e.Commit}, def, check)
 	if err != nil {
 		return err
 	}
-	if dir := m.runGitDir(tr); dir != "" {
+	if dir := q.reviews.runGitDir(tr); dir != "" {
 		// Its git borrows the replay's store, where its commit is.
-		for _, store := range m.runObjects(tr) {
+		for _, store := range q.reviews.runObjects(tr) {
 			if err := workspace.AddAlternate(dir, workspace.ObjectsInView(store)); err != nil {
-				m.log().Warn("the queue's check run's git cannot read its commit", "run", tr.ID, "err", err)
+				q.log().Warn("the queue's check run's git cannot read its commit", "run", tr.ID, "err", err)
 			}
 		}
 	}
 	defer func() {
-		if _, err := m.Reject(context.WithoutCancel(ctx), tr.ID); err != nil {
-			m.log().Warn("giving back a queue's test run failed", "run", tr.ID, "err", err)
+		if _, err := q.runs.Reject(context.WithoutCancel(ctx), tr.ID); err != nil {
+			q.log().Warn("giving back a queue's test run failed", "run", tr.ID, "err", err)
 		}
-		m.dropSnapshot(context.WithoutCancel(ctx), p.Name, e.Commit)
+		q.dropSnapshot(context.WithoutCancel(ctx), p.Name, e.Commit)
 	}()
 	e.TestRun = tr.ID
-	if err := m.setEntry(e); err != nil {
+	if err := q.setEntry(e); err != nil {
 		return err
 	}
-	m.record(ctx, e.Run, paddock.EventQueueTesting, map[string]any{"branch": e.Branch, "tip": e.Tip, "commit": e.Commit, "test_run": tr.ID, "merged": e.Merged})
-	res, err := m.Verify(ctx, tr.ID, paddock.VerifyRequest{})
+	if err := q.record(ctx, e.Run, paddock.EventQueueTesting, map[string]any{"branch": e.Branch, "tip": e.Tip, "commit": e.Commit, "test_run": tr.ID, "merged": e.Merged}); err != nil {
+		return err
+	}
+	res, err := q.verifier.Verify(ctx, tr.ID, paddock.VerifyRequest{})
 	if paddock.IsCode(err, paddock.CodeUnsupported) && strings.Contains(paddock.ErrorMessage(err), "declares no") {
 		e.Reason = "the project's manifest declares no checks: landed unchecked"
 		return nil
@@ -758,11 +770,11 @@ func (m *Manager) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *pa
 // queued again; one being landed is landed if its branch holds its commit,
 // queued again if the branch is still at its tip, and returned otherwise.
 // Then the worker drains the queue.
-func (m *Manager) recoverQueue(ctx context.Context) []paddock.Finding {
+func (q *Queue) recoverQueue(ctx context.Context) []paddock.Finding {
 	var out []paddock.Finding
 	var landedNow []*paddock.QueueEntry
 	var cut []string // test runs a crash left
-	err := m.updateQueue(func(d *queueDoc) error {
+	err := q.updateQueue(func(d *queueDoc) error {
 		for _, e := range d.Entries {
 			switch e.State {
 			case paddock.QueueTesting:
@@ -773,8 +785,8 @@ func (m *Manager) recoverQueue(ctx context.Context) []paddock.Finding {
 				out = append(out, paddock.Finding{RunID: e.Run, Issue: "its merge queue check was cut short", Action: "queued again"})
 			case paddock.QueueLanding:
 				at := ""
-				if p, err := m.Project(ctx, e.Project); err == nil {
-					if r, err := m.Git.Resolve(ctx, p.Root, "refs/heads/"+e.Branch); err == nil {
+				if p, err := q.Project(ctx, e.Project); err == nil {
+					if r, err := q.Git.Resolve(ctx, p.Root, "refs/heads/"+e.Branch); err == nil {
 						at = r.SHA
 					}
 				}
@@ -795,19 +807,19 @@ func (m *Manager) recoverQueue(ctx context.Context) []paddock.Finding {
 		return nil
 	})
 	if err != nil {
-		m.log().Error("recovering the merge queue failed", "err", err)
+		q.log().Error("recovering the merge queue failed", "err", err)
 		return nil
 	}
 	for _, e := range landedNow {
-		if err := m.landed(ctx, e); err != nil {
-			m.log().Error("recording a landing failed", "run", e.Run, "err", err)
+		if err := q.landed(ctx, e); err != nil {
+			q.log().Error("recording a landing failed", "run", e.Run, "err", err)
 		}
 	}
 	for _, id := range cut {
-		if _, err := m.Reject(ctx, id); err != nil && !paddock.IsCode(err, paddock.CodeNotFound) {
-			m.log().Warn("giving back a queue's cut test run failed", "run", id, "err", err)
+		if _, err := q.runs.Reject(ctx, id); err != nil && !paddock.IsCode(err, paddock.CodeNotFound) {
+			q.log().Warn("giving back a queue's cut test run failed", "run", id, "err", err)
 		}
 	}
-	m.kickQueue()
+	q.kickQueue()
 	return out
 }

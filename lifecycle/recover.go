@@ -28,11 +28,11 @@ func (m *Manager) Recover(ctx context.Context) ([]paddock.Finding, error) {
 	}
 	// Then the flows' steps a crash interrupted, with the runs in order
 	// (a step makes and gives back runs, which takes the lock).
-	out = append(out, m.finishFlows(ctx)...)
+	out = append(out, m.Flows.finishFlows(ctx)...)
 	// Then the imports a crash cut short: rolled back.
-	out = append(out, m.recoverImports(ctx)...)
+	out = append(out, m.Bundles.recoverImports(ctx)...)
 	// Then the merge queue's landings a crash interrupted.
-	return append(out, m.recoverQueue(ctx)...), nil
+	return append(out, m.Queue.recoverQueue(ctx)...), nil
 }
 
 func (m *Manager) recoverWorkspaces(ctx context.Context) ([]paddock.Finding, error) {
@@ -48,11 +48,11 @@ func (m *Manager) recoverWorkspaces(ctx context.Context) ([]paddock.Finding, err
 	}
 	// A fork a crash interrupted first: its run's layers are finished
 	// before its harness or its workspace is looked at.
-	out := append(m.recoverForks(ctx), m.recoverApplies(ctx)...)
-	out = append(out, m.adoptJobs(ctx)...)
+	out := append(m.Forks.recoverForks(ctx), m.Changes.recoverApplies(ctx)...)
+	out = append(out, m.Jobs.adoptJobs(ctx)...)
 	out = append(out, m.recoverHarnesses(ctx, ws)...)
 	for _, w := range ws {
-		if f, ok := m.recoverAdoption(ctx, w); ok {
+		if f, ok := m.Nodes.recoverAdoption(ctx, w); ok {
 			out = append(out, *f)
 			continue
 		}
@@ -71,8 +71,8 @@ func (m *Manager) recoverWorkspaces(ctx context.Context) ([]paddock.Finding, err
 	for _, w := range ws {
 		switch w.State {
 		case paddock.StateActive, paddock.StateReady, paddock.StateCheckpointed:
-			if _, err := os.Stat(m.apiDir(w.RunID)); err == nil {
-				if err := m.serveRunAPI(w.RunID); err != nil {
+			if _, err := os.Stat(m.views.apiDir(w.RunID)); err == nil {
+				if err := m.views.serveRunAPI(w.RunID); err != nil {
 					m.log().Warn("the run's API socket could not be served again", "run", w.RunID, "err", err)
 				}
 			}
@@ -90,10 +90,10 @@ func (m *Manager) recoverOne(ctx context.Context, w *paddock.Workspace) (*paddoc
 	switch w.State {
 	case paddock.StateRequested, paddock.StatePreparing:
 		f.Issue, f.Action = "interrupted while being prepared", paddock.ActionRolledBack
-		return f, m.cleanup(ctx, r, p, "interrupted while being prepared; rolled back")
+		return f, m.Runs.cleanup(ctx, r, p, "interrupted while being prepared; rolled back")
 	case paddock.StateCleanupPending:
 		f.Issue, f.Action = "interrupted while being removed", paddock.ActionCleaned
-		return f, m.finishCleanup(ctx, r, p)
+		return f, m.Runs.finishCleanup(ctx, r, p)
 	}
 	prov, err := m.provider(w.Kind)
 	if err != nil {
@@ -112,7 +112,7 @@ func (m *Manager) recoverOne(ctx context.Context, w *paddock.Workspace) (*paddoc
 	switch w.State {
 	case paddock.StateActive:
 		f.Issue, f.Action = "its session ended with the daemon", paddock.ActionCheckpointed
-		_, err := m.Checkpoint(ctx, r.ID, "daemon restart")
+		_, err := m.Runs.Checkpoint(ctx, r.ID, "daemon restart")
 		return f, err
 	case paddock.StateRetained:
 		if p := m.retainedMarker(w); p != "" {
@@ -189,7 +189,7 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error
 		}
 		out = append(out, f)
 	}
-	out = append(out, m.gcLayers(dryRun)...)
+	out = append(out, m.Forks.gcLayers(dryRun)...)
 	return append(out, m.gcSnapshots(ctx, dryRun)...), nil
 }
 
@@ -299,7 +299,7 @@ func (m *Manager) gcRecord(ctx context.Context, r *paddock.Run, dryRun bool) (*p
 			return f, err
 		}
 	}
-	return f, m.cleanup(ctx, r, p, f.Issue)
+	return f, m.Runs.cleanup(ctx, r, p, f.Issue)
 }
 
 // recoverHarnesses gives back the harnesses a previous daemon left for runs
@@ -331,15 +331,15 @@ func (m *Manager) recoverHarnesses(ctx context.Context, ws []*paddock.Workspace)
 // dropSnapshot removes the overlay snapshot of project at rev if no live
 // run uses it: a merge queue's check makes one per replayed commit, which
 // no later run will start from.
-func (m *Manager) dropSnapshot(ctx context.Context, project, rev string) {
-	ov, ok := m.overlayProvider()
+func (kn *kernel) dropSnapshot(ctx context.Context, project, rev string) {
+	ov, ok := kn.overlayProvider()
 	if !ok {
 		return
 	}
 	defer ov.LockSnapshots()()
 	path := workspace.SnapshotDir(ov.Snapshots, project, rev)
 	var runs []*paddock.Run
-	if err := m.Store.View(ctx, func(tx paddock.Tx) (err error) {
+	if err := kn.Store.View(ctx, func(tx paddock.Tx) (err error) {
 		runs, err = tx.Runs(ctx, paddock.RunFilter{Project: project, Removed: true})
 		return err
 	}); err != nil {
@@ -353,7 +353,7 @@ func (m *Manager) dropSnapshot(ctx context.Context, project, rev string) {
 	for _, p := range []string{path, path + ".index"} {
 		if _, err := os.Lstat(p); err == nil {
 			if err := workspace.RemoveTree(filepath.Dir(path), p); err != nil {
-				m.log().Warn("removing a queue check's snapshot failed", "path", p, "err", err)
+				kn.log().Warn("removing a queue check's snapshot failed", "path", p, "err", err)
 			}
 		}
 	}

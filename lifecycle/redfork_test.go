@@ -53,13 +53,13 @@ func TestRedforkRejectMiddle(t *testing.T) {
 	k := fork(t, e.m, r.ID, 1).Runs[0]
 	sh(t, e.m, k.ID, "echo 2 > two.txt")
 	kk := fork(t, e.m, k.ID, 2).Runs
-	if _, err := e.m.Reject(ctx, k.ID); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.m.GC(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Reject(ctx, r.ID); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.m.GC(ctx, false); err != nil {
@@ -73,7 +73,7 @@ func TestRedforkRejectMiddle(t *testing.T) {
 			t.Fatalf("fork %s's change set %v", x.ID, got)
 		}
 	}
-	if _, err := e.m.Reject(ctx, kk[0].ID); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, kk[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	e.m.GC(ctx, false)
@@ -99,7 +99,7 @@ func TestRedforkHostLinksInLayer(t *testing.T) {
 	sh(t, e.m, r.ID, "ln -s "+canary+" hostdir; ln -s "+canary+"/keep hostfile; ln -s "+e.state+" state; ln -s / root; mkfifo fifo; mkdir d; ln -s "+canary+" d/.git")
 	res := fork(t, e.m, r.ID, 2)
 	for _, k := range res.Runs {
-		out, err := e.m.Exec(ctx, k.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", "cat hostfile hostdir/keep 2>&1; ls state 2>&1 | head -3"}})
+		out, err := e.m.Broker.Exec(ctx, k.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", "cat hostfile hostdir/keep 2>&1; ls state 2>&1 | head -3"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestRedforkHostLinksInLayer(t *testing.T) {
 			t.Fatalf("fork %s read a host file through a link planted before the fork: %q", k.ID, out.Stdout)
 		}
 		done := make(chan error, 1)
-		go func() { _, err := e.m.ChangeSet(ctx, k.ID); done <- err }()
+		go func() { _, err := e.m.Changes.ChangeSet(ctx, k.ID); done <- err }()
 		select {
 		case err := <-done:
 			if err != nil {
@@ -118,9 +118,9 @@ func TestRedforkHostLinksInLayer(t *testing.T) {
 		}
 	}
 	for _, k := range res.Runs {
-		e.m.Reject(ctx, k.ID)
+		e.m.Runs.Reject(ctx, k.ID)
 	}
-	e.m.Reject(ctx, r.ID)
+	e.m.Runs.Reject(ctx, r.ID)
 	if _, err := e.m.GC(ctx, false); err != nil {
 		t.Fatal(err)
 	}
@@ -174,17 +174,17 @@ func TestRedforkCheckpointAndRestart(t *testing.T) {
 	ctx := context.Background()
 	r := e.create(t, paddock.KindOverlay, "")
 	sh(t, e.m, r.ID, "echo base > f.txt; rm README.md")
-	if _, err := e.m.Checkpoint(ctx, r.ID, "test"); err != nil {
+	if _, err := e.m.Runs.Checkpoint(ctx, r.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
 	res := fork(t, e.m, r.ID, 2)
-	if _, err := e.m.Resume(ctx, r.ID); err != nil {
+	if _, err := e.m.Runs.Resume(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	sh(t, e.m, r.ID, "echo orig > f.txt")
 	sh(t, e.m, res.Runs[0].ID, "echo kid0 > f.txt")
 	for _, k := range res.Runs {
-		if _, err := e.m.Checkpoint(ctx, k.ID, "test"); err != nil {
+		if _, err := e.m.Runs.Checkpoint(ctx, k.ID, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,7 +198,7 @@ func TestRedforkCheckpointAndRestart(t *testing.T) {
 		e.m.SandboxUID = 65534
 	}
 	for _, k := range res.Runs {
-		if _, err := e.m.Resume(ctx, k.ID); err != nil {
+		if _, err := e.m.Runs.Resume(ctx, k.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -224,11 +224,11 @@ func TestRedforkRepeatedForksStackEmptyLayers(t *testing.T) {
 	r := e.create(t, paddock.KindOverlay, "")
 	sh(t, e.m, r.ID, "echo 1 > one.txt")
 	for i := 0; i < sandbox.MaxFrozen+1; i++ {
-		res, err := e.m.Fork(ctx, r.ID, paddock.ForkRequest{Count: 1})
+		res, err := e.m.Forks.Fork(ctx, r.ID, paddock.ForkRequest{Count: 1})
 		if err != nil {
 			t.Fatalf("fork %d of a run that changed nothing since its first fork: %v", i+1, err)
 		}
-		if _, err := e.m.Reject(ctx, res.Runs[0].ID); err != nil {
+		if _, err := e.m.Runs.Reject(ctx, res.Runs[0].ID); err != nil {
 			t.Fatal(err)
 		}
 	}

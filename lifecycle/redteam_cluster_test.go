@@ -94,11 +94,11 @@ func TestFailedAdoptionCanBeRetried(t *testing.T) {
 	if err := os.WriteFile(r.Workspace.Root, []byte("in the way"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Adopt(ctx, r.ID, "test"); err == nil {
+	if _, err := e.m.Nodes.Adopt(ctx, r.ID, "test"); err == nil {
 		t.Fatal("an adoption whose workspace cannot be made succeeded")
 	}
 	os.Remove(r.Workspace.Root)
-	res, err := e.m.Adopt(ctx, r.ID, "test")
+	res, err := e.m.Nodes.Adopt(ctx, r.ID, "test")
 	if err != nil {
 		got, _ := e.m.Run(ctx, r.ID)
 		t.Fatalf("adopting again once the way is clear: %v (the run is %s, its checkpoint still stored)", err, got.State())
@@ -194,7 +194,7 @@ func TestAdoptionRestoresNothingOutsideOrProtected(t *testing.T) {
 	}
 	tw.Close()
 	c.cps[r.ID] = paddock.RunCheckpoint{RunID: r.ID, Node: "na", BaseRevision: r.Workspace.BaseRevision, Hash: "h", Entries: len(entries), Content: buf.Bytes()}
-	res, err := e.m.Adopt(ctx, r.ID, "test")
+	res, err := e.m.Nodes.Adopt(ctx, r.ID, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestAdoptionCarriesOrNamesTheSubmission(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(r.Workspace.Root, "work.txt"), []byte("work\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := e.m.Submit(ctx, r.ID)
+	cs, err := e.m.Changes.Submit(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,13 +245,13 @@ func TestAdoptionCarriesOrNamesTheSubmission(t *testing.T) {
 	// The node is lost, and its disk with it.
 	os.RemoveAll(r.Workspace.Root)
 	os.RemoveAll(filepath.Join(e.state, "artifacts", r.ID))
-	if _, err := e.m.Adopt(ctx, r.ID, "test"); err != nil {
+	if _, err := e.m.Nodes.Adopt(ctx, r.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Approve(ctx, r.ID, cs.Hash, "op"); err == nil {
+	if _, err := e.m.Changes.Approve(ctx, r.ID, cs.Hash, "op"); err == nil {
 		return // carried
 	}
-	evs, err := e.m.Events(ctx, r.ID, 0, 0)
+	evs, err := e.m.Runs.Events(ctx, r.ID, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

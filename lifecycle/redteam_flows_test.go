@@ -26,32 +26,32 @@ func TestRedteamFlowApproveOfResubmission(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add a.txt"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add a.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coder := f.Runs["coding"]
-	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"harmless\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"harmless\n"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "reviewing" {
+	if f, err = e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil || f.State != "reviewing" {
 		t.Fatalf("done: %+v %v", f, err)
 	}
 	reviewer, reviewed := f.Runs["reviewing"], f.Head
 	// The coder, its run off the menu, writes more and submits again.
-	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"evil.txt","content":"never reviewed\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"evil.txt","content":"never reviewed\n"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Submit(agentCtx, coder); !isRule(err, paddock.RuleMenu) {
+	if _, err := e.m.Changes.Submit(agentCtx, coder); !isRule(err, paddock.RuleMenu) {
 		t.Fatalf("the coder's own submit off its state: %v", err)
 	}
 	// The operator may still submit it again: the flow's review moves.
-	cs, err := e.m.Submit(ctx, coder)
+	cs, err := e.m.Changes.Submit(ctx, coder)
 	if err != nil {
 		t.Fatalf("the operator's second submit: %v", err)
 	}
 	// The reviewer approves what it saw: refused, the detail names the new hash.
-	_, err = e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: reviewed})
+	_, err = e.m.Flows.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: reviewed})
 	// Refused: its review moved (the run given back) or its head is not
 	// the flow's any more.
 	var pe *paddock.Error
@@ -62,25 +62,25 @@ func TestRedteamFlowApproveOfResubmission(t *testing.T) {
 		t.Fatalf("the refusal tells the new hash: %v (details %v)", err, pe.Details)
 	}
 	// What the flow's reviewer can see: only the first change set.
-	if _, err := e.m.CallTool(agentCtx, reviewer, "read", json.RawMessage(`{"path":"evil.txt"}`)); err == nil {
+	if _, err := e.m.Broker.CallTool(agentCtx, reviewer, "read", json.RawMessage(`{"path":"evil.txt"}`)); err == nil {
 		t.Fatal("the reviewer sees the second change set (then this test's premise is wrong)")
 	}
 	// It approves the new hash, never having seen it: refused.
 	flowID := f.ID
-	if f, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: cs.Hash}); err == nil {
+	if f, err := e.m.Flows.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: cs.Hash}); err == nil {
 		t.Fatalf("the flow's reviewer approved change set %s it never saw (it reviewed %s): the flow is %s, head %s; a person is told to approve the coder's %s",
 			cs.Hash, reviewed, f.State, f.Head, cs.Hash)
 	}
 	// The flow's review moved to the new change set: a new review run
 	// holds it, and it is the one that can approve it.
-	f, _ = e.m.Flow(ctx, flowID)
+	f, _ = e.m.Flows.Flow(ctx, flowID)
 	if f.State != "reviewing" || f.Head != cs.Hash || f.Runs["reviewing"] == reviewer {
 		t.Fatalf("after the operator's resubmission the flow is %s, head %s, reviewer %s", f.State, f.Head, f.Runs["reviewing"])
 	}
 	if out := sh(t, e.m, f.Runs["reviewing"], "cat evil.txt"); out != "never reviewed\n" {
 		t.Fatalf("the moved review holds %q", out)
 	}
-	if f, err = e.m.PickEvent(agentCtx, f.Runs["reviewing"], "approve", paddock.MenuEventRequest{Head: cs.Hash}); err != nil || f.State != "awaiting_approval" {
+	if f, err = e.m.Flows.PickEvent(agentCtx, f.Runs["reviewing"], "approve", paddock.MenuEventRequest{Head: cs.Hash}); err != nil || f.State != "awaiting_approval" {
 		t.Fatalf("the moved review's approve: %+v %v", f, err)
 	}
 }
@@ -96,25 +96,25 @@ func TestRedteamFlowSubmitAfterReviewerApproved(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add a.txt"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add a.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coder := f.Runs["coding"]
-	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"harmless\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"harmless\n"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil {
+	if f, err = e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	reviewed := f.Head
-	if f, err = e.m.PickEvent(agentCtx, f.Runs["reviewing"], "approve", paddock.MenuEventRequest{Head: reviewed}); err != nil || f.State != "awaiting_approval" {
+	if f, err = e.m.Flows.PickEvent(agentCtx, f.Runs["reviewing"], "approve", paddock.MenuEventRequest{Head: reviewed}); err != nil || f.State != "awaiting_approval" {
 		t.Fatalf("approve: %+v %v", f, err)
 	}
-	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"evil.txt","content":"never reviewed\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"evil.txt","content":"never reviewed\n"}`)); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := e.m.Submit(agentCtx, coder)
+	cs, err := e.m.Changes.Submit(agentCtx, coder)
 	if err != nil {
 		// Refusing the coder's submit once its state is over closes this.
 		if !isRule(err, paddock.RuleMenu) {
@@ -122,7 +122,7 @@ func TestRedteamFlowSubmitAfterReviewerApproved(t *testing.T) {
 		}
 		return
 	}
-	f, _ = e.m.Flow(ctx, f.ID)
+	f, _ = e.m.Flows.Flow(ctx, f.ID)
 	if f.State == "awaiting_approval" && f.Head != cs.Hash {
 		t.Fatalf("the flow awaits a person's approval of reviewed head %s, but the coder's submission (what paddock diff %s shows) is now %s, never reviewed; nothing in the flow says so",
 			f.Head, coder, cs.Hash)
@@ -137,22 +137,22 @@ func TestRedteamFlowPickByRejectedRun(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add a.txt"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "add a.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coder := f.Runs["coding"]
-	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"x\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"x\n"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil {
+	if f, err = e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	reviewer := f.Runs["reviewing"]
-	if _, err := e.m.Reject(ctx, reviewer); err != nil {
+	if _, err := e.m.Runs.Reject(ctx, reviewer); err != nil {
 		t.Fatal(err)
 	}
-	if f, err = e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: f.Head}); err == nil {
+	if f, err = e.m.Flows.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: f.Head}); err == nil {
 		t.Fatalf("a rejected review run moved its flow to %s", f.State)
 	}
 }
@@ -206,15 +206,15 @@ func TestRedteamFlowStartCrash(t *testing.T) {
 	withSandbox(t, e)
 	fs := &flowFaults{Store: e.m.Store, fail: true}
 	e.m.Store = fs
-	if _, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"}); err == nil {
+	if _, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"}); err == nil {
 		t.Fatal("StartFlow with a failing save succeeded")
 	}
 	e.m.Store = fs.Store
-	flows, err := e.m.Flows(ctx, "")
+	flows, err := e.m.Flows.Flows(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, _ := e.m.Runs(ctx, paddock.RunFilter{Project: "my-app"})
+	runs, _ := e.m.Runs.Runs(ctx, paddock.RunFilter{Project: "my-app"})
 	var live []string
 	for _, r := range runs {
 		if r.Workspace != nil && r.State() == paddock.StateReady {
@@ -248,27 +248,27 @@ func TestRedteamFlowApproveCrash(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coder := f.Runs["coding"]
-	if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"x\n"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"a.txt","content":"x\n"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil {
+	if f, err = e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	reviewer, head := f.Runs["reviewing"], f.Head
 	fs := &flowFaults{Store: e.m.Store, fail: true}
 	e.m.Store = fs
-	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); err == nil {
+	if _, err := e.m.Flows.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); err == nil {
 		t.Fatal("approve with a failing save succeeded")
 	}
 	e.m.Store = fs.Store
 	e.reopen(t)
 	withSandbox(t, e)
-	f, _ = e.m.Flow(ctx, f.ID)
+	f, _ = e.m.Flows.Flow(ctx, f.ID)
 	r, _ := e.m.Run(ctx, reviewer)
 	if f.State == "reviewing" && r.State() != paddock.StateReady && r.State() != paddock.StateActive {
 		t.Fatalf("after the crash the flow is %s (its log's last event %s) but its review run %s is %s: the approve is lost and no live run can pick",
@@ -348,37 +348,37 @@ func TestRedteamFlowEmptyReviewHeadIsLive(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
-	if _, err := e.m.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: revOnly}); err != nil {
+	if _, err := e.m.Projects.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: revOnly}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Source: twrRev, File: "twr.toml", Project: "my-app", Task: "t"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Source: twrRev, File: "twr.toml", Project: "my-app", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coder := f.Runs["coding"]
 	hook := &agentHook{Store: e.m.Store, name: "rev", fn: func() {
-		if _, err := e.m.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"backdoor.txt","content":"never reviewed\n"}`)); err != nil {
+		if _, err := e.m.Broker.CallTool(agentCtx, coder, "write", json.RawMessage(`{"path":"backdoor.txt","content":"never reviewed\n"}`)); err != nil {
 			t.Errorf("the coder's racing write: %v", err)
 		}
 	}}
 	e.m.Store = hook
-	f, err = e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{})
+	f, err = e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{})
 	e.m.Store = hook.Store
 	if err != nil || f.State != "reviewing" {
 		t.Fatalf("done: %+v %v", f, err)
 	}
 	reviewer, head := f.Runs["reviewing"], f.Head
-	menu, _ := e.m.Menu(agentCtx, reviewer)
+	menu, _ := e.m.Flows.Menu(agentCtx, reviewer)
 	if out := sh(t, e.m, reviewer, "ls backdoor.txt 2>&1 || true"); !strings.Contains(out, "No such file") {
 		t.Fatalf("the reviewer sees backdoor.txt (%q): then this test's premise is wrong", out)
 	}
-	if _, err := e.m.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); err != nil {
+	if _, err := e.m.Flows.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Submit(agentCtx, coder); !isRule(err, paddock.RuleMenu) {
+	if _, err := e.m.Changes.Submit(agentCtx, coder); !isRule(err, paddock.RuleMenu) {
 		t.Fatalf("the coder's own submit once its state is over: %v", err)
 	}
-	cs, err := e.m.Submit(ctx, coder) // the operator's, then
+	cs, err := e.m.Changes.Submit(ctx, coder) // the operator's, then
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,22 +398,22 @@ func TestRedteamFlowStuckWhenEnterFails(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
-	if _, err := e.m.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: revOnly}); err != nil {
+	if _, err := e.m.Projects.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: revOnly}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Source: twrRev, File: "twr.toml", Project: "my-app", Task: "t"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Source: twrRev, File: "twr.toml", Project: "my-app", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coder := f.Runs["coding"]
-	if err := e.m.RemoveAgent(ctx, "rev"); err != nil {
+	if err := e.m.Projects.RemoveAgent(ctx, "rev"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err == nil {
+	if _, err := e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err == nil {
 		t.Fatal("done into a state whose agent is gone went through")
 	}
-	f, _ = e.m.Flow(ctx, f.ID)
-	menu, _ := e.m.Menu(agentCtx, coder)
+	f, _ = e.m.Flows.Flow(ctx, f.ID)
+	menu, _ := e.m.Flows.Menu(agentCtx, coder)
 	if f.Ended.IsZero() && f.Runs[f.State] == "" {
 		t.Fatalf("the flow is left in %s with no run (runs %v), not ended; the coder's menu: %+v", f.State, f.Runs, menu.Items)
 	}
@@ -430,26 +430,26 @@ func TestRedteamFlowReviewRunOfWriteAgent(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
-	if _, err := e.m.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: revOnly}); err != nil {
+	if _, err := e.m.Projects.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: revOnly}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Source: twrRev, File: "twr.toml", Project: "my-app", Task: "t"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Source: twrRev, File: "twr.toml", Project: "my-app", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.m.RemoveAgent(ctx, "rev"); err != nil {
+	if err := e.m.Projects.RemoveAgent(ctx, "rev"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: "name = \"rev\"\nworkspace = \"write\"\ntools = [\"read\", \"write\", \"exec\", \"capabilities\"]\n"}); err != nil {
+	if _, err := e.m.Projects.AddAgent(ctx, paddock.AddAgentRequest{File: "rev.toml", Source: "name = \"rev\"\nworkspace = \"write\"\ntools = [\"read\", \"write\", \"exec\", \"capabilities\"]\n"}); err != nil {
 		t.Fatal(err)
 	}
-	f, err = e.m.PickEvent(agentCtx, f.Runs["coding"], "done", paddock.MenuEventRequest{})
+	f, err = e.m.Flows.PickEvent(agentCtx, f.Runs["coding"], "done", paddock.MenuEventRequest{})
 	if err != nil {
 		return // refused: held
 	}
 	r, _ := e.m.Run(ctx, f.Runs["reviewing"])
 	if r.ReviewOf != nil && r.Access != paddock.AccessRead {
-		caps, _ := e.m.Capabilities(agentCtx, r.ID)
+		caps, _ := e.m.Broker.Capabilities(agentCtx, r.ID)
 		var names []string
 		for _, tc := range caps.Tools {
 			names = append(names, tc.Name)
@@ -471,20 +471,20 @@ func TestRedteamFlowRefusalsGrowTheFlow(t *testing.T) {
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
-	f, err := e.m.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
+	f, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coder := f.Runs["coding"]
 	size := func() int {
-		got, _ := e.m.Flow(ctx, f.ID)
+		got, _ := e.m.Flows.Flow(ctx, f.ID)
 		b, _ := json.Marshal(got)
 		return len(b)
 	}
 	before := size()
 	name := strings.Repeat("x", 60000)
 	for range 10 {
-		if _, err := e.m.PickEvent(agentCtx, coder, name, paddock.MenuEventRequest{}); !isRule(err, paddock.RuleMenu) && !paddock.IsCode(err, paddock.CodeBadRequest) {
+		if _, err := e.m.Flows.PickEvent(agentCtx, coder, name, paddock.MenuEventRequest{}); !isRule(err, paddock.RuleMenu) && !paddock.IsCode(err, paddock.CodeBadRequest) {
 			t.Fatalf("an off-menu pick: %v", err)
 		}
 	}

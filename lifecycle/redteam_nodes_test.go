@@ -68,13 +68,13 @@ func TestMovingReviewsLeavesOtherNodesRuns(t *testing.T) {
 	a, b, sa, _ := nodeEnvs(t)
 	ctx := context.Background()
 	coder := a.create(t, paddock.KindClone, "")
-	if _, err := a.m.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"feature.txt","content":"first try\n"}`)); err != nil {
+	if _, err := a.m.Broker.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"feature.txt","content":"first try\n"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.m.Submit(ctx, coder.ID); err != nil {
+	if _, err := a.m.Changes.Submit(ctx, coder.ID); err != nil {
 		t.Fatal(err)
 	}
-	rv, err := a.m.Review(ctx, coder.ID, "")
+	rv, err := a.m.Reviews.Review(ctx, coder.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +85,13 @@ func TestMovingReviewsLeavesOtherNodesRuns(t *testing.T) {
 	if err := sa.Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.m.Adopt(ctx, coder.ID, "test"); err != nil {
+	if _, err := b.m.Nodes.Adopt(ctx, coder.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.m.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"feature.txt","content":"second try\n"}`)); err != nil {
+	if _, err := b.m.Broker.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"feature.txt","content":"second try\n"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.m.Submit(ctx, coder.ID); err != nil {
+	if _, err := b.m.Changes.Submit(ctx, coder.ID); err != nil {
 		t.Fatal(err)
 	}
 	old, err := b.m.Run(ctx, rv.ID)

@@ -12,6 +12,17 @@ import (
 	"github.com/paddock-dev/paddock/workspace"
 )
 
+// Reviews makes review runs over a change set, in objects of their own.
+type Reviews struct {
+	*kernel
+	// the services it calls
+	changes  *Changes
+	projects *Projects
+	queue    *Queue
+	runs     *Runs
+	views    *views
+}
+
 // reviewIdentity authors the commit that holds a change set under review:
 // it names no person and is never a ref of the project.
 var reviewIdentity = gitx.Identity{Name: "paddock review", Email: "review@paddock.invalid"}
@@ -27,19 +38,19 @@ var reviewIdentity = gitx.Identity{Name: "paddock review", Email: "review@paddoc
 // submit, approve or apply. Asked again for the same hash, it answers the
 // same live review run; once the coder submitted again, it makes a new one
 // and rejects the older.
-func (m *Manager) Review(ctx context.Context, id, agentName string) (*paddock.Run, error) {
-	coder, _, err := m.runAndProject(ctx, id)
+func (rv *Reviews) Review(ctx context.Context, id, agentName string) (*paddock.Run, error) {
+	coder, _, err := rv.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if coder.ReviewOf != nil {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is itself a review (of run %s); review the run it reviews", id, coder.ReviewOf.Run)
 	}
-	s, err := m.submission(id)
+	s, err := rv.submission(id)
 	if err != nil {
 		return nil, err
 	}
-	live, err := m.reviewsOf(ctx, coder)
+	live, err := rv.reviewsOf(ctx, coder)
 	if err != nil {
 		return nil, err
 	}
@@ -48,11 +59,11 @@ func (m *Manager) Review(ctx context.Context, id, agentName string) (*paddock.Ru
 			return r, nil
 		}
 	}
-	def, err := m.reviewerDef(ctx, cmp.Or(agentName, "reviewer"))
+	def, err := rv.reviewerDef(ctx, cmp.Or(agentName, "reviewer"))
 	if err != nil {
 		return nil, err
 	}
-	r, err := m.makeReview(ctx, coder, def, s.Hash, newID(), "")
+	r, err := rv.makeReview(ctx, coder, def, s.Hash, newID(), "")
 	if err != nil {
 		return nil, err
 	}
@@ -60,8 +71,8 @@ func (m *Manager) Review(ctx context.Context, id, agentName string) (*paddock.Ru
 	// change set the coder has replaced.
 	for _, old := range live {
 		if old.ReviewOf.Hash != s.Hash && old.ReviewOf.Flow == "" {
-			if _, err := m.Reject(ctx, old.ID); err != nil {
-				m.log().Warn("a review of an older change set could not be rejected", "run", old.ID, "err", err)
+			if _, err := rv.runs.Reject(ctx, old.ID); err != nil {
+				rv.log().Warn("a review of an older change set could not be rejected", "run", old.ID, "err", err)
 			}
 		}
 	}
@@ -69,8 +80,8 @@ func (m *Manager) Review(ctx context.Context, id, agentName string) (*paddock.Ru
 }
 
 // reviewerDef is the definition name, which must read only.
-func (m *Manager) reviewerDef(ctx context.Context, name string) (*paddock.AgentDefinition, error) {
-	def, err := m.agentForCreate(ctx, paddock.CreateRunRequest{Agent: name})
+func (rv *Reviews) reviewerDef(ctx context.Context, name string) (*paddock.AgentDefinition, error) {
+	def, err := rv.runs.agentForCreate(ctx, paddock.CreateRunRequest{Agent: name})
 	if err != nil {
 		return nil, err
 	}
@@ -86,28 +97,28 @@ func (m *Manager) reviewerDef(ctx context.Context, name string) (*paddock.AgentD
 // when hash is not what coder submitted (a flow's coder that submitted
 // nothing: an empty change set), its base itself. If run id exists already
 // (a flow's step finished after a restart) it is that run.
-func (m *Manager) makeReview(ctx context.Context, coder *paddock.Run, def *paddock.AgentDefinition, hash, id, flow string) (*paddock.Run, error) {
-	if r, err := m.Run(ctx, id); err == nil {
+func (rv *Reviews) makeReview(ctx context.Context, coder *paddock.Run, def *paddock.AgentDefinition, hash, id, flow string) (*paddock.Run, error) {
+	if r, err := rv.Run(ctx, id); err == nil {
 		return r, nil
 	}
-	p, err := m.Project(ctx, coder.Project)
+	p, err := rv.Project(ctx, coder.Project)
 	if err != nil {
 		return nil, err
 	}
 	review := &paddock.ReviewOf{Run: coder.ID, Hash: hash, Commit: coder.Workspace.BaseRevision, Base: coder.Workspace.BaseRevision, Flow: flow}
-	if s, err := m.submission(coder.ID); err == nil && s.Hash == hash {
-		if review.Commit, review.Skipped, err = m.reviewCommit(ctx, coder, p, hash, m.reviewObjects(id)); err != nil {
+	if s, err := rv.submission(coder.ID); err == nil && s.Hash == hash {
+		if review.Commit, review.Skipped, err = rv.reviewCommit(ctx, coder, p, hash, rv.reviewObjects(id)); err != nil {
 			return nil, err
 		}
 		// The review run is made at a commit only its own store holds
 		// (on a base that may be in the coder's own).
-		ctx = gitx.WithObjects(m.objectsCtx(ctx, coder), m.reviewObjects(id))
+		ctx = gitx.WithObjects(rv.objectsCtx(ctx, coder), rv.reviewObjects(id))
 	}
-	r, err := m.createReviewRun(ctx, p, coder, def, review, id)
+	r, err := rv.createReviewRun(ctx, p, coder, def, review, id)
 	if err != nil {
 		return nil, err
 	}
-	return r, m.record(ctx, coder.ID, paddock.EventReviewStarted, map[string]any{"review": r.ID, "hash": hash, "agent": def.Name, "flow": flow})
+	return r, rv.record(ctx, coder.ID, paddock.EventReviewStarted, map[string]any{"review": r.ID, "hash": hash, "agent": def.Name, "flow": flow})
 }
 
 // reviewObjects is the object directory of review run id: paddock's, in
@@ -115,29 +126,29 @@ func (m *Manager) makeReview(ctx context.Context, coder *paddock.Run, def *paddo
 // objects. The commit under review lives there and nowhere else: it is
 // unapproved content, which the project's own store, readable by every
 // run of the project, never holds (invariant 2).
-func (m *Manager) reviewObjects(id string) string {
-	return filepath.Join(m.auxDir(id), "review-objects")
+func (rv *Reviews) reviewObjects(id string) string {
+	return filepath.Join(rv.auxDir(id), "review-objects")
 }
 
 // runObjects are the object stores of paddock's that hold run r's base:
 // a review or check run's own, or, for the merge queue's check run, the
 // replay's (queue.go).
-func (m *Manager) runObjects(r *paddock.Run) []string {
+func (rv *Reviews) runObjects(r *paddock.Run) []string {
 	var out []string
-	if m.uncommitted.has(r.ID) {
-		out = append(out, m.uncommitted.store(r.ID)) // a base with the checkout's uncommitted changes
+	if rv.uncommitted.has(r.ID) {
+		out = append(out, rv.uncommitted.store(r.ID)) // a base with the checkout's uncommitted changes
 	}
-	if r.ReviewOf != nil && m.uncommitted.has(r.ReviewOf.Run) {
-		out = append(out, m.uncommitted.store(r.ReviewOf.Run)) // the reviewed run's, which its commit sits on
+	if r.ReviewOf != nil && rv.uncommitted.has(r.ReviewOf.Run) {
+		out = append(out, rv.uncommitted.store(r.ReviewOf.Run)) // the reviewed run's, which its commit sits on
 	}
 	if r.ReviewOf == nil || r.ReviewOf.Commit == r.ReviewOf.Base {
 		return out
 	}
-	if store := m.reviewObjects(r.ID); exists(store) {
+	if store := rv.reviewObjects(r.ID); exists(store) {
 		out = append(out, store)
 	}
 	if r.ReviewOf.Check {
-		if store := m.queueObjects(r.ReviewOf.Run); exists(store) {
+		if store := rv.queue.queueObjects(r.ReviewOf.Run); exists(store) {
 			out = append(out, store)
 		}
 	}
@@ -146,44 +157,44 @@ func (m *Manager) runObjects(r *paddock.Run) []string {
 
 // objectsCtx is ctx under which git also reads run r's own object stores,
 // for a review or check run whose base is the commit it holds.
-func (m *Manager) objectsCtx(ctx context.Context, r *paddock.Run) context.Context {
-	return gitx.WithObjects(ctx, m.runObjects(r)...)
+func (rv *Reviews) objectsCtx(ctx context.Context, r *paddock.Run) context.Context {
+	return gitx.WithObjects(ctx, rv.runObjects(r)...)
 }
 
 // reviewCommit commits coder's submitted change set hash onto its base,
 // into the object directory store: a commit no ref names, in no store of
 // the project's. It leaves out what an apply never writes, and says which.
-func (m *Manager) reviewCommit(ctx context.Context, coder *paddock.Run, p *paddock.Project, hash, store string) (string, []string, error) {
-	cs, err := m.frozen(coder.ID, hash)
+func (rv *Reviews) reviewCommit(ctx context.Context, coder *paddock.Run, p *paddock.Project, hash, store string) (string, []string, error) {
+	cs, err := rv.frozen(coder.ID, hash)
 	if err != nil {
 		return "", nil, internal("reading the submitted change set failed", err)
 	}
-	return m.commitChangeSet(ctx, coder, p, cs, store)
+	return rv.commitChangeSet(ctx, coder, p, cs, store)
 }
 
 // commitChangeSet commits change set cs of run coder (its blobs frozen)
 // onto coder's base, into the object directory store.
-func (m *Manager) commitChangeSet(ctx context.Context, coder *paddock.Run, p *paddock.Project, cs *paddock.ChangeSet, store string) (string, []string, error) {
-	ctx = m.objectsCtx(ctx, coder) // its base may be in a store of its own
-	pol, err := m.policy(ctx, p)
+func (rv *Reviews) commitChangeSet(ctx context.Context, coder *paddock.Run, p *paddock.Project, cs *paddock.ChangeSet, store string) (string, []string, error) {
+	ctx = rv.objectsCtx(ctx, coder) // its base may be in a store of its own
+	pol, err := rv.views.policy(ctx, p)
 	if err != nil {
 		return "", nil, err
 	}
-	repo, err := m.checkRepo(ctx, p)
+	repo, err := rv.projects.checkRepo(ctx, p)
 	if err != nil {
 		return "", nil, err
 	}
-	ok, never := m.applier().Applicable(coder.ID, cs, pol)
+	ok, never := rv.changes.applier().Applicable(coder.ID, cs, pol)
 	var entries []gitx.IndexEntry
 	for _, e := range ok {
 		ie := gitx.IndexEntry{Path: e.Path, Mode: e.NewMode, Blob: e.NewBlob}
 		if e.Op != paddock.OpDelete && e.NewMode != "160000" {
-			ie.File = m.blobPath(coder.ID, e.NewBlob)
+			ie.File = rv.blobPath(coder.ID, e.NewBlob)
 		}
 		entries = append(entries, ie)
 	}
 	msg := fmt.Sprintf("paddock: run %s's change set %s, under review\n", coder.ID, cs.Hash)
-	commit, err := m.Git.CommitTreeInto(ctx, repo.CommonDir, store, coder.Workspace.BaseRevision, entries, reviewIdentity, msg)
+	commit, err := rv.Git.CommitTreeInto(ctx, repo.CommonDir, store, coder.Workspace.BaseRevision, entries, reviewIdentity, msg)
 	if err != nil {
 		return "", nil, internal("committing the change set for review failed; the project is unchanged", err)
 	}
@@ -196,15 +207,15 @@ func (m *Manager) commitChangeSet(ctx context.Context, coder *paddock.Run, p *pa
 }
 
 // reviewsOf lists the live review runs of run coder.
-func (m *Manager) reviewsOf(ctx context.Context, coder *paddock.Run) ([]*paddock.Run, error) {
-	all, err := m.Runs(ctx, paddock.RunFilter{Project: coder.Project})
+func (rv *Reviews) reviewsOf(ctx context.Context, coder *paddock.Run) ([]*paddock.Run, error) {
+	all, err := rv.runs.Runs(ctx, paddock.RunFilter{Project: coder.Project})
 	if err != nil {
 		return nil, err
 	}
 	var out []*paddock.Run
 	for _, r := range all {
 		// Another node's review run is its own to move or give back.
-		if r.ReviewOf != nil && !r.ReviewOf.Check && r.ReviewOf.Run == coder.ID && r.Workspace != nil && m.mine(r) {
+		if r.ReviewOf != nil && !r.ReviewOf.Check && r.ReviewOf.Run == coder.ID && r.Workspace != nil && rv.mine(r) {
 			switch r.Workspace.State {
 			case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed:
 				out = append(out, r)
@@ -216,8 +227,8 @@ func (m *Manager) reviewsOf(ctx context.Context, coder *paddock.Run) ([]*paddock
 
 // refuseReview refuses what a review run can never do: submit, approve,
 // apply, undo.
-func (m *Manager) refuseReview(ctx context.Context, id, what string) error {
-	r, err := m.Run(ctx, id)
+func (rv *Reviews) refuseReview(ctx context.Context, id, what string) error {
+	r, err := rv.Run(ctx, id)
 	if err != nil || r.ReviewOf == nil {
 		return err
 	}
@@ -229,23 +240,25 @@ func (m *Manager) refuseReview(ctx context.Context, id, what string) error {
 // older change set is replaced by one of the new (made with the same
 // definition), the older rejected. What fails is recorded, never the
 // submission's failure.
-func (m *Manager) moveReviews(ctx context.Context, id, hash string) {
-	coder, err := m.Run(ctx, id)
+func (rv *Reviews) moveReviews(ctx context.Context, id, hash string) {
+	coder, err := rv.Run(ctx, id)
 	if err != nil {
 		return
 	}
-	live, err := m.reviewsOf(ctx, coder)
+	live, err := rv.reviewsOf(ctx, coder)
 	if err != nil {
-		m.log().Warn("listing the run's reviews failed", "run", id, "err", err)
+		rv.log().Warn("listing the run's reviews failed", "run", id, "err", err)
 		return
 	}
 	for _, r := range live {
 		if r.ReviewOf.Hash == hash || r.ReviewOf.Flow != "" {
 			continue // a flow moves its own reviews
 		}
-		if _, err := m.Review(ctx, id, r.Agent.Name); err != nil {
-			m.log().Warn("moving a review to the new change set failed", "run", id, "review", r.ID, "err", err)
-			m.record(ctx, id, paddock.EventReviewStarted, map[string]any{"hash": hash, "failed": paddock.ErrorMessage(err)})
+		if _, err := rv.Review(ctx, id, r.Agent.Name); err != nil {
+			rv.log().Warn("moving a review to the new change set failed", "run", id, "review", r.ID, "err", err)
+			if err := rv.record(ctx, id, paddock.EventReviewStarted, map[string]any{"hash": hash, "failed": paddock.ErrorMessage(err)}); err != nil {
+				rv.log().Warn("recording a review's failed move failed", "run", id, "err", err)
+			}
 		}
 		return // Review moved every older one
 	}
@@ -253,7 +266,7 @@ func (m *Manager) moveReviews(ctx context.Context, id, hash string) {
 
 // createReviewRun makes the review run at review's commit, of the coder's
 // kind, its git's HEAD detached at that commit.
-func (m *Manager) createReviewRun(ctx context.Context, p *paddock.Project, coder *paddock.Run, def *paddock.AgentDefinition, review *paddock.ReviewOf, id string) (*paddock.Run, error) {
+func (rv *Reviews) createReviewRun(ctx context.Context, p *paddock.Project, coder *paddock.Run, def *paddock.AgentDefinition, review *paddock.ReviewOf, id string) (*paddock.Run, error) {
 	if def.Workspace != string(paddock.AccessRead) && !review.Check {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "agent %s does not read only; a review run is read only", def.Name)
 	}
@@ -264,35 +277,35 @@ func (m *Manager) createReviewRun(ctx context.Context, p *paddock.Project, coder
 	if kind == paddock.KindWorktree || kind == paddock.KindOperatorDir {
 		kind = paddock.KindClone
 	}
-	r, err := m.createRunID(ctx, id, paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(kind)}, def, review)
+	r, err := rv.runs.createRunID(ctx, id, paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(kind)}, def, review)
 	if err != nil {
 		return nil, err
 	}
-	if dir := m.runGitDir(r); dir != "" {
+	if dir := rv.runGitDir(r); dir != "" {
 		// The run's git borrows the stores of its commit too, shown read-only.
-		for _, store := range m.runObjects(r) {
+		for _, store := range rv.runObjects(r) {
 			if err := workspace.AddAlternate(dir, workspace.ObjectsInView(store)); err != nil {
 				return r, internal("giving the review run's git its commit failed", err)
 			}
 		}
 		if err := workspace.DetachHead(dir, r.ID, review.Commit); err != nil {
-			m.log().Warn("the review run's HEAD stays on its branch", "run", r.ID, "err", err)
+			rv.log().Warn("the review run's HEAD stays on its branch", "run", r.ID, "err", err)
 		}
 	}
 	return r, nil
 }
 
 // runGitDir is where run r's own git directory is on the host, by kind.
-func (m *Manager) runGitDir(r *paddock.Run) string {
+func (rv *Reviews) runGitDir(r *paddock.Run) string {
 	switch r.Workspace.Kind {
 	case paddock.KindOverlay:
-		if ov, ok := m.overlayProvider(); ok {
+		if ov, ok := rv.overlayProvider(); ok {
 			return filepath.Join(ov.LayersOf(r.Project, r.Workspace).Upper, ".git")
 		}
 	case paddock.KindClone:
 		return filepath.Join(r.Workspace.Root, ".git")
 	case paddock.KindWorktree:
-		return filepath.Join(m.auxDir(r.ID), "git")
+		return filepath.Join(rv.auxDir(r.ID), "git")
 	}
 	return ""
 }

@@ -29,30 +29,30 @@ func TestReviewRun(t *testing.T) {
 	for _, kind := range []paddock.WorkspaceKind{paddock.KindOverlay, paddock.KindClone} {
 		t.Run(string(kind), func(t *testing.T) {
 			coder := e.create(t, kind, "")
-			if _, err := e.m.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"feature.txt","content":"the coder's work\n"}`)); err != nil {
+			if _, err := e.m.Broker.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"feature.txt","content":"the coder's work\n"}`)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.m.CallTool(ctx, coder.ID, "edit", json.RawMessage(`{"path":"README.md","old_string":"hello","new_string":"hello, reviewed"}`)); err != nil {
+			if _, err := e.m.Broker.CallTool(ctx, coder.ID, "edit", json.RawMessage(`{"path":"README.md","old_string":"hello","new_string":"hello, reviewed"}`)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.m.Review(ctx, coder.ID, ""); !paddock.IsCode(err, paddock.CodeConflict) {
+			if _, err := e.m.Reviews.Review(ctx, coder.ID, ""); !paddock.IsCode(err, paddock.CodeConflict) {
 				t.Fatalf("a review of nothing submitted: %v", err)
 			}
-			cs, err := e.m.Submit(ctx, coder.ID)
+			cs, err := e.m.Changes.Submit(ctx, coder.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			refs := gittest.Git(t, e.repo, "for-each-ref")
 			head := gittest.Git(t, e.repo, "rev-parse", "HEAD")
 
-			rv, err := e.m.Review(ctx, coder.ID, "")
+			rv, err := e.m.Reviews.Review(ctx, coder.ID, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if rv.Access != paddock.AccessRead || rv.ReviewOf == nil || rv.ReviewOf.Run != coder.ID || rv.ReviewOf.Hash != cs.Hash || rv.Agent.Name != "reviewer" {
 				t.Fatalf("the review run: %+v %+v", rv, rv.ReviewOf)
 			}
-			if again, err := e.m.Review(ctx, coder.ID, ""); err != nil || again.ID != rv.ID {
+			if again, err := e.m.Reviews.Review(ctx, coder.ID, ""); err != nil || again.ID != rv.ID {
 				t.Fatalf("a second review of the same hash: %v %v", again, err)
 			}
 			// What the reviewer sees: the coder's bytes, HEAD at the commit
@@ -64,7 +64,7 @@ func TestReviewRun(t *testing.T) {
 			}
 			// Write tools are refused; a shell's writes, a commit and a
 			// config change evaporate with their command.
-			if _, err := e.m.CallTool(ctx, rv.ID, "write", json.RawMessage(`{"path":"README.md","content":"approved by me"}`)); !paddock.IsCode(err, paddock.CodeForbidden) {
+			if _, err := e.m.Broker.CallTool(ctx, rv.ID, "write", json.RawMessage(`{"path":"README.md","content":"approved by me"}`)); !paddock.IsCode(err, paddock.CodeForbidden) {
 				t.Fatalf("a review run's write: %v", err)
 			}
 			sh(t, e.m, rv.ID, `echo mine > README.md; git config user.email reviewer@example.com; git commit -qam "self-approved" || true`)
@@ -72,14 +72,14 @@ func TestReviewRun(t *testing.T) {
 				t.Fatalf("the reviewer's writes outlived their command:\n%s", out)
 			}
 			for what, err := range map[string]error{
-				"submit":  func() error { _, err := e.m.Submit(ctx, rv.ID); return err }(),
-				"approve": func() error { _, err := e.m.Approve(ctx, rv.ID, cs.Hash, "op"); return err }(),
+				"submit":  func() error { _, err := e.m.Changes.Submit(ctx, rv.ID); return err }(),
+				"approve": func() error { _, err := e.m.Changes.Approve(ctx, rv.ID, cs.Hash, "op"); return err }(),
 				"apply": func() error {
-					_, err := e.m.Apply(ctx, rv.ID, "", gitx.Identity{Name: "Op", Email: "op@example.com"})
+					_, err := e.m.Changes.Apply(ctx, rv.ID, "", gitx.Identity{Name: "Op", Email: "op@example.com"})
 					return err
 				}(),
 				"apply to the worktree": func() error {
-					_, err := e.m.ApplyToWorktree(ctx, rv.ID, false)
+					_, err := e.m.Changes.ApplyToWorktree(ctx, rv.ID, false)
 					return err
 				}(),
 			} {
@@ -89,7 +89,7 @@ func TestReviewRun(t *testing.T) {
 				}
 			}
 			// Nothing moved: the coder's change set, the project, its refs.
-			if now, err := e.m.ChangeSet(ctx, coder.ID); err != nil || now.Hash != cs.Hash {
+			if now, err := e.m.Changes.ChangeSet(ctx, coder.ID); err != nil || now.Hash != cs.Hash {
 				t.Fatalf("the coder's change set moved: %v %v", now, err)
 			}
 			if got := gittest.Git(t, e.repo, "for-each-ref"); got != refs {
@@ -103,24 +103,24 @@ func TestReviewRun(t *testing.T) {
 			}
 
 			// The coder submits again: the review moves to the new hash.
-			if _, err := e.m.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"feature.txt","content":"the coder's second try\n"}`)); err != nil {
+			if _, err := e.m.Broker.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"feature.txt","content":"the coder's second try\n"}`)); err != nil {
 				t.Fatal(err)
 			}
-			cs2, err := e.m.Submit(ctx, coder.ID)
+			cs2, err := e.m.Changes.Submit(ctx, coder.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if old, _ := e.m.Run(ctx, rv.ID); old.State() != paddock.StateRejected && old.State() != paddock.StateCleaned {
 				t.Fatalf("the review of the older change set is %s", old.State())
 			}
-			rv2, err := e.m.Review(ctx, coder.ID, "")
+			rv2, err := e.m.Reviews.Review(ctx, coder.ID, "")
 			if err != nil || rv2.ID == rv.ID || rv2.ReviewOf.Hash != cs2.Hash {
 				t.Fatalf("after a new submission: %+v %v", rv2, err)
 			}
 			if out := sh(t, e.m, rv2.ID, `cat feature.txt`); out != "the coder's second try\n" {
 				t.Fatalf("the moved review sees %q", out)
 			}
-			evs, _ := e.m.Events(ctx, coder.ID, 0, 1000)
+			evs, _ := e.m.Runs.Events(ctx, coder.ID, 0, 1000)
 			var started int
 			for _, ev := range evs {
 				if ev.Type == paddock.EventReviewStarted {
@@ -131,10 +131,10 @@ func TestReviewRun(t *testing.T) {
 				t.Errorf("review.started events on the coder's run: %d", started)
 			}
 			// A review run is never itself reviewed, and a writer never reviews.
-			if _, err := e.m.Review(ctx, rv2.ID, ""); !paddock.IsCode(err, paddock.CodeConflict) {
+			if _, err := e.m.Reviews.Review(ctx, rv2.ID, ""); !paddock.IsCode(err, paddock.CodeConflict) {
 				t.Errorf("a review of a review: %v", err)
 			}
-			if _, err := e.m.Review(ctx, coder.ID, "coder"); !paddock.IsCode(err, paddock.CodeBadRequest) || !strings.Contains(paddock.ErrorMessage(err), "read only") {
+			if _, err := e.m.Reviews.Review(ctx, coder.ID, "coder"); !paddock.IsCode(err, paddock.CodeBadRequest) || !strings.Contains(paddock.ErrorMessage(err), "read only") {
 				t.Errorf("a review by a writing agent: %v", err)
 			}
 		})

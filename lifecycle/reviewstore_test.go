@@ -29,20 +29,20 @@ func TestReviewWritesNothingIntoTheProject(t *testing.T) {
 	for _, kind := range []paddock.WorkspaceKind{paddock.KindOverlay, paddock.KindClone, paddock.KindWorktree} {
 		t.Run(string(kind), func(t *testing.T) {
 			coder := e.create(t, kind, "")
-			if _, err := e.m.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"creds.txt","content":"token=unapproved-`+string(kind)+`\n"}`)); err != nil {
+			if _, err := e.m.Broker.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"creds.txt","content":"token=unapproved-`+string(kind)+`\n"}`)); err != nil {
 				t.Fatal(err)
 			}
 			// The change set's own recipe for the checks, which a review
 			// must not take.
-			if _, err := e.m.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"Makefile","content":"test:\n\ttrue\nlint:\n\techo planted\n"}`)); err != nil {
+			if _, err := e.m.Broker.CallTool(ctx, coder.ID, "write", json.RawMessage(`{"path":"Makefile","content":"test:\n\ttrue\nlint:\n\techo planted\n"}`)); err != nil {
 				t.Fatal(err)
 			}
-			cs, err := e.m.Submit(ctx, coder.ID)
+			cs, err := e.m.Changes.Submit(ctx, coder.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			digest, lines := gittest.TreeDigest(t, e.repo)
-			rv, err := e.m.Review(ctx, coder.ID, "")
+			rv, err := e.m.Reviews.Review(ctx, coder.ID, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,14 +56,14 @@ func TestReviewWritesNothingIntoTheProject(t *testing.T) {
 				t.Fatalf("review of: %+v", rv.ReviewOf)
 			}
 			// The reviewer's checks are the base's, as the coder's are.
-			cc, err1 := e.m.Capabilities(ctx, coder.ID)
-			rc, err2 := e.m.Capabilities(ctx, rv.ID)
+			cc, err1 := e.m.Broker.Capabilities(ctx, coder.ID)
+			rc, err2 := e.m.Broker.Capabilities(ctx, rv.ID)
 			if err1 != nil || err2 != nil || strings.Join(cc.Checks, ",") != "test" || strings.Join(rc.Checks, ",") != "test" {
 				t.Fatalf("the reviewer's checks %v, the coder's %v (%v %v)", rc.Checks, cc.Checks, err1, err2)
 			}
 			// Another run of the project: the commit is nowhere it can read.
 			other := e.create(t, paddock.KindClone, "")
-			res, err := e.m.Exec(ctx, other.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "git cat-file -p " + rv.ReviewOf.Commit + ":creds.txt; git fsck --lost-found 2>/dev/null | grep -c commit || true"}})
+			res, err := e.m.Broker.Exec(ctx, other.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "git cat-file -p " + rv.ReviewOf.Commit + ":creds.txt; git fsck --lost-found 2>/dev/null | grep -c commit || true"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,11 +73,11 @@ func TestReviewWritesNothingIntoTheProject(t *testing.T) {
 			if err := exec.Command("git", "-C", e.repo, "cat-file", "-e", rv.ReviewOf.Commit+"^{commit}").Run(); err == nil {
 				t.Fatal("the project's store holds the review commit")
 			}
-			if _, err := e.m.Reject(ctx, rv.ID); err != nil {
+			if _, err := e.m.Runs.Reject(ctx, rv.ID); err != nil {
 				t.Fatal(err)
 			}
 			gittest.RequireIdentical(t, e.repo, digest, lines)
-			if _, err := e.m.Reject(ctx, coder.ID); err != nil {
+			if _, err := e.m.Runs.Reject(ctx, coder.ID); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -53,18 +53,18 @@ const (
 // apiDir is the host directory of run id's socket and MCP configuration,
 // shown read-only at APIInView: a command can connect to the socket but
 // neither remove nor replace it.
-func (m *Manager) apiDir(id string) string { return filepath.Join(m.auxDir(id), "api") }
+func (vw *views) apiDir(id string) string { return filepath.Join(vw.auxDir(id), "api") }
 
 // serveRunAPI makes sure run id's socket answers (after a restart too).
-func (m *Manager) serveRunAPI(id string) error {
-	if m.RunAPI == nil {
+func (vw *views) serveRunAPI(id string) error {
+	if vw.RunAPI == nil {
 		return nil
 	}
-	dir := m.apiDir(id)
+	dir := vw.apiDir(id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return internal("making the run's API directory failed", err)
 	}
-	if err := m.RunAPI.Listen(id, filepath.Join(dir, apiSocket)); err != nil {
+	if err := vw.RunAPI.Listen(id, filepath.Join(dir, apiSocket)); err != nil {
 		return internal("serving the run's API socket failed", err)
 	}
 	return nil
@@ -72,17 +72,17 @@ func (m *Manager) serveRunAPI(id string) error {
 
 // runAPIBinds shows run r its API directory and the paddock binary, and
 // makes sure the socket answers; none without a RunAPI.
-func (m *Manager) runAPIBinds(r *paddock.Run) ([]sandbox.Bind, error) {
-	if m.RunAPI == nil {
+func (vw *views) runAPIBinds(r *paddock.Run) ([]sandbox.Bind, error) {
+	if vw.RunAPI == nil {
 		return nil, nil
 	}
-	if err := m.serveRunAPI(r.ID); err != nil {
+	if err := vw.serveRunAPI(r.ID); err != nil {
 		// The command runs all the same; only its way to the daemon is
 		// missing (the daemon is stopping, say), and its client says so.
-		m.log().Warn("a run's command gets no API socket", "run", r.ID, "err", err)
+		vw.log().Warn("a run's command gets no API socket", "run", r.ID, "err", err)
 	}
-	binds := []sandbox.Bind{{Source: m.apiDir(r.ID), Target: APIInView, ReadOnly: true}}
-	if bin := m.RunAPI.BinDir(); bin != "" {
+	binds := []sandbox.Bind{{Source: vw.apiDir(r.ID), Target: APIInView, ReadOnly: true}}
+	if bin := vw.RunAPI.BinDir(); bin != "" {
 		binds = append(binds, sandbox.Bind{Source: bin, Target: BinInView, ReadOnly: true})
 	}
 	return binds, nil
@@ -109,7 +109,7 @@ var AgentToolsOff = []string{"claude-code:Bash", "claude-code:Edit", "claude-cod
 // routingBinds show each routing file of run r's home read-only over
 // itself, and its directory as a mount point of its own (which no command
 // can rename away to put another file in its place).
-func (m *Manager) routingBinds(home string) []sandbox.Bind {
+func (vw *views) routingBinds(home string) []sandbox.Bind {
 	var binds []sandbox.Bind
 	for _, f := range routingFiles {
 		src := filepath.Join(home, f.dir, f.file)
@@ -124,8 +124,8 @@ func (m *Manager) routingBinds(home string) []sandbox.Bind {
 }
 
 // runAPIEnv is what tells a run's commands where their API is.
-func (m *Manager) runAPIEnv(id string) []string {
-	if m.RunAPI == nil {
+func (vw *views) runAPIEnv(id string) []string {
+	if vw.RunAPI == nil {
 		return nil
 	}
 	return []string{EnvSocket + "=" + SocketInView, EnvRun + "=" + id, EnvMCPConfig + "=" + MCPConfigInView}
@@ -138,8 +138,8 @@ func (m *Manager) runAPIEnv(id string) []string {
 // the broker), Codex's (~/.codex/config.toml), and a plain mcpServers file
 // at MCPConfigInView for any other. The home is the agent's: it may change
 // them, and its commands stay confined by the kernel whatever it does.
-func (m *Manager) writeAgentConfigs(r *paddock.Run, home string) error {
-	if m.RunAPI == nil || m.RunAPI.BinDir() == "" {
+func (vw *views) writeAgentConfigs(r *paddock.Run, home string) error {
+	if vw.RunAPI == nil || vw.RunAPI.BinDir() == "" {
 		return nil
 	}
 	// The run and its socket are named in the configuration, not only in
@@ -204,7 +204,7 @@ default_tools_approval_mode = "approve"
 			return err
 		}
 	}
-	dir := m.apiDir(r.ID)
+	dir := vw.apiDir(r.ID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

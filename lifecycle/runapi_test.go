@@ -96,7 +96,7 @@ func TestRunAPI(t *testing.T) {
 	if want := r.ID + " paddock.sock"; !slices.Contains(api.listen, want) {
 		t.Errorf("after a restart the run's socket was not served again: %v", api.listen)
 	}
-	if _, err := e.m.Reject(context.Background(), r.ID); err != nil {
+	if _, err := e.m.Runs.Reject(context.Background(), r.ID); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(api.closed, r.ID) {
@@ -134,28 +134,28 @@ func TestAgentExecNetwork(t *testing.T) {
 	withSandbox(t, e)
 	r := e.create(t, paddock.KindClone, "")
 	agentCtx := paddock.WithAgent(ctx)
-	res, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}})
+	res, err := e.m.Broker.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}})
 	if err != nil || res.Enforcement.Net != "none" {
 		t.Fatalf("an agent's command with no network asked: %+v %v", res, err)
 	}
 	for _, net := range []string{"host", "allow=example.com"} {
-		if _, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Net: net}); !paddock.IsCode(err, paddock.CodeForbidden) {
+		if _, err := e.m.Broker.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Net: net}); !paddock.IsCode(err, paddock.CodeForbidden) {
 			t.Errorf("an agent's command asked for %s: %v", net, err)
 		}
-		if _, err := e.m.StartJob(agentCtx, r.ID, paddock.StartJobRequest{Kind: paddock.JobExec, Exec: &paddock.ExecRequest{Argv: []string{"true"}, Net: net}}); !paddock.IsCode(err, paddock.CodeForbidden) {
+		if _, err := e.m.Jobs.StartJob(agentCtx, r.ID, paddock.StartJobRequest{Kind: paddock.JobExec, Exec: &paddock.ExecRequest{Argv: []string{"true"}, Net: net}}); !paddock.IsCode(err, paddock.CodeForbidden) {
 			t.Errorf("an agent's job asked for %s: %v", net, err)
 		}
 	}
-	if _, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, AllowDegraded: true}); !paddock.IsCode(err, paddock.CodeForbidden) {
+	if _, err := e.m.Broker.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, AllowDegraded: true}); !paddock.IsCode(err, paddock.CodeForbidden) {
 		t.Errorf("an agent asked for a degraded sandbox: %v", err)
 	}
-	if caps, err := e.m.Capabilities(agentCtx, r.ID); err != nil || caps.Net != "none" {
+	if caps, err := e.m.Broker.Capabilities(agentCtx, r.ID); err != nil || caps.Net != "none" {
 		t.Errorf("the agent is told its commands get %q (%v)", caps.Net, err)
 	}
 	// The operator is told what holds: none by default, and a ceiling of
 	// none (the built-in coder has no network); its own command still
 	// gets what it asks for.
-	caps, err := e.m.Capabilities(ctx, r.ID)
+	caps, err := e.m.Broker.Capabilities(ctx, r.ID)
 	if err != nil || caps.Net != "none" || caps.NetCeiling != "none" {
 		t.Errorf("the operator is told %q, ceiling %q (%v)", caps.Net, caps.NetCeiling, err)
 	}
@@ -164,7 +164,7 @@ func TestAgentExecNetwork(t *testing.T) {
 	if l := caps.Limits; l.Timeout != "10m0s" || l.Procs == 0 || l.Memory == 0 || l.Output == 0 {
 		t.Errorf("the limits shown: %+v", l)
 	}
-	if res, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Net: "host"}); err != nil || res.Enforcement.Net != "host" {
+	if res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Net: "host"}); err != nil || res.Enforcement.Net != "host" {
 		t.Errorf("the operator's command with the host's network: %+v %v", res, err)
 	}
 }
@@ -177,7 +177,7 @@ func TestCapabilitiesWithoutASandbox(t *testing.T) {
 	e.project(t)
 	lifecycle.SandboxFails(e.m, paddock.Errorf(paddock.CodeUnsupported, "no user namespaces"))
 	r := e.create(t, paddock.KindClone, "")
-	caps, err := e.m.Capabilities(paddock.WithAgent(context.Background()), r.ID)
+	caps, err := e.m.Broker.Capabilities(paddock.WithAgent(context.Background()), r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ mv .codex .codex.old 2>/dev/null && echo MOVED-CODEX
 echo '{}' > /tmp/s.json && mv /tmp/s.json .claude/settings.json 2>/dev/null && echo REPLACED
 echo kept > .claude/history.jsonl && echo STATE
 echo mine > notes.txt && echo HOME`
-		res, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", attack}})
+		res, err := e.m.Broker.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", attack}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ echo mine > notes.txt && echo HOME`
 				t.Errorf("%s: %s changed: %q %v", kind, f, now, err)
 			}
 		}
-		caps, err := e.m.Capabilities(agentCtx, r.ID)
+		caps, err := e.m.Broker.Capabilities(agentCtx, r.ID)
 		if err != nil || !slices.Contains(caps.AgentToolsOff, "claude-code:Bash") || !slices.Contains(caps.AgentToolsOff, "codex:shell") {
 			t.Errorf("%s: capabilities do not say the agent's own tools are off: %v %v", kind, caps.AgentToolsOff, err)
 		}

@@ -19,24 +19,37 @@ import (
 	"github.com/paddock-dev/paddock/workspace"
 )
 
+// Runs takes a run from its request to its cleanup: create, retain, reject, remove, checkpoint and resume, and the run's events.
+type Runs struct {
+	*kernel
+	// the services it calls
+	broker   *Broker
+	executor *executor
+	jobs     *Jobs
+	nodes    *Nodes
+	projects *Projects
+	reviews  *Reviews
+	views    *views
+}
+
 // Create makes a run and its workspace and returns it ready. Bad input is
 // refused before anything is written; a failure while preparing rolls the
 // workspace back and leaves the run cleaned with the reason recorded.
-func (m *Manager) Create(ctx context.Context, o paddock.CreateRunRequest) (*paddock.Run, error) {
-	def, err := m.agentForCreate(ctx, o)
+func (rs *Runs) Create(ctx context.Context, o paddock.CreateRunRequest) (*paddock.Run, error) {
+	def, err := rs.agentForCreate(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	r, err := m.create(ctx, o, def)
+	r, err := rs.create(ctx, o, def)
 	if err == nil && o.IncludeUncommitted {
-		err = m.uncommitted.borrow(r, m.runGitDir(r))
+		err = rs.uncommitted.borrow(r, rs.reviews.runGitDir(r))
 	}
 	return r, err
 }
 
 // agentForCreate is the definition a run is made with: the one it names
 // (stored, or built in), or the built-in of its access mode.
-func (m *Manager) agentForCreate(ctx context.Context, o paddock.CreateRunRequest) (*paddock.AgentDefinition, error) {
+func (rs *Runs) agentForCreate(ctx context.Context, o paddock.CreateRunRequest) (*paddock.AgentDefinition, error) {
 	access, err := paddock.ParseAccess(o.Access)
 	if err != nil {
 		return nil, err
@@ -44,7 +57,7 @@ func (m *Manager) agentForCreate(ctx context.Context, o paddock.CreateRunRequest
 	if o.Agent == "" {
 		return agent.ForAccess(access), nil
 	}
-	rec, err := m.Agent(ctx, o.Agent)
+	rec, err := rs.projects.Agent(ctx, o.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -57,31 +70,31 @@ func (m *Manager) agentForCreate(ctx context.Context, o paddock.CreateRunRequest
 
 // create makes a run with the definition def: its access and secrets come
 // from it, and the run keeps a copy.
-func (m *Manager) create(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition) (*paddock.Run, error) {
-	return m.createRun(ctx, o, def, nil)
+func (rs *Runs) create(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition) (*paddock.Run, error) {
+	return rs.createRun(ctx, o, def, nil)
 }
 
 // createRun is create, of a review run if review is set.
-func (m *Manager) createRun(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
-	return m.createRunID(ctx, newID(), o, def, review)
+func (rs *Runs) createRun(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
+	return rs.createRunID(ctx, newID(), o, def, review)
 }
 
 // createRunID is createRun with the run's id given (a flow's, derived
 // from its step, so that a step finished after a crash finds its run).
-func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRunRequest, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
+func (rs *Runs) createRunID(ctx context.Context, id string, o paddock.CreateRunRequest, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
 	o.Access = cmp.Or(def.Workspace, string(paddock.AccessWrite))
 	for _, s := range def.Secrets {
 		if !slices.Contains(o.Secrets, s) {
 			o.Secrets = append(o.Secrets, s)
 		}
 	}
-	kind, err := paddock.ParseKind(cmp.Or(o.Kind, string(cmp.Or(m.DefaultKind, paddock.KindAuto))))
+	kind, err := paddock.ParseKind(cmp.Or(o.Kind, string(cmp.Or(rs.DefaultKind, paddock.KindAuto))))
 	if err != nil {
 		return nil, err
 	}
-	kind, chose := m.resolveKind(ctx, kind)
+	kind, chose := rs.views.resolveKind(ctx, kind)
 	if chose == "" && kind == paddock.KindOverlay {
-		if err := m.overlayWorks(ctx); err != nil {
+		if err := rs.views.overlayWorks(ctx); err != nil {
 			return nil, err // asked for by name: refused, with the reason
 		}
 	}
@@ -93,7 +106,7 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 	if err != nil {
 		return nil, err
 	}
-	if err := m.checkSecrets(o.Secrets); err != nil {
+	if err := rs.checkSecrets(o.Secrets); err != nil {
 		return nil, err
 	}
 	if def = withCredentials(def, o.Credentials); len(o.Credentials) > 0 {
@@ -103,38 +116,38 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 	}
 	if def = withMounts(def, o.Mounts); len(def.Mounts) > 0 {
 		root := ""
-		if p, err := m.Project(ctx, o.Project); err == nil {
+		if p, err := rs.Project(ctx, o.Project); err == nil {
 			root = p.Root
 		}
-		if err := hostMounts(def.Mounts, stateDirs(m.WorkspacesDir, m.ArtifactsDir), root); err != nil {
+		if err := hostMounts(def.Mounts, stateDirs(rs.WorkspacesDir, rs.ArtifactsDir), root); err != nil {
 			return nil, err
 		}
 	}
 	if access == paddock.AccessNone {
-		return m.createWithoutWorkspace(ctx, o, def)
+		return rs.createWithoutWorkspace(ctx, o, def)
 	}
-	prov, err := m.provider(kind)
+	prov, err := rs.provider(kind)
 	if err != nil {
 		return nil, err
 	}
-	p, err := m.Project(ctx, o.Project)
+	p, err := rs.Project(ctx, o.Project)
 	if err != nil {
 		return nil, err
 	}
-	repo, err := m.checkRepo(ctx, p)
+	repo, err := rs.projects.checkRepo(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	if o.Base == "" {
 		o.Base = "HEAD"
 	}
-	base, err := m.Git.Resolve(ctx, p.Root, o.Base)
+	base, err := rs.Git.Resolve(ctx, p.Root, o.Base)
 	if err != nil {
 		return nil, err
 	}
 	if o.IncludeUncommitted {
 		head := base.SHA
-		if ctx, err = m.uncommitted.include(ctx, id, kind, o.Base, p, repo.CommonDir, &base.SHA); err != nil {
+		if ctx, err = rs.uncommitted.include(ctx, id, kind, o.Base, p, repo.CommonDir, &base.SHA); err != nil {
 			return nil, err
 		}
 		if base.SHA != head {
@@ -142,7 +155,7 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 		}
 	}
 
-	root := filepath.Join(m.WorkspacesDir, id)
+	root := filepath.Join(rs.WorkspacesDir, id)
 	if kind == paddock.KindOperatorDir {
 		if root, err = operatorDir(o.Dir, repo); err != nil {
 			return nil, err
@@ -162,7 +175,7 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 	// no more than the record, which exists before the directory does (it
 	// lists directories first, then reads records). A base's snapshot is
 	// guarded by the overlay provider's own lock, which gc takes too.
-	err = m.update(ctx, func(tx paddock.Tx) error {
+	err = rs.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.CreateRun(ctx, r); err != nil {
 			return err
 		}
@@ -185,17 +198,17 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 				return err
 			}
 		}
-		return m.transition(ctx, tx, r, paddock.StatePreparing, "")
+		return rs.transition(ctx, tx, r, paddock.StatePreparing, "")
 	})
 	if err != nil {
 		return nil, err
 	}
-	m.log().Info("preparing workspace", "run", id, "kind", kind, "base", base.SHA)
-	if perr := prov.Prepare(m.progress(ctx, id), p, r.Workspace); perr != nil {
-		m.log().Error("prepare failed", "run", id, "err", perr)
+	rs.log().Info("preparing workspace", "run", id, "kind", kind, "base", base.SHA)
+	if perr := prov.Prepare(rs.progress(ctx, id), p, r.Workspace); perr != nil {
+		rs.log().Error("prepare failed", "run", id, "err", perr)
 		reason := "preparing failed; rolled back"
-		if err := m.cleanup(context.WithoutCancel(ctx), r, p, reason); err != nil {
-			m.log().Error("rollback failed", "run", id, "err", err)
+		if err := rs.cleanup(context.WithoutCancel(ctx), r, p, reason); err != nil {
+			rs.log().Error("rollback failed", "run", id, "err", err)
 		}
 		var pe *paddock.Error
 		if errors.As(perr, &pe) {
@@ -203,39 +216,39 @@ func (m *Manager) createRunID(ctx context.Context, id string, o paddock.CreateRu
 		}
 		return nil, internal("preparing the workspace failed", perr)
 	}
-	if m.SandboxUID != 0 && kind != paddock.KindOperatorDir {
-		if err := chownTree(r.Workspace.Root, m.SandboxUID); err != nil {
-			m.log().Error("handing the workspace to the sandbox user failed", "run", id, "err", err)
+	if rs.SandboxUID != 0 && kind != paddock.KindOperatorDir {
+		if err := chownTree(r.Workspace.Root, rs.SandboxUID); err != nil {
+			rs.log().Error("handing the workspace to the sandbox user failed", "run", id, "err", err)
 		}
 	}
-	if err := m.prepareAux(r); err != nil {
-		m.log().Error("making the run's home failed", "run", id, "err", err)
-		if cerr := m.cleanup(context.WithoutCancel(ctx), r, p, "preparing failed; rolled back"); cerr != nil {
-			m.log().Error("rollback failed", "run", id, "err", cerr)
+	if err := rs.views.prepareAux(r); err != nil {
+		rs.log().Error("making the run's home failed", "run", id, "err", err)
+		if cerr := rs.cleanup(context.WithoutCancel(ctx), r, p, "preparing failed; rolled back"); cerr != nil {
+			rs.log().Error("rollback failed", "run", id, "err", cerr)
 		}
 		return nil, internal("making the run's home failed", err)
 	}
 	// The workspace is made: it is recorded ready even if the client has
 	// gone, rather than left "preparing" until the next start rolls it back.
 	done := context.WithoutCancel(ctx)
-	if err := m.update(done, func(tx paddock.Tx) error {
-		return m.transition(done, tx, r, paddock.StateReady, "")
+	if err := rs.update(done, func(tx paddock.Tx) error {
+		return rs.transition(done, tx, r, paddock.StateReady, "")
 	}); err != nil {
 		return nil, err
 	}
 	// With nodes, a run is adoptable from its start: its first checkpoint
 	// is its base, unchanged (an empty change set, not computed).
-	m.storeCheckpointOf(done, id, "created", &paddock.ChangeSet{RunID: id, BaseRevision: base.SHA})
-	return m.Run(done, id)
+	rs.nodes.storeCheckpointOf(done, id, "created", &paddock.ChangeSet{RunID: id, BaseRevision: base.SHA})
+	return rs.Run(done, id)
 }
 
 // progress is ctx with a workspace provider's progress logged and recorded
 // as run id's workspace.progress events (a create's, an adoption's).
-func (m *Manager) progress(ctx context.Context, id string) context.Context {
+func (rs *Runs) progress(ctx context.Context, id string) context.Context {
 	return workspace.WithProgress(ctx, func(msg string) {
-		m.log().Info(msg, "run", id)
-		if err := m.record(ctx, id, paddock.EventProgress, map[string]string{"message": msg}); err != nil {
-			m.log().Error("cannot record progress", "run", id, "err", err)
+		rs.log().Info(msg, "run", id)
+		if err := rs.record(ctx, id, paddock.EventProgress, map[string]string{"message": msg}); err != nil {
+			rs.log().Error("cannot record progress", "run", id, "err", err)
 		}
 	})
 }
@@ -243,7 +256,7 @@ func (m *Manager) progress(ctx context.Context, id string) context.Context {
 // writeFile writes, or with content nil deletes, one file of run id's
 // through the working tools (write, delete), so that the run's protections
 // hold: how an import and an adoption restore a run's files.
-func (m *Manager) writeFile(ctx context.Context, id, path string, content []byte, executable bool) error {
+func (rs *Runs) writeFile(ctx context.Context, id, path string, content []byte, executable bool) error {
 	tool, args := "delete", map[string]string{"path": path}
 	if content != nil {
 		mode := "0644"
@@ -253,7 +266,7 @@ func (m *Manager) writeFile(ctx context.Context, id, path string, content []byte
 		tool, args = "write", map[string]string{"path": path, "content_base64": base64.StdEncoding.EncodeToString(content), "mode": mode}
 	}
 	raw, _ := json.Marshal(args)
-	_, err := m.CallTool(ctx, id, tool, raw)
+	_, err := rs.broker.CallTool(ctx, id, tool, raw)
 	return err
 }
 
@@ -269,16 +282,16 @@ func chownTree(root string, uid int) error {
 
 // createWithoutWorkspace makes a run of access none: no workspace, no
 // working tools, nothing on disk; the agent only converses and picks from its menu.
-func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition) (*paddock.Run, error) {
+func (rs *Runs) createWithoutWorkspace(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition) (*paddock.Run, error) {
 	if o.Kind != "" || o.Base != "" || o.Dir != "" || o.CleanupPolicy != "" {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "a run with access none has no workspace; kind, base, dir and cleanup do not apply")
 	}
-	p, err := m.Project(ctx, o.Project)
+	p, err := rs.Project(ctx, o.Project)
 	if err != nil {
 		return nil, err
 	}
 	r := &paddock.Run{ID: newID(), Project: p.Name, Access: paddock.AccessNone, Agent: def, AgentHash: def.Hash(), Secrets: o.Secrets, CreatedAt: now()}
-	err = m.update(ctx, func(tx paddock.Tx) error {
+	err = rs.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.CreateRun(ctx, r); err != nil {
 			return err
 		}
@@ -289,22 +302,22 @@ func (m *Manager) createWithoutWorkspace(ctx context.Context, o paddock.CreateRu
 	if err != nil {
 		return nil, err
 	}
-	return m.Run(ctx, r.ID)
+	return rs.Run(ctx, r.ID)
 }
 
 var secretName = lazyre.New(`^[A-Z_][A-Z0-9_]{0,63}$`)
 
 // checkSecrets refuses names that are malformed or that the daemon lacks,
 // and values too short to be masked.
-func (m *Manager) checkSecrets(names []string) error {
+func (rs *Runs) checkSecrets(names []string) error {
 	for _, n := range names {
 		if !secretName.MatchString(n) {
 			return paddock.Errorf(paddock.CodeBadRequest, "secret name %q: use upper-case letters, digits and _", n)
 		}
-		if m.Secret == nil {
+		if rs.Secret == nil {
 			return paddock.Errorf(paddock.CodeBadRequest, "no secrets are configured on this daemon")
 		}
-		v, ok := m.Secret(n)
+		v, ok := rs.Secret(n)
 		if !ok {
 			return paddock.Errorf(paddock.CodeBadRequest, "no secret named %s is configured on this daemon", n)
 		}
@@ -390,30 +403,30 @@ func overlaps(a, b string) bool {
 
 // cleanup moves r's workspace to cleanup_pending (through rejected or
 // orphaned as the table requires), removes its files and marks it cleaned.
-func (m *Manager) cleanup(ctx context.Context, r *paddock.Run, p *paddock.Project, reason string) error {
+func (rs *Runs) cleanup(ctx context.Context, r *paddock.Run, p *paddock.Project, reason string) error {
 	if r.Workspace.State != paddock.StateCleanupPending {
-		if err := m.update(ctx, func(tx paddock.Tx) error {
-			return m.transition(ctx, tx, r, paddock.StateCleanupPending, reason)
+		if err := rs.update(ctx, func(tx paddock.Tx) error {
+			return rs.transition(ctx, tx, r, paddock.StateCleanupPending, reason)
 		}); err != nil {
 			return err
 		}
 	}
-	return m.finishCleanup(ctx, r, p)
+	return rs.finishCleanup(ctx, r, p)
 }
 
 // finishCleanup removes the files of a workspace in cleanup_pending and marks
 // it cleaned. It is safe to repeat after a crash.
-func (m *Manager) finishCleanup(ctx context.Context, r *paddock.Run, p *paddock.Project) error {
+func (rs *Runs) finishCleanup(ctx context.Context, r *paddock.Run, p *paddock.Project) error {
 	w := r.Workspace
 	if w.State != paddock.StateCleanupPending || !w.RetainedAt.IsZero() {
 		// Unreachable through the table; kept as the last guard before deletion.
 		return paddock.Errorf(paddock.CodeConflict, "workspace of run %s is %s; refusing to delete it", r.ID, w.State)
 	}
-	prov, err := m.provider(w.Kind)
+	prov, err := rs.provider(w.Kind)
 	if err != nil {
 		return err
 	}
-	m.releaseHarness(r.ID) // it holds the workspace in its view
+	rs.executor.releaseHarness(r.ID) // it holds the workspace in its view
 	if p == nil {
 		// The project record can be gone only if the run is too; remove what is ours.
 		p = &paddock.Project{Name: r.Project}
@@ -421,42 +434,46 @@ func (m *Manager) finishCleanup(ctx context.Context, r *paddock.Run, p *paddock.
 	if err := prov.Remove(ctx, p, w); err != nil {
 		return internal("removing the workspace failed; it stays cleanup_pending and is retried by gc or on restart", err)
 	}
-	if err := m.removeAux(r.ID); err != nil {
+	if err := rs.views.removeAux(r.ID); err != nil {
 		return internal("removing the run's home failed; it stays cleanup_pending and is retried by gc or on restart", err)
 	}
 	// The change-set cache (an index and blobs of the workspace) goes with
 	// it, and so do the diffs computed of it (a submitted one is kept
 	// beside its change set).
 	for _, dir := range []string{"gitcache", "diffs"} {
-		if err := os.RemoveAll(filepath.Join(m.runDir(r.ID), dir)); err != nil {
+		if err := os.RemoveAll(filepath.Join(rs.runDir(r.ID), dir)); err != nil {
 			return internal("removing the workspace's change-set cache failed; retried by gc or on restart", err)
 		}
 	}
-	return m.update(ctx, func(tx paddock.Tx) error {
-		return m.transition(ctx, tx, r, paddock.StateCleaned, w.Reason)
-	})
+	if err := rs.update(ctx, func(tx paddock.Tx) error {
+		return rs.transition(ctx, tx, r, paddock.StateCleaned, w.Reason)
+	}); err != nil {
+		return err
+	}
+	rs.forgetRun(r.ID)
+	return nil
 }
 
 // Run returns one run with its workspace.
-func (m *Manager) Run(ctx context.Context, id string) (r *paddock.Run, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (kn *kernel) Run(ctx context.Context, id string) (r *paddock.Run, err error) {
+	err = kn.Store.View(ctx, func(tx paddock.Tx) error {
 		r, err = tx.Run(ctx, id)
 		return err
 	})
 	if err == nil {
-		m.describe(r)
+		kn.describe(r)
 	}
 	return r, err
 }
 
 // Runs lists runs.
-func (m *Manager) Runs(ctx context.Context, f paddock.RunFilter) (out []*paddock.Run, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (rs *Runs) Runs(ctx context.Context, f paddock.RunFilter) (out []*paddock.Run, err error) {
+	err = rs.Store.View(ctx, func(tx paddock.Tx) error {
 		out, err = tx.Runs(ctx, f)
 		return err
 	})
 	for _, r := range out {
-		m.describe(r)
+		rs.describe(r)
 	}
 	return out, err
 }
@@ -464,13 +481,13 @@ func (m *Manager) Runs(ctx context.Context, f paddock.RunFilter) (out []*paddock
 // describe fills in what an answer about r says beyond its record: where
 // its change set stands (Review), and where an overlay workspace's layers
 // are, since its root is not the view on the host.
-func (m *Manager) describe(r *paddock.Run) {
-	r.Review = m.reviewOf(r)
+func (kn *kernel) describe(r *paddock.Run) {
+	r.Review = kn.reviewOf(r)
 	w := r.Workspace
-	if w == nil || w.Kind != paddock.KindOverlay || !m.mine(r) {
+	if w == nil || w.Kind != paddock.KindOverlay || !kn.mine(r) {
 		return // another node's layers are on its disk, not here
 	}
-	if ov, ok := m.overlayProvider(); ok {
+	if ov, ok := kn.overlayProvider(); ok {
 		l, _ := ov.LayersWithStack(r.Project, w) // a stack unread shows none
 		w.OverlayLayers = &paddock.OverlayLayers{Lower: l.Lower, Upper: l.Upper, Work: l.Work, Frozen: l.Frozen}
 	}
@@ -478,14 +495,14 @@ func (m *Manager) describe(r *paddock.Run) {
 
 // reviewOf says where run r's change set stands: rejected (whatever was
 // submitted), applied, approved, submitted, or "" when nothing is.
-func (m *Manager) reviewOf(r *paddock.Run) string {
+func (kn *kernel) reviewOf(r *paddock.Run) string {
 	if r.State() == paddock.StateRejected {
 		return paddock.ReviewRejected
 	}
-	if !m.mine(r) {
+	if !kn.mine(r) {
 		return "" // its submission is on the node that holds it
 	}
-	s, err := m.submission(r.ID)
+	s, err := kn.submission(r.ID)
 	switch {
 	case err != nil:
 		return ""
@@ -498,8 +515,8 @@ func (m *Manager) reviewOf(r *paddock.Run) string {
 }
 
 // runAndProject loads a run and its project.
-func (m *Manager) runAndProject(ctx context.Context, id string) (r *paddock.Run, p *paddock.Project, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (kn *kernel) runAndProject(ctx context.Context, id string) (r *paddock.Run, p *paddock.Project, err error) {
+	err = kn.Store.View(ctx, func(tx paddock.Tx) error {
 		if r, err = tx.Run(ctx, id); err != nil {
 			return err
 		}
@@ -513,9 +530,9 @@ func (m *Manager) runAndProject(ctx context.Context, id string) (r *paddock.Run,
 }
 
 // step applies one transition to a run in its own transaction.
-func (m *Manager) step(ctx context.Context, id string, to paddock.WorkspaceState, reason string, also func(paddock.Tx, *paddock.Run) error) (*paddock.Run, error) {
+func (rs *Runs) step(ctx context.Context, id string, to paddock.WorkspaceState, reason string, also func(paddock.Tx, *paddock.Run) error) (*paddock.Run, error) {
 	var r *paddock.Run
-	err := m.update(ctx, func(tx paddock.Tx) error {
+	err := rs.update(ctx, func(tx paddock.Tx) error {
 		var err error
 		if r, err = tx.Run(ctx, id); err != nil {
 			return err
@@ -528,63 +545,63 @@ func (m *Manager) step(ctx context.Context, id string, to paddock.WorkspaceState
 				return err
 			}
 		}
-		return m.transition(ctx, tx, r, to, reason)
+		return rs.transition(ctx, tx, r, to, reason)
 	})
 	return r, err
 }
 
 // Retain keeps a workspace for good: no later path deletes it.
-func (m *Manager) Retain(ctx context.Context, id string) (*paddock.Run, error) {
-	r, err := m.step(ctx, id, paddock.StateRetained, "retained by operator", nil)
+func (rs *Runs) Retain(ctx context.Context, id string) (*paddock.Run, error) {
+	r, err := rs.step(ctx, id, paddock.StateRetained, "retained by operator", nil)
 	if err != nil {
 		return nil, err
 	}
-	m.markRetained(r.Workspace)
-	m.releaseHarness(id) // a retained run runs nothing more
-	return m.Run(ctx, id)
+	rs.markRetained(r.Workspace)
+	rs.executor.releaseHarness(id) // a retained run runs nothing more
+	return rs.Run(ctx, id)
 }
 
 // Reject discards a run's result. Under the on_reject policy its files are
 // removed at once; under manual they stay until rm or gc.
-func (m *Manager) Reject(ctx context.Context, id string) (*paddock.Run, error) {
-	if err := m.refuseWhileJobRuns(ctx, id); err != nil {
+func (rs *Runs) Reject(ctx context.Context, id string) (*paddock.Run, error) {
+	if err := rs.jobs.refuseWhileJobRuns(ctx, id); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.RunAPI != nil {
-		m.RunAPI.Close(id) // a rejected run's agent has nothing more to ask
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.RunAPI != nil {
+		rs.RunAPI.Close(id) // a rejected run's agent has nothing more to ask
 	}
-	r, err := m.step(ctx, id, paddock.StateRejected, "rejected", nil)
+	r, err := rs.step(ctx, id, paddock.StateRejected, "rejected", nil)
 	if err != nil {
 		return nil, err
 	}
-	m.releaseHarness(id)
+	rs.executor.releaseHarness(id)
 	if r.Workspace.CleanupPolicy == paddock.CleanupOnReject {
-		_, p, err := m.runAndProject(ctx, id)
+		_, p, err := rs.runAndProject(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		if err := m.cleanup(ctx, r, p, "rejected"); err != nil {
+		if err := rs.cleanup(ctx, r, p, "rejected"); err != nil {
 			return nil, err
 		}
 	}
-	return m.Run(ctx, id)
+	return rs.Run(ctx, id)
 }
 
 // Remove deletes a run's workspace (rejecting it first if it was still
 // undecided) and hides the run from listings. Its record and events stay.
 // It refuses a retained workspace, an active one and one being prepared.
-func (m *Manager) Remove(ctx context.Context, id string) (*paddock.Run, error) {
-	if err := m.refuseWhileJobRuns(ctx, id); err != nil {
+func (rs *Runs) Remove(ctx context.Context, id string) (*paddock.Run, error) {
+	if err := rs.jobs.refuseWhileJobRuns(ctx, id); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r, err := m.Run(ctx, id); err == nil && r.Workspace == nil {
-		return m.markRemoved(ctx, id)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, err := rs.Run(ctx, id); err == nil && r.Workspace == nil {
+		return rs.markRemoved(ctx, id)
 	}
-	r, p, err := m.runAndProject(ctx, id)
+	r, p, err := rs.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -598,22 +615,22 @@ func (m *Manager) Remove(ctx context.Context, id string) (*paddock.Run, error) {
 		return nil, paddock.Errorf(paddock.CodeBusy, "run %s is being prepared; try again when it is ready", id)
 	}
 	if w.State == paddock.StateReady || w.State == paddock.StateCheckpointed {
-		if err := m.update(ctx, func(tx paddock.Tx) error {
-			return m.transition(ctx, tx, r, paddock.StateRejected, "removed")
+		if err := rs.update(ctx, func(tx paddock.Tx) error {
+			return rs.transition(ctx, tx, r, paddock.StateRejected, "removed")
 		}); err != nil {
 			return nil, err
 		}
 	}
 	if w.State != paddock.StateCleaned {
-		if err := m.cleanup(ctx, r, p, "removed"); err != nil {
+		if err := rs.cleanup(ctx, r, p, "removed"); err != nil {
 			return nil, err
 		}
 	}
-	return m.markRemoved(ctx, id)
+	return rs.markRemoved(ctx, id)
 }
 
-func (m *Manager) markRemoved(ctx context.Context, id string) (*paddock.Run, error) {
-	err := m.update(ctx, func(tx paddock.Tx) error {
+func (rs *Runs) markRemoved(ctx context.Context, id string) (*paddock.Run, error) {
+	err := rs.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.MarkRunRemoved(ctx, id); err != nil {
 			return err
 		}
@@ -623,20 +640,20 @@ func (m *Manager) markRemoved(ctx context.Context, id string) (*paddock.Run, err
 	if err != nil {
 		return nil, err
 	}
-	return m.Run(ctx, id)
+	return rs.Run(ctx, id)
 }
 
 // Checkpoint records the workspace's content so that it can resume later or
 // its drift be explained, and detaches the session (active → checkpointed).
-func (m *Manager) Checkpoint(ctx context.Context, id, reason string) (*paddock.Run, error) {
-	return m.checkpoint(ctx, id, reason, false)
+func (rs *Runs) Checkpoint(ctx context.Context, id, reason string) (*paddock.Run, error) {
+	return rs.checkpoint(ctx, id, reason, false)
 }
 
 // checkpoint is Checkpoint; unread, an overlay run with no sandbox running
 // is checkpointed without reading its content (which would start one): a
 // daemon that stops with many idle runs does not start a sandbox for each.
-func (m *Manager) checkpoint(ctx context.Context, id, reason string, unread bool) (*paddock.Run, error) {
-	r, err := m.Run(ctx, id)
+func (rs *Runs) checkpoint(ctx context.Context, id, reason string, unread bool) (*paddock.Run, error) {
+	r, err := rs.Run(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -645,34 +662,34 @@ func (m *Manager) checkpoint(ctx context.Context, id, reason string, unread bool
 	}
 	// The run's own token may checkpoint it: the reason is an agent's text,
 	// recorded in the run and its events.
-	reason = m.redactor(r).String(reason)
+	reason = rs.redactor(r).String(reason)
 	var cp *paddock.Checkpoint
-	if unread && r.Workspace.Kind == paddock.KindOverlay && m.Harnesses != nil && !m.Harnesses.Live(id) {
+	if unread && r.Workspace.Kind == paddock.KindOverlay && rs.Harnesses != nil && !rs.Harnesses.Live(id) {
 		// Its layer changes only through a sandbox: none runs, so nothing
 		// is read; resume reads it, and reports no drift against this.
 		cp = &paddock.Checkpoint{At: now(), Reason: reason + " (no sandbox was running: its content was not read)"}
-	} else if cp, err = m.takeCheckpoint(ctx, r.Workspace, reason); err != nil {
+	} else if cp, err = rs.takeCheckpoint(ctx, r.Workspace, reason); err != nil {
 		return nil, err
 	}
-	if _, err := m.step(ctx, id, paddock.StateCheckpointed, reason, func(tx paddock.Tx, r *paddock.Run) error {
+	if _, err := rs.step(ctx, id, paddock.StateCheckpointed, reason, func(tx paddock.Tx, r *paddock.Run) error {
 		r.Workspace.Checkpoint = cp
 		_, err := tx.AppendEvent(ctx, id, paddock.EventCheckpoint, cp)
 		return err
 	}); err != nil {
 		return nil, err
 	}
-	m.storeCheckpoint(ctx, id, "checkpoint")
-	return m.Run(ctx, id)
+	rs.nodes.storeCheckpoint(ctx, id, "checkpoint")
+	return rs.Run(ctx, id)
 }
 
-func (m *Manager) takeCheckpoint(ctx context.Context, w *paddock.Workspace, reason string) (*paddock.Checkpoint, error) {
+func (rs *Runs) takeCheckpoint(ctx context.Context, w *paddock.Workspace, reason string) (*paddock.Checkpoint, error) {
 	root := w.Root
 	if w.Kind == paddock.KindOverlay {
-		r, err := m.Run(ctx, w.RunID)
+		r, err := rs.Run(ctx, w.RunID)
 		if err != nil {
 			return nil, err
 		}
-		if root, err = m.viewDir(ctx, r, nil); err != nil {
+		if root, err = rs.views.viewDir(ctx, r, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -686,13 +703,13 @@ func (m *Manager) takeCheckpoint(ctx context.Context, w *paddock.Workspace, reas
 // Resume attaches a session again (ready or checkpointed → active). If the
 // workspace's content differs from its checkpoint, the drift is recorded as
 // an event and reported.
-func (m *Manager) Resume(ctx context.Context, id string) (*paddock.ResumeResult, error) {
-	return m.resume(ctx, id, "operator")
+func (rs *Runs) Resume(ctx context.Context, id string) (*paddock.ResumeResult, error) {
+	return rs.resume(ctx, id, "operator")
 }
 
 // resume is Resume on behalf of by (operator, or the run's agent).
-func (m *Manager) resume(ctx context.Context, id, by string) (*paddock.ResumeResult, error) {
-	r, err := m.Run(ctx, id)
+func (rs *Runs) resume(ctx context.Context, id, by string) (*paddock.ResumeResult, error) {
+	r, err := rs.Run(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -702,12 +719,12 @@ func (m *Manager) resume(ctx context.Context, id, by string) (*paddock.ResumeRes
 	drift := false
 	var now *paddock.Checkpoint
 	if cp := r.Workspace.Checkpoint; cp != nil && cp.Digest != "" {
-		if now, err = m.takeCheckpoint(ctx, r.Workspace, "resume"); err != nil {
+		if now, err = rs.takeCheckpoint(ctx, r.Workspace, "resume"); err != nil {
 			return nil, err
 		}
 		drift = now.Digest != cp.Digest
 	}
-	if _, err := m.step(ctx, id, paddock.StateActive, "resumed", func(tx paddock.Tx, r *paddock.Run) error {
+	if _, err := rs.step(ctx, id, paddock.StateActive, "resumed", func(tx paddock.Tx, r *paddock.Run) error {
 		data := map[string]any{"drift": drift, "by": by}
 		if drift {
 			data["checkpoint_digest"] = r.Workspace.Checkpoint.Digest
@@ -718,7 +735,7 @@ func (m *Manager) resume(ctx context.Context, id, by string) (*paddock.ResumeRes
 	}); err != nil {
 		return nil, err
 	}
-	r, err = m.Run(ctx, id)
+	r, err = rs.Run(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -726,8 +743,8 @@ func (m *Manager) resume(ctx context.Context, id, by string) (*paddock.ResumeRes
 }
 
 // Events returns up to limit events of a run after seq after.
-func (m *Manager) Events(ctx context.Context, id string, after int64, limit int) (evs []*paddock.Event, err error) {
-	err = m.Store.View(ctx, func(tx paddock.Tx) error {
+func (rs *Runs) Events(ctx context.Context, id string, after int64, limit int) (evs []*paddock.Event, err error) {
+	err = rs.Store.View(ctx, func(tx paddock.Tx) error {
 		if _, err := tx.Run(ctx, id); err != nil {
 			return err
 		}
@@ -739,10 +756,10 @@ func (m *Manager) Events(ctx context.Context, id string, after int64, limit int)
 
 // WaitEvents is Events, but when there are none yet it waits for the next
 // append until ctx ends, then returns what there is (possibly nothing).
-func (m *Manager) WaitEvents(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
+func (rs *Runs) WaitEvents(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
 	for {
-		ch := m.waitChan()
-		evs, err := m.Events(ctx, id, after, limit)
+		ch := rs.waitChan()
+		evs, err := rs.Events(ctx, id, after, limit)
 		if err != nil && ctx.Err() != nil {
 			return nil, nil // the wait ended while the read ran: nothing yet
 		}

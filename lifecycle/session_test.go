@@ -23,7 +23,7 @@ func TestAgentSessionLimits(t *testing.T) {
 	e.m.ExecLimits = paddock.CommandLimits{Wall: 10 * time.Minute}
 	e.m.SessionLimits = lifecycle.SessionLimits{Wall: time.Hour}
 	ctx := context.Background()
-	r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone"})
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestAgentSessionLimits(t *testing.T) {
 		if req.Argv == nil {
 			req.Argv = []string{"true"}
 		}
-		return e.m.ExecStream(ctx, r.ID, req, &strings.Builder{}, &strings.Builder{})
+		return e.m.Broker.ExecStream(ctx, r.ID, req, &strings.Builder{}, &strings.Builder{})
 	}
 	// A command may not ask past exec_limits; a session may, up to its own.
 	if _, err := exec(ctx, paddock.ExecRequest{Timeout: "30m"}); !paddock.IsCode(err, paddock.CodeForbidden) {
@@ -61,7 +61,7 @@ func TestAgentSessionLimits(t *testing.T) {
 	if err != nil || !res.TimedOut || !strings.Contains(res.Killed, "its session's time limit of 300ms") {
 		t.Fatalf("a session past its timeout: %v %+v", err, res)
 	}
-	evs, _ := e.m.Events(ctx, r.ID, 0, 0)
+	evs, _ := e.m.Runs.Events(ctx, r.ID, 0, 0)
 	found := false
 	for _, ev := range evs {
 		if ev.Type == paddock.EventExec && strings.Contains(string(ev.Data), "its session's time limit") {

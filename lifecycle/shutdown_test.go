@@ -23,11 +23,11 @@ func TestStopWithIdleRunsStartsNoSandbox(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < 3; i++ {
-		r, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
+		r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "overlay"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo kept > kept.txt"}}); err != nil {
+		if _, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo kept > kept.txt"}}); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, r.ID)
@@ -53,13 +53,13 @@ func TestStopWithIdleRunsStartsNoSandbox(t *testing.T) {
 	}
 	e.reopen(t)
 	withSandbox(t, e)
-	if _, err := e.m.CallTool(ctx, ids[1], "read", json.RawMessage(`{"path":"kept.txt"}`)); !paddock.IsCode(err, paddock.CodeConflict) || !strings.Contains(err.Error(), "paddock resume "+ids[1]) {
+	if _, err := e.m.Broker.CallTool(ctx, ids[1], "read", json.RawMessage(`{"path":"kept.txt"}`)); !paddock.IsCode(err, paddock.CodeConflict) || !strings.Contains(err.Error(), "paddock resume "+ids[1]) {
 		t.Fatalf("a person's read of a run the restart checkpointed: %v", err)
 	}
-	if rr, err := e.m.Resume(ctx, ids[1]); err != nil || rr.Drift {
+	if rr, err := e.m.Runs.Resume(ctx, ids[1]); err != nil || rr.Drift {
 		t.Fatalf("the resume: %v %+v", err, rr)
 	}
-	res, err := e.m.CallTool(ctx, ids[1], "read", json.RawMessage(`{"path":"kept.txt"}`))
+	res, err := e.m.Broker.CallTool(ctx, ids[1], "read", json.RawMessage(`{"path":"kept.txt"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestStopWithIdleRunsStartsNoSandbox(t *testing.T) {
 		t.Fatalf("the read: %s", b)
 	}
 	r, _ := e.m.Run(ctx, ids[1])
-	evs, _ := e.m.Events(ctx, ids[1], 0, 0)
+	evs, _ := e.m.Runs.Events(ctx, ids[1], 0, 0)
 	b, _ := json.Marshal(evs)
 	if r.State() != paddock.StateActive || !strings.Contains(string(b), `"by":"operator"`) || strings.Contains(string(b), `"drift":true`) {
 		t.Fatalf("after the person's call: %s\n%s", r.State(), b)

@@ -17,12 +17,12 @@ import (
 
 // Tools lists the working tools a run is offered: those of its access
 // mode that its definition (with its grants) declares.
-func (m *Manager) Tools(ctx context.Context, id string) ([]*tools.Tool, error) {
-	r, err := m.Run(ctx, id)
+func (br *Broker) Tools(ctx context.Context, id string) ([]*tools.Tool, error) {
+	r, err := br.Run(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	grants, err := m.AccessRequests(ctx, id)
+	grants, err := br.AccessRequests(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -45,8 +45,8 @@ func nonNilTools(ts []*tools.Tool) []*tools.Tool {
 
 // workspaceFor checks that a run's workspace may be worked in now, and makes a
 // ready one active: a tool call is a session at work.
-func (m *Manager) workspaceFor(ctx context.Context, id string) (*paddock.Run, *paddock.Project, error) {
-	r, p, err := m.runAndProject(ctx, id)
+func (br *Broker) workspaceFor(ctx context.Context, id string) (*paddock.Run, *paddock.Project, error) {
+	r, p, err := br.runAndProject(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,7 +54,7 @@ func (m *Manager) workspaceFor(ctx context.Context, id string) (*paddock.Run, *p
 	case paddock.StateActive:
 	case paddock.StateReady:
 		// A concurrent call may have made it active first: that conflict is fine.
-		if _, err := m.step(ctx, id, paddock.StateActive, "first tool call", nil); err != nil && !paddock.IsCode(err, paddock.CodeConflict) {
+		if _, err := br.runs.step(ctx, id, paddock.StateActive, "first tool call", nil); err != nil && !paddock.IsCode(err, paddock.CodeConflict) {
 			return nil, nil, err
 		}
 	case paddock.StateCheckpointed:
@@ -65,10 +65,10 @@ func (m *Manager) workspaceFor(ctx context.Context, id string) (*paddock.Run, *p
 		}
 		// The agent carries on where it was (a daemon restart checkpointed
 		// its run): its call resumes the run, and an event says so.
-		if _, err := m.resume(ctx, id, "agent"); err != nil && !paddock.IsCode(err, paddock.CodeConflict) {
+		if _, err := br.runs.resume(ctx, id, "agent"); err != nil && !paddock.IsCode(err, paddock.CodeConflict) {
 			return nil, nil, err
 		}
-		if r, p, err = m.runAndProject(ctx, id); err != nil {
+		if r, p, err = br.runAndProject(ctx, id); err != nil {
 			return nil, nil, err
 		}
 		if r.Workspace.State != paddock.StateActive {
@@ -82,23 +82,23 @@ func (m *Manager) workspaceFor(ctx context.Context, id string) (*paddock.Run, *p
 
 // callTool runs one working tool in a run's workspace; the broker has
 // allowed it. The outcome is nil when the call never reached the tool.
-func (m *Manager) callTool(ctx context.Context, r *paddock.Run, name string, args json.RawMessage) (any, *tools.Outcome, error) {
+func (br *Broker) callTool(ctx context.Context, r *paddock.Run, name string, args json.RawMessage) (any, *tools.Outcome, error) {
 	t, err := tools.Lookup(r.Access, name)
 	if err != nil {
 		return nil, &tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.ErrorCode(err), Rule: rule(err)}, err
 	}
-	if err := m.checkExpectNow(ctx); err != nil {
+	if err := br.checkExpectNow(ctx); err != nil {
 		return nil, nil, err
 	}
-	r, p, err := m.workspaceFor(ctx, r.ID)
+	r, p, err := br.workspaceFor(ctx, r.ID)
 	if err != nil {
 		return nil, nil, err
 	}
-	pol, err := m.policy(ctx, p)
+	pol, err := br.views.policy(ctx, p)
 	if err != nil {
 		return nil, nil, err
 	}
-	root, err := m.openView(ctx, r, p, pol)
+	root, err := br.views.openView(ctx, r, p, pol)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -106,32 +106,32 @@ func (m *Manager) callTool(ctx context.Context, r *paddock.Run, name string, arg
 	var res any
 	var outcome tools.Outcome
 	var callErr error
-	m.asSandboxUser(r, func() error { res, outcome, callErr = t.Call(ctx, root, args); return nil })
+	br.views.asSandboxUser(r, func() error { res, outcome, callErr = t.Call(ctx, root, args); return nil })
 	return res, &outcome, callErr
 }
 
 // Redactor masks the run's declared secrets and every credential shape:
 // for what the API streams of a run that its answers do not carry.
-func (m *Manager) Redactor(ctx context.Context, id string) (*redact.Redactor, error) {
-	r, err := m.Run(ctx, id)
+func (br *Broker) Redactor(ctx context.Context, id string) (*redact.Redactor, error) {
+	r, err := br.Run(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return m.redactor(r), nil
+	return br.redactor(r), nil
 }
 
 // redactor masks a run's declared secrets and every credential shape.
-func (m *Manager) redactor(r *paddock.Run) *redact.Redactor {
+func (kn *kernel) redactor(r *paddock.Run) *redact.Redactor {
 	values := map[string]string{}
 	names := r.Secrets
 	if r.Agent != nil {
 		names = append(slices.Clone(names), credentialSecrets(r.Agent)...)
 	}
 	for _, n := range names {
-		if m.Secret == nil {
+		if kn.Secret == nil {
 			break
 		}
-		if v, ok := m.Secret(n); ok {
+		if v, ok := kn.Secret(n); ok {
 			values[n] = v
 		}
 	}
@@ -163,14 +163,14 @@ func rule(err error) paddock.Rule {
 	return ""
 }
 
-func (m *Manager) recordTool(ctx context.Context, id string, o tools.Outcome) error {
-	return m.record(ctx, id, paddock.EventToolCall, o)
+func (br *Broker) recordTool(ctx context.Context, id string, o tools.Outcome) error {
+	return br.record(ctx, id, paddock.EventToolCall, o)
 }
 
 // Deliver writes an inbound file into the run's .paddock/inbox/ (see
 // tools.Deliver for the limits) and records it.
-func (m *Manager) Deliver(ctx context.Context, id, name string, body io.Reader, lim tools.InboxLimits) (*paddock.InboxResult, error) {
-	r, _, err := m.runAndProject(ctx, id)
+func (br *Broker) Deliver(ctx context.Context, id, name string, body io.Reader, lim tools.InboxLimits) (*paddock.InboxResult, error) {
+	r, _, err := br.runAndProject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -182,17 +182,17 @@ func (m *Manager) Deliver(ctx context.Context, id, name string, body io.Reader, 
 	}
 	// The host writes the inbox: the agents' protected-path policy does not
 	// apply, the confinement and the .git rule do.
-	root, err := m.openView(ctx, r, nil, &confine.Policy{})
+	root, err := br.views.openView(ctx, r, nil, &confine.Policy{})
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
 	var res *paddock.InboxResult
-	err = m.asSandboxUser(r, func() (err error) { res, err = tools.Deliver(root, name, body, lim); return err })
+	err = br.views.asSandboxUser(r, func() (err error) { res, err = tools.Deliver(root, name, body, lim); return err })
 	if err != nil {
 		return nil, err
 	}
-	if err := m.record(ctx, id, paddock.EventInbox, res); err != nil {
+	if err := br.record(ctx, id, paddock.EventInbox, res); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -16,7 +16,7 @@ import (
 
 func toolEvents(t *testing.T, m *lifecycle.Manager, id string) []tools.Outcome {
 	t.Helper()
-	evs, _ := m.Events(context.Background(), id, 0, 0)
+	evs, _ := m.Runs.Events(context.Background(), id, 0, 0)
 	var out []tools.Outcome
 	for _, e := range evs {
 		if e.Type == paddock.EventToolCall {
@@ -34,7 +34,7 @@ func TestToolCallsAreRecorded(t *testing.T) {
 	ctx := context.Background()
 	e.project(t)
 	r := e.create(t, paddock.KindClone, "")
-	res, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"notes/todo.md","content":"secret plan"}`))
+	res, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"notes/todo.md","content":"secret plan"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +44,9 @@ func TestToolCallsAreRecorded(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(r.Workspace.Root, "notes/todo.md")); string(b) != "secret plan" {
 		t.Fatal("not written to the workspace")
 	}
-	_, err = e.m.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"../../../etc/passwd"}`))
+	_, err = e.m.Broker.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"../../../etc/passwd"}`))
 	mustCode(t, err, paddock.CodeForbidden)
-	_, err = e.m.CallTool(ctx, r.ID, "frobnicate", nil)
+	_, err = e.m.Broker.CallTool(ctx, r.ID, "frobnicate", nil)
 	mustCode(t, err, paddock.CodeNotFound)
 	got, _ := e.m.Run(ctx, r.ID)
 	if got.State() != paddock.StateActive {
@@ -56,18 +56,18 @@ func TestToolCallsAreRecorded(t *testing.T) {
 	if len(outs) != 3 || !outs[0].OK || outs[0].Bytes != 11 || outs[1].OK || outs[1].Rule != "outside_workspace" || outs[2].Code != paddock.CodeNotFound {
 		t.Fatalf("outcomes: %+v", outs)
 	}
-	evs, _ := e.m.Events(ctx, r.ID, 0, 0)
+	evs, _ := e.m.Runs.Events(ctx, r.ID, 0, 0)
 	for _, ev := range evs {
 		if bytes.Contains(ev.Data, []byte("secret plan")) {
 			t.Fatalf("an event carries file contents: %s", ev.Data)
 		}
 	}
 	// A checkpointed run must resume first; a rejected one takes no more work.
-	e.m.Checkpoint(ctx, r.ID, "test")
-	_, err = e.m.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"README.md"}`))
+	e.m.Runs.Checkpoint(ctx, r.ID, "test")
+	_, err = e.m.Broker.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"README.md"}`))
 	mustCode(t, err, paddock.CodeConflict)
-	e.m.Reject(ctx, r.ID)
-	_, err = e.m.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"README.md"}`))
+	e.m.Runs.Reject(ctx, r.ID)
+	_, err = e.m.Broker.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"README.md"}`))
 	mustCode(t, err, paddock.CodeConflict)
 }
 
@@ -76,46 +76,46 @@ func TestAccessModes(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
-	ro, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Access: "read"})
+	ro, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Access: "read"})
 	if err != nil || ro.Access != paddock.AccessRead || ro.Workspace == nil {
 		t.Fatalf("read run: %+v %v", ro, err)
 	}
-	offered, _ := e.m.Tools(ctx, ro.ID)
+	offered, _ := e.m.Broker.Tools(ctx, ro.ID)
 	for _, tl := range offered {
 		if tl.Writes {
 			t.Fatalf("read run offered %s", tl.Name)
 		}
 	}
-	if _, err := e.m.CallTool(ctx, ro.ID, "read", json.RawMessage(`{"path":"README.md"}`)); err != nil {
+	if _, err := e.m.Broker.CallTool(ctx, ro.ID, "read", json.RawMessage(`{"path":"README.md"}`)); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"write", "edit", "move", "delete"} {
-		_, err := e.m.CallTool(ctx, ro.ID, w, json.RawMessage(`{"path":"README.md","content":"x"}`))
+		_, err := e.m.Broker.CallTool(ctx, ro.ID, w, json.RawMessage(`{"path":"README.md","content":"x"}`))
 		mustCode(t, err, paddock.CodeForbidden)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ro.Workspace.Root, "README.md")); string(b) != "hello\n" {
 		t.Fatal("a read run changed its workspace")
 	}
 
-	none, err := e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Access: "none"})
+	none, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Access: "none"})
 	if err != nil || none.Workspace != nil || none.Access != paddock.AccessNone {
 		t.Fatalf("none run: %+v %v", none, err)
 	}
-	if ts, _ := e.m.Tools(ctx, none.ID); len(ts) != 0 {
+	if ts, _ := e.m.Broker.Tools(ctx, none.ID); len(ts) != 0 {
 		t.Fatalf("none run offered %d tools", len(ts))
 	}
-	_, err = e.m.CallTool(ctx, none.ID, "read", json.RawMessage(`{"path":"README.md"}`))
+	_, err = e.m.Broker.CallTool(ctx, none.ID, "read", json.RawMessage(`{"path":"README.md"}`))
 	mustCode(t, err, paddock.CodeForbidden)
-	_, err = e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Access: "none", Kind: "clone"})
+	_, err = e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Access: "none", Kind: "clone"})
 	mustCode(t, err, paddock.CodeBadRequest)
-	_, err = e.m.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Access: "admin"})
+	_, err = e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Access: "admin"})
 	mustCode(t, err, paddock.CodeBadRequest)
 	if entries, _ := filepath.Glob(filepath.Join(e.m.WorkspacesDir, none.ID+"*")); len(entries) != 0 {
 		t.Fatalf("a none run made a workspace: %v", entries)
 	}
-	_, err = e.m.Retain(ctx, none.ID)
+	_, err = e.m.Runs.Retain(ctx, none.ID)
 	mustCode(t, err, paddock.CodeConflict)
-	if r, err := e.m.Remove(ctx, none.ID); err != nil || r.RemovedAt.IsZero() {
+	if r, err := e.m.Runs.Remove(ctx, none.ID); err != nil || r.RemovedAt.IsZero() {
 		t.Fatalf("rm none run: %v", err)
 	}
 	if f, _ := e.m.GC(ctx, false); len(f) != 0 {
@@ -127,16 +127,16 @@ func TestProjectPolicyReachesTools(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	_, err := e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Protect: []string{"docs/**"}})
+	_, err := e.m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Protect: []string{"docs/**"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := e.create(t, paddock.KindClone, "")
 	for _, p := range []string{"docs/new.md", ".envrc", ".git/config"} {
-		_, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"`+p+`","content":"x"}`))
+		_, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"`+p+`","content":"x"}`))
 		mustCode(t, err, paddock.CodeForbidden)
 	}
-	_, err = e.m.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "bad", Protect: []string{"[oops"}})
+	_, err = e.m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: e.repo, Name: "bad", Protect: []string{"[oops"}})
 	mustCode(t, err, paddock.CodeBadRequest)
 }
 
@@ -146,16 +146,16 @@ func TestInboxDelivery(t *testing.T) {
 	ctx := context.Background()
 	e.project(t)
 	r := e.create(t, paddock.KindClone, "")
-	res, err := e.m.Deliver(ctx, r.ID, "report.txt", strings.NewReader("hello inbox\n"), tools.DefaultInboxLimits)
+	res, err := e.m.Broker.Deliver(ctx, r.ID, "report.txt", strings.NewReader("hello inbox\n"), tools.DefaultInboxLimits)
 	if err != nil || res.Path != ".paddock/inbox/report.txt" || res.MIME != "text/plain" {
 		t.Fatalf("deliver: %+v %v", res, err)
 	}
-	got, err := e.m.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":".paddock/inbox/report.txt"}`))
+	got, err := e.m.Broker.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":".paddock/inbox/report.txt"}`))
 	if err != nil || got.(*tools.ReadResult).Content != "hello inbox\n" {
 		t.Fatalf("agent reads the inbox: %v", err)
 	}
 	// The agent itself cannot write there.
-	_, err = e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":".paddock/inbox/x.txt","content":"x"}`))
+	_, err = e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":".paddock/inbox/x.txt","content":"x"}`))
 	mustCode(t, err, paddock.CodeForbidden)
 }
 
@@ -169,7 +169,7 @@ func TestToolResultsAreRedacted(t *testing.T) {
 	r := e.create(t, paddock.KindClone, "")
 	key := "AKIAIOSFODNN7EXAMPLE"
 	os.WriteFile(filepath.Join(r.Workspace.Root, "config.env"), []byte("AWS_ACCESS_KEY_ID="+key+"\n"), 0o644)
-	res, err := e.m.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"config.env"}`))
+	res, err := e.m.Broker.CallTool(ctx, r.ID, "read", json.RawMessage(`{"path":"config.env"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestToolResultsAreRedacted(t *testing.T) {
 	if strings.Contains(rr.Content, key) || !strings.Contains(rr.Content, "[REDACTED:aws_access_key]") {
 		t.Fatalf("read: %q", rr.Content)
 	}
-	res, err = e.m.CallTool(ctx, r.ID, "grep", json.RawMessage(`{"pattern":"AWS_ACCESS"}`))
+	res, err = e.m.Broker.CallTool(ctx, r.ID, "grep", json.RawMessage(`{"pattern":"AWS_ACCESS"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

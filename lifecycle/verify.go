@@ -21,18 +21,32 @@ import (
 	"github.com/paddock-dev/paddock/manifest"
 )
 
+// Verifier runs a project's declared checks on a run's change set, in a sandbox of their own.
+type Verifier struct {
+	*kernel
+	// the services it calls
+	broker   *Broker
+	changes  *Changes
+	executor *executor
+	reviews  *Reviews
+	runs     *Runs
+	views    *views
+
+	manifests manifestCache
+}
+
 // checkNames are the checks verify knows.
 var checkNames = []string{manifest.CheckBuild, manifest.CheckTest, manifest.CheckLint, manifest.CheckFormatCheck}
 
 // checks are the commands of the project's manifest at the run's base
 // revision: verification runs these and no others (record 002: a model may
 // not propose the command that decides whether its own work passed).
-func (m *Manager) checks(ctx context.Context, r *paddock.Run) ([]manifest.Check, error) {
-	mf, err := m.manifestOf(ctx, r)
+func (vf *Verifier) checks(ctx context.Context, r *paddock.Run) ([]manifest.Check, error) {
+	mf, err := vf.manifestOf(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	p, err := m.Project(ctx, r.Project)
+	p, err := vf.Project(ctx, r.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -60,16 +74,16 @@ func effectiveChecks(mf *manifest.Manifest, overrides []paddock.CheckOverride) [
 // ProjectManifest is what verify runs in a new run of the project: the
 // manifest detected at its HEAD, the operator's overrides, and the checks
 // that result (paddock manifest PROJECT).
-func (m *Manager) ProjectManifest(ctx context.Context, name string) (json.RawMessage, error) {
-	p, err := m.Project(ctx, name)
+func (vf *Verifier) ProjectManifest(ctx context.Context, name string) (json.RawMessage, error) {
+	p, err := vf.Project(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	head, err := m.Git.Resolve(ctx, p.Root, "HEAD")
+	head, err := vf.Git.Resolve(ctx, p.Root, "HEAD")
 	if err != nil {
 		return nil, err
 	}
-	mf, err := m.ProjectManifestAt(ctx, p, head.SHA)
+	mf, err := vf.ProjectManifestAt(ctx, p, head.SHA)
 	if err != nil {
 		return nil, err
 	}
@@ -83,11 +97,11 @@ func (m *Manager) ProjectManifest(ctx context.Context, name string) (json.RawMes
 
 // manifestOf reads the project's manifest at the run's base revision, from
 // git's objects (never the workspace).
-func (m *Manager) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Manifest, error) {
+func (vf *Verifier) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Manifest, error) {
 	if r.Workspace == nil {
 		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s has no workspace to verify", r.ID).WithRule(paddock.RuleAccessNone)
 	}
-	p, err := m.Project(ctx, r.Project)
+	p, err := vf.Project(ctx, r.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -96,21 +110,21 @@ func (m *Manager) manifestOf(ctx context.Context, r *paddock.Run) (*manifest.Man
 		// A review or check run's base is the commit it holds: its checks
 		// are the reviewed run's base's (a merge queue's: the branch's
 		// tip), never the change set's own recipes.
-		base, err := m.reviewedBase(ctx, r)
+		base, err := vf.reviewedBase(ctx, r)
 		if err != nil {
 			return nil, err
 		}
 		rev = base
 	}
-	return m.ProjectManifestAt(m.objectsCtx(ctx, r), p, rev)
+	return vf.ProjectManifestAt(vf.reviews.objectsCtx(ctx, r), p, rev)
 }
 
 // reviewedBase is the base revision of the run review run r reviews.
-func (m *Manager) reviewedBase(ctx context.Context, r *paddock.Run) (string, error) {
+func (vf *Verifier) reviewedBase(ctx context.Context, r *paddock.Run) (string, error) {
 	if r.ReviewOf.Base != "" {
 		return r.ReviewOf.Base, nil
 	}
-	coder, err := m.Run(ctx, r.ReviewOf.Run)
+	coder, err := vf.Run(ctx, r.ReviewOf.Run)
 	if err != nil || coder.Workspace == nil {
 		return "", paddock.Errorf(paddock.CodeConflict, "review run %s: the base of run %s, where its checks are read, is unknown (%v)", r.ID, r.ReviewOf.Run, err)
 	}
@@ -143,28 +157,28 @@ func (c *manifestCache) put(key string, mf *manifest.Manifest) {
 }
 
 // ProjectManifestAt detects a project's manifest at a revision.
-func (m *Manager) ProjectManifestAt(ctx context.Context, p *paddock.Project, rev string) (*manifest.Manifest, error) {
-	repo, err := m.Git.Inspect(ctx, p.Root)
+func (vf *Verifier) ProjectManifestAt(ctx context.Context, p *paddock.Project, rev string) (*manifest.Manifest, error) {
+	repo, err := vf.Git.Inspect(ctx, p.Root)
 	if err != nil {
 		return nil, err
 	}
 	key := repo.CommonDir + "\x00" + rev
-	if mf := m.manifests.get(key); mf != nil {
+	if mf := vf.manifests.get(key); mf != nil {
 		return mf, nil
 	}
-	files, err := m.Git.FilesAt(ctx, repo.CommonDir, rev)
+	files, err := vf.Git.FilesAt(ctx, repo.CommonDir, rev)
 	if err != nil {
 		return nil, err
 	}
-	mf := manifest.DetectTree(gitTree{ctx: ctx, m: m, gitDir: repo.CommonDir, rev: rev, files: files})
-	m.manifests.put(key, mf)
+	mf := manifest.DetectTree(gitTree{ctx: ctx, m: vf, gitDir: repo.CommonDir, rev: rev, files: files})
+	vf.manifests.put(key, mf)
 	return mf, nil
 }
 
 // gitTree is a revision's tree as manifest reads it: from git's objects.
 type gitTree struct {
 	ctx         context.Context
-	m           *Manager
+	m           *Verifier
 	gitDir, rev string
 	files       []string
 }
@@ -178,13 +192,13 @@ func (t gitTree) ReadFile(p string) ([]byte, bool) {
 // verifyPlan is the checks a verify runs: those named (build, lint and
 // test if none: manifest.VerifyOrder), refused if the manifest declares
 // none of them.
-func (m *Manager) verifyPlan(ctx context.Context, r *paddock.Run, names []string) ([]manifest.Check, error) {
+func (vf *Verifier) verifyPlan(ctx context.Context, r *paddock.Run, names []string) ([]manifest.Check, error) {
 	for _, n := range names {
 		if !slices.Contains(checkNames, n) {
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown check %q (%s)", n, strings.Join(checkNames, ", "))
 		}
 	}
-	all, err := m.checks(ctx, r)
+	all, err := vf.checks(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -227,19 +241,19 @@ func cmpList(ss []string) string {
 
 // Verify runs the project's checks in the run's workspace, in its sandbox:
 // the verify tool. The agent picks checks by name, never a command line.
-func (m *Manager) Verify(ctx context.Context, id string, req paddock.VerifyRequest) (*paddock.VerifyResult, error) {
-	return m.verify(ctx, id, req, nil)
+func (vf *Verifier) Verify(ctx context.Context, id string, req paddock.VerifyRequest) (*paddock.VerifyResult, error) {
+	return vf.verify(ctx, id, req, nil)
 }
 
 // verify is Verify with the commands' output also in logw (a job's log).
-func (m *Manager) verify(ctx context.Context, id string, req paddock.VerifyRequest, logw io.Writer) (*paddock.VerifyResult, error) {
-	if err := m.checkOpen(); err != nil {
+func (vf *Verifier) verify(ctx context.Context, id string, req paddock.VerifyRequest, logw io.Writer) (*paddock.VerifyResult, error) {
+	if err := vf.checkOpen(); err != nil {
 		return nil, err
 	}
-	res, err := m.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolVerify}, args: mustJSON(req),
+	res, err := vf.broker.broker(ctx, id, brokered{call: broker.Call{Tool: paddock.ToolVerify}, args: mustJSON(req),
 		run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
 			c.masked = true
-			return m.runChecks(ctx, c, req.Checks, logw)
+			return vf.runChecks(ctx, c, req.Checks, logw)
 		}})
 	if err != nil {
 		return nil, err
@@ -249,37 +263,37 @@ func (m *Manager) verify(ctx context.Context, id string, req paddock.VerifyReque
 
 // runChecks runs the planned checks one after the other, network off, until
 // one fails, and ties the result to the change set's hash.
-func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string, logw io.Writer) (*paddock.VerifyResult, []callEvent, error) {
-	plan, err := m.verifyPlan(ctx, c.run, names)
+func (vf *Verifier) runChecks(ctx context.Context, c *callContext, names []string, logw io.Writer) (*paddock.VerifyResult, []callEvent, error) {
+	plan, err := vf.verifyPlan(ctx, c.run, names)
 	if err != nil {
 		return nil, nil, err
 	}
 	// The checks and their recipes are the verified run's (its base's);
 	// they run in a check run (checkrun.go), unless this is one.
-	mf, err := m.manifestOf(ctx, c.run)
+	mf, err := vf.manifestOf(ctx, c.run)
 	if err != nil {
 		return nil, nil, err
 	}
-	before, err := m.ChangeSet(ctx, c.run.ID)
+	before, err := vf.changes.ChangeSet(ctx, c.run.ID)
 	if err != nil {
 		return nil, nil, err
 	}
 	out := &paddock.VerifyResult{Hash: before.Hash, Passed: true, Checks: []paddock.CheckResult{}}
 	target := c.run
 	if !isCheckRun(c.run) {
-		p, err := m.Project(ctx, c.run.Project)
+		p, err := vf.Project(ctx, c.run.Project)
 		if err != nil {
 			return nil, nil, err
 		}
-		tr, done, err := m.checkRun(ctx, c.run, p, before)
+		tr, done, err := vf.checkRun(ctx, c.run, p, before)
 		if err != nil {
 			return nil, nil, err
 		}
 		defer done()
 		target = tr
-		out.RanIn = m.checkEnvironment(tr, p)
+		out.RanIn = vf.checkEnvironment(tr, p)
 	}
-	if err := m.stageManifest(ctx, target, mf); err != nil {
+	if err := vf.stageManifest(ctx, target, mf); err != nil {
 		return nil, nil, err
 	}
 	// The check run's commands, masked as the verified run's are.
@@ -305,7 +319,7 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 			gotest = manifest.NewGoTestWriter(w)
 			w = gotest
 		}
-		results := m.resultsDir(target.ID)
+		results := vf.resultsDir(target.ID)
 		if err := os.RemoveAll(results); err != nil {
 			return nil, evs, internal("emptying the verify results failed", err)
 		}
@@ -316,16 +330,16 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 		env := append([]string{"PYTHONDONTWRITEBYTECODE=1"}, ch.Env...)
 		// The command's stdout and stderr come at once, from two streams.
 		lw := &lockedWriter{w: w}
-		res, cevs, err := m.execStream(ctx, tc, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, paddock.ExecIO{Stdout: lw, Stderr: lw})
+		res, cevs, err := vf.executor.execStream(ctx, tc, paddock.ExecRequest{Argv: ch.Argv, Dir: ch.Dir, Env: env}, paddock.ExecIO{Stdout: lw, Stderr: lw})
 		// Each check is recorded as it ends: a long verify that a crash
 		// cuts short keeps what ran, and a client following the events
 		// sees its progress.
-		if rerr := m.recordEvents(ctx, c.run.ID, cevs); rerr != nil {
+		if rerr := vf.broker.recordEvents(ctx, c.run.ID, cevs); rerr != nil {
 			return nil, nil, rerr
 		}
-		n, ok := m.reports(target.ID, ch)
+		n, ok := vf.reports(target.ID, ch)
 		if !ok {
-			n, ok = m.workspaceReports(ctx, target, ch, started)
+			n, ok = vf.workspaceReports(ctx, target, ch, started)
 		}
 		if ok {
 			cr.Tests = &paddock.TestCounts{Passed: n.Passed, Failed: n.Failed, Skipped: n.Skipped, Failures: n.Failures}
@@ -348,7 +362,7 @@ func (m *Manager) runChecks(ctx context.Context, c *callContext, names []string,
 			return nil, evs, ctx.Err()
 		}
 	}
-	if after, err := m.ChangeSet(ctx, c.run.ID); err == nil && after.Hash != before.Hash {
+	if after, err := vf.changes.ChangeSet(ctx, c.run.ID); err == nil && after.Hash != before.Hash {
 		out.Stale = true
 	}
 	evs = append(evs, callEvent{paddock.EventVerified, map[string]any{"hash": out.Hash, "passed": out.Passed, "stale": out.Stale, "checks": summary(out.Checks)}})
@@ -386,17 +400,17 @@ func tail(s string, n int) (string, bool) {
 // where the commands expect them;
 // .paddock is protected, so the agent cannot rewrite them (read-only in
 // the sandbox).
-func (m *Manager) stageManifest(ctx context.Context, r *paddock.Run, mf *manifest.Manifest) error {
+func (vf *Verifier) stageManifest(ctx context.Context, r *paddock.Run, mf *manifest.Manifest) error {
 	if len(mf.Files) == 0 {
 		return nil
 	}
 	// (Files are keyed by their path in the repository.)
-	root, err := m.openView(ctx, r, nil, &confine.Policy{})
+	root, err := vf.views.openView(ctx, r, nil, &confine.Policy{})
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if err := m.asSandboxUser(r, func() error {
+	if err := vf.views.asSandboxUser(r, func() error {
 		for name, content := range mf.Files {
 			if _, err := root.WriteFile(confine.Trusted(path.Join(manifest.StageDir, name)), content, nil); err != nil {
 				return err
@@ -415,8 +429,8 @@ func mustJSON(v any) json.RawMessage {
 }
 
 // resultsDir is manifest.ResultsDir of run id, as the host reaches it.
-func (m *Manager) resultsDir(id string) string {
-	return filepath.Join(m.auxDir(id), "home", strings.TrimPrefix(manifest.ResultsDir, HomeInView+"/"))
+func (vf *Verifier) resultsDir(id string) string {
+	return filepath.Join(vf.auxDir(id), "home", strings.TrimPrefix(manifest.ResultsDir, HomeInView+"/"))
 }
 
 // reportParser is how a check's structured results are read, and the glob
@@ -432,7 +446,7 @@ func reportParser(ch manifest.Check) (func(io.Reader) (manifest.Counts, error), 
 // ok is false when the check names none there, or wrote none. The
 // directory is the run's: it is read through an os.Root, so a link a
 // command left there reaches nothing of the host's.
-func (m *Manager) reports(id string, ch manifest.Check) (manifest.Counts, bool) {
+func (vf *Verifier) reports(id string, ch manifest.Check) (manifest.Counts, bool) {
 	parse, glob := reportParser(ch)
 	rel, under := strings.CutPrefix(glob, manifest.ResultsDir+"/")
 	if parse == nil || !under {
@@ -441,7 +455,7 @@ func (m *Manager) reports(id string, ch manifest.Check) (manifest.Counts, bool) 
 	// The home is the daemon's directory; the results directory in it is
 	// the agent's, and may be a link it made: opened from the home's root,
 	// it cannot lead out of the home.
-	home, err := os.OpenRoot(filepath.Join(m.auxDir(id), "home"))
+	home, err := os.OpenRoot(filepath.Join(vf.auxDir(id), "home"))
 	if err != nil {
 		return manifest.Counts{}, false
 	}
@@ -459,12 +473,12 @@ func (m *Manager) reports(id string, ch manifest.Check) (manifest.Counts, bool) 
 // named by a glob relative to the root: only those written since the check
 // started (an earlier run's stay on disk), never what an agent left there
 // before it.
-func (m *Manager) workspaceReports(ctx context.Context, r *paddock.Run, ch manifest.Check, since time.Time) (manifest.Counts, bool) {
+func (vf *Verifier) workspaceReports(ctx context.Context, r *paddock.Run, ch manifest.Check, since time.Time) (manifest.Counts, bool) {
 	parse, glob := reportParser(ch)
 	if parse == nil || glob == "" || path.IsAbs(glob) {
 		return manifest.Counts{}, false
 	}
-	root, err := m.openView(ctx, r, nil, &confine.Policy{})
+	root, err := vf.views.openView(ctx, r, nil, &confine.Policy{})
 	if err != nil {
 		return manifest.Counts{}, false
 	}

@@ -38,27 +38,27 @@ func TestVerifyIgnoresWhatTheAgentShaped(t *testing.T) {
 	gittest.Commit(t, e.repo, "exec bit", nil)
 	e.project(t)
 	withSandbox(t, e)
-	if _, err := e.m.SetProject(ctx, "my-app", "test", paddock.SetProjectRequest{Caches: &[]string{"go-build:rw"}}); err != nil {
+	if _, err := e.m.Projects.SetProject(ctx, "my-app", "test", paddock.SetProjectRequest{Caches: &[]string{"go-build:rw"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, kind := range []paddock.WorkspaceKind{paddock.KindOverlay, paddock.KindClone} {
 		t.Run(string(kind), func(t *testing.T) {
 			r := e.create(t, kind, "")
 			// A change to the diff, so the check run holds a commit of it.
-			if _, err := e.m.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"doc.txt","content":"docs\n"}`)); err != nil {
+			if _, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"doc.txt","content":"docs\n"}`)); err != nil {
 				t.Fatal(err)
 			}
 			// What the agent shapes beside the diff.
 			shape := "set -e; mkdir -p ~/.config/go ~/.cache/go-build; echo 'GOFLAGS=-run=^NONE$' > ~/.config/go/env; echo x > ~/.cache/go-build/planted; echo x > ignored.txt; ./fooled.sh"
-			res, err := e.m.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", shape}})
+			res, err := e.m.Broker.Exec(agentCtx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", shape}})
 			if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "fooled by") {
 				t.Fatalf("shaping the agent's run: %+v %v", res, err)
 			}
-			cs, err := e.m.ChangeSet(ctx, r.ID)
+			cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := e.m.Verify(agentCtx, r.ID, paddock.VerifyRequest{Checks: []string{"test"}})
+			got, err := e.m.Verifier.Verify(agentCtx, r.ID, paddock.VerifyRequest{Checks: []string{"test"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,22 +73,22 @@ func TestVerifyIgnoresWhatTheAgentShaped(t *testing.T) {
 				t.Errorf("the check run stays: %v %v", ck, err)
 			}
 			// A reviewer's verify of the same hash agrees.
-			if _, err := e.m.Submit(ctx, r.ID); err != nil {
+			if _, err := e.m.Changes.Submit(ctx, r.ID); err != nil {
 				t.Fatal(err)
 			}
-			rv, err := e.m.Review(ctx, r.ID, "")
+			rv, err := e.m.Reviews.Review(ctx, r.ID, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			theirs, err := e.m.Verify(agentCtx, rv.ID, paddock.VerifyRequest{Checks: []string{"test"}})
+			theirs, err := e.m.Verifier.Verify(agentCtx, rv.ID, paddock.VerifyRequest{Checks: []string{"test"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if theirs.Passed != got.Passed || theirs.RanIn == nil || theirs.RanIn.Base != got.RanIn.Base {
 				t.Fatalf("the reviewer's verify %+v (%+v), the coder's %+v (%+v)", theirs, theirs.RanIn, got, got.RanIn)
 			}
-			e.m.Reject(ctx, rv.ID)
-			e.m.Reject(ctx, r.ID)
+			e.m.Runs.Reject(ctx, rv.ID)
+			e.m.Runs.Reject(ctx, r.ID)
 		})
 	}
 }

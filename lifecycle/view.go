@@ -17,33 +17,45 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// views is what a run's sandbox sees: the view of its workspace, its home, its binds and its own API socket, and the project's hooks.
+type views struct {
+	*kernel
+	// the services it calls
+	reviews *Reviews
+
+	overlayProbe overlayProbe
+	repoMu       sync.Mutex
+	repos        map[string]cachedRepo
+	hooks        hooksCache
+}
+
 // overlayProvider is the manager's overlay provider, if it has one.
-func (m *Manager) overlayProvider() (*workspace.Overlay, bool) {
-	ov, ok := m.Providers[paddock.KindOverlay].(*workspace.Overlay)
+func (kn *kernel) overlayProvider() (*workspace.Overlay, bool) {
+	ov, ok := kn.Providers[paddock.KindOverlay].(*workspace.Overlay)
 	return ov, ok
 }
 
 // sandboxSpec is what every command of run r shares: its workspace, its
 // access, the protected paths made read-only, the uid, an overlay's layers.
-func (m *Manager) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Project) (sandbox.Spec, error) {
+func (vw *views) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Project) (sandbox.Spec, error) {
 	read := r.Access == paddock.AccessRead
-	pol, err := m.policy(ctx, p)
+	pol, err := vw.policy(ctx, p)
 	if err != nil {
 		return sandbox.Spec{}, err
 	}
 	// The hooks directories are paths, protected ahead whole (the top's
 	// hooks by their names).
 	patterns := append(append([]string{}, pol.Protected...), pol.HookPaths()...)
-	spec := sandbox.Spec{Workspace: r.Workspace.Root, ReadOnly: read, Scratch: read, UID: m.SandboxUID, GID: m.SandboxUID,
+	spec := sandbox.Spec{Workspace: r.Workspace.Root, ReadOnly: read, Scratch: read, UID: vw.SandboxUID, GID: vw.SandboxUID,
 		OperatorDir: r.Workspace.Kind == paddock.KindOperatorDir}
-	binds, err := m.runBinds(ctx, r, p)
+	binds, err := vw.runBinds(ctx, r, p)
 	if err != nil {
 		return spec, err
 	}
 	spec.Binds = binds
 	scan := []string{r.Workspace.Root}
 	if r.Workspace.Kind == paddock.KindOverlay {
-		ov, ok := m.overlayProvider()
+		ov, ok := vw.overlayProvider()
 		if !ok {
 			return spec, paddock.Errorf(paddock.CodeUnsupported, "this daemon makes no overlay workspaces")
 		}
@@ -70,30 +82,30 @@ func (m *Manager) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Pr
 // viewDir is where the daemon reads and writes run r's workspace as its
 // commands see it: the workspace itself, or for an overlay run its merged
 // view inside the run's harness (it exists nowhere else).
-func (m *Manager) viewDir(ctx context.Context, r *paddock.Run, p *paddock.Project) (string, error) {
+func (vw *views) viewDir(ctx context.Context, r *paddock.Run, p *paddock.Project) (string, error) {
 	if r.Workspace.Kind != paddock.KindOverlay {
 		return r.Workspace.Root, nil
 	}
-	if m.Harnesses == nil {
+	if vw.Harnesses == nil {
 		return "", paddock.Errorf(paddock.CodeUnsupported, "an overlay workspace needs resident sandboxes, which this daemon does not keep")
 	}
 	if p == nil {
 		var err error
-		if p, err = m.Project(ctx, r.Project); err != nil {
+		if p, err = vw.Project(ctx, r.Project); err != nil {
 			return "", err
 		}
 	}
-	spec, err := m.sandboxSpec(ctx, r, p)
+	spec, err := vw.sandboxSpec(ctx, r, p)
 	if err != nil {
 		return "", err
 	}
-	return m.Harnesses.View(ctx, r.ID, spec)
+	return vw.Harnesses.View(ctx, r.ID, spec)
 }
 
 // openView opens run r's workspace as its commands see it (viewDir),
 // confined by policy, for the daemon's own reads and writes.
-func (m *Manager) openView(ctx context.Context, r *paddock.Run, p *paddock.Project, policy *confine.Policy) (*confine.Root, error) {
-	dir, err := m.viewDir(ctx, r, p)
+func (vw *views) openView(ctx context.Context, r *paddock.Run, p *paddock.Project, policy *confine.Policy) (*confine.Root, error) {
+	dir, err := vw.viewDir(ctx, r, p)
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +118,8 @@ func (m *Manager) openView(ctx context.Context, r *paddock.Run, p *paddock.Proje
 
 // overlayUpper reads what an overlay run's upper layer holds, without what
 // paddock stages under .paddock.
-func (m *Manager) overlayUpper(r *paddock.Run) (*workspace.Upper, error) {
-	ov, ok := m.overlayProvider()
+func (vw *views) overlayUpper(r *paddock.Run) (*workspace.Upper, error) {
+	ov, ok := vw.overlayProvider()
 	if !ok {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon makes no overlay workspaces")
 	}
@@ -133,11 +145,11 @@ func (m *Manager) overlayUpper(r *paddock.Run) (*workspace.Upper, error) {
 
 // resolveKind turns auto into the kind this machine can make: overlay
 // where a sandbox can mount one (probed once), clone elsewhere.
-func (m *Manager) resolveKind(ctx context.Context, k paddock.WorkspaceKind) (paddock.WorkspaceKind, string) {
+func (vw *views) resolveKind(ctx context.Context, k paddock.WorkspaceKind) (paddock.WorkspaceKind, string) {
 	if k != paddock.KindAuto {
 		return k, ""
 	}
-	if err := m.overlayWorks(ctx); err != nil {
+	if err := vw.overlayWorks(ctx); err != nil {
 		return paddock.KindClone, "auto: clone (" + paddock.ErrorMessage(err) + ")"
 	}
 	return paddock.KindOverlay, "auto: overlay"
@@ -146,28 +158,28 @@ func (m *Manager) resolveKind(ctx context.Context, k paddock.WorkspaceKind) (pad
 // overlayWorks says whether this daemon can make overlay workspaces here:
 // it needs resident sandboxes, and a sandbox must mount one for real
 // (probed once).
-func (m *Manager) overlayWorks(ctx context.Context) error {
-	if _, ok := m.overlayProvider(); !ok || m.Harnesses == nil || m.Harnesses.PerExec {
+func (vw *views) overlayWorks(ctx context.Context) error {
+	if _, ok := vw.overlayProvider(); !ok || vw.Harnesses == nil || vw.Harnesses.PerExec {
 		return paddock.Errorf(paddock.CodeUnsupported, "an overlay workspace needs resident sandboxes (sandbox_mode = resident); use kind clone")
 	}
-	m.overlayProbe.mu.Lock()
-	defer m.overlayProbe.mu.Unlock()
-	if !m.overlayProbe.done {
+	vw.overlayProbe.mu.Lock()
+	defer vw.overlayProbe.mu.Unlock()
+	if !vw.overlayProbe.done {
 		// What the machine cannot do is remembered; a probe that failed
 		// otherwise (a busy machine: the sandbox's uid out of processes
 		// for a moment) is tried again, now and at the next run.
-		err := sandbox.ProbeOverlay(ctx, m.SandboxUID)
+		err := sandbox.ProbeOverlay(ctx, vw.SandboxUID)
 		for wait := 100 * time.Millisecond; err != nil && !paddock.IsCode(err, paddock.CodeUnsupported) && wait < time.Second && ctx.Err() == nil; wait *= 3 {
-			m.log().Warn("probing overlay workspaces failed; trying again", "err", err)
+			vw.log().Warn("probing overlay workspaces failed; trying again", "err", err)
 			time.Sleep(wait)
-			err = sandbox.ProbeOverlay(ctx, m.SandboxUID)
+			err = sandbox.ProbeOverlay(ctx, vw.SandboxUID)
 		}
 		if err != nil && !paddock.IsCode(err, paddock.CodeUnsupported) {
 			return paddock.Errorf(paddock.CodeUnsupported, "overlay workspaces could not be tried here now (%s); use kind clone", paddock.ErrorMessage(err))
 		}
-		m.overlayProbe.done, m.overlayProbe.err = true, err
+		vw.overlayProbe.done, vw.overlayProbe.err = true, err
 	}
-	if err := m.overlayProbe.err; err != nil {
+	if err := vw.overlayProbe.err; err != nil {
 		return paddock.Errorf(paddock.CodeUnsupported, "overlay workspaces do not work here (%s); use kind clone", paddock.ErrorMessage(err))
 	}
 	return nil
@@ -193,8 +205,8 @@ type overlayProbe struct {
 // the workspace through descriptors opened before (the state directory
 // above it is closed to the sandbox's uid), and must not hand its writes
 // to other goroutines.
-func (m *Manager) asSandboxUser(r *paddock.Run, fn func() error) error {
-	uid := m.SandboxUID
+func (vw *views) asSandboxUser(r *paddock.Run, fn func() error) error {
+	uid := vw.SandboxUID
 	if r.Workspace == nil || r.Workspace.Kind == paddock.KindOperatorDir || uid == 0 || uid == os.Getuid() {
 		return fn()
 	}
@@ -214,16 +226,16 @@ func (m *Manager) asSandboxUser(r *paddock.Run, fn func() error) error {
 // directory is the same one (same inode): a change set asks on every
 // call, and git answers in milliseconds, which an overlay's change set of
 // a few files would otherwise mostly be.
-func (m *Manager) repoOf(ctx context.Context, p *paddock.Project) (*gitx.Repo, error) {
-	m.repoMu.Lock()
-	c, ok := m.repos[p.Root]
-	m.repoMu.Unlock()
+func (vw *views) repoOf(ctx context.Context, p *paddock.Project) (*gitx.Repo, error) {
+	vw.repoMu.Lock()
+	c, ok := vw.repos[p.Root]
+	vw.repoMu.Unlock()
 	if ok {
 		if fi, err := os.Stat(c.repo.CommonDir); err == nil && os.SameFile(fi, c.dir) {
 			return c.repo, nil
 		}
 	}
-	repo, err := m.Git.Inspect(ctx, p.Root)
+	repo, err := vw.Git.Inspect(ctx, p.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -231,12 +243,12 @@ func (m *Manager) repoOf(ctx context.Context, p *paddock.Project) (*gitx.Repo, e
 	if err != nil {
 		return repo, nil
 	}
-	m.repoMu.Lock()
-	if m.repos == nil {
-		m.repos = map[string]cachedRepo{}
+	vw.repoMu.Lock()
+	if vw.repos == nil {
+		vw.repos = map[string]cachedRepo{}
 	}
-	m.repos[p.Root] = cachedRepo{repo, fi}
-	m.repoMu.Unlock()
+	vw.repos[p.Root] = cachedRepo{repo, fi}
+	vw.repoMu.Unlock()
 	return repo, nil
 }
 

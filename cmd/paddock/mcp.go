@@ -81,7 +81,7 @@ func clientConfig(c *client.Client) mcpserver.Config {
 // serves over HTTP.
 func managerTool(m *lifecycle.Manager) mcpserver.CallTool {
 	return func(ctx context.Context, id, name string, args json.RawMessage) (json.RawMessage, error) {
-		out, err := m.CallTool(ctx, id, name, args)
+		out, err := m.Broker.CallTool(ctx, id, name, args)
 		if err != nil {
 			return nil, err
 		}

@@ -274,7 +274,7 @@ func (n *clusterNode) renew(ctx context.Context) {
 // when any node appends. fenced is called, once, if the node lost its
 // lease: the daemon must stop, its runs may be another's now.
 func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
-	go n.store.Listen(ctx, func(string) { n.m.Wake() })
+	go n.store.Listen(ctx, func(string) { n.m.Nodes.Wake() })
 	tick := time.NewTicker(n.lease / 3)
 	defer tick.Stop()
 	for {
@@ -292,7 +292,7 @@ func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
 				"runs", len(l.Runs), "jobs_interrupted", len(l.Jobs))
 		}
 		if len(lost) > 0 {
-			n.m.Wake()
+			n.m.Nodes.Wake()
 		}
 		if err != nil && ctx.Err() == nil && !errors.Is(err, paddock.ErrFenced) {
 			n.log.Warn("cannot look for lost nodes", "err", err)
@@ -334,7 +334,7 @@ func (n *clusterNode) adoptLost(ctx context.Context) {
 		if room, err := n.store.Room(ctx); err != nil || room <= 0 {
 			return
 		}
-		res, err := n.m.Adopt(ctx, id, "node "+n.self.ID+" (node_adopt = auto)")
+		res, err := n.m.Nodes.Adopt(ctx, id, "node "+n.self.ID+" (node_adopt = auto)")
 		if err != nil {
 			if !paddock.IsCode(err, paddock.CodeConflict) { // taken by another node meanwhile: nothing to say
 				n.log.Warn("adopting a lost node's run failed", "run", id, "err", err)
@@ -405,7 +405,7 @@ func (n *clusterNode) Place(ctx context.Context, project string) (paddock.Node, 
 }
 func (n *clusterNode) Nodes(ctx context.Context) ([]paddock.Node, error) { return n.store.Nodes(ctx) }
 func (n *clusterNode) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult, error) {
-	return n.m.Adopt(ctx, id, by)
+	return n.m.Nodes.Adopt(ctx, id, by)
 }
 
 var _ httpapi.Cluster = (*clusterNode)(nil)
