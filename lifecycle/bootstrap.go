@@ -62,7 +62,7 @@ func (js *Jobs) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (*p
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "input %q must be a path inside the project", in)
 		}
 	}
-	r, err := js.runs.create(ctx, paddock.CreateRunRequest{Project: req.Project, Kind: req.Kind, Base: req.Base}, def)
+	r, err := js.runs.create(ctx, newRun{req: paddock.CreateRunRequest{Project: req.Project, Kind: req.Kind, Base: req.Base}, def: def})
 	if err != nil {
 		return nil, err
 	}

@@ -234,7 +234,7 @@ func (bn *Bundles) Import(ctx context.Context, req paddock.ImportRequest, body i
 	if err := durable.WriteFile(bn.importMark(id), []byte(b.Run.ID+"\n")); err != nil {
 		return nil, internal("marking the import failed; nothing was made", err)
 	}
-	r, err := bn.runs.createRunID(ctx, id, paddock.CreateRunRequest{Project: project, Kind: req.Kind, Base: b.Run.BaseRevision}, def, nil)
+	r, err := bn.runs.create(ctx, newRun{id: id, req: paddock.CreateRunRequest{Project: project, Kind: req.Kind, Base: b.Run.BaseRevision}, def: def})
 	if err != nil {
 		os.Remove(bn.importMark(id))
 		return nil, err

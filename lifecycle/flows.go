@@ -440,7 +440,7 @@ func (fl *Flows) enter(ctx context.Context, f *paddock.Flow) (notes []string, er
 		if run == nil {
 			if r, err := fl.Run(ctx, f.EnteringRun); err == nil {
 				run = r
-			} else if run, err = fl.runs.createRunID(ctx, f.EnteringRun, paddock.CreateRunRequest{Project: f.Project}, def, nil); err != nil {
+			} else if run, err = fl.runs.create(ctx, newRun{id: f.EnteringRun, req: paddock.CreateRunRequest{Project: f.Project}, def: def}); err != nil {
 				return nil, err
 			}
 		}

@@ -717,7 +717,7 @@ func (q *Queue) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *padd
 	// come from the branch's tip (its Base): a change set never chooses
 	// what checks it.
 	check := &paddock.ReviewOf{Run: e.Run, Hash: e.Hash, Commit: e.Commit, Base: e.Tip, Check: true}
-	tr, err := q.runs.createRunID(ctx, newID(), paddock.CreateRunRequest{Project: p.Name, Base: e.Commit}, def, check)
+	tr, err := q.runs.create(ctx, newRun{req: paddock.CreateRunRequest{Project: p.Name, Base: e.Commit}, def: def, review: check})
 	if err != nil {
 		return err
 	}

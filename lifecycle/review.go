@@ -277,7 +277,7 @@ func (rv *Reviews) createReviewRun(ctx context.Context, p *paddock.Project, code
 	if kind == paddock.KindWorktree || kind == paddock.KindOperatorDir {
 		kind = paddock.KindClone
 	}
-	r, err := rv.runs.createRunID(ctx, id, paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(kind)}, def, review)
+	r, err := rv.runs.create(ctx, newRun{id: id, req: paddock.CreateRunRequest{Project: p.Name, Base: review.Commit, Kind: string(kind)}, def: def, review: review})
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func (rs *Runs) Create(ctx context.Context, o paddock.CreateRunRequest) (*paddoc
 	if err != nil {
 		return nil, err
 	}
-	r, err := rs.create(ctx, o, def)
+	r, err := rs.create(ctx, newRun{req: o, def: def})
 	if err == nil && o.IncludeUncommitted {
 		err = rs.uncommitted.borrow(r, rs.reviews.runGitDir(r))
 	}
@@ -68,143 +68,203 @@ func (rs *Runs) agentForCreate(ctx context.Context, o paddock.CreateRunRequest) 
 	return &rec.Definition, nil
 }
 
-// create makes a run with the definition def: its access and secrets come
-// from it, and the run keeps a copy.
-func (rs *Runs) create(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition) (*paddock.Run, error) {
-	return rs.createRun(ctx, o, def, nil)
+// newRun is what a run is made of: the request, the definition it runs
+// (its access and secrets come from it, and the run keeps a copy), and
+// what only the daemon gives.
+type newRun struct {
+	req paddock.CreateRunRequest
+	def *paddock.AgentDefinition
+	// id is the run's id when the caller derives it (a flow's step, so
+	// that a step finished after a crash finds its run; an import's);
+	// a new one if empty.
+	id string
+	// review makes it a review run of another run's change set.
+	review *paddock.ReviewOf
 }
 
-// createRun is create, of a review run if review is set.
-func (rs *Runs) createRun(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
-	return rs.createRunID(ctx, newID(), o, def, review)
+// runShape is a new run's request checked and settled: nothing is written
+// before it is.
+type runShape struct {
+	kind   paddock.WorkspaceKind
+	chose  string // why auto became kind, if it did
+	policy paddock.CleanupPolicy
+	access paddock.Access
 }
 
-// createRunID is createRun with the run's id given (a flow's, derived
-// from its step, so that a step finished after a crash finds its run).
-func (rs *Runs) createRunID(ctx context.Context, id string, o paddock.CreateRunRequest, def *paddock.AgentDefinition, review *paddock.ReviewOf) (*paddock.Run, error) {
+// runBase is where a new run's workspace starts: its project, the
+// revision, and the directory it is made in.
+type runBase struct {
+	project *paddock.Project
+	rev     *gitx.Resolved
+	root    string
+}
+
+// create is the one way a run is made, whoever asks (Create, bootstrap,
+// a flow, a review, the queue's test run, an import): checked, recorded,
+// its workspace prepared, and ready.
+func (rs *Runs) create(ctx context.Context, n newRun) (*paddock.Run, error) {
+	if n.id == "" {
+		n.id = newID()
+	}
+	shape, err := rs.settle(ctx, &n)
+	if err != nil {
+		return nil, err
+	}
+	if shape.access == paddock.AccessNone {
+		return rs.createWithoutWorkspace(ctx, n)
+	}
+	prov, err := rs.provider(shape.kind)
+	if err != nil {
+		return nil, err
+	}
+	ctx, base, err := rs.locate(ctx, &n, shape)
+	if err != nil {
+		return nil, err
+	}
+	t := now()
+	id, p := n.id, base.project
+	r := &paddock.Run{ID: id, Project: p.Name, Access: shape.access, Agent: n.def, AgentHash: n.def.Hash(), Secrets: n.req.Secrets, IncludeIgnored: n.req.IncludeIgnored, CreatedAt: t, ReviewOf: n.review, Workspace: &paddock.Workspace{
+		ID: "w-" + id[2:], RunID: id, Kind: shape.kind, Root: base.root, Fingerprint: p.Fingerprint,
+		BaseRef: n.req.Base, BaseRevision: base.rev.SHA, Branch: base.rev.Branch,
+		State: paddock.StateRequested, CleanupPolicy: shape.policy, CreatedAt: t, UpdatedAt: t,
+	}}
+	if err := rs.recordCreated(ctx, r, n, shape); err != nil {
+		return nil, err
+	}
+	return rs.prepare(ctx, r, p, prov)
+}
+
+// settle checks n's request and completes it from its definition: its
+// access, secrets, credentials and mounts; and settles its kind.
+func (rs *Runs) settle(ctx context.Context, n *newRun) (runShape, error) {
+	o, def := &n.req, n.def
 	o.Access = cmp.Or(def.Workspace, string(paddock.AccessWrite))
 	for _, s := range def.Secrets {
 		if !slices.Contains(o.Secrets, s) {
 			o.Secrets = append(o.Secrets, s)
 		}
 	}
+	var shape runShape
 	kind, err := paddock.ParseKind(cmp.Or(o.Kind, string(cmp.Or(rs.DefaultKind, paddock.KindAuto))))
 	if err != nil {
-		return nil, err
+		return shape, err
 	}
-	kind, chose := rs.views.resolveKind(ctx, kind)
-	if chose == "" && kind == paddock.KindOverlay {
+	shape.kind, shape.chose = rs.views.resolveKind(ctx, kind)
+	if shape.chose == "" && shape.kind == paddock.KindOverlay {
 		if err := rs.views.overlayWorks(ctx); err != nil {
-			return nil, err // asked for by name: refused, with the reason
+			return shape, err // asked for by name: refused, with the reason
 		}
 	}
-	policy, err := paddock.ParseCleanupPolicy(o.CleanupPolicy)
-	if err != nil {
-		return nil, err
+	if shape.policy, err = paddock.ParseCleanupPolicy(o.CleanupPolicy); err != nil {
+		return shape, err
 	}
-	access, err := paddock.ParseAccess(o.Access)
-	if err != nil {
-		return nil, err
+	if shape.access, err = paddock.ParseAccess(o.Access); err != nil {
+		return shape, err
 	}
 	if err := rs.checkSecrets(o.Secrets); err != nil {
-		return nil, err
+		return shape, err
 	}
-	if def = withCredentials(def, o.Credentials); len(o.Credentials) > 0 {
-		if err := agent.CheckCredentials(def.Credentials); err != nil {
-			return nil, err
+	if n.def = withCredentials(def, o.Credentials); len(o.Credentials) > 0 {
+		if err := agent.CheckCredentials(n.def.Credentials); err != nil {
+			return shape, err
 		}
 	}
-	if def = withMounts(def, o.Mounts); len(def.Mounts) > 0 {
+	if n.def = withMounts(n.def, o.Mounts); len(n.def.Mounts) > 0 {
 		root := ""
 		if p, err := rs.Project(ctx, o.Project); err == nil {
 			root = p.Root
 		}
-		if err := hostMounts(def.Mounts, stateDirs(rs.WorkspacesDir, rs.ArtifactsDir), root); err != nil {
-			return nil, err
+		if err := hostMounts(n.def.Mounts, stateDirs(rs.WorkspacesDir, rs.ArtifactsDir), root); err != nil {
+			return shape, err
 		}
 	}
-	if access == paddock.AccessNone {
-		return rs.createWithoutWorkspace(ctx, o, def)
-	}
-	prov, err := rs.provider(kind)
-	if err != nil {
-		return nil, err
-	}
+	return shape, nil
+}
+
+// locate finds where n's workspace starts: its project's repository
+// checked, the base resolved (with the checkout's uncommitted changes if
+// asked; ctx then carries them), and the directory it is made in.
+func (rs *Runs) locate(ctx context.Context, n *newRun, shape runShape) (context.Context, runBase, error) {
+	var b runBase
+	o := &n.req
 	p, err := rs.Project(ctx, o.Project)
 	if err != nil {
-		return nil, err
+		return ctx, b, err
 	}
+	b.project = p
 	repo, err := rs.projects.checkRepo(ctx, p)
 	if err != nil {
-		return nil, err
+		return ctx, b, err
 	}
 	if o.Base == "" {
 		o.Base = "HEAD"
 	}
 	base, err := rs.Git.Resolve(ctx, p.Root, o.Base)
 	if err != nil {
-		return nil, err
+		return ctx, b, err
 	}
 	if o.IncludeUncommitted {
 		head := base.SHA
-		if ctx, err = rs.uncommitted.include(ctx, id, kind, o.Base, p, repo.CommonDir, &base.SHA); err != nil {
-			return nil, err
+		if ctx, err = rs.uncommitted.include(ctx, n.id, shape.kind, o.Base, p, repo.CommonDir, &base.SHA); err != nil {
+			return ctx, b, err
 		}
 		if base.SHA != head {
 			base.Branch = "" // a commit of no branch's: ls must not name one
 		}
 	}
-
-	root := filepath.Join(rs.WorkspacesDir, id)
-	if kind == paddock.KindOperatorDir {
-		if root, err = operatorDir(o.Dir, repo); err != nil {
-			return nil, err
+	b.rev = base
+	b.root = filepath.Join(rs.WorkspacesDir, n.id)
+	if shape.kind == paddock.KindOperatorDir {
+		if b.root, err = operatorDir(o.Dir, repo); err != nil {
+			return ctx, b, err
 		}
 	} else if o.Dir != "" {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "a directory can be handed over only with kind operator_dir")
+		return ctx, b, paddock.Errorf(paddock.CodeBadRequest, "a directory can be handed over only with kind operator_dir")
 	}
+	return ctx, b, nil
+}
 
-	t := now()
-	r := &paddock.Run{ID: id, Project: p.Name, Access: access, Agent: def, AgentHash: def.Hash(), Secrets: o.Secrets, IncludeIgnored: o.IncludeIgnored, CreatedAt: t, ReviewOf: review, Workspace: &paddock.Workspace{
-		ID: "w-" + id[2:], RunID: id, Kind: kind, Root: root, Fingerprint: p.Fingerprint,
-		BaseRef: o.Base, BaseRevision: base.SHA, Branch: base.Branch,
-		State: paddock.StateRequested, CleanupPolicy: policy, CreatedAt: t, UpdatedAt: t,
-	}}
-
+// recordCreated records run r, requested, and moves it to preparing, in
+// one transaction; an operator_dir run takes its project's lock there.
+func (rs *Runs) recordCreated(ctx context.Context, r *paddock.Run, n newRun, shape runShape) error {
 	// Not under m.mu: preparing a large clone takes seconds, and gc needs
 	// no more than the record, which exists before the directory does (it
 	// lists directories first, then reads records). A base's snapshot is
 	// guarded by the overlay provider's own lock, which gc takes too.
-	err = rs.update(ctx, func(tx paddock.Tx) error {
+	w := r.Workspace
+	return rs.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.CreateRun(ctx, r); err != nil {
 			return err
 		}
-		ev := map[string]string{"project": p.Name, "kind": string(kind), "base_ref": o.Base, "base_revision": base.SHA, "root": root,
-			"agent": def.Name, "agent_hash": r.AgentHash}
-		if chose != "" {
-			ev["kind_chosen"] = chose
+		ev := map[string]string{"project": r.Project, "kind": string(w.Kind), "base_ref": w.BaseRef, "base_revision": w.BaseRevision, "root": w.Root,
+			"agent": n.def.Name, "agent_hash": r.AgentHash}
+		if shape.chose != "" {
+			ev["kind_chosen"] = shape.chose
 		}
-		if review != nil {
-			ev["review_of"], ev["review_hash"] = review.Run, review.Hash
+		if n.review != nil {
+			ev["review_of"], ev["review_hash"] = n.review.Run, n.review.Hash
 		}
-		if _, err := tx.AppendEvent(ctx, id, paddock.EventRunCreated, ev); err != nil {
+		if _, err := tx.AppendEvent(ctx, r.ID, paddock.EventRunCreated, ev); err != nil {
 			return err
 		}
-		if needsLock(kind) {
-			if err := tx.AcquireLock(ctx, &paddock.Lock{Project: p.Name, RunID: id, AcquiredAt: t}); err != nil {
+		if needsLock(w.Kind) {
+			if err := tx.AcquireLock(ctx, &paddock.Lock{Project: r.Project, RunID: r.ID, AcquiredAt: r.CreatedAt}); err != nil {
 				return err
 			}
-			if _, err := tx.AppendEvent(ctx, id, paddock.EventLockAcquired, map[string]string{"project": p.Name}); err != nil {
+			if _, err := tx.AppendEvent(ctx, r.ID, paddock.EventLockAcquired, map[string]string{"project": r.Project}); err != nil {
 				return err
 			}
 		}
 		return rs.transition(ctx, tx, r, paddock.StatePreparing, "")
 	})
-	if err != nil {
-		return nil, err
-	}
-	rs.log().Info("preparing workspace", "run", id, "kind", kind, "base", base.SHA)
-	if perr := prov.Prepare(rs.progress(ctx, id), p, r.Workspace); perr != nil {
+}
+
+// prepare makes run r's workspace and home and records it ready; a failure
+// rolls them back and leaves the run cleaned with the reason recorded.
+func (rs *Runs) prepare(ctx context.Context, r *paddock.Run, p *paddock.Project, prov paddock.WorkspaceProvider) (*paddock.Run, error) {
+	id, w := r.ID, r.Workspace
+	rs.log().Info("preparing workspace", "run", id, "kind", w.Kind, "base", w.BaseRevision)
+	if perr := prov.Prepare(rs.progress(ctx, id), p, w); perr != nil {
 		rs.log().Error("prepare failed", "run", id, "err", perr)
 		reason := "preparing failed; rolled back"
 		if err := rs.cleanup(context.WithoutCancel(ctx), r, p, reason); err != nil {
@@ -216,8 +276,8 @@ func (rs *Runs) createRunID(ctx context.Context, id string, o paddock.CreateRunR
 		}
 		return nil, internal("preparing the workspace failed", perr)
 	}
-	if rs.SandboxUID != 0 && kind != paddock.KindOperatorDir {
-		if err := chownTree(r.Workspace.Root, rs.SandboxUID); err != nil {
+	if rs.SandboxUID != 0 && w.Kind != paddock.KindOperatorDir {
+		if err := chownTree(w.Root, rs.SandboxUID); err != nil {
 			rs.log().Error("handing the workspace to the sandbox user failed", "run", id, "err", err)
 		}
 	}
@@ -238,7 +298,7 @@ func (rs *Runs) createRunID(ctx context.Context, id string, o paddock.CreateRunR
 	}
 	// With nodes, a run is adoptable from its start: its first checkpoint
 	// is its base, unchanged (an empty change set, not computed).
-	rs.nodes.storeCheckpointOf(done, id, "created", &paddock.ChangeSet{RunID: id, BaseRevision: base.SHA})
+	rs.nodes.storeCheckpointOf(done, id, "created", &paddock.ChangeSet{RunID: id, BaseRevision: w.BaseRevision})
 	return rs.Run(done, id)
 }
 
@@ -282,7 +342,8 @@ func chownTree(root string, uid int) error {
 
 // createWithoutWorkspace makes a run of access none: no workspace, no
 // working tools, nothing on disk; the agent only converses and picks from its menu.
-func (rs *Runs) createWithoutWorkspace(ctx context.Context, o paddock.CreateRunRequest, def *paddock.AgentDefinition) (*paddock.Run, error) {
+func (rs *Runs) createWithoutWorkspace(ctx context.Context, n newRun) (*paddock.Run, error) {
+	o, def := n.req, n.def
 	if o.Kind != "" || o.Base != "" || o.Dir != "" || o.CleanupPolicy != "" {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "a run with access none has no workspace; kind, base, dir and cleanup do not apply")
 	}
@@ -290,7 +351,7 @@ func (rs *Runs) createWithoutWorkspace(ctx context.Context, o paddock.CreateRunR
 	if err != nil {
 		return nil, err
 	}
-	r := &paddock.Run{ID: newID(), Project: p.Name, Access: paddock.AccessNone, Agent: def, AgentHash: def.Hash(), Secrets: o.Secrets, CreatedAt: now()}
+	r := &paddock.Run{ID: n.id, Project: p.Name, Access: paddock.AccessNone, Agent: def, AgentHash: def.Hash(), Secrets: o.Secrets, CreatedAt: now()}
 	err = rs.update(ctx, func(tx paddock.Tx) error {
 		if err := tx.CreateRun(ctx, r); err != nil {
 			return err
