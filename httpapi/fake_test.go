@@ -38,7 +38,21 @@ type call struct {
 	expect *paddock.Expectation
 }
 
-var _ Service = (*fake)(nil)
+var (
+	_ Projects   = (*fake)(nil)
+	_ Runs       = (*fake)(nil)
+	_ Jobs       = (*fake)(nil)
+	_ Broker     = (*fake)(nil)
+	_ Changes    = (*fake)(nil)
+	_ Provenance = (*fake)(nil)
+	_ Verifier   = (*fake)(nil)
+	_ Reviews    = (*fake)(nil)
+	_ Forks      = (*fake)(nil)
+	_ Flows      = (*fake)(nil)
+	_ Queue      = (*fake)(nil)
+	_ Bundles    = (*fake)(nil)
+	_ Collector  = (*fake)(nil)
+)
 
 func newFake() *fake {
 	return &fake{projects: map[string]*paddock.Project{}, runs: map[string]*paddock.Run{},

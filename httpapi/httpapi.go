@@ -8,8 +8,10 @@
 //
 // The routes are one table (routes.go): each route's method and path, who
 // may call it (the operator, or also a run's own token), its status on
-// success and its handler. The server serves a Service (service.go): the
-// daemon's lifecycle.Manager, or a test's fake.
+// success and its handler. The server serves the daemon's services, one
+// narrow interface per concern (service.go: Projects, Runs, Jobs, Broker,
+// Changes, …), each holding only the calls its routes make: the daemon's
+// lifecycle.Manager provides them, a test gives the fakes it needs.
 //
 // # Hardening
 //
@@ -68,9 +70,27 @@ const MaxWait = 60 * time.Second
 
 // Server is the HTTP API of one daemon.
 type Server struct {
-	// Service is what the API serves: the daemon's lifecycle.Manager.
-	Service Service
-	Logger  *slog.Logger
+	// The services the routes call, one per concern (see service.go): the
+	// daemon's lifecycle.Manager's. A route calls only its concern's, so a
+	// server may leave out those whose routes it is not asked (a test);
+	// calling one of those panics. Without Jobs, no run token is admitted;
+	// without Broker, no answer is masked by a run's declared secrets (the
+	// funnel's redactor is the broker's).
+	Projects   Projects
+	Runs       Runs
+	Jobs       Jobs
+	Broker     Broker
+	Changes    Changes
+	Provenance Provenance
+	Verifier   Verifier
+	Reviews    Reviews
+	Forks      Forks
+	Flows      Flows
+	Queue      Queue
+	Bundles    Bundles
+	Collector  Collector
+
+	Logger *slog.Logger
 	// Token is required as a bearer token on TCP listeners.
 	Token string
 	// Status returns the daemon's status for /v1/status.
@@ -222,7 +242,7 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 				// The unix socket's 0600 mode is the operator's credential.
 			case s.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1:
 				// The daemon's token: the operator.
-			case strings.HasPrefix(got, "pdk_run_") && s.Service != nil:
+			case strings.HasPrefix(got, "pdk_run_") && s.Jobs != nil:
 				ctx, err := s.asRunsAgent(r.Context(), got)
 				if err != nil {
 					writeError(w, err)
@@ -245,7 +265,7 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 // asRunsAgent is ctx for a call made with a run's token: scoped to that
 // run, as its agent; unauthorized for a token no run has.
 func (s *Server) asRunsAgent(ctx context.Context, token string) (context.Context, error) {
-	id, err := s.Service.RunForToken(ctx, token)
+	id, err := s.Jobs.RunForToken(ctx, token)
 	if err != nil {
 		return nil, paddock.Errorf(paddock.CodeUnauthorized, "unknown token: neither the daemon's (the token file in its state directory) nor a live run's")
 	}
@@ -300,12 +320,12 @@ var SSEHeartbeat = 15 * time.Second
 // changeset.MaskDiff); the stream passes the run's funnel all the same, as
 // every answer does.
 func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
-	red, err := s.Service.Redactor(r.Context(), r.PathValue("id"))
+	red, err := s.Broker.Redactor(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	d, hash, err := s.Service.ChangeSetDiff(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
+	d, hash, err := s.Changes.ChangeSetDiff(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -339,7 +359,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if _, err := s.Service.Events(r.Context(), id, after, 1); err != nil {
+	if _, err := s.Runs.Events(r.Context(), id, after, 1); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -352,7 +372,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 	rc.Flush()
 	for r.Context().Err() == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), SSEHeartbeat)
-		evs, err := s.Service.WaitEvents(ctx, id, after, 500)
+		evs, err := s.Runs.WaitEvents(ctx, id, after, 500)
 		cancel()
 		if err != nil {
 			return
@@ -381,11 +401,11 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
 		writeError(w, paddock.Errorf(paddock.CodeUnsupported, "this daemon serves no MCP over HTTP; use paddock mcp RUN"))
 		return
 	}
-	if _, err := s.Service.Run(r.Context(), r.PathValue("id")); err != nil {
+	if _, err := s.Broker.Run(r.Context(), r.PathValue("id")); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	red, err := s.Service.Redactor(r.Context(), r.PathValue("id"))
+	red, err := s.Broker.Redactor(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -455,7 +475,7 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 			return len(p), nil
 		})
 	}
-	res, err := s.Service.ExecStream(r.Context(), r.PathValue("id"), req, chunk("stdout"), chunk("stderr"))
+	res, err := s.Broker.ExecStream(r.Context(), r.PathValue("id"), req, chunk("stdout"), chunk("stderr"))
 	if err != nil {
 		var pe *paddock.Error
 		if !errors.As(err, &pe) || pe.Code == paddock.CodeInternal {
@@ -493,9 +513,9 @@ func (s *Server) events(r *http.Request) (any, error) {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), min(d, MaxWait))
 		defer cancel()
-		return s.Service.WaitEvents(ctx, id, after, int(limit))
+		return s.Runs.WaitEvents(ctx, id, after, int(limit))
 	}
-	return s.Service.Events(r.Context(), id, after, int(limit))
+	return s.Runs.Events(r.Context(), id, after, int(limit))
 }
 
 func intParam(v, name string) (int64, error) {

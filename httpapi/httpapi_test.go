@@ -36,7 +36,7 @@ func newFixture(t *testing.T) *fixture {
 	logb := &bytes.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logb, nil))
 	svc := newFake()
-	srv := &Server{Service: svc, Logger: logger, Token: "t0k3n", Status: func() paddock.DaemonStatus { return paddock.DaemonStatus{PID: 42} }}
+	srv := &Server{Projects: svc, Runs: svc, Jobs: svc, Broker: svc, Changes: svc, Provenance: svc, Verifier: svc, Reviews: svc, Forks: svc, Flows: svc, Queue: svc, Bundles: svc, Collector: svc, Logger: logger, Token: "t0k3n", Status: func() paddock.DaemonStatus { return paddock.DaemonStatus{PID: 42} }}
 	srv.MCP = fakeMCP{svc}
 	srv.UI = ui.NewSessions()
 	srv.UIAddr = func(context.Context) (string, error) { return "127.0.0.1:4567", nil }

@@ -19,7 +19,7 @@ const BundleType = "application/vnd.paddock.bundle+tar"
 // and signature, which no reader accepts.
 func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := s.Service.Run(r.Context(), id); err != nil {
+	if _, err := s.Bundles.Run(r.Context(), id); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -29,7 +29,7 @@ func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
 	}}
-	if err := s.Service.Bundle(r.Context(), id, bw); err != nil {
+	if err := s.Bundles.Bundle(r.Context(), id, bw); err != nil {
 		if bw.started {
 			s.log().Error("a bundle was cut short", "run", id, "err", err)
 			return
@@ -56,7 +56,7 @@ func (l *lazyHeader) Write(p []byte) (int, error) {
 	return l.ResponseWriter.Write(p)
 }
 
-func (s *Server) bundleKey(r *http.Request) (any, error) { return s.Service.BundleKey(r.Context()) }
+func (s *Server) bundleKey(r *http.Request) (any, error) { return s.Bundles.BundleKey(r.Context()) }
 
 // importBundle answers POST /v1/import?project=P&kind=K&trust=KEY&untrusted=true:
 // the body is the bundle.
@@ -74,7 +74,7 @@ func (s *Server) importBundle(w http.ResponseWriter, r *http.Request) {
 	// A large bundle takes longer to send than the server's read timeout.
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(30 * time.Minute))
 	body := http.MaxBytesReader(w, r.Body, paddock.MaxBundle)
-	res, err := s.Service.Import(r.Context(), req, body)
+	res, err := s.Bundles.Import(r.Context(), req, body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -89,7 +89,7 @@ func (s *Server) queueAdd(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.QueueAdd(r.Context(), r.PathValue("id"), req, actor(r))
+	return s.Queue.QueueAdd(r.Context(), r.PathValue("id"), req, actor(r))
 }
 
 func (s *Server) queue(r *http.Request) (any, error) {
@@ -97,17 +97,17 @@ func (s *Server) queue(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.Service.Queue(r.Context(), r.URL.Query().Get("project"), all)
+	return s.Queue.Queue(r.Context(), r.URL.Query().Get("project"), all)
 }
 
 func (s *Server) queueEntry(r *http.Request) (any, error) {
-	return s.Service.QueueEntry(r.Context(), r.PathValue("id"))
+	return s.Queue.QueueEntry(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) queueRemove(r *http.Request) (any, error) {
-	return s.Service.QueueRemove(r.Context(), r.PathValue("id"), actor(r))
+	return s.Queue.QueueRemove(r.Context(), r.PathValue("id"), actor(r))
 }
 
 func (s *Server) queueUndo(r *http.Request) (any, error) {
-	return s.Service.QueueUndo(r.Context(), r.PathValue("id"), actor(r))
+	return s.Queue.QueueUndo(r.Context(), r.PathValue("id"), actor(r))
 }

@@ -257,7 +257,7 @@ func (s *Server) gc(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return nonNil(s.Service.GC(r.Context(), req.DryRun))
+	return nonNil(s.Collector.GC(r.Context(), req.DryRun))
 }
 
 func (s *Server) addProject(r *http.Request) (any, error) {
@@ -265,15 +265,15 @@ func (s *Server) addProject(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.AddProject(r.Context(), req)
+	return s.Projects.AddProject(r.Context(), req)
 }
 
 func (s *Server) projects(r *http.Request) (any, error) {
-	return nonNil(s.Service.Projects(r.Context()))
+	return nonNil(s.Projects.Projects(r.Context()))
 }
 
 func (s *Server) project(r *http.Request) (any, error) {
-	return s.Service.Project(r.Context(), r.PathValue("name"))
+	return s.Projects.Project(r.Context(), r.PathValue("name"))
 }
 
 func (s *Server) setProject(r *http.Request) (any, error) {
@@ -281,11 +281,11 @@ func (s *Server) setProject(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.SetProject(r.Context(), r.PathValue("name"), actor(r), req)
+	return s.Projects.SetProject(r.Context(), r.PathValue("name"), actor(r), req)
 }
 
 func (s *Server) removeProject(r *http.Request) (any, error) {
-	return map[string]string{"removed": r.PathValue("name")}, s.Service.RemoveProject(r.Context(), r.PathValue("name"))
+	return map[string]string{"removed": r.PathValue("name")}, s.Projects.RemoveProject(r.Context(), r.PathValue("name"))
 }
 
 func (s *Server) unlock(r *http.Request) (any, error) {
@@ -293,7 +293,7 @@ func (s *Server) unlock(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	l, err := s.Service.Unlock(r.Context(), r.PathValue("name"), actor(r), req.Force)
+	l, err := s.Projects.Unlock(r.Context(), r.PathValue("name"), actor(r), req.Force)
 	return paddock.UnlockResult{Released: l, By: actor(r)}, err
 }
 
@@ -302,7 +302,7 @@ func (s *Server) create(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.Create(r.Context(), req)
+	return s.Runs.Create(r.Context(), req)
 }
 
 func (s *Server) bootstrap(r *http.Request) (any, error) {
@@ -310,7 +310,7 @@ func (s *Server) bootstrap(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.Bootstrap(r.Context(), req)
+	return s.Jobs.Bootstrap(r.Context(), req)
 }
 
 func (s *Server) runs(r *http.Request) (any, error) {
@@ -318,19 +318,19 @@ func (s *Server) runs(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nonNil(s.Service.Runs(r.Context(), paddock.RunFilter{Project: r.URL.Query().Get("project"), Removed: all}))
+	return nonNil(s.Runs.Runs(r.Context(), paddock.RunFilter{Project: r.URL.Query().Get("project"), Removed: all}))
 }
 
 func (s *Server) run(r *http.Request) (any, error) {
-	return s.Service.Run(r.Context(), r.PathValue("id"))
+	return s.Runs.Run(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) remove(r *http.Request) (any, error) {
-	return s.Service.Remove(r.Context(), r.PathValue("id"))
+	return s.Runs.Remove(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) retain(r *http.Request) (any, error) {
-	return s.Service.Retain(r.Context(), r.PathValue("id"))
+	return s.Runs.Retain(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) review(r *http.Request) (any, error) {
@@ -338,7 +338,7 @@ func (s *Server) review(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.Review(r.Context(), r.PathValue("id"), req.Agent)
+	return s.Reviews.Review(r.Context(), r.PathValue("id"), req.Agent)
 }
 
 func (s *Server) fork(r *http.Request) (any, error) {
@@ -346,11 +346,11 @@ func (s *Server) fork(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.Fork(r.Context(), r.PathValue("id"), req)
+	return s.Forks.Fork(r.Context(), r.PathValue("id"), req)
 }
 
 func (s *Server) reject(r *http.Request) (any, error) {
-	return s.Service.Reject(r.Context(), r.PathValue("id"))
+	return s.Runs.Reject(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) checkpoint(r *http.Request) (any, error) {
@@ -361,19 +361,19 @@ func (s *Server) checkpoint(r *http.Request) (any, error) {
 	if req.Reason == "" {
 		req.Reason = "requested by " + actor(r)
 	}
-	return s.Service.Checkpoint(r.Context(), r.PathValue("id"), req.Reason)
+	return s.Runs.Checkpoint(r.Context(), r.PathValue("id"), req.Reason)
 }
 
 func (s *Server) resume(r *http.Request) (any, error) {
-	return s.Service.Resume(r.Context(), r.PathValue("id"))
+	return s.Runs.Resume(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) artifact(r *http.Request) (any, error) {
-	return s.Service.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))
+	return s.Jobs.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))
 }
 
 func (s *Server) tools(r *http.Request) (any, error) {
-	return s.Service.Tools(r.Context(), r.PathValue("id"))
+	return s.Broker.Tools(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) callTool(r *http.Request) (any, error) {
@@ -381,7 +381,7 @@ func (s *Server) callTool(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.Service.CallTool(r.Context(), r.PathValue("id"), r.PathValue("name"), args)
+	return s.Broker.CallTool(r.Context(), r.PathValue("id"), r.PathValue("name"), args)
 }
 
 func (s *Server) deliver(r *http.Request) (any, error) {
@@ -393,7 +393,7 @@ func (s *Server) deliver(r *http.Request) (any, error) {
 		return nil, paddock.Errorf(paddock.CodeTooLarge, "inbox: the file is larger than %d bytes; nothing was written", lim.MaxFile)
 	}
 	body := http.MaxBytesReader(nil, r.Body, lim.MaxFile+1)
-	return s.Service.Deliver(r.Context(), r.PathValue("id"), r.URL.Query().Get("name"), body, lim)
+	return s.Broker.Deliver(r.Context(), r.PathValue("id"), r.URL.Query().Get("name"), body, lim)
 }
 
 func (s *Server) exec(r *http.Request) (any, error) {
@@ -404,7 +404,7 @@ func (s *Server) exec(r *http.Request) (any, error) {
 	if err := s.operatorOnly(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.Exec(r.Context(), r.PathValue("id"), req)
+	return s.Broker.Exec(r.Context(), r.PathValue("id"), req)
 }
 
 func (s *Server) startJob(r *http.Request) (any, error) {
@@ -417,27 +417,27 @@ func (s *Server) startJob(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
-	return s.Service.StartJob(r.Context(), r.PathValue("id"), req)
+	return s.Jobs.StartJob(r.Context(), r.PathValue("id"), req)
 }
 
 func (s *Server) jobs(r *http.Request) (any, error) {
-	return s.Service.Jobs(r.Context(), r.PathValue("id"))
+	return s.Jobs.Jobs(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) jobStatus(r *http.Request) (any, error) {
-	return s.Service.JobStatus(r.Context(), r.PathValue("id"))
+	return s.Jobs.JobStatus(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) job(r *http.Request) (any, error) {
-	return s.Service.Job(r.Context(), r.PathValue("id"), r.PathValue("job"))
+	return s.Jobs.Job(r.Context(), r.PathValue("id"), r.PathValue("job"))
 }
 
 func (s *Server) cancelJob(r *http.Request) (any, error) {
-	return s.Service.CancelJob(r.Context(), r.PathValue("id"), r.PathValue("job"))
+	return s.Jobs.CancelJob(r.Context(), r.PathValue("id"), r.PathValue("job"))
 }
 
 func (s *Server) changeSet(r *http.Request) (any, error) {
-	return s.Service.ChangeSet(r.Context(), r.PathValue("id"))
+	return s.Changes.ChangeSet(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) submit(r *http.Request) (any, error) {
@@ -445,7 +445,7 @@ func (s *Server) submit(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.SubmitExpecting(r.Context(), r.PathValue("id"), req.ExpectHash)
+	return s.Changes.SubmitExpecting(r.Context(), r.PathValue("id"), req.ExpectHash)
 }
 
 func (s *Server) approve(r *http.Request) (any, error) {
@@ -454,13 +454,13 @@ func (s *Server) approve(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if len(req.Hunks) > 0 {
-		return s.Service.ApproveHunks(r.Context(), r.PathValue("id"), req.Hash, req.Hunks, actor(r))
+		return s.Provenance.ApproveHunks(r.Context(), r.PathValue("id"), req.Hash, req.Hunks, actor(r))
 	}
-	return s.Service.Approve(r.Context(), r.PathValue("id"), req.Hash, actor(r))
+	return s.Changes.Approve(r.Context(), r.PathValue("id"), req.Hash, actor(r))
 }
 
 func (s *Server) blame(r *http.Request) (any, error) {
-	return s.Service.Blame(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
+	return s.Provenance.Blame(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
 }
 
 func (s *Server) apply(r *http.Request) (any, error) {
@@ -473,22 +473,22 @@ func (s *Server) apply(r *http.Request) (any, error) {
 		if req.ThreeWay {
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "a 3-way merge applies only to --to worktree (a branch is built on the base, where nothing needs merging)")
 		}
-		return s.Service.Apply(r.Context(), r.PathValue("id"), req.Branch, gitx.Identity{Name: req.AuthorName, Email: req.AuthorEmail})
+		return s.Changes.Apply(r.Context(), r.PathValue("id"), req.Branch, gitx.Identity{Name: req.AuthorName, Email: req.AuthorEmail})
 	case "worktree":
 		if req.Branch != "" {
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "a branch name applies only to --to branch")
 		}
-		return s.Service.ApplyToWorktree(r.Context(), r.PathValue("id"), req.ThreeWay)
+		return s.Changes.ApplyToWorktree(r.Context(), r.PathValue("id"), req.ThreeWay)
 	}
 	return nil, paddock.Errorf(paddock.CodeBadRequest, "apply to %q: branch or worktree", req.To)
 }
 
 func (s *Server) undo(r *http.Request) (any, error) {
-	return s.Service.Undo(r.Context(), r.PathValue("id"))
+	return s.Changes.Undo(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) capabilities(r *http.Request) (any, error) {
-	return s.Service.Capabilities(r.Context(), r.PathValue("id"))
+	return s.Broker.Capabilities(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) verify(r *http.Request) (any, error) {
@@ -496,11 +496,11 @@ func (s *Server) verify(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.Verify(r.Context(), r.PathValue("id"), req)
+	return s.Verifier.Verify(r.Context(), r.PathValue("id"), req)
 }
 
 func (s *Server) accessRequests(r *http.Request) (any, error) {
-	return nonNil(s.Service.AccessRequests(r.Context(), r.PathValue("id")))
+	return nonNil(s.Broker.AccessRequests(r.Context(), r.PathValue("id")))
 }
 
 func (s *Server) requestAccess(r *http.Request) (any, error) {
@@ -508,7 +508,7 @@ func (s *Server) requestAccess(r *http.Request) (any, error) {
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	return s.Service.RequestAccess(r.Context(), r.PathValue("id"), in)
+	return s.Broker.RequestAccess(r.Context(), r.PathValue("id"), in)
 }
 
 func (s *Server) grant(r *http.Request) (any, error) { return s.decideAccess(r, true) }
@@ -519,11 +519,11 @@ func (s *Server) decideAccess(r *http.Request, grant bool) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.DecideAccess(r.Context(), r.PathValue("id"), r.PathValue("request"), grant, actor(r), req.Note)
+	return s.Broker.DecideAccess(r.Context(), r.PathValue("id"), r.PathValue("request"), grant, actor(r), req.Note)
 }
 
 func (s *Server) agents(r *http.Request) (any, error) {
-	return nonNil(s.Service.Agents(r.Context()))
+	return nonNil(s.Projects.Agents(r.Context()))
 }
 
 func (s *Server) addAgent(r *http.Request) (any, error) {
@@ -531,23 +531,23 @@ func (s *Server) addAgent(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.AddAgent(r.Context(), req)
+	return s.Projects.AddAgent(r.Context(), req)
 }
 
 func (s *Server) agent(r *http.Request) (any, error) {
-	return s.Service.Agent(r.Context(), r.PathValue("name"))
+	return s.Projects.Agent(r.Context(), r.PathValue("name"))
 }
 
 func (s *Server) removeAgent(r *http.Request) (any, error) {
-	return map[string]string{"removed": r.PathValue("name")}, s.Service.RemoveAgent(r.Context(), r.PathValue("name"))
+	return map[string]string{"removed": r.PathValue("name")}, s.Projects.RemoveAgent(r.Context(), r.PathValue("name"))
 }
 
 func (s *Server) projectManifest(r *http.Request) (any, error) {
-	return s.Service.ProjectManifest(r.Context(), r.PathValue("name"))
+	return s.Verifier.ProjectManifest(r.Context(), r.PathValue("name"))
 }
 
 func (s *Server) projectCheckout(r *http.Request) (any, error) {
-	return s.Service.ProjectCheckout(r.Context(), r.PathValue("name"))
+	return s.Projects.ProjectCheckout(r.Context(), r.PathValue("name"))
 }
 
 func (s *Server) startFlow(r *http.Request) (any, error) {
@@ -555,15 +555,15 @@ func (s *Server) startFlow(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.StartFlow(r.Context(), req)
+	return s.Flows.StartFlow(r.Context(), req)
 }
 
 func (s *Server) flows(r *http.Request) (any, error) {
-	return nonNil(s.Service.Flows(r.Context(), r.URL.Query().Get("project")))
+	return nonNil(s.Flows.Flows(r.Context(), r.URL.Query().Get("project")))
 }
 
 func (s *Server) flow(r *http.Request) (any, error) {
-	return s.Service.Flow(r.Context(), r.PathValue("flow"))
+	return s.Flows.Flow(r.Context(), r.PathValue("flow"))
 }
 
 func (s *Server) pickEvent(r *http.Request) (any, error) {
@@ -571,5 +571,5 @@ func (s *Server) pickEvent(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.PickEvent(r.Context(), r.PathValue("id"), r.PathValue("event"), req)
+	return s.Flows.PickEvent(r.Context(), r.PathValue("id"), r.PathValue("event"), req)
 }

@@ -250,7 +250,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	// sockets again through it.
 	var info daemonInfo
 	watch := &configWatch{home: home, path: o.config, flags: changed, flagValues: o, storeOverridden: storeOverridden, started: cfg, level: level, m: m, log: logger}
-	api := &httpapi.Server{Service: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus {
+	api := &httpapi.Server{Projects: m, Runs: m, Jobs: m, Broker: m, Changes: m, Provenance: m, Verifier: m, Reviews: m, Forks: m, Flows: m, Queue: m, Bundles: m, Collector: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus {
 		st := info
 		st.RestartNeeded = watch.restartNeeded()
 		return st
