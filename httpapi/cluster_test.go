@@ -14,7 +14,7 @@ import (
 // fakeCluster says where runs are: on this node unless where says
 // otherwise; it records Nodes and Adopt as calls of svc.
 type fakeCluster struct {
-	svc   *fake
+	svc   *fakeState
 	self  paddock.Node
 	mu    sync.Mutex
 	where map[string]paddock.Node
@@ -71,7 +71,7 @@ func newTwoNodes(t *testing.T) *twoNodes {
 	tn.bListener = httptest.NewServer(tn.b.srv.NodeHandler())
 	t.Cleanup(tn.bListener.Close)
 	tn.cb.self.Address = tn.bListener.URL
-	res, _ := tn.b.svc.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	res, _ := fakeJobs{tn.b.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
 	tn.bRun, tn.bTok = res.Run.ID, res.Token
 	tn.b.svc.asked()
 	// The shared store: a knows b's run and its token.
