@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/broker"
 )
 
 // fake is a run as the server sees it through paddock.Service: its
@@ -532,5 +533,17 @@ func TestMenuTools(t *testing.T) {
 	}
 	if tools := listed(t, cs); len(tools) != 1 || tools["read"] == nil {
 		t.Fatalf("after the flow moved: %v", tools)
+	}
+}
+
+// TestToolNamesAreNoWorkflowEvents: every tool the MCP server may offer
+// is a name a workflow's event may not take; otherwise the server drops
+// that event from the menu it lists (a clash) and an MCP agent can never
+// pick it.
+func TestToolNamesAreNoWorkflowEvents(t *testing.T) {
+	for name := range toolDefs {
+		if !broker.Known(name) {
+			t.Errorf("tool %s is offered over MCP but a workflow may name an event %s", name, name)
+		}
 	}
 }
