@@ -268,7 +268,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	pageTCP := &onDemandTCP{newServer: func() *http.Server { return newHTTPServer(api.TCPHandler(), logger, writeTimeout) }, log: logger}
 	api.UI = ui.NewSessions()
 	api.UIAddr = pageTCP.addr
-	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Service: m, CallTool: managerTool(m), Version: version(), Logger: logger})
+	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Runs: m, Broker: m, Changes: m, Verifier: m, Flows: m, CallTool: managerTool(m), Version: version(), Logger: logger})
 	api.MCP = mcpHTTP
 	api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
 		return machineReport(ctx, "daemon", doctorConfig{sandboxUID: m.SandboxUID, perExec: m.Harnesses.PerExec, idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})
