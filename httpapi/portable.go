@@ -1,12 +1,27 @@
 package httpapi
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/paddock-dev/paddock"
 )
+
+// Bundles carry a run's change set between daemons: Bundle writes a
+// run's submitted change set as a signed bundle, BundleKey is the public
+// key it is signed with, Import restores a run from a bundle read from
+// body (see package bundle).
+type Bundles interface {
+	// Run is the bundles' look at a run: a missing one is an error
+	// envelope, before any byte of a bundle.
+	Run(ctx context.Context, id string) (*paddock.Run, error)
+	Bundle(ctx context.Context, id string, w io.Writer) error
+	BundleKey(ctx context.Context) (*paddock.BundleKey, error)
+	Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error)
+}
 
 // BundleType is a bundle's media type.
 const BundleType = "application/vnd.paddock.bundle+tar"
@@ -82,7 +97,17 @@ func (s *Server) importBundle(w http.ResponseWriter, r *http.Request) {
 	writeData(w, http.StatusCreated, res)
 }
 
-// The merge queue.
+// Queue is the merge queue: QueueAdd puts an approved run in it, Queue
+// lists it (of a project, finished entries too if all), QueueEntry is a
+// run's newest entry, QueueRemove takes one out, QueueUndo moves the
+// branch a landed one moved back.
+type Queue interface {
+	QueueAdd(ctx context.Context, id string, req paddock.QueueAddRequest, by string) (*paddock.QueueEntry, error)
+	Queue(ctx context.Context, project string, all bool) ([]*paddock.QueueEntry, error)
+	QueueEntry(ctx context.Context, id string) (*paddock.QueueEntry, error)
+	QueueRemove(ctx context.Context, id, by string) (*paddock.QueueEntry, error)
+	QueueUndo(ctx context.Context, id, by string) (*paddock.QueueEntry, error)
+}
 
 func (s *Server) queueAdd(r *http.Request) (any, error) {
 	var req paddock.QueueAddRequest
