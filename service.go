@@ -10,7 +10,7 @@ import (
 // API speak it: lifecycle.Manager serves it in the daemon, client.Client
 // calls it over /v1, and httpapi serves it from whichever it is given. What
 // only the daemon can decide (who the caller is, its limits, a run's
-// secrets and tokens) is not here: httpapi.Service adds it.
+// secrets and tokens) is not here: httpapi's interfaces add it.
 type Service interface {
 	AddProject(ctx context.Context, req AddProjectRequest) (*Project, error)
 	Projects(ctx context.Context) ([]*Project, error)

@@ -24,7 +24,7 @@ const maxClientFrame = 64 << 10
 // streams in as the output streams out, on a terminal when the request asks
 // for one (see paddock.AttachProtocol for the frames). The request is read
 // and checked as exec/stream's is; then the connection is switched over,
-// the command runs through the Service (the broker, the sandbox) with what
+// the command runs through the Broker (and the sandbox) with what
 // the frames bring, and its result (or the refusal) is the last frame.
 // Every output frame passes the run's funnel. The command lasts as long
 // as the client stays: a connection that drops ends it.
@@ -43,7 +43,7 @@ func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	red, err := s.Service.Redactor(r.Context(), id)
+	red, err := s.Broker.Redactor(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -72,7 +72,7 @@ func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
 		defer close(readerDone)
 		readFrames(brw.Reader, stdin, resize, cancel)
 	}()
-	res, err := s.Service.ExecAttach(ctx, id, req, paddock.ExecIO{Stdin: stdin, Resize: resize,
+	res, err := s.Broker.ExecAttach(ctx, id, req, paddock.ExecIO{Stdin: stdin, Resize: resize,
 		Stdout: out.stream(paddock.FrameStdout), Stderr: out.stream(paddock.FrameStderr)})
 	var end paddock.AttachEnd
 	if err != nil {

@@ -116,9 +116,9 @@ func (a *attached) end() (stdout, stderr string, end paddock.AttachEnd) {
 // is an envelope before anything runs.
 func TestExecAttach(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newFixtureOf(t, func(s *Server, st *fakeState) { s.Broker, s.Jobs = fakeBroker{st}, fakeJobs{st} })
 	const v = "s3cr3t-attach-7"
-	r := f.newRun(t)
+	r := f.svc.newRun("app", nil)
 	f.svc.secret[r.ID] = "API_TOKEN=" + v
 	f.svc.asked()
 	path := "/v1/runs/" + r.ID + "/exec/attach"
@@ -195,15 +195,15 @@ func TestExecAttach(t *testing.T) {
 // command (the service's context), as a dropped exec/stream does.
 func TestExecAttachEndsWithItsClient(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	r := f.newRun(t)
+	f := newFixtureOf(t, func(s *Server, st *fakeState) { s.Broker = fakeBroker{st} })
+	r := f.svc.newRun("app", nil)
 	a := attach(t, f.h, "/v1/runs/"+r.ID+"/exec/attach", `{"argv":["agent"]}`)
 	a.send(paddock.FrameStdin, "x")
 	a.until("x")
 	a.conn.Close()
 	waitGone(t, f, r.ID)
 	// Nor when the command reads none of what was typed.
-	r = f.newRun(t)
+	r = f.svc.newRun("app", nil)
 	a = attach(t, f.h, "/v1/runs/"+r.ID+"/exec/attach", `{"argv":["noread"]}`)
 	for range 4 {
 		a.send(paddock.FrameStdin, strings.Repeat("p", 60<<10)) // a paste

@@ -264,7 +264,7 @@ func (s *Server) NodeHandler() http.Handler {
 		ctx := context.WithValue(r.Context(), actorKey, a+" via node "+by)
 		tok, hasTok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		switch {
-		case hasTok && strings.HasPrefix(tok, "pdk_run_") && s.Service != nil:
+		case hasTok && strings.HasPrefix(tok, "pdk_run_") && s.Jobs != nil:
 			var err error
 			if ctx, err = s.asRunsAgent(ctx, tok); err != nil {
 				writeError(w, err)

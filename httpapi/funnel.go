@@ -15,10 +15,10 @@ import (
 // masked where it was produced, not here.
 func (s *Server) runFunnel(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
 	id := r.PathValue("id")
-	if id == "" || s.Service == nil {
+	if id == "" || s.Broker == nil {
 		return w
 	}
-	red, err := s.Service.Redactor(r.Context(), id)
+	red, err := s.Broker.Redactor(r.Context(), id)
 	if err != nil || !red.Declared() {
 		return w
 	}

@@ -8,8 +8,12 @@
 //
 // The routes are one table (routes.go): each route's method and path, who
 // may call it (the operator, or also a run's own token), its status on
-// success and its handler. The server serves a Service (service.go): the
-// daemon's lifecycle.Manager, or a test's fake.
+// success and its handler. The handlers of each concern are in a file of
+// their own with the interface they call (projects.go: Projects, runs.go:
+// Runs, jobs.go: Jobs, broker.go and attach.go: Broker, changes.go,
+// verify.go, flows.go, portable.go: Bundles and Queue), which holds only
+// the calls its routes make: the daemon's lifecycle.Manager provides them,
+// a test gives the fakes it needs.
 //
 // # Hardening
 //
@@ -40,7 +44,6 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -68,9 +71,34 @@ const MaxWait = 60 * time.Second
 
 // Server is the HTTP API of one daemon.
 type Server struct {
-	// Service is what the API serves: the daemon's lifecycle.Manager.
-	Service Service
-	Logger  *slog.Logger
+	// The services the routes call, one per concern: the daemon's
+	// lifecycle.Manager's. Each is a slice of paddock.Service (the
+	// protocol client.Client speaks too) and of what only the daemon
+	// decides: who the caller is (the by arguments, named by the
+	// connection's actor, never by the request), its limits, a run's
+	// secrets and tokens. Run and Project are every service's, so an
+	// interface that needs one holds it too.
+	//
+	// A route calls only its concern's, so a server may leave out those
+	// whose routes it is not asked (a test); reaching one of those
+	// panics. Without Jobs, no run token is admitted; without Broker, no
+	// answer is masked by a run's declared secrets (the funnel's redactor
+	// is the broker's).
+	Projects   Projects
+	Runs       Runs
+	Jobs       Jobs
+	Broker     Broker
+	Changes    Changes
+	Provenance Provenance
+	Verifier   Verifier
+	Reviews    Reviews
+	Forks      Forks
+	Flows      Flows
+	Queue      Queue
+	Bundles    Bundles
+	Collector  Collector
+
+	Logger *slog.Logger
 	// Token is required as a bearer token on TCP listeners.
 	Token string
 	// Status returns the daemon's status for /v1/status.
@@ -132,24 +160,6 @@ const (
 	actorKey ctxKey = iota
 	scopeKey        // the run a run token was issued for
 )
-
-// operatorOnly refuses what only the operator may ask of a command, when a
-// run's own token asks: to run with less confinement than this machine can
-// enforce. The network a command gets is the service's to decide for every
-// way an agent reaches exec (lifecycle's agentExec): none unless it asks,
-// and never above its definition's ceiling.
-func (s *Server) operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
-	if _, agent := r.Context().Value(scopeKey).(string); !agent {
-		return nil
-	}
-	if req.AllowDegraded {
-		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
-	}
-	if req.Session {
-		return paddock.Errorf(paddock.CodeForbidden, "session is the operator's: an agent's commands are commands of its session, with their own limits")
-	}
-	return nil
-}
 
 // ConnContext records who is on the other end of a connection: the peer's
 // user on a unix socket, the remote address on TCP. Pass it as
@@ -222,7 +232,7 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 				// The unix socket's 0600 mode is the operator's credential.
 			case s.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1:
 				// The daemon's token: the operator.
-			case strings.HasPrefix(got, "pdk_run_") && s.Service != nil:
+			case strings.HasPrefix(got, "pdk_run_") && s.Jobs != nil:
 				ctx, err := s.asRunsAgent(r.Context(), got)
 				if err != nil {
 					writeError(w, err)
@@ -245,7 +255,7 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 // asRunsAgent is ctx for a call made with a run's token: scoped to that
 // run, as its agent; unauthorized for a token no run has.
 func (s *Server) asRunsAgent(ctx context.Context, token string) (context.Context, error) {
-	id, err := s.Service.RunForToken(ctx, token)
+	id, err := s.Jobs.RunForToken(ctx, token)
 	if err != nil {
 		return nil, paddock.Errorf(paddock.CodeUnauthorized, "unknown token: neither the daemon's (the token file in its state directory) nor a live run's")
 	}
@@ -290,213 +300,6 @@ func hostAllowed(host string, tcp bool) bool {
 //
 //go:embed openapi.json
 var openAPI []byte
-
-// SSEHeartbeat is how often an idle event stream sends a comment, so that
-// proxies and clients see it alive.
-var SSEHeartbeat = 15 * time.Second
-
-// changeSetDiff streams a change set's whole diff from its file: however
-// large it is, it never sits in memory. The file is masked already (see
-// changeset.MaskDiff); the stream passes the run's funnel all the same, as
-// every answer does.
-func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
-	red, err := s.Service.Redactor(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	d, hash, err := s.Service.ChangeSetDiff(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	defer d.Close()
-	http.NewResponseController(w).SetWriteDeadline(time.Time{}) // a large diff outlives the write timeout
-	w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set(paddock.ChangeSetHashHeader, hash)
-	w.WriteHeader(http.StatusOK)
-	mask := red.NewWriter(w)
-	if _, err := io.Copy(mask, d); err == nil {
-		mask.Close()
-	}
-}
-
-// eventStream serves a run's events as Server-Sent Events: each event's id
-// is its seq, so a client that reconnects with Last-Event-ID (or ?after=)
-// gets every later event once, in order.
-func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	after, err := intParam(r.URL.Query().Get("after"), "after")
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		if after, err = intParam(last, "Last-Event-ID"); err != nil {
-			writeError(w, err)
-			return
-		}
-	}
-	if _, err := s.Service.Events(r.Context(), id, after, 1); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rc := http.NewResponseController(w)
-	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	rc.Flush()
-	for r.Context().Err() == nil {
-		ctx, cancel := context.WithTimeout(r.Context(), SSEHeartbeat)
-		evs, err := s.Service.WaitEvents(ctx, id, after, 500)
-		cancel()
-		if err != nil {
-			return
-		}
-		if len(evs) == 0 {
-			io.WriteString(w, ": keep-alive\n\n")
-		}
-		for _, e := range evs {
-			data, _ := json.Marshal(e)
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, redact.Shapes(data))
-			after = e.Seq
-		}
-		if rc.Flush() != nil {
-			return
-		}
-	}
-}
-
-// mcp hands a run's MCP request to the MCP server (s.MCP), for a caller
-// the route admitted (the run's token on its own run, or the operator) and
-// a run that exists. What it writes passes the run's funnel, one message
-// (an SSE event, a JSON answer) per write; a session's stream lasts as
-// long as the session, past the server's write timeout.
-func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
-	if s.MCP == nil {
-		writeError(w, paddock.Errorf(paddock.CodeUnsupported, "this daemon serves no MCP over HTTP; use paddock mcp RUN"))
-		return
-	}
-	if _, err := s.Service.Run(r.Context(), r.PathValue("id")); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	red, err := s.Service.Redactor(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	s.MCP.ServeHTTP(&mcpMasker{ResponseWriter: w, red: red}, r)
-}
-
-// mcpMasker masks credential shapes and the run's declared secrets in
-// every write of an MCP answer.
-type mcpMasker struct {
-	http.ResponseWriter
-	red *redact.Redactor
-}
-
-func (m *mcpMasker) Unwrap() http.ResponseWriter { return m.ResponseWriter }
-
-func (m *mcpMasker) Write(p []byte) (int, error) {
-	if _, err := m.ResponseWriter.Write(m.red.Secrets(redact.Shapes(p))); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// StreamLine is one line of POST /v1/runs/{id}/exec/stream, an NDJSON
-// stream: output chunks as they come (base64, masked), then one line with the
-// result or the error.
-type StreamLine struct {
-	Stream string              `json:"stream,omitempty"` // stdout or stderr
-	Data   []byte              `json:"data,omitempty"`   // base64 in JSON
-	Result *paddock.ExecResult `json:"result,omitempty"`
-	Error  *paddock.Error      `json:"error,omitempty"`
-}
-
-// execStream runs a command and streams its output. Errors before the
-// command starts are ordinary envelopes; after that they end the stream.
-func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
-	var req paddock.ExecRequest
-	if err := decodeN(r, &req, maxExecBody); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := s.operatorOnly(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	// The stream lasts as long as the command (its wall limit bounds it);
-	// each line must still be taken within WriteStall.
-	rc := http.NewResponseController(w)
-	var mu sync.Mutex
-	enc := json.NewEncoder(w)
-	send := func(line StreamLine) {
-		mu.Lock()
-		defer mu.Unlock()
-		rc.SetWriteDeadline(time.Now().Add(WriteStall))
-		enc.Encode(line)
-		rc.Flush()
-	}
-	chunk := func(name string) io.Writer {
-		return writerFunc(func(p []byte) (int, error) {
-			send(StreamLine{Stream: name, Data: bytes.Clone(p)})
-			return len(p), nil
-		})
-	}
-	res, err := s.Service.ExecStream(r.Context(), r.PathValue("id"), req, chunk("stdout"), chunk("stderr"))
-	if err != nil {
-		var pe *paddock.Error
-		if !errors.As(err, &pe) || pe.Code == paddock.CodeInternal {
-			s.log().Error("exec failed", "path", r.URL.Path, "err", err)
-			pe = &paddock.Error{Code: paddock.CodeInternal, Message: "internal error (details are in the daemon log)"}
-		}
-		send(StreamLine{Error: pe})
-		return
-	}
-	res.Stdout, res.Stderr = "", "" // already streamed
-	send(StreamLine{Result: res})
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// events answers GET /v1/runs/{id}/events?after=SEQ&limit=N&wait=DURATION.
-// With wait, an empty answer is held until an event arrives or wait passes.
-func (s *Server) events(r *http.Request) (any, error) {
-	q := r.URL.Query()
-	after, err := intParam(q.Get("after"), "after")
-	if err != nil {
-		return nil, err
-	}
-	limit, err := intParam(q.Get("limit"), "limit")
-	if err != nil {
-		return nil, err
-	}
-	id := r.PathValue("id")
-	if w := q.Get("wait"); w != "" {
-		d, err := time.ParseDuration(w)
-		if err != nil || d < 0 {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "wait must be a duration such as 30s")
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), min(d, MaxWait))
-		defer cancel()
-		return s.Service.WaitEvents(ctx, id, after, int(limit))
-	}
-	return s.Service.Events(r.Context(), id, after, int(limit))
-}
 
 func intParam(v, name string) (int64, error) {
 	if v == "" {

@@ -20,23 +20,32 @@ import (
 	"github.com/paddock-dev/paddock/ui"
 )
 
-// The API's tests serve a fake Service (fake_test.go): what they hold is
-// the API's side (routes, reach, statuses, envelopes, hardening, streams);
-// what the manager does with a call is lifecycle's to test.
+// The API's tests serve fakes of its services (fake_test.go): what they
+// hold is the API's side (routes, reach, statuses, envelopes, hardening,
+// streams); what the manager does with a call is lifecycle's to test.
 
 type fixture struct {
 	srv *Server
-	svc *fake
+	// svc is what the fakes share: the runs, and the record of every
+	// call to any of them.
+	svc *fakeState
 	h   http.Handler
 	log *bytes.Buffer
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture serves every service, each a fake.
+func newFixture(t *testing.T) *fixture { return newFixtureOf(t, serveAll) }
+
+// newFixtureOf serves only the fakes serve gives the server: a test of one
+// concern builds only its own. The others' fields stay nil, so a route of
+// theirs reached by mistake panics.
+func newFixtureOf(t *testing.T, serve func(*Server, *fakeState)) *fixture {
 	t.Helper()
 	logb := &bytes.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logb, nil))
-	svc := newFake()
-	srv := &Server{Service: svc, Logger: logger, Token: "t0k3n", Status: func() paddock.DaemonStatus { return paddock.DaemonStatus{PID: 42} }}
+	svc := newFakeState()
+	srv := &Server{Logger: logger, Token: "t0k3n", Status: func() paddock.DaemonStatus { return paddock.DaemonStatus{PID: 42} }}
+	serve(srv, svc)
 	srv.MCP = fakeMCP{svc}
 	srv.UI = ui.NewSessions()
 	srv.UIAddr = func(context.Context) (string, error) { return "127.0.0.1:4567", nil }
@@ -46,7 +55,7 @@ func newFixture(t *testing.T) *fixture {
 // fakeMCP stands for the daemon's MCP server: it records the request as a
 // call (so a test sees whether it was reached, and as whom) and echoes the
 // body back, as a message stream would carry what a call answered.
-type fakeMCP struct{ svc *fake }
+type fakeMCP struct{ svc *fakeState }
 
 func (m fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
@@ -182,7 +191,7 @@ func TestEveryRoute(t *testing.T) {
 	// One node of a cluster: every run is its own, nothing is forwarded.
 	f.srv.Cluster = &fakeCluster{svc: f.svc, self: paddock.Node{ID: "n0", State: paddock.NodeAlive}}
 	f.h = f.srv.Handler()
-	b, _ := f.svc.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	b, _ := fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
 	id := b.Run.ID
 	f.svc.asked()
 	run := "/v1/runs/" + id
@@ -318,8 +327,8 @@ func routeMux() *http.ServeMux {
 // error before the command is an envelope, one after ends the stream.
 func TestExecStream(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	r := f.newRun(t)
+	f := newFixtureOf(t, func(s *Server, st *fakeState) { s.Broker = fakeBroker{st} })
+	r := f.svc.newRun("app", nil)
 	rec := httptest.NewRecorder()
 	f.h.ServeHTTP(rec, httptest.NewRequest("POST", "http://paddock/v1/runs/"+r.ID+"/exec/stream", strings.NewReader(`{"argv":["true"]}`)))
 	if ct := rec.Header().Get("Content-Type"); rec.Code != 200 || ct != "application/x-ndjson" {
@@ -462,7 +471,7 @@ func TestInternalErrorsHideDetail(t *testing.T) {
 
 func TestEventsWait(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newFixtureOf(t, func(s *Server, st *fakeState) { s.Runs = fakeRuns{st} })
 	r := f.newRun(t)
 	done := make(chan answer, 1)
 	start := time.Now()
@@ -542,7 +551,7 @@ func TestStrictJSON(t *testing.T) {
 // resumes after it, so every event is seen once, in order.
 func TestEventStream(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newFixtureOf(t, func(s *Server, st *fakeState) { s.Runs = fakeRuns{st} })
 	srv := httptest.NewServer(f.h)
 	defer srv.Close()
 	r := f.newRun(t)

@@ -1,12 +1,27 @@
 package httpapi
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/paddock-dev/paddock"
 )
+
+// Bundles carry a run's change set between daemons: Bundle writes a
+// run's submitted change set as a signed bundle, BundleKey is the public
+// key it is signed with, Import restores a run from a bundle read from
+// body (see package bundle).
+type Bundles interface {
+	// Run is the bundles' look at a run: a missing one is an error
+	// envelope, before any byte of a bundle.
+	Run(ctx context.Context, id string) (*paddock.Run, error)
+	Bundle(ctx context.Context, id string, w io.Writer) error
+	BundleKey(ctx context.Context) (*paddock.BundleKey, error)
+	Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error)
+}
 
 // BundleType is a bundle's media type.
 const BundleType = "application/vnd.paddock.bundle+tar"
@@ -19,7 +34,7 @@ const BundleType = "application/vnd.paddock.bundle+tar"
 // and signature, which no reader accepts.
 func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := s.Service.Run(r.Context(), id); err != nil {
+	if _, err := s.Bundles.Run(r.Context(), id); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -29,7 +44,7 @@ func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
 	}}
-	if err := s.Service.Bundle(r.Context(), id, bw); err != nil {
+	if err := s.Bundles.Bundle(r.Context(), id, bw); err != nil {
 		if bw.started {
 			s.log().Error("a bundle was cut short", "run", id, "err", err)
 			return
@@ -56,7 +71,7 @@ func (l *lazyHeader) Write(p []byte) (int, error) {
 	return l.ResponseWriter.Write(p)
 }
 
-func (s *Server) bundleKey(r *http.Request) (any, error) { return s.Service.BundleKey(r.Context()) }
+func (s *Server) bundleKey(r *http.Request) (any, error) { return s.Bundles.BundleKey(r.Context()) }
 
 // importBundle answers POST /v1/import?project=P&kind=K&trust=KEY&untrusted=true:
 // the body is the bundle.
@@ -74,7 +89,7 @@ func (s *Server) importBundle(w http.ResponseWriter, r *http.Request) {
 	// A large bundle takes longer to send than the server's read timeout.
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(30 * time.Minute))
 	body := http.MaxBytesReader(w, r.Body, paddock.MaxBundle)
-	res, err := s.Service.Import(r.Context(), req, body)
+	res, err := s.Bundles.Import(r.Context(), req, body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -82,14 +97,24 @@ func (s *Server) importBundle(w http.ResponseWriter, r *http.Request) {
 	writeData(w, http.StatusCreated, res)
 }
 
-// The merge queue.
+// Queue is the merge queue: QueueAdd puts an approved run in it, Queue
+// lists it (of a project, finished entries too if all), QueueEntry is a
+// run's newest entry, QueueRemove takes one out, QueueUndo moves the
+// branch a landed one moved back.
+type Queue interface {
+	QueueAdd(ctx context.Context, id string, req paddock.QueueAddRequest, by string) (*paddock.QueueEntry, error)
+	Queue(ctx context.Context, project string, all bool) ([]*paddock.QueueEntry, error)
+	QueueEntry(ctx context.Context, id string) (*paddock.QueueEntry, error)
+	QueueRemove(ctx context.Context, id, by string) (*paddock.QueueEntry, error)
+	QueueUndo(ctx context.Context, id, by string) (*paddock.QueueEntry, error)
+}
 
 func (s *Server) queueAdd(r *http.Request) (any, error) {
 	var req paddock.QueueAddRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Service.QueueAdd(r.Context(), r.PathValue("id"), req, actor(r))
+	return s.Queue.QueueAdd(r.Context(), r.PathValue("id"), req, actor(r))
 }
 
 func (s *Server) queue(r *http.Request) (any, error) {
@@ -97,17 +122,17 @@ func (s *Server) queue(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.Service.Queue(r.Context(), r.URL.Query().Get("project"), all)
+	return s.Queue.Queue(r.Context(), r.URL.Query().Get("project"), all)
 }
 
 func (s *Server) queueEntry(r *http.Request) (any, error) {
-	return s.Service.QueueEntry(r.Context(), r.PathValue("id"))
+	return s.Queue.QueueEntry(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) queueRemove(r *http.Request) (any, error) {
-	return s.Service.QueueRemove(r.Context(), r.PathValue("id"), actor(r))
+	return s.Queue.QueueRemove(r.Context(), r.PathValue("id"), actor(r))
 }
 
 func (s *Server) queueUndo(r *http.Request) (any, error) {
-	return s.Service.QueueUndo(r.Context(), r.PathValue("id"), actor(r))
+	return s.Queue.QueueUndo(r.Context(), r.PathValue("id"), actor(r))
 }

@@ -1,12 +1,11 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/gitx"
-	"github.com/paddock-dev/paddock/tools"
 )
 
 // caller says who may call a route, beyond the guard (which lets in the
@@ -232,7 +231,8 @@ func (rt *route) admits(r *http.Request) error {
 	return nil
 }
 
-// The handlers, in the order of the table.
+// The daemon's own handlers; each concern's are in its own file, with the
+// interface they call.
 
 func (s *Server) health(r *http.Request) (any, error) {
 	return map[string]string{"status": "ok"}, nil
@@ -252,324 +252,16 @@ func (s *Server) doctor(r *http.Request) (any, error) {
 	return s.Doctor(r.Context()), nil
 }
 
+// Collector is the daemon's garbage collection: GC finds what the records
+// and the disk disagree about and, unless dryRun, cleans it.
+type Collector interface {
+	GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error)
+}
+
 func (s *Server) gc(r *http.Request) (any, error) {
 	var req paddock.GCRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return nonNil(s.Service.GC(r.Context(), req.DryRun))
-}
-
-func (s *Server) addProject(r *http.Request) (any, error) {
-	var req paddock.AddProjectRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.AddProject(r.Context(), req)
-}
-
-func (s *Server) projects(r *http.Request) (any, error) {
-	return nonNil(s.Service.Projects(r.Context()))
-}
-
-func (s *Server) project(r *http.Request) (any, error) {
-	return s.Service.Project(r.Context(), r.PathValue("name"))
-}
-
-func (s *Server) setProject(r *http.Request) (any, error) {
-	var req paddock.SetProjectRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.SetProject(r.Context(), r.PathValue("name"), actor(r), req)
-}
-
-func (s *Server) removeProject(r *http.Request) (any, error) {
-	return map[string]string{"removed": r.PathValue("name")}, s.Service.RemoveProject(r.Context(), r.PathValue("name"))
-}
-
-func (s *Server) unlock(r *http.Request) (any, error) {
-	var req paddock.UnlockRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	l, err := s.Service.Unlock(r.Context(), r.PathValue("name"), actor(r), req.Force)
-	return paddock.UnlockResult{Released: l, By: actor(r)}, err
-}
-
-func (s *Server) create(r *http.Request) (any, error) {
-	var req paddock.CreateRunRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.Create(r.Context(), req)
-}
-
-func (s *Server) bootstrap(r *http.Request) (any, error) {
-	var req paddock.BootstrapRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.Bootstrap(r.Context(), req)
-}
-
-func (s *Server) runs(r *http.Request) (any, error) {
-	all, err := boolParam(r, "all")
-	if err != nil {
-		return nil, err
-	}
-	return nonNil(s.Service.Runs(r.Context(), paddock.RunFilter{Project: r.URL.Query().Get("project"), Removed: all}))
-}
-
-func (s *Server) run(r *http.Request) (any, error) {
-	return s.Service.Run(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) remove(r *http.Request) (any, error) {
-	return s.Service.Remove(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) retain(r *http.Request) (any, error) {
-	return s.Service.Retain(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) review(r *http.Request) (any, error) {
-	var req paddock.ReviewRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.Review(r.Context(), r.PathValue("id"), req.Agent)
-}
-
-func (s *Server) fork(r *http.Request) (any, error) {
-	var req paddock.ForkRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.Fork(r.Context(), r.PathValue("id"), req)
-}
-
-func (s *Server) reject(r *http.Request) (any, error) {
-	return s.Service.Reject(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) checkpoint(r *http.Request) (any, error) {
-	var req paddock.CheckpointRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	if req.Reason == "" {
-		req.Reason = "requested by " + actor(r)
-	}
-	return s.Service.Checkpoint(r.Context(), r.PathValue("id"), req.Reason)
-}
-
-func (s *Server) resume(r *http.Request) (any, error) {
-	return s.Service.Resume(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) artifact(r *http.Request) (any, error) {
-	return s.Service.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))
-}
-
-func (s *Server) tools(r *http.Request) (any, error) {
-	return s.Service.Tools(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) callTool(r *http.Request) (any, error) {
-	args, err := readObject(r)
-	if err != nil {
-		return nil, err
-	}
-	return s.Service.CallTool(r.Context(), r.PathValue("id"), r.PathValue("name"), args)
-}
-
-func (s *Server) deliver(r *http.Request) (any, error) {
-	lim := s.InboxLimits
-	if lim.MaxFile == 0 {
-		lim = tools.DefaultInboxLimits
-	}
-	if r.ContentLength > lim.MaxFile {
-		return nil, paddock.Errorf(paddock.CodeTooLarge, "inbox: the file is larger than %d bytes; nothing was written", lim.MaxFile)
-	}
-	body := http.MaxBytesReader(nil, r.Body, lim.MaxFile+1)
-	return s.Service.Deliver(r.Context(), r.PathValue("id"), r.URL.Query().Get("name"), body, lim)
-}
-
-func (s *Server) exec(r *http.Request) (any, error) {
-	var req paddock.ExecRequest
-	if err := decodeN(r, &req, maxExecBody); err != nil {
-		return nil, err
-	}
-	if err := s.operatorOnly(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.Exec(r.Context(), r.PathValue("id"), req)
-}
-
-func (s *Server) startJob(r *http.Request) (any, error) {
-	var req paddock.StartJobRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	if req.Exec != nil {
-		if err := s.operatorOnly(r, req.Exec); err != nil {
-			return nil, err
-		}
-	}
-	return s.Service.StartJob(r.Context(), r.PathValue("id"), req)
-}
-
-func (s *Server) jobs(r *http.Request) (any, error) {
-	return s.Service.Jobs(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) jobStatus(r *http.Request) (any, error) {
-	return s.Service.JobStatus(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) job(r *http.Request) (any, error) {
-	return s.Service.Job(r.Context(), r.PathValue("id"), r.PathValue("job"))
-}
-
-func (s *Server) cancelJob(r *http.Request) (any, error) {
-	return s.Service.CancelJob(r.Context(), r.PathValue("id"), r.PathValue("job"))
-}
-
-func (s *Server) changeSet(r *http.Request) (any, error) {
-	return s.Service.ChangeSet(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) submit(r *http.Request) (any, error) {
-	var req paddock.SubmitRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.SubmitExpecting(r.Context(), r.PathValue("id"), req.ExpectHash)
-}
-
-func (s *Server) approve(r *http.Request) (any, error) {
-	var req paddock.ApproveRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	if len(req.Hunks) > 0 {
-		return s.Service.ApproveHunks(r.Context(), r.PathValue("id"), req.Hash, req.Hunks, actor(r))
-	}
-	return s.Service.Approve(r.Context(), r.PathValue("id"), req.Hash, actor(r))
-}
-
-func (s *Server) blame(r *http.Request) (any, error) {
-	return s.Service.Blame(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
-}
-
-func (s *Server) apply(r *http.Request) (any, error) {
-	var req paddock.ApplyRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	switch req.To {
-	case "", "branch":
-		if req.ThreeWay {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "a 3-way merge applies only to --to worktree (a branch is built on the base, where nothing needs merging)")
-		}
-		return s.Service.Apply(r.Context(), r.PathValue("id"), req.Branch, gitx.Identity{Name: req.AuthorName, Email: req.AuthorEmail})
-	case "worktree":
-		if req.Branch != "" {
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "a branch name applies only to --to branch")
-		}
-		return s.Service.ApplyToWorktree(r.Context(), r.PathValue("id"), req.ThreeWay)
-	}
-	return nil, paddock.Errorf(paddock.CodeBadRequest, "apply to %q: branch or worktree", req.To)
-}
-
-func (s *Server) undo(r *http.Request) (any, error) {
-	return s.Service.Undo(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) capabilities(r *http.Request) (any, error) {
-	return s.Service.Capabilities(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) verify(r *http.Request) (any, error) {
-	var req paddock.VerifyRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.Verify(r.Context(), r.PathValue("id"), req)
-}
-
-func (s *Server) accessRequests(r *http.Request) (any, error) {
-	return nonNil(s.Service.AccessRequests(r.Context(), r.PathValue("id")))
-}
-
-func (s *Server) requestAccess(r *http.Request) (any, error) {
-	var in paddock.AccessRequestInput
-	if err := decode(r, &in); err != nil {
-		return nil, err
-	}
-	return s.Service.RequestAccess(r.Context(), r.PathValue("id"), in)
-}
-
-func (s *Server) grant(r *http.Request) (any, error) { return s.decideAccess(r, true) }
-func (s *Server) deny(r *http.Request) (any, error)  { return s.decideAccess(r, false) }
-
-func (s *Server) decideAccess(r *http.Request, grant bool) (any, error) {
-	var req paddock.DecideRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.DecideAccess(r.Context(), r.PathValue("id"), r.PathValue("request"), grant, actor(r), req.Note)
-}
-
-func (s *Server) agents(r *http.Request) (any, error) {
-	return nonNil(s.Service.Agents(r.Context()))
-}
-
-func (s *Server) addAgent(r *http.Request) (any, error) {
-	var req paddock.AddAgentRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.AddAgent(r.Context(), req)
-}
-
-func (s *Server) agent(r *http.Request) (any, error) {
-	return s.Service.Agent(r.Context(), r.PathValue("name"))
-}
-
-func (s *Server) removeAgent(r *http.Request) (any, error) {
-	return map[string]string{"removed": r.PathValue("name")}, s.Service.RemoveAgent(r.Context(), r.PathValue("name"))
-}
-
-func (s *Server) projectManifest(r *http.Request) (any, error) {
-	return s.Service.ProjectManifest(r.Context(), r.PathValue("name"))
-}
-
-func (s *Server) projectCheckout(r *http.Request) (any, error) {
-	return s.Service.ProjectCheckout(r.Context(), r.PathValue("name"))
-}
-
-func (s *Server) startFlow(r *http.Request) (any, error) {
-	var req paddock.StartFlowRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.StartFlow(r.Context(), req)
-}
-
-func (s *Server) flows(r *http.Request) (any, error) {
-	return nonNil(s.Service.Flows(r.Context(), r.URL.Query().Get("project")))
-}
-
-func (s *Server) flow(r *http.Request) (any, error) {
-	return s.Service.Flow(r.Context(), r.PathValue("flow"))
-}
-
-func (s *Server) pickEvent(r *http.Request) (any, error) {
-	var req paddock.MenuEventRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return s.Service.PickEvent(r.Context(), r.PathValue("id"), r.PathValue("event"), req)
+	return nonNil(s.Collector.GC(r.Context(), req.DryRun))
 }

@@ -10,7 +10,8 @@
 // on stdio as a client of the daemon (client.Client), and the daemon
 // serves it at /v1/runs/{id}/mcp over streamable HTTP from its
 // lifecycle.Manager (Handler). Either way every call is a call of
-// paddock.Service, so it passes through the broker like any other.
+// paddock.Service (through the narrow interfaces of services.go), so it
+// passes through the broker like any other.
 package mcpserver
 
 import (
@@ -43,9 +44,13 @@ type CallTool func(ctx context.Context, id, name string, args json.RawMessage) (
 
 // Config is what a run's server is made from.
 type Config struct {
-	// Service is paddock's protocol: the daemon's Manager, or a
-	// client.Client of it.
-	Service paddock.Service
+	// The services the server calls (services.go): the daemon's
+	// Manager's, or a client.Client of it in each. All are needed.
+	Runs     Runs
+	Broker   Broker
+	Changes  Changes
+	Verifier Verifier
+	Flows    Flows
 	// CallTool runs a working tool (paddock.Service has no such call: the
 	// API and the Manager type their tools differently).
 	CallTool CallTool
@@ -82,7 +87,7 @@ type Server struct {
 // answering every call with an error that says why.
 func New(ctx context.Context, cfg Config, id string) (*Server, error) {
 	ctx = paddock.WithAgent(ctx)
-	r, err := cfg.Service.Run(ctx, id)
+	r, err := cfg.Runs.Run(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +178,7 @@ var closedStates = []paddock.WorkspaceState{paddock.StateRejected, paddock.State
 // refresh lists the tools the run's capabilities offer now: each added or
 // removed sends tools/list_changed to the sessions.
 func (s *Server) refresh(ctx context.Context) {
-	caps, err := s.cfg.Service.Capabilities(ctx, s.run)
+	caps, err := s.cfg.Broker.Capabilities(ctx, s.run)
 	var closed error
 	switch {
 	case err != nil && (paddock.IsCode(err, paddock.CodeNotFound) || paddock.IsCode(err, paddock.CodeConflict)):
@@ -247,7 +252,7 @@ func (s *Server) watch(ctx context.Context, after int64) {
 		return
 	}
 	for ctx.Err() == nil {
-		evs, err := s.cfg.Service.WaitEvents(ctx, s.run, after, 500)
+		evs, err := s.cfg.Runs.WaitEvents(ctx, s.run, after, 500)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -301,7 +306,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	var text, mime string
 	switch uri {
 	case changeSetURI(s.run), diffURI(s.run):
-		cs, err := s.cfg.Service.ChangeSet(ctx, s.run)
+		cs, err := s.cfg.Changes.ChangeSet(ctx, s.run)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: oneLine(err)}
 		}
@@ -340,7 +345,7 @@ func (s *Server) events(ctx context.Context) ([]*paddock.Event, error) {
 	out := []*paddock.Event{}
 	var after int64
 	for {
-		evs, err := s.cfg.Service.Events(ctx, s.run, after, 1000)
+		evs, err := s.cfg.Runs.Events(ctx, s.run, after, 1000)
 		if err != nil {
 			return nil, err
 		}
@@ -436,7 +441,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		case paddock.ToolDiff:
 			if err = tools.Decode(name, args, &struct{}{}); err == nil {
 				var cs *paddock.ChangeSet
-				if cs, err = s.cfg.Service.ChangeSet(ctx, s.run); err == nil {
+				if cs, err = s.cfg.Changes.ChangeSet(ctx, s.run); err == nil {
 					return diffResult(cs), nil
 				}
 			}
@@ -444,23 +449,23 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			var in paddock.SubmitRequest
 			if err = tools.Decode(name, args, &in); err == nil {
 				var cs *paddock.ChangeSet
-				if cs, err = s.cfg.Service.SubmitExpecting(ctx, s.run, in.ExpectHash); err == nil {
+				if cs, err = s.cfg.Changes.SubmitExpecting(ctx, s.run, in.ExpectHash); err == nil {
 					res = summary(cs)
 				}
 			}
 		case paddock.ToolVerify:
 			var in paddock.VerifyRequest
 			if err = tools.Decode(name, args, &in); err == nil {
-				res, err = s.cfg.Service.Verify(ctx, s.run, in)
+				res, err = s.cfg.Verifier.Verify(ctx, s.run, in)
 			}
 		case paddock.ToolCapabilities:
 			if err = tools.Decode(name, args, &struct{}{}); err == nil {
-				res, err = s.cfg.Service.Capabilities(ctx, s.run)
+				res, err = s.cfg.Broker.Capabilities(ctx, s.run)
 			}
 		case paddock.ToolRequestAccess:
 			var in paddock.AccessRequestInput
 			if err = tools.Decode(name, args, &in); err == nil {
-				res, err = s.cfg.Service.RequestAccess(ctx, s.run, in)
+				res, err = s.cfg.Broker.RequestAccess(ctx, s.run, in)
 			}
 		default: // a working tool
 			var out json.RawMessage
@@ -513,7 +518,7 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, args json.R
 		er.Stdin = []byte(in.Stdin)
 	}
 	p := &progress{ctx: ctx, session: req.Session, token: req.Params.GetProgressToken()}
-	res, err := s.cfg.Service.ExecStream(ctx, s.run, er, p.writer("stdout", &p.stdout), p.writer("stderr", &p.stderr))
+	res, err := s.cfg.Broker.ExecStream(ctx, s.run, er, p.writer("stdout", &p.stdout), p.writer("stderr", &p.stderr))
 	if err != nil {
 		return errorResult(err, s.cfg.Logger), nil
 	}
@@ -744,7 +749,7 @@ func (s *Server) menuHandler(event string) mcp.ToolHandler {
 		if err := strictjson.Unmarshal(args, &in); err != nil {
 			return errorResult(paddock.Errorf(paddock.CodeBadRequest, "%s: invalid arguments: %s", event, paddock.ErrorMessage(err)), s.cfg.Logger), nil
 		}
-		f, err := s.cfg.Service.PickEvent(ctx, s.run, event, in)
+		f, err := s.cfg.Flows.PickEvent(ctx, s.run, event, in)
 		if err != nil {
 			return errorResult(err, s.cfg.Logger), nil
 		}

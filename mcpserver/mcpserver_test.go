@@ -17,13 +17,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/broker"
 )
 
-// fake is a run as the server sees it through paddock.Service: its
-// capabilities and its events, which a test changes. The methods the
-// server does not call are the embedded nil interface's (a call panics).
-type fake struct {
-	paddock.Service
+// fakeRun is a run as the server sees it through its services: its
+// capabilities and its events, which a test changes, and the calls the
+// fakes were asked. Each service's fake (fakeRuns, fakeBroker, ...) is a
+// view of it.
+type fakeRun struct {
 	mu     sync.Mutex
 	caps   paddock.Capabilities
 	events []*paddock.Event
@@ -32,16 +33,42 @@ type fake struct {
 	enf    paddock.Enforcement // what ExecStream says the sandbox enforced
 }
 
-func newFake(tools ...string) *fake {
-	f := &fake{wake: make(chan struct{}), caps: paddock.Capabilities{Run: "r-1", State: paddock.StateActive, Net: "none"}}
+func newFake(tools ...string) *fakeRun {
+	f := &fakeRun{wake: make(chan struct{}), caps: paddock.Capabilities{Run: "r-1", State: paddock.StateActive, Net: "none"}}
 	for _, t := range tools {
 		f.caps.Tools = append(f.caps.Tools, paddock.ToolCapability{Name: t})
 	}
 	return f
 }
 
+// config serves f with every service the server calls; the methods no
+// test reaches are the embedded nil interfaces' (a call panics), and a
+// Verifier is left out for the same reason.
+func (f *fakeRun) config() Config {
+	return Config{Runs: fakeRuns{f}, Broker: fakeBroker{fakeRun: f}, Changes: fakeChanges{fakeRun: f}, Flows: fakeFlows{f}}
+}
+
+// fakeRuns is the run and its event log.
+type fakeRuns struct{ *fakeRun }
+
+// fakeBroker answers the run's capabilities now, and runs a command by
+// writing three lines.
+type fakeBroker struct {
+	Broker // RequestAccess
+	*fakeRun
+}
+
+// fakeChanges answers one change set.
+type fakeChanges struct {
+	Changes // SubmitExpecting
+	*fakeRun
+}
+
+// fakeFlows records the events picked; "stale" is refused.
+type fakeFlows struct{ *fakeRun }
+
 // emit records an event of typ, after changing the run with change.
-func (f *fake) emit(typ string, change func(*paddock.Capabilities)) {
+func (f *fakeRun) emit(typ string, change func(*paddock.Capabilities)) {
 	f.mu.Lock()
 	if change != nil {
 		change(&f.caps)
@@ -52,14 +79,14 @@ func (f *fake) emit(typ string, change func(*paddock.Capabilities)) {
 	f.mu.Unlock()
 }
 
-func (f *fake) Run(ctx context.Context, id string) (*paddock.Run, error) {
+func (f fakeRuns) Run(ctx context.Context, id string) (*paddock.Run, error) {
 	if id != "r-1" {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %s", id)
 	}
 	return &paddock.Run{ID: id}, nil
 }
 
-func (f *fake) Capabilities(ctx context.Context, id string) (*paddock.Capabilities, error) {
+func (f fakeBroker) Capabilities(ctx context.Context, id string) (*paddock.Capabilities, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.caps
@@ -67,7 +94,7 @@ func (f *fake) Capabilities(ctx context.Context, id string) (*paddock.Capabiliti
 	return &c, nil
 }
 
-func (f *fake) Events(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
+func (f fakeRuns) Events(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if int(after) >= len(f.events) {
@@ -76,7 +103,7 @@ func (f *fake) Events(ctx context.Context, id string, after int64, limit int) ([
 	return slices.Clone(f.events[after:]), nil
 }
 
-func (f *fake) WaitEvents(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
+func (f fakeRuns) WaitEvents(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error) {
 	for {
 		f.mu.Lock()
 		wake := f.wake
@@ -92,11 +119,7 @@ func (f *fake) WaitEvents(ctx context.Context, id string, after int64, limit int
 	}
 }
 
-func (f *fake) ExecAttach(ctx context.Context, id string, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error) {
-	return nil, paddock.Errorf(paddock.CodeUnsupported, "no attached exec over MCP")
-}
-
-func (f *fake) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
+func (f fakeBroker) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, "exec "+strings.Join(req.Argv, " ")+" net="+req.Net+" agent="+map[bool]string{true: "yes", false: "no"}[paddock.AgentCall(ctx)])
 	f.mu.Unlock()
@@ -106,21 +129,23 @@ func (f *fake) ExecStream(ctx context.Context, id string, req paddock.ExecReques
 	return &paddock.ExecResult{ExitCode: 0, Enforcement: f.enf}, nil
 }
 
-func (f *fake) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
+func (f fakeChanges) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet, error) {
 	return &paddock.ChangeSet{RunID: id, Hash: "sha256:ab", Entries: []paddock.ChangeEntry{{Path: ".github/workflows/ci.yml", Op: "add", Risks: []string{"ci"}}},
 		Diff: "diff --git a/x b/x\n+hello\n"}, nil
 }
 
 // connect serves the fake run and returns a client session to it.
-func connect(t *testing.T, f *fake, opts *mcp.ClientOptions) (*Server, *mcp.ClientSession) {
+func connect(t *testing.T, f *fakeRun, opts *mcp.ClientOptions) (*Server, *mcp.ClientSession) {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := New(ctx, Config{Service: f, CallTool: func(ctx context.Context, id, name string, args json.RawMessage) (json.RawMessage, error) {
+	cfg := f.config()
+	cfg.CallTool = func(ctx context.Context, id, name string, args json.RawMessage) (json.RawMessage, error) {
 		if name == "read" && strings.Contains(string(args), "..") {
 			return nil, paddock.Errorf(paddock.CodeForbidden, "the path %q\nleaves the workspace", "../x").WithRule("escape").WithDetail("path", "../x")
 		}
 		return json.RawMessage(`{"ok":true}`), nil
-	}}, "r-1")
+	}
+	srv, err := New(ctx, cfg, "r-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +476,7 @@ wait:
 // on its first request; a run that does not exist gets none.
 func TestHandlerKeepsRunsApart(t *testing.T) {
 	f := newFake("read")
-	h := NewHandler(Config{Service: f})
+	h := NewHandler(Config{Runs: fakeRuns{f}, Broker: fakeBroker{fakeRun: f}}) // what listing tools takes
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/v1/runs/{id}/mcp", h)
@@ -480,7 +505,7 @@ func TestHandlerKeepsRunsApart(t *testing.T) {
 	cs.Close()
 }
 
-func (f *fake) PickEvent(ctx context.Context, id, event string, req paddock.MenuEventRequest) (*paddock.Flow, error) {
+func (f fakeFlows) PickEvent(ctx context.Context, id, event string, req paddock.MenuEventRequest) (*paddock.Flow, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, fmt.Sprintf("pick %s head=%s findings=%v agent=%v", event, req.Head, req.Findings, paddock.AgentCall(ctx)))
@@ -532,5 +557,17 @@ func TestMenuTools(t *testing.T) {
 	}
 	if tools := listed(t, cs); len(tools) != 1 || tools["read"] == nil {
 		t.Fatalf("after the flow moved: %v", tools)
+	}
+}
+
+// TestToolNamesAreNoWorkflowEvents: every tool the MCP server may offer
+// is a name a workflow's event may not take; otherwise the server drops
+// that event from the menu it lists (a clash) and an MCP agent can never
+// pick it.
+func TestToolNamesAreNoWorkflowEvents(t *testing.T) {
+	for name := range toolDefs {
+		if !broker.Known(name) {
+			t.Errorf("tool %s is offered over MCP but a workflow may name an event %s", name, name)
+		}
 	}
 }

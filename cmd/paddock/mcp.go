@@ -71,7 +71,7 @@ environment; 3 no such run; 8 no daemon.`,
 
 // clientConfig serves a run as a client of the daemon (paddock mcp).
 func clientConfig(c *client.Client) mcpserver.Config {
-	return mcpserver.Config{Service: c, Version: version(),
+	return mcpserver.Config{Runs: c, Broker: c, Changes: c, Verifier: c, Flows: c, Version: version(),
 		CallTool: func(ctx context.Context, id, name string, args json.RawMessage) (json.RawMessage, error) {
 			return c.CallTool(ctx, id, name, args)
 		}}

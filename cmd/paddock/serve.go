@@ -250,7 +250,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	// sockets again through it.
 	var info daemonInfo
 	watch := &configWatch{home: home, path: o.config, flags: changed, flagValues: o, storeOverridden: storeOverridden, started: cfg, level: level, m: m, log: logger}
-	api := &httpapi.Server{Service: servicesOf(m), Logger: logger, Token: token, Status: func() paddock.DaemonStatus {
+	api := &httpapi.Server{Projects: m.Projects, Runs: m.Runs, Jobs: m.Jobs, Broker: m.Broker, Changes: m.Changes, Provenance: m.Provenance, Verifier: m.Verifier, Reviews: m.Reviews, Forks: m.Forks, Flows: m.Flows, Queue: m.Queue, Bundles: m.Bundles, Collector: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus {
 		st := info
 		st.RestartNeeded = watch.restartNeeded()
 		return st
@@ -268,7 +268,7 @@ func (a *app) runServe(ctx context.Context, o serveOptions, changed func(string)
 	pageTCP := &onDemandTCP{newServer: func() *http.Server { return newHTTPServer(api.TCPHandler(), logger, writeTimeout) }, log: logger}
 	api.UI = ui.NewSessions()
 	api.UIAddr = pageTCP.addr
-	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Service: servicesOf(m), CallTool: managerTool(m), Version: version(), Logger: logger})
+	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Runs: m.Runs, Broker: m.Broker, Changes: m.Changes, Verifier: m.Verifier, Flows: m.Flows, CallTool: managerTool(m), Version: version(), Logger: logger})
 	api.MCP = mcpHTTP
 	api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
 		return machineReport(ctx, "daemon", doctorConfig{sandboxUID: m.SandboxUID, perExec: m.Harnesses.PerExec, idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})

@@ -1,0 +1,228 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/redact"
+	"github.com/paddock-dev/paddock/tools"
+)
+
+// Broker is what a run may do and how its answers are masked: commands,
+// working tools, its inbox, its capabilities and access requests, and its
+// redactor (the funnel every answer about a run passes).
+type Broker interface {
+	// Run is the broker's look at a run (the MCP route's: the run must
+	// exist before its server is reached).
+	Run(ctx context.Context, id string) (*paddock.Run, error)
+
+	Exec(ctx context.Context, id string, req paddock.ExecRequest) (*paddock.ExecResult, error)
+	ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error)
+	ExecAttach(ctx context.Context, id string, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, error)
+
+	// Tools lists the working tools a run is offered; CallTool runs one
+	// with its arguments (one JSON object, read strictly already).
+	Tools(ctx context.Context, id string) ([]*tools.Tool, error)
+	CallTool(ctx context.Context, id, name string, args json.RawMessage) (any, error)
+	// Deliver writes body into a run's inbox, within the daemon's limits.
+	Deliver(ctx context.Context, id, name string, body io.Reader, lim tools.InboxLimits) (*paddock.InboxResult, error)
+
+	Capabilities(ctx context.Context, id string) (*paddock.Capabilities, error)
+	RequestAccess(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error)
+	AccessRequests(ctx context.Context, id string) ([]*paddock.AccessRequest, error)
+	// DecideAccess grants or denies a run's pending access request: only
+	// an operator's route reaches it (a run token never grants).
+	DecideAccess(ctx context.Context, id, reqID string, grant bool, by, note string) (*paddock.AccessRequest, error)
+
+	// Redactor masks a run's declared secrets (and credential shapes).
+	Redactor(ctx context.Context, id string) (*redact.Redactor, error)
+}
+
+func (s *Server) tools(r *http.Request) (any, error) {
+	return s.Broker.Tools(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) callTool(r *http.Request) (any, error) {
+	args, err := readObject(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.Broker.CallTool(r.Context(), r.PathValue("id"), r.PathValue("name"), args)
+}
+
+func (s *Server) deliver(r *http.Request) (any, error) {
+	lim := s.InboxLimits
+	if lim.MaxFile == 0 {
+		lim = tools.DefaultInboxLimits
+	}
+	if r.ContentLength > lim.MaxFile {
+		return nil, paddock.Errorf(paddock.CodeTooLarge, "inbox: the file is larger than %d bytes; nothing was written", lim.MaxFile)
+	}
+	body := http.MaxBytesReader(nil, r.Body, lim.MaxFile+1)
+	return s.Broker.Deliver(r.Context(), r.PathValue("id"), r.URL.Query().Get("name"), body, lim)
+}
+
+func (s *Server) exec(r *http.Request) (any, error) {
+	var req paddock.ExecRequest
+	if err := decodeN(r, &req, maxExecBody); err != nil {
+		return nil, err
+	}
+	if err := s.operatorOnly(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Broker.Exec(r.Context(), r.PathValue("id"), req)
+}
+
+func (s *Server) capabilities(r *http.Request) (any, error) {
+	return s.Broker.Capabilities(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) accessRequests(r *http.Request) (any, error) {
+	return nonNil(s.Broker.AccessRequests(r.Context(), r.PathValue("id")))
+}
+
+func (s *Server) requestAccess(r *http.Request) (any, error) {
+	var in paddock.AccessRequestInput
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	return s.Broker.RequestAccess(r.Context(), r.PathValue("id"), in)
+}
+
+func (s *Server) grant(r *http.Request) (any, error) { return s.decideAccess(r, true) }
+func (s *Server) deny(r *http.Request) (any, error)  { return s.decideAccess(r, false) }
+
+func (s *Server) decideAccess(r *http.Request, grant bool) (any, error) {
+	var req paddock.DecideRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Broker.DecideAccess(r.Context(), r.PathValue("id"), r.PathValue("request"), grant, actor(r), req.Note)
+}
+
+// operatorOnly refuses what only the operator may ask of a command, when a
+// run's own token asks: to run with less confinement than this machine can
+// enforce. The network a command gets is the service's to decide for every
+// way an agent reaches exec (lifecycle's agentExec): none unless it asks,
+// and never above its definition's ceiling.
+func (s *Server) operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
+	if _, agent := r.Context().Value(scopeKey).(string); !agent {
+		return nil
+	}
+	if req.AllowDegraded {
+		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
+	}
+	if req.Session {
+		return paddock.Errorf(paddock.CodeForbidden, "session is the operator's: an agent's commands are commands of its session, with their own limits")
+	}
+	return nil
+}
+
+// mcp hands a run's MCP request to the MCP server (s.MCP), for a caller
+// the route admitted (the run's token on its own run, or the operator) and
+// a run that exists. What it writes passes the run's funnel, one message
+// (an SSE event, a JSON answer) per write; a session's stream lasts as
+// long as the session, past the server's write timeout.
+func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
+	if s.MCP == nil {
+		writeError(w, paddock.Errorf(paddock.CodeUnsupported, "this daemon serves no MCP over HTTP; use paddock mcp RUN"))
+		return
+	}
+	if _, err := s.Broker.Run(r.Context(), r.PathValue("id")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	red, err := s.Broker.Redactor(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	s.MCP.ServeHTTP(&mcpMasker{ResponseWriter: w, red: red}, r)
+}
+
+// mcpMasker masks credential shapes and the run's declared secrets in
+// every write of an MCP answer.
+type mcpMasker struct {
+	http.ResponseWriter
+	red *redact.Redactor
+}
+
+func (m *mcpMasker) Unwrap() http.ResponseWriter { return m.ResponseWriter }
+
+func (m *mcpMasker) Write(p []byte) (int, error) {
+	if _, err := m.ResponseWriter.Write(m.red.Secrets(redact.Shapes(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// StreamLine is one line of POST /v1/runs/{id}/exec/stream, an NDJSON
+// stream: output chunks as they come (base64, masked), then one line with the
+// result or the error.
+type StreamLine struct {
+	Stream string              `json:"stream,omitempty"` // stdout or stderr
+	Data   []byte              `json:"data,omitempty"`   // base64 in JSON
+	Result *paddock.ExecResult `json:"result,omitempty"`
+	Error  *paddock.Error      `json:"error,omitempty"`
+}
+
+// execStream runs a command and streams its output. Errors before the
+// command starts are ordinary envelopes; after that they end the stream.
+func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
+	var req paddock.ExecRequest
+	if err := decodeN(r, &req, maxExecBody); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.operatorOnly(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// The stream lasts as long as the command (its wall limit bounds it);
+	// each line must still be taken within WriteStall.
+	rc := http.NewResponseController(w)
+	var mu sync.Mutex
+	enc := json.NewEncoder(w)
+	send := func(line StreamLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		rc.SetWriteDeadline(time.Now().Add(WriteStall))
+		enc.Encode(line)
+		rc.Flush()
+	}
+	chunk := func(name string) io.Writer {
+		return writerFunc(func(p []byte) (int, error) {
+			send(StreamLine{Stream: name, Data: bytes.Clone(p)})
+			return len(p), nil
+		})
+	}
+	res, err := s.Broker.ExecStream(r.Context(), r.PathValue("id"), req, chunk("stdout"), chunk("stderr"))
+	if err != nil {
+		var pe *paddock.Error
+		if !errors.As(err, &pe) || pe.Code == paddock.CodeInternal {
+			s.log().Error("exec failed", "path", r.URL.Path, "err", err)
+			pe = &paddock.Error{Code: paddock.CodeInternal, Message: "internal error (details are in the daemon log)"}
+		}
+		send(StreamLine{Error: pe})
+		return
+	}
+	res.Stdout, res.Stderr = "", "" // already streamed
+	send(StreamLine{Result: res})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

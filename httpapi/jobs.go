@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Jobs are a bootstrapped run's agent side: its bootstrap, its token and
+// artifacts, and the jobs it starts.
+type Jobs interface {
+	Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (*paddock.BootstrapResult, error)
+	// RunForToken names the run a run token was issued for: the guard
+	// admits a call made with it as that run's agent.
+	RunForToken(ctx context.Context, token string) (string, error)
+	Artifact(ctx context.Context, id, kind string) (*paddock.Artifact, error)
+	StartJob(ctx context.Context, id string, req paddock.StartJobRequest) (*paddock.Job, error)
+	Jobs(ctx context.Context, id string) ([]*paddock.Job, error)
+	JobStatus(ctx context.Context, id string) (*paddock.JobStatus, error)
+	Job(ctx context.Context, id, job string) (*paddock.Job, error)
+	CancelJob(ctx context.Context, id, job string) (*paddock.Job, error)
+}
+
+func (s *Server) bootstrap(r *http.Request) (any, error) {
+	var req paddock.BootstrapRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Jobs.Bootstrap(r.Context(), req)
+}
+
+func (s *Server) artifact(r *http.Request) (any, error) {
+	return s.Jobs.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))
+}
+
+func (s *Server) startJob(r *http.Request) (any, error) {
+	var req paddock.StartJobRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if req.Exec != nil {
+		if err := s.operatorOnly(r, req.Exec); err != nil {
+			return nil, err
+		}
+	}
+	return s.Jobs.StartJob(r.Context(), r.PathValue("id"), req)
+}
+
+func (s *Server) jobs(r *http.Request) (any, error) {
+	return s.Jobs.Jobs(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) jobStatus(r *http.Request) (any, error) {
+	return s.Jobs.JobStatus(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) job(r *http.Request) (any, error) {
+	return s.Jobs.Job(r.Context(), r.PathValue("id"), r.PathValue("job"))
+}
+
+func (s *Server) cancelJob(r *http.Request) (any, error) {
+	return s.Jobs.CancelJob(r.Context(), r.PathValue("id"), r.PathValue("job"))
+}

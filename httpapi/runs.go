@@ -1,0 +1,179 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/redact"
+)
+
+// Runs are the runs' lives and their event logs.
+type Runs interface {
+	Create(ctx context.Context, req paddock.CreateRunRequest) (*paddock.Run, error)
+	Runs(ctx context.Context, f paddock.RunFilter) ([]*paddock.Run, error)
+	Run(ctx context.Context, id string) (*paddock.Run, error)
+	Retain(ctx context.Context, id string) (*paddock.Run, error)
+	Reject(ctx context.Context, id string) (*paddock.Run, error)
+	Remove(ctx context.Context, id string) (*paddock.Run, error)
+	Checkpoint(ctx context.Context, id, reason string) (*paddock.Run, error)
+	Resume(ctx context.Context, id string) (*paddock.ResumeResult, error)
+	// Events and WaitEvents read a run's events after seq after (see
+	// paddock.Service); the event stream waits with WaitEvents.
+	Events(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error)
+	WaitEvents(ctx context.Context, id string, after int64, limit int) ([]*paddock.Event, error)
+}
+
+// Reviews makes a submitted change set's review run.
+type Reviews interface {
+	Review(ctx context.Context, id, agent string) (*paddock.Run, error)
+}
+
+// Forks makes runs stacked on a run's frozen files.
+type Forks interface {
+	Fork(ctx context.Context, id string, req paddock.ForkRequest) (*paddock.ForkResult, error)
+}
+
+func (s *Server) create(r *http.Request) (any, error) {
+	var req paddock.CreateRunRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Runs.Create(r.Context(), req)
+}
+
+func (s *Server) runs(r *http.Request) (any, error) {
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(s.Runs.Runs(r.Context(), paddock.RunFilter{Project: r.URL.Query().Get("project"), Removed: all}))
+}
+
+func (s *Server) run(r *http.Request) (any, error) {
+	return s.Runs.Run(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) remove(r *http.Request) (any, error) {
+	return s.Runs.Remove(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) retain(r *http.Request) (any, error) {
+	return s.Runs.Retain(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) review(r *http.Request) (any, error) {
+	var req paddock.ReviewRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Reviews.Review(r.Context(), r.PathValue("id"), req.Agent)
+}
+
+func (s *Server) fork(r *http.Request) (any, error) {
+	var req paddock.ForkRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.Forks.Fork(r.Context(), r.PathValue("id"), req)
+}
+
+func (s *Server) reject(r *http.Request) (any, error) {
+	return s.Runs.Reject(r.Context(), r.PathValue("id"))
+}
+
+func (s *Server) checkpoint(r *http.Request) (any, error) {
+	var req paddock.CheckpointRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if req.Reason == "" {
+		req.Reason = "requested by " + actor(r)
+	}
+	return s.Runs.Checkpoint(r.Context(), r.PathValue("id"), req.Reason)
+}
+
+func (s *Server) resume(r *http.Request) (any, error) {
+	return s.Runs.Resume(r.Context(), r.PathValue("id"))
+}
+
+// SSEHeartbeat is how often an idle event stream sends a comment, so that
+// proxies and clients see it alive.
+var SSEHeartbeat = 15 * time.Second
+
+// eventStream serves a run's events as Server-Sent Events: each event's id
+// is its seq, so a client that reconnects with Last-Event-ID (or ?after=)
+// gets every later event once, in order.
+func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	after, err := intParam(r.URL.Query().Get("after"), "after")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if after, err = intParam(last, "Last-Event-ID"); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	if _, err := s.Runs.Events(r.Context(), id, after, 1); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	for r.Context().Err() == nil {
+		ctx, cancel := context.WithTimeout(r.Context(), SSEHeartbeat)
+		evs, err := s.Runs.WaitEvents(ctx, id, after, 500)
+		cancel()
+		if err != nil {
+			return
+		}
+		if len(evs) == 0 {
+			io.WriteString(w, ": keep-alive\n\n")
+		}
+		for _, e := range evs {
+			data, _ := json.Marshal(e)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, redact.Shapes(data))
+			after = e.Seq
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// events answers GET /v1/runs/{id}/events?after=SEQ&limit=N&wait=DURATION.
+// With wait, an empty answer is held until an event arrives or wait passes.
+func (s *Server) events(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	after, err := intParam(q.Get("after"), "after")
+	if err != nil {
+		return nil, err
+	}
+	limit, err := intParam(q.Get("limit"), "limit")
+	if err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	if w := q.Get("wait"); w != "" {
+		d, err := time.ParseDuration(w)
+		if err != nil || d < 0 {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "wait must be a duration such as 30s")
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), min(d, MaxWait))
+		defer cancel()
+		return s.Runs.WaitEvents(ctx, id, after, int(limit))
+	}
+	return s.Runs.Events(r.Context(), id, after, int(limit))
+}
