@@ -10,7 +10,8 @@ import (
 // must not allow. Each row names the trick; a row that fails is a bypass.
 // (go test -toolexec=… under allow = ["go test"] with only -exec denied is
 // allowed by design: a prefix rule allows any further argument, and the
-// README says to deny the flags that make a program run another.)
+// security model (docs/SECURITY.md, "The broker") says to deny the flags
+// that make a program run another.)
 
 // strict is the definition of the red-team brief: exec narrowed to echo and
 // go test (not go test -exec), git push asks, write narrowed to docs/**

@@ -10,23 +10,25 @@ import (
 	"github.com/paddock-dev/paddock"
 )
 
-// TestReadmeListsEveryVerb: the README's "CLI at a glance" names every verb
-// `paddock --help` offers (and every project sub-verb), and its exit codes
-// are the table exitCode maps errors to. A verb added without its line, or
-// a code without its meaning, fails here rather than in a user's hands.
+// TestReadmeListsEveryVerb: the CLI reference, docs/CLI.md (README is a
+// first page and links to it), names every verb `paddock --help` offers
+// (and every project sub-verb) in its "Verbs" block, and its exit codes are
+// the table exitCode maps errors to. A verb added without its line, or a
+// code without its meaning, fails here rather than in a user's hands.
 func TestReadmeListsEveryVerb(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	const ref = "docs/CLI.md"
+	b, err := os.ReadFile("../../" + ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	_, glance, ok := strings.Cut(readme, "## The CLI at a glance")
+	doc := string(b)
+	_, verbs, ok := strings.Cut(doc, "\n## Verbs\n")
 	if !ok {
-		t.Fatal("README has no section \"The CLI at a glance\"")
+		t.Fatalf("%s has no section \"Verbs\"", ref)
 	}
-	glance, _, _ = strings.Cut(glance, "\n## ")
-	block := glance
-	if _, rest, ok := strings.Cut(glance, "```"); ok {
+	verbs, _, _ = strings.Cut(verbs, "\n## ")
+	block := verbs
+	if _, rest, ok := strings.Cut(verbs, "```"); ok {
 		block, _, _ = strings.Cut(rest, "```")
 	}
 	a := &app{getenv: func(string) string { return "" }}
@@ -35,7 +37,7 @@ func TestReadmeListsEveryVerb(t *testing.T) {
 			continue
 		}
 		if !regexp.MustCompile(`\bpaddock ` + regexp.QuoteMeta(c.Name()) + `\b`).MatchString(block) {
-			t.Errorf("README's CLI at a glance does not list paddock %s (%s)", c.Name(), c.Short)
+			t.Errorf("%s does not list paddock %s (%s)", ref, c.Name(), c.Short)
 		}
 		if c.Name() != "project" {
 			continue
@@ -48,13 +50,13 @@ func TestReadmeListsEveryVerb(t *testing.T) {
 		}
 		for _, sub := range c.Commands() {
 			if !sub.Hidden && sub.Name() != "help" && !regexp.MustCompile(`\b`+regexp.QuoteMeta(sub.Name())+`\b`).MatchString(strings.Join(project, "\n")) {
-				t.Errorf("README's CLI at a glance does not list paddock project %s (%s)", sub.Name(), sub.Short)
+				t.Errorf("%s does not list paddock project %s (%s)", ref, sub.Name(), sub.Short)
 			}
 		}
 	}
-	_, codes, ok := strings.Cut(glance, "Exit codes:")
+	_, codes, ok := strings.Cut(doc, "Exit codes:")
 	if !ok {
-		t.Fatal("README's CLI at a glance does not give the exit codes")
+		t.Fatalf("%s does not give the exit codes", ref)
 	}
 	codes, _, _ = strings.Cut(codes, "\n\n")
 	for _, line := range strings.Split(exitCodesHelp, "\n")[1:] {
@@ -63,7 +65,7 @@ func TestReadmeListsEveryVerb(t *testing.T) {
 			t.Fatalf("exit code line %q", line)
 		}
 		if !regexp.MustCompile(fmt.Sprintf(`(^|[\s,:])%d [a-z]`, n)).MatchString(codes) {
-			t.Errorf("README's exit codes do not say what %d means (%s)", n, strings.TrimSpace(line))
+			t.Errorf("%s's exit codes do not say what %d means (%s)", ref, n, strings.TrimSpace(line))
 		}
 	}
 }
