@@ -41,13 +41,19 @@ import (
 // A fingerprint written before this form (32 hex digits, a hash of every
 // root commit and the path) is still checked the old way, by walking.
 
+// Fingerprints reads and checks repositories' fingerprints with g's git.
+type Fingerprints struct{ g *Git }
+
+// Fingerprints is g's reader of fingerprints.
+func (g *Git) Fingerprints() Fingerprints { return Fingerprints{g} }
+
 // fingerprintPrefix starts a fingerprint of the current form.
 const fingerprintPrefix = "git-root:"
 
 // Fingerprint reads repo's fingerprint. It walks HEAD's history once, to
 // find a root commit; CheckFingerprint never does.
-func (g *Git) Fingerprint(ctx context.Context, repo *Repo) (string, error) {
-	root, err := g.line(ctx, repoAt(repo.Root), "rev-list", "--max-parents=0", "--max-count=1", "HEAD", "--")
+func (f Fingerprints) Fingerprint(ctx context.Context, repo *Repo) (string, error) {
+	root, err := f.g.line(ctx, repoAt(repo.Root), "rev-list", "--max-parents=0", "--max-count=1", "HEAD", "--")
 	if err != nil || root == "" {
 		return "", fmt.Errorf("gitx: fingerprint: find a root commit: %w", err)
 	}
@@ -61,10 +67,10 @@ func (g *Git) Fingerprint(ctx context.Context, repo *Repo) (string, error) {
 // CheckFingerprint reports whether repo is the repository fp was read from.
 // Its cost does not depend on the repository's history: a stat and one
 // object lookup. An error is a failure to check, not a mismatch.
-func (g *Git) CheckFingerprint(ctx context.Context, repo *Repo, fp string) (bool, error) {
+func (f Fingerprints) CheckFingerprint(ctx context.Context, repo *Repo, fp string) (bool, error) {
 	rest, ok := strings.CutPrefix(fp, fingerprintPrefix)
 	if !ok {
-		return g.checkLegacyFingerprint(ctx, repo, fp)
+		return f.checkLegacyFingerprint(ctx, repo, fp)
 	}
 	var root, dir string
 	var ino uint64
@@ -83,7 +89,7 @@ func (g *Git) CheckFingerprint(ctx context.Context, repo *Repo, fp string) (bool
 	}
 	// The object's type, by its full name: a lookup in the pack indexes,
 	// never a walk. A missing object is git's exit 128, a mismatch.
-	typ, err := g.line(ctx, repoAt(repo.Root), "cat-file", "-t", root)
+	typ, err := f.g.line(ctx, repoAt(repo.Root), "cat-file", "-t", root)
 	if err != nil && ctx.Err() != nil {
 		return false, fmt.Errorf("gitx: check fingerprint: %w", err)
 	}
@@ -97,10 +103,10 @@ func (g *Git) CheckFingerprint(ctx context.Context, repo *Repo, fp string) (bool
 // its copy against the fingerprint it made this way the first time,
 // rather than against the declaring node's inode. ok is false when repo
 // is not that repository (another path, or no such root commit).
-func (g *Git) LocalFingerprint(ctx context.Context, repo *Repo, fp string) (local string, ok bool, err error) {
+func (f Fingerprints) LocalFingerprint(ctx context.Context, repo *Repo, fp string) (local string, ok bool, err error) {
 	rest, isNew := strings.CutPrefix(fp, fingerprintPrefix)
 	if !isNew {
-		same, err := g.checkLegacyFingerprint(ctx, repo, fp)
+		same, err := f.checkLegacyFingerprint(ctx, repo, fp)
 		return fp, same, err
 	}
 	var root, dir string
@@ -115,7 +121,7 @@ func (g *Git) LocalFingerprint(ctx context.Context, repo *Repo, fp string) (loca
 	if err != nil {
 		return "", false, fmt.Errorf("gitx: local fingerprint: %w", err)
 	}
-	typ, err := g.line(ctx, repoAt(repo.Root), "cat-file", "-t", root)
+	typ, err := f.g.line(ctx, repoAt(repo.Root), "cat-file", "-t", root)
 	if err != nil && ctx.Err() != nil {
 		return "", false, fmt.Errorf("gitx: local fingerprint: %w", err)
 	}
@@ -128,8 +134,8 @@ func (g *Git) LocalFingerprint(ctx context.Context, repo *Repo, fp string) (loca
 // checkLegacyFingerprint checks a fingerprint of the first form: a hash of
 // every root commit of HEAD's history and the common directory's path.
 // Checking it walks the whole history; re-declaring the project replaces it.
-func (g *Git) checkLegacyFingerprint(ctx context.Context, repo *Repo, fp string) (bool, error) {
-	roots, err := g.run(ctx, repoAt(repo.Root), "rev-list", "--max-parents=0", "HEAD", "--")
+func (f Fingerprints) checkLegacyFingerprint(ctx context.Context, repo *Repo, fp string) (bool, error) {
+	roots, err := f.g.run(ctx, repoAt(repo.Root), "rev-list", "--max-parents=0", "HEAD", "--")
 	if err != nil {
 		return false, fmt.Errorf("gitx: check fingerprint: %w", err)
 	}

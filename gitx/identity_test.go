@@ -31,7 +31,7 @@ func TestFingerprint(t *testing.T) {
 		}
 		return r
 	}
-	fp, err := g.Fingerprint(ctx, inspect(repo))
+	fp, err := g.Fingerprints().Fingerprint(ctx, inspect(repo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestFingerprint(t *testing.T) {
 	}
 	check := func(path string, want bool, why string) {
 		t.Helper()
-		same, err := g.CheckFingerprint(ctx, inspect(path), fp)
+		same, err := g.Fingerprints().CheckFingerprint(ctx, inspect(path), fp)
 		if err != nil || same != want {
 			t.Errorf("%s: CheckFingerprint = %t, %v; want %t", why, same, err, want)
 		}
@@ -89,7 +89,7 @@ func TestFingerprint(t *testing.T) {
 	check(repo, false, "its root commit pruned")
 
 	// A malformed fingerprint is an error, not a verdict.
-	if _, err := g.CheckFingerprint(ctx, inspect(repo), "git-root:-x inode:1 dir:0"); err == nil {
+	if _, err := g.Fingerprints().CheckFingerprint(ctx, inspect(repo), "git-root:-x inode:1 dir:0"); err == nil {
 		t.Error("a malformed fingerprint was checked")
 	}
 }
@@ -107,12 +107,12 @@ func TestLegacyFingerprint(t *testing.T) {
 	root := gittest.Git(t, repo, "rev-list", "--max-parents=0", "HEAD")
 	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s", root, r.CommonDir))
 	legacy := hex.EncodeToString(h[:])[:32]
-	if same, err := g.CheckFingerprint(ctx, r, legacy); err != nil || !same {
+	if same, err := g.Fingerprints().CheckFingerprint(ctx, r, legacy); err != nil || !same {
 		t.Fatalf("legacy fingerprint: %t, %v", same, err)
 	}
 	other := gittest.NewRepo(t, filepath.Join(t.TempDir(), "other"), map[string]string{"b": "b\n"})
 	ro, _ := g.Inspect(ctx, other)
-	if same, err := g.CheckFingerprint(ctx, ro, legacy); err != nil || same {
+	if same, err := g.Fingerprints().CheckFingerprint(ctx, ro, legacy); err != nil || same {
 		t.Fatalf("legacy fingerprint of another repository: %t, %v", same, err)
 	}
 }

@@ -351,174 +351,38 @@ func (nd *Nodes) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult
 	if err := nd.checkOpen(); err != nil {
 		return nil, err
 	}
-	r, p, err := nd.runAndProject(ctx, id)
+	a, err := nd.planAdoption(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if r.Workspace == nil {
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s has no workspace: there is nothing to restore", id)
-	}
-	if r.Workspace.Kind == paddock.KindOperatorDir {
-		return nil, paddock.Errorf(paddock.CodeUnsupported, "run %s works in a directory the operator handed over on its node; it cannot move", id)
-	}
-	switch r.Workspace.State {
-	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed, paddock.StateRequested, paddock.StatePreparing:
-	default:
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is %s: only a live run is adopted", id, r.Workspace.State)
-	}
-	if r.Node == nd.Cluster.Self().ID {
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is on this node (%s) already", id, r.Node)
-	}
-	if r.NodeState == paddock.NodeAlive {
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is on node %s, which is alive: only a lost or stopped node's runs are adopted", id, r.Node)
-	}
-	cp, err := nd.Cluster.LoadCheckpoint(ctx, id)
-	if err != nil {
-		if paddock.IsCode(err, paddock.CodeNotFound) {
-			return nil, paddock.Errorf(paddock.CodeNotFound, "run %s has no checkpoint in the shared store (its node was lost before one was stored): there is nothing to restore it from", id)
-		}
-		return nil, err
-	}
-	man, files, err := readCheckpoint(cp.Content)
-	if err != nil {
-		return nil, internal("the run's checkpoint does not read", err)
-	}
-	prov, err := nd.provider(r.Workspace.Kind)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := nd.Git.Resolve(ctx, p.Root, cp.BaseRevision+"^{commit}"); err != nil {
-		return nil, paddock.Errorf(paddock.CodeNotFound, "project %s has no commit %s here, the run's base: this node's copy of the project must have it", p.Name, cp.BaseRevision)
-	}
-	var jobs []*paddock.Job
-	if err := nd.Store.View(ctx, func(tx paddock.Tx) (err error) {
-		jobs, err = tx.Jobs(ctx, id, "")
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	var job *paddock.Job
-	// The last job, interrupted when its node was lost, or still running
-	// when its node stopped without recording its end (TakeRun interrupts
-	// it), is taken over.
-	if n := len(jobs); n > 0 && (jobs[n-1].State == paddock.JobInterrupted || jobs[n-1].State == paddock.JobRunning) {
-		job = jobs[n-1]
-	}
-
-	orig := *r.Workspace // what the run goes back to if the adoption fails
 	// While its files are restored, no checkpoint of the run is stored:
-	// the one in the store is what a retry restores from. The marker says
-	// to a restart that the adoption was cut short, and what to give back.
+	// the one in the store is what a retry restores from.
 	nd.adopting.Store(id, true)
 	defer nd.adopting.Delete(id)
-	marker := adoptionMarker{From: r.Node, Root: orig.Root, State: orig.State}
-	if err := nd.writeAdoptionMarker(id, marker); err != nil {
-		return nil, internal("recording the adoption failed", err)
-	}
-	w := r.Workspace
-	w.Root = filepath.Join(nd.WorkspacesDir, id)
-	w.BaseRevision = cp.BaseRevision
-	w.State, w.Reason, w.UpdatedAt = paddock.StatePreparing, adoptingReason+r.Node, now()
-	from, err := nd.Cluster.TakeRun(ctx, id, func(tx paddock.Tx) error {
-		if err := tx.UpdateWorkspace(ctx, w); err != nil {
-			return err
-		}
-		_, err := tx.AppendEvent(ctx, id, paddock.EventAdopted, map[string]any{"from_node": r.Node, "to_node": nd.Cluster.Self().ID,
-			"by": by, "checkpoint": cp.Hash, "checkpoint_taken_at": cp.TakenAt, "entries": len(man.Entries), "not_carried": skipped(man.Skipped),
-			"from_root": orig.Root, "from_state": orig.State})
-		return err
-	})
-	if err != nil {
-		os.Remove(nd.adoptionMarkerPath(id))
+	if err := a.take(ctx, by); err != nil {
 		return nil, err
 	}
-	nd.notify()
-	nd.log().Info("adopting a run", "run", id, "from", from)
-	fail := func(what string, err error) (*paddock.AdoptResult, error) {
-		nd.log().Error("adopting a run failed", "run", id, "step", what, "err", err)
-		nd.giveBack(context.WithoutCancel(ctx), r, p, w, orig, from, what+": "+paddock.ErrorMessage(err))
-		var pe *paddock.Error
-		if errors.As(err, &pe) {
-			return nil, err
-		}
-		return nil, internal("adopting the run failed ("+what+")", err)
-	}
-	if err := prov.Prepare(nd.runs.progress(ctx, id), p, w); err != nil {
-		return fail("preparing its workspace", err)
-	}
-	if nd.SandboxUID != 0 {
-		if err := chownTree(w.Root, nd.SandboxUID); err != nil {
-			return fail("handing its workspace to the sandbox user", err)
-		}
-	}
-	if err := nd.views.prepareAux(r); err != nil {
-		return fail("making its home", err)
-	}
-	if man.Bootstrap {
-		if err := durable.WriteFile(filepath.Join(nd.runDir(id), "bootstrap.json"), files["bootstrap.json"]); err != nil {
-			return fail("writing its bootstrap record", err)
-		}
+	if err := a.restoreWorkspace(ctx); err != nil {
+		return nil, a.fail(ctx, err)
 	}
 	done := context.WithoutCancel(ctx)
-	if err := nd.update(done, func(tx paddock.Tx) error {
-		cur, err := tx.Run(done, id)
-		if err != nil {
-			return err
-		}
-		return nd.transition(done, tx, cur, paddock.StateReady, "adopted from node "+from)
-	}); err != nil {
-		return fail("recording its workspace ready", err)
-	}
-	notRestored := []string{}
-	for i, e := range man.Entries {
-		path := string(e.Path)
-		if !utf8.Valid(e.Path) {
-			notRestored = append(notRestored, fmt.Sprintf("%q: its name is not UTF-8, which the working tools do not write", path))
-			continue
-		}
-		var content []byte
-		if !e.Deleted {
-			content = files["f/"+strconv.Itoa(i)]
-			if content == nil {
-				content = []byte{} // an empty file, not a deletion
-			}
-		}
-		if err := nd.runs.writeFile(done, id, path, content, e.Mode == "100755"); err != nil {
-			notRestored = append(notRestored, fmt.Sprintf("%q: %s", path, paddock.ErrorMessage(err)))
-		}
-	}
-	res := &paddock.AdoptResult{FromNode: from, Checkpoint: cp.Hash, TakenAt: cp.TakenAt, Entries: len(man.Entries)}
+	notRestored := a.restoreFiles(done)
+	res := &paddock.AdoptResult{FromNode: a.from, Checkpoint: a.cp.Hash, TakenAt: a.cp.TakenAt, Entries: len(a.man.Entries)}
 	cs, err := nd.changes.ChangeSet(done, id)
 	if err != nil {
-		return fail("reading the restored change set", err)
+		return nil, a.fail(ctx, adoptStep{"reading the restored change set", err})
 	}
-	data := map[string]any{"checkpoint": cp.Hash, "restored": cs.Hash, "same": cs.Hash == cp.Hash, "not_restored": notRestored,
+	data := map[string]any{"checkpoint": a.cp.Hash, "restored": cs.Hash, "same": cs.Hash == a.cp.Hash, "not_restored": notRestored,
 		// What stayed on the lost node's disk: its records of the run.
 		"not_carried": "the run's job logs and results, its change sets computed before, its provenance journal (diff --blame), its apply journal"}
-	// A submission stayed on the lost node's disk too: the restored files
-	// are submitted again under the same hash when they make it (an
-	// approval of it is the operator's to give again), and named when not.
-	if sub, applied := nd.lastSubmitted(done, id); sub != "" && applied {
-		// Submitting it again would offer what is merged already.
-		data["submission_not_carried"] = sub + ": it was applied on node " + from + "; its submission record stayed there"
-	} else if sub != "" {
-		if sub == cs.Hash {
-			if _, err := nd.changes.Submit(done, id); err != nil {
-				data["submission_not_carried"] = sub + ": submitting it again failed: " + paddock.ErrorMessage(err)
-			} else {
-				data["resubmitted"] = sub
-			}
+	a.resubmit(done, cs.Hash, data)
+	if a.job != nil {
+		if err := nd.adoptJob(done, a.job, a.from); err != nil {
+			data["job"], data["job_error"] = a.job.ID, paddock.ErrorMessage(err)
+			nd.log().Error("taking over an adopted run's job failed", "run", id, "job", a.job.ID, "err", err)
 		} else {
-			data["submission_not_carried"] = sub + ": the restored files hash to " + cs.Hash + "; submit them again"
-		}
-	}
-	if job != nil {
-		if err := nd.adoptJob(done, job, from); err != nil {
-			data["job"], data["job_error"] = job.ID, paddock.ErrorMessage(err)
-			nd.log().Error("taking over an adopted run's job failed", "run", id, "job", job.ID, "err", err)
-		} else {
-			res.Job = job.ID
-			data["job"] = job.ID
+			res.Job = a.job.ID
+			data["job"] = a.job.ID
 		}
 	}
 	if err := nd.record(done, id, paddock.EventResumed, map[string]any{"by": by, "adopted": data}); err != nil {
@@ -533,6 +397,227 @@ func (nd *Nodes) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult
 		return nil, err
 	}
 	return res, nil
+}
+
+// adoption is one adoption under way: the run, where it comes from, and
+// what restores it.
+type adoption struct {
+	nd    *Nodes
+	id    string
+	r     *paddock.Run
+	p     *paddock.Project
+	orig  paddock.Workspace // what the run goes back to if the adoption fails
+	w     *paddock.Workspace
+	cp    *paddock.RunCheckpoint
+	man   *clusterManifest
+	files map[string][]byte
+	prov  paddock.WorkspaceProvider
+	job   *paddock.Job // the job taken over, if any
+	from  string       // the node it was taken from
+}
+
+// adoptStep is a step of an adoption that failed, and why.
+type adoptStep struct {
+	what string
+	err  error
+}
+
+func (e adoptStep) Error() string { return e.what + ": " + e.err.Error() }
+func (e adoptStep) Unwrap() error { return e.err }
+
+// planAdoption checks that run id may be adopted here, and reads what
+// restores it: its checkpoint, the base it stands on, its last job.
+func (nd *Nodes) planAdoption(ctx context.Context, id string) (*adoption, error) {
+	r, p, err := nd.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := nd.adoptable(r); err != nil {
+		return nil, err
+	}
+	a := &adoption{nd: nd, id: id, r: r, p: p}
+	a.cp, err = nd.Cluster.LoadCheckpoint(ctx, id)
+	if err != nil {
+		if paddock.IsCode(err, paddock.CodeNotFound) {
+			return nil, paddock.Errorf(paddock.CodeNotFound, "run %s has no checkpoint in the shared store (its node was lost before one was stored): there is nothing to restore it from", id)
+		}
+		return nil, err
+	}
+	if a.man, a.files, err = readCheckpoint(a.cp.Content); err != nil {
+		return nil, internal("the run's checkpoint does not read", err)
+	}
+	if a.prov, err = nd.provider(r.Workspace.Kind); err != nil {
+		return nil, err
+	}
+	if _, err := nd.Git.Resolve(ctx, p.Root, a.cp.BaseRevision+"^{commit}"); err != nil {
+		return nil, paddock.Errorf(paddock.CodeNotFound, "project %s has no commit %s here, the run's base: this node's copy of the project must have it", p.Name, a.cp.BaseRevision)
+	}
+	var jobs []*paddock.Job
+	if err := nd.Store.View(ctx, func(tx paddock.Tx) (err error) {
+		jobs, err = tx.Jobs(ctx, id, "")
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	// The last job, interrupted when its node was lost, or still running
+	// when its node stopped without recording its end (TakeRun interrupts
+	// it), is taken over.
+	if n := len(jobs); n > 0 && (jobs[n-1].State == paddock.JobInterrupted || jobs[n-1].State == paddock.JobRunning) {
+		a.job = jobs[n-1]
+	}
+	return a, nil
+}
+
+// adoptable refuses a run that cannot move here: no workspace, a handed
+// directory, not live, here already, or on a node that is alive.
+func (nd *Nodes) adoptable(r *paddock.Run) error {
+	id := r.ID
+	if r.Workspace == nil {
+		return paddock.Errorf(paddock.CodeConflict, "run %s has no workspace: there is nothing to restore", id)
+	}
+	if r.Workspace.Kind == paddock.KindOperatorDir {
+		return paddock.Errorf(paddock.CodeUnsupported, "run %s works in a directory the operator handed over on its node; it cannot move", id)
+	}
+	switch r.Workspace.State {
+	case paddock.StateReady, paddock.StateActive, paddock.StateCheckpointed, paddock.StateRequested, paddock.StatePreparing:
+	default:
+		return paddock.Errorf(paddock.CodeConflict, "run %s is %s: only a live run is adopted", id, r.Workspace.State)
+	}
+	if r.Node == nd.Cluster.Self().ID {
+		return paddock.Errorf(paddock.CodeConflict, "run %s is on this node (%s) already", id, r.Node)
+	}
+	if r.NodeState == paddock.NodeAlive {
+		return paddock.Errorf(paddock.CodeConflict, "run %s is on node %s, which is alive: only a lost or stopped node's runs are adopted", id, r.Node)
+	}
+	return nil
+}
+
+// take moves the run to this node, preparing, with the adoption
+// recorded; the marker written first says to a restart that the adoption
+// was cut short, and what to give back.
+func (a *adoption) take(ctx context.Context, by string) error {
+	nd, r, id := a.nd, a.r, a.id
+	a.orig = *r.Workspace
+	marker := adoptionMarker{From: r.Node, Root: a.orig.Root, State: a.orig.State}
+	if err := nd.writeAdoptionMarker(id, marker); err != nil {
+		return internal("recording the adoption failed", err)
+	}
+	w := r.Workspace
+	w.Root = filepath.Join(nd.WorkspacesDir, id)
+	w.BaseRevision = a.cp.BaseRevision
+	w.State, w.Reason, w.UpdatedAt = paddock.StatePreparing, adoptingReason+r.Node, now()
+	a.w = w
+	from, err := nd.Cluster.TakeRun(ctx, id, func(tx paddock.Tx) error {
+		if err := tx.UpdateWorkspace(ctx, w); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(ctx, id, paddock.EventAdopted, map[string]any{"from_node": r.Node, "to_node": nd.Cluster.Self().ID,
+			"by": by, "checkpoint": a.cp.Hash, "checkpoint_taken_at": a.cp.TakenAt, "entries": len(a.man.Entries), "not_carried": skipped(a.man.Skipped),
+			"from_root": a.orig.Root, "from_state": a.orig.State})
+		return err
+	})
+	if err != nil {
+		os.Remove(nd.adoptionMarkerPath(id))
+		return err
+	}
+	a.from = from
+	nd.notify()
+	nd.log().Info("adopting a run", "run", id, "from", from)
+	return nil
+}
+
+// fail gives the run back to the node it came from, and says which step
+// failed (an adoptStep).
+func (a *adoption) fail(ctx context.Context, err error) error {
+	step := adoptStep{what: "adopting", err: err}
+	errors.As(err, &step)
+	a.nd.log().Error("adopting a run failed", "run", a.id, "step", step.what, "err", step.err)
+	a.nd.giveBack(context.WithoutCancel(ctx), a.r, a.p, a.w, a.orig, a.from, step.what+": "+paddock.ErrorMessage(step.err))
+	var pe *paddock.Error
+	if errors.As(step.err, &pe) {
+		return step.err
+	}
+	return internal("adopting the run failed ("+step.what+")", step.err)
+}
+
+// restoreWorkspace makes the run's workspace at the checkpoint's base and
+// its home here, writes its bootstrap record, and records it ready.
+func (a *adoption) restoreWorkspace(ctx context.Context) error {
+	nd, id, w := a.nd, a.id, a.w
+	if err := a.prov.Prepare(nd.runs.progress(ctx, id), a.p, w); err != nil {
+		return adoptStep{"preparing its workspace", err}
+	}
+	if nd.SandboxUID != 0 {
+		if err := chownTree(w.Root, nd.SandboxUID); err != nil {
+			return adoptStep{"handing its workspace to the sandbox user", err}
+		}
+	}
+	if err := nd.views.prepareAux(a.r); err != nil {
+		return adoptStep{"making its home", err}
+	}
+	if a.man.Bootstrap {
+		if err := durable.WriteFile(filepath.Join(nd.runDir(id), "bootstrap.json"), a.files["bootstrap.json"]); err != nil {
+			return adoptStep{"writing its bootstrap record", err}
+		}
+	}
+	done := context.WithoutCancel(ctx)
+	if err := nd.update(done, func(tx paddock.Tx) error {
+		cur, err := tx.Run(done, id)
+		if err != nil {
+			return err
+		}
+		return nd.transition(done, tx, cur, paddock.StateReady, "adopted from node "+a.from)
+	}); err != nil {
+		return adoptStep{"recording its workspace ready", err}
+	}
+	return nil
+}
+
+// restoreFiles writes the checkpoint's files into the run through the
+// working tools (the run's protections hold), and names those it could
+// not.
+func (a *adoption) restoreFiles(ctx context.Context) []string {
+	notRestored := []string{}
+	for i, e := range a.man.Entries {
+		path := string(e.Path)
+		if !utf8.Valid(e.Path) {
+			notRestored = append(notRestored, fmt.Sprintf("%q: its name is not UTF-8, which the working tools do not write", path))
+			continue
+		}
+		var content []byte
+		if !e.Deleted {
+			content = a.files["f/"+strconv.Itoa(i)]
+			if content == nil {
+				content = []byte{} // an empty file, not a deletion
+			}
+		}
+		if err := a.nd.runs.writeFile(ctx, a.id, path, content, e.Mode == "100755"); err != nil {
+			notRestored = append(notRestored, fmt.Sprintf("%q: %s", path, paddock.ErrorMessage(err)))
+		}
+	}
+	return notRestored
+}
+
+// resubmit deals with the run's submission, which stayed on the lost
+// node's disk: the restored files are submitted again under the same hash
+// when they make it (an approval of it is the operator's to give again),
+// and named in data when not.
+func (a *adoption) resubmit(ctx context.Context, restored string, data map[string]any) {
+	sub, applied := a.nd.lastSubmitted(ctx, a.id)
+	switch {
+	case sub == "":
+	case applied:
+		// Submitting it again would offer what is merged already.
+		data["submission_not_carried"] = sub + ": it was applied on node " + a.from + "; its submission record stayed there"
+	case sub != restored:
+		data["submission_not_carried"] = sub + ": the restored files hash to " + restored + "; submit them again"
+	default:
+		if _, err := a.nd.changes.Submit(ctx, a.id); err != nil {
+			data["submission_not_carried"] = sub + ": submitting it again failed: " + paddock.ErrorMessage(err)
+		} else {
+			data["resubmitted"] = sub
+		}
+	}
 }
 
 func skipped(s []clusterSkip) []string {
@@ -612,7 +697,7 @@ func (nd *Nodes) nodeFingerprint(ctx context.Context, repo *gitx.Repo, p *paddoc
 			return local, nil
 		}
 	}
-	local, ok, err := nd.Git.LocalFingerprint(ctx, repo, p.Fingerprint)
+	local, ok, err := nd.Git.Fingerprints().LocalFingerprint(ctx, repo, p.Fingerprint)
 	if err != nil {
 		return "", internal("checking the project's repository failed", err)
 	}

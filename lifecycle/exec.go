@@ -60,24 +60,8 @@ func baseEnv() []string {
 func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.ExecRequest, streams paddock.ExecIO) (*paddock.ExecResult, []callEvent, error) {
 	id := c.run.ID
 	stdout, stderr := streams.Stdout, streams.Stderr
-	if len(req.Argv) == 0 {
-		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command")
-	}
-	if streams.Stdin != nil && len(req.Stdin) > 0 {
-		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "stdin comes in the request or as a stream, not both")
-	}
-	if t := req.Terminal; t != nil && (t.Rows == 0 || t.Cols == 0 || t.Rows > maxTerminalSide || t.Cols > maxTerminalSide) {
-		return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "a terminal of %d rows and %d columns: each must be 1 to %d", t.Rows, t.Cols, maxTerminalSide)
-	}
-	if len(req.Stdin) > paddock.MaxExecStdin {
-		return nil, nil, paddock.Errorf(paddock.CodeTooLarge, "stdin is %d bytes; an exec takes at most %d MiB: put larger input in the workspace and let the command read it from there",
-			len(req.Stdin), paddock.MaxExecStdin>>20)
-	}
-	for _, kv := range req.Env {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || strings.ContainsAny(k, " \x00") || strings.HasPrefix(k, "LD_") {
-			return nil, nil, paddock.Errorf(paddock.CodeBadRequest, "env %q: want KEY=VALUE (LD_* is not allowed)", kv)
-		}
+	if err := checkExecRequest(req, streams); err != nil {
+		return nil, nil, err
 	}
 	net, allow, err := parseNet(req.Net)
 	if err != nil {
@@ -94,27 +78,9 @@ func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.
 	if err != nil {
 		return nil, nil, err
 	}
-	var secrets []string
-	for _, n := range r.Secrets {
-		if ex.Secret == nil {
-			break
-		}
-		if v, ok := ex.Secret(n); ok {
-			// Checked at create too; the value may have changed since.
-			if err := maskable(n, v); err != nil {
-				return nil, nil, err
-			}
-			secrets = append(secrets, n+"="+v)
-		}
-	}
-	creds, credEnv, err := commandCredentials(c.def, ex.Secret, ex.ProxyCA != nil)
+	env, creds, err := ex.commandEnv(c, r, req)
 	if err != nil {
 		return nil, nil, err
-	}
-	// The placeholders come last: nothing the request sets is the value.
-	env := mergeEnv(baseEnv(), mountPath(c.def, baseEnv()), ex.views.runAPIEnv(r.ID), fixedEnv(c.def), req.Env, secrets, credEnv)
-	if req.Terminal != nil {
-		env = terminalEnv(env)
 	}
 	red := c.red
 	var liveOut, liveErr *redact.Writer
@@ -178,13 +144,20 @@ func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.
 		return nil, streamedEvents(execEvents(req, nil, err), input), err
 	}
 	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)
+	out := ex.resultOf(r, req, spec.Limits, res, killed, writeNothing)
+	return out, streamedEvents(execEvents(req, out, nil), input), nil
+}
+
+// resultOf is a command's answer: its outcome, what enforced it, and
+// why it was killed, in words.
+func (ex *executor) resultOf(r *paddock.Run, req paddock.ExecRequest, limits paddock.CommandLimits, res *sandbox.Result, killed, writeNothing string) *paddock.ExecResult {
 	if res.TimedOut && killed == "" {
 		// In words, in the answer and the event, not only exit 137.
 		what := "its time limit"
 		if req.Session {
 			what = "its session's time limit"
 		}
-		killed = fmt.Sprintf("%s of %s (timeout; the operator's ceiling is exec_limits or session_limits in paddock.toml)", what, spec.Limits.Wall)
+		killed = fmt.Sprintf("%s of %s (timeout; the operator's ceiling is exec_limits or session_limits in paddock.toml)", what, limits.Wall)
 	}
 	res.Enforcement.Disk = ex.diskEnforcement(r)
 	if writeNothing != "" {
@@ -198,7 +171,60 @@ func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.
 		out.OutputEncoding = "base64"
 		out.Stdout, out.Stderr = b64(res.Stdout), b64(res.Stderr)
 	}
-	return out, streamedEvents(execEvents(req, out, nil), input), nil
+	return out
+}
+
+// checkExecRequest refuses a command request that cannot be run as asked.
+func checkExecRequest(req paddock.ExecRequest, streams paddock.ExecIO) error {
+	if len(req.Argv) == 0 {
+		return paddock.Errorf(paddock.CodeBadRequest, "exec needs a command")
+	}
+	if streams.Stdin != nil && len(req.Stdin) > 0 {
+		return paddock.Errorf(paddock.CodeBadRequest, "stdin comes in the request or as a stream, not both")
+	}
+	if t := req.Terminal; t != nil && (t.Rows == 0 || t.Cols == 0 || t.Rows > maxTerminalSide || t.Cols > maxTerminalSide) {
+		return paddock.Errorf(paddock.CodeBadRequest, "a terminal of %d rows and %d columns: each must be 1 to %d", t.Rows, t.Cols, maxTerminalSide)
+	}
+	if len(req.Stdin) > paddock.MaxExecStdin {
+		return paddock.Errorf(paddock.CodeTooLarge, "stdin is %d bytes; an exec takes at most %d MiB: put larger input in the workspace and let the command read it from there",
+			len(req.Stdin), paddock.MaxExecStdin>>20)
+	}
+	for _, kv := range req.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \x00") || strings.HasPrefix(k, "LD_") {
+			return paddock.Errorf(paddock.CodeBadRequest, "env %q: want KEY=VALUE (LD_* is not allowed)", kv)
+		}
+	}
+	return nil
+}
+
+// commandEnv is a command's environment: the sandbox's own, the run's
+// API, the definition's, the request's, the run's secrets, and last the
+// credentials' placeholders (nothing the request sets is the value),
+// with the credentials its proxy sets.
+func (ex *executor) commandEnv(c *callContext, r *paddock.Run, req paddock.ExecRequest) ([]string, []sandbox.Credential, error) {
+	var secrets []string
+	for _, n := range r.Secrets {
+		if ex.Secret == nil {
+			break
+		}
+		if v, ok := ex.Secret(n); ok {
+			// Checked at create too; the value may have changed since.
+			if err := maskable(n, v); err != nil {
+				return nil, nil, err
+			}
+			secrets = append(secrets, n+"="+v)
+		}
+	}
+	creds, credEnv, err := commandCredentials(c.def, ex.Secret, ex.ProxyCA != nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	env := mergeEnv(baseEnv(), mountPath(c.def, baseEnv()), ex.views.runAPIEnv(r.ID), fixedEnv(c.def), req.Env, secrets, credEnv)
+	if req.Terminal != nil {
+		env = terminalEnv(env)
+	}
+	return env, creds, nil
 }
 
 // commandView is what a command of run r runs in: its workspace's view,

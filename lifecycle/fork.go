@@ -80,34 +80,9 @@ func (fk *Forks) Fork(ctx context.Context, id string, req paddock.ForkRequest) (
 	if err := fk.jobs.refuseWhileJobRuns(ctx, id); err != nil {
 		return nil, err
 	}
-	r, _, err := fk.forkable(ctx, id)
+	op, err := fk.planFork(ctx, id, req.At)
 	if err != nil {
 		return nil, err
-	}
-	prov, err := fk.provider(paddock.KindOverlay)
-	if err != nil {
-		return nil, err
-	}
-	ov := prov.(*workspace.Overlay)
-	below, err := ov.Stack(r.Workspace)
-	if err != nil {
-		return nil, internal("reading the run's layers failed", err)
-	}
-	// A run that changed nothing since its last freeze (its upper layer
-	// holds only its own .git) is forked again on the same stack: a new,
-	// empty frozen layer would only make every stack deeper.
-	reuse := len(below) > 0 && holdsOnlyGit(ov.LayersOf(r.Project, r.Workspace).Upper)
-	if req.At != "" {
-		// At an earlier freeze: the stack from that layer down, as the
-		// run's files were when it was frozen.
-		i := slices.Index(below, req.At)
-		if i < 0 {
-			return nil, paddock.Errorf(paddock.CodeNotFound, "run %s stacks on no layer %s (its layers: %s; each fork's run.forked event names the one it froze)", id, req.At, strings.Join(below, ", "))
-		}
-		below, reuse = below[i:], true
-	}
-	if !reuse && len(below)+1 > sandbox.MaxFrozen {
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s stacks on %d frozen layers; a run stacks on at most %d", id, len(below), sandbox.MaxFrozen)
 	}
 
 	// No call of the broker on the run, no harness, no other fork
@@ -127,85 +102,163 @@ func (fk *Forks) Fork(ctx context.Context, id string, req paddock.ForkRequest) (
 	fk.mu.Lock()
 	defer fk.mu.Unlock()
 	// Read again under the lock: a reject or rm may have come between.
-	r, p, err := fk.forkable(ctx, id)
-	if err != nil {
+	if op.r, op.p, err = fk.forkable(ctx, id); err != nil {
 		return nil, err
 	}
-
 	grants, err := fk.broker.AccessRequests(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	repo, err := fk.views.repoOf(ctx, p)
+	repo, err := fk.views.repoOf(ctx, op.p)
 	if err != nil {
 		return nil, err
 	}
-	j := &workspace.ForkJournal{Layer: newLayerID(), Run: id, Root: r.Workspace.Root}
-	if reuse {
-		j.Layer = below[0]
-	}
-	kids := make([]*paddock.Run, n)
-	for i := range kids {
-		kids[i] = fk.forkRecord(r, newID())
-		j.Children = append(j.Children, kids[i].ID)
-	}
 	// 1. The records, preparing.
-	err = fk.update(ctx, func(tx paddock.Tx) error {
-		for _, k := range kids {
-			if err := fk.createForkRecord(ctx, tx, r, k, j.Layer, grants); err != nil {
+	if err := op.records(ctx, n, grants); err != nil {
+		return nil, err
+	}
+	fk.hook("fork:records")
+	op.done = context.WithoutCancel(ctx) // from here on the fork is finished or rolled back
+	// 2. The journal; 3. the freeze.
+	stack, err := op.freeze()
+	if err != nil {
+		return nil, err
+	}
+	// 4. The forks' layers on it.
+	if err := op.prepare(stack, repo.CommonDir); err != nil {
+		return nil, err
+	}
+	// 5. Every fork ready and the fork recorded, at once; 6. done.
+	if err := op.recordForked(stack); err != nil {
+		return nil, err
+	}
+	return op.result()
+}
+
+// forkOp is one fork under way: the run it forks, the stack its forks
+// stand on, and the runs it makes.
+type forkOp struct {
+	fk    *Forks
+	id    string
+	r     *paddock.Run
+	p     *paddock.Project
+	ov    *workspace.Overlay
+	below []string // the run's frozen layers the forks stand on
+	reuse bool     // on the same stack: no new frozen layer
+	j     *workspace.ForkJournal
+	kids  []*paddock.Run
+	done  context.Context // the fork's context once it must finish or roll back
+}
+
+// planFork checks that run id can be forked (at layer at, if given) and
+// settles the stack its forks stand on.
+func (fk *Forks) planFork(ctx context.Context, id, at string) (*forkOp, error) {
+	r, _, err := fk.forkable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := fk.provider(paddock.KindOverlay)
+	if err != nil {
+		return nil, err
+	}
+	ov := prov.(*workspace.Overlay)
+	below, err := ov.Stack(r.Workspace)
+	if err != nil {
+		return nil, internal("reading the run's layers failed", err)
+	}
+	// A run that changed nothing since its last freeze (its upper layer
+	// holds only its own .git) is forked again on the same stack: a new,
+	// empty frozen layer would only make every stack deeper.
+	reuse := len(below) > 0 && holdsOnlyGit(ov.LayersOf(r.Project, r.Workspace).Upper)
+	if at != "" {
+		// At an earlier freeze: the stack from that layer down, as the
+		// run's files were when it was frozen.
+		i := slices.Index(below, at)
+		if i < 0 {
+			return nil, paddock.Errorf(paddock.CodeNotFound, "run %s stacks on no layer %s (its layers: %s; each fork's run.forked event names the one it froze)", id, at, strings.Join(below, ", "))
+		}
+		below, reuse = below[i:], true
+	}
+	if !reuse && len(below)+1 > sandbox.MaxFrozen {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s stacks on %d frozen layers; a run stacks on at most %d", id, len(below), sandbox.MaxFrozen)
+	}
+	return &forkOp{fk: fk, id: id, r: r, ov: ov, below: below, reuse: reuse}, nil
+}
+
+// records makes the n forks' records, preparing, in one transaction.
+func (op *forkOp) records(ctx context.Context, n int, grants []*paddock.AccessRequest) error {
+	op.j = &workspace.ForkJournal{Layer: newLayerID(), Run: op.id, Root: op.r.Workspace.Root}
+	if op.reuse {
+		op.j.Layer = op.below[0]
+	}
+	op.kids = make([]*paddock.Run, n)
+	for i := range op.kids {
+		op.kids[i] = op.fk.forkRecord(op.r, newID())
+		op.j.Children = append(op.j.Children, op.kids[i].ID)
+	}
+	return op.fk.update(ctx, func(tx paddock.Tx) error {
+		for _, k := range op.kids {
+			if err := op.fk.createForkRecord(ctx, tx, op.r, k, op.j.Layer, grants); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// fail rolls the fork back: its runs cleaned, and the run left with the
+// shape the freeze gives it (the same files) if its layer was frozen.
+func (op *forkOp) fail(msg string, cause error, frozen bool) error {
+	fk, ov := op.fk, op.ov
+	fk.log().Error("fork failed", "run", op.id, "err", cause)
+	for _, k := range op.kids {
+		if err := fk.runs.cleanup(op.done, k, op.p, "fork failed; rolled back"); err != nil {
+			fk.log().Error("rolling back a fork failed", "run", k.ID, "err", err)
+		}
 	}
-	fk.hook("fork:records")
-	done := context.WithoutCancel(ctx) // from here on the fork is finished or rolled back
-	fail := func(msg string, cause error, frozen bool) (*paddock.ForkResult, error) {
-		fk.log().Error("fork failed", "run", id, "err", cause)
-		for _, k := range kids {
-			if err := fk.runs.cleanup(done, k, p, "fork failed; rolled back"); err != nil {
-				fk.log().Error("rolling back a fork failed", "run", k.ID, "err", err)
-			}
-		}
-		if _, err := os.Lstat(ov.LayerDir(j.Layer)); frozen && errors.Is(err, fs.ErrNotExist) {
-			frozen = false // nothing moved: the run is as it was
-			ov.EndFork(j.Layer)
-		}
-		if frozen {
-			// The run keeps the shape the freeze gives it (the same files).
-			if err := ov.Freeze(j); err != nil {
-				fk.log().Error("finishing a freeze failed; the next start finishes it", "run", id, "err", err)
-				return nil, internal(msg, errors.Join(cause, err))
-			}
-			ov.EndFork(j.Layer)
-		}
-		var pe *paddock.Error
-		if errors.As(cause, &pe) {
-			return nil, cause
-		}
-		return nil, internal(msg, cause)
+	if _, err := os.Lstat(ov.LayerDir(op.j.Layer)); frozen && errors.Is(err, fs.ErrNotExist) {
+		frozen = false // nothing moved: the run is as it was
+		ov.EndFork(op.j.Layer)
 	}
-	// 2. The journal; 3. the freeze (none when the stack is reused: the
-	// forks not made ready are rolled back by Recover as any preparing run).
-	stack := below
-	if !reuse {
-		if err := ov.BeginFork(j); err != nil {
-			return fail("writing the fork's journal failed", err, false)
+	if frozen {
+		if err := ov.Freeze(op.j); err != nil {
+			fk.log().Error("finishing a freeze failed; the next start finishes it", "run", op.id, "err", err)
+			return internal(msg, errors.Join(cause, err))
 		}
-		fk.hook("fork:journal")
-		if err := ov.Freeze(j); err != nil {
-			return fail("freezing the run's layer failed", err, true)
-		}
-		fk.hook("fork:frozen")
-		stack = append([]string{j.Layer}, below...)
+		ov.EndFork(op.j.Layer)
 	}
-	// 4. The forks' layers on it.
-	for _, k := range kids {
-		if err := ov.PrepareOn(done, p, k.Workspace, stack, repo.CommonDir); err != nil {
-			return fail("preparing a fork failed", err, true)
+	var pe *paddock.Error
+	if errors.As(cause, &pe) {
+		return cause
+	}
+	return internal(msg, cause)
+}
+
+// freeze writes the fork's journal and freezes the run's upper layer
+// into a new frozen layer, and returns the stack the forks stand on. None
+// when the stack is reused: the forks not made ready are rolled back by
+// Recover as any preparing run.
+func (op *forkOp) freeze() ([]string, error) {
+	if op.reuse {
+		return op.below, nil
+	}
+	if err := op.ov.BeginFork(op.j); err != nil {
+		return nil, op.fail("writing the fork's journal failed", err, false)
+	}
+	op.fk.hook("fork:journal")
+	if err := op.ov.Freeze(op.j); err != nil {
+		return nil, op.fail("freezing the run's layer failed", err, true)
+	}
+	op.fk.hook("fork:frozen")
+	return append([]string{op.j.Layer}, op.below...), nil
+}
+
+// prepare makes each fork's layers on stack, and its home.
+func (op *forkOp) prepare(stack []string, gitDir string) error {
+	fk := op.fk
+	for _, k := range op.kids {
+		if err := op.ov.PrepareOn(op.done, op.p, k.Workspace, stack, gitDir); err != nil {
+			return op.fail("preparing a fork failed", err, true)
 		}
 		if fk.SandboxUID != 0 {
 			if err := chownTree(k.Workspace.Root, fk.SandboxUID); err != nil {
@@ -213,41 +266,56 @@ func (fk *Forks) Fork(ctx context.Context, id string, req paddock.ForkRequest) (
 			}
 		}
 		if err := fk.views.prepareAux(k); err != nil {
-			return fail("making a fork's home failed", err, true)
+			return op.fail("making a fork's home failed", err, true)
 		}
 		fk.hook("fork:prepared")
 	}
-	// 5. Every fork ready and the fork recorded, at once.
-	ids := make([]string, n)
-	for i, k := range kids {
-		ids[i] = k.ID
-	}
+	return nil
+}
+
+// recordForked makes every fork ready and records the fork, in one
+// transaction; then the journal goes (a crash before: Recover finds the
+// freeze done and the forks ready, and only removes it).
+func (op *forkOp) recordForked(stack []string) error {
+	fk, done := op.fk, op.done
 	if err := fk.update(done, func(tx paddock.Tx) error {
-		for _, k := range kids {
+		for _, k := range op.kids {
 			if err := fk.transition(done, tx, k, paddock.StateReady, ""); err != nil {
 				return err
 			}
 		}
-		_, err := tx.AppendEvent(done, id, paddock.EventRunForked, map[string]any{"layer": j.Layer, "runs": ids, "stack": stack})
+		_, err := tx.AppendEvent(done, op.id, paddock.EventRunForked, map[string]any{"layer": op.j.Layer, "runs": op.kidIDs(), "stack": stack})
 		return err
 	}); err != nil {
-		return fail("recording the fork failed", err, true)
+		return op.fail("recording the fork failed", err, true)
 	}
 	fk.hook("fork:recorded")
-	// 6. Done: the journal goes (a crash before: Recover finds the freeze
-	// done and the forks ready, and only removes it).
-	if !reuse {
-		if err := ov.EndFork(j.Layer); err != nil {
-			fk.log().Warn("removing a fork's journal failed", "run", id, "err", err)
+	if !op.reuse {
+		if err := op.ov.EndFork(op.j.Layer); err != nil {
+			fk.log().Warn("removing a fork's journal failed", "run", op.id, "err", err)
 		}
 	}
-	fk.log().Info("run forked", "run", id, "layer", j.Layer, "runs", ids)
-	res := &paddock.ForkResult{Layer: j.Layer}
-	if res.Run, err = fk.Run(done, id); err != nil {
+	fk.log().Info("run forked", "run", op.id, "layer", op.j.Layer, "runs", op.kidIDs())
+	return nil
+}
+
+func (op *forkOp) kidIDs() []string {
+	ids := make([]string, len(op.kids))
+	for i, k := range op.kids {
+		ids[i] = k.ID
+	}
+	return ids
+}
+
+// result is the forked run and its forks, as they are now.
+func (op *forkOp) result() (*paddock.ForkResult, error) {
+	res := &paddock.ForkResult{Layer: op.j.Layer}
+	var err error
+	if res.Run, err = op.fk.Run(op.done, op.id); err != nil {
 		return nil, err
 	}
-	for _, k := range ids {
-		kr, err := fk.Run(done, k)
+	for _, k := range op.kidIDs() {
+		kr, err := op.fk.Run(op.done, k)
 		if err != nil {
 			return nil, err
 		}

@@ -46,7 +46,7 @@ func (ps *Projects) AddProject(ctx context.Context, req paddock.AddProjectReques
 	if inside(ps.WorkspacesDir, repo.Root) {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is a paddock workspace, not a project", path)
 	}
-	fp, err := ps.Git.Fingerprint(ctx, repo)
+	fp, err := ps.Git.Fingerprints().Fingerprint(ctx, repo)
 	if err != nil {
 		return nil, internal("reading the repository's fingerprint failed", err)
 	}
@@ -342,7 +342,7 @@ func (ps *Projects) checkRepo(ctx context.Context, p *paddock.Project) (*gitx.Re
 	if err != nil {
 		return nil, err
 	}
-	same, err := ps.Git.CheckFingerprint(ctx, repo, fp)
+	same, err := ps.Git.Fingerprints().CheckFingerprint(ctx, repo, fp)
 	if err != nil {
 		return nil, internal("checking the project's repository failed", err)
 	}

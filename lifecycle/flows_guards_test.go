@@ -14,13 +14,13 @@ import (
 // Red team (flows): failing tests that show what a coder or a reviewer
 // can make a flow do that #19 says must fail by construction.
 
-// TestRedteamFlowApproveOfResubmission: the coder submits again while
+// TestFlowApproveOfResubmission: the coder submits again while
 // its first change set is under review. The flow's review run still holds
 // the first (its workspace never sees the second), yet the head guard
 // compares against the coder's newest submission, and the refusal of the
 // old head even names the new one: the reviewer approves a change set it
 // never reviewed and the flow waits for a person as if it had been.
-func TestRedteamFlowApproveOfResubmission(t *testing.T) {
+func TestFlowApproveOfResubmission(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	agentCtx := paddock.WithAgent(ctx)
@@ -85,12 +85,12 @@ func TestRedteamFlowApproveOfResubmission(t *testing.T) {
 	}
 }
 
-// TestRedteamFlowSubmitAfterReviewerApproved: once the reviewer approved
+// TestFlowSubmitAfterReviewerApproved: once the reviewer approved
 // head H and the flow awaits a person, the coder (whose agent still runs)
 // submits again. The flow still says awaiting_approval and shows H as
 // what was reviewed, while paddock diff CODER (which flow show tells the
 // person to read and approve) is the new, unreviewed change set.
-func TestRedteamFlowSubmitAfterReviewerApproved(t *testing.T) {
+func TestFlowSubmitAfterReviewerApproved(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	agentCtx := paddock.WithAgent(ctx)
@@ -129,9 +129,9 @@ func TestRedteamFlowSubmitAfterReviewerApproved(t *testing.T) {
 	}
 }
 
-// TestRedteamFlowPickByRejectedRun: a review run an operator rejected
+// TestFlowPickByRejectedRun: a review run an operator rejected
 // (or that moveReviews replaced) still picks from its flow's menu.
-func TestRedteamFlowPickByRejectedRun(t *testing.T) {
+func TestFlowPickByRejectedRun(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	agentCtx := paddock.WithAgent(ctx)
@@ -195,11 +195,11 @@ func (t *flowFaultTx) UpdateFlow(ctx context.Context, f *paddock.Flow) error {
 	return t.Tx.UpdateFlow(ctx, f)
 }
 
-// TestRedteamFlowStartCrash: the daemon dies after StartFlow recorded the
+// TestFlowStartCrash: the daemon dies after StartFlow recorded the
 // flow and made its first run, before the flow is saved again. The flow
 // is left in no state at all, its run recorded nowhere: no menu, no way
 // on, nothing in the flow's log.
-func TestRedteamFlowStartCrash(t *testing.T) {
+func TestFlowStartCrash(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
@@ -237,12 +237,12 @@ func stateOfName(f *paddock.Flow) *paddock.WorkflowState {
 	return nil
 }
 
-// TestRedteamFlowApproveCrash: the daemon dies after the reviewer's
+// TestFlowApproveCrash: the daemon dies after the reviewer's
 // approve rejected its review run and entered awaiting_approval, before
 // the flow was saved. After the restart the flow is still reviewing, its
 // review run rejected (its socket closed): the approve is lost and
 // nothing live can move the flow on.
-func TestRedteamFlowApproveCrash(t *testing.T) {
+func TestFlowApproveCrash(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	agentCtx := paddock.WithAgent(ctx)
@@ -333,7 +333,7 @@ name = "awaiting_approval"
 end = true
 `
 
-// TestRedteamFlowEmptyReviewHeadIsLive: the coder says done with nothing
+// TestFlowEmptyReviewHeadIsLive: the coder says done with nothing
 // written, so nothing is submitted and reviewForFlow computes the coder's
 // change set again, live, for the head. A write of the coder's agent
 // landing between the two (here: while the reviewing state's agent is
@@ -342,7 +342,7 @@ end = true
 // nothing, and it approves that head. The coder then submits exactly
 // those bytes: its submission's hash is the flow's reviewed head, and a
 // person approving "what was reviewed" approves a file no reviewer saw.
-func TestRedteamFlowEmptyReviewHeadIsLive(t *testing.T) {
+func TestFlowEmptyReviewHeadIsLive(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	agentCtx := paddock.WithAgent(ctx)
@@ -388,11 +388,11 @@ func TestRedteamFlowEmptyReviewHeadIsLive(t *testing.T) {
 	}
 }
 
-// TestRedteamFlowStuckWhenEnterFails: a step whose next state cannot be
+// TestFlowStuckWhenEnterFails: a step whose next state cannot be
 // entered (its agent's definition was removed since the flow started)
 // still moves the flow's state there, with no run: the coder's menu is
 // empty, no run can pick, and the flow never ends.
-func TestRedteamFlowStuckWhenEnterFails(t *testing.T) {
+func TestFlowStuckWhenEnterFails(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	agentCtx := paddock.WithAgent(ctx)
@@ -419,12 +419,12 @@ func TestRedteamFlowStuckWhenEnterFails(t *testing.T) {
 	}
 }
 
-// TestRedteamFlowReviewRunOfWriteAgent: StartFlow checks that a review
+// TestFlowReviewRunOfWriteAgent: StartFlow checks that a review
 // state's agent reads only, but the definition is read again when the
 // state is entered. Replaced meanwhile by one that writes, an empty
 // done's review run (reviewForFlow's path with no submission, which skips
 // Review's check) is made with write access: a review run offered write.
-func TestRedteamFlowReviewRunOfWriteAgent(t *testing.T) {
+func TestFlowReviewRunOfWriteAgent(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	agentCtx := paddock.WithAgent(ctx)
@@ -458,14 +458,14 @@ func TestRedteamFlowReviewRunOfWriteAgent(t *testing.T) {
 	}
 }
 
-// TestRedteamFlowRefusalsGrowTheFlow: every refused pick is appended to
+// TestFlowRefusalsGrowTheFlow: every refused pick is appended to
 // the flow's document, which is rewritten whole, with the event name as
 // the agent gave it (unbounded, twice: event and reason), also by a run
 // whose flow has ended. An agent looping on off-menu picks grows the
 // document without bound and each pick costs a rewrite of all of it,
 // under the daemon's one flowMu (measured on the real daemon: 350 picks
 // of a 60 KB name made a 21 MB flow, the later ones ~0.5 s each).
-func TestRedteamFlowRefusalsGrowTheFlow(t *testing.T) {
+func TestFlowRefusalsGrowTheFlow(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	agentCtx := paddock.WithAgent(ctx)

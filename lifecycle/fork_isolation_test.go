@@ -16,11 +16,11 @@ import (
 // Red team of fork (issue #22): each test is an attack; it fails while the
 // attack works.
 
-// TestRedforkBackgroundWriterAfterFork: a process the run's command left
+// TestForkBackgroundWriterAfterFork: a process the run's command left
 // behind (setsid, output elsewhere) goes on writing after the command
 // returned; a fork taken meanwhile must still see a frozen file: the
 // frozen layer changes under no one, in the fork or on the host.
-func TestRedforkBackgroundWriterAfterFork(t *testing.T) {
+func TestForkBackgroundWriterAfterFork(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
@@ -40,9 +40,9 @@ func TestRedforkBackgroundWriterAfterFork(t *testing.T) {
 	}
 }
 
-// TestRedforkRejectMiddle: a fork of a fork, then the middle run and the
+// TestForkRejectMiddle: a fork of a fork, then the middle run and the
 // original rejected and gc run: the last fork still sees every layer.
-func TestRedforkRejectMiddle(t *testing.T) {
+func TestForkRejectMiddle(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
@@ -82,11 +82,11 @@ func TestRedforkRejectMiddle(t *testing.T) {
 	}
 }
 
-// TestRedforkHostLinksInLayer: links planted in the run before the fork
+// TestForkHostLinksInLayer: links planted in the run before the fork
 // that name host paths (a canary directory, the daemon's state) are never
 // followed by the daemon when it reads, freezes or collects the layer, and
 // a fork reads no host file through them.
-func TestRedforkHostLinksInLayer(t *testing.T) {
+func TestForkHostLinksInLayer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
@@ -132,11 +132,11 @@ func TestRedforkHostLinksInLayer(t *testing.T) {
 	}
 }
 
-// TestRedforkSiblingIsolation: a write, a rename of a directory from the
+// TestForkSiblingIsolation: a write, a rename of a directory from the
 // frozen layer, a hard link and a chmod in one fork show in neither its
 // sibling nor the original, and leave the frozen layer's files as they
 // were on the host.
-func TestRedforkSiblingIsolation(t *testing.T) {
+func TestForkSiblingIsolation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
@@ -163,10 +163,10 @@ func TestRedforkSiblingIsolation(t *testing.T) {
 	}
 }
 
-// TestRedforkCheckpointAndRestart: a checkpointed run forks; the run and
+// TestForkCheckpointAndRestart: a checkpointed run forks; the run and
 // its forks resume, survive a daemon restart, and still see what each
 // should (the run's later write in no fork, a fork's in no other).
-func TestRedforkCheckpointAndRestart(t *testing.T) {
+func TestForkCheckpointAndRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
@@ -209,13 +209,13 @@ func TestRedforkCheckpointAndRestart(t *testing.T) {
 	}
 }
 
-// TestRedforkRepeatedForksStackEmptyLayers: forking a run again and again
+// TestForkRepeatedForksStackEmptyLayers: forking a run again and again
 // (a round of tries, then another) freezes its upper layer each time, even
 // when nothing changed since the last fork: each adds a layer to the run's
 // stack (every lookup of the run's commands walks them all), and at
 // sandbox.MaxFrozen the run can no longer fork at all. An empty upper
 // layer needs no new frozen layer.
-func TestRedforkRepeatedForksStackEmptyLayers(t *testing.T) {
+func TestForkRepeatedForksStackEmptyLayers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
@@ -234,12 +234,12 @@ func TestRedforkRepeatedForksStackEmptyLayers(t *testing.T) {
 	}
 }
 
-// TestRedforkOverlayXattrs: the agent sets overlayfs's own marks (opaque,
+// TestForkOverlayXattrs: the agent sets overlayfs's own marks (opaque,
 // redirect, whiteout, in user.* and trusted.*) on files and directories
 // in the run before the fork; once frozen they must hide nothing from the
 // forks (the base's docs/ stays whole) and the change sets stay as the
 // files are.
-func TestRedforkOverlayXattrs(t *testing.T) {
+func TestForkOverlayXattrs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
