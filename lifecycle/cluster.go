@@ -38,6 +38,7 @@ type Nodes struct {
 	checkpointMu   runLocks   // one store of a run's checkpoint at a time, so that the one stored last is the newest
 	adopting       sync.Map   // run id → true while this node adopts it
 	fingerprintMu  sync.Mutex // one write of this node's project fingerprints at a time
+	life           *lifetime  // the checkpoints due
 }
 
 // A run's checkpoint in the shared store (Config.Cluster) is a tar:
@@ -156,11 +157,11 @@ func (nd *Nodes) checkpointSoon(id string) {
 	if _, due := nd.checkpointsDue.LoadOrStore(id, true); due {
 		return
 	}
-	nd.goBackground(func() {
+	nd.life.goBackground(func() {
 		t := time.NewTimer(checkpointDelay)
 		defer t.Stop()
 		select {
-		case <-nd.ctx.Done():
+		case <-nd.life.ctx.Done():
 			nd.checkpointsDue.Delete(id)
 			return // the shutdown's checkpoints store it
 		case <-t.C:
@@ -168,7 +169,7 @@ func (nd *Nodes) checkpointSoon(id string) {
 		// Not due any more as the store begins: a change during it is
 		// stored by a store of its own.
 		nd.checkpointsDue.Delete(id)
-		nd.storeCheckpoint(nd.ctx, id, "files changed")
+		nd.storeCheckpoint(nd.life.ctx, id, "files changed")
 	})
 }
 

@@ -124,7 +124,7 @@ func (ex *executor) watchDisk(r *paddock.Run, cancel context.CancelFunc, writesN
 	done := make(chan struct{})
 	var once sync.Once
 	var mu sync.Mutex
-	ex.goBackground(func() {
+	ex.life.goBackground(func() {
 		t := time.NewTicker(DiskPoll)
 		defer t.Stop()
 		for {

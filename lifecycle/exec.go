@@ -29,6 +29,8 @@ type executor struct {
 	broker *Broker
 	jobs   *Jobs
 	views  *views
+
+	life *lifetime // the commands' (they end with it) and the disk watchdogs'
 }
 
 // maxProtectedInSandbox bounds the protected paths a command's view hides.
@@ -133,7 +135,7 @@ func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.
 	}
 	// The command ends when its caller goes, or at Close.
 	runCtx, cancel := context.WithCancel(ctx)
-	stopFollowing := context.AfterFunc(ex.ctx, cancel)
+	stopFollowing := context.AfterFunc(ex.life.ctx, cancel)
 	watch := ex.watchDisk(r, cancel, writeNothing != "")
 	res, err := ex.runCommand(runCtx, id, spec)
 	killed := watch.stop()

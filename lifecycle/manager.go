@@ -187,19 +187,14 @@ type kernel struct {
 	identity  atomic.Pointer[gitx.Identity] // SetIdentity's
 
 	// ctx is the parent of the Manager's own work: Close cancels it, which
-	// ends the commands running and the jobs (the runner's context is a
-	// child of it). stop cancels it.
+	// ends the commands running, the jobs and every service's lifetime
+	// (their contexts are children of it). stop cancels it.
 	ctx  context.Context
 	stop context.CancelFunc
 	// plans keeps the runs' plans (plan.go); uncommitted, the bases that
 	// hold a checkout's uncommitted changes (uncommitted.go).
 	plans       *planBook
 	uncommitted *uncommittedBase
-	// bg counts the Manager's other goroutines (the disk watchdogs),
-	// started by goBackground; Close waits for them.
-	bgMu sync.Mutex
-	bg   sync.WaitGroup
-
 	// forgetters drop what a service keeps in memory about a run
 	// (forgetRun); NewManager sets them.
 	forgetters []func(id string)
@@ -317,6 +312,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Nodes.views = m.views
 	m.Jobs.instanceID = newInstanceID()
 	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
+	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
 	k.forgetters = []func(string){m.Provenance.forget, m.Nodes.forget}
 	k.plans = &planBook{dir: k.runDir, record: m.Broker.recordEvents}
 	k.uncommitted = &uncommittedBase{git: k.Git, aux: k.auxDir, log: k.log}
@@ -337,11 +333,7 @@ func (m *Manager) Close(ctx context.Context) error {
 }
 
 func (m *Manager) close(ctx context.Context) error {
-	// Under bgMu: goBackground starts nothing after this, and what it
-	// started before is counted in bg.
-	m.bgMu.Lock()
-	m.stop()
-	m.bgMu.Unlock()
+	m.stop() // checkOpen refuses from here; every service's lifetime ends
 	m.Jobs.runner.close()
 	// Checkpoints before the harnesses go: an overlay run's workspace is
 	// seen through its harness, which must still be there to be read.
@@ -349,8 +341,16 @@ func (m *Manager) close(ctx context.Context) error {
 	if m.Harnesses != nil {
 		m.Harnesses.Close()
 	}
-	m.bg.Wait()
+	for _, l := range m.lifetimes() {
+		l.close()
+	}
 	return err
+}
+
+// lifetimes are the services' own, which Close waits for: the queue's
+// worker, the checkpoints due with nodes, the disk watchdogs.
+func (m *Manager) lifetimes() []*lifetime {
+	return []*lifetime{m.Queue.life, m.Nodes.life, m.executor.life}
 }
 
 // forgetRun drops what the services keep in memory about run id, once
@@ -369,21 +369,6 @@ func (kn *kernel) checkOpen() error {
 		return errClosed()
 	}
 	return nil
-}
-
-// goBackground runs fn in a goroutine of the Manager's, which Close waits
-// for; once Close has begun it runs nothing.
-func (kn *kernel) goBackground(fn func()) {
-	kn.bgMu.Lock()
-	defer kn.bgMu.Unlock()
-	if kn.ctx.Err() != nil {
-		return
-	}
-	kn.bg.Add(1)
-	go func() {
-		defer kn.bg.Done()
-		fn()
-	}()
 }
 
 // checkpointActive checkpoints every active workspace, so that a restart

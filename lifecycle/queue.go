@@ -40,7 +40,8 @@ type Queue struct {
 	queueMu      sync.Mutex
 	queueRunning bool
 	queueAgain   bool
-	landMu       runLocks // an apply or a landing of a run at a time
+	landMu       runLocks  // an apply or a landing of a run at a time
+	life         *lifetime // the worker's
 }
 
 // The merge queue: approved change sets land on a branch one after the
@@ -363,7 +364,7 @@ func (q *Queue) kickQueue() {
 		return
 	}
 	q.queueRunning = true
-	q.goBackground(q.drainQueue)
+	q.life.goBackground(q.drainQueue)
 }
 
 // drainQueue lands the queued entries one at a time, in the order they
@@ -381,8 +382,8 @@ func (q *Queue) drainQueue() {
 				}
 			}
 		}
-		if next == nil || q.ctx.Err() != nil {
-			again := q.queueAgain && q.ctx.Err() == nil
+		if next == nil || q.life.ctx.Err() != nil {
+			again := q.queueAgain && q.life.ctx.Err() == nil
 			q.queueAgain = false
 			if !again {
 				q.queueRunning = false
@@ -393,7 +394,7 @@ func (q *Queue) drainQueue() {
 			continue
 		}
 		q.queueMu.Unlock()
-		q.landOne(q.ctx, next)
+		q.landOne(q.life.ctx, next)
 	}
 }
 
