@@ -232,9 +232,9 @@ func readFull(fd int, b []byte) (int, error) {
 // helpers below, which are go:nosplit (the linker checks that their frames
 // fit without growing the stack) and go:norace like this function.
 //
-// go:noinline keeps this frame apart from forkCommand's, as package
-// syscall does for forkAndExecInChild1: the child uses this frame, and the
-// parent must not depend on anything in it after the fork.
+// It is never inlined, so that its frame stays apart from forkCommand's,
+// as package syscall keeps forkAndExecInChild1's: the child uses this
+// frame, and the parent must not depend on anything in it after the fork.
 //
 //go:noinline
 //go:norace
