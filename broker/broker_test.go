@@ -157,6 +157,16 @@ func TestCheckRequest(t *testing.T) {
 	}
 }
 
+// A limit request that lifts a ceiling while it reads as asking for less
+// is refused (found by red-teaming the broker, issue #17).
+func TestCheckRequestRefusesLimitsThatLiftACeiling(t *testing.T) {
+	for _, v := range []string{"0", "-1"} {
+		if err := CheckRequest(paddock.AccessRequestInput{Kind: paddock.AccessLimit, Limit: "procs", Value: v, Reason: "fewer"}); err == nil {
+			t.Errorf("procs %s accepted", v)
+		}
+	}
+}
+
 // The broker's added cost per call, beside the call it decides (the
 // target is under 50 µs: see docs/PERFORMANCE.md).
 func BenchmarkDecideRead(b *testing.B) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paddock-dev/paddock"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -176,4 +177,38 @@ func TestWrapperReading(t *testing.T) {
 			t.Errorf("%q: own %q run %q assigns %q (%v), want %q, %q, %q", tc.argv, lits(w.own), lits(w.run), assigns, err, tc.own, tc.run, tc.assign)
 		}
 	}
+}
+
+// TestDecideRefusesWrapperTricks: what wrappers run, read as they read it
+// (issue #29, item 4): env's split strings and assignments, find's -exec
+// ends, what xargs hands its command. Each row was allowed before its fix,
+// unless it says it held.
+func TestDecideRefusesWrapperTricks(t *testing.T) {
+	goflags := wrappersDef()
+	goflags.Env = []string{"GOFLAGS"}
+	xargsEnv := wrappersDef()
+	xargsEnv.Tool["exec"] = paddock.ToolRule{Allow: []string{"echo", "xargs", "env"}}
+	find := &paddock.AgentDefinition{Name: "find", Workspace: "write", Tools: []string{"exec"},
+		Tool: map[string]paddock.ToolRule{"exec": {Allow: []string{"find", "echo", "xargs", "go test"}, Deny: []string{"go test -exec"}}}}
+	mustRefuse(t, []refusal{
+		// env -S / --split-string splits its value into a command line
+		// (and GNU getopt takes any unambiguous prefix of a long option).
+		{"env --split-string=sh -c id", wrappersDef(), Call{Argv: []string{"env", "--split-string=sh -c id"}}},
+		{"env --split-s=sh -c id", wrappersDef(), Call{Argv: []string{"env", "--split-s=sh -c id"}}},
+		{"env -Ssh -c id, one word", wrappersDef(), Call{Argv: bash(`env -S'sh -c id'`)}},
+		{"env -iS, clustered", wrappersDef(), Call{Argv: bash(`env -iS'sh -c id'`)}},
+		{"env -S with -S inside (held: -S was refused)", wrappersDef(), Call{Argv: []string{"env", "-S", "-S'sh -c id'"}}},
+		// env's NAME=VALUE words were never read as assignments.
+		{"env GOFLAGS=-toolexec= go test", goflags, Call{Argv: bash(`env GOFLAGS=-toolexec=docs/x.sh go test ./...`)}},
+		{"env LD_PRELOAD echo", wrappersDef(), Call{Argv: bash(`env LD_PRELOAD=docs/x.so echo`)}},
+		{"env -S LD_PRELOAD echo", wrappersDef(), Call{Argv: bash(`env -S'LD_PRELOAD=docs/x.so echo'`)}},
+		{"BASH_ENV before bash -c", wrappersDef(), Call{Argv: bash(`BASH_ENV=docs/x.sh bash -c echo`)}},
+		// find's "+" ends a command only after {}; a file name find puts in.
+		{"find -exec + is an argument", find, Call{Argv: []string{"find", ".", "-exec", "go", "test", "+", "-exec=docs/x.sh", ";"}}},
+		{"find -exec {} as a flag", find, Call{Argv: []string{"find", ".", "-name", "-exec=*", "-exec", "go", "test", "{}", ";"}}},
+		{"find -exec from an expansion", find, Call{Argv: bash(`find . "$1" curl x \;`, "_", "-exec")}},
+		// xargs hands its command the words it reads.
+		{"xargs env", xargsEnv, Call{Argv: bash(`echo sh -c id | xargs env`)}},
+		{"xargs go test -exec", find, Call{Argv: bash(`echo -exec=docs/x.sh | xargs go test`)}},
+	})
 }

@@ -151,32 +151,7 @@ func Read(r io.Reader, o Options) (b *Bundle, err error) {
 		case manifestBytes != nil:
 			return nil, invalid("%q comes after the manifest", name)
 		}
-		var sum FileSum
-		switch {
-		case name == DiffFile:
-			sum, err = keep(tr, filepath.Join(dir, "changeset.diff"), name, nil)
-		case strings.HasPrefix(name, BlobsDir):
-			id := strings.TrimPrefix(name, BlobsDir)
-			if !isBlobID(id) {
-				return nil, invalid("%q is not a blob's name", name)
-			}
-			sum, err = keep(tr, b.BlobPath(id), name, blobHasher(id, h.Size))
-		case name == EventsFile:
-			if h.Size > maxEvents {
-				return nil, invalid("%s is larger than %d bytes", name, maxEvents)
-			}
-			b.EventsPath = filepath.Join(dir, "events.jsonl")
-			sum, err = keep(tr, b.EventsPath, name, nil)
-		case slices.Contains([]string{RunFile, ChangeSetFile, SubmissionFile, AccessFile, EnforcementFile}, name):
-			var doc []byte
-			if doc, err = readAll(tr, maxMeta, name); err == nil {
-				docs[name] = doc
-				s := sha256.Sum256(doc)
-				sum = FileSum{Name: name, Size: int64(len(doc)), SHA256: hex.EncodeToString(s[:])}
-			}
-		default:
-			return nil, invalid("%q is not a bundle's file", name)
-		}
+		sum, err := b.readFile(tr, h, docs)
 		if err != nil {
 			return nil, err
 		}
@@ -192,21 +167,8 @@ func Read(r io.Reader, o Options) (b *Bundle, err error) {
 	if err := strictUnmarshal(manifestBytes, &b.Manifest, ManifestFile); err != nil {
 		return nil, err
 	}
-	if b.Manifest.Format != Format {
-		return nil, invalid("format %q: this paddock reads %s", b.Manifest.Format, Format)
-	}
-	if len(b.Manifest.Files) != len(order) {
-		return nil, invalid("the manifest lists %d files, the bundle holds %d", len(b.Manifest.Files), len(order))
-	}
-	for i, f := range b.Manifest.Files {
-		if order[i] != f.Name || got[f.Name] != f {
-			return nil, invalid("%s is not what the manifest signed", f.Name)
-		}
-	}
-	for _, name := range []string{RunFile, ChangeSetFile, DiffFile, SubmissionFile, AccessFile, EnforcementFile, EventsFile} {
-		if _, ok := got[name]; !ok {
-			return nil, invalid("it has no %s", name)
-		}
+	if err := b.checkManifest(order, got); err != nil {
+		return nil, err
 	}
 	if err := b.decode(docs); err != nil {
 		return nil, err
@@ -215,6 +177,62 @@ func Read(r io.Reader, o Options) (b *Bundle, err error) {
 		return nil, err
 	}
 	return b, b.checkRecord()
+}
+
+// readFile keeps a content file of the bundle (not the manifest or the
+// signature) from tr, whose header h names it: on disk under the bundle's
+// directory, or in docs for the small JSON documents. It returns the
+// file's sum, to check against the manifest.
+func (b *Bundle) readFile(tr *tar.Reader, h *tar.Header, docs map[string][]byte) (FileSum, error) {
+	name := h.Name
+	switch {
+	case name == DiffFile:
+		return keep(tr, filepath.Join(b.dir, "changeset.diff"), name, nil)
+	case strings.HasPrefix(name, BlobsDir):
+		id := strings.TrimPrefix(name, BlobsDir)
+		if !isBlobID(id) {
+			return FileSum{}, invalid("%q is not a blob's name", name)
+		}
+		return keep(tr, b.BlobPath(id), name, blobHasher(id, h.Size))
+	case name == EventsFile:
+		if h.Size > maxEvents {
+			return FileSum{}, invalid("%s is larger than %d bytes", name, maxEvents)
+		}
+		b.EventsPath = filepath.Join(b.dir, "events.jsonl")
+		return keep(tr, b.EventsPath, name, nil)
+	case slices.Contains([]string{RunFile, ChangeSetFile, SubmissionFile, AccessFile, EnforcementFile}, name):
+		doc, err := readAll(tr, maxMeta, name)
+		if err != nil {
+			return FileSum{}, err
+		}
+		docs[name] = doc
+		s := sha256.Sum256(doc)
+		return FileSum{Name: name, Size: int64(len(doc)), SHA256: hex.EncodeToString(s[:])}, nil
+	}
+	return FileSum{}, invalid("%q is not a bundle's file", name)
+}
+
+// checkManifest checks the signed manifest against what the bundle holds:
+// its format, the same files in the same order with the same sums, and
+// every file a bundle must have.
+func (b *Bundle) checkManifest(order []string, got map[string]FileSum) error {
+	if b.Manifest.Format != Format {
+		return invalid("format %q: this paddock reads %s", b.Manifest.Format, Format)
+	}
+	if len(b.Manifest.Files) != len(order) {
+		return invalid("the manifest lists %d files, the bundle holds %d", len(b.Manifest.Files), len(order))
+	}
+	for i, f := range b.Manifest.Files {
+		if order[i] != f.Name || got[f.Name] != f {
+			return invalid("%s is not what the manifest signed", f.Name)
+		}
+	}
+	for _, name := range []string{RunFile, ChangeSetFile, DiffFile, SubmissionFile, AccessFile, EnforcementFile, EventsFile} {
+		if _, ok := got[name]; !ok {
+			return invalid("it has no %s", name)
+		}
+	}
+	return nil
 }
 
 func (b *Bundle) checkSignature(manifest, sigDoc []byte, o Options) error {

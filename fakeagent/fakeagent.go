@@ -183,33 +183,20 @@ func (r *Runner) target(s Step) (string, *client.Client, error) {
 	return run, c, nil
 }
 
+// step plays one step: the ones that bind a run, then, with their answers
+// recorded, the operator's and those that act on the run.
 func (r *Runner) step(ctx context.Context, s Step) (err error) {
-	if s.Do == "bootstrap" {
-		agent := paddock.AgentDefinition{Name: "fake-agent"}
-		if s.Agent != nil {
-			agent = *s.Agent
-		}
-		req := paddock.BootstrapRequest{Project: s.Project, Agent: agent, Task: s.Task}
-		if s.Agent == nil && s.Name != "" {
-			req.Agent, req.AgentName = paddock.AgentDefinition{}, s.Name
-		}
-		res, err := r.Operator.Bootstrap(ctx, req)
-		if err != nil {
-			return err
-		}
-		r.runs = append(r.runs, res.Run.ID)
-		r.tokens[res.Run.ID] = res.Token
-		return nil
-	}
-	if s.Do == "flow_start" { // a flow; its first state's run is the one acted on next
+	switch s.Do {
+	case "bootstrap":
+		return r.bootstrap(ctx, s)
+	case "flow_start": // a flow; its first state's run is the one acted on next
 		f, err := r.Operator.StartFlow(ctx, paddock.StartFlowRequest{Workflow: s.Name, Project: s.Project, Task: s.Task})
 		if err == nil {
 			r.flow = f.ID
 			r.runs = append(r.runs, f.Runs[f.State])
 		}
 		return err
-	}
-	if s.Do == "create" { // a run made without a bootstrap, by the operator
+	case "create": // a run made without a bootstrap, by the operator
 		res, err := r.Operator.Create(ctx, paddock.CreateRunRequest{Project: s.Project})
 		if err == nil {
 			r.runs = append(r.runs, res.ID)
@@ -233,25 +220,37 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 	if err != nil {
 		return err
 	}
+	return r.runStep(ctx, s, c, run, &answer)
+}
+
+// bootstrap binds a run to the agent the step names (a fake one by
+// default) and keeps its token for the steps that follow.
+func (r *Runner) bootstrap(ctx context.Context, s Step) error {
+	agent := paddock.AgentDefinition{Name: "fake-agent"}
+	if s.Agent != nil {
+		agent = *s.Agent
+	}
+	req := paddock.BootstrapRequest{Project: s.Project, Agent: agent, Task: s.Task}
+	if s.Agent == nil && s.Name != "" {
+		req.Agent, req.AgentName = paddock.AgentDefinition{}, s.Name
+	}
+	res, err := r.Operator.Bootstrap(ctx, req)
+	if err != nil {
+		return err
+	}
+	r.runs = append(r.runs, res.Run.ID)
+	r.tokens[res.Run.ID] = res.Token
+	return nil
+}
+
+// runStep plays the steps that act on run through c. A step that takes
+// more than a call has a method of its own.
+func (r *Runner) runStep(ctx context.Context, s Step, c *client.Client, run string, answer *any) (err error) {
 	switch s.Do {
 	case "tool":
-		args := map[string]any{}
-		if len(s.Args) > 0 {
-			if err := json.Unmarshal(s.Args, &args); err != nil {
-				return fmt.Errorf("step args: %w", err)
-			}
-		}
-		if s.Fill > 0 {
-			args["content"] = strings.Repeat("a", s.Fill)
-		}
-		answer, err = c.CallTool(ctx, run, s.Name, args)
+		*answer, err = toolStep(ctx, c, run, s)
 	case "exec":
-		var res *paddock.ExecResult
-		res, err = c.Exec(ctx, run, paddock.ExecRequest{Argv: s.Argv})
-		answer = res
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
-		}
+		*answer, err = execStep(ctx, c, run, s)
 	case "start":
 		var j *paddock.Job
 		req := paddock.StartJobRequest{Kind: paddock.JobKind(s.Kind)}
@@ -262,139 +261,209 @@ func (r *Runner) step(ctx context.Context, s Step) (err error) {
 			r.lastJob = j.ID
 		}
 	case "wait":
-		for deadline := time.Now().Add(60 * time.Second); ; {
-			var j *paddock.Job
-			if j, err = c.Job(ctx, run, r.lastJob); err != nil || j.State != paddock.JobRunning {
-				answer = j
-				if err == nil && j.State != paddock.JobSucceeded {
-					err = fmt.Errorf("job %s is %s: %s", j.ID, j.State, j.Reason)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("job %s did not end", r.lastJob)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		*answer, err = r.waitJob(ctx, c, run)
 	case "cancel":
-		answer, err = c.CancelJob(ctx, run, r.lastJob)
+		*answer, err = c.CancelJob(ctx, run, r.lastJob)
 	case "pick": // an event from the run's menu; hash "head" is the one under review
-		req := paddock.MenuEventRequest{Head: s.Hash, Findings: s.Findings}
-		if s.Hash == "head" {
-			var f *paddock.Flow
-			if f, err = r.Operator.Flow(ctx, r.flow); err != nil {
-				return err
-			}
-			req.Head = f.Head
-		}
-		var f *paddock.Flow
-		if f, err = c.PickEvent(ctx, run, s.Name, req); err == nil {
-			answer = f
-			if next := f.Runs[f.State]; next != "" && next != run && f.Ended.IsZero() {
-				r.runs = append(r.runs, next) // the next state's run is acted on next
-			}
-		}
+		*answer, err = r.pick(ctx, c, run, s)
 	case "status":
-		answer, err = c.Run(ctx, run)
+		*answer, err = c.Run(ctx, run)
 	case "job_status":
-		var st *paddock.JobStatus
-		if st, err = c.JobStatus(ctx, run); err == nil {
-			answer = st
-			if s.State != "" && st.State != s.State {
-				err = fmt.Errorf("the run's jobs are %s, not %s", st.State, s.State)
-			}
-		}
+		*answer, err = jobStatusStep(ctx, c, run, s)
 	case "events":
-		answer, err = c.Events(ctx, run, 0, 0)
+		*answer, err = c.Events(ctx, run, 0, 0)
 	case "artifact":
-		answer, err = c.Artifact(ctx, run, s.Kind)
+		*answer, err = c.Artifact(ctx, run, s.Kind)
 	case "changeset":
 		var cs *paddock.ChangeSet
 		if cs, err = c.ChangeSet(ctx, run); err == nil {
-			answer, r.seen = cs, cs.Hash
+			*answer, r.seen = cs, cs.Hash
 		}
 	case "diff":
 		var b strings.Builder
 		if _, err = c.CopyDiff(ctx, run, "", &b); err == nil {
-			answer = b.String()
+			*answer = b.String()
 		}
 	case "submit":
-		var cs *paddock.ChangeSet
-		switch s.Hash {
-		case "":
-			cs, err = c.Submit(ctx, run)
-		case "last":
-			cs, err = c.SubmitExpecting(ctx, run, r.seen)
-		default:
-			cs, err = c.SubmitExpecting(ctx, run, s.Hash)
-		}
-		if err == nil {
-			answer, r.hash = cs, cs.Hash
-		}
+		*answer, err = r.submit(ctx, c, run, s)
 	case "approve":
 		hash := r.hash
 		if s.Hash != "" {
 			hash = s.Hash
 		}
-		answer, err = c.Approve(ctx, run, hash)
+		*answer, err = c.Approve(ctx, run, hash)
 	case "apply":
-		answer, err = c.Apply(ctx, run, paddock.ApplyRequest{To: s.To})
+		*answer, err = c.Apply(ctx, run, paddock.ApplyRequest{To: s.To})
 	case "reject":
-		answer, err = c.Reject(ctx, run)
+		*answer, err = c.Reject(ctx, run)
 	case "tools":
-		answer, err = c.Tools(ctx, run)
+		*answer, err = c.Tools(ctx, run)
 	case "jobs":
-		answer, err = c.Jobs(ctx, run)
+		*answer, err = c.Jobs(ctx, run)
 	case "exec_stream":
-		var out, errOut strings.Builder
-		var res *paddock.ExecResult
-		res, err = c.ExecStream(ctx, run, paddock.ExecRequest{Argv: s.Argv}, &out, &errOut)
-		answer = map[string]any{"result": res, "stdout": out.String(), "stderr": errOut.String()}
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d: %s", res.ExitCode, errOut.String())
-		}
+		*answer, err = execStreamStep(ctx, c, run, s)
 	case "follow":
-		answer, err = r.follow(ctx, c, run, s.Kind)
+		*answer, err = r.follow(ctx, c, run, s.Kind)
 	case "inbox":
-		answer, err = c.Deliver(ctx, run, s.Name, strings.NewReader(s.Body))
+		*answer, err = c.Deliver(ctx, run, s.Name, strings.NewReader(s.Body))
 	case "checkpoint":
-		answer, err = c.Checkpoint(ctx, run, s.Reason)
+		*answer, err = c.Checkpoint(ctx, run, s.Reason)
 	case "resume":
-		answer, err = c.Resume(ctx, run)
+		*answer, err = c.Resume(ctx, run)
 	case "retain":
-		answer, err = c.Retain(ctx, run)
+		*answer, err = c.Retain(ctx, run)
 	case "review":
-		answer, err = c.Review(ctx, run, "")
+		*answer, err = c.Review(ctx, run, "")
 	case "rm":
-		answer, err = c.Remove(ctx, run)
+		*answer, err = c.Remove(ctx, run)
 	case "undo":
-		answer, err = c.Undo(ctx, run)
+		*answer, err = c.Undo(ctx, run)
 	case "capabilities":
-		answer, err = c.Capabilities(ctx, run)
+		*answer, err = c.Capabilities(ctx, run)
 	case "verify":
-		var res *paddock.VerifyResult
-		if res, err = c.Verify(ctx, run, paddock.VerifyRequest{Checks: s.Checks}); err == nil && !res.Passed {
-			err = fmt.Errorf("verify failed: %+v", res.Checks)
-		}
-		answer = res
+		*answer, err = verifyStep(ctx, c, run, s)
 	case "request_access":
-		if s.Access == nil {
-			return paddock.Errorf(paddock.CodeBadRequest, "request_access needs \"access\"")
-		}
-		var q *paddock.AccessRequest
-		if q, err = c.RequestAccess(ctx, run, *s.Access); err == nil {
-			answer, r.lastReq = q, q.ID
-		}
+		*answer, err = r.requestAccess(ctx, c, run, s)
 	case "requests":
-		answer, err = c.AccessRequests(ctx, run)
+		*answer, err = c.AccessRequests(ctx, run)
 	case "grant":
-		answer, err = c.Grant(ctx, run, r.lastReq, s.Reason)
+		*answer, err = c.Grant(ctx, run, r.lastReq, s.Reason)
 	case "deny":
-		answer, err = c.Deny(ctx, run, r.lastReq, s.Reason)
+		*answer, err = c.Deny(ctx, run, r.lastReq, s.Reason)
 	default:
 		return paddock.Errorf(paddock.CodeBadRequest, "unknown step %q", s.Do)
 	}
 	return err
+}
+
+// toolStep calls the tool s names with its arguments, and a "content" of
+// s.Fill bytes when it asks for one.
+func toolStep(ctx context.Context, c *client.Client, run string, s Step) (any, error) {
+	args := map[string]any{}
+	if len(s.Args) > 0 {
+		if err := json.Unmarshal(s.Args, &args); err != nil {
+			return nil, fmt.Errorf("step args: %w", err)
+		}
+	}
+	if s.Fill > 0 {
+		args["content"] = strings.Repeat("a", s.Fill)
+	}
+	return c.CallTool(ctx, run, s.Name, args)
+}
+
+// execStep runs a command; one that exits non-zero is an error.
+func execStep(ctx context.Context, c *client.Client, run string, s Step) (any, error) {
+	res, err := c.Exec(ctx, run, paddock.ExecRequest{Argv: s.Argv})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+	}
+	return res, err
+}
+
+// execStreamStep runs a command whose output streams back; one that exits
+// non-zero is an error.
+func execStreamStep(ctx context.Context, c *client.Client, run string, s Step) (any, error) {
+	var out, errOut strings.Builder
+	res, err := c.ExecStream(ctx, run, paddock.ExecRequest{Argv: s.Argv}, &out, &errOut)
+	answer := map[string]any{"result": res, "stdout": out.String(), "stderr": errOut.String()}
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d: %s", res.ExitCode, errOut.String())
+	}
+	return answer, err
+}
+
+// waitJob waits, up to a minute, for the last job started to end; one
+// that did not succeed is an error.
+func (r *Runner) waitJob(ctx context.Context, c *client.Client, run string) (any, error) {
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		j, err := c.Job(ctx, run, r.lastJob)
+		if err != nil || j.State != paddock.JobRunning {
+			if err == nil && j.State != paddock.JobSucceeded {
+				err = fmt.Errorf("job %s is %s: %s", j.ID, j.State, j.Reason)
+			}
+			return j, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("job %s did not end", r.lastJob)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// pick picks an event from the run's menu. The flow's next state's run,
+// if any, is the one acted on next.
+func (r *Runner) pick(ctx context.Context, c *client.Client, run string, s Step) (any, error) {
+	req := paddock.MenuEventRequest{Head: s.Hash, Findings: s.Findings}
+	if s.Hash == "head" {
+		f, err := r.Operator.Flow(ctx, r.flow)
+		if err != nil {
+			return nil, err
+		}
+		req.Head = f.Head
+	}
+	f, err := c.PickEvent(ctx, run, s.Name, req)
+	if err != nil {
+		return nil, err
+	}
+	if next := f.Runs[f.State]; next != "" && next != run && f.Ended.IsZero() {
+		r.runs = append(r.runs, next)
+	}
+	return f, nil
+}
+
+// jobStatusStep is where the run's jobs stand, checked against s.State if
+// the step gives one.
+func jobStatusStep(ctx context.Context, c *client.Client, run string, s Step) (any, error) {
+	st, err := c.JobStatus(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if s.State != "" && st.State != s.State {
+		return st, fmt.Errorf("the run's jobs are %s, not %s", st.State, s.State)
+	}
+	return st, nil
+}
+
+// submit freezes the change set: as it is, as the last changeset step saw
+// it (hash "last") or as s.Hash; its hash is the one approve approves.
+func (r *Runner) submit(ctx context.Context, c *client.Client, run string, s Step) (any, error) {
+	var cs *paddock.ChangeSet
+	var err error
+	switch s.Hash {
+	case "":
+		cs, err = c.Submit(ctx, run)
+	case "last":
+		cs, err = c.SubmitExpecting(ctx, run, r.seen)
+	default:
+		cs, err = c.SubmitExpecting(ctx, run, s.Hash)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.hash = cs.Hash
+	return cs, nil
+}
+
+// verifyStep runs the run's checks; failing ones are an error.
+func verifyStep(ctx context.Context, c *client.Client, run string, s Step) (any, error) {
+	res, err := c.Verify(ctx, run, paddock.VerifyRequest{Checks: s.Checks})
+	if err == nil && !res.Passed {
+		err = fmt.Errorf("verify failed: %+v", res.Checks)
+	}
+	return res, err
+}
+
+// requestAccess asks for the access s names; grant and deny answer it.
+func (r *Runner) requestAccess(ctx context.Context, c *client.Client, run string, s Step) (any, error) {
+	if s.Access == nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "request_access needs \"access\"")
+	}
+	q, err := c.RequestAccess(ctx, run, *s.Access)
+	if err != nil {
+		return nil, err
+	}
+	r.lastReq = q.ID
+	return q, nil
 }
 
 // operatorStep plays the steps that act on no run, with the operator's

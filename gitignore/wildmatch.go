@@ -123,81 +123,11 @@ func dowild(p, text string, pathname bool) int {
 			}
 			return wmAbortAll
 		case '[':
-			pi++
-			pc = at(p, pi)
-			if pc == '^' {
-				pc = '!'
+			var in, ok bool
+			if pi, in, ok = bracket(p, pi, tc); !ok {
+				return wmAbortAll
 			}
-			negated := pc == '!'
-			if negated {
-				pi++
-				pc = at(p, pi)
-			}
-			var prev byte
-			matched := false
-			for {
-				switch {
-				case pc == 0:
-					return wmAbortAll
-				case pc == '\\':
-					pi++
-					if pc = at(p, pi); pc == 0 {
-						return wmAbortAll
-					}
-					if tc == pc {
-						matched = true
-					}
-				case pc == '-' && prev != 0 && at(p, pi+1) != 0 && at(p, pi+1) != ']':
-					pi++
-					pc = p[pi]
-					if pc == '\\' {
-						pi++
-						if pc = at(p, pi); pc == 0 {
-							return wmAbortAll
-						}
-					}
-					if tc <= pc && tc >= prev {
-						matched = true
-					}
-					pc = 0 // a range is no start of the next one
-				case pc == '[' && at(p, pi+1) == ':':
-					s := pi + 2
-					pi = s
-					for pc = at(p, pi); pc != 0 && pc != ']'; pc = at(p, pi) {
-						pi++
-					}
-					if pc == 0 {
-						return wmAbortAll
-					}
-					if pi-s-1 < 0 || p[pi-1] != ':' {
-						// No ":]": the '[' is an ordinary member.
-						pi = s - 2
-						pc = '['
-						if tc == pc {
-							matched = true
-						}
-						break
-					}
-					in, ok := class(p[s:pi-1], tc)
-					if !ok {
-						return wmAbortAll // an unknown class
-					}
-					if in {
-						matched = true
-					}
-					pc = 0
-				default:
-					if tc == pc {
-						matched = true
-					}
-				}
-				prev = pc
-				pi++
-				if pc = at(p, pi); pc == ']' {
-					break
-				}
-			}
-			if matched == negated || (pathname && tc == '/') {
+			if !in || (pathname && tc == '/') {
 				return wmNoMatch
 			}
 		default:
@@ -246,4 +176,88 @@ func class(name string, c byte) (in, ok bool) {
 		return digit || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F', true
 	}
 	return false, false
+}
+
+// bracket is the case '[' of git's dowild(), line for line: it matches tc
+// against the bracket expression that opens at p[pi]. end is the index of
+// its closing ']', isMember whether tc is a member (negation applied), and
+// wellFormed false for an expression that aborts the whole match (no
+// closing ']', an escape at the end, an unknown [:class:]). The caller
+// adds that with pathname no bracket expression matches '/'.
+func bracket(p string, pi int, tc byte) (end int, isMember, wellFormed bool) {
+	pi++
+	pc := at(p, pi)
+	if pc == '^' {
+		pc = '!'
+	}
+	negated := pc == '!'
+	if negated {
+		pi++
+		pc = at(p, pi)
+	}
+	var prev byte
+	matched := false
+	for {
+		switch {
+		case pc == 0:
+			return pi, false, false
+		case pc == '\\':
+			pi++
+			if pc = at(p, pi); pc == 0 {
+				return pi, false, false
+			}
+			if tc == pc {
+				matched = true
+			}
+		case pc == '-' && prev != 0 && at(p, pi+1) != 0 && at(p, pi+1) != ']':
+			pi++
+			pc = p[pi]
+			if pc == '\\' {
+				pi++
+				if pc = at(p, pi); pc == 0 {
+					return pi, false, false
+				}
+			}
+			if tc <= pc && tc >= prev {
+				matched = true
+			}
+			pc = 0 // a range is no start of the next one
+		case pc == '[' && at(p, pi+1) == ':':
+			s := pi + 2
+			pi = s
+			for pc = at(p, pi); pc != 0 && pc != ']'; pc = at(p, pi) {
+				pi++
+			}
+			if pc == 0 {
+				return pi, false, false
+			}
+			if pi-s-1 < 0 || p[pi-1] != ':' {
+				// No ":]": the '[' is an ordinary member.
+				pi = s - 2
+				pc = '['
+				if tc == pc {
+					matched = true
+				}
+				break
+			}
+			in, ok := class(p[s:pi-1], tc)
+			if !ok {
+				return pi, false, false // an unknown class
+			}
+			if in {
+				matched = true
+			}
+			pc = 0
+		default:
+			if tc == pc {
+				matched = true
+			}
+		}
+		prev = pc
+		pi++
+		if pc = at(p, pi); pc == ']' {
+			break
+		}
+	}
+	return pi, matched != negated, true
 }

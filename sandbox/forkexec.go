@@ -228,15 +228,21 @@ func readFull(fd int, b []byte) (int, error) {
 
 // forkChild forks; the child never returns. It runs with the runtime's
 // signals blocked and its stack guard spoiled: no allocation, no stack
-// growth, no non-assembly calls but the runtime's fork hook.
+// growth, no non-assembly calls but the runtime's fork hook and the child*
+// helpers below, which are go:nosplit (the linker checks that their frames
+// fit without growing the stack) and go:norace like this function.
 //
+// It is never inlined, so that its frame stays apart from forkCommand's,
+// as package syscall keeps forkAndExecInChild1's: the child uses this
+// frame, and the parent must not depend on anything in it after the fork.
+//
+//go:noinline
 //go:norace
 func forkChild(p *childPlan) (uintptr, syscall.Errno) {
 	var (
 		r1    uintptr
 		errno syscall.Errno
 		step  uint32
-		i     int
 	)
 	runtimeBeforeFork()
 	r1, errno = rawVfork(unix.SYS_CLONE, p.cloneArgs, 0, 0)
@@ -248,84 +254,29 @@ func forkChild(p *childPlan) (uintptr, syscall.Errno) {
 	// The child: pid 1 of its own pid namespace, in its own mount namespace.
 	runtimeAfterForkInChild()
 	step = 1
-	if _, _, errno = syscall.RawSyscall(unix.SYS_SETSID, 0, 0, 0); errno != 0 {
+	if errno = p.childSession(); errno != 0 {
 		goto fail
-	}
-	if p.cgroup >= 0 {
-		if _, _, errno = syscall.RawSyscall(unix.SYS_WRITE, uintptr(p.cgroup), uintptr(unsafe.Pointer(p.self)), 1); errno != 0 {
-			goto fail
-		}
 	}
 	if p.lo != nil {
 		step = 11
-		if r1, _, errno = syscall.RawSyscall(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); errno != 0 {
+		if errno = p.childLoopback(); errno != 0 {
 			goto fail
 		}
-		p.loFD = int(r1)
-		if _, _, errno = syscall.RawSyscall(unix.SYS_IOCTL, uintptr(p.loFD), unix.SIOCGIFFLAGS, uintptr(unsafe.Pointer(p.lo))); errno != 0 {
-			goto fail
-		}
-		p.lo.flags |= unix.IFF_UP
-		if _, _, errno = syscall.RawSyscall(unix.SYS_IOCTL, uintptr(p.loFD), unix.SIOCSIFFLAGS, uintptr(unsafe.Pointer(p.lo))); errno != 0 {
-			goto fail
-		}
-		syscall.RawSyscall(unix.SYS_CLOSE, uintptr(p.loFD), 0, 0)
 	}
 	step = 2
-	if _, _, errno = syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(p.procSrc)), uintptr(unsafe.Pointer(p.procDst)),
-		uintptr(unsafe.Pointer(p.procFS)), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, 0, 0); errno != 0 {
+	if errno = p.childMounts(); errno != 0 {
 		goto fail
-	}
-	if r1, _, errno = syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p.procDst)), unix.O_PATH|unix.O_CLOEXEC, 0, 0, 0); errno != 0 {
-		goto fail
-	}
-	p.procRule.fd = int(r1)
-	if _, _, errno = syscall.RawSyscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(p.ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&p.procRule)), 0, 0, 0); errno != 0 {
-		goto fail
-	}
-	if p.hideView != nil {
-		if _, _, errno = syscall.RawSyscall(unix.SYS_UMOUNT2, uintptr(unsafe.Pointer(p.hideView)), unix.MNT_DETACH, 0); errno != 0 {
-			goto fail
-		}
-	}
-	if p.scratch != nil {
-		if _, _, errno = syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(p.scratch.tmpfsSrc)), uintptr(unsafe.Pointer(p.scratch.dir)),
-			uintptr(unsafe.Pointer(p.scratch.tmpfsType)), unix.MS_NOSUID|unix.MS_NODEV, uintptr(unsafe.Pointer(p.scratch.tmpfsOpts)), 0); errno != 0 {
-			goto fail
-		}
-		if _, _, errno = syscall.RawSyscall(unix.SYS_MKDIRAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p.scratch.upper)), 0o755); errno != 0 {
-			goto fail
-		}
-		if _, _, errno = syscall.RawSyscall(unix.SYS_MKDIRAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p.scratch.work)), 0o755); errno != 0 {
-			goto fail
-		}
-		if _, _, errno = syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(p.scratch.ovlSrc)), uintptr(unsafe.Pointer(p.scratch.ws)),
-			uintptr(unsafe.Pointer(p.scratch.ovlType)), unix.MS_NOSUID|unix.MS_NODEV, uintptr(unsafe.Pointer(p.scratch.ovlOpts)), 0); errno != 0 {
-			goto fail
-		}
-		if r1, _, errno = syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p.scratch.ws)), unix.O_PATH|unix.O_CLOEXEC, 0, 0, 0); errno != 0 {
-			goto fail
-		}
-		p.scratch.rule.fd = int(r1)
-		if _, _, errno = syscall.RawSyscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(p.ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&p.scratch.rule)), 0, 0, 0); errno != 0 {
-			goto fail
-		}
 	}
 	step = 3
-	for i = 0; i < len(rlimitResources); i++ {
-		if _, _, errno = syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(rlimitResources[i]), uintptr(unsafe.Pointer(&p.rlimits[i])), 0, 0, 0); errno != 0 {
-			goto fail
-		}
+	if errno = p.childLimits(); errno != 0 {
+		goto fail
 	}
 	step = 4
 	if _, _, errno = syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); errno != 0 {
 		goto fail
 	}
 	step = 5
-	if _, _, errno = syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); errno != 0 {
-		goto fail
-	}
-	if _, _, errno = syscall.RawSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&p.capHeader)), uintptr(unsafe.Pointer(&p.capData[0])), 0); errno != 0 {
+	if errno = p.childDropCapabilities(); errno != 0 {
 		goto fail
 	}
 	step = 6
@@ -339,17 +290,8 @@ func forkChild(p *childPlan) (uintptr, syscall.Errno) {
 		}
 	}
 	step = 8
-	for i = 0; i < 3; i++ {
-		if _, _, errno = syscall.RawSyscall(unix.SYS_DUP3, uintptr(p.fds[i]), uintptr(i), 0); errno != 0 {
-			goto fail
-		}
-	}
-	if p.ctty {
-		// The child leads a new session (setsid above), with no terminal
-		// yet: this one becomes it (no stealing, arg 0).
-		if _, _, errno = syscall.RawSyscall(unix.SYS_IOCTL, 0, unix.TIOCSCTTY, 0); errno != 0 {
-			goto fail
-		}
+	if errno = p.childDescriptors(); errno != 0 {
+		goto fail
 	}
 	step = 9
 	if _, _, errno = syscall.RawSyscall(unix.SYS_CHDIR, uintptr(unsafe.Pointer(p.dir)), 0, 0); errno != 0 {
@@ -364,6 +306,153 @@ fail:
 	for {
 		syscall.RawSyscall(unix.SYS_EXIT_GROUP, 127, 0, 0)
 	}
+}
+
+// The child* functions are forkChild's steps, run in the child between
+// fork and exec under the same rules: raw system calls on memory prepared
+// before the fork, nothing else. Each returns the first error.
+
+// childSession makes the child a session leader and moves it into the
+// command's pids cgroup.
+//
+//go:nosplit
+//go:norace
+func (p *childPlan) childSession() syscall.Errno {
+	if _, _, errno := syscall.RawSyscall(unix.SYS_SETSID, 0, 0, 0); errno != 0 {
+		return errno
+	}
+	if p.cgroup >= 0 {
+		if _, _, errno := syscall.RawSyscall(unix.SYS_WRITE, uintptr(p.cgroup), uintptr(unsafe.Pointer(p.self)), 1); errno != 0 {
+			return errno
+		}
+	}
+	return 0
+}
+
+// childLoopback brings up the loopback of the child's own network namespace.
+//
+//go:nosplit
+//go:norace
+func (p *childPlan) childLoopback() syscall.Errno {
+	r1, _, errno := syscall.RawSyscall(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if errno != 0 {
+		return errno
+	}
+	p.loFD = int(r1)
+	if _, _, errno = syscall.RawSyscall(unix.SYS_IOCTL, uintptr(p.loFD), unix.SIOCGIFFLAGS, uintptr(unsafe.Pointer(p.lo))); errno != 0 {
+		return errno
+	}
+	p.lo.flags |= unix.IFF_UP
+	if _, _, errno = syscall.RawSyscall(unix.SYS_IOCTL, uintptr(p.loFD), unix.SIOCSIFFLAGS, uintptr(unsafe.Pointer(p.lo))); errno != 0 {
+		return errno
+	}
+	syscall.RawSyscall(unix.SYS_CLOSE, uintptr(p.loFD), 0, 0)
+	return 0
+}
+
+// childMounts mounts the command's own /proc and lets it read there,
+// hides the daemon's view and mounts a read run's scratch layer.
+//
+//go:nosplit
+//go:norace
+func (p *childPlan) childMounts() syscall.Errno {
+	if _, _, errno := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(p.procSrc)), uintptr(unsafe.Pointer(p.procDst)),
+		uintptr(unsafe.Pointer(p.procFS)), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, 0, 0); errno != 0 {
+		return errno
+	}
+	r1, _, errno := syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p.procDst)), unix.O_PATH|unix.O_CLOEXEC, 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	p.procRule.fd = int(r1)
+	if _, _, errno = syscall.RawSyscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(p.ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&p.procRule)), 0, 0, 0); errno != 0 {
+		return errno
+	}
+	if p.hideView != nil {
+		if _, _, errno = syscall.RawSyscall(unix.SYS_UMOUNT2, uintptr(unsafe.Pointer(p.hideView)), unix.MNT_DETACH, 0); errno != 0 {
+			return errno
+		}
+	}
+	if p.scratch != nil {
+		return p.scratch.childMount(p.ruleset)
+	}
+	return 0
+}
+
+// childMount mounts the scratch layer (a tmpfs with the overlay's upper
+// and work directories, and the overlay over the workspace) and adds the
+// rule that lets the command write there.
+//
+//go:nosplit
+//go:norace
+func (s *scratchPlan) childMount(ruleset int) syscall.Errno {
+	if _, _, errno := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.tmpfsSrc)), uintptr(unsafe.Pointer(s.dir)),
+		uintptr(unsafe.Pointer(s.tmpfsType)), unix.MS_NOSUID|unix.MS_NODEV, uintptr(unsafe.Pointer(s.tmpfsOpts)), 0); errno != 0 {
+		return errno
+	}
+	if _, _, errno := syscall.RawSyscall(unix.SYS_MKDIRAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(s.upper)), 0o755); errno != 0 {
+		return errno
+	}
+	if _, _, errno := syscall.RawSyscall(unix.SYS_MKDIRAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(s.work)), 0o755); errno != 0 {
+		return errno
+	}
+	if _, _, errno := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.ovlSrc)), uintptr(unsafe.Pointer(s.ws)),
+		uintptr(unsafe.Pointer(s.ovlType)), unix.MS_NOSUID|unix.MS_NODEV, uintptr(unsafe.Pointer(s.ovlOpts)), 0); errno != 0 {
+		return errno
+	}
+	r1, _, errno := syscall.RawSyscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(s.ws)), unix.O_PATH|unix.O_CLOEXEC, 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	s.rule.fd = int(r1)
+	_, _, errno = syscall.RawSyscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&s.rule)), 0, 0, 0)
+	return errno
+}
+
+// childLimits sets the command's resource limits.
+//
+//go:nosplit
+//go:norace
+func (p *childPlan) childLimits() syscall.Errno {
+	for i := 0; i < len(rlimitResources); i++ {
+		if _, _, errno := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(rlimitResources[i]), uintptr(unsafe.Pointer(&p.rlimits[i])), 0, 0, 0); errno != 0 {
+			return errno
+		}
+	}
+	return 0
+}
+
+// childDropCapabilities clears the ambient set and then every other one.
+//
+//go:nosplit
+//go:norace
+func (p *childPlan) childDropCapabilities() syscall.Errno {
+	if _, _, errno := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); errno != 0 {
+		return errno
+	}
+	_, _, errno := syscall.RawSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&p.capHeader)), uintptr(unsafe.Pointer(&p.capData[0])), 0)
+	return errno
+}
+
+// childDescriptors puts the command's descriptors at 0, 1 and 2 and, when
+// 0 is a terminal, makes it the controlling terminal.
+//
+//go:nosplit
+//go:norace
+func (p *childPlan) childDescriptors() syscall.Errno {
+	for i := 0; i < 3; i++ {
+		if _, _, errno := syscall.RawSyscall(unix.SYS_DUP3, uintptr(p.fds[i]), uintptr(i), 0); errno != 0 {
+			return errno
+		}
+	}
+	if p.ctty {
+		// The child leads a new session (childSession), with no terminal
+		// yet: this one becomes it (no stealing, arg 0).
+		if _, _, errno := syscall.RawSyscall(unix.SYS_IOCTL, 0, unix.TIOCSCTTY, 0); errno != 0 {
+			return errno
+		}
+	}
+	return 0
 }
 
 var atFDCWD = unix.AT_FDCWD // a variable: the constant does not convert to uintptr

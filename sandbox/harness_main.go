@@ -353,32 +353,9 @@ func (h *harness) exec(m hmsg, stdin, stdout, stderr, cgroup int) {
 	if m.Limits != nil {
 		l = withDefaults(*m.Limits)
 	}
-	dir := filepath.Join(spec.Workspace, filepath.Clean("/"+m.Dir))
-	path, err := commandPath(&Spec{Argv: m.Argv, Env: m.Env})
-	var plan *childPlan
-	ruleset := -1
-	rspec := spec
-	if m.OwnNet {
-		// Its Landlock domain is a none network's: TCP on its own loopback.
-		rspec = &Spec{Net: NetNone}
-	}
-	if err == nil && len(m.Argv) > 0 {
-		if ruleset, err = newRuleset(rspec, h.rules); err == nil {
-			defer unix.Close(ruleset)
-			plan, err = newChildPlan(path, m.Argv, m.Env, dir, [3]int{in, stdout, stderr}, l, ruleset, h.prog, cgroup)
-			if err == nil {
-				plan.ctty = m.Tty
-				if m.OwnNet {
-					plan.ownNet()
-				}
-			}
-			if err == nil && spec.DaemonView {
-				plan.hideView, _ = unix.BytePtrFromString(DaemonView)
-			}
-			if err == nil && spec.ReadOnly && spec.Scratch {
-				plan.scratch = newScratchPlan(ScratchDir, spec.Workspace, l.Tmp)
-			}
-		}
+	plan, ruleset, err := h.plan(m, [3]int{in, stdout, stderr}, l, cgroup)
+	if ruleset >= 0 {
+		defer unix.Close(ruleset)
 	}
 	if err != nil || len(m.Argv) == 0 {
 		closeIO()
@@ -403,25 +380,72 @@ func (h *harness) exec(m hmsg, stdin, stdout, stderr, cgroup int) {
 	h.mu.Unlock()
 	closeIO()
 	if err != nil {
-		code := 125
-		var ce *ChildError
-		if errors.As(err, &ce) && ce.Step == "exec" {
-			code = 126
-			if ce.Errno == unix.ENOENT {
-				code = 127
-			}
-			err = fmt.Errorf("%s: %v", m.Argv[0], ce.Errno)
-		} else if errors.As(err, &ce) && ce.Step == "enter the directory" {
-			code = 127
-			err = fmt.Errorf("cannot enter %s: %v", m.Dir, ce.Errno)
-		}
-		h.send(hmsg{ID: m.ID, Error: err.Error(), Code: code})
+		h.send(startFailure(m, err))
 		return
 	}
 	h.send(hmsg{ID: m.ID, Started: true})
+	h.send(h.wait(m.ID, pid, l.Wall))
+}
+
+// plan prepares the fork of m's command onto the descriptors fds, with a
+// Landlock ruleset of its own, which the caller closes when it is not -1.
+func (h *harness) plan(m hmsg, fds [3]int, l Limits, cgroup int) (plan *childPlan, ruleset int, err error) {
+	spec := &h.spec.Spec
+	dir := filepath.Join(spec.Workspace, filepath.Clean("/"+m.Dir))
+	path, err := commandPath(&Spec{Argv: m.Argv, Env: m.Env})
+	if err != nil || len(m.Argv) == 0 {
+		return nil, -1, err
+	}
+	rspec := spec
+	if m.OwnNet {
+		// Its Landlock domain is a none network's: TCP on its own loopback.
+		rspec = &Spec{Net: NetNone}
+	}
+	if ruleset, err = newRuleset(rspec, h.rules); err != nil {
+		return nil, -1, err
+	}
+	plan, err = newChildPlan(path, m.Argv, m.Env, dir, fds, l, ruleset, h.prog, cgroup)
+	if err != nil {
+		return nil, ruleset, err
+	}
+	plan.ctty = m.Tty
+	if m.OwnNet {
+		plan.ownNet()
+	}
+	if spec.DaemonView {
+		plan.hideView, _ = unix.BytePtrFromString(DaemonView)
+	}
+	if spec.ReadOnly && spec.Scratch {
+		plan.scratch = newScratchPlan(ScratchDir, spec.Workspace, l.Tmp)
+	}
+	return plan, ruleset, nil
+}
+
+// startFailure is the reply to a command that could not be started, with
+// a shell's exit codes: 126 for a command that cannot run, 127 for one
+// that is not there (or a directory that cannot be entered), else 125.
+func startFailure(m hmsg, err error) hmsg {
+	code := 125
+	var ce *ChildError
+	if errors.As(err, &ce) && ce.Step == "exec" {
+		code = 126
+		if ce.Errno == unix.ENOENT {
+			code = 127
+		}
+		err = fmt.Errorf("%s: %v", m.Argv[0], ce.Errno)
+	} else if errors.As(err, &ce) && ce.Step == "enter the directory" {
+		code = 127
+		err = fmt.Errorf("cannot enter %s: %v", m.Dir, ce.Errno)
+	}
+	return hmsg{ID: m.ID, Error: err.Error(), Code: code}
+}
+
+// wait waits for the started command pid, killing it after wall, and
+// returns its Done message.
+func (h *harness) wait(id uint64, pid int, wall time.Duration) hmsg {
 	var timedOut bool
 	var tmu sync.Mutex
-	timer := time.AfterFunc(l.Wall, func() {
+	timer := time.AfterFunc(wall, func() {
 		tmu.Lock()
 		timedOut = true
 		tmu.Unlock()
@@ -436,10 +460,10 @@ func (h *harness) exec(m hmsg, stdin, stdout, stderr, cgroup int) {
 	}
 	timer.Stop()
 	h.mu.Lock()
-	delete(h.running, m.ID)
+	delete(h.running, id)
 	h.mu.Unlock()
 	tmu.Lock()
-	done := hmsg{ID: m.ID, Done: true, ExitCode: ws.ExitStatus(), TimedOut: timedOut,
+	done := hmsg{ID: id, Done: true, ExitCode: ws.ExitStatus(), TimedOut: timedOut,
 		CPU:    time.Duration(unix.TimevalToNsec(ru.Utime) + unix.TimevalToNsec(ru.Stime)),
 		MaxRSS: ru.Maxrss * 1024}
 	tmu.Unlock()
@@ -447,5 +471,5 @@ func (h *harness) exec(m hmsg, stdin, stdout, stderr, cgroup int) {
 		done.Signal = ws.Signal().String()
 		done.ExitCode = 128 + int(ws.Signal())
 	}
-	h.send(done)
+	return done
 }

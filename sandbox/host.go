@@ -123,60 +123,13 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		return nil, err
 	}
 	defer devnull.Close()
-	// A detached copy of the workspace's mount, which the helper attaches in
-	// its own mount namespace: the command's uid may not be able to walk the
-	// path to the workspace (a root daemon's state directory is 0700).
-	// Without CAP_SYS_ADMIN (an unprivileged daemon) there is no detached
-	// copy; the helper, running as the daemon's uid, opens the path itself.
-	wsfd, err := -1, error(syscall.EPERM)
-	var layers []*os.File
-	if spec.Overlay != nil {
-		// Detached copies of the lower layer and of the directory holding
-		// upper and work (overlayfs wants those two on one mount), which
-		// the sandbox attaches in its own mount namespace: overlayfs takes
-		// only layers mounted there. Without CAP_SYS_ADMIN the sandbox,
-		// running as the daemon's uid, opens them by path.
-		// Then the frozen layers stacked between them, if any, which are
-		// handed over after the binds.
-		dirs := append([]string{spec.Overlay.Lower, filepath.Dir(spec.Overlay.Upper)}, spec.Overlay.Frozen...)
-		for _, d := range dirs {
-			fd, err := -1, error(syscall.EPERM)
-			if !forcePathOpen {
-				fd, err = unix.OpenTree(unix.AT_FDCWD, d, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-			}
-			if errors.Is(err, syscall.EPERM) {
-				spec.OpenByPath = true
-				fd, err = unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-			}
-			if err != nil {
-				for _, f := range layers {
-					f.Close()
-				}
-				cfgW.Close()
-				repR.Close()
-				return nil, paddock.Errorf(paddock.CodeConflict, "the workspace's layers are missing (%v)", err)
-			}
-			layers = append(layers, os.NewFile(uintptr(fd), "layer"))
-		}
-		defer func() {
-			for _, f := range layers {
-				f.Close()
-			}
-		}()
-		wsfd, err = unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	} else if !forcePathOpen {
-		wsfd, err = unix.OpenTree(unix.AT_FDCWD, spec.Workspace, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-	}
-	if errors.Is(err, syscall.EPERM) {
-		spec.OpenByPath = true
-		wsfd, err = unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	}
+	ws, layers, err := openWorkspace(spec)
 	if err != nil {
 		cfgW.Close()
 		repR.Close()
-		return nil, paddock.Errorf(paddock.CodeConflict, "the workspace is missing")
+		return nil, err
 	}
-	ws := os.NewFile(uintptr(wsfd), "workspace")
+	defer closeFiles(layers)
 	defer ws.Close()
 	if listener == nil {
 		listener = devnull
@@ -196,11 +149,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		repR.Close()
 		return nil, err
 	}
-	defer func() {
-		for _, f := range binds {
-			f.Close()
-		}
-	}()
+	defer closeFiles(binds)
 	extra = append(extra, binds...)
 	// An overlay's frozen layers (fdBinds+len(spec.Binds) on), then the
 	// upper directories of the binds that are layers (fdBindUpper).
@@ -211,13 +160,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		repR.Close()
 		return nil, err
 	}
-	defer func() {
-		for _, f := range uppers {
-			if f != devnull {
-				f.Close()
-			}
-		}
-	}()
+	defer closeUppers(uppers, devnull)
 	extra = append(extra, uppers...)
 	if persistent {
 		// A harness holds its layers for its life: the locks go with it
@@ -227,22 +170,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 		locks = nil
 	}
 
-	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-	if spec.Net != NetHost {
-		flags |= unix.CLONE_NEWNET
-	}
-	attr := &syscall.SysProcAttr{
-		Cloneflags:                 flags,
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.UID, HostID: spec.UID, Size: 1}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: spec.GID, Size: 1}},
-		GidMappingsEnableSetgroups: false,
-		Credential:                 &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: true},
-		AmbientCaps:                ambientCaps,
-		Setsid:                     true,
-	}
-	if !persistent {
-		attr.Pdeathsig = syscall.SIGKILL
-	}
+	attr := helperAttr(spec, persistent)
 	// The helper becomes the command: its stdin is the command's. A
 	// harness keeps /dev/null and is handed each command's own.
 	var stdin io.Reader = devnull
@@ -290,6 +218,81 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 	return &sandboxProcess{cmd: cmd, config: cfgW, report: repR, feedStdin: feedStdin, stopStdin: stopStdin, locks: locks}, nil
 }
 
+// openWorkspace opens what the helper mounts as the workspace: a detached
+// copy of the workspace's mount or, for an overlay, /dev/null in its place
+// and the overlay's layers. Where the daemon may not make detached copies
+// it opens paths instead and sets spec.OpenByPath. The caller closes ws and
+// the layers.
+func openWorkspace(spec *Spec) (ws *os.File, layers []*os.File, err error) {
+	// A detached copy of the workspace's mount, which the helper attaches in
+	// its own mount namespace: the command's uid may not be able to walk the
+	// path to the workspace (a root daemon's state directory is 0700).
+	// Without CAP_SYS_ADMIN (an unprivileged daemon) there is no detached
+	// copy; the helper, running as the daemon's uid, opens the path itself.
+	wsfd, err := -1, error(syscall.EPERM)
+	if spec.Overlay != nil {
+		// Detached copies of the lower layer and of the directory holding
+		// upper and work (overlayfs wants those two on one mount), which
+		// the sandbox attaches in its own mount namespace: overlayfs takes
+		// only layers mounted there. Without CAP_SYS_ADMIN the sandbox,
+		// running as the daemon's uid, opens them by path.
+		// Then the frozen layers stacked between them, if any, which are
+		// handed over after the binds.
+		dirs := append([]string{spec.Overlay.Lower, filepath.Dir(spec.Overlay.Upper)}, spec.Overlay.Frozen...)
+		for _, d := range dirs {
+			fd, err := -1, error(syscall.EPERM)
+			if !forcePathOpen {
+				fd, err = unix.OpenTree(unix.AT_FDCWD, d, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			}
+			if errors.Is(err, syscall.EPERM) {
+				spec.OpenByPath = true
+				fd, err = unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			}
+			if err != nil {
+				closeFiles(layers)
+				return nil, nil, paddock.Errorf(paddock.CodeConflict, "the workspace's layers are missing (%v)", err)
+			}
+			layers = append(layers, os.NewFile(uintptr(fd), "layer"))
+		}
+		wsfd, err = unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	} else if !forcePathOpen {
+		wsfd, err = unix.OpenTree(unix.AT_FDCWD, spec.Workspace, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	}
+	if errors.Is(err, syscall.EPERM) {
+		spec.OpenByPath = true
+		wsfd, err = unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		closeFiles(layers)
+		return nil, nil, paddock.Errorf(paddock.CodeConflict, "the workspace is missing")
+	}
+	return os.NewFile(uintptr(wsfd), "workspace"), layers, nil
+}
+
+// helperAttr is how the helper is started: in namespaces of its own (a
+// network one unless the spec's network is the host's), as the spec's uid
+// with ambient capabilities in its user namespace only, and, unless it is
+// a persistent harness, killed when the daemon's thread ends.
+func helperAttr(spec *Spec, persistent bool) *syscall.SysProcAttr {
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if spec.Net != NetHost {
+		flags |= unix.CLONE_NEWNET
+	}
+	attr := &syscall.SysProcAttr{
+		Cloneflags:                 flags,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.UID, HostID: spec.UID, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: spec.GID, Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		Credential:                 &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: true},
+		AmbientCaps:                ambientCaps,
+		Setsid:                     true,
+	}
+	if !persistent {
+		attr.Pdeathsig = syscall.SIGKILL
+	}
+	return attr
+}
+
 // openLayers makes and opens the upper directory of each bind that is a
 // copy-on-write layer (Bind.Upper), as openBinds opens sources, and locks
 // it (flock on Upper) for the sandbox about to mount it: overlayfs must
@@ -300,11 +303,7 @@ func startProcess(spec *Spec, args []string, persistent bool, stdout, stderr io.
 // before it changes: it is the caller's.
 func openLayers(spec *Spec, filler *os.File) (uppers, locks []*os.File, err error) {
 	fail := func(err error) ([]*os.File, []*os.File, error) {
-		for _, f := range uppers {
-			if f != filler {
-				f.Close()
-			}
-		}
+		closeUppers(uppers, filler)
 		closeFiles(locks)
 		return nil, nil, err
 	}
@@ -374,6 +373,15 @@ func makeLayer(dir string, uid, gid int) error {
 func closeFiles(fs []*os.File) {
 	for _, f := range fs {
 		f.Close()
+	}
+}
+
+// closeUppers closes openLayers' uppers but not the filler among them.
+func closeUppers(uppers []*os.File, filler *os.File) {
+	for _, f := range uppers {
+		if f != filler {
+			f.Close()
+		}
 	}
 }
 
@@ -461,15 +469,11 @@ const perExecCgroups = "per-exec"
 // runFresh runs a prepared spec in a helper of its own.
 func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	if spec.Net == NetAllow {
-		px := &Proxy{Allow: spec.Allow, AllowAddrs: spec.AllowAddrs, Decide: spec.Decide,
-			Credentials: spec.Credentials, CA: spec.ProxyCA, UpstreamRoots: spec.UpstreamRoots}
-		sock, err := px.Start(spec.UID)
+		px, err := startProxy(&spec)
 		if err != nil {
-			return nil, fmt.Errorf("sandbox: network proxy: %w", err)
+			return nil, err
 		}
 		defer px.Close()
-		spec.ProxySocket = sock
-		spec.Env = append(spec.Env, proxyEnv()...)
 	}
 	out, errb := outputs(&spec)
 	var term *terminal
@@ -525,36 +529,18 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	kill := func() { once.Do(func() { cmd.Process.Signal(syscall.SIGKILL) }) }
 	timer := time.AfterFunc(spec.Limits.Wall, func() { timedOut = true; kill() })
 	stop := context.AfterFunc(ctx, kill)
-	// The helper reports once before it becomes the command, and once more
-	// only if becoming it failed.
-	var reps []report
-	repDone := make(chan error, 1)
-	go func() {
-		dec := json.NewDecoder(repR)
-		for {
-			var r report
-			if err := dec.Decode(&r); err != nil {
-				if len(reps) == 0 {
-					repDone <- err
-				} else {
-					repDone <- nil
-				}
-				return
-			}
-			reps = append(reps, r)
-		}
-	}()
+	repDone := readReports(repR)
 	waitErr := cmd.Wait()
 	timer.Stop()
 	stop()
-	repErr := <-repDone
+	reps := <-repDone
 	if term != nil {
 		term.wait() // what the command wrote last, up to the terminal's end
 	}
 
 	res := &Result{Duration: time.Since(start), Stdout: out.bytes(), Stderr: errb.bytes(),
 		Truncated: out.truncated || errb.truncated, TimedOut: timedOut}
-	if repErr != nil {
+	if reps.err != nil {
 		if !timedOut && ctx.Err() == nil {
 			return nil, fmt.Errorf("sandbox: the helper ended without a report (%v): %s", waitErr, bytes.TrimSpace(errb.bytes()))
 		}
@@ -563,6 +549,56 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 		res.Enforcement.Namespaces = []string{"unknown: killed before reporting"}
 		return res, nil
 	}
+	return commandResult(res, reps.list, cmd.ProcessState)
+}
+
+// startProxy starts the network proxy of an allow network and points the
+// spec's command at it. The caller closes it.
+func startProxy(spec *Spec) (*Proxy, error) {
+	px := &Proxy{Allow: spec.Allow, AllowAddrs: spec.AllowAddrs, Decide: spec.Decide,
+		Credentials: spec.Credentials, CA: spec.ProxyCA, UpstreamRoots: spec.UpstreamRoots}
+	sock, err := px.Start(spec.UID)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: network proxy: %w", err)
+	}
+	spec.ProxySocket = sock
+	spec.Env = append(spec.Env, proxyEnv()...)
+	return px, nil
+}
+
+// helperReports are what the helper reported, and err if it reported
+// nothing before its pipe ended.
+type helperReports struct {
+	list []report
+	err  error
+}
+
+// readReports reads the helper's reports until its pipe ends. The helper
+// reports once before it becomes the command, and once more only if
+// becoming it failed.
+func readReports(r io.Reader) <-chan helperReports {
+	done := make(chan helperReports, 1)
+	go func() {
+		var reps helperReports
+		dec := json.NewDecoder(r)
+		for {
+			var rep report
+			if err := dec.Decode(&rep); err != nil {
+				if len(reps.list) == 0 {
+					reps.err = err
+				}
+				done <- reps
+				return
+			}
+			reps.list = append(reps.list, rep)
+		}
+	}()
+	return done
+}
+
+// commandResult completes res from the helper's reports (at least one)
+// and, once the helper became the command, the command's process state.
+func commandResult(res *Result, reps []report, ps *os.ProcessState) (*Result, error) {
 	rep := reps[len(reps)-1]
 	res.Enforcement = reps[0].Enforcement
 	if !rep.Started {
@@ -577,7 +613,7 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, fmt.Errorf("sandbox: %s", rep.Error)
 	}
 	// The helper became the command: its status and resource use are the command's.
-	if ps := cmd.ProcessState; ps != nil {
+	if ps != nil {
 		ws := ps.Sys().(syscall.WaitStatus)
 		res.ExitCode = ws.ExitStatus()
 		if ws.Signaled() {

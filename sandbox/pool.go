@@ -847,38 +847,10 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result
 		fds = []int{int(term.slave.Fd())}
 		closeOurs, waitOutput = term.handedOver, term.wait
 	} else {
-		outR, outW, err := os.Pipe()
-		if err != nil {
+		var err error
+		if fds, closeOurs, waitOutput, err = outputPipes(out, errb); err != nil {
 			return nil, err
 		}
-		errR, errW, err := os.Pipe()
-		if err != nil {
-			outR.Close()
-			outW.Close()
-			return nil, err
-		}
-		var copies sync.WaitGroup
-		for _, c := range []struct {
-			r *os.File
-			w *capped
-		}{{outR, out}, {errR, errb}} {
-			copies.Add(1)
-			go func() {
-				defer copies.Done()
-				defer c.r.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.r.Read(buf)
-					c.w.Write(buf[:n])
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-		fds = []int{int(outW.Fd()), int(errW.Fd())}
-		closeOurs = func() { outW.Close(); errW.Close() }
-		waitOutput = copies.Wait
 	}
 	ch := make(chan hmsg, 2)
 	h.mu.Lock()
@@ -943,13 +915,7 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result
 	if !first.Started {
 		waitOutput()
 		h.forget(id)
-		switch first.Code {
-		case 127:
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "%s", strings.TrimPrefix(first.Error, "exec: "))
-		case 126:
-			return nil, paddock.Errorf(paddock.CodeBadRequest, "the command cannot be run: %s", first.Error)
-		}
-		return nil, fmt.Errorf("sandbox: harness: %s", first.Error)
+		return nil, notStarted(first)
 	}
 	feed()
 	if term != nil {
@@ -959,15 +925,7 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result
 	h.forget(id)
 	waitOutput()
 	res := &Result{Duration: time.Since(start), Stdout: out.bytes(), Stderr: errb.bytes(),
-		Truncated: out.truncated || errb.truncated, Enforcement: h.enf}
-	res.Enforcement.Limits = limits
-	res.Enforcement.ProcsScope = scope
-	res.Enforcement.Mode = "resident"
-	if ownNet {
-		e := &res.Enforcement
-		e.Net, e.Allow, e.AllowAddrs, e.OwnNet = string(NetNone), nil, nil, true
-		e.Namespaces = append(slices.DeleteFunc(slices.Clone(e.Namespaces), func(s string) bool { return s == "net" }), "net")
-	}
+		Truncated: out.truncated || errb.truncated, Enforcement: h.enforcement(limits, scope, ownNet)}
 	if !ok {
 		// The harness died under the command (killed from outside): the
 		// command died with it.
@@ -978,6 +936,68 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result
 	res.ExitCode, res.Signal, res.TimedOut, res.CPU, res.MaxRSS = done.ExitCode, done.Signal, done.TimedOut, done.CPU, done.MaxRSS
 	res.Denied = denials(res)
 	return res, nil
+}
+
+// outputPipes are a command's stdout and stderr: pipes copied into out and
+// errb. fds are the ends the harness is handed, closeOurs closes the
+// daemon's copies of them, and waitOutput waits for both copies to end.
+func outputPipes(out, errb *capped) (fds []int, closeOurs, waitOutput func(), err error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, nil, err
+	}
+	var copies sync.WaitGroup
+	for _, c := range []struct {
+		r *os.File
+		w *capped
+	}{{outR, out}, {errR, errb}} {
+		copies.Add(1)
+		go func() {
+			defer copies.Done()
+			defer c.r.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.r.Read(buf)
+				c.w.Write(buf[:n])
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	return []int{int(outW.Fd()), int(errW.Fd())}, func() { outW.Close(); errW.Close() }, copies.Wait, nil
+}
+
+// notStarted is the error for a command the harness could not start.
+func notStarted(m hmsg) error {
+	switch m.Code {
+	case 127:
+		return paddock.Errorf(paddock.CodeBadRequest, "%s", strings.TrimPrefix(m.Error, "exec: "))
+	case 126:
+		return paddock.Errorf(paddock.CodeBadRequest, "the command cannot be run: %s", m.Error)
+	}
+	return fmt.Errorf("sandbox: harness: %s", m.Error)
+}
+
+// enforcement is what confines a command the harness runs: the harness's
+// own, with the command's limits and pids scope, and its own network
+// namespace with only a loopback when ownNet.
+func (h *harnessConn) enforcement(limits Limits, scope string, ownNet bool) Enforcement {
+	e := h.enf
+	e.Limits = limits
+	e.ProcsScope = scope
+	e.Mode = "resident"
+	if ownNet {
+		e.Net, e.Allow, e.AllowAddrs, e.OwnNet = string(NetNone), nil, nil, true
+		e.Namespaces = append(slices.DeleteFunc(slices.Clone(e.Namespaces), func(s string) bool { return s == "net" }), "net")
+	}
+	return e
 }
 
 func (h *harnessConn) forget(id uint64) {

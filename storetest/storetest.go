@@ -638,10 +638,38 @@ func testConcurrentFailures(t *testing.T, open Opener) {
 // shared transaction down with it.
 func testCancelledCallers(t *testing.T, open Opener) {
 	s, _ := fresh(t, open)
-	bg := context.Background()
 	seed(t, s, "app", "ok", "cancel")
-	// A caller that gives up while its fn runs is told so, and nothing of
-	// its fn is kept, even if every statement of it succeeded.
+	testGaveUpCaller(t, s)
+	span := seedScratch(t, s)
+	results := raceCancellations(s, span)
+	checkCancellations(t, results, countCancelEvents(t, s))
+}
+
+// The race of testCancelledCallers: cancelRounds rounds of cancelGroup
+// callers of each kind; an appender appends cancelEach events, a deleter
+// deletes one of cancelGroup projects of cancelScratchEvents events.
+const cancelRounds, cancelGroup, cancelEach, cancelScratchEvents = 24, 8, 8, 500
+
+// The kinds of caller in the race.
+const (
+	writer   = iota // never cancelled
+	appender        // cancelled while it waits its turn or between its statements
+	deleter         // cancelled inside its long statement, and rolls back anyway
+)
+
+// errKeep is what a deleter's update returns: roll the deletion back.
+var errKeep = errors.New("roll back the deletion")
+
+// cancelResult is what one caller's update returned.
+type cancelResult struct {
+	round, k, kind int
+	err            error
+}
+
+// testGaveUpCaller: a caller that gives up while its fn runs is told so,
+// and nothing of its fn is kept, even if every statement of it succeeded.
+func testGaveUpCaller(t *testing.T, s paddock.Store) {
+	bg := context.Background()
 	gaveUp, stop := context.WithCancel(bg)
 	err := s.Update(gaveUp, func(tx paddock.Tx) error {
 		if _, err := tx.AppendEvent(gaveUp, "cancel", "gave-up", nil); err != nil {
@@ -659,16 +687,21 @@ func testCancelledCallers(t *testing.T, open Opener) {
 		}
 		return nil
 	})
+}
 
-	const rounds, group, each, scratchEvents = 24, 8, 8, 500
+// seedScratch makes the deleters' projects and returns how long, in
+// microseconds, a deletion takes here (a race-detector build is many times
+// slower): the cancellations are spread over that span.
+func seedScratch(t *testing.T, s paddock.Store) (span int) {
+	bg := context.Background()
 	// Each deleter deletes a project with many events, a statement long
 	// enough that its cancellation lands inside it, and then rolls back, so
 	// that the project is there again for the next round.
-	for k := 0; k < group; k++ {
+	for k := 0; k < cancelGroup; k++ {
 		name := fmt.Sprintf("scratch-%d", k)
 		seed(t, s, name, name+"-run")
 		update(t, s, func(tx paddock.Tx) error {
-			for i := 0; i < scratchEvents; i++ {
+			for i := 0; i < cancelScratchEvents; i++ {
 				if _, err := tx.AppendEvent(bg, name+"-run", "x", nil); err != nil {
 					return err
 				}
@@ -676,11 +709,8 @@ func testCancelledCallers(t *testing.T, open Opener) {
 			return nil
 		})
 	}
-	errKeep := errors.New("roll back the deletion")
-	// How long a deletion takes here (a race-detector build is many times
-	// slower): the cancellations are spread over that span.
 	start := time.Now()
-	err = s.Update(bg, func(tx paddock.Tx) error {
+	err := s.Update(bg, func(tx paddock.Tx) error {
 		if err := tx.DeleteProject(bg, "scratch-0"); err != nil {
 			return err
 		}
@@ -689,21 +719,18 @@ func testCancelledCallers(t *testing.T, open Opener) {
 	if !errors.Is(err, errKeep) {
 		t.Fatalf("deleting a scratch project: %v", err)
 	}
-	span := int(time.Since(start)/time.Microsecond) + 1
-	const (
-		writer = iota
-		appender
-		deleter
-	)
-	type result struct {
-		round, k, kind int
-		err            error
-	}
-	var results []result
+	return int(time.Since(start)/time.Microsecond) + 1
+}
+
+// raceCancellations runs the rounds of writers, appenders and deleters,
+// each round's callers at once, and returns what each update returned.
+func raceCancellations(s paddock.Store, span int) []cancelResult {
+	bg := context.Background()
+	var results []cancelResult
 	var mu sync.Mutex
-	for round := 0; round < rounds; round++ {
+	for round := 0; round < cancelRounds; round++ {
 		var wg sync.WaitGroup
-		for k := 0; k < 3*group; k++ {
+		for k := 0; k < 3*cancelGroup; k++ {
 			kind := k % 3
 			wg.Add(1)
 			go func() {
@@ -722,7 +749,7 @@ func testCancelledCallers(t *testing.T, open Opener) {
 					// Cancelled while it waits its turn or between its statements.
 					time.AfterFunc(time.Duration(rand.IntN(2*span))*time.Microsecond, stop)
 					fn = func(tx paddock.Tx) error {
-						for i := 0; i < each; i++ {
+						for i := 0; i < cancelEach; i++ {
 							if _, err := tx.AppendEvent(ctx, "cancel", key, nil); err != nil {
 								return err
 							}
@@ -740,16 +767,24 @@ func testCancelledCallers(t *testing.T, open Opener) {
 				}
 				err := s.Update(ctx, fn)
 				mu.Lock()
-				results = append(results, result{round, k, kind, err})
+				results = append(results, cancelResult{round, k, kind, err})
 				mu.Unlock()
 			}()
 		}
 		wg.Wait()
 	}
+	return results
+}
+
+// countCancelEvents counts the events of runs "ok" and "cancel" by type
+// (each caller's key), checking that their seqs have no gaps and that
+// every scratch project is whole again.
+func countCancelEvents(t *testing.T, s paddock.Store) map[string]map[string]int {
+	bg := context.Background()
 	counts := map[string]map[string]int{}
 	s.View(bg, func(tx paddock.Tx) error {
 		for _, run := range []string{"ok", "cancel"} {
-			evs, err := tx.Events(bg, run, 0, rounds*group*each)
+			evs, err := tx.Events(bg, run, 0, cancelRounds*cancelGroup*cancelEach)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -761,14 +796,20 @@ func testCancelledCallers(t *testing.T, open Opener) {
 				counts[run][e.Type]++
 			}
 		}
-		for k := 0; k < group; k++ {
-			evs, err := tx.Events(bg, fmt.Sprintf("scratch-%d-run", k), 0, 2*scratchEvents)
-			if err != nil || len(evs) != scratchEvents {
+		for k := 0; k < cancelGroup; k++ {
+			evs, err := tx.Events(bg, fmt.Sprintf("scratch-%d-run", k), 0, 2*cancelScratchEvents)
+			if err != nil || len(evs) != cancelScratchEvents {
 				t.Fatalf("scratch-%d: %d events, %v; a rolled-back deletion was kept", k, len(evs), err)
 			}
 		}
 		return nil
 	})
+	return counts
+}
+
+// checkCancellations checks each caller's result against the events it
+// left, and that cancellation really raced the updates.
+func checkCancellations(t *testing.T, results []cancelResult, counts map[string]map[string]int) {
 	cancelled := 0
 	var problems []string
 	for _, r := range results {
@@ -781,8 +822,8 @@ func testCancelledCallers(t *testing.T, open Opener) {
 			bad("a writer never cancelled failed: %v", r.err)
 		case r.kind == writer && counts["ok"][key] != 1:
 			bad("a writer succeeded but left %d events", counts["ok"][key])
-		case r.kind == appender && r.err == nil && counts["cancel"][key] != each:
-			bad("succeeded but left %d of %d events", counts["cancel"][key], each)
+		case r.kind == appender && r.err == nil && counts["cancel"][key] != cancelEach:
+			bad("succeeded but left %d of %d events", counts["cancel"][key], cancelEach)
 		case r.kind == appender && r.err != nil && counts["cancel"][key] != 0:
 			bad("failed (%v) but left %d events", r.err, counts["cancel"][key])
 		case r.err != nil && !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, errKeep):
@@ -798,10 +839,10 @@ func testCancelledCallers(t *testing.T, open Opener) {
 		t.Fatalf("%d of %d updates went wrong, first:\n%s", len(problems), len(results), strings.Join(problems[:min(len(problems), 10)], "\n"))
 	}
 	// The test means something only if cancellation really raced the updates.
-	if cancelled == 0 || cancelled == rounds*group*2 {
-		t.Fatalf("%d of %d cancellable callers were cancelled; the delays no longer race the updates", cancelled, rounds*group*2)
+	if cancelled == 0 || cancelled == cancelRounds*cancelGroup*2 {
+		t.Fatalf("%d of %d cancellable callers were cancelled; the delays no longer race the updates", cancelled, cancelRounds*cancelGroup*2)
 	}
-	t.Logf("%d of %d cancellable callers were cancelled", cancelled, rounds*group*2)
+	t.Logf("%d of %d cancellable callers were cancelled", cancelled, cancelRounds*cancelGroup*2)
 }
 
 func testAgents(t *testing.T, open Opener) {

@@ -96,6 +96,15 @@ type way struct {
 
 const page = "page.txt"
 
+// pageContent is page's: 4 KiB.
+var pageContent = strings.Repeat("0123456789abcdef", 256)
+
+// execTrue is the exec every way makes.
+var execTrue = paddock.ExecRequest{Argv: []string{"/bin/true"}}
+
+// run starts a daemon on a one-file project, reaches a run of it each way,
+// times the reads and the execs of every way in rounds, checks the runs'
+// events and prints the table.
 func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) (err error) {
 	tmp, err := os.MkdirTemp("", "paddock-bench-mcp-")
 	if err != nil {
@@ -103,20 +112,7 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) (err err
 	}
 	defer os.RemoveAll(tmp)
 	repo := filepath.Join(tmp, "repo")
-	content := strings.Repeat("0123456789abcdef", 256) // 4 KiB
-	if err := os.MkdirAll(repo, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(repo, page), []byte(content), 0o644); err != nil {
-		return err
-	}
-	if _, err := benchutil.Git("", "init", "-q", repo); err != nil {
-		return err
-	}
-	if _, err := benchutil.Git(repo, "add", "-A"); err != nil {
-		return err
-	}
-	if _, err := benchutil.Git(repo, "commit", "-qm", "x"); err != nil {
+	if err := makeRepo(repo); err != nil {
 		return err
 	}
 	d, err := benchutil.StartDaemon(ctx, tmp)
@@ -139,7 +135,6 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) (err err
 		return d.Client.Bootstrap(ctx, paddock.BootstrapRequest{Project: "bench", Task: "bench", Agent: paddock.AgentDefinition{Name: "bench"}})
 	}
 	sock := filepath.Join(d.Home, "paddock.sock")
-	execReq := paddock.ExecRequest{Argv: []string{"/bin/true"}}
 
 	// (a) The plain API, as an agent holding its run's token; its
 	// streaming exec on the same run.
@@ -148,19 +143,10 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) (err err
 		return err
 	}
 	api := d.Client.WithToken(ba.Token)
-	apiWay := &way{name: "API", run: ba.Run.ID,
-		read: func(ctx context.Context) (string, error) {
-			raw, err := api.CallTool(ctx, ba.Run.ID, "read", map[string]string{"path": page})
-			if err != nil {
-				return "", err
-			}
-			return readContent(raw)
-		},
-		exec: func(ctx context.Context) (*paddock.ExecResult, error) { return api.Exec(ctx, ba.Run.ID, execReq) },
-	}
+	apiWay := agentWay("API", api, ba.Run.ID)
 	streamWay := &way{name: "the API's streaming exec (POST /exec/stream, what MCP's exec calls)", run: ba.Run.ID,
 		exec: func(ctx context.Context) (*paddock.ExecResult, error) {
-			return api.ExecStream(ctx, ba.Run.ID, execReq, nil, nil)
+			return api.ExecStream(ctx, ba.Run.ID, execTrue, nil, nil)
 		},
 	}
 
@@ -169,13 +155,9 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) (err err
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(tmp, "paddock"), "mcp", bs.Run.ID, "--home", d.Home)
-	cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
-	cmd.Stderr = os.Stderr
-	stdio, err := mcp.NewClient(&mcp.Implementation{Name: "bench-stdio", Version: "1"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	stdio, err := stdioSession(ctx, filepath.Join(tmp, "paddock"), d.Home, bs.Run.ID)
 	if err != nil {
-		return fmt.Errorf("paddock mcp: %w", err)
+		return err
 	}
 	defer stdio.Close()
 
@@ -184,15 +166,10 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) (err err
 	if err != nil {
 		return err
 	}
-	hc := &http.Client{Transport: bearer{bh.Token, &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var dl net.Dialer
-			return dl.DialContext(ctx, "unix", sock)
-		}}}}
-	streamable, err := mcp.NewClient(&mcp.Implementation{Name: "bench-http", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://paddock/v1/runs/" + bh.Run.ID + "/mcp", HTTPClient: hc}, nil)
+	onSocket := socketTransport(sock)
+	streamable, err := httpSession(ctx, "bench-http", bh, onSocket)
 	if err != nil {
-		return fmt.Errorf("MCP over HTTP: %w", err)
+		return err
 	}
 	defer streamable.Close()
 
@@ -203,83 +180,58 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) (err err
 	if err != nil {
 		return err
 	}
-	hcw := &http.Client{Transport: bearer{bw.Token, hc.Transport.(bearer).next}}
-	idle, err := mcp.NewClient(&mcp.Implementation{Name: "bench-idle", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://paddock/v1/runs/" + bw.Run.ID + "/mcp", HTTPClient: hcw}, nil)
+	idle, err := httpSession(ctx, "bench-idle", bw, onSocket)
 	if err != nil {
-		return fmt.Errorf("MCP over HTTP: %w", err)
+		return err
 	}
 	defer idle.Close()
-	watched := d.Client.WithToken(bw.Token)
-	watchedWay := &way{name: "the API, on a run an idle MCP session (streamable HTTP) follows", run: bw.Run.ID,
-		read: func(ctx context.Context) (string, error) {
-			raw, err := watched.CallTool(ctx, bw.Run.ID, "read", map[string]string{"path": page})
-			if err != nil {
-				return "", err
-			}
-			return readContent(raw)
-		},
-		exec: func(ctx context.Context) (*paddock.ExecResult, error) { return watched.Exec(ctx, bw.Run.ID, execReq) },
-	}
+	watchedWay := agentWay("the API, on a run an idle MCP session (streamable HTTP) follows", d.Client.WithToken(bw.Token), bw.Run.ID)
 
 	stdioWay := mcpWay("MCP on stdio (`paddock mcp RUN`, which calls the API)", bs.Run.ID, stdio)
 	httpWay := mcpWay("MCP over streamable HTTP (/v1/runs/{id}/mcp on the same socket, the run's token)", bh.Run.ID, streamable)
 	readWays := []*way{apiWay, stdioWay, httpWay, watchedWay}
-	readers := make([]func(context.Context) error, len(readWays))
-	for i, w := range readWays {
-		readers[i] = func(ctx context.Context) error {
-			got, err := w.read(ctx)
-			if err != nil {
-				return fmt.Errorf("read, %s: %w", w.name, err)
-			}
-			if got != content {
-				return fmt.Errorf("read, %s: %d bytes that are not the file's", w.name, len(got))
-			}
-			w.reads++
-			return nil
-		}
-	}
 	benchutil.Step("%d reads of a 4 KiB file on each of %d ways, in rounds of %d a way", nreads, len(readWays), readBlock)
-	readLat, err := rounds(ctx, nreads, readBlock, readers)
+	readLat, err := rounds(ctx, nreads, readBlock, readers(readWays))
 	if err != nil {
 		return err
 	}
 
 	execWays := []*way{apiWay, streamWay, stdioWay, httpWay, watchedWay}
-	execers := make([]func(context.Context) error, len(execWays))
-	for i, w := range execWays {
-		execers[i] = func(ctx context.Context) error {
-			res, err := w.exec(ctx)
-			if err != nil {
-				return fmt.Errorf("exec, %s: %w", w.name, err)
-			}
-			if res.ExitCode != 0 || res.Signal != "" {
-				return fmt.Errorf("exec, %s: /bin/true exited %d %s", w.name, res.ExitCode, res.Signal)
-			}
-			w.execs++
-			return nil
-		}
-	}
 	benchutil.Step("%d execs of /bin/true on each of %d ways, in rounds of %d a way", nexecs, len(execWays), execBlock)
-	execLat, err := rounds(ctx, nexecs, execBlock, execers)
+	execLat, err := rounds(ctx, nexecs, execBlock, execers(execWays))
 	if err != nil {
 		return err
 	}
 
 	benchutil.Step("checking the runs' events")
-	for _, id := range []string{ba.Run.ID, bs.Run.ID, bh.Run.ID, bw.Run.ID} {
+	if err := checkRuns(ctx, d.Client, []string{ba.Run.ID, bs.Run.ID, bh.Run.ID, bw.Run.ID}, execWays); err != nil {
+		return err
+	}
+
+	printTable(benchutil.Machine(tmp), readWays, readLat, nreads, execWays, execLat, nexecs)
+	return nil
+}
+
+// checkRuns checks each run's events against the calls the ways made on it.
+func checkRuns(ctx context.Context, c *client.Client, runs []string, ways []*way) error {
+	for _, id := range runs {
 		var reads, execs int
-		for _, w := range execWays {
+		for _, w := range ways {
 			if w.run == id {
 				reads, execs = reads+w.reads, execs+w.execs
 			}
 		}
-		if err := checkEvents(ctx, d.Client, id, reads, execs); err != nil {
+		if err := checkEvents(ctx, c, id, reads, execs); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
-	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", benchutil.Machine(tmp))
+// printTable prints the figures: the API's reads and execs, then every
+// other way's against the API's in the same rounds.
+func printTable(machine string, readWays []*way, readLat [][]time.Duration, nreads int, execWays []*way, execLat [][]time.Duration, nexecs int) {
+	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", machine)
 	fmt.Printf("| read of a 4 KiB file through the API (unix socket, the run's token, a durable event each), a one-file repository, %d calls in rounds with the MCP reads | %s | – | – |\n",
 		nreads, p50p99(readLat[0]))
 	for i := 1; i < len(readWays); i++ {
@@ -292,7 +244,112 @@ func run(ctx context.Context, nreads, readBlock, nexecs, execBlock int) (err err
 		fmt.Printf("| the same exec through %s, %d execs | %s | the API in that run: %s | %s |\n",
 			execWays[i].name, nexecs, p50p99(execLat[i]), p50p99(execLat[0]), ratios(execLat[i], execLat[0]))
 	}
-	return nil
+}
+
+// makeRepo makes the project: a git repository whose one commit holds page.
+func makeRepo(repo string) error {
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(repo, page), []byte(pageContent), 0o644); err != nil {
+		return err
+	}
+	if _, err := benchutil.Git("", "init", "-q", repo); err != nil {
+		return err
+	}
+	if _, err := benchutil.Git(repo, "add", "-A"); err != nil {
+		return err
+	}
+	_, err := benchutil.Git(repo, "commit", "-qm", "x")
+	return err
+}
+
+// stdioSession starts `paddock mcp RUN` (bin) for the daemon at home as
+// an MCP server on stdio, and connects to it.
+func stdioSession(ctx context.Context, bin, home, run string) (*mcp.ClientSession, error) {
+	cmd := exec.Command(bin, "mcp", run, "--home", home)
+	cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
+	cmd.Stderr = os.Stderr
+	s, err := mcp.NewClient(&mcp.Implementation{Name: "bench-stdio", Version: "1"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("paddock mcp: %w", err)
+	}
+	return s, nil
+}
+
+// socketTransport reaches the daemon's unix socket whatever the URL's host.
+func socketTransport(sock string) *http.Transport {
+	return &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var dl net.Dialer
+			return dl.DialContext(ctx, "unix", sock)
+		}}
+}
+
+// httpSession connects, as the client name, to the MCP endpoint of the
+// bootstrapped run b over streamable HTTP, with b's token.
+func httpSession(ctx context.Context, name string, b *paddock.BootstrapResult, next http.RoundTripper) (*mcp.ClientSession, error) {
+	hc := &http.Client{Transport: bearer{b.Token, next}}
+	s, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://paddock/v1/runs/" + b.Run.ID + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("MCP over HTTP: %w", err)
+	}
+	return s, nil
+}
+
+// agentWay calls the run's read tool and exec through the API, as c (an
+// agent's client, with its run's token).
+func agentWay(name string, c *client.Client, run string) *way {
+	return &way{name: name, run: run,
+		read: func(ctx context.Context) (string, error) {
+			raw, err := c.CallTool(ctx, run, "read", map[string]string{"path": page})
+			if err != nil {
+				return "", err
+			}
+			return readContent(raw)
+		},
+		exec: func(ctx context.Context) (*paddock.ExecResult, error) { return c.Exec(ctx, run, execTrue) },
+	}
+}
+
+// readers are the ways' reads, each checked and counted.
+func readers(ways []*way) []func(context.Context) error {
+	calls := make([]func(context.Context) error, len(ways))
+	for i, w := range ways {
+		calls[i] = func(ctx context.Context) error {
+			got, err := w.read(ctx)
+			if err != nil {
+				return fmt.Errorf("read, %s: %w", w.name, err)
+			}
+			if got != pageContent {
+				return fmt.Errorf("read, %s: %d bytes that are not the file's", w.name, len(got))
+			}
+			w.reads++
+			return nil
+		}
+	}
+	return calls
+}
+
+// execers are the ways' execs, each checked and counted.
+func execers(ways []*way) []func(context.Context) error {
+	calls := make([]func(context.Context) error, len(ways))
+	for i, w := range ways {
+		calls[i] = func(ctx context.Context) error {
+			res, err := w.exec(ctx)
+			if err != nil {
+				return fmt.Errorf("exec, %s: %w", w.name, err)
+			}
+			if res.ExitCode != 0 || res.Signal != "" {
+				return fmt.Errorf("exec, %s: /bin/true exited %d %s", w.name, res.ExitCode, res.Signal)
+			}
+			w.execs++
+			return nil
+		}
+	}
+	return calls
 }
 
 // mcpWay calls the run's read and exec tools over an MCP session.

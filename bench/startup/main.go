@@ -83,6 +83,8 @@ type side struct {
 	cpu   []time.Duration // user and system time, which waiting for a core does not add to
 }
 
+// run builds the programs, starts each n times (and a tenth more to warm
+// the page cache) and prints the table.
 func run(n int) error {
 	tmp, err := os.MkdirTemp("", "paddock-bench-startup-")
 	if err != nil {
@@ -91,30 +93,9 @@ func run(n int) error {
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "paddock")
 	daemon := filepath.Join(tmp, "paddockd")
-	benchutil.Step("building paddock and paddockd as README builds them (CGO_ENABLED=0), the CLI with a plain go build, and a hello-world")
-	for _, b := range []struct {
-		out  string
-		tags []string
-		cgo  bool
-	}{{daemon, nil, false}, {bin, []string{"-tags", "paddock_cli"}, false}, {filepath.Join(tmp, "cgo", "paddock"), []string{"-tags", "paddock_cli"}, true}} {
-		build := exec.Command("go", append(append([]string{"build"}, b.tags...), "-o", b.out, "./cmd/paddock")...)
-		if !b.cgo {
-			build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		}
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %v\n%s", b.out, err, out)
-		}
-	}
-	dynamic := filepath.Join(tmp, "cgo", "paddock")
-	hdir := filepath.Join(tmp, "hello")
-	os.Mkdir(hdir, 0o755)
-	os.WriteFile(filepath.Join(hdir, "main.go"), []byte(hello), 0o644)
-	os.WriteFile(filepath.Join(hdir, "go.mod"), []byte("module hello\n"), 0o644)
-	hbin := filepath.Join(tmp, "hello-world")
-	build := exec.Command("go", "build", "-o", hbin, ".")
-	build.Dir = hdir
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build hello-world: %v\n%s", err, out)
+	hbin, dynamic, err := buildPrograms(tmp, bin, daemon)
+	if err != nil {
+		return err
 	}
 	benchutil.Step("building the floors: the CLI's dependencies and nothing else, paddockd's and nothing else")
 	floor := filepath.Join(tmp, "floor")
@@ -136,22 +117,9 @@ func run(n int) error {
 	whole := &side{argv: []string{daemon, "version"}}
 	wholeDeps := &side{argv: []string{daemonFloor}}
 	versionCgo := &side{argv: []string{dynamic, "version"}}
-	// Each program is measured as a copy written whole (see copyFile), and
-	// paddock also as the linker left it.
-	built := bin + ".built"
-	if err := os.Rename(bin, built); err != nil {
+	built, err := copyWhole(bin, daemon, dynamic, hbin, floor, daemonFloor)
+	if err != nil {
 		return err
-	}
-	if err := copyFile(built, bin); err != nil {
-		return err
-	}
-	for _, b := range []string{daemon, dynamic, hbin, floor, daemonFloor} {
-		if err := os.Rename(b, b+".built"); err != nil {
-			return err
-		}
-		if err := copyFile(b+".built", b); err != nil {
-			return err
-		}
 	}
 	versionBuilt := &side{argv: []string{built, "version"}}
 	benchutil.Step("starting paddockd on a small project, with a run, for the calls a daemon answers")
@@ -167,27 +135,8 @@ func run(n int) error {
 	wholeExecUp := denv(&side{argv: []string{daemon, "exec", run, "--", "true"}})
 	sides := []*side{version, ls, help, peer, deps, whole, wholeDeps, versionCgo, versionBuilt, versionUp, lsUp, execUp, wholeExecUp}
 	benchutil.Step("%d starts each of %d programs, interleaved", n, len(sides))
-	// Each round runs the programs in an order of its own: what runs just
-	// before a call can slow it (the daemon's work after an ls, say, falls
-	// on the call after it), so no program always follows the same one.
-	order := slices.Clone(sides)
-	shuffle := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < n+n/10; i++ {
-		shuffle.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-		for _, s := range order {
-			cmd := exec.Command(s.argv[0], s.argv[1:]...)
-			cmd.Env = append(env, s.env...)
-			t0 := time.Now()
-			err := cmd.Run()
-			d := time.Since(t0)
-			if code := cmd.ProcessState.ExitCode(); code != s.exit {
-				return fmt.Errorf("%s: exit %d, want %d (%v)", strings.Join(s.argv, " "), code, s.exit, err)
-			}
-			if i >= n/10 { // the first tenth warms the page cache
-				s.times = append(s.times, d)
-				s.cpu = append(s.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
-			}
-		}
+	if err := measure(sides, env, n); err != nil {
+		return err
 	}
 	inits, bytes, allocs, err := initCost(bin, env)
 	if err != nil {
@@ -196,18 +145,6 @@ func run(n int) error {
 	wholeInits, wholeBytes, wholeAllocs, err := initCost(daemon, env)
 	if err != nil {
 		return err
-	}
-	stats := func(s *side) string {
-		return fmt.Sprintf("%s, CPU %s", benchutil.Stats(s.times), benchutil.Round(benchutil.Median(s.cpu)))
-	}
-	row := func(figure string, ours, peer *side, peerName string) {
-		fmt.Printf("| %s (%d starts) | %s | %s (%s) | %s (CPU %s) |\n",
-			figure, len(ours.times), stats(ours), stats(peer), peerName, benchutil.Ratio(ours.times, peer.times), benchutil.Ratio(ours.cpu, peer.cpu))
-	}
-	minus := func(figure string, ours, base *side, baseName string) {
-		fmt.Printf("| %s (medians) | %s, CPU %s | %s (%s) | %s (CPU %s) |\n", figure,
-			benchutil.Round(benchutil.Median(ours.times)-benchutil.Median(base.times)), benchutil.Round(benchutil.Median(ours.cpu)-benchutil.Median(base.cpu)),
-			stats(base), baseName, benchutil.Ratio(ours.times, base.times), benchutil.Ratio(ours.cpu, base.cpu))
 	}
 	fmt.Println(benchutil.Machine(tmp))
 	fmt.Println()
@@ -231,6 +168,106 @@ func run(n int) error {
 	fmt.Printf("| package initialisation of `paddock version` (inittrace: %d packages) | %d KiB, %d allocations | %d KiB, %d allocations (`paddockd version`, %d packages) | – |\n",
 		inits, bytes>>10, allocs, wholeBytes>>10, wholeAllocs, wholeInits)
 	return nil
+}
+
+// buildPrograms builds paddockd at daemon and the CLI at bin as README
+// builds them (CGO_ENABLED=0), the CLI with a plain go build (cgo), and a
+// hello-world; it returns the last two.
+func buildPrograms(tmp, bin, daemon string) (hbin, dynamic string, err error) {
+	benchutil.Step("building paddock and paddockd as README builds them (CGO_ENABLED=0), the CLI with a plain go build, and a hello-world")
+	dynamic = filepath.Join(tmp, "cgo", "paddock")
+	for _, b := range []struct {
+		out  string
+		tags []string
+		cgo  bool
+	}{{daemon, nil, false}, {bin, []string{"-tags", "paddock_cli"}, false}, {dynamic, []string{"-tags", "paddock_cli"}, true}} {
+		build := exec.Command("go", append(append([]string{"build"}, b.tags...), "-o", b.out, "./cmd/paddock")...)
+		if !b.cgo {
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if out, err := build.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("build %s: %v\n%s", b.out, err, out)
+		}
+	}
+	hdir := filepath.Join(tmp, "hello")
+	os.Mkdir(hdir, 0o755)
+	os.WriteFile(filepath.Join(hdir, "main.go"), []byte(hello), 0o644)
+	os.WriteFile(filepath.Join(hdir, "go.mod"), []byte("module hello\n"), 0o644)
+	hbin = filepath.Join(tmp, "hello-world")
+	build := exec.Command("go", "build", "-o", hbin, ".")
+	build.Dir = hdir
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("build hello-world: %v\n%s", err, out)
+	}
+	return hbin, dynamic, nil
+}
+
+// copyWhole replaces each program with a copy written whole (see
+// copyFile), keeping the linker's output beside it as name.built; it
+// returns paddock's, which is also measured as the linker left it.
+func copyWhole(bin string, others ...string) (built string, err error) {
+	built = bin + ".built"
+	if err := os.Rename(bin, built); err != nil {
+		return "", err
+	}
+	if err := copyFile(built, bin); err != nil {
+		return "", err
+	}
+	for _, b := range others {
+		if err := os.Rename(b, b+".built"); err != nil {
+			return "", err
+		}
+		if err := copyFile(b+".built", b); err != nil {
+			return "", err
+		}
+	}
+	return built, nil
+}
+
+// measure starts each side n+n/10 times, interleaved, and keeps the
+// times of all but the first tenth, which warms the page cache.
+func measure(sides []*side, env []string, n int) error {
+	// Each round runs the programs in an order of its own: what runs just
+	// before a call can slow it (the daemon's work after an ls, say, falls
+	// on the call after it), so no program always follows the same one.
+	order := slices.Clone(sides)
+	shuffle := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < n+n/10; i++ {
+		shuffle.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		for _, s := range order {
+			cmd := exec.Command(s.argv[0], s.argv[1:]...)
+			cmd.Env = append(env, s.env...)
+			t0 := time.Now()
+			err := cmd.Run()
+			d := time.Since(t0)
+			if code := cmd.ProcessState.ExitCode(); code != s.exit {
+				return fmt.Errorf("%s: exit %d, want %d (%v)", strings.Join(s.argv, " "), code, s.exit, err)
+			}
+			if i >= n/10 { // the first tenth warms the page cache
+				s.times = append(s.times, d)
+				s.cpu = append(s.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+			}
+		}
+	}
+	return nil
+}
+
+// stats are a side's times and its median CPU.
+func stats(s *side) string {
+	return fmt.Sprintf("%s, CPU %s", benchutil.Stats(s.times), benchutil.Round(benchutil.Median(s.cpu)))
+}
+
+// row prints a figure: ours against a peer.
+func row(figure string, ours, peer *side, peerName string) {
+	fmt.Printf("| %s (%d starts) | %s | %s (%s) | %s (CPU %s) |\n",
+		figure, len(ours.times), stats(ours), stats(peer), peerName, benchutil.Ratio(ours.times, peer.times), benchutil.Ratio(ours.cpu, peer.cpu))
+}
+
+// minus prints a figure that is ours less a base: what ours adds to it.
+func minus(figure string, ours, base *side, baseName string) {
+	fmt.Printf("| %s (medians) | %s, CPU %s | %s (%s) | %s (CPU %s) |\n", figure,
+		benchutil.Round(benchutil.Median(ours.times)-benchutil.Median(base.times)), benchutil.Round(benchutil.Median(ours.cpu)-benchutil.Median(base.cpu)),
+		stats(base), baseName, benchutil.Ratio(ours.times, base.times), benchutil.Ratio(ours.cpu, base.cpu))
 }
 
 // copyFile writes a copy of src to dst with one write(2). How the page

@@ -118,8 +118,37 @@ func run(nfiles, nIgnored int, goSrc string, quick bool, rounds, nreads int) err
 		return err
 	}
 	defer root.Close()
-	grep, _ := tools.Lookup(paddock.AccessRead, "grep")
+	rows, err := grepRows(ctx, root, tree, rg, nfiles, rounds)
+	if err != nil {
+		return err
+	}
+	trees, err := ignoreTrees(tmp, goSrc, nIgnored, quick)
+	if err != nil {
+		return err
+	}
+	more, err := ignoreRows(ctx, trees, rg, rounds)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, more...)
 
+	row, err := readRow(ctx, tmp, nreads)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, row)
+
+	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", benchutil.Machine(tmp))
+	for _, row := range rows {
+		fmt.Println(row)
+	}
+	return nil
+}
+
+// grepRows time the grep tool over the tree against ripgrep, in turns,
+// for a rare literal, a rare regular expression and a common one.
+func grepRows(ctx context.Context, root *confine.Root, tree, rg string, nfiles, rounds int) ([]string, error) {
+	grep, _ := tools.Lookup(paddock.AccessRead, "grep")
 	type pattern struct {
 		name, expr string
 		literal    bool
@@ -140,7 +169,7 @@ func run(nfiles, nIgnored int, goSrc string, quick bool, rounds, nreads int) err
 			res, _, err := grep.Call(ctx, root, args)
 			ours = append(ours, time.Since(t0))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			ourCount = len(res.(*tools.GrepResult).Matches)
 
@@ -154,7 +183,7 @@ func run(nfiles, nIgnored int, goSrc string, quick bool, rounds, nreads int) err
 			out, err := cmd.Output()
 			peer = append(peer, time.Since(t0))
 			if err != nil {
-				return fmt.Errorf("rg: %w", err)
+				return nil, fmt.Errorf("rg: %w", err)
 			}
 			peerCount = 0
 			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -171,37 +200,32 @@ func run(nfiles, nIgnored int, goSrc string, quick bool, rounds, nreads int) err
 		rows = append(rows, fmt.Sprintf("| grep %s over a generated %d-file tree, no .gitignore (%s) | %s | %s (ripgrep) | %s |",
 			p.name, nfiles, agree, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer)))
 	}
-	trees, err := ignoreTrees(tmp, goSrc, nIgnored, quick)
-	if err != nil {
-		return err
-	}
-	more, err := ignoreRows(ctx, trees, rg, rounds)
-	if err != nil {
-		return err
-	}
-	rows = append(rows, more...)
+	return rows, nil
+}
 
+// readRow times read calls of a 4 KiB file through a daemon's API.
+func readRow(ctx context.Context, tmp string, nreads int) (string, error) {
 	d, err := benchutil.StartDaemon(ctx, tmp)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer d.Stop()
 	repo := filepath.Join(tmp, "repo")
 	os.MkdirAll(repo, 0o755)
 	os.WriteFile(filepath.Join(repo, "page.txt"), []byte(strings.Repeat("0123456789abcdef", 256)), 0o644)
 	if _, err := benchutil.Git("", "init", "-q", repo); err != nil {
-		return err
+		return "", err
 	}
 	benchutil.Git(repo, "add", "-A")
 	if _, err := benchutil.Git(repo, "commit", "-qm", "x"); err != nil {
-		return err
+		return "", err
 	}
 	if _, err := d.Client.AddProject(ctx, paddock.AddProjectRequest{Path: repo, Name: "bench"}); err != nil {
-		return err
+		return "", err
 	}
 	r, err := d.Client.Create(ctx, paddock.CreateRunRequest{Project: "bench"})
 	if err != nil {
-		return err
+		return "", err
 	}
 	benchutil.Step("%d read calls of a 4 KiB file through the API", nreads)
 	lat := make([]time.Duration, 0, nreads)
@@ -209,17 +233,11 @@ func run(nfiles, nIgnored int, goSrc string, quick bool, rounds, nreads int) err
 	for i := 0; i < nreads; i++ {
 		t0 := time.Now()
 		if _, err := d.Client.CallTool(ctx, r.ID, "read", map[string]string{"path": "page.txt"}); err != nil {
-			return err
+			return "", err
 		}
 		lat = append(lat, time.Since(t0))
 	}
 	total := time.Since(start)
-	rows = append(rows, fmt.Sprintf("| read of a 4 KiB file through the API (unix socket, durable event each), a one-file repository, %d calls | p50 %s, p99 %s, %.0f calls/s | – | – |",
-		nreads, benchutil.Round(benchutil.Percentile(lat, 50)), benchutil.Round(benchutil.Percentile(lat, 99)), float64(nreads)/total.Seconds()))
-
-	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", benchutil.Machine(tmp))
-	for _, row := range rows {
-		fmt.Println(row)
-	}
-	return nil
+	return fmt.Sprintf("| read of a 4 KiB file through the API (unix socket, durable event each), a one-file repository, %d calls | p50 %s, p99 %s, %.0f calls/s | – | – |",
+		nreads, benchutil.Round(benchutil.Percentile(lat, 50)), benchutil.Round(benchutil.Percentile(lat, 99)), float64(nreads)/total.Seconds()), nil
 }

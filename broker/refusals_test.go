@@ -6,8 +6,9 @@ import (
 	"github.com/paddock-dev/paddock"
 )
 
-// Red-team rows (issue #17): calls an agent could make that the broker
-// must not allow. Each row names the trick; a row that fails is a bypass.
+// What Decide must refuse: calls an agent could make to get past the
+// rules, found by red-teaming the broker (issues #17 and #29). Each row
+// names the trick; a row that fails is a bypass.
 // (go test -toolexec=… under allow = ["go test"] with only -exec denied is
 // allowed by design: a prefix rule allows any further argument, and the
 // security model (docs/SECURITY.md, "The broker") says to deny the flags
@@ -28,7 +29,11 @@ func strict() *paddock.AgentDefinition {
 
 func bash(s string, args ...string) []string { return append([]string{"bash", "-c", s}, args...) }
 
-func TestRedteamBypasses(t *testing.T) {
+// TestDecideRefusesBypasses: tricks that were allowed before their fix
+// (issue #17): shells that read a line otherwise than the parser, go's flag
+// syntax around a deny rule, builtins that run code, environment set by
+// other means, redirections and paths around the path rules, limits.
+func TestDecideRefusesBypasses(t *testing.T) {
 	cases := []struct {
 		name   string
 		def    *paddock.AgentDefinition
@@ -147,17 +152,9 @@ func TestRedteamBypasses(t *testing.T) {
 	}
 }
 
-// A limit request that lifts a ceiling while it reads as asking for less.
-func TestRedteamCheckRequest(t *testing.T) {
-	for _, v := range []string{"0", "-1"} {
-		if err := CheckRequest(paddock.AccessRequestInput{Kind: paddock.AccessLimit, Limit: "procs", Value: v, Reason: "fewer"}); err == nil {
-			t.Errorf("procs %s accepted", v)
-		}
-	}
-}
-
-// What held: tricks the broker already refuses (kept so they stay refused).
-func TestRedteamHeld(t *testing.T) {
+// TestDecideStillRefuses: tricks the broker already refused when they were
+// tried (kept so they stay refused).
+func TestDecideStillRefuses(t *testing.T) {
 	cases := []struct {
 		name string
 		argv []string
@@ -240,9 +237,10 @@ func TestRedteamHeld(t *testing.T) {
 	}
 }
 
-// Red-team rows (issue #29, item 4): bash's other ways to write a file,
-// what wrappers run, and the variables a call sets. Each row was allowed
-// before its fix, unless it says it held.
+// Rows from issue #29, item 4: bash's other ways to write a file, what
+// wrappers run (TestDecideRefusesWrapperTricks, in wrappers_test.go), and
+// the variables a call sets. Each row was allowed before its fix, unless
+// it says it held.
 
 // wrappersDef narrows exec to env, echo, git status and go test (not go
 // test -toolexec), writes to docs/**, and lets any variable be set ("*").
@@ -284,7 +282,9 @@ func mustRefuse(t *testing.T, cases []refusal) {
 	}
 }
 
-func TestRedteamWrites(t *testing.T) {
+// TestDecideRefusesWritesAroundWriteRules: redirections the write rules
+// must see, wherever the shell writes.
+func TestDecideRefusesWritesAroundWriteRules(t *testing.T) {
 	mustRefuse(t, []refusal{
 		// bash's >& FILE (and [1]>&FILE) is &> FILE.
 		{"bash >& FILE", wrappersDef(), Call{Argv: bash(`echo x >& main.go`)}},
@@ -300,37 +300,9 @@ func TestRedteamWrites(t *testing.T) {
 	})
 }
 
-func TestRedteamWrapperGrammar(t *testing.T) {
-	goflags := wrappersDef()
-	goflags.Env = []string{"GOFLAGS"}
-	xargsEnv := wrappersDef()
-	xargsEnv.Tool["exec"] = paddock.ToolRule{Allow: []string{"echo", "xargs", "env"}}
-	find := &paddock.AgentDefinition{Name: "find", Workspace: "write", Tools: []string{"exec"},
-		Tool: map[string]paddock.ToolRule{"exec": {Allow: []string{"find", "echo", "xargs", "go test"}, Deny: []string{"go test -exec"}}}}
-	mustRefuse(t, []refusal{
-		// env -S / --split-string splits its value into a command line
-		// (and GNU getopt takes any unambiguous prefix of a long option).
-		{"env --split-string=sh -c id", wrappersDef(), Call{Argv: []string{"env", "--split-string=sh -c id"}}},
-		{"env --split-s=sh -c id", wrappersDef(), Call{Argv: []string{"env", "--split-s=sh -c id"}}},
-		{"env -Ssh -c id, one word", wrappersDef(), Call{Argv: bash(`env -S'sh -c id'`)}},
-		{"env -iS, clustered", wrappersDef(), Call{Argv: bash(`env -iS'sh -c id'`)}},
-		{"env -S with -S inside (held: -S was refused)", wrappersDef(), Call{Argv: []string{"env", "-S", "-S'sh -c id'"}}},
-		// env's NAME=VALUE words were never read as assignments.
-		{"env GOFLAGS=-toolexec= go test", goflags, Call{Argv: bash(`env GOFLAGS=-toolexec=docs/x.sh go test ./...`)}},
-		{"env LD_PRELOAD echo", wrappersDef(), Call{Argv: bash(`env LD_PRELOAD=docs/x.so echo`)}},
-		{"env -S LD_PRELOAD echo", wrappersDef(), Call{Argv: bash(`env -S'LD_PRELOAD=docs/x.so echo'`)}},
-		{"BASH_ENV before bash -c", wrappersDef(), Call{Argv: bash(`BASH_ENV=docs/x.sh bash -c echo`)}},
-		// find's "+" ends a command only after {}; a file name find puts in.
-		{"find -exec + is an argument", find, Call{Argv: []string{"find", ".", "-exec", "go", "test", "+", "-exec=docs/x.sh", ";"}}},
-		{"find -exec {} as a flag", find, Call{Argv: []string{"find", ".", "-name", "-exec=*", "-exec", "go", "test", "{}", ";"}}},
-		{"find -exec from an expansion", find, Call{Argv: bash(`find . "$1" curl x \;`, "_", "-exec")}},
-		// xargs hands its command the words it reads.
-		{"xargs env", xargsEnv, Call{Argv: bash(`echo sh -c id | xargs env`)}},
-		{"xargs go test -exec", find, Call{Argv: bash(`echo -exec=docs/x.sh | xargs go test`)}},
-	})
-}
-
-func TestRedteamProtectedEnv(t *testing.T) {
+// TestDecideRefusesProtectedEnv: "*" does not cover the variables that
+// change what an allowed command runs.
+func TestDecideRefusesProtectedEnv(t *testing.T) {
 	mustRefuse(t, []refusal{
 		// "*" covered the names that change what an allowed command runs,
 		// in the line and in the request.
