@@ -313,7 +313,11 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Jobs.instanceID = newInstanceID()
 	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
 	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
-	k.forgetters = []func(string){m.Provenance.forget, m.Nodes.forget}
+	for _, s := range m.services() {
+		if f, ok := s.(forgetter); ok {
+			k.forgetters = append(k.forgetters, f.forget)
+		}
+	}
 	k.plans = &planBook{dir: k.runDir, record: m.Broker.recordEvents}
 	k.uncommitted = &uncommittedBase{git: k.Git, aux: k.auxDir, log: k.log}
 	return m, nil
@@ -345,6 +349,16 @@ func (m *Manager) close(ctx context.Context) error {
 		l.close()
 	}
 	return err
+}
+
+// forgetter is a service that keeps something in memory about a run: it
+// forgets it when the run is gone from this node (forgetRun).
+type forgetter interface{ forget(id string) }
+
+// services are the Manager's services, each once.
+func (m *Manager) services() []any {
+	return []any{m.Projects, m.Runs, m.views, m.Broker, m.executor, m.Jobs, m.Changes, m.Provenance,
+		m.Verifier, m.Flows, m.Reviews, m.Queue, m.Forks, m.Bundles, m.Nodes}
 }
 
 // lifetimes are the services' own, which Close waits for: the queue's

@@ -22,7 +22,7 @@ func TestCleanedRunsLeaveNothingInMemory(t *testing.T) {
 	const runs = 120
 	var ids []string
 	for i := range runs {
-		r := e.create(t, paddock.KindClone, "")
+		r := e.create(t, paddock.KindClone, "") // a clone run tracks its base tree whole
 		ids = append(ids, r.ID)
 		args := json.RawMessage(fmt.Sprintf(`{"path":"f%d.txt","content":"x"}`, i))
 		if _, err := e.m.Broker.CallTool(ctx, r.ID, "write", args); err != nil {
