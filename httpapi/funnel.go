@@ -6,6 +6,11 @@ import (
 	"github.com/paddock-dev/paddock/redact"
 )
 
+// runFunnel is the funnel of s's answers (apiBase.runFunnel).
+func (s *Server) runFunnel(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
+	return s.base().runFunnel(w, r)
+}
+
 // runFunnel returns w masking the declared secrets of the run a request
 // names, if it names one that has any: every answer about a run, errors
 // included, passes the run's funnel, whatever produced it (writeJSON
@@ -13,12 +18,12 @@ import (
 // in one Write, so no secret is cut between writes. A value that JSON
 // escapes (one holding a quote, a backslash or a control character) is
 // masked where it was produced, not here.
-func (s *Server) runFunnel(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
+func (a *apiBase) runFunnel(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
 	id := r.PathValue("id")
-	if id == "" || s.Broker == nil {
+	if id == "" || a.redactors == nil {
 		return w
 	}
-	red, err := s.Broker.Redactor(r.Context(), id)
+	red, err := a.redactors.Redactor(r.Context(), id)
 	if err != nil || !red.Declared() {
 		return w
 	}

@@ -196,12 +196,7 @@ func (s *Server) Handler() http.Handler { return s.guard(s.forward(s.mux()), fal
 // TCPHandler returns the API for a loopback TCP listener: it also requires the token.
 func (s *Server) TCPHandler() http.Handler { return s.guard(s.forward(s.mux()), true) }
 
-func (s *Server) log() *slog.Logger {
-	if s.Logger == nil {
-		return slog.Default()
-	}
-	return s.Logger
-}
+func (s *Server) log() *slog.Logger { return s.base().log() }
 
 func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -413,15 +408,44 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(redact.Shapes(buf.Bytes()))
 }
 
+// apiBase is what every concern's handlers share: how a failed answer is
+// written (an internal error logged under a correlation id), and the
+// funnel that masks the answers about a run by its declared secrets. Who
+// calls (actor, and a run token's scope) is the request's own.
+type apiBase struct {
+	logger *slog.Logger // nil: slog's default
+	// redactors masks a run's declared secrets: the Broker's; without
+	// one no answer is masked by a run's secrets.
+	redactors redactors
+}
+
+// redactors gives a run's redactor (Broker has it).
+type redactors interface {
+	Redactor(ctx context.Context, id string) (*redact.Redactor, error)
+}
+
+// base is what s's handlers share.
+func (s *Server) base() *apiBase { return &apiBase{logger: s.Logger, redactors: s.Broker} }
+
+func (a *apiBase) log() *slog.Logger {
+	if a.logger == nil {
+		return slog.Default()
+	}
+	return a.logger
+}
+
+// fail answers with err (see apiBase.fail).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) { s.base().fail(w, r, err) }
+
 // fail answers with err. An internal error is logged in full under a fresh
 // correlation id, and only the id goes to the client.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (a *apiBase) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := paddock.ErrorCode(err)
 	if code == paddock.CodeInternal {
 		var b [6]byte
 		rand.Read(b[:])
 		id := hex.EncodeToString(b[:])
-		s.log().Error("request failed", "method", r.Method, "path", r.URL.Path, "correlation_id", id, "err", err)
+		a.log().Error("request failed", "method", r.Method, "path", r.URL.Path, "correlation_id", id, "err", err)
 		pe := &paddock.Error{Code: paddock.CodeInternal, Message: fmt.Sprintf("%s (correlation id %s; details are in the daemon log)", paddock.ErrorMessage(err), id)}
 		pe.WithDetail("correlation_id", id)
 		var inner *paddock.Error

@@ -27,20 +27,31 @@ const (
 // handler answers a route, one of three ways.
 type handler struct {
 	// call answers with the data of an envelope, or an error.
-	call func(*Server, *http.Request) (any, error)
+	call func(*http.Request) (any, error)
 	// unbounded: call runs a command, bounded by the command's own limits
 	// (up to the daemon's exec_limits), not by the server's write timeout.
 	unbounded bool
 	// stream writes its own answer: a stream, a raw body.
-	stream func(*Server, http.ResponseWriter, *http.Request)
+	stream func(http.ResponseWriter, *http.Request)
 }
 
-func reply(fn func(*Server, *http.Request) (any, error)) handler { return handler{call: fn} }
-func command(fn func(*Server, *http.Request) (any, error)) handler {
-	return handler{call: fn, unbounded: true}
-}
-func stream(fn func(*Server, http.ResponseWriter, *http.Request)) handler {
+func reply(fn func(*http.Request) (any, error)) handler   { return handler{call: fn} }
+func command(fn func(*http.Request) (any, error)) handler { return handler{call: fn, unbounded: true} }
+func stream(fn func(http.ResponseWriter, *http.Request)) handler {
 	return handler{stream: fn}
+}
+
+// handlers are the routes' handlers, one type per concern, each holding
+// only the services its routes call and the shared apiBase. A server's
+// are made when one of its handlers is (mux), from its fields then.
+type handlers struct {
+	api *apiBase
+	srv *Server
+}
+
+// handlers gives each concern's handlers what they call of s.
+func (s *Server) handlers() *handlers {
+	return &handlers{api: s.base(), srv: s}
 }
 
 // route is one row of the API: its method and path (a net/http pattern),
@@ -52,92 +63,95 @@ type route struct {
 	h            handler
 }
 
-// routes is the API. The mux, the run tokens' reach and the statuses are
-// all read from it; openapi.json describes exactly these (TestOpenAPI…).
-var routes = []route{
-	{"GET", "/healthz", anyone, http.StatusOK, reply((*Server).health)},
-	{"GET", "/v1/openapi.json", anyone, http.StatusOK, stream((*Server).openAPI)},
-	{"GET", "/v1/status", operator, http.StatusOK, reply((*Server).status)},
-	{"GET", "/v1/doctor", operator, http.StatusOK, reply((*Server).doctor)},
-	{"POST", "/v1/gc", operator, http.StatusOK, reply((*Server).gc)},
-	{"POST", "/v1/ui/login", operator, http.StatusCreated, reply((*Server).uiLogin)},
-	{"GET", "/v1/bundle-key", operator, http.StatusOK, reply((*Server).bundleKey)},
-	{"GET", "/v1/queue", operator, http.StatusOK, reply((*Server).queue)},
-	{"POST", "/v1/import", operator, http.StatusCreated, stream((*Server).importBundle)},
-	{"GET", "/v1/nodes", operator, http.StatusOK, reply((*Server).nodes)},
+// routes is the API, served by h. The mux, the run tokens' reach and the
+// statuses are all read from it; openapi.json describes exactly these
+// (TestOpenAPI…).
+func (h *handlers) routes() []route {
+	return []route{
+		{"GET", "/healthz", anyone, http.StatusOK, reply(h.srv.health)},
+		{"GET", "/v1/openapi.json", anyone, http.StatusOK, stream(h.srv.openAPI)},
+		{"GET", "/v1/status", operator, http.StatusOK, reply(h.srv.status)},
+		{"GET", "/v1/doctor", operator, http.StatusOK, reply(h.srv.doctor)},
+		{"POST", "/v1/gc", operator, http.StatusOK, reply(h.srv.gc)},
+		{"POST", "/v1/ui/login", operator, http.StatusCreated, reply(h.srv.uiLogin)},
+		{"GET", "/v1/bundle-key", operator, http.StatusOK, reply(h.srv.bundleKey)},
+		{"GET", "/v1/queue", operator, http.StatusOK, reply(h.srv.queue)},
+		{"POST", "/v1/import", operator, http.StatusCreated, stream(h.srv.importBundle)},
+		{"GET", "/v1/nodes", operator, http.StatusOK, reply(h.srv.nodes)},
 
-	{"POST", "/v1/projects", operator, http.StatusCreated, reply((*Server).addProject)},
-	{"GET", "/v1/projects", operator, http.StatusOK, reply((*Server).projects)},
-	{"GET", "/v1/projects/{name}", operator, http.StatusOK, reply((*Server).project)},
-	{"PATCH", "/v1/projects/{name}", operator, http.StatusOK, reply((*Server).setProject)},
-	{"DELETE", "/v1/projects/{name}", operator, http.StatusOK, reply((*Server).removeProject)},
-	{"POST", "/v1/projects/{name}/unlock", operator, http.StatusOK, reply((*Server).unlock)},
-	{"GET", "/v1/projects/{name}/manifest", operator, http.StatusOK, reply((*Server).projectManifest)},
-	{"GET", "/v1/projects/{name}/checkout", operator, http.StatusOK, reply((*Server).projectCheckout)},
+		{"POST", "/v1/projects", operator, http.StatusCreated, reply(h.srv.addProject)},
+		{"GET", "/v1/projects", operator, http.StatusOK, reply(h.srv.projects)},
+		{"GET", "/v1/projects/{name}", operator, http.StatusOK, reply(h.srv.project)},
+		{"PATCH", "/v1/projects/{name}", operator, http.StatusOK, reply(h.srv.setProject)},
+		{"DELETE", "/v1/projects/{name}", operator, http.StatusOK, reply(h.srv.removeProject)},
+		{"POST", "/v1/projects/{name}/unlock", operator, http.StatusOK, reply(h.srv.unlock)},
+		{"GET", "/v1/projects/{name}/manifest", operator, http.StatusOK, reply(h.srv.projectManifest)},
+		{"GET", "/v1/projects/{name}/checkout", operator, http.StatusOK, reply(h.srv.projectCheckout)},
 
-	{"POST", "/v1/runs", operator, http.StatusCreated, reply((*Server).create)},
-	{"POST", "/v1/bootstrap", operator, http.StatusCreated, reply((*Server).bootstrap)},
-	{"GET", "/v1/runs", operator, http.StatusOK, reply((*Server).runs)},
-	{"GET", "/v1/runs/{id}", runToken, http.StatusOK, reply((*Server).run)},
-	{"DELETE", "/v1/runs/{id}", operator, http.StatusOK, reply((*Server).remove)},
-	{"POST", "/v1/runs/{id}/retain", operator, http.StatusOK, reply((*Server).retain)},
-	{"POST", "/v1/runs/{id}/reject", operator, http.StatusOK, reply((*Server).reject)},
-	{"POST", "/v1/runs/{id}/review", operator, http.StatusCreated, reply((*Server).review)},
-	{"POST", "/v1/runs/{id}/fork", operator, http.StatusCreated, reply((*Server).fork)},
-	{"POST", "/v1/runs/{id}/checkpoint", runToken, http.StatusOK, reply((*Server).checkpoint)},
-	{"POST", "/v1/runs/{id}/resume", runToken, http.StatusOK, reply((*Server).resume)},
-	{"POST", "/v1/runs/{id}/adopt", operator, http.StatusOK, reply((*Server).adopt)},
-	{"GET", "/v1/runs/{id}/artifacts/{kind}", runToken, http.StatusOK, reply((*Server).artifact)},
-	{"GET", "/v1/runs/{id}/events", runToken, http.StatusOK, reply((*Server).events)},
-	{"GET", "/v1/runs/{id}/events/stream", runToken, http.StatusOK, stream((*Server).eventStream)},
+		{"POST", "/v1/runs", operator, http.StatusCreated, reply(h.srv.create)},
+		{"POST", "/v1/bootstrap", operator, http.StatusCreated, reply(h.srv.bootstrap)},
+		{"GET", "/v1/runs", operator, http.StatusOK, reply(h.srv.runs)},
+		{"GET", "/v1/runs/{id}", runToken, http.StatusOK, reply(h.srv.run)},
+		{"DELETE", "/v1/runs/{id}", operator, http.StatusOK, reply(h.srv.remove)},
+		{"POST", "/v1/runs/{id}/retain", operator, http.StatusOK, reply(h.srv.retain)},
+		{"POST", "/v1/runs/{id}/reject", operator, http.StatusOK, reply(h.srv.reject)},
+		{"POST", "/v1/runs/{id}/review", operator, http.StatusCreated, reply(h.srv.review)},
+		{"POST", "/v1/runs/{id}/fork", operator, http.StatusCreated, reply(h.srv.fork)},
+		{"POST", "/v1/runs/{id}/checkpoint", runToken, http.StatusOK, reply(h.srv.checkpoint)},
+		{"POST", "/v1/runs/{id}/resume", runToken, http.StatusOK, reply(h.srv.resume)},
+		{"POST", "/v1/runs/{id}/adopt", operator, http.StatusOK, reply(h.srv.adopt)},
+		{"GET", "/v1/runs/{id}/artifacts/{kind}", runToken, http.StatusOK, reply(h.srv.artifact)},
+		{"GET", "/v1/runs/{id}/events", runToken, http.StatusOK, reply(h.srv.events)},
+		{"GET", "/v1/runs/{id}/events/stream", runToken, http.StatusOK, stream(h.srv.eventStream)},
 
-	{"GET", "/v1/runs/{id}/tools", runToken, http.StatusOK, reply((*Server).tools)},
-	{"POST", "/v1/runs/{id}/tools/{name}", runToken, http.StatusOK, reply((*Server).callTool)},
-	{"POST", "/v1/runs/{id}/inbox", operator, http.StatusOK, reply((*Server).deliver)},
-	{"POST", "/v1/runs/{id}/exec", runToken, http.StatusOK, command((*Server).exec)},
-	{"POST", "/v1/runs/{id}/exec/stream", runToken, http.StatusOK, stream((*Server).execStream)},
-	{"POST", "/v1/runs/{id}/exec/attach", runToken, http.StatusSwitchingProtocols, stream((*Server).execAttach)},
-	{"POST", "/v1/runs/{id}/jobs", runToken, http.StatusAccepted, reply((*Server).startJob)},
-	{"GET", "/v1/runs/{id}/jobs", runToken, http.StatusOK, reply((*Server).jobs)},
-	{"GET", "/v1/runs/{id}/status", runToken, http.StatusOK, reply((*Server).jobStatus)},
-	{"GET", "/v1/runs/{id}/jobs/{job}", runToken, http.StatusOK, reply((*Server).job)},
-	{"POST", "/v1/runs/{id}/jobs/{job}/cancel", runToken, http.StatusOK, reply((*Server).cancelJob)},
+		{"GET", "/v1/runs/{id}/tools", runToken, http.StatusOK, reply(h.srv.tools)},
+		{"POST", "/v1/runs/{id}/tools/{name}", runToken, http.StatusOK, reply(h.srv.callTool)},
+		{"POST", "/v1/runs/{id}/inbox", operator, http.StatusOK, reply(h.srv.deliver)},
+		{"POST", "/v1/runs/{id}/exec", runToken, http.StatusOK, command(h.srv.exec)},
+		{"POST", "/v1/runs/{id}/exec/stream", runToken, http.StatusOK, stream(h.srv.execStream)},
+		{"POST", "/v1/runs/{id}/exec/attach", runToken, http.StatusSwitchingProtocols, stream(h.srv.execAttach)},
+		{"POST", "/v1/runs/{id}/jobs", runToken, http.StatusAccepted, reply(h.srv.startJob)},
+		{"GET", "/v1/runs/{id}/jobs", runToken, http.StatusOK, reply(h.srv.jobs)},
+		{"GET", "/v1/runs/{id}/status", runToken, http.StatusOK, reply(h.srv.jobStatus)},
+		{"GET", "/v1/runs/{id}/jobs/{job}", runToken, http.StatusOK, reply(h.srv.job)},
+		{"POST", "/v1/runs/{id}/jobs/{job}/cancel", runToken, http.StatusOK, reply(h.srv.cancelJob)},
 
-	{"GET", "/v1/runs/{id}/changeset", runToken, http.StatusOK, reply((*Server).changeSet)},
-	{"GET", "/v1/runs/{id}/changeset/diff", operator, http.StatusOK, stream((*Server).changeSetDiff)},
-	{"GET", "/v1/runs/{id}/bundle", operator, http.StatusOK, stream((*Server).bundle)},
-	{"GET", "/v1/runs/{id}/changeset/blame", operator, http.StatusOK, reply((*Server).blame)},
-	{"POST", "/v1/runs/{id}/submit", runToken, http.StatusOK, reply((*Server).submit)},
-	{"POST", "/v1/runs/{id}/approve", operator, http.StatusOK, reply((*Server).approve)},
-	{"POST", "/v1/runs/{id}/apply", operator, http.StatusOK, reply((*Server).apply)},
-	{"POST", "/v1/runs/{id}/undo", operator, http.StatusOK, reply((*Server).undo)},
-	{"POST", "/v1/runs/{id}/queue", operator, http.StatusCreated, reply((*Server).queueAdd)},
-	{"GET", "/v1/runs/{id}/queue", operator, http.StatusOK, reply((*Server).queueEntry)},
-	{"DELETE", "/v1/runs/{id}/queue", operator, http.StatusOK, reply((*Server).queueRemove)},
-	{"POST", "/v1/runs/{id}/queue/undo", operator, http.StatusOK, reply((*Server).queueUndo)},
+		{"GET", "/v1/runs/{id}/changeset", runToken, http.StatusOK, reply(h.srv.changeSet)},
+		{"GET", "/v1/runs/{id}/changeset/diff", operator, http.StatusOK, stream(h.srv.changeSetDiff)},
+		{"GET", "/v1/runs/{id}/bundle", operator, http.StatusOK, stream(h.srv.bundle)},
+		{"GET", "/v1/runs/{id}/changeset/blame", operator, http.StatusOK, reply(h.srv.blame)},
+		{"POST", "/v1/runs/{id}/submit", runToken, http.StatusOK, reply(h.srv.submit)},
+		{"POST", "/v1/runs/{id}/approve", operator, http.StatusOK, reply(h.srv.approve)},
+		{"POST", "/v1/runs/{id}/apply", operator, http.StatusOK, reply(h.srv.apply)},
+		{"POST", "/v1/runs/{id}/undo", operator, http.StatusOK, reply(h.srv.undo)},
+		{"POST", "/v1/runs/{id}/queue", operator, http.StatusCreated, reply(h.srv.queueAdd)},
+		{"GET", "/v1/runs/{id}/queue", operator, http.StatusOK, reply(h.srv.queueEntry)},
+		{"DELETE", "/v1/runs/{id}/queue", operator, http.StatusOK, reply(h.srv.queueRemove)},
+		{"POST", "/v1/runs/{id}/queue/undo", operator, http.StatusOK, reply(h.srv.queueUndo)},
 
-	{"GET", "/v1/runs/{id}/capabilities", runToken, http.StatusOK, reply((*Server).capabilities)},
-	{"POST", "/v1/runs/{id}/verify", runToken, http.StatusOK, command((*Server).verify)},
-	{"GET", "/v1/runs/{id}/requests", runToken, http.StatusOK, reply((*Server).accessRequests)},
-	{"POST", "/v1/runs/{id}/requests", runToken, http.StatusCreated, reply((*Server).requestAccess)},
-	{"POST", "/v1/runs/{id}/requests/{request}/grant", operator, http.StatusOK, reply((*Server).grant)},
-	{"POST", "/v1/runs/{id}/requests/{request}/deny", operator, http.StatusOK, reply((*Server).deny)},
+		{"GET", "/v1/runs/{id}/capabilities", runToken, http.StatusOK, reply(h.srv.capabilities)},
+		{"POST", "/v1/runs/{id}/verify", runToken, http.StatusOK, command(h.srv.verify)},
+		{"GET", "/v1/runs/{id}/requests", runToken, http.StatusOK, reply(h.srv.accessRequests)},
+		{"POST", "/v1/runs/{id}/requests", runToken, http.StatusCreated, reply(h.srv.requestAccess)},
+		{"POST", "/v1/runs/{id}/requests/{request}/grant", operator, http.StatusOK, reply(h.srv.grant)},
+		{"POST", "/v1/runs/{id}/requests/{request}/deny", operator, http.StatusOK, reply(h.srv.deny)},
 
-	// MCP's streamable HTTP transport: one endpoint, three methods (a
-	// message, the server's stream, the session's end).
-	{"POST", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream((*Server).mcp)},
-	{"GET", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream((*Server).mcp)},
-	{"DELETE", "/v1/runs/{id}/mcp", runToken, http.StatusNoContent, stream((*Server).mcp)},
+		// MCP's streamable HTTP transport: one endpoint, three methods (a
+		// message, the server's stream, the session's end).
+		{"POST", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream(h.srv.mcp)},
+		{"GET", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream(h.srv.mcp)},
+		{"DELETE", "/v1/runs/{id}/mcp", runToken, http.StatusNoContent, stream(h.srv.mcp)},
 
-	{"POST", "/v1/flows", operator, http.StatusCreated, reply((*Server).startFlow)},
-	{"GET", "/v1/flows", operator, http.StatusOK, reply((*Server).flows)},
-	{"GET", "/v1/flows/{flow}", operator, http.StatusOK, reply((*Server).flow)},
-	{"POST", "/v1/runs/{id}/menu/{event}", runToken, http.StatusOK, reply((*Server).pickEvent)},
+		{"POST", "/v1/flows", operator, http.StatusCreated, reply(h.srv.startFlow)},
+		{"GET", "/v1/flows", operator, http.StatusOK, reply(h.srv.flows)},
+		{"GET", "/v1/flows/{flow}", operator, http.StatusOK, reply(h.srv.flow)},
+		{"POST", "/v1/runs/{id}/menu/{event}", runToken, http.StatusOK, reply(h.srv.pickEvent)},
 
-	{"GET", "/v1/agents", operator, http.StatusOK, reply((*Server).agents)},
-	{"POST", "/v1/agents", operator, http.StatusCreated, reply((*Server).addAgent)},
-	{"GET", "/v1/agents/{name}", operator, http.StatusOK, reply((*Server).agent)},
-	{"DELETE", "/v1/agents/{name}", operator, http.StatusOK, reply((*Server).removeAgent)},
+		{"GET", "/v1/agents", operator, http.StatusOK, reply(h.srv.agents)},
+		{"POST", "/v1/agents", operator, http.StatusCreated, reply(h.srv.addAgent)},
+		{"GET", "/v1/agents/{name}", operator, http.StatusOK, reply(h.srv.agent)},
+		{"DELETE", "/v1/agents/{name}", operator, http.StatusOK, reply(h.srv.removeAgent)},
+	}
 }
 
 // RouteInfo describes one route of the API.
@@ -153,6 +167,8 @@ type RouteInfo struct {
 
 // Routes lists the API's routes, in the order of the table.
 func Routes() []RouteInfo {
+	// The table's rows, without handlers to call.
+	routes := (&handlers{}).routes()
 	out := make([]RouteInfo, len(routes))
 	for i, rt := range routes {
 		out[i] = RouteInfo{Method: rt.method, Path: rt.path, Status: rt.status, RunToken: rt.who == runToken}
@@ -160,12 +176,13 @@ func Routes() []RouteInfo {
 	return out
 }
 
-// mux serves the table; what no route matches is an envelope's not_found.
+// mux serves the table, with s's handlers; what no route matches is an
+// envelope's not_found.
 func (s *Server) mux() http.Handler {
+	h := s.handlers()
 	mux := http.NewServeMux()
-	for i := range routes {
-		rt := &routes[i]
-		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { s.serve(rt, w, r) })
+	for _, rt := range h.routes() {
+		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h.api.serve(&rt, w, r) })
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, paddock.Errorf(paddock.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
@@ -173,18 +190,20 @@ func (s *Server) mux() http.Handler {
 	return mux
 }
 
-func (s *Server) serve(rt *route, w http.ResponseWriter, r *http.Request) {
+// serve answers r by rt's handler: through the run's funnel, once rt
+// admits the caller and the seq rule holds.
+func (a *apiBase) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 	if rt.h.stream != nil {
 		if err := rt.admits(r); err != nil {
-			s.fail(w, r, err)
+			a.fail(w, r, err)
 			return
 		}
-		rt.h.stream(s, w, r)
+		rt.h.stream(w, r)
 		return
 	}
-	w = s.runFunnel(w, r)
+	w = a.runFunnel(w, r)
 	if err := rt.admits(r); err != nil {
-		s.fail(w, r, err)
+		a.fail(w, r, err)
 		return
 	}
 	// The seq rule: a mutating request on a run may carry ?expect_seq=N;
@@ -192,7 +211,7 @@ func (s *Server) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("expect_seq"); v != "" && r.Method != http.MethodGet && r.PathValue("id") != "" {
 		seq, err := intParam(v, "expect_seq")
 		if err != nil {
-			s.fail(w, r, err)
+			a.fail(w, r, err)
 			return
 		}
 		r = r.WithContext(paddock.WithExpectSeq(r.Context(), r.PathValue("id"), seq))
@@ -204,12 +223,12 @@ func (s *Server) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 		rc = http.NewResponseController(w)
 		rc.SetWriteDeadline(time.Time{})
 	}
-	data, err := rt.h.call(s, r)
+	data, err := rt.h.call(r)
 	if rc != nil {
 		rc.SetWriteDeadline(time.Now().Add(WriteStall))
 	}
 	if err != nil {
-		s.fail(w, r, err)
+		a.fail(w, r, err)
 		return
 	}
 	writeData(w, rt.status, data)
