@@ -34,7 +34,7 @@ func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.operatorOnly(r, &req); err != nil {
+	if err := operatorOnly(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -74,7 +74,7 @@ func (s *Server) exec(r *http.Request) (any, error) {
 	if err := decodeN(r, &req, maxExecBody); err != nil {
 		return nil, err
 	}
-	if err := s.operatorOnly(r, &req); err != nil {
+	if err := operatorOnly(r, &req); err != nil {
 		return nil, err
 	}
 	return s.Broker.Exec(r.Context(), r.PathValue("id"), req)
@@ -112,7 +112,7 @@ func (s *Server) decideAccess(r *http.Request, grant bool) (any, error) {
 // enforce. The network a command gets is the service's to decide for every
 // way an agent reaches exec (lifecycle's agentExec): none unless it asks,
 // and never above its definition's ceiling.
-func (s *Server) operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
+func operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
 	if _, agent := r.Context().Value(scopeKey).(string); !agent {
 		return nil
 	}
@@ -184,7 +184,7 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := s.operatorOnly(r, &req); err != nil {
+	if err := operatorOnly(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}

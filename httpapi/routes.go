@@ -45,13 +45,27 @@ func stream(fn func(http.ResponseWriter, *http.Request)) handler {
 // only the services its routes call and the shared apiBase. A server's
 // are made when one of its handlers is (mux), from its fields then.
 type handlers struct {
-	api *apiBase
-	srv *Server
+	api      *apiBase
+	srv      *Server
+	projects projectsHandlers
+	jobs     jobsHandlers
+	verify   verifyHandlers
+	flows    flowsHandlers
+	bundles  bundlesHandlers
+	queue    queueHandlers
 }
 
 // handlers gives each concern's handlers what they call of s.
 func (s *Server) handlers() *handlers {
-	return &handlers{api: s.base(), srv: s}
+	api := s.base()
+	return &handlers{api: api, srv: s,
+		projects: projectsHandlers{projects: s.Projects},
+		jobs:     jobsHandlers{jobs: s.Jobs},
+		verify:   verifyHandlers{verifier: s.Verifier},
+		flows:    flowsHandlers{flows: s.Flows},
+		bundles:  bundlesHandlers{bundles: s.Bundles, api: api},
+		queue:    queueHandlers{queue: s.Queue},
+	}
 }
 
 // route is one row of the API: its method and path (a net/http pattern),
@@ -74,22 +88,22 @@ func (h *handlers) routes() []route {
 		{"GET", "/v1/doctor", operator, http.StatusOK, reply(h.srv.doctor)},
 		{"POST", "/v1/gc", operator, http.StatusOK, reply(h.srv.gc)},
 		{"POST", "/v1/ui/login", operator, http.StatusCreated, reply(h.srv.uiLogin)},
-		{"GET", "/v1/bundle-key", operator, http.StatusOK, reply(h.srv.bundleKey)},
-		{"GET", "/v1/queue", operator, http.StatusOK, reply(h.srv.queue)},
-		{"POST", "/v1/import", operator, http.StatusCreated, stream(h.srv.importBundle)},
+		{"GET", "/v1/bundle-key", operator, http.StatusOK, reply(h.bundles.bundleKey)},
+		{"GET", "/v1/queue", operator, http.StatusOK, reply(h.queue.listQueue)},
+		{"POST", "/v1/import", operator, http.StatusCreated, stream(h.bundles.importBundle)},
 		{"GET", "/v1/nodes", operator, http.StatusOK, reply(h.srv.nodes)},
 
-		{"POST", "/v1/projects", operator, http.StatusCreated, reply(h.srv.addProject)},
-		{"GET", "/v1/projects", operator, http.StatusOK, reply(h.srv.projects)},
-		{"GET", "/v1/projects/{name}", operator, http.StatusOK, reply(h.srv.project)},
-		{"PATCH", "/v1/projects/{name}", operator, http.StatusOK, reply(h.srv.setProject)},
-		{"DELETE", "/v1/projects/{name}", operator, http.StatusOK, reply(h.srv.removeProject)},
-		{"POST", "/v1/projects/{name}/unlock", operator, http.StatusOK, reply(h.srv.unlock)},
-		{"GET", "/v1/projects/{name}/manifest", operator, http.StatusOK, reply(h.srv.projectManifest)},
-		{"GET", "/v1/projects/{name}/checkout", operator, http.StatusOK, reply(h.srv.projectCheckout)},
+		{"POST", "/v1/projects", operator, http.StatusCreated, reply(h.projects.addProject)},
+		{"GET", "/v1/projects", operator, http.StatusOK, reply(h.projects.listProjects)},
+		{"GET", "/v1/projects/{name}", operator, http.StatusOK, reply(h.projects.project)},
+		{"PATCH", "/v1/projects/{name}", operator, http.StatusOK, reply(h.projects.setProject)},
+		{"DELETE", "/v1/projects/{name}", operator, http.StatusOK, reply(h.projects.removeProject)},
+		{"POST", "/v1/projects/{name}/unlock", operator, http.StatusOK, reply(h.projects.unlock)},
+		{"GET", "/v1/projects/{name}/manifest", operator, http.StatusOK, reply(h.verify.projectManifest)},
+		{"GET", "/v1/projects/{name}/checkout", operator, http.StatusOK, reply(h.projects.projectCheckout)},
 
 		{"POST", "/v1/runs", operator, http.StatusCreated, reply(h.srv.create)},
-		{"POST", "/v1/bootstrap", operator, http.StatusCreated, reply(h.srv.bootstrap)},
+		{"POST", "/v1/bootstrap", operator, http.StatusCreated, reply(h.jobs.bootstrap)},
 		{"GET", "/v1/runs", operator, http.StatusOK, reply(h.srv.runs)},
 		{"GET", "/v1/runs/{id}", runToken, http.StatusOK, reply(h.srv.run)},
 		{"DELETE", "/v1/runs/{id}", operator, http.StatusOK, reply(h.srv.remove)},
@@ -100,7 +114,7 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/runs/{id}/checkpoint", runToken, http.StatusOK, reply(h.srv.checkpoint)},
 		{"POST", "/v1/runs/{id}/resume", runToken, http.StatusOK, reply(h.srv.resume)},
 		{"POST", "/v1/runs/{id}/adopt", operator, http.StatusOK, reply(h.srv.adopt)},
-		{"GET", "/v1/runs/{id}/artifacts/{kind}", runToken, http.StatusOK, reply(h.srv.artifact)},
+		{"GET", "/v1/runs/{id}/artifacts/{kind}", runToken, http.StatusOK, reply(h.jobs.artifact)},
 		{"GET", "/v1/runs/{id}/events", runToken, http.StatusOK, reply(h.srv.events)},
 		{"GET", "/v1/runs/{id}/events/stream", runToken, http.StatusOK, stream(h.srv.eventStream)},
 
@@ -110,27 +124,27 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/runs/{id}/exec", runToken, http.StatusOK, command(h.srv.exec)},
 		{"POST", "/v1/runs/{id}/exec/stream", runToken, http.StatusOK, stream(h.srv.execStream)},
 		{"POST", "/v1/runs/{id}/exec/attach", runToken, http.StatusSwitchingProtocols, stream(h.srv.execAttach)},
-		{"POST", "/v1/runs/{id}/jobs", runToken, http.StatusAccepted, reply(h.srv.startJob)},
-		{"GET", "/v1/runs/{id}/jobs", runToken, http.StatusOK, reply(h.srv.jobs)},
-		{"GET", "/v1/runs/{id}/status", runToken, http.StatusOK, reply(h.srv.jobStatus)},
-		{"GET", "/v1/runs/{id}/jobs/{job}", runToken, http.StatusOK, reply(h.srv.job)},
-		{"POST", "/v1/runs/{id}/jobs/{job}/cancel", runToken, http.StatusOK, reply(h.srv.cancelJob)},
+		{"POST", "/v1/runs/{id}/jobs", runToken, http.StatusAccepted, reply(h.jobs.startJob)},
+		{"GET", "/v1/runs/{id}/jobs", runToken, http.StatusOK, reply(h.jobs.listJobs)},
+		{"GET", "/v1/runs/{id}/status", runToken, http.StatusOK, reply(h.jobs.jobStatus)},
+		{"GET", "/v1/runs/{id}/jobs/{job}", runToken, http.StatusOK, reply(h.jobs.job)},
+		{"POST", "/v1/runs/{id}/jobs/{job}/cancel", runToken, http.StatusOK, reply(h.jobs.cancelJob)},
 
 		{"GET", "/v1/runs/{id}/changeset", runToken, http.StatusOK, reply(h.srv.changeSet)},
 		{"GET", "/v1/runs/{id}/changeset/diff", operator, http.StatusOK, stream(h.srv.changeSetDiff)},
-		{"GET", "/v1/runs/{id}/bundle", operator, http.StatusOK, stream(h.srv.bundle)},
+		{"GET", "/v1/runs/{id}/bundle", operator, http.StatusOK, stream(h.bundles.bundle)},
 		{"GET", "/v1/runs/{id}/changeset/blame", operator, http.StatusOK, reply(h.srv.blame)},
 		{"POST", "/v1/runs/{id}/submit", runToken, http.StatusOK, reply(h.srv.submit)},
 		{"POST", "/v1/runs/{id}/approve", operator, http.StatusOK, reply(h.srv.approve)},
 		{"POST", "/v1/runs/{id}/apply", operator, http.StatusOK, reply(h.srv.apply)},
 		{"POST", "/v1/runs/{id}/undo", operator, http.StatusOK, reply(h.srv.undo)},
-		{"POST", "/v1/runs/{id}/queue", operator, http.StatusCreated, reply(h.srv.queueAdd)},
-		{"GET", "/v1/runs/{id}/queue", operator, http.StatusOK, reply(h.srv.queueEntry)},
-		{"DELETE", "/v1/runs/{id}/queue", operator, http.StatusOK, reply(h.srv.queueRemove)},
-		{"POST", "/v1/runs/{id}/queue/undo", operator, http.StatusOK, reply(h.srv.queueUndo)},
+		{"POST", "/v1/runs/{id}/queue", operator, http.StatusCreated, reply(h.queue.queueAdd)},
+		{"GET", "/v1/runs/{id}/queue", operator, http.StatusOK, reply(h.queue.queueEntry)},
+		{"DELETE", "/v1/runs/{id}/queue", operator, http.StatusOK, reply(h.queue.queueRemove)},
+		{"POST", "/v1/runs/{id}/queue/undo", operator, http.StatusOK, reply(h.queue.queueUndo)},
 
 		{"GET", "/v1/runs/{id}/capabilities", runToken, http.StatusOK, reply(h.srv.capabilities)},
-		{"POST", "/v1/runs/{id}/verify", runToken, http.StatusOK, command(h.srv.verify)},
+		{"POST", "/v1/runs/{id}/verify", runToken, http.StatusOK, command(h.verify.verify)},
 		{"GET", "/v1/runs/{id}/requests", runToken, http.StatusOK, reply(h.srv.accessRequests)},
 		{"POST", "/v1/runs/{id}/requests", runToken, http.StatusCreated, reply(h.srv.requestAccess)},
 		{"POST", "/v1/runs/{id}/requests/{request}/grant", operator, http.StatusOK, reply(h.srv.grant)},
@@ -142,15 +156,15 @@ func (h *handlers) routes() []route {
 		{"GET", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream(h.srv.mcp)},
 		{"DELETE", "/v1/runs/{id}/mcp", runToken, http.StatusNoContent, stream(h.srv.mcp)},
 
-		{"POST", "/v1/flows", operator, http.StatusCreated, reply(h.srv.startFlow)},
-		{"GET", "/v1/flows", operator, http.StatusOK, reply(h.srv.flows)},
-		{"GET", "/v1/flows/{flow}", operator, http.StatusOK, reply(h.srv.flow)},
-		{"POST", "/v1/runs/{id}/menu/{event}", runToken, http.StatusOK, reply(h.srv.pickEvent)},
+		{"POST", "/v1/flows", operator, http.StatusCreated, reply(h.flows.startFlow)},
+		{"GET", "/v1/flows", operator, http.StatusOK, reply(h.flows.listFlows)},
+		{"GET", "/v1/flows/{flow}", operator, http.StatusOK, reply(h.flows.flow)},
+		{"POST", "/v1/runs/{id}/menu/{event}", runToken, http.StatusOK, reply(h.flows.pickEvent)},
 
-		{"GET", "/v1/agents", operator, http.StatusOK, reply(h.srv.agents)},
-		{"POST", "/v1/agents", operator, http.StatusCreated, reply(h.srv.addAgent)},
-		{"GET", "/v1/agents/{name}", operator, http.StatusOK, reply(h.srv.agent)},
-		{"DELETE", "/v1/agents/{name}", operator, http.StatusOK, reply(h.srv.removeAgent)},
+		{"GET", "/v1/agents", operator, http.StatusOK, reply(h.projects.agents)},
+		{"POST", "/v1/agents", operator, http.StatusCreated, reply(h.projects.addAgent)},
+		{"GET", "/v1/agents/{name}", operator, http.StatusOK, reply(h.projects.agent)},
+		{"DELETE", "/v1/agents/{name}", operator, http.StatusOK, reply(h.projects.removeAgent)},
 	}
 }
 
