@@ -53,6 +53,9 @@ type handlers struct {
 	flows    flowsHandlers
 	bundles  bundlesHandlers
 	queue    queueHandlers
+	runs     runsHandlers
+	changes  changesHandlers
+	broker   brokerHandlers
 }
 
 // handlers gives each concern's handlers what they call of s.
@@ -65,6 +68,9 @@ func (s *Server) handlers() *handlers {
 		flows:    flowsHandlers{flows: s.Flows},
 		bundles:  bundlesHandlers{bundles: s.Bundles, api: api},
 		queue:    queueHandlers{queue: s.Queue},
+		runs:     runsHandlers{runs: s.Runs, reviews: s.Reviews, forks: s.Forks, api: api},
+		changes:  changesHandlers{changes: s.Changes, provenance: s.Provenance, redactors: s.Broker, api: api},
+		broker:   brokerHandlers{broker: s.Broker, inbox: s.InboxLimits, mcpHandler: s.MCP, api: api},
 	}
 }
 
@@ -102,59 +108,59 @@ func (h *handlers) routes() []route {
 		{"GET", "/v1/projects/{name}/manifest", operator, http.StatusOK, reply(h.verify.projectManifest)},
 		{"GET", "/v1/projects/{name}/checkout", operator, http.StatusOK, reply(h.projects.projectCheckout)},
 
-		{"POST", "/v1/runs", operator, http.StatusCreated, reply(h.srv.create)},
+		{"POST", "/v1/runs", operator, http.StatusCreated, reply(h.runs.create)},
 		{"POST", "/v1/bootstrap", operator, http.StatusCreated, reply(h.jobs.bootstrap)},
-		{"GET", "/v1/runs", operator, http.StatusOK, reply(h.srv.runs)},
-		{"GET", "/v1/runs/{id}", runToken, http.StatusOK, reply(h.srv.run)},
-		{"DELETE", "/v1/runs/{id}", operator, http.StatusOK, reply(h.srv.remove)},
-		{"POST", "/v1/runs/{id}/retain", operator, http.StatusOK, reply(h.srv.retain)},
-		{"POST", "/v1/runs/{id}/reject", operator, http.StatusOK, reply(h.srv.reject)},
-		{"POST", "/v1/runs/{id}/review", operator, http.StatusCreated, reply(h.srv.review)},
-		{"POST", "/v1/runs/{id}/fork", operator, http.StatusCreated, reply(h.srv.fork)},
-		{"POST", "/v1/runs/{id}/checkpoint", runToken, http.StatusOK, reply(h.srv.checkpoint)},
-		{"POST", "/v1/runs/{id}/resume", runToken, http.StatusOK, reply(h.srv.resume)},
+		{"GET", "/v1/runs", operator, http.StatusOK, reply(h.runs.listRuns)},
+		{"GET", "/v1/runs/{id}", runToken, http.StatusOK, reply(h.runs.run)},
+		{"DELETE", "/v1/runs/{id}", operator, http.StatusOK, reply(h.runs.remove)},
+		{"POST", "/v1/runs/{id}/retain", operator, http.StatusOK, reply(h.runs.retain)},
+		{"POST", "/v1/runs/{id}/reject", operator, http.StatusOK, reply(h.runs.reject)},
+		{"POST", "/v1/runs/{id}/review", operator, http.StatusCreated, reply(h.runs.review)},
+		{"POST", "/v1/runs/{id}/fork", operator, http.StatusCreated, reply(h.runs.fork)},
+		{"POST", "/v1/runs/{id}/checkpoint", runToken, http.StatusOK, reply(h.runs.checkpoint)},
+		{"POST", "/v1/runs/{id}/resume", runToken, http.StatusOK, reply(h.runs.resume)},
 		{"POST", "/v1/runs/{id}/adopt", operator, http.StatusOK, reply(h.srv.adopt)},
 		{"GET", "/v1/runs/{id}/artifacts/{kind}", runToken, http.StatusOK, reply(h.jobs.artifact)},
-		{"GET", "/v1/runs/{id}/events", runToken, http.StatusOK, reply(h.srv.events)},
-		{"GET", "/v1/runs/{id}/events/stream", runToken, http.StatusOK, stream(h.srv.eventStream)},
+		{"GET", "/v1/runs/{id}/events", runToken, http.StatusOK, reply(h.runs.events)},
+		{"GET", "/v1/runs/{id}/events/stream", runToken, http.StatusOK, stream(h.runs.eventStream)},
 
-		{"GET", "/v1/runs/{id}/tools", runToken, http.StatusOK, reply(h.srv.tools)},
-		{"POST", "/v1/runs/{id}/tools/{name}", runToken, http.StatusOK, reply(h.srv.callTool)},
-		{"POST", "/v1/runs/{id}/inbox", operator, http.StatusOK, reply(h.srv.deliver)},
-		{"POST", "/v1/runs/{id}/exec", runToken, http.StatusOK, command(h.srv.exec)},
-		{"POST", "/v1/runs/{id}/exec/stream", runToken, http.StatusOK, stream(h.srv.execStream)},
-		{"POST", "/v1/runs/{id}/exec/attach", runToken, http.StatusSwitchingProtocols, stream(h.srv.execAttach)},
+		{"GET", "/v1/runs/{id}/tools", runToken, http.StatusOK, reply(h.broker.tools)},
+		{"POST", "/v1/runs/{id}/tools/{name}", runToken, http.StatusOK, reply(h.broker.callTool)},
+		{"POST", "/v1/runs/{id}/inbox", operator, http.StatusOK, reply(h.broker.deliver)},
+		{"POST", "/v1/runs/{id}/exec", runToken, http.StatusOK, command(h.broker.exec)},
+		{"POST", "/v1/runs/{id}/exec/stream", runToken, http.StatusOK, stream(h.broker.execStream)},
+		{"POST", "/v1/runs/{id}/exec/attach", runToken, http.StatusSwitchingProtocols, stream(h.broker.execAttach)},
 		{"POST", "/v1/runs/{id}/jobs", runToken, http.StatusAccepted, reply(h.jobs.startJob)},
 		{"GET", "/v1/runs/{id}/jobs", runToken, http.StatusOK, reply(h.jobs.listJobs)},
 		{"GET", "/v1/runs/{id}/status", runToken, http.StatusOK, reply(h.jobs.jobStatus)},
 		{"GET", "/v1/runs/{id}/jobs/{job}", runToken, http.StatusOK, reply(h.jobs.job)},
 		{"POST", "/v1/runs/{id}/jobs/{job}/cancel", runToken, http.StatusOK, reply(h.jobs.cancelJob)},
 
-		{"GET", "/v1/runs/{id}/changeset", runToken, http.StatusOK, reply(h.srv.changeSet)},
-		{"GET", "/v1/runs/{id}/changeset/diff", operator, http.StatusOK, stream(h.srv.changeSetDiff)},
+		{"GET", "/v1/runs/{id}/changeset", runToken, http.StatusOK, reply(h.changes.changeSet)},
+		{"GET", "/v1/runs/{id}/changeset/diff", operator, http.StatusOK, stream(h.changes.changeSetDiff)},
 		{"GET", "/v1/runs/{id}/bundle", operator, http.StatusOK, stream(h.bundles.bundle)},
-		{"GET", "/v1/runs/{id}/changeset/blame", operator, http.StatusOK, reply(h.srv.blame)},
-		{"POST", "/v1/runs/{id}/submit", runToken, http.StatusOK, reply(h.srv.submit)},
-		{"POST", "/v1/runs/{id}/approve", operator, http.StatusOK, reply(h.srv.approve)},
-		{"POST", "/v1/runs/{id}/apply", operator, http.StatusOK, reply(h.srv.apply)},
-		{"POST", "/v1/runs/{id}/undo", operator, http.StatusOK, reply(h.srv.undo)},
+		{"GET", "/v1/runs/{id}/changeset/blame", operator, http.StatusOK, reply(h.changes.blame)},
+		{"POST", "/v1/runs/{id}/submit", runToken, http.StatusOK, reply(h.changes.submit)},
+		{"POST", "/v1/runs/{id}/approve", operator, http.StatusOK, reply(h.changes.approve)},
+		{"POST", "/v1/runs/{id}/apply", operator, http.StatusOK, reply(h.changes.apply)},
+		{"POST", "/v1/runs/{id}/undo", operator, http.StatusOK, reply(h.changes.undo)},
 		{"POST", "/v1/runs/{id}/queue", operator, http.StatusCreated, reply(h.queue.queueAdd)},
 		{"GET", "/v1/runs/{id}/queue", operator, http.StatusOK, reply(h.queue.queueEntry)},
 		{"DELETE", "/v1/runs/{id}/queue", operator, http.StatusOK, reply(h.queue.queueRemove)},
 		{"POST", "/v1/runs/{id}/queue/undo", operator, http.StatusOK, reply(h.queue.queueUndo)},
 
-		{"GET", "/v1/runs/{id}/capabilities", runToken, http.StatusOK, reply(h.srv.capabilities)},
+		{"GET", "/v1/runs/{id}/capabilities", runToken, http.StatusOK, reply(h.broker.capabilities)},
 		{"POST", "/v1/runs/{id}/verify", runToken, http.StatusOK, command(h.verify.verify)},
-		{"GET", "/v1/runs/{id}/requests", runToken, http.StatusOK, reply(h.srv.accessRequests)},
-		{"POST", "/v1/runs/{id}/requests", runToken, http.StatusCreated, reply(h.srv.requestAccess)},
-		{"POST", "/v1/runs/{id}/requests/{request}/grant", operator, http.StatusOK, reply(h.srv.grant)},
-		{"POST", "/v1/runs/{id}/requests/{request}/deny", operator, http.StatusOK, reply(h.srv.deny)},
+		{"GET", "/v1/runs/{id}/requests", runToken, http.StatusOK, reply(h.broker.accessRequests)},
+		{"POST", "/v1/runs/{id}/requests", runToken, http.StatusCreated, reply(h.broker.requestAccess)},
+		{"POST", "/v1/runs/{id}/requests/{request}/grant", operator, http.StatusOK, reply(h.broker.grant)},
+		{"POST", "/v1/runs/{id}/requests/{request}/deny", operator, http.StatusOK, reply(h.broker.deny)},
 
 		// MCP's streamable HTTP transport: one endpoint, three methods (a
 		// message, the server's stream, the session's end).
-		{"POST", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream(h.srv.mcp)},
-		{"GET", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream(h.srv.mcp)},
-		{"DELETE", "/v1/runs/{id}/mcp", runToken, http.StatusNoContent, stream(h.srv.mcp)},
+		{"POST", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream(h.broker.mcp)},
+		{"GET", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream(h.broker.mcp)},
+		{"DELETE", "/v1/runs/{id}/mcp", runToken, http.StatusNoContent, stream(h.broker.mcp)},
 
 		{"POST", "/v1/flows", operator, http.StatusCreated, reply(h.flows.startFlow)},
 		{"GET", "/v1/flows", operator, http.StatusOK, reply(h.flows.listFlows)},
