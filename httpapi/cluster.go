@@ -336,18 +336,22 @@ func dropNodeHeaders(r *http.Request) {
 	}
 }
 
-func (s *Server) nodes(r *http.Request) (any, error) {
-	if s.Cluster == nil {
+// clusterHandlers answer about the cluster's nodes: nil cluster, a
+// daemon of its own.
+type clusterHandlers struct{ cluster Cluster }
+
+func (h *clusterHandlers) nodes(r *http.Request) (any, error) {
+	if h.cluster == nil {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon is a node of no cluster: its store is not shared (serve --store postgres://… makes it one)")
 	}
-	return s.Cluster.Nodes(r.Context())
+	return h.cluster.Nodes(r.Context())
 }
 
-func (s *Server) adopt(r *http.Request) (any, error) {
-	if s.Cluster == nil {
+func (h *clusterHandlers) adopt(r *http.Request) (any, error) {
+	if h.cluster == nil {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon is a node of no cluster: there is no other node to adopt a run from")
 	}
-	return s.Cluster.Adopt(r.Context(), r.PathValue("id"), actor(r))
+	return h.cluster.Adopt(r.Context(), r.PathValue("id"), actor(r))
 }
 
 // statusWriter remembers the status of the answer it passes on.

@@ -6,11 +6,6 @@ import (
 	"github.com/paddock-dev/paddock/redact"
 )
 
-// runFunnel is the funnel of s's answers (apiBase.runFunnel).
-func (s *Server) runFunnel(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
-	return s.base().runFunnel(w, r)
-}
-
 // runFunnel returns w masking the declared secrets of the run a request
 // names, if it names one that has any: every answer about a run, errors
 // included, passes the run's funnel, whatever produced it (writeJSON

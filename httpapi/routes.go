@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -46,7 +45,9 @@ func stream(fn func(http.ResponseWriter, *http.Request)) handler {
 // are made when one of its handlers is (mux), from its fields then.
 type handlers struct {
 	api      *apiBase
-	srv      *Server
+	daemon   daemonHandlers
+	ui       uiHandlers
+	cluster  clusterHandlers
 	projects projectsHandlers
 	jobs     jobsHandlers
 	verify   verifyHandlers
@@ -61,7 +62,10 @@ type handlers struct {
 // handlers gives each concern's handlers what they call of s.
 func (s *Server) handlers() *handlers {
 	api := s.base()
-	return &handlers{api: api, srv: s,
+	return &handlers{api: api,
+		daemon:   daemonHandlers{status: s.Status, doctor: s.Doctor, collector: s.Collector},
+		ui:       uiHandlers{sessions: s.UI, addr: s.UIAddr},
+		cluster:  clusterHandlers{cluster: s.Cluster},
 		projects: projectsHandlers{projects: s.Projects},
 		jobs:     jobsHandlers{jobs: s.Jobs},
 		verify:   verifyHandlers{verifier: s.Verifier},
@@ -88,16 +92,16 @@ type route struct {
 // (TestOpenAPI…).
 func (h *handlers) routes() []route {
 	return []route{
-		{"GET", "/healthz", anyone, http.StatusOK, reply(h.srv.health)},
-		{"GET", "/v1/openapi.json", anyone, http.StatusOK, stream(h.srv.openAPI)},
-		{"GET", "/v1/status", operator, http.StatusOK, reply(h.srv.status)},
-		{"GET", "/v1/doctor", operator, http.StatusOK, reply(h.srv.doctor)},
-		{"POST", "/v1/gc", operator, http.StatusOK, reply(h.srv.gc)},
-		{"POST", "/v1/ui/login", operator, http.StatusCreated, reply(h.srv.uiLogin)},
+		{"GET", "/healthz", anyone, http.StatusOK, reply(h.daemon.health)},
+		{"GET", "/v1/openapi.json", anyone, http.StatusOK, stream(h.daemon.openAPI)},
+		{"GET", "/v1/status", operator, http.StatusOK, reply(h.daemon.daemonStatus)},
+		{"GET", "/v1/doctor", operator, http.StatusOK, reply(h.daemon.doctorReport)},
+		{"POST", "/v1/gc", operator, http.StatusOK, reply(h.daemon.gc)},
+		{"POST", "/v1/ui/login", operator, http.StatusCreated, reply(h.ui.uiLogin)},
 		{"GET", "/v1/bundle-key", operator, http.StatusOK, reply(h.bundles.bundleKey)},
 		{"GET", "/v1/queue", operator, http.StatusOK, reply(h.queue.listQueue)},
 		{"POST", "/v1/import", operator, http.StatusCreated, stream(h.bundles.importBundle)},
-		{"GET", "/v1/nodes", operator, http.StatusOK, reply(h.srv.nodes)},
+		{"GET", "/v1/nodes", operator, http.StatusOK, reply(h.cluster.nodes)},
 
 		{"POST", "/v1/projects", operator, http.StatusCreated, reply(h.projects.addProject)},
 		{"GET", "/v1/projects", operator, http.StatusOK, reply(h.projects.listProjects)},
@@ -119,7 +123,7 @@ func (h *handlers) routes() []route {
 		{"POST", "/v1/runs/{id}/fork", operator, http.StatusCreated, reply(h.runs.fork)},
 		{"POST", "/v1/runs/{id}/checkpoint", runToken, http.StatusOK, reply(h.runs.checkpoint)},
 		{"POST", "/v1/runs/{id}/resume", runToken, http.StatusOK, reply(h.runs.resume)},
-		{"POST", "/v1/runs/{id}/adopt", operator, http.StatusOK, reply(h.srv.adopt)},
+		{"POST", "/v1/runs/{id}/adopt", operator, http.StatusOK, reply(h.cluster.adopt)},
 		{"GET", "/v1/runs/{id}/artifacts/{kind}", runToken, http.StatusOK, reply(h.jobs.artifact)},
 		{"GET", "/v1/runs/{id}/events", runToken, http.StatusOK, reply(h.runs.events)},
 		{"GET", "/v1/runs/{id}/events/stream", runToken, http.StatusOK, stream(h.runs.eventStream)},
@@ -268,39 +272,4 @@ func (rt *route) admits(r *http.Request) error {
 		return paddock.Errorf(paddock.CodeRunMismatch, "this caller is run %s's agent (its token, or its own socket), not %s's", run, id)
 	}
 	return nil
-}
-
-// The daemon's own handlers; each concern's are in its own file, with the
-// interface they call.
-
-func (s *Server) health(r *http.Request) (any, error) {
-	return map[string]string{"status": "ok"}, nil
-}
-
-func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(openAPI)
-}
-
-func (s *Server) status(r *http.Request) (any, error) { return s.Status(), nil }
-
-func (s *Server) doctor(r *http.Request) (any, error) {
-	if s.Doctor == nil {
-		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon has no doctor")
-	}
-	return s.Doctor(r.Context()), nil
-}
-
-// Collector is the daemon's garbage collection: GC finds what the records
-// and the disk disagree about and, unless dryRun, cleans it.
-type Collector interface {
-	GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error)
-}
-
-func (s *Server) gc(r *http.Request) (any, error) {
-	var req paddock.GCRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	return nonNil(s.Collector.GC(r.Context(), req.DryRun))
 }
