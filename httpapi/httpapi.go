@@ -8,12 +8,14 @@
 //
 // The routes are one table (routes.go): each route's method and path, who
 // may call it (the operator, or also a run's own token), its status on
-// success and its handler. The handlers of each concern are in a file of
-// their own with the interface they call (projects.go: Projects, runs.go:
-// Runs, jobs.go: Jobs, broker.go and attach.go: Broker, changes.go,
-// verify.go, flows.go, portable.go: Bundles and Queue), which holds only
-// the calls its routes make: the daemon's lifecycle.Manager provides them,
-// a test gives the fakes it needs.
+// success and its handler. The handlers of each concern are methods of a
+// type of their own, in a file with the interface they call (projects.go:
+// Projects, runs.go: Runs, jobs.go: Jobs, broker.go and attach.go: Broker,
+// changes.go, verify.go, flows.go, portable.go: Bundles and Queue,
+// daemon.go: Collector), which holds only the calls its routes make: the
+// daemon's lifecycle.Manager provides them, a test gives the fakes it
+// needs. A handler type holds its interfaces and apiBase, what every
+// handler shares (failing, logging, the run's funnel), never the Server.
 //
 // # Hardening
 //
@@ -69,7 +71,9 @@ const WriteStall = 30 * time.Second
 // MaxWait is the longest an events request may wait for new events.
 const MaxWait = 60 * time.Second
 
-// Server is the HTTP API of one daemon.
+// Server is the HTTP API of one daemon. Set its fields before taking a
+// handler of it (Handler, TCPHandler, NodeHandler, RunHandler): the
+// routes' handlers are given the services as they are then.
 type Server struct {
 	// The services the routes call, one per concern: the daemon's
 	// lifecycle.Manager's. Each is a slice of paddock.Service (the
