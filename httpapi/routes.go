@@ -41,8 +41,9 @@ func stream(fn func(http.ResponseWriter, *http.Request)) handler {
 }
 
 // handlers are the routes' handlers, one type per concern, each holding
-// only the services its routes call and the shared apiBase. A server's
-// are made when one of its handlers is (mux), from its fields then.
+// only the services its routes call (and the shared apiBase, if it fails
+// or logs on its own). A Server makes them anew, from its fields, each
+// time it makes an http.Handler (mux).
 type handlers struct {
 	api      *apiBase
 	daemon   daemonHandlers
