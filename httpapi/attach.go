@@ -28,13 +28,13 @@ const maxClientFrame = 64 << 10
 // the frames bring, and its result (or the refusal) is the last frame.
 // Every output frame passes the run's funnel. The command lasts as long
 // as the client stays: a connection that drops ends it.
-func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
+func (h *brokerHandlers) execAttach(w http.ResponseWriter, r *http.Request) {
 	var req paddock.ExecRequest
 	if err := decodeN(r, &req, maxExecBody); err != nil {
 		writeError(w, err)
 		return
 	}
-	if err := s.operatorOnly(r, &req); err != nil {
+	if err := operatorOnly(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -43,9 +43,9 @@ func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	red, err := s.Broker.Redactor(r.Context(), id)
+	red, err := h.broker.Redactor(r.Context(), id)
 	if err != nil {
-		s.fail(w, r, err)
+		h.api.fail(w, r, err)
 		return
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
@@ -72,13 +72,13 @@ func (s *Server) execAttach(w http.ResponseWriter, r *http.Request) {
 		defer close(readerDone)
 		readFrames(brw.Reader, stdin, resize, cancel)
 	}()
-	res, err := s.Broker.ExecAttach(ctx, id, req, paddock.ExecIO{Stdin: stdin, Resize: resize,
+	res, err := h.broker.ExecAttach(ctx, id, req, paddock.ExecIO{Stdin: stdin, Resize: resize,
 		Stdout: out.stream(paddock.FrameStdout), Stderr: out.stream(paddock.FrameStderr)})
 	var end paddock.AttachEnd
 	if err != nil {
 		var pe *paddock.Error
 		if !errors.As(err, &pe) || pe.Code == paddock.CodeInternal {
-			s.log().Error("exec failed", "path", r.URL.Path, "err", err)
+			h.api.log().Error("exec failed", "path", r.URL.Path, "err", err)
 			pe = &paddock.Error{Code: paddock.CodeInternal, Message: "internal error (details are in the daemon log)"}
 		}
 		end.Error = pe

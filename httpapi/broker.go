@@ -45,20 +45,30 @@ type Broker interface {
 	Redactor(ctx context.Context, id string) (*redact.Redactor, error)
 }
 
-func (s *Server) tools(r *http.Request) (any, error) {
-	return s.Broker.Tools(r.Context(), r.PathValue("id"))
+// brokerHandlers answer what a run may do (broker.go, attach.go): its
+// commands, tools, inbox (within inbox), access requests, and its MCP
+// server (mcpHandler, the daemon's; nil serves none).
+type brokerHandlers struct {
+	broker     Broker
+	inbox      tools.InboxLimits
+	mcpHandler http.Handler
+	api        *apiBase
 }
 
-func (s *Server) callTool(r *http.Request) (any, error) {
+func (h *brokerHandlers) tools(r *http.Request) (any, error) {
+	return h.broker.Tools(r.Context(), r.PathValue("id"))
+}
+
+func (h *brokerHandlers) callTool(r *http.Request) (any, error) {
 	args, err := readObject(r)
 	if err != nil {
 		return nil, err
 	}
-	return s.Broker.CallTool(r.Context(), r.PathValue("id"), r.PathValue("name"), args)
+	return h.broker.CallTool(r.Context(), r.PathValue("id"), r.PathValue("name"), args)
 }
 
-func (s *Server) deliver(r *http.Request) (any, error) {
-	lim := s.InboxLimits
+func (h *brokerHandlers) deliver(r *http.Request) (any, error) {
+	lim := h.inbox
 	if lim.MaxFile == 0 {
 		lim = tools.DefaultInboxLimits
 	}
@@ -66,45 +76,45 @@ func (s *Server) deliver(r *http.Request) (any, error) {
 		return nil, paddock.Errorf(paddock.CodeTooLarge, "inbox: the file is larger than %d bytes; nothing was written", lim.MaxFile)
 	}
 	body := http.MaxBytesReader(nil, r.Body, lim.MaxFile+1)
-	return s.Broker.Deliver(r.Context(), r.PathValue("id"), r.URL.Query().Get("name"), body, lim)
+	return h.broker.Deliver(r.Context(), r.PathValue("id"), r.URL.Query().Get("name"), body, lim)
 }
 
-func (s *Server) exec(r *http.Request) (any, error) {
+func (h *brokerHandlers) exec(r *http.Request) (any, error) {
 	var req paddock.ExecRequest
 	if err := decodeN(r, &req, maxExecBody); err != nil {
 		return nil, err
 	}
-	if err := s.operatorOnly(r, &req); err != nil {
+	if err := operatorOnly(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Broker.Exec(r.Context(), r.PathValue("id"), req)
+	return h.broker.Exec(r.Context(), r.PathValue("id"), req)
 }
 
-func (s *Server) capabilities(r *http.Request) (any, error) {
-	return s.Broker.Capabilities(r.Context(), r.PathValue("id"))
+func (h *brokerHandlers) capabilities(r *http.Request) (any, error) {
+	return h.broker.Capabilities(r.Context(), r.PathValue("id"))
 }
 
-func (s *Server) accessRequests(r *http.Request) (any, error) {
-	return nonNil(s.Broker.AccessRequests(r.Context(), r.PathValue("id")))
+func (h *brokerHandlers) accessRequests(r *http.Request) (any, error) {
+	return nonNil(h.broker.AccessRequests(r.Context(), r.PathValue("id")))
 }
 
-func (s *Server) requestAccess(r *http.Request) (any, error) {
+func (h *brokerHandlers) requestAccess(r *http.Request) (any, error) {
 	var in paddock.AccessRequestInput
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	return s.Broker.RequestAccess(r.Context(), r.PathValue("id"), in)
+	return h.broker.RequestAccess(r.Context(), r.PathValue("id"), in)
 }
 
-func (s *Server) grant(r *http.Request) (any, error) { return s.decideAccess(r, true) }
-func (s *Server) deny(r *http.Request) (any, error)  { return s.decideAccess(r, false) }
+func (h *brokerHandlers) grant(r *http.Request) (any, error) { return h.decideAccess(r, true) }
+func (h *brokerHandlers) deny(r *http.Request) (any, error)  { return h.decideAccess(r, false) }
 
-func (s *Server) decideAccess(r *http.Request, grant bool) (any, error) {
+func (h *brokerHandlers) decideAccess(r *http.Request, grant bool) (any, error) {
 	var req paddock.DecideRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Broker.DecideAccess(r.Context(), r.PathValue("id"), r.PathValue("request"), grant, actor(r), req.Note)
+	return h.broker.DecideAccess(r.Context(), r.PathValue("id"), r.PathValue("request"), grant, actor(r), req.Note)
 }
 
 // operatorOnly refuses what only the operator may ask of a command, when a
@@ -112,7 +122,7 @@ func (s *Server) decideAccess(r *http.Request, grant bool) (any, error) {
 // enforce. The network a command gets is the service's to decide for every
 // way an agent reaches exec (lifecycle's agentExec): none unless it asks,
 // and never above its definition's ceiling.
-func (s *Server) operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
+func operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
 	if _, agent := r.Context().Value(scopeKey).(string); !agent {
 		return nil
 	}
@@ -125,29 +135,29 @@ func (s *Server) operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
 	return nil
 }
 
-// mcp hands a run's MCP request to the MCP server (s.MCP), for a caller
+// mcp hands a run's MCP request to the MCP server (mcpHandler), for a caller
 // the route admitted (the run's token on its own run, or the operator) and
 // a run that exists. What it writes passes the run's funnel, one message
 // (an SSE event, a JSON answer) per write; a session's stream lasts as
 // long as the session, past the server's write timeout.
-func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
-	if s.MCP == nil {
+func (h *brokerHandlers) mcp(w http.ResponseWriter, r *http.Request) {
+	if h.mcpHandler == nil {
 		writeError(w, paddock.Errorf(paddock.CodeUnsupported, "this daemon serves no MCP over HTTP; use paddock mcp RUN"))
 		return
 	}
-	if _, err := s.Broker.Run(r.Context(), r.PathValue("id")); err != nil {
-		s.fail(w, r, err)
+	if _, err := h.broker.Run(r.Context(), r.PathValue("id")); err != nil {
+		h.api.fail(w, r, err)
 		return
 	}
-	red, err := s.Broker.Redactor(r.Context(), r.PathValue("id"))
+	red, err := h.broker.Redactor(r.Context(), r.PathValue("id"))
 	if err != nil {
-		s.fail(w, r, err)
+		h.api.fail(w, r, err)
 		return
 	}
 	http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	s.MCP.ServeHTTP(&mcpMasker{ResponseWriter: w, red: red}, r)
+	h.mcpHandler.ServeHTTP(&mcpMasker{ResponseWriter: w, red: red}, r)
 }
 
 // mcpMasker masks credential shapes and the run's declared secrets in
@@ -178,13 +188,13 @@ type StreamLine struct {
 
 // execStream runs a command and streams its output. Errors before the
 // command starts are ordinary envelopes; after that they end the stream.
-func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
+func (h *brokerHandlers) execStream(w http.ResponseWriter, r *http.Request) {
 	var req paddock.ExecRequest
 	if err := decodeN(r, &req, maxExecBody); err != nil {
 		writeError(w, err)
 		return
 	}
-	if err := s.operatorOnly(r, &req); err != nil {
+	if err := operatorOnly(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -209,11 +219,11 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) {
 			return len(p), nil
 		})
 	}
-	res, err := s.Broker.ExecStream(r.Context(), r.PathValue("id"), req, chunk("stdout"), chunk("stderr"))
+	res, err := h.broker.ExecStream(r.Context(), r.PathValue("id"), req, chunk("stdout"), chunk("stderr"))
 	if err != nil {
 		var pe *paddock.Error
 		if !errors.As(err, &pe) || pe.Code == paddock.CodeInternal {
-			s.log().Error("exec failed", "path", r.URL.Path, "err", err)
+			h.api.log().Error("exec failed", "path", r.URL.Path, "err", err)
 			pe = &paddock.Error{Code: paddock.CodeInternal, Message: "internal error (details are in the daemon log)"}
 		}
 		send(StreamLine{Error: pe})

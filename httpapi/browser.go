@@ -93,20 +93,27 @@ func sameOrigin(r *http.Request) error {
 	return nil
 }
 
+// uiHandlers answer the review page's login link: its sessions, and the
+// address it is served on (see Server.UI and UIAddr).
+type uiHandlers struct {
+	sessions *ui.Sessions
+	addr     func(context.Context) (string, error)
+}
+
 // uiLogin answers POST /v1/ui/login: a one-time login URL for the review
 // page on the daemon's loopback listener (started for it if need be).
 // Only the operator asks, and not from the page itself.
-func (s *Server) uiLogin(r *http.Request) (any, error) {
+func (h *uiHandlers) uiLogin(r *http.Request) (any, error) {
 	if browser, _ := r.Context().Value(browserKey).(bool); browser {
 		return nil, paddock.Errorf(paddock.CodeForbidden, "a login link is asked for with `paddock ui`, not from the page")
 	}
-	if s.UI == nil || s.UIAddr == nil {
+	if h.sessions == nil || h.addr == nil {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon serves no review page")
 	}
-	addr, err := s.UIAddr(r.Context())
+	addr, err := h.addr(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	code := s.UI.NewCode()
+	code := h.sessions.NewCode()
 	return &paddock.UILogin{URL: "http://" + addr + "/ui/login?code=" + code, Expires: time.Now().Add(ui.CodeTTL).UTC()}, nil
 }

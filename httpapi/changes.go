@@ -37,34 +37,43 @@ type Provenance interface {
 	Blame(ctx context.Context, id, hash string) (*paddock.Blame, error)
 }
 
-func (s *Server) changeSet(r *http.Request) (any, error) {
-	return s.Changes.ChangeSet(r.Context(), r.PathValue("id"))
+// changesHandlers answer a run's change set, from its diff (masked by
+// the run's redactor, the Broker's) to its undoing.
+type changesHandlers struct {
+	changes    Changes
+	provenance Provenance
+	redactors  redactors
+	api        *apiBase
 }
 
-func (s *Server) submit(r *http.Request) (any, error) {
+func (h *changesHandlers) changeSet(r *http.Request) (any, error) {
+	return h.changes.ChangeSet(r.Context(), r.PathValue("id"))
+}
+
+func (h *changesHandlers) submit(r *http.Request) (any, error) {
 	var req paddock.SubmitRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Changes.SubmitExpecting(r.Context(), r.PathValue("id"), req.ExpectHash)
+	return h.changes.SubmitExpecting(r.Context(), r.PathValue("id"), req.ExpectHash)
 }
 
-func (s *Server) approve(r *http.Request) (any, error) {
+func (h *changesHandlers) approve(r *http.Request) (any, error) {
 	var req paddock.ApproveRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
 	if len(req.Hunks) > 0 {
-		return s.Provenance.ApproveHunks(r.Context(), r.PathValue("id"), req.Hash, req.Hunks, actor(r))
+		return h.provenance.ApproveHunks(r.Context(), r.PathValue("id"), req.Hash, req.Hunks, actor(r))
 	}
-	return s.Changes.Approve(r.Context(), r.PathValue("id"), req.Hash, actor(r))
+	return h.changes.Approve(r.Context(), r.PathValue("id"), req.Hash, actor(r))
 }
 
-func (s *Server) blame(r *http.Request) (any, error) {
-	return s.Provenance.Blame(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
+func (h *changesHandlers) blame(r *http.Request) (any, error) {
+	return h.provenance.Blame(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
 }
 
-func (s *Server) apply(r *http.Request) (any, error) {
+func (h *changesHandlers) apply(r *http.Request) (any, error) {
 	var req paddock.ApplyRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
@@ -74,33 +83,33 @@ func (s *Server) apply(r *http.Request) (any, error) {
 		if req.ThreeWay {
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "a 3-way merge applies only to --to worktree (a branch is built on the base, where nothing needs merging)")
 		}
-		return s.Changes.Apply(r.Context(), r.PathValue("id"), req.Branch, gitx.Identity{Name: req.AuthorName, Email: req.AuthorEmail})
+		return h.changes.Apply(r.Context(), r.PathValue("id"), req.Branch, gitx.Identity{Name: req.AuthorName, Email: req.AuthorEmail})
 	case "worktree":
 		if req.Branch != "" {
 			return nil, paddock.Errorf(paddock.CodeBadRequest, "a branch name applies only to --to branch")
 		}
-		return s.Changes.ApplyToWorktree(r.Context(), r.PathValue("id"), req.ThreeWay)
+		return h.changes.ApplyToWorktree(r.Context(), r.PathValue("id"), req.ThreeWay)
 	}
 	return nil, paddock.Errorf(paddock.CodeBadRequest, "apply to %q: branch or worktree", req.To)
 }
 
-func (s *Server) undo(r *http.Request) (any, error) {
-	return s.Changes.Undo(r.Context(), r.PathValue("id"))
+func (h *changesHandlers) undo(r *http.Request) (any, error) {
+	return h.changes.Undo(r.Context(), r.PathValue("id"))
 }
 
 // changeSetDiff streams a change set's whole diff from its file: however
 // large it is, it never sits in memory. The file is masked already (see
 // changeset.MaskDiff); the stream passes the run's funnel all the same, as
 // every answer does.
-func (s *Server) changeSetDiff(w http.ResponseWriter, r *http.Request) {
-	red, err := s.Broker.Redactor(r.Context(), r.PathValue("id"))
+func (h *changesHandlers) changeSetDiff(w http.ResponseWriter, r *http.Request) {
+	red, err := h.redactors.Redactor(r.Context(), r.PathValue("id"))
 	if err != nil {
-		s.fail(w, r, err)
+		h.api.fail(w, r, err)
 		return
 	}
-	d, hash, err := s.Changes.ChangeSetDiff(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
+	d, hash, err := h.changes.ChangeSetDiff(r.Context(), r.PathValue("id"), r.URL.Query().Get("hash"))
 	if err != nil {
-		s.fail(w, r, err)
+		h.api.fail(w, r, err)
 		return
 	}
 	defer d.Close()

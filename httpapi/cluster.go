@@ -107,78 +107,92 @@ func (s *Server) forward(next http.Handler) http.Handler {
 		}
 		self := s.Cluster.Self()
 		if r.Method == http.MethodPost && placed(r.URL.Path) {
-			body, err := io.ReadAll(io.LimitReader(r.Body, maxCreateBody+1))
-			if err != nil {
-				writeError(w, paddock.Errorf(paddock.CodeBadRequest, "reading the request: %v", err))
-				return
-			}
-			if len(body) > maxCreateBody {
-				writeError(w, paddock.Errorf(paddock.CodeTooLarge, "a create request is at most %d bytes", maxCreateBody))
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var req struct {
-				Project string `json:"project"`
-			}
-			if json.Unmarshal(body, &req) != nil || req.Project == "" {
-				next.ServeHTTP(w, r) // the create's own checks say what is wrong
-				return
-			}
-			if _, agent := r.Context().Value(scopeKey).(string); agent {
-				next.ServeHTTP(w, r) // a run's token: the route refuses it, and nothing is held
-				return
-			}
-			n, release, err := s.Cluster.Place(r.Context(), req.Project)
-			if paddock.IsCode(err, paddock.CodeNotFound) {
-				next.ServeHTTP(w, r) // the route says there is no such project
-				return
-			}
-			if err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			sw := &statusWriter{ResponseWriter: w}
-			if n.ID == self.ID {
-				next.ServeHTTP(sw, r)
-			} else {
-				s.proxy(sw, r, n, true)
-			}
-			if sw.status < 200 || sw.status > 299 {
-				release() // no run was made: the place is given back
-			}
+			s.forwardNewRun(next, self, w, r)
 			return
 		}
-		id, rest, ok := runPath(r.URL.Path)
-		if !ok || servedAnywhere(r.Method, rest) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		n, err := s.Cluster.Locate(r.Context(), id)
-		switch {
-		case paddock.IsCode(err, paddock.CodeNotFound):
-			next.ServeHTTP(w, r) // the route says there is no such run
-		case err != nil:
-			s.fail(w, r, err)
-		case n.ID == "":
-			next.ServeHTTP(w, r)
-		case n.ID == self.ID:
-			if err := selfFenced(self, n); err != nil {
-				writeError(w, err)
-				return
-			}
-			next.ServeHTTP(w, r)
-		case n.State != paddock.NodeAlive:
-			what := "lost: it stopped renewing its lease"
-			if n.State == paddock.NodeLeft {
-				what = "stopped"
-			}
-			writeError(w, &paddock.Error{Code: paddock.CodeNodeLost,
-				Message: "run " + id + " is on node " + n.ID + ", which is " + what + "; restart that node, or adopt the run on this one (paddock adopt " + id + ")",
-				Details: map[string]any{"node": n.ID, "node_state": n.State}})
-		default:
-			s.proxy(w, r, n, false)
-		}
+		s.forwardToRunsNode(next, self, w, r)
 	})
+}
+
+// forwardNewRun sends a call that makes a run to the node Place picks for
+// its project (next, when that is self), and gives the place back when
+// no run was made. What names no project, or a run's token, is next's.
+func (s *Server) forwardNewRun(next http.Handler, self paddock.Node, w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxCreateBody+1))
+	if err != nil {
+		writeError(w, paddock.Errorf(paddock.CodeBadRequest, "reading the request: %v", err))
+		return
+	}
+	if len(body) > maxCreateBody {
+		writeError(w, paddock.Errorf(paddock.CodeTooLarge, "a create request is at most %d bytes", maxCreateBody))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req struct {
+		Project string `json:"project"`
+	}
+	if json.Unmarshal(body, &req) != nil || req.Project == "" {
+		next.ServeHTTP(w, r) // the create's own checks say what is wrong
+		return
+	}
+	if _, agent := r.Context().Value(scopeKey).(string); agent {
+		next.ServeHTTP(w, r) // a run's token: the route refuses it, and nothing is held
+		return
+	}
+	n, release, err := s.Cluster.Place(r.Context(), req.Project)
+	if paddock.IsCode(err, paddock.CodeNotFound) {
+		next.ServeHTTP(w, r) // the route says there is no such project
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	if n.ID == self.ID {
+		next.ServeHTTP(sw, r)
+	} else {
+		s.proxy(sw, r, n, true)
+	}
+	if sw.status < 200 || sw.status > 299 {
+		release() // no run was made: the place is given back
+	}
+}
+
+// forwardToRunsNode sends a call on a run to the node that holds it;
+// next answers what any node answers, and the runs self holds while its
+// lease is its own. A run on a node that is not alive is node_lost.
+func (s *Server) forwardToRunsNode(next http.Handler, self paddock.Node, w http.ResponseWriter, r *http.Request) {
+	id, rest, ok := runPath(r.URL.Path)
+	if !ok || servedAnywhere(r.Method, rest) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	n, err := s.Cluster.Locate(r.Context(), id)
+	switch {
+	case paddock.IsCode(err, paddock.CodeNotFound):
+		next.ServeHTTP(w, r) // the route says there is no such run
+	case err != nil:
+		s.fail(w, r, err)
+	case n.ID == "":
+		next.ServeHTTP(w, r)
+	case n.ID == self.ID:
+		if err := selfFenced(self, n); err != nil {
+			writeError(w, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	case n.State != paddock.NodeAlive:
+		what := "lost: it stopped renewing its lease"
+		if n.State == paddock.NodeLeft {
+			what = "stopped"
+		}
+		writeError(w, &paddock.Error{Code: paddock.CodeNodeLost,
+			Message: "run " + id + " is on node " + n.ID + ", which is " + what + "; restart that node, or adopt the run on this one (paddock adopt " + id + ")",
+			Details: map[string]any{"node": n.ID, "node_state": n.State}})
+	default:
+		s.proxy(w, r, n, false)
+	}
 }
 
 // nodeTransport carries the calls one node forwards to another. It takes
@@ -336,18 +350,22 @@ func dropNodeHeaders(r *http.Request) {
 	}
 }
 
-func (s *Server) nodes(r *http.Request) (any, error) {
-	if s.Cluster == nil {
+// clusterHandlers answer about the cluster's nodes: nil cluster, a
+// daemon of its own.
+type clusterHandlers struct{ cluster Cluster }
+
+func (h *clusterHandlers) nodes(r *http.Request) (any, error) {
+	if h.cluster == nil {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon is a node of no cluster: its store is not shared (serve --store postgres://… makes it one)")
 	}
-	return s.Cluster.Nodes(r.Context())
+	return h.cluster.Nodes(r.Context())
 }
 
-func (s *Server) adopt(r *http.Request) (any, error) {
-	if s.Cluster == nil {
+func (h *clusterHandlers) adopt(r *http.Request) (any, error) {
+	if h.cluster == nil {
 		return nil, paddock.Errorf(paddock.CodeUnsupported, "this daemon is a node of no cluster: there is no other node to adopt a run from")
 	}
-	return s.Cluster.Adopt(r.Context(), r.PathValue("id"), actor(r))
+	return h.cluster.Adopt(r.Context(), r.PathValue("id"), actor(r))
 }
 
 // statusWriter remembers the status of the answer it passes on.

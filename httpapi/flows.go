@@ -15,26 +15,29 @@ type Flows interface {
 	PickEvent(ctx context.Context, id, event string, req paddock.MenuEventRequest) (*paddock.Flow, error)
 }
 
-func (s *Server) startFlow(r *http.Request) (any, error) {
+// flowsHandlers answer the flows' routes and the runs' menus.
+type flowsHandlers struct{ flows Flows }
+
+func (h *flowsHandlers) startFlow(r *http.Request) (any, error) {
 	var req paddock.StartFlowRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Flows.StartFlow(r.Context(), req)
+	return h.flows.StartFlow(r.Context(), req)
 }
 
-func (s *Server) flows(r *http.Request) (any, error) {
-	return nonNil(s.Flows.Flows(r.Context(), r.URL.Query().Get("project")))
+func (h *flowsHandlers) listFlows(r *http.Request) (any, error) {
+	return nonNil(h.flows.Flows(r.Context(), r.URL.Query().Get("project")))
 }
 
-func (s *Server) flow(r *http.Request) (any, error) {
-	return s.Flows.Flow(r.Context(), r.PathValue("flow"))
+func (h *flowsHandlers) flow(r *http.Request) (any, error) {
+	return h.flows.Flow(r.Context(), r.PathValue("flow"))
 }
 
-func (s *Server) pickEvent(r *http.Request) (any, error) {
+func (h *flowsHandlers) pickEvent(r *http.Request) (any, error) {
 	var req paddock.MenuEventRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Flows.PickEvent(r.Context(), r.PathValue("id"), r.PathValue("event"), req)
+	return h.flows.PickEvent(r.Context(), r.PathValue("id"), r.PathValue("event"), req)
 }

@@ -13,12 +13,12 @@ import (
 // in one Write, so no secret is cut between writes. A value that JSON
 // escapes (one holding a quote, a backslash or a control character) is
 // masked where it was produced, not here.
-func (s *Server) runFunnel(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
+func (a *apiBase) runFunnel(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
 	id := r.PathValue("id")
-	if id == "" || s.Broker == nil {
+	if id == "" || a.redactors == nil {
 		return w
 	}
-	red, err := s.Broker.Redactor(r.Context(), id)
+	red, err := a.redactors.Redactor(r.Context(), id)
 	if err != nil || !red.Declared() {
 		return w
 	}

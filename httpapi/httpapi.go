@@ -8,12 +8,14 @@
 //
 // The routes are one table (routes.go): each route's method and path, who
 // may call it (the operator, or also a run's own token), its status on
-// success and its handler. The handlers of each concern are in a file of
-// their own with the interface they call (projects.go: Projects, runs.go:
-// Runs, jobs.go: Jobs, broker.go and attach.go: Broker, changes.go,
-// verify.go, flows.go, portable.go: Bundles and Queue), which holds only
-// the calls its routes make: the daemon's lifecycle.Manager provides them,
-// a test gives the fakes it needs.
+// success and its handler. The handlers of each concern are methods of a
+// type of their own, in a file with the interface they call (projects.go:
+// Projects, runs.go: Runs, jobs.go: Jobs, broker.go and attach.go: Broker,
+// changes.go, verify.go, flows.go, portable.go: Bundles and Queue,
+// daemon.go: Collector), which holds only the calls its routes make: the
+// daemon's lifecycle.Manager provides them, a test gives the fakes it
+// needs. A handler type holds its interfaces and apiBase, what every
+// handler shares (failing, logging, the run's funnel), never the Server.
 //
 // # Hardening
 //
@@ -69,7 +71,9 @@ const WriteStall = 30 * time.Second
 // MaxWait is the longest an events request may wait for new events.
 const MaxWait = 60 * time.Second
 
-// Server is the HTTP API of one daemon.
+// Server is the HTTP API of one daemon. Set its fields before taking a
+// handler of it (Handler, TCPHandler, NodeHandler, RunHandler): the
+// routes' handlers are given the services as they are then.
 type Server struct {
 	// The services the routes call, one per concern: the daemon's
 	// lifecycle.Manager's. Each is a slice of paddock.Service (the
@@ -196,12 +200,7 @@ func (s *Server) Handler() http.Handler { return s.guard(s.forward(s.mux()), fal
 // TCPHandler returns the API for a loopback TCP listener: it also requires the token.
 func (s *Server) TCPHandler() http.Handler { return s.guard(s.forward(s.mux()), true) }
 
-func (s *Server) log() *slog.Logger {
-	if s.Logger == nil {
-		return slog.Default()
-	}
-	return s.Logger
-}
+func (s *Server) log() *slog.Logger { return s.base().log() }
 
 func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -413,15 +412,44 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(redact.Shapes(buf.Bytes()))
 }
 
+// apiBase is what every concern's handlers share: how a failed answer is
+// written (an internal error logged under a correlation id), and the
+// funnel that masks the answers about a run by its declared secrets. Who
+// calls (actor, and a run token's scope) is the request's own.
+type apiBase struct {
+	logger *slog.Logger // nil: slog's default
+	// redactors masks a run's declared secrets: the Broker's; without
+	// one no answer is masked by a run's secrets.
+	redactors redactors
+}
+
+// redactors gives a run's redactor (Broker has it).
+type redactors interface {
+	Redactor(ctx context.Context, id string) (*redact.Redactor, error)
+}
+
+// base is what s's handlers share.
+func (s *Server) base() *apiBase { return &apiBase{logger: s.Logger, redactors: s.Broker} }
+
+func (a *apiBase) log() *slog.Logger {
+	if a.logger == nil {
+		return slog.Default()
+	}
+	return a.logger
+}
+
+// fail answers with err (see apiBase.fail).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) { s.base().fail(w, r, err) }
+
 // fail answers with err. An internal error is logged in full under a fresh
 // correlation id, and only the id goes to the client.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (a *apiBase) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := paddock.ErrorCode(err)
 	if code == paddock.CodeInternal {
 		var b [6]byte
 		rand.Read(b[:])
 		id := hex.EncodeToString(b[:])
-		s.log().Error("request failed", "method", r.Method, "path", r.URL.Path, "correlation_id", id, "err", err)
+		a.log().Error("request failed", "method", r.Method, "path", r.URL.Path, "correlation_id", id, "err", err)
 		pe := &paddock.Error{Code: paddock.CodeInternal, Message: fmt.Sprintf("%s (correlation id %s; details are in the daemon log)", paddock.ErrorMessage(err), id)}
 		pe.WithDetail("correlation_id", id)
 		var inner *paddock.Error

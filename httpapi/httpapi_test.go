@@ -841,7 +841,7 @@ func TestAnswersPassTheRunsFunnel(t *testing.T) {
 	req := httptest.NewRequest("GET", "http://paddock/v1/runs/"+r.ID, nil)
 	req.SetPathValue("id", r.ID)
 	rec = httptest.NewRecorder()
-	writeData(f.srv.runFunnel(rec, req), 200, map[string]string{"echo": "a " + v})
+	writeData(f.srv.base().runFunnel(rec, req), 200, map[string]string{"echo": "a " + v})
 	if got := rec.Body.String(); strings.Contains(got, v) || !strings.Contains(got, "a [REDACTED:API_TOKEN]") {
 		t.Fatalf("the funnel let through: %s", got)
 	}

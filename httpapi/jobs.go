@@ -22,43 +22,47 @@ type Jobs interface {
 	CancelJob(ctx context.Context, id, job string) (*paddock.Job, error)
 }
 
-func (s *Server) bootstrap(r *http.Request) (any, error) {
+// jobsHandlers answer a bootstrapped run's agent side: its bootstrap,
+// artifacts and jobs.
+type jobsHandlers struct{ jobs Jobs }
+
+func (h *jobsHandlers) bootstrap(r *http.Request) (any, error) {
 	var req paddock.BootstrapRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Jobs.Bootstrap(r.Context(), req)
+	return h.jobs.Bootstrap(r.Context(), req)
 }
 
-func (s *Server) artifact(r *http.Request) (any, error) {
-	return s.Jobs.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))
+func (h *jobsHandlers) artifact(r *http.Request) (any, error) {
+	return h.jobs.Artifact(r.Context(), r.PathValue("id"), r.PathValue("kind"))
 }
 
-func (s *Server) startJob(r *http.Request) (any, error) {
+func (h *jobsHandlers) startJob(r *http.Request) (any, error) {
 	var req paddock.StartJobRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
 	if req.Exec != nil {
-		if err := s.operatorOnly(r, req.Exec); err != nil {
+		if err := operatorOnly(r, req.Exec); err != nil {
 			return nil, err
 		}
 	}
-	return s.Jobs.StartJob(r.Context(), r.PathValue("id"), req)
+	return h.jobs.StartJob(r.Context(), r.PathValue("id"), req)
 }
 
-func (s *Server) jobs(r *http.Request) (any, error) {
-	return s.Jobs.Jobs(r.Context(), r.PathValue("id"))
+func (h *jobsHandlers) listJobs(r *http.Request) (any, error) {
+	return h.jobs.Jobs(r.Context(), r.PathValue("id"))
 }
 
-func (s *Server) jobStatus(r *http.Request) (any, error) {
-	return s.Jobs.JobStatus(r.Context(), r.PathValue("id"))
+func (h *jobsHandlers) jobStatus(r *http.Request) (any, error) {
+	return h.jobs.JobStatus(r.Context(), r.PathValue("id"))
 }
 
-func (s *Server) job(r *http.Request) (any, error) {
-	return s.Jobs.Job(r.Context(), r.PathValue("id"), r.PathValue("job"))
+func (h *jobsHandlers) job(r *http.Request) (any, error) {
+	return h.jobs.Job(r.Context(), r.PathValue("id"), r.PathValue("job"))
 }
 
-func (s *Server) cancelJob(r *http.Request) (any, error) {
-	return s.Jobs.CancelJob(r.Context(), r.PathValue("id"), r.PathValue("job"))
+func (h *jobsHandlers) cancelJob(r *http.Request) (any, error) {
+	return h.jobs.CancelJob(r.Context(), r.PathValue("id"), r.PathValue("job"))
 }

@@ -23,6 +23,12 @@ type Bundles interface {
 	Import(ctx context.Context, req paddock.ImportRequest, body io.Reader) (*paddock.ImportResult, error)
 }
 
+// bundlesHandlers answer a run's bundle, its key and an import.
+type bundlesHandlers struct {
+	bundles Bundles
+	api     *apiBase
+}
+
 // BundleType is a bundle's media type.
 const BundleType = "application/vnd.paddock.bundle+tar"
 
@@ -32,24 +38,24 @@ const BundleType = "application/vnd.paddock.bundle+tar"
 // a change set that holds one is refused before anything is sent). A
 // failure once the bundle has begun cuts it short, without its manifest
 // and signature, which no reader accepts.
-func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
+func (h *bundlesHandlers) bundle(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := s.Bundles.Run(r.Context(), id); err != nil {
-		s.fail(w, r, err)
+	if _, err := h.bundles.Run(r.Context(), id); err != nil {
+		h.api.fail(w, r, err)
 		return
 	}
 	http.NewResponseController(w).SetWriteDeadline(time.Time{}) // a large one outlives the write timeout
-	bw := &lazyHeader{ResponseWriter: s.runFunnel(w, r), set: func(h http.Header) {
-		h.Set("Content-Type", BundleType)
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
+	bw := &lazyHeader{ResponseWriter: h.api.runFunnel(w, r), set: func(hdr http.Header) {
+		hdr.Set("Content-Type", BundleType)
+		hdr.Set("Cache-Control", "no-store")
+		hdr.Set("X-Content-Type-Options", "nosniff")
 	}}
-	if err := s.Bundles.Bundle(r.Context(), id, bw); err != nil {
+	if err := h.bundles.Bundle(r.Context(), id, bw); err != nil {
 		if bw.started {
-			s.log().Error("a bundle was cut short", "run", id, "err", err)
+			h.api.log().Error("a bundle was cut short", "run", id, "err", err)
 			return
 		}
-		s.fail(w, r, err)
+		h.api.fail(w, r, err)
 	}
 }
 
@@ -71,17 +77,19 @@ func (l *lazyHeader) Write(p []byte) (int, error) {
 	return l.ResponseWriter.Write(p)
 }
 
-func (s *Server) bundleKey(r *http.Request) (any, error) { return s.Bundles.BundleKey(r.Context()) }
+func (h *bundlesHandlers) bundleKey(r *http.Request) (any, error) {
+	return h.bundles.BundleKey(r.Context())
+}
 
 // importBundle answers POST /v1/import?project=P&kind=K&trust=KEY&untrusted=true:
 // the body is the bundle.
-func (s *Server) importBundle(w http.ResponseWriter, r *http.Request) {
+func (h *bundlesHandlers) importBundle(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	req := paddock.ImportRequest{Project: q.Get("project"), Kind: q.Get("kind"), Trust: q["trust"]}
 	if v := q.Get("untrusted"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			s.fail(w, r, paddock.Errorf(paddock.CodeBadRequest, "untrusted=%q: want true or false", v))
+			h.api.fail(w, r, paddock.Errorf(paddock.CodeBadRequest, "untrusted=%q: want true or false", v))
 			return
 		}
 		req.Untrusted = b
@@ -89,9 +97,9 @@ func (s *Server) importBundle(w http.ResponseWriter, r *http.Request) {
 	// A large bundle takes longer to send than the server's read timeout.
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(30 * time.Minute))
 	body := http.MaxBytesReader(w, r.Body, paddock.MaxBundle)
-	res, err := s.Bundles.Import(r.Context(), req, body)
+	res, err := h.bundles.Import(r.Context(), req, body)
 	if err != nil {
-		s.fail(w, r, err)
+		h.api.fail(w, r, err)
 		return
 	}
 	writeData(w, http.StatusCreated, res)
@@ -109,30 +117,33 @@ type Queue interface {
 	QueueUndo(ctx context.Context, id, by string) (*paddock.QueueEntry, error)
 }
 
-func (s *Server) queueAdd(r *http.Request) (any, error) {
+// queueHandlers answer the merge queue's routes.
+type queueHandlers struct{ queue Queue }
+
+func (h *queueHandlers) queueAdd(r *http.Request) (any, error) {
 	var req paddock.QueueAddRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Queue.QueueAdd(r.Context(), r.PathValue("id"), req, actor(r))
+	return h.queue.QueueAdd(r.Context(), r.PathValue("id"), req, actor(r))
 }
 
-func (s *Server) queue(r *http.Request) (any, error) {
+func (h *queueHandlers) listQueue(r *http.Request) (any, error) {
 	all, err := boolParam(r, "all")
 	if err != nil {
 		return nil, err
 	}
-	return s.Queue.Queue(r.Context(), r.URL.Query().Get("project"), all)
+	return h.queue.Queue(r.Context(), r.URL.Query().Get("project"), all)
 }
 
-func (s *Server) queueEntry(r *http.Request) (any, error) {
-	return s.Queue.QueueEntry(r.Context(), r.PathValue("id"))
+func (h *queueHandlers) queueEntry(r *http.Request) (any, error) {
+	return h.queue.QueueEntry(r.Context(), r.PathValue("id"))
 }
 
-func (s *Server) queueRemove(r *http.Request) (any, error) {
-	return s.Queue.QueueRemove(r.Context(), r.PathValue("id"), actor(r))
+func (h *queueHandlers) queueRemove(r *http.Request) (any, error) {
+	return h.queue.QueueRemove(r.Context(), r.PathValue("id"), actor(r))
 }
 
-func (s *Server) queueUndo(r *http.Request) (any, error) {
-	return s.Queue.QueueUndo(r.Context(), r.PathValue("id"), actor(r))
+func (h *queueHandlers) queueUndo(r *http.Request) (any, error) {
+	return h.queue.QueueUndo(r.Context(), r.PathValue("id"), actor(r))
 }

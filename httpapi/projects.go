@@ -25,63 +25,66 @@ type Projects interface {
 	RemoveAgent(ctx context.Context, name string) error
 }
 
-func (s *Server) addProject(r *http.Request) (any, error) {
+// projectsHandlers answer the projects' and agents' routes.
+type projectsHandlers struct{ projects Projects }
+
+func (h *projectsHandlers) addProject(r *http.Request) (any, error) {
 	var req paddock.AddProjectRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Projects.AddProject(r.Context(), req)
+	return h.projects.AddProject(r.Context(), req)
 }
 
-func (s *Server) projects(r *http.Request) (any, error) {
-	return nonNil(s.Projects.Projects(r.Context()))
+func (h *projectsHandlers) listProjects(r *http.Request) (any, error) {
+	return nonNil(h.projects.Projects(r.Context()))
 }
 
-func (s *Server) project(r *http.Request) (any, error) {
-	return s.Projects.Project(r.Context(), r.PathValue("name"))
+func (h *projectsHandlers) project(r *http.Request) (any, error) {
+	return h.projects.Project(r.Context(), r.PathValue("name"))
 }
 
-func (s *Server) setProject(r *http.Request) (any, error) {
+func (h *projectsHandlers) setProject(r *http.Request) (any, error) {
 	var req paddock.SetProjectRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Projects.SetProject(r.Context(), r.PathValue("name"), actor(r), req)
+	return h.projects.SetProject(r.Context(), r.PathValue("name"), actor(r), req)
 }
 
-func (s *Server) removeProject(r *http.Request) (any, error) {
-	return map[string]string{"removed": r.PathValue("name")}, s.Projects.RemoveProject(r.Context(), r.PathValue("name"))
+func (h *projectsHandlers) removeProject(r *http.Request) (any, error) {
+	return map[string]string{"removed": r.PathValue("name")}, h.projects.RemoveProject(r.Context(), r.PathValue("name"))
 }
 
-func (s *Server) unlock(r *http.Request) (any, error) {
+func (h *projectsHandlers) unlock(r *http.Request) (any, error) {
 	var req paddock.UnlockRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	l, err := s.Projects.Unlock(r.Context(), r.PathValue("name"), actor(r), req.Force)
+	l, err := h.projects.Unlock(r.Context(), r.PathValue("name"), actor(r), req.Force)
 	return paddock.UnlockResult{Released: l, By: actor(r)}, err
 }
 
-func (s *Server) agents(r *http.Request) (any, error) {
-	return nonNil(s.Projects.Agents(r.Context()))
+func (h *projectsHandlers) agents(r *http.Request) (any, error) {
+	return nonNil(h.projects.Agents(r.Context()))
 }
 
-func (s *Server) addAgent(r *http.Request) (any, error) {
+func (h *projectsHandlers) addAgent(r *http.Request) (any, error) {
 	var req paddock.AddAgentRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Projects.AddAgent(r.Context(), req)
+	return h.projects.AddAgent(r.Context(), req)
 }
 
-func (s *Server) agent(r *http.Request) (any, error) {
-	return s.Projects.Agent(r.Context(), r.PathValue("name"))
+func (h *projectsHandlers) agent(r *http.Request) (any, error) {
+	return h.projects.Agent(r.Context(), r.PathValue("name"))
 }
 
-func (s *Server) removeAgent(r *http.Request) (any, error) {
-	return map[string]string{"removed": r.PathValue("name")}, s.Projects.RemoveAgent(r.Context(), r.PathValue("name"))
+func (h *projectsHandlers) removeAgent(r *http.Request) (any, error) {
+	return map[string]string{"removed": r.PathValue("name")}, h.projects.RemoveAgent(r.Context(), r.PathValue("name"))
 }
 
-func (s *Server) projectCheckout(r *http.Request) (any, error) {
-	return s.Projects.ProjectCheckout(r.Context(), r.PathValue("name"))
+func (h *projectsHandlers) projectCheckout(r *http.Request) (any, error) {
+	return h.projects.ProjectCheckout(r.Context(), r.PathValue("name"))
 }

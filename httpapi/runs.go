@@ -38,55 +38,64 @@ type Forks interface {
 	Fork(ctx context.Context, id string, req paddock.ForkRequest) (*paddock.ForkResult, error)
 }
 
-func (s *Server) create(r *http.Request) (any, error) {
+// runsHandlers answer the runs' lives and their events, and a run's
+// review and forks.
+type runsHandlers struct {
+	runs    Runs
+	reviews Reviews
+	forks   Forks
+	api     *apiBase
+}
+
+func (h *runsHandlers) create(r *http.Request) (any, error) {
 	var req paddock.CreateRunRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Runs.Create(r.Context(), req)
+	return h.runs.Create(r.Context(), req)
 }
 
-func (s *Server) runs(r *http.Request) (any, error) {
+func (h *runsHandlers) listRuns(r *http.Request) (any, error) {
 	all, err := boolParam(r, "all")
 	if err != nil {
 		return nil, err
 	}
-	return nonNil(s.Runs.Runs(r.Context(), paddock.RunFilter{Project: r.URL.Query().Get("project"), Removed: all}))
+	return nonNil(h.runs.Runs(r.Context(), paddock.RunFilter{Project: r.URL.Query().Get("project"), Removed: all}))
 }
 
-func (s *Server) run(r *http.Request) (any, error) {
-	return s.Runs.Run(r.Context(), r.PathValue("id"))
+func (h *runsHandlers) run(r *http.Request) (any, error) {
+	return h.runs.Run(r.Context(), r.PathValue("id"))
 }
 
-func (s *Server) remove(r *http.Request) (any, error) {
-	return s.Runs.Remove(r.Context(), r.PathValue("id"))
+func (h *runsHandlers) remove(r *http.Request) (any, error) {
+	return h.runs.Remove(r.Context(), r.PathValue("id"))
 }
 
-func (s *Server) retain(r *http.Request) (any, error) {
-	return s.Runs.Retain(r.Context(), r.PathValue("id"))
+func (h *runsHandlers) retain(r *http.Request) (any, error) {
+	return h.runs.Retain(r.Context(), r.PathValue("id"))
 }
 
-func (s *Server) review(r *http.Request) (any, error) {
+func (h *runsHandlers) review(r *http.Request) (any, error) {
 	var req paddock.ReviewRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Reviews.Review(r.Context(), r.PathValue("id"), req.Agent)
+	return h.reviews.Review(r.Context(), r.PathValue("id"), req.Agent)
 }
 
-func (s *Server) fork(r *http.Request) (any, error) {
+func (h *runsHandlers) fork(r *http.Request) (any, error) {
 	var req paddock.ForkRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Forks.Fork(r.Context(), r.PathValue("id"), req)
+	return h.forks.Fork(r.Context(), r.PathValue("id"), req)
 }
 
-func (s *Server) reject(r *http.Request) (any, error) {
-	return s.Runs.Reject(r.Context(), r.PathValue("id"))
+func (h *runsHandlers) reject(r *http.Request) (any, error) {
+	return h.runs.Reject(r.Context(), r.PathValue("id"))
 }
 
-func (s *Server) checkpoint(r *http.Request) (any, error) {
+func (h *runsHandlers) checkpoint(r *http.Request) (any, error) {
 	var req paddock.CheckpointRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
@@ -94,11 +103,11 @@ func (s *Server) checkpoint(r *http.Request) (any, error) {
 	if req.Reason == "" {
 		req.Reason = "requested by " + actor(r)
 	}
-	return s.Runs.Checkpoint(r.Context(), r.PathValue("id"), req.Reason)
+	return h.runs.Checkpoint(r.Context(), r.PathValue("id"), req.Reason)
 }
 
-func (s *Server) resume(r *http.Request) (any, error) {
-	return s.Runs.Resume(r.Context(), r.PathValue("id"))
+func (h *runsHandlers) resume(r *http.Request) (any, error) {
+	return h.runs.Resume(r.Context(), r.PathValue("id"))
 }
 
 // SSEHeartbeat is how often an idle event stream sends a comment, so that
@@ -108,7 +117,7 @@ var SSEHeartbeat = 15 * time.Second
 // eventStream serves a run's events as Server-Sent Events: each event's id
 // is its seq, so a client that reconnects with Last-Event-ID (or ?after=)
 // gets every later event once, in order.
-func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
+func (h *runsHandlers) eventStream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	after, err := intParam(r.URL.Query().Get("after"), "after")
 	if err != nil {
@@ -121,8 +130,8 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if _, err := s.Runs.Events(r.Context(), id, after, 1); err != nil {
-		s.fail(w, r, err)
+	if _, err := h.runs.Events(r.Context(), id, after, 1); err != nil {
+		h.api.fail(w, r, err)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -134,7 +143,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 	rc.Flush()
 	for r.Context().Err() == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), SSEHeartbeat)
-		evs, err := s.Runs.WaitEvents(ctx, id, after, 500)
+		evs, err := h.runs.WaitEvents(ctx, id, after, 500)
 		cancel()
 		if err != nil {
 			return
@@ -155,7 +164,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 
 // events answers GET /v1/runs/{id}/events?after=SEQ&limit=N&wait=DURATION.
 // With wait, an empty answer is held until an event arrives or wait passes.
-func (s *Server) events(r *http.Request) (any, error) {
+func (h *runsHandlers) events(r *http.Request) (any, error) {
 	q := r.URL.Query()
 	after, err := intParam(q.Get("after"), "after")
 	if err != nil {
@@ -173,7 +182,7 @@ func (s *Server) events(r *http.Request) (any, error) {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), min(d, MaxWait))
 		defer cancel()
-		return s.Runs.WaitEvents(ctx, id, after, int(limit))
+		return h.runs.WaitEvents(ctx, id, after, int(limit))
 	}
-	return s.Runs.Events(r.Context(), id, after, int(limit))
+	return h.runs.Events(r.Context(), id, after, int(limit))
 }

@@ -15,14 +15,17 @@ type Verifier interface {
 	ProjectManifest(ctx context.Context, name string) (json.RawMessage, error)
 }
 
-func (s *Server) verify(r *http.Request) (any, error) {
+// verifyHandlers answer a run's verify and a project's manifest.
+type verifyHandlers struct{ verifier Verifier }
+
+func (h *verifyHandlers) verify(r *http.Request) (any, error) {
 	var req paddock.VerifyRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.Verifier.Verify(r.Context(), r.PathValue("id"), req)
+	return h.verifier.Verify(r.Context(), r.PathValue("id"), req)
 }
 
-func (s *Server) projectManifest(r *http.Request) (any, error) {
-	return s.Verifier.ProjectManifest(r.Context(), r.PathValue("name"))
+func (h *verifyHandlers) projectManifest(r *http.Request) (any, error) {
+	return h.verifier.ProjectManifest(r.Context(), r.PathValue("name"))
 }
