@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -38,6 +39,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// serveOptions are what serve runs with: its flags, which of them the
+// command line gave (a flag given wins over the config file, now and when
+// the file changes), and what it takes from the call. Tests fill one and
+// call runServe.
 type serveOptions struct {
 	config    string
 	listen    string
@@ -45,7 +50,14 @@ type serveOptions struct {
 	logLevel  string
 	logFormat string
 	node      nodeFlags
+	changed   func(flag string) bool // nil: none was given
+
+	home   string              // the state directory
+	getenv func(string) string // the environment
+	stderr io.Writer           // the log
 }
+
+func (o serveOptions) given(flag string) bool { return o.changed != nil && o.changed(flag) }
 
 func serveCmd(a paddockcli.Call) *cobra.Command {
 	var o serveOptions
@@ -92,7 +104,12 @@ apply_email, an apply is authored by your git identity (user.name,
 user.email from the project's and your global git configuration).`,
 		Args: paddockcli.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServe(a, cmd.Context(), o, cmd.Flags().Changed)
+			home, err := a.StateDir()
+			if err != nil {
+				return err
+			}
+			o.changed, o.home, o.getenv, o.stderr = cmd.Flags().Changed, home, a.Getenv, a.Stderr()
+			return runServe(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.config, "config", "", "config file (default <state dir>/paddock.toml)")
@@ -108,100 +125,192 @@ user.email from the project's and your global git configuration).`,
 // that scripts and tests find its pid and its TCP port.
 type daemonInfo = paddock.DaemonStatus
 
-func runServe(a paddockcli.Call, ctx context.Context, o serveOptions, changed func(string) bool) error {
-	home, err := a.StateDir()
+// runServe runs the daemon until ctx ends, SIGTERM or SIGINT, a listener
+// fails, or its node is fenced; each step is one function, in the order
+// they must run, and each resource is released by the defer beside it.
+func runServe(ctx context.Context, o serveOptions) error {
+	if err := paddockcli.PrepareHome(o.home); err != nil {
+		return err
+	}
+	s, err := configure(o)
 	if err != nil {
 		return err
 	}
-	if err := paddockcli.PrepareHome(home); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(home, o.config)
-	if err != nil {
-		return err
-	}
-	if changed("listen") {
-		cfg.Listen = o.listen
-	}
-	storeOverridden := false
-	if v := a.Getenv(paddock.EnvPrefix + "STORE"); v != "" {
-		cfg.Store, storeOverridden = v, true
-	}
-	if changed("store") {
-		cfg.Store, storeOverridden = o.store, true
-	}
-	if err := checkStore(cfg.Store); err != nil {
-		return paddockcli.UsageError(err.Error())
-	}
-	if changed("log-level") {
-		cfg.LogLevel = o.logLevel
-	}
-	if changed("log-format") {
-		cfg.LogFormat = o.logFormat
-	}
-	o.node.apply(&cfg, changed)
-	if err := cfg.checkNode(); err != nil {
-		return paddockcli.UsageError(err.Error())
-	}
-	level := new(slog.LevelVar)
-	if err := setLevel(level, cfg.LogLevel); err != nil {
-		return err
-	}
-	logger, err := newLeveledLogger(a.Stderr(), level, cfg.LogFormat)
-	if err != nil {
-		return err
-	}
-
 	// One daemon per state directory: the flock is the guard, race-free.
-	lock, err := lockHome(home)
+	lock, err := lockHome(o.home)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
 
-	store, err := openStore(ctx, home, cfg.Store)
+	if s.store, err = openStore(ctx, o.home, s.cfg.Store); err != nil {
+		return err
+	}
+	defer s.store.Close()
+	if err := s.joinCluster(ctx); err != nil {
+		return err
+	}
+	if s.node != nil {
+		defer s.node.leave()
+	}
+	if err := s.buildManager(ctx); err != nil {
+		return err
+	}
+	if err := s.wire(ctx); err != nil {
+		return err
+	}
+	if err := s.recover(ctx); err != nil {
+		return err
+	}
+	if err := s.listen(); err != nil {
+		return err
+	}
+	defer os.Remove(paddockcli.SocketPath(o.home))
+	if err := writeJSONFile(filepath.Join(o.home, "daemon.json"), s.info); err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(o.home, "daemon.json"))
+	return s.serve(ctx)
+}
+
+// serving is one daemon's parts, made by runServe's steps in turn.
+type serving struct {
+	o               serveOptions
+	cfg             config
+	storeOverridden bool // --store or PADDOCK_STORE named the store
+	level           *slog.LevelVar
+	log             *slog.Logger
+
+	store        paddock.Store
+	node         *clusterNode // nil: the store is this daemon's own
+	m            *lifecycle.Manager
+	runSockets   *httpapi.RunSockets
+	writeTimeout time.Duration
+
+	watch     *configWatch
+	api       *httpapi.Server
+	mcpHTTP   *mcpserver.Handler
+	pageTCP   *onDemandTCP
+	info      daemonInfo
+	recovered []paddock.Finding
+
+	servers   []*http.Server
+	listeners []net.Listener
+}
+
+// configure reads the config file, lets the environment and the flags
+// given override it, and starts the log at its level.
+func configure(o serveOptions) (*serving, error) {
+	s := &serving{o: o, level: new(slog.LevelVar)}
+	cfg, err := loadConfig(o.home, o.config)
+	if err != nil {
+		return nil, err
+	}
+	if o.given("listen") {
+		cfg.Listen = o.listen
+	}
+	if v := o.getenv(paddock.EnvPrefix + "STORE"); v != "" {
+		cfg.Store, s.storeOverridden = v, true
+	}
+	if o.given("store") {
+		cfg.Store, s.storeOverridden = o.store, true
+	}
+	if err := checkStore(cfg.Store); err != nil {
+		return nil, paddockcli.UsageError(err.Error())
+	}
+	if o.given("log-level") {
+		cfg.LogLevel = o.logLevel
+	}
+	if o.given("log-format") {
+		cfg.LogFormat = o.logFormat
+	}
+	o.node.apply(&cfg, o.given)
+	if err := cfg.checkNode(); err != nil {
+		return nil, paddockcli.UsageError(err.Error())
+	}
+	s.cfg = cfg
+	if err := setLevel(s.level, cfg.LogLevel); err != nil {
+		return nil, err
+	}
+	if s.log, err = newLeveledLogger(o.stderr, s.level, cfg.LogFormat); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// joinCluster makes this daemon a node of several when its store is
+// shared (PostgreSQL).
+func (s *serving) joinCluster(ctx context.Context) error {
+	cfg := s.cfg
+	pg, ok := s.store.(*postgres.Store)
+	if !ok {
+		if cfg.NodeID != "" || cfg.NodeListen != "" || cfg.NodeAddress != "" || cfg.NodeCapacity != 0 || cfg.NodeLease != "" || cfg.NodeAdopt != "" {
+			s.log.Warn("the node settings are ignored: this daemon's store (SQLite) is its own, shared with no other node")
+		}
+		return nil
+	}
+	var err error
+	s.node, err = joinCluster(ctx, s.o.home, cfg, pg, s.log)
+	return err
+}
+
+// buildManager makes the lifecycle Manager from the settings: git, the
+// workspaces, the sandbox's pool and limits, and each run's own API
+// socket with paddock's binaries beside it in its view.
+func (s *serving) buildManager(ctx context.Context) error {
+	mc, err := s.managerConfig(ctx)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	// A PostgreSQL store is shared: this daemon is one node of several.
-	var node *clusterNode
-	if _, ok := store.(*postgres.Store); !ok && (cfg.NodeID != "" || cfg.NodeListen != "" || cfg.NodeAddress != "" || cfg.NodeCapacity != 0 || cfg.NodeLease != "" || cfg.NodeAdopt != "") {
-		logger.Warn("the node settings are ignored: this daemon's store (SQLite) is its own, shared with no other node")
+	s.writeTimeout = httpapi.MaxWait + 30*time.Second
+	if d, err := time.ParseDuration(s.o.getenv(paddock.EnvPrefix + "TEST_WRITE_TIMEOUT")); err == nil && d > 0 {
+		s.writeTimeout = d // tests only: a command must outlive the write timeout
 	}
-	if pg, ok := store.(*postgres.Store); ok {
-		if node, err = joinCluster(ctx, home, cfg, pg, logger); err != nil {
-			return err
-		}
-		defer node.leave()
+	// Each run's own API socket, and paddock's binaries beside it, in its view.
+	s.runSockets = &httpapi.RunSockets{Logger: s.log,
+		NewServer: func(h http.Handler) *http.Server { return newHTTPServer(h, s.log, s.writeTimeout) }}
+	if s.runSockets.Bin, err = prepareBinDir(s.o.home, s.log); err != nil {
+		s.log.Warn("runs get no paddock binary in their view", "err", err)
 	}
+	mc.RunAPI = s.runSockets
+	if s.node != nil {
+		mc.Cluster = s.node.store
+	}
+	s.m, err = lifecycle.NewManager(ctx, mc)
+	return err
+}
+
+// managerConfig is the Manager's configuration from the settings and the
+// environment.
+func (s *serving) managerConfig(ctx context.Context) (lifecycle.Config, error) {
+	home, cfg, getenv := s.o.home, s.cfg, s.o.getenv
 	git, err := gitx.New(ctx)
 	if err != nil {
-		return err
+		return lifecycle.Config{}, err
 	}
 	git.Timeout = duration(cfg.GitTimeout)
 	wsDir := filepath.Join(home, "workspaces")
 	if err := os.MkdirAll(wsDir, 0o700); err != nil {
-		return fmt.Errorf("state directory: %w", err)
+		return lifecycle.Config{}, fmt.Errorf("state directory: %w", err)
 	}
 	var defKind paddock.WorkspaceKind
 	if cfg.DefaultKind != "" {
 		if defKind, err = paddock.ParseKind(cfg.DefaultKind); err != nil {
-			return err
+			return lifecycle.Config{}, err
 		}
 	}
-	mc := lifecycle.Config{Store: store, Git: git, Providers: workspace.Providers(git, wsDir),
-		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: logger, SandboxUID: cfg.SandboxUID,
+	mc := lifecycle.Config{Store: s.store, Git: git, Providers: workspace.Providers(git, wsDir),
+		WorkspacesDir: wsDir, DefaultKind: defKind, Logger: s.log, SandboxUID: cfg.SandboxUID,
 		ArtifactsDir: filepath.Join(home, "artifacts"), BundleKeyFile: filepath.Join(home, "bundle-key.pem"),
 		TrustedKeysDir: filepath.Join(home, "trusted-keys"), Identity: gitx.Identity{Name: cfg.ApplyName, Email: cfg.ApplyEmail}}
 	mc.Harnesses = &sandbox.Pool{Dir: filepath.Join(home, "harness"), Idle: duration(cfg.HarnessIdle),
-		Orphan: duration(cfg.HarnessOrphan), PerExec: cfg.SandboxMode == "per-exec", Log: logger}
-	mc.Secret = secretSource(home, a.Getenv)
-	userHome := a.Getenv("HOME")
+		Orphan: duration(cfg.HarnessOrphan), PerExec: cfg.SandboxMode == "per-exec", Log: s.log}
+	mc.Secret = secretSource(home, getenv)
+	userHome := getenv("HOME")
 	if userHome == "" {
 		userHome, _ = os.UserHomeDir()
 	}
-	mc.GitUser = gitx.UserConfigFor(userHome, a.Getenv("XDG_CONFIG_HOME"), a.Getenv("GIT_CONFIG_GLOBAL"))
+	mc.GitUser = gitx.UserConfigFor(userHome, getenv("XDG_CONFIG_HOME"), getenv("GIT_CONFIG_GLOBAL"))
 	mc.ChangeSetLimits.MaxEntries = cfg.ChangeSetMaxEntries
 	mc.ChangeSetLimits.MaxFile, _ = parseSize(cfg.ChangeSetMaxFile) // checked with the config
 	mc.ChangeSetLimits.MaxTotal, _ = parseSize(cfg.ChangeSetMaxTotal)
@@ -210,124 +319,135 @@ func runServe(a paddockcli.Call, ctx context.Context, o serveOptions, changed fu
 	// The proxy's own authority, for credentials set on a run's HTTPS
 	// requests; its key never leaves the state directory.
 	if mc.ProxyCA, err = sandbox.LoadProxyCA(filepath.Join(home, "proxy-ca.pem")); err != nil {
-		return err
+		return lifecycle.Config{}, err
 	}
 	mc.DiskLimits.RunQuota, _ = parseSize(cfg.DiskQuota)
 	mc.DiskLimits.Reserve, _ = parseSize(cfg.DiskReserve)
 	mc.Harnesses.RunProcs = 2 * sandbox.WithDefaults(mc.ExecLimits).Procs // a run's commands together
 	mc.NetAllowAddrs, _ = cfg.netAllowAddrs()                             // checked with the config
-	if n, err := strconv.Atoi(a.Getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
+	if n, err := strconv.Atoi(getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
 		mc.CrashAt = n // tests only: die at this step of an apply into a working tree
 	}
 	if os.Getuid() == 0 && mc.SandboxUID == 0 {
 		mc.SandboxUID = 65534 // nobody: commands never run as root
-		logger.Warn("the daemon runs as root; commands run as uid 65534 (set sandbox_uid in paddock.toml to choose)")
+		s.log.Warn("the daemon runs as root; commands run as uid 65534 (set sandbox_uid in paddock.toml to choose)")
 	}
-	writeTimeout := httpapi.MaxWait + 30*time.Second
-	if d, err := time.ParseDuration(a.Getenv(paddock.EnvPrefix + "TEST_WRITE_TIMEOUT")); err == nil && d > 0 {
-		writeTimeout = d // tests only: a command must outlive the write timeout
-	}
-	// Each run's own API socket, and paddock's binaries beside it, in its view.
-	runSockets := &httpapi.RunSockets{Logger: logger,
-		NewServer: func(h http.Handler) *http.Server { return newHTTPServer(h, logger, writeTimeout) }}
-	if runSockets.Bin, err = prepareBinDir(home, logger); err != nil {
-		logger.Warn("runs get no paddock binary in their view", "err", err)
-	}
-	mc.RunAPI = runSockets
-	if node != nil {
-		mc.Cluster = node.store
-	}
-	m, err := lifecycle.NewManager(ctx, mc)
+	return mc, nil
+}
+
+// wire makes the API around the Manager, before recovery, which serves
+// the live runs' own sockets again through it: the HTTP API and its MCP
+// endpoint, the config file's watch that its status reports, the node's
+// routes, the review page and the doctor.
+func (s *serving) wire(ctx context.Context) error {
+	token, err := loadToken(s.o.home)
 	if err != nil {
 		return err
 	}
-	token, err := loadToken(home)
-	if err != nil {
-		return err
-	}
-	// The API exists before recovery, which serves the live runs' own
-	// sockets again through it.
-	var info daemonInfo
-	watch := &configWatch{home: home, path: o.config, flags: changed, flagValues: o, storeOverridden: storeOverridden, started: cfg, level: level, m: m, log: logger}
-	api := &httpapi.Server{Service: m, Logger: logger, Token: token, Status: func() paddock.DaemonStatus {
-		st := info
-		st.RestartNeeded = watch.restartNeeded()
-		return st
-	}}
-	runSockets.API = api
-	if node != nil {
-		node.m = m
-		api.Cluster = node
-		if api.NodeSecret, err = node.store.Secret(ctx); err != nil {
+	m, cfg := s.m, s.cfg
+	s.watch = &configWatch{home: s.o.home, path: s.o.config, flags: s.o.given, flagValues: s.o, storeOverridden: s.storeOverridden,
+		started: cfg, level: s.level, m: m, log: s.log}
+	s.api, s.mcpHTTP = wireAPI(m, token, s.status, s.log)
+	s.runSockets.API = s.api
+	if s.node != nil {
+		s.node.m = m
+		s.api.Cluster = s.node
+		if s.api.NodeSecret, err = s.node.store.Secret(ctx); err != nil {
 			return err
 		}
 	}
 	// The review page: on --listen's listener, or on one started on
 	// loopback for the first `paddock ui`.
-	pageTCP := &onDemandTCP{newServer: func() *http.Server { return newHTTPServer(api.TCPHandler(), logger, writeTimeout) }, log: logger}
-	api.UI = ui.NewSessions()
-	api.UIAddr = pageTCP.addr
-	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Service: m, CallTool: managerTool(m), Version: paddockcli.VersionString(), Logger: logger})
-	api.MCP = mcpHTTP
-	api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
+	s.pageTCP = &onDemandTCP{newServer: func() *http.Server { return newHTTPServer(s.api.TCPHandler(), s.log, s.writeTimeout) }, log: s.log}
+	s.api.UI = ui.NewSessions()
+	s.api.UIAddr = s.pageTCP.addr
+	s.api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
 		return machineReport(ctx, "daemon", doctorConfig{sandboxUID: m.SandboxUID, perExec: m.Harnesses.PerExec, idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})
 	}
-	recovered, err := m.Recover(ctx)
+	return nil
+}
+
+// wireAPI makes the HTTP API and the MCP endpoint it serves (streamable
+// HTTP), both in front of m.
+func wireAPI(m *lifecycle.Manager, token string, status func() paddock.DaemonStatus, logger *slog.Logger) (*httpapi.Server, *mcpserver.Handler) {
+	api := &httpapi.Server{Service: m, Logger: logger, Token: token, Status: status}
+	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Service: m, CallTool: managerTool(m), Version: paddockcli.VersionString(), Logger: logger})
+	api.MCP = mcpHTTP
+	return api, mcpHTTP
+}
+
+// status is the daemon's status as the API gives it.
+func (s *serving) status() paddock.DaemonStatus {
+	st := s.info
+	st.RestartNeeded = s.watch.restartNeeded()
+	return st
+}
+
+// recover finishes what the last daemon left, and says what it found in
+// the daemon's status.
+func (s *serving) recover(ctx context.Context) error {
+	recovered, err := s.m.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	info = daemonInfo{Version: paddockcli.VersionString(), PID: os.Getpid(), StateDir: home, Socket: paddockcli.SocketPath(home),
+	s.recovered = recovered
+	s.info = daemonInfo{Version: paddockcli.VersionString(), PID: os.Getpid(), StateDir: s.o.home, Socket: paddockcli.SocketPath(s.o.home),
 		StartedAt: time.Now().UTC(), Recovered: recovered}
-	if info.Recovered == nil {
-		info.Recovered = []paddock.Finding{}
+	if s.info.Recovered == nil {
+		s.info.Recovered = []paddock.Finding{}
 	}
+	return nil
+}
 
-	unixLn, err := listenUnix(paddockcli.SocketPath(home))
+// listen opens the API's listeners: the unix socket, the node's, and
+// --listen's loopback TCP.
+func (s *serving) listen() error {
+	unixLn, err := listenUnix(paddockcli.SocketPath(s.o.home))
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{newHTTPServer(api.Handler(), logger, writeTimeout)}
-	listeners := []net.Listener{unixLn}
-	if node != nil {
-		info.Node = node.self.ID
-		servers = append(servers, newHTTPServer(api.NodeHandler(), logger, writeTimeout))
-		listeners = append(listeners, node.ln)
+	s.servers = []*http.Server{newHTTPServer(s.api.Handler(), s.log, s.writeTimeout)}
+	s.listeners = []net.Listener{unixLn}
+	if s.node != nil {
+		s.info.Node = s.node.self.ID
+		s.servers = append(s.servers, newHTTPServer(s.api.NodeHandler(), s.log, s.writeTimeout))
+		s.listeners = append(s.listeners, s.node.ln)
 	}
-	if cfg.Listen != "" {
-		ln, err := listenLoopback(cfg.Listen)
+	if s.cfg.Listen != "" {
+		ln, err := listenLoopback(s.cfg.Listen)
 		if err != nil {
 			unixLn.Close()
 			return err
 		}
-		info.Listen = ln.Addr().String()
-		pageTCP.listen = info.Listen
-		servers = append(servers, newHTTPServer(api.TCPHandler(), logger, writeTimeout))
-		listeners = append(listeners, ln)
+		s.info.Listen = ln.Addr().String()
+		s.pageTCP.listen = s.info.Listen
+		s.servers = append(s.servers, newHTTPServer(s.api.TCPHandler(), s.log, s.writeTimeout))
+		s.listeners = append(s.listeners, ln)
 	}
-	defer os.Remove(paddockcli.SocketPath(home))
-	if err := writeJSONFile(filepath.Join(home, "daemon.json"), info); err != nil {
-		return err
-	}
-	defer os.Remove(filepath.Join(home, "daemon.json"))
+	return nil
+}
 
+// serve serves until ctx ends, SIGTERM or SIGINT, a listener fails, or
+// the node is fenced, then shuts down.
+func (s *serving) serve(ctx context.Context) error {
 	ctx, fence := context.WithCancelCause(ctx)
 	defer fence(nil)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	go watch.run(ctx, configPoll)
-	if node != nil {
-		go node.run(ctx, fence)
+	go s.watch.run(ctx, configPoll)
+	if s.node != nil {
+		go s.node.run(ctx, fence)
 	}
-	errc := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() { errc <- srv.Serve(listeners[i]) }()
+	errc := make(chan error, len(s.servers))
+	for i, srv := range s.servers {
+		go func() { errc <- srv.Serve(s.listeners[i]) }()
 	}
-	logger.Info("paddock serving", "version", info.Version, "pid", info.PID, "socket", info.Socket,
-		"listen", info.Listen, "state", home, "recovered", len(recovered))
-	if node != nil {
+	s.log.Info("paddock serving", "version", s.info.Version, "pid", s.info.PID, "socket", s.info.Socket,
+		"listen", s.info.Listen, "state", s.o.home, "recovered", len(s.recovered))
+	if s.node != nil {
 		go func() {
-			if err := node.checkAddress(ctx, api.NodeSecret); err != nil && ctx.Err() == nil {
-				logger.Error("this node cannot be reached at its address: stopping", "err", err)
+			if err := s.node.checkAddress(ctx, s.api.NodeSecret); err != nil && ctx.Err() == nil {
+				s.log.Error("this node cannot be reached at its address: stopping", "err", err)
 				fence(errNodeAddress{err})
 			}
 		}()
@@ -336,22 +456,11 @@ func runServe(a paddockcli.Call, ctx context.Context, o serveOptions, changed fu
 	var serveErr error
 	select {
 	case <-ctx.Done():
-		logger.Info("shutting down")
+		s.log.Info("shutting down")
 	case serveErr = <-errc:
-		logger.Error("listener failed", "err", serveErr)
+		s.log.Error("listener failed", "err", serveErr)
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer cancel()
-	mcpHTTP.Close() // its sessions' streams end, so the listeners can
-	for _, srv := range servers {
-		srv.Shutdown(sctx)
-	}
-	pageTCP.shutdown(sctx)
-	if err := m.Close(sctx); err != nil {
-		logger.Error("checkpoint at shutdown failed", "err", err)
-	}
-	runSockets.Shutdown(sctx) // after the commands, which may be using them, are ended
-	logger.Info("stopped")
+	s.shutdown(ctx)
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
@@ -360,6 +469,23 @@ func runServe(a paddockcli.Call, ctx context.Context, o serveOptions, changed fu
 		return err // the node lost its lease, or cannot be reached: it stopped, and says so
 	}
 	return serveErr
+}
+
+// shutdown stops the listeners and the Manager, within 15s, whatever
+// ended ctx.
+func (s *serving) shutdown(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	s.mcpHTTP.Close() // its sessions' streams end, so the listeners can
+	for _, srv := range s.servers {
+		srv.Shutdown(sctx)
+	}
+	s.pageTCP.shutdown(sctx)
+	if err := s.m.Close(sctx); err != nil {
+		s.log.Error("checkpoint at shutdown failed", "err", err)
+	}
+	s.runSockets.Shutdown(sctx) // after the commands, which may be using them, are ended
+	s.log.Info("stopped")
 }
 
 // onDemandTCP is the loopback TCP listener the review page is served on

@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/lifecycle"
 )
 
@@ -65,4 +69,69 @@ func TestConfigWatch(t *testing.T) {
 	if level.Level() != slog.LevelInfo {
 		t.Fatalf("the file's level %v overrode --log-level info", level.Level())
 	}
+}
+
+// TestRunServeInProcess: runServe, called as serve calls it, serves its
+// state directory's socket with its status in daemon.json, and stops when
+// its context ends, taking both away.
+func TestRunServeInProcess(t *testing.T) {
+	home := t.TempDir()
+	logs := &syncBuffer{}
+	env := map[string]string{"PADDOCK_NO_AUTOSTART": "1", "HOME": "/nonexistent"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, serveOptions{home: home, getenv: func(k string) string { return env[k] }, stderr: logs})
+	}()
+	info := filepath.Join(home, "daemon.json")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(info); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("runServe returned %v before serving:\n%s", err, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runServe wrote no daemon.json within 20s:\n%s", logs)
+		}
+	}
+	st, err := client.Unix(filepath.Join(home, "paddock.sock")).Status(ctx)
+	if err != nil || st.PID != os.Getpid() || st.StateDir != home {
+		t.Fatalf("status %+v, %v\n%s", st, err, logs)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("runServe: %v\n%s", err, logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("runServe did not return within 30s of its context's end")
+	}
+	for _, f := range []string{info, filepath.Join(home, "paddock.sock")} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s is left after the daemon stopped (%v)", f, err)
+		}
+	}
+}
+
+// syncBuffer holds a log that goroutines write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
