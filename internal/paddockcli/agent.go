@@ -56,8 +56,15 @@ keeps a copy.
 Exit codes: 0 done; 2 the file is not a valid definition (file:line says
 where); 3 no such agent; 4 a built-in's name.`,
 	}
+	cmd.AddCommand(a.agentAddCmd(), a.agentLsCmd(), a.agentShowCmd(), a.agentRmCmd())
+	return cmd
+}
+
+// The sub-verbs of agent, each with its --json.
+
+func (a *app) agentAddCmd() *cobra.Command {
 	var asJSON bool
-	add := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "add FILE",
 		Short: "Store a definition (replacing one of its name)",
 		Args:  exactArgs(1),
@@ -77,7 +84,13 @@ where); 3 no such agent; 4 a built-in's name.`,
 			return a.output(asJSON, rec, func(w io.Writer) { fmt.Fprintf(w, "agent %s %s\n", rec.Definition.Name, rec.Hash) })
 		},
 	}
-	ls := &cobra.Command{
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) agentLsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List the built-in and stored definitions",
 		Args:  exactArgs(0),
@@ -101,7 +114,13 @@ where); 3 no such agent; 4 a built-in's name.`,
 			})
 		},
 	}
-	show := &cobra.Command{
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) agentShowCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "show NAME",
 		Short: "Show a definition: its tools and how they are narrowed",
 		Args:  exactArgs(1),
@@ -117,7 +136,13 @@ where); 3 no such agent; 4 a built-in's name.`,
 			return a.output(asJSON, rec, func(w io.Writer) { printDefinition(w, &rec.Definition, rec.Hash) })
 		},
 	}
-	rm := &cobra.Command{
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) agentRmCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "rm NAME",
 		Short: "Remove a stored definition (runs made with it keep their copies)",
 		Args:  exactArgs(1),
@@ -132,10 +157,7 @@ where); 3 no such agent; 4 a built-in's name.`,
 			return a.output(asJSON, map[string]string{"removed": args[0]}, func(w io.Writer) { fmt.Fprintf(w, "removed %s\n", args[0]) })
 		},
 	}
-	for _, c := range []*cobra.Command{add, ls, show, rm} {
-		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-		cmd.AddCommand(c)
-	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 

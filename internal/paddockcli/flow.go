@@ -77,6 +77,13 @@ every state.
 Exit codes: 0 done; 2 a bad workflow or request; 3 no such flow, project
 or workflow.`,
 	}
+	cmd.AddCommand(a.flowStartCmd(), a.flowLsCmd(), a.flowShowCmd(), a.flowEventsCmd())
+	return cmd
+}
+
+// The sub-verbs of flow, each with its --json.
+
+func (a *app) flowStartCmd() *cobra.Command {
 	var asJSON bool
 	var project, task string
 	start := &cobra.Command{
@@ -109,6 +116,13 @@ or workflow.`,
 	start.Flags().StringVar(&task, "task", "", "what the flow is to do (required)")
 	start.MarkFlagRequired("project")
 	start.MarkFlagRequired("task")
+	start.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return start
+}
+
+func (a *app) flowLsCmd() *cobra.Command {
+	var asJSON bool
+	var project string
 	ls := &cobra.Command{
 		Use:   "ls [--project P]",
 		Short: "List flows",
@@ -130,6 +144,12 @@ or workflow.`,
 		},
 	}
 	ls.Flags().StringVar(&project, "project", "", "only this project's flows")
+	ls.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return ls
+}
+
+func (a *app) flowShowCmd() *cobra.Command {
+	var asJSON bool
 	show := &cobra.Command{
 		Use:   "show ID",
 		Short: "A flow: its state, its runs, what it waits for",
@@ -146,6 +166,12 @@ or workflow.`,
 			return a.output(asJSON, f, func(w io.Writer) { printFlow(w, f) })
 		},
 	}
+	show.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return show
+}
+
+func (a *app) flowEventsCmd() *cobra.Command {
+	var asJSON bool
 	events := &cobra.Command{
 		Use:   "events ID",
 		Short: "A flow's log: every step and every refusal",
@@ -167,11 +193,8 @@ or workflow.`,
 			})
 		},
 	}
-	for _, c := range []*cobra.Command{start, ls, show, events} {
-		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-		cmd.AddCommand(c)
-	}
-	return cmd
+	events.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return events
 }
 
 func printFlow(w io.Writer, f *paddock.Flow) {
