@@ -95,51 +95,7 @@ not found. --json prints the whole result instead and exits 0.`,
 			if tty {
 				return a.execTTY(cmd, args[0], req, asJSON || cmd.Flags().Changed("stdin"))
 			}
-			read := a.stdin != nil && !isTerminal(a.stdin)
-			if cmd.Flags().Changed("stdin") {
-				read = stdin && a.stdin != nil
-			}
-			if read {
-				b, err := io.ReadAll(io.LimitReader(a.stdin, paddock.MaxExecStdin+1))
-				if err != nil {
-					return &execError{execFailed, fmt.Errorf("reading stdin: %w", err)}
-				}
-				if len(b) > paddock.MaxExecStdin {
-					return &execError{execFailed, usageError{fmt.Sprintf("stdin holds more than an exec takes (%d MiB): put the input in the workspace (paddock tool RUN write, paddock inbox) and let the command read it there, or give --stdin=false",
-						paddock.MaxExecStdin>>20)}}
-				}
-				req.Stdin = b
-			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return &execError{execFailed, err}
-			}
-			var res *paddock.ExecResult
-			if asJSON {
-				res, err = c.Exec(cmd.Context(), args[0], req)
-			} else {
-				res, err = c.ExecStream(cmd.Context(), args[0], req, a.stdout, a.stderr)
-			}
-			if err != nil {
-				code := execFailed
-				switch paddock.ErrorCode(err) {
-				case paddock.CodeUnsupported:
-					code = execUnsupported
-				case paddock.CodeBadRequest:
-					if strings.Contains(paddock.ErrorMessage(err), "command not found") {
-						code = execNotFound
-					}
-				}
-				return &execError{code, err}
-			}
-			if asJSON {
-				return a.output(true, res, nil)
-			}
-			printOutput(a, res)
-			if res.ExitCode != 0 {
-				return &execError{code: res.ExitCode}
-			}
-			return nil
+			return a.runExec(cmd, args[0], req, asJSON, cmd.Flags().Changed("stdin"), stdin)
 		},
 	}
 	f := cmd.Flags()
@@ -164,6 +120,75 @@ not found. --json prints the whole result instead and exits 0.`,
 		return &execError{execFailed, usageError{err.Error() + "; " + execUsage}}
 	})
 	return cmd
+}
+
+// runExec runs req in run without a terminal, and ends as the command
+// did: its output streamed (or, asJSON, its whole result printed), its
+// exit code.
+func (a *app) runExec(cmd *cobra.Command, run string, req paddock.ExecRequest, asJSON, stdinGiven, stdin bool) error {
+	var err error
+	if req.Stdin, err = a.execStdin(stdinGiven, stdin); err != nil {
+		return err
+	}
+	c, err := a.client(cmd.Context())
+	if err != nil {
+		return &execError{execFailed, err}
+	}
+	var res *paddock.ExecResult
+	if asJSON {
+		res, err = c.Exec(cmd.Context(), run, req)
+	} else {
+		res, err = c.ExecStream(cmd.Context(), run, req, a.stdout, a.stderr)
+	}
+	if err != nil {
+		return execFailure(err)
+	}
+	if asJSON {
+		return a.output(true, res, nil)
+	}
+	printOutput(a, res)
+	if res.ExitCode != 0 {
+		return &execError{code: res.ExitCode}
+	}
+	return nil
+}
+
+// execStdin is what the command gets as its stdin: this one's, whole, when
+// it is not a terminal or --stdin was given (stdinGiven, stdin), else nil
+// (it reads /dev/null).
+func (a *app) execStdin(stdinGiven, stdin bool) ([]byte, error) {
+	read := a.stdin != nil && !isTerminal(a.stdin)
+	if stdinGiven {
+		read = stdin && a.stdin != nil
+	}
+	if !read {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(a.stdin, paddock.MaxExecStdin+1))
+	if err != nil {
+		return nil, &execError{execFailed, fmt.Errorf("reading stdin: %w", err)}
+	}
+	if len(b) > paddock.MaxExecStdin {
+		return nil, &execError{execFailed, usageError{fmt.Sprintf("stdin holds more than an exec takes (%d MiB): put the input in the workspace (paddock tool RUN write, paddock inbox) and let the command read it there, or give --stdin=false",
+			paddock.MaxExecStdin>>20)}}
+	}
+	return b, nil
+}
+
+// execFailure is the exit code, and the error, of an exec the daemon did
+// not run: the sandbox unsupported here, the command not found, or
+// paddock's own failure.
+func execFailure(err error) *execError {
+	code := execFailed
+	switch paddock.ErrorCode(err) {
+	case paddock.CodeUnsupported:
+		code = execUnsupported
+	case paddock.CodeBadRequest:
+		if strings.Contains(paddock.ErrorMessage(err), "command not found") {
+			code = execNotFound
+		}
+	}
+	return &execError{code, err}
 }
 
 // printOutput reports how a streamed command ended (its output is already out).

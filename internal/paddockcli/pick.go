@@ -90,71 +90,13 @@ not be written or copied exactly; 6 a run with secrets, without
 
 // pick does what pickCmd says and returns the target run and what it took.
 func (a *app) pick(ctx context.Context, c *client.Client, args []string, into, kind string, withSecrets bool) (target string, took []picked, err error) {
-	sets := map[string]*paddock.ChangeSet{}
-	var project, base string
-	var secrets []string
-	chosen := map[string]picked{}
-	var order []string
-	for _, arg := range args {
-		id, sel, _ := strings.Cut(arg, ":")
-		cs, ok := sets[id]
-		if !ok {
-			r, err := c.Run(ctx, id)
-			if err != nil {
-				return "", nil, err
-			}
-			if cs, err = c.ChangeSet(ctx, id); err != nil {
-				return "", nil, err
-			}
-			if base != "" && cs.BaseRevision != base {
-				return "", nil, paddock.Errorf(paddock.CodeConflict, "run %s is at base %.12s, the others at %.12s: only sibling runs' files can be put together", id, cs.BaseRevision, base)
-			}
-			if project != "" && r.Project != project {
-				return "", nil, paddock.Errorf(paddock.CodeConflict, "run %s is of project %s, the others of %s: files do not cross projects", id, r.Project, project)
-			}
-			if len(r.Secrets) > 0 && !withSecrets {
-				return "", nil, paddock.Errorf(paddock.CodeForbidden, "run %s declares secrets (%s): a file of it may hold one in a form no label catches; pick from it with --with-secrets, which gives the new run those secrets too", id, strings.Join(r.Secrets, ", "))
-			}
-			for _, s := range r.Secrets {
-				if !slices.Contains(secrets, s) {
-					secrets = append(secrets, s)
-				}
-			}
-			project, base, sets[id] = r.Project, cs.BaseRevision, cs
-		}
-		n := 0
-		for _, e := range cs.Entries {
-			if sel != "" && e.Path != sel && !(strings.HasSuffix(sel, "/") && strings.HasPrefix(e.Path, sel)) {
-				continue
-			}
-			switch {
-			case slices.Contains(e.Risks, "secret"):
-				return "", nil, paddock.Errorf(paddock.CodeUnsupported, "%s in run %s holds a declared secret's value: it cannot be copied exactly", e.Path, id)
-			case e.NewMode == "120000" || e.NewMode == "160000" || e.Blocked != "":
-				return "", nil, paddock.Errorf(paddock.CodeUnsupported, "%s in run %s is a link, a submodule or never applied: pick copies files only", e.Path, id)
-			}
-			if _, seen := chosen[e.Path]; !seen {
-				order = append(order, e.Path)
-			}
-			chosen[e.Path] = picked{Path: e.Path, From: id, Op: e.Op, Blob: e.NewBlob}
-			n++
-		}
-		if n == 0 {
-			return "", nil, paddock.Errorf(paddock.CodeNotFound, "run %s changed nothing at %q", id, sel)
-		}
-	}
-	// A path that is a file in one pick and a directory in another cannot
-	// be both.
-	for _, p := range order {
-		for _, q := range order {
-			if chosen[p].Op != paddock.OpDelete && chosen[q].Op != paddock.OpDelete && strings.HasPrefix(q, p+"/") {
-				return "", nil, usageError{fmt.Sprintf("%s is a file in run %s and a directory in run %s: pick one of them", p, chosen[p].From, chosen[q].From)}
-			}
-		}
+	sel, err := selectPicks(ctx, c, args, withSecrets)
+	if err != nil {
+		return "", nil, err
 	}
 	target = into
 	if target == "" {
-		r, err := c.Create(ctx, paddock.CreateRunRequest{Project: project, Base: base, Kind: kind, Secrets: secrets})
+		r, err := c.Create(ctx, paddock.CreateRunRequest{Project: sel.project, Base: sel.base, Kind: kind, Secrets: sel.secrets})
 		if err != nil {
 			return "", nil, err
 		}
@@ -166,42 +108,148 @@ func (a *app) pick(ctx context.Context, c *client.Client, args []string, into, k
 				}
 			}
 		}()
-	} else {
-		tr, err := c.Run(ctx, into)
-		if err != nil {
-			return "", nil, err
+	} else if err := sel.checkInto(ctx, c, into); err != nil {
+		return "", nil, err
+	}
+	if took, err = sel.copyInto(ctx, c, target); err != nil {
+		return "", nil, err
+	}
+	if err := checkPicked(ctx, c, target, took); err != nil {
+		return "", nil, err
+	}
+	return target, took, nil
+}
+
+// pickSelection is what a pick's arguments select: the files, each from
+// the last run that names it, of sibling runs.
+type pickSelection struct {
+	sets          map[string]*paddock.ChangeSet // each run's change set
+	project, base string
+	secrets       []string // the runs' declared secrets
+	chosen        map[string]picked
+	order         []string // chosen's paths, in the order first named
+}
+
+// selectPicks reads the runs args name (RUN or RUN:PATH, PATH a file or a
+// directory/) and selects their changed files: copied exactly, of sibling
+// runs (one project, one base), from runs with secrets only withSecrets.
+func selectPicks(ctx context.Context, c *client.Client, args []string, withSecrets bool) (*pickSelection, error) {
+	s := &pickSelection{sets: map[string]*paddock.ChangeSet{}, chosen: map[string]picked{}}
+	for _, arg := range args {
+		id, sel, _ := strings.Cut(arg, ":")
+		cs, ok := s.sets[id]
+		if !ok {
+			var err error
+			if cs, err = s.addRun(ctx, c, id, withSecrets); err != nil {
+				return nil, err
+			}
 		}
-		cs, err := c.ChangeSet(ctx, into)
-		if err != nil {
-			return "", nil, err
+		n := 0
+		for _, e := range cs.Entries {
+			if sel != "" && e.Path != sel && !(strings.HasSuffix(sel, "/") && strings.HasPrefix(e.Path, sel)) {
+				continue
+			}
+			switch {
+			case slices.Contains(e.Risks, "secret"):
+				return nil, paddock.Errorf(paddock.CodeUnsupported, "%s in run %s holds a declared secret's value: it cannot be copied exactly", e.Path, id)
+			case e.NewMode == "120000" || e.NewMode == "160000" || e.Blocked != "":
+				return nil, paddock.Errorf(paddock.CodeUnsupported, "%s in run %s is a link, a submodule or never applied: pick copies files only", e.Path, id)
+			}
+			if _, seen := s.chosen[e.Path]; !seen {
+				s.order = append(s.order, e.Path)
+			}
+			s.chosen[e.Path] = picked{Path: e.Path, From: id, Op: e.Op, Blob: e.NewBlob}
+			n++
 		}
-		switch {
-		case tr.Project != project:
-			return "", nil, paddock.Errorf(paddock.CodeConflict, "run %s is of project %s, the runs picked from of %s", into, tr.Project, project)
-		case cs.BaseRevision != base:
-			return "", nil, paddock.Errorf(paddock.CodeConflict, "run %s is at base %.12s, the runs picked from at %.12s", into, cs.BaseRevision, base)
+		if n == 0 {
+			return nil, paddock.Errorf(paddock.CodeNotFound, "run %s changed nothing at %q", id, sel)
 		}
-		for _, s := range secrets {
-			if !slices.Contains(tr.Secrets, s) {
-				return "", nil, paddock.Errorf(paddock.CodeForbidden, "run %s does not declare secret %s, which a run picked from does", into, s)
+	}
+	// A path that is a file in one pick and a directory in another cannot
+	// be both.
+	for _, p := range s.order {
+		for _, q := range s.order {
+			if s.chosen[p].Op != paddock.OpDelete && s.chosen[q].Op != paddock.OpDelete && strings.HasPrefix(q, p+"/") {
+				return nil, usageError{fmt.Sprintf("%s is a file in run %s and a directory in run %s: pick one of them", p, s.chosen[p].From, s.chosen[q].From)}
 			}
 		}
 	}
+	return s, nil
+}
+
+// addRun reads run id and its change set, a sibling of the runs read
+// before it.
+func (s *pickSelection) addRun(ctx context.Context, c *client.Client, id string, withSecrets bool) (*paddock.ChangeSet, error) {
+	r, err := c.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := c.ChangeSet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.base != "" && cs.BaseRevision != s.base {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is at base %.12s, the others at %.12s: only sibling runs' files can be put together", id, cs.BaseRevision, s.base)
+	}
+	if s.project != "" && r.Project != s.project {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is of project %s, the others of %s: files do not cross projects", id, r.Project, s.project)
+	}
+	if len(r.Secrets) > 0 && !withSecrets {
+		return nil, paddock.Errorf(paddock.CodeForbidden, "run %s declares secrets (%s): a file of it may hold one in a form no label catches; pick from it with --with-secrets, which gives the new run those secrets too", id, strings.Join(r.Secrets, ", "))
+	}
+	for _, sec := range r.Secrets {
+		if !slices.Contains(s.secrets, sec) {
+			s.secrets = append(s.secrets, sec)
+		}
+	}
+	s.project, s.base, s.sets[id] = r.Project, cs.BaseRevision, cs
+	return cs, nil
+}
+
+// checkInto refuses an --into run that is not a sibling of the runs
+// picked from, or lacks a secret of theirs.
+func (s *pickSelection) checkInto(ctx context.Context, c *client.Client, into string) error {
+	tr, err := c.Run(ctx, into)
+	if err != nil {
+		return err
+	}
+	cs, err := c.ChangeSet(ctx, into)
+	if err != nil {
+		return err
+	}
+	switch {
+	case tr.Project != s.project:
+		return paddock.Errorf(paddock.CodeConflict, "run %s is of project %s, the runs picked from of %s", into, tr.Project, s.project)
+	case cs.BaseRevision != s.base:
+		return paddock.Errorf(paddock.CodeConflict, "run %s is at base %.12s, the runs picked from at %.12s", into, cs.BaseRevision, s.base)
+	}
+	for _, sec := range s.secrets {
+		if !slices.Contains(tr.Secrets, sec) {
+			return paddock.Errorf(paddock.CodeForbidden, "run %s does not declare secret %s, which a run picked from does", into, sec)
+		}
+	}
+	return nil
+}
+
+// copyInto writes (or deletes) each selected file in target as its run
+// left it, with its mode, through the run's tools.
+func (s *pickSelection) copyInto(ctx context.Context, c *client.Client, target string) ([]picked, error) {
+	var took []picked
 	modes := map[string]string{}
-	for _, path := range order {
-		p := chosen[path]
+	for _, path := range s.order {
+		p := s.chosen[path]
 		took = append(took, p)
 		if p.Op == paddock.OpDelete {
 			if _, err := c.CallTool(ctx, target, "delete", map[string]string{"path": path}); err != nil && !paddock.IsCode(err, paddock.CodeNotFound) {
-				return "", nil, fmt.Errorf("deleting %s in %s: %w", path, target, err)
+				return nil, fmt.Errorf("deleting %s in %s: %w", path, target, err)
 			}
 			continue
 		}
 		content, err := readWhole(ctx, c, p.From, path)
 		if err != nil {
-			return "", nil, fmt.Errorf("reading %s in %s: %w", path, p.From, err)
+			return nil, fmt.Errorf("reading %s in %s: %w", path, p.From, err)
 		}
-		for _, e := range sets[p.From].Entries {
+		for _, e := range s.sets[p.From].Entries {
 			if e.Path == path {
 				modes[path] = e.NewMode
 			}
@@ -212,13 +260,18 @@ func (a *app) pick(ctx context.Context, c *client.Client, args []string, into, k
 		}
 		args := map[string]string{"path": path, "content_base64": base64.StdEncoding.EncodeToString(content), "mode": mode}
 		if _, err := c.CallTool(ctx, target, "write", args); err != nil {
-			return "", nil, paddock.Errorf(paddock.CodeConflict, "writing %s in %s: %s", path, target, paddock.ErrorMessage(err))
+			return nil, paddock.Errorf(paddock.CodeConflict, "writing %s in %s: %s", path, target, paddock.ErrorMessage(err))
 		}
 	}
-	// Each file as its source left it, byte for byte.
+	return took, nil
+}
+
+// checkPicked holds target's change set to each file as its source left
+// it, byte for byte.
+func checkPicked(ctx context.Context, c *client.Client, target string, took []picked) error {
 	cs, err := c.ChangeSet(ctx, target)
 	if err != nil {
-		return "", nil, err
+		return err
 	}
 	for _, p := range took {
 		ok := false
@@ -228,10 +281,10 @@ func (a *app) pick(ctx context.Context, c *client.Client, args []string, into, k
 			}
 		}
 		if !ok {
-			return "", nil, paddock.Errorf(paddock.CodeConflict, "%s in run %s is not what run %s has (it was masked on the way, or changed meanwhile); pick it again or copy it another way", p.Path, target, p.From)
+			return paddock.Errorf(paddock.CodeConflict, "%s in run %s is not what run %s has (it was masked on the way, or changed meanwhile); pick it again or copy it another way", p.Path, target, p.From)
 		}
 	}
-	return target, took, nil
+	return nil
 }
 
 // readWhole reads a file of a run through the read tool, in pieces.

@@ -133,13 +133,9 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	if err != nil {
 		return 0, err
 	}
-	// From a subdirectory of the repository, CMD starts in that
-	// subdirectory of the run, as it would here.
 	dir := ""
-	if wd, err := os.Getwd(); err == nil && o.project == "" {
-		if rel, err := filepath.Rel(root, wd); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-			dir = filepath.ToSlash(rel)
-		}
+	if o.project == "" {
+		dir = subdirectoryOf(root)
 	}
 	c, err := a.client(ctx)
 	if err != nil {
@@ -157,64 +153,18 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 		fmt.Fprintf(a.stderr, "paddock: %s's network: %s (its credentials' hosts)\n", argv[0], netSpec)
 		o.net = netSpec
 	}
-	var env []string
-	for _, e := range o.env {
-		if strings.Contains(e, "=") {
-			env = append(env, e)
-		} else if v, ok := os.LookupEnv(e); ok {
-			env = append(env, e+"="+v)
-		} else {
-			return 0, usageError{fmt.Sprintf("--env %s: it is not set here", e)}
-		}
-	}
-	create := paddock.CreateRunRequest{Project: p.Name, Agent: o.agent, Kind: o.kind, Mounts: mounts, Credentials: creds, Secrets: o.secrets,
-		IncludeUncommitted: o.includeUncommitted}
-	var dirty <-chan dirtyCheckout
-	if o.includeUncommitted {
-		none := make(chan dirtyCheckout, 1)
-		none <- dirtyCheckout{}
-		dirty = none
-	} else {
-		dirty = a.uncommitted(ctx, c, create)
-	}
-	r, err := c.Create(ctx, create)
+	env, err := envGiven(o.env)
 	if err != nil {
 		return 0, err
 	}
-	if d := <-dirty; d.n > 0 && r.Workspace != nil {
-		fmt.Fprintf(a.stderr, "paddock: the %d uncommitted change(s) in %s are not in the run, which starts at %s: commit them first, or --include-uncommitted, to give them to %s\n",
-			d.n, termsafe.Field(d.root), short(r.Workspace.BaseRevision), argv[0])
+	create := paddock.CreateRunRequest{Project: p.Name, Agent: o.agent, Kind: o.kind, Mounts: mounts, Credentials: creds, Secrets: o.secrets,
+		IncludeUncommitted: o.includeUncommitted}
+	r, err := a.createAgentRun(ctx, c, create, argv[0])
+	if err != nil {
+		return 0, err
 	}
-	agent := "coder"
-	if r.Agent != nil {
-		agent = r.Agent.Name
-	}
-	fmt.Fprintf(a.stderr, "paddock: run %s of %s, agent %s, at %s\n", r.ID, p.Name, agent, short(r.Workspace.BaseRevision))
-
-	// The agent, until it ends or Ctrl-C stops it (the run stays). On a
-	// terminal, Ctrl-C is the agent's; a signal to paddock, or the
-	// terminal's end, stops it there.
-	agentCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	req := paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout, Session: true, Dir: dir, Env: env}
-	var res *paddock.ExecResult
-	if in, ok := terminalIn(a.stdin); ok {
-		res, err = a.execOnTerminal(agentCtx, c, r.ID, req, in)
-	} else {
-		res, err = c.ExecStream(agentCtx, r.ID, req, a.stdout, a.stderr)
-	}
-	interrupted := agentCtx.Err() != nil && ctx.Err() == nil
-	stop()
-	// A job CMD started through its run's socket ends with it: what is
-	// reviewed next must be what CMD left, not what a job goes on writing.
-	if jobs, jerr := c.Jobs(ctx, r.ID); jerr == nil {
-		for _, j := range jobs {
-			if j.State == paddock.JobRunning {
-				if _, err := c.CancelJob(ctx, r.ID, j.ID); err == nil {
-					fmt.Fprintf(a.stderr, "paddock: cancelled job %s (%s), which %s left running\n", j.ID, j.Kind, argv[0])
-				}
-			}
-		}
-	}
+	res, interrupted, err := a.runInRun(ctx, c, r.ID, req)
 	if interrupted {
 		fmt.Fprintf(a.stderr, "paddock: stopped; run %s is kept (paddock diff %s, paddock reject %s)\n", r.ID, r.ID, r.ID)
 		return 130, nil
@@ -232,38 +182,126 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 		fmt.Fprintf(a.stderr, "paddock: %s was stopped: it reached %s\n", argv[0], res.Killed)
 	}
 	fmt.Fprintf(a.stderr, "paddock: %s ended: exit %d, %.1fs\n", argv[0], code, res.DurationMS/1000)
+	return code, a.reviewAgentRun(ctx, c, r.ID, argv[0], o.noVerify, apply)
+}
 
-	// What it did.
-	cs, err := c.ChangeSet(ctx, r.ID)
+// subdirectoryOf is the working directory relative to the repository at
+// root, if it is below it, else "": from a subdirectory of the
+// repository, CMD starts in that subdirectory of the run, as it would
+// here.
+func subdirectoryOf(root string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(root, wd); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return ""
+}
+
+// envGiven is --env's variables: KEY=VALUE as given, KEY with its value
+// here.
+func envGiven(given []string) ([]string, error) {
+	var env []string
+	for _, e := range given {
+		if strings.Contains(e, "=") {
+			env = append(env, e)
+		} else if v, ok := os.LookupEnv(e); ok {
+			env = append(env, e+"="+v)
+		} else {
+			return nil, usageError{fmt.Sprintf("--env %s: it is not set here", e)}
+		}
+	}
+	return env, nil
+}
+
+// createAgentRun makes the run for the agent cmd, and says what it is and,
+// unless they are included, the checkout's uncommitted changes it is
+// without.
+func (a *app) createAgentRun(ctx context.Context, c *client.Client, create paddock.CreateRunRequest, cmd string) (*paddock.Run, error) {
+	var dirty <-chan dirtyCheckout
+	if create.IncludeUncommitted {
+		none := make(chan dirtyCheckout, 1)
+		none <- dirtyCheckout{}
+		dirty = none
+	} else {
+		dirty = a.uncommitted(ctx, c, create)
+	}
+	r, err := c.Create(ctx, create)
 	if err != nil {
-		return code, fmt.Errorf("run %s is kept: %w", r.ID, err)
+		return nil, err
+	}
+	if d := <-dirty; d.n > 0 && r.Workspace != nil {
+		fmt.Fprintf(a.stderr, "paddock: the %d uncommitted change(s) in %s are not in the run, which starts at %s: commit them first, or --include-uncommitted, to give them to %s\n",
+			d.n, termsafe.Field(d.root), short(r.Workspace.BaseRevision), cmd)
+	}
+	agent := "coder"
+	if r.Agent != nil {
+		agent = r.Agent.Name
+	}
+	fmt.Fprintf(a.stderr, "paddock: run %s of %s, agent %s, at %s\n", r.ID, create.Project, agent, short(r.Workspace.BaseRevision))
+	return r, nil
+}
+
+// runInRun runs the agent, req, in run id until it ends or Ctrl-C stops it
+// (interrupted; the run stays). On a terminal, Ctrl-C is the agent's; a
+// signal to paddock, or the terminal's end, stops it there. A job the
+// agent started through its run's socket ends with it: what is reviewed
+// next must be what it left, not what a job goes on writing.
+func (a *app) runInRun(ctx context.Context, c *client.Client, id string, req paddock.ExecRequest) (res *paddock.ExecResult, interrupted bool, err error) {
+	agentCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	if in, ok := terminalIn(a.stdin); ok {
+		res, err = a.execOnTerminal(agentCtx, c, id, req, in)
+	} else {
+		res, err = c.ExecStream(agentCtx, id, req, a.stdout, a.stderr)
+	}
+	interrupted = agentCtx.Err() != nil && ctx.Err() == nil
+	stop()
+	if jobs, jerr := c.Jobs(ctx, id); jerr == nil {
+		for _, j := range jobs {
+			if j.State == paddock.JobRunning {
+				if _, err := c.CancelJob(ctx, id, j.ID); err == nil {
+					fmt.Fprintf(a.stderr, "paddock: cancelled job %s (%s), which %s left running\n", j.ID, j.Kind, req.Argv[0])
+				}
+			}
+		}
+	}
+	return res, interrupted, err
+}
+
+// reviewAgentRun shows what the agent cmd did in run id, verifies it
+// unless noVerify, submits it, and on a terminal asks what becomes of it;
+// a run that changed nothing is rejected.
+func (a *app) reviewAgentRun(ctx context.Context, c *client.Client, id, cmd string, noVerify bool, apply *paddock.ApplyRequest) error {
+	cs, err := c.ChangeSet(ctx, id)
+	if err != nil {
+		return fmt.Errorf("run %s is kept: %w", id, err)
 	}
 	if len(cs.Entries) == 0 {
-		if _, err := c.Reject(ctx, r.ID); err != nil {
-			return code, err
+		if _, err := c.Reject(ctx, id); err != nil {
+			return err
 		}
-		fmt.Fprintf(a.stderr, "paddock: %s changed nothing; run %s rejected\n", argv[0], r.ID)
-		return code, nil
+		fmt.Fprintf(a.stderr, "paddock: %s changed nothing; run %s rejected\n", cmd, id)
+		return nil
 	}
 	out := bufio.NewWriter(a.stdout)
 	printChangeSet(out, cs, true)
 	out.Flush()
-	if !o.noVerify {
-		if v, err := a.verifyIfDeclared(ctx, c, r.ID); err != nil {
+	if !noVerify {
+		if v, err := a.verifyIfDeclared(ctx, c, id); err != nil {
 			fmt.Fprintf(a.stderr, "paddock: verify: %s\n", paddock.ErrorMessage(err))
 		} else if v != nil {
 			printVerify(a.stdout, v)
 		}
 	}
-	sub, err := c.SubmitExpecting(ctx, r.ID, cs.Hash)
+	sub, err := c.SubmitExpecting(ctx, id, cs.Hash)
 	if err != nil {
-		return code, fmt.Errorf("run %s is kept: %w", r.ID, err)
+		return fmt.Errorf("run %s is kept: %w", id, err)
 	}
 	if !isTerminal(a.stdin) || !isTerminal(a.stdout) {
-		fmt.Fprintf(a.stdout, "submitted for review: paddock approve %s --hash %s (or paddock reject %s)\n", r.ID, sub.Hash, r.ID)
-		return code, nil
+		fmt.Fprintf(a.stdout, "submitted for review: paddock approve %s --hash %s (or paddock reject %s)\n", id, sub.Hash, id)
+		return nil
 	}
-	return code, a.decide(ctx, c, r.ID, sub, apply)
+	return a.decide(ctx, c, id, sub, apply)
 }
 
 // decide asks the person at the terminal what becomes of the change set:
