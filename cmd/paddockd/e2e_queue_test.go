@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx/gittest"
@@ -140,5 +141,211 @@ func TestMergeQueue(t *testing.T) {
 	}
 	if all := decode[[]paddock.QueueEntry](t, cli(t, home, "queue", "ls", "--all", "--json")); len(all) < 6 {
 		t.Fatalf("queue ls --all: %d entries", len(all))
+	}
+}
+
+// The tests below were red team 3's attacks on the merge queue as it
+// landed (the report of branch red3): one that fails is a finding.
+
+// TestQueueMovesABranchCheckedOutElsewhere: the queue refuses the
+// branch checked out in the project's main working tree, and asks only
+// there (landable reads HEAD): a branch checked out in a linked `git
+// worktree` is moved by update-ref under that worktree's files (its
+// index and files then say the landing's reverse is a local change), and
+// `queue undo` moves a branch back with no check at all, even the one
+// checked out in the main working tree now. Both must be refused, as
+// the checked-out branch is.
+func TestQueueMovesABranchCheckedOutElsewhere(t *testing.T) {
+	t.Parallel() // its own daemon and state
+	home, repo := reviewDaemon(t)
+	gittest.Git(t, repo, "branch", "release")
+	gittest.Git(t, repo, "branch", "other")
+	wt := filepath.Join(t.TempDir(), "wt")
+	gittest.Git(t, repo, "worktree", "add", "-q", wt, "release")
+	t.Cleanup(func() { gittest.Git(t, repo, "worktree", "remove", "--force", wt) })
+
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'from the queue\n' > README.md`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	before := strings.TrimSpace(gittest.Git(t, repo, "rev-parse", "release"))
+	res := cli(t, home, "queue", "add", id, "--to", "release", "--wait=60s")
+	if after := strings.TrimSpace(gittest.Git(t, repo, "rev-parse", "release")); after != before {
+		st := gittest.Git(t, wt, "status", "--porcelain")
+		t.Errorf("the queue moved release, checked out in the linked worktree %s, under its files (exit %d); git status there now:\n%s", wt, res.code, st)
+	}
+
+	// Undo: land on "other", then check it out; undo must not move it.
+	id2 := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id2, "--", "sh", "-c", `printf 'two\n' > two.txt`).must(t)
+	cs2 := decode[paddock.ChangeSet](t, cli(t, home, "submit", id2, "--json"))
+	cli(t, home, "approve", id2, "--hash", cs2.Hash).must(t)
+	cli(t, home, "queue", "add", id2, "--to", "other", "--wait=60s").must(t)
+	gittest.Git(t, repo, "checkout", "-q", "other")
+	landed := strings.TrimSpace(gittest.Git(t, repo, "rev-parse", "other"))
+	cli(t, home, "queue", "undo", id2)
+	if now := strings.TrimSpace(gittest.Git(t, repo, "rev-parse", "other")); now != landed {
+		t.Errorf("queue undo moved branch other, checked out in the project's working tree, under its files; git status:\n%s", gittest.Git(t, repo, "status", "--porcelain"))
+	}
+}
+
+// TestQueueAndApplyLandTwice: the queue checks that a run was
+// not applied when its entry is added and when its turn comes, then runs
+// the project's checks (as long as they take) and moves the branch
+// without looking again. A `paddock apply` of the same run meanwhile
+// succeeds, and then the queue lands it as well: one approval, applied
+// twice (and the submission records only the last). One of the two must
+// be refused.
+func TestQueueAndApplyLandTwice(t *testing.T) {
+	t.Parallel() // its own daemon and state
+	home, repo := reviewDaemon(t)
+	gittest.Commit(t, repo, "a slow check", map[string]string{"Makefile": "test:\n\tsleep 4\n"})
+	gittest.Git(t, repo, "branch", "release")
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'once\n' > once.txt`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	cli(t, home, "queue", "add", id, "--to", "release").must(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		e := decode[paddock.QueueEntry](t, cli(t, home, "queue", "show", id, "--json"))
+		if e.State == paddock.QueueTesting && e.TestRun != "" {
+			break
+		}
+		if time.Now().After(deadline) || !strings.Contains("queued testing", e.State) {
+			t.Fatalf("the entry never got to its check: %+v", e)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	applied := cli(t, home, "apply", id, "--to", "branch=direct")
+	var final paddock.QueueEntry
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		final = decode[paddock.QueueEntry](t, cli(t, home, "queue", "show", id, "--json"))
+		if final.State != paddock.QueueQueued && final.State != paddock.QueueTesting && final.State != paddock.QueueLanding {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the entry never finished: %+v", final)
+		}
+	}
+	if applied.code == 0 && final.State == paddock.QueueLanded {
+		t.Errorf("run %s was applied to branch direct and landed on release by the queue: one approval, two landings (release: %s)",
+			id, strings.TrimSpace(gittest.Git(t, repo, "log", "--oneline", "-1", "release")))
+	}
+}
+
+// TestQueueCheckRunsTheAgentsRecipe: `paddock verify` runs the
+// manifest's checks with the base's recipes (a Makefile the agent edits
+// is staged back), so an agent cannot make its own check pass. The
+// queue's check runs in a read run made at the replayed commit, and reads
+// the manifest and the recipes there: the change set's own Makefile. A
+// run that breaks the check (touch broken) and rewrites the recipe
+// (test: true) fails `paddock verify`, and lands through the queue, whose
+// whole point is that a landing passed the branch's checks. The queue
+// must check with the recipes of the branch's tip, as verify does with
+// the base's.
+func TestQueueCheckRunsTheAgentsRecipe(t *testing.T) {
+	t.Parallel() // its own daemon and state
+	home, repo := reviewDaemon(t)
+	gittest.Commit(t, repo, "a check", map[string]string{"Makefile": "test:\n\ttest ! -e broken\n"})
+	gittest.Git(t, repo, "branch", "release")
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `touch broken && printf 'test:\n\ttrue\n' > Makefile`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	if v := cli(t, home, "verify", id); v.code == 0 {
+		t.Fatalf("verify passed a run that breaks the check; the premise is gone:\n%s", v.out)
+	}
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	res := cli(t, home, "queue", "add", id, "--to", "release", "--wait=60s")
+	if res.code == 0 {
+		t.Errorf("the queue landed a run whose check fails with the branch's recipe: it ran the change set's own Makefile (release: %s)",
+			gittest.Git(t, repo, "ls-tree", "--name-only", "release"))
+	}
+}
+
+// TestQueueKilledDuringItsCheck: a daemon killed with -9 while a
+// queue entry is being checked: the next one queues the entry again and
+// lands it, once; the throwaway read run the cut check was made in is
+// given back, not left as a live run holding a workspace.
+func TestQueueKilledDuringItsCheck(t *testing.T) {
+	t.Parallel() // its own daemon and state
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	repo := newRepo(t, filepath.Join(base, "src", "app"), 2)
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, "paddock.toml"), []byte("apply_name = \"Ada\"\napply_email = \"ada@example.com\"\n"), 0o600)
+	d := startDaemon(t, home)
+	cli(t, home, "project", "add", repo).must(t)
+	gittest.Commit(t, repo, "a slow check", map[string]string{"Makefile": "test:\n\tsleep 3\n"})
+	gittest.Git(t, repo, "branch", "release")
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'once\n' > once.txt`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	cli(t, home, "queue", "add", id, "--to", "release").must(t)
+	var cut string
+	for deadline := time.Now().Add(30 * time.Second); cut == ""; time.Sleep(50 * time.Millisecond) {
+		e := decode[paddock.QueueEntry](t, cli(t, home, "queue", "show", id, "--json"))
+		if e.State == paddock.QueueTesting && e.TestRun != "" {
+			cut = e.TestRun
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the entry never got to its check: %+v", e)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // inside make test
+	d.kill9()
+	startDaemon(t, home)
+	var final paddock.QueueEntry
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		final = decode[paddock.QueueEntry](t, cli(t, home, "queue", "show", id, "--json"))
+		if final.State != paddock.QueueQueued && final.State != paddock.QueueTesting && final.State != paddock.QueueLanding {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the entry never finished after the restart: %+v", final)
+		}
+	}
+	if final.State != paddock.QueueLanded {
+		t.Fatalf("after the restart: %+v", final)
+	}
+	if n := strings.Count(gittest.Git(t, repo, "log", "--format=%s", "release"), "land run "+id); n != 1 {
+		t.Errorf("release holds %d landings of %s", n, id)
+	}
+	if st := runState(t, home, cut).State(); st != paddock.StateRejected && st != paddock.StateCleaned && st != paddock.StateCleanupPending {
+		t.Errorf("the queue's test run %s, cut by the kill, is left %s", cut, st)
+	}
+}
+
+// TestQueueDirectoryMadeAFile: the run adds dir/f.txt; the branch
+// has since made dir a file. The replay takes dir/f.txt as untouched by
+// the branch (ls-tree finds nothing there, at the base or the tip),
+// stages it beside the file dir, and git or the commit's check refuses:
+// the entry comes back as "internal error", which tells the person
+// nothing. It is a conflict in dir/f.txt (the file dir is in the way)
+// and must say so, as the other conflicts do.
+func TestQueueDirectoryMadeAFile(t *testing.T) {
+	t.Parallel() // its own daemon and state
+	home, repo := reviewDaemon(t)
+	gittest.Commit(t, repo, "a directory", map[string]string{"dir/e.txt": "e\n"})
+	gittest.Git(t, repo, "branch", "release")
+	id := strings.TrimSpace(cli(t, home, "create", "-p", "app").must(t).out)
+	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'f\n' > dir/f.txt`).must(t)
+	cs := decode[paddock.ChangeSet](t, cli(t, home, "submit", id, "--json"))
+	cli(t, home, "approve", id, "--hash", cs.Hash).must(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	gittest.Git(t, repo, "worktree", "add", "-q", wt, "release")
+	gittest.Git(t, wt, "rm", "-q", "-r", "dir")
+	os.WriteFile(filepath.Join(wt, "dir"), []byte("now a file\n"), 0o644)
+	gittest.Git(t, wt, "add", "-A")
+	gittest.Git(t, wt, "commit", "-q", "-m", "dir is a file now")
+	gittest.Git(t, repo, "worktree", "remove", wt)
+	res := cli(t, home, "queue", "add", id, "--to", "release", "--wait=60s")
+	if res.code == 0 {
+		t.Fatalf("landed: %s", gittest.Git(t, repo, "ls-tree", "-r", "--name-only", "release"))
+	}
+	e := decode[paddock.QueueEntry](t, cli(t, home, "queue", "show", id, "--json"))
+	if e.State != paddock.QueueReturned || !strings.Contains(e.Reason, "dir") || strings.Contains(e.Reason, "internal") {
+		t.Errorf("came back as %s, %q: not a conflict that names dir/f.txt", e.State, e.Reason)
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -259,5 +261,69 @@ printf 'access \342\200\256level\n' > notes.txt && printf '\000\001\002PNG\377' 
 	t.Logf("browser: %s", finish(t, cmd, out, stderr))
 	if st := runState(t, home, id2).State(); st == paddock.StateRejected {
 		t.Fatal("a change without the CSRF token rejected the run")
+	}
+}
+
+// The test below was red team 3's attack on the review page's login as it
+// landed (the report of branch red3): one that fails is a finding.
+
+// TestLoginCodeInTheBrowsersArgv: `paddock ui` hands the one-time
+// login link to the browser as an argument. A process's arguments are
+// readable by every user of the machine (/proc/PID/cmdline), and the
+// link is the operator's credential until the browser uses it; a
+// browser takes a second or more to start, and any local user who polls
+// /proc can redeem the code first and act as the operator on the
+// loopback listener (which every local user can reach: the bearer token
+// file was what kept them out). The code must reach the browser by a way
+// only the operator can read (a 0600 file that redirects, stdin), never
+// in an argument.
+func TestLoginCodeInTheBrowsersArgv(t *testing.T) {
+	t.Parallel() // its own daemon and state
+	home, _ := reviewDaemon(t)
+	dir := t.TempDir()
+	browser := filepath.Join(dir, "slow-browser")
+	os.WriteFile(browser, []byte("#!/bin/sh\nsleep 20\n"), 0o755)
+	var out, errb bytes.Buffer
+	env := map[string]string{"PADDOCK_HOME": home, "PADDOCK_NO_AUTOSTART": "1", "HOME": "/nonexistent", "BROWSER": browser}
+	a := paddockd(nil, &out, &errb, func(k string) string { return env[k] })
+	if code := a.Run(context.Background(), []string{"ui"}); code != 0 {
+		t.Fatalf("paddock ui: %d %s", code, errb.String())
+	}
+	t.Cleanup(func() { killCmdlines(browser) })
+	// Another user of the machine: read every process's arguments.
+	var leaked string
+	for deadline := time.Now().Add(5 * time.Second); leaked == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ms, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, m := range ms {
+			b, _ := os.ReadFile(m)
+			if i := bytes.Index(b, []byte("/ui/login?code=")); i >= 0 {
+				leaked = string(bytes.SplitN(b[bytes.LastIndexByte(b[:i], 0)+1:], []byte{0}, 2)[0])
+				break
+			}
+		}
+	}
+	if leaked == "" {
+		return // held
+	}
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(leaked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	t.Errorf("the login link is in a process's arguments, readable by any local user: %s; redeemed from there: %d, cookie %v",
+		leaked, resp.StatusCode, resp.Header.Get("Set-Cookie") != "")
+}
+
+// killCmdlines kills the processes whose arguments hold s (the fake
+// browser this file started).
+func killCmdlines(s string) {
+	ms, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, m := range ms {
+		b, _ := os.ReadFile(m)
+		if bytes.Contains(b, []byte(s)) {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(m))); err == nil && pid != os.Getpid() {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
 	}
 }
