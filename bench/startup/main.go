@@ -20,8 +20,9 @@
 // paddock also as the linker left it. Each figure has its wall time and
 // its CPU time (user and system), which waiting for a core on a loaded
 // machine does not add to. It prints a markdown table; nothing is asserted
-// (cmd/paddockd's TestClientLinksNoDaemon, TestStartupInitBudget and
-// TestVerbTreeBudget hold what the times follow from).
+// (cmd/paddockd's TestClientLinksNoDaemon and TestStartupInitBudget, and
+// internal/paddockcli's TestVerbTreeBudget, hold what the times follow
+// from).
 package main
 
 import (
