@@ -1,3 +1,9 @@
+// Package paddockcli is paddock's CLI: the command tree, every client
+// verb (one file each), autostart, the exit codes, and the hand-over to
+// paddockd (handover.go). Two binaries run it: paddock (cmd/paddock), the
+// CLI alone, which links only the client and what the verbs need and
+// hands paddockd what it does not hold; and paddockd (cmd/paddockd), which
+// adds the daemon's own verbs to the same tree (Invocation.Daemon).
 package paddockcli
 
 import (
