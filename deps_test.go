@@ -15,7 +15,7 @@ const module = "github.com/paddock-dev/paddock"
 // rule is one row of docs/ARCHITECTURE.md's import table.
 type rule struct {
 	imports, testImports map[string]bool
-	everything           bool // cmd/paddock
+	everything           bool // cmd/paddockd
 	stdlibOnly           bool
 }
 

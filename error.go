@@ -8,9 +8,9 @@ import (
 )
 
 // Code is a stable, machine-readable error code. Clients branch on it; the
-// HTTP status (httpapi.Status), the CLI exit code (cmd/paddock's exitCode)
+// HTTP status (httpapi.Status), the CLI exit code (internal/paddockcli's exitCode)
 // and the MCP tool error (a result with isError carrying the code, message
-// and details; cmd/paddock/mcp.go) are all derived from it, in one place each.
+// and details; cmd/paddockd/mcp.go) are all derived from it, in one place each.
 type Code string
 
 // The codes of the action protocol. The list is closed: adding one is an API change.

@@ -4,7 +4,7 @@
 // store and the workspace providers).
 //
 // It imports only the standard library. Mechanisms live in their own packages
-// and are wired together by cmd/paddock; docs/ARCHITECTURE.md draws the map.
+// and are wired together by cmd/paddockd; docs/ARCHITECTURE.md draws the map.
 package paddock
 
 import (

@@ -26,7 +26,7 @@ func blobOf(s string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// killFixture is the change set of cmd/paddock's TestKillDuringWorktreeApply:
+// killFixture is the change set of cmd/paddockd's TestKillDuringWorktreeApply:
 // every kind of change, type changes included (a link, a file and a
 // directory each becoming something else), and a directory of mode 0700
 // that an undo must make again as it was.

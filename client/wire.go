@@ -7,7 +7,7 @@ package client
 // links: net/http brings crypto/tls, x509, HTTP/2, mime and their
 // initialisation, about a third of a hello-world's start here, for a
 // client that needs no TLS, no proxy, no HTTP/2, no cookies, no
-// redirects and no pool (bench/startup; cmd/paddock's
+// redirects and no pool (bench/startup; cmd/paddockd's
 // TestClientLinksNoDaemon holds the CLI to it).
 //
 // What it speaks is the part of RFC 9112 a paddock daemon answers with:

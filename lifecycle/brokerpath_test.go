@@ -21,10 +21,10 @@ var reachers = map[string][]string{
 	"(*github.com/paddock-dev/paddock/lifecycle.executor).execStream": {"run", "(*github.com/paddock-dev/paddock/lifecycle.Verifier).runChecks"},
 	"(*github.com/paddock-dev/paddock/lifecycle.Verifier).runChecks":  {"run"},
 	"(*github.com/paddock-dev/paddock/lifecycle.executor).runCommand": {"(*github.com/paddock-dev/paddock/lifecycle.executor).execStream"},
-	"github.com/paddock-dev/paddock/sandbox.Run": {"(*github.com/paddock-dev/paddock/lifecycle.executor).runCommand", "github.com/paddock-dev/paddock/cmd/paddock.sandboxCheck", "github.com/paddock-dev/paddock/sandbox.ProbeOverlay",
+	"github.com/paddock-dev/paddock/sandbox.Run": {"(*github.com/paddock-dev/paddock/lifecycle.executor).runCommand", "github.com/paddock-dev/paddock/cmd/paddockd.sandboxCheck", "github.com/paddock-dev/paddock/sandbox.ProbeOverlay",
 		// /bin/true in an empty directory, to learn whether anything can be confined here (sandboxprobe.go).
 		"github.com/paddock-dev/paddock/lifecycle.trySandbox"},
-	"(*github.com/paddock-dev/paddock/sandbox.Pool).Run": {"(*github.com/paddock-dev/paddock/lifecycle.executor).runCommand", "github.com/paddock-dev/paddock/cmd/paddock.harnessCheck"},
+	"(*github.com/paddock-dev/paddock/sandbox.Pool).Run": {"(*github.com/paddock-dev/paddock/lifecycle.executor).runCommand", "github.com/paddock-dev/paddock/cmd/paddockd.harnessCheck"},
 }
 
 // TestNothingAroundTheBroker reads every package of the module (tests

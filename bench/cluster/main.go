@@ -126,7 +126,7 @@ func run(ctx context.Context, quick bool, clients, writes, reads, rounds int) er
 	}
 	bin := filepath.Join(tmp, "paddock")
 	benchutil.Step("building paddock")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddock").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddockd").CombinedOutput(); err != nil {
 		return fmt.Errorf("build: %v\n%s", err, out)
 	}
 	benchutil.Step("starting PostgreSQL (%s)", pgBin)

@@ -1,8 +1,8 @@
 // Command startup measures how long the CLI takes to start: `paddock
 // version` and `paddock ls` (no daemon answers, none is started) and
 // `paddock --help`, from the binaries README's commands build (static,
-// CGO_ENABLED=0: paddock, the CLI alone, with -tags paddock_cli, and
-// paddockd, the whole binary, beside it), beside a Go hello-world built by
+// CGO_ENABLED=0: paddock, the CLI alone (cmd/paddock), and paddockd, the
+// whole binary (cmd/paddockd), beside it), beside a Go hello-world built by
 // the same toolchain, interleaved in one run, and what package
 // initialisation `paddock version` pays (GODEBUG=inittrace=1). A CLI that
 // starts in milliseconds is what lets an agent call `paddock exec` in a
@@ -20,8 +20,9 @@
 // paddock also as the linker left it. Each figure has its wall time and
 // its CPU time (user and system), which waiting for a core on a loaded
 // machine does not add to. It prints a markdown table; nothing is asserted
-// (cmd/paddock's TestClientLinksNoDaemon, TestStartupInitBudget and
-// TestVerbTreeBudget hold what the times follow from).
+// (cmd/paddockd's TestClientLinksNoDaemon and TestStartupInitBudget, and
+// internal/paddockcli's TestVerbTreeBudget, hold what the times follow
+// from).
 package main
 
 import (
@@ -99,12 +100,12 @@ func run(n int) error {
 	}
 	benchutil.Step("building the floors: the CLI's dependencies and nothing else, paddockd's and nothing else")
 	floor := filepath.Join(tmp, "floor")
-	floorPkgs, err := buildFloor(tmp, floor, "paddock_cli")
+	floorPkgs, err := buildFloor(tmp, floor, "./cmd/paddock")
 	if err != nil {
 		return err
 	}
 	daemonFloor := filepath.Join(tmp, "floor-paddockd")
-	daemonFloorPkgs, err := buildFloor(tmp, daemonFloor, "")
+	daemonFloorPkgs, err := buildFloor(tmp, daemonFloor, "./cmd/paddockd")
 	if err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func run(n int) error {
 	row("the whole binary: `paddockd version`, what every CLI call cost when the CLI was it", whole, peer, "hello-world")
 	row(fmt.Sprintf("floor: paddockd's %d dependencies linked, nothing run", daemonFloorPkgs), wholeDeps, peer, "hello-world")
 	row("the CLI against the whole binary: `paddock version` vs `paddockd version`", version, whole, "paddockd")
-	row("CLI start: `paddock version` from a plain `go build -tags paddock_cli` (cgo: dynamically linked)", versionCgo, peer, "hello-world")
+	row("CLI start: `paddock version` from a plain `go build ./cmd/paddock` (cgo: dynamically linked)", versionCgo, peer, "hello-world")
 	minus("what cgo costs a start: `paddock version` from a plain `go build` minus as README builds it", versionCgo, version, "CGO_ENABLED=0")
 	row("CLI start: `paddock version`, the same binary as the linker left it (not copied)", versionBuilt, peer, "hello-world")
 	row("`paddock version`, a daemon answering (its status asked)", versionUp, peer, "hello-world")
@@ -177,11 +178,11 @@ func buildPrograms(tmp, bin, daemon string) (hbin, dynamic string, err error) {
 	benchutil.Step("building paddock and paddockd as README builds them (CGO_ENABLED=0), the CLI with a plain go build, and a hello-world")
 	dynamic = filepath.Join(tmp, "cgo", "paddock")
 	for _, b := range []struct {
-		out  string
-		tags []string
-		cgo  bool
-	}{{daemon, nil, false}, {bin, []string{"-tags", "paddock_cli"}, false}, {dynamic, []string{"-tags", "paddock_cli"}, true}} {
-		build := exec.Command("go", append(append([]string{"build"}, b.tags...), "-o", b.out, "./cmd/paddock")...)
+		out string
+		pkg string
+		cgo bool
+	}{{daemon, "./cmd/paddockd", false}, {bin, "./cmd/paddock", false}, {dynamic, "./cmd/paddock", true}} {
+		build := exec.Command("go", "build", "-o", b.out, b.pkg)
 		if !b.cgo {
 			build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		}
@@ -355,15 +356,15 @@ func parseInitTrace(s string) []initLine {
 }
 
 // buildFloor builds, into bin, a program that imports every package that
-// cmd/paddock links with the build tags tags (paddock_cli: the CLI; none:
+// the main package pkg links (./cmd/paddock: the CLI; ./cmd/paddockd:
 // paddockd) but paddock's own and has an empty main, both built as README
 // builds paddock (CGO_ENABLED=0). Its source is written in tmp and placed in the module with -overlay, so
 // that it gets the module's versions without a file in the tree. Internal and vendored
 // packages cannot be imported; those that paddock links come in through
 // the packages that import them. It returns how many packages the floor
 // imports.
-func buildFloor(tmp, bin, tags string) (int, error) {
-	list := exec.Command("go", "list", "-deps", "-tags", tags, "./cmd/paddock")
+func buildFloor(tmp, bin, pkg string) (int, error) {
+	list := exec.Command("go", "list", "-deps", pkg)
 	list.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := list.Output()
 	if err != nil {

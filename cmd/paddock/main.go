@@ -1,27 +1,27 @@
-//go:build !paddock_cli
-
-// Command paddock gives AI coding agents a bounded place to work. See
-// `paddock --help`, README.md and docs/ARCHITECTURE.md.
-//
-// Built as it is, it is the whole binary: the daemon, the sandbox's
-// harness and helper, and every verb of the CLI; README installs it as
-// paddockd. Built with -tags paddock_cli it is the CLI alone (main_cli.go),
-// installed as paddock, which hands paddockd what it does not hold.
+// Command paddock is the CLI a user and an agent's shell type: the client
+// verbs alone (package internal/paddockcli). Go runs every linked package's
+// initialisation, and the runtime sets up every linked type, before main,
+// whatever the verb; paddockd (cmd/paddockd), the whole binary, links the
+// daemon's dependencies (SQLite, pgx, the MCP SDK, Landlock and seccomp,
+// the HTTP API and the review page) and pays for them at every start.
+// This one links the client verbs and their client only, and hands
+// paddockd, beside it (README builds both), whatever else it is asked
+// for, by exec'ing it with the same arguments, environment and open
+// files: the same process, output and exit code (paddockcli.HandsOver).
+// cmd/paddockd's TestClientLinksNoDaemon holds it to that.
 package main
 
 import (
 	"context"
 	"os"
 
-	"github.com/paddock-dev/paddock/sandbox"
+	"github.com/paddock-dev/paddock/internal/paddockcli"
 )
 
 func main() {
-	// The sandbox re-executes this binary as its helper; it must take over
-	// before anything else runs.
-	sandbox.Main()
-	os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	args := os.Args[1:]
+	if paddockcli.HandsOver(args) {
+		os.Exit(paddockcli.ExecDaemon(args))
+	}
+	os.Exit(paddockcli.Main(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
-
-// daemonExecutable is the binary that serves: this one.
-func daemonExecutable() (string, error) { return os.Executable() }

@@ -88,7 +88,7 @@ type Daemon struct {
 func StartDaemon(ctx context.Context, tmp string) (*Daemon, error) {
 	bin := filepath.Join(tmp, "paddock")
 	Step("building paddock")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddock").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddockd").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build: %v\n%s", err, out)
 	}
 	return StartDaemonFrom(ctx, bin, filepath.Join(tmp, "home"))

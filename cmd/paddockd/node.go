@@ -1,0 +1,410 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/httpapi"
+	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/lazyre"
+	"github.com/paddock-dev/paddock/internal/paddockcli"
+	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/postgres"
+	"github.com/spf13/cobra"
+)
+
+// nodeFlags are serve's --node-* flags, over paddock.toml's node_* keys.
+type nodeFlags struct {
+	id, listen, address, lease, adopt string
+	capacity                          int
+}
+
+func (f *nodeFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.id, "node-id", "", "with a shared store: this node's id (default: made at the first start, kept in <state dir>/node-id)")
+	fl.StringVar(&f.listen, "node-listen", "", "with a shared store: the address calls forwarded by other nodes come to (default 127.0.0.1:0)")
+	fl.StringVar(&f.address, "node-address", "", "with a shared store: the URL other nodes reach this one at (default http://NODE-LISTEN)")
+	fl.IntVar(&f.capacity, "node-capacity", 0, "with a shared store: the runs with a live workspace this node takes (default 32)")
+	fl.StringVar(&f.lease, "node-lease", "", "with a shared store: how long this node counts as alive after renewing its lease (default 15s)")
+	fl.StringVar(&f.adopt, "node-adopt", "", "with a shared store: manual (default: paddock adopt RUN) or auto (this node adopts lost nodes' runs while it has room)")
+}
+
+// apply lays the flags given over cfg.
+func (f *nodeFlags) apply(cfg *config, changed func(string) bool) {
+	if changed("node-id") {
+		cfg.NodeID = f.id
+	}
+	if changed("node-listen") {
+		cfg.NodeListen = f.listen
+	}
+	if changed("node-address") {
+		cfg.NodeAddress = f.address
+	}
+	if changed("node-capacity") {
+		cfg.NodeCapacity = f.capacity
+		if f.capacity == 0 {
+			cfg.NodeCapacity = -1 // refused by checkNode: 0 is not the default when asked for
+		}
+	}
+	if changed("node-lease") {
+		cfg.NodeLease = f.lease
+	}
+	if changed("node-adopt") {
+		cfg.NodeAdopt = f.adopt
+	}
+}
+
+var nodeIDPattern = lazyre.New(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$`)
+
+// checkNode refuses node settings that could only fail later.
+func (c config) checkNode() error {
+	if c.NodeID != "" && !nodeIDPattern.MatchString(c.NodeID) {
+		return fmt.Errorf("node_id %q: want letters, digits, '.', '_' or '-' (at most 63, a letter or digit first)", c.NodeID)
+	}
+	switch c.NodeAdopt {
+	case "", "manual", "auto":
+	default:
+		return fmt.Errorf("node_adopt %q: want manual or auto", c.NodeAdopt)
+	}
+	if c.NodeCapacity < 0 {
+		return fmt.Errorf("node_capacity: want a number of runs of at least 1")
+	}
+	if c.NodeLease != "" {
+		d, err := time.ParseDuration(c.NodeLease)
+		if err != nil || d < time.Second {
+			return fmt.Errorf("node_lease %q: want a duration of at least 1s, such as 15s", c.NodeLease)
+		}
+	}
+	if c.NodeListen != "" {
+		if _, _, err := net.SplitHostPort(c.NodeListen); err != nil {
+			return fmt.Errorf("node_listen %q: want HOST:PORT", c.NodeListen)
+		}
+	}
+	if c.NodeAddress != "" {
+		u, err := url.Parse(c.NodeAddress)
+		if err != nil || u.Scheme != "http" || u.Hostname() == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("node_address %q: want http://HOST:PORT", c.NodeAddress)
+		}
+	}
+	return nil
+}
+
+// clusterNode is this daemon as one node of several on a shared store.
+type clusterNode struct {
+	store *postgres.Store
+	self  paddock.Node
+	ln    net.Listener
+	lease time.Duration
+	log   *slog.Logger
+	m     *lifecycle.Manager
+	// stopRenewing ends the lease's renewal (leave); fenced is closed,
+	// with fencedErr set, when a renewal finds the lease gone.
+	stopRenewing context.CancelFunc
+	fenced       chan struct{}
+	fencedErr    error
+	// autoAdopt: node_adopt = "auto"; adopting is the adoption under way
+	// (one at a time), which leave waits for.
+	autoAdopt bool
+	adopting  sync.WaitGroup
+	busy      atomic.Bool
+	// tried is when an automatic adoption of a run last failed: it is
+	// not tried again for a while.
+	tried map[string]time.Time
+}
+
+// joinCluster makes this daemon a node of the paddock its PostgreSQL
+// store is shared by: it takes its node listener (whose address the
+// others forward to) and joins with a lease.
+func joinCluster(ctx context.Context, home string, cfg config, store *postgres.Store, log *slog.Logger) (*clusterNode, error) {
+	id, kept, key, keep, err := nodeIdentity(home, cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	if kept != "" && kept != id {
+		// This state directory's runs are recorded as kept's: under another
+		// id they would be nobody's here, and gc would take their files.
+		nodes, err := store.Nodes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range nodes {
+			if n.ID == kept && n.LiveRuns > 0 {
+				return nil, paddockcli.UsageError(fmt.Sprintf("this state directory is node %s, which holds %d live runs here; start it as --node-id %s (or adopt its runs on another node first)", kept, n.LiveRuns, kept))
+			}
+		}
+	}
+	listen := cfg.NodeListen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("node listener: %w", err)
+	}
+	addr := cfg.NodeAddress
+	if addr == "" {
+		if ip := ln.Addr().(*net.TCPAddr).IP; ip.IsUnspecified() {
+			ln.Close()
+			return nil, paddockcli.UsageError(fmt.Sprintf("--node-listen %s listens on every address: say which one the other nodes reach with --node-address http://HOST:PORT", listen))
+		}
+		addr = "http://" + ln.Addr().String()
+	}
+	lease := 15 * time.Second
+	if cfg.NodeLease != "" {
+		lease, _ = time.ParseDuration(cfg.NodeLease) // checked with the config
+	}
+	capacity := cfg.NodeCapacity
+	if capacity == 0 {
+		capacity = 32
+	}
+	self, err := store.Join(ctx, postgres.NodeConfig{ID: id, Home: key, Address: strings.TrimSuffix(addr, "/"), Capacity: capacity, Lease: lease})
+	if err != nil {
+		ln.Close()
+		if errors.Is(err, postgres.ErrNodeTaken) {
+			msg := strings.TrimPrefix(err.Error(), "postgres: ") + ": give this daemon another --node-id"
+			return nil, &paddock.Error{Code: paddock.CodeBusy, Message: msg, Err: err}
+		}
+		return nil, err
+	}
+	if err := keep(); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	log.Info("joined as a node", "node", self.ID, "epoch", self.Epoch, "address", self.Address, "capacity", self.Capacity, "lease", lease)
+	n := &clusterNode{store: store, self: self, ln: ln, lease: lease, log: log, fenced: make(chan struct{}),
+		autoAdopt: cfg.NodeAdopt == "auto", tried: map[string]time.Time{}}
+	// Renewed from the join on: what a start does before it serves (its
+	// recovery) can take longer than a lease.
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	n.stopRenewing = stop
+	go n.renew(rctx)
+	return n, nil
+}
+
+// nodeIdentity returns the node's id (the one given, or the one kept in
+// <home>/node-id, made at the first start), the id kept there (if any),
+// the state directory's key, and keep, which records the id and the key
+// once the node joined.
+func nodeIdentity(home, given string) (id, keptID, key string, keep func() error, err error) {
+	path := filepath.Join(home, "node-id")
+	if b, err := os.ReadFile(path); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) == 2 {
+			keptID, key = f[0], f[1]
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", "", "", nil, fmt.Errorf("node id: %w", err)
+	}
+	if key == "" {
+		key = randomWord(16)
+	}
+	id = given
+	if id == "" {
+		id = keptID
+	}
+	if id == "" {
+		id = "n-" + randomWord(5)
+	}
+	keep = func() error {
+		if id == keptID {
+			return nil
+		}
+		if err := durable.WriteFile(path, []byte(id+" "+key+"\n")); err != nil {
+			return fmt.Errorf("node id: %w", err)
+		}
+		return nil
+	}
+	return id, keptID, key, keep, nil
+}
+
+func randomWord(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+// renew renews the node's lease every third of it until ctx ends, or
+// until a renewal finds the lease gone (fenced).
+func (n *clusterNode) renew(ctx context.Context) {
+	tick := time.NewTicker(n.lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		// A renewal that hangs (a lost connection) must not stop the
+		// next ones: each gets a third of a lease.
+		rctx, cancel := context.WithTimeout(ctx, n.lease/3)
+		err := n.store.Renew(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			return // leaving: a renewal cut short says nothing of the lease
+		}
+		switch {
+		case errors.Is(err, paddock.ErrFenced):
+			n.log.Error("this node lost its lease: stopping (its runs may be adopted by another node)", "node", n.self.ID, "err", err)
+			n.fencedErr = err
+			close(n.fenced)
+			return
+		case err != nil && ctx.Err() == nil:
+			n.log.Warn("cannot renew this node's lease", "node", n.self.ID, "err", err)
+		}
+	}
+}
+
+// run serves the node until ctx ends: it marks lost the nodes whose
+// leases ran out, every third of a lease, and wakes the event waiters
+// when any node appends. fenced is called, once, if the node lost its
+// lease: the daemon must stop, its runs may be another's now.
+func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
+	go n.store.Listen(ctx, func(string) { n.m.Nodes.Wake() })
+	tick := time.NewTicker(n.lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.fenced:
+			fenced(n.fencedErr)
+			return
+		case <-tick.C:
+		}
+		lost, err := n.store.Reap(ctx)
+		for _, l := range lost {
+			n.log.Warn("a node stopped renewing its lease: marked lost", "node", l.Node.ID, "epoch", l.Node.Epoch,
+				"runs", len(l.Runs), "jobs_interrupted", len(l.Jobs))
+		}
+		if len(lost) > 0 {
+			n.m.Nodes.Wake()
+		}
+		if err != nil && ctx.Err() == nil && !errors.Is(err, paddock.ErrFenced) {
+			n.log.Warn("cannot look for lost nodes", "err", err)
+		}
+		if n.autoAdopt && !n.busy.Load() {
+			n.busy.Store(true)
+			n.adopting.Add(1)
+			go func() {
+				defer n.adopting.Done()
+				defer n.busy.Store(false)
+				n.adoptLost(ctx)
+			}()
+		}
+	}
+}
+
+// adoptRetry is how long an automatic adoption that failed waits before
+// it is tried again.
+const adoptRetry = 5 * time.Minute
+
+// adoptLost adopts, one at a time while this node has room, the runs of
+// lost nodes that have a checkpoint (node_adopt = "auto"). Another node
+// doing the same takes each run once: the take is a compare-and-swap.
+func (n *clusterNode) adoptLost(ctx context.Context) {
+	ids, err := n.store.Adoptable(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("cannot list lost nodes' runs to adopt", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		if t, ok := n.tried[id]; ok && time.Since(t) < adoptRetry {
+			continue
+		}
+		if room, err := n.store.Room(ctx); err != nil || room <= 0 {
+			return
+		}
+		res, err := n.m.Nodes.Adopt(ctx, id, "node "+n.self.ID+" (node_adopt = auto)")
+		if err != nil {
+			if !paddock.IsCode(err, paddock.CodeConflict) { // taken by another node meanwhile: nothing to say
+				n.log.Warn("adopting a lost node's run failed", "run", id, "err", err)
+			}
+			n.tried[id] = time.Now()
+			continue
+		}
+		n.log.Info("adopted a lost node's run", "run", id, "from", res.FromNode, "job", res.Job)
+	}
+}
+
+// checkAddress asks this node's own listener, at the address the other
+// nodes are given, for its health, as another node would: a node whose
+// address reaches nothing (a wrong --node-address) would take runs no
+// call could reach.
+func (n *clusterNode) checkAddress(ctx context.Context, secret string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.self.Address+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	httpapi.AsNode(req.Header, secret, n.self.ID)
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err != nil {
+		return fmt.Errorf("node %s's address %s does not reach its node listener (%w): set --node-address to an address the other nodes reach it at", n.self.ID, n.self.Address, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("node %s's address %s answers %s, not this node's listener: set --node-address to an address the other nodes reach it at", n.self.ID, n.self.Address, resp.Status)
+	}
+	return nil
+}
+
+// errNodeAddress is why a node whose address reaches nothing stopped.
+type errNodeAddress struct{ err error }
+
+func (e errNodeAddress) Error() string { return e.err.Error() }
+func (e errNodeAddress) Unwrap() error { return e.err }
+
+// leave marks the node stopped cleanly.
+func (n *clusterNode) leave() {
+	n.adopting.Wait()
+	n.stopRenewing()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.store.Leave(ctx); err != nil {
+		n.log.Warn("cannot mark this node stopped", "err", err)
+	}
+}
+
+// The node as the API's httpapi.Cluster.
+
+func (n *clusterNode) Self() paddock.Node { return n.self }
+func (n *clusterNode) Locate(ctx context.Context, id string) (paddock.Node, error) {
+	return n.store.Locate(ctx, id)
+}
+func (n *clusterNode) Place(ctx context.Context, project string) (paddock.Node, func(), error) {
+	node, held, err := n.store.Place(ctx, project)
+	release := func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := n.store.Unplace(ctx, held); err != nil {
+			n.log.Warn("cannot give a place back", "node", node.ID, "err", err)
+		}
+	}
+	return node, release, err
+}
+func (n *clusterNode) Nodes(ctx context.Context) ([]paddock.Node, error) { return n.store.Nodes(ctx) }
+func (n *clusterNode) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult, error) {
+	return n.m.Nodes.Adopt(ctx, id, by)
+}
+
+var _ httpapi.Cluster = (*clusterNode)(nil)
