@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) agentCmd() *cobra.Command {
+func agentCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent add FILE | ls | show NAME | rm NAME",
 		Short: "Agent definitions: who an agent is and what it may call",
@@ -56,13 +56,13 @@ keeps a copy.
 Exit codes: 0 done; 2 the file is not a valid definition (file:line says
 where); 3 no such agent; 4 a built-in's name.`,
 	}
-	cmd.AddCommand(a.agentAddCmd(), a.agentLsCmd(), a.agentShowCmd(), a.agentRmCmd())
+	cmd.AddCommand(agentAddCmd(a), agentLsCmd(a), agentShowCmd(a), agentRmCmd(a))
 	return cmd
 }
 
 // The sub-verbs of agent, each with its --json.
 
-func (a *app) agentAddCmd() *cobra.Command {
+func agentAddCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "add FILE",
@@ -88,7 +88,7 @@ func (a *app) agentAddCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) agentLsCmd() *cobra.Command {
+func agentLsCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "ls",
@@ -118,7 +118,7 @@ func (a *app) agentLsCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) agentShowCmd() *cobra.Command {
+func agentShowCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show NAME",
@@ -140,7 +140,7 @@ func (a *app) agentShowCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) agentRmCmd() *cobra.Command {
+func agentRmCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "rm NAME",

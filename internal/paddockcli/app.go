@@ -114,7 +114,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 }
 
 func (a *app) main(ctx context.Context, args []string) int {
-	root := a.rootCmd(args...)
+	root := rootCmd(a, args...)
 	root.SetArgs(args)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
@@ -165,7 +165,7 @@ func (a *app) printError(err error) {
 // verb is one of the root command's verbs and the function that builds it.
 type verb struct {
 	name  string
-	build func() *cobra.Command
+	build func(*app) *cobra.Command
 }
 
 // verbs lists every verb of the CLI, in the order `paddock --help` shows
@@ -173,17 +173,17 @@ type verb struct {
 // command its function builds.
 func (a *app) verbs() []verb {
 	return []verb{
-		{"serve", a.serveCmd}, {"project", a.projectCmd}, {"create", a.createCmd}, {"ls", a.lsCmd}, {"show", a.showCmd},
-		{"retain", a.retainCmd}, {"reject", a.rejectCmd}, {"rm", a.rmCmd}, {"checkpoint", a.checkpointCmd}, {"resume", a.resumeCmd},
-		{"events", a.eventsCmd}, {"gc", a.gcCmd}, {"version", a.versionCmd}, {"doctor", a.doctorCmd},
-		{"tool", a.toolCmd}, {"tools", a.toolsCmd}, {"inbox", a.inboxCmd}, {"exec", a.execCmd},
-		{"diff", a.diffCmd}, {"submit", a.submitCmd}, {"approve", a.approveCmd}, {"apply", a.applyCmd}, {"undo", a.undoCmd},
-		{"fake-agent", a.fakeAgentCmd}, {"mcp", a.mcpCmd},
-		{"agent", a.agentCmd}, {"capabilities", a.capabilitiesCmd}, {"requests", a.requestsCmd}, {"grant", a.grantCmd}, {"deny", a.denyCmd},
-		{"verify", a.verifyCmd}, {"manifest", a.manifestCmd}, {"run", a.runCmd},
-		{"review", a.reviewCmd}, {"flow", a.flowCmd}, {"menu", a.menuCmd}, {"ui", a.uiCmd},
-		{"bundle", a.bundleCmd}, {"verify-bundle", a.verifyBundleCmd}, {"import", a.importCmd}, {"queue", a.queueCmd}, {"pick", a.pickCmd},
-		{"fork", a.forkCmd}, {"compare", a.compareCmd}, {"nodes", a.nodesCmd}, {"adopt", a.adoptCmd},
+		{"serve", serveCmd}, {"project", projectCmd}, {"create", createCmd}, {"ls", lsCmd}, {"show", showCmd},
+		{"retain", retainCmd}, {"reject", rejectCmd}, {"rm", rmCmd}, {"checkpoint", checkpointCmd}, {"resume", resumeCmd},
+		{"events", eventsCmd}, {"gc", gcCmd}, {"version", versionCmd}, {"doctor", doctorCmd},
+		{"tool", toolCmd}, {"tools", toolsCmd}, {"inbox", inboxCmd}, {"exec", execCmd},
+		{"diff", diffCmd}, {"submit", submitCmd}, {"approve", approveCmd}, {"apply", applyCmd}, {"undo", undoCmd},
+		{"fake-agent", fakeAgentCmd}, {"mcp", mcpCmd},
+		{"agent", agentCmd}, {"capabilities", capabilitiesCmd}, {"requests", requestsCmd}, {"grant", grantCmd}, {"deny", denyCmd},
+		{"verify", verifyCmd}, {"manifest", manifestCmd}, {"run", runCmd},
+		{"review", reviewCmd}, {"flow", flowCmd}, {"menu", menuCmd}, {"ui", uiCmd},
+		{"bundle", bundleCmd}, {"verify-bundle", verifyBundleCmd}, {"import", importCmd}, {"queue", queueCmd}, {"pick", pickCmd},
+		{"fork", forkCmd}, {"compare", compareCmd}, {"nodes", nodesCmd}, {"adopt", adoptCmd},
 	}
 }
 
@@ -217,7 +217,7 @@ func (a *app) invokedVerb(args []string) (verb, bool) {
 // gets only that verb, and the tree, without the completion command it
 // cannot be running, resolves and parses its arguments as the full one
 // would. With no args, the whole tree.
-func (a *app) rootCmd(args ...string) *cobra.Command {
+func rootCmd(a *app, args ...string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "paddock",
 		Short: "A bounded place for AI coding agents to work",
@@ -242,12 +242,12 @@ else ~/.local/state/paddock.
 	root.PersistentFlags().StringVar(&a.addr, "addr", "", "talk to a daemon on this loopback TCP address instead of the socket (default $PADDOCK_ADDR)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err.Error()} })
 	if v, ok := a.invokedVerb(args); ok {
-		root.AddCommand(v.build())
+		root.AddCommand(v.build(a))
 		root.CompletionOptions.DisableDefaultCmd = true
 		return root
 	}
 	for _, v := range a.verbs() {
-		root.AddCommand(v.build())
+		root.AddCommand(v.build(a))
 	}
 	return root
 }

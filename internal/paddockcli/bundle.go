@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) bundleCmd() *cobra.Command {
+func bundleCmd(a *app) *cobra.Command {
 	var out string
 	var publicKey, asJSON bool
 	cmd := &cobra.Command{

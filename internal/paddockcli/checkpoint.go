@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) checkpointCmd() *cobra.Command {
+func checkpointCmd(a *app) *cobra.Command {
 	var reason string
 	var asJSON bool
 	cmd := &cobra.Command{

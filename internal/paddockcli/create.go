@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) createCmd() *cobra.Command {
+func createCmd(a *app) *cobra.Command {
 	var req paddock.CreateRunRequest
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) diffCmd() *cobra.Command {
+func diffCmd(a *app) *cobra.Command {
 	var stat, patch, asJSON, blame bool
 	var hash string
 	cmd := &cobra.Command{
@@ -175,7 +175,7 @@ func riskNotes(e paddock.ChangeEntry) string {
 	return b.String()
 }
 
-func (a *app) submitCmd() *cobra.Command {
+func submitCmd(a *app) *cobra.Command {
 	var asJSON bool
 	var expect string
 	cmd := &cobra.Command{
@@ -224,7 +224,7 @@ changed, applied already, or not the expected change set.`,
 	return cmd
 }
 
-func (a *app) approveCmd() *cobra.Command {
+func approveCmd(a *app) *cobra.Command {
 	var hash, picked string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -292,7 +292,7 @@ run; 4 another hash, or nothing submitted.`,
 	return cmd
 }
 
-func (a *app) applyCmd() *cobra.Command {
+func applyCmd(a *app) *cobra.Command {
 	var to, author string
 	var asJSON, threeWay bool
 	cmd := &cobra.Command{
@@ -370,7 +370,7 @@ approved, applied already, or the branch exists; 6 blocked entries.`,
 	return cmd
 }
 
-func (a *app) undoCmd() *cobra.Command {
+func undoCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "undo RUN",

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) eventsCmd() *cobra.Command {
+func eventsCmd(a *app) *cobra.Command {
 	var after int64
 	var follow, asJSON bool
 	cmd := &cobra.Command{

@@ -34,7 +34,7 @@ func (e *execError) Unwrap() error { return e.err }
 // execUsage is how to write an exec, for the errors that say so.
 const execUsage = "usage: paddock exec RUN [flags] -- CMD [ARG]...  (the command's own flags go after --, as in: paddock exec RUN -- ls -la)"
 
-func (a *app) execCmd() *cobra.Command {
+func execCmd(a *app) *cobra.Command {
 	var req paddock.ExecRequest
 	var asJSON, stdin, tty bool
 	cmd := &cobra.Command{

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) fakeAgentCmd() *cobra.Command {
+func fakeAgentCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fake-agent SCRIPT.json",
 		Short: "Play a scripted agent and orchestrator against the daemon",

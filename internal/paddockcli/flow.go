@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) flowCmd() *cobra.Command {
+func flowCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "flow start WORKFLOW --project P --task TEXT | ls | show ID | events ID",
 		Short: "Workflows: agents in states, each picking only from its menu",
@@ -77,13 +77,13 @@ every state.
 Exit codes: 0 done; 2 a bad workflow or request; 3 no such flow, project
 or workflow.`,
 	}
-	cmd.AddCommand(a.flowStartCmd(), a.flowLsCmd(), a.flowShowCmd(), a.flowEventsCmd())
+	cmd.AddCommand(flowStartCmd(a), flowLsCmd(a), flowShowCmd(a), flowEventsCmd(a))
 	return cmd
 }
 
 // The sub-verbs of flow, each with its --json.
 
-func (a *app) flowStartCmd() *cobra.Command {
+func flowStartCmd(a *app) *cobra.Command {
 	var asJSON bool
 	var project, task string
 	start := &cobra.Command{
@@ -120,7 +120,7 @@ func (a *app) flowStartCmd() *cobra.Command {
 	return start
 }
 
-func (a *app) flowLsCmd() *cobra.Command {
+func flowLsCmd(a *app) *cobra.Command {
 	var asJSON bool
 	var project string
 	ls := &cobra.Command{
@@ -148,7 +148,7 @@ func (a *app) flowLsCmd() *cobra.Command {
 	return ls
 }
 
-func (a *app) flowShowCmd() *cobra.Command {
+func flowShowCmd(a *app) *cobra.Command {
 	var asJSON bool
 	show := &cobra.Command{
 		Use:   "show ID",
@@ -170,7 +170,7 @@ func (a *app) flowShowCmd() *cobra.Command {
 	return show
 }
 
-func (a *app) flowEventsCmd() *cobra.Command {
+func flowEventsCmd(a *app) *cobra.Command {
 	var asJSON bool
 	events := &cobra.Command{
 		Use:   "events ID",
@@ -235,7 +235,7 @@ func firstLine(s string) string {
 	return s
 }
 
-func (a *app) menuCmd() *cobra.Command {
+func menuCmd(a *app) *cobra.Command {
 	var asJSON bool
 	var head, note string
 	var findings []string

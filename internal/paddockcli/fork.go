@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) forkCmd() *cobra.Command {
+func forkCmd(a *app) *cobra.Command {
 	var asJSON bool
 	var n int
 	var at string
@@ -67,7 +67,7 @@ run.`,
 	return cmd
 }
 
-func (a *app) compareCmd() *cobra.Command {
+func compareCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "compare RUN RUN...",

@@ -62,13 +62,13 @@ func ExecDaemon(args []string) int {
 // ones that hand their command lines to paddockd. The CLI's main hands
 // those lines over before any command is built, and so would these if one
 // were run.
-func (a *app) serveCmd() *cobra.Command        { return a.daemonCmd("serve") }
-func (a *app) doctorCmd() *cobra.Command       { return a.daemonCmd("doctor") }
-func (a *app) mcpCmd() *cobra.Command          { return a.daemonCmd("mcp") }
-func (a *app) verifyBundleCmd() *cobra.Command { return a.daemonCmd("verify-bundle") }
-func (a *app) importCmd() *cobra.Command       { return a.daemonCmd("import") }
+func serveCmd(a *app) *cobra.Command        { return daemonCmd(a, "serve") }
+func doctorCmd(a *app) *cobra.Command       { return daemonCmd(a, "doctor") }
+func mcpCmd(a *app) *cobra.Command          { return daemonCmd(a, "mcp") }
+func verifyBundleCmd(a *app) *cobra.Command { return daemonCmd(a, "verify-bundle") }
+func importCmd(a *app) *cobra.Command       { return daemonCmd(a, "import") }
 
-func (a *app) daemonCmd(name string) *cobra.Command {
+func daemonCmd(a *app, name string) *cobra.Command {
 	if build := a.daemon[name]; build != nil {
 		return build(Call{a})
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) lsCmd() *cobra.Command {
+func lsCmd(a *app) *cobra.Command {
 	var project string
 	var all, asJSON, toReview bool
 	cmd := &cobra.Command{

@@ -31,7 +31,7 @@ type manifestView struct {
 	} `json:"checks"`
 }
 
-func (a *app) manifestCmd() *cobra.Command {
+func manifestCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "manifest PROJECT",

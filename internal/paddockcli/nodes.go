@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) nodesCmd() *cobra.Command {
+func nodesCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "nodes",
@@ -55,7 +55,7 @@ Exit codes: 0 listed; 7 this daemon's store is not shared (SQLite).`,
 	return cmd
 }
 
-func (a *app) adoptCmd() *cobra.Command {
+func adoptCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "adopt RUN",

@@ -23,7 +23,7 @@ type picked struct {
 	Blob string           `json:"blob,omitempty"`
 }
 
-func (a *app) pickCmd() *cobra.Command {
+func pickCmd(a *app) *cobra.Command {
 	var into, kind string
 	var asJSON, withSecrets bool
 	cmd := &cobra.Command{

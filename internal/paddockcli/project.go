@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) projectCmd() *cobra.Command {
+func projectCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "project",
 		Short: "Declare and manage projects (the git repositories paddock guards)",
@@ -21,11 +21,11 @@ an approved apply and the metadata a worktree workspace needs (which cleanup
 removes again). A project's settings (protected paths, attribution rules)
 can be changed with paddock project set, also while it has runs.`,
 	}
-	cmd.AddCommand(a.projectAddCmd(), a.projectSetCmd(), a.projectLsCmd(), a.projectRmCmd(), a.projectUnlockCmd())
+	cmd.AddCommand(projectAddCmd(a), projectSetCmd(a), projectLsCmd(a), projectRmCmd(a), projectUnlockCmd(a))
 	return cmd
 }
 
-func (a *app) projectAddCmd() *cobra.Command {
+func projectAddCmd(a *app) *cobra.Command {
 	var req paddock.AddProjectRequest
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -105,7 +105,7 @@ Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 	return cmd
 }
 
-func (a *app) projectSetCmd() *cobra.Command {
+func projectSetCmd(a *app) *cobra.Command {
 	var req paddock.SetProjectRequest
 	var allow, caches, noCaches []string
 	var noAllow, noCheck, asJSON bool
@@ -215,7 +215,7 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 	return cmd
 }
 
-func (a *app) projectLsCmd() *cobra.Command {
+func projectLsCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "ls",
@@ -249,7 +249,7 @@ func (a *app) projectLsCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) projectRmCmd() *cobra.Command {
+func projectRmCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rm NAME",
 		Short: "Forget a project (its repository is not touched)",
@@ -274,7 +274,7 @@ Exit codes: 0 removed; 3 no such project; 4 runs still have workspaces.`,
 	return cmd
 }
 
-func (a *app) projectUnlockCmd() *cobra.Command {
+func projectUnlockCmd(a *app) *cobra.Command {
 	var force, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "unlock NAME --force",

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) queueCmd() *cobra.Command {
+func queueCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue add|ls|show|rm|undo",
 		Short: "Land approved change sets on a moving branch, in order, checked",
@@ -45,11 +45,11 @@ would move it under your files).`,
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(a.queueAddCmd(), a.queueLsCmd(), a.queueShowCmd(), a.queueRmCmd(), a.queueUndoCmd())
+	cmd.AddCommand(queueAddCmd(a), queueLsCmd(a), queueShowCmd(a), queueRmCmd(a), queueUndoCmd(a))
 	return cmd
 }
 
-func (a *app) queueAddCmd() *cobra.Command {
+func queueAddCmd(a *app) *cobra.Command {
 	var req paddock.QueueAddRequest
 	var wait time.Duration
 	var asJSON bool
@@ -145,7 +145,7 @@ func printQueueEntry(w io.Writer, e *paddock.QueueEntry) {
 	}
 }
 
-func (a *app) queueLsCmd() *cobra.Command {
+func queueLsCmd(a *app) *cobra.Command {
 	var project string
 	var all, asJSON bool
 	cmd := &cobra.Command{
@@ -182,7 +182,7 @@ func (a *app) queueLsCmd() *cobra.Command {
 }
 
 // queueOneCmd is a queue verb on one run that prints its entry.
-func (a *app) queueOneCmd(use, short string, do func(*client.Client, context.Context, string) (*paddock.QueueEntry, error)) *cobra.Command {
+func queueOneCmd(a *app, use, short string, do func(*client.Client, context.Context, string) (*paddock.QueueEntry, error)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   use + " RUN [--json]",
@@ -204,14 +204,14 @@ func (a *app) queueOneCmd(use, short string, do func(*client.Client, context.Con
 	return cmd
 }
 
-func (a *app) queueShowCmd() *cobra.Command {
-	return a.queueOneCmd("show", "Show a run's queue entry, and what would land where it was merged", (*client.Client).QueueEntry)
+func queueShowCmd(a *app) *cobra.Command {
+	return queueOneCmd(a, "show", "Show a run's queue entry, and what would land where it was merged", (*client.Client).QueueEntry)
 }
 
-func (a *app) queueRmCmd() *cobra.Command {
-	return a.queueOneCmd("rm", "Take a waiting or returned run out of the queue", (*client.Client).QueueRemove)
+func queueRmCmd(a *app) *cobra.Command {
+	return queueOneCmd(a, "rm", "Take a waiting or returned run out of the queue", (*client.Client).QueueRemove)
 }
 
-func (a *app) queueUndoCmd() *cobra.Command {
-	return a.queueOneCmd("undo", "Move the branch a run landed on back, if nothing landed since", (*client.Client).QueueUndo)
+func queueUndoCmd(a *app) *cobra.Command {
+	return queueOneCmd(a, "undo", "Move the branch a run landed on back, if nothing landed since", (*client.Client).QueueUndo)
 }

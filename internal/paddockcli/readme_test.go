@@ -32,7 +32,7 @@ func TestReadmeListsEveryVerb(t *testing.T) {
 		block, _, _ = strings.Cut(rest, "```")
 	}
 	a := &app{getenv: func(string) string { return "" }}
-	for _, c := range a.rootCmd().Commands() {
+	for _, c := range rootCmd(a).Commands() {
 		if c.Hidden || c.Name() == "help" {
 			continue
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) capabilitiesCmd() *cobra.Command {
+func capabilitiesCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "capabilities RUN",
@@ -81,7 +81,7 @@ func describeRequest(q *paddock.AccessRequest) string {
 	return string(q.Kind)
 }
 
-func (a *app) requestsCmd() *cobra.Command {
+func requestsCmd(a *app) *cobra.Command {
 	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "requests RUN [--all]",
@@ -122,10 +122,10 @@ Exit codes: 0 listed; 3 no such run.`,
 	return cmd
 }
 
-func (a *app) grantCmd() *cobra.Command { return a.decideCmd(true) }
-func (a *app) denyCmd() *cobra.Command  { return a.decideCmd(false) }
+func grantCmd(a *app) *cobra.Command { return decideCmd(a, true) }
+func denyCmd(a *app) *cobra.Command  { return decideCmd(a, false) }
 
-func (a *app) decideCmd(grant bool) *cobra.Command {
+func decideCmd(a *app, grant bool) *cobra.Command {
 	var asJSON bool
 	var note string
 	verb, past := "deny", "denied"
@@ -162,7 +162,7 @@ Exit codes: 0 ` + past + `; 3 no such run or request; 4 decided already; 6 not a
 	return cmd
 }
 
-func (a *app) verifyCmd() *cobra.Command {
+func verifyCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify RUN [build|test|lint|format-check]...",

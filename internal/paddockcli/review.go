@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) reviewCmd() *cobra.Command {
+func reviewCmd(a *app) *cobra.Command {
 	var asJSON bool
 	var agentName string
 	cmd := &cobra.Command{

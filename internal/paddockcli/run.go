@@ -26,7 +26,7 @@ type runOptions struct {
 	noVerify, includeUncommitted              bool
 }
 
-func (a *app) runCmd() *cobra.Command {
+func runCmd(a *app) *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
 		Use:   "run [--project DIR] [--agent NAME] [--kind K] [--net N] [--mount-ro DIR]... [--apply branch|worktree] -- CMD [ARG]...",

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) showCmd() *cobra.Command {
+func showCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show RUN",

@@ -24,7 +24,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) toolCmd() *cobra.Command {
+func toolCmd(a *app) *cobra.Command {
 	var kv, files []string
 	var argsJSON string
 	cmd := &cobra.Command{
@@ -301,7 +301,7 @@ func (p schemaProps) fromFile(key string, b []byte) (any, error) {
 	return p.parse(key, strings.TrimSpace(string(b)))
 }
 
-func (a *app) toolsCmd() *cobra.Command {
+func toolsCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "tools RUN [--json]",
@@ -435,7 +435,7 @@ func narrowing(t offeredTool) string {
 	return strings.Join(parts, "; ")
 }
 
-func (a *app) inboxCmd() *cobra.Command {
+func inboxCmd(a *app) *cobra.Command {
 	var name string
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) uiCmd() *cobra.Command {
+func uiCmd(a *app) *cobra.Command {
 	var noOpen, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "ui [--no-open]",

@@ -12,7 +12,7 @@ func TestVerbNames(t *testing.T) {
 	a := &app{getenv: func(string) string { return "" }}
 	seen := map[string]bool{}
 	for _, v := range a.verbs() {
-		if got := v.build().Name(); got != v.name {
+		if got := v.build(a).Name(); got != v.name {
 			t.Errorf("verbs lists %q but its function builds %q", v.name, got)
 		}
 		if seen[v.name] {
@@ -28,7 +28,7 @@ func TestVerbNames(t *testing.T) {
 // misspelling, a flag cobra would read differently) get the full tree.
 func TestLazyTreeResolvesAsTheFullOne(t *testing.T) {
 	a := &app{getenv: func(string) string { return "" }}
-	full := a.rootCmd()
+	full := rootCmd(a)
 	lines := [][]string{
 		{"ls", "--all"},
 		{"--home", "/tmp/h", "ls"},
@@ -47,7 +47,7 @@ func TestLazyTreeResolvesAsTheFullOne(t *testing.T) {
 			t.Errorf("%q: no verb found", args)
 			continue
 		}
-		lazy := a.rootCmd(args...)
+		lazy := rootCmd(a, args...)
 		if n := len(lazy.Commands()); n != 1 {
 			t.Errorf("%q: the tree holds %d verbs, want 1", args, n)
 		}
@@ -79,9 +79,9 @@ func TestLazyTreeResolvesAsTheFullOne(t *testing.T) {
 func TestVerbTreeBudget(t *testing.T) {
 	const budget = 200
 	a := &app{getenv: func(string) string { return "" }}
-	full := testing.AllocsPerRun(5, func() { a.rootCmd() })
+	full := testing.AllocsPerRun(5, func() { rootCmd(a) })
 	for _, v := range a.verbs() {
-		if n := testing.AllocsPerRun(5, func() { a.rootCmd(v.name) }); n > budget || n > full/3 {
+		if n := testing.AllocsPerRun(5, func() { rootCmd(a, v.name) }); n > budget || n > full/3 {
 			t.Errorf("paddock %s builds its command tree in %.0f allocations (budget %d; the whole tree takes %.0f)", v.name, n, budget, full)
 		}
 	}

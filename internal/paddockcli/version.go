@@ -60,7 +60,7 @@ func cliBuild(bi *debug.BuildInfo) bool {
 	return bi.Path == cliPackage
 }
 
-func (a *app) versionCmd() *cobra.Command {
+func versionCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
