@@ -44,6 +44,13 @@ func (inv Invocation) Run(ctx context.Context, args []string) int {
 	return a.main(ctx, args)
 }
 
+// Command is the invocation's whole command tree, every verb built (the
+// daemon's too in paddockd): what docs/CLI.md's reference is made from.
+func (inv Invocation) Command() *cobra.Command {
+	a := &app{stdin: inv.Stdin, stdout: inv.Stdout, stderr: inv.Stderr, getenv: inv.Getenv, exe: inv.Exe, daemon: inv.Daemon}
+	return rootCmd(a)
+}
+
 // Call is what one of the daemon's verbs sees of its invocation: the
 // streams, the environment and the root's flags (--home, --addr), once
 // the command line is parsed.
