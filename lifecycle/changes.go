@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"github.com/paddock-dev/paddock/changeset"
 	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/gitx"
-	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/workspace"
 )
 
@@ -155,43 +153,6 @@ func (ch *Changes) ChangeSetDiff(ctx context.Context, id, hash string) (io.ReadC
 		return nil, "", paddock.Errorf(paddock.CodeNotFound, "run %s keeps no diff for change set %s; compute the change set again", id, hash)
 	}
 	return f, hash, nil
-}
-
-// frozen loads the change set submitted under hash, with its diff file.
-func (kn *kernel) frozen(id, hash string) (*paddock.ChangeSet, error) {
-	return kn.changeSets(id).Frozen(hash)
-}
-
-// runDir is where a run's artifacts are kept.
-func (kn *kernel) runDir(id string) string { return filepath.Join(kn.ArtifactsDir, id) }
-
-// changeSets is where a run's change sets are kept: in its artifacts.
-func (kn *kernel) changeSets(id string) changeset.Store { return changeset.Store{Dir: kn.runDir(id)} }
-
-// blobPath is where a frozen blob of a run is kept.
-func (kn *kernel) blobPath(id, blob string) string { return kn.changeSets(id).BlobPath(blob) }
-
-func (kn *kernel) submission(id string) (*paddock.Submission, error) {
-	b, err := os.ReadFile(filepath.Join(kn.runDir(id), "submission.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s has no submitted change set; submit it first", id)
-	}
-	if err != nil {
-		return nil, internal("reading the submission failed", err)
-	}
-	var s paddock.Submission
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, internal("reading the submission failed", err)
-	}
-	return &s, nil
-}
-
-func (kn *kernel) saveSubmission(s *paddock.Submission) error {
-	b, _ := json.MarshalIndent(s, "", "  ")
-	if err := durable.WriteFile(filepath.Join(kn.runDir(s.RunID), "submission.json"), b); err != nil {
-		return internal("saving the submission failed", err)
-	}
-	return nil
 }
 
 // Submit freezes the run's change set: it is stored as an artifact under

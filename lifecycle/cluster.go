@@ -667,21 +667,6 @@ func (nd *Nodes) adoptJob(ctx context.Context, j *paddock.Job, from string) erro
 // store's notifications).
 func (nd *Nodes) Wake() { nd.notify() }
 
-// selfNode is this daemon's node id, or "" on a daemon of its own.
-func (kn *kernel) selfNode() string {
-	if kn.Cluster == nil {
-		return ""
-	}
-	return kn.Cluster.Self().ID
-}
-
-// mine reports whether run r's workspace is this daemon's: on a daemon of
-// its own every run is; with nodes, the runs this node holds (a run with
-// no node is one made before nodes, which the first node to join takes).
-func (kn *kernel) mine(r *paddock.Run) bool {
-	return kn.Cluster == nil || r.Node == "" || r.Node == kn.selfNode()
-}
-
 // nodeFingerprint is the fingerprint run creates on this node check the
 // project's repository against: the declared one on a daemon of its own;
 // with nodes, this node's own, made from the declared one the first time

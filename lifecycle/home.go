@@ -29,9 +29,6 @@ const homeGitConfig = `[user]
 	detachedHead = false
 `
 
-// auxDir is where run id keeps its home (and a worktree run its git).
-func (kn *kernel) auxDir(id string) string { return workspace.AuxDir(kn.WorkspacesDir, id) }
-
 // homeDir is run id's home, as the host reaches it.
 func (vw *views) homeDir(id string) string { return filepath.Join(vw.auxDir(id), "home") }
 

@@ -49,17 +49,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/sandbox"
-	"github.com/paddock-dev/paddock/workspace"
 )
 
 // Config is what a Manager is made of. NewManager needs Store, Git and
@@ -163,41 +159,6 @@ type Manager struct {
 
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// kernel is what every service shares: the configuration, the store and
-// its events, the run and project lookups, the change-set store, and the
-// lifetime of the Manager's work.
-type kernel struct {
-	Config
-
-	// testHook, set by tests only, runs at named points of an apply into
-	// a working tree ("commit", "verify"), to play a concurrent writer.
-	testHook func(point string)
-
-	// mu serializes operations that create or delete directories, so that gc
-	// never judges a directory another operation is making.
-	mu sync.Mutex
-
-	notifyMu sync.Mutex
-	changed  chan struct{} // closed and replaced whenever events were appended
-
-	ownerOnce sync.Once
-	expectMu  expectStripes                 // calls carrying expect_seq on a run, one at a time (expect.go)
-	identity  atomic.Pointer[gitx.Identity] // SetIdentity's
-
-	// ctx is the parent of the Manager's own work: Close cancels it, which
-	// ends the commands running, the jobs and every service's lifetime
-	// (their contexts are children of it). stop cancels it.
-	ctx  context.Context
-	stop context.CancelFunc
-	// plans keeps the runs' plans (plan.go); uncommitted, the bases that
-	// hold a checkout's uncommitted changes (uncommitted.go).
-	plans       *planBook
-	uncommitted *uncommittedBase
-	// forgetters drop what a service keeps in memory about a run
-	// (forgetRun); NewManager sets them.
-	forgetters []func(id string)
 }
 
 // ErrClosed is in the chain of the error of a job or a command asked for
@@ -367,24 +328,6 @@ func (m *Manager) lifetimes() []*lifetime {
 	return []*lifetime{m.Queue.life, m.Nodes.life, m.executor.life}
 }
 
-// forgetRun drops what the services keep in memory about run id, once
-// it is gone from this node: cleaned up, or given back to another node.
-// What they keep for a run only while a call holds it (its locks) goes by
-// itself (runLocks).
-func (kn *kernel) forgetRun(id string) {
-	for _, forget := range kn.forgetters {
-		forget(id)
-	}
-}
-
-// checkOpen refuses new work once Close has begun.
-func (kn *kernel) checkOpen() error {
-	if kn.ctx.Err() != nil {
-		return errClosed()
-	}
-	return nil
-}
-
 // checkpointActive checkpoints every active workspace, so that a restart
 // finds each one with a recorded state.
 func (m *Manager) checkpointActive(ctx context.Context) error {
@@ -404,62 +347,6 @@ func (m *Manager) checkpointActive(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (kn *kernel) log() *slog.Logger {
-	if kn.Logger == nil {
-		return slog.Default()
-	}
-	return kn.Logger
-}
-
-// update runs fn in a store transaction and wakes event waiters afterwards.
-// A seq expectation in ctx is checked in the same transaction, first.
-func (kn *kernel) update(ctx context.Context, fn func(paddock.Tx) error) error {
-	do := func(tx paddock.Tx) error {
-		if err := checkExpect(ctx, tx); err != nil {
-			return err
-		}
-		return fn(tx)
-	}
-	err := kn.Store.Update(ctx, do)
-	if diskFull(err) && kn.heldReserve().release(kn.log()) {
-		// The state disk filled before the watchdog saw it: the held
-		// reserve gives the daemon's state its room (diskreserve.go).
-		err = kn.Store.Update(ctx, do)
-	}
-	kn.notify()
-	return err
-}
-
-// record appends an event that records something already done: a file
-// written, a command run, a branch made. It is written whatever becomes of
-// the request: a client that disconnects once the effect happened must not
-// erase its record.
-func (kn *kernel) record(ctx context.Context, id, typ string, data any) error {
-	ctx = context.WithoutCancel(ctx)
-	return kn.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, typ, data)
-		return err
-	})
-}
-
-func (kn *kernel) notify() {
-	kn.notifyMu.Lock()
-	if kn.changed != nil {
-		close(kn.changed)
-	}
-	kn.changed = make(chan struct{})
-	kn.notifyMu.Unlock()
-}
-
-func (kn *kernel) waitChan() <-chan struct{} {
-	kn.notifyMu.Lock()
-	defer kn.notifyMu.Unlock()
-	if kn.changed == nil {
-		kn.changed = make(chan struct{})
-	}
-	return kn.changed
-}
-
 // live states hold the project lock for kinds that need it.
 func live(s paddock.WorkspaceState) bool {
 	switch s {
@@ -472,26 +359,6 @@ func live(s paddock.WorkspaceState) bool {
 // needsLock reports whether a kind holds the exclusive project lock.
 func needsLock(k paddock.WorkspaceKind) bool { return k == paddock.KindOperatorDir }
 
-// transition is paddock.Transition plus the consequences the manager owns:
-// leaving the live states releases the project lock.
-func (kn *kernel) transition(ctx context.Context, tx paddock.Tx, r *paddock.Run, to paddock.WorkspaceState, reason string) error {
-	if err := paddock.Transition(ctx, tx, r.Workspace, to, reason); err != nil {
-		return err
-	}
-	if !live(to) && needsLock(r.Workspace.Kind) {
-		released, err := tx.ReleaseLock(ctx, r.Project, r.ID)
-		if err != nil {
-			return err
-		}
-		if released {
-			if _, err := tx.AppendEvent(ctx, r.ID, paddock.EventLockReleased, map[string]string{"project": r.Project}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // newID returns a run id such as "r-k4m2q7xa".
 func newID() string {
 	var b [5]byte
@@ -500,38 +367,6 @@ func newID() string {
 }
 
 func now() time.Time { return time.Now().UTC() }
-
-// retainedMarker is a file beside a retained workspace's directory. It keeps
-// gc away from the directory even if the state database is lost.
-func (kn *kernel) retainedMarker(w *paddock.Workspace) string {
-	if filepath.Dir(w.Root) != filepath.Clean(kn.WorkspacesDir) {
-		return ""
-	}
-	return w.Root + ".retained"
-}
-
-func (kn *kernel) markRetained(w *paddock.Workspace) {
-	if p := kn.retainedMarker(w); p != "" {
-		body := "run " + w.RunID + " retained at " + w.RetainedAt.Format(time.RFC3339) + "\n"
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			kn.log().Warn("cannot write retention marker", "run", w.RunID, "err", err)
-		}
-	}
-}
-
-func (kn *kernel) provider(k paddock.WorkspaceKind) (paddock.WorkspaceProvider, error) {
-	kn.ownerOnce.Do(func() {
-		// Once, before any use: the provider is shared by every create.
-		if ov, ok := kn.Providers[paddock.KindOverlay].(*workspace.Overlay); ok && ov.Owner == 0 {
-			ov.Owner = kn.SandboxUID
-		}
-	})
-	p, ok := kn.Providers[k]
-	if !ok {
-		return nil, paddock.Errorf(paddock.CodeUnsupported, "workspace kind %s is not available here", k)
-	}
-	return p, nil
-}
 
 func internal(msg string, err error) error {
 	return &paddock.Error{Code: paddock.CodeInternal, Message: msg, Err: err}

@@ -224,15 +224,6 @@ func (ps *Projects) Projects(ctx context.Context) (out []*paddock.Project, err e
 	return out, err
 }
 
-// Project returns one project.
-func (kn *kernel) Project(ctx context.Context, name string) (p *paddock.Project, err error) {
-	err = kn.Store.View(ctx, func(tx paddock.Tx) error {
-		p, err = tx.Project(ctx, name)
-		return err
-	})
-	return p, err
-}
-
 // CheckoutTimeout bounds the git status ProjectCheckout runs: a create
 // asks beside itself, for a note, and a checkout too large to read in that
 // time is not worth holding the request (or a git process) for.

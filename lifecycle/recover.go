@@ -327,34 +327,3 @@ func (m *Manager) recoverHarnesses(ctx context.Context, ws []*paddock.Workspace)
 	}
 	return out
 }
-
-// dropSnapshot removes the overlay snapshot of project at rev if no live
-// run uses it: a merge queue's check makes one per replayed commit, which
-// no later run will start from.
-func (kn *kernel) dropSnapshot(ctx context.Context, project, rev string) {
-	ov, ok := kn.overlayProvider()
-	if !ok {
-		return
-	}
-	defer ov.LockSnapshots()()
-	path := workspace.SnapshotDir(ov.Snapshots, project, rev)
-	var runs []*paddock.Run
-	if err := kn.Store.View(ctx, func(tx paddock.Tx) (err error) {
-		runs, err = tx.Runs(ctx, paddock.RunFilter{Project: project, Removed: true})
-		return err
-	}); err != nil {
-		return
-	}
-	for _, r := range runs {
-		if w := r.Workspace; w != nil && w.Kind == paddock.KindOverlay && w.State != paddock.StateCleaned && w.BaseRevision == rev {
-			return // in use
-		}
-	}
-	for _, p := range []string{path, path + ".index"} {
-		if _, err := os.Lstat(p); err == nil {
-			if err := workspace.RemoveTree(filepath.Dir(path), p); err != nil {
-				kn.log().Warn("removing a queue check's snapshot failed", "path", p, "err", err)
-			}
-		}
-	}
-}

@@ -515,18 +515,6 @@ func (rs *Runs) finishCleanup(ctx context.Context, r *paddock.Run, p *paddock.Pr
 	return nil
 }
 
-// Run returns one run with its workspace.
-func (kn *kernel) Run(ctx context.Context, id string) (r *paddock.Run, err error) {
-	err = kn.Store.View(ctx, func(tx paddock.Tx) error {
-		r, err = tx.Run(ctx, id)
-		return err
-	})
-	if err == nil {
-		kn.describe(r)
-	}
-	return r, err
-}
-
 // Runs lists runs.
 func (rs *Runs) Runs(ctx context.Context, f paddock.RunFilter) (out []*paddock.Run, err error) {
 	err = rs.Store.View(ctx, func(tx paddock.Tx) error {
@@ -537,57 +525,6 @@ func (rs *Runs) Runs(ctx context.Context, f paddock.RunFilter) (out []*paddock.R
 		rs.describe(r)
 	}
 	return out, err
-}
-
-// describe fills in what an answer about r says beyond its record: where
-// its change set stands (Review), and where an overlay workspace's layers
-// are, since its root is not the view on the host.
-func (kn *kernel) describe(r *paddock.Run) {
-	r.Review = kn.reviewOf(r)
-	w := r.Workspace
-	if w == nil || w.Kind != paddock.KindOverlay || !kn.mine(r) {
-		return // another node's layers are on its disk, not here
-	}
-	if ov, ok := kn.overlayProvider(); ok {
-		l, _ := ov.LayersWithStack(r.Project, w) // a stack unread shows none
-		w.OverlayLayers = &paddock.OverlayLayers{Lower: l.Lower, Upper: l.Upper, Work: l.Work, Frozen: l.Frozen}
-	}
-}
-
-// reviewOf says where run r's change set stands: rejected (whatever was
-// submitted), applied, approved, submitted, or "" when nothing is.
-func (kn *kernel) reviewOf(r *paddock.Run) string {
-	if r.State() == paddock.StateRejected {
-		return paddock.ReviewRejected
-	}
-	if !kn.mine(r) {
-		return "" // its submission is on the node that holds it
-	}
-	s, err := kn.submission(r.ID)
-	switch {
-	case err != nil:
-		return ""
-	case !s.AppliedAt.IsZero():
-		return paddock.ReviewApplied
-	case !s.ApprovedAt.IsZero():
-		return paddock.ReviewApproved
-	}
-	return paddock.ReviewSubmitted
-}
-
-// runAndProject loads a run and its project.
-func (kn *kernel) runAndProject(ctx context.Context, id string) (r *paddock.Run, p *paddock.Project, err error) {
-	err = kn.Store.View(ctx, func(tx paddock.Tx) error {
-		if r, err = tx.Run(ctx, id); err != nil {
-			return err
-		}
-		p, err = tx.Project(ctx, r.Project)
-		return err
-	})
-	if err == nil && r.Workspace == nil {
-		err = paddock.Errorf(paddock.CodeConflict, "run %s has no workspace", id)
-	}
-	return r, p, err
 }
 
 // step applies one transition to a run in its own transaction.

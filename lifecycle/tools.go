@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
-	"slices"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/broker"
@@ -118,24 +117,6 @@ func (br *Broker) Redactor(ctx context.Context, id string) (*redact.Redactor, er
 		return nil, err
 	}
 	return br.redactor(r), nil
-}
-
-// redactor masks a run's declared secrets and every credential shape.
-func (kn *kernel) redactor(r *paddock.Run) *redact.Redactor {
-	values := map[string]string{}
-	names := r.Secrets
-	if r.Agent != nil {
-		names = append(slices.Clone(names), credentialSecrets(r.Agent)...)
-	}
-	for _, n := range names {
-		if kn.Secret == nil {
-			break
-		}
-		if v, ok := kn.Secret(n); ok {
-			values[n] = v
-		}
-	}
-	return redact.New(values)
 }
 
 // redactValue passes a tool's result through the funnel and returns it with

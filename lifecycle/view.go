@@ -29,12 +29,6 @@ type views struct {
 	hooks        hooksCache
 }
 
-// overlayProvider is the manager's overlay provider, if it has one.
-func (kn *kernel) overlayProvider() (*workspace.Overlay, bool) {
-	ov, ok := kn.Providers[paddock.KindOverlay].(*workspace.Overlay)
-	return ov, ok
-}
-
 // sandboxSpec is what every command of run r shares: its workspace, its
 // access, the protected paths made read-only, the uid, an overlay's layers.
 func (vw *views) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Project) (sandbox.Spec, error) {
