@@ -12,7 +12,7 @@ import (
 func TestServicesHoldNoManager(t *testing.T) {
 	m := &Manager{kernel: &kernel{}}
 	managerType := reflect.TypeOf(m)
-	mt := reflect.TypeOf(*m)
+	mt := managerType.Elem()
 	services := map[reflect.Type]bool{}
 	for i := range mt.NumField() {
 		if f := mt.Field(i); f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct && f.Name != "kernel" {
