@@ -106,6 +106,8 @@ func TestDurableWritesKeepTheirErrors(t *testing.T) {
 	}
 }
 
+func isContext(t types.Type) bool { return t.String() == "context.Context" }
+
 // checkDetached finds an update called with context.WithoutCancel(...) as
 // its context whose function hands a context other than its own to the
 // store.
@@ -118,11 +120,18 @@ func checkDetached(p *packages.Package, call *ast.CallExpr, durable func(*ast.Ca
 	if !ok {
 		return
 	}
-	outer, ok := call.Args[0].(*ast.CallExpr)
-	if !ok {
-		return // an identifier: the statements may share it
-	}
-	if se, ok := outer.Fun.(*ast.SelectorExpr); !ok || se.Sel.Name != "WithoutCancel" {
+	// The context the update runs under: an identifier (whose object the
+	// statements must take too), or context.WithoutCancel(...) itself
+	// (then no outer identifier may be taken: it is the caller's).
+	var outerObj types.Object
+	switch a := call.Args[0].(type) {
+	case *ast.Ident:
+		outerObj = p.TypesInfo.Uses[a]
+	case *ast.CallExpr:
+		if se, ok := a.Fun.(*ast.SelectorExpr); !ok || se.Sel.Name != "WithoutCancel" {
+			return
+		}
+	default:
 		return
 	}
 	ast.Inspect(inner.Body, func(n ast.Node) bool {
@@ -134,8 +143,14 @@ func checkDetached(p *packages.Package, call *ast.CallExpr, durable func(*ast.Ca
 			return true
 		}
 		if id, ok := c.Args[0].(*ast.Ident); ok {
-			if obj := p.TypesInfo.Uses[id]; obj != nil && obj.Pos() < inner.Pos() && obj.Pos() != token.NoPos {
+			obj := p.TypesInfo.Uses[id]
+			if obj == nil || obj == outerObj || obj.Pos() == token.NoPos || obj.Pos() >= inner.Pos() || !isContext(obj.Type()) {
+				return true
+			}
+			if outerObj == nil {
 				report(c, "the write is detached from cancellation but "+id.Name+" is the caller's context")
+			} else {
+				report(c, "the update runs under "+outerObj.Name()+" but this statement under "+id.Name)
 			}
 		}
 		return true
