@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/manifest"
 )
 
@@ -77,4 +78,10 @@ func RunMemory(m *Manager) map[string]int {
 		"run uses":          m.Forks.runUses.held(),
 		"jobs":              jobs,
 	}
+}
+
+// TrackEffects runs provenance's tracking for run r as a broker call that
+// ended at seq does.
+func TrackEffects(ctx context.Context, m *Manager, r *paddock.Run, seq int64) {
+	m.Provenance.trackEffects(ctx, r, seq)
 }

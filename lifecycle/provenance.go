@@ -105,6 +105,13 @@ func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int6
 	}
 	pv.nodes.checkpointSoon(r.ID)
 	defer pv.provMu.lock(r.ID)()
+	// A call that waited for the lock while its run was cleaned up tracks
+	// nothing: forgetRun dropped the run's state, and tracking would only
+	// make it again, for a run that is gone.
+	if cur, err := pv.Run(context.WithoutCancel(ctx), r.ID); err != nil || cur.Workspace == nil ||
+		cur.Workspace.State == paddock.StateCleanupPending || cur.Workspace.State == paddock.StateCleaned {
+		return
+	}
 	start := time.Now()
 	err := pv.trackEffectsLocked(ctx, r, seq)
 	pv.log().Debug("effects recorded for blame", "run", r.ID, "seq", seq, "took", time.Since(start), "err", err)
@@ -183,8 +190,13 @@ type upperFile struct {
 	blob               string
 }
 
-// forget drops run id's tracking state (forgetRun).
-func (pv *Provenance) forget(id string) { pv.provStates.Delete(id) }
+// forget drops run id's tracking state (forgetRun), under the journal's
+// lock: a call tracking meanwhile finishes first, and one waiting finds
+// the run cleaned and tracks nothing (trackEffects).
+func (pv *Provenance) forget(id string) {
+	defer pv.provMu.lock(id)()
+	pv.provStates.Delete(id)
+}
 
 func (pv *Provenance) provStateOf(id string) *provState {
 	v, _ := pv.provStates.LoadOrStore(id, &provState{last: map[string]string{}, seen: map[string]upperFile{}})

@@ -741,7 +741,9 @@ func (q *Queue) checkLanding(ctx context.Context, e *paddock.QueueEntry, p *padd
 		return err
 	}
 	if err := q.record(ctx, e.Run, paddock.EventQueueTesting, map[string]any{"branch": e.Branch, "tip": e.Tip, "commit": e.Commit, "test_run": tr.ID, "merged": e.Merged}); err != nil {
-		return err
+		// The entry names its test run already; a store's hiccup here must
+		// not hand an approved change back to a person.
+		q.log().Warn("recording a queue entry's test run failed", "run", e.Run, "test_run", tr.ID, "err", err)
 	}
 	res, err := q.verifier.Verify(ctx, tr.ID, paddock.VerifyRequest{})
 	if paddock.IsCode(err, paddock.CodeUnsupported) && strings.Contains(paddock.ErrorMessage(err), "declares no") {

@@ -60,3 +60,23 @@ func TestCleanedRunsLeaveNothingInMemory(t *testing.T) {
 		}
 	}
 }
+
+// A call that was still tracking its effects when its run was cleaned up
+// (it waited for the journal's lock) makes no state again for the gone
+// run.
+func TestLateTrackingMakesNoStateForACleanedRun(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	r := e.create(t, paddock.KindClone, "")
+	if _, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"a.txt","content":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Runs.Reject(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	lifecycle.TrackEffects(ctx, e.m, r, 99) // r as the late call saw it: live
+	if n := lifecycle.RunMemory(e.m)["provenance states"]; n != 0 {
+		t.Fatalf("%d runs' provenance state after a late call on a cleaned run", n)
+	}
+}
