@@ -57,9 +57,10 @@ type RunSockets struct {
 }
 
 type runSocket struct {
-	path string
-	ln   net.Listener
-	srv  *http.Server
+	path   string
+	ln     net.Listener
+	srv    *http.Server
+	served chan struct{} // closed once Serve returned
 }
 
 // closeGrace is how long a closed run socket's requests in flight have to
@@ -101,9 +102,13 @@ func (rs *RunSockets) Listen(id, path string) error {
 	if rs.live == nil {
 		rs.live = map[string]*runSocket{}
 	}
-	rs.live[id] = &runSocket{path: path, ln: ln, srv: srv}
+	s := &runSocket{path: path, ln: ln, srv: srv, served: make(chan struct{})}
+	rs.live[id] = s
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		defer close(s.served)
+		// Close ends it by closing its listener (net.ErrClosed), Shutdown
+		// by ending the server: neither is news.
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			rs.log().Warn("a run's API socket stopped", "run", id, "err", err)
 		}
 	}()
@@ -124,6 +129,7 @@ func (rs *RunSockets) Close(id string) {
 	// its flow answered "unexpected EOF" though it had taken effect), then
 	// the connections go.
 	s.ln.Close()
+	<-s.served // at once: Serve returns when its listener closes, not waiting for handlers
 	os.Remove(s.path)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), closeGrace)

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -88,7 +90,9 @@ func TestRunSockets(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	r := f.newRun(t)
-	rs := &RunSockets{API: f.srv, NewServer: func(h http.Handler) *http.Server { return &http.Server{Handler: h} }}
+	var logged bytes.Buffer
+	rs := &RunSockets{API: f.srv, NewServer: func(h http.Handler) *http.Server { return &http.Server{Handler: h} },
+		Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	dir := filepath.Join(t.TempDir(), strings.Repeat("long-directory-name-", 6))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -128,6 +132,10 @@ func TestRunSockets(t *testing.T) {
 	rs.Close(r.ID)
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Errorf("Close left the socket: %v", err)
+	}
+	// A run's end closes its socket: that is no warning in the daemon's log.
+	if logged.Len() > 0 {
+		t.Errorf("closing a run's socket logged: %s", logged.String())
 	}
 	if err := rs.Listen(r.ID, sock); err != nil {
 		t.Fatal(err)
