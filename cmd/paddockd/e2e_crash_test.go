@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -237,28 +239,60 @@ func TestFollowWhenTheDaemonDies(t *testing.T) {
 	}
 }
 
-// stopDaemonOf stops the daemon daemon.json names in home, if one runs.
+// stopDaemonOf stops every daemon serving home: the one daemon.json
+// names, and any other a CLI call started for it (autostart passes
+// --home), a late one that took home once the first stopped included.
+// Tests stop every process they start, even when they fail.
 func stopDaemonOf(home string) {
-	b, err := os.ReadFile(filepath.Join(home, "daemon.json"))
-	if err != nil {
-		return
-	}
 	var info paddock.DaemonStatus
-	if json.Unmarshal(b, &info) != nil || info.PID <= 0 {
-		return
+	if b, err := os.ReadFile(filepath.Join(home, "daemon.json")); err == nil && json.Unmarshal(b, &info) == nil && info.PID > 0 {
+		syscall.Kill(info.PID, syscall.SIGTERM) // whatever its command line
 	}
-	p, err := os.FindProcess(info.PID)
-	if err != nil || p.Signal(syscall.Signal(0)) != nil {
-		return
-	}
-	p.Signal(syscall.SIGTERM)
-	for range 400 {
-		if p.Signal(syscall.Signal(0)) != nil {
-			return
+	for range 10 {
+		pids := daemonsOf(home)
+		if len(pids) == 0 {
+			// A moment later, once more: one still starting.
+			time.Sleep(200 * time.Millisecond)
+			if pids = daemonsOf(home); len(pids) == 0 {
+				return
+			}
 		}
-		time.Sleep(25 * time.Millisecond)
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+		for range 400 {
+			if len(daemonsOf(home)) == 0 {
+				break
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+		for _, pid := range daemonsOf(home) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
-	p.Kill()
+}
+
+// daemonsOf lists the processes serving home (serve --home HOME), read
+// from /proc; a process that has exited (a zombie) has no command line.
+func daemonsOf(home string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		if slices.Contains(args, "serve") && (slices.Contains(args, "--home="+home) ||
+			slices.Index(args, "--home") >= 0 && slices.Index(args, "--home")+1 < len(args) && args[slices.Index(args, "--home")+1] == home) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // TestAutostartRace: calls made at once on a home with no daemon (an
