@@ -85,3 +85,10 @@ func RunMemory(m *Manager) map[string]int {
 func TrackEffects(ctx context.Context, m *Manager, r *paddock.Run, seq int64) {
 	m.Provenance.trackEffects(ctx, r, seq)
 }
+
+// held is how many runs have an entry: callers holding or waiting.
+func (l *runLocks) held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.m)
+}

@@ -74,10 +74,3 @@ func (l *runLocks) tryRLock(id string) (unlock func(), ok bool) {
 		l.release(id, e)
 	}, true
 }
-
-// held is how many runs have an entry: callers holding or waiting.
-func (l *runLocks) held() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.m)
-}

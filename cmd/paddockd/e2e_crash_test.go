@@ -287,8 +287,9 @@ func daemonsOf(home string) []int {
 			continue
 		}
 		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
-		if slices.Contains(args, "serve") && (slices.Contains(args, "--home="+home) ||
-			slices.Index(args, "--home") >= 0 && slices.Index(args, "--home")+1 < len(args) && args[slices.Index(args, "--home")+1] == home) {
+		i := slices.Index(args, "--home")
+		serves := i >= 0 && i+1 < len(args) && args[i+1] == home || slices.Contains(args, "--home="+home)
+		if serves && slices.Contains(args, "serve") {
 			pids = append(pids, pid)
 		}
 	}
