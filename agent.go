@@ -220,6 +220,9 @@ type Capabilities struct {
 	// the run's home turns off, read-only to the run: their work goes
 	// through paddock's tools and broker instead.
 	AgentToolsOff []string `json:"agent_tools_off,omitempty"`
+	// Holds says what holds each property of the confinement of the
+	// run's commands on this daemon's kernel (a command with no network).
+	Holds []Hold `json:"holds,omitempty"`
 	// Checks are the verify checks the project's manifest declares.
 	Checks []string `json:"checks,omitempty"`
 	// Enforcement is what the sandbox enforced for the run's latest

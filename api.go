@@ -180,6 +180,9 @@ type DaemonStatus struct {
 type DoctorReport struct {
 	Process ProcessInfo `json:"process"`
 	Checks  []Check     `json:"checks"`
+	// Holds says what holds each property of a command's confinement
+	// here: the record of the doctor's own sandboxed /bin/true.
+	Holds []Hold `json:"holds,omitempty"`
 }
 
 // ProcessInfo names a process of paddock's and who it runs as.

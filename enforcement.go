@@ -59,6 +59,54 @@ type Enforcement struct {
 	// only its loopback, made from a harness that has a network (the
 	// run's agent's): Net is then what the command got, none.
 	OwnNet bool `json:"own_net,omitempty"`
+	// Holds says, for each property of the confinement, which mechanisms
+	// of this kernel held it for the command (docs/SECURITY.md, "What
+	// holds each property").
+	Holds []Hold `json:"holds,omitempty"`
+}
+
+// The properties a command's confinement holds, as Hold.Property names them.
+const (
+	PropWrites          = "writes"           // writes only to the workspace, its /tmp and writable binds
+	PropReads           = "reads"            // reads only of the view
+	PropNetwork         = "network"          // no network, or only the allow-list's proxy
+	PropSignals         = "signals"          // no signal reaches a process outside the command's run
+	PropAbstractSockets = "abstract-sockets" // no abstract unix socket outside the command's
+	PropPrivileges      = "privileges"       // no new privileges (setuid, file capabilities), no capabilities
+	PropSyscalls        = "syscalls"         // the system call filter
+	PropProcesses       = "processes"        // the process count limit
+	PropMemory          = "memory"           // the memory limit
+	PropCPU             = "cpu"              // CPU time, and CPU bandwidth where a cgroup gives it
+)
+
+// The mechanisms that hold properties, as Hold.HeldBy names them.
+const (
+	MechLandlockFS    = "landlock-fs"    // Landlock's file system rights
+	MechLandlockTCP   = "landlock-tcp"   // Landlock's TCP rights (ABI 4)
+	MechLandlockScope = "landlock-scope" // Landlock's scopes (ABI 6)
+	MechMountView     = "mount-view"     // a mount namespace whose root holds only the view, read-only but for the workspace, /tmp and writable binds
+	MechUserNS        = "user-namespace"
+	MechPIDNS         = "pid-namespace"
+	MechNetNS         = "net-namespace"
+	MechProxy         = "proxy" // the allow-list's proxy, the only way out of the network namespace
+	MechNoNewPrivs    = "no-new-privs"
+	MechCapsDropped   = "capabilities-dropped"
+	MechSeccomp       = "seccomp"
+	MechPidsCgroup    = "pids-cgroup"
+	MechRlimitNproc   = "rlimit-nproc"
+	MechMemoryCgroup  = "memory-cgroup"
+	MechRlimitAS      = "rlimit-as"
+	MechCPUCgroup     = "cpu-cgroup"
+	MechRlimitCPU     = "rlimit-cpu"
+)
+
+// Hold is one property of a command's confinement and the mechanisms that
+// held it. HeldBy empty means nothing held it: Note says why (the run asked
+// for the host's network, or it ran degraded).
+type Hold struct {
+	Property string   `json:"property"`
+	HeldBy   []string `json:"held_by"`
+	Note     string   `json:"note,omitempty"`
 }
 
 // ExecResult is how a confined command ended: its status, resource use,

@@ -119,6 +119,7 @@ var schemaTypes = map[string]any{
 	"TerminalSize":       paddock.TerminalSize{},
 	"ExecResult":         paddock.ExecResult{},
 	"Enforcement":        paddock.Enforcement{},
+	"Hold":               paddock.Hold{},
 	"InboxResult":        paddock.InboxResult{},
 	"ChangeEntry":        paddock.ChangeEntry{},
 	"ChangeSet":          paddock.ChangeSet{},

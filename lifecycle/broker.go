@@ -481,7 +481,7 @@ func (br *Broker) capabilities(ctx context.Context, c *callContext) (*paddock.Ca
 	r, def := c.run, c.def
 	caps := &paddock.Capabilities{Run: r.ID, Agent: def.Name, AgentHash: cmp.Or(r.AgentHash, def.Hash()), Workspace: r.Access,
 		State: r.State(), Net: string(sandbox.NetNone), NetCeiling: broker.Net(def, c.grants), Limits: br.effectiveLimits(def, c.grants), Env: def.Env, Secrets: r.Secrets,
-		Tools: []paddock.ToolCapability{}}
+		Tools: []paddock.ToolCapability{}, Holds: sandbox.KernelHolds()}
 	if menu, err := br.flows.Menu(ctx, r.ID); err == nil && menu.Flow != "" {
 		caps.Menu = menu
 	}

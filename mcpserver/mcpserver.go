@@ -562,6 +562,9 @@ type enforcementSummary struct {
 	Limits      limitsSummary `json:"limits"`
 	Disk        string        `json:"disk,omitempty"`
 	Degraded    []string      `json:"degraded,omitempty"`
+	// HeldBy names, for each property of the confinement, the mechanisms
+	// of this kernel that held it (empty: nothing did).
+	HeldBy map[string][]string `json:"held_by,omitempty"`
 }
 
 // limitsSummary is a command's limits with times as durations ("10m0s")
@@ -584,7 +587,18 @@ func summarize(e paddock.Enforcement) enforcementSummary {
 	l := e.Limits
 	return enforcementSummary{Mode: e.Mode, Net: net, ReadOnly: e.ReadOnly, Scratch: e.Scratch, LandlockABI: e.Landlock, Seccomp: e.Seccomp,
 		Limits: limitsSummary{Wall: l.Wall.String(), CPU: l.CPU.String(), Procs: l.Procs, Memory: l.Memory, FileSize: l.FileSize, Output: l.Output, Tmp: l.Tmp},
-		Disk:   e.Disk, Degraded: e.Degraded}
+		Disk:   e.Disk, Degraded: e.Degraded, HeldBy: heldBy(e.Holds)}
+}
+
+func heldBy(holds []paddock.Hold) map[string][]string {
+	if len(holds) == 0 {
+		return nil
+	}
+	m := make(map[string][]string, len(holds))
+	for _, h := range holds {
+		m[h.Property] = h.HeldBy
+	}
+	return m
 }
 
 // progress sends an exec's output as progress notifications, in order, as

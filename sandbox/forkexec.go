@@ -106,7 +106,7 @@ func newScratchPlan(dir, ws string, size int64) *scratchPlan {
 		&s.ovlSrc: "paddock-scratch", &s.ovlType: "overlay", &s.ws: ws, &s.ovlOpts: scratchOptions(dir, ws)} {
 		*p, _ = unix.BytePtrFromString(v)
 	}
-	s.rule.access = accessRead | accessWrite
+	s.rule.access = accessRead | accessWrite // masked by the kernel's rights (harness.plan)
 	return s
 }
 
@@ -155,7 +155,7 @@ func newChildPlan(path string, argv, env []string, dir string, fds [3]int, l Lim
 	p.procSrc, _ = unix.BytePtrFromString("proc")
 	p.procDst, _ = unix.BytePtrFromString("/proc")
 	p.procFS = p.procSrc
-	p.procRule.access = accessRead
+	p.procRule.access = accessRead // rights of ABI 1: every Landlock has them
 	p.capHeader.Version = unix.LINUX_CAPABILITY_VERSION_3
 	cpu := uint64(l.CPU.Seconds())
 	if cpu == 0 {
@@ -280,8 +280,10 @@ func forkChild(p *childPlan) (uintptr, syscall.Errno) {
 		goto fail
 	}
 	step = 6
-	if _, _, errno = syscall.RawSyscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(p.ruleset), 0, 0); errno != 0 {
-		goto fail
+	if p.ruleset >= 0 {
+		if _, _, errno = syscall.RawSyscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(p.ruleset), 0, 0); errno != 0 {
+			goto fail
+		}
 	}
 	step = 7
 	if p.prog != nil {
@@ -365,8 +367,10 @@ func (p *childPlan) childMounts() syscall.Errno {
 		return errno
 	}
 	p.procRule.fd = int(r1)
-	if _, _, errno = syscall.RawSyscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(p.ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&p.procRule)), 0, 0, 0); errno != 0 {
-		return errno
+	if p.ruleset >= 0 {
+		if _, _, errno = syscall.RawSyscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(p.ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&p.procRule)), 0, 0, 0); errno != 0 {
+			return errno
+		}
 	}
 	if p.hideView != nil {
 		if _, _, errno = syscall.RawSyscall(unix.SYS_UMOUNT2, uintptr(unsafe.Pointer(p.hideView)), unix.MNT_DETACH, 0); errno != 0 {
@@ -405,6 +409,9 @@ func (s *scratchPlan) childMount(ruleset int) syscall.Errno {
 		return errno
 	}
 	s.rule.fd = int(r1)
+	if ruleset < 0 {
+		return 0
+	}
 	_, _, errno = syscall.RawSyscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&s.rule)), 0, 0, 0)
 	return errno
 }

@@ -145,8 +145,9 @@ func HarnessMain() {
 // own /proc and unmounts the daemon's view in its own mount namespace.
 func (h *harness) lockdown() error {
 	spec := &h.spec.Spec
-	if abi := landlockABI(); abi < MinLandlockABI {
-		return unsupportedError{fmt.Sprintf("Landlock ABI %d is needed, the kernel offers %d", MinLandlockABI, abi)}
+	r := specRights(spec)
+	if err := checkCovered(spec, r, &h.enf); err != nil {
+		return err
 	}
 	var err error
 	if h.rules, err = openRules(spec); err != nil {
@@ -154,7 +155,7 @@ func (h *harness) lockdown() error {
 	}
 	if fd, err := newRuleset(spec, h.rules); err != nil {
 		return unsupportedError{err.Error()}
-	} else {
+	} else if fd >= 0 {
 		unix.Close(fd)
 	}
 	if h.prog, h.filter, err = seccompProgram(seccompPolicy()); err != nil {
@@ -169,9 +170,10 @@ func (h *harness) lockdown() error {
 	if err := loadSeccomp(seccompPolicy("mount", "umount2")); err != nil {
 		return unsupportedError{fmt.Sprintf("seccomp: %v", err)}
 	}
-	h.enf.Landlock = min(landlockABI(), 6)
+	h.enf.Landlock = r.abi
 	h.enf.Seccomp, h.enf.NoNewPrivs, h.enf.Caps = true, true, "none"
 	h.enf.Mode = "resident"
+	h.enf.Holds = holds(&h.enf)
 	return nil
 }
 
@@ -417,6 +419,7 @@ func (h *harness) plan(m hmsg, fds [3]int, l Limits, cgroup int) (plan *childPla
 	}
 	if spec.ReadOnly && spec.Scratch {
 		plan.scratch = newScratchPlan(ScratchDir, spec.Workspace, l.Tmp)
+		plan.scratch.rule.access &= specRights(spec).fs
 	}
 	return plan, ruleset, nil
 }

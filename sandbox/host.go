@@ -79,8 +79,8 @@ func prepare(spec *Spec) error {
 	if err := checkBinds(spec); err != nil {
 		return err
 	}
-	if abi := landlockABI(); abi < MinLandlockABI && !spec.AllowDegraded {
-		return paddock.Errorf(paddock.CodeUnsupported, "this kernel offers Landlock ABI %d; the sandbox needs %d (see paddock doctor)", abi, MinLandlockABI)
+	if why := uncovered(spec, specRights(spec)); why != "" && !spec.AllowDegraded {
+		return paddock.Errorf(paddock.CodeUnsupported, "%s (see paddock doctor)", why)
 	}
 	return nil
 }

@@ -10,10 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MinLandlockABI is the Landlock ABI the sandbox requires: 6 scopes abstract
-// unix sockets and signals, and 4 restricts TCP.
-const MinLandlockABI = 6
-
 // deniedSyscalls fail with EPERM in every sandboxed process.
 var deniedSyscalls = []struct {
 	name string
@@ -71,39 +67,14 @@ func seccompPolicy(except ...string) []seccompRule {
 // lockdown confines the helper, and so the command it starts: Landlock,
 // no_new_privs and seccomp, and no ambient capabilities to inherit.
 func lockdown(spec *Spec, e *Enforcement) error {
-	abi := landlockABI()
-	if abi < MinLandlockABI {
-		if !spec.AllowDegraded {
-			return unsupportedError{fmt.Sprintf("Landlock ABI %d is needed, the kernel offers %d", MinLandlockABI, abi)}
-		}
-		e.Degraded = append(e.Degraded, fmt.Sprintf("landlock ABI %d < %d", abi, MinLandlockABI))
+	r := specRights(spec)
+	if err := checkCovered(spec, r, e); err != nil {
+		return err
 	}
-	var rules []landlock.Rule
-	for _, r := range viewRules(spec) {
-		rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(r.access), r.paths...))
-	}
-	cfg := landlock.V6
-	if abi < MinLandlockABI {
-		cfg = cfg.BestEffort()
-	}
-	// With an allow-list, the one TCP connect allowed is to the bridge to
-	// the proxy. With the network off, the network namespace holds only
-	// its own loopback, up: TCP there reaches nothing but the command's
-	// own servers, so Landlock leaves it be, as with host.
-	var err error
-	switch spec.Net {
-	case NetAllow:
-		err = cfg.Restrict(append(rules, landlock.ConnectTCP(ProxyPort))...)
-	default:
-		err = cfg.RestrictPaths(rules...)
-		if err == nil {
-			err = cfg.RestrictScoped()
-		}
-	}
-	if err != nil {
+	if err := restrictLandlock(spec, r); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
-	e.Landlock = min(abi, 6)
+	e.Landlock = r.abi
 
 	if err := loadSeccomp(seccompPolicy()); err != nil {
 		if !spec.AllowDegraded {
@@ -122,6 +93,40 @@ func lockdown(spec *Spec, e *Enforcement) error {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	e.Caps = "none"
+	e.Holds = holds(e)
+	return nil
+}
+
+// landlockConfigs are go-landlock's configurations, by ABI.
+var landlockConfigs = [...]landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6}
+
+// restrictLandlock puts the helper (and so its command) under Landlock with
+// every right of rights r, and none where r has none: what Landlock cannot
+// hold there, the view and the namespaces still do (holds.go).
+func restrictLandlock(spec *Spec, r landlockRights) error {
+	if r.abi == 0 {
+		return nil
+	}
+	var rules []landlock.Rule
+	for _, v := range viewRules(spec) {
+		if a := v.access & r.fs; a != 0 {
+			rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(a), v.paths...))
+		}
+	}
+	// With an allow-list, the one TCP connect allowed is to the bridge to
+	// the proxy. With the network off, the network namespace holds only
+	// its own loopback, up: TCP there reaches nothing but the command's
+	// own servers, so Landlock leaves it be, as with host.
+	cfg := landlockConfigs[r.abi-1]
+	if spec.Net == NetAllow && r.net != 0 {
+		return cfg.Restrict(append(rules, landlock.ConnectTCP(ProxyPort))...)
+	}
+	if err := cfg.RestrictPaths(rules...); err != nil {
+		return err
+	}
+	if r.scoped != 0 {
+		return cfg.RestrictScoped()
+	}
 	return nil
 }
 

@@ -215,6 +215,9 @@ func runSpec(t *testing.T, spec Spec) *Result {
 	if spec.Protected == nil {
 		spec.Protected = []string{".git"}
 	}
+	if spec.LandlockBelow == 0 {
+		spec.LandlockBelow = testLandlockBelow
+	}
 	var res *Result
 	var err error
 	if testPool != nil {

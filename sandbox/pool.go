@@ -997,6 +997,7 @@ func (h *harnessConn) enforcement(limits Limits, scope string, ownNet bool) Enfo
 		e.Net, e.Allow, e.AllowAddrs, e.OwnNet = string(NetNone), nil, nil, true
 		e.Namespaces = append(slices.DeleteFunc(slices.Clone(e.Namespaces), func(s string) bool { return s == "net" }), "net")
 	}
+	e.Holds = holds(&e)
 	return e
 }
 

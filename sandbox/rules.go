@@ -13,12 +13,13 @@ import (
 )
 
 // The Landlock rights paddock grants, as go-landlock's RODirs, RWDirs,
-// ROFiles and RWFiles define them, and the rights it handles (all of ABI 6).
+// ROFiles and RWFiles define them (each masked by the kernel's own, see
+// rightsFor), the network rights handled for an allow-list (ABI 4) and
+// the scopes (ABI 6).
 const (
 	accessRead   = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
 	accessWrite  = ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSTruncate
 	accessFile   = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
-	handledFS    = ll.AccessFSIoctlDev<<1 - 1 // every right up to ABI 6
 	handledNet   = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
 	scopedSignal = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
 )
@@ -105,9 +106,17 @@ func openRules(spec *Spec) ([]pathRule, error) {
 // policy) as a descriptor, for a forked command to apply to itself with
 // landlock_restrict_self after adding its own /proc: the same domain the
 // helper gets through go-landlock.
+//
+// It uses every right the kernel offers, and returns -1 where the kernel
+// has no Landlock: the view and the namespaces hold what it would
+// (holds.go).
 func newRuleset(spec *Spec, rules []pathRule) (int, error) {
-	attr := ll.RulesetAttr{HandledAccessFS: handledFS, Scoped: scopedSignal}
-	if spec.Net == NetAllow {
+	r := specRights(spec)
+	if r.fs == 0 {
+		return -1, nil
+	}
+	attr := ll.RulesetAttr{HandledAccessFS: r.fs, Scoped: r.scoped}
+	if spec.Net == NetAllow && r.net != 0 {
 		// The one TCP port reachable: the bridge to the proxy. With none,
 		// the command's network namespace holds only its own loopback,
 		// where TCP is its own business (a test's local server).
@@ -117,13 +126,17 @@ func newRuleset(spec *Spec, rules []pathRule) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("landlock: create ruleset: %w", err)
 	}
-	for _, r := range rules {
-		if err := ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: r.access, ParentFd: r.fd}, 0); err != nil {
+	for _, rule := range rules {
+		access := rule.access & r.fs
+		if access == 0 {
+			continue
+		}
+		if err := ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: access, ParentFd: rule.fd}, 0); err != nil {
 			unix.Close(fd)
 			return -1, fmt.Errorf("landlock: add rule: %w", err)
 		}
 	}
-	if spec.Net == NetAllow {
+	if attr.HandledAccessNet != 0 {
 		if err := ll.LandlockAddNetPortRule(fd, &ll.NetPortAttr{AllowedAccess: ll.AccessNetConnectTCP, Port: ProxyPort}, 0); err != nil {
 			unix.Close(fd)
 			return -1, fmt.Errorf("landlock: proxy port rule: %w", err)

@@ -45,11 +45,15 @@
 //
 // # Guarantees
 //
-//   - Landlock (strict, ABI 6 at least) allows writes only to the workspace
-//     (unless read-only), /tmp and the /dev nodes above, reads only of the
-//     view, no TCP bind or connect when the network is off (only a connect
-//     to the proxy's port with an "allow" network), and scopes abstract unix
-//     sockets and signals to the sandbox.
+//   - Landlock, with every right the kernel offers (ABI 1 up; holds.go),
+//     allows writes only to the workspace (unless read-only), /tmp and the
+//     /dev nodes above, reads only of the view, only a TCP connect to the
+//     proxy's port with an "allow" network (ABI 4), and scopes abstract
+//     unix sockets and signals to the sandbox (ABI 6). Each of these is
+//     also held by the view or a namespace, so a kernel with an older
+//     Landlock, or none, still holds them; the record (Enforcement.Holds)
+//     names what held each. A command with the host's network needs ABI 6
+//     (nothing else keeps it from the host's abstract sockets).
 //   - Network: none is an empty namespace. allow is an empty namespace whose
 //     loopback holds a bridge to a proxy on the host that reaches only the
 //     allowed domains (HTTP CONNECT and plain HTTP), never the host's own
@@ -244,6 +248,11 @@ type Spec struct {
 	GID int `json:"gid,omitempty"`
 	// AllowDegraded runs even where a mechanism is missing, and records it.
 	AllowDegraded bool `json:"allow_degraded,omitempty"`
+	// LandlockBelow, when set, has the sandbox use no Landlock ABI above
+	// it (0 for none): what an older kernel offers, so that tests on a
+	// newer one cover the paths of those the users run (the record says
+	// the ABI used; holds.go). The daemon never sets it.
+	LandlockBelow int `json:"landlock_below,omitempty"`
 	// Overlay, if set, makes the workspace a copy-on-write view: an overlay
 	// of these host directories mounted at Workspace inside the sandbox's
 	// mount namespace only (the daemon opens them; the sandbox's uid needs

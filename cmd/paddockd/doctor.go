@@ -55,6 +55,10 @@ Exit codes: 0 nothing failed (warnings allowed); 1 a check failed.`,
 						fmt.Fprintf(w, "      %-16s fix: %s\n", "", c.Fix)
 					}
 				}
+				if len(rep.Holds) > 0 {
+					fmt.Fprintln(w, "\nWhat holds each property of a command's confinement here (a command with no network):")
+					paddockcli.PrintHolds(w, rep.Holds)
+				}
 			})
 			if err == nil && failed {
 				err = fmt.Errorf("some checks failed")
@@ -148,7 +152,8 @@ func machineReport(ctx context.Context, role string, cfg doctorConfig) *paddock.
 		rep.Checks = append(rep.Checks, kernel.Check{Name: "user", Status: kernel.OK, Detail: fmt.Sprintf("uid %d; commands run as it, in a user namespace", os.Geteuid())})
 	}
 	rep.Checks = append(rep.Checks, kernel.Probe()...)
-	rep.Checks = append(rep.Checks, sandboxCheck(ctx, cfg.sandboxUID), harnessCheck(ctx, cfg))
+	sc, holds := sandboxCheck(ctx, cfg.sandboxUID)
+	rep.Checks, rep.Holds = append(rep.Checks, sc, harnessCheck(ctx, cfg)), holds
 	return rep
 }
 
@@ -214,13 +219,14 @@ func orDefault(v, d string) string {
 }
 
 // sandboxCheck runs /bin/true in the sandbox for real: the one check that
-// proves the mechanisms work together on this machine.
-func sandboxCheck(ctx context.Context, uid int) kernel.Check {
+// proves the mechanisms work together on this machine. It returns what held
+// each property of that command's confinement.
+func sandboxCheck(ctx context.Context, uid int) (kernel.Check, []paddock.Hold) {
 	c := kernel.Check{Name: "sandbox"}
 	dir, err := os.MkdirTemp("", "paddock-doctor-")
 	if err != nil {
 		c.Status, c.Detail = kernel.Fail, err.Error()
-		return c
+		return c, nil
 	}
 	defer os.RemoveAll(dir)
 	if uid != 0 {
@@ -242,6 +248,7 @@ func sandboxCheck(ctx context.Context, uid int) kernel.Check {
 		c.Status = kernel.OK
 		c.Detail = fmt.Sprintf("works: namespaces %v, Landlock ABI %d, seccomp %v, uid %d, %s per exec",
 			e.Namespaces, e.Landlock, e.Seccomp, e.UID, res.Duration.Round(time.Millisecond/10))
+		return c, e.Holds
 	}
-	return c
+	return c, nil
 }

@@ -90,6 +90,13 @@ func TestAgentDefinitionsEndToEnd(t *testing.T) {
 	if !slices.Equal(names, []string{"capabilities", "exec", "glob", "grep", "read", "request_access", "verify"}) || caps.AgentHash != added.Hash || caps.Enforcement == nil || !slices.Contains(caps.Checks, "test") {
 		t.Fatalf("capabilities: %v %+v", names, caps)
 	}
+	// What holds each property: on this kernel, and for the latest command.
+	if len(caps.Holds) < 8 || len(caps.Enforcement.Holds) < 8 {
+		t.Fatalf("capabilities say nothing of what holds the confinement: %+v / %+v", caps.Holds, caps.Enforcement.Holds)
+	}
+	if h := cli(t, home, "capabilities", id).out; !strings.Contains(h, "held by:") || !strings.Contains(h, "net-namespace") {
+		t.Fatalf("capabilities print no table of what holds what:\n%s", h)
+	}
 
 	// MCP: the tools offered are the definition's; a refusal is a tool
 	// error; request_access files a request the operator grants.

@@ -51,6 +51,20 @@ func TestDoctorDescribesTheDaemon(t *testing.T) {
 	if !strings.Contains(human, fmt.Sprintf("the daemon's process (pid %d, uid %d)", d.info.PID, nobody)) {
 		t.Fatalf("doctor does not say which process it describes:\n%s", human)
 	}
+	// The table of what holds each property here, from the doctor's own
+	// sandboxed command: every property held by something, and printed.
+	held := map[string][]string{}
+	for _, h := range rep.Holds {
+		held[h.Property] = h.HeldBy
+	}
+	for _, p := range []string{paddock.PropWrites, paddock.PropReads, paddock.PropNetwork, paddock.PropSignals, paddock.PropAbstractSockets, paddock.PropPrivileges, paddock.PropSyscalls, paddock.PropProcesses} {
+		if len(held[p]) == 0 {
+			t.Errorf("doctor says nothing holds %s: %+v", p, rep.Holds)
+		}
+	}
+	if !strings.Contains(human, "What holds each property") || !strings.Contains(human, "mount-view") {
+		t.Errorf("doctor prints no table of what holds what:\n%s", human)
+	}
 
 	// Without the daemon the CLI (root) finds the state directory is not
 	// its own, a failed check: the report is still printed.

@@ -470,6 +470,48 @@ func (e FlowTransitionGuard) Valid() bool {
 	}
 }
 
+// Defines values for HoldProperty.
+const (
+	HoldPropertyAbstractSockets HoldProperty = "abstract-sockets"
+	HoldPropertyCpu             HoldProperty = "cpu"
+	HoldPropertyMemory          HoldProperty = "memory"
+	HoldPropertyNetwork         HoldProperty = "network"
+	HoldPropertyPrivileges      HoldProperty = "privileges"
+	HoldPropertyProcesses       HoldProperty = "processes"
+	HoldPropertyReads           HoldProperty = "reads"
+	HoldPropertySignals         HoldProperty = "signals"
+	HoldPropertySyscalls        HoldProperty = "syscalls"
+	HoldPropertyWrites          HoldProperty = "writes"
+)
+
+// Valid indicates whether the value is a known member of the HoldProperty enum.
+func (e HoldProperty) Valid() bool {
+	switch e {
+	case HoldPropertyAbstractSockets:
+		return true
+	case HoldPropertyCpu:
+		return true
+	case HoldPropertyMemory:
+		return true
+	case HoldPropertyNetwork:
+		return true
+	case HoldPropertyPrivileges:
+		return true
+	case HoldPropertyProcesses:
+		return true
+	case HoldPropertyReads:
+		return true
+	case HoldPropertySignals:
+		return true
+	case HoldPropertySyscalls:
+		return true
+	case HoldPropertyWrites:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobState.
 const (
 	JobStateFailed      JobState = "failed"
@@ -1943,6 +1985,9 @@ type Capabilities struct {
 	Env           *[]string        `json:"env,omitempty"`
 	Grants        *[]AccessRequest `json:"grants,omitempty"`
 
+	// Holds what holds each property of the confinement of the run's commands on this daemon's kernel
+	Holds *[]Hold `json:"holds,omitempty"`
+
 	// Limits An agent's command ceilings, below the daemon's.
 	Limits *AgentLimits `json:"limits,omitempty"`
 
@@ -2129,6 +2174,9 @@ type DoctorReport struct {
 		Status *DoctorReportChecksStatus `json:"status,omitempty"`
 	} `json:"checks,omitempty"`
 
+	// Holds what holds each property of a command's confinement here (a command with no network), from the doctor's own sandboxed /bin/true
+	Holds *[]Hold `json:"holds,omitempty"`
+
 	// Process The process the checks describe
 	Process *struct {
 		Euid *int                     `json:"euid,omitempty"`
@@ -2158,8 +2206,11 @@ type Enforcement struct {
 	Disk *string `json:"disk,omitempty"`
 
 	// HarnessPid the host pid of the harness the command was forked from
-	HarnessPid  *int `json:"harness_pid,omitempty"`
-	LandlockAbi *int `json:"landlock_abi,omitempty"`
+	HarnessPid *int `json:"harness_pid,omitempty"`
+
+	// Holds what held each property of the confinement on this kernel
+	Holds       *[]Hold `json:"holds,omitempty"`
+	LandlockAbi *int    `json:"landlock_abi,omitempty"`
 
 	// Limits the limits the command ran under (durations in nanoseconds, sizes in bytes)
 	Limits *struct {
@@ -2373,6 +2424,17 @@ type ForkResult struct {
 	Run   *Run    `json:"run,omitempty"`
 	Runs  *[]Run  `json:"runs,omitempty"`
 }
+
+// Hold one property of a command's confinement and the mechanisms of this kernel that held it; held_by empty: nothing did, and note says why
+type Hold struct {
+	// HeldBy landlock-fs, landlock-tcp, landlock-scope, mount-view, user-namespace, pid-namespace, net-namespace, proxy, no-new-privs, capabilities-dropped, seccomp, pids-cgroup, rlimit-nproc, memory-cgroup, rlimit-as, cpu-cgroup, rlimit-cpu
+	HeldBy   []string     `json:"held_by"`
+	Note     *string      `json:"note,omitempty"`
+	Property HoldProperty `json:"property"`
+}
+
+// HoldProperty defines model for Hold.Property.
+type HoldProperty string
 
 // HunkBlame defines model for HunkBlame.
 type HunkBlame struct {

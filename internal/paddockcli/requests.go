@@ -10,6 +10,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/client"
+	"github.com/paddock-dev/paddock/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -57,11 +58,33 @@ Exit codes: 0 shown; 3 no such run.`,
 				if e := caps.Enforcement; e != nil {
 					fmt.Fprintf(w, "enforced:   landlock ABI %d, seccomp %v, network %s (the latest command)\n", e.Landlock, e.Seccomp, e.Net)
 				}
+				holds, of := caps.Holds, "a command with no network, on this daemon's kernel"
+				if e := caps.Enforcement; e != nil && len(e.Holds) > 0 {
+					holds, of = e.Holds, "the latest command"
+				}
+				if len(holds) > 0 {
+					fmt.Fprintf(w, "held by:    (%s)\n", of)
+					PrintHolds(w, holds)
+				}
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the capabilities as JSON")
 	return cmd
+}
+
+// PrintHolds prints what held each property of a confinement, a line each.
+func PrintHolds(w io.Writer, holds []paddock.Hold) {
+	for _, h := range holds {
+		by := strings.Join(h.HeldBy, ", ")
+		if by == "" {
+			by = "nothing"
+		}
+		if h.Note != "" {
+			by += " (" + h.Note + ")"
+		}
+		fmt.Fprintf(w, "  %-18s %s\n", h.Property, termsafe.Text(by))
+	}
 }
 
 // describeRequest says what a request asks for, in a line.
