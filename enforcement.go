@@ -8,10 +8,17 @@ type CommandLimits struct {
 	Wall     time.Duration `json:"wall"`
 	CPU      time.Duration `json:"cpu"`
 	Procs    int           `json:"procs"`
-	Memory   int64         `json:"memory"` // address space, bytes
+	Memory   int64         `json:"memory"` // bytes: memory.max in a cgroup v2, else the address space (RLIMIT_AS)
 	FileSize int64         `json:"file_size"`
 	Output   int64         `json:"output"` // stdout and stderr each
 	Tmp      int64         `json:"tmp"`    // size of /tmp
+	// CPUs is CPU bandwidth, in CPUs (1.5: one and a half), where a cgroup
+	// v2 cpu controller holds it (cpu.max); 0 is none.
+	CPUs float64 `json:"cpus,omitempty"`
+	// MemoryCgroup says Memory bounded the command's memory in its cgroup
+	// (memory.max, no swap, the whole command killed on OOM) rather than
+	// its address space (RLIMIT_AS).
+	MemoryCgroup bool `json:"memory_cgroup,omitempty"`
 }
 
 // Enforcement records what a confined command actually got. It is what the
@@ -112,12 +119,17 @@ type Hold struct {
 // ExecResult is how a confined command ended: its status, resource use,
 // output (masked) and exactly what confinement it got.
 type ExecResult struct {
-	ExitCode       int     `json:"exit_code"`
-	Signal         string  `json:"signal,omitempty"`
-	TimedOut       bool    `json:"timed_out,omitempty"`
-	DurationMS     float64 `json:"duration_ms"`
-	CPUMS          float64 `json:"cpu_ms"`
-	MaxRSS         int64   `json:"max_rss_bytes"`
+	ExitCode   int     `json:"exit_code"`
+	Signal     string  `json:"signal,omitempty"`
+	TimedOut   bool    `json:"timed_out,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+	CPUMS      float64 `json:"cpu_ms"`
+	MaxRSS     int64   `json:"max_rss_bytes"`
+	// MemoryPeak and CPUThrottledMS are the command's cgroup's (v2): the
+	// most memory all its processes held at once, and how long its CPU
+	// bandwidth limit (cpus) held it back.
+	MemoryPeak     int64   `json:"memory_peak_bytes,omitempty"`
+	CPUThrottledMS float64 `json:"cpu_throttled_ms,omitempty"`
 	Stdout         string  `json:"stdout"`
 	Stderr         string  `json:"stderr"`
 	OutputEncoding string  `json:"output_encoding"` // utf-8, or base64 when the output is not text

@@ -161,12 +161,16 @@ func (ex *executor) resultOf(r *paddock.Run, req paddock.ExecRequest, limits pad
 		}
 		killed = fmt.Sprintf("%s of %s (timeout; the operator's ceiling is exec_limits or session_limits in paddock.toml)", what, limits.Wall)
 	}
+	if res.OOMKilled && killed == "" {
+		killed = fmt.Sprintf("its memory limit of %d MiB (the kernel's OOM killer ended the whole command; memory.max of its cgroup, exec_limits memory in paddock.toml)", limits.Memory>>20)
+	}
 	res.Enforcement.Disk = ex.diskEnforcement(r)
 	if writeNothing != "" {
 		res.Enforcement.Disk = writeNothing + ": the command could write nothing (file size limit 1 byte); remove files to go on"
 	}
 	out := &paddock.ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Killed: killed,
 		DurationMS: ms(res.Duration), CPUMS: ms(res.CPU), MaxRSS: res.MaxRSS, Truncated: res.Truncated,
+		MemoryPeak: res.MemoryPeak, CPUThrottledMS: ms(res.Throttled),
 		Denied: res.Denied, Enforcement: res.Enforcement, OutputEncoding: "utf-8",
 		Stdout: string(res.Stdout), Stderr: string(res.Stderr)}
 	if !utf8.Valid(res.Stdout) || !utf8.Valid(res.Stderr) {
@@ -508,6 +512,14 @@ func execEvents(req paddock.ExecRequest, res *paddock.ExecResult, runErr error) 
 	}
 	data["exit_code"] = res.ExitCode
 	data["duration_ms"] = res.DurationMS
+	data["cpu_ms"] = res.CPUMS
+	data["max_rss_bytes"] = res.MaxRSS
+	if res.MemoryPeak > 0 {
+		data["memory_peak_bytes"] = res.MemoryPeak
+	}
+	if res.CPUThrottledMS > 0 {
+		data["cpu_throttled_ms"] = res.CPUThrottledMS
+	}
 	data["timed_out"] = res.TimedOut
 	data["truncated"] = res.Truncated
 	if res.Killed != "" {

@@ -577,6 +577,10 @@ type limitsSummary struct {
 	FileSize int64  `json:"file_size"`
 	Output   int64  `json:"output"`
 	Tmp      int64  `json:"tmp"`
+	// CPUs is CPU bandwidth (a cgroup's cpu.max); MemoryCgroup says
+	// Memory bounded memory used, in a cgroup, not address space.
+	CPUs         float64 `json:"cpus,omitempty"`
+	MemoryCgroup bool    `json:"memory_cgroup,omitempty"`
 }
 
 func summarize(e paddock.Enforcement) enforcementSummary {
@@ -586,8 +590,9 @@ func summarize(e paddock.Enforcement) enforcementSummary {
 	}
 	l := e.Limits
 	return enforcementSummary{Mode: e.Mode, Net: net, ReadOnly: e.ReadOnly, Scratch: e.Scratch, LandlockABI: e.Landlock, Seccomp: e.Seccomp,
-		Limits: limitsSummary{Wall: l.Wall.String(), CPU: l.CPU.String(), Procs: l.Procs, Memory: l.Memory, FileSize: l.FileSize, Output: l.Output, Tmp: l.Tmp},
-		Disk:   e.Disk, Degraded: e.Degraded, HeldBy: heldBy(e.Holds)}
+		Limits: limitsSummary{Wall: l.Wall.String(), CPU: l.CPU.String(), Procs: l.Procs, Memory: l.Memory, FileSize: l.FileSize, Output: l.Output, Tmp: l.Tmp,
+			CPUs: l.CPUs, MemoryCgroup: l.MemoryCgroup},
+		Disk: e.Disk, Degraded: e.Degraded, HeldBy: heldBy(e.Holds)}
 }
 
 func heldBy(holds []paddock.Hold) map[string][]string {

@@ -19,21 +19,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Process limits.
+// Process, memory and CPU limits.
 //
 // RLIMIT_NPROC counts every process of a uid, and every run's commands
 // share one (sandbox_uid): a fork bomb in one run starves the others, and
 // a command given a low limit cannot fork at all while other runs have
 // processes. Where the kernel's pids controller is reachable (a root
 // daemon with cgroup v1's pids hierarchy or cgroup v2's root, or a
-// delegated v2 subtree whose parent already enables pids) each command
-// gets a cgroup of its own, below one per run:
+// cgroup v2 subtree delegated to the daemon: a systemd unit's
+// Delegate=yes, or the scope a daemon started from a session asks
+// systemd for, cmd/paddockd/cgroupscope.go; the daemon moves itself into
+// a leaf of it, <its cgroup>/daemon, as v2's no-internal-processes rule
+// requires) each command gets a cgroup of its own, below one per run:
 //
 //	<pids>/paddock/<state dir hash>/<run>/pids.max            the exec ceiling
 //	<pids>/paddock/<state dir hash>/<run>/harness/            the harness (or a per-exec helper)
 //	<pids>/paddock/<state dir hash>/<run>/c-<n>/pids.max      the command's limit
 //
-// and RLIMIT_NPROC is lifted. The command joins its cgroup itself between
+// and RLIMIT_NPROC is lifted. With cgroup v2, where the memory and cpu
+// controllers can be enabled too, the command's cgroup also has
+// memory.max (its memory limit; memory.swap.max 0, memory.oom.group 1 so
+// that an OOM ends the command whole), RLIMIT_AS is lifted, and cpu.max
+// holds its CPU bandwidth (Limits.CPUs); its peak memory, OOM kill and
+// throttled time are read back when it ends (Result). The command joins its cgroup itself between
 // fork and exec, through a descriptor of cgroup.procs the daemon opened,
 // so nothing it starts is ever counted elsewhere. Without the controller
 // the rlimit stays, and the enforcement says the count is shared
@@ -49,25 +57,124 @@ const (
 type pidsHierarchy struct {
 	base string // <pids>/paddock/<hash of the pool's directory>
 	v2   bool
+	// mem and cpu say cgroup v2's memory and cpu controllers are enabled
+	// for the commands' cgroups (v1: only the pids hierarchy is used).
+	mem, cpu bool
 }
 
-var findPids = sync.OnceValues(func() (string, bool) {
+// cgroupRoot is this process's paddock cgroup: <its cgroup>/paddock.
+type cgroupRoot struct {
+	path     string
+	v2       bool
+	mem, cpu bool
+	// why says, where there is none, what the limits fall back to and
+	// why; also where v2's memory or cpu controller is missing.
+	why string
+}
+
+var findPids = sync.OnceValue(func() cgroupRoot {
 	mount, path, v2, err := pidsMount()
 	if err != nil {
-		return "", false
+		return cgroupRoot{why: "no pids controller reachable (" + err.Error() + ")"}
 	}
-	root := filepath.Join(mount, path, "paddock")
+	own := filepath.Join(mount, path)
+	if v2 && path != "/" {
+		// cgroup v2 lets a cgroup with processes enable no controller for
+		// its children: in a subtree delegated to us (a unit's
+		// Delegate=yes, a scope asked of systemd), this process moves
+		// into a leaf of its own first. Elsewhere the subtree is not ours.
+		if !delegated(own) {
+			return cgroupRoot{why: fmt.Sprintf("cgroup %s is not delegated to paddock (Delegate=yes in its systemd unit; docs/OPERATIONS.md)", path)}
+		}
+		if err := intoLeaf(own); err != nil {
+			return cgroupRoot{why: err.Error()}
+		}
+	}
+	root := filepath.Join(own, "paddock")
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", false
+		return cgroupRoot{why: "cannot make " + root + ": " + err.Error()}
 	}
-	if v2 && !enablePids(filepath.Dir(root)) {
-		return "", false
+	r := cgroupRoot{path: root, v2: v2}
+	if !v2 {
+		return r
 	}
-	if v2 && !enablePids(root) {
-		return "", false
+	on := enable(own, "pids", "memory", "cpu")
+	on = enable(root, on...)
+	if !slices.Contains(on, "pids") {
+		return cgroupRoot{why: "cannot enable the pids controller below " + own}
 	}
-	return root, v2
+	r.mem, r.cpu = slices.Contains(on, "memory"), slices.Contains(on, "cpu")
+	if !r.mem {
+		r.why = "no memory controller below " + own + ": memory is bounded by RLIMIT_AS"
+	}
+	return r
 })
+
+// delegated says whether the cgroup dir was delegated to this process:
+// systemd marks a delegated cgroup with the trusted.delegate (or, for a
+// user's manager, user.delegate) attribute, and hands it to the unit's
+// user.
+func delegated(dir string) bool {
+	for _, attr := range []string{"trusted.delegate", "user.delegate"} {
+		buf := make([]byte, 8)
+		if n, err := unix.Getxattr(dir, attr, buf); err == nil && strings.TrimSpace(string(buf[:n])) == "1" {
+			return true
+		}
+	}
+	var st unix.Stat_t
+	return os.Getuid() != 0 && unix.Stat(dir, &st) == nil && int(st.Uid) == os.Getuid() &&
+		unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK) == nil
+}
+
+// intoLeaf moves the processes of the delegated cgroup dir (this one, and
+// any other its unit started) into dir/daemon, so that dir may enable
+// controllers for its children.
+func intoLeaf(dir string) error {
+	leaf := filepath.Join(dir, "daemon")
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("cgroup: a leaf for the daemon: %w", err)
+	}
+	for range 3 { // a process may fork while we move them
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return fmt.Errorf("cgroup: %w", err)
+		}
+		pids := strings.Fields(string(b))
+		if len(pids) == 0 {
+			return nil
+		}
+		for _, pid := range pids {
+			if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(pid), 0); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("cgroup: move process %s into %s: %w", pid, leaf, err)
+			}
+		}
+	}
+	return nil
+}
+
+// CgroupReport says which cgroup limits commands get here and, where one
+// is missing, what it falls back to: for doctor and the daemon's start.
+func CgroupReport() (detail string, full bool) {
+	r := findPids()
+	switch {
+	case r.path == "":
+		return "none: " + r.why + "; processes are counted per uid (RLIMIT_NPROC), memory bounded by RLIMIT_AS", false
+	case !r.v2:
+		return "cgroup v1: a pids cgroup per command at " + r.path + "; memory is bounded by RLIMIT_AS (cgroup v2 adds memory.max and cpu.max)", false
+	}
+	ctrls := []string{"pids.max"}
+	if r.mem {
+		ctrls = append(ctrls, "memory.max")
+	}
+	if r.cpu {
+		ctrls = append(ctrls, "cpu.max")
+	}
+	d := "cgroup v2: a cgroup per run and per command at " + r.path + " with " + strings.Join(ctrls, ", ")
+	if r.why != "" {
+		d += "; " + r.why
+	}
+	return d, r.mem && r.cpu
+}
 
 // pidsMount finds the pids controller's mount and this process's cgroup in it.
 func pidsMount() (mount, path string, v2 bool, err error) {
@@ -134,28 +241,33 @@ func unescapeMount(s string) string {
 	return r.Replace(s)
 }
 
-// enablePids turns the pids controller on for dir's children (v2).
-func enablePids(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
-	if err == nil && slices.Contains(strings.Fields(string(b)), "pids") {
-		return true
+// enable turns the controllers ctrls on for dir's children (v2), and
+// returns those that are on.
+func enable(dir string, ctrls ...string) []string {
+	var on []string
+	for _, c := range ctrls {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+		if err == nil && slices.Contains(strings.Fields(string(b)), c) ||
+			os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0) == nil {
+			on = append(on, c)
+		}
 	}
-	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+pids"), 0) == nil
+	return on
 }
 
 // pidsFor returns the hierarchy of a pool (or of per-exec runs) whose
 // state lives in dir, or nil where there is none.
 func pidsFor(dir string) *pidsHierarchy {
-	root, v2 := findPids()
-	if root == "" {
+	r := findPids()
+	if r.path == "" {
 		return nil
 	}
 	sum := sha256.Sum256([]byte(dir))
-	h := &pidsHierarchy{base: filepath.Join(root, hex.EncodeToString(sum[:6])), v2: v2}
+	h := &pidsHierarchy{base: filepath.Join(r.path, hex.EncodeToString(sum[:6])), v2: r.v2, mem: r.mem, cpu: r.cpu}
 	if err := os.MkdirAll(h.base, 0o755); err != nil {
 		return nil // not ours to write (another user's daemon made the root)
 	}
-	if v2 && !enablePids(h.base) {
+	if r.v2 && !h.enable(h.base) {
 		return nil
 	}
 	usedPids.Store(h.base, h)
@@ -186,6 +298,18 @@ func SweepCgroups() {
 
 func (p *pidsHierarchy) runDir(key string) string { return filepath.Join(p.base, key) }
 
+// enable turns on, for dir's children, the controllers the commands' cgroups use.
+func (p *pidsHierarchy) enable(dir string) bool {
+	want := []string{"pids"}
+	if p.mem {
+		want = append(want, "memory")
+	}
+	if p.cpu {
+		want = append(want, "cpu")
+	}
+	return len(enable(dir, want...)) == len(want)
+}
+
 // prepareRun makes the run's cgroup, bounded by max, and its harness's.
 func (p *pidsHierarchy) prepareRun(key string, max int) (harness string, err error) {
 	if err := p.ensureRun(key, max); err != nil {
@@ -210,15 +334,16 @@ func (p *pidsHierarchy) ensureRun(key string, max int) error {
 	if err := setMax(run, max); err != nil {
 		return err
 	}
-	if p.v2 && !enablePids(run) {
-		return errors.New("pids cgroup: cannot enable the controller for a run's commands")
+	if p.v2 && !p.enable(run) {
+		return errors.New("cgroup: cannot enable the controllers for a run's commands")
 	}
 	return nil
 }
 
-// commandDir makes a command's cgroup, bounded by max, in the run's
-// (made first, bounded by runMax, if the run has none).
-func (p *pidsHierarchy) commandDir(key string, max, runMax int) (string, error) {
+// commandDir makes a command's cgroup, bounded by l (its processes; with
+// cgroup v2, its memory and CPU bandwidth too), in the run's (made first,
+// bounded by runMax, if the run has none).
+func (p *pidsHierarchy) commandDir(key string, l Limits, runMax int) (string, error) {
 	if err := p.ensureRun(key, runMax); err != nil {
 		return "", err
 	}
@@ -226,17 +351,99 @@ func (p *pidsHierarchy) commandDir(key string, max, runMax int) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("pids cgroup: %w", err)
 	}
-	if err := setMax(dir, max); err != nil {
+	if err := p.limit(dir, l); err != nil {
 		unix.Rmdir(dir)
 		return "", err
 	}
 	return dir, nil
 }
 
+// limit writes a command's limits into its cgroup dir: pids.max, and with
+// cgroup v2 memory.max (no swap beyond it, and an OOM kill takes the whole
+// command: memory.oom.group) and cpu.max.
+func (p *pidsHierarchy) limit(dir string, l Limits) error {
+	if err := setMax(dir, l.Procs); err != nil {
+		return err
+	}
+	var files [][2]string
+	if l.MemoryCgroup {
+		files = append(files, [2]string{"memory.max", strconv.FormatInt(l.Memory, 10)}, [2]string{"memory.oom.group", "1"})
+		if _, err := os.Stat(filepath.Join(dir, "memory.swap.max")); err == nil {
+			files = append(files, [2]string{"memory.swap.max", "0"})
+		}
+	}
+	if p.cpu && l.CPUs > 0 {
+		files = append(files, [2]string{"cpu.max", fmt.Sprintf("%d %d", int64(l.CPUs*cpuPeriod), cpuPeriod)})
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0); err != nil {
+			return fmt.Errorf("cgroup: %s: %w", f[0], err)
+		}
+	}
+	return nil
+}
+
+// cpuPeriod is cpu.max's period, in microseconds (the kernel's default).
+const cpuPeriod = 100000
+
+// held is l as a command gets it in a cgroup of p (nil: none): Memory in
+// its cgroup where v2's memory controller is on (RLIMIT_AS is lifted
+// then: a virtual reservation is not memory used), CPUs only where the
+// cpu controller holds it.
+func (p *pidsHierarchy) held(l Limits) Limits {
+	l.MemoryCgroup = p != nil && p.mem && l.Memory > 0 && l.Memory < NoLimitBytes
+	if p == nil || !p.cpu {
+		l.CPUs = 0
+	}
+	return l
+}
+
+// cgroupUsage is what a command's cgroup accounted when it ended (v2).
+type cgroupUsage struct {
+	MemoryPeak int64
+	OOMKilled  bool
+	Throttled  time.Duration
+	CPU        time.Duration
+}
+
+// usage reads a command's accounting from its cgroup dir, before removal.
+func (p *pidsHierarchy) usage(dir string) cgroupUsage {
+	var u cgroupUsage
+	if p == nil || !p.v2 {
+		return u
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "memory.peak")); err == nil {
+		u.MemoryPeak, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	}
+	kv := func(file string, f func(k string, v int64)) {
+		b, _ := os.ReadFile(filepath.Join(dir, file))
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, " "); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				f(k, n)
+			}
+		}
+	}
+	kv("memory.events", func(k string, v int64) {
+		if (k == "oom_kill" || k == "oom_group_kill") && v > 0 {
+			u.OOMKilled = true
+		}
+	})
+	kv("cpu.stat", func(k string, v int64) {
+		switch k {
+		case "throttled_usec":
+			u.Throttled = time.Duration(v) * time.Microsecond
+		case "usage_usec":
+			u.CPU = time.Duration(v) * time.Microsecond
+		}
+	})
+	return u
+}
+
 // command is commandDir with its cgroup.procs opened, for the command to
 // join itself between fork and exec (writing 0 moves the writer).
-func (p *pidsHierarchy) command(key string, max, runMax int) (dir string, procs *os.File, err error) {
-	if dir, err = p.commandDir(key, max, runMax); err != nil {
+func (p *pidsHierarchy) command(key string, l Limits, runMax int) (dir string, procs *os.File, err error) {
+	if dir, err = p.commandDir(key, l, runMax); err != nil {
 		return "", nil, err
 	}
 	procs, err = os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
@@ -319,4 +526,13 @@ func (p *pidsHierarchy) removeRun(key string) {
 	}
 	removeCgroup(run)
 	unix.Rmdir(p.base) // the last run of this state directory takes it along
+}
+
+// CgroupNeedsDelegation says whether this process sits in a cgroup v2
+// that is neither the root nor delegated to it: there it can make no
+// cgroup for its commands, and a systemd scope of its own with
+// Delegate=yes would give it one.
+func CgroupNeedsDelegation() bool {
+	mount, path, v2, err := pidsMount()
+	return err == nil && v2 && path != "/" && !delegated(filepath.Join(mount, path))
 }

@@ -5,10 +5,13 @@ package sandbox
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestProcessLimitPerCommand: a command's process limit counts its own
@@ -17,7 +20,7 @@ import (
 // more than its limit (TestResident runs it again through a harness).
 func TestProcessLimitPerCommand(t *testing.T) {
 	skipUnlessSandbox(t)
-	if root, _ := findPids(); root == "" {
+	if findPids().path == "" {
 		if os.Getenv("CI") == "true" && os.Getuid() == 0 {
 			t.Fatal("no pids cgroup on this CI machine")
 		}
@@ -58,5 +61,52 @@ func TestProcessLimitPerCommand(t *testing.T) {
 	// The probe's own threads count too: a limit of 16 leaves it fewer children.
 	if n, all := spawn(16), spawn(128); n >= 16 || n == 0 || all != 30 {
 		t.Fatalf("children started: %d under a limit of 16, %d of 30 under 128", n, all)
+	}
+}
+
+// TestCgroupV2Files: a command's cgroup v2 gets its limits as the kernel's
+// files spell them, and its accounting is read back from them (on a
+// directory standing in for the cgroup; the VM tests, package vmtest, run
+// the same against real cgroup v2 kernels).
+func TestCgroupV2Files(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"pids.max", "memory.max", "memory.swap.max", "memory.oom.group", "cpu.max"} {
+		os.WriteFile(filepath.Join(dir, f), nil, 0o644)
+	}
+	p := &pidsHierarchy{v2: true, mem: true, cpu: true}
+	l := p.held(Limits{Procs: 32, Memory: 64 << 20, CPUs: 0.5})
+	if !l.MemoryCgroup || l.CPUs != 0.5 {
+		t.Fatalf("held: %+v", l)
+	}
+	if err := p.limit(dir, l); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]string{"pids.max": "32", "memory.max": "67108864", "memory.swap.max": "0", "memory.oom.group": "1", "cpu.max": "50000 100000"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, f)); string(b) != want {
+			t.Errorf("%s = %q, want %q", f, b, want)
+		}
+	}
+	if addressSpace(l) != unix.RLIM_INFINITY || addressSpace(Limits{Memory: 1 << 30}) != 1<<30 {
+		t.Errorf("RLIMIT_AS is not lifted where memory.max holds the memory, or lifted where it does not")
+	}
+	// Without the controllers, nothing claims them.
+	if l := (&pidsHierarchy{}).held(Limits{Memory: 1 << 20, CPUs: 2}); l.MemoryCgroup || l.CPUs != 0 {
+		t.Errorf("a v1 hierarchy claims memory or CPU bandwidth: %+v", l)
+	}
+	if l := (*pidsHierarchy)(nil).held(Limits{Memory: 1 << 20, CPUs: 2}); l.MemoryCgroup || l.CPUs != 0 {
+		t.Errorf("no hierarchy claims memory or CPU bandwidth: %+v", l)
+	}
+
+	os.WriteFile(filepath.Join(dir, "memory.peak"), []byte("52428800\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "memory.events"), []byte("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "cpu.stat"), []byte("usage_usec 2000000\nuser_usec 1900000\nsystem_usec 100000\nnr_periods 40\nnr_throttled 20\nthrottled_usec 1500000\n"), 0o644)
+	u := p.usage(dir)
+	if u.MemoryPeak != 50<<20 || !u.OOMKilled || u.Throttled != 1500*time.Millisecond || u.CPU != 2*time.Second {
+		t.Fatalf("usage: %+v", u)
+	}
+	var res Result
+	res.account(u)
+	if res.MemoryPeak != 50<<20 || !res.OOMKilled || res.Throttled != u.Throttled || res.CPU != u.CPU {
+		t.Fatalf("result: %+v", res)
 	}
 }

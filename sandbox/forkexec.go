@@ -164,7 +164,7 @@ func newChildPlan(path string, argv, env []string, dir string, fds [3]int, l Lim
 	var nofile unix.Rlimit
 	unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
 	nofile.Cur = min(nofile.Max, 1024) // what a login shell gets, not the Go runtime's raised limit
-	for i, v := range []uint64{cpu, nproc(l, cgroup >= 0), uint64(l.Memory), uint64(l.FileSize), 0} {
+	for i, v := range []uint64{cpu, nproc(l, cgroup >= 0), addressSpace(l), uint64(l.FileSize), 0} {
 		p.rlimits[i] = unix.Rlimit{Cur: v, Max: v}
 	}
 	p.rlimits[len(rlimitResources)-1] = nofile

@@ -275,6 +275,16 @@ func nproc(l Limits, inCgroup bool) uint64 {
 	return uint64(l.Procs)
 }
 
+// addressSpace is RLIMIT_AS for a command: its memory limit, or none when
+// its cgroup bounds the memory it uses instead (a virtual reservation, a
+// Go heap arena or a JIT's, is not memory used).
+func addressSpace(l Limits) uint64 {
+	if l.MemoryCgroup {
+		return unix.RLIM_INFINITY
+	}
+	return uint64(l.Memory)
+}
+
 // limit sets the resource limits the command inherits.
 func limit(l Limits, inCgroup bool) error {
 	set := func(res int, v uint64) error {
@@ -293,7 +303,7 @@ func limit(l Limits, inCgroup bool) error {
 	}{
 		{unix.RLIMIT_CPU, cpu},
 		{unix.RLIMIT_NPROC, nproc(l, inCgroup)},
-		{unix.RLIMIT_AS, uint64(l.Memory)},
+		{unix.RLIMIT_AS, addressSpace(l)},
 		{unix.RLIMIT_FSIZE, uint64(l.FileSize)},
 		{unix.RLIMIT_CORE, 0},
 	} {

@@ -157,7 +157,15 @@ func holds(e *Enforcement) []paddock.Hold {
 	if e.ProcsScope == ProcsPerCommand {
 		procs = paddock.Hold{Property: paddock.PropProcesses, HeldBy: []string{paddock.MechPidsCgroup}}
 	}
-	return append(h, priv, sys, procs)
+	mem := paddock.Hold{Property: paddock.PropMemory, HeldBy: []string{paddock.MechRlimitAS}, Note: "bounds the address space, not the memory used"}
+	if e.Limits.MemoryCgroup {
+		mem = paddock.Hold{Property: paddock.PropMemory, HeldBy: []string{paddock.MechMemoryCgroup}}
+	}
+	cpu := paddock.Hold{Property: paddock.PropCPU, HeldBy: []string{paddock.MechRlimitCPU}}
+	if e.Limits.CPUs > 0 {
+		cpu.HeldBy = append(cpu.HeldBy, paddock.MechCPUCgroup)
+	}
+	return append(h, priv, sys, procs, mem, cpu)
 }
 
 // KernelHolds is what holds each property of the confinement of a command
@@ -165,8 +173,10 @@ func holds(e *Enforcement) []paddock.Hold {
 // table `paddock capabilities` shows before any command ran.
 func KernelHolds() []paddock.Hold {
 	e := Enforcement{Landlock: rightsFor(kernelABI()).abi, Net: string(NetNone), Seccomp: true, NoNewPrivs: true, Caps: "none", ProcsScope: ProcsPerUID}
-	if root, _ := findPids(); root != "" {
+	r := findPids()
+	if r.path != "" {
 		e.ProcsScope = ProcsPerCommand
 	}
+	e.Limits.MemoryCgroup = r.mem
 	return holds(&e)
 }

@@ -502,11 +502,14 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 	if term != nil {
 		term.start(terminalInput(&spec), spec.Terminal.Resize)
 	}
-	if pids := pidsFor(perExecCgroups); pids != nil {
-		// In a pids cgroup of its own before it reads its spec, so before
-		// it starts anything; the per-exec group itself is unbounded, so
+	pids := pidsFor(perExecCgroups)
+	spec.Limits = pids.held(spec.Limits)
+	var usage func() cgroupUsage
+	if pids != nil {
+		// In a cgroup of its own before it reads its spec, so before it
+		// starts anything; the per-exec group itself is unbounded, so
 		// that no run's commands starve another's.
-		cg, err := pids.commandDir(perExecCgroups, spec.Limits.Procs, 0)
+		cg, err := pids.commandDir(perExecCgroups, spec.Limits, 0)
 		if err == nil {
 			err = join(cg, cmd.Process.Pid)
 		}
@@ -518,6 +521,7 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 		}
 		defer pids.removeCommand(cg)
 		spec.ProcsCgroup = true
+		usage = func() cgroupUsage { return pids.usage(cg) }
 	}
 	json.NewEncoder(p.config).Encode(spec)
 	p.config.Close()
@@ -540,6 +544,9 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 
 	res := &Result{Duration: time.Since(start), Stdout: out.bytes(), Stderr: errb.bytes(),
 		Truncated: out.truncated || errb.truncated, TimedOut: timedOut}
+	if usage != nil {
+		res.account(usage())
+	}
 	if reps.err != nil {
 		if !timedOut && ctx.Err() == nil {
 			return nil, fmt.Errorf("sandbox: the helper ended without a report (%v): %s", waitErr, bytes.TrimSpace(errb.bytes()))

@@ -880,9 +880,11 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result
 		}
 	}
 	scope := ProcsPerUID
+	var usage func() cgroupUsage
 	if h.pids != nil && !dead {
-		// The command joins a pids cgroup of its own between fork and exec.
-		cg, procs, cerr := h.pids.command(h.key, limits.Procs, h.runProcs)
+		// The command joins a cgroup of its own between fork and exec.
+		limits = h.pids.held(limits)
+		cg, procs, cerr := h.pids.command(h.key, limits, h.runProcs)
 		if cerr != nil {
 			closeOurs()
 			waitOutput()
@@ -892,6 +894,9 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result
 		defer removeCgroup(cg)
 		defer procs.Close()
 		fds, scope = append(fds, int(procs.Fd())), ProcsPerCommand
+		usage = func() cgroupUsage { return h.pids.usage(cg) }
+	} else {
+		limits = (*pidsHierarchy)(nil).held(limits)
 	}
 	start := time.Now()
 	if !dead {
@@ -934,6 +939,9 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result
 		return res, nil
 	}
 	res.ExitCode, res.Signal, res.TimedOut, res.CPU, res.MaxRSS = done.ExitCode, done.Signal, done.TimedOut, done.CPU, done.MaxRSS
+	if usage != nil {
+		res.account(usage())
+	}
 	res.Denied = denials(res)
 	return res, nil
 }

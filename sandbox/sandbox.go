@@ -74,17 +74,22 @@
 //     pseudo-terminal whose master only the daemon holds, and it is the
 //     command's controlling terminal; TIOCSTI and TIOCLINUX stay refused.
 //   - Limits: wall time (the whole namespace is killed), CPU time, processes,
-//     address space, file size, output bytes (cut with a marker), /tmp size.
-//     Processes are counted per command in a pids cgroup where the
-//     controller is reachable (cgroup.go), under a bound per run; elsewhere
-//     by RLIMIT_NPROC, which counts every process of the uid in the run's
-//     user namespace. Enforcement.ProcsScope says which.
+//     memory, file size, output bytes (cut with a marker), /tmp size, and
+//     CPU bandwidth where a cgroup v2 holds it. Processes are counted per
+//     command in a pids cgroup where the controller is reachable
+//     (cgroup.go), under a bound per run; elsewhere by RLIMIT_NPROC, which
+//     counts every process of the uid in the run's user namespace
+//     (Enforcement.ProcsScope says which). With cgroup v2's memory
+//     controller, memory is the command's memory.max (no swap, the whole
+//     command killed on OOM); elsewhere its address space (RLIMIT_AS).
 //
 // # What it does not guarantee
 //
 //   - An "allow" network filters by the name the command asks the proxy for;
 //     a command that ignores HTTP_PROXY has no way out at all.
-//   - Memory is limited by address space (RLIMIT_AS), not by a cgroup.
+//   - Without a cgroup v2 memory controller (cgroup v1, no delegation),
+//     memory is limited by address space (RLIMIT_AS), not memory used, and
+//     there is no CPU bandwidth limit; Enforcement.Holds says which held.
 //   - A resident harness keeps CAP_SYS_ADMIN in its own user namespace (each
 //     command needs it to mount its /proc) and no Landlock domain of its own;
 //     its seccomp filter is the commands' without the mount and umount2
@@ -171,6 +176,7 @@ func withDefaults(l Limits) Limits {
 	if l.Tmp > 0 {
 		d.Tmp = l.Tmp
 	}
+	d.CPUs, d.MemoryCgroup = max(l.CPUs, 0), l.MemoryCgroup
 	return d
 }
 
@@ -349,6 +355,20 @@ type Result struct {
 	// something the command tried (an EPERM from seccomp or Landlock).
 	Denied      []string    `json:"denied,omitempty"`
 	Enforcement Enforcement `json:"enforcement"`
+	// From the command's cgroup (v2): its peak memory, whether the
+	// kernel's OOM killer ended it at its memory limit, and how long its
+	// CPU bandwidth limit held it back.
+	MemoryPeak int64         `json:"memory_peak_bytes,omitempty"`
+	OOMKilled  bool          `json:"oom_killed,omitempty"`
+	Throttled  time.Duration `json:"cpu_throttled,omitempty"`
+}
+
+// account notes what the command's cgroup accounted.
+func (r *Result) account(u cgroupUsage) {
+	r.MemoryPeak, r.OOMKilled, r.Throttled = u.MemoryPeak, u.OOMKilled, u.Throttled
+	if u.CPU > r.CPU {
+		r.CPU = u.CPU // the cgroup counts every process of the command, reaped or not
+	}
 }
 
 // Main takes over the process if it was started as the sandbox's helper or

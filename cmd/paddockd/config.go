@@ -128,10 +128,13 @@ type execLimits struct {
 	Wall     string `toml:"wall"`      // wall time, such as "10m"
 	CPU      string `toml:"cpu"`       // CPU time, such as "10m"
 	Procs    int    `toml:"procs"`     // processes
-	Memory   string `toml:"memory"`    // address space, such as "8GiB"
+	Memory   string `toml:"memory"`    // memory (cgroup v2's memory.max; else the address space), such as "8GiB"
 	FileSize string `toml:"file_size"` // largest file written
 	Output   string `toml:"output"`    // bytes of stdout and of stderr passed on
 	Tmp      string `toml:"tmp"`       // size of /tmp
+	// CPUs is each command's CPU bandwidth, in CPUs (cgroup v2's cpu.max;
+	// 0 or unset: none).
+	CPUs float64 `toml:"cpus"`
 }
 
 // sessionLimits is the [session_limits] table of paddock.toml.
@@ -169,6 +172,7 @@ func (e execLimits) limits() paddock.CommandLimits {
 	l.FileSize, _ = parseSize(e.FileSize)
 	l.Output, _ = parseSize(e.Output)
 	l.Tmp, _ = parseSize(e.Tmp)
+	l.CPUs = e.CPUs
 	return l
 }
 
@@ -183,6 +187,9 @@ func (e execLimits) check() error {
 	}
 	if e.Procs < 0 {
 		return fmt.Errorf("exec_limits.procs %d: want a positive number", e.Procs)
+	}
+	if e.CPUs < 0 || e.CPUs > 4096 {
+		return fmt.Errorf("exec_limits.cpus %g: want a number of CPUs such as 1.5 (0: no bandwidth limit)", e.CPUs)
 	}
 	for k, v := range map[string]string{"memory": e.Memory, "file_size": e.FileSize, "output": e.Output, "tmp": e.Tmp} {
 		if _, err := parseSize(v); err != nil {

@@ -152,6 +152,12 @@ func machineReport(ctx context.Context, role string, cfg doctorConfig) *paddock.
 		rep.Checks = append(rep.Checks, kernel.Check{Name: "user", Status: kernel.OK, Detail: fmt.Sprintf("uid %d; commands run as it, in a user namespace", os.Geteuid())})
 	}
 	rep.Checks = append(rep.Checks, kernel.Probe()...)
+	cg := kernel.Check{Name: "cgroup limits", Status: kernel.OK}
+	var full bool
+	if cg.Detail, full = sandbox.CgroupReport(); !full {
+		cg.Status, cg.Fix = kernel.Warn, "run the daemon with a delegated cgroup v2: Delegate=yes in its systemd unit (contrib/systemd), or from a systemd session (it asks for a delegated scope)"
+	}
+	rep.Checks = append(rep.Checks, cg)
 	sc, holds := sandboxCheck(ctx, cfg.sandboxUID)
 	rep.Checks, rep.Holds = append(rep.Checks, sc, harnessCheck(ctx, cfg)), holds
 	return rep

@@ -136,6 +136,12 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	intoDelegatedScope(ctx, s.log)
+	if detail, full := sandbox.CgroupReport(); full {
+		s.log.Info("cgroups", "limits", detail)
+	} else {
+		s.log.Warn("cgroups: some limits fall back to rlimits", "limits", detail)
+	}
 	// One daemon per state directory: the flock is the guard, race-free.
 	lock, err := lockHome(o.home)
 	if err != nil {

@@ -2217,11 +2217,17 @@ type Enforcement struct {
 		// Cpu CPU time, nanoseconds
 		Cpu *int `json:"cpu,omitempty"`
 
+		// Cpus CPU bandwidth in CPUs (cpu.max of the command's cgroup v2); absent: none
+		Cpus *float32 `json:"cpus,omitempty"`
+
 		// FileSize largest file written, bytes
 		FileSize *int `json:"file_size,omitempty"`
 
-		// Memory address space, bytes
+		// Memory bytes: memory.max of the command's cgroup v2 when memory_cgroup, else its address space (RLIMIT_AS)
 		Memory *int `json:"memory,omitempty"`
+
+		// MemoryCgroup memory was bounded in the command's cgroup (memory.max, no swap, the whole command killed on OOM), not by address space
+		MemoryCgroup *bool `json:"memory_cgroup,omitempty"`
 
 		// Output bytes kept of stdout and of stderr each
 		Output *int `json:"output,omitempty"`
@@ -2316,21 +2322,27 @@ type ExecRequest struct {
 
 // ExecResult defines model for ExecResult.
 type ExecResult struct {
-	CpuMs       *float32     `json:"cpu_ms,omitempty"`
-	Denied      *[]string    `json:"denied,omitempty"`
-	DurationMs  *float32     `json:"duration_ms,omitempty"`
-	Enforcement *Enforcement `json:"enforcement,omitempty"`
-	ExitCode    *int         `json:"exit_code,omitempty"`
+	CpuMs *float32 `json:"cpu_ms,omitempty"`
+
+	// CpuThrottledMs how long the command's CPU bandwidth limit (cpus) held it back
+	CpuThrottledMs *float32     `json:"cpu_throttled_ms,omitempty"`
+	Denied         *[]string    `json:"denied,omitempty"`
+	DurationMs     *float32     `json:"duration_ms,omitempty"`
+	Enforcement    *Enforcement `json:"enforcement,omitempty"`
+	ExitCode       *int         `json:"exit_code,omitempty"`
 
 	// Killed why paddock killed the command before it ended (its run's disk quota, the state disk's reserve)
-	Killed         *string                   `json:"killed,omitempty"`
-	MaxRssBytes    *int                      `json:"max_rss_bytes,omitempty"`
-	OutputEncoding *ExecResultOutputEncoding `json:"output_encoding,omitempty"`
-	Signal         *string                   `json:"signal,omitempty"`
-	Stderr         *string                   `json:"stderr,omitempty"`
-	Stdout         *string                   `json:"stdout,omitempty"`
-	TimedOut       *bool                     `json:"timed_out,omitempty"`
-	Truncated      *bool                     `json:"truncated,omitempty"`
+	Killed      *string `json:"killed,omitempty"`
+	MaxRssBytes *int    `json:"max_rss_bytes,omitempty"`
+
+	// MemoryPeakBytes the most memory the command's processes held at once (its cgroup v2's memory.peak)
+	MemoryPeakBytes *int                      `json:"memory_peak_bytes,omitempty"`
+	OutputEncoding  *ExecResultOutputEncoding `json:"output_encoding,omitempty"`
+	Signal          *string                   `json:"signal,omitempty"`
+	Stderr          *string                   `json:"stderr,omitempty"`
+	Stdout          *string                   `json:"stdout,omitempty"`
+	TimedOut        *bool                     `json:"timed_out,omitempty"`
+	Truncated       *bool                     `json:"truncated,omitempty"`
 }
 
 // ExecResultOutputEncoding defines model for ExecResult.OutputEncoding.
