@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/paddock-dev/paddock"
 )
 
@@ -42,26 +41,16 @@ type landlockRights struct {
 	scoped uint64
 }
 
-// rightsFor returns the rights handled at a Landlock ABI (0: none).
+// rightsFor returns the rights handled at a Landlock ABI (0: none): those
+// of go-landlock's configuration for that ABI, the one table of which
+// right came in which ABI.
 func rightsFor(abi int) landlockRights {
-	r := landlockRights{abi: min(abi, 6)}
-	switch {
-	case abi >= 5:
-		r.fs = ll.AccessFSIoctlDev<<1 - 1
-	case abi >= 3:
-		r.fs = ll.AccessFSTruncate<<1 - 1
-	case abi >= 2:
-		r.fs = ll.AccessFSRefer<<1 - 1
-	case abi >= 1:
-		r.fs = ll.AccessFSMakeSym<<1 - 1
+	abi = min(abi, len(landlockConfigs))
+	if abi <= 0 {
+		return landlockRights{}
 	}
-	if abi >= 4 {
-		r.net = handledNet
-	}
-	if abi >= 6 {
-		r.scoped = scopedSignal
-	}
-	return r
+	c := landlockConfigs[abi-1]
+	return landlockRights{abi: abi, fs: uint64(c.HandledAccessFS), net: uint64(c.HandledAccessNet), scoped: uint64(c.Scoped)}
 }
 
 // kernelABI is this kernel's Landlock ABI, probed once per process.

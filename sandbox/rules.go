@@ -14,14 +14,12 @@ import (
 
 // The Landlock rights paddock grants, as go-landlock's RODirs, RWDirs,
 // ROFiles and RWFiles define them (each masked by the kernel's own, see
-// rightsFor), the network rights handled for an allow-list (ABI 4) and
-// the scopes (ABI 6).
+// rightsFor, as are the network rights handled for an allow-list, ABI 4,
+// and the scopes, ABI 6).
 const (
-	accessRead   = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
-	accessWrite  = ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSTruncate
-	accessFile   = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
-	handledNet   = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
-	scopedSignal = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
+	accessRead  = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
+	accessWrite = ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSTruncate
+	accessFile  = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
 )
 
 // fsRule grants access to paths (directories, or files when the access is
@@ -120,7 +118,7 @@ func newRuleset(spec *Spec, rules []pathRule) (int, error) {
 		// The one TCP port reachable: the bridge to the proxy. With none,
 		// the command's network namespace holds only its own loopback,
 		// where TCP is its own business (a test's local server).
-		attr.HandledAccessNet = handledNet
+		attr.HandledAccessNet = r.net
 	}
 	fd, err := ll.LandlockCreateRuleset(&attr, 0)
 	if err != nil {
