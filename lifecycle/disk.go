@@ -95,7 +95,11 @@ func (ex *executor) diskCheck(r *paddock.Run, starting bool) string {
 		}
 		ex.heldReserve().hold(&st, ex.DiskLimits.reserve(&st))
 	}
-	if up := ex.upperOf(r); up != "" && !starting {
+	up := ex.upperOf(r)
+	if up != "" && ex.quotas.hold(r.ID, up) {
+		return "" // the file system's project quota holds it (quota.go)
+	}
+	if up != "" && !starting {
 		if n := usage(up); n > ex.DiskLimits.quota() {
 			return fmt.Sprintf("the run has written %d bytes, over its disk quota of %d; remove files to go on", n, ex.DiskLimits.quota())
 		}
@@ -154,6 +158,9 @@ func (ex *executor) watchDisk(r *paddock.Run, cancel context.CancelFunc, writesN
 // diskEnforcement says what disk limits a command of run r had.
 func (ex *executor) diskEnforcement(r *paddock.Run) string {
 	if ex.upperOf(r) != "" {
+		if ex.quotas.held(r.ID) {
+			return fmt.Sprintf("run quota %d bytes held by the file system's project quota (a write past it fails); state disk reserve kept free (watched every %s)", ex.DiskLimits.quota(), DiskPoll)
+		}
 		return fmt.Sprintf("run quota %d bytes, state disk reserve kept free (watched every %s)", ex.DiskLimits.quota(), DiskPoll)
 	}
 	return fmt.Sprintf("state disk reserve kept free (watched every %s); this kind's own usage is not bounded", DiskPoll)

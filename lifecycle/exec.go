@@ -30,8 +30,12 @@ type executor struct {
 	jobs   *Jobs
 	views  *views
 
-	life *lifetime // the commands' (they end with it) and the disk watchdogs'
+	life   *lifetime   // the commands' (they end with it) and the disk watchdogs'
+	quotas *diskQuotas // the kernel's project quota on overlay runs, where the file system has one
 }
+
+// forget lifts a gone run's project quota.
+func (ex *executor) forget(id string) { ex.quotas.forget(id) }
 
 // maxProtectedInSandbox bounds the protected paths a command's view hides.
 const maxProtectedInSandbox = 256

@@ -274,6 +274,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Jobs.instanceID = newInstanceID()
 	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
 	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
+	m.executor.quotas = newDiskQuotas(cfg.WorkspacesDir, cfg.DiskLimits.quota(), k.log)
 	for _, s := range m.services() {
 		if f, ok := s.(forgetter); ok {
 			k.forgetters = append(k.forgetters, f.forget)

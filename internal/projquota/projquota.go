@@ -1,0 +1,169 @@
+//go:build linux
+
+// Package projquota bounds a directory's disk use with the file system's
+// own project quota (XFS, or ext4 made with the quota and project features
+// and mounted with prjquota): the directory and everything made below it
+// carry a project id, and the kernel refuses (EDQUOT) a write that would
+// take the project past its limit, as it happens, not at the next look.
+//
+// It talks to the kernel directly: FS_IOC_FSGETXATTR/FS_IOC_FSSETXATTR to
+// mark a directory tree, quotactl_fd(2) (Linux 5.14) to read and set the
+// project's limit. Where the file system offers no project quota, Supported
+// says why, and the caller keeps its own watch.
+package projquota
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"path/filepath"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The kernel's ABI (linux/fs.h, linux/quota.h), which x/sys does not name.
+const (
+	fsIocFsgetxattr           = 0x801c581f // _IOR('X', 31, struct fsxattr)
+	fsIocFssetxattr           = 0x401c5820 // _IOW('X', 32, struct fsxattr)
+	fsXflagProjinherit        = 0x00000200
+	prjQuota                  = 2
+	qGetinfo                  = 0x800005
+	qGetquota                 = 0x800007
+	qSetquota                 = 0x800008
+	qifBlimits                = 1
+	qifDqblksize              = 1024
+	minProjectID       uint32 = 1 << 20 // ids below are left to the operator's own projects
+)
+
+type fsxattr struct {
+	xflags     uint32
+	extsize    uint32
+	nextents   uint32
+	projid     uint32
+	cowextsize uint32
+	pad        [8]byte
+}
+
+type dqblk struct {
+	bhardlimit uint64
+	bsoftlimit uint64
+	curspace   uint64
+	ihardlimit uint64
+	isoftlimit uint64
+	curinodes  uint64
+	btime      uint64
+	itime      uint64
+	valid      uint32
+	_          uint32
+}
+
+type dqinfo struct {
+	bgrace, igrace uint64
+	flags, valid   uint32
+}
+
+func quotactl(dir string, cmd uint32, id uint32, addr unsafe.Pointer) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	// The command as quotactl(2)'s QCMD packs it with the quota type.
+	_, _, errno := unix.Syscall6(unix.SYS_QUOTACTL_FD, uintptr(fd), uintptr(cmd)<<8|prjQuota, uintptr(id), uintptr(addr), 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// Supported says whether dir's file system enforces project quotas, and if
+// not, why.
+func Supported(dir string) error {
+	var info dqinfo
+	err := quotactl(dir, qGetinfo, 0, unsafe.Pointer(&info))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.ENOSYS):
+		return errors.New("this kernel has no quotactl_fd (Linux 5.14+)")
+	case errors.Is(err, unix.ESRCH), errors.Is(err, unix.ENOENT):
+		return errors.New("project quotas are off on this file system (XFS with pquota, or ext4 made with -O quota,project and mounted with prjquota)")
+	case errors.Is(err, unix.ENOTTY), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):
+		return errors.New("this file system has no project quotas")
+	}
+	return fmt.Errorf("project quota: %w", err)
+}
+
+// ID is the project id for key (a run's id): stable, and above the ids an
+// operator numbers their own projects with.
+func ID(key string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return minProjectID + h.Sum32()%(1<<31-minProjectID)
+}
+
+// Set marks dir and everything below it with project id, to be inherited
+// by all that is made there, and bounds the project to limit bytes.
+func Set(dir string, id uint32, limit int64) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return nil // a link (an ioctl would follow it), a fifo (opening it would wait), a socket: nothing to account
+		}
+		return setProject(p, id, d.IsDir())
+	})
+	if err != nil {
+		return fmt.Errorf("project quota: mark %s: %w", dir, err)
+	}
+	q := dqblk{bhardlimit: uint64((limit + qifDqblksize - 1) / qifDqblksize), valid: qifBlimits}
+	if err := quotactl(dir, qSetquota, id, unsafe.Pointer(&q)); err != nil {
+		return fmt.Errorf("project quota: set the limit of %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Clear lifts project id's limit (its files go with their directory).
+func Clear(dir string, id uint32) error {
+	q := dqblk{valid: qifBlimits}
+	if err := quotactl(dir, qSetquota, id, unsafe.Pointer(&q)); err != nil {
+		return fmt.Errorf("project quota: clear the limit of %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Usage is the bytes project id holds on dir's file system, and its limit.
+func Usage(dir string, id uint32) (used, limit int64, err error) {
+	var q dqblk
+	if err := quotactl(dir, qGetquota, id, unsafe.Pointer(&q)); err != nil {
+		return 0, 0, fmt.Errorf("project quota: %w", err)
+	}
+	return int64(q.curspace), int64(q.bhardlimit) * qifDqblksize, nil
+}
+
+func setProject(path string, id uint32, dir bool) error {
+	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW
+	if dir {
+		flags |= unix.O_DIRECTORY
+	}
+	fd, err := unix.Open(path, flags, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var x fsxattr
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fsIocFsgetxattr, uintptr(unsafe.Pointer(&x))); errno != 0 {
+		return errno
+	}
+	x.projid = id
+	if dir {
+		x.xflags |= fsXflagProjinherit
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fsIocFssetxattr, uintptr(unsafe.Pointer(&x))); errno != 0 {
+		return errno
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package lifecycle
+
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/paddock-dev/paddock/internal/projquota"
+)
+
+// diskQuotas put an overlay run's upper layer under the state file
+// system's own project quota, where it has one (XFS with pquota, ext4 with
+// the quota and project features mounted prjquota): a write past the run's
+// quota then fails (EDQUOT) as it happens, instead of the command being
+// killed at the watchdog's next look (disk.go). Elsewhere the watchdog
+// stays, and each exec's enforcement says which held the quota.
+type diskQuotas struct {
+	dir   string // on the state file system
+	limit int64
+	log   func() *slog.Logger
+
+	probe     sync.Once
+	supported error // nil: the file system enforces project quotas
+
+	mu     sync.Mutex
+	marked map[string]bool // runs whose upper layer holds the quota now
+}
+
+func newDiskQuotas(dir string, limit int64, log func() *slog.Logger) *diskQuotas {
+	return &diskQuotas{dir: dir, limit: limit, log: log, marked: map[string]bool{}}
+}
+
+// available says whether the state file system enforces project quotas.
+func (q *diskQuotas) available() error {
+	q.probe.Do(func() {
+		q.supported = projquota.Supported(q.dir)
+		if q.supported == nil {
+			q.log().Info("disk quotas: each overlay run's upper layer gets the file system's project quota", "dir", q.dir, "quota", q.limit)
+		}
+	})
+	return q.supported
+}
+
+// hold puts run id's upper layer under its project quota (once per run
+// per daemon: a restarted daemon marks it again, what the run wrote
+// meanwhile included), and says whether the kernel holds the quota.
+func (q *diskQuotas) hold(id, upper string) bool {
+	if q.available() != nil {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.marked[id] {
+		return true
+	}
+	if err := projquota.Set(upper, projquota.ID(id), q.limit); err != nil {
+		q.log().Warn("disk quotas: the watchdog bounds this run instead", "run", id, "error", err)
+		return false
+	}
+	q.marked[id] = true
+	return true
+}
+
+// held says whether run id's quota is the kernel's now.
+func (q *diskQuotas) held(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.marked[id]
+}
+
+// forget lifts run id's project limit once the run is gone from this node
+// (its files went with its workspace).
+func (q *diskQuotas) forget(id string) {
+	q.mu.Lock()
+	marked := q.marked[id]
+	delete(q.marked, id)
+	q.mu.Unlock()
+	if marked {
+		if err := projquota.Clear(q.dir, projquota.ID(id)); err != nil {
+			q.log().Warn("disk quotas: lifting a gone run's limit", "run", id, "error", err)
+		}
+	}
+}
