@@ -15,6 +15,10 @@ type CommandLimits struct {
 	// CPUs is CPU bandwidth, in CPUs (1.5: one and a half), where a cgroup
 	// v2 cpu controller holds it (cpu.max); 0 is none.
 	CPUs float64 `json:"cpus,omitempty"`
+	// IOBps is the bytes a second the command may read and write each on
+	// the disk its workspace is on, where a cgroup v2 io controller holds
+	// it (io.max) and that disk is a block device; 0 is none.
+	IOBps int64 `json:"io_bps,omitempty"`
 	// MemoryCgroup says Memory bounded the command's memory in its cgroup
 	// (memory.max, no swap, the whole command killed on OOM) rather than
 	// its address space (RLIMIT_AS).

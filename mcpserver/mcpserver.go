@@ -580,6 +580,7 @@ type limitsSummary struct {
 	// CPUs is CPU bandwidth (a cgroup's cpu.max); MemoryCgroup says
 	// Memory bounded memory used, in a cgroup, not address space.
 	CPUs         float64 `json:"cpus,omitempty"`
+	IOBps        int64   `json:"io_bps,omitempty"`
 	MemoryCgroup bool    `json:"memory_cgroup,omitempty"`
 }
 
@@ -591,7 +592,7 @@ func summarize(e paddock.Enforcement) enforcementSummary {
 	l := e.Limits
 	return enforcementSummary{Mode: e.Mode, Net: net, ReadOnly: e.ReadOnly, Scratch: e.Scratch, LandlockABI: e.Landlock, Seccomp: e.Seccomp,
 		Limits: limitsSummary{Wall: l.Wall.String(), CPU: l.CPU.String(), Procs: l.Procs, Memory: l.Memory, FileSize: l.FileSize, Output: l.Output, Tmp: l.Tmp,
-			CPUs: l.CPUs, MemoryCgroup: l.MemoryCgroup},
+			CPUs: l.CPUs, IOBps: l.IOBps, MemoryCgroup: l.MemoryCgroup},
 		Disk: e.Disk, Degraded: e.Degraded, HeldBy: heldBy(e.Holds)}
 }
 

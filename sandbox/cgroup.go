@@ -57,16 +57,17 @@ const (
 type pidsHierarchy struct {
 	base string // <pids>/paddock/<hash of the pool's directory>
 	v2   bool
-	// mem and cpu say cgroup v2's memory and cpu controllers are enabled
-	// for the commands' cgroups (v1: only the pids hierarchy is used).
-	mem, cpu bool
+	// mem, cpu and io say cgroup v2's memory, cpu and io controllers are
+	// enabled for the commands' cgroups (v1: only the pids hierarchy is
+	// used).
+	mem, cpu, io bool
 }
 
 // cgroupRoot is this process's paddock cgroup: <its cgroup>/paddock.
 type cgroupRoot struct {
-	path     string
-	v2       bool
-	mem, cpu bool
+	path         string
+	v2           bool
+	mem, cpu, io bool
 	// why says, where there is none, what the limits fall back to and
 	// why; also where v2's memory or cpu controller is missing.
 	why string
@@ -98,12 +99,12 @@ var findPids = sync.OnceValue(func() cgroupRoot {
 	if !v2 {
 		return r
 	}
-	on := enable(own, "pids", "memory", "cpu")
+	on := enable(own, "pids", "memory", "cpu", "io")
 	on = enable(root, on...)
 	if !slices.Contains(on, "pids") {
 		return cgroupRoot{why: "cannot enable the pids controller below " + own}
 	}
-	r.mem, r.cpu = slices.Contains(on, "memory"), slices.Contains(on, "cpu")
+	r.mem, r.cpu, r.io = slices.Contains(on, "memory"), slices.Contains(on, "cpu"), slices.Contains(on, "io")
 	if !r.mem {
 		r.why = "no memory controller below " + own + ": memory is bounded by RLIMIT_AS"
 	}
@@ -263,7 +264,7 @@ func pidsFor(dir string) *pidsHierarchy {
 		return nil
 	}
 	sum := sha256.Sum256([]byte(dir))
-	h := &pidsHierarchy{base: filepath.Join(r.path, hex.EncodeToString(sum[:6])), v2: r.v2, mem: r.mem, cpu: r.cpu}
+	h := &pidsHierarchy{base: filepath.Join(r.path, hex.EncodeToString(sum[:6])), v2: r.v2, mem: r.mem, cpu: r.cpu, io: r.io}
 	if err := os.MkdirAll(h.base, 0o755); err != nil {
 		return nil // not ours to write (another user's daemon made the root)
 	}
@@ -307,6 +308,9 @@ func (p *pidsHierarchy) enable(dir string) bool {
 	if p.cpu {
 		want = append(want, "cpu")
 	}
+	if p.io {
+		want = append(want, "io")
+	}
 	return len(enable(dir, want...)) == len(want)
 }
 
@@ -343,7 +347,7 @@ func (p *pidsHierarchy) ensureRun(key string, max int) error {
 // commandDir makes a command's cgroup, bounded by l (its processes; with
 // cgroup v2, its memory and CPU bandwidth too), in the run's (made first,
 // bounded by runMax, if the run has none).
-func (p *pidsHierarchy) commandDir(key string, l Limits, runMax int) (string, error) {
+func (p *pidsHierarchy) commandDir(key string, l Limits, dev string, runMax int) (string, error) {
 	if err := p.ensureRun(key, runMax); err != nil {
 		return "", err
 	}
@@ -351,7 +355,7 @@ func (p *pidsHierarchy) commandDir(key string, l Limits, runMax int) (string, er
 	if err != nil {
 		return "", fmt.Errorf("pids cgroup: %w", err)
 	}
-	if err := p.limit(dir, l); err != nil {
+	if err := p.limit(dir, l, dev); err != nil {
 		unix.Rmdir(dir)
 		return "", err
 	}
@@ -360,8 +364,9 @@ func (p *pidsHierarchy) commandDir(key string, l Limits, runMax int) (string, er
 
 // limit writes a command's limits into its cgroup dir: pids.max, and with
 // cgroup v2 memory.max (no swap beyond it, and an OOM kill takes the whole
-// command: memory.oom.group) and cpu.max.
-func (p *pidsHierarchy) limit(dir string, l Limits) error {
+// command: memory.oom.group), cpu.max, and io.max on the disk dev
+// ("MAJ:MIN", "" where it is not known).
+func (p *pidsHierarchy) limit(dir string, l Limits, dev string) error {
 	if err := setMax(dir, l.Procs); err != nil {
 		return err
 	}
@@ -374,6 +379,9 @@ func (p *pidsHierarchy) limit(dir string, l Limits) error {
 	}
 	if p.cpu && l.CPUs > 0 {
 		files = append(files, [2]string{"cpu.max", fmt.Sprintf("%d %d", int64(l.CPUs*cpuPeriod), cpuPeriod)})
+	}
+	if dev != "" && l.IOBps > 0 {
+		files = append(files, [2]string{"io.max", fmt.Sprintf("%s rbps=%d wbps=%d", dev, l.IOBps, l.IOBps)})
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0); err != nil {
@@ -389,13 +397,43 @@ const cpuPeriod = 100000
 // held is l as a command gets it in a cgroup of p (nil: none): Memory in
 // its cgroup where v2's memory controller is on (RLIMIT_AS is lifted
 // then: a virtual reservation is not memory used), CPUs only where the
-// cpu controller holds it.
-func (p *pidsHierarchy) held(l Limits) Limits {
+// cpu controller holds it, IOBps only where the io controller does and
+// the workspace's disk dev is known.
+func (p *pidsHierarchy) held(l Limits, dev string) Limits {
 	l.MemoryCgroup = p != nil && p.mem && l.Memory > 0 && l.Memory < NoLimitBytes
 	if p == nil || !p.cpu {
 		l.CPUs = 0
 	}
+	if p == nil || !p.io || dev == "" {
+		l.IOBps = 0
+	}
 	return l
+}
+
+// diskOf is the block device ("MAJ:MIN", the whole disk where path is on
+// a partition) that holds a command's writes to its workspace, or "" where
+// it is none (tmpfs, 9p, an overlay of those).
+func diskOf(spec *Spec) string {
+	path := spec.Workspace
+	if spec.Overlay != nil {
+		path = spec.Overlay.Upper
+	}
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil || unix.Major(st.Dev) == 0 {
+		return ""
+	}
+	sys := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	if _, err := os.Stat(filepath.Join(sys, "partition")); err == nil {
+		b, err := os.ReadFile(filepath.Join(sys, "..", "dev"))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if _, err := os.Stat(sys); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
 }
 
 // cgroupUsage is what a command's cgroup accounted when it ended (v2).
@@ -442,8 +480,8 @@ func (p *pidsHierarchy) usage(dir string) cgroupUsage {
 
 // command is commandDir with its cgroup.procs opened, for the command to
 // join itself between fork and exec (writing 0 moves the writer).
-func (p *pidsHierarchy) command(key string, l Limits, runMax int) (dir string, procs *os.File, err error) {
-	if dir, err = p.commandDir(key, l, runMax); err != nil {
+func (p *pidsHierarchy) command(key string, l Limits, dev string, runMax int) (dir string, procs *os.File, err error) {
+	if dir, err = p.commandDir(key, l, dev, runMax); err != nil {
 		return "", nil, err
 	}
 	procs, err = os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)

@@ -70,18 +70,19 @@ func TestProcessLimitPerCommand(t *testing.T) {
 // the same against real cgroup v2 kernels).
 func TestCgroupV2Files(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"pids.max", "memory.max", "memory.swap.max", "memory.oom.group", "cpu.max"} {
+	for _, f := range []string{"pids.max", "memory.max", "memory.swap.max", "memory.oom.group", "cpu.max", "io.max"} {
 		os.WriteFile(filepath.Join(dir, f), nil, 0o644)
 	}
 	p := &pidsHierarchy{v2: true, mem: true, cpu: true}
-	l := p.held(Limits{Procs: 32, Memory: 64 << 20, CPUs: 0.5})
-	if !l.MemoryCgroup || l.CPUs != 0.5 {
+	p.io = true
+	l := p.held(Limits{Procs: 32, Memory: 64 << 20, CPUs: 0.5, IOBps: 10 << 20}, "8:0")
+	if !l.MemoryCgroup || l.CPUs != 0.5 || l.IOBps != 10<<20 {
 		t.Fatalf("held: %+v", l)
 	}
-	if err := p.limit(dir, l); err != nil {
+	if err := p.limit(dir, l, "8:0"); err != nil {
 		t.Fatal(err)
 	}
-	for f, want := range map[string]string{"pids.max": "32", "memory.max": "67108864", "memory.swap.max": "0", "memory.oom.group": "1", "cpu.max": "50000 100000"} {
+	for f, want := range map[string]string{"pids.max": "32", "memory.max": "67108864", "memory.swap.max": "0", "memory.oom.group": "1", "cpu.max": "50000 100000", "io.max": "8:0 rbps=10485760 wbps=10485760"} {
 		if b, _ := os.ReadFile(filepath.Join(dir, f)); string(b) != want {
 			t.Errorf("%s = %q, want %q", f, b, want)
 		}
@@ -90,11 +91,15 @@ func TestCgroupV2Files(t *testing.T) {
 		t.Errorf("RLIMIT_AS is not lifted where memory.max holds the memory, or lifted where it does not")
 	}
 	// Without the controllers, nothing claims them.
-	if l := (&pidsHierarchy{}).held(Limits{Memory: 1 << 20, CPUs: 2}); l.MemoryCgroup || l.CPUs != 0 {
+	if l := (&pidsHierarchy{}).held(Limits{Memory: 1 << 20, CPUs: 2, IOBps: 1}, "8:0"); l.MemoryCgroup || l.CPUs != 0 || l.IOBps != 0 {
 		t.Errorf("a v1 hierarchy claims memory or CPU bandwidth: %+v", l)
 	}
-	if l := (*pidsHierarchy)(nil).held(Limits{Memory: 1 << 20, CPUs: 2}); l.MemoryCgroup || l.CPUs != 0 {
+	if l := (*pidsHierarchy)(nil).held(Limits{Memory: 1 << 20, CPUs: 2, IOBps: 1}, "8:0"); l.MemoryCgroup || l.CPUs != 0 || l.IOBps != 0 {
 		t.Errorf("no hierarchy claims memory or CPU bandwidth: %+v", l)
+	}
+
+	if l := p.held(Limits{IOBps: 1}, ""); l.IOBps != 0 {
+		t.Errorf("an unknown disk claims an I/O limit: %+v", l)
 	}
 
 	os.WriteFile(filepath.Join(dir, "memory.peak"), []byte("52428800\n"), 0o644)

@@ -503,13 +503,14 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 		term.start(terminalInput(&spec), spec.Terminal.Resize)
 	}
 	pids := pidsFor(perExecCgroups)
-	spec.Limits = pids.held(spec.Limits)
+	dev := diskOf(&spec)
+	spec.Limits = pids.held(spec.Limits, dev)
 	var usage func() cgroupUsage
 	if pids != nil {
 		// In a cgroup of its own before it reads its spec, so before it
 		// starts anything; the per-exec group itself is unbounded, so
 		// that no run's commands starve another's.
-		cg, err := pids.commandDir(perExecCgroups, spec.Limits, 0)
+		cg, err := pids.commandDir(perExecCgroups, spec.Limits, dev, 0)
 		if err == nil {
 			err = join(cg, cmd.Process.Pid)
 		}

@@ -883,8 +883,9 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result
 	var usage func() cgroupUsage
 	if h.pids != nil && !dead {
 		// The command joins a cgroup of its own between fork and exec.
-		limits = h.pids.held(limits)
-		cg, procs, cerr := h.pids.command(h.key, limits, h.runProcs)
+		dev := diskOf(spec)
+		limits = h.pids.held(limits, dev)
+		cg, procs, cerr := h.pids.command(h.key, limits, dev, h.runProcs)
 		if cerr != nil {
 			closeOurs()
 			waitOutput()
@@ -896,7 +897,7 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result
 		fds, scope = append(fds, int(procs.Fd())), ProcsPerCommand
 		usage = func() cgroupUsage { return h.pids.usage(cg) }
 	} else {
-		limits = (*pidsHierarchy)(nil).held(limits)
+		limits = (*pidsHierarchy)(nil).held(limits, "")
 	}
 	start := time.Now()
 	if !dead {

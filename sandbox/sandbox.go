@@ -176,7 +176,7 @@ func withDefaults(l Limits) Limits {
 	if l.Tmp > 0 {
 		d.Tmp = l.Tmp
 	}
-	d.CPUs, d.MemoryCgroup = max(l.CPUs, 0), l.MemoryCgroup
+	d.CPUs, d.IOBps, d.MemoryCgroup = max(l.CPUs, 0), max(l.IOBps, 0), l.MemoryCgroup
 	return d
 }
 

@@ -135,6 +135,10 @@ type execLimits struct {
 	// CPUs is each command's CPU bandwidth, in CPUs (cgroup v2's cpu.max;
 	// 0 or unset: none).
 	CPUs float64 `toml:"cpus"`
+	// IOBps is each command's read and write bandwidth on the disk of its
+	// workspace, a size a second such as "100MiB" (cgroup v2's io.max,
+	// where that disk is a block device; unset: none).
+	IOBps string `toml:"io_bps"`
 }
 
 // sessionLimits is the [session_limits] table of paddock.toml.
@@ -173,6 +177,7 @@ func (e execLimits) limits() paddock.CommandLimits {
 	l.Output, _ = parseSize(e.Output)
 	l.Tmp, _ = parseSize(e.Tmp)
 	l.CPUs = e.CPUs
+	l.IOBps, _ = parseSize(e.IOBps)
 	return l
 }
 
@@ -191,7 +196,7 @@ func (e execLimits) check() error {
 	if e.CPUs < 0 || e.CPUs > 4096 {
 		return fmt.Errorf("exec_limits.cpus %g: want a number of CPUs such as 1.5 (0: no bandwidth limit)", e.CPUs)
 	}
-	for k, v := range map[string]string{"memory": e.Memory, "file_size": e.FileSize, "output": e.Output, "tmp": e.Tmp} {
+	for k, v := range map[string]string{"memory": e.Memory, "file_size": e.FileSize, "output": e.Output, "tmp": e.Tmp, "io_bps": e.IOBps} {
 		if _, err := parseSize(v); err != nil {
 			return fmt.Errorf("exec_limits.%s: %w", k, err)
 		}

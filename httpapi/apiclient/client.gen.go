@@ -2223,6 +2223,9 @@ type Enforcement struct {
 		// FileSize largest file written, bytes
 		FileSize *int `json:"file_size,omitempty"`
 
+		// IoBps bytes a second the command could read and write each on its workspace's disk (io.max of its cgroup v2); absent: none
+		IoBps *int `json:"io_bps,omitempty"`
+
 		// Memory bytes: memory.max of the command's cgroup v2 when memory_cgroup, else its address space (RLIMIT_AS)
 		Memory *int `json:"memory,omitempty"`
 
