@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"log/slog"
+	"path/filepath"
 	"sync"
 
 	"github.com/paddock-dev/paddock/internal/projquota"
@@ -42,7 +43,11 @@ func (q *diskQuotas) available() error {
 
 // hold puts run id's upper layer under its project quota (once per run
 // per daemon: a restarted daemon marks it again, what the run wrote
-// meanwhile included), and says whether the kernel holds the quota.
+// meanwhile included), and says whether the kernel holds the quota. The
+// mark covers the layer's parent, its overlay work directory with it:
+// overlayfs makes each new file there and renames it into the upper
+// layer, and ext4 refuses (EXDEV) a rename into a directory of another
+// project.
 func (q *diskQuotas) hold(id, upper string) bool {
 	if q.available() != nil {
 		return false
@@ -52,7 +57,7 @@ func (q *diskQuotas) hold(id, upper string) bool {
 	if q.marked[id] {
 		return true
 	}
-	if err := projquota.Set(upper, projquota.ID(id), q.limit); err != nil {
+	if err := projquota.Set(filepath.Dir(upper), projquota.ID(id), q.limit); err != nil {
 		q.log().Warn("disk quotas: the watchdog bounds this run instead", "run", id, "error", err)
 		return false
 	}
