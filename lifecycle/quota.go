@@ -22,12 +22,26 @@ type diskQuotas struct {
 	probe     sync.Once
 	supported error // nil: the file system enforces project quotas
 
-	mu     sync.Mutex
-	marked map[string]bool // runs whose upper layer holds the quota now
+	mu   sync.Mutex
+	runs map[string]*runQuota
+}
+
+// runQuota is one run's mark: made once (per daemon), outside the lock of
+// every run, and a failure kept (the watchdog bounds that run instead)
+// rather than walked again at every look.
+type runQuota struct {
+	mu          sync.Mutex
+	tried, held bool
+}
+
+func (rq *runQuota) heldNow() bool {
+	rq.mu.Lock()
+	defer rq.mu.Unlock()
+	return rq.held
 }
 
 func newDiskQuotas(dir string, limit int64, log func() *slog.Logger) *diskQuotas {
-	return &diskQuotas{dir: dir, limit: limit, log: log, marked: map[string]bool{}}
+	return &diskQuotas{dir: dir, limit: limit, log: log, runs: map[string]*runQuota{}}
 }
 
 // available says whether the state file system enforces project quotas.
@@ -53,33 +67,41 @@ func (q *diskQuotas) hold(id, upper string) bool {
 		return false
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.marked[id] {
-		return true
+	rq := q.runs[id]
+	if rq == nil {
+		rq = &runQuota{}
+		q.runs[id] = rq
 	}
-	if err := projquota.Set(filepath.Dir(upper), projquota.ID(id), q.limit); err != nil {
-		q.log().Warn("disk quotas: the watchdog bounds this run instead", "run", id, "error", err)
-		return false
+	q.mu.Unlock()
+	rq.mu.Lock()
+	defer rq.mu.Unlock()
+	if !rq.tried {
+		rq.tried = true
+		if err := projquota.Set(filepath.Dir(upper), projquota.ID(id), q.limit); err != nil {
+			q.log().Warn("disk quotas: the watchdog bounds this run instead", "run", id, "error", err)
+		} else {
+			rq.held = true
+		}
 	}
-	q.marked[id] = true
-	return true
+	return rq.held
 }
 
 // held says whether run id's quota is the kernel's now.
 func (q *diskQuotas) held(id string) bool {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.marked[id]
+	rq := q.runs[id]
+	q.mu.Unlock()
+	return rq != nil && rq.heldNow()
 }
 
 // forget lifts run id's project limit once the run is gone from this node
 // (its files went with its workspace).
 func (q *diskQuotas) forget(id string) {
 	q.mu.Lock()
-	marked := q.marked[id]
-	delete(q.marked, id)
+	rq := q.runs[id]
+	delete(q.runs, id)
 	q.mu.Unlock()
-	if marked {
+	if rq != nil && rq.heldNow() {
 		if err := projquota.Clear(q.dir, projquota.ID(id)); err != nil {
 			q.log().Warn("disk quotas: lifting a gone run's limit", "run", id, "error", err)
 		}

@@ -84,11 +84,17 @@ var findPids = sync.OnceValue(func() cgroupRoot {
 		// its children: in a subtree delegated to us (a unit's
 		// Delegate=yes, a scope asked of systemd), this process moves
 		// into a leaf of its own first. Elsewhere the subtree is not ours.
-		if !delegated(own) {
+		switch {
+		case filepath.Base(own) == "daemon" && delegated(filepath.Dir(own)):
+			// Already in the leaf: systemd put us there
+			// (DelegateSubgroup=daemon), or a daemon before us did.
+			own = filepath.Dir(own)
+		case !delegated(own):
 			return cgroupRoot{why: fmt.Sprintf("cgroup %s is not delegated to paddock (Delegate=yes in its systemd unit; docs/OPERATIONS.md)", path)}
-		}
-		if err := intoLeaf(own); err != nil {
-			return cgroupRoot{why: err.Error()}
+		default:
+			if err := intoLeaf(own); err != nil {
+				return cgroupRoot{why: err.Error()}
+			}
 		}
 	}
 	root := filepath.Join(own, "paddock")
@@ -105,16 +111,35 @@ var findPids = sync.OnceValue(func() cgroupRoot {
 		return cgroupRoot{why: "cannot enable the pids controller below " + own}
 	}
 	r.mem, r.cpu, r.io = slices.Contains(on, "memory"), slices.Contains(on, "cpu"), slices.Contains(on, "io")
-	if !r.mem {
+	switch {
+	case !r.mem:
 		r.why = "no memory controller below " + own + ": memory is bounded by RLIMIT_AS"
+	case !swapBounded(root):
+		// memory.max bounds memory in RAM alone: a command could swap
+		// out past it.
+		r.mem, r.why = false, "swap is on and the kernel does not account it per cgroup (no memory.swap.max): memory is bounded by RLIMIT_AS"
 	}
 	return r
 })
 
-// delegated says whether the cgroup dir was delegated to this process:
+// swapBounded says whether a command's memory.max bounds all the memory
+// it holds: swap is accounted per cgroup (memory.swap.max, set to 0), or
+// there is no swap at all.
+func swapBounded(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "memory.swap.max")); err == nil {
+		return true
+	}
+	b, err := os.ReadFile("/proc/swaps")
+	return err == nil && len(strings.Split(strings.TrimSpace(string(b)), "\n")) <= 1
+}
+
+// delegated says whether the cgroup dir was delegated to this process.
 // systemd marks a delegated cgroup with the trusted.delegate (or, for a
-// user's manager, user.delegate) attribute, and hands it to the unit's
-// user.
+// user's manager, user.delegate) attribute (systemd 251+). Before that,
+// the mark of a delegation to an unprivileged user is ownership at a
+// boundary: dir is this user's and its parent is not (a user's manager
+// owns its whole subtree, so a scope inside it, a terminal's, is not a
+// delegation).
 func delegated(dir string) bool {
 	for _, attr := range []string{"trusted.delegate", "user.delegate"} {
 		buf := make([]byte, 8)
@@ -122,8 +147,10 @@ func delegated(dir string) bool {
 			return true
 		}
 	}
-	var st unix.Stat_t
-	return os.Getuid() != 0 && unix.Stat(dir, &st) == nil && int(st.Uid) == os.Getuid() &&
+	uid := os.Getuid()
+	var st, parent unix.Stat_t
+	return uid != 0 && unix.Stat(dir, &st) == nil && int(st.Uid) == uid &&
+		unix.Stat(filepath.Dir(dir), &parent) == nil && int(parent.Uid) != uid &&
 		unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK) == nil
 }
 
@@ -326,8 +353,14 @@ func (p *pidsHierarchy) prepareRun(key string, max int) (harness string, err err
 	return harness, nil
 }
 
+// ensureMu makes a run's cgroup whole (made, bounded, its controllers on)
+// before another command of the run uses it.
+var ensureMu sync.Mutex
+
 // ensureRun makes the run's cgroup, bounded by max, if it has none.
 func (p *pidsHierarchy) ensureRun(key string, max int) error {
+	ensureMu.Lock()
+	defer ensureMu.Unlock()
 	run := p.runDir(key)
 	if _, err := os.Stat(run); err == nil {
 		return nil
@@ -335,13 +368,14 @@ func (p *pidsHierarchy) ensureRun(key string, max int) error {
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		return fmt.Errorf("pids cgroup: %w", err)
 	}
-	if err := setMax(run, max); err != nil {
-		return err
+	err := setMax(run, max)
+	if err == nil && p.v2 && !p.enable(run) {
+		err = errors.New("cgroup: cannot enable the controllers for a run's commands")
 	}
-	if p.v2 && !p.enable(run) {
-		return errors.New("cgroup: cannot enable the controllers for a run's commands")
+	if err != nil {
+		unix.Rmdir(run) // half made: the next command makes it again
 	}
-	return nil
+	return err
 }
 
 // commandDir makes a command's cgroup, bounded by l (its processes; with
@@ -424,7 +458,12 @@ func diskOf(spec *Spec) string {
 	}
 	sys := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
 	if _, err := os.Stat(filepath.Join(sys, "partition")); err == nil {
-		b, err := os.ReadFile(filepath.Join(sys, "..", "dev"))
+		// The partition's directory is a link into its disk's.
+		real, err := filepath.EvalSymlinks(sys)
+		if err != nil {
+			return ""
+		}
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(real), "dev"))
 		if err != nil {
 			return ""
 		}

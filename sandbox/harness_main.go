@@ -401,7 +401,7 @@ func (h *harness) plan(m hmsg, fds [3]int, l Limits, cgroup int) (plan *childPla
 	rspec := spec
 	if m.OwnNet {
 		// Its Landlock domain is a none network's: TCP on its own loopback.
-		rspec = &Spec{Net: NetNone}
+		rspec = &Spec{Net: NetNone, LandlockBelow: spec.LandlockBelow}
 	}
 	if ruleset, err = newRuleset(rspec, h.rules); err != nil {
 		return nil, -1, err

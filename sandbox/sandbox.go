@@ -254,10 +254,10 @@ type Spec struct {
 	GID int `json:"gid,omitempty"`
 	// AllowDegraded runs even where a mechanism is missing, and records it.
 	AllowDegraded bool `json:"allow_degraded,omitempty"`
-	// LandlockBelow, when set, has the sandbox use no Landlock ABI above
-	// it (0 for none): what an older kernel offers, so that tests on a
-	// newer one cover the paths of those the users run (the record says
-	// the ABI used; holds.go). The daemon never sets it.
+	// LandlockBelow, when set, has the sandbox use no Landlock ABI from it
+	// up (1: none; 3: at most ABI 2): what an older kernel offers, so that
+	// tests on a newer one cover the paths of those the users run (the
+	// record says the ABI used; holds.go). The daemon never sets it.
 	LandlockBelow int `json:"landlock_below,omitempty"`
 	// Overlay, if set, makes the workspace a copy-on-write view: an overlay
 	// of these host directories mounted at Workspace inside the sandbox's

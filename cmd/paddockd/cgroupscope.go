@@ -25,6 +25,12 @@ func intoDelegatedScope(ctx context.Context, log *slog.Logger) {
 	if os.Getenv(scopeEnv) != "" || !sandbox.CgroupNeedsDelegation() {
 		return
 	}
+	if os.Getenv("INVOCATION_ID") != "" {
+		// A unit of systemd's own (a service without Delegate=yes): a
+		// scope would take the daemon out of it, and its limits with it.
+		// Its unit is what to change (contrib/systemd); the daemon says so.
+		return
+	}
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
 		return // not booted with systemd
 	}

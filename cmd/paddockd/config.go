@@ -193,8 +193,8 @@ func (e execLimits) check() error {
 	if e.Procs < 0 {
 		return fmt.Errorf("exec_limits.procs %d: want a positive number", e.Procs)
 	}
-	if e.CPUs < 0 || e.CPUs > 4096 {
-		return fmt.Errorf("exec_limits.cpus %g: want a number of CPUs such as 1.5 (0: no bandwidth limit)", e.CPUs)
+	if e.CPUs < 0 || e.CPUs > 4096 || e.CPUs > 0 && e.CPUs < 0.01 {
+		return fmt.Errorf("exec_limits.cpus %g: want a number of CPUs such as 1.5 (at least 0.01; 0: no bandwidth limit)", e.CPUs)
 	}
 	for k, v := range map[string]string{"memory": e.Memory, "file_size": e.FileSize, "output": e.Output, "tmp": e.Tmp, "io_bps": e.IOBps} {
 		if _, err := parseSize(v); err != nil {

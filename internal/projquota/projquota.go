@@ -16,8 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"path/filepath"
+	"io"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -29,7 +29,10 @@ const (
 	fsIocFssetxattr           = 0x401c5820 // _IOW('X', 32, struct fsxattr)
 	fsXflagProjinherit        = 0x00000200
 	prjQuota                  = 2
-	qGetinfo                  = 0x800005
+	qXgetqstatv               = 0x5808 // XQM_CMD(8): the quota state, versioned (linux/dqblk_xfs.h)
+	fsQstatvVersion1          = 1
+	fsQuotaPdqAcct            = 1 << 4
+	fsQuotaPdqEnfd            = 1 << 5
 	qGetquota                 = 0x800007
 	qSetquota                 = 0x800008
 	qifBlimits                = 1
@@ -59,9 +62,26 @@ type dqblk struct {
 	_          uint32
 }
 
-type dqinfo struct {
-	bgrace, igrace uint64
-	flags, valid   uint32
+type fsQfilestatv struct {
+	ino      uint64
+	nblks    uint64
+	nextents uint32
+	_        uint32
+}
+
+// fsQuotaStatv is struct fs_quota_statv (linux/dqblk_xfs.h).
+type fsQuotaStatv struct {
+	version   int8
+	_         uint8
+	flags     uint16
+	incoredqs uint32
+	uquota    fsQfilestatv
+	gquota    fsQfilestatv
+	pquota    fsQfilestatv
+	_         [3]int32  // timer limits
+	_         [4]uint16 // warning limits, pad
+	_         uint32
+	_         [7]uint64
 }
 
 func quotactl(dir string, cmd uint32, id uint32, addr unsafe.Pointer) error {
@@ -79,17 +99,25 @@ func quotactl(dir string, cmd uint32, id uint32, addr unsafe.Pointer) error {
 }
 
 // Supported says whether dir's file system enforces project quotas, and if
-// not, why.
+// not, why. Accounting alone (ext4 made with project quotas but mounted
+// without prjquota, XFS with pqnoenforce) is not enforcement.
 func Supported(dir string) error {
-	var info dqinfo
-	err := quotactl(dir, qGetinfo, 0, unsafe.Pointer(&info))
+	st := fsQuotaStatv{version: fsQstatvVersion1}
+	err := quotactl(dir, qXgetqstatv, 0, unsafe.Pointer(&st))
 	switch {
-	case err == nil:
+	case err == nil && st.flags&fsQuotaPdqEnfd != 0:
 		return nil
-	case errors.Is(err, unix.ENOSYS):
-		return errors.New("this kernel has no quotactl_fd (Linux 5.14+)")
-	case errors.Is(err, unix.ESRCH), errors.Is(err, unix.ENOENT):
+	case err == nil && st.flags&fsQuotaPdqAcct != 0:
+		return errors.New("project quotas are accounted but not enforced on this file system (mount it with prjquota, or XFS with pquota)")
+	case err == nil, errors.Is(err, unix.ESRCH), errors.Is(err, unix.ENOENT):
 		return errors.New("project quotas are off on this file system (XFS with pquota, or ext4 made with -O quota,project and mounted with prjquota)")
+	case errors.Is(err, unix.ENOSYS):
+		// The file system has no quota operations, or the kernel no
+		// quotactl_fd: a bad descriptor tells them apart.
+		if _, _, errno := unix.Syscall6(unix.SYS_QUOTACTL_FD, ^uintptr(0), 0, 0, 0, 0, 0); errno == unix.ENOSYS {
+			return errors.New("this kernel has no quotactl_fd (Linux 5.14+)")
+		}
+		return errors.New("this file system has no quotas")
 	case errors.Is(err, unix.ENOTTY), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):
 		return errors.New("this file system has no project quotas")
 	}
@@ -105,17 +133,17 @@ func ID(key string) uint32 {
 }
 
 // Set marks dir and everything below it with project id, to be inherited
-// by all that is made there, and bounds the project to limit bytes.
+// by all that is made there, and bounds the project to limit bytes. The
+// tree may be written by others meanwhile (a run's commands): it is walked
+// by descriptor, each name opened beneath its parent without following a
+// link, so no swap of a directory for a link can point the mark elsewhere.
 func Set(dir string, id uint32, limit int64) error {
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && !d.Type().IsRegular() {
-			return nil // a link (an ioctl would follow it), a fifo (opening it would wait), a socket: nothing to account
-		}
-		return setProject(p, id, d.IsDir())
-	})
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("project quota: %w", err)
+	}
+	err = mark(fd, id)
+	unix.Close(fd)
 	if err != nil {
 		return fmt.Errorf("project quota: mark %s: %w", dir, err)
 	}
@@ -124,6 +152,61 @@ func Set(dir string, id uint32, limit int64) error {
 		return fmt.Errorf("project quota: set the limit of %s: %w", dir, err)
 	}
 	return nil
+}
+
+// mark sets project id on the directory fd and, below it, on every
+// directory and regular file (a link, a fifo, a socket holds no blocks).
+func mark(fd int, id uint32) error {
+	if err := setProject(fd, id, true); err != nil {
+		return err
+	}
+	// ReadDir on a duplicate: closing it must not close fd, the caller's.
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return err
+	}
+	d := os.NewFile(uintptr(dup), "")
+	defer d.Close()
+	for {
+		ents, err := d.ReadDir(256)
+		for _, e := range ents {
+			if !e.IsDir() && !e.Type().IsRegular() {
+				continue
+			}
+			flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+			if e.IsDir() {
+				flags |= unix.O_DIRECTORY
+			}
+			cfd, err := unix.Openat(fd, e.Name(), flags, 0)
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+				continue // gone, or swapped for a link or a file meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			var st unix.Stat_t
+			if err := unix.Fstat(cfd, &st); err != nil {
+				unix.Close(cfd)
+				return err
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
+				err = mark(cfd, id)
+			case unix.S_IFREG:
+				err = setProject(cfd, id, false)
+			}
+			unix.Close(cfd)
+			if err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // Clear lifts project id's limit (its files go with their directory).
@@ -144,16 +227,7 @@ func Usage(dir string, id uint32) (used, limit int64, err error) {
 	return int64(q.curspace), int64(q.bhardlimit) * qifDqblksize, nil
 }
 
-func setProject(path string, id uint32, dir bool) error {
-	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW
-	if dir {
-		flags |= unix.O_DIRECTORY
-	}
-	fd, err := unix.Open(path, flags, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
+func setProject(fd int, id uint32, dir bool) error {
 	var x fsxattr
 	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fsIocFsgetxattr, uintptr(unsafe.Pointer(&x))); errno != 0 {
 		return errno
