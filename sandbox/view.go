@@ -55,6 +55,10 @@ func buildView(spec *Spec, e *Enforcement, persistentView bool) error {
 	if err := mountBinds(spec, root); err != nil {
 		return err
 	}
+	// Whatever else came from the daemon's namespace (see mountWorkspace).
+	if err := unix.Mount("", root, "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the view's mounts private: %w", err)
+	}
 	if proxyfd >= 0 {
 		if err := mountProxySocket(root, proxyfd); err != nil {
 			return err
@@ -262,6 +266,15 @@ func mountWorkspace(spec *Spec, e *Enforcement, root string, wsfd int, persisten
 	if err != nil {
 		return fmt.Errorf("mount workspace: %w", err)
 	}
+	// The workspace's mount came from the daemon's namespace (a clone of
+	// its mount, a bind of it): where that is shared (systemd makes every
+	// mount shared), the clone is the daemon's mount's peer, and every
+	// mount made below it here (the protected paths, a command's scratch
+	// layer) would propagate back to the daemon's namespace and to every
+	// other command's. Nothing here is anyone's peer.
+	if err := unix.Mount("", wsTarget, "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the workspace's mount private: %w", err)
+	}
 	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
 	if spec.ReadOnly {
 		flags |= unix.MS_RDONLY
@@ -467,6 +480,10 @@ func mountBinds(spec *Spec, root string) error {
 		unix.Close(fd)
 		if err != nil {
 			return fmt.Errorf("bind %s: %w", b.Target, err)
+		}
+		// Before anything is mounted on or below it: see mountWorkspace.
+		if err := unix.Mount("", target, "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("make %s's mount private: %w", b.Target, err)
 		}
 		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
 		if b.ReadOnly {
