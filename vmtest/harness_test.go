@@ -18,21 +18,26 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
 
 // The harness: a kernel cached by .ci/vm-kernels, an initramfs made of
-// busybox-static and that kernel's 9p, virtio and overlay modules, and a
-// qemu that boots it with the host's root shown read-only over 9p. The
-// guest's root is an overlay, a tmpfs over that 9p root, so that every path
-// is writable and nothing reaches the host; /tmp, /var/tmp and /run are
-// tmpfs of their own (an overlay cannot be the upper layer of the
-// overlays paddock makes there).
+// busybox-static and that kernel's 9p, virtio, overlay and ext4 modules,
+// and a qemu that boots it with the host's root shown read-only over 9p.
+// The guest's root is an overlay, a tmpfs over that 9p root, so that every
+// path is writable and nothing reaches the host. /tmp is an ext4 disk of
+// its own, as on a bookworm machine (an overlay cannot be the upper layer
+// of the overlays paddock makes there, and before 6.6 a tmpfs keeps no
+// user.* extended attributes, which an overlay in a user namespace
+// writes); /var/tmp and /run are tmpfs.
 
 // bootModules are the modules the initramfs inserts, with what they
 // depend on before them; a module the kernel has built in is left out.
-var bootModules = []string{"virtio_pci", "9pnet_virtio", "9p", "overlay"}
+// ext4 asks the crypto API for crc32c when it mounts (a soft dependency,
+// not in its depends=): crc32c_generic goes before it.
+var bootModules = []string{"virtio_pci", "9pnet_virtio", "9p", "overlay", "virtio_blk", "crc32c_generic", "ext4"}
 
 // cacheDir is where .ci/vm-kernels puts the kernels.
 func cacheDir() string {
@@ -235,7 +240,13 @@ if [ -n "$BINDIR" ]; then mount --bind "/lower$BINDIR" /newroot/paddock-vm/bin |
 # A container's marker would make systemd (and others) believe they are in
 # one: the guest is a machine of its own.
 rm -f /newroot/.dockerenv /newroot/run/.containerenv
-mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp
+if [ "$DISK" = 1 ]; then
+	for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vda ] && break; sleep 0.5; done
+	mount -t ext4 /dev/vda /newroot/tmp || fail "mount /dev/vda on /tmp"
+	chmod 1777 /newroot/tmp
+else
+	mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp
+fi
 mount -t tmpfs -o mode=1777 tmpfs /newroot/var/tmp
 mount -t tmpfs -o mode=0755 tmpfs /newroot/run
 echo "paddock-vm: root ready, mode $MODE"
@@ -382,6 +393,32 @@ type boot struct {
 	binDir  string // a host directory the guest sees at /paddock-vm/bin
 	script  string // sh, run as root in the guest's root
 	timeout time.Duration
+	disk    string // an ext4 image for the guest's /tmp (else a tmpfs)
+}
+
+// tmpDisk makes a sparse ext4 image of size bytes in dir, or returns ""
+// (the guest's /tmp is then a tmpfs) when there is no mkfs.ext4.
+func tmpDisk(t *testing.T, dir string, size int64) string {
+	t.Helper()
+	mkfs, err := exec.LookPath("mkfs.ext4")
+	if err != nil {
+		t.Logf("no mkfs.ext4: the guest's /tmp is a tmpfs")
+		return ""
+	}
+	img := filepath.Join(dir, "tmp.ext4")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.Truncate(size)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mkfs, "-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
+	}
+	return img
 }
 
 // result is what a boot printed and its script's exit code.
@@ -420,11 +457,18 @@ func (b *boot) run(t *testing.T) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, qemu,
+	args := []string{
 		"-m", "2048", "-smp", "2", "-nographic", "-no-reboot", "-nic", "none",
 		"-accel", "tcg,thread=multi",
 		"-kernel", b.kernel.vmlinuz, "-initrd", initrd, "-append", cmdline,
-		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap")
+		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"}
+	if b.disk != "" {
+		args = append(args, "-drive", "file="+b.disk+",if=virtio,format=raw,cache=unsafe")
+	}
+	cmd := exec.CommandContext(ctx, qemu, args...)
+	// qemu dies with the test process, even when a panic or the test
+	// binary's timeout ends it before any cleanup runs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 5 * time.Second
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -486,7 +530,11 @@ func (b *boot) initrd(t *testing.T, base, tmp, marker string) string {
 	if b.systemd {
 		mode = "systemd"
 	}
-	env := fmt.Sprintf("MODE=%s\nBINDIR=%s\nMARKER=%s\nMASK=%q\n", mode, b.binDir, marker, strings.Join(masked, " "))
+	disk := 0
+	if b.disk != "" {
+		disk = 1
+	}
+	env := fmt.Sprintf("MODE=%s\nBINDIR=%s\nMARKER=%s\nDISK=%d\nMASK=%q\n", mode, b.binDir, marker, disk, strings.Join(masked, " "))
 	files := map[string]string{
 		"env": env, "script.sh": b.script, "run.sh": runScript,
 		"paddock-vm.target": systemdTarget, "paddock-vm.service": systemdService,

@@ -68,6 +68,18 @@ func buildGuestBinaries(t *testing.T, root, dir string) {
 	t.Logf("built the guest's binaries in %v", time.Since(start).Round(time.Second))
 }
 
+// bootTimeout is how long a guest may take: 10 minutes, or less when the
+// test binary's deadline is nearer, so that a guest that hangs fails its
+// own subtest, with its output, instead of the binary's timeout ending the
+// whole test.
+func bootTimeout(t *testing.T) time.Duration {
+	d := 10 * time.Minute
+	if deadline, ok := t.Deadline(); ok {
+		d = min(d, max(time.Until(deadline)-time.Minute, time.Minute))
+	}
+	return d
+}
+
 // TestKernels boots each configuration under qemu and runs the sandbox's
 // conformance tests and an end-to-end run in it. It skips without qemu or
 // the kernels (.ci/vm-kernels fetches them), but fails under CI=true.
@@ -115,7 +127,8 @@ func TestKernels(t *testing.T) {
 				need(t, "no kernel %s in %s/kernels", c.series, cacheDir())
 			}
 			b := &boot{kernel: k, systemd: c.systemd, append: c.append, binDir: bin,
-				script: guestScript(root), timeout: 10 * time.Minute}
+				script: guestScript(root), timeout: bootTimeout(t),
+				disk: tmpDisk(t, t.TempDir(), 8<<30)}
 			r := b.run(t)
 			line := fmt.Sprintf("%-15s %s (%s): script started after %v, %v in all, exit %d",
 				c.name, k.release, k.pkg, r.scriptAt.Round(100*time.Millisecond), r.took.Round(100*time.Millisecond), r.code)
