@@ -216,7 +216,9 @@ func moduleDepends(ko string) ([]string, error) {
 
 // initScript is the initramfs's /init. /paddock-vm/env (from the boot's
 // own archive) sets MODE (shell or systemd), BINDIR (a host directory
-// shown at /paddock-vm/bin) and MARKER.
+// shown at /paddock-vm/bin), MARKER and DISK. The guest's root has
+// busybox at /paddock-vm/busybox, and its insmod, rmmod and lsmod last on
+// the script's PATH (/paddock-vm/sbin): the host may have no kmod.
 const initScript = `#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -235,7 +237,9 @@ mount -t tmpfs -o mode=0755 upper /upper
 mkdir -p /upper/u /upper/w
 mount -t overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w root /newroot || fail "mount overlay"
 mkdir -p /newroot/paddock-vm/bin
-cp /paddock-vm/env /paddock-vm/script.sh /paddock-vm/run.sh /newroot/paddock-vm/
+cp /paddock-vm/env /paddock-vm/script.sh /paddock-vm/run.sh /bin/busybox /newroot/paddock-vm/
+mkdir -p /newroot/paddock-vm/sbin
+for a in insmod rmmod lsmod; do ln -s ../busybox /newroot/paddock-vm/sbin/$a; done
 if [ -n "$BINDIR" ]; then mount --bind "/lower$BINDIR" /newroot/paddock-vm/bin || fail "bind $BINDIR"; fi
 # A container's marker would make systemd (and others) believe they are in
 # one: the guest is a machine of its own.
@@ -271,7 +275,6 @@ mount -t devpts -o newinstance,ptmxmode=0666 devpts /newroot/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm
 # switch_root, not chroot: a chrooted process may not make user
 # namespaces (clone(2): EPERM), and the sandbox makes them.
-cp /bin/busybox /newroot/paddock-vm/busybox
 exec switch_root /newroot /paddock-vm/busybox sh -c '/bin/sh /paddock-vm/run.sh; sync; /paddock-vm/busybox poweroff -f'
 `
 
@@ -279,7 +282,7 @@ exec switch_root /newroot /paddock-vm/busybox sh -c '/bin/sh /paddock-vm/run.sh;
 // systemd service, and prints its exit code behind the marker.
 const runScript = `. /paddock-vm/env
 cd /
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin:/paddock-vm/sbin
 export HOME=/root TMPDIR=/tmp LANG=C.UTF-8
 echo "paddock-vm: script starts at uptime $(cut -d' ' -f1 /proc/uptime)s"
 /bin/sh /paddock-vm/script.sh
