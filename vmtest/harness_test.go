@@ -307,6 +307,9 @@ FailureAction=poweroff-force
 
 [Service]
 Type=oneshot
+# The script's tests run paddock's sandbox as a packaged daemon would: in a
+# cgroup delegated to them.
+Delegate=yes
 ExecStart=/bin/sh /paddock-vm/run.sh
 StandardOutput=journal+console
 StandardError=inherit
