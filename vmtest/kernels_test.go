@@ -1,0 +1,152 @@
+package vmtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sandboxTests are the sandbox's conformance tests each guest runs.
+const sandboxTests = `^(TestBasics|TestEscapes|TestAllowedWork|TestReadOnlyRun|TestLimits|TestProcessLimitPerCommand|TestLoopbackWithoutNetwork|TestResident|TestOverlayWorkspace)$`
+
+// config is one guest: a kernel, its command line and its init.
+type config struct {
+	name, series string
+	append       string
+	systemd      bool
+}
+
+var configs = []config{
+	{name: "6.1", series: "6.1"},
+	// Debian's 6.1 default LSMs (CONFIG_LSM, as /sys/kernel/security/lsm
+	// shows them: lockdown,capability,landlock,yama,apparmor,tomoyo,bpf)
+	// without landlock.
+	{name: "6.1-nolandlock", series: "6.1", append: "lsm=lockdown,capability,yama,apparmor,tomoyo,bpf"},
+	{name: "6.12", series: "6.12"},
+	// systemd as PID 1: the daemon runs in a transient unit with
+	// Delegate=yes.
+	{name: "6.12-systemd", series: "6.12", systemd: true},
+}
+
+// guestScript runs the sandbox's tests and the guest tests; its exit code
+// has bit 0 for the former and bit 1 for the latter.
+func guestScript(root string) string {
+	return fmt.Sprintf(`echo "paddock-vm: kernel $(uname -r); lsm $(cat /sys/kernel/security/lsm)"
+echo "paddock-vm: cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+rc=0
+cd %[1]s/sandbox || exit 120
+# CI=true: a sandbox that cannot run here fails its tests instead of
+# skipping them; these guests are made to run it.
+CI=true /paddock-vm/bin/sandbox.test -test.run '%[2]s' -test.v -test.count=1 -test.timeout=6m || rc=$((rc|1))
+cd %[1]s/vmtest || exit 121
+PADDOCK_VM_GUEST=1 PADDOCK_VM_BIN=/paddock-vm/bin /paddock-vm/bin/vmtest.test -test.run '^TestGuest' -test.v -test.count=1 -test.timeout=4m || rc=$((rc|2))
+exit $rc
+`, root, sandboxTests)
+}
+
+// buildGuestBinaries builds what the guests run, without -race and
+// without cgo, into dir.
+func buildGuestBinaries(t *testing.T, root, dir string) {
+	t.Helper()
+	start := time.Now()
+	for _, args := range [][]string{
+		{"test", "-c", "-o", filepath.Join(dir, "sandbox.test"), "./sandbox"},
+		{"test", "-c", "-o", filepath.Join(dir, "vmtest.test"), "./vmtest"},
+		{"build", "-o", dir + "/", "./cmd/paddock", "./cmd/paddockd"},
+	} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	t.Logf("built the guest's binaries in %v", time.Since(start).Round(time.Second))
+}
+
+// bootTimeout is how long a guest may take: 10 minutes, or less when the
+// test binary's deadline is nearer, so that a guest that hangs fails its
+// own subtest, with its output, instead of the binary's timeout ending the
+// whole test.
+func bootTimeout(t *testing.T) time.Duration {
+	d := 10 * time.Minute
+	if deadline, ok := t.Deadline(); ok {
+		d = min(d, max(time.Until(deadline)-time.Minute, time.Minute))
+	}
+	return d
+}
+
+// TestKernels boots each configuration under qemu and runs the sandbox's
+// conformance tests and an end-to-end run in it. It skips without qemu or
+// the kernels (.ci/vm-kernels fetches them), but fails under CI=true.
+func TestKernels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots VMs under emulation: minutes")
+	}
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the guests run paddock's daemon and sandbox as root, with the host's root file system shown over 9p")
+	}
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		need(t, "no qemu-system-x86_64 (Debian's qemu-system-x86)")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hidden := range []string{"/tmp", "/var/tmp", "/run"} {
+		if root == hidden || strings.HasPrefix(root, hidden+"/") {
+			t.Skipf("the module is under %s, which the guest covers with a tmpfs", hidden)
+		}
+	}
+	kernels := map[string]*kernel{}
+	for _, c := range configs {
+		if kernels[c.series] != nil {
+			continue
+		}
+		if k, err := findKernel(c.series); err == nil {
+			kernels[c.series] = k
+		}
+	}
+	if len(kernels) == 0 {
+		need(t, "no kernel in %s/kernels", cacheDir())
+	}
+	bin := t.TempDir()
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	buildGuestBinaries(t, root, bin)
+	var summary []string
+	for _, c := range configs {
+		t.Run(c.name, func(t *testing.T) {
+			k := kernels[c.series]
+			if k == nil {
+				need(t, "no kernel %s in %s/kernels", c.series, cacheDir())
+			}
+			b := &boot{kernel: k, systemd: c.systemd, append: c.append, binDir: bin,
+				script: guestScript(root), timeout: bootTimeout(t),
+				disk: tmpDisk(t, t.TempDir(), 8<<30)}
+			r := b.run(t)
+			line := fmt.Sprintf("%-15s %s (%s): script started after %v, %v in all, exit %d",
+				c.name, k.release, k.pkg, r.scriptAt.Round(100*time.Millisecond), r.took.Round(100*time.Millisecond), r.code)
+			summary = append(summary, line)
+			t.Log(line)
+			switch {
+			case r.code == -1:
+				t.Errorf("the guest did not finish its script")
+			case r.code&1 != 0:
+				t.Errorf("the sandbox's tests failed in the guest (exit %d); the output above", r.code)
+			}
+			if r.code > 0 && r.code&2 != 0 {
+				t.Errorf("the end-to-end run failed in the guest (exit %d); the output above", r.code)
+			}
+			if r.code > 3 {
+				t.Errorf("the guest's script exited %d", r.code)
+			}
+		})
+	}
+	t.Logf("per configuration:\n%s", strings.Join(summary, "\n"))
+}
