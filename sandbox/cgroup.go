@@ -606,10 +606,17 @@ func (p *pidsHierarchy) removeRun(key string) {
 }
 
 // CgroupNeedsDelegation says whether this process sits in a cgroup v2
-// that is neither the root nor delegated to it: there it can make no
-// cgroup for its commands, and a systemd scope of its own with
+// that is neither the root nor delegated to it, and which: there it can
+// make no cgroup for its commands, and a systemd scope of its own with
 // Delegate=yes would give it one.
-func CgroupNeedsDelegation() bool {
+func CgroupNeedsDelegation() (need bool, cgroup string) {
 	mount, path, v2, err := pidsMount()
-	return err == nil && v2 && path != "/" && !delegated(filepath.Join(mount, path))
+	if err != nil || !v2 || path == "/" {
+		return false, path
+	}
+	own := filepath.Join(mount, path)
+	if filepath.Base(own) == "daemon" && delegated(filepath.Dir(own)) {
+		return false, path
+	}
+	return !delegated(own), path
 }

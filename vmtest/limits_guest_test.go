@@ -209,6 +209,9 @@ func TestGuestLimits(t *testing.T) {
 	// machine and the daemon go on.
 	bomb := c.exec(t, run.ID, "--timeout", "15s", "--", "bash", "-c", ":(){ :|:& };:; sleep 10")
 	t.Logf("fork bomb: exit %d, timed out %v, killed %q, procs scope %s", bomb.ExitCode, bomb.TimedOut, bomb.Killed, bomb.Enforcement.ProcsScope)
+	if !strings.Contains(bomb.Stderr, "fork") {
+		t.Errorf("the fork bomb never hit its process limit: %q", bomb.Stderr)
+	}
 	if bomb.Enforcement.ProcsScope != "command" || !slices.Equal(heldBy(bomb.Enforcement.Holds, "processes"), []string{"pids-cgroup"}) {
 		t.Errorf("the fork bomb's processes were not a pids cgroup's: %+v", bomb.Enforcement)
 	}

@@ -65,7 +65,8 @@ func TestGuestProjectQuota(t *testing.T) {
 		}
 	})
 	os.Chmod(home, 0o755)
-	conf = append(conf, []byte("disk_quota = \"16MiB\"\ndisk_reserve = \"4MiB\"\n")...)
+	// Top-level keys, before limitsSetup's [exec_limits] table.
+	conf = append([]byte("disk_quota = \"16MiB\"\ndisk_reserve = \"4MiB\"\n"), conf...)
 	// The limits of limitsSetup would stop the writer first: lift them.
 	conf = []byte(strings.Replace(string(conf), "memory = \"64MiB\"", "memory = \"512MiB\"", 1))
 	if err := os.WriteFile(filepath.Join(home, "paddock.toml"), conf, 0o600); err != nil {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,13 +23,14 @@ const scopeEnv = "PADDOCK_CGROUP_SCOPE"
 // systemd will not make the scope (no user manager), it returns and the
 // daemon says at start which limits fall back to rlimits.
 func intoDelegatedScope(ctx context.Context, log *slog.Logger) {
-	if os.Getenv(scopeEnv) != "" || !sandbox.CgroupNeedsDelegation() {
+	need, cgroup := sandbox.CgroupNeedsDelegation()
+	if os.Getenv(scopeEnv) != "" || !need {
 		return
 	}
-	if os.Getenv("INVOCATION_ID") != "" {
-		// A unit of systemd's own (a service without Delegate=yes): a
-		// scope would take the daemon out of it, and its limits with it.
-		// Its unit is what to change (contrib/systemd); the daemon says so.
+	if strings.HasSuffix(cgroup, ".service") {
+		// A service of systemd's own without Delegate=yes: a scope would
+		// take the daemon out of it, and its limits with it. Its unit is
+		// what to change (contrib/systemd); the daemon says so.
 		return
 	}
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
