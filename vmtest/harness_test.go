@@ -366,7 +366,13 @@ func baseInitramfs(t *testing.T, k *kernel) string {
 		t.Fatal(err)
 	}
 	t.Logf("initramfs for %s: modules %s", k.release, strings.Join(mods, " "))
-	tmp := out + ".tmp" + strconv.Itoa(os.Getpid())
+	// A name of this build's own: two guests of one kernel boot at once.
+	f, err := os.CreateTemp(dir, ".initramfs-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := f.Name()
+	f.Close()
 	if err := cpio(root, tmp); err != nil {
 		t.Fatal(err)
 	}

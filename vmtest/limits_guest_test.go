@@ -207,7 +207,7 @@ func TestGuestLimits(t *testing.T) {
 
 	// A fork bomb: held by pids.max, ended at its time limit, and the
 	// machine and the daemon go on.
-	bomb := c.exec(t, run.ID, "--timeout", "15s", "--", "bash", "-c", ":(){ :|:& };:; sleep 10")
+	bomb := c.exec(t, run.ID, "--timeout", "10s", "--", "bash", "-c", ":(){ :|:& };:; sleep 3")
 	t.Logf("fork bomb: exit %d, timed out %v, killed %q, procs scope %s", bomb.ExitCode, bomb.TimedOut, bomb.Killed, bomb.Enforcement.ProcsScope)
 	if !strings.Contains(bomb.Stderr, "fork") {
 		t.Errorf("the fork bomb never hit its process limit: %q", bomb.Stderr)
@@ -222,8 +222,8 @@ func TestGuestLimits(t *testing.T) {
 		t.Errorf("after the fork bomb: exit %d %q", alive.ExitCode, alive.Stdout)
 	}
 
-	// cpu.max: a busy loop for 4 s of wall time gets about half a CPU.
-	busy := c.exec(t, run.ID, "--", "timeout", "4", "sh", "-c", "while :; do :; done")
+	// cpu.max: a busy loop for 2 s of wall time gets about half a CPU.
+	busy := c.exec(t, run.ID, "--", "timeout", "2", "sh", "-c", "while :; do :; done")
 	t.Logf("busy loop at cpus=0.5: wall %.0f ms, cpu %.0f ms, throttled %.0f ms", busy.DurationMS, busy.CPUMS, busy.CPUThrottledMS)
 	if busy.Enforcement.Limits.CPUs != 0.5 || !slices.Contains(heldBy(busy.Enforcement.Holds, "cpu"), "cpu-cgroup") {
 		t.Errorf("the record does not say cpu.max held the bandwidth: %+v", busy.Enforcement)
