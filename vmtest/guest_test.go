@@ -101,11 +101,17 @@ func startDaemon(t *testing.T, bin, home string) {
 		})
 		return
 	}
+	runDaemon(t, exec.Command(daemon, "serve", "--home", home), home)
+}
+
+// runDaemon starts cmd, a paddockd serve of home, its output kept in
+// home/daemon.out, and stops it with SIGTERM when the test ends.
+func runDaemon(t *testing.T, cmd *exec.Cmd, home string) {
+	t.Helper()
 	log, err := os.Create(filepath.Join(home, "daemon.out"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(daemon, "serve", "--home", home)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -141,11 +147,12 @@ func mountsUnder(dir string) []string {
 	return under
 }
 
-// TestGuestEndToEnd: a project on tmpfs, a daemon, and a run made, used,
-// reviewed and applied with the CLI as a user would, on this kernel.
-func TestGuestEndToEnd(t *testing.T) {
-	bin := guest(t)
-	base, err := os.MkdirTemp("", "paddock-e2e-")
+// guestProject is a project (a git repository with one commit) and a
+// daemon state directory with conf as its paddock.toml, on the guest's
+// /tmp; nothing may be left mounted there when the test ends.
+func guestProject(t *testing.T, conf string) (repo, home, base string) {
+	t.Helper()
+	base, err := os.MkdirTemp("", "paddock-guest-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +166,7 @@ func TestGuestEndToEnd(t *testing.T) {
 		}
 		os.RemoveAll(base)
 	})
-	repo, home := filepath.Join(base, "repo"), filepath.Join(base, "home")
+	repo, home = filepath.Join(base, "repo"), filepath.Join(base, "home")
 	for _, d := range []string{repo, home} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -173,29 +180,20 @@ func TestGuestEndToEnd(t *testing.T) {
 	}
 	git(t, repo, "add", "README")
 	git(t, repo, "commit", "-q", "-m", "first")
-	conf := "sandbox_uid = 65534\napply_name = \"VM Test\"\napply_email = \"vm@example.invalid\"\n"
 	if err := os.WriteFile(filepath.Join(home, "paddock.toml"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return repo, home, base
+}
 
+// TestGuestEndToEnd: a project on tmpfs, a daemon, and a run made, used,
+// reviewed and applied with the CLI as a user would, on this kernel.
+func TestGuestEndToEnd(t *testing.T) {
+	bin := guest(t)
+	repo, home, base := guestProject(t, "sandbox_uid = 65534\napply_name = \"VM Test\"\napply_email = \"vm@example.invalid\"\n")
 	startDaemon(t, bin, home)
 	c := cli{t: t, bin: bin, home: home}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := c.run("version"); err == nil {
-			if _, err := os.Stat(filepath.Join(home, "paddock.sock")); err == nil {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the daemon did not answer in 60s")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	if out, err := c.run("doctor", "--json"); err != nil {
-		t.Logf("doctor: %v (its output above)", err)
-		_ = out
-	}
+	waitDaemon(t, c)
 
 	c.must(nil, "project", "add", repo, "--name", "vm")
 	var run struct {

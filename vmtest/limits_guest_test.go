@@ -7,7 +7,6 @@ package vmtest
 // fallback said plainly). TestKernels runs them with guest_test.go's.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,43 +19,18 @@ import (
 	"time"
 )
 
-// limitsSetup is a project and a daemon state directory on tmpfs, with the
-// limits under test in paddock.toml.
-func limitsSetup(t *testing.T) (repo, home, base string) {
-	t.Helper()
-	base, err := os.MkdirTemp("", "paddock-limits-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(base, 0o755)
-	t.Cleanup(func() {
-		if m := mountsUnder(base); len(m) > 0 {
-			t.Errorf("mounted after the daemon stopped: %v", m)
-		}
-		os.RemoveAll(base)
-	})
-	repo, home = filepath.Join(base, "repo"), filepath.Join(base, "home")
-	for _, d := range []string{repo, home} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, repo, "init", "-q", "-b", "main")
-	git(t, repo, "config", "user.name", "VM Test")
-	git(t, repo, "config", "user.email", "vm@example.invalid")
-	os.WriteFile(filepath.Join(repo, "README"), []byte("hello\n"), 0o644)
-	git(t, repo, "add", "README")
-	git(t, repo, "commit", "-q", "-m", "first")
-	conf := `sandbox_uid = 65534
+// limitsConf is paddock.toml with the limits under test.
+const limitsConf = `sandbox_uid = 65534
 [exec_limits]
 memory = "64MiB"
 procs = 64
 cpus = 0.5
 `
-	if err := os.WriteFile(filepath.Join(home, "paddock.toml"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return repo, home, base
+
+// limitsSetup is guestProject with the limits under test.
+func limitsSetup(t *testing.T) (repo, home, base string) {
+	t.Helper()
+	return guestProject(t, limitsConf)
 }
 
 // waitDaemon waits for home's daemon to answer and returns its doctor report.
@@ -274,24 +248,7 @@ func TestGuestUndelegated(t *testing.T) {
 		cmd = exec.Command(filepath.Join(bin, "paddockd"), "serve", "--home", home)
 		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
 	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Errorf("paddockd did not stop on SIGTERM")
-		}
-		t.Logf("the daemon's output:\n%s", out.String())
-	})
+	runDaemon(t, cmd, home)
 	c := cli{t: t, bin: bin, home: home}
 	rep := waitDaemon(t, c)
 	status, detail := rep.check("cgroup limits")
