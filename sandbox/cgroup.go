@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -357,13 +358,23 @@ func (p *pidsHierarchy) prepareRun(key string, max int) (harness string, err err
 // before another command of the run uses it.
 var ensureMu sync.Mutex
 
-// ensureRun makes the run's cgroup, bounded by max, if it has none.
+// ensureRun makes the run's cgroup, bounded by max, if it has none (and
+// the state directory's, its controllers on, if another process's last
+// command took it along).
 func (p *pidsHierarchy) ensureRun(key string, max int) error {
 	ensureMu.Lock()
 	defer ensureMu.Unlock()
 	run := p.runDir(key)
 	if _, err := os.Stat(run); err == nil {
 		return nil
+	}
+	if _, err := os.Stat(p.base); err != nil {
+		if err := os.MkdirAll(p.base, 0o755); err != nil {
+			return fmt.Errorf("pids cgroup: %w", err)
+		}
+		if p.v2 && !p.enable(p.base) {
+			return fmt.Errorf("cgroup: cannot enable the controllers for runs in %s", p.base)
+		}
 	}
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		return fmt.Errorf("pids cgroup: %w", err)
@@ -380,20 +391,56 @@ func (p *pidsHierarchy) ensureRun(key string, max int) error {
 
 // commandDir makes a command's cgroup, bounded by l (its processes; with
 // cgroup v2, its memory and CPU bandwidth too), in the run's (made first,
-// bounded by runMax, if the run has none).
+// bounded by runMax, if the run has none). The run's cgroup, and the state
+// directory's, are removed by whichever command ends last, in this process
+// or another (per-exec commands of every daemon share one): where one
+// vanishes between being made and being used, it is made again.
 func (p *pidsHierarchy) commandDir(key string, l Limits, dev string, runMax int) (string, error) {
-	if err := p.ensureRun(key, runMax); err != nil {
-		return "", err
+	var err error
+	for try := 0; try < 10; try++ {
+		var dir string
+		if err = p.ensureRun(key, runMax); err == nil {
+			if dir, err = os.MkdirTemp(p.runDir(key), "c-"); err == nil {
+				if err = p.limit(dir, l, dev); err == nil {
+					return dir, nil
+				}
+				unix.Rmdir(dir)
+			} else {
+				err = fmt.Errorf("pids cgroup: %w", err)
+			}
+		}
+		if _, serr := os.Stat(p.runDir(key)); serr == nil && !vanished(err) {
+			return "", err // not a race with a removal
+		}
 	}
-	dir, err := os.MkdirTemp(p.runDir(key), "c-")
-	if err != nil {
-		return "", fmt.Errorf("pids cgroup: %w", err)
-	}
-	if err := p.limit(dir, l, dev); err != nil {
+	return "", err
+}
+
+// enter makes a command's cgroup as commandDir does and moves process pid
+// into it, made again where another process's sweep took the new, still
+// empty, cgroup first.
+func (p *pidsHierarchy) enter(key string, l Limits, dev string, runMax, pid int) (string, error) {
+	var err error
+	for try := 0; try < 10; try++ {
+		var dir string
+		if dir, err = p.commandDir(key, l, dev, runMax); err != nil {
+			return "", err
+		}
+		if err = join(dir, pid); err == nil {
+			return dir, nil
+		}
 		unix.Rmdir(dir)
-		return "", err
+		if !vanished(err) {
+			break
+		}
 	}
-	return dir, nil
+	return "", err
+}
+
+// vanished says err came of a cgroup removed under us: its directory gone
+// (ENOENT), or a file of it written after (ENODEV).
+func vanished(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENODEV)
 }
 
 // limit writes a command's limits into its cgroup dir: pids.max, and with

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -113,5 +114,68 @@ func TestCgroupV2Files(t *testing.T) {
 	res.account(u)
 	if res.MemoryPeak != 50<<20 || !res.OOMKilled || res.Throttled != u.Throttled || res.CPU != u.CPU {
 		t.Fatalf("result: %+v", res)
+	}
+}
+
+// TestCgroupRemovalRace: per-exec commands of every daemon share one run
+// cgroup, and whichever command ends last removes it (and the state
+// directory's). A command starting meanwhile, in this process or another,
+// or a sweep by another daemon, must not fail because the cgroup it was
+// about to use vanished (CI saw "stat …/per-exec: no such file or
+// directory" from a parallel test binary's command).
+func TestCgroupRemovalRace(t *testing.T) {
+	skipUnlessSandbox(t)
+	if findPids().path == "" {
+		t.Skip("no pids cgroup reachable here")
+	}
+	key := "race-" + strconv.Itoa(os.Getpid())
+	// Two hierarchies on one base, as two daemons' per-exec commands have.
+	a, b := pidsFor(t.Name()), pidsFor(t.Name())
+	if a == nil || b == nil {
+		t.Skip("no pids cgroup of our own here")
+	}
+	mount, path, _, err := pidsMount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := filepath.Join(mount, path) // where the commands go back to
+	t.Cleanup(func() { a.removeRun(key) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errs := make(chan error, 4)
+	for _, p := range []*pidsHierarchy{a, b, a, b} {
+		cmd := exec.Command("sleep", "60") // the command
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		go func() {
+			for i := 0; i < 150 && ctx.Err() == nil; i++ {
+				dir, err := p.enter(key, Limits{Procs: 8}, "", 0, cmd.Process.Pid)
+				if err != nil {
+					errs <- err
+					return
+				}
+				// Out again, as a command's end leaves its cgroup empty,
+				// and removed as a command's end removes it.
+				if err := join(origin, cmd.Process.Pid); err != nil {
+					errs <- err
+					return
+				}
+				p.removeCommand(dir)
+			}
+			errs <- nil
+		}()
+	}
+	go func() { // another daemon sweeping its leftovers meanwhile
+		for ctx.Err() == nil {
+			b.sweep(func(string) bool { return false })
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a command could not get its cgroup: %v", err)
+		}
 	}
 }

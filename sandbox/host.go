@@ -510,10 +510,7 @@ func runFresh(ctx context.Context, spec Spec) (*Result, error) {
 		// In a cgroup of its own before it reads its spec, so before it
 		// starts anything; the per-exec group itself is unbounded, so
 		// that no run's commands starve another's.
-		cg, err := pids.commandDir(perExecCgroups, spec.Limits, dev, 0)
-		if err == nil {
-			err = join(cg, cmd.Process.Pid)
-		}
+		cg, err := pids.enter(perExecCgroups, spec.Limits, dev, 0, cmd.Process.Pid)
 		if err != nil {
 			cmd.Process.Kill()
 			p.config.Close()
