@@ -162,6 +162,9 @@ type DaemonStatus struct {
 	StateDir string `json:"state_dir"`
 	Socket   string `json:"socket"`
 	Listen   string `json:"listen,omitempty"`
+	// MetricsListen is the address of serve --metrics-listen's listener,
+	// where Prometheus scrapes /metrics without a token.
+	MetricsListen string `json:"metrics_listen,omitempty"`
 	// Node is the daemon's node id when it shares its store with others.
 	Node      string    `json:"node,omitempty"`
 	StartedAt time.Time `json:"started_at"`

@@ -215,6 +215,11 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, p
 	}
 	_, agent := r.Context().Value(scopeKey).(string)
 	from := s.Cluster.Self().ID
+	var fwdErr error
+	if s.Observer != nil && !streamed(r) {
+		start := time.Now()
+		defer func() { s.Observer.Forwarded(time.Since(start), fwdErr) }()
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -238,6 +243,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, p
 		Transport:     nodeTransport,
 		FlushInterval: -1, // streams (events, exec output, MCP) as they come
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			fwdErr = err
 			s.log().Warn("forwarding a call to its run's node failed", "node", n.ID, "path", r.URL.Path, "err", err)
 			if placed {
 				writeError(w, &paddock.Error{Code: paddock.CodeBusy,
@@ -252,6 +258,14 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, p
 	}
 	http.NewResponseController(w).SetWriteDeadline(time.Time{}) // the node there bounds the call
 	rp.ServeHTTP(w, r)
+}
+
+// streamed says whether r is a stream whose forwarding lasts as long as
+// its caller wants (events, a streamed or attached command, MCP): it is
+// not timed.
+func streamed(r *http.Request) bool {
+	p := r.URL.Path
+	return r.Header.Get("Upgrade") != "" || strings.HasSuffix(p, "/stream") || strings.HasSuffix(p, "/mcp")
 }
 
 // NodeHandler returns the API for the node listener: the calls other nodes

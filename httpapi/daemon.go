@@ -13,6 +13,7 @@ type daemonHandlers struct {
 	status    func() paddock.DaemonStatus
 	doctor    func(context.Context) *paddock.DoctorReport // nil: unsupported
 	collector Collector
+	prom      http.Handler // nil: none
 }
 
 func (h *daemonHandlers) health(r *http.Request) (any, error) {
@@ -22,6 +23,15 @@ func (h *daemonHandlers) health(r *http.Request) (any, error) {
 func (h *daemonHandlers) openAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(openAPI)
+}
+
+// metrics serves the daemon's Prometheus metrics (Server.Metrics).
+func (h *daemonHandlers) metrics(w http.ResponseWriter, r *http.Request) {
+	if h.prom == nil {
+		writeError(w, paddock.Errorf(paddock.CodeUnsupported, "this daemon serves no metrics"))
+		return
+	}
+	h.prom.ServeHTTP(w, r)
 }
 
 func (h *daemonHandlers) daemonStatus(r *http.Request) (any, error) { return h.status(), nil }

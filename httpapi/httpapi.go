@@ -129,6 +129,22 @@ type Server struct {
 	// a daemon of its own.
 	Cluster    Cluster
 	NodeSecret string
+	// Metrics serves GET /metrics (the daemon's Prometheus registry); nil
+	// answers unsupported. Observer, if set, is told of each request a
+	// route answered and of each call forwarded to another node.
+	Metrics  http.Handler
+	Observer Observer
+}
+
+// Observer is told what the API answered (the daemon's metrics).
+type Observer interface {
+	// Request: a route (its pattern, never a run id) answered code; a
+	// streamed one (events, a streamed or attached command, MCP) is
+	// counted, not timed.
+	Request(method, route string, code int, streamed bool, d time.Duration)
+	// Forwarded: a call proxied to another node, from the call to the
+	// end of its answer.
+	Forwarded(d time.Duration, err error)
 }
 
 // Status maps an error code to its HTTP status. It is the only such table.

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,6 +189,7 @@ func TestEveryRoute(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.srv.Doctor = func(context.Context) *paddock.DoctorReport { return &paddock.DoctorReport{} }
+	f.srv.Metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "paddock_up 1\n") })
 	// One node of a cluster: every run is its own, nothing is forwarded.
 	f.srv.Cluster = &fakeCluster{svc: f.svc, self: paddock.Node{ID: "n0", State: paddock.NodeAlive}}
 	f.h = f.srv.Handler()
@@ -203,6 +205,7 @@ func TestEveryRoute(t *testing.T) {
 	for _, tc := range []struct{ method, path, body, asks string }{
 		{"GET", "/healthz", "", ""},
 		{"GET", "/v1/openapi.json", "", ""},
+		{"GET", "/metrics", "", ""},
 		{"GET", "/v1/status", "", ""},
 		{"GET", "/v1/doctor", "", ""},
 		{"POST", "/v1/gc", `{}`, "GC false"},
@@ -844,5 +847,47 @@ func TestAnswersPassTheRunsFunnel(t *testing.T) {
 	writeData(f.srv.base().runFunnel(rec, req), 200, map[string]string{"echo": "a " + v})
 	if got := rec.Body.String(); strings.Contains(got, v) || !strings.Contains(got, "a [REDACTED:API_TOKEN]") {
 		t.Fatalf("the funnel let through: %s", got)
+	}
+}
+
+// observed is an Observer that keeps what it is told.
+type observed struct {
+	mu       sync.Mutex
+	requests []string
+}
+
+func (o *observed) Request(method, route string, code int, streamed bool, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.requests = append(o.requests, fmt.Sprintf("%s %s %d %v", method, route, code, streamed))
+}
+
+func (o *observed) Forwarded(time.Duration, error) {}
+
+// TestObserver: each answered request is observed by its route's pattern
+// (never the run id in its path) and its status; /metrics is the
+// operator's, not a run token's.
+func TestObserver(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	obs := &observed{}
+	f.srv.Observer = obs
+	f.srv.Metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "paddock_up 1\n") })
+	f.h = f.srv.Handler()
+	b, _ := fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	for _, path := range []string{"/v1/runs/" + b.Run.ID, "/v1/runs/nope/events?limit=x", "/metrics"} {
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, httptest.NewRequest("GET", "http://paddock"+path, nil))
+	}
+	want := []string{"GET /v1/runs/{id} 200 false", "GET /v1/runs/{id}/events 400 false", "GET /metrics 200 true"}
+	if fmt.Sprint(obs.requests) != fmt.Sprint(want) {
+		t.Errorf("observed %q, want %q", obs.requests, want)
+	}
+	req := httptest.NewRequest("GET", "http://paddock/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+b.Token)
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusForbidden {
+		t.Errorf("a run's token on /metrics: %d, want 403: %s", rec.Code, rec.Body)
 	}
 }

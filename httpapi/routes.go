@@ -64,7 +64,7 @@ type handlers struct {
 func (s *Server) handlers() *handlers {
 	api := s.base()
 	return &handlers{api: api,
-		daemon:   daemonHandlers{status: s.Status, doctor: s.Doctor, collector: s.Collector},
+		daemon:   daemonHandlers{status: s.Status, doctor: s.Doctor, collector: s.Collector, prom: s.Metrics},
 		ui:       uiHandlers{sessions: s.UI, addr: s.UIAddr},
 		cluster:  clusterHandlers{cluster: s.Cluster},
 		projects: projectsHandlers{projects: s.Projects},
@@ -95,6 +95,7 @@ func (h *handlers) routes() []route {
 	return []route{
 		{"GET", "/healthz", anyone, http.StatusOK, reply(h.daemon.health)},
 		{"GET", "/v1/openapi.json", anyone, http.StatusOK, stream(h.daemon.openAPI)},
+		{"GET", "/metrics", operator, http.StatusOK, stream(h.daemon.metrics)},
 		{"GET", "/v1/status", operator, http.StatusOK, reply(h.daemon.daemonStatus)},
 		{"GET", "/v1/doctor", operator, http.StatusOK, reply(h.daemon.doctorReport)},
 		{"POST", "/v1/gc", operator, http.StatusOK, reply(h.daemon.gc)},
@@ -207,7 +208,19 @@ func (s *Server) mux() http.Handler {
 	h := s.handlers()
 	mux := http.NewServeMux()
 	for _, rt := range h.routes() {
-		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h.api.serve(&rt, w, r) })
+		if s.Observer == nil {
+			mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h.api.serve(&rt, w, r) })
+			continue
+		}
+		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
+			start, sw := time.Now(), &statusWriter{ResponseWriter: w}
+			h.api.serve(&rt, sw, r)
+			code := sw.status
+			if code == 0 {
+				code = http.StatusOK
+			}
+			s.Observer.Request(rt.method, rt.path, code, rt.h.stream != nil, time.Since(start))
+		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, paddock.Errorf(paddock.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))

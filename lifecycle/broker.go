@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/agent"
@@ -70,7 +71,7 @@ type callEvent struct {
 // its answer and records it. A denial is recorded too (a tool.call event
 // with its decision and rule), and a call that needs approval becomes a
 // pending access request.
-func (br *Broker) broker(ctx context.Context, id string, b brokered) (any, error) {
+func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err error) {
 	release, err := br.forks.useRun(id) // a fork of the run waits for none (fork.go)
 	if err != nil {
 		return nil, err
@@ -83,7 +84,11 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (any, error
 		return nil, err
 	}
 	def := definitionOf(r)
+	start := time.Now()
 	v := broker.Decide(def, grants, b.call, broker.State{Access: r.Access, Workspace: r.State()})
+	defer func() {
+		br.observer().ToolCall(b.call.Tool, r.Access, v.Decision, string(v.Rule), err, time.Since(start))
+	}()
 	if v.Decision != paddock.DecisionAllow {
 		return nil, br.refuse(ctx, r, b, v)
 	}

@@ -147,8 +147,10 @@ func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.
 	cancel()
 	req.Argv = red.Strings(req.Argv) // a secret on the command line stays out of events
 	if err != nil {
+		ex.observer().ExecFailed(err)
 		return nil, streamedEvents(execEvents(req, nil, err), input), err
 	}
+	ex.observer().Exec(c.run.Access, res.Enforcement.Mode, len(res.Enforcement.Degraded) > 0, res.OOMKilled, res.Duration)
 	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)
 	out := ex.resultOf(r, req, spec.Limits, res, killed, writeNothing)
 	return out, streamedEvents(execEvents(req, out, nil), input), nil

@@ -129,7 +129,10 @@ type Config struct {
 	// CrashAt, when positive, kills the process at that step of an apply
 	// into a working tree or an undo. Tests use it; nothing else sets it.
 	CrashAt int
-	Logger  *slog.Logger
+	// Observer is told of each tool call and command (the daemon's
+	// metrics); nil observes nothing.
+	Observer Observer
+	Logger   *slog.Logger
 }
 
 // Manager runs the workspace lifecycle. Make one with NewManager, call
@@ -156,6 +159,7 @@ type Manager struct {
 	Forks      *Forks
 	Bundles    *Bundles
 	Nodes      *Nodes
+	Stats      *Stats
 
 	closeOnce sync.Once
 	closeErr  error
@@ -201,6 +205,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Forks = &Forks{kernel: k}
 	m.Bundles = &Bundles{kernel: k}
 	m.Nodes = &Nodes{kernel: k}
+	m.Stats = &Stats{kernel: k}
 	m.Projects.nodes = m.Nodes
 	m.Runs.broker = m.Broker
 	m.Runs.executor = m.executor
@@ -271,6 +276,8 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Nodes.jobs = m.Jobs
 	m.Nodes.runs = m.Runs
 	m.Nodes.views = m.views
+	m.Stats.executor = m.executor
+	m.Stats.queue = m.Queue
 	m.Jobs.instanceID = newInstanceID()
 	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
 	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
@@ -320,7 +327,7 @@ type forgetter interface{ forget(id string) }
 // services are the Manager's services, each once.
 func (m *Manager) services() []any {
 	return []any{m.Projects, m.Runs, m.views, m.Broker, m.executor, m.Jobs, m.Changes, m.Provenance,
-		m.Verifier, m.Flows, m.Reviews, m.Queue, m.Forks, m.Bundles, m.Nodes}
+		m.Verifier, m.Flows, m.Reviews, m.Queue, m.Forks, m.Bundles, m.Nodes, m.Stats}
 }
 
 // lifetimes are the services' own, which Close waits for: the queue's

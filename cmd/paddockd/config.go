@@ -29,6 +29,10 @@ import (
 type config struct {
 	// Listen is an optional loopback TCP address, such as "127.0.0.1:7070".
 	Listen string `toml:"listen"`
+	// MetricsListen is an optional address (any interface: a Prometheus
+	// server elsewhere scrapes it) serving only GET /metrics, without a
+	// token; /metrics is on listen's listener too, with the token.
+	MetricsListen string `toml:"metrics_listen"`
 	// Store is where the state is kept: "sqlite" (the default,
 	// <state dir>/state.db) or a PostgreSQL URL, postgres://…
 	// (PADDOCK_STORE and serve --store override it).

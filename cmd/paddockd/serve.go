@@ -30,6 +30,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/paddockcli"
 	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/mcpserver"
+	"github.com/paddock-dev/paddock/metrics"
 	"github.com/paddock-dev/paddock/postgres"
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/sandbox"
@@ -44,13 +45,14 @@ import (
 // the file changes), and what it takes from the call. Tests fill one and
 // call runServe.
 type serveOptions struct {
-	config    string
-	listen    string
-	store     string
-	logLevel  string
-	logFormat string
-	node      nodeFlags
-	changed   func(flag string) bool // nil: none was given
+	config        string
+	listen        string
+	metricsListen string
+	store         string
+	logLevel      string
+	logFormat     string
+	node          nodeFlags
+	changed       func(flag string) bool // nil: none was given
 
 	home   string              // the state directory
 	getenv func(string) string // the environment
@@ -114,6 +116,7 @@ user.email from the project's and your global git configuration).`,
 	}
 	cmd.Flags().StringVar(&o.config, "config", "", "config file (default <state dir>/paddock.toml)")
 	cmd.Flags().StringVar(&o.listen, "listen", "", "also listen on this loopback TCP address, such as 127.0.0.1:7070 (port 0 picks one)")
+	cmd.Flags().StringVar(&o.metricsListen, "metrics-listen", "", "also serve Prometheus metrics (GET /metrics, no token) on this TCP address, such as 127.0.0.1:9464 or :9464 (default metrics_listen in paddock.toml); /metrics is on --listen too, with the token")
 	cmd.Flags().StringVar(&o.store, "store", "", "where the state is kept: sqlite (default, <state dir>/state.db) or postgres://… (default $PADDOCK_STORE, or store in paddock.toml)")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&o.logFormat, "log-format", "text", "text or json")
@@ -188,6 +191,7 @@ type serving struct {
 	log             *slog.Logger
 
 	store        paddock.Store
+	metrics      *metrics.Metrics
 	node         *clusterNode // nil: the store is this daemon's own
 	m            *lifecycle.Manager
 	runSockets   *httpapi.RunSockets
@@ -214,6 +218,9 @@ func configure(o serveOptions) (*serving, error) {
 	}
 	if o.given("listen") {
 		cfg.Listen = o.listen
+	}
+	if o.given("metrics-listen") {
+		cfg.MetricsListen = o.metricsListen
 	}
 	if v := o.getenv(paddock.EnvPrefix + "STORE"); v != "" {
 		cfg.Store, s.storeOverridden = v, true
@@ -282,6 +289,10 @@ func (s *serving) buildManager(ctx context.Context) error {
 	if s.node != nil {
 		mc.Cluster = s.node.store
 	}
+	// Metrics: every write transaction timed and its events counted, each
+	// tool call and command observed.
+	s.metrics = metrics.New(s.log)
+	mc.Store, mc.Observer = s.metrics.Store(s.store), s.metrics
 	s.m, err = lifecycle.NewManager(ctx, mc)
 	return err
 }
@@ -354,6 +365,8 @@ func (s *serving) wire(ctx context.Context) error {
 	s.watch = &configWatch{home: s.o.home, path: s.o.config, flags: s.o.given, flagValues: s.o, storeOverridden: s.storeOverridden,
 		started: cfg, level: s.level, m: m, log: s.log}
 	s.api, s.mcpHTTP = wireAPI(m, token, s.status, s.log)
+	s.api.Metrics, s.api.Observer = s.metrics.Handler(), s.metrics
+	s.metrics.SetSource(s.metricsState)
 	s.runSockets.API = s.api
 	if s.node != nil {
 		s.node.m = m
@@ -371,6 +384,23 @@ func (s *serving) wire(ctx context.Context) error {
 		return machineReport(ctx, "daemon", doctorConfig{sandboxUID: m.SandboxUID, perExec: m.Harnesses.PerExec, idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})
 	}
 	return nil
+}
+
+// metricsState is the state a metrics scrape reports: the Manager's, and
+// the nodes' leases on a shared store.
+func (s *serving) metricsState(ctx context.Context) (*metrics.State, error) {
+	st, err := s.m.Stats.State(ctx)
+	if err != nil || s.node == nil {
+		return st, err
+	}
+	nodes, err := s.node.store.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		st.Nodes = append(st.Nodes, metrics.NodeLease{ID: n.ID, State: string(n.State), Age: time.Since(n.HeartbeatAt)})
+	}
+	return st, nil
 }
 
 // wireAPI makes the HTTP API and the MCP endpoint it serves (streamable
@@ -431,6 +461,20 @@ func (s *serving) listen() error {
 		s.info.Listen = ln.Addr().String()
 		s.pageTCP.listen = s.info.Listen
 		s.servers = append(s.servers, newHTTPServer(s.api.TCPHandler(), s.log, s.writeTimeout))
+		s.listeners = append(s.listeners, ln)
+	}
+	if s.cfg.MetricsListen != "" {
+		ln, err := net.Listen("tcp", s.cfg.MetricsListen)
+		if err != nil {
+			for _, l := range s.listeners {
+				l.Close()
+			}
+			return fmt.Errorf("metrics_listen: %w", err)
+		}
+		s.info.MetricsListen = ln.Addr().String()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", s.metrics.Handler())
+		s.servers = append(s.servers, newHTTPServer(mux, s.log, s.writeTimeout))
 		s.listeners = append(s.listeners, ln)
 	}
 	return nil

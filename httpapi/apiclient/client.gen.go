@@ -2152,6 +2152,9 @@ type CredentialRule struct {
 type DaemonStatus struct {
 	Listen *string `json:"listen,omitempty"`
 
+	// MetricsListen serve --metrics-listen's address, where Prometheus scrapes /metrics without a token
+	MetricsListen *string `json:"metrics_listen,omitempty"`
+
 	// Node the daemon's node id, when it shares its store with other nodes
 	Node      *string    `json:"node,omitempty"`
 	Pid       *int       `json:"pid,omitempty"`
@@ -3425,6 +3428,13 @@ type ClientInterface interface {
 	// Corresponds with GET /healthz (the `Health` operationId).
 	Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetMetrics The daemon's Prometheus metrics (operator only)
+	//
+	// Prometheus's text exposition format (or OpenMetrics, by the Accept header): runs by project and state, jobs, pending access requests, the merge queue, disk used against quotas, node leases (read at each scrape); tool-call, command, store-transaction, API-request and forwarding latency histograms; events by type, broker decisions by rule, sandbox failures, enforcement degradations. Labels never carry a run id or a path. Also on serve --metrics-listen's own listener, without a token. docs/OPERATIONS.md lists every series.
+	//
+	// Corresponds with GET /metrics (the `GetMetrics` operationId).
+	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListAgents The built-in and stored agent definitions
 	//
 	// Corresponds with GET /v1/agents (the `ListAgents` operationId).
@@ -4053,6 +4063,23 @@ type ClientInterface interface {
 // Corresponds with GET /healthz (the `Health` operationId).
 func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHealthRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMetrics The daemon's Prometheus metrics (operator only)
+//
+// Prometheus's text exposition format (or OpenMetrics, by the Accept header): runs by project and state, jobs, pending access requests, the merge queue, disk used against quotas, node leases (read at each scrape); tool-call, command, store-transaction, API-request and forwarding latency histograms; events by type, broker decisions by rule, sandbox failures, enforcement degradations. Labels never carry a run id or a path. Also on serve --metrics-listen's own listener, without a token. docs/OPERATIONS.md lists every series.
+//
+// Corresponds with GET /metrics (the `GetMetrics` operationId).
+func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMetricsRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -5675,6 +5702,33 @@ func NewHealthRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/healthz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetMetricsRequest constructs an http.Request for the GetMetrics method
+func NewGetMetricsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/metrics")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -9190,6 +9244,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `Health` operationId).
 	HealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthResponse, error)
 
+	// GetMetricsWithResponse The daemon's Prometheus metrics (operator only)
+	//
+	// Prometheus's text exposition format (or OpenMetrics, by the Accept header): runs by project and state, jobs, pending access requests, the merge queue, disk used against quotas, node leases (read at each scrape); tool-call, command, store-transaction, API-request and forwarding latency histograms; events by type, broker decisions by rule, sandbox failures, enforcement degradations. Labels never carry a run id or a path. Also on serve --metrics-listen's own listener, without a token. docs/OPERATIONS.md lists every series.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /metrics (the `GetMetrics` operationId).
+	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
+
 	// ListAgentsWithResponse The built-in and stored agent definitions
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9949,6 +10012,47 @@ func (r HealthResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HealthResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetMetricsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetMetricsResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMetricsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMetricsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMetricsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMetricsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13773,6 +13877,21 @@ func (c *ClientWithResponses) HealthWithResponse(ctx context.Context, reqEditors
 	return ParseHealthResponse(rsp)
 }
 
+// GetMetricsWithResponse The daemon's Prometheus metrics (operator only)
+//
+// Prometheus's text exposition format (or OpenMetrics, by the Accept header): runs by project and state, jobs, pending access requests, the merge queue, disk used against quotas, node leases (read at each scrape); tool-call, command, store-transaction, API-request and forwarding latency histograms; events by type, broker decisions by rule, sandbox failures, enforcement degradations. Labels never carry a run id or a path. Also on serve --metrics-listen's own listener, without a token. docs/OPERATIONS.md lists every series.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /metrics (the `GetMetrics` operationId).
+func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error) {
+	rsp, err := c.GetMetrics(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMetricsResponse(rsp)
+}
+
 // ListAgentsWithResponse The built-in and stored agent definitions
 //
 // Returns a wrapper object for the known response body format(s).
@@ -15095,6 +15214,32 @@ func ParseHealthResponse(rsp *http.Response) (*HealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetMetricsResponse parses an HTTP response from a GetMetricsWithResponse call
+func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMetricsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Failure
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

@@ -1,0 +1,52 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Store wraps s: each write transaction is timed, its failures counted,
+// and the events it appended counted by type once it committed (an event
+// of a transaction rolled back, or retried, is not).
+func (m *Metrics) Store(s paddock.Store) paddock.Store { return &store{Store: s, m: m} }
+
+type store struct {
+	paddock.Store
+	m *Metrics
+}
+
+func (s *store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
+	var tx *countingTx
+	start := time.Now()
+	err := s.Store.Update(ctx, func(inner paddock.Tx) error {
+		tx = &countingTx{Tx: inner} // a retried transaction counts once
+		return fn(tx)
+	})
+	var events []string
+	var states []paddock.WorkspaceState
+	if tx != nil {
+		events, states = tx.events, tx.states
+	}
+	s.m.update(time.Since(start), err, events, states)
+	return err
+}
+
+// countingTx notes what a transaction appends.
+type countingTx struct {
+	paddock.Tx
+	events []string
+	states []paddock.WorkspaceState
+}
+
+func (t *countingTx) AppendEvent(ctx context.Context, runID, typ string, data any) (*paddock.Event, error) {
+	e, err := t.Tx.AppendEvent(ctx, runID, typ, data)
+	if err == nil {
+		t.events = append(t.events, typ)
+		if d, ok := data.(paddock.TransitionData); ok && typ == paddock.TransitionEvent {
+			t.states = append(t.states, d.To)
+		}
+	}
+	return e, err
+}
