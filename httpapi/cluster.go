@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Cluster is where runs are when several daemons share a store as nodes
@@ -230,6 +231,8 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, p
 			h.Del("Referer")
 			h.Del("X-Forwarded-For")
 			h.Set(actorHeader, actor(r))
+			// The call's span (traced) is the node's call's parent there.
+			propagator.Inject(r.Context(), propagation.HeaderCarrier(h))
 			if agent {
 				h.Set(nodeSecretHeader, s.NodeSecret)
 				h.Set(forwardedByHeader, from)
@@ -274,7 +277,7 @@ func streamed(r *http.Request) bool {
 // carries.
 func (s *Server) NodeHandler() http.Handler {
 	next := s.mux()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.traced(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get(nodeSecretHeader)
 		by := r.Header.Get(forwardedByHeader)
 		if s.NodeSecret == "" || got == "" || by == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.NodeSecret)) != 1 {
@@ -332,7 +335,7 @@ func (s *Server) NodeHandler() http.Handler {
 			}
 		}
 		next.ServeHTTP(w, r)
-	})
+	}))
 }
 
 // selfFenced is node_lost when the shared store says this node (at) is

@@ -54,6 +54,7 @@ import (
 	"github.com/paddock-dev/paddock/strictjson"
 	"github.com/paddock-dev/paddock/tools"
 	"github.com/paddock-dev/paddock/ui"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // MaxBody is the largest request body accepted.
@@ -134,6 +135,10 @@ type Server struct {
 	// route answered and of each call forwarded to another node.
 	Metrics  http.Handler
 	Observer Observer
+	// Tracer, if set, makes each request's server span (OpenTelemetry),
+	// under its caller's W3C traceparent; a call forwarded to another
+	// node carries it on.
+	Tracer trace.Tracer
 }
 
 // Observer is told what the API answered (the daemon's metrics).
@@ -211,10 +216,10 @@ func actor(r *http.Request) string {
 }
 
 // Handler returns the API for the unix socket.
-func (s *Server) Handler() http.Handler { return s.guard(s.forward(s.mux()), false) }
+func (s *Server) Handler() http.Handler { return s.traced(s.guard(s.forward(s.mux()), false)) }
 
 // TCPHandler returns the API for a loopback TCP listener: it also requires the token.
-func (s *Server) TCPHandler() http.Handler { return s.guard(s.forward(s.mux()), true) }
+func (s *Server) TCPHandler() http.Handler { return s.traced(s.guard(s.forward(s.mux()), true)) }
 
 func (s *Server) log() *slog.Logger { return s.base().log() }
 

@@ -209,10 +209,14 @@ func (s *Server) mux() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range h.routes() {
 		if s.Observer == nil {
-			mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h.api.serve(&rt, w, r) })
+			mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
+				spanRun(r)
+				h.api.serve(&rt, w, r)
+			})
 			continue
 		}
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
+			spanRun(r)
 			start, sw := time.Now(), &statusWriter{ResponseWriter: w}
 			h.api.serve(&rt, sw, r)
 			code := sw.status

@@ -9,6 +9,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/apply"
 	"github.com/paddock-dev/paddock/changeset"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // MaxMerge bounds the files a 3-way apply merges line by line: a merge
@@ -36,7 +37,9 @@ func (ch *Changes) applier() *apply.Applier {
 // With threeWay, a modified file that the user changed too is merged line
 // by line (git merge-file) instead of refused. Undo puts the user's
 // version back.
-func (ch *Changes) ApplyToWorktree(ctx context.Context, id string, threeWay bool) (*paddock.Submission, error) {
+func (ch *Changes) ApplyToWorktree(ctx context.Context, id string, threeWay bool) (_ *paddock.Submission, err error) {
+	ctx, end := ch.span(ctx, "apply", nil, attrRun.String(id), attribute.String("paddock.to", "worktree"))
+	defer func() { end(err) }()
 	unlock, err := ch.queue.lockLanding(id)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/agent"
 	"github.com/paddock-dev/paddock/broker"
@@ -85,8 +88,11 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 	}
 	def := definitionOf(r)
 	start := time.Now()
+	ctx, end := br.span(ctx, "tool "+b.call.Tool, r, attribute.String("paddock.tool", b.call.Tool))
 	v := broker.Decide(def, grants, b.call, broker.State{Access: r.Access, Workspace: r.State()})
 	defer func() {
+		trace.SpanFromContext(ctx).SetAttributes(attribute.String("paddock.decision", string(v.Decision)), attribute.String("paddock.rule", string(v.Rule)))
+		end(err)
 		br.observer().ToolCall(b.call.Tool, r.Access, v.Decision, string(v.Rule), err, time.Since(start))
 	}()
 	if v.Decision != paddock.DecisionAllow {

@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/workspace"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Changes keeps change sets: submit, approve, and apply to a branch or into the working tree.
@@ -265,7 +266,9 @@ func (ch *Changes) Approve(ctx context.Context, id, hash, by string) (*paddock.S
 // path, refuse the whole apply, approved or not; so does a commit that is
 // not the base with exactly the approved entries (a type change git would
 // resolve by dropping a path the change set does not name).
-func (ch *Changes) Apply(ctx context.Context, id, branch string, who gitx.Identity) (*paddock.Submission, error) {
+func (ch *Changes) Apply(ctx context.Context, id, branch string, who gitx.Identity) (_ *paddock.Submission, err error) {
+	ctx, end := ch.span(ctx, "apply", nil, attrRun.String(id), attribute.String("paddock.branch", branch))
+	defer func() { end(err) }()
 	if ch.uncommitted.has(id) {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s started from the checkout's uncommitted changes, which a branch would carry into the project's history: apply it into the working tree (paddock apply %s --to worktree), or commit them first", id, id)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/paddock-dev/paddock/broker"
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/sandbox"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // executor runs a run's commands in its sandbox, within the run's limits, and watches the disk they write.
@@ -141,7 +143,13 @@ func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.
 	runCtx, cancel := context.WithCancel(ctx)
 	stopFollowing := context.AfterFunc(ex.life.ctx, cancel)
 	watch := ex.watchDisk(r, cancel, writeNothing != "")
-	res, err := ex.runCommand(runCtx, id, spec)
+	spanCtx, end := ex.span(runCtx, "exec", c.run)
+	res, err := ex.runCommand(spanCtx, id, spec)
+	if err == nil {
+		trace.SpanFromContext(spanCtx).SetAttributes(attribute.String("paddock.sandbox_mode", res.Enforcement.Mode),
+			attribute.Int("paddock.exit_code", res.ExitCode))
+	}
+	end(err)
 	killed := watch.stop()
 	stopFollowing()
 	cancel()

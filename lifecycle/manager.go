@@ -56,6 +56,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/sandbox"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is what a Manager is made of. NewManager needs Store, Git and
@@ -132,7 +133,11 @@ type Config struct {
 	// Observer is told of each tool call and command (the daemon's
 	// metrics); nil observes nothing.
 	Observer Observer
-	Logger   *slog.Logger
+	// Tracer makes the spans of tool calls, commands, verifies, applies
+	// and queue landings (OpenTelemetry), each under its caller's span in
+	// the call's context; nil makes none.
+	Tracer trace.Tracer
+	Logger *slog.Logger
 }
 
 // Manager runs the workspace lifecycle. Make one with NewManager, call

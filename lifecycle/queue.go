@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/workspace"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Queue is the merge queue: it lands approved runs on their branch one at a time.
@@ -430,9 +431,13 @@ func (q *Queue) returnEntry(ctx context.Context, e *paddock.QueueEntry, reason s
 
 // landOne replays, checks and lands one entry, or gives it back.
 func (q *Queue) landOne(ctx context.Context, e *paddock.QueueEntry) {
+	ctx, end := q.span(ctx, "queue.land", nil, attrRun.String(e.Run), attrProject.String(e.Project), attribute.String("paddock.branch", e.Branch))
+	var landErr error
+	defer func() { end(landErr) }()
 	for try := 1; ; try++ {
 		retry, err := q.tryLand(ctx, e)
 		if err != nil {
+			landErr = err
 			if ctx.Err() != nil {
 				return // stopping: Recover takes it up again
 			}

@@ -246,7 +246,9 @@ func (vf *Verifier) Verify(ctx context.Context, id string, req paddock.VerifyReq
 }
 
 // verify is Verify with the commands' output also in logw (a job's log).
-func (vf *Verifier) verify(ctx context.Context, id string, req paddock.VerifyRequest, logw io.Writer) (*paddock.VerifyResult, error) {
+func (vf *Verifier) verify(ctx context.Context, id string, req paddock.VerifyRequest, logw io.Writer) (_ *paddock.VerifyResult, err error) {
+	ctx, end := vf.span(ctx, "verify", nil, attrRun.String(id))
+	defer func() { end(err) }()
 	if err := vf.checkOpen(); err != nil {
 		return nil, err
 	}

@@ -81,6 +81,8 @@ type config struct {
 	// its request asks for less: an agent (or an operator's request) may
 	// only lower a limit. Unset keys keep the sandbox's defaults.
 	ExecLimits execLimits `toml:"exec_limits"`
+	// Tracing exports OpenTelemetry spans over OTLP; off by default.
+	Tracing tracingConfig `toml:"tracing"`
 	// SessionLimits bound an agent's session (paddock run's CMD, an
 	// agent's job), whose commands keep ExecLimits: wall (default 8h) for
 	// one nobody watches, terminal_wall (default: none) for one at a
@@ -265,6 +267,9 @@ func (c config) check() error {
 		return err
 	}
 	if err := c.ExecLimits.check(); err != nil {
+		return err
+	}
+	if err := c.Tracing.check(); err != nil {
 		return err
 	}
 	if _, err := c.netAllowAddrs(); err != nil {

@@ -38,6 +38,7 @@ import (
 	"github.com/paddock-dev/paddock/ui"
 	"github.com/paddock-dev/paddock/workspace"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // serveOptions are what serve runs with: its flags, which of them the
@@ -140,6 +141,12 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	intoDelegatedScope(ctx, s.log)
+	tracer, stopTracing, err := startTracing(ctx, s.cfg.Tracing, o.getenv)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	s.tracer = tracer
 	if detail, full := sandbox.CgroupReport(); full {
 		s.log.Info("cgroups", "limits", detail)
 	} else {
@@ -192,6 +199,7 @@ type serving struct {
 
 	store        paddock.Store
 	metrics      *metrics.Metrics
+	tracer       trace.Tracer // nil: no tracing
 	node         *clusterNode // nil: the store is this daemon's own
 	m            *lifecycle.Manager
 	runSockets   *httpapi.RunSockets
@@ -293,6 +301,7 @@ func (s *serving) buildManager(ctx context.Context) error {
 	// tool call and command observed.
 	s.metrics = metrics.New(s.log)
 	mc.Store, mc.Observer = s.metrics.Store(s.store), s.metrics
+	mc.Tracer = s.tracer
 	s.m, err = lifecycle.NewManager(ctx, mc)
 	return err
 }
@@ -365,7 +374,7 @@ func (s *serving) wire(ctx context.Context) error {
 	s.watch = &configWatch{home: s.o.home, path: s.o.config, flags: s.o.given, flagValues: s.o, storeOverridden: s.storeOverridden,
 		started: cfg, level: s.level, m: m, log: s.log}
 	s.api, s.mcpHTTP = wireAPI(m, token, s.status, s.log)
-	s.api.Metrics, s.api.Observer = s.metrics.Handler(), s.metrics
+	s.api.Metrics, s.api.Observer, s.api.Tracer = s.metrics.Handler(), s.metrics, s.tracer
 	s.metrics.SetSource(s.metricsState)
 	s.runSockets.API = s.api
 	if s.node != nil {

@@ -135,3 +135,32 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestTracingAndMetricsConfig: [tracing] and metrics_listen read as
+// written; a bad endpoint or ratio is refused naming the key.
+func TestTracingAndMetricsConfig(t *testing.T) {
+	home := t.TempDir()
+	for _, c := range []struct{ toml, err string }{
+		{"metrics_listen = \"127.0.0.1:9464\"\n[tracing]\notlp_endpoint = \"http://127.0.0.1:4318/v1/traces\"\nsample_ratio = 0.25\n", ""},
+		{"[tracing]\notlp_endpoint = \"grpc://collector:4317\"\n", "tracing.otlp_endpoint"},
+		{"[tracing]\nsample_ratio = 2.0\n", "tracing.sample_ratio"},
+		{"[tracing]\nendpoint = \"http://x\"\n", "endpoint"},
+	} {
+		os.WriteFile(filepath.Join(home, "paddock.toml"), []byte(c.toml), 0o600)
+		cfg, err := loadConfig(home, "")
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%q: %v", c.toml, err)
+		case c.err == "" && (cfg.MetricsListen != "127.0.0.1:9464" || cfg.Tracing.OTLPEndpoint == "" || *cfg.Tracing.SampleRatio != 0.25):
+			t.Errorf("%q read as %+v", c.toml, cfg)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: error %v, want one naming %s", c.toml, err, c.err)
+		}
+	}
+	// Off by default: no endpoint, no tracer.
+	tr, stop, err := startTracing(context.Background(), tracingConfig{}, func(string) string { return "" })
+	if err != nil || tr != nil {
+		t.Errorf("tracing without an endpoint: %v %v", tr, err)
+	}
+	stop()
+}

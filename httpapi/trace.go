@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// propagator reads and writes the W3C trace context (traceparent,
+// tracestate) of a request.
+var propagator = propagation.TraceContext{}
+
+// traced starts each request's server span (Server.Tracer), a child of
+// the caller's own when its request carries a W3C traceparent (an
+// orchestrator's trace of its agent loop, or the node that forwarded the
+// call), named by the route's pattern; the calls the request makes get it
+// in their context. Without a Tracer it is next.
+func (s *Server) traced(next http.Handler) http.Handler {
+	if s.Tracer == nil {
+		return next
+	}
+	patterns := http.NewServeMux()
+	for _, rt := range Routes() {
+		patterns.Handle(rt.Method+" "+rt.Path, next)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		_, pattern := patterns.Handler(r)
+		name := pattern
+		if name == "" {
+			name = r.Method // no route: no path in the name (cardinality)
+		}
+		ctx, span := s.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", pattern)))
+		defer span.End()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		code := sw.status
+		if code == 0 {
+			code = http.StatusOK
+		}
+		span.SetAttributes(attribute.Int("http.response.status_code", code))
+		if code >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(code))
+		}
+	})
+}
+
+// spanRun names the run a route is called on in the request's span.
+func spanRun(r *http.Request) {
+	if id := r.PathValue("id"); id != "" {
+		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("paddock.run_id", id))
+	}
+}
