@@ -162,11 +162,11 @@ func (vw *views) overlayWorks(ctx context.Context) error {
 		// What the machine cannot do is remembered; a probe that failed
 		// otherwise (a busy machine: the sandbox's uid out of processes
 		// for a moment) is tried again, now and at the next run.
-		err := sandbox.ProbeOverlay(ctx, vw.SandboxUID)
+		err := sandbox.ProbeOverlay(ctx, vw.WorkspacesDir, vw.SandboxUID)
 		for wait := 100 * time.Millisecond; err != nil && !paddock.IsCode(err, paddock.CodeUnsupported) && wait < time.Second && ctx.Err() == nil; wait *= 3 {
 			vw.log().Warn("probing overlay workspaces failed; trying again", "err", err)
 			time.Sleep(wait)
-			err = sandbox.ProbeOverlay(ctx, vw.SandboxUID)
+			err = sandbox.ProbeOverlay(ctx, vw.WorkspacesDir, vw.SandboxUID)
 		}
 		if err != nil && !paddock.IsCode(err, paddock.CodeUnsupported) {
 			return paddock.Errorf(paddock.CodeUnsupported, "overlay workspaces could not be tried here now (%s); use kind clone", paddock.ErrorMessage(err))

@@ -12,9 +12,13 @@ import (
 
 // ProbeOverlay mounts a small overlay workspace in a sandbox for real and
 // runs true in it, as uid (0: this process's own): whether this machine
-// can make overlay workspaces, and if not, why (code unsupported).
-func ProbeOverlay(ctx context.Context, uid int) error {
-	dir, err := os.MkdirTemp("", "paddock-overlay-probe-")
+// can make overlay workspaces, and if not, why (code unsupported). Its
+// layers are made in parent ("": the temporary directory), which should
+// be where the workspaces' are: whether overlayfs takes an upper layer
+// depends on the file system under it (not overlayfs itself, as a
+// container's root is, nor tmpfs without user xattrs on old kernels).
+func ProbeOverlay(ctx context.Context, parent string, uid int) error {
+	dir, err := os.MkdirTemp(parent, ".paddock-overlay-probe-")
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paddock-dev/paddock"
 	"golang.org/x/sys/unix"
 )
 
@@ -163,5 +164,39 @@ func TestOverlayFrozenLayers(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(home, "h")); string(b) != "h\n" {
 			t.Fatalf("by path %v: the bind beside the frozen layers", byPath)
 		}
+	}
+}
+
+// TestProbeOverlayWhereTheWorkspacesAre: whether overlayfs takes an upper
+// layer depends on the file system under it, so the probe runs where the
+// workspaces go. In a container whose root (and /tmp) is overlayfs but
+// whose state directory is a volume, probing /tmp said overlay
+// workspaces could not be made; here an overlayfs directory refuses and
+// the test's own temporary directory takes them.
+func TestProbeOverlayWhereTheWorkspacesAre(t *testing.T) {
+	skipUnlessSandbox(t)
+	if os.Getuid() != 0 {
+		t.Skip("mounting an overlayfs to probe on needs root")
+	}
+	uid := sandboxUID()
+	if err := ProbeOverlay(context.Background(), t.TempDir(), uid); err != nil {
+		t.Skipf("overlay workspaces do not work on this machine's temporary directory: %v", err)
+	}
+	// A directory on overlayfs, as a container's root file system is.
+	base := t.TempDir()
+	os.Chmod(base, 0o755)
+	for _, d := range []string{"lower", "upper", "work", "merged"} {
+		os.Mkdir(filepath.Join(base, d), 0o755)
+	}
+	merged := filepath.Join(base, "merged")
+	opts := "lowerdir=" + filepath.Join(base, "lower") + ",upperdir=" + filepath.Join(base, "upper") + ",workdir=" + filepath.Join(base, "work")
+	if err := unix.Mount("overlay", merged, "overlay", 0, opts); err != nil {
+		t.Skipf("cannot mount an overlayfs here: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(merged, unix.MNT_DETACH) })
+	os.Chmod(merged, 0o755)
+	err := ProbeOverlay(context.Background(), merged, uid)
+	if !paddock.IsCode(err, paddock.CodeUnsupported) {
+		t.Fatalf("probing on an overlayfs: %v, want unsupported", err)
 	}
 }

@@ -118,8 +118,12 @@ func doctor(a paddockcli.Call, ctx context.Context) *paddock.DoctorReport {
 		if os.Getuid() == 0 && uid == 0 {
 			uid = 65534 // as serve does: commands never run as root
 		}
+		ws := filepath.Join(home, "workspaces")
+		if _, err := os.Stat(ws); err != nil {
+			ws = ""
+		}
 		rep = machineReport(ctx, "cli", doctorConfig{sandboxUID: uid, perExec: cfg.SandboxMode == "per-exec",
-			idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})
+			idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan, workspaces: ws})
 	}
 	rep.Checks = append(append(local, d), rep.Checks...)
 	return rep
@@ -130,6 +134,9 @@ type doctorConfig struct {
 	sandboxUID   int // who commands run as; 0: the daemon's own user
 	perExec      bool
 	idle, orphan string
+	// workspaces is where overlay workspaces' layers go ("": unknown, the
+	// temporary directory): the overlay probe runs on that file system.
+	workspaces string
 }
 
 // machineReport probes, in this process, what it can enforce: git, the user
@@ -207,7 +214,7 @@ func harnessCheck(ctx context.Context, cfg doctorConfig) kernel.Check {
 		c.Status = kernel.OK
 		c.Detail = fmt.Sprintf("resident: one harness per active run (set-up %s, then %s per exec); idle %s, orphan %s",
 			took[0].Round(time.Millisecond/10), took[1].Round(time.Millisecond/10), orDefault(cfg.idle, "5m"), orDefault(cfg.orphan, "10m"))
-		if err := sandbox.ProbeOverlay(ctx, uid); err != nil {
+		if err := sandbox.ProbeOverlay(ctx, cfg.workspaces, uid); err != nil {
 			c.Status, c.Fix = kernel.Warn, "runs of kind auto get clone workspaces; overlay needs overlayfs mountable in a user namespace (Linux 5.11+)"
 			c.Detail += "; overlay workspaces do not work here: " + paddock.ErrorMessage(err)
 		} else {

@@ -390,7 +390,8 @@ func (s *serving) wire(ctx context.Context) error {
 	s.api.UI = ui.NewSessions()
 	s.api.UIAddr = s.pageTCP.addr
 	s.api.Doctor = func(ctx context.Context) *paddock.DoctorReport {
-		return machineReport(ctx, "daemon", doctorConfig{sandboxUID: m.SandboxUID, perExec: m.Harnesses.PerExec, idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan})
+		return machineReport(ctx, "daemon", doctorConfig{sandboxUID: m.SandboxUID, perExec: m.Harnesses.PerExec, idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan,
+			workspaces: m.WorkspacesDir})
 	}
 	return nil
 }
