@@ -67,7 +67,15 @@ func TestEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer abstract.Close()
-	hostPID := os.Getpid()
+	// A host process that is not the test itself: in a container the test
+	// can be pid 1, which is also each command's own pid in its pid
+	// namespace (containertest runs these tests there).
+	host := exec.Command("sleep", "300")
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { host.Process.Kill(); host.Wait() }()
+	hostPID := host.Process.Pid
 
 	cases := []struct {
 		name   string

@@ -118,9 +118,13 @@ func doctor(a paddockcli.Call, ctx context.Context) *paddock.DoctorReport {
 		if os.Getuid() == 0 && uid == 0 {
 			uid = 65534 // as serve does: commands never run as root
 		}
-		ws := filepath.Join(home, "workspaces")
-		if _, err := os.Stat(ws); err != nil {
-			ws = ""
+		// The workspaces' file system: their directory, else the state
+		// directory's, else (none yet) the temporary directory's.
+		ws := ""
+		for _, d := range []string{home, filepath.Join(home, "workspaces")} {
+			if _, err := os.Stat(d); err == nil {
+				ws = d
+			}
 		}
 		rep = machineReport(ctx, "cli", doctorConfig{sandboxUID: uid, perExec: cfg.SandboxMode == "per-exec",
 			idle: cfg.HarnessIdle, orphan: cfg.HarnessOrphan, workspaces: ws})
