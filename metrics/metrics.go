@@ -42,6 +42,7 @@ type Metrics struct {
 	decisions    *prometheus.CounterVec
 	execs        *prometheus.HistogramVec
 	sandboxFails *prometheus.CounterVec
+	harnesses    *prometheus.HistogramVec
 	degraded     *prometheus.CounterVec
 	oomKills     prometheus.Counter
 	forwards     *prometheus.HistogramVec
@@ -81,11 +82,12 @@ func New(log *slog.Logger) *Metrics {
 	m.decisions = counter("broker_decisions_total", "The broker's decisions, by decision and the rule that decided (empty when allowed).", "decision", "rule")
 	m.execs = histogram("exec_duration_seconds", "Commands run in the sandbox, by the run's access mode and the sandbox's mode (resident or per-exec).", slowBuckets, "access", "mode")
 	m.sandboxFails = counter("sandbox_failures_total", "Commands the sandbox could not set up or run, by error code.", "code")
+	m.harnesses = histogram("sandbox_harness_setup_duration_seconds", "Resident sandboxes (a run's harness) set up, by outcome (ok, or the error's code).", fastBuckets, "outcome")
 	m.degraded = counter("enforcement_degraded_total", "Commands run with weaker enforcement than asked (allow_degraded), by the sandbox's mode.", "mode")
 	m.oomKills = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "exec_oom_kills_total", Help: "Commands ended by the kernel's OOM killer at their memory limit."})
 	m.forwards = histogram("forward_duration_seconds", "Calls forwarded to another node (PostgreSQL store), by outcome.", fastBuckets, "outcome")
 	m.reg.MustRegister(m.events, m.transitions, m.storeUpdates, m.storeErrors, m.requests, m.streams, m.toolCalls,
-		m.decisions, m.execs, m.sandboxFails, m.degraded, m.oomKills, m.forwards,
+		m.decisions, m.execs, m.sandboxFails, m.harnesses, m.degraded, m.oomKills, m.forwards,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		stateCollector{m})
 	return m
@@ -135,6 +137,15 @@ func (m *Metrics) Exec(access paddock.Access, mode string, degraded, oomKilled b
 // ExecFailed observes a command the sandbox could not run.
 func (m *Metrics) ExecFailed(err error) {
 	m.sandboxFails.WithLabelValues(string(paddock.ErrorCode(err))).Inc()
+}
+
+// HarnessStarted observes a run's harness set up (sandbox.Pool.OnStart).
+func (m *Metrics) HarnessStarted(d time.Duration, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = string(paddock.ErrorCode(err))
+	}
+	m.harnesses.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
 // Request observes an API request answered by route (a pattern such as

@@ -55,6 +55,9 @@ type Pool struct {
 	// where a pids cgroup counts them (0: twice DefaultLimits.Procs).
 	RunProcs int
 	Log      *slog.Logger
+	// OnStart, if set, is told of each harness started (not re-attached):
+	// how long its set-up took, and the error if it failed.
+	OnStart func(d time.Duration, err error)
 
 	mu      sync.Mutex
 	hs      map[string]*harnessConn
@@ -328,7 +331,11 @@ func (p *Pool) harnessFor(ctx context.Context, key string, spec *Spec, ownNet *b
 			return p.keep(key, h), nil
 		}
 	}
+	began := time.Now()
 	h, err := p.start(ctx, key, spec, cfg)
+	if p.OnStart != nil {
+		p.OnStart(time.Since(began), err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -131,6 +131,7 @@ scrape_configs:
 		{`sum(paddock_tool_call_duration_seconds_count{job="paddock",tool="write",outcome="forbidden"})`, eq(2), "the protected write and the read run's, refused"},
 		{`paddock_broker_decisions_total{job="paddock",decision="deny",rule="read_only"}`, eq(1), "the read run's write denied by the broker, by its rule"},
 		{`sum(paddock_exec_duration_seconds_count{job="paddock",mode=~"resident|per-exec"})`, eq(2), "two commands, by sandbox mode"},
+		{`sum(paddock_sandbox_harness_setup_duration_seconds_count{job="paddock",outcome="ok"})`, gt(0), "the run's harness set up"},
 		{`paddock_events_total{job="paddock",type="changeset.submitted"}`, eq(1), "the submission's event"},
 		{`paddock_run_transitions_total{job="paddock",to="rejected"}`, eq(1), "the rejection's state change"},
 		{`sum(paddock_store_update_duration_seconds_count{job="paddock",outcome="committed"})`, gt(10), "store transactions timed"},

@@ -301,6 +301,7 @@ func (s *serving) buildManager(ctx context.Context) error {
 	// tool call and command observed.
 	s.metrics = metrics.New(s.log)
 	mc.Store, mc.Observer = s.metrics.Store(s.store), s.metrics
+	mc.Harnesses.OnStart = s.metrics.HarnessStarted
 	mc.Tracer = s.tracer
 	s.m, err = lifecycle.NewManager(ctx, mc)
 	return err
