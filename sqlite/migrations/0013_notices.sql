@@ -1,0 +1,34 @@
+-- paddock state, version 13 (12 is PostgreSQL's nodes): the notices, an
+-- outbox of the notable events (paddock.NoticeOf) that AppendEvent fills
+-- in the event's own transaction, numbered in commit order (SQLite has one
+-- writer); each webhook's cursor and lease; and its delivery attempts,
+-- the latest paddock.WebhookAttemptsKept of each.
+CREATE TABLE notices (
+	id     INTEGER PRIMARY KEY AUTOINCREMENT,
+	run_id TEXT NOT NULL,
+	seq    INTEGER NOT NULL,
+	type   TEXT NOT NULL,
+	time   TEXT NOT NULL,
+	FOREIGN KEY (run_id, seq) REFERENCES events(run_id, seq) ON DELETE CASCADE
+);
+CREATE INDEX notices_event ON notices(run_id, seq);
+
+CREATE TABLE webhooks (
+	name        TEXT PRIMARY KEY,
+	delivered   INTEGER NOT NULL,
+	lease_owner TEXT NOT NULL DEFAULT '',
+	lease_until TEXT
+);
+
+CREATE TABLE webhook_attempts (
+	id        INTEGER PRIMARY KEY AUTOINCREMENT,
+	webhook   TEXT NOT NULL,
+	notice    INTEGER NOT NULL,
+	attempt   INTEGER NOT NULL,
+	time      TEXT NOT NULL,
+	status    INTEGER NOT NULL DEFAULT 0,
+	error     TEXT NOT NULL DEFAULT '',
+	delivered INTEGER NOT NULL
+);
+CREATE INDEX webhook_attempts_webhook ON webhook_attempts(webhook, id);
+CREATE INDEX webhook_attempts_notice ON webhook_attempts(webhook, notice, attempt);
