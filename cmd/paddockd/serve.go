@@ -331,6 +331,13 @@ func (s *serving) managerConfig(ctx context.Context) (lifecycle.Config, error) {
 	mc.DiskLimits.Reserve, _ = parseSize(cfg.DiskReserve)
 	mc.Harnesses.RunProcs = 2 * sandbox.WithDefaults(mc.ExecLimits).Procs // a run's commands together
 	mc.NetAllowAddrs, _ = cfg.netAllowAddrs()                             // checked with the config
+	configDir := home
+	if s.o.config != "" {
+		configDir = filepath.Dir(s.o.config)
+	}
+	if mc.Webhooks, err = cfg.webhooks(configDir); err != nil {
+		return lifecycle.Config{}, paddockcli.UsageError(err.Error())
+	}
 	if n, err := strconv.Atoi(getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
 		mc.CrashAt = n // tests only: die at this step of an apply into a working tree
 	}
