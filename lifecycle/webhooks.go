@@ -149,6 +149,10 @@ type deliverer struct {
 	fails   int   // its failed attempts since this daemon started
 	retryAt time.Time
 	renewAt time.Time // when the lease is renewed next
+	// held: this daemon held the lease at its last renewal; delivered is
+	// then the cursor.
+	held      bool
+	delivered int64
 }
 
 // wake is ch while the deliverer waits for a notice, nil (never) while
@@ -160,15 +164,18 @@ func (d *deliverer) wake(ch <-chan struct{}) <-chan struct{} {
 	return ch
 }
 
-// step renews the lease, delivers what it can, and says how long to wait
-// before the next step (0: at once).
+// step renews the lease when it is due, delivers what it can, and says
+// how long to wait before the next step (0: at once). While it holds the
+// lease it keeps the cursor in memory (only the holder moves it): a wake
+// with nothing new costs one read, no write.
 func (d *deliverer) step(ctx context.Context) (time.Duration, error) {
 	now := time.Now()
-	cur, held, err := d.lease(ctx, now)
-	if err != nil {
-		return d.timing.Poll, err
+	if !d.held || !now.Before(d.renewAt) {
+		if err := d.lease(ctx, now); err != nil {
+			return d.timing.Poll, err
+		}
 	}
-	if !held {
+	if !d.held {
 		d.retry, d.fails = 0, 0
 		return d.timing.Poll, nil
 	}
@@ -177,7 +184,7 @@ func (d *deliverer) step(ctx context.Context) (time.Duration, error) {
 	}
 	var ns []*paddock.Notice
 	if err := d.Store.View(ctx, func(tx paddock.Tx) (err error) {
-		ns, err = tx.Notices(ctx, cur.Delivered, 100)
+		ns, err = tx.Notices(ctx, d.delivered, 100)
 		return err
 	}); err != nil {
 		return d.timing.Poll, err
@@ -188,7 +195,7 @@ func (d *deliverer) step(ctx context.Context) (time.Duration, error) {
 			skipped = n.ID
 			continue
 		}
-		if time.Now().After(d.renewAt) {
+		if !time.Now().Before(d.renewAt) {
 			return 0, nil // renew the lease before the next attempt
 		}
 		if !d.attempt(ctx, n) {
@@ -207,20 +214,33 @@ func (d *deliverer) step(ctx context.Context) (time.Duration, error) {
 	return min(d.timing.Poll, time.Until(d.renewAt)), nil
 }
 
-// lease takes or renews the webhook's lease when a third of it is left.
-func (d *deliverer) lease(ctx context.Context, now time.Time) (cur *paddock.WebhookCursor, held bool, err error) {
-	err = d.Store.Update(ctx, func(tx paddock.Tx) error {
+// lease takes or renews the webhook's lease (renewed when a third of it
+// has gone by) and reads the cursor with it.
+func (d *deliverer) lease(ctx context.Context, now time.Time) error {
+	var cur *paddock.WebhookCursor
+	var held bool
+	err := d.Store.Update(ctx, func(tx paddock.Tx) (err error) {
 		cur, held, err = tx.Webhooks().Lease(ctx, d.h.Name, d.owner, now.UTC(), now.Add(d.timing.Lease).UTC())
 		return err
 	})
-	if err == nil && held {
-		d.renewAt = now.Add(d.timing.Lease / 3)
+	if err != nil {
+		d.held = false
+		return err
 	}
-	return cur, held, err
+	d.held, d.delivered = held, cur.Delivered
+	d.renewAt = now.Add(d.timing.Lease / 3)
+	return nil
 }
 
+// advance moves the cursor past notices it skips.
 func (d *deliverer) advance(ctx context.Context, id int64) error {
-	return d.Store.Update(ctx, func(tx paddock.Tx) error { return tx.Webhooks().Advance(ctx, d.h.Name, d.owner, id) })
+	err := d.Store.Update(ctx, func(tx paddock.Tx) error { return tx.Webhooks().Advance(ctx, d.h.Name, d.owner, id) })
+	if err != nil {
+		d.held = false // the next step sees whose lease it is
+		return err
+	}
+	d.delivered = id
+	return nil
 }
 
 // attempt posts notice n once, records the attempt, and on a 2xx
@@ -256,11 +276,12 @@ func (d *deliverer) attempt(ctx context.Context, n *paddock.Notice) bool {
 	if err != nil {
 		log.Error("webhook: recording the attempt failed", "attempt", a.Attempt, "delivered", a.Delivered, "err", err)
 	}
-	if lost {
-		d.renewAt = time.Time{} // the next step sees whose lease it is
+	if lost || err != nil {
+		d.held = false // the next step sees whose lease it is, and where the cursor is
 	}
 	if sendErr == nil && err == nil {
 		d.retry, d.fails = 0, 0
+		d.delivered = n.ID
 		return !lost
 	}
 	if d.retry != n.ID {

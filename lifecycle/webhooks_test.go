@@ -92,7 +92,7 @@ func TestWebhookDelivery(t *testing.T) {
 	m := newWebhookManager(t, []lifecycle.WebhookConfig{
 		{Name: "ci", URL: main.srv.URL + "/hook", Secret: secret},
 		{Name: "rejects", URL: rejects.srv.URL, Events: []string{paddock.NoticeRunRejected}, Secret: []byte("other")},
-	})
+	}, 300*time.Millisecond)
 	if _, err := m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: m.repo}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ type webhookManager struct {
 
 // newWebhookManager makes a Manager on a fresh state and repository with
 // these webhooks, paced for a test, closed at the test's end.
-func newWebhookManager(t *testing.T, hooks []lifecycle.WebhookConfig) *webhookManager {
+func newWebhookManager(t *testing.T, hooks []lifecycle.WebhookConfig, attemptTimeout time.Duration) *webhookManager {
 	t.Helper()
 	ctx := context.Background()
 	g, err := gitx.New(ctx)
@@ -235,10 +235,45 @@ func newWebhookManager(t *testing.T, hooks []lifecycle.WebhookConfig) *webhookMa
 		},
 		Webhooks: hooks,
 		WebhookTiming: lifecycle.WebhookTiming{FirstRetry: 50 * time.Millisecond, MaxRetry: 200 * time.Millisecond,
-			Timeout: 300 * time.Millisecond, Poll: 100 * time.Millisecond, Lease: 3 * time.Second}})
+			Timeout: attemptTimeout, Poll: 100 * time.Millisecond, Lease: 3 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
 	return &webhookManager{Manager: m, repo: repo}
+}
+
+// TestWebhookCloseWaits: Close ends an attempt under way at once (not at
+// its timeout) and returns only once the deliverer has recorded it and
+// given its lease back, so that another node can take over at once.
+func TestWebhookCloseWaits(t *testing.T) {
+	ctx := context.Background()
+	hung := newReceiver(t, func(int) string { return "hang" })
+	m := newWebhookManager(t, []lifecycle.WebhookConfig{{Name: "ci", URL: hung.srv.URL, Secret: []byte("k")}}, 20*time.Second)
+	if _, err := m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: m.repo}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Runs.Reject(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the receiver's first request", func() bool { return len(hung.deliveries()) == 1 })
+	start := time.Now()
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close took %v with an attempt under way (its timeout is 20s, the receiver hangs 5s)", d)
+	}
+	as, err := m.Webhooks.Attempts(ctx, "ci", 0)
+	if err != nil || len(as) != 1 || as[0].Delivered || !strings.Contains(as[0].Error, "canceled") {
+		t.Fatalf("attempts after Close: %+v, %v", as, err)
+	}
+	c, err := cursor(m, "ci")
+	if err != nil || c.Delivered != 0 || c.LeaseUntil.After(time.Now()) {
+		t.Fatalf("the cursor after Close: %+v, %v (want nothing delivered and the lease given back)", c, err)
+	}
 }
