@@ -21,11 +21,11 @@ const noticeLock int64 = 0x7061646f636b01
 
 // appendNotice adds e's notice to the outbox, under noticeLock.
 func (t *Tx) appendNotice(ctx context.Context, e *paddock.Event, typ string) error {
-	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, noticeLock); err != nil {
-		return wrap("take the notice lock", err)
-	}
-	if _, err := t.tx.Exec(ctx, `INSERT INTO notices (run_id, seq, type, time) VALUES ($1, $2, $3, $4)`,
-		e.RunID, e.Seq, typ, e.Time); err != nil {
+	// One round trip: the row the lock's subquery yields is made (the
+	// lock taken) before the insert computes the row's id from it.
+	if _, err := t.tx.Exec(ctx, `INSERT INTO notices (run_id, seq, type, time)
+		SELECT $1, $2, $3, $4 FROM (SELECT pg_advisory_xact_lock($5)) AS locked`,
+		e.RunID, e.Seq, typ, e.Time, noticeLock); err != nil {
 		return wrap("append notice", err)
 	}
 	return nil

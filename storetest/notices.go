@@ -328,3 +328,42 @@ func testWebhookAttempts(t *testing.T, s paddock.Store) {
 		return nil
 	})
 }
+
+// BenchAppends measures what a notice adds to an append: b runs an
+// ordinary event's AppendEvent and a notable one's (which inserts its
+// notice too, and on PostgreSQL takes the notice lock), each as its own
+// Update (a durable commit apiece) and 100 to one Update (the insert's
+// own cost).
+func BenchAppends(b *testing.B, open func(b *testing.B, dir string) paddock.Store) {
+	for _, kind := range []struct{ name, typ string }{{"plain", paddock.EventToolCall}, {"notice", paddock.EventJobFinished}} {
+		for _, per := range []int{1, 100} {
+			b.Run(fmt.Sprintf("%s/%d-per-update", kind.name, per), func(b *testing.B) {
+				s := open(b, b.TempDir())
+				defer s.Close()
+				ctx := context.Background()
+				if err := s.Update(ctx, func(tx paddock.Tx) error {
+					if err := tx.CreateProject(ctx, project("app")); err != nil {
+						return err
+					}
+					return tx.CreateRun(ctx, run("a", "app"))
+				}); err != nil {
+					b.Fatal(err)
+				}
+				data := map[string]int{"exit_code": 0}
+				b.ResetTimer()
+				for i := 0; i < b.N; i += per {
+					if err := s.Update(ctx, func(tx paddock.Tx) error {
+						for range per {
+							if _, err := tx.AppendEvent(ctx, "a", kind.typ, data); err != nil {
+								return err
+							}
+						}
+						return nil
+					}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
