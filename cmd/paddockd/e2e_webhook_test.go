@@ -143,6 +143,16 @@ func TestWebhookSurvivesKill9(t *testing.T) {
 		t.Fatalf("resumed after %d: %+v", all[0].ID, later[0])
 	}
 
+	// The CLI's firehose: paddock events --all, until interrupted.
+	cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Second)
+	out := cliCtx(cctx, t, home, "events", "--all", "--json", "--types", "run.rejected").must(t).out
+	ccancel()
+	var rej paddock.Notice
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rej) != nil || rej.ID != all[1].ID {
+		t.Fatalf("paddock events --all --types run.rejected printed:\n%s", out)
+	}
+	cli(t, home, "events", id, "--types", "run.rejected").wantCode(t, exitUsage, "--all")
+
 	d.stop()
 	s, err := sqlite.Open(context.Background(), filepath.Join(home, "state.db"))
 	if err != nil {
