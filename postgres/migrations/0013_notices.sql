@@ -6,16 +6,19 @@
 -- A notice's id comes from its bigserial's sequence, which hands out
 -- numbers in the order they are asked for, not the order transactions
 -- commit in: AppendEvent takes a transaction-level advisory lock
--- (noticeLock in tx.go) before it inserts one, so that notice ids are
+-- (noticeLock in notices.go) before it inserts one, so that notice ids are
 -- taken and committed one transaction at a time, and a reader resuming
 -- after id N never misses a lower id that commits later.
+--
+-- A notice goes with its run (its events go with it too): a reference to
+-- the run, not to each event, so that deleting a run's events checks no
+-- notice per event.
 CREATE TABLE notices (
 	id     bigserial PRIMARY KEY,
-	run_id text COLLATE "C" NOT NULL,
+	run_id text COLLATE "C" NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
 	seq    bigint NOT NULL,
 	type   text NOT NULL,
-	time   timestamptz NOT NULL,
-	FOREIGN KEY (run_id, seq) REFERENCES events(run_id, seq) ON DELETE CASCADE
+	time   timestamptz NOT NULL
 );
 CREATE INDEX notices_event ON notices(run_id, seq);
 

@@ -3,13 +3,16 @@
 -- in the event's own transaction, numbered in commit order (SQLite has one
 -- writer); each webhook's cursor and lease; and its delivery attempts,
 -- the latest paddock.WebhookAttemptsKept of each.
+--
+-- A notice goes with its run (its events go with it too): a reference to
+-- the run, not to each event, so that deleting a run's events checks no
+-- notice per event.
 CREATE TABLE notices (
 	id     INTEGER PRIMARY KEY AUTOINCREMENT,
-	run_id TEXT NOT NULL,
+	run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
 	seq    INTEGER NOT NULL,
 	type   TEXT NOT NULL,
-	time   TEXT NOT NULL,
-	FOREIGN KEY (run_id, seq) REFERENCES events(run_id, seq) ON DELETE CASCADE
+	time   TEXT NOT NULL
 );
 CREATE INDEX notices_event ON notices(run_id, seq);
 
