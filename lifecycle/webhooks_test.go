@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,8 @@ import (
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/gitx/gittest"
 	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/postgres"
+	"github.com/paddock-dev/paddock/postgres/pgtest"
 	"github.com/paddock-dev/paddock/sqlite"
 	"github.com/paddock-dev/paddock/webhook"
 	"github.com/paddock-dev/paddock/workspace"
@@ -276,4 +279,124 @@ func TestWebhookCloseWaits(t *testing.T) {
 	if err != nil || c.Delivered != 0 || c.LeaseUntil.After(time.Now()) {
 		t.Fatalf("the cursor after Close: %+v, %v (want nothing delivered and the lease given back)", c, err)
 	}
+}
+
+// TestWebhookOneNodeAtATime: two nodes on one PostgreSQL database, both
+// with the webhook: every notice is delivered once, never two requests at
+// once (one node holds the lease), and when the holder stops the other
+// takes over where the cursor is.
+func TestWebhookOneNodeAtATime(t *testing.T) {
+	ctx := context.Background()
+	g, err := gitx.New(ctx)
+	if err != nil {
+		t.Skipf("git unavailable: %v", err)
+	}
+	var mu sync.Mutex
+	inFlight, overlapped := 0, false
+	count := map[string]int{}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		inFlight++
+		overlapped = overlapped || inFlight > 1
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond) // a window for another node's request
+		mu.Lock()
+		inFlight--
+		if webhook.Verify([]byte("k"), r.Header.Get(webhook.SignatureHeader), b, time.Minute) == nil {
+			count[r.Header.Get(webhook.EventIDHeader)]++
+		}
+		mu.Unlock()
+	}))
+	t.Cleanup(recv.Close)
+	base := t.TempDir()
+	dsn := pgtest.Need(t).Database(t, base)
+	repo := gittest.NewRepo(t, filepath.Join(base, "src", "my app"), map[string]string{"README.md": "hello\n"})
+	nodes := map[string]*lifecycle.Manager{}
+	for _, id := range []string{"na", "nb"} {
+		wsDir := filepath.Join(base, id, "workspaces")
+		os.MkdirAll(wsDir, 0o700)
+		s, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if _, err := s.Join(ctx, postgres.NodeConfig{ID: id, Home: id, Address: "http://127.0.0.1:1", Capacity: 8, Lease: 30 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := lifecycle.NewManager(ctx, lifecycle.Config{Store: s, Cluster: s, Git: g, Providers: workspace.Providers(g, wsDir),
+			WorkspacesDir: wsDir, ArtifactsDir: filepath.Join(base, id, "artifacts"),
+			Webhooks:      []lifecycle.WebhookConfig{{Name: "ci", URL: recv.URL, Secret: []byte("k")}},
+			WebhookTiming: lifecycle.WebhookTiming{Poll: 50 * time.Millisecond, Lease: time.Second, Timeout: 5 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close(context.Background()) })
+		nodes[id] = m
+	}
+	a := nodes["na"]
+	if _, err := a.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: repo}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: "clone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notify := func(n int) {
+		for i := range n {
+			if err := a.Store.Update(ctx, func(tx paddock.Tx) error {
+				_, err := tx.AppendEvent(ctx, r.ID, paddock.EventJobFinished, map[string]int{"i": i})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	delivered := func(want int) {
+		t.Helper()
+		waitFor(t, 20*time.Second, fmt.Sprintf("%d notices delivered", want), func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(count) == want
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		for id, n := range count {
+			if n != 1 {
+				t.Fatalf("notice %s delivered %d times", id, n)
+			}
+		}
+		if overlapped {
+			t.Fatal("two requests were in flight at once: both nodes delivered")
+		}
+	}
+	notify(8)
+	delivered(8)
+	var holder string
+	a.Store.View(ctx, func(tx paddock.Tx) error {
+		c, err := tx.Webhooks().Cursor(ctx, "ci")
+		if err == nil {
+			holder = c.LeaseOwner
+		}
+		return err
+	})
+	other := map[string]string{"na": "nb", "nb": "na"}[holder]
+	if other == "" {
+		t.Fatalf("the lease's holder is %q", holder)
+	}
+	if err := nodes[holder].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if holder == "na" {
+		a = nodes["nb"] // the notices are made on the node still serving
+	}
+	notify(4)
+	delivered(12)
+	a.Store.View(ctx, func(tx paddock.Tx) error {
+		c, err := tx.Webhooks().Cursor(ctx, "ci")
+		if err != nil || c.LeaseOwner != other {
+			t.Fatalf("after %s stopped the lease is %+v, %v; want %s's", holder, c, err, other)
+		}
+		return nil
+	})
 }
