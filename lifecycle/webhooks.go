@@ -129,6 +129,7 @@ func (wh *Webhooks) deliver(h WebhookConfig) {
 		}
 		t.Stop()
 	}
+	wh.sender.CloseIdle() // no connection outlives the Manager
 	// Give the lease back, so that another node takes over at once.
 	bg := context.WithoutCancel(ctx)
 	now := time.Now().UTC()
