@@ -284,8 +284,9 @@ func TestBadDSN(t *testing.T) {
 }
 
 // TestOpensWithoutCreatePrivilege: a role that may read and write the
-// tables but not create any (the usual role of a service on a shared
-// server) opens a database that is already migrated.
+// tables and use their sequences but not create any (the usual role of a
+// service on a shared server) opens a database that is already migrated,
+// and writes to it, notices and webhooks' attempts included.
 func TestOpensWithoutCreatePrivilege(t *testing.T) {
 	dir := t.TempDir()
 	openStore(t, dir).Close()
@@ -295,6 +296,7 @@ func TestOpensWithoutCreatePrivilege(t *testing.T) {
 	c.Exec(t, dir, `CREATE ROLE `+role+` LOGIN`)
 	c.Exec(t, dir, `REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
 	c.Exec(t, dir, `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO `+role)
+	c.Exec(t, dir, `GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO `+role) // the notices' ids, among others
 	ctx := context.Background()
 	s, err := postgres.Open(ctx, strings.Replace(dsn, "user="+pgtest.Superuser, "user="+role, 1))
 	if err != nil {
@@ -302,7 +304,20 @@ func TestOpensWithoutCreatePrivilege(t *testing.T) {
 	}
 	defer s.Close()
 	err = s.Update(ctx, func(tx paddock.Tx) error {
-		return tx.CreateProject(ctx, &paddock.Project{Name: "app", Root: "/src/app", CreatedAt: time.Now()})
+		if err := tx.CreateProject(ctx, &paddock.Project{Name: "app", Root: "/src/app", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		if err := tx.CreateRun(ctx, &paddock.Run{ID: "r", Project: "app", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		if _, err := tx.AppendEvent(ctx, "r", paddock.EventJobFinished, nil); err != nil { // a notice, under the advisory lock
+			return err
+		}
+		now := time.Now()
+		if _, _, err := tx.Webhooks().Lease(ctx, "ci", "n1", now, now.Add(time.Minute)); err != nil {
+			return err
+		}
+		return tx.Webhooks().RecordAttempt(ctx, &paddock.WebhookAttempt{Webhook: "ci", Notice: 1, Time: now, Status: 500})
 	})
 	if err != nil {
 		t.Fatal(err)
