@@ -106,8 +106,9 @@ type Webhooks interface {
 	Advance(ctx context.Context, name, owner string, delivered int64) error
 	// RecordAttempt records an attempt, numbering it (a.Attempt) after
 	// the last one of the same notice, and drops the webhook's oldest
-	// beyond WebhookAttemptsKept.
+	// (by notice, then attempt) beyond WebhookAttemptsKept.
 	RecordAttempt(ctx context.Context, a *WebhookAttempt) error
-	// Attempts returns up to limit of name's latest attempts, oldest first.
+	// Attempts returns up to limit of name's latest attempts, oldest
+	// first: by notice, then attempt (the order a webhook makes them in).
 	Attempts(ctx context.Context, name string, limit int) ([]*WebhookAttempt, error)
 }

@@ -11,21 +11,25 @@ import (
 )
 
 // noticeLock is the advisory lock key a transaction takes, until it
-// ends, before it inserts a notice: notices' ids come from a sequence,
-// which hands them out in the order they are asked for, not the order
-// their transactions commit in; under the lock both orders are one, so a
-// reader that resumes after id N never misses a lower id committed later.
-// Notices are rare (a submit, an approval, a job's end), so the lock
-// serializes little.
+// ends, before it inserts a notice, whose id is the last one plus one:
+// under the lock, notices' ids are taken and committed in one order, with
+// no gap, so a reader that resumes after id N never misses a lower id
+// committed later. (A sequence would hand ids out in the order they are
+// asked for, not the order their transactions commit in, and need its own
+// grant.) Notices are rare (a submit, an approval, a job's end), so the
+// lock serializes little.
 const noticeLock int64 = 0x7061646f636b01
 
 // appendNotice adds e's notice to the outbox, under noticeLock.
 func (t *Tx) appendNotice(ctx context.Context, e *paddock.Event, typ string) error {
-	// One round trip: the row the lock's subquery yields is made (the
-	// lock taken) before the insert computes the row's id from it.
-	if _, err := t.tx.Exec(ctx, `INSERT INTO notices (run_id, seq, type, time)
-		SELECT $1, $2, $3, $4 FROM (SELECT pg_advisory_xact_lock($5)) AS locked`,
-		e.RunID, e.Seq, typ, e.Time, noticeLock); err != nil {
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, noticeLock); err != nil {
+		return wrap("take the notice lock", err)
+	}
+	// A statement of its own, after the lock: its snapshot holds every
+	// notice committed before, the last id with them.
+	if _, err := t.tx.Exec(ctx, `INSERT INTO notices (id, run_id, seq, type, time)
+		SELECT COALESCE(MAX(id), 0) + 1, $1, $2, $3, $4 FROM notices`,
+		e.RunID, e.Seq, typ, e.Time); err != nil {
 		return wrap("append notice", err)
 	}
 	return nil
@@ -118,8 +122,8 @@ func (w webhooks) RecordAttempt(ctx context.Context, a *paddock.WebhookAttempt) 
 	if err != nil {
 		return wrap("record webhook attempt", err)
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM webhook_attempts WHERE webhook = $1 AND id <= (
-		SELECT id FROM webhook_attempts WHERE webhook = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)`,
+	if _, err := tx.Exec(ctx, `DELETE FROM webhook_attempts WHERE webhook = $1 AND (notice, attempt) <= (
+		SELECT notice, attempt FROM webhook_attempts WHERE webhook = $1 ORDER BY notice DESC, attempt DESC LIMIT 1 OFFSET $2)`,
 		a.Webhook, paddock.WebhookAttemptsKept); err != nil {
 		return wrap("prune webhook attempts", err)
 	}
@@ -138,6 +142,7 @@ func (w webhooks) Attempts(ctx context.Context, name string, limit int) ([]*padd
 		a.Time = a.Time.UTC()
 		return a, nil
 	}, `SELECT notice, attempt, time, status, error, delivered FROM (
-		SELECT id, notice, attempt, time, status, error, delivered FROM webhook_attempts WHERE webhook = $1 ORDER BY id DESC LIMIT $2) a
-		ORDER BY id`, name, limit)
+		SELECT notice, attempt, time, status, error, delivered FROM webhook_attempts WHERE webhook = $1
+		ORDER BY notice DESC, attempt DESC LIMIT $2) a
+		ORDER BY notice, attempt`, name, limit)
 }

@@ -101,8 +101,8 @@ func (w webhooks) RecordAttempt(ctx context.Context, a *paddock.WebhookAttempt) 
 	if err != nil {
 		return wrap("record webhook attempt", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE webhook = ?1 AND id <= (
-		SELECT id FROM webhook_attempts WHERE webhook = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)`,
+	if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE webhook = ?1 AND (notice, attempt) <= (
+		SELECT notice, attempt FROM webhook_attempts WHERE webhook = ?1 ORDER BY notice DESC, attempt DESC LIMIT 1 OFFSET ?2)`,
 		a.Webhook, paddock.WebhookAttemptsKept); err != nil {
 		return wrap("prune webhook attempts", err)
 	}
@@ -114,8 +114,9 @@ func (w webhooks) Attempts(ctx context.Context, name string, limit int) ([]*padd
 		limit = paddock.WebhookAttemptsKept
 	}
 	rows, err := w.t.tx.QueryContext(w.t.ctx(ctx), `SELECT notice, attempt, time, status, error, delivered FROM (
-		SELECT id, notice, attempt, time, status, error, delivered FROM webhook_attempts WHERE webhook = ? ORDER BY id DESC LIMIT ?)
-		ORDER BY id`, name, limit)
+		SELECT notice, attempt, time, status, error, delivered FROM webhook_attempts WHERE webhook = ?
+		ORDER BY notice DESC, attempt DESC LIMIT ?)
+		ORDER BY notice, attempt`, name, limit)
 	if err != nil {
 		return nil, wrap("list webhook attempts", err)
 	}

@@ -24,14 +24,12 @@ CREATE TABLE webhooks (
 );
 
 CREATE TABLE webhook_attempts (
-	id        INTEGER PRIMARY KEY AUTOINCREMENT,
 	webhook   TEXT NOT NULL,
 	notice    INTEGER NOT NULL,
 	attempt   INTEGER NOT NULL,
 	time      TEXT NOT NULL,
 	status    INTEGER NOT NULL DEFAULT 0,
 	error     TEXT NOT NULL DEFAULT '',
-	delivered INTEGER NOT NULL
-);
-CREATE INDEX webhook_attempts_webhook ON webhook_attempts(webhook, id);
-CREATE INDEX webhook_attempts_notice ON webhook_attempts(webhook, notice, attempt);
+	delivered INTEGER NOT NULL,
+	PRIMARY KEY (webhook, notice, attempt)
+) WITHOUT ROWID;
