@@ -249,9 +249,14 @@ func (d *deliverer) advance(ctx context.Context, id int64) error {
 // when to try again is set.
 func (d *deliverer) attempt(ctx context.Context, n *paddock.Notice) bool {
 	log := d.log().With("webhook", d.h.Name, "notice", n.ID, "type", n.Type, "run", n.RunID)
-	body, err := json.Marshal(d.masked(ctx, n))
+	masked, err := d.masked(ctx, n, map[string]*redact.Redactor{})
+	var body []byte
+	if err == nil {
+		body, err = json.Marshal(masked)
+	}
 	if err != nil {
-		log.Error("webhook: encoding the notice failed", "err", err)
+		log.Error("webhook: reading or encoding the notice failed; trying again", "err", err)
+		d.retry, d.retryAt = n.ID, time.Now().Add(d.timing.Poll)
 		return false
 	}
 	status, sendErr := d.sender.Send(ctx, webhook.Delivery{URL: d.h.URL, Secret: d.h.Secret,
@@ -309,12 +314,22 @@ func backoff(first, most time.Duration, fails int) time.Duration {
 }
 
 // masked is n with its data masked as the run's own answers are: the
-// run's declared secrets and every credential shape.
-func (wh *Webhooks) masked(ctx context.Context, n *paddock.Notice) *paddock.Notice {
-	var red *redact.Redactor // nil: shapes only
-	var r *paddock.Run
-	if err := wh.Store.View(ctx, func(tx paddock.Tx) (err error) { r, err = tx.Run(ctx, n.RunID); return err }); err == nil {
-		red = wh.redactor(r)
+// run's declared secrets and every credential shape. reds keeps the
+// redactors of the runs met so far (a batch of notices reads each run
+// once). A run that cannot be read fails it: nothing goes out unmasked
+// for want of its secrets (a run gone since gets the shapes masked).
+func (wh *Webhooks) masked(ctx context.Context, n *paddock.Notice, reds map[string]*redact.Redactor) (*paddock.Notice, error) {
+	red, ok := reds[n.RunID]
+	if !ok {
+		var r *paddock.Run
+		err := wh.Store.View(ctx, func(tx paddock.Tx) (err error) { r, err = tx.Run(ctx, n.RunID); return err })
+		switch {
+		case err == nil:
+			red = wh.redactor(r)
+		case !paddock.IsCode(err, paddock.CodeNotFound):
+			return nil, err
+		}
+		reds[n.RunID] = red // nil: shapes only
 	}
 	c := *n
 	if len(n.Data) > 0 {
@@ -324,7 +339,7 @@ func (wh *Webhooks) masked(ctx context.Context, n *paddock.Notice) *paddock.Noti
 		}
 		c.Data = data
 	}
-	return &c
+	return &c, nil
 }
 
 // Notices returns up to limit notices after id after, across runs,
@@ -337,10 +352,16 @@ func (wh *Webhooks) Notices(ctx context.Context, after int64, limit int) (ns []*
 		ns, err = tx.Notices(ctx, after, limit)
 		return err
 	})
-	for i, n := range ns {
-		ns[i] = wh.masked(ctx, n)
+	if err != nil {
+		return nil, err
 	}
-	return ns, err
+	reds := map[string]*redact.Redactor{}
+	for i, n := range ns {
+		if ns[i], err = wh.masked(ctx, n, reds); err != nil {
+			return nil, err
+		}
+	}
+	return ns, nil
 }
 
 // WaitNotices is Notices, but when there are none yet it waits for the
