@@ -55,6 +55,14 @@ type Tx interface {
 	AppendEvent(ctx context.Context, runID, typ string, data any) (*Event, error)
 	// Events returns up to limit events of the run with seq > after, in order.
 	Events(ctx context.Context, runID string, after int64, limit int) ([]*Event, error)
+	// Notices returns up to limit notices with id > after, in order, each
+	// with its event's data and its run's project. AppendEvent of a
+	// notable event (NoticeOf) adds its notice in the same transaction;
+	// notice ids become visible in increasing order (a reader never sees
+	// a notice after a later one), across nodes too.
+	Notices(ctx context.Context, after int64, limit int) ([]*Notice, error)
+	// Webhooks is the webhooks' delivery state, in this transaction.
+	Webhooks() Webhooks
 
 	// CreateJob inserts a running job; CodeBusy if the run has one running.
 	CreateJob(ctx context.Context, j *Job) error

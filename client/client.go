@@ -641,10 +641,54 @@ func (c *Client) ExecAttach(ctx context.Context, id string, req paddock.ExecRequ
 // when none ever did, and after followGrace of trying when the one that
 // did went away (a restart is followed across, a kill -9 is reported).
 func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(*paddock.Event) error) error {
+	return c.followSSE(ctx, "events", runPath(id, "events", "stream"), after, func(data []byte, after int64) (int64, error) {
+		var e paddock.Event
+		if err := json.Unmarshal(data, &e); err != nil {
+			return 0, fmt.Errorf("events: %w", err)
+		}
+		if e.Seq <= after {
+			return after, nil // already seen
+		}
+		if err := fn(&e); err != nil {
+			return 0, stopError{err}
+		}
+		return e.Seq, nil
+	})
+}
+
+// FollowNotices streams the notices of every run (GET /v1/events/stream,
+// the operator's) from after notice id after to fn, as Follow does a
+// run's events: every notice once, in order, across reconnections. With
+// types, only notices of those types (paddock.NoticeTypes).
+func (c *Client) FollowNotices(ctx context.Context, after int64, types []string, fn func(*paddock.Notice) error) error {
+	path := "/v1/events/stream"
+	if len(types) > 0 {
+		path += "?types=" + url.QueryEscape(strings.Join(types, ","))
+	}
+	return c.followSSE(ctx, "notices", path, after, func(data []byte, after int64) (int64, error) {
+		var n paddock.Notice
+		if err := json.Unmarshal(data, &n); err != nil {
+			return 0, fmt.Errorf("notices: %w", err)
+		}
+		if n.ID <= after {
+			return after, nil // already seen
+		}
+		if err := fn(&n); err != nil {
+			return 0, stopError{err}
+		}
+		return n.ID, nil
+	})
+}
+
+// followSSE reads the stream at path from after on, reconnecting where it
+// left off, until ctx ends or each fails with a stopError (its error is
+// returned) or another: each takes an event's data and the id read up to,
+// and returns the new one.
+func (c *Client) followSSE(ctx context.Context, what, path string, after int64, each func(data []byte, after int64) (int64, error)) error {
 	var gone time.Time // when the daemon stopped answering; zero while it answers
 	followed := false
 	for ctx.Err() == nil {
-		err := c.follow(ctx, id, &after, fn)
+		err := c.follow(ctx, what, path, &after, each)
 		var pe *paddock.Error
 		var stop stopError
 		switch {
@@ -657,7 +701,7 @@ func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(*pa
 		case Unreachable(err) && gone.IsZero():
 			gone = time.Now()
 		case Unreachable(err) && time.Since(gone) >= followGrace:
-			return fmt.Errorf("events: the daemon has not answered for %v: %w", followGrace, err)
+			return fmt.Errorf("%s: the daemon has not answered for %v: %w", what, followGrace, err)
 		case !Unreachable(err):
 			followed, gone = true, time.Time{}
 		}
@@ -678,14 +722,14 @@ type stopError struct{ err error }
 
 func (e stopError) Error() string { return e.err.Error() }
 
-func (c *Client) follow(ctx context.Context, id string, after *int64, fn func(*paddock.Event) error) error {
-	resp, err := c.request(ctx, "events", "GET", runPath(id, "events", "stream"), nil,
+func (c *Client) follow(ctx context.Context, what, path string, after *int64, each func(data []byte, after int64) (int64, error)) error {
+	resp, err := c.request(ctx, what, "GET", path, nil,
 		[2]string{"Last-Event-ID", strconv.FormatInt(*after, 10)}, [2]string{"Accept", "text/event-stream"})
 	if err != nil {
 		return err
 	}
 	if resp.status != 200 {
-		return answerError("events", resp)
+		return answerError(what, resp)
 	}
 	defer resp.body.Close()
 	sc := bufio.NewScanner(resp.body)
@@ -697,18 +741,12 @@ func (c *Client) follow(ctx context.Context, id string, after *int64, fn func(*p
 		case bytes.HasPrefix(line, []byte("data: ")):
 			data = append(data[:0], line[6:]...)
 		case len(line) == 0 && len(data) > 0:
-			var e paddock.Event
-			if err := json.Unmarshal(data, &e); err != nil {
-				return fmt.Errorf("events: %w", err)
+			n, err := each(data, *after)
+			if err != nil {
+				return err
 			}
 			data = data[:0]
-			if e.Seq <= *after {
-				continue // already seen
-			}
-			if err := fn(&e); err != nil {
-				return stopError{err}
-			}
-			*after = e.Seq
+			*after = n
 		}
 	}
 	return sc.Err()

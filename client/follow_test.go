@@ -140,3 +140,50 @@ func TestOnUnreachableOnlyFirst(t *testing.T) {
 		t.Fatalf("after the daemon went: %v, hook ran %d times", err, hooked.Load())
 	}
 }
+
+// TestFollowNotices: the firehose is followed across a dropped
+// connection: the reconnection sends the last notice id as Last-Event-ID,
+// the types as ?types=, and fn sees every notice once, in order, even
+// when the daemon sends one again.
+func TestFollowNotices(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "d.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/events/stream" || r.URL.Query().Get("types") != "job.finished,run.rejected" {
+			http.Error(w, "bad request "+r.URL.String(), 400)
+			return
+		}
+		after, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		n := conns.Add(1)
+		from := after + 1
+		if n == 2 {
+			from = after // once more the last one seen: fn must not see it twice
+		}
+		for id := from; id <= after+2 && id <= 5; id++ {
+			fmt.Fprintf(w, "id: %d\nevent: job.finished\ndata: {\"id\":%d,\"type\":\"job.finished\",\"run_id\":\"r-1\",\"seq\":%d}\n\n", id, id, id)
+		}
+		w.(http.Flusher).Flush() // and the connection ends: the client reconnects
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []int64
+	errDone := errors.New("done")
+	err = Unix(sock).FollowNotices(ctx, 0, []string{"job.finished", "run.rejected"}, func(n *paddock.Notice) error {
+		got = append(got, n.ID)
+		if n.ID == 5 {
+			return errDone
+		}
+		return nil
+	})
+	if !errors.Is(err, errDone) || fmt.Sprint(got) != "[1 2 3 4 5]" || conns.Load() < 3 {
+		t.Fatalf("FollowNotices = %v after %d connections, saw %v", err, conns.Load(), got)
+	}
+}

@@ -27,7 +27,8 @@ type fakeState struct {
 	projects map[string]*paddock.Project
 	runs     map[string]*paddock.Run
 	events   map[string][]*paddock.Event
-	appended chan struct{} // closed and replaced at each append
+	notices  []*paddock.Notice // the firehose's, across runs
+	appended chan struct{}     // closed and replaced at each append
 	tokens   map[string]string
 	secret   map[string]string // a run's declared secret: name=value
 	gone     map[string]bool   // runs whose attached exec saw its client go
@@ -53,6 +54,7 @@ func serveAll(s *Server, st *fakeState) {
 	s.Changes, s.Provenance, s.Verifier = fakeChanges{st}, fakeProvenance{st}, fakeVerifier{st}
 	s.Reviews, s.Forks, s.Flows = fakeReviews{st}, fakeForks{st}, fakeFlows{st}
 	s.Queue, s.Bundles, s.Collector = fakeQueue{st}, fakeBundles{st}, fakeCollector{st}
+	s.Notices = fakeNotices{st}
 }
 
 // record notes a call and checks what the manager would check first: the

@@ -102,6 +102,7 @@ type Server struct {
 	Queue      Queue
 	Bundles    Bundles
 	Collector  Collector
+	Notices    Notices
 
 	Logger *slog.Logger
 	// Token is required as a bearer token on TCP listeners.

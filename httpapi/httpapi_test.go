@@ -240,6 +240,7 @@ func TestEveryRoute(t *testing.T) {
 		{"POST", run + "/resume", "", "Resume " + id},
 		{"POST", run + "/adopt", "", "Adopt " + id + " unknown"},
 		{"GET", "/v1/nodes", "", "Nodes"},
+		{"GET", "/v1/events/stream", "", ""},
 		{"GET", run + "/artifacts/task", "", "Artifact " + id + " task"},
 		{"GET", run + "/events?after=1&limit=2", "", "Events " + id + " 1 2"},
 		{"GET", run + "/events/stream", "", "Events " + id + " 0 1"},

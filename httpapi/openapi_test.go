@@ -94,6 +94,7 @@ var schemaTypes = map[string]any{
 	"CheckoutStatus":     paddock.CheckoutStatus{},
 	"CreateRunRequest":   paddock.CreateRunRequest{},
 	"Run":                paddock.Run{},
+	"Notice":             paddock.Notice{},
 	"ReviewOf":           paddock.ReviewOf{},
 	"Flow":               paddock.Flow{},
 	"FlowEvent":          paddock.FlowEvent{},

@@ -58,6 +58,7 @@ type handlers struct {
 	runs     runsHandlers
 	changes  changesHandlers
 	broker   brokerHandlers
+	notices  noticesHandlers
 }
 
 // handlers gives each concern's handlers what they call of s.
@@ -76,6 +77,7 @@ func (s *Server) handlers() *handlers {
 		runs:     runsHandlers{runs: s.Runs, reviews: s.Reviews, forks: s.Forks, api: api},
 		changes:  changesHandlers{changes: s.Changes, provenance: s.Provenance, redactors: s.Broker, api: api},
 		broker:   brokerHandlers{broker: s.Broker, inbox: s.InboxLimits, mcpHandler: s.MCP, api: api},
+		notices:  noticesHandlers{notices: s.Notices},
 	}
 }
 
@@ -104,6 +106,7 @@ func (h *handlers) routes() []route {
 		{"GET", "/v1/queue", operator, http.StatusOK, reply(h.queue.listQueue)},
 		{"POST", "/v1/import", operator, http.StatusCreated, stream(h.bundles.importBundle)},
 		{"GET", "/v1/nodes", operator, http.StatusOK, reply(h.cluster.nodes)},
+		{"GET", "/v1/events/stream", operator, http.StatusOK, stream(h.notices.stream)},
 
 		{"POST", "/v1/projects", operator, http.StatusCreated, reply(h.projects.addProject)},
 		{"GET", "/v1/projects", operator, http.StatusOK, reply(h.projects.listProjects)},

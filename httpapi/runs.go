@@ -2,14 +2,10 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/redact"
 )
 
 // Runs are the runs' lives and their event logs.
@@ -110,56 +106,29 @@ func (h *runsHandlers) resume(r *http.Request) (any, error) {
 	return h.runs.Resume(r.Context(), r.PathValue("id"))
 }
 
-// SSEHeartbeat is how often an idle event stream sends a comment, so that
-// proxies and clients see it alive.
-var SSEHeartbeat = 15 * time.Second
-
 // eventStream serves a run's events as Server-Sent Events: each event's id
 // is its seq, so a client that reconnects with Last-Event-ID (or ?after=)
 // gets every later event once, in order.
 func (h *runsHandlers) eventStream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	after, err := intParam(r.URL.Query().Get("after"), "after")
+	after, err := resumeAfter(r)
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		if after, err = intParam(last, "Last-Event-ID"); err != nil {
-			writeError(w, err)
-			return
-		}
 	}
 	if _, err := h.runs.Events(r.Context(), id, after, 1); err != nil {
 		h.api.fail(w, r, err)
 		return
 	}
-	rc := http.NewResponseController(w)
-	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	rc.Flush()
-	for r.Context().Err() == nil {
-		ctx, cancel := context.WithTimeout(r.Context(), SSEHeartbeat)
+	serveSSE(w, r, after, func(ctx context.Context, after int64) ([]sseEvent, int64, error) {
 		evs, err := h.runs.WaitEvents(ctx, id, after, 500)
-		cancel()
-		if err != nil {
-			return
-		}
-		if len(evs) == 0 {
-			io.WriteString(w, ": keep-alive\n\n")
-		}
-		for _, e := range evs {
-			data, _ := json.Marshal(e)
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, redact.Shapes(data))
+		out := make([]sseEvent, len(evs))
+		for i, e := range evs {
+			out[i] = sseEvent{id: e.Seq, name: e.Type, data: e}
 			after = e.Seq
 		}
-		if rc.Flush() != nil {
-			return
-		}
-	}
+		return out, after, err
+	})
 }
 
 // events answers GET /v1/runs/{id}/events?after=SEQ&limit=N&wait=DURATION.

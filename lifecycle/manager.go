@@ -127,6 +127,10 @@ type Config struct {
 	// node and moves a lost node's run here (cluster.go). Nil on a daemon
 	// of its own.
 	Cluster paddock.Cluster
+	// Webhooks are told of the notices (webhooks.go); WebhookTiming
+	// paces their deliveries (zero: the defaults).
+	Webhooks      []WebhookConfig
+	WebhookTiming WebhookTiming
 	// CrashAt, when positive, kills the process at that step of an apply
 	// into a working tree or an undo. Tests use it; nothing else sets it.
 	CrashAt int
@@ -165,6 +169,7 @@ type Manager struct {
 	Bundles    *Bundles
 	Nodes      *Nodes
 	Stats      *Stats
+	Webhooks   *Webhooks
 
 	closeOnce sync.Once
 	closeErr  error
@@ -211,6 +216,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Bundles = &Bundles{kernel: k}
 	m.Nodes = &Nodes{kernel: k}
 	m.Stats = &Stats{kernel: k}
+	m.Webhooks = &Webhooks{kernel: k}
 	m.Projects.nodes = m.Nodes
 	m.Runs.broker = m.Broker
 	m.Runs.executor = m.executor
@@ -286,6 +292,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Jobs.instanceID = newInstanceID()
 	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
 	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
+	m.Webhooks.life = newLifetime(k.ctx)
 	m.executor.quotas = newDiskQuotas(cfg.WorkspacesDir, cfg.DiskLimits.quota(), k.log)
 	for _, s := range m.services() {
 		if f, ok := s.(forgetter); ok {
@@ -294,6 +301,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	k.plans = &planBook{dir: k.runDir, record: m.Broker.recordEvents}
 	k.uncommitted = &uncommittedBase{git: k.Git, aux: k.auxDir, log: k.log}
+	m.Webhooks.start()
 	return m, nil
 }
 
@@ -332,13 +340,14 @@ type forgetter interface{ forget(id string) }
 // services are the Manager's services, each once.
 func (m *Manager) services() []any {
 	return []any{m.Projects, m.Runs, m.views, m.Broker, m.executor, m.Jobs, m.Changes, m.Provenance,
-		m.Verifier, m.Flows, m.Reviews, m.Queue, m.Forks, m.Bundles, m.Nodes, m.Stats}
+		m.Verifier, m.Flows, m.Reviews, m.Queue, m.Forks, m.Bundles, m.Nodes, m.Stats, m.Webhooks}
 }
 
 // lifetimes are the services' own, which Close waits for: the queue's
-// worker, the checkpoints due with nodes, the disk watchdogs.
+// worker, the checkpoints due with nodes, the disk watchdogs, the
+// webhooks' deliverers.
 func (m *Manager) lifetimes() []*lifetime {
-	return []*lifetime{m.Queue.life, m.Nodes.life, m.executor.life}
+	return []*lifetime{m.Queue.life, m.Nodes.life, m.executor.life, m.Webhooks.life}
 }
 
 // checkpointActive checkpoints every active workspace, so that a restart

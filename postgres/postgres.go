@@ -49,6 +49,12 @@
 //     writer never does; PostgreSQL then fails one of them (SQLSTATE 40P01)
 //     and Update returns that error. fn is not retried: it may have done
 //     things outside the transaction.
+//   - A transaction that appends a notable event holds the notice lock
+//     (notices.go) until it ends, after the run's row: one that then
+//     appends to a second run whose row another transaction holds, while
+//     that one waits for the notice lock, deadlocks, and PostgreSQL fails
+//     one of them as above. Only Reap appends notices to several runs in
+//     one transaction (the lost node's, which no other node writes).
 //   - Times are kept to the microsecond (SQLite keeps nanoseconds); an
 //     event's Time is cut to the microsecond before it is stored, so the
 //     event AppendEvent returns is the one readers see.

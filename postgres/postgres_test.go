@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 func TestSchema(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	defer s.Close()
-	if v, err := s.SchemaVersion(context.Background()); err != nil || v != 12 {
+	if v, err := s.SchemaVersion(context.Background()); err != nil || v != 13 {
 		t.Fatalf("schema version = %d, %v", v, err)
 	}
 }
@@ -80,7 +80,7 @@ func TestNodesStartTogether(t *testing.T) {
 		}
 		defer stores[i].Close()
 	}
-	if v, err := stores[0].SchemaVersion(context.Background()); err != nil || v != 12 {
+	if v, err := stores[0].SchemaVersion(context.Background()); err != nil || v != 13 {
 		t.Fatalf("schema version = %d, %v", v, err)
 	}
 }
@@ -285,7 +285,8 @@ func TestBadDSN(t *testing.T) {
 
 // TestOpensWithoutCreatePrivilege: a role that may read and write the
 // tables but not create any (the usual role of a service on a shared
-// server) opens a database that is already migrated.
+// server) opens a database that is already migrated, and writes to it,
+// notices and webhooks' attempts included (their ids need no sequence).
 func TestOpensWithoutCreatePrivilege(t *testing.T) {
 	dir := t.TempDir()
 	openStore(t, dir).Close()
@@ -302,7 +303,20 @@ func TestOpensWithoutCreatePrivilege(t *testing.T) {
 	}
 	defer s.Close()
 	err = s.Update(ctx, func(tx paddock.Tx) error {
-		return tx.CreateProject(ctx, &paddock.Project{Name: "app", Root: "/src/app", CreatedAt: time.Now()})
+		if err := tx.CreateProject(ctx, &paddock.Project{Name: "app", Root: "/src/app", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		if err := tx.CreateRun(ctx, &paddock.Run{ID: "r", Project: "app", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		if _, err := tx.AppendEvent(ctx, "r", paddock.EventJobFinished, nil); err != nil { // a notice, under the advisory lock
+			return err
+		}
+		now := time.Now()
+		if _, _, err := tx.Webhooks().Lease(ctx, "ci", "n1", now, now.Add(time.Minute)); err != nil {
+			return err
+		}
+		return tx.Webhooks().RecordAttempt(ctx, &paddock.WebhookAttempt{Webhook: "ci", Notice: 1, Time: now, Status: 500})
 	})
 	if err != nil {
 		t.Fatal(err)

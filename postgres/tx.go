@@ -506,6 +506,11 @@ func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*pad
 	if err != nil {
 		return nil, wrap("append event", err)
 	}
+	if notice, ok := paddock.NoticeOf(typ, raw); ok {
+		if err := t.appendNotice(ctx, e, notice); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 

@@ -472,6 +472,13 @@ func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*pad
 		runID, e.Seq, fmtTime(e.Time), typ, dataArg); err != nil {
 		return nil, wrap("append event", err)
 	}
+	if notice, ok := paddock.NoticeOf(typ, raw); ok {
+		// The one writer commits in id order: no lock needed for the order.
+		if _, err := t.tx.ExecContext(t.ctx(ctx), `INSERT INTO notices (run_id, seq, type, time) VALUES (?, ?, ?, ?)`,
+			runID, e.Seq, notice, fmtTime(e.Time)); err != nil {
+			return nil, wrap("append notice", err)
+		}
+	}
 	return e, nil
 }
 

@@ -43,6 +43,9 @@ func Run(t *testing.T, open Opener) {
 		{"AccessRequests", testAccessRequests},
 		{"Flows", testFlows},
 		{"OrderWithinASecond", testOrderWithinASecond},
+		{"Notices", testNotices},
+		{"NoticesInCommitOrder", testNoticesInCommitOrder},
+		{"Webhooks", testWebhooks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

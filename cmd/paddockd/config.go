@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +112,75 @@ type config struct {
 	// NodeAdopt is manual (the default: a lost node's runs wait for
 	// paddock adopt) or auto (this node adopts them while it has room).
 	NodeAdopt string `toml:"node_adopt"`
+	// Webhooks ([[webhook]] tables) are told of the notices: submits,
+	// approvals, applies, rejections, access requests, jobs' ends, lost
+	// nodes (docs/WEBHOOKS.md).
+	Webhooks []webhookConfig `toml:"webhook"`
+}
+
+// webhookConfig is a [[webhook]] table of paddock.toml.
+type webhookConfig struct {
+	// Name keeps the webhook's cursor in the store: renamed, it is a new
+	// webhook, told of the notices from its first start on.
+	Name string `toml:"name"`
+	// URL is where deliveries are posted: http or https.
+	URL string `toml:"url"`
+	// Events are the notice types it is told of (empty: all).
+	Events []string `toml:"events"`
+	// Secret signs the deliveries, or SecretFile holds it (its path
+	// relative to paddock.toml's directory); exactly one of them.
+	Secret     string `toml:"secret"`
+	SecretFile string `toml:"secret_file"`
+}
+
+// webhookName is what a webhook's name may hold.
+var webhookName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// webhooks checks the [[webhook]] tables and reads their secrets (a
+// secret_file relative to dir): each error names the entry, none holds a
+// secret.
+func (c config) webhooks(dir string) ([]lifecycle.WebhookConfig, error) {
+	var out []lifecycle.WebhookConfig
+	names := map[string]bool{}
+	for i, w := range c.Webhooks {
+		entry := fmt.Sprintf("webhook %q", w.Name)
+		if !webhookName.MatchString(w.Name) {
+			return nil, fmt.Errorf("webhook #%d: name %q: want letters, digits, '.', '_' or '-' (at most 64)", i+1, w.Name)
+		}
+		if names[w.Name] {
+			return nil, fmt.Errorf("%s: a second webhook has this name", entry)
+		}
+		names[w.Name] = true
+		u, err := url.Parse(w.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("%s: url: want an http:// or https:// URL", entry)
+		}
+		for _, e := range w.Events {
+			if !paddock.IsNoticeType(e) {
+				return nil, fmt.Errorf("%s: events: %q is not a notice type (%s)", entry, e, strings.Join(paddock.NoticeTypes, ", "))
+			}
+		}
+		secret := w.Secret
+		switch {
+		case (w.Secret == "") == (w.SecretFile == ""):
+			return nil, fmt.Errorf("%s: give it a secret or a secret_file (one of them)", entry)
+		case w.SecretFile != "":
+			path := w.SecretFile
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(dir, path)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("%s: secret_file: %w", entry, err)
+			}
+			secret = strings.TrimRight(string(b), "\r\n")
+			if secret == "" {
+				return nil, fmt.Errorf("%s: secret_file %s is empty", entry, path)
+			}
+		}
+		out = append(out, lifecycle.WebhookConfig{Name: w.Name, URL: w.URL, Events: w.Events, Secret: []byte(secret)})
+	}
+	return out, nil
 }
 
 // netAllowAddrs parses net_allow_addresses (checked by check).
@@ -232,6 +303,9 @@ func loadConfig(home, path string) (config, error) {
 		return c, paddockcli.UsageError(fmt.Sprintf("config %s: unknown key %q", path, un[0].String()))
 	}
 	if err := c.check(); err != nil {
+		return c, paddockcli.UsageError(fmt.Sprintf("config %s: %v", path, err))
+	}
+	if _, err := c.webhooks(filepath.Dir(path)); err != nil {
 		return c, paddockcli.UsageError(fmt.Sprintf("config %s: %v", path, err))
 	}
 	return c, nil

@@ -352,6 +352,13 @@ func (s *serving) managerConfig(ctx context.Context) (lifecycle.Config, error) {
 	mc.DiskLimits.Reserve, _ = parseSize(cfg.DiskReserve)
 	mc.Harnesses.RunProcs = 2 * sandbox.WithDefaults(mc.ExecLimits).Procs // a run's commands together
 	mc.NetAllowAddrs, _ = cfg.netAllowAddrs()                             // checked with the config
+	configDir := home
+	if s.o.config != "" {
+		configDir = filepath.Dir(s.o.config)
+	}
+	if mc.Webhooks, err = cfg.webhooks(configDir); err != nil {
+		return lifecycle.Config{}, paddockcli.UsageError(err.Error())
+	}
 	if n, err := strconv.Atoi(getenv(paddock.EnvPrefix + "TEST_APPLY_CRASH_AT")); err == nil {
 		mc.CrashAt = n // tests only: die at this step of an apply into a working tree
 	}
@@ -418,7 +425,7 @@ func (s *serving) metricsState(ctx context.Context) (*metrics.State, error) {
 // HTTP), both in front of m.
 func wireAPI(m *lifecycle.Manager, token string, status func() paddock.DaemonStatus, logger *slog.Logger) (*httpapi.Server, *mcpserver.Handler) {
 	api := &httpapi.Server{Projects: m.Projects, Runs: m.Runs, Jobs: m.Jobs, Broker: m.Broker, Changes: m.Changes, Provenance: m.Provenance,
-		Verifier: m.Verifier, Reviews: m.Reviews, Forks: m.Forks, Flows: m.Flows, Queue: m.Queue, Bundles: m.Bundles, Collector: m,
+		Verifier: m.Verifier, Reviews: m.Reviews, Forks: m.Forks, Flows: m.Flows, Queue: m.Queue, Bundles: m.Bundles, Collector: m, Notices: m.Webhooks,
 		Logger: logger, Token: token, Status: status}
 	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Runs: m.Runs, Broker: m.Broker, Changes: m.Changes, Verifier: m.Verifier, Flows: m.Flows,
 		CallTool: managerTool(m), Version: paddockcli.VersionString(), Logger: logger})

@@ -164,3 +164,60 @@ func TestTracingAndMetricsConfig(t *testing.T) {
 	}
 	stop()
 }
+
+// TestWebhookConfig: [[webhook]] tables are read strictly: a URL other
+// than http(s), an unknown notice type, no secret or two, a second entry
+// of one name are refused naming the entry (and never the secret); a
+// secret_file is read relative to paddock.toml.
+func TestWebhookConfig(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "hook.secret"), []byte("from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load := func(body string) (config, error) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(home, "paddock.toml"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return loadConfig(home, "")
+	}
+	c, err := load(`
+[[webhook]]
+name = "ci"
+url = "https://ci.example/hook"
+events = ["changeset.submitted", "run.rejected"]
+secret = "inline-secret-value"
+
+[[webhook]]
+name = "all"
+url = "http://127.0.0.1:9/x"
+secret_file = "hook.secret"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, err := c.webhooks(home)
+	if err != nil || len(hooks) != 2 || string(hooks[0].Secret) != "inline-secret-value" || string(hooks[1].Secret) != "from-a-file" ||
+		len(hooks[0].Events) != 2 || len(hooks[1].Events) != 0 || hooks[1].URL != "http://127.0.0.1:9/x" {
+		t.Fatalf("webhooks = %+v, %v", hooks, err)
+	}
+	for body, want := range map[string]string{
+		`[[webhook]]` + "\n" + `name = "x"` + "\n" + `url = "ftp://h/x"` + "\n" + `secret = "s3cret-zz"`:                                                                                                               `webhook "x": url`,
+		`[[webhook]]` + "\n" + `name = "x"` + "\n" + `url = "file:///etc/passwd"` + "\n" + `secret = "s3cret-zz"`:                                                                                                      `webhook "x": url`,
+		`[[webhook]]` + "\n" + `name = "x"` + "\n" + `url = "https://h/x"` + "\n" + `events = ["exec"]` + "\n" + `secret = "s3cret-zz"`:                                                                                `webhook "x": events: "exec"`,
+		`[[webhook]]` + "\n" + `name = "x"` + "\n" + `url = "https://h/x"`:                                                                                                                                             `webhook "x": give it a secret`,
+		`[[webhook]]` + "\n" + `name = "x"` + "\n" + `url = "https://h/x"` + "\n" + `secret = "s3cret-zz"` + "\n" + `secret_file = "hook.secret"`:                                                                      `webhook "x": give it a secret`,
+		`[[webhook]]` + "\n" + `name = "x"` + "\n" + `url = "https://h/x"` + "\n" + `secret_file = "missing"`:                                                                                                          `webhook "x": secret_file`,
+		`[[webhook]]` + "\n" + `url = "https://h/x"` + "\n" + `secret = "s3cret-zz"`:                                                                                                                                   `webhook #1: name`,
+		`[[webhook]]` + "\n" + `name = "x"` + "\n" + `url = "https://h/x"` + "\n" + `secret = "s3cret-zz"` + "\n" + `[[webhook]]` + "\n" + `name = "x"` + "\n" + `url = "https://h/y"` + "\n" + `secret = "s3cret-zz"`: `a second webhook`,
+		`[[webhook]]` + "\n" + `name = "x"` + "\n" + `url = "https://h/x"` + "\n" + `secret = "s3cret-zz"` + "\n" + `retries = 3`:                                                                                      `unknown key`,
+	} {
+		_, err := load(body)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s\n: error %v, want one saying %q", body, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret-zz") {
+			t.Errorf("the error shows the secret: %v", err)
+		}
+	}
+}

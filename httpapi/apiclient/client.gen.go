@@ -2871,6 +2871,16 @@ type GetBundleKey200JSONResponseBodyOk bool
 // Doctor200JSONResponseBodyOk defines parameters for Doctor.
 type Doctor200JSONResponseBodyOk bool
 
+// StreamNoticesParams defines parameters for StreamNotices.
+type StreamNoticesParams struct {
+	// After start after this notice id
+	After *int `form:"after,omitempty" json:"after,omitempty"`
+
+	// Types comma-separated notice types (run.rejected, changeset.submitted, …); all if absent
+	Types       *string `form:"types,omitempty" json:"types,omitempty"`
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
 // ListFlowsParams defines parameters for ListFlows.
 type ListFlowsParams struct {
 	Project *string `form:"project,omitempty" json:"project,omitempty"`
@@ -3489,6 +3499,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/doctor (the `Doctor` operationId).
 	Doctor(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StreamNotices The notices of every run (submits, approvals, applies, rejections, access requests, jobs' ends, lost nodes) as Server-Sent Events (id = the notice's id, data = a Notice), resumable with Last-Event-ID; the operator's
+	//
+	// Corresponds with GET /v1/events/stream (the `StreamNotices` operationId).
+	StreamNotices(ctx context.Context, params *StreamNoticesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListFlows List flows (of one project with ?project=)
 	//
@@ -4225,6 +4240,21 @@ func (c *Client) GetBundleKey(ctx context.Context, reqEditors ...RequestEditorFn
 // Corresponds with GET /v1/doctor (the `Doctor` operationId).
 func (c *Client) Doctor(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDoctorRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamNotices The notices of every run (submits, approvals, applies, rejections, access requests, jobs' ends, lost nodes) as Server-Sent Events (id = the notice's id, data = a Notice), resumable with Last-Event-ID; the operator's
+//
+// Corresponds with GET /v1/events/stream (the `StreamNotices` operationId).
+func (c *Client) StreamNotices(ctx context.Context, params *StreamNoticesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamNoticesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5970,6 +6000,87 @@ func NewDoctorRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStreamNoticesRequest constructs an http.Request for the StreamNotices method
+func NewStreamNoticesRequest(server string, params *StreamNoticesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/events/stream")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Types != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "types", *params.Types, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -9318,6 +9429,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/doctor (the `Doctor` operationId).
 	DoctorWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DoctorResponse, error)
 
+	// StreamNoticesWithResponse The notices of every run (submits, approvals, applies, rejections, access requests, jobs' ends, lost nodes) as Server-Sent Events (id = the notice's id, data = a Notice), resumable with Last-Event-ID; the operator's
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/events/stream (the `StreamNotices` operationId).
+	StreamNoticesWithResponse(ctx context.Context, params *StreamNoticesParams, reqEditors ...RequestEditorFn) (*StreamNoticesResponse, error)
+
 	// ListFlowsWithResponse List flows (of one project with ?project=)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -10435,6 +10553,47 @@ func (r DoctorResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DoctorResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type StreamNoticesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StreamNoticesResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamNoticesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamNoticesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamNoticesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamNoticesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14011,6 +14170,19 @@ func (c *ClientWithResponses) DoctorWithResponse(ctx context.Context, reqEditors
 	return ParseDoctorResponse(rsp)
 }
 
+// StreamNoticesWithResponse The notices of every run (submits, approvals, applies, rejections, access requests, jobs' ends, lost nodes) as Server-Sent Events (id = the notice's id, data = a Notice), resumable with Last-Event-ID; the operator's
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/events/stream (the `StreamNotices` operationId).
+func (c *ClientWithResponses) StreamNoticesWithResponse(ctx context.Context, params *StreamNoticesParams, reqEditors ...RequestEditorFn) (*StreamNoticesResponse, error) {
+	rsp, err := c.StreamNotices(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamNoticesResponse(rsp)
+}
+
 // ListFlowsWithResponse List flows (of one project with ?project=)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -15494,6 +15666,32 @@ func ParseDoctorResponse(rsp *http.Response) (*DoctorResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStreamNoticesResponse parses an HTTP response from a StreamNoticesWithResponse call
+func ParseStreamNoticesResponse(rsp *http.Response) (*StreamNoticesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamNoticesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Failure
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

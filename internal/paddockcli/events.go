@@ -11,17 +11,28 @@ import (
 
 func eventsCmd(a *app) *cobra.Command {
 	var after int64
-	var follow, asJSON bool
+	var follow, asJSON, all bool
+	var types []string
 	cmd := &cobra.Command{
-		Use:   "events RUN [--follow] [--json] [--after SEQ]",
-		Short: "Print a run's events",
+		Use:   "events (RUN | --all [--types T,…]) [--follow] [--json] [--after SEQ]",
+		Short: "Print a run's events, or every run's notices",
 		Long: `Print a run's events in order. Every event has a seq, strictly increasing per
 run with no gaps; --after SEQ starts after one. --follow keeps waiting for new
 events until interrupted, across a restart of the daemon; a daemon that stays
 away for 10 seconds ends it (exit 8). --json prints one JSON object per line.
 
-Exit codes: 0 done; 3 no such run; 8 no daemon answers.`,
-		Args: exactArgs(1),
+--all follows the notices of every run instead (the firehose: submits,
+approvals, applies, rejections, access requests, jobs' ends, lost nodes;
+docs/WEBHOOKS.md) until interrupted, each with its notice id, which --after
+then names; --types keeps only some.
+
+Exit codes: 0 done; 2 an unknown notice type; 3 no such run; 8 no daemon answers.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all {
+				return exactArgs(0)(cmd, args)
+			}
+			return exactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.client(ctx)
@@ -30,6 +41,22 @@ Exit codes: 0 done; 3 no such run; 8 no daemon answers.`,
 			}
 			enc := json.NewEncoder(termsafe.JSONWriter{W: a.stdout})
 			enc.SetEscapeHTML(false)
+			if !all && len(types) > 0 {
+				return usageError{"--types goes with --all"}
+			}
+			if all {
+				err := c.FollowNotices(ctx, after, types, func(n *paddock.Notice) error {
+					if asJSON {
+						return enc.Encode(n)
+					}
+					printNotice(a, n)
+					return nil
+				})
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
 			print := func(e *paddock.Event) error {
 				if asJSON {
 					return enc.Encode(e)
@@ -66,8 +93,17 @@ Exit codes: 0 done; 3 no such run; 8 no daemon answers.`,
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep waiting for new events")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
-	cmd.Flags().Int64Var(&after, "after", 0, "print only events after this seq")
+	cmd.Flags().Int64Var(&after, "after", 0, "print only events after this seq (with --all, this notice id)")
+	cmd.Flags().BoolVar(&all, "all", false, "follow the notices of every run (the firehose)")
+	cmd.Flags().StringSliceVar(&types, "types", nil, "with --all, only notices of these types")
 	return cmd
+}
+
+// printNotice prints a notice on one line: its id, time, type, run and
+// data.
+func printNotice(a *app, n *paddock.Notice) {
+	fmt.Fprintf(a.stdout, "%4d  %s  %-20s %s %s\n", n.ID, n.Time.Local().Format("2006-01-02 15:04:05.000"), termsafe.Field(n.Type),
+		termsafe.Field(n.RunID), termsafe.Field(string(n.Data)))
 }
 
 func printEvent(a *app, e *paddock.Event) {
