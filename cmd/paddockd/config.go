@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/internal/lazyre"
 	"github.com/paddock-dev/paddock/internal/paddockcli"
 	"github.com/paddock-dev/paddock/lifecycle"
 )
@@ -134,7 +134,7 @@ type webhookConfig struct {
 }
 
 // webhookName is what a webhook's name may hold.
-var webhookName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var webhookName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // webhooks checks the [[webhook]] tables and reads their secrets (a
 // secret_file relative to dir): each error names the entry, none holds a

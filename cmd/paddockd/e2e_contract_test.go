@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -184,10 +185,23 @@ func TestContract(t *testing.T) {
 	if _, err := operator.QueueRemove(ctx, mcpRun.ID); !paddock.IsCode(err, paddock.CodeConflict) {
 		t.Fatalf("removing an undone entry: %v", err)
 	}
+	// The firehose: the script's submissions and approvals, across runs.
+	var notices []*paddock.Notice
+	fctx, stopFollowing := context.WithTimeout(ctx, 30*time.Second)
+	errDone := errors.New("seen")
+	err = operator.FollowNotices(fctx, 0, []string{paddock.EventSubmitted}, func(n *paddock.Notice) error {
+		notices = append(notices, n)
+		return errDone
+	})
+	stopFollowing()
+	if !errors.Is(err, errDone) || len(notices) != 1 || notices[0].Type != paddock.EventSubmitted {
+		t.Fatalf("the firehose: %v %+v", err, notices)
+	}
 	// Every route was called at least once (the OpenAPI document has an
 	// operation for each: httpapi's TestOpenAPIOperations).
 	// The nodes' routes need a shared store: TestClusterOfThree calls them.
-	clusterOnly := map[string]bool{"GET /v1/nodes": true, "POST /v1/runs/{id}/adopt": true}
+	// /metrics is Prometheus's, not a client's: TestMetricsScrapedByPrometheus.
+	clusterOnly := map[string]bool{"GET /v1/nodes": true, "POST /v1/runs/{id}/adopt": true, "GET /metrics": true}
 	for _, rt := range httpapi.Routes() {
 		if !sent[rt.Method+" "+rt.Path] && !clusterOnly[rt.Method+" "+rt.Path] {
 			t.Errorf("the contract never calls %s %s", rt.Method, rt.Path)

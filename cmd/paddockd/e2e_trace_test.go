@@ -85,6 +85,32 @@ func (o *otlpReceiver) find(t *testing.T, tid []byte, name string) receivedSpan 
 	}
 }
 
+// child waits up to 30 s for a span of trace tid named name whose parent
+// is the span parent.
+func (o *otlpReceiver) child(t *testing.T, tid []byte, name string, parent []byte) receivedSpan {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		o.mu.Lock()
+		var seen []string
+		for _, s := range o.spans {
+			if string(s.span.TraceId) != string(tid) {
+				continue
+			}
+			if s.span.Name == name && string(s.span.ParentSpanId) == string(parent) {
+				o.mu.Unlock()
+				return s
+			}
+			seen = append(seen, fmt.Sprintf("%s (parent %x)", s.span.Name, s.span.ParentSpanId))
+		}
+		o.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no span %q under %x in the trace; its spans: %q", name, parent, seen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func attr(s *tracepb.Span, key string) string {
 	for _, a := range s.Attributes {
 		if a.Key == key {
@@ -147,35 +173,12 @@ func TestTracesAcrossNodes(t *testing.T) {
 	}
 
 	const route = "POST /v1/runs/{id}/exec"
-	// On the node called: under the orchestrator's span.
-	var first receivedSpan
-	deadline := time.Now().Add(30 * time.Second)
-	for first.span == nil || string(first.span.ParentSpanId) != string(oid) {
-		first = recv.find(t, tid, route)
-		if time.Now().After(deadline) {
-			t.Fatalf("the called node's span has parent %x, want the orchestrator's %x", first.span.ParentSpanId, oid)
-		}
-		if string(first.span.ParentSpanId) != string(oid) {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	// On the node that holds the run: under the first node's.
-	var second receivedSpan
-	for {
-		recv.mu.Lock()
-		for _, s := range recv.spans {
-			if s.span.Name == route && string(s.span.ParentSpanId) == string(first.span.SpanId) {
-				second = s
-			}
-		}
-		recv.mu.Unlock()
-		if second.span != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no span of %s's under %s's forwarding span", holder.id, via.id)
-		}
-		time.Sleep(100 * time.Millisecond)
+	// On the node called: under the orchestrator's span; on the node that
+	// holds the run: under the first node's (whichever arrives first).
+	first := recv.child(t, tid, route, oid)
+	second := recv.child(t, tid, route, first.span.SpanId)
+	if first.instance == "" || second.instance == "" {
+		t.Fatalf("spans without their node's instance: %q on %s, %q on %s", first.instance, via.id, second.instance, holder.id)
 	}
 	if first.instance == second.instance || first.instance == "" {
 		t.Errorf("both server spans come from one process (%q, %q)", first.instance, second.instance)

@@ -199,8 +199,14 @@ func TestCLIHandsTheRestToPaddockd(t *testing.T) {
 // the CLI's at every call, `paddock exec` from an agent's shell loop
 // included, and paddockd's at every daemon, `paddock mcp` and per-exec
 // sandbox helper. The CLI's budget is paddockd's less what it does not
-// link (about 270 KiB and 1,900 allocations today; the CLI's, 24 KiB and
-// 150). The budgets are in
+// link (about 270 KiB and 1,900 allocations before the daemon's metrics
+// and traces; the CLI's, 24 KiB and 150). Those two (prometheus's client,
+// OpenTelemetry's SDK and OTLP exporter, with the protobuf and gRPC
+// packages they link) added about 440 KiB and 3,200 allocations to every
+// paddockd start, about 6 ms (inittrace's clock, summed): the price of
+// the task's named dependencies, paid by a per-exec helper too; a sandbox
+// binary of its own would not pay it. heavyInit names the dependencies
+// over the per-package budget, and why. The budgets are in
 // bytes and allocations, which do not drift with the machine's load as
 // times do; the times are bench/startup's.
 func TestStartupInitBudget(t *testing.T) {
@@ -211,12 +217,23 @@ func TestStartupInitBudget(t *testing.T) {
 		totalBytes, totalAllocs int64
 	}{
 		{"paddock", 16 << 10, 100, 16 << 10, 100, 48 << 10, 300},
-		{daemonName, 16 << 10, 100, 100 << 10, 400, 320 << 10, 2500},
+		{daemonName, 16 << 10, 100, 100 << 10, 400, 800 << 10, 5600},
 	} {
 		t.Run(b.bin, func(t *testing.T) {
 			initBudget(t, filepath.Join(filepath.Dir(binary), b.bin), b.ownBytes, b.ownAllocs, b.otherBytes, b.otherAllocs, b.totalBytes, b.totalAllocs)
 		})
 	}
+}
+
+// heavyInit are the dependencies allowed more than the per-package budget
+// at init (bytes, allocations), each for what needs it.
+var heavyInit = map[string][2]int64{
+	// Its tables of /proc's fields; the prometheus package links it for
+	// the process metrics whether or not they are collected.
+	"github.com/prometheus/procfs": {128 << 10, 1000},
+	// Linked by the OTLP exporter's generated service types (the trace
+	// service's gRPC stubs ride along with its HTTP client's messages).
+	"google.golang.org/grpc": {48 << 10, 600},
 }
 
 // initBudget runs bin version with GODEBUG=inittrace=1 and holds each
@@ -248,6 +265,9 @@ func initBudget(t *testing.T, bin string, ownBytes, ownAllocs, otherBytes, other
 		n++
 		sumBytes, sumAllocs = sumBytes+b, sumAllocs+a
 		maxB, maxA := otherBytes, otherAllocs
+		if h, ok := heavyInit[pkg]; ok {
+			maxB, maxA = h[0], h[1]
+		}
 		if strings.HasPrefix(pkg, "github.com/paddock-dev/paddock") {
 			maxB, maxA = ownBytes, ownAllocs
 		}
