@@ -21,12 +21,16 @@ type Observer interface {
 	// could not run.
 	Exec(access paddock.Access, mode string, degraded, oomKilled bool, d time.Duration)
 	ExecFailed(err error)
+	// WebhookAttempt: one delivery attempt of a webhook (its name, from
+	// paddock.toml), and whether the receiver took it.
+	WebhookAttempt(webhook string, delivered bool, d time.Duration)
 }
 
 type noObserver struct{}
 
 func (noObserver) ToolCall(string, paddock.Access, paddock.Decision, string, error, time.Duration) {}
 func (noObserver) Exec(paddock.Access, string, bool, bool, time.Duration)                          {}
+func (noObserver) WebhookAttempt(string, bool, time.Duration)                                      {}
 func (noObserver) ExecFailed(error)                                                                {}
 
 // observer is Config.Observer, or one that observes nothing.

@@ -259,8 +259,10 @@ func (d *deliverer) attempt(ctx context.Context, n *paddock.Notice) bool {
 		d.retry, d.retryAt = n.ID, time.Now().Add(d.timing.Poll)
 		return false
 	}
+	began := time.Now()
 	status, sendErr := d.sender.Send(ctx, webhook.Delivery{URL: d.h.URL, Secret: d.h.Secret,
 		ID: strconv.FormatInt(n.ID, 10), Type: n.Type, Body: body})
+	d.observer().WebhookAttempt(d.h.Name, sendErr == nil, time.Since(began))
 	a := &paddock.WebhookAttempt{Webhook: d.h.Name, Notice: n.ID, Time: time.Now().UTC(), Status: status, Delivered: sendErr == nil}
 	if sendErr != nil {
 		a.Error = sendErr.Error()

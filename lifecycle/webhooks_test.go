@@ -92,10 +92,11 @@ func TestWebhookDelivery(t *testing.T) {
 		return "200"
 	})
 	rejects := newReceiver(t, func(int) string { return "204" })
+	obs := &attemptObserver{}
 	m := newWebhookManager(t, []lifecycle.WebhookConfig{
 		{Name: "ci", URL: main.srv.URL + "/hook", Secret: secret},
 		{Name: "rejects", URL: rejects.srv.URL, Events: []string{paddock.NoticeRunRejected}, Secret: []byte("other")},
-	}, 300*time.Millisecond)
+	}, 300*time.Millisecond, obs)
 	if _, err := m.Projects.AddProject(ctx, paddock.AddProjectRequest{Path: m.repo}); err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +169,10 @@ func TestWebhookDelivery(t *testing.T) {
 	if len(as) != 5 {
 		t.Fatalf("%d attempts recorded, want 5: %+v", len(as), as)
 	}
+	// The daemon's metrics were told of each attempt.
+	waitFor(t, 10*time.Second, "the attempts observed: ci 3 delivered, 2 failed; rejects 1 delivered", func() bool {
+		return obs.count("ci true") == 3 && obs.count("ci false") == 2 && obs.count("rejects true") == 1
+	})
 	want := []struct {
 		notice  int64
 		attempt int
@@ -215,7 +220,7 @@ type webhookManager struct {
 
 // newWebhookManager makes a Manager on a fresh state and repository with
 // these webhooks, paced for a test, closed at the test's end.
-func newWebhookManager(t *testing.T, hooks []lifecycle.WebhookConfig, attemptTimeout time.Duration) *webhookManager {
+func newWebhookManager(t *testing.T, hooks []lifecycle.WebhookConfig, attemptTimeout time.Duration, obs ...lifecycle.Observer) *webhookManager {
 	t.Helper()
 	ctx := context.Background()
 	g, err := gitx.New(ctx)
@@ -236,7 +241,7 @@ func newWebhookManager(t *testing.T, hooks []lifecycle.WebhookConfig, attemptTim
 		Secret: func(name string) (string, bool) {
 			return "s3cr3t-deploy-value-42", name == "DEPLOY_KEY"
 		},
-		Webhooks: hooks,
+		Webhooks: hooks, Observer: observerOf(obs),
 		WebhookTiming: lifecycle.WebhookTiming{FirstRetry: 50 * time.Millisecond, MaxRetry: 200 * time.Millisecond,
 			Timeout: attemptTimeout, Poll: 100 * time.Millisecond, Lease: 3 * time.Second}})
 	if err != nil {
@@ -400,3 +405,37 @@ func TestWebhookOneNodeAtATime(t *testing.T) {
 		return nil
 	})
 }
+
+func observerOf(obs []lifecycle.Observer) lifecycle.Observer {
+	if len(obs) == 0 {
+		return nil
+	}
+	return obs[0]
+}
+
+// attemptObserver counts the webhook attempts it is told of (the
+// daemon's metrics), by webhook and outcome.
+type attemptObserver struct {
+	mu       sync.Mutex
+	attempts map[string]int
+}
+
+func (o *attemptObserver) WebhookAttempt(name string, delivered bool, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.attempts == nil {
+		o.attempts = map[string]int{}
+	}
+	o.attempts[fmt.Sprintf("%s %v", name, delivered)]++
+}
+
+func (o *attemptObserver) count(key string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.attempts[key]
+}
+
+func (*attemptObserver) ToolCall(string, paddock.Access, paddock.Decision, string, error, time.Duration) {
+}
+func (*attemptObserver) Exec(paddock.Access, string, bool, bool, time.Duration) {}
+func (*attemptObserver) ExecFailed(error)                                       {}

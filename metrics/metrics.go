@@ -46,6 +46,7 @@ type Metrics struct {
 	degraded     *prometheus.CounterVec
 	oomKills     prometheus.Counter
 	forwards     *prometheus.HistogramVec
+	webhooks     *prometheus.HistogramVec
 
 	mu     sync.Mutex
 	source func(context.Context) (*State, error)
@@ -85,9 +86,10 @@ func New(log *slog.Logger) *Metrics {
 	m.harnesses = histogram("sandbox_harness_setup_duration_seconds", "Resident sandboxes (a run's harness) set up, by outcome (ok, or the error's code).", fastBuckets, "outcome")
 	m.degraded = counter("enforcement_degraded_total", "Commands run with weaker enforcement than asked (allow_degraded), by the sandbox's mode.", "mode")
 	m.oomKills = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "exec_oom_kills_total", Help: "Commands ended by the kernel's OOM killer at their memory limit."})
+	m.webhooks = histogram("webhook_attempt_duration_seconds", "Webhook delivery attempts, by webhook (its name in paddock.toml) and outcome (delivered, failed: retried with back-off).", slowBuckets, "webhook", "outcome")
 	m.forwards = histogram("forward_duration_seconds", "Calls forwarded to another node (PostgreSQL store), by outcome.", fastBuckets, "outcome")
 	m.reg.MustRegister(m.events, m.transitions, m.storeUpdates, m.storeErrors, m.requests, m.streams, m.toolCalls,
-		m.decisions, m.execs, m.sandboxFails, m.harnesses, m.degraded, m.oomKills, m.forwards,
+		m.decisions, m.execs, m.sandboxFails, m.harnesses, m.degraded, m.oomKills, m.forwards, m.webhooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		stateCollector{m})
 	return m
@@ -157,6 +159,15 @@ func (m *Metrics) Request(method, route string, code int, streamed bool, d time.
 		return
 	}
 	m.requests.WithLabelValues(method, route, c).Observe(d.Seconds())
+}
+
+// WebhookAttempt observes one delivery attempt of a webhook.
+func (m *Metrics) WebhookAttempt(webhook string, delivered bool, d time.Duration) {
+	outcome := "delivered"
+	if !delivered {
+		outcome = "failed"
+	}
+	m.webhooks.WithLabelValues(webhook, outcome).Observe(d.Seconds())
 }
 
 // Forwarded observes a call forwarded to another node.

@@ -120,3 +120,14 @@ paddock_state_scrape_success 0
 		t.Error(err)
 	}
 }
+
+// TestWebhookAttempts: attempts are counted by webhook and outcome.
+func TestWebhookAttempts(t *testing.T) {
+	m := New(nil)
+	m.WebhookAttempt("ci", false, time.Second)
+	m.WebhookAttempt("ci", true, time.Millisecond)
+	m.WebhookAttempt("ci", true, time.Millisecond)
+	if n := testutil.CollectAndCount(m.webhooks); n != 2 {
+		t.Errorf("%d series, want 2 (ci delivered, ci failed)", n)
+	}
+}
