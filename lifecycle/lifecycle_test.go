@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/gitx/gittest"
 	"github.com/paddock-dev/paddock/lifecycle"
+	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/paddock-dev/paddock/sqlite"
 	"github.com/paddock-dev/paddock/workspace"
 )
@@ -634,4 +635,31 @@ func TestCrashWhileCleaning(t *testing.T) {
 		t.Fatal("files left")
 	}
 	gittest.RequireIdentical(t, e.repo, before, lines)
+}
+
+// TestGCLeavesAProbeUnderWay: the overlay probe makes its layers in the
+// workspaces directory; gc takes one made in the last minutes for a probe
+// under way, not an orphan (killing its command would make overlay
+// workspaces look unsupported until a restart), and cleans an older one,
+// a crash's leftover.
+func TestGCLeavesAProbeUnderWay(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	fresh := filepath.Join(e.m.WorkspacesDir, sandbox.OverlayProbePrefix+"fresh")
+	old := filepath.Join(e.m.WorkspacesDir, sandbox.OverlayProbePrefix+"old")
+	for _, d := range []string{fresh, old} {
+		if err := os.MkdirAll(filepath.Join(d, "ws", "upper"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-time.Hour)
+	os.Chtimes(old, long, long)
+	found, err := e.m.GC(ctx, false)
+	if err != nil || len(found) != 1 || found[0].Path != old || found[0].Action != paddock.ActionCleaned {
+		t.Fatalf("gc = %+v, %v", found, err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatalf("gc removed a probe under way: %v", err)
+	}
 }

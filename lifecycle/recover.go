@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/paddock-dev/paddock/workspace"
 )
 
@@ -173,7 +175,7 @@ func (m *Manager) GC(ctx context.Context, dryRun bool) ([]paddock.Finding, error
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, e := range entries {
 		path := filepath.Join(m.WorkspacesDir, e.Name())
-		if strings.HasSuffix(e.Name(), ".retained") || known[path] {
+		if strings.HasSuffix(e.Name(), ".retained") || known[path] || probing(e) {
 			continue
 		}
 		f := paddock.Finding{Path: path, Issue: "directory has no live record", Action: paddock.ActionWouldClean}
@@ -326,4 +328,16 @@ func (m *Manager) recoverHarnesses(ctx context.Context, ws []*paddock.Workspace)
 		m.log().Info("harness released", "run", key)
 	}
 	return out
+}
+
+// probing says whether e is an overlay probe's directory
+// (sandbox.ProbeOverlay, which runs in the workspaces directory) made
+// within the last 10 minutes: one under way, not an orphan. An older one
+// is a crash's leftover, cleaned as any other.
+func probing(e os.DirEntry) bool {
+	if !strings.HasPrefix(e.Name(), sandbox.OverlayProbePrefix) {
+		return false
+	}
+	info, err := e.Info()
+	return err == nil && time.Since(info.ModTime()) < 10*time.Minute
 }

@@ -64,7 +64,10 @@ type diskSample struct {
 // is walked again.
 const diskSampleAge = 30 * time.Second
 
-// State reads the state, in one read transaction.
+// State reads the state, in one read transaction: of the runs this node
+// holds (all, on a store of its own), so that nodes sharing a store each
+// report their own and a sum over them is the cluster's; the queue is
+// each node's document.
 func (s *Stats) State(ctx context.Context) (*metrics.State, error) {
 	st := &metrics.State{Jobs: map[string]int{}, Queue: map[string]int{}}
 	var alive []*paddock.Run
@@ -74,7 +77,12 @@ func (s *Stats) State(ctx context.Context) (*metrics.State, error) {
 			return err
 		}
 		counts := map[[2]string]int{}
+		held := map[string]bool{}
 		for _, r := range runs {
+			if !s.mine(r) {
+				continue
+			}
+			held[r.ID] = true
 			counts[[2]string{r.Project, string(r.State())}]++
 			if r.Workspace != nil && live(r.State()) {
 				alive = append(alive, r)
@@ -97,7 +105,9 @@ func (s *Stats) State(ctx context.Context) (*metrics.State, error) {
 			return err
 		}
 		for _, j := range jobs {
-			st.Jobs[string(j.State)]++
+			if held[j.RunID] {
+				st.Jobs[string(j.State)]++
+			}
 		}
 		return nil
 	})

@@ -35,9 +35,12 @@ func (kn *kernel) span(ctx context.Context, name string, r *paddock.Run, attrs .
 	ctx, sp := tr.Start(ctx, name, trace.WithAttributes(attrs...))
 	return ctx, func(err error) {
 		if err != nil {
-			sp.RecordError(err)
-			sp.SetStatus(codes.Error, paddock.ErrorMessage(err))
-			sp.SetAttributes(attribute.String("paddock.error_code", string(paddock.ErrorCode(err))))
+			// The code only: an error's text can quote an agent's command
+			// line or a path, which the events mask and a collector
+			// elsewhere must not get.
+			code := string(paddock.ErrorCode(err))
+			sp.SetStatus(codes.Error, code)
+			sp.SetAttributes(attribute.String("paddock.error_code", code))
 		}
 		sp.End()
 	}

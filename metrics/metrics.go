@@ -12,7 +12,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -179,15 +178,16 @@ func (m *Metrics) Forwarded(d time.Duration, err error) {
 	m.forwards.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
-// update observes one store write transaction and the events it committed.
-func (m *Metrics) update(d time.Duration, err error, events []string, states []paddock.WorkspaceState) {
+// update observes one store write transaction and the events it
+// committed; callers says its error is the one the transaction's own
+// function returned (not the store's).
+func (m *Metrics) update(d time.Duration, err error, callers bool, events []string, states []paddock.WorkspaceState) {
 	outcome := "committed"
 	if err != nil {
 		outcome = "failed"
-		var pe *paddock.Error
-		if !errors.As(err, &pe) || pe.Code == paddock.CodeInternal {
-			// Not a refusal by the transaction's own logic (a conflict,
-			// a missing run): the store itself failed.
+		if !callers {
+			// The store itself failed (I/O, a lost connection, a fenced
+			// node, a commit refused).
 			m.storeErrors.WithLabelValues(string(paddock.ErrorCode(err))).Inc()
 			outcome = "error"
 		}

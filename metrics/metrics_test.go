@@ -3,6 +3,8 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +61,9 @@ func TestStoreCountsCommittedEvents(t *testing.T) {
 		tx.AppendEvent(context.Background(), "r-1", paddock.EventApproved, nil)
 		return paddock.Errorf(paddock.CodeConflict, "refused by its own logic")
 	})
+	s.Update(context.Background(), func(tx paddock.Tx) error {
+		return fmt.Errorf("reading the workspace: %w", os.ErrPermission) // the caller's, not the store's
+	})
 	for _, c := range []struct {
 		got  float64
 		want float64
@@ -69,6 +74,8 @@ func TestStoreCountsCommittedEvents(t *testing.T) {
 		{testutil.ToFloat64(m.transitions.WithLabelValues(string(paddock.StateRejected))), 1, "rejections"},
 		{testutil.ToFloat64(m.storeErrors.WithLabelValues("internal")), 1, "store errors"},
 		{float64(testutil.CollectAndCount(m.storeErrors)), 1, "store error series (a refusal is none)"},
+		{testutil.ToFloat64(m.storeErrors.WithLabelValues("internal")), 1, "store errors (the caller's own error is none)"},
+		{float64(testutil.CollectAndCount(m.storeUpdates)), 3, "transaction outcomes: committed, error, failed"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)

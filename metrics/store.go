@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -19,17 +20,22 @@ type store struct {
 
 func (s *store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 	var tx *countingTx
+	var fnErr error
 	start := time.Now()
 	err := s.Store.Update(ctx, func(inner paddock.Tx) error {
 		tx = &countingTx{Tx: inner} // a retried transaction counts once
-		return fn(tx)
+		fnErr = fn(tx)
+		return fnErr
 	})
 	var events []string
 	var states []paddock.WorkspaceState
 	if tx != nil {
 		events, states = tx.events, tx.states
 	}
-	s.m.update(time.Since(start), err, events, states)
+	// The caller's own error (a refusal, a file it could not read) rolled
+	// the transaction back; the store did not fail.
+	callers := err != nil && fnErr != nil && errors.Is(err, fnErr)
+	s.m.update(time.Since(start), err, callers, events, states)
 	return err
 }
 

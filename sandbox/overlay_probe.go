@@ -10,6 +10,9 @@ import (
 	"github.com/paddock-dev/paddock"
 )
 
+// OverlayProbePrefix begins the name of ProbeOverlay's directory.
+const OverlayProbePrefix = ".paddock-overlay-probe-"
+
 // ProbeOverlay mounts a small overlay workspace in a sandbox for real and
 // runs true in it, as uid (0: this process's own): whether this machine
 // can make overlay workspaces, and if not, why (code unsupported). Its
@@ -18,7 +21,12 @@ import (
 // depends on the file system under it (not overlayfs itself, as a
 // container's root is, nor tmpfs without user xattrs on old kernels).
 func ProbeOverlay(ctx context.Context, parent string, uid int) error {
-	dir, err := os.MkdirTemp(parent, ".paddock-overlay-probe-")
+	if parent != "" {
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			return err
+		}
+	}
+	dir, err := os.MkdirTemp(parent, OverlayProbePrefix)
 	if err != nil {
 		return err
 	}

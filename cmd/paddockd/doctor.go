@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/kernel"
 	"github.com/paddock-dev/paddock/sandbox"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 func doctorCmd(a paddockcli.Call) *cobra.Command {
@@ -119,10 +120,11 @@ func doctor(a paddockcli.Call, ctx context.Context) *paddock.DoctorReport {
 			uid = 65534 // as serve does: commands never run as root
 		}
 		// The workspaces' file system: their directory, else the state
-		// directory's, else (none yet) the temporary directory's.
+		// directory's, else (none yet, or not this user's to write: a
+		// daemon's run by another) the temporary directory's.
 		ws := ""
 		for _, d := range []string{home, filepath.Join(home, "workspaces")} {
-			if _, err := os.Stat(d); err == nil {
+			if unix.Access(d, unix.W_OK|unix.X_OK) == nil {
 				ws = d
 			}
 		}

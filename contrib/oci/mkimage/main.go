@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -70,10 +71,7 @@ func build(rootfs, bin, out, tag, version string) error {
 		return err
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
-	if a := os.Getenv("GOARCH"); a != "" {
-		cf.Architecture = a
-	}
+	cf.Architecture, cf.OS = runtime.GOARCH, "linux" // the binaries are built for the machine mkimage runs on
 	cf.Created = v1.Time{Time: time.Now().UTC().Truncate(time.Second)}
 	cf.Config = v1.Config{
 		User:       fmt.Sprintf("%d:%d", uid, uid),
