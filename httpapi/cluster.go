@@ -335,7 +335,7 @@ func (s *Server) NodeHandler() http.Handler {
 			}
 		}
 		next.ServeHTTP(w, r)
-	}))
+	}), nodesOnly)
 }
 
 // selfFenced is node_lost when the shared store says this node (at) is

@@ -217,10 +217,14 @@ func actor(r *http.Request) string {
 }
 
 // Handler returns the API for the unix socket.
-func (s *Server) Handler() http.Handler { return s.traced(s.guard(s.forward(s.mux()), false)) }
+func (s *Server) Handler() http.Handler {
+	return s.traced(s.guard(s.forward(s.mux()), false), anyCaller)
+}
 
 // TCPHandler returns the API for a loopback TCP listener: it also requires the token.
-func (s *Server) TCPHandler() http.Handler { return s.traced(s.guard(s.forward(s.mux()), true)) }
+func (s *Server) TCPHandler() http.Handler {
+	return s.traced(s.guard(s.forward(s.mux()), true), anyCaller)
+}
 
 func (s *Server) log() *slog.Logger { return s.base().log() }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/tools"
 	"github.com/paddock-dev/paddock/ui"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // The API's tests serve fakes of its services (fake_test.go): what they
@@ -890,5 +892,56 @@ func TestObserver(t *testing.T) {
 	f.h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusForbidden {
 		t.Errorf("a run's token on /metrics: %d, want 403: %s", rec.Code, rec.Body)
+	}
+}
+
+// TestTraceParentOnlyFromTheOperator: an operator's (an orchestrator's)
+// traceparent makes the request's span its child; an agent's, on its run's
+// socket or with its run's token, does not (an agent may not choose what
+// is sampled, nor put paddock's spans in a trace of its own choosing):
+// its span is a root, linked to the caller's.
+func TestTraceParentOnlyFromTheOperator(t *testing.T) {
+	f := newFixture(t)
+	rec := tracetest.NewSpanRecorder()
+	f.srv.Tracer = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
+	b, _ := fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, c := range []struct {
+		name    string
+		h       http.Handler
+		token   string
+		child   bool
+		wantRun string
+	}{
+		{"the operator's socket", f.srv.Handler(), "", true, b.Run.ID},
+		{"a run's token", f.srv.Handler(), b.Token, false, b.Run.ID},
+		{"the run's own socket", f.srv.RunHandler(b.Run.ID), "", false, b.Run.ID},
+	} {
+		req := httptest.NewRequest("GET", "http://paddock/v1/runs/"+b.Run.ID, nil)
+		req.Header.Set("traceparent", parent)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		w := httptest.NewRecorder()
+		c.h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", c.name, w.Code, w.Body)
+		}
+		spans := rec.Ended()
+		sp := spans[len(spans)-1]
+		isChild := sp.Parent().SpanID().String() == "00f067aa0ba902b7" && sp.SpanContext().TraceID().String() == "4bf92f3577b34da6a3ce929d0e0e4736"
+		linked := len(sp.Links()) == 1 && sp.Links()[0].SpanContext.SpanID().String() == "00f067aa0ba902b7"
+		if isChild != c.child || (!c.child && (!linked || sp.Parent().IsValid())) {
+			t.Errorf("%s: span %q parent %v links %d, want child=%v", c.name, sp.Name(), sp.Parent().SpanID(), len(sp.Links()), c.child)
+		}
+		var run string
+		for _, a := range sp.Attributes() {
+			if a.Key == "paddock.run_id" {
+				run = a.Value.AsString()
+			}
+		}
+		if sp.Name() != "GET /v1/runs/{id}" || run != c.wantRun {
+			t.Errorf("%s: span %q run %q", c.name, sp.Name(), run)
+		}
 	}
 }

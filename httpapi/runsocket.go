@@ -34,7 +34,7 @@ func (s *Server) RunHandler(id string) http.Handler {
 		}
 		ctx := context.WithValue(r.Context(), actorKey, "run "+id+" (its socket)")
 		next.ServeHTTP(w, r.WithContext(paddock.WithAgent(context.WithValue(ctx, scopeKey, id))))
-	}))
+	}), agentsOnly)
 }
 
 // MaxRunConns bounds the connections a run's socket serves at once.
