@@ -88,6 +88,10 @@ type SetProjectRequest struct {
 	// Checks, when present, is the whole list of verify overrides, each
 	// NAME=COMMAND ([] for none): see Project.Checks.
 	Checks *[]string `json:"checks,omitempty"`
+	// ApprovalPolicy, when present, replaces the project's approval
+	// policy; DefaultPolicy goes back to DefaultApprovalPolicy.
+	ApprovalPolicy *ApprovalPolicy `json:"approval_policy,omitempty"`
+	DefaultPolicy  bool            `json:"default_policy,omitempty"`
 }
 
 // UnlockRequest force-releases a project lock.

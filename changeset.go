@@ -71,10 +71,16 @@ type Submission struct {
 	RunID       string    `json:"run_id"`
 	Hash        string    `json:"hash"`
 	SubmittedAt time.Time `json:"submitted_at"`
-	ApprovedBy  string    `json:"approved_by,omitempty"`
-	ApprovedAt  time.Time `json:"approved_at,omitzero"`
-	AppliedTo   string    `json:"applied_to,omitempty"` // the branch and commit an apply made
-	AppliedAt   time.Time `json:"applied_at,omitzero"`
+	// ApprovedBy and ApprovedAt are set once the project's approval
+	// policy is met: who approved (the approvers' names, joined), and when.
+	ApprovedBy string    `json:"approved_by,omitempty"`
+	ApprovedAt time.Time `json:"approved_at,omitzero"`
+	// Approvals are every approval of the hash so far, and Policy what
+	// the project's policy said of them when the last one came.
+	Approvals []Approval      `json:"approvals,omitempty"`
+	Policy    *PolicyDecision `json:"policy,omitempty"`
+	AppliedTo string          `json:"applied_to,omitempty"` // the branch and commit an apply made
+	AppliedAt time.Time       `json:"applied_at,omitzero"`
 	// PartOf is the submitted change set this one was cut from, when a
 	// person approved only some of its hunks (Hunks, as diff --blame
 	// numbers them): Hash then covers exactly those.

@@ -30,6 +30,9 @@ type Project struct {
 	// top) instead of what was detected; an empty command drops it. They
 	// live in the registration, never in the repository.
 	Checks []CheckOverride `json:"checks,omitempty"`
+	// Policy is the project's approval policy; nil is
+	// DefaultApprovalPolicy.
+	Policy *ApprovalPolicy `json:"approval_policy,omitempty"`
 	// Lock is the current holder of the project lock, if any (read-only view).
 	Lock *Lock `json:"lock,omitempty"`
 }
