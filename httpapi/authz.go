@@ -144,8 +144,9 @@ func (a *authz) admits(rt *route, r *http.Request) error {
 
 // inScope checks a scoped principal's projects against the project a
 // route is about: the path's project, run or flow, or the ?project= of a
-// list. A route about no one project is for principals of every project;
-// the list of projects is filtered instead (listProjects).
+// list, or its body (bodied). A route about no one project is for
+// principals of every project, but for those that answer a scoped one
+// with its projects' part (filtered).
 func (a *authz) inScope(ctx context.Context, rt *route, r *http.Request, c *paddock.Caller, run *paddock.Run) error {
 	if len(c.Projects) == 0 {
 		return nil
@@ -162,24 +163,53 @@ func (a *authz) inScope(ctx context.Context, rt *route, r *http.Request, c *padd
 			return err
 		}
 		project = f.Project
-	case rt.method == http.MethodGet && rt.path == "/v1/projects":
+	case filtered(rt) && r.URL.Query().Get("project") == "":
 		return nil
-	case rt.who == orchestrator && rt.method == http.MethodPost:
-		// A new run or flow names its project in the body: the service
-		// that makes it checks the caller's scope (paddock.Caller.InProject).
+	case bodied(rt):
+		// A new run or flow names its project in the body: its handler
+		// checks it (inScope).
 		return nil
-	default:
+	case queried(rt) && r.URL.Query().Get("project") != "":
 		project = r.URL.Query().Get("project")
-		if project == "" {
-			return paddock.Errorf(paddock.CodeForbidden, "%s reaches only project %s; %s %s is about every project (name one with ?project= where the route takes it)", c.Name, strings.Join(c.Projects, ", "), rt.method, rt.path).
-				WithRule("project_scope")
-		}
+	default:
+		return paddock.Errorf(paddock.CodeForbidden, "%s reaches only project %s; %s %s is about every project (name one with ?project= where the route takes it)", c.Name, strings.Join(c.Projects, ", "), rt.method, rt.path).
+			WithRule("project_scope")
 	}
 	if !c.InProject(project) {
 		return paddock.Errorf(paddock.CodeForbidden, "%s reaches only project %s, not %s", c.Name, strings.Join(c.Projects, ", "), project).
 			WithRule("project_scope").WithDetail("project", project)
 	}
 	return nil
+}
+
+// bodied says whether a route names its project in its request's body.
+func bodied(rt *route) bool {
+	switch rt.method + " " + rt.path {
+	case "POST /v1/runs", "POST /v1/bootstrap", "POST /v1/flows":
+		return true
+	}
+	return false
+}
+
+// queried says whether a route about every project takes a ?project=
+// that narrows it to one.
+func queried(rt *route) bool {
+	switch rt.method + " " + rt.path {
+	case "GET /v1/queue", "GET /v1/runs", "GET /v1/flows", "POST /v1/import":
+		return true
+	}
+	return false
+}
+
+// filtered says whether a route about every project answers a scoped
+// principal with its projects' part (the lists of projects and runs, the
+// notices), or is its own (the review page's login).
+func filtered(rt *route) bool {
+	switch rt.method + " " + rt.path {
+	case "GET /v1/projects", "GET /v1/runs", "GET /v1/events/stream", "POST /v1/ui/login":
+		return true
+	}
+	return false
 }
 
 func article(r paddock.Role) string {

@@ -140,7 +140,7 @@ func TestReviewPageSession(t *testing.T) {
 		t.Fatalf("refused changes reached the service: %+v", calls)
 	}
 	rec = page(tcp, "POST", approve, `{"hash":"h1"}`, "Cookie", cookie, ui.CSRFHeader, sess.Data.CSRF, "Origin", "http://127.0.0.1:4567")
-	if got := f.svc.whats(); rec.Code != 200 || !strings.HasPrefix(got, "Approve "+r.ID+" h1 review page") {
+	if got := f.svc.whats(); rec.Code != 200 || !strings.HasPrefix(got, "Approve "+r.ID+" h1 unknown (review page)") {
 		t.Fatalf("the page's approve: %d %s, asked %q", rec.Code, rec.Body, got)
 	}
 	// The page cannot mint links for itself.

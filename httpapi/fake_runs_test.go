@@ -191,7 +191,7 @@ func (f fakeFlows) Flows(ctx context.Context, project string) ([]*paddock.Flow, 
 }
 
 func (f fakeFlows) Flow(ctx context.Context, id string) (*paddock.Flow, error) {
-	return &paddock.Flow{ID: id}, f.record(ctx, "Flow", id)
+	return &paddock.Flow{ID: id, Project: strings.TrimPrefix(id, "f-")}, f.record(ctx, "Flow", id)
 }
 
 func (f fakeFlows) PickEvent(ctx context.Context, id, event string, req paddock.MenuEventRequest) (*paddock.Flow, error) {

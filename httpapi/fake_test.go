@@ -54,7 +54,7 @@ func serveAll(s *Server, st *fakeState) {
 	s.Changes, s.Provenance, s.Verifier = fakeChanges{st}, fakeProvenance{st}, fakeVerifier{st}
 	s.Reviews, s.Forks, s.Flows = fakeReviews{st}, fakeForks{st}, fakeFlows{st}
 	s.Queue, s.Bundles, s.Collector = fakeQueue{st}, fakeBundles{st}, fakeCollector{st}
-	s.Notices = fakeNotices{st}
+	s.Notices, s.Principals = fakeNotices{st}, fakePrincipals{st}
 }
 
 // record notes a call and checks what the manager would check first: the

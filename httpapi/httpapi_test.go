@@ -202,11 +202,20 @@ func TestEveryRoute(t *testing.T) {
 	covered := map[string]bool{}
 	// What a success that made something answers; the rest answer 200.
 	made := map[string]int{"POST /v1/projects": 201, "POST /v1/runs": 201, "POST /v1/bootstrap": 201, "POST /v1/runs/{id}/jobs": 202,
-		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/runs/{id}/fork": 201, "POST /v1/flows": 201, "POST /v1/ui/login": 201, "POST /v1/import": 201, "POST /v1/runs/{id}/queue": 201,
+		"POST /v1/runs/{id}/requests": 201, "POST /v1/agents": 201, "DELETE /v1/runs/{id}/mcp": 204, "POST /v1/runs/{id}/review": 201, "POST /v1/runs/{id}/fork": 201, "POST /v1/flows": 201, "POST /v1/ui/login": 201, "POST /v1/import": 201, "POST /v1/runs/{id}/queue": 201, "POST /v1/principals": 201, "POST /v1/tokens": 201,
 		"POST /v1/runs/{id}/exec/attach": 101}
 	for _, tc := range []struct{ method, path, body, asks string }{
 		{"GET", "/healthz", "", ""},
 		{"GET", "/v1/openapi.json", "", ""},
+		{"GET", "/v1/whoami", "", ""},
+		{"POST", "/v1/principals", `{"name":"ann","role":"reviewer","projects":["app"]}`, "AddPrincipal ann reviewer [app] unknown"},
+		{"GET", "/v1/principals", "", "Principals"},
+		{"GET", "/v1/principals/ann", "", "Principal ann"},
+		{"PATCH", "/v1/principals/ann", `{"role":"viewer"}`, "SetPrincipal ann viewer unknown"},
+		{"DELETE", "/v1/principals/ann", "", "RemovePrincipal ann unknown"},
+		{"POST", "/v1/tokens", `{"principal":"ann","expires":"30d"}`, "CreateToken ann 30d unknown"},
+		{"GET", "/v1/tokens?principal=ann", "", "Tokens ann"},
+		{"DELETE", "/v1/tokens/t1", "", "RevokeToken t1 unknown"},
 		{"GET", "/metrics", "", ""},
 		{"GET", "/v1/status", "", ""},
 		{"GET", "/v1/doctor", "", ""},

@@ -42,11 +42,13 @@ func (h *noticesHandlers) stream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	// A principal scoped to some projects is told of their runs' notices.
+	c := paddock.CallerOf(r.Context())
 	serveSSE(w, r, after, func(ctx context.Context, after int64) ([]sseEvent, int64, error) {
 		ns, err := h.notices.WaitNotices(ctx, after, 500)
 		var out []sseEvent
 		for _, n := range ns {
-			if len(types) == 0 || slices.Contains(types, n.Type) {
+			if (len(types) == 0 || slices.Contains(types, n.Type)) && (c == nil || c.InProject(n.Project)) {
 				out = append(out, sseEvent{id: n.ID, name: n.Type, data: n})
 			}
 			after = n.ID

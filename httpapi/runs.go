@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -59,7 +60,12 @@ func (h *runsHandlers) listRuns(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nonNil(h.runs.Runs(r.Context(), paddock.RunFilter{Project: r.URL.Query().Get("project"), Removed: all}))
+	rs, err := h.runs.Runs(r.Context(), paddock.RunFilter{Project: r.URL.Query().Get("project"), Removed: all})
+	if c := paddock.CallerOf(r.Context()); c != nil && err == nil {
+		// A principal scoped to some projects sees their runs.
+		rs = slices.DeleteFunc(rs, func(r *paddock.Run) bool { return !c.InProject(r.Project) })
+	}
+	return nonNil(rs, err)
 }
 
 func (h *runsHandlers) run(r *http.Request) (any, error) {

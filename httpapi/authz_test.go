@@ -1,0 +1,205 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// roleTable is who may call each route, written out: a admin, o
+// orchestrator, r reviewer, v viewer; * anyone let in; +run: a run's own
+// token too, on its own run. It is the policy as a person reads it; the
+// test holds the route table to it.
+var roleTable = map[string]string{
+	"GET /healthz":                                "*",
+	"GET /v1/openapi.json":                        "*",
+	"GET /metrics":                                "a",
+	"GET /v1/status":                              "aorv",
+	"GET /v1/doctor":                              "aorv",
+	"POST /v1/gc":                                 "a",
+	"POST /v1/ui/login":                           "aorv",
+	"GET /v1/bundle-key":                          "aorv",
+	"GET /v1/queue":                               "aorv",
+	"POST /v1/import":                             "a",
+	"GET /v1/nodes":                               "aorv",
+	"GET /v1/events/stream":                       "aorv",
+	"POST /v1/projects":                           "a",
+	"GET /v1/projects":                            "aorv",
+	"GET /v1/projects/{name}":                     "aorv",
+	"PATCH /v1/projects/{name}":                   "a",
+	"DELETE /v1/projects/{name}":                  "a",
+	"POST /v1/projects/{name}/unlock":             "a",
+	"GET /v1/projects/{name}/manifest":            "aorv",
+	"GET /v1/projects/{name}/checkout":            "aorv",
+	"POST /v1/runs":                               "ao",
+	"POST /v1/bootstrap":                          "ao",
+	"GET /v1/runs":                                "aorv",
+	"GET /v1/runs/{id}":                           "aorv+run",
+	"DELETE /v1/runs/{id}":                        "ao",
+	"POST /v1/runs/{id}/retain":                   "ao",
+	"POST /v1/runs/{id}/reject":                   "aor",
+	"POST /v1/runs/{id}/review":                   "ao",
+	"POST /v1/runs/{id}/fork":                     "ao",
+	"POST /v1/runs/{id}/checkpoint":               "ao+run",
+	"POST /v1/runs/{id}/resume":                   "ao+run",
+	"POST /v1/runs/{id}/adopt":                    "a",
+	"GET /v1/runs/{id}/artifacts/{kind}":          "aorv+run",
+	"GET /v1/runs/{id}/events":                    "aorv+run",
+	"GET /v1/runs/{id}/events/stream":             "aorv+run",
+	"GET /v1/runs/{id}/tools":                     "aorv+run",
+	"POST /v1/runs/{id}/tools/{name}":             "ao+run",
+	"POST /v1/runs/{id}/inbox":                    "ao",
+	"POST /v1/runs/{id}/exec":                     "ao+run",
+	"POST /v1/runs/{id}/exec/stream":              "ao+run",
+	"POST /v1/runs/{id}/exec/attach":              "ao+run",
+	"POST /v1/runs/{id}/jobs":                     "ao+run",
+	"GET /v1/runs/{id}/jobs":                      "aorv+run",
+	"GET /v1/runs/{id}/status":                    "aorv+run",
+	"GET /v1/runs/{id}/jobs/{job}":                "aorv+run",
+	"POST /v1/runs/{id}/jobs/{job}/cancel":        "ao+run",
+	"GET /v1/runs/{id}/changeset":                 "aorv+run",
+	"GET /v1/runs/{id}/changeset/diff":            "aorv",
+	"GET /v1/runs/{id}/bundle":                    "aorv",
+	"GET /v1/runs/{id}/changeset/blame":           "aorv",
+	"POST /v1/runs/{id}/submit":                   "ao+run",
+	"POST /v1/runs/{id}/approve":                  "ar",
+	"POST /v1/runs/{id}/apply":                    "ar",
+	"POST /v1/runs/{id}/undo":                     "ar",
+	"POST /v1/runs/{id}/queue":                    "ar",
+	"GET /v1/runs/{id}/queue":                     "aorv",
+	"DELETE /v1/runs/{id}/queue":                  "ar",
+	"POST /v1/runs/{id}/queue/undo":               "ar",
+	"GET /v1/runs/{id}/capabilities":              "aorv+run",
+	"POST /v1/runs/{id}/verify":                   "ao+run",
+	"GET /v1/runs/{id}/requests":                  "aorv+run",
+	"POST /v1/runs/{id}/requests":                 "ao+run",
+	"POST /v1/runs/{id}/requests/{request}/grant": "ar",
+	"POST /v1/runs/{id}/requests/{request}/deny":  "ar",
+	"POST /v1/runs/{id}/mcp":                      "ao+run",
+	"GET /v1/runs/{id}/mcp":                       "ao+run",
+	"DELETE /v1/runs/{id}/mcp":                    "ao+run",
+	"POST /v1/flows":                              "ao",
+	"GET /v1/flows":                               "aorv",
+	"GET /v1/flows/{flow}":                        "aorv",
+	"POST /v1/runs/{id}/menu/{event}":             "aor+run",
+	"GET /v1/whoami":                              "*",
+	"POST /v1/principals":                         "a",
+	"GET /v1/principals":                          "a",
+	"GET /v1/principals/{name}":                   "a",
+	"PATCH /v1/principals/{name}":                 "a",
+	"DELETE /v1/principals/{name}":                "a",
+	"POST /v1/tokens":                             "a",
+	"GET /v1/tokens":                              "a",
+	"DELETE /v1/tokens/{token}":                   "a",
+	"GET /v1/agents":                              "aorv",
+	"POST /v1/agents":                             "a",
+	"GET /v1/agents/{name}":                       "aorv",
+	"DELETE /v1/agents/{name}":                    "a",
+}
+
+// TestRolesOnEveryRoute calls every route as every role, unscoped, scoped
+// to the route's project, and scoped to another project, and checks who
+// is refused, and by which rule: the route × role × scope table.
+func TestRolesOnEveryRoute(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.srv.Doctor = func(context.Context) *paddock.DoctorReport { return &paddock.DoctorReport{} }
+	f.h = f.srv.TCPHandler()
+	b, _ := fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	inApp := b.Run.ID
+	b, _ = fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "other"})
+	inOther := b.Run.ID
+	if len(roleTable) != len(Routes()) {
+		t.Errorf("the table names %d routes, the server has %d", len(roleTable), len(Routes()))
+	}
+	for _, rt := range Routes() {
+		want, ok := roleTable[rt.Method+" "+rt.Path]
+		if !ok {
+			t.Errorf("%s %s is not in the role table", rt.Method, rt.Path)
+			continue
+		}
+		if got := strings.HasSuffix(want, "+run"); got != rt.RunToken {
+			t.Errorf("%s %s: a run token reaches it: %v, the table says %v", rt.Method, rt.Path, rt.RunToken, got)
+		}
+		// Where the route is about one project: the path, ?project= or
+		// the body names it.
+		about := strings.Contains(rt.Path, "{id}") || strings.HasPrefix(rt.Path, "/v1/projects/{name}") || strings.Contains(rt.Path, "{flow}") ||
+			slices.Contains([]string{"GET /v1/queue", "GET /v1/flows", "POST /v1/import", "POST /v1/runs", "POST /v1/bootstrap", "POST /v1/flows"}, rt.Method+" "+rt.Path)
+		filtered := slices.Contains([]string{"GET /v1/projects", "GET /v1/runs", "GET /v1/events/stream", "POST /v1/ui/login"}, rt.Method+" "+rt.Path)
+		for _, role := range paddock.Roles {
+			allowed := want[0] == '*' || strings.ContainsRune(strings.TrimSuffix(want, "+run"), rune(role[0]))
+			for _, scope := range []string{"", "app", "other"} {
+				name := string(role)
+				if scope != "" {
+					name += "@app"
+				}
+				project, run := "app", inApp
+				if scope == "other" {
+					project, run = "other", inOther
+				}
+				path := strings.NewReplacer("{id}", run, "{name}", project, "{kind}", "task", "{job}", "j-1", "{request}", "q-1",
+					"{flow}", "f-"+project, "{event}", "done", "{token}", "t1").Replace(rt.Path)
+				if strings.HasPrefix(rt.Path, "/v1/principals/") || strings.HasPrefix(rt.Path, "/v1/agents/") {
+					path = strings.Replace(path, project, "ann", 1)
+				}
+				body := ""
+				if rt.Method != "GET" && rt.Method != "DELETE" {
+					body = `{"project":"` + project + `"}`
+					if !slices.Contains([]string{"/v1/runs", "/v1/bootstrap", "/v1/flows"}, rt.Path) {
+						body = ""
+					}
+				}
+				if about && !strings.Contains(rt.Path, "{") {
+					if rt.Method == "GET" || rt.Path == "/v1/import" {
+						path += "?project=" + project
+					}
+				}
+				rule := callAs(t, f, rt.Method, path, body, name)
+				var wantRule string
+				switch {
+				case !allowed:
+					wantRule = "role"
+				case want[0] == '*':
+				case filtered, scope == "":
+				case scope == "other" && about, !about:
+					wantRule = "project_scope"
+				}
+				if rule != wantRule {
+					t.Errorf("%s %s as %s: refused by %q, want %q", rt.Method, path, name, rule, wantRule)
+				}
+			}
+		}
+	}
+}
+
+// callAs calls path with principal name's token, and says which rule of
+// who may call refused it ("" if none did: the call went on, to succeed
+// or to fail for another reason).
+func callAs(t *testing.T, f *fixture, method, path, body, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req := httptest.NewRequest(method, "http://127.0.0.1:4567"+path, strings.NewReader(body)).WithContext(ctx)
+	req.Header.Set("Authorization", "Bearer "+fakeToken(name))
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	if rec.Code != 403 {
+		return ""
+	}
+	var a answer
+	json.Unmarshal(rec.Body.Bytes(), &a)
+	if a.Error == nil {
+		return ""
+	}
+	switch a.Error.Rule {
+	case "role", "project_scope", "separation_of_duties":
+		return string(a.Error.Rule)
+	}
+	return ""
+}
