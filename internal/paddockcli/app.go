@@ -184,6 +184,7 @@ func (a *app) verbs() []verb {
 		{"review", reviewCmd}, {"flow", flowCmd}, {"menu", menuCmd}, {"ui", uiCmd},
 		{"bundle", bundleCmd}, {"verify-bundle", verifyBundleCmd}, {"import", importCmd}, {"queue", queueCmd}, {"pick", pickCmd},
 		{"fork", forkCmd}, {"compare", compareCmd}, {"nodes", nodesCmd}, {"adopt", adoptCmd},
+		{"principal", principalCmd}, {"token", tokenCmd}, {"whoami", whoamiCmd},
 	}
 }
 
