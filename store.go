@@ -105,27 +105,8 @@ type Tx interface {
 	// Flows lists the flows of a project (all, if project is empty),
 	// oldest first.
 	Flows(ctx context.Context, project string) ([]*Flow, error)
-	// CreatePrincipal inserts p; a taken name, or a uid another principal
-	// has, is a conflict.
-	CreatePrincipal(ctx context.Context, p *Principal) error
-	// Principal returns a principal by name.
-	Principal(ctx context.Context, name string) (*Principal, error)
-	// PrincipalByUID returns the principal a local uid maps to.
-	PrincipalByUID(ctx context.Context, uid int) (*Principal, error)
-	// Principals lists the principals, by name.
-	Principals(ctx context.Context) ([]*Principal, error)
-	// UpdatePrincipal writes p's kind, role, projects and uid.
-	UpdatePrincipal(ctx context.Context, p *Principal) error
-	// DeletePrincipal removes a principal and every token of it.
-	DeletePrincipal(ctx context.Context, name string) error
-	// CreateToken inserts t (its hash, never the token).
-	CreateToken(ctx context.Context, t *Token) error
-	// Token returns a token by id.
-	Token(ctx context.Context, id string) (*Token, error)
-	// Tokens lists a principal's tokens (every token if ""), oldest first.
-	Tokens(ctx context.Context, principal string) ([]*Token, error)
-	// UpdateToken writes t's revocation and last use.
-	UpdateToken(ctx context.Context, t *Token) error
+	// Principals is the principals and their tokens, in this transaction.
+	Principals() PrincipalStore
 
 	// UpdateFlow writes f, whose Version the caller raised by one from the
 	// version it read; if another write came between, it is a conflict.
@@ -143,4 +124,31 @@ type WorkspaceProvider interface {
 	Remove(ctx context.Context, p *Project, w *Workspace) error
 	// Present reports whether the workspace is still on disk.
 	Present(ctx context.Context, w *Workspace) (bool, error)
+}
+
+// PrincipalStore is the principals and their tokens in a transaction
+// (Tx.Principals). Not-found lookups are CodeNotFound; a taken name or
+// uid is CodeConflict.
+type PrincipalStore interface {
+	// CreatePrincipal inserts p; a taken name, or a uid another principal
+	// has, is a conflict.
+	CreatePrincipal(ctx context.Context, p *Principal) error
+	// Principal returns a principal by name.
+	Principal(ctx context.Context, name string) (*Principal, error)
+	// PrincipalByUID returns the principal a local uid maps to.
+	PrincipalByUID(ctx context.Context, uid int) (*Principal, error)
+	// List lists the principals, by name.
+	List(ctx context.Context) ([]*Principal, error)
+	// UpdatePrincipal writes p's kind, role, projects and uid.
+	UpdatePrincipal(ctx context.Context, p *Principal) error
+	// DeletePrincipal removes a principal and every token of it.
+	DeletePrincipal(ctx context.Context, name string) error
+	// CreateToken inserts t (its hash, never the token).
+	CreateToken(ctx context.Context, t *Token) error
+	// Token returns a token by id.
+	Token(ctx context.Context, id string) (*Token, error)
+	// Tokens lists a principal's tokens (every token if ""), oldest first.
+	Tokens(ctx context.Context, principal string) ([]*Token, error)
+	// UpdateToken writes t's revocation and last use.
+	UpdateToken(ctx context.Context, t *Token) error
 }

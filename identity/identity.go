@@ -119,7 +119,7 @@ func (s *Service) AddPrincipal(ctx context.Context, req paddock.PrincipalRequest
 		if err := projectsExist(ctx, tx, p.Projects); err != nil {
 			return err
 		}
-		return tx.CreatePrincipal(ctx, p)
+		return tx.Principals().CreatePrincipal(ctx, p)
 	})
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func (s *Service) SetPrincipal(ctx context.Context, name string, req paddock.Pri
 	var p *paddock.Principal
 	err := s.Store.Update(ctx, func(tx paddock.Tx) error {
 		var err error
-		if p, err = tx.Principal(ctx, name); err != nil {
+		if p, err = tx.Principals().Principal(ctx, name); err != nil {
 			return err
 		}
 		if err := projectsExist(ctx, tx, req.Projects); err != nil {
@@ -154,7 +154,7 @@ func (s *Service) SetPrincipal(ctx context.Context, name string, req paddock.Pri
 		if len(p.Projects) == 0 {
 			p.Projects = nil
 		}
-		return tx.UpdatePrincipal(ctx, p)
+		return tx.Principals().UpdatePrincipal(ctx, p)
 	})
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (s *Service) SetPrincipal(ctx context.Context, name string, req paddock.Pri
 // Principals lists the principals.
 func (s *Service) Principals(ctx context.Context) (ps []*paddock.Principal, err error) {
 	err = s.Store.View(ctx, func(tx paddock.Tx) error {
-		ps, err = tx.Principals(ctx)
+		ps, err = tx.Principals().List(ctx)
 		return err
 	})
 	return ps, err
@@ -175,7 +175,7 @@ func (s *Service) Principals(ctx context.Context) (ps []*paddock.Principal, err 
 // Principal returns one principal.
 func (s *Service) Principal(ctx context.Context, name string) (p *paddock.Principal, err error) {
 	err = s.Store.View(ctx, func(tx paddock.Tx) error {
-		p, err = tx.Principal(ctx, name)
+		p, err = tx.Principals().Principal(ctx, name)
 		return err
 	})
 	return p, err
@@ -187,10 +187,10 @@ func (s *Service) RemovePrincipal(ctx context.Context, name, by string) (*paddoc
 	var p *paddock.Principal
 	err := s.Store.Update(ctx, func(tx paddock.Tx) error {
 		var err error
-		if p, err = tx.Principal(ctx, name); err != nil {
+		if p, err = tx.Principals().Principal(ctx, name); err != nil {
 			return err
 		}
-		return tx.DeletePrincipal(ctx, name)
+		return tx.Principals().DeletePrincipal(ctx, name)
 	})
 	if err != nil {
 		return nil, err
@@ -217,10 +217,10 @@ func (s *Service) CreateToken(ctx context.Context, req paddock.TokenRequest, by 
 		t.ExpiresAt = t.CreatedAt.Add(life)
 	}
 	err := s.Store.Update(ctx, func(tx paddock.Tx) error {
-		if _, err := tx.Principal(ctx, req.Principal); err != nil {
+		if _, err := tx.Principals().Principal(ctx, req.Principal); err != nil {
 			return err
 		}
-		return tx.CreateToken(ctx, t)
+		return tx.Principals().CreateToken(ctx, t)
 	})
 	if err != nil {
 		return nil, err
@@ -254,11 +254,11 @@ func parseLife(v string) (time.Duration, error) {
 func (s *Service) Tokens(ctx context.Context, principal string) (ts []*paddock.Token, err error) {
 	err = s.Store.View(ctx, func(tx paddock.Tx) error {
 		if principal != "" {
-			if _, err := tx.Principal(ctx, principal); err != nil {
+			if _, err := tx.Principals().Principal(ctx, principal); err != nil {
 				return err
 			}
 		}
-		ts, err = tx.Tokens(ctx, principal)
+		ts, err = tx.Principals().Tokens(ctx, principal)
 		return err
 	})
 	return ts, err
@@ -270,14 +270,14 @@ func (s *Service) RevokeToken(ctx context.Context, id, by string) (*paddock.Toke
 	var t *paddock.Token
 	err := s.Store.Update(ctx, func(tx paddock.Tx) error {
 		var err error
-		if t, err = tx.Token(ctx, id); err != nil {
+		if t, err = tx.Principals().Token(ctx, id); err != nil {
 			return err
 		}
 		if !t.RevokedAt.IsZero() {
 			return nil
 		}
 		t.RevokedAt = s.now()
-		return tx.UpdateToken(ctx, t)
+		return tx.Principals().UpdateToken(ctx, t)
 	})
 	if err != nil {
 		return nil, err
@@ -307,14 +307,14 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*paddock.Call
 	var t *paddock.Token
 	err := s.Store.View(ctx, func(tx paddock.Tx) error {
 		var err error
-		if t, err = tx.Token(ctx, id); err != nil {
+		if t, err = tx.Principals().Token(ctx, id); err != nil {
 			return err
 		}
 		got := Hash(token)
 		if subtle.ConstantTimeCompare([]byte(got), []byte(t.Hash)) != 1 || !t.Live(now) {
 			return errUnknown()
 		}
-		p, err := tx.Principal(ctx, t.Principal)
+		p, err := tx.Principals().Principal(ctx, t.Principal)
 		if err != nil {
 			return err
 		}
@@ -350,12 +350,12 @@ func (s *Service) used(ctx context.Context, t *paddock.Token, now time.Time) {
 		return
 	}
 	err := s.Store.Update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
-		cur, err := tx.Token(ctx, t.ID)
+		cur, err := tx.Principals().Token(ctx, t.ID)
 		if err != nil {
 			return err
 		}
 		cur.LastUsedAt = now
-		return tx.UpdateToken(ctx, cur)
+		return tx.Principals().UpdateToken(ctx, cur)
 	})
 	if err != nil && !paddock.IsCode(err, paddock.CodeNotFound) {
 		// Only the record of use is lost; the call goes on.
@@ -367,7 +367,7 @@ func (s *Service) used(ctx context.Context, t *paddock.Token, now time.Time) {
 func (s *Service) CallerByUID(ctx context.Context, uid int) (*paddock.Caller, error) {
 	var p *paddock.Principal
 	err := s.Store.View(ctx, func(tx paddock.Tx) (err error) {
-		p, err = tx.PrincipalByUID(ctx, uid)
+		p, err = tx.Principals().PrincipalByUID(ctx, uid)
 		return err
 	})
 	if paddock.IsCode(err, paddock.CodeNotFound) {

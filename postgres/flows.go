@@ -24,7 +24,7 @@ func (t *Tx) CreateFlow(ctx context.Context, f *paddock.Flow) error {
 		return wrap("create flow", err)
 	}
 	if tag.RowsAffected() == 0 {
-		ok, err := t.exists(ctx, `SELECT 1 FROM projects WHERE name = $1`, f.Project)
+		ok, err := exists(ctx, t, `SELECT 1 FROM projects WHERE name = $1`, f.Project)
 		if err != nil {
 			return wrap("create flow", err)
 		}

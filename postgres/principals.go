@@ -19,9 +19,10 @@ func encodeUID(uid *int) any {
 }
 
 // principalConflict says which of p's unique keys another principal has.
-func (t *Tx) principalConflict(ctx context.Context, p *paddock.Principal, creating bool) error {
+func (s principals) conflict(ctx context.Context, p *paddock.Principal, creating bool) error {
+	t := s.t
 	if creating {
-		taken, err := t.exists(ctx, `SELECT 1 FROM principals WHERE name = $1`, p.Name)
+		taken, err := exists(ctx, t, `SELECT 1 FROM principals WHERE name = $1`, p.Name)
 		if err != nil {
 			return wrap("create principal", err)
 		}
@@ -44,7 +45,8 @@ func (t *Tx) principalConflict(ctx context.Context, p *paddock.Principal, creati
 
 // CreatePrincipal inserts p; a taken name, or a uid another principal
 // has, is a conflict.
-func (t *Tx) CreatePrincipal(ctx context.Context, p *paddock.Principal) error {
+func (s principals) CreatePrincipal(ctx context.Context, p *paddock.Principal) error {
+	t := s.t
 	projects, err := jsonText(p.Projects, len(p.Projects) == 0)
 	if err != nil {
 		return wrap("encode principal", err)
@@ -56,7 +58,7 @@ func (t *Tx) CreatePrincipal(ctx context.Context, p *paddock.Principal) error {
 		return wrap("create principal", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return t.principalConflict(ctx, p, true)
+		return s.conflict(ctx, p, true)
 	}
 	return nil
 }
@@ -86,7 +88,8 @@ func scanPrincipal(row scanner) (*paddock.Principal, error) {
 }
 
 // Principal returns a principal by name.
-func (t *Tx) Principal(ctx context.Context, name string) (*paddock.Principal, error) {
+func (s principals) Principal(ctx context.Context, name string) (*paddock.Principal, error) {
+	t := s.t
 	p, err := scanPrincipal(t.tx.QueryRow(ctx, `SELECT `+principalCols+` FROM principals WHERE name = $1`, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no principal named %q", name)
@@ -98,7 +101,8 @@ func (t *Tx) Principal(ctx context.Context, name string) (*paddock.Principal, er
 }
 
 // PrincipalByUID returns the principal a local uid maps to.
-func (t *Tx) PrincipalByUID(ctx context.Context, uid int) (*paddock.Principal, error) {
+func (s principals) PrincipalByUID(ctx context.Context, uid int) (*paddock.Principal, error) {
+	t := s.t
 	p, err := scanPrincipal(t.tx.QueryRow(ctx, `SELECT `+principalCols+` FROM principals WHERE uid = $1`, int64(uid)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no principal has uid %d", uid)
@@ -109,15 +113,17 @@ func (t *Tx) PrincipalByUID(ctx context.Context, uid int) (*paddock.Principal, e
 	return p, nil
 }
 
-// Principals lists the principals, by name.
-func (t *Tx) Principals(ctx context.Context) ([]*paddock.Principal, error) {
+// List lists the principals, by name.
+func (s principals) List(ctx context.Context) ([]*paddock.Principal, error) {
+	t := s.t
 	return collect(ctx, t, "list principals", false, scanPrincipal, `SELECT `+principalCols+` FROM principals ORDER BY name`)
 }
 
 // UpdatePrincipal writes p's kind, role, projects and uid; a uid another
 // principal has is a conflict. With a uid the statement runs in a
 // savepoint, so that the answer leaves the transaction usable.
-func (t *Tx) UpdatePrincipal(ctx context.Context, p *paddock.Principal) error {
+func (s principals) UpdatePrincipal(ctx context.Context, p *paddock.Principal) error {
+	t := s.t
 	projects, err := jsonText(p.Projects, len(p.Projects) == 0)
 	if err != nil {
 		return wrap("encode principal", err)
@@ -128,7 +134,7 @@ func (t *Tx) UpdatePrincipal(ctx context.Context, p *paddock.Principal) error {
 	if p.UID != nil {
 		tag, err := t.inSavepoint(ctx, q, args...)
 		if sqlState(err) == uniqueViolation {
-			return t.principalConflict(ctx, p, false)
+			return s.conflict(ctx, p, false)
 		}
 		if err != nil {
 			return wrap("update principal", err)
@@ -149,7 +155,8 @@ func (t *Tx) UpdatePrincipal(ctx context.Context, p *paddock.Principal) error {
 
 // DeletePrincipal removes a principal and every token of it (by the
 // foreign key).
-func (t *Tx) DeletePrincipal(ctx context.Context, name string) error {
+func (s principals) DeletePrincipal(ctx context.Context, name string) error {
+	t := s.t
 	tag, err := t.tx.Exec(ctx, `DELETE FROM principals WHERE name = $1`, name)
 	if err != nil {
 		return wrap("delete principal", err)
@@ -162,7 +169,8 @@ func (t *Tx) DeletePrincipal(ctx context.Context, name string) error {
 
 // CreateToken inserts tok (its hash, never the token); a taken id is a
 // conflict, a missing principal not found.
-func (t *Tx) CreateToken(ctx context.Context, tok *paddock.Token) error {
+func (s principals) CreateToken(ctx context.Context, tok *paddock.Token) error {
+	t := s.t
 	tag, err := t.tx.Exec(ctx, `INSERT INTO tokens (id, principal, hash, created_at, expires_at, revoked_at, last_used_at)
 		SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM principals WHERE name = $2)
 		ON CONFLICT DO NOTHING`,
@@ -174,7 +182,7 @@ func (t *Tx) CreateToken(ctx context.Context, tok *paddock.Token) error {
 		return wrap("create token", err)
 	}
 	if tag.RowsAffected() == 0 {
-		taken, err := t.exists(ctx, `SELECT 1 FROM tokens WHERE id = $1`, tok.ID)
+		taken, err := exists(ctx, t, `SELECT 1 FROM tokens WHERE id = $1`, tok.ID)
 		if err != nil {
 			return wrap("create token", err)
 		}
@@ -200,7 +208,8 @@ func scanToken(row scanner) (*paddock.Token, error) {
 }
 
 // Token returns a token by id.
-func (t *Tx) Token(ctx context.Context, id string) (*paddock.Token, error) {
+func (s principals) Token(ctx context.Context, id string) (*paddock.Token, error) {
+	t := s.t
 	tok, err := scanToken(t.tx.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no token %q", id)
@@ -212,7 +221,8 @@ func (t *Tx) Token(ctx context.Context, id string) (*paddock.Token, error) {
 }
 
 // Tokens lists a principal's tokens (every token if ""), oldest first.
-func (t *Tx) Tokens(ctx context.Context, principal string) ([]*paddock.Token, error) {
+func (s principals) Tokens(ctx context.Context, principal string) ([]*paddock.Token, error) {
+	t := s.t
 	q := `SELECT ` + tokenCols + ` FROM tokens`
 	var args []any
 	if principal != "" {
@@ -223,7 +233,8 @@ func (t *Tx) Tokens(ctx context.Context, principal string) ([]*paddock.Token, er
 }
 
 // UpdateToken writes tok's revocation and last use.
-func (t *Tx) UpdateToken(ctx context.Context, tok *paddock.Token) error {
+func (s principals) UpdateToken(ctx context.Context, tok *paddock.Token) error {
+	t := s.t
 	tag, err := t.tx.Exec(ctx, `UPDATE tokens SET revoked_at = $1, last_used_at = $2 WHERE id = $3`,
 		optTime(tok.RevokedAt), optTime(tok.LastUsedAt), tok.ID)
 	if err != nil {
@@ -234,3 +245,9 @@ func (t *Tx) UpdateToken(ctx context.Context, tok *paddock.Token) error {
 	}
 	return nil
 }
+
+// Principals is paddock.PrincipalStore on a Tx.
+func (t *Tx) Principals() paddock.PrincipalStore { return principals{t} }
+
+// principals is paddock.PrincipalStore on a Tx.
+type principals struct{ t *Tx }

@@ -88,7 +88,7 @@ func unmarshalOpt(raw *string, v any) error {
 type scanner interface{ Scan(...any) error }
 
 // exists reports whether a query returns a row.
-func (t *Tx) exists(ctx context.Context, q string, args ...any) (bool, error) {
+func exists(ctx context.Context, t *Tx, q string, args ...any) (bool, error) {
 	var ok bool
 	err := t.tx.QueryRow(ctx, `SELECT EXISTS (`+q+`)`, args...).Scan(&ok)
 	return ok, err
@@ -281,7 +281,7 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 		return wrap("create run", err)
 	}
 	if tag.RowsAffected() == 0 {
-		taken, err := t.exists(ctx, `SELECT 1 FROM runs WHERE id = $1`, r.ID)
+		taken, err := exists(ctx, t, `SELECT 1 FROM runs WHERE id = $1`, r.ID)
 		if err != nil {
 			return wrap("create run", err)
 		}
@@ -635,7 +635,7 @@ func (t *Tx) CreateJob(ctx context.Context, j *paddock.Job) error {
 		return wrap("create job", err)
 	}
 	if tag.RowsAffected() == 0 {
-		ok, err := t.exists(ctx, `SELECT 1 FROM runs WHERE id = $1`, j.RunID)
+		ok, err := exists(ctx, t, `SELECT 1 FROM runs WHERE id = $1`, j.RunID)
 		if err != nil {
 			return wrap("create job", err)
 		}
@@ -816,7 +816,7 @@ func (t *Tx) CreateAccessRequest(ctx context.Context, r *paddock.AccessRequest) 
 		return wrap("create access request", err)
 	}
 	if tag.RowsAffected() == 0 {
-		ok, err := t.exists(ctx, `SELECT 1 FROM runs WHERE id = $1`, r.RunID)
+		ok, err := exists(ctx, t, `SELECT 1 FROM runs WHERE id = $1`, r.RunID)
 		if err != nil {
 			return wrap("create access request", err)
 		}

@@ -33,7 +33,8 @@ func encodeUID(uid *int) any {
 }
 
 // principalConflict says which of p's unique keys another principal has.
-func (t *Tx) principalConflict(ctx context.Context, p *paddock.Principal, creating bool) error {
+func (s principals) conflict(ctx context.Context, p *paddock.Principal, creating bool) error {
+	t := s.t
 	if creating {
 		var one int
 		if t.tx.QueryRowContext(t.ctx(ctx), `SELECT 1 FROM principals WHERE name = ?`, p.Name).Scan(&one) == nil {
@@ -51,7 +52,8 @@ func (t *Tx) principalConflict(ctx context.Context, p *paddock.Principal, creati
 
 // CreatePrincipal inserts p; a taken name, or a uid another principal
 // has, is a conflict.
-func (t *Tx) CreatePrincipal(ctx context.Context, p *paddock.Principal) error {
+func (s principals) CreatePrincipal(ctx context.Context, p *paddock.Principal) error {
+	t := s.t
 	projects, err := encodeProjects(p.Projects)
 	if err != nil {
 		return wrap("encode principal", err)
@@ -59,7 +61,7 @@ func (t *Tx) CreatePrincipal(ctx context.Context, p *paddock.Principal) error {
 	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO principals (name, kind, role, projects, uid, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		p.Name, string(p.Kind), string(p.Role), projects, encodeUID(p.UID), fmtTime(p.CreatedAt), p.CreatedBy)
 	if isUnique(err) {
-		return t.principalConflict(ctx, p, true)
+		return s.conflict(ctx, p, true)
 	}
 	return wrap2("create principal", err)
 }
@@ -91,7 +93,8 @@ func scanPrincipal(row interface{ Scan(...any) error }) (*paddock.Principal, err
 }
 
 // Principal returns a principal by name.
-func (t *Tx) Principal(ctx context.Context, name string) (*paddock.Principal, error) {
+func (s principals) Principal(ctx context.Context, name string) (*paddock.Principal, error) {
+	t := s.t
 	p, err := scanPrincipal(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+principalCols+` FROM principals WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no principal named %q", name)
@@ -103,7 +106,8 @@ func (t *Tx) Principal(ctx context.Context, name string) (*paddock.Principal, er
 }
 
 // PrincipalByUID returns the principal a local uid maps to.
-func (t *Tx) PrincipalByUID(ctx context.Context, uid int) (*paddock.Principal, error) {
+func (s principals) PrincipalByUID(ctx context.Context, uid int) (*paddock.Principal, error) {
+	t := s.t
 	p, err := scanPrincipal(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+principalCols+` FROM principals WHERE uid = ?`, uid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no principal has uid %d", uid)
@@ -114,8 +118,9 @@ func (t *Tx) PrincipalByUID(ctx context.Context, uid int) (*paddock.Principal, e
 	return p, nil
 }
 
-// Principals lists the principals, by name.
-func (t *Tx) Principals(ctx context.Context) ([]*paddock.Principal, error) {
+// List lists the principals, by name.
+func (s principals) List(ctx context.Context) ([]*paddock.Principal, error) {
+	t := s.t
 	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT `+principalCols+` FROM principals ORDER BY name`)
 	if err != nil {
 		return nil, wrap("list principals", err)
@@ -134,7 +139,8 @@ func (t *Tx) Principals(ctx context.Context) ([]*paddock.Principal, error) {
 
 // UpdatePrincipal writes p's kind, role, projects and uid; a uid another
 // principal has is a conflict.
-func (t *Tx) UpdatePrincipal(ctx context.Context, p *paddock.Principal) error {
+func (s principals) UpdatePrincipal(ctx context.Context, p *paddock.Principal) error {
+	t := s.t
 	projects, err := encodeProjects(p.Projects)
 	if err != nil {
 		return wrap("encode principal", err)
@@ -142,7 +148,7 @@ func (t *Tx) UpdatePrincipal(ctx context.Context, p *paddock.Principal) error {
 	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE principals SET kind = ?, role = ?, projects = ?, uid = ? WHERE name = ?`,
 		string(p.Kind), string(p.Role), projects, encodeUID(p.UID), p.Name)
 	if isUnique(err) {
-		return t.principalConflict(ctx, p, false)
+		return s.conflict(ctx, p, false)
 	}
 	if err != nil {
 		return wrap("update principal", err)
@@ -154,7 +160,8 @@ func (t *Tx) UpdatePrincipal(ctx context.Context, p *paddock.Principal) error {
 }
 
 // DeletePrincipal removes a principal and every token of it.
-func (t *Tx) DeletePrincipal(ctx context.Context, name string) error {
+func (s principals) DeletePrincipal(ctx context.Context, name string) error {
+	t := s.t
 	// The tokens would go by the foreign key; they are deleted here too,
 	// so that their going does not depend on the connection's pragma.
 	if _, err := t.tx.ExecContext(t.ctx(ctx), `DELETE FROM tokens WHERE principal = ?`, name); err != nil {
@@ -172,7 +179,8 @@ func (t *Tx) DeletePrincipal(ctx context.Context, name string) error {
 
 // CreateToken inserts t (its hash, never the token); a taken id is a
 // conflict, a missing principal not found.
-func (t *Tx) CreateToken(ctx context.Context, tok *paddock.Token) error {
+func (s principals) CreateToken(ctx context.Context, tok *paddock.Token) error {
+	t := s.t
 	_, err := t.tx.ExecContext(t.ctx(ctx), `INSERT INTO tokens (id, principal, hash, created_at, expires_at, revoked_at, last_used_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		tok.ID, tok.Principal, tok.Hash, fmtTime(tok.CreatedAt), fmtOptTime(tok.ExpiresAt), fmtOptTime(tok.RevokedAt), fmtOptTime(tok.LastUsedAt))
@@ -201,7 +209,8 @@ func scanToken(row interface{ Scan(...any) error }) (*paddock.Token, error) {
 }
 
 // Token returns a token by id.
-func (t *Tx) Token(ctx context.Context, id string) (*paddock.Token, error) {
+func (s principals) Token(ctx context.Context, id string) (*paddock.Token, error) {
+	t := s.t
 	tok, err := scanToken(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+tokenCols+` FROM tokens WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no token %q", id)
@@ -213,7 +222,8 @@ func (t *Tx) Token(ctx context.Context, id string) (*paddock.Token, error) {
 }
 
 // Tokens lists a principal's tokens (every token if ""), oldest first.
-func (t *Tx) Tokens(ctx context.Context, principal string) ([]*paddock.Token, error) {
+func (s principals) Tokens(ctx context.Context, principal string) ([]*paddock.Token, error) {
+	t := s.t
 	q := `SELECT ` + tokenCols + ` FROM tokens`
 	var args []any
 	if principal != "" {
@@ -237,7 +247,8 @@ func (t *Tx) Tokens(ctx context.Context, principal string) ([]*paddock.Token, er
 }
 
 // UpdateToken writes t's revocation and last use.
-func (t *Tx) UpdateToken(ctx context.Context, tok *paddock.Token) error {
+func (s principals) UpdateToken(ctx context.Context, tok *paddock.Token) error {
+	t := s.t
 	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE tokens SET revoked_at = ?, last_used_at = ? WHERE id = ?`,
 		fmtOptTime(tok.RevokedAt), fmtOptTime(tok.LastUsedAt), tok.ID)
 	if err != nil {
@@ -248,3 +259,9 @@ func (t *Tx) UpdateToken(ctx context.Context, tok *paddock.Token) error {
 	}
 	return nil
 }
+
+// Principals is paddock.PrincipalStore on a Tx.
+func (t *Tx) Principals() paddock.PrincipalStore { return principals{t} }
+
+// principals is paddock.PrincipalStore on a Tx.
+type principals struct{ t *Tx }

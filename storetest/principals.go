@@ -27,43 +27,43 @@ func testPrincipals(t *testing.T, open Opener) {
 	ci := &paddock.Principal{Name: "ci", Kind: paddock.PrincipalService, Role: paddock.RoleOrchestrator,
 		Projects: []string{}, CreatedAt: stamp(time.Second)}
 	update(t, s, func(tx paddock.Tx) error {
-		if err := tx.CreatePrincipal(ctx, ci); err != nil {
+		if err := tx.Principals().CreatePrincipal(ctx, ci); err != nil {
 			return err
 		}
-		return tx.CreatePrincipal(ctx, alice)
+		return tx.Principals().CreatePrincipal(ctx, alice)
 	})
 	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
-		return tx.CreatePrincipal(ctx, &paddock.Principal{Name: "alice", Kind: paddock.PrincipalPerson, Role: paddock.RoleViewer, CreatedAt: stamp(0)})
+		return tx.Principals().CreatePrincipal(ctx, &paddock.Principal{Name: "alice", Kind: paddock.PrincipalPerson, Role: paddock.RoleViewer, CreatedAt: stamp(0)})
 	}), paddock.CodeConflict)
 	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
-		return tx.CreatePrincipal(ctx, &paddock.Principal{Name: "bob", Kind: paddock.PrincipalPerson, Role: paddock.RoleViewer, UID: intp(1000), CreatedAt: stamp(0)})
+		return tx.Principals().CreatePrincipal(ctx, &paddock.Principal{Name: "bob", Kind: paddock.PrincipalPerson, Role: paddock.RoleViewer, UID: intp(1000), CreatedAt: stamp(0)})
 	}), paddock.CodeConflict)
 	// An answer leaves the transaction usable.
 	update(t, s, func(tx paddock.Tx) error {
-		if err := tx.CreatePrincipal(ctx, &paddock.Principal{Name: "alice", Role: paddock.RoleViewer, CreatedAt: stamp(0)}); !paddock.IsCode(err, paddock.CodeConflict) {
+		if err := tx.Principals().CreatePrincipal(ctx, &paddock.Principal{Name: "alice", Role: paddock.RoleViewer, CreatedAt: stamp(0)}); !paddock.IsCode(err, paddock.CodeConflict) {
 			t.Fatalf("duplicate name: %v", err)
 		}
-		return tx.CreatePrincipal(ctx, &paddock.Principal{Name: "bob", Kind: paddock.PrincipalPerson, Role: paddock.RoleViewer, UID: intp(1001), CreatedAt: stamp(2 * time.Second)})
+		return tx.Principals().CreatePrincipal(ctx, &paddock.Principal{Name: "bob", Kind: paddock.PrincipalPerson, Role: paddock.RoleViewer, UID: intp(1001), CreatedAt: stamp(2 * time.Second)})
 	})
 	s.View(ctx, func(tx paddock.Tx) error {
-		got, err := tx.Principal(ctx, "alice")
+		got, err := tx.Principals().Principal(ctx, "alice")
 		if err != nil || !reflect.DeepEqual(got, alice) {
 			t.Fatalf("alice = %+v, %v; want %+v", got, err, alice)
 		}
-		got, err = tx.Principal(ctx, "ci")
+		got, err = tx.Principals().Principal(ctx, "ci")
 		if err != nil || got.Projects != nil || got.UID != nil || got.Kind != paddock.PrincipalService || got.CreatedBy != "" {
 			t.Fatalf("ci = %+v, %v", got, err)
 		}
-		if got, err := tx.PrincipalByUID(ctx, 1001); err != nil || got.Name != "bob" {
+		if got, err := tx.Principals().PrincipalByUID(ctx, 1001); err != nil || got.Name != "bob" {
 			t.Fatalf("uid 1001 = %+v, %v", got, err)
 		}
-		all, err := tx.Principals(ctx)
+		all, err := tx.Principals().List(ctx)
 		if err != nil || len(all) != 3 || all[0].Name != "alice" || all[1].Name != "bob" || all[2].Name != "ci" {
 			t.Fatalf("principals = %v, %v", all, err)
 		}
-		_, err = tx.Principal(ctx, "nobody")
+		_, err = tx.Principals().Principal(ctx, "nobody")
 		wantCode(t, err, paddock.CodeNotFound)
-		_, err = tx.PrincipalByUID(ctx, 4242)
+		_, err = tx.Principals().PrincipalByUID(ctx, 4242)
 		wantCode(t, err, paddock.CodeNotFound)
 		return nil
 	})
@@ -73,51 +73,51 @@ func testPrincipals(t *testing.T, open Opener) {
 		p := *alice
 		p.Role, p.Projects, p.UID = paddock.RoleAdmin, nil, intp(2000)
 		p.CreatedAt, p.CreatedBy = stamp(time.Hour), "someone else"
-		return tx.UpdatePrincipal(ctx, &p)
+		return tx.Principals().UpdatePrincipal(ctx, &p)
 	})
 	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
 		p := *alice
 		p.UID = intp(1001) // bob's
-		return tx.UpdatePrincipal(ctx, &p)
+		return tx.Principals().UpdatePrincipal(ctx, &p)
 	}), paddock.CodeConflict)
 	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
-		return tx.UpdatePrincipal(ctx, &paddock.Principal{Name: "nobody", Role: paddock.RoleViewer})
+		return tx.Principals().UpdatePrincipal(ctx, &paddock.Principal{Name: "nobody", Role: paddock.RoleViewer})
 	}), paddock.CodeNotFound)
 	update(t, s, func(tx paddock.Tx) error {
-		p, err := tx.Principal(ctx, "bob")
+		p, err := tx.Principals().Principal(ctx, "bob")
 		if err != nil {
 			return err
 		}
 		p.UID, p.Projects = nil, []string{"app"}
-		return tx.UpdatePrincipal(ctx, p)
+		return tx.Principals().UpdatePrincipal(ctx, p)
 	})
 	s.View(ctx, func(tx paddock.Tx) error {
-		got, err := tx.Principal(ctx, "alice")
+		got, err := tx.Principals().Principal(ctx, "alice")
 		if err != nil || got.Role != paddock.RoleAdmin || got.Projects != nil || got.UID == nil || *got.UID != 2000 ||
 			!got.CreatedAt.Equal(stamp(0)) || got.CreatedBy != "operator" {
 			t.Fatalf("alice after the update = %+v, %v", got, err)
 		}
-		if got, err := tx.PrincipalByUID(ctx, 2000); err != nil || got.Name != "alice" {
+		if got, err := tx.Principals().PrincipalByUID(ctx, 2000); err != nil || got.Name != "alice" {
 			t.Fatalf("uid 2000 = %+v, %v", got, err)
 		}
-		_, err = tx.PrincipalByUID(ctx, 1000)
+		_, err = tx.Principals().PrincipalByUID(ctx, 1000)
 		wantCode(t, err, paddock.CodeNotFound)
-		_, err = tx.PrincipalByUID(ctx, 1001)
+		_, err = tx.Principals().PrincipalByUID(ctx, 1001)
 		wantCode(t, err, paddock.CodeNotFound)
-		if got, err := tx.Principal(ctx, "bob"); err != nil || got.UID != nil || !reflect.DeepEqual(got.Projects, []string{"app"}) {
+		if got, err := tx.Principals().Principal(ctx, "bob"); err != nil || got.UID != nil || !reflect.DeepEqual(got.Projects, []string{"app"}) {
 			t.Fatalf("bob after the update = %+v, %v", got, err)
 		}
 		return nil
 	})
 	// bob's old uid is free again.
 	update(t, s, func(tx paddock.Tx) error {
-		return tx.CreatePrincipal(ctx, &paddock.Principal{Name: "carol", Kind: paddock.PrincipalPerson, Role: paddock.RoleViewer, UID: intp(1001), CreatedAt: stamp(0)})
+		return tx.Principals().CreatePrincipal(ctx, &paddock.Principal{Name: "carol", Kind: paddock.PrincipalPerson, Role: paddock.RoleViewer, UID: intp(1001), CreatedAt: stamp(0)})
 	})
 
-	update(t, s, func(tx paddock.Tx) error { return tx.DeletePrincipal(ctx, "carol") })
-	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error { return tx.DeletePrincipal(ctx, "carol") }), paddock.CodeNotFound)
+	update(t, s, func(tx paddock.Tx) error { return tx.Principals().DeletePrincipal(ctx, "carol") })
+	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error { return tx.Principals().DeletePrincipal(ctx, "carol") }), paddock.CodeNotFound)
 	s.View(ctx, func(tx paddock.Tx) error {
-		_, err := tx.Principal(ctx, "carol")
+		_, err := tx.Principals().Principal(ctx, "carol")
 		wantCode(t, err, paddock.CodeNotFound)
 		return nil
 	})
@@ -132,7 +132,7 @@ func testTokens(t *testing.T, open Opener) {
 	ctx := context.Background()
 	update(t, s, func(tx paddock.Tx) error {
 		for _, name := range []string{"alice", "ci"} {
-			if err := tx.CreatePrincipal(ctx, &paddock.Principal{Name: name, Kind: paddock.PrincipalPerson, Role: paddock.RoleReviewer, CreatedAt: stamp(0)}); err != nil {
+			if err := tx.Principals().CreatePrincipal(ctx, &paddock.Principal{Name: name, Kind: paddock.PrincipalPerson, Role: paddock.RoleReviewer, CreatedAt: stamp(0)}); err != nil {
 				return err
 			}
 		}
@@ -143,17 +143,17 @@ func testTokens(t *testing.T, open Opener) {
 	t3 := &paddock.Token{ID: "t3", Principal: "alice", Hash: "h3", CreatedAt: stamp(3 * time.Minute)}
 	update(t, s, func(tx paddock.Tx) error {
 		for _, tok := range []*paddock.Token{t3, t1, t2} {
-			if err := tx.CreateToken(ctx, tok); err != nil {
+			if err := tx.Principals().CreateToken(ctx, tok); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
-		return tx.CreateToken(ctx, &paddock.Token{ID: "t1", Principal: "alice", Hash: "hx", CreatedAt: stamp(0)})
+		return tx.Principals().CreateToken(ctx, &paddock.Token{ID: "t1", Principal: "alice", Hash: "hx", CreatedAt: stamp(0)})
 	}), paddock.CodeConflict)
 	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
-		return tx.CreateToken(ctx, &paddock.Token{ID: "t9", Principal: "nobody", Hash: "hx", CreatedAt: stamp(0)})
+		return tx.Principals().CreateToken(ctx, &paddock.Token{ID: "t9", Principal: "nobody", Hash: "hx", CreatedAt: stamp(0)})
 	}), paddock.CodeNotFound)
 	tokenIDs := func(ts []*paddock.Token) []string {
 		var out []string
@@ -163,43 +163,43 @@ func testTokens(t *testing.T, open Opener) {
 		return out
 	}
 	s.View(ctx, func(tx paddock.Tx) error {
-		got, err := tx.Token(ctx, "t1")
+		got, err := tx.Principals().Token(ctx, "t1")
 		if err != nil || !reflect.DeepEqual(got, t1) {
 			t.Fatalf("t1 = %+v, %v; want %+v", got, err, t1)
 		}
-		got, err = tx.Token(ctx, "t2")
+		got, err = tx.Principals().Token(ctx, "t2")
 		if err != nil || !got.ExpiresAt.IsZero() || !got.RevokedAt.IsZero() || !got.LastUsedAt.IsZero() || got.Hash != "h2" {
 			t.Fatalf("t2 = %+v, %v", got, err)
 		}
-		if all, err := tx.Tokens(ctx, ""); err != nil || !reflect.DeepEqual(tokenIDs(all), []string{"t1", "t2", "t3"}) {
+		if all, err := tx.Principals().Tokens(ctx, ""); err != nil || !reflect.DeepEqual(tokenIDs(all), []string{"t1", "t2", "t3"}) {
 			t.Fatalf("all tokens = %v, %v", tokenIDs(all), err)
 		}
-		if mine, err := tx.Tokens(ctx, "alice"); err != nil || !reflect.DeepEqual(tokenIDs(mine), []string{"t1", "t3"}) {
+		if mine, err := tx.Principals().Tokens(ctx, "alice"); err != nil || !reflect.DeepEqual(tokenIDs(mine), []string{"t1", "t3"}) {
 			t.Fatalf("alice's tokens = %v, %v", tokenIDs(mine), err)
 		}
-		if none, err := tx.Tokens(ctx, "nobody"); err != nil || len(none) != 0 {
+		if none, err := tx.Principals().Tokens(ctx, "nobody"); err != nil || len(none) != 0 {
 			t.Fatalf("nobody's tokens = %v, %v", tokenIDs(none), err)
 		}
-		_, err = tx.Token(ctx, "nope")
+		_, err = tx.Principals().Token(ctx, "nope")
 		wantCode(t, err, paddock.CodeNotFound)
 		return nil
 	})
 
 	// Revocation and last use round trip; the rest stays.
 	update(t, s, func(tx paddock.Tx) error {
-		tok, err := tx.Token(ctx, "t1")
+		tok, err := tx.Principals().Token(ctx, "t1")
 		if err != nil {
 			return err
 		}
 		tok.LastUsedAt, tok.RevokedAt = stamp(time.Hour), stamp(2*time.Hour)
 		tok.Hash, tok.ExpiresAt = "changed", time.Time{}
-		return tx.UpdateToken(ctx, tok)
+		return tx.Principals().UpdateToken(ctx, tok)
 	})
 	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
-		return tx.UpdateToken(ctx, &paddock.Token{ID: "nope", RevokedAt: stamp(0)})
+		return tx.Principals().UpdateToken(ctx, &paddock.Token{ID: "nope", RevokedAt: stamp(0)})
 	}), paddock.CodeNotFound)
 	s.View(ctx, func(tx paddock.Tx) error {
-		got, err := tx.Token(ctx, "t1")
+		got, err := tx.Principals().Token(ctx, "t1")
 		if err != nil || !got.LastUsedAt.Equal(stamp(time.Hour)) || !got.RevokedAt.Equal(stamp(2*time.Hour)) ||
 			got.Hash != "h1" || !got.ExpiresAt.Equal(t1.ExpiresAt) || got.Live(stamp(3*time.Hour)) {
 			t.Fatalf("t1 after the update = %+v, %v", got, err)
@@ -208,28 +208,28 @@ func testTokens(t *testing.T, open Opener) {
 	})
 	// Clearing the times stores none again.
 	update(t, s, func(tx paddock.Tx) error {
-		tok, err := tx.Token(ctx, "t1")
+		tok, err := tx.Principals().Token(ctx, "t1")
 		if err != nil {
 			return err
 		}
 		tok.LastUsedAt, tok.RevokedAt = time.Time{}, time.Time{}
-		return tx.UpdateToken(ctx, tok)
+		return tx.Principals().UpdateToken(ctx, tok)
 	})
 	s.View(ctx, func(tx paddock.Tx) error {
-		if got, err := tx.Token(ctx, "t1"); err != nil || !got.LastUsedAt.IsZero() || !got.RevokedAt.IsZero() {
+		if got, err := tx.Principals().Token(ctx, "t1"); err != nil || !got.LastUsedAt.IsZero() || !got.RevokedAt.IsZero() {
 			t.Fatalf("t1 after clearing = %+v, %v", got, err)
 		}
 		return nil
 	})
 
 	// A principal's deletion takes its tokens, and only its.
-	update(t, s, func(tx paddock.Tx) error { return tx.DeletePrincipal(ctx, "alice") })
+	update(t, s, func(tx paddock.Tx) error { return tx.Principals().DeletePrincipal(ctx, "alice") })
 	s.View(ctx, func(tx paddock.Tx) error {
 		for _, id := range []string{"t1", "t3"} {
-			_, err := tx.Token(ctx, id)
+			_, err := tx.Principals().Token(ctx, id)
 			wantCode(t, err, paddock.CodeNotFound)
 		}
-		if all, err := tx.Tokens(ctx, ""); err != nil || !reflect.DeepEqual(tokenIDs(all), []string{"t2"}) {
+		if all, err := tx.Principals().Tokens(ctx, ""); err != nil || !reflect.DeepEqual(tokenIDs(all), []string{"t2"}) {
 			t.Fatalf("tokens left = %v, %v", tokenIDs(all), err)
 		}
 		return nil
