@@ -164,6 +164,10 @@ type TransitionData struct {
 	From      WorkspaceState `json:"from"`
 	To        WorkspaceState `json:"to"`
 	Reason    string         `json:"reason,omitempty"`
+	// By is who asked for it (paddock.Caller's name; with Principal, the
+	// principal), when a caller did: a reject, a retain, an rm.
+	By        string `json:"by,omitempty"`
+	Principal string `json:"principal,omitempty"`
 }
 
 // Transition moves w to state to inside tx and records the event in the same
@@ -192,6 +196,16 @@ func Transition(ctx context.Context, tx Tx, w *Workspace, to WorkspaceState, rea
 	if err := tx.UpdateWorkspace(ctx, w); err != nil {
 		return err
 	}
-	_, err := tx.AppendEvent(ctx, w.RunID, TransitionEvent, TransitionData{Workspace: w.ID, From: from, To: to, Reason: reason})
+	_, err := tx.AppendEvent(ctx, w.RunID, TransitionEvent, transitionData(ctx, w, from, to, reason))
 	return err
+}
+
+// transitionData is a transition's event's data: with its caller's
+// name, if a caller asked for it.
+func transitionData(ctx context.Context, w *Workspace, from, to WorkspaceState, reason string) TransitionData {
+	d := TransitionData{Workspace: w.ID, From: from, To: to, Reason: reason}
+	if c := CallerOf(ctx); c != nil {
+		d.By, d.Principal = c.Name, c.Principal
+	}
+	return d
 }
