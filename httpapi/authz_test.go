@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/ui"
 )
 
 // roleTable is who may call each route, written out: a admin, o
@@ -202,4 +203,106 @@ func callAs(t *testing.T, f *fixture, method, path, body, name string) string {
 		return string(a.Error.Rule)
 	}
 	return ""
+}
+
+// TestCallerRules: the callers the guard names (a local uid mapped to a
+// principal, a principal's review page session, an unknown token) and
+// the rules that look at the run: an orchestrator gives up a run only
+// while nothing of it is submitted, and picks no menu item on a review
+// run; a new run names a project of the caller's.
+func TestCallerRules(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tcp := f.srv.TCPHandler()
+	b, _ := fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	submitted := b.Run.ID
+	b, _ = fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	review := b.Run.ID
+	b, _ = fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	fresh := b.Run.ID
+	f.svc.mu.Lock()
+	f.svc.runs[submitted].Review = "submitted"
+	f.svc.runs[review].ReviewOf = &paddock.ReviewOf{Run: submitted, Hash: "h1"}
+	f.svc.mu.Unlock()
+
+	for _, tc := range []struct {
+		who, method, path, body, rule string
+	}{
+		{"orchestrator", "POST", "/v1/runs/" + submitted + "/reject", "", "separation_of_duties"},
+		{"orchestrator", "POST", "/v1/runs/" + fresh + "/reject", "", ""},
+		{"reviewer", "POST", "/v1/runs/" + submitted + "/reject", "", ""},
+		{"orchestrator", "POST", "/v1/runs/" + review + "/menu/approve", "", "separation_of_duties"},
+		{"orchestrator", "POST", "/v1/runs/" + fresh + "/menu/done", "", ""},
+		{"reviewer", "POST", "/v1/runs/" + review + "/menu/approve", "", ""},
+		{"viewer", "POST", "/v1/runs/" + fresh + "/menu/done", "", "role"},
+		{"orchestrator@app", "POST", "/v1/runs", `{"project":"other"}`, "project_scope"},
+		{"orchestrator@app", "POST", "/v1/bootstrap", `{"project":"other","agent":{"name":"coder"},"task":"t"}`, "project_scope"},
+		{"orchestrator@app", "POST", "/v1/flows", `{"workflow":"w","project":"other","task":"t"}`, "project_scope"},
+		{"orchestrator@app", "POST", "/v1/runs", `{"project":"app"}`, ""},
+	} {
+		if got := callAs(t, &fixture{h: tcp}, tc.method, tc.path, tc.body, tc.who); got != tc.rule {
+			t.Errorf("%s %s as %s: refused by %q, want %q", tc.method, tc.path, tc.who, got, tc.rule)
+		}
+	}
+
+	tdo := func(method, path, body string, hdr ...string) answer {
+		req := httptest.NewRequest(method, "http://127.0.0.1:4567"+path, strings.NewReader(body))
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		tcp.ServeHTTP(rec, req)
+		var a answer
+		json.Unmarshal(rec.Body.Bytes(), &a)
+		a.status = rec.Code
+		return a
+	}
+	// A token nobody made is unauthorized, and the answer does not echo it.
+	a := tdo("GET", "/v1/runs", "", "Authorization", "Bearer pdk_tok_zz_secretvalue")
+	if a.status != 401 || strings.Contains(a.Error.Message, "secretvalue") {
+		t.Fatalf("an unknown token: %d %+v", a.status, a.Error)
+	}
+
+	// On the unix socket, uid 1000 is the viewer; another uid the operator.
+	who := func(uid int) paddock.Caller {
+		req := httptest.NewRequest("GET", "http://paddock/v1/whoami", nil)
+		req = req.WithContext(context.WithValue(req.Context(), peerKey, uid))
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		var a struct{ Data paddock.Caller }
+		json.Unmarshal(rec.Body.Bytes(), &a)
+		return a.Data
+	}
+	if c := who(1000); c.Principal != "viewer" || c.Role != paddock.RoleViewer {
+		t.Errorf("uid 1000: %+v", c)
+	}
+	if c := who(0); c.Principal != "" || c.Role != paddock.RoleAdmin {
+		t.Errorf("uid 0: %+v", c)
+	}
+
+	// The review page: a session made for the reviewer acts as the
+	// reviewer; its approvals name them.
+	a = tdo("POST", "/v1/ui/login", "", "Authorization", "Bearer "+fakeToken("reviewer"))
+	var login paddock.UILogin
+	json.Unmarshal(a.Data, &login)
+	code := login.URL[strings.Index(login.URL, "code=")+5:]
+	v, ok := f.srv.UI.Redeem(code)
+	if !ok || v.Who.Principal != "reviewer" {
+		t.Fatalf("the login's session: %+v %v", v, ok)
+	}
+	f.svc.asked()
+	cookie := ui.CookieName("127.0.0.1:4567") + "=" + v.ID
+	a = tdo("POST", "/v1/runs/"+submitted+"/approve", `{"hash":"h1"}`, "Cookie", cookie, ui.CSRFHeader, v.CSRF)
+	if got := f.svc.whats(); a.status != 200 || got != "Approve "+submitted+" h1 reviewer" {
+		t.Fatalf("the reviewer's approve from the page: %d %+v, asked %q", a.status, a.Error, got)
+	}
+	// A viewer's session reads, and approves nothing.
+	a = tdo("POST", "/v1/ui/login", "", "Authorization", "Bearer "+fakeToken("viewer"))
+	json.Unmarshal(a.Data, &login)
+	v, _ = f.srv.UI.Redeem(login.URL[strings.Index(login.URL, "code=")+5:])
+	cookie = ui.CookieName("127.0.0.1:4567") + "=" + v.ID
+	a = tdo("POST", "/v1/runs/"+submitted+"/approve", `{"hash":"h1"}`, "Cookie", cookie, ui.CSRFHeader, v.CSRF)
+	if a.status != 403 || a.Error.Rule != "role" {
+		t.Fatalf("the viewer's approve from the page: %d %+v", a.status, a.Error)
+	}
 }
