@@ -49,6 +49,11 @@ const (
 	EventRunForked = "run.forked"
 	// EventBootstrapped records the binding of a run to its agent and task.
 	EventBootstrapped = "run.bootstrapped"
+	// EventRunDriven: a principal (paddock.Caller) drove the run's agent
+	// for the first time on this node, with a tool call or a command; with
+	// run.created's and run.bootstrapped's principal, an approval policy
+	// reads who may not approve the run's work.
+	EventRunDriven = "run.driven"
 	// EventToolCall is recorded for every tool call, allowed or refused.
 	EventToolCall = "tool.call"
 	// EventInbox is recorded for every file delivered into a run's inbox.

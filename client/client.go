@@ -1123,3 +1123,62 @@ func (c *Client) ProjectCheckout(ctx context.Context, name string) (*paddock.Che
 	var s paddock.CheckoutStatus
 	return &s, c.do(ctx, "GET", "/v1/projects/"+url.PathEscape(name)+"/checkout", nil, &s)
 }
+
+// WhoAmI returns the caller as the daemon sees it: a principal with its
+// role and projects, the operator, or a run's agent.
+func (c *Client) WhoAmI(ctx context.Context) (*paddock.Caller, error) {
+	var who paddock.Caller
+	return &who, c.do(ctx, "GET", "/v1/whoami", nil, &who)
+}
+
+// AddPrincipal adds a named person or service with a role (an admin's).
+func (c *Client) AddPrincipal(ctx context.Context, req paddock.PrincipalRequest) (*paddock.Principal, error) {
+	var p paddock.Principal
+	return &p, c.do(ctx, "POST", "/v1/principals", req, &p)
+}
+
+// Principals lists the principals.
+func (c *Client) Principals(ctx context.Context) ([]*paddock.Principal, error) {
+	var ps []*paddock.Principal
+	return ps, c.do(ctx, "GET", "/v1/principals", nil, &ps)
+}
+
+// Principal returns one principal.
+func (c *Client) Principal(ctx context.Context, name string) (*paddock.Principal, error) {
+	var p paddock.Principal
+	return &p, c.do(ctx, "GET", "/v1/principals/"+url.PathEscape(name), nil, &p)
+}
+
+// SetPrincipal replaces a principal's kind, role, projects and uid.
+func (c *Client) SetPrincipal(ctx context.Context, name string, req paddock.PrincipalRequest) (*paddock.Principal, error) {
+	var p paddock.Principal
+	return &p, c.do(ctx, "PATCH", "/v1/principals/"+url.PathEscape(name), req, &p)
+}
+
+// RemovePrincipal removes a principal and its tokens.
+func (c *Client) RemovePrincipal(ctx context.Context, name string) (*paddock.Principal, error) {
+	var p paddock.Principal
+	return &p, c.do(ctx, "DELETE", "/v1/principals/"+url.PathEscape(name), nil, &p)
+}
+
+// CreateToken makes a token for a principal; its Secret is shown once.
+func (c *Client) CreateToken(ctx context.Context, req paddock.TokenRequest) (*paddock.NewToken, error) {
+	var t paddock.NewToken
+	return &t, c.do(ctx, "POST", "/v1/tokens", req, &t)
+}
+
+// Tokens lists a principal's tokens (every token if principal is "").
+func (c *Client) Tokens(ctx context.Context, principal string) ([]*paddock.Token, error) {
+	var ts []*paddock.Token
+	p := "/v1/tokens"
+	if principal != "" {
+		p += "?principal=" + url.QueryEscape(principal)
+	}
+	return ts, c.do(ctx, "GET", p, nil, &ts)
+}
+
+// RevokeToken revokes a token by its id.
+func (c *Client) RevokeToken(ctx context.Context, id string) (*paddock.Token, error) {
+	var t paddock.Token
+	return &t, c.do(ctx, "DELETE", "/v1/tokens/"+url.PathEscape(id), nil, &t)
+}

@@ -51,7 +51,7 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 }
 
 // browserCall admits a /v1 request that carries a review page session's
-// cookie (and no bearer token) as the operator's, if it comes from the
+// cookie (and no bearer token) as its login's caller, if it comes from the
 // page itself: the same origin when the browser says one, and the
 // session's CSRF token on anything but a read. ok is false when r has no
 // live session (the usual checks then apply).
@@ -69,7 +69,20 @@ func (s *Server) browserCall(r *http.Request) (*http.Request, bool, error) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !v.CheckCSRF(r.Header.Get(ui.CSRFHeader)) {
 		return r, true, paddock.Errorf(paddock.CodeForbidden, "a change from the review page needs its session's %s header", ui.CSRFHeader)
 	}
-	ctx := context.WithValue(r.Context(), actorKey, "review page ("+actor(r)+")")
+	// The session acts as whoever asked for its login link: a principal
+	// (its role read again now: a principal removed is refused at once),
+	// or the operator.
+	c := operatorCaller(v.Who.Name + " (review page)")
+	if v.Who.Principal != "" {
+		if s.Principals == nil {
+			return r, true, paddock.Errorf(paddock.CodeUnauthorized, "this review page session is %s's, and this daemon knows no principals", v.Who.Principal)
+		}
+		var err error
+		if c, err = s.Principals.CallerByName(r.Context(), v.Who.Principal); err != nil {
+			return r, true, paddock.Errorf(paddock.CodeUnauthorized, "this review page session's principal %s is gone; log in again (paddock ui)", v.Who.Principal)
+		}
+	}
+	ctx := context.WithValue(withCaller(r.Context(), c), actorKey, c.Name)
 	return r.WithContext(context.WithValue(ctx, browserKey, true)), true, nil
 }
 
@@ -102,7 +115,7 @@ type uiHandlers struct {
 
 // uiLogin answers POST /v1/ui/login: a one-time login URL for the review
 // page on the daemon's loopback listener (started for it if need be).
-// Only the operator asks, and not from the page itself.
+// Anyone with a role asks, for themselves, and not from the page itself.
 func (h *uiHandlers) uiLogin(r *http.Request) (any, error) {
 	if browser, _ := r.Context().Value(browserKey).(bool); browser {
 		return nil, paddock.Errorf(paddock.CodeForbidden, "a login link is asked for with `paddock ui`, not from the page")
@@ -114,6 +127,11 @@ func (h *uiHandlers) uiLogin(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	code := h.sessions.NewCode()
+	// The link logs its browser in as whoever asked for it.
+	who := ui.Who{Name: actor(r)}
+	if c := paddock.CallerOf(r.Context()); c != nil {
+		who = ui.Who{Principal: c.Principal, Name: c.Name}
+	}
+	code := h.sessions.NewCode(who)
 	return &paddock.UILogin{URL: "http://" + addr + "/ui/login?code=" + code, Expires: time.Now().Add(ui.CodeTTL).UTC()}, nil
 }

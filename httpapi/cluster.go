@@ -51,6 +51,9 @@ const (
 	// is checked again).
 	actorHeader  = "X-Paddock-Actor"
 	callerHeader = "X-Paddock-Caller"
+	// principalHeader names the principal, when callerHeader is
+	// "principal".
+	principalHeader = "X-Paddock-Principal"
 )
 
 // runPath splits /v1/runs/{id}[/rest] into the id and the rest.
@@ -241,6 +244,11 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, p
 				// token, the review page's cookie) is worth nothing there.
 				h.Del("Authorization")
 				AsNode(h, s.NodeSecret, from)
+				if c := paddock.CallerOf(r.Context()); c != nil && c.Principal != "" {
+					// A principal's call: the node there reads its role again.
+					h.Set(callerHeader, "principal")
+					h.Set(principalHeader, c.Principal)
+				}
 			}
 		},
 		Transport:     nodeTransport,
@@ -302,6 +310,14 @@ func (s *Server) NodeHandler() http.Handler {
 				return
 			}
 		case !hasTok && r.Header.Get(callerHeader) == "operator":
+			ctx = paddock.WithCaller(ctx, operatorCaller(a+" via node "+by))
+		case !hasTok && r.Header.Get(callerHeader) == "principal" && s.Principals != nil:
+			c, err := s.Principals.CallerByName(ctx, r.Header.Get(principalHeader))
+			if err != nil {
+				writeError(w, paddock.Errorf(paddock.CodeUnauthorized, "the principal node %s forwarded this call for is gone", by))
+				return
+			}
+			ctx = withCaller(ctx, c)
 		default:
 			writeError(w, paddock.Errorf(paddock.CodeForbidden, "a forwarded call names no caller"))
 			return
@@ -362,7 +378,7 @@ func AsNode(h http.Header, secret, from string) {
 
 // dropNodeHeaders removes what only a node may send from a client's call.
 func dropNodeHeaders(r *http.Request) {
-	for _, h := range []string{nodeSecretHeader, forwardedByHeader, actorHeader, callerHeader} {
+	for _, h := range []string{nodeSecretHeader, forwardedByHeader, actorHeader, callerHeader, principalHeader} {
 		r.Header.Del(h)
 	}
 }

@@ -23,6 +23,9 @@ func (h *flowsHandlers) startFlow(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	if err := inScope(r.Context(), req.Project); err != nil {
+		return nil, err
+	}
 	return h.flows.StartFlow(r.Context(), req)
 }
 

@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/identity"
 	"github.com/paddock-dev/paddock/redact"
 	"github.com/paddock-dev/paddock/strictjson"
 	"github.com/paddock-dev/paddock/tools"
@@ -103,6 +104,9 @@ type Server struct {
 	Bundles    Bundles
 	Collector  Collector
 	Notices    Notices
+	// Principals, if set, admits principals' tokens and maps local users
+	// to principals; without it every caller is the operator or a run.
+	Principals Principals
 
 	Logger *slog.Logger
 	// Token is required as a bearer token on TCP listeners.
@@ -185,6 +189,7 @@ type ctxKey int
 const (
 	actorKey ctxKey = iota
 	scopeKey        // the run a run token was issued for
+	peerKey         // the unix socket's peer uid
 )
 
 // ConnContext records who is on the other end of a connection: the peer's
@@ -198,6 +203,7 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 			raw.Control(func(fd uintptr) {
 				cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 				if err == nil {
+					ctx = context.WithValue(ctx, peerKey, int(cred.Uid))
 					actor = "uid " + strconv.Itoa(int(cred.Uid))
 					if u, err := user.LookupId(strconv.Itoa(int(cred.Uid))); err == nil {
 						actor = u.Username + " (" + actor + ")"
@@ -246,27 +252,38 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 		if !browser && refuseForeign(w, r, tcp) {
 			return
 		}
-		// A review page's session is the operator's, checked in browserCall.
+		// A review page's session is its principal's (or the operator's),
+		// checked in browserCall.
 		if !browser && r.URL.Path != "/healthz" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			var c *paddock.Caller
+			var err error
 			switch {
 			case !ok && tcp:
-				writeError(w, paddock.Errorf(paddock.CodeUnauthorized, "a valid bearer token is required on TCP (it is in the state directory's token file)"))
+				writeError(w, paddock.Errorf(paddock.CodeUnauthorized, "a valid bearer token is required on TCP (it is in the state directory's token file, or made for a principal: paddock token create)"))
 				return
 			case !ok:
-				// The unix socket's 0600 mode is the operator's credential.
+				// The unix socket's 0600 mode is the operator's credential;
+				// a local user mapped to a principal is that principal.
+				c, err = s.localCaller(r)
 			case s.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1:
-				// The daemon's token: the operator.
+				c = operatorCaller(actor(r)) // the daemon's token: the operator
 			case strings.HasPrefix(got, "pdk_run_") && s.Jobs != nil:
-				ctx, err := s.asRunsAgent(r.Context(), got)
-				if err != nil {
-					writeError(w, err)
-					return
+				var ctx context.Context
+				if ctx, err = s.asRunsAgent(r.Context(), got); err == nil {
+					r = r.WithContext(ctx)
 				}
-				r = r.WithContext(ctx)
+			case strings.HasPrefix(got, identity.TokenPrefix) && s.Principals != nil:
+				c, err = s.Principals.Authenticate(r.Context(), got)
 			default:
-				writeError(w, paddock.Errorf(paddock.CodeUnauthorized, "unknown token: neither the daemon's (the token file in its state directory) nor a live run's"))
+				err = paddock.Errorf(paddock.CodeUnauthorized, "unknown token: neither the daemon's (the token file in its state directory), a principal's, nor a live run's")
+			}
+			if err != nil {
+				writeError(w, err)
 				return
+			}
+			if c != nil {
+				r = r.WithContext(withCaller(r.Context(), c))
 			}
 		}
 		if r.Header.Get(paddock.AgentHeader) != "" {
@@ -275,6 +292,18 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// localCaller is the caller on the unix socket: the principal its peer's
+// uid maps to, or else the operator.
+func (s *Server) localCaller(r *http.Request) (*paddock.Caller, error) {
+	if uid, ok := r.Context().Value(peerKey).(int); ok && s.Principals != nil {
+		c, err := s.Principals.CallerByUID(r.Context(), uid)
+		if err != nil || c != nil {
+			return c, err
+		}
+	}
+	return operatorCaller(actor(r)), nil
 }
 
 // asRunsAgent is ctx for a call made with a run's token: scoped to that

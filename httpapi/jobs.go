@@ -31,6 +31,9 @@ func (h *jobsHandlers) bootstrap(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	if err := inScope(r.Context(), req.Project); err != nil {
+		return nil, err
+	}
 	return h.jobs.Bootstrap(r.Context(), req)
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/paddock-dev/paddock"
 )
@@ -37,7 +38,12 @@ func (h *projectsHandlers) addProject(r *http.Request) (any, error) {
 }
 
 func (h *projectsHandlers) listProjects(r *http.Request) (any, error) {
-	return nonNil(h.projects.Projects(r.Context()))
+	ps, err := h.projects.Projects(r.Context())
+	if c := paddock.CallerOf(r.Context()); c != nil && err == nil {
+		// A principal scoped to some projects sees those.
+		ps = slices.DeleteFunc(ps, func(p *paddock.Project) bool { return !c.InProject(p.Name) })
+	}
+	return nonNil(ps, err)
 }
 
 func (h *projectsHandlers) project(r *http.Request) (any, error) {

@@ -7,22 +7,6 @@ import (
 	"github.com/paddock-dev/paddock"
 )
 
-// caller says who may call a route, beyond the guard (which lets in the
-// operator and the runs' tokens).
-type caller uint8
-
-const (
-	// operator: the unix socket, or the daemon's token on TCP. Deciding
-	// about a run (approve, apply, reject, retain, rm) and everything
-	// beyond one run are the operator's.
-	operator caller = iota
-	// runToken: the operator, or a run's own token on its own run: the
-	// agent's side of its run.
-	runToken
-	// anyone the guard let in (the health check, the API's description).
-	anyone
-)
-
 // handler answers a route, one of three ways.
 type handler struct {
 	// call answers with the data of an envelope, or an error.
@@ -46,6 +30,7 @@ func stream(fn func(http.ResponseWriter, *http.Request)) handler {
 // time it makes an http.Handler (mux).
 type handlers struct {
 	api      *apiBase
+	authz    authz
 	daemon   daemonHandlers
 	ui       uiHandlers
 	cluster  clusterHandlers
@@ -59,12 +44,13 @@ type handlers struct {
 	changes  changesHandlers
 	broker   brokerHandlers
 	notices  noticesHandlers
+	who      principalsHandlers
 }
 
 // handlers gives each concern's handlers what they call of s.
 func (s *Server) handlers() *handlers {
 	api := s.base()
-	return &handlers{api: api,
+	return &handlers{api: api, authz: authz{runs: s.Runs, flows: s.Flows},
 		daemon:   daemonHandlers{status: s.Status, doctor: s.Doctor, collector: s.Collector, prom: s.Metrics},
 		ui:       uiHandlers{sessions: s.UI, addr: s.UIAddr},
 		cluster:  clusterHandlers{cluster: s.Cluster},
@@ -78,6 +64,7 @@ func (s *Server) handlers() *handlers {
 		changes:  changesHandlers{changes: s.Changes, provenance: s.Provenance, redactors: s.Broker, api: api},
 		broker:   brokerHandlers{broker: s.Broker, inbox: s.InboxLimits, mcpHandler: s.MCP, api: api},
 		notices:  noticesHandlers{notices: s.Notices},
+		who:      principalsHandlers{principals: s.Principals},
 	}
 }
 
@@ -97,89 +84,99 @@ func (h *handlers) routes() []route {
 	return []route{
 		{"GET", "/healthz", anyone, http.StatusOK, reply(h.daemon.health)},
 		{"GET", "/v1/openapi.json", anyone, http.StatusOK, stream(h.daemon.openAPI)},
-		{"GET", "/metrics", operator, http.StatusOK, stream(h.daemon.metrics)},
-		{"GET", "/v1/status", operator, http.StatusOK, reply(h.daemon.daemonStatus)},
-		{"GET", "/v1/doctor", operator, http.StatusOK, reply(h.daemon.doctorReport)},
-		{"POST", "/v1/gc", operator, http.StatusOK, reply(h.daemon.gc)},
-		{"POST", "/v1/ui/login", operator, http.StatusCreated, reply(h.ui.uiLogin)},
-		{"GET", "/v1/bundle-key", operator, http.StatusOK, reply(h.bundles.bundleKey)},
-		{"GET", "/v1/queue", operator, http.StatusOK, reply(h.queue.listQueue)},
-		{"POST", "/v1/import", operator, http.StatusCreated, stream(h.bundles.importBundle)},
-		{"GET", "/v1/nodes", operator, http.StatusOK, reply(h.cluster.nodes)},
-		{"GET", "/v1/events/stream", operator, http.StatusOK, stream(h.notices.stream)},
+		{"GET", "/metrics", admin, http.StatusOK, stream(h.daemon.metrics)},
+		{"GET", "/v1/status", viewer, http.StatusOK, reply(h.daemon.daemonStatus)},
+		{"GET", "/v1/doctor", viewer, http.StatusOK, reply(h.daemon.doctorReport)},
+		{"POST", "/v1/gc", admin, http.StatusOK, reply(h.daemon.gc)},
+		{"POST", "/v1/ui/login", viewer, http.StatusCreated, reply(h.ui.uiLogin)},
+		{"GET", "/v1/bundle-key", viewer, http.StatusOK, reply(h.bundles.bundleKey)},
+		{"GET", "/v1/queue", viewer, http.StatusOK, reply(h.queue.listQueue)},
+		{"POST", "/v1/import", admin, http.StatusCreated, stream(h.bundles.importBundle)},
+		{"GET", "/v1/nodes", viewer, http.StatusOK, reply(h.cluster.nodes)},
+		{"GET", "/v1/events/stream", viewer, http.StatusOK, stream(h.notices.stream)},
 
-		{"POST", "/v1/projects", operator, http.StatusCreated, reply(h.projects.addProject)},
-		{"GET", "/v1/projects", operator, http.StatusOK, reply(h.projects.listProjects)},
-		{"GET", "/v1/projects/{name}", operator, http.StatusOK, reply(h.projects.project)},
-		{"PATCH", "/v1/projects/{name}", operator, http.StatusOK, reply(h.projects.setProject)},
-		{"DELETE", "/v1/projects/{name}", operator, http.StatusOK, reply(h.projects.removeProject)},
-		{"POST", "/v1/projects/{name}/unlock", operator, http.StatusOK, reply(h.projects.unlock)},
-		{"GET", "/v1/projects/{name}/manifest", operator, http.StatusOK, reply(h.verify.projectManifest)},
-		{"GET", "/v1/projects/{name}/checkout", operator, http.StatusOK, reply(h.projects.projectCheckout)},
+		{"POST", "/v1/projects", admin, http.StatusCreated, reply(h.projects.addProject)},
+		{"GET", "/v1/projects", viewer, http.StatusOK, reply(h.projects.listProjects)},
+		{"GET", "/v1/projects/{name}", viewer, http.StatusOK, reply(h.projects.project)},
+		{"PATCH", "/v1/projects/{name}", admin, http.StatusOK, reply(h.projects.setProject)},
+		{"DELETE", "/v1/projects/{name}", admin, http.StatusOK, reply(h.projects.removeProject)},
+		{"POST", "/v1/projects/{name}/unlock", admin, http.StatusOK, reply(h.projects.unlock)},
+		{"GET", "/v1/projects/{name}/manifest", viewer, http.StatusOK, reply(h.verify.projectManifest)},
+		{"GET", "/v1/projects/{name}/checkout", viewer, http.StatusOK, reply(h.projects.projectCheckout)},
 
-		{"POST", "/v1/runs", operator, http.StatusCreated, reply(h.runs.create)},
-		{"POST", "/v1/bootstrap", operator, http.StatusCreated, reply(h.jobs.bootstrap)},
-		{"GET", "/v1/runs", operator, http.StatusOK, reply(h.runs.listRuns)},
-		{"GET", "/v1/runs/{id}", runToken, http.StatusOK, reply(h.runs.run)},
-		{"DELETE", "/v1/runs/{id}", operator, http.StatusOK, reply(h.runs.remove)},
-		{"POST", "/v1/runs/{id}/retain", operator, http.StatusOK, reply(h.runs.retain)},
-		{"POST", "/v1/runs/{id}/reject", operator, http.StatusOK, reply(h.runs.reject)},
-		{"POST", "/v1/runs/{id}/review", operator, http.StatusCreated, reply(h.runs.review)},
-		{"POST", "/v1/runs/{id}/fork", operator, http.StatusCreated, reply(h.runs.fork)},
-		{"POST", "/v1/runs/{id}/checkpoint", runToken, http.StatusOK, reply(h.runs.checkpoint)},
-		{"POST", "/v1/runs/{id}/resume", runToken, http.StatusOK, reply(h.runs.resume)},
-		{"POST", "/v1/runs/{id}/adopt", operator, http.StatusOK, reply(h.cluster.adopt)},
-		{"GET", "/v1/runs/{id}/artifacts/{kind}", runToken, http.StatusOK, reply(h.jobs.artifact)},
-		{"GET", "/v1/runs/{id}/events", runToken, http.StatusOK, reply(h.runs.events)},
-		{"GET", "/v1/runs/{id}/events/stream", runToken, http.StatusOK, stream(h.runs.eventStream)},
+		{"POST", "/v1/runs", orchestrator, http.StatusCreated, reply(h.runs.create)},
+		{"POST", "/v1/bootstrap", orchestrator, http.StatusCreated, reply(h.jobs.bootstrap)},
+		{"GET", "/v1/runs", viewer, http.StatusOK, reply(h.runs.listRuns)},
+		{"GET", "/v1/runs/{id}", agentViews, http.StatusOK, reply(h.runs.run)},
+		{"DELETE", "/v1/runs/{id}", orchestrator, http.StatusOK, reply(h.runs.remove)},
+		{"POST", "/v1/runs/{id}/retain", orchestrator, http.StatusOK, reply(h.runs.retain)},
+		{"POST", "/v1/runs/{id}/reject", abandons, http.StatusOK, reply(h.runs.reject)},
+		{"POST", "/v1/runs/{id}/review", orchestrator, http.StatusCreated, reply(h.runs.review)},
+		{"POST", "/v1/runs/{id}/fork", orchestrator, http.StatusCreated, reply(h.runs.fork)},
+		{"POST", "/v1/runs/{id}/checkpoint", agentDrives, http.StatusOK, reply(h.runs.checkpoint)},
+		{"POST", "/v1/runs/{id}/resume", agentDrives, http.StatusOK, reply(h.runs.resume)},
+		{"POST", "/v1/runs/{id}/adopt", admin, http.StatusOK, reply(h.cluster.adopt)},
+		{"GET", "/v1/runs/{id}/artifacts/{kind}", agentViews, http.StatusOK, reply(h.jobs.artifact)},
+		{"GET", "/v1/runs/{id}/events", agentViews, http.StatusOK, reply(h.runs.events)},
+		{"GET", "/v1/runs/{id}/events/stream", agentViews, http.StatusOK, stream(h.runs.eventStream)},
 
-		{"GET", "/v1/runs/{id}/tools", runToken, http.StatusOK, reply(h.broker.tools)},
-		{"POST", "/v1/runs/{id}/tools/{name}", runToken, http.StatusOK, reply(h.broker.callTool)},
-		{"POST", "/v1/runs/{id}/inbox", operator, http.StatusOK, reply(h.broker.deliver)},
-		{"POST", "/v1/runs/{id}/exec", runToken, http.StatusOK, command(h.broker.exec)},
-		{"POST", "/v1/runs/{id}/exec/stream", runToken, http.StatusOK, stream(h.broker.execStream)},
-		{"POST", "/v1/runs/{id}/exec/attach", runToken, http.StatusSwitchingProtocols, stream(h.broker.execAttach)},
-		{"POST", "/v1/runs/{id}/jobs", runToken, http.StatusAccepted, reply(h.jobs.startJob)},
-		{"GET", "/v1/runs/{id}/jobs", runToken, http.StatusOK, reply(h.jobs.listJobs)},
-		{"GET", "/v1/runs/{id}/status", runToken, http.StatusOK, reply(h.jobs.jobStatus)},
-		{"GET", "/v1/runs/{id}/jobs/{job}", runToken, http.StatusOK, reply(h.jobs.job)},
-		{"POST", "/v1/runs/{id}/jobs/{job}/cancel", runToken, http.StatusOK, reply(h.jobs.cancelJob)},
+		{"GET", "/v1/runs/{id}/tools", agentViews, http.StatusOK, reply(h.broker.tools)},
+		{"POST", "/v1/runs/{id}/tools/{name}", agentDrives, http.StatusOK, reply(h.broker.callTool)},
+		{"POST", "/v1/runs/{id}/inbox", orchestrator, http.StatusOK, reply(h.broker.deliver)},
+		{"POST", "/v1/runs/{id}/exec", agentDrives, http.StatusOK, command(h.broker.exec)},
+		{"POST", "/v1/runs/{id}/exec/stream", agentDrives, http.StatusOK, stream(h.broker.execStream)},
+		{"POST", "/v1/runs/{id}/exec/attach", agentDrives, http.StatusSwitchingProtocols, stream(h.broker.execAttach)},
+		{"POST", "/v1/runs/{id}/jobs", agentDrives, http.StatusAccepted, reply(h.jobs.startJob)},
+		{"GET", "/v1/runs/{id}/jobs", agentViews, http.StatusOK, reply(h.jobs.listJobs)},
+		{"GET", "/v1/runs/{id}/status", agentViews, http.StatusOK, reply(h.jobs.jobStatus)},
+		{"GET", "/v1/runs/{id}/jobs/{job}", agentViews, http.StatusOK, reply(h.jobs.job)},
+		{"POST", "/v1/runs/{id}/jobs/{job}/cancel", agentDrives, http.StatusOK, reply(h.jobs.cancelJob)},
 
-		{"GET", "/v1/runs/{id}/changeset", runToken, http.StatusOK, reply(h.changes.changeSet)},
-		{"GET", "/v1/runs/{id}/changeset/diff", operator, http.StatusOK, stream(h.changes.changeSetDiff)},
-		{"GET", "/v1/runs/{id}/bundle", operator, http.StatusOK, stream(h.bundles.bundle)},
-		{"GET", "/v1/runs/{id}/changeset/blame", operator, http.StatusOK, reply(h.changes.blame)},
-		{"POST", "/v1/runs/{id}/submit", runToken, http.StatusOK, reply(h.changes.submit)},
-		{"POST", "/v1/runs/{id}/approve", operator, http.StatusOK, reply(h.changes.approve)},
-		{"POST", "/v1/runs/{id}/apply", operator, http.StatusOK, reply(h.changes.apply)},
-		{"POST", "/v1/runs/{id}/undo", operator, http.StatusOK, reply(h.changes.undo)},
-		{"POST", "/v1/runs/{id}/queue", operator, http.StatusCreated, reply(h.queue.queueAdd)},
-		{"GET", "/v1/runs/{id}/queue", operator, http.StatusOK, reply(h.queue.queueEntry)},
-		{"DELETE", "/v1/runs/{id}/queue", operator, http.StatusOK, reply(h.queue.queueRemove)},
-		{"POST", "/v1/runs/{id}/queue/undo", operator, http.StatusOK, reply(h.queue.queueUndo)},
+		{"GET", "/v1/runs/{id}/changeset", agentViews, http.StatusOK, reply(h.changes.changeSet)},
+		{"GET", "/v1/runs/{id}/changeset/diff", viewer, http.StatusOK, stream(h.changes.changeSetDiff)},
+		{"GET", "/v1/runs/{id}/bundle", viewer, http.StatusOK, stream(h.bundles.bundle)},
+		{"GET", "/v1/runs/{id}/changeset/blame", viewer, http.StatusOK, reply(h.changes.blame)},
+		{"POST", "/v1/runs/{id}/submit", agentDrives, http.StatusOK, reply(h.changes.submit)},
+		{"POST", "/v1/runs/{id}/approve", reviewer, http.StatusOK, reply(h.changes.approve)},
+		{"POST", "/v1/runs/{id}/apply", reviewer, http.StatusOK, reply(h.changes.apply)},
+		{"POST", "/v1/runs/{id}/undo", reviewer, http.StatusOK, reply(h.changes.undo)},
+		{"POST", "/v1/runs/{id}/queue", reviewer, http.StatusCreated, reply(h.queue.queueAdd)},
+		{"GET", "/v1/runs/{id}/queue", viewer, http.StatusOK, reply(h.queue.queueEntry)},
+		{"DELETE", "/v1/runs/{id}/queue", reviewer, http.StatusOK, reply(h.queue.queueRemove)},
+		{"POST", "/v1/runs/{id}/queue/undo", reviewer, http.StatusOK, reply(h.queue.queueUndo)},
 
-		{"GET", "/v1/runs/{id}/capabilities", runToken, http.StatusOK, reply(h.broker.capabilities)},
-		{"POST", "/v1/runs/{id}/verify", runToken, http.StatusOK, command(h.verify.verify)},
-		{"GET", "/v1/runs/{id}/requests", runToken, http.StatusOK, reply(h.broker.accessRequests)},
-		{"POST", "/v1/runs/{id}/requests", runToken, http.StatusCreated, reply(h.broker.requestAccess)},
-		{"POST", "/v1/runs/{id}/requests/{request}/grant", operator, http.StatusOK, reply(h.broker.grant)},
-		{"POST", "/v1/runs/{id}/requests/{request}/deny", operator, http.StatusOK, reply(h.broker.deny)},
+		{"GET", "/v1/runs/{id}/capabilities", agentViews, http.StatusOK, reply(h.broker.capabilities)},
+		{"POST", "/v1/runs/{id}/verify", agentDrives, http.StatusOK, command(h.verify.verify)},
+		{"GET", "/v1/runs/{id}/requests", agentViews, http.StatusOK, reply(h.broker.accessRequests)},
+		{"POST", "/v1/runs/{id}/requests", agentDrives, http.StatusCreated, reply(h.broker.requestAccess)},
+		{"POST", "/v1/runs/{id}/requests/{request}/grant", reviewer, http.StatusOK, reply(h.broker.grant)},
+		{"POST", "/v1/runs/{id}/requests/{request}/deny", reviewer, http.StatusOK, reply(h.broker.deny)},
 
 		// MCP's streamable HTTP transport: one endpoint, three methods (a
 		// message, the server's stream, the session's end).
-		{"POST", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream(h.broker.mcp)},
-		{"GET", "/v1/runs/{id}/mcp", runToken, http.StatusOK, stream(h.broker.mcp)},
-		{"DELETE", "/v1/runs/{id}/mcp", runToken, http.StatusNoContent, stream(h.broker.mcp)},
+		{"POST", "/v1/runs/{id}/mcp", agentDrives, http.StatusOK, stream(h.broker.mcp)},
+		{"GET", "/v1/runs/{id}/mcp", agentDrives, http.StatusOK, stream(h.broker.mcp)},
+		{"DELETE", "/v1/runs/{id}/mcp", agentDrives, http.StatusNoContent, stream(h.broker.mcp)},
 
-		{"POST", "/v1/flows", operator, http.StatusCreated, reply(h.flows.startFlow)},
-		{"GET", "/v1/flows", operator, http.StatusOK, reply(h.flows.listFlows)},
-		{"GET", "/v1/flows/{flow}", operator, http.StatusOK, reply(h.flows.flow)},
-		{"POST", "/v1/runs/{id}/menu/{event}", runToken, http.StatusOK, reply(h.flows.pickEvent)},
+		{"POST", "/v1/flows", orchestrator, http.StatusCreated, reply(h.flows.startFlow)},
+		{"GET", "/v1/flows", viewer, http.StatusOK, reply(h.flows.listFlows)},
+		{"GET", "/v1/flows/{flow}", viewer, http.StatusOK, reply(h.flows.flow)},
+		{"POST", "/v1/runs/{id}/menu/{event}", picks, http.StatusOK, reply(h.flows.pickEvent)},
 
-		{"GET", "/v1/agents", operator, http.StatusOK, reply(h.projects.agents)},
-		{"POST", "/v1/agents", operator, http.StatusCreated, reply(h.projects.addAgent)},
-		{"GET", "/v1/agents/{name}", operator, http.StatusOK, reply(h.projects.agent)},
-		{"DELETE", "/v1/agents/{name}", operator, http.StatusOK, reply(h.projects.removeAgent)},
+		{"GET", "/v1/whoami", anyone, http.StatusOK, reply(h.who.whoami)},
+		{"POST", "/v1/principals", admin, http.StatusCreated, reply(h.who.add)},
+		{"GET", "/v1/principals", admin, http.StatusOK, reply(h.who.list)},
+		{"GET", "/v1/principals/{name}", admin, http.StatusOK, reply(h.who.get)},
+		{"PATCH", "/v1/principals/{name}", admin, http.StatusOK, reply(h.who.set)},
+		{"DELETE", "/v1/principals/{name}", admin, http.StatusOK, reply(h.who.remove)},
+		{"POST", "/v1/tokens", admin, http.StatusCreated, reply(h.who.createToken)},
+		{"GET", "/v1/tokens", admin, http.StatusOK, reply(h.who.tokens)},
+		{"DELETE", "/v1/tokens/{token}", admin, http.StatusOK, reply(h.who.revokeToken)},
+
+		{"GET", "/v1/agents", viewer, http.StatusOK, reply(h.projects.agents)},
+		{"POST", "/v1/agents", admin, http.StatusCreated, reply(h.projects.addAgent)},
+		{"GET", "/v1/agents/{name}", viewer, http.StatusOK, reply(h.projects.agent)},
+		{"DELETE", "/v1/agents/{name}", admin, http.StatusOK, reply(h.projects.removeAgent)},
 	}
 }
 
@@ -188,10 +185,13 @@ type RouteInfo struct {
 	Method string // GET, POST, …
 	Path   string // as in openapi.json: /v1/runs/{id}
 	Status int    // on success
-	// RunToken: a run's own token reaches it (on its own run); otherwise
-	// only the operator does (or anyone let in, for /healthz and
-	// /v1/openapi.json).
+	// RunToken: a run's own token reaches it (on its own run).
 	RunToken bool
+	// Roles are the principals' roles that may call it (the operator,
+	// who is no principal, calls every route); Public: anyone the guard
+	// lets in, whoever they are.
+	Roles  []paddock.Role
+	Public bool
 }
 
 // Routes lists the API's routes, in the order of the table.
@@ -200,7 +200,7 @@ func Routes() []RouteInfo {
 	routes := (&handlers{}).routes()
 	out := make([]RouteInfo, len(routes))
 	for i, rt := range routes {
-		out[i] = RouteInfo{Method: rt.method, Path: rt.path, Status: rt.status, RunToken: rt.who == runToken}
+		out[i] = RouteInfo{Method: rt.method, Path: rt.path, Status: rt.status, RunToken: rt.who.agent(), Roles: rt.who.roles(), Public: rt.who == anyone}
 	}
 	return out
 }
@@ -214,14 +214,14 @@ func (s *Server) mux() http.Handler {
 		if s.Observer == nil {
 			mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
 				spanRun(r)
-				h.api.serve(&rt, w, r)
+				h.api.serve(&rt, &h.authz, w, r)
 			})
 			continue
 		}
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
 			spanRun(r)
 			start, sw := time.Now(), &statusWriter{ResponseWriter: w}
-			h.api.serve(&rt, sw, r)
+			h.api.serve(&rt, &h.authz, sw, r)
 			code := sw.status
 			if code == 0 {
 				code = http.StatusOK
@@ -237,9 +237,9 @@ func (s *Server) mux() http.Handler {
 
 // serve answers r by rt's handler: through the run's funnel, once rt
 // admits the caller and the seq rule holds.
-func (a *apiBase) serve(rt *route, w http.ResponseWriter, r *http.Request) {
+func (a *apiBase) serve(rt *route, az *authz, w http.ResponseWriter, r *http.Request) {
 	if rt.h.stream != nil {
-		if err := rt.admits(r); err != nil {
+		if err := az.admits(rt, r); err != nil {
 			a.fail(w, r, err)
 			return
 		}
@@ -247,7 +247,7 @@ func (a *apiBase) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w = a.runFunnel(w, r)
-	if err := rt.admits(r); err != nil {
+	if err := az.admits(rt, r); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -277,20 +277,4 @@ func (a *apiBase) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeData(w, rt.status, data)
-}
-
-// admits enforces who may call the route: a run's token reaches only its
-// own run, and only the agent's side of it.
-func (rt *route) admits(r *http.Request) error {
-	run, ok := r.Context().Value(scopeKey).(string)
-	if !ok || rt.who == anyone {
-		return nil
-	}
-	if rt.who != runToken {
-		return paddock.Errorf(paddock.CodeForbidden, "a run (its token, or its own socket) does not reach %s %s; that is the operator's", rt.method, rt.path)
-	}
-	if id := r.PathValue("id"); id != run {
-		return paddock.Errorf(paddock.CodeRunMismatch, "this caller is run %s's agent (its token, or its own socket), not %s's", run, id)
-	}
-	return nil
 }

@@ -48,6 +48,9 @@ func (h *runsHandlers) create(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	if err := inScope(r.Context(), req.Project); err != nil {
+		return nil, err
+	}
 	return h.runs.Create(r.Context(), req)
 }
 

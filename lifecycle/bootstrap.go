@@ -77,7 +77,7 @@ func (js *Jobs) Bootstrap(ctx context.Context, req paddock.BootstrapRequest) (*p
 		if err := tx.SetRunToken(ctx, r.ID, TokenHash(token)); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventBootstrapped, map[string]any{"agent": req.Agent.Name, "inputs": len(req.Inputs)})
+		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventBootstrapped, bootstrapped(ctx, req))
 		return err
 	})
 	if err != nil {
@@ -172,4 +172,14 @@ func (js *Jobs) Artifact(ctx context.Context, id, kind string) (*paddock.Artifac
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "unknown artifact %q (task, plan, events, changeset, diff, summary, result, logs)", kind)
 	}
 	return a, nil
+}
+
+// bootstrapped is the run.bootstrapped event's data: the agent, how many
+// inputs, and the principal that bound them, if one did.
+func bootstrapped(ctx context.Context, req paddock.BootstrapRequest) map[string]any {
+	ev := map[string]any{"agent": req.Agent.Name, "inputs": len(req.Inputs)}
+	if c := paddock.CallerOf(ctx); c != nil && c.Principal != "" {
+		ev["principal"] = c.Principal
+	}
+	return ev
 }

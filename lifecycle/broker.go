@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -35,6 +36,9 @@ type Broker struct {
 	views      *views
 
 	sandboxProbe sandboxProbe // whether a command can be confined here at all
+	// drivers are the principals known to have driven a run here
+	// ("RUN\x00PRINCIPAL"): run.driven is recorded once for each.
+	drivers sync.Map
 }
 
 // Every tool call on a run, from every interface (the API, MCP, the CLI,
@@ -101,8 +105,11 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 	cc := &callContext{run: r, def: def, grants: grants, red: br.redactor(r)}
 	res, evs, callErr := b.run(ctx, cc)
 	if len(evs) > 0 {
+		var first string
+		evs, first = br.driven(ctx, id, evs)
 		seq, err := br.recordEventsSeq(ctx, id, evs)
 		if err != nil {
+			br.drivers.Delete(first) // not recorded: the next call says it
 			if callErr == nil {
 				return nil, err
 			}
@@ -120,6 +127,20 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 		return res, nil
 	}
 	return redactValue(cc.red, res)
+}
+
+// driven puts before a call's events, the first time a principal drives
+// the run on this node, the event that says so, and the key it marked.
+func (br *Broker) driven(ctx context.Context, id string, evs []callEvent) ([]callEvent, string) {
+	c := paddock.CallerOf(ctx)
+	if c == nil || c.Principal == "" {
+		return evs, ""
+	}
+	key := id + "\x00" + c.Principal
+	if _, seen := br.drivers.LoadOrStore(key, true); seen {
+		return evs, ""
+	}
+	return append([]callEvent{{paddock.EventRunDriven, map[string]string{"principal": c.Principal}}}, evs...), key
 }
 
 // recordEvents appends a call's events in one transaction; a canceled

@@ -386,9 +386,9 @@ func (fk *Forks) createForkRecord(ctx context.Context, tx paddock.Tx, r, k *padd
 	if k.Agent != nil {
 		name = k.Agent.Name
 	}
-	if _, err := tx.AppendEvent(ctx, k.ID, paddock.EventRunCreated, map[string]string{"project": k.Project, "kind": string(w.Kind),
+	if _, err := tx.AppendEvent(ctx, k.ID, paddock.EventRunCreated, byPrincipal(ctx, map[string]string{"project": k.Project, "kind": string(w.Kind),
 		"base_ref": w.BaseRef, "base_revision": w.BaseRevision, "root": w.Root, "agent": name, "agent_hash": k.AgentHash,
-		"forked_from": r.ID, "layer": layer}); err != nil {
+		"forked_from": r.ID, "layer": layer})); err != nil {
 		return err
 	}
 	for _, g := range grants {

@@ -244,7 +244,7 @@ func (rs *Runs) recordCreated(ctx context.Context, r *paddock.Run, n newRun, sha
 		if n.review != nil {
 			ev["review_of"], ev["review_hash"] = n.review.Run, n.review.Hash
 		}
-		if _, err := tx.AppendEvent(ctx, r.ID, paddock.EventRunCreated, ev); err != nil {
+		if _, err := tx.AppendEvent(ctx, r.ID, paddock.EventRunCreated, byPrincipal(ctx, ev)); err != nil {
 			return err
 		}
 		if needsLock(w.Kind) {
@@ -356,8 +356,8 @@ func (rs *Runs) createWithoutWorkspace(ctx context.Context, n newRun) (*paddock.
 		if err := tx.CreateRun(ctx, r); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventRunCreated, map[string]string{"project": p.Name, "access": string(paddock.AccessNone),
-			"agent": def.Name, "agent_hash": r.AgentHash})
+		_, err := tx.AppendEvent(ctx, r.ID, paddock.EventRunCreated, byPrincipal(ctx, map[string]string{"project": p.Name, "access": string(paddock.AccessNone),
+			"agent": def.Name, "agent_hash": r.AgentHash}))
 		return err
 	})
 	if err != nil {
@@ -770,4 +770,13 @@ func (rs *Runs) WaitEvents(ctx context.Context, id string, after int64, limit in
 			return evs, nil
 		}
 	}
+}
+
+// byPrincipal adds to a run.created event's data the principal whose call
+// made the run, if a principal's did (an approval policy reads it).
+func byPrincipal(ctx context.Context, ev map[string]string) map[string]string {
+	if c := paddock.CallerOf(ctx); c != nil && c.Principal != "" {
+		ev["principal"] = c.Principal
+	}
+	return ev
 }

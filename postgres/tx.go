@@ -95,32 +95,36 @@ func (t *Tx) exists(ctx context.Context, q string, args ...any) (bool, error) {
 }
 
 // encodeSettings encodes the project's settings columns: its protected
-// paths, the attribution rules it allows, its caches, its check overrides.
-func encodeSettings(p *paddock.Project) (prot, allow, caches, checks any, err error) {
+// paths, the attribution rules it allows, its caches, its check overrides,
+// its approval policy (nil as NULL).
+func encodeSettings(p *paddock.Project) (prot, allow, caches, checks, policy any, err error) {
 	if prot, err = jsonText(p.Protected, p.Protected == nil); err != nil {
-		return nil, nil, nil, nil, wrap("encode protected paths", err)
+		return nil, nil, nil, nil, nil, wrap("encode protected paths", err)
 	}
 	if allow, err = jsonText(p.AttributionAllow, p.AttributionAllow == nil); err != nil {
-		return nil, nil, nil, nil, wrap("encode attribution rules", err)
+		return nil, nil, nil, nil, nil, wrap("encode attribution rules", err)
 	}
 	if caches, err = jsonText(p.Caches, len(p.Caches) == 0); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("caches: %w", err)
+		return nil, nil, nil, nil, nil, fmt.Errorf("caches: %w", err)
 	}
 	if checks, err = jsonText(p.Checks, len(p.Checks) == 0); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("checks: %w", err)
+		return nil, nil, nil, nil, nil, fmt.Errorf("checks: %w", err)
 	}
-	return prot, allow, caches, checks, nil
+	if policy, err = jsonText(p.Policy, p.Policy == nil); err != nil {
+		return nil, nil, nil, nil, nil, fmt.Errorf("approval policy: %w", err)
+	}
+	return prot, allow, caches, checks, policy, nil
 }
 
 // CreateProject inserts p; a taken name or root is a conflict.
 func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
-	prot, allow, caches, checks, err := encodeSettings(p)
+	prot, allow, caches, checks, policy, err := encodeSettings(p)
 	if err != nil {
 		return err
 	}
-	tag, err := t.tx.Exec(ctx, `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow, caches, checks)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
-		p.Name, p.Root, p.Fingerprint, p.CreatedAt.UTC(), prot, allow, caches, checks)
+	tag, err := t.tx.Exec(ctx, `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow, caches, checks, approval_policy)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+		p.Name, p.Root, p.Fingerprint, p.CreatedAt.UTC(), prot, allow, caches, checks, policy)
 	if err != nil {
 		return wrap("create project", err)
 	}
@@ -134,15 +138,21 @@ func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
 	return nil
 }
 
-const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, p.attribution_allow, p.caches, p.checks, l.run_id, l.acquired_at`
+const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, p.attribution_allow, p.caches, p.checks, p.approval_policy, l.run_id, l.acquired_at`
 const projectFrom = `projects p LEFT JOIN locks l ON l.project = p.name`
 
 func scanProject(row scanner) (*paddock.Project, error) {
 	var p paddock.Project
-	var prot, allow, caches, checks, lockRun *string
+	var prot, allow, caches, checks, policy, lockRun *string
 	var lockAt *time.Time
-	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &p.CreatedAt, &prot, &allow, &caches, &checks, &lockRun, &lockAt); err != nil {
+	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &p.CreatedAt, &prot, &allow, &caches, &checks, &policy, &lockRun, &lockAt); err != nil {
 		return nil, err
+	}
+	if policy != nil {
+		p.Policy = new(paddock.ApprovalPolicy)
+		if err := unmarshalOpt(policy, p.Policy); err != nil {
+			return nil, fmt.Errorf("approval policy of %s: %w", p.Name, err)
+		}
 	}
 	p.CreatedAt = p.CreatedAt.UTC()
 	if err := unmarshalOpt(checks, &p.Checks); err != nil {
@@ -208,12 +218,12 @@ func (t *Tx) Projects(ctx context.Context) ([]*paddock.Project, error) {
 
 // UpdateProject writes the project's settings.
 func (t *Tx) UpdateProject(ctx context.Context, p *paddock.Project) error {
-	prot, allow, caches, checks, err := encodeSettings(p)
+	prot, allow, caches, checks, policy, err := encodeSettings(p)
 	if err != nil {
 		return err
 	}
-	tag, err := t.tx.Exec(ctx, `UPDATE projects SET protected = $1, attribution_allow = $2, caches = $3, checks = $4 WHERE name = $5`,
-		prot, allow, caches, checks, p.Name)
+	tag, err := t.tx.Exec(ctx, `UPDATE projects SET protected = $1, attribution_allow = $2, caches = $3, checks = $4, approval_policy = $5 WHERE name = $6`,
+		prot, allow, caches, checks, policy, p.Name)
 	if err != nil {
 		return wrap("update project", err)
 	}

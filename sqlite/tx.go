@@ -81,12 +81,13 @@ func wrap(op string, err error) error {
 
 // CreateProject inserts p; a taken name or root is a conflict.
 func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
-	prot, allow, caches, checks, err := encodeSettings(p)
+	prot, allow, caches, checks, policy, err := encodeSettings(p)
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow, caches, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot, allow, caches, checks)
+	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow, caches, checks, approval_policy)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot, allow, caches, checks, policy)
 	if isUnique(err) {
 		var other string
 		if t.tx.QueryRowContext(t.ctx(ctx), `SELECT name FROM projects WHERE root = ?`, p.Root).Scan(&other) == nil {
@@ -100,15 +101,21 @@ func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
 	return nil
 }
 
-const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, p.attribution_allow, p.caches, p.checks, l.run_id, l.acquired_at`
+const projectCols = `p.name, p.root, p.fingerprint, p.created_at, p.protected, p.attribution_allow, p.caches, p.checks, p.approval_policy, l.run_id, l.acquired_at`
 const projectFrom = `projects p LEFT JOIN locks l ON l.project = p.name`
 
 func scanProject(row interface{ Scan(...any) error }) (*paddock.Project, error) {
 	var p paddock.Project
 	var created string
-	var prot, allow, caches, checks, lockRun, lockAt sql.NullString
-	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &prot, &allow, &caches, &checks, &lockRun, &lockAt); err != nil {
+	var prot, allow, caches, checks, policy, lockRun, lockAt sql.NullString
+	if err := row.Scan(&p.Name, &p.Root, &p.Fingerprint, &created, &prot, &allow, &caches, &checks, &policy, &lockRun, &lockAt); err != nil {
 		return nil, err
+	}
+	if policy.Valid {
+		p.Policy = new(paddock.ApprovalPolicy)
+		if err := json.Unmarshal([]byte(policy.String), p.Policy); err != nil {
+			return nil, fmt.Errorf("approval policy of %s: %w", p.Name, err)
+		}
 	}
 	if checks.Valid {
 		if err := json.Unmarshal([]byte(checks.String), &p.Checks); err != nil {
@@ -176,11 +183,12 @@ func wrap2(op string, err error) error {
 
 // UpdateProject writes the project's settings.
 func (t *Tx) UpdateProject(ctx context.Context, p *paddock.Project) error {
-	prot, allow, caches, checks, err := encodeSettings(p)
+	prot, allow, caches, checks, policy, err := encodeSettings(p)
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE projects SET protected = ?, attribution_allow = ?, caches = ?, checks = ? WHERE name = ?`, prot, allow, caches, checks, p.Name)
+	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE projects SET protected = ?, attribution_allow = ?, caches = ?, checks = ?, approval_policy = ? WHERE name = ?`,
+		prot, allow, caches, checks, policy, p.Name)
 	if err != nil {
 		return wrap("update project", err)
 	}
@@ -678,10 +686,10 @@ func (t *Tx) UpdateJob(ctx context.Context, j *paddock.Job) error {
 	return nil
 }
 
-// encodeCaches stores a project's caches as JSON, none as NULL.
 // encodeSettings encodes the project's settings columns: its protected
-// paths, the attribution rules it allows, its caches, its check overrides.
-func encodeSettings(p *paddock.Project) (prot, allow any, caches, checks sql.NullString, err error) {
+// paths, the attribution rules it allows, its caches, its check overrides,
+// its approval policy (nil as NULL).
+func encodeSettings(p *paddock.Project) (prot, allow any, caches, checks, policy sql.NullString, err error) {
 	if prot, err = encodeProtected(p.Protected); err != nil {
 		return
 	}
@@ -699,8 +707,18 @@ func encodeSettings(p *paddock.Project) (prot, allow any, caches, checks sql.Nul
 		}
 		checks = sql.NullString{String: string(b), Valid: true}
 	}
+	if p.Policy != nil {
+		b, jerr := json.Marshal(p.Policy)
+		if jerr != nil {
+			err = fmt.Errorf("approval policy: %w", jerr)
+			return
+		}
+		policy = sql.NullString{String: string(b), Valid: true}
+	}
 	return
 }
+
+// encodeCaches stores a project's caches as JSON, none as NULL.
 
 func encodeCaches(c []paddock.Cache) (sql.NullString, error) {
 	if len(c) == 0 {

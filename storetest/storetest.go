@@ -46,6 +46,9 @@ func Run(t *testing.T, open Opener) {
 		{"Notices", testNotices},
 		{"NoticesInCommitOrder", testNoticesInCommitOrder},
 		{"Webhooks", testWebhooks},
+		{"Principals", testPrincipals},
+		{"Tokens", testTokens},
+		{"ApprovalPolicy", testApprovalPolicy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

@@ -67,6 +67,21 @@ type Session struct {
 	ID      string
 	CSRF    string
 	Expires time.Time
+	// Who logged in: the session acts as them.
+	Who Who
+}
+
+// Who is whom a login code, and the session it opens, is for: a
+// principal (by name; its role is read at each call), or the operator
+// (Principal empty), named as the record names them.
+type Who struct {
+	Principal string
+	Name      string
+}
+
+type pending struct {
+	expires time.Time
+	who     Who
 }
 
 // Sessions holds the one-time login codes and the sessions, in memory: a
@@ -74,25 +89,25 @@ type Session struct {
 type Sessions struct {
 	mu       sync.Mutex
 	now      func() time.Time
-	codes    map[string]time.Time
+	codes    map[string]pending
 	sessions map[string]*Session
 }
 
 // NewSessions returns an empty set.
 func NewSessions() *Sessions {
-	return &Sessions{now: time.Now, codes: map[string]time.Time{}, sessions: map[string]*Session{}}
+	return &Sessions{now: time.Now, codes: map[string]pending{}, sessions: map[string]*Session{}}
 }
 
-// NewCode returns a login code, good once, for CodeTTL.
-func (s *Sessions) NewCode() string {
+// NewCode returns a login code for who, good once, for CodeTTL.
+func (s *Sessions) NewCode(who Who) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire()
 	if len(s.codes) >= maxPending {
-		dropOldest(s.codes, func(t time.Time) time.Time { return t })
+		dropOldest(s.codes, func(p pending) time.Time { return p.expires })
 	}
 	c := token()
-	s.codes[c] = s.now().Add(CodeTTL)
+	s.codes[c] = pending{expires: s.now().Add(CodeTTL), who: who}
 	return c
 }
 
@@ -101,14 +116,15 @@ func (s *Sessions) Redeem(code string) (*Session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire()
-	if _, ok := s.codes[code]; !ok || code == "" {
+	p, ok := s.codes[code]
+	if !ok || code == "" {
 		return nil, false
 	}
 	delete(s.codes, code)
 	if len(s.sessions) >= maxPending {
 		dropOldest(s.sessions, func(v *Session) time.Time { return v.Expires })
 	}
-	v := &Session{ID: token(), CSRF: token(), Expires: s.now().Add(SessionTTL)}
+	v := &Session{ID: token(), CSRF: token(), Expires: s.now().Add(SessionTTL), Who: p.who}
 	s.sessions[v.ID] = v
 	return v, true
 }
@@ -134,8 +150,8 @@ func (v *Session) CheckCSRF(got string) bool {
 
 func (s *Sessions) expire() {
 	now := s.now()
-	for k, t := range s.codes {
-		if !now.Before(t) {
+	for k, p := range s.codes {
+		if !now.Before(p.expires) {
 			delete(s.codes, k)
 		}
 	}

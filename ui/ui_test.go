@@ -21,7 +21,7 @@ func TestCodesAndSessions(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return now }
 
-	c := s.NewCode()
+	c := s.NewCode(Who{Name: "ann"})
 	v, ok := s.Redeem(c)
 	if !ok || v.ID == "" || v.CSRF == "" || v.ID == v.CSRF {
 		t.Fatalf("redeem: %+v %v", v, ok)
@@ -35,7 +35,7 @@ func TestCodesAndSessions(t *testing.T) {
 	if got, ok := s.Lookup(v.ID); !ok || got != v || !v.CheckCSRF(v.CSRF) || v.CheckCSRF("") || v.CheckCSRF(v.ID) {
 		t.Fatalf("lookup: %+v %v", got, ok)
 	}
-	late := s.NewCode()
+	late := s.NewCode(Who{Name: "ann"})
 	now = now.Add(CodeTTL)
 	if _, ok := s.Redeem(late); ok {
 		t.Fatal("an expired code redeemed")
@@ -49,10 +49,10 @@ func TestCodesAndSessions(t *testing.T) {
 		t.Fatal("an expired session still works")
 	}
 
-	first := s.NewCode()
+	first := s.NewCode(Who{Name: "ann"})
 	for range maxPending {
 		now = now.Add(time.Millisecond)
-		s.NewCode()
+		s.NewCode(Who{Name: "ann"})
 	}
 	if _, ok := s.Redeem(first); ok || len(s.codes) != maxPending {
 		t.Fatalf("the oldest code was not dropped (%d held)", len(s.codes))

@@ -26,6 +26,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/httpapi"
+	"github.com/paddock-dev/paddock/identity"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/paddockcli"
 	"github.com/paddock-dev/paddock/lifecycle"
@@ -426,7 +427,8 @@ func (s *serving) metricsState(ctx context.Context) (*metrics.State, error) {
 func wireAPI(m *lifecycle.Manager, token string, status func() paddock.DaemonStatus, logger *slog.Logger) (*httpapi.Server, *mcpserver.Handler) {
 	api := &httpapi.Server{Projects: m.Projects, Runs: m.Runs, Jobs: m.Jobs, Broker: m.Broker, Changes: m.Changes, Provenance: m.Provenance,
 		Verifier: m.Verifier, Reviews: m.Reviews, Forks: m.Forks, Flows: m.Flows, Queue: m.Queue, Bundles: m.Bundles, Collector: m, Notices: m.Webhooks,
-		Logger: logger, Token: token, Status: status}
+		Principals: &identity.Service{Store: m.Store, Logger: logger},
+		Logger:     logger, Token: token, Status: status}
 	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Runs: m.Runs, Broker: m.Broker, Changes: m.Changes, Verifier: m.Verifier, Flows: m.Flows,
 		CallTool: managerTool(m), Version: paddockcli.VersionString(), Logger: logger})
 	api.MCP = mcpHTTP

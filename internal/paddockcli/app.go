@@ -297,6 +297,11 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 		addr = a.getenv(paddock.EnvPrefix + "ADDR")
 	}
 	if addr != "" {
+		if tok := a.getenv(paddock.EnvPrefix + "TOKEN"); tok != "" {
+			// A principal's token (paddock token create): its role, not
+			// the operator's.
+			return client.TCP(addr, tok), nil
+		}
 		tok, err := os.ReadFile(tokenPath(home))
 		if err != nil {
 			return nil, usageError{fmt.Sprintf("talking to %s needs the token in %s: %v", addr, tokenPath(home), err)}
