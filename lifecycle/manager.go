@@ -219,6 +219,26 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Nodes = &Nodes{kernel: k}
 	m.Stats = &Stats{kernel: k}
 	m.Webhooks = &Webhooks{kernel: k}
+	m.wire()
+	m.Jobs.instanceID = newInstanceID()
+	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
+	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
+	m.Webhooks.life = newLifetime(k.ctx)
+	m.executor.quotas = newDiskQuotas(cfg.WorkspacesDir, cfg.DiskLimits.quota(), k.log)
+	for _, s := range m.services() {
+		if f, ok := s.(forgetter); ok {
+			k.forgetters = append(k.forgetters, f.forget)
+		}
+	}
+	k.plans = &planBook{dir: k.runDir, record: m.Broker.recordEvents}
+	k.uncommitted = &uncommittedBase{git: k.Git, aux: k.auxDir, log: k.log}
+	m.Webhooks.start()
+	return m, nil
+}
+
+// wire gives each service the few others it calls (docs/ARCHITECTURE.md,
+// "Services", draws who calls whom).
+func (m *Manager) wire() {
 	m.Projects.nodes = m.Nodes
 	m.Runs.broker = m.Broker
 	m.Runs.executor = m.executor
@@ -295,20 +315,6 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Nodes.views = m.views
 	m.Stats.executor = m.executor
 	m.Stats.queue = m.Queue
-	m.Jobs.instanceID = newInstanceID()
-	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
-	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
-	m.Webhooks.life = newLifetime(k.ctx)
-	m.executor.quotas = newDiskQuotas(cfg.WorkspacesDir, cfg.DiskLimits.quota(), k.log)
-	for _, s := range m.services() {
-		if f, ok := s.(forgetter); ok {
-			k.forgetters = append(k.forgetters, f.forget)
-		}
-	}
-	k.plans = &planBook{dir: k.runDir, record: m.Broker.recordEvents}
-	k.uncommitted = &uncommittedBase{git: k.Git, aux: k.auxDir, log: k.log}
-	m.Webhooks.start()
-	return m, nil
 }
 
 // Close stops the Manager. New jobs and commands are refused (ErrClosed);

@@ -28,7 +28,7 @@ type Policies struct {
 // drivingEvents are the events whose "principal" names one of the run's
 // own principals: the one that created it, or drove its agent. The events
 // of decisions about the run (approvals, grants, applies) are not.
-var drivingEvents = []string{paddock.EventRunCreated, paddock.EventBootstrapped, paddock.EventRunForked,
+var drivingEvents = []string{paddock.EventRunCreated, paddock.EventBootstrapped, paddock.EventRunDriven, paddock.EventRunForked,
 	paddock.EventToolCall, paddock.EventExec, paddock.EventJobStarted, paddock.EventSubmitted,
 	paddock.EventInbox, paddock.EventPlanned}
 
