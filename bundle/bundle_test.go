@@ -268,9 +268,9 @@ func TestTampered(t *testing.T) {
 			s.Approvals = []paddock.Approval{{Hash: s.Hash, By: "ada"}, {Hash: s.Hash, By: "bob", Principal: "bob"}}
 			c.Submission = &s
 		},
-		"a gap in the events":                func(c *Contents) { c.Events = append(c.Events[:1], c.Events[2:]...) },
-		"another run's submission":           func(c *Contents) { s := *c.Submission; s.RunID = "r-2"; c.Submission = &s },
-		"another base":                       func(c *Contents) { c.Run.BaseRevision = strings.Repeat("b", 40) },
+		"a gap in the events":      func(c *Contents) { c.Events = append(c.Events[:1], c.Events[2:]...) },
+		"another run's submission": func(c *Contents) { s := *c.Submission; s.RunID = "r-2"; c.Submission = &s },
+		"another base":             func(c *Contents) { c.Run.BaseRevision = strings.Repeat("b", 40) },
 		"a change set that is not its hash": func(c *Contents) {
 			cs := *c.ChangeSet
 			cs.Entries = append([]paddock.ChangeEntry(nil), cs.Entries[:2]...)
