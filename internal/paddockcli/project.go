@@ -111,16 +111,7 @@ Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 	return cmd
 }
 
-func projectSetCmd(a *app) *cobra.Command {
-	var req paddock.SetProjectRequest
-	var allow, caches, noCaches []string
-	var noAllow, noCheck, asJSON bool
-	var checks []string
-	var policy string
-	cmd := &cobra.Command{
-		Use:   "set NAME [--protect PATTERN]... [--no-default-protect | --default-protect] [--allow-attribution RULE]... [--no-allow-attribution] [--cache SPEC]... [--no-cache NAME|all]... [--policy FILE|team|default]",
-		Short: "Change a project's settings (protected paths, attribution rules, caches, approval policy)",
-		Long: `Change the settings project add takes, besides the path and the name (which
+const projectSetLong = `Change the settings project add takes, besides the path and the name (which
 identify the project: to change those, remove the project and add it again).
 A setting not named keeps its value. Allowed while the project has runs: their
 tool calls and next commands follow the new protected paths, their next
@@ -162,8 +153,19 @@ dependency_manifest); --policy default goes back to one approval by whoever
 may approve. Neither ever lets a run's own principal approve it. Apply and
 the merge queue decide by the policy as it is then (docs/POLICIES.md).
 
-Exit codes: 0 changed; 2 nothing to set, or a bad pattern, rule or policy; 3 no such project.`,
-		Args: exactArgs(1),
+Exit codes: 0 changed; 2 nothing to set, or a bad pattern, rule or policy; 3 no such project.`
+
+func projectSetCmd(a *app) *cobra.Command {
+	var req paddock.SetProjectRequest
+	var allow, caches, noCaches []string
+	var noAllow, noCheck, asJSON bool
+	var checks []string
+	var policy string
+	cmd := &cobra.Command{
+		Use:   "set NAME [--protect PATTERN]... [--no-default-protect | --default-protect] [--allow-attribution RULE]... [--no-allow-attribution] [--cache SPEC]... [--no-cache NAME|all]... [--policy FILE|team|default]",
+		Short: "Change a project's settings (protected paths, attribution rules, caches, approval policy)",
+		Long:  projectSetLong,
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case noAllow && len(allow) > 0:
@@ -200,28 +202,7 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern, rule or policy; 3 no 
 			if err != nil {
 				return err
 			}
-			return a.output(asJSON, p, func(w io.Writer) {
-				prot := "the default list"
-				if p.Protected != nil {
-					prot = strings.Join(p.Protected, ", ")
-					if len(p.Protected) == 0 {
-						prot = "only .git"
-					}
-				}
-				rules := "none"
-				if len(p.AttributionAllow) > 0 {
-					rules = strings.Join(p.AttributionAllow, ", ")
-				}
-				var cs []string
-				for _, c := range p.Caches {
-					cs = append(cs, c.Name+":"+c.Mode)
-				}
-				if len(cs) == 0 {
-					cs = []string{"none"}
-				}
-				fmt.Fprintf(w, "project %s\n  protected: %s\n  attribution rules allowed: %s\n  caches: %s\n", p.Name, prot, rules, strings.Join(cs, ", "))
-				printPolicy(w, p.Policy)
-			})
+			return a.output(asJSON, p, func(w io.Writer) { printSetProject(w, p) })
 		},
 	}
 	cmd.Flags().StringArrayVar(&req.Protect, "protect", nil, "protect paths matching this pattern, besides the default list (repeatable)")
@@ -236,6 +217,30 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern, rule or policy; 3 no 
 	cmd.Flags().StringVar(&policy, "policy", "", "the approval policy: a JSON FILE (- for stdin), team, or default")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
 	return cmd
+}
+
+// printSetProject is project set's answer: the settings as they are now.
+func printSetProject(w io.Writer, p *paddock.Project) {
+	prot := "the default list"
+	if p.Protected != nil {
+		prot = strings.Join(p.Protected, ", ")
+		if len(p.Protected) == 0 {
+			prot = "only .git"
+		}
+	}
+	rules := "none"
+	if len(p.AttributionAllow) > 0 {
+		rules = strings.Join(p.AttributionAllow, ", ")
+	}
+	var cs []string
+	for _, c := range p.Caches {
+		cs = append(cs, c.Name+":"+c.Mode)
+	}
+	if len(cs) == 0 {
+		cs = []string{"none"}
+	}
+	fmt.Fprintf(w, "project %s\n  protected: %s\n  attribution rules allowed: %s\n  caches: %s\n", p.Name, prot, rules, strings.Join(cs, ", "))
+	printPolicy(w, p.Policy)
 }
 
 // maxPolicy bounds the approval policy --policy reads.
