@@ -100,6 +100,21 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || string(got) != "\x00\x01PNG\xff" {
 		t.Fatalf("the binary blob: %q %v", got, err)
 	}
+	// Several approvals, each recorded in the log.
+	c2 := contents(t)
+	s := *c2.Submission
+	s.ApprovedBy = "ann, bob"
+	s.Approvals = []paddock.Approval{{Hash: s.Hash, By: "ann", Principal: "ann", Role: paddock.RoleReviewer}, {Hash: s.Hash, By: "bob", Principal: "bob", Role: paddock.RoleReviewer}}
+	c2.Submission = &s
+	evb, _ := json.Marshal(map[string]string{"hash": s.Hash, "by": "ann"})
+	c2.Events[3] = &paddock.Event{RunID: "r-1", Seq: 4, Time: c2.Events[3].Time, Type: paddock.EventApproved, Data: evb}
+	evb, _ = json.Marshal(map[string]string{"hash": s.Hash, "by": "bob"})
+	c2.Events = append(c2.Events, &paddock.Event{RunID: "r-1", Seq: 5, Time: c2.Events[3].Time, Type: paddock.EventApproved, Data: evb})
+	b3, err := Read(bytes.NewReader(write(t, c2, key)), trusting(key))
+	if err != nil || len(b3.Submission.Approvals) != 2 {
+		t.Fatalf("two approvals: %v %+v", err, b3)
+	}
+	b3.Close()
 	// Any signer: checked, reported, not trusted.
 	b2, err := Read(bytes.NewReader(raw), Options{AnySigner: true})
 	if err != nil || b2.Trusted {
@@ -248,9 +263,14 @@ func TestTampered(t *testing.T) {
 	// Signed, but saying what the rest contradicts.
 	for name, edit := range map[string]func(c *Contents){
 		"approved without an approval event": func(c *Contents) { c.Events = c.Events[:3] },
-		"a gap in the events":                func(c *Contents) { c.Events = append(c.Events[:1], c.Events[2:]...) },
-		"another run's submission":           func(c *Contents) { s := *c.Submission; s.RunID = "r-2"; c.Submission = &s },
-		"another base":                       func(c *Contents) { c.Run.BaseRevision = strings.Repeat("b", 40) },
+		"an approval the log does not record": func(c *Contents) {
+			s := *c.Submission
+			s.Approvals = []paddock.Approval{{Hash: s.Hash, By: "ada"}, {Hash: s.Hash, By: "bob", Principal: "bob"}}
+			c.Submission = &s
+		},
+		"a gap in the events":      func(c *Contents) { c.Events = append(c.Events[:1], c.Events[2:]...) },
+		"another run's submission": func(c *Contents) { s := *c.Submission; s.RunID = "r-2"; c.Submission = &s },
+		"another base":             func(c *Contents) { c.Run.BaseRevision = strings.Repeat("b", 40) },
 		"a change set that is not its hash": func(c *Contents) {
 			cs := *c.ChangeSet
 			cs.Entries = append([]paddock.ChangeEntry(nil), cs.Entries[:2]...)

@@ -315,6 +315,11 @@ func (b *Bundle) checkChangeSet(got map[string]FileSum) error {
 	return nil
 }
 
+// maxApprovers bounds the approvers of one hash a bundle's log is read
+// for: far more than any policy asks (approval.MaxApprovals), and a log
+// cannot make the check hold an unbounded set.
+const maxApprovers = 1000
+
 // checkRecord holds the submission, the approvals and the event log to
 // the change set and to each other.
 func (b *Bundle) checkRecord() error {
@@ -323,6 +328,9 @@ func (b *Bundle) checkRecord() error {
 		return invalid("the submission is not of this change set and run")
 	}
 	var approved, submitted bool
+	// Who the log records approving the hash: each approval the
+	// submission lists must be one of them.
+	approvers := map[string]bool{}
 	// The log is read a line at a time from its file: what is kept of it
 	// is counts and the verify results, whatever its size.
 	f, err := os.Open(b.EventsPath)
@@ -343,6 +351,7 @@ func (b *Bundle) checkRecord() error {
 		}
 		var d struct {
 			Hash   string `json:"hash"`
+			By     string `json:"by"`
 			Passed bool   `json:"passed"`
 			Stale  bool   `json:"stale"`
 			To     string `json:"to"`
@@ -357,6 +366,9 @@ func (b *Bundle) checkRecord() error {
 			submitted = submitted || d.Hash == hash || (s.PartOf != "" && d.Hash == s.PartOf)
 		case paddock.EventApproved:
 			approved = approved || d.Hash == hash
+			if d.Hash == hash && len(approvers) < maxApprovers {
+				approvers[d.By] = true
+			}
 		case paddock.EventVerified:
 			b.Verified = append(b.Verified, Verification{Seq: e.Seq, Hash: d.Hash, Passed: d.Passed, Stale: d.Stale, Current: d.Hash == hash && !d.Stale})
 		}
@@ -369,6 +381,11 @@ func (b *Bundle) checkRecord() error {
 	}
 	if s.ApprovedBy != "" && !approved {
 		return invalid("the submission says approved by %s, and the event log records no approval of %s", s.ApprovedBy, hash)
+	}
+	for _, a := range s.Approvals {
+		if a.Hash == hash && !approvers[a.By] {
+			return invalid("the submission lists an approval of %s by %s, and the event log records none", hash, a.By)
+		}
 	}
 	if b.Verified == nil {
 		b.Verified = []Verification{}

@@ -110,7 +110,7 @@ func (ch *Changes) applyToWorktree(ctx context.Context, id string, threeWay bool
 		return nil, err
 	}
 	err = ch.update(ctx, func(tx paddock.Tx) error {
-		ev := map[string]any{"hash": s.Hash, "worktree": p.Root, "entries": done.Steps}
+		ev := map[string]any{"hash": s.Hash, "worktree": p.Root, "entries": done.Steps, "approved_by": s.ApprovedBy}
 		if len(done.Merged) > 0 {
 			ev["merged"] = done.Merged
 		}
@@ -121,14 +121,15 @@ func (ch *Changes) applyToWorktree(ctx context.Context, id string, threeWay bool
 }
 
 // approved loads the run's approved, not yet applied, frozen change set and
-// checks it against its hash and against what paddock never applies.
+// checks it against its hash, against its project's approval policy as it
+// is now, and against what paddock never applies.
 func (ch *Changes) approved(ctx context.Context, id string, p *paddock.Project) (*paddock.Submission, *paddock.ChangeSet, error) {
 	s, err := ch.submission(id)
 	if err != nil {
 		return nil, nil, err
 	}
 	switch {
-	case s.ApprovedBy == "":
+	case s.ApprovedBy == "" && len(s.Approvals) == 0:
 		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s's change set %s is not approved", id, s.Hash)
 	case s.AppliedTo != "":
 		return nil, nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
@@ -139,6 +140,11 @@ func (ch *Changes) approved(ctx context.Context, id string, p *paddock.Project) 
 	}
 	if cs.Hash != s.Hash || changeset.Verify(cs) != nil {
 		return nil, nil, paddock.Errorf(paddock.CodeConflict, "the frozen change set no longer matches the approved hash; nothing was applied")
+	}
+	// The project's approval policy as it is now: it may have grown
+	// stricter since the approvals were given.
+	if err := ch.policies.require(ctx, p, s, cs); err != nil {
+		return nil, nil, err
 	}
 	pol, err := ch.views.policy(ctx, p)
 	if err != nil {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -22,9 +23,10 @@ import (
 type Bundles struct {
 	*kernel
 	// the services it calls
-	broker  *Broker
-	changes *Changes
-	runs    *Runs
+	broker   *Broker
+	changes  *Changes
+	runs     *Runs
+	policies *Policies
 }
 
 // bundleKey is the daemon's signing key, made on first use.
@@ -344,10 +346,13 @@ func (bn *Bundles) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle
 	}
 	res := &paddock.ImportResult{FromRun: b.Run.ID, Hash: cs.Hash, Signer: b.Signer, Trusted: b.Trusted, ApprovedBy: b.Submission.ApprovedBy}
 	s := &paddock.Submission{RunID: r.ID, Hash: cs.Hash, SubmittedAt: now()}
+	var carried []paddock.Approval
 	if carryApproval && b.Trusted && b.Submission.ApprovedBy != "" && !b.Rejected {
-		s.ApprovedBy = fmt.Sprintf("%s (on run %s, bundle signed by %s)", b.Submission.ApprovedBy, b.Run.ID, b.Signer)
-		s.ApprovedAt = b.Submission.ApprovedAt
-		res.Approved = true
+		carried, err = bn.carry(ctx, r, b, s, &cs)
+		if err != nil {
+			return nil, err
+		}
+		res.Approved = !s.ApprovedAt.IsZero()
 	}
 	if err := bn.saveSubmission(s); err != nil {
 		return nil, err
@@ -367,8 +372,17 @@ func (bn *Bundles) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle
 	if err := bn.record(ctx, r.ID, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries), "imported": true}); err != nil {
 		return nil, err
 	}
-	if res.Approved {
-		if err := bn.record(ctx, r.ID, paddock.EventApproved, map[string]string{"hash": cs.Hash, "by": s.ApprovedBy}); err != nil {
+	// Each approval carried is recorded, as the approval it was: the
+	// run's log holds an approved event for each of its approvals.
+	for _, a := range carried {
+		ev := map[string]any{"hash": cs.Hash, "by": a.By, "role": a.Role, "imported": true, "from_run": b.Run.ID, "signer": b.Signer, "policy": decisionData(*s.Policy)}
+		if a.Principal != "" {
+			ev["principal"] = a.Principal
+		}
+		if a.Auto {
+			ev["auto"] = true
+		}
+		if err := bn.record(ctx, r.ID, paddock.EventApproved, ev); err != nil {
 			return nil, err
 		}
 	}
@@ -376,6 +390,40 @@ func (bn *Bundles) restore(ctx context.Context, r *paddock.Run, b *bundle.Bundle
 		return nil, err
 	}
 	return res, nil
+}
+
+// carry gives s (run r's import of b, cs its change set) the approvals b
+// carries of its hash, and decides them under r's project's policy as it
+// is here: s is approved if they meet it (ApprovedBy then says where
+// they were given), and waits for more approvals otherwise. It returns
+// the approvals carried.
+func (bn *Bundles) carry(ctx context.Context, r *paddock.Run, b *bundle.Bundle, s *paddock.Submission, cs *paddock.ChangeSet) ([]paddock.Approval, error) {
+	p, err := bn.Project(ctx, r.Project)
+	if err != nil {
+		return nil, err
+	}
+	var carried []paddock.Approval
+	for _, a := range approvalsOf(b.Submission) {
+		if a.Hash == b.Submission.Hash {
+			a.Hash = cs.Hash
+			carried = append(carried, a)
+		}
+	}
+	s.Approvals = carried
+	f, err := bn.policies.facts(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	d, err := bn.policies.decide(p, s, cs, f)
+	if err != nil {
+		return nil, err
+	}
+	settle(s, d)
+	if d.Met {
+		s.ApprovedBy = fmt.Sprintf("%s (on run %s, bundle signed by %s)", s.ApprovedBy, b.Run.ID, b.Signer)
+		s.ApprovedAt = cmp.Or(b.Submission.ApprovedAt, s.ApprovedAt)
+	}
+	return carried, nil
 }
 
 // entriesDiffer says how two change sets' entries differ (paths, ops,

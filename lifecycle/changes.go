@@ -27,6 +27,7 @@ type Changes struct {
 	queue    *Queue
 	reviews  *Reviews
 	views    *views
+	policies *Policies
 }
 
 // ChangeSet computes the run's change set against its base, now.
@@ -218,12 +219,23 @@ func (ch *Changes) SubmitExpecting(ctx context.Context, id, expect string) (*pad
 	}
 	ch.reviews.moveReviews(ctx, id, cs.Hash)
 	ch.flows.moveFlowReviews(ctx, id, cs.Hash)
+	// A verify that passed on this very hash already is what a project's
+	// automatic approval waits for.
+	if err := ch.policies.autoApprove(ctx, id, ""); err != nil {
+		ch.log().Error("approving a submitted change set by the project's policy failed", "run", id, "hash", cs.Hash, "err", err)
+	}
 	return cs, nil
 }
 
-// Approve records who approved which hash. Only the frozen hash can be.
-// A wrong hash is refused without telling the right one: an approval that
-// could be copied from an error message would approve something unseen.
+// Approve records the approval of hash by ctx's caller (paddock.CallerOf:
+// a principal, or the operator, named by, when the call has none). Only
+// the frozen hash can be approved. A wrong hash is refused without telling
+// the right one: an approval that could be copied from an error message
+// would approve something unseen. The project's approval policy decides
+// who may approve (forbidden, with its rule, otherwise) and when the
+// approvals are enough: the submission answered says so (Policy), and is
+// approved (ApprovedBy) only then. The same approver's approval again
+// changes nothing.
 func (ch *Changes) Approve(ctx context.Context, id, hash, by string) (*paddock.Submission, error) {
 	if err := ch.reviews.refuseReview(ctx, id, "be approved"); err != nil {
 		return nil, err
@@ -232,6 +244,11 @@ func (ch *Changes) Approve(ctx context.Context, id, hash, by string) (*paddock.S
 	if err != nil {
 		return nil, err
 	}
+	_, p, err := ch.runAndProject(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer ch.policies.lock(id)()
 	s, err := ch.submission(id)
 	if err != nil {
 		return nil, err
@@ -246,15 +263,11 @@ func (ch *Changes) Approve(ctx context.Context, id, hash, by string) (*paddock.S
 	if hash != s.Hash {
 		return nil, paddock.Errorf(paddock.CodeConflict, "%s differs from the hash of run %s's submitted change set; nothing was approved. Review the change set (paddock diff %s prints its hash after the entries) and approve the hash you reviewed", hash, id, id)
 	}
-	if s.AppliedTo != "" {
-		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
+	cs, err := ch.frozen(id, hash)
+	if err != nil {
+		return nil, internal("reading the submitted change set failed", err)
 	}
-	s.ApprovedBy, s.ApprovedAt = by, now()
-	if err := ch.saveSubmission(s); err != nil {
-		return nil, err
-	}
-	err = ch.record(ctx, id, paddock.EventApproved, map[string]string{"hash": hash, "by": by})
-	return s, err
+	return ch.policies.approve(ctx, p, s, cs, by, nil)
 }
 
 // Apply commits the approved change set onto its base revision, on a new
@@ -358,7 +371,7 @@ func (ch *Changes) applyToBranch(ctx context.Context, id, branch string, who git
 	if err := ch.saveSubmission(s); err != nil {
 		return nil, err
 	}
-	err = ch.record(ctx, id, paddock.EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit})
+	err = ch.record(ctx, id, paddock.EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit, "approved_by": s.ApprovedBy})
 	return s, err
 }
 

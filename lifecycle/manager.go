@@ -160,6 +160,7 @@ type Manager struct {
 	executor   *executor
 	Jobs       *Jobs
 	Changes    *Changes
+	Policies   *Policies
 	Provenance *Provenance
 	Verifier   *Verifier
 	Flows      *Flows
@@ -207,6 +208,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.executor = &executor{kernel: k}
 	m.Jobs = &Jobs{kernel: k}
 	m.Changes = &Changes{kernel: k}
+	m.Policies = &Policies{kernel: k}
 	m.Provenance = &Provenance{kernel: k}
 	m.Verifier = &Verifier{kernel: k}
 	m.Flows = &Flows{kernel: k}
@@ -217,6 +219,26 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Nodes = &Nodes{kernel: k}
 	m.Stats = &Stats{kernel: k}
 	m.Webhooks = &Webhooks{kernel: k}
+	m.wire()
+	m.Jobs.instanceID = newInstanceID()
+	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
+	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
+	m.Webhooks.life = newLifetime(k.ctx)
+	m.executor.quotas = newDiskQuotas(cfg.WorkspacesDir, cfg.DiskLimits.quota(), k.log)
+	for _, s := range m.services() {
+		if f, ok := s.(forgetter); ok {
+			k.forgetters = append(k.forgetters, f.forget)
+		}
+	}
+	k.plans = &planBook{dir: k.runDir, record: m.Broker.recordEvents}
+	k.uncommitted = &uncommittedBase{git: k.Git, aux: k.auxDir, log: k.log}
+	m.Webhooks.start()
+	return m, nil
+}
+
+// wire gives each service the few others it calls (docs/ARCHITECTURE.md,
+// "Services", draws who calls whom).
+func (m *Manager) wire() {
 	m.Projects.nodes = m.Nodes
 	m.Runs.broker = m.Broker
 	m.Runs.executor = m.executor
@@ -249,13 +271,16 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Changes.queue = m.Queue
 	m.Changes.reviews = m.Reviews
 	m.Changes.views = m.views
+	m.Changes.policies = m.Policies
 	m.Provenance.changes = m.Changes
+	m.Provenance.policies = m.Policies
 	m.Provenance.forks = m.Forks
 	m.Provenance.nodes = m.Nodes
 	m.Provenance.projects = m.Projects
 	m.Provenance.reviews = m.Reviews
 	m.Provenance.runs = m.Runs
 	m.Verifier.broker = m.Broker
+	m.Verifier.policies = m.Policies
 	m.Verifier.changes = m.Changes
 	m.Verifier.executor = m.executor
 	m.Verifier.reviews = m.Reviews
@@ -281,6 +306,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Forks.runs = m.Runs
 	m.Forks.views = m.views
 	m.Bundles.broker = m.Broker
+	m.Bundles.policies = m.Policies
 	m.Bundles.changes = m.Changes
 	m.Bundles.runs = m.Runs
 	m.Nodes.changes = m.Changes
@@ -289,20 +315,6 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Nodes.views = m.views
 	m.Stats.executor = m.executor
 	m.Stats.queue = m.Queue
-	m.Jobs.instanceID = newInstanceID()
-	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
-	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
-	m.Webhooks.life = newLifetime(k.ctx)
-	m.executor.quotas = newDiskQuotas(cfg.WorkspacesDir, cfg.DiskLimits.quota(), k.log)
-	for _, s := range m.services() {
-		if f, ok := s.(forgetter); ok {
-			k.forgetters = append(k.forgetters, f.forget)
-		}
-	}
-	k.plans = &planBook{dir: k.runDir, record: m.Broker.recordEvents}
-	k.uncommitted = &uncommittedBase{git: k.Git, aux: k.auxDir, log: k.log}
-	m.Webhooks.start()
-	return m, nil
 }
 
 // Close stops the Manager. New jobs and commands are refused (ErrClosed);
@@ -339,7 +351,7 @@ type forgetter interface{ forget(id string) }
 
 // services are the Manager's services, each once.
 func (m *Manager) services() []any {
-	return []any{m.Projects, m.Runs, m.views, m.Broker, m.executor, m.Jobs, m.Changes, m.Provenance,
+	return []any{m.Projects, m.Runs, m.views, m.Broker, m.executor, m.Jobs, m.Changes, m.Policies, m.Provenance,
 		m.Verifier, m.Flows, m.Reviews, m.Queue, m.Forks, m.Bundles, m.Nodes, m.Stats, m.Webhooks}
 }
 

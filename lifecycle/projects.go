@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/approval"
 	"github.com/paddock-dev/paddock/attribution"
 	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/gitx"
@@ -105,14 +106,18 @@ func checkRules(rules []string) error {
 // It is allowed while runs exist: a run's tool calls and its next command
 // follow the new protected paths, its next submission the new rules. The
 // change is logged with who made it and recorded on every live run of the
-// project.
+// project. An approval policy holds from the next approval, apply or
+// landing on: what was approved under the old one is decided again.
 func (ps *Projects) SetProject(ctx context.Context, name, by string, req paddock.SetProjectRequest) (*paddock.Project, error) {
 	setProtect := len(req.Protect) > 0 || req.NoDefaultProtect
 	switch {
 	case req.DefaultProtect && setProtect:
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "--default-protect goes back to the default list; it takes no --protect or --no-default-protect")
-	case !setProtect && !req.DefaultProtect && req.AllowAttribution == nil && req.Caches == nil && len(req.AddCaches) == 0 && len(req.RemoveCaches) == 0 && req.Checks == nil:
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "nothing to set: give --protect, --no-default-protect, --default-protect, --allow-attribution, --cache or --check")
+	case !setProtect && !req.DefaultProtect && req.AllowAttribution == nil && req.Caches == nil && len(req.AddCaches) == 0 && len(req.RemoveCaches) == 0 && req.Checks == nil && req.ApprovalPolicy == nil && !req.DefaultPolicy:
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "nothing to set: give --protect, --no-default-protect, --default-protect, --allow-attribution, --cache, --check or --policy")
+	}
+	if err := checkPolicy(req); err != nil {
+		return nil, err
 	}
 	var checks []paddock.CheckOverride
 	if req.Checks != nil {
@@ -176,6 +181,10 @@ func (ps *Projects) SetProject(ctx context.Context, name, by string, req paddock
 			p.Checks = checks
 			change["checks"] = checks
 		}
+		if req.ApprovalPolicy != nil || req.DefaultPolicy {
+			p.Policy = req.ApprovalPolicy // nil: the default
+			change["approval_policy"], change["default_policy"] = approval.Or(p.Policy), p.Policy == nil
+		}
 		if err := tx.UpdateProject(ctx, p); err != nil {
 			return err
 		}
@@ -206,8 +215,20 @@ func (ps *Projects) SetProject(ctx context.Context, name, by string, req paddock
 	if v, ok := change["caches"]; ok {
 		args = append(args, "caches", v)
 	}
+	if v, ok := change["approval_policy"]; ok {
+		args = append(args, "approval_policy", approval.Describe(v.(*paddock.ApprovalPolicy)))
+	}
 	ps.log().Info("project settings changed", args...)
 	return p, nil
+}
+
+// checkPolicy refuses a request that sets a policy and goes back to the
+// default at once, or sets one that is not well formed.
+func checkPolicy(req paddock.SetProjectRequest) error {
+	if req.ApprovalPolicy != nil && req.DefaultPolicy {
+		return paddock.Errorf(paddock.CodeBadRequest, "default_policy goes back to the default approval policy; it takes no approval_policy")
+	}
+	return approval.Validate(req.ApprovalPolicy)
 }
 
 func inside(dir, path string) bool {

@@ -36,6 +36,7 @@ type Provenance struct {
 	projects *Projects
 	reviews  *Reviews
 	runs     *Runs
+	policies *Policies
 
 	provMu     runLocks // run id's journal's lock: runs track their effects side by side, each run's calls one after the other
 	provStates sync.Map // run id → *provState, under its provMu lock
@@ -609,6 +610,9 @@ func (pv *Provenance) ApproveHunks(ctx context.Context, id, hash string, picked 
 	if s.AppliedTo != "" {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s was applied already (%s)", id, s.AppliedTo)
 	}
+	if err := pv.policies.check(ctx, p, id, by); err != nil {
+		return nil, err
+	}
 	cs, err := pv.frozen(id, full)
 	if err != nil {
 		return nil, internal("reading the submitted change set failed", err)
@@ -676,10 +680,22 @@ func (pv *Provenance) ApproveHunks(ctx context.Context, id, hash string, picked 
 	}
 	slices.Sort(picked)
 	picked = slices.Compact(picked)
-	approved := &paddock.Submission{RunID: id, Hash: part.Hash, SubmittedAt: s.SubmittedAt, ApprovedBy: by, ApprovedAt: now(), PartOf: full, Hunks: picked}
-	if err := pv.saveSubmission(approved); err != nil {
+	return pv.approvePart(ctx, p, s, part, picked, by)
+}
+
+// approvePart records ctx's caller's approval of part, the change set
+// picked hunks of s make, under the project's policy: approvals of the
+// same part (the same hunks) add up; another part starts anew.
+func (pv *Provenance) approvePart(ctx context.Context, p *paddock.Project, s *paddock.Submission, part *paddock.ChangeSet, picked []int, by string) (*paddock.Submission, error) {
+	id, full := s.RunID, cmp.Or(s.PartOf, s.Hash)
+	defer pv.policies.lock(id)()
+	approved := &paddock.Submission{RunID: id, Hash: part.Hash, SubmittedAt: s.SubmittedAt, PartOf: full, Hunks: picked}
+	if cur, err := pv.submission(id); err != nil {
 		return nil, err
+	} else if cur.Hash == part.Hash && cur.PartOf == full && cur.AppliedTo == "" {
+		approved = cur
+	} else if cur.AppliedTo != "" || cmp.Or(cur.PartOf, cur.Hash) != full {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s's submission changed while its hunks were being approved; nothing was approved", id)
 	}
-	err = pv.record(ctx, id, paddock.EventApproved, map[string]any{"hash": part.Hash, "by": by, "part_of": full, "hunks": picked, "entries": len(part.Entries)})
-	return approved, err
+	return pv.policies.approve(ctx, p, approved, part, by, map[string]any{"part_of": full, "hunks": picked, "entries": len(part.Entries)})
 }

@@ -31,6 +31,7 @@ type Verifier struct {
 	reviews  *Reviews
 	runs     *Runs
 	views    *views
+	policies *Policies
 
 	manifests manifestCache
 }
@@ -260,7 +261,11 @@ func (vf *Verifier) verify(ctx context.Context, id string, req paddock.VerifyReq
 	if err != nil {
 		return nil, err
 	}
-	return res.(*paddock.VerifyResult), nil
+	out := res.(*paddock.VerifyResult)
+	// A pass on the submitted hash is what a project's automatic
+	// approval waits for.
+	vf.policies.afterVerify(ctx, id, out)
+	return out, nil
 }
 
 // runChecks runs the planned checks one after the other, network off, until

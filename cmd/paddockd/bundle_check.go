@@ -136,8 +136,17 @@ or verified as asked, 6 signed by a key not given.`,
 func bundleAsAsked(b *bundle.Bundle, approved, verified bool) error {
 	var failed []string
 	rule := paddock.Rule("")
-	if approved && (b.Submission.ApprovedBy == "" || b.Rejected) {
-		failed = append(failed, fmt.Sprintf("nobody approved change set %s (or the run was rejected after)", b.ChangeSet.Hash))
+	switch pol := b.Submission.Policy; {
+	case !approved:
+	case b.Submission.ApprovedBy == "" || b.Rejected:
+		what := fmt.Sprintf("nobody approved change set %s (or the run was rejected after)", b.ChangeSet.Hash)
+		if pol != nil && !pol.Met && len(b.Submission.Approvals) > 0 {
+			what = fmt.Sprintf("change set %s's approvals do not meet its project's approval policy (%s)", b.ChangeSet.Hash, pol.Reason)
+		}
+		failed = append(failed, what)
+		rule = "bundle_not_approved"
+	case pol != nil && !pol.Met:
+		failed = append(failed, fmt.Sprintf("change set %s's approvals do not meet its project's approval policy (%s)", b.ChangeSet.Hash, pol.Reason))
 		rule = "bundle_not_approved"
 	}
 	if verified {
@@ -171,9 +180,35 @@ func bundleAsAsked(b *bundle.Bundle, approved, verified bool) error {
 	return paddock.Errorf(paddock.CodeConflict, "the bundle is whole, but %s", strings.Join(failed, "; and ")).WithRule(rule)
 }
 
+// printApprovals lists a submission's approvals, each approver with its
+// role, when, and whether the project's policy gave it itself, then what
+// the policy decided of them.
+func printApprovals(w io.Writer, s *paddock.Submission) {
+	for _, a := range s.Approvals {
+		who := a.By
+		switch {
+		case a.Auto:
+			who += " (automatic: the project's approval policy)"
+		case a.Principal == "":
+			who += " (the operator)"
+		default:
+			who += " (" + string(a.Role) + ")"
+		}
+		fmt.Fprintf(w, "    approval by %s at %s\n", who, a.At.Format(time.RFC3339))
+	}
+	if d := s.Policy; d != nil {
+		state := "met"
+		if !d.Met {
+			state = "NOT met"
+		}
+		fmt.Fprintf(w, "  approval policy %s (rule %s, %d of %d): %s\n", state, d.Rule, d.Have, d.Need, d.Reason)
+	}
+}
+
 // bundleReport is what verify-bundle --json prints.
 func bundleReport(b *bundle.Bundle) map[string]any {
-	return map[string]any{"verified": true, "trusted": b.Trusted, "approved": b.Submission.ApprovedBy != "" && !b.Rejected, "rejected": b.Rejected, "signer": b.Signer, "public_key": b.PublicKey,
+	return map[string]any{"verified": true, "trusted": b.Trusted, "approved": b.Submission.ApprovedBy != "" && !b.Rejected && (b.Submission.Policy == nil || b.Submission.Policy.Met),
+		"approvals": b.Submission.Approvals, "policy": b.Submission.Policy, "rejected": b.Rejected, "signer": b.Signer, "public_key": b.PublicKey,
 		"run": b.Run, "hash": b.ChangeSet.Hash, "entries": b.ChangeSet.Entries, "submission": b.Submission,
 		"verified_checks": b.Verified, "events": b.Events, "created_at": b.Manifest.CreatedAt}
 }
@@ -191,6 +226,7 @@ func printBundle(w io.Writer, b *bundle.Bundle) {
 	} else {
 		fmt.Fprintln(w, "  not approved")
 	}
+	printApprovals(w, b.Submission)
 	if s := b.Submission; s.AppliedTo != "" {
 		fmt.Fprintf(w, "  applied to %s\n", s.AppliedTo)
 	}

@@ -140,6 +140,30 @@ func (e AgentDefinitionWorkspace) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalRole.
+const (
+	ApprovalRoleAdmin        ApprovalRole = "admin"
+	ApprovalRoleOrchestrator ApprovalRole = "orchestrator"
+	ApprovalRoleReviewer     ApprovalRole = "reviewer"
+	ApprovalRoleViewer       ApprovalRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalRole enum.
+func (e ApprovalRole) Valid() bool {
+	switch e {
+	case ApprovalRoleAdmin:
+		return true
+	case ApprovalRoleOrchestrator:
+		return true
+	case ApprovalRoleReviewer:
+		return true
+	case ApprovalRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CacheMode.
 const (
 	CacheModeCow CacheMode = "cow"
@@ -182,6 +206,30 @@ func (e CacheName) Valid() bool {
 	case CacheNameNpm:
 		return true
 	case CacheNamePip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CallerRole.
+const (
+	CallerRoleAdmin        CallerRole = "admin"
+	CallerRoleOrchestrator CallerRole = "orchestrator"
+	CallerRoleReviewer     CallerRole = "reviewer"
+	CallerRoleViewer       CallerRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the CallerRole enum.
+func (e CallerRole) Valid() bool {
+	switch e {
+	case CallerRoleAdmin:
+		return true
+	case CallerRoleOrchestrator:
+		return true
+	case CallerRoleReviewer:
+		return true
+	case CallerRoleViewer:
 		return true
 	default:
 		return false
@@ -599,6 +647,90 @@ func (e OkOk) Valid() bool {
 	}
 }
 
+// Defines values for PrincipalKind.
+const (
+	PrincipalKindPerson  PrincipalKind = "person"
+	PrincipalKindService PrincipalKind = "service"
+)
+
+// Valid indicates whether the value is a known member of the PrincipalKind enum.
+func (e PrincipalKind) Valid() bool {
+	switch e {
+	case PrincipalKindPerson:
+		return true
+	case PrincipalKindService:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PrincipalRole.
+const (
+	PrincipalRoleAdmin        PrincipalRole = "admin"
+	PrincipalRoleOrchestrator PrincipalRole = "orchestrator"
+	PrincipalRoleReviewer     PrincipalRole = "reviewer"
+	PrincipalRoleViewer       PrincipalRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the PrincipalRole enum.
+func (e PrincipalRole) Valid() bool {
+	switch e {
+	case PrincipalRoleAdmin:
+		return true
+	case PrincipalRoleOrchestrator:
+		return true
+	case PrincipalRoleReviewer:
+		return true
+	case PrincipalRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PrincipalRequestKind.
+const (
+	PrincipalRequestKindPerson  PrincipalRequestKind = "person"
+	PrincipalRequestKindService PrincipalRequestKind = "service"
+)
+
+// Valid indicates whether the value is a known member of the PrincipalRequestKind enum.
+func (e PrincipalRequestKind) Valid() bool {
+	switch e {
+	case PrincipalRequestKindPerson:
+		return true
+	case PrincipalRequestKindService:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PrincipalRequestRole.
+const (
+	PrincipalRequestRoleAdmin        PrincipalRequestRole = "admin"
+	PrincipalRequestRoleOrchestrator PrincipalRequestRole = "orchestrator"
+	PrincipalRequestRoleReviewer     PrincipalRequestRole = "reviewer"
+	PrincipalRequestRoleViewer       PrincipalRequestRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the PrincipalRequestRole enum.
+func (e PrincipalRequestRole) Valid() bool {
+	switch e {
+	case PrincipalRequestRoleAdmin:
+		return true
+	case PrincipalRequestRoleOrchestrator:
+		return true
+	case PrincipalRequestRoleReviewer:
+		return true
+	case PrincipalRequestRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RunNodeState.
 const (
 	RunNodeStateAlive RunNodeState = "alive"
@@ -944,6 +1076,81 @@ const (
 func (e ListNodes200JSONResponseBodyOk) Valid() bool {
 	switch e {
 	case ListNodes200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListPrincipals200JSONResponseBodyOk.
+const (
+	ListPrincipals200JSONResponseBodyOkTrue ListPrincipals200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ListPrincipals200JSONResponseBodyOk enum.
+func (e ListPrincipals200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case ListPrincipals200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddPrincipal201JSONResponseBodyOk.
+const (
+	AddPrincipal201JSONResponseBodyOkTrue AddPrincipal201JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the AddPrincipal201JSONResponseBodyOk enum.
+func (e AddPrincipal201JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case AddPrincipal201JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RemovePrincipal200JSONResponseBodyOk.
+const (
+	RemovePrincipal200JSONResponseBodyOkTrue RemovePrincipal200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the RemovePrincipal200JSONResponseBodyOk enum.
+func (e RemovePrincipal200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case RemovePrincipal200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetPrincipal200JSONResponseBodyOk.
+const (
+	GetPrincipal200JSONResponseBodyOkTrue GetPrincipal200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the GetPrincipal200JSONResponseBodyOk enum.
+func (e GetPrincipal200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case GetPrincipal200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetPrincipal200JSONResponseBodyOk.
+const (
+	SetPrincipal200JSONResponseBodyOkTrue SetPrincipal200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the SetPrincipal200JSONResponseBodyOk enum.
+func (e SetPrincipal200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case SetPrincipal200JSONResponseBodyOkTrue:
 		return true
 	default:
 		return false
@@ -1784,6 +1991,51 @@ func (e GetStatus200JSONResponseBodyOk) Valid() bool {
 	}
 }
 
+// Defines values for ListTokens200JSONResponseBodyOk.
+const (
+	ListTokens200JSONResponseBodyOkTrue ListTokens200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ListTokens200JSONResponseBodyOk enum.
+func (e ListTokens200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case ListTokens200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateToken201JSONResponseBodyOk.
+const (
+	CreateToken201JSONResponseBodyOkTrue CreateToken201JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the CreateToken201JSONResponseBodyOk enum.
+func (e CreateToken201JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case CreateToken201JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RevokeToken200JSONResponseBodyOk.
+const (
+	RevokeToken200JSONResponseBodyOkTrue RevokeToken200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the RevokeToken200JSONResponseBodyOk enum.
+func (e RevokeToken200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case RevokeToken200JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UiLogin201JSONResponseBodyOk.
 const (
 	UiLogin201JSONResponseBodyOkTrue UiLogin201JSONResponseBodyOk = true
@@ -1793,6 +2045,21 @@ const (
 func (e UiLogin201JSONResponseBodyOk) Valid() bool {
 	switch e {
 	case UiLogin201JSONResponseBodyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WhoAmI200JSONResponseBodyOk.
+const (
+	WhoAmI200JSONResponseBodyOkTrue WhoAmI200JSONResponseBodyOk = true
+)
+
+// Valid indicates whether the value is a known member of the WhoAmI200JSONResponseBodyOk enum.
+func (e WhoAmI200JSONResponseBodyOk) Valid() bool {
+	switch e {
+	case WhoAmI200JSONResponseBodyOkTrue:
 		return true
 	default:
 		return false
@@ -1926,6 +2193,49 @@ type AgentRecord struct {
 	UpdatedAt  *time.Time       `json:"updated_at,omitempty"`
 }
 
+// Approval One caller's approval of one hash
+type Approval struct {
+	At *time.Time `json:"at,omitempty"`
+
+	// Auto made by the project's policy itself, not a person
+	Auto *bool `json:"auto,omitempty"`
+
+	// By the caller's name (policy for an automatic approval)
+	By   *string `json:"by,omitempty"`
+	Hash *string `json:"hash,omitempty"`
+
+	// Principal the approving principal; absent for the operator
+	Principal *string       `json:"principal,omitempty"`
+	Role      *ApprovalRole `json:"role,omitempty"`
+}
+
+// ApprovalRole defines model for Approval.Role.
+type ApprovalRole string
+
+// ApprovalPolicy A project's rule for when a submitted change set is approved. Apply and the merge queue decide by it as it is then.
+type ApprovalPolicy struct {
+	// AllowSelfApproval let the principal that created or drove the run approve it (off: separation of duties)
+	AllowSelfApproval *bool `json:"allow_self_approval,omitempty"`
+
+	// Approvals how many distinct callers must approve the hash (1 if 0)
+	Approvals *int `json:"approvals,omitempty"`
+
+	// Auto Approve without a person when verify passed on the exact submitted hash, no entry carries a risky label and the diff changes at most max_lines lines; recorded as the policy's own approval
+	Auto *AutoApproval `json:"auto,omitempty"`
+
+	// From who may approve: role:NAME (admin, reviewer) or a principal's name; empty is whoever the route table lets approve. The operator approves as role admin
+	From   *[]string    `json:"from,omitempty"`
+	Labels *[]LabelRule `json:"labels,omitempty"`
+}
+
+// AutoApproval Approve without a person when verify passed on the exact submitted hash, no entry carries a risky label and the diff changes at most max_lines lines; recorded as the policy's own approval
+type AutoApproval struct {
+	MaxLines int `json:"max_lines"`
+
+	// Risky the labels that prevent it; empty: any label
+	Risky *[]string `json:"risky,omitempty"`
+}
+
 // Blame defines model for Blame.
 type Blame struct {
 	Hash    *string                `json:"hash,omitempty"`
@@ -1972,6 +2282,19 @@ type CacheMode string
 
 // CacheName defines model for Cache.Name.
 type CacheName string
+
+// Caller defines model for Caller.
+type Caller struct {
+	Name *string `json:"name,omitempty"`
+
+	// Principal the principal's name; absent for the operator
+	Principal *string     `json:"principal,omitempty"`
+	Projects  *[]string   `json:"projects,omitempty"`
+	Role      *CallerRole `json:"role,omitempty"`
+}
+
+// CallerRole defines model for Caller.Role.
+type CallerRole string
 
 // Capabilities defines model for Capabilities.
 type Capabilities struct {
@@ -2517,6 +2840,15 @@ type JobStatus struct {
 // JobStatusState idle: the run has started no job yet
 type JobStatusState string
 
+// LabelRule More approvals for a change set with an entry labelled label
+type LabelRule struct {
+	Approvals int `json:"approvals"`
+
+	// From who counts towards it; empty: the policy's from
+	From  *[]string `json:"from,omitempty"`
+	Label string    `json:"label"`
+}
+
 // Lock defines model for Lock.
 type Lock struct {
 	AcquiredAt *time.Time `json:"acquired_at,omitempty"`
@@ -2550,6 +2882,19 @@ type MenuItem struct {
 	Guarded     *bool   `json:"guarded,omitempty"`
 }
 
+// NewToken defines model for NewToken.
+type NewToken struct {
+	CreatedAt  *time.Time `json:"created_at,omitempty"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	Id         *string    `json:"id,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	Principal  *string    `json:"principal,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+
+	// Token the token itself, pdk_tok_ID_SECRET: shown once
+	Token *string `json:"token,omitempty"`
+}
+
 // Node one daemon of several that share a PostgreSQL store
 type Node struct {
 	// Address where other nodes forward calls to
@@ -2578,8 +2923,59 @@ type Ok struct {
 // OkOk defines model for Ok.Ok.
 type OkOk bool
 
-// Project defines model for Project.
+// PolicyDecision What an approval policy said of a submission's approvals
+type PolicyDecision struct {
+	// Approvers the callers whose approvals count towards it
+	Approvers *[]string `json:"approvers,omitempty"`
+	Have      *int      `json:"have,omitempty"`
+	Met       *bool     `json:"met,omitempty"`
+	Need      *int      `json:"need,omitempty"`
+	Reason    *string   `json:"reason,omitempty"`
+
+	// Rule the rule that decided: approvals, label:LABEL, auto
+	Rule *string `json:"rule,omitempty"`
+}
+
+// Principal defines model for Principal.
+type Principal struct {
+	CreatedAt *time.Time     `json:"created_at,omitempty"`
+	CreatedBy *string        `json:"created_by,omitempty"`
+	Kind      *PrincipalKind `json:"kind,omitempty"`
+	Name      *string        `json:"name,omitempty"`
+
+	// Projects the projects the role reaches; absent: every project
+	Projects *[]string      `json:"projects,omitempty"`
+	Role     *PrincipalRole `json:"role,omitempty"`
+
+	// Uid the local user mapped to it on the unix socket
+	Uid *int `json:"uid,omitempty"`
+}
+
+// PrincipalKind defines model for Principal.Kind.
+type PrincipalKind string
+
+// PrincipalRole defines model for Principal.Role.
+type PrincipalRole string
+
+// PrincipalRequest defines model for PrincipalRequest.
+type PrincipalRequest struct {
+	Kind     *PrincipalRequestKind `json:"kind,omitempty"`
+	Name     *string               `json:"name,omitempty"`
+	Projects *[]string             `json:"projects,omitempty"`
+	Role     PrincipalRequestRole  `json:"role"`
+	Uid      *int                  `json:"uid,omitempty"`
+}
+
+// PrincipalRequestKind defines model for PrincipalRequest.Kind.
+type PrincipalRequestKind string
+
+// PrincipalRequestRole defines model for PrincipalRequest.Role.
+type PrincipalRequestRole string
+
+// Project approval_policy is the project's approval policy; absent is the default: one approval, never by the run's own principal.
 type Project struct {
+	// ApprovalPolicy A project's rule for when a submitted change set is approved. Apply and the merge queue decide by it as it is then.
+	ApprovalPolicy   *ApprovalPolicy  `json:"approval_policy,omitempty"`
 	AttributionAllow *[]string        `json:"attribution_allow,omitempty"`
 	Caches           *[]Cache         `json:"caches,omitempty"`
 	Checks           *[]CheckOverride `json:"checks,omitempty"`
@@ -2680,17 +3076,23 @@ type RunNodeState string
 // RunReview where its change set stands; absent while nothing is submitted
 type RunReview string
 
-// SetProjectRequest A setting left out keeps its value. protect and no_default_protect set the protected paths as project add does; default_protect alone goes back to the default list; allow_attribution is the whole list of rules the project allows ([] for none).
+// SetProjectRequest A setting left out keeps its value. protect and no_default_protect set the protected paths as project add does; default_protect alone goes back to the default list; allow_attribution is the whole list of rules the project allows ([] for none). approval_policy replaces the project's approval policy (validated: approvals 0 to 10, from entries role:admin, role:reviewer or a principal's name, labels named, auto.max_lines at least 1); default_policy alone goes back to the default (one approval).
 type SetProjectRequest struct {
 	// AddCaches shared caches to add, each NAME[:cow|:ro|:rw][=DIR], replacing the project's cache of that name
 	AddCaches        *[]string                            `json:"add_caches,omitempty"`
 	AllowAttribution *[]SetProjectRequestAllowAttribution `json:"allow_attribution,omitempty"`
 
+	// ApprovalPolicy A project's rule for when a submitted change set is approved. Apply and the merge queue decide by it as it is then.
+	ApprovalPolicy *ApprovalPolicy `json:"approval_policy,omitempty"`
+
 	// Caches the whole list of shared caches from now on ([] for none), each NAME[:cow|:ro|:rw][=DIR]; remove_caches and add_caches then change it
 	Caches *[]string `json:"caches,omitempty"`
 
 	// Checks the whole list of verify overrides from now on ([] for none), each NAME=COMMAND (build, test, lint, format-check; an empty COMMAND drops the check)
-	Checks           *[]string `json:"checks,omitempty"`
+	Checks *[]string `json:"checks,omitempty"`
+
+	// DefaultPolicy go back to the default approval policy (one approval); takes no approval_policy
+	DefaultPolicy    *bool     `json:"default_policy,omitempty"`
 	DefaultProtect   *bool     `json:"default_protect,omitempty"`
 	NoDefaultProtect *bool     `json:"no_default_protect,omitempty"`
 	Protect          *[]string `json:"protect,omitempty"`
@@ -2719,17 +3121,23 @@ type StartFlowRequest struct {
 	Workflow *string `json:"workflow,omitempty"`
 }
 
-// Submission defines model for Submission.
+// Submission approvals are every approval of the hash so far; policy is what the project's approval policy said of them when the last one came; approved_by (the approvers, joined) and approved_at are set once it is met.
 type Submission struct {
-	AppliedAt   *time.Time `json:"applied_at,omitempty"`
-	AppliedTo   *string    `json:"applied_to,omitempty"`
-	ApprovedAt  *time.Time `json:"approved_at,omitempty"`
-	ApprovedBy  *string    `json:"approved_by,omitempty"`
-	Hash        *string    `json:"hash,omitempty"`
-	Hunks       *[]int     `json:"hunks,omitempty"`
-	PartOf      *string    `json:"part_of,omitempty"`
-	RunId       *string    `json:"run_id,omitempty"`
-	SubmittedAt *time.Time `json:"submitted_at,omitempty"`
+	AppliedAt *time.Time `json:"applied_at,omitempty"`
+	AppliedTo *string    `json:"applied_to,omitempty"`
+
+	// Approvals Every approval of the hash so far
+	Approvals  *[]Approval `json:"approvals,omitempty"`
+	ApprovedAt *time.Time  `json:"approved_at,omitempty"`
+	ApprovedBy *string     `json:"approved_by,omitempty"`
+	Hash       *string     `json:"hash,omitempty"`
+	Hunks      *[]int      `json:"hunks,omitempty"`
+	PartOf     *string     `json:"part_of,omitempty"`
+
+	// Policy What an approval policy said of a submission's approvals
+	Policy      *PolicyDecision `json:"policy,omitempty"`
+	RunId       *string         `json:"run_id,omitempty"`
+	SubmittedAt *time.Time      `json:"submitted_at,omitempty"`
 }
 
 // TerminalSize A terminal's size in characters: run the command on a terminal of this size (a pseudo-terminal is its stdin, stdout and stderr and its controlling terminal; all its output is stdout). Its input and resizes come through exec/attach.
@@ -2744,6 +3152,23 @@ type TestCounts struct {
 	Failures *[]string `json:"failures,omitempty"`
 	Passed   *int      `json:"passed,omitempty"`
 	Skipped  *int      `json:"skipped,omitempty"`
+}
+
+// Token defines model for Token.
+type Token struct {
+	CreatedAt  *time.Time `json:"created_at,omitempty"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	Id         *string    `json:"id,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	Principal  *string    `json:"principal,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+// TokenRequest defines model for TokenRequest.
+type TokenRequest struct {
+	// Expires a Go duration (720h) or days (30d), at most 366 days; absent: never
+	Expires   *string `json:"expires,omitempty"`
+	Principal string  `json:"principal"`
 }
 
 // Tool defines model for Tool.
@@ -2920,6 +3345,21 @@ type ImportBundle201JSONResponseBodyOk bool
 
 // ListNodes200JSONResponseBodyOk defines parameters for ListNodes.
 type ListNodes200JSONResponseBodyOk bool
+
+// ListPrincipals200JSONResponseBodyOk defines parameters for ListPrincipals.
+type ListPrincipals200JSONResponseBodyOk bool
+
+// AddPrincipal201JSONResponseBodyOk defines parameters for AddPrincipal.
+type AddPrincipal201JSONResponseBodyOk bool
+
+// RemovePrincipal200JSONResponseBodyOk defines parameters for RemovePrincipal.
+type RemovePrincipal200JSONResponseBodyOk bool
+
+// GetPrincipal200JSONResponseBodyOk defines parameters for GetPrincipal.
+type GetPrincipal200JSONResponseBodyOk bool
+
+// SetPrincipal200JSONResponseBodyOk defines parameters for SetPrincipal.
+type SetPrincipal200JSONResponseBodyOk bool
 
 // ListProjects200JSONResponseBodyOk defines parameters for ListProjects.
 type ListProjects200JSONResponseBodyOk bool
@@ -3278,8 +3718,26 @@ type Verify200JSONResponseBodyOk bool
 // GetStatus200JSONResponseBodyOk defines parameters for GetStatus.
 type GetStatus200JSONResponseBodyOk bool
 
+// ListTokensParams defines parameters for ListTokens.
+type ListTokensParams struct {
+	// Principal only this principal's
+	Principal *string `form:"principal,omitempty" json:"principal,omitempty"`
+}
+
+// ListTokens200JSONResponseBodyOk defines parameters for ListTokens.
+type ListTokens200JSONResponseBodyOk bool
+
+// CreateToken201JSONResponseBodyOk defines parameters for CreateToken.
+type CreateToken201JSONResponseBodyOk bool
+
+// RevokeToken200JSONResponseBodyOk defines parameters for RevokeToken.
+type RevokeToken200JSONResponseBodyOk bool
+
 // UiLogin201JSONResponseBodyOk defines parameters for UiLogin.
 type UiLogin201JSONResponseBodyOk bool
+
+// WhoAmI200JSONResponseBodyOk defines parameters for WhoAmI.
+type WhoAmI200JSONResponseBodyOk bool
 
 // AddAgentJSONRequestBody defines body for AddAgent for application/json ContentType.
 type AddAgentJSONRequestBody = AddAgentRequest
@@ -3292,6 +3750,12 @@ type StartFlowJSONRequestBody = StartFlowRequest
 
 // GcJSONRequestBody defines body for Gc for application/json ContentType.
 type GcJSONRequestBody GcJSONBody
+
+// AddPrincipalJSONRequestBody defines body for AddPrincipal for application/json ContentType.
+type AddPrincipalJSONRequestBody = PrincipalRequest
+
+// SetPrincipalJSONRequestBody defines body for SetPrincipal for application/json ContentType.
+type SetPrincipalJSONRequestBody = PrincipalRequest
 
 // AddProjectJSONRequestBody defines body for AddProject for application/json ContentType.
 type AddProjectJSONRequestBody = AddProjectRequest
@@ -3358,6 +3822,9 @@ type CallToolJSONRequestBody = CallToolJSONBody
 
 // VerifyJSONRequestBody defines body for Verify for application/json ContentType.
 type VerifyJSONRequestBody VerifyJSONBody
+
+// CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
+type CreateTokenJSONRequestBody = TokenRequest
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -3563,6 +4030,49 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPrincipals The principals, by name (an admin's)
+	//
+	// Corresponds with GET /v1/principals (the `ListPrincipals` operationId).
+	ListPrincipals(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddPrincipalWithBody Add a named person or service with a role, scoped to projects if given, and mapped to a local uid if given (an admin's)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/principals (the `AddPrincipal` operationId).
+	AddPrincipalWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddPrincipal Add a named person or service with a role, scoped to projects if given, and mapped to a local uid if given (an admin's)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/principals (the `AddPrincipal` operationId).
+	AddPrincipal(ctx context.Context, body AddPrincipalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemovePrincipal Remove a principal and its tokens: refused from its next call on, on every node (an admin's)
+	//
+	// Corresponds with DELETE /v1/principals/{name} (the `RemovePrincipal` operationId).
+	RemovePrincipal(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPrincipal One principal (an admin's)
+	//
+	// Corresponds with GET /v1/principals/{name} (the `GetPrincipal` operationId).
+	GetPrincipal(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetPrincipalWithBody Replace a principal's kind, role, projects and uid; its tokens stay (an admin's)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/principals/{name} (the `SetPrincipal` operationId).
+	SetPrincipalWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetPrincipal Replace a principal's kind, role, projects and uid; its tokens stay (an admin's)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/principals/{name} (the `SetPrincipal` operationId).
+	SetPrincipal(ctx context.Context, name string, body SetPrincipalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListProjects List projects
 	//
@@ -4067,10 +4577,39 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/status (the `GetStatus` operationId).
 	GetStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListTokens Tokens, with their expiry, revocation and last use; never the tokens themselves (an admin's)
+	//
+	// Corresponds with GET /v1/tokens (the `ListTokens` operationId).
+	ListTokens(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTokenWithBody Make a bearer token for a principal; the answer's token is shown this once, and the store keeps only its hash (an admin's)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tokens (the `CreateToken` operationId).
+	CreateTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateToken Make a bearer token for a principal; the answer's token is shown this once, and the store keeps only its hash (an admin's)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tokens (the `CreateToken` operationId).
+	CreateToken(ctx context.Context, body CreateTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeToken Revoke a token by its id: refused from its next call on, on every node (an admin's)
+	//
+	// Corresponds with DELETE /v1/tokens/{token} (the `RevokeToken` operationId).
+	RevokeToken(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UiLogin A one-time login URL to the review page (served at /ui on a loopback TCP listener, started if need be); not from the page itself
 	//
 	// Corresponds with POST /v1/ui/login (the `UiLogin` operationId).
 	UiLogin(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WhoAmI Who the caller is, as this daemon sees it: a principal with its role and projects, the operator, or a run's agent
+	//
+	// Corresponds with GET /v1/whoami (the `WhoAmI` operationId).
+	WhoAmI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Health Liveness
@@ -4404,6 +4943,119 @@ func (c *Client) ListNodes(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Corresponds with GET /v1/openapi.json (the `GetOpenAPI` operationId).
 func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPrincipals The principals, by name (an admin's)
+//
+// Corresponds with GET /v1/principals (the `ListPrincipals` operationId).
+func (c *Client) ListPrincipals(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPrincipalsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddPrincipalWithBody Add a named person or service with a role, scoped to projects if given, and mapped to a local uid if given (an admin's)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/principals (the `AddPrincipal` operationId).
+func (c *Client) AddPrincipalWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddPrincipalRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddPrincipal Add a named person or service with a role, scoped to projects if given, and mapped to a local uid if given (an admin's)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/principals (the `AddPrincipal` operationId).
+func (c *Client) AddPrincipal(ctx context.Context, body AddPrincipalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddPrincipalRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemovePrincipal Remove a principal and its tokens: refused from its next call on, on every node (an admin's)
+//
+// Corresponds with DELETE /v1/principals/{name} (the `RemovePrincipal` operationId).
+func (c *Client) RemovePrincipal(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemovePrincipalRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPrincipal One principal (an admin's)
+//
+// Corresponds with GET /v1/principals/{name} (the `GetPrincipal` operationId).
+func (c *Client) GetPrincipal(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPrincipalRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetPrincipalWithBody Replace a principal's kind, role, projects and uid; its tokens stay (an admin's)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/principals/{name} (the `SetPrincipal` operationId).
+func (c *Client) SetPrincipalWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetPrincipalRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetPrincipal Replace a principal's kind, role, projects and uid; its tokens stay (an admin's)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/principals/{name} (the `SetPrincipal` operationId).
+func (c *Client) SetPrincipal(ctx context.Context, name string, body SetPrincipalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetPrincipalRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5707,11 +6359,90 @@ func (c *Client) GetStatus(ctx context.Context, reqEditors ...RequestEditorFn) (
 	return c.Client.Do(req)
 }
 
+// ListTokens Tokens, with their expiry, revocation and last use; never the tokens themselves (an admin's)
+//
+// Corresponds with GET /v1/tokens (the `ListTokens` operationId).
+func (c *Client) ListTokens(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTokensRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTokenWithBody Make a bearer token for a principal; the answer's token is shown this once, and the store keeps only its hash (an admin's)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tokens (the `CreateToken` operationId).
+func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTokenRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateToken Make a bearer token for a principal; the answer's token is shown this once, and the store keeps only its hash (an admin's)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tokens (the `CreateToken` operationId).
+func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTokenRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeToken Revoke a token by its id: refused from its next call on, on every node (an admin's)
+//
+// Corresponds with DELETE /v1/tokens/{token} (the `RevokeToken` operationId).
+func (c *Client) RevokeToken(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeTokenRequest(c.Server, token)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UiLogin A one-time login URL to the review page (served at /ui on a loopback TCP listener, started if need be); not from the page itself
 //
 // Corresponds with POST /v1/ui/login (the `UiLogin` operationId).
 func (c *Client) UiLogin(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUiLoginRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WhoAmI Who the caller is, as this daemon sees it: a principal with its role and projects, the operator, or a run's agent
+//
+// Corresponds with GET /v1/whoami (the `WhoAmI` operationId).
+func (c *Client) WhoAmI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhoAmIRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -6396,6 +7127,188 @@ func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListPrincipalsRequest constructs an http.Request for the ListPrincipals method
+func NewListPrincipalsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/principals")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddPrincipalRequest calls the generic AddPrincipal builder with application/json body
+func NewAddPrincipalRequest(server string, body AddPrincipalJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddPrincipalRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAddPrincipalRequestWithBody constructs an http.Request for the AddPrincipal method, with any body, and a specified content type
+func NewAddPrincipalRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/principals")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRemovePrincipalRequest constructs an http.Request for the RemovePrincipal method
+func NewRemovePrincipalRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/principals/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPrincipalRequest constructs an http.Request for the GetPrincipal method
+func NewGetPrincipalRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/principals/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetPrincipalRequest calls the generic SetPrincipal builder with application/json body
+func NewSetPrincipalRequest(server string, name string, body SetPrincipalJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetPrincipalRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewSetPrincipalRequestWithBody constructs an http.Request for the SetPrincipal method, with any body, and a specified content type
+func NewSetPrincipalRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/principals/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -9277,6 +10190,134 @@ func NewGetStatusRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListTokensRequest constructs an http.Request for the ListTokens method
+func NewListTokensRequest(server string, params *ListTokensParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tokens")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateTokenRequest calls the generic CreateToken builder with application/json body
+func NewCreateTokenRequest(server string, body CreateTokenJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateTokenRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateTokenRequestWithBody constructs an http.Request for the CreateToken method, with any body, and a specified content type
+func NewCreateTokenRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tokens")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokeTokenRequest constructs an http.Request for the RevokeToken method
+func NewRevokeTokenRequest(server string, token string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tokens/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewUiLoginRequest constructs an http.Request for the UiLogin method
 func NewUiLoginRequest(server string) (*http.Request, error) {
 	var err error
@@ -9297,6 +10338,33 @@ func NewUiLoginRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewWhoAmIRequest constructs an http.Request for the WhoAmI method
+func NewWhoAmIRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/whoami")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -9502,6 +10570,55 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
+
+	// ListPrincipalsWithResponse The principals, by name (an admin's)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/principals (the `ListPrincipals` operationId).
+	ListPrincipalsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPrincipalsResponse, error)
+
+	// AddPrincipalWithBodyWithResponse Add a named person or service with a role, scoped to projects if given, and mapped to a local uid if given (an admin's)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/principals (the `AddPrincipal` operationId).
+	AddPrincipalWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddPrincipalResponse, error)
+
+	// AddPrincipalWithResponse Add a named person or service with a role, scoped to projects if given, and mapped to a local uid if given (an admin's)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/principals (the `AddPrincipal` operationId).
+	AddPrincipalWithResponse(ctx context.Context, body AddPrincipalJSONRequestBody, reqEditors ...RequestEditorFn) (*AddPrincipalResponse, error)
+
+	// RemovePrincipalWithResponse Remove a principal and its tokens: refused from its next call on, on every node (an admin's)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/principals/{name} (the `RemovePrincipal` operationId).
+	RemovePrincipalWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*RemovePrincipalResponse, error)
+
+	// GetPrincipalWithResponse One principal (an admin's)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/principals/{name} (the `GetPrincipal` operationId).
+	GetPrincipalWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetPrincipalResponse, error)
+
+	// SetPrincipalWithBodyWithResponse Replace a principal's kind, role, projects and uid; its tokens stay (an admin's)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/principals/{name} (the `SetPrincipal` operationId).
+	SetPrincipalWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetPrincipalResponse, error)
+
+	// SetPrincipalWithResponse Replace a principal's kind, role, projects and uid; its tokens stay (an admin's)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/principals/{name} (the `SetPrincipal` operationId).
+	SetPrincipalWithResponse(ctx context.Context, name string, body SetPrincipalJSONRequestBody, reqEditors ...RequestEditorFn) (*SetPrincipalResponse, error)
 
 	// ListProjectsWithResponse List projects
 	//
@@ -10074,12 +11191,47 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/status (the `GetStatus` operationId).
 	GetStatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetStatusResponse, error)
 
+	// ListTokensWithResponse Tokens, with their expiry, revocation and last use; never the tokens themselves (an admin's)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tokens (the `ListTokens` operationId).
+	ListTokensWithResponse(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*ListTokensResponse, error)
+
+	// CreateTokenWithBodyWithResponse Make a bearer token for a principal; the answer's token is shown this once, and the store keeps only its hash (an admin's)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tokens (the `CreateToken` operationId).
+	CreateTokenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTokenResponse, error)
+
+	// CreateTokenWithResponse Make a bearer token for a principal; the answer's token is shown this once, and the store keeps only its hash (an admin's)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tokens (the `CreateToken` operationId).
+	CreateTokenWithResponse(ctx context.Context, body CreateTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTokenResponse, error)
+
+	// RevokeTokenWithResponse Revoke a token by its id: refused from its next call on, on every node (an admin's)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/tokens/{token} (the `RevokeToken` operationId).
+	RevokeTokenWithResponse(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*RevokeTokenResponse, error)
+
 	// UiLoginWithResponse A one-time login URL to the review page (served at /ui on a loopback TCP listener, started if need be); not from the page itself
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/ui/login (the `UiLogin` operationId).
 	UiLoginWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UiLoginResponse, error)
+
+	// WhoAmIWithResponse Who the caller is, as this daemon sees it: a principal with its role and projects, the operator, or a run's agent
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/whoami (the `WhoAmI` operationId).
+	WhoAmIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoAmIResponse, error)
 }
 
 type HealthResponse struct {
@@ -10969,6 +12121,276 @@ func (r GetOpenAPIResponse) ContentType() string {
 	return ""
 }
 
+type ListPrincipalsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *[]Principal                        `json:"data,omitempty"`
+		Ok   ListPrincipals200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPrincipalsResponse) GetJSON200() *struct {
+	Data *[]Principal                        `json:"data,omitempty"`
+	Ok   ListPrincipals200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListPrincipalsResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPrincipalsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPrincipalsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPrincipalsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPrincipalsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AddPrincipalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data *Principal                        `json:"data,omitempty"`
+		Ok   AddPrincipal201JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AddPrincipalResponse) GetJSON201() *struct {
+	Data *Principal                        `json:"data,omitempty"`
+	Ok   AddPrincipal201JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r AddPrincipalResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AddPrincipalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddPrincipalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddPrincipalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddPrincipalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RemovePrincipalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *Principal                           `json:"data,omitempty"`
+		Ok   RemovePrincipal200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemovePrincipalResponse) GetJSON200() *struct {
+	Data *Principal                           `json:"data,omitempty"`
+	Ok   RemovePrincipal200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RemovePrincipalResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RemovePrincipalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemovePrincipalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemovePrincipalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemovePrincipalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetPrincipalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *Principal                        `json:"data,omitempty"`
+		Ok   GetPrincipal200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPrincipalResponse) GetJSON200() *struct {
+	Data *Principal                        `json:"data,omitempty"`
+	Ok   GetPrincipal200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetPrincipalResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPrincipalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPrincipalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPrincipalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPrincipalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SetPrincipalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *Principal                        `json:"data,omitempty"`
+		Ok   SetPrincipal200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetPrincipalResponse) GetJSON200() *struct {
+	Data *Principal                        `json:"data,omitempty"`
+	Ok   SetPrincipal200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SetPrincipalResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetPrincipalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetPrincipalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetPrincipalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetPrincipalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListProjectsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11028,6 +12450,7 @@ type AddProjectResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *struct {
+		// Data approval_policy is the project's approval policy; absent is the default: one approval, never by the run's own principal.
 		Data *Project                        `json:"data,omitempty"`
 		Ok   AddProject201JSONResponseBodyOk `json:"ok"`
 	}
@@ -11037,6 +12460,7 @@ type AddProjectResponse struct {
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r AddProjectResponse) GetJSON201() *struct {
+	// Data approval_policy is the project's approval policy; absent is the default: one approval, never by the run's own principal.
 	Data *Project                        `json:"data,omitempty"`
 	Ok   AddProject201JSONResponseBodyOk `json:"ok"`
 } {
@@ -11136,6 +12560,7 @@ type GetProjectResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		// Data approval_policy is the project's approval policy; absent is the default: one approval, never by the run's own principal.
 		Data *Project                        `json:"data,omitempty"`
 		Ok   GetProject200JSONResponseBodyOk `json:"ok"`
 	}
@@ -11145,6 +12570,7 @@ type GetProjectResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetProjectResponse) GetJSON200() *struct {
+	// Data approval_policy is the project's approval policy; absent is the default: one approval, never by the run's own principal.
 	Data *Project                        `json:"data,omitempty"`
 	Ok   GetProject200JSONResponseBodyOk `json:"ok"`
 } {
@@ -11190,6 +12616,7 @@ type SetProjectResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		// Data approval_policy is the project's approval policy; absent is the default: one approval, never by the run's own principal.
 		Data *Project                        `json:"data,omitempty"`
 		Ok   SetProject200JSONResponseBodyOk `json:"ok"`
 	}
@@ -11199,6 +12626,7 @@ type SetProjectResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r SetProjectResponse) GetJSON200() *struct {
+	// Data approval_policy is the project's approval policy; absent is the default: one approval, never by the run's own principal.
 	Data *Project                        `json:"data,omitempty"`
 	Ok   SetProject200JSONResponseBodyOk `json:"ok"`
 } {
@@ -11730,6 +13158,7 @@ type ApplyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		// Data approvals are every approval of the hash so far; policy is what the project's approval policy said of them when the last one came; approved_by (the approvers, joined) and approved_at are set once it is met.
 		Data *Submission                `json:"data,omitempty"`
 		Ok   Apply200JSONResponseBodyOk `json:"ok"`
 	}
@@ -11739,6 +13168,7 @@ type ApplyResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ApplyResponse) GetJSON200() *struct {
+	// Data approvals are every approval of the hash so far; policy is what the project's approval policy said of them when the last one came; approved_by (the approvers, joined) and approved_at are set once it is met.
 	Data *Submission                `json:"data,omitempty"`
 	Ok   Apply200JSONResponseBodyOk `json:"ok"`
 } {
@@ -11784,6 +13214,7 @@ type ApproveResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		// Data approvals are every approval of the hash so far; policy is what the project's approval policy said of them when the last one came; approved_by (the approvers, joined) and approved_at are set once it is met.
 		Data *Submission                  `json:"data,omitempty"`
 		Ok   Approve200JSONResponseBodyOk `json:"ok"`
 	}
@@ -11793,6 +13224,7 @@ type ApproveResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ApproveResponse) GetJSON200() *struct {
+	// Data approvals are every approval of the hash so far; policy is what the project's approval policy said of them when the last one came; approved_by (the approvers, joined) and approved_at are set once it is met.
 	Data *Submission                  `json:"data,omitempty"`
 	Ok   Approve200JSONResponseBodyOk `json:"ok"`
 } {
@@ -13812,6 +15244,7 @@ type UndoResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		// Data approvals are every approval of the hash so far; policy is what the project's approval policy said of them when the last one came; approved_by (the approvers, joined) and approved_at are set once it is met.
 		Data *Submission               `json:"data,omitempty"`
 		Ok   Undo200JSONResponseBodyOk `json:"ok"`
 	}
@@ -13821,6 +15254,7 @@ type UndoResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r UndoResponse) GetJSON200() *struct {
+	// Data approvals are every approval of the hash so far; policy is what the project's approval policy said of them when the last one came; approved_by (the approvers, joined) and approved_at are set once it is met.
 	Data *Submission               `json:"data,omitempty"`
 	Ok   Undo200JSONResponseBodyOk `json:"ok"`
 } {
@@ -13969,6 +15403,168 @@ func (r GetStatusResponse) ContentType() string {
 	return ""
 }
 
+type ListTokensResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *[]Token                        `json:"data,omitempty"`
+		Ok   ListTokens200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTokensResponse) GetJSON200() *struct {
+	Data *[]Token                        `json:"data,omitempty"`
+	Ok   ListTokens200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListTokensResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTokensResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTokensResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTokensResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTokensResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data *NewToken                        `json:"data,omitempty"`
+		Ok   CreateToken201JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateTokenResponse) GetJSON201() *struct {
+	Data *NewToken                        `json:"data,omitempty"`
+	Ok   CreateToken201JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateTokenResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateTokenResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateTokenResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RevokeTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *Token                           `json:"data,omitempty"`
+		Ok   RevokeToken200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokeTokenResponse) GetJSON200() *struct {
+	Data *Token                           `json:"data,omitempty"`
+	Ok   RevokeToken200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RevokeTokenResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeTokenResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeTokenResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type UiLoginResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14017,6 +15613,60 @@ func (r UiLoginResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UiLoginResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type WhoAmIResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data *Caller                     `json:"data,omitempty"`
+		Ok   WhoAmI200JSONResponseBodyOk `json:"ok"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Failure
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WhoAmIResponse) GetJSON200() *struct {
+	Data *Caller                     `json:"data,omitempty"`
+	Ok   WhoAmI200JSONResponseBodyOk `json:"ok"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WhoAmIResponse) GetJSONDefault() *Failure {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r WhoAmIResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WhoAmIResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WhoAmIResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WhoAmIResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14302,6 +15952,97 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseGetOpenAPIResponse(rsp)
+}
+
+// ListPrincipalsWithResponse The principals, by name (an admin's)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/principals (the `ListPrincipals` operationId).
+func (c *ClientWithResponses) ListPrincipalsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPrincipalsResponse, error) {
+	rsp, err := c.ListPrincipals(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPrincipalsResponse(rsp)
+}
+
+// AddPrincipalWithBodyWithResponse Add a named person or service with a role, scoped to projects if given, and mapped to a local uid if given (an admin's)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/principals (the `AddPrincipal` operationId).
+func (c *ClientWithResponses) AddPrincipalWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddPrincipalResponse, error) {
+	rsp, err := c.AddPrincipalWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddPrincipalResponse(rsp)
+}
+
+// AddPrincipalWithResponse Add a named person or service with a role, scoped to projects if given, and mapped to a local uid if given (an admin's)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/principals (the `AddPrincipal` operationId).
+func (c *ClientWithResponses) AddPrincipalWithResponse(ctx context.Context, body AddPrincipalJSONRequestBody, reqEditors ...RequestEditorFn) (*AddPrincipalResponse, error) {
+	rsp, err := c.AddPrincipal(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddPrincipalResponse(rsp)
+}
+
+// RemovePrincipalWithResponse Remove a principal and its tokens: refused from its next call on, on every node (an admin's)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/principals/{name} (the `RemovePrincipal` operationId).
+func (c *ClientWithResponses) RemovePrincipalWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*RemovePrincipalResponse, error) {
+	rsp, err := c.RemovePrincipal(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemovePrincipalResponse(rsp)
+}
+
+// GetPrincipalWithResponse One principal (an admin's)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/principals/{name} (the `GetPrincipal` operationId).
+func (c *ClientWithResponses) GetPrincipalWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetPrincipalResponse, error) {
+	rsp, err := c.GetPrincipal(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPrincipalResponse(rsp)
+}
+
+// SetPrincipalWithBodyWithResponse Replace a principal's kind, role, projects and uid; its tokens stay (an admin's)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/principals/{name} (the `SetPrincipal` operationId).
+func (c *ClientWithResponses) SetPrincipalWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetPrincipalResponse, error) {
+	rsp, err := c.SetPrincipalWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetPrincipalResponse(rsp)
+}
+
+// SetPrincipalWithResponse Replace a principal's kind, role, projects and uid; its tokens stay (an admin's)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/principals/{name} (the `SetPrincipal` operationId).
+func (c *ClientWithResponses) SetPrincipalWithResponse(ctx context.Context, name string, body SetPrincipalJSONRequestBody, reqEditors ...RequestEditorFn) (*SetPrincipalResponse, error) {
+	rsp, err := c.SetPrincipal(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetPrincipalResponse(rsp)
 }
 
 // ListProjectsWithResponse List projects
@@ -15349,6 +17090,58 @@ func (c *ClientWithResponses) GetStatusWithResponse(ctx context.Context, reqEdit
 	return ParseGetStatusResponse(rsp)
 }
 
+// ListTokensWithResponse Tokens, with their expiry, revocation and last use; never the tokens themselves (an admin's)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tokens (the `ListTokens` operationId).
+func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*ListTokensResponse, error) {
+	rsp, err := c.ListTokens(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTokensResponse(rsp)
+}
+
+// CreateTokenWithBodyWithResponse Make a bearer token for a principal; the answer's token is shown this once, and the store keeps only its hash (an admin's)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tokens (the `CreateToken` operationId).
+func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTokenResponse, error) {
+	rsp, err := c.CreateTokenWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTokenResponse(rsp)
+}
+
+// CreateTokenWithResponse Make a bearer token for a principal; the answer's token is shown this once, and the store keeps only its hash (an admin's)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tokens (the `CreateToken` operationId).
+func (c *ClientWithResponses) CreateTokenWithResponse(ctx context.Context, body CreateTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTokenResponse, error) {
+	rsp, err := c.CreateToken(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTokenResponse(rsp)
+}
+
+// RevokeTokenWithResponse Revoke a token by its id: refused from its next call on, on every node (an admin's)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/tokens/{token} (the `RevokeToken` operationId).
+func (c *ClientWithResponses) RevokeTokenWithResponse(ctx context.Context, token string, reqEditors ...RequestEditorFn) (*RevokeTokenResponse, error) {
+	rsp, err := c.RevokeToken(ctx, token, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeTokenResponse(rsp)
+}
+
 // UiLoginWithResponse A one-time login URL to the review page (served at /ui on a loopback TCP listener, started if need be); not from the page itself
 //
 // Returns a wrapper object for the known response body format(s).
@@ -15360,6 +17153,19 @@ func (c *ClientWithResponses) UiLoginWithResponse(ctx context.Context, reqEditor
 		return nil, err
 	}
 	return ParseUiLoginResponse(rsp)
+}
+
+// WhoAmIWithResponse Who the caller is, as this daemon sees it: a principal with its role and projects, the operator, or a run's agent
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/whoami (the `WhoAmI` operationId).
+func (c *ClientWithResponses) WhoAmIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoAmIResponse, error) {
+	rsp, err := c.WhoAmI(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhoAmIResponse(rsp)
 }
 
 // ParseHealthResponse parses an HTTP response from a HealthWithResponse call
@@ -15948,6 +17754,186 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 	return response, nil
 }
 
+// ParseListPrincipalsResponse parses an HTTP response from a ListPrincipalsWithResponse call
+func ParseListPrincipalsResponse(rsp *http.Response) (*ListPrincipalsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPrincipalsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *[]Principal                        `json:"data,omitempty"`
+			Ok   ListPrincipals200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAddPrincipalResponse parses an HTTP response from a AddPrincipalWithResponse call
+func ParseAddPrincipalResponse(rsp *http.Response) (*AddPrincipalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddPrincipalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data *Principal                        `json:"data,omitempty"`
+			Ok   AddPrincipal201JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRemovePrincipalResponse parses an HTTP response from a RemovePrincipalWithResponse call
+func ParseRemovePrincipalResponse(rsp *http.Response) (*RemovePrincipalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemovePrincipalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *Principal                           `json:"data,omitempty"`
+			Ok   RemovePrincipal200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetPrincipalResponse parses an HTTP response from a GetPrincipalWithResponse call
+func ParseGetPrincipalResponse(rsp *http.Response) (*GetPrincipalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPrincipalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *Principal                        `json:"data,omitempty"`
+			Ok   GetPrincipal200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSetPrincipalResponse parses an HTTP response from a SetPrincipalWithResponse call
+func ParseSetPrincipalResponse(rsp *http.Response) (*SetPrincipalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetPrincipalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *Principal                        `json:"data,omitempty"`
+			Ok   SetPrincipal200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListProjectsResponse parses an HTTP response from a ListProjectsWithResponse call
 func ParseListProjectsResponse(rsp *http.Response) (*ListProjectsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -16000,6 +17986,7 @@ func ParseAddProjectResponse(rsp *http.Response) (*AddProjectResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest struct {
+			// Data approval_policy is the project's approval policy; absent is the default: one approval, never by the run's own principal.
 			Data *Project                        `json:"data,omitempty"`
 			Ok   AddProject201JSONResponseBodyOk `json:"ok"`
 		}
@@ -16072,6 +18059,7 @@ func ParseGetProjectResponse(rsp *http.Response) (*GetProjectResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			// Data approval_policy is the project's approval policy; absent is the default: one approval, never by the run's own principal.
 			Data *Project                        `json:"data,omitempty"`
 			Ok   GetProject200JSONResponseBodyOk `json:"ok"`
 		}
@@ -16108,6 +18096,7 @@ func ParseSetProjectResponse(rsp *http.Response) (*SetProjectResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			// Data approval_policy is the project's approval policy; absent is the default: one approval, never by the run's own principal.
 			Data *Project                        `json:"data,omitempty"`
 			Ok   SetProject200JSONResponseBodyOk `json:"ok"`
 		}
@@ -16468,6 +18457,7 @@ func ParseApplyResponse(rsp *http.Response) (*ApplyResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			// Data approvals are every approval of the hash so far; policy is what the project's approval policy said of them when the last one came; approved_by (the approvers, joined) and approved_at are set once it is met.
 			Data *Submission                `json:"data,omitempty"`
 			Ok   Apply200JSONResponseBodyOk `json:"ok"`
 		}
@@ -16504,6 +18494,7 @@ func ParseApproveResponse(rsp *http.Response) (*ApproveResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			// Data approvals are every approval of the hash so far; policy is what the project's approval policy said of them when the last one came; approved_by (the approvers, joined) and approved_at are set once it is met.
 			Data *Submission                  `json:"data,omitempty"`
 			Ok   Approve200JSONResponseBodyOk `json:"ok"`
 		}
@@ -17860,6 +19851,7 @@ func ParseUndoResponse(rsp *http.Response) (*UndoResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			// Data approvals are every approval of the hash so far; policy is what the project's approval policy said of them when the last one came; approved_by (the approvers, joined) and approved_at are set once it is met.
 			Data *Submission               `json:"data,omitempty"`
 			Ok   Undo200JSONResponseBodyOk `json:"ok"`
 		}
@@ -17952,6 +19944,114 @@ func ParseGetStatusResponse(rsp *http.Response) (*GetStatusResponse, error) {
 	return response, nil
 }
 
+// ParseListTokensResponse parses an HTTP response from a ListTokensWithResponse call
+func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTokensResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *[]Token                        `json:"data,omitempty"`
+			Ok   ListTokens200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateTokenResponse parses an HTTP response from a CreateTokenWithResponse call
+func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data *NewToken                        `json:"data,omitempty"`
+			Ok   CreateToken201JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRevokeTokenResponse parses an HTTP response from a RevokeTokenWithResponse call
+func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *Token                           `json:"data,omitempty"`
+			Ok   RevokeToken200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseUiLoginResponse parses an HTTP response from a UiLoginWithResponse call
 func ParseUiLoginResponse(rsp *http.Response) (*UiLoginResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -17975,6 +20075,42 @@ func ParseUiLoginResponse(rsp *http.Response) (*UiLoginResponse, error) {
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Failure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseWhoAmIResponse parses an HTTP response from a WhoAmIWithResponse call
+func ParseWhoAmIResponse(rsp *http.Response) (*WhoAmIResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WhoAmIResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data *Caller                     `json:"data,omitempty"`
+			Ok   WhoAmI200JSONResponseBodyOk `json:"ok"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Failure

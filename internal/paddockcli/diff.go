@@ -244,8 +244,15 @@ is approved and what an apply or the merge queue writes. It is printed. A
 new or deleted file is all or nothing. Approving the whole hash afterwards
 approves the whole change set again.
 
-Exit codes: 0 approved; 2 no --hash, or not a hash, or bad hunks; 3 no such
-run; 4 another hash, or nothing submitted.`,
+The project's approval policy (paddock project show) decides who may approve
+and how many approvals it takes: an approval it refuses (from someone it does
+not name, or by the run's own principal) exits 6 with its rule; one that is
+not yet enough is recorded, and what is still needed is printed. The same
+approver approving again changes nothing.
+
+Exit codes: 0 approved, or the approval recorded; 2 no --hash, or not a hash,
+or bad hunks; 3 no such run; 4 another hash, or nothing submitted; 6 the
+policy refuses this approver.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if hash == "" {
@@ -271,6 +278,9 @@ run; 4 another hash, or nothing submitted.`,
 					return a.output(true, s, nil)
 				}
 				w := termsafe.NewWriter(a.stdout)
+				if printPending(w, args[0], s) {
+					return w.Flush()
+				}
 				fmt.Fprintf(w, "approved hunks %s of %s as change set %s, by %s; an apply writes only these:\n\n", picked, s.PartOf, s.Hash, s.ApprovedBy)
 				if _, err := c.CopyDiff(cmd.Context(), args[0], s.Hash, w); err != nil {
 					return err
@@ -282,7 +292,9 @@ run; 4 another hash, or nothing submitted.`,
 				return err
 			}
 			return a.output(asJSON, s, func(w io.Writer) {
-				fmt.Fprintf(w, "approved %s (%s) by %s\n", args[0], s.Hash, s.ApprovedBy)
+				if !printPending(w, args[0], s) {
+					fmt.Fprintf(w, "approved %s (%s) by %s\n", args[0], s.Hash, s.ApprovedBy)
+				}
 			})
 		},
 	}
@@ -290,6 +302,22 @@ run; 4 another hash, or nothing submitted.`,
 	cmd.Flags().StringVar(&picked, "hunks", "", "approve only these hunks (1,3-5; paddock diff RUN --blame numbers them)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printPending says, when s's approvals do not meet its project's policy
+// yet, that the approval was recorded and what is still needed; it
+// reports whether it did.
+func printPending(w io.Writer, run string, s *paddock.Submission) bool {
+	d := s.Policy
+	if d == nil || d.Met {
+		return false
+	}
+	fmt.Fprintf(w, "approval of %s (%s) recorded; not approved yet: the project's approval policy wants more\n", run, s.Hash)
+	fmt.Fprintf(w, "  rule %s: %s\n", d.Rule, d.Reason)
+	if n := d.Need - d.Have; n > 0 {
+		fmt.Fprintf(w, "  still needed: %d more approval(s) of this hash\n", n)
+	}
+	return true
 }
 
 func applyCmd(a *app) *cobra.Command {

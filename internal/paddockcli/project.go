@@ -1,13 +1,18 @@
 package paddockcli
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/approval"
+	"github.com/paddock-dev/paddock/strictjson"
 	"github.com/spf13/cobra"
 )
 
@@ -19,9 +24,10 @@ func projectCmd(a *app) *cobra.Command {
 guards. Runs are made against a project; nothing writes into its root except
 an approved apply and the metadata a worktree workspace needs (which cleanup
 removes again). A project's settings (protected paths, attribution rules)
-can be changed with paddock project set, also while it has runs.`,
+can be changed with paddock project set, also while it has runs; paddock
+project show prints them, its approval policy in words.`,
 	}
-	cmd.AddCommand(projectAddCmd(a), projectSetCmd(a), projectLsCmd(a), projectRmCmd(a), projectUnlockCmd(a))
+	cmd.AddCommand(projectAddCmd(a), projectSetCmd(a), projectShowCmd(a), projectLsCmd(a), projectRmCmd(a), projectUnlockCmd(a))
 	return cmd
 }
 
@@ -105,15 +111,7 @@ Exit codes: 0 added; 2 bad path or name; 4 name or root already declared.`,
 	return cmd
 }
 
-func projectSetCmd(a *app) *cobra.Command {
-	var req paddock.SetProjectRequest
-	var allow, caches, noCaches []string
-	var noAllow, noCheck, asJSON bool
-	var checks []string
-	cmd := &cobra.Command{
-		Use:   "set NAME [--protect PATTERN]... [--no-default-protect | --default-protect] [--allow-attribution RULE]... [--no-allow-attribution] [--cache SPEC]... [--no-cache NAME|all]...",
-		Short: "Change a project's settings (protected paths, attribution rules, caches)",
-		Long: `Change the settings project add takes, besides the path and the name (which
+const projectSetLong = `Change the settings project add takes, besides the path and the name (which
 identify the project: to change those, remove the project and add it again).
 A setting not named keeps its value. Allowed while the project has runs: their
 tool calls and next commands follow the new protected paths, their next
@@ -144,8 +142,30 @@ empty COMMAND drops it; --no-check removes them all. They live in the
 project's registration, never in the repository ('paddock manifest PROJECT'
 shows the result).
 
-Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such project.`,
-		Args: exactArgs(1),
+Approval policy: --policy FILE reads an approval policy from FILE (- for
+stdin), JSON read strictly (an unknown or repeated key is refused):
+  {"approvals": 1, "from": ["role:reviewer", "role:admin"],
+   "labels": [{"label": "ci_config", "approvals": 2}],
+   "auto": {"max_lines": 20, "risky": ["ci_config", "secret"]}}
+--policy team is the preset: one reviewer (or admin), two for a change set
+with a risky label (ci_config, agent_config, executable, secret,
+dependency_manifest); --policy default goes back to one approval by whoever
+may approve. Neither ever lets a run's own principal approve it. Apply and
+the merge queue decide by the policy as it is then (docs/POLICIES.md).
+
+Exit codes: 0 changed; 2 nothing to set, or a bad pattern, rule or policy; 3 no such project.`
+
+func projectSetCmd(a *app) *cobra.Command {
+	var req paddock.SetProjectRequest
+	var allow, caches, noCaches []string
+	var noAllow, noCheck, asJSON bool
+	var checks []string
+	var policy string
+	cmd := &cobra.Command{
+		Use:   "set NAME [--protect PATTERN]... [--no-default-protect | --default-protect] [--allow-attribution RULE]... [--no-allow-attribution] [--cache SPEC]... [--no-cache NAME|all]... [--policy FILE|team|default]",
+		Short: "Change a project's settings (protected paths, attribution rules, caches, approval policy)",
+		Long:  projectSetLong,
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case noAllow && len(allow) > 0:
@@ -171,6 +191,9 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 			case len(checks) > 0:
 				req.Checks = &checks
 			}
+			if err := a.policyRequest(policy, &req); err != nil {
+				return err
+			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
@@ -179,27 +202,7 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 			if err != nil {
 				return err
 			}
-			return a.output(asJSON, p, func(w io.Writer) {
-				prot := "the default list"
-				if p.Protected != nil {
-					prot = strings.Join(p.Protected, ", ")
-					if len(p.Protected) == 0 {
-						prot = "only .git"
-					}
-				}
-				rules := "none"
-				if len(p.AttributionAllow) > 0 {
-					rules = strings.Join(p.AttributionAllow, ", ")
-				}
-				var cs []string
-				for _, c := range p.Caches {
-					cs = append(cs, c.Name+":"+c.Mode)
-				}
-				if len(cs) == 0 {
-					cs = []string{"none"}
-				}
-				fmt.Fprintf(w, "project %s\n  protected: %s\n  attribution rules allowed: %s\n  caches: %s\n", p.Name, prot, rules, strings.Join(cs, ", "))
-			})
+			return a.output(asJSON, p, func(w io.Writer) { printSetProject(w, p) })
 		},
 	}
 	cmd.Flags().StringArrayVar(&req.Protect, "protect", nil, "protect paths matching this pattern, besides the default list (repeatable)")
@@ -211,8 +214,146 @@ Exit codes: 0 changed; 2 nothing to set, or a bad pattern or rule; 3 no such pro
 	cmd.Flags().StringArrayVar(&noCaches, "no-cache", nil, "remove the shared cache NAME, or all of them with all (repeatable)")
 	cmd.Flags().StringArrayVar(&checks, "check", nil, "verify's command for a check, NAME=COMMAND (build, test, lint, format-check; run with sh -c at the workspace's top; empty drops the check); the whole list from now on (repeatable)")
 	cmd.Flags().BoolVar(&noCheck, "no-check", false, "drop every check override: verify runs what the manifest detects")
+	cmd.Flags().StringVar(&policy, "policy", "", "the approval policy: a JSON FILE (- for stdin), team, or default")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
 	return cmd
+}
+
+// printSetProject is project set's answer: the settings as they are now.
+func printSetProject(w io.Writer, p *paddock.Project) {
+	prot := "the default list"
+	if p.Protected != nil {
+		prot = strings.Join(p.Protected, ", ")
+		if len(p.Protected) == 0 {
+			prot = "only .git"
+		}
+	}
+	rules := "none"
+	if len(p.AttributionAllow) > 0 {
+		rules = strings.Join(p.AttributionAllow, ", ")
+	}
+	var cs []string
+	for _, c := range p.Caches {
+		cs = append(cs, c.Name+":"+c.Mode)
+	}
+	if len(cs) == 0 {
+		cs = []string{"none"}
+	}
+	fmt.Fprintf(w, "project %s\n  protected: %s\n  attribution rules allowed: %s\n  caches: %s\n", p.Name, prot, rules, strings.Join(cs, ", "))
+	printPolicy(w, p.Policy)
+}
+
+// maxPolicy bounds the approval policy --policy reads.
+const maxPolicy = 64 << 10
+
+// policyRequest puts --policy's policy in req: the team preset, the
+// default, or a file's, read strictly.
+func (a *app) policyRequest(arg string, req *paddock.SetProjectRequest) error {
+	switch arg {
+	case "":
+		return nil
+	case "team":
+		req.ApprovalPolicy = paddock.TeamApprovalPolicy()
+		return nil
+	case "default":
+		req.DefaultPolicy = true
+		return nil
+	}
+	var raw []byte
+	var err error
+	switch {
+	case arg == "-" && a.stdin == nil:
+		return usageError{"--policy -: no stdin to read"}
+	case arg == "-":
+		raw, err = io.ReadAll(io.LimitReader(a.stdin, maxPolicy+1))
+		if err == nil && len(raw) > maxPolicy {
+			return usageError{"--policy -: stdin holds more than a policy (64 KiB)"}
+		}
+	default:
+		raw, err = os.ReadFile(arg)
+	}
+	if err != nil {
+		return usageError{fmt.Sprintf("--policy: %v", err)}
+	}
+	if err := strictjson.Check(raw); err != nil {
+		return usageError{fmt.Sprintf("--policy %s: %v", arg, err)}
+	}
+	var pol paddock.ApprovalPolicy
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&pol); err != nil {
+		return usageError{fmt.Sprintf("--policy %s: want one JSON object of an approval policy: %v", arg, err)}
+	}
+	if dec.More() {
+		return usageError{fmt.Sprintf("--policy %s: want one JSON object, and nothing after it", arg)}
+	}
+	if err := approval.Validate(&pol); err != nil {
+		return usageError{fmt.Sprintf("--policy %s: %s", arg, paddock.ErrorMessage(err))}
+	}
+	req.ApprovalPolicy = &pol
+	return nil
+}
+
+// printPolicy says a project's approval policy in words.
+func printPolicy(w io.Writer, pol *paddock.ApprovalPolicy) {
+	fmt.Fprintln(w, "  approval policy:")
+	for _, l := range approval.Describe(pol) {
+		fmt.Fprintf(w, "    %s\n", l)
+	}
+}
+
+func projectShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a project's settings and its approval policy",
+		Long: `Show a project's root, its settings (protected paths, attribution rules,
+caches, verify overrides), who holds its lock, and its approval policy in
+words: how many approvals, from whom, for which risk labels, and when the
+policy approves by itself.
+
+Exit codes: 0 shown; 3 no such project.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			p, err := c.Project(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.output(asJSON, p, func(w io.Writer) { printProject(w, p) })
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the project as JSON")
+	return cmd
+}
+
+// printProject is project show's page.
+func printProject(w io.Writer, p *paddock.Project) {
+	fmt.Fprintf(w, "project %s\n  root: %s\n", p.Name, p.Root)
+	prot := "the default list"
+	if p.Protected != nil {
+		prot = "only .git"
+		if len(p.Protected) > 0 {
+			prot = strings.Join(p.Protected, ", ")
+		}
+	}
+	fmt.Fprintf(w, "  protected: %s\n", prot)
+	if len(p.AttributionAllow) > 0 {
+		fmt.Fprintf(w, "  attribution rules allowed: %s\n", strings.Join(p.AttributionAllow, ", "))
+	}
+	for _, c := range p.Caches {
+		fmt.Fprintf(w, "  cache: %s:%s\n", c.Name, c.Mode)
+	}
+	for _, c := range p.Checks {
+		fmt.Fprintf(w, "  check %s: %s\n", c.Name, c.Command)
+	}
+	if p.Lock != nil {
+		fmt.Fprintf(w, "  locked by run %s\n", p.Lock.RunID)
+	}
+	printPolicy(w, p.Policy)
 }
 
 func projectLsCmd(a *app) *cobra.Command {
