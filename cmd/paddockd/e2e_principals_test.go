@@ -135,8 +135,8 @@ func TestPrincipalsDecide(t *testing.T) {
 	if s, err = bob.Approve(ctx, r.ID, cs.Hash); err != nil || !s.Policy.Met {
 		t.Fatalf("the second reviewer's approval: %+v %v", s, err)
 	}
-	if s, err = ann.Apply(ctx, r.ID, paddock.ApplyRequest{}); err != nil {
-		t.Fatal(err)
+	if s, err = ann.Apply(ctx, r.ID, paddock.ApplyRequest{}); err != nil || !strings.Contains(s.ApprovedBy, "bob@example.com") {
+		t.Fatalf("the apply: %+v %v", s, err)
 	}
 	msg, err := exec.Command("git", "-C", repo, "log", "-1", "--format=%B", "paddock/"+r.ID).Output()
 	if err != nil || !strings.Contains(string(msg), "ann@example.com") || !strings.Contains(string(msg), "bob@example.com") {
