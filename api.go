@@ -169,6 +169,9 @@ type DaemonStatus struct {
 	// MetricsListen is the address of serve --metrics-listen's listener,
 	// where Prometheus scrapes /metrics without a token.
 	MetricsListen string `json:"metrics_listen,omitempty"`
+	// SharedSocket is serve --shared-socket's path: local users mapped to
+	// principals call there.
+	SharedSocket string `json:"shared_socket,omitempty"`
 	// Node is the daemon's node id when it shares its store with others.
 	Node      string    `json:"node,omitempty"`
 	StartedAt time.Time `json:"started_at"`

@@ -43,6 +43,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/user"
 	"strconv"
 	"strings"
@@ -222,19 +223,41 @@ func actor(r *http.Request) string {
 	return "unknown"
 }
 
+// listener is the kind of listener a guard serves.
+type listener uint8
+
+const (
+	// unixPrivate: the daemon's own unix socket (mode 0600): its peer is the
+	// operator, or the principal its uid maps to.
+	unixPrivate listener = iota
+	// unixShared: serve --shared-socket (mode 0660, a group's): its peer must
+	// be a principal, by its uid (or by a token).
+	unixShared
+	// loopbackTCP: a loopback listener; a token is required.
+	loopbackTCP
+)
+
 // Handler returns the API for the unix socket.
 func (s *Server) Handler() http.Handler {
-	return s.traced(s.guard(s.forward(s.mux()), false), anyCaller)
+	return s.traced(s.guard(s.forward(s.mux()), unixPrivate), anyCaller)
+}
+
+// SharedHandler returns the API for the shared unix socket, whose
+// callers are the principals their uids map to: an unmapped peer is
+// refused rather than taken for the operator.
+func (s *Server) SharedHandler() http.Handler {
+	return s.traced(s.guard(s.forward(s.mux()), unixShared), anyCaller)
 }
 
 // TCPHandler returns the API for a loopback TCP listener: it also requires the token.
 func (s *Server) TCPHandler() http.Handler {
-	return s.traced(s.guard(s.forward(s.mux()), true), anyCaller)
+	return s.traced(s.guard(s.forward(s.mux()), loopbackTCP), anyCaller)
 }
 
 func (s *Server) log() *slog.Logger { return s.base().log() }
 
-func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
+func (s *Server) guard(next http.Handler, on listener) http.Handler {
+	tcp := on == loopbackTCP
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dropNodeHeaders(r) // only a node sends them, and on its own listener
 		if tcp && isUIPath(r.URL.Path) {
@@ -265,7 +288,7 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 			case !ok:
 				// The unix socket's 0600 mode is the operator's credential;
 				// a local user mapped to a principal is that principal.
-				c, err = s.localCaller(r)
+				c, err = s.localCaller(r, on == unixShared)
 			case s.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1:
 				c = operatorCaller(actor(r)) // the daemon's token: the operator
 			case strings.HasPrefix(got, "pdk_run_") && s.Jobs != nil:
@@ -294,14 +317,26 @@ func (s *Server) guard(next http.Handler, tcp bool) http.Handler {
 	})
 }
 
-// localCaller is the caller on the unix socket: the principal its peer's
-// uid maps to, or else the operator.
-func (s *Server) localCaller(r *http.Request) (*paddock.Caller, error) {
-	if uid, ok := r.Context().Value(peerKey).(int); ok && s.Principals != nil {
+// localCaller is the caller on a unix socket: the principal its peer's
+// uid maps to, or else the operator, who is the daemon's own user or
+// root. Any other peer (the shared socket's, or one a changed mode let
+// in) is refused: the socket's permission is the operator's credential
+// only for the operator.
+func (s *Server) localCaller(r *http.Request, shared bool) (*paddock.Caller, error) {
+	uid, ok := r.Context().Value(peerKey).(int)
+	if ok && s.Principals != nil {
 		c, err := s.Principals.CallerByUID(r.Context(), uid)
 		if err != nil || c != nil {
 			return c, err
 		}
+	}
+	switch {
+	case shared && ok:
+		return nil, paddock.Errorf(paddock.CodeUnauthorized, "uid %d is no principal's; an admin maps it: paddock principal add NAME --role ROLE --uid %d", uid, uid)
+	case shared:
+		return nil, paddock.Errorf(paddock.CodeUnauthorized, "this socket's peer is unknown; only principals call here")
+	case ok && uid != 0 && uid != os.Geteuid():
+		return nil, paddock.Errorf(paddock.CodeUnauthorized, "uid %d is neither the daemon's user nor root, nor a principal's; an admin maps it: paddock principal add NAME --role ROLE --uid %d", uid, uid)
 	}
 	return operatorCaller(actor(r)), nil
 }

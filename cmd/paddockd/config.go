@@ -35,6 +35,12 @@ type config struct {
 	// server elsewhere scrapes it) serving only GET /metrics, without a
 	// token; /metrics is on listen's listener too, with the token.
 	MetricsListen string `toml:"metrics_listen"`
+	// SharedSocket is an optional second unix socket, such as
+	// /run/paddock/paddock.sock, for the people of a machine: mode 0660,
+	// group SharedSocketGroup. Its callers are principals only: a peer
+	// whose uid maps to none is refused (paddock principal add --user).
+	SharedSocket      string `toml:"shared_socket"`
+	SharedSocketGroup string `toml:"shared_socket_group"`
 	// Store is where the state is kept: "sqlite" (the default,
 	// <state dir>/state.db) or a PostgreSQL URL, postgres://…
 	// (PADDOCK_STORE and serve --store override it).

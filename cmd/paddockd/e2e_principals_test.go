@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -272,4 +273,55 @@ func TestPrincipalsAcrossNodes(t *testing.T) {
 	}
 	_, err = client.TCP(ds[0].info.Listen, tokens["val"]).Runs(ctx, paddock.RunFilter{Project: "app"})
 	wantRule(t, "a removed principal's token on n1", err, paddock.CodeUnauthorized, "")
+}
+
+// TestSharedSocket: serve --shared-socket opens a second unix socket to a
+// group's members. A member whose uid is mapped to a principal is that
+// principal there; a member whose uid is mapped to none is refused, never
+// taken for the operator. The clients are curl, run as those uids.
+func TestSharedSocket(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the clients run as other uids")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("needs curl")
+	}
+	base := t.TempDir()
+	dir, err := os.MkdirTemp("", "paddock-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	sock := filepath.Join(dir, "paddock.sock")
+	home := filepath.Join(base, "home")
+	d := startDaemon(t, home, "--shared-socket", sock, "--shared-socket-group", "nogroup")
+	if d.info.SharedSocket != sock {
+		t.Fatalf("daemon.json says shared socket %q", d.info.SharedSocket)
+	}
+	fi, err := os.Stat(sock)
+	if err != nil || fi.Mode().Perm() != 0o660 {
+		t.Fatalf("the shared socket: %v %v", fi.Mode(), err)
+	}
+	op := client.Unix(filepath.Join(home, "paddock.sock"))
+	uid := 65534
+	if _, err := op.AddPrincipal(context.Background(), paddock.PrincipalRequest{Name: "ann", Role: paddock.RoleReviewer, UID: &uid}); err != nil {
+		t.Fatal(err)
+	}
+	whoami := func(uid uint32) string {
+		cmd := exec.Command(curl, "-s", "--unix-socket", sock, "http://paddock/v1/whoami")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: 65534}}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("curl as uid %d: %v", uid, err)
+		}
+		return string(out)
+	}
+	if got := whoami(65534); !strings.Contains(got, `"principal":"ann"`) || !strings.Contains(got, `"role":"reviewer"`) {
+		t.Errorf("a mapped member: %s", got)
+	}
+	if got := whoami(65533); !strings.Contains(got, `"code":"unauthorized"`) || !strings.Contains(got, "uid 65533 is no principal's") {
+		t.Errorf("an unmapped member: %s", got)
+	}
 }

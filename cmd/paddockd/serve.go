@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -50,6 +51,8 @@ type serveOptions struct {
 	config        string
 	listen        string
 	metricsListen string
+	sharedSocket  string
+	sharedGroup   string
 	store         string
 	logLevel      string
 	logFormat     string
@@ -118,6 +121,8 @@ user.email from the project's and your global git configuration).`,
 	}
 	cmd.Flags().StringVar(&o.config, "config", "", "config file (default <state dir>/paddock.toml)")
 	cmd.Flags().StringVar(&o.listen, "listen", "", "also listen on this loopback TCP address, such as 127.0.0.1:7070 (port 0 picks one)")
+	cmd.Flags().StringVar(&o.sharedSocket, "shared-socket", "", "also listen on this unix socket (mode 0660, group --shared-socket-group) for local users mapped to principals (paddock principal add --user); an unmapped user is refused there (default shared_socket in paddock.toml)")
+	cmd.Flags().StringVar(&o.sharedGroup, "shared-socket-group", "", "the group whose members may open --shared-socket (default shared_socket_group in paddock.toml)")
 	cmd.Flags().StringVar(&o.metricsListen, "metrics-listen", "", "also serve Prometheus metrics (GET /metrics, no token) on this TCP address, such as 127.0.0.1:9464 or :9464 (default metrics_listen in paddock.toml); /metrics is on --listen too, with the token")
 	cmd.Flags().StringVar(&o.store, "store", "", "where the state is kept: sqlite (default, <state dir>/state.db) or postgres://… (default $PADDOCK_STORE, or store in paddock.toml)")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -230,6 +235,15 @@ func configure(o serveOptions) (*serving, error) {
 	}
 	if o.given("metrics-listen") {
 		cfg.MetricsListen = o.metricsListen
+	}
+	if o.given("shared-socket") {
+		cfg.SharedSocket = o.sharedSocket
+	}
+	if o.given("shared-socket-group") {
+		cfg.SharedSocketGroup = o.sharedGroup
+	}
+	if (cfg.SharedSocket == "") != (cfg.SharedSocketGroup == "") {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "a shared socket needs both its path and its group (shared_socket, shared_socket_group)")
 	}
 	if v := o.getenv(paddock.EnvPrefix + "STORE"); v != "" {
 		cfg.Store, s.storeOverridden = v, true
@@ -483,6 +497,18 @@ func (s *serving) listen() error {
 		s.servers = append(s.servers, newHTTPServer(s.api.TCPHandler(), s.log, s.writeTimeout))
 		s.listeners = append(s.listeners, ln)
 	}
+	if s.cfg.SharedSocket != "" {
+		ln, err := listenShared(s.cfg.SharedSocket, s.cfg.SharedSocketGroup)
+		if err != nil {
+			for _, l := range s.listeners {
+				l.Close()
+			}
+			return err
+		}
+		s.info.SharedSocket = s.cfg.SharedSocket
+		s.servers = append(s.servers, newHTTPServer(s.api.SharedHandler(), s.log, s.writeTimeout))
+		s.listeners = append(s.listeners, ln)
+	}
 	if s.cfg.MetricsListen != "" {
 		ln, err := net.Listen("tcp", s.cfg.MetricsListen)
 		if err != nil {
@@ -716,6 +742,42 @@ func listenUnix(path string) (net.Listener, error) {
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("socket mode: %w", err)
+	}
+	return ln, nil
+}
+
+// listenShared listens on path, a socket its group's members may open
+// (mode 0660): the principals' (httpapi.Server.SharedHandler). Its
+// directory must exist; a socket already there is replaced, anything
+// else is refused.
+func listenShared(path, group string) (net.Listener, error) {
+	if len(path) >= 108 || !filepath.IsAbs(path) {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "shared socket %s: give an absolute path of at most 107 bytes", path)
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return nil, paddock.Errorf(paddock.CodeBadRequest, "shared socket group %s: %v", group, err)
+	}
+	gid, _ := strconv.Atoi(g.Gid)
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "shared socket %s: something else is there; remove it", path)
+		}
+		os.Remove(path)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chown(path, -1, gid); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("shared socket's group: %w", err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("shared socket's mode: %w", err)
 	}
 	return ln, nil
 }

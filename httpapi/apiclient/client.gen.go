@@ -2484,11 +2484,14 @@ type DaemonStatus struct {
 	Recovered *[]Finding `json:"recovered,omitempty"`
 
 	// RestartNeeded paddock.toml settings changed since the daemon started that take effect only at its next start
-	RestartNeeded *[]string  `json:"restart_needed,omitempty"`
-	Socket        *string    `json:"socket,omitempty"`
-	StartedAt     *time.Time `json:"started_at,omitempty"`
-	StateDir      *string    `json:"state_dir,omitempty"`
-	Version       *string    `json:"version,omitempty"`
+	RestartNeeded *[]string `json:"restart_needed,omitempty"`
+
+	// SharedSocket serve --shared-socket's path: local users mapped to principals call there
+	SharedSocket *string    `json:"shared_socket,omitempty"`
+	Socket       *string    `json:"socket,omitempty"`
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	StateDir     *string    `json:"state_dir,omitempty"`
+	Version      *string    `json:"version,omitempty"`
 }
 
 // DoctorReport defines model for DoctorReport.

@@ -313,7 +313,7 @@ func (a *app) client(ctx context.Context) (*client.Client, error) {
 		// Inside a run: its own socket, which the daemon serves; never a
 		// daemon of our own.
 		return client.Unix(sock).OnUnreachable(func(_ context.Context, err error) error {
-			return fmt.Errorf("this run's API socket %s ($%s) does not answer: %w", sock, envSocket, err)
+			return fmt.Errorf("the API socket %s ($%s: a run's own, or the daemon's shared socket) does not answer: %w", sock, envSocket, err)
 		}), nil
 	}
 	// The daemon is reached by the verb's first request; a daemon is
