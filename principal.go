@@ -95,11 +95,31 @@ type Caller struct {
 	// Name is who the caller is, for the record: the principal's name,
 	// or the operator's ("alice (uid 1000)", "token").
 	Name string `json:"name"`
+	// Token is the id of the principal's token that admitted the call, if
+	// one did, and Since when the principal was made: what outlives the
+	// call (a stream, a review page session) is checked again against
+	// them, so that a token revoked, or a principal removed (or removed
+	// and made again), ends it.
+	Token string    `json:"-"`
+	Since time.Time `json:"-"`
 }
 
 // InProject reports whether c's role reaches project.
 func (c *Caller) InProject(project string) bool {
 	return len(c.Projects) == 0 || slices.Contains(c.Projects, project)
+}
+
+// HeldToCeiling reports whether a call's command is held to what the
+// run's agent was given (its definition's network ceiling and its
+// grants, no less confinement than the machine enforces, the session's
+// limits for each command): the agent's own calls, and every
+// principal's but an admin's. The operator and an admin choose.
+func HeldToCeiling(ctx context.Context) bool {
+	if AgentCall(ctx) {
+		return true
+	}
+	c := CallerOf(ctx)
+	return c != nil && c.Principal != "" && c.Role != RoleAdmin
 }
 
 type callerKey struct{}

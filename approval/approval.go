@@ -81,12 +81,18 @@ func Of(c *paddock.Caller, by, hash string) paddock.Approval {
 	return a
 }
 
-// key is who an approval is by, for counting approvers once each.
+// key is who an approval is by, for counting approvers once each. The
+// operator is one approver however it connected (its name says the
+// connection: a socket's uid, a TCP port), since nothing tells one
+// operator from another: two approvers are two principals.
 func key(a paddock.Approval) string {
-	if a.Principal != "" {
+	switch {
+	case a.Principal != "":
 		return "principal:" + a.Principal
+	case a.Auto:
+		return "auto"
 	}
-	return "operator:" + a.By
+	return "operator"
 }
 
 // name is how an approver is shown.
@@ -229,7 +235,7 @@ func auto(pol *paddock.ApprovalPolicy, approvals []paddock.Approval, hash string
 		if a.Hash != hash || !a.Auto {
 			continue
 		}
-		if risky := RiskyFor(pol.Auto, labels); len(risky) > 0 {
+		if risky := RiskyFor(pol, labels); len(risky) > 0 {
 			return paddock.PolicyDecision{}, false
 		}
 		return paddock.PolicyDecision{Met: true, Rule: string(RuleAuto), Need: 1, Have: 1, Approvers: []string{AutoBy},
@@ -238,12 +244,15 @@ func auto(pol *paddock.ApprovalPolicy, approvals []paddock.Approval, hash string
 	return paddock.PolicyDecision{}, false
 }
 
-// RiskyFor lists the labels of labels that keep auto from approving: those
-// of auto.Risky, or every label if Risky is empty.
-func RiskyFor(auto *paddock.AutoApproval, labels []string) []string {
+// RiskyFor lists the labels of labels that keep pol's Auto from
+// approving: those of Auto.Risky (every label if Risky is empty), and
+// every label a label rule asks more for: a stricter rule is never
+// passed by the policy's own approval.
+func RiskyFor(pol *paddock.ApprovalPolicy, labels []string) []string {
 	var out []string
 	for _, l := range labels {
-		if (len(auto.Risky) == 0 || slices.Contains(auto.Risky, l)) && !slices.Contains(out, l) {
+		ruled := slices.ContainsFunc(pol.Labels, func(lr paddock.LabelRule) bool { return lr.Label == l })
+		if (len(pol.Auto.Risky) == 0 || slices.Contains(pol.Auto.Risky, l) || ruled) && !slices.Contains(out, l) {
 			out = append(out, l)
 		}
 	}
@@ -253,11 +262,12 @@ func RiskyFor(auto *paddock.AutoApproval, labels []string) []string {
 // AutoRefusal says why auto may not approve a change set labelled labels
 // that changes lines lines (binary: it holds a binary entry, whose lines
 // are not counted), or "" when it may.
-func AutoRefusal(auto *paddock.AutoApproval, labels []string, lines int, binary bool) string {
-	if auto == nil {
+func AutoRefusal(pol *paddock.ApprovalPolicy, labels []string, lines int, binary bool) string {
+	if pol == nil || pol.Auto == nil {
 		return "the policy approves nothing by itself"
 	}
-	switch risky := RiskyFor(auto, labels); {
+	auto := pol.Auto
+	switch risky := RiskyFor(pol, labels); {
 	case len(risky) > 0:
 		return "an entry is labelled " + strings.Join(risky, ", ")
 	case binary:

@@ -140,20 +140,35 @@ func TestValidate(t *testing.T) {
 
 func TestAutoRefusal(t *testing.T) {
 	a := &paddock.AutoApproval{MaxLines: 5}
-	if r := approval.AutoRefusal(a, nil, 5, false); r != "" {
+	if r := approval.AutoRefusal(&paddock.ApprovalPolicy{Auto: a}, nil, 5, false); r != "" {
 		t.Fatal(r)
 	}
-	if r := approval.AutoRefusal(a, nil, 6, false); !strings.Contains(r, "6 lines") {
+	if r := approval.AutoRefusal(&paddock.ApprovalPolicy{Auto: a}, nil, 6, false); !strings.Contains(r, "6 lines") {
 		t.Fatal(r)
 	}
-	if r := approval.AutoRefusal(a, []string{"large"}, 1, false); !strings.Contains(r, "large") {
+	if r := approval.AutoRefusal(&paddock.ApprovalPolicy{Auto: a}, []string{"large"}, 1, false); !strings.Contains(r, "large") {
 		t.Fatal(r)
 	}
-	if r := approval.AutoRefusal(&paddock.AutoApproval{MaxLines: 5, Risky: []string{"secret"}}, []string{"large"}, 1, false); r != "" {
+	if r := approval.AutoRefusal(&paddock.ApprovalPolicy{Auto: &paddock.AutoApproval{MaxLines: 5, Risky: []string{"secret"}}}, []string{"large"}, 1, false); r != "" {
 		t.Fatal(r)
 	}
-	if r := approval.AutoRefusal(a, nil, 1, true); r == "" {
+	if r := approval.AutoRefusal(&paddock.ApprovalPolicy{Auto: a}, nil, 1, true); r == "" {
 		t.Fatal("a binary entry approved by itself")
+	}
+	// The operator counts once, however it connected.
+	two := &paddock.ApprovalPolicy{Approvals: 2}
+	if d := approval.Evaluate(two, []paddock.Approval{{Hash: "h", By: "tcp:127.0.0.1:50001"}, {Hash: "h", By: "tcp:127.0.0.1:50002"}}, "h", nil, nil); d.Met || d.Have != 1 {
+		t.Errorf("two operator connections met a two-approval policy: %+v", d)
+	}
+	// A label with a rule of its own is never passed by the policy itself,
+	// whatever Risky names.
+	ruled := &paddock.ApprovalPolicy{Auto: &paddock.AutoApproval{MaxLines: 20, Risky: []string{"ci_config"}},
+		Labels: []paddock.LabelRule{{Label: "secret", Approvals: 2}}}
+	if r := approval.AutoRefusal(ruled, []string{"secret"}, 1, false); !strings.Contains(r, "secret") {
+		t.Errorf("a ruled label: %q", r)
+	}
+	if d := approval.Evaluate(ruled, []paddock.Approval{{Hash: "h", By: approval.AutoBy, Auto: true}}, "h", []string{"secret"}, nil); d.Met {
+		t.Errorf("the policy's own approval passed a label rule: %+v", d)
 	}
 	if r := approval.AutoRefusal(nil, nil, 1, false); r == "" {
 		t.Fatal("no auto approved")

@@ -23,6 +23,10 @@ type Principals interface {
 	// CallerByName returns a principal as a caller (a call another node
 	// forwarded names it; its role is read again here).
 	CallerByName(ctx context.Context, name string) (*paddock.Caller, error)
+	// Recheck is c as it is now, for what outlives the call that admitted
+	// it (a stream, a review page session): unauthorized once its token
+	// is revoked or expired, or its principal removed or made again.
+	Recheck(ctx context.Context, c *paddock.Caller) (*paddock.Caller, error)
 
 	AddPrincipal(ctx context.Context, req paddock.PrincipalRequest, by string) (*paddock.Principal, error)
 	Principals(ctx context.Context) ([]*paddock.Principal, error)
@@ -242,6 +246,31 @@ func withCaller(ctx context.Context, c *paddock.Caller) context.Context {
 		ctx = context.WithValue(ctx, actorKey, c.Name)
 	}
 	return paddock.WithCaller(ctx, c)
+}
+
+// stillLive is what a stream asks between its rounds: whether its caller
+// is still admitted (a principal's token not revoked, the principal not
+// removed); a run's agent and the operator always are.
+func (s *Server) stillLive(ctx context.Context) error {
+	c := paddock.CallerOf(ctx)
+	if c == nil || c.Principal == "" || s.Principals == nil {
+		return nil
+	}
+	_, err := s.Principals.Recheck(ctx, c)
+	return err
+}
+
+type liveKey struct{}
+
+// withLiveCheck puts s.stillLive in ctx for serveSSE.
+func (s *Server) withLiveCheck(ctx context.Context) context.Context {
+	return context.WithValue(ctx, liveKey{}, s.stillLive)
+}
+
+// liveCheck is ctx's check, or nil.
+func liveCheck(ctx context.Context) func(context.Context) error {
+	f, _ := ctx.Value(liveKey{}).(func(context.Context) error)
+	return f
 }
 
 // inScope is the check for a call that names its project in its body (a

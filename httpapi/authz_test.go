@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -199,7 +201,7 @@ func callAs(t *testing.T, f *fixture, method, path, body, name string) string {
 		return ""
 	}
 	switch a.Error.Rule {
-	case "role", "project_scope", "separation_of_duties":
+	case "role", "project_scope", "separation_of_duties", "ceiling":
 		return string(a.Error.Rule)
 	}
 	return ""
@@ -239,6 +241,11 @@ func TestCallerRules(t *testing.T) {
 		{"orchestrator@app", "POST", "/v1/bootstrap", `{"project":"other","agent":{"name":"coder"},"task":"t"}`, "project_scope"},
 		{"orchestrator@app", "POST", "/v1/flows", `{"workflow":"w","project":"other","task":"t"}`, "project_scope"},
 		{"orchestrator@app", "POST", "/v1/runs", `{"project":"app"}`, ""},
+		// Less confinement, or a session's limits, are an admin's to give.
+		{"orchestrator", "POST", "/v1/runs/" + fresh + "/exec", `{"argv":["true"],"allow_degraded":true}`, "ceiling"},
+		{"orchestrator", "POST", "/v1/runs/" + fresh + "/exec", `{"argv":["true"],"session":true}`, "ceiling"},
+		{"orchestrator", "POST", "/v1/runs/" + fresh + "/jobs", `{"kind":"exec","exec":{"argv":["true"],"allow_degraded":true}}`, "ceiling"},
+		{"admin", "POST", "/v1/runs/" + fresh + "/exec", `{"argv":["true"],"allow_degraded":true}`, ""},
 	} {
 		if got := callAs(t, &fixture{h: tcp}, tc.method, tc.path, tc.body, tc.who); got != tc.rule {
 			t.Errorf("%s %s as %s: refused by %q, want %q", tc.method, tc.path, tc.who, got, tc.rule)
@@ -304,5 +311,59 @@ func TestCallerRules(t *testing.T) {
 	a = tdo("POST", "/v1/runs/"+submitted+"/approve", `{"hash":"h1"}`, "Cookie", cookie, ui.CSRFHeader, v.CSRF)
 	if a.status != 403 || a.Error.Rule != "role" {
 		t.Fatalf("the viewer's approve from the page: %d %+v", a.status, a.Error)
+	}
+}
+
+// TestStreamEndsWithItsCredential: a principal's event stream ends once
+// its token is revoked (or the principal removed): at the round after,
+// not when the client chooses to go; the operator's stream goes on.
+func TestStreamEndsWithItsCredential(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := httptest.NewServer(f.srv.TCPHandler())
+	defer srv.Close()
+	b, _ := fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	id := b.Run.ID
+	open := func(token string) (*http.Response, context.CancelFunc) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/runs/"+id+"/events/stream", nil)
+		req.Host = "127.0.0.1"
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("the stream: %v %v", resp, err)
+		}
+		return resp, cancel
+	}
+	viewer, cancelV := open(fakeToken("viewer"))
+	defer cancelV()
+	operator, cancelO := open("t0k3n")
+	defer cancelO()
+	f.svc.mu.Lock()
+	f.svc.revoked["viewer"] = true
+	f.svc.appendLocked(id, "tick")
+	f.svc.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { _, err := io.ReadAll(viewer.Body); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the revoked principal's stream ended with %v, want its end", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the revoked principal's stream goes on")
+	}
+	// The operator's is still open: it gets the next event.
+	f.svc.mu.Lock()
+	f.svc.appendLocked(id, "tock")
+	f.svc.mu.Unlock()
+	buf := make([]byte, 4096)
+	got := ""
+	for !strings.Contains(got, "tock") {
+		n, err := operator.Body.Read(buf)
+		got += string(buf[:n])
+		if err != nil {
+			t.Fatalf("the operator's stream ended: %v (%q)", err, got)
+		}
 	}
 }

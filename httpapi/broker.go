@@ -117,20 +117,20 @@ func (h *brokerHandlers) decideAccess(r *http.Request, grant bool) (any, error) 
 	return h.broker.DecideAccess(r.Context(), r.PathValue("id"), r.PathValue("request"), grant, actor(r), req.Note)
 }
 
-// operatorOnly refuses what only the operator may ask of a command, when a
-// run's own token asks: to run with less confinement than this machine can
+// operatorOnly refuses what only the operator (or an admin) may ask of a
+// command, when a run's own token or another principal asks: to run with less confinement than this machine can
 // enforce. The network a command gets is the service's to decide for every
 // way an agent reaches exec (lifecycle's agentExec): none unless it asks,
 // and never above its definition's ceiling.
 func operatorOnly(r *http.Request, req *paddock.ExecRequest) error {
-	if _, agent := r.Context().Value(scopeKey).(string); !agent {
+	if _, agent := r.Context().Value(scopeKey).(string); !agent && !paddock.HeldToCeiling(r.Context()) {
 		return nil
 	}
 	if req.AllowDegraded {
-		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
+		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's (or an admin's) decision, not the agent's nor an orchestrator's").WithRule("ceiling")
 	}
 	if req.Session {
-		return paddock.Errorf(paddock.CodeForbidden, "session is the operator's: an agent's commands are commands of its session, with their own limits")
+		return paddock.Errorf(paddock.CodeForbidden, "session is the operator's (or an admin's): an agent's commands are commands of its session, with their own limits").WithRule("ceiling")
 	}
 	return nil
 }

@@ -78,11 +78,12 @@ func (s *Server) browserCall(r *http.Request) (*http.Request, bool, error) {
 			return r, true, paddock.Errorf(paddock.CodeUnauthorized, "this review page session is %s's, and this daemon knows no principals", v.Who.Principal)
 		}
 		var err error
-		if c, err = s.Principals.CallerByName(r.Context(), v.Who.Principal); err != nil {
-			return r, true, paddock.Errorf(paddock.CodeUnauthorized, "this review page session's principal %s is gone; log in again (paddock ui)", v.Who.Principal)
+		c, err = s.Principals.Recheck(r.Context(), &paddock.Caller{Principal: v.Who.Principal, Token: v.Who.Token, Since: v.Who.Since})
+		if err != nil {
+			return r, true, paddock.Errorf(paddock.CodeUnauthorized, "this review page session's principal %s, or the token its login link was made with, is no longer live; log in again (paddock ui)", v.Who.Principal)
 		}
 	}
-	ctx := context.WithValue(withCaller(r.Context(), c), actorKey, c.Name)
+	ctx := context.WithValue(s.withLiveCheck(withCaller(r.Context(), c)), actorKey, c.Name)
 	return r.WithContext(context.WithValue(ctx, browserKey, true)), true, nil
 }
 
@@ -130,7 +131,7 @@ func (h *uiHandlers) uiLogin(r *http.Request) (any, error) {
 	// The link logs its browser in as whoever asked for it.
 	who := ui.Who{Name: actor(r)}
 	if c := paddock.CallerOf(r.Context()); c != nil {
-		who = ui.Who{Principal: c.Principal, Name: c.Name}
+		who = ui.Who{Principal: c.Principal, Name: c.Name, Token: c.Token, Since: c.Since}
 	}
 	code := h.sessions.NewCode(who)
 	return &paddock.UILogin{URL: "http://" + addr + "/ui/login?code=" + code, Expires: time.Now().Add(ui.CodeTTL).UTC()}, nil

@@ -54,6 +54,10 @@ const (
 	// principalHeader names the principal, when callerHeader is
 	// "principal".
 	principalHeader = "X-Paddock-Principal"
+	// principalTokenHeader is the id (never the secret) of the token that
+	// admitted the principal's call, so that the node there refuses it
+	// once revoked, mid-stream too.
+	principalTokenHeader = "X-Paddock-Principal-Token"
 )
 
 // runPath splits /v1/runs/{id}[/rest] into the id and the rest.
@@ -248,6 +252,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, p
 					// A principal's call: the node there reads its role again.
 					h.Set(callerHeader, "principal")
 					h.Set(principalHeader, c.Principal)
+					h.Set(principalTokenHeader, c.Token) // its id: checked there again
 				}
 			}
 		},
@@ -312,12 +317,12 @@ func (s *Server) NodeHandler() http.Handler {
 		case !hasTok && r.Header.Get(callerHeader) == "operator":
 			ctx = paddock.WithCaller(ctx, operatorCaller(a+" via node "+by))
 		case !hasTok && r.Header.Get(callerHeader) == "principal" && s.Principals != nil:
-			c, err := s.Principals.CallerByName(ctx, r.Header.Get(principalHeader))
+			c, err := s.Principals.Recheck(ctx, &paddock.Caller{Principal: r.Header.Get(principalHeader), Token: r.Header.Get(principalTokenHeader)})
 			if err != nil {
-				writeError(w, paddock.Errorf(paddock.CodeUnauthorized, "the principal node %s forwarded this call for is gone", by))
+				writeError(w, paddock.Errorf(paddock.CodeUnauthorized, "the principal node %s forwarded this call for, or its token, is no longer live", by))
 				return
 			}
-			ctx = withCaller(ctx, c)
+			ctx = s.withLiveCheck(withCaller(ctx, c))
 		default:
 			writeError(w, paddock.Errorf(paddock.CodeForbidden, "a forwarded call names no caller"))
 			return
@@ -378,7 +383,7 @@ func AsNode(h http.Header, secret, from string) {
 
 // dropNodeHeaders removes what only a node may send from a client's call.
 func dropNodeHeaders(r *http.Request) {
-	for _, h := range []string{nodeSecretHeader, forwardedByHeader, actorHeader, callerHeader, principalHeader} {
+	for _, h := range []string{nodeSecretHeader, forwardedByHeader, actorHeader, callerHeader, principalHeader, principalTokenHeader} {
 		r.Header.Del(h)
 	}
 }

@@ -50,6 +50,17 @@ func (f fakePrincipals) CallerByName(ctx context.Context, name string) (*paddock
 	return nil, paddock.Errorf(paddock.CodeNotFound, "no principal %s", name)
 }
 
+// Recheck refuses a principal the test revoked (fakeState.revoked).
+func (f fakePrincipals) Recheck(ctx context.Context, c *paddock.Caller) (*paddock.Caller, error) {
+	f.st.mu.Lock()
+	gone := f.st.revoked[c.Principal]
+	f.st.mu.Unlock()
+	if n, ok := fakePrincipal(c.Principal); ok && !gone {
+		return n, nil
+	}
+	return nil, paddock.Errorf(paddock.CodeUnauthorized, "no longer live")
+}
+
 func (f fakePrincipals) AddPrincipal(ctx context.Context, req paddock.PrincipalRequest, by string) (*paddock.Principal, error) {
 	return &paddock.Principal{Name: req.Name, Role: req.Role, Projects: req.Projects}, f.st.record(ctx, "AddPrincipal", req.Name, req.Role, req.Projects, by)
 }

@@ -32,6 +32,7 @@ type fakeState struct {
 	tokens   map[string]string
 	secret   map[string]string // a run's declared secret: name=value
 	gone     map[string]bool   // runs whose attached exec saw its client go
+	revoked  map[string]bool   // principals whose credential the test revoked
 	n        int
 }
 
@@ -45,7 +46,7 @@ type call struct {
 func newFakeState() *fakeState {
 	return &fakeState{projects: map[string]*paddock.Project{}, runs: map[string]*paddock.Run{},
 		events: map[string][]*paddock.Event{}, appended: make(chan struct{}), tokens: map[string]string{},
-		secret: map[string]string{}, gone: map[string]bool{}}
+		secret: map[string]string{}, gone: map[string]bool{}, revoked: map[string]bool{}}
 }
 
 // serveAll gives s every service, each a fake over st.

@@ -306,7 +306,7 @@ func (s *Server) guard(next http.Handler, on listener) http.Handler {
 				return
 			}
 			if c != nil {
-				r = r.WithContext(withCaller(r.Context(), c))
+				r = r.WithContext(s.withLiveCheck(withCaller(r.Context(), c)))
 			}
 		}
 		if r.Header.Get(paddock.AgentHeader) != "" {

@@ -40,7 +40,8 @@ type sseEvent struct {
 // waits, until its ctx ends (a heartbeat's time), for what follows after,
 // and returns the events to send and the id they go up to (which may pass
 // the last one sent: what next read and left out). A round that sends
-// nothing sends a keep-alive comment. The stream ends with the request.
+// nothing sends a keep-alive comment. The stream ends with the request,
+// or at the round after its caller stopped being admitted (liveCheck).
 func serveSSE(w http.ResponseWriter, r *http.Request, after int64, next func(ctx context.Context, after int64) ([]sseEvent, int64, error)) {
 	rc := http.NewResponseController(w)
 	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
@@ -49,7 +50,13 @@ func serveSSE(w http.ResponseWriter, r *http.Request, after int64, next func(ctx
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	rc.Flush()
+	live := liveCheck(r.Context())
 	for r.Context().Err() == nil {
+		if live != nil && live(r.Context()) != nil {
+			// The caller's token was revoked, or its principal removed:
+			// the stream ends, and a reconnect is refused.
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), SSEHeartbeat)
 		evs, upTo, err := next(ctx, after)
 		cancel()

@@ -319,6 +319,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*paddock.Call
 			return err
 		}
 		c = callerOf(p)
+		c.Token = t.ID
 		return nil
 	})
 	if err != nil {
@@ -389,7 +390,48 @@ func (s *Service) CallerByName(ctx context.Context, name string) (*paddock.Calle
 }
 
 func callerOf(p *paddock.Principal) *paddock.Caller {
-	return &paddock.Caller{Principal: p.Name, Role: p.Role, Projects: p.Projects, Name: p.Name}
+	return &paddock.Caller{Principal: p.Name, Role: p.Role, Projects: p.Projects, Name: p.Name, Since: p.CreatedAt}
+}
+
+// Recheck is c again, now, for what outlives the call that admitted it (a
+// stream, a review page session): its principal's role and projects as
+// they are now, refused if the principal is gone or was made again since,
+// or if the token that admitted it was revoked or expired.
+func (s *Service) Recheck(ctx context.Context, c *paddock.Caller) (*paddock.Caller, error) {
+	now := s.now()
+	var out *paddock.Caller
+	err := s.Store.View(ctx, func(tx paddock.Tx) error {
+		p, err := tx.Principals().Principal(ctx, c.Principal)
+		if err != nil {
+			return err
+		}
+		if !c.Since.IsZero() && !p.CreatedAt.Equal(c.Since) {
+			return errGone(c.Principal)
+		}
+		if c.Token != "" {
+			t, err := tx.Principals().Token(ctx, c.Token)
+			if err != nil {
+				return err
+			}
+			if !t.Live(now) {
+				return errGone(c.Principal)
+			}
+		}
+		out = callerOf(p)
+		out.Token = c.Token
+		return nil
+	})
+	if paddock.IsCode(err, paddock.CodeNotFound) {
+		return nil, errGone(c.Principal)
+	}
+	if err != nil && !paddock.IsCode(err, paddock.CodeUnauthorized) {
+		return nil, fmt.Errorf("checking principal %s again: %w", c.Principal, err)
+	}
+	return out, err
+}
+
+func errGone(name string) error {
+	return paddock.Errorf(paddock.CodeUnauthorized, "principal %s's credential (its token, or the principal itself) is no longer live", name)
 }
 
 // Hash is the hex SHA-256 of a token, as the store keeps it.

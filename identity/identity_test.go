@@ -112,8 +112,12 @@ func TestTokens(t *testing.T) {
 		t.Fatalf("a one-day token: %+v %v", short, err)
 	}
 	annTok, _ := s.CreateToken(ctx, paddock.TokenRequest{Principal: "ann"}, "root")
-	if c, err := s.Authenticate(ctx, live.Secret); err != nil || c.Principal != "bot" || c.Role != paddock.RoleOrchestrator {
+	c, err := s.Authenticate(ctx, live.Secret)
+	if err != nil || c.Principal != "bot" || c.Role != paddock.RoleOrchestrator || c.Token != live.ID {
 		t.Fatalf("a live token: %+v %v", c, err)
+	}
+	if again, err := s.Recheck(ctx, c); err != nil || again.Principal != "bot" {
+		t.Fatalf("a live caller again: %+v %v", again, err)
 	}
 	forged := live.Secret[:len(live.Secret)-1] + "x"
 	if strings.HasSuffix(live.Secret, "x") {
@@ -162,8 +166,17 @@ func TestTokens(t *testing.T) {
 	if _, err := s.Authenticate(ctx, live.Secret); code(err) != paddock.CodeUnauthorized {
 		t.Fatalf("a revoked token: %v", err)
 	}
-	if _, err := s.RemovePrincipal(ctx, "ann", "root"); err != nil {
-		t.Fatal(err)
+	// What outlives its call (a stream, a review page session) ends with
+	// its token, and with its principal even if one of its name comes back.
+	if _, err := s.Recheck(ctx, c); code(err) != paddock.CodeUnauthorized {
+		t.Fatalf("a revoked token's caller again: %v", err)
+	}
+	ann, _ := s.CallerByName(ctx, "ann")
+	s.RemovePrincipal(ctx, "ann", "root")
+	clk.t = clk.t.Add(time.Second)
+	s.AddPrincipal(ctx, paddock.PrincipalRequest{Name: "ann", Role: paddock.RoleAdmin}, "root")
+	if _, err := s.Recheck(ctx, ann); code(err) != paddock.CodeUnauthorized {
+		t.Fatalf("a principal made again: %v", err)
 	}
 	if _, err := s.Authenticate(ctx, annTok.Secret); code(err) != paddock.CodeUnauthorized {
 		t.Fatalf("a removed principal's token: %v", err)
@@ -171,7 +184,10 @@ func TestTokens(t *testing.T) {
 	if _, ok := tokens()[annTok.ID]; ok {
 		t.Fatalf("a removed principal's token is still listed")
 	}
-	if _, err := s.Tokens(ctx, "ann"); code(err) != paddock.CodeNotFound {
-		t.Fatalf("tokens of a removed principal: %v", err)
+	if ts, err := s.Tokens(ctx, "ann"); err != nil || len(ts) != 0 {
+		t.Fatalf("tokens of a principal made again: %+v %v", ts, err)
+	}
+	if _, err := s.Tokens(ctx, "nobody"); code(err) != paddock.CodeNotFound {
+		t.Fatalf("tokens of no principal: %v", err)
 	}
 }

@@ -298,20 +298,21 @@ func (br *Broker) ExecAttach(ctx context.Context, id string, req paddock.ExecReq
 }
 
 // agentExec holds an agent's command (a call made as the run's agent: its
-// token, its socket, `paddock mcp`, either MCP transport) to what the
+// token, its socket, `paddock mcp`, either MCP transport), and a
+// principal's other than an admin's (paddock.HeldToCeiling), to what the
 // operator gave the agent: a command that asks for no network gets none,
 // whatever its definition's network (a ceiling, which the broker holds a
 // request to: execCall), and no less confinement than the machine
 // enforces. One check for every way an agent reaches exec, jobs included.
 func (br *Broker) agentExec(ctx context.Context, id string, req *paddock.ExecRequest) error {
-	if !paddock.AgentCall(ctx) {
+	if !paddock.HeldToCeiling(ctx) {
 		return nil
 	}
 	if req.AllowDegraded {
-		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's decision, not the agent's")
+		return paddock.Errorf(paddock.CodeForbidden, "allow_degraded is the operator's (or an admin's) decision, not the agent's nor an orchestrator's").WithRule("ceiling")
 	}
 	if req.Session {
-		return paddock.Errorf(paddock.CodeForbidden, "session is the operator's: an agent's commands are commands of its session, with their own limits")
+		return paddock.Errorf(paddock.CodeForbidden, "session is the operator's (or an admin's): an agent's commands are commands of its session, with their own limits").WithRule("ceiling")
 	}
 	if req.Net == "" {
 		req.Net = string(sandbox.NetNone)

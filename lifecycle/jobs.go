@@ -189,13 +189,14 @@ func exitOf(res *paddock.ExecResult, err error) (any, *int, error) {
 }
 
 // execCall is the broker's view of an exec request. The network an agent
-// asks for is held to its definition's ceiling and grants; the operator's
-// is the operator's to choose (it is who sets ceilings), and recorded with
-// the command.
+// (or a principal other than an admin: paddock.HeldToCeiling) asks for is
+// held to its definition's ceiling and grants; the operator's is the
+// operator's to choose (it is who sets ceilings), and recorded with the
+// command.
 func execCall(ctx context.Context, req paddock.ExecRequest) broker.Call {
 	c := broker.Call{Tool: paddock.ToolExec, Argv: req.Argv, Dir: req.Dir, Net: req.Net, Env: req.Env,
 		Limits: paddock.LimitsOf(req.Timeout, req.Limits)}
-	if !paddock.AgentCall(ctx) {
+	if !paddock.HeldToCeiling(ctx) {
 		c.Net = ""
 	}
 	return c

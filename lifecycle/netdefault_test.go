@@ -169,10 +169,19 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 				t.Errorf("an agent's command that asked for no network reached the host's loopback (exit %d, enforced %q):\n%s%s",
 					res.ExitCode, res.Enforcement.Net, res.Stdout, res.Stderr)
 			}
+			// The agent, and an orchestrator driving it, are held to the
+			// definition's ceiling; only the operator or an admin chooses.
+			orchestrator := paddock.WithCaller(ctx, &paddock.Caller{Principal: "ci-bot", Role: paddock.RoleOrchestrator, Name: "ci-bot"})
 			for _, asked := range []string{"host", "allow=example.com"} {
 				if _, err := e.m.Broker.Exec(agentCtx, id, paddock.ExecRequest{Argv: []string{"true"}, Net: asked}); !paddock.IsCode(err, paddock.CodeForbidden) {
 					t.Errorf("the agent asked for network %s: %v, want forbidden", asked, err)
 				}
+				if _, err := e.m.Broker.Exec(orchestrator, id, paddock.ExecRequest{Argv: []string{"true"}, Net: asked}); !paddock.IsCode(err, paddock.CodeForbidden) {
+					t.Errorf("an orchestrator asked for network %s: %v, want forbidden", asked, err)
+				}
+			}
+			if _, err := e.m.Broker.Exec(orchestrator, id, paddock.ExecRequest{Argv: []string{"true"}, AllowDegraded: true}); !paddock.IsCode(err, paddock.CodeForbidden) {
+				t.Errorf("an orchestrator asked for less confinement: %v, want forbidden", err)
 			}
 		})
 	}

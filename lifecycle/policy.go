@@ -62,6 +62,7 @@ func (po *Policies) facts(ctx context.Context, id string) (*runFacts, error) {
 				Hash      string `json:"hash"`
 				Passed    bool   `json:"passed"`
 				Stale     bool   `json:"stale"`
+				Full      bool   `json:"full"`
 			}
 			if json.Unmarshal(e.Data, &d) != nil {
 				continue
@@ -69,7 +70,7 @@ func (po *Policies) facts(ctx context.Context, id string) (*runFacts, error) {
 			if d.Principal != "" && slices.Contains(drivingEvents, e.Type) && !slices.Contains(f.self, d.Principal) {
 				f.self = append(f.self, d.Principal)
 			}
-			if e.Type == paddock.EventVerified && d.Passed && !d.Stale && d.Hash != "" {
+			if e.Type == paddock.EventVerified && d.Passed && d.Full && !d.Stale && d.Hash != "" {
 				f.passed[d.Hash] = true
 			}
 		}
@@ -148,7 +149,7 @@ func (po *Policies) decide(p *paddock.Project, s *paddock.Submission, cs *paddoc
 	if err != nil {
 		return d, err
 	}
-	why := approval.AutoRefusal(p.Policy.Auto, labels, lines, binary)
+	why := approval.AutoRefusal(p.Policy, labels, lines, binary)
 	if why == "" {
 		return d, nil
 	}
@@ -308,7 +309,7 @@ func (po *Policies) autoApprove(ctx context.Context, id, verified string) error 
 	if err != nil {
 		return err
 	}
-	if why := approval.AutoRefusal(p.Policy.Auto, labelsOf(cs), lines, binary); why != "" {
+	if why := approval.AutoRefusal(p.Policy, labelsOf(cs), lines, binary); why != "" {
 		d, err := po.decide(p, s, cs, f)
 		if err != nil {
 			return err

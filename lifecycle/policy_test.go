@@ -237,11 +237,12 @@ func TestPolicyTightenedAfterApproval(t *testing.T) {
 	}
 }
 
-// verified records a passing verify of hash on run id, as verify does.
-func verified(t *testing.T, e *env, id, hash string) {
+// verified records a passing verify of hash on run id, as verify does:
+// of the whole plan, or (part) of only the checks its caller picked.
+func verified(t *testing.T, e *env, id, hash string, part ...bool) {
 	t.Helper()
 	if err := e.m.Store.Update(context.Background(), func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(context.Background(), id, paddock.EventVerified, map[string]any{"hash": hash, "passed": true, "stale": false})
+		_, err := tx.AppendEvent(context.Background(), id, paddock.EventVerified, map[string]any{"hash": hash, "passed": true, "stale": false, "full": len(part) == 0})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -266,6 +267,13 @@ func TestPolicyAutoApproval(t *testing.T) {
 	lifecycle.AfterVerify(ctx, e.m, r.ID, &paddock.VerifyResult{Hash: "sha256:" + strings.Repeat("1", 64), Passed: true})
 	if run, _ := e.m.Runs.Run(ctx, r.ID); run.Review == paddock.ReviewApproved {
 		t.Fatal("a verify of another hash approved it")
+	}
+	// A verify of the checks its caller picked (lint alone) is no verify
+	// of the change set.
+	verified(t, e, r.ID, cs.Hash, true)
+	lifecycle.AfterVerify(ctx, e.m, r.ID, &paddock.VerifyResult{Hash: cs.Hash, Passed: true})
+	if evs := approvedEvents(t, e.m, r.ID); len(evs) != 0 {
+		t.Fatalf("a verify of picked checks approved it: %v", evs)
 	}
 	verified(t, e, r.ID, cs.Hash)
 	lifecycle.AfterVerify(ctx, e.m, r.ID, &paddock.VerifyResult{Hash: cs.Hash, Passed: true})

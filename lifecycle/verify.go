@@ -372,7 +372,14 @@ func (vf *Verifier) runChecks(ctx context.Context, c *callContext, names []strin
 	if after, err := vf.changes.ChangeSet(ctx, c.run.ID); err == nil && after.Hash != before.Hash {
 		out.Stale = true
 	}
-	evs = append(evs, callEvent{paddock.EventVerified, map[string]any{"hash": out.Hash, "passed": out.Passed, "stale": out.Stale, "checks": summary(out.Checks)}})
+	// full: the whole plan a verify without names runs (build, lint, test),
+	// not a check the caller picked; only a full pass lets a policy
+	// approve on its own.
+	full := true
+	for _, n := range manifest.VerifyOrder {
+		full = full && (len(names) == 0 || slices.Contains(names, n))
+	}
+	evs = append(evs, callEvent{paddock.EventVerified, map[string]any{"hash": out.Hash, "passed": out.Passed, "stale": out.Stale, "full": full, "checks": summary(out.Checks)}})
 	return out, evs, nil
 }
 

@@ -77,6 +77,11 @@ type Session struct {
 type Who struct {
 	Principal string
 	Name      string
+	// Token is the id of the token the link was asked for with, and
+	// Since when the principal was made: the session lasts while both
+	// do (the API checks them at each call).
+	Token string
+	Since time.Time
 }
 
 type pending struct {
