@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -83,8 +84,13 @@ func check(req *paddock.PrincipalRequest) error {
 	if !req.Role.Valid() {
 		return paddock.Errorf(paddock.CodeBadRequest, "role %q is none of admin, orchestrator, reviewer, viewer", req.Role)
 	}
-	if req.UID != nil && *req.UID < 0 {
+	switch {
+	case req.UID != nil && *req.UID < 0:
 		return paddock.Errorf(paddock.CodeBadRequest, "uid %d is not a user id", *req.UID)
+	case req.UID != nil && (*req.UID == 0 || *req.UID == os.Geteuid()):
+		// Mapped, the operator would be that principal on its own socket,
+		// and could undo it only with the token file.
+		return paddock.Errorf(paddock.CodeBadRequest, "uid %d is root's or the daemon's own: the operator, whom no principal stands for", *req.UID)
 	}
 	for _, p := range req.Projects {
 		if strings.TrimSpace(p) == "" {

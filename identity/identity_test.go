@@ -3,6 +3,7 @@ package identity_test
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,7 +48,10 @@ func code(err error) paddock.Code {
 func TestPrincipalsAreChecked(t *testing.T) {
 	s, _ := newService(t)
 	ctx := context.Background()
-	uid := 1000
+	uid, root, self := 1000, 0, os.Geteuid()
+	if self == 1000 {
+		uid = 1001
+	}
 	for _, tc := range []struct {
 		req  paddock.PrincipalRequest
 		want paddock.Code
@@ -56,6 +60,8 @@ func TestPrincipalsAreChecked(t *testing.T) {
 		{paddock.PrincipalRequest{Name: "ann", Role: "boss"}, paddock.CodeBadRequest},
 		{paddock.PrincipalRequest{Name: "ann", Role: paddock.RoleReviewer, Kind: "robot"}, paddock.CodeBadRequest},
 		{paddock.PrincipalRequest{Name: "ann", Role: paddock.RoleReviewer, Projects: []string{"nope"}}, paddock.CodeNotFound},
+		{paddock.PrincipalRequest{Name: "ann", Role: paddock.RoleViewer, UID: &root}, paddock.CodeBadRequest},
+		{paddock.PrincipalRequest{Name: "ann", Role: paddock.RoleViewer, UID: &self}, paddock.CodeBadRequest},
 		{paddock.PrincipalRequest{Name: "ann@example.com", Role: paddock.RoleReviewer, Projects: []string{"app", "app"}, UID: &uid}, ""},
 		{paddock.PrincipalRequest{Name: "ann@example.com", Role: paddock.RoleViewer}, paddock.CodeConflict},
 		{paddock.PrincipalRequest{Name: "bob", Role: paddock.RoleViewer, UID: &uid}, paddock.CodeConflict},
@@ -68,9 +74,9 @@ func TestPrincipalsAreChecked(t *testing.T) {
 			t.Errorf("added %+v", p)
 		}
 	}
-	c, err := s.CallerByUID(ctx, 1000)
+	c, err := s.CallerByUID(ctx, uid)
 	if err != nil || c == nil || c.Principal != "ann@example.com" || c.Role != paddock.RoleReviewer || !c.InProject("app") || c.InProject("other") {
-		t.Fatalf("uid 1000: %+v %v", c, err)
+		t.Fatalf("uid %d: %+v %v", uid, c, err)
 	}
 	if c, err := s.CallerByUID(ctx, 1001); c != nil || err != nil {
 		t.Fatalf("an unmapped uid: %+v %v", c, err)

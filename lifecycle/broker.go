@@ -106,7 +106,7 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 	res, evs, callErr := b.run(ctx, cc)
 	if len(evs) > 0 {
 		var first string
-		evs, first = br.driven(ctx, id, evs)
+		evs, first = br.driven(ctx, id, b.call.Tool, evs)
 		seq, err := br.recordEventsSeq(ctx, id, evs)
 		if err != nil {
 			br.drivers.Delete(first) // not recorded: the next call says it
@@ -130,10 +130,12 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 }
 
 // driven puts before a call's events, the first time a principal drives
-// the run on this node, the event that says so, and the key it marked.
-func (br *Broker) driven(ctx context.Context, id string, evs []callEvent) ([]callEvent, string) {
+// the run on this node (writes its files or runs a command in it; reading
+// them, or verifying them, is a reviewer's work too), the event that says
+// so, and the key it marked.
+func (br *Broker) driven(ctx context.Context, id, tool string, evs []callEvent) ([]callEvent, string) {
 	c := paddock.CallerOf(ctx)
-	if c == nil || c.Principal == "" {
+	if c == nil || c.Principal == "" || (tool != paddock.ToolExec && !slices.Contains(broker.WriteTools, tool)) {
 		return evs, ""
 	}
 	key := id + "\x00" + c.Principal

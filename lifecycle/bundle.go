@@ -120,6 +120,28 @@ func (bn *Bundles) Bundle(ctx context.Context, id string, w io.Writer) error {
 	return bn.record(ctx, id, paddock.EventBundled, map[string]any{"hash": s.Hash, "key_id": bundle.KeyID(key.Public().(ed25519.PublicKey)), "events": len(events)})
 }
 
+// carries says whether an import's approvals carry over: a key given
+// for this one import (?trust=) vouches for them when the operator gave
+// it, never when a principal did (an admin's own key could sign
+// approvals by anyone); the daemon's own key and TrustedKeysDir's do.
+func (bn *Bundles) carries(ctx context.Context, b *bundle.Bundle, extra []string) bool {
+	c := paddock.CallerOf(ctx)
+	if len(extra) == 0 || c == nil || c.Principal == "" {
+		return true
+	}
+	base, err := bn.trustedKeys(nil)
+	if err != nil {
+		return false
+	}
+	for _, k := range base {
+		if bundle.KeyID(k) == b.Signer {
+			return true
+		}
+	}
+	bn.log().Warn("an import's approvals were not carried: its signer was trusted only by a key its principal gave", "principal", c.Principal, "signer", b.Signer)
+	return false
+}
+
 // trustedKeys are the keys an import trusts: the daemon's own, those in
 // TrustedKeysDir, and extra (the operator's, for one import).
 func (bn *Bundles) trustedKeys(extra []string) ([]ed25519.PublicKey, error) {
@@ -241,7 +263,7 @@ func (bn *Bundles) Import(ctx context.Context, req paddock.ImportRequest, body i
 		os.Remove(bn.importMark(id))
 		return nil, err
 	}
-	res, err := bn.restore(ctx, r, b, !req.Untrusted)
+	res, err := bn.restore(ctx, r, b, !req.Untrusted && bn.carries(ctx, b, req.Trust))
 	if err != nil {
 		bn.log().Warn("an import failed; its run is rejected", "run", r.ID, "err", err)
 		if _, rerr := bn.runs.Reject(context.WithoutCancel(ctx), r.ID); rerr != nil {

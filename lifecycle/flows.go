@@ -473,7 +473,9 @@ func takesWork(r *paddock.Run) bool {
 // when its agent's command ends: afterJob), and the new state's agent
 // command is started.
 func (fl *Flows) started(ctx context.Context, f *paddock.Flow, notes []string, from string) error {
-	ctx = context.WithoutCancel(ctx)
+	// The state's agent is the flow's, not whoever picked the event that
+	// led here (a reviewer asking for changes does not drive the coder).
+	ctx = paddock.WithCaller(context.WithoutCancel(ctx), nil)
 	fl.noteFlow(ctx, f, notes...)
 	if from != "" {
 		fl.giveBackReview(ctx, from)

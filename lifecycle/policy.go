@@ -41,10 +41,34 @@ func (po *Policies) lock(id string) (unlock func()) { return po.approveMu.lock(i
 type runFacts struct {
 	self   []string
 	passed map[string]bool
+	// forkedFrom is the run this one was forked from, if it was.
+	forkedFrom string
 }
 
 // facts reads run id's events for its own principals and passing verifies.
+// A fork's own principals are also its parent's (and so on up): its
+// change set holds their work.
 func (po *Policies) facts(ctx context.Context, id string) (*runFacts, error) {
+	f, err := po.factsOf(ctx, id)
+	for parent, depth := f.forkedFrom, 0; err == nil && parent != "" && depth < maxForkDepth; depth++ {
+		var pf *runFacts
+		if pf, err = po.factsOf(ctx, parent); err == nil {
+			for _, p := range pf.self {
+				if !slices.Contains(f.self, p) {
+					f.self = append(f.self, p)
+				}
+			}
+			parent = pf.forkedFrom
+		}
+	}
+	return f, err
+}
+
+// maxForkDepth bounds how far up a fork's parents facts looks.
+const maxForkDepth = 16
+
+// factsOf reads one run's events (facts, without its parents).
+func (po *Policies) factsOf(ctx context.Context, id string) (*runFacts, error) {
 	f := &runFacts{passed: map[string]bool{}}
 	var after int64
 	for {
@@ -63,12 +87,16 @@ func (po *Policies) facts(ctx context.Context, id string) (*runFacts, error) {
 				Passed    bool   `json:"passed"`
 				Stale     bool   `json:"stale"`
 				Full      bool   `json:"full"`
+				From      string `json:"forked_from"`
 			}
 			if json.Unmarshal(e.Data, &d) != nil {
 				continue
 			}
 			if d.Principal != "" && slices.Contains(drivingEvents, e.Type) && !slices.Contains(f.self, d.Principal) {
 				f.self = append(f.self, d.Principal)
+			}
+			if e.Type == paddock.EventRunCreated && d.From != "" {
+				f.forkedFrom = d.From
 			}
 			if e.Type == paddock.EventVerified && d.Passed && d.Full && !d.Stale && d.Hash != "" {
 				f.passed[d.Hash] = true
@@ -250,7 +278,11 @@ func (po *Policies) require(ctx context.Context, p *paddock.Project, s *paddock.
 	if err != nil {
 		return err
 	}
-	d, err := po.decide(p, s, cs, f)
+	standing, err := po.standing(ctx, s)
+	if err != nil {
+		return err
+	}
+	d, err := po.decide(p, standing, cs, f)
 	if err != nil {
 		return err
 	}
@@ -261,6 +293,33 @@ func (po *Policies) require(ctx context.Context, p *paddock.Project, s *paddock.
 		settle(s, d)
 	}
 	return nil
+}
+
+// standing is s with only the approvals that still stand: a principal's
+// counts while the principal exists with the role it approved with (one
+// removed, or made a viewer since, approves nothing any more).
+func (po *Policies) standing(ctx context.Context, s *paddock.Submission) (*paddock.Submission, error) {
+	out := *s
+	if len(s.Approvals) == 0 {
+		return &out, nil // approved before policies: the operator's (approvalsOf)
+	}
+	out.Approvals, out.ApprovedBy = nil, ""
+	err := po.Store.View(ctx, func(tx paddock.Tx) error {
+		for _, a := range s.Approvals {
+			if a.Principal != "" {
+				p, err := tx.Principals().Principal(ctx, a.Principal)
+				if paddock.IsCode(err, paddock.CodeNotFound) || (err == nil && p.Role != a.Role) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+			}
+			out.Approvals = append(out.Approvals, a)
+		}
+		return nil
+	})
+	return &out, err
 }
 
 // afterVerify approves run id's submission on its project's authority,

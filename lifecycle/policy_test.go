@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/approval"
@@ -38,6 +39,19 @@ func submitted(t *testing.T, e *env, ctx context.Context, files map[string]strin
 		t.Fatal(err)
 	}
 	return r, cs
+}
+
+// people are the principals the tests' callers are: an approval counts
+// while its principal exists with the role it approved with.
+func people(t *testing.T, e *env) {
+	t.Helper()
+	for name, role := range map[string]paddock.Role{"ann": paddock.RoleReviewer, "bob": paddock.RoleReviewer, "carol": paddock.RoleReviewer, "otto": paddock.RoleOrchestrator} {
+		if err := e.m.Store.Update(context.Background(), func(tx paddock.Tx) error {
+			return tx.Principals().CreatePrincipal(context.Background(), &paddock.Principal{Name: name, Kind: paddock.PrincipalPerson, Role: role, CreatedAt: time.Now()})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func setPolicy(t *testing.T, e *env, pol *paddock.ApprovalPolicy) {
@@ -80,6 +94,7 @@ func TestPolicyDefaultIsOneApproval(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
+	people(t, e)
 	r, cs := submitted(t, e, ctx, map[string]string{"README.md": "changed\n"})
 	s, err := e.m.Changes.Approve(ctx, r.ID, cs.Hash, "ada")
 	if err != nil {
@@ -110,6 +125,7 @@ func TestPolicyTwoReviewersForALabel(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
+	people(t, e)
 	setPolicy(t, e, paddock.TeamApprovalPolicy())
 	r, cs := submitted(t, e, ctx, map[string]string{".github/workflows/ci.yml": "on: push\n"})
 	ann, bob := caller("ann", paddock.RoleReviewer), caller("bob", paddock.RoleReviewer)
@@ -156,6 +172,7 @@ func TestPolicySelfApproval(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
+	people(t, e)
 	ann := caller("ann", paddock.RoleReviewer)
 	r, cs := submitted(t, e, ann, map[string]string{"README.md": "ann's\n"})
 	_, err := e.m.Changes.Approve(ann, r.ID, cs.Hash, "ann")
@@ -193,6 +210,7 @@ func TestPolicyFrom(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.project(t)
+	people(t, e)
 	setPolicy(t, e, &paddock.ApprovalPolicy{From: []string{"carol"}})
 	r, cs := submitted(t, e, context.Background(), map[string]string{"README.md": "x\n"})
 	_, err := e.m.Changes.Approve(caller("ann", paddock.RoleReviewer), r.ID, cs.Hash, "ann")
@@ -214,6 +232,7 @@ func TestPolicyTightenedAfterApproval(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
+	people(t, e)
 	r, cs := submitted(t, e, ctx, map[string]string{"README.md": "approved\n"})
 	if _, err := e.m.Changes.Approve(caller("ann", paddock.RoleReviewer), r.ID, cs.Hash, "ann"); err != nil {
 		t.Fatal(err)
@@ -257,6 +276,7 @@ func TestPolicyAutoApproval(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.project(t)
+	people(t, e)
 	setPolicy(t, e, &paddock.ApprovalPolicy{Approvals: 1, Auto: &paddock.AutoApproval{MaxLines: 4}})
 
 	// Submitted, then verified.
@@ -319,6 +339,83 @@ func TestPolicyAutoApproval(t *testing.T) {
 		mustCode(t, err, paddock.CodeConflict) // not approved
 		if s, err := e.m.Changes.Approve(ctx, r.ID, cs.Hash, "op"); err != nil || s.ApprovedBy != "op" {
 			t.Fatalf("%s: a person's approval: %+v %v", name, s, err)
+		}
+	}
+}
+
+// TestPolicySelfThroughWorkAndForks: a principal that writes a run's
+// files through its tools is the run's own, one that only reads them or
+// verifies is not; and a fork's change set holds its parent's work, so
+// the parent's principals are the fork's own too.
+func TestPolicySelfThroughWorkAndForks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	people(t, e)
+	withSandbox(t, e)
+	ctx := context.Background()
+	ann, bob := caller("ann", paddock.RoleAdmin), caller("bob", paddock.RoleReviewer)
+	r := e.create(t, paddock.KindOverlay, "")
+	if _, err := e.m.Broker.CallTool(ann, r.ID, "write", json.RawMessage(`{"path":"ann.txt","content":"ann's work\n"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Broker.CallTool(bob, r.ID, "read", json.RawMessage(`{"path":"ann.txt"}`)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.m.Forks.Fork(ctx, r.ID, paddock.ForkRequest{Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := res.Runs[0].ID
+	for _, id := range []string{r.ID, k} {
+		cs, err := e.m.Changes.Submit(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.m.Changes.Approve(ann, id, cs.Hash, "ann")
+		mustRule(t, err, approval.RuleSelfApproval)
+		if s, err := e.m.Changes.Approve(bob, id, cs.Hash, "bob"); err != nil || s.ApprovedBy != "bob" {
+			t.Fatalf("run %s: the reviewer who only read it: %+v %v", id, s, err)
+		}
+	}
+}
+
+// TestPolicyApproverMustStand: an approval counts at apply while its
+// principal exists with the role it approved with.
+func TestPolicyApproverMustStand(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	people(t, e)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		change func(tx paddock.Tx) error
+	}{
+		{"removed", func(tx paddock.Tx) error { return tx.Principals().DeletePrincipal(ctx, "ann") }},
+		{"made a viewer", func(tx paddock.Tx) error {
+			p, err := tx.Principals().Principal(ctx, "bob")
+			if err != nil {
+				return err
+			}
+			p.Role = paddock.RoleViewer
+			return tx.Principals().UpdatePrincipal(ctx, p)
+		}},
+	} {
+		who := "ann"
+		if tc.name != "removed" {
+			who = "bob"
+		}
+		r, cs := submitted(t, e, ctx, map[string]string{"README.md": tc.name + "\n"})
+		if s, err := e.m.Changes.Approve(caller(who, paddock.RoleReviewer), r.ID, cs.Hash, who); err != nil || s.ApprovedBy != who {
+			t.Fatalf("%s: approve: %+v %v", tc.name, s, err)
+		}
+		if err := e.m.Store.Update(ctx, tc.change); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.m.Changes.Apply(ctx, r.ID, "", gitx.Identity{Name: "A", Email: "a@example.com"})
+		if !paddock.IsCode(err, paddock.CodeForbidden) {
+			t.Fatalf("%s: an apply on the approval of a principal %s: %v", tc.name, tc.name, err)
 		}
 	}
 }

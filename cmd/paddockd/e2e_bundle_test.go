@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -18,6 +19,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/bundle"
 	"github.com/paddock-dev/paddock/changeset"
+	"github.com/paddock-dev/paddock/client"
 	"github.com/paddock-dev/paddock/gitx/gittest"
 )
 
@@ -86,7 +88,7 @@ func TestBundleAcrossMachines(t *testing.T) {
 	}
 	os.MkdirAll(homeB, 0o700)
 	os.WriteFile(filepath.Join(homeB, "paddock.toml"), []byte("apply_name = \"Bo\"\napply_email = \"bo@example.com\"\n"), 0o600)
-	startDaemon(t, homeB)
+	dB := startDaemon(t, homeB, "--listen", "127.0.0.1:0")
 	cli(t, homeB, "project", "add", repoB, "--name", "app").must(t)
 
 	cli(t, homeB, "import", file).wantCode(t, exitForbidden, "not trusted")
@@ -127,6 +129,21 @@ func TestBundleAcrossMachines(t *testing.T) {
 		t.Fatalf("an --untrusted import came approved: %+v", r)
 	}
 	cli(t, homeB, "approve", res.Run.ID, "--hash", cs.Hash).must(t)
+
+	// An admin principal's key, given for one import, vouches for no
+	// approval: it could have signed approvals by anyone. Only the
+	// operator's, or a key the daemon trusts for good, carries them.
+	cli(t, homeB, "principal", "add", "adm", "--role", "admin").must(t)
+	tok := decode[paddock.NewToken](t, cli(t, homeB, "token", "create", "adm", "--json"))
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	byAdmin, err := client.TCP(dB.info.Listen, tok.Secret).Import(context.Background(), paddock.ImportRequest{Trust: []string{key}}, f)
+	if err != nil || byAdmin.Approved || !byAdmin.Trusted {
+		t.Fatalf("an admin principal's import with its own key: %+v %v", byAdmin, err)
+	}
 
 	// A project without the base revision cannot take it.
 	empty := newRepo(t, filepath.Join(base, "elsewhere"), 1)
