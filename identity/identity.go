@@ -20,13 +20,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/internal/lazyre"
 )
 
 // TokenPrefix starts every principal's token.
@@ -64,7 +64,7 @@ func (s *Service) log() *slog.Logger {
 	return s.Logger
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._@-]{0,63}$`)
+var nameRE = lazyre.New(`^[a-z0-9][a-z0-9._@-]{0,63}$`)
 
 // ValidName reports whether name may name a principal: lower-case
 // letters, digits and . _ @ -, at most 64, starting with a letter or a

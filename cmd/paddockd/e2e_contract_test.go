@@ -197,6 +197,35 @@ func TestContract(t *testing.T) {
 	if !errors.Is(err, errDone) || len(notices) != 1 || notices[0].Type != paddock.EventSubmitted {
 		t.Fatalf("the firehose: %v %+v", err, notices)
 	}
+	// Principals and their tokens: made, read, changed, revoked, removed.
+	if who, err := operator.WhoAmI(ctx); err != nil || who.Principal != "" || who.Role != paddock.RoleAdmin {
+		t.Fatalf("whoami: %+v %v", who, err)
+	}
+	if _, err := operator.AddPrincipal(ctx, paddock.PrincipalRequest{Name: "viv", Role: paddock.RoleViewer}); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := operator.Principals(ctx); err != nil || len(ps) != 1 {
+		t.Fatalf("principals: %+v %v", ps, err)
+	}
+	if p, err := operator.SetPrincipal(ctx, "viv", paddock.PrincipalRequest{Role: paddock.RoleReviewer, Projects: []string{"app"}}); err != nil || p.Role != paddock.RoleReviewer {
+		t.Fatalf("set principal: %+v %v", p, err)
+	}
+	if p, err := operator.Principal(ctx, "viv"); err != nil || len(p.Projects) != 1 {
+		t.Fatalf("principal: %+v %v", p, err)
+	}
+	tok, err := operator.CreateToken(ctx, paddock.TokenRequest{Principal: "viv", Expires: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := operator.Tokens(ctx, "viv"); err != nil || len(ts) != 1 || ts[0].ID != tok.ID {
+		t.Fatalf("tokens: %+v %v", ts, err)
+	}
+	if rt, err := operator.RevokeToken(ctx, tok.ID); err != nil || rt.RevokedAt.IsZero() {
+		t.Fatalf("revoke: %+v %v", rt, err)
+	}
+	if _, err := operator.RemovePrincipal(ctx, "viv"); err != nil {
+		t.Fatal(err)
+	}
 	// Every route was called at least once (the OpenAPI document has an
 	// operation for each: httpapi's TestOpenAPIOperations).
 	// The nodes' routes need a shared store: TestClusterOfThree calls them.

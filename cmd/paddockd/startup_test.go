@@ -95,6 +95,7 @@ func TestClientLinksNoDaemon(t *testing.T) {
 		"": true, "cmd/paddock": true, "internal/paddockcli": true, "client": true, "termsafe": true, "strictjson": true,
 		"fakeagent":       true, // a scripted orchestrator: the client alone
 		"changeset/hunks": true, // diff --blame's numbering, approve --hunks' list
+		"approval":        true, // an approval policy in words (project show, approve's answer)
 	}
 	modules := map[string]bool{
 		"github.com/spf13/cobra": true, "github.com/spf13/pflag": true, "golang.org/x/sys": true,
