@@ -252,18 +252,7 @@ func TestCallerRules(t *testing.T) {
 		}
 	}
 
-	tdo := func(method, path, body string, hdr ...string) answer {
-		req := httptest.NewRequest(method, "http://127.0.0.1:4567"+path, strings.NewReader(body))
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		rec := httptest.NewRecorder()
-		tcp.ServeHTTP(rec, req)
-		var a answer
-		json.Unmarshal(rec.Body.Bytes(), &a)
-		a.status = rec.Code
-		return a
-	}
+	tdo := func(method, path, body string, hdr ...string) answer { return doTCP(tcp, method, path, body, hdr...) }
 	// A token nobody made is unauthorized, and the answer does not echo it.
 	a := tdo("GET", "/v1/runs", "", "Authorization", "Bearer pdk_tok_zz_secretvalue")
 	if a.status != 401 || strings.Contains(a.Error.Message, "secretvalue") {
@@ -298,7 +287,7 @@ func TestCallerRules(t *testing.T) {
 		t.Fatalf("the login's session: %+v %v", v, ok)
 	}
 	f.svc.asked()
-	cookie := ui.CookieName("127.0.0.1:4567") + "=" + v.ID
+	cookie := ui.CookieName("127.0.0.1:7070") + "=" + v.ID
 	a = tdo("POST", "/v1/runs/"+submitted+"/approve", `{"hash":"h1"}`, "Cookie", cookie, ui.CSRFHeader, v.CSRF)
 	if got := f.svc.whats(); a.status != 200 || got != "Approve "+submitted+" h1 reviewer" {
 		t.Fatalf("the reviewer's approve from the page: %d %+v, asked %q", a.status, a.Error, got)
@@ -307,7 +296,7 @@ func TestCallerRules(t *testing.T) {
 	a = tdo("POST", "/v1/ui/login", "", "Authorization", "Bearer "+fakeToken("viewer"))
 	json.Unmarshal(a.Data, &login)
 	v, _ = f.srv.UI.Redeem(login.URL[strings.Index(login.URL, "code=")+5:])
-	cookie = ui.CookieName("127.0.0.1:4567") + "=" + v.ID
+	cookie = ui.CookieName("127.0.0.1:7070") + "=" + v.ID
 	a = tdo("POST", "/v1/runs/"+submitted+"/approve", `{"hash":"h1"}`, "Cookie", cookie, ui.CSRFHeader, v.CSRF)
 	if a.status != 403 || a.Error.Rule != "role" {
 		t.Fatalf("the viewer's approve from the page: %d %+v", a.status, a.Error)

@@ -730,18 +730,7 @@ func TestBootstrapAndRunTokens(t *testing.T) {
 	f := newFixture(t)
 	tcp := f.srv.TCPHandler()
 	op := []string{"Authorization", "Bearer t0k3n"}
-	call := func(method, path, body string, hdr []string) answer {
-		req := httptest.NewRequest(method, "http://127.0.0.1:7070"+path, strings.NewReader(body))
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		rec := httptest.NewRecorder()
-		tcp.ServeHTTP(rec, req)
-		var a answer
-		json.Unmarshal(rec.Body.Bytes(), &a)
-		a.status = rec.Code
-		return a
-	}
+	call := func(method, path, body string, hdr []string) answer { return doTCP(tcp, method, path, body, hdr...) }
 	boot := func() paddock.BootstrapResult {
 		a := call("POST", "/v1/bootstrap", `{"project":"app","agent":{"name":"coder","workspace":"write"},"task":"fix the bug","inputs":["a"]}`, op)
 		if a.status != 201 {
@@ -953,4 +942,19 @@ func TestTraceParentOnlyFromTheOperator(t *testing.T) {
 			t.Errorf("%s: span %q run %q", c.name, sp.Name(), run)
 		}
 	}
+}
+
+// doTCP calls h as a loopback TCP listener's client would, with hdr's
+// name, value pairs as headers.
+func doTCP(h http.Handler, method, path, body string, hdr ...string) answer {
+	req := httptest.NewRequest(method, "http://127.0.0.1:7070"+path, strings.NewReader(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var a answer
+	json.Unmarshal(rec.Body.Bytes(), &a)
+	a.status = rec.Code
+	return a
 }

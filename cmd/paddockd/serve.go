@@ -733,13 +733,25 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "socket path %s is %d bytes, longer than a unix socket path may be (107); use a shorter state directory", path, len(path))
 	}
 	os.Remove(path)
+	return listenSocket(path, -1, 0o600)
+}
+
+// listenSocket listens on the unix socket path, made with no access for
+// anyone and then given group gid (unless -1) and mode.
+func listenSocket(path string, gid int, mode os.FileMode) (net.Listener, error) {
 	old := syscall.Umask(0o177)
 	ln, err := net.Listen("unix", path)
 	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if gid >= 0 {
+		if err := os.Chown(path, -1, gid); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("socket's group: %w", err)
+		}
+	}
+	if err := os.Chmod(path, mode); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("socket mode: %w", err)
 	}
@@ -765,21 +777,7 @@ func listenShared(path, group string) (net.Listener, error) {
 		}
 		os.Remove(path)
 	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
-	if err := os.Chown(path, -1, gid); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("shared socket's group: %w", err)
-	}
-	if err := os.Chmod(path, 0o660); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("shared socket's mode: %w", err)
-	}
-	return ln, nil
+	return listenSocket(path, gid, 0o660)
 }
 
 // listenLoopback listens on addr, which must be a loopback address.
