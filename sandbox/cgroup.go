@@ -396,42 +396,55 @@ func (p *pidsHierarchy) ensureRun(key string, max int) error {
 // or another (per-exec commands of every daemon share one): where one
 // vanishes between being made and being used, it is made again.
 func (p *pidsHierarchy) commandDir(key string, l Limits, dev string, runMax int) (string, error) {
-	var err error
-	for try := 0; try < 10; try++ {
-		var dir string
-		if err = p.ensureRun(key, runMax); err == nil {
-			if dir, err = os.MkdirTemp(p.runDir(key), "c-"); err == nil {
-				if err = p.limit(dir, l, dev); err == nil {
-					return dir, nil
-				}
-				unix.Rmdir(dir)
-			} else {
-				err = fmt.Errorf("pids cgroup: %w", err)
-			}
-		}
-		if _, serr := os.Stat(p.runDir(key)); serr == nil && !vanished(err) {
-			return "", err // not a race with a removal
-		}
-	}
-	return "", err
+	return p.again(key, func() (string, error) { return p.makeCommandDir(key, l, dev, runMax) })
 }
 
 // enter makes a command's cgroup as commandDir does and moves process pid
 // into it, made again where another process's sweep took the new, still
 // empty, cgroup first.
 func (p *pidsHierarchy) enter(key string, l Limits, dev string, runMax, pid int) (string, error) {
+	return p.again(key, func() (string, error) {
+		dir, err := p.makeCommandDir(key, l, dev, runMax)
+		if err != nil {
+			return "", err
+		}
+		if err := join(dir, pid); err != nil {
+			unix.Rmdir(dir)
+			return "", err
+		}
+		return dir, nil
+	})
+}
+
+// makeCommandDir makes, once, a command's cgroup under the run's, with
+// its limits.
+func (p *pidsHierarchy) makeCommandDir(key string, l Limits, dev string, runMax int) (string, error) {
+	if err := p.ensureRun(key, runMax); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(p.runDir(key), "c-")
+	if err != nil {
+		return "", fmt.Errorf("pids cgroup: %w", err)
+	}
+	if err := p.limit(dir, l, dev); err != nil {
+		unix.Rmdir(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// again runs once until it succeeds or fails otherwise than by a race
+// with a removal (the run's cgroup, or the new one, taken by another
+// process's sweep: vanished), at most ten times.
+func (p *pidsHierarchy) again(key string, once func() (string, error)) (string, error) {
 	var err error
 	for try := 0; try < 10; try++ {
 		var dir string
-		if dir, err = p.commandDir(key, l, dev, runMax); err != nil {
-			return "", err
-		}
-		if err = join(dir, pid); err == nil {
+		if dir, err = once(); err == nil {
 			return dir, nil
 		}
-		unix.Rmdir(dir)
-		if !vanished(err) {
-			break
+		if _, serr := os.Stat(p.runDir(key)); serr == nil && !vanished(err) {
+			return "", err // not a race with a removal
 		}
 	}
 	return "", err
