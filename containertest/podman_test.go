@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,18 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// need skips the test for a missing prerequisite, or fails it under CI,
-// which installs them (.ci/run).
-func need(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
+	"github.com/paddock-dev/paddock/internal/testenv"
+)
 
 // repoRoot is the module's root, two levels up from this package.
 func repoRoot(t *testing.T) string {
@@ -69,11 +59,11 @@ func (e *engine) run(ctx context.Context, extra []string, args ...string) (strin
 // into podman, runs a node's sandbox under the least privilege above.
 func TestNodeInPodman(t *testing.T) {
 	if os.Getuid() != 0 {
-		need(t, "needs root: podman as root, and mmdebstrap's root mode")
+		testenv.Need(t, "needs root: podman as root, and mmdebstrap's root mode")
 	}
 	for _, p := range []string{"podman", "runc", "mmdebstrap", "go"} {
 		if _, err := exec.LookPath(p); err != nil {
-			need(t, "%s is not installed (apt-get install podman runc mmdebstrap)", p)
+			testenv.Need(t, "%s is not installed (apt-get install podman runc mmdebstrap)", p)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/testenv"
 )
 
 // The harness: a kernel cached by .ci/vm-kernels, an initramfs made of
@@ -47,15 +49,10 @@ func cacheDir() string {
 	return "/var/cache/paddock-vm"
 }
 
-// need skips the test for a missing prerequisite, or fails it under CI,
-// which installs them (.ci/run runs .ci/vm-kernels).
+// need is testenv.Need, saying where the missing kernels and qemu come from.
 func need(t *testing.T, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...) + " (bash .ci/vm-kernels fetches it)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testenv.Need(t, "%s", fmt.Sprintf(format, args...)+" (bash .ci/vm-kernels fetches it)")
 }
 
 // kernel is one kernel .ci/vm-kernels unpacked: cache/kernels/SERIES.

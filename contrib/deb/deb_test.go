@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/testenv"
 )
 
 // The repository's root, from this package's directory.
@@ -73,24 +75,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// need skips the test for a missing tool, or fails it under CI, which
-// installs them (.ci/run).
-func need(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
 // buildDeb builds the package with ./build, once for all the tests here,
 // and returns its path.
 func buildDeb(t *testing.T) string {
 	t.Helper()
 	for _, tool := range []string{"bash", "go", "git", "dpkg-deb", "dpkg", "gzip", "md5sum"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			need(t, "building the package needs %s", tool)
+			testenv.Need(t, "building the package needs %s", tool)
 		}
 	}
 	built.once.Do(func() {
@@ -684,7 +675,7 @@ func systemdVersion(t *testing.T) int {
 func verifyUnit(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("systemd-analyze"); err != nil {
-		need(t, "no systemd-analyze: the unit cannot be verified")
+		testenv.Need(t, "no systemd-analyze: the unit cannot be verified")
 	}
 	old := systemdVersion(t) < 254
 	cmd := exec.Command("systemd-analyze", "verify", "/"+unitPath)
@@ -716,7 +707,7 @@ var (
 func enable(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("systemctl"); err != nil {
-		need(t, "no systemctl: the unit cannot be enabled")
+		testenv.Need(t, "no systemctl: the unit cannot be enabled")
 	}
 	if _, err := os.Lstat(wantsLink); err == nil {
 		t.Errorf("the install enabled paddock.service (%s); it should leave that to the operator", wantsLink)
