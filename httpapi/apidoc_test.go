@@ -291,7 +291,7 @@ func renderAPIReference(src []byte) ([]byte, error) {
 	w("operation may also answer [`Failure`](#failure), `{\"ok\":false,\"error\":…}`, with the\n")
 	w("HTTP status its error code maps to.\n\n")
 
-	type op struct{ method, path, id, summary string }
+	type op struct{ method, path, id, summary, callers string }
 	var ops []op
 	for _, p := range paths.keys {
 		item := paths.get(p)
@@ -300,12 +300,15 @@ func renderAPIReference(src []byte) ([]byte, error) {
 				continue
 			}
 			o := item.get(m)
-			ops = append(ops, op{strings.ToUpper(m), p, o.str("operationId"), o.str("summary")})
+			ops = append(ops, op{strings.ToUpper(m), p, o.str("operationId"), o.str("summary"), opCallers(o)})
 		}
 	}
-	w("## Operations\n\n| method | path | operationId | summary |\n|---|---|---|---|\n")
+	w("Who may call each operation (`x-paddock-callers`): the roles of the principals it\n")
+	w("admits, `run_token` where a run's own token reaches it (on its own run), or\n")
+	w("`anyone` let in; the operator calls every operation ([IDENTITY.md](IDENTITY.md)).\n\n")
+	w("## Operations\n\n| method | path | operationId | callers | summary |\n|---|---|---|---|---|\n")
 	for _, o := range ops {
-		w("| %s | [`%s`](#%s) | `%s` | %s |\n", o.method, o.path, anchor(o.method+" "+o.path), o.id, cell(o.summary))
+		w("| %s | [`%s`](#%s) | `%s` | %s | %s |\n", o.method, o.path, anchor(o.method+" "+o.path), o.id, o.callers, cell(o.summary))
 	}
 	w("\n")
 
@@ -322,6 +325,9 @@ func renderAPIReference(src []byte) ([]byte, error) {
 				w(": %s", s)
 			}
 			w("\n\n")
+			if c := opCallers(o); c != "" {
+				w("Callers: %s.\n\n", c)
+			}
 			if d := o.str("description"); d != "" {
 				w("%s\n\n", strings.TrimSpace(d))
 			}
@@ -422,4 +428,19 @@ func anchor(text string) string {
 		}
 	}
 	return b.String()
+}
+
+// opCallers is an operation's x-paddock-callers, joined.
+func opCallers(o *node) string {
+	c := o.get("x-paddock-callers")
+	if c == nil {
+		return ""
+	}
+	var out []string
+	for _, n := range c.arr {
+		if s, ok := n.val.(string); ok {
+			out = append(out, "`"+s+"`")
+		}
+	}
+	return strings.Join(out, ", ")
 }

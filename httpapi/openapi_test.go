@@ -73,6 +73,35 @@ func TestOpenAPIOperations(t *testing.T) {
 	}
 }
 
+// TestOpenAPICallers: each operation's x-paddock-callers says who may
+// call it exactly as the route table does: the roles of the principals it
+// admits, run_token where a run's own token reaches it, or anyone.
+func TestOpenAPICallers(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for _, rt := range Routes() {
+		op := doc.Paths.Find(rt.Path).GetOperation(rt.Method)
+		if op == nil {
+			continue // TestOpenAPIOperations says so
+		}
+		want := []string{"anyone"}
+		if !rt.Public {
+			want = nil
+			for _, r := range rt.Roles {
+				want = append(want, string(r))
+			}
+			if rt.RunToken {
+				want = append(want, "run_token")
+			}
+		}
+		raw, _ := json.Marshal(op.Extensions["x-paddock-callers"])
+		var got []string
+		json.Unmarshal(raw, &got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s %s: x-paddock-callers %v, the route table says %v", rt.Method, rt.Path, got, want)
+		}
+	}
+}
+
 // schemaTypes are the Go types each schema of the document describes.
 var schemaTypes = map[string]any{
 	"Error":              paddock.Error{},
