@@ -210,7 +210,7 @@ func queried(rt *route) bool {
 // notices), or is its own (the review page's login).
 func filtered(rt *route) bool {
 	switch rt.method + " " + rt.path {
-	case "GET /v1/projects", "GET /v1/runs", "GET /v1/events/stream", "POST /v1/ui/login":
+	case "GET /v1/projects", "GET /v1/runs", "GET /v1/flows", "GET /v1/events/stream", "POST /v1/ui/login":
 		return true
 	}
 	return false

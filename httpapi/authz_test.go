@@ -133,8 +133,8 @@ func TestRolesOnEveryRoute(t *testing.T) {
 		// Where the route is about one project: the path, ?project= or
 		// the body names it.
 		about := strings.Contains(rt.Path, "{id}") || strings.HasPrefix(rt.Path, "/v1/projects/{name}") || strings.Contains(rt.Path, "{flow}") ||
-			slices.Contains([]string{"GET /v1/queue", "GET /v1/flows", "POST /v1/import", "POST /v1/runs", "POST /v1/bootstrap", "POST /v1/flows"}, rt.Method+" "+rt.Path)
-		filtered := slices.Contains([]string{"GET /v1/projects", "GET /v1/runs", "GET /v1/events/stream", "POST /v1/ui/login"}, rt.Method+" "+rt.Path)
+			slices.Contains([]string{"GET /v1/queue", "POST /v1/import", "POST /v1/runs", "POST /v1/bootstrap", "POST /v1/flows"}, rt.Method+" "+rt.Path)
+		filtered := slices.Contains([]string{"GET /v1/projects", "GET /v1/runs", "GET /v1/flows", "GET /v1/events/stream", "POST /v1/ui/login"}, rt.Method+" "+rt.Path)
 		for _, role := range paddock.Roles {
 			allowed := want[0] == '*' || strings.ContainsRune(strings.TrimSuffix(want, "+run"), rune(role[0]))
 			for _, scope := range []string{"", "app", "other"} {
@@ -253,8 +253,22 @@ func TestCallerRules(t *testing.T) {
 	}
 
 	tdo := func(method, path, body string, hdr ...string) answer { return doTCP(tcp, method, path, body, hdr...) }
+	// A scoped principal's list of runs holds its projects' runs only.
+	b, _ = fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "other"})
+	var listed []paddock.Run
+	a := tdo("GET", "/v1/runs", "", "Authorization", "Bearer "+fakeToken("viewer@app"))
+	json.Unmarshal(a.Data, &listed)
+	inOther := func(r paddock.Run) bool { return r.Project == "other" }
+	if a.status != 200 || len(listed) < 3 || slices.ContainsFunc(listed, inOther) {
+		t.Fatalf("a scoped viewer's runs: %d %s", a.status, a.Data)
+	}
+	a = tdo("GET", "/v1/runs", "", "Authorization", "Bearer "+fakeToken("viewer"))
+	if json.Unmarshal(a.Data, &listed); !slices.ContainsFunc(listed, inOther) {
+		t.Fatalf("an unscoped viewer's runs: %s", a.Data)
+	}
+
 	// A token nobody made is unauthorized, and the answer does not echo it.
-	a := tdo("GET", "/v1/runs", "", "Authorization", "Bearer pdk_tok_zz_secretvalue")
+	a = tdo("GET", "/v1/runs", "", "Authorization", "Bearer pdk_tok_zz_secretvalue")
 	if a.status != 401 || strings.Contains(a.Error.Message, "secretvalue") {
 		t.Fatalf("an unknown token: %d %+v", a.status, a.Error)
 	}

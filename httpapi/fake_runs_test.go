@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/paddock-dev/paddock"
@@ -21,7 +22,20 @@ func (f fakeRuns) Create(ctx context.Context, req paddock.CreateRunRequest) (*pa
 }
 
 func (f fakeRuns) Runs(ctx context.Context, filter paddock.RunFilter) ([]*paddock.Run, error) {
-	return nil, f.record(ctx, "Runs", filter.Project, filter.Removed)
+	if err := f.record(ctx, "Runs", filter.Project, filter.Removed); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*paddock.Run
+	for _, r := range f.runs {
+		if filter.Project == "" || r.Project == filter.Project {
+			c := *r
+			out = append(out, &c)
+		}
+	}
+	slices.SortFunc(out, func(a, b *paddock.Run) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 func (f fakeRuns) Retain(ctx context.Context, id string) (*paddock.Run, error) {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/paddock-dev/paddock"
 )
@@ -30,7 +31,13 @@ func (h *flowsHandlers) startFlow(r *http.Request) (any, error) {
 }
 
 func (h *flowsHandlers) listFlows(r *http.Request) (any, error) {
-	return nonNil(h.flows.Flows(r.Context(), r.URL.Query().Get("project")))
+	fs, err := h.flows.Flows(r.Context(), r.URL.Query().Get("project"))
+	if c := paddock.CallerOf(r.Context()); c != nil && err == nil {
+		// A principal scoped to some projects sees their flows (the review
+		// page lists them beside the runs).
+		fs = slices.DeleteFunc(fs, func(f *paddock.Flow) bool { return !c.InProject(f.Project) })
+	}
+	return nonNil(fs, err)
 }
 
 func (h *flowsHandlers) flow(r *http.Request) (any, error) {
