@@ -79,8 +79,11 @@ func (s *Server) browserCall(r *http.Request) (*http.Request, bool, error) {
 		}
 		var err error
 		c, err = s.Principals.Recheck(r.Context(), &paddock.Caller{Principal: v.Who.Principal, Token: v.Who.Token, Since: v.Who.Since})
-		if err != nil {
+		if paddock.IsCode(err, paddock.CodeUnauthorized) {
 			return r, true, paddock.Errorf(paddock.CodeUnauthorized, "this review page session's principal %s, or the token its login link was made with, is no longer live; log in again (paddock ui)", v.Who.Principal)
+		}
+		if err != nil {
+			return r, true, err
 		}
 	}
 	ctx := context.WithValue(s.withLiveCheck(withCaller(r.Context(), c)), actorKey, c.Name)

@@ -318,8 +318,12 @@ func (s *Server) NodeHandler() http.Handler {
 			ctx = paddock.WithCaller(ctx, operatorCaller(a+" via node "+by))
 		case !hasTok && r.Header.Get(callerHeader) == "principal" && s.Principals != nil:
 			c, err := s.Principals.Recheck(ctx, &paddock.Caller{Principal: r.Header.Get(principalHeader), Token: r.Header.Get(principalTokenHeader)})
-			if err != nil {
+			if paddock.IsCode(err, paddock.CodeUnauthorized) {
 				writeError(w, paddock.Errorf(paddock.CodeUnauthorized, "the principal node %s forwarded this call for, or its token, is no longer live", by))
+				return
+			}
+			if err != nil {
+				s.fail(w, r, err)
 				return
 			}
 			ctx = s.withLiveCheck(withCaller(ctx, c))

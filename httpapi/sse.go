@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/redact"
 )
 
@@ -52,9 +53,10 @@ func serveSSE(w http.ResponseWriter, r *http.Request, after int64, next func(ctx
 	rc.Flush()
 	live := liveCheck(r.Context())
 	for r.Context().Err() == nil {
-		if live != nil && live(r.Context()) != nil {
+		if live != nil && paddock.IsCode(live(r.Context()), paddock.CodeUnauthorized) {
 			// The caller's token was revoked, or its principal removed:
-			// the stream ends, and a reconnect is refused.
+			// the stream ends, and a reconnect is refused. (A store that
+			// could not say is asked again next round.)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), SSEHeartbeat)

@@ -350,13 +350,15 @@ func (s *Service) used(ctx context.Context, t *paddock.Token, now time.Time) {
 	}
 	due := now.Sub(last) >= lastUseStep
 	if due {
-		s.lastUse[t.ID] = now
+		s.lastUse[t.ID] = now // claimed: other calls meanwhile do not write
 	}
 	s.mu.Unlock()
 	if !due {
 		return
 	}
-	err := s.Store.Update(context.WithoutCancel(ctx), func(tx paddock.Tx) error {
+	// A call its client gave up on still records that it came.
+	ctx = context.WithoutCancel(ctx)
+	err := s.Store.Update(ctx, func(tx paddock.Tx) error {
 		cur, err := tx.Principals().Token(ctx, t.ID)
 		if err != nil {
 			return err
@@ -365,7 +367,11 @@ func (s *Service) used(ctx context.Context, t *paddock.Token, now time.Time) {
 		return tx.Principals().UpdateToken(ctx, cur)
 	})
 	if err != nil && !paddock.IsCode(err, paddock.CodeNotFound) {
-		// Only the record of use is lost; the call goes on.
+		// Only the record of use is lost; the call goes on, and the next
+		// one tries again.
+		s.mu.Lock()
+		delete(s.lastUse, t.ID)
+		s.mu.Unlock()
 		s.log().Warn("recording a token's last use failed", "token_id", t.ID, "err", err)
 	}
 }

@@ -106,7 +106,7 @@ func (ch *Changes) applyToWorktree(ctx context.Context, id string, threeWay bool
 		return nil, err
 	}
 	s.AppliedTo, s.AppliedAt = "worktree "+p.Root, now()
-	if err := ch.saveSubmission(s); err != nil {
+	if err := ch.policies.store(s); err != nil {
 		return nil, err
 	}
 	err = ch.update(ctx, func(tx paddock.Tx) error {
@@ -169,7 +169,7 @@ func (ch *Changes) Undo(ctx context.Context, id string) (*paddock.Submission, er
 		return nil, err
 	}
 	s.AppliedTo = ""
-	if err := ch.saveSubmission(s); err != nil {
+	if err := ch.policies.store(s); err != nil {
 		return nil, err
 	}
 	err = ch.update(ctx, func(tx paddock.Tx) error {
@@ -202,13 +202,13 @@ func (ch *Changes) recoverApplies(ctx context.Context) []paddock.Finding {
 		case rec.Applied:
 			if s, err := ch.submission(j.RunID); err == nil {
 				s.AppliedTo, s.AppliedAt = "worktree "+j.Root, now()
-				failed("marking the change set applied", ch.saveSubmission(s))
+				failed("marking the change set applied", ch.policies.store(s))
 			}
 			failed("recording the apply", ch.record(ctx, j.RunID, paddock.EventApplied, map[string]any{"hash": j.Hash, "worktree": j.Root, "recovered": true}))
 		case rec.Undone:
 			if s, err := ch.submission(j.RunID); err == nil {
 				s.AppliedTo = ""
-				failed("marking the change set not applied", ch.saveSubmission(s))
+				failed("marking the change set not applied", ch.policies.store(s))
 			}
 		}
 		// The killed apply held the project lock; it is over now.

@@ -129,7 +129,7 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 	return redactValue(cc.red, res)
 }
 
-// driven puts before a call's events, the first time a principal drives
+// driven puts after a call's events, the first time a principal drives
 // the run on this node (writes its files or runs a command in it; reading
 // them, or verifying them, is a reviewer's work too), the event that says
 // so, and the key it marked.
@@ -142,7 +142,9 @@ func (br *Broker) driven(ctx context.Context, id, tool string, evs []callEvent) 
 	if _, seen := br.drivers.LoadOrStore(key, true); seen {
 		return evs, ""
 	}
-	return append([]callEvent{{paddock.EventRunDriven, map[string]string{"principal": c.Principal}}}, evs...), key
+	// After the call's own events: the first is the call's (its seq is
+	// what diff --blame files the call's effects under).
+	return append(evs, callEvent{paddock.EventRunDriven, map[string]string{"principal": c.Principal}}), key
 }
 
 // recordEvents appends a call's events in one transaction; a canceled

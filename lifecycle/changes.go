@@ -211,7 +211,7 @@ func (ch *Changes) SubmitExpecting(ctx context.Context, id, expect string) (*pad
 		return nil, internal("saving the change set failed", err)
 	}
 	s := &paddock.Submission{RunID: id, Hash: cs.Hash, SubmittedAt: now()}
-	if err := ch.saveSubmission(s); err != nil {
+	if err := ch.policies.store(s); err != nil {
 		return nil, err
 	}
 	if err = ch.record(ctx, id, paddock.EventSubmitted, map[string]any{"hash": cs.Hash, "entries": len(cs.Entries)}); err != nil {
@@ -368,7 +368,7 @@ func (ch *Changes) applyToBranch(ctx context.Context, id, branch string, who git
 		return nil, internal("applying the change set failed; the project is unchanged", err)
 	}
 	s.AppliedTo, s.AppliedAt = "refs/heads/"+branch+" @ "+commit, now()
-	if err := ch.saveSubmission(s); err != nil {
+	if err := ch.policies.store(s); err != nil {
 		return nil, err
 	}
 	err = ch.record(ctx, id, paddock.EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit, "approved_by": s.ApprovedBy})

@@ -26,15 +26,23 @@ type Policies struct {
 }
 
 // drivingEvents are the events whose "principal" names one of the run's
-// own principals: the one that created it, or drove its agent. The events
-// of decisions about the run (approvals, grants, applies) are not.
-var drivingEvents = []string{paddock.EventRunCreated, paddock.EventBootstrapped, paddock.EventRunDriven, paddock.EventRunForked,
-	paddock.EventToolCall, paddock.EventExec, paddock.EventJobStarted, paddock.EventSubmitted,
-	paddock.EventInbox, paddock.EventPlanned}
+// own principals: the one that created it (run.created, run.bootstrapped)
+// or drove its agent (run.driven: its first write, command or inbox
+// delivery). The events of decisions about the run (approvals, grants,
+// applies) are not.
+var drivingEvents = []string{paddock.EventRunCreated, paddock.EventBootstrapped, paddock.EventRunDriven}
 
 // lock takes run id's approval lock: a submission's approvals are read,
 // added to and saved by one caller at a time.
 func (po *Policies) lock(id string) (unlock func()) { return po.approveMu.lock(id) }
+
+// store saves s under the run's approval lock: a submission rewritten
+// by another writer (a new submission, an apply, a landing) never lands
+// between an approval's read and its write, which would lose one of them.
+func (po *Policies) store(s *paddock.Submission) error {
+	defer po.lock(s.RunID)()
+	return po.saveSubmission(s)
+}
 
 // runFacts is what a run's event log says for its policy: its own
 // principals, and the hashes a verify passed on (and that were not stale).
@@ -50,6 +58,9 @@ type runFacts struct {
 // change set holds their work.
 func (po *Policies) facts(ctx context.Context, id string) (*runFacts, error) {
 	f, err := po.factsOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	for parent, depth := f.forkedFrom, 0; err == nil && parent != "" && depth < maxForkDepth; depth++ {
 		var pf *runFacts
 		if pf, err = po.factsOf(ctx, parent); err == nil {
@@ -289,9 +300,8 @@ func (po *Policies) require(ctx context.Context, p *paddock.Project, s *paddock.
 	if !d.Met {
 		return approval.Refusal(p.Name, s.RunID, d)
 	}
-	if s.ApprovedBy == "" {
-		settle(s, d)
-	}
+	// The approvers the apply names are those that stand now.
+	settle(s, d)
 	return nil
 }
 

@@ -329,7 +329,7 @@ func (q *Queue) QueueUndo(ctx context.Context, id, by string) (*paddock.QueueEnt
 	}
 	if s, err := q.submission(id); err == nil {
 		s.AppliedTo, s.AppliedAt = "", time.Time{}
-		if err := q.saveSubmission(s); err != nil {
+		if err := q.changes.policies.store(s); err != nil {
 			return nil, err
 		}
 	}
@@ -574,7 +574,7 @@ func (q *Queue) landed(ctx context.Context, e *paddock.QueueEntry) error {
 	}
 	if s, err := q.submission(e.Run); err == nil {
 		s.AppliedTo, s.AppliedAt = "refs/heads/"+e.Branch+" @ "+e.Commit+" (merge queue)", now()
-		if err := q.saveSubmission(s); err != nil {
+		if err := q.changes.policies.store(s); err != nil {
 			return err
 		}
 	}

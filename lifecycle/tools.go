@@ -173,7 +173,10 @@ func (br *Broker) Deliver(ctx context.Context, id, name string, body io.Reader, 
 	if err != nil {
 		return nil, err
 	}
-	if err := br.record(ctx, id, paddock.EventInbox, res); err != nil {
+	// A principal's delivery instructs the agent: it drives the run.
+	evs, first := br.driven(ctx, id, paddock.ToolExec, []callEvent{{paddock.EventInbox, res}})
+	if err := br.recordEvents(ctx, id, evs); err != nil {
+		br.drivers.Delete(first)
 		return nil, err
 	}
 	return res, nil

@@ -18,7 +18,7 @@ func encodeUID(uid *int) any {
 	return int64(*uid)
 }
 
-// principalConflict says which of p's unique keys another principal has.
+// conflict says which of p's unique keys another principal has.
 func (s principals) conflict(ctx context.Context, p *paddock.Principal, creating bool) error {
 	t := s.t
 	if creating {
