@@ -254,7 +254,7 @@ func TestCallerRules(t *testing.T) {
 
 	tdo := func(method, path, body string, hdr ...string) answer { return doTCP(tcp, method, path, body, hdr...) }
 	// A scoped principal's list of runs holds its projects' runs only.
-	b, _ = fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "other"})
+	fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "other"})
 	var listed []paddock.Run
 	a := tdo("GET", "/v1/runs", "", "Authorization", "Bearer "+fakeToken("viewer@app"))
 	json.Unmarshal(a.Data, &listed)
