@@ -58,8 +58,11 @@ type Principal struct {
 }
 
 // InProject reports whether p's role reaches project.
-func (p *Principal) InProject(project string) bool {
-	return len(p.Projects) == 0 || slices.Contains(p.Projects, project)
+func (p *Principal) InProject(project string) bool { return inProjects(p.Projects, project) }
+
+// inProjects says whether a scope (none: every project) holds project.
+func inProjects(projects []string, project string) bool {
+	return len(projects) == 0 || slices.Contains(projects, project)
 }
 
 // Token is a principal's bearer token, as stored: its id and the hash of
@@ -105,9 +108,7 @@ type Caller struct {
 }
 
 // InProject reports whether c's role reaches project.
-func (c *Caller) InProject(project string) bool {
-	return len(c.Projects) == 0 || slices.Contains(c.Projects, project)
-}
+func (c *Caller) InProject(project string) bool { return inProjects(c.Projects, project) }
 
 // HeldToCeiling reports whether a call's command is held to what the
 // run's agent was given (its definition's network ceiling and its
@@ -118,8 +119,7 @@ func HeldToCeiling(ctx context.Context) bool {
 	if AgentCall(ctx) {
 		return true
 	}
-	c := CallerOf(ctx)
-	return c != nil && c.Principal != "" && c.Role != RoleAdmin
+	return PrincipalOf(ctx) != "" && CallerOf(ctx).Role != RoleAdmin
 }
 
 type callerKey struct{}
@@ -127,6 +127,15 @@ type callerKey struct{}
 // WithCaller returns ctx carrying c.
 func WithCaller(ctx context.Context, c *Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// PrincipalOf is the name of ctx's caller's principal: "" for the
+// operator, a run's agent or the daemon itself.
+func PrincipalOf(ctx context.Context) string {
+	if c := CallerOf(ctx); c != nil {
+		return c.Principal
+	}
+	return ""
 }
 
 // CallerOf returns ctx's caller, or nil (a call the daemon makes on its

@@ -20,9 +20,6 @@ type Principals interface {
 	Authenticate(ctx context.Context, token string) (*paddock.Caller, error)
 	// CallerByUID returns the principal a local uid maps to, or nil.
 	CallerByUID(ctx context.Context, uid int) (*paddock.Caller, error)
-	// CallerByName returns a principal as a caller (a call another node
-	// forwarded names it; its role is read again here).
-	CallerByName(ctx context.Context, name string) (*paddock.Caller, error)
 	// Recheck is c as it is now, for what outlives the call that admitted
 	// it (a stream, a review page session): unauthorized once its token
 	// is revoked or expired, or its principal removed or made again.
@@ -147,16 +144,15 @@ func (a *authz) admits(rt *route, r *http.Request) error {
 }
 
 // inScope checks a scoped principal's projects against the project a
-// route is about: the path's project, run or flow, or the ?project= of a
-// list, or its body (bodied). A route about no one project is for
-// principals of every project, but for those that answer a scoped one
-// with its projects' part (filtered).
+// route is about: the path's project, run or flow, or where namedIn says
+// the route names it. A route about no one project is for principals of
+// every project.
 func (a *authz) inScope(ctx context.Context, rt *route, r *http.Request, c *paddock.Caller, run *paddock.Run) error {
 	if len(c.Projects) == 0 {
 		return nil
 	}
 	project := ""
-	switch {
+	switch query := r.URL.Query().Get("project"); {
 	case run != nil:
 		project = run.Project
 	case strings.HasPrefix(rt.path, "/v1/projects/{name}"):
@@ -167,53 +163,49 @@ func (a *authz) inScope(ctx context.Context, rt *route, r *http.Request, c *padd
 			return err
 		}
 		project = f.Project
-	case filtered(rt) && r.URL.Query().Get("project") == "":
-		return nil
-	case bodied(rt):
-		// A new run or flow names its project in the body: its handler
-		// checks it (inScope).
-		return nil
-	case queried(rt) && r.URL.Query().Get("project") != "":
-		project = r.URL.Query().Get("project")
+	case namedIn[rt.method+" "+rt.path] == inBody:
+		return nil // its handler checks the body's project (inScope)
+	case namedIn[rt.method+" "+rt.path] == listed && query == "":
+		return nil // answered with the principal's projects' part
+	case namedIn[rt.method+" "+rt.path] != 0 && query != "":
+		project = query
 	default:
 		return paddock.Errorf(paddock.CodeForbidden, "%s reaches only project %s; %s %s is about every project (name one with ?project= where the route takes it)", c.Name, strings.Join(c.Projects, ", "), rt.method, rt.path).
 			WithRule("project_scope")
 	}
-	if !c.InProject(project) {
-		return paddock.Errorf(paddock.CodeForbidden, "%s reaches only project %s, not %s", c.Name, strings.Join(c.Projects, ", "), project).
-			WithRule("project_scope").WithDetail("project", project)
-	}
-	return nil
+	return outOfScope(c, project)
 }
 
-// bodied says whether a route names its project in its request's body.
-func bodied(rt *route) bool {
-	switch rt.method + " " + rt.path {
-	case "POST /v1/runs", "POST /v1/bootstrap", "POST /v1/flows":
-		return true
-	}
-	return false
+// naming is where a route whose path names no project names the one it
+// is about.
+type naming uint8
+
+const (
+	// inBody: a new run or flow names its project in its body.
+	inBody naming = iota + 1
+	// inQuery: ?project=, which a scoped principal must give.
+	inQuery
+	// listed: a list that answers a scoped principal with its projects'
+	// part (the review page's login is its own), narrowed by ?project= if
+	// given.
+	listed
+)
+
+// namedIn says where the routes about one project that their path does
+// not name name it.
+var namedIn = map[string]naming{
+	"POST /v1/runs": inBody, "POST /v1/bootstrap": inBody, "POST /v1/flows": inBody,
+	"GET /v1/queue": inQuery, "POST /v1/import": inQuery,
+	"GET /v1/projects": listed, "GET /v1/runs": listed, "GET /v1/flows": listed, "GET /v1/events/stream": listed, "POST /v1/ui/login": listed,
 }
 
-// queried says whether a route about every project takes a ?project=
-// that narrows it to one.
-func queried(rt *route) bool {
-	switch rt.method + " " + rt.path {
-	case "GET /v1/queue", "GET /v1/runs", "GET /v1/flows", "POST /v1/import":
-		return true
+// outOfScope refuses a principal scoped to other projects than project.
+func outOfScope(c *paddock.Caller, project string) error {
+	if c.InProject(project) {
+		return nil
 	}
-	return false
-}
-
-// filtered says whether a route about every project answers a scoped
-// principal with its projects' part (the lists of projects and runs, the
-// notices), or is its own (the review page's login).
-func filtered(rt *route) bool {
-	switch rt.method + " " + rt.path {
-	case "GET /v1/projects", "GET /v1/runs", "GET /v1/flows", "GET /v1/events/stream", "POST /v1/ui/login":
-		return true
-	}
-	return false
+	return paddock.Errorf(paddock.CodeForbidden, "%s reaches only project %s, not %s", c.Name, strings.Join(c.Projects, ", "), project).
+		WithRule("project_scope").WithDetail("project", project)
 }
 
 func article(r paddock.Role) string {
@@ -252,11 +244,10 @@ func withCaller(ctx context.Context, c *paddock.Caller) context.Context {
 // is still admitted (a principal's token not revoked, the principal not
 // removed); a run's agent and the operator always are.
 func (s *Server) stillLive(ctx context.Context) error {
-	c := paddock.CallerOf(ctx)
-	if c == nil || c.Principal == "" || s.Principals == nil {
+	if paddock.PrincipalOf(ctx) == "" || s.Principals == nil {
 		return nil
 	}
-	_, err := s.Principals.Recheck(ctx, c)
+	_, err := s.Principals.Recheck(ctx, paddock.CallerOf(ctx))
 	return err
 }
 
@@ -276,10 +267,8 @@ func liveCheck(ctx context.Context) func(context.Context) error {
 // inScope is the check for a call that names its project in its body (a
 // new run, a flow): nil for the operator, the daemon and a run's agent.
 func inScope(ctx context.Context, project string) error {
-	c := paddock.CallerOf(ctx)
-	if c == nil || c.InProject(project) {
-		return nil
+	if c := paddock.CallerOf(ctx); c != nil {
+		return outOfScope(c, project)
 	}
-	return paddock.Errorf(paddock.CodeForbidden, "%s reaches only project %s, not %s", c.Name, strings.Join(c.Projects, ", "), project).
-		WithRule("project_scope").WithDetail("project", project)
+	return nil
 }

@@ -43,13 +43,6 @@ func (f fakePrincipals) CallerByUID(ctx context.Context, uid int) (*paddock.Call
 	return nil, nil
 }
 
-func (f fakePrincipals) CallerByName(ctx context.Context, name string) (*paddock.Caller, error) {
-	if c, ok := fakePrincipal(name); ok {
-		return c, nil
-	}
-	return nil, paddock.Errorf(paddock.CodeNotFound, "no principal %s", name)
-}
-
 // Recheck refuses a principal the test revoked (fakeState.revoked).
 func (f fakePrincipals) Recheck(ctx context.Context, c *paddock.Caller) (*paddock.Caller, error) {
 	f.st.mu.Lock()

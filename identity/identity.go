@@ -392,15 +392,6 @@ func (s *Service) CallerByUID(ctx context.Context, uid int) (*paddock.Caller, er
 	return callerOf(p), nil
 }
 
-// CallerByName returns a principal as a caller.
-func (s *Service) CallerByName(ctx context.Context, name string) (*paddock.Caller, error) {
-	p, err := s.Principal(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return callerOf(p), nil
-}
-
 func callerOf(p *paddock.Principal) *paddock.Caller {
 	return &paddock.Caller{Principal: p.Name, Role: p.Role, Projects: p.Projects, Name: p.Name, Since: p.CreatedAt}
 }

@@ -177,7 +177,7 @@ func TestTokens(t *testing.T) {
 	if _, err := s.Recheck(ctx, c); code(err) != paddock.CodeUnauthorized {
 		t.Fatalf("a revoked token's caller again: %v", err)
 	}
-	ann, _ := s.CallerByName(ctx, "ann")
+	ann, _ := s.Recheck(ctx, &paddock.Caller{Principal: "ann"})
 	s.RemovePrincipal(ctx, "ann", "root")
 	clk.t = clk.t.Add(time.Second)
 	s.AddPrincipal(ctx, paddock.PrincipalRequest{Name: "ann", Role: paddock.RoleAdmin}, "root")

@@ -178,8 +178,8 @@ func (js *Jobs) Artifact(ctx context.Context, id, kind string) (*paddock.Artifac
 // inputs, and the principal that bound them, if one did.
 func bootstrapped(ctx context.Context, req paddock.BootstrapRequest) map[string]any {
 	ev := map[string]any{"agent": req.Agent.Name, "inputs": len(req.Inputs)}
-	if c := paddock.CallerOf(ctx); c != nil && c.Principal != "" {
-		ev["principal"] = c.Principal
+	if p := paddock.PrincipalOf(ctx); p != "" {
+		ev["principal"] = p
 	}
 	return ev
 }

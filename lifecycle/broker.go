@@ -134,17 +134,17 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 // them, or verifying them, is a reviewer's work too), the event that says
 // so, and the key it marked.
 func (br *Broker) driven(ctx context.Context, id, tool string, evs []callEvent) ([]callEvent, string) {
-	c := paddock.CallerOf(ctx)
-	if c == nil || c.Principal == "" || (tool != paddock.ToolExec && !slices.Contains(broker.WriteTools, tool)) {
+	p := paddock.PrincipalOf(ctx)
+	if p == "" || (tool != paddock.ToolExec && !slices.Contains(broker.WriteTools, tool)) {
 		return evs, ""
 	}
-	key := id + "\x00" + c.Principal
+	key := id + "\x00" + p
 	if _, seen := br.drivers.LoadOrStore(key, true); seen {
 		return evs, ""
 	}
 	// After the call's own events: the first is the call's (its seq is
 	// what diff --blame files the call's effects under).
-	return append(evs, callEvent{paddock.EventRunDriven, map[string]string{"principal": c.Principal}}), key
+	return append(evs, callEvent{paddock.EventRunDriven, map[string]string{"principal": p}}), key
 }
 
 // recordEvents appends a call's events in one transaction; a canceled

@@ -125,8 +125,8 @@ func (bn *Bundles) Bundle(ctx context.Context, id string, w io.Writer) error {
 // it, never when a principal did (an admin's own key could sign
 // approvals by anyone); the daemon's own key and TrustedKeysDir's do.
 func (bn *Bundles) carries(ctx context.Context, b *bundle.Bundle, extra []string) bool {
-	c := paddock.CallerOf(ctx)
-	if len(extra) == 0 || c == nil || c.Principal == "" {
+	principal := paddock.PrincipalOf(ctx)
+	if len(extra) == 0 || principal == "" {
 		return true
 	}
 	base, err := bn.trustedKeys(nil)
@@ -138,7 +138,7 @@ func (bn *Bundles) carries(ctx context.Context, b *bundle.Bundle, extra []string
 			return true
 		}
 	}
-	bn.log().Warn("an import's approvals were not carried: its signer was trusted only by a key its principal gave", "principal", c.Principal, "signer", b.Signer)
+	bn.log().Warn("an import's approvals were not carried: its signer was trusted only by a key its principal gave", "principal", principal, "signer", b.Signer)
 	return false
 }
 

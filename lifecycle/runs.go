@@ -775,8 +775,8 @@ func (rs *Runs) WaitEvents(ctx context.Context, id string, after int64, limit in
 // byPrincipal adds to a run.created event's data the principal whose call
 // made the run, if a principal's did (an approval policy reads it).
 func byPrincipal(ctx context.Context, ev map[string]string) map[string]string {
-	if c := paddock.CallerOf(ctx); c != nil && c.Principal != "" {
-		ev["principal"] = c.Principal
+	if p := paddock.PrincipalOf(ctx); p != "" {
+		ev["principal"] = p
 	}
 	return ev
 }
