@@ -296,6 +296,11 @@ func pidsFor(dir string) *pidsHierarchy {
 	if err := os.MkdirAll(h.base, 0o755); err != nil {
 		return nil // not ours to write (another user's daemon made the root)
 	}
+	if unix.Access(h.base, unix.W_OK) != nil {
+		// There already, made by another user (root probing the same state
+		// directory): its cgroups are not ours to make either.
+		return nil
+	}
 	if r.v2 && !h.enable(h.base) {
 		return nil
 	}
