@@ -297,8 +297,9 @@ func pidsFor(dir string) *pidsHierarchy {
 		return nil // not ours to write (another user's daemon made the root)
 	}
 	if unix.Access(h.base, unix.W_OK) != nil {
-		// There already, made by another user (root probing the same state
-		// directory): its cgroups are not ours to make either.
+		// There already, made by another user (per-exec commands of every
+		// daemon share one root: a root daemon's, while one of its
+		// commands runs): its cgroups are not ours to make either.
 		return nil
 	}
 	if r.v2 && !h.enable(h.base) {
