@@ -51,12 +51,25 @@ const LargeFile = 1 << 20
 // A diff of at most paddock.InlineDiff bytes is read once and carried
 // whole; a larger one is hashed as a stream and left in its file.
 func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, policy *confine.Policy, red *redact.Redactor, trees Trees) (*paddock.ChangeSet, error) {
-	found, err := maskInPlace(red, diffFile, root)
+	// Masking reads the diff and the labels read the workspace and the
+	// base: neither needs the other, so they run side by side (a change set
+	// of thousands of files costs each of them about as much).
+	var found map[string]*Finding
+	masked := make(chan error, 1)
+	go func() {
+		var err error
+		found, err = maskInPlace(red, diffFile, root)
+		masked <- err
+	}()
+	entries, err := entriesOf(snap, root, policy, trees)
+	if merr := <-masked; merr != nil {
+		return nil, merr
+	}
 	if err != nil {
 		return nil, err
 	}
 	cs := &paddock.ChangeSet{RunID: runID, BaseRevision: base, DiffFile: diffFile, Ignored: red.Strings(snap.Ignored),
-		Entries: []paddock.ChangeEntry{}, ComputedAt: time.Now().UTC()}
+		Entries: entries, ComputedAt: time.Now().UTC()}
 	fi, err := os.Stat(diffFile)
 	if err != nil {
 		return nil, fmt.Errorf("changeset: %w", err)
@@ -71,6 +84,21 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 	} else {
 		cs.DiffOmitted = true
 	}
+	// Masking comes last: the labels above compare the paths as they are.
+	for i := range cs.Entries {
+		review(&cs.Entries[i], red, found)
+	}
+	addWithheld(cs, snap.Withheld, root, policy)
+	if cs.Hash, err = Hash(cs); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+// entriesOf is the entries of git's raw output, each labelled alone and
+// then across the others and the base.
+func entriesOf(snap *gitx.Snapshot, root string, policy *confine.Policy, trees Trees) ([]paddock.ChangeEntry, error) {
+	entries := []paddock.ChangeEntry{}
 	fields := bytes.Split(snap.Raw, []byte{0})
 	for i := 0; i+1 < len(fields); i += 2 {
 		meta, p := string(fields[i]), string(fields[i+1])
@@ -91,20 +119,12 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 			e.Op = paddock.OpModify
 		}
 		label(&e, root, policy)
-		cs.Entries = append(cs.Entries, e)
+		entries = append(entries, e)
 	}
-	if err := labelAcross(cs.Entries, root, policy, trees); err != nil {
+	if err := labelAcross(entries, root, policy, trees); err != nil {
 		return nil, err
 	}
-	// Masking comes last: the labels above compare the paths as they are.
-	for i := range cs.Entries {
-		review(&cs.Entries[i], red, found)
-	}
-	addWithheld(cs, snap.Withheld, root, policy)
-	if cs.Hash, err = Hash(cs); err != nil {
-		return nil, err
-	}
-	return cs, nil
+	return entries, nil
 }
 
 // maskInPlace replaces the diff in the file path with its masked form;

@@ -19,6 +19,13 @@ func newLineReader(r io.Reader) *lineReader {
 	return &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
 }
 
+// reset makes lr read r from its start, keeping its buffers: one reader
+// serves a file after another.
+func (lr *lineReader) reset(r io.Reader) {
+	lr.br.Reset(r)
+	*lr = lineReader{br: lr.br, buf: lr.buf[:0]}
+}
+
 // next returns the next line with its newline (whole), or the next part
 // of a long one: whole is false for every part but the last.
 func (lr *lineReader) next() ([]byte, bool, error) {

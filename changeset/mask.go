@@ -66,8 +66,9 @@ func MaskDiff(red *redact.Redactor, src string, dst io.Writer, newContent func(p
 	if err != nil {
 		return nil, err
 	}
+	var lr *lineReader // one for every placed file: its 64 KiB buffer is made once
 	for file, path := range plan.placed {
-		plan.spans[file] = keySpansOf(newContent, path)
+		plan.spans[file], lr = keySpansOf(newContent, path, lr)
 	}
 	f, err := os.Open(src)
 	if err != nil {
@@ -89,23 +90,28 @@ type span struct{ first, last int }
 
 // keySpansOf lists the lines of path's new content that lie inside a
 // private key, between its BEGIN and its END line. A file that cannot be
-// read has none.
-func keySpansOf(open func(string) (io.ReadCloser, error), path string) []span {
+// read has none. It reads with lr (made if nil) and returns it for the
+// next file.
+func keySpansOf(open func(string) (io.ReadCloser, error), path string, lr *lineReader) ([]span, *lineReader) {
 	if open == nil {
-		return nil
+		return nil, lr
 	}
 	f, err := open(path)
 	if err != nil {
-		return nil
+		return nil, lr
 	}
 	defer f.Close()
 	var spans []span
-	lr := newLineReader(f)
+	if lr == nil {
+		lr = newLineReader(f)
+	} else {
+		lr.reset(f)
+	}
 	begin := 0 // the BEGIN line of an open key
 	for n := 1; ; n++ {
 		line, whole, err := lr.next()
 		if err != nil {
-			return spans
+			return spans, lr
 		}
 		if !whole {
 			lr.skipRest()

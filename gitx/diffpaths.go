@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -111,7 +112,8 @@ func (d *diffRun) listBasePaths(base string, paths, spec []string, baseFiles str
 // (paths may overlap), leaving out what the ignore rules do.
 func (d *diffRun) readPaths(root int, bt *baseTree, spec []string) (*treeReader, error) {
 	t := &treeReader{root: root, base: bt, ignore: d.ignore, keptLinks: map[string]bool{}}
-	for _, p := range spec {
+	defer t.dirs.close()
+	for _, p := range sorted(slices.Clone(spec)) {
 		if err := t.walk(p); err != nil {
 			return nil, fmt.Errorf("gitx: diff: %w", err)
 		}

@@ -60,17 +60,17 @@ type hasher struct {
 	format objectFormat
 	store  *packStore
 	buf    []byte
+	dirs   dirStack
 }
 
 // open opens the file rel for reading, refusing anything but a regular
 // file, without following a link at any step.
 func (h *hasher) open(rel string) (*os.File, error) {
 	dir, name := path.Split(rel)
-	dfd, err := openDirPath(h.root, strings.TrimSuffix(dir, "/"))
+	dfd, err := h.dirs.open(h.root, strings.TrimSuffix(dir, "/"))
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(dfd)
 	fd, err := openAt(dfd, name, false)
 	if err != nil {
 		return nil, err
@@ -92,11 +92,10 @@ func (h *hasher) open(rel string) (*os.File, error) {
 func (h *hasher) content(f *wfile) (io.ReadCloser, int64, error) {
 	if f.mode == "120000" {
 		dir, name := path.Split(f.path)
-		dfd, err := openDirPath(h.root, strings.TrimSuffix(dir, "/"))
+		dfd, err := h.dirs.open(h.root, strings.TrimSuffix(dir, "/"))
 		if err != nil {
 			return nil, 0, err
 		}
-		defer unix.Close(dfd)
 		buf := make([]byte, 4096)
 		for {
 			n, err := unix.Readlinkat(dfd, name, buf)

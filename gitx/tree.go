@@ -83,6 +83,7 @@ type treeReader struct {
 	ignored   []string
 	keptLinks map[string]bool // base's submodules the work tree still has a directory for
 	gitDirs   map[string]bool // directories seen, and whether they look like a repository
+	dirs      dirStack        // the directories walk opened last
 }
 
 func openTree(dir string) (int, error) {
@@ -103,22 +104,53 @@ func openAt(dirfd int, name string, dir bool) (int, error) {
 	}
 }
 
-// openDirPath opens the directory rel under root, one name at a time.
-func openDirPath(root int, rel string) (int, error) {
-	fd, err := unix.Dup(root)
-	if err != nil || rel == "" || rel == "." {
-		return fd, err
+// dirStack keeps open the directories of the last path opened through
+// it, one descriptor a name, each opened without following a link: files visited in
+// path order open each directory once, not once a file. Its descriptors
+// are the caller's to close (close).
+type dirStack struct {
+	names []string
+	fds   []int
+}
+
+// open returns the descriptor of the directory rel under root, which the
+// stack keeps (the caller must not close it).
+func (s *dirStack) open(root int, rel string) (int, error) {
+	var parts []string
+	if rel != "" && rel != "." {
+		parts = strings.Split(rel, "/")
 	}
-	for _, name := range strings.Split(rel, "/") {
-		next, err := openAt(fd, name, true)
-		unix.Close(fd)
+	k := 0
+	for k < len(parts) && k < len(s.names) && parts[k] == s.names[k] {
+		k++
+	}
+	s.truncate(k)
+	for _, name := range parts[k:] {
+		parent := root
+		if len(s.fds) > 0 {
+			parent = s.fds[len(s.fds)-1]
+		}
+		fd, err := openAt(parent, name, true)
 		if err != nil {
 			return -1, err
 		}
-		fd = next
+		s.names, s.fds = append(s.names, name), append(s.fds, fd)
 	}
-	return fd, nil
+	if len(s.fds) == 0 {
+		return root, nil
+	}
+	return s.fds[len(s.fds)-1], nil
 }
+
+// truncate closes the descriptors below the first k names.
+func (s *dirStack) truncate(k int) {
+	for _, fd := range s.fds[k:] {
+		unix.Close(fd)
+	}
+	s.names, s.fds = s.names[:k], s.fds[:k]
+}
+
+func (s *dirStack) close() { s.truncate(0) }
 
 // gone reports an error that means the entry went away, or is not what
 // the walk took it for: a tree being changed while it is read.
@@ -166,14 +198,18 @@ func (t *treeReader) walk(start string) error {
 		return t.walkDir(t.root, "", "")
 	}
 	why := ""
-	parent, err := unix.Dup(t.root)
-	if err != nil {
-		return err
-	}
-	defer func() { unix.Close(parent) }()
 	parts := strings.Split(start, "/")
 	rel := ""
 	for i, name := range parts {
+		// The stack keeps the directories of the path before: paths in
+		// order open each directory once.
+		parent, err := t.dirs.open(t.root, rel)
+		if gone(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		if _, err := t.enterDir(parent, rel, &why); err != nil {
 			return err
 		}
@@ -187,15 +223,7 @@ func (t *treeReader) walk(start string) error {
 		if why == "" && t.base.isLink(child) {
 			return nil // inside a submodule: git keeps it as it is
 		}
-		next, err := openAt(parent, name, true)
-		if gone(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		unix.Close(parent)
-		parent, rel = next, child
+		rel = child
 	}
 	return nil
 }

@@ -1,10 +1,13 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"io"
+	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -122,6 +125,33 @@ func TestShapesPrefilter(t *testing.T) {
 		}
 		if got := Shapes([]byte(in)); string(got) != string(want) || string(got) == in {
 			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestShapesFirstPass: the one pass Shapes makes first never lets through
+// text a shape's own test masks: every shape's every literal, in either
+// case, with matching and random text around it.
+func TestShapesFirstPass(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	filler := func(n int) string {
+		const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=_-:. \n\"'"
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for _, s := range shapes {
+		for _, l := range s.lits {
+			for _, lit := range []string{l, strings.ToUpper(l), strings.ToLower(l)} {
+				for i := 0; i < 50; i++ {
+					in := []byte(filler(rng.IntN(20)) + lit + filler(20+rng.IntN(60)))
+					if got, want := Shapes(slices.Clone(in)), shapesAll(slices.Clone(in)); !bytes.Equal(got, want) {
+						t.Fatalf("%s: Shapes(%q) = %q, each shape's test gives %q", s.name, in, got, want)
+					}
+				}
+			}
 		}
 	}
 }

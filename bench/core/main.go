@@ -1,9 +1,10 @@
 // Command core measures the core's run lifecycle against plain git, in one
 // run: creating and removing N clone runs of a generated repository through
 // the daemon, beside `git clone --shared` + checkout + rm of the same
-// repository, interleaved pair by pair; and computing the change set of 10
-// modified files through the API beside `git status --porcelain` + `git diff`
-// on the same edits in a plain clone. It also reports the idle daemon's RSS,
+// repository, interleaved pair by pair; and computing the change sets of
+// clone and overlay runs with N modified files (--changes, 10 to 5,000)
+// through the API beside `git status --porcelain` + `git diff` on the same
+// edits in a plain clone. It also reports the idle daemon's RSS,
 // and what history depth costs: an overlay run made in a repository of
 // 60,000 commits beside one of 5 with the same files.
 //
@@ -18,6 +19,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,17 +35,37 @@ func main() {
 	overlayOnly := flag.Bool("overlay-only", false, "measure only the overlay figures (the clone ones take long on a large repository)")
 	history := flag.Int("history", 300, "commits of history in the generated repository, after the first")
 	deep := flag.Int("deep-history", 60000, "commits of the repository that measures history depth (0 to skip)")
+	changes := flag.String("changes", "10,1000", "comma-separated numbers of modified files whose change sets are measured (each at most half the files)")
 	flag.Parse()
 	if *quick {
 		*files, *runs, *history = 1000, 3, 20
 	}
-	if err := run(*files, *runs, *history, *deep, *overlayOnly); err != nil {
+	sizes, err := parseSizes(*changes, *files)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if err := run(*files, *runs, *history, *deep, *overlayOnly, sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nfiles, nruns, nhistory, deep int, overlayOnly bool) error {
+// parseSizes reads --changes: each size at least 1 and at most half the
+// files (the edits are spread over the tree and skip its 2 MiB files).
+func parseSizes(list string, nfiles int) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--changes: %q is not a number of files", f)
+		}
+		sizes = append(sizes, min(n, nfiles/2))
+	}
+	return sizes, nil
+}
+
+func run(nfiles, nruns, nhistory, deep int, overlayOnly bool, sizes []int) error {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "paddock-bench-")
 	if err != nil {
@@ -72,9 +94,14 @@ func run(nfiles, nruns, nhistory, deep int, overlayOnly bool) error {
 	time.Sleep(200 * time.Millisecond)
 	rssIdle := d.RSS()
 
-	var ours, peer, csOurs, csPeer []time.Duration
+	var ours, peer []time.Duration
+	var rows []string // the change sets' rows, clone then overlay
+	tree := fmt.Sprintf("a generated %d-file repository, %d commits", nfiles, nhistory+1)
 	if !overlayOnly {
-		if ours, peer, csOurs, csPeer, err = clonePhase(ctx, c, tmp, repo, sha, nfiles, nruns); err != nil {
+		if ours, peer, err = clonePhase(ctx, c, tmp, repo, sha, nruns); err != nil {
+			return err
+		}
+		if rows, err = changeSetRows(ctx, c, "clone", tmp, repo, sha, tree, nfiles, nruns, sizes); err != nil {
 			return err
 		}
 	}
@@ -119,15 +146,11 @@ func run(nfiles, nruns, nhistory, deep int, overlayOnly bool) error {
 			return err
 		}
 	}
-	benchutil.Step("%d × change set of an overlay run, 10 and 1,000 modified files, interleaved with git status --porcelain + git diff", nruns)
-	ov10, ovPeer10, err := changeSets(ctx, c, "overlay", repo, sha, filepath.Join(tmp, "edited"), nfiles, 10, nruns)
+	ovRows, err := changeSetRows(ctx, c, "overlay", tmp, repo, sha, tree, nfiles, nruns, sizes)
 	if err != nil {
 		return err
 	}
-	ov1k, ovPeer1k, err := changeSets(ctx, c, "overlay", repo, sha, filepath.Join(tmp, "edited"), nfiles, min(1000, nfiles/2), nruns)
-	if err != nil {
-		return err
-	}
+	rows = append(rows, ovRows...)
 	var historyTable []string
 	if deep > 0 {
 		if historyTable, err = historyRows(ctx, c, tmp, deep, max(nruns, 5)); err != nil {
@@ -138,12 +161,9 @@ func run(nfiles, nruns, nhistory, deep int, overlayOnly bool) error {
 	fmt.Printf("\n%s\n\n", benchutil.Machine(tmp))
 	fmt.Println("| figure | paddock | peer | ratio |")
 	fmt.Println("|---|---|---|---|")
-	tree := fmt.Sprintf("a generated %d-file repository, %d commits", nfiles, nhistory+1)
 	if !overlayOnly {
 		fmt.Printf("| create + rm a clone run, %s (median of %d) | %s | %s (git clone --shared + checkout + rm) | %s |\n",
 			tree, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer))
-		fmt.Printf("| change set of a clone run, 10 modified files, %s (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
-			tree, nruns, benchutil.Stats(csOurs), benchutil.Stats(csPeer), benchutil.Ratio(csOurs, csPeer))
 	}
 	fmt.Printf("| create an overlay run at a snapshotted base, %s (median of %d) | %s | %s (git worktree add) | %s |\n",
 		tree, nruns, benchutil.Stats(ovCreate), benchutil.Stats(wtAdd), benchutil.Ratio(ovCreate, wtAdd))
@@ -152,10 +172,9 @@ func run(nfiles, nruns, nhistory, deep int, overlayOnly bool) error {
 			tree, nruns, benchutil.Stats(wtCreate), benchutil.Stats(wtAdd), benchutil.Ratio(wtCreate, wtAdd))
 	}
 	fmt.Printf("| build the overlay snapshot of a base (once per base), %s | %s | – | – |\n", tree, benchutil.Round(snapshot))
-	fmt.Printf("| change set of an overlay run, 10 modified files, %s (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
-		tree, nruns, benchutil.Stats(ov10), benchutil.Stats(ovPeer10), benchutil.Ratio(ov10, ovPeer10))
-	fmt.Printf("| change set of an overlay run, %d modified files, %s (median of %d) | %s | %s (git status --porcelain + git diff) | %s |\n",
-		min(1000, nfiles/2), tree, nruns, benchutil.Stats(ov1k), benchutil.Stats(ovPeer1k), benchutil.Ratio(ov1k, ovPeer1k))
+	for _, row := range rows {
+		fmt.Println(row)
+	}
 	fmt.Printf("| idle daemon RSS (%s) | %s after start, %s after %d runs | – | – |\n", tree, rssIdle, d.RSS(), nruns)
 	for _, row := range historyTable {
 		fmt.Println(row)
@@ -165,41 +184,57 @@ func run(nfiles, nruns, nhistory, deep int, overlayOnly bool) error {
 
 // clonePhase measures clone runs: create+rm against git clone --shared, and
 // change sets of 10 edits against git status + diff.
-func clonePhase(ctx context.Context, c *client.Client, tmp, repo, sha string, nfiles, nruns int) (ours, peer, csOurs, csPeer []time.Duration, err error) {
+func clonePhase(ctx context.Context, c *client.Client, tmp, repo, sha string, nruns int) (ours, peer []time.Duration, err error) {
 	benchutil.Step("%d × create+rm of a clone run, interleaved with git clone --shared + checkout + rm", nruns)
 	peerDir := filepath.Join(tmp, "peer")
 	for i := 0; i < nruns; i++ {
 		t0 := time.Now()
 		r, err := c.Create(ctx, paddock.CreateRunRequest{Project: "bench", Kind: "clone"})
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, err
 		}
 		if _, err := c.Remove(ctx, r.ID); err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, err
 		}
 		ours = append(ours, time.Since(t0))
 
 		t0 = time.Now()
 		if _, err := benchutil.Git("", "clone", "--quiet", "--shared", "--no-checkout", "--", repo, peerDir); err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, err
 		}
 		if _, err := benchutil.Git(peerDir, "checkout", "--quiet", "--detach", sha); err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, err
 		}
 		if err := os.RemoveAll(peerDir); err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, err
 		}
 		peer = append(peer, time.Since(t0))
 	}
 	time.Sleep(200 * time.Millisecond)
+	return ours, peer, nil
+}
 
-	benchutil.Step("%d × change set of 10 modified files, interleaved with git status --porcelain + git diff", nruns)
-	csOurs, csPeer, err = changeSets(ctx, c, "clone", repo, sha, filepath.Join(tmp, "edited"), nfiles, 10, nruns)
-	if err != nil {
-		return nil, nil, nil, nil, err
+// changeSetRows measures the change sets of runs of kind with each number
+// of modified files, and returns their table rows.
+func changeSetRows(ctx context.Context, c *client.Client, kind, tmp, repo, sha, tree string, nfiles, nruns int, sizes []int) ([]string, error) {
+	var rows []string
+	for _, n := range sizes {
+		benchutil.Step("%d × change set of %s %s run, %d modified files, interleaved with git status --porcelain + git diff", nruns, article(kind), kind, n)
+		ours, peer, err := changeSets(ctx, c, kind, repo, sha, filepath.Join(tmp, "edited"), nfiles, n, nruns)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, fmt.Sprintf("| change set of %s %s run, %d modified files, %s (median of %d) | %s | %s (git status --porcelain + git diff) | %s |",
+			article(kind), kind, n, tree, nruns, benchutil.Stats(ours), benchutil.Stats(peer), benchutil.Ratio(ours, peer)))
 	}
+	return rows, nil
+}
 
-	return ours, peer, csOurs, csPeer, nil
+func article(kind string) string {
+	if strings.HasPrefix(kind, "o") {
+		return "an"
+	}
+	return "a"
 }
 
 // generate writes a repository of n files in a tree three levels deep, about
@@ -285,8 +320,14 @@ func changeSets(ctx context.Context, c *client.Client, kind, repo, sha, peerDir 
 		fmt.Fprintf(f, "\n// edited %d\n", k)
 		f.Close()
 	}
-	if res, err := c.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", script.String()}}); err != nil || res.ExitCode != 0 {
-		return nil, nil, fmt.Errorf("editing the run: %v %+v", err, res)
+	// In pieces: one argument of a command line holds at most 128 KiB.
+	for lines := strings.SplitAfter(script.String(), "\n"); len(lines) > 0; {
+		k := min(len(lines), 500)
+		piece := strings.Join(lines[:k], "")
+		lines = lines[k:]
+		if res, err := c.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", piece}}); err != nil || res.ExitCode != 0 {
+			return nil, nil, fmt.Errorf("editing the run: %v %+v", err, res)
+		}
 	}
 	for i := 0; i < n; i++ {
 		t0 := time.Now()
