@@ -163,6 +163,19 @@ func TestInspect(t *testing.T) {
 	}
 }
 
+// TestInspectFailingGitIsNotABadRepository: a git that cannot answer
+// (here, one out of time at once) says nothing of the repository: Inspect
+// is internal, never "not a git repository" or "no commits".
+func TestInspectFailingGitIsNotABadRepository(t *testing.T) {
+	g := newGit(t)
+	repo := gittest.NewRepo(t, t.TempDir(), map[string]string{"a": "1"})
+	g.Timeout = time.Nanosecond
+	_, err := g.Inspect(context.Background(), repo)
+	if !paddock.IsCode(err, paddock.CodeInternal) || strings.Contains(err.Error(), "not a git repository") || strings.Contains(err.Error(), "no commits") {
+		t.Fatalf("Inspect with a git out of time = %v; want internal", err)
+	}
+}
+
 // TestWorktreeRemoveRepairsHalfMadeRecord plays a `git worktree add` killed
 // before it wrote its record: git cannot read the record, and it breaks
 // `git worktree list`. WorktreeRemove must delete it, and only it.

@@ -54,14 +54,40 @@ func (g *Git) Inspect(ctx context.Context, path string) (*Repo, error) {
 	}
 	common, err := g.line(ctx, at, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is not a git repository", path)
+		if gitSaid(err, 128, "not a git repository") {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "%s is not a git repository", path)
+		}
+		return nil, inspectFailed(path, err)
 	}
 	// HEAD names a commit: a lookup, not a walk (Inspect runs before every
-	// run is made; see identity.go for the fingerprint).
+	// run is made; see identity.go for the fingerprint). --verify --quiet
+	// exits 1, saying nothing, when it names none.
 	if _, err := g.line(ctx, at, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
-		return nil, paddock.Errorf(paddock.CodeBadRequest, "%s has no commits yet; commit something first", path)
+		if gitSaid(err, 1, "") {
+			return nil, paddock.Errorf(paddock.CodeBadRequest, "%s has no commits yet; commit something first", path)
+		}
+		return nil, inspectFailed(path, err)
 	}
 	return &Repo{Root: real, CommonDir: common}, nil
+}
+
+// gitSaid reports whether err is git's own answer, exiting with code and
+// saying said: not a git that could not start, was stopped or timed out,
+// which says nothing of the repository (a daemon under a load of 200
+// concurrent bootstraps once called its project "not a git repository").
+func gitSaid(err error, code int, said string) bool {
+	var ce *CommandError
+	var ee *exec.ExitError
+	return errors.As(err, &ce) && errors.As(err, &ee) && ee.ExitCode() == code && strings.Contains(ce.Stderr, said)
+}
+
+// inspectFailed is the error of an Inspect whose git failed to answer.
+func inspectFailed(path string, err error) error {
+	var pe *paddock.Error
+	if errors.As(err, &pe) {
+		return err // git timed out: already internal, and says so
+	}
+	return &paddock.Error{Code: paddock.CodeInternal, Message: "reading the repository at " + path + " failed; try again", Err: err}
 }
 
 // enclosingRepo is the nearest directory above dir that holds a .git, or
