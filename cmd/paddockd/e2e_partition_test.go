@@ -280,7 +280,9 @@ func TestClusterPartition(t *testing.T) {
 	p.start("n3", 13, "--node-adopt", "auto")
 	repo := newRepo(t, filepath.Join(p.base, "src", "app"), 3)
 	cli(t, n1.home, "project", "add", repo).must(t)
-	t.Run("CutFromStore", p.cutFromStore)
+	var adopted string
+	t.Run("CutFromStore", func(t *testing.T) { adopted = p.cutFromStore(t) })
+	t.Run("CutFromPeers", func(t *testing.T) { p.cutFromPeers(t, adopted) })
 }
 
 // watch records, from the store, when cond first held (polled every
@@ -313,7 +315,7 @@ func (p *partition) watch(cond func(ctx context.Context) bool) func() time.Time 
 // nothing more; another node marks it lost and adopts its run; when the
 // link comes back n1 finds its lease gone and stops, and nothing it did
 // lands after the adoption.
-func (p *partition) cutFromStore(t *testing.T) {
+func (p *partition) cutFromStore(t *testing.T) string {
 	p.t = t
 	n1 := p.nodes["n1"]
 	id := strings.TrimSpace(cli(t, n1.home, "create", "-p", "app", "--kind", "overlay").must(t).out)
@@ -371,6 +373,7 @@ func (p *partition) cutFromStore(t *testing.T) {
 	}
 	acked := p.checkCutCalls(calls, cutAt, hang)
 	p.checkNoStaleWrite(id, p.lab.addr(storeNet, n1.host), acked)
+	return id
 }
 
 // checkCutCalls checks what n1's clients saw: before the cut, their
@@ -445,4 +448,99 @@ func (p *partition) checkNoStaleWrite(id, addr string, acked map[string]bool) {
 		}
 	}
 	t.Logf("run %s: %d events, seqs 1…%d gap-free; the cut node's last at or before %d, node_lost at %d", id, len(evs), len(evs), lostSeq-1, lostSeq)
+}
+
+// cutFromPeers: the node that holds run id, cut from the other nodes but
+// not from PostgreSQL, stays alive and serves its own clients; a call for
+// the run through another node fails within a bound with a typed error
+// that says whether it reached the run's node; once the link is back a
+// client that retries as that error says applies each write once.
+func (p *partition) cutFromPeers(t *testing.T, id string) {
+	p.t = t
+	if id == "" {
+		t.Skip("no run from CutFromStore")
+	}
+	holder := p.nodes[p.holder(id)]
+	via := p.nodes["n2"]
+	if holder == via {
+		via = p.nodes["n3"]
+	}
+	hang := 10 * partLease
+	w := startWriter(via.c, id, "fwd", hang)
+	p.waitFor("forwarded writes", 10*time.Second, func() bool { return len(w.since(time.Time{})) >= 3 })
+	cutAt := time.Now()
+	p.lab.cut(holder.id, peerNet)
+	// Its own clients still reach it, and it the store.
+	if _, err := holder.c.CallTool(context.Background(), id, "write", map[string]string{"path": "own.txt", "content": "own"}); err != nil {
+		t.Fatalf("a write through %s, cut from its peers only: %v", holder.id, err)
+	}
+	p.waitFor("answers to the forwarded calls while the run's node is cut off", 2*hang, func() bool {
+		answered := 0
+		for _, c := range w.since(cutAt) {
+			if c.err != nil && codeOf(c.err) != "hung" {
+				answered++
+			}
+		}
+		return answered >= 3
+	})
+	if st := p.nodeState(holder.id); st != "alive" {
+		t.Fatalf("%s, cut from its peers but not from the store, is %s", holder.id, st)
+	}
+	p.lab.mend(holder.id, peerNet)
+	time.Sleep(500 * time.Millisecond)
+	calls := w.halt()
+	p.retryOnce(via, id, calls, cutAt, hang)
+}
+
+// retryOnce checks the calls made through via after cutAt, and retries
+// the failed ones as their errors say: one that did not reach the run's
+// node at once, one that may have, only if the run's events do not have
+// it. Each write is then in the run's events exactly once.
+func (p *partition) retryOnce(via *partNode, id string, calls []clientCall, cutAt time.Time, hang time.Duration) {
+	t := p.t
+	count := func() map[string]int {
+		n := map[string]int{}
+		for _, e := range p.events(id) {
+			if e.typ == paddock.EventToolCall {
+				for _, c := range calls {
+					if strings.Contains(e.data, `"path":"`+c.path+`"`) {
+						n[c.path]++
+					}
+				}
+			}
+		}
+		return n
+	}
+	before := count()
+	seen := map[string]int{}
+	var slowest time.Duration
+	for _, c := range calls {
+		if c.err == nil || c.start.Before(cutAt) {
+			continue
+		}
+		var pe *paddock.Error
+		if codeOf(c.err) == "hung" || !errors.As(c.err, &pe) || pe.Code != paddock.CodeNodeLost {
+			t.Fatalf("a forwarded call to a node cut from its peers, %s after the cut: %v (took %s)", c.start.Sub(cutAt), c.err, c.took())
+		}
+		slowest = max(slowest, c.took())
+		delivered, _ := pe.Details["delivered"].(bool)
+		seen[fmt.Sprintf("delivered=%v", delivered)]++
+		if !delivered && before[c.path] != 0 {
+			t.Fatalf("%s was not delivered, says its error, but the run has it: %v", c.path, c.err)
+		}
+		if before[c.path] == 0 {
+			if _, err := via.c.CallTool(context.Background(), id, "write", map[string]string{"path": c.path, "content": c.path}); err != nil {
+				t.Fatalf("the retry of %s: %v", c.path, err)
+			}
+		}
+	}
+	for path, n := range count() {
+		if n != 1 {
+			t.Fatalf("%s is in the run's events %d times", path, n)
+		}
+	}
+	t.Logf("forwarded calls after the cut: %v, the slowest answer %s", seen, slowest.Round(time.Millisecond))
+	if len(seen) == 0 {
+		t.Fatal("no forwarded call failed while the run's node was cut off")
+	}
 }
