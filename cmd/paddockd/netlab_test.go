@@ -121,6 +121,29 @@ func (l *netLab) cut(name, net string) { l.ip(l.sw, "link", "set", l.end(name, n
 // mend brings the link cut took down back up.
 func (l *netLab) mend(name, net string) { l.ip(l.sw, "link", "set", l.end(name, net), "up") }
 
+// lossy drops about one packet in every n both ways on machine name's
+// link to net (nftables in the switch, on the bridge); n == 0 drops none
+// again. The kernel here may lack netem; nftables' random numbers do not.
+func (l *netLab) lossy(name, net string, n int) {
+	l.t.Helper()
+	exec.Command("ip", "netns", "exec", l.sw, "nft", "delete", "table", "bridge", "lossy-"+name).Run()
+	if n == 0 {
+		return
+	}
+	end := l.end(name, net)
+	rules := fmt.Sprintf(`table bridge lossy-%[1]s {
+	chain drops { type filter hook forward priority 0; policy accept;
+		iifname %[2]q numgen random mod %[3]d 0 drop
+		oifname %[2]q numgen random mod %[3]d 0 drop
+	}
+}`, name, end, n)
+	cmd := exec.Command("ip", "netns", "exec", l.sw, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		l.t.Fatalf("nft: %v\n%s", err, out)
+	}
+}
+
 // via is the argv that starts a program inside namespace ns.
 func (l *netLab) via(ns string) []string { return []string{"nsenter", "--net=/run/netns/" + ns, "--"} }
 
