@@ -5,15 +5,21 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/paddock-dev/paddock"
 	"go.opentelemetry.io/otel/propagation"
+	"golang.org/x/sys/unix"
 )
 
 // Cluster is where runs are when several daemons share a store as nodes
@@ -206,12 +212,37 @@ func (s *Server) forwardToRunsNode(next http.Handler, self paddock.Node, w http.
 // nodeTransport carries the calls one node forwards to another. It takes
 // no proxy the environment names (HTTP_PROXY, which the default transport
 // follows for any address but loopback): each call carries the cluster's
-// secret, and runs' tokens.
+// secret, and runs' tokens. A node the others cannot reach (a cut link
+// drops packets, it refuses nothing) must not hold the calls forwarded to
+// it until the kernel gives up on them, a quarter of an hour: a connection
+// is given nodeDial to open, and once open it fails when what it sent is
+// not acknowledged within nodeUnacked, or, quiet (a long command's
+// answer), when the node stops answering its keep-alive probes.
 var nodeTransport http.RoundTripper = func() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
+	d := &net.Dialer{
+		Timeout:         nodeDial,
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: nodeUnacked / 2, Interval: nodeUnacked / 6, Count: 3},
+		Control: func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(nodeUnacked.Milliseconds()))
+			})
+			return errors.Join(err, serr)
+		},
+	}
+	t.DialContext = d.DialContext
 	return t
 }()
+
+// How long a forwarded call waits for a node that does not answer: to
+// connect, and for what it sent to be acknowledged (or a quiet
+// connection's probes answered).
+const (
+	nodeDial    = 5 * time.Second
+	nodeUnacked = 6 * time.Second
+)
 
 // proxy hands the call to node n as its caller made it: the body, the
 // streams, an upgraded connection (exec/attach) all pass through.
@@ -228,8 +259,13 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, p
 		start := time.Now()
 		defer func() { s.Observer.Forwarded(time.Since(start), fwdErr) }()
 	}
+	// sent is whether any of the call went out to the node: a call that
+	// failed before did nothing there, and can be made again.
+	var sent atomic.Bool
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out = pr.Out.WithContext(httptrace.WithClientTrace(pr.Out.Context(),
+				&httptrace.ClientTrace{WroteHeaderField: func(string, []string) { sent.Store(true) }}))
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
 			h := pr.Out.Header
@@ -260,20 +296,36 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, p
 		FlushInterval: -1, // streams (events, exec output, MCP) as they come
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			fwdErr = err
-			s.log().Warn("forwarding a call to its run's node failed", "node", n.ID, "path", r.URL.Path, "err", err)
-			if placed {
-				writeError(w, &paddock.Error{Code: paddock.CodeBusy,
-					Message: "node " + n.ID + " (" + n.Address + "), chosen for the new run, did not answer; nothing was made, try again",
-					Details: map[string]any{"node": n.ID}})
-				return
-			}
-			writeError(w, &paddock.Error{Code: paddock.CodeNodeLost,
-				Message: "node " + n.ID + " (" + n.Address + "), which holds this run, did not answer; if it stays so, the other nodes mark it lost after its lease",
-				Details: map[string]any{"node": n.ID}})
+			delivered := sent.Load()
+			s.log().Warn("forwarding a call to its run's node failed", "node", n.ID, "path", r.URL.Path, "delivered", delivered, "err", err)
+			writeError(w, forwardError(n, placed, delivered))
 		},
 	}
 	http.NewResponseController(w).SetWriteDeadline(time.Time{}) // the node there bounds the call
 	rp.ServeHTTP(w, r)
+}
+
+// forwardError is the answer to a call node n did not answer: whether
+// the call went out (delivered) says whether it may have been done there.
+// A new run is made again (its place is given back); a call on a run
+// that never went out may be made again as it is, one that did only
+// once its run's events show it was not done.
+func forwardError(n paddock.Node, placed, delivered bool) *paddock.Error {
+	details := map[string]any{"node": n.ID, "delivered": delivered}
+	who := "node " + n.ID + " (" + n.Address + ")"
+	if placed {
+		msg := who + ", chosen for the new run, did not answer; nothing was made, try again"
+		if delivered {
+			msg = who + ", chosen for the new run, did not answer; if a run was made there it is listed (paddock ls), else try again"
+		}
+		return &paddock.Error{Code: paddock.CodeBusy, Message: msg, Details: details}
+	}
+	msg := who + ", which holds this run, could not be reached from this node: the call did not reach it and nothing was done, it may be made again"
+	if delivered {
+		msg = who + ", which holds this run, stopped answering this node: the call may have been done there; its run's events say (paddock events), make it again only if they do not show it"
+	}
+	return &paddock.Error{Code: paddock.CodeNodeLost, Message: msg + "; a node the others cannot reach that still holds its lease keeps its runs, one that lost it is marked lost after its lease",
+		Details: details}
 }
 
 // streamed says whether r is a stream whose forwarding lasts as long as

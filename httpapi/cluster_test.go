@@ -216,12 +216,14 @@ func TestLostNodesRun(t *testing.T) {
 	if got := tn.a.do(t, tn.a.h, "POST", run+"/adopt", ""); got.status != 200 || !strings.HasPrefix(tn.a.svc.whats(), "Adopt "+tn.bRun) {
 		t.Fatalf("adopt: %d %+v", got.status, got.Error)
 	}
-	// A node that does not answer: node_lost, with its name.
+	// A node that does not answer: node_lost, with its name, and that
+	// the call never reached it (its connection was refused).
 	dead := tn.cb.self
 	tn.bListener.Close()
 	tn.ca.where[tn.bRun] = dead
 	got = tn.a.do(t, tn.a.h, "GET", run+"/changeset", "")
-	if got.status != http.StatusServiceUnavailable || got.Error == nil || !strings.Contains(got.Error.Message, "did not answer") {
+	if got.status != http.StatusServiceUnavailable || got.Error == nil || !strings.Contains(got.Error.Message, "could not be reached") ||
+		got.Error.Details["delivered"] != false || got.Error.Details["node"] != dead.ID {
 		t.Fatalf("a silent node: %d %+v", got.status, got.Error)
 	}
 }

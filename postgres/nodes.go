@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,6 +39,10 @@ type NodeConfig struct {
 type joined struct {
 	cfg   NodeConfig
 	epoch int64
+	clock *leaseClock
+	// lost is set once the database refused this node's lease (fence,
+	// Renew): from then on its calls are refused without asking.
+	lost atomic.Bool
 }
 
 func (s *Store) nodeID() string {
@@ -65,6 +70,7 @@ func (s *Store) Join(ctx context.Context, c NodeConfig) (paddock.Node, error) {
 	var secret [32]byte
 	rand.Read(secret[:])
 	var n paddock.Node
+	sent := time.Now()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO paddock_cluster (secret) VALUES ($1) ON CONFLICT DO NOTHING`, hex.EncodeToString(secret[:])); err != nil {
 			return err
@@ -110,7 +116,11 @@ func (s *Store) Join(ctx context.Context, c NodeConfig) (paddock.Node, error) {
 		}
 		return paddock.Node{}, fmt.Errorf("postgres: join as node %s: %w", c.ID, err)
 	}
-	s.node.Store(&joined{cfg: c, epoch: n.Epoch})
+	clock := newLeaseClock(c.Lease)
+	clock.renewed(sent)
+	if old := s.node.Swap(&joined{cfg: c, epoch: n.Epoch, clock: clock}); old != nil {
+		old.clock.stop()
+	}
 	return n, nil
 }
 
@@ -140,6 +150,7 @@ func (s *Store) fence(ctx context.Context, tx pgx.Tx) error {
 	err := tx.QueryRow(ctx, `SELECT 1 FROM paddock_nodes WHERE id = $1 AND epoch = $2 AND state = 'alive' AND lease_until > now() FOR KEY SHARE`,
 		n.cfg.ID, n.epoch).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
+		n.lost.Store(true)
 		return fenced(n.cfg.ID)
 	}
 	if err != nil {
@@ -170,31 +181,45 @@ func (s *Store) Renew(ctx context.Context) error {
 	if n == nil {
 		return errors.New("postgres: this store has not joined as a node")
 	}
+	sent := time.Now()
 	tag, err := s.lease.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
 		WHERE id = $1 AND epoch = $2 AND state = 'alive'`, n.cfg.ID, n.epoch, n.cfg.Lease.Milliseconds())
 	if err != nil {
 		return wrap("renew the node's lease", err)
 	}
 	if tag.RowsAffected() == 0 {
+		n.lost.Store(true)
 		return fenced(n.cfg.ID)
 	}
+	n.clock.renewed(sent)
 	return nil
 }
 
 // Leave marks this node as stopped cleanly; its runs stay its own (a
 // restart takes them back) unless another node adopts them.
-func (s *Store) Leave(ctx context.Context) error {
+func (s *Store) Leave(ctx context.Context) (err error) {
 	n := s.node.Load()
 	if n == nil {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE paddock_nodes SET state = 'left', lease_until = now() WHERE id = $1 AND epoch = $2 AND state = 'alive'`,
+	defer n.clock.stop()
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return err
+	}
+	defer finish(&err)
+	_, err = s.pool.Exec(ctx, `UPDATE paddock_nodes SET state = 'left', lease_until = now() WHERE id = $1 AND epoch = $2 AND state = 'alive'`,
 		n.cfg.ID, n.epoch)
 	return wrap("leave", err)
 }
 
 // Nodes lists every node, by id, with the runs it holds live.
-func (s *Store) Nodes(ctx context.Context) ([]paddock.Node, error) {
+func (s *Store) Nodes(ctx context.Context) (_ []paddock.Node, err error) {
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer finish(&err)
 	rows, err := s.pool.Query(ctx, `SELECT `+nodeCols+`, (SELECT count(*) FROM runs r JOIN workspaces w ON w.run_id = r.id
 		WHERE r.node = n.id AND r.removed_at IS NULL AND w.state = ANY($1)) FROM paddock_nodes n ORDER BY id`, liveStates)
 	if err != nil {
@@ -212,7 +237,12 @@ var liveStates = []string{string(paddock.StateRequested), string(paddock.StatePr
 	string(paddock.StateActive), string(paddock.StateCheckpointed)}
 
 // Secret is the secret nodes authenticate the calls they forward with.
-func (s *Store) Secret(ctx context.Context) (string, error) {
+func (s *Store) Secret(ctx context.Context) (_ string, err error) {
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer finish(&err)
 	var secret string
 	if err := s.pool.QueryRow(ctx, `SELECT secret FROM paddock_cluster`).Scan(&secret); err != nil {
 		return "", wrap("read the cluster's secret", err)
@@ -222,11 +252,16 @@ func (s *Store) Secret(ctx context.Context) (string, error) {
 
 // Locate returns the node that holds run id; a zero Node for a run made
 // before nodes, or CodeNotFound for no run.
-func (s *Store) Locate(ctx context.Context, id string) (paddock.Node, error) {
+func (s *Store) Locate(ctx context.Context, id string) (_ paddock.Node, err error) {
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return paddock.Node{}, err
+	}
+	defer finish(&err)
 	var n paddock.Node
 	var node, addr, state *string
 	var epoch *int64
-	err := s.pool.QueryRow(ctx, `SELECT r.node, n.address, n.state, n.epoch FROM runs r LEFT JOIN paddock_nodes n ON n.id = r.node WHERE r.id = $1`, id).
+	err = s.pool.QueryRow(ctx, `SELECT r.node, n.address, n.state, n.epoch FROM runs r LEFT JOIN paddock_nodes n ON n.id = r.node WHERE r.id = $1`, id).
 		Scan(&node, &addr, &state, &epoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return n, paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
@@ -250,11 +285,16 @@ func (s *Store) Locate(ctx context.Context, id string) (paddock.Node, error) {
 // for reservationTerm, which the node's CreateRun takes back. Places are
 // taken one at a time (a transaction-level advisory lock), so that creates
 // placed at once spread over the nodes. CodeBusy when every node is full.
-func (s *Store) Place(ctx context.Context, project string) (paddock.Node, int64, error) {
+func (s *Store) Place(ctx context.Context, project string) (_ paddock.Node, _ int64, err error) {
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return paddock.Node{}, 0, err
+	}
+	defer finish(&err)
 	var n paddock.Node
 	var held int64
 	noProject := errors.New("no project")
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM projects WHERE name = $1)`, project).Scan(&exists); err != nil {
 			return err
@@ -296,8 +336,13 @@ func (s *Store) Place(ctx context.Context, project string) (paddock.Node, int64,
 }
 
 // Unplace gives back a place Place held, when no run was made on it.
-func (s *Store) Unplace(ctx context.Context, held int64) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM paddock_reservations WHERE id = $1`, held)
+func (s *Store) Unplace(ctx context.Context, held int64) (err error) {
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return err
+	}
+	defer finish(&err)
+	_, err = s.pool.Exec(ctx, `DELETE FROM paddock_reservations WHERE id = $1`, held)
 	return wrap("give a place back", err)
 }
 
@@ -436,7 +481,12 @@ func (s *Store) Listen(ctx context.Context, fn func(runID string)) error {
 	return ctx.Err()
 }
 
-func (s *Store) listenOnce(ctx context.Context, fn func(string)) error {
+func (s *Store) listenOnce(ctx context.Context, fn func(string)) (err error) {
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return err
+	}
+	defer finish(&err)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -478,9 +528,14 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp *paddock.RunCheckpoint) e
 }
 
 // LoadCheckpoint returns a run's last checkpoint.
-func (s *Store) LoadCheckpoint(ctx context.Context, runID string) (*paddock.RunCheckpoint, error) {
+func (s *Store) LoadCheckpoint(ctx context.Context, runID string) (_ *paddock.RunCheckpoint, err error) {
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer finish(&err)
 	cp := &paddock.RunCheckpoint{RunID: runID}
-	err := s.pool.QueryRow(ctx, `SELECT node, base_revision, hash, entries, taken_at, content FROM paddock_checkpoints WHERE run_id = $1`, runID).
+	err = s.pool.QueryRow(ctx, `SELECT node, base_revision, hash, entries, taken_at, content FROM paddock_checkpoints WHERE run_id = $1`, runID).
 		Scan(&cp.Node, &cp.BaseRevision, &cp.Hash, &cp.Entries, &cp.TakenAt, &cp.Content)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "run %s has no checkpoint in the shared store", runID)
@@ -540,7 +595,12 @@ func (s *Store) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) erro
 
 // Adoptable lists, oldest first, the runs of lost nodes that an adoption
 // could restore: live, not a handed-over directory, with a checkpoint.
-func (s *Store) Adoptable(ctx context.Context) ([]string, error) {
+func (s *Store) Adoptable(ctx context.Context) (_ []string, err error) {
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer finish(&err)
 	rows, err := s.pool.Query(ctx, `SELECT r.id FROM runs r JOIN paddock_nodes n ON n.id = r.node JOIN workspaces w ON w.run_id = r.id
 		WHERE n.state = 'lost' AND r.removed_at IS NULL AND w.state = ANY($1) AND w.kind <> 'operator_dir'
 		AND EXISTS (SELECT 1 FROM paddock_checkpoints c WHERE c.run_id = r.id)
@@ -554,13 +614,18 @@ func (s *Store) Adoptable(ctx context.Context) ([]string, error) {
 
 // Room is how many more live runs this node takes: its capacity less its
 // live runs and the places held on it.
-func (s *Store) Room(ctx context.Context) (int, error) {
+func (s *Store) Room(ctx context.Context) (_ int, err error) {
 	n := s.node.Load()
 	if n == nil {
 		return 0, errors.New("postgres: this store has not joined as a node")
 	}
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer finish(&err)
 	var live int
-	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM runs r JOIN workspaces w ON w.run_id = r.id
+	err = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM runs r JOIN workspaces w ON w.run_id = r.id
 			WHERE r.node = $1 AND r.removed_at IS NULL AND w.state = ANY($2))
 		+ (SELECT count(*) FROM paddock_reservations v WHERE v.node = $1 AND v.expires_at > now())`, n.cfg.ID, liveStates).Scan(&live)
 	if err != nil {

@@ -76,10 +76,17 @@ func TestFencing(t *testing.T) {
 		t.Fatalf("reap while a lives: %v %v", lost, err)
 	}
 	time.Sleep(1200 * time.Millisecond)
+	// a's own clock says its lease ran out: it writes nothing, and says so.
+	if err := a.Update(ctx, func(tx paddock.Tx) error { return nil }); !paddock.IsCode(err, paddock.CodeNodeLost) || errors.Is(err, paddock.ErrFenced) {
+		t.Fatalf("a write past the lease by the node's own clock: %v", err)
+	}
 	lost, err := b.Reap(ctx)
 	if err != nil || len(lost) != 1 || lost[0].Node.ID != "n0" || len(lost[0].Runs) != 1 || len(lost[0].Jobs) != 1 {
 		t.Fatalf("reap: %+v %v", lost, err)
 	}
+	// A clock that says otherwise (a node paused between its check and
+	// its write) meets the database's fence.
+	a.TrustLeaseClock()
 	err = a.Update(ctx, func(tx paddock.Tx) error {
 		_, err := tx.AppendEvent(ctx, "r-a", "test.write", nil)
 		return err

@@ -260,7 +260,12 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // View runs fn in a read-only transaction on one snapshot.
-func (s *Store) View(ctx context.Context, fn func(paddock.Tx) error) error {
+func (s *Store) View(ctx context.Context, fn func(paddock.Tx) error) (err error) {
+	ctx, finish, err := s.within(ctx)
+	if err != nil {
+		return err
+	}
+	defer finish(&err)
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return fmt.Errorf("postgres: begin: %w", err)
@@ -273,33 +278,44 @@ func (s *Store) View(ctx context.Context, fn func(paddock.Tx) error) error {
 // when it returns nil, fn's changes are durable. A caller whose ctx ends
 // before the commit gets ctx's error, and fn's changes are rolled back.
 // A panic in fn rolls back and is returned as an error, as in SQLite.
+// On a joined node, all of it, the commit too, is cut short when the
+// node's lease runs out by its own clock (lease.go): a commit cut short
+// may or may not have been stored, and its error says so.
 func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
+	ctx, own, done, err := s.bound(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case errors.Is(context.Cause(ctx), errLapsed):
+			return s.lapsed(ctx, err, "nothing was written")
+		case ctx.Err() != nil:
 			return ctx.Err()
 		}
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
-	// Rollback and commit run whatever happens to the caller: a transaction
-	// left open would hold its row locks, and other writers with them.
-	bg := context.WithoutCancel(ctx)
+	// Rollback and commit run whatever happens to the caller (own: only
+	// the lease's end cuts them short): a transaction left open would
+	// hold its row locks, and other writers with them.
 	if err := s.fence(ctx, tx); err != nil {
-		tx.Rollback(bg)
-		return err
+		tx.Rollback(own)
+		return s.lapsed(ctx, err, "")
 	}
 	if err := runFn(fn, &Tx{tx: tx, node: s.nodeID(), write: true}); err != nil {
-		tx.Rollback(bg)
-		return err
+		tx.Rollback(own)
+		return s.lapsed(ctx, err, "nothing was written")
 	}
 	if err := ctx.Err(); err != nil {
 		// The caller gave up while fn ran: it hears so, and what fn did is
 		// undone, so that an error always means nothing was written.
-		tx.Rollback(bg)
-		return err
+		tx.Rollback(own)
+		return s.lapsed(ctx, err, "nothing was written")
 	}
-	if err := tx.Commit(bg); err != nil {
-		return fmt.Errorf("postgres: commit: %w", err)
+	if err := tx.Commit(own); err != nil {
+		return s.lapsed(own, fmt.Errorf("postgres: commit: %w", err), "the write under way may or may not have been stored")
 	}
 	return nil
 }

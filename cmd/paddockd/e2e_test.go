@@ -87,6 +87,14 @@ func startDaemonWith(t *testing.T, home, bin string, extra ...string) *daemon {
 
 func startDaemonBin(t *testing.T, home, bin string, cred *syscall.Credential, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonVia(t, home, nil, bin, cred, extra...)
+}
+
+// startDaemonVia is startDaemonBin with the daemon started by a command
+// that execs it (nsenter into a network namespace): via is that
+// command's argv before the binary's.
+func startDaemonVia(t *testing.T, home string, via []string, bin string, cred *syscall.Credential, extra ...string) *daemon {
+	t.Helper()
 	os.MkdirAll(home, 0o700)
 	if cred != nil {
 		os.Chown(home, int(cred.Uid), int(cred.Gid))
@@ -96,7 +104,8 @@ func startDaemonBin(t *testing.T, home, bin string, cred *syscall.Credential, ex
 		t.Fatal(err)
 	}
 	d := &daemon{t: t, home: home, log: logf}
-	d.cmd = exec.Command(bin, append([]string{"serve", "--home", home, "--log-level", "debug"}, extra...)...)
+	argv := append(append(slices.Clip(via), bin, "serve", "--home", home, "--log-level", "debug"), extra...)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.Env = append(os.Environ(), "PADDOCK_NO_AUTOSTART=1")
 	if cred != nil {

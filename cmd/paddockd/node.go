@@ -242,6 +242,7 @@ func randomWord(n int) string {
 func (n *clusterNode) renew(ctx context.Context) {
 	tick := time.NewTicker(n.lease / 3)
 	defer tick.Stop()
+	renewed, lapsed := time.Now(), false
 	for {
 		select {
 		case <-ctx.Done():
@@ -264,6 +265,17 @@ func (n *clusterNode) renew(ctx context.Context) {
 			return
 		case err != nil && ctx.Err() == nil:
 			n.log.Warn("cannot renew this node's lease", "node", n.self.ID, "err", err)
+			if !lapsed && time.Since(renewed) > n.lease {
+				// The store (lease.go) refuses this node's calls from now on.
+				lapsed = true
+				n.log.Error("this node has not reached the shared store for longer than its lease: it answers node_lost to every call that needs the store until it reaches it again (another node may mark it lost and adopt its runs)",
+					"node", n.self.ID, "lease", n.lease, "since", time.Since(renewed).Round(time.Millisecond))
+			}
+		case err == nil:
+			if lapsed {
+				n.log.Info("this node reached the shared store again, its lease still its own", "node", n.self.ID, "after", time.Since(renewed).Round(time.Millisecond))
+			}
+			renewed, lapsed = time.Now(), false
 		}
 	}
 }

@@ -1,0 +1,145 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// errLapsed is in the chain of a call a joined node refused, or cut
+// short, because its lease ran out by its own clock: it has not reached
+// the database for longer than its lease.
+var errLapsed = errors.New("postgres: this node's lease ran out by its own clock")
+
+// leaseClock is what a node knows of its lease without asking the
+// database: it holds until the time a renewal that succeeded was sent,
+// plus the lease (the database set lease_until from its own clock, later
+// than the send). A node cut from the database (a dead link, a switch
+// that drops its packets) would otherwise wait on its connections until
+// the kernel gives up on them, a quarter of an hour later, with its
+// callers waiting behind it; by its lease's end another node may mark it
+// lost and adopt its runs, so from then on it calls the database for
+// nothing until a renewal gets through again, and the calls under way
+// when the lease runs out are cut short. The fence (Store.fence) stays
+// what keeps a lost node's writes out; this is only how soon it knows.
+type leaseClock struct {
+	lease time.Duration
+
+	mu    sync.Mutex
+	sent  time.Time // the last renewal that succeeded was sent then
+	held  context.Context
+	end   context.CancelCauseFunc
+	timer *time.Timer
+}
+
+func newLeaseClock(lease time.Duration) *leaseClock {
+	return &leaseClock{lease: lease}
+}
+
+// renewed records a renewal sent at sent that succeeded: the lease holds
+// until sent plus the lease.
+func (c *leaseClock) renewed(sent time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !sent.After(c.sent) {
+		return
+	}
+	c.sent = sent
+	left := time.Until(sent.Add(c.lease))
+	if c.held != nil && c.held.Err() == nil && c.timer.Stop() {
+		c.timer.Reset(left)
+		return
+	}
+	c.held, c.end = context.WithCancelCause(context.Background())
+	end := c.end
+	c.timer = time.AfterFunc(left, func() { end(errLapsed) })
+}
+
+// current is a context that ends, with cause errLapsed, when the lease
+// runs out by this clock, and when the last renewal was sent.
+func (c *leaseClock) current() (context.Context, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held, c.sent
+}
+
+// stop ends the clock's timer (the node left).
+func (c *leaseClock) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// lapsedError is the error of a call refused or cut short because node
+// id's lease ran out by its clock, the last renewal sent at sent.
+func lapsedError(id string, lease time.Duration, sent time.Time, during string) error {
+	msg := fmt.Sprintf("node %s has not reached the shared store for %s, longer than its lease (%s): "+
+		"another node may mark it lost and adopt its runs; it answers nothing that needs the store until it reaches it again",
+		id, time.Since(sent).Round(100*time.Millisecond), lease)
+	if during != "" {
+		msg += "; " + during
+	}
+	return &paddock.Error{Code: paddock.CodeNodeLost, Message: msg, Err: errLapsed}
+}
+
+// bound returns ctx, and a context of its own (for a rollback or a
+// commit, which the caller's end does not interrupt), both ended when
+// this node's lease runs out by its clock; done releases them. A node
+// whose lease already ran out is refused at once. A store that has not
+// joined is not bounded.
+func (s *Store) bound(ctx context.Context) (call, own context.Context, done func(), err error) {
+	n := s.node.Load()
+	if n == nil {
+		return ctx, context.WithoutCancel(ctx), func() {}, nil
+	}
+	if n.lost.Load() {
+		return nil, nil, nil, fenced(n.cfg.ID)
+	}
+	held, sent := n.clock.current()
+	if held.Err() != nil {
+		return nil, nil, nil, lapsedError(n.cfg.ID, n.cfg.Lease, sent, "")
+	}
+	call, endCall := context.WithCancelCause(ctx)
+	own, endOwn := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(held, func() {
+		endCall(errLapsed)
+		endOwn(errLapsed)
+	})
+	return call, own, func() {
+		stop()
+		endCall(nil)
+		endOwn(nil)
+	}, nil
+}
+
+// lapsed is err, or the lease's error when ctx (from bound) ended because
+// the lease ran out: during says what became of the call.
+func (s *Store) lapsed(ctx context.Context, err error, during string) error {
+	if err == nil || !errors.Is(context.Cause(ctx), errLapsed) {
+		return err
+	}
+	n := s.node.Load()
+	_, sent := n.clock.current()
+	return lapsedError(n.cfg.ID, n.cfg.Lease, sent, during)
+}
+
+// within returns ctx bounded by this node's lease (bound), and finish,
+// which releases it and turns *err into the lease's error when the
+// lease's end cut the call short. A node whose lease ran out is refused
+// at once.
+func (s *Store) within(ctx context.Context) (context.Context, func(*error), error) {
+	ctx, _, done, err := s.bound(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ctx, func(err *error) {
+		done()
+		*err = s.lapsed(ctx, *err, "")
+	}, nil
+}
