@@ -44,7 +44,8 @@ Kinds:
 --base takes any revision git understands (a branch, tag or sha); it is
 resolved to a sha once, and the run records both. A run starts at that
 revision: uncommitted changes in the project's checkout are not in it, and
-create says so on stderr when there are some. The run is ready when this
+create says so on stderr when there are some, after its answer (they are
+counted beside the create). The run is ready when this
 returns; on failure nothing is left behind. The first overlay run at a base
 builds the base's snapshot; its progress is shown on stderr (and recorded as
 workspace.progress events) unless --json.
@@ -92,12 +93,18 @@ Exit codes: 0 created; 2 bad input; 3 no such project; 5 the project lock is hel
 			if err != nil {
 				return err
 			}
+			// The answer first, the note after: the run is made, and a
+			// script reading stdout has it while a large checkout's status
+			// is still being read.
+			if err := a.output(asJSON, r, func(w io.Writer) { fmt.Fprintln(w, r.ID) }); err != nil {
+				return err
+			}
 			if d := <-dirty; d.n > 0 && r.Workspace != nil {
 				w := r.Workspace
 				fmt.Fprintf(a.stderr, "paddock: run %s starts at the base revision (%s = %s); the %d uncommitted change(s) in %s are not in it: commit them first to give them to a run\n",
 					r.ID, termsafe.Field(w.BaseRef), short(w.BaseRevision), d.n, termsafe.Field(d.root))
 			}
-			return a.output(asJSON, r, func(w io.Writer) { fmt.Fprintln(w, r.ID) })
+			return nil
 		},
 	}
 	f := cmd.Flags()

@@ -159,12 +159,13 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	}
 	create := paddock.CreateRunRequest{Project: p.Name, Agent: o.agent, Kind: o.kind, Mounts: mounts, Credentials: creds, Secrets: o.secrets,
 		IncludeUncommitted: o.includeUncommitted}
-	r, err := a.createAgentRun(ctx, c, create, argv[0])
+	r, late, err := a.createAgentRun(ctx, c, create, argv[0])
 	if err != nil {
 		return 0, err
 	}
 	req := paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout, Session: true, Dir: dir, Env: env}
 	res, interrupted, err := a.runInRun(ctx, c, r.ID, req)
+	a.noteUncommitted(late, r, argv[0], "were")
 	if interrupted {
 		fmt.Fprintf(a.stderr, "paddock: stopped; run %s is kept (paddock diff %s, paddock reject %s)\n", r.ID, r.ID, r.ID)
 		return 130, nil
@@ -216,8 +217,10 @@ func envGiven(given []string) ([]string, error) {
 
 // createAgentRun makes the run for the agent cmd, and says what it is and,
 // unless they are included, the checkout's uncommitted changes it is
-// without.
-func (a *app) createAgentRun(ctx context.Context, c *client.Client, create paddock.CreateRunRequest, cmd string) (*paddock.Run, error) {
+// without. Those are counted beside the create and said before cmd starts
+// when the count is in by then; a large checkout's status never holds cmd
+// back: late then brings it, to be said when cmd ends.
+func (a *app) createAgentRun(ctx context.Context, c *client.Client, create paddock.CreateRunRequest, cmd string) (r *paddock.Run, late <-chan dirtyCheckout, err error) {
 	var dirty <-chan dirtyCheckout
 	if create.IncludeUncommitted {
 		none := make(chan dirtyCheckout, 1)
@@ -226,20 +229,36 @@ func (a *app) createAgentRun(ctx context.Context, c *client.Client, create paddo
 	} else {
 		dirty = a.uncommitted(ctx, c, create)
 	}
-	r, err := c.Create(ctx, create)
-	if err != nil {
-		return nil, err
+	if r, err = c.Create(ctx, create); err != nil {
+		return nil, nil, err
 	}
-	if d := <-dirty; d.n > 0 && r.Workspace != nil {
-		fmt.Fprintf(a.stderr, "paddock: the %d uncommitted change(s) in %s are not in the run, which starts at %s: commit them first, or --include-uncommitted, to give them to %s\n",
-			d.n, termsafe.Field(d.root), short(r.Workspace.BaseRevision), cmd)
+	select {
+	case d := <-dirty:
+		ready := make(chan dirtyCheckout, 1)
+		ready <- d
+		a.noteUncommitted(ready, r, cmd, "are")
+	default:
+		late = dirty
 	}
 	agent := "coder"
 	if r.Agent != nil {
 		agent = r.Agent.Name
 	}
 	fmt.Fprintf(a.stderr, "paddock: run %s of %s, agent %s, at %s\n", r.ID, create.Project, agent, short(r.Workspace.BaseRevision))
-	return r, nil
+	return r, late, nil
+}
+
+// noteUncommitted says, when d brings any, that the checkout's uncommitted
+// changes are (or, said after cmd ended, were) not in run r; a nil d has
+// nothing to say.
+func (a *app) noteUncommitted(d <-chan dirtyCheckout, r *paddock.Run, cmd, verb string) {
+	if d == nil {
+		return
+	}
+	if dc := <-d; dc.n > 0 && r.Workspace != nil {
+		fmt.Fprintf(a.stderr, "paddock: the %d uncommitted change(s) in %s %s not in the run, which starts at %s: commit them first, or --include-uncommitted, to give them to %s\n",
+			dc.n, termsafe.Field(dc.root), verb, short(r.Workspace.BaseRevision), cmd)
+	}
 }
 
 // runInRun runs the agent, req, in run id until it ends or Ctrl-C stops it
