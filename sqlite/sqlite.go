@@ -16,12 +16,7 @@
 // the last committed state.
 //
 // Concurrent Updates share one transaction (group commit), each in its own
-// savepoint. The write-ahead log is copied into the database (checkpointed)
-// by a goroutine of its own on a connection of its own, after commits, and
-// never by a commit: SQLite's automatic checkpoint runs inside the commit
-// that crosses its threshold, where every writer queued behind it waits for
-// its copy and its fsync (the tail of a busy daemon's latency). A log grown
-// past walRestart is restarted, which waits for the writer once. The driver answers a cancelled context by interrupting SQLite,
+// savepoint. The driver answers a cancelled context by interrupting SQLite,
 // and SQLite answers an interrupted write by rolling back the whole
 // transaction, so a write never runs under its caller's cancellation: a
 // caller that gives up is told after its fn returns, and only its savepoint
@@ -65,8 +60,6 @@ type Store struct {
 	mu      sync.Mutex
 	queue   []*update
 	leading bool
-
-	ckpt *checkpointer
 }
 
 // update is one Update waiting for its batch.
@@ -94,7 +87,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(FULL)")
 		q.Add("_pragma", "foreign_keys(ON)")
-		q.Add("_pragma", "wal_autocheckpoint(0)") // the checkpointer's work (see the package doc)
 		q.Set("_txlock", txlock)
 		return "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
 	}
@@ -109,14 +101,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 	r.SetMaxOpenConns(4)
-	c, err := sql.Open("sqlite", dsn("deferred"))
-	if err != nil {
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
-	}
-	c.SetMaxOpenConns(1)
-	s := &Store{write: w, read: r, path: abs, ckpt: startCheckpointer(c, abs+"-wal")}
+	s := &Store{write: w, read: r, path: abs}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -129,7 +114,7 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
 func (s *Store) Close() error {
-	return errors.Join(s.ckpt.stop(), s.read.Close(), s.write.Close())
+	return errors.Join(s.read.Close(), s.write.Close())
 }
 
 // SchemaVersion returns the database's schema version.
@@ -302,8 +287,6 @@ func (s *Store) commit(batch []*update) {
 	} else if err := tx.Commit(); err != nil {
 		fail(fmt.Errorf("sqlite: commit: %w", err))
 		return
-	} else {
-		s.ckpt.poke()
 	}
 	for i, u := range batch {
 		u.done <- errs[i]
