@@ -605,8 +605,9 @@ func protectedAhead(patterns []string) (paths, unenforced []string) {
 }
 
 // protectedSpec is the union of the paths protected ahead and those the
-// patterns match in dirs now, sorted, and what is not enforced ahead.
-func protectedSpec(patterns []string, dirs ...string) (paths, unenforced []string) {
+// patterns match (protectedIn, of each layer of the view), sorted, and
+// what is not enforced ahead.
+func protectedSpec(patterns []string, matched ...[]string) (paths, unenforced []string) {
 	ahead, unenforced := protectedAhead(patterns)
 	seen, dropped := map[string]bool{}, 0
 	add := func(p string) {
@@ -622,8 +623,8 @@ func protectedSpec(patterns []string, dirs ...string) (paths, unenforced []strin
 	for _, p := range ahead {
 		add(p)
 	}
-	for _, dir := range dirs {
-		for _, p := range protectedIn(dir, patterns) {
+	for _, m := range matched {
+		for _, p := range m {
 			add(p)
 		}
 	}

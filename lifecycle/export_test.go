@@ -92,3 +92,24 @@ func (l *runLocks) held() int {
 	defer l.mu.Unlock()
 	return len(l.m)
 }
+
+// HarnessExec returns what runs argv in run id's sandbox as the executor
+// hands it to the harness, and nothing else: its view worked out once, no
+// broker, no limits, no events. The exec benchmark's baseline.
+func HarnessExec(ctx context.Context, m *Manager, id string) (func(argv []string) error, error) {
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	_, spec, err := m.executor.commandView(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	spec.Env = baseEnv()
+	return func(argv []string) error {
+		s := spec
+		s.Argv = argv
+		_, err := m.executor.runCommand(ctx, id, s)
+		return err
+	}, nil
+}

@@ -26,7 +26,7 @@ import (
 // withSandbox gives the env's manager resident sandboxes and, when the
 // tests run as root, an unprivileged uid for commands; it skips where the
 // sandbox cannot run (failing under CI).
-func withSandbox(t *testing.T, e *env) {
+func withSandbox(t testing.TB, e *env) {
 	t.Helper()
 	e.m.Harnesses = &sandbox.Pool{Dir: filepath.Join(e.state, "harness")}
 	t.Cleanup(e.m.Harnesses.Close)

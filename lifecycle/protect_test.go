@@ -34,7 +34,7 @@ func TestProtectedAheadPaths(t *testing.T) {
 	for i := 0; i < maxProtectedInSandbox+10; i++ {
 		os.WriteFile(filepath.Join(dir, fmt.Sprintf("k%03d.key", i)), []byte("k"), 0o600)
 	}
-	paths, unenforced = protectedSpec([]string{"**/*.key"}, dir)
+	paths, unenforced = protectedSpec([]string{"**/*.key"}, protectedIn(dir, []string{"**/*.key"}))
 	if len(paths) != maxProtectedInSandbox || len(unenforced) != 2 || !strings.HasPrefix(unenforced[1], "more than 256") {
 		t.Fatalf("%d paths, unenforced %v", len(paths), unenforced)
 	}

@@ -140,9 +140,13 @@ func (pv *Provenance) trackEffectsLocked(ctx context.Context, r *paddock.Run, se
 			if err != nil {
 				return err
 			}
-			if at := pv.forks.forkedAt(ctx, r.ID); len(st.last) == 0 && len(l.Frozen) > 0 && at > 0 {
-				if err := pv.trackUpper(r, at, l.Frozen, st); err != nil {
-					return err
+			// (Asked only then: it reads the store, and this runs after
+			// every command.)
+			if len(st.last) == 0 && len(l.Frozen) > 0 {
+				if at := pv.forks.forkedAt(ctx, r.ID); at > 0 {
+					if err := pv.trackUpper(r, at, l.Frozen, st); err != nil {
+						return err
+					}
 				}
 			}
 			return pv.trackUpper(r, seq, append([]string{l.Upper}, l.Frozen...), st)

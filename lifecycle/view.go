@@ -27,6 +27,38 @@ type views struct {
 	repoMu       sync.Mutex
 	repos        map[string]cachedRepo
 	hooks        hooksCache
+	layers       layerMatches
+}
+
+// layerMatches remembers what the protected patterns match in the layers
+// of overlay views that never change (a base's snapshot, a fork's frozen
+// layers): every command's view is checked against its protected paths,
+// and globbing "**" patterns over a base's whole checkout cost each exec a
+// walk of it. A run's own upper layer is read every time.
+type layerMatches struct {
+	mu sync.Mutex
+	m  map[string][]string // layer and patterns → the paths they match
+}
+
+// maxLayerMatches bounds the layers remembered; past it they start over.
+const maxLayerMatches = 256
+
+func (lm *layerMatches) in(dir string, patterns []string) []string {
+	key := dir + "\x00" + strings.Join(patterns, "\x00")
+	lm.mu.Lock()
+	m, ok := lm.m[key]
+	lm.mu.Unlock()
+	if ok {
+		return m
+	}
+	m = protectedIn(dir, patterns)
+	lm.mu.Lock()
+	if lm.m == nil || len(lm.m) >= maxLayerMatches {
+		lm.m = map[string][]string{}
+	}
+	lm.m[key] = m
+	lm.mu.Unlock()
+	return m
 }
 
 // sandboxSpec is what every command of run r shares: its workspace, its
@@ -47,8 +79,10 @@ func (vw *views) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Pro
 		return spec, err
 	}
 	spec.Binds = binds
-	scan := []string{r.Workspace.Root}
-	if r.Workspace.Kind == paddock.KindOverlay {
+	var matched [][]string
+	if r.Workspace.Kind != paddock.KindOverlay {
+		matched = append(matched, protectedIn(r.Workspace.Root, patterns))
+	} else {
 		ov, ok := vw.overlayProvider()
 		if !ok {
 			return spec, paddock.Errorf(paddock.CodeUnsupported, "this daemon makes no overlay workspaces")
@@ -60,10 +94,14 @@ func (vw *views) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Pro
 		spec.Overlay = &sandbox.Overlay{Lower: l.Lower, Upper: l.Upper, Work: l.Work, Frozen: l.Frozen}
 		// The protected paths of the base and those the run added (paddock's
 		// staged recipes among them), read from the layers on the host: a
-		// new one gives the run a new harness, whose view protects it.
-		scan = append(append([]string{l.Lower}, l.Frozen...), l.Upper)
+		// new one gives the run a new harness, whose view protects it. The
+		// base's and the frozen layers' never change.
+		for _, dir := range append([]string{l.Lower}, l.Frozen...) {
+			matched = append(matched, vw.layers.in(dir, patterns))
+		}
+		matched = append(matched, protectedIn(l.Upper, patterns))
 	}
-	spec.Protected, spec.Unprotected = protectedSpec(patterns, scan...)
+	spec.Protected, spec.Unprotected = protectedSpec(patterns, matched...)
 	// The run's own .git (an overlay's, a clone's) is the agent's git to
 	// write; a worktree's .git file, which points at its git, stays
 	// read-only, as does an operator's directory's.
