@@ -86,6 +86,11 @@ type Daemon struct {
 
 // StartDaemon builds paddock into tmp and starts it with its state in tmp/home.
 func StartDaemon(ctx context.Context, tmp string) (*Daemon, error) {
+	// PADDOCK_BENCH_BINARY names a binary built already (one a profiler
+	// can still read after the benchmark removed its directory).
+	if bin := os.Getenv("PADDOCK_BENCH_BINARY"); bin != "" {
+		return StartDaemonFrom(ctx, bin, filepath.Join(tmp, "home"))
+	}
 	bin := filepath.Join(tmp, "paddock")
 	Step("building paddock")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddockd").CombinedOutput(); err != nil {
