@@ -176,13 +176,28 @@ func (s *Store) Self() paddock.Node {
 // by a newer epoch, is refused with ErrFenced (code node_lost): it must
 // stop, since its runs may be another's now. A lease that ran out without
 // another node noticing is renewed.
+//
+// A renewal may take until the lease runs out by the node's own clock
+// (or a third of a lease, if that is later): cut short sooner, on a slow
+// or lossy link, it would fail when it could still have held the lease,
+// and its connection with it (a new one costs more round trips, each as
+// likely to be lost). The lease counts from when the renewal was sent on
+// its connection, not from when the connection was asked for: the
+// database's now() is later than that.
 func (s *Store) Renew(ctx context.Context) error {
 	n := s.node.Load()
 	if n == nil {
 		return errors.New("postgres: this store has not joined as a node")
 	}
+	ctx, cancel := context.WithDeadline(ctx, n.clock.renewBy())
+	defer cancel()
+	conn, err := s.lease.Acquire(ctx)
+	if err != nil {
+		return wrap("renew the node's lease", err)
+	}
+	defer conn.Release()
 	sent := time.Now()
-	tag, err := s.lease.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
+	tag, err := conn.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
 		WHERE id = $1 AND epoch = $2 AND state = 'alive'`, n.cfg.ID, n.epoch, n.cfg.Lease.Milliseconds())
 	if err != nil {
 		return wrap("renew the node's lease", err)
