@@ -301,14 +301,14 @@ func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
-		return fmt.Errorf("postgres: begin: %w", err)
+		return unreachable(s.nodeID(), fmt.Errorf("postgres: begin: %w", err), "nothing was written")
 	}
 	// Rollback and commit run whatever happens to the caller (own: only
 	// the lease's end cuts them short): a transaction left open would
 	// hold its row locks, and other writers with them.
 	if err := s.fence(ctx, tx); err != nil {
 		tx.Rollback(own)
-		return s.lapsed(ctx, err, "")
+		return s.lapsed(ctx, err, "nothing was written")
 	}
 	if err := runFn(fn, &Tx{tx: tx, node: s.nodeID(), write: true}); err != nil {
 		tx.Rollback(own)
