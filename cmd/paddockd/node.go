@@ -121,6 +121,10 @@ type clusterNode struct {
 	autoAdopt bool
 	adopting  sync.WaitGroup
 	busy      atomic.Bool
+	// steady is when (unix ns) this node's renewals succeeded again after
+	// failing, 0 if they never failed: it marks no node lost for a lease
+	// from then on (reap).
+	steady atomic.Int64
 	// tried is when an automatic adoption of a run last failed: it is
 	// not tried again for a while.
 	tried map[string]time.Time
@@ -328,6 +332,9 @@ func (n *clusterNode) renewed(st *renewState, start time.Time, err error) bool {
 		case st.failing:
 			n.log.Info("renewed this node's lease again", "node", n.self.ID, "after", time.Since(st.renewed).Round(time.Millisecond))
 		}
+		if st.failing {
+			n.steady.Store(time.Now().UnixNano())
+		}
 		st.renewed, st.lapsed, st.failing = start, false, false
 	}
 	return false
@@ -360,17 +367,7 @@ func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
 			return
 		case <-tick.C:
 		}
-		lost, err := n.store.Reap(ctx)
-		for _, l := range lost {
-			n.log.Warn("a node stopped renewing its lease: marked lost", "node", l.Node.ID, "epoch", l.Node.Epoch,
-				"runs", len(l.Runs), "jobs_interrupted", len(l.Jobs))
-		}
-		if len(lost) > 0 {
-			n.m.Nodes.Wake()
-		}
-		if err != nil && ctx.Err() == nil && !errors.Is(err, paddock.ErrFenced) {
-			n.log.Warn("cannot look for lost nodes", "err", err)
-		}
+		n.reap(ctx)
 		if n.autoAdopt && !n.busy.Load() {
 			n.busy.Store(true)
 			n.adopting.Add(1)
@@ -380,6 +377,29 @@ func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
 				n.adoptLost(ctx)
 			}()
 		}
+	}
+}
+
+// reap marks lost the nodes whose leases ran out, unless this node
+// reached the store again less than a lease ago after failing to renew
+// its own lease: the store was likely out of reach for every node (it
+// restarted, or its network failed), and the others' leases ran out
+// with this one's; they get a lease to renew theirs first, or the first
+// node back would take every other node's runs.
+func (n *clusterNode) reap(ctx context.Context) {
+	if time.Since(time.Unix(0, n.steady.Load())) < n.lease {
+		return
+	}
+	lost, err := n.store.Reap(ctx)
+	for _, l := range lost {
+		n.log.Warn("a node stopped renewing its lease: marked lost", "node", l.Node.ID, "epoch", l.Node.Epoch,
+			"runs", len(l.Runs), "jobs_interrupted", len(l.Jobs))
+	}
+	if len(lost) > 0 {
+		n.m.Nodes.Wake()
+	}
+	if err != nil && ctx.Err() == nil && !errors.Is(err, paddock.ErrFenced) {
+		n.log.Warn("cannot look for lost nodes", "err", err)
 	}
 }
 
