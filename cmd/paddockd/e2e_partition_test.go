@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -303,6 +304,8 @@ func TestClusterPartition(t *testing.T) {
 	t.Run("CutFromStore", func(t *testing.T) { adopted = p.cutFromStore(t) })
 	t.Run("CutFromPeers", func(t *testing.T) { p.cutFromPeers(t, adopted) })
 	t.Run("LossyLinkToStore", func(t *testing.T) { p.lossyLink(t, adopted) })
+	t.Run("StoreRestarted", func(t *testing.T) { p.storeRestart(t, syscall.SIGINT) })
+	t.Run("StoreKilled", func(t *testing.T) { p.storeRestart(t, syscall.SIGKILL) })
 }
 
 // watch records, from the store, when cond first held (polled every
