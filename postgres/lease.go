@@ -74,30 +74,6 @@ func (c *leaseClock) current() (context.Context, time.Time) {
 	return c.held, c.sent
 }
 
-// renewBy is how long a renewal may take: until the lease runs out by
-// this clock (at least a third of a lease) or, once it ran out (the node
-// refuses every call that needs the store anyway), a whole lease: on a
-// lossy link a new connection takes several round trips, a lost SYN
-// alone a second more, and one cut short after a third of a lease would
-// seldom be made.
-func (c *leaseClock) renewBy() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := time.Now()
-	end := c.sent.Add(c.lease)
-	if !end.After(now) {
-		return now.Add(c.lease)
-	}
-	return later(end, now.Add(c.lease/3))
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // stop ends the clock's timer (the node left).
 func (c *leaseClock) stop() {
 	c.mu.Lock()

@@ -177,19 +177,20 @@ func (s *Store) Self() paddock.Node {
 // stop, since its runs may be another's now. A lease that ran out without
 // another node noticing is renewed.
 //
-// A renewal may take until the lease runs out by the node's own clock
-// (or a third of a lease, if that is later): cut short sooner, on a slow
-// or lossy link, it would fail when it could still have held the lease,
-// and its connection with it (a new one costs more round trips, each as
-// likely to be lost). The lease counts from when the renewal was sent on
-// its connection, not from when the connection was asked for: the
-// database's now() is later than that.
+// A renewal may take two leases: cut short sooner, on a slow or lossy
+// link, it would fail when it could still have held the lease, or given
+// it back after the node's clock ran out, and its connection would be
+// closed with it (a new one costs more round trips, each as likely to be
+// lost, a lost SYN alone a second). The node's clock, not this, bounds
+// how long the node goes on without a renewal: the lease counts from
+// when the renewal was sent on its connection, not from when the
+// connection was asked for (the database's now() is later than that).
 func (s *Store) Renew(ctx context.Context) error {
 	n := s.node.Load()
 	if n == nil {
 		return errors.New("postgres: this store has not joined as a node")
 	}
-	ctx, cancel := context.WithDeadline(ctx, n.clock.renewBy())
+	ctx, cancel := context.WithTimeout(ctx, 2*n.cfg.Lease)
 	defer cancel()
 	conn, err := s.lease.Acquire(ctx)
 	if err != nil {

@@ -122,8 +122,8 @@ type clusterNode struct {
 	adopting  sync.WaitGroup
 	busy      atomic.Bool
 	// steady is when (unix ns) this node's renewals succeeded again after
-	// failing, 0 if they never failed: it marks no node lost for a lease
-	// from then on (reap).
+	// failing for over half a lease, 0 if they never did: it marks no
+	// node lost for a lease from then on (reap).
 	steady atomic.Int64
 	// tried is when an automatic adoption of a run last failed: it is
 	// not tried again for a while.
@@ -242,9 +242,9 @@ func randomWord(n int) string {
 }
 
 // renew renews the node's lease every third of it until ctx ends, or
-// until a renewal finds the lease gone (fenced). A renewal may take
-// until the lease runs out by the node's own clock (Store.Renew): on a
-// lossy link one that is slow is not yet one that failed. One still
+// until a renewal finds the lease gone (fenced). A renewal may take two
+// leases (Store.Renew): on a lossy link one that is slow is not yet one
+// that failed. One still
 // unanswered after renewHedge (its packets lost, retransmitted later and
 // later) does not hold the lease back: another goes on the lease's other
 // connection. One that failed is tried again soon (renewRetry), not a
@@ -264,6 +264,7 @@ func (n *clusterNode) renew(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+			n.checkLapse(st) // renewals under way may not have failed yet
 			if inFlight < postgres.LeaseConns {
 				inFlight++
 				go func(start time.Time) { results <- renewal{start, n.store.Renew(ctx)} }(time.Now())
@@ -288,6 +289,16 @@ func (n *clusterNode) renew(ctx context.Context) {
 				timer.Reset(renewRetry(n.lease))
 			}
 		}
+	}
+}
+
+// checkLapse says so, once, when the lease ran out by the node's clock:
+// the store (lease.go) refuses its calls from then on.
+func (n *clusterNode) checkLapse(st *renewState) {
+	if !st.lapsed && time.Since(st.renewed) > n.lease {
+		st.lapsed, st.failing = true, true
+		n.log.Error("this node has not reached the shared store for longer than its lease: it answers node_lost to every call that needs the store until it reaches it again (another node may mark it lost and adopt its runs)",
+			"node", n.self.ID, "lease", n.lease, "since", time.Since(st.renewed).Round(time.Millisecond))
 	}
 }
 
@@ -319,12 +330,7 @@ func (n *clusterNode) renewed(st *renewState, start time.Time, err error) bool {
 		}
 		st.failing = true
 		n.log.Log(context.Background(), level, "cannot renew this node's lease", "node", n.self.ID, "err", err)
-		if !st.lapsed && time.Since(st.renewed) > n.lease {
-			// The store (lease.go) refuses this node's calls from now on.
-			st.lapsed = true
-			n.log.Error("this node has not reached the shared store for longer than its lease: it answers node_lost to every call that needs the store until it reaches it again (another node may mark it lost and adopt its runs)",
-				"node", n.self.ID, "lease", n.lease, "since", time.Since(st.renewed).Round(time.Millisecond))
-		}
+		n.checkLapse(st)
 	case start.After(st.renewed):
 		switch {
 		case st.lapsed:
@@ -332,7 +338,9 @@ func (n *clusterNode) renewed(st *renewState, start time.Time, err error) bool {
 		case st.failing:
 			n.log.Info("renewed this node's lease again", "node", n.self.ID, "after", time.Since(st.renewed).Round(time.Millisecond))
 		}
-		if st.failing {
+		if st.failing && time.Since(st.renewed) > n.lease/2 {
+			// Out of reach long enough for other nodes' leases to run out
+			// in the store meanwhile, if it was out of their reach too.
 			n.steady.Store(time.Now().UnixNano())
 		}
 		st.renewed, st.lapsed, st.failing = start, false, false
