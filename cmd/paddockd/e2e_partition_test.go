@@ -628,7 +628,15 @@ func (p *partition) lossyLink(t *testing.T, id string) {
 	// time, with its lease still held in the store: 74 calls of 76 made
 	// during the loss answered node_lost).
 	if during < 2 || 2*failed > during {
-		t.Fatalf("%d of the %d calls made through %s during the loss failed: want at most half", failed, during, h.id)
+		logb, _ := os.ReadFile(filepath.Join(h.home, "test-daemon.log"))
+		var renewals []string
+		for _, l := range strings.Split(string(logb), "\n") {
+			if strings.Contains(l, "renew") || strings.Contains(l, "reached the shared store") || strings.Contains(l, "lost its lease") {
+				renewals = append(renewals, l)
+			}
+		}
+		t.Fatalf("%d of the %d calls made through %s during the loss failed: want at most half; its renewals:\n%s",
+			failed, during, h.id, tail(strings.Join(renewals, "\n"), 40))
 	}
 	switch state {
 	case "alive":

@@ -12,7 +12,8 @@ import (
 
 // storeRestart (issue #35): while clients write through every live node,
 // PostgreSQL stops (sig: SIGINT, its fast shutdown; SIGKILL, the
-// postmaster killed) and starts again down longer than a lease. Every
+// postmaster killed) and starts again down longer than a lease, one node
+// slower than the others to come back. Every
 // call made meanwhile fails, saying so, and none hangs; the nodes reach
 // the store again by themselves; every write acknowledged is among its
 // run's events, whose seqs have no gap; and whatever became of the
@@ -44,10 +45,26 @@ func (p *partition) storeRestart(t *testing.T, sig syscall.Signal) {
 	p.pg.halt(sig)
 	stopped := time.Since(stopAt)
 	time.Sleep(2 * partLease)
+	// One node is slower to come back than the others (paused, as a
+	// node busy or swapping would be): it renews its lease three
+	// quarters of a lease after the server is ready, well after the
+	// first node back could mark it lost.
+	var slow *partNode
+	paused := "none"
+	if len(live) > 1 {
+		slow = live[len(live)-1]
+		paused = slow.id
+		slow.d.cmd.Process.Signal(syscall.SIGSTOP)
+		defer slow.d.cmd.Process.Signal(syscall.SIGCONT)
+	}
 	startAt := time.Now()
 	p.pg.start()
 	started := time.Since(startAt)
 	p.db.Reset() // the test's own connections died with the server
+	if slow != nil {
+		time.Sleep(3 * partLease / 4)
+		slow.d.cmd.Process.Signal(syscall.SIGCONT)
+	}
 	back := map[string]time.Duration{}
 	for _, n := range live {
 		w := writers[n]
@@ -62,8 +79,9 @@ func (p *partition) storeRestart(t *testing.T, sig syscall.Signal) {
 		})
 	}
 	time.Sleep(partLease)
-	t.Logf("postgres stopped (%v) in %s, down %s, started in %s; the first write acknowledged after the start, by node: %v",
-		sig, stopped.Round(time.Millisecond), startAt.Sub(stopAt).Round(time.Millisecond), started.Round(time.Millisecond), back)
+	t.Logf("postgres stopped (%v) in %s, down %s, started in %s (%s paused until %s after); the first write acknowledged after the start, by node: %v",
+		sig, stopped.Round(time.Millisecond), startAt.Sub(stopAt).Round(time.Millisecond), started.Round(time.Millisecond),
+		paused, 3*partLease/4, back)
 	for _, n := range live {
 		calls := writers[n].halt()
 		p.checkOutage(n, runs[n], calls, stopAt, startAt)
