@@ -94,14 +94,18 @@ func (p *partition) storeRestart(t *testing.T, sig syscall.Signal) {
 func (p *partition) checkOutage(n *partNode, id string, calls []clientCall, stopAt, startAt time.Time) {
 	t := p.t
 	acked := map[string]bool{}
-	seen := map[string]int{}
+	seen, after := map[string]int{}, map[string]int{}
 	var slowest time.Duration
 	var sample error
 	for _, c := range calls {
 		if c.err == nil {
 			acked[c.path] = true
 		}
-		if c.end.Before(stopAt) || c.start.After(startAt) {
+		if c.start.After(startAt) {
+			after[codeOf(c.err)]++
+			continue
+		}
+		if c.end.Before(stopAt) {
 			continue
 		}
 		code := codeOf(c.err)
@@ -121,8 +125,8 @@ func (p *partition) checkOutage(n *partNode, id string, calls []clientCall, stop
 		}
 	}
 	state := p.nodeState(n.id)
-	t.Logf("%s (now %s): calls during the outage %v (\"\" acknowledged), the slowest answer %s; e.g. %v",
-		n.id, state, seen, slowest.Round(time.Millisecond), sample)
+	t.Logf("%s (now %s): calls during the outage %v (\"\" acknowledged), the slowest answer %s; e.g. %v; after the start %v",
+		n.id, state, seen, slowest.Round(time.Millisecond), sample, after)
 	evs := p.events(id)
 	stored := map[string]bool{}
 	lostAt := map[string]int64{}
