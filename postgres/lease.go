@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/paddock-dev/paddock"
 )
 
@@ -50,6 +54,9 @@ func (c *leaseClock) renewed(sent time.Time) {
 	}
 	c.sent = sent
 	left := time.Until(sent.Add(c.lease))
+	if left <= 0 {
+		return // it ran out while the renewal was on its way
+	}
 	if c.held != nil && c.held.Err() == nil && c.timer.Stop() {
 		c.timer.Reset(left)
 		return
@@ -120,9 +127,14 @@ func (s *Store) bound(ctx context.Context) (call, own context.Context, done func
 
 // lapsed is err, or the lease's error when ctx (from bound) ended because
 // the lease ran out: during says what became of the call.
+// A call that failed because the store could not be reached (down,
+// restarting, its connection ended under it) says so, as lapsed does.
 func (s *Store) lapsed(ctx context.Context, err error, during string) error {
-	if err == nil || !errors.Is(context.Cause(ctx), errLapsed) {
-		return err
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(context.Cause(ctx), errLapsed) {
+		return unreachable(s.nodeID(), err, during)
 	}
 	n := s.node.Load()
 	_, sent := n.clock.current()
@@ -142,4 +154,48 @@ func (s *Store) within(ctx context.Context) (context.Context, func(*error), erro
 		done()
 		*err = s.lapsed(ctx, *err, "")
 	}, nil
+}
+
+// unreachable is err, or, if err says the store could not be reached
+// (no connection, or the one under way ended: the server shut down,
+// restarted, crashed), an error that says so, what became of the call
+// (during) and that it is worth making again. Its code stays internal
+// (the list of codes is closed) but its message is the client's to see;
+// err, which may name the server's address, is for the log.
+func unreachable(node string, err error, during string) error {
+	if err == nil || !connLost(err) {
+		return err
+	}
+	var pe *paddock.Error
+	if errors.As(err, &pe) {
+		return err // said already
+	}
+	who := "this paddock"
+	if node != "" {
+		who = "node " + node
+	}
+	msg := who + " cannot reach the shared store (PostgreSQL is down, restarting or unreachable); make the call again once it is back"
+	if during != "" {
+		msg = who + " cannot reach the shared store (PostgreSQL is down, restarting or unreachable): " + during + "; make the call again once it is back"
+	}
+	return &paddock.Error{Code: paddock.CodeInternal, Message: msg, Err: err}
+}
+
+// connLost says whether err is the loss of the connection to the store,
+// or the failure to make one, rather than an answer of the store's.
+func connLost(err error) bool {
+	var ce *pgconn.ConnectError
+	var pg *pgconn.PgError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce):
+		return true
+	case errors.As(err, &pg):
+		// 57P01-57P05: the server shut down, crashed, is starting or
+		// ending this session; 08: the connection failed.
+		return strings.HasPrefix(pg.Code, "57P") || strings.HasPrefix(pg.Code, "08")
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	}
+	return strings.Contains(err.Error(), "conn closed")
 }

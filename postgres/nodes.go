@@ -176,13 +176,29 @@ func (s *Store) Self() paddock.Node {
 // by a newer epoch, is refused with ErrFenced (code node_lost): it must
 // stop, since its runs may be another's now. A lease that ran out without
 // another node noticing is renewed.
+//
+// A renewal may take two leases: cut short sooner, on a slow or lossy
+// link, it would fail when it could still have held the lease, or given
+// it back after the node's clock ran out, and its connection would be
+// closed with it (a new one costs more round trips, each as likely to be
+// lost, a lost SYN alone a second). The node's clock, not this, bounds
+// how long the node goes on without a renewal: the lease counts from
+// when the renewal was sent on its connection, not from when the
+// connection was asked for (the database's now() is later than that).
 func (s *Store) Renew(ctx context.Context) error {
 	n := s.node.Load()
 	if n == nil {
 		return errors.New("postgres: this store has not joined as a node")
 	}
+	ctx, cancel := context.WithTimeout(ctx, 2*n.cfg.Lease)
+	defer cancel()
+	conn, err := s.lease.Acquire(ctx)
+	if err != nil {
+		return wrap("renew the node's lease", err)
+	}
+	defer conn.Release()
 	sent := time.Now()
-	tag, err := s.lease.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
+	tag, err := conn.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
 		WHERE id = $1 AND epoch = $2 AND state = 'alive'`, n.cfg.ID, n.epoch, n.cfg.Lease.Milliseconds())
 	if err != nil {
 		return wrap("renew the node's lease", err)

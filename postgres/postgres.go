@@ -100,12 +100,18 @@ var migrations embed.FS
 // ASCII, a key no other application is likely to take.
 const migrationLock int64 = 0x7061646f636b
 
+// LeaseConns is how many renewals of a node's lease (Renew) may be under
+// way at once: one whose packets were lost, waiting on their
+// retransmission, need not hold the next back.
+const LeaseConns = 2
+
 // Store is a paddock.Store on one PostgreSQL database.
 type Store struct {
 	pool *pgxpool.Pool
-	// lease is a pool of one connection of its own for Renew: a node's
-	// proof that it lives must not wait behind its own work for one of
-	// pool's connections (a busy node would lose its lease for being busy).
+	// lease is a pool of connections of its own (LeaseConns) for Renew:
+	// a node's proof that it lives must not wait behind its own work for
+	// one of pool's connections (a busy node would lose its lease for
+	// being busy), nor behind a renewal stuck on a lossy link.
 	lease *pgxpool.Pool
 	// node is this daemon's node once it joined (Join), nil before; see
 	// nodes.go. Every Update of a joined store is fenced by it.
@@ -131,7 +137,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "10000"
 	}
 	leaseCfg := cfg.Copy()
-	leaseCfg.MaxConns, leaseCfg.MinConns = 1, 0
+	leaseCfg.MaxConns, leaseCfg.MinConns = LeaseConns, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -295,14 +301,14 @@ func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
-		return fmt.Errorf("postgres: begin: %w", err)
+		return unreachable(s.nodeID(), fmt.Errorf("postgres: begin: %w", err), "nothing was written")
 	}
 	// Rollback and commit run whatever happens to the caller (own: only
 	// the lease's end cuts them short): a transaction left open would
 	// hold its row locks, and other writers with them.
 	if err := s.fence(ctx, tx); err != nil {
 		tx.Rollback(own)
-		return s.lapsed(ctx, err, "")
+		return s.lapsed(ctx, err, "nothing was written")
 	}
 	if err := runFn(fn, &Tx{tx: tx, node: s.nodeID(), write: true}); err != nil {
 		tx.Rollback(own)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -176,6 +177,24 @@ type writer struct {
 }
 
 func startWriter(c *client.Client, run, tag string, hang time.Duration) *writer {
+	return startCalls(tag, hang, func(ctx context.Context, path string) error {
+		_, err := c.CallTool(ctx, run, "write", map[string]string{"path": path, "content": path})
+		return err
+	})
+}
+
+// startReader is a client that reads run's last events through one node,
+// one call after another, until stopped.
+func startReader(c *client.Client, run string, hang time.Duration) *writer {
+	return startCalls("read", hang, func(ctx context.Context, _ string) error {
+		_, err := c.Events(ctx, run, 0, 5)
+		return err
+	})
+}
+
+// startCalls makes call after call (each named tag-k), each bounded by
+// hang, 100ms apart, until stopped.
+func startCalls(tag string, hang time.Duration, call func(ctx context.Context, path string) error) *writer {
 	ctx, stop := context.WithCancel(context.Background())
 	w := &writer{stop: stop, done: make(chan struct{})}
 	go func() {
@@ -184,7 +203,7 @@ func startWriter(c *client.Client, run, tag string, hang time.Duration) *writer 
 			path := fmt.Sprintf("%s-%03d.txt", tag, k)
 			cctx, cancel := context.WithTimeout(ctx, hang)
 			cl := clientCall{path: path, start: time.Now()}
-			_, cl.err = c.CallTool(cctx, run, "write", map[string]string{"path": path, "content": path})
+			cl.err = call(cctx, path)
 			cl.end = time.Now()
 			cancel()
 			if ctx.Err() != nil && cl.err != nil {
@@ -285,6 +304,8 @@ func TestClusterPartition(t *testing.T) {
 	t.Run("CutFromStore", func(t *testing.T) { adopted = p.cutFromStore(t) })
 	t.Run("CutFromPeers", func(t *testing.T) { p.cutFromPeers(t, adopted) })
 	t.Run("LossyLinkToStore", func(t *testing.T) { p.lossyLink(t, adopted) })
+	t.Run("StoreRestarted", func(t *testing.T) { p.storeRestart(t, syscall.SIGINT) })
+	t.Run("StoreKilled", func(t *testing.T) { p.storeRestart(t, syscall.SIGKILL) })
 }
 
 // watch records, from the store, when cond first held (polled every
@@ -565,14 +586,24 @@ func (p *partition) lossyLink(t *testing.T, id string) {
 	h := p.nodes[p.holder(id)]
 	hang := 10 * partLease
 	w := startWriter(h.c, id, "lossy", hang)
+	r := startReader(h.c, id, hang)
 	p.waitFor("writes", 10*time.Second, func() bool { return len(w.since(time.Time{})) >= 3 })
+	// One packet in five was too little to tell: the renewals of old (each
+	// cut short after a third of a lease, its connection with it) failed
+	// in some runs (6 calls in 10 answered node_lost) and not in others.
+	// One in three makes them fail in every run, renewals that wait and
+	// go on another connection not.
+	const loss, dur = 3, 4 * partLease
 	from := time.Now()
-	p.lab.lossy(h.id, storeNet, 5)
-	time.Sleep(4 * partLease)
+	p.lab.lossy(h.id, storeNet, loss)
+	time.Sleep(dur)
 	p.lab.lossy(h.id, storeNet, 0)
+	until := time.Now()
 	time.Sleep(partLease)
-	calls := w.halt()
+	calls := append(w.halt(), r.halt()...)
 	seen := map[string]int{}
+	failed, during := 0, 0
+	var slowest time.Duration
 	for _, c := range calls {
 		if c.start.Before(from) {
 			continue
@@ -581,9 +612,32 @@ func (p *partition) lossyLink(t *testing.T, id string) {
 		if codeOf(c.err) == "hung" {
 			t.Fatalf("a call on the lossy link hung: %s %s after the loss began", c.path, c.start.Sub(from))
 		}
+		if c.start.Before(until) {
+			during++
+			slowest = max(slowest, c.took())
+			if c.err != nil {
+				failed++
+			}
+		}
 	}
 	state := p.nodeState(h.id)
-	t.Logf("%s on a lossy link for %s: its clients' calls %v (\"\" acknowledged); it is %s", h.id, 4*partLease, seen, state)
+	t.Logf("%s on a link losing 1 packet in %d each way for %s: its clients' calls %v (\"\" acknowledged), %d of the %d made during the loss failed, the slowest took %s; it is %s",
+		h.id, loss, dur, seen, failed, during, slowest.Round(time.Millisecond), state)
+	// The node keeps its lease by its own clock too: its clients' calls
+	// mostly go through (the renewals of old lost it for seconds at a
+	// time, with its lease still held in the store: 74 calls of 76 made
+	// during the loss answered node_lost).
+	if during < 2 || 2*failed > during {
+		logb, _ := os.ReadFile(filepath.Join(h.home, "test-daemon.log"))
+		var renewals []string
+		for _, l := range strings.Split(string(logb), "\n") {
+			if strings.Contains(l, "renew") || strings.Contains(l, "reached the shared store") || strings.Contains(l, "lost its lease") {
+				renewals = append(renewals, l)
+			}
+		}
+		t.Fatalf("%d of the %d calls made through %s during the loss failed: want at most half; its renewals:\n%s",
+			failed, during, h.id, tail(strings.Join(renewals, "\n"), 40))
+	}
 	switch state {
 	case "alive":
 		if p.holder(id) != h.id {

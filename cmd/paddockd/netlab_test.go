@@ -264,6 +264,44 @@ func (p *labPostgres) stop() {
 	p.proc = nil
 }
 
+// halt stops the server with sig and waits for it and its backends to
+// exit: syscall.SIGINT is PostgreSQL's fast shutdown (it ends every
+// session, telling its client so, and writes a checkpoint); SIGKILL
+// kills the postmaster alone, as a crash would, its backends ending when
+// they notice (the next start recovers from the log).
+func (p *labPostgres) halt(sig syscall.Signal) {
+	p.t.Helper()
+	pid := p.proc.Process.Pid
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	p.proc.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("postgres did not stop on %v within 30s", sig)
+	}
+	p.proc = nil
+	deadline := time.Now().Add(30 * time.Second)
+	for _, f := range strings.Fields(string(kids)) {
+		kid, _ := strconv.Atoi(f)
+		for kid > 0 && running(kid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(kid, syscall.SIGKILL)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// running says whether process pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
 // dsn is the test's own way to database db: the unix socket.
 func (p *labPostgres) dsn(db string) string {
 	return fmt.Sprintf("host=%s port=5432 user=%s sslmode=disable dbname=%s", p.dir, pgtest.Superuser, db)

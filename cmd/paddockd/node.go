@@ -121,6 +121,10 @@ type clusterNode struct {
 	autoAdopt bool
 	adopting  sync.WaitGroup
 	busy      atomic.Bool
+	// steady is when (unix ns) this node's renewals succeeded again after
+	// failing for over half a lease, 0 if they never did: it marks no
+	// node lost for a lease from then on (reap).
+	steady atomic.Int64
 	// tried is when an automatic adoption of a run last failed: it is
 	// not tried again for a while.
 	tried map[string]time.Time
@@ -238,47 +242,121 @@ func randomWord(n int) string {
 }
 
 // renew renews the node's lease every third of it until ctx ends, or
-// until a renewal finds the lease gone (fenced).
+// until a renewal finds the lease gone (fenced). A renewal may take two
+// leases (Store.Renew): on a lossy link one that is slow is not yet one
+// that failed. One still
+// unanswered after renewHedge (its packets lost, retransmitted later and
+// later) does not hold the lease back: another goes on the lease's other
+// connection. One that failed is tried again soon (renewRetry), not a
+// third of a lease later.
 func (n *clusterNode) renew(ctx context.Context) {
-	tick := time.NewTicker(n.lease / 3)
-	defer tick.Stop()
-	renewed, lapsed := time.Now(), false
+	type renewal struct {
+		start time.Time
+		err   error
+	}
+	results := make(chan renewal, postgres.LeaseConns)
+	inFlight := 0
+	st := &renewState{renewed: time.Now()}
+	timer := time.NewTimer(n.lease / 3)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
-		}
-		// A renewal that hangs (a lost connection) must not stop the
-		// next ones: each gets a third of a lease.
-		rctx, cancel := context.WithTimeout(ctx, n.lease/3)
-		err := n.store.Renew(rctx)
-		cancel()
-		if ctx.Err() != nil {
-			return // leaving: a renewal cut short says nothing of the lease
-		}
-		switch {
-		case errors.Is(err, paddock.ErrFenced):
-			n.log.Error("this node lost its lease: stopping (its runs may be adopted by another node)", "node", n.self.ID, "err", err)
-			n.fencedErr = err
-			close(n.fenced)
-			return
-		case err != nil && ctx.Err() == nil:
-			n.log.Warn("cannot renew this node's lease", "node", n.self.ID, "err", err)
-			if !lapsed && time.Since(renewed) > n.lease {
-				// The store (lease.go) refuses this node's calls from now on.
-				lapsed = true
-				n.log.Error("this node has not reached the shared store for longer than its lease: it answers node_lost to every call that needs the store until it reaches it again (another node may mark it lost and adopt its runs)",
-					"node", n.self.ID, "lease", n.lease, "since", time.Since(renewed).Round(time.Millisecond))
+		case <-timer.C:
+			n.checkLapse(st) // renewals under way may not have failed yet
+			if inFlight < postgres.LeaseConns {
+				inFlight++
+				go func(start time.Time) { results <- renewal{start, n.store.Renew(ctx)} }(time.Now())
 			}
-		case err == nil:
-			if lapsed {
-				n.log.Info("this node reached the shared store again, its lease still its own", "node", n.self.ID, "after", time.Since(renewed).Round(time.Millisecond))
+			if inFlight < postgres.LeaseConns {
+				timer.Reset(renewHedge(n.lease)) // unless it is answered by then
+			} else {
+				timer.Reset(n.lease / 3)
 			}
-			renewed, lapsed = time.Now(), false
+		case r := <-results:
+			inFlight--
+			if ctx.Err() != nil {
+				return // leaving: a renewal cut short says nothing of the lease
+			}
+			if n.renewed(st, r.start, r.err) {
+				return
+			}
+			switch {
+			case r.err == nil:
+				timer.Reset(max(n.lease/3-time.Since(r.start), 0))
+			case inFlight == 0:
+				timer.Reset(renewRetry(n.lease))
+			}
 		}
 	}
 }
+
+// checkLapse says so, once, when the lease ran out by the node's clock:
+// the store (lease.go) refuses its calls from then on.
+func (n *clusterNode) checkLapse(st *renewState) {
+	if !st.lapsed && time.Since(st.renewed) > n.lease {
+		st.lapsed, st.failing = true, true
+		n.log.Error("this node has not reached the shared store for longer than its lease: it answers node_lost to every call that needs the store until it reaches it again (another node may mark it lost and adopt its runs)",
+			"node", n.self.ID, "lease", n.lease, "since", time.Since(st.renewed).Round(time.Millisecond))
+	}
+}
+
+// renewState is what renew knows of the lease: when the last renewal
+// that succeeded started, whether renewals fail since, and whether the
+// lease ran out by the node's clock.
+type renewState struct {
+	renewed         time.Time
+	failing, lapsed bool
+}
+
+// renewed takes in the outcome of a renewal started at start, and says
+// whether the node lost its lease (it must stop).
+func (n *clusterNode) renewed(st *renewState, start time.Time, err error) bool {
+	switch {
+	case errors.Is(err, paddock.ErrFenced):
+		n.log.Error("this node lost its lease: stopping (its runs may be adopted by another node)", "node", n.self.ID, "err", err)
+		n.fencedErr = err
+		close(n.fenced)
+		return true
+	case err != nil && start.Before(st.renewed):
+		// Overtaken by a later renewal that succeeded.
+	case err != nil:
+		// Said once a failing streak: tried again every renewRetry, a
+		// store that is down would fill the log.
+		level := slog.LevelDebug
+		if !st.failing {
+			level = slog.LevelWarn
+		}
+		st.failing = true
+		n.log.Log(context.Background(), level, "cannot renew this node's lease", "node", n.self.ID, "err", err)
+		n.checkLapse(st)
+	case start.After(st.renewed):
+		switch {
+		case st.lapsed:
+			n.log.Info("this node reached the shared store again, its lease still its own", "node", n.self.ID, "after", time.Since(st.renewed).Round(time.Millisecond))
+		case st.failing:
+			n.log.Info("renewed this node's lease again", "node", n.self.ID, "after", time.Since(st.renewed).Round(time.Millisecond))
+		}
+		if st.failing && time.Since(st.renewed) > n.lease/2 {
+			// Out of reach long enough for other nodes' leases to run out
+			// in the store meanwhile, if it was out of their reach too.
+			n.steady.Store(time.Now().UnixNano())
+		}
+		st.renewed, st.lapsed, st.failing = start, false, false
+	}
+	return false
+}
+
+// renewHedge is how long a renewal may go unanswered before another
+// starts on the lease's other connection: a tenth of the lease, at least
+// 50ms; on a lossy link, about when the kernel retransmits a lost packet
+// the first time, and the next time twice as late.
+func renewHedge(lease time.Duration) time.Duration { return max(lease/10, 50*time.Millisecond) }
+
+// renewRetry is how soon a renewal that failed is tried again: a
+// twentieth of the lease, at least 50ms.
+func renewRetry(lease time.Duration) time.Duration { return max(lease/20, 50*time.Millisecond) }
 
 // run serves the node until ctx ends: it marks lost the nodes whose
 // leases ran out, every third of a lease, and wakes the event waiters
@@ -297,17 +375,7 @@ func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
 			return
 		case <-tick.C:
 		}
-		lost, err := n.store.Reap(ctx)
-		for _, l := range lost {
-			n.log.Warn("a node stopped renewing its lease: marked lost", "node", l.Node.ID, "epoch", l.Node.Epoch,
-				"runs", len(l.Runs), "jobs_interrupted", len(l.Jobs))
-		}
-		if len(lost) > 0 {
-			n.m.Nodes.Wake()
-		}
-		if err != nil && ctx.Err() == nil && !errors.Is(err, paddock.ErrFenced) {
-			n.log.Warn("cannot look for lost nodes", "err", err)
-		}
+		n.reap(ctx)
 		if n.autoAdopt && !n.busy.Load() {
 			n.busy.Store(true)
 			n.adopting.Add(1)
@@ -317,6 +385,29 @@ func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
 				n.adoptLost(ctx)
 			}()
 		}
+	}
+}
+
+// reap marks lost the nodes whose leases ran out, unless this node
+// reached the store again less than a lease ago after failing to renew
+// its own lease: the store was likely out of reach for every node (it
+// restarted, or its network failed), and the others' leases ran out
+// with this one's; they get a lease to renew theirs first, or the first
+// node back would take every other node's runs.
+func (n *clusterNode) reap(ctx context.Context) {
+	if time.Since(time.Unix(0, n.steady.Load())) < n.lease {
+		return
+	}
+	lost, err := n.store.Reap(ctx)
+	for _, l := range lost {
+		n.log.Warn("a node stopped renewing its lease: marked lost", "node", l.Node.ID, "epoch", l.Node.Epoch,
+			"runs", len(l.Runs), "jobs_interrupted", len(l.Jobs))
+	}
+	if len(lost) > 0 {
+		n.m.Nodes.Wake()
+	}
+	if err != nil && ctx.Err() == nil && !errors.Is(err, paddock.ErrFenced) {
+		n.log.Warn("cannot look for lost nodes", "err", err)
 	}
 }
 
