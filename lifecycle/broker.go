@@ -117,7 +117,7 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 		} else if changesFiles(b.call.Tool) {
 			// What the call did to the files, for diff --blame: a failed
 			// command may have written too.
-			br.provenance.trackEffects(ctx, r, seq)
+			br.provenance.trackEffects(ctx, r, seq, writtenBy(b.call)...)
 		}
 	}
 	if callErr != nil {
@@ -610,4 +610,14 @@ func (c *callContext) grantsTool(t string) bool {
 	return slices.ContainsFunc(c.grants, func(g *paddock.AccessRequest) bool {
 		return g.State == paddock.RequestGranted && g.Kind == paddock.AccessTool && g.Tool == t
 	})
+}
+
+// writtenBy is the files call wrote, when it wrote only files' content
+// (write, edit: its path); none for any other call (a command, a delete,
+// a move), whose effects are read from the whole workspace.
+func writtenBy(call broker.Call) []string {
+	if (call.Tool == "write" || call.Tool == "edit") && !call.Trees {
+		return call.Paths
+	}
+	return nil
 }

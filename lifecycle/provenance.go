@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/broker"
 	"github.com/paddock-dev/paddock/changeset"
 	"github.com/paddock-dev/paddock/changeset/hunks"
+	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/workspace"
 )
@@ -99,8 +101,9 @@ func (pv *Provenance) readJournal(id string) ([]provRecord, error) {
 // trackEffects appends to run r's journal what its files are now where
 // they differ from what the journal last said (or from the base): the
 // effects of the call recorded as event seq. It never fails the call: a
-// journal it cannot write leaves those hunks unattributed.
-func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int64) {
+// journal it cannot write leaves those hunks unattributed. written, if
+// not empty, are the only files the call wrote (see trackWritten).
+func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int64, written ...string) {
 	if r.Access != paddock.AccessWrite || r.Workspace == nil || r.ReviewOf != nil {
 		return
 	}
@@ -114,11 +117,11 @@ func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int6
 		return
 	}
 	start := time.Now()
-	err := pv.trackEffectsLocked(ctx, r, seq)
+	err := pv.trackEffectsLocked(ctx, r, seq, written)
 	pv.log().Debug("effects recorded for blame", "run", r.ID, "seq", seq, "took", time.Since(start), "err", err)
 }
 
-func (pv *Provenance) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq int64) error {
+func (pv *Provenance) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq int64, written []string) error {
 	st := pv.provStateOf(r.ID)
 	if !st.loaded {
 		recs, err := pv.readJournal(r.ID)
@@ -147,6 +150,11 @@ func (pv *Provenance) trackEffectsLocked(ctx context.Context, r *paddock.Run, se
 					if err := pv.trackUpper(r, at, l.Frozen, st); err != nil {
 						return err
 					}
+				}
+			}
+			if len(written) > 0 && (len(st.last) > 0 || len(l.Frozen) == 0) {
+				if done, err := pv.trackWritten(r, seq, l.Upper, written, st); done || err != nil {
+					return err
 				}
 			}
 			return pv.trackUpper(r, seq, append([]string{l.Upper}, l.Frozen...), st)
@@ -261,48 +269,95 @@ func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, no
 			return nil
 		}
 		own = append(own, rel)
-		var sys syscall.Stat_t
-		if err := syscall.Lstat(path, &sys); err != nil {
-			return nil // gone meanwhile: the next look sees it
-		}
-		f := upperFile{size: sys.Size, mtime: sys.Mtim.Nano(), ctime: sys.Ctim.Nano(), ino: sys.Ino, mode: d.Type()}
-		if old, ok := st.seen[rel]; ok && old.size == f.size && old.mtime == f.mtime && old.ctime == f.ctime && old.ino == f.ino && old.mode == f.mode {
-			now[rel] = old.blob
-			return nil
-		}
-		switch {
-		case d.Type()&fs.ModeCharDevice != 0 && sys.Rdev == 0:
-			f.blob = "" // a whiteout: deleted
-		case d.Type()&fs.ModeSymlink != 0:
-			t, err := os.Readlink(path)
-			if err != nil {
-				return nil
-			}
-			f.blob = changeset.BlobID([]byte(t))
-		case d.Type().IsRegular() && f.size <= maxTracked:
-			b, err := os.ReadFile(path)
-			if err != nil || int64(len(b)) != f.size {
-				return nil // changing: the next look reads it
-			}
-			f.blob = changeset.BlobID(b)
-			if base == nil || base[rel] != f.blob { // a file as the base has it is no version
-				if err := pv.keepVersion(r, f.blob, b); err != nil {
-					return err
-				}
-			}
-		case d.Type().IsRegular():
-			f.blob = fmt.Sprintf("large-%d-%d", f.size, f.mtime)
-		default:
-			return nil // a FIFO, a socket: never part of a change set
-		}
-		st.seen[rel] = f
-		now[rel] = f.blob
-		return nil
+		return pv.trackFile(r, path, rel, d.Type(), st, now, base)
 	})
 	for _, p := range own {
 		hides[p] = true
 	}
 	return err
+}
+
+// trackFile reads the file at path (rel in the workspace, of type typ)
+// into now, and into st.seen: again only when its stat changed since st
+// last saw it. A file being changed or gone meanwhile is left for the next
+// look.
+func (pv *Provenance) trackFile(r *paddock.Run, path, rel string, typ fs.FileMode, st *provState, now, base map[string]string) error {
+	var sys syscall.Stat_t
+	if err := syscall.Lstat(path, &sys); err != nil {
+		return nil // gone meanwhile: the next look sees it
+	}
+	f := upperFile{size: sys.Size, mtime: sys.Mtim.Nano(), ctime: sys.Ctim.Nano(), ino: sys.Ino, mode: typ}
+	if old, ok := st.seen[rel]; ok && old.size == f.size && old.mtime == f.mtime && old.ctime == f.ctime && old.ino == f.ino && old.mode == f.mode {
+		now[rel] = old.blob
+		return nil
+	}
+	switch {
+	case typ&fs.ModeCharDevice != 0 && sys.Rdev == 0:
+		f.blob = "" // a whiteout: deleted
+	case typ&fs.ModeSymlink != 0:
+		t, err := os.Readlink(path)
+		if err != nil {
+			return nil
+		}
+		f.blob = changeset.BlobID([]byte(t))
+	case typ.IsRegular() && f.size <= maxTracked:
+		b, err := os.ReadFile(path)
+		if err != nil || int64(len(b)) != f.size {
+			return nil // changing: the next look reads it
+		}
+		f.blob = changeset.BlobID(b)
+		if base == nil || base[rel] != f.blob { // a file as the base has it is no version
+			if err := pv.keepVersion(r, f.blob, b); err != nil {
+				return err
+			}
+		}
+	case typ.IsRegular():
+		f.blob = fmt.Sprintf("large-%d-%d", f.size, f.mtime)
+	default:
+		return nil // a FIFO, a socket: never part of a change set
+	}
+	st.seen[rel] = f
+	now[rel] = f.blob
+	return nil
+}
+
+// trackWritten is trackUpper for a call that wrote only the regular files
+// written (a write or an edit tool's path): what else the journal says
+// stands, and only those files are read from the upper layer, not the
+// whole layer (which grows with the run: a walk of it after each call
+// made a run's calls cost more the more it had written). It reports false,
+// having recorded nothing, where the files are not simply there (not a
+// regular file of the upper layer, under a directory the layer made
+// opaque, paddock's own): trackUpper's walk then tells.
+func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, written []string, st *provState) (bool, error) {
+	now := maps.Clone(st.last)
+	if now == nil {
+		now = map[string]string{}
+	}
+	for _, rel := range written {
+		rel = path.Clean(rel)
+		if !fs.ValidPath(rel) || rel == "." || confine.IsDotGit(rel) || rel == ".paddock" || strings.HasPrefix(rel, ".paddock/") {
+			return false, nil
+		}
+		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+			if workspace.Opaque(filepath.Join(upper, filepath.FromSlash(d))) {
+				return false, nil
+			}
+		}
+		full := filepath.Join(upper, filepath.FromSlash(rel))
+		fi, err := os.Lstat(full)
+		if err != nil || !fi.Mode().IsRegular() {
+			return false, nil
+		}
+		delete(now, rel)
+		if err := pv.trackFile(r, full, rel, fi.Mode().Type(), st, now, nil); err != nil {
+			return false, err
+		}
+		if _, ok := now[rel]; !ok {
+			return false, nil // changing while read: the walk tells
+		}
+	}
+	return true, pv.trackChanges(r, seq, st, now)
 }
 
 // trackTree is trackUpper for a workspace that is a whole tree (a clone,
