@@ -221,6 +221,10 @@ func (s *Server) forwardToRunsNode(next http.Handler, self paddock.Node, w http.
 var nodeTransport http.RoundTripper = func() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
+	// Keep a connection for each call a busy node forwards at once: the
+	// default keeps two a node, and every call beyond them opened a
+	// connection and closed it (the forwarded write's tail).
+	t.MaxIdleConnsPerHost = nodeIdleConns
 	d := &net.Dialer{
 		Timeout:         nodeDial,
 		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: nodeUnacked / 2, Interval: nodeUnacked / 6, Count: 3},
@@ -243,6 +247,10 @@ const (
 	nodeDial    = 5 * time.Second
 	nodeUnacked = 6 * time.Second
 )
+
+// nodeIdleConns is how many open connections to each other node are kept
+// between the calls forwarded to it.
+const nodeIdleConns = 64
 
 // proxy hands the call to node n as its caller made it: the body, the
 // streams, an upgraded connection (exec/attach) all pass through.

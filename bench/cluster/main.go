@@ -31,7 +31,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -124,10 +123,9 @@ func run(ctx context.Context, quick bool, clients, writes, reads, rounds int) er
 	if err := makeRepo(repo); err != nil {
 		return err
 	}
-	bin := filepath.Join(tmp, "paddock")
-	benchutil.Step("building paddock")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddockd").CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
+	bin, err := benchutil.Binary(tmp)
+	if err != nil {
+		return err
 	}
 	benchutil.Step("starting PostgreSQL (%s)", pgBin)
 	// The server's own durability: pgtest's test server does not flush,

@@ -86,17 +86,27 @@ type Daemon struct {
 
 // StartDaemon builds paddock into tmp and starts it with its state in tmp/home.
 func StartDaemon(ctx context.Context, tmp string) (*Daemon, error) {
-	// PADDOCK_BENCH_BINARY names a binary built already (one a profiler
-	// can still read after the benchmark removed its directory).
+	bin, err := Binary(tmp)
+	if err != nil {
+		return nil, err
+	}
+	return StartDaemonFrom(ctx, bin, filepath.Join(tmp, "home"))
+}
+
+// Binary is the paddock binary a benchmark runs: the one
+// PADDOCK_BENCH_BINARY names (built already: one a profiler can still read
+// after the benchmark removed its directory, or an older one to compare),
+// else paddock built into tmp.
+func Binary(tmp string) (string, error) {
 	if bin := os.Getenv("PADDOCK_BENCH_BINARY"); bin != "" {
-		return StartDaemonFrom(ctx, bin, filepath.Join(tmp, "home"))
+		return bin, nil
 	}
 	bin := filepath.Join(tmp, "paddock")
 	Step("building paddock")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/paddockd").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build: %v\n%s", err, out)
+		return "", fmt.Errorf("build: %v\n%s", err, out)
 	}
-	return StartDaemonFrom(ctx, bin, filepath.Join(tmp, "home"))
+	return bin, nil
 }
 
 // StartDaemonFrom starts bin (paddock's whole binary) as `serve` with its
