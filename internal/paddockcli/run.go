@@ -165,7 +165,9 @@ func (a *app) runAgent(ctx context.Context, o runOptions, argv []string) (int, e
 	}
 	req := paddock.ExecRequest{Argv: argv, Net: o.net, Timeout: o.timeout, Session: true, Dir: dir, Env: env}
 	res, interrupted, err := a.runInRun(ctx, c, r.ID, req)
-	a.noteUncommitted(late, r, argv[0], "were")
+	if late != nil {
+		a.noteUncommitted(<-late, r, argv[0], "were")
+	}
 	if interrupted {
 		fmt.Fprintf(a.stderr, "paddock: stopped; run %s is kept (paddock diff %s, paddock reject %s)\n", r.ID, r.ID, r.ID)
 		return 130, nil
@@ -234,9 +236,7 @@ func (a *app) createAgentRun(ctx context.Context, c *client.Client, create paddo
 	}
 	select {
 	case d := <-dirty:
-		ready := make(chan dirtyCheckout, 1)
-		ready <- d
-		a.noteUncommitted(ready, r, cmd, "are")
+		a.noteUncommitted(d, r, cmd, "are")
 	default:
 		late = dirty
 	}
@@ -248,14 +248,10 @@ func (a *app) createAgentRun(ctx context.Context, c *client.Client, create paddo
 	return r, late, nil
 }
 
-// noteUncommitted says, when d brings any, that the checkout's uncommitted
-// changes are (or, said after cmd ended, were) not in run r; a nil d has
-// nothing to say.
-func (a *app) noteUncommitted(d <-chan dirtyCheckout, r *paddock.Run, cmd, verb string) {
-	if d == nil {
-		return
-	}
-	if dc := <-d; dc.n > 0 && r.Workspace != nil {
+// noteUncommitted says, when dc counts any, that the checkout's
+// uncommitted changes are (or, said after cmd ended, were) not in run r.
+func (a *app) noteUncommitted(dc dirtyCheckout, r *paddock.Run, cmd, verb string) {
+	if dc.n > 0 && r.Workspace != nil {
 		fmt.Fprintf(a.stderr, "paddock: the %d uncommitted change(s) in %s %s not in the run, which starts at %s: commit them first, or --include-uncommitted, to give them to %s\n",
 			dc.n, termsafe.Field(dc.root), verb, short(r.Workspace.BaseRevision), cmd)
 	}

@@ -70,7 +70,9 @@ func TestUncommittedNeverHoldsTheAgentBack(t *testing.T) {
 				t.Fatalf("before the agent: said %v, late %v; want the note %s\n%s", said, late != nil, map[bool]string{true: "after", false: "before"}[tc.late], stderr.String())
 			}
 			close(release) // the status is read now
-			a.noteUncommitted(late, r, "claude", "were")
+			if late != nil {
+				a.noteUncommitted(<-late, r, "claude", "were")
+			}
 			if tc.late && !strings.Contains(stderr.String(), "3 uncommitted change(s) in /src/app were not in the run") {
 				t.Fatalf("after the agent: %s", stderr.String())
 			}
