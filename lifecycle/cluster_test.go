@@ -70,8 +70,10 @@ func TestNodeUsesItsCloneOfTheProject(t *testing.T) {
 // in the middle of one, whatever the workspace's state) gives the run back
 // to the node it came from, adoptable again.
 func TestAdoptionKeepsItsCheckpoint(t *testing.T) {
-	defer lifecycle.SetCheckpointDelay(time.Millisecond)()
+	lifecycle.SetCheckpointDelay(t, time.Millisecond)
 	e := newEnv(t)
+	// Closed first: its delayed checkpoints stop before the delay is put back.
+	t.Cleanup(func() { e.m.Close(context.Background()) })
 	e.project(t)
 	ctx := context.Background()
 	c := e.shareCheckpoints()

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"os"
+	"testing"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -15,11 +16,13 @@ func StoreCheckpoint(ctx context.Context, m *Manager, id, why string) {
 }
 
 // SetCheckpointDelay sets how soon after a change a run's checkpoint is
-// stored, for a test; it returns a function that puts it back.
-func SetCheckpointDelay(d time.Duration) func() {
+// stored, for test t, and puts it back when t's cleanups have run. Call it
+// before the test's manager is made: its delayed stores run until the
+// manager is closed (a cleanup of its own), and the delay is read by them.
+func SetCheckpointDelay(t testing.TB, d time.Duration) {
 	old := checkpointDelay
 	checkpointDelay = d
-	return func() { checkpointDelay = old }
+	t.Cleanup(func() { checkpointDelay = old })
 }
 
 // AdoptionMarker leaves the marker of an adoption under way for run id, as

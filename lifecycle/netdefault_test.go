@@ -25,13 +25,15 @@ import (
 // to the operator, and asking for the host's network is refused: no
 // built-in or inline definition carries one.
 func TestNetworkByDefaultOnEveryPath(t *testing.T) {
-	defer lifecycle.SetCheckpointDelay(time.Millisecond)()
+	lifecycle.SetCheckpointDelay(t, time.Millisecond)
 	e := newEnv(t)
 	ctx := context.Background()
 	agentCtx := paddock.WithAgent(ctx)
 	e.project(t)
 	withSandbox(t, e)
 	e.shareCheckpoints()
+	// Closed first: its delayed checkpoints stop before the delay is put back.
+	t.Cleanup(func() { e.m.Close(context.Background()) })
 	e.m.BundleKeyFile = filepath.Join(e.state, "bundle.key")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
