@@ -164,3 +164,44 @@ func ErrorMessage(err error) string {
 func IsCode(err error, code Code) bool {
 	return err != nil && ErrorCode(err) == code
 }
+
+// DetailDone is the detail an error carries when paddock knows that
+// nothing of the call was done: its value is false, and the call may be
+// made again as it is (the same body, the same path), on this node or
+// another. The Go client makes such a call again by itself, a few times
+// (client.WithRetries). An error without it says nothing either way: a
+// call that may have been done is made again only once what it would
+// have left (a run's events) shows it was not.
+const DetailDone = "done"
+
+// Undone reports whether err says that nothing of its call was done
+// (details.done is false): the call may be made again as it is.
+func Undone(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	done, ok := e.Details[DetailDone].(bool)
+	return ok && !done
+}
+
+// MarkUndone returns err saying that nothing of its call was done (see
+// DetailDone): a copy of its *Error with the detail added, or, for an
+// error that is none, an internal one whose public message stays
+// internal's. err itself is not changed.
+func MarkUndone(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		return &Error{Code: CodeInternal, Err: err, Details: map[string]any{DetailDone: false}}
+	}
+	cp := *e
+	cp.Details = maps.Clone(e.Details)
+	if cp.Details == nil {
+		cp.Details = map[string]any{}
+	}
+	cp.Details[DetailDone] = false
+	return &cp
+}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net/url"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ type Client struct {
 	observe func(method, path string) // WithObserver
 	idle    time.Duration             // WithTimeout
 	reach   *reachHook                // OnUnreachable
+	retries int                       // WithRetries
 }
 
 // reachHook is OnUnreachable's function, run once for a client and all
@@ -102,14 +104,14 @@ var _ paddock.Service = (*Client)(nil)
 
 // Unix returns a client for the daemon listening on the unix socket at path.
 func Unix(path string) *Client {
-	return &Client{network: "unix", address: path, host: "paddock"}
+	return &Client{network: "unix", address: path, host: "paddock", retries: DefaultRetries}
 }
 
 // TCP returns a client for a daemon on a loopback address such as
 // 127.0.0.1:7070, authenticating with token. It connects to addr itself:
 // no HTTP proxy of the environment is used.
 func TCP(addr, token string) *Client {
-	return &Client{network: "tcp", address: addr, host: addr, token: token}
+	return &Client{network: "tcp", address: addr, host: addr, token: token, retries: DefaultRetries}
 }
 
 // unreachableError wraps a failure to reach the daemon at all.
@@ -233,21 +235,77 @@ func answerError(what string, resp *wireResponse) error {
 }
 
 // send makes a request and returns a successful answer for its caller to
-// read; an answer that is not a success is decoded into its error.
+// read; an answer that is not a success is decoded into its error. A
+// call whose error says nothing of it was done (paddock.Undone: a node
+// that holds the run could not be reached, or this one could not reach
+// the shared store before it began) is made again, up to c.retries times,
+// waiting longer each time, while ctx lasts and the body can be read
+// again.
 func (c *Client) send(ctx context.Context, method, path string, body io.Reader, contentType string) (*wireResponse, error) {
 	var header [][2]string
 	if contentType != "" {
 		header = append(header, [2]string{"Content-Type", contentType})
 	}
 	what := method + " " + strings.TrimSuffix(path, "?")
-	resp, err := c.request(ctx, what, method, path, body, header...)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		resp, err := c.request(ctx, what, method, path, body, header...)
+		if err != nil {
+			return nil, err
+		}
+		if resp.status < 300 {
+			return resp, nil
+		}
+		err = answerError(what, resp)
+		if attempt >= c.retries || !paddock.Undone(err) || !rewind(body) || !sleepCtx(ctx, retryWait(attempt)) {
+			return nil, err
+		}
 	}
-	if resp.status < 300 {
-		return resp, nil
+}
+
+// DefaultRetries is how many times a client makes a call again whose
+// error says nothing of it was done (see WithRetries).
+const DefaultRetries = 4
+
+// WithRetries returns a copy of c that makes a call again up to n times
+// (0: never) when its error says that nothing of it was done
+// (paddock.DetailDone), waiting 250ms, then twice as long each time up to
+// 2s, a fifth more or less at random. A call that may have been done is
+// never made again by the client: its caller reads the run's events.
+func (c *Client) WithRetries(n int) *Client {
+	cp := *c
+	cp.retries = max(n, 0)
+	return &cp
+}
+
+// retryWait is how long to wait before the attempt after attempt.
+func retryWait(attempt int) time.Duration {
+	d := min(250*time.Millisecond<<attempt, 2*time.Second)
+	return d + time.Duration(mathrand.Int64N(int64(d)*2/5)) - d/5
+}
+
+// rewind puts a request's body back at its start, if it can be read
+// again: none, or one in memory.
+func rewind(body io.Reader) bool {
+	switch b := body.(type) {
+	case nil:
+		return true
+	case io.Seeker:
+		_, err := b.Seek(0, io.SeekStart)
+		return err == nil
 	}
-	return nil, answerError(what, resp)
+	return false
+}
+
+// sleepCtx waits d, or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // Health checks that the daemon answers.

@@ -159,7 +159,7 @@ func (s *Server) forwardNewRun(next http.Handler, self paddock.Node, w http.Resp
 		return
 	}
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, paddock.MarkUndone(err)) // no node was chosen: nothing was made
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w}
@@ -187,12 +187,12 @@ func (s *Server) forwardToRunsNode(next http.Handler, self paddock.Node, w http.
 	case paddock.IsCode(err, paddock.CodeNotFound):
 		next.ServeHTTP(w, r) // the route says there is no such run
 	case err != nil:
-		s.fail(w, r, err)
+		s.fail(w, r, paddock.MarkUndone(err)) // not served: nothing was done
 	case n.ID == "":
 		next.ServeHTTP(w, r)
 	case n.ID == self.ID:
 		if err := selfFenced(self, n); err != nil {
-			writeError(w, err)
+			writeError(w, paddock.MarkUndone(err))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -203,7 +203,7 @@ func (s *Server) forwardToRunsNode(next http.Handler, self paddock.Node, w http.
 		}
 		writeError(w, &paddock.Error{Code: paddock.CodeNodeLost,
 			Message: "run " + id + " is on node " + n.ID + ", which is " + what + "; restart that node, or adopt the run on this one (paddock adopt " + id + ")",
-			Details: map[string]any{"node": n.ID, "node_state": n.State}})
+			Details: map[string]any{"node": n.ID, "node_state": n.State, paddock.DetailDone: false}})
 	default:
 		s.proxy(w, r, n, false)
 	}
@@ -320,6 +320,9 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, n paddock.Node, p
 // once its run's events show it was not done.
 func forwardError(n paddock.Node, placed, delivered bool) *paddock.Error {
 	details := map[string]any{"node": n.ID, "delivered": delivered}
+	if !delivered {
+		details[paddock.DetailDone] = false // may be made again as it is
+	}
 	who := "node " + n.ID + " (" + n.Address + ")"
 	if placed {
 		msg := who + ", chosen for the new run, did not answer; nothing was made, try again"

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,12 +22,16 @@ type fakeCluster struct {
 	place paddock.Node
 	// placed and released count Place's places and those given back.
 	placed, released int
+	fail             error // Locate's and Place's error, if set
 }
 
 func (c *fakeCluster) Self() paddock.Node { return c.self }
 func (c *fakeCluster) Locate(ctx context.Context, id string) (paddock.Node, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.fail != nil {
+		return paddock.Node{}, c.fail
+	}
 	if n, ok := c.where[id]; ok {
 		return n, nil
 	}
@@ -35,6 +40,9 @@ func (c *fakeCluster) Locate(ctx context.Context, id string) (paddock.Node, erro
 func (c *fakeCluster) Place(ctx context.Context, project string) (paddock.Node, func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.fail != nil {
+		return paddock.Node{}, nil, c.fail
+	}
 	c.placed++
 	release := func() {
 		c.mu.Lock()
@@ -203,7 +211,7 @@ func TestLostNodesRun(t *testing.T) {
 	run := "/v1/runs/" + tn.bRun
 	got := tn.a.do(t, tn.a.h, "POST", run+"/exec", `{"argv":["true"]}`)
 	if got.status != http.StatusServiceUnavailable || got.Error == nil || got.Error.Code != paddock.CodeNodeLost ||
-		!strings.Contains(got.Error.Message, "paddock adopt "+tn.bRun) {
+		!strings.Contains(got.Error.Message, "paddock adopt "+tn.bRun) || got.Error.Details[paddock.DetailDone] != false {
 		t.Fatalf("exec on a lost node's run: %d %+v", got.status, got.Error)
 	}
 	if tn.a.svc.whats() != "" || tn.b.svc.whats() != "" {
@@ -223,7 +231,7 @@ func TestLostNodesRun(t *testing.T) {
 	tn.ca.where[tn.bRun] = dead
 	got = tn.a.do(t, tn.a.h, "GET", run+"/changeset", "")
 	if got.status != http.StatusServiceUnavailable || got.Error == nil || !strings.Contains(got.Error.Message, "could not be reached") ||
-		got.Error.Details["delivered"] != false || got.Error.Details["node"] != dead.ID {
+		got.Error.Details["delivered"] != false || got.Error.Details["node"] != dead.ID || got.Error.Details[paddock.DetailDone] != false {
 		t.Fatalf("a silent node: %d %+v", got.status, got.Error)
 	}
 }
@@ -247,8 +255,41 @@ func TestFencedNodeServesNoRunCalls(t *testing.T) {
 	lost.State = paddock.NodeLost
 	tn.ca.where[mine.ID] = lost
 	got := a.do(t, a.h, "POST", "/v1/runs/"+mine.ID+"/exec", `{"argv":["true"]}`)
-	if asked := a.svc.whats(); asked != "" || got.status != http.StatusServiceUnavailable || got.Error == nil || got.Error.Code != paddock.CodeNodeLost {
+	if asked := a.svc.whats(); asked != "" || got.status != http.StatusServiceUnavailable || got.Error == nil || got.Error.Code != paddock.CodeNodeLost ||
+		got.Error.Details[paddock.DetailDone] != false {
 		t.Fatalf("exec on a run of this node, the store saying this node is lost: %d %+v; the service was asked %q", got.status, got.Error, asked)
+	}
+}
+
+// TestUnservedCallsSayNothingWasDone: a call this node could not route
+// (the shared store did not answer where its run is, or which node takes
+// a new run) was not served: its error says nothing was done
+// (details.done false), which a client may make again as it is, whether
+// the store's error is paddock's own (node_lost: this node's lease ran
+// out) or one it keeps to its log (internal).
+func TestUnservedCallsSayNothingWasDone(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []error{
+		&paddock.Error{Code: paddock.CodeNodeLost, Message: "node na has not reached the shared store"},
+		errors.New("dial tcp 10.0.0.1:5432: connection refused"),
+	} {
+		tn := newTwoNodes(t)
+		tn.ca.mu.Lock()
+		tn.ca.fail = fail
+		tn.ca.mu.Unlock()
+		for _, call := range [][3]string{
+			{"POST", "/v1/runs/" + tn.bRun + "/exec", `{"argv":["true"]}`},
+			{"POST", "/v1/runs", `{"project":"app"}`},
+		} {
+			got := tn.a.do(t, tn.a.h, call[0], call[1], call[2])
+			if got.Error == nil || got.Error.Code != paddock.ErrorCode(fail) || got.Error.Details[paddock.DetailDone] != false ||
+				strings.Contains(got.Error.Message, "10.0.0.1") {
+				t.Errorf("%s %s, the store failing with %v: %d %+v", call[0], call[1], fail, got.status, got.Error)
+			}
+		}
+		if asked := tn.a.svc.whats() + tn.b.svc.whats(); asked != "" {
+			t.Fatalf("a service was asked %q", asked)
+		}
 	}
 }
 

@@ -551,6 +551,9 @@ func (a *apiBase) fail(w http.ResponseWriter, r *http.Request, err error) {
 		if errors.As(err, &inner) && inner.Code == paddock.CodeInternal && inner.Message != "" {
 			pe.Message = fmt.Sprintf("%s (correlation id %s; details are in the daemon log)", inner.Message, id)
 		}
+		if paddock.Undone(err) {
+			pe.WithDetail(paddock.DetailDone, false) // nothing was done: the client may call again
+		}
 		writeError(w, pe)
 		return
 	}

@@ -66,7 +66,9 @@ func (p *partition) start(id string, h int, extra ...string) *partNode {
 	args := append([]string{"--store", p.pg.url(), "--node-id", id, "--node-lease", partLease.String(),
 		"--node-listen", listen, "--node-address", "http://" + listen}, extra...)
 	n.d = startDaemonVia(p.t, n.home, p.lab.via(n.ns), binary, nil, args...)
-	n.c = client.Unix(filepath.Join(n.home, "paddock.sock"))
+	// Each call once: the faults' answers are what these tests measure
+	// (the client's own retries are TestRetriesWhatWasNotDone's).
+	n.c = client.Unix(filepath.Join(n.home, "paddock.sock")).WithRetries(0)
 	p.nodes[id] = n
 	if p.db == nil {
 		// The schema is there now: record who wrote each event. A row

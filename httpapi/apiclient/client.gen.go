@@ -2606,7 +2606,9 @@ type EnforcementProcsScope string
 
 // Error HTTP status by code: bad_request 400, not_found 404, conflict and not_bootstrapped 409, busy 423, unauthorized 401 (a missing or unknown token; with WWW-Authenticate: Bearer), forbidden and run_mismatch 403, unsupported 501, attribution_leak 422, too_large 413, node_lost 503, internal 500 (its message carries only a correlation id)
 type Error struct {
-	Code    ErrorCode               `json:"code"`
+	Code ErrorCode `json:"code"`
+
+	// Details More about the error, by code. done: false says that nothing of the call was done (a node could not route it, or the node holding its run could not be reached before any of it left): it may be made again as it is, and the Go client does so by itself a few times. node_lost from a forwarded call carries node and delivered (true: the call may have been done there; read the run's events before making it again). A refusal by a rule carries rule.
 	Details *map[string]interface{} `json:"details,omitempty"`
 	Message string                  `json:"message"`
 }
