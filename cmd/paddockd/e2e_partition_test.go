@@ -34,6 +34,7 @@ type partition struct {
 	pg    *labPostgres
 	db    *pgxpool.Pool
 	nodes map[string]*partNode
+	url   string // the nodes' store: pg's own unless set
 }
 
 // partNode is a node of the partition: its machine's host number on both
@@ -63,7 +64,11 @@ func (p *partition) start(id string, h int, extra ...string) *partNode {
 	}
 	n.id, n.home = id, filepath.Join(p.base, id)
 	listen := p.lab.addr(peerNet, h) + ":7000"
-	args := append([]string{"--store", p.pg.url(), "--node-id", id, "--node-lease", partLease.String(),
+	url := p.url
+	if url == "" {
+		url = p.pg.url()
+	}
+	args := append([]string{"--store", url, "--node-id", id, "--node-lease", partLease.String(),
 		"--node-listen", listen, "--node-address", "http://" + listen}, extra...)
 	n.d = startDaemonVia(p.t, n.home, p.lab.via(n.ns), binary, nil, args...)
 	// Each call once: the faults' answers are what these tests measure

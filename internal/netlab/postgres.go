@@ -26,6 +26,7 @@ type Postgres struct {
 	NS, Dir  string
 	bin      string
 	uid, gid int
+	host     int // its host number on the store network
 
 	mu   sync.Mutex
 	proc *exec.Cmd
@@ -48,7 +49,7 @@ func (l *Lab) StartPostgres(ctx context.Context) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Postgres{lab: l, bin: bin, Dir: dir}
+	p := &Postgres{lab: l, bin: bin, Dir: dir, host: 1}
 	p.uid, _ = strconv.Atoi(u.Uid)
 	p.gid, _ = strconv.Atoi(u.Gid)
 	if err := os.Chown(p.Dir, p.uid, p.gid); err != nil {
@@ -92,7 +93,7 @@ func (l *Lab) StartPostgres(ctx context.Context) (*Postgres, error) {
 func (p *Postgres) Start(ctx context.Context) error {
 	argv := append([]string{"nsenter", "--net=/run/netns/" + p.NS, "--setuid", strconv.Itoa(p.uid), "--setgid", strconv.Itoa(p.gid),
 		"--", filepath.Join(p.bin, "postgres")}, "-D", filepath.Join(p.Dir, "data"), "-k", p.Dir,
-		"-c", "listen_addresses="+p.lab.Addr(StoreNet, 1), "-c", "max_connections=100", "-c", "fsync=off", "-c", "log_min_messages=warning")
+		"-c", "listen_addresses="+p.lab.Addr(StoreNet, p.host), "-c", "max_connections=100", "-c", "fsync=off", "-c", "log_min_messages=warning")
 	logf, err := os.OpenFile(p.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("the server's log: %w", err)
@@ -211,7 +212,7 @@ func (p *Postgres) DSN(db string) string {
 
 // URL is the nodes' way to the paddock database: over the store network.
 func (p *Postgres) URL() string {
-	return fmt.Sprintf("postgres://%s@%s:5432/paddock?sslmode=disable", pgtest.Superuser, p.lab.Addr(StoreNet, 1))
+	return fmt.Sprintf("postgres://%s@%s:5432/paddock?sslmode=disable", pgtest.Superuser, p.lab.Addr(StoreNet, p.host))
 }
 
 // Conn is a connection of the lab owner's to database db.
