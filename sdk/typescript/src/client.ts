@@ -235,11 +235,11 @@ export class Paddock {
       this.unwrap(this.api.DELETE("/v1/runs/{id}/queue", { params: { path: { id } }, ...o })),
     undo: (id: string, o: CallOptions = {}): Promise<DataOf<"queueUndo">> =>
       this.unwrap(this.api.POST("/v1/runs/{id}/queue/undo", { params: { path: { id } }, ...o })),
-    /** Polls a run's queue entry until it has landed or was returned, and answers it. */
+    /** Polls a run's queue entry while it is queued, testing or landing, and answers it (landed, returned, …). */
     settle: async (id: string, o: CallOptions & { interval?: number } = {}): Promise<DataOf<"getQueueEntry">> => {
       for (;;) {
         const e = await this.queue.get(id, o);
-        if (e.state !== "waiting" && e.state !== "checking" && e.state !== "landing") return e;
+        if (!["queued", "testing", "landing"].includes(e.state ?? "")) return e;
         await sleep(o.interval ?? 100, o.signal);
       }
     },

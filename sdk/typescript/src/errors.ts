@@ -44,7 +44,6 @@ export class PaddockError extends Error {
 
   constructor(code: ErrorCode, message: string, details?: ErrorDetails, status = 0) {
     super(`${code}: ${message}`);
-    this.name = "PaddockError";
     this.code = code;
     this.details = details ?? {};
     this.status = status;
@@ -105,9 +104,9 @@ const classes: Record<ErrorCode, new (code: ErrorCode, message: string, details?
   internal: InternalError,
 };
 
-for (const [code, cls] of Object.entries(classes)) {
-  Object.defineProperty(cls.prototype, "name", { value: cls.name, configurable: true });
-  void code;
+// Each class's name is its own (for stacks and util.inspect), set once on its prototype.
+for (const cls of [PaddockError, ...Object.values(classes)]) {
+  Object.defineProperty(cls.prototype, "name", { value: cls.name, configurable: true, writable: true });
 }
 
 /**
