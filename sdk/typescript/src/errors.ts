@@ -43,12 +43,10 @@ export class PaddockError extends Error {
   readonly status: number;
 
   constructor(code: ErrorCode, message: string, details?: ErrorDetails, status = 0) {
-    super(`${code}: ${message}`);
+    super(message);
     this.code = code;
     this.details = details ?? {};
     this.status = status;
-    // The message a person reads is the daemon's, without the code.
-    Object.defineProperty(this, "message", { value: message, enumerable: false, writable: true });
   }
 
   /** The policy that refused, if one did (details.rule). */
