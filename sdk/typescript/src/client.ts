@@ -5,7 +5,7 @@
 
 import createClient, { type Client as FetchClient } from "openapi-fetch";
 import type { paths, operations } from "./schema.js";
-import { PaddockError, TransportError, paddockError } from "./errors.js";
+import { TransportError, paddockError } from "./errors.js";
 import { transportFetch, fromEnv, type FetchInit, type Transport } from "./transport.js";
 import type { BodyOf, DataOf, Notice, QueryOf } from "./types.js";
 import { followEvents, followNotices, type FollowOptions } from "./events.js";
@@ -457,4 +457,3 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-export type { operations, PaddockError };

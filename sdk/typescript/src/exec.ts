@@ -9,7 +9,7 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Paddock } from "./client.js";
 import { errorOf } from "./client.js";
-import { PaddockError, TransportError, isUnreachable, paddockError } from "./errors.js";
+import { TransportError, isUnreachable, paddockError } from "./errors.js";
 import type { ExecRequest, ExecResult, TerminalSize } from "./types.js";
 
 /** A chunk of a command's output. */
@@ -252,4 +252,3 @@ function attached(socket: Socket, head: Buffer, proc: ExecProcess, o: AttachOpti
   }
 }
 
-export { PaddockError };
