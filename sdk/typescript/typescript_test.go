@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,8 +31,14 @@ func TestTypeScriptSDK(t *testing.T) {
 		}
 		t.Skipf(format, args...)
 	}
-	if _, err := exec.LookPath("node"); err != nil {
+	node, err := exec.LookPath("node")
+	if err != nil {
 		unavailable("node is not installed: the TypeScript SDK's suite runs on node (20 or later)")
+	}
+	if out, err := exec.Command(node, "-p", "process.versions.node").Output(); err != nil {
+		t.Fatalf("node -p process.versions.node: %v", err)
+	} else if major, _, _ := strings.Cut(strings.TrimSpace(string(out)), "."); atoi(major) < 20 {
+		unavailable("node %s is too old: the TypeScript SDK needs node 20 or later", strings.TrimSpace(string(out)))
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -101,6 +108,12 @@ func TestTypeScriptSDK(t *testing.T) {
 			t.Errorf("the package lacks %s (it holds %d files)", want, len(files))
 		}
 	}
+}
+
+// atoi is s as a number, 0 if it is none.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // repoRoot is the module's root, where go.mod is.

@@ -45,6 +45,8 @@ async function* messages(body: ReadableStream<Uint8Array>): AsyncGenerator<Messa
       buf += decoder.decode(value, { stream: true });
       let nl: number;
       while ((nl = buf.search(/\r\n|\n|\r/)) >= 0) {
+        // A CR that ends what has come so far may be half of a CRLF.
+        if (buf[nl] === "\r" && nl === buf.length - 1) break;
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
         if (line === "") {

@@ -46,3 +46,30 @@ test("a code from a newer daemon is a plain PaddockError that keeps it", () => {
   assert.deepEqual(e.details, {});
   assert.ok(!isPaddockError(new TransportError("x")));
 });
+
+test("nothing listening is a TransportError that says so", async () => {
+  const { Paddock, unixSocket } = await import("@paddock/sdk");
+  await using t = unixSocket("/nonexistent/paddock.sock");
+  const p = new Paddock({ transport: t });
+  await assert.rejects(p.health(), (err: unknown) => err instanceof TransportError && err.unreachable && /unreachable/.test(err.message));
+  await assert.rejects(p.runs.execAttach("r-x", { argv: ["true"] }).result, (err: unknown) => err instanceof TransportError && err.unreachable);
+});
+
+test("fromEnv finds the daemon as the paddock CLI does", async () => {
+  const { fromEnv, defaultSocketPath } = await import("@paddock/sdk");
+  assert.equal(defaultSocketPath({ PADDOCK_HOME: "/srv/pd" }), "/srv/pd/paddock.sock");
+  assert.equal(defaultSocketPath({ XDG_STATE_HOME: "/x" }), "/x/paddock/paddock.sock");
+  assert.equal(defaultSocketPath({ HOME: "/home/u" }), "/home/u/.local/state/paddock/paddock.sock");
+  const cases: [NodeJS.ProcessEnv, object, string?][] = [
+    [{ PADDOCK_HOME: "/srv/pd", PADDOCK_SOCKET: "/run/x.sock" }, { socketPath: "/srv/pd/paddock.sock" }],
+    [{ HOME: "/home/u", PADDOCK_SOCKET: "/run/x.sock" }, { socketPath: "/run/x.sock" }],
+    [{ PADDOCK_ADDR: "127.0.0.1:7070", PADDOCK_TOKEN: "pdk_tok_a" }, { host: "127.0.0.1", port: 7070 }, "pdk_tok_a"],
+    [{ PADDOCK_ADDR: "[::1]:7071", PADDOCK_TOKEN: "t" }, { host: "::1", port: 7071 }, "t"],
+  ];
+  for (const [env, endpoint, token] of cases) {
+    await using t = fromEnv(env);
+    assert.deepEqual(t.endpoint, endpoint, JSON.stringify(env));
+    assert.equal(t.token, token);
+  }
+  assert.throws(() => fromEnv({ PADDOCK_ADDR: "127.0.0.1:7070", PADDOCK_HOME: "/nonexistent" }), /needs the token in \/nonexistent\/token/);
+});
