@@ -22,7 +22,20 @@ export interface PaddockOptions {
   agent?: boolean;
   /** Told of every request before it is sent: its method and URL path (an observer, as the Go client's WithObserver). */
   onRequest?: (method: string, path: string) => void;
+  /**
+   * How many times a call is made again when its error says nothing of it
+   * was done (`details.done === false`: the node that holds the run could
+   * not be reached before any of the call left, or this node could not
+   * reach the shared store); default 4, 0 turns it off. It waits 250 ms,
+   * then twice as long each time up to 2 s, a fifth more or less at
+   * random. A call that may have been done is never made again: read the
+   * run's events.
+   */
+  retries?: number;
 }
+
+/** How many times a call whose error says nothing of it was done is made again (PaddockOptions.retries). */
+export const defaultRetries = 4;
 
 /** Options every call takes. */
 export type CallOptions = {
@@ -55,7 +68,7 @@ export class Paddock {
     this.#owned = options.transport === undefined;
     this.transport = options.transport ?? fromEnv();
     this.options = { ...options, transport: this.transport };
-    this.api = createClient<paths>({ baseUrl: this.transport.baseUrl, fetch: (req) => this.fetch(req) });
+    this.api = createClient<paths>({ baseUrl: this.transport.baseUrl, fetch: (req) => this.#fetchRetrying(req) });
   }
 
   /** A client on the same transport that sends token instead (a run's token, a principal's). */
@@ -89,6 +102,16 @@ export class Paddock {
     const url = isReq ? (input as Request).url : String(input);
     this.options.onRequest?.(method, new URL(url, this.transport.baseUrl).pathname);
     return transportFetch(this.transport, input, { ...init, headers });
+  };
+
+  /** The generated calls' fetch: fetch, made again as PaddockOptions.retries says. */
+  #fetchRetrying = async (req: Request): Promise<Response> => {
+    const retries = Math.max(0, this.options.retries ?? defaultRetries);
+    for (let attempt = 0; ; attempt++) {
+      const last = attempt >= retries;
+      const res = await this.fetch(last ? req : req.clone());
+      if (res.ok || last || !(await undone(res)) || !(await retryWait(attempt, req.signal))) return res;
+    }
   };
 
   /** The envelope's data of a generated call's answer, or its error thrown. */
@@ -457,3 +480,29 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** Whether an error answer says nothing of its call was done (details.done === false); res is left to be read. */
+async function undone(res: Response): Promise<boolean> {
+  try {
+    const env = (await res.clone().json()) as { error?: { details?: { done?: unknown } } };
+    return env?.error?.details?.done === false;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits before the attempt after attempt; false if signal ended it first. */
+function retryWait(attempt: number, signal?: AbortSignal | null): Promise<boolean> {
+  const d = Math.min(250 * 2 ** attempt, 2000);
+  const ms = d * (0.8 + 0.4 * Math.random());
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(ok);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -8,7 +8,7 @@
 
 import "./polyfill.js";
 
-export { Paddock, type PaddockOptions, type CallOptions, type SeqOptions } from "./client.js";
+export { Paddock, defaultRetries, type PaddockOptions, type CallOptions, type SeqOptions } from "./client.js";
 export * from "./errors.js";
 export { unixSocket, tcp, fromEnv, stateDir, defaultSocketPath, socketInView, type Transport, type Endpoint } from "./transport.js";
 export { type FollowOptions } from "./events.js";

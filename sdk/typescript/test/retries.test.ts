@@ -1,0 +1,72 @@
+// A call whose error says nothing of it was done (details.done === false)
+// is made again, the same request each time, until it is answered or its
+// retries run out; one that may have been done, or another error, is not;
+// retries: 0 makes no call twice. Against a server of the test's own.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Paddock, tcp, isPaddockError } from "@paddock/sdk";
+
+const undone = { ok: false, error: { code: "node_lost", message: "unreached", details: { node: "n2", delivered: false, done: false } } };
+const delivered = { ok: false, error: { code: "node_lost", message: "maybe", details: { node: "n2", delivered: true } } };
+const busy = { ok: false, error: { code: "busy", message: "locked" } };
+const ok = { ok: true, data: { id: "r-1" } };
+
+async function serve(answers: object[]) {
+  const bodies: string[] = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      bodies.push(`${req.method} ${req.url} ${body}`);
+      const a = answers[Math.min(bodies.length, answers.length) - 1]!;
+      res.writeHead("error" in a ? 503 : 200, { "content-type": "application/json" });
+      res.end(JSON.stringify(a));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as AddressInfo;
+  return { bodies, server, transport: tcp(`127.0.0.1:${port}`, "t0k3n") };
+}
+
+for (const tc of [
+  { name: "not done, then answered", retries: undefined, answers: [undone, undone, ok], calls: 3, code: "" },
+  { name: "not done past the retries", retries: 2, answers: [undone], calls: 3, code: "node_lost" },
+  { name: "maybe done", retries: undefined, answers: [delivered, ok], calls: 1, code: "node_lost" },
+  { name: "another error", retries: undefined, answers: [busy, ok], calls: 1, code: "busy" },
+  { name: "no retries", retries: 0, answers: [undone, ok], calls: 1, code: "node_lost" },
+]) {
+  test(`retries: ${tc.name}`, async () => {
+    const s = await serve(tc.answers);
+    const paddock = new Paddock({ transport: s.transport, retries: tc.retries });
+    try {
+      const call = paddock.runs.exec("r-1", { argv: ["true"] });
+      if (tc.code === "") {
+        await call;
+      } else {
+        await assert.rejects(call, (e) => isPaddockError(e, tc.code as "busy"));
+      }
+      assert.equal(s.bodies.length, tc.calls);
+      for (const b of s.bodies) assert.equal(b, s.bodies[0]);
+      assert.match(s.bodies[0]!, /^POST \/v1\/runs\/r-1\/exec \{"argv":\["true"\]\}$/);
+    } finally {
+      await paddock.transport.close();
+      s.server.close();
+    }
+  });
+}
+
+test("retries: an aborted call stops waiting", async () => {
+  const s = await serve([undone]);
+  const paddock = new Paddock({ transport: s.transport });
+  try {
+    const start = Date.now();
+    await assert.rejects(paddock.runs.exec("r-1", { argv: ["true"] }, { signal: AbortSignal.timeout(100) }));
+    assert.ok(Date.now() - start < 2000, `took ${Date.now() - start} ms`);
+  } finally {
+    await paddock.transport.close();
+    s.server.close();
+  }
+});
