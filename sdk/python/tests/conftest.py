@@ -44,6 +44,7 @@ def make_repo(path: str, files: dict) -> str:
             f.write(content)
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "initial")
+    git(path, "branch", "landing")
     return path
 
 
