@@ -206,7 +206,7 @@ async def attach_async(ep: Endpoint, path: str, req: t.ExecRequest, stdin: Any, 
                         await writer.drain()
                 writer.write(frame(EOF))
                 await writer.drain()
-            except (OSError, ConnectionError):
+            except Exception:  # noqa: BLE001 - the command ended first: the connection is closed
                 pass
 
         if stdin is not None or resize:
@@ -232,5 +232,5 @@ async def attach_async(ep: Endpoint, path: str, req: t.ExecRequest, stdin: Any, 
         writer.close()
         try:
             await writer.wait_closed()
-        except (OSError, ConnectionError):
+        except Exception:  # noqa: BLE001 - the daemon closed first (a broken pipe): the result is in
             pass

@@ -287,10 +287,18 @@ class McpReply:
 
 
 def mcp_error(status: int, body: bytes, path: str) -> Exception:
+    """paddock's refusal (an envelope: unauthorized, not_found, …) as its
+    PaddockError; the MCP handler's own (plain text) as McpError with the
+    HTTP status as its code."""
+    from .mcp import McpError
+
     try:
+        env = json.loads(body)
+    except ValueError:
+        env = None
+    if isinstance(env, dict) and env.get("ok") is False:
         return envelope_error(status, body, f"MCP {path}")
-    except Exception as e:  # pragma: no cover
-        return e
+    return McpError({"code": status, "message": body.decode("utf-8", errors="replace").strip()})
 
 
 class ExecStream:
