@@ -8,6 +8,7 @@ import io
 import pytest
 
 import paddock
+from conftest import record
 from paddock import types as t
 
 from test_streams import CuttingProxy
@@ -16,7 +17,7 @@ AGENT = t.AgentDefinition(name="async", workspace="write", tools=["read", "write
 
 
 async def test_a_run_end_to_end(daemon, project):
-    async with paddock.AsyncClient(socket=daemon.socket, observer=__import__("conftest").record) as client:
+    async with paddock.AsyncClient(socket=daemon.socket, observer=record) as client:
         async with client.run(project=project.name, task="async", agent=AGENT) as run:
             await run.agent.call_tool(run.id, "write", path="a.txt", content="async\n")
             waiter = asyncio.ensure_future(run.wait_for_submission(timeout=30))
@@ -31,7 +32,7 @@ async def test_a_run_end_to_end(daemon, project):
 
 
 async def test_an_unsubmitted_run_is_rejected_on_exit(daemon, project):
-    async with paddock.AsyncClient(socket=daemon.socket) as client:
+    async with paddock.AsyncClient(socket=daemon.socket, observer=record) as client:
         with pytest.raises(RuntimeError):
             async with client.run(project=project.name, task="abandon", agent=AGENT) as run:
                 await run.agent.call_tool(run.id, "write", path="a.txt", content="x")
@@ -41,7 +42,7 @@ async def test_an_unsubmitted_run_is_rejected_on_exit(daemon, project):
 
 
 async def test_event_stream_resumes(daemon, project):
-    async with paddock.AsyncClient(socket=daemon.socket) as client:
+    async with paddock.AsyncClient(socket=daemon.socket, observer=record) as client:
         b = await client.bootstrap(project=project.name, task="events", agent=AGENT)
         agent = client.with_token(b.token)
         for i in range(15):
@@ -49,7 +50,7 @@ async def test_event_stream_resumes(daemon, project):
         last = (await client.get_run(b.run.id)).last_seq
         proxy = CuttingProxy(daemon.addr, [555, 1201, 1999, None])
         try:
-            async with paddock.AsyncClient(addr=proxy.addr, home=daemon.home) as c:
+            async with paddock.AsyncClient(addr=proxy.addr, home=daemon.home, observer=record) as c:
                 seqs = []
                 async for ev in c.stream_events(b.run.id):
                     seqs.append(ev.seq)
@@ -63,7 +64,7 @@ async def test_event_stream_resumes(daemon, project):
 
 
 async def test_exec_stream_and_attach(daemon, project):
-    async with paddock.AsyncClient(socket=daemon.socket) as client:
+    async with paddock.AsyncClient(socket=daemon.socket, observer=record) as client:
         b = await client.bootstrap(project=project.name, task="exec", agent=AGENT)
         agent = client.with_token(b.token)
         out = b""
@@ -84,7 +85,7 @@ async def test_exec_stream_and_attach(daemon, project):
 
 
 async def test_mcp_session(daemon, project):
-    async with paddock.AsyncClient(socket=daemon.socket) as client:
+    async with paddock.AsyncClient(socket=daemon.socket, observer=record) as client:
         b = await client.bootstrap(project=project.name, task="mcp", agent=AGENT)
         agent = client.with_token(b.token)
         async with await agent.mcp_session(b.run.id) as s:

@@ -5,6 +5,7 @@ tools/call, the server's stream, the session's end."""
 import pytest
 
 import paddock
+from conftest import record
 from paddock import types as t
 from paddock.mcp import McpError
 
@@ -38,7 +39,7 @@ def test_mcp_session(client, project):
 
 def test_mcp_needs_a_credential(client, daemon, project):
     b = client.bootstrap(project=project.name, task="mcp", agent=AGENT)
-    with paddock.Client(addr=daemon.addr, token="pdk_run_nobody") as stranger:
+    with paddock.Client(addr=daemon.addr, token="pdk_run_nobody", observer=record) as stranger:
         with pytest.raises(paddock.Unauthorized):
             stranger.mcp_session(b.run.id)
 

@@ -9,6 +9,7 @@ import time
 import pytest
 
 import paddock
+from conftest import record
 from paddock import types as t
 
 from conftest import git, make_repo
@@ -225,21 +226,21 @@ def test_principals_and_tokens(client, daemon):
     assert tok.token and tok.token.startswith("pdk_tok_")
     assert [x.id for x in client.list_tokens(principal="viv")] == [tok.id]
     # The token works over TCP, for what a reviewer may do and no more.
-    with paddock.Client(addr=daemon.addr, token=tok.token) as viv:
+    with paddock.Client(addr=daemon.addr, token=tok.token, observer=record) as viv:
         assert viv.who_am_i().principal == "viv"
         with pytest.raises(paddock.Forbidden):
             viv.add_project(path="/nowhere")
     assert client.revoke_token(tok.id).revoked_at
-    with paddock.Client(addr=daemon.addr, token=tok.token) as viv:
+    with paddock.Client(addr=daemon.addr, token=tok.token, observer=record) as viv:
         with pytest.raises(paddock.Unauthorized):
             viv.who_am_i()
     assert client.remove_principal("viv").name == "viv"
 
 
 def test_tcp_with_the_daemons_token(daemon):
-    with paddock.Client(addr=daemon.addr, home=daemon.home) as c:
+    with paddock.Client(addr=daemon.addr, home=daemon.home, observer=record) as c:
         assert c.who_am_i().role == "admin"
-    with paddock.Client(addr=daemon.addr, token="pdk_tok_wrong") as c:
+    with paddock.Client(addr=daemon.addr, token="pdk_tok_wrong", observer=record) as c:
         with pytest.raises(paddock.Unauthorized) as e:
             c.get_status()
         assert e.value.status == 401

@@ -10,6 +10,7 @@ import threading
 import pytest
 
 import paddock
+from conftest import record
 from paddock import types as t
 
 
@@ -91,7 +92,7 @@ def test_event_stream_resumes_after_cut_connections(client, daemon, busy_run):
     proxy = CuttingProxy(daemon.addr, [701, 1303, 2011, 997, None])
     got = []
     try:
-        with paddock.Client(addr=proxy.addr, home=daemon.home) as c:
+        with paddock.Client(addr=proxy.addr, home=daemon.home, observer=record) as c:
             stream = c.stream_events(run)
             for ev in stream:
                 got.append(ev)
@@ -129,7 +130,7 @@ def test_event_stream_without_reconnect_ends_with_the_connection(client, daemon,
     run, _ = busy_run
     proxy = CuttingProxy(daemon.addr, [900])
     try:
-        with paddock.Client(addr=proxy.addr, home=daemon.home) as c:
+        with paddock.Client(addr=proxy.addr, home=daemon.home, observer=record) as c:
             with pytest.raises(paddock.TransportError):
                 for _ in c.stream_events(run, reconnect=False):
                     pass
