@@ -48,6 +48,14 @@ def make_repo(path: str, files: dict) -> str:
     return path
 
 
+def _die_with_parent() -> None:
+    # The daemon gets SIGKILL if pytest dies without stopping it (killed
+    # itself): no daemon outlives its suite. PR_SET_PDEATHSIG is 1.
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -71,7 +79,7 @@ class Daemon:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen([self.bin, "serve", "--home", self.home, "--log-level", "warn", "--listen", self.addr],
                                          stdout=log, stderr=log, env=dict(os.environ, PADDOCK_NO_AUTOSTART="1"),
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + 30
         while True:
             if self.proc.poll() is not None:
