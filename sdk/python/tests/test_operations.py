@@ -2,17 +2,15 @@
 daemon: what each answers decodes into its dataclass and says what it
 should. test_zz_coverage checks that together the tests sent them all."""
 
-import io
 import os
 import time
 
 import pytest
 
 import paddock
-from conftest import record
 from paddock import types as t
 
-from conftest import git, make_repo
+from conftest import git, make_repo, record
 
 AGENT = t.AgentDefinition(name="worker", workspace="write",
                           tools=["read", "write", "edit", "glob", "grep", "list", "exec", "verify", "submit",

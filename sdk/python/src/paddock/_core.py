@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from . import types as t
 from ._codec import build, decode, encode
-from .errors import DecodeError, PaddockError, TransportError, from_wire
+from .errors import DecodeError, TransportError, from_wire
 
 #: The header that marks a request made for a run's agent by an operator's
 #: client: like a call with the run's token, it resumes a run a daemon

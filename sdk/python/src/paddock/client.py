@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import httpx
 
@@ -72,7 +72,7 @@ class Client(Operations):
         self.close()
 
     # The one request of an operation.
-    def _see(self, method: str, path: str, query: Sequence[tuple] = ()) -> None:
+    def _see(self, method: str, path: str) -> None:
         if self.observer is not None:
             self.observer(method, path)
 
