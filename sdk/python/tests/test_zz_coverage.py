@@ -58,3 +58,12 @@ def test_every_operation_was_sent(request):
     missing = [f"{m} {p} ({op})" for m, p, op in ops if (m, p) not in sent]
     assert not missing, "never sent:\n" + "\n".join(missing)
     assert (None not in {tpl for _, tpl in sent}), [p for m, p in SENT if template_of(m, p, ops) is None]
+
+
+def test_the_clients_have_the_same_methods():
+    def public(cls):
+        return {n for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n))}
+
+    sync_only = {"close"}  # AsyncClient's is aclose
+    async_only = {"aclose"}
+    assert public(paddock.Client) - sync_only == public(paddock.AsyncClient) - async_only
