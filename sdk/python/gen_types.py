@@ -29,13 +29,11 @@ def pascal(s):
 
 
 def pyname(json_name):
+    """A field's Python name: its JSON name, with a _ after a keyword
+    (from is from_). Builtins such as type and id stay: a dataclass field
+    shadows nothing."""
     n = re.sub(r"[^A-Za-z0-9_]", "_", json_name)
-    if keyword.iskeyword(n) or n in ("type", "id"):
-        # type and id are builtins, not keywords: they stay as they are,
-        # which reads better and shadows nothing inside a dataclass.
-        if keyword.iskeyword(n):
-            n += "_"
-    return n
+    return n + "_" if keyword.iskeyword(n) else n
 
 
 class Gen:
