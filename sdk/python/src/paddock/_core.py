@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 from urllib.parse import quote
@@ -539,3 +540,15 @@ class SSEParser:
         if name == "data":
             self.data.append(value)
         return None
+
+
+#: How many times a call whose error says nothing of it was done
+#: (details.done is False) is made again by a client (its retries=).
+DEFAULT_RETRIES = 4
+
+
+def retry_wait(attempt: int) -> float:
+    """Seconds to wait before the attempt after attempt: 0.25 s, then
+    twice as long each time up to 2 s, a fifth more or less at random."""
+    d = min(0.25 * (2 ** attempt), 2.0)
+    return d * random.uniform(0.8, 1.2)

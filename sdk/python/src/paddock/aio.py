@@ -13,7 +13,7 @@ import httpx
 from . import types as t
 from ._attach import attach_async
 from ._codec import decode
-from ._core import (Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id, answer,
+from ._core import (DEFAULT_RETRIES, retry_wait, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id, answer,
                     envelope_error, parse_exec_line, resolve_endpoint)
 from .client import DEFAULT_TIMEOUT, STREAM_IDLE, McpReply, mcp_error
 from .errors import PaddockError, TransportError
@@ -28,9 +28,11 @@ class AsyncClient(Operations):
 
     def __init__(self, socket: Optional[str] = None, *, addr: Optional[str] = None, token: Optional[str] = None,
                  home: Optional[str] = None, agent: bool = False, timeout: Any = DEFAULT_TIMEOUT,
-                 observer: Optional[Observer] = None, _endpoint: Optional[Endpoint] = None) -> None:
+                 observer: Optional[Observer] = None, retries: int = DEFAULT_RETRIES,
+                 _endpoint: Optional[Endpoint] = None) -> None:
         self.endpoint = _endpoint or resolve_endpoint(socket, addr, token, home, agent)
         self.observer = observer
+        self.retries = max(0, retries)
         self._timeout = timeout
         transport = httpx.AsyncHTTPTransport(uds=self.endpoint.socket) if self.endpoint.socket else httpx.AsyncHTTPTransport()
         self._http = httpx.AsyncClient(base_url=self.endpoint.base_url, transport=transport, headers=self.endpoint.headers(),
@@ -38,7 +40,7 @@ class AsyncClient(Operations):
 
     def _copy(self, **changes: Any) -> "AsyncClient":
         ep = Endpoint(**{**self.endpoint.__dict__, **changes})
-        return AsyncClient(_endpoint=ep, timeout=self._timeout, observer=self.observer)
+        return AsyncClient(_endpoint=ep, timeout=self._timeout, observer=self.observer, retries=self.retries)
 
     def with_token(self, token: Optional[str]) -> "AsyncClient":
         return self._copy(token=token)
@@ -60,6 +62,19 @@ class AsyncClient(Operations):
             self.observer(method, path)
 
     async def _do(self, call: _Call) -> Any:  # type: ignore[override]
+        # A call whose error says nothing of it was done is made again
+        # as it is, up to self.retries times; never one that may have been.
+        attempt = 0
+        while True:
+            try:
+                return await self._do_once(call)
+            except PaddockError as e:
+                if attempt >= self.retries or not e.undone:
+                    raise
+            await asyncio.sleep(retry_wait(attempt))
+            attempt += 1
+
+    async def _do_once(self, call: _Call) -> Any:
         path = call.path()
         self._see(call.method, path)
         try:

@@ -11,7 +11,7 @@ import httpx
 from . import types as t
 from ._attach import attach_sync
 from ._codec import decode
-from ._core import (AGENT_HEADER, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id,
+from ._core import (DEFAULT_RETRIES, retry_wait, AGENT_HEADER, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id,
                     answer, envelope_error, parse_exec_line, resolve_endpoint)
 from .errors import PaddockError, TransportError
 from .mcp import McpSession
@@ -39,9 +39,11 @@ class Client(Operations):
 
     def __init__(self, socket: Optional[str] = None, *, addr: Optional[str] = None, token: Optional[str] = None,
                  home: Optional[str] = None, agent: bool = False, timeout: Any = DEFAULT_TIMEOUT,
-                 observer: Optional[Observer] = None, _endpoint: Optional[Endpoint] = None) -> None:
+                 observer: Optional[Observer] = None, retries: int = DEFAULT_RETRIES,
+                 _endpoint: Optional[Endpoint] = None) -> None:
         self.endpoint = _endpoint or resolve_endpoint(socket, addr, token, home, agent)
         self.observer = observer
+        self.retries = max(0, retries)
         self._timeout = timeout
         transport = httpx.HTTPTransport(uds=self.endpoint.socket) if self.endpoint.socket else httpx.HTTPTransport()
         self._http = httpx.Client(base_url=self.endpoint.base_url, transport=transport, headers=self.endpoint.headers(),
@@ -50,7 +52,7 @@ class Client(Operations):
     # Copies.
     def _copy(self, **changes: Any) -> "Client":
         ep = Endpoint(**{**self.endpoint.__dict__, **changes})
-        return Client(_endpoint=ep, timeout=self._timeout, observer=self.observer)
+        return Client(_endpoint=ep, timeout=self._timeout, observer=self.observer, retries=self.retries)
 
     def with_token(self, token: Optional[str]) -> "Client":
         """A new client on the same daemon that authenticates with token (a
@@ -77,6 +79,19 @@ class Client(Operations):
             self.observer(method, path)
 
     def _do(self, call: _Call) -> Any:
+        # A call whose error says nothing of it was done is made again
+        # as it is, up to self.retries times; never one that may have been.
+        attempt = 0
+        while True:
+            try:
+                return self._do_once(call)
+            except PaddockError as e:
+                if attempt >= self.retries or not e.undone:
+                    raise
+            time.sleep(retry_wait(attempt))
+            attempt += 1
+
+    def _do_once(self, call: _Call) -> Any:
         path = call.path()
         self._see(call.method, path)
         try:

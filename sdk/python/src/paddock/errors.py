@@ -33,6 +33,13 @@ class PaddockError(Exception):
         r = self.details.get("rule")
         return r if isinstance(r, str) else None
 
+    @property
+    def undone(self) -> bool:
+        """Whether the daemon says nothing of the call was done
+        (details.done is False): it may be made again as it is, and the
+        clients do so by themselves a few times (retries=)."""
+        return self.details.get("done") is False
+
 
 class BadRequest(PaddockError):
     """bad_request: the input is wrong; nothing changed."""

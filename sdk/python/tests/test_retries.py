@@ -1,0 +1,106 @@
+"""A call whose error says nothing of it was done (details.done is False)
+is made again, the same request each time, until it is answered or its
+retries run out; one that may have been done (delivered), or another
+error, is not; retries=0 makes no call twice. Against a server of the
+test's own, sync and async."""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import paddock
+
+UNDONE = {"ok": False, "error": {"code": "node_lost", "message": "unreached", "details": {"node": "n2", "delivered": False, "done": False}}}
+DELIVERED = {"ok": False, "error": {"code": "node_lost", "message": "maybe", "details": {"node": "n2", "delivered": True}}}
+BUSY = {"ok": False, "error": {"code": "busy", "message": "locked"}}
+OK = {"ok": True, "data": {"exit_code": 0, "stdout": "", "stderr": ""}}
+
+
+class Server:
+    def __init__(self, answers):
+        self.answers, self.seen = answers, []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.seen.append(f"{self.command} {self.path} {body.decode()}")
+                a = outer.answers[min(len(outer.seen), len(outer.answers)) - 1]
+                out = json.dumps(a).encode()
+                self.send_response(503 if "error" in a else 200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.addr = f"127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+CASES = [
+    ("not done, then answered", None, [UNDONE, UNDONE, OK], 3, None),
+    ("not done past the retries", 2, [UNDONE], 3, paddock.NodeLost),
+    ("maybe done", None, [DELIVERED, OK], 1, paddock.NodeLost),
+    ("another error", None, [BUSY, OK], 1, paddock.Busy),
+    ("no retries", 0, [UNDONE, OK], 1, paddock.NodeLost),
+]
+
+
+def kw(retries):
+    return {} if retries is None else {"retries": retries}
+
+
+@pytest.mark.parametrize("name,retries,answers,calls,raised", CASES, ids=[c[0] for c in CASES])
+def test_retries(name, retries, answers, calls, raised):
+    srv = Server(answers)
+    try:
+        with paddock.Client(addr=srv.addr, token="t0k3n", **kw(retries)) as client:
+            if raised is None:
+                client.exec("r-1", argv=["true"])
+            else:
+                with pytest.raises(raised) as e:
+                    client.exec("r-1", argv=["true"])
+                assert e.value.undone == (e.value.details.get("done") is False)
+        assert len(srv.seen) == calls
+        assert all(s == srv.seen[0] for s in srv.seen)
+        assert srv.seen[0].startswith("POST /v1/runs/r-1/exec ")
+    finally:
+        srv.close()
+
+
+@pytest.mark.parametrize("name,retries,answers,calls,raised", CASES, ids=[c[0] for c in CASES])
+async def test_retries_async(name, retries, answers, calls, raised):
+    srv = Server(answers)
+    try:
+        async with paddock.AsyncClient(addr=srv.addr, token="t0k3n", **kw(retries)) as client:
+            if raised is None:
+                await client.exec("r-1", argv=["true"])
+            else:
+                with pytest.raises(raised):
+                    await client.exec("r-1", argv=["true"])
+        assert len(srv.seen) == calls
+        assert all(s == srv.seen[0] for s in srv.seen)
+    finally:
+        srv.close()
+
+
+def test_copies_keep_the_retries():
+    srv = Server([UNDONE, OK])
+    try:
+        with paddock.Client(addr=srv.addr, token="t0k3n", retries=0) as client:
+            with pytest.raises(paddock.NodeLost):
+                client.with_token("other").exec("r-1", argv=["true"])
+        assert len(srv.seen) == 1
+    finally:
+        srv.close()
