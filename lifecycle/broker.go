@@ -56,6 +56,10 @@ type brokered struct {
 	// record the call (recorded even when it fails), and says whether the
 	// answer is masked already (exec masks its output as it streams).
 	run func(ctx context.Context, c *callContext) (res any, evs []callEvent, err error)
+	// declaredOrNot answers the call whether or not the run's definition
+	// declares its tool (the read of what the run may do). Every other
+	// rule holds.
+	declaredOrNot bool
 }
 
 // callContext is what a brokered call's run gets: the run, its definition
@@ -94,6 +98,9 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 	start := time.Now()
 	ctx, end := br.span(ctx, "tool "+b.call.Tool, r, attribute.String("paddock.tool", b.call.Tool))
 	v := broker.Decide(def, grants, b.call, broker.State{Access: r.Access, Workspace: r.State()})
+	if b.declaredOrNot && v.Rule == broker.RuleUndeclared {
+		v = broker.Verdict{Decision: paddock.DecisionAllow}
+	}
 	defer func() {
 		trace.SpanFromContext(ctx).SetAttributes(attribute.String("paddock.decision", string(v.Decision)), attribute.String("paddock.rule", string(v.Rule)))
 		end(err)
@@ -488,7 +495,12 @@ func (br *Broker) Capabilities(ctx context.Context, id string) (*paddock.Capabil
 		run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
 			caps, err := br.capabilities(ctx, c)
 			return caps, nil, err
-		}})
+		},
+		// What the run may do is read by its MCP server (in the daemon, or
+		// `paddock mcp` in the run, with the agent's credential) to list
+		// the tools the agent is granted, whether or not the capabilities
+		// tool is one: an MCP client calls only the tools listed.
+		declaredOrNot: true})
 	if err != nil {
 		return nil, err
 	}

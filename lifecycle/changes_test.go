@@ -692,3 +692,59 @@ func writeRandom(t *testing.T, path string, n int) {
 		}
 	}
 }
+
+// TestReviewStaysRejected: a submitted run that is rejected reads as
+// rejected, and still does once its workspace is cleaned (it read
+// submitted again, as if still waiting for a decision); removed, the same.
+func TestReviewStaysRejected(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	submitted := func(policy string) *paddock.Run {
+		t.Helper()
+		r := e.create(t, paddock.KindClone, policy)
+		os.WriteFile(filepath.Join(r.Workspace.Root, "new.txt"), []byte("x\n"), 0o644)
+		if _, err := e.m.Changes.Submit(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.m.Runs.Run(ctx, r.ID); got.Review != paddock.ReviewSubmitted {
+			t.Fatalf("submitted: review %q", got.Review)
+		}
+		return r
+	}
+	review := func(id string, want paddock.WorkspaceState) string {
+		t.Helper()
+		r, err := e.m.Runs.Run(ctx, id)
+		if err != nil || r.State() != want {
+			t.Fatalf("run %s: %v, state %s, want %s", id, err, r.State(), want)
+		}
+		return r.Review
+	}
+	r := submitted("on_reject")
+	if _, err := e.m.Runs.Reject(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := review(r.ID, paddock.StateCleaned); got != paddock.ReviewRejected {
+		t.Fatalf("rejected and cleaned: review %q", got)
+	}
+	r = submitted("manual")
+	if _, err := e.m.Runs.Reject(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := review(r.ID, paddock.StateRejected); got != paddock.ReviewRejected {
+		t.Fatalf("rejected: review %q", got)
+	}
+	if _, err := e.m.Runs.Remove(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := review(r.ID, paddock.StateCleaned); got != paddock.ReviewRejected {
+		t.Fatalf("rejected and removed: review %q", got)
+	}
+	r = submitted("manual")
+	if _, err := e.m.Runs.Remove(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := review(r.ID, paddock.StateCleaned); got != paddock.ReviewRejected {
+		t.Fatalf("removed undecided: review %q", got)
+	}
+}

@@ -178,7 +178,10 @@ func (kn *kernel) describe(r *paddock.Run) {
 }
 
 // reviewOf says where run r's change set stands: rejected (whatever was
-// submitted), applied, approved, submitted, or "" when nothing is.
+// submitted), applied, approved, submitted, or "" when nothing is. A run
+// whose workspace is gone (cleaned, or being) and whose submission was
+// never applied was discarded (rejected, or removed, which rejects it):
+// its review stays rejected, not what it was before.
 func (kn *kernel) reviewOf(r *paddock.Run) string {
 	if r.State() == paddock.StateRejected {
 		return paddock.ReviewRejected
@@ -192,6 +195,8 @@ func (kn *kernel) reviewOf(r *paddock.Run) string {
 		return ""
 	case !s.AppliedAt.IsZero():
 		return paddock.ReviewApplied
+	case r.State() == paddock.StateCleanupPending || r.State() == paddock.StateCleaned:
+		return paddock.ReviewRejected
 	case !s.ApprovedAt.IsZero():
 		return paddock.ReviewApproved
 	}

@@ -178,7 +178,9 @@ var closedStates = []paddock.WorkspaceState{paddock.StateRejected, paddock.State
 // refresh lists the tools the run's capabilities offer now: each added or
 // removed sends tools/list_changed to the sessions.
 func (s *Server) refresh(ctx context.Context) {
-	caps, err := s.cfg.Broker.Capabilities(ctx, s.run)
+	// Paddock's own read, on the agent's behalf: an agent not granted the
+	// capabilities tool is still offered the tools it is granted.
+	caps, err := s.cfg.Broker.Capabilities(paddock.WithoutAgent(ctx), s.run)
 	var closed error
 	switch {
 	case err != nil && (paddock.IsCode(err, paddock.CodeNotFound) || paddock.IsCode(err, paddock.CodeConflict)):

@@ -161,11 +161,19 @@ func TestMCPTransports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A definition that does not grant the capabilities tool is still
+	// offered the tools it grants: the server reads what the run may do on
+	// the agent's behalf (it listed nothing, on every transport).
+	bare, err := f.op.Bootstrap(ctx, paddock.BootstrapRequest{Project: "app", Kind: "clone", Task: "bare",
+		Agent: paddock.AgentDefinition{Name: "bare", Workspace: "write", Tools: []string{"read", "write"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	transports := []transport{{name: "stdio"}, {name: "http-operator", token: f.token}}
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			for run, want := range map[string][]string{writeRun: writeTools, readRun: readTools, noneRun: {"capabilities", "plan", "request_access"},
-				boot.Run.ID: {"capabilities", "list", "read", "request_access"}} {
+				boot.Run.ID: {"capabilities", "list", "read", "request_access"}, bare.Run.ID: {"read", "write"}} {
 				if got := toolNames(t, f.connect(t, tr, run, nil)); !slices.Equal(got, want) {
 					t.Errorf("run %s offers %v, want %v", run, got, want)
 				}
@@ -180,6 +188,17 @@ func TestMCPTransports(t *testing.T) {
 	own := transport{name: "http-run-token", token: boot.Token}
 	if got := toolNames(t, f.connect(t, own, boot.Run.ID, nil)); !slices.Equal(got, []string{"capabilities", "list", "read", "request_access"}) {
 		t.Fatalf("with the run's token: %v", got)
+	}
+	bareOwn := f.connect(t, transport{name: "http-run-token", token: bare.Token}, bare.Run.ID, nil)
+	if got := toolNames(t, bareOwn); !slices.Equal(got, []string{"read", "write"}) {
+		t.Fatalf("a definition without capabilities, with the run's token: %v", got)
+	}
+	// Its tools work; the capabilities tool, not granted, is not there to call.
+	if res := call(t, bareOwn, "write", map[string]any{"path": "bare.txt", "content": "x\n"}); res.IsError {
+		t.Fatalf("write by an agent without capabilities: %+v", res)
+	}
+	if res, err := bareOwn.CallTool(ctx, &mcp.CallToolParams{Name: "capabilities", Arguments: map[string]any{}}); err == nil && !res.IsError {
+		t.Fatalf("capabilities, not granted, answered: %+v", res)
 	}
 	other := &mcp.StreamableClientTransport{Endpoint: f.url(writeRun), HTTPClient: &http.Client{Transport: bearer{boot.Token, http.DefaultTransport}}}
 	if _, err := mcp.NewClient(&mcp.Implementation{Name: "x", Version: "1"}, nil).Connect(ctx, other, nil); err == nil || !strings.Contains(err.Error(), "403") && !strings.Contains(err.Error(), "Forbidden") {

@@ -44,8 +44,6 @@ def test_mcp_needs_a_credential(client, daemon, project):
             stranger.mcp_session(b.run.id)
 
 
-@pytest.mark.xfail(strict=True, reason="daemon bug: a run whose agent is not granted the capabilities tool gets no "
-                   "tools over MCP (mcpserver.refresh reads the run's capabilities as the agent, and is refused)")
 def test_mcp_lists_the_tools_of_an_agent_without_capabilities(client, project):
     b = client.bootstrap(project=project.name, task="mcp", agent=t.AgentDefinition(
         name="nocaps", workspace="write", tools=["read", "write"]))

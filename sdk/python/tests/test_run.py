@@ -40,8 +40,6 @@ def test_a_run_decided_meanwhile_is_left_alone(client, project):
     assert not run.rejected
 
 
-@pytest.mark.xfail(strict=True, reason="daemon bug: once a rejected run is cleaned, its review goes back to "
-                   "submitted (lifecycle/kernel.go reviewOf says rejected only while the state is rejected)")
 def test_a_rejected_submission_stays_rejected(client, project):
     with client.run(project=project.name, task="reject it", agent=AGENT) as run:
         run.agent.call_tool(run.id, "write", path="x.txt", content="x")
