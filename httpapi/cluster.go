@@ -353,7 +353,7 @@ func streamed(r *http.Request) bool {
 // carries.
 func (s *Server) NodeHandler() http.Handler {
 	next := s.mux()
-	return s.traced(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.endable(s.traced(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get(nodeSecretHeader)
 		by := r.Header.Get(forwardedByHeader)
 		if s.NodeSecret == "" || got == "" || by == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.NodeSecret)) != 1 {
@@ -423,7 +423,7 @@ func (s *Server) NodeHandler() http.Handler {
 			}
 		}
 		next.ServeHTTP(w, r)
-	}), nodesOnly)
+	}), nodesOnly))
 }
 
 // selfFenced is node_lost when the shared store says this node (at) is

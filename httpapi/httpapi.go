@@ -145,6 +145,8 @@ type Server struct {
 	// under its caller's W3C traceparent; a call forwarded to another
 	// node carries it on.
 	Tracer trace.Tracer
+
+	ends streamsEnd // EndStreams
 }
 
 // Observer is told what the API answered (the daemon's metrics).
@@ -239,19 +241,19 @@ const (
 
 // Handler returns the API for the unix socket.
 func (s *Server) Handler() http.Handler {
-	return s.traced(s.guard(s.forward(s.mux()), unixPrivate), anyCaller)
+	return s.endable(s.traced(s.guard(s.forward(s.mux()), unixPrivate), anyCaller))
 }
 
 // SharedHandler returns the API for the shared unix socket, whose
 // callers are the principals their uids map to: an unmapped peer is
 // refused rather than taken for the operator.
 func (s *Server) SharedHandler() http.Handler {
-	return s.traced(s.guard(s.forward(s.mux()), unixShared), anyCaller)
+	return s.endable(s.traced(s.guard(s.forward(s.mux()), unixShared), anyCaller))
 }
 
 // TCPHandler returns the API for a loopback TCP listener: it also requires the token.
 func (s *Server) TCPHandler() http.Handler {
-	return s.traced(s.guard(s.forward(s.mux()), loopbackTCP), anyCaller)
+	return s.endable(s.traced(s.guard(s.forward(s.mux()), loopbackTCP), anyCaller))
 }
 
 func (s *Server) log() *slog.Logger { return s.base().log() }

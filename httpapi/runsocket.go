@@ -24,7 +24,7 @@ import (
 // refused, so that nothing reaches further through it.
 func (s *Server) RunHandler(id string) http.Handler {
 	next := s.mux()
-	return s.traced(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.endable(s.traced(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if refuseForeign(w, r, false) {
 			return
 		}
@@ -34,7 +34,7 @@ func (s *Server) RunHandler(id string) http.Handler {
 		}
 		ctx := context.WithValue(r.Context(), actorKey, "run "+id+" (its socket)")
 		next.ServeHTTP(w, r.WithContext(paddock.WithAgent(context.WithValue(ctx, scopeKey, id))))
-	}), agentsOnly)
+	}), agentsOnly))
 }
 
 // MaxRunConns bounds the connections a run's socket serves at once.

@@ -575,15 +575,23 @@ func (s *serving) serve(ctx context.Context) error {
 func (s *serving) shutdown(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	s.mcpHTTP.Close() // its sessions' streams end, so the listeners can
+	// Streams end first (MCP sessions', event streams, held requests,
+	// streamed commands), so the listeners can: a graceful shutdown waits
+	// for every handler.
+	s.mcpHTTP.Close()
+	s.api.EndStreams()
 	for _, srv := range s.servers {
 		srv.Shutdown(sctx)
 	}
 	s.pageTCP.shutdown(sctx)
-	if err := s.m.Close(sctx); err != nil {
+	// The checkpoints have a budget of their own: what the listeners took
+	// of theirs is not taken from them.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer ccancel()
+	if err := s.m.Close(cctx); err != nil {
 		s.log.Error("checkpoint at shutdown failed", "err", err)
 	}
-	s.runSockets.Shutdown(sctx) // after the commands, which may be using them, are ended
+	s.runSockets.Shutdown(cctx) // after the commands, which may be using them, are ended
 	s.log.Info("stopped")
 }
 
