@@ -20,6 +20,9 @@ import (
 // principals adds, through the operator's client, an orchestrator
 // service, two reviewers and a viewer, and gives each a token; the
 // viewer's lasts two seconds.
+// valExpires is how long the viewer's token lasts.
+const valExpires = 8 * time.Second
+
 func principals(t *testing.T, op *client.Client) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -35,7 +38,9 @@ func principals(t *testing.T, op *client.Client) map[string]string {
 		}
 		req := paddock.TokenRequest{Principal: p.Name}
 		if p.Name == "val" {
-			req.Expires = "2s"
+			// Long enough for the calls made with it on a loaded machine
+			// (2 s expired before the first, under CI's load).
+			req.Expires = valExpires.String()
 		}
 		tok, err := op.CreateToken(ctx, req)
 		if err != nil || !strings.HasPrefix(tok.Secret, "pdk_tok_"+tok.ID+"_") {
@@ -85,6 +90,7 @@ func TestPrincipalsDecide(t *testing.T) {
 	}
 	tokens := principals(t, op)
 	as := func(name string) *client.Client { return client.TCP(d.info.Listen, tokens[name]) }
+	valUntil := time.Now().Add(valExpires) // the token was made before now
 	bot, ann, bob, val := as("ci-bot"), as("ann@example.com"), as("bob@example.com"), as("val")
 	var errs []string
 
@@ -179,7 +185,7 @@ func TestPrincipalsDecide(t *testing.T) {
 	_, err = bob.Runs(ctx, paddock.RunFilter{Project: "app"})
 	wantRule(t, "a revoked token", err, paddock.CodeUnauthorized, "")
 	errs = append(errs, err.Error())
-	time.Sleep(2100 * time.Millisecond)
+	time.Sleep(time.Until(valUntil) + 100*time.Millisecond)
 	_, err = val.ChangeSet(ctx, r.ID)
 	wantRule(t, "an expired token", err, paddock.CodeUnauthorized, "")
 	errs = append(errs, err.Error())
