@@ -107,9 +107,11 @@ type explained struct {
 // explain folds a run's events: workspace.state moves the workspace; an
 // adoption makes it preparing on the adopting node (and leaves its review
 // behind: the submission stays on the lost node's disk); a failed
-// adoption gives it back as it was; the change-set events move its review.
+// adoption gives it back as it was, review and all; the change-set events
+// move its review.
 func explain(evs []storedEvent) (x explained, problems []string) {
 	var adoptedFrom string
+	var before explained // as the run was when its last adoption began
 	for _, e := range evs {
 		var d map[string]any
 		if e.data != "" {
@@ -125,9 +127,12 @@ func explain(evs []storedEvent) (x explained, problems []string) {
 			}
 			x.state = str("to")
 		case paddock.EventAdopted:
-			adoptedFrom = str("from_state")
+			adoptedFrom, before = str("from_state"), x
 			x.state, x.holder, x.review, x.lost = string(paddock.StatePreparing), str("to_node"), "", ""
 		case paddock.EventAdoptionFailed:
+			// Given back as it was: its submission is still on the node it
+			// goes back to.
+			x = before
 			x.state, x.holder = adoptedFrom, str("back_to")
 		case paddock.EventNodeLost:
 			x.lost = str("node")

@@ -165,10 +165,17 @@ func (w *worker) client() *client.Client {
 // from the run's events whether the call was done. It returns nil when
 // the call was acknowledged or found done (found: true), the error of a
 // refusal, or the last error when the budget ran out.
-func (w *worker) step(ctx context.Context, op string, call func(ctx context.Context, c *client.Client) error,
+//
+// A run its node checkpointed (a restarted node checkpoints the active runs
+// it held) refuses an operator's call until resumed: the client resumes it
+// (run id) and makes the call again, as `paddock resume` would. The
+// agent's own calls (tool calls, commands: ForAgent, as paddock mcp makes
+// them) resume it by themselves.
+func (w *worker) step(ctx context.Context, id, op string, call func(ctx context.Context, c *client.Client) error,
 	look func(ctx context.Context, c *client.Client) (bool, error)) (found bool, err error) {
 	deadline := time.Now().Add(callBudget)
 	backoff := 200 * time.Millisecond
+	resumes := 0
 	for {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		t0 := time.Now()
@@ -178,6 +185,15 @@ func (w *worker) step(ctx context.Context, op string, call func(ctx context.Cont
 		o := classify(err)
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			o = unknown
+		}
+		if o == failed && id != "" && resumes < 3 && paddock.IsCode(err, paddock.CodeConflict) && strings.Contains(err.Error(), "resume it first") {
+			resumes++
+			rctx, cancel := context.WithTimeout(ctx, time.Minute)
+			t0 := time.Now()
+			_, rerr := w.client().Resume(rctx, id)
+			cancel()
+			w.s.rec.add(callRec{op: "resume", took: time.Since(t0), code: codeOf(rerr)})
+			continue
 		}
 		switch {
 		case o == acked:
@@ -238,7 +254,7 @@ func (w *worker) live(ctx context.Context, r *runRec) {
 	// Made: a create whose answer was lost may have made a run the client
 	// never learns of (the checks read every run in the store, that one too).
 	var run *paddock.Run
-	if _, err := w.step(ctx, "create", func(ctx context.Context, c *client.Client) (err error) {
+	if _, err := w.step(ctx, "", "create", func(ctx context.Context, c *client.Client) (err error) {
 		run, err = c.Create(ctx, paddock.CreateRunRequest{Project: "app", Kind: string(paddock.KindOverlay)})
 		return err
 	}, nil); err != nil {
@@ -262,8 +278,8 @@ func (w *worker) live(ctx context.Context, r *runRec) {
 			path = fmt.Sprintf("src/f%d.txt", tracked[k])
 			r.modified = append(r.modified, path)
 		}
-		found, err := w.step(ctx, "tool.write", func(ctx context.Context, c *client.Client) error {
-			_, err := c.CallTool(ctx, r.id, "write", map[string]string{"path": path, "content": token + "\n"})
+		found, err := w.step(ctx, r.id, "tool.write", func(ctx context.Context, c *client.Client) error {
+			_, err := c.ForAgent().CallTool(ctx, r.id, "write", map[string]string{"path": path, "content": token + "\n"})
 			return err
 		}, func(ctx context.Context, c *client.Client) (bool, error) {
 			return eventsHave(ctx, c, r.id, paddock.EventToolCall, `"path":"`+path+`"`, `"ok":true`)
@@ -281,8 +297,8 @@ func (w *worker) live(ctx context.Context, r *runRec) {
 		pause()
 		token := fmt.Sprintf("soak-%s-x%d-%08x", r.tag, k, w.rng.Uint32())
 		argv := []string{"sh", "-c", fmt.Sprintf("mkdir -p w/%s && echo %s > w/%s/x%d.out", r.tag, token, r.tag, k)}
-		found, err := w.step(ctx, "exec", func(ctx context.Context, c *client.Client) error {
-			res, err := c.Exec(ctx, r.id, paddock.ExecRequest{Argv: argv, Timeout: "30s"})
+		found, err := w.step(ctx, r.id, "exec", func(ctx context.Context, c *client.Client) error {
+			res, err := c.ForAgent().Exec(ctx, r.id, paddock.ExecRequest{Argv: argv, Timeout: "30s"})
 			if err == nil && res.ExitCode != 0 {
 				return fmt.Errorf("exec %q exited %d", argv, res.ExitCode)
 			}
@@ -304,7 +320,7 @@ func (w *worker) live(ctx context.Context, r *runRec) {
 	case fateActive:
 		return
 	case fateReject:
-		found, err := w.step(ctx, "reject", func(ctx context.Context, c *client.Client) error {
+		found, err := w.step(ctx, r.id, "reject", func(ctx context.Context, c *client.Client) error {
 			_, err := c.Reject(ctx, r.id)
 			return err
 		}, func(ctx context.Context, c *client.Client) (bool, error) {
@@ -342,7 +358,7 @@ func (w *worker) live(ctx context.Context, r *runRec) {
 func (w *worker) review(ctx context.Context, r *runRec) error {
 	r.ended = "submit"
 	var cs *paddock.ChangeSet
-	if _, err := w.step(ctx, "submit", func(ctx context.Context, c *client.Client) (err error) {
+	if _, err := w.step(ctx, r.id, "submit", func(ctx context.Context, c *client.Client) (err error) {
 		cs, err = c.Submit(ctx, r.id)
 		return err
 	}, nil); err != nil {
@@ -355,7 +371,7 @@ func (w *worker) review(ctx context.Context, r *runRec) error {
 	}
 	w.pauseReview()
 	r.ended = "approve"
-	found, err := w.step(ctx, "approve", func(ctx context.Context, c *client.Client) error {
+	found, err := w.step(ctx, r.id, "approve", func(ctx context.Context, c *client.Client) error {
 		_, err := c.Approve(ctx, r.id, cs.Hash)
 		return err
 	}, func(ctx context.Context, c *client.Client) (bool, error) {
@@ -380,7 +396,7 @@ func (w *worker) review(ctx context.Context, r *runRec) error {
 		mark = `"worktree"`
 	}
 	var sub *paddock.Submission
-	found, err = w.step(ctx, "apply", func(ctx context.Context, c *client.Client) (err error) {
+	found, err = w.step(ctx, r.id, "apply", func(ctx context.Context, c *client.Client) (err error) {
 		sub, err = c.Apply(ctx, r.id, req)
 		return err
 	}, func(ctx context.Context, c *client.Client) (bool, error) {
@@ -398,7 +414,7 @@ func (w *worker) review(ctx context.Context, r *runRec) error {
 	if r.fate == fateBranch && w.rng.Intn(3) == 0 {
 		// Done with: its session detached and the run removed (its
 		// workspace cleaned, its record and events kept).
-		if _, err := w.step(ctx, "checkpoint", func(ctx context.Context, c *client.Client) error {
+		if _, err := w.step(ctx, r.id, "checkpoint", func(ctx context.Context, c *client.Client) error {
 			_, err := c.Checkpoint(ctx, r.id, "soak: done with")
 			return err
 		}, func(ctx context.Context, c *client.Client) (bool, error) {
@@ -407,7 +423,7 @@ func (w *worker) review(ctx context.Context, r *runRec) error {
 			r.ended = "checkpoint: " + err.Error()
 			return nil
 		}
-		if _, err := w.step(ctx, "remove", func(ctx context.Context, c *client.Client) error {
+		if _, err := w.step(ctx, r.id, "remove", func(ctx context.Context, c *client.Client) error {
 			_, err := c.Remove(ctx, r.id)
 			return err
 		}, func(ctx context.Context, c *client.Client) (bool, error) {
