@@ -109,6 +109,38 @@ func TestFailedAdoptionCanBeRetried(t *testing.T) {
 	}
 }
 
+// TestAdoptionRemovesALeftoverOfAnEarlierHold: a node that held a run,
+// was lost and was started again while the run was adopted elsewhere
+// still has the run's workspace directory. Adopting the run back failed on
+// it (mkdir: file exists; 37 of 108 adoptions in bench/soak's 30 minutes)
+// and the run went back to its lost node. The adoption must take the run,
+// and what the run holds afterwards is its checkpoint, not the leftover.
+func TestAdoptionRemovesALeftoverOfAnEarlierHold(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	e.shareCheckpoints()
+	r := e.create(t, paddock.KindClone, "")
+	if err := os.WriteFile(filepath.Join(r.Workspace.Root, "work.txt"), []byte("checkpointed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lifecycle.StoreCheckpoint(ctx, e.m, r.ID, "test")
+	// The earlier hold wrote on after its last checkpoint: lost with it.
+	if err := os.WriteFile(filepath.Join(r.Workspace.Root, "stale.txt"), []byte("after the checkpoint\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.m.Nodes.Adopt(ctx, r.ID, "test")
+	if err != nil {
+		t.Fatalf("adopting a run whose old workspace is still on this node's disk: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(res.Run.Workspace.Root, "work.txt")); err != nil || string(b) != "checkpointed\n" {
+		t.Fatalf("restored work.txt: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(res.Run.Workspace.Root, "stale.txt")); err == nil {
+		t.Fatal("the adopted run holds a file of the leftover, not of its checkpoint")
+	}
+}
+
 // TestUnchangedCheckpointIsNotStoredAgain: every job start and end, and
 // every checkpoint, packs the run's whole change set (up to the change
 // set's limit, 256 MiB by default) and writes it to the shared store,

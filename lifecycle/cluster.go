@@ -545,6 +545,18 @@ func (a *adoption) fail(ctx context.Context, err error) error {
 // its home here, writes its bootstrap record, and records it ready.
 func (a *adoption) restoreWorkspace(ctx context.Context) error {
 	nd, id, w := a.nd, a.id, a.w
+	// A directory at the run's workspace on this node's disk is what is
+	// left of an earlier hold of it: this node held the run, was lost and
+	// started again while the run was adopted elsewhere. The checkpoint is
+	// what the run is now; the leftover is removed, or it would refuse the
+	// adoption (mkdir: file exists) on every node the run was ever on.
+	// Anything else in the way still fails the adoption.
+	if fi, err := os.Lstat(w.Root); err == nil && fi.IsDir() {
+		nd.log().Info("removing what is left of the run's workspace from an earlier hold of it", "run", id, "root", w.Root)
+		if err := a.prov.Remove(ctx, a.p, w); err != nil {
+			return adoptStep{"removing what was left of its workspace here", err}
+		}
+	}
 	if err := a.prov.Prepare(nd.runs.progress(ctx, id), a.p, w); err != nil {
 		return adoptStep{"preparing its workspace", err}
 	}
