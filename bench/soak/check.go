@@ -298,97 +298,9 @@ func (s *soak) checkRepo(ctx context.Context, before *repoState, res *results) {
 		res.add("the project repository reads", err)
 		return
 	}
-	s.mu.Lock()
-	byTag := map[string]*runRec{}
-	for _, r := range s.runs {
-		byTag[r.tag] = r
-	}
-	s.mu.Unlock()
-	// The applies the store records, by run.
-	type applied struct {
-		run            *storedRun
-		hash, branch   string
-		commit         string
-		worktree       bool
-		rec            *runRec
-		entries        []paddock.ChangeEntry
-		entriesChecked bool
-	}
-	var applies []*applied
-	byBranch := map[string]*applied{}
-	for _, r := range s.stored {
-		for _, e := range r.events {
-			if e.typ != paddock.EventApplied {
-				continue
-			}
-			var d struct {
-				Hash, Branch, Commit string
-				Worktree             string
-			}
-			json.Unmarshal([]byte(e.data), &d)
-			a := &applied{run: r, hash: d.Hash, branch: d.Branch, commit: d.Commit, worktree: d.Worktree != ""}
-			if rec := s.byID[r.id]; rec != nil {
-				a.rec = rec
-				if rec.cs != nil && rec.cs.Hash == d.Hash {
-					a.entries, a.entriesChecked = rec.cs.Entries, true
-				}
-			}
-			applies = append(applies, a)
-			if a.branch != "" {
-				byBranch["refs/heads/"+a.branch] = a
-			}
-		}
-	}
-	// Refs: the old ones as they were; each new one a run's applied branch.
-	for name, obj := range before.refs {
-		if after.refs[name] != obj {
-			problems = append(problems, fmt.Sprintf("ref %s was %s, is %q", name, obj, after.refs[name]))
-		}
-	}
-	branches, weak := 0, 0
-	for name, obj := range after.refs {
-		if _, ok := before.refs[name]; ok {
-			continue
-		}
-		a := byBranch[name]
-		if a == nil || !soakBranch.MatchString(name) {
-			problems = append(problems, fmt.Sprintf("ref %s (%s): no run's applied event names it", name, obj))
-			continue
-		}
-		branches++
-		if a.commit != obj {
-			problems = append(problems, fmt.Sprintf("ref %s is %s, run %s's changeset.applied says %s", name, obj, a.run.id, a.commit))
-			continue
-		}
-		if a.rec != nil && strings.TrimPrefix(name, "refs/heads/soak/") != a.rec.tag {
-			problems = append(problems, fmt.Sprintf("ref %s was applied by run %s (%s)", name, a.run.id, a.rec.tag))
-		}
-		parent, err := benchutil.Git(s.repo, "rev-parse", obj+"^")
-		if err != nil || parent != a.run.base {
-			problems = append(problems, fmt.Sprintf("ref %s: its commit's parent is %q, run %s's base %s (%v)", name, parent, a.run.id, a.run.base, err))
-			continue
-		}
-		changed, err := diffTree(s.repo, parent, obj)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		if !a.entriesChecked {
-			weak++
-			for p := range changed {
-				if !strings.HasPrefix(p, "w/"+strings.TrimPrefix(name, "refs/heads/soak/")+"/") && !strings.HasPrefix(p, "src/") {
-					problems = append(problems, fmt.Sprintf("ref %s changes %s, outside its run's files", name, p))
-				}
-			}
-			continue
-		}
-		problems = append(problems, compareEntries("ref "+name, a.entries, changed)...)
-	}
-	for name, a := range byBranch {
-		if _, ok := after.refs[name]; !ok {
-			problems = append(problems, fmt.Sprintf("run %s's changeset.applied names %s, which the repository does not have", a.run.id, name))
-		}
-	}
+	applies, byBranch := s.storedApplies()
+	refProblems, branches, weak := s.checkRefs(before, after, byBranch)
+	problems = append(problems, refProblems...)
 	// HEAD and the index as they were; the working tree as it was but
 	// for the change sets applied into it.
 	if after.head != before.head {
@@ -434,6 +346,103 @@ func (s *soak) checkRepo(ctx context.Context, before *repoState, res *results) {
 	sort.Strings(problems)
 	res.add(fmt.Sprintf("the project repository is as it was but for what was applied (%d branches, %d change sets into the working tree, %d of them checked by path only; git fsck clean; refs, HEAD, index)",
 		branches, intoTree, weak), nil, problems...)
+}
+
+// applied is an apply the store records: its run, what it applied where,
+// and the entries the client saw submitted, if it saw them.
+type applied struct {
+	run            *storedRun
+	hash, branch   string
+	commit         string
+	worktree       bool
+	rec            *runRec
+	entries        []paddock.ChangeEntry
+	entriesChecked bool
+}
+
+// storedApplies are the applies the store records, and those to a
+// branch by its ref.
+func (s *soak) storedApplies() ([]*applied, map[string]*applied) {
+	var applies []*applied
+	byBranch := map[string]*applied{}
+	for _, r := range s.stored {
+		for _, e := range r.events {
+			if e.typ != paddock.EventApplied {
+				continue
+			}
+			var d struct {
+				Hash, Branch, Commit string
+				Worktree             string
+			}
+			json.Unmarshal([]byte(e.data), &d)
+			a := &applied{run: r, hash: d.Hash, branch: d.Branch, commit: d.Commit, worktree: d.Worktree != ""}
+			if rec := s.byID[r.id]; rec != nil {
+				a.rec = rec
+				if rec.cs != nil && rec.cs.Hash == d.Hash {
+					a.entries, a.entriesChecked = rec.cs.Entries, true
+				}
+			}
+			applies = append(applies, a)
+			if a.branch != "" {
+				byBranch["refs/heads/"+a.branch] = a
+			}
+		}
+	}
+	return applies, byBranch
+}
+
+// checkRefs: the old refs as they were; each new one a run's applied
+// branch, its commit the run's base with exactly the applied entries.
+func (s *soak) checkRefs(before, after *repoState, byBranch map[string]*applied) (problems []string, branches, weak int) {
+	for name, obj := range before.refs {
+		if after.refs[name] != obj {
+			problems = append(problems, fmt.Sprintf("ref %s was %s, is %q", name, obj, after.refs[name]))
+		}
+	}
+	for name, obj := range after.refs {
+		if _, ok := before.refs[name]; ok {
+			continue
+		}
+		a := byBranch[name]
+		if a == nil || !soakBranch.MatchString(name) {
+			problems = append(problems, fmt.Sprintf("ref %s (%s): no run's applied event names it", name, obj))
+			continue
+		}
+		branches++
+		if a.commit != obj {
+			problems = append(problems, fmt.Sprintf("ref %s is %s, run %s's changeset.applied says %s", name, obj, a.run.id, a.commit))
+			continue
+		}
+		if a.rec != nil && strings.TrimPrefix(name, "refs/heads/soak/") != a.rec.tag {
+			problems = append(problems, fmt.Sprintf("ref %s was applied by run %s (%s)", name, a.run.id, a.rec.tag))
+		}
+		parent, err := benchutil.Git(s.repo, "rev-parse", obj+"^")
+		if err != nil || parent != a.run.base {
+			problems = append(problems, fmt.Sprintf("ref %s: its commit's parent is %q, run %s's base %s (%v)", name, parent, a.run.id, a.run.base, err))
+			continue
+		}
+		changed, err := diffTree(s.repo, parent, obj)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if !a.entriesChecked {
+			weak++
+			for p := range changed {
+				if !strings.HasPrefix(p, "w/"+strings.TrimPrefix(name, "refs/heads/soak/")+"/") && !strings.HasPrefix(p, "src/") {
+					problems = append(problems, fmt.Sprintf("ref %s changes %s, outside its run's files", name, p))
+				}
+			}
+			continue
+		}
+		problems = append(problems, compareEntries("ref "+name, a.entries, changed)...)
+	}
+	for name, a := range byBranch {
+		if _, ok := after.refs[name]; !ok {
+			problems = append(problems, fmt.Sprintf("run %s's changeset.applied names %s, which the repository does not have", a.run.id, name))
+		}
+	}
+	return problems, branches, weak
 }
 
 // diffTree is what commit b changes against a: path → new blob id ("" for
