@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -326,6 +327,9 @@ func (ch *Changes) applyToBranch(ctx context.Context, id, branch string, who git
 	if err != nil {
 		return nil, err
 	}
+	if s, err := ch.recordUnrecordedApply(ctx, id); s != nil || err != nil {
+		return s, err
+	}
 	s, cs, err := ch.approved(ctx, id, p)
 	if err != nil {
 		return nil, err
@@ -373,6 +377,62 @@ func (ch *Changes) applyToBranch(ctx context.Context, id, branch string, who git
 	}
 	err = ch.record(ctx, id, paddock.EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit, "approved_by": s.ApprovedBy})
 	return s, err
+}
+
+// recordUnrecordedApply records the apply to a branch of run id that was
+// made (its branch, its submission marked applied) but whose event the
+// store did not take (an outage between the two): the error said to make
+// the call again, and the call made again would otherwise answer "applied
+// already" with no event ever naming the branch. It returns the
+// submission it recorded the apply of, or nil when there is none to
+// record (not applied, or recorded already: the apply goes on and says
+// what it finds).
+func (ch *Changes) recordUnrecordedApply(ctx context.Context, id string) (*paddock.Submission, error) {
+	s, err := ch.submission(id)
+	if err != nil || !strings.HasPrefix(s.AppliedTo, "refs/heads/") {
+		return nil, nil
+	}
+	branch, commit, ok := strings.Cut(strings.TrimPrefix(s.AppliedTo, "refs/heads/"), " @ ")
+	if !ok {
+		return nil, nil
+	}
+	recorded, err := ch.recordedApply(ctx, id, s.Hash)
+	if err != nil || recorded {
+		return nil, err
+	}
+	ch.log().Warn("an apply to a branch was made but not recorded (the store failed before its event); recording it now",
+		"run", id, "branch", branch, "commit", commit)
+	if err := ch.record(ctx, id, paddock.EventApplied, map[string]string{"hash": s.Hash, "branch": branch, "commit": commit,
+		"approved_by": s.ApprovedBy}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// recordedApply says whether run id's events record an apply of hash.
+func (ch *Changes) recordedApply(ctx context.Context, id, hash string) (bool, error) {
+	const page = 1000
+	for after := int64(0); ; {
+		var evs []*paddock.Event
+		if err := ch.Store.View(ctx, func(tx paddock.Tx) (err error) {
+			evs, err = tx.Events(ctx, id, after, page)
+			return err
+		}); err != nil {
+			return false, err
+		}
+		for _, e := range evs {
+			after = e.Seq
+			var d struct {
+				Hash string `json:"hash"`
+			}
+			if e.Type == paddock.EventApplied && json.Unmarshal(e.Data, &d) == nil && d.Hash == hash {
+				return true, nil
+			}
+		}
+		if len(evs) < page {
+			return false, nil
+		}
+	}
 }
 
 // freezeBlobs keeps the new content of every created or modified entry, as

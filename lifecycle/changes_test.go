@@ -748,3 +748,55 @@ func TestReviewStaysRejected(t *testing.T) {
 		t.Fatalf("removed undecided: review %q", got)
 	}
 }
+
+// TestApplyRecordedWhenMadeAgain: an apply to a branch whose branch was
+// made but whose changeset.applied the store did not take (an outage
+// between the two, found by bench/soak) is recorded by the call made
+// again, as its error told: before, the retry answered "applied already"
+// and no event ever named the branch. Made again after that, it says
+// applied already.
+func TestApplyRecordedWhenMadeAgain(t *testing.T) {
+	e, f, _ := faultyEnv(t)
+	ctx := context.Background()
+	who := gitx.Identity{Name: "Op", Email: "op@example.com"}
+	r := e.create(t, paddock.KindClone, "")
+	os.WriteFile(filepath.Join(r.Workspace.Root, "new.txt"), []byte("x\n"), 0o644)
+	cs, err := e.m.Changes.Submit(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Changes.Approve(ctx, r.ID, cs.Hash, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	f.set(func(s *faultStore) {
+		s.appendEvent = func(_, typ string) error {
+			if typ == paddock.EventApplied {
+				return errInjected
+			}
+			return nil
+		}
+	})
+	if _, err := e.m.Changes.Apply(ctx, r.ID, "landed", who); !errors.Is(err, errInjected) {
+		t.Fatalf("the apply whose event failed: %v, want the store's error", err)
+	}
+	f.set(func(s *faultStore) { s.appendEvent = nil })
+	s, err := e.m.Changes.Apply(ctx, r.ID, "landed", who)
+	if err != nil || !strings.HasPrefix(s.AppliedTo, "refs/heads/landed @ ") {
+		t.Fatalf("the apply made again: %+v %v", s, err)
+	}
+	evs, err := e.m.Runs.Events(ctx, r.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == paddock.EventApplied && strings.Contains(string(ev.Data), strings.TrimPrefix(s.AppliedTo, "refs/heads/landed @ ")) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d changeset.applied events name the branch's commit, want 1", n)
+	}
+	_, err = e.m.Changes.Apply(ctx, r.ID, "landed", who)
+	mustCode(t, err, paddock.CodeConflict)
+}
