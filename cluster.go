@@ -40,6 +40,12 @@ type Node struct {
 // lease (or joined again since): another node may have taken its runs.
 var ErrFenced = errors.New("its writes are refused")
 
+// ErrStoreUnreachable is in the chain of an error that says the shared
+// store could not be reached (down, restarting, its connection lost): the
+// same call may succeed once it is back. Work that can wait (a run's
+// checkpoint due) is tried again later.
+var ErrStoreUnreachable = errors.New("the shared store could not be reached")
+
 // RunCheckpoint is what a run's adoption restores from: its change set
 // against its base, stored in the shared store.
 type RunCheckpoint struct {

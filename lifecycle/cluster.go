@@ -92,6 +92,10 @@ func (nd *Nodes) storeCheckpointOf(ctx context.Context, id, why string, cs *padd
 	defer nd.checkpointMu.lock(id)()
 	ctx = context.WithoutCancel(ctx)
 	r, err := nd.Run(ctx, id)
+	if storeAway(err) {
+		nd.checkpointSoon(id) // due still: tried again once the store may be back
+		return
+	}
 	if err != nil || r.Workspace == nil || r.Access != paddock.AccessWrite || !nd.mine(r) {
 		nd.checkpointKept.Delete(id)
 		return // a read run changes nothing to carry; another node's is its own
@@ -111,6 +115,9 @@ func (nd *Nodes) storeCheckpointOf(ctx context.Context, id, why string, cs *padd
 	}
 	if err != nil {
 		nd.log().Warn("cannot store the run's checkpoint in the shared store", "run", id, "why", why, "err", err)
+		if storeAway(err) {
+			nd.checkpointSoon(id)
+		}
 		if err := nd.record(ctx, id, paddock.EventClusterCheckpoint, map[string]any{"why": why, "stored": false, "error": paddock.ErrorMessage(err)}); err != nil {
 			nd.log().Warn("cannot record the checkpoint's failure", "run", id, "err", err)
 		}
@@ -121,6 +128,14 @@ func (nd *Nodes) storeCheckpointOf(ctx context.Context, id, why string, cs *padd
 		"bytes": len(cp.Content), "left_out": cp.leftOut}); err != nil {
 		nd.log().Warn("cannot record the stored checkpoint", "run", id, "err", err)
 	}
+}
+
+// storeAway says whether err is the shared store out of reach for now
+// (down, restarting, this node's lease clock run out while it is), not an
+// answer of its: what can wait is tried again. A node that lost its lease
+// for good (fenced) stops instead.
+func storeAway(err error) bool {
+	return errors.Is(err, paddock.ErrStoreUnreachable) || paddock.IsCode(err, paddock.CodeNodeLost) && !errors.Is(err, paddock.ErrFenced)
 }
 
 // errUnchanged is clusterCheckpoint's answer when the checkpoint this node

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,5 +154,51 @@ func TestCreatedRunsCheckpointIsItsBase(t *testing.T) {
 	}
 	if len(c.hashes) != 1 || c.hashes[0] != cs.Hash {
 		t.Fatalf("stored at create %v, the run's change set %s", c.hashes, cs.Hash)
+	}
+}
+
+// TestCheckpointDueWaitsForTheStore: a checkpoint that comes due while
+// the shared store cannot be reached is tried again until it is stored
+// (found by bench/soak: it was dropped, and the run's files written since
+// its last checkpoint were lost at a later adoption, although its node
+// lived on with the store back).
+func TestCheckpointDueWaitsForTheStore(t *testing.T) {
+	lifecycle.SetCheckpointDelay(t, time.Millisecond)
+	e, f, _ := faultyEnv(t)
+	c := e.shareCheckpoints()
+	ctx := context.Background()
+	r := e.create(t, paddock.KindClone, "")
+	lifecycle.StoreCheckpoint(ctx, e.m, r.ID, "test")
+	os.WriteFile(filepath.Join(r.Workspace.Root, "due.txt"), []byte("x\n"), 0o644)
+	c.mu.Lock()
+	before := c.saves
+	c.mu.Unlock()
+	var failed atomic.Int32
+	away := &paddock.Error{Code: paddock.CodeInternal, Message: "node na cannot reach the shared store",
+		Err: fmt.Errorf("%w: dial tcp: connection refused", paddock.ErrStoreUnreachable)}
+	f.set(func(s *faultStore) {
+		s.run = func(id string) error {
+			if id == r.ID && failed.Add(1) <= 3 {
+				return away
+			}
+			return nil
+		}
+	})
+	lifecycle.CheckpointSoon(e.m, r.ID)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c.mu.Lock()
+		saves := c.saves
+		c.mu.Unlock()
+		if saves > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint stored 15 s after the store came back (%d reads refused)", failed.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if failed.Load() < 4 {
+		t.Fatalf("the checkpoint was stored after %d refused reads, want 3 refused first", failed.Load())
 	}
 }

@@ -42,3 +42,7 @@ func ImportMark(m *Manager, id string) error {
 func SandboxFails(m *Manager, err error) {
 	m.Broker.sandboxProbe.try = func(context.Context) error { return err }
 }
+
+// CheckpointSoon schedules run id's checkpoint as a call that changed its
+// files does.
+func CheckpointSoon(m *Manager, id string) { m.Nodes.checkpointSoon(id) }

@@ -178,7 +178,7 @@ func unreachable(node string, err error, during string) error {
 	if during != "" {
 		msg = who + " cannot reach the shared store (PostgreSQL is down, restarting or unreachable): " + during + "; make the call again once it is back"
 	}
-	return &paddock.Error{Code: paddock.CodeInternal, Message: msg, Err: err}
+	return &paddock.Error{Code: paddock.CodeInternal, Message: msg, Err: fmt.Errorf("%w: %w", paddock.ErrStoreUnreachable, err)}
 }
 
 // connLost says whether err is the loss of the connection to the store,
