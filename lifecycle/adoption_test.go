@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/lifecycle"
 )
 
@@ -293,4 +294,43 @@ func TestAdoptionCarriesOrNamesTheSubmission(t *testing.T) {
 		}
 	}
 	t.Fatalf("the run submitted %s before its node was lost; adopted, its approval is refused, and the adoption names no loss", cs.Hash)
+}
+
+// TestAdoptionBackDropsAnEarlierHoldsSubmission: a node that takes a run
+// back (it held it once, and kept its artifacts) while the files it
+// restores are not the run's last submitted change set does not keep the
+// submission record of its earlier hold (found by bench/soak): the run
+// read that hold's stale review, and an apply there would have applied
+// its frozen change set.
+func TestAdoptionBackDropsAnEarlierHoldsSubmission(t *testing.T) {
+	e := newEnv(t)
+	e.project(t)
+	ctx := context.Background()
+	e.shareCheckpoints()
+	r := e.create(t, paddock.KindClone, "")
+	os.WriteFile(filepath.Join(r.Workspace.Root, "a.txt"), []byte("a\n"), 0o644)
+	lifecycle.StoreCheckpoint(ctx, e.m, r.ID, "test") // a.txt only
+	os.WriteFile(filepath.Join(r.Workspace.Root, "b.txt"), []byte("b\n"), 0o644)
+	cs, err := e.m.Changes.Submit(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Changes.Approve(ctx, r.ID, cs.Hash, "op"); err != nil {
+		t.Fatal(err)
+	}
+	// The node's workspace is gone (its run adopted elsewhere, and back),
+	// its artifacts directory kept.
+	os.RemoveAll(r.Workspace.Root)
+	if _, err := e.m.Nodes.Adopt(ctx, r.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.m.Runs.Run(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Review == paddock.ReviewApproved || got.Review == paddock.ReviewSubmitted {
+		t.Fatalf("adopted back with other files, the run reads review %q from the earlier hold", got.Review)
+	}
+	_, err = e.m.Changes.Apply(ctx, r.ID, "stale", gitx.Identity{Name: "Op", Email: "op@example.com"})
+	mustCode(t, err, paddock.CodeConflict)
 }

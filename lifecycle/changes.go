@@ -379,6 +379,17 @@ func (ch *Changes) applyToBranch(ctx context.Context, id, branch string, who git
 	return s, err
 }
 
+// dropSubmission removes run id's submission record, if it has one,
+// under its approval lock.
+func (ch *Changes) dropSubmission(id string) error {
+	defer ch.policies.lock(id)()
+	err := os.Remove(filepath.Join(ch.runDir(id), "submission.json"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return internal("removing the submission record failed", err)
+	}
+	return nil
+}
+
 // recordUnrecordedApply records the apply to a branch of run id that was
 // made (its branch, its submission marked applied) but whose event the
 // store did not take (an outage between the two): the error said to make

@@ -632,6 +632,14 @@ func (a *adoption) restoreFiles(ctx context.Context) []string {
 // and named in data when not.
 func (a *adoption) resubmit(ctx context.Context, restored string, data map[string]any) {
 	sub, applied := a.nd.lastSubmitted(ctx, a.id)
+	if sub == "" || applied || sub != restored {
+		// A submission record this node kept from an earlier hold of the
+		// run is not the run's now: it would answer a stale review, and
+		// an apply here would apply its frozen change set.
+		if err := a.nd.changes.dropSubmission(a.id); err != nil {
+			a.nd.log().Warn("cannot remove an earlier hold's submission record", "run", a.id, "err", err)
+		}
+	}
 	switch {
 	case sub == "":
 	case applied:
