@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,17 +34,7 @@ func TestStorePromoted(t *testing.T) {
 	repo := newRepo(t, filepath.Join(p.base, "src", "app"), 3)
 	cli(t, first.home, "project", "add", repo).must(t)
 	live := []*partNode{p.nodes["n1"], p.nodes["n2"], p.nodes["n3"]}
-	hang := 10 * partLease
-	runs := map[*partNode]string{}
-	writers := map[*partNode]*writer{}
-	for _, n := range live {
-		id := strings.TrimSpace(cli(t, n.home, "create", "-p", "app", "--kind", "overlay").must(t).out)
-		runs[n] = id
-		writers[n] = startWriter(n.c, id, "pr-"+n.id, hang)
-	}
-	for _, n := range live {
-		p.waitFor("writes through "+n.id, 10*time.Second, func() bool { return len(writers[n].since(time.Time{})) >= 3 })
-	}
+	runs, writers := p.writeThroughEach(live, "pr")
 	killAt := time.Now()
 	p.pg.halt(syscall.SIGKILL)
 	time.Sleep(partLease / 2)

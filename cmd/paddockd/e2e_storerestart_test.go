@@ -30,17 +30,7 @@ func (p *partition) storeRestart(t *testing.T, sig syscall.Signal) {
 	if len(live) == 0 {
 		t.Skip("no live node left by the subtests before")
 	}
-	hang := 10 * partLease
-	runs := map[*partNode]string{}
-	writers := map[*partNode]*writer{}
-	for _, n := range live {
-		id := strings.TrimSpace(cli(t, n.home, "create", "-p", "app", "--kind", "overlay").must(t).out)
-		runs[n] = id
-		writers[n] = startWriter(n.c, id, "rs-"+n.id, hang)
-	}
-	for _, n := range live {
-		p.waitFor("writes through "+n.id, 10*time.Second, func() bool { return len(writers[n].since(time.Time{})) >= 3 })
-	}
+	runs, writers := p.writeThroughEach(live, "rs")
 	stopAt := time.Now()
 	p.pg.halt(sig)
 	stopped := time.Since(stopAt)
@@ -86,6 +76,24 @@ func (p *partition) storeRestart(t *testing.T, sig syscall.Signal) {
 		calls := writers[n].halt()
 		p.checkOutage(n, runs[n], calls, stopAt, startAt)
 	}
+}
+
+// writeThroughEach makes a run through each of the live nodes and starts
+// a writer into it (its files named tag-NODE-k), and returns once each
+// has written a few.
+func (p *partition) writeThroughEach(live []*partNode, tag string) (map[*partNode]string, map[*partNode]*writer) {
+	p.t.Helper()
+	runs := map[*partNode]string{}
+	writers := map[*partNode]*writer{}
+	for _, n := range live {
+		id := strings.TrimSpace(cli(p.t, n.home, "create", "-p", "app", "--kind", "overlay").must(p.t).out)
+		runs[n] = id
+		writers[n] = startWriter(n.c, id, tag+"-"+n.id, 10*partLease)
+	}
+	for _, n := range live {
+		p.waitFor("writes through "+n.id, 10*time.Second, func() bool { return len(writers[n].since(time.Time{})) >= 3 })
+	}
+	return runs, writers
 }
 
 // checkOutage checks what node n's clients saw of the store's outage
