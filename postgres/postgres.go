@@ -103,7 +103,7 @@ const migrationLock int64 = 0x7061646f636b
 // LeaseConns is how many renewals of a node's lease (Renew) may be under
 // way at once: one whose packets were lost, waiting on their
 // retransmission, need not hold the next back.
-const LeaseConns = 2
+const LeaseConns = 3
 
 // Store is a paddock.Store on one PostgreSQL database.
 type Store struct {
@@ -138,6 +138,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	leaseCfg := cfg.Copy()
 	leaseCfg.MaxConns, leaseCfg.MinConns = LeaseConns, 0
+	// A renewal is one round trip, each of which a slow or lossy link
+	// makes dear: no ping before it (pgxpool pings a connection idle for
+	// a second, and the lease's are idle a third of a lease between
+	// renewals; a dead one fails the renewal, and the next goes on a new
+	// one), and its statement sent whole, not prepared first.
+	leaseCfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	leaseCfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)

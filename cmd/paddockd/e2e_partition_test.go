@@ -311,6 +311,7 @@ func TestClusterPartition(t *testing.T) {
 	t.Run("CutFromStore", func(t *testing.T) { adopted = p.cutFromStore(t) })
 	t.Run("CutFromPeers", func(t *testing.T) { p.cutFromPeers(t, adopted) })
 	t.Run("LossyLinkToStore", func(t *testing.T) { p.lossyLink(t, adopted) })
+	t.Run("SlowLinkToStore", func(t *testing.T) { p.slowLink(t, adopted) })
 	t.Run("StoreRestarted", func(t *testing.T) { p.storeRestart(t, syscall.SIGINT) })
 	t.Run("StoreKilled", func(t *testing.T) { p.storeRestart(t, syscall.SIGKILL) })
 }
@@ -653,7 +654,13 @@ func (p *partition) lossyLink(t *testing.T, id string) {
 	case "lost":
 		p.exited(h, 10*partLease)
 	}
-	// One owner at a time: nothing from a node after it was marked lost.
+	p.checkOneOwner(id, h, state)
+}
+
+// checkOneOwner checks that nothing of run id's events came from node h
+// after another node marked it lost (state is h's state in the store).
+func (p *partition) checkOneOwner(id string, h *partNode, state string) {
+	p.t.Helper()
 	addrs := map[string]string{}
 	for _, n := range p.nodes {
 		addrs[p.lab.addr(storeNet, n.host)] = n.id
@@ -666,7 +673,7 @@ func (p *partition) lossyLink(t *testing.T, id string) {
 			lostAt[lost.Node] = e.seq
 		}
 		if at, ok := lostAt[addrs[e.addr]]; ok && state == "lost" && addrs[e.addr] == h.id {
-			t.Fatalf("event %d (%s) from %s, after it was marked lost at %d", e.seq, e.typ, h.id, at)
+			p.t.Fatalf("event %d (%s) from %s, after it was marked lost at %d", e.seq, e.typ, h.id, at)
 		}
 	}
 }

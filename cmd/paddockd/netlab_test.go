@@ -5,6 +5,7 @@ import (
 	"errors"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/paddock-dev/paddock/internal/netlab"
@@ -61,6 +62,14 @@ func (l *netLab) addr(net string, h int) string { return l.Addr(net, h) }
 func (l *netLab) via(ns string) []string        { return l.Via(ns) }
 func (l *netLab) cut(name, net string)          { l.t.Helper(); l.must(l.Cut(name, net)) }
 func (l *netLab) mend(name, net string)         { l.t.Helper(); l.must(l.Mend(name, net)) }
+func (l *netLab) delay(name, net string, d time.Duration) {
+	l.t.Helper()
+	err := l.Delay(name, net, d)
+	if errors.Is(err, netlab.ErrUnavailable) {
+		testenv.Need(l.t, "%v", err)
+	}
+	l.must(err)
+}
 func (l *netLab) lossy(name, net string, n int) {
 	l.t.Helper()
 	l.must(l.Lossy(name, net, n))

@@ -276,6 +276,7 @@ func (n *clusterNode) renew(ctx context.Context) {
 			}
 		case r := <-results:
 			inFlight--
+			n.log.Debug("lease renewal answered", "node", n.self.ID, "took", time.Since(r.start).Round(time.Millisecond), "in_flight", inFlight, "err", r.err)
 			if ctx.Err() != nil {
 				return // leaving: a renewal cut short says nothing of the lease
 			}

@@ -6,7 +6,7 @@
 // nothing outside reaches them, and they reach nothing outside.
 //
 // It needs root, ip (iproute2), nsenter (util-linux) and nft (nftables);
-// New says ErrUnavailable without them. Close removes every namespace
+// New says ErrUnavailable without them, and Delay without iptables. Close removes every namespace
 // (with it its links, addresses and nftables tables), stops every process
 // the lab started and removes every directory it made, however far the
 // lab got.
@@ -47,6 +47,7 @@ type Lab struct {
 	machines []string // namespaces, in the order made
 	closers  []func() error
 	dirs     []string
+	delays   map[string]*delayer // by namespace/device
 	closed   bool
 }
 
