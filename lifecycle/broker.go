@@ -110,6 +110,9 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 		return nil, br.refuse(ctx, r, b, v)
 	}
 	cc := &callContext{run: r, def: def, grants: grants, red: br.redactor(r)}
+	if changesFiles(b.call.Tool) {
+		br.provenance.settle(id) // the last call's effects are its own
+	}
 	res, evs, callErr := b.run(ctx, cc)
 	if len(evs) > 0 {
 		var first string

@@ -78,3 +78,54 @@ func BenchmarkExec(b *testing.B) {
 	b.ReportMetric(float64(through.Microseconds())/float64(b.N), "µs-through/op")
 	b.ReportMetric(float64(through-bare)/float64(b.N)/1e3, "µs-added/op")
 }
+
+// BenchmarkCreate: an overlay run created at a snapshotted base (its
+// records and events, its workspace mounted) beside the set-up of a run's
+// harness (the resident sandbox: its namespaces, mounts, Landlock rules and
+// cgroup), interleaved. The harness's set-up is what a command on a new
+// harness takes beyond a command on a running one. (#35: create within 2×
+// of the harness's own set-up.)
+func BenchmarkCreate(b *testing.B) {
+	ctx := context.Background()
+	e := newEnv(b)
+	p := e.project(b)
+	withSandbox(b, e)
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Kind: "overlay"})
+	if err != nil {
+		b.Fatal(err) // the base's snapshot is built once, by the first
+	}
+	argv := []string{"true"}
+	if _, err := e.m.Broker.Exec(paddock.WithAgent(ctx), r.ID, paddock.ExecRequest{Argv: argv}); err != nil {
+		b.Fatal(err)
+	}
+	harness, err := lifecycle.HarnessExec(ctx, e.m, r.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var fresh, running, create time.Duration
+	for b.Loop() {
+		lifecycle.ReleaseHarness(e.m, r.ID)
+		t0 := time.Now()
+		if err := harness(argv); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := harness(argv); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		c, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Kind: "overlay"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		if _, err := e.m.Runs.Remove(ctx, c.ID); err != nil {
+			b.Fatal(err)
+		}
+		fresh, running, create = fresh+t1.Sub(t0), running+t2.Sub(t1), create+t3.Sub(t2)
+	}
+	setup := fresh - running
+	b.ReportMetric(float64(setup.Microseconds())/float64(b.N), "µs-harness-setup/op")
+	b.ReportMetric(float64(create.Microseconds())/float64(b.N), "µs-create/op")
+	b.ReportMetric(float64(create)/float64(setup), "create/setup")
+}

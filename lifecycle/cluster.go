@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -157,8 +158,12 @@ type packedCheckpoint struct {
 
 // checkpointDelay is how soon after a call that changed a run's files its
 // checkpoint is stored (with nodes): once for all the calls meanwhile, so
-// that an adoption loses at most about this much of a run's work.
-var checkpointDelay = 3 * time.Second
+// that an adoption loses at most about this much of a run's work. (An
+// atomic: a test sets it while an earlier test's delayed store may still
+// read it.)
+var checkpointDelay atomic.Int64
+
+func init() { checkpointDelay.Store(int64(3 * time.Second)) }
 
 // checkpointSoon stores run id's checkpoint within checkpointDelay, unless
 // one is due already.
@@ -173,7 +178,7 @@ func (nd *Nodes) checkpointSoon(id string) {
 		return
 	}
 	nd.life.goBackground(func() {
-		t := time.NewTimer(checkpointDelay)
+		t := time.NewTimer(time.Duration(checkpointDelay.Load()))
 		defer t.Stop()
 		select {
 		case <-nd.life.ctx.Done():

@@ -256,7 +256,7 @@ func (ex *executor) commandView(ctx context.Context, run *paddock.Run) (*paddock
 		spec, err := ex.jobs.instanceSpec(ctx, run)
 		return run, spec, err
 	}
-	r, p, err := ex.broker.workspaceFor(ctx, run.ID)
+	r, p, err := ex.broker.workspaceFor(ctx, run)
 	if err != nil {
 		return nil, sandbox.Spec{}, err
 	}
@@ -496,7 +496,21 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func protectedIn(root string, patterns []string) []string {
 	var out []string
 	fsys := os.DirFS(root)
+	// A pattern whose first name is plain matches nothing where the top
+	// has no such name: one read of the top spares its glob (every
+	// pattern of the default policy, in an overlay's upper layer that
+	// holds a few of the project's top names).
+	var top map[string]bool
+	if entries, err := os.ReadDir(root); err == nil {
+		top = make(map[string]bool, len(entries))
+		for _, e := range entries {
+			top[e.Name()] = true
+		}
+	}
 	for _, pat := range patterns {
+		if first, _, _ := strings.Cut(pat, "/"); top != nil && !strings.ContainsAny(first, `*?[{\`) && !top[first] {
+			continue
+		}
 		matches, _ := doublestar.Glob(fsys, pat, doublestar.WithNoFollow())
 		for _, mt := range matches {
 			if len(out) > maxProtectedInSandbox { // one over: the caller reports it

@@ -20,9 +20,8 @@ func StoreCheckpoint(ctx context.Context, m *Manager, id, why string) {
 // before the test's manager is made: its delayed stores run until the
 // manager is closed (a cleanup of its own), and the delay is read by them.
 func SetCheckpointDelay(t testing.TB, d time.Duration) {
-	old := checkpointDelay
-	checkpointDelay = d
-	t.Cleanup(func() { checkpointDelay = old })
+	old := checkpointDelay.Swap(int64(d))
+	t.Cleanup(func() { checkpointDelay.Store(old) })
 }
 
 // AdoptionMarker leaves the marker of an adoption under way for run id, as

@@ -113,3 +113,6 @@ func HarnessExec(ctx context.Context, m *Manager, id string) (func(argv []string
 		return err
 	}, nil
 }
+
+// ReleaseHarness gives back run id's harness: its next command starts one.
+func ReleaseHarness(m *Manager, id string) { m.executor.releaseHarness(id) }

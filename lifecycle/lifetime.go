@@ -23,18 +23,19 @@ func newLifetime(parent context.Context) *lifetime {
 }
 
 // goBackground runs fn in a goroutine of the lifetime, which close waits
-// for; once the lifetime has ended it runs nothing.
-func (l *lifetime) goBackground(fn func()) {
+// for, and says so; once the lifetime has ended it runs nothing.
+func (l *lifetime) goBackground(fn func()) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ctx.Err() != nil {
-		return
+		return false
 	}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		fn()
 	}()
+	return true
 }
 
 // close ends the lifetime and waits for its goroutines.

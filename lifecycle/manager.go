@@ -223,7 +223,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Jobs.instanceID = newInstanceID()
 	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
 	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
-	m.Webhooks.life = newLifetime(k.ctx)
+	m.Webhooks.life, m.Provenance.life = newLifetime(k.ctx), newLifetime(k.ctx)
 	m.executor.quotas = newDiskQuotas(cfg.WorkspacesDir, cfg.DiskLimits.quota(), k.log)
 	for _, s := range m.services() {
 		if f, ok := s.(forgetter); ok {
@@ -359,7 +359,7 @@ func (m *Manager) services() []any {
 // worker, the checkpoints due with nodes, the disk watchdogs, the
 // webhooks' deliverers.
 func (m *Manager) lifetimes() []*lifetime {
-	return []*lifetime{m.Queue.life, m.Nodes.life, m.executor.life, m.Webhooks.life}
+	return []*lifetime{m.Queue.life, m.Nodes.life, m.executor.life, m.Webhooks.life, m.Provenance.life}
 }
 
 // checkpointActive checkpoints every active workspace, so that a restart

@@ -2,12 +2,14 @@ package lifecycle
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/paddock-dev/paddock/confine"
 )
 
@@ -38,4 +40,43 @@ func TestProtectedAheadPaths(t *testing.T) {
 	if len(paths) != maxProtectedInSandbox || len(unenforced) != 2 || !strings.HasPrefix(unenforced[1], "more than 256") {
 		t.Fatalf("%d paths, unenforced %v", len(paths), unenforced)
 	}
+}
+
+// TestProtectedInSkipsAbsentTops: protectedIn finds what a glob of every
+// pattern finds, the patterns whose first name is not at the top skipped.
+func TestProtectedInSkipsAbsentTops(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, f := range []string{".codex/config.toml", ".vscode/settings.json", "src/.envrc", "src/a/b.key", "top.key", ".envrc", "{odd}/x", ".claude/settings.local.json"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600)
+	}
+	patterns := append(slicesClone(confine.DefaultProtected), "**/*.key", "src/**/.envrc", `\{odd}/*`, "*.key", "missing/**")
+	got := protectedIn(dir, patterns)
+	var want []string // every pattern globbed
+	fsys := os.DirFS(dir)
+	for _, pat := range patterns {
+		matches, _ := doublestar.Glob(fsys, pat, doublestar.WithNoFollow())
+		for _, mt := range matches {
+			if fi, err := fs.Stat(fsys, mt); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
+				want = append(want, filepath.ToSlash(mt))
+			}
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("protectedIn: %v\nwant %v", got, want)
+	}
+	for _, p := range []string{".codex", ".codex/config.toml", ".vscode/settings.json", ".envrc", "src/a/b.key", "top.key", "src/.envrc", ".claude/settings.local.json"} {
+		if !slicesContains(got, p) {
+			t.Errorf("%s is not among %v", p, got)
+		}
+	}
+	if got := protectedIn(filepath.Join(dir, "nowhere"), patterns); len(got) != 0 {
+		t.Fatalf("a missing root: %v", got)
+	}
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
+func slicesContains(s []string, v string) bool {
+	return strings.Contains("\x00"+strings.Join(s, "\x00")+"\x00", "\x00"+v+"\x00")
 }

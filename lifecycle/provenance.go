@@ -40,8 +40,9 @@ type Provenance struct {
 	runs     *Runs
 	policies *Policies
 
-	provMu     runLocks // run id's journal's lock: runs track their effects side by side, each run's calls one after the other
-	provStates sync.Map // run id → *provState, under its provMu lock
+	provMu     runLocks  // run id's journal's lock: runs track their effects side by side, each run's calls one after the other
+	provStates sync.Map  // run id → *provState, under its provMu lock
+	life       *lifetime // the looks at the runs' files after their calls
 }
 
 // Where every hunk came from. After each call that can change the run's
@@ -108,18 +109,34 @@ func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int6
 		return
 	}
 	pv.nodes.checkpointSoon(r.ID)
-	defer pv.provMu.lock(r.ID)()
-	// A call that waited for the lock while its run was cleaned up tracks
-	// nothing: forgetRun dropped the run's state, and tracking would only
-	// make it again, for a run that is gone.
-	if cur, err := pv.Run(context.WithoutCancel(ctx), r.ID); err != nil || cur.Workspace == nil ||
-		cur.Workspace.State == paddock.StateCleanupPending || cur.Workspace.State == paddock.StateCleaned {
-		return
+	// The journal's lock is taken before the call is answered and given
+	// back once the files are looked at, in the background: the answer
+	// does not wait for the look, and what comes after it does (the
+	// run's next call that can change its files, settle; blame; forget).
+	unlock := pv.provMu.lock(r.ID)
+	ctx = context.WithoutCancel(ctx)
+	track := func() {
+		defer unlock()
+		// A call that waited for the lock while its run was cleaned up
+		// tracks nothing: forgetRun dropped the run's state, and tracking
+		// would only make it again, for a run that is gone.
+		if cur, err := pv.Run(ctx, r.ID); err != nil || cur.Workspace == nil ||
+			cur.Workspace.State == paddock.StateCleanupPending || cur.Workspace.State == paddock.StateCleaned {
+			return
+		}
+		start := time.Now()
+		err := pv.trackEffectsLocked(ctx, r, seq, written)
+		pv.log().Debug("effects recorded for blame", "run", r.ID, "seq", seq, "took", time.Since(start), "err", err)
 	}
-	start := time.Now()
-	err := pv.trackEffectsLocked(ctx, r, seq, written)
-	pv.log().Debug("effects recorded for blame", "run", r.ID, "seq", seq, "took", time.Since(start), "err", err)
+	if !pv.life.goBackground(track) {
+		track() // closing: looked at now, before the daemon's end
+	}
 }
+
+// settle waits for the look at run id's files after its last call
+// (trackEffects): a call that can change them runs after it, so that each
+// call's effects are its own.
+func (pv *Provenance) settle(id string) { pv.provMu.lock(id)() }
 
 func (pv *Provenance) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq int64, written []string) error {
 	st := pv.provStateOf(r.ID)

@@ -42,9 +42,16 @@ func nonNilTools(ts []*tools.Tool) []*tools.Tool {
 	return ts
 }
 
-// workspaceFor checks that a run's workspace may be worked in now, and makes a
-// ready one active: a tool call is a session at work.
-func (br *Broker) workspaceFor(ctx context.Context, id string) (*paddock.Run, *paddock.Project, error) {
+// workspaceFor checks that run r's workspace may be worked in now, and makes
+// a ready one active: a tool call is a session at work. r is the run as
+// this call read it: an active one is taken as it is, and only its project
+// read.
+func (br *Broker) workspaceFor(ctx context.Context, r *paddock.Run) (*paddock.Run, *paddock.Project, error) {
+	id := r.ID
+	if r.Workspace != nil && r.Workspace.State == paddock.StateActive {
+		p, err := br.Project(ctx, r.Project)
+		return r, p, err
+	}
 	r, p, err := br.runAndProject(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +96,7 @@ func (br *Broker) callTool(ctx context.Context, r *paddock.Run, name string, arg
 	if err := br.checkExpectNow(ctx); err != nil {
 		return nil, nil, err
 	}
-	r, p, err := br.workspaceFor(ctx, r.ID)
+	r, p, err := br.workspaceFor(ctx, r)
 	if err != nil {
 		return nil, nil, err
 	}

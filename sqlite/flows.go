@@ -18,7 +18,7 @@ func (t *Tx) CreateFlow(ctx context.Context, f *paddock.Flow) error {
 	if err != nil {
 		return wrap("encode flow", err)
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO flows (id, project, version, doc, created_at) VALUES (?, ?, ?, ?, ?)`,
+	_, err = t.exec(ctx, `INSERT INTO flows (id, project, version, doc, created_at) VALUES (?, ?, ?, ?, ?)`,
 		f.ID, f.Project, f.Version, string(b), fmtTime(f.CreatedAt))
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeConflict, "a flow with id %q already exists", f.ID)
@@ -33,7 +33,7 @@ func (t *Tx) CreateFlow(ctx context.Context, f *paddock.Flow) error {
 // Flow returns a flow by id.
 func (t *Tx) Flow(ctx context.Context, id string) (*paddock.Flow, error) {
 	var doc string
-	err := t.tx.QueryRowContext(t.ctx(ctx), `SELECT doc FROM flows WHERE id = ?`, id).Scan(&doc)
+	err := t.queryRow(ctx, `SELECT doc FROM flows WHERE id = ?`, id).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no flow %q", id)
 	}
@@ -45,7 +45,7 @@ func (t *Tx) Flow(ctx context.Context, id string) (*paddock.Flow, error) {
 
 // Flows lists flows, oldest first.
 func (t *Tx) Flows(ctx context.Context, project string) ([]*paddock.Flow, error) {
-	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT doc FROM flows WHERE ? = '' OR project = ? ORDER BY created_at, id`, project, project)
+	rows, err := t.query(ctx, `SELECT doc FROM flows WHERE ? = '' OR project = ? ORDER BY created_at, id`, project, project)
 	if err != nil {
 		return nil, wrap("list flows", err)
 	}
@@ -71,7 +71,7 @@ func (t *Tx) UpdateFlow(ctx context.Context, f *paddock.Flow) error {
 	if err != nil {
 		return wrap("encode flow", err)
 	}
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE flows SET doc = ?, version = ? WHERE id = ? AND version = ?`, string(b), f.Version, f.ID, f.Version-1)
+	res, err := t.exec(ctx, `UPDATE flows SET doc = ?, version = ? WHERE id = ? AND version = ?`, string(b), f.Version, f.ID, f.Version-1)
 	if err != nil {
 		return wrap("update flow", err)
 	}

@@ -16,7 +16,7 @@ func (t *Tx) Notices(ctx context.Context, after int64, limit int) ([]*paddock.No
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT n.id, n.type, n.run_id, n.seq, n.time, r.project, e.data
+	rows, err := t.query(ctx, `SELECT n.id, n.type, n.run_id, n.seq, n.time, r.project, e.data
 		FROM notices n JOIN events e ON e.run_id = n.run_id AND e.seq = n.seq JOIN runs r ON r.id = n.run_id
 		WHERE n.id > ? ORDER BY n.id LIMIT ?`, after, limit)
 	if err != nil {
@@ -67,7 +67,7 @@ func (w webhooks) Lease(ctx context.Context, name, owner string, now, until time
 func (w webhooks) Cursor(ctx context.Context, name string) (*paddock.WebhookCursor, error) {
 	c := &paddock.WebhookCursor{Name: name}
 	var until sql.NullString
-	err := w.t.tx.QueryRowContext(w.t.ctx(ctx), `SELECT delivered, lease_owner, lease_until FROM webhooks WHERE name = ?`, name).
+	err := w.t.queryRow(ctx, `SELECT delivered, lease_owner, lease_until FROM webhooks WHERE name = ?`, name).
 		Scan(&c.Delivered, &c.LeaseOwner, &until)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no webhook %q has a cursor", name)
@@ -80,7 +80,7 @@ func (w webhooks) Cursor(ctx context.Context, name string) (*paddock.WebhookCurs
 }
 
 func (w webhooks) Advance(ctx context.Context, name, owner string, delivered int64) error {
-	res, err := w.t.tx.ExecContext(w.t.ctx(ctx), `UPDATE webhooks SET delivered = MAX(delivered, ?) WHERE name = ? AND lease_owner = ?`,
+	res, err := w.t.exec(ctx, `UPDATE webhooks SET delivered = MAX(delivered, ?) WHERE name = ? AND lease_owner = ?`,
 		delivered, name, owner)
 	if err != nil {
 		return wrap("advance webhook", err)
@@ -113,7 +113,7 @@ func (w webhooks) Attempts(ctx context.Context, name string, limit int) ([]*padd
 	if limit <= 0 || limit > paddock.WebhookAttemptsKept {
 		limit = paddock.WebhookAttemptsKept
 	}
-	rows, err := w.t.tx.QueryContext(w.t.ctx(ctx), `SELECT notice, attempt, time, status, error, delivered FROM (
+	rows, err := w.t.query(ctx, `SELECT notice, attempt, time, status, error, delivered FROM (
 		SELECT notice, attempt, time, status, error, delivered FROM webhook_attempts WHERE webhook = ?
 		ORDER BY notice DESC, attempt DESC LIMIT ?)
 		ORDER BY notice, attempt`, name, limit)

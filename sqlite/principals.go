@@ -37,13 +37,13 @@ func (s principals) conflict(ctx context.Context, p *paddock.Principal, creating
 	t := s.t
 	if creating {
 		var one int
-		if t.tx.QueryRowContext(t.ctx(ctx), `SELECT 1 FROM principals WHERE name = ?`, p.Name).Scan(&one) == nil {
+		if t.queryRow(ctx, `SELECT 1 FROM principals WHERE name = ?`, p.Name).Scan(&one) == nil {
 			return paddock.Errorf(paddock.CodeConflict, "a principal named %q already exists", p.Name)
 		}
 	}
 	if p.UID != nil {
 		var other string
-		if t.tx.QueryRowContext(t.ctx(ctx), `SELECT name FROM principals WHERE uid = ? AND name <> ?`, *p.UID, p.Name).Scan(&other) == nil {
+		if t.queryRow(ctx, `SELECT name FROM principals WHERE uid = ? AND name <> ?`, *p.UID, p.Name).Scan(&other) == nil {
 			return paddock.Errorf(paddock.CodeConflict, "uid %d already maps to principal %q", *p.UID, other)
 		}
 	}
@@ -58,7 +58,7 @@ func (s principals) CreatePrincipal(ctx context.Context, p *paddock.Principal) e
 	if err != nil {
 		return wrap("encode principal", err)
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO principals (name, kind, role, projects, uid, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	_, err = t.exec(ctx, `INSERT INTO principals (name, kind, role, projects, uid, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		p.Name, string(p.Kind), string(p.Role), projects, encodeUID(p.UID), fmtTime(p.CreatedAt), p.CreatedBy)
 	if isUnique(err) {
 		return s.conflict(ctx, p, true)
@@ -95,7 +95,7 @@ func scanPrincipal(row interface{ Scan(...any) error }) (*paddock.Principal, err
 // Principal returns a principal by name.
 func (s principals) Principal(ctx context.Context, name string) (*paddock.Principal, error) {
 	t := s.t
-	p, err := scanPrincipal(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+principalCols+` FROM principals WHERE name = ?`, name))
+	p, err := scanPrincipal(t.queryRow(ctx, `SELECT `+principalCols+` FROM principals WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no principal named %q", name)
 	}
@@ -108,7 +108,7 @@ func (s principals) Principal(ctx context.Context, name string) (*paddock.Princi
 // PrincipalByUID returns the principal a local uid maps to.
 func (s principals) PrincipalByUID(ctx context.Context, uid int) (*paddock.Principal, error) {
 	t := s.t
-	p, err := scanPrincipal(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+principalCols+` FROM principals WHERE uid = ?`, uid))
+	p, err := scanPrincipal(t.queryRow(ctx, `SELECT `+principalCols+` FROM principals WHERE uid = ?`, uid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no principal has uid %d", uid)
 	}
@@ -121,7 +121,7 @@ func (s principals) PrincipalByUID(ctx context.Context, uid int) (*paddock.Princ
 // List lists the principals, by name.
 func (s principals) List(ctx context.Context) ([]*paddock.Principal, error) {
 	t := s.t
-	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT `+principalCols+` FROM principals ORDER BY name`)
+	rows, err := t.query(ctx, `SELECT `+principalCols+` FROM principals ORDER BY name`)
 	if err != nil {
 		return nil, wrap("list principals", err)
 	}
@@ -145,7 +145,7 @@ func (s principals) UpdatePrincipal(ctx context.Context, p *paddock.Principal) e
 	if err != nil {
 		return wrap("encode principal", err)
 	}
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE principals SET kind = ?, role = ?, projects = ?, uid = ? WHERE name = ?`,
+	res, err := t.exec(ctx, `UPDATE principals SET kind = ?, role = ?, projects = ?, uid = ? WHERE name = ?`,
 		string(p.Kind), string(p.Role), projects, encodeUID(p.UID), p.Name)
 	if isUnique(err) {
 		return s.conflict(ctx, p, false)
@@ -164,10 +164,10 @@ func (s principals) DeletePrincipal(ctx context.Context, name string) error {
 	t := s.t
 	// The tokens would go by the foreign key; they are deleted here too,
 	// so that their going does not depend on the connection's pragma.
-	if _, err := t.tx.ExecContext(t.ctx(ctx), `DELETE FROM tokens WHERE principal = ?`, name); err != nil {
+	if _, err := t.exec(ctx, `DELETE FROM tokens WHERE principal = ?`, name); err != nil {
 		return wrap("delete principal's tokens", err)
 	}
-	res, err := t.tx.ExecContext(t.ctx(ctx), `DELETE FROM principals WHERE name = ?`, name)
+	res, err := t.exec(ctx, `DELETE FROM principals WHERE name = ?`, name)
 	if err != nil {
 		return wrap("delete principal", err)
 	}
@@ -181,7 +181,7 @@ func (s principals) DeletePrincipal(ctx context.Context, name string) error {
 // conflict, a missing principal not found.
 func (s principals) CreateToken(ctx context.Context, tok *paddock.Token) error {
 	t := s.t
-	_, err := t.tx.ExecContext(t.ctx(ctx), `INSERT INTO tokens (id, principal, hash, created_at, expires_at, revoked_at, last_used_at)
+	_, err := t.exec(ctx, `INSERT INTO tokens (id, principal, hash, created_at, expires_at, revoked_at, last_used_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		tok.ID, tok.Principal, tok.Hash, fmtTime(tok.CreatedAt), fmtOptTime(tok.ExpiresAt), fmtOptTime(tok.RevokedAt), fmtOptTime(tok.LastUsedAt))
 	if isUnique(err) {
@@ -211,7 +211,7 @@ func scanToken(row interface{ Scan(...any) error }) (*paddock.Token, error) {
 // Token returns a token by id.
 func (s principals) Token(ctx context.Context, id string) (*paddock.Token, error) {
 	t := s.t
-	tok, err := scanToken(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+tokenCols+` FROM tokens WHERE id = ?`, id))
+	tok, err := scanToken(t.queryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no token %q", id)
 	}
@@ -230,7 +230,7 @@ func (s principals) Tokens(ctx context.Context, principal string) ([]*paddock.To
 		q += ` WHERE principal = ?`
 		args = append(args, principal)
 	}
-	rows, err := t.tx.QueryContext(t.ctx(ctx), q+` ORDER BY created_at, id`, args...)
+	rows, err := t.query(ctx, q+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, wrap("list tokens", err)
 	}
@@ -249,7 +249,7 @@ func (s principals) Tokens(ctx context.Context, principal string) ([]*paddock.To
 // UpdateToken writes t's revocation and last use.
 func (s principals) UpdateToken(ctx context.Context, tok *paddock.Token) error {
 	t := s.t
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE tokens SET revoked_at = ?, last_used_at = ? WHERE id = ?`,
+	res, err := t.exec(ctx, `UPDATE tokens SET revoked_at = ?, last_used_at = ? WHERE id = ?`,
 		fmtOptTime(tok.RevokedAt), fmtOptTime(tok.LastUsedAt), tok.ID)
 	if err != nil {
 		return wrap("update token", err)

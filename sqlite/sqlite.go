@@ -55,6 +55,8 @@ type Store struct {
 	write *sql.DB
 	read  *sql.DB
 	path  string
+	// The queries of each database, kept prepared.
+	readStmts, writeStmts *statements
 
 	// Group commit: concurrent Updates share one transaction and one fsync.
 	mu      sync.Mutex
@@ -101,7 +103,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &Store{write: w, read: r, path: abs}
+	s := &Store{write: w, read: r, path: abs, readStmts: newStatements(r), writeStmts: newStatements(w)}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -114,7 +116,7 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
 func (s *Store) Close() error {
-	return errors.Join(s.read.Close(), s.write.Close())
+	return errors.Join(s.readStmts.close(), s.writeStmts.close(), s.read.Close(), s.write.Close())
 }
 
 // SchemaVersion returns the database's schema version.
@@ -190,8 +192,11 @@ func (s *Store) View(ctx context.Context, fn func(paddock.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
-	defer tx.Rollback()
-	return fn(&Tx{tx: tx})
+	defer tx.Rollback() // fn may panic
+	err = fn(&Tx{tx: tx, stmts: s.readStmts})
+	tx.Rollback()
+	s.readStmts.prepareWanted(ctx)
+	return err
 }
 
 // Update runs fn in a write transaction and commits it if fn returns nil;
@@ -252,23 +257,25 @@ func (s *Store) commit(batch []*update) {
 		return
 	}
 	ok := 0
+	bg := context.Background()
+	t := &Tx{tx: tx, shared: true, stmts: s.writeStmts}
 	for i, u := range batch {
 		if err := u.ctx.Err(); err != nil {
 			errs[i] = err
 			continue
 		}
-		if _, err := tx.Exec("SAVEPOINT paddock_update"); err != nil {
+		if _, err := t.exec(bg, "SAVEPOINT paddock_update"); err != nil {
 			errs[i] = fmt.Errorf("sqlite: savepoint: %w", err)
 			continue
 		}
-		errs[i] = runFn(u.fn, &Tx{tx: tx, shared: true})
+		errs[i] = runFn(u.fn, t)
 		if errs[i] == nil && u.ctx.Err() != nil {
 			// The caller gave up while fn ran: it hears so, and what fn did
 			// is undone, so that an error always means nothing was written.
 			errs[i] = u.ctx.Err()
 		}
 		if errs[i] != nil {
-			if _, err := tx.Exec("ROLLBACK TO paddock_update"); err != nil {
+			if _, err := t.exec(bg, "ROLLBACK TO paddock_update"); err != nil {
 				tx.Rollback()
 				fail(fmt.Errorf("sqlite: rollback to savepoint: %w", err))
 				return
@@ -276,7 +283,7 @@ func (s *Store) commit(batch []*update) {
 		} else {
 			ok++
 		}
-		if _, err := tx.Exec("RELEASE paddock_update"); err != nil {
+		if _, err := t.exec(bg, "RELEASE paddock_update"); err != nil {
 			tx.Rollback()
 			fail(fmt.Errorf("sqlite: release savepoint: %w", err))
 			return
@@ -291,6 +298,7 @@ func (s *Store) commit(batch []*update) {
 	for i, u := range batch {
 		u.done <- errs[i]
 	}
+	s.writeStmts.prepareWanted(bg)
 }
 
 // runFn runs fn, turning a panic into an error so that one bad fn cannot

@@ -24,6 +24,7 @@ type Tx struct {
 	// savepoints with it. A caller that gives up is answered after its fn
 	// returns (see Store.commit), and its savepoint alone is rolled back.
 	shared bool
+	stmts  *statements // kept prepared (nil: none)
 }
 
 // ctx is the context a statement runs under: the caller's own for a read,
@@ -85,12 +86,12 @@ func (t *Tx) CreateProject(ctx context.Context, p *paddock.Project) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow, caches, checks, approval_policy)
+	_, err = t.exec(ctx, `INSERT INTO projects (name, root, fingerprint, created_at, protected, attribution_allow, caches, checks, approval_policy)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		p.Name, p.Root, p.Fingerprint, fmtTime(p.CreatedAt), prot, allow, caches, checks, policy)
 	if isUnique(err) {
 		var other string
-		if t.tx.QueryRowContext(t.ctx(ctx), `SELECT name FROM projects WHERE root = ?`, p.Root).Scan(&other) == nil {
+		if t.queryRow(ctx, `SELECT name FROM projects WHERE root = ?`, p.Root).Scan(&other) == nil {
 			return paddock.Errorf(paddock.CodeConflict, "this root is already declared as project %q", other)
 		}
 		return paddock.Errorf(paddock.CodeConflict, "a project named %q already exists", p.Name)
@@ -146,7 +147,7 @@ func scanProject(row interface{ Scan(...any) error }) (*paddock.Project, error) 
 
 // Project returns the named project.
 func (t *Tx) Project(ctx context.Context, name string) (*paddock.Project, error) {
-	p, err := scanProject(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+projectCols+` FROM `+projectFrom+` WHERE p.name = ?`, name))
+	p, err := scanProject(t.queryRow(ctx, `SELECT `+projectCols+` FROM `+projectFrom+` WHERE p.name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no project named %q", name)
 	}
@@ -158,7 +159,7 @@ func (t *Tx) Project(ctx context.Context, name string) (*paddock.Project, error)
 
 // Projects returns every project by name.
 func (t *Tx) Projects(ctx context.Context) ([]*paddock.Project, error) {
-	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT `+projectCols+` FROM `+projectFrom+` ORDER BY p.name`)
+	rows, err := t.query(ctx, `SELECT `+projectCols+` FROM `+projectFrom+` ORDER BY p.name`)
 	if err != nil {
 		return nil, wrap("list projects", err)
 	}
@@ -187,7 +188,7 @@ func (t *Tx) UpdateProject(ctx context.Context, p *paddock.Project) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE projects SET protected = ?, attribution_allow = ?, caches = ?, checks = ?, approval_policy = ? WHERE name = ?`,
+	res, err := t.exec(ctx, `UPDATE projects SET protected = ?, attribution_allow = ?, caches = ?, checks = ?, approval_policy = ? WHERE name = ?`,
 		prot, allow, caches, checks, policy, p.Name)
 	if err != nil {
 		return wrap("update project", err)
@@ -200,7 +201,7 @@ func (t *Tx) UpdateProject(ctx context.Context, p *paddock.Project) error {
 
 // DeleteProject deletes the project with its runs, workspaces records, events and lock.
 func (t *Tx) DeleteProject(ctx context.Context, name string) error {
-	res, err := t.tx.ExecContext(t.ctx(ctx), `DELETE FROM projects WHERE name = ?`, name)
+	res, err := t.exec(ctx, `DELETE FROM projects WHERE name = ?`, name)
 	if err != nil {
 		return wrap("delete project", err)
 	}
@@ -232,7 +233,7 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq, agent, agent_hash, review_of) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+	_, err = t.exec(ctx, `INSERT INTO runs (id, project, access, secrets, include_ignored, created_at, removed_at, last_seq, agent, agent_hash, review_of) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
 		r.ID, r.Project, string(access), secrets, r.IncludeIgnored, fmtTime(r.CreatedAt), fmtOptTime(r.RemovedAt), agent, r.AgentHash, review)
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeConflict, "a run with id %q already exists", r.ID)
@@ -250,7 +251,7 @@ func (t *Tx) CreateRun(ctx context.Context, r *paddock.Run) error {
 		if err != nil {
 			return err
 		}
-		_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO workspaces (id, run_id, kind, root, fingerprint, base_ref, base_revision, branch,
+		_, err = t.exec(ctx, `INSERT INTO workspaces (id, run_id, kind, root, fingerprint, base_ref, base_revision, branch,
 			state, cleanup_policy, reason, created_at, updated_at, retained_at, checkpoint) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			w.ID, r.ID, string(w.Kind), w.Root, w.Fingerprint, w.BaseRef, w.BaseRevision, w.Branch,
 			string(w.State), string(w.CleanupPolicy), w.Reason, fmtTime(w.CreatedAt), fmtTime(w.UpdatedAt),
@@ -356,7 +357,7 @@ func scanRun(row interface{ Scan(...any) error }) (*paddock.Run, error) {
 
 // Run returns the run with its workspace.
 func (t *Tx) Run(ctx context.Context, id string) (*paddock.Run, error) {
-	r, err := scanRun(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = ?`, id))
+	r, err := scanRun(t.queryRow(ctx, `SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %q", id)
 	}
@@ -382,7 +383,7 @@ func (t *Tx) Runs(ctx context.Context, f paddock.RunFilter) ([]*paddock.Run, err
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY r.created_at, r.id"
-	rows, err := t.tx.QueryContext(t.ctx(ctx), q, args...)
+	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, wrap("list runs", err)
 	}
@@ -400,7 +401,7 @@ func (t *Tx) Runs(ctx context.Context, f paddock.RunFilter) ([]*paddock.Run, err
 
 // MarkRunRemoved sets the run's removed_at.
 func (t *Tx) MarkRunRemoved(ctx context.Context, id string) error {
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE runs SET removed_at = ? WHERE id = ?`, fmtTime(time.Now()), id)
+	res, err := t.exec(ctx, `UPDATE runs SET removed_at = ? WHERE id = ?`, fmtTime(time.Now()), id)
 	if err != nil {
 		return wrap("remove run", err)
 	}
@@ -416,7 +417,7 @@ func (t *Tx) UpdateWorkspace(ctx context.Context, w *paddock.Workspace) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE workspaces SET root = ?, state = ?, reason = ?, updated_at = ?,
+	res, err := t.exec(ctx, `UPDATE workspaces SET root = ?, state = ?, reason = ?, updated_at = ?,
 		retained_at = ?, checkpoint = ?, cleanup_policy = ? WHERE id = ?`,
 		w.Root, string(w.State), w.Reason, fmtTime(w.UpdatedAt), fmtOptTime(w.RetainedAt), cp, string(w.CleanupPolicy), w.ID)
 	if err != nil {
@@ -439,7 +440,7 @@ func (t *Tx) Workspaces(ctx context.Context, states ...paddock.WorkspaceState) (
 		}
 	}
 	q += ` ORDER BY w.created_at, w.id`
-	rows, err := t.tx.QueryContext(t.ctx(ctx), q, args...)
+	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return nil, wrap("list workspaces", err)
 	}
@@ -465,7 +466,7 @@ func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*pad
 		}
 	}
 	e := &paddock.Event{RunID: runID, Type: typ, Time: time.Now().UTC(), Data: raw}
-	err := t.tx.QueryRowContext(t.ctx(ctx), `UPDATE runs SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`, runID).Scan(&e.Seq)
+	err := t.queryRow(ctx, `UPDATE runs SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`, runID).Scan(&e.Seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %q", runID)
 	}
@@ -476,13 +477,13 @@ func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*pad
 	if raw != nil {
 		dataArg = string(raw)
 	}
-	if _, err := t.tx.ExecContext(t.ctx(ctx), `INSERT INTO events (run_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)`,
+	if _, err := t.exec(ctx, `INSERT INTO events (run_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)`,
 		runID, e.Seq, fmtTime(e.Time), typ, dataArg); err != nil {
 		return nil, wrap("append event", err)
 	}
 	if notice, ok := paddock.NoticeOf(typ, raw); ok {
 		// The one writer commits in id order: no lock needed for the order.
-		if _, err := t.tx.ExecContext(t.ctx(ctx), `INSERT INTO notices (run_id, seq, type, time) VALUES (?, ?, ?, ?)`,
+		if _, err := t.exec(ctx, `INSERT INTO notices (run_id, seq, type, time) VALUES (?, ?, ?, ?)`,
 			runID, e.Seq, notice, fmtTime(e.Time)); err != nil {
 			return nil, wrap("append notice", err)
 		}
@@ -495,7 +496,7 @@ func (t *Tx) Events(ctx context.Context, runID string, after int64, limit int) (
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT seq, time, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+	rows, err := t.query(ctx, `SELECT seq, time, type, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
 		runID, after, limit)
 	if err != nil {
 		return nil, wrap("list events", err)
@@ -522,7 +523,7 @@ func (t *Tx) Events(ctx context.Context, runID string, after int64, limit int) (
 func (t *Tx) Lock(ctx context.Context, project string) (*paddock.Lock, error) {
 	l := &paddock.Lock{Project: project}
 	var at string
-	err := t.tx.QueryRowContext(t.ctx(ctx), `SELECT run_id, acquired_at FROM locks WHERE project = ?`, project).Scan(&l.RunID, &at)
+	err := t.queryRow(ctx, `SELECT run_id, acquired_at FROM locks WHERE project = ?`, project).Scan(&l.RunID, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -547,7 +548,7 @@ func (t *Tx) AcquireLock(ctx context.Context, l *paddock.Lock) error {
 		return paddock.Errorf(paddock.CodeBusy, "project %q is locked by run %s", l.Project, cur.RunID).
 			WithDetail("holder", cur.RunID)
 	}
-	if _, err := t.tx.ExecContext(t.ctx(ctx), `INSERT INTO locks (project, run_id, acquired_at) VALUES (?, ?, ?)`,
+	if _, err := t.exec(ctx, `INSERT INTO locks (project, run_id, acquired_at) VALUES (?, ?, ?)`,
 		l.Project, l.RunID, fmtTime(l.AcquiredAt)); err != nil {
 		return wrap("acquire lock", err)
 	}
@@ -556,7 +557,7 @@ func (t *Tx) AcquireLock(ctx context.Context, l *paddock.Lock) error {
 
 // ReleaseLock frees the project lock if runID holds it.
 func (t *Tx) ReleaseLock(ctx context.Context, project, runID string) (bool, error) {
-	res, err := t.tx.ExecContext(t.ctx(ctx), `DELETE FROM locks WHERE project = ? AND run_id = ?`, project, runID)
+	res, err := t.exec(ctx, `DELETE FROM locks WHERE project = ? AND run_id = ?`, project, runID)
 	if err != nil {
 		return false, wrap("release lock", err)
 	}
@@ -566,7 +567,7 @@ func (t *Tx) ReleaseLock(ctx context.Context, project, runID string) (bool, erro
 
 // SetRunToken records the hash of a run's bearer token.
 func (t *Tx) SetRunToken(ctx context.Context, id, tokenHash string) error {
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE runs SET token_hash = ? WHERE id = ?`, tokenHash, id)
+	res, err := t.exec(ctx, `UPDATE runs SET token_hash = ? WHERE id = ?`, tokenHash, id)
 	if err != nil {
 		return wrap("set run token", err)
 	}
@@ -579,7 +580,7 @@ func (t *Tx) SetRunToken(ctx context.Context, id, tokenHash string) error {
 // RunByToken returns the id of the run whose token has this hash.
 func (t *Tx) RunByToken(ctx context.Context, tokenHash string) (string, error) {
 	var id string
-	err := t.tx.QueryRowContext(t.ctx(ctx), `SELECT id FROM runs WHERE token_hash = ?`, tokenHash).Scan(&id)
+	err := t.queryRow(ctx, `SELECT id FROM runs WHERE token_hash = ?`, tokenHash).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", paddock.Errorf(paddock.CodeNotFound, "no run has this token")
 	}
@@ -591,7 +592,7 @@ func (t *Tx) RunByToken(ctx context.Context, tokenHash string) (string, error) {
 
 // CreateJob inserts a running job; busy if the run has one running.
 func (t *Tx) CreateJob(ctx context.Context, j *paddock.Job) error {
-	_, err := t.tx.ExecContext(t.ctx(ctx), `INSERT INTO jobs (id, run_id, kind, state, owner, lease_until, request, created_at, reason)
+	_, err := t.exec(ctx, `INSERT INTO jobs (id, run_id, kind, state, owner, lease_until, request, created_at, reason)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, j.ID, j.RunID, string(j.Kind), string(j.State), j.Owner,
 		fmtOptTime(j.LeaseUntil), string(j.Request), fmtTime(j.CreatedAt), j.Reason)
 	if isUnique(err) {
@@ -628,7 +629,7 @@ func scanJob(row interface{ Scan(...any) error }) (*paddock.Job, error) {
 
 // Job returns one job.
 func (t *Tx) Job(ctx context.Context, id string) (*paddock.Job, error) {
-	j, err := scanJob(t.tx.QueryRowContext(t.ctx(ctx), `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	j, err := scanJob(t.queryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no job %q", id)
 	}
@@ -650,7 +651,7 @@ func (t *Tx) Jobs(ctx context.Context, run string, state paddock.JobState) ([]*p
 		q += ` AND state = ?`
 		args = append(args, string(state))
 	}
-	rows, err := t.tx.QueryContext(t.ctx(ctx), q+` ORDER BY created_at, id`, args...)
+	rows, err := t.query(ctx, q+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, wrap("list jobs", err)
 	}
@@ -672,7 +673,7 @@ func (t *Tx) UpdateJob(ctx context.Context, j *paddock.Job) error {
 	if j.ExitCode != nil {
 		exit = *j.ExitCode
 	}
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE jobs SET state = ?, owner = ?, lease_until = ?, ended_at = ?, exit_code = ?, reason = ? WHERE id = ?`,
+	res, err := t.exec(ctx, `UPDATE jobs SET state = ?, owner = ?, lease_until = ?, ended_at = ?, exit_code = ?, reason = ? WHERE id = ?`,
 		string(j.State), j.Owner, fmtOptTime(j.LeaseUntil), fmtOptTime(j.EndedAt), exit, j.Reason, j.ID)
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeBusy, "run %s already has a job running", j.RunID)
@@ -737,7 +738,7 @@ func (t *Tx) PutAgent(ctx context.Context, a *paddock.AgentRecord) error {
 	if err != nil {
 		return wrap("encode agent", err)
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO agents (name, hash, definition, source, updated_at) VALUES (?, ?, ?, ?, ?)
+	_, err = t.exec(ctx, `INSERT INTO agents (name, hash, definition, source, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition, source = excluded.source, updated_at = excluded.updated_at`,
 		a.Definition.Name, a.Hash, string(b), a.Source, fmtTime(a.UpdatedAt))
 	return wrap2("put agent", err)
@@ -758,7 +759,7 @@ func scanAgent(row interface{ Scan(...any) error }) (*paddock.AgentRecord, error
 
 // Agent returns a stored definition.
 func (t *Tx) Agent(ctx context.Context, name string) (*paddock.AgentRecord, error) {
-	a, err := scanAgent(t.tx.QueryRowContext(t.ctx(ctx), `SELECT hash, definition, source, updated_at FROM agents WHERE name = ?`, name))
+	a, err := scanAgent(t.queryRow(ctx, `SELECT hash, definition, source, updated_at FROM agents WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no agent definition named %q", name)
 	}
@@ -767,7 +768,7 @@ func (t *Tx) Agent(ctx context.Context, name string) (*paddock.AgentRecord, erro
 
 // Agents returns the stored definitions by name.
 func (t *Tx) Agents(ctx context.Context) ([]*paddock.AgentRecord, error) {
-	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT hash, definition, source, updated_at FROM agents ORDER BY name`)
+	rows, err := t.query(ctx, `SELECT hash, definition, source, updated_at FROM agents ORDER BY name`)
 	if err != nil {
 		return nil, wrap("list agents", err)
 	}
@@ -785,7 +786,7 @@ func (t *Tx) Agents(ctx context.Context) ([]*paddock.AgentRecord, error) {
 
 // DeleteAgent removes a stored definition; runs keep their copies.
 func (t *Tx) DeleteAgent(ctx context.Context, name string) error {
-	res, err := t.tx.ExecContext(t.ctx(ctx), `DELETE FROM agents WHERE name = ?`, name)
+	res, err := t.exec(ctx, `DELETE FROM agents WHERE name = ?`, name)
 	if err != nil {
 		return wrap("delete agent", err)
 	}
@@ -801,7 +802,7 @@ func (t *Tx) CreateAccessRequest(ctx context.Context, r *paddock.AccessRequest) 
 	if err != nil {
 		return wrap("encode access request", err)
 	}
-	_, err = t.tx.ExecContext(t.ctx(ctx), `INSERT INTO access_requests (run_id, id, state, body, created_at) VALUES (?, ?, ?, ?, ?)`,
+	_, err = t.exec(ctx, `INSERT INTO access_requests (run_id, id, state, body, created_at) VALUES (?, ?, ?, ?, ?)`,
 		r.RunID, r.ID, r.State, string(b), fmtTime(r.CreatedAt))
 	if isUnique(err) {
 		return paddock.Errorf(paddock.CodeConflict, "run %s already has a request %s", r.RunID, r.ID)
@@ -817,7 +818,7 @@ func (t *Tx) CreateAccessRequest(ctx context.Context, r *paddock.AccessRequest) 
 
 // AccessRequests returns a run's access requests, oldest first.
 func (t *Tx) AccessRequests(ctx context.Context, runID string) ([]*paddock.AccessRequest, error) {
-	rows, err := t.tx.QueryContext(t.ctx(ctx), `SELECT body FROM access_requests WHERE run_id = ? ORDER BY created_at, id`, runID)
+	rows, err := t.query(ctx, `SELECT body FROM access_requests WHERE run_id = ? ORDER BY created_at, id`, runID)
 	if err != nil {
 		return nil, wrap("list access requests", err)
 	}
@@ -843,7 +844,7 @@ func (t *Tx) UpdateAccessRequest(ctx context.Context, r *paddock.AccessRequest) 
 	if err != nil {
 		return wrap("encode access request", err)
 	}
-	res, err := t.tx.ExecContext(t.ctx(ctx), `UPDATE access_requests SET state = ?, body = ? WHERE run_id = ? AND id = ?`, r.State, string(b), r.RunID, r.ID)
+	res, err := t.exec(ctx, `UPDATE access_requests SET state = ?, body = ? WHERE run_id = ? AND id = ?`, r.State, string(b), r.RunID, r.ID)
 	if err != nil {
 		return wrap("update access request", err)
 	}
