@@ -84,6 +84,15 @@ func RunMemory(m *Manager) map[string]int {
 // ended at seq does.
 func TrackEffects(ctx context.Context, m *Manager, r *paddock.Run, seq int64) {
 	m.Provenance.trackEffects(ctx, r, seq)
+	m.Provenance.settle(r.ID)
+}
+
+// SettleEffects waits for the looks at the runs' files after their last
+// calls (they run after the calls' answers).
+func SettleEffects(m *Manager, ids ...string) {
+	for _, id := range ids {
+		m.Provenance.settle(id)
+	}
 }
 
 // held is how many runs have an entry: callers holding or waiting.

@@ -31,6 +31,9 @@ type Forks struct {
 	// of the broker (a tool, a command, verify) reads or writes it: each
 	// holds it shared for its duration; a fork takes it, or is refused.
 	runUses runLocks
+	// settleEffects waits for the look at a run's files after its last
+	// call (Provenance.settle).
+	settleEffects func(id string)
 }
 
 // Forks (issue #22): an overlay run's upper layer frozen where it lies, and
@@ -86,7 +89,9 @@ func (fk *Forks) Fork(ctx context.Context, id string, req paddock.ForkRequest) (
 	}
 
 	// No call of the broker on the run, no harness, no other fork
-	// meanwhile; gc waits (m.mu).
+	// meanwhile; gc waits (m.mu). The look at the files after the last
+	// call, which runs after its answer, is waited for first.
+	fk.settleEffects(id)
 	unuse, ok := fk.runUses.tryLock(id)
 	if !ok {
 		return nil, paddock.Errorf(paddock.CodeBusy, "run %s has a call or a command under way; fork it when it ends", id)

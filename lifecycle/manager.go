@@ -305,6 +305,7 @@ func (m *Manager) wire() {
 	m.Forks.jobs = m.Jobs
 	m.Forks.runs = m.Runs
 	m.Forks.views = m.views
+	m.Forks.settleEffects = m.Provenance.settle
 	m.Bundles.broker = m.Broker
 	m.Bundles.policies = m.Policies
 	m.Bundles.changes = m.Changes

@@ -114,9 +114,16 @@ func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int6
 	// does not wait for the look, and what comes after it does (the
 	// run's next call that can change its files, settle; blame; forget).
 	unlock := pv.provMu.lock(r.ID)
+	// The look is part of the call: a fork, which freezes the upper layer
+	// it reads, waits for it as for the call (the broker's use of the run
+	// is still held here, so this one is always had).
+	unuse, used := pv.forks.runUses.tryRLock(r.ID)
 	ctx = context.WithoutCancel(ctx)
 	track := func() {
 		defer unlock()
+		if used {
+			defer unuse()
+		}
 		// A call that waited for the lock while its run was cleaned up
 		// tracks nothing: forgetRun dropped the run's state, and tracking
 		// would only make it again, for a run that is gone.

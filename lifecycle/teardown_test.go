@@ -42,7 +42,8 @@ func TestCleanedRunsLeaveNothingInMemory(t *testing.T) {
 		}
 	}
 	// The test sees what it counts: the runs' tracking state is there
-	// while they live.
+	// while they live (once the looks after their calls are done).
+	lifecycle.SettleEffects(e.m, ids...)
 	if n := lifecycle.RunMemory(e.m)["provenance states"]; n != runs {
 		t.Fatalf("%d runs tracked before cleanup, want %d", n, runs)
 	}
