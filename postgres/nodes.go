@@ -631,13 +631,12 @@ func (s *Store) Adoptable(ctx context.Context) (_ []string, err error) {
 	}
 	defer finish(&err)
 	rows, err := s.pool.Query(ctx, `SELECT r.id FROM runs r JOIN paddock_nodes n ON n.id = r.node JOIN workspaces w ON w.run_id = r.id
-		LEFT JOIN LATERAL (SELECT x.time, x.type FROM (
-				SELECT e.seq, e.time, e.type,
-					count(*) FILTER (WHERE CASE WHEN e.type = 'workspace.resumed' THEN e.data::jsonb ? 'adopted' ELSE e.type = 'run.adoption_failed' END) OVER back
-					- count(*) FILTER (WHERE e.type = 'run.adopted') OVER back AS adopting
-				FROM events e WHERE e.run_id = r.id
-				WINDOW back AS (ORDER BY e.seq DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) x
-			WHERE x.adopting <= 0 AND x.type = ANY($2) ORDER BY x.seq DESC LIMIT 1) act ON true
+		LEFT JOIN LATERAL (WITH RECURSIVE back (seq, time, type, adopting) AS (
+				SELECT e.seq, e.time, e.type, `+adoptingStep+` FROM events e WHERE e.run_id = r.id AND e.seq = r.last_seq
+				UNION ALL
+				SELECT e.seq, e.time, e.type, b.adopting + `+adoptingStep+` FROM back b JOIN events e ON e.run_id = r.id AND e.seq = b.seq - 1
+				WHERE NOT (b.adopting <= 0 AND b.type = ANY($2)))
+			SELECT time, type FROM back WHERE adopting <= 0 AND type = ANY($2)) act ON true
 		LEFT JOIN LATERAL (SELECT j.state, j.reason FROM jobs j WHERE j.run_id = r.id ORDER BY j.created_at DESC, j.id DESC LIMIT 1) job ON true
 		WHERE n.state = 'lost' AND r.removed_at IS NULL AND w.state = ANY($1) AND w.kind <> 'operator_dir'
 		AND EXISTS (SELECT 1 FROM paddock_checkpoints c WHERE c.run_id = r.id)
@@ -672,6 +671,13 @@ var activityEvents = []string{paddock.EventRunCreated, paddock.EventRunForked, p
 // for now.
 var waitingEvents = []string{paddock.EventSubmitted, paddock.EventReviewStarted, paddock.EventApproved, paddock.EventApplied,
 	paddock.EventQueueAdded, paddock.EventQueueTesting, paddock.EventQueueLanded}
+
+// adoptingStep is what an event e adds to the adoptions a run's events,
+// read backwards, are inside of: the end of one (the workspace.resumed
+// that says adopted, or run.adoption_failed) opens it, its run.adopted
+// closes it.
+const adoptingStep = `(CASE WHEN e.type = 'run.adopted' THEN -1
+	WHEN e.type = 'run.adoption_failed' OR e.type = 'workspace.resumed' AND e.data::jsonb ? 'adopted' THEN 1 ELSE 0 END)`
 
 // lostJobReason is the reason Reap gives a job it interrupts, before and
 // after the lost node's id.
