@@ -416,10 +416,11 @@ func (n *clusterNode) reap(ctx context.Context) {
 // it is tried again.
 const adoptRetry = 5 * time.Minute
 
-// adoptParallel is how many runs an automatic adoption adopts at once:
-// each is about a second, mostly the run's workspace made and its files
-// written, which other runs' adoptions do not wait for; more at once
-// would only share the node's disk and the store's connections.
+// adoptParallel is how many runs an automatic adoption adopts at once.
+// Each is 0.1 to 1 s, the run's workspace made and its files written,
+// for which other runs' adoptions do not wait; it is mostly CPU (git,
+// the run's harness, its change set), so more at once would mostly share
+// the node's cores (and slow down each, those in use first among them).
 const adoptParallel = 4
 
 // adoptLost adopts the runs of lost nodes that have a checkpoint
