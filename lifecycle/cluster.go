@@ -37,7 +37,8 @@ type Nodes struct {
 	checkpointsDue sync.Map   // run id → true while a checkpoint in the shared store is due
 	checkpointKept sync.Map   // run id → the key of the checkpoint this node stored last
 	checkpointMu   runLocks   // one store of a run's checkpoint at a time, so that the one stored last is the newest
-	adopting       sync.Map   // run id → true while this node adopts it
+	adopting       sync.Map   // run id → a token of its own while this node adopts it
+	worktreeMu     runLocks   // project root → held while an adoption adds or removes a worktree there (worktreeLock)
 	fingerprintMu  sync.Mutex // one write of this node's project fingerprints at a time
 	life           *lifetime  // the checkpoints due
 }
@@ -372,14 +373,22 @@ func (nd *Nodes) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult
 	if err := nd.checkOpen(); err != nil {
 		return nil, err
 	}
+	// One adoption of a run at a time on this node (an automatic one and
+	// an operator's, or two calls): a second one, whose take the store
+	// refuses, would overwrite the first's adoption marker and then remove
+	// it, and its return would end the first's hold on the run's
+	// checkpoints. While its files are restored, no checkpoint of the run
+	// is stored: the one in the store is what a retry restores from.
+	// Adoptions of different runs go on at once.
+	mine := new(byte) // not zero-sized: two such pointers may be equal
+	if _, busy := nd.adopting.LoadOrStore(id, mine); busy {
+		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is being adopted by this node (%s) already", id, nd.selfNode())
+	}
+	defer nd.adopting.CompareAndDelete(id, mine)
 	a, err := nd.planAdoption(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	// While its files are restored, no checkpoint of the run is stored:
-	// the one in the store is what a retry restores from.
-	nd.adopting.Store(id, true)
-	defer nd.adopting.Delete(id)
 	if err := a.take(ctx, by); err != nil {
 		return nil, err
 	}
@@ -412,7 +421,7 @@ func (nd *Nodes) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult
 	if err := os.Remove(nd.adoptionMarkerPath(id)); err != nil {
 		nd.log().Warn("cannot remove an adoption's marker", "run", id, "err", err)
 	}
-	nd.adopting.Delete(id)
+	nd.adopting.CompareAndDelete(id, mine)
 	nd.checkpointSoon(id) // the restored files, as this node's first checkpoint of them
 	if res.Run, err = nd.Run(done, id); err != nil {
 		return nil, err
@@ -571,14 +580,8 @@ func (a *adoption) restoreWorkspace(ctx context.Context) error {
 	// what the run is now; the leftover is removed, or it would refuse the
 	// adoption (mkdir: file exists) on every node the run was ever on.
 	// Anything else in the way still fails the adoption.
-	if fi, err := os.Lstat(w.Root); err == nil && fi.IsDir() {
-		nd.log().Info("removing what is left of the run's workspace from an earlier hold of it", "run", id, "root", w.Root)
-		if err := a.prov.Remove(ctx, a.p, w); err != nil {
-			return adoptStep{"removing what was left of its workspace here", err}
-		}
-	}
-	if err := a.prov.Prepare(nd.runs.progress(ctx, id), a.p, w); err != nil {
-		return adoptStep{"preparing its workspace", err}
+	if err := a.makeWorkspace(ctx); err != nil {
+		return err
 	}
 	if nd.SandboxUID != 0 {
 		if err := chownTree(w.Root, nd.SandboxUID); err != nil {
@@ -604,6 +607,38 @@ func (a *adoption) restoreWorkspace(ctx context.Context) error {
 		return adoptStep{"recording its workspace ready", err}
 	}
 	return nil
+}
+
+// makeWorkspace makes the run's workspace here, removing first what is
+// left of it from an earlier hold.
+func (a *adoption) makeWorkspace(ctx context.Context) error {
+	nd, id, w := a.nd, a.id, a.w
+	defer nd.worktreeLock(a.p, w.Kind)()
+	if fi, err := os.Lstat(w.Root); err == nil && fi.IsDir() {
+		nd.log().Info("removing what is left of the run's workspace from an earlier hold of it", "run", id, "root", w.Root)
+		if err := a.prov.Remove(ctx, a.p, w); err != nil {
+			return adoptStep{"removing what was left of its workspace here", err}
+		}
+	}
+	if err := a.prov.Prepare(nd.runs.progress(ctx, id), a.p, w); err != nil {
+		return adoptStep{"preparing its workspace", err}
+	}
+	return nil
+}
+
+// worktreeLock holds off, until the returned function is called, the
+// other adoptions' adds and removes of worktrees (kind) in project p's
+// repository. git does not take them at once: an add reads every
+// worktree's record (a half-made one fails it: "failed to read
+// .git/worktrees/R/commondir"), and a remove of the last record removes
+// .git/worktrees under an add about to make its own ("could not create
+// directory"). Adoptions of the other kinds, and the rest of an
+// adoption, go on at once.
+func (nd *Nodes) worktreeLock(p *paddock.Project, kind paddock.WorkspaceKind) (unlock func()) {
+	if kind != paddock.KindWorktree {
+		return func() {}
+	}
+	return nd.worktreeMu.lock(p.Root)
 }
 
 // restoreFiles writes the checkpoint's files into the run through the
@@ -792,9 +827,11 @@ const adoptingReason = "adopted from node "
 // untouched; run.adoption_failed says why.
 func (nd *Nodes) giveBack(ctx context.Context, r *paddock.Run, p *paddock.Project, w *paddock.Workspace, orig paddock.Workspace, from, why string) error {
 	if prov, err := nd.provider(w.Kind); err == nil {
+		unlock := nd.worktreeLock(p, w.Kind)
 		if err := prov.Remove(ctx, p, w); err != nil {
 			nd.log().Error("removing a failed adoption's workspace failed", "run", r.ID, "err", err)
 		}
+		unlock()
 	}
 	if err := nd.views.removeAux(r.ID); err != nil {
 		nd.log().Error("removing a failed adoption's home failed", "run", r.ID, "err", err)

@@ -446,7 +446,7 @@ func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
 				if _, err := tx.AppendEvent(ctx, run, paddock.EventNodeLost, map[string]any{"node": n.ID, "epoch": n.Epoch, "by": tx.node}); err != nil {
 					return err
 				}
-				jobs, err := tx.interruptJobs(ctx, run, n.ID, "its node ("+n.ID+") was lost")
+				jobs, err := tx.interruptJobs(ctx, run, n.ID, lostJobReason[0]+n.ID+lostJobReason[1])
 				if err != nil {
 					return err
 				}
@@ -609,8 +609,21 @@ func (s *Store) TakeRun(ctx context.Context, id string, fn func(paddock.Tx) erro
 	return from, err
 }
 
-// Adoptable lists, oldest first, the runs of lost nodes that an adoption
-// could restore: live, not a handed-over directory, with a checkpoint.
+// Adoptable lists the runs of lost nodes that an adoption could restore
+// (live, not a handed-over directory, with a checkpoint), those most
+// likely in use first, so that an agent at work waits the least: a run
+// whose job was under way when its node was lost; then active runs, by
+// their last activity, newest first; then active runs that wait on a
+// review of what they submitted; then ready ones, then the rest (a
+// checkpointed run's session was detached); each group by its last
+// activity, newest first, then oldest made first.
+//
+// A run's last activity is the time of its last event that a call of its
+// agent or of a person made (activityEvents), not one an adoption made
+// (the restore's own tool calls, between run.adopted and the
+// workspace.resumed that ends it) nor one the loss made (run.node_lost,
+// job.interrupted): read backwards on the events' primary key, it stops
+// at the first it finds.
 func (s *Store) Adoptable(ctx context.Context) (_ []string, err error) {
 	ctx, finish, err := s.within(ctx)
 	if err != nil {
@@ -618,15 +631,57 @@ func (s *Store) Adoptable(ctx context.Context) (_ []string, err error) {
 	}
 	defer finish(&err)
 	rows, err := s.pool.Query(ctx, `SELECT r.id FROM runs r JOIN paddock_nodes n ON n.id = r.node JOIN workspaces w ON w.run_id = r.id
+		LEFT JOIN LATERAL (WITH RECURSIVE back (seq, time, type, adopting) AS (
+				SELECT e.seq, e.time, e.type, `+adoptingStep+` FROM events e WHERE e.run_id = r.id AND e.seq = r.last_seq
+				UNION ALL
+				SELECT e.seq, e.time, e.type, b.adopting + `+adoptingStep+` FROM back b JOIN events e ON e.run_id = r.id AND e.seq = b.seq - 1
+				WHERE NOT (b.adopting <= 0 AND b.type = ANY($2)))
+			SELECT time, type FROM back WHERE adopting <= 0 AND type = ANY($2)) act ON true
+		LEFT JOIN LATERAL (SELECT j.state, j.reason FROM jobs j WHERE j.run_id = r.id ORDER BY j.created_at DESC, j.id DESC LIMIT 1) job ON true
 		WHERE n.state = 'lost' AND r.removed_at IS NULL AND w.state = ANY($1) AND w.kind <> 'operator_dir'
 		AND EXISTS (SELECT 1 FROM paddock_checkpoints c WHERE c.run_id = r.id)
-		ORDER BY r.created_at, r.id LIMIT 100`, liveStates)
+		ORDER BY CASE
+				WHEN job.state = 'running' OR (job.state = 'interrupted' AND job.reason = ($4 || r.node || $5)) THEN 0
+				WHEN w.state = 'active' AND coalesce(act.type, '') <> ALL($3) THEN 1
+				WHEN w.state = 'active' THEN 2
+				WHEN w.state = 'ready' THEN 3
+				ELSE 4 END,
+			act.time DESC NULLS LAST, r.created_at, r.id
+		LIMIT 100`, liveStates, activityEvents, waitingEvents, lostJobReason[0], lostJobReason[1])
 	if err != nil {
 		return nil, wrap("list adoptable runs", err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return ids, wrap("list adoptable runs", err)
 }
+
+// activityEvents are the events a call of a run's agent, or of a person,
+// makes: what says a run is in use (Adoptable). Not workspace.checkpoint,
+// which a daemon's stop records on every active run.
+var activityEvents = []string{paddock.EventRunCreated, paddock.EventRunForked, paddock.EventImported, paddock.EventBootstrapped,
+	paddock.EventRunDriven, paddock.EventToolCall, paddock.EventInbox, paddock.EventAccessRequested, paddock.EventAccessGranted,
+	paddock.EventAccessDenied, paddock.EventVerified, paddock.EventPlanned, paddock.EventExec, paddock.EventNetwork,
+	paddock.EventJobStarted, paddock.EventJobFinished, paddock.EventResumed,
+	paddock.EventSubmitted, paddock.EventReviewStarted, paddock.EventFlowState, paddock.EventApproved, paddock.EventApplied,
+	paddock.EventUndone, paddock.EventApplyFailed, paddock.EventQueueAdded, paddock.EventQueueTesting, paddock.EventQueueReturned,
+	paddock.EventQueueLanded, paddock.EventQueueRemoved, paddock.EventQueueUndone}
+
+// waitingEvents are those of activityEvents after which a run waits on
+// a person (its change set's review, approval or landing), its agent done
+// for now.
+var waitingEvents = []string{paddock.EventSubmitted, paddock.EventReviewStarted, paddock.EventApproved, paddock.EventApplied,
+	paddock.EventQueueAdded, paddock.EventQueueTesting, paddock.EventQueueLanded}
+
+// adoptingStep is what an event e adds to the adoptions a run's events,
+// read backwards, are inside of: the end of one (the workspace.resumed
+// that says adopted, or run.adoption_failed) opens it, its run.adopted
+// closes it.
+const adoptingStep = `(CASE WHEN e.type = 'run.adopted' THEN -1
+	WHEN e.type = 'run.adoption_failed' OR e.type = 'workspace.resumed' AND e.data::jsonb ? 'adopted' THEN 1 ELSE 0 END)`
+
+// lostJobReason is the reason Reap gives a job it interrupts, before and
+// after the lost node's id.
+var lostJobReason = [2]string{"its node (", ") was lost"}
 
 // Room is how many more live runs this node takes: its capacity less its
 // live runs and the places held on it.

@@ -116,8 +116,8 @@ type clusterNode struct {
 	stopRenewing context.CancelFunc
 	fenced       chan struct{}
 	fencedErr    error
-	// autoAdopt: node_adopt = "auto"; adopting is the adoption under way
-	// (one at a time), which leave waits for.
+	// autoAdopt: node_adopt = "auto"; adopting is the pass of adoptions
+	// under way (one pass at a time), which leave waits for.
 	autoAdopt bool
 	adopting  sync.WaitGroup
 	busy      atomic.Bool
@@ -127,7 +127,8 @@ type clusterNode struct {
 	steady atomic.Int64
 	// tried is when an automatic adoption of a run last failed: it is
 	// not tried again for a while.
-	tried map[string]time.Time
+	triedMu sync.Mutex
+	tried   map[string]time.Time
 }
 
 // joinCluster makes this daemon a node of the paddock its PostgreSQL
@@ -416,8 +417,16 @@ func (n *clusterNode) reap(ctx context.Context) {
 // it is tried again.
 const adoptRetry = 5 * time.Minute
 
-// adoptLost adopts, one at a time while this node has room, the runs of
-// lost nodes that have a checkpoint (node_adopt = "auto"). Another node
+// adoptParallel is how many runs an automatic adoption adopts at once.
+// Each is 0.1 to 1 s, the run's workspace made and its files written,
+// for which other runs' adoptions do not wait; it is mostly CPU (git,
+// the run's harness, its change set), so more at once would mostly share
+// the node's cores (and slow down each, those in use first among them).
+const adoptParallel = 4
+
+// adoptLost adopts the runs of lost nodes that have a checkpoint
+// (node_adopt = "auto") while this node has room, in Adoptable's order
+// (those most likely in use first), adoptParallel at a time. Another node
 // doing the same takes each run once: the take is a compare-and-swap.
 func (n *clusterNode) adoptLost(ctx context.Context) {
 	ids, err := n.store.Adoptable(ctx)
@@ -427,26 +436,83 @@ func (n *clusterNode) adoptLost(ctx context.Context) {
 		}
 		return
 	}
+	done := make(chan struct{}, len(ids))
+	inFlight := 0
+	defer func() {
+		for ; inFlight > 0; inFlight-- {
+			<-done
+		}
+	}()
 	for _, id := range ids {
-		if ctx.Err() != nil {
-			return
-		}
-		if t, ok := n.tried[id]; ok && time.Since(t) < adoptRetry {
+		if n.triedLately(id) {
 			continue
 		}
-		if room, err := n.store.Room(ctx); err != nil || room <= 0 {
+		if !n.roomForOneMore(ctx, done, &inFlight) {
 			return
 		}
-		res, err := n.m.Nodes.Adopt(ctx, id, "node "+n.self.ID+" (node_adopt = auto)")
-		if err != nil {
-			if !paddock.IsCode(err, paddock.CodeConflict) { // taken by another node meanwhile: nothing to say
-				n.log.Warn("adopting a lost node's run failed", "run", id, "err", err)
-			}
-			n.tried[id] = time.Now()
-			continue
-		}
-		n.log.Info("adopted a lost node's run", "run", id, "from", res.FromNode, "job", res.Job)
+		inFlight++
+		go func() {
+			defer func() { done <- struct{}{} }()
+			n.adoptOne(ctx, id)
+		}()
 	}
+}
+
+// roomForOneMore waits until one more adoption may start beside the
+// inFlight ones (each sends on done as it ends): fewer than adoptParallel
+// under way, and room on this node for one more live run. The room the
+// store counts leaves out the runs under way not yet taken, so they are
+// counted against it too (those taken already, twice: an adoption that
+// ends frees that). It says false when none may: the node is full, or
+// ctx ended.
+func (n *clusterNode) roomForOneMore(ctx context.Context, done <-chan struct{}, inFlight *int) bool {
+	for {
+		if ctx.Err() != nil {
+			return false
+		}
+		if *inFlight < adoptParallel {
+			room, err := n.store.Room(ctx)
+			if err != nil {
+				return false
+			}
+			if room > *inFlight {
+				return true
+			}
+			if *inFlight == 0 {
+				return false
+			}
+		}
+		select {
+		case <-done:
+			*inFlight--
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// adoptOne adopts run id, and remembers when it failed.
+func (n *clusterNode) adoptOne(ctx context.Context, id string) {
+	res, err := n.m.Nodes.Adopt(ctx, id, "node "+n.self.ID+" (node_adopt = auto)")
+	if err != nil {
+		if !paddock.IsCode(err, paddock.CodeConflict) { // taken by another node meanwhile: nothing to say
+			n.log.Warn("adopting a lost node's run failed", "run", id, "err", err)
+		}
+		n.triedMu.Lock()
+		n.tried[id] = time.Now()
+		n.triedMu.Unlock()
+		return
+	}
+	n.log.Info("adopted a lost node's run", "run", id, "from", res.FromNode, "job", res.Job)
+}
+
+// triedLately says whether an automatic adoption of run id failed less
+// than adoptRetry ago.
+func (n *clusterNode) triedLately(id string) bool {
+	n.triedMu.Lock()
+	defer n.triedMu.Unlock()
+	t, ok := n.tried[id]
+	return ok && time.Since(t) < adoptRetry
 }
 
 // checkAddress asks this node's own listener, at the address the other
