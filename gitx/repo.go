@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -149,11 +150,28 @@ func (g *Git) CloneShared(ctx context.Context, src, dst, sha string) error {
 	return nil
 }
 
+// worktreeMu holds, per repository, one add or remove of a worktree of it at
+// a time in this process: git does not take them at once. An add reads every
+// worktree's record (a half-made one fails it: "failed to read
+// .git/worktrees/R/commondir"), and the remove of the last record removes
+// .git/worktrees under an add about to make its own ("could not create
+// directory"). Two adoptions of worktree runs of one project at once failed
+// so in 2 of 9 runs of lifecycle's TestConcurrentAdoptions; creates and
+// cleanups of runs meet the same way.
+var worktreeMu sync.Map // repository path → *sync.Mutex
+
+func lockWorktrees(repo string) (unlock func()) {
+	mu, _ := worktreeMu.LoadOrStore(filepath.Clean(repo), new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
 // WorktreeAdd adds a detached worktree of repo at path, checked out at sha.
 func (g *Git) WorktreeAdd(ctx context.Context, repo, path, sha string) error {
 	if err := CheckRef(sha); err != nil {
 		return err
 	}
+	defer lockWorktrees(repo)()
 	if _, err := g.run(ctx, repoAt(repo), "worktree", "add", "--quiet", "--detach", "--", path, sha); err != nil {
 		return fmt.Errorf("gitx: worktree add: %w", err)
 	}
@@ -174,6 +192,7 @@ func (g *Git) WorktreeRemove(ctx context.Context, repo, path string) error {
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("gitx: worktree remove: %s still exists; delete it first", path)
 	}
+	defer lockWorktrees(repo)()
 	_, gitErr := g.run(ctx, repoAt(repo), "worktree", "remove", "--force", "--force", "--", path)
 	var ce *CommandError
 	if errors.As(gitErr, &ce) && strings.Contains(ce.Stderr, "is not a working tree") {

@@ -38,7 +38,6 @@ type Nodes struct {
 	checkpointKept sync.Map   // run id → the key of the checkpoint this node stored last
 	checkpointMu   runLocks   // one store of a run's checkpoint at a time, so that the one stored last is the newest
 	adopting       sync.Map   // run id → a token of its own while this node adopts it
-	worktreeMu     runLocks   // project root → held while an adoption adds or removes a worktree there (worktreeLock)
 	fingerprintMu  sync.Mutex // one write of this node's project fingerprints at a time
 	life           *lifetime  // the checkpoints due
 }
@@ -613,7 +612,6 @@ func (a *adoption) restoreWorkspace(ctx context.Context) error {
 // left of it from an earlier hold.
 func (a *adoption) makeWorkspace(ctx context.Context) error {
 	nd, id, w := a.nd, a.id, a.w
-	defer nd.worktreeLock(a.p, w.Kind)()
 	if fi, err := os.Lstat(w.Root); err == nil && fi.IsDir() {
 		nd.log().Info("removing what is left of the run's workspace from an earlier hold of it", "run", id, "root", w.Root)
 		if err := a.prov.Remove(ctx, a.p, w); err != nil {
@@ -624,21 +622,6 @@ func (a *adoption) makeWorkspace(ctx context.Context) error {
 		return adoptStep{"preparing its workspace", err}
 	}
 	return nil
-}
-
-// worktreeLock holds off, until the returned function is called, the
-// other adoptions' adds and removes of worktrees (kind) in project p's
-// repository. git does not take them at once: an add reads every
-// worktree's record (a half-made one fails it: "failed to read
-// .git/worktrees/R/commondir"), and a remove of the last record removes
-// .git/worktrees under an add about to make its own ("could not create
-// directory"). Adoptions of the other kinds, and the rest of an
-// adoption, go on at once.
-func (nd *Nodes) worktreeLock(p *paddock.Project, kind paddock.WorkspaceKind) (unlock func()) {
-	if kind != paddock.KindWorktree {
-		return func() {}
-	}
-	return nd.worktreeMu.lock(p.Root)
 }
 
 // restoreFiles writes the checkpoint's files into the run through the
@@ -827,11 +810,9 @@ const adoptingReason = "adopted from node "
 // untouched; run.adoption_failed says why.
 func (nd *Nodes) giveBack(ctx context.Context, r *paddock.Run, p *paddock.Project, w *paddock.Workspace, orig paddock.Workspace, from, why string) error {
 	if prov, err := nd.provider(w.Kind); err == nil {
-		unlock := nd.worktreeLock(p, w.Kind)
 		if err := prov.Remove(ctx, p, w); err != nil {
 			nd.log().Error("removing a failed adoption's workspace failed", "run", r.ID, "err", err)
 		}
-		unlock()
 	}
 	if err := nd.views.removeAux(r.ID); err != nil {
 		nd.log().Error("removing a failed adoption's home failed", "run", r.ID, "err", err)
