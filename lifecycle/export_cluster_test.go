@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -33,6 +34,9 @@ func AdoptionMarker(m *Manager, id, from, root string, state paddock.WorkspaceSt
 // ImportMark leaves the mark of an import under way for run id, as a crash
 // in the middle of one would.
 func ImportMark(m *Manager, id string) error {
+	if err := os.MkdirAll(filepath.Dir(m.Bundles.importMark(id)), 0o700); err != nil {
+		return err
+	}
 	return os.WriteFile(m.Bundles.importMark(id), []byte("r-from\n"), 0o600)
 }
 
