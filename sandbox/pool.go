@@ -521,7 +521,10 @@ func (p *Pool) Keys() []string {
 	return keys
 }
 
-// Close gives every harness back; the Pool runs nothing after it.
+// Close gives every harness back, those a previous daemon left that no
+// command re-attached included (a daemon killed with -9 leaves them, and
+// nothing serves them after this one either); the Pool runs nothing after
+// it.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
@@ -532,6 +535,7 @@ func (p *Pool) Close() {
 		h.close()
 		p.removeFiles(h.key, true)
 	}
+	p.Reap(func(string) bool { return false })
 	if pids := pidsFor(p.Dir); pids != nil {
 		for _, h := range hs {
 			h.waitGone(5 * time.Second)
@@ -539,6 +543,39 @@ func (p *Pool) Close() {
 		}
 		pids.sweep(func(string) bool { return false })
 	}
+}
+
+// Reap gives back every harness of Dir whose run keep does not keep, at
+// once and in parallel: this Pool's, and those a previous daemon left,
+// which it reaches through their sockets. Each ends its commands (its pid
+// namespace's) and exits, and its mounts (its mount namespace's) go with
+// it; its socket, log and cgroups are removed. It returns the keys given
+// back, in order. A harness being made meanwhile is left to its maker.
+func (p *Pool) Reap(keep func(key string) bool) []string {
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		out []string
+	)
+	for _, key := range p.Keys() {
+		p.mu.Lock()
+		making := p.making[key] != nil
+		p.mu.Unlock()
+		if making || keep(key) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.release(key, false)
+			mu.Lock()
+			out = append(out, key)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.Sort(out)
+	return out
 }
 
 func (p *Pool) reapIdle() {
