@@ -3,6 +3,8 @@
 package sandbox
 
 import (
+	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -42,4 +44,24 @@ func TestCloseGivesBackWhatAKilledDaemonLeft(t *testing.T) {
 	if keys := p.Keys(); len(keys) != 0 {
 		t.Fatalf("sockets left: %v", keys)
 	}
+}
+
+// TestReapFindsAHarnessWithoutItsSocket: a harness whose socket was
+// removed while it ran (given back when it did not answer, or replaced)
+// is found by its process, and killed; one whose run is kept stays.
+func TestReapFindsAHarnessWithoutItsSocket(t *testing.T) {
+	skipUnlessSandbox(t)
+	dir := t.TempDir()
+	pid := leftHarness(t, dir)
+	if err := os.Remove((&Pool{Dir: dir}).sockPath("r-test")); err != nil {
+		t.Fatal(err)
+	}
+	p := &Pool{Dir: dir}
+	if got := p.Reap(func(key string) bool { return key == "r-test" }); len(got) != 0 || !alive(pid) {
+		t.Fatalf("Reap gave back %v, the harness of a run kept (alive: %v)", got, alive(pid))
+	}
+	if got := p.Reap(func(string) bool { return false }); !slices.Equal(got, []string{"r-test"}) {
+		t.Fatalf("Reap gave back %v", got)
+	}
+	waitGone(t, pid, 5*time.Second)
 }
