@@ -63,6 +63,14 @@ func killHarness(pid int, dir, key string) error {
 	if errors.Is(err, unix.ESRCH) {
 		return nil
 	}
+	if errors.Is(err, unix.ENOSYS) {
+		// A kernel before 5.3: checked just before the signal instead.
+		if k, ok := harnessKey(pid, filepath.Clean(dir)); ok && k == key {
+			unix.Kill(pid, unix.SIGKILL)
+			waitPidGone(pid, 5*time.Second)
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("sandbox: harness %d: %w", pid, err)
 	}
