@@ -305,8 +305,10 @@ func (m *Manager) gcRecord(ctx context.Context, r *paddock.Run, dryRun bool) (*p
 }
 
 // recoverHarnesses gives back the harnesses a previous daemon left for runs
-// that can run nothing more (ended, retained, rejected, removed); the
-// harnesses of live runs stay, and their next command re-attaches.
+// that can run nothing more here (ended, retained, rejected, removed, or
+// adopted by another node while this one was down: ws holds only this
+// node's); the harnesses of this node's live runs stay, and their next
+// command re-attaches (or Close gives them back).
 func (m *Manager) recoverHarnesses(ctx context.Context, ws []*paddock.Workspace) []paddock.Finding {
 	if m.Harnesses == nil {
 		return nil
@@ -319,11 +321,7 @@ func (m *Manager) recoverHarnesses(ctx context.Context, ws []*paddock.Workspace)
 		}
 	}
 	var out []paddock.Finding
-	for _, key := range m.Harnesses.Keys() {
-		if live[key] {
-			continue
-		}
-		m.Harnesses.Release(key)
+	for _, key := range m.Harnesses.Reap(func(key string) bool { return live[key] }) {
 		out = append(out, paddock.Finding{RunID: key, Issue: "a resident sandbox outlived its run", Action: paddock.ActionCleaned})
 		m.log().Info("harness released", "run", key)
 	}

@@ -446,6 +446,16 @@ func (p *Pool) Release(key string) { p.release(key, false) }
 // on, and its next harness takes them again), which are removed only
 // once its exited processes are all released, tens of milliseconds later.
 func (p *Pool) release(key string, keepCgroups bool) {
+	p.stop(key)
+	p.removeFiles(key, true)
+	if pids := pidsFor(p.Dir); pids != nil && !keepCgroups {
+		pids.removeRun(key)
+	}
+}
+
+// stop ends the harness of key, this Pool's or, through its socket, one a
+// previous daemon left, and waits until it is gone.
+func (p *Pool) stop(key string) {
 	p.mu.Lock()
 	h := p.hs[key]
 	delete(p.hs, key)
@@ -455,10 +465,6 @@ func (p *Pool) release(key string, keepCgroups bool) {
 		h.waitGone(5 * time.Second)
 	} else if c, err := dialHarness(p.sockPath(key)); err == nil {
 		stopStale(c)
-	}
-	p.removeFiles(key, true)
-	if pids := pidsFor(p.Dir); pids != nil && !keepCgroups {
-		pids.removeRun(key)
 	}
 }
 
@@ -521,7 +527,10 @@ func (p *Pool) Keys() []string {
 	return keys
 }
 
-// Close gives every harness back; the Pool runs nothing after it.
+// Close gives every harness back, those a previous daemon left that no
+// command re-attached included (a daemon killed with -9 leaves them, and
+// nothing serves them after this one either); the Pool runs nothing after
+// it.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
@@ -532,6 +541,7 @@ func (p *Pool) Close() {
 		h.close()
 		p.removeFiles(h.key, true)
 	}
+	p.Reap(func(string) bool { return false })
 	if pids := pidsFor(p.Dir); pids != nil {
 		for _, h := range hs {
 			h.waitGone(5 * time.Second)
@@ -539,6 +549,58 @@ func (p *Pool) Close() {
 		}
 		pids.sweep(func(string) bool { return false })
 	}
+}
+
+// Reap gives back every harness of Dir whose run keep does not keep, at
+// once and in parallel: this Pool's; those a previous daemon left, which
+// it reaches through their sockets; and those it finds by their processes
+// alone (their sockets removed while they ran on), which it kills. Each
+// ends its commands (its pid namespace's) and exits, and its mounts (its
+// mount namespace's) go with it; its socket, log and cgroups are removed.
+// It returns the keys given back, in order. A harness being made
+// meanwhile is left to its maker.
+func (p *Pool) Reap(keep func(key string) bool) []string {
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		out []string
+	)
+	procs := harnessProcs(p.Dir)
+	keys := p.Keys()
+	for key := range procs {
+		if !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	for _, key := range keys {
+		p.mu.Lock()
+		making := p.making[key] != nil
+		p.mu.Unlock()
+		if making || keep(key) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.stop(key)
+			// What the socket did not reach, or reached no more.
+			for _, pid := range procs[key] {
+				if err := killHarness(pid, p.Dir, key); err != nil {
+					p.log().Warn("a harness could not be stopped", "run", key, "pid", pid, "err", err)
+				}
+			}
+			p.removeFiles(key, true)
+			if pids := pidsFor(p.Dir); pids != nil {
+				pids.removeRun(key)
+			}
+			mu.Lock()
+			out = append(out, key)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.Sort(out)
+	return out
 }
 
 func (p *Pool) reapIdle() {

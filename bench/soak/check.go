@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/bench/internal/benchutil"
+	"github.com/paddock-dev/paddock/sandbox"
 )
 
 // results are the checks' verdicts, in order.
@@ -589,8 +590,14 @@ func (s *soak) report(elapsed time.Duration, faults []*fault, left []string, res
 		fmt.Fprintf(out, " none")
 	}
 	fmt.Fprintln(out)
+	harnesses := 0
+	for _, l := range left {
+		if strings.Contains(l, sandbox.HarnessArg) {
+			harnesses++
+		}
+	}
+	fmt.Fprintf(out, "\nprocesses left behind once the nodes stopped (killed): %d, of them run harnesses: %d\n", len(left), harnesses)
 	if len(left) > 0 {
-		fmt.Fprintf(out, "\nprocesses left behind once the nodes stopped (killed): %d\n", len(left))
 		for i, l := range left {
 			if i == 5 {
 				fmt.Fprintf(out, "  …\n")
