@@ -90,6 +90,12 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 	defer release()
 	ctx, unhold := br.holdExpect(ctx, id) // checked and recorded as one step (expect.go)
 	defer unhold()
+	if changesFiles(b.call.Tool) {
+		// The last call's effects are its own: the look at the files after
+		// it (which runs after its answer) first, and the run read after
+		// it, as it is now (workspaceFor takes an active run as read here).
+		br.provenance.settle(id)
+	}
 	r, grants, err := br.runAndGrants(ctx, id)
 	if err != nil {
 		return nil, err
@@ -110,9 +116,6 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 		return nil, br.refuse(ctx, r, b, v)
 	}
 	cc := &callContext{run: r, def: def, grants: grants, red: br.redactor(r)}
-	if changesFiles(b.call.Tool) {
-		br.provenance.settle(id) // the last call's effects are its own
-	}
 	res, evs, callErr := b.run(ctx, cc)
 	if len(evs) > 0 {
 		var first string

@@ -37,7 +37,8 @@ type Nodes struct {
 	checkpointsDue sync.Map   // run id → true while a checkpoint in the shared store is due
 	checkpointKept sync.Map   // run id → the key of the checkpoint this node stored last
 	checkpointMu   runLocks   // one store of a run's checkpoint at a time, so that the one stored last is the newest
-	adopting       sync.Map   // run id → a token of its own while this node adopts it
+	adoptCalls     sync.Map   // run id → a token of its own while an Adopt of it runs on this node
+	adopting       sync.Map   // run id → true while this node restores it (its checkpoints wait)
 	fingerprintMu  sync.Mutex // one write of this node's project fingerprints at a time
 	life           *lifetime  // the checkpoints due
 }
@@ -376,18 +377,20 @@ func (nd *Nodes) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult
 	// an operator's, or two calls): a second one, whose take the store
 	// refuses, would overwrite the first's adoption marker and then remove
 	// it, and its return would end the first's hold on the run's
-	// checkpoints. While its files are restored, no checkpoint of the run
-	// is stored: the one in the store is what a retry restores from.
-	// Adoptions of different runs go on at once.
+	// checkpoints. Adoptions of different runs go on at once.
 	mine := new(byte) // not zero-sized: two such pointers may be equal
-	if _, busy := nd.adopting.LoadOrStore(id, mine); busy {
+	if _, busy := nd.adoptCalls.LoadOrStore(id, mine); busy {
 		return nil, paddock.Errorf(paddock.CodeConflict, "run %s is being adopted by this node (%s) already", id, nd.selfNode())
 	}
-	defer nd.adopting.CompareAndDelete(id, mine)
+	defer nd.adoptCalls.CompareAndDelete(id, mine)
 	a, err := nd.planAdoption(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, err // a refused adoption holds none of the run's checkpoints back
 	}
+	// While its files are restored, no checkpoint of the run is stored:
+	// the one in the store is what a retry restores from.
+	nd.adopting.Store(id, true)
+	defer nd.adopting.Delete(id)
 	if err := a.take(ctx, by); err != nil {
 		return nil, err
 	}
@@ -420,7 +423,7 @@ func (nd *Nodes) Adopt(ctx context.Context, id, by string) (*paddock.AdoptResult
 	if err := os.Remove(nd.adoptionMarkerPath(id)); err != nil {
 		nd.log().Warn("cannot remove an adoption's marker", "run", id, "err", err)
 	}
-	nd.adopting.CompareAndDelete(id, mine)
+	nd.adopting.Delete(id)
 	nd.checkpointSoon(id) // the restored files, as this node's first checkpoint of them
 	if res.Run, err = nd.Run(done, id); err != nil {
 		return nil, err

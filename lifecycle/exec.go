@@ -494,19 +494,35 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // protectedIn lists the paths the policy's patterns match in the
 // workspace now (protectedAhead names .git and what can be named ahead).
 func protectedIn(root string, patterns []string) []string {
+	return protectedAmong(root, patterns, nil)
+}
+
+// protectedInUpper is protectedIn for an overlay's upper layer, a
+// directory of paddock's own on the state disk, where names match as
+// bytes: a pattern whose first name is plain matches nothing where the
+// top has no such name, so one read of the top spares its glob (every
+// pattern of the default policy, in an upper layer that holds a few of
+// the project's top names). Not for a workspace of another kind: an
+// operator's directory may match names without case (a casefold
+// directory, a CIFS or exFAT mount), where the glob finds what bytes do
+// not.
+func protectedInUpper(upper string, patterns []string) []string {
+	entries, err := os.ReadDir(upper)
+	if err != nil {
+		return protectedIn(upper, patterns)
+	}
+	top := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		top[e.Name()] = true
+	}
+	return protectedAmong(upper, patterns, top)
+}
+
+// protectedAmong globs each pattern in root, but for those whose plain
+// first name top (when not nil) lacks.
+func protectedAmong(root string, patterns []string, top map[string]bool) []string {
 	var out []string
 	fsys := os.DirFS(root)
-	// A pattern whose first name is plain matches nothing where the top
-	// has no such name: one read of the top spares its glob (every
-	// pattern of the default policy, in an overlay's upper layer that
-	// holds a few of the project's top names).
-	var top map[string]bool
-	if entries, err := os.ReadDir(root); err == nil {
-		top = make(map[string]bool, len(entries))
-		for _, e := range entries {
-			top[e.Name()] = true
-		}
-	}
 	for _, pat := range patterns {
 		if first, _, _ := strings.Cut(pat, "/"); top != nil && !strings.ContainsAny(first, `*?[{\`) && !top[first] {
 			continue

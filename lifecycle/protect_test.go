@@ -42,8 +42,9 @@ func TestProtectedAheadPaths(t *testing.T) {
 	}
 }
 
-// TestProtectedInSkipsAbsentTops: protectedIn finds what a glob of every
-// pattern finds, the patterns whose first name is not at the top skipped.
+// TestProtectedInSkipsAbsentTops: protectedInUpper finds what a glob of
+// every pattern finds, the patterns whose first name is not at the top
+// skipped.
 func TestProtectedInSkipsAbsentTops(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -52,7 +53,7 @@ func TestProtectedInSkipsAbsentTops(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600)
 	}
 	patterns := append(slicesClone(confine.DefaultProtected), "**/*.key", "src/**/.envrc", `\{odd}/*`, "*.key", "missing/**")
-	got := protectedIn(dir, patterns)
+	got := protectedInUpper(dir, patterns)
 	var want []string // every pattern globbed
 	fsys := os.DirFS(dir)
 	for _, pat := range patterns {
@@ -71,7 +72,7 @@ func TestProtectedInSkipsAbsentTops(t *testing.T) {
 			t.Errorf("%s is not among %v", p, got)
 		}
 	}
-	if got := protectedIn(filepath.Join(dir, "nowhere"), patterns); len(got) != 0 {
+	if got := protectedInUpper(filepath.Join(dir, "nowhere"), patterns); len(got) != 0 {
 		t.Fatalf("a missing root: %v", got)
 	}
 }

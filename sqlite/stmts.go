@@ -90,15 +90,16 @@ func (s *statements) close() error {
 	return errors.Join(errs...)
 }
 
-// query, queryRow and exec run q in t, its kept statement if there is one.
+// query runs q in t, prepared anew: a kept statement is one SQLite
+// statement per connection, which cannot step two result sets at once, and
+// rows stay open while their caller reads them (a query run again inside
+// its own rows' loop failed so: "bad parameter or other API misuse").
 func (t *Tx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	ctx = t.ctx(ctx)
-	if st := t.stmts.get(q); st != nil {
-		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-	}
-	return t.tx.QueryContext(ctx, q, args...)
+	return t.tx.QueryContext(t.ctx(ctx), q, args...)
 }
 
+// queryRow and exec run q in t, its kept statement if there is one: each
+// is done with it when it returns (a Row is scanned at once).
 func (t *Tx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	ctx = t.ctx(ctx)
 	if st := t.stmts.get(q); st != nil {

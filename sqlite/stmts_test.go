@@ -43,6 +43,9 @@ func TestStatementsKeptPrepared(t *testing.T) {
 	if n := list(); n != 1 {
 		t.Fatalf("%d projects, want 1", n)
 	}
+	if err := s.View(ctx, func(tx paddock.Tx) error { _, err := tx.Project(ctx, "a"); return err }); err != nil {
+		t.Fatal(err)
+	}
 	kept := func(st *statements) int {
 		st.mu.Lock()
 		defer st.mu.Unlock()
@@ -73,11 +76,45 @@ func TestStatementsKeptPrepared(t *testing.T) {
 	}
 	for range 2 {
 		err := s.View(ctx, func(tx paddock.Tx) error {
-			_, err := tx.(*Tx).query(ctx, "SELEC nothing")
-			return err
+			var n int
+			return tx.(*Tx).queryRow(ctx, "SELEC nothing").Scan(&n)
 		})
 		if err == nil {
 			t.Fatal("a query that does not parse ran")
+		}
+	}
+	// A query run again inside its own rows' loop, as kept (the second
+	// time) as not (a kept statement cannot step two result sets at once).
+	for pass := range 2 {
+		var outer, inner int
+		err := s.View(ctx, func(tx paddock.Tx) error {
+			const q = `SELECT name FROM projects WHERE name > ? ORDER BY name`
+			rows, err := tx.(*Tx).query(ctx, q, "p")
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var name string
+				if err := rows.Scan(&name); err != nil {
+					return err
+				}
+				outer++
+				in, err := tx.(*Tx).query(ctx, q, name)
+				if err != nil {
+					return err
+				}
+				for in.Next() {
+					inner++
+				}
+				if err := in.Close(); err != nil {
+					return err
+				}
+			}
+			return rows.Err()
+		})
+		if err != nil || outer != 20 || inner != 190 {
+			t.Fatalf("pass %d: %d outer rows, %d inner, %v; want 20, 190", pass, outer, inner, err)
 		}
 	}
 	s.readStmts.mu.Lock()

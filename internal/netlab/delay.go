@@ -70,26 +70,24 @@ func (l *Lab) Delay(name, net string, d time.Duration) error {
 		l.delays = map[string]*delayer{}
 	}
 	dl := l.delays[key]
-	l.mu.Unlock()
 	if dl == nil {
 		if d == 0 {
+			l.mu.Unlock()
 			return nil
 		}
 		if _, err := exec.LookPath("iptables"); err != nil {
+			l.mu.Unlock()
 			return fmt.Errorf("%w: a delay needs iptables (its NFQUEUE target)", ErrUnavailable)
 		}
-		l.mu.Lock()
-		queue := uint16(delayQueueBase + len(l.delays))
-		l.mu.Unlock()
 		var err error
-		if dl, err = startDelayer(ns, dev, queue); err != nil {
+		if dl, err = startDelayer(ns, dev, uint16(delayQueueBase+len(l.delays))); err != nil {
+			l.mu.Unlock()
 			return fmt.Errorf("delay on %s's link to %s: %w", name, net, err)
 		}
-		l.mu.Lock()
 		l.delays[key] = dl
-		l.mu.Unlock()
-		l.onClose(dl.close)
+		l.closers = append(l.closers, dl.close) // as onClose, under the lock held here
 	}
+	l.mu.Unlock()
 	return dl.set(d)
 }
 
@@ -170,8 +168,8 @@ func (dl *delayer) set(d time.Duration) error {
 	dl.delay = d
 	err := dl.err
 	dl.mu.Unlock()
-	if err != nil {
-		return err
+	if err != nil && d > 0 {
+		return err // its packets would be held for good: no more rules
 	}
 	switch {
 	case was == 0 && d > 0:
@@ -181,13 +179,13 @@ func (dl *delayer) set(d time.Duration) error {
 			}
 		}
 	case was > 0 && d == 0:
-		var errs []error
+		errs := []error{err}
 		for _, r := range dl.rules() {
 			errs = append(errs, dl.iptables("-D", r))
 		}
 		return errors.Join(errs...)
 	}
-	return nil
+	return err
 }
 
 // read takes in the queued packets, each due its delay from now.
@@ -197,9 +195,13 @@ func (dl *delayer) read() {
 		if err != nil {
 			select {
 			case <-dl.done:
+				return
 			default:
-				dl.fail(fmt.Errorf("NFQUEUE %d: %w", dl.queue, err))
 			}
+			if errors.Is(err, unix.ENOBUFS) {
+				continue // reports of packets lost (the socket overran): the kernel dropped them, retransmitted later
+			}
+			dl.fail(fmt.Errorf("NFQUEUE %d: %w", dl.queue, err))
 			return
 		}
 		now := time.Now()
@@ -261,6 +263,12 @@ func (dl *delayer) release() {
 	}
 }
 
+func (dl *delayer) failed() error {
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	return dl.err
+}
+
 func (dl *delayer) fail(err error) {
 	dl.mu.Lock()
 	if dl.err == nil {
@@ -273,7 +281,7 @@ func (dl *delayer) fail(err error) {
 // ends the reader.
 func (dl *delayer) close() error {
 	err := dl.set(0)
-	for range 100 {
+	for i := 0; i < 100 && dl.failed() == nil; i++ {
 		dl.mu.Lock()
 		n := len(dl.pending)
 		dl.mu.Unlock()
