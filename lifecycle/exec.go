@@ -492,39 +492,18 @@ func parseNet(s string) (sandbox.Net, []string, error) {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // protectedIn lists the paths the policy's patterns match in the
-// workspace now (protectedAhead names .git and what can be named ahead).
+// workspace now, but for the patterns protectedAhead enforces whatever is
+// there (a plain path, or one whose wildcard is in its last name, whose
+// directory is made read-only): their matches are at or under a path made
+// read-only already. Every pattern of the default policy is one of those,
+// and the harness's placeholders of the missing ones are in an overlay's
+// upper layer, where globbing them all took a fifth of a command's own
+// cost in the daemon.
 func protectedIn(root string, patterns []string) []string {
-	return protectedAmong(root, patterns, nil)
-}
-
-// protectedInUpper is protectedIn for an overlay's upper layer, a
-// directory of paddock's own on the state disk, where names match as
-// bytes: a pattern whose first name is plain matches nothing where the
-// top has no such name, so one read of the top spares its glob (every
-// pattern of the default policy, in an upper layer that holds a few of
-// the project's top names). Not for a workspace of another kind: an
-// operator's directory may match names without case (a casefold
-// directory, a CIFS or exFAT mount), where the glob finds what bytes do
-// not.
-func protectedInUpper(upper string, patterns []string) []string {
-	entries, err := os.ReadDir(upper)
-	if err != nil {
-		return protectedIn(upper, patterns)
-	}
-	top := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		top[e.Name()] = true
-	}
-	return protectedAmong(upper, patterns, top)
-}
-
-// protectedAmong globs each pattern in root, but for those whose plain
-// first name top (when not nil) lacks.
-func protectedAmong(root string, patterns []string, top map[string]bool) []string {
 	var out []string
 	fsys := os.DirFS(root)
 	for _, pat := range patterns {
-		if first, _, _ := strings.Cut(pat, "/"); top != nil && !strings.ContainsAny(first, `*?[{\`) && !top[first] {
+		if _, ahead := aheadPath(pat); ahead {
 			continue
 		}
 		matches, _ := doublestar.Glob(fsys, pat, doublestar.WithNoFollow())
@@ -614,24 +593,35 @@ func (ex *executor) releaseHarness(id string) {
 func protectedAhead(patterns []string) (paths, unenforced []string) {
 	paths = []string{".git"}
 	for _, pat := range patterns {
-		segs := strings.Split(strings.Trim(pat, "/"), "/")
-		meta := -1
-		for i, s := range segs {
-			if strings.ContainsAny(s, "*?[{\\") {
-				meta = i
-				break
-			}
-		}
-		switch {
-		case meta < 0:
-			paths = append(paths, strings.Join(segs, "/"))
-		case meta == len(segs)-1 && meta > 0:
-			paths = append(paths, strings.Join(segs[:meta], "/"))
-		default:
+		if p, ok := aheadPath(pat); ok {
+			paths = append(paths, p)
+		} else {
 			unenforced = append(unenforced, pat+": only what matches when the view is made (its new matches cannot be named ahead)")
 		}
 	}
 	return paths, unenforced
+}
+
+// aheadPath is the path a view makes read-only for pattern pat whatever
+// is there: the path itself for a plain one, its directory for one whose
+// only wildcard is in its last name (not its first). Others cannot be
+// named ahead.
+func aheadPath(pat string) (string, bool) {
+	segs := strings.Split(strings.Trim(pat, "/"), "/")
+	meta := -1
+	for i, s := range segs {
+		if strings.ContainsAny(s, "*?[{\\") {
+			meta = i
+			break
+		}
+	}
+	switch {
+	case meta < 0:
+		return strings.Join(segs, "/"), true
+	case meta == len(segs)-1 && meta > 0:
+		return strings.Join(segs[:meta], "/"), true
+	}
+	return "", false
 }
 
 // protectedSpec is the union of the paths protected ahead and those the

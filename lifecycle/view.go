@@ -99,7 +99,7 @@ func (vw *views) sandboxSpec(ctx context.Context, r *paddock.Run, p *paddock.Pro
 		for _, dir := range append([]string{l.Lower}, l.Frozen...) {
 			matched = append(matched, vw.layers.in(dir, patterns))
 		}
-		matched = append(matched, protectedInUpper(l.Upper, patterns))
+		matched = append(matched, protectedIn(l.Upper, patterns))
 	}
 	spec.Protected, spec.Unprotected = protectedSpec(patterns, matched...)
 	// The run's own .git (an overlay's, a clone's) is the agent's git to
