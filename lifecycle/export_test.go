@@ -87,6 +87,20 @@ func TrackEffects(ctx context.Context, m *Manager, r *paddock.Run, seq int64) {
 	m.Provenance.settle(r.ID)
 }
 
+// SettleAll waits for every look at a run's files under way (the calls'
+// effects, looked at after their answers): a test that swaps the
+// manager's store does it when nothing reads it in the background.
+func SettleAll(m *Manager) {
+	l := &m.Provenance.provMu
+	l.mu.Lock()
+	ids := make([]string, 0, len(l.m))
+	for id := range l.m {
+		ids = append(ids, id)
+	}
+	l.mu.Unlock()
+	SettleEffects(m, ids...)
+}
+
 // SettleEffects waits for the looks at the runs' files after their last
 // calls (they run after the calls' answers).
 func SettleEffects(m *Manager, ids ...string) {

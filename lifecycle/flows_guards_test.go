@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/lifecycle"
 )
 
 // Red team (flows): failing tests that show what a coder or a reviewer
@@ -205,10 +206,12 @@ func TestFlowStartCrash(t *testing.T) {
 	e.project(t)
 	withSandbox(t, e)
 	fs := &flowFaults{Store: e.m.Store, fail: true}
+	lifecycle.SettleAll(e.m) // the writes' looks at the files read the store too
 	e.m.Store = fs
 	if _, err := e.m.Flows.StartFlow(ctx, paddock.StartFlowRequest{Workflow: paddock.WorkflowTaskWithReview, Project: "my-app", Task: "t"}); err == nil {
 		t.Fatal("StartFlow with a failing save succeeded")
 	}
+	lifecycle.SettleAll(e.m)
 	e.m.Store = fs.Store
 	flows, err := e.m.Flows.Flows(ctx, "")
 	if err != nil {
@@ -261,10 +264,12 @@ func TestFlowApproveCrash(t *testing.T) {
 	}
 	reviewer, head := f.Runs["reviewing"], f.Head
 	fs := &flowFaults{Store: e.m.Store, fail: true}
+	lifecycle.SettleAll(e.m) // the writes' looks at the files read the store too
 	e.m.Store = fs
 	if _, err := e.m.Flows.PickEvent(agentCtx, reviewer, "approve", paddock.MenuEventRequest{Head: head}); err == nil {
 		t.Fatal("approve with a failing save succeeded")
 	}
+	lifecycle.SettleAll(e.m)
 	e.m.Store = fs.Store
 	e.reopen(t)
 	withSandbox(t, e)
@@ -361,8 +366,10 @@ func TestFlowEmptyReviewHeadIsLive(t *testing.T) {
 			t.Errorf("the coder's racing write: %v", err)
 		}
 	}}
+	lifecycle.SettleAll(e.m) // the writes' looks at the files read the store too
 	e.m.Store = hook
 	f, err = e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{})
+	lifecycle.SettleAll(e.m)
 	e.m.Store = hook.Store
 	if err != nil || f.State != "reviewing" {
 		t.Fatalf("done: %+v %v", f, err)

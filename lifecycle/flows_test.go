@@ -12,6 +12,7 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/gitx/gittest"
+	"github.com/paddock-dev/paddock/lifecycle"
 )
 
 // TestTaskWithReviewIncident replays the incident of record 000 in the
@@ -333,10 +334,12 @@ func TestFlowStepFinishedAfterACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := e.m.Store
+	lifecycle.SettleAll(e.m)                    // the write's look at the files reads the store too
 	e.m.Store = &stepFaults{Store: store, n: 1} // the intent is saved, the step's end is not
 	if _, err := e.m.Flows.PickEvent(agentCtx, coder, "done", paddock.MenuEventRequest{}); err == nil {
 		t.Fatal("a step whose save failed went through")
 	}
+	lifecycle.SettleAll(e.m)
 	e.m.Store = store
 	mid, _ := e.m.Flows.Flow(ctx, f.ID)
 	if mid.Entering != "reviewing" || mid.EnteringRun == "" || mid.State != "coding" {

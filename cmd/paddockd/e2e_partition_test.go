@@ -137,7 +137,15 @@ type storedEvent struct {
 func (p *partition) events(id string) []storedEvent {
 	p.t.Helper()
 	ctx := context.Background()
-	rows, err := p.db.Query(ctx, `SELECT e.seq, e.type, coalesce(e.data::text, ''), coalesce(host(a.addr), '')
+	// One snapshot for the events and last_seq: a node may append one
+	// meanwhile (a checkpoint due), which would be counted in one read and
+	// not the other.
+	tx, err := p.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, `SELECT e.seq, e.type, coalesce(e.data::text, ''), coalesce(host(a.addr), '')
 		FROM events e LEFT JOIN fault_audit a ON a.run_id = e.run_id AND a.seq = e.seq WHERE e.run_id = $1 ORDER BY e.seq`, id)
 	if err != nil {
 		p.t.Fatal(err)
@@ -150,7 +158,7 @@ func (p *partition) events(id string) []storedEvent {
 		p.t.Fatal(err)
 	}
 	var last int64
-	if err := p.db.QueryRow(ctx, `SELECT last_seq FROM runs WHERE id = $1`, id).Scan(&last); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT last_seq FROM runs WHERE id = $1`, id).Scan(&last); err != nil {
 		p.t.Fatal(err)
 	}
 	if int64(len(evs)) != last {
