@@ -654,21 +654,24 @@ func (p *partition) lossyLink(t *testing.T, id string) {
 		t.Fatalf("%d of the %d calls made through %s during the loss failed: want at most half; its renewals:\n%s",
 			failed, during, h.id, tail(strings.Join(renewals, "\n"), 40))
 	}
-	switch state {
-	case "alive":
-		if p.holder(id) != h.id {
-			t.Fatalf("%s is alive but its run is on %s", h.id, p.holder(id))
-		}
-	case "lost":
-		p.exited(h, 10*partLease)
-	}
 	p.checkOneOwner(id, h, state)
 }
 
-// checkOneOwner checks that nothing of run id's events came from node h
-// after another node marked it lost (state is h's state in the store).
+// checkOneOwner checks that node h, in state in the store, still holds run
+// id (alive) or was marked lost and stopped, and that nothing of the run's
+// events came from h after another node marked it lost.
 func (p *partition) checkOneOwner(id string, h *partNode, state string) {
 	p.t.Helper()
+	switch state {
+	case "alive":
+		if p.holder(id) != h.id {
+			p.t.Fatalf("%s is alive but its run is on %s", h.id, p.holder(id))
+		}
+	case "lost":
+		p.exited(h, 10*partLease)
+	default:
+		p.t.Fatalf("%s is %s", h.id, state)
+	}
 	addrs := map[string]string{}
 	for _, n := range p.nodes {
 		addrs[p.lab.addr(storeNet, n.host)] = n.id
