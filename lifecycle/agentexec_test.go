@@ -35,11 +35,13 @@ func TestAgentAndItsCommandsShareAnOverlayRun(t *testing.T) {
 	// Wait for the agent's own write: its process holds the harness.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := e.m.Broker.CallTool(ctx, id, "read", []byte(`{"path":"agent.txt"}`)); err == nil {
+		_, err := e.m.Broker.CallTool(ctx, id, "read", []byte(`{"path":"agent.txt"}`))
+		if err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the agent never wrote agent.txt")
+			st, serr := e.m.Jobs.JobStatus(ctx, id)
+			t.Fatalf("the agent never wrote agent.txt: last read %v; job %+v %v", err, st, serr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
