@@ -1,11 +1,15 @@
 package changeset
 
 import (
-	"errors"
 	"io"
 	"io/fs"
 	"os"
+	"path"
+	"slices"
 	"strings"
+
+	"github.com/paddock-dev/paddock/internal/fsat"
+	"golang.org/x/sys/unix"
 )
 
 // Tree is a tree of files as labels read it where the workspace cannot
@@ -45,85 +49,97 @@ func DirTree(dir string) Tree { return dirTree(dir) }
 
 type dirTree string
 
+// Names reads each directory once, in path order, keeping the last
+// one's directories open (fsat.Stack); a directory with a link on the way
+// to it is not one the tree has.
 func (d dirTree) Names(dirs []string) (map[string][]string, error) {
-	root, err := os.OpenRoot(string(d))
+	root, err := unix.Open(string(d), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: string(d), Err: err}
 	}
-	defer root.Close()
+	defer unix.Close(root)
+	var stack fsat.Stack
+	defer stack.Close()
 	out := map[string][]string{}
-	for _, dir := range dirs {
-		names, err := readNames(root, dir)
-		switch {
-		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir):
-		case err != nil:
-			return nil, err
-		default:
-			out[dir] = names
+	for _, dir := range slices.Sorted(slices.Values(dirs)) {
+		fd, err := stack.Open(root, dir)
+		if fsat.NotThere(err) {
+			continue
 		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+		}
+		names, err := fsat.Names(fd)
+		if err != nil {
+			return nil, &fs.PathError{Op: "readdir", Path: dir, Err: err}
+		}
+		out[dir] = names
 	}
 	return out, nil
 }
 
-var errNotDir = errors.New("not a directory")
-
-// readNames lists the directory dir of root (see isDir).
-func readNames(root *os.Root, dir string) ([]string, error) {
-	if err := isDir(root, dir); err != nil {
-		return nil, err
+// readFiles reads the files of t at paths (see Tree.File): those it has,
+// by path; one it cannot read is left out. A DirTree reads them all
+// through one descriptor of its top and the directories of the last path.
+func readFiles(t Tree, paths []string) map[string][]byte {
+	out := map[string][]byte{}
+	d, ok := t.(dirTree)
+	if !ok {
+		for _, p := range paths {
+			if b, err := t.File(p); err == nil {
+				out[p] = b
+			}
+		}
+		return out
 	}
-	name := dir
-	if name == "" {
-		name = "."
-	}
-	f, err := root.Open(name)
+	root, err := unix.Open(string(d), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return out
 	}
-	defer f.Close()
-	return f.Readdirnames(-1)
-}
-
-// isDir checks that every name on the way to dir, and dir, is a directory
-// of root and not a link.
-func isDir(root *os.Root, dir string) error {
-	if dir == "" {
-		return nil
-	}
-	for _, q := range prefixes(dir) {
-		fi, err := root.Lstat(q)
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return errNotDir
+	defer unix.Close(root)
+	var stack fsat.Stack
+	defer stack.Close()
+	for _, p := range slices.Sorted(slices.Values(paths)) {
+		if b, err := fileAt(root, &stack, p); err == nil {
+			out[p] = b
 		}
 	}
-	return nil
+	return out
 }
 
+// File opens p's directory one name at a time and then p, following no
+// link; a link, a FIFO, anything but a regular file is not a file here.
 func (d dirTree) File(p string) ([]byte, error) {
-	root, err := os.OpenRoot(string(d))
+	root, err := unix.Open(string(d), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: string(d), Err: err}
 	}
-	defer root.Close()
-	if err := isDir(root, parentDir(p)); errors.Is(err, errNotDir) {
+	defer unix.Close(root)
+	var stack fsat.Stack
+	defer stack.Close()
+	return fileAt(root, &stack, p)
+}
+
+// fileAt reads the regular file p under root, its directories opened
+// through stack.
+func fileAt(root int, stack *fsat.Stack, p string) ([]byte, error) {
+	if strings.Contains(p, "\x00") {
 		return nil, fs.ErrNotExist
-	} else if err != nil {
-		return nil, err
 	}
-	fi, err := root.Lstat(p)
-	if err != nil {
-		return nil, err
+	fd, err := stack.Open(root, parentDir(p))
+	if err == nil {
+		fd, err = fsat.OpenAt(fd, path.Base(p), false)
 	}
-	if !fi.Mode().IsRegular() || strings.Contains(p, "\x00") {
+	if fsat.NotThere(err) {
 		return nil, fs.ErrNotExist
 	}
-	f, err := root.Open(p)
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
+	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fs.ErrNotExist
+	}
 	return io.ReadAll(io.LimitReader(f, maxBaseFile))
 }

@@ -15,10 +15,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -118,13 +120,36 @@ func entriesOf(snap *gitx.Snapshot, root string, policy *confine.Policy, trees T
 		default:
 			e.Op = paddock.OpModify
 		}
-		label(&e, root, policy)
 		entries = append(entries, e)
 	}
-	if err := labelAcross(entries, root, policy, trees); err != nil {
+	// What the labels across the entries read of the trees depends on
+	// their paths alone: it is read while each is labelled alone.
+	reads := make(chan *acrossReads, 1)
+	go func(dirs []string) { reads <- readAcross(dirs, trees) }(entryDirs(entries))
+	labelAll(entries, root, policy)
+	if err := labelAcrossRead(entries, root, policy, trees, <-reads); err != nil {
 		return nil, err
 	}
 	return entries, nil
+}
+
+// labelAll labels each entry alone (see label), a few at a time: each
+// reads its file through the workspace, and a change set of thousands of
+// files waits on those reads more than on the processor.
+func labelAll(entries []paddock.ChangeEntry, root string, policy *confine.Policy) {
+	workers := min(runtime.GOMAXPROCS(0)*2, 8, len(entries)/64+1)
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(entries); i = int(next.Add(1) - 1) {
+				label(&entries[i], root, policy)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // maskInPlace replaces the diff in the file path with its masked form;
@@ -292,48 +317,60 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 		return
 	}
 	full := filepath.Join(root, filepath.FromSlash(p))
-	fi, err := os.Lstat(full)
+	// Opened first, without following a link: a link is the rare case,
+	// told by ELOOP, and only then looked at as a link.
+	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		if fi, lerr := os.Lstat(full); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			add("symlink")
+			target, _ := os.Readlink(full)
+			e.Size = int64(len(target))
+			if why := NeverApplied(p, true, target, policy); why != "" {
+				e.Blocked = why
+			}
+		}
+		return
+	}
 	if err != nil {
 		return
 	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		add("symlink")
-		target, _ := os.Readlink(full)
-		e.Size = int64(len(target))
-		if why := NeverApplied(p, true, target, policy); why != "" {
-			e.Blocked = why
-		}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		return
 	}
 	e.Size = fi.Size()
 	if e.Size > LargeFile {
 		add("large")
 	}
-	if f, err := openRegularFile(full); err == nil {
-		// One buffer for every entry of a change set (ten thousand files
-		// must not cost ten thousand reads into fresh memory).
-		bp := labelBufs.Get().(*[]byte)
-		head := (*bp)[:8000]
-		n, _ := io.ReadFull(f, head)
-		e.Binary = bytes.IndexByte(head[:n], 0) >= 0
-		if e.Binary {
-			add("binary")
-		} else if e.Size <= LargeFile {
-			b := (*bp)[:n]
-			if n == len(head) {
-				buf := bytes.NewBuffer(b)
-				buf.ReadFrom(io.LimitReader(f, LargeFile))
-				b = buf.Bytes()
-			}
-			if !bytes.Equal(redact.Shapes(b), b) {
-				add("secret")
-			}
-			if cap(b) <= 4<<20 {
-				*bp = b[:cap(b)]
-			}
-		}
-		f.Close()
-		labelBufs.Put(bp)
+	if !fi.Mode().IsRegular() {
+		return
+	}
+	// One buffer for every entry of a change set (ten thousand files
+	// must not cost ten thousand reads into fresh memory).
+	bp := labelBufs.Get().(*[]byte)
+	defer labelBufs.Put(bp)
+	head := (*bp)[:8000]
+	n, _ := io.ReadFull(f, head)
+	e.Binary = bytes.IndexByte(head[:n], 0) >= 0
+	if e.Binary {
+		add("binary")
+		return
+	}
+	if e.Size > LargeFile {
+		return
+	}
+	b := (*bp)[:n]
+	if n == len(head) {
+		buf := bytes.NewBuffer(b)
+		buf.ReadFrom(io.LimitReader(f, LargeFile))
+		b = buf.Bytes()
+	}
+	if !bytes.Equal(redact.Shapes(b), b) {
+		add("secret")
+	}
+	if cap(b) <= 4<<20 {
+		*bp = b[:cap(b)]
 	}
 }
 
@@ -362,20 +399,6 @@ func addRisk(e *paddock.ChangeEntry, r string) {
 	if !slices.Contains(e.Risks, r) {
 		e.Risks = append(e.Risks, r)
 	}
-}
-
-// openRegularFile opens the file at p if it is a regular one, and never
-// blocks on what is not (a FIFO the workspace swapped in).
-func openRegularFile(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("changeset: %s is not a regular file", p)
-	}
-	return f, nil
 }
 
 // labelHooks labels an entry in the project's configured hooks

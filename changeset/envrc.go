@@ -41,7 +41,8 @@ type sourcedFile struct {
 // labelSourced labels the entries a protected .envrc sources. dirs are the
 // entries' directories (see entryDirs), names the base's names in them (nil:
 // the base is not known).
-func labelSourced(entries []paddock.ChangeEntry, root string, policy *confine.Policy, trees Trees, dirs []string, names map[string][]string) error {
+func labelSourced(entries []paddock.ChangeEntry, root string, policy *confine.Policy, trees Trees, r *acrossReads) error {
+	dirs, names := r.dirs, r.names
 	if len(entries) == 0 {
 		return nil
 	}
@@ -110,11 +111,8 @@ func labelSourced(entries []paddock.ChangeEntry, root string, policy *confine.Po
 		}
 		// The project's own, tracked or not: what direnv runs on the host.
 		// One it cannot read is one direnv cannot run either.
-		if trees.Host != nil {
-			p := path.Join(d, ".envrc")
-			if b, err := trees.Host.File(p); err == nil {
-				read(p, "the project's", b)
-			}
+		if p := path.Join(d, ".envrc"); r.host[p] != nil {
+			read(p, "the project's", r.host[p])
 		}
 	}
 	if len(found) == 0 {

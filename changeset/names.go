@@ -97,16 +97,54 @@ func entryDirs(entries []paddock.ChangeEntry) []string {
 // labelAcross sets the labels that compare an entry with the others and
 // with the base.
 func labelAcross(entries []paddock.ChangeEntry, root string, policy *confine.Policy, trees Trees) error {
-	dirs := entryDirs(entries)
-	var names map[string][]string
+	return labelAcrossRead(entries, root, policy, trees, readAcross(entryDirs(entries), trees))
+}
+
+// labelAcrossRead is labelAcross with what it reads of the trees read.
+func labelAcrossRead(entries []paddock.ChangeEntry, root string, policy *confine.Policy, trees Trees, r *acrossReads) error {
+	if r.err != nil {
+		return r.err
+	}
+	labelNames(entries, r.names)
+	return labelSourced(entries, root, policy, trees, r)
+}
+
+// acrossReads is what the labels across the entries read of the trees:
+// the base's names in the entries' directories (nil: the base is not
+// known) and the project's .envrc files there. It depends on the entries'
+// paths alone, so it can be read while each entry is labelled alone.
+type acrossReads struct {
+	dirs  []string
+	names map[string][]string
+	host  map[string][]byte // by path, the .envrc files of dirs the host has
+	err   error
+}
+
+// readAcross reads what the labels across the entries in dirs (see
+// entryDirs) need: the base's names and the host's .envrc files, side by
+// side.
+func readAcross(dirs []string, trees Trees) *acrossReads {
+	r := &acrossReads{dirs: dirs}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if trees.Host == nil {
+			return
+		}
+		envrcs := make([]string, len(dirs))
+		for i, d := range dirs {
+			envrcs[i] = path.Join(d, ".envrc")
+		}
+		r.host = readFiles(trees.Host, envrcs)
+	}()
 	if trees.Base != nil {
 		var err error
-		if names, err = trees.Base.Names(dirs); err != nil {
-			return fmt.Errorf("changeset: reading the base's names: %w", err)
+		if r.names, err = trees.Base.Names(dirs); err != nil {
+			r.err = fmt.Errorf("changeset: reading the base's names: %w", err)
 		}
 	}
-	labelNames(entries, names)
-	return labelSourced(entries, root, policy, trees, dirs, names)
+	<-done
+	return r
 }
 
 // labelNames labels the entries whose names collide (name_collision, with a

@@ -42,6 +42,8 @@ type Withheld struct {
 
 // DiffOptions are what DiffWorkTree and DiffPaths take besides the trees.
 type DiffOptions struct {
+	wholeIndex bool // DiffPaths diffs a whole index of base whatever the paths (tests)
+
 	// Cache, if not empty, is a private directory (paddock's, never the
 	// work tree's) where what is made of the work tree is kept between
 	// calls (see DiffWorkTree and DiffPaths).

@@ -2,15 +2,13 @@ package gitx
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
+	"path"
 	"path/filepath"
 	"slices"
-	"syscall"
+	"strings"
 
+	"github.com/paddock-dev/paddock/internal/fsat"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,11 +73,11 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	if err := d.hashAll(root, t.files, bt, nil); err != nil {
 		return nil, err
 	}
-	s := stagePaths(t.files, bt)
-	if err := d.index(s.info.Bytes()); err != nil {
+	s, limit, err := d.stageForPaths(t, bt, base, spec, o.Cache, o.wholeIndex || len(spec) >= fullIndexPaths)
+	if err != nil {
 		return nil, err
 	}
-	snap, err := d.render(base, append([]string{"--"}, spec...), o, s.withheld, func(raw []byte) error {
+	snap, err := d.render(base, limit, o, s.withheld, func(raw []byte) error {
 		return verifyRaw(raw, s.present, s.fresh)
 	})
 	if err != nil {
@@ -87,6 +85,30 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	}
 	snap.Ignored = sorted(t.ignored)
 	return snap, nil
+}
+
+// fullIndexPaths is how many paths DiffPaths takes before it diffs a
+// whole index of base with the paths' changes rather than an index of
+// the paths alone limited to them: git matches every entry of base
+// against every path of a pathspec, which costs more than reading and
+// writing base's index from about this many paths on.
+const fullIndexPaths = 600
+
+// stageForPaths gives the scratch index the files under spec, and
+// returns the pathspec the diff is limited to: with few paths, an index
+// of them alone (stagePaths) and spec; with many (whole), base's whole
+// index (kept per base in cache) with their changes (stageWorkTree: what the paths of
+// base under spec no longer hold is removed) and no pathspec.
+func (d *diffRun) stageForPaths(t *treeReader, bt *baseTree, base string, spec []string, cache string, whole bool) (*staged, []string, error) {
+	if !whole {
+		s := stagePaths(t.files, bt)
+		return s, append([]string{"--"}, spec...), d.index(s.info.Bytes())
+	}
+	s, _ := d.stageWorkTree(t, bt)
+	if err := d.baseIndex(base, cache); err != nil {
+		return nil, nil, err
+	}
+	return s, nil, d.index(s.info.Bytes())
 }
 
 // listBasePaths lists which of paths (spec, as git names them) base has:
@@ -112,7 +134,7 @@ func (d *diffRun) listBasePaths(base string, paths, spec []string, baseFiles str
 // (paths may overlap), leaving out what the ignore rules do.
 func (d *diffRun) readPaths(root int, bt *baseTree, spec []string) (*treeReader, error) {
 	t := &treeReader{root: root, base: bt, ignore: d.ignore, keptLinks: map[string]bool{}}
-	defer t.dirs.close()
+	defer t.dirs.Close()
 	for _, p := range sorted(slices.Clone(spec)) {
 		if err := t.walk(p); err != nil {
 			return nil, fmt.Errorf("gitx: diff: %w", err)
@@ -182,32 +204,45 @@ func uniqueFiles(files []*wfile) []*wfile {
 // baseHas tells which of paths base has, from dir, its files as checked
 // out (DiffOptions.BaseFiles): known is false when dir cannot tell (a path
 // is a directory there, or lies under an empty one: a submodule's checkout
-// holds nothing), and git must be asked.
+// holds nothing), and git must be asked. dir is read one name at a time,
+// in path order, keeping the last path's directories open (fsat.Stack); a
+// link on the way is not a directory of base.
 func baseHas(dir string, paths []string) (in map[string]bool, known bool) {
 	in = map[string]bool{}
 	if dir == "" {
 		return in, false
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := openTree(dir)
 	if err != nil {
 		return in, false
 	}
-	defer root.Close()
+	defer unix.Close(root)
+	var dirs fsat.Stack
+	defer dirs.Close()
 	empty := map[string]bool{}
-	for _, p := range paths {
-		fi, err := root.Lstat(p)
+	for _, p := range sorted(slices.Clone(paths)) {
+		slashed := filepath.ToSlash(p)
+		parent, name := path.Split(slashed)
+		parent = strings.TrimSuffix(parent, "/")
+		var st unix.Stat_t
+		pfd, err := dirs.Open(root, parent)
+		if err == nil {
+			err = unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		}
 		switch {
-		case err == nil && fi.IsDir():
+		case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
 			return map[string]bool{}, false
 		case err == nil:
-			in[filepath.ToSlash(p)] = false
-		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			// Every directory above a file base has holds it: none is empty.
+			in[slashed] = false
+			continue
+		case !gone(err):
 			return map[string]bool{}, false
 		}
-		for d := filepath.Dir(p); d != "." && d != "/"; d = filepath.Dir(d) {
+		for d := parent; d != ""; d = parentOf(d) {
 			e, seen := empty[d]
 			if !seen {
-				e = isEmptyDir(root, d)
+				e = isEmptyDir(root, &dirs, d)
 				empty[d] = e
 			}
 			if e {
@@ -218,18 +253,21 @@ func baseHas(dir string, paths []string) (in map[string]bool, known bool) {
 	return in, true
 }
 
+// parentOf is the directory above the slash-separated d ("" at the top).
+func parentOf(d string) string {
+	if i := strings.LastIndexByte(d, '/'); i >= 0 {
+		return d[:i]
+	}
+	return ""
+}
+
 // isEmptyDir reports whether d in root is a directory holding nothing.
-func isEmptyDir(root *os.Root, d string) bool {
-	f, err := root.Open(d)
+func isEmptyDir(root int, dirs *fsat.Stack, d string) bool {
+	fd, err := dirs.Open(root, d)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
-		return false
-	}
-	_, err = f.Readdirnames(1)
-	return errors.Is(err, io.EOF)
+	return fsat.Empty(fd)
 }
 
 // readRaw reads the raw records at the head of `git diff -z --raw --patch`

@@ -202,7 +202,7 @@ func (d *diffRun) hashAll(root int, files []*wfile, base *baseTree, cache *statC
 	}
 	defer store.abort()
 	h := &hasher{root: root, format: d.format, store: store}
-	defer h.dirs.close()
+	defer h.dirs.Close()
 	for _, f := range files {
 		b, inBase := base.entries[f.path]
 		want := func(oid string) bool { return f.why == "" && !(inBase && b.oid == oid) }

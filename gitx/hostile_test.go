@@ -128,7 +128,8 @@ func (h *hostile) topLevel(t *testing.T) []string {
 	return out
 }
 
-// diffBoth runs DiffWorkTree and DiffPaths on h, each within a deadline.
+// diffBoth runs DiffWorkTree and DiffPaths (with an index of the paths
+// alone, and with a whole one) on h, each within a deadline.
 func diffBoth(t *testing.T, g *gitx.Git, h *hostile) map[string]*gitx.Snapshot {
 	t.Helper()
 	out := map[string]*gitx.Snapshot{}
@@ -138,6 +139,9 @@ func diffBoth(t *testing.T, g *gitx.Git, h *hostile) map[string]*gitx.Snapshot {
 		},
 		"DiffPaths": func(ctx context.Context) (*gitx.Snapshot, error) {
 			return g.DiffPaths(ctx, filepath.Join(h.project, ".git"), h.work, h.base, h.topLevel(t), gitx.DiffOptions{Cache: t.TempDir()})
+		},
+		"DiffPaths, a whole index": func(ctx context.Context) (*gitx.Snapshot, error) {
+			return g.DiffPathsWholeIndex(ctx, filepath.Join(h.project, ".git"), h.work, h.base, h.topLevel(t), gitx.DiffOptions{Cache: t.TempDir()})
 		},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -156,7 +160,7 @@ func diffBoth(t *testing.T, g *gitx.Git, h *hostile) map[string]*gitx.Snapshot {
 // diff of it runs none of the project's drivers, follows no gitdir:,
 // opens no FIFO, reports every .git entry and embedded repository as
 // withheld, shows text as text, and `git apply` of it onto base gives the
-// work tree's bytes back; DiffWorkTree and DiffPaths agree.
+// work tree's bytes back; DiffWorkTree and DiffPaths (both ways) agree.
 func TestDiffReadsNothingAPlantedTreeOffers(t *testing.T) {
 	g := newGit(t)
 	h := newHostile(t)
@@ -205,9 +209,12 @@ func TestDiffReadsNothingAPlantedTreeOffers(t *testing.T) {
 			t.Errorf("%s: %d binary patches, want 1 (blob.bin)", name, n)
 		}
 	}
-	a, b := snaps["DiffWorkTree"], snaps["DiffPaths"]
-	if !bytes.Equal(a.Raw, b.Raw) || !bytes.Equal(a.Diff, b.Diff) || fmt.Sprint(a.Withheld) != fmt.Sprint(b.Withheld) {
-		t.Errorf("DiffWorkTree and DiffPaths differ:\n%s\n%v\n---\n%s\n%v", a.Raw, a.Withheld, b.Raw, b.Withheld)
+	a := snaps["DiffWorkTree"]
+	for _, name := range []string{"DiffPaths", "DiffPaths, a whole index"} {
+		b := snaps[name]
+		if !bytes.Equal(a.Raw, b.Raw) || !bytes.Equal(a.Diff, b.Diff) || fmt.Sprint(a.Withheld) != fmt.Sprint(b.Withheld) {
+			t.Errorf("DiffWorkTree and %s differ:\n%s\n%v\n---\n%s\n%v", name, a.Raw, a.Withheld, b.Raw, b.Withheld)
+		}
 	}
 
 	// git apply of the diff onto base gives the work tree's bytes back

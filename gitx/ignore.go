@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/paddock-dev/paddock/internal/fsat"
 	"io"
 	"os"
 	"os/exec"
@@ -46,7 +47,7 @@ func newIgnorer(ctx context.Context, g *Git, gitDir, shadow string) (*ignorer, e
 // keepRules copies the .gitignore of the directory dirfd (at rel) into
 // the shadow tree, if it has one that is a regular file.
 func (ig *ignorer) keepRules(dirfd int, rel string) error {
-	fd, err := openAt(dirfd, ".gitignore", false)
+	fd, err := fsat.OpenAt(dirfd, ".gitignore", false)
 	if gone(err) || errors.Is(err, unix.ENXIO) {
 		return nil
 	}

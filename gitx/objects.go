@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/paddock-dev/paddock/internal/fsat"
 	"hash"
 	"io"
 	"os"
@@ -60,18 +61,18 @@ type hasher struct {
 	format objectFormat
 	store  *packStore
 	buf    []byte
-	dirs   dirStack
+	dirs   fsat.Stack
 }
 
 // open opens the file rel for reading, refusing anything but a regular
 // file, without following a link at any step.
 func (h *hasher) open(rel string) (*os.File, error) {
 	dir, name := path.Split(rel)
-	dfd, err := h.dirs.open(h.root, strings.TrimSuffix(dir, "/"))
+	dfd, err := h.dirs.Open(h.root, strings.TrimSuffix(dir, "/"))
 	if err != nil {
 		return nil, err
 	}
-	fd, err := openAt(dfd, name, false)
+	fd, err := fsat.OpenAt(dfd, name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func (h *hasher) open(rel string) (*os.File, error) {
 func (h *hasher) content(f *wfile) (io.ReadCloser, int64, error) {
 	if f.mode == "120000" {
 		dir, name := path.Split(f.path)
-		dfd, err := h.dirs.open(h.root, strings.TrimSuffix(dir, "/"))
+		dfd, err := h.dirs.Open(h.root, strings.TrimSuffix(dir, "/"))
 		if err != nil {
 			return nil, 0, err
 		}

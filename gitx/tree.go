@@ -1,10 +1,8 @@
 package gitx
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
+	"github.com/paddock-dev/paddock/internal/fsat"
 	"path"
 	"slices"
 	"sort"
@@ -83,93 +81,20 @@ type treeReader struct {
 	ignored   []string
 	keptLinks map[string]bool // base's submodules the work tree still has a directory for
 	gitDirs   map[string]bool // directories seen, and whether they look like a repository
-	dirs      dirStack        // the directories walk opened last
+	dirs      fsat.Stack      // the directories walk opened last
 }
 
 func openTree(dir string) (int, error) {
 	return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 }
 
-// openAt opens name in the directory dirfd without following a link.
-func openAt(dirfd int, name string, dir bool) (int, error) {
-	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
-	if dir {
-		flags |= unix.O_DIRECTORY
-	}
-	for {
-		fd, err := unix.Openat(dirfd, name, flags, 0)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
-}
-
-// dirStack keeps open the directories of the last path opened through
-// it, one descriptor a name, each opened without following a link: files visited in
-// path order open each directory once, not once a file. Its descriptors
-// are the caller's to close (close).
-type dirStack struct {
-	names []string
-	fds   []int
-}
-
-// open returns the descriptor of the directory rel under root, which the
-// stack keeps (the caller must not close it).
-func (s *dirStack) open(root int, rel string) (int, error) {
-	var parts []string
-	if rel != "" && rel != "." {
-		parts = strings.Split(rel, "/")
-	}
-	k := 0
-	for k < len(parts) && k < len(s.names) && parts[k] == s.names[k] {
-		k++
-	}
-	s.truncate(k)
-	for _, name := range parts[k:] {
-		parent := root
-		if len(s.fds) > 0 {
-			parent = s.fds[len(s.fds)-1]
-		}
-		fd, err := openAt(parent, name, true)
-		if err != nil {
-			return -1, err
-		}
-		s.names, s.fds = append(s.names, name), append(s.fds, fd)
-	}
-	if len(s.fds) == 0 {
-		return root, nil
-	}
-	return s.fds[len(s.fds)-1], nil
-}
-
-// truncate closes the descriptors below the first k names.
-func (s *dirStack) truncate(k int) {
-	for _, fd := range s.fds[k:] {
-		unix.Close(fd)
-	}
-	s.names, s.fds = s.names[:k], s.fds[:k]
-}
-
-func (s *dirStack) close() { s.truncate(0) }
-
 // gone reports an error that means the entry went away, or is not what
 // the walk took it for: a tree being changed while it is read.
-func gone(err error) bool {
-	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
-}
+func gone(err error) bool { return fsat.NotThere(err) }
 
 // names lists the directory dirfd, sorted.
 func names(dirfd int) ([]string, error) {
-	fd, err := unix.Dup(dirfd)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), "dir")
-	defer f.Close()
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	ns, err := f.Readdirnames(-1)
+	ns, err := fsat.Names(dirfd)
 	sort.Strings(ns)
 	return ns, err
 }
@@ -203,7 +128,7 @@ func (t *treeReader) walk(start string) error {
 	for i, name := range parts {
 		// The stack keeps the directories of the path before: paths in
 		// order open each directory once.
-		parent, err := t.dirs.open(t.root, rel)
+		parent, err := t.dirs.Open(t.root, rel)
 		if gone(err) {
 			return nil
 		}
@@ -310,7 +235,7 @@ func (t *treeReader) visit(dirfd int, rel, name, why string) error {
 				return nil
 			}
 		}
-		fd, err := openAt(dirfd, name, true)
+		fd, err := fsat.OpenAt(dirfd, name, true)
 		if gone(err) {
 			return nil
 		}

@@ -3,10 +3,17 @@ package lifecycle_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/gitx/gittest"
 	"github.com/paddock-dev/paddock/lifecycle"
 )
 
@@ -128,4 +135,71 @@ func BenchmarkCreate(b *testing.B) {
 	b.ReportMetric(float64(setup.Microseconds())/float64(b.N), "µs-harness-setup/op")
 	b.ReportMetric(float64(create.Microseconds())/float64(b.N), "µs-create/op")
 	b.ReportMetric(float64(create)/float64(setup), "create/setup")
+}
+
+// BenchmarkChangeSet: the change set of an overlay run with 1,000 of a
+// 12,000-file repository's files edited, beside git status --porcelain +
+// git diff on the same edits in a clone of it, interleaved (#35: a change
+// set costs at most what git's own answer does).
+func BenchmarkChangeSet(b *testing.B) {
+	ctx := context.Background()
+	e := newEnv(b)
+	// The files of bench/core: 64 bytes to 4 KiB of letters on one line.
+	rng := rand.New(rand.NewPCG(1, 2))
+	files := map[string]string{}
+	for i := range 12000 {
+		body := make([]byte, 64+rng.IntN(4096))
+		for j := range body {
+			body[j] = byte('a' + rng.IntN(26))
+		}
+		files[fmt.Sprintf("mod%02d/pkg%02d/file%05d.go", i/400, (i/20)%20, i)] = string(body)
+	}
+	gittest.Commit(b, e.repo, "many files", files)
+	p := e.project(b)
+	withSandbox(b, e)
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Kind: "overlay"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	peer := filepath.Join(b.TempDir(), "peer")
+	if out, err := exec.Command("git", "clone", "--quiet", "--shared", e.repo, peer).CombinedOutput(); err != nil {
+		b.Fatalf("git clone: %v %s", err, out)
+	}
+	var script strings.Builder
+	for k := range 1000 {
+		rel := fmt.Sprintf("mod%02d/pkg%02d/file%05d.go", (k*12)/400, ((k*12)/20)%20, k*12)
+		fmt.Fprintf(&script, "printf '\\n// edited %d\\n' >> %s\n", k, rel)
+		f, err := os.OpenFile(filepath.Join(peer, rel), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(f, "\n// edited %d\n", k)
+		f.Close()
+		if k%500 == 499 {
+			if res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", script.String()}}); err != nil || res.ExitCode != 0 {
+				b.Fatalf("editing the run: %v %+v", err, res)
+			}
+			script.Reset()
+		}
+	}
+	var ours, git time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
+		if err != nil || len(cs.Entries) != 1000 {
+			b.Fatalf("change set: %v", err)
+		}
+		t1 := time.Now()
+		for _, args := range [][]string{{"status", "--porcelain"}, {"diff"}} {
+			cmd := exec.Command("git", args...)
+			cmd.Dir = peer
+			if out, err := cmd.Output(); err != nil || len(out) == 0 {
+				b.Fatalf("git %s: %v", args[0], err)
+			}
+		}
+		ours, git = ours+t1.Sub(t0), git+time.Since(t1)
+	}
+	b.ReportMetric(float64(ours.Microseconds())/float64(b.N)/1e3, "ms-paddock/op")
+	b.ReportMetric(float64(git.Microseconds())/float64(b.N)/1e3, "ms-git/op")
+	b.ReportMetric(float64(ours)/float64(git), "paddock/git")
 }

@@ -1,0 +1,79 @@
+package gitx_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+// TestDiffPathsAgreesWithTheWholeTree: DiffPaths given the paths an
+// overlay's upper layer names (one file each, as many as changed) answers
+// what DiffWorkTree does, with an index of the paths alone and with a
+// whole index of base (what it uses for many paths), and whether base's
+// files come from its checkout or from git: a file modified, deleted,
+// created, rewritten unchanged, made a directory, a directory made a
+// file, a mode and a link changed.
+func TestDiffPathsAgreesWithTheWholeTree(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	work := gittest.NewRepo(t, filepath.Join(dir, "work"), map[string]string{
+		"a.txt": "a\n", "b.txt": "b\n", "dir/c.txt": "c\n", "dir/d.txt": "d\n", "f": "f\n", "g/h.txt": "h\n", "exec.sh": "#!/bin/sh\n", "keep.txt": "keep\n",
+	})
+	if err := os.Symlink("a.txt", filepath.Join(work, "link")); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Commit(t, work, "link", nil)
+	base := gittest.Git(t, work, "rev-parse", "HEAD")
+	lower := filepath.Join(dir, "lower")
+	gittest.Git(t, work, "worktree", "add", "--quiet", "--detach", lower, base)
+	os.Remove(filepath.Join(lower, ".git")) // a checkout of base, as an overlay's lower layer is
+
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := func(p string) string { return filepath.Join(work, p) }
+	must(os.WriteFile(w("a.txt"), []byte("a, changed\n"), 0o644))
+	must(os.Remove(w("b.txt")))
+	must(os.WriteFile(w("new.txt"), []byte("new\n"), 0o644))
+	must(os.WriteFile(w("dir/c.txt"), []byte("c\n"), 0o644))
+	must(os.Remove(w("f")))
+	must(os.MkdirAll(w("f"), 0o755))
+	must(os.WriteFile(w("f/inner.txt"), []byte("inner\n"), 0o644))
+	must(os.RemoveAll(w("g")))
+	must(os.WriteFile(w("g"), []byte("g is a file\n"), 0o644))
+	must(os.Chmod(w("exec.sh"), 0o755))
+	must(os.Remove(w("link")))
+	must(os.Symlink("keep.txt", w("link")))
+	paths := []string{"a.txt", "b.txt", "dir/c.txt", "exec.sh", "f", "g", "link", "new.txt"}
+
+	gitDir := filepath.Join(work, ".git")
+	want, err := g.DiffWorkTree(ctx, gitDir, work, base, gitx.DiffOptions{Cache: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(want.Raw, []byte{0}) / 2; n != 9 { // a b new exec f f/inner g g/h link
+		t.Fatalf("DiffWorkTree: %d entries:\n%q", n, want.Raw)
+	}
+	for _, baseFiles := range []string{lower, ""} {
+		for name, diff := range map[string]func(context.Context, string, string, string, []string, gitx.DiffOptions) (*gitx.Snapshot, error){
+			"an index of the paths": g.DiffPaths, "a whole index": g.DiffPathsWholeIndex,
+		} {
+			got, err := diff(ctx, gitDir, work, base, paths, gitx.DiffOptions{Cache: t.TempDir(), BaseFiles: baseFiles})
+			if err != nil {
+				t.Fatalf("%s (base's files from %q): %v", name, baseFiles, err)
+			}
+			if !bytes.Equal(got.Raw, want.Raw) || !bytes.Equal(got.Diff, want.Diff) {
+				t.Errorf("%s (base's files from %q) differs from DiffWorkTree:\n%q\n---\n%q\n%s", name, baseFiles, got.Raw, want.Raw, got.Diff)
+			}
+		}
+	}
+}

@@ -1,0 +1,10 @@
+package gitx
+
+import "context"
+
+// DiffPathsWholeIndex is DiffPaths that diffs a whole index of base
+// whatever the number of paths (as it does from fullIndexPaths on).
+func (g *Git) DiffPathsWholeIndex(ctx context.Context, gitDir, workTree, base string, paths []string, o DiffOptions) (*Snapshot, error) {
+	o.wholeIndex = true
+	return g.DiffPaths(ctx, gitDir, workTree, base, paths, o)
+}

@@ -1,0 +1,62 @@
+package fsat_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/paddock-dev/paddock/internal/fsat"
+	"golang.org/x/sys/unix"
+)
+
+// TestStackFollowsNoLink: a directory reached through the stack is the
+// tree's own; a link on the way, or a file where a directory is asked
+// for, is not there; Names and Empty read a kept descriptor from its
+// start, and it stays open for the next name.
+func TestStackFollowsNoLink(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	for _, d := range []string{"a/b", "a/empty", "c"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "a/b/f"), []byte("f"), 0o644)
+	os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644)
+	os.Symlink(outside, filepath.Join(dir, "a/out"))
+	os.Symlink("b", filepath.Join(dir, "a/alias"))
+	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+	var s fsat.Stack
+	defer s.Close()
+	for _, rel := range []string{"a/out", "a/alias", "file", "a/b/f", "nowhere"} {
+		if _, err := s.Open(root, rel); !fsat.NotThere(err) {
+			t.Errorf("Open(%q): %v, want not there", rel, err)
+		}
+	}
+	fd, err := s.Open(root, "a/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the second reads from the start again
+		if ns, err := fsat.Names(fd); err != nil || !slices.Equal(ns, []string{"f"}) {
+			t.Fatalf("Names(a/b): %v %v", ns, err)
+		}
+	}
+	if fsat.Empty(fd) {
+		t.Error("a/b is not empty")
+	}
+	if fd, err = s.Open(root, "a/empty"); err != nil || !fsat.Empty(fd) {
+		t.Errorf("a/empty: %v", err)
+	}
+	if fd, err := fsat.OpenAt(root, "file", false); err != nil {
+		t.Error(err)
+	} else {
+		unix.Close(fd)
+	}
+}
