@@ -7,14 +7,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/fsat"
 	"golang.org/x/sys/unix"
 )
 
-// MaxDiffPaths bounds the paths DiffPaths takes on its command lines; a
-// caller with more diffs the whole tree.
-const MaxDiffPaths = 2000
+// MaxDiffPaths bounds the paths DiffPaths takes; a caller with more
+// diffs the whole tree. From fullIndexPaths on no path is on a command
+// line: the bound is where walking the paths one by one stops paying.
+const MaxDiffPaths = 20000
 
 // DiffPaths is DiffWorkTree for a caller that knows which paths can have
 // changed (an overlay's upper layer): only those paths are read from base
@@ -27,8 +29,9 @@ const MaxDiffPaths = 2000
 // descriptors (a view reached through /proc/PID/root, another mount
 // namespace, is never resolved to a path of the daemon's own).
 //
-// o.Cache keeps the blobs made between calls, so a file that has not
-// changed since is hashed again but not written again.
+// o.Cache keeps the blobs and each file's blob id by its stat data
+// between calls, as DiffWorkTree's does: a file whose stat data has not
+// changed since the last call is not read again.
 func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, paths []string, o DiffOptions) (*Snapshot, error) {
 	if err := CheckRef(base); err != nil {
 		return nil, err
@@ -48,7 +51,8 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		return nil, err
 	}
 	defer d.close()
-	bt, known, err := d.listBasePaths(base, paths, spec, o.BaseFiles)
+	many := o.wholeIndex || len(spec) >= fullIndexPaths
+	bt, known, err := d.listBasePaths(base, paths, spec, o.BaseFiles, o.Cache, many)
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +61,11 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	defer unix.Close(root)
+	var cache *statCache
+	if o.Cache != "" {
+		cache = loadStatCache(filepath.Join(o.Cache, "stat"), d.format.name)
+	}
+	since := time.Now()
 	t, err := d.readPaths(root, bt, spec)
 	if err != nil {
 		return nil, err
@@ -64,16 +73,17 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	// A withheld file base has stays in the index as base has it, which
 	// needs its id.
 	if known && withholdsBase(t.files, bt) {
-		entries, err := d.lsTree(base, spec)
+		entries, err := d.baseUnder(base, spec, o.Cache, many)
 		if err != nil {
 			return nil, err
 		}
 		bt = newBaseTree(entries)
 	}
-	if err := d.hashAll(root, t.files, bt, nil); err != nil {
+	if err := d.hashAll(root, t.files, bt, cache); err != nil {
 		return nil, err
 	}
-	s, limit, err := d.stageForPaths(t, bt, base, spec, o.Cache, o.wholeIndex || len(spec) >= fullIndexPaths)
+	cache.save(t.files, since)
+	s, limit, err := d.stageForPaths(t, bt, base, spec, o.Cache, many)
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +123,8 @@ func (d *diffRun) stageForPaths(t *treeReader, bt *baseTree, base string, spec [
 
 // listBasePaths lists which of paths (spec, as git names them) base has:
 // from its checkout in baseFiles where that can tell (known, but with no
-// blob ids), else from git.
-func (d *diffRun) listBasePaths(base string, paths, spec []string, baseFiles string) (bt *baseTree, known bool, err error) {
+// blob ids), else from git (see baseUnder).
+func (d *diffRun) listBasePaths(base string, paths, spec []string, baseFiles, cache string, many bool) (bt *baseTree, known bool, err error) {
 	inBase, known := baseHas(baseFiles, paths)
 	if known {
 		entries := map[string]baseEntry{}
@@ -123,11 +133,45 @@ func (d *diffRun) listBasePaths(base string, paths, spec []string, baseFiles str
 		}
 		return newBaseTree(entries), true, nil
 	}
-	entries, err := d.lsTree(base, spec)
+	entries, err := d.baseUnder(base, spec, cache, many)
 	if err != nil {
 		return nil, false, err
 	}
 	return newBaseTree(entries), false, nil
+}
+
+// baseUnder lists base's entries under spec (a path, or what lies below
+// it): from git, spec on its command line, for a few paths; for many,
+// from base's whole listing (kept per base in cache), so that no command
+// line holds them.
+func (d *diffRun) baseUnder(base string, spec []string, cache string, many bool) (map[string]baseEntry, error) {
+	if !many {
+		return d.lsTree(base, spec)
+	}
+	all, err := d.baseTree(base, cache)
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[string]bool, len(spec))
+	for _, p := range spec {
+		if p == "." {
+			return all, nil
+		}
+		want[p] = true
+	}
+	out := map[string]baseEntry{}
+	for p, e := range all {
+		for q := p; ; q = parentOf(q) {
+			if want[q] {
+				out[p] = e
+				break
+			}
+			if !strings.Contains(q, "/") {
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // readPaths reads the work tree at root under each of spec, once each

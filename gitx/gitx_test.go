@@ -231,43 +231,58 @@ func TestMergeFile(t *testing.T) {
 	}
 }
 
-// TestDiffWorkTreeCache: with a cache, a second call sees a change that kept
-// the file's size and modification time (the ctime moves), and the cache
-// holds nothing of the work tree's own git state.
+// TestDiffWorkTreeCache: with a cache, DiffWorkTree and DiffPaths alike
+// see in a second call a change that kept the file's size and
+// modification time (the ctime moves) of a file the first call cached,
+// and the cache holds nothing of the work tree's own git state.
 func TestDiffWorkTreeCache(t *testing.T) {
 	g := newGit(t)
 	ctx := context.Background()
-	repo := t.TempDir()
-	gittest.Git(t, "", "init", "-q", repo)
-	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("1111\n"), 0o644)
-	gittest.Commit(t, repo, "a", nil)
-	base := gittest.Git(t, repo, "rev-parse", "HEAD")
-	cache := t.TempDir()
-	diff := func() string {
-		t.Helper()
-		s, err := g.DiffWorkTree(ctx, filepath.Join(repo, ".git"), repo, base, gitx.DiffOptions{Cache: cache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(s.Diff)
-	}
-	if d := diff(); d != "" {
-		t.Fatalf("unchanged tree: %q", d)
-	}
-	fi, _ := os.Stat(filepath.Join(repo, "a.txt"))
-	time.Sleep(10 * time.Millisecond)
-	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("2222\n"), 0o644)
-	os.Chtimes(filepath.Join(repo, "a.txt"), fi.ModTime(), fi.ModTime())
-	if d := diff(); !strings.Contains(d, "+2222") {
-		t.Fatalf("the cached index hid a change: %q", d)
-	}
-	os.WriteFile(filepath.Join(repo, "b.txt"), []byte("new\n"), 0o644)
-	if d := diff(); !strings.Contains(d, "+new") || !strings.Contains(d, "+2222") {
-		t.Fatalf("second cached call: %q", d)
-	}
-	os.Remove(filepath.Join(repo, "b.txt"))
-	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("1111\n"), 0o644)
-	if d := diff(); d != "" {
-		t.Fatalf("back to the base: %q", d)
+	for _, kind := range []string{"DiffWorkTree", "DiffPaths"} {
+		t.Run(kind, func(t *testing.T) {
+			repo := t.TempDir()
+			gittest.Git(t, "", "init", "-q", repo)
+			os.WriteFile(filepath.Join(repo, "a.txt"), []byte("1111\n"), 0o644)
+			gittest.Commit(t, repo, "a", nil)
+			base := gittest.Git(t, repo, "rev-parse", "HEAD")
+			cache := t.TempDir()
+			diff := func() string {
+				t.Helper()
+				o := gitx.DiffOptions{Cache: cache}
+				var s *gitx.Snapshot
+				var err error
+				if kind == "DiffPaths" {
+					s, err = g.DiffPaths(ctx, filepath.Join(repo, ".git"), repo, base, []string{"a.txt", "b.txt"}, o)
+				} else {
+					s, err = g.DiffWorkTree(ctx, filepath.Join(repo, ".git"), repo, base, o)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(s.Diff)
+			}
+			// A file is cached once its stat data is more than a second
+			// older than the call.
+			os.WriteFile(filepath.Join(repo, "a.txt"), []byte("3333\n"), 0o644)
+			time.Sleep(1100 * time.Millisecond)
+			if d := diff(); !strings.Contains(d, "+3333") {
+				t.Fatalf("changed tree: %q", d)
+			}
+			fi, _ := os.Stat(filepath.Join(repo, "a.txt"))
+			os.WriteFile(filepath.Join(repo, "a.txt"), []byte("2222\n"), 0o644)
+			os.Chtimes(filepath.Join(repo, "a.txt"), fi.ModTime(), fi.ModTime())
+			if d := diff(); !strings.Contains(d, "+2222") {
+				t.Fatalf("the cached index hid a change: %q", d)
+			}
+			os.WriteFile(filepath.Join(repo, "b.txt"), []byte("new\n"), 0o644)
+			if d := diff(); !strings.Contains(d, "+new") || !strings.Contains(d, "+2222") {
+				t.Fatalf("second cached call: %q", d)
+			}
+			os.Remove(filepath.Join(repo, "b.txt"))
+			os.WriteFile(filepath.Join(repo, "a.txt"), []byte("1111\n"), 0o644)
+			if d := diff(); d != "" {
+				t.Fatalf("back to the base: %q", d)
+			}
+		})
 	}
 }
