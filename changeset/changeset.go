@@ -316,6 +316,12 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 	if e.Op == paddock.OpDelete {
 		return
 	}
+	if e.NewMode != "120000" {
+		if c, ok := factsOf(e.NewBlob); ok {
+			c.label(e, add)
+			return
+		}
+	}
 	full := filepath.Join(root, filepath.FromSlash(p))
 	// Opened first, without following a link: a link is the rare case,
 	// told by ELOOP, and only then looked at as a link.
@@ -339,39 +345,101 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 	if err != nil {
 		return
 	}
-	e.Size = fi.Size()
-	if e.Size > LargeFile {
-		add("large")
-	}
 	if !fi.Mode().IsRegular() {
+		contentFacts{size: fi.Size()}.label(e, add)
 		return
 	}
+	c, id := readFacts(f, fi.Size())
+	c.label(e, add)
+	if id == e.NewBlob {
+		keepFacts(id, c)
+	}
+}
+
+// contentFacts is what label learns of a file's content: its size,
+// whether it is binary (a NUL in its first 8,000 bytes), whether it holds
+// a credential's shape. They are its content's alone, so they are kept by
+// blob id (blobFacts): a change set computed again reads only the files
+// whose content is new to it.
+type contentFacts struct {
+	size           int64
+	binary, secret bool
+}
+
+func (c contentFacts) label(e *paddock.ChangeEntry, add func(string)) {
+	e.Size, e.Binary = c.size, c.binary
+	if c.size > LargeFile {
+		add("large")
+	}
+	if c.binary {
+		add("binary")
+	} else if c.secret {
+		add("secret")
+	}
+}
+
+// readFacts reads f, size bytes long, for its facts, and returns its blob
+// id when it read all of it (a file of at most LargeFile), else "".
+func readFacts(f *os.File, size int64) (contentFacts, string) {
+	c := contentFacts{size: size}
 	// One buffer for every entry of a change set (ten thousand files
 	// must not cost ten thousand reads into fresh memory).
 	bp := labelBufs.Get().(*[]byte)
 	defer labelBufs.Put(bp)
 	head := (*bp)[:8000]
 	n, _ := io.ReadFull(f, head)
-	e.Binary = bytes.IndexByte(head[:n], 0) >= 0
-	if e.Binary {
-		add("binary")
-		return
-	}
-	if e.Size > LargeFile {
-		return
+	c.binary = bytes.IndexByte(head[:n], 0) >= 0
+	if size > LargeFile {
+		return c, ""
 	}
 	b := (*bp)[:n]
 	if n == len(head) {
 		buf := bytes.NewBuffer(b)
-		buf.ReadFrom(io.LimitReader(f, LargeFile))
+		buf.ReadFrom(io.LimitReader(f, LargeFile+1))
 		b = buf.Bytes()
-	}
-	if !bytes.Equal(redact.Shapes(b), b) {
-		add("secret")
 	}
 	if cap(b) <= 4<<20 {
 		*bp = b[:cap(b)]
 	}
+	if int64(len(b)) != size || len(b) > LargeFile {
+		return c, "" // it changed while it was read
+	}
+	if !c.binary {
+		c.secret = !bytes.Equal(redact.Shapes(b), b)
+	}
+	return c, BlobID(b)
+}
+
+// blobFacts keeps the facts of the blobs labelled lately, by SHA-1 blob
+// id, for every change set of the daemon alike (a blob's facts are the
+// same in every run). Bounded: when full, it starts again.
+var blobFacts = struct {
+	sync.Mutex
+	m map[string]contentFacts
+}{m: map[string]contentFacts{}}
+
+const maxBlobFacts = 1 << 16
+
+func factsOf(id string) (contentFacts, bool) {
+	if len(id) != 40 {
+		return contentFacts{}, false
+	}
+	blobFacts.Lock()
+	defer blobFacts.Unlock()
+	c, ok := blobFacts.m[id]
+	return c, ok
+}
+
+func keepFacts(id string, c contentFacts) {
+	if len(id) != 40 {
+		return
+	}
+	blobFacts.Lock()
+	defer blobFacts.Unlock()
+	if len(blobFacts.m) >= maxBlobFacts {
+		blobFacts.m = map[string]contentFacts{}
+	}
+	blobFacts.m[id] = c
 }
 
 // review labels e by what masking the diff found in its part, and masks
