@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-dev/paddock/changeset"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/fsat"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,7 +76,7 @@ func (t *tree) parent(rel string) (int, string, error) {
 		return -1, "", err
 	}
 	for i, c := range parts[:len(parts)-1] {
-		next, err := openDirAt(fd, c)
+		next, err := fsat.OpenAt(fd, c, true)
 		if err != nil {
 			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 				err = &errLinkInPath{Dir: strings.Join(parts[:i+1], "/"), What: whatIs(fd, c)}
@@ -89,15 +90,6 @@ func (t *tree) parent(rel string) (int, string, error) {
 		fd = next
 	}
 	return fd, parts[len(parts)-1], nil
-}
-
-func openDirAt(dirfd int, name string) (int, error) {
-	for {
-		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
 }
 
 // whatIs names what name in dirfd is, for a message.
@@ -216,7 +208,7 @@ func readlinkAt(dirfd int, name string) (string, error) {
 func (t *tree) readDir(rel string) ([]string, error) {
 	var names []string
 	open := func(dirfd int, name string) error {
-		fd, err := openDirAt(dirfd, name)
+		fd, err := fsat.OpenAt(dirfd, name, true)
 		if err != nil {
 			return err
 		}
@@ -274,7 +266,7 @@ func (t *tree) mkdir(rel string, perm fs.FileMode) error {
 		if err != nil {
 			return err
 		}
-		fd, err := openDirAt(dirfd, name)
+		fd, err := fsat.OpenAt(dirfd, name, true)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"slices"
 	"strings"
 
@@ -53,7 +52,7 @@ type dirTree string
 // one's directories open (fsat.Stack); a directory with a link on the way
 // to it is not one the tree has.
 func (d dirTree) Names(dirs []string) (map[string][]string, error) {
-	root, err := unix.Open(string(d), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := fsat.OpenDir(string(d))
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: string(d), Err: err}
 	}
@@ -78,21 +77,32 @@ func (d dirTree) Names(dirs []string) (map[string][]string, error) {
 	return out, nil
 }
 
+// filesReader is a Tree that reads many files at once for less than one
+// File call each.
+type filesReader interface {
+	Files(paths []string) map[string][]byte
+}
+
 // readFiles reads the files of t at paths (see Tree.File): those it has,
-// by path; one it cannot read is left out. A DirTree reads them all
-// through one descriptor of its top and the directories of the last path.
+// by path; one it cannot read is left out.
 func readFiles(t Tree, paths []string) map[string][]byte {
-	out := map[string][]byte{}
-	d, ok := t.(dirTree)
-	if !ok {
-		for _, p := range paths {
-			if b, err := t.File(p); err == nil {
-				out[p] = b
-			}
-		}
-		return out
+	if r, ok := t.(filesReader); ok {
+		return r.Files(paths)
 	}
-	root, err := unix.Open(string(d), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	out := map[string][]byte{}
+	for _, p := range paths {
+		if b, err := t.File(p); err == nil {
+			out[p] = b
+		}
+	}
+	return out
+}
+
+// Files reads them all through one descriptor of the tree's top and the
+// directories of the last path (see File).
+func (d dirTree) Files(paths []string) map[string][]byte {
+	out := map[string][]byte{}
+	root, err := fsat.OpenDir(string(d))
 	if err != nil {
 		return out
 	}
@@ -110,7 +120,7 @@ func readFiles(t Tree, paths []string) map[string][]byte {
 // File opens p's directory one name at a time and then p, following no
 // link; a link, a FIFO, anything but a regular file is not a file here.
 func (d dirTree) File(p string) ([]byte, error) {
-	root, err := unix.Open(string(d), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := fsat.OpenDir(string(d))
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: string(d), Err: err}
 	}
@@ -126,9 +136,9 @@ func fileAt(root int, stack *fsat.Stack, p string) ([]byte, error) {
 	if strings.Contains(p, "\x00") {
 		return nil, fs.ErrNotExist
 	}
-	fd, err := stack.Open(root, parentDir(p))
+	fd, name, err := stack.Parent(root, p)
 	if err == nil {
-		fd, err = fsat.OpenAt(fd, path.Base(p), false)
+		fd, err = fsat.OpenAt(fd, name, false)
 	}
 	if fsat.NotThere(err) {
 		return nil, fs.ErrNotExist

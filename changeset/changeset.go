@@ -127,7 +127,7 @@ func entriesOf(snap *gitx.Snapshot, root string, policy *confine.Policy, trees T
 	reads := make(chan *acrossReads, 1)
 	go func(dirs []string) { reads <- readAcross(dirs, trees) }(entryDirs(entries))
 	labelAll(entries, root, policy)
-	if err := labelAcrossRead(entries, root, policy, trees, <-reads); err != nil {
+	if err := labelAcross(entries, root, policy, trees, <-reads); err != nil {
 		return nil, err
 	}
 	return entries, nil

@@ -61,7 +61,8 @@ func TestSourcedOnlyByAProtectedEnvrc(t *testing.T) {
 		want   bool
 	}{{confine.DefaultPolicy(), true}, {&confine.Policy{}, false}, {&confine.Policy{Protected: []string{"**/.envrc"}}, true}} {
 		entries := []paddock.ChangeEntry{{Path: "scripts/env.sh", Op: paddock.OpModify}}
-		if err := labelAcross(entries, t.TempDir(), tc.policy, Trees{Base: DirTree(base)}); err != nil {
+		trees := Trees{Base: DirTree(base)}
+		if err := labelAcross(entries, t.TempDir(), tc.policy, trees, readAcross(entryDirs(entries), trees)); err != nil {
 			t.Fatal(err)
 		}
 		if got := entries[0].Blocked != "" && slices.Contains(entries[0].Risks, "agent_config"); got != tc.want {

@@ -95,13 +95,8 @@ func entryDirs(entries []paddock.ChangeEntry) []string {
 }
 
 // labelAcross sets the labels that compare an entry with the others and
-// with the base.
-func labelAcross(entries []paddock.ChangeEntry, root string, policy *confine.Policy, trees Trees) error {
-	return labelAcrossRead(entries, root, policy, trees, readAcross(entryDirs(entries), trees))
-}
-
-// labelAcrossRead is labelAcross with what it reads of the trees read.
-func labelAcrossRead(entries []paddock.ChangeEntry, root string, policy *confine.Policy, trees Trees, r *acrossReads) error {
+// with the base, from r, what readAcross read of the trees.
+func labelAcross(entries []paddock.ChangeEntry, root string, policy *confine.Policy, trees Trees, r *acrossReads) error {
 	if r.err != nil {
 		return r.err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/internal/fsat"
 	"golang.org/x/sys/unix"
 )
 
@@ -162,7 +163,7 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 		return nil, err
 	}
 	bt := newBaseTree(entries)
-	root, err := openTree(workTree)
+	root, err := fsat.OpenDir(workTree)
 	if err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}

@@ -3,7 +3,6 @@ package gitx
 import (
 	"context"
 	"fmt"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,7 +55,7 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	if err != nil {
 		return nil, err
 	}
-	root, err := openTree(workTree)
+	root, err := fsat.OpenDir(workTree)
 	if err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
@@ -256,7 +255,7 @@ func baseHas(dir string, paths []string) (in map[string]bool, known bool) {
 	if dir == "" {
 		return in, false
 	}
-	root, err := openTree(dir)
+	root, err := fsat.OpenDir(dir)
 	if err != nil {
 		return in, false
 	}
@@ -266,10 +265,8 @@ func baseHas(dir string, paths []string) (in map[string]bool, known bool) {
 	empty := map[string]bool{}
 	for _, p := range sorted(slices.Clone(paths)) {
 		slashed := filepath.ToSlash(p)
-		parent, name := path.Split(slashed)
-		parent = strings.TrimSuffix(parent, "/")
 		var st unix.Stat_t
-		pfd, err := dirs.Open(root, parent)
+		pfd, name, err := dirs.Parent(root, slashed)
 		if err == nil {
 			err = unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 		}
@@ -283,7 +280,7 @@ func baseHas(dir string, paths []string) (in map[string]bool, known bool) {
 		case !gone(err):
 			return map[string]bool{}, false
 		}
-		for d := parent; d != ""; d = parentOf(d) {
+		for d := parentOf(slashed); d != ""; d = parentOf(d) {
 			e, seen := empty[d]
 			if !seen {
 				e = isEmptyDir(root, &dirs, d)

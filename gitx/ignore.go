@@ -6,12 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/paddock-dev/paddock/internal/fsat"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 
+	"github.com/paddock-dev/paddock/internal/fsat"
 	"golang.org/x/sys/unix"
 )
 

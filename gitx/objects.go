@@ -8,17 +8,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/paddock-dev/paddock/internal/fsat"
 	"hash"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/internal/fsat"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,8 +65,7 @@ type hasher struct {
 // open opens the file rel for reading, refusing anything but a regular
 // file, without following a link at any step.
 func (h *hasher) open(rel string) (*os.File, error) {
-	dir, name := path.Split(rel)
-	dfd, err := h.dirs.Open(h.root, strings.TrimSuffix(dir, "/"))
+	dfd, name, err := h.dirs.Parent(h.root, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +89,7 @@ func (h *hasher) open(rel string) (*os.File, error) {
 // a file's bytes and their size.
 func (h *hasher) content(f *wfile) (io.ReadCloser, int64, error) {
 	if f.mode == "120000" {
-		dir, name := path.Split(f.path)
-		dfd, err := h.dirs.Open(h.root, strings.TrimSuffix(dir, "/"))
+		dfd, name, err := h.dirs.Parent(h.root, f.path)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -2,13 +2,13 @@ package gitx
 
 import (
 	"fmt"
-	"github.com/paddock-dev/paddock/internal/fsat"
 	"path"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/internal/fsat"
 	"golang.org/x/sys/unix"
 )
 
@@ -82,10 +82,6 @@ type treeReader struct {
 	keptLinks map[string]bool // base's submodules the work tree still has a directory for
 	gitDirs   map[string]bool // directories seen, and whether they look like a repository
 	dirs      fsat.Stack      // the directories walk opened last
-}
-
-func openTree(dir string) (int, error) {
-	return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 }
 
 // gone reports an error that means the entry went away, or is not what

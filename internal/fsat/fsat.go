@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +27,11 @@ func OpenAt(dirfd int, name string, dir bool) (int, error) {
 			return fd, err
 		}
 	}
+}
+
+// OpenDir opens the directory dir, the top of a tree read through it.
+func OpenDir(dir string) (int, error) {
+	return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 }
 
 // Stack keeps open the directories of the last path opened through it,
@@ -68,6 +74,14 @@ func (s *Stack) Open(root int, rel string) (int, error) {
 	return s.fds[len(s.fds)-1], nil
 }
 
+// Parent returns the descriptor of the directory holding the
+// slash-separated rel, which the stack keeps (as Open), and rel's last name.
+func (s *Stack) Parent(root int, rel string) (int, string, error) {
+	dir, name := path.Split(rel)
+	fd, err := s.Open(root, strings.TrimSuffix(dir, "/"))
+	return fd, name, err
+}
+
 // truncate closes the descriptors below the first k names.
 func (s *Stack) truncate(k int) {
 	for _, fd := range s.fds[k:] {
@@ -88,30 +102,27 @@ func NotThere(err error) bool {
 // Names lists the directory dirfd, unsorted, from its start; dirfd stays
 // the caller's.
 func Names(dirfd int) ([]string, error) {
-	fd, err := unix.Dup(dirfd)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), "dir")
-	defer f.Close()
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	return f.Readdirnames(-1)
+	return readNames(dirfd, -1)
 }
 
 // Empty reports whether the directory dirfd holds nothing; dirfd stays
 // the caller's.
 func Empty(dirfd int) bool {
+	_, err := readNames(dirfd, 1)
+	return errors.Is(err, io.EOF)
+}
+
+// readNames reads up to n names (n <= 0: all) of the directory dirfd from
+// its start, through a descriptor of its own sharing dirfd's offset.
+func readNames(dirfd, n int) ([]string, error) {
 	fd, err := unix.Dup(dirfd)
 	if err != nil {
-		return false
+		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), "dir")
 	defer f.Close()
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return false
+		return nil, err
 	}
-	_, err = f.Readdirnames(1)
-	return errors.Is(err, io.EOF)
+	return f.Readdirnames(n)
 }

@@ -54,6 +54,15 @@ func TestStackFollowsNoLink(t *testing.T) {
 	if fd, err = s.Open(root, "a/empty"); err != nil || !fsat.Empty(fd) {
 		t.Errorf("a/empty: %v", err)
 	}
+	if fd, name, err := s.Parent(root, "a/b/f"); err != nil || name != "f" || unix.Faccessat(fd, name, unix.R_OK, 0) != nil {
+		t.Errorf("Parent(a/b/f): %q %v", name, err)
+	}
+	if fd, name, err := s.Parent(root, "file"); err != nil || name != "file" || fd != root {
+		t.Errorf("Parent(file): %d %q %v, want the root", fd, name, err)
+	}
+	if _, _, err := s.Parent(root, "a/out/secret"); !fsat.NotThere(err) {
+		t.Errorf("Parent(a/out/secret) through a link: %v", err)
+	}
 	if fd, err := fsat.OpenAt(root, "file", false); err != nil {
 		t.Error(err)
 	} else {
