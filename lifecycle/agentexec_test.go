@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,6 +42,13 @@ func TestAgentAndItsCommandsShareAnOverlayRun(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			st, serr := e.m.Jobs.JobStatus(ctx, id)
+			if serr == nil && st.Job != nil {
+				code := "none"
+				if st.Job.ExitCode != nil {
+					code = fmt.Sprint(*st.Job.ExitCode)
+				}
+				t.Fatalf("the agent never wrote agent.txt: last read %v; job %s, exit code %s, reason %q", err, st.Job.State, code, st.Job.Reason)
+			}
 			t.Fatalf("the agent never wrote agent.txt: last read %v; job %+v %v", err, st, serr)
 		}
 		time.Sleep(50 * time.Millisecond)
