@@ -200,3 +200,40 @@ func TestProbeOverlayWhereTheWorkspacesAre(t *testing.T) {
 		t.Fatalf("probing on an overlayfs: %v, want unsupported", err)
 	}
 }
+
+// TestViewDoesNotHoldTheHarness: the daemon's View makes an overlay run's
+// harness when the run has none; the run's agent, whose command has a
+// network and so needs a harness of its own, arriving just then is not
+// refused as busy (the view runs nothing), and still sees the workspace.
+// Before, View counted itself as a command until it answered, and an
+// agent's start that came in that moment failed.
+func TestViewDoesNotHoldTheHarness(t *testing.T) {
+	skipUnlessSandbox(t)
+	ws, ov := newOverlay(t)
+	p := &Pool{Dir: t.TempDir()}
+	defer p.Close()
+	spec := Spec{Argv: []string{"cat", "keep.txt"}, Workspace: ws, UID: sandboxUID(), Env: []string{"PATH=/usr/bin:/bin"}, Overlay: ov}
+	type out struct {
+		res *Result
+		err error
+	}
+	agent := make(chan out, 1)
+	testHookViewMade = func() {
+		testHookViewMade = nil
+		host := spec
+		host.Net = NetHost
+		res, err := p.Run(context.Background(), "r-ov", host)
+		agent <- out{res, err}
+	}
+	defer func() { testHookViewMade = nil }()
+	if _, err := p.View(context.Background(), "r-ov", spec); err != nil {
+		if strings.Contains(err.Error(), "unsupported") && os.Getenv("CI") != "true" {
+			t.Skipf("overlay in a user namespace: %v", err)
+		}
+		t.Fatal(err)
+	}
+	o := <-agent
+	if o.err != nil || o.res.ExitCode != 0 || string(o.res.Stdout) != "keep\n" || o.res.Enforcement.Net != string(NetHost) {
+		t.Fatalf("the agent's command while the daemon's view was made: %+v %v", o.res, o.err)
+	}
+}

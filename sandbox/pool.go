@@ -238,11 +238,21 @@ func (p *Pool) sockPath(key string) string { return filepath.Join(p.Dir, key+".s
 // command is to have a network namespace of its own, made from a harness
 // that has a network the command did not ask for.
 func (p *Pool) harness(ctx context.Context, key string, spec *Spec) (h *harnessConn, ownNet bool, err error) {
-	h, err = p.harnessFor(ctx, key, spec, &ownNet)
+	h, err = p.harnessFor(ctx, key, spec, &ownNet, true)
 	return h, ownNet, err
 }
 
-func (p *Pool) harnessFor(ctx context.Context, key string, spec *Spec, ownNet *bool) (*harnessConn, error) {
+// harnessFor finds or makes key's harness for spec. A command counts
+// itself in the harness's inflight (forCommand), under the same lock that
+// found the harness; the daemon's View does not: a view runs nothing, and
+// counting it even for a moment would make a command that came meanwhile
+// for another configuration (the run's agent, with its network) take the
+// harness for busy and be refused.
+func (p *Pool) harnessFor(ctx context.Context, key string, spec *Spec, ownNet *bool, forCommand bool) (*harnessConn, error) {
+	count := 0
+	if forCommand {
+		count = 1
+	}
 	if key == "" || strings.ContainsAny(key, "/\x00") || strings.HasPrefix(key, ".") {
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "sandbox: bad harness key %q", key)
 	}
@@ -287,7 +297,7 @@ func (p *Pool) harnessFor(ctx context.Context, key string, spec *Spec, ownNet *b
 	}
 	h := p.hs[key]
 	if h != nil && h.config == cfg && !h.isDead() {
-		h.inflight++
+		h.inflight += count
 		p.mu.Unlock()
 		return h, nil
 	}
@@ -296,7 +306,7 @@ func (p *Pool) harnessFor(ctx context.Context, key string, spec *Spec, ownNet *b
 		// with its own): a namespace of its own, forked from it. An idle
 		// harness is made again for the command, as for any other change.
 		*ownNet = true
-		h.inflight++
+		h.inflight += count
 		p.mu.Unlock()
 		return h, nil
 	}
@@ -328,7 +338,7 @@ func (p *Pool) harnessFor(ctx context.Context, key string, spec *Spec, ownNet *b
 		// A harness a previous daemon left behind.
 		if h, err := p.adopt(c, key, cfg); err == nil {
 			p.log().Info("harness re-attached", "run", key, "pid", h.pid)
-			return p.keep(key, h), nil
+			return p.keep(key, h, count), nil
 		}
 	}
 	began := time.Now()
@@ -339,17 +349,17 @@ func (p *Pool) harnessFor(ctx context.Context, key string, spec *Spec, ownNet *b
 	if err != nil {
 		return nil, err
 	}
-	return p.keep(key, h), nil
+	return p.keep(key, h, count), nil
 }
 
-func (p *Pool) keep(key string, h *harnessConn) *harnessConn {
+func (p *Pool) keep(key string, h *harnessConn, count int) *harnessConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if old := p.hs[key]; old != nil && old != h {
 		go old.close()
 	}
 	p.hs[key] = h
-	h.inflight++
+	h.inflight += count
 	return h
 }
 
@@ -387,16 +397,23 @@ func (p *Pool) View(ctx context.Context, key string, spec Spec) (string, error) 
 		return "", paddock.Errorf(paddock.CodeUnsupported, "no resident sandbox: %s", reason)
 	}
 	spec.Net, spec.Allow, spec.AllowAddrs = NetNone, nil, nil
-	h, _, err := p.harness(ctx, key, &spec)
+	var ownNet bool
+	h, err := p.harnessFor(ctx, key, &spec, &ownNet, false)
 	if err != nil {
 		return "", err
 	}
+	if testHookViewMade != nil {
+		testHookViewMade()
+	}
 	p.mu.Lock()
-	h.inflight--
 	h.lastUsed = time.Now()
 	p.mu.Unlock()
 	return h.view(&spec), nil
 }
+
+// testHookViewMade, if set, runs when View has found or made its harness
+// and before it answers: a test starts a command there.
+var testHookViewMade func()
 
 // Live says whether key has a harness running now, without starting one.
 func (p *Pool) Live(key string) bool {
