@@ -107,6 +107,8 @@ type Tx interface {
 	Flows(ctx context.Context, project string) ([]*Flow, error)
 	// Principals is the principals and their tokens, in this transaction.
 	Principals() PrincipalStore
+	// CallKeys is the records of calls made with idempotency keys.
+	CallKeys() CallKeys
 
 	// UpdateFlow writes f, whose Version the caller raised by one from the
 	// version it read; if another write came between, it is a conflict.

@@ -28,7 +28,7 @@ func TestWALAndSchema(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir).(*sqlite.Store)
 	defer s.Close()
-	if v, err := s.SchemaVersion(context.Background()); err != nil || v != 14 {
+	if v, err := s.SchemaVersion(context.Background()); err != nil || v != 15 {
 		t.Fatalf("schema version = %d, %v", v, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "state.db-wal")); err != nil {

@@ -49,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 		{"Principals", testPrincipals},
 		{"Tokens", testTokens},
 		{"ApprovalPolicy", testApprovalPolicy},
+		{"CallKeys", testCallKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

@@ -1,0 +1,55 @@
+package paddock
+
+import (
+	"context"
+	"time"
+)
+
+// IdempotencyHeader carries a call's idempotency key: a client that may
+// make a call again (its answer was lost: a node stopped answering the
+// node that forwarded it) sends the same key each time, and the node that
+// serves the call does it once and answers every attempt with the first
+// one's answer. A key is 1 to MaxIdempotencyKey printable ASCII
+// characters, chosen by the client (a random one per call); it is the
+// caller's own: the same key from another caller is another call.
+const IdempotencyHeader = "Idempotency-Key"
+
+// ReplayedHeader is set ("true") on an answer given again for a key
+// whose call was already done.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// MaxIdempotencyKey bounds a key's length.
+const MaxIdempotencyKey = 128
+
+// CallKeyTerm is how long a key's record is kept: a retry after it is a
+// new call.
+const CallKeyTerm = 24 * time.Hour
+
+// CallRecord is what the store keeps of a call made with an idempotency
+// key: which call (Request, a hash of its method, path and body), who ran
+// it (Owner, the daemon instance), and once it is done its answer.
+type CallRecord struct {
+	// Key is the caller's key scoped to the caller (a hash of both).
+	Key       string
+	Request   string
+	Owner     string
+	Done      bool
+	Status    int
+	Answer    []byte
+	CreatedAt time.Time
+}
+
+// CallKeys is the records of keyed calls in a transaction (Tx.CallKeys).
+type CallKeys interface {
+	// Claim records c as a call now running, unless a record has its
+	// key: then it records nothing and returns that record.
+	Claim(ctx context.Context, c *CallRecord) (existing *CallRecord, err error)
+	// Finish records the answer of the call with key, claimed by owner;
+	// CodeConflict if owner does not hold it.
+	Finish(ctx context.Context, key, owner string, status int, answer []byte) error
+	// Forget removes the record of key's call if owner holds it and it
+	// is not done: it did nothing, and may be made again.
+	Forget(ctx context.Context, key, owner string) error
+	// Prune removes the records made before before, and says how many.
+	Prune(ctx context.Context, before time.Time) (int64, error)
+}

@@ -1,0 +1,79 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// testCallKeys: a key is claimed once (a second claim returns the first
+// record and changes nothing); only its owner finishes it, once, and the
+// answer is kept byte for byte; a forgotten key (its call did nothing)
+// may be claimed again, a done one is never forgotten; records older than
+// the bound are pruned.
+func testCallKeys(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	claim := func(key, req, owner string, at time.Time) (old *paddock.CallRecord) {
+		t.Helper()
+		update(t, s, func(tx paddock.Tx) (err error) {
+			old, err = tx.CallKeys().Claim(ctx, &paddock.CallRecord{Key: key, Request: req, Owner: owner, CreatedAt: at})
+			return err
+		})
+		return old
+	}
+	if old := claim("k1", "req-a", "node-1", now); old != nil {
+		t.Fatalf("a new key's claim found %+v", old)
+	}
+	old := claim("k1", "req-b", "node-2", now.Add(time.Second))
+	if old == nil || old.Request != "req-a" || old.Owner != "node-1" || old.Done || !old.CreatedAt.Equal(now) {
+		t.Fatalf("a second claim: %+v", old)
+	}
+	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
+		return tx.CallKeys().Finish(ctx, "k1", "node-2", 200, []byte("x"))
+	}), paddock.CodeConflict)
+	answer := []byte("{\"ok\":true}\n\x00\xff")
+	update(t, s, func(tx paddock.Tx) error { return tx.CallKeys().Finish(ctx, "k1", "node-1", 201, answer) })
+	wantCode(t, s.Update(ctx, func(tx paddock.Tx) error {
+		return tx.CallKeys().Finish(ctx, "k1", "node-1", 500, nil)
+	}), paddock.CodeConflict)
+	// A done call is never forgotten.
+	update(t, s, func(tx paddock.Tx) error { return tx.CallKeys().Forget(ctx, "k1", "node-1") })
+	old = claim("k1", "req-a", "node-1", now)
+	if old == nil || !old.Done || old.Status != 201 || string(old.Answer) != string(answer) {
+		t.Fatalf("a done call's record: %+v", old)
+	}
+	// A call that did nothing is forgotten by its owner only.
+	claim("k2", "req", "node-1", now)
+	update(t, s, func(tx paddock.Tx) error { return tx.CallKeys().Forget(ctx, "k2", "node-2") })
+	if old := claim("k2", "req", "node-2", now); old == nil || old.Owner != "node-1" {
+		t.Fatalf("another owner forgot the key: %+v", old)
+	}
+	update(t, s, func(tx paddock.Tx) error { return tx.CallKeys().Forget(ctx, "k2", "node-1") })
+	if old := claim("k2", "req", "node-2", now); old != nil {
+		t.Fatalf("a forgotten key is still claimed: %+v", old)
+	}
+	// An empty answer is kept as one.
+	update(t, s, func(tx paddock.Tx) error { return tx.CallKeys().Finish(ctx, "k2", "node-2", 204, nil) })
+	if old := claim("k2", "req", "node-2", now); old == nil || !old.Done || old.Status != 204 || len(old.Answer) != 0 {
+		t.Fatalf("an empty answer: %+v", old)
+	}
+	claim("k3", "req", "node-1", now.Add(-2*time.Hour))
+	var n int64
+	update(t, s, func(tx paddock.Tx) (err error) {
+		n, err = tx.CallKeys().Prune(ctx, now.Add(-time.Hour))
+		return err
+	})
+	if n != 1 {
+		t.Fatalf("pruned %d, want 1", n)
+	}
+	if old := claim("k3", "req", "node-2", now); old != nil {
+		t.Fatalf("a pruned key is still claimed: %+v", old)
+	}
+	if old := claim("k1", "req-a", "node-1", now); old == nil {
+		t.Fatal("a key made after the bound was pruned")
+	}
+}
