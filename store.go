@@ -91,12 +91,8 @@ type Tx interface {
 	// DeleteAgent removes a stored definition (runs keep their copies).
 	DeleteAgent(ctx context.Context, name string) error
 
-	// CreateAccessRequest records a run's access request.
-	CreateAccessRequest(ctx context.Context, r *AccessRequest) error
-	// AccessRequests returns a run's access requests, oldest first.
-	AccessRequests(ctx context.Context, runID string) ([]*AccessRequest, error)
-	// UpdateAccessRequest writes a request's state and decision.
-	UpdateAccessRequest(ctx context.Context, r *AccessRequest) error
+	// AccessRequests is the runs' access requests, in this transaction.
+	AccessRequests() AccessRequestStore
 
 	// CreateFlow records a new flow (its Version 1).
 	CreateFlow(ctx context.Context, f *Flow) error
@@ -126,6 +122,19 @@ type WorkspaceProvider interface {
 	Remove(ctx context.Context, p *Project, w *Workspace) error
 	// Present reports whether the workspace is still on disk.
 	Present(ctx context.Context, w *Workspace) (bool, error)
+}
+
+// AccessRequestStore is the runs' access requests in a transaction
+// (Tx.AccessRequests).
+type AccessRequestStore interface {
+	// Create records a run's access request; CodeNotFound for no such
+	// run, CodeConflict for a request id the run has.
+	Create(ctx context.Context, r *AccessRequest) error
+	// List returns a run's access requests, oldest first.
+	List(ctx context.Context, runID string) ([]*AccessRequest, error)
+	// Update writes a request's state and decision; CodeNotFound if the
+	// run has no such request.
+	Update(ctx context.Context, r *AccessRequest) error
 }
 
 // PrincipalStore is the principals and their tokens in a transaction

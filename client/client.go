@@ -14,6 +14,7 @@ import (
 	"io"
 	mathrand "math/rand/v2"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,23 +241,34 @@ func answerError(what string, resp *wireResponse) error {
 // that holds the run could not be reached, or this one could not reach
 // the shared store before it began) is made again, up to c.retries times,
 // waiting longer each time, while ctx lasts and the body can be read
-// again.
+// again; so is a write, which carries an idempotency key (keys.go), whose
+// answer was lost or that is still being made.
 func (c *Client) send(ctx context.Context, method, path string, body io.Reader, contentType string) (*wireResponse, error) {
 	var header [][2]string
 	if contentType != "" {
 		header = append(header, [2]string{"Content-Type", contentType})
 	}
+	keyed := keyedMethod(method) && rewind(body) && !isRead(ctx)
+	if keyed {
+		header = append(header, [2]string{paddock.IdempotencyHeader, callKey(ctx)})
+	}
+	keyed = keyed || isRead(ctx) // a read is made again as a keyed call is
 	what := method + " " + strings.TrimSuffix(path, "?")
 	for attempt := 0; ; attempt++ {
 		resp, err := c.request(ctx, what, method, path, body, header...)
 		if err != nil {
-			return nil, err
+			// A keyed write whose connection broke once it was sent is
+			// made again: its key makes it once.
+			if !keyed || Unreachable(err) || ctx.Err() != nil || attempt >= c.retries || !rewind(body) || !sleepCtx(ctx, retryWait(attempt)) {
+				return nil, err
+			}
+			continue
 		}
 		if resp.status < 300 {
 			return resp, nil
 		}
 		err = answerError(what, resp)
-		if attempt >= c.retries || !paddock.Undone(err) || !rewind(body) || !sleepCtx(ctx, retryWait(attempt)) {
+		if attempt >= c.retries || !retryable(err, keyed) || !rewind(body) || !sleepCtx(ctx, retryWait(attempt)) {
 			return nil, err
 		}
 	}
@@ -268,9 +280,10 @@ const DefaultRetries = 4
 
 // WithRetries returns a copy of c that makes a call again up to n times
 // (0: never) when its error says that nothing of it was done
-// (paddock.DetailDone), waiting 250ms, then twice as long each time up to
-// 2s, a fifth more or less at random. A call that may have been done is
-// never made again by the client: its caller reads the run's events.
+// (paddock.DetailDone), or, for a write (which carries an idempotency key,
+// keys.go), when its answer was lost or it is still being made, waiting
+// 250ms, then twice as long each time up to 2s, a fifth more or less at
+// random. A read whose answer was lost is not made again.
 func (c *Client) WithRetries(n int) *Client {
 	cp := *c
 	cp.retries = max(n, 0)
@@ -527,6 +540,9 @@ type ToolInfo struct {
 // of arguments. The result is the tool's structured answer.
 func (c *Client) CallTool(ctx context.Context, id, name string, args any) (json.RawMessage, error) {
 	var out json.RawMessage
+	if slices.Contains(readTools, name) {
+		ctx = asRead(ctx)
+	}
 	return out, c.do(ctx, "POST", "/v1/runs/"+url.PathEscape(id)+"/tools/"+url.PathEscape(name), args, &out)
 }
 

@@ -105,6 +105,9 @@ type Server struct {
 	Bundles    Bundles
 	Collector  Collector
 	Notices    Notices
+	// Calls, if set, makes a call that carries an idempotency key once
+	// (keyed.go); without it the key is not read.
+	Calls Calls
 	// Principals, if set, admits principals' tokens and maps local users
 	// to principals; without it every caller is the operator or a run.
 	Principals Principals

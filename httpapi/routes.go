@@ -232,7 +232,7 @@ func (s *Server) mux() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, paddock.Errorf(paddock.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
-	return mux
+	return s.keyed(mux)
 }
 
 // serve answers r by rt's handler: through the run's funnel, once rt

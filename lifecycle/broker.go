@@ -364,7 +364,7 @@ func (br *Broker) runAndGrants(ctx context.Context, id string) (r *paddock.Run, 
 		if r, err = tx.Run(ctx, id); err != nil {
 			return err
 		}
-		grants, err = tx.AccessRequests(ctx, id)
+		grants, err = tx.AccessRequests().List(ctx, id)
 		return err
 	})
 	if err != nil {
@@ -396,7 +396,7 @@ func (br *Broker) Exec(ctx context.Context, id string, req paddock.ExecRequest) 
 // AccessRequests returns a run's access requests, oldest first.
 func (br *Broker) AccessRequests(ctx context.Context, id string) (out []*paddock.AccessRequest, err error) {
 	err = br.Store.View(ctx, func(tx paddock.Tx) error {
-		out, err = tx.AccessRequests(ctx, id)
+		out, err = tx.AccessRequests().List(ctx, id)
 		return err
 	})
 	if out == nil {
@@ -434,7 +434,7 @@ func (br *Broker) fileRequest(ctx context.Context, id string, in paddock.AccessR
 		State: paddock.RequestPending, CreatedAt: now()}
 	ctx = context.WithoutCancel(ctx)
 	err := br.update(ctx, func(tx paddock.Tx) error {
-		if err := tx.CreateAccessRequest(ctx, req); err != nil {
+		if err := tx.AccessRequests().Create(ctx, req); err != nil {
 			return err
 		}
 		_, err := tx.AppendEvent(ctx, id, paddock.EventAccessRequested, req)
@@ -462,7 +462,7 @@ func (br *Broker) DecideAccess(ctx context.Context, id, reqID string, grant bool
 	}
 	var out *paddock.AccessRequest
 	err := br.update(ctx, func(tx paddock.Tx) error {
-		reqs, err := tx.AccessRequests(ctx, id)
+		reqs, err := tx.AccessRequests().List(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -478,7 +478,7 @@ func (br *Broker) DecideAccess(ctx context.Context, id, reqID string, grant bool
 			if grant {
 				q.State, typ = paddock.RequestGranted, paddock.EventAccessGranted
 			}
-			if err := tx.UpdateAccessRequest(ctx, q); err != nil {
+			if err := tx.AccessRequests().Update(ctx, q); err != nil {
 				return err
 			}
 			out = q

@@ -405,7 +405,7 @@ func (fk *Forks) createForkRecord(ctx context.Context, tx paddock.Tx, r, k *padd
 		rand.Read(raw[:])
 		c.ID, c.RunID = "q-"+hex.EncodeToString(raw[:]), k.ID
 		c.Note = strings.TrimSpace(c.Note + " (granted to " + r.ID + " before the fork)")
-		if err := tx.CreateAccessRequest(ctx, &c); err != nil {
+		if err := tx.AccessRequests().Create(ctx, &c); err != nil {
 			return err
 		}
 		if _, err := tx.AppendEvent(ctx, k.ID, paddock.EventAccessGranted, &c); err != nil {

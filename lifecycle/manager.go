@@ -171,6 +171,7 @@ type Manager struct {
 	Nodes      *Nodes
 	Stats      *Stats
 	Webhooks   *Webhooks
+	Calls      *Calls
 
 	closeOnce sync.Once
 	closeErr  error
@@ -219,8 +220,10 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Nodes = &Nodes{kernel: k}
 	m.Stats = &Stats{kernel: k}
 	m.Webhooks = &Webhooks{kernel: k}
+	m.Calls = &Calls{kernel: k}
 	m.wire()
 	m.Jobs.instanceID = newInstanceID()
+	m.Calls.owner, m.Calls.life = m.Jobs.instanceID, newLifetime(k.ctx)
 	m.Jobs.runner = newJobRunner(k.ctx, m.Jobs.renewLease, m.Jobs.recordJobEnd, k.log)
 	m.Queue.life, m.Nodes.life, m.executor.life = newLifetime(k.ctx), newLifetime(k.ctx), newLifetime(k.ctx)
 	m.Webhooks.life, m.Provenance.life = newLifetime(k.ctx), newLifetime(k.ctx)
@@ -353,14 +356,14 @@ type forgetter interface{ forget(id string) }
 // services are the Manager's services, each once.
 func (m *Manager) services() []any {
 	return []any{m.Projects, m.Runs, m.views, m.Broker, m.executor, m.Jobs, m.Changes, m.Policies, m.Provenance,
-		m.Verifier, m.Flows, m.Reviews, m.Queue, m.Forks, m.Bundles, m.Nodes, m.Stats, m.Webhooks}
+		m.Verifier, m.Flows, m.Reviews, m.Queue, m.Forks, m.Bundles, m.Nodes, m.Stats, m.Webhooks, m.Calls}
 }
 
 // lifetimes are the services' own, which Close waits for: the queue's
 // worker, the checkpoints due with nodes, the disk watchdogs, the
 // webhooks' deliverers.
 func (m *Manager) lifetimes() []*lifetime {
-	return []*lifetime{m.Queue.life, m.Nodes.life, m.executor.life, m.Webhooks.life, m.Provenance.life}
+	return []*lifetime{m.Queue.life, m.Nodes.life, m.executor.life, m.Webhooks.life, m.Provenance.life, m.Calls.life}
 }
 
 // checkpointActive checkpoints every active workspace, so that a restart

@@ -86,7 +86,7 @@ func (s *Stats) State(ctx context.Context) (*metrics.State, error) {
 			counts[[2]string{r.Project, string(r.State())}]++
 			if r.Workspace != nil && live(r.State()) {
 				alive = append(alive, r)
-				reqs, err := tx.AccessRequests(ctx, r.ID)
+				reqs, err := tx.AccessRequests().List(ctx, r.ID)
 				if err != nil {
 					return err
 				}

@@ -207,7 +207,7 @@ func TestRefusalsKeepTheTransaction(t *testing.T) {
 			return tx.AcquireLock(ctx, &paddock.Lock{Project: "app", RunID: "b", AcquiredAt: now})
 		}},
 		{"request of no run", paddock.CodeNotFound, func(tx paddock.Tx) error {
-			return tx.CreateAccessRequest(ctx, &paddock.AccessRequest{ID: "q", RunID: "ghost", CreatedAt: now})
+			return tx.AccessRequests().Create(ctx, &paddock.AccessRequest{ID: "q", RunID: "ghost", CreatedAt: now})
 		}},
 		{"no such event run", paddock.CodeNotFound, func(tx paddock.Tx) error {
 			_, err := tx.AppendEvent(ctx, "ghost", "x", nil)

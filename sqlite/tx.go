@@ -796,8 +796,15 @@ func (t *Tx) DeleteAgent(ctx context.Context, name string) error {
 	return nil
 }
 
-// CreateAccessRequest records a run's access request.
-func (t *Tx) CreateAccessRequest(ctx context.Context, r *paddock.AccessRequest) error {
+// AccessRequests is the runs' access requests in this transaction.
+func (t *Tx) AccessRequests() paddock.AccessRequestStore { return accessRequests{t} }
+
+// accessRequests is paddock.AccessRequestStore on a Tx.
+type accessRequests struct{ t *Tx }
+
+// Create records a run's access request.
+func (q accessRequests) Create(ctx context.Context, r *paddock.AccessRequest) error {
+	t := q.t
 	b, err := json.Marshal(r)
 	if err != nil {
 		return wrap("encode access request", err)
@@ -816,8 +823,9 @@ func (t *Tx) CreateAccessRequest(ctx context.Context, r *paddock.AccessRequest) 
 	return wrap2("create access request", err)
 }
 
-// AccessRequests returns a run's access requests, oldest first.
-func (t *Tx) AccessRequests(ctx context.Context, runID string) ([]*paddock.AccessRequest, error) {
+// List returns a run's access requests, oldest first.
+func (q accessRequests) List(ctx context.Context, runID string) ([]*paddock.AccessRequest, error) {
+	t := q.t
 	rows, err := t.query(ctx, `SELECT body FROM access_requests WHERE run_id = ? ORDER BY created_at, id`, runID)
 	if err != nil {
 		return nil, wrap("list access requests", err)
@@ -838,8 +846,9 @@ func (t *Tx) AccessRequests(ctx context.Context, runID string) ([]*paddock.Acces
 	return out, wrap2("list access requests", rows.Err())
 }
 
-// UpdateAccessRequest writes a request's decision.
-func (t *Tx) UpdateAccessRequest(ctx context.Context, r *paddock.AccessRequest) error {
+// Update writes a request's decision.
+func (q accessRequests) Update(ctx context.Context, r *paddock.AccessRequest) error {
+	t := q.t
 	b, err := json.Marshal(r)
 	if err != nil {
 		return wrap("encode access request", err)

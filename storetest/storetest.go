@@ -504,7 +504,7 @@ func testDeleteProject(t *testing.T, open Opener) {
 	seed(t, s, "app", "a")
 	update(t, s, func(tx paddock.Tx) error {
 		tx.AppendEvent(ctx, "a", "x", nil)
-		if err := tx.CreateAccessRequest(ctx, &paddock.AccessRequest{ID: "q1", RunID: "a", Kind: paddock.AccessTool, Tool: "edit",
+		if err := tx.AccessRequests().Create(ctx, &paddock.AccessRequest{ID: "q1", RunID: "a", Kind: paddock.AccessTool, Tool: "edit",
 			Reason: "r", State: paddock.RequestPending, CreatedAt: time.Now().UTC()}); err != nil {
 			return err
 		}
@@ -516,7 +516,7 @@ func testDeleteProject(t *testing.T, open Opener) {
 		wantCode(t, err, paddock.CodeNotFound)
 		ws, _ := tx.Workspaces(ctx)
 		evs, _ := tx.Events(ctx, "a", 0, 0)
-		reqs, _ := tx.AccessRequests(ctx, "a")
+		reqs, _ := tx.AccessRequests().List(ctx, "a")
 		if len(ws) != 0 || len(evs) != 0 || len(reqs) != 0 {
 			t.Fatalf("left %d workspaces, %d events, %d access requests", len(ws), len(evs), len(reqs))
 		}
@@ -905,14 +905,14 @@ func testOrderWithinASecond(t *testing.T, open Opener) {
 			{ID: "q2", RunID: "a", Kind: paddock.AccessTool, Tool: "edit", Reason: "r", State: paddock.RequestPending, CreatedAt: t0.Add(100 * time.Millisecond)},
 			{ID: "q3", RunID: "a", Kind: paddock.AccessTool, Tool: "edit", Reason: "r", State: paddock.RequestPending, CreatedAt: t0},
 		} {
-			if err := tx.CreateAccessRequest(ctx, q); err != nil {
+			if err := tx.AccessRequests().Create(ctx, q); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	s.View(ctx, func(tx paddock.Tx) error {
-		got, err := tx.AccessRequests(ctx, "a")
+		got, err := tx.AccessRequests().List(ctx, "a")
 		if err != nil || len(got) != 3 || got[0].ID != "q3" || got[1].ID != "q2" || got[2].ID != "q1" {
 			t.Fatalf("order = %v, %v", ids(got), err)
 		}
@@ -936,29 +936,29 @@ func testAccessRequests(t *testing.T, open Opener) {
 	r1 := &paddock.AccessRequest{ID: "q1", RunID: "a", Kind: paddock.AccessCommand, Command: []string{"go", "vet"}, Reason: "lint", State: paddock.RequestPending, CreatedAt: now}
 	r2 := &paddock.AccessRequest{ID: "q2", RunID: "a", Kind: paddock.AccessNetwork, Domain: "proxy.golang.org", Reason: "modules", State: paddock.RequestPending, CreatedAt: now.Add(time.Second)}
 	update(t, s, func(tx paddock.Tx) error {
-		if err := tx.CreateAccessRequest(ctx, r1); err != nil {
+		if err := tx.AccessRequests().Create(ctx, r1); err != nil {
 			return err
 		}
-		return tx.CreateAccessRequest(ctx, r2)
+		return tx.AccessRequests().Create(ctx, r2)
 	})
-	err := s.Update(ctx, func(tx paddock.Tx) error { return tx.CreateAccessRequest(ctx, r1) })
+	err := s.Update(ctx, func(tx paddock.Tx) error { return tx.AccessRequests().Create(ctx, r1) })
 	wantCode(t, err, paddock.CodeConflict)
 	err = s.Update(ctx, func(tx paddock.Tx) error {
-		return tx.CreateAccessRequest(ctx, &paddock.AccessRequest{ID: "q1", RunID: "ghost", State: paddock.RequestPending, CreatedAt: now})
+		return tx.AccessRequests().Create(ctx, &paddock.AccessRequest{ID: "q1", RunID: "ghost", State: paddock.RequestPending, CreatedAt: now})
 	})
 	wantCode(t, err, paddock.CodeNotFound)
 	r1.State, r1.DecidedBy, r1.DecidedAt = paddock.RequestGranted, "operator", now
-	update(t, s, func(tx paddock.Tx) error { return tx.UpdateAccessRequest(ctx, r1) })
+	update(t, s, func(tx paddock.Tx) error { return tx.AccessRequests().Update(ctx, r1) })
 	err = s.Update(ctx, func(tx paddock.Tx) error {
-		return tx.UpdateAccessRequest(ctx, &paddock.AccessRequest{ID: "q9", RunID: "a", State: paddock.RequestDenied})
+		return tx.AccessRequests().Update(ctx, &paddock.AccessRequest{ID: "q9", RunID: "a", State: paddock.RequestDenied})
 	})
 	wantCode(t, err, paddock.CodeNotFound)
 	s.View(ctx, func(tx paddock.Tx) error {
-		got, err := tx.AccessRequests(ctx, "a")
+		got, err := tx.AccessRequests().List(ctx, "a")
 		if err != nil || len(got) != 2 || got[0].ID != "q1" || got[0].State != paddock.RequestGranted || got[0].Command[1] != "vet" || got[1].Domain != "proxy.golang.org" {
 			t.Fatalf("requests = %+v, %v", got, err)
 		}
-		other, err := tx.AccessRequests(ctx, "b")
+		other, err := tx.AccessRequests().List(ctx, "b")
 		if err != nil || len(other) != 0 {
 			t.Fatalf("another run's requests = %v, %v", other, err)
 		}

@@ -193,10 +193,13 @@ type writer struct {
 
 func startWriter(c *client.Client, run, tag string, hang time.Duration) *writer {
 	return startCalls(tag, hang, func(ctx context.Context, path string) error {
-		_, err := c.CallTool(ctx, run, "write", map[string]string{"path": path, "content": path})
+		_, err := c.CallTool(client.WithIdempotencyKey(ctx, writeKey(path)), run, "write", map[string]string{"path": path, "content": path})
 		return err
 	})
 }
+
+// writeKey is the idempotency key of a writer's call.
+func writeKey(path string) string { return "write-" + path }
 
 // startReader is a client that reads run's last events through one node,
 // one call after another, until stopped.
@@ -495,8 +498,9 @@ func (p *partition) checkNoStaleWrite(id, addr string, acked map[string]bool) {
 // cutFromPeers: the node that holds run id, cut from the other nodes but
 // not from PostgreSQL, stays alive and serves its own clients; a call for
 // the run through another node fails within a bound with a typed error
-// that says whether it reached the run's node; once the link is back a
-// client that retries as that error says applies each write once.
+// that says whether it reached the run's node; once the link is back the
+// client library makes every failed write again with its key, whatever
+// the error said, and each write is in the run's events once.
 func (p *partition) cutFromPeers(t *testing.T, id string) {
 	p.t, p.lab.t, p.pg.t = t, t, t
 	if id == "" {
@@ -534,10 +538,11 @@ func (p *partition) cutFromPeers(t *testing.T, id string) {
 	p.retryOnce(via, id, calls, cutAt, hang)
 }
 
-// retryOnce checks the calls made through via after cutAt, and retries
-// the failed ones as their errors say: one that did not reach the run's
-// node at once, one that may have, only if the run's events do not have
-// it. Each write is then in the run's events exactly once.
+// retryOnce checks the calls made through via after cutAt, and has the
+// client library (its retries) make each failed one again with its
+// idempotency key, reading nothing first: one that did not reach the run's
+// node is made, one that may have is made or answered with its first
+// answer. Each write is then in the run's events exactly once.
 func (p *partition) retryOnce(via *partNode, id string, calls []clientCall, cutAt time.Time, hang time.Duration) {
 	t := p.t
 	count := func() map[string]int {
@@ -570,10 +575,12 @@ func (p *partition) retryOnce(via *partNode, id string, calls []clientCall, cutA
 		if !delivered && before[c.path] != 0 {
 			t.Fatalf("%s was not delivered, says its error, but the run has it: %v", c.path, c.err)
 		}
-		if before[c.path] == 0 {
-			if _, err := via.c.CallTool(context.Background(), id, "write", map[string]string{"path": c.path, "content": c.path}); err != nil {
-				t.Fatalf("the retry of %s: %v", c.path, err)
-			}
+		ctx := client.WithIdempotencyKey(context.Background(), writeKey(c.path))
+		if _, err := via.c.WithRetries(client.DefaultRetries).CallTool(ctx, id, "write", map[string]string{"path": c.path, "content": c.path}); err != nil {
+			t.Fatalf("the retry of %s (delivered=%v, in the run's events %d times before): %v", c.path, delivered, before[c.path], err)
+		}
+		if before[c.path] != 0 {
+			seen["delivered and done, answered again"]++
 		}
 	}
 	for path, n := range count() {

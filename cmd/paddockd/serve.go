@@ -440,7 +440,7 @@ func (s *serving) metricsState(ctx context.Context) (*metrics.State, error) {
 // HTTP), both in front of m.
 func wireAPI(m *lifecycle.Manager, token string, status func() paddock.DaemonStatus, logger *slog.Logger) (*httpapi.Server, *mcpserver.Handler) {
 	api := &httpapi.Server{Projects: m.Projects, Runs: m.Runs, Jobs: m.Jobs, Broker: m.Broker, Changes: m.Changes, Provenance: m.Provenance,
-		Verifier: m.Verifier, Reviews: m.Reviews, Forks: m.Forks, Flows: m.Flows, Queue: m.Queue, Bundles: m.Bundles, Collector: m, Notices: m.Webhooks,
+		Verifier: m.Verifier, Reviews: m.Reviews, Forks: m.Forks, Flows: m.Flows, Queue: m.Queue, Bundles: m.Bundles, Collector: m, Notices: m.Webhooks, Calls: m.Calls,
 		Principals: &identity.Service{Store: m.Store, Logger: logger},
 		Logger:     logger, Token: token, Status: status}
 	mcpHTTP := mcpserver.NewHandler(mcpserver.Config{Runs: m.Runs, Broker: m.Broker, Changes: m.Changes, Verifier: m.Verifier, Flows: m.Flows,

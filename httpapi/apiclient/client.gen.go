@@ -2608,7 +2608,7 @@ type EnforcementProcsScope string
 type Error struct {
 	Code ErrorCode `json:"code"`
 
-	// Details More about the error, by code. done: false says that nothing of the call was done (a node could not route it, or the node holding its run could not be reached before any of it left): it may be made again as it is, and the Go client does so by itself a few times. node_lost from a forwarded call carries node and delivered (true: the call may have been done there; read the run's events before making it again). A refusal by a rule carries rule.
+	// Details More about the error, by code. done: false says that nothing of the call was done (a node could not route it, or the node holding its run could not be reached before any of it left): it may be made again as it is, and the Go client does so by itself a few times. node_lost from a forwarded call carries node and delivered (true: the call may have been done there; read the run's events before making it again, or make it again with the same Idempotency-Key). A refusal by a rule carries rule.
 	Details *map[string]interface{} `json:"details,omitempty"`
 	Message string                  `json:"message"`
 }

@@ -1187,7 +1187,7 @@ export interface components {
             /** @enum {string} */
             code: "bad_request" | "not_found" | "conflict" | "busy" | "unauthorized" | "forbidden" | "unsupported" | "run_mismatch" | "not_bootstrapped" | "attribution_leak" | "too_large" | "node_lost" | "internal";
             message: string;
-            /** @description More about the error, by code. done: false says that nothing of the call was done (a node could not route it, or the node holding its run could not be reached before any of it left): it may be made again as it is, and the Go client does so by itself a few times. node_lost from a forwarded call carries node and delivered (true: the call may have been done there; read the run's events before making it again). A refusal by a rule carries rule. */
+            /** @description More about the error, by code. done: false says that nothing of the call was done (a node could not route it, or the node holding its run could not be reached before any of it left): it may be made again as it is, and the Go client does so by itself a few times. node_lost from a forwarded call carries node and delivered (true: the call may have been done there; read the run's events before making it again, or make it again with the same Idempotency-Key). A refusal by a rule carries rule. */
             details?: Record<string, never>;
         };
         DaemonStatus: {

@@ -1,0 +1,248 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Calls keeps the calls made with idempotency keys (lifecycle.Calls): the
+// node that serves a keyed call claims its key in the store first, and a
+// call made again with the key is answered from the record.
+type Calls interface {
+	// Begin claims key for the call hashed request; nil: the call is to
+	// be made, then finished or forgotten.
+	Begin(ctx context.Context, key, request string) (*paddock.CallRecord, error)
+	// Finish records the call's answer and Forget gives its key back
+	// (the call did nothing), each once the caller has its answer; what
+	// cannot be written leaves the key claimed: a retry is refused.
+	Finish(ctx context.Context, key string, status int, answer []byte)
+	Forget(ctx context.Context, key string)
+	// Running says whether rec's call runs on this daemon now; Mine,
+	// whether this daemon claimed it.
+	Running(rec *paddock.CallRecord) bool
+	Mine(rec *paddock.CallRecord) bool
+	// Wait waits up to d until rec's call, running here, has its end
+	// recorded, and says whether it has.
+	Wait(ctx context.Context, rec *paddock.CallRecord, d time.Duration) bool
+}
+
+// Bounds of a keyed call: its body is read whole to be hashed, and its
+// answer kept whole to be given again.
+const (
+	maxKeyedBody   = 32 << 20
+	keyedInProcess = "in_progress"
+	// keyedWait is how long a call made again waits for its first, still
+	// being made on this node, before it is told so.
+	keyedWait = 2 * time.Second
+)
+
+// maxKeptAnswer bounds the answer kept of a keyed call (tests lower it).
+var maxKeptAnswer = 4 << 20
+
+// keyed makes a call that carries an idempotency key (a write: POST, PUT,
+// PATCH, DELETE) once: the first time it is made, its answer is recorded
+// under the key, scoped to the caller; made again with the same key and
+// the same method, path and body, it is answered with that answer
+// (ReplayedHeader) and not made; with another call's, it is refused. A
+// call that did nothing (its error says done: false), or failed once its
+// caller had gone, gives the key back.
+// Without Calls the key is not read.
+func (s *Server) keyed(next http.Handler) http.Handler {
+	if s.Calls == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get(paddock.IdempotencyHeader)
+		if key == "" || r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+			next.ServeHTTP(w, r)
+			return
+		}
+		scoped, request, err := keyOf(r, key)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		rec, err := s.Calls.Begin(r.Context(), scoped, request)
+		if err == nil && rec != nil && !rec.Done && rec.Request == request && s.Calls.Running(rec) &&
+			s.Calls.Wait(r.Context(), rec, keyedWait) {
+			// Its first call ended meanwhile (its answer is recorded once
+			// its caller has it): that answer, or the key is free again.
+			rec, err = s.Calls.Begin(r.Context(), scoped, request)
+		}
+		if err != nil {
+			// Not claimed: nothing was done, and the call may be made again.
+			writeError(w, paddock.MarkUndone(err))
+			return
+		}
+		if rec != nil {
+			s.answerKept(w, rec, request)
+			return
+		}
+		kw := &keptWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				// The call's record stays claimed and unfinished: a retry
+				// is told it was cut short.
+				panic(p)
+			}
+			s.keep(r, scoped, kw)
+		}()
+		next.ServeHTTP(kw, r)
+	})
+}
+
+// keyOf checks the key, scopes it to the caller (the same key from
+// another principal, run or the operator is another call), and hashes
+// the call: method, path, query and body (read whole, and put back).
+func keyOf(r *http.Request, key string) (scoped, request string, err error) {
+	if len(key) > paddock.MaxIdempotencyKey {
+		return "", "", paddock.Errorf(paddock.CodeBadRequest, "an %s is at most %d characters", paddock.IdempotencyHeader, paddock.MaxIdempotencyKey)
+	}
+	for _, c := range []byte(key) {
+		if c < 0x21 || c > 0x7e {
+			return "", "", paddock.Errorf(paddock.CodeBadRequest, "an %s is printable ASCII without spaces", paddock.IdempotencyHeader)
+		}
+	}
+	if streamed(r) {
+		return "", "", paddock.Errorf(paddock.CodeBadRequest, "%s %s streams its answer, which is not kept: it takes no %s", r.Method, r.URL.Path, paddock.IdempotencyHeader)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxKeyedBody+1))
+	if err != nil {
+		return "", "", paddock.Errorf(paddock.CodeBadRequest, "reading the call's body: %v", err)
+	}
+	if len(body) > maxKeyedBody {
+		return "", "", paddock.Errorf(paddock.CodeTooLarge, "a call with an %s has a body of at most %d bytes", paddock.IdempotencyHeader, maxKeyedBody)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00", r.Method, r.URL.Path, r.URL.RawQuery, len(body))
+	h.Write(body)
+	request = hex.EncodeToString(h.Sum(nil))
+	h.Reset()
+	fmt.Fprintf(h, "%s\x00%s", callerScope(r), key)
+	return hex.EncodeToString(h.Sum(nil)), request, nil
+}
+
+// callerScope names who makes a call, for its key: a principal, a run's
+// agent (its token), or the operator, acting for a run's agent or not.
+func callerScope(r *http.Request) string {
+	ctx := r.Context()
+	if run, ok := ctx.Value(scopeKey).(string); ok {
+		return "run " + run
+	}
+	who := "operator"
+	if c := paddock.CallerOf(ctx); c != nil && c.Principal != "" {
+		who = "principal " + c.Principal
+	}
+	if paddock.AgentCall(ctx) {
+		who += " for the agent"
+	}
+	return who
+}
+
+// answerKept answers a call whose key has a record: the recorded answer,
+// or why there is none.
+func (s *Server) answerKept(w http.ResponseWriter, rec *paddock.CallRecord, request string) {
+	switch {
+	case rec.Request != request:
+		writeError(w, paddock.Errorf(paddock.CodeConflict,
+			"this %s was used for another call (another method, path or body); a key names one call", paddock.IdempotencyHeader))
+	case rec.Done && rec.Status == 0:
+		writeError(w, paddock.Errorf(paddock.CodeConflict,
+			"the call with this %s was done, and its answer was too large to keep: what it did is in its run's events (paddock events)", paddock.IdempotencyHeader))
+	case rec.Done:
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set(paddock.ReplayedHeader, "true")
+		w.WriteHeader(rec.Status)
+		w.Write(rec.Answer)
+	case s.Calls.Running(rec):
+		writeError(w, &paddock.Error{Code: paddock.CodeBusy,
+			Message: "the call with this " + paddock.IdempotencyHeader + " is still being made on this node; ask again when it ends, with the same key, for its answer",
+			Details: map[string]any{keyedInProcess: true}})
+	case s.Calls.Mine(rec):
+		writeError(w, paddock.Errorf(paddock.CodeConflict,
+			"the call with this %s was made on this node and its answer could not be recorded: whether it was done is in its run's events (paddock events)", paddock.IdempotencyHeader))
+	default:
+		writeError(w, &paddock.Error{Code: paddock.CodeConflict,
+			Message: "the call with this " + paddock.IdempotencyHeader + " was begun by another daemon (" + rec.Owner + ", made " + rec.CreatedAt.Format("15:04:05 MST") +
+				") that has not recorded its end: it is still being made there, or that daemon stopped; what it did is in its run's events (paddock events)",
+			Details: map[string]any{"owner": rec.Owner}})
+	}
+}
+
+// keep records a keyed call's answer, or gives its key back if it did
+// nothing.
+func (s *Server) keep(r *http.Request, scoped string, kw *keptWriter) {
+	status := kw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	switch {
+	case status >= 300 && undoneAnswer(kw.body.Bytes()):
+		s.Calls.Forget(r.Context(), scoped)
+	case status >= 300 && r.Context().Err() != nil:
+		// Its caller went (a forwarding node's link broke) and the call
+		// failed, cut short by that: no one read the error, and what is
+		// done is recorded whatever becomes of the request, so the call
+		// is made again when asked again, not answered with an error
+		// about a caller that has gone.
+		s.Calls.Forget(r.Context(), scoped)
+	case kw.over:
+		s.Calls.Finish(r.Context(), scoped, 0, nil)
+	default:
+		s.Calls.Finish(r.Context(), scoped, status, kw.body.Bytes())
+	}
+}
+
+// undoneAnswer says whether an error answer says nothing was done.
+func undoneAnswer(b []byte) bool {
+	var env struct {
+		Error *paddock.Error `json:"error"`
+	}
+	return json.Unmarshal(b, &env) == nil && env.Error != nil && paddock.Undone(env.Error)
+}
+
+// keptWriter passes an answer on and keeps a copy of it, up to
+// maxKeptAnswer.
+type keptWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+	over   bool
+}
+
+func (w *keptWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *keptWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if !w.over {
+		if w.body.Len()+len(b) > maxKeptAnswer {
+			w.over = true
+			w.body = bytes.Buffer{}
+		} else {
+			w.body.Write(b)
+		}
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *keptWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

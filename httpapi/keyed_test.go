@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// fakeCalls keeps keys in memory, as lifecycle.Calls keeps them in the
+// store (storetest's CallKeys holds the store's part).
+type fakeCalls struct {
+	mu   sync.Mutex
+	recs map[string]*paddock.CallRecord
+}
+
+func (c *fakeCalls) Begin(_ context.Context, key, request string) (*paddock.CallRecord, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r := c.recs[key]; r != nil {
+		cp := *r
+		return &cp, nil
+	}
+	c.recs[key] = &paddock.CallRecord{Key: key, Request: request, Owner: "me"}
+	return nil, nil
+}
+
+func (c *fakeCalls) Finish(_ context.Context, key string, status int, answer []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.recs[key]
+	r.Done, r.Status, r.Answer = true, status, append([]byte(nil), answer...)
+}
+
+func (c *fakeCalls) Forget(_ context.Context, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.recs, key)
+}
+
+func (c *fakeCalls) Running(rec *paddock.CallRecord) bool { return false }
+func (c *fakeCalls) Mine(rec *paddock.CallRecord) bool    { return rec.Owner == "me" }
+func (c *fakeCalls) Wait(context.Context, *paddock.CallRecord, time.Duration) bool {
+	return false
+}
+
+// keyedDo makes a call with key on h and returns the recorder.
+func keyedDo(h http.Handler, ctx context.Context, method, path, key, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, "http://paddock"+path, strings.NewReader(body)).WithContext(ctx)
+	if key != "" {
+		req.Header.Set(paddock.IdempotencyHeader, key)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestKeyedCalls: a keyed write reaches its service once and is answered
+// again from its record (marked replayed); a key on another call is
+// refused before any service is asked; a call whose error says it did
+// nothing, or that failed once its caller had gone, gives its key back
+// and is made when asked again; an answer too large to keep is not given
+// again but said to be; a streamed call takes no key; a read ignores one.
+func TestKeyedCalls(t *testing.T) {
+	f := newFixture(t)
+	calls := &fakeCalls{recs: map[string]*paddock.CallRecord{}}
+	f.srv.Calls = calls
+	h := f.srv.Handler()
+	ctx := context.Background()
+	add := `{"path":"/src/app","name":"app"}`
+
+	first := keyedDo(h, ctx, "POST", "/v1/projects", "k1", add)
+	again := keyedDo(h, ctx, "POST", "/v1/projects", "k1", add)
+	if first.Code != 201 || again.Code != 201 || again.Body.String() != first.Body.String() ||
+		again.Header().Get(paddock.ReplayedHeader) != "true" || first.Header().Get(paddock.ReplayedHeader) != "" {
+		t.Fatalf("made again: %d %q / %d %q %v", first.Code, first.Body, again.Code, again.Body, again.Header())
+	}
+	if w := f.svc.whats(); w != "AddProject /src/app app" {
+		t.Fatalf("the service was asked %q", w)
+	}
+	if other := keyedDo(h, ctx, "POST", "/v1/projects", "k1", `{"path":"/src/other","name":"other"}`); other.Code != 409 || f.svc.whats() != "" {
+		t.Fatalf("the key on another call: %d %q, asked %q", other.Code, other.Body, f.svc.whats())
+	}
+
+	// Did nothing (done: false): the key is given back.
+	f.svc.fail = paddock.MarkUndone(paddock.Errorf(paddock.CodeBusy, "not now"))
+	if a := keyedDo(h, ctx, "POST", "/v1/projects", "k2", add); a.Code != http.StatusLocked {
+		t.Fatalf("an undone call: %d %q", a.Code, a.Body)
+	}
+	f.svc.fail = nil
+	if a := keyedDo(h, ctx, "POST", "/v1/projects", "k2", add); a.Code != 201 || a.Header().Get(paddock.ReplayedHeader) != "" {
+		t.Fatalf("an undone call made again: %d %q", a.Code, a.Body)
+	}
+
+	// Failed once its caller had gone: the key is given back too.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	f.svc.fail = paddock.Errorf(paddock.CodeInternal, "cut short")
+	keyedDo(h, gone, "POST", "/v1/projects", "k3", add)
+	f.svc.fail = nil
+	if a := keyedDo(h, ctx, "POST", "/v1/projects", "k3", add); a.Code != 201 || a.Header().Get(paddock.ReplayedHeader) != "" {
+		t.Fatalf("a call whose caller had gone, made again: %d %q", a.Code, a.Body)
+	}
+	// An error with its caller there is kept, as any answer.
+	f.svc.fail = paddock.Errorf(paddock.CodeConflict, "taken")
+	keyedDo(h, ctx, "POST", "/v1/projects", "k4", add)
+	f.svc.fail = nil
+	if a := keyedDo(h, ctx, "POST", "/v1/projects", "k4", add); a.Code != 409 || a.Header().Get(paddock.ReplayedHeader) != "true" {
+		t.Fatalf("a refused call made again: %d %q", a.Code, a.Body)
+	}
+
+	// Too large to keep: done, and said so.
+	defer func(n int) { maxKeptAnswer = n }(maxKeptAnswer)
+	maxKeptAnswer = 8
+	keyedDo(h, ctx, "POST", "/v1/projects", "k5", add)
+	f.svc.asked()
+	if a := keyedDo(h, ctx, "POST", "/v1/projects", "k5", add); a.Code != 409 || !strings.Contains(a.Body.String(), "too large to keep") || f.svc.whats() != "" {
+		t.Fatalf("a call whose answer was too large, made again: %d %q", a.Code, a.Body)
+	}
+
+	if a := keyedDo(h, ctx, "POST", "/v1/runs/r-1/exec/stream", "k6", `{"argv":["true"]}`); a.Code != 400 || !strings.Contains(a.Body.String(), "streams") {
+		t.Fatalf("a streamed call with a key: %d %q", a.Code, a.Body)
+	}
+	if a := keyedDo(h, ctx, "POST", "/v1/projects", strings.Repeat("k", paddock.MaxIdempotencyKey+1), add); a.Code != 400 {
+		t.Fatalf("a key too long: %d %q", a.Code, a.Body)
+	}
+	if a := keyedDo(h, ctx, "GET", "/v1/projects", "k1", ""); a.Code != 200 || a.Header().Get(paddock.ReplayedHeader) != "" {
+		t.Fatalf("a read with a write's key: %d %q", a.Code, a.Body)
+	}
+}

@@ -1,0 +1,145 @@
+package lifecycle
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// Calls keeps the calls made with idempotency keys (paddock.IdempotencyHeader)
+// in the store, so that a call made again with the same key, on this node
+// or another, is done once: the first attempt claims the key, runs, and
+// records its answer; a later one gets that answer again, or, while the
+// first still runs, is told so. A call that did nothing (refused before
+// any effect) gives its key back, so that it may be made again.
+//
+// The keys are the HTTP API's (httpapi keys them by caller); Calls knows
+// only scoped keys and request hashes.
+type Calls struct {
+	*kernel
+
+	owner string // this daemon instance, the claims' owner
+	life  *lifetime
+
+	mu      sync.Mutex
+	running map[string]chan struct{} // keys this instance claimed and has not finished: closed when it has
+	pruned  time.Time                // the last prune of old records
+}
+
+// callPruneEvery is how often Begin prunes the records older than
+// paddock.CallKeyTerm.
+const callPruneEvery = 10 * time.Minute
+
+// Begin claims key for the call whose hash is request. A nil record means
+// the call is the caller's to make, and then to Finish or Forget; a
+// record is the key's earlier call: done (its answer), or not.
+func (c *Calls) Begin(ctx context.Context, key, request string) (*paddock.CallRecord, error) {
+	c.mu.Lock()
+	prune := time.Since(c.pruned) > callPruneEvery
+	if prune {
+		c.pruned = time.Now()
+	}
+	c.mu.Unlock()
+	var old *paddock.CallRecord
+	err := c.update(ctx, func(tx paddock.Tx) (err error) {
+		if prune {
+			if _, err := tx.CallKeys().Prune(ctx, now().Add(-paddock.CallKeyTerm)); err != nil {
+				return err
+			}
+		}
+		old, err = tx.CallKeys().Claim(ctx, &paddock.CallRecord{Key: key, Request: request, Owner: c.owner, CreatedAt: now()})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if old == nil {
+		c.mu.Lock()
+		if c.running == nil {
+			c.running = map[string]chan struct{}{}
+		}
+		c.running[key] = make(chan struct{})
+		c.mu.Unlock()
+	}
+	return old, nil
+}
+
+// Running says whether rec's call is running now: claimed by this
+// instance and not finished. A call another instance claimed and never
+// finished is either running there (another node) or was cut short (a
+// previous daemon here): Calls cannot tell which.
+func (c *Calls) Running(rec *paddock.CallRecord) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return rec.Owner == c.owner && c.running[rec.Key] != nil
+}
+
+// Wait waits up to d (or ctx's end) until rec's call, running here, has
+// its end recorded, and says whether it has.
+func (c *Calls) Wait(ctx context.Context, rec *paddock.CallRecord, d time.Duration) bool {
+	c.mu.Lock()
+	ch := c.running[rec.Key]
+	c.mu.Unlock()
+	if ch == nil || rec.Owner != c.owner {
+		return rec.Owner == c.owner
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// Mine says whether rec was claimed by this daemon instance.
+func (c *Calls) Mine(rec *paddock.CallRecord) bool { return rec.Owner == c.owner }
+
+// Finish records the answer of the call Begin gave the caller, after the
+// caller has it: in the background, its key counted running until the
+// record is written (a call made again meanwhile is told it is still
+// being made, and then gets the answer). A record that cannot be written
+// leaves the key claimed and unfinished, and is logged: a call made again
+// is told its answer was lost, never made twice.
+func (c *Calls) Finish(ctx context.Context, key string, status int, answer []byte) {
+	c.later(ctx, key, "finish", func(ctx context.Context, tx paddock.Tx) error {
+		return tx.CallKeys().Finish(ctx, key, c.owner, status, answer)
+	})
+}
+
+// Forget gives back the key of a call that did nothing, so that it may
+// be made again; in the background, as Finish.
+func (c *Calls) Forget(ctx context.Context, key string) {
+	c.later(ctx, key, "forget", func(ctx context.Context, tx paddock.Tx) error {
+		return tx.CallKeys().Forget(ctx, key, c.owner)
+	})
+}
+
+// later writes a key's end whatever becomes of the request that made the
+// call, in the background while the Manager runs (at once once it is
+// closing), and then counts the key no longer running.
+func (c *Calls) later(ctx context.Context, key, what string, fn func(context.Context, paddock.Tx) error) {
+	ctx = context.WithoutCancel(ctx)
+	write := func() {
+		defer c.done(key)
+		if err := c.update(ctx, func(tx paddock.Tx) error { return fn(ctx, tx) }); err != nil {
+			c.log().Error("cannot record the end of a call made with an idempotency key; made again, it will be refused", "do", what, "err", err)
+		}
+	}
+	if c.life == nil || !c.life.goBackground(write) {
+		write()
+	}
+}
+
+func (c *Calls) done(key string) {
+	c.mu.Lock()
+	if ch := c.running[key]; ch != nil {
+		close(ch)
+		delete(c.running, key)
+	}
+	c.mu.Unlock()
+}
