@@ -23,7 +23,7 @@ const MaxIdempotencyKey = 128
 
 // CallKeyTerm is how long a key's record is kept: a retry after it is a
 // new call.
-const CallKeyTerm = 24 * time.Hour
+const CallKeyTerm = time.Hour
 
 // CallRecord is what the store keeps of a call made with an idempotency
 // key: which call (Request, a hash of its method, path and body), who ran

@@ -46,7 +46,7 @@ const (
 )
 
 // maxKeptAnswer bounds the answer kept of a keyed call (tests lower it).
-var maxKeptAnswer = 4 << 20
+var maxKeptAnswer = 256 << 10
 
 // keyed makes a call that carries an idempotency key (a write: POST, PUT,
 // PATCH, DELETE) once: the first time it is made, its answer is recorded

@@ -30,7 +30,7 @@ type Calls struct {
 
 // callPruneEvery is how often Begin prunes the records older than
 // paddock.CallKeyTerm.
-const callPruneEvery = 10 * time.Minute
+const callPruneEvery = time.Minute
 
 // Begin claims key for the call whose hash is request. A nil record means
 // the call is the caller's to make, and then to Finish or Forget; a
