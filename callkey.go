@@ -21,6 +21,11 @@ const ReplayedHeader = "Idempotent-Replayed"
 // MaxIdempotencyKey bounds a key's length.
 const MaxIdempotencyKey = 128
 
+// MaxKeyedBody bounds the body of a call with a key: the node reads it
+// whole to know the call again. A bigger one (a bundle's import) takes no
+// key.
+const MaxKeyedBody = 32 << 20
+
 // CallKeyTerm is how long a key's record is kept: a retry after it is a
 // new call.
 const CallKeyTerm = time.Hour
@@ -44,6 +49,8 @@ type CallKeys interface {
 	// Claim records c as a call now running, unless a record has its
 	// key: then it records nothing and returns that record.
 	Claim(ctx context.Context, c *CallRecord) (existing *CallRecord, err error)
+	// Get returns key's record, or nil if there is none.
+	Get(ctx context.Context, key string) (*CallRecord, error)
 	// Finish records the answer of the call with key, claimed by owner;
 	// CodeConflict if owner does not hold it.
 	Finish(ctx context.Context, key, owner string, status int, answer []byte) error

@@ -248,7 +248,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	if contentType != "" {
 		header = append(header, [2]string{"Content-Type", contentType})
 	}
-	keyed := keyedMethod(method) && rewind(body) && !isRead(ctx)
+	keyed := keyedMethod(method) && keyable(body) && !isRead(ctx)
 	if keyed {
 		header = append(header, [2]string{paddock.IdempotencyHeader, callKey(ctx)})
 	}
@@ -283,7 +283,8 @@ const DefaultRetries = 4
 // (paddock.DetailDone), or, for a write (which carries an idempotency key,
 // keys.go), when its answer was lost or it is still being made, waiting
 // 250ms, then twice as long each time up to 2s, a fifth more or less at
-// random. A read whose answer was lost is not made again.
+// random. Another call whose answer was lost (a write without a key: a
+// stream, a file's upload) is not made again.
 func (c *Client) WithRetries(n int) *Client {
 	cp := *c
 	cp.retries = max(n, 0)

@@ -1,16 +1,19 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"net/http"
+	"strings"
 
 	"github.com/paddock-dev/paddock"
 )
 
-// Every write the client makes (POST, PUT, PATCH, DELETE with a body it can
-// send again) carries an idempotency key (paddock.IdempotencyHeader), the
+// Every write the client makes (POST, PUT, PATCH, DELETE with a body it
+// holds in memory, keyable) carries an idempotency key (paddock.IdempotencyHeader), the
 // same on each attempt: the node that serves it makes it once, and answers
 // an attempt made again with the first one's answer. So a write whose
 // answer was lost — the connection broke after it was sent, or a node
@@ -48,6 +51,21 @@ type readCtx struct{}
 func asRead(ctx context.Context) context.Context { return context.WithValue(ctx, readCtx{}, true) }
 
 func isRead(ctx context.Context) bool { v, _ := ctx.Value(readCtx{}).(bool); return v }
+
+// keyable says whether a write with body carries a key: none, or one held
+// in memory and at most paddock.MaxKeyedBody (the node reads a keyed body
+// whole); a file (a bundle to import) is sent without one.
+func keyable(body io.Reader) bool {
+	switch b := body.(type) {
+	case nil:
+		return true
+	case *bytes.Reader:
+		return b.Len() <= paddock.MaxKeyedBody
+	case *strings.Reader:
+		return b.Len() <= paddock.MaxKeyedBody
+	}
+	return false
+}
 
 // keyedMethod says whether a call of method carries a key.
 func keyedMethod(method string) bool {

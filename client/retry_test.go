@@ -1,12 +1,14 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -195,5 +197,31 @@ func TestReadToolsAreReads(t *testing.T) {
 	}
 	if len(keys) != 2 || keys[0] != "" || keys[1] != "" {
 		t.Fatalf("a read's calls carried keys %q", keys)
+	}
+}
+
+// TestBigBodiesTakeNoKey: a write whose body is a file, or bigger than a
+// node reads whole for a key, is sent without one (a bundle's import).
+func TestBigBodiesTakeNoKey(t *testing.T) {
+	t.Parallel()
+	f, err := os.CreateTemp(t.TempDir(), "bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, tc := range []struct {
+		body io.Reader
+		want bool
+	}{
+		{nil, true},
+		{strings.NewReader("{}"), true},
+		{bytes.NewReader(make([]byte, paddock.MaxKeyedBody)), true},
+		{bytes.NewReader(make([]byte, paddock.MaxKeyedBody+1)), false},
+		{f, false},
+		{io.LimitReader(strings.NewReader("x"), 1), false},
+	} {
+		if got := keyable(tc.body); got != tc.want {
+			t.Errorf("keyable(%T) = %v, want %v", tc.body, got, tc.want)
+		}
 	}
 }

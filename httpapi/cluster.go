@@ -153,6 +153,9 @@ func (s *Server) forwardNewRun(next http.Handler, self paddock.Node, w http.Resp
 		next.ServeHTTP(w, r) // a run's token: the route refuses it, and nothing is held
 		return
 	}
+	if s.answerKeptElsewhere(w, r) {
+		return // made again with its key: nothing is placed
+	}
 	n, release, err := s.Cluster.Place(r.Context(), req.Project)
 	if paddock.IsCode(err, paddock.CodeNotFound) {
 		next.ServeHTTP(w, r) // the route says there is no such project

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/identity"
 )
 
 // Calls keeps the calls made with idempotency keys (lifecycle.Calls): the
@@ -19,13 +20,18 @@ import (
 // call made again with the key is answered from the record.
 type Calls interface {
 	// Begin claims key for the call hashed request; nil: the call is to
-	// be made, then finished or forgotten.
+	// be made, then finished, forgotten or abandoned.
 	Begin(ctx context.Context, key, request string) (*paddock.CallRecord, error)
+	// Lookup returns key's record (nil: none), claiming nothing.
+	Lookup(ctx context.Context, key string) (*paddock.CallRecord, error)
 	// Finish records the call's answer and Forget gives its key back
 	// (the call did nothing), each once the caller has its answer; what
 	// cannot be written leaves the key claimed: a retry is refused.
 	Finish(ctx context.Context, key string, status int, answer []byte)
 	Forget(ctx context.Context, key string)
+	// Abandon ends a call whose end cannot be known: its key stays
+	// claimed, and a retry is told so.
+	Abandon(key string)
 	// Running says whether rec's call runs on this daemon now; Mine,
 	// whether this daemon claimed it.
 	Running(rec *paddock.CallRecord) bool
@@ -38,12 +44,25 @@ type Calls interface {
 // Bounds of a keyed call: its body is read whole to be hashed, and its
 // answer kept whole to be given again.
 const (
-	maxKeyedBody   = 32 << 20
 	keyedInProcess = "in_progress"
 	// keyedWait is how long a call made again waits for its first, still
 	// being made on this node, before it is told so.
 	keyedWait = 2 * time.Second
+	// keyedElsewhere is how long a key another daemon claimed and has not
+	// finished is taken for a call still being made there (a new run's,
+	// placed on another node); past it, for one cut short.
+	keyedElsewhere = 2 * time.Minute
 )
+
+// secretAnswers are the writes whose answer holds a secret shown once (a
+// run's token, a principal's, a login link): their answer is never kept,
+// nor any that holds a token's shape.
+var secretAnswers = map[string]bool{"/v1/bootstrap": true, "/v1/tokens": true, "/v1/ui/login": true}
+
+// holdsSecret says whether an answer to path must not be kept.
+func holdsSecret(path string, answer []byte) bool {
+	return secretAnswers[path] || bytes.Contains(answer, []byte("pdk_run_")) || bytes.Contains(answer, []byte(identity.TokenPrefix))
+}
 
 // maxKeptAnswer bounds the answer kept of a keyed call (tests lower it).
 var maxKeptAnswer = 256 << 10
@@ -53,9 +72,10 @@ var maxKeptAnswer = 256 << 10
 // under the key, scoped to the caller; made again with the same key and
 // the same method, path and body, it is answered with that answer
 // (ReplayedHeader) and not made; with another call's, it is refused. A
-// call that did nothing (its error says done: false), or failed once its
-// caller had gone, gives the key back.
-// Without Calls the key is not read.
+// call that did nothing (its error says done: false) gives the key back.
+// A keyed call, once begun, is made to its end though its caller goes:
+// that is when its answer is lost, and asked for again. Without Calls the
+// key is not read.
 func (s *Server) keyed(next http.Handler) http.Handler {
 	if s.Calls == nil {
 		return next
@@ -91,13 +111,41 @@ func (s *Server) keyed(next http.Handler) http.Handler {
 		defer func() {
 			if p := recover(); p != nil {
 				// The call's record stays claimed and unfinished: a retry
-				// is told it was cut short.
+				// is told its answer was lost.
+				s.Calls.Abandon(scoped)
 				panic(p)
 			}
 			s.keep(r, scoped, kw)
 		}()
-		next.ServeHTTP(kw, r)
+		next.ServeHTTP(kw, r.WithContext(context.WithoutCancel(r.Context())))
 	})
+}
+
+// answerKeptElsewhere answers, on the node a new run's call comes to,
+// one made again with its key before a node is placed for it (Place would
+// hold a place, and maybe another node, for a run made already): from its
+// record in the shared store, if the key has one. It says whether it
+// answered.
+func (s *Server) answerKeptElsewhere(w http.ResponseWriter, r *http.Request) bool {
+	key := r.Header.Get(paddock.IdempotencyHeader)
+	if key == "" || s.Calls == nil {
+		return false
+	}
+	scoped, request, err := keyOf(r, key)
+	if err != nil {
+		writeError(w, err)
+		return true
+	}
+	rec, err := s.Calls.Lookup(r.Context(), scoped)
+	if err != nil {
+		writeError(w, paddock.MarkUndone(err))
+		return true
+	}
+	if rec == nil {
+		return false
+	}
+	s.answerKept(w, rec, request)
+	return true
 }
 
 // keyOf checks the key, scopes it to the caller (the same key from
@@ -115,12 +163,12 @@ func keyOf(r *http.Request, key string) (scoped, request string, err error) {
 	if streamed(r) {
 		return "", "", paddock.Errorf(paddock.CodeBadRequest, "%s %s streams its answer, which is not kept: it takes no %s", r.Method, r.URL.Path, paddock.IdempotencyHeader)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxKeyedBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, paddock.MaxKeyedBody+1))
 	if err != nil {
 		return "", "", paddock.Errorf(paddock.CodeBadRequest, "reading the call's body: %v", err)
 	}
-	if len(body) > maxKeyedBody {
-		return "", "", paddock.Errorf(paddock.CodeTooLarge, "a call with an %s has a body of at most %d bytes", paddock.IdempotencyHeader, maxKeyedBody)
+	if len(body) > paddock.MaxKeyedBody {
+		return "", "", paddock.Errorf(paddock.CodeTooLarge, "a call with an %s has a body of at most %d bytes", paddock.IdempotencyHeader, paddock.MaxKeyedBody)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	h := sha256.New()
@@ -158,7 +206,7 @@ func (s *Server) answerKept(w http.ResponseWriter, rec *paddock.CallRecord, requ
 			"this %s was used for another call (another method, path or body); a key names one call", paddock.IdempotencyHeader))
 	case rec.Done && rec.Status == 0:
 		writeError(w, paddock.Errorf(paddock.CodeConflict,
-			"the call with this %s was done, and its answer was too large to keep: what it did is in its run's events (paddock events)", paddock.IdempotencyHeader))
+			"the call with this %s was done, and its answer was not kept (it held a secret shown once, or was too large): what it did is in its run's events (paddock events)", paddock.IdempotencyHeader))
 	case rec.Done:
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
@@ -174,6 +222,12 @@ func (s *Server) answerKept(w http.ResponseWriter, rec *paddock.CallRecord, requ
 	case s.Calls.Mine(rec):
 		writeError(w, paddock.Errorf(paddock.CodeConflict,
 			"the call with this %s was made on this node and its answer could not be recorded: whether it was done is in its run's events (paddock events)", paddock.IdempotencyHeader))
+	case s.Cluster != nil && time.Since(rec.CreatedAt) < keyedElsewhere:
+		// Another node's, maybe (a daemon of its own knows another
+		// instance only as one that stopped).
+		writeError(w, &paddock.Error{Code: paddock.CodeBusy,
+			Message: "the call with this " + paddock.IdempotencyHeader + " is being made by another daemon (" + rec.Owner + "); ask again in a moment, with the same key, for its answer",
+			Details: map[string]any{keyedInProcess: true, "owner": rec.Owner}})
 	default:
 		writeError(w, &paddock.Error{Code: paddock.CodeConflict,
 			Message: "the call with this " + paddock.IdempotencyHeader + " was begun by another daemon (" + rec.Owner + ", made " + rec.CreatedAt.Format("15:04:05 MST") +
@@ -192,14 +246,7 @@ func (s *Server) keep(r *http.Request, scoped string, kw *keptWriter) {
 	switch {
 	case status >= 300 && undoneAnswer(kw.body.Bytes()):
 		s.Calls.Forget(r.Context(), scoped)
-	case status >= 300 && r.Context().Err() != nil:
-		// Its caller went (a forwarding node's link broke) and the call
-		// failed, cut short by that: no one read the error, and what is
-		// done is recorded whatever becomes of the request, so the call
-		// is made again when asked again, not answered with an error
-		// about a caller that has gone.
-		s.Calls.Forget(r.Context(), scoped)
-	case kw.over:
+	case kw.over || holdsSecret(r.URL.Path, kw.body.Bytes()):
 		s.Calls.Finish(r.Context(), scoped, 0, nil)
 	default:
 		s.Calls.Finish(r.Context(), scoped, status, kw.body.Bytes())

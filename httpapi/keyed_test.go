@@ -43,6 +43,18 @@ func (c *fakeCalls) Forget(_ context.Context, key string) {
 	delete(c.recs, key)
 }
 
+func (c *fakeCalls) Lookup(_ context.Context, key string) (*paddock.CallRecord, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r := c.recs[key]; r != nil {
+		cp := *r
+		return &cp, nil
+	}
+	return nil, nil
+}
+
+func (c *fakeCalls) Abandon(string) {}
+
 func (c *fakeCalls) Running(rec *paddock.CallRecord) bool { return false }
 func (c *fakeCalls) Mine(rec *paddock.CallRecord) bool    { return rec.Owner == "me" }
 func (c *fakeCalls) Wait(context.Context, *paddock.CallRecord, time.Duration) bool {
@@ -63,9 +75,10 @@ func keyedDo(h http.Handler, ctx context.Context, method, path, key, body string
 // TestKeyedCalls: a keyed write reaches its service once and is answered
 // again from its record (marked replayed); a key on another call is
 // refused before any service is asked; a call whose error says it did
-// nothing, or that failed once its caller had gone, gives its key back
-// and is made when asked again; an answer too large to keep is not given
-// again but said to be; a streamed call takes no key; a read ignores one.
+// nothing gives its key back and is made when asked again; one whose
+// caller has gone is made to its end, its answer kept; an answer too
+// large to keep, or holding a secret shown once, is not given again but
+// said to be done; a streamed call takes no key; a read ignores one.
 func TestKeyedCalls(t *testing.T) {
 	f := newFixture(t)
 	calls := &fakeCalls{recs: map[string]*paddock.CallRecord{}}
@@ -97,13 +110,14 @@ func TestKeyedCalls(t *testing.T) {
 		t.Fatalf("an undone call made again: %d %q", a.Code, a.Body)
 	}
 
-	// Failed once its caller had gone: the key is given back too.
+	// A keyed call is made to its end though its caller has gone: the
+	// service sees a context that is not cancelled, and its answer is kept.
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	f.svc.fail = paddock.Errorf(paddock.CodeInternal, "cut short")
-	keyedDo(h, gone, "POST", "/v1/projects", "k3", add)
-	f.svc.fail = nil
-	if a := keyedDo(h, ctx, "POST", "/v1/projects", "k3", add); a.Code != 201 || a.Header().Get(paddock.ReplayedHeader) != "" {
+	if a := keyedDo(h, gone, "POST", "/v1/projects", "k3", add); a.Code != 201 {
+		t.Fatalf("a call whose caller had gone: %d %q", a.Code, a.Body)
+	}
+	if a := keyedDo(h, ctx, "POST", "/v1/projects", "k3", add); a.Code != 201 || a.Header().Get(paddock.ReplayedHeader) != "true" {
 		t.Fatalf("a call whose caller had gone, made again: %d %q", a.Code, a.Body)
 	}
 	// An error with its caller there is kept, as any answer.
@@ -119,10 +133,25 @@ func TestKeyedCalls(t *testing.T) {
 	maxKeptAnswer = 8
 	keyedDo(h, ctx, "POST", "/v1/projects", "k5", add)
 	f.svc.asked()
-	if a := keyedDo(h, ctx, "POST", "/v1/projects", "k5", add); a.Code != 409 || !strings.Contains(a.Body.String(), "too large to keep") || f.svc.whats() != "" {
+	if a := keyedDo(h, ctx, "POST", "/v1/projects", "k5", add); a.Code != 409 || !strings.Contains(a.Body.String(), "too large") || f.svc.whats() != "" {
 		t.Fatalf("a call whose answer was too large, made again: %d %q", a.Code, a.Body)
 	}
 
+	// An answer that holds a secret shown once is never kept.
+	maxKeptAnswer = 256 << 10
+	if a := keyedDo(h, ctx, "POST", "/v1/ui/login", "k7", `{}`); a.Code != 201 {
+		t.Fatalf("a login: %d %q", a.Code, a.Body)
+	}
+	if a := keyedDo(h, ctx, "POST", "/v1/ui/login", "k7", `{}`); a.Code != 409 || !strings.Contains(a.Body.String(), "secret") {
+		t.Fatalf("a login made again: %d %q", a.Code, a.Body)
+	}
+	calls.mu.Lock()
+	for k, r := range calls.recs {
+		if len(r.Answer) > 0 && (strings.Contains(string(r.Answer), "login") || strings.Contains(string(r.Answer), "pdk_")) {
+			t.Errorf("key %s kept a secret: %q", k, r.Answer)
+		}
+	}
+	calls.mu.Unlock()
 	if a := keyedDo(h, ctx, "POST", "/v1/runs/r-1/exec/stream", "k6", `{"argv":["true"]}`); a.Code != 400 || !strings.Contains(a.Body.String(), "streams") {
 		t.Fatalf("a streamed call with a key: %d %q", a.Code, a.Body)
 	}

@@ -23,9 +23,11 @@ type Calls struct {
 	owner string // this daemon instance, the claims' owner
 	life  *lifetime
 
-	mu      sync.Mutex
-	running map[string]chan struct{} // keys this instance claimed and has not finished: closed when it has
-	pruned  time.Time                // the last prune of old records
+	mu sync.Mutex
+	// running are the keys this instance is making a call of, from before
+	// its claim until its end is written: each channel is closed then.
+	running map[string]chan struct{}
+	pruned  time.Time // the last prune of old records
 }
 
 // callPruneEvery is how often Begin prunes the records older than
@@ -33,10 +35,22 @@ type Calls struct {
 const callPruneEvery = time.Minute
 
 // Begin claims key for the call whose hash is request. A nil record means
-// the call is the caller's to make, and then to Finish or Forget; a
-// record is the key's earlier call: done (its answer), or not.
+// the call is the caller's to make, and then to Finish, Forget or Abandon;
+// a record is the key's earlier call: done (its answer), or not. A call
+// of the key already being made here is such a record, without a claim.
 func (c *Calls) Begin(ctx context.Context, key, request string) (*paddock.CallRecord, error) {
 	c.mu.Lock()
+	if c.running[key] != nil {
+		c.mu.Unlock()
+		return &paddock.CallRecord{Key: key, Request: request, Owner: c.owner, CreatedAt: now()}, nil
+	}
+	if c.running == nil {
+		c.running = map[string]chan struct{}{}
+	}
+	// Counted running before its claim commits: a call made again that
+	// finds the claim then is told the call is being made, not that its
+	// answer was lost.
+	c.running[key] = make(chan struct{})
 	prune := time.Since(c.pruned) > callPruneEvery
 	if prune {
 		c.pruned = time.Now()
@@ -52,18 +66,26 @@ func (c *Calls) Begin(ctx context.Context, key, request string) (*paddock.CallRe
 		old, err = tx.CallKeys().Claim(ctx, &paddock.CallRecord{Key: key, Request: request, Owner: c.owner, CreatedAt: now()})
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
+		// A commit cut short may have been stored: the claim, if it was,
+		// is given back (this instance's, never done), so that the call
+		// may be made again.
+		c.Forget(ctx, key)
 		return nil, err
-	}
-	if old == nil {
-		c.mu.Lock()
-		if c.running == nil {
-			c.running = map[string]chan struct{}{}
-		}
-		c.running[key] = make(chan struct{})
-		c.mu.Unlock()
+	case old != nil:
+		c.done(key)
 	}
 	return old, nil
+}
+
+// Lookup returns key's record, or nil if it has none; it claims nothing.
+func (c *Calls) Lookup(ctx context.Context, key string) (rec *paddock.CallRecord, err error) {
+	err = c.Store.View(ctx, func(tx paddock.Tx) error {
+		rec, err = tx.CallKeys().Get(ctx, key)
+		return err
+	})
+	return rec, err
 }
 
 // Running says whether rec's call is running now: claimed by this
@@ -75,6 +97,9 @@ func (c *Calls) Running(rec *paddock.CallRecord) bool {
 	defer c.mu.Unlock()
 	return rec.Owner == c.owner && c.running[rec.Key] != nil
 }
+
+// Mine says whether rec was claimed by this daemon instance.
+func (c *Calls) Mine(rec *paddock.CallRecord) bool { return rec.Owner == c.owner }
 
 // Wait waits up to d (or ctx's end) until rec's call, running here, has
 // its end recorded, and says whether it has.
@@ -96,15 +121,12 @@ func (c *Calls) Wait(ctx context.Context, rec *paddock.CallRecord, d time.Durati
 	return false
 }
 
-// Mine says whether rec was claimed by this daemon instance.
-func (c *Calls) Mine(rec *paddock.CallRecord) bool { return rec.Owner == c.owner }
-
 // Finish records the answer of the call Begin gave the caller, after the
 // caller has it: in the background, its key counted running until the
-// record is written (a call made again meanwhile is told it is still
-// being made, and then gets the answer). A record that cannot be written
-// leaves the key claimed and unfinished, and is logged: a call made again
-// is told its answer was lost, never made twice.
+// record is written (a call made again meanwhile waits for it, and then
+// gets the answer). A record that cannot be written leaves the key
+// claimed and unfinished, and is logged: a call made again is told its
+// answer was lost, never made twice.
 func (c *Calls) Finish(ctx context.Context, key string, status int, answer []byte) {
 	c.later(ctx, key, "finish", func(ctx context.Context, tx paddock.Tx) error {
 		return tx.CallKeys().Finish(ctx, key, c.owner, status, answer)
@@ -118,6 +140,10 @@ func (c *Calls) Forget(ctx context.Context, key string) {
 		return tx.CallKeys().Forget(ctx, key, c.owner)
 	})
 }
+
+// Abandon ends a call whose end cannot be known (its handler panicked):
+// its key stays claimed and unfinished, and a call made again is told so.
+func (c *Calls) Abandon(key string) { c.done(key) }
 
 // later writes a key's end whatever becomes of the request that made the
 // call, in the background while the Manager runs (at once once it is

@@ -24,17 +24,25 @@ func (k callKeys) Claim(ctx context.Context, c *paddock.CallRecord) (*paddock.Ca
 	if tag.RowsAffected() == 1 {
 		return nil, nil
 	}
-	old := &paddock.CallRecord{Key: c.Key}
-	err = k.t.tx.QueryRow(ctx, `SELECT request, owner, done, status, answer, created_at FROM call_keys WHERE key = $1`, c.Key).
-		Scan(&old.Request, &old.Owner, &old.Done, &old.Status, &old.Answer, &old.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	old, err := k.Get(ctx, c.Key)
+	if err == nil && old == nil {
 		return nil, paddock.Errorf(paddock.CodeConflict, "the call key's record went while it was claimed")
+	}
+	return old, err
+}
+
+func (k callKeys) Get(ctx context.Context, key string) (*paddock.CallRecord, error) {
+	rec := &paddock.CallRecord{Key: key}
+	err := k.t.tx.QueryRow(ctx, `SELECT request, owner, done, status, answer, created_at FROM call_keys WHERE key = $1`, key).
+		Scan(&rec.Request, &rec.Owner, &rec.Done, &rec.Status, &rec.Answer, &rec.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
 	}
 	if err != nil {
 		return nil, wrap("read call key", err)
 	}
-	old.CreatedAt = old.CreatedAt.UTC()
-	return old, nil
+	rec.CreatedAt = rec.CreatedAt.UTC()
+	return rec, nil
 }
 
 func (k callKeys) Finish(ctx context.Context, key, owner string, status int, answer []byte) error {

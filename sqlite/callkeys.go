@@ -26,18 +26,26 @@ func (k callKeys) Claim(ctx context.Context, c *paddock.CallRecord) (*paddock.Ca
 	} else if n == 1 {
 		return nil, nil
 	}
-	old := &paddock.CallRecord{Key: c.Key}
-	var created string
-	err = k.t.queryRow(ctx, `SELECT request, owner, done, status, answer, created_at FROM call_keys WHERE key = ?`, c.Key).
-		Scan(&old.Request, &old.Owner, &old.Done, &old.Status, &old.Answer, &created)
-	if errors.Is(err, sql.ErrNoRows) {
+	old, err := k.Get(ctx, c.Key)
+	if err == nil && old == nil {
 		return nil, paddock.Errorf(paddock.CodeConflict, "the call key's record went while it was claimed")
+	}
+	return old, err
+}
+
+func (k callKeys) Get(ctx context.Context, key string) (*paddock.CallRecord, error) {
+	rec := &paddock.CallRecord{Key: key}
+	var created string
+	err := k.t.queryRow(ctx, `SELECT request, owner, done, status, answer, created_at FROM call_keys WHERE key = ?`, key).
+		Scan(&rec.Request, &rec.Owner, &rec.Done, &rec.Status, &rec.Answer, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
 	}
 	if err != nil {
 		return nil, wrap("read call key", err)
 	}
-	old.CreatedAt = parseTime(created)
-	return old, nil
+	rec.CreatedAt = parseTime(created)
+	return rec, nil
 }
 
 func (k callKeys) Finish(ctx context.Context, key, owner string, status int, answer []byte) error {

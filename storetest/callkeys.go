@@ -28,6 +28,19 @@ func testCallKeys(t *testing.T, open Opener) {
 	if old := claim("k1", "req-a", "node-1", now); old != nil {
 		t.Fatalf("a new key's claim found %+v", old)
 	}
+	get := func(key string) (rec *paddock.CallRecord) {
+		t.Helper()
+		if err := s.View(ctx, func(tx paddock.Tx) (err error) { rec, err = tx.CallKeys().Get(ctx, key); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	if rec := get("k1"); rec == nil || rec.Request != "req-a" || rec.Owner != "node-1" || rec.Done || !rec.CreatedAt.Equal(now) {
+		t.Fatalf("a claimed key's record: %+v", rec)
+	}
+	if rec := get("nothing"); rec != nil {
+		t.Fatalf("a key never claimed: %+v", rec)
+	}
 	old := claim("k1", "req-b", "node-2", now.Add(time.Second))
 	if old == nil || old.Request != "req-a" || old.Owner != "node-1" || old.Done || !old.CreatedAt.Equal(now) {
 		t.Fatalf("a second claim: %+v", old)

@@ -60,9 +60,24 @@ func TestClusterOfThree(t *testing.T) {
 	// A run made through each node; each node takes two (its capacity).
 	holder := map[string]*node{}
 	count := map[string]int{}
+	// The sixth is made with an idempotency key, as the Go client makes
+	// every write: made again through another node once every node is
+	// full, it is the same run, answered from the shared store before any
+	// node is placed (a placement would find no capacity).
+	sixth := paddock.CreateRunRequest{Project: "app", Kind: "overlay"}
+	keyCtx := client.WithIdempotencyKey(ctx, "the-sixth-run")
 	for i := range 6 {
 		via := ns[i%3]
-		id := strings.TrimSpace(cli(t, via.home, "create", "-p", "app", "--kind", "overlay").must(t).out)
+		var id string
+		if i == 5 {
+			r, err := via.c.Create(keyCtx, sixth)
+			if err != nil {
+				t.Fatalf("the sixth run, with a key: %v", err)
+			}
+			id = r.ID
+		} else {
+			id = strings.TrimSpace(cli(t, via.home, "create", "-p", "app", "--kind", "overlay").must(t).out)
+		}
 		r := runState(t, ns[(i+1)%3].home, id)
 		for _, n := range ns {
 			if n.id == r.Node {
@@ -76,6 +91,12 @@ func TestClusterOfThree(t *testing.T) {
 	}
 	if count["n1"] != 2 || count["n2"] != 2 || count["n3"] != 2 {
 		t.Fatalf("placement: %v", count)
+	}
+	if again, err := ns[0].c.Create(keyCtx, sixth); err != nil || holder[again.ID] == nil || len(holder) != 6 {
+		t.Fatalf("the sixth run made again with its key through n1: %+v %v", again, err)
+	}
+	if runs := decode[[]paddock.Run](t, cli(t, ns[0].home, "ls", "--json")); len(runs) != 6 {
+		t.Fatalf("after the sixth run was made again with its key, %d runs", len(runs))
 	}
 	if r := cli(t, ns[0].home, "create", "-p", "app"); r.code != exitBusy || !strings.Contains(r.err, "capacity") {
 		t.Fatalf("a seventh run: %d %s", r.code, r.err)
