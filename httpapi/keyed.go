@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -73,9 +74,8 @@ var maxKeptAnswer = 256 << 10
 // the same method, path and body, it is answered with that answer
 // (ReplayedHeader) and not made; with another call's, it is refused. A
 // call that did nothing (its error says done: false) gives the key back.
-// A keyed call, once begun, is made to its end though its caller goes:
-// that is when its answer is lost, and asked for again. Without Calls the
-// key is not read.
+// A keyed call, once begun, is made to its end though its caller goes
+// (but a command: keyedContext). Without Calls the key is not read.
 func (s *Server) keyed(next http.Handler) http.Handler {
 	if s.Calls == nil {
 		return next
@@ -117,8 +117,20 @@ func (s *Server) keyed(next http.Handler) http.Handler {
 			}
 			s.keep(r, scoped, kw)
 		}()
-		next.ServeHTTP(kw, r.WithContext(context.WithoutCancel(r.Context())))
+		next.ServeHTTP(kw, r.WithContext(keyedContext(r)))
 	})
+}
+
+// keyedContext is the context a keyed call is made under: not ended by
+// its caller's going (that is when its answer is lost, and asked for
+// again), but for a command (exec), which its caller's going ends as it
+// ends one without a key (paddock exec --json interrupted): its result,
+// or error, is what the key then keeps.
+func keyedContext(r *http.Request) context.Context {
+	if strings.HasSuffix(r.URL.Path, "/exec") {
+		return r.Context()
+	}
+	return context.WithoutCancel(r.Context())
 }
 
 // answerKeptElsewhere answers, on the node a new run's call comes to,

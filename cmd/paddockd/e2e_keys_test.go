@@ -143,6 +143,27 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Fatalf("the slow command ran %d times", n)
 	}
 
+	// A command whose caller goes ends, key or not (paddock exec --json
+	// interrupted); asked again with its key, it is not run again.
+	interrupted := paddock.ExecRequest{Argv: []string{"sh", "-c", "sleep 30; echo interrupted-never"}}
+	cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	if _, err := c.Exec(client.WithIdempotencyKey(cctx, "k-interrupted"), id, interrupted); err == nil {
+		t.Fatal("an exec whose caller went answered")
+	}
+	cancel()
+	for end := time.Now().Add(10 * time.Second); toolCalls(t, c, id, "interrupted-never") == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a keyed command whose caller went still runs after 10s")
+		}
+	}
+	b, _ = json.Marshal(interrupted)
+	if again := keyedPost(t, home, exec, "k-interrupted", string(b)); again.status == 200 && !again.replayed {
+		t.Fatalf("the interrupted command asked again with its key: %+v", again)
+	}
+	if n := toolCalls(t, c, id, "interrupted-never"); n != 1 {
+		t.Fatalf("the interrupted command ran %d times", n)
+	}
+
 	// A call refused before it did anything (no such tool here: a
 	// refusal that says done: false is rarer; a run that is busy is
 	// neither) keeps its answer: made again, it is answered the same.
