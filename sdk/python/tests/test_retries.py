@@ -1,8 +1,10 @@
 """A call whose error says nothing of it was done (details.done is False)
-is made again, the same request each time, until it is answered or its
-retries run out; one that may have been done (delivered), or another
-error, is not; retries=0 makes no call twice. Against a server of the
-test's own, sync and async."""
+is made again, the same request and idempotency key each time, until it
+is answered or its retries run out; so is a write that may have been done
+(delivered) or is still being made (in_progress), which its key makes
+once; another error is not; retries=0 makes no call twice; a read tool's
+call carries no key. Against a server of the test's own, sync and
+async."""
 
 import json
 import threading
@@ -16,18 +18,20 @@ import paddock
 UNDONE = {"ok": False, "error": {"code": "node_lost", "message": "unreached", "details": {"node": "n2", "delivered": False, "done": False}}}
 DELIVERED = {"ok": False, "error": {"code": "node_lost", "message": "maybe", "details": {"node": "n2", "delivered": True}}}
 BUSY = {"ok": False, "error": {"code": "busy", "message": "locked"}}
+IN_PROGRESS = {"ok": False, "error": {"code": "busy", "message": "being made", "details": {"in_progress": True}}}
 OK = {"ok": True, "data": {"exit_code": 0, "stdout": "", "stderr": ""}}
 
 
 class Server:
     def __init__(self, answers):
-        self.answers, self.seen = answers, []
+        self.answers, self.seen, self.keys = answers, [], []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 outer.seen.append(f"{self.command} {self.path} {body.decode()}")
+                outer.keys.append(self.headers.get("Idempotency-Key"))
                 a = outer.answers[min(len(outer.seen), len(outer.answers)) - 1]
                 out = json.dumps(a).encode()
                 self.send_response(503 if "error" in a else 200)
@@ -51,7 +55,9 @@ class Server:
 CASES = [
     ("not done, then answered", None, [UNDONE, UNDONE, OK], 3, None),
     ("not done past the retries", 2, [UNDONE], 3, paddock.NodeLost),
-    ("maybe done", None, [DELIVERED, OK], 1, paddock.NodeLost),
+    ("maybe done", None, [DELIVERED, OK], 2, None),
+    ("still being made", None, [IN_PROGRESS, IN_PROGRESS, OK], 3, None),
+    ("maybe done past the retries", 1, [DELIVERED], 2, paddock.NodeLost),
     ("another error", None, [BUSY, OK], 1, paddock.Busy),
     ("no retries", 0, [UNDONE, OK], 1, paddock.NodeLost),
 ]
@@ -75,6 +81,7 @@ def test_retries(name, retries, answers, calls, raised):
         assert len(srv.seen) == calls
         assert all(s == srv.seen[0] for s in srv.seen)
         assert srv.seen[0].startswith("POST /v1/runs/r-1/exec ")
+        assert srv.keys[0] and len(srv.keys[0]) >= 20 and all(k == srv.keys[0] for k in srv.keys)
     finally:
         srv.close()
 
@@ -91,6 +98,21 @@ async def test_retries_async(name, retries, answers, calls, raised):
                     await client.exec("r-1", argv=["true"])
         assert len(srv.seen) == calls
         assert all(s == srv.seen[0] for s in srv.seen)
+        assert srv.keys[0] and all(k == srv.keys[0] for k in srv.keys)
+    finally:
+        srv.close()
+
+
+def test_keys_of_writes_and_reads():
+    srv = Server([DELIVERED, OK])
+    try:
+        with paddock.Client(addr=srv.addr, token="t0k3n") as client:
+            client.call_tool("r-1", "read", {"path": "a.txt"})  # delivered, then answered: made again
+            client.exec("r-1", argv=["true"])
+            client.exec("r-1", argv=["true"])
+        assert len(srv.seen) == 4
+        assert srv.keys[0] is None and srv.keys[1] is None  # a read: no key, made again as it is
+        assert srv.keys[2] and srv.keys[3] and srv.keys[2] != srv.keys[3]  # a key each
     finally:
         srv.close()
 

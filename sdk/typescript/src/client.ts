@@ -28,8 +28,11 @@ export interface PaddockOptions {
    * not be reached before any of the call left, or this node could not
    * reach the shared store); default 4, 0 turns it off. It waits 250 ms,
    * then twice as long each time up to 2 s, a fifth more or less at
-   * random. A call that may have been done is never made again: read the
-   * run's events.
+   * random. A write carries an `Idempotency-Key` of its own, the same on
+   * each attempt, which the node that serves it makes it once by: it is
+   * made again too when its answer was lost (`details.delivered`) or it
+   * is still being made (`details.in_progress`); so is a read tool's call,
+   * which changes nothing.
    */
   retries?: number;
 }
@@ -107,10 +110,11 @@ export class Paddock {
   /** The generated calls' fetch: fetch, made again as PaddockOptions.retries says. */
   #fetchRetrying = async (req: Request): Promise<Response> => {
     const retries = Math.max(0, this.options.retries ?? defaultRetries);
+    const keyed = keyRequest(req);
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= retries;
       const res = await this.fetch(last ? req : req.clone());
-      if (res.ok || last || !(await undone(res)) || !(await retryWait(attempt, req.signal))) return res;
+      if (res.ok || last || !(await retryable(res, keyed)) || !(await retryWait(attempt, req.signal))) return res;
     }
   };
 
@@ -480,11 +484,39 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** Whether an error answer says nothing of its call was done (details.done === false); res is left to be read. */
-async function undone(res: Response): Promise<boolean> {
+/** The header a write's idempotency key travels in. */
+export const idempotencyHeader = "Idempotency-Key";
+
+/** The tools whose calls read: sent without a key, made again as they are (as the Go client). */
+const readTools = new Set(["glob", "grep", "list", "read", "stat", "diff", "capabilities"]);
+
+/**
+ * Whether req is made again when its answer was lost: a write (POST, PUT,
+ * PATCH, DELETE), given an idempotency key of its own unless it has one,
+ * or a read tool's call, which needs none. A bundle's import (its body up
+ * to 2 GiB, more than a node reads whole for a key) takes none.
+ */
+function keyRequest(req: Request): boolean {
+  if (!["POST", "PUT", "PATCH", "DELETE"].includes(req.method.toUpperCase())) return false;
+  const path = new URL(req.url).pathname;
+  if (path === "/v1/import") return false;
+  const tool = /^\/v1\/runs\/[^/]+\/tools\/([^/]+)$/.exec(path);
+  if (tool && readTools.has(decodeURIComponent(tool[1]!))) return true;
+  if (!req.headers.has(idempotencyHeader)) req.headers.set(idempotencyHeader, crypto.randomUUID());
+  return true;
+}
+
+/**
+ * Whether an error answer is made again: it says nothing of its call was
+ * done (details.done === false), or, for a keyed call (or a read), that
+ * its answer may be lost (details.delivered) or it is still being made
+ * (details.in_progress); res is left to be read.
+ */
+async function retryable(res: Response, keyed: boolean): Promise<boolean> {
   try {
-    const env = (await res.clone().json()) as { error?: { details?: { done?: unknown } } };
-    return env?.error?.details?.done === false;
+    const env = (await res.clone().json()) as { error?: { details?: { done?: unknown; delivered?: unknown; in_progress?: unknown } } };
+    const d = env?.error?.details;
+    return d?.done === false || (keyed && (d?.delivered === true || d?.in_progress === true));
   } catch {
     return false;
   }

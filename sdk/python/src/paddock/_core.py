@@ -12,8 +12,11 @@ import json
 import os
 import random
 import re
+import secrets
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 from urllib.parse import quote
+
+import httpx
 
 from . import types as t
 from ._codec import build, decode, encode
@@ -543,8 +546,53 @@ class SSEParser:
 
 
 #: How many times a call whose error says nothing of it was done
-#: (details.done is False) is made again by a client (its retries=).
+#: (details.done is False) is made again by a client (its retries=), and
+#: a write with an idempotency key whose answer was lost.
 DEFAULT_RETRIES = 4
+
+#: The header a write's idempotency key travels in: the node that serves
+#: the write makes it once, and answers it made again with the same key
+#: with the first answer.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+#: The biggest body a node reads whole for a key (paddock.MaxKeyedBody).
+MAX_KEYED_BODY = 32 << 20
+
+#: The tools whose calls read, sent without a key (as the Go client).
+READ_TOOLS = frozenset({"glob", "grep", "list", "read", "stat", "diff", "capabilities"})
+
+
+def keyed(call: "_Call") -> bool:
+    """Whether call is made again when its answer was lost: a write that
+    carries an idempotency key, given one of its own unless it has one
+    (every POST, PUT, PATCH and DELETE with a body of at most
+    MAX_KEYED_BODY), or a read tool's call, which needs none. A stream
+    (exec_stream, exec_attach, MCP) is not made through it."""
+    if call.method not in ("POST", "PUT", "PATCH", "DELETE"):
+        return False
+    if call.template == "/v1/runs/{id}/tools/{name}" and call.params.get("name") in READ_TOOLS:
+        return True
+    body = call.json_body()
+    if body is not None and len(body) > MAX_KEYED_BODY:
+        return False
+    call.headers.setdefault(IDEMPOTENCY_HEADER, secrets.token_urlsafe(18))
+    return True
+
+
+def retryable(e: Exception, keyed: bool) -> bool:
+    """Whether a call that failed with e is made again: one that did
+    nothing (details.done is False), and a keyed one whose answer was lost
+    (a forward delivered, a broken connection) or that is still being made
+    (details.in_progress): its key makes it once."""
+    from .errors import PaddockError
+    if isinstance(e, PaddockError):
+        if e.undone:
+            return True
+        return keyed and (e.details.get("delivered") is True or e.details.get("in_progress") is True)
+    # A connection never made sent nothing, and a daemon that is not
+    # there is said at once, as the Go client says it.
+    sent = isinstance(e.__cause__, httpx.TransportError) and not isinstance(e.__cause__, (httpx.ConnectError, httpx.ConnectTimeout))
+    return keyed and isinstance(e, TransportError) and sent
 
 
 def retry_wait(attempt: int) -> float:

@@ -13,7 +13,7 @@ import httpx
 from . import types as t
 from ._attach import attach_async
 from ._codec import decode
-from ._core import (DEFAULT_RETRIES, retry_wait, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id, answer,
+from ._core import (DEFAULT_RETRIES, keyed, retry_wait, retryable, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id, answer,
                     envelope_error, parse_exec_line, resolve_endpoint)
 from .client import DEFAULT_TIMEOUT, STREAM_IDLE, McpReply, mcp_error
 from .errors import PaddockError, TransportError
@@ -63,13 +63,15 @@ class AsyncClient(Operations):
 
     async def _do(self, call: _Call) -> Any:  # type: ignore[override]
         # A call whose error says nothing of it was done is made again
-        # as it is, up to self.retries times; never one that may have been.
+        # as it is, up to self.retries times, and so is a write, which
+        # carries an idempotency key, whose answer was lost.
+        with_key = keyed(call)
         attempt = 0
         while True:
             try:
                 return await self._do_once(call)
-            except PaddockError as e:
-                if attempt >= self.retries or not e.undone:
+            except (PaddockError, TransportError) as e:
+                if attempt >= self.retries or not retryable(e, with_key):
                     raise
             await asyncio.sleep(retry_wait(attempt))
             attempt += 1

@@ -11,7 +11,7 @@ import httpx
 from . import types as t
 from ._attach import attach_sync
 from ._codec import decode
-from ._core import (DEFAULT_RETRIES, retry_wait, AGENT_HEADER, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id,
+from ._core import (DEFAULT_RETRIES, keyed, retry_wait, retryable, AGENT_HEADER, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id,
                     answer, envelope_error, parse_exec_line, resolve_endpoint)
 from .errors import PaddockError, TransportError
 from .mcp import McpSession
@@ -80,13 +80,15 @@ class Client(Operations):
 
     def _do(self, call: _Call) -> Any:
         # A call whose error says nothing of it was done is made again
-        # as it is, up to self.retries times; never one that may have been.
+        # as it is, up to self.retries times, and so is a write, which
+        # carries an idempotency key, whose answer was lost.
+        with_key = keyed(call)
         attempt = 0
         while True:
             try:
                 return self._do_once(call)
-            except PaddockError as e:
-                if attempt >= self.retries or not e.undone:
+            except (PaddockError, TransportError) as e:
+                if attempt >= self.retries or not retryable(e, with_key):
                     raise
             time.sleep(retry_wait(attempt))
             attempt += 1
