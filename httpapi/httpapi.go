@@ -150,6 +150,7 @@ type Server struct {
 	Tracer trace.Tracer
 
 	ends streamsEnd // EndStreams
+	kept keptBudget // what each caller's kept answers take (keyed.go)
 }
 
 // Observer is told what the API answered (the daemon's metrics).

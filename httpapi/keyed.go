@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -65,8 +66,52 @@ func holdsSecret(path string, answer []byte) bool {
 	return secretAnswers[path] || bytes.Contains(answer, []byte("pdk_run_")) || bytes.Contains(answer, []byte(identity.TokenPrefix))
 }
 
-// maxKeptAnswer bounds the answer kept of a keyed call (tests lower it).
-var maxKeptAnswer = 256 << 10
+// maxKeptAnswer bounds the answer kept of a keyed call, and keptPerCaller
+// what one caller's kept answers take in all, in a paddock.CallKeyTerm
+// (tests lower them).
+var (
+	maxKeptAnswer = 256 << 10
+	keptPerCaller = 16 << 20
+)
+
+// keptBudget bounds what each caller's kept answers take in the store, on
+// this daemon: keptPerCaller bytes a paddock.CallKeyTerm, so that a run's
+// agent (which paddock does not trust) cannot fill the state disk with
+// them. Past it, the caller's answers are not kept: a call made again is
+// told it was done.
+type keptBudget struct {
+	mu   sync.Mutex
+	used map[string]*keptUse
+}
+
+type keptUse struct {
+	bytes int
+	since time.Time
+}
+
+// take counts n bytes more for scope, and says whether they fit.
+func (b *keptBudget) take(scope string, n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used == nil {
+		b.used = map[string]*keptUse{}
+	}
+	u := b.used[scope]
+	if u == nil || time.Since(u.since) > paddock.CallKeyTerm {
+		for k, v := range b.used { // the term's end frees every caller's count
+			if time.Since(v.since) > paddock.CallKeyTerm {
+				delete(b.used, k)
+			}
+		}
+		u = &keptUse{since: time.Now()}
+		b.used[scope] = u
+	}
+	if u.bytes+n > keptPerCaller {
+		return false
+	}
+	u.bytes += n
+	return true
+}
 
 // keyed makes a call that carries an idempotency key (a write: POST, PUT,
 // PATCH, DELETE) once: the first time it is made, its answer is recorded
@@ -258,7 +303,7 @@ func (s *Server) keep(r *http.Request, scoped string, kw *keptWriter) {
 	switch {
 	case status >= 300 && undoneAnswer(kw.body.Bytes()):
 		s.Calls.Forget(r.Context(), scoped)
-	case kw.over || holdsSecret(r.URL.Path, kw.body.Bytes()):
+	case kw.over || holdsSecret(r.URL.Path, kw.body.Bytes()) || !s.kept.take(callerScope(r), kw.body.Len()):
 		s.Calls.Finish(r.Context(), scoped, 0, nil)
 	default:
 		s.Calls.Finish(r.Context(), scoped, status, kw.body.Bytes())

@@ -152,6 +152,16 @@ func TestKeyedCalls(t *testing.T) {
 		}
 	}
 	calls.mu.Unlock()
+	// A caller's kept answers are bounded in all: past the bound, its
+	// answers are not kept.
+	defer func(n int) { keptPerCaller = n }(keptPerCaller)
+	keptPerCaller = 0
+	f.srv.kept = keptBudget{}
+	keyedDo(h, ctx, "POST", "/v1/projects", "k8", add)
+	if a := keyedDo(h, ctx, "POST", "/v1/projects", "k8", add); a.Code != 409 || !strings.Contains(a.Body.String(), "not kept") {
+		t.Fatalf("an answer past its caller's bound, asked again: %d %q", a.Code, a.Body)
+	}
+	keptPerCaller = 1 << 20
 	if a := keyedDo(h, ctx, "POST", "/v1/runs/r-1/exec/stream", "k6", `{"argv":["true"]}`); a.Code != 400 || !strings.Contains(a.Body.String(), "streams") {
 		t.Fatalf("a streamed call with a key: %d %q", a.Code, a.Body)
 	}
