@@ -252,14 +252,14 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	if keyed {
 		header = append(header, [2]string{paddock.IdempotencyHeader, callKey(ctx)})
 	}
-	keyed = keyed || isRead(ctx) // a read is made again as a keyed call is
+	lostRetried := keyed || isRead(ctx) // a read is made again as a keyed call is
 	what := method + " " + strings.TrimSuffix(path, "?")
 	for attempt := 0; ; attempt++ {
 		resp, err := c.request(ctx, what, method, path, body, header...)
 		if err != nil {
 			// A keyed write whose connection broke once it was sent is
 			// made again: its key makes it once.
-			if !keyed || Unreachable(err) || ctx.Err() != nil || attempt >= c.retries || !rewind(body) || !sleepCtx(ctx, retryWait(attempt)) {
+			if !lostRetried || Unreachable(err) || ctx.Err() != nil || attempt >= c.retries || !rewind(body) || !sleepCtx(ctx, retryWait(attempt)) {
 				return nil, err
 			}
 			continue
@@ -268,7 +268,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 			return resp, nil
 		}
 		err = answerError(what, resp)
-		if attempt >= c.retries || !retryable(err, keyed) || !rewind(body) || !sleepCtx(ctx, retryWait(attempt)) {
+		if attempt >= c.retries || !retryable(err, lostRetried) || !rewind(body) || !sleepCtx(ctx, retryWait(attempt)) {
 			return nil, err
 		}
 	}

@@ -382,18 +382,11 @@ func (sd *side) check(ctx context.Context, writes int) error {
 
 // makeRepo makes a small git repository: a few files, one commit.
 func makeRepo(repo string) error {
-	if err := os.MkdirAll(filepath.Join(repo, "src"), 0o755); err != nil {
-		return err
-	}
+	files := map[string]string{}
 	for i := range 20 {
-		os.WriteFile(filepath.Join(repo, "src", fmt.Sprintf("f%d.txt", i)), []byte(strings.Repeat("a line of text\n", 50)), 0o644)
+		files[fmt.Sprintf("src/f%d.txt", i)] = strings.Repeat("a line of text\n", 50)
 	}
-	if _, err := benchutil.Git("", "init", "-q", repo); err != nil {
-		return err
-	}
-	benchutil.Git(repo, "add", "-A")
-	_, err := benchutil.Git(repo, "commit", "-qm", "x")
-	return err
+	return benchutil.Repo(repo, files)
 }
 
 // node is one paddock daemon started by the bench, and its node id.

@@ -248,20 +248,7 @@ func printTable(machine string, readWays []*way, readLat [][]time.Duration, nrea
 
 // makeRepo makes the project: a git repository whose one commit holds page.
 func makeRepo(repo string) error {
-	if err := os.MkdirAll(repo, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(repo, page), []byte(pageContent), 0o644); err != nil {
-		return err
-	}
-	if _, err := benchutil.Git("", "init", "-q", repo); err != nil {
-		return err
-	}
-	if _, err := benchutil.Git(repo, "add", "-A"); err != nil {
-		return err
-	}
-	_, err := benchutil.Git(repo, "commit", "-qm", "x")
-	return err
+	return benchutil.Repo(repo, map[string]string{page: pageContent})
 }
 
 // stdioSession starts `paddock mcp RUN` (bin) for the daemon at home as

@@ -211,13 +211,7 @@ func readRow(ctx context.Context, tmp string, nreads int) (string, error) {
 	}
 	defer d.Stop()
 	repo := filepath.Join(tmp, "repo")
-	os.MkdirAll(repo, 0o755)
-	os.WriteFile(filepath.Join(repo, "page.txt"), []byte(strings.Repeat("0123456789abcdef", 256)), 0o644)
-	if _, err := benchutil.Git("", "init", "-q", repo); err != nil {
-		return "", err
-	}
-	benchutil.Git(repo, "add", "-A")
-	if _, err := benchutil.Git(repo, "commit", "-qm", "x"); err != nil {
+	if err := benchutil.Repo(repo, map[string]string{"page.txt": strings.Repeat("0123456789abcdef", 256)}); err != nil {
 		return "", err
 	}
 	if _, err := d.Client.AddProject(ctx, paddock.AddProjectRequest{Path: repo, Name: "bench"}); err != nil {

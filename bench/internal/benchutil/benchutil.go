@@ -269,3 +269,25 @@ func Git(dir string, args ...string) (string, error) {
 	}
 	return strings.TrimSpace(string(out)), nil
 }
+
+// Repo makes a benchmark's small project at dir: a git repository whose
+// one commit holds files (path, relative to dir, to content).
+func Repo(dir string, files map[string]string) error {
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	if _, err := Git("", "init", "-q", dir); err != nil {
+		return err
+	}
+	if _, err := Git(dir, "add", "-A"); err != nil {
+		return err
+	}
+	_, err := Git(dir, "commit", "-qm", "x")
+	return err
+}
