@@ -53,17 +53,21 @@ const LargeFile = 1 << 20
 // A diff of at most paddock.InlineDiff bytes is read once and carried
 // whole; a larger one is hashed as a stream and left in its file.
 func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, policy *confine.Policy, red *redact.Redactor, trees Trees) (*paddock.ChangeSet, error) {
+	entries, err := parseRaw(snap.Raw)
+	if err != nil {
+		return nil, err
+	}
 	// Masking reads the diff and the labels read the workspace and the
 	// base: neither needs the other, so they run side by side (a change set
 	// of thousands of files costs each of them about as much).
 	var found map[string]*Finding
 	masked := make(chan error, 1)
-	go func() {
+	go func(blobs map[string]string) {
 		var err error
-		found, err = maskInPlace(red, diffFile, root)
+		found, err = maskInPlace(red, diffFile, root, blobs)
 		masked <- err
-	}()
-	entries, err := entriesOf(snap, root, policy, trees)
+	}(newBlobs(entries))
+	err = labelEntries(entries, root, policy, trees)
 	if merr := <-masked; merr != nil {
 		return nil, merr
 	}
@@ -97,11 +101,10 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 	return cs, nil
 }
 
-// entriesOf is the entries of git's raw output, each labelled alone and
-// then across the others and the base.
-func entriesOf(snap *gitx.Snapshot, root string, policy *confine.Policy, trees Trees) ([]paddock.ChangeEntry, error) {
+// parseRaw is the entries of git's raw output (-z), unlabelled.
+func parseRaw(raw []byte) ([]paddock.ChangeEntry, error) {
 	entries := []paddock.ChangeEntry{}
-	fields := bytes.Split(snap.Raw, []byte{0})
+	fields := bytes.Split(raw, []byte{0})
 	for i := 0; i+1 < len(fields); i += 2 {
 		meta, p := string(fields[i]), string(fields[i+1])
 		if !strings.HasPrefix(meta, ":") {
@@ -122,15 +125,30 @@ func entriesOf(snap *gitx.Snapshot, root string, policy *confine.Policy, trees T
 		}
 		entries = append(entries, e)
 	}
+	return entries, nil
+}
+
+// newBlobs is each entry's new blob id by path, for what label learned
+// of a blob to serve masking too (see keySpanReader).
+func newBlobs(entries []paddock.ChangeEntry) map[string]string {
+	m := make(map[string]string, len(entries))
+	for _, e := range entries {
+		if e.NewBlob != "" {
+			m[e.Path] = e.NewBlob
+		}
+	}
+	return m
+}
+
+// labelEntries labels each entry alone and then across the others and
+// the base.
+func labelEntries(entries []paddock.ChangeEntry, root string, policy *confine.Policy, trees Trees) error {
 	// What the labels across the entries read of the trees depends on
 	// their paths alone: it is read while each is labelled alone.
 	reads := make(chan *acrossReads, 1)
 	go func(dirs []string) { reads <- readAcross(dirs, trees) }(entryDirs(entries))
 	labelAll(entries, root, policy)
-	if err := labelAcross(entries, root, policy, trees, <-reads); err != nil {
-		return nil, err
-	}
-	return entries, nil
+	return labelAcross(entries, root, policy, trees, <-reads)
 }
 
 // labelAll labels each entry alone (see label), a few at a time: each
@@ -153,14 +171,17 @@ func labelAll(entries []paddock.ChangeEntry, root string, policy *confine.Policy
 }
 
 // maskInPlace replaces the diff in the file path with its masked form;
-// the workspace at root gives the new content of a file (see MaskDiff).
-func maskInPlace(red *redact.Redactor, path, root string) (map[string]*Finding, error) {
+// the workspace at root, or what label learned of blobs (each path's new
+// blob id), gives the key spans of a file's new content (see MaskDiff).
+func maskInPlace(red *redact.Redactor, path, root string, blobs map[string]string) (map[string]*Finding, error) {
 	tmp := path + ".masked"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("changeset: %w", err)
 	}
-	found, err := MaskDiff(red, path, f, func(p string) (io.ReadCloser, error) { return openRegular(root, p) })
+	keys := newKeySpanReader(root, blobs)
+	found, err := maskDiff(red, path, f, keys.of)
+	keys.close()
 	if err = errors.Join(err, f.Close()); err == nil {
 		err = os.Rename(tmp, path)
 	}
@@ -358,12 +379,14 @@ func label(e *paddock.ChangeEntry, root string, policy *confine.Policy) {
 
 // contentFacts is what label learns of a file's content: its size,
 // whether it is binary (a NUL in its first 8,000 bytes), whether it holds
-// a credential's shape. They are its content's alone, so they are kept by
-// blob id (blobFacts): a change set computed again reads only the files
-// whose content is new to it.
+// a credential's shape, which of its lines lie inside a private key. They
+// are its content's alone, so they are kept by blob id (blobFacts): a
+// change set computed again reads only the files whose content is new to
+// it, for its labels and for masking its diff.
 type contentFacts struct {
 	size           int64
 	binary, secret bool
+	keys           []span // the lines inside a private key (see keySpansOf), for masking
 }
 
 func (c contentFacts) label(e *paddock.ChangeEntry, add func(string)) {
@@ -406,6 +429,9 @@ func readFacts(f *os.File, size int64) (contentFacts, string) {
 	}
 	if !c.binary {
 		c.secret = !bytes.Equal(redact.Shapes(b), b)
+	}
+	if bytes.Contains(b, keyWord) {
+		c.keys, _ = keySpansOf(bytes.NewReader(b), nil)
 	}
 	return c, BlobID(b)
 }

@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/confine"
+	"github.com/paddock-dev/paddock/redact"
 )
 
 // TestLabelFactsKeptByBlob: what label learns of a file's content (size,
@@ -53,5 +55,55 @@ func TestLabelFactsKeptByBlob(t *testing.T) {
 	}
 	if _, ok := factsOf(BlobID([]byte("plain\n"))); ok {
 		t.Fatal("facts kept under the content's id for an entry of another blob")
+	}
+}
+
+// TestKeySpansFromFacts: the lines of a private key that label found in
+// a blob are kept with its facts, and masking a hunk in the middle of
+// that key (no marker in it) takes them from there: the file need not be
+// read again, nor even be there.
+func TestKeySpansFromFacts(t *testing.T) {
+	root := t.TempDir()
+	var body []string
+	for i := range 24 {
+		body = append(body, strings.Repeat(string(rune('A'+i)), 64))
+	}
+	content := "# deploy key\n-----BEGIN OPENSSH PRIVATE KEY-----\n" + strings.Join(body, "\n") + "\n-----END OPENSSH PRIVATE KEY-----\n"
+	os.MkdirAll(filepath.Join(root, "deploy"), 0o755)
+	os.WriteFile(filepath.Join(root, "deploy/id.pem"), []byte(content), 0o600)
+	blob := BlobID([]byte(content))
+	label(&paddock.ChangeEntry{Path: "deploy/id.pem", Op: paddock.OpCreate, NewMode: "100644", NewBlob: blob}, root, confine.DefaultPolicy())
+	c, ok := factsOf(blob)
+	if !ok || !slices.Equal(c.keys, []span{{3, 26}}) {
+		t.Fatalf("facts of the key's blob: %+v, %t; want its lines 3 to 26 inside a key", c, ok)
+	}
+	plain := BlobID([]byte("no key here\n"))
+	keepFacts(plain, contentFacts{size: 12})
+
+	// A hunk at the key's lines 10-12 (its 8th to 10th lines of data).
+	diff := filepath.Join(t.TempDir(), "diff")
+	os.WriteFile(diff, []byte("diff --git a/deploy/id.pem b/deploy/id.pem\nindex 1111111..2222222 100644\n--- a/deploy/id.pem\n+++ b/deploy/id.pem\n"+
+		"@@ -10,3 +10,3 @@\n "+body[7]+"\n-"+body[8]+"\n+"+strings.Repeat("z", 64)+"\n "+body[9]+"\n"), 0o600)
+	mask := func(blobs map[string]string) string {
+		var out strings.Builder
+		keys := newKeySpanReader(t.TempDir(), blobs) // a workspace without the file
+		defer keys.close()
+		if _, err := maskDiff(redact.New(nil), diff, &out, keys.of); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	got := mask(map[string]string{"deploy/id.pem": blob})
+	for _, line := range []string{body[7], body[8], body[9], strings.Repeat("z", 64)} {
+		if strings.Contains(got, line) {
+			t.Fatalf("a line of the key is shown:\n%s", got)
+		}
+	}
+	if n := strings.Count(got, "[REDACTED:private_key]"); n != 4 {
+		t.Fatalf("%d lines masked, want 4:\n%s", n, got)
+	}
+	// Facts that say the blob holds no key: its lines are shown as they are.
+	if got := mask(map[string]string{"deploy/id.pem": plain}); !strings.Contains(got, " "+body[7]+"\n") {
+		t.Fatalf("masked without a key in the blob:\n%s", got)
 	}
 }

@@ -2,8 +2,6 @@ package changeset
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
@@ -56,9 +54,10 @@ func (l Limits) CheckCounts(c Counts) error {
 }
 
 // Check refuses a change set over the limits, from git's raw entries and the
-// sizes of the files in the workspace at root, before any diff is rendered
+// sizes of their files as size gives them (what was read of the workspace;
+// a path it does not know weighs nothing), before any diff is rendered
 // (it is gitx.DiffOptions.Check).
-func (l Limits) Check(root string, raw []byte, withheld []gitx.Withheld) error {
+func (l Limits) Check(raw []byte, withheld []gitx.Withheld, size func(path string) (int64, bool)) error {
 	fields := bytes.Split(raw, []byte{0})
 	// The withheld files are entries too (labelled, never applied).
 	for _, w := range withheld {
@@ -73,14 +72,14 @@ func (l Limits) Check(root string, raw []byte, withheld []gitx.Withheld) error {
 		if bytes.HasSuffix(fields[i], []byte(" D")) {
 			continue
 		}
-		fi, err := os.Lstat(filepath.Join(root, string(fields[i+1])))
-		if err != nil {
+		n, ok := size(string(fields[i+1]))
+		if !ok {
 			continue
 		}
-		if fi.Size() > l.MaxFile {
-			return paddock.Errorf(paddock.CodeTooLarge, "%s is %d bytes, over the change set's file limit of %d", fields[i+1], fi.Size(), l.MaxFile)
+		if n > l.MaxFile {
+			return paddock.Errorf(paddock.CodeTooLarge, "%s is %d bytes, over the change set's file limit of %d", fields[i+1], n, l.MaxFile)
 		}
-		if total += fi.Size(); total > l.MaxTotal {
+		if total += n; total > l.MaxTotal {
 			return paddock.Errorf(paddock.CodeTooLarge, "the change set's new content passes %d bytes; nothing was frozen", l.MaxTotal)
 		}
 	}

@@ -1,8 +1,6 @@
 package changeset_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,20 +39,17 @@ func TestLimitsDefaults(t *testing.T) {
 }
 
 // TestLimitsCheck: the limits are checked from git's raw entries and the
-// files' sizes in the workspace, each at its bound and one past it;
-// deletions and vanished files weigh nothing, withheld files count as
-// entries.
+// files' sizes as the diff read them, each at its bound and one past it;
+// deletions and files the diff did not read weigh nothing, withheld files
+// count as entries.
 func TestLimitsCheck(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	for name, size := range map[string]int{"ten": 10, "eleven": 11, "twenty": 20, "big": 1000} {
-		if err := os.WriteFile(filepath.Join(root, name), make([]byte, size), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A link weighs its target's name (what git stores), not its target.
-	if err := os.Symlink("big", filepath.Join(root, "link")); err != nil {
-		t.Fatal(err)
+	// A link weighs its target's name (what git stores), not its target:
+	// gitx gives its length (TestDiffCheckSeesSizes).
+	sizes := map[string]int64{"ten": 10, "eleven": 11, "twenty": 20, "big": 1000, "link": 3}
+	size := func(p string) (int64, bool) {
+		n, ok := sizes[p]
+		return n, ok
 	}
 	withheld := []gitx.Withheld{{Path: "sub/.git"}}
 	l := changeset.Limits{MaxEntries: 3, MaxFile: 10, MaxTotal: 25}
@@ -77,7 +72,7 @@ func TestLimitsCheck(t *testing.T) {
 		{"a link weighs its target's name", l, raw("A link"), nil, ""},
 		{"the total one byte over", changeset.Limits{MaxEntries: 3, MaxFile: 20, MaxTotal: 40}, raw("A ten", "A twenty", "A eleven"), nil, "passes 40 bytes"},
 	} {
-		err := c.limits.Check(root, c.raw, c.withheld)
+		err := c.limits.Check(c.raw, c.withheld, size)
 		switch {
 		case c.refused == "" && err != nil:
 			t.Errorf("%s: refused: %v", c.name, err)

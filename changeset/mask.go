@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,13 +63,37 @@ const maxLine = 1 << 20
 // MaskDiff reads src twice (what to withhold is known only at the end of a
 // binary patch or a hunk) and holds at most one line in memory.
 func MaskDiff(red *redact.Redactor, src string, dst io.Writer, newContent func(path string) (io.ReadCloser, error)) (map[string]*Finding, error) {
+	var lr *lineReader // one for every placed file: its 64 KiB buffer is made once
+	return maskDiff(red, src, dst, func(path string) []span {
+		if newContent == nil {
+			return nil
+		}
+		f, err := newContent(path)
+		if err != nil {
+			return nil // a file that cannot be read has none
+		}
+		defer f.Close()
+		var spans []span
+		spans, lr = keySpansOf(f, lr)
+		return spans
+	})
+}
+
+// maskDiff is MaskDiff given keySpans, the lines of a path's new content
+// that lie inside a private key (see keySpansOf), asked for each placed
+// file in the diff's order.
+func maskDiff(red *redact.Redactor, src string, dst io.Writer, keySpans func(path string) []span) (map[string]*Finding, error) {
 	plan, err := scan(red, src)
 	if err != nil {
 		return nil, err
 	}
-	var lr *lineReader // one for every placed file: its 64 KiB buffer is made once
-	for file, path := range plan.placed {
-		plan.spans[file], lr = keySpansOf(newContent, path, lr)
+	files := make([]int, 0, len(plan.placed))
+	for file := range plan.placed {
+		files = append(files, file)
+	}
+	slices.Sort(files) // the diff's order, its paths': a reader keeps its directories
+	for _, file := range files {
+		plan.spans[file] = keySpans(plan.placed[file])
 	}
 	f, err := os.Open(src)
 	if err != nil {
@@ -88,24 +113,20 @@ func MaskDiff(red *redact.Redactor, src string, dst io.Writer, newContent func(p
 // span is a run of lines, first to last, numbered from 1.
 type span struct{ first, last int }
 
-// keySpansOf lists the lines of path's new content that lie inside a
-// private key, between its BEGIN and its END line. A file that cannot be
-// read has none. It reads with lr (made if nil) and returns it for the
-// next file.
-func keySpansOf(open func(string) (io.ReadCloser, error), path string, lr *lineReader) ([]span, *lineReader) {
-	if open == nil {
-		return nil, lr
-	}
-	f, err := open(path)
-	if err != nil {
-		return nil, lr
-	}
-	defer f.Close()
+// keyWord ends every PEM private key marker: content without it holds no
+// key span, and is not read line by line for one.
+var keyWord = []byte("PRIVATE KEY-----")
+
+// keySpansOf lists the lines of the content r reads that lie inside a
+// private key, between its BEGIN and its END line. It reads with lr (made
+// if nil) and returns it for the next file; a read that fails ends the
+// list where it failed.
+func keySpansOf(r io.Reader, lr *lineReader) ([]span, *lineReader) {
 	var spans []span
 	if lr == nil {
-		lr = newLineReader(f)
+		lr = newLineReader(r)
 	} else {
-		lr.reset(f)
+		lr.reset(r)
 	}
 	begin := 0 // the BEGIN line of an open key
 	for n := 1; ; n++ {
@@ -346,7 +367,9 @@ func (m *masker) line(line []byte) error {
 	switch kind {
 	case hunkHeader:
 		m.open, m.newLine = m.plan.keyOpen[m.c.hunk], 0
-		if m.plan.unplaced[m.c.hunk] {
+		// Placed only where its new file has a key: a hunk of a file
+		// without one has nothing to place, and may wait in the batch.
+		if m.plan.unplaced[m.c.hunk] && len(m.plan.spans[m.c.file]) > 0 {
 			m.newLine = newStart(line)
 		}
 		out = m.hunkHeader(line)

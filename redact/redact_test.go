@@ -156,6 +156,24 @@ func TestShapesFirstPass(t *testing.T) {
 	}
 }
 
+// TestShapesLiteralsWhole: a shape's literals are whole prefixes of its
+// matches, not their first letters: every kind of Slack token is masked,
+// and letters that only begin one ("xox" in a word, or in a long run of
+// letters) make no shape's test run at all.
+func TestShapesLiteralsWhole(t *testing.T) {
+	for _, kind := range "abposr" {
+		in := "token: xox" + string(kind) + "-1234567890-abcdef\n"
+		if got := Shapes([]byte(in)); !bytes.Contains(got, []byte("[REDACTED:slack_token]")) {
+			t.Errorf("Shapes(%q) = %q: not masked", in, got)
+		}
+	}
+	for _, in := range []string{"xoxoxo, love", "qwxoxkzzxoxbdxoxa", strings.Repeat("abxoxpq", 100)} {
+		if (*Redactor)(nil).MayMask([]byte(in)) {
+			t.Errorf("MayMask(%q): true, though no shape can match it", in)
+		}
+	}
+}
+
 // TestPrivateKeyStaysInItsBlock: the private_key shape masks a key block
 // however it is written down (plain, indented, as a diff adds it, with its
 // newlines escaped in JSON or a string literal), and never text that is not

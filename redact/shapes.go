@@ -103,7 +103,7 @@ var shapes = []shape{
 	{name: "aws_secret_key", re: lazyre.New(`(?i)(aws_secret_access_key["']?\s*[:=]\s*["']?)[A-Za-z0-9/+=]{40}`), keep: true, lits: []string{"aws_secret_access_key"}, fold: true},
 	{name: "github_token", re: lazyre.New(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`), lits: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}},
 	{name: "gitlab_token", re: lazyre.New(`\bglpat-[A-Za-z0-9_-]{20,}\b`), lits: []string{"glpat-"}},
-	{name: "slack_token", re: lazyre.New(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`), lits: []string{"xox"}},
+	{name: "slack_token", re: lazyre.New(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`), lits: []string{"xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"}},
 	{name: "google_api_key", re: lazyre.New(`\bAIza[0-9A-Za-z_-]{35}\b`), lits: []string{"AIza"}},
 	{name: "api_key", re: lazyre.New(`\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}\b`), lits: []string{"sk-"}},
 	{name: "jwt", re: lazyre.New(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), lits: []string{"eyJ"}},
