@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,8 +54,10 @@ type DiffOptions struct {
 	IncludeIgnored bool
 	// Check, if not nil, sees the raw entries and the withheld files
 	// before the patch is written, and may refuse (a change set over its
-	// limits is never rendered).
-	Check func(raw []byte, withheld []Withheld) error
+	// limits is never rendered). size gives the size of a work tree's file
+	// as it was read and hashed (a link's: its target's length), false for
+	// a path it was not.
+	Check func(raw []byte, withheld []Withheld, size func(path string) (int64, bool)) error
 	// Patch, if not nil, receives the unified diff as git writes it: the
 	// diff never has to fit in memory. Without it Snapshot.Diff holds it.
 	Patch io.Writer
@@ -75,7 +78,7 @@ type DiffOptions struct {
 // render writes the scratch index's diff against base (under spec): the
 // entries and the patch in one git process. The entries are read first
 // and checked; the patch after them streams to the caller.
-func (d *diffRun) render(base string, spec []string, o DiffOptions, withheld []Withheld, verify func(raw []byte) error) (*Snapshot, error) {
+func (d *diffRun) render(base string, spec []string, o DiffOptions, files []*wfile, withheld []Withheld, verify func(raw []byte) error) (*Snapshot, error) {
 	snap := &Snapshot{Withheld: withheld}
 	patch, buf := o.patch()
 	args := append([]string{"diff", "--cached", "-z", "--raw", "--patch", "--binary", "--no-renames", "--full-index", "--no-abbrev",
@@ -89,7 +92,7 @@ func (d *diffRun) render(base string, spec []string, o DiffOptions, withheld []W
 			return err
 		}
 		if o.Check != nil {
-			if err := o.Check(snap.Raw, withheld); err != nil {
+			if err := o.Check(snap.Raw, withheld, sizeOf(files)); err != nil {
 				return err
 			}
 		}
@@ -105,6 +108,19 @@ func (d *diffRun) render(base string, spec []string, o DiffOptions, withheld []W
 	}
 	snap.Diff = buf.Bytes()
 	return snap, nil
+}
+
+// sizeOf looks up the size of a file of files (sorted by path) as it was
+// read: the limits are checked against what was hashed, with no look at
+// the work tree again.
+func sizeOf(files []*wfile) func(string) (int64, bool) {
+	return func(p string) (int64, bool) {
+		i, ok := slices.BinarySearchFunc(files, p, func(f *wfile, p string) int { return strings.Compare(f.path, p) })
+		if !ok {
+			return 0, false
+		}
+		return files[i].st.Size, true
+	}
 }
 
 // verifyRaw checks git's entries against what the index was given: git
@@ -185,7 +201,7 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 		return nil, err
 	}
 	want := len(s.present) + removed
-	snap, err := d.render(base, nil, o, s.withheld, func(raw []byte) error {
+	snap, err := d.render(base, nil, o, t.files, s.withheld, func(raw []byte) error {
 		if n := bytes.Count(raw, []byte{0}) / 2; n != want {
 			return fmt.Errorf("gitx: diff: git reports %d entries, the index was given %d", n, want)
 		}

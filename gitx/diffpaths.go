@@ -86,7 +86,7 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	if err != nil {
 		return nil, err
 	}
-	snap, err := d.render(base, limit, o, s.withheld, func(raw []byte) error {
+	snap, err := d.render(base, limit, o, t.files, s.withheld, func(raw []byte) error {
 		return verifyRaw(raw, s.present, s.fresh)
 	})
 	if err != nil {

@@ -77,3 +77,45 @@ func TestDiffPathsAgreesWithTheWholeTree(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffCheckSeesSizes: DiffOptions.Check is given the size of each
+// file as the diff read it, by DiffWorkTree and DiffPaths alike: a file's
+// length, a link's target's, nothing for a path it did not read (a file
+// deleted).
+func TestDiffCheckSeesSizes(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	work := gittest.NewRepo(t, filepath.Join(t.TempDir(), "work"), map[string]string{"a.txt": "a\n", "gone.txt": "gone\n"})
+	base := gittest.Git(t, work, "rev-parse", "HEAD")
+	if err := os.WriteFile(filepath.Join(work, "a.txt"), []byte("twelve bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(work, "gone.txt"))
+	if err := os.Symlink("a-target-of-21-bytes!", filepath.Join(work, "link")); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"a.txt": 12, "link": 21, "gone.txt": -1}
+	called := 0
+	check := func(name string) func([]byte, []gitx.Withheld, func(string) (int64, bool)) error {
+		return func(raw []byte, _ []gitx.Withheld, size func(string) (int64, bool)) error {
+			called++
+			for p, w := range want {
+				n, ok := size(p)
+				if (w < 0 && ok) || (w >= 0 && (!ok || n != w)) {
+					t.Errorf("%s: size(%s) = %d, %t; want %d", name, p, n, ok, w)
+				}
+			}
+			return nil
+		}
+	}
+	gitDir := filepath.Join(work, ".git")
+	if _, err := g.DiffWorkTree(ctx, gitDir, work, base, gitx.DiffOptions{Check: check("DiffWorkTree")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.DiffPaths(ctx, gitDir, work, base, []string{"a.txt", "gone.txt", "link"}, gitx.DiffOptions{Check: check("DiffPaths")}); err != nil {
+		t.Fatal(err)
+	}
+	if called != 2 {
+		t.Fatalf("Check called %d times, want once by each", called)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,11 +139,20 @@ func BenchmarkCreate(b *testing.B) {
 }
 
 // BenchmarkChangeSet: the change set of an overlay run with 1,000 of a
-// 12,000-file repository's files edited, beside git status --porcelain +
-// git diff on the same edits in a clone of it, interleaved (#35: a change
-// set costs at most what git's own answer does).
+// 12,000-file repository's files edited (PADDOCK_BENCH_CHANGES sets
+// another number, up to 12,000), beside git status --porcelain + git diff
+// on the same edits in a clone of it, interleaved (#35: a change set costs
+// at most what git's own answer does).
 func BenchmarkChangeSet(b *testing.B) {
 	ctx := context.Background()
+	edits := 1000
+	if s := os.Getenv("PADDOCK_BENCH_CHANGES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 12000 {
+			b.Fatalf("PADDOCK_BENCH_CHANGES=%q: want a number of files from 1 to 12000", s)
+		}
+		edits = n
+	}
 	e := newEnv(b)
 	// The files of bench/core: 64 bytes to 4 KiB of letters on one line.
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -166,8 +176,10 @@ func BenchmarkChangeSet(b *testing.B) {
 		b.Fatalf("git clone: %v %s", err, out)
 	}
 	var script strings.Builder
-	for k := range 1000 {
-		rel := fmt.Sprintf("mod%02d/pkg%02d/file%05d.go", (k*12)/400, ((k*12)/20)%20, k*12)
+	step := 12000 / edits
+	for k := range edits {
+		i := k * step
+		rel := fmt.Sprintf("mod%02d/pkg%02d/file%05d.go", i/400, (i/20)%20, i)
 		fmt.Fprintf(&script, "printf '\\n// edited %d\\n' >> %s\n", k, rel)
 		f, err := os.OpenFile(filepath.Join(peer, rel), os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
@@ -175,7 +187,7 @@ func BenchmarkChangeSet(b *testing.B) {
 		}
 		fmt.Fprintf(f, "\n// edited %d\n", k)
 		f.Close()
-		if k%500 == 499 {
+		if k%500 == 499 || k == edits-1 {
 			if res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", script.String()}}); err != nil || res.ExitCode != 0 {
 				b.Fatalf("editing the run: %v %+v", err, res)
 			}
@@ -186,7 +198,7 @@ func BenchmarkChangeSet(b *testing.B) {
 	for b.Loop() {
 		t0 := time.Now()
 		cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
-		if err != nil || len(cs.Entries) != 1000 {
+		if err != nil || len(cs.Entries) != edits {
 			b.Fatalf("change set: %v", err)
 		}
 		t1 := time.Now()

@@ -51,7 +51,6 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 		return nil, err
 	}
 	limits := ch.ChangeSetLimits.WithDefaults()
-	check := func(raw []byte, withheld []gitx.Withheld) error { return limits.Check(dir, raw, withheld) }
 	// The diff goes to a file as git writes it: a change set is never
 	// held in memory whole, whatever its size.
 	store := ch.changeSets(id)
@@ -63,7 +62,7 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 		patch.Close()
 		os.Remove(patch.Name()) // unless it was kept under its hash
 	}()
-	opts := gitx.DiffOptions{IncludeIgnored: r.IncludeIgnored, Check: check, Patch: patch}
+	opts := gitx.DiffOptions{IncludeIgnored: r.IncludeIgnored, Check: limits.Check, Patch: patch}
 	var snap *gitx.Snapshot
 	var upper *workspace.Upper
 	if r.Workspace.Kind == paddock.KindOverlay {
