@@ -126,3 +126,36 @@ def test_copies_keep_the_retries():
         assert len(srv.seen) == 1
     finally:
         srv.close()
+
+
+def test_caller_chosen_key():
+    """A client from with_idempotency_key sends the caller's key, on each
+    attempt and again after the caller made a new client (an orchestrator
+    that restarted); a read tool's call still carries none; a key the
+    daemon would refuse is refused before anything is sent."""
+    srv = Server([DELIVERED, OK, OK, OK])
+    try:
+        with paddock.Client(addr=srv.addr, token="t0k3n") as client:
+            client.with_idempotency_key("job-42/exec-1").exec("r-1", argv=["true"])
+            client.with_idempotency_key("job-42/exec-1").with_token("t0k3n").call_tool("r-1", "read", {"path": "a"})
+        with paddock.Client(addr=srv.addr, token="t0k3n") as again:
+            again.with_idempotency_key("job-42/exec-1").exec("r-1", argv=["true"])
+        assert srv.keys == ["job-42/exec-1", "job-42/exec-1", None, "job-42/exec-1"]
+        for bad in ["", "has space", "x" * 129, "caf\u00e9"]:
+            with pytest.raises(ValueError):
+                client.with_idempotency_key(bad)
+        assert len(srv.seen) == 4
+    finally:
+        srv.close()
+
+
+async def test_caller_chosen_key_async():
+    srv = Server([IN_PROGRESS, OK])
+    try:
+        async with paddock.AsyncClient(addr=srv.addr, token="t0k3n") as client:
+            await client.with_idempotency_key("k-1").exec("r-1", argv=["true"])
+            with pytest.raises(ValueError):
+                client.with_idempotency_key("two words")
+        assert srv.keys == ["k-1", "k-1"]
+    finally:
+        srv.close()

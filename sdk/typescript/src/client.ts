@@ -35,6 +35,8 @@ export interface PaddockOptions {
    * which changes nothing.
    */
   retries?: number;
+  /** The key a write carries instead of one of its own (see Paddock.withIdempotencyKey). */
+  idempotencyKey?: string;
 }
 
 /** How many times a call whose error says nothing of it was done is made again (PaddockOptions.retries). */
@@ -79,6 +81,22 @@ export class Paddock {
     return new Paddock({ ...this.options, token });
   }
 
+  /**
+   * A client on the same transport whose writes carry key as their
+   * `Idempotency-Key` instead of a key of their own: a caller that keeps
+   * the key (an orchestrator that may itself restart) makes the write
+   * again with it, and gets the first write's answer if it was done. One
+   * key names one call: make one write with the client it gives. Throws
+   * a TypeError for a key the daemon refuses (1 to 128 printable ASCII
+   * characters, no space).
+   */
+  withIdempotencyKey(key: string): Paddock {
+    if (typeof key !== "string" || !/^[\x21-\x7e]{1,128}$/.test(key)) {
+      throw new TypeError(`an idempotency key is 1 to 128 printable ASCII characters without spaces, not ${JSON.stringify(key)}`);
+    }
+    return new Paddock({ ...this.options, idempotencyKey: key });
+  }
+
   /** A client on the same transport whose calls are made for a run's agent (the Paddock-Agent header). */
   forAgent(): Paddock {
     return new Paddock({ ...this.options, agent: true });
@@ -110,7 +128,7 @@ export class Paddock {
   /** The generated calls' fetch: fetch, made again as PaddockOptions.retries says. */
   #fetchRetrying = async (req: Request): Promise<Response> => {
     const retries = Math.max(0, this.options.retries ?? defaultRetries);
-    const keyed = keyRequest(req);
+    const keyed = keyRequest(req, this.options.idempotencyKey);
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= retries;
       const res = await this.fetch(last ? req : req.clone());
@@ -492,17 +510,18 @@ const readTools = new Set(["glob", "grep", "list", "read", "stat", "diff", "capa
 
 /**
  * Whether req is made again when its answer was lost: a write (POST, PUT,
- * PATCH, DELETE), given an idempotency key of its own unless it has one,
- * or a read tool's call, which needs none. A bundle's import (its body up
- * to 2 GiB, more than a node reads whole for a key) takes none.
+ * PATCH, DELETE), given an idempotency key (key, the caller's, or else one
+ * of its own) unless it has one, or a read tool's call, which needs none.
+ * A bundle's import (its body up to 2 GiB, more than a node reads whole
+ * for a key) takes none.
  */
-function keyRequest(req: Request): boolean {
+function keyRequest(req: Request, key?: string): boolean {
   if (!["POST", "PUT", "PATCH", "DELETE"].includes(req.method.toUpperCase())) return false;
   const path = new URL(req.url).pathname;
   if (path === "/v1/import") return false;
   const tool = /^\/v1\/runs\/[^/]+\/tools\/([^/]+)$/.exec(path);
   if (tool && readTools.has(decodeURIComponent(tool[1]!))) return true;
-  if (!req.headers.has(idempotencyHeader)) req.headers.set(idempotencyHeader, crypto.randomUUID());
+  if (!req.headers.has(idempotencyHeader)) req.headers.set(idempotencyHeader, key ?? crypto.randomUUID());
   return true;
 }
 

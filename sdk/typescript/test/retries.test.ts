@@ -96,3 +96,22 @@ test("retries: each write has a key of its own; a read tool's call none, made ag
     s.server.close();
   }
 });
+
+test("retries: a key the caller keeps, on each attempt and from a new client; none on a read; a bad key refused", async () => {
+  const s = await serve([delivered, ok, ok, ok]);
+  const paddock = new Paddock({ transport: s.transport });
+  try {
+    await paddock.withIdempotencyKey("job-42/exec-1").runs.exec("r-1", { argv: ["true"] });
+    await paddock.withIdempotencyKey("job-42/exec-1").withToken("t0k3n").runs.callTool("r-1", "read", { path: "a" });
+    const again = new Paddock({ transport: s.transport });
+    await again.withIdempotencyKey("job-42/exec-1").runs.exec("r-1", { argv: ["true"] });
+    assert.deepEqual(s.keys, ["job-42/exec-1", "job-42/exec-1", undefined, "job-42/exec-1"]);
+    for (const bad of ["", "has space", "x".repeat(129), "café"]) {
+      assert.throws(() => paddock.withIdempotencyKey(bad), TypeError);
+    }
+    assert.equal(s.bodies.length, 4);
+  } finally {
+    await paddock.transport.close();
+    s.server.close();
+  }
+});

@@ -562,11 +562,23 @@ MAX_KEYED_BODY = 32 << 20
 READ_TOOLS = frozenset({"glob", "grep", "list", "read", "stat", "diff", "capabilities"})
 
 
-def keyed(call: "_Call") -> bool:
+#: The longest idempotency key (paddock.MaxIdempotencyKey).
+MAX_IDEMPOTENCY_KEY = 128
+
+
+def check_idempotency_key(key: str) -> str:
+    """key, if it is one the daemon takes: 1 to MAX_IDEMPOTENCY_KEY
+    printable ASCII characters, no space; ValueError otherwise."""
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY or any(not 0x21 <= ord(c) <= 0x7e for c in key):
+        raise ValueError(f"an idempotency key is 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII characters without spaces, not {key!r}")
+    return key
+
+
+def keyed(call: "_Call", key: Optional[str] = None) -> bool:
     """Whether call is made again when its answer was lost: a write that
-    carries an idempotency key, given one of its own unless it has one
-    (every POST, PUT, PATCH and DELETE with a body of at most
-    MAX_KEYED_BODY), or a read tool's call, which needs none. A stream
+    carries an idempotency key (key, the caller's, or else one of its own,
+    unless it has one: every POST, PUT, PATCH and DELETE with a body of at
+    most MAX_KEYED_BODY), or a read tool's call, which needs none. A stream
     (exec_stream, exec_attach, MCP) is not made through it."""
     if call.method not in ("POST", "PUT", "PATCH", "DELETE"):
         return False
@@ -575,7 +587,7 @@ def keyed(call: "_Call") -> bool:
     body = call.json_body()
     if body is not None and len(body) > MAX_KEYED_BODY:
         return False
-    call.headers.setdefault(IDEMPOTENCY_HEADER, secrets.token_urlsafe(18))
+    call.headers.setdefault(IDEMPOTENCY_HEADER, key or secrets.token_urlsafe(18))
     return True
 
 

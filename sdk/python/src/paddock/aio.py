@@ -13,7 +13,7 @@ import httpx
 from . import types as t
 from ._attach import attach_async
 from ._codec import decode
-from ._core import (DEFAULT_RETRIES, keyed, retry_wait, retryable, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id, answer,
+from ._core import (DEFAULT_RETRIES, check_idempotency_key, keyed, retry_wait, retryable, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id, answer,
                     envelope_error, parse_exec_line, resolve_endpoint)
 from .client import DEFAULT_TIMEOUT, STREAM_IDLE, McpReply, mcp_error
 from .errors import PaddockError, TransportError
@@ -29,10 +29,11 @@ class AsyncClient(Operations):
     def __init__(self, socket: Optional[str] = None, *, addr: Optional[str] = None, token: Optional[str] = None,
                  home: Optional[str] = None, agent: bool = False, timeout: Any = DEFAULT_TIMEOUT,
                  observer: Optional[Observer] = None, retries: int = DEFAULT_RETRIES,
-                 _endpoint: Optional[Endpoint] = None) -> None:
+                 _endpoint: Optional[Endpoint] = None, _idempotency_key: Optional[str] = None) -> None:
         self.endpoint = _endpoint or resolve_endpoint(socket, addr, token, home, agent)
         self.observer = observer
         self.retries = max(0, retries)
+        self._idempotency_key = _idempotency_key
         self._timeout = timeout
         transport = httpx.AsyncHTTPTransport(uds=self.endpoint.socket) if self.endpoint.socket else httpx.AsyncHTTPTransport()
         self._http = httpx.AsyncClient(base_url=self.endpoint.base_url, transport=transport, headers=self.endpoint.headers(),
@@ -40,7 +41,20 @@ class AsyncClient(Operations):
 
     def _copy(self, **changes: Any) -> "AsyncClient":
         ep = Endpoint(**{**self.endpoint.__dict__, **changes})
-        return AsyncClient(_endpoint=ep, timeout=self._timeout, observer=self.observer, retries=self.retries)
+        return AsyncClient(_endpoint=ep, timeout=self._timeout, observer=self.observer, retries=self.retries,
+                     _idempotency_key=self._idempotency_key)
+
+    def with_idempotency_key(self, key: str) -> "AsyncClient":
+        """A new client on the same daemon whose writes carry key as their
+        Idempotency-Key instead of a key of their own: a caller that keeps
+        the key (an orchestrator that may itself restart) makes the write
+        again with it, and gets the first write's answer if it was done.
+        One key names one call: make one write with the client it gives.
+        ValueError if key is not 1 to 128 printable ASCII characters
+        without spaces."""
+        c = self._copy()
+        c._idempotency_key = check_idempotency_key(key)
+        return c
 
     def with_token(self, token: Optional[str]) -> "AsyncClient":
         return self._copy(token=token)
@@ -65,7 +79,7 @@ class AsyncClient(Operations):
         # A call whose error says nothing of it was done is made again
         # as it is, up to self.retries times, and so is a write, which
         # carries an idempotency key, whose answer was lost.
-        with_key = keyed(call)
+        with_key = keyed(call, self._idempotency_key)
         attempt = 0
         while True:
             try:

@@ -11,7 +11,7 @@ import httpx
 from . import types as t
 from ._attach import attach_sync
 from ._codec import decode
-from ._core import (DEFAULT_RETRIES, keyed, retry_wait, retryable, AGENT_HEADER, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id,
+from ._core import (DEFAULT_RETRIES, check_idempotency_key, keyed, retry_wait, retryable, AGENT_HEADER, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id,
                     answer, envelope_error, parse_exec_line, resolve_endpoint)
 from .errors import PaddockError, TransportError
 from .mcp import McpSession
@@ -40,10 +40,11 @@ class Client(Operations):
     def __init__(self, socket: Optional[str] = None, *, addr: Optional[str] = None, token: Optional[str] = None,
                  home: Optional[str] = None, agent: bool = False, timeout: Any = DEFAULT_TIMEOUT,
                  observer: Optional[Observer] = None, retries: int = DEFAULT_RETRIES,
-                 _endpoint: Optional[Endpoint] = None) -> None:
+                 _endpoint: Optional[Endpoint] = None, _idempotency_key: Optional[str] = None) -> None:
         self.endpoint = _endpoint or resolve_endpoint(socket, addr, token, home, agent)
         self.observer = observer
         self.retries = max(0, retries)
+        self._idempotency_key = _idempotency_key
         self._timeout = timeout
         transport = httpx.HTTPTransport(uds=self.endpoint.socket) if self.endpoint.socket else httpx.HTTPTransport()
         self._http = httpx.Client(base_url=self.endpoint.base_url, transport=transport, headers=self.endpoint.headers(),
@@ -52,7 +53,20 @@ class Client(Operations):
     # Copies.
     def _copy(self, **changes: Any) -> "Client":
         ep = Endpoint(**{**self.endpoint.__dict__, **changes})
-        return Client(_endpoint=ep, timeout=self._timeout, observer=self.observer, retries=self.retries)
+        return Client(_endpoint=ep, timeout=self._timeout, observer=self.observer, retries=self.retries,
+                     _idempotency_key=self._idempotency_key)
+
+    def with_idempotency_key(self, key: str) -> "Client":
+        """A new client on the same daemon whose writes carry key as their
+        Idempotency-Key instead of a key of their own: a caller that keeps
+        the key (an orchestrator that may itself restart) makes the write
+        again with it, and gets the first write's answer if it was done.
+        One key names one call: make one write with the client it gives.
+        ValueError if key is not 1 to 128 printable ASCII characters
+        without spaces."""
+        c = self._copy()
+        c._idempotency_key = check_idempotency_key(key)
+        return c
 
     def with_token(self, token: Optional[str]) -> "Client":
         """A new client on the same daemon that authenticates with token (a
@@ -82,7 +96,7 @@ class Client(Operations):
         # A call whose error says nothing of it was done is made again
         # as it is, up to self.retries times, and so is a write, which
         # carries an idempotency key, whose answer was lost.
-        with_key = keyed(call)
+        with_key = keyed(call, self._idempotency_key)
         attempt = 0
         while True:
             try:
