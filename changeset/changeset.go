@@ -387,7 +387,15 @@ type contentFacts struct {
 	size           int64
 	binary, secret bool
 	keys           []span // the lines inside a private key (see keySpansOf), for masking
+	// manyKeys: the content holds more keys than are kept with its facts
+	// (maxKeptKeys); masking reads it again for them.
+	manyKeys bool
 }
+
+// maxKeptKeys bounds the key spans kept with a blob's facts: the facts of
+// thousands of blobs are kept, and a file of many tiny keys must not make
+// them large.
+const maxKeptKeys = 64
 
 func (c contentFacts) label(e *paddock.ChangeEntry, add func(string)) {
 	e.Size, e.Binary = c.size, c.binary
@@ -432,6 +440,9 @@ func readFacts(f *os.File, size int64) (contentFacts, string) {
 	}
 	if bytes.Contains(b, keyWord) {
 		c.keys, _ = keySpansOf(bytes.NewReader(b), nil)
+		if len(c.keys) > maxKeptKeys {
+			c.keys, c.manyKeys = nil, true
+		}
 	}
 	return c, BlobID(b)
 }

@@ -1,6 +1,7 @@
 package changeset
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,5 +106,61 @@ func TestKeySpansFromFacts(t *testing.T) {
 	// Facts that say the blob holds no key: its lines are shown as they are.
 	if got := mask(map[string]string{"deploy/id.pem": plain}); !strings.Contains(got, " "+body[7]+"\n") {
 		t.Fatalf("masked without a key in the blob:\n%s", got)
+	}
+}
+
+// TestPlacedHunkWithoutAKey: a hunk of long letter-only lines (a key's
+// look, but no marker) in a file that holds no key is not followed line by
+// line, and what it holds is masked all the same: a credential's shape, a
+// declared secret. A file of more keys than are kept with its facts is
+// read again for them, and its key's lines are masked.
+func TestPlacedHunkWithoutAKey(t *testing.T) {
+	letters := strings.Repeat("abcdefghij", 6)
+	content := letters + "\ntoken xoxb-1234567890-abcdefghij\npassword hunter2-very-secret\n" + letters + "\n"
+	blob := BlobID([]byte(content))
+	keepFacts(blob, contentFacts{size: int64(len(content))})
+	diff := filepath.Join(t.TempDir(), "diff")
+	os.WriteFile(diff, []byte("diff --git a/a.txt b/a.txt\nindex 1111111..2222222 100644\n--- a/a.txt\n+++ b/a.txt\n"+
+		"@@ -1,2 +1,4 @@\n "+letters+"\n+token xoxb-1234567890-abcdefghij\n+password hunter2-very-secret\n "+letters+"\n"), 0o600)
+	var out strings.Builder
+	keys := newKeySpanReader(t.TempDir(), map[string]string{"a.txt": blob})
+	defer keys.close()
+	found, err := maskDiff(redact.New(map[string]string{"PW": "hunter2-very-secret"}), diff, &out, keys.of)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if strings.Contains(got, "xoxb-1234567890") || strings.Contains(got, "hunter2") || !found["a.txt"].Masked {
+		t.Fatalf("shown:\n%s", got)
+	}
+	if !strings.Contains(got, " "+letters+"\n") {
+		t.Fatalf("the letters, which no key holds, were masked:\n%s", got)
+	}
+
+	// Many keys: none kept with the facts, the file read again.
+	root := t.TempDir()
+	var b strings.Builder
+	for range maxKeptKeys + 1 {
+		b.WriteString("-----BEGIN PRIVATE KEY-----\n" + strings.Repeat("K", 64) + "\n-----END PRIVATE KEY-----\n")
+	}
+	b.WriteString("-----BEGIN PRIVATE KEY-----\n" + strings.Repeat("M", 64) + "\n" + strings.Repeat("N", 64) + "\n-----END PRIVATE KEY-----\n")
+	many := b.String()
+	os.WriteFile(filepath.Join(root, "keys.pem"), []byte(many), 0o600)
+	mblob := BlobID([]byte(many))
+	label(&paddock.ChangeEntry{Path: "keys.pem", Op: paddock.OpCreate, NewMode: "100644", NewBlob: mblob}, root, confine.DefaultPolicy())
+	if c, ok := factsOf(mblob); !ok || !c.manyKeys || c.keys != nil {
+		t.Fatalf("facts of a file of %d keys: %+v %t", maxKeptKeys+2, c, ok)
+	}
+	last := 3*(maxKeptKeys+1) + 2 // the M line
+	os.WriteFile(diff, []byte(fmt.Sprintf("diff --git a/keys.pem b/keys.pem\nindex 1111111..2222222 100644\n--- a/keys.pem\n+++ b/keys.pem\n"+
+		"@@ -%d,2 +%d,2 @@\n %s\n-%s\n+%s\n", last, last, strings.Repeat("M", 64), strings.Repeat("O", 64), strings.Repeat("N", 64))), 0o600)
+	out.Reset()
+	mkeys := newKeySpanReader(root, map[string]string{"keys.pem": mblob})
+	defer mkeys.close()
+	if _, err := maskDiff(redact.New(nil), diff, &out, mkeys.of); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); strings.Contains(got, strings.Repeat("M", 64)) || strings.Contains(got, strings.Repeat("N", 64)) || strings.Contains(got, strings.Repeat("O", 64)) {
+		t.Fatalf("a key's line shown:\n%s", got)
 	}
 }

@@ -31,7 +31,7 @@ func newKeySpanReader(root string, blobs map[string]string) *keySpanReader {
 // of is the key spans of path's new content; none for a file that cannot
 // be read.
 func (k *keySpanReader) of(path string) []span {
-	if c, ok := factsOf(k.blobs[path]); ok {
+	if c, ok := factsOf(k.blobs[path]); ok && !c.manyKeys {
 		return c.keys
 	}
 	if k.root < 0 {

@@ -550,6 +550,9 @@ func lineEnd(text []byte) []byte {
 // as far as redact.Writer holds back.
 func (m *masker) long(first []byte, lr *lineReader) error {
 	kind := m.c.step(first)
+	if kind == content && m.newLine > 0 && first[0] != '-' {
+		m.newLine++ // it is a line of the new file: the lines after it are placed after it
+	}
 	var w io.Writer = io.Discard
 	rw := m.red.NewWriter(m.out)
 	if !m.skip {

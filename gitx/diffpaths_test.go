@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx"
 	"github.com/paddock-dev/paddock/gitx/gittest"
 )
@@ -117,5 +118,33 @@ func TestDiffCheckSeesSizes(t *testing.T) {
 	}
 	if called != 2 {
 		t.Fatalf("Check called %d times, want once by each", called)
+	}
+}
+
+// TestGrownAfterTheWalkIsChanged: a file that grows between the walk that
+// weighed it (what DiffOptions.Check sees) and its hashing makes the diff
+// a conflict (compute it again), never a blob bigger than what the limits
+// weighed.
+func TestGrownAfterTheWalkIsChanged(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	work := gittest.NewRepo(t, filepath.Join(t.TempDir(), "work"), map[string]string{"a.txt": "a\n"})
+	base := gittest.Git(t, work, "rev-parse", "HEAD")
+	if err := os.WriteFile(filepath.Join(work, "a.txt"), []byte("small\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitx.SetTestHookBeforeHash(func(p string) {
+		if p == "a.txt" {
+			os.WriteFile(filepath.Join(work, "a.txt"), bytes.Repeat([]byte("big "), 1<<16), 0o644)
+		}
+	})
+	defer gitx.SetTestHookBeforeHash(nil)
+	checked := false
+	_, err := g.DiffWorkTree(ctx, filepath.Join(work, ".git"), work, base, gitx.DiffOptions{Check: func([]byte, []gitx.Withheld, func(string) (int64, bool)) error {
+		checked = true
+		return nil
+	}})
+	if !paddock.IsCode(err, paddock.CodeConflict) || checked {
+		t.Fatalf("a file grown after the walk: %v (checked: %t), want a conflict before any check", err, checked)
 	}
 }

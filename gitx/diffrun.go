@@ -192,6 +192,10 @@ func keep(file string, b []byte) {
 	}
 }
 
+// testHookBeforeHash, set by a test, is called with each file's path
+// between the walk that saw it and its hashing.
+var testHookBeforeHash func(path string)
+
 // hashAll sets every file's blob id, from cache where its stat data says
 // it is unchanged, and stores the objects of files that are not withheld
 // and that base does not have.
@@ -210,6 +214,9 @@ func (d *diffRun) hashAll(root int, files []*wfile, base *baseTree, cache *statC
 			continue
 		}
 		cache.dirty()
+		if testHookBeforeHash != nil {
+			testHookBeforeHash(f.path)
+		}
 		if err := h.hash(f, want, f.why == "" && !inBase); err != nil {
 			if gone(err) {
 				err = fmt.Errorf("%s: %w", f.path, errChanged)

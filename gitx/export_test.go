@@ -8,3 +8,6 @@ func (g *Git) DiffPathsWholeIndex(ctx context.Context, gitDir, workTree, base st
 	o.wholeIndex = true
 	return g.DiffPaths(ctx, gitDir, workTree, base, paths, o)
 }
+
+// SetTestHookBeforeHash sets testHookBeforeHash (nil: none).
+func SetTestHookBeforeHash(f func(path string)) { testHookBeforeHash = f }

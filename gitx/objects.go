@@ -120,13 +120,17 @@ func (h *hasher) content(f *wfile) (io.ReadCloser, int64, error) {
 // hash sets f.oid and, when want says the object is needed (it is not
 // one base has), stores it unless the store has it. always says want
 // holds whatever the id: a large file is then read once. A file that
-// changes while it is read is errChanged.
+// changes while it is read, or whose size is not the one the walk saw
+// (f.st, which the limits weigh: DiffOptions.Check), is errChanged.
 func (h *hasher) hash(f *wfile, want func(oid string) bool, always bool) error {
 	r, size, err := h.content(f)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if size != f.st.Size {
+		return fmt.Errorf("%s: %w", f.path, errChanged)
+	}
 	if size <= inMemoryHash {
 		if cap(h.buf) < int(size)+1 {
 			h.buf = make([]byte, 0, max(int(size)+1, 64<<10))
