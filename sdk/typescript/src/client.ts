@@ -70,6 +70,7 @@ export class Paddock {
   readonly #owned: boolean;
 
   constructor(options: PaddockOptions = {}) {
+    if (options.idempotencyKey !== undefined) checkIdempotencyKey(options.idempotencyKey);
     this.#owned = options.transport === undefined;
     this.transport = options.transport ?? fromEnv();
     this.options = { ...options, transport: this.transport };
@@ -91,11 +92,9 @@ export class Paddock {
    * characters, no space).
    */
   withIdempotencyKey(key: string): Paddock {
-    if (typeof key !== "string" || !/^[\x21-\x7e]{1,128}$/.test(key)) {
-      throw new TypeError(`an idempotency key is 1 to 128 printable ASCII characters without spaces, not ${JSON.stringify(key)}`);
-    }
-    return new Paddock({ ...this.options, idempotencyKey: key });
+    return new Paddock({ ...this.options, idempotencyKey: checkIdempotencyKey(key) });
   }
+
 
   /** A client on the same transport whose calls are made for a run's agent (the Paddock-Agent header). */
   forAgent(): Paddock {
@@ -505,6 +504,14 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** The header a write's idempotency key travels in. */
 export const idempotencyHeader = "Idempotency-Key";
 
+/** key, if the daemon takes it (1 to 128 printable ASCII characters, no space); a TypeError otherwise. */
+function checkIdempotencyKey(key: string): string {
+  if (typeof key !== "string" || !/^[\x21-\x7e]{1,128}$/.test(key)) {
+    throw new TypeError(`an idempotency key is 1 to 128 printable ASCII characters without spaces, not ${JSON.stringify(key)}`);
+  }
+  return key;
+}
+
 /** The tools whose calls read: sent without a key, made again as they are (as the Go client). */
 const readTools = new Set(["glob", "grep", "list", "read", "stat", "diff", "capabilities"]);
 
@@ -521,7 +528,7 @@ function keyRequest(req: Request, key?: string): boolean {
   if (path === "/v1/import") return false;
   const tool = /^\/v1\/runs\/[^/]+\/tools\/([^/]+)$/.exec(path);
   if (tool && readTools.has(decodeURIComponent(tool[1]!))) return true;
-  if (!req.headers.has(idempotencyHeader)) req.headers.set(idempotencyHeader, key ?? crypto.randomUUID());
+  if (!req.headers.has(idempotencyHeader)) req.headers.set(idempotencyHeader, key || crypto.randomUUID());
   return true;
 }
 

@@ -108,6 +108,7 @@ test("retries: a key the caller keeps, on each attempt and from a new client; no
     assert.deepEqual(s.keys, ["job-42/exec-1", "job-42/exec-1", undefined, "job-42/exec-1"]);
     for (const bad of ["", "has space", "x".repeat(129), "café"]) {
       assert.throws(() => paddock.withIdempotencyKey(bad), TypeError);
+      assert.throws(() => new Paddock({ transport: s.transport, idempotencyKey: bad }), TypeError);
     }
     assert.equal(s.bodies.length, 4);
   } finally {

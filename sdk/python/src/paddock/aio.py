@@ -3,6 +3,7 @@ coroutines (the streams as async iterators), on httpx.AsyncClient."""
 
 from __future__ import annotations
 
+import copy
 import asyncio
 import json
 import time
@@ -42,7 +43,7 @@ class AsyncClient(Operations):
     def _copy(self, **changes: Any) -> "AsyncClient":
         ep = Endpoint(**{**self.endpoint.__dict__, **changes})
         return AsyncClient(_endpoint=ep, timeout=self._timeout, observer=self.observer, retries=self.retries,
-                     _idempotency_key=self._idempotency_key)
+                           _idempotency_key=self._idempotency_key)
 
     def with_idempotency_key(self, key: str) -> "AsyncClient":
         """A new client on the same daemon whose writes carry key as their
@@ -50,10 +51,12 @@ class AsyncClient(Operations):
         the key (an orchestrator that may itself restart) makes the write
         again with it, and gets the first write's answer if it was done.
         One key names one call: make one write with the client it gives.
+        It shares this client's connections (close this one, not it).
         ValueError if key is not 1 to 128 printable ASCII characters
         without spaces."""
-        c = self._copy()
-        c._idempotency_key = check_idempotency_key(key)
+        check_idempotency_key(key)
+        c = copy.copy(self)
+        c._idempotency_key = key
         return c
 
     def with_token(self, token: Optional[str]) -> "AsyncClient":

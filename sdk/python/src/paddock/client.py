@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence
@@ -54,7 +55,7 @@ class Client(Operations):
     def _copy(self, **changes: Any) -> "Client":
         ep = Endpoint(**{**self.endpoint.__dict__, **changes})
         return Client(_endpoint=ep, timeout=self._timeout, observer=self.observer, retries=self.retries,
-                     _idempotency_key=self._idempotency_key)
+                      _idempotency_key=self._idempotency_key)
 
     def with_idempotency_key(self, key: str) -> "Client":
         """A new client on the same daemon whose writes carry key as their
@@ -62,10 +63,12 @@ class Client(Operations):
         the key (an orchestrator that may itself restart) makes the write
         again with it, and gets the first write's answer if it was done.
         One key names one call: make one write with the client it gives.
+        It shares this client's connections (close this one, not it).
         ValueError if key is not 1 to 128 printable ASCII characters
         without spaces."""
-        c = self._copy()
-        c._idempotency_key = check_idempotency_key(key)
+        check_idempotency_key(key)
+        c = copy.copy(self)
+        c._idempotency_key = key
         return c
 
     def with_token(self, token: Optional[str]) -> "Client":
