@@ -60,16 +60,24 @@ type brokered struct {
 	// declares its tool (the read of what the run may do). Every other
 	// rule holds.
 	declaredOrNot bool
+	// inWorkspace: the call works in the run's workspace (a tool, a
+	// command), so the run's project is read with the run, in one look at
+	// the store (callContext.project).
+	inWorkspace bool
 }
 
 // callContext is what a brokered call's run gets: the run, its definition
 // and grants as decided on, and the redactor of its secrets.
 type callContext struct {
-	run    *paddock.Run
-	def    *paddock.AgentDefinition
-	grants []*paddock.AccessRequest
-	red    *redact.Redactor
-	masked bool // set by run when its answer is masked already
+	run *paddock.Run
+	// project is the run's, read with it for a call in its workspace; nil
+	// otherwise, or if it could not be read (workspaceFor reads it again
+	// and says why).
+	project *paddock.Project
+	def     *paddock.AgentDefinition
+	grants  []*paddock.AccessRequest
+	red     *redact.Redactor
+	masked  bool // set by run when its answer is masked already
 }
 
 // callEvent is one event a call records.
@@ -96,7 +104,7 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 		// it, as it is now (workspaceFor takes an active run as read here).
 		br.provenance.settle(id)
 	}
-	r, grants, err := br.runAndGrants(ctx, id)
+	r, p, grants, err := br.runAndGrants(ctx, id, b.inWorkspace)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +123,7 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 	if v.Decision != paddock.DecisionAllow {
 		return nil, br.refuse(ctx, r, b, v)
 	}
-	cc := &callContext{run: r, def: def, grants: grants, red: br.redactor(r)}
+	cc := &callContext{run: r, project: p, def: def, grants: grants, red: br.redactor(r)}
 	res, evs, callErr := b.run(ctx, cc)
 	if len(evs) > 0 {
 		var first string
@@ -262,8 +270,8 @@ func (br *Broker) CallTool(ctx context.Context, id, name string, args json.RawMe
 		}
 		return nil, err
 	}
-	return br.broker(ctx, id, brokered{call: call, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
-		res, o, err := br.callTool(ctx, c.run, name, args)
+	return br.broker(ctx, id, brokered{call: call, inWorkspace: true, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
+		res, o, err := br.callTool(ctx, c.run, c.project, name, args)
 		if o == nil {
 			return nil, nil, err
 		}
@@ -344,7 +352,7 @@ func (br *Broker) execBrokered(ctx context.Context, id string, call broker.Call,
 		// A malformed request, not a refused command (as MCP's exec says).
 		return nil, paddock.Errorf(paddock.CodeBadRequest, "exec needs a command: argv is empty").WithDetail("key", "argv")
 	}
-	res, err := br.broker(ctx, id, brokered{call: call, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
+	res, err := br.broker(ctx, id, brokered{call: call, inWorkspace: true, run: func(ctx context.Context, c *callContext) (any, []callEvent, error) {
 		c.masked = true
 		res, evs, err := br.executor.execStream(ctx, c, req, streams)
 		if res == nil {
@@ -359,19 +367,29 @@ func (br *Broker) execBrokered(ctx context.Context, id string, call broker.Call,
 }
 
 // runAndGrants reads a run and its access requests in one transaction.
-func (br *Broker) runAndGrants(ctx context.Context, id string) (r *paddock.Run, grants []*paddock.AccessRequest, err error) {
+func (br *Broker) runAndGrants(ctx context.Context, id string, withProject bool) (r *paddock.Run, p *paddock.Project, grants []*paddock.AccessRequest, err error) {
 	err = br.Store.View(ctx, func(tx paddock.Tx) error {
 		if r, err = tx.Run(ctx, id); err != nil {
 			return err
 		}
-		grants, err = tx.AccessRequests().List(ctx, id)
+		if grants, err = tx.AccessRequests().List(ctx, id); err != nil {
+			return err
+		}
+		if withProject && r.Project != "" {
+			// One look at the store a call, not two (each a transaction:
+			// on a store across a network, round trips of their own). A
+			// project that is not there is for workspaceFor to say.
+			if p, err = tx.Project(ctx, r.Project); paddock.IsCode(err, paddock.CodeNotFound) {
+				p, err = nil, nil
+			}
+		}
 		return err
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	br.describe(r)
-	return r, grants, nil
+	return r, p, grants, nil
 }
 
 // precheck decides a call ahead of running it (a job, decided when it is

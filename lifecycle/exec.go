@@ -82,7 +82,7 @@ func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.
 	if err := ex.checkExpectNow(ctx); err != nil {
 		return nil, nil, err
 	}
-	r, spec, err := ex.commandView(ctx, c.run)
+	r, spec, err := ex.commandView(ctx, c.run, c.project)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -251,12 +251,12 @@ func (ex *executor) commandEnv(c *callContext, r *paddock.Run, req paddock.ExecR
 // or, for a run with no workspace (its agent's own start command, the one
 // exec a none run has), an instance sandbox: an empty directory of its
 // own, its home and its API, nothing of the project's (instance.go).
-func (ex *executor) commandView(ctx context.Context, run *paddock.Run) (*paddock.Run, sandbox.Spec, error) {
+func (ex *executor) commandView(ctx context.Context, run *paddock.Run, p *paddock.Project) (*paddock.Run, sandbox.Spec, error) {
 	if run.Access == paddock.AccessNone {
 		spec, err := ex.jobs.instanceSpec(ctx, run)
 		return run, spec, err
 	}
-	r, p, err := ex.broker.workspaceFor(ctx, run)
+	r, p, err := ex.broker.workspaceFor(ctx, run, p)
 	if err != nil {
 		return nil, sandbox.Spec{}, err
 	}

@@ -35,7 +35,7 @@ func CallToolUnbrokered(ctx context.Context, m *Manager, id, name string, args j
 	if err != nil {
 		return nil, err
 	}
-	res, o, err := m.Broker.callTool(ctx, r, name, args)
+	res, o, err := m.Broker.callTool(ctx, r, nil, name, args)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func HarnessExec(ctx context.Context, m *Manager, id string) (func(argv []string
 	if err != nil {
 		return nil, err
 	}
-	_, spec, err := m.executor.commandView(ctx, r)
+	_, spec, err := m.executor.commandView(ctx, r, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -44,11 +44,14 @@ func nonNilTools(ts []*tools.Tool) []*tools.Tool {
 
 // workspaceFor checks that run r's workspace may be worked in now, and makes
 // a ready one active: a tool call is a session at work. r is the run as
-// this call read it: an active one is taken as it is, and only its project
-// read.
-func (br *Broker) workspaceFor(ctx context.Context, r *paddock.Run) (*paddock.Run, *paddock.Project, error) {
+// this call read it: an active one is taken as it is, with its project p
+// if the call read it too (else p is nil and the project is read here).
+func (br *Broker) workspaceFor(ctx context.Context, r *paddock.Run, p *paddock.Project) (*paddock.Run, *paddock.Project, error) {
 	id := r.ID
 	if r.Workspace != nil && r.Workspace.State == paddock.StateActive {
+		if p != nil && p.Name == r.Project {
+			return r, p, nil
+		}
 		p, err := br.Project(ctx, r.Project)
 		return r, p, err
 	}
@@ -87,8 +90,9 @@ func (br *Broker) workspaceFor(ctx context.Context, r *paddock.Run) (*paddock.Ru
 }
 
 // callTool runs one working tool in a run's workspace; the broker has
-// allowed it. The outcome is nil when the call never reached the tool.
-func (br *Broker) callTool(ctx context.Context, r *paddock.Run, name string, args json.RawMessage) (any, *tools.Outcome, error) {
+// allowed it; p is r's project if the call read it with r (nil: it is
+// read here). The outcome is nil when the call never reached the tool.
+func (br *Broker) callTool(ctx context.Context, r *paddock.Run, p *paddock.Project, name string, args json.RawMessage) (any, *tools.Outcome, error) {
 	t, err := tools.Lookup(r.Access, name)
 	if err != nil {
 		return nil, &tools.Outcome{Tool: name, Args: json.RawMessage(`{}`), Code: paddock.ErrorCode(err), Rule: rule(err)}, err
@@ -96,7 +100,7 @@ func (br *Broker) callTool(ctx context.Context, r *paddock.Run, name string, arg
 	if err := br.checkExpectNow(ctx); err != nil {
 		return nil, nil, err
 	}
-	r, p, err := br.workspaceFor(ctx, r)
+	r, p, err = br.workspaceFor(ctx, r, p)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -54,6 +54,32 @@ func mkRun(t *testing.T, s *postgres.Store, project, id string, state paddock.Wo
 	}
 }
 
+// TestFencingAnyNodeID: the fence goes with a write's BEGIN, the node's
+// id written into the statement; an id that would need quoting there is
+// fenced by a statement of its own, as surely: its writes commit while it
+// holds its lease, and none does once another node marked it lost.
+func TestFencingAnyNodeID(t *testing.T) {
+	ns := nodes(t, 2, 30*time.Second)
+	ctx := context.Background()
+	for _, id := range []string{"plain-id.1", `o'brien\; DROP TABLE runs; --`} {
+		a := ns[0]
+		if _, err := a.Join(ctx, postgres.NodeConfig{ID: id, Home: "home-" + id, Address: "http://127.0.0.1:1", Capacity: 4, Lease: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Update(ctx, func(tx paddock.Tx) error { return nil }); err != nil {
+			t.Fatalf("%s: a write while the lease holds: %v", id, err)
+		}
+		time.Sleep(1200 * time.Millisecond)
+		if lost, err := ns[1].Reap(ctx); err != nil || len(lost) != 1 || lost[0].Node.ID != id {
+			t.Fatalf("%s: reap: %+v %v", id, lost, err)
+		}
+		a.TrustLeaseClock()
+		if err := a.Update(ctx, func(tx paddock.Tx) error { return nil }); !errors.Is(err, paddock.ErrFenced) {
+			t.Fatalf("%s: a fenced node's write: %v", id, err)
+		}
+	}
+}
+
 // TestFencing: a node whose lease ran out is marked lost by another; from
 // then on nothing it writes commits (code node_lost, ErrFenced), its
 // renewal is refused, its runs are reported node_lost and their running
