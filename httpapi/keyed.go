@@ -120,14 +120,16 @@ func (b *keptBudget) take(scope string, n int) bool {
 // (ReplayedHeader) and not made; with another call's, it is refused. A
 // call that did nothing (its error says done: false) gives the key back.
 // A keyed call, once begun, is made to its end though its caller goes
-// (but a command: keyedContext). Without Calls the key is not read.
-func (s *Server) keyed(next http.Handler) http.Handler {
+// (but a command: keyedContext). Without Calls the key is not read, nor
+// when admits says the route does not admit the caller: next refuses it
+// then, as without a key, and its body is not read whole for a key.
+func (s *Server) keyed(admits func(*http.Request) bool, next http.Handler) http.Handler {
 	if s.Calls == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(paddock.IdempotencyHeader)
-		if key == "" || r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+		if key == "" || r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions || !admits(r) {
 			next.ServeHTTP(w, r)
 			return
 		}

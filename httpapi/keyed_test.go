@@ -172,3 +172,34 @@ func TestKeyedCalls(t *testing.T) {
 		t.Fatalf("a read with a write's key: %d %q", a.Code, a.Body)
 	}
 }
+
+// TestKeyReadOnceAdmitted: a keyed call from a caller its route does not
+// admit is refused as it would be without a key, and nothing of it is
+// claimed or kept (its body is not read whole for the key); an admitted
+// caller's key is claimed.
+func TestKeyReadOnceAdmitted(t *testing.T) {
+	f := newFixture(t)
+	calls := &fakeCalls{recs: map[string]*paddock.CallRecord{}}
+	f.srv.Calls = calls
+	tcp := f.srv.TCPHandler()
+	add := `{"path":"/src/app","name":"app"}`
+	a := doTCP(tcp, "POST", "/v1/projects", add, "Authorization", "Bearer "+fakeToken("viewer"), paddock.IdempotencyHeader, "k-viewer")
+	if a.status != 403 || a.Error == nil || a.Error.Rule != "role" {
+		t.Fatalf("a viewer's keyed call: %d %+v", a.status, a.Error)
+	}
+	calls.mu.Lock()
+	n := len(calls.recs)
+	calls.mu.Unlock()
+	if n != 0 || f.svc.whats() != "" {
+		t.Fatalf("a refused caller's key: %d claimed, the service asked %q", n, f.svc.whats())
+	}
+	if a := doTCP(tcp, "POST", "/v1/projects", add, "Authorization", "Bearer "+fakeToken("admin"), paddock.IdempotencyHeader, "k-admin"); a.status != 201 {
+		t.Fatalf("an admin's keyed call: %d %+v", a.status, a.Error)
+	}
+	calls.mu.Lock()
+	n = len(calls.recs)
+	calls.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("an admitted caller's key: %d claimed, want 1", n)
+	}
+}

@@ -211,17 +211,22 @@ func (s *Server) mux() http.Handler {
 	h := s.handlers()
 	mux := http.NewServeMux()
 	for _, rt := range h.routes() {
+		// A key is read only once the route admits its caller (keyed): a
+		// caller it does not admit is refused as without one, and nothing
+		// of its call is read whole or kept.
+		serve := s.keyed(func(r *http.Request) bool { return h.authz.admits(&rt, r) == nil },
+			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.api.serve(&rt, &h.authz, w, r) }))
 		if s.Observer == nil {
 			mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
 				spanRun(r)
-				h.api.serve(&rt, &h.authz, w, r)
+				serve.ServeHTTP(w, r)
 			})
 			continue
 		}
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
 			spanRun(r)
 			start, sw := time.Now(), &statusWriter{ResponseWriter: w}
-			h.api.serve(&rt, &h.authz, sw, r)
+			serve.ServeHTTP(sw, r)
 			code := sw.status
 			if code == 0 {
 				code = http.StatusOK
@@ -232,7 +237,7 @@ func (s *Server) mux() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, paddock.Errorf(paddock.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
-	return s.keyed(mux)
+	return mux
 }
 
 // serve answers r by rt's handler: through the run's funnel, once rt
