@@ -7,13 +7,14 @@ as a coroutine: the methods are written once for both.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
 import random
 import re
 import secrets
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 from urllib.parse import quote
 
 import httpx
@@ -205,14 +206,34 @@ class ExecChunk:
     data: bytes
 
 
+_Ops = TypeVar("_Ops", bound="Operations")
+
+
 class Operations:
     """The operations that are one request and one answer. Every method is
     its operationId in snake_case (getRun: get_run); path parameters are
     positional, the rest keyword arguments; a body is its dataclass or that
     dataclass's fields as keyword arguments."""
 
+    #: The key a write carries instead of one of its own (with_idempotency_key).
+    _idempotency_key: Optional[str] = None
+
     def _do(self, call: _Call) -> Any:  # pragma: no cover - the clients' own
         raise NotImplementedError
+
+    def with_idempotency_key(self: "_Ops", key: str) -> "_Ops":
+        """A client on the same daemon whose writes carry key as their
+        Idempotency-Key instead of a key of their own: a caller that keeps
+        the key (an orchestrator that may itself restart) makes the write
+        again with it, and gets the first write's answer if it was done.
+        One key names one call: make one write with the client it gives.
+        It shares this client's connections (close this one, not it).
+        ValueError if key is not 1 to 128 printable ASCII characters
+        without spaces."""
+        check_idempotency_key(key)
+        c = copy.copy(self)
+        c._idempotency_key = key
+        return c
 
     # The daemon.
     def health(self) -> Dict[str, Any]:

@@ -3,7 +3,6 @@ coroutines (the streams as async iterators), on httpx.AsyncClient."""
 
 from __future__ import annotations
 
-import copy
 import asyncio
 import json
 import time
@@ -14,7 +13,7 @@ import httpx
 from . import types as t
 from ._attach import attach_async
 from ._codec import decode
-from ._core import (DEFAULT_RETRIES, check_idempotency_key, keyed, retry_wait, retryable, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id, answer,
+from ._core import (DEFAULT_RETRIES, keyed, retry_wait, retryable, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id, answer,
                     envelope_error, parse_exec_line, resolve_endpoint)
 from .client import DEFAULT_TIMEOUT, STREAM_IDLE, McpReply, mcp_error
 from .errors import PaddockError, TransportError
@@ -44,20 +43,6 @@ class AsyncClient(Operations):
         ep = Endpoint(**{**self.endpoint.__dict__, **changes})
         return AsyncClient(_endpoint=ep, timeout=self._timeout, observer=self.observer, retries=self.retries,
                            _idempotency_key=self._idempotency_key)
-
-    def with_idempotency_key(self, key: str) -> "AsyncClient":
-        """A new client on the same daemon whose writes carry key as their
-        Idempotency-Key instead of a key of their own: a caller that keeps
-        the key (an orchestrator that may itself restart) makes the write
-        again with it, and gets the first write's answer if it was done.
-        One key names one call: make one write with the client it gives.
-        It shares this client's connections (close this one, not it).
-        ValueError if key is not 1 to 128 printable ASCII characters
-        without spaces."""
-        check_idempotency_key(key)
-        c = copy.copy(self)
-        c._idempotency_key = key
-        return c
 
     def with_token(self, token: Optional[str]) -> "AsyncClient":
         return self._copy(token=token)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence
@@ -12,7 +11,7 @@ import httpx
 from . import types as t
 from ._attach import attach_sync
 from ._codec import decode
-from ._core import (DEFAULT_RETRIES, check_idempotency_key, keyed, retry_wait, retryable, AGENT_HEADER, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id,
+from ._core import (DEFAULT_RETRIES, keyed, retry_wait, retryable, AGENT_HEADER, Diff, Endpoint, ExecChunk, Observer, Operations, SSEParser, _Call, _exec_request, _id,
                     answer, envelope_error, parse_exec_line, resolve_endpoint)
 from .errors import PaddockError, TransportError
 from .mcp import McpSession
@@ -56,20 +55,6 @@ class Client(Operations):
         ep = Endpoint(**{**self.endpoint.__dict__, **changes})
         return Client(_endpoint=ep, timeout=self._timeout, observer=self.observer, retries=self.retries,
                       _idempotency_key=self._idempotency_key)
-
-    def with_idempotency_key(self, key: str) -> "Client":
-        """A new client on the same daemon whose writes carry key as their
-        Idempotency-Key instead of a key of their own: a caller that keeps
-        the key (an orchestrator that may itself restart) makes the write
-        again with it, and gets the first write's answer if it was done.
-        One key names one call: make one write with the client it gives.
-        It shares this client's connections (close this one, not it).
-        ValueError if key is not 1 to 128 printable ASCII characters
-        without spaces."""
-        check_idempotency_key(key)
-        c = copy.copy(self)
-        c._idempotency_key = key
-        return c
 
     def with_token(self, token: Optional[str]) -> "Client":
         """A new client on the same daemon that authenticates with token (a
