@@ -121,18 +121,26 @@ func (b *keptBudget) take(scope string, n int) bool {
 // call that did nothing (its error says done: false) gives the key back.
 // A keyed call, once begun, is made to its end though its caller goes
 // (but a command: keyedContext). Without Calls the key is not read, nor
-// when admits says the route does not admit the caller: next refuses it
-// then, as without a key, and its body is not read whole for a key.
-func (s *Server) keyed(admits func(*http.Request) bool, next http.Handler) http.Handler {
+// before admits says the route admits the caller: one it does not is
+// refused (refuse writes the answer, as the route would), its body not
+// read whole for a key and nothing of it kept. Admission is decided once:
+// next is told it was (admittedBefore), so a caller is never admitted here
+// and refused there, or the other way round, by two looks at the store.
+func (s *Server) keyed(admits func(*http.Request) error, refuse func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
 	if s.Calls == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(paddock.IdempotencyHeader)
-		if key == "" || r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions || !admits(r) {
+		if key == "" || r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if err := admits(r); err != nil {
+			refuse(w, r, err)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), admittedKey{}, true))
 		scoped, request, err := keyOf(r, key)
 		if err != nil {
 			writeError(w, err)
@@ -166,6 +174,14 @@ func (s *Server) keyed(admits func(*http.Request) bool, next http.Handler) http.
 		}()
 		next.ServeHTTP(kw, r.WithContext(keyedContext(r)))
 	})
+}
+
+type admittedKey struct{}
+
+// admittedBefore reports whether keyed admitted r's caller already.
+func admittedBefore(r *http.Request) bool {
+	ok, _ := r.Context().Value(admittedKey{}).(bool)
+	return ok
 }
 
 // keyedContext is the context a keyed call is made under: not ended by

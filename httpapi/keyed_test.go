@@ -203,3 +203,35 @@ func TestKeyReadOnceAdmitted(t *testing.T) {
 		t.Fatalf("an admitted caller's key: %d claimed, want 1", n)
 	}
 }
+
+// TestKeyedAdmissionDecidedOnce: a keyed call's admission is decided once,
+// before its key is read: a scoped principal's keyed call reads its run for
+// the decision no more often than the same call without a key (two looks
+// could disagree, and a call admitted by the second after a refusal by the
+// first would be made without its key).
+func TestKeyedAdmissionDecidedOnce(t *testing.T) {
+	f := newFixture(t)
+	f.srv.Calls = &fakeCalls{recs: map[string]*paddock.CallRecord{}}
+	tcp := f.srv.TCPHandler()
+	b, _ := fakeJobs{f.svc}.Bootstrap(context.Background(), paddock.BootstrapRequest{Project: "app"})
+	reads := func(key string) int {
+		f.svc.asked()
+		hdr := []string{"Authorization", "Bearer " + fakeToken("admin@app")}
+		if key != "" {
+			hdr = append(hdr, paddock.IdempotencyHeader, key)
+		}
+		if a := doTCP(tcp, "POST", "/v1/runs/"+b.Run.ID+"/retain", "", hdr...); a.status != 200 {
+			t.Fatalf("retain (key %q): %d %+v", key, a.status, a.Error)
+		}
+		n := 0
+		for _, c := range f.svc.asked() {
+			if c.what == "Run "+b.Run.ID {
+				n++
+			}
+		}
+		return n
+	}
+	if plain, keyed := reads(""), reads("k-once"); keyed != plain {
+		t.Fatalf("the run read %d times for a keyed call, %d without a key", keyed, plain)
+	}
+}

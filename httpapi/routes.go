@@ -214,7 +214,8 @@ func (s *Server) mux() http.Handler {
 		// A key is read only once the route admits its caller (keyed): a
 		// caller it does not admit is refused as without one, and nothing
 		// of its call is read whole or kept.
-		serve := s.keyed(func(r *http.Request) bool { return h.authz.admits(&rt, r) == nil },
+		serve := s.keyed(func(r *http.Request) error { return h.authz.admits(&rt, r) },
+			func(w http.ResponseWriter, r *http.Request, err error) { h.api.refuse(&rt, w, r, err) },
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.api.serve(&rt, &h.authz, w, r) }))
 		if s.Observer == nil {
 			mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
@@ -240,22 +241,29 @@ func (s *Server) mux() http.Handler {
 	return mux
 }
 
+// refuse answers a caller rt does not admit: through the run's funnel,
+// but on a stream's route (its answers are masked as they stream).
+func (a *apiBase) refuse(rt *route, w http.ResponseWriter, r *http.Request, err error) {
+	if rt.h.stream == nil {
+		w = a.runFunnel(w, r)
+	}
+	a.fail(w, r, err)
+}
+
 // serve answers r by rt's handler: through the run's funnel, once rt
-// admits the caller and the seq rule holds.
+// admits the caller (or keyed did) and the seq rule holds.
 func (a *apiBase) serve(rt *route, az *authz, w http.ResponseWriter, r *http.Request) {
-	if rt.h.stream != nil {
+	if !admittedBefore(r) {
 		if err := az.admits(rt, r); err != nil {
-			a.fail(w, r, err)
+			a.refuse(rt, w, r, err)
 			return
 		}
+	}
+	if rt.h.stream != nil {
 		rt.h.stream(w, r)
 		return
 	}
 	w = a.runFunnel(w, r)
-	if err := az.admits(rt, r); err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	// The seq rule: a mutating request on a run may carry ?expect_seq=N;
 	// if the run moved on, it is refused.
 	if v := r.URL.Query().Get("expect_seq"); v != "" && r.Method != http.MethodGet && r.PathValue("id") != "" {

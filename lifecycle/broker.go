@@ -378,12 +378,13 @@ func (br *Broker) runAndGrants(ctx context.Context, id string, withProject bool)
 		if withProject && r.Project != "" {
 			// One look at the store a call, not two (each a transaction:
 			// on a store across a network, round trips of their own). A
-			// project that is not there is for workspaceFor to say.
-			if p, err = tx.Project(ctx, r.Project); paddock.IsCode(err, paddock.CodeNotFound) {
-				p, err = nil, nil
+			// project that could not be read is for workspaceFor to read
+			// again and say why, after the call is decided and recorded.
+			if p, err = tx.Project(ctx, r.Project); err != nil {
+				p = nil
 			}
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, nil, nil, err

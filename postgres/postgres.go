@@ -307,13 +307,16 @@ func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin})
 	if err != nil {
 		var pe *pgconn.PgError
+		refused := n != nil && errors.As(err, &pe) && pe.Code == fenceCode
+		if refused {
+			n.lost.Store(true) // whatever else ended the call meanwhile
+		}
 		switch {
 		case errors.Is(context.Cause(ctx), errLapsed):
 			return s.lapsed(ctx, err, "nothing was written")
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case n != nil && errors.As(err, &pe) && pe.Code == fenceCode:
-			n.lost.Store(true)
+		case refused:
 			return s.lapsed(ctx, fenced(n.cfg.ID), "nothing was written")
 		case n != nil && errors.As(err, &pe):
 			return s.lapsed(ctx, wrap("check the node's lease", err), "nothing was written")

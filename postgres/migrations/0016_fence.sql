@@ -19,3 +19,7 @@ BEGIN
 	END IF;
 END
 $$;
+
+-- Every node's role calls it, whatever default privileges the database's
+-- owner set for functions.
+GRANT EXECUTE ON FUNCTION paddock_fence(text, bigint) TO PUBLIC;
