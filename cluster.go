@@ -16,6 +16,25 @@ const (
 	NodeLeft  NodeState = "left"  // it stopped cleanly
 )
 
+// ValidNodeID reports whether id can name a node: 1 to 63 letters, digits,
+// dots, underscores and dashes, a letter or digit first. paddockd takes no
+// other; the store writes such an id into a statement with no quoting.
+func ValidNodeID(id string) bool {
+	if id == "" || len(id) > 63 || !isAlnum(id[0]) {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
 // Node is one paddock daemon among those that share a store. Each holds
 // the workspaces of its runs on its own disk and serves the API for all:
 // a call for a run on another node is forwarded to it.

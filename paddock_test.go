@@ -121,3 +121,17 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("%d codes", len(paddock.Codes))
 	}
 }
+
+// TestValidNodeID: the ids paddockd takes for a node, which the store
+// writes into a statement unquoted, and what it refuses.
+func TestValidNodeID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"n1": true, "node-2.eu_west": true, "A": true, strings.Repeat("a", 63): true,
+		"": false, strings.Repeat("a", 64): false, "-n": false, ".n": false, "_n": false,
+		"o'brien": false, `back\slash`: false, "two words": false, "n;1": false, "nœud": false,
+	} {
+		if got := paddock.ValidNodeID(id); got != want {
+			t.Errorf("ValidNodeID(%q) = %t, want %t", id, got, want)
+		}
+	}
+}

@@ -144,29 +144,15 @@ const fenceCode = "PF001"
 // fenceBegin is the BEGIN of a write transaction of this node with its
 // fence in the same message, and the node it fences: the simple protocol
 // takes both statements at once, so the fence costs no round trip of its
-// own. With no node joined, or one whose id is not a plain name (written
-// into the statement, it must need no quoting), it is "" and nil, and
-// Update fences with a statement of its own (fence).
+// own. With no node joined, or one whose id is not a valid one
+// (paddock.ValidNodeID: written into the statement, it needs no quoting),
+// it is "" and nil, and Update fences with a statement of its own (fence).
 func (s *Store) fenceBegin() (string, *joined) {
 	n := s.node.Load()
-	if n == nil || !plainName(n.cfg.ID) {
+	if n == nil || !paddock.ValidNodeID(n.cfg.ID) {
 		return "", nil
 	}
 	return fmt.Sprintf("BEGIN; SELECT paddock_fence('%s', %d)", n.cfg.ID, n.epoch), n
-}
-
-// plainName reports whether id is 1 to 63 letters, digits, dots, dashes
-// and underscores (the node ids paddockd takes).
-func plainName(id string) bool {
-	if id == "" || len(id) > 63 {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // fence checks, first thing in a write transaction, that this node still

@@ -20,7 +20,6 @@ import (
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/httpapi"
 	"github.com/paddock-dev/paddock/internal/durable"
-	"github.com/paddock-dev/paddock/internal/lazyre"
 	"github.com/paddock-dev/paddock/internal/paddockcli"
 	"github.com/paddock-dev/paddock/lifecycle"
 	"github.com/paddock-dev/paddock/postgres"
@@ -68,11 +67,9 @@ func (f *nodeFlags) apply(cfg *config, changed func(string) bool) {
 	}
 }
 
-var nodeIDPattern = lazyre.New(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$`)
-
 // checkNode refuses node settings that could only fail later.
 func (c config) checkNode() error {
-	if c.NodeID != "" && !nodeIDPattern.MatchString(c.NodeID) {
+	if c.NodeID != "" && !paddock.ValidNodeID(c.NodeID) {
 		return fmt.Errorf("node_id %q: want letters, digits, '.', '_' or '-' (at most 63, a letter or digit first)", c.NodeID)
 	}
 	switch c.NodeAdopt {
