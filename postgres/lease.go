@@ -38,6 +38,11 @@ type leaseClock struct {
 	held  context.Context
 	end   context.CancelCauseFunc
 	timer *time.Timer
+	// back is when a renewal succeeded more than half a lease after the
+	// one before it (renewals go every third of a lease: those between
+	// failed, or hung on a link that dropped their packets): Store.Reap
+	// waits a lease from then.
+	back time.Time
 }
 
 func newLeaseClock(lease time.Duration) *leaseClock {
@@ -52,6 +57,9 @@ func (c *leaseClock) renewed(sent time.Time) {
 	if !sent.After(c.sent) {
 		return
 	}
+	if !c.sent.IsZero() && sent.Sub(c.sent) > c.lease/2 {
+		c.back = time.Now()
+	}
 	c.sent = sent
 	left := time.Until(sent.Add(c.lease))
 	if left <= 0 {
@@ -64,6 +72,14 @@ func (c *leaseClock) renewed(sent time.Time) {
 	c.held, c.end = context.WithCancelCause(context.Background())
 	end := c.end
 	c.timer = time.AfterFunc(left, func() { end(errLapsed) })
+}
+
+// backWithin says whether a renewal succeeded, more than half a lease
+// after the one before it, less than d ago.
+func (c *leaseClock) backWithin(d time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.back.IsZero() && time.Since(c.back) < d
 }
 
 // current is a context that ends, with cause errLapsed, when the lease

@@ -432,7 +432,19 @@ type Lost struct {
 // finish first). A lost node's runs get run.node_lost, their running jobs
 // become interrupted (their leases with them) and the project locks they
 // hold are released. The reaping node's own lease fences the transaction.
+//
+// It marks none for a lease after this node's renewal succeeded again
+// more than half a lease after the one before (those between failed or
+// hung; renewals go every third of a lease): the store was likely out of
+// reach for every node (it restarted, was failed over, or its network
+// failed), and the others' leases ran out with this one's; they get a
+// lease to renew theirs first, or the first node back would take every
+// other node's runs. The clock that says so is the one this node's writes
+// are let through by, so no reap slips in between the two.
 func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
+	if n := s.node.Load(); n != nil && n.clock.backWithin(n.cfg.Lease) {
+		return nil, nil
+	}
 	var out []Lost
 	for {
 		var l *Lost

@@ -80,6 +80,57 @@ func TestFencingAnyNodeID(t *testing.T) {
 	}
 }
 
+// TestReapWaitsAfterAnOutage: a node whose renewals failed for more than
+// half a lease (the store was out of reach, for every node likely) marks
+// no node lost for a lease after its renewal succeeds again, from the very
+// first write it is let through to make: the others' leases ran out with
+// its own, and each gets a lease to renew. One that renews meanwhile stays
+// alive; one that does not is marked lost once the lease has passed.
+func TestReapWaitsAfterAnOutage(t *testing.T) {
+	const lease = time.Second
+	ns := nodes(t, 3, 30*time.Second)
+	ctx := context.Background()
+	for i, s := range ns {
+		id := fmt.Sprintf("n%d", i)
+		if _, err := s.Join(ctx, postgres.NodeConfig{ID: id, Home: "home-" + id, Address: "http://127.0.0.1:1", Capacity: 4, Lease: lease}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reaper, renews, silent := ns[0], ns[1], ns[2]
+	// The reaper's renewals fail (the store out of its reach), for longer
+	// than every lease.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := reaper.Renew(gone); err == nil {
+		t.Fatal("a renewal with its context ended succeeded")
+	}
+	time.Sleep(lease + 200*time.Millisecond)
+	if err := reaper.Renew(ctx); err != nil {
+		t.Fatalf("the reaper's renewal once the store is back: %v", err)
+	}
+	if lost, err := reaper.Reap(ctx); err != nil || len(lost) != 0 {
+		t.Fatalf("a reap just after the outage: %+v %v", lost, err)
+	}
+	if err := renews.Renew(ctx); err != nil {
+		t.Fatalf("a renewal within the grace: %v", err)
+	}
+	// A lease later: the node that renewed is alive, the silent one lost.
+	for end := time.Now().Add(lease + 100*time.Millisecond); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		for _, s := range []*postgres.Store{reaper, renews} {
+			if err := s.Renew(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lost, err := reaper.Reap(ctx)
+	if err != nil || len(lost) != 1 || lost[0].Node.ID != "n2" {
+		t.Fatalf("a reap a lease after the outage: %+v %v", lost, err)
+	}
+	if err := silent.Renew(ctx); !errors.Is(err, paddock.ErrFenced) {
+		t.Fatalf("the silent node's renewal after it was marked lost: %v", err)
+	}
+}
+
 // TestFencing: a node whose lease ran out is marked lost by another; from
 // then on nothing it writes commits (code node_lost, ErrFenced), its
 // renewal is refused, its runs are reported node_lost and their running

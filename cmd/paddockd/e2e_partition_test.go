@@ -113,14 +113,55 @@ func (p *partition) holder(id string) string {
 // waitFor polls cond every 50ms for up to within, failing with what.
 func (p *partition) waitFor(what string, within time.Duration, cond func() bool) time.Duration {
 	p.t.Helper()
+	return p.waitExplained(what, within, cond, nil)
+}
+
+// waitExplained is waitFor, with explain's account of what it saw added
+// to the failure.
+func (p *partition) waitExplained(what string, within time.Duration, cond func() bool, explain func() string) time.Duration {
+	p.t.Helper()
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > within {
-			p.t.Fatalf("%s: not within %s", what, within)
+			why := ""
+			if explain != nil {
+				why = "\n" + explain()
+			}
+			p.t.Fatalf("%s: not within %s%s", what, within, why)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return time.Since(start)
+}
+
+// explainNode says what became of node n and its writer w since t: its
+// state in the store, whether its daemon still runs, its last calls'
+// answers and what its log says of the store and its lease.
+func (p *partition) explainNode(n *partNode, w *writer, t time.Time) string {
+	var b strings.Builder
+	// A daemon that exited is a zombie until the test's cleanup waits.
+	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.d.cmd.Process.Pid))
+	_, state, _ := strings.Cut(string(stat), ") ")
+	running := len(state) > 0 && state[0] != 'Z'
+	fmt.Fprintf(&b, "node %s: %q in the store, its daemon running: %v\n", n.id, p.nodeState(n.id), running)
+	calls := w.since(t)
+	fmt.Fprintf(&b, "%d calls since; the last ones:\n", len(calls))
+	for _, c := range calls[max(0, len(calls)-5):] {
+		fmt.Fprintf(&b, "  %s +%s took %s: %v\n", c.path, c.start.Sub(t).Round(time.Millisecond), c.took().Round(time.Millisecond), c.err)
+	}
+	logb, _ := os.ReadFile(filepath.Join(n.home, "test-daemon.log"))
+	lines := strings.Split(string(logb), "\n")
+	var kept []string
+	for _, l := range lines {
+		if strings.Contains(l, "err=<nil>") {
+			continue // a renewal that succeeded
+		}
+		if strings.Contains(l, "lease") || strings.Contains(l, "lost") || strings.Contains(l, "fenced") || strings.Contains(l, "shared store") {
+			kept = append(kept, l)
+		}
+	}
+	fmt.Fprintf(&b, "its log on the store and its lease (the last 20 such lines):\n%s", strings.Join(kept[max(0, len(kept)-20):], "\n"))
+	return b.String()
 }
 
 // storedEvent is an event as the store holds it, with the address of the

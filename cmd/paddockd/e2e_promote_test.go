@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func TestStorePromoted(t *testing.T) {
 	back := map[string]time.Duration{}
 	for _, n := range live {
 		w := writers[n]
-		p.waitFor("a write through "+n.id+" after the promotion", 15*partLease, func() bool {
+		p.waitExplained("a write through "+n.id+" after the promotion", 15*partLease, func() bool {
 			for _, c := range w.since(promotedAt) {
 				if c.err == nil {
 					back[n.id] = c.end.Sub(promotedAt)
@@ -61,6 +62,13 @@ func TestStorePromoted(t *testing.T) {
 				}
 			}
 			return false
+		}, func() string {
+			var b strings.Builder
+			for _, m := range live {
+				b.WriteString(p.explainNode(m, writers[m], killAt))
+				b.WriteString("\n")
+			}
+			return b.String()
 		})
 	}
 	time.Sleep(partLease)

@@ -58,7 +58,7 @@ func (p *partition) storeRestart(t *testing.T, sig syscall.Signal) {
 	back := map[string]time.Duration{}
 	for _, n := range live {
 		w := writers[n]
-		p.waitFor("a write through "+n.id+" after the restart", 15*partLease, func() bool {
+		p.waitExplained("a write through "+n.id+" after the restart", 15*partLease, func() bool {
 			for _, c := range w.since(startAt) {
 				if c.err == nil {
 					back[n.id] = c.end.Sub(startAt)
@@ -66,7 +66,7 @@ func (p *partition) storeRestart(t *testing.T, sig syscall.Signal) {
 				}
 			}
 			return p.nodeState(n.id) == "lost"
-		})
+		}, func() string { return p.explainNode(n, w, stopAt) })
 	}
 	time.Sleep(partLease)
 	t.Logf("postgres stopped (%v) in %s, down %s, started in %s (%s paused until %s after); the first write acknowledged after the start, by node: %v",

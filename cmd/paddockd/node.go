@@ -118,10 +118,6 @@ type clusterNode struct {
 	autoAdopt bool
 	adopting  sync.WaitGroup
 	busy      atomic.Bool
-	// steady is when (unix ns) this node's renewals succeeded again after
-	// failing for over half a lease, 0 if they never did: it marks no
-	// node lost for a lease from then on (reap).
-	steady atomic.Int64
 	// tried is when an automatic adoption of a run last failed: it is
 	// not tried again for a while.
 	triedMu sync.Mutex
@@ -337,11 +333,6 @@ func (n *clusterNode) renewed(st *renewState, start time.Time, err error) bool {
 		case st.failing:
 			n.log.Info("renewed this node's lease again", "node", n.self.ID, "after", time.Since(st.renewed).Round(time.Millisecond))
 		}
-		if st.failing && time.Since(st.renewed) > n.lease/2 {
-			// Out of reach long enough for other nodes' leases to run out
-			// in the store meanwhile, if it was out of their reach too.
-			n.steady.Store(time.Now().UnixNano())
-		}
 		st.renewed, st.lapsed, st.failing = start, false, false
 	}
 	return false
@@ -387,16 +378,9 @@ func (n *clusterNode) run(ctx context.Context, fenced func(error)) {
 	}
 }
 
-// reap marks lost the nodes whose leases ran out, unless this node
-// reached the store again less than a lease ago after failing to renew
-// its own lease: the store was likely out of reach for every node (it
-// restarted, or its network failed), and the others' leases ran out
-// with this one's; they get a lease to renew theirs first, or the first
-// node back would take every other node's runs.
+// reap marks lost the nodes whose leases ran out (none for a lease after
+// this node reached the store again following an outage: Store.Reap).
 func (n *clusterNode) reap(ctx context.Context) {
-	if time.Since(time.Unix(0, n.steady.Load())) < n.lease {
-		return
-	}
 	lost, err := n.store.Reap(ctx)
 	for _, l := range lost {
 		n.log.Warn("a node stopped renewing its lease: marked lost", "node", l.Node.ID, "epoch", l.Node.Epoch,
