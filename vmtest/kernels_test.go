@@ -169,22 +169,32 @@ func TestKernels(t *testing.T) {
 				script: guestScript(root, c), timeout: bootTimeout(t),
 				disk: tmpDisk(t, t.TempDir(), 8<<30)}
 			r := b.run(t)
-			if r.code == -1 && strings.Contains(r.output, "Kernel panic - not syncing") {
-				// The guest's own kernel died (6.12.118's scheduler once
-				// panicked in dequeue_entities under emulation, a load of
-				// CPU-throttled commands later): its trace is above. One
-				// more boot, on a fresh disk; a second panic fails.
-				t.Logf("%s: the guest's kernel panicked (above); booting it again, once", c.name)
+			var panics []string
+			for boots := 1; r.code == -1 && guestPanicked(r.output) && boots < maxBoots; boots++ {
+				// The guest's own kernel died: Debian's 6.12.118 did, under
+				// emulation and under load, in its scheduler
+				// (dequeue_entities, from the timer interrupt) and with
+				// "Fatal exception in interrupt", twice in a row in one CI
+				// run, at different tests each time. Its trace is above;
+				// it boots again on a fresh disk, up to maxBoots in all.
+				panics = append(panics, panicSummary(r.output))
+				t.Logf("%s: the guest's kernel panicked (%s; the trace is above); booting it again (boot %d of at most %d)",
+					c.name, panics[len(panics)-1], boots+1, maxBoots)
 				b.disk, b.timeout = tmpDisk(t, t.TempDir(), 8<<30), bootTimeout(t)
 				r = b.run(t)
 			}
 			line := fmt.Sprintf("%-15s %s (%s): script started after %v, %v in all, exit %d",
 				c.name, k.release, k.pkg, r.scriptAt.Round(100*time.Millisecond), r.took.Round(100*time.Millisecond), r.code)
+			if len(panics) > 0 {
+				line += fmt.Sprintf("; the guest's kernel panicked first %d time(s): %s", len(panics), strings.Join(panics, "; "))
+			}
 			mu.Lock()
 			summary = append(summary, line)
 			mu.Unlock()
 			t.Log(line)
 			switch {
+			case r.code == -1 && guestPanicked(r.output):
+				t.Errorf("the guest's kernel panicked on each of %d boots (%s): the trace is above", maxBoots, panicSummary(r.output))
 			case r.code == -1:
 				t.Errorf("the guest did not finish its script")
 			case r.code&1 != 0:
@@ -197,5 +207,45 @@ func TestKernels(t *testing.T) {
 				t.Errorf("the guest's script exited %d", r.code)
 			}
 		})
+	}
+}
+
+// maxBoots is how many times a guest whose own kernel panics is booted
+// before its configuration fails.
+const maxBoots = 3
+
+// guestPanicked says whether the guest's console shows its kernel's panic.
+func guestPanicked(console string) bool {
+	return strings.Contains(console, "Kernel panic - not syncing")
+}
+
+// panicSummary is the gist of the guest kernel's last panic on console:
+// its reason and the function it died in (the RIP line's), for the
+// summary; the whole trace is in the test's log.
+func panicSummary(console string) string {
+	reason, where := "", ""
+	for _, l := range strings.Split(console, "\n") {
+		if _, r, ok := strings.Cut(l, "Kernel panic - not syncing: "); ok {
+			reason = strings.TrimSpace(r)
+		}
+		if _, r, ok := strings.Cut(l, "RIP: 0010:"); ok {
+			where = strings.Fields(r + " ?")[0]
+		}
+	}
+	if where != "" {
+		return fmt.Sprintf("%q in %s", reason, where)
+	}
+	return fmt.Sprintf("%q", reason)
+}
+
+func TestPanicSummary(t *testing.T) {
+	console := "[   68.220300] RIP: 0010:dequeue_entities+0x2b1/0x5b0\n" +
+		"[   68.220374] R10: 0000000000000000 R11: 0000000000000000\n" +
+		"[   68.220551] Kernel panic - not syncing: Fatal exception in interrupt\n"
+	if !guestPanicked(console) || guestPanicked("[ 1.0] Booting\n") {
+		t.Fatal("guestPanicked")
+	}
+	if got, want := panicSummary(console), `"Fatal exception in interrupt" in dequeue_entities+0x2b1/0x5b0`; got != want {
+		t.Fatalf("panicSummary = %s, want %s", got, want)
 	}
 }
