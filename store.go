@@ -18,6 +18,44 @@ type Store interface {
 	Close() error
 }
 
+// RunReader is a Store that reads a run with what a call on it needs
+// (its access requests and, if asked, its project) in one snapshot and
+// one round trip: PostgreSQL sends the reads and their transaction's
+// BEGIN and COMMIT at once. ReadRun reads through View where a store has
+// no such method.
+type RunReader interface {
+	ReadRun(ctx context.Context, id string, withProject bool) (*Run, *Project, []*AccessRequest, error)
+}
+
+// ReadRun returns run id, its access requests and, if withProject, its
+// project, from one snapshot of s: in one round trip where s is a
+// RunReader. The project is nil if it could not be read (it is for the
+// caller to read again and say why): a missing run is the only error of
+// the run's own.
+func ReadRun(ctx context.Context, s Store, id string, withProject bool) (r *Run, p *Project, grants []*AccessRequest, err error) {
+	if rr, ok := s.(RunReader); ok {
+		return rr.ReadRun(ctx, id, withProject)
+	}
+	err = s.View(ctx, func(tx Tx) error {
+		if r, err = tx.Run(ctx, id); err != nil {
+			return err
+		}
+		if grants, err = tx.AccessRequests().List(ctx, id); err != nil {
+			return err
+		}
+		if withProject && r.Project != "" {
+			if p, err = tx.Project(ctx, r.Project); err != nil {
+				p = nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return r, p, grants, nil
+}
+
 // RunFilter selects runs.
 type RunFilter struct {
 	Project string // only this project's runs, if set

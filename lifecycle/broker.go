@@ -366,26 +366,13 @@ func (br *Broker) execBrokered(ctx context.Context, id string, call broker.Call,
 	return res.(*paddock.ExecResult), nil
 }
 
-// runAndGrants reads a run and its access requests in one transaction.
-func (br *Broker) runAndGrants(ctx context.Context, id string, withProject bool) (r *paddock.Run, p *paddock.Project, grants []*paddock.AccessRequest, err error) {
-	err = br.Store.View(ctx, func(tx paddock.Tx) error {
-		if r, err = tx.Run(ctx, id); err != nil {
-			return err
-		}
-		if grants, err = tx.AccessRequests().List(ctx, id); err != nil {
-			return err
-		}
-		if withProject && r.Project != "" {
-			// One look at the store a call, not two (each a transaction:
-			// on a store across a network, round trips of their own). A
-			// project that could not be read is for workspaceFor to read
-			// again and say why, after the call is decided and recorded.
-			if p, err = tx.Project(ctx, r.Project); err != nil {
-				p = nil
-			}
-		}
-		return nil
-	})
+// runAndGrants reads a run and its access requests in one snapshot, with
+// its project if withProject: one look at the store a call, not two (on
+// a store across a network, one round trip: paddock.ReadRun). A project
+// that could not be read is for workspaceFor to read again and say why,
+// after the call is decided and recorded.
+func (br *Broker) runAndGrants(ctx context.Context, id string, withProject bool) (*paddock.Run, *paddock.Project, []*paddock.AccessRequest, error) {
+	r, p, grants, err := paddock.ReadRun(ctx, br.Store, id, withProject)
 	if err != nil {
 		return nil, nil, nil, err
 	}

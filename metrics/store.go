@@ -39,6 +39,12 @@ func (s *store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 	return err
 }
 
+// ReadRun reads as the store it wraps does (one round trip where it can:
+// paddock.ReadRun); a read is not timed.
+func (s *store) ReadRun(ctx context.Context, id string, withProject bool) (*paddock.Run, *paddock.Project, []*paddock.AccessRequest, error) {
+	return paddock.ReadRun(ctx, s.Store, id, withProject)
+}
+
 // countingTx notes what a transaction appends.
 type countingTx struct {
 	paddock.Tx

@@ -838,17 +838,22 @@ func (q accessRequests) Create(ctx context.Context, r *paddock.AccessRequest) er
 // List returns a run's access requests, oldest first.
 func (q accessRequests) List(ctx context.Context, runID string) ([]*paddock.AccessRequest, error) {
 	t := q.t
-	return collect(ctx, t, "list access requests", false, func(row scanner) (*paddock.AccessRequest, error) {
-		var body string
-		if err := row.Scan(&body); err != nil {
-			return nil, err
-		}
-		r := new(paddock.AccessRequest)
-		if err := json.Unmarshal([]byte(body), r); err != nil {
-			return nil, err
-		}
-		return r, nil
-	}, `SELECT body FROM access_requests WHERE run_id = $1 ORDER BY created_at, id`, runID)
+	return collect(ctx, t, "list access requests", false, scanAccessRequest, accessRequestsOfRun, runID)
+}
+
+// accessRequestsOfRun selects a run's access requests ($1), oldest first.
+const accessRequestsOfRun = `SELECT body FROM access_requests WHERE run_id = $1 ORDER BY created_at, id`
+
+func scanAccessRequest(row scanner) (*paddock.AccessRequest, error) {
+	var body string
+	if err := row.Scan(&body); err != nil {
+		return nil, err
+	}
+	r := new(paddock.AccessRequest)
+	if err := json.Unmarshal([]byte(body), r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Update writes a request's decision.
