@@ -56,6 +56,52 @@ func ReadRun(ctx context.Context, s Store, id string, withProject bool) (r *Run,
 	return r, p, grants, nil
 }
 
+// EventDraft is an event to append: its type, and its data, which the
+// store encodes as JSON.
+type EventDraft struct {
+	Type string
+	Data any
+}
+
+// EventAppender is a Store that appends events to a run in one
+// transaction sent at once: PostgreSQL sends its BEGIN, the node's
+// fence, the inserts and the COMMIT in one round trip. AppendEvents
+// appends through Update where a store has no such method.
+type EventAppender interface {
+	AppendEvents(ctx context.Context, runID string, evs []EventDraft) ([]*Event, error)
+}
+
+// AppendEvents appends evs to run runID, in order, in one transaction of
+// s, and returns them as stored: in one round trip where s is an
+// EventAppender.
+func AppendEvents(ctx context.Context, s Store, runID string, evs []EventDraft) ([]*Event, error) {
+	if a, ok := s.(EventAppender); ok {
+		return a.AppendEvents(ctx, runID, evs)
+	}
+	var out []*Event
+	err := s.Update(ctx, func(tx Tx) (err error) {
+		out, err = AppendEventsIn(ctx, tx, runID, evs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AppendEventsIn appends evs to run runID, in order, in tx.
+func AppendEventsIn(ctx context.Context, tx Tx, runID string, evs []EventDraft) ([]*Event, error) {
+	out := make([]*Event, 0, len(evs))
+	for _, d := range evs {
+		e, err := tx.AppendEvent(ctx, runID, d.Type, d.Data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
 // RunFilter selects runs.
 type RunFilter struct {
 	Project string // only this project's runs, if set

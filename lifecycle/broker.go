@@ -181,22 +181,15 @@ func (br *Broker) recordEventsSeq(ctx context.Context, id string, evs []callEven
 	if len(evs) == 0 {
 		return 0, nil
 	}
-	ctx = context.WithoutCancel(ctx)
-	var seq int64
-	err := br.update(ctx, func(tx paddock.Tx) error {
-		seq = 0
-		for _, e := range evs {
-			ev, err := tx.AppendEvent(ctx, id, e.typ, e.data)
-			if err != nil {
-				return err
-			}
-			if seq == 0 {
-				seq = ev.Seq
-			}
-		}
-		return nil
-	})
-	return seq, err
+	drafts := make([]paddock.EventDraft, len(evs))
+	for i, e := range evs {
+		drafts[i] = paddock.EventDraft{Type: e.typ, Data: e.data}
+	}
+	out, err := br.appendEvents(context.WithoutCancel(ctx), id, drafts)
+	if err != nil {
+		return 0, err
+	}
+	return out[0].Seq, nil
 }
 
 // refuse records a denial, or files the access request a call that needs

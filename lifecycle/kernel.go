@@ -286,16 +286,34 @@ func (kn *kernel) update(ctx context.Context, fn func(paddock.Tx) error) error {
 	return err
 }
 
+// appendEvents appends evs to run id in one transaction, as update
+// would, in one round trip where the store can (paddock.AppendEvents): a
+// seq expectation in ctx not checked yet is checked in the same
+// transaction, through update.
+func (kn *kernel) appendEvents(ctx context.Context, id string, evs []paddock.EventDraft) ([]*paddock.Event, error) {
+	if exp := paddock.ExpectedSeq(ctx); exp != nil && !exp.Checked {
+		var out []*paddock.Event
+		err := kn.update(ctx, func(tx paddock.Tx) (err error) {
+			out, err = paddock.AppendEventsIn(ctx, tx, id, evs)
+			return err
+		})
+		return out, err
+	}
+	out, err := paddock.AppendEvents(ctx, kn.Store, id, evs)
+	if diskFull(err) && kn.heldReserve().release(kn.log()) {
+		out, err = paddock.AppendEvents(ctx, kn.Store, id, evs)
+	}
+	kn.notify()
+	return out, err
+}
+
 // record appends an event that records something already done: a file
 // written, a command run, a branch made. It is written whatever becomes of
 // the request: a client that disconnects once the effect happened must not
 // erase its record.
 func (kn *kernel) record(ctx context.Context, id, typ string, data any) error {
-	ctx = context.WithoutCancel(ctx)
-	return kn.update(ctx, func(tx paddock.Tx) error {
-		_, err := tx.AppendEvent(ctx, id, typ, data)
-		return err
-	})
+	_, err := kn.appendEvents(context.WithoutCancel(ctx), id, []paddock.EventDraft{{Type: typ, Data: data}})
+	return err
 }
 
 func (kn *kernel) notify() {

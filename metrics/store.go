@@ -45,6 +45,33 @@ func (s *store) ReadRun(ctx context.Context, id string, withProject bool) (*padd
 	return paddock.ReadRun(ctx, s.Store, id, withProject)
 }
 
+// AppendEvents appends as the store it wraps does (one round trip where
+// it can: paddock.AppendEvents), timed and counted as Update is.
+func (s *store) AppendEvents(ctx context.Context, runID string, evs []paddock.EventDraft) ([]*paddock.Event, error) {
+	start := time.Now()
+	out, err := paddock.AppendEvents(ctx, s.Store, runID, evs)
+	var events []string
+	var states []paddock.WorkspaceState
+	if err == nil {
+		for _, d := range evs {
+			events, states = counted(events, states, d.Type, d.Data)
+		}
+	}
+	// A run that is not there is the caller's error, not the store's.
+	s.m.update(time.Since(start), err, paddock.IsCode(err, paddock.CodeNotFound), events, states)
+	return out, err
+}
+
+// counted adds an event appended (its type, and the state it moved its
+// run to) to what a transaction appended.
+func counted(events []string, states []paddock.WorkspaceState, typ string, data any) ([]string, []paddock.WorkspaceState) {
+	events = append(events, typ)
+	if d, ok := data.(paddock.TransitionData); ok && typ == paddock.TransitionEvent {
+		states = append(states, d.To)
+	}
+	return events, states
+}
+
 // countingTx notes what a transaction appends.
 type countingTx struct {
 	paddock.Tx
@@ -55,10 +82,7 @@ type countingTx struct {
 func (t *countingTx) AppendEvent(ctx context.Context, runID, typ string, data any) (*paddock.Event, error) {
 	e, err := t.Tx.AppendEvent(ctx, runID, typ, data)
 	if err == nil {
-		t.events = append(t.events, typ)
-		if d, ok := data.(paddock.TransitionData); ok && typ == paddock.TransitionEvent {
-			t.states = append(t.states, d.To)
-		}
+		t.events, t.states = counted(t.events, t.states, typ, data)
 	}
 	return e, err
 }

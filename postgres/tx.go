@@ -490,11 +490,32 @@ func (t *Tx) Workspaces(ctx context.Context, states ...paddock.WorkspaceState) (
 // transaction. The UPDATE locks the run's row until the transaction ends,
 // which is what keeps seqs gap-free and in commit order across writers.
 func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*paddock.Event, error) {
+	e, args, err := newEvent(runID, typ, data)
+	if err != nil {
+		return nil, err
+	}
+	// One round trip: take the seq, insert with it, and tell the nodes
+	// listening (Store.Listen) once the transaction commits: PostgreSQL
+	// delivers a notification only then, and one per run per transaction.
+	if err := scanSeq(t.tx.QueryRow(ctx, appendEvent, args...), e); err != nil {
+		return nil, err
+	}
+	if notice, ok := paddock.NoticeOf(typ, e.Data); ok {
+		if err := t.appendNotice(ctx, e, notice); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// newEvent is an event to append to run runID, and appendEvent's
+// arguments for it.
+func newEvent(runID, typ string, data any) (*paddock.Event, []any, error) {
 	var raw []byte
 	if data != nil {
 		var err error
 		if raw, err = json.Marshal(data); err != nil {
-			return nil, wrap("encode event", err)
+			return nil, nil, wrap("encode event", err)
 		}
 	}
 	// timestamptz keeps microseconds: the event returned is the one stored.
@@ -503,26 +524,26 @@ func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*pad
 	if raw != nil {
 		dataArg = string(raw)
 	}
-	// One round trip: take the seq, insert with it, and tell the nodes
-	// listening (Store.Listen) once the transaction commits: PostgreSQL
-	// delivers a notification only then, and one per run per transaction.
-	err := t.tx.QueryRow(ctx, `WITH next AS (UPDATE runs SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq),
-		ins AS (INSERT INTO events (run_id, seq, time, type, data) SELECT $1, last_seq, $2, $3, $4 FROM next RETURNING seq)
-		SELECT ins.seq FROM ins, (SELECT pg_notify('`+eventsChannel+`', $1)) n`,
-		runID, e.Time, typ, dataArg).Scan(&e.Seq)
+	return e, []any{runID, e.Time, typ, dataArg}, nil
+}
+
+// scanSeq reads appendEvent's answer into e.
+func scanSeq(row pgx.Row, e *paddock.Event) error {
+	err := row.Scan(&e.Seq)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %q", runID)
+		return paddock.Errorf(paddock.CodeNotFound, "no run %q", e.RunID)
 	}
 	if err != nil {
-		return nil, wrap("append event", err)
+		return wrap("append event", err)
 	}
-	if notice, ok := paddock.NoticeOf(typ, raw); ok {
-		if err := t.appendNotice(ctx, e, notice); err != nil {
-			return nil, err
-		}
-	}
-	return e, nil
+	return nil
 }
+
+// appendEvent appends an event to run $1 (time $2, type $3, data $4) and
+// answers its seq, or no row if there is no such run.
+const appendEvent = `WITH next AS (UPDATE runs SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq),
+		ins AS (INSERT INTO events (run_id, seq, time, type, data) SELECT $1, last_seq, $2, $3, $4 FROM next RETURNING seq)
+		SELECT ins.seq FROM ins, (SELECT pg_notify('` + eventsChannel + `', $1)) n`
 
 // Events returns up to limit events of the run after seq after.
 func (t *Tx) Events(ctx context.Context, runID string, after int64, limit int) ([]*paddock.Event, error) {
