@@ -19,31 +19,39 @@ type Store interface {
 }
 
 // RunReader is a Store that reads a run with what a call on it needs
-// (its access requests and, if asked, its project) in one snapshot and
-// one round trip: PostgreSQL sends the reads and their transaction's
-// BEGIN and COMMIT at once. ReadRun reads through View where a store has
-// no such method.
+// (its access requests and its project, as asked) in one snapshot and
+// one round trip: PostgreSQL sends the reads, and their transaction's
+// BEGIN and COMMIT where there are several, at once. ReadRun reads
+// through View where a store has no such method.
 type RunReader interface {
-	ReadRun(ctx context.Context, id string, withProject bool) (*Run, *Project, []*AccessRequest, error)
+	ReadRun(ctx context.Context, id string, with RunWith) (*Run, *Project, []*AccessRequest, error)
 }
 
-// ReadRun returns run id, its access requests and, if withProject, its
+// RunWith says what ReadRun reads with a run.
+type RunWith struct {
+	Grants  bool // its access requests
+	Project bool // its project
+}
+
+// ReadRun returns run id and, as with asks, its access requests and its
 // project, from one snapshot of s: in one round trip where s is a
 // RunReader. The project is nil if it could not be read (it is for the
 // caller to read again and say why): a missing run is the only error of
 // the run's own.
-func ReadRun(ctx context.Context, s Store, id string, withProject bool) (r *Run, p *Project, grants []*AccessRequest, err error) {
+func ReadRun(ctx context.Context, s Store, id string, with RunWith) (r *Run, p *Project, grants []*AccessRequest, err error) {
 	if rr, ok := s.(RunReader); ok {
-		return rr.ReadRun(ctx, id, withProject)
+		return rr.ReadRun(ctx, id, with)
 	}
 	err = s.View(ctx, func(tx Tx) error {
 		if r, err = tx.Run(ctx, id); err != nil {
 			return err
 		}
-		if grants, err = tx.AccessRequests().List(ctx, id); err != nil {
-			return err
+		if with.Grants {
+			if grants, err = tx.AccessRequests().List(ctx, id); err != nil {
+				return err
+			}
 		}
-		if withProject && r.Project != "" {
+		if with.Project && r.Project != "" {
 			if p, err = tx.Project(ctx, r.Project); err != nil {
 				p = nil
 			}

@@ -365,7 +365,7 @@ func (br *Broker) execBrokered(ctx context.Context, id string, call broker.Call,
 // that could not be read is for workspaceFor to read again and say why,
 // after the call is decided and recorded.
 func (br *Broker) runAndGrants(ctx context.Context, id string, withProject bool) (*paddock.Run, *paddock.Project, []*paddock.AccessRequest, error) {
-	r, p, grants, err := paddock.ReadRun(ctx, br.Store, id, withProject)
+	r, p, grants, err := paddock.ReadRun(ctx, br.Store, id, paddock.RunWith{Grants: true, Project: withProject})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -152,10 +152,7 @@ func (kn *kernel) dropSnapshot(ctx context.Context, project, rev string) {
 
 // Run returns one run with its workspace.
 func (kn *kernel) Run(ctx context.Context, id string) (r *paddock.Run, err error) {
-	err = kn.Store.View(ctx, func(tx paddock.Tx) error {
-		r, err = tx.Run(ctx, id)
-		return err
-	})
+	r, _, _, err = paddock.ReadRun(ctx, kn.Store, id, paddock.RunWith{}) // one round trip on PostgreSQL
 	if err == nil {
 		kn.describe(r)
 	}

@@ -41,8 +41,8 @@ func (s *store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 
 // ReadRun reads as the store it wraps does (one round trip where it can:
 // paddock.ReadRun); a read is not timed.
-func (s *store) ReadRun(ctx context.Context, id string, withProject bool) (*paddock.Run, *paddock.Project, []*paddock.AccessRequest, error) {
-	return paddock.ReadRun(ctx, s.Store, id, withProject)
+func (s *store) ReadRun(ctx context.Context, id string, with paddock.RunWith) (*paddock.Run, *paddock.Project, []*paddock.AccessRequest, error) {
+	return paddock.ReadRun(ctx, s.Store, id, with)
 }
 
 // AppendEvents appends as the store it wraps does (one round trip where

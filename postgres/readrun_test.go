@@ -46,10 +46,11 @@ func TestReadRunAsView(t *testing.T) {
 		t.Fatal("the PostgreSQL store reads a run without View")
 	}
 	for _, id := range []string{"r-1", "r-2", "r-3", "r-none"} {
-		for _, withProject := range []bool{true, false} {
-			r, p, grants, err := paddock.ReadRun(ctx, s, id, withProject)
-			vr, vp, vgrants, verr := paddock.ReadRun(ctx, viewOnly{s}, id, withProject)
-			name := fmt.Sprintf("%s, project %v", id, withProject)
+		for _, with := range []paddock.RunWith{{Grants: true, Project: true}, {Grants: true}, {Project: true}, {}} {
+			withProject := with.Project
+			r, p, grants, err := paddock.ReadRun(ctx, s, id, with)
+			vr, vp, vgrants, verr := paddock.ReadRun(ctx, viewOnly{s}, id, with)
+			name := fmt.Sprintf("%s, %+v", id, with)
 			if (err == nil) != (verr == nil) || (err != nil && err.Error() != verr.Error()) {
 				t.Fatalf("%s: error %v, View's %v", name, err, verr)
 			}
@@ -59,7 +60,7 @@ func TestReadRunAsView(t *testing.T) {
 			switch {
 			case id == "r-none" && !paddock.IsCode(err, paddock.CodeNotFound):
 				t.Fatalf("%s: %v", name, err)
-			case id == "r-1" && len(grants) != 2, id == "r-2" && grants != nil:
+			case id == "r-1" && with.Grants && len(grants) != 2, id == "r-2" && grants != nil, !with.Grants && grants != nil:
 				t.Fatalf("%s: grants %+v", name, grants)
 			case id != "r-none" && withProject && (p == nil || p.Name != r.Project):
 				t.Fatalf("%s: project %+v", name, p)
@@ -73,8 +74,8 @@ func TestReadRunAsView(t *testing.T) {
 	for range 20 {
 		cut, cancel := context.WithCancel(ctx)
 		go cancel()
-		paddock.ReadRun(cut, s, "r-1", true)
-		if _, _, _, err := paddock.ReadRun(ctx, s, "r-1", true); err != nil && !errors.Is(err, context.Canceled) {
+		paddock.ReadRun(cut, s, "r-1", paddock.RunWith{Grants: true, Project: true})
+		if _, _, _, err := paddock.ReadRun(ctx, s, "r-1", paddock.RunWith{Grants: true}); err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatalf("a read after one cut short: %v", err)
 		}
 	}
