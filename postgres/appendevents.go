@@ -11,19 +11,14 @@ import (
 )
 
 // AppendEvents appends evs to run runID in one transaction
-// (paddock.EventAppender) whose BEGIN, the node's fence, the inserts and
-// the COMMIT are sent at once: one round trip, where Update takes three
-// (BEGIN with the fence, each insert, COMMIT). Events that make a notice
-// (paddock.NoticeOf) are appended through Update, as are those of a
-// transaction that must read before it writes.
-//
-// Its errors say what Update's do, with one difference: once the batch
-// has left, a connection that breaks before the answer leaves the
-// outcome unknown (the server may have run it all, COMMIT too), so the
-// error says the write may or may not have been stored. An answer of the
-// server's own that refuses a statement before the COMMIT (the fence, an
-// insert) means nothing was written: the rest of the transaction is not
-// run, or rolled back.
+// (paddock.EventAppender) whose BEGIN, the node's fence and the inserts
+// are sent at once, and then its COMMIT: two round trips, where Update
+// takes three and one more for each event after the first (BEGIN with
+// the fence, each insert, COMMIT). The COMMIT waits for the answers
+// before it, as Update's does, so that a failure before it means,
+// surely, that nothing was written, and says so; one of the COMMIT may
+// or may not have been stored. Events that make a notice
+// (paddock.NoticeOf) are appended through Update.
 func (s *Store) AppendEvents(ctx context.Context, runID string, evs []paddock.EventDraft) ([]*paddock.Event, error) {
 	out := make([]*paddock.Event, len(evs))
 	args := make([][]any, len(evs))
@@ -42,11 +37,8 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, evs []paddock.Ev
 		return nil, err
 	}
 	defer done()
-	if err := ctx.Err(); err != nil {
-		return nil, err // the caller left: nothing is sent
-	}
 	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
+	b.BeginTx(pgx.TxOptions{})
 	n := s.node.Load()
 	if n != nil {
 		b.Queue(`SELECT paddock_fence($1, $2)`, n.cfg.ID, n.epoch)
@@ -54,20 +46,22 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, evs []paddock.Ev
 	for _, a := range args {
 		b.Queue(appendEvent, a...)
 	}
-	b.Queue(`COMMIT`)
-	// Sent on own: once the batch is on its way, the caller's leaving
-	// does not cut it short (only the lease's end does), as Update's
-	// commit. A batch cut short leaves its connection inside the
-	// transaction; the pool closes such a connection.
-	br := s.pool.SendBatch(own, b)
+	br := s.pool.SendBatch(ctx, b)
+	tx := br.Tx()
 	err = readAppended(br, n != nil, out)
 	if cerr := br.Close(); err == nil && cerr != nil {
-		err = cerr
+		err = fmt.Errorf("postgres: append events: %w", cerr)
 	}
-	if err == nil {
-		return out, nil
+	if err != nil {
+		tx.Rollback(own)
+		return nil, s.appendFailed(ctx, n, err)
 	}
-	return nil, s.appendFailed(own, n, err)
+	// As Update's: whatever happens to the caller meanwhile (own: only
+	// the lease's end cuts it short).
+	if err := tx.Commit(own); err != nil {
+		return nil, s.lapsed(own, fmt.Errorf("postgres: commit: %w", err), "the write under way may or may not have been stored")
+	}
+	return out, nil
 }
 
 // readAppended reads AppendEvents' batch's answers, in their order, into
@@ -86,33 +80,27 @@ func readAppended(br pgx.BatchResults, fenced bool, out []*paddock.Event) error 
 			return err
 		}
 	}
-	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("postgres: commit: %w", err)
-	}
 	return nil
 }
 
-// appendFailed is the error of an AppendEvents whose batch answered err:
-// what Update says of the same failure, "nothing was written" only where
-// the server's own answer says so.
-func (s *Store) appendFailed(own context.Context, n *joined, err error) error {
+// appendFailed is the error of an AppendEvents whose batch answered err,
+// before its COMMIT: nothing was written, as Update says of a failure
+// before its own.
+func (s *Store) appendFailed(ctx context.Context, n *joined, err error) error {
 	var pe *pgconn.PgError
-	var ce *pgconn.ConnectError
 	refused := n != nil && errors.As(err, &pe) && pe.Code == fenceCode
 	if refused {
-		n.lost.Store(true)
+		n.lost.Store(true) // whatever else ended the call meanwhile
 	}
 	switch {
-	case paddock.IsCode(err, paddock.CodeNotFound):
-		return err // no such run: its inserts inserted nothing
+	case errors.Is(context.Cause(ctx), errLapsed):
+		return s.lapsed(ctx, err, "nothing was written")
+	case ctx.Err() != nil:
+		return ctx.Err()
 	case refused:
-		return s.lapsed(own, fenced(n.cfg.ID), "nothing was written")
-	case errors.As(err, &ce):
-		return s.lapsed(own, err, "nothing was written") // no connection: nothing was sent
-	case errors.As(err, &pe) && !connLost(err):
-		return s.lapsed(own, wrap("append events", err), "nothing was written")
+		return s.lapsed(ctx, fenced(n.cfg.ID), "nothing was written")
 	}
-	return s.lapsed(own, fmt.Errorf("postgres: append events: %w", err), "the write under way may or may not have been stored")
+	return s.lapsed(ctx, err, "nothing was written")
 }
 
 // updateOnly is a store whose events are appended through Update: it

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,7 +31,10 @@ func (p *partition) storeRestart(t *testing.T, sig syscall.Signal) {
 	if len(live) == 0 {
 		t.Skip("no live node left by the subtests before")
 	}
-	runs, writers := p.writeThroughEach(live, "rs")
+	// A tag of this stop's own: the writers' idempotency keys name their
+	// files, and the subtest before this one, on the same cluster, kept
+	// its keys' records (a key made again for another call is a conflict).
+	runs, writers := p.writeThroughEach(live, fmt.Sprintf("rs%d", sig))
 	stopAt := time.Now()
 	p.pg.halt(sig)
 	stopped := time.Since(stopAt)
