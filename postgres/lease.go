@@ -74,12 +74,15 @@ func (c *leaseClock) renewed(sent time.Time) {
 	c.timer = time.AfterFunc(left, func() { end(errLapsed) })
 }
 
-// backWithin says whether a renewal succeeded, more than half a lease
-// after the one before it, less than d ago.
-func (c *leaseClock) backWithin(d time.Duration) bool {
+// steady says whether this node may judge others' leases: its last
+// renewal that succeeded was sent less than half a lease ago (renewals
+// go every third of one: it is in touch with the store now), and none
+// came back from a longer gap less than a lease ago (the others' leases
+// may have run out with its own, and they get a lease to renew theirs).
+func (c *leaseClock) steady() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.back.IsZero() && time.Since(c.back) < d
+	return time.Since(c.sent) < c.lease/2 && (c.back.IsZero() || time.Since(c.back) >= c.lease)
 }
 
 // current is a context that ends, with cause errLapsed, when the lease

@@ -433,20 +433,24 @@ type Lost struct {
 // become interrupted (their leases with them) and the project locks they
 // hold are released. The reaping node's own lease fences the transaction.
 //
-// It marks none for a lease after this node's renewal succeeded again
-// more than half a lease after the one before (those between failed or
-// hung; renewals go every third of a lease): the store was likely out of
-// reach for every node (it restarted, was failed over, or its network
-// failed), and the others' leases ran out with this one's; they get a
-// lease to renew theirs first, or the first node back would take every
-// other node's runs. The clock that says so is the one this node's writes
-// are let through by, so no reap slips in between the two.
+// It marks none unless this node is steady (leaseClock.steady): its own
+// last renewal went through less than half a lease ago, and not after a
+// gap of more than half a lease less than a lease ago (those between
+// failed or hung; renewals go every third of a lease). A gap means the
+// store was likely out of reach for every node (it restarted, was failed
+// over, or its network failed), and the others' leases ran out with this
+// one's; they get a lease to renew theirs first, or the first node back
+// would take every other node's runs. A reap under way when the store
+// went away is not let through by its coming back before this node's
+// renewal says so. The clock that says so is the one this node's writes
+// are let through by, so no reap slips in between the two; it is asked
+// again before each node is marked.
 func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
-	if n := s.node.Load(); n != nil && n.clock.backWithin(n.cfg.Lease) {
-		return nil, nil
-	}
 	var out []Lost
 	for {
+		if n := s.node.Load(); n != nil && !n.clock.steady() {
+			return out, nil
+		}
 		var l *Lost
 		err := s.Update(ctx, func(ptx paddock.Tx) error {
 			tx := ptx.(*Tx)

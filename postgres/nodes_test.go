@@ -80,14 +80,17 @@ func TestFencingAnyNodeID(t *testing.T) {
 	}
 }
 
-// TestReapWaitsAfterAnOutage: a node whose renewals failed for more than
-// half a lease (the store was out of reach, for every node likely) marks
-// no node lost for a lease after its renewal succeeds again, from the very
-// first write it is let through to make: the others' leases ran out with
-// its own, and each gets a lease to renew. One that renews meanwhile stays
-// alive; one that does not is marked lost once the lease has passed.
+// TestReapWaitsAfterAnOutage: a node whose renewals fail marks no node
+// lost while its last renewal is more than half a lease old, and, once a
+// renewal gets through after such a gap (the store was out of reach, for
+// every node likely), for a lease after it, from the very first write it
+// is let through to make: the others' leases ran out with its own, and
+// each gets a lease to renew. One that renews meanwhile stays alive; one
+// that does not is marked lost once the lease has passed.
 func TestReapWaitsAfterAnOutage(t *testing.T) {
-	const lease = time.Second
+	// Two seconds: the renewals below, a tenth of it apart, stay under
+	// half of it apart however loaded the machine.
+	const lease = 2 * time.Second
 	ns := nodes(t, 3, 30*time.Second)
 	ctx := context.Background()
 	for i, s := range ns {
@@ -96,15 +99,28 @@ func TestReapWaitsAfterAnOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	joined := time.Now()
 	reaper, renews, silent := ns[0], ns[1], ns[2]
-	// The reaper's renewals fail (the store out of its reach), for longer
-	// than every lease.
+	time.Sleep(lease * 2 / 5) // under half a lease after the join: no gap
+	for _, s := range []*postgres.Store{reaper, renews} {
+		if err := s.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Then the reaper's renewals fail (the store out of its reach).
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := reaper.Renew(gone); err == nil {
 		t.Fatal("a renewal with its context ended succeeded")
 	}
-	time.Sleep(lease + 200*time.Millisecond)
+	// The silent node's lease ran out; the reaper's own still holds by
+	// its clock, but it has not renewed it for more than half a lease: it
+	// judges no other node's (a reap under way when the store went away,
+	// let through once it is back).
+	time.Sleep(time.Until(joined.Add(lease * 6 / 5)))
+	if lost, err := reaper.Reap(ctx); err != nil || len(lost) != 0 {
+		t.Fatalf("a reap by a node whose renewals fail: %+v %v", lost, err)
+	}
 	if err := reaper.Renew(ctx); err != nil {
 		t.Fatalf("the reaper's renewal once the store is back: %v", err)
 	}
@@ -115,7 +131,7 @@ func TestReapWaitsAfterAnOutage(t *testing.T) {
 		t.Fatalf("a renewal within the grace: %v", err)
 	}
 	// A lease later: the node that renewed is alive, the silent one lost.
-	for end := time.Now().Add(lease + 100*time.Millisecond); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+	for end := time.Now().Add(lease + 200*time.Millisecond); time.Now().Before(end); time.Sleep(lease / 10) {
 		for _, s := range []*postgres.Store{reaper, renews} {
 			if err := s.Renew(ctx); err != nil {
 				t.Fatal(err)

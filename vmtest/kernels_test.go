@@ -63,6 +63,10 @@ func guestScript(root string, c config) string {
 	if v := os.Getenv("PADDOCK_VM_GUEST_RUN"); v != "" {
 		guestRun = v
 	}
+	// The guests' own timeouts leave room for a host loaded by other
+	// tests (emulation slows with it: a 6.1 guest's tests took over 4
+	// minutes with the machine busy); the boot's (bootTimeout) bounds it
+	// all.
 	var sandbox strings.Builder
 	for _, run := range sandboxRuns {
 		// CI=true: a sandbox that cannot run here fails its tests instead
@@ -74,7 +78,7 @@ echo "paddock-vm: cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 rc=0
 cd %[1]s/sandbox || exit 120
 %[2]scd %[1]s/vmtest || exit 121
-PADDOCK_VM_GUEST=1 PADDOCK_VM_BIN=/paddock-vm/bin /paddock-vm/bin/vmtest.test -test.run '%[3]s' -test.v -test.count=1 -test.timeout=4m || rc=$((rc|2))
+PADDOCK_VM_GUEST=1 PADDOCK_VM_BIN=/paddock-vm/bin /paddock-vm/bin/vmtest.test -test.run '%[3]s' -test.v -test.count=1 -test.timeout=6m || rc=$((rc|2))
 exit $rc
 `, root, sandbox.String(), guestRun)
 }
