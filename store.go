@@ -72,15 +72,17 @@ type EventDraft struct {
 }
 
 // EventAppender is a Store that appends events to a run in one
-// transaction sent at once: PostgreSQL sends its BEGIN, the node's
-// fence, the inserts and the COMMIT in one round trip. AppendEvents
-// appends through Update where a store has no such method.
+// transaction in fewer round trips than Update: PostgreSQL sends its
+// BEGIN, the node's fence and the inserts at once, then the COMMIT (two
+// round trips). AppendEvents appends through Update where a store has no
+// such method. Its errors say what Update's would: one before the COMMIT
+// means nothing was written.
 type EventAppender interface {
 	AppendEvents(ctx context.Context, runID string, evs []EventDraft) ([]*Event, error)
 }
 
 // AppendEvents appends evs to run runID, in order, in one transaction of
-// s, and returns them as stored: in one round trip where s is an
+// s, and returns them as stored: in two round trips where s is an
 // EventAppender.
 func AppendEvents(ctx context.Context, s Store, runID string, evs []EventDraft) ([]*Event, error) {
 	if a, ok := s.(EventAppender); ok {

@@ -45,8 +45,8 @@ func (s *store) ReadRun(ctx context.Context, id string, with paddock.RunWith) (*
 	return paddock.ReadRun(ctx, s.Store, id, with)
 }
 
-// AppendEvents appends as the store it wraps does (one round trip where
-// it can: paddock.AppendEvents), timed and counted as Update is.
+// AppendEvents appends as the store it wraps does (in fewer round trips
+// where it can: paddock.AppendEvents), timed and counted as Update is.
 func (s *store) AppendEvents(ctx context.Context, runID string, evs []paddock.EventDraft) ([]*paddock.Event, error) {
 	start := time.Now()
 	out, err := paddock.AppendEvents(ctx, s.Store, runID, evs)

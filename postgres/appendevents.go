@@ -72,7 +72,7 @@ func readAppended(br pgx.BatchResults, fenced bool, out []*paddock.Event) error 
 	}
 	if fenced {
 		if _, err := br.Exec(); err != nil {
-			return err
+			return wrap("check the node's lease", err) // PF001 stays in the chain
 		}
 	}
 	for _, e := range out {

@@ -38,10 +38,10 @@ type leaseClock struct {
 	held  context.Context
 	end   context.CancelCauseFunc
 	timer *time.Timer
-	// back is when a renewal succeeded more than half a lease after the
-	// one before it (renewals go every third of a lease: those between
-	// failed, or hung on a link that dropped their packets): Store.Reap
-	// waits a lease from then.
+	// back is when a renewal's success came more than half a lease after
+	// the last one before it had been sent (renewals go every third of a
+	// lease: those between failed, or hung on a link that dropped their
+	// packets): Store.Reap waits a lease from then.
 	back time.Time
 }
 
@@ -57,7 +57,11 @@ func (c *leaseClock) renewed(sent time.Time) {
 	if !sent.After(c.sent) {
 		return
 	}
-	if !c.sent.IsZero() && sent.Sub(c.sent) > c.lease/2 {
+	// Back from a gap: just before this answer came, the last renewal
+	// that had got through was sent more than half a lease ago, whether
+	// those since failed or hung (a renewal held up by lost packets gets
+	// through late, sent soon after the one before it).
+	if !c.sent.IsZero() && time.Since(c.sent) > c.lease/2 {
 		c.back = time.Now()
 	}
 	c.sent = sent

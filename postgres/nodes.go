@@ -440,28 +440,42 @@ type Lost struct {
 // store was likely out of reach for every node (it restarted, was failed
 // over, or its network failed), and the others' leases ran out with this
 // one's; they get a lease to renew theirs first, or the first node back
-// would take every other node's runs. A reap under way when the store
-// went away is not let through by its coming back before this node's
-// renewal says so. The clock that says so is the one this node's writes
-// are let through by, so no reap slips in between the two; it is asked
-// again before each node is marked.
+// would take every other node's runs. The clock that says so is the one
+// this node's writes are let through by; it is asked before each node's
+// transaction and again once the node is found, before it is marked. The
+// database asks too: the expired node is found only while this node's
+// own last renewal reached it less than half a lease before (its
+// heartbeat), so that a transaction held up in an outage (a connection
+// awaited, packets retransmitted) finds nothing when it gets through.
 func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
+	self := s.node.Load()
 	var out []Lost
 	for {
-		if n := s.node.Load(); n != nil && !n.clock.steady() {
+		if self != nil && !self.clock.steady() {
 			return out, nil
 		}
 		var l *Lost
 		err := s.Update(ctx, func(ptx paddock.Tx) error {
 			tx := ptx.(*Tx)
 			var n paddock.Node
-			err := tx.tx.QueryRow(ctx, `SELECT `+nodeCols+`, 0 FROM paddock_nodes
-				WHERE state = 'alive' AND lease_until < now() ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(nodeDest(&n)...)
+			q, args := `SELECT `+nodeCols+`, 0 FROM paddock_nodes
+				WHERE state = 'alive' AND lease_until < now() ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, []any(nil)
+			if self != nil {
+				q, args = `SELECT `+nodeCols+`, 0 FROM paddock_nodes
+				WHERE state = 'alive' AND lease_until < now()
+				AND EXISTS (SELECT 1 FROM paddock_nodes me WHERE me.id = $1 AND me.epoch = $2
+					AND me.heartbeat_at > clock_timestamp() - $3 * interval '1 millisecond')
+				ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, []any{self.cfg.ID, self.epoch, (self.cfg.Lease / 2).Milliseconds()}
+			}
+			err := tx.tx.QueryRow(ctx, q, args...).Scan(nodeDest(&n)...)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
 			if err != nil {
 				return wrap("find expired nodes", err)
+			}
+			if self != nil && !self.clock.steady() {
+				return errNotSteady // rolled back: judged by a node that lost touch meanwhile
 			}
 			if _, err := tx.tx.Exec(ctx, `UPDATE paddock_nodes SET state = 'lost' WHERE id = $1`, n.ID); err != nil {
 				return wrap("mark node lost", err)
@@ -501,6 +515,9 @@ func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
 			}
 			return nil
 		})
+		if errors.Is(err, errNotSteady) {
+			return out, nil
+		}
 		if err != nil {
 			return out, err
 		}
@@ -510,6 +527,10 @@ func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
 		out = append(out, *l)
 	}
 }
+
+// errNotSteady rolls back a reap whose node stopped being steady while
+// it found an expired node.
+var errNotSteady = errors.New("postgres: this node is not steady enough to judge others' leases")
 
 // Listen calls fn with a run's id after each transaction that appended
 // events to it commits, on any node, until ctx ends; it reconnects after

@@ -147,6 +147,39 @@ func TestReapWaitsAfterAnOutage(t *testing.T) {
 	}
 }
 
+// TestReapHeldUpFindsNothing: a reap by a node whose own last renewal
+// reached the database more than half a lease ago finds no expired node,
+// whatever its clock believes (a reap held up in an outage, let through
+// once the store is back): the database asks for the reaper's heartbeat.
+func TestReapHeldUpFindsNothing(t *testing.T) {
+	const lease = 2 * time.Second
+	ns := nodes(t, 2, 30*time.Second)
+	ctx := context.Background()
+	reaper, silent := ns[0], ns[1]
+	if _, err := silent.Join(ctx, postgres.NodeConfig{ID: "n1", Home: "home-n1", Address: "http://127.0.0.1:1", Capacity: 4, Lease: lease}); err != nil {
+		t.Fatal(err)
+	}
+	joined := time.Now()
+	time.Sleep(lease * 2 / 5)
+	if _, err := reaper.Join(ctx, postgres.NodeConfig{ID: "n0", Home: "home-n0", Address: "http://127.0.0.1:1", Capacity: 4, Lease: lease}); err != nil {
+		t.Fatal(err)
+	}
+	// The silent node's lease ran out; the reaper's holds, its heartbeat
+	// more than half a lease old in the database, its clock made steady.
+	time.Sleep(time.Until(joined.Add(lease * 21 / 20)))
+	reaper.TrustLeaseClockSteady()
+	if lost, err := reaper.Reap(ctx); err != nil || len(lost) != 0 {
+		t.Fatalf("a reap by a node the database last heard of over half a lease ago: %+v %v", lost, err)
+	}
+	if err := reaper.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reaper.TrustLeaseClockSteady()
+	if lost, err := reaper.Reap(ctx); err != nil || len(lost) != 1 || lost[0].Node.ID != "n1" {
+		t.Fatalf("a reap once the reaper renewed: %+v %v", lost, err)
+	}
+}
+
 // TestFencing: a node whose lease ran out is marked lost by another; from
 // then on nothing it writes commits (code node_lost, ErrFenced), its
 // renewal is refused, its runs are reported node_lost and their running
