@@ -54,7 +54,7 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, evs []paddock.Ev
 	}
 	if err != nil {
 		tx.Rollback(own)
-		return nil, s.appendFailed(ctx, n, err)
+		return nil, s.notWritten(ctx, n, err)
 	}
 	// As Update's: whatever happens to the caller meanwhile (own: only
 	// the lease's end cuts it short).
@@ -83,10 +83,11 @@ func readAppended(br pgx.BatchResults, fenced bool, out []*paddock.Event) error 
 	return nil
 }
 
-// appendFailed is the error of an AppendEvents whose batch answered err,
-// before its COMMIT: nothing was written, as Update says of a failure
-// before its own.
-func (s *Store) appendFailed(ctx context.Context, n *joined, err error) error {
+// notWritten is the error of a write of node n (nil: not joined) that
+// failed with err before its COMMIT was sent (Update's BEGIN with the
+// fence, AppendEvents' batch): nothing was written. The fence's refusal
+// (PF001) marks the node lost and says so; the lease's end says that.
+func (s *Store) notWritten(ctx context.Context, n *joined, err error) error {
 	var pe *pgconn.PgError
 	refused := n != nil && errors.As(err, &pe) && pe.Code == fenceCode
 	if refused {

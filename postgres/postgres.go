@@ -307,21 +307,10 @@ func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin})
 	if err != nil {
 		var pe *pgconn.PgError
-		refused := n != nil && errors.As(err, &pe) && pe.Code == fenceCode
-		if refused {
-			n.lost.Store(true) // whatever else ended the call meanwhile
+		if n != nil && errors.As(err, &pe) {
+			return s.notWritten(ctx, n, wrap("check the node's lease", err))
 		}
-		switch {
-		case errors.Is(context.Cause(ctx), errLapsed):
-			return s.lapsed(ctx, err, "nothing was written")
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case refused:
-			return s.lapsed(ctx, fenced(n.cfg.ID), "nothing was written")
-		case n != nil && errors.As(err, &pe):
-			return s.lapsed(ctx, wrap("check the node's lease", err), "nothing was written")
-		}
-		return unreachable(s.nodeID(), fmt.Errorf("postgres: begin: %w", err), "nothing was written")
+		return s.notWritten(ctx, n, fmt.Errorf("postgres: begin: %w", err))
 	}
 	// Rollback and commit run whatever happens to the caller (own: only
 	// the lease's end cuts them short): a transaction left open would
