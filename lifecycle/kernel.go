@@ -273,11 +273,17 @@ func (kn *kernel) update(ctx context.Context, fn func(paddock.Tx) error) error {
 		}
 		return fn(tx)
 	}
-	err := kn.Store.Update(ctx, do)
+	return kn.write(func() error { return kn.Store.Update(ctx, do) })
+}
+
+// write makes a durable write to the store and wakes event waiters
+// afterwards. A write that found the state disk full before the watchdog
+// saw it is made again once the held reserve gives the daemon's state its
+// room (diskreserve.go).
+func (kn *kernel) write(w func() error) error {
+	err := w()
 	if diskFull(err) && kn.heldReserve().release(kn.log()) {
-		// The state disk filled before the watchdog saw it: the held
-		// reserve gives the daemon's state its room (diskreserve.go).
-		err = kn.Store.Update(ctx, do)
+		err = w()
 	}
 	kn.notify()
 	return err
@@ -296,11 +302,11 @@ func (kn *kernel) appendEvents(ctx context.Context, id string, evs []paddock.Eve
 		})
 		return out, err
 	}
-	out, err := paddock.AppendEvents(ctx, kn.Store, id, evs)
-	if diskFull(err) && kn.heldReserve().release(kn.log()) {
+	var out []*paddock.Event
+	err := kn.write(func() (err error) {
 		out, err = paddock.AppendEvents(ctx, kn.Store, id, evs)
-	}
-	kn.notify()
+		return err
+	})
 	return out, err
 }
 

@@ -458,16 +458,15 @@ func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
 		err := s.Update(ctx, func(ptx paddock.Tx) error {
 			tx := ptx.(*Tx)
 			var n paddock.Node
-			q, args := `SELECT `+nodeCols+`, 0 FROM paddock_nodes
-				WHERE state = 'alive' AND lease_until < now() ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, []any(nil)
+			where, args := "", []any(nil)
 			if self != nil {
-				q, args = `SELECT `+nodeCols+`, 0 FROM paddock_nodes
-				WHERE state = 'alive' AND lease_until < now()
-				AND EXISTS (SELECT 1 FROM paddock_nodes me WHERE me.id = $1 AND me.epoch = $2
-					AND me.heartbeat_at > clock_timestamp() - $3 * interval '1 millisecond')
-				ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, []any{self.cfg.ID, self.epoch, (self.cfg.Lease / 2).Milliseconds()}
+				where = `AND EXISTS (SELECT 1 FROM paddock_nodes me WHERE me.id = $1 AND me.epoch = $2
+					AND me.heartbeat_at > clock_timestamp() - $3 * interval '1 millisecond')`
+				args = []any{self.cfg.ID, self.epoch, (self.cfg.Lease / 2).Milliseconds()}
 			}
-			err := tx.tx.QueryRow(ctx, q, args...).Scan(nodeDest(&n)...)
+			err := tx.tx.QueryRow(ctx, `SELECT `+nodeCols+`, 0 FROM paddock_nodes
+				WHERE state = 'alive' AND lease_until < now() `+where+`
+				ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`, args...).Scan(nodeDest(&n)...)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
