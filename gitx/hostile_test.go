@@ -128,14 +128,17 @@ func (h *hostile) topLevel(t *testing.T) []string {
 	return out
 }
 
-// diffBoth runs DiffWorkTree and DiffPaths (with an index of the paths
-// alone, and with a whole one) on h, each within a deadline.
+// diffBoth runs DiffWorkTree and DiffPaths (each with an index of the
+// paths alone, and with a whole one) on h, each within a deadline.
 func diffBoth(t *testing.T, g *gitx.Git, h *hostile) map[string]*gitx.Snapshot {
 	t.Helper()
 	out := map[string]*gitx.Snapshot{}
 	for name, diff := range map[string]func(ctx context.Context) (*gitx.Snapshot, error){
 		"DiffWorkTree": func(ctx context.Context) (*gitx.Snapshot, error) {
 			return g.DiffWorkTree(ctx, filepath.Join(h.project, ".git"), h.work, h.base, gitx.DiffOptions{Cache: t.TempDir(), Exclude: []string{".paddock"}})
+		},
+		"DiffWorkTree, a whole index": func(ctx context.Context) (*gitx.Snapshot, error) {
+			return g.DiffWorkTreeWholeIndex(ctx, filepath.Join(h.project, ".git"), h.work, h.base, gitx.DiffOptions{Cache: t.TempDir(), Exclude: []string{".paddock"}})
 		},
 		"DiffPaths": func(ctx context.Context) (*gitx.Snapshot, error) {
 			return g.DiffPaths(ctx, filepath.Join(h.project, ".git"), h.work, h.base, h.topLevel(t), gitx.DiffOptions{Cache: t.TempDir()})
@@ -160,7 +163,7 @@ func diffBoth(t *testing.T, g *gitx.Git, h *hostile) map[string]*gitx.Snapshot {
 // diff of it runs none of the project's drivers, follows no gitdir:,
 // opens no FIFO, reports every .git entry and embedded repository as
 // withheld, shows text as text, and `git apply` of it onto base gives the
-// work tree's bytes back; DiffWorkTree and DiffPaths (both ways) agree.
+// work tree's bytes back; DiffWorkTree and DiffPaths (both ways each) agree.
 func TestDiffReadsNothingAPlantedTreeOffers(t *testing.T) {
 	g := newGit(t)
 	h := newHostile(t)
@@ -210,7 +213,7 @@ func TestDiffReadsNothingAPlantedTreeOffers(t *testing.T) {
 		}
 	}
 	a := snaps["DiffWorkTree"]
-	for _, name := range []string{"DiffPaths", "DiffPaths, a whole index"} {
+	for _, name := range []string{"DiffWorkTree, a whole index", "DiffPaths", "DiffPaths, a whole index"} {
 		b := snaps[name]
 		if !bytes.Equal(a.Raw, b.Raw) || !bytes.Equal(a.Diff, b.Diff) || fmt.Sprint(a.Withheld) != fmt.Sprint(b.Withheld) {
 			t.Errorf("DiffWorkTree and %s differ:\n%s\n%v\n---\n%s\n%v", name, a.Raw, a.Withheld, b.Raw, b.Withheld)

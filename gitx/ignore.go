@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 
 	"github.com/paddock-dev/paddock/internal/fsat"
 	"golang.org/x/sys/unix"
@@ -30,6 +31,11 @@ type ignorer struct {
 	gitDir string // the scratch repository (its info/exclude)
 	shadow string
 
+	// mu holds one copy of rules or one question at a time: a whole
+	// tree's walk reads its directories on several goroutines. The rules
+	// of a directory are always kept before any path below it is asked
+	// about, as the walk enters a directory before what it holds.
+	mu     sync.Mutex
 	cmd    *exec.Cmd
 	dctx   context.Context // its deadline
 	cancel context.CancelFunc
@@ -47,6 +53,8 @@ func newIgnorer(ctx context.Context, g *Git, gitDir, shadow string) (*ignorer, e
 // keepRules copies the .gitignore of the directory dirfd (at rel) into
 // the shadow tree, if it has one that is a regular file.
 func (ig *ignorer) keepRules(dirfd int, rel string) error {
+	ig.mu.Lock()
+	defer ig.mu.Unlock()
 	fd, err := fsat.OpenAt(dirfd, ".gitignore", false)
 	if gone(err) || errors.Is(err, unix.ENXIO) {
 		return nil
@@ -104,6 +112,8 @@ func (ig *ignorer) start() error {
 // query asks about paths (a directory's ends in "/") and returns, in
 // order, whether each is ignored.
 func (ig *ignorer) query(paths []string) ([]bool, error) {
+	ig.mu.Lock()
+	defer ig.mu.Unlock()
 	if err := ig.start(); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -220,42 +221,45 @@ const statCacheMagic = "paddock-stat-v1\n"
 // loadStatCache reads the cache at file; a missing or unreadable one is
 // empty (a lost cache costs only time).
 func loadStatCache(file, format string) *statCache {
-	c := &statCache{file: file, format: format, entries: map[string]cached{}}
+	c := &statCache{file: file, format: format}
 	b, err := os.ReadFile(file)
 	if err != nil || !bytes.HasPrefix(b, []byte(statCacheMagic+format+"\n")) {
+		c.entries = map[string]cached{}
 		return c
 	}
 	b = b[len(statCacheMagic)+len(format)+1:]
-	for len(b) > 0 {
+	c.entries = make(map[string]cached, len(b)/96) // an entry is 85 bytes and its path
+
+	// The paths and ids are slices of one string, and the modes git's own:
+	// no allocation per entry.
+	rest := string(b)
+	for len(rest) > 0 {
 		var e cached
 		var p string
-		if p, b, err = cacheField(b); err != nil {
+		var ok bool
+		if p, rest, ok = strings.Cut(rest, "\x00"); !ok {
 			break
 		}
-		if e.mode, b, err = cacheField(b); err != nil {
+		if e.mode, rest, ok = strings.Cut(rest, "\x00"); !ok {
 			break
 		}
-		if e.oid, b, err = cacheField(b); err != nil {
+		if e.oid, rest, ok = strings.Cut(rest, "\x00"); !ok || len(rest) < 36 {
 			break
 		}
-		if len(b) < 36 {
-			break
-		}
-		e.st = fileStat{Ino: int64(binary.LittleEndian.Uint64(b)), Size: int64(binary.LittleEndian.Uint64(b[8:])),
-			Mtime: int64(binary.LittleEndian.Uint64(b[16:])), Ctime: int64(binary.LittleEndian.Uint64(b[24:])),
-			Mode: binary.LittleEndian.Uint32(b[32:])}
-		b = b[36:]
+		n := rest[:36]
+		e.st = fileStat{Ino: int64(le64(n)), Size: int64(le64(n[8:])), Mtime: int64(le64(n[16:])), Ctime: int64(le64(n[24:])),
+			Mode: uint32(n[32]) | uint32(n[33])<<8 | uint32(n[34])<<16 | uint32(n[35])<<24}
+		rest = rest[36:]
 		c.entries[p] = e
 	}
 	return c
 }
 
-func cacheField(b []byte) (string, []byte, error) {
-	i := bytes.IndexByte(b, 0)
-	if i < 0 {
-		return "", nil, io.ErrUnexpectedEOF
-	}
-	return string(b[:i]), b[i+1:], nil
+// le64 reads a little-endian uint64 from the first 8 bytes of s.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // lookup sets f.oid from the cache when f is as it was when hashed.
@@ -273,17 +277,30 @@ func (c *statCache) lookup(f *wfile) bool {
 
 // save writes the cache of files, leaving out those changed too close to
 // since (when the walk began) for their stat data to tell a later change
-// from this one: the kernel's clock ticks coarser than a nanosecond.
+// from this one: the kernel's clock ticks coarser than a nanosecond. A
+// cache lost costs only time.
 func (c *statCache) save(files []*wfile, since time.Time) {
 	if c == nil || !c.changed {
 		return
 	}
-	limit := since.Add(-time.Second).UnixNano()
+	_ = c.write(files, since.Add(-time.Second).UnixNano())
+}
+
+// holds reports whether the cache held f as it is now: such an entry
+// stays true for the reason it was first written.
+func (c *statCache) holds(f *wfile) bool {
+	e, ok := c.entries[f.path]
+	return ok && e.st == f.st && e.mode == f.mode && e.oid == f.oid
+}
+
+// write replaces the cache file with the files hashed now whose ctime and
+// mtime are before limit, and those the cache held as they are.
+func (c *statCache) write(files []*wfile, limit int64) error {
 	var b bytes.Buffer
 	b.WriteString(statCacheMagic + c.format + "\n")
 	var num [36]byte
 	for _, f := range files {
-		if f.oid == "" || f.st.Ctime >= limit || f.st.Mtime >= limit {
+		if f.oid == "" || ((f.st.Ctime >= limit || f.st.Mtime >= limit) && !c.holds(f)) {
 			continue
 		}
 		b.WriteString(f.path + "\x00" + f.mode + "\x00" + f.oid + "\x00")
@@ -295,16 +312,20 @@ func (c *statCache) save(files []*wfile, since time.Time) {
 		b.Write(num[:])
 	}
 	if err := os.MkdirAll(filepath.Dir(c.file), 0o700); err != nil {
-		return
+		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(c.file), filepath.Base(c.file)+".tmp-"+strconv.Itoa(os.Getpid()))
 	if err != nil {
-		return
+		return err
 	}
 	_, err = tmp.Write(b.Bytes())
 	if err = errors.Join(err, tmp.Close()); err != nil {
 		os.Remove(tmp.Name())
-		return
+		return err
 	}
-	os.Rename(tmp.Name(), c.file)
+	if err := os.Rename(tmp.Name(), c.file); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
 }

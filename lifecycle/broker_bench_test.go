@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -140,7 +141,7 @@ func BenchmarkCreate(b *testing.B) {
 
 // BenchmarkChangeSet: the change set of an overlay run with 1,000 of a
 // 12,000-file repository's files edited (PADDOCK_BENCH_CHANGES sets
-// another number, up to 12,000), beside git status --porcelain + git diff
+// another number, up to 12,000; PADDOCK_BENCH_KIND=clone a clone run), beside git status --porcelain + git diff
 // on the same edits in a clone of it, interleaved (#35: a change set costs
 // at most what git's own answer does).
 func BenchmarkChangeSet(b *testing.B) {
@@ -167,7 +168,8 @@ func BenchmarkChangeSet(b *testing.B) {
 	gittest.Commit(b, e.repo, "many files", files)
 	p := e.project(b)
 	withSandbox(b, e)
-	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Kind: "overlay"})
+	kind := cmp.Or(os.Getenv("PADDOCK_BENCH_KIND"), "overlay")
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Kind: kind})
 	if err != nil {
 		b.Fatal(err)
 	}
