@@ -84,7 +84,11 @@
 // holds, not by what the user's own tree will hold beside it; the stat
 // cache trusts a file whose size, times, inode and mode are unchanged
 // since it was hashed (git's index makes the same bet), and never one
-// changed within a second of the walk that hashed it.
+// changed within a second of the walk that hashed it. A clone's cache is
+// seeded right after its checkout (SeedStatCache) with base's blob ids,
+// trusting that the checkout wrote base's bytes: not for a file whose
+// attributes could convert them, nor one changed in the clock's tick of
+// the seed.
 //
 // Before git 2.38 safe.bareRepository is not known: nothing depends on it,
 // since no command relies on discovery. An agent's own git inside its

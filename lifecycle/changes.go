@@ -82,7 +82,7 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 		}
 		snap, err = ch.Git.DiffPaths(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
 	default:
-		opts.Cache, opts.Exclude = filepath.Join(ch.runDir(id), "gitcache"), []string{".paddock"}
+		opts.Cache, opts.Exclude = ch.gitCache(id), cloneExclude
 		snap, err = ch.Git.DiffWorkTree(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, opts)
 	}
 	if err == nil {
@@ -119,6 +119,38 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 	// secrets), and the hash binds it so: nothing shown or stored of a
 	// change set holds a secret but the frozen blobs, which an apply writes.
 	return cs, nil
+}
+
+// cloneExclude are the top-level paths of a workspace no change set of
+// the whole tree holds: what paddock stages for the run.
+var cloneExclude = []string{".paddock"}
+
+// gitCache is where a run's change sets keep what they make of its
+// workspace between calls (gitx.DiffOptions.Cache).
+func (ch *Changes) gitCache(id string) string { return filepath.Join(ch.runDir(id), "gitcache") }
+
+// seed records what the files of run r's workspace hold, right after its
+// checkout made them and before anything else can write them, so that
+// its first change set reads only the files changed since (what git's
+// index spares git status). Only a clone is seeded: a worktree's checkout
+// runs the project's own config, which can convert what it writes, and an
+// overlay's change set reads only its upper layer. A seed that fails costs
+// only time, and is logged.
+func (ch *Changes) seed(ctx context.Context, r *paddock.Run, p *paddock.Project) {
+	if r.Workspace.Kind != paddock.KindClone {
+		return
+	}
+	repo, err := ch.views.repoOf(ctx, p)
+	n := 0
+	if err == nil {
+		w := r.Workspace
+		n, err = ch.Git.SeedStatCache(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, w.Root, w.BaseRevision, ch.gitCache(r.ID), filepath.Dir(w.Root), cloneExclude)
+	}
+	if err != nil {
+		ch.log().Warn("recording the workspace's files as checked out failed; its first change set reads them all", "run", r.ID, "err", err)
+		return
+	}
+	ch.log().Debug("recorded the workspace's files as checked out", "run", r.ID, "files", n)
 }
 
 // ChangeSetDiff opens the whole unified diff of the run's change set with

@@ -590,6 +590,7 @@ func (a *adoption) restoreWorkspace(ctx context.Context) error {
 			return adoptStep{"handing its workspace to the sandbox user", err}
 		}
 	}
+	nd.changes.seed(ctx, a.r, a.p)
 	if err := nd.views.prepareAux(a.r); err != nil {
 		return adoptStep{"making its home", err}
 	}

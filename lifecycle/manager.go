@@ -244,6 +244,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 func (m *Manager) wire() {
 	m.Projects.nodes = m.Nodes
 	m.Runs.broker = m.Broker
+	m.Runs.changes = m.Changes
 	m.Runs.executor = m.executor
 	m.Runs.jobs = m.Jobs
 	m.Runs.nodes = m.Nodes

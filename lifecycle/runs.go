@@ -24,6 +24,7 @@ type Runs struct {
 	*kernel
 	// the services it calls
 	broker   *Broker
+	changes  *Changes
 	executor *executor
 	jobs     *Jobs
 	nodes    *Nodes
@@ -281,6 +282,7 @@ func (rs *Runs) prepare(ctx context.Context, r *paddock.Run, p *paddock.Project,
 			rs.log().Error("handing the workspace to the sandbox user failed", "run", id, "err", err)
 		}
 	}
+	rs.changes.seed(ctx, r, p)
 	if err := rs.views.prepareAux(r); err != nil {
 		rs.log().Error("making the run's home failed", "run", id, "err", err)
 		if cerr := rs.cleanup(context.WithoutCancel(ctx), r, p, "preparing failed; rolled back"); cerr != nil {

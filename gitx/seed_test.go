@@ -1,0 +1,152 @@
+package gitx_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/gitx"
+	"github.com/paddock-dev/paddock/gitx/gittest"
+)
+
+// seedRepo is a repository whose checkout holds files git writes as they
+// are, files its attributes convert (an eol of crlf, ident), an executable,
+// a link and a .gitattributes, in a few directories.
+func seedRepo(t *testing.T) (repo, base string) {
+	t.Helper()
+	files := map[string]string{
+		".gitattributes": "*.crlf text eol=crlf\n*.id ident\n*.lf text eol=lf\n",
+		"x.crlf":         "one\ntwo\n",
+		"sub/y.id":       "$Id$\n",
+		"sub/z.lf":       "lf\n",
+	}
+	for i := range 60 {
+		files[fmt.Sprintf("d%d/f%d.txt", i%6, i)] = fmt.Sprintf("file %d\n", i)
+	}
+	repo = gittest.NewRepo(t, t.TempDir(), files)
+	os.WriteFile(filepath.Join(repo, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+	os.Symlink("d0/f0.txt", filepath.Join(repo, "link"))
+	gittest.Commit(t, repo, "more", nil)
+	return repo, gittest.Git(t, repo, "rev-parse", "HEAD")
+}
+
+// hashed records the paths a diff hashes.
+func hashed(t *testing.T) func() []string {
+	var mu sync.Mutex
+	var paths []string
+	gitx.SetTestHookBeforeHash(func(p string) {
+		mu.Lock()
+		paths = append(paths, p)
+		mu.Unlock()
+	})
+	t.Cleanup(func() { gitx.SetTestHookBeforeHash(nil) })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		got := slices.Clone(paths)
+		paths = paths[:0]
+		sort.Strings(got)
+		return got
+	}
+}
+
+// TestSeedStatCache: a clone's stat cache seeded right after its checkout
+// spares the first diff the files it holds as checked out, and the diff
+// is the one an unseeded cache gives, byte for byte, whatever changed
+// right after the seed (in the same clock tick, at the same size and
+// modification time) and whatever the attributes converted.
+func TestSeedStatCache(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	repo, base := seedRepo(t)
+	gitDir := filepath.Join(repo, ".git")
+	seedable := 60 + 4 // the text files, .gitattributes, sub/z.lf, run.sh and link: not x.crlf nor sub/y.id
+
+	t.Run("Unchanged", func(t *testing.T) {
+		clone := filepath.Join(t.TempDir(), "clone")
+		if err := g.CloneShared(ctx, repo, clone, base); err != nil {
+			t.Fatal(err)
+		}
+		// Past the clock's tick, every checked-out file is recorded.
+		time.Sleep(50 * time.Millisecond)
+		cache := t.TempDir()
+		n, err := g.SeedStatCache(ctx, gitDir, clone, base, cache, filepath.Dir(clone), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != seedable {
+			t.Errorf("seeded %d files, want %d", n, seedable)
+		}
+		got := hashed(t)
+		os.WriteFile(filepath.Join(clone, "d1/f1.txt"), []byte("changed\n"), 0o644)
+		s, err := g.DiffWorkTree(ctx, gitDir, clone, base, gitx.DiffOptions{Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The converted files differ from their blobs as checked out, and
+		// so are hashed, and shown, as an unseeded diff shows them.
+		if h := got(); !slices.Equal(h, []string{"d1/f1.txt", "sub/y.id", "x.crlf"}) {
+			t.Errorf("hashed %q, want only the changed and the converted files", h)
+		}
+		want, err := g.DiffWorkTree(ctx, gitDir, clone, base, gitx.DiffOptions{Cache: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(s.Raw) != string(want.Raw) || string(s.Diff) != string(want.Diff) {
+			t.Fatalf("seeded diff:\n%s\nunseeded:\n%s", s.Raw, want.Raw)
+		}
+	})
+
+	t.Run("ChangedAtOnce", func(t *testing.T) {
+		for i := range 20 {
+			clone := filepath.Join(t.TempDir(), "clone")
+			if err := g.CloneShared(ctx, repo, clone, base); err != nil {
+				t.Fatal(err)
+			}
+			cache := t.TempDir()
+			if _, err := g.SeedStatCache(ctx, gitDir, clone, base, cache, filepath.Dir(clone), nil); err != nil {
+				t.Fatal(err)
+			}
+			// At once, as an agent could: the same size, the modification
+			// time set back, a mode, a removal, a new file, a link moved.
+			p := filepath.Join(clone, fmt.Sprintf("d%d/f%d.txt", i%6, i))
+			fi, _ := os.Stat(p)
+			os.WriteFile(p, []byte(fmt.Sprintf("FILE %d\n", i)), 0o644)
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+			os.Chmod(filepath.Join(clone, "d2/f2.txt"), 0o755)
+			os.Remove(filepath.Join(clone, "d3/f3.txt"))
+			os.WriteFile(filepath.Join(clone, "new.txt"), []byte("new\n"), 0o644)
+			os.Remove(filepath.Join(clone, "link"))
+			os.Symlink("d1/f1.txt", filepath.Join(clone, "link"))
+			s, err := g.DiffWorkTree(ctx, gitDir, clone, base, gitx.DiffOptions{Cache: cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := g.DiffWorkTree(ctx, gitDir, clone, base, gitx.DiffOptions{Cache: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(s.Raw) != string(want.Raw) || string(s.Diff) != string(want.Diff) {
+				t.Fatalf("round %d: seeded diff:\n%s\nunseeded:\n%s", i, s.Raw, want.Raw)
+			}
+			if len(want.Raw) == 0 {
+				t.Fatal("no change seen at all: the test proves nothing")
+			}
+		}
+	})
+
+	t.Run("Refused", func(t *testing.T) {
+		if _, err := g.SeedStatCache(ctx, gitDir, repo, "-x", t.TempDir(), t.TempDir(), nil); err == nil {
+			t.Error("a ref starting with - was taken")
+		}
+		if _, err := g.SeedStatCache(ctx, gitDir, repo, base, "", t.TempDir(), nil); err == nil {
+			t.Error("no cache directory was taken")
+		}
+	})
+}
