@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -202,12 +203,10 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 	// diff is limited to the changed paths: git reads and writes no index
 	// of the whole of base (12,000 entries cost each git command 20 ms).
 	var spec []string
-	if want < fullIndexPaths && !o.wholeIndex {
-		spec = append([]string{"--"}, s.gone...)
-		for p := range s.present {
-			spec = append(spec, p)
-		}
-		sort.Strings(spec[1:])
+	changed := slices.Concat(s.gone, slices.Collect(maps.Keys(s.present)))
+	if !o.wholeIndex && onCommandLine(changed) {
+		sort.Strings(changed)
+		spec = append([]string{"--"}, changed...)
 		err = d.index(s.adds)
 	} else if err = d.baseIndex(base, o.Cache); err == nil {
 		err = d.index(s.info.Bytes())

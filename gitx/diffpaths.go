@@ -50,7 +50,7 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		return nil, err
 	}
 	defer d.close()
-	many := o.wholeIndex || len(spec) >= fullIndexPaths
+	many := o.wholeIndex || !onCommandLine(spec)
 	bt, known, err := d.listBasePaths(base, paths, spec, o.BaseFiles, o.Cache, many)
 	if err != nil {
 		return nil, err
@@ -102,6 +102,25 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 // against every path of a pathspec, which costs more than reading and
 // writing base's index from about this many paths on.
 const fullIndexPaths = 600
+
+// onCommandLine reports whether paths are few and short enough to be
+// git's arguments: fewer than fullIndexPaths, and within what one
+// argument (128 KiB) and a command line (2 MiB with the environment) can
+// hold, with room to spare. A path is as long as a work tree's
+// directories are deep, which an agent decides.
+func onCommandLine(paths []string) bool {
+	if len(paths) >= fullIndexPaths {
+		return false
+	}
+	total := 0
+	for _, p := range paths {
+		if len(p) > 64<<10 {
+			return false
+		}
+		total += len(p) + 1
+	}
+	return total <= 512<<10
+}
 
 // stageForPaths gives the scratch index the files under spec, and
 // returns the pathspec the diff is limited to: with few paths, an index

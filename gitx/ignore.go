@@ -79,8 +79,21 @@ func (ig *ignorer) keepRules(dirfd int, rel string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(dst, b, 0o600)
+	if err := os.WriteFile(dst, b, 0o600); err != nil || ig.cmd == nil {
+		return err
+	}
+	// check-ignore reads a directory's rules once, when first asked about
+	// it or a path below it, and keeps them until a question elsewhere
+	// moves it out: asked about the directory itself (rel/) before its
+	// .gitignore was copied, it holds no rules for it. A question at the
+	// top moves it out of every directory, so it reads these next time.
+	_, err = ig.queryLocked([]string{rulesKept})
+	return err
 }
+
+// rulesKept is the path a question about makes check-ignore read again
+// the rules of every directory below the top.
+const rulesKept = ".paddock-rules-kept"
 
 // start runs check-ignore, once: -v -n gives one record for every path,
 // matched or not, so that answers pair with questions.
@@ -114,6 +127,11 @@ func (ig *ignorer) start() error {
 func (ig *ignorer) query(paths []string) ([]bool, error) {
 	ig.mu.Lock()
 	defer ig.mu.Unlock()
+	return ig.queryLocked(paths)
+}
+
+// queryLocked is query, with ig.mu held.
+func (ig *ignorer) queryLocked(paths []string) ([]bool, error) {
 	if err := ig.start(); err != nil {
 		return nil, err
 	}

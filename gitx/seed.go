@@ -29,6 +29,10 @@ import (
 //     .gitattributes files) name an eol other than lf, or crlf, ident,
 //     working-tree-encoding or a filter. A clone's checkout reads no other
 //     attributes and no config that converts (see CloneShared);
+//   - a symbolic link: a link's blob can hold what symlink(2) cuts short
+//     (a NUL);
+//   - every file of a work tree on a file system that folds case (the
+//     clone's core.ignorecase): two of base's paths can be one file there;
 //   - a file changed in the same tick of the file system's clock as a
 //     marker file made in markerDir (on the work tree's file system) after
 //     the walk. Any later change of a file gives it a ctime at least the
@@ -39,6 +43,9 @@ func (g *Git) SeedStatCache(ctx context.Context, gitDir, workTree, base, cache, 
 	}
 	if cache == "" {
 		return 0, errors.New("gitx: seed: no cache directory")
+	}
+	if v := g.fileConfig(ctx, filepath.Join(workTree, ".git", "config"), "core.ignorecase"); v != "" && v != "false" {
+		return 0, nil
 	}
 	d, err := g.newDiff(ctx, gitDir, base, 0, DiffOptions{Cache: cache, IncludeIgnored: true})
 	if err != nil {
@@ -72,7 +79,7 @@ func (g *Git) SeedStatCache(ctx context.Context, gitDir, workTree, base, cache, 
 	n := 0
 	for _, f := range t.files {
 		b, ok := entries[f.path]
-		if f.why != "" || !ok || b.mode != f.mode || b.oid == "" || converted[f.path] {
+		if f.why != "" || !ok || b.mode != f.mode || f.mode == "120000" || b.oid == "" || converted[f.path] {
 			continue
 		}
 		f.oid = b.oid

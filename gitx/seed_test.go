@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +35,15 @@ func seedRepo(t *testing.T) (repo, base string) {
 	os.WriteFile(filepath.Join(repo, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
 	os.Symlink("d0/f0.txt", filepath.Join(repo, "link"))
 	gittest.Commit(t, repo, "more", nil)
+	// A link whose blob holds a NUL: its checkout is cut short there.
+	cmd := exec.Command("git", "hash-object", "-w", "--stdin")
+	cmd.Dir, cmd.Stdin = repo, strings.NewReader("d0/f0.txt\x00more")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "update-index", "--add", "--cacheinfo", "120000,"+strings.TrimSpace(string(out))+",cut")
+	gittest.Git(t, repo, "commit", "-q", "-m", "cut")
 	return repo, gittest.Git(t, repo, "rev-parse", "HEAD")
 }
 
@@ -66,7 +77,7 @@ func TestSeedStatCache(t *testing.T) {
 	ctx := context.Background()
 	repo, base := seedRepo(t)
 	gitDir := filepath.Join(repo, ".git")
-	seedable := 60 + 4 // the text files, .gitattributes, sub/z.lf, run.sh and link: not x.crlf nor sub/y.id
+	seedable := 60 + 3 // the text files, .gitattributes, sub/z.lf and run.sh: not x.crlf, sub/y.id nor the links
 
 	t.Run("Unchanged", func(t *testing.T) {
 		clone := filepath.Join(t.TempDir(), "clone")
@@ -89,10 +100,11 @@ func TestSeedStatCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The converted files differ from their blobs as checked out, and
-		// so are hashed, and shown, as an unseeded diff shows them.
-		if h := got(); !slices.Equal(h, []string{"d1/f1.txt", "sub/y.id", "x.crlf"}) {
-			t.Errorf("hashed %q, want only the changed and the converted files", h)
+		// The converted files and the link cut short differ from their
+		// blobs as checked out, and so are hashed, and shown, as an
+		// unseeded diff shows them.
+		if h := got(); !slices.Equal(h, []string{"cut", "d1/f1.txt", "link", "sub/y.id", "x.crlf"}) {
+			t.Errorf("hashed %q, want only the changed and the converted files and the links", h)
 		}
 		want, err := g.DiffWorkTree(ctx, gitDir, clone, base, gitx.DiffOptions{Cache: t.TempDir()})
 		if err != nil {
@@ -100,6 +112,23 @@ func TestSeedStatCache(t *testing.T) {
 		}
 		if string(s.Raw) != string(want.Raw) || string(s.Diff) != string(want.Diff) {
 			t.Fatalf("seeded diff:\n%s\nunseeded:\n%s", s.Raw, want.Raw)
+		}
+		for _, p := range []string{"cut", "sub/y.id", "x.crlf"} {
+			if !strings.Contains(string(want.Raw), "\x00"+p+"\x00") {
+				t.Errorf("%s, whose checkout differs from its blob, is not in the diff: the test proves nothing", p)
+			}
+		}
+	})
+
+	t.Run("FoldedCase", func(t *testing.T) {
+		clone := filepath.Join(t.TempDir(), "clone")
+		if err := g.CloneShared(ctx, repo, clone, base); err != nil {
+			t.Fatal(err)
+		}
+		gittest.Git(t, clone, "config", "core.ignorecase", "true")
+		n, err := g.SeedStatCache(ctx, gitDir, clone, base, t.TempDir(), filepath.Dir(clone), nil)
+		if err != nil || n != 0 {
+			t.Errorf("a clone on a file system that folds case: %d files seeded (%v)", n, err)
 		}
 	})
 

@@ -39,6 +39,9 @@ func TestCloneChangeSetSeeded(t *testing.T) {
 	if n := bytes.Count(stat, []byte(".go\x00100644\x00")); n < len(files)/2 {
 		t.Errorf("the create recorded %d of the %d files", n, len(files))
 	}
+	if !bytes.Contains(stat, []byte("pkg1/f01.go\x00100644\x00")) {
+		t.Error("the create did not record the file edited below: the test proves nothing")
+	}
 	p := filepath.Join(r.Workspace.Root, "pkg1/f01.go")
 	fi, err := os.Stat(p)
 	if err != nil {
