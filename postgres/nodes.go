@@ -216,8 +216,14 @@ func (s *Store) Renew(ctx context.Context) error {
 	}
 	defer conn.Release()
 	sent := time.Now()
-	tag, err := conn.Exec(ctx, `UPDATE paddock_nodes SET heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
-		WHERE id = $1 AND epoch = $2 AND state = 'alive'`, n.cfg.ID, n.epoch, n.cfg.Lease.Milliseconds())
+	// A renewal that lands more than half a lease after the one before
+	// (the SET sees the row as it was) starts the node's grace: it marks
+	// no other node lost for a lease (see Reap).
+	tag, err := conn.Exec(ctx, `UPDATE paddock_nodes SET
+			grace_until = CASE WHEN heartbeat_at < now() - $4 * interval '1 millisecond'
+				THEN now() + $3 * interval '1 millisecond' ELSE grace_until END,
+			heartbeat_at = now(), lease_until = now() + $3 * interval '1 millisecond'
+		WHERE id = $1 AND epoch = $2 AND state = 'alive'`, n.cfg.ID, n.epoch, n.cfg.Lease.Milliseconds(), (n.cfg.Lease / 2).Milliseconds())
 	if err != nil {
 		return wrap("renew the node's lease", err)
 	}
@@ -446,7 +452,11 @@ type Lost struct {
 // database asks too: the expired node is found only while this node's
 // own last renewal reached it less than half a lease before (its
 // heartbeat), so that a transaction held up in an outage (a connection
-// awaited, packets retransmitted) finds nothing when it gets through.
+// awaited, packets retransmitted) finds nothing when it gets through; and
+// only while this node's grace, which the database starts when a renewal
+// lands over half a lease after the one before (Renew), is over: a reap
+// sent after that renewal landed and before its answer reached the clock
+// finds nothing either.
 func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
 	self := s.node.Load()
 	var out []Lost
@@ -461,7 +471,8 @@ func (s *Store) Reap(ctx context.Context) ([]Lost, error) {
 			where, args := "", []any(nil)
 			if self != nil {
 				where = `AND EXISTS (SELECT 1 FROM paddock_nodes me WHERE me.id = $1 AND me.epoch = $2
-					AND me.heartbeat_at > clock_timestamp() - $3 * interval '1 millisecond')`
+					AND me.heartbeat_at > clock_timestamp() - $3 * interval '1 millisecond'
+					AND me.grace_until < clock_timestamp())`
 				args = []any{self.cfg.ID, self.epoch, (self.cfg.Lease / 2).Milliseconds()}
 			}
 			err := tx.tx.QueryRow(ctx, `SELECT `+nodeCols+`, 0 FROM paddock_nodes

@@ -171,12 +171,57 @@ func TestReapHeldUpFindsNothing(t *testing.T) {
 	if lost, err := reaper.Reap(ctx); err != nil || len(lost) != 0 {
 		t.Fatalf("a reap by a node the database last heard of over half a lease ago: %+v %v", lost, err)
 	}
-	if err := reaper.Renew(ctx); err != nil {
-		t.Fatal(err)
+	// Its renewal, over half a lease after the last, starts a grace
+	// (TestReapInGraceFindsNothing); renewing on time, it reaps after it.
+	for renewed := time.Now(); time.Since(renewed) < lease+200*time.Millisecond; time.Sleep(lease / 5) {
+		if err := reaper.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	reaper.TrustLeaseClockSteady()
 	if lost, err := reaper.Reap(ctx); err != nil || len(lost) != 1 || lost[0].Node.ID != "n1" {
 		t.Fatalf("a reap once the reaper renewed: %+v %v", lost, err)
+	}
+}
+
+// TestReapInGraceFindsNothing: a node whose renewal lands over half a
+// lease after the one before (it lost touch with the store) marks no
+// other node lost for a lease, though its own clock, not yet answered,
+// believes it steady: the database starts the grace in the renewal's own
+// statement. Before, the clock alone knew, so a reap sent between the
+// renewal's landing and its answer's arrival took the others' runs.
+func TestReapInGraceFindsNothing(t *testing.T) {
+	const lease = 2 * time.Second
+	ns := nodes(t, 2, 30*time.Second)
+	ctx := context.Background()
+	reaper, silent := ns[0], ns[1]
+	for i, s := range []*postgres.Store{reaper, silent} {
+		id := fmt.Sprintf("n%d", i)
+		if _, err := s.Join(ctx, postgres.NodeConfig{ID: id, Home: "home-" + id, Address: "http://127.0.0.1:1", Capacity: 4, Lease: lease}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both leases run out: the store was out of reach for both.
+	time.Sleep(lease + 100*time.Millisecond)
+	if err := reaper.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	graceFrom := time.Now()
+	reaper.TrustLeaseClockSteady()
+	if lost, err := reaper.Reap(ctx); err != nil || len(lost) != 0 {
+		t.Fatalf("a reap in the grace the database started: %+v %v", lost, err)
+	}
+	// Renewing on time, the grace ends a lease later; the silent node is
+	// marked lost then.
+	for time.Since(graceFrom) < lease+200*time.Millisecond {
+		time.Sleep(lease / 5)
+		if err := reaper.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reaper.TrustLeaseClockSteady()
+	if lost, err := reaper.Reap(ctx); err != nil || len(lost) != 1 || lost[0].Node.ID != "n1" {
+		t.Fatalf("a reap once the grace is over: %+v %v", lost, err)
 	}
 }
 

@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 func TestSchema(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	defer s.Close()
-	if v, err := s.SchemaVersion(context.Background()); err != nil || v != 16 {
+	if v, err := s.SchemaVersion(context.Background()); err != nil || v != 17 {
 		t.Fatalf("schema version = %d, %v", v, err)
 	}
 }
@@ -80,7 +80,7 @@ func TestNodesStartTogether(t *testing.T) {
 		}
 		defer stores[i].Close()
 	}
-	if v, err := stores[0].SchemaVersion(context.Background()); err != nil || v != 16 {
+	if v, err := stores[0].SchemaVersion(context.Background()); err != nil || v != 17 {
 		t.Fatalf("schema version = %d, %v", v, err)
 	}
 }

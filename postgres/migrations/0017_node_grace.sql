@@ -1,0 +1,13 @@
+-- paddock state, version 17, PostgreSQL only (SQLite has no nodes: its
+-- next migration takes 18, so that the two schemas keep one numbering).
+--
+-- A node's grace after an outage, recorded by the database itself. A node
+-- marks no other lost for a lease after it lost touch with the store (its
+-- renewals failed or were held up): the others' leases ran out with its
+-- own, and they get a lease to renew theirs first. The node's own lease
+-- clock knew that only once a renewal's answer reached it; a reap sent just
+-- after the renewal landed, and before its answer arrived, still went
+-- through. Now the renewal that lands more than half a lease after the one
+-- before sets grace_until a lease ahead, in the same statement, and a reap
+-- finds no expired node while its reaper's grace_until is ahead.
+ALTER TABLE paddock_nodes ADD COLUMN grace_until timestamptz NOT NULL DEFAULT '-infinity';
