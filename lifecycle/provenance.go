@@ -177,11 +177,21 @@ func (pv *Provenance) trackEffectsLocked(ctx context.Context, r *paddock.Run, se
 				}
 			}
 			if len(written) > 0 && (len(st.last) > 0 || len(l.Frozen) == 0) {
-				if done, err := pv.trackWritten(r, seq, l.Upper, written, st); done || err != nil {
+				if done, err := pv.trackWritten(r, seq, l.Upper, written, st, nil); done || err != nil {
 					return err
 				}
 			}
 			return pv.trackUpper(r, seq, append([]string{l.Upper}, l.Frozen...), st)
+		}
+	}
+	// A whole tree's walk costs what the tree holds, after each call: a
+	// call that says what it wrote has only those files read.
+	if len(written) > 0 {
+		if err := pv.loadBase(ctx, r, st); err != nil {
+			return err
+		}
+		if done, err := pv.trackWritten(r, seq, r.Workspace.Root, written, st, st.base); done || err != nil {
+			return err
 		}
 	}
 	return pv.trackTree(ctx, r, seq, st)
@@ -345,15 +355,17 @@ func (pv *Provenance) trackFile(r *paddock.Run, path, rel string, typ fs.FileMod
 	return nil
 }
 
-// trackWritten is trackUpper for a call that wrote only the regular files
-// written (a write or an edit tool's path): what else the journal says
-// stands, and only those files are read from the upper layer, not the
-// whole layer (which grows with the run: a walk of it after each call
-// made a run's calls cost more the more it had written). It reports false,
-// having recorded nothing, where the files are not simply there (not a
-// regular file of the upper layer, under a directory the layer made
-// opaque, paddock's own): trackUpper's walk then tells.
-func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, written []string, st *provState) (bool, error) {
+// trackWritten is trackUpper, or trackTree, for a call that wrote only
+// the regular files written (a write or an edit tool's path): what else
+// the journal says stands, and only those files are read from the upper
+// layer or the tree, not the whole of it (a walk of it after each call
+// made a run's calls cost more the more it had written, or the larger
+// its tree). It reports false, having recorded nothing, where the files
+// are not simply there (not a regular file of the layer, under a
+// directory the layer made opaque, paddock's own): the walk then tells.
+// base, for a whole tree, is the base's blobs: a file written back as
+// the base has it is no change.
+func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, written []string, st *provState, base map[string]string) (bool, error) {
 	now := maps.Clone(st.last)
 	if now == nil {
 		now = map[string]string{}
@@ -374,11 +386,15 @@ func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, writ
 			return false, nil
 		}
 		delete(now, rel)
-		if err := pv.trackFile(r, full, rel, fi.Mode().Type(), st, now, nil); err != nil {
+		if err := pv.trackFile(r, full, rel, fi.Mode().Type(), st, now, base); err != nil {
 			return false, err
 		}
-		if _, ok := now[rel]; !ok {
+		b, ok := now[rel]
+		if !ok {
 			return false, nil // changing while read: the walk tells
+		}
+		if base != nil && base[rel] == b {
+			delete(now, rel) // as the base has it
 		}
 	}
 	return true, pv.trackChanges(r, seq, st, now)
@@ -390,18 +406,8 @@ func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, writ
 // is gone from it) is what the run changed. The base's listing is read
 // once a run.
 func (pv *Provenance) trackTree(ctx context.Context, r *paddock.Run, seq int64, st *provState) error {
-	if st.base == nil {
-		p, err := pv.Project(ctx, r.Project)
-		if err != nil {
-			return err
-		}
-		repo, err := pv.projects.checkRepo(ctx, p)
-		if err != nil {
-			return err
-		}
-		if st.base, err = pv.Git.TreeBlobs(pv.reviews.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision); err != nil {
-			return err
-		}
+	if err := pv.loadBase(ctx, r, st); err != nil {
+		return err
 	}
 	now := map[string]string{}
 	if err := pv.trackLayer(r, r.Workspace.Root, st, now, map[string]bool{}, st.base); err != nil {
@@ -420,6 +426,23 @@ func (pv *Provenance) trackTree(ctx context.Context, r *paddock.Run, seq int64, 
 		}
 	}
 	return pv.trackChanges(r, seq, st, now)
+}
+
+// loadBase reads the base's blobs of run r into st, once a run.
+func (pv *Provenance) loadBase(ctx context.Context, r *paddock.Run, st *provState) error {
+	if st.base != nil {
+		return nil
+	}
+	p, err := pv.Project(ctx, r.Project)
+	if err != nil {
+		return err
+	}
+	repo, err := pv.projects.checkRepo(ctx, p)
+	if err != nil {
+		return err
+	}
+	st.base, err = pv.Git.TreeBlobs(pv.reviews.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision)
+	return err
 }
 
 // hidden says whether rel or a directory above it is in hides.

@@ -77,8 +77,10 @@ func TestBlameAndPartialApproval(t *testing.T) {
 }
 
 // TestBlameOfACloneRun: a clone's workspace is a whole tree, walked by
-// stat: the hunks of a write and of a command are each theirs, a file put
-// back as the base has it leaves no hunk, and a deletion is the command's.
+// stat after a command and read only where a write tool wrote: the hunks
+// of a write and of a command are each theirs, a file put back as the
+// base has it (by a command, by a write) leaves no hunk, and a deletion is
+// the command's.
 func TestBlameOfACloneRun(t *testing.T) {
 	t.Parallel() // its own daemon and state
 	home, _ := reviewDaemon(t)
@@ -86,6 +88,9 @@ func TestBlameOfACloneRun(t *testing.T) {
 	cli(t, home, "tool", id, "write", "--arg", "path=new.txt", "--arg", "content=fresh\n").must(t)
 	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'hello, clone\n' > README.md; rm pkg00/file0000.go`).must(t)
 	cli(t, home, "exec", id, "--", "sh", "-c", `printf 'x\n' > pkg01/file0001.go; git checkout -q -- pkg01/file0001.go 2>/dev/null || printf 'package p\n// 1\n' > pkg01/file0001.go`).must(t)
+	cli(t, home, "tool", id, "write", "--arg", "path=pkg01/file0001.go", "--arg", "content=package q\n").must(t)
+	cli(t, home, "tool", id, "write", "--arg", "path=pkg03/file0003.go", "--arg", "content=package q\n").must(t)
+	cli(t, home, "tool", id, "write", "--arg", "path=pkg01/file0001.go", "--arg", "content=package p\n// 1\n").must(t)
 	b := decode[paddock.Blame](t, cli(t, home, "diff", id, "--blame", "--json"))
 	by := map[string]string{}
 	for _, h := range b.Hunks {
@@ -94,7 +99,7 @@ func TestBlameOfACloneRun(t *testing.T) {
 		}
 		by[h.Path] = b.Sources[h.Seqs[0]].What
 	}
-	want := map[string]string{"new.txt": "write new.txt", "README.md": "exec: sh -c printf 'hello, clone\\n' > README.md; rm pkg00/file0000.go", "pkg00/file0000.go": "exec: sh -c printf 'hello, clone\\n' > README.md; rm pkg00/file0000.go"}
+	want := map[string]string{"new.txt": "write new.txt", "pkg03/file0003.go": "write pkg03/file0003.go", "README.md": "exec: sh -c printf 'hello, clone\\n' > README.md; rm pkg00/file0000.go", "pkg00/file0000.go": "exec: sh -c printf 'hello, clone\\n' > README.md; rm pkg00/file0000.go"}
 	if fmt.Sprint(by) != fmt.Sprint(want) {
 		t.Fatalf("blame of a clone run:\n got %v\nwant %v", by, want)
 	}
