@@ -37,7 +37,7 @@ import (
 //     marker file made in markerDir (on the work tree's file system) after
 //     the walk. Any later change of a file gives it a ctime at least the
 //     marker's, and so a stat the cache does not hold.
-func (g *Git) SeedStatCache(ctx context.Context, gitDir, workTree, base, cache, markerDir string, exclude []string) (int, error) {
+func SeedStatCache(ctx context.Context, g *Git, gitDir, workTree, base, cache, markerDir string, exclude []string) (int, error) {
 	if err := CheckRef(base); err != nil {
 		return 0, err
 	}

@@ -87,7 +87,7 @@ func TestSeedStatCache(t *testing.T) {
 		// Past the clock's tick, every checked-out file is recorded.
 		time.Sleep(50 * time.Millisecond)
 		cache := t.TempDir()
-		n, err := g.SeedStatCache(ctx, gitDir, clone, base, cache, filepath.Dir(clone), nil)
+		n, err := gitx.SeedStatCache(ctx, g, gitDir, clone, base, cache, filepath.Dir(clone), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestSeedStatCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		gittest.Git(t, clone, "config", "core.ignorecase", "true")
-		n, err := g.SeedStatCache(ctx, gitDir, clone, base, t.TempDir(), filepath.Dir(clone), nil)
+		n, err := gitx.SeedStatCache(ctx, g, gitDir, clone, base, t.TempDir(), filepath.Dir(clone), nil)
 		if err != nil || n != 0 {
 			t.Errorf("a clone on a file system that folds case: %d files seeded (%v)", n, err)
 		}
@@ -139,7 +139,7 @@ func TestSeedStatCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			cache := t.TempDir()
-			if _, err := g.SeedStatCache(ctx, gitDir, clone, base, cache, filepath.Dir(clone), nil); err != nil {
+			if _, err := gitx.SeedStatCache(ctx, g, gitDir, clone, base, cache, filepath.Dir(clone), nil); err != nil {
 				t.Fatal(err)
 			}
 			// At once, as an agent could: the same size, the modification
@@ -171,10 +171,10 @@ func TestSeedStatCache(t *testing.T) {
 	})
 
 	t.Run("Refused", func(t *testing.T) {
-		if _, err := g.SeedStatCache(ctx, gitDir, repo, "-x", t.TempDir(), t.TempDir(), nil); err == nil {
+		if _, err := gitx.SeedStatCache(ctx, g, gitDir, repo, "-x", t.TempDir(), t.TempDir(), nil); err == nil {
 			t.Error("a ref starting with - was taken")
 		}
-		if _, err := g.SeedStatCache(ctx, gitDir, repo, base, "", t.TempDir(), nil); err == nil {
+		if _, err := gitx.SeedStatCache(ctx, g, gitDir, repo, base, "", t.TempDir(), nil); err == nil {
 			t.Error("no cache directory was taken")
 		}
 	})

@@ -144,7 +144,7 @@ func (ch *Changes) seed(ctx context.Context, r *paddock.Run, p *paddock.Project)
 	n := 0
 	if err == nil {
 		w := r.Workspace
-		n, err = ch.Git.SeedStatCache(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, w.Root, w.BaseRevision, ch.gitCache(r.ID), filepath.Dir(w.Root), cloneExclude)
+		n, err = gitx.SeedStatCache(ch.reviews.objectsCtx(ctx, r), ch.Git, repo.CommonDir, w.Root, w.BaseRevision, ch.gitCache(r.ID), filepath.Dir(w.Root), cloneExclude)
 	}
 	if err != nil {
 		ch.log().Warn("recording the workspace's files as checked out failed; its first change set reads them all", "run", r.ID, "err", err)
