@@ -53,12 +53,22 @@ func BenchmarkBroker(b *testing.B) {
 // the command's limits and cgroup, its durable event) beside the same
 // command handed to the run's harness alone, interleaved; the difference
 // is what paddock adds per command beside the API's own HTTP.
+// PADDOCK_BENCH_KIND sets the run's kind (overlay), PADDOCK_BENCH_FILES
+// adds as many files to the repository (a command's effects are looked
+// for after it: a clone's in the whole tree, and the next command waits).
 func BenchmarkExec(b *testing.B) {
 	ctx := context.Background()
 	e := newEnv(b)
+	if n, _ := strconv.Atoi(os.Getenv("PADDOCK_BENCH_FILES")); n > 0 {
+		files := map[string]string{}
+		for i := range n {
+			files[fmt.Sprintf("mod%02d/pkg%02d/file%05d.go", i/400, (i/20)%20, i)] = fmt.Sprintf("package p // %d\n", i)
+		}
+		gittest.Commit(b, e.repo, "many files", files)
+	}
 	p := e.project(b)
 	withSandbox(b, e)
-	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Kind: "overlay"})
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Kind: cmp.Or(os.Getenv("PADDOCK_BENCH_KIND"), "overlay")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,6 +96,36 @@ func BenchmarkExec(b *testing.B) {
 	b.ReportMetric(float64(bare.Microseconds())/float64(b.N), "µs-harness/op")
 	b.ReportMetric(float64(through.Microseconds())/float64(b.N), "µs-through/op")
 	b.ReportMetric(float64(through-bare)/float64(b.N)/1e3, "µs-added/op")
+}
+
+// BenchmarkWrite: write tool calls one after the other on one run, each
+// of which the next waits for the look at what it changed (blame's
+// journal): PADDOCK_BENCH_KIND and PADDOCK_BENCH_FILES as BenchmarkExec.
+func BenchmarkWrite(b *testing.B) {
+	ctx := context.Background()
+	e := newEnv(b)
+	if n, _ := strconv.Atoi(os.Getenv("PADDOCK_BENCH_FILES")); n > 0 {
+		files := map[string]string{}
+		for i := range n {
+			files[fmt.Sprintf("mod%02d/pkg%02d/file%05d.go", i/400, (i/20)%20, i)] = fmt.Sprintf("package p // %d\n", i)
+		}
+		gittest.Commit(b, e.repo, "many files", files)
+	}
+	p := e.project(b)
+	withSandbox(b, e)
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Kind: cmp.Or(os.Getenv("PADDOCK_BENCH_KIND"), "overlay")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	agent := paddock.WithAgent(ctx)
+	i := 0
+	for b.Loop() {
+		i++
+		args, _ := json.Marshal(map[string]string{"path": "notes.txt", "content": fmt.Sprintf("version %d\n", i)})
+		if _, err := e.m.Broker.CallTool(agent, r.ID, "write", args); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkCreate: an overlay run created at a snapshotted base (its

@@ -25,7 +25,9 @@ import (
 	"github.com/paddock-dev/paddock/changeset/hunks"
 	"github.com/paddock-dev/paddock/confine"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/fsat"
 	"github.com/paddock-dev/paddock/workspace"
+	"golang.org/x/sys/unix"
 )
 
 // Provenance records which call wrote each hunk of a run's change (diff --blame) and approves hunks.
@@ -410,7 +412,7 @@ func (pv *Provenance) trackTree(ctx context.Context, r *paddock.Run, seq int64, 
 		return err
 	}
 	now := map[string]string{}
-	if err := pv.trackLayer(r, r.Workspace.Root, st, now, map[string]bool{}, st.base); err != nil {
+	if err := pv.walkTree(r, st, now); err != nil {
 		return err
 	}
 	present := make(map[string]bool, len(now))
@@ -426,6 +428,45 @@ func (pv *Provenance) trackTree(ctx context.Context, r *paddock.Run, seq int64, 
 		}
 	}
 	return pv.trackChanges(r, seq, st, now)
+}
+
+// walkTree reads the files of run r's whole tree into now: by their
+// stat, on a few goroutines, and only those whose stat changed since st
+// last saw them are read again (trackFile). Its .git and .paddock are not
+// the run's files.
+func (pv *Provenance) walkTree(r *paddock.Run, st *provState, now map[string]string) error {
+	root, err := fsat.OpenDir(r.Workspace.Root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(root)
+	entries, err := fsat.WalkStats(root, 4, func(rel string) bool { return rel == ".git" || rel == ".paddock" })
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		var typ fs.FileMode
+		switch e.St.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+		case unix.S_IFLNK:
+			typ = fs.ModeSymlink
+		case unix.S_IFCHR:
+			typ = fs.ModeDevice | fs.ModeCharDevice
+		default:
+			continue // a FIFO, a socket: never part of a change set
+		}
+		if old, ok := st.seen[e.Rel]; ok && old.size == e.St.Size && old.mtime == e.St.Mtim.Nano() && old.ctime == e.St.Ctim.Nano() && old.ino == e.St.Ino && old.mode == typ {
+			now[e.Rel] = old.blob
+			continue
+		}
+		if err := pv.trackFile(r, filepath.Join(r.Workspace.Root, filepath.FromSlash(e.Rel)), e.Rel, typ, st, now, st.base); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadBase reads the base's blobs of run r into st, once a run.

@@ -1,6 +1,7 @@
 package fsat_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,5 +68,53 @@ func TestStackFollowsNoLink(t *testing.T) {
 		t.Error(err)
 	} else {
 		unix.Close(fd)
+	}
+}
+
+// TestWalkStats: every entry that is not a directory, below the top and
+// below no skipped directory, once, with its own lstat data (a link's,
+// not its target's), whatever the number of goroutines; a link to a
+// directory is not followed.
+func TestWalkStats(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string]bool{}
+	for i := range 300 {
+		p := fmt.Sprintf("d%d/e%d/f%d.txt", i%7, i%13, i)
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want[p] = true
+	}
+	os.MkdirAll(filepath.Join(dir, "skipped/deep"), 0o755)
+	os.WriteFile(filepath.Join(dir, "skipped/deep/x"), nil, 0o644)
+	os.Symlink("d1", filepath.Join(dir, "link"))
+	want["link"] = true
+	root, err := fsat.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+	for _, workers := range []int{1, 4} {
+		got, err := fsat.WalkStats(root, workers, func(rel string) bool { return rel == "skipped" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, e := range got {
+			if seen[e.Rel] || !want[e.Rel] {
+				t.Fatalf("%d workers: %s twice, or not wanted", workers, e.Rel)
+			}
+			seen[e.Rel] = true
+			var st unix.Stat_t
+			if err := unix.Lstat(filepath.Join(dir, e.Rel), &st); err != nil || st.Ino != e.St.Ino || st.Mode != e.St.Mode {
+				t.Fatalf("%d workers: %s: %+v, lstat %+v (%v)", workers, e.Rel, e.St, st, err)
+			}
+		}
+		if len(seen) != len(want) {
+			t.Fatalf("%d workers: %d entries, want %d", workers, len(seen), len(want))
+		}
 	}
 }
