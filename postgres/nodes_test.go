@@ -469,11 +469,13 @@ func TestJoinFromAnotherHomeTakesNoRuns(t *testing.T) {
 		_, err = s.Join(ctx, postgres.NodeConfig{ID: id, Home: home, Address: "http://127.0.0.1:1", Capacity: 4, Lease: lease})
 		return s, err
 	}
-	a, err := open("n0", "home-a", time.Second)
+	// b first: a's lease of a second must not run out before its run is
+	// made (opening b took over a second once, in a loaded CI).
+	b, err := open("n1", "home-b", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := open("n1", "home-b", 30*time.Second)
+	a, err := open("n0", "home-a", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
