@@ -229,11 +229,10 @@ func loadStatCache(file, format string) *statCache {
 	}
 	b = b[len(statCacheMagic)+len(format)+1:]
 	c.entries = make(map[string]cached, len(b)/96) // an entry is 85 bytes and its path
-
-	// The paths and ids are slices of one string, and the modes git's own:
-	// no allocation per entry.
-	rest := string(b)
-	for len(rest) > 0 {
+	// The paths and ids are slices of one string (no allocation per
+	// entry); the numbers are read from the bytes at the same offset.
+	all := string(b)
+	for rest := all; len(rest) > 0; {
 		var e cached
 		var p string
 		var ok bool
@@ -246,20 +245,14 @@ func loadStatCache(file, format string) *statCache {
 		if e.oid, rest, ok = strings.Cut(rest, "\x00"); !ok || len(rest) < 36 {
 			break
 		}
-		n := rest[:36]
-		e.st = fileStat{Ino: int64(le64(n)), Size: int64(le64(n[8:])), Mtime: int64(le64(n[16:])), Ctime: int64(le64(n[24:])),
-			Mode: uint32(n[32]) | uint32(n[33])<<8 | uint32(n[34])<<16 | uint32(n[35])<<24}
+		n := b[len(all)-len(rest):]
+		e.st = fileStat{Ino: int64(binary.LittleEndian.Uint64(n)), Size: int64(binary.LittleEndian.Uint64(n[8:])),
+			Mtime: int64(binary.LittleEndian.Uint64(n[16:])), Ctime: int64(binary.LittleEndian.Uint64(n[24:])),
+			Mode: binary.LittleEndian.Uint32(n[32:])}
 		rest = rest[36:]
 		c.entries[p] = e
 	}
 	return c
-}
-
-// le64 reads a little-endian uint64 from the first 8 bytes of s.
-func le64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // lookup sets f.oid from the cache when f is as it was when hashed.
@@ -283,7 +276,7 @@ func (c *statCache) save(files []*wfile, since time.Time) {
 	if c == nil || !c.changed {
 		return
 	}
-	_ = c.write(files, since.Add(-time.Second).UnixNano())
+	_, _ = c.write(files, since.Add(-time.Second).UnixNano())
 }
 
 // holds reports whether the cache held f as it is now: such an entry
@@ -294,15 +287,18 @@ func (c *statCache) holds(f *wfile) bool {
 }
 
 // write replaces the cache file with the files hashed now whose ctime and
-// mtime are before limit, and those the cache held as they are.
-func (c *statCache) write(files []*wfile, limit int64) error {
+// mtime are before limit, and those the cache held as they are; it
+// returns how many it holds.
+func (c *statCache) write(files []*wfile, limit int64) (int, error) {
 	var b bytes.Buffer
 	b.WriteString(statCacheMagic + c.format + "\n")
 	var num [36]byte
+	n := 0
 	for _, f := range files {
 		if f.oid == "" || ((f.st.Ctime >= limit || f.st.Mtime >= limit) && !c.holds(f)) {
 			continue
 		}
+		n++
 		b.WriteString(f.path + "\x00" + f.mode + "\x00" + f.oid + "\x00")
 		binary.LittleEndian.PutUint64(num[:], uint64(f.st.Ino))
 		binary.LittleEndian.PutUint64(num[8:], uint64(f.st.Size))
@@ -312,20 +308,20 @@ func (c *statCache) write(files []*wfile, limit int64) error {
 		b.Write(num[:])
 	}
 	if err := os.MkdirAll(filepath.Dir(c.file), 0o700); err != nil {
-		return err
+		return 0, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(c.file), filepath.Base(c.file)+".tmp-"+strconv.Itoa(os.Getpid()))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	_, err = tmp.Write(b.Bytes())
 	if err = errors.Join(err, tmp.Close()); err != nil {
 		os.Remove(tmp.Name())
-		return err
+		return 0, err
 	}
 	if err := os.Rename(tmp.Name(), c.file); err != nil {
 		os.Remove(tmp.Name())
-		return err
+		return 0, err
 	}
-	return nil
+	return n, nil
 }

@@ -75,19 +75,15 @@ func SeedStatCache(ctx context.Context, g *Git, gitDir, workTree, base, cache, m
 	if err != nil {
 		return 0, err
 	}
-	c := &statCache{file: filepath.Join(cache, "stat"), format: d.format.name, entries: map[string]cached{}, changed: true}
-	n := 0
 	for _, f := range t.files {
 		b, ok := entries[f.path]
-		if f.why != "" || !ok || b.mode != f.mode || f.mode == "120000" || b.oid == "" || converted[f.path] {
-			continue
-		}
-		f.oid = b.oid
-		if f.st.Ctime < limit && f.st.Mtime < limit {
-			n++
+		if f.why == "" && ok && b.mode == f.mode && f.mode != "120000" && b.oid != "" && !converted[f.path] {
+			f.oid = b.oid
 		}
 	}
-	if err := c.write(t.files, limit); err != nil {
+	c := &statCache{file: filepath.Join(cache, "stat"), format: d.format.name, entries: map[string]cached{}}
+	n, err := c.write(t.files, limit)
+	if err != nil {
 		return 0, fmt.Errorf("gitx: seed: %w", err)
 	}
 	return n, nil

@@ -13,7 +13,7 @@ func TestStatCacheWriteLimit(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "stat")
 	old := &wfile{path: "old", mode: "100644", oid: "aa", st: fileStat{Ino: 1, Size: 1, Mtime: 100, Ctime: 100}}
 	c := &statCache{file: file, format: "sha1", entries: map[string]cached{}}
-	if err := c.write([]*wfile{old}, 200); err != nil {
+	if _, err := c.write([]*wfile{old}, 200); err != nil {
 		t.Fatal(err)
 	}
 	files := []*wfile{
@@ -24,7 +24,7 @@ func TestStatCacheWriteLimit(t *testing.T) {
 		{path: "unhashed", mode: "100644", st: fileStat{Ino: 5, Size: 1, Mtime: 1, Ctime: 1}},
 	}
 	c = loadStatCache(file, "sha1")
-	if err := c.write(files, 300); err != nil {
+	if _, err := c.write(files, 300); err != nil {
 		t.Fatal(err)
 	}
 	got := loadStatCache(file, "sha1").entries
@@ -35,7 +35,7 @@ func TestStatCacheWriteLimit(t *testing.T) {
 	}
 	// An entry the cache held, though its times are past the limit now.
 	c = loadStatCache(file, "sha1")
-	if err := c.write(files, 50); err != nil {
+	if _, err := c.write(files, 50); err != nil {
 		t.Fatal(err)
 	}
 	if got := loadStatCache(file, "sha1").entries; len(got) != 2 || got["old"].oid != "aa" || got["before"].oid != "dd" {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -324,28 +323,13 @@ func isGitmodulesName(name string) bool {
 	return f == ".gitmodules" || strings.HasPrefix(f, "gitmod~") || strings.HasPrefix(f, "gi7eba~")
 }
 
-// walkers is how many goroutines read a whole tree: its lstats are most
-// of a diff's own time, and git's status makes them on threads too
-// (core.preloadIndex). A goroutine in a system call leaves its processor
-// to another, so more goroutines than processors pay: on 2 cores, a walk
-// of 12,000 files took 57 ms on one goroutine, 44 ms on two and 38 ms on
-// four (gitx's BenchmarkWalk).
-var walkers = min(max(4, runtime.GOMAXPROCS(0)), 8)
-
-// walkPool reads the directories of one walk on up to walkers goroutines:
-// a directory is handed to a goroutine of its own whenever one is free,
-// and read by the goroutine that found it otherwise. Each goroutine has a
-// treeReader of its own, whose findings the walk gathers at the end.
+// walkPool reads the directories of one walk on the goroutines of a
+// fsat.Spread. Each goroutine has a treeReader of its own, whose findings
+// the walk gathers at the end.
 type walkPool struct {
-	free    chan struct{} // a token per goroutine that may start
-	wg      sync.WaitGroup
+	spread  *fsat.Spread
 	mu      sync.Mutex
 	readers []*treeReader
-	errs    []error
-}
-
-func newWalkPool() *walkPool {
-	return &walkPool{free: make(chan struct{}, walkers-1)}
 }
 
 // spawn reads the directory fd (at rel) on a goroutine of its own, if one
@@ -354,40 +338,27 @@ func (p *walkPool) spawn(t *treeReader, fd int, rel, why string) bool {
 	if p == nil {
 		return false
 	}
-	select {
-	case p.free <- struct{}{}:
-	default:
+	sub := &treeReader{root: t.root, base: t.base, ignore: t.ignore, ownGit: t.ownGit, exclude: t.exclude, keptLinks: map[string]bool{}, pool: p}
+	if !p.spread.TryGo(func() error { defer unix.Close(fd); return sub.walkDir(fd, rel, why) }) {
 		return false
 	}
-	sub := &treeReader{root: t.root, base: t.base, ignore: t.ignore, ownGit: t.ownGit, exclude: t.exclude, keptLinks: map[string]bool{}, pool: p}
 	p.mu.Lock()
 	p.readers = append(p.readers, sub)
 	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		defer func() { <-p.free }()
-		defer unix.Close(fd)
-		if err := sub.walkDir(fd, rel, why); err != nil {
-			p.mu.Lock()
-			p.errs = append(p.errs, err)
-			p.mu.Unlock()
-		}
-	}()
 	return true
 }
 
 // walkAll reads the whole work tree, its directories on the goroutines of
 // a pool.
 func (t *treeReader) walkAll() error {
-	t.pool = newWalkPool()
+	t.pool = &walkPool{spread: fsat.NewSpread(fsat.Walkers)}
 	err := t.walk("")
 	return errors.Join(err, t.pool.gather(t))
 }
 
 // gather waits for the pool's goroutines and adds what they found to t.
 func (p *walkPool) gather(t *treeReader) error {
-	p.wg.Wait()
+	err := p.spread.Wait()
 	for _, sub := range p.readers {
 		t.files = append(t.files, sub.files...)
 		t.ignored = append(t.ignored, sub.ignored...)
@@ -395,5 +366,5 @@ func (p *walkPool) gather(t *treeReader) error {
 			t.keptLinks[l] = true
 		}
 	}
-	return errors.Join(p.errs...)
+	return err
 }

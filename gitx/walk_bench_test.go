@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkWalk: a whole tree's walk (12,000 files in 600 directories) on
-// one goroutine and on the pool of walkers (see walkers).
+// one goroutine and on the pool of walkers (see fsat.Walkers).
 func BenchmarkWalk(b *testing.B) {
 	dir := b.TempDir()
 	for i := range 12000 {

@@ -58,20 +58,7 @@ func BenchmarkBroker(b *testing.B) {
 // for after it: a clone's in the whole tree, and the next command waits).
 func BenchmarkExec(b *testing.B) {
 	ctx := context.Background()
-	e := newEnv(b)
-	if n, _ := strconv.Atoi(os.Getenv("PADDOCK_BENCH_FILES")); n > 0 {
-		files := map[string]string{}
-		for i := range n {
-			files[fmt.Sprintf("mod%02d/pkg%02d/file%05d.go", i/400, (i/20)%20, i)] = fmt.Sprintf("package p // %d\n", i)
-		}
-		gittest.Commit(b, e.repo, "many files", files)
-	}
-	p := e.project(b)
-	withSandbox(b, e)
-	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Kind: cmp.Or(os.Getenv("PADDOCK_BENCH_KIND"), "overlay")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e, r := benchRun(b)
 	agent := paddock.WithAgent(ctx)
 	argv := []string{"true"}
 	if _, err := e.m.Broker.Exec(agent, r.ID, paddock.ExecRequest{Argv: argv}); err != nil {
@@ -98,11 +85,10 @@ func BenchmarkExec(b *testing.B) {
 	b.ReportMetric(float64(through-bare)/float64(b.N)/1e3, "µs-added/op")
 }
 
-// BenchmarkWrite: write tool calls one after the other on one run, each
-// of which the next waits for the look at what it changed (blame's
-// journal): PADDOCK_BENCH_KIND and PADDOCK_BENCH_FILES as BenchmarkExec.
-func BenchmarkWrite(b *testing.B) {
-	ctx := context.Background()
+// benchRun makes a run for BenchmarkExec and BenchmarkWrite: of
+// PADDOCK_BENCH_KIND (overlay), on a repository with PADDOCK_BENCH_FILES
+// files more.
+func benchRun(b *testing.B) (*env, *paddock.Run) {
 	e := newEnv(b)
 	if n, _ := strconv.Atoi(os.Getenv("PADDOCK_BENCH_FILES")); n > 0 {
 		files := map[string]string{}
@@ -113,10 +99,19 @@ func BenchmarkWrite(b *testing.B) {
 	}
 	p := e.project(b)
 	withSandbox(b, e)
-	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: p.Name, Kind: cmp.Or(os.Getenv("PADDOCK_BENCH_KIND"), "overlay")})
+	r, err := e.m.Runs.Create(context.Background(), paddock.CreateRunRequest{Project: p.Name, Kind: cmp.Or(os.Getenv("PADDOCK_BENCH_KIND"), "overlay")})
 	if err != nil {
 		b.Fatal(err)
 	}
+	return e, r
+}
+
+// BenchmarkWrite: write tool calls one after the other on one run, each
+// of which the next waits for the look at what it changed (blame's
+// journal): PADDOCK_BENCH_KIND and PADDOCK_BENCH_FILES as BenchmarkExec.
+func BenchmarkWrite(b *testing.B) {
+	ctx := context.Background()
+	e, r := benchRun(b)
 	agent := paddock.WithAgent(ctx)
 	i := 0
 	for b.Loop() {

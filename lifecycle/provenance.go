@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/paddock-dev/paddock"
@@ -232,6 +231,21 @@ type provState struct {
 	seen   map[string]upperFile
 }
 
+// fileOf is what a look keeps of a file's lstat data (of type typ).
+func fileOf(sys *unix.Stat_t, typ fs.FileMode) upperFile {
+	return upperFile{size: sys.Size, mtime: sys.Mtim.Nano(), ctime: sys.Ctim.Nano(), ino: sys.Ino, mode: typ}
+}
+
+// seenAs returns the blob st last read for rel, if f says the file is as
+// it was then.
+func (st *provState) seenAs(rel string, f upperFile) (string, bool) {
+	old, ok := st.seen[rel]
+	if ok && old.size == f.size && old.mtime == f.mtime && old.ctime == f.ctime && old.ino == f.ino && old.mode == f.mode {
+		return old.blob, true
+	}
+	return "", false
+}
+
 type upperFile struct {
 	size, mtime, ctime int64
 	ino                uint64
@@ -263,7 +277,7 @@ func (pv *Provenance) trackUpper(r *paddock.Run, seq int64, layers []string, st 
 	now := map[string]string{}
 	hides := map[string]bool{} // the higher layers' files, whiteouts and opaque directories
 	for _, upper := range layers {
-		if err := pv.trackLayer(r, upper, st, now, hides, nil); err != nil {
+		if err := pv.trackLayer(r, upper, st, now, hides); err != nil {
 			return err
 		}
 	}
@@ -272,7 +286,7 @@ func (pv *Provenance) trackUpper(r *paddock.Run, seq int64, layers []string, st 
 
 // trackLayer reads one layer of trackUpper's into now, but what a higher
 // layer hides (hides, to which it adds its own).
-func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, now map[string]string, hides map[string]bool, base map[string]string) error {
+func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, now map[string]string, hides map[string]bool) error {
 	var own []string
 	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -305,7 +319,7 @@ func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, no
 			return nil
 		}
 		own = append(own, rel)
-		return pv.trackFile(r, path, rel, d.Type(), st, now, base)
+		return pv.trackFile(r, path, rel, d.Type(), st, now, nil)
 	})
 	for _, p := range own {
 		hides[p] = true
@@ -318,13 +332,13 @@ func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, no
 // last saw it. A file being changed or gone meanwhile is left for the next
 // look.
 func (pv *Provenance) trackFile(r *paddock.Run, path, rel string, typ fs.FileMode, st *provState, now, base map[string]string) error {
-	var sys syscall.Stat_t
-	if err := syscall.Lstat(path, &sys); err != nil {
+	var sys unix.Stat_t
+	if err := unix.Lstat(path, &sys); err != nil {
 		return nil // gone meanwhile: the next look sees it
 	}
-	f := upperFile{size: sys.Size, mtime: sys.Mtim.Nano(), ctime: sys.Ctim.Nano(), ino: sys.Ino, mode: typ}
-	if old, ok := st.seen[rel]; ok && old.size == f.size && old.mtime == f.mtime && old.ctime == f.ctime && old.ino == f.ino && old.mode == f.mode {
-		now[rel] = old.blob
+	f := fileOf(&sys, typ)
+	if blob, ok := st.seenAs(rel, f); ok {
+		now[rel] = blob
 		return nil
 	}
 	switch {
@@ -443,7 +457,7 @@ func (pv *Provenance) walkTree(r *paddock.Run, st *provState, now map[string]str
 		return err
 	}
 	defer unix.Close(root)
-	entries, err := fsat.WalkStats(root, 4, func(rel string) bool { return rel == ".git" || rel == ".paddock" })
+	entries, err := fsat.WalkStats(root, func(rel string) bool { return rel == ".git" || rel == ".paddock" })
 	if err != nil {
 		return err
 	}
@@ -458,8 +472,8 @@ func (pv *Provenance) walkTree(r *paddock.Run, st *provState, now map[string]str
 		default:
 			continue // a FIFO, a socket: never part of a change set
 		}
-		if old, ok := st.seen[e.Rel]; ok && old.size == e.St.Size && old.mtime == e.St.Mtim.Nano() && old.ctime == e.St.Ctim.Nano() && old.ino == e.St.Ino && old.mode == typ {
-			now[e.Rel] = old.blob
+		if blob, ok := st.seenAs(e.Rel, fileOf(&e.St, typ)); ok {
+			now[e.Rel] = blob
 			continue
 		}
 		if err := pv.trackFile(r, filepath.Join(r.Workspace.Root, filepath.FromSlash(e.Rel)), e.Rel, typ, st, now, st.base); err != nil {

@@ -97,8 +97,10 @@ func TestWalkStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(root)
+	defer func(n int) { fsat.Walkers = n }(fsat.Walkers)
 	for _, workers := range []int{1, 4} {
-		got, err := fsat.WalkStats(root, workers, func(rel string) bool { return rel == "skipped" })
+		fsat.Walkers = workers
+		got, err := fsat.WalkStats(root, func(rel string) bool { return rel == "skipped" })
 		if err != nil {
 			t.Fatal(err)
 		}

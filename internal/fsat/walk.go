@@ -1,7 +1,6 @@
 package fsat
 
 import (
-	"errors"
 	"path"
 	"sync"
 
@@ -17,39 +16,34 @@ type Entry struct {
 // WalkStats lists every entry below the directory root that is not a
 // directory, with its lstat data, descending into no link and into no
 // directory skip names (skip may be nil). Directories are read on up to
-// workers goroutines: lstats are most of a walk's time, and a goroutine
-// in a system call leaves its processor to another. An entry that goes
-// away while it is read is left out; root stays the caller's.
-func WalkStats(root, workers int, skip func(rel string) bool) ([]Entry, error) {
-	w := &statWalk{skip: skip, free: make(chan struct{}, max(workers-1, 0))}
+// Walkers goroutines (Spread). An entry that goes away while it is read
+// is left out; root stays the caller's.
+func WalkStats(root int, skip func(rel string) bool) ([]Entry, error) {
+	w := &statWalk{skip: skip, spread: NewSpread(Walkers)}
 	w.dir(root, "")
-	w.wg.Wait()
-	return w.out, errors.Join(w.errs...)
+	return w.out, w.spread.Wait()
 }
 
 type statWalk struct {
-	skip func(string) bool
-	free chan struct{} // a token per goroutine that may start
-	wg   sync.WaitGroup
+	skip   func(string) bool
+	spread *Spread
 
-	mu   sync.Mutex
-	out  []Entry
-	errs []error
+	mu  sync.Mutex
+	out []Entry
 }
 
-func (w *statWalk) fail(err error) {
-	w.mu.Lock()
-	w.errs = append(w.errs, err)
-	w.mu.Unlock()
+// failed records err unless it says the name went away.
+func (w *statWalk) failed(err error) {
+	if !NotThere(err) {
+		w.spread.Fail(err)
+	}
 }
 
 // dir reads the directory fd (at rel), and what is below it.
 func (w *statWalk) dir(fd int, rel string) {
 	names, err := Names(fd)
 	if err != nil {
-		if !NotThere(err) {
-			w.fail(err)
-		}
+		w.failed(err)
 		return
 	}
 	var found []Entry
@@ -60,9 +54,7 @@ func (w *statWalk) dir(fd int, rel string) {
 		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if !NotThere(err) {
-				w.fail(err)
-			}
+			w.failed(err)
 			continue
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -71,21 +63,10 @@ func (w *statWalk) dir(fd int, rel string) {
 		}
 		sub, err := OpenAt(fd, name, true)
 		if err != nil {
-			if !NotThere(err) {
-				w.fail(err)
-			}
+			w.failed(err)
 			continue
 		}
-		select {
-		case w.free <- struct{}{}:
-			w.wg.Add(1)
-			go func() {
-				defer w.wg.Done()
-				defer func() { <-w.free }()
-				defer unix.Close(sub)
-				w.dir(sub, child)
-			}()
-		default:
+		if !w.spread.TryGo(func() error { defer unix.Close(sub); w.dir(sub, child); return nil }) {
 			w.dir(sub, child)
 			unix.Close(sub)
 		}
