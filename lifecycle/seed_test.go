@@ -3,11 +3,13 @@ package lifecycle_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/gitx/gittest"
@@ -87,4 +89,119 @@ func changedPaths(cs *paddock.ChangeSet) []string {
 	}
 	slices.Sort(paths)
 	return paths
+}
+
+// TestCloneSeedOnEveryPath: every path that makes a clone run records
+// its files as checked out (create, bootstrap by name and inline, a
+// review of a clone, adoption, import), and on each the first change set
+// holds what was written after: an edit at once after the run was made
+// (same size, modification time set back), and an import's changes,
+// which it writes after the checkout.
+func TestCloneSeedOnEveryPath(t *testing.T) {
+	lifecycle.SetCheckpointDelay(t, time.Millisecond)
+	e := newEnv(t)
+	ctx := context.Background()
+	e.project(t)
+	withSandbox(t, e)
+	e.shareCheckpoints()
+	t.Cleanup(func() { e.m.Close(context.Background()) })
+	e.m.BundleKeyFile = filepath.Join(e.state, "bundle.key")
+	bootstrap := func(t *testing.T, req paddock.BootstrapRequest) *paddock.Run {
+		t.Helper()
+		req.Project, req.Task, req.Kind = "my-app", "t", "clone"
+		b, err := e.m.Jobs.Bootstrap(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Run
+	}
+	submitted := func(t *testing.T, id string) {
+		t.Helper()
+		if _, err := e.m.Broker.CallTool(ctx, id, "write", json.RawMessage(`{"path":"sent.txt","content":"sent\n"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.Changes.Submit(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths := []struct {
+		name string
+		make func(t *testing.T) string
+		want []string // besides the edit
+	}{
+		{"create", func(t *testing.T) string { return e.create(t, paddock.KindClone, "").ID }, nil},
+		{"bootstrap by name", func(t *testing.T) string { return bootstrap(t, paddock.BootstrapRequest{AgentName: "coder"}).ID }, nil},
+		{"bootstrap inline", func(t *testing.T) string {
+			return bootstrap(t, paddock.BootstrapRequest{Agent: paddock.AgentDefinition{Name: "mine", Workspace: "write"}}).ID
+		}, nil},
+		{"review of a clone", func(t *testing.T) string {
+			r := e.create(t, paddock.KindClone, "")
+			submitted(t, r.ID)
+			rv, err := e.m.Reviews.Review(ctx, r.ID, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rv.Workspace.Kind != paddock.KindClone {
+				t.Fatalf("a review of a clone is made %s", rv.Workspace.Kind)
+			}
+			return rv.ID
+		}, nil},
+		{"adoption", func(t *testing.T) string {
+			r := bootstrap(t, paddock.BootstrapRequest{AgentName: "coder"})
+			lifecycle.StoreCheckpoint(ctx, e.m, r.ID, "test")
+			os.RemoveAll(r.Workspace.Root) // its node is lost, and its disk with it
+			os.RemoveAll(filepath.Join(e.state, "artifacts", r.ID, "gitcache"))
+			if _, err := e.m.Nodes.Adopt(ctx, r.ID, "test"); err != nil {
+				t.Fatal(err)
+			}
+			return r.ID
+		}, nil},
+		{"import", func(t *testing.T) string {
+			r := bootstrap(t, paddock.BootstrapRequest{AgentName: "coder"})
+			submitted(t, r.ID)
+			var buf bytes.Buffer
+			if err := e.m.Bundles.Bundle(ctx, r.ID, &buf); err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.m.Bundles.Import(ctx, paddock.ImportRequest{Project: "my-app", Kind: "clone"}, &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Run.ID
+		}, []string{"sent.txt"}},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			id := p.make(t)
+			r, err := e.m.Run(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Workspace.Kind != paddock.KindClone {
+				t.Fatalf("the run is %s, not a clone", r.Workspace.Kind)
+			}
+			stat, err := os.ReadFile(filepath.Join(e.state, "artifacts", id, "gitcache", "stat"))
+			if err != nil || !bytes.Contains(stat, []byte("cmd/main.go\x00100644\x00")) {
+				t.Fatalf("the run's files were not recorded as checked out (%v)", err)
+			}
+			edited := filepath.Join(r.Workspace.Root, "cmd/main.go")
+			fi, err := os.Stat(edited)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(edited, []byte("package mine\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(edited, fi.ModTime(), fi.ModTime())
+			cs, err := e.m.Changes.ChangeSet(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append([]string{"cmd/main.go"}, p.want...)
+			slices.Sort(want)
+			if got := changedPaths(cs); !slices.Equal(got, want) {
+				t.Fatalf("the first change set holds %q, want %q", got, want)
+			}
+		})
+	}
 }
