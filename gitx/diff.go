@@ -175,11 +175,10 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 	if o.Cache != "" {
 		cache = loadStatCache(filepath.Join(o.Cache, "stat"), d.format.name)
 	}
-	entries, err := d.baseTree(base, o.Cache)
+	bt, err := d.baseTree(base, o.Cache)
 	if err != nil {
 		return nil, err
 	}
-	bt := newBaseTree(entries)
 	root, err := fsat.OpenDir(workTree)
 	if err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)

@@ -166,10 +166,11 @@ func (d *diffRun) baseUnder(base string, spec []string, cache string, many bool)
 	if !many {
 		return d.lsTree(base, spec)
 	}
-	all, err := d.baseTree(base, cache)
+	bt, err := d.baseTree(base, cache)
 	if err != nil {
 		return nil, err
 	}
+	all := bt.entries
 	want := make(map[string]bool, len(spec))
 	for _, p := range spec {
 		if p == "." {

@@ -145,21 +145,39 @@ func parseTree(out []byte) map[string]baseEntry {
 	return entries
 }
 
-// baseTree lists all of base's entries: from cache, where a listing is
-// kept per base (a base never changes), or from git.
-func (d *diffRun) baseTree(base, cache string) (map[string]baseEntry, error) {
-	if cache == "" || !isHex(base) {
-		return d.lsTree(base, nil)
+// baseTree lists all of base's entries: from this process's memo, where
+// the listing of a full commit id is kept parsed (a commit never
+// changes, and no replace object applies: see Git.env); from cache,
+// where a listing is kept per base; or from git.
+func (d *diffRun) baseTree(base, cache string) (*baseTree, error) {
+	if !isHex(base) || len(base) != 2*d.format.new().Size() {
+		entries, err := d.lsTree(base, nil)
+		if err != nil {
+			return nil, err
+		}
+		return newBaseTree(entries), nil
 	}
+	key := d.format.name + "\x00" + base
+	if bt, ok := treeMemo.get(key, fileID{}); ok {
+		return bt, nil
+	}
+	var out []byte
+	var err error
 	kept := filepath.Join(cache, "base-"+base+".tree")
-	out, err := os.ReadFile(kept)
-	if err != nil {
+	if cache != "" {
+		out, err = os.ReadFile(kept)
+	}
+	if cache == "" || err != nil {
 		if out, err = d.git(nil, "ls-tree", "-r", "-z", "--full-tree", base); err != nil {
 			return nil, fmt.Errorf("gitx: diff: %w", err)
 		}
-		keep(kept, out)
+		if cache != "" {
+			keep(kept, out)
+		}
 	}
-	return parseTree(out), nil
+	bt := newBaseTree(parseTree(out))
+	treeMemo.put(key, fileID{}, len(bt.entries), bt)
+	return bt, nil
 }
 
 // baseIndex makes the scratch index base's: a copy of the one kept per

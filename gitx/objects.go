@@ -221,14 +221,33 @@ const statCacheMagic = "paddock-stat-v1\n"
 // loadStatCache reads the cache at file; a missing or unreadable one is
 // empty (a lost cache costs only time).
 func loadStatCache(file, format string) *statCache {
-	c := &statCache{file: file, format: format}
-	b, err := os.ReadFile(file)
-	if err != nil || !bytes.HasPrefix(b, []byte(statCacheMagic+format+"\n")) {
-		c.entries = map[string]cached{}
+	c := &statCache{file: file, format: format, entries: map[string]cached{}}
+	f, err := os.Open(file)
+	if err != nil {
 		return c
 	}
-	b = b[len(statCacheMagic)+len(format)+1:]
-	c.entries = make(map[string]cached, len(b)/96) // an entry is 85 bytes and its path
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return c
+	}
+	key, id := format+"\x00"+file, idOf(&st)
+	if e, ok := statMemo.get(key, id); ok {
+		c.entries = e
+		return c
+	}
+	b, err := io.ReadAll(f)
+	if err != nil || !bytes.HasPrefix(b, []byte(statCacheMagic+format+"\n")) {
+		return c
+	}
+	c.entries = parseStatCache(b[len(statCacheMagic)+len(format)+1:])
+	statMemo.put(key, id, len(c.entries), c.entries)
+	return c
+}
+
+// parseStatCache reads the entries of a stat cache file.
+func parseStatCache(b []byte) map[string]cached {
+	entries := make(map[string]cached, len(b)/96) // an entry is 85 bytes and its path
 	// The paths and ids are slices of one string (no allocation per
 	// entry); the numbers are read from the bytes at the same offset.
 	all := string(b)
@@ -250,9 +269,9 @@ func loadStatCache(file, format string) *statCache {
 			Mtime: int64(binary.LittleEndian.Uint64(n[16:])), Ctime: int64(binary.LittleEndian.Uint64(n[24:])),
 			Mode: binary.LittleEndian.Uint32(n[32:])}
 		rest = rest[36:]
-		c.entries[p] = e
+		entries[p] = e
 	}
-	return c
+	return entries
 }
 
 // lookup sets f.oid from the cache when f is as it was when hashed.

@@ -52,11 +52,11 @@ func SeedStatCache(ctx context.Context, g *Git, gitDir, workTree, base, cache, m
 		return 0, err
 	}
 	defer d.close()
-	entries, err := d.baseTree(base, cache)
+	bt, err := d.baseTree(base, cache)
 	if err != nil {
 		return 0, err
 	}
-	bt := newBaseTree(entries)
+	entries := bt.entries
 	root, err := fsat.OpenDir(workTree)
 	if err != nil {
 		return 0, fmt.Errorf("gitx: seed: %w", err)
