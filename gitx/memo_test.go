@@ -3,6 +3,7 @@ package gitx
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -71,5 +72,41 @@ func TestStatCacheMemoSeesTheFile(t *testing.T) {
 	}
 	if got := loadStatCache(file, "sha256").entries; len(got) != 0 {
 		t.Fatalf("read as another format: %v", got)
+	}
+}
+
+// TestStatCacheSaveGainsOrWritesNothing: a save whose hashed files all
+// changed within the clock's tick of the walk leaves the file as it is
+// (the memo's copy stays good); one that gains an entry writes it.
+func TestStatCacheSaveGainsOrWritesNothing(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "stat")
+	since := time.Now()
+	old := since.Add(-time.Hour).UnixNano()
+	held := &wfile{path: "held", mode: "100644", oid: "aa", st: fileStat{Ino: 1, Size: 1, Mtime: old, Ctime: old}}
+	c := &statCache{file: file, format: "sha1", entries: map[string]cached{}}
+	if _, err := c.write([]*wfile{held}, since.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	ino := func() uint64 {
+		fi, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	before := ino()
+	recent := &wfile{path: "recent", mode: "100644", oid: "bb", st: fileStat{Ino: 2, Size: 1, Mtime: since.UnixNano(), Ctime: since.UnixNano()}}
+	c = loadStatCache(file, "sha1")
+	c.dirty()
+	c.save([]*wfile{held, recent}, since)
+	if ino() != before {
+		t.Fatal("the cache was written though it gained nothing")
+	}
+	settledFile := &wfile{path: "settled", mode: "100644", oid: "cc", st: fileStat{Ino: 3, Size: 1, Mtime: old, Ctime: old}}
+	c = loadStatCache(file, "sha1")
+	c.dirty()
+	c.save([]*wfile{held, recent, settledFile}, since)
+	if got := loadStatCache(file, "sha1").entries; len(got) != 2 || got["settled"].oid != "cc" || got["held"].oid != "aa" {
+		t.Fatalf("after a save that gains an entry: %v", got)
 	}
 }

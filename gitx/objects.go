@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -289,13 +290,26 @@ func (c *statCache) lookup(f *wfile) bool {
 
 // save writes the cache of files, leaving out those changed too close to
 // since (when the walk began) for their stat data to tell a later change
-// from this one: the kernel's clock ticks coarser than a nanosecond. A
+// from this one: the kernel's clock ticks coarser than a nanosecond. It
+// writes nothing when the cache would gain no entry (the files hashed
+// were all changed that recently): the file, and the memo's copy of it,
+// stay good, and an entry of a file changed since is only not used. A
 // cache lost costs only time.
 func (c *statCache) save(files []*wfile, since time.Time) {
 	if c == nil || !c.changed {
 		return
 	}
-	_, _ = c.write(files, since.Add(-time.Second).UnixNano())
+	limit := since.Add(-time.Second).UnixNano()
+	if !slices.ContainsFunc(files, func(f *wfile) bool { return settled(f, limit) && !c.holds(f) }) {
+		return
+	}
+	_, _ = c.write(files, limit)
+}
+
+// settled reports whether f was hashed and its ctime and mtime are
+// before limit.
+func settled(f *wfile, limit int64) bool {
+	return f.oid != "" && f.st.Ctime < limit && f.st.Mtime < limit
 }
 
 // holds reports whether the cache held f as it is now: such an entry
@@ -314,7 +328,7 @@ func (c *statCache) write(files []*wfile, limit int64) (int, error) {
 	var num [36]byte
 	n := 0
 	for _, f := range files {
-		if f.oid == "" || ((f.st.Ctime >= limit || f.st.Mtime >= limit) && !c.holds(f)) {
+		if !settled(f, limit) && !c.holds(f) {
 			continue
 		}
 		n++
