@@ -36,7 +36,7 @@ type fileID struct {
 }
 
 func idOf(st *unix.Stat_t) fileID {
-	return fileID{Dev: st.Dev, Ino: st.Ino, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
+	return fileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
 }
 
 func newMemo[T any](limit int) *memo[T] {
