@@ -34,6 +34,7 @@ type diffRun struct {
 	at      where    // the scratch repository
 	extra   []string // its index and objects
 	objects string   // where blobs made of the work tree go
+	project string   // the project's git directory, whose objects it borrows
 	format  objectFormat
 	ignore  *ignorer
 }
@@ -48,7 +49,7 @@ func (g *Git) newDiff(ctx context.Context, gitDir, base string, content int64, o
 	if err != nil {
 		return nil, err
 	}
-	d := &diffRun{g: g, ctx: ctx, tmp: tmp, format: formatOf(base), objects: filepath.Join(tmp, "objects")}
+	d := &diffRun{g: g, ctx: ctx, tmp: tmp, format: formatOf(base), objects: filepath.Join(tmp, "objects"), project: gitDir}
 	if o.Cache != "" {
 		d.objects = filepath.Join(o.Cache, "objects")
 	}
@@ -146,9 +147,9 @@ func parseTree(out []byte) map[string]baseEntry {
 }
 
 // baseTree lists all of base's entries: from this process's memo, where
-// the listing of a full commit id is kept parsed (a commit never
-// changes, and no replace object applies: see Git.env); from cache,
-// where a listing is kept per base; or from git.
+// the listing of a full commit id of a repository is kept parsed (a
+// commit never changes, and no replace object applies: see env); from
+// cache, where a listing is kept per base; or from git.
 func (d *diffRun) baseTree(base, cache string) (*baseTree, error) {
 	if !isHex(base) || len(base) != 2*d.format.new().Size() {
 		entries, err := d.lsTree(base, nil)
@@ -157,7 +158,7 @@ func (d *diffRun) baseTree(base, cache string) (*baseTree, error) {
 		}
 		return newBaseTree(entries), nil
 	}
-	key := d.format.name + "\x00" + base
+	key := d.format.name + "\x00" + d.project + "\x00" + base
 	if bt, ok := treeMemo.get(key, fileID{}); ok {
 		return bt, nil
 	}
