@@ -8,16 +8,18 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/paddock-dev/paddock/internal/fsat"
 	"golang.org/x/sys/unix"
 )
 
 // SeedStatCache fills cache, a DiffWorkTree cache, with the files of
-// workTree as git has just checked them out at base, so that the first
-// DiffWorkTree of it hashes only the files changed since: what git's
-// index, written by its checkout, spares git status. It returns how many
-// files it recorded.
+// workTree (a clone or a worktree) as git has just checked them out at
+// base, so that the first DiffWorkTree of it hashes only the files changed
+// since: what git's index, written by its checkout, spares git status. It
+// returns how many files it recorded.
 //
 // It trusts that every file of the work tree that base has, with the same
 // mode, holds base's content. Call it right after the checkout and before
@@ -27,12 +29,16 @@ import (
 //
 //   - a file a checkout may have converted: one whose attributes (base's
 //     .gitattributes files) name an eol other than lf, or crlf, ident,
-//     working-tree-encoding or a filter. A clone's checkout reads no other
-//     attributes and no config that converts (see CloneShared);
+//     working-tree-encoding or a filter;
 //   - a symbolic link: a link's blob can hold what symlink(2) cuts short
 //     (a NUL);
-//   - every file of a work tree on a file system that folds case (the
-//     clone's core.ignorecase): two of base's paths can be one file there;
+//   - every file of a work tree whose repository's config may convert on
+//     checkout (core.autocrlf, core.eol=crlf; an attributes file it names
+//     is not read: see hardening), whose
+//     info/attributes is not empty (a worktree's are the project's; a
+//     clone's config and attributes are its own, made by CloneShared), or
+//     on a file system that folds case (core.ignorecase: two of base's
+//     paths can be one file there);
 //   - a file changed in the same tick of the file system's clock as a
 //     marker file made in markerDir (on the work tree's file system) after
 //     the walk. Any later change of a file gives it a ctime at least the
@@ -44,8 +50,8 @@ func SeedStatCache(ctx context.Context, g *Git, gitDir, workTree, base, cache, m
 	if cache == "" {
 		return 0, errors.New("gitx: seed: no cache directory")
 	}
-	if v := g.fileConfig(ctx, filepath.Join(workTree, ".git", "config"), "core.ignorecase"); v != "" && v != "false" {
-		return 0, nil
+	if why, err := convertsOnCheckout(ctx, g, gitDir, workTree); err != nil || why != "" {
+		return 0, err
 	}
 	d, err := g.newDiff(ctx, gitDir, base, 0, DiffOptions{Cache: cache, IncludeIgnored: true})
 	if err != nil {
@@ -87,6 +93,51 @@ func SeedStatCache(ctx context.Context, g *Git, gitDir, workTree, base, cache, m
 		return 0, fmt.Errorf("gitx: seed: %w", err)
 	}
 	return n, nil
+}
+
+// convertsOnCheckout names what, besides base's .gitattributes files (see
+// converted), may have made workTree's checkout write a file otherwise
+// than its blob holds it, or two of base's paths one file: the config its
+// repository reads (a worktree's is gitDir's, the project's: its own
+// .git is a file naming it) and attributes from outside the tree. Empty:
+// nothing does. (The checkout ran with hardening's config too, listed
+// last, which wins: its core.attributesFile is /dev/null.)
+func convertsOnCheckout(ctx context.Context, g *Git, gitDir, workTree string) (string, error) {
+	at, common := repoAt(workTree), filepath.Join(workTree, ".git")
+	if fi, err := os.Lstat(common); err != nil || !fi.IsDir() {
+		// A worktree: its .git names the run's own git directory as the
+		// sandbox shows it, and its checkout read the project's config.
+		at, common = gitDirAt(gitDir), gitDir
+	}
+	out, err := g.run(ctx, at, "config", "-z", "--list")
+	if err != nil {
+		return "", fmt.Errorf("gitx: seed: %w", err)
+	}
+	config := map[string]string{}
+	for _, kv := range strings.Split(string(out), "\x00") {
+		k, v, valued := strings.Cut(kv, "\n")
+		if !valued {
+			v = "true" // a key alone is a boolean that is on
+		}
+		config[strings.ToLower(k)] = v
+	}
+	on := func(k string) bool {
+		return slices.Contains([]string{"true", "yes", "on", "1"}, strings.ToLower(config[k]))
+	}
+	switch {
+	case on("core.autocrlf"): // "input" converts only what is added
+		return "core.autocrlf", nil
+	case strings.EqualFold(config["core.eol"], "crlf"):
+		return "core.eol", nil
+	case config["core.attributesfile"] != "" && config["core.attributesfile"] != os.DevNull:
+		return "core.attributesFile", nil
+	case on("core.ignorecase"):
+		return "core.ignorecase", nil
+	}
+	if fi, err := os.Stat(filepath.Join(common, "info", "attributes")); err == nil && fi.Size() > 0 {
+		return "info/attributes", nil
+	}
+	return "", nil
 }
 
 // clockTick is the ctime the file system in dir gives a file made now:

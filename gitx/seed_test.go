@@ -179,3 +179,77 @@ func TestSeedStatCache(t *testing.T) {
 		}
 	})
 }
+
+// TestSeedWorktree: a worktree's checkout reads the project's config and
+// info/attributes: seeded where neither converts (the diff the same as an
+// unseeded one), and not at all where either can.
+func TestSeedWorktree(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		config []string // git config KEY VALUE in the project
+		attrs  string   // the project's info/attributes
+		seeded bool
+		// converts: the checkout writes d0/f0.txt otherwise than its blob
+		// (a seed that recorded it would hide that from the diff)
+		converts bool
+	}{
+		{name: "Plain", seeded: true},
+		{name: "AutocrlfInput", config: []string{"core.autocrlf", "input"}, seeded: true},
+		{name: "Autocrlf", config: []string{"core.autocrlf", "true"}, converts: true},
+		{name: "EolCRLF", config: []string{"core.eol", "crlf"}},
+		// The checkout (hardened) reads no attributes file the project's
+		// config names: seeded, and right to be.
+		{name: "AttributesFile", config: []string{"core.attributesFile", "ATTRS"}, seeded: true},
+		{name: "InfoAttributes", attrs: "*.txt text eol=crlf\n", converts: true},
+		{name: "IgnoreCase", config: []string{"core.ignorecase", "true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo, base := seedRepo(t)
+			gitDir := filepath.Join(repo, ".git")
+			if tc.config != nil {
+				if tc.config[1] == "ATTRS" {
+					tc.config[1] = filepath.Join(t.TempDir(), "attributes")
+					os.WriteFile(tc.config[1], []byte("*.txt text eol=crlf\n"), 0o644)
+				}
+				gittest.Git(t, repo, append([]string{"config"}, tc.config...)...)
+			}
+			if tc.attrs != "" {
+				os.MkdirAll(filepath.Join(gitDir, "info"), 0o755)
+				if err := os.WriteFile(filepath.Join(gitDir, "info", "attributes"), []byte(tc.attrs), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wt := filepath.Join(t.TempDir(), "wt")
+			if err := g.WorktreeAdd(ctx, repo, wt, base); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(wt); g.WorktreeRemove(context.Background(), repo, wt) })
+			time.Sleep(50 * time.Millisecond) // past the clock's tick
+			cache := t.TempDir()
+			n, err := gitx.SeedStatCache(ctx, g, gitDir, wt, base, cache, filepath.Dir(wt), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{true: 60 + 3}[tc.seeded]; n != want {
+				t.Fatalf("seeded %d files, want %d", n, want)
+			}
+			os.WriteFile(filepath.Join(wt, "d1/f1.txt"), []byte("changed\n"), 0o644)
+			s, err := g.DiffWorkTree(ctx, gitDir, wt, base, gitx.DiffOptions{Cache: cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := g.DiffWorkTree(ctx, gitDir, wt, base, gitx.DiffOptions{Cache: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(s.Raw) != string(want.Raw) || string(s.Diff) != string(want.Diff) {
+				t.Fatalf("seeded diff:\n%q\nunseeded:\n%q", s.Raw, want.Raw)
+			}
+			if got := strings.Contains(string(want.Raw), "\x00d0/f0.txt\x00"); got != tc.converts {
+				t.Fatalf("d0/f0.txt in the diff: %v, want %v", got, tc.converts)
+			}
+		})
+	}
+}

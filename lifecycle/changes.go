@@ -132,12 +132,13 @@ func (ch *Changes) gitCache(id string) string { return filepath.Join(ch.runDir(i
 // seed records what the files of run r's workspace hold, right after its
 // checkout made them and before anything else can write them, so that
 // its first change set reads only the files changed since (what git's
-// index spares git status). Only a clone is seeded: a worktree's checkout
-// runs the project's own config, which can convert what it writes, and an
-// overlay's change set reads only its upper layer. A seed that fails costs
-// only time, and is logged.
+// index spares git status). A clone and a worktree are seeded (a
+// worktree's checkout reads the project's config, and none is seeded
+// where that config could convert what it writes: gitx.SeedStatCache);
+// an overlay's change set reads only its upper layer. A seed that fails
+// costs only time, and is logged.
 func (ch *Changes) seed(ctx context.Context, r *paddock.Run, p *paddock.Project) {
-	if r.Workspace.Kind != paddock.KindClone {
+	if k := r.Workspace.Kind; k != paddock.KindClone && k != paddock.KindWorktree {
 		return
 	}
 	repo, err := ch.views.repoOf(ctx, p)

@@ -82,6 +82,54 @@ func TestCloneChangeSetSeeded(t *testing.T) {
 	}
 }
 
+// TestWorktreeChangeSetSeeded: a worktree run's files are recorded as its
+// checkout wrote them, unless the project's config converts what a
+// checkout writes (core.autocrlf), and either way its first change set
+// sees an edit made at once after the create (same size, modification
+// time set back) and what the conversion wrote, as an unseeded one does.
+func TestWorktreeChangeSetSeeded(t *testing.T) {
+	for _, autocrlf := range []bool{false, true} {
+		t.Run(fmt.Sprintf("autocrlf=%v", autocrlf), func(t *testing.T) {
+			e := newEnv(t)
+			files := map[string]string{}
+			for i := range 20 {
+				files[fmt.Sprintf("pkg%d/f%02d.go", i%4, i)] = fmt.Sprintf("package p // %02d\n", i)
+			}
+			gittest.Commit(t, e.repo, "many", files)
+			if autocrlf {
+				gittest.Git(t, e.repo, "config", "core.autocrlf", "true")
+			}
+			e.project(t)
+			r := e.create(t, paddock.KindWorktree, "")
+			stat, _ := os.ReadFile(filepath.Join(e.state, "artifacts", r.ID, "gitcache", "stat"))
+			if n := bytes.Count(stat, []byte(".go\x00100644\x00")); (n >= len(files)/2) == autocrlf {
+				t.Fatalf("the create recorded %d of the %d files", n, len(files))
+			}
+			p := filepath.Join(r.Workspace.Root, "pkg1/f01.go")
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("package q // 01\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+			cs, err := e.m.Changes.ChangeSet(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := changedPaths(cs)
+			if !autocrlf && !slices.Equal(got, []string{"pkg1/f01.go"}) {
+				t.Fatalf("first change set: %q", got)
+			}
+			// Every file the checkout converted to CRLF differs from its blob.
+			if autocrlf && len(got) <= len(files)/2 {
+				t.Fatalf("first change set of a converting checkout: %q", got)
+			}
+		})
+	}
+}
+
 func changedPaths(cs *paddock.ChangeSet) []string {
 	var paths []string
 	for _, e := range cs.Entries {
