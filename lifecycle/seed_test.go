@@ -44,15 +44,7 @@ func TestCloneChangeSetSeeded(t *testing.T) {
 	if !bytes.Contains(stat, []byte("pkg1/f01.go\x00100644\x00")) {
 		t.Error("the create did not record the file edited below: the test proves nothing")
 	}
-	p := filepath.Join(r.Workspace.Root, "pkg1/f01.go")
-	fi, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte("package q // 01\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	editAsBefore(t, filepath.Join(r.Workspace.Root, "pkg1/f01.go"), "package q // 01\n")
 	os.Remove(filepath.Join(r.Workspace.Root, "pkg2/f02.go"))
 	cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
 	if err != nil {
@@ -105,15 +97,7 @@ func TestWorktreeChangeSetSeeded(t *testing.T) {
 			if n := bytes.Count(stat, []byte(".go\x00100644\x00")); (n >= len(files)/2) == autocrlf {
 				t.Fatalf("the create recorded %d of the %d files", n, len(files))
 			}
-			p := filepath.Join(r.Workspace.Root, "pkg1/f01.go")
-			fi, err := os.Stat(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte("package q // 01\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+			editAsBefore(t, filepath.Join(r.Workspace.Root, "pkg1/f01.go"), "package q // 01\n")
 			cs, err := e.m.Changes.ChangeSet(context.Background(), r.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -127,6 +111,23 @@ func TestWorktreeChangeSetSeeded(t *testing.T) {
 				t.Fatalf("first change set of a converting checkout: %q", got)
 			}
 		})
+	}
+}
+
+// editAsBefore writes content to the file at p, as an agent can at once
+// after a checkout: its modification time set back to what it was (the
+// content here is the same size as before).
+func editAsBefore(t *testing.T, p, content string) {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -232,15 +233,7 @@ func TestCloneSeedOnEveryPath(t *testing.T) {
 			if err != nil || !bytes.Contains(stat, []byte("cmd/main.go\x00100644\x00")) {
 				t.Fatalf("the run's files were not recorded as checked out (%v)", err)
 			}
-			edited := filepath.Join(r.Workspace.Root, "cmd/main.go")
-			fi, err := os.Stat(edited)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(edited, []byte("package mine\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			os.Chtimes(edited, fi.ModTime(), fi.ModTime())
+			editAsBefore(t, filepath.Join(r.Workspace.Root, "cmd/main.go"), "package mine\n")
 			cs, err := e.m.Changes.ChangeSet(ctx, id)
 			if err != nil {
 				t.Fatal(err)
