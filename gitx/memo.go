@@ -59,8 +59,10 @@ func (m *memo[T]) get(key string, id fileID) (T, bool) {
 	return zero, false
 }
 
-// put keeps val, of size entries, under key.
+// put keeps val, of size entries, under key. Each value counts one entry
+// more than it holds: empty ones are kept in bounds too.
 func (m *memo[T]) put(key string, id fileID, size int, val T) {
+	size++
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if el, ok := m.items[key]; ok {

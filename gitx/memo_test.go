@@ -1,6 +1,7 @@
 package gitx
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -14,12 +15,12 @@ import (
 func TestMemoBounds(t *testing.T) {
 	m := newMemo[string](10)
 	id := fileID{Ino: 1}
-	m.put("a", id, 4, "A")
+	m.put("a", id, 4, "A") // counts 5
 	m.put("b", id, 4, "B")
 	if _, ok := m.get("a", id); !ok { // a is now the most recently used
 		t.Fatal("a not kept")
 	}
-	m.put("c", id, 4, "C") // 12 > 10: b goes
+	m.put("c", id, 4, "C") // 15 > 10: b goes
 	if _, ok := m.get("b", id); ok {
 		t.Error("b kept past the limit, though least recently used")
 	}
@@ -35,9 +36,16 @@ func TestMemoBounds(t *testing.T) {
 	if _, ok := m.get("big", id); ok || m.total > m.limit {
 		t.Errorf("a value over the limit kept (total %d)", m.total)
 	}
-	m.put("a", id, 2, "A2") // replaced: counted once
-	if v, _ := m.get("a", id); v != "A2" || m.total != 6 {
-		t.Errorf("after a replacement: %q, total %d, want A2 and 6", v, m.total)
+	m.put("a", id, 2, "A2") // replaced: counted once (each value one more than it holds)
+	if v, _ := m.get("a", id); v != "A2" || m.total != 8 {
+		t.Errorf("after a replacement: %q, total %d, want A2 and 8", v, m.total)
+	}
+	// Empty values count too: however many, they stay in bounds.
+	for i := range 100 {
+		m.put(fmt.Sprint("empty", i), id, 0, "")
+	}
+	if len(m.items) > m.limit || m.total > m.limit {
+		t.Errorf("%d values, %d counted, past the limit of %d", len(m.items), m.total, m.limit)
 	}
 }
 

@@ -33,12 +33,14 @@ import (
 //   - a symbolic link: a link's blob can hold what symlink(2) cuts short
 //     (a NUL);
 //   - every file of a work tree whose repository's config may convert on
-//     checkout (core.autocrlf, core.eol=crlf; an attributes file it names
-//     is not read: see hardening), whose
-//     info/attributes is not empty (a worktree's are the project's; a
-//     clone's config and attributes are its own, made by CloneShared), or
-//     on a file system that folds case (core.ignorecase: two of base's
-//     paths can be one file there);
+//     checkout (core.autocrlf but input, core.eol but lf, attr.tree, a
+//     conditional include or a worktree's own config, which can differ
+//     for the worktree's checkout; an attributes file the config names is
+//     not read: see hardening), whose info/attributes is not empty (a
+//     worktree's are the project's; a clone's config and attributes are
+//     its own, made by CloneShared), or on a file system that folds case
+//     (core.ignorecase, or markerDir's file system: two of base's paths
+//     can be one file there);
 //   - a file changed in the same tick of the file system's clock as a
 //     marker file made in markerDir (on the work tree's file system) after
 //     the walk. Any later change of a file gives it a ctime at least the
@@ -51,6 +53,9 @@ func SeedStatCache(ctx context.Context, g *Git, gitDir, workTree, base, cache, m
 		return 0, errors.New("gitx: seed: no cache directory")
 	}
 	if why, err := convertsOnCheckout(ctx, g, gitDir, workTree); err != nil || why != "" {
+		return 0, err
+	}
+	if folds, err := foldsCase(markerDir); err != nil || folds {
 		return 0, err
 	}
 	d, err := g.newDiff(ctx, gitDir, base, 0, DiffOptions{Cache: cache, IncludeIgnored: true})
@@ -97,16 +102,17 @@ func SeedStatCache(ctx context.Context, g *Git, gitDir, workTree, base, cache, m
 
 // convertsOnCheckout names what, besides base's .gitattributes files (see
 // converted), may have made workTree's checkout write a file otherwise
-// than its blob holds it, or two of base's paths one file: the config its
-// repository reads (a worktree's is gitDir's, the project's: its own
-// .git is a file naming it) and attributes from outside the tree. Empty:
-// nothing does. (The checkout ran with hardening's config too, listed
-// last, which wins: its core.attributesFile is /dev/null.)
+// than its blob holds it, or two of base's paths one file; empty when
+// nothing can. It reads the config the checkout read (a worktree's is
+// the project's: its own .git names the run's git directory as the
+// sandbox shows it) and holds it to what is known to convert nothing;
+// anything else, or config that can differ between the project's git
+// directory and the worktree's own (a conditional include, a worktree's
+// own config), names itself. (The checkout ran with hardening's config
+// too, listed last, which wins: its core.attributesFile is /dev/null.)
 func convertsOnCheckout(ctx context.Context, g *Git, gitDir, workTree string) (string, error) {
 	at, common := repoAt(workTree), filepath.Join(workTree, ".git")
 	if fi, err := os.Lstat(common); err != nil || !fi.IsDir() {
-		// A worktree: its .git names the run's own git directory as the
-		// sandbox shows it, and its checkout read the project's config.
 		at, common = gitDirAt(gitDir), gitDir
 	}
 	out, err := g.run(ctx, at, "config", "-z", "--list")
@@ -119,25 +125,49 @@ func convertsOnCheckout(ctx context.Context, g *Git, gitDir, workTree string) (s
 		if !valued {
 			v = "true" // a key alone is a boolean that is on
 		}
-		config[strings.ToLower(k)] = v
+		k = strings.ToLower(k)
+		if strings.HasPrefix(k, "includeif.") {
+			return k, nil
+		}
+		config[k] = strings.ToLower(v)
 	}
-	on := func(k string) bool {
-		return slices.Contains([]string{"true", "yes", "on", "1"}, strings.ToLower(config[k]))
+	off := func(k string, more ...string) bool {
+		v, set := config[k]
+		return !set || slices.Contains(append([]string{"false", "no", "off", "0", ""}, more...), v)
 	}
 	switch {
-	case on("core.autocrlf"): // "input" converts only what is added
+	case !off("core.autocrlf", "input"): // input converts only what is added
 		return "core.autocrlf", nil
-	case strings.EqualFold(config["core.eol"], "crlf"):
+	case !off("core.eol", "lf", "native"):
 		return "core.eol", nil
-	case config["core.attributesfile"] != "" && config["core.attributesfile"] != os.DevNull:
+	case !off("core.attributesfile", os.DevNull):
 		return "core.attributesFile", nil
-	case on("core.ignorecase"):
+	case !off("core.ignorecase"):
 		return "core.ignorecase", nil
+	case !off("extensions.worktreeconfig"):
+		return "extensions.worktreeConfig", nil
+	}
+	if _, set := config["attr.tree"]; set {
+		return "attr.tree", nil
 	}
 	if fi, err := os.Stat(filepath.Join(common, "info", "attributes")); err == nil && fi.Size() > 0 {
 		return "info/attributes", nil
 	}
 	return "", nil
+}
+
+// foldsCase reports whether the file system of dir takes a name in
+// another case for the same file. A worktree's checkout knows only the
+// project's core.ignorecase, which its own file system may belie.
+func foldsCase(dir string) (bool, error) {
+	f, err := os.CreateTemp(dir, ".paddock-case-")
+	if err != nil {
+		return false, fmt.Errorf("gitx: seed: %w", err)
+	}
+	defer os.Remove(f.Name())
+	f.Close()
+	_, err = os.Lstat(filepath.Join(dir, strings.ToUpper(filepath.Base(f.Name()))))
+	return err == nil, nil
 }
 
 // clockTick is the ctime the file system in dir gives a file made now:

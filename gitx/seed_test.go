@@ -204,14 +204,26 @@ func TestSeedWorktree(t *testing.T) {
 		{name: "AttributesFile", config: []string{"core.attributesFile", "ATTRS"}, seeded: true},
 		{name: "InfoAttributes", attrs: "*.txt text eol=crlf\n", converts: true},
 		{name: "IgnoreCase", config: []string{"core.ignorecase", "true"}},
+		// What git takes for true, spelled otherwise.
+		{name: "AutocrlfInteger", config: []string{"core.autocrlf", "2"}, converts: true},
+		{name: "IgnoreCaseInteger", config: []string{"core.ignorecase", "7"}},
+		// Config that applies to the worktree's checkout and not to the
+		// project's git directory, where the seed reads config.
+		{name: "ConditionalInclude", config: []string{"includeIf.gitdir:**/.git/worktrees/**.path", "CRLF"}, converts: true},
+		{name: "WorktreeConfig", config: []string{"extensions.worktreeConfig", "true"}},
+		{name: "AttrTree", config: []string{"attr.tree", "HEAD"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo, base := seedRepo(t)
 			gitDir := filepath.Join(repo, ".git")
 			if tc.config != nil {
-				if tc.config[1] == "ATTRS" {
+				switch tc.config[1] {
+				case "ATTRS":
 					tc.config[1] = filepath.Join(t.TempDir(), "attributes")
 					os.WriteFile(tc.config[1], []byte("*.txt text eol=crlf\n"), 0o644)
+				case "CRLF":
+					tc.config[1] = filepath.Join(t.TempDir(), "crlf.config")
+					os.WriteFile(tc.config[1], []byte("[core]\n\tautocrlf = true\n"), 0o644)
 				}
 				gittest.Git(t, repo, append([]string{"config"}, tc.config...)...)
 			}
