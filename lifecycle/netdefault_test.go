@@ -3,7 +3,6 @@ package lifecycle_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -52,15 +51,6 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 
-	submitted := func(t *testing.T, id string) {
-		t.Helper()
-		if _, err := e.m.Broker.CallTool(ctx, id, "write", json.RawMessage(`{"path":"net.txt","content":"x\n"}`)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.m.Changes.Submit(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
 	paths := []struct {
 		name string
 		make func(t *testing.T) string
@@ -107,7 +97,7 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 		}},
 		{"review run", func(t *testing.T) string {
 			r := e.create(t, paddock.KindOverlay, "")
-			submitted(t, r.ID)
+			writeAndSubmit(t, e.m, r.ID, "net.txt")
 			rv, err := e.m.Reviews.Review(ctx, r.ID, "")
 			if err != nil {
 				t.Fatal(err)
@@ -138,7 +128,7 @@ func TestNetworkByDefaultOnEveryPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			submitted(t, b.Run.ID)
+			writeAndSubmit(t, e.m, b.Run.ID, "net.txt")
 			var buf bytes.Buffer
 			if err := e.m.Bundles.Bundle(ctx, b.Run.ID, &buf); err != nil {
 				t.Fatal(err)

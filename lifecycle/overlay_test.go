@@ -49,6 +49,20 @@ func withSandbox(t testing.TB, e *env) {
 	e.m.Runs.Reject(context.Background(), r.ID)
 }
 
+// writeAndSubmit has run id's agent write a file at path through the
+// write tool and submit the change set: a run with a submission, as a
+// review needs one.
+func writeAndSubmit(t *testing.T, m *lifecycle.Manager, id, path string) {
+	t.Helper()
+	args, _ := json.Marshal(map[string]string{"path": path, "content": "x\n"})
+	if _, err := m.Broker.CallTool(context.Background(), id, "write", args); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Changes.Submit(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func sh(t *testing.T, m *lifecycle.Manager, id, script string) string {
 	t.Helper()
 	res, err := m.Broker.Exec(context.Background(), id, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})

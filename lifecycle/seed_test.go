@@ -3,7 +3,6 @@ package lifecycle_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -164,15 +163,6 @@ func TestCloneSeedOnEveryPath(t *testing.T) {
 		}
 		return b.Run
 	}
-	submitted := func(t *testing.T, id string) {
-		t.Helper()
-		if _, err := e.m.Broker.CallTool(ctx, id, "write", json.RawMessage(`{"path":"sent.txt","content":"sent\n"}`)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.m.Changes.Submit(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
 	paths := []struct {
 		name string
 		make func(t *testing.T) string
@@ -185,7 +175,7 @@ func TestCloneSeedOnEveryPath(t *testing.T) {
 		}, nil},
 		{"review of a clone", func(t *testing.T) string {
 			r := e.create(t, paddock.KindClone, "")
-			submitted(t, r.ID)
+			writeAndSubmit(t, e.m, r.ID, "sent.txt")
 			rv, err := e.m.Reviews.Review(ctx, r.ID, "")
 			if err != nil {
 				t.Fatal(err)
@@ -207,7 +197,7 @@ func TestCloneSeedOnEveryPath(t *testing.T) {
 		}, nil},
 		{"import", func(t *testing.T) string {
 			r := bootstrap(t, paddock.BootstrapRequest{AgentName: "coder"})
-			submitted(t, r.ID)
+			writeAndSubmit(t, e.m, r.ID, "sent.txt")
 			var buf bytes.Buffer
 			if err := e.m.Bundles.Bundle(ctx, r.ID, &buf); err != nil {
 				t.Fatal(err)
