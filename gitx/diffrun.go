@@ -159,26 +159,34 @@ func (d *diffRun) baseTree(base, cache string) (*baseTree, error) {
 		return newBaseTree(entries), nil
 	}
 	key := d.format.name + "\x00" + d.project + "\x00" + base
-	if bt, ok := treeMemo.get(key, fileID{}); ok {
+	if bt, ok := treeMemo.get(key, fileStat{}); ok {
 		return bt, nil
 	}
-	var out []byte
-	var err error
-	kept := filepath.Join(cache, "base-"+base+".tree")
-	if cache != "" {
-		out, err = os.ReadFile(kept)
-	}
-	if cache == "" || err != nil {
-		if out, err = d.git(nil, "ls-tree", "-r", "-z", "--full-tree", base); err != nil {
-			return nil, fmt.Errorf("gitx: diff: %w", err)
-		}
-		if cache != "" {
-			keep(kept, out)
-		}
+	out, err := d.listing(base, cache)
+	if err != nil {
+		return nil, err
 	}
 	bt := newBaseTree(parseTree(out))
-	treeMemo.put(key, fileID{}, len(bt.entries), bt)
+	treeMemo.put(key, fileStat{}, len(bt.entries), bt)
 	return bt, nil
+}
+
+// listing is `git ls-tree -r -z` of base: kept in cache, if there is one.
+func (d *diffRun) listing(base, cache string) ([]byte, error) {
+	kept := filepath.Join(cache, "base-"+base+".tree")
+	if cache != "" {
+		if out, err := os.ReadFile(kept); err == nil {
+			return out, nil
+		}
+	}
+	out, err := d.git(nil, "ls-tree", "-r", "-z", "--full-tree", base)
+	if err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	if cache != "" {
+		keep(kept, out)
+	}
+	return out, nil
 }
 
 // baseIndex makes the scratch index base's: a copy of the one kept per

@@ -3,8 +3,6 @@ package gitx
 import (
 	"container/list"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // memo keeps what a diff parsed of a file it reads again on every call
@@ -21,22 +19,13 @@ type memo[T any] struct {
 }
 
 type memoItem[T any] struct {
-	key  string
-	id   fileID // of the file the value was parsed from; zero for a key that names its content
+	key string
+	// id is the stat data of the file the value was parsed from (paddock
+	// replaces such a file by a rename, which gives it a new inode); zero
+	// for a key that names its content.
+	id   fileStat
 	size int
 	val  T
-}
-
-// fileID tells a file from the one that was at its path before: paddock
-// replaces such a file by a rename, which gives it a new inode.
-type fileID struct {
-	Dev, Ino     uint64
-	Size         int64
-	Mtime, Ctime int64
-}
-
-func idOf(st *unix.Stat_t) fileID {
-	return fileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
 }
 
 func newMemo[T any](limit int) *memo[T] {
@@ -45,7 +34,7 @@ func newMemo[T any](limit int) *memo[T] {
 
 // get returns the value kept under key if it was parsed from the file
 // whose identity is id.
-func (m *memo[T]) get(key string, id fileID) (T, bool) {
+func (m *memo[T]) get(key string, id fileStat) (T, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if el, ok := m.items[key]; ok {
@@ -61,7 +50,7 @@ func (m *memo[T]) get(key string, id fileID) (T, bool) {
 
 // put keeps val, of size entries, under key. Each value counts one entry
 // more than it holds: empty ones are kept in bounds too.
-func (m *memo[T]) put(key string, id fileID, size int, val T) {
+func (m *memo[T]) put(key string, id fileStat, size int, val T) {
 	size++
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -14,7 +14,7 @@ import (
 // gives a value only for the file identity it was parsed from.
 func TestMemoBounds(t *testing.T) {
 	m := newMemo[string](10)
-	id := fileID{Ino: 1}
+	id := fileStat{Ino: 1}
 	m.put("a", id, 4, "A") // counts 5
 	m.put("b", id, 4, "B")
 	if _, ok := m.get("a", id); !ok { // a is now the most recently used
@@ -29,7 +29,7 @@ func TestMemoBounds(t *testing.T) {
 			t.Errorf("%s not kept", k)
 		}
 	}
-	if _, ok := m.get("a", fileID{Ino: 2}); ok {
+	if _, ok := m.get("a", fileStat{Ino: 2}); ok {
 		t.Error("a given for another file")
 	}
 	m.put("big", id, 11, "BIG")

@@ -232,7 +232,7 @@ func loadStatCache(file, format string) *statCache {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return c
 	}
-	key, id := format+"\x00"+file, idOf(&st)
+	key, id := format+"\x00"+file, statOf(&st)
 	if e, ok := statMemo.get(key, id); ok {
 		c.entries = e
 		return c

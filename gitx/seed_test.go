@@ -67,6 +67,27 @@ func hashed(t *testing.T) func() []string {
 	}
 }
 
+// diffWith is the diff of workTree against base with the stat cache in cache.
+func diffWith(t *testing.T, g *gitx.Git, gitDir, workTree, base, cache string) *gitx.Snapshot {
+	t.Helper()
+	s, err := g.DiffWorkTree(context.Background(), gitDir, workTree, base, gitx.DiffOptions{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// asUnseeded fails t unless seeded, a diff of workTree with a seeded
+// cache, is byte for byte the diff with an empty one, which it returns.
+func asUnseeded(t *testing.T, g *gitx.Git, gitDir, workTree, base string, seeded *gitx.Snapshot) *gitx.Snapshot {
+	t.Helper()
+	want := diffWith(t, g, gitDir, workTree, base, t.TempDir())
+	if string(seeded.Raw) != string(want.Raw) || string(seeded.Diff) != string(want.Diff) {
+		t.Fatalf("seeded diff:\n%q\nunseeded:\n%q", seeded.Raw, want.Raw)
+	}
+	return want
+}
+
 // TestSeedStatCache: a clone's stat cache seeded right after its checkout
 // spares the first diff the files it holds as checked out, and the diff
 // is the one an unseeded cache gives, byte for byte, whatever changed
@@ -96,23 +117,14 @@ func TestSeedStatCache(t *testing.T) {
 		}
 		got := hashed(t)
 		os.WriteFile(filepath.Join(clone, "d1/f1.txt"), []byte("changed\n"), 0o644)
-		s, err := g.DiffWorkTree(ctx, gitDir, clone, base, gitx.DiffOptions{Cache: cache})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := diffWith(t, g, gitDir, clone, base, cache)
 		// The converted files and the link cut short differ from their
 		// blobs as checked out, and so are hashed, and shown, as an
 		// unseeded diff shows them.
 		if h := got(); !slices.Equal(h, []string{"cut", "d1/f1.txt", "link", "sub/y.id", "x.crlf"}) {
 			t.Errorf("hashed %q, want only the changed and the converted files and the links", h)
 		}
-		want, err := g.DiffWorkTree(ctx, gitDir, clone, base, gitx.DiffOptions{Cache: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(s.Raw) != string(want.Raw) || string(s.Diff) != string(want.Diff) {
-			t.Fatalf("seeded diff:\n%s\nunseeded:\n%s", s.Raw, want.Raw)
-		}
+		want := asUnseeded(t, g, gitDir, clone, base, s)
 		for _, p := range []string{"cut", "sub/y.id", "x.crlf"} {
 			if !strings.Contains(string(want.Raw), "\x00"+p+"\x00") {
 				t.Errorf("%s, whose checkout differs from its blob, is not in the diff: the test proves nothing", p)
@@ -153,17 +165,7 @@ func TestSeedStatCache(t *testing.T) {
 			os.WriteFile(filepath.Join(clone, "new.txt"), []byte("new\n"), 0o644)
 			os.Remove(filepath.Join(clone, "link"))
 			os.Symlink("d1/f1.txt", filepath.Join(clone, "link"))
-			s, err := g.DiffWorkTree(ctx, gitDir, clone, base, gitx.DiffOptions{Cache: cache})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := g.DiffWorkTree(ctx, gitDir, clone, base, gitx.DiffOptions{Cache: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(s.Raw) != string(want.Raw) || string(s.Diff) != string(want.Diff) {
-				t.Fatalf("round %d: seeded diff:\n%s\nunseeded:\n%s", i, s.Raw, want.Raw)
-			}
+			want := asUnseeded(t, g, gitDir, clone, base, diffWith(t, g, gitDir, clone, base, cache))
 			if len(want.Raw) == 0 {
 				t.Fatal("no change seen at all: the test proves nothing")
 			}
@@ -248,17 +250,7 @@ func TestSeedWorktree(t *testing.T) {
 				t.Fatalf("seeded %d files, want %d", n, want)
 			}
 			os.WriteFile(filepath.Join(wt, "d1/f1.txt"), []byte("changed\n"), 0o644)
-			s, err := g.DiffWorkTree(ctx, gitDir, wt, base, gitx.DiffOptions{Cache: cache})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := g.DiffWorkTree(ctx, gitDir, wt, base, gitx.DiffOptions{Cache: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(s.Raw) != string(want.Raw) || string(s.Diff) != string(want.Diff) {
-				t.Fatalf("seeded diff:\n%q\nunseeded:\n%q", s.Raw, want.Raw)
-			}
+			want := asUnseeded(t, g, gitDir, wt, base, diffWith(t, g, gitDir, wt, base, cache))
 			if got := strings.Contains(string(want.Raw), "\x00d0/f0.txt\x00"); got != tc.converts {
 				t.Fatalf("d0/f0.txt in the diff: %v, want %v", got, tc.converts)
 			}
