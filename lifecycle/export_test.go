@@ -139,3 +139,31 @@ func HarnessExec(ctx context.Context, m *Manager, id string) (func(argv []string
 
 // ReleaseHarness gives back run id's harness: its next command starts one.
 func ReleaseHarness(m *Manager, id string) { m.executor.releaseHarness(id) }
+
+// WatchTreesFrom makes m's looks after each command watch a run's tree
+// from n files (watchFrom): 0 watches every tree.
+func WatchTreesFrom(m *Manager, n int) { m.Provenance.watches.from = n }
+
+// TreeLook is what run id's journal last said of its tree and what a
+// walk of it finds now (path → blob, "" for a base file gone; neither
+// holds what is as the base has it), and how many of its looks so far
+// the kernel told (treelook.go), once the look after its last call is done.
+func TreeLook(ctx context.Context, m *Manager, id string) (journal, walked map[string]string, told int, err error) {
+	pv := m.Provenance
+	defer pv.provMu.lock(id)()
+	r, err := m.Run(ctx, id)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	st := pv.provStateOf(id)
+	journal = map[string]string{}
+	for p, b := range st.last {
+		if b != "base" {
+			journal[p] = b
+		}
+	}
+	fresh := &provState{last: map[string]string{}, seen: map[string]upperFile{}, base: st.base,
+		tree: treeWatch{off: true, linked: map[string]bool{}, pending: map[string]bool{}}}
+	walked, err = pv.treeNow(r, fresh)
+	return journal, walked, st.tree.touches, err
+}

@@ -211,6 +211,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	m.Changes = &Changes{kernel: k}
 	m.Policies = &Policies{kernel: k}
 	m.Provenance = &Provenance{kernel: k}
+	m.Provenance.watches.log, m.Provenance.watches.from = k.log, watchFrom
 	m.Verifier = &Verifier{kernel: k}
 	m.Flows = &Flows{kernel: k}
 	m.Reviews = &Reviews{kernel: k}
@@ -347,6 +348,7 @@ func (m *Manager) close(ctx context.Context) error {
 	for _, l := range m.lifetimes() {
 		l.close()
 	}
+	m.Provenance.watches.close() // after the looks, which the lifetimes waited for
 	return err
 }
 

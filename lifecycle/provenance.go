@@ -44,6 +44,7 @@ type Provenance struct {
 	provMu     runLocks  // run id's journal's lock: runs track their effects side by side, each run's calls one after the other
 	provStates sync.Map  // run id → *provState, under its provMu lock
 	life       *lifetime // the looks at the runs' files after their calls
+	watches    treeWatches
 }
 
 // Where every hunk came from. After each call that can change the run's
@@ -229,6 +230,7 @@ type provState struct {
 	base   map[string]string // a whole-tree workspace's base: path → blob
 	last   map[string]string
 	seen   map[string]upperFile
+	tree   treeWatch // a whole tree's watches (treelook.go)
 }
 
 // fileOf is what a look keeps of a file's lstat data (of type typ).
@@ -258,11 +260,14 @@ type upperFile struct {
 // the run cleaned and tracks nothing (trackEffects).
 func (pv *Provenance) forget(id string) {
 	defer pv.provMu.lock(id)()
-	pv.provStates.Delete(id)
+	if st, ok := pv.provStates.LoadAndDelete(id); ok {
+		st.(*provState).tree.drop(false)
+	}
 }
 
 func (pv *Provenance) provStateOf(id string) *provState {
-	v, _ := pv.provStates.LoadOrStore(id, &provState{last: map[string]string{}, seen: map[string]upperFile{}})
+	v, _ := pv.provStates.LoadOrStore(id, &provState{last: map[string]string{}, seen: map[string]upperFile{},
+		tree: treeWatch{linked: map[string]bool{}, pending: map[string]bool{}}})
 	return v.(*provState)
 }
 
@@ -420,14 +425,28 @@ func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, writ
 // a worktree, a directory handed over): every file is walked, read again
 // only when its stat changed, and what differs from the base's blobs (or
 // is gone from it) is what the run changed. The base's listing is read
-// once a run.
+// once a run. Once walked, a large tree is watched, and a look reads only
+// what the kernel says changed (trackTouched).
 func (pv *Provenance) trackTree(ctx context.Context, r *paddock.Run, seq int64, st *provState) error {
 	if err := pv.loadBase(ctx, r, st); err != nil {
 		return err
 	}
+	if done, err := pv.trackTouched(r, seq, st); done || err != nil {
+		return err
+	}
+	now, err := pv.treeNow(r, st)
+	if err != nil {
+		return err
+	}
+	return pv.trackChanges(r, seq, st, now)
+}
+
+// treeNow is how run r's whole tree differs from its base, walked: path →
+// blob, "" for a file gone from it.
+func (pv *Provenance) treeNow(r *paddock.Run, st *provState) (map[string]string, error) {
 	now := map[string]string{}
 	if err := pv.walkTree(r, st, now); err != nil {
-		return err
+		return nil, err
 	}
 	present := make(map[string]bool, len(now))
 	for p, b := range now {
@@ -441,7 +460,7 @@ func (pv *Provenance) trackTree(ctx context.Context, r *paddock.Run, seq int64, 
 			now[p] = "" // gone from the tree
 		}
 	}
-	return pv.trackChanges(r, seq, st, now)
+	return now, nil
 }
 
 // walkTree reads the files of run r's whole tree into now: by their
@@ -457,10 +476,18 @@ func (pv *Provenance) walkTree(r *paddock.Run, st *provState, now map[string]str
 		return err
 	}
 	defer unix.Close(root)
-	entries, err := fsat.WalkStats(root, func(rel string) bool { return rel == ".git" || rel == ".paddock" })
+	// Watched from before the walk: what changes meanwhile is told too.
+	tw := &st.tree
+	tw.forWalk(r.Workspace.Root, &pv.watches)
+	var failed error
+	var mu sync.Mutex
+	entries, err := fsat.WalkStatsDirs(root, topNotRuns, tw.entered("", &failed, &mu))
 	if err != nil {
+		tw.drop(false)
 		return err
 	}
+	tw.walked(entries, pv.watches.from, failed, pv.log())
+	tw.pending = map[string]bool{}
 	for _, e := range entries {
 		var typ fs.FileMode
 		switch e.St.Mode & unix.S_IFMT {

@@ -19,14 +19,22 @@ type Entry struct {
 // Walkers goroutines (Spread). An entry that goes away while it is read
 // is left out; root stays the caller's.
 func WalkStats(root int, skip func(rel string) bool) ([]Entry, error) {
-	w := &statWalk{skip: skip, spread: NewSpread(Walkers)}
+	return WalkStatsDirs(root, skip, nil)
+}
+
+// WalkStatsDirs is WalkStats that hands each directory it reads to
+// entered, open, before it reads it (root itself as ""), from the walk's
+// goroutines: a watch made there misses nothing the walk could.
+func WalkStatsDirs(root int, skip func(rel string) bool, entered func(fd int, rel string)) ([]Entry, error) {
+	w := &statWalk{skip: skip, entered: entered, spread: NewSpread(Walkers)}
 	w.dir(root, "")
 	return w.out, w.spread.Wait()
 }
 
 type statWalk struct {
-	skip   func(string) bool
-	spread *Spread
+	skip    func(string) bool
+	entered func(fd int, rel string)
+	spread  *Spread
 
 	mu  sync.Mutex
 	out []Entry
@@ -41,6 +49,9 @@ func (w *statWalk) failed(err error) {
 
 // dir reads the directory fd (at rel), and what is below it.
 func (w *statWalk) dir(fd int, rel string) {
+	if w.entered != nil {
+		w.entered(fd, rel)
+	}
 	names, err := Names(fd)
 	if err != nil {
 		w.failed(err)

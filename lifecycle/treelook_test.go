@@ -1,0 +1,98 @@
+package lifecycle_test
+
+import (
+	"context"
+	"maps"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/lifecycle"
+)
+
+// TestTreeLookMatchesWalk: a clone's look after each command, told by the
+// kernel what changed (inotify), finds what a walk of the whole tree
+// finds, after commands that make, write, link, rename and remove files
+// and directories, and after random edits.
+func TestTreeLookMatchesWalk(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	lifecycle.WatchTreesFrom(e.m, 0)
+	ctx := context.Background()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindWorktree} {
+		r := e.create(t, kind, "on_reject")
+		scripts := []string{
+			"true", "true", // the first look walks the tree, the second watches it
+			"mkdir -p n/a/b && echo 1 > n/a/b/f && echo 2 > n/top",
+			"mv n m && echo 3 >> m/a/b/f",
+			"echo 4 >> m/a/b/f && mkdir -p m/a/c/d/e && echo 5 > m/a/c/d/e/g",
+			"echo a > own",
+			"ln own hard && echo 6 >> hard", // own changes: no event names it
+			"echo 7 >> hard",
+			"rm hard && echo 8 >> own",
+			"chmod +x cmd/main.go && touch -d @0 docs/ü.txt",
+			// Out of the watched tree and back (a worktree's .git is a file).
+			"if [ -d .git ]; then mv cmd .git/away; else mv cmd away; fi",
+			"if [ -d .git/away ]; then mv .git/away cmd2; else mv away cmd2; fi && echo 9 >> cmd2/main.go",
+			"rm -rf m && mkdir m && echo 10 > m/f",
+			"mv m/f m/g && mv m n",
+			"rm -rf n && echo 11 > n",
+			"rm -f link && mkdir link && echo 12 > link/in",
+			// Written through a mapping, then closed: told at the close.
+			`command -v python3 >/dev/null || exit 0; python3 -c "import mmap; f=open('own','r+b'); m=mmap.mmap(f.fileno(),0); m[0:1]=b'X'; m.flush(); m.close(); f.close()"`,
+		}
+		fixed := len(scripts)
+		for i := 0; i < 6; i++ {
+			scripts = append(scripts, editScript(rng))
+		}
+		for i, script := range scripts {
+			res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}})
+			if err != nil {
+				t.Fatalf("%s, command %d: %v", kind, i, err)
+			}
+			if i < fixed && res.ExitCode != 0 {
+				t.Fatalf("%s, command %d: %s: exit %d: %s", kind, i, script, res.ExitCode, res.Stderr)
+			}
+			journal, walked, _, err := lifecycle.TreeLook(ctx, e.m, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(journal, walked) {
+				t.Fatalf("%s (seed %d), after command %d:\n%s\nthe journal says %v\na walk finds     %v", kind, seed, i, script, journal, walked)
+			}
+		}
+		if _, _, told, _ := lifecycle.TreeLook(ctx, e.m, r.ID); told < len(scripts)/2 {
+			t.Errorf("%s: the kernel told %d looks of %d: the rest walked", kind, told, len(scripts))
+		}
+	}
+}
+
+// TestSmallTreeWalked: a tree of fewer than watchFrom files is walked at
+// each look, never watched (the daemon's inotify instance is for large
+// trees), and its looks find what the walk does.
+func TestSmallTreeWalked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	r := e.create(t, paddock.KindClone, "on_reject")
+	for _, script := range []string{"true", "echo 1 >> README.md", "mkdir -p a && echo 2 > a/b"} {
+		if _, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"bash", "-c", script}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	journal, walked, told, err := lifecycle.TreeLook(ctx, e.m, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if told != 0 || !maps.Equal(journal, walked) || len(walked) != 2 {
+		t.Fatalf("told %d looks; the journal says %v, a walk finds %v", told, journal, walked)
+	}
+}
