@@ -98,6 +98,17 @@ func (t *Tx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 	return t.tx.QueryContext(t.ctx(ctx), q, args...)
 }
 
+// queryRead is query with q's kept statement, for a caller that reads
+// its rows to their end, and runs nothing else in t meanwhile, before it
+// returns (a list read whole on every call: a run's access requests).
+func (t *Tx) queryRead(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	ctx = t.ctx(ctx)
+	if st := t.stmts.get(q); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, q, args...)
+}
+
 // queryRow and exec run q in t, its kept statement if there is one: each
 // is done with it when it returns (a Row is scanned at once).
 func (t *Tx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {

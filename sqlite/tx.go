@@ -826,7 +826,7 @@ func (q accessRequests) Create(ctx context.Context, r *paddock.AccessRequest) er
 // List returns a run's access requests, oldest first.
 func (q accessRequests) List(ctx context.Context, runID string) ([]*paddock.AccessRequest, error) {
 	t := q.t
-	rows, err := t.query(ctx, `SELECT body FROM access_requests WHERE run_id = ? ORDER BY created_at, id`, runID)
+	rows, err := t.queryRead(ctx, `SELECT body FROM access_requests WHERE run_id = ? ORDER BY created_at, id`, runID)
 	if err != nil {
 		return nil, wrap("list access requests", err)
 	}

@@ -592,6 +592,18 @@ func testConcurrentFailures(t *testing.T, open Opener) {
 	s, _ := fresh(t, open)
 	ctx := context.Background()
 	seed(t, s, "app", "a")
+	// Alone first (a store may commit a lone update otherwise than a
+	// batch): a refused and a panicking update leave nothing.
+	for i, fail := range []func() error{func() error { return errors.New("refused") }, func() error { panic("boom") }} {
+		if err := s.Update(ctx, func(tx paddock.Tx) error {
+			if _, err := tx.AppendEvent(ctx, "a", "alone", nil); err != nil {
+				return err
+			}
+			return fail()
+		}); err == nil {
+			t.Fatalf("a failing update alone (%d) succeeded", i)
+		}
+	}
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make([]error, n)
