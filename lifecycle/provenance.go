@@ -292,8 +292,16 @@ func (pv *Provenance) trackUpper(r *paddock.Run, seq int64, layers []string, st 
 // trackLayer reads one layer of trackUpper's into now, but what a higher
 // layer hides (hides, to which it adds its own).
 func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, now map[string]string, hides map[string]bool) error {
+	tf, err := openTree(upper)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer tf.close()
 	var own []string
-	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
@@ -324,7 +332,7 @@ func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, no
 			return nil
 		}
 		own = append(own, rel)
-		return pv.trackFile(r, path, rel, d.Type(), st, now, nil)
+		return pv.trackFile(r, tf, rel, d.Type(), st, now, nil)
 	})
 	for _, p := range own {
 		hides[p] = true
@@ -332,13 +340,13 @@ func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, no
 	return err
 }
 
-// trackFile reads the file at path (rel in the workspace, of type typ)
-// into now, and into st.seen: again only when its stat changed since st
-// last saw it. A file being changed or gone meanwhile is left for the next
-// look.
-func (pv *Provenance) trackFile(r *paddock.Run, path, rel string, typ fs.FileMode, st *provState, now, base map[string]string) error {
+// trackFile reads the file rel of tree tf (rel in the workspace, of type
+// typ) into now, and into st.seen: again only when its stat changed since
+// st last saw it. A file being changed or gone meanwhile (a link now on
+// its way included) is left for the next look.
+func (pv *Provenance) trackFile(r *paddock.Run, tf *treeFiles, rel string, typ fs.FileMode, st *provState, now, base map[string]string) error {
 	var sys unix.Stat_t
-	if err := unix.Lstat(path, &sys); err != nil {
+	if err := tf.lstat(rel, &sys); err != nil {
 		return nil // gone meanwhile: the next look sees it
 	}
 	f := fileOf(&sys, typ)
@@ -350,14 +358,14 @@ func (pv *Provenance) trackFile(r *paddock.Run, path, rel string, typ fs.FileMod
 	case typ&fs.ModeCharDevice != 0 && sys.Rdev == 0:
 		f.blob = "" // a whiteout: deleted
 	case typ&fs.ModeSymlink != 0:
-		t, err := os.Readlink(path)
+		t, err := tf.readlink(rel)
 		if err != nil {
 			return nil
 		}
 		f.blob = changeset.BlobID([]byte(t))
 	case typ.IsRegular() && f.size <= maxTracked:
-		b, err := os.ReadFile(path)
-		if err != nil || int64(len(b)) != f.size {
+		b, err := tf.read(rel, f.size)
+		if err != nil {
 			return nil // changing: the next look reads it
 		}
 		f.blob = changeset.BlobID(b)
@@ -391,6 +399,11 @@ func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, writ
 	if now == nil {
 		now = map[string]string{}
 	}
+	tf, err := openTree(upper)
+	if err != nil {
+		return false, nil
+	}
+	defer tf.close()
 	for _, rel := range written {
 		rel = path.Clean(rel)
 		if !fs.ValidPath(rel) || rel == "." || confine.IsDotGit(rel) || rel == ".paddock" || strings.HasPrefix(rel, ".paddock/") {
@@ -401,13 +414,12 @@ func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, writ
 				return false, nil
 			}
 		}
-		full := filepath.Join(upper, filepath.FromSlash(rel))
-		fi, err := os.Lstat(full)
-		if err != nil || !fi.Mode().IsRegular() {
+		var sys unix.Stat_t
+		if err := tf.lstat(rel, &sys); err != nil || sys.Mode&unix.S_IFMT != unix.S_IFREG {
 			return false, nil
 		}
 		delete(now, rel)
-		if err := pv.trackFile(r, full, rel, fi.Mode().Type(), st, now, base); err != nil {
+		if err := pv.trackFile(r, tf, rel, 0, st, now, base); err != nil {
 			return false, err
 		}
 		b, ok := now[rel]
@@ -431,14 +443,15 @@ func (pv *Provenance) trackTree(ctx context.Context, r *paddock.Run, seq int64, 
 	if err := pv.loadBase(ctx, r, st); err != nil {
 		return err
 	}
-	if done, err := pv.trackTouched(r, seq, st); done || err != nil {
-		return err
+	done, err := pv.trackTouched(r, seq, st)
+	if !done && err == nil {
+		var now map[string]string
+		if now, err = pv.treeNow(r, st); err == nil {
+			err = pv.trackChanges(r, seq, st, now)
+		}
 	}
-	now, err := pv.treeNow(r, st)
-	if err != nil {
-		return err
-	}
-	return pv.trackChanges(r, seq, st, now)
+	st.tree.walkNext = err != nil
+	return err
 }
 
 // treeNow is how run r's whole tree differs from its base, walked: path →
@@ -488,6 +501,10 @@ func (pv *Provenance) walkTree(r *paddock.Run, st *provState, now map[string]str
 	}
 	tw.walked(entries, pv.watches.from, failed, pv.log())
 	tw.pending = map[string]bool{}
+	// In order, so that each directory on the way is opened once.
+	slices.SortFunc(entries, func(a, b fsat.Entry) int { return strings.Compare(a.Rel, b.Rel) })
+	tf := &treeFiles{root: root}
+	defer tf.stack.Close()
 	for _, e := range entries {
 		var typ fs.FileMode
 		switch e.St.Mode & unix.S_IFMT {
@@ -503,7 +520,7 @@ func (pv *Provenance) walkTree(r *paddock.Run, st *provState, now map[string]str
 			now[e.Rel] = blob
 			continue
 		}
-		if err := pv.trackFile(r, filepath.Join(r.Workspace.Root, filepath.FromSlash(e.Rel)), e.Rel, typ, st, now, st.base); err != nil {
+		if err := pv.trackFile(r, tf, e.Rel, typ, st, now, st.base); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"path"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -87,7 +87,10 @@ type treeWatch struct {
 	linked map[string]bool
 	// pending are names a look found changing: the next reads them again.
 	pending map[string]bool
-	touches int // looks told by the kernel (a test's)
+	// walkNext: the last look failed after the kernel told it what
+	// changed; the next walks.
+	walkNext bool
+	touches  int // looks told by the kernel (a test's)
 }
 
 // drop ends the run's watches; off says not to watch again.
@@ -149,7 +152,9 @@ func (tw *treeWatch) walked(entries []fsat.Entry, from int, failed error, log *s
 // trackTouched is trackTree for a watched tree: only the names the kernel
 // says changed since the last look (and what is below a directory made,
 // removed or renamed) are read again. It reports false, having recorded
-// nothing, where the kernel cannot tell: the walk then does.
+// nothing, where the kernel cannot tell: the walk then does. A look that
+// fails after the kernel told it has the next look walk (walkNext): what
+// it was told is not told again.
 func (pv *Provenance) trackTouched(r *paddock.Run, seq int64, st *provState) (bool, error) {
 	tw := &st.tree
 	if tw.tree == nil || tw.root != r.Workspace.Root {
@@ -160,10 +165,9 @@ func (pv *Provenance) trackTouched(r *paddock.Run, seq int64, st *provState) (bo
 		tw.drop(false)
 		return false, nil
 	}
-	if ch.All {
+	if ch.All || tw.walkNext {
 		return false, nil // the walk re-watches what it finds
 	}
-
 	touched := map[string]bool{}
 	for _, set := range []map[string]bool{tw.linked, tw.pending} {
 		for p := range set {
@@ -182,10 +186,16 @@ func (pv *Provenance) trackTouched(r *paddock.Run, seq int64, st *provState) (bo
 			touched[p] = true
 		}
 	}
+	tf, err := openTree(r.Workspace.Root)
+	if err != nil {
+		return false, nil // the walk says why
+	}
+	defer tf.close()
+	names := slices.Sorted(maps.Keys(touched)) // each directory on the way opened once
 	now := maps.Clone(st.last)
 	tw.pending = map[string]bool{}
-	for p := range touched {
-		linked, err := pv.lookAgain(r, p, st, now)
+	for _, p := range names {
+		linked, err := pv.lookAgain(r, tf, p, st, now)
 		if err != nil {
 			return true, err
 		}
@@ -256,15 +266,15 @@ func (pv *Provenance) treesAgain(r *paddock.Run, st *provState, trees []string) 
 	return below, true, nil
 }
 
-// lookAgain reads the name rel of the tree into now, which holds how the
-// tree differs from the base: as trackTree's walk would have found it. It
-// says whether rel is a file with other links.
-func (pv *Provenance) lookAgain(r *paddock.Run, rel string, st *provState, now map[string]string) (linked bool, _ error) {
+// lookAgain reads the name rel of the tree tf into now, which holds how
+// the tree differs from the base: as trackTree's walk would have found it
+// (a name below a link is not there). It says whether rel is a file with
+// other links.
+func (pv *Provenance) lookAgain(r *paddock.Run, tf *treeFiles, rel string, st *provState, now map[string]string) (linked bool, _ error) {
 	delete(now, rel)
-	full := filepath.Join(r.Workspace.Root, filepath.FromSlash(rel))
 	var sys unix.Stat_t
 	var typ fs.FileMode
-	err := unix.Lstat(full, &sys)
+	err := tf.lstat(rel, &sys)
 	if err == nil {
 		switch sys.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
@@ -283,7 +293,7 @@ func (pv *Provenance) lookAgain(r *paddock.Run, rel string, st *provState, now m
 		}
 		return false, nil
 	}
-	if err := pv.trackFile(r, full, rel, typ, st, now, st.base); err != nil {
+	if err := pv.trackFile(r, tf, rel, typ, st, now, st.base); err != nil {
 		return linked, err
 	}
 	b, ok := now[rel]

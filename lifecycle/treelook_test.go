@@ -1,9 +1,12 @@
 package lifecycle_test
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,6 +47,12 @@ func TestTreeLookMatchesWalk(t *testing.T) {
 			"mv m/f m/g && mv m n",
 			"rm -rf n && echo 11 > n",
 			"rm -f link && mkdir link && echo 12 > link/in",
+			// Directories turned into links: nothing is read through them.
+			"mv cmd2 c3 && ln -s c3 cmd2",
+			"mkdir -p a/b && echo 13 > a/b/f",
+			"mv a/b a/c && ln -s c a/b && echo 14 > a/c/f",
+			"mkdir -p sub && ln -s sub l && echo 15 > l/f",
+			"rm -rf l && ln -s sub l",
 			// Written through a mapping, then closed: told at the close.
 			`command -v python3 >/dev/null || exit 0; python3 -c "import mmap; f=open('own','r+b'); m=mmap.mmap(f.fileno(),0); m[0:1]=b'X'; m.flush(); m.close(); f.close()"`,
 		}
@@ -94,5 +103,78 @@ func TestSmallTreeWalked(t *testing.T) {
 	}
 	if told != 0 || !maps.Equal(journal, walked) || len(walked) != 2 {
 		t.Fatalf("told %d looks; the journal says %v, a walk finds %v", told, journal, walked)
+	}
+}
+
+// lookAfter runs each script in run id and returns what its journal
+// says and what a walk finds after the last.
+func lookAfter(t *testing.T, e *env, id string, scripts ...string) (journal, walked map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, s := range scripts {
+		if _, err := e.m.Broker.Exec(ctx, id, paddock.ExecRequest{Argv: []string{"bash", "-c", s}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	journal, walked, _, err := lifecycle.TreeLook(ctx, e.m, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return journal, walked
+}
+
+// TestTreeLookReadsNoHostFile: a directory of the run turned into a link
+// to a directory of the host (which the sandbox cannot see) leads the
+// daemon's look nowhere: what was known below the directory is gone, and
+// no host file is read into the run's journal or kept among its versions.
+func TestTreeLookReadsNoHostFile(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	lifecycle.WatchTreesFrom(e.m, 0)
+	host := t.TempDir()
+	secret := []byte("host-only " + time.Now().String() + "\n")
+	os.WriteFile(filepath.Join(host, "secret"), secret, 0o644)
+	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
+		r := e.create(t, kind, "on_reject")
+		journal, walked := lookAfter(t, e, r.ID, "true", "true", "mkdir d && echo x > d/secret", "rm -rf d && ln -s "+host+" d")
+		if _, ok := journal["d/secret"]; ok || !maps.Equal(journal, walked) && kind == paddock.KindClone {
+			t.Errorf("%s: the journal says %v, a walk finds %v", kind, journal, walked)
+		}
+		versions, _ := filepath.Glob(filepath.Join(e.state, "*", r.ID, "provenance", "*"))
+		for _, v := range versions {
+			if b, _ := os.ReadFile(v); bytes.Equal(b, secret) {
+				t.Errorf("%s: the host's file was kept as %s", kind, v)
+			}
+		}
+	}
+}
+
+// TestTreeLookFailedIsWalkedNext: a look that fails after the kernel
+// told it what changed (its journal could not be written) has the next
+// look walk: what it was told is not told again.
+func TestTreeLookFailedIsWalkedNext(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	lifecycle.WatchTreesFrom(e.m, 0)
+	r := e.create(t, paddock.KindClone, "on_reject")
+	lookAfter(t, e, r.ID, "true", "true", "echo a > own")
+	journals, _ := filepath.Glob(filepath.Join(e.state, "*", r.ID, "provenance.jsonl"))
+	if len(journals) != 1 {
+		t.Fatalf("journals: %v", journals)
+	}
+	j := journals[0]
+	if err := os.Rename(j, j+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(j, 0o700) // the journal cannot be appended to
+	lookAfter(t, e, r.ID, "echo b >> own")
+	os.Remove(j)
+	os.Rename(j+".aside", j)
+	if journal, walked := lookAfter(t, e, r.ID, "true"); !maps.Equal(journal, walked) {
+		t.Errorf("the journal says %v, a walk finds %v", journal, walked)
 	}
 }

@@ -5,11 +5,12 @@
 // A Watcher is one inotify instance; a Tree of it watches each directory
 // the caller's walk hands it (Add). A name created, written, closed after
 // writing, changed in its attributes, deleted or renamed in a watched
-// directory is reported by the Tree's Changes. What inotify does not
-// report, the caller looks at itself: a write through a shared memory
-// mapping after its descriptor was closed, and a write through another
-// link of a file (nlink > 1), reported only in the directory it was made
-// in.
+// directory is reported by the Tree's Changes. A write through a shared
+// memory mapping is reported when the file's last user lets it go (its
+// close-after-write event comes at the last unmap or the process's end).
+// What inotify does not report, the caller looks at itself: a write
+// through another link of a file (nlink > 1), reported only in the
+// directory it was made in.
 package dirwatch
 
 import (
