@@ -82,4 +82,7 @@ const memoEntries = 60_000
 var (
 	statMemo = newMemo[map[string]cached](memoEntries)
 	treeMemo = newMemo[*baseTree](memoEntries)
+	// namesMemo keeps RevTree.Names' answers for a full commit id: each
+	// directory's names (nil where the commit has no such directory).
+	namesMemo = newMemo[[]string](memoEntries)
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 )
 
 // RevTree reads one revision of a repository by its names and files, from
@@ -53,7 +54,23 @@ func (t *RevTree) Names(dirs []string) (map[string][]string, error) {
 	want := map[string]bool{}
 	var spec []string
 	out := map[string][]string{}
+	// A full commit id's names never change (no replace object applies:
+	// see env): each directory's are kept, under the repository and the
+	// commit, and a change set asks for the same ones each time.
+	full := isHex(t.rev) && (len(t.rev) == 40 || len(t.rev) == 64)
+	key := func(d string) string { return "names\x00" + t.gitDir + "\x00" + t.rev + "\x00" + d }
+	var asked []string
 	for _, d := range dirs {
+		if full && !want[d] {
+			if v, ok := namesMemo.get(key(d), fileStat{}); ok {
+				want[d] = true
+				if v != nil {
+					out[d] = slices.Clone(v) // the caller's to change
+				}
+				continue
+			}
+			asked = append(asked, d)
+		}
 		switch {
 		case want[d]:
 		case d == "":
@@ -93,6 +110,9 @@ func (t *RevTree) Names(dirs []string) (map[string][]string, error) {
 			}
 		}
 		spec = spec[n:]
+	}
+	for _, d := range asked {
+		namesMemo.put(key(d), fileStat{}, len(out[d]), slices.Clone(out[d])) // nil: the commit has no such directory
 	}
 	return out, nil
 }
