@@ -54,6 +54,11 @@ func TestRevTreeAgainstCheckout(t *testing.T) {
 	for _, ns := range want {
 		slices.Sort(ns)
 	}
+	// One directory first: the rounds below find it kept and the
+	// directories below it not (a listing of a/b/ must add nothing to a).
+	if _, err := trees["git"].Names([]string{"a"}); err != nil {
+		t.Fatal(err)
+	}
 	for name, tree := range trees {
 		// Twice, the second in another order and with a directory more:
 		// git's answers for a commit are kept (gitx's namesMemo), and

@@ -60,10 +60,11 @@ func (t *RevTree) Names(dirs []string) (map[string][]string, error) {
 	full := isHex(t.rev) && (len(t.rev) == 40 || len(t.rev) == 64)
 	key := func(d string) string { return "names\x00" + t.gitDir + "\x00" + t.rev + "\x00" + d }
 	var asked []string
+	kept := map[string]bool{} // answered from the memo: no listing adds to them
 	for _, d := range dirs {
 		if full && !want[d] {
 			if v, ok := namesMemo.get(key(d), fileStat{}); ok {
-				want[d] = true
+				want[d], kept[d] = true, true
 				if v != nil {
 					out[d] = slices.Clone(v) // the caller's to change
 				}
@@ -103,7 +104,7 @@ func (t *RevTree) Names(dirs []string) (map[string][]string, error) {
 		for _, rec := range bytes.Split(b, []byte{0}) {
 			p := string(rec)
 			for child, d := p, path.Dir(p); d != "."; child, d = d, path.Dir(d) {
-				if want[d] && !seen[child] {
+				if want[d] && !kept[d] && !seen[child] {
 					seen[child] = true
 					out[d] = append(out[d], path.Base(child))
 				}

@@ -499,7 +499,7 @@ func (pv *Provenance) walkTree(r *paddock.Run, st *provState, now map[string]str
 		tw.drop(false)
 		return err
 	}
-	tw.walked(entries, pv.watches.from, failed, pv.log())
+	tw.walked(entries, pv.watches.from, failed, pv.log().With("run", r.ID))
 	tw.pending = map[string]bool{}
 	// In order, so that each directory on the way is opened once.
 	slices.SortFunc(entries, func(a, b fsat.Entry) int { return strings.Compare(a.Rel, b.Rel) })

@@ -165,7 +165,7 @@ func (pv *Provenance) trackTouched(r *paddock.Run, seq int64, st *provState) (bo
 		tw.drop(false)
 		return false, nil
 	}
-	if ch.All || tw.walkNext {
+	if ch.All || ch.Transient || tw.walkNext {
 		return false, nil // the walk re-watches what it finds
 	}
 	touched := map[string]bool{}
@@ -260,6 +260,7 @@ func (pv *Provenance) treesAgain(r *paddock.Run, st *provState, trees []string) 
 		}
 	}
 	if failed != nil {
+		pv.log().Warn("a run's look after each command walks its whole tree", "run", r.ID, "err", failed)
 		st.tree.drop(true)
 		return nil, false, nil
 	}
@@ -275,6 +276,9 @@ func (pv *Provenance) lookAgain(r *paddock.Run, tf *treeFiles, rel string, st *p
 	var sys unix.Stat_t
 	var typ fs.FileMode
 	err := tf.lstat(rel, &sys)
+	if err != nil && !fsat.NotThere(err) {
+		return false, err // not readable (as a walk would fail): the next look walks
+	}
 	if err == nil {
 		switch sys.Mode & unix.S_IFMT {
 		case unix.S_IFREG:

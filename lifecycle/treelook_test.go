@@ -39,6 +39,7 @@ func TestTreeLookMatchesWalk(t *testing.T) {
 			"ln own hard && echo 6 >> hard", // own changes: no event names it
 			"echo 7 >> hard",
 			"rm hard && echo 8 >> own",
+			"ln own hard && echo 16 >> hard && rm hard", // a link made and gone: no event names own
 			"chmod +x cmd/main.go && touch -d @0 docs/ü.txt",
 			// Out of the watched tree and back (a worktree's .git is a file).
 			"if [ -d .git ]; then mv cmd .git/away; else mv cmd away; fi",

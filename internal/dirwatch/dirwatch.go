@@ -79,7 +79,7 @@ func NewWatcher(budget int) (*Watcher, error) {
 // unreported. skip names what is not the tree's (the caller's walk does
 // not enter it either); it may be nil.
 func (w *Watcher) Tree(skip func(rel string) bool) *Tree {
-	t := &Tree{w: w, skip: skip, names: map[string]bool{}, trees: map[string]bool{}}
+	t := &Tree{w: w, skip: skip, names: map[string]bool{}, trees: map[string]bool{}, made: map[string]bool{}}
 	w.mu.Lock()
 	w.trees[t] = true
 	w.mu.Unlock()
@@ -108,7 +108,9 @@ type Tree struct {
 
 	// Under w.mu:
 	names, trees map[string]bool
+	made         map[string]bool // files made since the last look
 	all          bool
+	transient    bool
 	watched      int
 	closed       bool
 }
@@ -124,9 +126,6 @@ func (t *Tree) Add(fd int, rel string) error {
 	if t.closed || t.w.closed {
 		return errors.New("inotify: closed")
 	}
-	if len(t.w.dirs) >= t.w.budget {
-		return ErrLimit
-	}
 	wd, err := unix.InotifyAddWatch(t.w.fd, "/proc/self/fd/"+strconv.Itoa(fd), mask)
 	if err != nil {
 		if errors.Is(err, unix.ENOSPC) {
@@ -134,12 +133,25 @@ func (t *Tree) Add(fd int, rel string) error {
 		}
 		return fmt.Errorf("inotify: watch %q: %w", rel, err)
 	}
-	if old, ok := t.w.dirs[int32(wd)]; !ok || old.tree != t {
+	old, ok := t.w.dirs[int32(wd)]
+	switch {
+	case ok && old.tree != t:
+		// One watch an inode in an instance: another tree has this
+		// directory (two runs handed the same directory, or nested
+		// ones). It stays the other's; this tree cannot be told.
+		return ErrShared
+	case !ok && len(t.w.dirs) >= t.w.budget:
+		unix.InotifyRmWatch(t.w.fd, uint32(wd))
+		return ErrLimit
+	case !ok:
 		t.watched++
 	}
 	t.w.dirs[int32(wd)] = dirOf{t, rel}
 	return nil
 }
+
+// ErrShared is a directory another Tree of the Watcher watches.
+var ErrShared = errors.New("inotify: the directory is another tree's")
 
 // Changes are what changed in a tree since its last look.
 type Changes struct {
@@ -156,6 +168,11 @@ type Changes struct {
 	// top directory itself went: the whole tree is to be walked. The
 	// watches stay; Names and Trees are incomplete.
 	All bool
+	// Transient says a name was made and removed since the last look: it
+	// may have been another link of a file (link(2) is told as a file
+	// made), and a write through it changed that file, which no event
+	// names. The whole tree is to be walked.
+	Transient bool
 }
 
 // Changes reads what the kernel queued since the last call (for every
@@ -171,14 +188,14 @@ func (t *Tree) Changes() (Changes, error) {
 	if err := w.drain(); err != nil {
 		return Changes{}, err
 	}
-	ch := Changes{All: t.all}
+	ch := Changes{All: t.all, Transient: t.transient}
 	for p := range t.names {
 		ch.Names = append(ch.Names, p)
 	}
 	for p := range t.trees {
 		ch.Trees = append(ch.Trees, p)
 	}
-	t.names, t.trees, t.all = map[string]bool{}, map[string]bool{}, false
+	t.names, t.trees, t.made, t.all, t.transient = map[string]bool{}, map[string]bool{}, map[string]bool{}, false, false
 	return ch, nil
 }
 
@@ -239,6 +256,14 @@ func (w *Watcher) event(wd int32, m uint32, name string) {
 		return
 	}
 	t.names[rel] = true
+	if m&unix.IN_ISDIR == 0 {
+		switch {
+		case m&unix.IN_CREATE != 0:
+			t.made[rel] = true
+		case m&unix.IN_DELETE != 0 && t.made[rel]:
+			t.transient = true
+		}
+	}
 	if m&unix.IN_ISDIR != 0 && m&(unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0 {
 		t.trees[rel] = true
 		if m&unix.IN_MOVED_FROM != 0 {

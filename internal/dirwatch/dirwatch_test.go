@@ -101,6 +101,35 @@ func TestChangesNameWhatChanged(t *testing.T) {
 		t.Fatalf("after re-watching: %+v", ch)
 	}
 
+	// A file made and removed between two looks: perhaps a link,
+	// written through; the tree is to be walked. A file removed that
+	// was there before is not that.
+	os.WriteFile(filepath.Join(a, "tmp"), nil, 0o644)
+	os.Remove(filepath.Join(a, "tmp"))
+	if ch := changes(t, ta); !ch.Transient {
+		t.Fatalf("made and removed: %+v", ch)
+	}
+	os.Remove(filepath.Join(a, "z/y/f"))
+	if ch := changes(t, ta); ch.Transient || !slices.Equal(ch.Names, []string{"z/y/f"}) {
+		t.Fatalf("removed: %+v", ch)
+	}
+
+	// A directory another tree watches stays the other's.
+	fd, err := unix.Open(filepath.Join(a, "z"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := w.Tree(nil)
+	if err := other.Add(fd, ""); !errors.Is(err, ErrShared) {
+		t.Fatalf("a directory of another tree's: %v", err)
+	}
+	unix.Close(fd)
+	other.Close()
+	os.WriteFile(filepath.Join(a, "z/g"), nil, 0o644)
+	if ch := changes(t, ta); !slices.Contains(ch.Names, "z/g") {
+		t.Fatalf("after another tree's refused watch: %+v", ch)
+	}
+
 	// The top itself removed: the whole tree is to be walked.
 	os.RemoveAll(b)
 	if ch := changes(t, tb); !ch.All {
