@@ -310,6 +310,10 @@ type renewState struct {
 func (n *clusterNode) renewed(st *renewState, start time.Time, err error) bool {
 	switch {
 	case errors.Is(err, paddock.ErrFenced):
+		// Its lease may have run out by its own clock before the next
+		// tick would have said so: said first (TestClusterPartition
+		// reads both).
+		n.checkLapse(st)
 		n.log.Error("this node lost its lease: stopping (its runs may be adopted by another node)", "node", n.self.ID, "err", err)
 		n.fencedErr = err
 		close(n.fenced)
