@@ -143,7 +143,7 @@ func (t *tree) read(rel string, w io.Writer) (blob, mode string, perm fs.FileMod
 		perm = fs.FileMode(st.Mode & 0o7777)
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFLNK:
-			target, err := readlinkAt(dirfd, name)
+			target, err := fsat.Readlink(dirfd, name)
 			if err != nil {
 				return err
 			}
@@ -191,18 +191,6 @@ func (t *tree) read(rel string, w io.Writer) (blob, mode string, perm fs.FileMod
 }
 
 var errIsDir = errors.New("a directory")
-
-func readlinkAt(dirfd int, name string) (string, error) {
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlinkat(dirfd, name, buf)
-	if err != nil {
-		return "", err
-	}
-	if n >= len(buf) {
-		return "", fmt.Errorf("%s: link target too long", name)
-	}
-	return string(buf[:n]), nil
-}
 
 // readDir lists the names in the directory rel ("" for the root).
 func (t *tree) readDir(rel string) ([]string, error) {

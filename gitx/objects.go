@@ -67,24 +67,11 @@ type hasher struct {
 // open opens the file rel for reading, refusing anything but a regular
 // file, without following a link at any step.
 func (h *hasher) open(rel string) (*os.File, error) {
-	dfd, name, err := h.dirs.Parent(h.root, rel)
-	if err != nil {
-		return nil, err
-	}
-	fd, err := fsat.OpenAt(dfd, name, false)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), rel)
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
+	f, err := h.dirs.OpenRegular(h.root, rel)
+	if errors.Is(err, fsat.ErrNotRegular) {
 		err = fmt.Errorf("%s: %w (no longer a regular file)", rel, errChanged)
 	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return f, err
 }
 
 // content returns what git stores for f: a link's target, or a reader of
@@ -95,17 +82,11 @@ func (h *hasher) content(f *wfile) (io.ReadCloser, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		buf := make([]byte, 4096)
-		for {
-			n, err := unix.Readlinkat(dfd, name, buf)
-			if err != nil {
-				return nil, 0, err
-			}
-			if n < len(buf) {
-				return io.NopCloser(bytes.NewReader(buf[:n])), int64(n), nil
-			}
-			buf = make([]byte, 2*len(buf))
+		target, err := fsat.Readlink(dfd, name)
+		if err != nil {
+			return nil, 0, err
 		}
+		return io.NopCloser(strings.NewReader(target)), int64(len(target)), nil
 	}
 	r, err := h.open(f.path)
 	if err != nil {

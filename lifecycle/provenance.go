@@ -492,28 +492,20 @@ func (pv *Provenance) walkTree(r *paddock.Run, st *provState, now map[string]str
 	// Watched from before the walk: what changes meanwhile is told too.
 	tw := &st.tree
 	tw.forWalk(r.Workspace.Root, &pv.watches)
-	var failed error
-	var mu sync.Mutex
-	entries, err := fsat.WalkStatsDirs(root, topNotRuns, tw.entered("", &failed, &mu))
+	entries, err := fsat.WalkStatsDirs(root, topNotRuns, tw.entered(""))
 	if err != nil {
 		tw.drop(false)
 		return err
 	}
-	tw.walked(entries, pv.watches.from, failed, pv.log().With("run", r.ID))
+	tw.walked(entries, pv.watches.from, pv.log().With("run", r.ID))
 	tw.pending = map[string]bool{}
 	// In order, so that each directory on the way is opened once.
 	slices.SortFunc(entries, func(a, b fsat.Entry) int { return strings.Compare(a.Rel, b.Rel) })
 	tf := &treeFiles{root: root}
 	defer tf.stack.Close()
 	for _, e := range entries {
-		var typ fs.FileMode
-		switch e.St.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-		case unix.S_IFLNK:
-			typ = fs.ModeSymlink
-		case unix.S_IFCHR:
-			typ = fs.ModeDevice | fs.ModeCharDevice
-		default:
+		typ, ok := fileType(e.St.Mode)
+		if !ok {
 			continue // a FIFO, a socket: never part of a change set
 		}
 		if blob, ok := st.seenAs(e.Rel, fileOf(&e.St, typ)); ok {

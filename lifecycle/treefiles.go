@@ -3,7 +3,7 @@ package lifecycle
 import (
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 
 	"github.com/paddock-dev/paddock/internal/fsat"
 	"golang.org/x/sys/unix"
@@ -49,32 +49,18 @@ func (t *treeFiles) readlink(rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlinkat(dir, name, buf)
-	if err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
+	return fsat.Readlink(dir, name)
 }
 
 // read is the content of the regular file rel, if it still has size
 // bytes (a file being written is read at the next look).
 func (t *treeFiles) read(rel string, size int64) ([]byte, error) {
-	dir, name, err := t.stack.Parent(t.root, rel)
+	f, err := t.stack.OpenRegular(t.root, rel)
 	if err != nil {
 		return nil, err
 	}
-	fd, err := fsat.OpenAt(dir, name, false)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != size {
+	if fi, err := f.Stat(); err != nil || fi.Size() != size {
 		return nil, fmt.Errorf("%s changed while read", rel)
 	}
 	b := make([]byte, size)
@@ -82,4 +68,20 @@ func (t *treeFiles) read(rel string, size int64) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// fileType is the type a look records of a name with lstat mode mode: a
+// regular file (0), a link, a character device (an overlay's whiteout);
+// false for what is never part of a change set (a directory, a FIFO, a
+// socket).
+func fileType(mode uint32) (fs.FileMode, bool) {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return 0, true
+	case unix.S_IFLNK:
+		return fs.ModeSymlink, true
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice, true
+	}
+	return 0, false
 }

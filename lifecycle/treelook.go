@@ -1,7 +1,7 @@
 package lifecycle
 
 import (
-	"io/fs"
+	"cmp"
 	"log/slog"
 	"maps"
 	"path"
@@ -91,6 +91,11 @@ type treeWatch struct {
 	// changed; the next walks.
 	walkNext bool
 	touches  int // looks told by the kernel (a test's)
+
+	// addErr is the first watch a walk could not make (entered), from
+	// the walk's goroutines.
+	addMu  sync.Mutex
+	addErr error
 }
 
 // drop ends the run's watches; off says not to watch again.
@@ -115,24 +120,38 @@ func (tw *treeWatch) forWalk(root string, watches *treeWatches) *dirwatch.Tree {
 }
 
 // entered is the walk's hook that watches each directory it enters (at
-// rel below under): a watch that cannot be made is remembered in failed.
-func (tw *treeWatch) entered(under string, failed *error, mu *sync.Mutex) func(fd int, rel string) {
+// rel below under): a watch that cannot be made is kept in addErr, for
+// watchFailed.
+func (tw *treeWatch) entered(under string) func(fd int, rel string) {
 	tree := tw.tree
 	if tree == nil {
 		return nil
 	}
 	return func(fd int, rel string) {
 		if err := tree.Add(fd, path.Join(under, rel)); err != nil {
-			mu.Lock()
-			*failed = err
-			mu.Unlock()
+			tw.addMu.Lock()
+			tw.addErr = cmp.Or(tw.addErr, err)
+			tw.addMu.Unlock()
 		}
 	}
 }
 
+// watchFailed says whether a watch of the walk just made failed: then
+// the run's looks walk from now on, and the log says so.
+func (tw *treeWatch) watchFailed(log *slog.Logger) bool {
+	err := tw.addErr
+	tw.addErr = nil
+	if err == nil {
+		return false
+	}
+	log.Warn("a run's look after each command walks its whole tree", "err", err)
+	tw.drop(true)
+	return true
+}
+
 // walked keeps what a whole walk found: its linked files, and whether the
 // tree is large enough to watch.
-func (tw *treeWatch) walked(entries []fsat.Entry, from int, failed error, log *slog.Logger) {
+func (tw *treeWatch) walked(entries []fsat.Entry, from int, log *slog.Logger) {
 	tw.linked = map[string]bool{}
 	for _, e := range entries {
 		if e.St.Nlink > 1 && e.St.Mode&unix.S_IFMT == unix.S_IFREG {
@@ -140,11 +159,7 @@ func (tw *treeWatch) walked(entries []fsat.Entry, from int, failed error, log *s
 		}
 	}
 	tw.large = len(entries) >= from
-	switch {
-	case failed != nil:
-		log.Warn("a run's look after each command walks its whole tree", "err", failed)
-		tw.drop(true)
-	case !tw.large:
+	if !tw.watchFailed(log) && !tw.large {
 		tw.drop(false)
 	}
 }
@@ -177,8 +192,13 @@ func (pv *Provenance) trackTouched(r *paddock.Run, seq int64, st *provState) (bo
 	for _, p := range ch.Names {
 		touched[p] = true
 	}
+	tf, err := openTree(r.Workspace.Root)
+	if err != nil {
+		return false, nil // the walk says why
+	}
+	defer tf.close()
 	if len(ch.Trees) > 0 {
-		below, ok, err := pv.treesAgain(r, st, ch.Trees)
+		below, ok, err := pv.treesAgain(r, tf, st, ch.Trees)
 		if err != nil || !ok {
 			return false, err
 		}
@@ -186,11 +206,6 @@ func (pv *Provenance) trackTouched(r *paddock.Run, seq int64, st *provState) (bo
 			touched[p] = true
 		}
 	}
-	tf, err := openTree(r.Workspace.Root)
-	if err != nil {
-		return false, nil // the walk says why
-	}
-	defer tf.close()
 	names := slices.Sorted(maps.Keys(touched)) // each directory on the way opened once
 	now := maps.Clone(st.last)
 	tw.pending = map[string]bool{}
@@ -217,7 +232,7 @@ func (pv *Provenance) trackTouched(r *paddock.Run, seq int64, st *provState) (bo
 // the base, the journal or a look had there, and what is there now (each
 // such directory walked, and watched). It reports false where a watch
 // could not be made: the walk then does.
-func (pv *Provenance) treesAgain(r *paddock.Run, st *provState, trees []string) (map[string]bool, bool, error) {
+func (pv *Provenance) treesAgain(r *paddock.Run, tf *treeFiles, st *provState, trees []string) (map[string]bool, bool, error) {
 	below := map[string]bool{}
 	under := func(p string) bool {
 		for _, t := range trees {
@@ -234,24 +249,15 @@ func (pv *Provenance) treesAgain(r *paddock.Run, st *provState, trees []string) 
 			}
 		}
 	}
-	root, err := fsat.OpenDir(r.Workspace.Root)
-	if err != nil {
-		return nil, false, nil
-	}
-	defer unix.Close(root)
-	var stack fsat.Stack
-	defer stack.Close()
-	var failed error
-	var mu sync.Mutex
 	for _, t := range trees {
-		fd, err := stack.Open(root, t)
+		fd, err := tf.stack.Open(tf.root, t)
 		if fsat.NotThere(err) {
 			continue // gone, or no longer a directory: its names are read as gone
 		}
 		if err != nil {
 			return nil, false, err
 		}
-		entries, err := fsat.WalkStatsDirs(fd, nil, st.tree.entered(t, &failed, &mu))
+		entries, err := fsat.WalkStatsDirs(fd, nil, st.tree.entered(t))
 		if err != nil {
 			return nil, false, err
 		}
@@ -259,9 +265,7 @@ func (pv *Provenance) treesAgain(r *paddock.Run, st *provState, trees []string) 
 			below[path.Join(t, e.Rel)] = true
 		}
 	}
-	if failed != nil {
-		pv.log().Warn("a run's look after each command walks its whole tree", "run", r.ID, "err", failed)
-		st.tree.drop(true)
+	if st.tree.watchFailed(pv.log().With("run", r.ID)) {
 		return nil, false, nil
 	}
 	return below, true, nil
@@ -274,29 +278,18 @@ func (pv *Provenance) treesAgain(r *paddock.Run, st *provState, trees []string) 
 func (pv *Provenance) lookAgain(r *paddock.Run, tf *treeFiles, rel string, st *provState, now map[string]string) (linked bool, _ error) {
 	delete(now, rel)
 	var sys unix.Stat_t
-	var typ fs.FileMode
 	err := tf.lstat(rel, &sys)
 	if err != nil && !fsat.NotThere(err) {
 		return false, err // not readable (as a walk would fail): the next look walks
 	}
-	if err == nil {
-		switch sys.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			linked = sys.Nlink > 1
-		case unix.S_IFLNK:
-			typ = fs.ModeSymlink
-		case unix.S_IFCHR:
-			typ = fs.ModeDevice | fs.ModeCharDevice
-		default:
-			err = unix.ENOENT // a directory, a FIFO, a socket: no file here
-		}
-	}
-	if err != nil {
+	typ, ok := fileType(sys.Mode)
+	if err != nil || !ok { // gone, or a directory, a FIFO, a socket: no file here
 		if _, ok := st.base[rel]; ok {
 			now[rel] = "" // gone from the tree
 		}
 		return false, nil
 	}
+	linked = typ.IsRegular() && sys.Nlink > 1
 	if err := pv.trackFile(r, tf, rel, typ, st, now, st.base); err != nil {
 		return linked, err
 	}

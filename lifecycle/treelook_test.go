@@ -20,10 +20,7 @@ import (
 // and directories, and after random edits.
 func TestTreeLookMatchesWalk(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.project(t)
-	withSandbox(t, e)
-	lifecycle.WatchTreesFrom(e.m, 0)
+	e := watchedEnv(t)
 	ctx := context.Background()
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -130,10 +127,7 @@ func lookAfter(t *testing.T, e *env, id string, scripts ...string) (journal, wal
 // no host file is read into the run's journal or kept among its versions.
 func TestTreeLookReadsNoHostFile(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.project(t)
-	withSandbox(t, e)
-	lifecycle.WatchTreesFrom(e.m, 0)
+	e := watchedEnv(t)
 	host := t.TempDir()
 	secret := []byte("host-only " + time.Now().String() + "\n")
 	os.WriteFile(filepath.Join(host, "secret"), secret, 0o644)
@@ -157,10 +151,7 @@ func TestTreeLookReadsNoHostFile(t *testing.T) {
 // look walk: what it was told is not told again.
 func TestTreeLookFailedIsWalkedNext(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.project(t)
-	withSandbox(t, e)
-	lifecycle.WatchTreesFrom(e.m, 0)
+	e := watchedEnv(t)
 	r := e.create(t, paddock.KindClone, "on_reject")
 	lookAfter(t, e, r.ID, "true", "true", "echo a > own")
 	journals, _ := filepath.Glob(filepath.Join(e.state, "*", r.ID, "provenance.jsonl"))
@@ -178,4 +169,13 @@ func TestTreeLookFailedIsWalkedNext(t *testing.T) {
 	if journal, walked := lookAfter(t, e, r.ID, "true"); !maps.Equal(journal, walked) {
 		t.Errorf("the journal says %v, a walk finds %v", journal, walked)
 	}
+}
+
+// watchedEnv is a test's env whose runs' trees are all watched (watchFrom 0).
+func watchedEnv(t *testing.T) *env {
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	lifecycle.WatchTreesFrom(e.m, 0)
+	return e
 }

@@ -16,7 +16,14 @@ import (
 // a caller's walk does.
 func watchAll(t *testing.T, tr *Tree, dir, under string) {
 	t.Helper()
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	if err := addAll(tr, dir, under); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// addAll is watchAll that returns the first error.
+func addAll(tr *Tree, dir, under string) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
 		}
@@ -31,9 +38,6 @@ func watchAll(t *testing.T, tr *Tree, dir, under string) {
 		}
 		return tr.Add(fd, rel)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func newWatcher(t *testing.T, budget int) *Watcher {
@@ -173,18 +177,7 @@ func TestBudget(t *testing.T) {
 	d := t.TempDir()
 	os.MkdirAll(filepath.Join(d, "a/b/c"), 0o755)
 	tr := w.Tree(nil)
-	err := filepath.WalkDir(d, func(p string, de os.DirEntry, err error) error {
-		if err != nil || !de.IsDir() {
-			return err
-		}
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		return tr.Add(fd, p)
-	})
-	if !errors.Is(err, ErrLimit) {
+	if err := addAll(tr, d, ""); !errors.Is(err, ErrLimit) {
 		t.Fatalf("a third watch on a budget of two: %v", err)
 	}
 	tr.Close()

@@ -6,6 +6,7 @@ package fsat
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path"
@@ -92,6 +93,48 @@ func (s *Stack) truncate(k int) {
 
 // Close closes every descriptor the stack keeps.
 func (s *Stack) Close() { s.truncate(0) }
+
+// OpenRegular opens rel (slash-separated, below root) for reading
+// through the stack's directories, following no link at any step, and
+// only if it is a regular file (ErrNotRegular otherwise).
+func (s *Stack) OpenRegular(root int, rel string) (*os.File, error) {
+	dir, name, err := s.Parent(root, rel)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := OpenAt(dir, name, false)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s: %w", rel, ErrNotRegular)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// ErrNotRegular is a name that is no longer (or never was) a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// Readlink is the target of the link name in the directory dirfd, of any
+// length.
+func Readlink(dirfd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+	}
+}
 
 // NotThere reports an error that means the name is not there as the
 // reader asked for it: missing, a link, or not a directory on the way.
