@@ -436,6 +436,29 @@ type result struct {
 	code     int // -1: no marker (the guest did not finish its script)
 	took     time.Duration
 	scriptAt time.Duration // when the script started, on the host's clock
+	// hung is the guest kernel's report of a CPU stuck for hangAfter or
+	// more (its soft-lockup watchdog's line), when that ended the boot.
+	hung string
+}
+
+// hangAfter is how long a guest CPU may be reported stuck in its kernel
+// before the boot is given up as hung. The guest's watchdog reports a CPU
+// that has not scheduled for 20 s, and again every 26 s while it stays
+// stuck; an emulated guest on a loaded host can be starved that long and
+// recover, but not for four reports in a row.
+const hangAfter = 100
+
+var lockupLine = regexp.MustCompile(`soft lockup - CPU#\d+ stuck for (\d+)s!.*`)
+
+// hangLine is the watchdog's report in a console line of a CPU stuck for
+// hangAfter seconds or more, or "".
+func hangLine(line string) string {
+	if m := lockupLine.FindStringSubmatch(line); m != nil {
+		if secs, _ := strconv.Atoi(m[1]); secs >= hangAfter {
+			return m[0]
+		}
+	}
+	return ""
 }
 
 var markerLine = regexp.MustCompile(`(PADDOCK-VM-EXIT-[0-9a-f]+) rc=(\d+)`)
@@ -456,7 +479,9 @@ func (b *boot) run(t *testing.T) result {
 	marker := "PADDOCK-VM-EXIT-" + hex.EncodeToString(rb[:])
 	initrd := b.initrd(t, base, tmp, marker)
 
-	cmdline := "console=ttyS0 panic=-1 rdinit=/init loglevel=4 " + b.append
+	// loglevel=5: warnings reach the console, among them the registers
+	// and stack of a CPU the watchdog finds stuck.
+	cmdline := "console=ttyS0 panic=-1 rdinit=/init loglevel=5 " + b.append
 	if b.systemd {
 		cmdline += " systemd.unit=paddock-vm.target systemd.show_status=error"
 	}
@@ -492,6 +517,7 @@ func (b *boot) run(t *testing.T) result {
 	})
 	var out strings.Builder
 	var scriptAt time.Duration
+	var hung string
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -504,6 +530,13 @@ func (b *boot) run(t *testing.T) result {
 				scriptAt = time.Since(start)
 			}
 			t.Logf("[%s %5.1fs] %s", b.kernel.series, time.Since(start).Seconds(), line)
+			if h := hangLine(line); h != "" && hung == "" {
+				// The guest's kernel will not come back: waiting for the
+				// timeout would only spend the minutes another boot needs.
+				hung = h
+				t.Logf("the guest's kernel hung (%s): qemu killed", hung)
+				cancel()
+			}
 			out.WriteString(line)
 			out.WriteByte('\n')
 		}
@@ -512,10 +545,14 @@ func (b *boot) run(t *testing.T) result {
 	werr := cmd.Wait()
 	pw.Close()
 	wg.Wait()
-	r := result{output: out.String(), code: -1, took: time.Since(start), scriptAt: scriptAt}
-	if ctx.Err() != nil {
+	r := result{output: out.String(), code: -1, took: time.Since(start), scriptAt: scriptAt, hung: hung}
+	// A hung guest's caller boots it again or fails its configuration.
+	switch {
+	case hung != "":
+		t.Logf("the guest hung after %v", r.took.Round(100*time.Millisecond))
+	case ctx.Err() != nil:
 		t.Errorf("the guest did not finish in %v: qemu killed", timeout)
-	} else if werr != nil {
+	case werr != nil:
 		t.Errorf("qemu: %v", werr)
 	}
 	for _, m := range markerLine.FindAllStringSubmatch(r.output, -1) {
