@@ -29,17 +29,47 @@ func TestChangeSetJSONKeepsBytes(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		if back.Diff != cs.Diff || len(back.Entries) != 3 {
-			t.Fatalf("diff %q came back %q", cs.Diff, back.Diff)
+		// The API's handler writes the Wire and the client reads one: the
+		// same JSON, the same change set back.
+		wb, err := json.Marshal(cs.Wire())
+		if err != nil {
+			t.Fatal(err)
 		}
-		for j := range cs.Entries {
-			if back.Entries[j].Path != cs.Entries[j].Path || back.Entries[j].Op != cs.Entries[j].Op {
-				t.Fatalf("entry %q came back %q", cs.Entries[j].Path, back.Entries[j].Path)
+		if string(wb) != string(b) {
+			t.Fatalf("the wire form writes\n%s\nMarshalJSON\n%s", wb, b)
+		}
+		var w ChangeSetWire
+		if err := json.Unmarshal(b, &w); err != nil {
+			t.Fatal(err)
+		}
+		viaWire, err := w.ChangeSet()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, back := range []*ChangeSet{&back, viaWire} {
+			if back.Diff != cs.Diff || len(back.Entries) != 3 {
+				t.Fatalf("diff %q came back %q", cs.Diff, back.Diff)
+			}
+			for j := range cs.Entries {
+				if back.Entries[j].Path != cs.Entries[j].Path || back.Entries[j].Op != cs.Entries[j].Op {
+					t.Fatalf("entry %q came back %q", cs.Entries[j].Path, back.Entries[j].Path)
+				}
 			}
 		}
 	}
 	b, _ := json.Marshal(ChangeEntry{Path: "a.txt", Op: OpCreate})
 	if string(b) != `{"path":"a.txt","op":"create","binary":false,"size":0}` {
 		t.Fatalf("a UTF-8 entry: %s", b)
+	}
+	// No entries stay none, and an empty list stays empty.
+	for _, cs := range []ChangeSet{{RunID: "r-x"}, {RunID: "r-x", Entries: []ChangeEntry{}}} {
+		b, _ := json.Marshal(cs)
+		wb, _ := json.Marshal(cs.Wire())
+		var w ChangeSetWire
+		json.Unmarshal(wb, &w)
+		back, err := w.ChangeSet()
+		if err != nil || string(wb) != string(b) || (back.Entries == nil) != (cs.Entries == nil) {
+			t.Fatalf("%s against %s, back %+v %v", wb, b, back, err)
+		}
 	}
 }

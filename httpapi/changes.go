@@ -47,7 +47,11 @@ type changesHandlers struct {
 }
 
 func (h *changesHandlers) changeSet(r *http.Request) (any, error) {
-	return h.changes.ChangeSet(r.Context(), r.PathValue("id"))
+	cs, err := h.changes.ChangeSet(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	return cs.Wire(), nil // written in one pass (see paddock.ChangeSetWire)
 }
 
 func (h *changesHandlers) submit(r *http.Request) (any, error) {
@@ -55,7 +59,11 @@ func (h *changesHandlers) submit(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return h.changes.SubmitExpecting(r.Context(), r.PathValue("id"), req.ExpectHash)
+	cs, err := h.changes.SubmitExpecting(r.Context(), r.PathValue("id"), req.ExpectHash)
+	if err != nil {
+		return nil, err
+	}
+	return cs.Wire(), nil
 }
 
 func (h *changesHandlers) approve(r *http.Request) (any, error) {
