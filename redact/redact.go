@@ -150,6 +150,14 @@ func (r *Redactor) MayMask(b []byte) bool {
 		if f.bits[k>>6]&(1<<(k&63)) == 0 {
 			continue
 		}
+		if i+2 < len(b) && !f.short {
+			// Its second and third bytes too: a pair of letters that
+			// starts a needle ("be", "sk") is common in text, a triple
+			// far less.
+			if k := uint16(b[i+1])<<8 | uint16(b[i+2]); f.next[k>>6]&(1<<(k&63)) == 0 {
+				continue
+			}
+		}
 		for _, n := range f.needles[k] {
 			if len(b)-i >= len(n.find) && (bytes.Equal(b[i:i+len(n.find)], n.find) || (n.fold && bytes.EqualFold(b[i:i+len(n.find)], n.find))) {
 				return true
@@ -162,6 +170,8 @@ func (r *Redactor) MayMask(b []byte) bool {
 // prefilter indexes what MayMask looks for by its first two bytes.
 type prefilter struct {
 	bits    [1 << 10]uint64 // one bit for each pair of first bytes
+	next    [1 << 10]uint64 // and for each pair of second and third bytes
+	short   bool            // a needle of two bytes: next does not apply
 	needles map[uint16][]needle
 }
 
@@ -199,6 +209,20 @@ func newPrefilter(pairs []pair) *prefilter {
 			k := uint16(p[0])<<8 | uint16(p[1])
 			f.bits[k>>6] |= 1 << (k & 63)
 			f.needles[k] = append(f.needles[k], n)
+		}
+		if len(n.find) < 3 {
+			f.short = true
+			return
+		}
+		seconds, thirds := []byte{n.find[1]}, []byte{n.find[2]}
+		if n.fold {
+			seconds, thirds = caseVariants(n.find[1]), caseVariants(n.find[2])
+		}
+		for _, a := range seconds {
+			for _, b := range thirds {
+				k := uint16(a)<<8 | uint16(b)
+				f.next[k>>6] |= 1 << (k & 63)
+			}
 		}
 	}
 	for _, p := range pairs {

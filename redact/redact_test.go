@@ -245,6 +245,32 @@ func TestKeyLines(t *testing.T) {
 			t.Errorf("IsKeyData(%q) = %t", line, got)
 		}
 	}
+	// Trimmed by hand, IsKeyData answers as it did with bytes.TrimLeft and
+	// TrimRight, on lines made of the bytes it trims and keeps.
+	trimmed := func(line []byte) bool {
+		line = bytes.TrimLeft(line, "\t \"'")
+		line = bytes.TrimRight(line, "\t \"',+;\r")
+		if len(line) == 0 {
+			return false
+		}
+		for _, c := range line {
+			if !isUpperOrDigit(c) && !(c >= 'a' && c <= 'z') && c != '+' && c != '/' && c != '=' {
+				return false
+			}
+		}
+		return true
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	const alphabet = "\t \"',+;\r/=Aa0\n-:!"
+	for i := range 100000 {
+		line := make([]byte, rng.IntN(12))
+		for j := range line {
+			line[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		if got, want := IsKeyData(line), trimmed(line); got != want {
+			t.Fatalf("case %d: IsKeyData(%q) = %t, with bytes.Trim %t", i, line, got, want)
+		}
+	}
 }
 
 func TestDetector(t *testing.T) {
@@ -337,5 +363,55 @@ func TestStreamFlush(t *testing.T) {
 	w.Close()
 	if out.String() != "line\nname? x [REDACTED:T] y" {
 		t.Fatalf("a secret split around a Flush: %q", out.String())
+	}
+}
+
+// TestMayMaskAsEveryNeedle: MayMask, which tests a needle only where its
+// first three bytes stand, answers as a test of every needle at every
+// offset does, for a declared secret's forms and every shape's literals,
+// on text made of the needles' own bytes and their case variants.
+func TestMayMaskAsEveryNeedle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, r := range []*Redactor{nil, New(map[string]string{"TOKEN": "s3cr3t/value+with=chars?&", "SHORT": "abcd"})} {
+		f := r.prefilter()
+		var needles []needle
+		var alphabet []byte
+		for _, ns := range f.needles {
+			for _, n := range ns {
+				needles = append(needles, n)
+				for _, c := range n.find {
+					alphabet = append(alphabet, caseVariants(c)...)
+				}
+			}
+		}
+		every := func(b []byte) bool {
+			for i := range b {
+				for _, n := range needles {
+					if len(b)-i >= len(n.find) && (bytes.Equal(b[i:i+len(n.find)], n.find) || (n.fold && bytes.EqualFold(b[i:i+len(n.find)], n.find))) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		for i := range 100000 {
+			b := make([]byte, rng.IntN(24))
+			for j := range b {
+				b[j] = alphabet[rng.IntN(len(alphabet))]
+			}
+			if rng.IntN(4) == 0 {
+				// A needle, or its start, at a random place.
+				n := needles[rng.IntN(len(needles))].find
+				n = n[:1+rng.IntN(len(n))]
+				at := rng.IntN(len(b) + 1)
+				b = append(b[:at:at], append(bytes.ToUpper(n), b[at:]...)...)
+				if rng.IntN(2) == 0 {
+					copy(b[at:], n)
+				}
+			}
+			if got, want := r.MayMask(b), every(b); got != want {
+				t.Fatalf("case %d: MayMask(%q) = %v, every needle at every offset: %v", i, b, got, want)
+			}
+		}
 	}
 }

@@ -25,6 +25,7 @@
 package termsafe
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -42,6 +43,17 @@ func isBidi(r rune) bool {
 // override or isolate. Bytes that are not UTF-8 are not counted.
 func Has(b []byte) bool {
 	for i := 0; i < len(b); {
+		// Eight bytes at a time while they are all printable ASCII: most
+		// text, between its tabs and newlines.
+		for i+8 <= len(b) {
+			if x := binary.LittleEndian.Uint64(b[i:]); hasBelow(x, 0x20)|hasAbove(x, 0x7e) != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		if c < utf8.RuneSelf {
 			if c == 0x7f || (c < 0x20 && c != '\t' && c != '\n' && !(c == '\r' && i+1 < len(b) && b[i+1] == '\n')) {
@@ -60,6 +72,14 @@ func Has(b []byte) bool {
 	}
 	return false
 }
+
+// hasBelow and hasAbove are not 0 when a byte of x is below n, above n
+// (n at most 127): exact, from "Bit Twiddling Hacks" (determine if a word
+// has a byte less than n, greater than n).
+func hasBelow(x, n uint64) uint64 { return (x - ones*n) & ^x & (ones * 0x80) }
+func hasAbove(x, n uint64) uint64 { return ((x + ones*(127-n)) | x) & (ones * 0x80) }
+
+const ones = ^uint64(0) / 255
 
 // HasInName is Has for a name shown on one line: tab, newline and CR are
 // controls there too.

@@ -2,8 +2,10 @@ package termsafe
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // cases: text, Text of it, whether Has reports it.
@@ -91,5 +93,58 @@ func TestJSON(t *testing.T) {
 	}
 	if string(JSON([]byte(`{"a":"b"}`))) != `{"a":"b"}` {
 		t.Fatal("changed plain JSON")
+	}
+}
+
+// hasOneByOne is Has as it was before it read eight bytes at a time.
+func hasOneByOne(b []byte) bool {
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if c == 0x7f || (c < 0x20 && c != '\t' && c != '\n' && !(c == '\r' && i+1 < len(b) && b[i+1] == '\n')) {
+				return true
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError || n > 1 {
+			if (r >= 0x80 && r <= 0x9f) || isBidi(r) {
+				return true
+			}
+		}
+		i += n
+	}
+	return false
+}
+
+// TestHasWordAtATime: Has, reading printable ASCII eight bytes at a time,
+// answers as it did one byte at a time, wherever the one character that
+// counts falls among the eight, and at every edge of the ASCII range.
+func TestHasWordAtATime(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	special := []string{"\t", "\n", "\r", "\r\n", "\x7f", "\x1b", "\x00", "\x1f", " ", "~", "\x80", "\xff", "\xc2\x85", "\xc2\xa0", "é", "\u202e", "\u2066", "\u2069x", "\xe2\x80"}
+	for i := range 200000 {
+		var b []byte
+		n := rng.IntN(40)
+		for range n {
+			if rng.IntN(12) == 0 {
+				b = append(b, special[rng.IntN(len(special))]...)
+			} else {
+				b = append(b, byte(0x20+rng.IntN(0x5f)))
+			}
+		}
+		if got, want := Has(b), hasOneByOne(b); got != want {
+			t.Fatalf("case %d: Has(%q) = %v, one byte at a time %v", i, b, got, want)
+		}
+	}
+	for c := range 256 {
+		for at := range 17 {
+			b := []byte(strings.Repeat("a", 16))
+			b = append(b[:at], append([]byte{byte(c)}, b[at:]...)...)
+			if got, want := Has(b), hasOneByOne(b); got != want {
+				t.Fatalf("byte %#x at %d: Has = %v, one byte at a time %v", c, at, got, want)
+			}
+		}
 	}
 }
