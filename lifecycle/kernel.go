@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +52,9 @@ type kernel struct {
 	// forgetters drop what a service keeps in memory about a run
 	// (forgetRun); NewManager sets them.
 	forgetters []func(id string)
+	// redactors keeps the runs' secrets' names and the redactors made of
+	// their values (redactors.go).
+	redactors *redactors
 }
 
 // frozen loads the change set submitted under hash, with its diff file.
@@ -216,22 +218,7 @@ func (kn *kernel) runAndProject(ctx context.Context, id string) (r *paddock.Run,
 }
 
 // redactor masks a run's declared secrets and every credential shape.
-func (kn *kernel) redactor(r *paddock.Run) *redact.Redactor {
-	values := map[string]string{}
-	names := r.Secrets
-	if r.Agent != nil {
-		names = append(slices.Clone(names), credentialSecrets(r.Agent)...)
-	}
-	for _, n := range names {
-		if kn.Secret == nil {
-			break
-		}
-		if v, ok := kn.Secret(n); ok {
-			values[n] = v
-		}
-	}
-	return redact.New(values)
-}
+func (kn *kernel) redactor(r *paddock.Run) *redact.Redactor { return kn.redactors.forRun(r) }
 
 // overlayProvider is the manager's overlay provider, if it has one.
 func (kn *kernel) overlayProvider() (*workspace.Overlay, bool) {
@@ -244,6 +231,7 @@ func (kn *kernel) overlayProvider() (*workspace.Overlay, bool) {
 // What they keep for a run only while a call holds it (its locks) goes by
 // itself (runLocks).
 func (kn *kernel) forgetRun(id string) {
+	kn.redactors.forget(id)
 	for _, forget := range kn.forgetters {
 		forget(id)
 	}

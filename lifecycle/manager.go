@@ -201,6 +201,12 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	k := &kernel{Config: cfg}
 	k.ctx, k.stop = context.WithCancel(context.WithoutCancel(ctx))
+	k.redactors = &redactors{secret: func(name string) (string, bool) {
+		if k.Secret == nil {
+			return "", false
+		}
+		return k.Secret(name)
+	}}
 	m := &Manager{kernel: k}
 	m.Projects = &Projects{kernel: k}
 	m.Runs = &Runs{kernel: k}

@@ -123,6 +123,9 @@ func (br *Broker) callTool(ctx context.Context, r *paddock.Run, p *paddock.Proje
 // Redactor masks the run's declared secrets and every credential shape:
 // for what the API streams of a run that its answers do not carry.
 func (br *Broker) Redactor(ctx context.Context, id string) (*redact.Redactor, error) {
+	if red, ok := br.redactors.byID(id); ok {
+		return red, nil // the run's names are known: no read of it
+	}
 	r, err := br.Run(ctx, id)
 	if err != nil {
 		return nil, err
