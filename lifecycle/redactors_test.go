@@ -23,7 +23,9 @@ func TestRedactorsFollowTheValues(t *testing.T) {
 	}}
 	run := &paddock.Run{ID: "r-1", Secrets: []string{"DB_PASSWORD"},
 		Agent: &paddock.AgentDefinition{Credentials: []paddock.CredentialRule{{Use: "anthropic"}}}}
-	masks := func(red interface{ String(string) string }, v string) bool { return red.String("x "+v+" y") != "x "+v+" y" }
+	masks := func(red interface{ String(string) string }, v string) bool {
+		return red.String("x "+v+" y") != "x "+v+" y"
+	}
 
 	red := rs.forRun(run)
 	if !masks(red, "first-password-value") || !masks(red, "sk-ant-agent-credential-1") || masks(red, "not-this-runs-secret") {
