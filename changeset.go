@@ -158,8 +158,11 @@ type ChangeSetWire struct {
 	DiffB64 string      `json:"diff_b64,omitempty"`
 }
 
-// Wire is the change set as the API carries it.
+// Wire is the change set as the API carries it (nil for nil).
 func (cs *ChangeSet) Wire() *ChangeSetWire {
+	if cs == nil {
+		return nil
+	}
 	v := &ChangeSetWire{plainChangeSet: plainChangeSet(*cs)}
 	v.plainChangeSet.Entries = nil
 	if cs.Entries != nil {
