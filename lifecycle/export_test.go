@@ -144,6 +144,12 @@ func ReleaseHarness(m *Manager, id string) { m.executor.releaseHarness(id) }
 // from n files (watchFrom): 0 watches every tree.
 func WatchTreesFrom(m *Manager, n int) { m.Provenance.watches.from = n }
 
+// WatchBudget gives m's looks budget watches in all, and has a run whose
+// watches ran out try again retry after (before any tree is watched).
+func WatchBudget(m *Manager, budget int, retry time.Duration) {
+	m.Provenance.watches.budget, m.Provenance.watches.retry = budget, retry
+}
+
 // TreeLook is what run id's journal last said of its tree and what a
 // walk of it finds now (path → blob, "" for a base file gone; neither
 // holds what is as the base has it), and how many of its looks so far

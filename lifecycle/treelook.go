@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/internal/dirwatch"
@@ -28,12 +29,23 @@ import (
 // less than its watches.
 const watchFrom = 1000
 
+// watchRetry is how long a run whose watches ran out (the daemon's budget
+// spent by other runs' trees, or the kernel's) walks after each command
+// before a walk tries to watch its tree again: the other runs may have
+// given theirs back since.
+const watchRetry = time.Minute
+
 // treeWatches is the daemon's one inotify instance, made when a tree
 // first needs it: the kernel gives a user few (128 by default, shared
 // with the user's other programs), and a daemon has many runs.
 type treeWatches struct {
 	log  func() *slog.Logger
 	from int // watchFrom (a test's own)
+	// budget is the watches the daemon may hold (0: dirwatch.Budget), and
+	// retry how long a run whose watches ran out walks before its walk
+	// tries to watch again (watchRetry): tests' own.
+	budget int
+	retry  time.Duration
 
 	mu     sync.Mutex
 	w      *dirwatch.Watcher
@@ -45,7 +57,7 @@ func (tw *treeWatches) tree() *dirwatch.Tree {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	if tw.w == nil && !tw.failed {
-		w, err := dirwatch.NewWatcher(dirwatch.Budget())
+		w, err := dirwatch.NewWatcher(cmp.Or(tw.budget, dirwatch.Budget()))
 		if err != nil {
 			tw.failed = true
 			tw.log().Warn("a clone's or a worktree's look after each command walks its whole tree", "err", err)
@@ -78,6 +90,8 @@ type treeWatch struct {
 	tree *dirwatch.Tree
 	root string // the tree's top, as the run's workspace had it
 	off  bool   // the user's watches ran out: this run's looks walk
+	// offAt is when they ran out: a walk watchRetry after tries again.
+	offAt time.Time
 	// large: the last walk found at least watchFrom files. A tree is
 	// watched from its second walk: a small one never needs the daemon's
 	// inotify instance.
@@ -104,7 +118,9 @@ func (tw *treeWatch) drop(off bool) {
 		tw.tree.Close()
 		tw.tree = nil
 	}
-	tw.off = tw.off || off
+	if off && !tw.off {
+		tw.off, tw.offAt = true, time.Now()
+	}
 }
 
 // forWalk is the tree to hand a walk of root's directories to: the run's
@@ -112,6 +128,9 @@ func (tw *treeWatch) drop(off bool) {
 func (tw *treeWatch) forWalk(root string, watches *treeWatches) *dirwatch.Tree {
 	if tw.tree != nil && tw.root != root {
 		tw.drop(false) // the workspace moved (restored elsewhere)
+	}
+	if tw.off && time.Since(tw.offAt) >= cmp.Or(watches.retry, watchRetry) {
+		tw.off = false // this walk tries again; a watch it cannot make turns it off again
 	}
 	if tw.tree == nil && !tw.off && tw.large {
 		tw.tree, tw.root = watches.tree(), root

@@ -179,3 +179,43 @@ func watchedEnv(t *testing.T) *env {
 	lifecycle.WatchTreesFrom(e.m, 0)
 	return e
 }
+
+// TestTreeWatchedAgainOnceWatchesFree: a run whose tree could not be
+// watched (the daemon's watches spent by another run's tree) walks after
+// each command, and is watched again once the other run has given its
+// watches back: its looks are told by the kernel again, and still find
+// what a walk finds.
+func TestTreeWatchedAgainOnceWatchesFree(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	lifecycle.WatchTreesFrom(e.m, 0)
+	// Room for one run's tree, not two: 35 watches each (its directories,
+	// and the guards of the agents' configuration paths).
+	lifecycle.WatchBudget(e.m, 40, time.Nanosecond)
+	ctx := context.Background()
+	dirs := "mkdir -p d1 d2 d3 && echo a > d1/f"
+	a := e.create(t, paddock.KindClone, "on_reject")
+	lookAfter(t, e, a.ID, dirs, "echo 1 >> d1/f", "echo 2 >> d2/g")
+	if _, _, told, err := lifecycle.TreeLook(ctx, e.m, a.ID); err != nil || told == 0 {
+		t.Fatalf("the first run's looks are not told by the kernel (%d told): %v", told, err)
+	}
+	b := e.create(t, paddock.KindClone, "on_reject")
+	lookAfter(t, e, b.ID, dirs, "echo 1 >> d1/f", "echo 2 >> d2/g")
+	if _, _, told, err := lifecycle.TreeLook(ctx, e.m, b.ID); err != nil || told != 0 {
+		t.Fatalf("the second run's tree was watched beyond the budget (%d told): %v", told, err)
+	}
+	if _, err := e.m.Runs.Reject(ctx, a.ID); err != nil { // on_reject: cleaned up, its watches given back
+		t.Fatal(err)
+	}
+	// The next walk watches the tree again; the look after it is told.
+	journal, walked := lookAfter(t, e, b.ID, "echo 3 >> d3/h", "mv d2 d4 && echo 4 >> d4/g", "rm d1/f")
+	_, _, told, err := lifecycle.TreeLook(ctx, e.m, b.ID)
+	if err != nil || told == 0 {
+		t.Fatalf("the second run is not watched once the first gave its watches back (%d told): %v", told, err)
+	}
+	if !maps.Equal(journal, walked) {
+		t.Fatalf("the journal says %v, a walk finds %v", journal, walked)
+	}
+}
