@@ -2,11 +2,14 @@ package paddock
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 )
 
 // TestChangeSetJSONKeepsBytes: a change set whose paths and diff are any
@@ -57,6 +60,30 @@ func TestChangeSetJSONKeepsBytes(t *testing.T) {
 				if back.Entries[j].Path != cs.Entries[j].Path || back.Entries[j].Op != cs.Entries[j].Op {
 					t.Fatalf("entry %q came back %q", cs.Entries[j].Path, back.Entries[j].Path)
 				}
+			}
+		}
+	}
+	// Field for field and in order, the wire form is what the change set's
+	// JSON was before it (its fields, diff_b64 after them): a field added
+	// to ChangeSet and not to ChangeSetWire fails here.
+	type plain ChangeSet
+	type before struct {
+		plain
+		DiffB64 string `json:"diff_b64,omitempty"`
+	}
+	for _, diff := range []string{"plain diff <a> & b\n", "not \xff UTF-8"} {
+		cs := ChangeSet{RunID: "r-x", BaseRevision: "abc", Diff: diff, DiffSize: 12, DiffOmitted: true, DiffFile: "/kept/diff",
+			Hash: "sha256:0", Ignored: []string{"build/"}, ComputedAt: time.Date(2026, 12, 7, 1, 2, 3, 0, time.UTC),
+			Entries: []ChangeEntry{{Path: "a\xffb", Op: OpModify, OldMode: "100644", NewMode: "100755", OldBlob: "1", NewBlob: "2", Binary: true, Size: 3,
+				Risks: []string{"r"}, Notes: map[string]string{"k": "v"}, Blocked: "why"}}}
+		ref := before{plain: plain(cs)}
+		if !utf8.ValidString(diff) {
+			ref.Diff, ref.DiffB64 = strings.ToValidUTF8(diff, "\uFFFD"), base64.StdEncoding.EncodeToString([]byte(diff))
+		}
+		want, _ := json.Marshal(ref)
+		for name, v := range map[string]any{"MarshalJSON": cs, "Wire": cs.Wire()} {
+			if got, _ := json.Marshal(v); string(got) != string(want) {
+				t.Errorf("%s writes\n%s\nwhere the change set's JSON was\n%s", name, got, want)
 			}
 		}
 	}
