@@ -14,6 +14,7 @@ import (
 	"io"
 	mathrand "math/rand/v2"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,20 +167,44 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body io.Reader,
 		return err
 	}
 	defer resp.body.Close()
-	// The answer's data is decoded into out as the answer is read: one
-	// pass over it. (Read whole first and decoded again, a change set's
-	// inlined diff of 2 MB was scanned three times, 20 ms and more.)
-	env := answer{Data: out}
-	if out == nil {
-		env.Data = new(json.RawMessage)
-	}
-	if err := json.NewDecoder(resp.body).Decode(&env); err != nil {
+	ok, err := decodeAnswer(resp.body, out)
+	if err != nil {
 		return fmt.Errorf("%s %s: status %d with an unreadable answer: %w", method, path, resp.status, err)
 	}
-	if !env.OK {
+	if !ok {
 		return fmt.Errorf("%s %s: status %d without an error", method, path, resp.status)
 	}
 	return nil
+}
+
+// decodeAnswer reads a successful answer's envelope and decodes its data
+// into out (a pointer, or nil to skip it) as it reads: one pass over it.
+// (Read whole first and decoded again, a change set's inlined diff of 2
+// MB was scanned three times, 20 ms and more.) Data that is null or left
+// out leaves out as it was; a json.RawMessage is given the data's text as
+// it is, null included. It reports the envelope's ok.
+func decodeAnswer(r io.Reader, out any) (bool, error) {
+	if v := reflect.ValueOf(out); out != nil && (v.Kind() != reflect.Pointer || v.IsNil()) {
+		return false, fmt.Errorf("the answer's data cannot be decoded into a %T, only through a pointer", out)
+	}
+	if rm, isRaw := out.(*json.RawMessage); isRaw || out == nil {
+		var env struct {
+			OK   bool            `json:"ok"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.NewDecoder(r).Decode(&env); err != nil {
+			return false, err
+		}
+		if rm != nil && env.OK {
+			*rm = env.Data
+		}
+		return env.OK, nil
+	}
+	env := answer{Data: out}
+	if err := json.NewDecoder(r).Decode(&env); err != nil {
+		return false, err
+	}
+	return env.OK, nil
 }
 
 // answer is a successful answer's envelope, its data decoded into the
@@ -847,7 +872,11 @@ func (c *Client) changeSet(ctx context.Context, method, path string, in any) (*p
 	if err := c.do(ctx, method, path, in, &w); err != nil {
 		return &paddock.ChangeSet{}, err
 	}
-	return w.ChangeSet()
+	cs, err := w.ChangeSet()
+	if err != nil {
+		return &paddock.ChangeSet{}, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return cs, nil
 }
 
 // ChangeSetDiff opens the whole diff of a run's change set, as the daemon
