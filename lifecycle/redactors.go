@@ -11,8 +11,9 @@ import (
 
 // redactors keeps what masking a run's answers needs, so that a call does
 // not pay for it again: the names of the secrets each run masks (its own
-// and its agent's credentials, fixed when the run is made), by run id,
-// and the redactors made of the values those names had, by the values.
+// and its agent's credentials, fixed when the run is made: the store
+// has no update of a run), by run id, and the redactors made of the
+// values those names had, by the values.
 // The values are read at each call (Secret: a file or the environment),
 // so a secret changed is masked by its new value from the next call on.
 //
@@ -24,14 +25,19 @@ import (
 type redactors struct {
 	secret func(name string) (string, bool) // the kernel's Secret; nil: none
 
-	names sync.Map // run id → []string
-
 	mu    sync.Mutex
+	names map[string][]string         // by run id
 	byKey map[string]*redact.Redactor // by the names and values, in order
 }
 
-// maxRedactors bounds the redactors kept: past it they are made again.
-const maxRedactors = 1024
+// maxRedactors and maxRunNames bound what is kept: past either, all of it
+// is dropped and made again as it is asked for. (A run's names are kept
+// again after forgetRun if an answer about it is asked for: a node keeps
+// the names of every run asked about, not only its own.)
+const (
+	maxRedactors = 1024
+	maxRunNames  = 1 << 14
+)
 
 // secretNamesOf are the names of the secrets r's answers mask.
 func secretNamesOf(r *paddock.Run) []string {
@@ -44,24 +50,36 @@ func secretNamesOf(r *paddock.Run) []string {
 
 // forRun is r's redactor, and keeps r's names for byID.
 func (rs *redactors) forRun(r *paddock.Run) *redact.Redactor {
-	names, ok := rs.names.Load(r.ID)
+	rs.mu.Lock()
+	names, ok := rs.names[r.ID]
 	if !ok {
-		names, _ = rs.names.LoadOrStore(r.ID, secretNamesOf(r))
+		names = secretNamesOf(r)
+		if rs.names == nil || len(rs.names) >= maxRunNames {
+			rs.names = map[string][]string{}
+		}
+		rs.names[r.ID] = names
 	}
-	return rs.of(names.([]string))
+	rs.mu.Unlock()
+	return rs.of(names)
 }
 
 // byID is the redactor of the run with this id, if forRun has seen it.
 func (rs *redactors) byID(id string) (*redact.Redactor, bool) {
-	names, ok := rs.names.Load(id)
+	rs.mu.Lock()
+	names, ok := rs.names[id]
+	rs.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
-	return rs.of(names.([]string)), true
+	return rs.of(names), true
 }
 
 // forget drops a run's names: it is gone from this node.
-func (rs *redactors) forget(id string) { rs.names.Delete(id) }
+func (rs *redactors) forget(id string) {
+	rs.mu.Lock()
+	delete(rs.names, id)
+	rs.mu.Unlock()
+}
 
 // of is the redactor of the values the names have now.
 func (rs *redactors) of(names []string) *redact.Redactor {

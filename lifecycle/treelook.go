@@ -52,6 +52,20 @@ type treeWatches struct {
 	failed bool // no inotify here: every look walks
 }
 
+// free is how many more watches the daemon's instance may make: its whole
+// budget before it is made, 0 where inotify is not had.
+func (tw *treeWatches) free() int {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	switch {
+	case tw.failed:
+		return 0
+	case tw.w == nil:
+		return cmp.Or(tw.budget, dirwatch.Budget())
+	}
+	return tw.w.Free()
+}
+
 // tree starts a watched tree, or returns nil where inotify is not had.
 func (tw *treeWatches) tree() *dirwatch.Tree {
 	tw.mu.Lock()
@@ -90,8 +104,13 @@ type treeWatch struct {
 	tree *dirwatch.Tree
 	root string // the tree's top, as the run's workspace had it
 	off  bool   // the user's watches ran out: this run's looks walk
-	// offAt is when they ran out: a walk watchRetry after tries again.
-	offAt time.Time
+	// offAt is when they ran out: a walk watchRetry after tries again,
+	// if the daemon may make as many watches as the tree has directories
+	// (dirs, at its last walk while off); warned, whether the log said so
+	// already.
+	offAt  time.Time
+	dirs   int
+	warned bool
 	// large: the last walk found at least watchFrom files. A tree is
 	// watched from its second walk: a small one never needs the daemon's
 	// inotify instance.
@@ -112,7 +131,8 @@ type treeWatch struct {
 	addErr error
 }
 
-// drop ends the run's watches; off says not to watch again.
+// drop ends the run's watches; off says not to watch again for
+// watchRetry.
 func (tw *treeWatch) drop(off bool) {
 	if tw.tree != nil {
 		tw.tree.Close()
@@ -129,8 +149,12 @@ func (tw *treeWatch) forWalk(root string, watches *treeWatches) *dirwatch.Tree {
 	if tw.tree != nil && tw.root != root {
 		tw.drop(false) // the workspace moved (restored elsewhere)
 	}
-	if tw.off && time.Since(tw.offAt) >= cmp.Or(watches.retry, watchRetry) {
-		tw.off = false // this walk tries again; a watch it cannot make turns it off again
+	if tw.off && time.Since(tw.offAt) >= cmp.Or(watches.retry, watchRetry) && watches.free() >= tw.dirs {
+		// This walk tries again, where the tree's watches fit: a walk
+		// that spent the last of them would leave other runs' new
+		// directories unwatched. A watch it cannot make turns it off
+		// again.
+		tw.off = false
 	}
 	if tw.tree == nil && !tw.off && tw.large {
 		tw.tree, tw.root = watches.tree(), root
@@ -156,14 +180,20 @@ func (tw *treeWatch) entered(under string) func(fd int, rel string) {
 }
 
 // watchFailed says whether a watch of the walk just made failed: then
-// the run's looks walk from now on, and the log says so.
+// the run's looks walk for watchRetry at least, and the log says so the
+// first time.
 func (tw *treeWatch) watchFailed(log *slog.Logger) bool {
 	err := tw.addErr
 	tw.addErr = nil
 	if err == nil {
 		return false
 	}
-	log.Warn("a run's look after each command walks its whole tree", "err", err)
+	if !tw.warned {
+		log.Warn("a run's look after each command walks its whole tree", "err", err)
+		tw.warned = true
+	} else {
+		log.Debug("a run's tree still cannot be watched", "err", err)
+	}
 	tw.drop(true)
 	return true
 }
@@ -181,6 +211,22 @@ func (tw *treeWatch) walked(entries []fsat.Entry, from int, log *slog.Logger) {
 	if !tw.watchFailed(log) && !tw.large {
 		tw.drop(false)
 	}
+	if tw.off {
+		tw.dirs = dirsOf(entries) // what a walk that tries again will watch
+	}
+}
+
+// dirsOf is how many directories hold the entries, the top's included
+// (one that holds no file but through a directory below it is counted;
+// an empty one is not).
+func dirsOf(entries []fsat.Entry) int {
+	dirs := map[string]bool{"": true}
+	for _, e := range entries {
+		for d := path.Dir(e.Rel); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	return len(dirs)
 }
 
 // trackTouched is trackTree for a watched tree: only the names the kernel

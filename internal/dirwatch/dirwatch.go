@@ -47,6 +47,14 @@ type Watcher struct {
 	closed bool
 }
 
+// Free is how many more watches the Watcher may make within its budget
+// (the user's own limit may still refuse one).
+func (w *Watcher) Free() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return max(w.budget-len(w.dirs), 0)
+}
+
 // Budget is the most watches a Watcher makes: half the user's limit
 // (fs.inotify.max_user_watches), which the user's other programs share
 // (as root: the system's own services), and at most 1<<16.
