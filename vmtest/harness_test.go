@@ -227,7 +227,7 @@ mount -t devtmpfs devtmpfs /dev
 # listens there); systemd would bring it up too.
 ip link set lo up
 . /paddock-vm/env
-fail() { echo "paddock-vm: init: $*"; echo "$MARKER rc=125"; poweroff -f; }
+fail() { echo "paddock-vm: init: $*"; for i in 1 2 3; do echo "$MARKER rc=125"; done; poweroff -f; }
 for m in /modules/*.ko; do insmod "$m" || fail "insmod $m"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose hostroot /lower || fail "mount 9p"
 mount -t tmpfs -o mode=0755 upper /upper
@@ -285,7 +285,9 @@ echo "paddock-vm: script starts at uptime $(cut -d' ' -f1 /proc/uptime)s"
 /bin/sh /paddock-vm/script.sh
 rc=$?
 echo "paddock-vm: script ends at uptime $(cut -d' ' -f1 /proc/uptime)s"
-echo "$MARKER rc=$rc"
+# Three times: a kernel message the console shows (loglevel=5) may cut
+# into one.
+for i in 1 2 3; do echo "$MARKER rc=$rc"; done
 `
 
 // The systemd boot: a target of its own that wants basic.target and the
@@ -445,18 +447,26 @@ type result struct {
 // before the boot is given up as hung. The guest's watchdog reports a CPU
 // that has not scheduled for 20 s, and again every 26 s while it stays
 // stuck; an emulated guest on a loaded host can be starved that long and
-// recover, but not for four reports in a row.
+// recover, but not for four reports in a row (26, 52, 78, 104 s).
 const hangAfter = 100
 
-var lockupLine = regexp.MustCompile(`soft lockup - CPU#\d+ stuck for (\d+)s!.*`)
+var lockupLine = regexp.MustCompile(`soft lockup - (CPU#\d+) stuck for (\d+)s!.*`)
 
-// hangLine is the watchdog's report in a console line of a CPU stuck for
-// hangAfter seconds or more, or "".
-func hangLine(line string) string {
-	if m := lockupLine.FindStringSubmatch(line); m != nil {
-		if secs, _ := strconv.Atoi(m[1]); secs >= hangAfter {
-			return m[0]
-		}
+// hangs follows the watchdog's reports on a guest's console: a CPU
+// reported stuck for hangAfter seconds or more, after an earlier report
+// of the same CPU (not one report alone, which a jump of the guest's
+// clock could make), is a hung kernel.
+type hangs map[string]int // reports by CPU
+
+// see returns the report in a console line that makes the guest hung, or "".
+func (h hangs) see(line string) string {
+	m := lockupLine.FindStringSubmatch(line)
+	if m == nil {
+		return ""
+	}
+	h[m[1]]++
+	if secs, _ := strconv.Atoi(m[2]); secs >= hangAfter && h[m[1]] >= 2 {
+		return m[0]
 	}
 	return ""
 }
@@ -518,6 +528,7 @@ func (b *boot) run(t *testing.T) result {
 	var out strings.Builder
 	var scriptAt time.Duration
 	var hung string
+	lockups := hangs{}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -530,7 +541,7 @@ func (b *boot) run(t *testing.T) result {
 				scriptAt = time.Since(start)
 			}
 			t.Logf("[%s %5.1fs] %s", b.kernel.series, time.Since(start).Seconds(), line)
-			if h := hangLine(line); h != "" && hung == "" {
+			if h := lockups.see(line); h != "" && hung == "" {
 				// The guest's kernel will not come back: waiting for the
 				// timeout would only spend the minutes another boot needs.
 				hung = h

@@ -269,13 +269,24 @@ func TestFailureSummary(t *testing.T) {
 		"[   32.834800] RIP: 0010:smp_call_function_many_cond+0x12e/0x3a0\n" +
 		"[  110.834295] watchdog: BUG: soft lockup - CPU#1 stuck for 104s! [sandbox.test:150]\n"
 	var hung string
+	lockups := hangs{}
 	for _, l := range strings.Split(console, "\n") {
-		if h := hangLine(l); h != "" && hung == "" {
+		if h := lockups.see(l); h != "" && hung == "" {
 			hung = h
 		}
 	}
-	if hung == "" || hangLine("[ 32.8] watchdog: BUG: soft lockup - CPU#0 stuck for 52s! [kworker/u4:0:9]") != "" {
-		t.Fatalf("hangLine: %q", hung)
+	if hung == "" {
+		t.Fatal("two reports of one CPU, the second of 104 s, are not a hang")
+	}
+	// One report alone is not, however long; nor are two of two CPUs.
+	alone := hangs{}
+	if h := alone.see("[ 40.1] watchdog: BUG: soft lockup - CPU#0 stuck for 3000s! [swapper:0]"); h != "" {
+		t.Fatalf("one report alone: %q", h)
+	}
+	two := hangs{}
+	two.see("[ 32.8] watchdog: BUG: soft lockup - CPU#0 stuck for 26s! [kworker/u4:0:9]")
+	if h := two.see("[110.8] watchdog: BUG: soft lockup - CPU#1 stuck for 104s! [sandbox.test:150]"); h != "" {
+		t.Fatalf("reports of two CPUs: %q", h)
 	}
 	r := result{output: console, hung: hung}
 	if !guestFailed(r) {
