@@ -106,21 +106,38 @@ type EntryWire struct {
 // wire is the entry as the API carries it.
 func (e ChangeEntry) wire() EntryWire {
 	v := EntryWire{plainEntry: plainEntry(e)}
-	if !utf8.ValidString(e.Path) {
-		v.Path, v.PathB64 = strings.ToValidUTF8(e.Path, "\uFFFD"), base64.StdEncoding.EncodeToString([]byte(e.Path))
-	}
+	v.Path, v.PathB64 = readable(e.Path)
 	return v
+}
+
+// readable is s as JSON carries it: as it is when it is UTF-8, else with
+// U+FFFD for what UTF-8 cannot hold, and its bytes in base64 beside.
+func readable(s string) (text, b64 string) {
+	if utf8.ValidString(s) {
+		return s, ""
+	}
+	return strings.ToValidUTF8(s, "\uFFFD"), base64.StdEncoding.EncodeToString([]byte(s))
+}
+
+// bytesOf is what readable was given: b64's bytes where there are any,
+// else text (key names b64 in errors).
+func bytesOf(text, b64, key string) (string, error) {
+	if b64 == "" {
+		return text, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	return string(b), nil
 }
 
 // entry is the entry v carries, its path from path_b64 when there is one.
 func (v EntryWire) entry() (ChangeEntry, error) {
 	e := ChangeEntry(v.plainEntry)
-	if v.PathB64 != "" {
-		p, err := base64.StdEncoding.DecodeString(v.PathB64)
-		if err != nil {
-			return ChangeEntry{}, fmt.Errorf("path_b64: %w", err)
-		}
-		e.Path = string(p)
+	var err error
+	if e.Path, err = bytesOf(v.Path, v.PathB64, "path_b64"); err != nil {
+		return ChangeEntry{}, err
 	}
 	return e, nil
 }
@@ -177,32 +194,26 @@ func (cs *ChangeSet) Wire() *ChangeSetWire {
 	for i, e := range cs.Entries {
 		v.Entries[i] = e.wire()
 	}
-	if !utf8.ValidString(cs.Diff) {
-		v.Diff, v.DiffB64 = strings.ToValidUTF8(cs.Diff, "\uFFFD"), base64.StdEncoding.EncodeToString([]byte(cs.Diff))
-	}
+	v.Diff, v.DiffB64 = readable(cs.Diff)
 	return v
 }
 
 // ChangeSet is the change set w carries: its paths and diff from base64
 // where they were sent so.
 func (w *ChangeSetWire) ChangeSet() (*ChangeSet, error) {
-	cs := ChangeSet{RunID: w.RunID, BaseRevision: w.BaseRevision, Diff: w.Diff, DiffSize: w.DiffSize,
+	cs := ChangeSet{RunID: w.RunID, BaseRevision: w.BaseRevision, DiffSize: w.DiffSize,
 		DiffOmitted: w.DiffOmitted, Hash: w.Hash, Ignored: w.Ignored, ComputedAt: w.ComputedAt}
+	var err error
+	if cs.Diff, err = bytesOf(w.Diff, w.DiffB64, "diff_b64"); err != nil {
+		return nil, err
+	}
 	if w.Entries != nil {
 		cs.Entries = make([]ChangeEntry, len(w.Entries))
 	}
 	for i, e := range w.Entries {
-		var err error
 		if cs.Entries[i], err = e.entry(); err != nil {
 			return nil, err
 		}
-	}
-	if w.DiffB64 != "" {
-		d, err := base64.StdEncoding.DecodeString(w.DiffB64)
-		if err != nil {
-			return nil, fmt.Errorf("diff_b64: %w", err)
-		}
-		cs.Diff = string(d)
 	}
 	return &cs, nil
 }

@@ -64,29 +64,10 @@ func BenchmarkExec(b *testing.B) {
 	ctx := context.Background()
 	e, r := benchRun(b)
 	agent := paddock.WithAgent(ctx)
-	argv := []string{"true"}
-	if _, err := e.m.Broker.Exec(agent, r.ID, paddock.ExecRequest{Argv: argv}); err != nil {
-		b.Fatal(err) // the harness is set up once, by the first
-	}
-	harness, err := lifecycle.HarnessExec(ctx, e.m, r.ID)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var bare, through time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		if err := harness(argv); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if _, err := e.m.Broker.Exec(agent, r.ID, paddock.ExecRequest{Argv: argv}); err != nil {
-			b.Fatal(err)
-		}
-		bare, through = bare+t1.Sub(t0), through+time.Since(t1)
-	}
-	b.ReportMetric(float64(bare.Microseconds())/float64(b.N), "µs-harness/op")
-	b.ReportMetric(float64(through.Microseconds())/float64(b.N), "µs-through/op")
-	b.ReportMetric(float64(through-bare)/float64(b.N)/1e3, "µs-added/op")
+	againstHarness(b, e, r.ID, func() error {
+		_, err := e.m.Broker.Exec(agent, r.ID, paddock.ExecRequest{Argv: []string{"true"}})
+		return err
+	})
 }
 
 // benchRun makes a run for BenchmarkExec and BenchmarkWrite: of
@@ -276,26 +257,37 @@ func BenchmarkExecAPI(b *testing.B) {
 	go srv.Serve(ln)
 	b.Cleanup(func() { srv.Close() })
 	c := client.Unix(sock)
-	argv := []string{"true"}
-	if _, err := c.Exec(ctx, r.ID, paddock.ExecRequest{Argv: argv}); err != nil {
-		b.Fatal(err) // the harness is set up once, by the first
+	againstHarness(b, e, r.ID, func() error {
+		res, err := c.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"true"}})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("true exited %d", res.ExitCode)
+		}
+		return err
+	})
+}
+
+// againstHarness times exec, an exec of true on run id (the first of
+// which sets the run's harness up), beside the harness's own exec of it,
+// alternating: a call made right after another pays for the look at what
+// the other changed, which runs once its answer is given, so each side
+// follows the other. It reports both and what exec adds.
+func againstHarness(b *testing.B, e *env, id string, exec func() error) {
+	if err := exec(); err != nil {
+		b.Fatal(err)
 	}
-	harness, err := lifecycle.HarnessExec(ctx, e.m, r.ID)
+	harness, err := lifecycle.HarnessExec(context.Background(), e.m, id)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Harness and API alternating, as BenchmarkExec alternates harness and
-	// broker: a call made right after another pays for the look at what
-	// the other changed, which runs once its answer is given.
 	var bare, through time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		if err := harness(argv); err != nil {
+		if err := harness([]string{"true"}); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if res, err := c.Exec(ctx, r.ID, paddock.ExecRequest{Argv: argv}); err != nil || res.ExitCode != 0 {
-			b.Fatal(err, res)
+		if err := exec(); err != nil {
+			b.Fatal(err)
 		}
 		bare, through = bare+t1.Sub(t0), through+time.Since(t1)
 	}

@@ -187,10 +187,7 @@ func watchedEnv(t *testing.T) *env {
 // what a walk finds.
 func TestTreeWatchedAgainOnceWatchesFree(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.project(t)
-	withSandbox(t, e)
-	lifecycle.WatchTreesFrom(e.m, 0)
+	e := watchedEnv(t)
 	// Room for one run's tree, not two: 35 watches each (its directories,
 	// and the guards of the agents' configuration paths).
 	lifecycle.WatchBudget(e.m, 40, time.Nanosecond)
