@@ -230,6 +230,12 @@ ip link set lo up
 fail() { echo "paddock-vm: init: $*"; for i in 1 2 3; do echo "$MARKER rc=125"; done; poweroff -f; }
 for m in /modules/*.ko; do insmod "$m" || fail "insmod $m"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose hostroot /lower || fail "mount 9p"
+# The kernel's symbols, for the host to name a frozen guest's CPUs with
+# (frozen_test.go): Debian's System.map is a placeholder.
+mkdir -p /out
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 paddockout /out || fail "mount the output directory"
+cat /proc/kallsyms > /out/kallsyms.tmp && mv /out/kallsyms.tmp /out/kallsyms
+umount /out
 mount -t tmpfs -o mode=0755 upper /upper
 mkdir -p /upper/u /upper/w
 mount -t overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w root /newroot || fail "mount overlay"
@@ -281,9 +287,14 @@ const runScript = `. /paddock-vm/env
 cd /
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin:/paddock-vm/sbin
 export HOME=/root TMPDIR=/tmp LANG=C.UTF-8
+# The heartbeat: a console silent for minutes is a frozen guest to the
+# harness (frozen_test.go: heartbeatEvery, frozenAfter).
+(while sleep 30; do echo "paddock-vm: alive at uptime $(cut -d' ' -f1 /proc/uptime)s"; done) &
+export PADDOCK_VM_HEARTBEAT=$!
 echo "paddock-vm: script starts at uptime $(cut -d' ' -f1 /proc/uptime)s"
 /bin/sh /paddock-vm/script.sh
 rc=$?
+kill $PADDOCK_VM_HEARTBEAT 2>/dev/null
 echo "paddock-vm: script ends at uptime $(cut -d' ' -f1 /proc/uptime)s"
 # Three times: a kernel message the console shows (loglevel=5) may cut
 # into one.
@@ -404,8 +415,12 @@ type boot struct {
 	binDir  string // a host directory the guest sees at /paddock-vm/bin
 	script  string // sh, run as root in the guest's root
 	timeout time.Duration
-	disk    string // an ext4 image for the guest's /tmp (else a tmpfs)
+	disk    string        // an ext4 image for the guest's /tmp (else a tmpfs)
+	silence time.Duration // how long the console may be silent (frozenAfter if 0)
 }
+
+// guestCPUs is how many CPUs a guest has.
+const guestCPUs = 2
 
 // tmpDisk makes a sparse ext4 image of size bytes in dir, or returns ""
 // (the guest's /tmp is then a tmpfs) when there is no mkfs.ext4.
@@ -439,8 +454,11 @@ type result struct {
 	took     time.Duration
 	scriptAt time.Duration // when the script started, on the host's clock
 	// hung is the guest kernel's report of a CPU stuck for hangAfter or
-	// more (its soft-lockup watchdog's line), when that ended the boot.
+	// more (its soft-lockup watchdog's line), or the console's silence
+	// (frozen_test.go), when that ended the boot.
 	hung string
+	// where names the CPUs' places in a guest given up as frozen.
+	where string
 }
 
 // hangAfter is how long a guest CPU may be reported stuck in its kernel
@@ -490,8 +508,9 @@ func (b *boot) run(t *testing.T) result {
 	initrd := b.initrd(t, base, tmp, marker)
 
 	// loglevel=5: warnings reach the console, among them the registers
-	// and stack of a CPU the watchdog finds stuck.
-	cmdline := "console=ttyS0 panic=-1 rdinit=/init loglevel=5 " + b.append
+	// and stack of a CPU the watchdog finds stuck. nokaslr: the kernel's
+	// text is where its System.map says, to name a frozen guest's CPUs.
+	cmdline := "console=ttyS0 panic=-1 rdinit=/init loglevel=5 nokaslr " + b.append
 	if b.systemd {
 		cmdline += " systemd.unit=paddock-vm.target systemd.show_status=error"
 	}
@@ -499,13 +518,24 @@ func (b *boot) run(t *testing.T) result {
 	if timeout == 0 {
 		timeout = 8 * time.Minute
 	}
+	silence := b.silence
+	if silence == 0 {
+		silence = frozenAfter
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	mon := monitor(filepath.Join(tmp, "monitor"))
+	outDir := filepath.Join(tmp, "out") // what the guest writes: kallsyms
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	args := []string{
-		"-m", "2048", "-smp", "2", "-nographic", "-no-reboot", "-nic", "none",
+		"-m", "2048", "-smp", strconv.Itoa(guestCPUs), "-nographic", "-no-reboot", "-nic", "none",
+		"-monitor", "unix:" + string(mon) + ",server=on,wait=off",
 		"-accel", "tcg,thread=multi",
 		"-kernel", b.kernel.vmlinuz, "-initrd", initrd, "-append", cmdline,
-		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"}
+		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+		"-virtfs", "local,path=" + outDir + ",mount_tag=paddockout,security_model=none"}
 	if b.disk != "" {
 		args = append(args, "-drive", "file="+b.disk+",if=virtio,format=raw,cache=unsafe")
 	}
@@ -527,10 +557,48 @@ func (b *boot) run(t *testing.T) result {
 	})
 	var out strings.Builder
 	var scriptAt time.Duration
-	var hung string
+	// mu guards hung, where and heard: the console's reader and the
+	// silence's watcher both end a boot.
+	var mu sync.Mutex
+	var hung, where string
+	heard := time.Now()
 	lockups := hangs{}
 	var wg sync.WaitGroup
-	wg.Add(1)
+	exited := make(chan struct{})
+	wg.Add(2)
+	go func() {
+		// A console silent for silence: a frozen guest (frozen_test.go).
+		defer wg.Done()
+		tick := time.NewTicker(min(silence/4, 5*time.Second))
+		defer tick.Stop()
+		for {
+			select {
+			case <-exited:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			mu.Lock()
+			quiet, done := time.Since(heard), hung != ""
+			mu.Unlock()
+			if done {
+				return
+			}
+			if quiet < silence {
+				continue
+			}
+			report, places := frozen(ctx, t, mon, filepath.Join(outDir, "kallsyms"), quiet)
+			mu.Lock()
+			if hung == "" {
+				hung, where = report, places
+				t.Logf("the guest is frozen (%s; %s): qemu killed", report, places)
+			}
+			mu.Unlock()
+			cancel()
+			return
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		sc := bufio.NewScanner(pr)
@@ -541,6 +609,8 @@ func (b *boot) run(t *testing.T) result {
 				scriptAt = time.Since(start)
 			}
 			t.Logf("[%s %5.1fs] %s", b.kernel.series, time.Since(start).Seconds(), line)
+			mu.Lock()
+			heard = time.Now()
 			if h := lockups.see(line); h != "" && hung == "" {
 				// The guest's kernel will not come back: waiting for the
 				// timeout would only spend the minutes another boot needs.
@@ -548,15 +618,17 @@ func (b *boot) run(t *testing.T) result {
 				t.Logf("the guest's kernel hung (%s): qemu killed", hung)
 				cancel()
 			}
+			mu.Unlock()
 			out.WriteString(line)
 			out.WriteByte('\n')
 		}
 		io.Copy(io.Discard, pr)
 	}()
 	werr := cmd.Wait()
+	close(exited)
 	pw.Close()
 	wg.Wait()
-	r := result{output: out.String(), code: -1, took: time.Since(start), scriptAt: scriptAt, hung: hung}
+	r := result{output: out.String(), code: -1, took: time.Since(start), scriptAt: scriptAt, hung: hung, where: where}
 	// A hung guest's caller boots it again or fails its configuration.
 	switch {
 	case hung != "":

@@ -182,9 +182,11 @@ func TestKernels(t *testing.T) {
 				// run, at different tests each time; a 6.1 guest once had
 				// both its CPUs stuck in its kernel for nine minutes, two
 				// seconds into the sandbox's tests, which had passed on
-				// that configuration in every CI run before. Its trace is
-				// above; it boots again on a fresh disk, up to maxBoots in
-				// all.
+				// that configuration in every CI run before, and in a later
+				// run fell silent two minutes in, with no report at all (a
+				// frozen guest: frozen_test.go). Its trace or its CPUs'
+				// places are above; it boots again on a fresh disk, up to
+				// maxBoots in all.
 				failures = append(failures, failureSummary(r))
 				t.Logf("%s: the guest's kernel %s (the trace is above); booting it again (boot %d of at most %d)",
 					c.name, failures[len(failures)-1], boots+1, maxBoots)
@@ -228,7 +230,8 @@ func guestPanicked(console string) bool {
 }
 
 // guestFailed says whether the guest's own kernel ended the boot: it
-// panicked, or a CPU stayed stuck in it (run gave the boot up).
+// panicked, a CPU stayed stuck in it, or the whole guest froze (run gave
+// the boot up).
 func guestFailed(r result) bool {
 	return r.hung != "" || guestPanicked(r.output)
 }
@@ -248,6 +251,9 @@ func failureSummary(r result) string {
 		if _, rip, ok := strings.Cut(l, "RIP: 0010:"); ok {
 			where = strings.Fields(rip + " ?")[0]
 		}
+	}
+	if r.where != "" {
+		where = r.where
 	}
 	if where != "" {
 		return what + " in " + where
@@ -291,6 +297,11 @@ func TestFailureSummary(t *testing.T) {
 	r := result{output: console, hung: hung}
 	if !guestFailed(r) {
 		t.Fatal("a hung guest is not a failed one")
+	}
+	// A frozen guest's places are its CPUs', not an earlier trace's.
+	frozen := result{output: console, hung: "console silent for 181s", where: "CPU#0 in native_safe_halt+0xb, CPU#1 in smp_call_function_many_cond+0x12e"}
+	if got, want := failureSummary(frozen), `hung ("console silent for 181s") in CPU#0 in native_safe_halt+0xb, CPU#1 in smp_call_function_many_cond+0x12e`; !guestFailed(frozen) || got != want {
+		t.Fatalf("failureSummary = %s, want %s", got, want)
 	}
 	if got, want := failureSummary(r), `hung ("soft lockup - CPU#1 stuck for 104s! [sandbox.test:150]") in smp_call_function_many_cond+0x12e/0x3a0`; got != want {
 		t.Fatalf("failureSummary = %s, want %s", got, want)
