@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/paddock-dev/paddock"
@@ -114,6 +115,66 @@ func TestDeclaredSecretsRecordedMasked(t *testing.T) {
 	evs, _ := json.Marshal(recorded)
 	if strings.Contains(string(evs), v) || !strings.Contains(string(evs), "saving [REDACTED:API_TOKEN]") {
 		t.Fatalf("recorded: %s", evs)
+	}
+}
+
+// TestSecretChangedKeepsItsOldValueMasked: a command writes its run's
+// declared secret, from its environment, into a file; the operator then
+// changes the secret. The change set's diff, the entry's own file read
+// back by a command, and the command's events show neither value: the
+// old one is masked as the secret too.
+func TestSecretChangedKeepsItsOldValueMasked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var mu sync.Mutex
+	value := "first-token-value-1234"
+	e.m.Secret = func(name string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return value, name == "API_TOKEN"
+	}
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	for _, kind := range []paddock.WorkspaceKind{paddock.KindOverlay, paddock.KindClone} {
+		t.Run(string(kind), func(t *testing.T) {
+			mu.Lock()
+			old := value
+			mu.Unlock()
+			r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(kind), Secrets: []string{"API_TOKEN"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.m.Runs.Reject(ctx, r.ID)
+			res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", `printf 'token=%s\n' "$API_TOKEN" > token.txt`}})
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("writing the token: %v %+v", err, res)
+			}
+			mu.Lock()
+			value = "second-token-value-5678-" + string(kind)
+			mu.Unlock()
+
+			cs, err := e.m.Changes.ChangeSet(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(cs.Diff, old) || !strings.Contains(cs.Diff, "token=[REDACTED:API_TOKEN]") {
+				t.Fatalf("the diff after the secret changed:\n%s", cs.Diff)
+			}
+			res, err = e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", `cat token.txt; echo "now=$API_TOKEN"`}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(res.Stdout, old) || strings.Contains(res.Stdout, "second-token") ||
+				res.Stdout != "token=[REDACTED:API_TOKEN]\nnow=[REDACTED:API_TOKEN]\n" {
+				t.Fatalf("the command's output: %q", res.Stdout)
+			}
+			recorded, _ := e.m.Runs.Events(ctx, r.ID, 0, 0)
+			evs, _ := json.Marshal(recorded)
+			if strings.Contains(string(evs), old) || strings.Contains(string(evs), "second-token") {
+				t.Fatalf("the events hold a value of the secret: %s", evs)
+			}
+		})
 	}
 }
 

@@ -228,7 +228,7 @@ func (ex *executor) commandEnv(c *callContext, r *paddock.Run, req paddock.ExecR
 		if ex.Secret == nil {
 			break
 		}
-		if v, ok := ex.Secret(n); ok {
+		if v, ok := ex.readSecret(n); ok {
 			// Checked at create too; the value may have changed since.
 			if err := maskable(n, v); err != nil {
 				return nil, nil, err
@@ -236,7 +236,7 @@ func (ex *executor) commandEnv(c *callContext, r *paddock.Run, req paddock.ExecR
 			secrets = append(secrets, n+"="+v)
 		}
 	}
-	creds, credEnv, err := commandCredentials(c.def, ex.Secret, ex.ProxyCA != nil)
+	creds, credEnv, err := commandCredentials(c.def, ex.readSecret, ex.ProxyCA != nil)
 	if err != nil {
 		return nil, nil, err
 	}

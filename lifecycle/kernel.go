@@ -217,6 +217,21 @@ func (kn *kernel) runAndProject(ctx context.Context, id string) (r *paddock.Run,
 	return r, p, err
 }
 
+// readSecret is the value of secret name (Config.Secret), kept for the
+// masks: a value paddock read for anything (a command's environment, a
+// credential, a check) is masked for as long as this daemon runs, even
+// once the secret has another (redactors).
+func (kn *kernel) readSecret(name string) (string, bool) {
+	if kn.Secret == nil {
+		return "", false
+	}
+	v, ok := kn.Secret(name)
+	if ok {
+		kn.redactors.note(name, v)
+	}
+	return v, ok
+}
+
 // redactor masks a run's declared secrets and every credential shape.
 func (kn *kernel) redactor(r *paddock.Run) *redact.Redactor { return kn.redactors.forRun(r) }
 

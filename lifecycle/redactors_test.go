@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -10,8 +11,10 @@ import (
 // TestRedactorsFollowTheValues: a run's redactor, asked for by the run or
 // by its id alone (the API's funnel), masks its own secrets and its
 // agent's credentials as their values are at each call: a secret changed
-// is masked by its new value at once. The same values give the same
-// redactor; a run forgotten, or never seen, is not known by id.
+// is masked by its new value at once, and by its old ones too (the last
+// maxSecretValues read). The same values give the same redactor, and two
+// sets of values never one; a run forgotten, or never seen, is not known
+// by id.
 func TestRedactorsFollowTheValues(t *testing.T) {
 	var mu sync.Mutex
 	values := map[string]string{"DB_PASSWORD": "first-password-value", "ANTHROPIC_API_KEY": "sk-ant-agent-credential-1", "OTHER": "not-this-runs-secret"}
@@ -43,8 +46,45 @@ func TestRedactorsFollowTheValues(t *testing.T) {
 	values["DB_PASSWORD"] = "second-password-value"
 	mu.Unlock()
 	byID, _ = rs.byID("r-1")
-	if !masks(byID, "second-password-value") || masks(byID, "first-password-value") {
+	if !masks(byID, "second-password-value") {
 		t.Fatal("a secret changed is not masked by its new value")
+	}
+	// What the run wrote with the old value is still masked.
+	if !masks(byID, "first-password-value") {
+		t.Fatal("a secret changed unmasks its old value")
+	}
+	// A value read for anything else (a command's environment) is kept
+	// too, and the last maxSecretValues values of a name are.
+	rs.note("DB_PASSWORD", "read-for-a-command-env")
+	if red := rs.forRun(run); !masks(red, "read-for-a-command-env") || !masks(red, "second-password-value") {
+		t.Fatal("a value read for a command is not masked")
+	}
+	for i := range maxSecretValues {
+		mu.Lock()
+		values["DB_PASSWORD"] = fmt.Sprintf("rotated-password-%02d", i)
+		mu.Unlock()
+		rs.forRun(run)
+	}
+	red = rs.forRun(run)
+	for i := range maxSecretValues {
+		if !masks(red, fmt.Sprintf("rotated-password-%02d", i)) {
+			t.Fatalf("value %d of the last %d is not masked", i, maxSecretValues)
+		}
+	}
+	if masks(red, "first-password-value") || masks(red, "read-for-a-command-env") {
+		t.Fatalf("more than the last %d values of a secret are kept", maxSecretValues)
+	}
+	// Two sets of values never share a redactor, whatever bytes they hold.
+	keys := map[string]bool{}
+	for _, vs := range []map[string][]string{
+		{"D": {"one\x00two"}}, {"D": {"one", "two"}}, {"D": {"one#two"}}, {"D": {"one", "3:two"}},
+		{"D": {"one"}, "E": {"two"}}, {"D1": {"two"}}, {"D": {"1:two"}}, {"D": {"two", "one"}},
+	} {
+		k := redactorKey(vs)
+		if keys[k] {
+			t.Fatalf("%q: a key another set of values has", vs)
+		}
+		keys[k] = true
 	}
 
 	if _, ok := rs.byID("r-2"); ok {

@@ -380,7 +380,7 @@ func (rs *Runs) checkSecrets(names []string) error {
 		if rs.Secret == nil {
 			return paddock.Errorf(paddock.CodeBadRequest, "no secrets are configured on this daemon")
 		}
-		v, ok := rs.Secret(n)
+		v, ok := rs.readSecret(n)
 		if !ok {
 			return paddock.Errorf(paddock.CodeBadRequest, "no secret named %s is configured on this daemon", n)
 		}

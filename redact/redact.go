@@ -60,30 +60,55 @@ type pair struct {
 func New(secrets map[string]string) *Redactor {
 	r := &Redactor{}
 	for name, v := range secrets {
-		if !Maskable(v) {
-			continue
-		}
-		mask := []byte("[REDACTED:" + name + "]")
-		forms := map[string]bool{
-			v: true,
-			base64.StdEncoding.EncodeToString([]byte(v)):    true,
-			base64.RawStdEncoding.EncodeToString([]byte(v)): true,
-			base64.URLEncoding.EncodeToString([]byte(v)):    true,
-			base64.RawURLEncoding.EncodeToString([]byte(v)): true,
-			url.QueryEscape(v):                             true,
-			url.PathEscape(v):                              true,
-			hex.EncodeToString([]byte(v)):                  true,
-			strings.ToUpper(hex.EncodeToString([]byte(v))): true,
-		}
-		for _, f := range shiftedBase64(v) {
-			forms[f] = true
-		}
-		for f := range forms {
-			r.pairs = append(r.pairs, pair{[]byte(f), mask})
+		r.add(name, v)
+	}
+	r.sort()
+	return r
+}
+
+// NewValues is New for secrets that have had more than one value (one
+// changed while a run used it): each value of a name is masked as the
+// name.
+func NewValues(secrets map[string][]string) *Redactor {
+	r := &Redactor{}
+	for name, vs := range secrets {
+		for _, v := range vs {
+			r.add(name, v)
 		}
 	}
-	sort.Slice(r.pairs, func(i, j int) bool { return len(r.pairs[i].find) > len(r.pairs[j].find) })
+	r.sort()
 	return r
+}
+
+// add masks value v, in every form New names, as name.
+func (r *Redactor) add(name, v string) {
+	if !Maskable(v) {
+		return
+	}
+	mask := []byte("[REDACTED:" + name + "]")
+	forms := map[string]bool{
+		v: true,
+		base64.StdEncoding.EncodeToString([]byte(v)):    true,
+		base64.RawStdEncoding.EncodeToString([]byte(v)): true,
+		base64.URLEncoding.EncodeToString([]byte(v)):    true,
+		base64.RawURLEncoding.EncodeToString([]byte(v)): true,
+		url.QueryEscape(v):                             true,
+		url.PathEscape(v):                              true,
+		hex.EncodeToString([]byte(v)):                  true,
+		strings.ToUpper(hex.EncodeToString([]byte(v))): true,
+	}
+	for _, f := range shiftedBase64(v) {
+		forms[f] = true
+	}
+	for f := range forms {
+		r.pairs = append(r.pairs, pair{[]byte(f), mask})
+	}
+}
+
+// sort puts the longest forms first, so that a value inside another is
+// masked as the outer one.
+func (r *Redactor) sort() {
+	sort.Slice(r.pairs, func(i, j int) bool { return len(r.pairs[i].find) > len(r.pairs[j].find) })
 }
 
 // minShifted is the shortest base64 form of a secret inside other bytes
