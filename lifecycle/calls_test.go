@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -175,6 +176,53 @@ func TestSecretChangedKeepsItsOldValueMasked(t *testing.T) {
 				t.Fatalf("the events hold a value of the secret: %s", evs)
 			}
 		})
+	}
+}
+
+// TestSecretChangedDuringACall: the secret changes after the call's
+// redactor was made, as the command's environment is read; the command
+// gets the new value, and its output is masked with it.
+func TestSecretChangedDuringACall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var mu sync.Mutex
+	value, flipped := "first-token-value-1234", false
+	e.m.Secret = func(name string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		// Read for a command's environment: the secret changes now.
+		pc := make([]uintptr, 16)
+		frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
+		for {
+			f, more := frames.Next()
+			if strings.HasSuffix(f.Function, ".commandEnv") && !flipped {
+				value, flipped = "second-token-value-5678", true
+			}
+			if !more {
+				break
+			}
+		}
+		return value, name == "API_TOKEN"
+	}
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindOverlay), Secrets: []string{"API_TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.m.Runs.Reject(ctx, r.ID)
+	res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", `echo "now=$API_TOKEN"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !flipped {
+		t.Fatal("the secret was never read for the command's environment (commandEnv): the test changes nothing")
+	}
+	if res.Stdout != "now=[REDACTED:API_TOKEN]\n" {
+		t.Fatalf("the value the command was given, in its output: %q", res.Stdout)
 	}
 }
 

@@ -90,6 +90,10 @@ func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.
 	if err != nil {
 		return nil, nil, err
 	}
+	// The command's secrets were read just now (commandEnv), perhaps with
+	// values changed since the call's redactor was made: its output, and
+	// the call's answer, are masked with the values it was given.
+	c.red = ex.redactor(c.run)
 	red := c.red
 	var liveOut, liveErr *redact.Writer
 	if stdout != nil {

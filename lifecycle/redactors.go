@@ -134,7 +134,7 @@ func (rs *redactors) of(names []string) *redact.Redactor {
 	defer rs.mu.Unlock()
 	values := map[string][]string{}
 	for _, n := range names {
-		if v, ok := current[n]; ok {
+		if v, ok := current[n]; ok && redact.Maskable(v) {
 			rs.noteLocked(n, v)
 		}
 		if vs := rs.seen[n]; len(vs) > 0 {

@@ -74,6 +74,16 @@ func TestRedactorsFollowTheValues(t *testing.T) {
 	if masks(red, "first-password-value") || masks(red, "read-for-a-command-env") {
 		t.Fatalf("more than the last %d values of a secret are kept", maxSecretValues)
 	}
+	// A value too short to mask (refused at create and at exec) takes no
+	// place among a name's values.
+	mu.Lock()
+	values["SHORT"] = "ab"
+	mu.Unlock()
+	rs.of([]string{"SHORT"})
+	if len(rs.seen["SHORT"]) != 0 {
+		t.Fatalf("a value that cannot be masked is kept: %q", rs.seen["SHORT"])
+	}
+
 	// Two sets of values never share a redactor, whatever bytes they hold.
 	keys := map[string]bool{}
 	for _, vs := range []map[string][]string{
