@@ -21,8 +21,10 @@ import (
 // minutes, two minutes into its tests, and only the boot's timeout ended
 // it. The harness then asks qemu where each CPU is (its monitor's
 // registers and the words on each CPU's stack, named with the symbols the
-// guest's init wrote as it booted) and gives the boot up as it does a hung
-// one, to be booted again.
+// guest's init wrote as it booted: the same boot's /proc/kallsyms, which
+// holds its addresses as randomised) and gives the boot up as it does a
+// hung one, to be booted again. The silence counts from the script's
+// start.
 
 // heartbeatEvery is how often the guest's script says it is alive; it is
 // spelled in runScript's sleep.
@@ -171,7 +173,7 @@ func cpuPlaces(ctx context.Context, mon monitor, syms *symbols, n int) (log []st
 		addr, _ := strconv.ParseUint(rip[1], 16, 64)
 		at := syms.name(addr)
 		if at == "" {
-			at = "0x" + rip[1] + " (not the kernel's text: user space)"
+			at = "0x" + rip[1] + " (outside the kernel's own text: a module's, or user space)"
 		}
 		rips = append(rips, fmt.Sprintf("CPU#%d in %s", cpu, strings.Fields(at)[0]))
 		outs, err = mon.commands(ctx, fmt.Sprintf("cpu %d", cpu), fmt.Sprintf("x /%dgx 0x%s", stackWords, rsp[1]))

@@ -299,8 +299,8 @@ func TestFailureSummary(t *testing.T) {
 		t.Fatal("a hung guest is not a failed one")
 	}
 	// A frozen guest's places are its CPUs', not an earlier trace's.
-	frozen := result{output: console, hung: "console silent for 181s", where: "CPU#0 in native_safe_halt+0xb, CPU#1 in smp_call_function_many_cond+0x12e"}
-	if got, want := failureSummary(frozen), `hung ("console silent for 181s") in CPU#0 in native_safe_halt+0xb, CPU#1 in smp_call_function_many_cond+0x12e`; !guestFailed(frozen) || got != want {
+	frozen := result{output: console, hung: "console silent for 3m1s", where: "CPU#0 in native_safe_halt+0xb, CPU#1 in smp_call_function_many_cond+0x12e"}
+	if got, want := failureSummary(frozen), `hung ("console silent for 3m1s") in CPU#0 in native_safe_halt+0xb, CPU#1 in smp_call_function_many_cond+0x12e`; !guestFailed(frozen) || got != want {
 		t.Fatalf("failureSummary = %s, want %s", got, want)
 	}
 	if got, want := failureSummary(r), `hung ("soft lockup - CPU#1 stuck for 104s! [sandbox.test:150]") in smp_call_function_many_cond+0x12e/0x3a0`; got != want {
