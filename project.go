@@ -106,6 +106,11 @@ type ReviewOf struct {
 	// of that change set (never a reviewer's, never in a review's list),
 	// in a home of its own and with no cache the agent could write.
 	Check bool `json:"check,omitempty"`
+	// Masks are the names of the reviewed run's secrets (its own, its
+	// agent's credentials, and those it masks in turn): the change set
+	// under review may hold their values, so this run's answers mask
+	// them too. The run is never given them.
+	Masks []string `json:"masks,omitempty"`
 }
 
 // Where a run's change set stands (Run.Review).

@@ -226,6 +226,53 @@ func TestSecretChangedDuringACall(t *testing.T) {
 	}
 }
 
+// TestReviewRunsMaskTheReviewedSecrets: a run's command writes its
+// declared secret into a file and the run submits; the review run made of
+// that change set holds the real bytes, is never given the secret, and
+// masks it in what its commands print, what its tools read, and its events.
+func TestReviewRunsMaskTheReviewedSecrets(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const v = "reviewed-secret-value-91"
+	e.m.Secret = func(name string) (string, bool) { return v, name == "API_TOKEN" }
+	e.project(t)
+	withSandbox(t, e)
+	ctx := context.Background()
+	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindOverlay), Secrets: []string{"API_TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, e.m, r.ID, `printf 'x=%s\n' "$API_TOKEN" > leak.txt`)
+	if _, err := e.m.Changes.Submit(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	rv, err := e.m.Reviews.Review(ctx, r.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rv.Secrets) != 0 {
+		t.Fatalf("the review run is given the reviewed run's secrets: %v", rv.Secrets)
+	}
+	res, err := e.m.Broker.Exec(ctx, rv.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", `cat leak.txt; echo "env=[$API_TOKEN]"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != "x=[REDACTED:API_TOKEN]\nenv=[]\n" {
+		t.Fatalf("the review run's command printed %q", res.Stdout)
+	}
+	read, err := e.m.Broker.CallTool(ctx, rv.ID, "read", []byte(`{"path":"leak.txt"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(read); strings.Contains(string(b), v) || !strings.Contains(string(b), "[REDACTED:API_TOKEN]") {
+		t.Fatalf("the review run's read tool: %s", b)
+	}
+	recorded, _ := e.m.Runs.Events(ctx, rv.ID, 0, 0)
+	if evs, _ := json.Marshal(recorded); strings.Contains(string(evs), v) {
+		t.Fatalf("the review run's events hold the value: %s", evs)
+	}
+}
+
 // TestBootstrapTokens: each bootstrap makes a run with its own token; a
 // run's artifacts are there only as its bootstrap made them.
 func TestBootstrapTokens(t *testing.T) {

@@ -76,11 +76,20 @@ func (rs *redactors) noteLocked(name, v string) {
 	rs.seen[name] = append(vs, v)
 }
 
-// secretNamesOf are the names of the secrets r's answers mask.
+// secretNamesOf are the names of the secrets r's answers mask: its own,
+// its agent's credentials, and, on a review or check run, the reviewed
+// run's (ReviewOf.Masks), whose change set its workspace holds.
 func secretNamesOf(r *paddock.Run) []string {
 	names := slices.Clone(r.Secrets)
 	if r.Agent != nil {
 		names = append(names, credentialSecrets(r.Agent)...)
+	}
+	if r.ReviewOf != nil {
+		for _, n := range r.ReviewOf.Masks {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
 	}
 	return names
 }

@@ -111,6 +111,17 @@ func (rs *Runs) create(ctx context.Context, n newRun) (*paddock.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n.review != nil {
+		// What the reviewed run masks, this one masks: its workspace holds
+		// the reviewed change set, with the real bytes.
+		reviewed, err := rs.Run(ctx, n.review.Run)
+		if err != nil {
+			return nil, err
+		}
+		review := *n.review
+		review.Masks = secretNamesOf(reviewed)
+		n.review = &review
+	}
 	if shape.access == paddock.AccessNone {
 		return rs.createWithoutWorkspace(ctx, n)
 	}

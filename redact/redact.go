@@ -27,6 +27,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"net/url"
 	"sort"
 	"strings"
@@ -100,9 +101,43 @@ func (r *Redactor) add(name, v string) {
 	for _, f := range shiftedBase64(v) {
 		forms[f] = true
 	}
+	for _, f := range jsonForms(v) {
+		forms[f] = true
+	}
 	for f := range forms {
 		r.pairs = append(r.pairs, pair{[]byte(f), mask})
 	}
+}
+
+// jsonForms is how v reads inside a JSON string, as encoding/json writes
+// it with and without its HTML escapes (& < > as \u0026 \u003c \u003e,
+// quotes, backslashes and control characters escaped), and inside a JSON
+// string that is itself in a JSON string: what a stored event or a
+// bundle holds of a value that has such characters. A value JSON writes
+// as it is has none.
+func jsonForms(v string) []string {
+	var out []string
+	for _, html := range []bool{true, false} {
+		once := jsonString(v, html)
+		if once == v {
+			continue
+		}
+		out = append(out, once, jsonString(once, html))
+	}
+	return out
+}
+
+// jsonString is s as encoding/json writes it inside a string, without the
+// quotes.
+func jsonString(s string, html bool) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	if enc.Encode(s) != nil {
+		return s
+	}
+	out := strings.TrimSuffix(b.String(), "\n")
+	return out[1 : len(out)-1]
 }
 
 // sort puts the longest forms first, so that a value inside another is

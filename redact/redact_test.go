@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/url"
@@ -28,6 +30,44 @@ func TestForms(t *testing.T) {
 	once := r.String("x " + v + " y " + v)
 	if r.String(once) != once {
 		t.Error("not idempotent")
+	}
+}
+
+// TestJSONForms: a value with characters JSON escapes is masked where a
+// stored event, an answer or a bundle holds it, escaped once or twice,
+// with encoding/json's HTML escapes and without, and a JSON decoder reads
+// back the mask, never the value.
+func TestJSONForms(t *testing.T) {
+	const v = "Pa&ss<wo>rd\"quoted\\back\nline\u2028"
+	r := New(map[string]string{"TOKEN": v})
+	for _, html := range []bool{true, false} {
+		var once bytes.Buffer
+		enc := json.NewEncoder(&once)
+		enc.SetEscapeHTML(html)
+		if err := enc.Encode(map[string]any{"command": []string{"curl", v}, "note": "x " + v + " y"}); err != nil {
+			t.Fatal(err)
+		}
+		var twice bytes.Buffer
+		enc = json.NewEncoder(&twice)
+		enc.SetEscapeHTML(html)
+		if err := enc.Encode(map[string]string{"inner": once.String()}); err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range []string{once.String(), twice.String()} {
+			masked := r.String(doc)
+			var back any
+			if err := json.Unmarshal([]byte(masked), &back); err != nil {
+				t.Fatalf("html %v: the masked document is not JSON any more: %v\n%s", html, err, masked)
+			}
+			b, _ := json.Marshal(back)
+			if strings.Contains(masked, "Pa") || strings.Contains(fmt.Sprint(back), "Pa&ss") || !strings.Contains(string(b), "[REDACTED:TOKEN]") {
+				t.Errorf("html %v: %s\nmasked: %s", html, doc, masked)
+			}
+		}
+	}
+	// A value JSON writes as it is adds no form.
+	if forms := jsonForms("plain-value-123"); len(forms) != 0 {
+		t.Errorf("forms of a plain value: %q", forms)
 	}
 }
 
