@@ -87,7 +87,9 @@ func (h *brokerHandlers) execAttach(w http.ResponseWriter, r *http.Request) {
 		end.Result = res
 	}
 	b, _ := json.Marshal(end)
-	out.send(paddock.FrameResult, redact.Shapes(b))
+	// The end may quote the command's arguments (an error): it passes the
+	// run's funnel whole, as the output did.
+	out.send(paddock.FrameResult, red.Secrets(redact.Shapes(b)))
 	// The result is the end: what the client sends after it is not read.
 	conn.Close()
 	stdin.end(io.EOF)

@@ -220,17 +220,31 @@ func (h *brokerHandlers) execStream(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	res, err := h.broker.ExecStream(r.Context(), r.PathValue("id"), req, chunk("stdout"), chunk("stderr"))
+	// The last line, the result or the error (which may quote the
+	// command's arguments), passes the run's funnel whole; the output's
+	// lines were masked as the command wrote them.
+	last := func(line StreamLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, _ := json.Marshal(line)
+		if red, rerr := h.broker.Redactor(r.Context(), r.PathValue("id")); rerr == nil {
+			b = red.Secrets(b)
+		}
+		rc.SetWriteDeadline(time.Now().Add(WriteStall))
+		w.Write(append(redact.Shapes(b), '\n'))
+		rc.Flush()
+	}
 	if err != nil {
 		var pe *paddock.Error
 		if !errors.As(err, &pe) || pe.Code == paddock.CodeInternal {
 			h.api.log().Error("exec failed", "path", r.URL.Path, "err", err)
 			pe = &paddock.Error{Code: paddock.CodeInternal, Message: "internal error (details are in the daemon log)"}
 		}
-		send(StreamLine{Error: pe})
+		last(StreamLine{Error: pe})
 		return
 	}
 	res.Stdout, res.Stderr = "", "" // already streamed
-	send(StreamLine{Result: res})
+	last(StreamLine{Result: res})
 }
 
 type writerFunc func([]byte) (int, error)

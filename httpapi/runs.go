@@ -125,6 +125,8 @@ func (h *runsHandlers) eventStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// Each event is one write: the run's funnel masks it whole.
+	w = h.api.runFunnel(w, r)
 	if _, err := h.runs.Events(r.Context(), id, after, 1); err != nil {
 		h.api.fail(w, r, err)
 		return

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -128,7 +129,7 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 	if len(evs) > 0 {
 		var first string
 		evs, first = br.driven(ctx, id, b.call.Tool, evs)
-		seq, err := br.recordEventsSeq(ctx, id, evs)
+		seq, err := br.recordEventsSeq(ctx, id, maskEvents(cc.red, evs))
 		if err != nil {
 			br.drivers.Delete(first) // not recorded: the next call says it
 			if callErr == nil {
@@ -177,6 +178,27 @@ func (br *Broker) recordEvents(ctx context.Context, id string, evs []callEvent) 
 
 // recordEventsSeq is recordEvents that says the first event's seq: the
 // call's own (a command's enforcement record follows it).
+// maskEvents masks the run's declared secrets in what a call's events
+// hold (a command's arguments, its directory, an error quoting them, a
+// host it connected to) before they are stored: a store read after the
+// secret changed, or by another daemon, never holds the value. An event
+// that holds none keeps its data as it is.
+func maskEvents(red *redact.Redactor, evs []callEvent) []callEvent {
+	if !red.Declared() {
+		return evs
+	}
+	out := make([]callEvent, len(evs))
+	for i, e := range evs {
+		out[i] = e
+		if b, err := json.Marshal(e.data); err == nil {
+			if m := red.Secrets(b); !bytes.Equal(m, b) {
+				out[i].data = json.RawMessage(m)
+			}
+		}
+	}
+	return out
+}
+
 func (br *Broker) recordEventsSeq(ctx context.Context, id string, evs []callEvent) (int64, error) {
 	if len(evs) == 0 {
 		return 0, nil

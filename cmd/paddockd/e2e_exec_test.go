@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,10 +241,39 @@ func TestSecrets(t *testing.T) {
 	if r := cli(t, home, "exec", id, "--json", "--", "echo", shape); strings.Contains(r.out, shape) {
 		t.Fatalf("json: %s", r.out)
 	}
+	// An error that quotes the command's arguments, streamed, attached
+	// or not; the events as they stream.
+	var answers strings.Builder
+	for _, args := range [][]string{{"exec", id, "--", "/bin/" + value}, {"exec", id, "--json", "--", "/bin/" + value},
+		{"exec", id, "--dir", "d" + value, "--", "true"}} {
+		r := cli(t, home, args...)
+		answers.WriteString(r.out + r.err)
+		if r.code == 0 || !strings.Contains(r.out+r.err, "[REDACTED:API_TOKEN]") {
+			t.Errorf("%v: exit %d, %s%s", args[3:], r.code, r.out, r.err)
+		}
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", filepath.Join(home, "paddock.sock"))
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://paddock/v1/runs/"+id+"/events/stream", nil)
+	if resp, err := hc.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		sse, _ := io.ReadAll(resp.Body) // until the timeout
+		resp.Body.Close()
+		if !strings.Contains(string(sse), `"type":"exec"`) {
+			t.Fatalf("the event stream: %s", sse)
+		}
+		answers.Write(sse)
+	}
 	all := cli(t, home, "events", id, "--json").must(t).out + cli(t, home, "show", id, "--json").must(t).out
 	if strings.Contains(all, value) || strings.Contains(all, "other-secret-value") || strings.Contains(all, "ghp_AAAA") {
 		t.Fatal("a secret value reached the events or the run record")
 	}
+	// Nothing paddock keeps holds it either: the events are stored masked.
+	requireNoValue(t, home, answers.String()+all, value)
 }
 
 // TestExecStreams: output reaches the client while the command still runs.

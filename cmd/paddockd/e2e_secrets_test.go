@@ -33,7 +33,13 @@ func secretForms(v string) []string {
 // and the secrets directory itself.
 func requireNoSecret(t *testing.T, home, answers string) {
 	t.Helper()
-	forms := secretForms(contractSecret)
+	requireNoValue(t, home, answers, contractSecret)
+}
+
+// requireNoValue is requireNoSecret for the secret API_TOKEN's value v.
+func requireNoValue(t *testing.T, home, answers, v string) {
+	t.Helper()
+	forms := secretForms(v)
 	for _, f := range forms {
 		if strings.Contains(answers, f) {
 			i := strings.Index(answers, f)
