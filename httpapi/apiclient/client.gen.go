@@ -3036,8 +3036,11 @@ type ReviewOf struct {
 	Commit *string `json:"commit,omitempty"`
 
 	// Flow The flow the review run works in, if a flow made it.
-	Flow    *string   `json:"flow,omitempty"`
-	Hash    *string   `json:"hash,omitempty"`
+	Flow *string `json:"flow,omitempty"`
+	Hash *string `json:"hash,omitempty"`
+
+	// Masks The names of the reviewed run's secrets (its own, its agent's credentials): the change set under review may hold their values, so this run's answers mask them too. The run is never given them.
+	Masks   *[]string `json:"masks,omitempty"`
 	Run     *string   `json:"run,omitempty"`
 	Skipped *[]string `json:"skipped,omitempty"`
 }

@@ -1874,6 +1874,8 @@ export interface components {
             base?: string;
             /** @description A check run: one paddock makes to run a verify's (or the merge queue's) checks of that change set, never a reviewer's. */
             check?: boolean;
+            /** @description The names of the reviewed run's secrets (its own, its agent's credentials): the change set under review may hold their values, so this run's answers mask them too. The run is never given them. */
+            masks?: string[];
         };
         FlowTransition: {
             event?: string;

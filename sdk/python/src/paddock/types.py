@@ -726,6 +726,7 @@ class ReviewOf:
     flow: Optional[str] = field(default=None, metadata={"json": 'flow'})
     base: Optional[str] = field(default=None, metadata={"json": 'base'})
     check: Optional[bool] = field(default=None, metadata={"json": 'check'})
+    masks: Optional[List[str]] = field(default=None, metadata={"json": 'masks'})
 
 
 @dataclass(kw_only=True)
