@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock"
+	"github.com/paddock-dev/paddock/sandbox"
 )
 
 // The manager's side of what the API passes on: httpapi's tests serve a
@@ -217,12 +218,24 @@ func TestSecretChangedDuringACall(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	defer mu.Unlock()
-	if !flipped {
+	changed := flipped
+	mu.Unlock()
+	if !changed {
 		t.Fatal("the secret was never read for the command's environment (commandEnv): the test changes nothing")
 	}
 	if res.Stdout != "now=[REDACTED:API_TOKEN]\n" {
 		t.Fatalf("the value the command was given, in its output: %q", res.Stdout)
+	}
+	// Its output kept to a limit that cuts the value: none of it shows,
+	// in the answer or as it streamed.
+	var streamed strings.Builder
+	res, err = e.m.Broker.ExecStream(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", `echo "abcdefgh$API_TOKEN"`}, Limits: paddock.ExecLimits{Output: 16}},
+		&streamed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || res.Stdout != "abcdefgh[REDACTED:API_TOKEN]"+sandbox.TruncatedMarker || streamed.String() != "abcdefgh[REDACTED:API_TOKEN]" {
+		t.Fatalf("cut inside the value: truncated %v, answer %q, streamed %q", res.Truncated, res.Stdout, streamed.String())
 	}
 }
 

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -163,9 +165,21 @@ func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.
 		return nil, streamedEvents(execEvents(req, nil, err), input), err
 	}
 	ex.observer().Exec(c.run.Access, res.Enforcement.Mode, len(res.Enforcement.Degraded) > 0, res.OOMKilled, res.Duration)
-	res.Stdout, res.Stderr = red.Bytes(res.Stdout), red.Bytes(res.Stderr)
+	res.Stdout, res.Stderr = maskOutput(red, res.Stdout), maskOutput(red, res.Stderr)
 	out := ex.resultOf(r, req, spec.Limits, res, killed, writeNothing)
 	return out, streamedEvents(execEvents(req, out, nil), input), nil
+}
+
+// maskOutput masks a command's kept output. One kept to its limit ends
+// with the sandbox's marker, and what comes before the marker may end
+// inside a secret, which the whole-form masks miss: that part is masked
+// too (redact.MaskTail).
+func maskOutput(red *redact.Redactor, b []byte) []byte {
+	b = red.Bytes(b)
+	if body, ok := bytes.CutSuffix(b, []byte(sandbox.TruncatedMarker)); ok {
+		return append(slices.Clip(red.MaskTail(body)), sandbox.TruncatedMarker...)
+	}
+	return red.MaskTail(b)
 }
 
 // resultOf is a command's answer: its outcome, what enforced it, and

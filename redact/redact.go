@@ -146,6 +146,34 @@ func (r *Redactor) sort() {
 	sort.Slice(r.pairs, func(i, j int) bool { return len(r.pairs[i].find) > len(r.pairs[j].find) })
 }
 
+// MinTail is the shortest start of a declared secret's form MaskTail
+// masks at the end of an output: shorter ones would mask ordinary text.
+const MinTail = 4
+
+// MaskTail masks the start of a declared secret's form that b ends with
+// (MinTail bytes of it or more, short of the whole form, which Bytes
+// masks): where an output was cut (a command's output kept to its limit,
+// a stream that ended), the part of a secret before the cut would be
+// shown in clear. The mask replaces the part.
+func (r *Redactor) MaskTail(b []byte) []byte {
+	if r == nil {
+		return b
+	}
+	longest, mask := 0, []byte(nil)
+	for _, p := range r.pairs {
+		for k := min(len(p.find)-1, len(b)); k >= MinTail && k > longest; k-- {
+			if bytes.HasSuffix(b, p.find[:k]) {
+				longest, mask = k, p.mask
+				break
+			}
+		}
+	}
+	if longest == 0 {
+		return b
+	}
+	return append(b[:len(b)-longest:len(b)-longest], mask...)
+}
+
 // minShifted is the shortest base64 form of a secret inside other bytes
 // that is masked: shorter ones would mask ordinary text.
 const minShifted = 8

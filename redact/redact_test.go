@@ -71,6 +71,40 @@ func TestJSONForms(t *testing.T) {
 	}
 }
 
+// TestMaskTail: an output cut inside a secret's form (a command's output
+// kept to its limit) shows none of it; a start shorter than MinTail, or
+// text that only looks like one, is left.
+func TestMaskTail(t *testing.T) {
+	const v = "Th1rdV4lue-of-the-token"
+	r := New(map[string]string{"API_TOKEN": v})
+	for cut := MinTail; cut < len(v); cut++ {
+		out := string(r.MaskTail(r.Bytes([]byte("abcdefgh" + v[:cut]))))
+		if out != "abcdefgh[REDACTED:API_TOKEN]" {
+			t.Fatalf("cut after %d bytes: %q", cut, out)
+		}
+		var streamed bytes.Buffer
+		w := r.NewWriter(&streamed)
+		io.WriteString(w, "abcdefgh"+v[:cut])
+		w.Close()
+		if streamed.String() != "abcdefgh[REDACTED:API_TOKEN]" || !w.Masked() {
+			t.Fatalf("a stream that ended after %d bytes of it: %q", cut, streamed.String())
+		}
+	}
+	hexForm := hex.EncodeToString([]byte(v))
+	if out := string(r.MaskTail([]byte("id " + hexForm[:10]))); out != "id [REDACTED:API_TOKEN]" {
+		t.Fatalf("the start of its hex form: %q", out)
+	}
+	for _, keep := range []string{"abc" + v[:MinTail-1], "whole " + v + " then", "Th1r and more", ""} {
+		if out := string(r.MaskTail([]byte(keep))); out != keep {
+			t.Errorf("%q became %q", keep, out)
+		}
+	}
+	var none *Redactor
+	if out := none.MaskTail([]byte("x")); string(out) != "x" {
+		t.Fatal("a nil redactor changed its input")
+	}
+}
+
 func TestStreamSplitsAnywhere(t *testing.T) {
 	const v = "s3cr3t-token-value"
 	r := New(map[string]string{"T": v})

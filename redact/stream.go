@@ -54,12 +54,17 @@ func (s *Writer) Flush() error {
 // Held reports whether the Writer holds anything back.
 func (s *Writer) Held() bool { return len(s.pending) > 0 }
 
-// Close passes on what is held back.
+// Close passes on what is held back: masked, and with the start of a
+// declared secret it ends with masked too (MaskTail).
 func (s *Writer) Close() error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	_, err := s.w.Write(s.mask(s.pending))
+	m := s.mask(s.pending)
+	if t := s.r.MaskTail(m); len(t) != len(m) || !bytes.Equal(t, m) {
+		m, s.masked = t, true
+	}
+	_, err := s.w.Write(m)
 	s.pending = s.pending[:0]
 	return err
 }
