@@ -462,16 +462,19 @@ func (br *Broker) RequestAccess(ctx context.Context, id string, in paddock.Acces
 func (br *Broker) fileRequest(ctx context.Context, id string, in paddock.AccessRequestInput) (*paddock.AccessRequest, error) {
 	var raw [6]byte
 	rand.Read(raw[:])
-	// Stored masked, every field: a person is never asked to grant what
-	// they cannot see, and a grant of a masked command or domain matches
-	// nothing (the agent that put a secret in a request is refused).
+	// Stored with the run's secrets masked in every field: a person is
+	// never asked to grant what they cannot see, and a grant of a masked
+	// command or domain matches nothing (the agent that put a secret in a
+	// request is refused). The reason is free text: credential shapes are
+	// masked in it too.
 	red := br.redactorFor(ctx, id)
+	secrets := func(s string) string { return string(red.Secrets([]byte(s))) }
 	var command []string
-	if in.Command != nil {
-		command = red.Strings(in.Command)
+	for _, a := range in.Command {
+		command = append(command, secrets(a))
 	}
 	req := &paddock.AccessRequest{ID: "q-" + hex.EncodeToString(raw[:]), RunID: id, Kind: in.Kind, Tool: in.Tool, Command: command,
-		Path: red.String(in.Path), Domain: red.String(in.Domain), Limit: in.Limit, Value: red.String(in.Value), Reason: red.String(in.Reason),
+		Path: secrets(in.Path), Domain: secrets(in.Domain), Limit: in.Limit, Value: secrets(in.Value), Reason: red.String(in.Reason),
 		State: paddock.RequestPending, CreatedAt: now()}
 	ctx = context.WithoutCancel(ctx)
 	err := br.update(ctx, func(tx paddock.Tx) error {
