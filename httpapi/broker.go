@@ -205,17 +205,21 @@ func (h *brokerHandlers) execStream(w http.ResponseWriter, r *http.Request) {
 	// each line must still be taken within WriteStall.
 	rc := http.NewResponseController(w)
 	var mu sync.Mutex
-	enc := json.NewEncoder(w)
-	send := func(line StreamLine) {
+	// send writes one line; mask, if set, masks it first.
+	send := func(line StreamLine, mask func([]byte) []byte) {
+		b, _ := json.Marshal(line)
+		if mask != nil {
+			b = mask(b)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		rc.SetWriteDeadline(time.Now().Add(WriteStall))
-		enc.Encode(line)
+		w.Write(append(b, '\n'))
 		rc.Flush()
 	}
 	chunk := func(name string) io.Writer {
 		return writerFunc(func(p []byte) (int, error) {
-			send(StreamLine{Stream: name, Data: bytes.Clone(p)})
+			send(StreamLine{Stream: name, Data: bytes.Clone(p)}, nil)
 			return len(p), nil
 		})
 	}
@@ -224,15 +228,12 @@ func (h *brokerHandlers) execStream(w http.ResponseWriter, r *http.Request) {
 	// command's arguments), passes the run's funnel whole; the output's
 	// lines were masked as the command wrote them.
 	last := func(line StreamLine) {
-		mu.Lock()
-		defer mu.Unlock()
-		b, _ := json.Marshal(line)
-		if red, rerr := h.broker.Redactor(r.Context(), r.PathValue("id")); rerr == nil {
-			b = red.Secrets(b)
-		}
-		rc.SetWriteDeadline(time.Now().Add(WriteStall))
-		w.Write(append(redact.Shapes(b), '\n'))
-		rc.Flush()
+		send(line, func(b []byte) []byte {
+			if red, rerr := h.broker.Redactor(r.Context(), r.PathValue("id")); rerr == nil {
+				b = red.Secrets(b)
+			}
+			return redact.Shapes(b)
+		})
 	}
 	if err != nil {
 		var pe *paddock.Error

@@ -176,8 +176,6 @@ func (br *Broker) recordEvents(ctx context.Context, id string, evs []callEvent) 
 	return err
 }
 
-// recordEventsSeq is recordEvents that says the first event's seq: the
-// call's own (a command's enforcement record follows it).
 // maskEvents masks the run's declared secrets in what a call's events
 // hold (a command's arguments, its directory, an error quoting them, a
 // host it connected to) before they are stored: a store read after the
@@ -211,6 +209,8 @@ func maskedData(red *redact.Redactor, data any) any {
 	return data
 }
 
+// recordEventsSeq is recordEvents that says the first event's seq: the
+// call's own (a command's enforcement record follows it).
 func (br *Broker) recordEventsSeq(ctx context.Context, id string, evs []callEvent) (int64, error) {
 	if len(evs) == 0 {
 		return 0, nil

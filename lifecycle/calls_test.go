@@ -143,10 +143,7 @@ func TestSecretChangedKeepsItsOldValueMasked(t *testing.T) {
 			mu.Lock()
 			old := value
 			mu.Unlock()
-			r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(kind), Secrets: []string{"API_TOKEN"}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := secretRun(t, e, kind)
 			defer e.m.Runs.Reject(ctx, r.ID)
 			res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", `printf 'token=%s\n' "$API_TOKEN" > token.txt`}})
 			if err != nil || res.ExitCode != 0 {
@@ -208,10 +205,7 @@ func TestSecretChangedDuringACall(t *testing.T) {
 	e.project(t)
 	withSandbox(t, e)
 	ctx := context.Background()
-	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindOverlay), Secrets: []string{"API_TOKEN"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := secretRun(t, e, paddock.KindOverlay)
 	defer e.m.Runs.Reject(ctx, r.ID)
 	res, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", `echo "now=$API_TOKEN"`}})
 	if err != nil {
@@ -251,10 +245,7 @@ func TestReviewRunsMaskTheReviewedSecrets(t *testing.T) {
 	e.project(t)
 	withSandbox(t, e)
 	ctx := context.Background()
-	r, err := e.m.Runs.Create(ctx, paddock.CreateRunRequest{Project: "my-app", Kind: string(paddock.KindOverlay), Secrets: []string{"API_TOKEN"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := secretRun(t, e, paddock.KindOverlay)
 	sh(t, e.m, r.ID, `printf 'x=%s\n' "$API_TOKEN" > leak.txt`)
 	if _, err := e.m.Changes.Submit(ctx, r.ID); err != nil {
 		t.Fatal(err)
@@ -284,6 +275,16 @@ func TestReviewRunsMaskTheReviewedSecrets(t *testing.T) {
 	if evs, _ := json.Marshal(recorded); strings.Contains(string(evs), v) {
 		t.Fatalf("the review run's events hold the value: %s", evs)
 	}
+}
+
+// secretRun makes a run of kind that declares the secret API_TOKEN.
+func secretRun(t *testing.T, e *env, kind paddock.WorkspaceKind) *paddock.Run {
+	t.Helper()
+	r, err := e.m.Runs.Create(context.Background(), paddock.CreateRunRequest{Project: "my-app", Kind: string(kind), Secrets: []string{"API_TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // TestBootstrapTokens: each bootstrap makes a run with its own token; a

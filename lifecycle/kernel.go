@@ -226,7 +226,7 @@ func (kn *kernel) readSecret(name string) (string, bool) {
 		return "", false
 	}
 	v, ok := kn.Secret(name)
-	if ok && redact.Maskable(v) { // one that is not is refused, and never masked
+	if ok {
 		kn.redactors.note(name, v)
 	}
 	return v, ok

@@ -61,6 +61,9 @@ func (rs *redactors) note(name, v string) {
 }
 
 func (rs *redactors) noteLocked(name, v string) {
+	if !redact.Maskable(v) {
+		return // refused at create and exec, and never masked: no place taken
+	}
 	vs := rs.seen[name]
 	if i := slices.Index(vs, v); i >= 0 {
 		// Read again: the newest, the last one to go.
@@ -143,7 +146,7 @@ func (rs *redactors) of(names []string) *redact.Redactor {
 	defer rs.mu.Unlock()
 	values := map[string][]string{}
 	for _, n := range names {
-		if v, ok := current[n]; ok && redact.Maskable(v) {
+		if v, ok := current[n]; ok {
 			rs.noteLocked(n, v)
 		}
 		if vs := rs.seen[n]; len(vs) > 0 {

@@ -59,12 +59,11 @@ type pair struct {
 // New returns a Redactor for the named values. A value that is not
 // Maskable is left out: its callers have refused it before.
 func New(secrets map[string]string) *Redactor {
-	r := &Redactor{}
+	values := make(map[string][]string, len(secrets))
 	for name, v := range secrets {
-		r.add(name, v)
+		values[name] = []string{v}
 	}
-	r.sort()
-	return r
+	return NewValues(values)
 }
 
 // NewValues is New for secrets that have had more than one value (one
@@ -77,7 +76,9 @@ func NewValues(secrets map[string][]string) *Redactor {
 			r.add(name, v)
 		}
 	}
-	r.sort()
+	// The longest forms first, so that a value inside another is masked
+	// as the outer one.
+	sort.Slice(r.pairs, func(i, j int) bool { return len(r.pairs[i].find) > len(r.pairs[j].find) })
 	return r
 }
 
@@ -138,12 +139,6 @@ func jsonString(s string, html bool) string {
 	}
 	out := strings.TrimSuffix(b.String(), "\n")
 	return out[1 : len(out)-1]
-}
-
-// sort puts the longest forms first, so that a value inside another is
-// masked as the outer one.
-func (r *Redactor) sort() {
-	sort.Slice(r.pairs, func(i, j int) bool { return len(r.pairs[i].find) > len(r.pairs[j].find) })
 }
 
 // MinTail is the shortest start of a declared secret's form MaskTail
