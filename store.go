@@ -18,6 +18,27 @@ type Store interface {
 	Close() error
 }
 
+// LazyUpdater is a Store that can commit a write without waiting for
+// the disk: when UpdateLazy returns, fn's changes survive the daemon's
+// crash (they are in the operating system's hands) but not the machine's
+// (a power loss, a kernel panic) until the next Update commits, which
+// makes them durable with its own. It is for records whose loss in a
+// machine's crash is what a client could see anyway, never for events:
+// the idempotency keys of a single machine's store, whose clients are on
+// that machine and go with it (lifecycle's Calls). UpdateLazy commits
+// through Update where a store has no such method.
+type LazyUpdater interface {
+	UpdateLazy(ctx context.Context, fn func(Tx) error) error
+}
+
+// UpdateLazy runs fn as s's UpdateLazy if s has one, else as its Update.
+func UpdateLazy(ctx context.Context, s Store, fn func(Tx) error) error {
+	if l, ok := s.(LazyUpdater); ok {
+		return l.UpdateLazy(ctx, fn)
+	}
+	return s.Update(ctx, fn)
+}
+
 // RunReader is a Store that reads a run with what a call on it needs
 // (its access requests and its project, as asked) in one snapshot and
 // one round trip: PostgreSQL sends the reads, and their transaction's

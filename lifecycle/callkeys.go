@@ -17,6 +17,15 @@ import (
 //
 // The keys are the HTTP API's (httpapi keys them by caller); Calls knows
 // only scoped keys and request hashes.
+//
+// Its records are committed lazily where the store can
+// (paddock.LazyUpdater: SQLite): a claim survives the daemon's crash at
+// once, and a power loss once the next commit is made, which for a
+// command is its events', right after it. A single machine's store has
+// its clients on that machine (a unix socket, loopback TCP), and a
+// machine's crash ends them and their retries with it. PostgreSQL's
+// nodes, whose clients outlive any one machine, commit each claim
+// durably before the call is made.
 type Calls struct {
 	*kernel
 
@@ -57,7 +66,7 @@ func (c *Calls) Begin(ctx context.Context, key, request string) (*paddock.CallRe
 	}
 	c.mu.Unlock()
 	var old *paddock.CallRecord
-	err := c.update(ctx, func(tx paddock.Tx) (err error) {
+	err := c.updateLazy(ctx, func(tx paddock.Tx) (err error) {
 		if prune {
 			if _, err := tx.CallKeys().Prune(ctx, now().Add(-paddock.CallKeyTerm)); err != nil {
 				return err
@@ -152,7 +161,7 @@ func (c *Calls) later(ctx context.Context, key, what string, fn func(context.Con
 	ctx = context.WithoutCancel(ctx)
 	write := func() {
 		defer c.done(key)
-		if err := c.update(ctx, func(tx paddock.Tx) error { return fn(ctx, tx) }); err != nil {
+		if err := c.updateLazy(ctx, func(tx paddock.Tx) error { return fn(ctx, tx) }); err != nil {
 			c.log().Error("cannot record the end of a call made with an idempotency key; made again, it will be refused", "do", what, "err", err)
 		}
 	}

@@ -270,13 +270,25 @@ func (kn *kernel) log() *slog.Logger {
 // update runs fn in a store transaction and wakes event waiters afterwards.
 // A seq expectation in ctx is checked in the same transaction, first.
 func (kn *kernel) update(ctx context.Context, fn func(paddock.Tx) error) error {
-	do := func(tx paddock.Tx) error {
+	return kn.write(func() error { return kn.Store.Update(ctx, expecting(ctx, fn)) })
+}
+
+// updateLazy is update through the store's UpdateLazy: a commit that
+// survives the daemon's crash but, until the next update's, not the
+// machine's (paddock.LazyUpdater). Only for what Calls records.
+func (kn *kernel) updateLazy(ctx context.Context, fn func(paddock.Tx) error) error {
+	return kn.write(func() error { return paddock.UpdateLazy(ctx, kn.Store, expecting(ctx, fn)) })
+}
+
+// expecting is fn with ctx's seq expectation checked first, in its
+// transaction.
+func expecting(ctx context.Context, fn func(paddock.Tx) error) func(paddock.Tx) error {
+	return func(tx paddock.Tx) error {
 		if err := checkExpect(ctx, tx); err != nil {
 			return err
 		}
 		return fn(tx)
 	}
-	return kn.write(func() error { return kn.Store.Update(ctx, do) })
 }
 
 // write makes a durable write to the store and wakes event waiters

@@ -8,6 +8,12 @@
 // transaction, and every event it appended, is on disk. A process killed at any
 // moment leaves either the whole transaction or none of it.
 //
+// UpdateLazy (paddock.LazyUpdater) commits with synchronous=NORMAL: written to
+// the WAL, not fsync'd. A process killed keeps it (the WAL's pages are the
+// kernel's); a power loss may lose it, until the next Update's fsync of the
+// WAL, which holds it too, makes it durable. A batch with any Update in it is
+// committed as an Update.
+//
 // # Concurrency
 //
 // Writers are serialized through one connection whose transactions begin
@@ -62,6 +68,10 @@ type Store struct {
 	mu      sync.Mutex
 	queue   []*update
 	leading bool
+	// synchronous is the write connection's synchronous setting as the
+	// leader last set it ("" unknown: set before the next commit); only
+	// the leader reads or writes it.
+	synchronous string
 }
 
 // update is one Update waiting for its batch.
@@ -69,6 +79,7 @@ type update struct {
 	ctx  context.Context
 	fn   func(paddock.Tx) error
 	done chan error
+	lazy bool // UpdateLazy's: committed without an fsync if all its batch is
 }
 
 // MaxBatch bounds how many Updates share one commit.
@@ -213,7 +224,18 @@ func (s *Store) View(ctx context.Context, fn func(paddock.Tx) error) error {
 // back the whole batch). A caller whose ctx ends before its fn runs, or while
 // it runs, gets ctx's error and its fn's changes are rolled back.
 func (s *Store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
-	u := &update{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	return s.enqueue(&update{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+// UpdateLazy is Update without waiting for the disk
+// (paddock.LazyUpdater): its commit survives the daemon's crash, and a
+// power loss only once the next Update's has been made. It shares a
+// batch as Update does; a batch with an Update in it is fsync'd.
+func (s *Store) UpdateLazy(ctx context.Context, fn func(paddock.Tx) error) error {
+	return s.enqueue(&update{ctx: ctx, fn: fn, done: make(chan error, 1), lazy: true})
+}
+
+func (s *Store) enqueue(u *update) error {
 	s.mu.Lock()
 	s.queue = append(s.queue, u)
 	lead := !s.leading
@@ -250,6 +272,17 @@ func (s *Store) commit(batch []*update) {
 		for _, u := range batch {
 			u.done <- err
 		}
+	}
+	mode := "NORMAL"
+	for _, u := range batch {
+		if !u.lazy {
+			mode = "FULL"
+			break
+		}
+	}
+	if err := s.setSynchronous(mode); err != nil {
+		fail(err)
+		return
 	}
 	tx, err := s.write.BeginTx(context.Background(), nil)
 	if err != nil {
@@ -312,6 +345,22 @@ func (s *Store) commit(batch []*update) {
 		u.done <- errs[i]
 	}
 	s.writeStmts.prepareWanted(bg)
+}
+
+// setSynchronous sets the write connection's synchronous setting to mode
+// (FULL or NORMAL) before a batch, if it is not so already. The one write
+// connection is idle between batches, and one the pool makes anew is FULL
+// (Open's); a setting that fails leaves it unknown, to be set again.
+func (s *Store) setSynchronous(mode string) error {
+	if s.synchronous == mode {
+		return nil
+	}
+	s.synchronous = ""
+	if _, err := s.write.ExecContext(context.Background(), "PRAGMA synchronous = "+mode); err != nil {
+		return fmt.Errorf("sqlite: synchronous %s: %w", mode, err)
+	}
+	s.synchronous = mode
+	return nil
 }
 
 // runFn runs fn, turning a panic into an error so that one bad fn cannot
