@@ -23,12 +23,18 @@ func (f fakeBroker) Exec(ctx context.Context, id string, req paddock.ExecRequest
 	if err := f.record(ctx, "Exec", id, req.Argv, req.Net); err != nil {
 		return nil, err
 	}
+	if f.afterExec != nil {
+		paddock.AfterAnswer(ctx, f.afterExec)
+	}
 	return &paddock.ExecResult{Stdout: "out"}, nil
 }
 
 func (f fakeBroker) ExecStream(ctx context.Context, id string, req paddock.ExecRequest, stdout, stderr io.Writer) (*paddock.ExecResult, error) {
 	if err := f.record(ctx, "ExecStream", id, req.Argv, req.Net); err != nil {
 		return nil, err
+	}
+	if f.afterExec != nil {
+		paddock.AfterAnswer(ctx, f.afterExec)
 	}
 	io.WriteString(stdout, "out")
 	io.WriteString(stderr, "err")

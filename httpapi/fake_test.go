@@ -33,7 +33,11 @@ type fakeState struct {
 	secret   map[string]string // a run's declared secret: name=value
 	gone     map[string]bool   // runs whose attached exec saw its client go
 	revoked  map[string]bool   // principals whose credential the test revoked
-	n        int
+	// afterExec, if set, is left by Exec and ExecStream for after their
+	// answer (paddock.AfterAnswer), as the broker leaves its look at what
+	// a command changed.
+	afterExec func()
+	n         int
 }
 
 // call is one call to a service, as the test reads it.

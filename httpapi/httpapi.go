@@ -501,16 +501,24 @@ func writeError(w http.ResponseWriter, err error) {
 
 // writeJSON answers with v, passed through the redaction funnel: no
 // credential shape leaves the daemon in an answer, whatever its source.
+// The answer says its length: its caller has it whole once it is
+// flushed, before its handler returns (serve's work after the answer).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
+	body := redact.Shapes(buf.Bytes())
+	if m, ok := w.(*secretMasker); ok {
+		// Masked here, where its length is known.
+		body, w = m.red.Secrets(body), m.ResponseWriter
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	w.Write(redact.Shapes(buf.Bytes()))
+	w.Write(body)
 }
 
 // apiBase is what every concern's handlers share: how a failed answer is

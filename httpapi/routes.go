@@ -263,6 +263,18 @@ func (a *apiBase) serve(rt *route, az *authz, w http.ResponseWriter, r *http.Req
 		rt.h.stream(w, r)
 		return
 	}
+	// The work the call leaves for after its answer (the look at what a
+	// command changed) begins once the answer is flushed: the answer's
+	// last steps, and its caller's reading of it, keep the processors. It
+	// begins if the call panics too (it may hold a run's lock).
+	ctx, answered := paddock.WithAnswerFirst(r.Context())
+	defer answered.Answered()
+	a.answer(rt, w, r.WithContext(ctx))
+	http.NewResponseController(w).Flush()
+}
+
+// answer makes rt's call and writes its answer.
+func (a *apiBase) answer(rt *route, w http.ResponseWriter, r *http.Request) {
 	w = a.runFunnel(w, r)
 	// The seq rule: a mutating request on a run may carry ?expect_seq=N;
 	// if the run moved on, it is refused.

@@ -137,9 +137,13 @@ func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int6
 		err := pv.trackEffectsLocked(ctx, r, seq, written)
 		pv.log().Debug("effects recorded for blame", "run", r.ID, "seq", seq, "took", time.Since(start), "err", err)
 	}
-	if !pv.life.goBackground(track) {
-		track() // closing: looked at now, before the daemon's end
-	}
+	// Begun once the call's answer is on its way (paddock.AfterAnswer):
+	// the lock above keeps the run's next call after it meanwhile.
+	paddock.AfterAnswer(ctx, func() {
+		if !pv.life.goBackground(track) {
+			track() // closing: looked at now, before the daemon's end
+		}
+	})
 }
 
 // settle waits for the look at run id's files after its last call
