@@ -41,10 +41,14 @@ type Provenance struct {
 	runs     *Runs
 	policies *Policies
 
-	provMu     runLocks  // run id's journal's lock: runs track their effects side by side, each run's calls one after the other
-	provStates sync.Map  // run id → *provState, under its provMu lock
-	life       *lifetime // the looks at the runs' files after their calls
-	watches    treeWatches
+	provMu     runLocks // run id's journal's lock: runs track their effects side by side, each run's calls one after the other
+	provStates sync.Map // run id → *provState, under its provMu lock
+	// pendingLooks are the looks left for after their call's answer
+	// (run id → *pendingLook), under the journal's lock and not begun:
+	// whoever waits for the lock begins the run's first (lockJournal).
+	pendingLooks sync.Map
+	life         *lifetime // the looks at the runs' files after their calls
+	watches      treeWatches
 }
 
 // Where every hunk came from. After each call that can change the run's
@@ -115,7 +119,7 @@ func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int6
 	// back once the files are looked at, in the background: the answer
 	// does not wait for the look, and what comes after it does (the
 	// run's next call that can change its files, settle; blame; forget).
-	unlock := pv.provMu.lock(r.ID)
+	unlock := pv.lockJournal(r.ID)
 	// The look is part of the call: a fork, which freezes the upper layer
 	// it reads, waits for it as for the call (the broker's use of the run
 	// is still held here, so this one is always had).
@@ -137,19 +141,48 @@ func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int6
 		err := pv.trackEffectsLocked(ctx, r, seq, written)
 		pv.log().Debug("effects recorded for blame", "run", r.ID, "seq", seq, "took", time.Since(start), "err", err)
 	}
-	// Begun once the call's answer is on its way (paddock.AfterAnswer):
-	// the lock above keeps the run's next call after it meanwhile.
-	paddock.AfterAnswer(ctx, func() {
+	// Begun once the call's answer is on its way (paddock.AfterAnswer),
+	// or as soon as anything waits for the lock above (lockJournal): the
+	// run's next call, which the lock keeps after it, may come in the same
+	// request (an adoption writes file after file) or from a client
+	// quicker than this call's.
+	look := &pendingLook{start: func() {
 		if !pv.life.goBackground(track) {
 			track() // closing: looked at now, before the daemon's end
 		}
+	}}
+	pv.pendingLooks.Store(r.ID, look)
+	paddock.AfterAnswer(ctx, func() { pv.beginLook(r.ID, look) })
+}
+
+// pendingLook is a look at a run's files left for after its call's
+// answer; it begins once.
+type pendingLook struct {
+	once  sync.Once
+	start func()
+}
+
+// beginLook begins look, run id's, unless it has begun.
+func (pv *Provenance) beginLook(id string, look *pendingLook) {
+	look.once.Do(func() {
+		pv.pendingLooks.CompareAndDelete(id, look)
+		look.start()
 	})
+}
+
+// lockJournal takes run id's journal's lock, first beginning the look
+// that holds it, if it waits for its call's answer.
+func (pv *Provenance) lockJournal(id string) (unlock func()) {
+	if v, ok := pv.pendingLooks.Load(id); ok {
+		pv.beginLook(id, v.(*pendingLook))
+	}
+	return pv.provMu.lock(id)
 }
 
 // settle waits for the look at run id's files after its last call
 // (trackEffects): a call that can change them runs after it, so that each
 // call's effects are its own.
-func (pv *Provenance) settle(id string) { pv.provMu.lock(id)() }
+func (pv *Provenance) settle(id string) { pv.lockJournal(id)() }
 
 func (pv *Provenance) trackEffectsLocked(ctx context.Context, r *paddock.Run, seq int64, written []string) error {
 	st := pv.provStateOf(r.ID)
@@ -263,7 +296,7 @@ type upperFile struct {
 // lock: a call tracking meanwhile finishes first, and one waiting finds
 // the run cleaned and tracks nothing (trackEffects).
 func (pv *Provenance) forget(id string) {
-	defer pv.provMu.lock(id)()
+	defer pv.lockJournal(id)()
 	if st, ok := pv.provStates.LoadAndDelete(id); ok {
 		st.(*provState).tree.drop(false)
 	}
@@ -624,7 +657,7 @@ func (pv *Provenance) Blame(ctx context.Context, id, hash string) (*paddock.Blam
 	if err != nil {
 		return nil, err
 	}
-	unlock := pv.provMu.lock(id)
+	unlock := pv.lockJournal(id)
 	recs, err := pv.readJournal(id)
 	unlock()
 	if err != nil {

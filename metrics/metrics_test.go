@@ -83,6 +83,43 @@ func TestStoreCountsCommittedEvents(t *testing.T) {
 	}
 }
 
+// lazyStore is a fakeStore that says which of its updates were lazy.
+type lazyStore struct {
+	fakeStore
+	lazy int
+}
+
+func (s *lazyStore) UpdateLazy(ctx context.Context, fn func(paddock.Tx) error) error {
+	s.lazy++
+	return s.Update(ctx, fn)
+}
+
+// TestStoreKeepsLazyUpdates: the wrapped store's UpdateLazy goes to the
+// store it wraps as UpdateLazy (the daemon's SQLite commits the calls'
+// keys without an fsync through it), timed and counted as Update; over
+// a store without one it is an Update.
+func TestStoreKeepsLazyUpdates(t *testing.T) {
+	m := New(nil)
+	inner := &lazyStore{}
+	s := m.Store(inner)
+	appendOne := func(tx paddock.Tx) error {
+		_, err := tx.AppendEvent(context.Background(), "r-1", paddock.EventSubmitted, nil)
+		return err
+	}
+	if err := paddock.UpdateLazy(context.Background(), s, appendOne); err != nil || inner.lazy != 1 {
+		t.Fatalf("UpdateLazy through the metrics: %v, %d lazy updates below", err, inner.lazy)
+	}
+	if err := s.Update(context.Background(), appendOne); err != nil || inner.lazy != 1 {
+		t.Fatalf("Update through the metrics: %v, %d lazy updates below", err, inner.lazy)
+	}
+	if got := testutil.ToFloat64(m.events.WithLabelValues(paddock.EventSubmitted)); got != 2 {
+		t.Errorf("events counted: %v, want 2", got)
+	}
+	if err := paddock.UpdateLazy(context.Background(), m.Store(&fakeStore{}), appendOne); err != nil {
+		t.Fatalf("UpdateLazy over a store without it: %v", err)
+	}
+}
+
 // TestStateAtScrape: a scrape reads the state; runs over their disk
 // quota's fractions land in the histogram's buckets; a failed read says so.
 func TestStateAtScrape(t *testing.T) {

@@ -19,10 +19,27 @@ type store struct {
 }
 
 func (s *store) Update(ctx context.Context, fn func(paddock.Tx) error) error {
+	return s.timed(ctx, fn, s.Store.Update)
+}
+
+// UpdateLazy commits as the store it wraps does (paddock.UpdateLazy:
+// without waiting for the disk where it can, durably otherwise), timed
+// and counted as Update is.
+func (s *store) UpdateLazy(ctx context.Context, fn func(paddock.Tx) error) error {
+	return s.timed(ctx, fn, func(ctx context.Context, fn func(paddock.Tx) error) error {
+		return paddock.UpdateLazy(ctx, s.Store, fn)
+	})
+}
+
+var _ paddock.LazyUpdater = (*store)(nil)
+
+// timed runs fn through update, timing the transaction and counting its
+// events once it committed.
+func (s *store) timed(ctx context.Context, fn func(paddock.Tx) error, update func(context.Context, func(paddock.Tx) error) error) error {
 	var tx *countingTx
 	var fnErr error
 	start := time.Now()
-	err := s.Store.Update(ctx, func(inner paddock.Tx) error {
+	err := update(ctx, func(inner paddock.Tx) error {
 		tx = &countingTx{Tx: inner} // a retried transaction counts once
 		fnErr = fn(tx)
 		return fnErr
