@@ -354,7 +354,10 @@ func (m *Manager) close(ctx context.Context) error {
 	for _, l := range m.lifetimes() {
 		l.close()
 	}
-	m.Provenance.watches.close() // after the looks, which the lifetimes waited for
+	// After the looks begun so far, which the lifetimes waited for; one
+	// begun later (its call's answer flushed once Close had begun) runs
+	// at once in its handler and walks the files, the watches closed.
+	m.Provenance.watches.close()
 	return err
 }
 

@@ -152,6 +152,12 @@ func (pv *Provenance) trackEffects(ctx context.Context, r *paddock.Run, seq int6
 		}
 	}}
 	pv.pendingLooks.Store(r.ID, look)
+	// A waiter counted before the look was stored may have missed it
+	// (lockJournal): it is begun now. One counted after finds it.
+	if pv.provMu.contended(r.ID) {
+		pv.beginLook(r.ID, look)
+		return
+	}
 	paddock.AfterAnswer(ctx, func() { pv.beginLook(r.ID, look) })
 }
 
@@ -171,12 +177,19 @@ func (pv *Provenance) beginLook(id string, look *pendingLook) {
 }
 
 // lockJournal takes run id's journal's lock, first beginning the look
-// that holds it, if it waits for its call's answer.
+// that holds it, if it waits for its call's answer. It is counted among
+// the lock's waiters before it looks for one: a look stored after that
+// is begun by trackEffects, which sees it waiting (runLocks.contended).
 func (pv *Provenance) lockJournal(id string) (unlock func()) {
+	e := pv.provMu.acquire(id)
 	if v, ok := pv.pendingLooks.Load(id); ok {
 		pv.beginLook(id, v.(*pendingLook))
 	}
-	return pv.provMu.lock(id)
+	e.Lock()
+	return func() {
+		e.Unlock()
+		pv.provMu.release(id, e)
+	}
 }
 
 // settle waits for the look at run id's files after its last call

@@ -39,6 +39,15 @@ func (l *runLocks) release(id string, e *runLock) {
 	}
 }
 
+// contended says whether anyone but its holder holds or waits for run
+// id's lock (taken with lock).
+func (l *runLocks) contended(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.m[id]
+	return e != nil && e.refs > 1
+}
+
 // lock takes run id's lock, waiting for it; unlock gives it back.
 func (l *runLocks) lock(id string) (unlock func()) {
 	e := l.acquire(id)
