@@ -181,15 +181,11 @@ func (pv *Provenance) beginLook(id string, look *pendingLook) {
 // the lock's waiters before it looks for one: a look stored after that
 // is begun by trackEffects, which sees it waiting (runLocks.contended).
 func (pv *Provenance) lockJournal(id string) (unlock func()) {
-	e := pv.provMu.acquire(id)
-	if v, ok := pv.pendingLooks.Load(id); ok {
-		pv.beginLook(id, v.(*pendingLook))
-	}
-	e.Lock()
-	return func() {
-		e.Unlock()
-		pv.provMu.release(id, e)
-	}
+	return pv.provMu.lockAfter(id, func() {
+		if v, ok := pv.pendingLooks.Load(id); ok {
+			pv.beginLook(id, v.(*pendingLook))
+		}
+	})
 }
 
 // settle waits for the look at run id's files after its last call

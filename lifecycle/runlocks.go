@@ -49,8 +49,15 @@ func (l *runLocks) contended(id string) bool {
 }
 
 // lock takes run id's lock, waiting for it; unlock gives it back.
-func (l *runLocks) lock(id string) (unlock func()) {
+func (l *runLocks) lock(id string) (unlock func()) { return l.lockAfter(id, nil) }
+
+// lockAfter is lock calling first, if set, before it waits, once it is
+// counted among the lock's holders and waiters (contended sees it).
+func (l *runLocks) lockAfter(id string, first func()) (unlock func()) {
 	e := l.acquire(id)
+	if first != nil {
+		first()
+	}
 	e.Lock()
 	return func() {
 		e.Unlock()
