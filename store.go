@@ -93,10 +93,11 @@ type EventDraft struct {
 }
 
 // EventAppender is a Store that appends events to a run in one
-// transaction in fewer round trips than Update: PostgreSQL sends its
-// BEGIN, the node's fence and the inserts at once, then the COMMIT (two
-// round trips). AppendEvents appends through Update where a store has no
-// such method. Its errors say what Update's would: one before the COMMIT
+// transaction in fewer round trips or statements than Update with one
+// AppendEvent each: PostgreSQL sends its BEGIN, the node's fence and the
+// inserts at once, then the COMMIT (two round trips); SQLite takes their
+// seqs in one statement. AppendEvents appends through Update where a
+// store has no such method. Its errors say what Update's would: one before the COMMIT
 // means nothing was written.
 type EventAppender interface {
 	AppendEvents(ctx context.Context, runID string, evs []EventDraft) ([]*Event, error)

@@ -458,37 +458,56 @@ func (t *Tx) Workspaces(ctx context.Context, states ...paddock.WorkspaceState) (
 
 // AppendEvent assigns the run's next seq and inserts the event, in this transaction.
 func (t *Tx) AppendEvent(ctx context.Context, runID, typ string, data any) (*paddock.Event, error) {
-	var raw []byte
-	if data != nil {
-		var err error
-		if raw, err = json.Marshal(data); err != nil {
-			return nil, wrap("encode event", err)
-		}
+	evs, err := appendEvents(ctx, t, runID, []paddock.EventDraft{{Type: typ, Data: data}})
+	if err != nil {
+		return nil, err
 	}
-	e := &paddock.Event{RunID: runID, Type: typ, Time: time.Now().UTC(), Data: raw}
-	err := t.queryRow(ctx, `UPDATE runs SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`, runID).Scan(&e.Seq)
+	return evs[0], nil
+}
+
+// appendEvents appends evs to run runID in t, in order, their seqs taken
+// in one statement.
+func appendEvents(ctx context.Context, t *Tx, runID string, evs []paddock.EventDraft) ([]*paddock.Event, error) {
+	out := make([]*paddock.Event, len(evs))
+	now := time.Now().UTC()
+	for i, d := range evs {
+		var raw []byte
+		if d.Data != nil {
+			var err error
+			if raw, err = json.Marshal(d.Data); err != nil {
+				return nil, wrap("encode event", err)
+			}
+		}
+		out[i] = &paddock.Event{RunID: runID, Type: d.Type, Time: now, Data: raw}
+	}
+	var last int64
+	err := t.queryRow(ctx, `UPDATE runs SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq`, len(evs), runID).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, paddock.Errorf(paddock.CodeNotFound, "no run %q", runID)
 	}
 	if err != nil {
 		return nil, wrap("append event", err)
 	}
-	var dataArg any
-	if raw != nil {
-		dataArg = string(raw)
-	}
-	if _, err := t.exec(ctx, `INSERT INTO events (run_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)`,
-		runID, e.Seq, fmtTime(e.Time), typ, dataArg); err != nil {
-		return nil, wrap("append event", err)
-	}
-	if notice, ok := paddock.NoticeOf(typ, raw); ok {
-		// The one writer commits in id order: no lock needed for the order.
-		if _, err := t.exec(ctx, `INSERT INTO notices (run_id, seq, type, time) VALUES (?, ?, ?, ?)`,
-			runID, e.Seq, notice, fmtTime(e.Time)); err != nil {
-			return nil, wrap("append notice", err)
+	at := fmtTime(now)
+	for i, e := range out {
+		e.Seq = last - int64(len(out)-1-i)
+		var dataArg any
+		if e.Data != nil {
+			dataArg = string(e.Data)
+		}
+		if _, err := t.exec(ctx, `INSERT INTO events (run_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)`,
+			runID, e.Seq, at, e.Type, dataArg); err != nil {
+			return nil, wrap("append event", err)
+		}
+		if notice, ok := paddock.NoticeOf(e.Type, e.Data); ok {
+			// The one writer commits in id order: no lock needed for the order.
+			if _, err := t.exec(ctx, `INSERT INTO notices (run_id, seq, type, time) VALUES (?, ?, ?, ?)`,
+				runID, e.Seq, notice, at); err != nil {
+				return nil, wrap("append notice", err)
+			}
 		}
 	}
-	return e, nil
+	return out, nil
 }
 
 // Events returns up to limit events of the run after seq after.

@@ -30,6 +30,7 @@ func Run(t *testing.T, open Opener) {
 		{"Runs", testRuns},
 		{"Transitions", testTransitions},
 		{"EventSeq", testEventSeq},
+		{"EventsAppendedTogether", testEventsTogether},
 		{"RollbackLeavesNothing", testRollback},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"Locks", testLocks},
@@ -326,6 +327,54 @@ func testEventSeq(t *testing.T, open Opener) {
 		evs, _ = tx.Events(ctx, "a", 5, 0)
 		if evs == nil || len(evs) != 0 {
 			t.Fatalf("events after the last = %v, want empty non-nil", evs)
+		}
+		return nil
+	})
+}
+
+// testEventsTogether: events appended together (paddock.AppendEvents,
+// which a store may do in fewer statements or round trips than one
+// AppendEvent each) take the run's next seqs in their order, keep their
+// types and data, and file the notable ones as notices; appended to a
+// run that is not there, they are not found and nothing is written.
+func testEventsTogether(t *testing.T, open Opener) {
+	s, _ := fresh(t, open)
+	ctx := context.Background()
+	seed(t, s, "app", "a")
+	drafts := []paddock.EventDraft{
+		{Type: "x", Data: map[string]int{"i": 1}},
+		{Type: paddock.EventSubmitted, Data: map[string]string{"hash": "h1"}},
+		{Type: "y"},
+	}
+	update(t, s, func(tx paddock.Tx) error { _, err := tx.AppendEvent(ctx, "a", "first", nil); return err })
+	got, err := paddock.AppendEvents(ctx, s, "a", drafts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeqs(t, got, 2, 3)
+	_, err = paddock.AppendEvents(ctx, s, "nope", drafts)
+	wantCode(t, err, paddock.CodeNotFound)
+	update(t, s, func(tx paddock.Tx) error { _, err := tx.AppendEvent(ctx, "a", "last", nil); return err })
+	s.View(ctx, func(tx paddock.Tx) error {
+		evs, err := tx.Events(ctx, "a", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSeqs(t, evs, 1, 5)
+		for i, want := range []string{"first", "x", paddock.EventSubmitted, "y", "last"} {
+			if evs[i].Type != want {
+				t.Errorf("event %d is %s, want %s", i+1, evs[i].Type, want)
+			}
+		}
+		if string(evs[1].Data) != `{"i":1}` || evs[3].Data != nil {
+			t.Errorf("data: %s and %s, want {\"i\":1} and none", evs[1].Data, evs[3].Data)
+		}
+		ns, err := tx.Notices(ctx, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ns) != 1 || ns[0].Type != paddock.EventSubmitted || ns[0].Seq != 3 {
+			t.Errorf("notices %+v, want the one submitted event at seq 3", ns)
 		}
 		return nil
 	})
