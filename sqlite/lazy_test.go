@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,10 +13,21 @@ import (
 	"github.com/paddock-dev/paddock"
 )
 
-// TestLazyCommits: UpdateLazy commits without a sync of the WAL and
-// Update with one, whichever came before; a batch that holds an Update is
-// synced, whatever else it holds; and what UpdateLazy committed is read
-// back.
+// synchronousIn is the synchronous setting the transaction tx runs under:
+// 1 NORMAL, 2 FULL.
+func synchronousIn(ctx context.Context, t *testing.T, tx paddock.Tx) int {
+	t.Helper()
+	var v int
+	if err := tx.(*Tx).queryRow(ctx, "PRAGMA synchronous").Scan(&v); err != nil {
+		t.Error(err)
+	}
+	return v
+}
+
+// TestLazyCommits: UpdateLazy commits without an fsync (synchronous
+// NORMAL) and Update with one (FULL), whichever came before; a batch that
+// holds an Update is committed as one, whatever else it holds; and what
+// UpdateLazy committed is read back.
 func TestLazyCommits(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"))
@@ -25,13 +35,6 @@ func TestLazyCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !s.syncs {
-		t.Fatal("the store does not sync its WAL itself: not in WAL mode")
-	}
-	var mode int
-	if err := s.write.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&mode); err != nil || mode != 1 {
-		t.Fatalf("the write connection's synchronous is %d (%v), want 1 (NORMAL): the store syncs", mode, err)
-	}
 	claim := func(tx paddock.Tx, key string) error {
 		old, err := tx.CallKeys().Claim(ctx, &paddock.CallRecord{Key: key, Request: "r", Owner: "o", CreatedAt: time.Now()})
 		if err == nil && old != nil {
@@ -39,17 +42,21 @@ func TestLazyCommits(t *testing.T) {
 		}
 		return err
 	}
+	const normal, full = 1, 2
 	for i, lazy := range []bool{true, true, false, true, false, false} {
-		before := s.synced.Load()
-		fn := func(tx paddock.Tx) error { return claim(tx, "k"+string(rune('a'+i))) }
-		want := int64(1)
+		var got int
+		fn := func(tx paddock.Tx) error {
+			got = synchronousIn(ctx, t, tx)
+			return claim(tx, "k"+string(rune('a'+i)))
+		}
+		want := full
 		if lazy {
-			want, err = 0, s.UpdateLazy(ctx, fn)
+			want, err = normal, s.UpdateLazy(ctx, fn)
 		} else {
 			err = s.Update(ctx, fn)
 		}
-		if got := s.synced.Load() - before; err != nil || got != want {
-			t.Fatalf("commit %d (lazy %v): %d syncs, want %d (%v)", i, lazy, got, want, err)
+		if err != nil || got != want {
+			t.Fatalf("commit %d (lazy %v): synchronous %d, want %d (%v)", i, lazy, got, want, err)
 		}
 	}
 	if err := s.View(ctx, func(tx paddock.Tx) error {
@@ -63,9 +70,8 @@ func TestLazyCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Batches: the leader held in a first Update while others queue; the
-	// syncs counted are the queued batch's.
-	batch := func(lazies ...bool) int64 {
+	// Batches: the leader held in a first Update while others queue.
+	batch := func(lazies ...bool) []int {
 		hold, held := make(chan struct{}), make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -74,11 +80,12 @@ func TestLazyCommits(t *testing.T) {
 			s.Update(ctx, func(tx paddock.Tx) error { close(held); <-hold; return nil })
 		}()
 		<-held
-		for _, lazy := range lazies {
+		got := make([]int, len(lazies))
+		for i, lazy := range lazies {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				fn := func(tx paddock.Tx) error { return nil }
+				fn := func(tx paddock.Tx) error { got[i] = synchronousIn(ctx, t, tx); return nil }
 				if lazy {
 					s.UpdateLazy(ctx, fn)
 				} else {
@@ -98,49 +105,15 @@ func TestLazyCommits(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-		before := s.synced.Load()
 		close(hold)
 		wg.Wait()
-		return s.synced.Load() - before - 1 // the leader's own
+		return got
 	}
-	if got := batch(true, false, true); got != 1 {
-		t.Errorf("a batch with an Update in it: %d syncs, want 1", got)
+	if got := batch(true, false, true); got[0] != full || got[1] != full || got[2] != full {
+		t.Errorf("a batch with an Update in it: synchronous %v, want FULL for all", got)
 	}
-	if got := batch(true, true); got != 0 {
-		t.Errorf("a batch of UpdateLazy only: %d syncs, want none", got)
-	}
-}
-
-// TestFailedSyncStopsWrites: a sync of the WAL that fails fails its
-// batch's Updates, and every later write, rather than go on writing
-// what might not reach the disk.
-func TestFailedSyncStopsWrites(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	fn := func(tx paddock.Tx) error { return nil }
-	if err := s.Update(ctx, fn); err != nil {
-		t.Fatal(err)
-	}
-	// The WAL gone from its path: the store's sync cannot open it.
-	if err := os.Remove(path + "-wal"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.UpdateLazy(ctx, fn); err != nil {
-		t.Fatalf("a lazy write needs no sync: %v", err)
-	}
-	err = s.Update(ctx, fn)
-	if err == nil || !strings.Contains(err.Error(), "perhaps not on disk") {
-		t.Fatalf("an Update whose sync failed: %v, want an error that says it may not be on disk", err)
-	}
-	for _, w := range []func(context.Context, func(paddock.Tx) error) error{s.Update, s.UpdateLazy} {
-		if err := w(ctx, fn); err == nil {
-			t.Error("a write after a failed sync was taken")
-		}
+	if got := batch(true, true); got[0] != normal || got[1] != normal {
+		t.Errorf("a batch of UpdateLazy only: synchronous %v, want NORMAL", got)
 	}
 }
 

@@ -4,22 +4,13 @@
 //
 // # Durability
 //
-// The database runs in WAL mode: when Update returns, the transaction, and
-// every event it appended, is on disk. A process killed at any moment leaves
-// either the whole transaction or none of it.
+// The database runs in WAL mode with synchronous=FULL: when Update returns, the
+// transaction, and every event it appended, is on disk. A process killed at any
+// moment leaves either the whole transaction or none of it.
 //
-// The write connection runs with synchronous=NORMAL, and the store syncs the
-// WAL itself (fdatasync) after each batch that holds an Update: what SQLite's
-// FULL does, without switching the connection's setting between a lazy batch
-// and a durable one (a statement each way), and with the fdatasync SQLite's
-// own Linux builds use where this driver's calls fsync. SQLite still syncs
-// the WAL before each checkpoint, the database after it, and the WAL's header
-// when the WAL begins again (NORMAL's promises). On a file system where the
-// database cannot run in WAL mode the connection keeps FULL.
-//
-// UpdateLazy (paddock.LazyUpdater) is committed without that sync: written to
+// UpdateLazy (paddock.LazyUpdater) commits with synchronous=NORMAL: written to
 // the WAL, not fsync'd. A process killed keeps it (the WAL's pages are the
-// kernel's); a power loss may lose it, until the next Update's sync of the
+// kernel's); a power loss may lose it, until the next Update's fsync of the
 // WAL, which holds it too, makes it durable. A batch with any Update in it is
 // committed as an Update.
 //
@@ -52,16 +43,13 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/paddock-dev/paddock"
-	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -80,13 +68,10 @@ type Store struct {
 	mu      sync.Mutex
 	queue   []*update
 	leading bool
-	// syncs is whether the store syncs the WAL itself (WAL mode, the write
-	// connection at synchronous=NORMAL), and synced how many times it has.
-	syncs  bool
-	synced atomic.Int64
-	// broken is the error of a sync that failed: every later batch fails
-	// with it. Only the leader reads or writes it.
-	broken error
+	// synchronous is the write connection's synchronous setting as the
+	// leader last set it ("" unknown: set before the next commit); only
+	// the leader reads or writes it.
+	synchronous string
 }
 
 // update is one Update waiting for its batch.
@@ -94,7 +79,7 @@ type update struct {
 	ctx  context.Context
 	fn   func(paddock.Tx) error
 	done chan error
-	lazy bool // UpdateLazy's: committed without a sync if all its batch is
+	lazy bool // UpdateLazy's: committed without an fsync if all its batch is
 }
 
 // MaxBatch bounds how many Updates share one commit.
@@ -109,65 +94,32 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	dsn := func(txlock, synchronous string) string {
+	dsn := func(txlock string) string {
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
 		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous("+synchronous+")")
+		q.Add("_pragma", "synchronous(FULL)")
 		q.Add("_pragma", "foreign_keys(ON)")
 		q.Set("_txlock", txlock)
 		return "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
 	}
-	w, err := sql.Open("sqlite", dsn("immediate", "NORMAL"))
+	w, err := sql.Open("sqlite", dsn("immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 	w.SetMaxOpenConns(1)
-	var mode string
-	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
-	}
-	syncs := strings.EqualFold(mode, "wal")
-	if !syncs {
-		// No WAL to sync: SQLite syncs each commit itself.
-		w.Close()
-		if w, err = sql.Open("sqlite", dsn("immediate", "FULL")); err != nil {
-			return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
-		}
-		w.SetMaxOpenConns(1)
-	}
-	r, err := sql.Open("sqlite", dsn("deferred", "FULL"))
+	r, err := sql.Open("sqlite", dsn("deferred"))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &Store{write: w, read: r, path: abs, readStmts: newStatements(r), writeStmts: newStatements(w), syncs: syncs}
+	s := &Store{write: w, read: r, path: abs, readStmts: newStatements(r), writeStmts: newStatements(w)}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
-}
-
-// syncWAL makes every commit written so far durable: the WAL's data
-// fdatasync'd, through a descriptor of its own (the WAL the write
-// connection has open is the file at its path while the store is open).
-func (s *Store) syncWAL() error {
-	if !s.syncs {
-		return nil
-	}
-	f, err := os.Open(s.path + "-wal")
-	if err != nil {
-		return fmt.Errorf("sqlite: sync: %w", err)
-	}
-	defer f.Close()
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		return fmt.Errorf("sqlite: sync %s: %w", f.Name(), err)
-	}
-	s.synced.Add(1)
-	return nil
 }
 
 // Path returns the database file's path.
@@ -218,12 +170,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: %s has schema version %d, newer than this paddock knows (%d); use a newer paddock",
 			s.path, current, all[len(all)-1].version)
 	}
-	ran := false
 	for _, m := range all {
 		if m.version <= current {
 			continue
 		}
-		ran = true
 		body, err := migrations.ReadFile("migrations/" + m.name)
 		if err != nil {
 			return fmt.Errorf("sqlite: %w", err)
@@ -243,9 +193,6 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
 		}
-	}
-	if ran {
-		return s.syncWAL()
 	}
 	return nil
 }
@@ -301,7 +248,7 @@ var _ paddock.EventAppender = (*Store)(nil)
 // UpdateLazy is Update without waiting for the disk
 // (paddock.LazyUpdater): its commit survives the daemon's crash, and a
 // power loss only once the next Update's has been made. It shares a
-// batch as Update does; a batch with an Update in it is synced.
+// batch as Update does; a batch with an Update in it is fsync'd.
 func (s *Store) UpdateLazy(ctx context.Context, fn func(paddock.Tx) error) error {
 	return s.enqueue(&update{ctx: ctx, fn: fn, done: make(chan error, 1), lazy: true})
 }
@@ -344,12 +291,15 @@ func (s *Store) commit(batch []*update) {
 			u.done <- err
 		}
 	}
-	durable := false
+	mode := "NORMAL"
 	for _, u := range batch {
-		durable = durable || !u.lazy
+		if !u.lazy {
+			mode = "FULL"
+			break
+		}
 	}
-	if s.broken != nil {
-		fail(s.broken)
+	if err := s.setSynchronous(mode); err != nil {
+		fail(err)
 		return
 	}
 	tx, err := s.write.BeginTx(context.Background(), nil)
@@ -409,20 +359,26 @@ func (s *Store) commit(batch []*update) {
 		fail(fmt.Errorf("sqlite: commit: %w", err))
 		return
 	}
-	if durable && ok > 0 {
-		if err := s.syncWAL(); err != nil {
-			// Committed, and perhaps not on disk: its callers are told
-			// so, and the store takes no further write (a failed sync may
-			// have dropped pages that a later one would not write again).
-			s.broken = fmt.Errorf("%w; committed but perhaps not on disk, and no further write is taken until the daemon is restarted", err)
-			fail(s.broken)
-			return
-		}
-	}
 	for i, u := range batch {
 		u.done <- errs[i]
 	}
 	s.writeStmts.prepareWanted(bg)
+}
+
+// setSynchronous sets the write connection's synchronous setting to mode
+// (FULL or NORMAL) before a batch, if it is not so already. The one write
+// connection is idle between batches, and one the pool makes anew is FULL
+// (Open's); a setting that fails leaves it unknown, to be set again.
+func (s *Store) setSynchronous(mode string) error {
+	if s.synchronous == mode {
+		return nil
+	}
+	s.synchronous = ""
+	if _, err := s.write.ExecContext(context.Background(), "PRAGMA synchronous = "+mode); err != nil {
+		return fmt.Errorf("sqlite: synchronous %s: %w", mode, err)
+	}
+	s.synchronous = mode
+	return nil
 }
 
 // runFn runs fn, turning a panic into an error so that one bad fn cannot
