@@ -43,7 +43,8 @@ func TestRevTreeAgainstCheckout(t *testing.T) {
 	if err := g.ExportTree(ctx, filepath.Join(repo, ".git"), rev, checkout); err != nil {
 		t.Fatal(err)
 	}
-	trees := map[string]changeset.Tree{"git": g.Tree(ctx, filepath.Join(repo, ".git"), rev), "checkout": changeset.DirTree(checkout)}
+	trees := map[string]changeset.Tree{"git": g.Tree(ctx, filepath.Join(repo, ".git"), rev), "checkout": changeset.DirTree(checkout),
+		"snapshot": changeset.SnapshotTree(checkout)}
 	dirs := []string{"", "a", "a/b", "a/b/e", "README.md", "missing", "link", "a/missing"}
 	want := map[string][]string{
 		"":      {"-x:y", ".envrc", "README.md", "a", "caf\u00e9.txt", "cafe\u0301.txt", "link", "readme.md"},
@@ -92,4 +93,63 @@ func TestRevTreeAgainstCheckout(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSnapshotTreeKeepsNames: a snapshot's names are read once and kept
+// (what a change set asks for again is not read again), a directory it
+// lacks stays lacking, and DirTree, which reads the project's own work
+// tree, keeps nothing.
+func TestSnapshotTreeKeepsNames(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, p := range []string{"a/x", "a/y", "b/z"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	snap, live := changeset.SnapshotTree(dir), changeset.DirTree(dir)
+	ask := []string{"a", "b", "empty", "missing"}
+	first, err := snap.Names(ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"a": {"x", "y"}, "b": {"z"}, "empty": {}}
+	if !reflect.DeepEqual(sortedNames(first), want) {
+		t.Fatalf("names %v, want %v", first, want)
+	}
+	// The directory changes under it (a snapshot never does): the names
+	// kept are answered, which shows they were not read again.
+	if err := os.WriteFile(filepath.Join(dir, "a", "new"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "missing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	again, err := snap.Names(append(ask, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sortedNames(again), want) {
+		t.Errorf("asked again: %v, want what was kept: %v", again, want)
+	}
+	now, err := live.Names(ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sortedNames(now); !slices.Contains(got["a"], "new") || got["missing"] == nil {
+		t.Errorf("DirTree kept what it read: %v", got)
+	}
+}
+
+func sortedNames(m map[string][]string) map[string][]string {
+	for _, ns := range m {
+		slices.Sort(ns)
+	}
+	return m
 }

@@ -104,7 +104,7 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 	// project's own .envrc files, which direnv runs, from its work tree.
 	trees := changeset.Trees{Base: ch.Git.Tree(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision), Host: changeset.DirTree(p.Root)}
 	if opts.BaseFiles != "" {
-		trees.Base = changeset.DirTree(opts.BaseFiles)
+		trees.Base = changeset.SnapshotTree(opts.BaseFiles) // the base's snapshot: it never changes
 	}
 	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), pol, ch.redactor(r), trees)
 	if err != nil {
