@@ -74,6 +74,12 @@ type DiffOptions struct {
 	// upper layer holds them): the objects made of them are kept in memory
 	// (a tmpfs) only when that is small.
 	Content int64
+	// Holds, if not nil, gives the names a directory of the work tree
+	// (its path, "" the top) can hold at most, where the caller knows
+	// them (known): an overlay's, from its layers. DiffPaths lists a
+	// directory only if those could make it look like a repository or
+	// hold a .gitignore: what a directory cannot hold, it does not hold.
+	Holds func(dir string) (names []string, known bool)
 }
 
 // render writes the scratch index's diff against base (under spec): the

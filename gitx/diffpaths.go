@@ -65,7 +65,7 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		cache = loadStatCache(filepath.Join(o.Cache, "stat"), d.format.name)
 	}
 	since := time.Now()
-	t, err := d.readPaths(root, bt, spec)
+	t, err := d.readPaths(root, bt, spec, o.Holds)
 	if err != nil {
 		return nil, err
 	}
@@ -194,9 +194,10 @@ func (d *diffRun) baseUnder(base string, spec []string, cache string, many bool)
 }
 
 // readPaths reads the work tree at root under each of spec, once each
-// (paths may overlap), leaving out what the ignore rules do.
-func (d *diffRun) readPaths(root int, bt *baseTree, spec []string) (*treeReader, error) {
-	t := &treeReader{root: root, base: bt, ignore: d.ignore, keptLinks: map[string]bool{}}
+// (paths may overlap), leaving out what the ignore rules do; holds is
+// DiffOptions.Holds.
+func (d *diffRun) readPaths(root int, bt *baseTree, spec []string, holds func(string) ([]string, bool)) (*treeReader, error) {
+	t := &treeReader{root: root, base: bt, ignore: d.ignore, keptLinks: map[string]bool{}, holds: holds}
 	defer t.dirs.Close()
 	for _, p := range sorted(slices.Clone(spec)) {
 		if err := t.walk(p); err != nil {

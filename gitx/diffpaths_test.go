@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/paddock-dev/paddock"
@@ -155,5 +157,73 @@ func TestGrownAfterTheWalkIsChanged(t *testing.T) {
 	}})
 	if !paddock.IsCode(err, paddock.CodeConflict) || checked {
 		t.Fatalf("a file grown after the walk: %v (checked: %t), want a conflict before any check", err, checked)
+	}
+}
+
+// TestDiffPathsHolds: a directory is listed to find an embedded
+// repository's or a .gitignore's names unless the caller says it cannot
+// hold them (DiffOptions.Holds); then it is taken at its word, and one
+// whose names it does not know is listed as always.
+func TestDiffPathsHolds(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	work := gittest.NewRepo(t, filepath.Join(t.TempDir(), "work"), map[string]string{"a.txt": "a\n"})
+	base := gittest.Git(t, work, "rev-parse", "HEAD")
+	for p, body := range map[string]string{
+		"repo/HEAD": "ref: refs/heads/main\n", "repo/config": "[core]\n", "repo/note.txt": "planted\n",
+		"ign/.gitignore": "*.log\n", "ign/debug.log": "noise\n", "ign/keep.txt": "kept\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(work, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths := []string{"repo/HEAD", "repo/config", "repo/note.txt", "ign/.gitignore", "ign/debug.log", "ign/keep.txt"}
+	diff := func(holds func(string) ([]string, bool)) (entries, withheld []string) {
+		t.Helper()
+		snap, err := g.DiffPaths(ctx, filepath.Join(work, ".git"), work, base, paths, gitx.DiffOptions{Holds: holds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range strings.Split(string(snap.Raw), "\x00") {
+			if rec != "" && !strings.HasPrefix(rec, ":") {
+				entries = append(entries, rec)
+			}
+		}
+		for _, w := range snap.Withheld {
+			withheld = append(withheld, w.Path)
+		}
+		slices.Sort(entries)
+		slices.Sort(withheld)
+		return entries, withheld
+	}
+	// Listed: repo looks like a repository (withheld), ign's rules hold.
+	listed := func(string) ([]string, bool) { return nil, false }
+	wantEntries, wantWithheld := []string{"ign/.gitignore", "ign/keep.txt"}, []string{"repo/HEAD", "repo/config", "repo/note.txt"}
+	for name, holds := range map[string]func(string) ([]string, bool){
+		"no Holds": nil,
+		"unknown":  listed,
+		"the true names": func(dir string) ([]string, bool) {
+			ns, err := os.ReadDir(filepath.Join(work, dir))
+			if err != nil {
+				return nil, false
+			}
+			var out []string
+			for _, n := range ns {
+				out = append(out, n.Name())
+			}
+			return out, true
+		},
+	} {
+		if e, w := diff(holds); !slices.Equal(e, wantEntries) || !slices.Equal(w, wantWithheld) {
+			t.Errorf("%s: entries %v withheld %v, want %v and %v", name, e, w, wantEntries, wantWithheld)
+		}
+	}
+	// Said to hold nothing of the kind: not listed, so neither is found.
+	e, w := diff(func(string) ([]string, bool) { return []string{"note.txt"}, true })
+	if want := []string{"ign/.gitignore", "ign/debug.log", "ign/keep.txt", "repo/HEAD", "repo/config", "repo/note.txt"}; !slices.Equal(e, want) || len(w) != 0 {
+		t.Errorf("taken at its word: entries %v withheld %v, want %v and none", e, w, want)
 	}
 }

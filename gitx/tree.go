@@ -85,6 +85,9 @@ type treeReader struct {
 	gitDirs   map[string]bool // directories seen, and whether they look like a repository
 	dirs      fsat.Stack      // the directories walk opened last
 	pool      *walkPool       // not nil: directories may be read on goroutines of their own
+	// holds, if not nil, gives the names a directory can hold at most
+	// (DiffOptions.Holds).
+	holds func(dir string) ([]string, bool)
 }
 
 // gone reports an error that means the entry went away, or is not what
@@ -162,6 +165,10 @@ func (t *treeReader) enterDir(dirfd int, rel string, why *string) ([]string, err
 	}
 	looks, seen := t.gitDirs[rel]
 	var ns []string
+	if !seen && t.innocent(rel) {
+		t.gitDirs[rel] = false
+		return nil, nil
+	}
 	if !seen {
 		var err error
 		if ns, err = names(dirfd); err != nil {
@@ -178,6 +185,17 @@ func (t *treeReader) enterDir(dirfd int, rel string, why *string) ([]string, err
 		return ns, t.ignore.keepRules(dirfd, rel)
 	}
 	return ns, nil
+}
+
+// innocent reports whether directory rel, by the names it can hold at
+// most (holds), can neither look like a repository nor hold a .gitignore
+// whose rules count: then enterDir need not list it to find out.
+func (t *treeReader) innocent(rel string) bool {
+	if t.holds == nil {
+		return false
+	}
+	ns, known := t.holds(rel)
+	return known && (rel == "" || !looksLikeGitDir(ns)) && (t.ignore == nil || !slices.Contains(ns, ".gitignore"))
 }
 
 // walkDir reads the directory dirfd (at rel) and everything below it.

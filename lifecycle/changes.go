@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/paddock-dev/paddock"
@@ -79,6 +81,7 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 		opts.Cache, opts.Content = filepath.Join(ch.runDir(id), "gitcache", "overlay"), upper.Bytes
 		if ov, ok := ch.overlayProvider(); ok {
 			opts.BaseFiles = ov.LayersOf(r.Project, r.Workspace).Lower
+			opts.Holds = layerNames(upper, opts.BaseFiles)
 		}
 		snap, err = ch.Git.DiffPaths(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
 	default:
@@ -119,6 +122,25 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 	// secrets), and the hash binds it so: nothing shown or stored of a
 	// change set holds a secret but the frozen blobs, which an apply writes.
 	return cs, nil
+}
+
+// layerNames is DiffOptions.Holds for an overlay run: a directory of its
+// merged view holds no name but its layers' (the upper's and a fork's
+// frozen ones', read with upper, and its base snapshot's, kept in the
+// daemon). Nil, and every directory listed, if the snapshot's names
+// cannot be read.
+func layerNames(upper *workspace.Upper, snapshot string) func(string) ([]string, bool) {
+	lower, err := changeset.SnapshotTree(snapshot).Names(slices.Collect(maps.Keys(upper.Names)))
+	if err != nil {
+		return nil
+	}
+	return func(dir string) ([]string, bool) {
+		up, ok := upper.Names[dir]
+		if !ok {
+			return nil, false
+		}
+		return append(slices.Clip(up), lower[dir]...), true
+	}
 }
 
 // cloneExclude are the top-level paths of a workspace no change set of

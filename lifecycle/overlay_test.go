@@ -531,3 +531,46 @@ func TestOverlayTypeChanges(t *testing.T) {
 		e.m.Runs.Reject(ctx, cl.ID)
 	}
 }
+
+// TestChangeSetNamesAcrossLayers: what a directory of an overlay's view
+// holds is its layers' names together, the base's and the run's: a
+// repository's layout made of a file the base has and files the agent
+// adds is found and blocked, and a .gitignore the base has keeps its rule
+// over a file the agent writes beside it; a directory whose layers could
+// hold neither is not listed (DiffOptions.Holds), and its files are
+// entries as in a clone.
+func TestChangeSetNamesAcrossLayers(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []paddock.WorkspaceKind{paddock.KindClone, paddock.KindOverlay} {
+		t.Run(string(kind), func(t *testing.T) {
+			e := newEnv(t)
+			gittest.Commit(t, e.repo, "layouts", map[string]string{"half/HEAD": "ref: refs/heads/main\n", "sub/.gitignore": "*.log\n", "plain/a.txt": "a\n"})
+			e.project(t)
+			withSandbox(t, e)
+			r := e.create(t, kind, "")
+			sh(t, e.m, r.ID, "mkdir -p half/objects && echo x > half/objects/x && echo n > half/note.txt && "+
+				"echo noise > sub/debug.log && echo kept > sub/keep.txt && echo b > plain/b.txt && echo a2 >> plain/a.txt")
+			cs, err := e.m.Changes.ChangeSet(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries := map[string]paddock.ChangeEntry{}
+			for _, en := range cs.Entries {
+				entries[en.Path] = en
+			}
+			for _, p := range []string{"half/objects/x", "half/note.txt"} {
+				if en, ok := entries[p]; !ok || en.Blocked == "" || !contains(en.Risks, "git_repository") {
+					t.Errorf("%s, in a repository's layout made of the base's HEAD and the agent's objects: %+v (in the change set: %v)", p, en, ok)
+				}
+			}
+			if _, ok := entries["sub/debug.log"]; ok {
+				t.Error("sub/debug.log is in the change set: the base's sub/.gitignore ignores it")
+			}
+			for _, p := range []string{"sub/keep.txt", "plain/b.txt", "plain/a.txt"} {
+				if en, ok := entries[p]; !ok || en.Blocked != "" {
+					t.Errorf("%s: %+v (in the change set: %v)", p, en, ok)
+				}
+			}
+		})
+	}
+}

@@ -361,6 +361,12 @@ func ReadLayers(l Layers) (*Upper, error) {
 				u.Paths = append(u.Paths, p)
 			}
 		}
+		for dir, ns := range f.Names {
+			if u.Names[dir] == nil {
+				u.Names[dir] = []string{}
+			}
+			u.Names[dir] = append(u.Names[dir], ns...)
+		}
 		u.Files += f.Files
 		u.Bytes += f.Bytes
 		if f.LargestSize > u.LargestSize {

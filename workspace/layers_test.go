@@ -101,3 +101,46 @@ func TestStackRefusesWhatIsNoLayer(t *testing.T) {
 		t.Fatalf("stack %v %v", ids, err)
 	}
 }
+
+// TestLayerNames: ReadLayers says what each directory of the layers
+// holds, the upper's and a frozen layer's together, every entry (the
+// run's .git too, whose own entries are not read), and nothing for a
+// directory no layer has.
+func TestLayerNames(t *testing.T) {
+	upper, frozen := t.TempDir(), t.TempDir()
+	for root, files := range map[string][]string{
+		upper:  {".git/HEAD", "a/x", "a/b/y", "top"},
+		frozen: {"a/z", "c/w"},
+	} {
+		for _, f := range files {
+			p := filepath.Join(root, f)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.Mkdir(filepath.Join(upper, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u, err := ReadLayers(Layers{Upper: upper, Frozen: []string{frozen}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"": {".git", "a", "c", "empty", "top"}, "a": {"b", "x", "z"}, "a/b": {"y"}, "c": {"w"}, "empty": {}}
+	for dir, names := range want {
+		got := slices.Clone(u.Names[dir])
+		slices.Sort(got)
+		got = slices.Compact(got)
+		if got == nil || !slices.Equal(got, names) {
+			t.Errorf("names of %q: %v, want %v", dir, u.Names[dir], names)
+		}
+	}
+	for _, dir := range []string{".git", "missing"} {
+		if ns, ok := u.Names[dir]; ok {
+			t.Errorf("names of %q, which the walk does not read: %v", dir, ns)
+		}
+	}
+}

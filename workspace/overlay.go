@@ -222,11 +222,16 @@ type Upper struct {
 	Bytes       int64
 	Largest     string
 	LargestSize int64
+	// Names are the names each directory of the layers holds, by its
+	// path ("" the top): every entry, whiteouts and the run's .git
+	// included. A directory of the merged view that the layers hold
+	// holds no name but these and its lower layer's.
+	Names map[string][]string
 }
 
 // ReadUpper reads an upper layer, once: its cost is what changed.
 func ReadUpper(upper string) (*Upper, error) {
-	u := &Upper{}
+	u := &Upper{Names: map[string][]string{"": {}}}
 	opaqueDir := "" // inside it, files count but are not listed
 	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -236,6 +241,11 @@ func ReadUpper(upper string) (*Upper, error) {
 			return nil
 		}
 		rel, _ := filepath.Rel(upper, path)
+		parent := filepath.Dir(rel)
+		if parent == "." {
+			parent = ""
+		}
+		u.Names[parent] = append(u.Names[parent], d.Name())
 		if rel == ".git" {
 			// The run's own git (WriteGitDir): never part of a change set,
 			// whatever the agent made of it.
@@ -243,6 +253,9 @@ func ReadUpper(upper string) (*Upper, error) {
 				return filepath.SkipDir
 			}
 			return nil
+		}
+		if d.IsDir() {
+			u.Names[rel] = []string{} // its entries follow (a directory not read has none here)
 		}
 		inside := opaqueDir != "" && strings.HasPrefix(rel, opaqueDir+string(filepath.Separator))
 		if !inside {
