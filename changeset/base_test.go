@@ -153,3 +153,39 @@ func sortedNames(m map[string][]string) map[string][]string {
 	}
 	return m
 }
+
+// TestSnapshotTreeBounded: the names kept are bounded; a call that asks
+// for more directories than the bound keeps none of them, and one that
+// would overflow what is kept starts again. (Not parallel: it empties what
+// SnapshotTree keeps, which TestSnapshotTreeKeepsNames relies on.)
+func TestSnapshotTreeBounded(t *testing.T) {
+	defer changeset.KeepSnapshotDirs(4)()
+	dir := t.TempDir()
+	var all []string
+	for i := range 6 {
+		d := string(rune('a' + i))
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, d)
+	}
+	snap := changeset.SnapshotTree(dir)
+	if got, err := snap.Names(all); err != nil || len(got) != 6 {
+		t.Fatalf("names of six directories: %v %v", got, err)
+	}
+	if n := changeset.SnapshotDirsKept(); n != 0 {
+		t.Errorf("six directories asked for at once, over a bound of 4: %d kept, want none", n)
+	}
+	if _, err := snap.Names(all[:3]); err != nil {
+		t.Fatal(err)
+	}
+	if n := changeset.SnapshotDirsKept(); n != 3 {
+		t.Errorf("three directories asked for: %d kept, want 3", n)
+	}
+	if _, err := snap.Names(all[3:5]); err != nil {
+		t.Fatal(err)
+	}
+	if n := changeset.SnapshotDirsKept(); n != 2 {
+		t.Errorf("three kept, then two more than the bound holds: %d kept, want 2 (started again)", n)
+	}
+}

@@ -23,9 +23,9 @@ var snapshotNames = struct {
 	m map[string][]string
 }{m: map[string][]string{}}
 
-// maxSnapshotDirs bounds snapshotNames: a directory's names are a few
+// maxSnapshotDirs bounds snapshotNames (a test sets its own): a directory's names are a few
 // hundred bytes, and a large repository's change sets touch thousands.
-const maxSnapshotDirs = 1 << 16
+var maxSnapshotDirs = 1 << 16
 
 // Names is dirTree's, from what was kept where it can be.
 func (t snapshotTree) Names(dirs []string) (map[string][]string, error) {
@@ -52,7 +52,8 @@ func (t snapshotTree) Names(dirs []string) (map[string][]string, error) {
 	}
 	snapshotNames.Lock()
 	defer snapshotNames.Unlock()
-	if len(snapshotNames.m)+len(missing) > maxSnapshotDirs {
+	keep := len(missing) <= maxSnapshotDirs // more than it may hold: none kept
+	if keep && len(snapshotNames.m)+len(missing) > maxSnapshotDirs {
 		snapshotNames.m = map[string][]string{}
 	}
 	for _, d := range missing {
@@ -60,7 +61,9 @@ func (t snapshotTree) Names(dirs []string) (map[string][]string, error) {
 		if ok && ns == nil {
 			ns = []string{} // an empty directory, which the snapshot has
 		}
-		snapshotNames.m[key(d)] = slices.Clone(ns)
+		if keep {
+			snapshotNames.m[key(d)] = slices.Clone(ns)
+		}
 		if ok {
 			out[d] = ns
 		}

@@ -227,3 +227,46 @@ func TestDiffPathsHolds(t *testing.T) {
 		t.Errorf("taken at its word: entries %v withheld %v, want %v and none", e, w, want)
 	}
 }
+
+// TestDiffPathsHoldsNotForWholeWalks: a directory walked whole (a path
+// of the diff's that is a directory) is decided by the listing it walks,
+// whatever Holds says of it: what Holds says was read before, and a
+// command may have made the directory a repository's layout since.
+func TestDiffPathsHoldsNotForWholeWalks(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	work := gittest.NewRepo(t, filepath.Join(t.TempDir(), "work"), map[string]string{"a.txt": "a\n"})
+	base := gittest.Git(t, work, "rev-parse", "HEAD")
+	for p, body := range map[string]string{"O/sub/a": "a\n", "O/sub/HEAD": "ref: refs/heads/main\n", "O/sub/config": "[core]\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(work, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What the upper layer held when it was read: O/sub had a alone.
+	stale := func(dir string) ([]string, bool) {
+		switch dir {
+		case "":
+			return []string{"O", "a.txt"}, true
+		case "O":
+			return []string{"sub"}, true
+		case "O/sub":
+			return []string{"a"}, true
+		}
+		return nil, false
+	}
+	snap, err := g.DiffPaths(ctx, filepath.Join(work, ".git"), work, base, []string{"O"}, gitx.DiffOptions{Holds: stale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withheld []string
+	for _, w := range snap.Withheld {
+		withheld = append(withheld, w.Path)
+	}
+	slices.Sort(withheld)
+	if want := []string{"O/sub/HEAD", "O/sub/a", "O/sub/config"}; !slices.Equal(withheld, want) {
+		t.Errorf("withheld %v, want %v: the layout found by the walk's own listing", withheld, want)
+	}
+}

@@ -86,8 +86,10 @@ type treeReader struct {
 	dirs      fsat.Stack      // the directories walk opened last
 	pool      *walkPool       // not nil: directories may be read on goroutines of their own
 	// holds, if not nil, gives the names a directory can hold at most
-	// (DiffOptions.Holds).
-	holds func(dir string) ([]string, bool)
+	// (DiffOptions.Holds); assumed are the directories it was taken at its
+	// word for, not listed.
+	holds   func(dir string) ([]string, bool)
+	assumed map[string]bool
 }
 
 // gone reports an error that means the entry went away, or is not what
@@ -137,7 +139,7 @@ func (t *treeReader) walk(start string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := t.enterDir(parent, rel, &why); err != nil {
+		if _, err := t.enterDir(parent, rel, &why, true); err != nil {
 			return err
 		}
 		child := path.Join(rel, name)
@@ -159,17 +161,31 @@ func (t *treeReader) walk(start string) error {
 // read: whether it is an embedded repository (why is set then), and its
 // ignore rules. It returns the directory's names, sorted, when it had to
 // list them (the first time it sees the directory).
-func (t *treeReader) enterDir(dirfd int, rel string, why *string) ([]string, error) {
+//
+// onPath: the directory is only on the way to a path of the diff's
+// (walk), whose own names were read with what Holds says of the
+// directory, so Holds may stand for its listing. A directory walked whole
+// (walkDir) is decided by its own listing, the names it then visits,
+// even where Holds stood for one before: what Holds says was read
+// earlier, and a command may have added names since.
+func (t *treeReader) enterDir(dirfd int, rel string, why *string, onPath bool) ([]string, error) {
 	if t.gitDirs == nil {
 		t.gitDirs = map[string]bool{}
 	}
 	looks, seen := t.gitDirs[rel]
+	if seen && !onPath && t.assumed[rel] {
+		seen = false
+	}
 	var ns []string
-	if !seen && t.innocent(rel) {
-		t.gitDirs[rel] = false
+	if !seen && onPath && t.innocent(rel) {
+		if t.assumed == nil {
+			t.assumed = map[string]bool{}
+		}
+		t.gitDirs[rel], t.assumed[rel] = false, true
 		return nil, nil
 	}
 	if !seen {
+		delete(t.assumed, rel)
 		var err error
 		if ns, err = names(dirfd); err != nil {
 			return nil, err
@@ -200,7 +216,7 @@ func (t *treeReader) innocent(rel string) bool {
 
 // walkDir reads the directory dirfd (at rel) and everything below it.
 func (t *treeReader) walkDir(dirfd int, rel, why string) error {
-	ns, err := t.enterDir(dirfd, rel, &why)
+	ns, err := t.enterDir(dirfd, rel, &why, false)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -127,16 +128,23 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 // layerNames is DiffOptions.Holds for an overlay run: a directory of its
 // merged view holds no name but its layers' (the upper's and a fork's
 // frozen ones', read with upper, and its base snapshot's, kept in the
-// daemon). Nil, and every directory listed, if the snapshot's names
-// cannot be read.
+// daemon). It knows the directories on the way to upper's paths, the
+// ones DiffPaths asks about; nil, and every directory listed, if the
+// snapshot's names cannot be read.
 func layerNames(upper *workspace.Upper, snapshot string) func(string) ([]string, bool) {
-	lower, err := changeset.SnapshotTree(snapshot).Names(slices.Collect(maps.Keys(upper.Names)))
+	ways := map[string]bool{"": true}
+	for _, p := range upper.Paths {
+		for d := path.Dir(p); d != "." && !ways[d]; d = path.Dir(d) {
+			ways[d] = true
+		}
+	}
+	lower, err := changeset.SnapshotTree(snapshot).Names(slices.Collect(maps.Keys(ways)))
 	if err != nil {
 		return nil
 	}
 	return func(dir string) ([]string, bool) {
 		up, ok := upper.Names[dir]
-		if !ok {
+		if !ok || !ways[dir] {
 			return nil, false
 		}
 		return append(slices.Clip(up), lower[dir]...), true
