@@ -574,3 +574,35 @@ func TestChangeSetNamesAcrossLayers(t *testing.T) {
 		})
 	}
 }
+
+// TestChangeSetNamesAcrossForkLayers: a repository's layout made of a
+// file the run wrote before it was forked (in the fork's frozen layer)
+// and files the fork writes after is found and blocked in the fork's
+// change set: the frozen layer's names are among what its directories
+// can hold.
+func TestChangeSetNamesAcrossForkLayers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	r := e.create(t, paddock.KindOverlay, "")
+	sh(t, e.m, r.ID, "mkdir -p half && echo 'ref: refs/heads/main' > half/HEAD")
+	k := fork(t, e.m, r.ID, 1).Runs[0]
+	sh(t, e.m, k.ID, "echo '[core]' > half/config && echo n > half/note.txt")
+	cs, err := e.m.Changes.ChangeSet(context.Background(), k.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, en := range cs.Entries {
+		if strings.HasPrefix(en.Path, "half/") {
+			found++
+			if en.Blocked == "" || !contains(en.Risks, "git_repository") {
+				t.Errorf("%s, in a layout made across the fork's layers: %+v", en.Path, en)
+			}
+		}
+	}
+	if found != 3 {
+		t.Errorf("%d entries under half/, want HEAD, config and note.txt", found)
+	}
+}
