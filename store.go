@@ -97,8 +97,8 @@ type EventDraft struct {
 // AppendEvent each: PostgreSQL sends its BEGIN, the node's fence and the
 // inserts at once, then the COMMIT (two round trips); SQLite takes their
 // seqs in one statement. AppendEvents appends through Update where a
-// store has no such method. Its errors say what Update's would: one before the COMMIT
-// means nothing was written.
+// store has no such method. Its errors say what Update's would: one
+// before the COMMIT means nothing was written.
 type EventAppender interface {
 	AppendEvents(ctx context.Context, runID string, evs []EventDraft) ([]*Event, error)
 }

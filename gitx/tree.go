@@ -86,8 +86,8 @@ type treeReader struct {
 	dirs      fsat.Stack      // the directories walk opened last
 	pool      *walkPool       // not nil: directories may be read on goroutines of their own
 	// holds, if not nil, gives the names a directory can hold at most
-	// (DiffOptions.Holds); assumed are the directories it was taken at its
-	// word for, not listed.
+	// (DiffOptions.Holds); assumed are the directories on a path's way it
+	// was taken at its word for, not listed (nor seen in gitDirs).
 	holds   func(dir string) ([]string, bool)
 	assumed map[string]bool
 }
@@ -173,19 +173,15 @@ func (t *treeReader) enterDir(dirfd int, rel string, why *string, onPath bool) (
 		t.gitDirs = map[string]bool{}
 	}
 	looks, seen := t.gitDirs[rel]
-	if seen && !onPath && t.assumed[rel] {
-		seen = false
-	}
-	var ns []string
-	if !seen && onPath && t.innocent(rel) {
+	if !seen && onPath && (t.assumed[rel] || t.innocent(rel)) {
 		if t.assumed == nil {
 			t.assumed = map[string]bool{}
 		}
-		t.gitDirs[rel], t.assumed[rel] = false, true
+		t.assumed[rel] = true // and not seen: a whole walk lists it
 		return nil, nil
 	}
+	var ns []string
 	if !seen {
-		delete(t.assumed, rel)
 		var err error
 		if ns, err = names(dirfd); err != nil {
 			return nil, err
