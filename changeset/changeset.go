@@ -74,6 +74,19 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 	if err != nil {
 		return nil, err
 	}
+	cs, err := assemble(runID, base, root, snap, diffFile, entries, found, policy, red)
+	if err != nil {
+		return nil, err
+	}
+	if cs.Hash, err = Hash(cs); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+// assemble is the change set of the labelled entries and the masked diff
+// in diffFile, what masking found in it at hand: all but its hash.
+func assemble(runID, base, root string, snap *gitx.Snapshot, diffFile string, entries []paddock.ChangeEntry, found map[string]*Finding, policy *confine.Policy, red *redact.Redactor) (*paddock.ChangeSet, error) {
 	cs := &paddock.ChangeSet{RunID: runID, BaseRevision: base, DiffFile: diffFile, Ignored: red.Strings(snap.Ignored),
 		Entries: entries, ComputedAt: time.Now().UTC()}
 	fi, err := os.Stat(diffFile)
@@ -95,9 +108,6 @@ func Build(runID, base, root string, snap *gitx.Snapshot, diffFile string, polic
 		review(&cs.Entries[i], red, found)
 	}
 	addWithheld(cs, snap.Withheld, root, policy)
-	if cs.Hash, err = Hash(cs); err != nil {
-		return nil, err
-	}
 	return cs, nil
 }
 
@@ -214,16 +224,22 @@ func addWithheld(cs *paddock.ChangeSet, withheld []gitx.Withheld, root string, p
 		return
 	}
 	for _, w := range withheld {
-		e := paddock.ChangeEntry{Path: w.Path, Op: paddock.OpModify, OldMode: w.OldMode, NewMode: w.NewMode, OldBlob: w.OldBlob, NewBlob: w.NewBlob}
-		if w.OldMode == "" {
-			e.Op = paddock.OpCreate
-		}
+		e := withheldEntry(w)
 		label(&e, root, policy)
 		e.Risks = append(e.Risks, "git_repository")
 		e.Blocked = w.Why
 		cs.Entries = append(cs.Entries, e)
 	}
 	sort.SliceStable(cs.Entries, func(i, j int) bool { return cs.Entries[i].Path < cs.Entries[j].Path })
+}
+
+// withheldEntry is the entry of a file no diff holds, unlabelled.
+func withheldEntry(w gitx.Withheld) paddock.ChangeEntry {
+	e := paddock.ChangeEntry{Path: w.Path, Op: paddock.OpModify, OldMode: w.OldMode, NewMode: w.NewMode, OldBlob: w.OldBlob, NewBlob: w.NewBlob}
+	if w.OldMode == "" {
+		e.Op = paddock.OpCreate
+	}
+	return e
 }
 
 // OpenDiff opens cs's whole diff: the diff it carries, or, when that is
@@ -255,10 +271,7 @@ func OpenDiff(cs *paddock.ChangeSet) (io.ReadCloser, error) {
 // guessed could be confirmed against it. The hash adds nothing to that.)
 func Hash(cs *paddock.ChangeSet) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "paddock-changeset-v1\nbase %s\n", cs.BaseRevision)
-	for _, e := range cs.Entries {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\n", e.Path, e.Op, e.OldMode, e.NewMode, e.OldBlob, e.NewBlob)
-	}
+	h.Write(hashHead(cs.BaseRevision, cs.Entries))
 	d, err := OpenDiff(cs)
 	if err != nil {
 		return "", err
@@ -268,6 +281,17 @@ func Hash(cs *paddock.ChangeSet) (string, error) {
 		return "", fmt.Errorf("changeset: reading the diff: %w", err)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashHead is what the hash binds before the diff: the base and the
+// entries.
+func hashHead(base string, entries []paddock.ChangeEntry) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "paddock-changeset-v1\nbase %s\n", base)
+	for _, e := range entries {
+		fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\n", e.Path, e.Op, e.OldMode, e.NewMode, e.OldBlob, e.NewBlob)
+	}
+	return b.Bytes()
 }
 
 // Verify checks that cs's hash matches its content.

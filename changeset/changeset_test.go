@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -57,7 +58,9 @@ func (f *fixture) write(t *testing.T, files map[string]string) {
 	}
 }
 
-// build computes the change set of the work tree, as lifecycle does.
+// build computes the change set of the work tree, as lifecycle does, and
+// checks that the change set built beside git's diff (changeset.Watch)
+// is the same one, masks, labels and hash.
 func (f *fixture) build(t *testing.T, red *redact.Redactor) *paddock.ChangeSet {
 	t.Helper()
 	patch, err := os.Create(filepath.Join(t.TempDir(), "diff"))
@@ -77,7 +80,69 @@ func (f *fixture) build(t *testing.T, red *redact.Redactor) *paddock.ChangeSet {
 	if err := changeset.Verify(cs); err != nil {
 		t.Fatalf("the change set does not verify from what is kept: %v", err)
 	}
+	watched, _ := f.watch(t, red, trees)
+	if err := changeset.Verify(watched); err != nil {
+		t.Fatalf("the watched change set does not verify from what is kept: %v", err)
+	}
+	if watched.Hash != cs.Hash || watched.Diff != cs.Diff || watched.DiffSize != cs.DiffSize || !slices.Equal(watched.Ignored, cs.Ignored) ||
+		!reflect.DeepEqual(watched.Entries, cs.Entries) {
+		t.Fatalf("built beside git's diff, the change set differs:\n%+v\nbuilt after it:\n%+v", watched, cs)
+	}
 	return cs
+}
+
+// watch computes the change set of the work tree with a changeset.Watch,
+// as lifecycle does.
+func (f *fixture) watch(t *testing.T, red *redact.Redactor, trees changeset.Trees) (*paddock.ChangeSet, *changeset.Watch) {
+	t.Helper()
+	patch, err := os.Create(filepath.Join(t.TempDir(), "diff"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer patch.Close()
+	w := changeset.NewWatch(patch, patch.Name(), f.base, f.repo, confine.DefaultPolicy(), red, trees)
+	defer w.Close()
+	opts := gitx.DiffOptions{Patch: w, Check: func(raw []byte, withheld []gitx.Withheld, _ func(string) (int64, bool)) error {
+		return w.Entries(raw, withheld)
+	}}
+	snap, err := f.git.DiffWorkTree(context.Background(), filepath.Join(f.repo, ".git"), f.repo, f.base, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := patch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := w.Build("r-test", snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, w
+}
+
+// TestWatchKeepsCleanDiffs: a diff with nothing to mask is kept as git
+// wrote it, with the hash taken on the way (fixture.build holds it equal
+// to Build's); one with a credential is masked after, as Build masks it.
+func TestWatchKeepsCleanDiffs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{"main.go": "package main\n", "old.txt": "gone\n"})
+	f.write(t, map[string]string{"main.go": "package main\n\nfunc main() {}\n", "new/b.txt": "hello\n"})
+	os.Remove(filepath.Join(f.repo, "old.txt"))
+	trees := changeset.Trees{Base: f.git.Tree(context.Background(), filepath.Join(f.repo, ".git"), f.base)}
+	cs, w := f.watch(t, nil, trees)
+	if !changeset.KeptAsWritten(w) || len(cs.Entries) != 3 {
+		t.Fatalf("a clean diff was not kept as written (%d entries)", len(cs.Entries))
+	}
+	if err := changeset.Verify(cs); err != nil {
+		t.Fatal(err)
+	}
+	f.build(t, nil)
+	f.write(t, map[string]string{"new/b.txt": "aws = AKIAIOSFODNN7EXAMPLE\n"})
+	cs, w = f.watch(t, nil, trees)
+	if changeset.KeptAsWritten(w) || strings.Contains(cs.Diff, "AKIAIOSFODNN7EXAMPLE") || !slices.Contains(entry(t, cs, "new/b.txt").Risks, "secret") {
+		t.Fatalf("a diff with a credential was kept as written:\n%s", cs.Diff)
+	}
+	f.build(t, nil)
 }
 
 // applyTo applies a diff with git apply onto a fresh checkout of the base,

@@ -20,3 +20,8 @@ func SnapshotDirsKept() int {
 	defer snapshotNames.Unlock()
 	return len(snapshotNames.m)
 }
+
+// KeptAsWritten reports whether w's Build kept the diff as git wrote it
+// and the hash taken on the way (nothing to mask), rather than masking
+// and hashing it after.
+func KeptAsWritten(w *Watch) bool { return w.kept }

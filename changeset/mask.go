@@ -240,19 +240,27 @@ func scan(red *redact.Redactor, src string) (*plan, error) {
 		return nil, fmt.Errorf("changeset: %w", err)
 	}
 	defer f.Close()
+	return scanFrom(red, f, nil)
+}
+
+// scanFrom is scan of the diff r reads; each line it reads goes to k as
+// well, if k is not nil.
+func scanFrom(red *redact.Redactor, r io.Reader, k *cleanCheck) (*plan, error) {
 	p := &plan{withhold: map[int]bool{}, keyOpen: map[int]int{}, unplaced: map[int]bool{}, placed: map[int]string{}, spans: map[int][]span{}}
-	lr := newLineReader(f)
+	lr := newLineReader(r)
 	var c cursor
 	seen := 0 // sides of this hunk on which a key marker was seen
 	for {
 		line, whole, err := lr.next()
 		if err == io.EOF {
+			k.end()
 			return p, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("changeset: reading the diff: %w", err)
 		}
 		kind := c.step(line)
+		k.line(line, whole, kind)
 		if !whole {
 			lr.skipRest() // no key marker or binary patch is that long
 			continue

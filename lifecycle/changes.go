@@ -54,8 +54,18 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 		return nil, err
 	}
 	limits := ch.ChangeSetLimits.WithDefaults()
+	pol, err := ch.views.policy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	// The base (names that collide with its paths, its .envrc files) from
+	// its checkout where the run has one, from git otherwise; the
+	// project's own .envrc files, which direnv runs, from its work tree.
+	trees := changeset.Trees{Base: ch.Git.Tree(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision), Host: changeset.DirTree(p.Root)}
 	// The diff goes to a file as git writes it: a change set is never
-	// held in memory whole, whatever its size.
+	// held in memory whole, whatever its size. The change set is built
+	// beside it (changeset.Watch): the entries are labelled and the diff
+	// scanned while git writes the rest.
 	store := ch.changeSets(id)
 	patch, err := store.CreateDiff()
 	if err != nil {
@@ -65,7 +75,7 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 		patch.Close()
 		os.Remove(patch.Name()) // unless it was kept under its hash
 	}()
-	opts := gitx.DiffOptions{IncludeIgnored: r.IncludeIgnored, Check: limits.Check, Patch: patch}
+	opts := gitx.DiffOptions{IncludeIgnored: r.IncludeIgnored}
 	var snap *gitx.Snapshot
 	var upper *workspace.Upper
 	if r.Workspace.Kind == paddock.KindOverlay {
@@ -83,12 +93,28 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 		if ov, ok := ch.overlayProvider(); ok {
 			opts.BaseFiles = ov.LayersOf(r.Project, r.Workspace).Lower
 			opts.Holds = layerNames(upper, opts.BaseFiles)
+			trees.Base = changeset.SnapshotTree(opts.BaseFiles) // the base's snapshot: it never changes
 		}
-		snap, err = ch.Git.DiffPaths(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
 	default:
 		opts.Cache, opts.Exclude = ch.gitCache(id), cloneExclude
+	}
+	watch := changeset.NewWatch(patch, patch.Name(), r.Workspace.BaseRevision, dir, pol, ch.redactor(r), trees)
+	defer watch.Close()
+	opts.Patch = watch
+	opts.Check = func(raw []byte, withheld []gitx.Withheld, size func(string) (int64, bool)) error {
+		if err := limits.Check(raw, withheld, size); err != nil {
+			return err
+		}
+		return watch.Entries(raw, withheld)
+	}
+	switch {
+	case err != nil:
+	case upper != nil && len(upper.Paths) <= gitx.MaxDiffPaths:
+		snap, err = ch.Git.DiffPaths(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
+	default:
 		snap, err = ch.Git.DiffWorkTree(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, opts)
 	}
+	watch.Close()
 	if err == nil {
 		err = patch.Close()
 	}
@@ -99,18 +125,7 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 		}
 		return nil, internal("computing the change set failed", err)
 	}
-	pol, err := ch.views.policy(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	// The base (names that collide with its paths, its .envrc files) from
-	// its checkout where the run has one, from git otherwise; the
-	// project's own .envrc files, which direnv runs, from its work tree.
-	trees := changeset.Trees{Base: ch.Git.Tree(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision), Host: changeset.DirTree(p.Root)}
-	if opts.BaseFiles != "" {
-		trees.Base = changeset.SnapshotTree(opts.BaseFiles) // the base's snapshot: it never changes
-	}
-	cs, err := changeset.Build(id, r.Workspace.BaseRevision, dir, snap, patch.Name(), pol, ch.redactor(r), trees)
+	cs, err := watch.Build(id, snap)
 	if err != nil {
 		return nil, internal("computing the change set failed", err)
 	}
