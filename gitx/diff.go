@@ -204,27 +204,26 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 	if want == 0 {
 		return unchanged(o, t.files, s.withheld, t.ignored)
 	}
-	// With few changes the index holds the changed files alone and the
-	// diff is limited to the changed paths: git reads and writes no index
-	// of the whole of base (12,000 entries cost each git command 20 ms).
-	var spec []string
-	changed := slices.Concat(s.gone, slices.Collect(maps.Keys(s.present)))
-	if !o.wholeIndex && onCommandLine(changed) {
-		sort.Strings(changed)
-		spec = append([]string{"--"}, changed...)
-		err = d.index(s.adds)
-	} else if err = d.baseIndex(base, o.Cache); err == nil {
-		err = d.index(s.info.Bytes())
-	}
-	if err != nil {
-		return nil, err
-	}
-	snap, err := d.render(base, spec, o, t.files, s.withheld, func(raw []byte) error {
+	verify := func(raw []byte) error {
 		if n := bytes.Count(raw, []byte{0}) / 2; n != want {
 			return fmt.Errorf("gitx: diff: git reports %d entries, the index was given %d", n, want)
 		}
 		return verifyRaw(raw, s.present, s.fresh)
-	})
+	}
+	// With few changes the index holds the changed files alone and the
+	// diff is limited to the changed paths: git reads and writes no index
+	// of the whole of base (12,000 entries cost each git command 20 ms).
+	var snap *Snapshot
+	changed := slices.Concat(s.gone, slices.Collect(maps.Keys(s.present)))
+	if !o.wholeIndex && onCommandLine(changed) {
+		sort.Strings(changed)
+		if err := d.index(s.adds); err != nil {
+			return nil, err
+		}
+		snap, err = d.render(base, append([]string{"--"}, changed...), o, t.files, s.withheld, verify)
+	} else {
+		snap, err = d.renderWhole(base, o.Cache, s, o, t.files, verify)
+	}
 	if err != nil {
 		return nil, err
 	}

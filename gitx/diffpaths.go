@@ -82,13 +82,17 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 		return nil, err
 	}
 	cache.save(t.files, since)
-	s, limit, err := d.stageForPaths(t, bt, base, spec, o.Cache, many)
+	s, limit, err := d.stageForPaths(t, bt, spec, many)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := d.render(base, limit, o, t.files, s.withheld, func(raw []byte) error {
-		return verifyRaw(raw, s.present, s.fresh)
-	})
+	verify := func(raw []byte) error { return verifyRaw(raw, s.present, s.fresh) }
+	var snap *Snapshot
+	if many {
+		snap, err = d.renderWhole(base, o.Cache, s, o, t.files, verify)
+	} else {
+		snap, err = d.render(base, limit, o, t.files, s.withheld, verify)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -122,21 +126,18 @@ func onCommandLine(paths []string) bool {
 	return total <= 512<<10
 }
 
-// stageForPaths gives the scratch index the files under spec, and
-// returns the pathspec the diff is limited to: with few paths, an index
-// of them alone (stagePaths) and spec; with many (whole), base's whole
-// index (kept per base in cache) with their changes (stageWorkTree: what the paths of
-// base under spec no longer hold is removed) and no pathspec.
-func (d *diffRun) stageForPaths(t *treeReader, bt *baseTree, base string, spec []string, cache string, whole bool) (*staged, []string, error) {
+// stageForPaths stages the files under spec, and returns the pathspec
+// the diff is limited to: with few paths, an index of them alone
+// (stagePaths), given to the scratch index now, and spec; with many
+// (whole), their changes (stageWorkTree: what the paths of base under
+// spec no longer hold is removed), which renderWhole stages in base's
+// whole index, and no pathspec.
+func (d *diffRun) stageForPaths(t *treeReader, bt *baseTree, spec []string, whole bool) (*staged, []string, error) {
 	if !whole {
 		s := stagePaths(t.files, bt)
 		return s, append([]string{"--"}, spec...), d.index(s.info.Bytes())
 	}
-	s := d.stageWorkTree(t, bt)
-	if err := d.baseIndex(base, cache); err != nil {
-		return nil, nil, err
-	}
-	return s, nil, d.index(s.info.Bytes())
+	return d.stageWorkTree(t, bt), nil, nil
 }
 
 // listBasePaths lists which of paths (spec, as git names them) base has:

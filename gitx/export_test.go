@@ -18,3 +18,15 @@ func (g *Git) DiffWorkTreeWholeIndex(ctx context.Context, gitDir, workTree, base
 	o.wholeIndex = true
 	return g.DiffWorkTree(ctx, gitDir, workTree, base, o)
 }
+
+// CutDiffs makes every diff of a whole index cut into up to n parts
+// (however few its changes), and tells parts how many each was cut into,
+// until the function it returns puts the rule back.
+func CutDiffs(n int, parts func(int)) (restore func()) {
+	old := diffParts
+	diffParts, testHookParts = func(int) int { return n }, parts
+	return func() { diffParts, testHookParts = old, nil }
+}
+
+// CutParts is cutParts.
+func CutParts(info []byte, n int) [][]byte { return cutParts(info, n) }

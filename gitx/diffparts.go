@@ -1,0 +1,275 @@
+package gitx
+
+// A diff of many changes rendered on several git processes at once.
+//
+// git renders a diff on one processor. A diff against base's whole index
+// (many changes: see fullIndexPaths) is cut, by path, into parts that are
+// each staged in an index of base's own and rendered by a git of its own,
+// side by side; git writes a diff's files in path order, one after the
+// other, and each file's part alone, so the parts' entries one after the
+// other, and then their patches, are the one git's answer, byte for byte
+// (TestDiffPartsAreOneDiff).
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/paddock-dev/paddock"
+)
+
+// partChanges is the fewest changes a part of a diff is given: a part
+// costs a git process more to stage and to render.
+var partChanges = 256
+
+// testHookParts, set by a test, is told how many parts a diff was cut into.
+var testHookParts func(n int)
+
+// diffParts is how many parts a diff of n changes is cut into (at most).
+var diffParts = func(n int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), 4, n/partChanges))
+}
+
+// cutParts cuts the index entries info ("MODE OID\tPATH" NUL each,
+// removals first) into at most n parts by path: every path of a part
+// sorts before every path of the next, and no path of a part is a
+// directory above a path of a later one, so that each part, staged alone
+// in base's index, holds no file where another holds a directory. Each
+// part keeps info's order. Fewer parts come back where the paths cannot
+// be cut so; one, info itself, for n < 2.
+func cutParts(info []byte, n int) [][]byte {
+	if n < 2 {
+		return [][]byte{info}
+	}
+	var recs [][]byte
+	for rest := info; len(rest) > 0; {
+		i := bytes.IndexByte(rest, 0)
+		if i < 0 {
+			return [][]byte{info} // not index entries: left whole
+		}
+		recs, rest = append(recs, rest[:i+1]), rest[i+1:]
+	}
+	pathOf := func(rec []byte) string {
+		_, p, _ := bytes.Cut(rec[:len(rec)-1], []byte{'\t'})
+		return string(p)
+	}
+	paths := make([]string, len(recs))
+	for i, r := range recs {
+		paths[i] = pathOf(r)
+	}
+	slices.Sort(paths)
+	// A cut before paths[k] is good when no path before it is a directory
+	// above a path from it on.
+	before := map[string]bool{}
+	var cuts []string // each part's first path, after the first part
+	next, k := 1, 0
+	for want := len(paths) * next / n; next < n && k < len(paths); k++ {
+		if k >= want && k > 0 && !hasDirBefore(paths[k:], before) {
+			cuts = append(cuts, paths[k])
+			next++
+			want = len(paths) * next / n
+		}
+		before[paths[k]] = true
+	}
+	if len(cuts) == 0 {
+		return [][]byte{info}
+	}
+	parts := make([][]byte, len(cuts)+1)
+	for _, r := range recs {
+		p := pathOf(r)
+		i, _ := slices.BinarySearch(cuts, p)
+		if i < len(cuts) && cuts[i] == p {
+			i++
+		}
+		parts[i] = append(parts[i], r...)
+	}
+	return parts
+}
+
+// hasDirBefore reports whether a directory above one of paths is in before.
+func hasDirBefore(paths []string, before map[string]bool) bool {
+	for _, p := range paths {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			if before[d] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// renderWhole stages s's changes in base's whole index and renders them
+// against base: in parts on gits side by side where they are many (see
+// cutParts), or in one.
+func (d *diffRun) renderWhole(base, cache string, s *staged, o DiffOptions, files []*wfile, verify func(raw []byte) error) (*Snapshot, error) {
+	if err := d.baseIndex(base, cache); err != nil {
+		return nil, err
+	}
+	parts := cutParts(s.info.Bytes(), diffParts(len(s.present)+len(s.gone)))
+	if len(parts) == 1 {
+		if err := d.index(parts[0]); err != nil {
+			return nil, err
+		}
+		return d.render(base, nil, o, files, s.withheld, verify)
+	}
+	kept, err := os.ReadFile(d.indexFile())
+	if err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	indexes := make([]string, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, info := range parts {
+		indexes[i] = d.indexFile() + fmt.Sprint(".", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = os.WriteFile(indexes[i], kept, 0o600); errs[i] == nil {
+				_, errs[i] = d.g.runInput(d.ctx, d.at, d.extraFor(indexes[i]), info, "update-index", "-z", "--index-info")
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	if testHookParts != nil {
+		testHookParts(len(parts))
+	}
+	return d.renderParts(base, indexes, cmp.Or(cache, os.TempDir()), o, files, s.withheld, verify)
+}
+
+// indexFile is the scratch index's file.
+func (d *diffRun) indexFile() string { return filepath.Join(d.tmp, "index") }
+
+// extraFor is the scratch repository's environment with index as its index.
+func (d *diffRun) extraFor(index string) []string {
+	extra := slices.Clone(d.extra)
+	for i, e := range extra {
+		if strings.HasPrefix(e, "GIT_INDEX_FILE=") {
+			extra[i] = "GIT_INDEX_FILE=" + index
+		}
+	}
+	return extra
+}
+
+// renderParts is render of the indexes' diffs against base, one git each,
+// side by side: their entries, one after the other, are read and checked
+// first, as render checks one diff's; then the first one's patch streams
+// to the caller while the others' go to files in spool (a private
+// directory), which follow it in turn.
+func (d *diffRun) renderParts(base string, indexes []string, spool string, o DiffOptions, files []*wfile, withheld []Withheld, verify func(raw []byte) error) (*Snapshot, error) {
+	snap := &Snapshot{Withheld: withheld}
+	patch, buf := o.patch()
+	args := append([]string{"diff", "--cached", "-z", "--raw", "--patch", "--binary", "--no-renames", "--full-index", "--no-abbrev",
+		"--no-color", "--no-ext-diff", "--no-textconv"}, base)
+	ctx, cancel := context.WithCancel(d.ctx)
+	defer cancel()
+	raws := make([]chan []byte, len(indexes))
+	proceed := make(chan struct{})
+	spooled := make([]*os.File, len(indexes))
+	defer func() {
+		for _, f := range spooled {
+			if f != nil {
+				f.Close()
+				os.Remove(f.Name())
+			}
+		}
+	}()
+	for i := range spooled[1:] {
+		f, err := os.CreateTemp(spool, "diff-part-")
+		if err != nil {
+			return nil, fmt.Errorf("gitx: diff: %w", err)
+		}
+		spooled[i+1] = f
+	}
+	var first error // the first part's to fail, the others' cancelled after it
+	var once sync.Once
+	var wg sync.WaitGroup
+	for i, index := range indexes {
+		raws[i] = make(chan []byte, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := d.g.stream(ctx, d.at, d.extraFor(index), args, func(out *bufio.Reader) error {
+				raw, err := readRaw(out)
+				if err != nil {
+					return err
+				}
+				raws[i] <- raw
+				select {
+				case <-proceed:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				var to io.Writer = patch
+				if i > 0 {
+					to = spooled[i]
+				}
+				_, err = io.Copy(to, out)
+				return err
+			})
+			if err != nil {
+				once.Do(func() { first = err })
+				cancel() // the others need not finish
+			}
+		}()
+	}
+	failed := func() error {
+		wg.Wait()
+		if err := d.ctx.Err(); err != nil {
+			return fmt.Errorf("gitx: diff: %w", err)
+		}
+		if first != nil {
+			return fmt.Errorf("gitx: diff: %w", first)
+		}
+		return nil
+	}
+	// The entries, in order; a part that failed before its entries ends it.
+	for i := range indexes {
+		select {
+		case raw := <-raws[i]:
+			snap.Raw = append(snap.Raw, raw...)
+		case <-ctx.Done():
+			return nil, failed()
+		}
+	}
+	err := verify(snap.Raw)
+	if err == nil && o.Check != nil {
+		err = o.Check(snap.Raw, withheld, sizeOf(files))
+	}
+	if err != nil {
+		cancel()
+		failed()
+		var pe *paddock.Error
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("gitx: diff: %w", err)
+	}
+	close(proceed)
+	if err := failed(); err != nil {
+		return nil, err
+	}
+	for _, f := range spooled[1:] {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("gitx: diff: %w", err)
+		}
+		if _, err := io.Copy(patch, f); err != nil {
+			return nil, fmt.Errorf("gitx: diff: %w", err)
+		}
+	}
+	snap.Diff = buf.Bytes()
+	return snap, nil
+}
