@@ -107,7 +107,7 @@ func assemble(runID, base, root string, snap *gitx.Snapshot, diffFile string, en
 	for i := range cs.Entries {
 		review(&cs.Entries[i], red, found)
 	}
-	addWithheld(cs, snap.Withheld, root, policy)
+	addWithheld(cs, snap.Withheld, root, policy, red)
 	return cs, nil
 }
 
@@ -218,8 +218,10 @@ func openRegular(root, p string) (*os.File, error) {
 
 // addWithheld adds the work tree's files that no diff holds (.git
 // entries, embedded repositories: see gitx.Snapshot) as entries, labelled
-// and blocked, in path order with the others.
-func addWithheld(cs *paddock.ChangeSet, withheld []gitx.Withheld, root string, policy *confine.Policy) {
+// and blocked, in path order with the others; reviewed as the others are
+// (a name that holds a secret is shown masked, and so is the reason,
+// which may name a directory).
+func addWithheld(cs *paddock.ChangeSet, withheld []gitx.Withheld, root string, policy *confine.Policy, red *redact.Redactor) {
 	if len(withheld) == 0 {
 		return
 	}
@@ -228,6 +230,7 @@ func addWithheld(cs *paddock.ChangeSet, withheld []gitx.Withheld, root string, p
 		label(&e, root, policy)
 		e.Risks = append(e.Risks, "git_repository")
 		e.Blocked = w.Why
+		review(&e, red, nil)
 		cs.Entries = append(cs.Entries, e)
 	}
 	sort.SliceStable(cs.Entries, func(i, j int) bool { return cs.Entries[i].Path < cs.Entries[j].Path })

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -423,5 +424,57 @@ func TestEnvrcSourcedNeverApplied(t *testing.T) {
 	}
 	if e := entry(t, cs, "scripts/other.sh"); e.Blocked != "" || slices.Contains(e.Risks, "agent_config") {
 		t.Errorf("scripts/other.sh: risks %v, blocked %q", e.Risks, e.Blocked)
+	}
+}
+
+// TestSecretsInWithheldNames: a file no diff holds (a .git entry, an
+// embedded repository's) whose path holds a declared secret is shown
+// masked, in its name and in the reason it is blocked (which names the
+// repository's directory), labelled secret, and still never applied;
+// whether it is all the change set holds or not.
+func TestSecretsInWithheldNames(t *testing.T) {
+	t.Parallel()
+	const secret = "S3cretValue-Declared-77"
+	red := redact.New(map[string]string{"TOK": secret})
+	for name, files := range map[string]map[string]string{
+		"a .git file alone": {"d-" + secret + "/.git": "gitdir: /elsewhere\n"},
+		"an embedded repository": {"e-" + secret + "/HEAD": "ref: refs/heads/main\n", "e-" + secret + "/objects/x": "", "e-" + secret + "/refs/x": "",
+			"e-" + secret + "/config": "[core]\n", "main.go": "package main\n// x\n"},
+	} {
+		f := newFixture(t, map[string]string{"main.go": "package main\n"})
+		f.write(t, files)
+		cs := f.build(t, red) // and the same beside git's diff
+		withheld := 0
+		for _, e := range cs.Entries {
+			if strings.Contains(e.Path, secret) || strings.Contains(e.Blocked, secret) || strings.Contains(fmt.Sprint(e.Notes), secret) {
+				t.Errorf("%s: an entry shows the declared secret: path %q blocked %q", name, e.Path, e.Blocked)
+			}
+			if slices.Contains(e.Risks, "git_repository") {
+				withheld++
+				if e.Blocked == "" || !slices.Contains(e.Risks, "secret") {
+					t.Errorf("%s: %q is applied, or not labelled secret: %v", name, e.Path, e.Risks)
+				}
+			}
+		}
+		if withheld == 0 {
+			t.Errorf("%s: nothing withheld: %+v", name, cs.Entries)
+		}
+	}
+}
+
+// TestSecretInQuotedName: git quotes a name with bytes from 0x80 on in a
+// diff's headers, in octal; a declared secret in such a name is masked
+// there as everywhere else, and its entry labelled secret.
+func TestSecretInQuotedName(t *testing.T) {
+	t.Parallel()
+	const secret = "pässwörd-Declared-9"
+	f := newFixture(t, map[string]string{"main.go": "package main\n"})
+	f.write(t, map[string]string{"f-" + secret + ".txt": "hello\n"})
+	cs := f.build(t, redact.New(map[string]string{"TOK": secret}))
+	if !strings.Contains(cs.Diff, `"a/f-[REDACTED:TOK].txt"`) || strings.Contains(cs.Diff, `\303\244`) || strings.Contains(cs.Diff, secret) {
+		t.Fatalf("the diff's headers show the declared secret:\n%s", cs.Diff)
+	}
+	if e := entry(t, cs, "f-[REDACTED:TOK].txt"); !slices.Contains(e.Risks, "secret") || e.Blocked == "" {
+		t.Fatalf("the entry: %+v", e)
 	}
 }

@@ -186,8 +186,8 @@ func (w *Watch) unplaced() bool {
 }
 
 // foretold are the entries as the hash will bind them (see Build and
-// assemble): paths masked as review masks them, then the withheld files,
-// in path order.
+// assemble): paths masked as review masks them, then the withheld files
+// (theirs masked too), in path order.
 func foretold(entries []paddock.ChangeEntry, withheld []gitx.Withheld, red *redact.Redactor) []paddock.ChangeEntry {
 	out := make([]paddock.ChangeEntry, 0, len(entries)+len(withheld))
 	for _, e := range entries {
@@ -195,7 +195,9 @@ func foretold(entries []paddock.ChangeEntry, withheld []gitx.Withheld, red *reda
 	}
 	if len(withheld) > 0 {
 		for _, wh := range withheld {
-			out = append(out, withheldEntry(wh))
+			e := withheldEntry(wh)
+			e.Path = red.String(e.Path)
+			out = append(out, e)
 		}
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	}

@@ -28,6 +28,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"sort"
 	"strings"
@@ -105,6 +106,7 @@ func (r *Redactor) add(name, v string) {
 	for _, f := range jsonForms(v) {
 		forms[f] = true
 	}
+	forms[gitQuoted(v)] = true
 	for f := range forms {
 		r.pairs = append(r.pairs, pair{[]byte(f), mask})
 	}
@@ -139,6 +141,32 @@ func jsonString(s string, html bool) string {
 	}
 	out := strings.TrimSuffix(b.String(), "\n")
 	return out[1 : len(out)-1]
+}
+
+// gitQuoted is v as git writes it inside a quoted path (core.quotePath,
+// its default): a diff's headers name a file whose name holds a byte
+// from 0x80 on, or a control character, so. Quotes and backslashes are
+// escaped with a backslash, \a \b \t \n \v \f \r stand for their
+// characters, and every other control character and byte from 0x7f on
+// is three octal digits.
+func gitQuoted(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c >= 7 && c <= 13:
+			b.WriteByte('\\')
+			b.WriteByte("abtnvfr"[c-7])
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&b, "\\%03o", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // MinTail is the shortest start of a declared secret's form MaskTail
