@@ -1,6 +1,13 @@
 package changeset
 
 import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -47,12 +54,45 @@ func (k *keySpanReader) of(path string) []span {
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
+	// The file is read as it is now: what git hashed may have been
+	// another content (a command still running rewrote it). Spans read
+	// from another content are no answer for the blob's: then every line
+	// of it is taken for one inside a key.
+	h := blobHasher(k.blobs[path], fi.Size())
+	if h == nil {
+		return everyLine
+	}
 	var spans []span
-	spans, k.lr = keySpansOf(f, k.lr)
+	spans, k.lr = keySpansOf(io.TeeReader(f, h), k.lr)
+	if _, err := io.Copy(h, f); err != nil || hex.EncodeToString(h.Sum(nil)) != k.blobs[path] {
+		return everyLine
+	}
 	return spans
+}
+
+// everyLine is the key spans of a content that could not be read as it
+// was hashed: all of it.
+var everyLine = []span{{1, math.MaxInt}}
+
+// blobHasher is a hash of a blob of size bytes as git names it with id
+// (SHA-1 or SHA-256, told by id's length), "blob SIZE\0" written; nil
+// for an id that is neither.
+func blobHasher(id string, size int64) hash.Hash {
+	var h hash.Hash
+	switch len(id) {
+	case 2 * sha1.Size:
+		h = sha1.New()
+	case 2 * sha256.Size:
+		h = sha256.New()
+	default:
+		return nil
+	}
+	fmt.Fprintf(h, "blob %d\x00", size)
+	return h
 }
 
 func (k *keySpanReader) close() {

@@ -95,8 +95,11 @@ func (w *Watch) Entries(raw []byte, withheld []gitx.Withheld) error {
 // Write writes p to the diff's file, and hands it to the hash and the scan.
 func (w *Watch) Write(p []byte) (int, error) {
 	n, err := w.diff.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
 	if err != nil {
-		return n, err
+		return n, err // the diff fails: nothing of it is kept
 	}
 	if w.sum == nil {
 		w.unseen = true // no head to hash it after: Build masks and hashes it after

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,4 +162,34 @@ func binaryPatch(t *testing.T, content []byte) string {
 		t.Fatalf("no binary patch in %q", diff)
 	}
 	return diff[i:]
+}
+
+// TestKeySpansOfAChangedFile: the key spans of a placed file read from
+// the workspace count only if the file still hashes to the blob git
+// hashed; a file rewritten since (its key's markers taken out while its
+// key's lines stay) has every line taken for one inside a key, so a
+// hunk of the blob's key is masked rather than shown.
+func TestKeySpansOfAChangedFile(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	now := "line one\nMIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\nline three\n"
+	if err := os.WriteFile(filepath.Join(root, "k.txt"), []byte(now), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hashed := "-----BEGIN RSA PRIVATE KEY-----\n" + now + "-----END RSA PRIVATE KEY-----\n"
+	for _, c := range []struct {
+		blob string
+		want []span
+	}{
+		{BlobID([]byte(now)), nil},          // as hashed: no key in it
+		{BlobID([]byte(hashed)), everyLine}, // rewritten since it was hashed
+		{"not-an-id", everyLine},
+	} {
+		keys := newKeySpanReader(root, map[string]string{"k.txt": c.blob})
+		got := keys.of("k.txt")
+		keys.close()
+		if !slices.Equal(got, c.want) {
+			t.Errorf("blob %s: spans %v, want %v", c.blob, got, c.want)
+		}
+	}
 }
