@@ -287,10 +287,12 @@ func (s *staged) add(f *wfile, inBase bool) {
 func (d *diffRun) stageWorkTree(t *treeReader, bt *baseTree) *staged {
 	s := &staged{present: map[string]bool{}}
 	var adds bytes.Buffer
-	seen := map[string]bool{}
+	matched := 0 // files base has: when they and the submodules kept are all of base, nothing is gone
 	for _, f := range t.files {
-		seen[f.path] = true
 		b, inBase := bt.entries[f.path]
+		if inBase {
+			matched++
+		}
 		if inBase && b.mode == f.mode && b.oid == f.oid {
 			continue
 		}
@@ -305,9 +307,15 @@ func (d *diffRun) stageWorkTree(t *treeReader, bt *baseTree) *staged {
 		}
 	}
 	var gone []string
-	for p := range bt.entries {
-		if !seen[p] && !t.keptLinks[p] && !t.excluded(p) {
-			gone = append(gone, p)
+	if matched+len(t.keptLinks) < len(bt.entries) {
+		seen := make(map[string]bool, len(t.files))
+		for _, f := range t.files {
+			seen[f.path] = true
+		}
+		for p := range bt.entries {
+			if !seen[p] && !t.keptLinks[p] && !t.excluded(p) {
+				gone = append(gone, p)
+			}
 		}
 	}
 	sort.Strings(gone)

@@ -247,10 +247,10 @@ func (d *diffRun) hashAll(root int, files []*wfile, base *baseTree, cache *statC
 	defer h.dirs.Close()
 	for _, f := range files {
 		b, inBase := base.entries[f.path]
-		want := func(oid string) bool { return f.why == "" && !(inBase && b.oid == oid) }
-		if cache.lookup(f) && (!want(f.oid) || store.has(f.oid)) {
-			continue
+		if cache.lookup(f) && (f.why != "" || (inBase && b.oid == f.oid) || store.has(f.oid)) {
+			continue // as hashed before, and stored if it is to be
 		}
+		want := func(oid string) bool { return f.why == "" && !(inBase && b.oid == oid) }
 		cache.dirty()
 		if testHookBeforeHash != nil {
 			testHookBeforeHash(f.path)
