@@ -287,10 +287,10 @@ func (s *staged) add(f *wfile, inBase bool) {
 func (d *diffRun) stageWorkTree(t *treeReader, bt *baseTree) *staged {
 	s := &staged{present: map[string]bool{}}
 	var adds bytes.Buffer
-	matched := 0 // files base has: when they and the submodules kept are all of base, nothing is gone
-	for _, f := range t.files {
+	matched := 0 // paths of files base has: when they and the submodules kept are all of base, nothing is gone
+	for i, f := range t.files {
 		b, inBase := bt.entries[f.path]
-		if inBase {
+		if inBase && (i == 0 || t.files[i-1].path != f.path) { // sorted: a path listed twice counts once
 			matched++
 		}
 		if inBase && b.mode == f.mode && b.oid == f.oid {

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -69,18 +68,27 @@ func cutParts(info []byte, n int) [][]byte {
 		paths[i] = pathOf(r)
 	}
 	slices.Sort(paths)
-	// A cut before paths[k] is good when no path before it is a directory
-	// above a path from it on.
-	before := map[string]bool{}
+	// A cut before paths[m] is bad when a path before it is a directory
+	// above paths[m] or one after: the paths below a directory x are one
+	// run of sorted paths (those from x+"/" to x+"0"), so each path blocks
+	// the cuts from just after it to the end of its run.
+	block := make([]int, len(paths)+1)
+	for i, x := range paths {
+		lo, _ := slices.BinarySearch(paths[i+1:], x+"/")
+		hi, _ := slices.BinarySearch(paths[i+1:], x+"0")
+		if lo < hi { // paths[i+1+lo : i+1+hi] lie below x
+			block[i+1]++
+			block[i+1+hi]--
+		}
+	}
 	var cuts []string // each part's first path, after the first part
-	next, k := 1, 0
-	for want := len(paths) * next / n; next < n && k < len(paths); k++ {
-		if k >= want && k > 0 && !hasDirBefore(paths[k:], before) {
+	blocked, next := 0, 1
+	for k := 0; k < len(paths) && next < n; k++ {
+		blocked += block[k]
+		if k > 0 && blocked == 0 && k >= len(paths)*next/n && paths[k] != paths[k-1] {
 			cuts = append(cuts, paths[k])
 			next++
-			want = len(paths) * next / n
 		}
-		before[paths[k]] = true
 	}
 	if len(cuts) == 0 {
 		return [][]byte{info}
@@ -95,18 +103,6 @@ func cutParts(info []byte, n int) [][]byte {
 		parts[i] = append(parts[i], r...)
 	}
 	return parts
-}
-
-// hasDirBefore reports whether a directory above one of paths is in before.
-func hasDirBefore(paths []string, before map[string]bool) bool {
-	for _, p := range paths {
-		for d := path.Dir(p); d != "."; d = path.Dir(d) {
-			if before[d] {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // renderWhole stages s's changes in base's whole index and renders them
@@ -231,6 +227,10 @@ func (d *diffRun) renderParts(base string, indexes []string, spool string, o Dif
 		if err := d.ctx.Err(); err != nil {
 			return fmt.Errorf("gitx: diff: %w", err)
 		}
+		var pe *paddock.Error
+		if errors.As(first, &pe) {
+			return first // as render gives it: a timeout, a limit
+		}
 		if first != nil {
 			return fmt.Errorf("gitx: diff: %w", first)
 		}
@@ -245,7 +245,10 @@ func (d *diffRun) renderParts(base string, indexes []string, spool string, o Dif
 			return nil, failed()
 		}
 	}
-	err := verify(snap.Raw)
+	err := inPathOrder(snap.Raw)
+	if err == nil {
+		err = verify(snap.Raw)
+	}
 	if err == nil && o.Check != nil {
 		err = o.Check(snap.Raw, withheld, sizeOf(files))
 	}
@@ -272,4 +275,20 @@ func (d *diffRun) renderParts(base string, indexes []string, spool string, o Dif
 	}
 	snap.Diff = buf.Bytes()
 	return snap, nil
+}
+
+// inPathOrder checks that the parts' entries, one after the other, are in
+// path order, as one git's are: a part whose git removed a path it was
+// not given (update-index replaces a file with a directory it is given
+// below it) would report it out of the others' order.
+func inPathOrder(raw []byte) error {
+	fields := bytes.Split(raw, []byte{0})
+	var last []byte
+	for i := 1; i < len(fields); i += 2 {
+		if last != nil && bytes.Compare(fields[i], last) <= 0 {
+			return fmt.Errorf("gitx: diff: the parts' entries are out of order at %q", fields[i])
+		}
+		last = fields[i]
+	}
+	return nil
 }
