@@ -163,8 +163,9 @@ func (d *diffRun) extraFor(index string) []string {
 // renderParts is render of the indexes' diffs against base, one git each,
 // side by side: their entries, one after the other, are read and checked
 // first, as render checks one diff's; then the first one's patch streams
-// to the caller while the others' go to files in spool (a private
-// directory), which follow it in turn.
+// to the caller while the others' go to files in spool (the diff's
+// cache, paddock's own, or the system's temporary directory; each file
+// 0600 and removed), which follow it in turn.
 func (d *diffRun) renderParts(base string, indexes []string, spool string, o DiffOptions, files []*wfile, withheld []Withheld, verify func(raw []byte) error) (*Snapshot, error) {
 	snap := &Snapshot{Withheld: withheld}
 	patch, buf := o.patch()
