@@ -88,8 +88,7 @@ type DiffOptions struct {
 func (d *diffRun) render(base string, spec []string, o DiffOptions, files []*wfile, withheld []Withheld, verify func(raw []byte) error) (*Snapshot, error) {
 	snap := &Snapshot{Withheld: withheld}
 	patch, buf := o.patch()
-	args := append([]string{"diff", "--cached", "-z", "--raw", "--patch", "--binary", "--no-renames", "--full-index", "--no-abbrev",
-		"--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)
+	args := diffArgs(base, spec)
 	err := d.g.stream(d.ctx, d.at, d.extra, args, func(out *bufio.Reader) error {
 		var err error
 		if snap.Raw, err = readRaw(out); err != nil {
@@ -115,6 +114,14 @@ func (d *diffRun) render(base string, spec []string, o DiffOptions, files []*wfi
 	}
 	snap.Diff = buf.Bytes()
 	return snap, nil
+}
+
+// diffArgs is git's command line for the scratch index's diff against
+// base under spec: every part of a diff (diffparts.go) takes the same,
+// for their answers to join into one.
+func diffArgs(base string, spec []string) []string {
+	return append([]string{"diff", "--cached", "-z", "--raw", "--patch", "--binary", "--no-renames", "--full-index", "--no-abbrev",
+		"--no-color", "--no-ext-diff", "--no-textconv", base}, spec...)
 }
 
 // sizeOf looks up the size of a file of files (sorted by path) as it was

@@ -169,8 +169,7 @@ func (d *diffRun) extraFor(index string) []string {
 func (d *diffRun) renderParts(base string, indexes []string, spool string, o DiffOptions, files []*wfile, withheld []Withheld, verify func(raw []byte) error) (*Snapshot, error) {
 	snap := &Snapshot{Withheld: withheld}
 	patch, buf := o.patch()
-	args := append([]string{"diff", "--cached", "-z", "--raw", "--patch", "--binary", "--no-renames", "--full-index", "--no-abbrev",
-		"--no-color", "--no-ext-diff", "--no-textconv"}, base)
+	args := diffArgs(base, nil)
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
 	raws := make([]chan []byte, len(indexes))

@@ -61,7 +61,8 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 	// The base (names that collide with its paths, its .envrc files) from
 	// its checkout where the run has one, from git otherwise; the
 	// project's own .envrc files, which direnv runs, from its work tree.
-	trees := changeset.Trees{Base: ch.Git.Tree(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, r.Workspace.BaseRevision), Host: changeset.DirTree(p.Root)}
+	objects := ch.reviews.objectsCtx(ctx, r)
+	trees := changeset.Trees{Base: ch.Git.Tree(objects, repo.CommonDir, r.Workspace.BaseRevision), Host: changeset.DirTree(p.Root)}
 	// The diff goes to a file as git writes it: a change set is never
 	// held in memory whole, whatever its size. The change set is built
 	// beside it (changeset.Watch): the entries are labelled and the diff
@@ -76,7 +77,9 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 		os.Remove(patch.Name()) // unless it was kept under its hash
 	}()
 	opts := gitx.DiffOptions{IncludeIgnored: r.IncludeIgnored}
-	var snap *gitx.Snapshot
+	diff := func() (*gitx.Snapshot, error) {
+		return ch.Git.DiffWorkTree(objects, repo.CommonDir, dir, r.Workspace.BaseRevision, opts)
+	}
 	var upper *workspace.Upper
 	if r.Workspace.Kind == paddock.KindOverlay {
 		upper, err = ch.views.overlayUpper(r)
@@ -95,6 +98,9 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 			opts.Holds = layerNames(upper, opts.BaseFiles)
 			trees.Base = changeset.SnapshotTree(opts.BaseFiles) // the base's snapshot: it never changes
 		}
+		diff = func() (*gitx.Snapshot, error) {
+			return ch.Git.DiffPaths(objects, repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
+		}
 	default:
 		opts.Cache, opts.Exclude = ch.gitCache(id), cloneExclude
 	}
@@ -107,12 +113,9 @@ func (ch *Changes) ChangeSet(ctx context.Context, id string) (*paddock.ChangeSet
 		}
 		return watch.Entries(raw, withheld)
 	}
-	switch {
-	case err != nil:
-	case upper != nil && len(upper.Paths) <= gitx.MaxDiffPaths:
-		snap, err = ch.Git.DiffPaths(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, upper.Paths, opts)
-	default:
-		snap, err = ch.Git.DiffWorkTree(ch.reviews.objectsCtx(ctx, r), repo.CommonDir, dir, r.Workspace.BaseRevision, opts)
+	var snap *gitx.Snapshot
+	if err == nil {
+		snap, err = diff()
 	}
 	watch.Close()
 	if err == nil {
