@@ -53,8 +53,7 @@ type Watch struct {
 
 type scanned struct {
 	plan  *plan
-	clean bool
-	err   error
+	clean bool // read to its end, and nothing in it masking would change
 }
 
 // NewWatch follows the diff written to diff (the file diffFile) of the
@@ -87,7 +86,7 @@ func (w *Watch) Entries(raw []byte, withheld []gitx.Withheld) error {
 		k := &cleanCheck{red: w.red}
 		p, err := scanFrom(w.red, pr, k)
 		pr.CloseWithError(errors.Join(err, io.ErrClosedPipe)) // a write after it ends stops feeding
-		w.scanned <- scanned{plan: p, clean: err == nil && !k.dirty, err: err}
+		w.scanned <- scanned{plan: p, clean: err == nil && !k.dirty}
 	}()
 	return nil
 }
@@ -142,7 +141,7 @@ func (w *Watch) Build(runID string, snap *gitx.Snapshot) (*paddock.ChangeSet, er
 	if w.labelErr != nil {
 		return nil, w.labelErr
 	}
-	clean := !w.unseen && w.scan.clean && w.plan().empty() && w.unplaced()
+	clean := !w.unseen && w.scan.clean && w.scan.plan.empty() && w.unplaced()
 	found := map[string]*Finding{}
 	if !clean {
 		var err error
@@ -164,8 +163,6 @@ func (w *Watch) Build(runID string, snap *gitx.Snapshot) (*paddock.ChangeSet, er
 	return cs, nil
 }
 
-func (w *Watch) plan() *plan { return w.scan.plan }
-
 // empty: nothing of the plan makes masking change a line.
 func (p *plan) empty() bool {
 	return p != nil && len(p.withhold) == 0 && len(p.keyOpen) == 0
@@ -175,12 +172,12 @@ func (p *plan) empty() bool {
 // lies in a key of its new file (as masking would place it: see
 // keySpanReader), once the labels have learnt what the files hold.
 func (w *Watch) unplaced() bool {
-	if len(w.plan().placed) == 0 {
+	if len(w.scan.plan.placed) == 0 {
 		return true
 	}
 	keys := newKeySpanReader(w.root, newBlobs(w.entries))
 	defer keys.close()
-	for _, p := range w.plan().placed {
+	for _, p := range w.scan.plan.placed {
 		if len(keys.of(p)) > 0 {
 			return false
 		}
