@@ -127,11 +127,17 @@ func (d *diffRun) renderWhole(base, cache string, s *staged, o DiffOptions, file
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, info := range parts {
-		indexes[i] = d.indexFile() + fmt.Sprint(".", i)
+		indexes[i] = d.indexFile() // the first part's is base's index made above; the others', copies of it
+		if i > 0 {
+			indexes[i] += fmt.Sprint(".", i)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = os.WriteFile(indexes[i], kept, 0o600); errs[i] == nil {
+			if i > 0 {
+				errs[i] = os.WriteFile(indexes[i], kept, 0o600)
+			}
+			if errs[i] == nil {
 				_, errs[i] = d.g.runInput(d.ctx, d.at, d.extraFor(indexes[i]), info, "update-index", "-z", "--index-info")
 			}
 		}()

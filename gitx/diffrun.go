@@ -192,7 +192,7 @@ func (d *diffRun) listing(base, cache string) ([]byte, error) {
 // baseIndex makes the scratch index base's: a copy of the one kept per
 // base in cache, or git's read-tree (then kept).
 func (d *diffRun) baseIndex(base, cache string) error {
-	index := filepath.Join(d.tmp, "index")
+	index := d.indexFile()
 	if !isHex(base) {
 		cache = ""
 	}
