@@ -29,8 +29,7 @@ type packStore struct {
 	have   map[string]bool
 
 	small  *packFile    // the small blobs' pack, once there is one
-	zw     *zlib.Writer // deflates small blobs
-	zstore *zlib.Writer // stores large ones
+	zstore *zlib.Writer // stores every blob (see stored)
 	buf    []byte       // copies every blob: one buffer, not one a blob
 }
 
@@ -101,10 +100,7 @@ func (s *packStore) add(oid string, b []byte) error {
 		}
 		s.small = p
 	}
-	if s.zw == nil {
-		s.zw, _ = zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // git's default for loose objects
-	}
-	id, err := s.small.add(bytes.NewReader(b), int64(len(b)), s.zw, s.buffer())
+	id, err := s.small.add(bytes.NewReader(b), int64(len(b)), s.stored(), s.buffer())
 	if err != nil {
 		return err
 	}
@@ -113,6 +109,19 @@ func (s *packStore) add(oid string, b []byte) error {
 	}
 	s.have[oid] = true
 	return nil
+}
+
+// stored is the zlib writer of every blob the store writes: one that
+// stores, not deflates. A diff's blobs are written once and read by git
+// at every diff of the run: inflating deflated blobs was a quarter of
+// git's work rendering a thousand changed files (BenchmarkChangeSet),
+// and deflating them costs paddock more than their bytes cost a disk of
+// its own (the store lives as long as its run's cache).
+func (s *packStore) stored() *zlib.Writer {
+	if s.zstore == nil {
+		s.zstore, _ = zlib.NewWriterLevel(io.Discard, zlib.NoCompression)
+	}
+	return s.zstore
 }
 
 // addLarge writes size bytes of r, a large blob, in a pack of its own
@@ -126,10 +135,7 @@ func (s *packStore) addLarge(r io.Reader, size int64, want string) (string, erro
 		return "", err
 	}
 	defer p.abort()
-	if s.zstore == nil {
-		s.zstore, _ = zlib.NewWriterLevel(io.Discard, zlib.NoCompression)
-	}
-	id, err := p.add(r, size, s.zstore, s.buffer())
+	id, err := p.add(r, size, s.stored(), s.buffer())
 	if err != nil {
 		return "", err
 	}
