@@ -114,42 +114,47 @@ func cutParts(info []byte, n int) [][]byte {
 // against base: in parts on gits side by side where they are many (see
 // cutParts), or in one.
 func (d *diffRun) renderWhole(base, cache string, s *staged, o DiffOptions, files []*wfile, verify func(raw []byte) error) (*Snapshot, error) {
-	if err := d.baseIndex(base, cache); err != nil {
+	full, err := d.baseTree(base, cache)
+	if err != nil {
 		return nil, err
 	}
+	// base's index as git makes it, for what git stages (stageIndex).
+	baseOf := sync.OnceValues(func() ([]byte, error) {
+		made := filepath.Join(d.tmp, "index.base")
+		if err := d.baseIndexAt(made, base, cache); err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(made)
+		if err != nil {
+			return nil, fmt.Errorf("gitx: diff: %w", err)
+		}
+		return b, nil
+	})
 	parts := cutParts(s.info.Bytes(), diffParts(len(s.present)+len(s.gone)))
 	if len(parts) == 1 {
-		if err := d.index(parts[0]); err != nil {
+		if err := d.stageIndex(d.indexFile(), full, parts[0], baseOf); err != nil {
 			return nil, err
 		}
 		return d.render(base, nil, o, files, s.withheld, verify)
-	}
-	kept, err := os.ReadFile(d.indexFile())
-	if err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	indexes := make([]string, len(parts))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, info := range parts {
-		indexes[i] = d.indexFile() // the first part's is base's index made above; the others', copies of it
-		if i > 0 {
-			indexes[i] += fmt.Sprint(".", i)
-		}
+		indexes[i] = fmt.Sprint(d.indexFile(), ".", i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if i > 0 {
-				errs[i] = os.WriteFile(indexes[i], kept, 0o600)
-			}
-			if errs[i] == nil {
-				_, errs[i] = d.g.runInput(d.ctx, d.at, d.extraFor(indexes[i]), info, "update-index", "-z", "--index-info")
-			}
+			errs[i] = d.stageIndex(indexes[i], full, info, baseOf)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("gitx: diff: %w", err)
+		var pe *paddock.Error
+		if errors.As(err, &pe) {
+			return nil, pe
+		}
+		return nil, err
 	}
 	if testHookParts != nil {
 		testHookParts(len(parts))

@@ -192,7 +192,11 @@ func (d *diffRun) listing(base, cache string) ([]byte, error) {
 // baseIndex makes the scratch index base's: a copy of the one kept per
 // base in cache, or git's read-tree (then kept).
 func (d *diffRun) baseIndex(base, cache string) error {
-	index := d.indexFile()
+	return d.baseIndexAt(d.indexFile(), base, cache)
+}
+
+// baseIndexAt is baseIndex of the index file index.
+func (d *diffRun) baseIndexAt(index, base, cache string) error {
 	if !isHex(base) {
 		cache = ""
 	}
@@ -202,7 +206,7 @@ func (d *diffRun) baseIndex(base, cache string) error {
 			return nil
 		}
 	}
-	if _, err := d.git(nil, "read-tree", base); err != nil {
+	if _, err := d.g.runInput(d.ctx, d.at, d.extraFor(index), nil, "read-tree", base); err != nil {
 		return fmt.Errorf("gitx: diff: %w", err)
 	}
 	if cache != "" {
@@ -271,13 +275,43 @@ func (d *diffRun) hashAll(root int, files []*wfile, base *baseTree, cache *statC
 	return nil
 }
 
-// index adds entries ("MODE OID\tPATH", MODE 0 removes the path) to the
-// scratch index.
+// index makes the scratch index, empty before, of entries ("MODE
+// OID\tPATH", MODE 0 removes the path): written by paddock (writeIndex),
+// or by git where git must judge them.
 func (d *diffRun) index(info []byte) error {
 	if len(info) == 0 {
 		return nil
 	}
-	if _, err := d.git(info, "update-index", "-z", "--index-info"); err != nil {
+	if ok, err := writeIndex(d.indexFile(), d.format, nil, info); ok || err != nil {
+		return err
+	}
+	return d.updateIndex(d.indexFile(), info)
+}
+
+// stageIndex makes index base's whole index (full: base's whole tree)
+// with info's entries: written by paddock (writeIndex), or, where git
+// must judge them, a copy of base's index as git makes it (baseOf) given
+// them by git.
+func (d *diffRun) stageIndex(index string, full *baseTree, info []byte, baseOf func() ([]byte, error)) error {
+	if ok, err := writeIndex(index, d.format, full, info); ok || err != nil {
+		return err
+	}
+	b, err := baseOf()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(index, b, 0o600); err != nil {
+		return fmt.Errorf("gitx: diff: %w", err)
+	}
+	return d.updateIndex(index, info)
+}
+
+// updateIndex gives the index file index info's entries, by git.
+func (d *diffRun) updateIndex(index string, info []byte) error {
+	if len(info) == 0 {
+		return nil
+	}
+	if _, err := d.g.runInput(d.ctx, d.at, d.extraFor(index), info, "update-index", "-z", "--index-info"); err != nil {
 		return fmt.Errorf("gitx: diff: %w", err)
 	}
 	return nil

@@ -50,6 +50,9 @@ func statOf(st *unix.Stat_t) fileStat {
 type baseTree struct {
 	entries map[string]baseEntry
 	dirs    map[string]bool // every directory that holds an entry
+
+	orderOnce sync.Once
+	order     []string // entries' paths, sorted (sorted)
 }
 
 type baseEntry struct {
