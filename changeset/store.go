@@ -51,40 +51,17 @@ func (s Store) CreateDiff() (*os.File, error) {
 
 // KeepDiff keeps cs's computed diff under its hash, for a reviewer's
 // fetch of it (ComputedDiff) and for a submission of it, and points
-// cs.DiffFile there. It prunes the older ones.
+// cs.DiffFile there. It prunes the older ones. What was kept under that
+// hash before (the same change set computed again) may be left in the
+// computed diff's place, which the caller removes.
 func (s Store) KeepDiff(cs *paddock.ChangeSet) error {
 	kept := filepath.Join(s.diffsDir(), strings.TrimPrefix(cs.Hash, "sha256:")+".diff")
-	if !keptAlready(cs.DiffFile, kept) {
-		if err := os.Rename(cs.DiffFile, kept); err != nil {
-			return fmt.Errorf("changeset: %w", err)
-		}
+	if err := replaceKept(cs.DiffFile, kept); err != nil {
+		return fmt.Errorf("changeset: %w", err)
 	}
 	cs.DiffFile = kept
 	pruneDiffs(s.diffsDir(), kept)
 	return nil
-}
-
-// keptAlready reports whether kept, the file of a diff's hash, already
-// holds the diff computed into file (the same change set computed again:
-// a review, then its submission), and if so marks it the newest of the
-// kept diffs; file is left to the caller to remove. A file named by a
-// hash holds what hashes to it once whole, and a crash can leave one
-// short (its data not yet written: the computed diffs are never synced)
-// but not as long with other bytes, where a file system writes data
-// before the size that covers it (ext4's default ordered mode, xfs): one
-// of the size of file is kept. Renaming over it instead costs more than the
-// diff's bytes: a file renamed over another is written out at once
-// (ext4's auto_da_alloc), 5 ms for a 4 MB diff.
-func keptAlready(file, kept string) bool {
-	old, err := os.Stat(kept)
-	if err != nil {
-		return false
-	}
-	fresh, err := os.Stat(file)
-	if err != nil || !old.Mode().IsRegular() || old.Size() != fresh.Size() {
-		return false
-	}
-	return os.Chtimes(kept, time.Time{}, fresh.ModTime()) == nil
 }
 
 // ComputedDiff opens the computed diff of the change set with this hash,

@@ -253,79 +253,82 @@ func TestComputedDiffsArePruned(t *testing.T) {
 	}
 }
 
-// TestDiffKeptAgain: the same change set computed again keeps the diff
-// already kept under its hash (the same file, now the newest of the
-// kept), and leaves the new one to its caller; a kept diff a crash left
-// short is replaced.
+// TestDiffKeptAgain: the same change set computed again is kept under
+// its hash in place of what was kept there, whatever that was (a whole
+// diff, one a crash left short or with other bytes, a link), and is the
+// newest of the kept; what was kept before is left to the caller.
 func TestDiffKeptAgain(t *testing.T) {
 	t.Parallel()
-	s := changeset.Store{Dir: t.TempDir()}
-	// A diff under way is not pruned: the one computed again is, now.
-	start := time.Now().Add(-time.Duration(changeset.KeptDiffs) * time.Hour)
-	compute := func(body string, hash int, at time.Time) *paddock.ChangeSet {
-		t.Helper()
-		f, err := s.CreateDiff()
-		if err != nil {
+	for _, before := range []string{"whole", "short", "other bytes", "a link", "none"} {
+		s := changeset.Store{Dir: t.TempDir()}
+		// A diff under way is not pruned: the one computed again is, now.
+		start := time.Now().Add(-time.Duration(changeset.KeptDiffs) * time.Hour)
+		compute := func(body string, hash int, at time.Time) *paddock.ChangeSet {
+			t.Helper()
+			f, err := s.CreateDiff()
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(f, body)
+			f.Close()
+			os.Chtimes(f.Name(), at, at)
+			return &paddock.ChangeSet{DiffFile: f.Name(), Hash: fmt.Sprintf("sha256:%064d", hash)}
+		}
+		first := compute("diff 0\n", 0, start)
+		if err := s.KeepDiff(first); err != nil {
 			t.Fatal(err)
 		}
-		io.WriteString(f, body)
-		f.Close()
-		os.Chtimes(f.Name(), at, at)
-		return &paddock.ChangeSet{DiffFile: f.Name(), Hash: fmt.Sprintf("sha256:%064d", hash)}
-	}
-	inode := func(p string) uint64 {
-		t.Helper()
-		fi, err := os.Stat(p)
-		if err != nil {
+		switch before {
+		case "short":
+			os.Truncate(first.DiffFile, 0)
+		case "other bytes":
+			os.WriteFile(first.DiffFile, []byte("diff X\n"), 0o600)
+		case "a link":
+			elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+			os.WriteFile(elsewhere, []byte("diff Y\n"), 0o600)
+			os.Remove(first.DiffFile)
+			if err := os.Symlink(elsewhere, first.DiffFile); err != nil {
+				t.Fatal(err)
+			}
+		case "none":
+			os.Remove(first.DiffFile)
+		}
+		for i := 1; i < changeset.KeptDiffs; i++ {
+			if err := s.KeepDiff(compute(fmt.Sprintf("diff %d\n", i), i, start.Add(time.Duration(i)*time.Hour))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again := compute("diff 0\n", 0, start.Add(time.Duration(changeset.KeptDiffs)*time.Hour))
+		computed := again.DiffFile
+		if err := s.KeepDiff(again); err != nil {
 			t.Fatal(err)
 		}
-		return fi.Sys().(*syscall.Stat_t).Ino
-	}
-	first := compute("diff 0\n", 0, start)
-	if err := s.KeepDiff(first); err != nil {
-		t.Fatal(err)
-	}
-	was := inode(first.DiffFile)
-	for i := 1; i < changeset.KeptDiffs; i++ {
-		if err := s.KeepDiff(compute(fmt.Sprintf("diff %d\n", i), i, start.Add(time.Duration(i)*time.Hour))); err != nil {
+		if again.DiffFile != first.DiffFile {
+			t.Errorf("%s: computed again, kept as %s, want %s", before, again.DiffFile, first.DiffFile)
+		}
+		if fi, err := os.Lstat(again.DiffFile); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s: kept %v, %v; want a file", before, fi, err)
+		}
+		if b, err := os.ReadFile(again.DiffFile); err != nil || string(b) != "diff 0\n" {
+			t.Errorf("%s: kept %q, %v", before, b, err)
+		}
+		os.Remove(computed) // as the caller does, whatever is left there
+		// Kept as the newest: the next one prunes diff 1, not diff 0.
+		if err := s.KeepDiff(compute("diff 9\n", 9, start.Add(time.Duration(changeset.KeptDiffs+1)*time.Hour))); err != nil {
 			t.Fatal(err)
 		}
-	}
-	again := compute("diff 0\n", 0, start.Add(time.Duration(changeset.KeptDiffs)*time.Hour))
-	computed := again.DiffFile
-	if err := s.KeepDiff(again); err != nil {
-		t.Fatal(err)
-	}
-	if again.DiffFile != first.DiffFile || inode(again.DiffFile) != was {
-		t.Errorf("computed again, kept as %s (inode %d), want %s (inode %d)", again.DiffFile, inode(again.DiffFile), first.DiffFile, was)
-	}
-	if _, err := os.Stat(computed); err != nil {
-		t.Errorf("the diff computed again is not left to its caller: %v", err)
-	}
-	os.Remove(computed)
-	// Kept as the newest: the next one prunes diff 1, not diff 0.
-	if err := s.KeepDiff(compute("diff 9\n", 9, start.Add(time.Duration(changeset.KeptDiffs+1)*time.Hour))); err != nil {
-		t.Fatal(err)
-	}
-	for hash, want := range map[int]bool{0: true, 1: false, 9: true} {
-		d, err := s.ComputedDiff(fmt.Sprintf("sha256:%064d", hash))
-		if (err == nil) != want {
-			t.Errorf("diff %d kept: %v, want %v", hash, err == nil, want)
+		for hash, want := range map[int]bool{0: true, 1: false, 9: true} {
+			d, err := s.ComputedDiff(fmt.Sprintf("sha256:%064d", hash))
+			if (err == nil) != want {
+				t.Errorf("%s: diff %d kept: %v, want %v", before, hash, err == nil, want)
+			}
+			if err == nil {
+				d.Close()
+			}
 		}
-		if err == nil {
-			d.Close()
+		if b, err := os.ReadFile(filepath.Join(s.Dir, "diffs", fmt.Sprintf("%064d.diff", 0))); err != nil || string(b) != "diff 0\n" {
+			t.Errorf("%s: after pruning, kept %q, %v", before, b, err)
 		}
-	}
-	// A kept diff a crash left short is replaced by the one computed.
-	if err := os.Truncate(first.DiffFile, 0); err != nil {
-		t.Fatal(err)
-	}
-	whole := compute("diff 0\n", 0, time.Now())
-	if err := s.KeepDiff(whole); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(whole.DiffFile); err != nil || string(b) != "diff 0\n" {
-		t.Errorf("a short kept diff: read %q, %v", b, err)
 	}
 }
 
