@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -137,6 +138,41 @@ func sizeOf(files []*wfile) func(string) (int64, bool) {
 	}
 }
 
+// verify checks git's entries against what was staged (verifyRaw);
+// where the index was made of base's whole (whole), every entry must also
+// be a path s staged, or one git deleted for a file or a directory s
+// staged in its place: an entry s does not account for (a file of base
+// that an index made of a listing lacks, shown deleted) is never taken
+// for a change.
+func (s *staged) verify(raw []byte, whole bool) error {
+	if whole {
+		var dirs map[string]bool // the directories of the paths staged
+		fields := bytes.Split(raw, []byte{0})
+		for i := 0; i+1 < len(fields); i += 2 {
+			p := string(fields[i+1])
+			if _, gone := slices.BinarySearch(s.gone, p); gone || s.present[p] {
+				continue
+			}
+			if dirs == nil {
+				dirs = map[string]bool{}
+				for q := range s.present {
+					for d := path.Dir(q); d != "." && !dirs[d]; d = path.Dir(d) {
+						dirs[d] = true
+					}
+				}
+			}
+			replaced := dirs[p]
+			for d := path.Dir(p); d != "." && !replaced; d = path.Dir(d) {
+				replaced = s.present[d]
+			}
+			if !bytes.HasSuffix(fields[i], []byte(" D")) || !replaced {
+				return fmt.Errorf("gitx: diff: git reports %q, which the index was not given", p)
+			}
+		}
+	}
+	return verifyRaw(raw, s.present, s.fresh)
+}
+
 // verifyRaw checks git's entries against what the index was given: git
 // drops, with a mere warning, an index entry whose path it refuses, and a
 // file must never leave a change set that way. A path the index holds is
@@ -215,7 +251,7 @@ func (g *Git) DiffWorkTree(ctx context.Context, gitDir, workTree, base string, o
 		if n := bytes.Count(raw, []byte{0}) / 2; n != want {
 			return fmt.Errorf("gitx: diff: git reports %d entries, the index was given %d", n, want)
 		}
-		return verifyRaw(raw, s.present, s.fresh)
+		return s.verify(raw, true)
 	}
 	// With few changes the index holds the changed files alone and the
 	// diff is limited to the changed paths: git reads and writes no index

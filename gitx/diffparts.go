@@ -37,10 +37,11 @@ var testHookParts func(n int)
 
 // diffParts is how many parts a diff of n changes is cut into (at most):
 // one a processor but the one a change set's Watch (changeset) keeps busy
-// labelling and masking while git writes. Each part reads and writes an
-// index of base's whole; on two processors two parts cost more in those
-// than they spare git's render (BenchmarkChangeSet, a clone's 1,000
-// files: 97.8 ms rendered in two parts, 92.5 in one).
+// labelling and masking while git writes. Each part's git reads an index
+// of base's whole, and each was given its changes by a git of its own
+// when this was measured: on two processors two parts cost more than
+// they spared git's render (BenchmarkChangeSet, a clone's 1,000 files:
+// 97.8 ms rendered in two parts, 92.5 in one).
 var diffParts = func(n int) int {
 	return max(1, min(runtime.GOMAXPROCS(0)-1, 4, n/partChanges))
 }

@@ -86,7 +86,7 @@ func (g *Git) DiffPaths(ctx context.Context, gitDir, workTree, base string, path
 	if err != nil {
 		return nil, err
 	}
-	verify := func(raw []byte) error { return verifyRaw(raw, s.present, s.fresh) }
+	verify := func(raw []byte) error { return s.verify(raw, many) }
 	var snap *Snapshot
 	if many {
 		snap, err = d.renderWhole(base, o.Cache, s, o, t.files, verify)

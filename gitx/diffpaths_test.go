@@ -270,3 +270,35 @@ func TestDiffPathsHoldsNotForWholeWalks(t *testing.T) {
 		t.Errorf("withheld %v, want %v: the layout found by the walk's own listing", withheld, want)
 	}
 }
+
+// TestShortListingIsNotBase: a kept listing of base that a crash left
+// short (the kept files are never synced) is not taken for base's whole:
+// an index made of it would show the files it lacks deleted. It is
+// listed again, and the diff holds the change alone.
+func TestShortListingIsNotBase(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	work := gittest.NewRepo(t, filepath.Join(dir, "work"), map[string]string{"a.txt": "a\n", "b.txt": "b\n", "dir/c.txt": "c\n"})
+	base := gittest.Git(t, work, "rev-parse", "HEAD")
+	lower := filepath.Join(dir, "lower")
+	gittest.Git(t, work, "worktree", "add", "--quiet", "--detach", lower, base)
+	os.Remove(filepath.Join(lower, ".git"))
+	if err := os.WriteFile(filepath.Join(work, "a.txt"), []byte("a, changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, short := range []string{"", "100644 blob " + strings.Repeat("0", 40) + "\ta.txt\x00"} {
+		cache := t.TempDir()
+		if err := os.WriteFile(filepath.Join(cache, "base-"+base+".tree"), []byte(short), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		gitx.ForgetBases()
+		snap, err := g.DiffPathsWholeIndex(ctx, filepath.Join(work, ".git"), work, base, []string{"a.txt"}, gitx.DiffOptions{Cache: cache, BaseFiles: lower})
+		if err != nil {
+			t.Fatalf("short listing %q: %v", short, err)
+		}
+		if want := ":100644 100644 "; !strings.HasPrefix(string(snap.Raw), want) || strings.Count(string(snap.Raw), "\x00") != 2 || !strings.Contains(string(snap.Raw), "\x00a.txt\x00") {
+			t.Errorf("short listing %q: the diff holds %q, want a.txt changed alone", short, snap.Raw)
+		}
+	}
+}

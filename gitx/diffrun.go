@@ -7,10 +7,12 @@ package gitx
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -171,12 +173,19 @@ func (d *diffRun) baseTree(base, cache string) (*baseTree, error) {
 	return bt, nil
 }
 
-// listing is `git ls-tree -r -z` of base: kept in cache, if there is one.
+// listing is `git ls-tree -r -z` of base: kept in cache, if there is
+// one, with its SHA-256 after it. The kept files are never synced, and a
+// listing a crash left short must not be taken for base's whole: the
+// index of a diff is made of it (writeIndex), and git would show what it
+// lacks deleted.
 func (d *diffRun) listing(base, cache string) ([]byte, error) {
 	kept := filepath.Join(cache, "base-"+base+".tree")
 	if cache != "" {
-		if out, err := os.ReadFile(kept); err == nil {
-			return out, nil
+		if b, err := os.ReadFile(kept); err == nil && len(b) >= sha256.Size {
+			out, sum := b[:len(b)-sha256.Size], sha256.Sum256(b[:len(b)-sha256.Size])
+			if bytes.Equal(sum[:], b[len(out):]) {
+				return out, nil
+			}
 		}
 	}
 	out, err := d.git(nil, "ls-tree", "-r", "-z", "--full-tree", base)
@@ -184,7 +193,8 @@ func (d *diffRun) listing(base, cache string) ([]byte, error) {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	if cache != "" {
-		keep(kept, out)
+		sum := sha256.Sum256(out)
+		keep(kept, append(slices.Clip(out), sum[:]...))
 	}
 	return out, nil
 }

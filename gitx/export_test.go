@@ -30,3 +30,7 @@ func CutDiffs(n int, parts func(int)) (restore func()) {
 
 // CutParts is cutParts.
 func CutParts(info []byte, n int) [][]byte { return cutParts(info, n) }
+
+// ForgetBases empties the memo of base listings: the next diff reads its
+// listing from its cache, or from git.
+func ForgetBases() { treeMemo = newMemo[*baseTree](memoEntries) }

@@ -142,11 +142,13 @@ func oneKindEach(entries, changes []indexEntry) bool {
 // mayRefuse reports whether git may refuse path (a link's, if link) as
 // an index entry's, or take it otherwise than as given: a superset of
 // what git's verify_path refuses where core.protectNTFS is on (git's
-// default) and core.protectHFS too (macOS's). Any name that begins with
-// .git or git~ in any case, any name of a link that holds a ~, any path
-// with a backslash, an empty, . or .. name, and any byte an HFS+ file
-// system ignores in names (every one of them begins with 0xe2 or 0xef in
-// UTF-8) are left to git.
+// default) and core.protectHFS too (macOS's). Left to git are: a name
+// that is .git in any case followed by nothing but spaces and dots, or
+// by those and a colon (.gitignore and .github are not); a name that
+// begins with git~ in any case; a link's name that begins with
+// .gitmodules in any case or holds a ~; any path with a backslash; an
+// empty, . or .. name; and any byte an HFS+ file system ignores in names
+// (every one of them begins with 0xe2 or 0xef in UTF-8).
 func mayRefuse(path string, link bool) bool {
 	if strings.IndexByte(path, '\\') >= 0 || strings.IndexByte(path, 0xe2) >= 0 || strings.IndexByte(path, 0xef) >= 0 {
 		return true
@@ -156,7 +158,12 @@ func mayRefuse(path string, link bool) bool {
 			return true
 		}
 		lower := strings.ToLower(name)
-		if strings.HasPrefix(lower, ".git") || strings.HasPrefix(lower, "git~") || (link && strings.Contains(name, "~")) {
+		if rest, dotgit := strings.CutPrefix(lower, ".git"); dotgit {
+			if rest = strings.TrimLeft(rest, " ."); rest == "" || rest[0] == ':' {
+				return true
+			}
+		}
+		if strings.HasPrefix(lower, "git~") || (link && (strings.HasPrefix(lower, ".gitmodules") || strings.Contains(name, "~"))) {
 			return true
 		}
 	}

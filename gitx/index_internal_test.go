@@ -77,6 +77,7 @@ func TestWriteIndexAsGitDoes(t *testing.T) {
 		"edits": {lines([3]string{"100644", changed, "a"}, [3]string{"0", zero, "a.b"}, [3]string{"100644", other, "n/m"},
 			[3]string{"100644", changed, "exec"}, [3]string{"120000", other, "link"}, [3]string{"160000", strings.Repeat("cd", 20), "sub"},
 			[3]string{"100755", changed, long}, [3]string{"100644", other, "z new"}), true},
+		"git's own files":              {lines([3]string{"100644", changed, ".gitignore"}, [3]string{"100644", other, ".github/workflows/ci.yml"}, [3]string{"120000", other, "d/.gitattributes"}), true},
 		"a directory made a file":      {lines([3]string{"0", zero, "d/e/f"}, [3]string{"100644", changed, "d/e"}), true},
 		"a file made a directory":      {lines([3]string{"0", zero, "a"}, [3]string{"100644", changed, "a/x/y"}), true},
 		"removals alone":               {lines([3]string{"0", zero, "a"}, [3]string{"0", zero, "never/there"}), true},
@@ -139,7 +140,8 @@ func TestMayRefuseCoversGit(t *testing.T) {
 	}
 	oid := strings.TrimSpace(string(plainGit(t, repo, filepath.Join(dir, "none"), []byte("x\n"), "hash-object", "-w", "--stdin")))
 	tokens := []string{".", "..", ".git", ".GiT", "git~1", "GIT~1", "git~2", "gitmodules", ".gitmodules", "gitmod~1", "gi7eba~1", "GI7EB~9",
-		"~", "1", "g", "i", "t", " ", ":", "$INDEX_ALLOCATION", "\\", "/", "a", "x", "\u200c", "\ufeff", "m"}
+		"~", "1", "g", "i", "t", " ", ":", "$INDEX_ALLOCATION", "\\", "/", "a", "x", "\u200c", "\ufeff", "m",
+		".gitignore", "hub", "ignore", "attributes", ".GITMODULES", "."}
 	rng := rand.New(rand.NewPCG(7, 35))
 	type try struct {
 		path string
@@ -147,13 +149,13 @@ func TestMayRefuseCoversGit(t *testing.T) {
 	}
 	var tries []try
 	var info bytes.Buffer
-	for i := range 4000 {
+	for i := range 20000 {
 		var name strings.Builder
 		for range 1 + rng.IntN(5) {
 			name.WriteString(tokens[rng.IntN(len(tokens))])
 		}
 		// A directory of its own for each: no path a directory of another's.
-		p := fmt.Sprintf("t%04d/%s", i, name.String())
+		p := fmt.Sprintf("t%05d/%s", i, name.String())
 		link := rng.IntN(2) == 0
 		mode := "100644"
 		if link {
@@ -192,4 +194,32 @@ func TestMayRefuseCoversGit(t *testing.T) {
 		t.Fatalf("of %d paths git refused %d and mayRefuse takes %d as given: want at least 500 of each", len(tries), refused, left)
 	}
 	t.Logf("of %d paths git refused %d; mayRefuse takes %d as given", len(tries), refused, left)
+}
+
+// TestVerifyWholeRefusesWhatWasNotStaged: git's entries of a diff of an
+// index made of base's whole may name no path the index was not given
+// (a file of base missing from the index shows deleted).
+func TestVerifyWholeRefusesWhatWasNotStaged(t *testing.T) {
+	s := &staged{present: map[string]bool{"a": true}, gone: []string{"g"}}
+	raw := func(entries ...string) []byte { return []byte(strings.Join(entries, "\x00") + "\x00") }
+	zero, one := strings.Repeat("0", 40), strings.Repeat("1", 40)
+	if err := s.verify(raw(":100644 100644 "+one+" "+one+" M", "a", ":100644 000000 "+one+" "+zero+" D", "g"), true); err != nil {
+		t.Errorf("what was staged: %v", err)
+	}
+	extra := raw(":100644 100644 "+one+" "+one+" M", "a", ":100644 000000 "+one+" "+zero+" D", "b")
+	if err := s.verify(extra, true); err == nil {
+		t.Error("a deletion the index was not given is taken")
+	}
+	if err := s.verify(extra, false); err != nil {
+		t.Errorf("an index of the paths alone: %v", err)
+	}
+	// A file git deleted for a directory staged in its place, and the
+	// other way round.
+	s = &staged{present: map[string]bool{"f/x": true, "d": true}}
+	if err := s.verify(raw(":100644 000000 "+one+" "+zero+" D", "d/y", ":100644 000000 "+one+" "+zero+" D", "f"), true); err != nil {
+		t.Errorf("replaced: %v", err)
+	}
+	if err := s.verify(raw(":100644 100644 "+one+" "+one+" M", "f"), true); err == nil {
+		t.Error("a change the index was not given is taken")
+	}
 }
