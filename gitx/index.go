@@ -13,12 +13,9 @@ package gitx
 // before.
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sort"
@@ -44,42 +41,105 @@ var indexModes = map[string]uint32{"100644": 0o100644, "100755": 0o100755, "1200
 // given twice) or that needs a directory where the index holds a file,
 // or the other way round (git replaces one by the other).
 func writeIndex(file string, format objectFormat, base *baseTree, info []byte) (bool, error) {
-	idLen := format.new().Size() * 2
-	changes, ok := parseIndexLines(info, idLen)
+	idSize := format.new().Size()
+	changes, ok := parseIndexLines(info, idSize*2)
 	if !ok {
 		return false, nil
 	}
 	var order []string
+	enc := &encodedBase{starts: []int{0}}
 	if base != nil {
 		order = base.sorted()
-	}
-	entries := make([]indexEntry, 0, len(order)+len(changes))
-	i := 0
-	for _, c := range changes {
-		for ; i < len(order) && order[i] < c.path; i++ {
-			b := base.entries[order[i]]
-			entries = append(entries, indexEntry{order[i], indexModes[b.mode], b.oid})
+		if enc = base.encoded(idSize); enc == nil {
+			return false, nil // a base entry of a kind read-tree makes no entry of
 		}
+	}
+	if !oneKindEach(base, order, changes) {
+		return false, nil
+	}
+	// Base's entries as they are encoded, in runs between the changes.
+	out := make([]byte, 12, 12+len(enc.bytes)+len(info)+len(changes)*(40+idSize+2+8)+idSize)
+	count, i := 0, 0
+	for _, c := range changes {
+		j := i + sort.SearchStrings(order[i:], c.path)
+		out = append(out, enc.bytes[enc.starts[i]:enc.starts[j]]...)
+		count += j - i
+		i = j
 		if i < len(order) && order[i] == c.path {
 			i++
 		}
 		if c.mode != 0 {
-			entries = append(entries, c)
+			out, _ = appendEntry(out, c, idSize)
+			count++
 		}
 	}
-	for ; i < len(order); i++ {
-		b := base.entries[order[i]]
-		entries = append(entries, indexEntry{order[i], indexModes[b.mode], b.oid})
+	out = append(out, enc.bytes[enc.starts[i]:enc.starts[len(order)]]...)
+	count += len(order) - i
+	copy(out, "DIRC")
+	binary.BigEndian.PutUint32(out[4:], 2)
+	binary.BigEndian.PutUint32(out[8:], uint32(count))
+	sum := format.new()
+	sum.Write(out)
+	if err := os.WriteFile(file, sum.Sum(out), 0o600); err != nil {
+		return true, fmt.Errorf("gitx: diff: %w", err)
 	}
-	if !oneKindEach(entries, changes) {
-		return false, nil
-	}
-	for _, e := range entries {
-		if e.mode == 0 || len(e.oid) != idLen {
-			return false, nil // a base entry of a kind read-tree makes no entry of
+	return true, nil
+}
+
+// encodedBase is a base tree's entries as an index holds them
+// (appendEntry), one after the other in path order, and where each
+// begins (and the last ends).
+type encodedBase struct {
+	idSize int
+	bytes  []byte
+	starts []int
+}
+
+// encoded is b's entries encoded for an index of ids of idSize bytes,
+// made once per base tree (a base tree of a commit is kept: treeMemo);
+// nil where an entry is of a kind appendEntry does not write.
+func (b *baseTree) encoded(idSize int) *encodedBase {
+	b.encodeOnce.Do(func() {
+		order := b.sorted()
+		e := &encodedBase{idSize: idSize, starts: make([]int, 0, len(order)+1)}
+		for _, p := range order {
+			be := b.entries[p]
+			e.starts = append(e.starts, len(e.bytes))
+			var ok bool
+			if e.bytes, ok = appendEntry(e.bytes, indexEntry{p, indexModes[be.mode], be.oid}, idSize); !ok {
+				return
+			}
 		}
+		e.starts = append(e.starts, len(e.bytes))
+		b.enc = e
+	})
+	if b.enc == nil || b.enc.idSize != idSize {
+		return nil
 	}
-	return true, saveIndex(file, format, entries)
+	return b.enc
+}
+
+// appendEntry appends e as a version 2 index entry holds it: no stat data
+// but its mode, its id, its path's length (at most 0xfff, git's cap), its
+// path, and 1 to 8 NULs. False, and dst unchanged, for an entry with no
+// mode or an id that is not one of idSize bytes in hex.
+func appendEntry(dst []byte, e indexEntry, idSize int) ([]byte, bool) {
+	fixed := 40 + idSize + 2
+	size := (fixed + len(e.path) + 8) &^ 7
+	n := len(dst)
+	dst = slices.Grow(dst, size)[:n+size]
+	b := dst[n:]
+	clear(b)
+	binary.BigEndian.PutUint32(b[24:], e.mode)
+	if e.mode == 0 || len(e.oid) != 2*idSize {
+		return dst[:n], false
+	}
+	if _, err := hex.Decode(b[40:40+idSize], []byte(e.oid)); err != nil {
+		return dst[:n], false
+	}
+	binary.BigEndian.PutUint16(b[40+idSize:], uint16(min(len(e.path), 0xfff)))
+	copy(b[fixed:], e.path)
+	return dst, true
 }
 
 // parseIndexLines reads index lines into changes sorted by path; false
@@ -112,28 +172,56 @@ func parseIndexLines(info []byte, idLen int) ([]indexEntry, bool) {
 	return changes, true
 }
 
-// oneKindEach reports whether no path of changes that entries (sorted)
-// holds is a file where another entry needs a directory, or the other way
-// round: base holds none such, so any is a change's.
-func oneKindEach(entries, changes []indexEntry) bool {
-	has := func(p string) bool {
-		_, ok := slices.BinarySearchFunc(entries, p, func(e indexEntry, p string) int { return strings.Compare(e.path, p) })
-		return ok
-	}
+// oneKindEach reports whether no path changes stage is a file where
+// another entry needs a directory, or the other way round, in base (with
+// order, its sorted paths; or none) with changes applied. Base holds none
+// such, so any is a change's.
+func oneKindEach(base *baseTree, order []string, changes []indexEntry) bool {
+	adds, removed := map[string]bool{}, map[string]bool{}
 	for _, c := range changes {
 		if c.mode == 0 {
-			continue
+			removed[c.path] = true
+		} else {
+			adds[c.path] = true
 		}
-		for d := c.path; strings.Contains(d, "/"); {
+	}
+	isFile := func(p string) bool {
+		if adds[p] {
+			return true
+		}
+		if base == nil || removed[p] {
+			return false
+		}
+		_, ok := base.entries[p]
+		return ok
+	}
+	dirs := map[string]bool{} // the directories of what is added
+	for p := range adds {
+		for d := p; strings.Contains(d, "/"); {
 			d = d[:strings.LastIndexByte(d, '/')]
-			if has(d) {
+			if dirs[d] {
+				break
+			}
+			dirs[d] = true
+		}
+	}
+	for p := range adds {
+		if dirs[p] {
+			return false // and another file added below it
+		}
+		for d := p; strings.Contains(d, "/"); {
+			d = d[:strings.LastIndexByte(d, '/')]
+			if isFile(d) {
 				return false
 			}
 		}
-		under := c.path + "/"
-		i, _ := slices.BinarySearchFunc(entries, under, func(e indexEntry, p string) int { return strings.Compare(e.path, p) })
-		if i < len(entries) && strings.HasPrefix(entries[i].path, under) {
-			return false
+		if base != nil && base.dirs[p] { // base's files below it must all go
+			under := p + "/"
+			for i := sort.SearchStrings(order, under); i < len(order) && strings.HasPrefix(order[i], under); i++ {
+				if !removed[order[i]] {
+					return false
+				}
+			}
 		}
 	}
 	return true
@@ -168,46 +256,6 @@ func mayRefuse(path string, link bool) bool {
 		}
 	}
 	return false
-}
-
-// saveIndex writes entries, sorted by path, as a version 2 index with
-// no extension, and its checksum.
-func saveIndex(file string, format objectFormat, entries []indexEntry) error {
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("gitx: diff: %w", err)
-	}
-	sum := format.new()
-	w := bufio.NewWriterSize(io.MultiWriter(f, sum), 64<<10)
-	var head [12]byte
-	copy(head[:], "DIRC")
-	binary.BigEndian.PutUint32(head[4:], 2)
-	binary.BigEndian.PutUint32(head[8:], uint32(len(entries)))
-	w.Write(head[:])
-	idLen := sum.Size()
-	fixed := 40 + idLen + 2 // stat data, id, flags
-	buf := make([]byte, 0, 512)
-	for _, e := range entries {
-		size := (fixed + len(e.path) + 8) &^ 7 // the path and 1 to 8 NULs
-		buf = slices.Grow(buf[:0], size)[:size]
-		clear(buf)
-		binary.BigEndian.PutUint32(buf[24:], e.mode)
-		if _, err := hex.Decode(buf[40:40+idLen], []byte(e.oid)); err != nil {
-			f.Close()
-			return fmt.Errorf("gitx: diff: %s: %w", e.path, err)
-		}
-		binary.BigEndian.PutUint16(buf[40+idLen:], uint16(min(len(e.path), 0xfff)))
-		copy(buf[fixed:], e.path)
-		w.Write(buf)
-	}
-	err = w.Flush()
-	if err == nil {
-		_, err = f.Write(sum.Sum(nil))
-	}
-	if err = errors.Join(err, f.Close()); err != nil {
-		return fmt.Errorf("gitx: diff: %w", err)
-	}
-	return nil
 }
 
 // sorted is base's paths in git's index order, made once per base tree

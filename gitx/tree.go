@@ -51,8 +51,10 @@ type baseTree struct {
 	entries map[string]baseEntry
 	dirs    map[string]bool // every directory that holds an entry
 
-	orderOnce sync.Once
-	order     []string // entries' paths, sorted (sorted)
+	orderOnce  sync.Once
+	order      []string // entries' paths, sorted (sorted)
+	encodeOnce sync.Once
+	enc        *encodedBase // entries as an index holds them (encoded)
 }
 
 type baseEntry struct {
