@@ -311,7 +311,7 @@ func (t *treeReader) excluded(p string) bool {
 // order, which a walk directory by directory does not give ("a.txt"
 // sorts before "a/b").
 func (t *treeReader) sortFiles() {
-	sort.Slice(t.files, func(i, j int) bool { return t.files[i].path < t.files[j].path })
+	slices.SortFunc(t.files, func(a, b *wfile) int { return strings.Compare(a.path, b.path) })
 }
 
 // dropIgnored asks the ignore rules about the new files found (those base
