@@ -302,3 +302,39 @@ func TestShortListingIsNotBase(t *testing.T) {
 		}
 	}
 }
+
+// TestShortKeptIndexIsNotBase: a kept index of base a crash left short
+// (never synced) is made again by git, not copied into a diff that git
+// stages (a name only git judges): the diff is the one made before.
+func TestShortKeptIndexIsNotBase(t *testing.T) {
+	g := newGit(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	work := gittest.NewRepo(t, filepath.Join(dir, "work"), map[string]string{"a.txt": "a\n", "b.txt": "b\n", "dir/c.txt": "c\n", "z.txt": "z\n"})
+	base := gittest.Git(t, work, "rev-parse", "HEAD")
+	if err := os.WriteFile(filepath.Join(work, "back\\slash"), []byte("n\n"), 0o644); err != nil { // git stages it
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	first, err := g.DiffWorkTreeWholeIndex(ctx, filepath.Join(work, ".git"), work, base, gitx.DiffOptions{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(cache, "base-"+base+".index")
+	whole, err := os.ReadFile(kept)
+	if err != nil {
+		t.Fatalf("no kept index: %v", err)
+	}
+	for _, n := range []int{0, 100, len(whole) - 30} {
+		if err := os.WriteFile(kept, whole[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := g.DiffWorkTreeWholeIndex(ctx, filepath.Join(work, ".git"), work, base, gitx.DiffOptions{Cache: cache})
+		if err != nil {
+			t.Fatalf("kept index cut to %d of %d bytes: %v", n, len(whole), err)
+		}
+		if !bytes.Equal(snap.Raw, first.Raw) || !bytes.Equal(snap.Diff, first.Diff) {
+			t.Errorf("kept index cut to %d: raw %q, want %q", n, snap.Raw, first.Raw)
+		}
+	}
+}

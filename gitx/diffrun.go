@@ -212,7 +212,7 @@ func (d *diffRun) baseIndexAt(index, base, cache string) error {
 	}
 	kept := filepath.Join(cache, "base-"+base+".index")
 	if cache != "" {
-		if b, err := os.ReadFile(kept); err == nil && os.WriteFile(index, b, 0o600) == nil {
+		if b, err := os.ReadFile(kept); err == nil && d.wholeIndex(b) && os.WriteFile(index, b, 0o600) == nil {
 			return nil
 		}
 	}
@@ -225,6 +225,20 @@ func (d *diffRun) baseIndexAt(index, base, cache string) error {
 		}
 	}
 	return nil
+}
+
+// wholeIndex reports whether b is an index as git wrote it, its checksum
+// whole: a kept index is never synced, git does not check the checksum of
+// an index it reads, and one a crash left short would fail every diff
+// that copies it (or, read, stand for a base it lacks files of).
+func (d *diffRun) wholeIndex(b []byte) bool {
+	h := d.format.new()
+	n := len(b) - h.Size()
+	if n < 12 || string(b[:4]) != "DIRC" {
+		return false
+	}
+	h.Write(b[:n])
+	return bytes.Equal(h.Sum(nil), b[n:])
 }
 
 // isHex reports whether s is an object id (a name a cache file can take).
