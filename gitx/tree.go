@@ -152,7 +152,7 @@ func (t *treeReader) walk(start string) error {
 			why = whyDotGit
 		}
 		if i == len(parts)-1 {
-			return t.visit(parent, rel, name, why)
+			return t.visit(parent, child, name, why)
 		}
 		if why == "" && t.base.isLink(child) {
 			return nil // inside a submodule: git keeps it as it is
@@ -227,7 +227,10 @@ func (t *treeReader) walkDir(dirfd int, rel, why string) error {
 		}
 	}
 	for _, name := range ns {
-		child := path.Join(rel, name)
+		child := name // a directory's names are names, never . or ..
+		if rel != "" {
+			child = rel + "/" + name
+		}
 		if t.excluded(child) || (t.ownGit && child == ".git") {
 			continue
 		}
@@ -235,16 +238,15 @@ func (t *treeReader) walkDir(dirfd int, rel, why string) error {
 		if cwhy == "" && isDotGitName(name) {
 			cwhy = whyDotGit
 		}
-		if err := t.visit(dirfd, rel, name, cwhy); err != nil {
+		if err := t.visit(dirfd, child, name, cwhy); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// visit reads the entry name of the directory dirfd (at rel).
-func (t *treeReader) visit(dirfd int, rel, name, why string) error {
-	child := path.Join(rel, name)
+// visit reads the entry name of the directory dirfd, child (its path).
+func (t *treeReader) visit(dirfd int, child, name, why string) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if gone(err) {
