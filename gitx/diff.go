@@ -298,6 +298,7 @@ func (d *diffRun) readWorkTree(root int, bt *baseTree, exclude []string) (*treeR
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
 	t.sortFiles()
+	bt.mark(t.files)
 	if err := t.dropIgnored(); err != nil {
 		return nil, fmt.Errorf("gitx: diff: %w", err)
 	}
@@ -332,7 +333,7 @@ func (d *diffRun) stageWorkTree(t *treeReader, bt *baseTree) *staged {
 	var adds bytes.Buffer
 	matched := 0 // paths of files base has: when they and the submodules kept are all of base, nothing is gone
 	for i, f := range t.files {
-		b, inBase := bt.entries[f.path]
+		b, inBase := bt.at(f)
 		if inBase && (i == 0 || t.files[i-1].path != f.path) { // sorted: a path listed twice counts once
 			matched++
 		}

@@ -217,7 +217,7 @@ func (d *diffRun) readPaths(root int, bt *baseTree, spec []string, holds func(st
 // that base has.
 func withholdsBase(files []*wfile, bt *baseTree) bool {
 	for _, f := range files {
-		if _, ok := bt.entries[f.path]; ok && f.why != "" {
+		if _, ok := bt.at(f); ok && f.why != "" {
 			return true
 		}
 	}
@@ -231,7 +231,7 @@ func withholdsBase(files []*wfile, bt *baseTree) bool {
 func stagePaths(files []*wfile, bt *baseTree) *staged {
 	s := &staged{present: map[string]bool{}}
 	for _, f := range files {
-		b, isBase := bt.entries[f.path]
+		b, isBase := bt.at(f)
 		if f.why == "" {
 			s.add(f, isBase)
 			continue

@@ -274,7 +274,7 @@ func (d *diffRun) hashAll(root int, files []*wfile, base *baseTree, cache *statC
 	h := &hasher{root: root, format: d.format, store: store}
 	defer h.dirs.Close()
 	for _, f := range files {
-		b, inBase := base.entries[f.path]
+		b, inBase := base.at(f)
 		if cache.lookup(f) && (f.why != "" || (inBase && b.oid == f.oid) || store.has(f.oid)) {
 			continue // as hashed before, and stored if it is to be
 		}

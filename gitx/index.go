@@ -102,8 +102,8 @@ func (b *baseTree) encoded(idSize int) *encodedBase {
 	b.encodeOnce.Do(func() {
 		order := b.sorted()
 		e := &encodedBase{idSize: idSize, starts: make([]int, 0, len(order)+1)}
-		for _, p := range order {
-			be := b.entries[p]
+		for i, p := range order {
+			be := b.orderEntries[i]
 			e.starts = append(e.starts, len(e.bytes))
 			var ok bool
 			if e.bytes, ok = appendEntry(e.bytes, indexEntry{p, indexModes[be.mode], be.oid}, idSize); !ok {
@@ -267,6 +267,10 @@ func (b *baseTree) sorted() []string {
 			b.order = append(b.order, p)
 		}
 		sort.Strings(b.order)
+		b.orderEntries = make([]baseEntry, len(b.order))
+		for i, p := range b.order {
+			b.orderEntries[i] = b.entries[p]
+		}
 	})
 	return b.order
 }

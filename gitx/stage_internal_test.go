@@ -1,7 +1,9 @@
 package gitx
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +31,32 @@ func TestStageFindsWhatIsGone(t *testing.T) {
 		}
 		if s := d.stageWorkTree(tr, bt); !slices.Equal(s.gone, c.gone) {
 			t.Errorf("files %q: gone %q, want %q", c.files, s.gone, c.gone)
+		}
+	}
+}
+
+// TestMarkFindsWhatBaseHas: what a base tree marks in a walk's files
+// (sorted, a path maybe twice) is what its map holds at each path, for
+// paths before, between and after base's own, and a file not marked (or
+// marked by another tree) is looked up.
+func TestMarkFindsWhatBaseHas(t *testing.T) {
+	entries := map[string]baseEntry{}
+	for i, p := range []string{"a", "a-b", "a.b", "a/b", "m/n/o", "z"} {
+		entries[p] = baseEntry{"100644", fmt.Sprintf("%040x", i)}
+	}
+	bt, other := newBaseTree(entries), newBaseTree(map[string]baseEntry{"a": {"100755", strings.Repeat("f", 40)}})
+	var files []*wfile
+	for _, p := range []string{"0", "a", "a", "a-a", "a-b", "a/a", "a/b", "a/c", "m/n", "m/n/o", "y", "z", "zz"} {
+		files = append(files, &wfile{path: p})
+	}
+	bt.mark(files)
+	for _, f := range files {
+		want, wantOK := entries[f.path]
+		if got, ok := bt.at(f); got != want || ok != wantOK {
+			t.Errorf("%s: marked %v %v, base has %v %v", f.path, got, ok, want, wantOK)
+		}
+		if got, ok := other.at(f); ok != (f.path == "a") || (ok && got.mode != "100755") {
+			t.Errorf("%s: another tree says %v %v", f.path, got, ok)
 		}
 	}
 }

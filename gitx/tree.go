@@ -33,6 +33,11 @@ type wfile struct {
 	oid  string // its blob id, once hashed
 	st   fileStat
 	why  string // not empty: withheld, and why
+
+	// What base holds at path, where a base tree marked it (mark).
+	markedBy *baseTree
+	inBase   bool
+	base     baseEntry
 }
 
 // fileStat is what tells that a file is unchanged since it was hashed
@@ -51,10 +56,11 @@ type baseTree struct {
 	entries map[string]baseEntry
 	dirs    map[string]bool // every directory that holds an entry
 
-	orderOnce  sync.Once
-	order      []string // entries' paths, sorted (sorted)
-	encodeOnce sync.Once
-	enc        *encodedBase // entries as an index holds them (encoded)
+	orderOnce    sync.Once
+	order        []string    // entries' paths, sorted (sorted)
+	orderEntries []baseEntry // their entries, in that order
+	encodeOnce   sync.Once
+	enc          *encodedBase // entries as an index holds them (encoded)
 }
 
 type baseEntry struct {
@@ -72,6 +78,33 @@ func newBaseTree(entries map[string]baseEntry) *baseTree {
 }
 
 func (b *baseTree) isLink(p string) bool { return b.entries[p].mode == "160000" }
+
+// mark notes in each of files (sorted by path) what b holds at its path,
+// found by going through both in order: a diff's passes over a whole
+// tree's files (the ignore rules, the hashes, the staging) then look
+// each up once, not each in a map of 12,000 paths (about 1.5 ms a pass).
+func (b *baseTree) mark(files []*wfile) {
+	order := b.sorted()
+	j := 0
+	for _, f := range files {
+		for j < len(order) && order[j] < f.path {
+			j++
+		}
+		f.markedBy, f.inBase = b, j < len(order) && order[j] == f.path
+		if f.inBase {
+			f.base = b.orderEntries[j]
+		}
+	}
+}
+
+// at is what b holds at f's path.
+func (b *baseTree) at(f *wfile) (baseEntry, bool) {
+	if f.markedBy == b {
+		return f.base, f.inBase
+	}
+	e, ok := b.entries[f.path]
+	return e, ok
+}
 
 // treeReader lists a work tree's files. It opens every directory and file
 // relative to its parent, never following a symbolic link, and opens a
@@ -325,7 +358,7 @@ func (t *treeReader) dropIgnored() error {
 	var fresh []string
 	for _, f := range t.files {
 		if f.why == "" {
-			if _, tracked := t.base.entries[f.path]; !tracked {
+			if _, tracked := t.base.at(f); !tracked {
 				fresh = append(fresh, f.path)
 			}
 		}
