@@ -257,20 +257,3 @@ func mayRefuse(path string, link bool) bool {
 	}
 	return false
 }
-
-// sorted is base's paths in git's index order, made once per base tree
-// (a base tree of a commit is kept: treeMemo).
-func (b *baseTree) sorted() []string {
-	b.orderOnce.Do(func() {
-		b.order = make([]string, 0, len(b.entries))
-		for p := range b.entries {
-			b.order = append(b.order, p)
-		}
-		sort.Strings(b.order)
-		b.orderEntries = make([]baseEntry, len(b.order))
-		for i, p := range b.order {
-			b.orderEntries[i] = b.entries[p]
-		}
-	})
-	return b.order
-}

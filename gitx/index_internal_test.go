@@ -11,10 +11,9 @@ import (
 	"testing"
 )
 
-// plainGit runs git in repo with no config but the repository's, index
-// as its index, and fails the test on an error.
-func plainGit(t *testing.T, repo, index string, stdin []byte, args ...string) []byte {
-	t.Helper()
+// gitOut runs git in repo with no config but the repository's, index as
+// its index, and returns its output, its errors and how it ended.
+func gitOut(repo, index string, stdin []byte, args ...string) ([]byte, []byte, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_INDEX_FILE="+index,
@@ -23,10 +22,27 @@ func plainGit(t *testing.T, repo, index string, stdin []byte, args ...string) []
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	return out, stderr.Bytes(), err
+}
+
+// plainGit is gitOut that fails the test on an error.
+func plainGit(t *testing.T, repo, index string, stdin []byte, args ...string) []byte {
+	t.Helper()
+	out, stderr, err := gitOut(repo, index, stdin, args...)
 	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, stderr)
 	}
 	return out
+}
+
+// bareRepo makes a bare repository at dir/repo of object format format.
+func bareRepo(t *testing.T, dir, format string) string {
+	t.Helper()
+	repo := filepath.Join(dir, "repo")
+	if out, err := exec.Command("git", "init", "-q", "--bare", "--object-format="+format, repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	return repo
 }
 
 // TestWriteIndexAsGitDoes: the index paddock writes holds what git's
@@ -35,10 +51,7 @@ func plainGit(t *testing.T, repo, index string, stdin []byte, args ...string) []
 // should judge are left to it.
 func TestWriteIndexAsGitDoes(t *testing.T) {
 	dir := t.TempDir()
-	repo := filepath.Join(dir, "repo")
-	if out, err := exec.Command("git", "init", "-q", "--bare", repo).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
+	repo := bareRepo(t, dir, "sha1")
 	blob := func(s string) string {
 		return strings.TrimSpace(string(plainGit(t, repo, filepath.Join(dir, "none"), []byte(s), "hash-object", "-w", "--stdin")))
 	}
@@ -134,10 +147,7 @@ func TestWriteIndexAsGitDoes(t *testing.T) {
 // code point) is one mayRefuse leaves to git.
 func TestMayRefuseCoversGit(t *testing.T) {
 	dir := t.TempDir()
-	repo := filepath.Join(dir, "repo")
-	if out, err := exec.Command("git", "init", "-q", "--bare", repo).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
+	repo := bareRepo(t, dir, "sha1")
 	oid := strings.TrimSpace(string(plainGit(t, repo, filepath.Join(dir, "none"), []byte("x\n"), "hash-object", "-w", "--stdin")))
 	tokens := []string{".", "..", ".git", ".GiT", "git~1", "GIT~1", "git~2", "gitmodules", ".gitmodules", "gitmod~1", "gi7eba~1", "GI7EB~9",
 		"~", "1", "g", "i", "t", " ", ":", "$INDEX_ALLOCATION", "\\", "/", "a", "x", "\u200c", "\ufeff", "m",
@@ -166,11 +176,7 @@ func TestMayRefuseCoversGit(t *testing.T) {
 	}
 	index := filepath.Join(dir, "index")
 	// With macOS's rules too: mayRefuse covers both.
-	cmd := exec.Command("git", "-c", "core.protectHFS=true", "update-index", "-z", "--add", "--index-info")
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_INDEX_FILE="+index)
-	cmd.Stdin = &info
-	cmd.Run() // it warns of what it refuses
+	gitOut(repo, index, info.Bytes(), "-c", "core.protectHFS=true", "update-index", "-z", "--add", "--index-info") // it warns of what it refuses
 	kept := map[string]bool{}
 	for _, p := range strings.Split(string(plainGit(t, repo, index, nil, "ls-files", "-z")), "\x00") {
 		kept[p] = true

@@ -5,26 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 )
-
-// gitOut runs git, returning output and error (no fatal).
-func gitOut(repo, index string, stdin []byte, args ...string) ([]byte, []byte, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_INDEX_FILE="+index,
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	return out, stderr.Bytes(), err
-}
 
 var randomNames = []string{"a", "a-b", "a.b", "a0", "b", "ab", "z"}
 
@@ -63,21 +49,14 @@ func TestWriteIndexAsGitDoesRandomly(t *testing.T) {
 
 func writeIndexRandomly(t *testing.T, fmtName string) {
 	dir := t.TempDir()
-	repo := filepath.Join(dir, "repo")
-	if out, err := exec.Command("git", "init", "-q", "--bare", "--object-format="+fmtName, repo).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
+	repo := bareRepo(t, dir, fmtName)
 	format := formatSHA1
 	if fmtName == "sha256" {
 		format = formatSHA256
 	}
 	hexLen := format.new().Size() * 2
 	must := func(stdin []byte, index string, args ...string) []byte {
-		out, errb, err := gitOut(repo, index, stdin, args...)
-		if err != nil {
-			t.Fatalf("git %v: %v %s", args, err, errb)
-		}
-		return out
+		return plainGit(t, repo, index, stdin, args...)
 	}
 	var blobs []string
 	for i := range 4 {

@@ -79,6 +79,23 @@ func newBaseTree(entries map[string]baseEntry) *baseTree {
 
 func (b *baseTree) isLink(p string) bool { return b.entries[p].mode == "160000" }
 
+// sorted is base's paths in git's index order, made once per base tree
+// (a base tree of a commit is kept: treeMemo).
+func (b *baseTree) sorted() []string {
+	b.orderOnce.Do(func() {
+		b.order = make([]string, 0, len(b.entries))
+		for p := range b.entries {
+			b.order = append(b.order, p)
+		}
+		sort.Strings(b.order)
+		b.orderEntries = make([]baseEntry, len(b.order))
+		for i, p := range b.order {
+			b.orderEntries[i] = b.entries[p]
+		}
+	})
+	return b.order
+}
+
 // mark notes in each of files (sorted by path) what b holds at its path,
 // found by going through both in order: a diff's passes over a whole
 // tree's files (the ignore rules, the hashes, the staging) then look
