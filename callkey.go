@@ -60,3 +60,26 @@ type CallKeys interface {
 	// Prune removes the records made before before, and says how many.
 	Prune(ctx context.Context, before time.Time) (int64, error)
 }
+
+type claimGateKey struct{}
+
+// WithClaimGate returns ctx for a keyed call whose key is claimed while
+// the call reads what it needs (the run, its grants): the call's first
+// effect waits for the claim (AwaitClaim), which wait gives, nil when the
+// key is the call's to make. A route is gated only where every effect of
+// its call passes AwaitClaim (httpapi: the broker's calls).
+func WithClaimGate(ctx context.Context, wait func(context.Context) error) context.Context {
+	return context.WithValue(ctx, claimGateKey{}, wait)
+}
+
+// AwaitClaim waits until ctx's call may take effect: at once without a
+// gate (WithClaimGate); with one, until its key's claim is made. An error
+// means the call is not to be made, and it is to take no effect at all:
+// the key was another attempt's (its answer is given instead), or could
+// not be claimed.
+func AwaitClaim(ctx context.Context) error {
+	if wait, ok := ctx.Value(claimGateKey{}).(func(context.Context) error); ok {
+		return wait(ctx)
+	}
+	return nil
+}

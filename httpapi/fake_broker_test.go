@@ -20,6 +20,14 @@ type fakeBroker struct{ *fakeState }
 var _ Broker = fakeBroker{}
 
 func (f fakeBroker) Exec(ctx context.Context, id string, req paddock.ExecRequest) (*paddock.ExecResult, error) {
+	// As the broker: the run is read, then the call's key claimed before
+	// any effect (recorded here).
+	if f.beforeGate != nil {
+		f.beforeGate()
+	}
+	if err := paddock.AwaitClaim(ctx); err != nil {
+		return nil, err
+	}
 	if err := f.record(ctx, "Exec", id, req.Argv, req.Net); err != nil {
 		return nil, err
 	}
@@ -109,6 +117,9 @@ func (f fakeBroker) Tools(ctx context.Context, id string) ([]*tools.Tool, error)
 }
 
 func (f fakeBroker) CallTool(ctx context.Context, id, name string, args json.RawMessage) (any, error) {
+	if err := paddock.AwaitClaim(ctx); err != nil { // as Exec
+		return nil, err
+	}
 	if err := f.record(ctx, "CallTool", id, name, string(args)); err != nil {
 		return nil, err
 	}

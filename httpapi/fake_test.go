@@ -37,7 +37,10 @@ type fakeState struct {
 	// answer (paddock.AfterAnswer), as the broker leaves its look at what
 	// a command changed.
 	afterExec func()
-	n         int
+	// beforeGate, if set, is called by Exec before it waits for its
+	// key's claim (paddock.AwaitClaim), where the broker reads the run.
+	beforeGate func()
+	n          int
 }
 
 // call is one call to a service, as the test reads it.

@@ -126,7 +126,11 @@ func (b *keptBudget) take(scope string, n int) bool {
 // read whole for a key and nothing of it kept. Admission is decided once:
 // next is told it was (admittedBefore), so a caller is never admitted here
 // and refused there, or the other way round, by two looks at the store.
-func (s *Server) keyed(admits func(*http.Request) error, refuse func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
+// The key is claimed before next is called, or, gated, while next reads
+// what its call needs: its effects wait for the claim then
+// (paddock.AwaitClaim), and what it writes is dropped if the key was not
+// its own.
+func (s *Server) keyed(gated bool, admits func(*http.Request) error, refuse func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
 	if s.Calls == nil {
 		return next
 	}
@@ -146,34 +150,99 @@ func (s *Server) keyed(admits func(*http.Request) error, refuse func(http.Respon
 			writeError(w, err)
 			return
 		}
-		rec, err := s.Calls.Begin(r.Context(), scoped, request)
-		if err == nil && rec != nil && !rec.Done && rec.Request == request && s.Calls.Running(rec) &&
-			s.Calls.Wait(r.Context(), rec, keyedWait) {
-			// Its first call ended meanwhile (its answer is recorded once
-			// its caller has it): that answer, or the key is free again.
-			rec, err = s.Calls.Begin(r.Context(), scoped, request)
-		}
-		if err != nil {
-			// Not claimed: nothing was done, and the call may be made again.
-			writeError(w, paddock.MarkUndone(err))
-			return
-		}
-		if rec != nil {
-			s.answerKept(w, rec, request)
-			return
+		c, ctx := &keyClaim{done: make(chan struct{})}, r.Context()
+		claim := func() {
+			defer close(c.done)
+			c.rec, c.err = s.claim(ctx, scoped, request)
 		}
 		kw := &keptWriter{ResponseWriter: w}
+		if gated {
+			// Claimed while the call reads the run: its effects wait for
+			// the claim (the broker's AwaitClaim), and what it writes
+			// waits too, dropped if the key was not the call's.
+			go claim()
+			r = r.WithContext(paddock.WithClaimGate(r.Context(), c.await))
+			kw.claim = c
+		} else if claim(); !c.claimed() {
+			s.unclaimed(w, c, request)
+			return
+		}
 		defer func() {
 			if p := recover(); p != nil {
-				// The call's record stays claimed and unfinished: a retry
-				// is told its answer was lost.
-				s.Calls.Abandon(scoped)
+				if c.claimed() {
+					// The call's record stays claimed and unfinished: a
+					// retry is told its answer was lost.
+					s.Calls.Abandon(scoped)
+				}
 				panic(p)
+			}
+			if !c.claimed() {
+				// Gated, and the key was not the call's: the call took no
+				// effect (AwaitClaim refused it), and what it wrote was
+				// dropped.
+				s.unclaimed(w, c, request)
+				return
 			}
 			s.keep(r, scoped, kw)
 		}()
 		next.ServeHTTP(kw, r.WithContext(keyedContext(r)))
 	})
+}
+
+// claim claims key for request: nil, nil when the call is the caller's
+// to make; the key's record when another attempt has it (waited for a
+// while when that attempt runs here).
+func (s *Server) claim(ctx context.Context, scoped, request string) (*paddock.CallRecord, error) {
+	rec, err := s.Calls.Begin(ctx, scoped, request)
+	if err == nil && rec != nil && !rec.Done && rec.Request == request && s.Calls.Running(rec) &&
+		s.Calls.Wait(ctx, rec, keyedWait) {
+		// Its first call ended meanwhile (its answer is recorded once
+		// its caller has it): that answer, or the key is free again.
+		rec, err = s.Calls.Begin(ctx, scoped, request)
+	}
+	return rec, err
+}
+
+// unclaimed answers a keyed call whose key could not be claimed, or was
+// another attempt's.
+func (s *Server) unclaimed(w http.ResponseWriter, c *keyClaim, request string) {
+	if c.err != nil {
+		// Not claimed: nothing was done, and the call may be made again.
+		writeError(w, paddock.MarkUndone(c.err))
+		return
+	}
+	s.answerKept(w, c.rec, request)
+}
+
+// keyClaim is a keyed call's claim of its key, made before the call, or
+// beside it on a gated route.
+type keyClaim struct {
+	done chan struct{} // closed once rec and err are set
+	rec  *paddock.CallRecord
+	err  error
+}
+
+// claimed waits for the claim and says whether the key is the call's.
+func (c *keyClaim) claimed() bool {
+	<-c.done
+	return c.err == nil && c.rec == nil
+}
+
+// errUnclaimed stops a gated call whose key was not its own; the call's
+// answer is then the key's (unclaimed), not this.
+var errUnclaimed = paddock.MarkUndone(paddock.Errorf(paddock.CodeConflict, "this call's %s is another attempt's", paddock.IdempotencyHeader))
+
+// await is the gate of a gated call (paddock.AwaitClaim).
+func (c *keyClaim) await(ctx context.Context) error {
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !c.claimed() {
+		return errUnclaimed
+	}
+	return nil
 }
 
 type admittedKey struct{}
@@ -343,9 +412,32 @@ type keptWriter struct {
 	status int
 	body   bytes.Buffer
 	over   bool
+	// claim, on a gated route: what is written waits for it, and is
+	// dropped when the key was not the call's (its header into dropped).
+	claim   *keyClaim
+	dropped http.Header
+}
+
+// passes waits for a gated call's claim and says whether what it writes
+// goes on.
+func (w *keptWriter) passes() bool { return w.claim == nil || w.claim.claimed() }
+
+// Header is the answer's header, or, for a dropped answer, a header of
+// its own (its length, its type): the key's answer is given instead.
+func (w *keptWriter) Header() http.Header {
+	if !w.passes() {
+		if w.dropped == nil {
+			w.dropped = http.Header{}
+		}
+		return w.dropped
+	}
+	return w.ResponseWriter.Header()
 }
 
 func (w *keptWriter) WriteHeader(code int) {
+	if !w.passes() {
+		return
+	}
 	if w.status == 0 {
 		w.status = code
 	}
@@ -353,6 +445,9 @@ func (w *keptWriter) WriteHeader(code int) {
 }
 
 func (w *keptWriter) Write(b []byte) (int, error) {
+	if !w.passes() {
+		return len(b), nil
+	}
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -365,6 +460,15 @@ func (w *keptWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+// FlushError flushes what passes (a flush through Unwrap would send a
+// dropped answer's header).
+func (w *keptWriter) FlushError() error {
+	if !w.passes() {
+		return nil
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 func (w *keptWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -233,5 +235,105 @@ func TestKeyedAdmissionDecidedOnce(t *testing.T) {
 	}
 	if plain, keyed := reads(""), reads("k-once"); keyed != plain {
 		t.Fatalf("the run read %d times for a keyed call, %d without a key", keyed, plain)
+	}
+}
+
+// slowCalls is fakeCalls whose Begin waits for a token on release, and
+// then fails with err if it is set.
+type slowCalls struct {
+	*fakeCalls
+	release chan struct{}
+	err     error
+}
+
+func (c *slowCalls) Begin(ctx context.Context, key, request string) (*paddock.CallRecord, error) {
+	<-c.release
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.fakeCalls.Begin(ctx, key, request)
+}
+
+// TestKeyClaimedBesideExec: an exec's key is claimed while the broker
+// reads the run (a gated route), and nothing of the call is done before
+// the claim is made: the call is made once it is; made again with its
+// key, the call reaches the gate, is stopped there and answered with the
+// first answer; a claim that fails, or a key another call holds, leaves
+// the command unrun and is answered as before, even when the call's own
+// handler had answered first (its answer is dropped).
+func TestKeyClaimedBesideExec(t *testing.T) {
+	f := newFixture(t)
+	r := f.svc.newRun("app", nil)
+	calls := &slowCalls{fakeCalls: &fakeCalls{recs: map[string]*paddock.CallRecord{}}, release: make(chan struct{})}
+	f.srv.Calls = calls
+	h := f.srv.Handler()
+	ctx := context.Background()
+	path := "/v1/runs/" + r.ID + "/exec"
+	reached := make(chan struct{}, 1)
+	f.svc.beforeGate = func() { reached <- struct{}{} }
+	// exec makes the call with key and body, lets its claim be made once
+	// the broker has reached its gate (when wait), and returns its answer.
+	exec := func(key, body string, wait bool) *httptest.ResponseRecorder {
+		got := make(chan *httptest.ResponseRecorder)
+		go func() { got <- keyedDo(h, ctx, "POST", path, key, body) }()
+		if wait {
+			select {
+			case <-reached:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call did not reach the broker before its key was claimed")
+			}
+			if w := f.svc.whats(); w != "" {
+				t.Fatalf("before its key was claimed the call did %q", w)
+			}
+		}
+		calls.release <- struct{}{}
+		a := <-got
+		if n := a.Header().Get("Content-Length"); n != "" && n != strconv.Itoa(a.Body.Len()) {
+			t.Fatalf("an answer of %d bytes says it has %s: %q", a.Body.Len(), n, a.Body)
+		}
+		return a
+	}
+
+	first := exec("k1", `{"argv":["true"]}`, true)
+	if first.Code != 200 || !strings.Contains(first.Body.String(), `"out"`) || !strings.Contains(f.svc.whats(), "Exec "+r.ID) {
+		t.Fatalf("the first call: %d %q, did %q", first.Code, first.Body, f.svc.whats())
+	}
+	again := exec("k1", `{"argv":["true"]}`, true)
+	if again.Code != 200 || again.Body.String() != first.Body.String() || again.Header().Get(paddock.ReplayedHeader) != "true" {
+		t.Fatalf("made again: %d %q %v", again.Code, again.Body, again.Header())
+	}
+	if w := f.svc.whats(); w != "" {
+		t.Fatalf("made again, the call did %q", w)
+	}
+	// The key on another body: refused as another call's, though the
+	// handler refused the body first (that answer is dropped).
+	if other := exec("k1", `{"argv":`, false); other.Code != 409 || !strings.Contains(other.Body.String(), "another call") {
+		t.Fatalf("the key on another call: %d %q", other.Code, other.Body)
+	}
+	// A claim that fails: nothing done, and said so (the call may be
+	// made again).
+	calls.err = errors.New("the store is away")
+	failed := exec("k2", `{"argv":["true"]}`, true)
+	if failed.Code < 500 || !strings.Contains(failed.Body.String(), `"done":false`) {
+		t.Fatalf("a claim that failed: %d %q", failed.Code, failed.Body)
+	}
+	if w := f.svc.whats(); w != "" {
+		t.Fatalf("with its claim failed, the call did %q", w)
+	}
+	calls.err = nil
+	if a := exec("k2", `{"argv":["true"]}`, true); a.Code != 200 || a.Header().Get(paddock.ReplayedHeader) != "" || !strings.Contains(f.svc.whats(), "Exec") {
+		t.Fatalf("made again once the store is back: %d %q", a.Code, a.Body)
+	}
+	// A route that is not gated claims its key before its call.
+	f.svc.beforeGate = nil
+	got := make(chan *httptest.ResponseRecorder)
+	go func() { got <- keyedDo(h, ctx, "POST", "/v1/projects", "k3", `{"path":"/src/app","name":"app2"}`) }()
+	time.Sleep(50 * time.Millisecond)
+	if w := f.svc.whats(); w != "" {
+		t.Fatalf("a route that is not gated did %q before its key was claimed", w)
+	}
+	calls.release <- struct{}{}
+	if a := <-got; a.Code != 201 {
+		t.Fatalf("a project added: %d %q", a.Code, a.Body)
 	}
 }

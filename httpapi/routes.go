@@ -16,10 +16,22 @@ type handler struct {
 	unbounded bool
 	// stream writes its own answer: a stream, a raw body.
 	stream func(http.ResponseWriter, *http.Request)
+	// gated: every effect of call passes through the broker, which waits
+	// there for the call's idempotency key to be claimed
+	// (paddock.AwaitClaim): the claim is made while the broker reads the
+	// run, not before (keyed).
+	gated bool
 }
 
 func reply(fn func(*http.Request) (any, error)) handler   { return handler{call: fn} }
 func command(fn func(*http.Request) (any, error)) handler { return handler{call: fn, unbounded: true} }
+
+// gated is h for a call whose every effect waits in the broker for its
+// idempotency key's claim (paddock.AwaitClaim).
+func gated(h handler) handler {
+	h.gated = true
+	return h
+}
 func stream(fn func(http.ResponseWriter, *http.Request)) handler {
 	return handler{stream: fn}
 }
@@ -121,9 +133,9 @@ func (h *handlers) routes() []route {
 		{"GET", "/v1/runs/{id}/events/stream", agentViews, http.StatusOK, stream(h.runs.eventStream)},
 
 		{"GET", "/v1/runs/{id}/tools", agentViews, http.StatusOK, reply(h.broker.tools)},
-		{"POST", "/v1/runs/{id}/tools/{name}", agentDrives, http.StatusOK, reply(h.broker.callTool)},
+		{"POST", "/v1/runs/{id}/tools/{name}", agentDrives, http.StatusOK, gated(reply(h.broker.callTool))},
 		{"POST", "/v1/runs/{id}/inbox", orchestrator, http.StatusOK, reply(h.broker.deliver)},
-		{"POST", "/v1/runs/{id}/exec", agentDrives, http.StatusOK, command(h.broker.exec)},
+		{"POST", "/v1/runs/{id}/exec", agentDrives, http.StatusOK, gated(command(h.broker.exec))},
 		{"POST", "/v1/runs/{id}/exec/stream", agentDrives, http.StatusOK, stream(h.broker.execStream)},
 		{"POST", "/v1/runs/{id}/exec/attach", agentDrives, http.StatusSwitchingProtocols, stream(h.broker.execAttach)},
 		{"POST", "/v1/runs/{id}/jobs", agentDrives, http.StatusAccepted, reply(h.jobs.startJob)},
@@ -214,7 +226,7 @@ func (s *Server) mux() http.Handler {
 		// A key is read only once the route admits its caller (keyed): a
 		// caller it does not admit is refused as without one, and nothing
 		// of its call is read whole or kept.
-		serve := s.keyed(func(r *http.Request) error { return h.authz.admits(&rt, r) },
+		serve := s.keyed(rt.h.gated, func(r *http.Request) error { return h.authz.admits(&rt, r) },
 			func(w http.ResponseWriter, r *http.Request, err error) { h.api.refuse(&rt, w, r, err) },
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.api.serve(&rt, &h.authz, w, r) }))
 		if s.Observer == nil {

@@ -109,6 +109,12 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 	if err != nil {
 		return nil, err
 	}
+	// A keyed call's key is claimed while the run was read (httpapi's
+	// gated routes): nothing of the call, not even a refusal's event, is
+	// recorded or done before it is.
+	if err := paddock.AwaitClaim(ctx); err != nil {
+		return nil, err
+	}
 	def := definitionOf(r)
 	start := time.Now()
 	ctx, end := br.span(ctx, "tool "+b.call.Tool, r, attribute.String("paddock.tool", b.call.Tool))
@@ -289,6 +295,9 @@ func (br *Broker) CallTool(ctx context.Context, id, name string, args json.RawMe
 		// The control tools have their own calls; here only working tools
 		// and plan, which has no call of its own.
 		if _, err := br.Run(ctx, id); err != nil {
+			return nil, err
+		}
+		if err := paddock.AwaitClaim(ctx); err != nil { // as broker
 			return nil, err
 		}
 		err := paddock.Errorf(paddock.CodeNotFound, "no tool %q", name)

@@ -352,3 +352,72 @@ func TestProjectSettings(t *testing.T) {
 		t.Fatalf("set project: %+v %v", p, err)
 	}
 }
+
+// TestBrokerWaitsForTheClaim: a call whose idempotency key is claimed
+// beside it (paddock.WithClaimGate, httpapi's gated routes) does nothing
+// and records nothing, not a refusal, until the claim is made, and
+// nothing at all when the key is not its own.
+func TestBrokerWaitsForTheClaim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	r := e.create(t, paddock.KindOverlay, "")
+	made := func() bool {
+		_, err := e.m.Broker.CallTool(context.Background(), r.ID, "read", json.RawMessage(`{"path":"made.txt"}`))
+		return err == nil
+	}
+	agent := paddock.WithAgent(context.Background())
+	notOurs := errors.New("another attempt's key")
+	refused := paddock.WithClaimGate(agent, func(context.Context) error { return notOurs })
+	for name, call := range map[string]func(context.Context) error{
+		"exec": func(ctx context.Context) error {
+			_, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo x > made.txt"}})
+			return err
+		},
+		"write": func(ctx context.Context) error {
+			_, err := e.m.Broker.CallTool(ctx, r.ID, "write", json.RawMessage(`{"path":"made.txt","content":"x"}`))
+			return err
+		},
+		"no such tool": func(ctx context.Context) error { // refused, with an event
+			_, err := e.m.Broker.CallTool(ctx, r.ID, "no_such_tool", json.RawMessage(`{}`))
+			return err
+		},
+		"refused": func(ctx context.Context) error { // the host's network: refused, with an event
+			_, err := e.m.Broker.Exec(ctx, r.ID, paddock.ExecRequest{Argv: []string{"true"}, Net: "host"})
+			return err
+		},
+	} {
+		if err := call(refused); !errors.Is(err, notOurs) {
+			t.Fatalf("%s with the key another attempt's: %v", name, err)
+		}
+	}
+	now, err := e.m.Run(context.Background(), r.ID)
+	if err != nil || now.LastSeq != r.LastSeq {
+		t.Fatalf("calls stopped at the gate recorded events: seq %d, was %d (%v)", now.LastSeq, r.LastSeq, err)
+	}
+	if made() {
+		t.Fatal("a call stopped at the gate wrote")
+	}
+	// Claimed later: the command runs only once the claim is made.
+	claimed := make(chan struct{})
+	var waited sync.WaitGroup
+	waited.Add(1)
+	gated := paddock.WithClaimGate(agent, func(context.Context) error { waited.Done(); <-claimed; return nil })
+	done := make(chan error)
+	go func() {
+		_, err := e.m.Broker.Exec(gated, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "echo x > made.txt"}})
+		done <- err
+	}()
+	waited.Wait()
+	if made() {
+		t.Fatal("the command ran before its key was claimed")
+	}
+	close(claimed)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !made() {
+		t.Fatal("the command, once claimed, wrote nothing")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"testing"
@@ -65,6 +66,7 @@ func (p *partition) slowLink(t *testing.T, id string) {
 
 	var during [2]map[string]int
 	var slowest [2]time.Duration
+	var acked []time.Duration
 	for i := range during {
 		during[i] = map[string]int{}
 	}
@@ -89,7 +91,16 @@ func (p *partition) slowLink(t *testing.T, id string) {
 		}
 		during[i][code]++
 		slowest[i] = max(slowest[i], c.took())
+		if i == 0 && c.err == nil {
+			acked = append(acked, c.took())
+		}
 	}
+	slices.Sort(acked)
+	var median time.Duration
+	if len(acked) > 0 {
+		median = acked[len(acked)/2]
+	}
+	t.Logf("on the short link, acknowledged writes took %v: the median %s (%d round trips)", acked, median.Round(time.Millisecond), median/(2*short))
 	t.Logf("%s's link to the store: %s each way for %s, writes ended by then %v (\"\" acknowledged), the slowest %s (%d round trips); %s each way for %s, writes %v, the slowest %s; after it %s in %s",
 		h.id, short, shortEnd.Sub(from).Round(time.Millisecond), during[0], slowest[0].Round(time.Millisecond), slowest[0]/(2*short),
 		long, longEnd.Sub(shortEnd).Round(time.Millisecond), during[1], slowest[1].Round(time.Millisecond), afterLong(state), back.Round(time.Millisecond))
