@@ -66,13 +66,14 @@ func (c *Calls) Begin(ctx context.Context, key, request string) (*paddock.CallRe
 	}
 	c.mu.Unlock()
 	var old *paddock.CallRecord
-	err := c.updateLazy(ctx, func(tx paddock.Tx) (err error) {
-		if prune {
-			if _, err := tx.CallKeys().Prune(ctx, now().Add(-paddock.CallKeyTerm)); err != nil {
-				return err
-			}
-		}
-		old, err = tx.CallKeys().Claim(ctx, &paddock.CallRecord{Key: key, Request: request, Owner: c.owner, CreatedAt: now()})
+	var before time.Time // the records made before it pruned
+	if prune {
+		before = now().Add(-paddock.CallKeyTerm)
+	}
+	// In as few round trips as the store can (paddock.ClaimCall); lazily
+	// where it can, as updateLazy.
+	err := c.write(func() (err error) {
+		old, err = paddock.ClaimCall(ctx, c.Store, &paddock.CallRecord{Key: key, Request: request, Owner: c.owner, CreatedAt: now()}, before)
 		return err
 	})
 	switch {

@@ -62,6 +62,17 @@ func (s *store) ReadRun(ctx context.Context, id string, with paddock.RunWith) (*
 	return paddock.ReadRun(ctx, s.Store, id, with)
 }
 
+// ClaimCall claims as the store it wraps does (in fewer round trips
+// where it can: paddock.ClaimCall), timed as Update is.
+func (s *store) ClaimCall(ctx context.Context, c *paddock.CallRecord, prune time.Time) (*paddock.CallRecord, error) {
+	start := time.Now()
+	old, err := paddock.ClaimCall(ctx, s.Store, c, prune)
+	s.m.update(time.Since(start), err, false, nil, nil)
+	return old, err
+}
+
+var _ paddock.CallClaimer = (*store)(nil)
+
 // AppendEvents appends as the store it wraps does (in fewer round trips
 // where it can: paddock.AppendEvents), timed and counted as Update is.
 func (s *store) AppendEvents(ctx context.Context, runID string, evs []paddock.EventDraft) ([]*paddock.Event, error) {

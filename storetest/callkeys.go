@@ -13,17 +13,56 @@ import (
 // answer is kept byte for byte; a forgotten key (its call did nothing)
 // may be claimed again, a done one is never forgotten; records older than
 // the bound are pruned.
+//
+// It runs twice: claiming in a transaction, and through paddock.ClaimCall
+// (a store's own, in fewer round trips, where it has one), whose prune
+// is tried too.
 func testCallKeys(t *testing.T, open Opener) {
+	t.Run("Claim", func(t *testing.T) {
+		testCallKeysClaimed(t, open, func(t *testing.T, s paddock.Store, c *paddock.CallRecord) (old *paddock.CallRecord) {
+			update(t, s, func(tx paddock.Tx) (err error) {
+				old, err = tx.CallKeys().Claim(context.Background(), c)
+				return err
+			})
+			return old
+		})
+	})
+	t.Run("ClaimCall", func(t *testing.T) {
+		testCallKeysClaimed(t, open, func(t *testing.T, s paddock.Store, c *paddock.CallRecord) *paddock.CallRecord {
+			old, err := paddock.ClaimCall(context.Background(), s, c, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return old
+		})
+		// Its prune: the records made before the bound go, in the
+		// claim's transaction, and a key held is still told.
+		s, _ := fresh(t, open)
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		for _, c := range []*paddock.CallRecord{{Key: "old", Request: "r", Owner: "n", CreatedAt: now.Add(-2 * time.Hour)},
+			{Key: "new", Request: "r", Owner: "n", CreatedAt: now}} {
+			if old, err := paddock.ClaimCall(ctx, s, c, time.Time{}); err != nil || old != nil {
+				t.Fatalf("claim %s: %+v %v", c.Key, old, err)
+			}
+		}
+		old, err := paddock.ClaimCall(ctx, s, &paddock.CallRecord{Key: "new", Request: "r2", Owner: "m", CreatedAt: now}, now.Add(-time.Hour))
+		if err != nil || old == nil || old.Request != "r" || old.Owner != "n" {
+			t.Fatalf("a held key's claim, with a prune: %+v %v", old, err)
+		}
+		if old, err := paddock.ClaimCall(ctx, s, &paddock.CallRecord{Key: "old", Request: "r2", Owner: "m", CreatedAt: now}, now.Add(-time.Hour)); err != nil || old != nil {
+			t.Fatalf("a key made before the bound, claimed again with a prune: %+v %v", old, err)
+		}
+	})
+}
+
+func testCallKeysClaimed(t *testing.T, open Opener, claimIn func(*testing.T, paddock.Store, *paddock.CallRecord) *paddock.CallRecord) {
 	s, _ := fresh(t, open)
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	claim := func(key, req, owner string, at time.Time) (old *paddock.CallRecord) {
+	claim := func(key, req, owner string, at time.Time) *paddock.CallRecord {
 		t.Helper()
-		update(t, s, func(tx paddock.Tx) (err error) {
-			old, err = tx.CallKeys().Claim(ctx, &paddock.CallRecord{Key: key, Request: req, Owner: owner, CreatedAt: at})
-			return err
-		})
-		return old
+		return claimIn(t, s, &paddock.CallRecord{Key: key, Request: req, Owner: owner, CreatedAt: at})
 	}
 	if old := claim("k1", "req-a", "node-1", now); old != nil {
 		t.Fatalf("a new key's claim found %+v", old)
