@@ -164,7 +164,7 @@ func (s *Server) keyed(gated bool, admits func(*http.Request) error, refuse func
 			r = r.WithContext(paddock.WithClaimGate(r.Context(), c.await))
 			kw.claim = c
 		} else if claim(); !c.claimed() {
-			s.unclaimed(w, c, request)
+			s.unclaimed(ctx, w, c, request)
 			return
 		}
 		defer func() {
@@ -180,7 +180,7 @@ func (s *Server) keyed(gated bool, admits func(*http.Request) error, refuse func
 				// Gated, and the key was not the call's: the call took no
 				// effect (AwaitClaim refused it), and what it wrote was
 				// dropped.
-				s.unclaimed(w, c, request)
+				s.unclaimed(ctx, w, c, request)
 				return
 			}
 			s.keep(r, scoped, kw)
@@ -205,13 +205,21 @@ func (s *Server) claim(ctx context.Context, scoped, request string) (*paddock.Ca
 
 // unclaimed answers a keyed call whose key could not be claimed, or was
 // another attempt's.
-func (s *Server) unclaimed(w http.ResponseWriter, c *keyClaim, request string) {
+func (s *Server) unclaimed(ctx context.Context, w http.ResponseWriter, c *keyClaim, request string) {
 	if c.err != nil {
 		// Not claimed: nothing was done, and the call may be made again.
 		writeError(w, paddock.MarkUndone(c.err))
 		return
 	}
-	s.answerKept(w, c.rec, request)
+	rec := c.rec
+	if !rec.Done && s.Calls.Mine(rec) && !s.Calls.Running(rec) {
+		// Running here when claimed, and ended since (a gated call waits
+		// before it answers): its end is recorded by now, or was lost.
+		if now, err := s.Calls.Lookup(ctx, rec.Key); err == nil && now != nil {
+			rec = now
+		}
+	}
+	s.answerKept(w, rec, request)
 }
 
 // keyClaim is a keyed call's claim of its key, made before the call, or
@@ -237,7 +245,7 @@ func (c *keyClaim) await(ctx context.Context) error {
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-		return ctx.Err()
+		return paddock.MarkUndone(ctx.Err()) // nothing of the call was done
 	}
 	if !c.claimed() {
 		return errUnclaimed

@@ -337,3 +337,33 @@ func TestKeyClaimedBesideExec(t *testing.T) {
 		t.Fatalf("a project added: %d %q", a.Code, a.Body)
 	}
 }
+
+// endedCalls is fakeCalls whose Begin finds the key's call running here,
+// though it has ended by the time the retry is answered: its record,
+// looked up again, is done.
+type endedCalls struct{ *fakeCalls }
+
+func (c endedCalls) Begin(_ context.Context, key, request string) (*paddock.CallRecord, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recs[key] = &paddock.CallRecord{Key: key, Request: request, Owner: "me", Done: true, Status: 200, Answer: []byte(`{"ok":true,"data":"first"}` + "\n")}
+	return &paddock.CallRecord{Key: key, Request: request, Owner: "me"}, nil
+}
+
+// TestKeyedRetryOfACallEndedMeanwhile: a retry that found its key's call
+// running here, and is answered once that call has ended (a gated call
+// waits at the broker before its answer), gives the first call's answer,
+// read again, not that it was lost.
+func TestKeyedRetryOfACallEndedMeanwhile(t *testing.T) {
+	f := newFixture(t)
+	r := f.svc.newRun("app", nil)
+	f.srv.Calls = endedCalls{&fakeCalls{recs: map[string]*paddock.CallRecord{}}}
+	h := f.srv.Handler()
+	a := keyedDo(h, context.Background(), "POST", "/v1/runs/"+r.ID+"/exec", "k1", `{"argv":["true"]}`)
+	if a.Code != 200 || a.Header().Get(paddock.ReplayedHeader) != "true" || !strings.Contains(a.Body.String(), "first") {
+		t.Fatalf("a retry of a call that ended meanwhile: %d %q", a.Code, a.Body)
+	}
+	if w := f.svc.whats(); w != "" {
+		t.Fatalf("the retry did %q", w)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock"
 	"github.com/paddock-dev/paddock/sandbox"
@@ -419,5 +420,48 @@ func TestBrokerWaitsForTheClaim(t *testing.T) {
 	}
 	if !made() {
 		t.Fatal("the command, once claimed, wrote nothing")
+	}
+}
+
+// TestClaimGateBeforeTheExpectStripe: a call that carries expect_seq and
+// waits for its key's claim holds no run's stripe meanwhile: a call on
+// the run expecting the same seq is not held up by it (the claim may be
+// waiting for that very call, another attempt of the same key).
+func TestClaimGateBeforeTheExpectStripe(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.project(t)
+	withSandbox(t, e)
+	r := e.create(t, paddock.KindOverlay, "")
+	agent := paddock.WithAgent(context.Background())
+	waiting, release := make(chan struct{}), make(chan struct{})
+	gated := paddock.WithClaimGate(paddock.WithExpectSeq(agent, r.ID, r.LastSeq), func(context.Context) error {
+		close(waiting)
+		<-release
+		return errors.New("another attempt's key")
+	})
+	stopped := make(chan error, 1)
+	go func() {
+		_, err := e.m.Broker.CallTool(gated, r.ID, "write", json.RawMessage(`{"path":"gated.txt","content":"x"}`))
+		stopped <- err
+	}()
+	<-waiting
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.m.Broker.CallTool(paddock.WithExpectSeq(agent, r.ID, r.LastSeq), r.ID, "write", json.RawMessage(`{"path":"other.txt","content":"x"}`))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("a call expecting the run's seq waited for another call's claim")
+	}
+	close(release)
+	if err := <-stopped; err == nil {
+		t.Fatal("the call whose key was not its own was made")
 	}
 }
