@@ -173,3 +173,11 @@ func TreeLook(ctx context.Context, m *Manager, id string) (journal, walked map[s
 	walked, err = pv.treeNow(r, fresh)
 	return journal, walked, st.tree.touches, err
 }
+
+// JudgeLayersAhead judges the stillness of an overlay's directories
+// (layerwalk.go) d ahead of the clock until t ends: listings are kept at
+// once.
+func JudgeLayersAhead(t testing.TB, d time.Duration) {
+	layerAhead.Store(int64(d))
+	t.Cleanup(func() { layerAhead.Store(0) })
+}

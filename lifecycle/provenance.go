@@ -277,6 +277,7 @@ type provState struct {
 	last   map[string]string
 	seen   map[string]upperFile
 	tree   treeWatch // a whole tree's watches (treelook.go)
+	dirs   layerDirs // an overlay's layers' directories, as listed (layerwalk.go)
 }
 
 // fileOf is what a look keeps of a file's lstat data (of type typ).
@@ -347,39 +348,24 @@ func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, no
 	}
 	defer tf.close()
 	var own []string
-	err = filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		rel, _ := filepath.Rel(upper, path)
-		if rel == "." {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		if rel == ".git" || rel == ".paddock" {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if hidden(rel, hides) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if workspace.Opaque(path) {
+	if st.dirs == nil {
+		st.dirs = layerDirs{}
+	}
+	err = st.dirs.walk(upper, layerVisit{
+		skip: func(rel string) bool { return rel == ".git" || rel == ".paddock" || hidden(rel, hides) },
+		dir: func(rel string, opaque bool) {
+			if opaque {
 				own = append(own, rel)
 			}
-			return nil
-		}
-		own = append(own, rel)
-		return pv.trackFile(r, tf, rel, d.Type(), st, now, nil)
+		},
+		file: func(rel string, d fs.DirEntry) error {
+			own = append(own, rel)
+			return pv.trackFile(r, tf, rel, d.Type(), st, now, nil)
+		},
 	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil // the layer went meanwhile
+	}
 	for _, p := range own {
 		hides[p] = true
 	}
