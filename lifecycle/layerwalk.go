@@ -95,6 +95,9 @@ func (ds layerDirs) walk(layer string, v layerVisit) error {
 	w := &layerWalk{old: ds[layer], kept: map[string]*layerDir{}}
 	defer func() { ds[layer] = w.kept }()
 	names, _, err := w.list(layer)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // the layer went meanwhile
+	}
 	if err != nil {
 		return err
 	}

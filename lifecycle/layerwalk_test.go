@@ -37,8 +37,9 @@ func walked(t *testing.T, ds layerDirs, layer string) []string {
 
 // TestLayerWalkKeptListings: a walk that keeps its directories' listings
 // visits what a walk that lists every directory again visits, after each
-// of many random changes (names made, removed, renamed, directories made
-// and removed, replaced, made opaque and not); a directory changed less
+// of many random changes (names made, removed, renamed, renamed over
+// another, linked, directories made and removed, replaced, made opaque
+// and not); a directory changed less
 // than layerStill before it was listed is not kept.
 func TestLayerWalkKeptListings(t *testing.T) {
 	layer := t.TempDir()
@@ -80,7 +81,7 @@ func TestLayerWalkKeptListings(t *testing.T) {
 		d := ds[rng.IntN(len(ds))]
 		name := filepath.Join(d, fmt.Sprintf("n%d", rng.IntN(6)))
 		var what string
-		switch rng.IntN(7) {
+		switch rng.IntN(9) {
 		case 0:
 			what = "file " + name
 			os.WriteFile(name, []byte("x"), 0o644)
@@ -105,6 +106,16 @@ func TestLayerWalkKeptListings(t *testing.T) {
 		case 6:
 			what = "link " + name
 			os.Symlink("/etc", name)
+		case 7:
+			to := filepath.Join(ds[rng.IntN(len(ds))], fmt.Sprintf("h%d", rng.IntN(3)))
+			what = "hard link " + name + " " + to
+			os.Link(name, to)
+		case 8:
+			to := ds[rng.IntN(len(ds))]
+			what = "rename over " + name + " " + to
+			if to != layer && !strings.HasPrefix(to, name+"/") && !strings.HasPrefix(name, to+"/") {
+				os.Rename(name, to) // over an empty directory, or refused
+			}
 		}
 		got, want := walked(t, kept, layer), walked(t, layerDirs{}, layer)
 		if n, dirs := len(kept[layer]), len(want)-strings.Count(strings.Join(want, "\n"), "file "); n != dirs+1 {

@@ -363,9 +363,6 @@ func (pv *Provenance) trackLayer(r *paddock.Run, upper string, st *provState, no
 			return pv.trackFile(r, tf, rel, d.Type(), st, now, nil)
 		},
 	})
-	if errors.Is(err, fs.ErrNotExist) {
-		err = nil // the layer went meanwhile
-	}
 	for _, p := range own {
 		hides[p] = true
 	}
