@@ -39,8 +39,8 @@ func walked(t *testing.T, ds layerDirs, layer string) []string {
 // visits what a walk that lists every directory again visits, after each
 // of many random changes (names made, removed, renamed, renamed over
 // another, linked, directories made and removed, replaced, made opaque
-// and not); a directory changed less
-// than layerStill before it was listed is not kept.
+// and not); a directory changed less than layerStill before it was
+// listed is not kept.
 func TestLayerWalkKeptListings(t *testing.T) {
 	layer := t.TempDir()
 	if err := unix.Setxattr(layer, "user.overlay.opaque", []byte("y"), 0); err != nil {
