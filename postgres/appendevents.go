@@ -37,12 +37,7 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, evs []paddock.Ev
 		return nil, err
 	}
 	defer done()
-	b := &pgx.Batch{}
-	b.BeginTx(pgx.TxOptions{})
-	n := s.node.Load()
-	if n != nil {
-		b.Queue(`SELECT paddock_fence($1, $2)`, n.cfg.ID, n.epoch)
-	}
+	b, n := s.fencedBatch()
 	for _, a := range args {
 		b.Queue(appendEvent, a...)
 	}
@@ -67,17 +62,37 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, evs []paddock.Ev
 // readAppended reads AppendEvents' batch's answers, in their order, into
 // out's seqs.
 func readAppended(br pgx.BatchResults, fenced bool, out []*paddock.Event) error {
+	if err := readFenced(br, fenced); err != nil {
+		return err
+	}
+	for _, e := range out {
+		if err := scanSeq(br.QueryRow(), e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fencedBatch is a batch that begins a transaction and, for a joined
+// node (n, nil if not joined), checks its lease first (the fence), as
+// Update's BEGIN does; readFenced reads their answers.
+func (s *Store) fencedBatch() (b *pgx.Batch, n *joined) {
+	b = &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	if n = s.node.Load(); n != nil {
+		b.Queue(`SELECT paddock_fence($1, $2)`, n.cfg.ID, n.epoch)
+	}
+	return b, n
+}
+
+// readFenced reads the answers of a fencedBatch's BEGIN and fence.
+func readFenced(br pgx.BatchResults, fenced bool) error {
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
 	if fenced {
 		if _, err := br.Exec(); err != nil {
 			return wrap("check the node's lease", err) // PF001 stays in the chain
-		}
-	}
-	for _, e := range out {
-		if err := scanSeq(br.QueryRow(), e); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/postgres"
 )
 
 // TestAppendEventsInOneBatch: events appended in one batch are stored as
@@ -72,14 +71,7 @@ func TestAppendEventsInOneBatch(t *testing.T) {
 		t.Fatalf("notices %+v", notices)
 	}
 	// a is marked lost: its batch is fenced, nothing of it stored.
-	if _, err := a.Join(ctx, postgres.NodeConfig{ID: "n0", Home: "home-n0", Address: "http://127.0.0.1:1", Capacity: 4, Lease: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1200 * time.Millisecond)
-	if lost, err := b.Reap(ctx); err != nil || len(lost) != 1 {
-		t.Fatalf("reap: %+v %v", lost, err)
-	}
-	a.TrustLeaseClock()
+	markLost(t, a, b)
 	_, err = paddock.AppendEvents(ctx, a, "r-1", drafts)
 	if !errors.Is(err, paddock.ErrFenced) || !paddock.IsCode(err, paddock.CodeNodeLost) {
 		t.Fatalf("a lost node's batch: %v", err)

@@ -23,12 +23,7 @@ func (s *Store) ClaimCall(ctx context.Context, c *paddock.CallRecord, prune time
 		return nil, err
 	}
 	defer done()
-	b := &pgx.Batch{}
-	b.BeginTx(pgx.TxOptions{})
-	n := s.node.Load()
-	if n != nil {
-		b.Queue(`SELECT paddock_fence($1, $2)`, n.cfg.ID, n.epoch)
-	}
+	b, n := s.fencedBatch()
 	if !prune.IsZero() {
 		b.Queue(`DELETE FROM call_keys WHERE created_at < $1`, prune.UTC())
 	}
@@ -66,13 +61,8 @@ func (s *Store) ClaimCall(ctx context.Context, c *paddock.CallRecord, prune time
 // readClaim reads ClaimCall's batch's answers, in their order: nil when
 // the key was claimed, else the record that holds it.
 func readClaim(br pgx.BatchResults, fenced, pruned bool, key string) (*paddock.CallRecord, error) {
-	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("postgres: begin: %w", err)
-	}
-	if fenced {
-		if _, err := br.Exec(); err != nil {
-			return nil, wrap("check the node's lease", err) // PF001 stays in the chain
-		}
+	if err := readFenced(br, fenced); err != nil {
+		return nil, err
 	}
 	if pruned {
 		if _, err := br.Exec(); err != nil {

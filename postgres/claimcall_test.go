@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock"
-	"github.com/paddock-dev/paddock/postgres"
 )
 
 // TestClaimCallFenced: a node's claims go in one batch (storetest's
@@ -24,14 +23,7 @@ func TestClaimCallFenced(t *testing.T) {
 	if old, err := paddock.ClaimCall(ctx, a, &paddock.CallRecord{Key: "before", Request: "r", Owner: "a", CreatedAt: now.Add(-2 * time.Hour)}, time.Time{}); err != nil || old != nil {
 		t.Fatalf("a claim: %+v %v", old, err)
 	}
-	if _, err := a.Join(ctx, postgres.NodeConfig{ID: "n0", Home: "home-n0", Address: "http://127.0.0.1:1", Capacity: 4, Lease: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1200 * time.Millisecond)
-	if lost, err := b.Reap(ctx); err != nil || len(lost) != 1 {
-		t.Fatalf("reap: %+v %v", lost, err)
-	}
-	a.TrustLeaseClock()
+	markLost(t, a, b)
 	_, err := paddock.ClaimCall(ctx, a, &paddock.CallRecord{Key: "k", Request: "r", Owner: "a", CreatedAt: now}, now.Add(-time.Hour))
 	if !errors.Is(err, paddock.ErrFenced) || !paddock.IsCode(err, paddock.CodeNodeLost) {
 		t.Fatalf("a lost node's claim: %v", err)

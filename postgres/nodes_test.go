@@ -35,6 +35,22 @@ func nodes(t *testing.T, n int, lease time.Duration) []*postgres.Store {
 	return out
 }
 
+// markLost has node a (n0, of nodes) marked lost by b: a joins again
+// with a lease of a second, which runs out, b reaps it, and a trusts its
+// own clock of the lease again.
+func markLost(t *testing.T, a, b *postgres.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := a.Join(ctx, postgres.NodeConfig{ID: "n0", Home: "home-n0", Address: "http://127.0.0.1:1", Capacity: 4, Lease: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if lost, err := b.Reap(ctx); err != nil || len(lost) != 1 {
+		t.Fatalf("reap: %+v %v", lost, err)
+	}
+	a.TrustLeaseClock()
+}
+
 func mkRun(t *testing.T, s *postgres.Store, project, id string, state paddock.WorkspaceState) {
 	t.Helper()
 	ctx := context.Background()
