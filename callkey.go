@@ -96,7 +96,9 @@ type CallClaimer interface {
 
 // ClaimCall claims c's key in s, as CallKeys.Claim does, pruning the
 // records made before prune first (unless it is zero): through the
-// store's ClaimCall where it is a CallClaimer, else in one UpdateLazy.
+// store's ClaimCall where it is a CallClaimer, else in one UpdateLazy. A
+// key held already is returned with no error, even if the commit failed:
+// an error says this claim may have been stored.
 func ClaimCall(ctx context.Context, s Store, c *CallRecord, prune time.Time) (existing *CallRecord, err error) {
 	if cc, ok := s.(CallClaimer); ok {
 		return cc.ClaimCall(ctx, c, prune)
@@ -110,5 +112,11 @@ func ClaimCall(ctx context.Context, s Store, c *CallRecord, prune time.Time) (ex
 		existing, err = tx.CallKeys().Claim(ctx, c)
 		return err
 	})
-	return existing, err
+	if existing != nil {
+		// Held already: this claim wrote nothing, whatever became of its
+		// commit (a prune with it is let go). Said as an error, its caller
+		// would give the key back, and with it the holder's claim.
+		return existing, nil
+	}
+	return nil, err
 }
