@@ -97,15 +97,10 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 		return nil, err
 	}
 	defer release()
-	if exp := paddock.ExpectedSeq(ctx); exp != nil && !exp.Checked {
-		// The run's stripe is held from here to the call's record: a call
-		// whose key is not its own (another attempt's, maybe the one that
-		// holds the stripe) is stopped before it waits for the stripe.
-		if err := paddock.AwaitClaim(ctx); err != nil {
-			return nil, err
-		}
+	ctx, unhold, err := br.holdExpect(ctx, id) // checked and recorded as one step (expect.go)
+	if err != nil {
+		return nil, err
 	}
-	ctx, unhold := br.holdExpect(ctx, id) // checked and recorded as one step (expect.go)
 	defer unhold()
 	if changesFiles(b.call.Tool) {
 		// The last call's effects are its own: the look at the files after

@@ -52,14 +52,20 @@ type expectHeldKey struct{}
 // holdExpect takes run id's stripe for a call whose ctx carries an
 // unchecked expectation, and returns the call's context (which says the
 // stripe is held: a call made within it does not take one again) and what
-// releases it.
-func (kn *kernel) holdExpect(ctx context.Context, id string) (context.Context, func()) {
+// releases it. A keyed call's claim made beside it (paddock.AwaitClaim)
+// is waited for first, never with the stripe held: the claim may be
+// waiting for another attempt of the call, which may hold the stripe; a
+// call whose key is not its own is stopped then, with the claim's error.
+func (kn *kernel) holdExpect(ctx context.Context, id string) (context.Context, func(), error) {
 	if exp := paddock.ExpectedSeq(ctx); exp == nil || exp.Checked || ctx.Value(expectHeldKey{}) != nil {
-		return ctx, func() {}
+		return ctx, func() {}, nil
+	}
+	if err := paddock.AwaitClaim(ctx); err != nil {
+		return nil, nil, err
 	}
 	h := fnv.New32a()
 	h.Write([]byte(id))
 	mu := &kn.expectMu[h.Sum32()%uint32(len(kn.expectMu))]
 	mu.Lock()
-	return context.WithValue(ctx, expectHeldKey{}, true), mu.Unlock
+	return context.WithValue(ctx, expectHeldKey{}, true), mu.Unlock, nil
 }
