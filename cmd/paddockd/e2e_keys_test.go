@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,37 @@ func TestIdempotencyKeys(t *testing.T) {
 	}
 	if n := toolCalls(t, c, id, "slept-once"); n != 1 {
 		t.Fatalf("the slow command ran %d times", n)
+	}
+
+	// The same with expect_seq: the call made again is told so after the
+	// same wait, not held until its first attempt ends and then told its
+	// answer was lost (it waited for its claim holding the run's stripe).
+	r, err := c.Run(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqExec := exec + "?expect_seq=" + strconv.FormatInt(r.LastSeq, 10)
+	sb, _ := json.Marshal(paddock.ExecRequest{Argv: []string{"sh", "-c", "sleep 6; echo slept-seq"}})
+	seqDone := make(chan keyedCall, 1)
+	go func() {
+		k, err := keyedSend(home, seqExec, "k-seq", string(sb))
+		if err != nil {
+			k.body = err.Error()
+		}
+		seqDone <- k
+	}()
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	seqAgain := keyedPost(t, home, seqExec, "k-seq", string(sb))
+	took := time.Since(start)
+	if first := <-seqDone; first.status != 200 || !strings.Contains(first.body, "slept-seq") {
+		t.Fatalf("the first attempt with expect_seq: %+v", first)
+	}
+	if seqAgain.status != http.StatusLocked || !strings.Contains(seqAgain.body, `"in_progress":true`) || took > 4*time.Second {
+		t.Fatalf("made again with expect_seq while its first attempt ran, answered after %v: %+v", took, seqAgain)
+	}
+	if replay := keyedPost(t, home, seqExec, "k-seq", string(sb)); replay.status != 200 || !replay.replayed {
+		t.Fatalf("asked once more: %+v", replay)
 	}
 
 	// A command whose caller goes ends, key or not (paddock exec --json
