@@ -72,6 +72,12 @@ func WithClaimGate(ctx context.Context, wait func(context.Context) error) contex
 	return context.WithValue(ctx, claimGateKey{}, wait)
 }
 
+// ClaimGated says whether ctx's call has a gate (WithClaimGate).
+func ClaimGated(ctx context.Context) bool {
+	_, ok := ctx.Value(claimGateKey{}).(func(context.Context) error)
+	return ok
+}
+
 // AwaitClaim waits until ctx's call may take effect: at once without a
 // gate (WithClaimGate); with one, until its key's claim is made. An error
 // means the call is not to be made, and it is to take no effect at all:

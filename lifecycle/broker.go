@@ -92,6 +92,7 @@ type callEvent struct {
 // with its decision and rule), and a call that needs approval becomes a
 // pending access request.
 func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err error) {
+	stage := br.stages(b.call.Tool)
 	release, err := br.forks.useRun(id) // a fork of the run waits for none (fork.go)
 	if err != nil {
 		return nil, err
@@ -108,15 +109,20 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 		// it, as it is now (workspaceFor takes an active run as read here).
 		br.provenance.settle(id)
 	}
+	stage(StageQueue)
 	r, p, grants, err := br.runAndGrants(ctx, id, b.inWorkspace)
 	if err != nil {
 		return nil, err
 	}
+	stage(StageRead)
 	// A keyed call's key is claimed while the run was read (httpapi's
 	// gated routes): nothing of the call, not even a refusal's event, is
 	// recorded or done before it is.
-	if err := paddock.AwaitClaim(ctx); err != nil {
-		return nil, err
+	if paddock.ClaimGated(ctx) {
+		if err := paddock.AwaitClaim(ctx); err != nil {
+			return nil, err
+		}
+		stage(StageClaim)
 	}
 	def := definitionOf(r)
 	start := time.Now()
@@ -135,10 +141,12 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 	}
 	cc := &callContext{run: r, project: p, def: def, grants: grants, red: br.redactor(r)}
 	res, evs, callErr := b.run(ctx, cc)
+	stage(StageCall)
 	if len(evs) > 0 {
 		var first string
 		evs, first = br.driven(ctx, id, b.call.Tool, evs)
 		seq, err := br.recordEventsSeq(ctx, id, maskEvents(cc.red, evs))
+		stage(StageRecord)
 		if err != nil {
 			br.drivers.Delete(first) // not recorded: the next call says it
 			if callErr == nil {
@@ -158,6 +166,17 @@ func (br *Broker) broker(ctx context.Context, id string, b brokered) (_ any, err
 		return res, nil
 	}
 	return redactValue(cc.red, res)
+}
+
+// stages times the stages of a call of tool through broker, each from
+// the end of the last (Observer.CallStage).
+func (br *Broker) stages(tool string) func(stage string) {
+	o, last := br.observer(), time.Now()
+	return func(stage string) {
+		now := time.Now()
+		o.CallStage(tool, stage, now.Sub(last))
+		last = now
+	}
 }
 
 // driven puts after a call's events, the first time a principal drives

@@ -24,7 +24,36 @@ type Observer interface {
 	// WebhookAttempt: one delivery attempt of a webhook (its name, from
 	// paddock.toml), and whether the receiver took it.
 	WebhookAttempt(webhook string, delivered bool, d time.Duration)
+	// CallStage: how long one stage of a call through the broker took
+	// (Stage*), each as the call passes it: where a call's time goes
+	// under load.
+	CallStage(tool, stage string, d time.Duration)
 }
+
+// The stages of a call through the broker, in their order
+// (Observer.CallStage), each observed as the call ends it: one the broker
+// refuses ends after its read (and claim), with no call or record stage;
+// one that fails within a stage is not observed in it.
+const (
+	// StageQueue is the wait for the run to be the call's: a fork of it
+	// taking its files, a call with the same expected seq, and, for a call
+	// that can change its files, the look at them after the run's last
+	// call (each call's effects are its own).
+	StageQueue = "queue"
+	// StageRead is the read of the run, its grants and its project.
+	StageRead = "read"
+	// StageClaim is the wait for the call's idempotency key to be claimed
+	// after the run was read (the HTTP API claims a keyed exec's or tool
+	// call's key beside that read); only a keyed call through those routes
+	// passes it.
+	StageClaim = "claim"
+	// StageCall is the call itself, its decision included: for a command,
+	// its view, its run in the sandbox and its output.
+	StageCall = "call"
+	// StageRecord is the durable append of the call's events, before it
+	// is answered.
+	StageRecord = "record"
+)
 
 type noObserver struct{}
 
@@ -32,6 +61,7 @@ func (noObserver) ToolCall(string, paddock.Access, paddock.Decision, string, err
 func (noObserver) Exec(paddock.Access, string, bool, bool, time.Duration)                          {}
 func (noObserver) WebhookAttempt(string, bool, time.Duration)                                      {}
 func (noObserver) ExecFailed(error)                                                                {}
+func (noObserver) CallStage(string, string, time.Duration)                                         {}
 
 // observer is Config.Observer, or one that observes nothing.
 func (kn *kernel) observer() Observer {

@@ -439,3 +439,4 @@ func (*attemptObserver) ToolCall(string, paddock.Access, paddock.Decision, strin
 }
 func (*attemptObserver) Exec(paddock.Access, string, bool, bool, time.Duration) {}
 func (*attemptObserver) ExecFailed(error)                                       {}
+func (*attemptObserver) CallStage(string, string, time.Duration)                {}

@@ -38,6 +38,7 @@ type Metrics struct {
 	requests     *prometheus.HistogramVec
 	streams      *prometheus.CounterVec
 	toolCalls    *prometheus.HistogramVec
+	callStages   *prometheus.HistogramVec
 	decisions    *prometheus.CounterVec
 	execs        *prometheus.HistogramVec
 	sandboxFails *prometheus.CounterVec
@@ -57,6 +58,9 @@ type Metrics struct {
 var (
 	fastBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 	slowBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800}
+	// stageBuckets: a call's stages, from a read of the store (a tenth of
+	// a millisecond) to a command's run (minutes).
+	stageBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800}
 )
 
 // New makes the collectors and registers them, with Go's runtime and the
@@ -79,6 +83,7 @@ func New(log *slog.Logger) *Metrics {
 	m.requests = histogram("http_request_duration_seconds", "API requests answered, by method, route (the route's pattern, never a run id) and status code; streams are counted in http_streams_total.", fastBuckets, "method", "route", "code")
 	m.streams = counter("http_streams_total", "Streamed API requests (event streams, streamed and attached commands, MCP), by method, route and status code.", "method", "route", "code")
 	m.toolCalls = histogram("tool_call_duration_seconds", "Tool calls through the broker (exec included), by tool, the run's access mode and outcome (ok, or the error code of a refusal by the broker or the tool).", fastBuckets, "tool", "access", "outcome")
+	m.callStages = histogram("tool_call_stage_duration_seconds", "The stages of tool calls through the broker (exec included), by tool and stage: queue (waiting for the run: a fork of it, a call with the same expected seq, the look at its files after its last call), read (the run, its grants, its project), claim (the idempotency key's claim, after the read), call (the call itself: a command's view, sandbox and output), record (its events' durable append).", stageBuckets, "tool", "stage")
 	m.decisions = counter("broker_decisions_total", "The broker's decisions, by decision and the rule that decided (empty when allowed).", "decision", "rule")
 	m.execs = histogram("exec_duration_seconds", "Commands run in the sandbox, by the run's access mode and the sandbox's mode (resident or per-exec).", slowBuckets, "access", "mode")
 	m.sandboxFails = counter("sandbox_failures_total", "Commands the sandbox could not set up or run, by error code.", "code")
@@ -87,7 +92,7 @@ func New(log *slog.Logger) *Metrics {
 	m.oomKills = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "exec_oom_kills_total", Help: "Commands ended by the kernel's OOM killer at their memory limit."})
 	m.webhooks = histogram("webhook_attempt_duration_seconds", "Webhook delivery attempts, by webhook (its name in paddock.toml) and outcome (delivered, failed: retried with back-off).", slowBuckets, "webhook", "outcome")
 	m.forwards = histogram("forward_duration_seconds", "Calls forwarded to another node (PostgreSQL store), by outcome.", fastBuckets, "outcome")
-	m.reg.MustRegister(m.events, m.transitions, m.storeUpdates, m.storeErrors, m.requests, m.streams, m.toolCalls,
+	m.reg.MustRegister(m.events, m.transitions, m.storeUpdates, m.storeErrors, m.requests, m.streams, m.toolCalls, m.callStages,
 		m.decisions, m.execs, m.sandboxFails, m.harnesses, m.degraded, m.oomKills, m.forwards, m.webhooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		stateCollector{m})
@@ -120,6 +125,12 @@ func (m *Metrics) ToolCall(tool string, access paddock.Access, decision paddock.
 	}
 	m.toolCalls.WithLabelValues(tool, string(access), outcome).Observe(d.Seconds())
 	m.decisions.WithLabelValues(string(decision), rule).Inc()
+}
+
+// CallStage observes one stage of a tool call through the broker
+// (lifecycle.Stage*): where its time went.
+func (m *Metrics) CallStage(tool, stage string, d time.Duration) {
+	m.callStages.WithLabelValues(tool, stage).Observe(d.Seconds())
 }
 
 // Exec observes a command the sandbox ran to its end: the sandbox's mode

@@ -129,6 +129,8 @@ scrape_configs:
 		{`sum(paddock_runs{job="paddock",project="app",state=~"rejected|cleanup_pending|cleaned"})`, eq(1), "the rejected run by its state"},
 		{`sum(paddock_tool_call_duration_seconds_count{job="paddock",tool="write",outcome="ok"})`, eq(3), "three writes answered"},
 		{`sum(paddock_tool_call_duration_seconds_count{job="paddock",tool="write",outcome="forbidden"})`, eq(2), "the protected write and the read run's, refused"},
+		{`sum(paddock_tool_call_stage_duration_seconds_count{job="paddock",tool="write",stage="read"})`, eq(5), "each write's read of its run, timed as a stage"},
+		{`sum(paddock_tool_call_stage_duration_seconds_count{job="paddock",tool="exec",stage="call"})`, eq(2), "each command's run, timed as a stage"},
 		{`paddock_broker_decisions_total{job="paddock",decision="deny",rule="read_only"}`, eq(1), "the read run's write denied by the broker, by its rule"},
 		{`sum(paddock_exec_duration_seconds_count{job="paddock",mode=~"resident|per-exec"})`, eq(2), "two commands, by sandbox mode"},
 		{`sum(paddock_sandbox_harness_setup_duration_seconds_count{job="paddock",outcome="ok"})`, gt(0), "the run's harness set up"},
