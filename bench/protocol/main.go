@@ -112,28 +112,9 @@ func run(clients, ntools, nexecs int) error {
 		return err
 	}
 	benchutil.Step("checking every run's events")
-	total := 0
-	for _, id := range runs {
-		evs, err := d.Client.Events(ctx, id, 0, 1<<30)
-		if err != nil {
-			return err
-		}
-		tools, execs := 0, 0
-		for i, e := range evs {
-			if e.Seq != int64(i+1) {
-				return fmt.Errorf("run %s: event %d has seq %d", id, i, e.Seq)
-			}
-			switch e.Type {
-			case "tool.call":
-				tools++
-			case "exec":
-				execs++
-			}
-		}
-		if tools != ntools || execs != nexecs {
-			return fmt.Errorf("run %s: %d tool calls and %d execs recorded, want %d and %d", id, tools, execs, ntools, nexecs)
-		}
-		total += len(evs)
+	total, err := checkEvents(ctx, d, runs, ntools, nexecs)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("\n%s\n\n| figure | paddock | peer | ratio |\n|---|---|---|---|\n", benchutil.Machine(tmp))
 	fmt.Printf("| load: %d clients × (%d tool calls + %d execs), one-file repository, every run's events complete and gap-free | %d events in %s, %.0f events/s | – | – |\n",
@@ -144,5 +125,47 @@ func run(clients, ntools, nexecs int) error {
 		fmt.Printf("| exec latency under that load | p50 %s, p99 %s | – | – |\n",
 			benchutil.Round(benchutil.Percentile(execLat, 50)), benchutil.Round(benchutil.Percentile(execLat, 99)))
 	}
+	return printStages(ctx, d)
+}
+
+// checkEvents checks that every run's events are complete, in order,
+// gap-free and without duplicates, and says how many there are.
+func checkEvents(ctx context.Context, d *benchutil.Daemon, runs []string, ntools, nexecs int) (int, error) {
+	total := 0
+	for _, id := range runs {
+		evs, err := d.Client.Events(ctx, id, 0, 1<<30)
+		if err != nil {
+			return 0, err
+		}
+		tools, execs := 0, 0
+		for i, e := range evs {
+			if e.Seq != int64(i+1) {
+				return 0, fmt.Errorf("run %s: event %d has seq %d", id, i, e.Seq)
+			}
+			switch e.Type {
+			case "tool.call":
+				tools++
+			case "exec":
+				execs++
+			}
+		}
+		if tools != ntools || execs != nexecs {
+			return 0, fmt.Errorf("run %s: %d tool calls and %d execs recorded, want %d and %d", id, tools, execs, ntools, nexecs)
+		}
+		total += len(evs)
+	}
+	return total, nil
+}
+
+// printStages prints where the calls' time went, stage by stage, in the
+// daemon: its own histograms, so the client's share is what the
+// latencies above hold beyond these.
+func printStages(ctx context.Context, d *benchutil.Daemon) error {
+	fams, err := d.Metrics(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nIn the daemon, stage by stage (paddock_tool_call_stage_duration_seconds):\n\n%s\n%s\n%s",
+		benchutil.StageTable(fams, paddock.ToolExec), benchutil.StageTable(fams, "write"), benchutil.StageTable(fams, "read"))
 	return nil
 }

@@ -1,10 +1,13 @@
 package benchutil
 
 import (
+	"math"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestLeftovers: a process whose parent ends without it becomes the
@@ -31,5 +34,23 @@ func TestLeftovers(t *testing.T) {
 	}
 	if again := Leftovers(0); len(again) != 0 {
 		t.Fatalf("after the kill: %v", again)
+	}
+}
+
+// TestQuantile: a histogram's quantile is estimated as Prometheus's
+// histogram_quantile does, within its bucket, by the bucket's bounds.
+func TestQuantile(t *testing.T) {
+	bucket := func(le float64, n uint64) *dto.Bucket { return &dto.Bucket{UpperBound: &le, CumulativeCount: &n} }
+	n := uint64(100)
+	h := &dto.Histogram{SampleCount: &n, Bucket: []*dto.Bucket{bucket(0.01, 90), bucket(0.001, 10), bucket(math.Inf(1), 100)}}
+	for _, c := range []struct{ q, want float64 }{
+		{0.05, 0.0005}, // in the first bucket, from 0
+		{0.5, 0.0055},  // 40 of the 80 in (0.001, 0.01]
+		{0.9, 0.01},
+		{0.99, 0.01}, // above the last bound: that bound
+	} {
+		if got := quantile(h, c.q); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("quantile %v = %v, want %v", c.q, got, c.want)
+		}
 	}
 }
