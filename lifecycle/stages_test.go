@@ -56,7 +56,8 @@ func TestCallStages(t *testing.T) {
 	e.m.Observer = obs
 	r := e.create(t, paddock.KindOverlay, "")
 	agent := paddock.WithAgent(context.Background())
-	const claimTook = 150 * time.Millisecond
+	// Long enough that no other stage takes as long on a loaded machine.
+	const claimTook = 400 * time.Millisecond
 	slowClaim := paddock.WithClaimGate(agent, func(ctx context.Context) error {
 		time.Sleep(claimTook)
 		return nil
@@ -71,9 +72,9 @@ func TestCallStages(t *testing.T) {
 		least      time.Duration // this long
 	}{
 		{"a command", paddock.ToolExec, func() error {
-			_, err := e.m.Broker.Exec(agent, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "sleep 0.2; echo x > made.txt"}})
+			_, err := e.m.Broker.Exec(agent, r.ID, paddock.ExecRequest{Argv: []string{"sh", "-c", "sleep 0.4; echo x > made.txt"}})
 			return err
-		}, all, lifecycle.StageCall, 200 * time.Millisecond},
+		}, all, lifecycle.StageCall, 400 * time.Millisecond},
 		{"a keyed command whose key is claimed slowly", paddock.ToolExec, func() error {
 			_, err := e.m.Broker.Exec(slowClaim, r.ID, paddock.ExecRequest{Argv: []string{"true"}})
 			return err

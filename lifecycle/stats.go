@@ -32,20 +32,29 @@ type Observer interface {
 
 // The stages of a call through the broker, in their order
 // (Observer.CallStage), each observed as the call ends it: one the broker
-// refuses ends after its read (and claim), with no call or record stage;
-// one that fails within a stage is not observed in it.
+// refuses ends after its read (and claim), with no call or record stage
+// (its refusal's event is not timed as a stage); one that fails in queue,
+// read or claim is not observed in it, while call and record are observed
+// whether or not they succeed. What follows the record (the answer's
+// masking, the look's lock) is in no stage, so the stages add up to a
+// little less than ToolCall's duration, and more: ToolCall's begins after
+// the claim.
 const (
-	// StageQueue is the wait for the run to be the call's: a fork of it
-	// taking its files, a call with the same expected seq, and, for a call
+	// StageQueue is the wait for the run to be the call's: for a call
 	// that can change its files, the look at them after the run's last
-	// call (each call's effects are its own).
+	// such call (each call's effects are its own); for a call with an
+	// expected seq, the lock it checks its seq under (one of a few shared
+	// by hash across runs: calls with an expected seq on the same run, or
+	// on another, for their whole length), and before it the call's key's
+	// claim, if it is keyed.
 	StageQueue = "queue"
 	// StageRead is the read of the run, its grants and its project.
 	StageRead = "read"
 	// StageClaim is the wait for the call's idempotency key to be claimed
 	// after the run was read (the HTTP API claims a keyed exec's or tool
 	// call's key beside that read); only a keyed call through those routes
-	// passes it.
+	// passes it (one with an expected seq waited in queue, and passes it at
+	// once).
 	StageClaim = "claim"
 	// StageCall is the call itself, its decision included: for a command,
 	// its view, its run in the sandbox and its output.

@@ -53,4 +53,11 @@ func TestQuantile(t *testing.T) {
 			t.Errorf("quantile %v = %v, want %v", c.q, got, c.want)
 		}
 	}
+	// In the first bucket, the table says only that it is under its bound.
+	if got := estimate(h, 0.05); got != "≤ 1.00 ms" {
+		t.Errorf("estimate in the first bucket = %q", got)
+	}
+	if got := estimate(h, 0.5); got != "5.50 ms" {
+		t.Errorf("estimate = %q", got)
+	}
 }

@@ -1,6 +1,7 @@
 package benchutil
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -64,7 +65,7 @@ func StageTable(fams map[string]*dto.MetricFamily, tool string) string {
 				continue
 			}
 			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", stage, n, seconds(h.GetSampleSum()/float64(n)),
-				seconds(quantile(h, 0.5)), seconds(quantile(h, 0.99)))
+				estimate(h, 0.5), estimate(h, 0.99))
 		}
 	}
 	return b.String()
@@ -79,13 +80,27 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
+// estimate is h's q-quantile as quantile estimates it, or, where it falls
+// in the first bucket (whose interpolation from 0 says nothing), that
+// bucket's bound as a ceiling.
+func estimate(h *dto.Histogram, q float64) string {
+	v := quantile(h, q)
+	if bs := sortedBuckets(h); len(bs) > 0 && float64(bs[0].GetCumulativeCount()) >= q*float64(h.GetSampleCount()) {
+		return "≤ " + seconds(bs[0].GetUpperBound())
+	}
+	return seconds(v)
+}
+
+func sortedBuckets(h *dto.Histogram) []*dto.Bucket {
+	bs := slices.Clone(h.GetBucket())
+	slices.SortFunc(bs, func(a, b *dto.Bucket) int { return cmp.Compare(a.GetUpperBound(), b.GetUpperBound()) })
+	return bs
+}
+
 // quantile estimates h's q-quantile as histogram_quantile does: linearly
 // within the bucket it falls in (from 0 in the first).
 func quantile(h *dto.Histogram, q float64) float64 {
-	bs := slices.Clone(h.GetBucket())
-	slices.SortFunc(bs, func(a, b *dto.Bucket) int {
-		return int(math.Copysign(1, a.GetUpperBound()-b.GetUpperBound()))
-	})
+	bs := sortedBuckets(h)
 	rank := q * float64(h.GetSampleCount())
 	lower, below := 0.0, 0.0
 	for _, bk := range bs {
