@@ -108,6 +108,23 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteNewFiles is BenchmarkWrite with each write a file of
+// its own, as an agent writing a tree: the look after each reads only the
+// file written, whatever the run wrote before.
+func BenchmarkWriteNewFiles(b *testing.B) {
+	ctx := context.Background()
+	e, r := benchRun(b)
+	agent := paddock.WithAgent(ctx)
+	i := 0
+	for b.Loop() {
+		i++
+		args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("notes/%d/%d.txt", i%50, i), "content": fmt.Sprintf("version %d\n", i)})
+		if _, err := e.m.Broker.CallTool(agent, r.ID, "write", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkCreate: an overlay run created at a snapshotted base (its
 // records and events, its workspace mounted) beside the set-up of a run's
 // harness (the resident sandbox: its namespaces, mounts, Landlock rules and

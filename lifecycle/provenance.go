@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -424,10 +423,11 @@ func (pv *Provenance) trackFile(r *paddock.Run, tf *treeFiles, rel string, typ f
 // base, for a whole tree, is the base's blobs: a file written back as
 // the base has it is no change.
 func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, written []string, st *provState, base map[string]string) (bool, error) {
-	now := maps.Clone(st.last)
-	if now == nil {
-		now = map[string]string{}
-	}
+	// Only the written files can have changed: they alone are compared
+	// with the journal (a copy of all it says, compared whole, made each
+	// write cost what the run had written before it).
+	now := make(map[string]string, len(written))
+	among := make([]string, 0, len(written))
 	tf, err := openTree(upper)
 	if err != nil {
 		return false, nil
@@ -448,6 +448,7 @@ func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, writ
 			return false, nil
 		}
 		delete(now, rel)
+		among = append(among, rel)
 		if err := pv.trackFile(r, tf, rel, 0, st, now, base); err != nil {
 			return false, err
 		}
@@ -459,7 +460,7 @@ func (pv *Provenance) trackWritten(r *paddock.Run, seq int64, upper string, writ
 			delete(now, rel) // as the base has it
 		}
 	}
-	return true, pv.trackChanges(r, seq, st, now)
+	return true, pv.trackChangesAmong(r, seq, st, now, among)
 }
 
 // trackTree is trackUpper for a workspace that is a whole tree (a clone,
@@ -583,18 +584,60 @@ func hidden(rel string, hides map[string]bool) bool {
 // trackChanges records in run r's journal how now differs from its last
 // word on each path.
 func (pv *Provenance) trackChanges(r *paddock.Run, seq int64, st *provState, now map[string]string) error {
+	return pv.journalChanges(r, seq, st, st.changesTo(now))
+}
+
+// trackChangesAmong is trackChanges where only the paths among can have
+// changed: now holds those of them the run changes from the base, and
+// what the journal says of every other path stands.
+func (pv *Provenance) trackChangesAmong(r *paddock.Run, seq int64, st *provState, now map[string]string, among []string) error {
+	return pv.journalChanges(r, seq, st, st.changesAmong(now, among))
+}
+
+// changesTo is what differs between the journal (st.last) and now, the
+// paths the run changes from the base (path → blob): a path now holds
+// that the journal says otherwise, at its blob; one the journal says is
+// changed and now does not hold, as the base has it ("base"). A path
+// back as the base has it is no longer seen (st.seen).
+func (st *provState) changesTo(now map[string]string) map[string]string {
 	changes := map[string]string{}
 	for p, b := range now {
-		if prev, ok := st.last[p]; !ok || prev != b {
-			changes[p] = b
-		}
+		st.changed(changes, p, b, true)
 	}
 	for p := range st.last {
-		if _, ok := now[p]; !ok && st.last[p] != "base" {
-			changes[p] = "base" // no longer changed: as the base has it
-			delete(st.seen, p)
+		if _, ok := now[p]; !ok {
+			st.changed(changes, p, "", false)
 		}
 	}
+	return changes
+}
+
+// changesAmong is changesTo for the paths among alone: now holds those of
+// them the run changes, and every other path is as the journal says.
+func (st *provState) changesAmong(now map[string]string, among []string) map[string]string {
+	changes := map[string]string{}
+	for _, p := range among {
+		b, ok := now[p]
+		st.changed(changes, p, b, ok)
+	}
+	return changes
+}
+
+// changed puts in changes what path p is now, where the journal says
+// otherwise: blob b if the run changes it (ok), else as the base has it.
+func (st *provState) changed(changes map[string]string, p, b string, ok bool) {
+	prev, had := st.last[p]
+	switch {
+	case ok && (!had || prev != b):
+		changes[p] = b
+	case !ok && had && prev != "base":
+		changes[p] = "base" // no longer changed: as the base has it
+		delete(st.seen, p)
+	}
+}
+
+// journalChanges appends changes, if there are any, to run r's journal.
+func (pv *Provenance) journalChanges(r *paddock.Run, seq int64, st *provState, changes map[string]string) error {
 	if len(changes) == 0 {
 		return nil
 	}
