@@ -1033,6 +1033,15 @@ func (h *harnessConn) run(ctx context.Context, spec *Spec, ownNet bool) (*Result
 	return res, nil
 }
 
+// outputBufs are the buffers outputPipes' copies read into, kept from
+// command to command: two of 64 KiB a command were more than half of
+// what an exec through the API allocated. What reads into one hands it
+// only to Write, which keeps none of it (io.Writer).
+var outputBufs = sync.Pool{New: func() any {
+	b := make([]byte, 64<<10)
+	return &b
+}}
+
 // outputPipes are a command's stdout and stderr: pipes copied into out and
 // errb. fds are the ends the harness is handed, closeOurs closes the
 // daemon's copies of them, and waitOutput waits for both copies to end.
@@ -1056,7 +1065,9 @@ func outputPipes(out, errb *capped) (fds []int, closeOurs, waitOutput func(), er
 		go func() {
 			defer copies.Done()
 			defer c.r.Close()
-			buf := make([]byte, 64<<10)
+			bp := outputBufs.Get().(*[]byte)
+			defer outputBufs.Put(bp)
+			buf := *bp
 			for {
 				n, err := c.r.Read(buf)
 				c.w.Write(buf[:n])
