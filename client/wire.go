@@ -74,6 +74,12 @@ func bodyless(method string) bool {
 	return method == "GET" || method == "HEAD" || method == "DELETE"
 }
 
+// requestWriters are the buffers requests are written through, kept from
+// request to request (a long-lived client makes many). Nothing holds one
+// once its request is written: the answer is read through a buffer of its
+// own, which its body keeps until it is closed.
+var requestWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+
 // roundTrip sends req on a new connection to address, with host as its
 // Host, and reads the answer's head. The connection closes with the
 // answer's body, when ctx ends, or at once on an error.
@@ -112,16 +118,24 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 	// net/http does, so an answer the daemon gives before reading it all
 	// (a refusal of a file too large) is read, not lost to a write that
 	// fails once the daemon stops reading.
-	bw := bufio.NewWriterSize(conn, 32<<10)
+	bw := requestWriters.Get().(*bufio.Writer)
+	bw.Reset(conn)
+	release := func() { bw.Reset(nil); requestWriters.Put(bw) } // once the request is written, or could not be
 	writeHead(bw, host, req, upgrade)
 	var wrote chan error
 	if req.body == nil || (req.size >= 0 && req.size <= int64(bw.Available())) {
-		if err := writeBody(bw, req); err != nil {
+		err := writeBody(bw, req)
+		release()
+		if err != nil {
 			return fail(fmt.Errorf("sending the request: %w", err))
 		}
 	} else {
 		wrote = make(chan error, 1)
-		go func() { wrote <- writeBody(bw, req) }()
+		go func() {
+			err := writeBody(bw, req)
+			release()
+			wrote <- err
+		}()
 	}
 	limit := &io.LimitedReader{R: conn, N: maxHead}
 	br := bufio.NewReaderSize(limit, 32<<10)
