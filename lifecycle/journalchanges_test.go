@@ -7,14 +7,36 @@ import (
 	"testing"
 )
 
-// TestChangesAmongAsChangesTo: what a call that wrote only some files
+// oldChanges is what a write's look recorded before changesAmong, written
+// out as it was: the whole journal copied (maps.Clone(st.last)), the
+// written files put in it (deleted where back as the base has them), and
+// the whole compared with the journal.
+func oldChanges(st *provState, now map[string]string) map[string]string {
+	changes := map[string]string{}
+	for p, b := range now {
+		if prev, ok := st.last[p]; !ok || prev != b {
+			changes[p] = b
+		}
+	}
+	for p := range st.last {
+		if _, ok := now[p]; !ok && st.last[p] != "base" {
+			changes[p] = "base"
+			delete(st.seen, p)
+		}
+	}
+	return changes
+}
+
+// TestChangesAmongAsBefore: what a call that wrote only some files
 // records (changesAmong, its files alone compared with the journal) is
-// what comparing the whole (changesTo) records, for random journals and
-// writes: new files, files changed again, written back as before, and
-// written back as the base has them, whether the journal said so or not.
-func TestChangesAmongAsChangesTo(t *testing.T) {
+// what comparing the whole journal recorded before it (oldChanges), and
+// what changesTo records, with the same stat cache left, for random
+// journals and writes: new files, files changed again, written twice,
+// written back as before, and written back as the base has them, whether
+// the journal said so or not.
+func TestChangesAmongAsBefore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for round := range 2000 {
+	for round := range 5000 {
 		last := map[string]string{}
 		for i := range rng.IntN(8) {
 			v := fmt.Sprintf("blob%d", rng.IntN(3))
@@ -30,14 +52,7 @@ func TestChangesAmongAsChangesTo(t *testing.T) {
 			}
 			return m
 		}
-		// The whole now: the journal's changed paths, and the written ones
-		// as they are after the call (absent: as the base has them).
-		whole := map[string]string{}
-		for p, b := range last {
-			if b != "base" {
-				whole[p] = b
-			}
-		}
+		whole := maps.Clone(last) // as the old look began
 		written := map[string]string{}
 		var among []string
 		for range rng.IntN(4) + 1 {
@@ -45,19 +60,27 @@ func TestChangesAmongAsChangesTo(t *testing.T) {
 			among = append(among, p)
 			delete(whole, p)
 			delete(written, p)
-			if rng.IntN(3) > 0 {
+			if rng.IntN(3) > 0 { // else back as the base has it: deleted
 				b := fmt.Sprintf("blob%d", rng.IntN(3))
 				whole[p], written[p] = b, b
 			}
 		}
-		a := &provState{last: maps.Clone(last), seen: seen()}
-		b := &provState{last: maps.Clone(last), seen: seen()}
-		want, got := a.changesTo(whole), b.changesAmong(written, among)
-		if !maps.Equal(want, got) {
-			t.Fatalf("round %d: journal %v, written %v %v: among says %v, the whole %v", round, last, among, written, got, want)
+		before := &provState{last: maps.Clone(last), seen: seen()}
+		to := &provState{last: maps.Clone(last), seen: seen()}
+		now := &provState{last: maps.Clone(last), seen: seen()}
+		want := oldChanges(before, whole)
+		for name, got := range map[string]map[string]string{
+			"changesAmong": now.changesAmong(written, among),
+			"changesTo":    to.changesTo(whole),
+		} {
+			if !maps.Equal(want, got) {
+				t.Fatalf("round %d: journal %v, written %v %v: %s says %v, before %v", round, last, among, written, name, got, want)
+			}
 		}
-		if !maps.EqualFunc(a.seen, b.seen, func(x, y upperFile) bool { return x == y }) {
-			t.Fatalf("round %d: seen %v, the whole leaves %v", round, b.seen, a.seen)
+		for name, st := range map[string]*provState{"changesAmong": now, "changesTo": to} {
+			if !maps.Equal(before.seen, st.seen) {
+				t.Fatalf("round %d: %s leaves seen %v, before %v", round, name, st.seen, before.seen)
+			}
 		}
 	}
 }

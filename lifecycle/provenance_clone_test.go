@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/paddock-dev/paddock"
@@ -35,6 +36,15 @@ func TestCloneWriteLooksOnlyAtWhatItWrote(t *testing.T) {
 	}
 	write("new.txt", "new\n")
 	write("cmd/main.go", "package main\n") // as the base has it
+	// The write's own record says the file is as the base has it, not
+	// the blob it was written with (the look after the command below
+	// would say so too: blame waits for the write's look only).
+	if _, err := e.m.Provenance.Blame(ctx, r.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if last := journalSays(t, e, r.ID, "cmd/main.go"); last != "base" {
+		t.Fatalf("the journal's last word on cmd/main.go, written back as the base has it: %q", last)
+	}
 	sh(t, e.m, r.ID, "true")
 	b, err := e.m.Provenance.Blame(ctx, r.ID, "")
 	if err != nil {
@@ -50,4 +60,30 @@ func TestCloneWriteLooksOnlyAtWhatItWrote(t *testing.T) {
 	if len(by) != 2 || by["new.txt"] != "write new.txt" || by["README.md"] != "exec: bash -c true" {
 		t.Fatalf("blame of a clone run: %v", by)
 	}
+}
+
+// journalSays is the last word of run id's blame journal on path.
+func journalSays(t *testing.T, e *env, id, path string) string {
+	t.Helper()
+	journals, _ := filepath.Glob(filepath.Join(e.state, "*", id, "provenance.jsonl"))
+	if len(journals) == 0 {
+		journals, _ = filepath.Glob(filepath.Join(e.state, "*", "*", id, "provenance.jsonl"))
+	}
+	if len(journals) != 1 {
+		t.Fatalf("the run's journal: %v", journals)
+	}
+	raw, err := os.ReadFile(journals[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := ""
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var rec struct{ Changes map[string]string }
+		if json.Unmarshal([]byte(line), &rec) == nil {
+			if b, ok := rec.Changes[path]; ok {
+				last = b
+			}
+		}
+	}
+	return last
 }
