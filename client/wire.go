@@ -131,7 +131,15 @@ func roundTrip(ctx context.Context, network, address, host string, req *wireRequ
 		}
 	} else {
 		wrote = make(chan error, 1)
+		written := make(chan struct{})
+		if _, ok := req.body.(io.Seeker); ok {
+			// A body that can be sent again (a retry rewinds it) is not
+			// read by this attempt once its connection is closed: Close
+			// waits for the writer, which the closed connection ends.
+			closer.written = written
+		}
 		go func() {
+			defer close(written)
 			err := writeBody(bw, req)
 			release()
 			wrote <- err
@@ -787,6 +795,9 @@ type connCloser struct {
 	// write then meets (an end of file, after the shutdown) is ctx's
 	// error, never the answer's end.
 	aborted atomic.Bool
+	// written, if set, is closed once the request's body is no longer
+	// being written (beside the reading of the answer).
+	written chan struct{}
 }
 
 // cause is err as the caller is to see it: ctx's error when ctx's end
@@ -806,6 +817,9 @@ func (c *connCloser) Close() error {
 	c.once.Do(func() {
 		c.stop()
 		c.err = c.conn.Close()
+		if c.written != nil {
+			<-c.written
+		}
 	})
 	return c.err
 }

@@ -223,7 +223,9 @@ type Spec struct {
 	UpstreamRoots *x509.CertPool `json:"-"`
 	// Stdout and Stderr, if set, also receive the output as it comes. The
 	// Result keeps its capped copy, in memory, unless LiveOnly. Each is
-	// written from one goroutine at a time, the two concurrently.
+	// written from one goroutine at a time, the two concurrently. A Write
+	// must keep nothing of what it is given (io.Writer's contract): the
+	// bytes are read into buffers the next command's output reuses.
 	Stdout io.Writer `json:"-"`
 	Stderr io.Writer `json:"-"`
 	// LiveOnly says the caller takes the output from Stdout and Stderr: the
