@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 )
@@ -18,45 +17,28 @@ import (
 // the answer) has stopped reading the body before the retry rewinds it
 // (under -race, a rewind beside it is a race; without, a shifted body).
 func TestRetryRewindsAfterTheWriter(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	undone := `{"ok":false,"error":{"code":"node_lost","message":"unreached","details":{"node":"n2","delivered":false,"done":false}}}`
 	want := bytes.Repeat([]byte("0123456789abcdef"), 4<<16) // 4 MiB
 	var calls atomic.Int64
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				br := bufio.NewReader(conn)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				if calls.Add(1) == 1 {
-					io.CopyN(io.Discard, req.Body, 1<<20)
-					io.WriteString(conn, "HTTP/1.1 503 x\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"+undone)
-					return
-				}
-				got, _ := io.ReadAll(req.Body)
-				if !bytes.Equal(got, want[:len(got)]) || len(got) != len(want) {
-					t.Errorf("retry sent %d bytes, want the %d first sent", len(got), len(want))
-				}
-				io.WriteString(conn, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"ok\":true}")
-			}()
+	c := unixDaemon(t, func(conn net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(conn))
+		if err != nil {
+			return
 		}
-	}()
-	c := Unix(sock).WithRetries(2)
+		if calls.Add(1) == 1 {
+			io.CopyN(io.Discard, req.Body, 1<<20)
+			io.WriteString(conn, "HTTP/1.1 503 x\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"+undone)
+			return
+		}
+		got, _ := io.ReadAll(req.Body)
+		if !bytes.Equal(got, want) {
+			t.Errorf("retry sent %d bytes, want the %d first sent", len(got), len(want))
+		}
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"ok\":true}")
+	}).WithRetries(2)
 	for range 5 {
 		calls.Store(0)
-		err = c.doRaw(context.Background(), "POST", "/v1/x", bytes.NewReader(want), "application/octet-stream", nil)
+		err := c.doRaw(context.Background(), "POST", "/v1/x", bytes.NewReader(want), "application/octet-stream", nil)
 		if err != nil || calls.Load() != 2 {
 			t.Fatalf("the write, retried once: %v after %d attempts", err, calls.Load())
 		}

@@ -30,6 +30,25 @@ import (
 // daemon that is hostile or broken in ways a net/http server is not.
 func rawDaemon(t *testing.T, serve func(conn net.Conn, head string)) *Client {
 	t.Helper()
+	return unixDaemon(t, func(conn net.Conn) {
+		br := bufio.NewReader(conn)
+		var head strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			head.WriteString(line)
+			if err != nil || line == "\r\n" {
+				break
+			}
+		}
+		serve(conn, head.String())
+	})
+}
+
+// unixDaemon listens on a unix socket in a test directory and hands
+// every connection to handle, closing it after; the listener is closed,
+// and its loop ended, with the test.
+func unixDaemon(t *testing.T, handle func(conn net.Conn)) *Client {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -46,16 +65,7 @@ func rawDaemon(t *testing.T, serve func(conn net.Conn, head string)) *Client {
 			}
 			go func() {
 				defer conn.Close()
-				br := bufio.NewReader(conn)
-				var head strings.Builder
-				for {
-					line, err := br.ReadString('\n')
-					head.WriteString(line)
-					if err != nil || line == "\r\n" {
-						break
-					}
-				}
-				serve(conn, head.String())
+				handle(conn)
 			}()
 		}
 	}()

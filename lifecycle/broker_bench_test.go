@@ -95,30 +95,26 @@ func benchRun(b *testing.B) (*env, *paddock.Run) {
 // of which the next waits for the look at what it changed (blame's
 // journal): PADDOCK_BENCH_KIND and PADDOCK_BENCH_FILES as BenchmarkExec.
 func BenchmarkWrite(b *testing.B) {
-	ctx := context.Background()
-	e, r := benchRun(b)
-	agent := paddock.WithAgent(ctx)
-	i := 0
-	for b.Loop() {
-		i++
-		args, _ := json.Marshal(map[string]string{"path": "notes.txt", "content": fmt.Sprintf("version %d\n", i)})
-		if _, err := e.m.Broker.CallTool(agent, r.ID, "write", args); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchWrites(b, func(int) string { return "notes.txt" })
 }
 
 // BenchmarkWriteNewFiles is BenchmarkWrite with each write a file of
 // its own, as an agent writing a tree: the look after each reads only the
 // file written, whatever the run wrote before.
 func BenchmarkWriteNewFiles(b *testing.B) {
+	benchWrites(b, func(i int) string { return fmt.Sprintf("notes/%d/%d.txt", i%50, i) })
+}
+
+// benchWrites makes write tool calls one after the other on one run, the
+// i-th to path(i).
+func benchWrites(b *testing.B, path func(i int) string) {
 	ctx := context.Background()
 	e, r := benchRun(b)
 	agent := paddock.WithAgent(ctx)
 	i := 0
 	for b.Loop() {
 		i++
-		args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("notes/%d/%d.txt", i%50, i), "content": fmt.Sprintf("version %d\n", i)})
+		args, _ := json.Marshal(map[string]string{"path": path(i), "content": fmt.Sprintf("version %d\n", i)})
 		if _, err := e.m.Broker.CallTool(agent, r.ID, "write", args); err != nil {
 			b.Fatal(err)
 		}
